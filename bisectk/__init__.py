@@ -1,0 +1,3 @@
+"""bisectk: differential bisection for GPU kernels."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from bisectk.cli import entry
+
+entry()

@@ -1,0 +1,62 @@
+"""Progress events: the engine emits, the terminal UI / JSON writer / tests subscribe.
+
+Abstractions
+------------
+Event subclasses -- plain records of what happened (a run started or finished, a phase began,
+                    a note worth showing). They carry data, never formatting.
+EventBus         -- a list of subscribers; `emit` calls each. No subscriber means silence, which
+                    is what `--json` and non-TTY output want.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from bisectk.outcome import Run
+
+
+@dataclass(frozen=True)
+class Event:
+    pass
+
+
+@dataclass(frozen=True)
+class PhaseStarted(Event):
+    name: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class RunStarted(Event):
+    label: str
+    config: dict[str, Any]
+    index: int
+    timeout: float | None
+
+
+@dataclass(frozen=True)
+class RunFinished(Event):
+    label: str
+    config: dict[str, Any]
+    index: int
+    run: Run
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class Note(Event):
+    text: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class EventBus:
+    def __init__(self) -> None:
+        self.subscribers: list[Callable[[Event], None]] = []
+
+    def subscribe(self, fn: Callable[[Event], None]) -> None:
+        self.subscribers.append(fn)
+
+    def emit(self, event: Event) -> None:
+        for fn in self.subscribers:
+            fn(event)

@@ -1,0 +1,177 @@
+"""Classification: a RawRun plus the oracle's thresholds becomes a `Run` of the outcome model.
+
+Abstractions
+------------
+Judge          -- the oracle's side of classification: metric thresholds and the SLOW rule
+                  against the good baseline.
+classify_build -- a build step's RawRun: only UNRESOLVED(BUILD/INFRA) or None (built fine).
+classify_run   -- the subject's RawRun: PASS, FAIL(HANG/CRASH/WRONG/SLOW), UNRESOLVED.
+parse_result   -- the `BISECTK_RESULT {json}` line of the subject protocol.
+recognise      -- known error texts (CUDA runtime, CuTe DSL, Python) to a short signature.
+
+Order matters: a timeout is a HANG whatever was printed; a signal or non-zero exit is a CRASH
+unless its text says the kernel never compiled (then BUILD: the hybrid is untestable, not bad);
+exit 125 is git bisect's "cannot test" (UNRESOLVED); only a clean exit is judged by metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+
+from bisectk.outcome import FailKind, Outcome, Reason, Run
+from bisectk.run.process import RawRun
+from bisectk.spec import Threshold
+
+RESULT_TAG = "BISECTK_RESULT"
+SKIP_EXIT = 125
+
+# (pattern, signature). First match wins; CUDA texts come from the runtime, torch, and the DSL.
+_CUDA_PATTERNS = [
+    (r"illegal memory access", "CUDA: an illegal memory access was encountered"),
+    (r"misaligned address", "CUDA: misaligned address"),
+    (r"operation not supported on global/shared address space|cudaErrorInvalidAddressSpace|invalid address space",
+     "CUDA: operation not supported on global/shared address space"),
+    (r"unspecified launch failure|cudaErrorLaunchFailure", "CUDA: unspecified launch failure"),
+    (r"too many resources requested for launch", "CUDA: too many resources requested for launch"),
+    (r"CUDA out of memory|cudaErrorMemoryAllocation|out of memory", "CUDA: out of memory"),
+    (r"illegal instruction", "CUDA: an illegal instruction was encountered"),
+    (r"device-side assert triggered", "CUDA: device-side assert triggered"),
+    (r"launch timed out", "CUDA: the launch timed out"),
+    (r"shared memory (?:size|usage)?.{0,40}(?:exceed|too large)|exceeds? .{0,30}shared memory",
+     "launch: too much shared memory"),
+    (r"no kernel image is available", "CUDA: no kernel image is available for the device"),
+]
+_BUILD_PATTERNS = [
+    r"CompilerDiagnosticError", r"DSLOperationBuildError", r"DSLAstPreprocessorError",
+    r"ptxas (?:error|fatal)", r"nvcc (?:error|fatal)", r"error: compilation failed",
+    r"MLIR (?:verification|pass) (?:failed|error)",
+]
+_EXC_LINE = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception|Interrupt)|AssertionError)\b:?\s*(.*)$")
+
+
+def recognise(text: str) -> str | None:
+    for pattern, signature in _CUDA_PATTERNS:
+        if re.search(pattern, text, re.IGNORECASE):
+            return signature
+    return None
+
+
+def is_compile_error(text: str) -> bool:
+    return any(re.search(p, text) for p in _BUILD_PATTERNS)
+
+
+def last_exception(text: str) -> str | None:
+    """The last 'SomeError: message' line of a traceback, shortened."""
+    for line in reversed(text.strip().splitlines()):
+        m = _EXC_LINE.match(line.strip())
+        if m:
+            msg = m.group(2).strip()
+            return f"{m.group(1)}: {msg[:160]}" if msg else m.group(1)
+    return None
+
+
+def last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else ""
+
+
+def parse_result(stdout: str) -> dict | None:
+    """Metrics from the last `BISECTK_RESULT {json}` line; None if absent or malformed."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(RESULT_TAG):
+            try:
+                value = json.loads(line[len(RESULT_TAG):].strip())
+            except json.JSONDecodeError:
+                return None
+            return value if isinstance(value, dict) else None
+    return None
+
+
+@dataclass
+class Judge:
+    thresholds: list[Threshold]
+    slow_factor: float | None = None
+    slow_metric: str | None = None
+    baseline: float | None = None  # good endpoint's time (slow_metric, or wall seconds)
+
+    def elapsed(self, metrics: dict, duration_s: float) -> float | None:
+        if self.slow_metric:
+            value = metrics.get(self.slow_metric)
+            return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        return duration_s
+
+    def slow(self, metrics: dict, duration_s: float) -> str | None:
+        if not self.slow_factor or not self.baseline:
+            return None
+        t = self.elapsed(metrics, duration_s)
+        if t is not None and t > self.slow_factor * self.baseline:
+            unit = self.slow_metric or "wall s"
+            return (f"{unit} {t:.3g} > {self.slow_factor:g} x baseline {self.baseline:.3g} "
+                    f"({t / self.baseline:.2f}x)")
+        return None
+
+
+def _common(raw: RawRun, log_path: str | None) -> dict:
+    return dict(duration_s=raw.duration_s, exit_code=raw.exit_code, signal=raw.signal,
+                timed_out=raw.timed_out, stdout_tail=raw.stdout[-4000:], stderr_tail=raw.stderr[-4000:],
+                log_path=log_path)
+
+
+def classify_build(raw: RawRun, log_path: str | None = None) -> Run | None:
+    if not raw.started:
+        return Run(Outcome.UNRESOLVED, reason=Reason.INFRA, signature=f"build: {raw.error}", **_common(raw, log_path))
+    if raw.timed_out:
+        return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature=f"build timed out after {raw.duration_s:.1f} s",
+                   **_common(raw, log_path))
+    if raw.exit_code != 0:
+        text = raw.stderr + "\n" + raw.stdout
+        detail = last_exception(text) or last_line(text) or (raw.signal or f"exit {raw.exit_code}")
+        return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature=f"build failed: {detail}", **_common(raw, log_path))
+    return None
+
+
+def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
+    common = _common(raw, log_path)
+    if not raw.started:
+        return Run(Outcome.UNRESOLVED, reason=Reason.INFRA, signature=raw.error, **common)
+    if raw.timed_out:
+        return Run(Outcome.FAIL, FailKind.HANG, signature=f"timeout after {raw.duration_s:.1f} s", **common)
+    text = raw.stderr + "\n" + raw.stdout
+    if raw.exit_code == SKIP_EXIT:
+        return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature="skip (exit 125)", **common)
+    if raw.exit_code != 0:
+        if is_compile_error(text):
+            detail = last_exception(text) or "compile error"
+            return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature=f"compile failed: {detail}", **common)
+        signature = recognise(text)
+        if raw.signal:
+            signature = f"{raw.signal}: {signature}" if signature else raw.signal
+        else:
+            signature = signature or last_exception(text) or f"exit {raw.exit_code}"
+        return Run(Outcome.FAIL, FailKind.CRASH, signature=signature, **common)
+    metrics = parse_result(raw.stdout)
+    if metrics is None:
+        metrics = {}
+        if judge.thresholds:
+            return Run(Outcome.UNRESOLVED, reason=Reason.INFRA,
+                       signature=f"no {RESULT_TAG} line in stdout", **common)
+    if metrics.get("ok") is False:
+        return Run(Outcome.FAIL, FailKind.WRONG, signature=str(metrics.get("error") or "subject reported a wrong result"),
+                   metrics=metrics, **common)
+    for t in judge.thresholds:
+        if t.metric not in metrics:
+            return Run(Outcome.UNRESOLVED, reason=Reason.INFRA, signature=f"metric {t.metric} not reported",
+                       metrics=metrics, **common)
+        violation = t.violation(metrics[t.metric])
+        if violation:
+            return Run(Outcome.FAIL, FailKind.WRONG, signature=violation, metrics=metrics, **common)
+    nan = [k for k, v in metrics.items() if isinstance(v, float) and math.isnan(v)]
+    if nan and not judge.thresholds:
+        return Run(Outcome.FAIL, FailKind.WRONG, signature=f"NaN in {nan[0]}", metrics=metrics, **common)
+    slow = judge.slow(metrics, raw.duration_s)
+    if slow:
+        return Run(Outcome.FAIL, FailKind.SLOW, signature=slow, metrics=metrics, **common)
+    return Run(Outcome.PASS, metrics=metrics, **common)

@@ -1,0 +1,297 @@
+"""Variant specs: one subject and a working/broken pair of configurations (TOML).
+
+Abstractions
+------------
+Spec        -- the loaded, validated file: how to build and run the subject, the oracle's
+               thresholds, the factors with their good and bad values, declared ordinal ranges,
+               and constraints that mark invalid hybrids.
+Threshold   -- one metric's accepted range (min and/or max).
+Config      -- a plain dict factor -> value; `Spec.hybrid(applied)` makes one from the good side
+               with the `applied` factors set to their bad values.
+
+Values reach the program through argv elements and environment values by `{name}` substitution,
+never through a shell, so `;`, `$()` and quotes arrive literally. Every loading problem raises
+SpecError naming the file, the key and what is wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bisectk.errors import SpecError
+from bisectk.expr import Expr, ExprError
+
+Scalar = str | int | float | bool
+Config = dict[str, Scalar]
+
+# `{name}` is a placeholder; `{{` and `}}` are literal braces; any other brace is literal too, so
+# inline code such as `python -c "d = {'a': 1}"` needs no escaping.
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_TOP_KEYS = {"name", "description", "constraints", "subject", "oracle", "factors", "good", "bad"}
+_SUBJECT_KEYS = {"command", "build", "cwd", "env", "timeout", "repeat", "build_timeout"}
+_ORACLE_KEYS = {"metric", "min", "max", "metrics", "slow_factor", "slow_metric"}
+
+
+@dataclass(frozen=True)
+class Threshold:
+    metric: str
+    min: float | None = None
+    max: float | None = None
+
+    def violation(self, value: Any) -> str | None:
+        """None if `value` is acceptable, else the signature of the violation."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"{self.metric} is not a number ({value!r})"
+        if math.isnan(value):
+            return f"NaN in {self.metric}"
+        if self.max is not None and not value <= self.max:
+            return f"{self.metric} {value:.3g} > {self.max:g}"
+        if self.min is not None and not value >= self.min:
+            return f"{self.metric} {value:.3g} < {self.min:g}"
+        return None
+
+
+def render(value: Scalar) -> str:
+    """How a factor value is written into argv/env: TOML-style booleans, plain numbers."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def substitute(template: str, config: Config) -> str:
+    def repl(m: re.Match) -> str:
+        tok = m.group(0)
+        if tok in ("{{", "}}"):
+            return tok[0]
+        return render(config[m.group(1)])
+    return _PLACEHOLDER.sub(repl, template)
+
+
+def placeholders(template: str) -> set[str]:
+    return {m.group(1) for m in _PLACEHOLDER.finditer(template) if m.group(1)}
+
+
+def parse_value(text: str) -> Scalar:
+    """A `--set` value: a TOML scalar (3, 1e-4, true, "x") or else the bare string."""
+    try:
+        value = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+    return value if isinstance(value, (str, int, float, bool)) else text
+
+
+def project_root(path: Path) -> Path:
+    for parent in path.resolve().parents:
+        if (parent / ".git").exists() or (parent / "pyproject.toml").exists():
+            return parent
+    return path.resolve().parent
+
+
+@dataclass
+class Spec:
+    path: Path
+    name: str
+    description: str
+    command: list[str]
+    build: list[str] | None
+    cwd: Path
+    env: dict[str, str]
+    timeout: float | None
+    build_timeout: float | None
+    repeat: int
+    thresholds: list[Threshold]
+    slow_factor: float | None
+    slow_metric: str | None
+    good: Config
+    bad: Config
+    ordinal: dict[str, list[Scalar]] = field(default_factory=dict)
+    constraints: list[Expr] = field(default_factory=list)
+
+    @property
+    def factors(self) -> list[str]:
+        return list(self.good)
+
+    def differences(self) -> list[str]:
+        """Factors whose good and bad values differ, in file order."""
+        return [f for f in self.good if self.good[f] != self.bad[f]]
+
+    def hybrid(self, applied) -> Config:
+        return {f: (self.bad[f] if f in applied else self.good[f]) for f in self.good}
+
+    def endpoint(self, which: str) -> Config:
+        return dict(self.good if which == "good" else self.bad)
+
+    def violated(self, config: Config) -> str | None:
+        """The first constraint the configuration breaks, or None."""
+        for c in self.constraints:
+            try:
+                ok = c.evaluate(config)
+            except ExprError as exc:
+                return str(exc)
+            if not ok:
+                return c.source
+        return None
+
+    def argv(self, config: Config, template: list[str] | None = None) -> list[str]:
+        args = [substitute(a, config) for a in (template or self.command)]
+        if args and args[0] in ("python", "python3"):
+            args[0] = sys.executable  # the interpreter bisectk runs in: same packages
+        return args
+
+    def environment(self, config: Config) -> dict[str, str]:
+        return {k: substitute(v, config) for k, v in self.env.items()}
+
+    def fingerprint(self) -> str:
+        """Identity of the subject for memoisation: what is run and how it is judged."""
+        blob = json.dumps({
+            "command": self.command, "build": self.build, "cwd": str(self.cwd), "env": self.env,
+            "thresholds": [(t.metric, t.min, t.max) for t in self.thresholds],
+            "slow": [self.slow_factor, self.slow_metric],
+        }, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def config_key(config: Config) -> str:
+    return json.dumps(config, sort_keys=True, separators=(",", ":"))
+
+
+def load_spec(path: str | Path) -> Spec:
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(path, None, "no such file") from None
+    except IsADirectoryError:
+        raise SpecError(path, None, "is a directory, not a spec file") from None
+    except UnicodeDecodeError:
+        raise SpecError(path, None, "not a UTF-8 text file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(path, None, f"invalid TOML: {exc}") from None
+    return _build(path, raw)
+
+
+def _need(cond: bool, path: Path, key: str, problem: str) -> None:
+    if not cond:
+        raise SpecError(path, key, problem)
+
+
+def _strings(value: Any, path: Path, key: str) -> list[str]:
+    _need(isinstance(value, list) and value and all(isinstance(a, str) for a in value),
+          path, key, "must be a non-empty list of strings (argv, no shell)")
+    return list(value)
+
+
+def _number(value: Any, path: Path, key: str, positive: bool = False) -> float:
+    _need(isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+          and (value > 0 or not positive), path, key,
+          f"must be a {'positive ' if positive else ''}number, got {value!r}")
+    return float(value)
+
+
+def _build(path: Path, raw: dict[str, Any]) -> Spec:
+    unknown = set(raw) - _TOP_KEYS
+    _need(not unknown, path, ",".join(sorted(unknown)), f"unknown key (expected one of {', '.join(sorted(_TOP_KEYS))})")
+    for side in ("good", "bad"):
+        _need(isinstance(raw.get(side), dict), path, side, "missing table (the working/broken configuration)")
+        for k, v in raw[side].items():
+            _need(isinstance(v, (str, int, float, bool)), path, f"{side}.{k}", f"must be a string, number or boolean, got {type(v).__name__}")
+    good, bad = raw["good"], raw["bad"]
+    for k in sorted(good.keys() ^ bad.keys()):
+        have, lack = ("good", "bad") if k in good else ("bad", "good")
+        _need(False, path, lack, f"factor {k!r} is missing (it is in [{have}]; both sides need every factor)")
+    _need(bool(good), path, "good", "declares no factors")
+
+    subject = raw.get("subject")
+    _need(isinstance(subject, dict), path, "subject", "missing table")
+    unknown = set(subject) - _SUBJECT_KEYS
+    _need(not unknown, path, "subject." + ",".join(sorted(unknown)), "unknown key")
+    _need("command" in subject, path, "subject.command", "missing")
+    command = _strings(subject["command"], path, "subject.command")
+    build = _strings(subject["build"], path, "subject.build") if "build" in subject else None
+    env = subject.get("env", {})
+    _need(isinstance(env, dict) and all(isinstance(v, str) for v in env.values()),
+          path, "subject.env", "must be a table of strings")
+    for key, templates in (("subject.command", command), ("subject.build", build or []),
+                           ("subject.env", list(env.values()))):
+        for t in templates:
+            for name in placeholders(t):
+                _need(name in good, path, key, f"placeholder {{{name}}} names no factor")
+    cwd_raw = subject.get("cwd", ".")
+    _need(isinstance(cwd_raw, str), path, "subject.cwd", "must be a string")
+    cwd = (project_root(path) / cwd_raw).resolve()
+    timeout = _number(subject["timeout"], path, "subject.timeout", True) if "timeout" in subject else None
+    build_timeout = (_number(subject["build_timeout"], path, "subject.build_timeout", True)
+                     if "build_timeout" in subject else None)
+    repeat = subject.get("repeat", 1)
+    _need(isinstance(repeat, int) and not isinstance(repeat, bool) and 1 <= repeat <= 1000,
+          path, "subject.repeat", f"must be an integer from 1 to 1000, got {repeat!r}")
+
+    thresholds, slow_factor, slow_metric = _oracle(path, raw.get("oracle", {}))
+    ordinal = _ordinal(path, raw.get("factors", {}), good, bad)
+    constraints = raw.get("constraints", [])
+    _need(isinstance(constraints, list) and all(isinstance(c, str) for c in constraints),
+          path, "constraints", "must be a list of expression strings")
+    exprs = []
+    for c in constraints:
+        try:
+            e = Expr(c)
+        except ExprError as exc:
+            raise SpecError(path, "constraints", str(exc)) from None
+        unknown = e.names - good.keys()
+        _need(not unknown, path, "constraints", f"{c!r} names unknown factor(s) {', '.join(sorted(unknown))}")
+        exprs.append(e)
+    name = raw.get("name", path.stem)
+    _need(isinstance(name, str), path, "name", "must be a string")
+    description = raw.get("description", "")
+    _need(isinstance(description, str), path, "description", "must be a string")
+    return Spec(path=path, name=name, description=description, command=command, build=build, cwd=cwd,
+                env=dict(env), timeout=timeout, build_timeout=build_timeout, repeat=repeat,
+                thresholds=thresholds, slow_factor=slow_factor, slow_metric=slow_metric,
+                good=dict(good), bad=dict(bad), ordinal=ordinal, constraints=exprs)
+
+
+def _oracle(path: Path, oracle: Any) -> tuple[list[Threshold], float | None, str | None]:
+    _need(isinstance(oracle, dict), path, "oracle", "must be a table")
+    unknown = set(oracle) - _ORACLE_KEYS
+    _need(not unknown, path, "oracle." + ",".join(sorted(unknown)), f"unknown key (expected {', '.join(sorted(_ORACLE_KEYS))})")
+    thresholds = []
+    if "metric" in oracle:
+        _need(isinstance(oracle["metric"], str), path, "oracle.metric", "must be a metric name")
+        _need("min" in oracle or "max" in oracle, path, "oracle", "a metric needs min or max")
+        thresholds.append(Threshold(oracle["metric"],
+                                    _number(oracle["min"], path, "oracle.min") if "min" in oracle else None,
+                                    _number(oracle["max"], path, "oracle.max") if "max" in oracle else None))
+    else:
+        _need("min" not in oracle and "max" not in oracle, path, "oracle", "min/max given without metric")
+    for metric, rng in oracle.get("metrics", {}).items():
+        key = f"oracle.metrics.{metric}"
+        _need(isinstance(rng, dict) and rng and set(rng) <= {"min", "max"}, path, key, "must be a table with min and/or max")
+        thresholds.append(Threshold(metric, _number(rng["min"], path, key + ".min") if "min" in rng else None,
+                                    _number(rng["max"], path, key + ".max") if "max" in rng else None))
+    slow_factor = _number(oracle["slow_factor"], path, "oracle.slow_factor", True) if "slow_factor" in oracle else None
+    _need(slow_factor is None or slow_factor > 1, path, "oracle.slow_factor", "must be greater than 1")
+    slow_metric = oracle.get("slow_metric")
+    _need(slow_metric is None or isinstance(slow_metric, str), path, "oracle.slow_metric", "must be a metric name")
+    return thresholds, slow_factor, slow_metric
+
+
+def _ordinal(path: Path, factors: Any, good: dict, bad: dict) -> dict[str, list[Scalar]]:
+    _need(isinstance(factors, dict), path, "factors", "must be a table of ordered value lists")
+    out = {}
+    for name, values in factors.items():
+        key = f"factors.{name}"
+        _need(name in good, path, key, "is not a factor of [good]/[bad]")
+        _need(isinstance(values, list) and len(values) >= 2 and all(isinstance(v, (str, int, float, bool)) for v in values),
+              path, key, "must be a list of at least two values, in order")
+        for side, cfg in (("good", good), ("bad", bad)):
+            _need(cfg[name] in values, path, key, f"does not contain the {side} value {cfg[name]!r}")
+        out[name] = list(values)
+    return out

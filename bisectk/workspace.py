@@ -1,0 +1,72 @@
+"""Workspace: the objects one command needs, built from its options.
+
+Abstractions
+------------
+Workspace -- a loaded spec, its ledger (default `.bisectk/ledger.db` beside the spec), the
+             event bus with the terminal reporter subscribed when output is interactive, and
+             a Runner factory. Commands in cli.py build one and hand its parts to the engine.
+apply_sets -- `--set NAME=VALUE` overrides applied to a configuration, validated.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bisectk.errors import BisectkError
+from bisectk.events import EventBus
+from bisectk.ledger import Ledger
+from bisectk.report.terminal import TerminalReporter
+from bisectk.run.runner import Runner
+from bisectk.spec import Config, Spec, load_spec, parse_value
+
+
+def default_ledger(spec_path: Path) -> Path:
+    return spec_path.resolve().parent / ".bisectk" / "ledger.db"
+
+
+def apply_sets(spec: Spec, config: Config, sets: list[str]) -> Config:
+    config = dict(config)
+    for item in sets or []:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise BisectkError(f"--set {item!r}: expected NAME=VALUE")
+        if name not in spec.good:
+            raise BisectkError(f"--set {item!r}: {name!r} is not a factor of {spec.path} "
+                               f"(factors: {', '.join(spec.factors)})")
+        config[name] = parse_value(value)
+    return config
+
+
+@dataclass
+class Workspace:
+    spec: Spec
+    ledger: Ledger
+    events: EventBus = field(default_factory=EventBus)
+    reporter: TerminalReporter | None = None
+
+    @classmethod
+    def open(cls, spec_path: str | Path, ledger_path: str | Path | None = None, *,
+             quiet: bool = False) -> Workspace:
+        spec = load_spec(spec_path)
+        ledger = Ledger(Path(ledger_path) if ledger_path else default_ledger(Path(spec_path)))
+        ws = cls(spec, ledger)
+        if not quiet and sys.stderr.isatty():
+            ws.reporter = TerminalReporter(reference=spec.good)
+            ws.events.subscribe(ws.reporter)
+        return ws
+
+    @property
+    def log_root(self) -> Path:
+        return self.ledger.path.parent / "logs"
+
+    def runner(self, session: int | None = None, **kwargs) -> Runner:
+        return Runner(self.spec, self.ledger, events=self.events, session=session,
+                      log_root=self.log_root, **kwargs)
+
+    def close(self) -> None:
+        if self.reporter:
+            self.reporter.close()
+        self.ledger.close()

@@ -1,0 +1,75 @@
+from bisectk.outcome import FailKind, Outcome, Reason
+from bisectk.run.classify import Judge, classify_build, classify_run, last_exception, parse_result, recognise
+from bisectk.run.process import RawRun
+from bisectk.spec import Threshold
+
+JUDGE = Judge([Threshold("rel_err", max=1e-4)])
+
+
+def raw(**kw):
+    base = dict(started=True, exit_code=0, duration_s=0.1)
+    base.update(kw)
+    return RawRun(**base)
+
+
+def test_pass_and_wrong_and_nan():
+    assert classify_run(raw(stdout='BISECTK_RESULT {"rel_err": 1e-7}\n'), JUDGE).outcome is Outcome.PASS
+    r = classify_run(raw(stdout='noise\nBISECTK_RESULT {"rel_err": 2.7}\n'), JUDGE)
+    assert (r.outcome, r.kind, r.signature) == (Outcome.FAIL, FailKind.WRONG, "rel_err 2.7 > 0.0001")
+    r = classify_run(raw(stdout='BISECTK_RESULT {"rel_err": NaN}\n'), JUDGE)
+    assert r.kind is FailKind.WRONG and r.signature == "NaN in rel_err"
+    r = classify_run(raw(stdout='BISECTK_RESULT {"ok": false, "error": "row stripes 128-255 wrong"}'), Judge([]))
+    assert r.kind is FailKind.WRONG and "row stripes" in r.signature
+
+
+def test_hang_crash_signals_and_cuda_texts():
+    r = classify_run(raw(timed_out=True, exit_code=None, duration_s=2.1), JUDGE)
+    assert (r.kind, r.signature) == (FailKind.HANG, "timeout after 2.1 s")
+    r = classify_run(raw(exit_code=-11, signal="SIGSEGV"), JUDGE)
+    assert (r.kind, r.signature) == (FailKind.CRASH, "SIGSEGV")
+    for text, sig in [
+        ("RuntimeError: CUDA error: an illegal memory access was encountered", "illegal memory access"),
+        ("cudaErrorMisalignedAddress: misaligned address", "misaligned address"),
+        ("CUDA_ERROR_INVALID_ADDRESS_SPACE: operation not supported on global/shared address space", "global/shared"),
+        ("CUDA error: unspecified launch failure", "unspecified launch failure"),
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "out of memory"),
+        ("CUDA error: too many resources requested for launch", "too many resources"),
+    ]:
+        r = classify_run(raw(exit_code=1, stderr=text), JUDGE)
+        assert r.kind is FailKind.CRASH and sig in r.signature and r.signature.startswith(("CUDA", "launch")), text
+
+
+def test_python_exception_signature_and_build_and_skip():
+    tb = "Traceback (most recent call last):\n  File \"x\", line 1\nValueError: tile index 7 out of range\n"
+    r = classify_run(raw(exit_code=1, stderr=tb), JUDGE)
+    assert r.signature == "ValueError: tile index 7 out of range"
+    r = classify_run(raw(exit_code=1, stderr="cutlass.base_dsl.CompilerDiagnosticError: bad layout"), JUDGE)
+    assert r.outcome is Outcome.UNRESOLVED and r.reason is Reason.BUILD
+    r = classify_run(raw(exit_code=125), JUDGE)
+    assert r.outcome is Outcome.UNRESOLVED and r.reason is Reason.BUILD
+    r = classify_run(raw(started=False, error="cannot start 'x'"), JUDGE)
+    assert r.reason is Reason.INFRA
+    assert classify_build(raw(exit_code=0)) is None
+    b = classify_build(raw(exit_code=2, stderr="error: sm_80 is not supported\n"))
+    assert b.reason is Reason.BUILD and "sm_80" in b.signature
+
+
+def test_missing_result_line_is_unresolved_when_judged():
+    r = classify_run(raw(stdout="done\n"), JUDGE)
+    assert r.outcome is Outcome.UNRESOLVED and r.reason is Reason.INFRA
+    assert classify_run(raw(stdout="done\n"), Judge([])).outcome is Outcome.PASS
+
+
+def test_slow_against_baseline():
+    j = Judge([], slow_factor=2.0, slow_metric="time_ms", baseline=1.0)
+    assert classify_run(raw(stdout='BISECTK_RESULT {"time_ms": 1.9}'), j).outcome is Outcome.PASS
+    r = classify_run(raw(stdout='BISECTK_RESULT {"time_ms": 3.0}'), j)
+    assert r.kind is FailKind.SLOW and "3.00x" in r.signature
+    wall = Judge([], slow_factor=1.5, baseline=0.1)
+    assert classify_run(raw(duration_s=0.5), wall).kind is FailKind.SLOW
+
+
+def test_helpers():
+    assert parse_result("BISECTK_RESULT [1]") is None and parse_result("BISECTK_RESULT {bad") is None
+    assert recognise("all fine") is None
+    assert last_exception("nothing here") is None

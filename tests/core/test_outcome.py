@@ -1,0 +1,38 @@
+from bisectk.outcome import FailKind, Outcome, Reason, Run, Verdict, signature_family
+
+
+def test_family_blanks_numbers_and_addresses():
+    assert signature_family(FailKind.HANG, "timeout after 2.1 s") == signature_family(FailKind.HANG, "timeout after 13 s")
+    assert signature_family(FailKind.CRASH, "fault at 0xdeadbeef") == signature_family(FailKind.CRASH, "fault at 0x10")
+    assert signature_family(FailKind.WRONG, "rel_err 2.7 > 1e-4") != signature_family(FailKind.WRONG, "NaN in rel_err")
+    assert signature_family(FailKind.HANG, "x") != signature_family(FailKind.CRASH, "x")
+
+
+def test_fold_counts_and_prefers_failure():
+    runs = [Run(Outcome.PASS, duration_s=1), Run(Outcome.FAIL, FailKind.HANG, signature="timeout after 5.0 s", duration_s=5)]
+    v = Verdict.fold(runs)
+    assert v.outcome is Outcome.FAIL and v.kind is FailKind.HANG
+    assert v.n_fail == 1 and v.n_pass == 1 and v.fail_rate == 0.5
+    assert v.duration_s == 6
+    assert "1/2 failed" in v.describe()
+
+
+def test_fold_unresolved_only_without_observations():
+    v = Verdict.fold([Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature="build failed")])
+    assert v.outcome is Outcome.UNRESOLVED and v.reason is Reason.BUILD
+
+
+def test_against_maps_other_family_to_unresolved():
+    target = Verdict.fold([Run(Outcome.FAIL, FailKind.HANG, signature="timeout after 2.0 s")])
+    same = Verdict.fold([Run(Outcome.FAIL, FailKind.HANG, signature="timeout after 9.0 s")])
+    other = Verdict.fold([Run(Outcome.FAIL, FailKind.CRASH, signature="SIGSEGV")])
+    ok = Verdict.fold([Run(Outcome.PASS)])
+    assert same.against(target) is Outcome.FAIL
+    assert other.against(target) is Outcome.UNRESOLVED
+    assert ok.against(target) is Outcome.PASS
+
+
+def test_roundtrip_dict():
+    v = Verdict.fold([Run(Outcome.FAIL, FailKind.WRONG, signature="rel_err 3 > 1e-4", metrics={"rel_err": 3.0})])
+    again = Verdict.from_dict(v.to_dict())
+    assert again.outcome is v.outcome and again.kind is v.kind and again.runs == v.runs

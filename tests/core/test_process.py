@@ -1,0 +1,67 @@
+import os
+import sys
+import time
+
+import psutil
+
+from bisectk.run.process import run_process
+
+# A shell that starts python that starts another sleeper: the tree the watchdog must end.
+TREE = [sys.executable, "-c",
+        "import subprocess, sys, time\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+        "subprocess.Popen(['sh', '-c', 'sleep 300 & sleep 300'])\n"
+        "time.sleep(300)\n"]
+
+
+def descendants_of_me() -> list[psutil.Process]:
+    return [p for p in psutil.Process(os.getpid()).children(recursive=True) if p.is_running()
+            and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_captures_output_and_exit_code():
+    raw = run_process([sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"])
+    assert raw.started and raw.exit_code == 3 and raw.signal is None and not raw.timed_out
+    assert raw.stdout == "out\n" and raw.stderr == "err\n"
+
+
+def test_signal_is_named():
+    raw = run_process([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"])
+    assert raw.exit_code == -11 and raw.signal == "SIGSEGV"
+
+
+def test_missing_command_is_not_started():
+    raw = run_process(["/nonexistent/bisectk-subject"])
+    assert not raw.started and "cannot start" in raw.error
+
+
+def test_fifty_hangs_leave_no_process_behind():
+    before = {p.pid for p in descendants_of_me()}
+    start = time.monotonic()
+    for _ in range(50):
+        raw = run_process(TREE, timeout=0.15)
+        assert raw.timed_out
+    left = [p for p in descendants_of_me() if p.pid not in before]
+    assert left == [], [p.cmdline() for p in left]
+    # nothing reparented to init either: no sleeper with our marker survives anywhere
+    stray = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] and "time.sleep(300)" in " ".join(p.info["cmdline"])]
+    assert stray == []
+    assert time.monotonic() - start < 50 * 1.5
+
+
+def test_sigterm_ignoring_subject_is_killed():
+    raw = run_process(["sh", "-c", "trap '' TERM; sleep 300"], timeout=0.2)
+    assert raw.timed_out and raw.duration_s < 1.0
+
+
+def test_output_is_bounded(tmp_path):
+    raw = run_process([sys.executable, "-c", "print('x' * 1_000_000)"], tail_bytes=1000, log_dir=tmp_path)
+    assert len(raw.stdout) <= 1000
+    assert (tmp_path / "stdout.log").stat().st_size == 1_000_001
+
+
+def test_literal_arguments_reach_the_program():
+    evil = "$(touch /tmp/bisectk-pwned); `id` | & ; 'q' \"d\""
+    raw = run_process([sys.executable, "-c", "import sys; print(sys.argv[1])", evil])
+    assert raw.stdout.strip() == evil
+    assert not os.path.exists("/tmp/bisectk-pwned")

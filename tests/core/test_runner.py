@@ -1,0 +1,67 @@
+import sys
+
+from bisectk.endpoints import verify
+from bisectk.ledger import Ledger
+from bisectk.outcome import FailKind, Outcome, Reason
+from bisectk.run.runner import Runner, calibrated
+from bisectk.spec import load_spec
+
+
+def count(path):
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_memoised_across_runners_and_sessions(tmp_path, make_spec):
+    counter = tmp_path / "n.txt"
+    spec = load_spec(make_spec({"mode": "ok"}, {"mode": "wrong"}, args=["--counter", str(counter)]))
+    ledger = Ledger(tmp_path / "l.db")
+    r1 = Runner(spec, ledger)
+    v = r1.verdict(spec.endpoint("bad"), repeat=2)
+    assert v.outcome is Outcome.FAIL and v.kind is FailKind.WRONG and len(v.runs) == 2
+    assert count(counter) == 2
+    ledger.close()
+    r2 = Runner(spec, Ledger(tmp_path / "l.db"))
+    again = r2.verdict(spec.endpoint("bad"), repeat=3)  # two from the ledger, one new
+    assert count(counter) == 3 and len(again.runs) == 3 and r2.executed == 1
+
+
+def test_constraints_are_never_run(tmp_path, make_spec):
+    counter = tmp_path / "n.txt"
+    spec = load_spec(make_spec({"mode": "ok", "err": 0.0}, {"mode": "wrong", "err": 1.0},
+                               args=["--counter", str(counter)], tail='constraints = ["err < 0.5"]'))
+    v = Runner(spec).verdict(spec.endpoint("bad"))
+    assert v.outcome is Outcome.UNRESOLVED and v.reason is Reason.INVALID and count(counter) == 0
+
+
+def test_build_step_failure_is_unresolved_build(tmp_path, make_spec):
+    build = f'build = ["{sys.executable}", "-c", "import sys; sys.exit(1 if \\"{{mode}}\\" == \\"wrong\\" else 0)"]'
+    spec = load_spec(make_spec({"mode": "ok"}, {"mode": "wrong"}, extra_subject=build))
+    assert Runner(spec).verdict(spec.endpoint("good")).outcome is Outcome.PASS
+    v = Runner(spec).verdict(spec.endpoint("bad"))
+    assert v.outcome is Outcome.UNRESOLVED and v.reason is Reason.BUILD
+
+
+def test_calibration_and_hang_within_watchdog(tmp_path, make_spec):
+    spec = load_spec(make_spec({"mode": "ok"}, {"mode": "hang"}))
+    runner = Runner(spec)
+    check = verify(runner)
+    assert check.ok and check.bad.kind is FailKind.HANG
+    assert check.timeout.source == "calibrated" and check.timeout.seconds >= 1.0
+    hang_run = check.bad.runs[0]
+    assert hang_run.duration_s < check.timeout.seconds + 0.5
+    assert calibrated([0.1, 0.4]).seconds == 2.0 and calibrated([0.01]).seconds == 1.0
+
+
+def test_endpoint_diagnoses(tmp_path, make_spec):
+    inv = verify(Runner(load_spec(make_spec({"mode": "wrong"}, {"mode": "ok"}))))
+    assert not inv.ok and "inverted" in inv.problem
+    both = verify(Runner(load_spec(make_spec({"mode": "ok"}, {"mode": "ok"}))))
+    assert not both.ok and "does not reproduce" in both.problem
+    broken = verify(Runner(load_spec(make_spec({"mode": "noresult"}, {"mode": "wrong"}))))
+    assert not broken.ok and "cannot be tested" in broken.problem
+
+
+def test_slow_uses_good_baseline(tmp_path, make_spec):
+    spec = load_spec(make_spec({"mode": "ok"}, {"mode": "slow"}, oracle="slow_factor = 3.0"))
+    check = verify(Runner(spec))
+    assert check.ok and check.bad.kind is FailKind.SLOW, check.bad.describe()

@@ -1,0 +1,121 @@
+import tomllib
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from bisectk.errors import SpecError
+from bisectk.spec import load_spec, parse_value, substitute
+
+BASE = '''
+name = "toy"
+constraints = ["depth >= 1"]
+[subject]
+command = ["python", "prog.py", "--depth", "{depth}", "--name", "{label}"]
+env = {TOY_MODE = "{mode}"}
+[oracle]
+metric = "rel_err"
+max = 1e-4
+[factors]
+depth = [1, 2, 3, 4]
+[good]
+depth = 4
+label = "a"
+mode = "x"
+[bad]
+depth = 1
+label = "a"
+mode = "y"
+'''
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "pyproject.toml").write_text("")
+    p = tmp_path / "variants" / "s.toml"
+    p.parent.mkdir(exist_ok=True)
+    p.write_text(text)
+    return p
+
+
+def test_loads_and_derives(tmp_path):
+    spec = load_spec(write(tmp_path, BASE))
+    assert spec.differences() == ["depth", "mode"]
+    assert spec.cwd == tmp_path.resolve()  # project root, not the spec's directory
+    assert spec.ordinal == {"depth": [1, 2, 3, 4]}
+    cfg = spec.hybrid({"mode"})
+    assert cfg == {"depth": 4, "label": "a", "mode": "y"}
+    assert spec.argv(cfg)[2:] == ["--depth", "4", "--name", "a"]
+    assert spec.environment(cfg) == {"TOY_MODE": "y"}
+    assert spec.violated({"depth": 0, "label": "a", "mode": "x"}) == "depth >= 1"
+    assert spec.thresholds[0].violation(2.0) == "rel_err 2 > 0.0001"
+    assert spec.thresholds[0].violation(float("nan")) == "NaN in rel_err"
+
+
+def test_shell_metacharacters_are_literal(tmp_path):
+    spec = load_spec(write(tmp_path, BASE))
+    evil = "a; rm -rf / $(touch x) `id` 'q' \"d\" | & > <"
+    assert spec.argv({"depth": 1, "label": evil, "mode": "x"})[-1] == evil
+    assert substitute("{{depth}} {depth} {'a': 1}", {"depth": 3}) == "{depth} 3 {'a': 1}"
+
+
+@pytest.mark.parametrize("edit,key", [
+    (lambda s: s.replace('[bad]\ndepth = 1\n', '[bad]\n'), "bad]: factor 'depth' is missing"),
+    (lambda s: s.replace('command = ["python", "prog.py", "--depth", "{depth}", "--name", "{label}"]', 'command = "python prog.py"'), "subject.command"),
+    (lambda s: s.replace('"{depth}"', '"{deph}"'), "subject.command"),
+    (lambda s: s.replace('max = 1e-4', 'max = "small"'), "oracle.max"),
+    (lambda s: s.replace('depth >= 1', "depth >= __import__('os')"), "constraints"),
+    (lambda s: s.replace('depth >= 1', 'stages > 1'), "constraints"),
+    (lambda s: s.replace('depth = [1, 2, 3, 4]', 'depth = [2, 3]'), "factors.depth"),
+    (lambda s: s + '\nfrobnicate = 1\n', "frobnicate"),
+    (lambda s: s.replace('[subject]', '[subject]\ntimeout = -3'), "subject.timeout"),
+    (lambda s: s.replace('[subject]', '[subject]\nrepeat = 0'), "subject.repeat"),
+    (lambda s: s.replace('label = "a"\nmode = "x"', 'label = ["a"]\nmode = "x"'), "good.label"),
+])
+def test_errors_name_file_and_key(tmp_path, edit, key):
+    p = write(tmp_path, edit(BASE))
+    with pytest.raises(SpecError) as err:
+        load_spec(p)
+    msg = str(err.value)
+    assert str(p) in msg and key in msg and "\n" not in msg
+
+
+def test_missing_and_invalid_files(tmp_path):
+    with pytest.raises(SpecError, match="no such file"):
+        load_spec(tmp_path / "nope.toml")
+    bad = tmp_path / "x.toml"
+    bad.write_text("name = [unterminated")
+    with pytest.raises(SpecError, match="invalid TOML"):
+        load_spec(bad)
+    with pytest.raises(SpecError, match="directory"):
+        load_spec(tmp_path)
+
+
+def test_parse_value():
+    assert parse_value("3") == 3 and parse_value("1e-4") == 1e-4
+    assert parse_value("true") is True and parse_value("hello world") == "hello world"
+    assert parse_value('"3"') == "3"
+
+
+toml_values = st.recursive(
+    st.one_of(st.integers(), st.text(max_size=8), st.booleans(), st.floats(allow_nan=False)),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(min_size=1, max_size=6), inner, max_size=3),
+    max_leaves=8)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.sampled_from(["name", "subject", "good", "bad", "oracle", "factors", "constraints", "x"]),
+                       toml_values, max_size=6),
+       st.binary(max_size=60))
+def test_malformed_specs_give_spec_errors_only(tmp_path, doc, junk):
+    """Whatever the file holds, loading either succeeds or raises SpecError with one line."""
+    import json
+    p = tmp_path / "fuzz.toml"
+    lines = []
+    for k, v in doc.items():
+        lines.append(f"{k} = {json.dumps(v)}" if not isinstance(v, dict) else
+                     f"{k} = {{ {', '.join(f'{json.dumps(a)} = {json.dumps(b)}' for a, b in v.items())} }}")
+    p.write_bytes("\n".join(lines).encode() + (b"\n" + junk if junk and junk[0] % 2 else b""))
+    try:
+        load_spec(p)
+    except SpecError as exc:
+        assert "\n" not in str(exc).strip()

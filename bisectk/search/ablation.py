@@ -1,0 +1,120 @@
+"""Factor ablation: the strategy registry and the one entry point the CLI calls.
+
+Abstractions
+------------
+Strategy   -- a named search: a function (Tester, differences) -> Finding, a one-line summary
+              for `--help`, and an optional limit on the number of differences.
+STRATEGIES -- the registry, by name; the CLI's `--strategy` choices come from it, the default
+              ('adaptive') first.
+ablate     -- run one strategy over the differences and an oracle, settle its answer
+              (1-minimality, interaction proof) and build the AblationResult. When the oracle
+              or the stop hook raises StopSearch or KeyboardInterrupt, or the run budget is
+              spent, it raises SearchInterrupted carrying the best result so far.
+
+A configuration is the good endpoint with a subset of the differences applied, passed to the
+oracle as a frozenset. The empty set (good) PASSes and the full set (bad) FAILs: the caller has
+verified both, and they are never run again here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+from bisectk.outcome import Outcome
+from bisectk.search.dd import dd_strategy
+from bisectk.search.ddmin import ddmin_strategy
+from bisectk.search.flaky import ConfidenceRule
+from bisectk.search.group import adaptive
+from bisectk.search.interaction import is_interaction, settle
+from bisectk.search.ofat import EXHAUSTIVE_MAX, exhaustive, ofat
+from bisectk.search.result import AblationResult, Finding, build_result
+from bisectk.search.tester import Attempt, SearchInterrupted, StopSearch, Tester
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    run: Callable[[Tester, Sequence[Hashable]], Finding]
+    summary: str
+    max_n: int | None = None
+
+
+STRATEGIES: dict[str, Strategy] = {}
+DEFAULT_STRATEGY = "adaptive"
+
+
+def register(name: str, run: Callable[[Tester, Sequence[Hashable]], Finding], summary: str,
+             max_n: int | None = None) -> Strategy:
+    if name in STRATEGIES:
+        raise ValueError(f"strategy {name!r} is already registered")
+    STRATEGIES[name] = Strategy(name, run, summary, max_n)
+    return STRATEGIES[name]
+
+
+register("adaptive", adaptive,
+         "binary splitting: one culprit in ~log2 n runs, interactions member by member (default)")
+register("ddmin", ddmin_strategy,
+         "Zeller's ddmin from the bad side: a 1-minimal failing subset")
+register("dd", dd_strategy,
+         "Zeller & Hildebrandt's dd isolation: a 1-minimal difference between a passing and "
+         "a failing configuration")
+register("ofat", ofat,
+         "one factor at a time, both directions: 2n runs, the full key-differences table")
+register("exhaustive", exhaustive,
+         f"full factorial: every combination (n <= {EXHAUSTIVE_MAX})", max_n=EXHAUSTIVE_MAX)
+
+
+def strategy_names() -> list[str]:
+    """Registered names, the default first (for the CLI's choices)."""
+    return [DEFAULT_STRATEGY] + sorted(n for n in STRATEGIES if n != DEFAULT_STRATEGY)
+
+
+def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcome], *,
+           strategy: str = DEFAULT_STRATEGY,
+           rule: ConfidenceRule | None = None,
+           on_attempt: Callable[[Attempt], None] | None = None,
+           should_stop: Callable[[], bool] | None = None,
+           max_runs: int | None = None,
+           known: Mapping[frozenset, Outcome] | None = None,
+           measure_removal: bool = False) -> AblationResult:
+    """Find the 1-minimal set of differences that causes the failure.
+
+    `rule` turns single-shot noisy verdicts into confident ones (see ConfidenceRule.derive);
+    `known` replays outcomes from an earlier session without running them; with
+    `measure_removal` each culprit is also reverted alone from bad, for the table.
+    """
+    items = list(differences)
+    if not items:
+        raise ValueError("no differences between the good and the bad configuration")
+    if len(set(items)) != len(items):
+        raise ValueError("differences must be distinct")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; choose from {strategy_names()}")
+    chosen = STRATEGIES[strategy]
+    if chosen.max_n is not None and len(items) > chosen.max_n:
+        raise ValueError(f"strategy {strategy!r} handles at most {chosen.max_n} differences")
+
+    everything = frozenset(items)
+    tester = Tester(oracle, rule=rule, on_attempt=on_attempt, should_stop=should_stop,
+                    max_runs=max_runs, known=known)
+    tester.seed(frozenset(), Outcome.PASS)
+    tester.seed(everything, Outcome.FAIL)
+    try:
+        finding = chosen.run(tester, items)
+        culprits, proof = settle(tester, finding.culprits, finding.context)
+        if measure_removal:
+            for culprit in culprits:
+                tester.test(everything - {culprit}, "confirm-removal")
+    except (StopSearch, KeyboardInterrupt) as stop:
+        raise SearchInterrupted(best_so_far(strategy, items, tester), stop) from stop
+    return build_result(strategy, items, tester, culprits, finding.context, proof,
+                        is_interaction(culprits, proof), finding.also_failing)
+
+
+def best_so_far(strategy: str, items: Sequence[Hashable], tester: Tester) -> AblationResult:
+    """The smallest failing configuration observed, as an incomplete result."""
+    failing = [key for key in tester.failing() if isinstance(key, frozenset)]
+    smallest = min(failing, key=len)  # the bad endpoint is seeded FAIL, so never empty
+    return build_result(strategy, items, tester, [d for d in items if d in smallest],
+                        frozenset(), {}, False, complete=False)

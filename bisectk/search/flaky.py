@@ -1,0 +1,74 @@
+"""The confidence rule that turns a single-shot noisy oracle into verdicts a search can trust.
+
+Abstractions
+------------
+ConfidenceRule -- derived from the bad endpoint's observed failures k out of n: the lower
+                  confidence bound p_lo of the failure probability (Wilson score or
+                  Clopper-Pearson, from scipy.stats), and the number of consecutive passes r
+                  a configuration needs before it is cleared, chosen so that a configuration
+                  failing at least as often as p_lo passes r times in a row with probability
+                  (1 - p_lo)^r <= alpha.
+
+Failures are taken to be never spurious (a wrong result, hang or crash observed once is real),
+so one FAIL observation is conclusive and only PASS verdicts cost repeats; the Tester applies
+the rule. The rule assumes the culprit configurations fail at least as often as the bad
+endpoint does, which holds when the failure has one cause shared by every failing hybrid.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+METHODS = {"wilson": "Wilson score", "clopper-pearson": "Clopper-Pearson"}
+
+
+@dataclass(frozen=True)
+class ConfidenceRule:
+    """How many passes clear a configuration, and the numbers that justify it."""
+
+    fails: int          # failures observed on the bad endpoint
+    runs: int           # runs of the bad endpoint
+    confidence: float   # two-sided confidence level of the interval on the failure rate
+    alpha: float        # accepted probability of clearing a failing configuration
+    method: str         # 'wilson' or 'clopper-pearson'
+    p_lo: float         # lower end of the interval on the failure probability
+    repeats: int        # consecutive passes needed for a PASS verdict
+
+    @classmethod
+    def derive(cls, fails: int, runs: int, *, alpha: float = 0.01, confidence: float = 0.95,
+               method: str = "wilson") -> ConfidenceRule:
+        """The rule for a bad endpoint that failed `fails` times in `runs` runs."""
+        if method not in METHODS:
+            raise ValueError(f"unknown method {method!r}; choose from {sorted(METHODS)}")
+        if not 0 < fails <= runs:
+            raise ValueError(f"the bad endpoint must fail at least once ({fails}/{runs})")
+        if not (0 < alpha < 1 and 0 < confidence < 1):
+            raise ValueError("alpha and confidence must lie strictly between 0 and 1")
+        from scipy.stats import binomtest  # imported here: scipy is slow to load
+
+        interval = binomtest(fails, runs).proportion_ci(
+            confidence_level=confidence, method="wilson" if method == "wilson" else "exact")
+        p_lo = float(interval.low)
+        # p_lo > 0 whenever fails > 0, so the logarithm below is finite; a p_lo of 1 cannot
+        # come out of either interval with finite runs, so 1 - p_lo > 0 too.
+        repeats = max(1, math.ceil(math.log(alpha) / math.log(1.0 - p_lo)))
+        return cls(fails, runs, confidence, alpha, method, p_lo, repeats)
+
+    @property
+    def miss_probability(self) -> float:
+        """Bound on the chance that a failing configuration is cleared: (1 - p_lo)^r."""
+        return (1.0 - self.p_lo) ** self.repeats
+
+    def describe(self) -> str:
+        """One line for reports: the observation, the bound, and the repeat count."""
+        return (f"bad endpoint failed {self.fails}/{self.runs}; {METHODS[self.method]} "
+                f"{self.confidence:.0%} lower bound p_lo={self.p_lo:.3f}; a configuration is "
+                f"cleared after {self.repeats} consecutive passes, so P(a failing configuration "
+                f"is cleared) <= (1-p_lo)^{self.repeats} = {self.miss_probability:.2g} "
+                f"<= alpha={self.alpha:g}; one failure is conclusive")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "miss_probability": self.miss_probability,
+                "text": self.describe()}

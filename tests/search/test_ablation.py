@@ -1,0 +1,131 @@
+"""The entry point the CLI calls: registry, validation, the result, stop and resume, noise."""
+
+import json
+
+import pytest
+
+from bisectk.outcome import Outcome
+from bisectk.search import (DEFAULT_STRATEGY, STRATEGIES, ConfidenceRule, SearchInterrupted,
+                            StopSearch, ablate, strategy_names)
+
+from .oracles import Counting, flaky, planted
+
+ITEMS = [f"f{i:02d}" for i in range(16)]
+PAIR = {"f03", "f11"}
+
+
+def test_registry_offers_the_default_first():
+    assert DEFAULT_STRATEGY == "adaptive" == strategy_names()[0]
+    assert set(strategy_names()) == set(STRATEGIES) >= {"adaptive", "ddmin", "dd", "ofat",
+                                                        "exhaustive"}
+    assert all(STRATEGIES[name].summary for name in STRATEGIES)
+
+
+@pytest.mark.parametrize("items, kwargs", [
+    ([], {}), (["a", "a"], {}), (["a"], {"strategy": "magic"})])
+def test_rejects_bad_input(items, kwargs):
+    with pytest.raises(ValueError):
+        ablate(items, planted({"a"}), **kwargs)
+
+
+def test_result_carries_what_the_report_needs():
+    seen = []
+    result = ablate(ITEMS, planted(PAIR), on_attempt=seen.append, measure_removal=True)
+    assert result.culprits == ("f03", "f11") and result.interaction and result.complete
+    assert result.fail_config == frozenset(PAIR)
+    assert result.attempts == seen and result.runs == len(seen)
+    # for a pair the proof subsets are the minimality checks, which ran first
+    assert {a.phase for a in seen} == {"split", "split-check", "minimality", "confirm-removal"}
+    assert result.effects["f03"].removed is Outcome.PASS  # measured by measure_removal
+    assert result.effects["f03"].role == "culprit"
+    assert result.proof == {frozenset({"f03"}): Outcome.PASS, frozenset({"f11"}): Outcome.PASS}
+    assert result.next_steps and "only together" in result.next_steps[0]
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["culprits"] == ["f03", "f11"] and data["interaction"] is True
+    assert data["runs"] == len(data["attempts"]) and data["flakiness_rule"] is None
+
+
+def test_unresolved_configurations_are_listed():
+    def oracle(config):
+        if len(config) == 8:
+            return Outcome.UNRESOLVED
+        return planted({"f05"})(config)
+    result = ablate(ITEMS, oracle)
+    assert result.culprits == ("f05",)
+    assert result.unresolved and all(a.outcome is Outcome.UNRESOLVED for a in result.unresolved)
+    assert any("UNRESOLVED" in step for step in result.next_steps)
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, StopSearch])
+def test_interrupt_raises_with_the_best_result_so_far(stop):
+    calls = []
+
+    def oracle(config):
+        calls.append(config)
+        if len(calls) == 5:
+            raise stop()
+        return planted(PAIR)(config)
+
+    with pytest.raises(SearchInterrupted) as caught:
+        ablate(ITEMS, oracle)
+    best = caught.value.result
+    assert not best.complete and isinstance(caught.value.cause, stop)
+    assert best.runs == 5 and len(best.attempts) == 4
+    failing = [a.config for a in best.attempts if a.outcome is Outcome.FAIL]
+    assert best.fail_config == min(failing, key=len)  # the smallest failure seen
+    assert PAIR <= best.fail_config
+    assert "Resume" in best.next_steps[0]
+
+
+def test_stop_from_the_progress_callback_and_from_the_budget():
+    def on_attempt(attempt):
+        if attempt.index == 2:
+            raise StopSearch("user pressed q")
+    with pytest.raises(SearchInterrupted) as caught:
+        ablate(ITEMS, planted(PAIR), on_attempt=on_attempt)
+    assert len(caught.value.result.attempts) == 2
+    with pytest.raises(SearchInterrupted) as caught:
+        ablate(ITEMS, planted(PAIR), max_runs=3)
+    assert caught.value.result.runs == 3
+
+
+def test_resume_replays_known_outcomes_and_runs_only_the_rest():
+    full = ablate(ITEMS, planted(PAIR))
+    with pytest.raises(SearchInterrupted) as caught:
+        ablate(ITEMS, planted(PAIR), max_runs=4)
+    ledger = {a.config: a.outcome for a in caught.value.result.attempts}
+    oracle = Counting(planted(PAIR))
+    resumed = ablate(ITEMS, oracle, known=ledger)
+    assert resumed.culprits == full.culprits
+    assert not set(oracle.calls) & set(ledger)  # nothing ran twice
+    assert resumed.runs == full.runs - 4
+    assert [a.config for a in resumed.attempts] == [a.config for a in full.attempts]
+
+
+@pytest.mark.parametrize("strategy", ["adaptive", "ddmin"])
+def test_flaky_oracle_with_the_confidence_rule_stays_correct(strategy):
+    wrong = 0
+    for seed in range(25):
+        oracle = flaky(planted(PAIR), pass_rate=0.3, seed=seed)
+        endpoint = [oracle(frozenset(ITEMS)) for _ in range(10)]
+        rule = ConfidenceRule.derive(endpoint.count(Outcome.FAIL), 10)
+        result = ablate(ITEMS, oracle, strategy=strategy, rule=rule)
+        wrong += set(result.culprits) != PAIR or not result.interaction
+        assert result.rule is rule
+        assert all(a.runs == rule.repeats for a in result.attempts if a.outcome is Outcome.PASS)
+        assert result.runs == sum(a.runs for a in result.attempts)
+    assert wrong == 0
+
+
+def test_without_the_rule_a_flaky_oracle_misleads():
+    # The reason the rule exists: single-shot verdicts on a 50% flaky failure go wrong.
+    wrong = sum(set(ablate(ITEMS, flaky(planted(PAIR), 0.5, seed)).culprits) != PAIR
+                for seed in range(25))
+    assert wrong > 0
+
+
+def test_flaky_result_explains_its_rule():
+    rule = ConfidenceRule.derive(8, 10)
+    result = ablate(ITEMS, planted({"f07"}), rule=rule)
+    assert result.to_dict()["flakiness_rule"]["repeats"] == rule.repeats
+    assert any("p_lo=" in step for step in result.next_steps)

@@ -1,0 +1,101 @@
+"""The oracle gateway (memo, counting, attempts, stop, budget, replay) and the confidence rule."""
+
+import math
+
+import pytest
+
+from bisectk.outcome import Outcome
+from bisectk.search.flaky import ConfidenceRule
+from bisectk.search.tester import StopSearch, Tester
+
+from .oracles import Counting, planted
+
+A, B = frozenset({"a"}), frozenset({"b"})
+
+
+def test_memoises_counts_and_records_each_configuration_once():
+    seen = []
+    oracle = Counting(planted({"a"}))
+    tester = Tester(oracle, on_attempt=seen.append)
+    assert tester.test(A, "split") is Outcome.FAIL
+    assert tester.test(A, "minimality") is Outcome.FAIL
+    assert tester.test(B, "split") is Outcome.PASS
+    assert oracle.calls == [A, B]
+    assert tester.runs == 2
+    assert [(a.index, a.config, a.outcome, a.phase, a.runs) for a in tester.attempts] == [
+        (1, A, Outcome.FAIL, "split", 1), (2, B, Outcome.PASS, "split", 1)]
+    assert seen == tester.attempts
+
+
+def test_seeded_endpoints_are_free_and_known_outcomes_replay_without_running():
+    oracle = Counting(planted({"a"}))
+    tester = Tester(oracle, known={A: Outcome.FAIL})
+    tester.seed(frozenset(), Outcome.PASS)
+    assert tester.test(frozenset(), "x") is Outcome.PASS
+    assert tester.test(A, "x") is Outcome.FAIL
+    assert oracle.calls == [] and tester.runs == 0
+    assert [a.cached for a in tester.attempts] == [True]  # the replay is listed, the seed not
+
+
+def test_rule_repeats_passes_but_a_single_failure_is_conclusive():
+    rule = ConfidenceRule.derive(7, 10)
+    script = iter([Outcome.PASS, Outcome.PASS, Outcome.FAIL])
+    tester = Tester(lambda config: next(script) if config == A else Outcome.PASS, rule=rule)
+    assert tester.test(A, "split") is Outcome.FAIL
+    assert tester.attempts[-1].observations == (Outcome.PASS, Outcome.PASS, Outcome.FAIL)
+    assert tester.test(B, "split") is Outcome.PASS
+    assert tester.attempts[-1].runs == rule.repeats
+    assert tester.runs == 3 + rule.repeats
+
+
+def test_unresolved_is_not_repeated():
+    tester = Tester(lambda config: Outcome.UNRESOLVED, rule=ConfidenceRule.derive(5, 10))
+    assert tester.test(A, "split") is Outcome.UNRESOLVED
+    assert tester.runs == 1
+
+
+def test_budget_and_stop_hook_raise_stop_search_before_running():
+    oracle = Counting(planted({"a"}))
+    tester = Tester(oracle, max_runs=1)
+    tester.test(A, "x")
+    with pytest.raises(StopSearch):
+        tester.test(B, "x")
+    stopping = Tester(oracle, should_stop=lambda: True)
+    with pytest.raises(StopSearch):
+        stopping.test(B, "x")
+    assert oracle.calls == [A]
+
+
+def test_oracle_must_return_an_outcome():
+    with pytest.raises(TypeError):
+        Tester(lambda config: "fail").test(A, "x")
+
+
+def test_wilson_rule_numbers():
+    rule = ConfidenceRule.derive(7, 10, alpha=0.01, confidence=0.95)
+    assert rule.p_lo == pytest.approx(0.3968, abs=1e-4)  # Wilson 95% interval for 7/10
+    assert rule.repeats == 10  # ceil(log 0.01 / log(1 - 0.3968)) = ceil(9.1)
+    assert rule.miss_probability <= rule.alpha < (1 - rule.p_lo) ** (rule.repeats - 1)
+    text = rule.describe()
+    assert "7/10" in text and "p_lo=0.397" in text and "10 consecutive passes" in text
+
+
+def test_clopper_pearson_is_more_conservative_than_wilson():
+    wilson = ConfidenceRule.derive(9, 10)
+    exact = ConfidenceRule.derive(9, 10, method="clopper-pearson")
+    assert exact.p_lo < wilson.p_lo and exact.repeats >= wilson.repeats
+    assert exact.p_lo == pytest.approx(0.5550, abs=1e-4)
+    assert exact.repeats == math.ceil(math.log(0.01) / math.log(1 - exact.p_lo))
+
+
+def test_a_steady_failure_still_needs_a_few_passes_and_rule_is_serialisable():
+    rule = ConfidenceRule.derive(10, 10)
+    assert rule.repeats == 4
+    assert rule.to_dict()["repeats"] == 4 and "text" in rule.to_dict()
+
+
+@pytest.mark.parametrize("fails, runs, kwargs", [
+    (0, 10, {}), (11, 10, {}), (5, 10, {"alpha": 0}), (5, 10, {"method": "bayes"})])
+def test_rule_rejects_nonsense(fails, runs, kwargs):
+    with pytest.raises(ValueError):
+        ConfidenceRule.derive(fails, runs, **kwargs)

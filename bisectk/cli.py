@@ -17,6 +17,7 @@ from bisectk.endpoints import verify
 from bisectk.errors import BisectkError
 from bisectk.outcome import Outcome
 from bisectk.report.terminal import fmt_config
+from bisectk.search import STRATEGIES, strategy_names
 from bisectk.workspace import Workspace, apply_sets
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -96,6 +97,87 @@ def check(spec: Path = SpecArg,
         from bisectk.report.text import print_check
         print_check(out, ws.spec, result)
     raise typer.Exit(0 if result.ok else EXIT_USAGE)
+
+
+def default_spec() -> Path:
+    """The embedded CPU default: a pipeline that deadlocks, among several benign differences."""
+    return Path(__file__).resolve().parents[1] / "variants" / "cpu" / "pipeline-hang.toml"
+
+
+def environment_capture() -> dict:
+    from bisectk.spaces.env import capture
+    return capture(torch=False)
+
+
+def write_reports(doc: dict, log, report: Optional[Path], json_out: Optional[Path]) -> None:
+    if report:
+        report.write_text(log.to_markdown(), encoding="utf-8")
+    if json_out:
+        json_out.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+@app.command()
+def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (default: the embedded CPU pipeline-hang pair).", show_default=False),
+           strategy: str = typer.Option("adaptive", "--strategy", help="Search strategy: " + ", ".join(strategy_names()) + "."),
+           exhaustive: bool = typer.Option(False, "--exhaustive", help="Full factorial (n <= 8); same as --strategy exhaustive."),
+           repeat: Optional[int] = typer.Option(None, "--repeat", min=1, help="Runs per endpoint check (default: the spec's)."),
+           flaky: bool = typer.Option(False, "--flaky", help="Treat the failure as intermittent even if the endpoint checks did not show it."),
+           calibrate_runs: int = typer.Option(10, "--calibrate-runs", min=2, help="Runs of the bad endpoint to estimate an intermittent failure rate."),
+           max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop the search after this many runs (best result so far)."),
+           resume: bool = typer.Option(False, "--resume", help="Continue the last ablation of this spec: runs already in the ledger are not repeated."),
+           fresh: bool = typer.Option(False, "--fresh", help="Ignore runs stored in the ledger (re-run everything)."),
+           report: Optional[Path] = typer.Option(None, "--report", help="Write the Markdown debug log here."),
+           json_out: Optional[Path] = typer.Option(None, "--json-out", help="Write the JSON result here."),
+           ledger: Optional[Path] = LedgerOpt, as_json: bool = JsonOpt) -> None:
+    """Isolate the factor, or the set of factors acting together, that causes the failure.
+
+    Exit 0: culprit isolated; 1: search interrupted (best result so far printed); 2: endpoints unusable."""
+    from bisectk.commands.ablate import run_ablation
+    from bisectk.report.ablation import print_summary, to_debuglog, to_json
+    if exhaustive:
+        strategy = "exhaustive"
+    if strategy not in strategy_names():
+        fail(f"--strategy {strategy!r}: choose one of {', '.join(strategy_names())}")
+    spec = spec or default_spec()
+    ws = Workspace.open(spec, ledger, quiet=as_json, fresh=fresh)
+    try:
+        n = len(ws.spec.differences())
+        if n == 0:
+            fail(f"{spec}: [good] and [bad] are identical: nothing to ablate")
+        limit = STRATEGIES[strategy].max_n
+        if limit is not None and n > limit:
+            fail(f"--strategy {strategy} handles at most {limit} differences; {spec} has {n}")
+        previous = ws.ledger.last_session("ablate", ws.spec.fingerprint())
+        if resume and previous is None:
+            fail(f"--resume: no earlier ablation of {spec} in {ws.ledger.path}")
+        if resume and previous and previous["args"].get("strategy") and strategy == "adaptive":
+            strategy = previous["args"]["strategy"]
+        session = ws.ledger.open_session("ablate", ws.spec.fingerprint(), {"spec": str(spec), "strategy": strategy})
+        runner = ws.runner(session)
+        if not as_json:
+            out.print(f"{ws.spec.name}: {n} differences between good and bad: "
+                      + ", ".join(f"{f} {ws.spec.good[f]} -> {ws.spec.bad[f]}" for f in ws.spec.differences()), markup=False)
+        try:
+            result = run_ablation(runner, strategy=strategy, repeat=repeat, flaky=flaky,
+                                  calibrate_runs=calibrate_runs, max_runs=max_runs)
+        except KeyboardInterrupt:
+            fail("interrupted before the endpoints were verified; nothing to report (runs so far are in the ledger)", 130)
+        env = environment_capture()
+        doc = to_json(result, env)
+        ws.ledger.close_session(session, {k: doc.get(k) for k in ("culprits", "interaction", "runs", "complete", "ok")})
+    finally:
+        ws.close()
+    log = to_debuglog(result, env)
+    write_reports(doc, log, report, json_out)
+    if as_json:
+        emit_json(doc)
+    else:
+        print_summary(out, result)
+        if report:
+            out.print(f"debug log written to {report}", markup=False)
+    if not result.ok:
+        raise typer.Exit(EXIT_USAGE)
+    raise typer.Exit(1 if result.interrupted or not result.result.complete else 0)
 
 
 @app.callback(invoke_without_command=True)

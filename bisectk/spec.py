@@ -149,10 +149,22 @@ class Spec:
     def environment(self, config: Config) -> dict[str, str]:
         return {k: substitute(v, config) for k, v in self.env.items()}
 
-    def fingerprint(self) -> str:
-        """Identity of the subject for memoisation: what is run and how it is judged."""
+    def fingerprint(self, cwd: Path | None = None) -> str:
+        """Identity of the subject for memoisation: what is run, how it is judged, and the
+        contents of the files the command names (so editing the kernel invalidates the memo)."""
+        cwd = cwd or self.cwd
+        files = {}
+        for arg in [*self.command, *(self.build or [])]:
+            if placeholders(arg) or len(arg) > 512:
+                continue
+            candidate = Path(arg) if Path(arg).is_absolute() else cwd / arg
+            try:
+                if candidate.is_file():
+                    files[arg] = hashlib.sha256(candidate.read_bytes()).hexdigest()
+            except OSError:
+                continue
         blob = json.dumps({
-            "command": self.command, "build": self.build, "cwd": str(self.cwd), "env": self.env,
+            "command": self.command, "build": self.build, "env": self.env, "files": files,
             "thresholds": [(t.metric, t.min, t.max) for t in self.thresholds],
             "slow": [self.slow_factor, self.slow_metric],
         }, sort_keys=True)

@@ -11,6 +11,7 @@ apply_sets -- `--set NAME=VALUE` overrides applied to a configuration, validated
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,13 +47,14 @@ class Workspace:
     ledger: Ledger
     events: EventBus = field(default_factory=EventBus)
     reporter: TerminalReporter | None = None
+    fresh: bool = False  # ignore stored runs: a new ledger namespace for this invocation
 
     @classmethod
     def open(cls, spec_path: str | Path, ledger_path: str | Path | None = None, *,
-             quiet: bool = False) -> Workspace:
+             quiet: bool = False, fresh: bool = False) -> Workspace:
         spec = load_spec(spec_path)
         ledger = Ledger(Path(ledger_path) if ledger_path else default_ledger(Path(spec_path)))
-        ws = cls(spec, ledger)
+        ws = cls(spec, ledger, fresh=fresh)
         if not quiet and sys.stderr.isatty():
             ws.reporter = TerminalReporter(reference=spec.good)
             ws.events.subscribe(ws.reporter)
@@ -63,8 +65,12 @@ class Workspace:
         return self.ledger.path.parent / "logs"
 
     def runner(self, session: int | None = None, **kwargs) -> Runner:
-        return Runner(self.spec, self.ledger, events=self.events, session=session,
-                      log_root=self.log_root, **kwargs)
+        runner = Runner(self.spec, self.ledger, events=self.events, session=session,
+                        log_root=self.log_root, **kwargs)
+        if self.fresh:
+            # a namespace of its own: earlier runs are not answered, and later ones stay separate
+            runner.fingerprint += f"#fresh-{session if session is not None else time.time_ns()}"
+        return runner
 
     def close(self) -> None:
         if self.reporter:

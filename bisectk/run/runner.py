@@ -72,7 +72,7 @@ class Runner:
         self.executor = executor or run_process
         self.floor, self.factor = floor, factor
         self.extra_env = extra_env or {}
-        self.fingerprint = spec.fingerprint() + (f"@{revision}" if revision else "")
+        self.fingerprint = spec.fingerprint(self.cwd) + (f"@{revision}" if revision else "")
         self.judge = Judge(spec.thresholds, spec.slow_factor, spec.slow_metric)
         self.timeout = TimeoutPolicy(spec.timeout, "spec", f"{spec.timeout:g} s from the spec") if spec.timeout \
             else None

@@ -35,6 +35,7 @@ Config = dict[str, Scalar]
 # `{name}` is a placeholder; `{{` and `}}` are literal braces; any other brace is literal too, so
 # inline code such as `python -c "d = {'a': 1}"` needs no escaping.
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+SOURCE_SUFFIXES = {".py", ".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".sh", ".mlir", ".ptx"}
 _TOP_KEYS = {"name", "description", "constraints", "subject", "oracle", "factors", "good", "bad"}
 _SUBJECT_KEYS = {"command", "build", "cwd", "env", "timeout", "repeat", "build_timeout"}
 _ORACLE_KEYS = {"metric", "min", "max", "metrics", "slow_factor", "slow_metric"}
@@ -155,8 +156,8 @@ class Spec:
         cwd = cwd or self.cwd
         files = {}
         for arg in [*self.command, *(self.build or [])]:
-            if placeholders(arg) or len(arg) > 512:
-                continue
+            if placeholders(arg) or len(arg) > 512 or Path(arg).suffix not in SOURCE_SUFFIXES:
+                continue  # only sources: data and outputs named in argv change on every run
             candidate = Path(arg) if Path(arg).is_absolute() else cwd / arg
             try:
                 if candidate.is_file():

@@ -1,0 +1,322 @@
+"""The runtime context, captured: what to rule out before debugging a kernel.
+
+Abstractions
+------------
+capture     -- a JSON-ready dict of the context a kernel runs in: GPUs (name, compute capability,
+               driver, the driver's CUDA version), the CUDA toolkit (nvcc), torch's own view of
+               CUDA (probed in a subprocess, only where a GPU is visible), Python, platform and
+               host, versions of the packages that matter for GPU kernels (read from metadata,
+               never imported), where key modules would be imported from (a stale checkout or a
+               shadowing PYTHONPATH shows up here), the relevant environment variables, and the
+               git commit of the working directory.
+save / load -- a capture to and from a JSON file; load names the file and what is wrong with it.
+diff        -- two captures -> [(dotted key, value in a, value in b)], e.g.
+               ("env.CUDA_LAUNCH_BLOCKING", None, "1") or ("gpu.devices.0.name", ...).
+as_factors  -- the environment-variable part of a diff as spec factors; factors_toml renders
+               them as a snippet for a spec.
+
+Environment differences as factors
+----------------------------------
+A spec runs its subject with `[subject] env`, whose values may be `{factor}` placeholders, so a
+difference in environment variables is a set of ordinary factors that bisectk can ablate:
+
+    [subject]
+    env = {CUDA_LAUNCH_BLOCKING = "{cuda_launch_blocking}"}
+    [good]
+    cuda_launch_blocking = ""
+    [bad]
+    cuda_launch_blocking = "1"
+
+A variable set on one side only is "" (set, empty) on the other: a spec cannot unset a variable.
+Redacted values (names holding TOKEN, SECRET, KEY, ...) are stored as a short hash, so they
+still show up in a diff, but they cannot become factors.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bisectk.spaces.commits import SpaceError
+
+SCHEMA = 1
+ENV_PREFIXES = ("CUDA_", "CUTE_DSL_", "CUTLASS_", "TORCH_", "PYTORCH_", "NCCL_", "TRITON_",
+                "NVIDIA_", "CUBLAS_", "CUDNN_", "NVCC_", "TVM_", "XLA_", "JAX_", "CUPY_")
+ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "PYTHONPATH", "OMP_NUM_THREADS")
+PACKAGES = frozenset({"torch", "triton", "pytorch-triton", "numpy", "jax", "jaxlib", "cupy",
+                      "nvidia-cutlass", "cutlass", "apache-tvm", "tvm", "mlc-ai", "tilelang",
+                      "flash-attn", "flashinfer-python", "tensorrt", "bisectk"})
+PACKAGE_PREFIXES = ("nvidia-", "cuda-", "cupy-cuda", "jax-cuda")   # CUDA wheels, bindings, plugins
+MODULES = ("torch", "triton", "cutlass", "tvm", "jax", "cupy", "numpy", "cuda", "bisectk")
+_SECRET = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|(^|_)KEY($|_)", re.I)
+_TORCH_PROBE = """
+import json, torch
+d = {"version": torch.__version__, "cuda": torch.version.cuda, "available": torch.cuda.is_available()}
+try:
+    d["cudnn"] = torch.backends.cudnn.version()
+except Exception:
+    pass
+if d["available"]:
+    d["devices"] = [{"name": torch.cuda.get_device_name(i),
+                     "capability": ".".join(map(str, torch.cuda.get_device_capability(i)))}
+                    for i in range(torch.cuda.device_count())]
+print(json.dumps(d))
+"""
+
+
+class EnvError(SpaceError):
+    """A capture file that cannot be read."""
+
+
+def _run(argv: list[str], timeout: float) -> tuple[str | None, str | None]:
+    """(stdout, None) or (None, why it failed), never raising."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return None, f"{Path(argv[0]).name}: no answer in {timeout:g} s"
+    except OSError as exc:
+        return None, f"{Path(argv[0]).name}: {exc.strerror or exc}"
+    if proc.returncode:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()
+        return None, f"{Path(argv[0]).name}: exit {proc.returncode}" + (f": {tail[-1]}" if tail else "")
+    return proc.stdout, None
+
+
+def _gpu(timeout: float) -> dict[str, Any]:
+    smi = shutil.which("nvidia-smi")
+    gpu: dict[str, Any] = {"count": 0, "devices": []}
+    if smi is None:
+        gpu["error"] = "nvidia-smi not found"
+    else:
+        out, err = _run([smi, "--query-gpu=name,compute_cap,driver_version",
+                         "--format=csv,noheader"], timeout)
+        if err:
+            gpu["error"] = err
+        for line in (out or "").strip().splitlines():
+            name, cap, driver = ([*map(str.strip, line.rsplit(",", 2))] + ["", ""])[:3]
+            gpu["devices"].append({"name": name, "compute_capability": cap, "driver": driver})
+        gpu["count"] = len(gpu["devices"])
+        if gpu["devices"]:
+            gpu["driver"] = gpu["devices"][0]["driver"]
+    gpu["cuda_driver"] = _driver_cuda()
+    return gpu
+
+
+def _driver_cuda() -> str | None:
+    """The CUDA version the driver supports, from libcuda without initialising a context."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        v = ctypes.c_int()
+        if lib.cuDriverGetVersion(ctypes.byref(v)) != 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    return f"{v.value // 1000}.{v.value % 1000 // 10}"
+
+
+def _toolkit(timeout: float) -> dict[str, Any] | None:
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    nvcc = shutil.which("nvcc")
+    if nvcc is None and home and Path(home, "bin", "nvcc").exists():
+        nvcc = str(Path(home, "bin", "nvcc"))
+    if nvcc is None:
+        return None
+    out, err = _run([nvcc, "--version"], timeout)
+    m = re.search(r"release [\d.]+, V([\d.]+)", out or "")
+    return {"nvcc": nvcc, "version": m.group(1) if m else None, **({"error": err} if err else {})}
+
+
+def torch_probe(python: str = sys.executable, timeout: float = 30.0) -> dict[str, Any]:
+    """torch's view of CUDA, from a fresh interpreter: importing torch takes seconds, and a
+    broken CUDA setup must not take this process down with it."""
+    out, err = _run([python, "-c", _TORCH_PROBE], timeout)
+    if err:
+        return {"error": err}
+    try:
+        return json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"error": f"unexpected output: {out.strip()[-200:]!r}"}
+
+
+def _packages() -> dict[str, str]:
+    found = {}
+    for dist in importlib.metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name in PACKAGES or name.startswith(PACKAGE_PREFIXES):
+            found[name] = dist.version
+    return dict(sorted(found.items()))
+
+
+def _modules() -> dict[str, str]:
+    """Where `import NAME` would load from, found without importing anything."""
+    found = {}
+    for name in MODULES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None:
+            found[name] = spec.origin or next(iter(spec.submodule_search_locations or []), "?")
+    return found
+
+
+def _redact(name: str, value: str) -> str:
+    if _SECRET.search(name):
+        return "<redacted " + hashlib.sha256(value.encode()).hexdigest()[:8] + ">"
+    return value
+
+
+def _environment(environ: dict[str, str]) -> dict[str, str]:
+    return {k: _redact(k, v) for k, v in sorted(environ.items())
+            if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
+
+
+def _git(cwd: Path, timeout: float) -> dict[str, Any] | None:
+    if shutil.which("git") is None:
+        return None
+    sha, err = _run(["git", "-C", str(cwd), "rev-parse", "HEAD"], timeout)
+    if err:
+        return None
+    # --no-optional-locks: status must not refresh (write) the user's index
+    status, _ = _run(["git", "--no-optional-locks", "-C", str(cwd), "status", "--porcelain",
+                      "--untracked-files=no"], timeout)
+    return {"sha": sha.strip(), "dirty": bool(status.strip()) if status is not None else None}
+
+
+def capture(*, torch: bool | None = None, cwd: str | Path | None = None,
+            timeout: float = 5.0) -> dict[str, Any]:
+    """The runtime context now. `torch`: probe torch's CUDA view in a subprocess (True), never
+    (False), or when torch is installed and a GPU is visible (None: a GPU-less machine then
+    pays nothing for it). Each external command gets `timeout` seconds."""
+    gpu = _gpu(timeout)
+    packages = _packages()
+    data: dict[str, Any] = {
+        "bisectk_env": SCHEMA,
+        "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "host": {"hostname": socket.gethostname(), "platform": platform.platform(),
+                 "machine": platform.machine(), "cpus": os.cpu_count()},
+        "python": {"version": platform.python_version(), "implementation": platform.python_implementation(),
+                   "executable": sys.executable, "prefix": sys.prefix},
+        "gpu": gpu,
+        "cuda_toolkit": _toolkit(timeout),
+        "packages": packages,
+        "modules": _modules(),
+        "env": _environment(dict(os.environ)),
+        "git": _git(Path(cwd or Path.cwd()), timeout),
+    }
+    visible = gpu["count"] > 0 or Path("/dev/nvidia0").exists()
+    if torch or (torch is None and "torch" in packages and visible):
+        data["torch"] = torch_probe(timeout=max(timeout, 30.0))
+    return data
+
+
+def save(path: str | Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write `data` (default: a fresh capture) as JSON; returns what was written."""
+    data = capture() if data is None else data
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return data
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise EnvError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EnvError(f"{path}: cannot read ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise EnvError(f"{path}: not JSON (line {exc.lineno}: {exc.msg})") from None
+    if not isinstance(data, dict) or "bisectk_env" not in data:
+        raise EnvError(f"{path}: not an environment capture (no 'bisectk_env' key; "
+                       "make one with `bisectk env --save FILE`)")
+    return data
+
+
+def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            _flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
+    elif isinstance(value, list) and value:
+        for i, v in enumerate(value):
+            _flatten(v, f"{prefix}.{i}", out)
+    else:
+        out[prefix] = value
+    return out
+
+
+def diff(a: dict[str, Any], b: dict[str, Any],
+         ignore: tuple[str, ...] = ("captured_at",)) -> list[tuple[str, Any, Any]]:
+    """(dotted key, a's value, b's value) for every leaf that differs; None where one side lacks
+    it. Keys under an `ignore` prefix are skipped (the capture time always differs)."""
+    fa, fb = _flatten(a, "", {}), _flatten(b, "", {})
+    return [(k, fa.get(k), fb.get(k)) for k in sorted(fa.keys() | fb.keys())
+            if fa.get(k) != fb.get(k) and not any(k == p or k.startswith(p + ".") for p in ignore)]
+
+
+def factor_name(var: str) -> str:
+    """An environment variable's name as a factor name: lower case, [a-z0-9_] only."""
+    name = re.sub(r"[^a-z0-9_]", "_", var.lower())
+    return name if name and not name[0].isdigit() else "_" + name
+
+
+def _env_factors(differences: list[tuple[str, Any, Any]]) -> list[tuple[str, str, str, str]]:
+    """(factor, variable, good value, bad value) per differing variable, names made unique."""
+    out, taken = [], set()
+    for key, a, b in differences:
+        var = key[len("env."):] if key.startswith("env.") else None
+        if not var or any(isinstance(v, str) and v.startswith("<redacted ") for v in (a, b)):
+            continue
+        name, k = factor_name(var), 2
+        while name in taken:
+            name, k = f"{factor_name(var)}_{k}", k + 1
+        taken.add(name)
+        out.append((name, var, "" if a is None else str(a), "" if b is None else str(b)))
+    return out
+
+
+def as_factors(differences: list[tuple[str, Any, Any]]) -> dict[str, tuple[str, str]]:
+    """Factor name -> (good value, bad value) for each differing environment variable in a
+    `diff(good_capture, bad_capture)`; other differences (GPU, packages) are not factors."""
+    return {name: (good, bad) for name, _, good, bad in _env_factors(differences)}
+
+
+def _toml_str(s: str) -> str:
+    def esc(ch: str) -> str:
+        if ch in '"\\':
+            return "\\" + ch
+        if ch in "\n\t\r":
+            return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}[ch]
+        return f"\\u{ord(ch):04X}" if ord(ch) < 0x20 or ord(ch) == 0x7F else ch
+    return '"' + "".join(map(esc, s)) + '"'
+
+
+def _toml_key(s: str) -> str:
+    return s if re.fullmatch(r"[A-Za-z0-9_-]+", s) else _toml_str(s)
+
+
+def factors_toml(differences: list[tuple[str, Any, Any]]) -> str:
+    """A spec snippet taking the environment differences as factors (merge its tables into
+    the spec's own [subject], [good] and [bad])."""
+    rows = _env_factors(differences)
+    if not rows:
+        return "# no environment-variable differences\n"
+    env = ", ".join(f'{_toml_key(var)} = "{{{name}}}"' for name, var, _, _ in rows)
+    good = "".join(f"{name} = {_toml_str(g)}\n" for name, _, g, _ in rows)
+    bad = "".join(f"{name} = {_toml_str(b)}\n" for name, _, _, b in rows)
+    return f"[subject]\nenv = {{{env}}}\n\n[good]\n{good}\n[bad]\n{bad}"

@@ -1,0 +1,555 @@
+"""Source differences as hunks, and scratch copies of GOOD with a subset of them applied.
+
+Abstractions
+------------
+Hunk         -- one unit of difference between GOOD and BAD in one file. `kind` is "text" (a run
+                of lines replaced, deleted or inserted: one difflib opcode), "add" / "delete"
+                (a file present on one side only), "replace" (a binary file or symlink that
+                differs: replaced whole; text means UTF-8 without NUL bytes) or "mode" (the
+                permission bits changed). Line ranges are 1-based and half-open: `good_lines =
+                (s, e)` covers GOOD's lines s..e-1, and s == e is an insertion before GOOD's line
+                s. An added or deleted text file spans (1, n+1) on its side; an absent side, a
+                binary side and a mode change have (0, 0).
+diff_paths   -- GOOD and BAD, two files or two trees -> hunks (ignoring .git, __pycache__,
+                .bisectk), sorted by file and position.
+split_lines  -- the finer pass: a text hunk -> one sub-hunk per deleted, inserted or replaced
+                line, so a search can refine inside a culprit hunk.
+Scratch      -- a working copy of GOOD; `apply(hunks)` resets it and applies a subset, rewriting
+                only the files whose content must change. `materialise` is the one-call form.
+unified_diff -- a set of hunks as one git-style unified diff that `patch -p1` applies to GOOD.
+
+Errors (a missing path, a file against a directory, identical inputs, overlapping hunks, a
+non-empty directory that is not a scratch copy) raise SpaceError with one line naming the path.
+
+Why any subset applies: difflib's opcodes are separated by at least one equal line, so hunks of
+one file never overlap or touch, and every hunk is addressed in GOOD's coordinates only; a subset
+is applied in one forward pass over GOOD's lines. Applying all hunks gives BAD byte for byte,
+none gives GOOD. GOOD and BAD are only ever read.
+"""
+
+from __future__ import annotations
+
+import difflib
+import glob
+import os
+import shutil
+import stat
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from bisectk.spaces.commits import SpaceError  # one error type for every space
+
+IGNORED = frozenset({".git", "__pycache__", ".bisectk"})
+WHOLE = frozenset({"add", "delete", "replace"})
+_ALIGN_LIMIT = 4000     # old x new line pairs scored when aligning a hunk of unequal sides
+_SIMILAR = 0.5          # a deleted and an inserted line pair up in split_lines at this ratio
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One side of a file: its bytes (a symlink's target when `link`) and permission bits."""
+
+    data: bytes
+    mode: int
+    link: bool = False
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One unit of difference; hashable, so a search can use hunks as its items."""
+
+    file: str                                  # relative posix path (GOOD's name for a file pair)
+    kind: str                                  # text | add | delete | replace | mode
+    good_lines: tuple[int, int] = (0, 0)
+    bad_lines: tuple[int, int] = (0, 0)
+    old: tuple[str, ...] = ()                  # GOOD's lines, each with its line ending
+    new: tuple[str, ...] = ()                  # BAD's lines
+    parent: str | None = None                  # the hunk split_lines made this one from
+    sub: int = 0                               # position among the parent's sub-hunks
+    modes: tuple[int, int] | None = None       # (good, bad) permission bits, for "mode"
+    good_entry: Entry | None = field(default=None, repr=False)
+    bad_entry: Entry | None = field(default=None, repr=False)
+    # GOOD's whole text, shared by the text hunks of one file (context for rendering and the
+    # lines a subset is applied to); not part of equality.
+    base: tuple[str, ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def id(self) -> str:
+        """Stable and unique within one diff: 'path:goodstart-goodend', 'path:add', 'a.py:3-5#1'."""
+        if self.parent:
+            return f"{self.parent}#{self.sub}"
+        if self.kind == "text":
+            return f"{self.file}:{self.good_lines[0]}-{self.good_lines[1]}"
+        return f"{self.file}:{self.kind}"
+
+    def summary(self) -> str:
+        """One line for tables: 'kernel.py:10-12 -2 +3'."""
+        if self.kind in ("text", "add", "delete") and (self.old or self.new):
+            return f"{self.id} -{len(self.old)} +{len(self.new)}"
+        if self.kind == "mode":
+            return f"{self.id} {_git_mode(self.modes[0])} -> {_git_mode(self.modes[1])}"
+        return self.id
+
+    def unified(self, context: int = 3) -> str:
+        """This hunk alone as a git-style patch against GOOD (BAD's line numbers on the + side)."""
+        head = f"diff --git a/{self.file} b/{self.file}\n"
+        if self.kind == "mode":
+            return head + f"old mode {_git_mode(self.modes[0])}\nnew mode {_git_mode(self.modes[1])}\n"
+        if self.kind in WHOLE:
+            return head + _render_whole(self)
+        gs, ge = self.good_lines
+        before = self.base[max(0, gs - 1 - context):gs - 1]
+        after = self.base[ge - 1:ge - 1 + context]
+        n = len(before)
+        body = [f"--- a/{self.file}\n+++ b/{self.file}\n",
+                f"@@ -{_range(gs - n, n + len(self.old) + len(after))} "
+                f"+{_range(self.bad_lines[0] - n, n + len(self.new) + len(after))} @@\n"]
+        body += [_line(" ", s) for s in before] + [_line("-", s) for s in self.old]
+        body += [_line("+", s) for s in self.new] + [_line(" ", s) for s in after]
+        return head + "".join(body)
+
+    def to_dict(self) -> dict:
+        d = {"id": self.id, "file": self.file, "kind": self.kind,
+             "good_lines": list(self.good_lines), "bad_lines": list(self.bad_lines),
+             "text": self.unified()}
+        if self.parent:
+            d["parent"] = self.parent
+        return d
+
+
+# -- computing the difference ------------------------------------------------------------------
+
+def diff_paths(good: str | Path, bad: str | Path) -> list[Hunk]:
+    """The hunks that turn GOOD into BAD: two files, or two directory trees."""
+    good, bad = Path(good), Path(bad)
+    for side, p in (("GOOD", good), ("BAD", bad)):
+        if not (p.exists() or p.is_symlink()):
+            raise SpaceError(f"{side} {p}: no such file or directory")
+    if good.is_dir() != bad.is_dir():
+        which = (good, bad) if good.is_dir() else (bad, good)
+        raise SpaceError(f"{which[0]} is a directory but {which[1]} is not: "
+                         "give two files or two directories")
+    if good.is_dir():
+        goods, bads = _scan(good), _scan(bad)
+        _check_shapes(goods, bads)
+    else:
+        # A file pair follows symlinks: the user named the files, not links to keep.
+        goods, bads = {good.name: good.resolve()}, {good.name: bad.resolve()}
+    hunks = []
+    for rel in sorted(goods.keys() | bads.keys()):
+        hunks += _file_hunks(rel, goods.get(rel), bads.get(rel))
+    if not hunks:
+        raise SpaceError(f"{good} and {bad} are identical (ignoring {', '.join(sorted(IGNORED))}): "
+                         "nothing to bisect")
+    return hunks
+
+
+def _scan(root: Path) -> dict[str, Path]:
+    """Relative posix path -> path, for every file and symlink under root, pruning IGNORED."""
+    found: dict[str, Path] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        # A symlinked directory is one entry (its target); walking into it could leave the tree.
+        links = [d for d in dirnames if (here / d).is_symlink()]
+        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED and d not in links)
+        for name in filenames + links:
+            if name not in IGNORED:
+                found[(here / name).relative_to(root).as_posix()] = here / name
+    return found
+
+
+def _check_shapes(goods: dict[str, Path], bads: dict[str, Path]) -> None:
+    def dirs(paths):
+        return {p.rsplit("/", k)[0] for p in paths for k in range(1, p.count("/") + 1)}
+    clash = (goods.keys() & dirs(bads)) | (bads.keys() & dirs(goods))
+    if clash:
+        raise SpaceError(f"{sorted(clash)[0]} is a file on one side and a directory on the "
+                         "other: not supported")
+
+
+def _read(path: Path | None) -> Entry | None:
+    if path is None:
+        return None
+    st = path.lstat()
+    if stat.S_ISLNK(st.st_mode):
+        return Entry(os.fsencode(os.readlink(path)), 0o777, link=True)
+    return Entry(path.read_bytes(), stat.S_IMODE(st.st_mode))
+
+
+def _text(entry: Entry | None) -> tuple[str, ...] | None:
+    """The lines of a UTF-8 text file (None for binary files and symlinks)."""
+    if entry is None or entry.link or b"\0" in entry.data[:8192]:
+        return None
+    try:
+        return tuple(split_text(entry.data.decode("utf-8")))
+    except UnicodeDecodeError:
+        return None
+
+
+def split_text(text: str) -> list[str]:
+    """Lines split on '\\n' only, each keeping its ending; ''.join() inverts it exactly."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def _span(lines: tuple[str, ...] | None) -> tuple[int, int]:
+    return (1, len(lines) + 1) if lines is not None else (0, 0)
+
+
+def _file_hunks(rel: str, good: Path | None, bad: Path | None) -> list[Hunk]:
+    ge, be = _read(good), _read(bad)
+    if ge == be:
+        return []
+    a, b = _text(ge), _text(be)
+    if ge is not None and be is not None and a is not None and b is not None:
+        hunks = _text_hunks(rel, a, b) if a != b else []
+        if ge.mode != be.mode:
+            hunks.append(Hunk(rel, "mode", modes=(ge.mode, be.mode)))
+        return hunks
+    if ge is not None and be is not None and ge.data == be.data and ge.link == be.link:
+        return [Hunk(rel, "mode", modes=(ge.mode, be.mode))]
+    kind = "add" if ge is None else "delete" if be is None else "replace"
+    return [Hunk(rel, kind, _span(a), _span(b), a or (), b or (), good_entry=ge, bad_entry=be)]
+
+
+def _text_hunks(rel: str, a: tuple[str, ...], b: tuple[str, ...]) -> list[Hunk]:
+    # Trim the common prefix and suffix first: cheap, and most edits leave most of a file alone.
+    lo = 0
+    while lo < min(len(a), len(b)) and a[lo] == b[lo]:
+        lo += 1
+    hi = 0
+    while hi < min(len(a), len(b)) - lo and a[-1 - hi] == b[-1 - hi]:
+        hi += 1
+    # autojunk off: on files over 200 lines it would treat frequent lines ('}', blanks) as junk
+    # and produce coarser, stranger hunks.
+    sm = difflib.SequenceMatcher(None, a[lo:len(a) - hi], b[lo:len(b) - hi], autojunk=False)
+    return [Hunk(rel, "text", (lo + i1 + 1, lo + i2 + 1), (lo + j1 + 1, lo + j2 + 1),
+                 a[lo + i1:lo + i2], b[lo + j1:lo + j2], base=a)
+            for tag, i1, i2, j1, j2 in sm.get_opcodes() if tag != "equal"]
+
+
+# -- the finer pass ----------------------------------------------------------------------------
+
+def split_lines(hunk: Hunk) -> list[Hunk]:
+    """Line-level sub-hunks of a text hunk: one per deleted, inserted or replaced line.
+
+    Replaced lines stay paired with their counterpart: positionally when both sides have the
+    same length, else by similarity (an alignment maximising the summed difflib ratio). Each
+    sub-hunk is addressed in GOOD's coordinates like any hunk, so any subset of them (with the
+    other hunks of the diff) applies. Other kinds, and single-line hunks, come back unchanged.
+    """
+    if hunk.kind != "text" or max(len(hunk.old), len(hunk.new)) <= 1:
+        return [hunk]
+    g, b = hunk.good_lines[0], hunk.bad_lines[0]
+    subs = []
+    for i, j in _align(hunk.old, hunk.new):
+        old = (hunk.old[i],) if i is not None else ()
+        new = (hunk.new[j],) if j is not None else ()
+        subs.append(replace(hunk, good_lines=(g, g + len(old)), bad_lines=(b, b + len(new)),
+                            old=old, new=new, parent=hunk.id, sub=len(subs)))
+        g, b = g + len(old), b + len(new)
+    return subs
+
+
+def _align(old: tuple[str, ...], new: tuple[str, ...]) -> list[tuple[int | None, int | None]]:
+    """Pairs (i, j) in order; (i, None) deletes old[i], (None, j) inserts new[j]."""
+    m, n = len(old), len(new)
+    if m == n or not m or not n or m * n > _ALIGN_LIMIT:
+        k = min(m, n)   # positional pairs, then the longer side's remainder
+        return ([(i, i) for i in range(k)] + [(i, None) for i in range(k, m)]
+                + [(None, j) for j in range(k, n)])
+
+    def sim(i: int, j: int) -> float:
+        sm = difflib.SequenceMatcher(None, old[i], new[j])
+        return sm.ratio() if sm.real_quick_ratio() >= _SIMILAR and sm.quick_ratio() >= _SIMILAR else 0.0
+
+    sims = [[sim(i, j) for j in range(n)] for i in range(m)]
+    best = [[0.0] * (n + 1) for _ in range(m + 1)]
+    for i in range(m - 1, -1, -1):
+        for j in range(n - 1, -1, -1):
+            pair = best[i + 1][j + 1] + sims[i][j] if sims[i][j] >= _SIMILAR else -1.0
+            best[i][j] = max(pair, best[i + 1][j], best[i][j + 1])
+    out, i, j = [], 0, 0
+    while i < m or j < n:
+        if i < m and j < n and sims[i][j] >= _SIMILAR and best[i][j] == best[i + 1][j + 1] + sims[i][j]:
+            out.append((i, j))
+            i, j = i + 1, j + 1
+        elif i < m and (j == n or best[i][j] == best[i + 1][j]):
+            out.append((i, None))
+            i += 1
+        else:
+            out.append((None, j))
+            j += 1
+    return out
+
+
+# -- applying a subset -------------------------------------------------------------------------
+
+def _by_file(hunks: Iterable[Hunk]) -> dict[str, list[Hunk]]:
+    unique = {h.id: h for h in hunks}
+    for h in unique.values():
+        if h.parent in unique:
+            raise SpaceError(f"hunk {h.id} is part of {h.parent}: apply one or the other")
+    groups: dict[str, list[Hunk]] = defaultdict(list)
+    for h in unique.values():
+        groups[h.file].append(h)
+    return groups
+
+
+def apply_lines(base: tuple[str, ...] | list[str], hunks: Iterable[Hunk]) -> list[str]:
+    """GOOD's lines with the given text hunks of one file applied, in one forward pass.
+
+    Sorting by (good start, good end, bad start) puts insertions at a position before a hunk
+    that starts there, and keeps split insertions in BAD's order.
+    """
+    out: list[str] = []
+    cursor = 1
+    for h in sorted(hunks, key=lambda h: (h.good_lines[0], h.good_lines[1], h.bad_lines[0])):
+        start, end = h.good_lines
+        if start < cursor:
+            raise SpaceError(f"hunks overlap in {h.file}: {h.id}")
+        out += base[cursor - 1:start - 1]
+        out += h.new
+        cursor = end
+    out += base[cursor - 1:]
+    return out
+
+
+def join_lines(lines: list[str]) -> str:
+    """Lines to text. A line without its newline (only ever the last line of GOOD or BAD) gets
+    one when split hunks put another line after it, so every subset stays a valid text."""
+    return "".join(s if s.endswith("\n") or k == len(lines) - 1 else s + "\n"
+                   for k, s in enumerate(lines))
+
+
+def _result(good: Entry | None, hunks: list[Hunk]) -> Entry | None:
+    """The entry of one file with `hunks` (all of that file) applied to GOOD's entry."""
+    whole = [h for h in hunks if h.kind in WHOLE]
+    if whole:
+        if len(hunks) > 1:
+            raise SpaceError(f"hunks overlap in {hunks[0].file}: {', '.join(h.id for h in hunks)}")
+        return whole[0].bad_entry
+    if good is None:
+        raise SpaceError(f"{hunks[0].file}: not in GOOD (hunks from another diff?)")
+    mode, texts = good.mode, []
+    for h in hunks:
+        if h.kind == "mode":
+            mode = h.modes[1]
+        else:
+            texts.append(h)
+    data = join_lines(apply_lines(texts[0].base, texts)).encode("utf-8") if texts else good.data
+    return Entry(data, mode, good.link)
+
+
+def _stat(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_mode)
+
+
+class Scratch:
+    """A reusable copy of GOOD at `root` (a fresh temporary directory when none is given).
+
+    `apply(hunks)` makes the copy equal GOOD with exactly `hunks` applied and returns `target`
+    (the copied tree, or the copied file for a file pair). It rewrites only files that the
+    previous and the new subset touch, plus any copied file whose size, mtime or mode changed
+    since it was written (the subject edited it). Files the subject created (build outputs)
+    are left alone. `.git` is not copied.
+    """
+
+    MARKER = ".bisectk/scratch"
+
+    def __init__(self, good: str | Path, root: str | Path | None = None):
+        self.good = Path(good).resolve()
+        if not self.good.exists():
+            raise SpaceError(f"GOOD {good}: no such file or directory")
+        self.is_file = not self.good.is_dir()
+        self.name = Path(good).name             # a file pair's hunks name GOOD as given
+        self.root = Path(root or tempfile.mkdtemp(prefix="bisectk-scratch-")).resolve()
+        if self.root.is_relative_to(self.good) or self.good.is_relative_to(self.root):
+            raise SpaceError(f"scratch directory {self.root} and GOOD {self.good} overlap")
+        self._stats: dict[str, tuple[int, int, int]] = {}   # rel -> stat as we left it
+        self._dirty: dict[str, Entry | None] = {}          # rel -> what we wrote, where != GOOD
+        self._goods: dict[str, Entry | None] = {}
+        self._reset()
+
+    @property
+    def target(self) -> Path:
+        return self.root / self.name if self.is_file else self.root
+
+    def _reset(self) -> None:
+        marker = self.root / self.MARKER
+        if self.root.exists() and any(self.root.iterdir()) and not marker.exists():
+            raise SpaceError(f"{self.root} is not empty and is not a bisectk scratch directory")
+        self.root.mkdir(parents=True, exist_ok=True)
+        for child in self.root.iterdir():
+            if child.name == ".bisectk":
+                continue
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+        if self.is_file:
+            shutil.copy2(self.good, self.target, follow_symlinks=False)
+        else:
+            shutil.copytree(self.good, self.root, symlinks=True, dirs_exist_ok=True,
+                            ignore=lambda d, names: [n for n in names if n in IGNORED])
+        marker.parent.mkdir(exist_ok=True)
+        marker.write_text(f"{self.good}\n")
+        self._stats = {rel: _stat(p) for rel, p in _scan(self.root).items()}
+        self._dirty.clear()
+
+    def _good_entry(self, rel: str) -> Entry | None:
+        if rel not in self._goods:
+            path = self.good if self.is_file else self.good / rel
+            self._goods[rel] = _read(path) if path.exists() or path.is_symlink() else None
+        return self._goods[rel]
+
+    def apply(self, hunks: Iterable[Hunk]) -> Path:
+        want = {rel: _result(self._good_entry(rel), hs) for rel, hs in _by_file(hunks).items()}
+        for rel in self._dirty:                     # touched last time, not now: back to GOOD
+            want.setdefault(rel, self._good_entry(rel))
+        for rel, st in self._stats.items():         # edited by the subject: back to GOOD
+            if rel not in want and _stat(self.root / rel) != st:
+                want[rel] = self._good_entry(rel)
+        for rel, entry in want.items():
+            self._place(rel, entry)
+        return self.target
+
+    def _place(self, rel: str, entry: Entry | None) -> None:
+        path = self.root / rel
+        now = self._dirty[rel] if rel in self._dirty else self._good_entry(rel)
+        if now == entry and _stat(path) == self._stats.get(rel):
+            return                                  # already there, untouched since we wrote it
+        if path.is_symlink() or path.exists():
+            path.unlink()                           # never write through a link copied from GOOD
+        if entry is None:
+            self._stats.pop(rel, None)
+            self._prune(path.parent)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if entry.link:
+                os.symlink(os.fsdecode(entry.data), path)
+            else:
+                path.write_bytes(entry.data)
+                os.chmod(path, entry.mode)
+            self._stats[rel] = _stat(path)
+        if path.suffix == ".py":
+            # Bytecode is keyed on (mtime in whole seconds, size): an edit within the same second
+            # that keeps the size would otherwise run the stale .pyc.
+            for pyc in glob.glob(str(path.parent / "__pycache__" / f"{glob.escape(path.stem)}.*.pyc")):
+                os.unlink(pyc)
+        if entry == self._good_entry(rel):
+            self._dirty.pop(rel, None)
+        else:
+            self._dirty[rel] = entry
+
+    def _prune(self, d: Path) -> None:
+        """Remove directories left empty by a deletion, unless GOOD has them."""
+        while (d != self.root and not any(d.iterdir())
+               and not (self.good / d.relative_to(self.root)).is_dir()):
+            d.rmdir()
+            d = d.parent
+
+
+_SCRATCHES: dict[tuple[Path, Path], Scratch] = {}
+
+
+def materialise(good_root: str | Path, hunks: Iterable[Hunk], dest: str | Path | None = None) -> Path:
+    """GOOD with exactly `hunks` applied, in `dest` (or a fresh temporary directory, which the
+    caller removes).
+
+    Returns the tree, or for a file pair the file inside `dest`. Repeated calls with the same
+    GOOD and dest reuse one Scratch in this process, so only changed files are rewritten; a
+    first call on a non-empty dest requires it to be a scratch directory made by bisectk.
+    """
+    if dest is None:
+        return Scratch(good_root).apply(hunks)
+    key = (Path(good_root).resolve(), Path(dest).resolve())
+    if key not in _SCRATCHES:
+        _SCRATCHES[key] = Scratch(good_root, dest)
+    return _SCRATCHES[key].apply(hunks)
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+def _git_mode(mode: int, link: bool = False) -> str:
+    return "120000" if link else "100755" if mode & 0o111 else "100644"
+
+
+def _range(start: int, length: int) -> str:
+    """A unified-diff range: 'start,length', 'start' for one line, 'start-1,0' when empty."""
+    if length == 1:
+        return str(start)
+    return f"{start - 1 if length == 0 else start},{length}"
+
+
+def _line(prefix: str, s: str) -> str:
+    return prefix + s if s.endswith("\n") else f"{prefix}{s}\n\\ No newline at end of file\n"
+
+
+def _entry_lines(e: Entry | None) -> tuple[str, ...] | None:
+    return (os.fsdecode(e.data),) if e is not None and e.link else _text(e)
+
+
+def _render_whole(h: Hunk) -> str:
+    g, b = h.good_entry, h.bad_entry
+    a_name = "/dev/null" if g is None else f"a/{h.file}"
+    b_name = "/dev/null" if b is None else f"b/{h.file}"
+    if g is None:
+        head = f"new file mode {_git_mode(b.mode, b.link)}\n"
+    elif b is None:
+        head = f"deleted file mode {_git_mode(g.mode, g.link)}\n"
+    elif _git_mode(g.mode, g.link) != _git_mode(b.mode, b.link):
+        head = f"old mode {_git_mode(g.mode, g.link)}\nnew mode {_git_mode(b.mode, b.link)}\n"
+    else:
+        head = ""
+    old, new = _entry_lines(g), _entry_lines(b)
+    if (g is not None and old is None) or (b is not None and new is None):
+        return head + f"Binary files {a_name} and {b_name} differ\n"
+    old, new = old or (), new or ()
+    if not old and not new:
+        return head
+    return (head + f"--- {a_name}\n+++ {b_name}\n@@ -{_range(1, len(old))} +{_range(1, len(new))} @@\n"
+            + "".join(_line("-", s) for s in old) + "".join(_line("+", s) for s in new))
+
+
+def _render_text(a: list[str] | tuple[str, ...], b: list[str], context: int) -> str:
+    out = []
+    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for group in sm.get_grouped_opcodes(context):
+        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
+        out.append(f"@@ -{_range(i1 + 1, i2 - i1)} +{_range(j1 + 1, j2 - j1)} @@\n")
+        for tag, a1, a2, b1, b2 in group:
+            if tag == "equal":
+                out += [_line(" ", s) for s in a[a1:a2]]
+                continue
+            out += [_line("-", s) for s in a[a1:a2]] + [_line("+", s) for s in b[b1:b2]]
+    return "".join(out)
+
+
+def unified_diff(hunks: Iterable[Hunk], context: int = 3) -> str:
+    """The subset as one git-style patch against GOOD; `patch -p1` applied to GOOD gives what
+    `materialise` gives (binary files are only named, as `diff` does)."""
+    out = []
+    for rel, hs in sorted(_by_file(hunks).items()):
+        whole = [h for h in hs if h.kind in WHOLE]
+        if whole:
+            out.append(whole[0].unified(context))
+            continue
+        text = [h for h in hs if h.kind == "text"]
+        mode = [h for h in hs if h.kind == "mode"]
+        part = f"diff --git a/{rel} b/{rel}\n"
+        if mode:
+            part += f"old mode {_git_mode(mode[0].modes[0])}\nnew mode {_git_mode(mode[0].modes[1])}\n"
+        if text:
+            base = text[0].base
+            result = split_text(join_lines(apply_lines(base, text)))
+            part += f"--- a/{rel}\n+++ b/{rel}\n" + _render_text(base, result, context)
+        out.append(part)
+    return "".join(out)

@@ -1,0 +1,139 @@
+"""Environment capture: keys, speed, fake nvidia-smi, save/load, diff, env differences as factors."""
+
+import json
+import os
+import stat
+import sys
+import time
+import tomllib
+
+import pytest
+
+from bisectk.spaces import env
+from bisectk.spaces.env import EnvError, as_factors, capture, diff, factor_name, factors_toml, load, save
+from bisectk.spaces.hunks import SpaceError
+from bisectk.spec import load_spec
+
+
+def _script(path, body):
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+@pytest.fixture
+def fake_smi(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _script(bin_dir / "nvidia-smi", 'echo "NVIDIA H100 80GB HBM3, 9.0, 550.54.15"\n'
+                                    'echo "NVIDIA H100 80GB HBM3, 9.0, 550.54.15"\n')
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return bin_dir
+
+
+def test_capture_keys_and_speed(monkeypatch):
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
+    monkeypatch.setenv("CUTE_DSL_ARCH", "sm_100a")
+    monkeypatch.setenv("NVIDIA_API_KEY", "hunter2")
+    monkeypatch.setenv("UNRELATED_THING", "x")
+    imported = "torch" in sys.modules
+    t = time.perf_counter()
+    data = capture()
+    assert time.perf_counter() - t < 3.0
+    assert {"bisectk_env", "captured_at", "host", "python", "gpu", "cuda_toolkit", "packages",
+            "modules", "env", "git"} <= data.keys()
+    assert data["python"]["executable"] == sys.executable
+    assert data["python"]["version"] == ".".join(map(str, sys.version_info[:3]))
+    assert data["host"]["hostname"]
+    assert data["env"]["CUDA_LAUNCH_BLOCKING"] == "1" and data["env"]["CUTE_DSL_ARCH"] == "sm_100a"
+    assert "UNRELATED_THING" not in data["env"]
+    assert "hunter2" not in json.dumps(data) and data["env"]["NVIDIA_API_KEY"].startswith("<redacted ")
+    assert "numpy" in data["packages"] and "numpy" in data["modules"]
+    assert ("torch" in sys.modules) == imported       # versions come from metadata, not imports
+    json.dumps(data)                                  # JSON-ready
+
+
+def test_capture_parses_nvidia_smi(fake_smi):
+    data = capture(torch=False)
+    gpu = data["gpu"]
+    assert gpu["count"] == 2 and gpu["driver"] == "550.54.15"
+    assert gpu["devices"][0] == {"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0",
+                                 "driver": "550.54.15"}
+    assert "torch" not in data
+
+
+def test_nvidia_smi_failure_is_recorded(tmp_path, monkeypatch):
+    _script(tmp_path / "nvidia-smi", 'echo "NVIDIA-SMI has failed because it couldn\'t communicate" >&2\nexit 9\n')
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    gpu = capture(torch=False)["gpu"]
+    assert gpu["count"] == 0 and "exit 9" in gpu["error"] and "communicate" in gpu["error"]
+
+
+def test_torch_probe_runs_out_of_process(tmp_path):
+    fake = _script(tmp_path / "python", 'echo noise\necho \'{"version": "2.5.1", "cuda": "12.4", "available": false}\'\n')
+    assert env.torch_probe(str(fake)) == {"version": "2.5.1", "cuda": "12.4", "available": False}
+    broken = _script(tmp_path / "broken", 'echo "ImportError: libcudart.so.12" >&2\nexit 1\n')
+    assert "libcudart" in env.torch_probe(str(broken))["error"]
+    slow = _script(tmp_path / "slow", "sleep 5\n")
+    assert "no answer" in env.torch_probe(str(slow), timeout=0.2)["error"]
+
+
+def test_save_load_roundtrip_and_errors(tmp_path):
+    data = capture(torch=False)
+    path = tmp_path / "sub" / "a.json"
+    assert save(path, data) == data
+    assert load(path) == data
+    with pytest.raises(EnvError, match="no such file"):
+        load(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(EnvError, match="not JSON"):
+        load(tmp_path / "bad.json")
+    (tmp_path / "other.json").write_text('{"a": 1}')
+    with pytest.raises(SpaceError, match="not an environment capture"):
+        load(tmp_path / "other.json")
+
+
+def test_diff_on_two_saved_captures(tmp_path):
+    a = capture(torch=False)
+    b = json.loads(json.dumps(a))
+    b["captured_at"] = "2000-01-01T00:00:00Z"
+    b["packages"]["nvidia-cutlass-dsl"] = "9.9.9"
+    b["gpu"]["devices"] = [{"name": "NVIDIA B200", "compute_capability": "10.0", "driver": "570.1"}]
+    b["env"] = dict(a["env"], CUDA_LAUNCH_BLOCKING="1", CUTE_DSL_ARCH="sm_100a")
+    a["env"] = dict(a["env"], CUTE_DSL_ARCH="sm_90a")
+    a["env"].pop("CUDA_LAUNCH_BLOCKING", None)
+    save(tmp_path / "a.json", a)
+    save(tmp_path / "b.json", b)
+    d = diff(load(tmp_path / "a.json"), load(tmp_path / "b.json"))
+    keys = {k: (x, y) for k, x, y in d}
+    assert keys["env.CUDA_LAUNCH_BLOCKING"] == (None, "1")
+    assert keys["env.CUTE_DSL_ARCH"] == ("sm_90a", "sm_100a")
+    assert keys["packages.nvidia-cutlass-dsl"][1] == "9.9.9"
+    assert keys["gpu.devices.0.name"][1] == "NVIDIA B200"
+    assert "captured_at" not in keys
+    assert [k for k, _, _ in d] == sorted(keys)
+    assert diff(a, a) == []
+
+
+def test_env_differences_become_spec_factors(tmp_path):
+    d = [("env.CUDA_LAUNCH_BLOCKING", None, "1"), ("env.CUTE_DSL_ARCH", "sm_90a", "sm_100a"),
+         ("env.cute_dsl_arch", "x", 'quote " back\\ slash\x01'), ("gpu.devices.0.name", "A", "B"),
+         ("env.NVIDIA_API_KEY", "<redacted 1234abcd>", "<redacted 99999999>")]
+    factors = as_factors(d)
+    assert factors == {"cuda_launch_blocking": ("", "1"), "cute_dsl_arch": ("sm_90a", "sm_100a"),
+                       "cute_dsl_arch_2": ("x", 'quote " back\\ slash\x01')}
+    snippet = factors_toml(d)
+    parsed = tomllib.loads(snippet)
+    assert parsed["subject"]["env"] == {"CUDA_LAUNCH_BLOCKING": "{cuda_launch_blocking}",
+                                        "CUTE_DSL_ARCH": "{cute_dsl_arch}", "cute_dsl_arch": "{cute_dsl_arch_2}"}
+    assert parsed["good"]["cute_dsl_arch_2"] == "x" and parsed["bad"]["cute_dsl_arch_2"].endswith("\x01")
+    # the snippet is a valid part of a spec: the loader accepts env placeholders naming the factors
+    (tmp_path / "pyproject.toml").touch()
+    spec_path = tmp_path / "spec.toml"
+    spec_path.write_text('name = "env"\n[oracle]\nmetric = "err"\nmax = 0\n'
+                         + snippet.replace("[subject]\n", '[subject]\ncommand = ["python", "-c", "pass"]\n'))
+    spec = load_spec(spec_path)
+    assert spec.environment(spec.bad)["CUTE_DSL_ARCH"] == "sm_100a"
+    assert spec.environment(spec.good)["CUDA_LAUNCH_BLOCKING"] == ""
+    assert factor_name("9LIVES-X") == "_9lives_x"
+    assert factors_toml([("packages.torch", "2.4", "2.5")]).startswith("#")

@@ -1,0 +1,361 @@
+"""Hunks: splitting GOOD/BAD differences, applying subsets, the line pass, unified diffs."""
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from bisectk.spaces.hunks import (IGNORED, Scratch, SpaceError, apply_lines, diff_paths, join_lines,
+                                  materialise, split_lines, unified_diff)
+
+_GEN = Path(__file__).resolve().parents[1] / "fixtures" / "diffsrc" / "kernelpair.py"
+_spec = importlib.util.spec_from_file_location("kernelpair", _GEN)
+kernelpair = importlib.util.module_from_spec(_spec)
+sys.modules["kernelpair"] = kernelpair
+_spec.loader.exec_module(kernelpair)
+
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+# -- helpers: an independent view of trees and an independent way to apply hunks ----------------
+
+def snapshot(root: Path) -> dict[str, tuple]:
+    """rel -> (content or link target, executable?) for everything a diff looks at."""
+    root = Path(root)
+    if root.is_file():
+        return {root.name: (root.read_bytes(), os.access(root, os.X_OK))}
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in IGNORED and not os.path.islink(os.path.join(dirpath, d))]
+        links = [d for d in os.listdir(dirpath) if os.path.islink(os.path.join(dirpath, d))]
+        for name in set(filenames) | set(links):
+            if name in IGNORED:
+                continue
+            p = Path(dirpath, name)
+            rel = p.relative_to(root).as_posix()
+            out[rel] = ("->" + os.readlink(p),) if p.is_symlink() else (p.read_bytes(), os.access(p, os.X_OK))
+    return out
+
+
+def digest(root: Path) -> str:
+    """Every byte, mode and mtime under root (IGNORED included): proves GOOD/BAD were not touched."""
+    h = hashlib.sha256()
+    paths = [Path(root)] if Path(root).is_file() else sorted(Path(root).rglob("*"))
+    for p in paths:
+        st_ = p.lstat()
+        h.update(f"{p}|{st_.st_mode}|{st_.st_mtime_ns}".encode())
+        if p.is_file() and not p.is_symlink():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def reference(good: dict, bad: dict, hunks) -> dict:
+    """GOOD's snapshot with `hunks` applied, bottom to top by splicing line lists."""
+    out = dict(good)
+    by_file = {}
+    for h in hunks:
+        by_file.setdefault(h.file, []).append(h)
+    for rel, hs in by_file.items():
+        if hs[0].kind in ("add", "delete", "replace"):
+            if rel in bad:
+                out[rel] = bad[rel]
+            else:
+                out.pop(rel)
+            continue
+        data, exe = good[rel]
+        lines = data.decode().split("\n")
+        lines = [s + "\n" for s in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+        # bottom to top; at one position, later BAD lines first so earlier ones end up on top
+        for h in sorted(hs, key=lambda h: (h.good_lines[0], h.good_lines[1], h.bad_lines[0]), reverse=True):
+            if h.kind == "mode":
+                exe = bad[rel][1]
+                continue
+            s, e = h.good_lines
+            lines[s - 1:e - 1] = list(h.new)
+        text = "".join(s if s.endswith("\n") or i == len(lines) - 1 else s + "\n" for i, s in enumerate(lines))
+        out[rel] = (text.encode(), exe)
+    return out
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pair")
+    p = kernelpair.make_pair(root, hunks=40, culprit="pair", breakers=2)
+    before = (digest(p.good), digest(p.bad))
+    hunks = diff_paths(p.good, p.bad)
+    yield p, hunks, snapshot(p.good), snapshot(p.bad)
+    assert (digest(p.good), digest(p.bad)) == before, "GOOD or BAD was modified"
+
+
+# -- splitting ------------------------------------------------------------------------------------
+
+def test_file_pair_hunks_and_dict(tmp_path):
+    good, bad = tmp_path / "repro.py", tmp_path / "kernel.py"
+    good.write_text("a\nb\nc\nd\ne\n")
+    bad.write_text("a\nB\nc\nd\ne\nf\n")
+    hunks = diff_paths(good, bad)
+    assert [h.id for h in hunks] == ["repro.py:2-3", "repro.py:6-6"]
+    d = hunks[1].to_dict()
+    assert d["file"] == "repro.py" and d["good_lines"] == [6, 6] and d["bad_lines"] == [6, 7]
+    assert "+f\n" in d["text"] and d["text"].startswith("diff --git a/repro.py b/repro.py\n")
+    out = materialise(good, hunks, tmp_path / "s")
+    assert out == tmp_path / "s" / "repro.py" and out.read_text() == bad.read_text()
+    assert materialise(good, [], tmp_path / "s").read_text() == good.read_text()
+    assert good.read_text() == "a\nb\nc\nd\ne\n"
+
+
+def test_file_pair_follows_symlinks(tmp_path):
+    (tmp_path / "real_good.py").write_text("x = 1\n")
+    (tmp_path / "real_bad.py").write_text("x = 2\n")
+    (tmp_path / "good.py").symlink_to("real_good.py")
+    (tmp_path / "bad.py").symlink_to("real_bad.py")
+    (h,) = diff_paths(tmp_path / "good.py", tmp_path / "bad.py")
+    assert h.id == "good.py:1-2" and h.kind == "text"
+    out = materialise(tmp_path / "good.py", [h], tmp_path / "s")
+    assert out == tmp_path / "s" / "good.py" and not out.is_symlink() and out.read_text() == "x = 2\n"
+
+
+def test_tree_pair_has_every_kind(pair):
+    p, hunks, good, bad = pair
+    assert len(hunks) == p.hunks >= 30
+    kinds = {h.kind for h in hunks}
+    assert kinds == {"text", "add", "delete", "replace", "mode"}
+    assert len({h.id for h in hunks}) == len(hunks)
+    assert not any("__pycache__" in h.file for h in hunks)
+    culprits = [h for h in hunks if any(line in h.new for line in p.culprit_lines)]
+    assert len(culprits) == 2 and {h.file for h in culprits} >= {"kernel/config.py"}
+    notes = [h for h in hunks if h.file == "docs/notes.txt"]
+    assert notes[-1].new == ("delta, revised",)             # no final newline, kept as is
+
+
+@pytest.mark.parametrize("good_text,bad_text", [
+    ("x\ny", "x\ny\n"), ("x\ny\n", "x\ny"), ("a\nb", "a\nc"), ("", "a"), ("a", ""),
+    ("a\r\nb\r\n", "a\r\nc\r\nb\r\n"), ("a\nb\n", "a\nb\nc"),
+])
+def test_trailing_newlines_and_line_endings(tmp_path, good_text, bad_text):
+    good, bad = tmp_path / "g.txt", tmp_path / "b.txt"
+    good.write_bytes(good_text.encode())
+    bad.write_bytes(bad_text.encode())
+    hunks = diff_paths(good, bad)
+    dest = tmp_path / "scratch"
+    assert materialise(good, hunks, dest).read_bytes() == bad_text.encode()
+    assert materialise(good, [], dest).read_bytes() == good_text.encode()
+    subs = [s for h in hunks for s in split_lines(h)]
+    assert materialise(good, subs, dest).read_bytes() == bad_text.encode()
+
+
+def test_errors(tmp_path):
+    f = tmp_path / "f.py"
+    f.write_text("x = 1\n")
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "f.py").write_text("x = 1\n")
+    with pytest.raises(SpaceError, match="no such file"):
+        diff_paths(tmp_path / "missing", f)
+    with pytest.raises(SpaceError, match="is a directory"):
+        diff_paths(d, f)
+    with pytest.raises(SpaceError, match="identical"):
+        diff_paths(f, d / "f.py")
+    d2 = tmp_path / "d2"
+    shutil.copytree(d, d2)
+    (d2 / "__pycache__").mkdir()
+    (d2 / "__pycache__" / "f.pyc").write_bytes(b"\0")
+    with pytest.raises(SpaceError, match="identical"):
+        diff_paths(d, d2)
+    assert isinstance(SpaceError("x"), ValueError)
+    # a file on one side, a directory of that name on the other
+    (d2 / "x").mkdir()
+    (d2 / "x" / "y").write_text("1\n")
+    (d / "x").write_text("1\n")
+    with pytest.raises(SpaceError, match="file on one side"):
+        diff_paths(d, d2)
+
+
+def test_overlapping_subsets_are_refused(tmp_path):
+    good, bad = tmp_path / "g", tmp_path / "b"
+    good.write_text("a\nb\nc\n")
+    bad.write_text("a\nB\nC\nD\n")
+    (h,) = diff_paths(good, bad)
+    subs = split_lines(h)
+    with pytest.raises(SpaceError, match="part of"):
+        materialise(good, [h, subs[0]], tmp_path / "s")
+    notmine = tmp_path / "notmine"
+    notmine.mkdir()
+    (notmine / "keep").write_text("precious")
+    with pytest.raises(SpaceError, match="not empty"):
+        materialise(good, [h], notmine)
+    assert (notmine / "keep").read_text() == "precious"
+    with pytest.raises(SpaceError, match="overlap"):
+        Scratch(tmp_path, tmp_path / "inside")
+
+
+# -- applying subsets -----------------------------------------------------------------------------
+
+def test_all_and_none(pair, tmp_path):
+    p, hunks, good, bad = pair
+    assert snapshot(materialise(p.good, hunks, tmp_path / "s")) == bad
+    assert snapshot(materialise(p.good, [], tmp_path / "s")) == good
+    fresh = materialise(p.good, hunks)
+    assert snapshot(fresh) == bad and (fresh / "kernel" / "current.py").is_symlink()
+    shutil.rmtree(fresh)
+
+
+@pytest.fixture(scope="module")
+def scratches(pair):
+    """One Scratch per test, reused across its examples (as a search reuses one)."""
+    made = {}
+
+    def get(name):
+        if name not in made:
+            made[name] = Scratch(pair[0].good)
+        return made[name]
+    yield get
+    for s in made.values():
+        shutil.rmtree(s.root, ignore_errors=True)
+
+
+@FAST
+@given(data=st.data())
+def test_random_subsets_match_reference(pair, scratches, data):
+    p, hunks, good, bad = pair
+    picked = data.draw(st.sets(st.integers(0, len(hunks) - 1)))
+    subset = [hunks[i] for i in sorted(picked)]
+    out = scratches("subsets").apply(subset)
+    assert snapshot(out) == reference(good, bad, subset)
+
+
+@FAST
+@given(data=st.data())
+def test_random_line_level_subsets(pair, scratches, data):
+    p, hunks, good, bad = pair
+    units = []
+    for h in hunks:                 # refine a random half of the hunks, like a second pass would
+        units += split_lines(h) if data.draw(st.booleans()) else [h]
+    picked = data.draw(st.sets(st.integers(0, len(units) - 1)))
+    subset = [units[i] for i in sorted(picked)]
+    assert snapshot(scratches("lines").apply(subset)) == reference(good, bad, subset)
+    assert snapshot(scratches("lines").apply(units)) == bad
+
+
+lines = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "d\n", "\n", "x = 1\n", "a\r\n"]), max_size=14)
+ends = st.sampled_from(["", "z", "a"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(a=lines, b=lines, a_end=ends, b_end=ends, data=st.data())
+def test_random_text_pairs(a, b, a_end, b_end, data):
+    good_text, bad_text = "".join(a) + a_end, "".join(b) + b_end
+    if good_text == bad_text:
+        return
+    with tempfile.TemporaryDirectory() as d:
+        gp, bp = Path(d, "g.txt"), Path(d, "b.txt")
+        gp.write_text(good_text, newline="")
+        bp.write_text(bad_text, newline="")
+        hunks = diff_paths(gp, bp)
+    base = hunks[0].base
+    assert join_lines(apply_lines(base, hunks)) == bad_text
+    assert join_lines(apply_lines(base, [])) == good_text
+    units = [u for h in hunks for u in (split_lines(h) if data.draw(st.booleans()) else [h])]
+    assert join_lines(apply_lines(base, units)) == bad_text
+    subset = [u for u in units if data.draw(st.booleans())]
+    got = join_lines(apply_lines(base, subset)).encode()
+    want = reference({"g.txt": (good_text.encode(), False)}, {}, subset)["g.txt"][0]
+    assert got == want
+
+
+def test_split_lines_pairs_and_order(tmp_path):
+    good, bad = tmp_path / "g", tmp_path / "b"
+    good.write_text("keep\nalpha = 1\nbeta = 2\nkeep2\none\ntwo\nend\n")
+    bad.write_text("keep\nalpha = 10\nbeta = 20\nkeep2\nnew first\none!\nnew mid\ntwo!\nend\n")
+    h1, h2 = diff_paths(good, bad)
+    s1 = split_lines(h1)
+    assert [(s.old, s.new) for s in s1] == [(("alpha = 1\n",), ("alpha = 10\n",)), (("beta = 2\n",), ("beta = 20\n",))]
+    assert [s.id for s in s1] == ["g:2-4#0", "g:2-4#1"] and s1[0].parent == h1.id
+    s2 = split_lines(h2)            # 2 old lines, 4 new: similar lines stay paired
+    assert [(s.old, s.new) for s in s2] == [((), ("new first\n",)), (("one\n",), ("one!\n",)),
+                                            ((), ("new mid\n",)), (("two\n",), ("two!\n",))]
+    assert split_lines(s2[0]) == [s2[0]]
+    only_mid = materialise(good, [s2[2]], tmp_path / "s").read_text()
+    assert only_mid == "keep\nalpha = 1\nbeta = 2\nkeep2\none\nnew mid\ntwo\nend\n"
+
+
+# -- scratch reuse --------------------------------------------------------------------------------
+
+def test_scratch_rewrites_only_what_changes(pair):
+    p, hunks, good, bad = pair
+    s = Scratch(p.good)
+    text = [h for h in hunks if h.file == "kernel/stages_00.py"]
+    s.apply(text[:1])
+    untouched = s.root / "kernel" / "stages_01.py"
+    stamp = untouched.stat().st_mtime_ns
+    (s.root / "build.log").write_text("subject output")       # a file the subject created
+    (s.root / "run.py").write_text("tampered")                 # a file the subject edited
+    pyc = s.root / "kernel" / "__pycache__" / "stages_00.cpython-311.pyc"
+    pyc.parent.mkdir(exist_ok=True)
+    pyc.write_bytes(b"stale")
+    s.apply(text[1:3])
+    assert untouched.stat().st_mtime_ns == stamp
+    assert (s.root / "build.log").exists() and (s.root / "run.py").read_bytes() == good["run.py"][0]
+    assert not pyc.exists()
+    (s.root / "build.log").unlink()
+    assert snapshot(s.apply(text[1:3])) == reference(good, bad, text[1:3])
+    shutil.rmtree(s.root)
+
+
+def test_materialise_reuses_dest_and_is_fast(pair, tmp_path):
+    p, hunks, good, bad = pair
+    dest = tmp_path / "scratch"
+    materialise(p.good, hunks, dest)
+    t = time.perf_counter()
+    for k in range(20):
+        materialise(p.good, hunks[k:k + 10], dest)
+    assert (time.perf_counter() - t) / 20 < 0.05
+    assert snapshot(dest) == reference(good, bad, hunks[19:29])
+    assert (dest / ".bisectk" / "scratch").exists()
+    # a new process (here: a new Scratch) may take the directory over: it is marked as ours
+    assert snapshot(Scratch(p.good, dest).apply([])) == good
+
+
+# -- unified diffs --------------------------------------------------------------------------------
+
+def _patched(good: Path, diff: str, workdir: Path) -> dict:
+    copy = workdir / "patched"
+    shutil.copytree(good, copy, symlinks=True)
+    proc = subprocess.run(["patch", "-p1", "-s", "-t", "-N"], input=diff, text=True, cwd=copy,
+                          capture_output=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr + diff
+    return snapshot(copy)
+
+
+@pytest.mark.skipif(shutil.which("patch") is None, reason="needs GNU patch")
+def test_unified_diff_applies_with_patch(pair, tmp_path):
+    p, hunks, good, bad = pair
+    plain = [h for h in hunks if h.kind != "replace"]       # binary files and symlinks: named only
+    diff = unified_diff(plain)
+    assert diff.count("diff --git") == len({h.file for h in plain})
+    assert "\\ No newline at end of file" in diff
+    assert _patched(p.good, diff, tmp_path) == reference(good, bad, plain)
+    assert "Binary files a/kernel/table.bin and b/kernel/table.bin differ" in unified_diff(hunks)
+    single = next(h for h in hunks if h.kind == "text" and h.file.endswith(".py"))
+    shutil.rmtree(tmp_path / "patched")
+    assert _patched(p.good, single.unified(), tmp_path) == reference(good, bad, [single])
+
+
+@pytest.mark.skipif(shutil.which("patch") is None, reason="needs GNU patch")
+@settings(max_examples=12, deadline=None)
+@given(data=st.data())
+def test_unified_diff_of_random_subsets(pair, data):
+    p, hunks, good, bad = pair
+    units = [u for h in hunks if h.kind != "replace"
+             for u in (split_lines(h) if data.draw(st.booleans()) else [h])]
+    subset = [u for u in units if data.draw(st.booleans())] or units[:1]
+    with tempfile.TemporaryDirectory() as d:
+        assert _patched(p.good, unified_diff(subset), Path(d)) == reference(good, bad, subset)

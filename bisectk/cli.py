@@ -18,7 +18,7 @@ from bisectk.errors import BisectkError
 from bisectk.outcome import Outcome
 from bisectk.report.terminal import fmt_config
 from bisectk.search import STRATEGIES, strategy_names
-from bisectk.workspace import Workspace, apply_sets
+from bisectk.workspace import Workspace, apply_sets, subject
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Differential bisection for GPU kernels: isolate the change that makes a kernel "
@@ -178,6 +178,107 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     if not result.ok:
         raise typer.Exit(EXIT_USAGE)
     raise typer.Exit(1 if result.interrupted or not result.result.complete else 0)
+
+
+RunOpt = typer.Option(None, "--run", help="Subject command instead of a SPEC, as one quoted string (git bisect run's exit codes: 0 good, 125 skip, other bad).")
+BuildOpt = typer.Option(None, "--build", help="Build command run before the subject, as one quoted string; failure = UNRESOLVED(BUILD).")
+ConfigOpt = typer.Option("bad", "--config", help="With a SPEC: which endpoint's factor values to run (good or bad).")
+SetOpt = typer.Option(None, "--set", help="With a SPEC: override a factor, NAME=VALUE (repeatable).")
+TimeoutOpt = typer.Option(None, "--timeout", min=0.01, help="Watchdog seconds (default: calibrated from the good endpoint).")
+ReportOpt = typer.Option(None, "--report", help="Write the Markdown debug log here.")
+JsonOutOpt = typer.Option(None, "--json-out", help="Write the JSON result here.")
+
+
+@app.command("diff")
+def diff_cmd(good: Path = typer.Argument(..., help="The working file or source tree.", show_default=False),
+             bad: Path = typer.Argument(..., help="The failing file or source tree.", show_default=False),
+             spec: Optional[Path] = typer.Argument(None, help="Variant spec whose command runs inside each hybrid tree.", show_default=False),
+             run_cmd: Optional[str] = RunOpt, build: Optional[str] = BuildOpt,
+             config: str = ConfigOpt, set_: Optional[list[str]] = SetOpt,
+             repeat: Optional[int] = typer.Option(None, "--repeat", min=1, help="Runs per endpoint check."),
+             timeout: Optional[float] = TimeoutOpt,
+             strategy: str = typer.Option("adaptive", "--strategy", help="Search strategy: " + ", ".join(strategy_names()) + "."),
+             lines: bool = typer.Option(True, "--lines/--no-lines", help="Refine culprit hunks to lines (second pass)."),
+             report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt,
+             ledger: Optional[Path] = LedgerOpt, as_json: bool = JsonOpt) -> None:
+    """Isolate the hunks (then lines) of the GOOD->BAD source difference that cause the failure.
+
+    The subject runs with the hybrid tree as its working directory. Exit 0: culprit found;
+    1: interrupted; 2: unusable input or endpoints."""
+    import hashlib
+    from bisectk.commands.diffiso import HunkSpace, run_diff
+    from bisectk.report.diff import print_summary, to_debuglog, to_json
+    for p in (good, bad):
+        if not p.exists():
+            fail(f"{p}: no such file or directory")
+    if strategy not in strategy_names():
+        fail(f"--strategy {strategy!r}: choose one of {', '.join(strategy_names())}")
+    base_dir = Path.cwd() / ".bisectk"
+    scratch = base_dir / ("scratch-" + hashlib.sha1(f"{good.resolve()}|{bad.resolve()}|{os.getpid()}".encode()).hexdigest()[:10])
+    spec_obj, base = subject(spec, run_cmd, build, cwd=scratch, config=config, sets=set_, timeout=timeout,
+                             repeat=repeat, name=f"diff {good.name}..{bad.name}")
+    space = HunkSpace(good, bad, scratch)
+    try:
+        ws = Workspace.open(spec_obj, ledger or base_dir / "ledger.db", quiet=as_json)
+        try:
+            session = ws.ledger.open_session("diff", space.digest, {"good": str(good), "bad": str(bad)})
+            runner = ws.runner(session, cwd=space.workdir, revision=f"diff-{space.digest}",
+                               prepare=space.prepare, extra_env={"BISECTK_TREE": str(space.workdir)})
+            if not as_json:
+                out.print(f"{len(space.hunks)} hunks between {good} and {bad}", markup=False)
+            result = run_diff(runner, space, base, strategy=strategy, refine=lines)
+            env = environment_capture()
+            doc = to_json(result, env)
+            ws.ledger.close_session(session, {k: doc.get(k) for k in ("interaction", "runs", "complete", "ok")})
+        finally:
+            ws.close()
+    finally:
+        space.close()
+    write_reports(doc, to_debuglog(result, env), report, json_out)
+    if as_json:
+        emit_json(doc)
+    else:
+        print_summary(out, result)
+    if not result.ok:
+        raise typer.Exit(EXIT_USAGE)
+    raise typer.Exit(1 if result.interrupted or not result.result.complete else 0)
+
+
+@app.command("env")
+def env_cmd(save: Optional[Path] = typer.Option(None, "--save", help="Write the capture to this JSON file."),
+            diff: Optional[list[Path]] = typer.Option(None, "--diff", help="Compare two saved captures: --diff A.json --diff B.json."),
+            torch: bool = typer.Option(False, "--torch", help="Also ask torch (in a subprocess) what it sees."),
+            as_json: bool = JsonOpt) -> None:
+    """Capture the runtime context to rule out first (GPU, driver, CUDA, packages, CUDA_*/CUTE_DSL_*/TORCH_* variables),
+    or list the differences between two saved captures."""
+    from bisectk.spaces import env as envmod
+    if diff:
+        if len(diff) != 2:
+            fail("--diff takes exactly two captures: --diff A.json --diff B.json")
+        a, b = envmod.load(diff[0]), envmod.load(diff[1])
+        rows = envmod.diff(a, b)
+        if as_json:
+            emit_json({"a": str(diff[0]), "b": str(diff[1]), "differences": [{"key": k, "a": x, "b": y} for k, x, y in rows]})
+        else:
+            from rich.table import Table
+            t = Table(title=f"{diff[0]} vs {diff[1]}", title_justify="left")
+            for col in ("key", str(diff[0].name), str(diff[1].name)):
+                t.add_column(col)
+            for k, x, y in rows:
+                t.add_row(k, str(x), str(y))
+            out.print(t)
+            snippet = envmod.factors_toml(rows)
+            if snippet.strip():
+                out.print("as spec factors (environment variables applied per run):", markup=False)
+                out.print(snippet, markup=False, highlight=False)
+        raise typer.Exit(1 if rows else 0)
+    data = envmod.capture(torch=True if torch else None)
+    if save:
+        envmod.save(save, data)
+    if as_json or not save:
+        emit_json(data)
+    else:
+        out.print(f"environment written to {save}", markup=False)
 
 
 @app.callback(invoke_without_command=True)

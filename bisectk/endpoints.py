@@ -76,11 +76,13 @@ def diagnose(good: Verdict, bad: Verdict) -> str | None:
     return None
 
 
-def verify(runner: Runner, repeat: int | None = None) -> EndpointCheck:
+def verify(runner: Runner, repeat: int | None = None, good_config=None, bad_config=None) -> EndpointCheck:
+    """Run good (calibrating the watchdog from it), then bad. The configurations default to the
+    spec's endpoints; other spaces (diff hunks, commits) pass their own."""
     spec = runner.spec
     repeat = repeat or spec.repeat
     runner.events.emit(PhaseStarted("endpoints", f"verifying good and bad, {repeat} run(s) each"))
-    good = runner.verdict(spec.endpoint("good"), repeat, label="good")
+    good = runner.verdict(good_config if good_config is not None else spec.endpoint("good"), repeat, label="good")
     policy = runner.calibrate(list(good.runs))
-    bad = runner.verdict(spec.endpoint("bad"), repeat, label="bad")
+    bad = runner.verdict(bad_config if bad_config is not None else spec.endpoint("bad"), repeat, label="bad")
     return EndpointCheck(good, bad, policy, diagnose(good, bad))

@@ -172,6 +172,14 @@ class Spec:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def adhoc_spec(command: list[str], *, name: str, cwd: Path, build: list[str] | None = None,
+               timeout: float | None = None, repeat: int = 1, path: Path | None = None) -> Spec:
+    """A spec for `--run CMD`: no factors, no oracle thresholds (exit code and protocol only)."""
+    return Spec(path=path or cwd / "(command line)", name=name, description="", command=list(command),
+                build=list(build) if build else None, cwd=cwd, env={}, timeout=timeout, build_timeout=None,
+                repeat=repeat, thresholds=[], slow_factor=None, slow_metric=None, good={}, bad={})
+
+
 def config_key(config: Config) -> str:
     return json.dumps(config, sort_keys=True, separators=(",", ":"))
 
@@ -213,14 +221,14 @@ def _build(path: Path, raw: dict[str, Any]) -> Spec:
     unknown = set(raw) - _TOP_KEYS
     _need(not unknown, path, ",".join(sorted(unknown)), f"unknown key (expected one of {', '.join(sorted(_TOP_KEYS))})")
     for side in ("good", "bad"):
-        _need(isinstance(raw.get(side), dict), path, side, "missing table (the working/broken configuration)")
+        raw.setdefault(side, {})  # a spec for diff/bisect may have no factors at all
+        _need(isinstance(raw.get(side), dict), path, side, "must be a table (the working/broken configuration)")
         for k, v in raw[side].items():
             _need(isinstance(v, (str, int, float, bool)), path, f"{side}.{k}", f"must be a string, number or boolean, got {type(v).__name__}")
     good, bad = raw["good"], raw["bad"]
     for k in sorted(good.keys() ^ bad.keys()):
         have, lack = ("good", "bad") if k in good else ("bad", "good")
         _need(False, path, lack, f"factor {k!r} is missing (it is in [{have}]; both sides need every factor)")
-    _need(bool(good), path, "good", "declares no factors")
 
     subject = raw.get("subject")
     _need(isinstance(subject, dict), path, "subject", "missing table")

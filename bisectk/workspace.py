@@ -20,7 +20,7 @@ from bisectk.events import EventBus
 from bisectk.ledger import Ledger
 from bisectk.report.terminal import TerminalReporter
 from bisectk.run.runner import Runner
-from bisectk.spec import Config, Spec, load_spec, parse_value
+from bisectk.spec import Config, Spec, adhoc_spec, load_spec, parse_value
 
 
 def default_ledger(spec_path: Path) -> Path:
@@ -41,6 +41,43 @@ def apply_sets(spec: Spec, config: Config, sets: list[str]) -> Config:
     return config
 
 
+def split_command(text: str, option: str) -> list[str]:
+    import shlex
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise BisectkError(f"{option} {text!r}: {exc}") from None
+    if not argv:
+        raise BisectkError(f"{option}: empty command")
+    return argv
+
+
+def subject(spec_path: Path | None, run: str | None, build: str | None, *, cwd: Path,
+            config: str = "bad", sets: list[str] | None = None, timeout: float | None = None,
+            repeat: int | None = None, name: str = "subject") -> tuple[Spec, Config]:
+    """The subject of a diff/bisect/triage: a spec (with the configuration to run), or an ad-hoc
+    `--run CMD` with an optional `--build CMD`. Exactly one of the two must be given."""
+    if (spec_path is None) == (run is None):
+        raise BisectkError("give either a SPEC file or --run 'CMD' (not both, not neither)")
+    if config not in ("good", "bad"):
+        raise BisectkError(f"--config must be good or bad, not {config!r}")
+    if run is not None:
+        if sets:
+            raise BisectkError("--set needs a SPEC (a --run command has no factors)")
+        spec = adhoc_spec(split_command(run, "--run"), name=name, cwd=cwd,
+                          build=split_command(build, "--build") if build else None,
+                          timeout=timeout, repeat=repeat or 1)
+        return spec, {}
+    spec = load_spec(spec_path)
+    if build:
+        spec.build = split_command(build, "--build")
+    if timeout:
+        spec.timeout = timeout
+    if repeat:
+        spec.repeat = repeat
+    return spec, apply_sets(spec, spec.endpoint(config), sets or [])
+
+
 @dataclass
 class Workspace:
     spec: Spec
@@ -50,10 +87,10 @@ class Workspace:
     fresh: bool = False  # ignore stored runs: a new ledger namespace for this invocation
 
     @classmethod
-    def open(cls, spec_path: str | Path, ledger_path: str | Path | None = None, *,
+    def open(cls, spec_path: str | Path | Spec, ledger_path: str | Path | None = None, *,
              quiet: bool = False, fresh: bool = False) -> Workspace:
-        spec = load_spec(spec_path)
-        ledger = Ledger(Path(ledger_path) if ledger_path else default_ledger(Path(spec_path)))
+        spec = spec_path if isinstance(spec_path, Spec) else load_spec(spec_path)
+        ledger = Ledger(Path(ledger_path) if ledger_path else default_ledger(Path(spec.path)))
         ws = cls(spec, ledger, fresh=fresh)
         if not quiet and sys.stderr.isatty():
             ws.reporter = TerminalReporter(reference=spec.good)

@@ -2,8 +2,9 @@
 
 Abstractions
 ------------
-FactorOracle  -- the adapter between the pure search and the runner: a frozenset of factors
-                 becomes the good configuration with those factors at their bad values; the
+FactorOracle  -- the adapter between the pure search and the runner: a frozenset of differences
+                 becomes a configuration (by default: the good configuration with those factors
+                 at their bad values; diff hunks and other spaces pass `make_config`); the
                  k-th call for the same set asks the runner for that set's k-th run, so repeats
                  are new observations and a resumed session replays the ledger in order.
                  Only the target failure (the bad endpoint's family) counts as FAIL; other
@@ -19,6 +20,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable
 
 from bisectk.endpoints import EndpointCheck, verify
 from bisectk.events import Note, PhaseStarted
@@ -30,20 +32,25 @@ from bisectk.spec import Config, config_key
 
 
 class FactorOracle:
-    def __init__(self, runner: Runner, target: str, base: Config | None = None):
+    def __init__(self, runner: Runner, target: str, base: Config | None = None,
+                 make_config: Callable[[frozenset], Config] | None = None, label: str = "hybrid"):
         self.runner = runner
         self.target = target
-        self.base = base or runner.spec.good
+        self.base = base if base is not None else runner.spec.good
+        self.make_config = make_config
+        self.label = label
         self.calls: Counter[str] = Counter()
         self.verdicts: dict[str, Verdict] = {}  # by config key: every run folded, for reports
 
     def config(self, applied) -> Config:
+        if self.make_config:
+            return self.make_config(frozenset(applied))
         cfg = dict(self.base)
         cfg.update({f: self.runner.spec.bad[f] for f in applied})
         return cfg
 
     def __call__(self, applied: frozenset) -> Outcome:
-        return self.judge(self.config(applied), "hybrid")
+        return self.judge(self.config(applied), self.label)
 
     def judge(self, cfg: Config, label: str) -> Outcome:
         key = config_key(cfg)

@@ -61,7 +61,8 @@ class Runner:
                  session: int | None = None, cwd: Path | None = None, revision: str = "",
                  log_root: Path | None = None, executor: Executor | None = None,
                  floor: float = DEFAULT_FLOOR_S, factor: float = DEFAULT_FACTOR,
-                 extra_env: dict[str, str] | None = None):
+                 extra_env: dict[str, str] | None = None,
+                 prepare: Callable[[Config], None] | None = None):
         self.spec = spec
         self.ledger = ledger
         self.events = events or EventBus()
@@ -72,6 +73,7 @@ class Runner:
         self.executor = executor or run_process
         self.floor, self.factor = floor, factor
         self.extra_env = extra_env or {}
+        self.prepare = prepare  # makes the configuration's sources exist (e.g. applies diff hunks)
         self.fingerprint = spec.fingerprint(self.cwd) + (f"@{revision}" if revision else "")
         self.judge = Judge(spec.thresholds, spec.slow_factor, spec.slow_metric)
         self.timeout = TimeoutPolicy(spec.timeout, "spec", f"{spec.timeout:g} s from the spec") if spec.timeout \
@@ -92,7 +94,9 @@ class Runner:
             if elapsed:
                 self.judge.baseline = statistics.median(elapsed)
             if self.spec.timeout is None:
-                self.timeout = calibrated([r.duration_s for r in passes], self.floor, self.factor)
+                # a SLOW verdict needs room: the watchdog must not fire before slowness shows
+                factor = max(self.factor, 2 * (self.spec.slow_factor or 0))
+                self.timeout = calibrated([r.duration_s for r in passes], self.floor, factor)
         return self.timeout or TimeoutPolicy(CALIBRATION_CAP_S, "cap", "no passing good run to calibrate from")
 
     # -- running --------------------------------------------------------------------------
@@ -154,6 +158,8 @@ class Runner:
         return self.log_root / digest / f"{index}-{phase}"
 
     def _execute(self, config: Config, key: str, index: int, seconds: float) -> Run:
+        if self.prepare:
+            self.prepare(config)
         env = {**self.spec.environment(config), **self.extra_env}
         if self.spec.build and self._last_built != key:
             log_dir = self._log_dir(key, index, "build")

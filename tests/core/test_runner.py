@@ -62,6 +62,6 @@ def test_endpoint_diagnoses(tmp_path, make_spec):
 
 
 def test_slow_uses_good_baseline(tmp_path, make_spec):
-    spec = load_spec(make_spec({"mode": "ok"}, {"mode": "slow"}, oracle="slow_factor = 3.0"))
+    spec = load_spec(make_spec({"mode": "ok", "sleep": 0.3}, {"mode": "slow", "sleep": 0.3}, oracle="slow_factor = 2.0"))
     check = verify(Runner(spec))
     assert check.ok and check.bad.kind is FailKind.SLOW, check.bad.describe()

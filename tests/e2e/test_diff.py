@@ -1,0 +1,96 @@
+"""End-to-end: `bisectk diff` isolates culprit hunks between two versions of a stand-in kernel."""
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, bisectk
+
+sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "diffsrc"))
+from kernelpair import make_pair  # noqa: E402
+
+SPEC = """name = "kernelpair"
+[subject]
+command = ["python", "run.py"]
+build = ["python", "-m", "compileall", "-q", "kernel"]
+[oracle]
+metric = "err"
+max = 0
+"""
+
+
+def tree_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if "__pycache__" in p.parts:
+            continue
+        h.update(str(p.relative_to(root)).encode())
+        if p.is_file() and not p.is_symlink():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def run_diff(tmp_path, pair, *extra, code=0):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC)
+    p = bisectk("diff", pair.good, pair.bad, spec, "--json", *extra, cwd=tmp_path, timeout=600)
+    assert p.returncode == code, (p.stdout[-3000:], p.stderr[-3000:])
+    return json.loads(p.stdout)
+
+
+def test_one_culprit_among_36_hunks_with_build_breakers(tmp_path):
+    pair = make_pair(tmp_path / "src", hunks=36, culprit="one", breakers=3, seed=1)
+    before = tree_digest(pair.good), tree_digest(pair.bad)
+    doc = run_diff(tmp_path, pair)
+    assert doc["hunks"] >= 30
+    assert len(doc["culprit_hunks"]) == 1 and doc["interaction"] is False
+    h = doc["culprit_hunks"][0]
+    assert any(line.strip() in h["text"] for line in pair.culprit_lines)
+    assert {"file", "good_lines", "bad_lines", "text"} <= h.keys()
+    assert doc["runs"] < 36  # fewer runs than trying each hunk
+    assert (tree_digest(pair.good), tree_digest(pair.bad)) == before
+    assert not list((tmp_path / ".bisectk").glob("scratch-*"))  # scratch trees are removed
+
+
+def test_two_hunks_only_together(tmp_path):
+    pair = make_pair(tmp_path / "src", hunks=32, culprit="pair", breakers=2, seed=3)
+    doc = run_diff(tmp_path, pair)
+    assert len(doc["culprit_hunks"]) == 2 and doc["interaction"] is True
+    texts = "\n".join(h["text"] for h in doc["culprit_hunks"])
+    assert all(line.strip() in texts for line in pair.culprit_lines)
+
+
+def test_breakers_make_build_failures_unresolved(tmp_path):
+    pair = make_pair(tmp_path / "src", hunks=30, culprit="one", breakers=4, seed=5)
+    doc = run_diff(tmp_path, pair, "--strategy", "ofat")
+    # one-at-a-time applies each breaker half alone: those hybrids do not build
+    assert doc["unresolved"], doc["attempts"]
+    assert len(doc["culprit_hunks"]) == 1
+
+
+def test_bad_inputs(tmp_path):
+    p = bisectk("diff", tmp_path / "nope", tmp_path, "--run", "true", cwd=tmp_path)
+    assert p.returncode == 2 and "no such file" in p.stderr and "Traceback" not in p.stderr
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    p = bisectk("diff", tmp_path / "a", tmp_path / "b", "--run", "true", cwd=tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.splitlines()) == 1
+
+
+def test_env_capture_and_diff(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    bisectk("env", "--save", a, check=0)
+    data = json.loads(a.read_text())
+    assert {"gpu", "python", "packages", "env"} <= data.keys()
+    data["env"]["CUDA_LAUNCH_BLOCKING"] = "1"
+    data["packages"]["torch"] = "0.0.1"
+    b.write_text(json.dumps(data))
+    p = bisectk("env", "--diff", a, "--diff", b, "--json", check=1)
+    keys = {d["key"] for d in json.loads(p.stdout)["differences"]}
+    assert {"env.CUDA_LAUNCH_BLOCKING", "packages.torch"} <= keys
+    p = bisectk("env", "--diff", a, "--diff", b, check=1)
+    assert "CUDA_LAUNCH_BLOCKING" in p.stdout and "[good]" in p.stdout
+    p = bisectk("env", "--diff", a, "--diff", tmp_path / "missing.json")
+    assert p.returncode == 2 and "Traceback" not in p.stderr

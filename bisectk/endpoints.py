@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scipy.stats import binomtest
-
 from bisectk.events import PhaseStarted
 from bisectk.outcome import Outcome, Verdict
 from bisectk.run.runner import Runner, TimeoutPolicy
@@ -45,6 +43,8 @@ class EndpointCheck:
         n = self.bad.n_fail + self.bad.n_pass
         if n == 0:
             return (0.0, 1.0)
+        from scipy.stats import binomtest  # imported here: scipy.stats takes ~0.8 s to load
+
         ci = binomtest(self.bad.n_fail, n).proportion_ci(confidence_level=0.95, method="wilson")
         return (float(ci.low), float(ci.high))
 

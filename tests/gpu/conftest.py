@@ -1,0 +1,121 @@
+"""Fixtures for the GPU-kernel tests: a compile-only cache shared by the whole session.
+
+Compile-only tests run everywhere (CUTE_DSL_ARCH=sm_90a, no GPU needed).  Tests marked
+``@pytest.mark.gpu`` need an NVIDIA GPU and skip cleanly without one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = ROOT / "kernels" / "cutedsl"
+VARIANTS = ROOT / "variants" / "gpu"
+COMPILE_MANY = Path(__file__).resolve().parent / "_compile_many.py"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU (skipped where none is present)")
+
+
+def have_cutlass() -> bool:
+    try:
+        import cutlass  # noqa: F401
+        return True
+    except Exception:
+        return False
+
+
+def have_gpu() -> bool:
+    try:
+        import torch
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+def variant_jobs() -> list[tuple[str, str, str, list[str]]]:
+    """(spec name, 'good'/'bad', script, argv) for every GPU variant endpoint."""
+    from bisectk.spec import load_spec
+
+    jobs = []
+    for path in sorted(VARIANTS.glob("*.toml")):
+        spec = load_spec(path)
+        for side in ("good", "bad"):
+            argv = spec.argv(spec.endpoint(side))
+            jobs.append((spec.name, side, argv[1], argv[2:]))
+    return jobs
+
+
+def _key(script: str, argv) -> str:
+    return json.dumps([str(Path(script).resolve().relative_to(ROOT)) if Path(script).is_absolute()
+                       else script, list(argv)])
+
+
+class CompileCache:
+    """Compile each distinct (script, argv) once, in two warm subprocesses (imports paid once)."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.results: dict[str, dict] = {}
+
+    def ptx_path(self, key: str) -> Path:
+        import hashlib
+        return self.tmp / (hashlib.sha1(key.encode()).hexdigest()[:16] + ".ptx")
+
+    def ensure(self, configs) -> None:
+        todo = []
+        for script, argv in configs:
+            k = _key(script, argv)
+            if k not in self.results and k not in [t[0] for t in todo]:
+                todo.append((k, script, list(argv)))
+        if not todo:
+            return
+        shards = [todo[i::2] for i in range(2)]
+
+        def run(shard):
+            if not shard:
+                return []
+            jobs = [{"script": str(ROOT / s), "argv": a, "ptx_out": str(self.ptx_path(k))}
+                    for k, s, a in shard]
+            env = dict(os.environ, CUTE_DSL_ARCH=os.environ.get("CUTE_DSL_ARCH", "sm_90a"))
+            p = subprocess.run([sys.executable, str(COMPILE_MANY)], input=json.dumps(jobs),
+                               capture_output=True, text=True, cwd=ROOT, env=env, timeout=900)
+            recs = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+            if len(recs) != len(shard):
+                raise RuntimeError(f"compile batch died (exit {p.returncode}): {p.stderr[-2000:]}")
+            return [(k, r) for (k, _, _), r in zip(shard, recs)]
+
+        with ThreadPoolExecutor(2) as ex:
+            for pairs in ex.map(run, shards):
+                for k, r in pairs:
+                    self.results[k] = r
+
+    def get(self, script: str, argv) -> dict:
+        k = _key(script, argv)
+        self.ensure([(script, argv)])
+        return self.results[k]
+
+    def ptx(self, script: str, argv) -> str:
+        rec = self.get(script, argv)
+        assert rec["exit_code"] == 0, rec
+        return self.ptx_path(_key(script, argv)).read_text()
+
+
+@pytest.fixture(scope="session")
+def compile_cache(tmp_path_factory):
+    if not have_cutlass():
+        pytest.skip("nvidia-cutlass-dsl is not installed")
+    cache = CompileCache(tmp_path_factory.mktemp("ptx"))
+    # every variant endpoint and the kernels' defaults, in one batch
+    configs = [(script, argv) for _, _, script, argv in variant_jobs()]
+    configs += [("kernels/cutedsl/ws_pipeline.py", []), ("kernels/cutedsl/attention.py", [])]
+    cache.ensure(configs)
+    return cache

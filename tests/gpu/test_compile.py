@@ -1,0 +1,80 @@
+"""Compile-only tests (no GPU): every kernel and every GPU variant endpoint compiles for sm_90a,
+and a configuration that does not compile is a non-zero exit (UNRESOLVED(BUILD) in a build step)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.gpu.conftest import ROOT, have_cutlass, have_gpu, variant_jobs
+
+pytestmark = pytest.mark.skipif(not have_cutlass(), reason="nvidia-cutlass-dsl is not installed")
+
+JOBS = variant_jobs()
+
+
+@pytest.mark.parametrize("script", ["kernels/cutedsl/ws_pipeline.py", "kernels/cutedsl/attention.py"])
+def test_kernel_default_compiles(compile_cache, script):
+    rec = compile_cache.get(script, [])
+    assert rec["exit_code"] == 0, rec
+    assert rec["result"]["compile_only"] is True
+    assert rec["result"]["ptx_chars"] > 1000
+    assert ".target sm_90a" in compile_cache.ptx(script, [])
+
+
+@pytest.mark.parametrize("name,side,script,argv", JOBS, ids=[f"{n}-{s}" for n, s, _, _ in JOBS])
+def test_variant_endpoint_compiles(compile_cache, name, side, script, argv):
+    rec = compile_cache.get(script, argv)
+    assert rec["exit_code"] == 0, f"{name} {side}: {rec}"
+    res = rec["result"]
+    assert res and res["compile_only"] is True and res["smem_bytes"] > 0
+
+
+def test_every_variant_names_its_culprits():
+    from bisectk.spec import load_spec
+    from tests.gpu.evidence import culprits_of
+
+    for path in sorted((ROOT / "variants" / "gpu").glob("*.toml")):
+        spec = load_spec(path)
+        cul = culprits_of(spec.description)
+        assert cul, f"{path.name}: no 'culprit:' in the description"
+        assert set(cul) <= set(spec.differences()), (path.name, cul, spec.differences())
+
+
+def test_failure_kinds_covered():
+    from bisectk.spec import load_spec
+    from tests.gpu.evidence import culprits_of
+
+    names = [load_spec(p).name for p in (ROOT / "variants" / "gpu").glob("*.toml")]
+    for kind in ("hang", "wrong", "crash", "slow"):
+        assert any(f"-{kind}-" in n for n in names), kind
+    sizes = [len(culprits_of(load_spec(p).description)) for p in (ROOT / "variants" / "gpu").glob("*.toml")]
+    assert 2 in sizes and 3 in sizes
+
+
+def test_compile_error_is_nonzero_exit():
+    """A configuration the DSL rejects at compile time exits non-zero in compile-only mode."""
+    env = dict(os.environ, CUTE_DSL_ARCH="sm_90a")
+    p = subprocess.run([sys.executable, "kernels/cutedsl/ws_pipeline.py", "--compile-only",
+                        "--stages", "0"], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode != 0
+    assert "BISECTK_RESULT" not in p.stdout
+    assert "Error" in p.stderr
+
+
+def test_compile_error_in_batch_is_exit_1(compile_cache):
+    rec = compile_cache.get("kernels/cutedsl/ws_pipeline.py", ["--stages", "0"])
+    assert rec["exit_code"] == 1 and "ValueError" in rec["error"]
+
+
+@pytest.mark.skipif(have_gpu(), reason="checks the GPU-less path")
+def test_run_without_gpu_is_unresolved():
+    """Without a GPU the subject cannot run: exit 125 (UNRESOLVED), with a result line saying why."""
+    p = subprocess.run([sys.executable, "kernels/cutedsl/ws_pipeline.py"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 125
+    assert '"ok": false' in p.stdout

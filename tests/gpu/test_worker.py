@@ -1,0 +1,135 @@
+"""bisectk.run.worker on CPU with plain Python scripts: warm reuse, hang/crash replacement."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+
+import pytest
+
+from bisectk.run.worker import WorkerPool
+
+SCRIPTS = {
+    "echo.py": """
+        import json, os, sys
+        print("BISECTK_RESULT " + json.dumps({"pid": os.getpid(), "argv": sys.argv[1:],
+              "cwd": os.getcwd(), "flavour": os.environ.get("FLAVOUR")}))
+        os.write(1, b"raw fd write\\n")
+        print("to stderr", file=sys.stderr)
+    """,
+    "hang.py": """
+        import time
+        time.sleep(600)
+    """,
+    "boom.py": """
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    """,
+    "exit3.py": """
+        import sys
+        print("partial")
+        sys.exit(3)
+    """,
+    "abort.py": """
+        import os
+        os.abort()
+    """,
+}
+
+
+@pytest.fixture()
+def scripts(tmp_path):
+    for name, body in SCRIPTS.items():
+        (tmp_path / name).write_text(textwrap.dedent(body))
+    return tmp_path
+
+
+@pytest.fixture()
+def pool():
+    p = WorkerPool(gpus=None, preload=(), ready_timeout=60)
+    p.start()
+    yield p
+    p.close()
+
+
+def result(raw):
+    for line in raw.stdout.splitlines():
+        if line.startswith("BISECTK_RESULT "):
+            return json.loads(line[len("BISECTK_RESULT "):])
+    return None
+
+
+def test_two_requests_share_one_warm_process(pool, scripts):
+    a = pool.run([sys.executable, "echo.py", "--x", "1"], cwd=scripts, timeout=30)
+    b = pool.run([sys.executable, "echo.py", "--x", "2"], cwd=scripts, timeout=30,
+                 env={"FLAVOUR": "b"})
+    ra, rb = result(a), result(b)
+    assert a.exit_code == 0 and b.exit_code == 0 and not a.timed_out
+    assert ra["pid"] == rb["pid"] != os.getpid()
+    assert ra["argv"] == ["--x", "1"] and rb["argv"] == ["--x", "2"]
+    assert ra["cwd"] == str(scripts) and ra["flavour"] is None and rb["flavour"] == "b"
+    assert "raw fd write" in a.stdout and "to stderr" in a.stderr
+    c = pool.run([sys.executable, "echo.py"], cwd=scripts, timeout=30)
+    assert result(c)["flavour"] is None  # env overrides do not leak into the next run
+    assert pool.stats["warm_runs"] == 3 and pool.stats["worker_discards"] == 0
+
+
+def test_hang_is_killed_and_replaced(pool, scripts):
+    first = result(pool.run([sys.executable, "echo.py"], cwd=scripts, timeout=30))["pid"]
+    raw = pool.run([sys.executable, "hang.py"], cwd=scripts, timeout=1.0)
+    assert raw.timed_out and raw.exit_code is None and raw.duration_s < 10
+    with pytest.raises(ProcessLookupError):
+        os.kill(first, 0)  # the hung worker is gone
+    after = result(pool.run([sys.executable, "echo.py"], cwd=scripts, timeout=60))["pid"]
+    assert after != first
+    assert pool.stats["worker_discards"] == 1
+
+
+def test_crash_is_reported_and_replaced(pool, scripts):
+    first = result(pool.run([sys.executable, "echo.py"], cwd=scripts, timeout=30))["pid"]
+    raw = pool.run([sys.executable, "boom.py"], cwd=scripts, timeout=30)
+    assert raw.exit_code == 1 and not raw.timed_out
+    assert "RuntimeError: CUDA error: an illegal memory access" in raw.stderr
+    second = result(pool.run([sys.executable, "echo.py"], cwd=scripts, timeout=60))["pid"]
+    assert second != first  # a failed run never leaves its context to the next configuration
+    raw = pool.run([sys.executable, "exit3.py"], cwd=scripts, timeout=30)
+    assert raw.exit_code == 3 and "partial" in raw.stdout
+    raw = pool.run([sys.executable, "abort.py"], cwd=scripts, timeout=30)
+    assert raw.exit_code is None and raw.signal == "SIGABRT"
+    third = result(pool.run([sys.executable, "echo.py"], cwd=scripts, timeout=60))["pid"]
+    assert third not in (first, second)
+    assert pool.stats["worker_discards"] == 3
+
+
+def test_non_python_or_process_level_env_runs_cold(pool, scripts):
+    raw = pool.run(["sh", "-c", "echo cold; exit 4"], cwd=scripts, timeout=30)
+    assert raw.exit_code == 4 and "cold" in raw.stdout
+    raw = pool.run([sys.executable, "echo.py"], cwd=scripts, timeout=30,
+                   env={"CUDA_VISIBLE_DEVICES": "7"})
+    assert raw.exit_code == 0 and result(raw)["pid"] != pool.slots[0].worker.proc.pid
+    assert pool.stats["cold_runs"] == 2
+
+
+def test_log_dir_keeps_full_output(pool, scripts, tmp_path):
+    logs = tmp_path / "logs"
+    raw = pool.run([sys.executable, "echo.py"], cwd=scripts, timeout=30, log_dir=logs)
+    assert raw.exit_code == 0
+    assert "BISECTK_RESULT" in (logs / "stdout.log").read_text()
+    assert "to stderr" in (logs / "stderr.log").read_text()
+
+
+def test_pool_plugs_into_runner_signature():
+    import inspect
+
+    from bisectk.run.process import run_process
+
+    p = set(inspect.signature(run_process).parameters)
+    assert p <= set(inspect.signature(WorkerPool.run).parameters)
+
+
+def test_pool_runs_cold_when_workers_cannot_start(scripts):
+    with WorkerPool(gpus=None, python="/bin/false", preload=(), ready_timeout=10) as p:
+        raw = p.run([sys.executable, "echo.py"], cwd=scripts, timeout=30)
+        assert raw.exit_code == 0 and result(raw) is not None
+        assert p.stats["cold_runs"] == 1 and p.stats.get("failed_starts", 0) >= 3

@@ -1,0 +1,193 @@
+"""The commit space on small generated repositories: ranges, errors, metadata, and worktrees that
+never touch the user's checkout (HEAD, index, working tree, stash list stay byte-identical)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bisectk.errors import BisectkError
+from bisectk.spaces.commits import (SpaceError, WorktreePool, describe, list_commits, resolve,
+                                    run_git)
+
+ENV = {**os.environ, "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "T",
+       "GIT_COMMITTER_EMAIL": "t@x", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, env=ENV, check=True, text=True,
+                          capture_output=True).stdout.strip()
+
+
+def commit(repo: Path, name: str, text: str, subject: str) -> str:
+    (repo / name).write_text(text)
+    git(repo, "add", name)
+    git(repo, "commit", "-q", "-m", subject)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """Linear history c0..c7; c5 adds kernel.py; the checkout is left dirty with a stash."""
+    r = tmp_path / "repo"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    for i in range(8):
+        commit(r, "state.txt", f"{i}\n", f"c{i}")
+        if i == 5:
+            commit(r, "kernel.py", "print('hang')\n", "c5b add kernel")
+    (r / "state.txt").write_text("stashed edit\n")
+    git(r, "stash", "-q")
+    (r / "state.txt").write_text("uncommitted edit\n")
+    (r / "staged.txt").write_text("staged\n")
+    git(r, "add", "staged.txt")
+    (r / "untracked.bin").write_bytes(b"\x00\x01")
+    return r
+
+
+def fingerprint(repo: Path) -> str:
+    """HEAD, index, refs, stash list and every working-tree file, hashed."""
+    h = hashlib.sha256()
+    for rel in ("HEAD", "index"):
+        h.update((repo / ".git" / rel).read_bytes())
+    h.update(git(repo, "stash", "list", "--format=%H %gs").encode())
+    h.update(git(repo, "for-each-ref").encode())
+    for path in sorted(p for p in repo.rglob("*") if ".git" not in p.relative_to(repo).parts):
+        st = path.lstat()
+        h.update(f"{path.relative_to(repo)} {st.st_mode}".encode())
+        if path.is_file():
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def worktrees(repo: Path) -> list[str]:
+    return [line for line in git(repo, "worktree", "list", "--porcelain").splitlines()
+            if line.startswith("worktree ")]
+
+
+def test_list_commits_is_good_to_bad_in_order(repo):
+    shas = git(repo, "rev-list", "--reverse", "HEAD").split()
+    rng = list_commits(repo, "HEAD~8", "HEAD")
+    assert [c.sha for c in rng.commits] == shas[-9:]
+    assert rng[0].subject == "c0" and rng[len(rng) - 1].subject == "c7"
+    assert rng.index(shas[-1][:8]) == 8 and rng[3].author == "T <t@x>" and rng[3].date[:2] == "20"
+
+
+def test_describe_lists_changed_files(repo):
+    rng = list_commits(repo, "HEAD~8", "HEAD")
+    kernel = next(i for i, c in enumerate(rng.commits) if c.subject.startswith("c5b"))
+    assert rng.describe(kernel).files == ("kernel.py",)
+    assert describe(repo, rng[0].sha).files == ("state.txt",)
+    root = git(repo, "rev-list", "--max-parents=0", "HEAD")
+    assert describe(repo, root).files == ("state.txt",) and "files" in describe(repo, root).to_dict()
+
+
+def test_first_parent_skips_merged_side_commits(tmp_path):
+    r = tmp_path / "m"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    good = commit(r, "a.txt", "0", "base")
+    git(r, "checkout", "-q", "-b", "side")
+    side = commit(r, "b.txt", "1", "side 1")
+    commit(r, "b.txt", "2", "side 2")
+    git(r, "checkout", "-q", "main")
+    commit(r, "a.txt", "1", "main 1")
+    git(r, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+    bad = commit(r, "a.txt", "2", "main 2")
+    full = [c.subject for c in list_commits(r, good, bad).commits]
+    assert set(full) == {"base", "side 1", "side 2", "main 1", "merge side", "main 2"}
+    assert full[0] == "base" and full[-1] == "main 2"
+    mainline = [c.subject for c in list_commits(r, good, bad, first_parent=True).commits]
+    assert mainline == ["base", "main 1", "merge side", "main 2"]
+    with pytest.raises(SpaceError, match="first-parent chain"):
+        list_commits(r, side, bad, first_parent=True)
+
+
+@pytest.mark.parametrize("good,bad,match", [
+    ("nope", "HEAD", "--good 'nope' is not a commit"),
+    ("HEAD~3", "v9", "--bad 'v9' is not a commit"),
+    ("HEAD", "HEAD~3", "is not an ancestor of --bad"),
+    ("HEAD", "main", "same commit"),
+    ("--all", "HEAD", "not a revision"),
+])
+def test_bad_ranges_are_one_line_errors(repo, good, bad, match):
+    with pytest.raises(SpaceError, match=match) as info:
+        list_commits(repo, good, bad)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, BisectkError)
+    assert "\n" not in str(info.value)
+
+
+def test_bad_repository_paths(tmp_path):
+    with pytest.raises(SpaceError, match="does not exist"):
+        list_commits(tmp_path / "missing", "a", "b")
+    with pytest.raises(SpaceError, match="not inside a git repository"):
+        list_commits(tmp_path, "a", "b")
+
+
+def test_worktrees_hold_their_commit_and_leave_the_checkout_identical(repo):
+    before = fingerprint(repo)
+    rng = list_commits(repo, "HEAD~8", "HEAD")
+    with WorktreePool(repo, size=2) as pool:
+        with pool.lease(rng[2].sha) as a, pool.lease(rng[6].sha) as b:
+            assert a != b and (a / "state.txt").read_text() == "2\n"
+            assert (b / "state.txt").read_text() == "5\n" and (b / "kernel.py").exists()
+            assert git(a, "rev-parse", "HEAD") == rng[2].sha
+            assert a.is_relative_to(repo / ".git" / "bisectk-worktrees")
+            (a / "build.out").write_text("artifact")
+        assert len(worktrees(repo)) == 3
+        with pool.lease(rng[2].sha) as again:       # warm reuse keeps build outputs
+            assert again == a and (again / "build.out").exists()
+        with pool.lease(rng[8].sha) as c:           # a switch cleans untracked outputs
+            assert c in (a, b) and not (c / "build.out").exists()
+            assert (c / "state.txt").read_text() == "7\n"
+    assert worktrees(repo) == [f"worktree {repo}"]
+    assert not (repo / ".git" / "bisectk-worktrees").exists()
+    assert not (repo / ".git" / "worktrees").exists() or not any((repo / ".git" / "worktrees").iterdir())
+    assert fingerprint(repo) == before
+
+
+@pytest.mark.parametrize("exc", [RuntimeError, KeyboardInterrupt])
+def test_worktrees_are_removed_after_an_exception_mid_way(repo, exc):
+    before = fingerprint(repo)
+    rng = list_commits(repo, "HEAD~8", "HEAD")
+    with pytest.raises(exc):
+        with WorktreePool(repo, size=3) as pool:
+            with pool.lease(rng[1].sha) as wt:
+                (wt / "state.txt").write_text("build in progress\n")
+                with pool.lease(rng[4].sha):
+                    raise exc()
+    assert worktrees(repo) == [f"worktree {repo}"]
+    assert fingerprint(repo) == before
+
+
+def test_repo_environment_cannot_redirect_commands(repo, monkeypatch):
+    before = fingerprint(repo)
+    monkeypatch.setenv("GIT_INDEX_FILE", str(repo / ".git" / "index"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(repo))
+    rng = list_commits(repo, "HEAD~8", "HEAD")
+    with WorktreePool(repo, size=1) as pool:
+        for i in (1, 5, 3):
+            with pool.lease(rng[i].sha) as wt:
+                assert git(wt, "rev-parse", "HEAD") == rng[i].sha
+    assert fingerprint(repo) == before
+
+
+def test_stale_sessions_of_dead_processes_are_removed(repo, tmp_path):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    cache = tmp_path / "cache"
+    stale = cache / f"{dead.pid}-abcd1234" / "wt-0"
+    stale.parent.mkdir(parents=True)
+    run_git(repo, "worktree", "add", "--detach", str(stale), resolve(repo, "HEAD~2"))
+    live = cache / f"{os.getpid()}-beef0000"
+    live.mkdir()
+    assert len(worktrees(repo)) == 2
+    with WorktreePool(repo, cache_dir=cache) as pool:
+        assert not stale.parent.exists() and live.exists()
+        with pool.lease(resolve(repo, "HEAD")) as wt:
+            assert wt.is_relative_to(cache)
+    assert worktrees(repo) == [f"worktree {repo}"] and live.exists()

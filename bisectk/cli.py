@@ -244,6 +244,144 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
     raise typer.Exit(1 if result.interrupted or not result.result.complete else 0)
 
 
+def bisect_subject(spec: Optional[Path], run_cmd: Optional[str], pytest_id: Optional[str], build: Optional[str],
+                   repo_root: Path, config: str, sets, timeout, repeat):
+    """(Spec, configuration, subject cwd relative to the repository root) for bisect/triage."""
+    from bisectk.spec import adhoc_spec
+    given = [x for x in (spec, run_cmd, pytest_id) if x is not None]
+    if len(given) != 1:
+        fail("give exactly one subject: a SPEC file, --run 'CMD' or --pytest NODEID")
+    if pytest_id is not None:
+        if not pytest_id.strip() or pytest_id.startswith("-"):
+            fail(f"--pytest {pytest_id!r}: expected a test node id such as tests/test_k.py::test_x")
+        argv = ["python", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", pytest_id]
+        from bisectk.workspace import split_command
+        s = adhoc_spec(argv, name=f"pytest {pytest_id}", cwd=repo_root, timeout=timeout, repeat=repeat or 1,
+                       build=split_command(build, "--build") if build else None, protocol="pytest")
+        return s, {}, Path(".")
+    s, cfg = subject(spec, run_cmd, build, cwd=repo_root, config=config, sets=sets, timeout=timeout,
+                     repeat=repeat, name="bisect")
+    try:
+        sub = s.cwd.resolve().relative_to(repo_root) if spec is not None else Path(".")
+    except ValueError:
+        sub = Path(".")  # a spec outside the repository: run from the worktree's root
+    return s, cfg, sub
+
+
+@app.command()
+def bisect(repo: Path = typer.Option(Path("."), "--repo", help="The git repository (its checkout is never touched)."),
+           good: str = typer.Option(..., "--good", help="A commit where the subject works."),
+           bad: str = typer.Option(..., "--bad", help="A later commit where it fails."),
+           spec: Optional[Path] = typer.Argument(None, help="Variant spec to run in each commit (or use --run / --pytest).", show_default=False),
+           run_cmd: Optional[str] = RunOpt,
+           pytest_id: Optional[str] = typer.Option(None, "--pytest", help="Use a pytest node id as the oracle (0 pass, 1 fail, 2-5 unresolved)."),
+           build: Optional[str] = BuildOpt, config: str = ConfigOpt, set_: Optional[list[str]] = SetOpt,
+           timeout: Optional[float] = TimeoutOpt,
+           repeat: int = typer.Option(1, "--repeat", min=1, help="Runs of each endpoint; more runs reveal an intermittent failure."),
+           flaky: Optional[bool] = typer.Option(None, "--flaky/--no-flaky", help="Flake-aware Bayesian search (default: when the endpoint repeats show the failure is intermittent)."),
+           confidence: float = typer.Option(0.99, "--confidence", min=0.5, max=0.999999, help="Stop when the first bad commit is this probable (flaky mode)."),
+           jobs: int = typer.Option(1, "--jobs", min=1, max=64, help="Test this many commits per round in parallel (k-way multisection)."),
+           gpus: Optional[str] = typer.Option(None, "--gpus", help="Pin parallel workers to GPUs, e.g. 0,1,2,3 (sets CUDA_VISIBLE_DEVICES)."),
+           first_parent: bool = typer.Option(False, "--first-parent", help="Only the first-parent chain (merge-heavy history)."),
+           any_failure: bool = typer.Option(False, "--any-failure", help="Count any failure as bad (git bisect's view), not only the bad endpoint's kind."),
+           max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop after this many observations."),
+           resume: bool = typer.Option(False, "--resume", help="Continue the last bisection of these refs; nothing already recorded re-runs."),
+           report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt,
+           ledger: Optional[Path] = typer.Option(None, "--ledger", help="Ledger database (default: <git dir>/bisectk/ledger.db)."),
+           as_json: bool = JsonOpt) -> None:
+    """Find the first bad commit between --good and --bad, each commit built and run in its own
+    git worktree. Exit 0: found (1 if ambiguous or interrupted); 2: unusable input or endpoints."""
+    from bisectk.commands.bisect import CommitOracle, run_bisect
+    from bisectk.report.history import print_summary, to_debuglog, to_json
+    from bisectk.spaces.commits import WorktreePool, list_commits, open_repo, run_git
+    root = open_repo(repo)
+    commits = list_commits(root, good, bad, first_parent=first_parent)
+    spec_obj, cfg, sub = bisect_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
+    gdir = Path(run_git(root, "rev-parse", "--git-common-dir"))
+    ledger_path = ledger or (root / gdir).resolve() / "bisectk" / "ledger.db"
+    good_sha, bad_sha = commits[0].sha, commits[len(commits) - 1].sha  # refs move; shas do not
+    args = {"repo": str(root), "good": good_sha, "bad": bad_sha, "first_parent": first_parent, "flaky": flaky,
+            "any_failure": any_failure, "subject": str(spec or run_cmd or pytest_id)}
+    ws = Workspace.open(spec_obj, ledger_path, quiet=as_json)
+    if resume:
+        prev = ws.ledger.last_session("bisect", ws.spec.fingerprint())
+        if prev is None or prev["args"].get("good") != good_sha or prev["args"].get("bad") != bad_sha:
+            ws.close()
+            fail(f"--resume: no earlier bisection of {good}..{bad} with this subject in {ledger_path}")
+    try:
+        session = ws.ledger.open_session("bisect", ws.spec.fingerprint(), args)
+        if not as_json:
+            out.print(f"{len(commits)} commits from {commits[0].short} (good) to {commits[len(commits) - 1].short} (bad)", markup=False)
+        with WorktreePool(root, size=jobs) as pool:
+            oracle = CommitOracle(ws.spec, cfg, commits, pool, ledger=ws.ledger, events=ws.events, session=session,
+                                  log_root=ws.log_root, subdir=sub, gpus=gpus.split(",") if gpus else None,
+                                  any_failure=any_failure)
+            try:
+                result = run_bisect(oracle, repeat=repeat, flaky=flaky, jobs=jobs, confidence=confidence, max_runs=max_runs)
+            except KeyboardInterrupt:
+                fail("interrupted while verifying the endpoints; runs so far are in the ledger", 130)
+        env = environment_capture()
+        doc = to_json(result, env)
+        ws.ledger.close_session(session, {"first_bad": (doc.get("first_bad") or {}).get("sha"),
+                                          "confidence": doc.get("confidence"), "runs": doc.get("runs")})
+    finally:
+        ws.close()
+    write_reports(doc, to_debuglog(result, env), report, json_out)
+    if as_json:
+        emit_json(doc)
+    else:
+        print_summary(out, result)
+    if not result.ok:
+        raise typer.Exit(EXIT_USAGE)
+    raise typer.Exit(1 if result.interrupted or not result.result.complete or result.result.ambiguous else 0)
+
+
+@app.command()
+def log(repo: Path = typer.Option(Path("."), "--repo", help="The repository whose bisection to print."),
+        ledger: Optional[Path] = typer.Option(None, "--ledger", help="Ledger database (default: <git dir>/bisectk/ledger.db)."),
+        session: Optional[int] = typer.Option(None, "--session", help="Session id (default: the last bisection).")) -> None:
+    """Print the last bisection as a replayable record (like git bisect log)."""
+    from bisectk.ledger import Ledger
+    from bisectk.report.history import log_lines
+    from bisectk.spaces.commits import open_repo, run_git
+    if ledger is None:
+        root = open_repo(repo)
+        ledger = (root / run_git(root, "rev-parse", "--git-common-dir")).resolve() / "bisectk" / "ledger.db"
+    if not ledger.exists():
+        fail(f"no ledger at {ledger}: nothing has been bisected there")
+    db = Ledger(ledger)
+    try:
+        info = db.session(session) if session else db.last_session("bisect")
+        if info is None or info["command"] != "bisect":
+            fail("no bisection recorded" + (f" with session id {session}" if session else ""))
+        for line in log_lines(info, db.events(info["id"], "observation")):
+            out.print(line, markup=False, highlight=False)
+    finally:
+        db.close()
+
+
+@app.command()
+def replay(logfile: Path = typer.Argument(..., help="A file written from `bisectk log`.", show_default=False),
+           repo: Optional[Path] = typer.Option(None, "--repo", help="Repository (default: the one named in the log)."),
+           as_json: bool = JsonOpt) -> None:
+    """Rebuild a bisection's answer from a log, running nothing; says which commit to test next if
+    the log stops early. Exit 0: the log determines the first bad commit; 1: it does not yet."""
+    from bisectk.commands.replay import replay_log
+    result, commits, nxt = replay_log(logfile, repo)
+    fb = commits[result.first_bad]
+    doc = {"first_bad": fb.to_dict(), "last_good": commits[result.last_good].to_dict(), "confidence": result.confidence,
+           "complete": result.complete, "candidates": [commits[i].sha for i in result.candidates],
+           "next": commits[nxt].sha if nxt is not None else None}
+    if as_json:
+        emit_json(doc)
+    else:
+        out.print(f"first bad commit: {fb.sha} {fb.subject}" if result.complete else
+                  f"not determined yet; {len(result.candidates)} candidates remain", markup=False)
+        if nxt is not None:
+            out.print(f"next commit to test: {commits[nxt].sha} {commits[nxt].subject}", markup=False)
+    raise typer.Exit(0 if result.complete else 1)
+
+
 @app.command("env")
 def env_cmd(save: Optional[Path] = typer.Option(None, "--save", help="Write the capture to this JSON file."),
             diff: Optional[list[Path]] = typer.Option(None, "--diff", help="Compare two saved captures: --diff A.json --diff B.json."),

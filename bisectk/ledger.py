@@ -7,8 +7,9 @@ Ledger   -- one database file (WAL mode; safe to kill at any point: each run is 
             `runs`     -- every classified run: (subject fingerprint, configuration key, index
                           among that configuration's runs, the Run as JSON, session, time);
             `sessions` -- one row per command invocation (kind, spec, arguments, result JSON),
-                          so `--resume` finds the last unfinished session of the same kind and
-                          `log` can print what was done.
+                          so `--resume` finds the last session of the same kind;
+            `events`   -- what a session observed, in order (e.g. each commit's outcome in a
+                          bisection, also when answered from the ledger), for `log` and `replay`.
 Memoisation is by (fingerprint, configuration key, run index): asking for the k-th run of a
 configuration that already has k runs returns the stored one. Verdicts are derived, never
 stored separately, so repeats and resumes agree by construction.
@@ -43,6 +44,13 @@ CREATE TABLE IF NOT EXISTS runs (
     duration_s REAL,
     run_json TEXT NOT NULL,
     UNIQUE (fingerprint, config_key, idx)
+);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    data_json TEXT NOT NULL,
+    created REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS sessions (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -134,20 +142,29 @@ class Ledger:
             q, args = q + " AND fingerprint=?", (command, fingerprint)
         with self.lock:
             row = self.db.execute(q + " ORDER BY id DESC LIMIT 1", args).fetchone()
-        if not row:
-            return None
-        return {"id": row[0], "command": row[1], "fingerprint": row[2], "args": json.loads(row[3]),
-                "created": row[4], "finished": row[5], "result": json.loads(row[6]) if row[6] else None}
+        return _session(row) if row else None
 
-    def sessions(self) -> list[dict[str, Any]]:
+    def session(self, session_id: int) -> dict[str, Any] | None:
         with self.lock:
-            rows = self.db.execute("SELECT id FROM sessions ORDER BY id").fetchall()
-        out = []
-        for (sid,) in rows:
-            with self.lock:
-                row = self.db.execute("SELECT id, command, fingerprint, args_json, created, finished, result_json"
-                                      " FROM sessions WHERE id=?", (sid,)).fetchone()
-            out.append({"id": row[0], "command": row[1], "fingerprint": row[2], "args": json.loads(row[3]),
-                        "created": row[4], "finished": row[5],
-                        "result": json.loads(row[6]) if row[6] else None})
-        return out
+            row = self.db.execute("SELECT id, command, fingerprint, args_json, created, finished, result_json"
+                                  " FROM sessions WHERE id=?", (session_id,)).fetchone()
+        return _session(row) if row else None
+
+    # -- events -------------------------------------------------------------------------
+    def add_event(self, session: int, kind: str, data: dict[str, Any]) -> None:
+        with self.lock:
+            self.db.execute("INSERT INTO events (session, kind, data_json, created) VALUES (?,?,?,?)",
+                            (session, kind, json.dumps(data, default=str), time.time()))
+
+    def events(self, session: int, kind: str | None = None) -> list[dict[str, Any]]:
+        q, args = "SELECT kind, data_json FROM events WHERE session=?", (session,)
+        if kind:
+            q, args = q + " AND kind=?", (session, kind)
+        with self.lock:
+            rows = self.db.execute(q + " ORDER BY id", args).fetchall()
+        return [{"kind": k, **json.loads(d)} for k, d in rows]
+
+
+def _session(row) -> dict[str, Any]:
+    return {"id": row[0], "command": row[1], "fingerprint": row[2], "args": json.loads(row[3]),
+            "created": row[4], "finished": row[5], "result": json.loads(row[6]) if row[6] else None}

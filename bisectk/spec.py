@@ -115,6 +115,7 @@ class Spec:
     bad: Config
     ordinal: dict[str, list[Scalar]] = field(default_factory=dict)
     constraints: list[Expr] = field(default_factory=list)
+    protocol: str = "bisectk"  # or "pytest": how exit codes are read (see run/classify.py)
 
     @property
     def factors(self) -> list[str]:
@@ -167,17 +168,20 @@ class Spec:
         blob = json.dumps({
             "command": self.command, "build": self.build, "env": self.env, "files": files,
             "thresholds": [(t.metric, t.min, t.max) for t in self.thresholds],
-            "slow": [self.slow_factor, self.slow_metric],
+            "slow": [self.slow_factor, self.slow_metric], "protocol": self.protocol,
         }, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def adhoc_spec(command: list[str], *, name: str, cwd: Path, build: list[str] | None = None,
-               timeout: float | None = None, repeat: int = 1, path: Path | None = None) -> Spec:
-    """A spec for `--run CMD`: no factors, no oracle thresholds (exit code and protocol only)."""
+               timeout: float | None = None, repeat: int = 1, path: Path | None = None,
+               protocol: str = "bisectk") -> Spec:
+    """A spec for `--run CMD` / `--pytest ID`: no factors, no thresholds (exit codes and the
+    BISECTK_RESULT protocol only)."""
     return Spec(path=path or cwd / "(command line)", name=name, description="", command=list(command),
                 build=list(build) if build else None, cwd=cwd, env={}, timeout=timeout, build_timeout=None,
-                repeat=repeat, thresholds=[], slow_factor=None, slow_metric=None, good={}, bad={})
+                repeat=repeat, thresholds=[], slow_factor=None, slow_metric=None, good={}, bad={},
+                protocol=protocol)
 
 
 def config_key(config: Config) -> str:

@@ -52,6 +52,17 @@ _BUILD_PATTERNS = [
 _EXC_LINE = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception|Interrupt)|AssertionError)\b:?\s*(.*)$")
 
 
+def _shell_signal(code: int | None) -> str | None:
+    """A shell reports a child killed by signal n as exit 128+n (git bisect would abort there)."""
+    import signal as _signal
+    if code is None or not 128 < code < 128 + 65:
+        return None
+    try:
+        return _signal.Signals(code - 128).name
+    except ValueError:
+        return None
+
+
 def recognise(text: str) -> str | None:
     for pattern, signature in _CUDA_PATTERNS:
         if re.search(pattern, text, re.IGNORECASE):
@@ -96,6 +107,7 @@ class Judge:
     slow_factor: float | None = None
     slow_metric: str | None = None
     baseline: float | None = None  # good endpoint's time (slow_metric, or wall seconds)
+    protocol: str = "bisectk"      # "pytest": exit codes are pytest's (see classify_pytest)
 
     def elapsed(self, metrics: dict, duration_s: float) -> float | None:
         if self.slow_metric:
@@ -133,6 +145,26 @@ def classify_build(raw: RawRun, log_path: str | None = None) -> Run | None:
     return None
 
 
+_PYTEST_EXITS = {2: (Reason.BUILD, "pytest: interrupted or collection error"),
+                 3: (Reason.INFRA, "pytest: internal error"), 4: (Reason.INFRA, "pytest: usage error"),
+                 5: (Reason.INFRA, "pytest: no tests collected")}
+
+
+def classify_pytest(raw: RawRun, text: str, common: dict) -> Run:
+    """pytest's exit codes: 0 pass, 1 tests failed (the target), 2-5 the test could not be judged
+    (interrupted/collection error, internal error, usage error, nothing collected) -- never 'bad'."""
+    if raw.exit_code == 0:
+        return Run(Outcome.PASS, **common)
+    if raw.exit_code == 1:
+        failed = re.findall(r"^FAILED (\S+)(?: - (.*))?$", raw.stdout, re.MULTILINE)
+        detail = (failed[0][1] or failed[0][0]) if failed else (last_exception(text) or "test failed")
+        kind = FailKind.CRASH if recognise(text) else FailKind.WRONG
+        return Run(Outcome.FAIL, kind, signature=recognise(text) or detail[:200], **common)
+    reason, what = _PYTEST_EXITS.get(raw.exit_code, (Reason.INFRA, f"pytest: exit {raw.exit_code}"))
+    detail = last_exception(text)
+    return Run(Outcome.UNRESOLVED, reason=reason, signature=f"{what}" + (f": {detail}" if detail else ""), **common)
+
+
 def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
     common = _common(raw, log_path)
     if not raw.started:
@@ -140,6 +172,8 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
     if raw.timed_out:
         return Run(Outcome.FAIL, FailKind.HANG, signature=f"timeout after {raw.duration_s:.1f} s", **common)
     text = raw.stderr + "\n" + raw.stdout
+    if judge.protocol == "pytest" and not raw.signal:
+        return classify_pytest(raw, text, common)
     if raw.exit_code == SKIP_EXIT:
         return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature="skip (exit 125)", **common)
     if raw.exit_code != 0:
@@ -147,8 +181,10 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
             detail = last_exception(text) or "compile error"
             return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature=f"compile failed: {detail}", **common)
         signature = recognise(text)
-        if raw.signal:
-            signature = f"{raw.signal}: {signature}" if signature else raw.signal
+        shell_signal = _shell_signal(raw.exit_code)
+        if raw.signal or shell_signal:
+            name = raw.signal or f"{shell_signal} (exit {raw.exit_code})"
+            signature = f"{name}: {signature}" if signature else name
         else:
             signature = signature or last_exception(text) or f"exit {raw.exit_code}"
         return Run(Outcome.FAIL, FailKind.CRASH, signature=signature, **common)

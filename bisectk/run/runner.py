@@ -75,7 +75,7 @@ class Runner:
         self.extra_env = extra_env or {}
         self.prepare = prepare  # makes the configuration's sources exist (e.g. applies diff hunks)
         self.fingerprint = spec.fingerprint(self.cwd) + (f"@{revision}" if revision else "")
-        self.judge = Judge(spec.thresholds, spec.slow_factor, spec.slow_metric)
+        self.judge = Judge(spec.thresholds, spec.slow_factor, spec.slow_metric, protocol=spec.protocol)
         self.timeout = TimeoutPolicy(spec.timeout, "spec", f"{spec.timeout:g} s from the spec") if spec.timeout \
             else None
         self._memory: dict[tuple[str, int], Run] = {}
@@ -136,6 +136,14 @@ class Runner:
         cached = all(self._was_cached(config, i) for i in range(len(runs)))
         v = Verdict.fold(runs)
         return Verdict(v.outcome, v.kind, v.reason, v.signature, v.metrics, v.runs, v.duration_s, cached)
+
+    def has(self, config: Config, index: int = 0) -> bool:
+        """Whether the index-th run of `config` is already known (no execution needed)."""
+        return self.spec.violated(config) is not None or self._stored(config_key(config), index) is not None
+
+    def invalidate_build(self) -> None:
+        """The working directory changed under us (e.g. a worktree switched commits): build again."""
+        self._last_built = None
 
     def _was_cached(self, config: Config, index: int) -> bool:
         return (config_key(config), index) in self._preloaded

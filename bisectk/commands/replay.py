@@ -1,0 +1,67 @@
+"""`bisectk replay`: rebuild a bisection from a `bisectk log` record, running nothing.
+
+Abstractions
+------------
+parse_log  -- the header's `bisectk bisect ...` command (repo, refs, flags) and the `observe SHA
+              OUTCOME` lines, in order.
+replay_log -- maps shas to candidate indices, feeds the observations to the same history search
+              with an oracle that stops at the first commit the log does not cover, and returns
+              the result with that next commit (None when the log is complete).
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from bisectk.errors import BisectkError
+from bisectk.outcome import Outcome
+from bisectk.search.history import HistoryResult, Observation, SearchOptions, SearchStopped, StopSearch, search_history
+from bisectk.spaces.commits import CommitRange, list_commits
+
+
+def parse_log(text: str) -> tuple[dict, list[tuple[str, Outcome]]]:
+    header: dict = {}
+    observations = []
+    for n, line in enumerate(text.splitlines(), 1):
+        body = line.split("#", 1)[0].strip() if not line.startswith("# bisectk bisect") else ""
+        if line.startswith("# bisectk bisect"):
+            argv = shlex.split(line[2:])
+            header = {"flaky": "--flaky" in argv, "first_parent": "--first-parent" in argv}
+            for key in ("--repo", "--good", "--bad"):
+                if key in argv and argv.index(key) + 1 < len(argv):
+                    header[key[2:]] = argv[argv.index(key) + 1]
+            continue
+        if not body:
+            continue
+        parts = body.split()
+        if len(parts) != 3 or parts[0] != "observe":
+            raise BisectkError(f"line {n}: expected 'observe SHA OUTCOME', got {line.strip()!r}")
+        try:
+            observations.append((parts[1], Outcome(parts[2])))
+        except ValueError:
+            raise BisectkError(f"line {n}: unknown outcome {parts[2]!r} (pass, fail or unresolved)") from None
+    if not {"repo", "good", "bad"} <= header.keys():
+        raise BisectkError("not a bisectk log: the '# bisectk bisect --repo ... --good ... --bad ...' header is missing")
+    return header, observations
+
+
+def replay_log(path: Path, repo: Path | None = None) -> tuple[HistoryResult, CommitRange, int | None]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BisectkError(f"{path}: {exc.strerror}") from None
+    header, observed = parse_log(text)
+    commits = list_commits(repo or header["repo"], header["good"], header["bad"], first_parent=header["first_parent"])
+    observations = [Observation(commits.index(sha), outcome) for sha, outcome in observed]
+    asked: list[int] = []
+
+    def oracle(i: int) -> Outcome:
+        asked.append(i)
+        raise StopSearch()
+    try:
+        result = search_history(len(commits), oracle, options=SearchOptions(flaky=header["flaky"]),
+                                observations=observations)
+        return result, commits, None
+    except SearchStopped as stop:
+        return stop.result, commits, asked[0] if asked else None

@@ -1,0 +1,128 @@
+"""End-to-end: `bisectk bisect` on generated repositories (a real deadlock, broken builds)."""
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, bisectk
+
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+from gitrepo import git, make_repo  # noqa: E402
+
+RUN = ["--run", "python kernel.py", "--build", "python build.py"]
+
+
+def snapshot(repo: Path) -> dict:
+    """What the user owns: HEAD, the index, the stash list, every working-tree file."""
+    files = {}
+    for p in sorted(repo.rglob("*")):
+        if ".git" in p.relative_to(repo).parts or not p.is_file():
+            continue
+        files[str(p.relative_to(repo))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return {"HEAD": (repo / ".git" / "HEAD").read_bytes(), "index": (repo / ".git" / "index").read_bytes(),
+            "head_sha": git(repo, "rev-parse", "HEAD"), "stash": git(repo, "stash", "list"),
+            "worktrees": git(repo, "worktree", "list"), "files": files}
+
+
+@pytest.fixture
+def repo(tmp_path):
+    shas = make_repo(tmp_path / "repo", n=24, culprit=13, broken=(5, 6, 17))
+    r = tmp_path / "repo"
+    # the user's own state: a stash, an uncommitted edit, a staged file
+    (r / "version.txt").write_text("stashed edit\n")
+    git(r, "stash", "push", "-q", "-m", "my stash")
+    (r / "notes.txt").write_text("uncommitted notes\n")
+    (r / "staged.txt").write_text("staged\n")
+    git(r, "add", "staged.txt")
+    return r, shas
+
+
+def test_finds_first_bad_commit_and_leaves_repo_identical(repo, tmp_path):
+    r, shas = repo
+    before = snapshot(r)
+    p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], *RUN, "--json",
+                "--report", tmp_path / "b.md", timeout=300, check=0)
+    doc = json.loads(p.stdout)
+    assert doc["first_bad"]["sha"] == shas[13] and doc["last_good"]["sha"] == shas[12]
+    assert doc["confidence"] == 1.0 and doc["endpoints"]["bad"]["kind"] == "hang"
+    assert set(doc["first_bad"]["files"]) == {"kernel.py", "version.txt"}
+    assert doc["runs"] <= 2 + 6  # endpoints + about log2(24) + a skip or two
+    assert snapshot(r) == before
+    assert "first bad commit" in (tmp_path / "b.md").read_text().lower()
+
+
+def test_skips_do_not_build_and_reports_ambiguity(tmp_path):
+    shas = make_repo(tmp_path / "r", n=16, culprit=8, broken=(7,))
+    doc = json.loads(bisectk("bisect", "--repo", tmp_path / "r", "--good", shas[0], "--bad", shas[-1], *RUN,
+                             "--json", timeout=300, check=1).stdout)
+    # commit 7 does not build, so 7 and 8 cannot be told apart: both remain
+    assert doc["ambiguous"] and {c["sha"] for c in doc["candidates"]} == {shas[7], shas[8]}
+    assert shas[7] in {c["sha"] for c in doc["skipped"]}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_interrupted_bisect_leaves_repo_identical_and_resume_reruns_nothing(repo, tmp_path, sig):
+    r, shas = repo
+    before = snapshot(r)
+    counter = tmp_path / "count.txt"
+    run = ["--run", f"sh -c 'echo x >> {counter}; exec python kernel.py'", "--build", "python build.py"]
+    proc = subprocess.Popen([sys.executable, "-m", "bisectk", "bisect", "--repo", str(r), "--good", shas[0],
+                             "--bad", shas[-1], *run], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 60
+    while (not counter.exists() or len(counter.read_text().splitlines()) < 3) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, sig) if sig == signal.SIGKILL else proc.send_signal(sig)
+    proc.wait(timeout=60)
+    time.sleep(0.3)
+    done = len(counter.read_text().splitlines())
+    if sig == signal.SIGINT:
+        assert snapshot(r) == before  # cleaned up on the way out
+    p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], *run, "--resume", "--json", timeout=300, check=0)
+    assert json.loads(p.stdout)["first_bad"]["sha"] == shas[13]
+    assert snapshot(r) == before  # stale worktrees of the killed run were removed too
+    total = len(counter.read_text().splitlines())
+    reference = json.loads(bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], *RUN, "--json",
+                                   "--ledger", tmp_path / "fresh.db", timeout=300, check=0).stdout)
+    # the killed run plus the resume ran at most one configuration twice (the one in flight)
+    assert total <= reference["runs"] + 1
+    assert done >= 3
+
+
+def test_pytest_oracle_maps_exit_codes(tmp_path):
+    r = tmp_path / "p"
+    shas = make_repo(r, n=10, culprit=6, broken=())
+    (r / "test_kernel.py").write_text(
+        "import subprocess, sys\n"
+        "def test_kernel():\n"
+        "    out = subprocess.run([sys.executable, 'kernel.py'], capture_output=True, text=True, timeout=5)\n"
+        "    assert '\"rel_err\": 0.0' in out.stdout\n")
+    git(r, "add", "test_kernel.py")
+    git(r, "commit", "-q", "-m", "add test")
+    doc = json.loads(bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", "HEAD", "--pytest",
+                             "test_kernel.py::test_kernel", "--json", timeout=300).stdout)
+    # the test does not exist before the last commit: pytest exits 4 there -> unresolved, not bad
+    assert doc["endpoints"]["problem"] and "cannot be tested" in doc["endpoints"]["problem"]
+
+
+def test_jobs_and_flaky(tmp_path):
+    shas = make_repo(tmp_path / "r", n=40, culprit=22, broken=(), flaky=0.5)
+    doc = json.loads(bisectk("bisect", "--repo", tmp_path / "r", "--good", shas[0], "--bad", shas[-1],
+                             "--run", "python kernel.py", "--timeout", "1", "--flaky", "--repeat", "4",
+                             "--jobs", "3", "--json", timeout=600).stdout)
+    assert doc["flaky"] and doc["first_bad"]["sha"] == shas[22] and doc["confidence"] >= 0.99
+
+
+def test_bad_refs_are_one_line_errors(repo):
+    r, shas = repo
+    for args in (["--good", "nope", "--bad", shas[-1]], ["--good", shas[-1], "--bad", shas[0]]):
+        p = bisectk("bisect", "--repo", r, *args, *RUN)
+        assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    p = bisectk("bisect", "--repo", r.parent / "nowhere", "--good", "a", "--bad", "b", *RUN)
+    assert p.returncode == 2 and "does not exist" in p.stderr

@@ -337,6 +337,62 @@ def bisect(repo: Path = typer.Option(Path("."), "--repo", help="The git reposito
 
 
 @app.command()
+def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run (or use --run / --pytest).", show_default=False),
+           repo: Path = typer.Option(Path("."), "--repo", help="The git repository (its checkout is never touched)."),
+           good: str = typer.Option(..., "--good", help="A commit where the subject works."),
+           bad: str = typer.Option(..., "--bad", help="A later commit where it fails."),
+           run_cmd: Optional[str] = RunOpt,
+           pytest_id: Optional[str] = typer.Option(None, "--pytest", help="Use a pytest node id as the oracle."),
+           build: Optional[str] = BuildOpt, config: str = ConfigOpt, set_: Optional[list[str]] = SetOpt,
+           timeout: Optional[float] = TimeoutOpt,
+           repeat: int = typer.Option(1, "--repeat", min=1, help="Runs of each endpoint."),
+           flaky: Optional[bool] = typer.Option(None, "--flaky/--no-flaky", help="Flake-aware search."),
+           jobs: int = typer.Option(1, "--jobs", min=1, max=64, help="Commits tested per round in parallel."),
+           first_parent: bool = typer.Option(False, "--first-parent", help="Only the first-parent chain."),
+           report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt,
+           junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML here."),
+           ledger: Optional[Path] = typer.Option(None, "--ledger", help="Ledger database (default: <git dir>/bisectk/ledger.db)."),
+           as_json: bool = JsonOpt) -> None:
+    """Regression triage for CI: classify the failure, bisect to the first bad commit, isolate its
+    culprit hunks, and write one report.
+
+    Exit 0: nothing to triage (bad does not fail); 1: culprit found; 2: inconclusive."""
+    from bisectk.commands.bisect import CommitOracle
+    from bisectk.commands.triage import run_triage, verdict_code
+    from bisectk.report.junit import write_junit
+    from bisectk.report.triage import to_cases, to_debuglog, to_json
+    from bisectk.spaces.commits import WorktreePool, list_commits, open_repo, run_git
+    root = open_repo(repo)
+    commits = list_commits(root, good, bad, first_parent=first_parent)
+    spec_obj, cfg, sub = bisect_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
+    gdir = (root / run_git(root, "rev-parse", "--git-common-dir")).resolve()
+    ws = Workspace.open(spec_obj, ledger or gdir / "bisectk" / "ledger.db", quiet=as_json)
+    try:
+        session = ws.ledger.open_session("triage", ws.spec.fingerprint(), {
+            "repo": str(root), "good": commits[0].sha, "bad": commits[len(commits) - 1].sha})
+        with WorktreePool(root, size=jobs) as pool:
+            oracle = CommitOracle(ws.spec, cfg, commits, pool, ledger=ws.ledger, events=ws.events, session=session,
+                                  log_root=ws.log_root, subdir=sub)
+            result = run_triage(oracle, workspace=ws, scratch_root=gdir / "bisectk" / f"scratch-{session}",
+                                repeat=repeat, flaky=flaky, jobs=jobs, subdir=sub)
+        env = environment_capture()
+        doc = to_json(result, env)
+        ws.ledger.close_session(session, {"verdict": doc["verdict"]})
+    finally:
+        ws.close()
+    log_md = to_debuglog(result, env)
+    write_reports(doc, log_md, report, json_out)
+    subject_name = str(spec or run_cmd or pytest_id)
+    if junit:
+        write_junit(junit, "bisectk triage", to_cases(result, subject_name))
+    if as_json:
+        emit_json(doc)
+    else:
+        out.print(log_md.to_markdown() if result.found else f"triage: {doc['verdict']}", markup=False, highlight=False)
+    raise typer.Exit(verdict_code(result))
+
+
+@app.command()
 def log(repo: Path = typer.Option(Path("."), "--repo", help="The repository whose bisection to print."),
         ledger: Optional[Path] = typer.Option(None, "--ledger", help="Ledger database (default: <git dir>/bisectk/ledger.db)."),
         session: Optional[int] = typer.Option(None, "--session", help="Session id (default: the last bisection).")) -> None:
@@ -426,8 +482,14 @@ def main(version: bool = typer.Option(False, "--version", help="Print the versio
         raise typer.Exit(0)
 
 
+def _terminate(signum, frame) -> None:
+    raise KeyboardInterrupt  # SIGTERM cleans up like Ctrl-C: subjects killed, worktrees removed
+
+
 def entry() -> None:
     """Console-script entry: user errors become one line and a non-zero exit, never a traceback."""
+    import signal
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         code = app(standalone_mode=False)  # click returns typer.Exit's code in this mode
         sys.exit(code if isinstance(code, int) else 0)

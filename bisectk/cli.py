@@ -126,6 +126,10 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
            max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop the search after this many runs (best result so far)."),
            resume: bool = typer.Option(False, "--resume", help="Continue the last ablation of this spec: runs already in the ledger are not repeated."),
            fresh: bool = typer.Option(False, "--fresh", help="Ignore runs stored in the ledger (re-run everything)."),
+           warm: bool = typer.Option(False, "--warm", help="Run Python subjects in warm worker processes (torch/cutlass imported once)."),
+           gpus: Optional[str] = typer.Option(None, "--gpus", help="With --warm: one worker per GPU, e.g. 0,1."),
+           ptx: bool = typer.Option(False, "--ptx", help="Add a PTX signature diff of good, bad and the culprit configuration (compile-only, no GPU)."),
+           sanitize: bool = typer.Option(False, "--sanitize", help="Rerun the culprit configuration under compute-sanitizer (synccheck/memcheck/racecheck)."),
            report: Optional[Path] = typer.Option(None, "--report", help="Write the Markdown debug log here."),
            json_out: Optional[Path] = typer.Option(None, "--json-out", help="Write the JSON result here."),
            ledger: Optional[Path] = LedgerOpt, as_json: bool = JsonOpt) -> None:
@@ -153,7 +157,12 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
         if resume and previous and previous["args"].get("strategy") and strategy == "adaptive":
             strategy = previous["args"]["strategy"]
         session = ws.ledger.open_session("ablate", ws.spec.fingerprint(), {"spec": str(spec), "strategy": strategy})
-        runner = ws.runner(session)
+        pool = None
+        if warm:
+            from bisectk.run.worker import WorkerPool
+            pool = WorkerPool(gpus=gpus.split(",") if gpus else None).start(wait=False)
+            ws.closers.append(pool.close)
+        runner = ws.runner(session, executor=pool.run if pool else None)
         if not as_json:
             out.print(f"{ws.spec.name}: {n} differences between good and bad: "
                       + ", ".join(f"{f} {ws.spec.good[f]} -> {ws.spec.bad[f]}" for f in ws.spec.differences()), markup=False)
@@ -162,6 +171,9 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
                                   calibrate_runs=calibrate_runs, max_runs=max_runs)
         except KeyboardInterrupt:
             fail("interrupted before the endpoints were verified; nothing to report (runs so far are in the ledger)", 130)
+        if result.ok and (ptx or sanitize):
+            from bisectk.commands.ablate import add_evidence
+            add_evidence(result, ptx=ptx, sanitize=sanitize)
         env = environment_capture()
         doc = to_json(result, env)
         ws.ledger.close_session(session, {k: doc.get(k) for k in ("culprits", "interaction", "runs", "complete", "ok")})
@@ -436,6 +448,29 @@ def replay(logfile: Path = typer.Argument(..., help="A file written from `bisect
         if nxt is not None:
             out.print(f"next commit to test: {commits[nxt].sha} {commits[nxt].subject}", markup=False)
     raise typer.Exit(0 if result.complete else 1)
+
+
+@app.command("ptx")
+def ptx_cmd(spec: Path = SpecArg,
+            with_: Optional[list[str]] = typer.Option(None, "--with", help="Also compile good with these factors at their bad values (e.g. the culprits); repeatable."),
+            as_json: bool = JsonOpt) -> None:
+    """PTX evidence without a GPU: compile good, bad (and good + --with factors) in compile-only mode
+    and print the differences of their PTX signatures (mbarrier, bar.sync ids/counts, TMA, wgmma, smem)."""
+    from bisectk.evidence import ptx_evidence
+    from bisectk.spec import load_spec
+    s = load_spec(spec)
+    configs = {"good": s.good, "bad": s.bad}
+    if with_:
+        unknown = [f for f in with_ if f not in s.good]
+        if unknown:
+            fail(f"--with {', '.join(unknown)}: not a factor of {spec} (factors: {', '.join(s.factors)})")
+        configs["good+" + "+".join(with_)] = s.hybrid(set(with_))
+    ev = ptx_evidence(s, configs)
+    if as_json:
+        emit_json(ev.to_dict())
+    else:
+        out.print(ev.table(), markup=False, highlight=False)
+    raise typer.Exit(0 if ev.signatures and not ev.errors else EXIT_USAGE)
 
 
 @app.command("env")

@@ -37,7 +37,7 @@ Config = dict[str, Scalar]
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 SOURCE_SUFFIXES = {".py", ".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".sh", ".mlir", ".ptx"}
 _TOP_KEYS = {"name", "description", "constraints", "subject", "oracle", "factors", "good", "bad"}
-_SUBJECT_KEYS = {"command", "build", "cwd", "env", "timeout", "repeat", "build_timeout"}
+_SUBJECT_KEYS = {"command", "build", "cwd", "env", "timeout", "repeat", "build_timeout", "timeout_floor"}
 _ORACLE_KEYS = {"metric", "min", "max", "metrics", "slow_factor", "slow_metric"}
 
 
@@ -116,6 +116,7 @@ class Spec:
     ordinal: dict[str, list[Scalar]] = field(default_factory=dict)
     constraints: list[Expr] = field(default_factory=list)
     protocol: str = "bisectk"  # or "pytest": how exit codes are read (see run/classify.py)
+    timeout_floor: float | None = None  # least calibrated watchdog (JIT compiles jitter); default 1 s
 
     @property
     def factors(self) -> list[str]:
@@ -255,6 +256,8 @@ def _build(path: Path, raw: dict[str, Any]) -> Spec:
     timeout = _number(subject["timeout"], path, "subject.timeout", True) if "timeout" in subject else None
     build_timeout = (_number(subject["build_timeout"], path, "subject.build_timeout", True)
                      if "build_timeout" in subject else None)
+    floor = (_number(subject["timeout_floor"], path, "subject.timeout_floor", True)
+             if "timeout_floor" in subject else None)
     repeat = subject.get("repeat", 1)
     _need(isinstance(repeat, int) and not isinstance(repeat, bool) and 1 <= repeat <= 1000,
           path, "subject.repeat", f"must be an integer from 1 to 1000, got {repeat!r}")
@@ -280,7 +283,7 @@ def _build(path: Path, raw: dict[str, Any]) -> Spec:
     return Spec(path=path, name=name, description=description, command=command, build=build, cwd=cwd,
                 env=dict(env), timeout=timeout, build_timeout=build_timeout, repeat=repeat,
                 thresholds=thresholds, slow_factor=slow_factor, slow_metric=slow_metric,
-                good=dict(good), bad=dict(bad), ordinal=ordinal, constraints=exprs)
+                good=dict(good), bad=dict(bad), ordinal=ordinal, constraints=exprs, timeout_floor=floor)
 
 
 def _oracle(path: Path, oracle: Any) -> tuple[list[Threshold], float | None, str | None]:

@@ -85,6 +85,7 @@ class Workspace:
     events: EventBus = field(default_factory=EventBus)
     reporter: TerminalReporter | None = None
     fresh: bool = False  # ignore stored runs: a new ledger namespace for this invocation
+    closers: list = field(default_factory=list)  # e.g. warm worker pools, closed with the workspace
 
     @classmethod
     def open(cls, spec_path: str | Path | Spec, ledger_path: str | Path | None = None, *,
@@ -110,6 +111,8 @@ class Workspace:
         return runner
 
     def close(self) -> None:
+        for fn in self.closers:
+            fn()
         if self.reporter:
             self.reporter.close()
         self.ledger.close()

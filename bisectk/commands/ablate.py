@@ -68,6 +68,8 @@ class FactorOracle:
 
 @dataclass
 class AblationRun:
+    """Everything the reports need (see the module docstring)."""
+
     check: EndpointCheck
     result: AblationResult | None = None
     oracle: FactorOracle | None = None
@@ -76,6 +78,8 @@ class AblationRun:
     interrupted: bool = False
     wall_s: float = 0.0
     executed: int = 0
+    ptx: object | None = None        # evidence.PtxEvidence when --ptx
+    sanitizer: object | None = None  # evidence.SanitizerReport when --sanitize
 
     @property
     def ok(self) -> bool:
@@ -148,3 +152,18 @@ def find_thresholds(runner: Runner, oracle: FactorOracle, result: AblationResult
         runner.events.emit(Note(f"threshold of {factor}: {found[factor].describe()}"))
     return found
 
+
+
+def add_evidence(run: AblationRun, *, ptx: bool, sanitize: bool) -> None:
+    """PTX signatures of good / bad / culprit, and a compute-sanitizer rerun of the culprit."""
+    from bisectk import evidence
+    runner = run.oracle.runner
+    spec = runner.spec
+    culprit_cfg = run.oracle.config(run.result.fail_config)
+    if ptx:
+        runner.events.emit(PhaseStarted("ptx", "compiling good, bad and the culprit configuration to PTX"))
+        run.ptx = evidence.ptx_evidence(spec, {"good": spec.good, "bad": spec.bad, "culprit": culprit_cfg})
+    if sanitize:
+        runner.events.emit(PhaseStarted("sanitize", "rerunning the culprit configuration under compute-sanitizer"))
+        seconds = max(60.0, 20 * (runner.timeout.seconds if runner.timeout else 10.0))
+        run.sanitizer = evidence.sanitize(spec, culprit_cfg, run.check.bad.kind, seconds, runner.cwd)

@@ -21,7 +21,7 @@ from rich.table import Table
 
 from bisectk.commands.ablate import AblationRun
 from bisectk.outcome import Outcome, Verdict
-from bisectk.report.debuglog import AttemptEntry, DebugLog, table
+from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.spec import config_key
 
 ROLE_TEXT = {"culprit": "CULPRIT", "context": "context", "cleared": "cleared", "unknown": "not isolated"}
@@ -84,6 +84,8 @@ def to_json(run: AblationRun, environment: dict | None = None) -> dict[str, Any]
         "thresholds": {f: {"first_fail": t.value, "last_pass": t.values[t.last_pass], "exact": t.exact,
                            "text": t.describe()} for f, t in run.thresholds.items()},
         "next_steps": next_steps(run),
+        "ptx": run.ptx.to_dict() if run.ptx else None,
+        "sanitizer": run.sanitizer.to_dict() if run.sanitizer else None,
     })
     return doc
 
@@ -162,6 +164,11 @@ def to_debuglog(run: AblationRun, environment: dict | None = None) -> DebugLog:
     if res.proof:
         log.sections.append(("Interaction proof", table(["subset", "outcome"],
                                                         [[", ".join(sorted(s)) or "(none)", o.value] for s, o in res.proof.items()])))
+    if run.ptx:
+        log.sections.append(("PTX evidence (signature differences)", run.ptx.table()))
+    if run.sanitizer:
+        body = run.sanitizer.describe() + ("\n\n" + code_block(run.sanitizer.excerpt) if run.sanitizer.excerpt else "")
+        log.sections.append(("compute-sanitizer on the culprit configuration", body))
     log.next_steps = next_steps(run)
     return log
 
@@ -188,6 +195,11 @@ def print_summary(out: Console, run: AblationRun) -> None:
         out.print(f"flakiness: {run.rule.describe()}", markup=False)
     for k, v in run.oracle.different_failures():
         out.print(f"different failure (possible second bug): {k} -> {v.describe()}", markup=False)
+    if run.ptx:
+        for key, values in run.ptx.rows:
+            out.print(f"ptx {key}: " + ", ".join(f"{lab}={v}" for lab, v in zip(run.ptx.signatures, values)), markup=False)
+    if run.sanitizer:
+        out.print(run.sanitizer.describe(), markup=False)
     out.print(f"runs: {run.executed} executed ({res.runs} in the search), wall {run.wall_s:.1f} s"
               + ("  [INTERRUPTED: best result so far]" if run.interrupted or not res.complete else ""), markup=False)
     for i, s in enumerate(next_steps(run), 1):

@@ -71,7 +71,7 @@ class Runner:
         self.revision = revision
         self.log_root = log_root
         self.executor = executor or run_process
-        self.floor, self.factor = floor, factor
+        self.floor, self.factor = spec.timeout_floor or floor, factor
         self.extra_env = extra_env or {}
         self.prepare = prepare  # makes the configuration's sources exist (e.g. applies diff hunks)
         self.fingerprint = spec.fingerprint(self.cwd) + (f"@{revision}" if revision else "")

@@ -1,0 +1,61 @@
+import json
+import os
+import stat
+import sys
+
+import pytest
+
+from bisectk.evidence import sanitize, script_of
+from bisectk.outcome import FailKind
+from bisectk.spec import load_spec
+from tests.conftest import ROOT, bisectk
+
+
+def test_script_of(make_spec):
+    spec = load_spec(make_spec({"mode": "ok"}, {"mode": "wrong"}))
+    script, args = script_of(spec, spec.good)
+    assert script.name == "toy.py" and args == ["--mode", "ok"]
+
+
+def test_sanitize_uses_the_tool_for_the_failure_and_keeps_error_lines(tmp_path, make_spec, monkeypatch):
+    fake = tmp_path / "bin" / "compute-sanitizer"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\n"
+                    "echo '========= COMPUTE-SANITIZER'\n"
+                    "echo \"========= Tool: $2\"\n"
+                    "echo '========= Invalid __global__ read of size 4 bytes'\n"
+                    "echo '=========     Host Frame: foo [0x1]'\n"
+                    "echo '========= ERROR SUMMARY: 3 errors'\n"
+                    "shift 4; exec \"$@\"\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    spec = load_spec(make_spec({"mode": "ok"}, {"mode": "segv"}))
+    rep = sanitize(spec, spec.bad, FailKind.CRASH, timeout=30)
+    assert rep.available and rep.tool == "memcheck" and rep.errors == 3
+    assert "Invalid __global__ read" in rep.excerpt and "Host Frame" not in rep.excerpt
+    assert "Tool: memcheck" in rep.excerpt
+    assert sanitize(spec, spec.bad, FailKind.HANG, timeout=30).tool == "synccheck"
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert not sanitize(spec, spec.bad, FailKind.CRASH, timeout=30).available
+
+
+def test_ptx_command_shows_barrier_count_difference(tmp_path):
+    pytest.importorskip("cutlass")
+    p = bisectk("ptx", ROOT / "variants" / "gpu" / "gpu-ws-hang-arrive.toml", "--with", "arrive_unit", "--json",
+                timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    doc = json.loads(p.stdout)
+    assert set(doc["signatures"]) == {"good", "bad", "good+arrive_unit"}
+    keys = {d["key"]: d for d in doc["differences"]}
+    # the empty barriers are initialised with 4 (warps) on good and 128 (threads) with the culprit
+    assert keys["mbarrier.init[count=4]"]["good"] > 0 and keys["mbarrier.init[count=4]"]["good+arrive_unit"] == 0
+    assert keys["mbarrier.init[count=128]"]["good+arrive_unit"] > 0
+
+
+def test_warm_workers_isolate_the_same_culprit(tmp_path):
+    p = bisectk("ablate", ROOT / "variants" / "cpu" / "pipeline-hang.toml", "--warm", "--json", "--ledger",
+                tmp_path / "l.db", timeout=600, check=0)
+    assert json.loads(p.stdout)["culprits"] == ["producer_phase"]
+    import psutil
+    left = [q for q in psutil.process_iter(["cmdline"]) if "bisectk.run.worker" in " ".join(q.info["cmdline"] or [])]
+    assert left == []  # the warm workers (and the hung one) are gone

@@ -116,6 +116,19 @@ def write_reports(doc: dict, log, report: Optional[Path], json_out: Optional[Pat
         json_out.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
 
 
+def finish(doc: dict, log, summary, *, report: Optional[Path], json_out: Optional[Path], as_json: bool,
+           code: int) -> None:
+    """Write the report files, print JSON or the terminal summary, and exit with `code`."""
+    write_reports(doc, log, report, json_out)
+    if as_json:
+        emit_json(doc)
+    else:
+        summary()
+        if report:
+            out.print(f"debug log written to {report}", markup=False)
+    raise typer.Exit(code)
+
+
 @app.command()
 def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (default: the embedded CPU pipeline-hang pair).", show_default=False),
            strategy: str = typer.Option("adaptive", "--strategy", help="Search strategy: " + ", ".join(strategy_names()) + "."),
@@ -179,17 +192,9 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
         ws.ledger.close_session(session, {k: doc.get(k) for k in ("culprits", "interaction", "runs", "complete", "ok")})
     finally:
         ws.close()
-    log = to_debuglog(result, env)
-    write_reports(doc, log, report, json_out)
-    if as_json:
-        emit_json(doc)
-    else:
-        print_summary(out, result)
-        if report:
-            out.print(f"debug log written to {report}", markup=False)
-    if not result.ok:
-        raise typer.Exit(EXIT_USAGE)
-    raise typer.Exit(1 if result.interrupted or not result.result.complete else 0)
+    code = EXIT_USAGE if not result.ok else 1 if result.interrupted or not result.result.complete else 0
+    finish(doc, to_debuglog(result, env), lambda: print_summary(out, result), report=report, json_out=json_out,
+           as_json=as_json, code=code)
 
 
 RunOpt = typer.Option(None, "--run", help="Subject command instead of a SPEC, as one quoted string (git bisect run's exit codes: 0 good, 125 skip, other bad).")
@@ -246,14 +251,9 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
             ws.close()
     finally:
         space.close()
-    write_reports(doc, to_debuglog(result, env), report, json_out)
-    if as_json:
-        emit_json(doc)
-    else:
-        print_summary(out, result)
-    if not result.ok:
-        raise typer.Exit(EXIT_USAGE)
-    raise typer.Exit(1 if result.interrupted or not result.result.complete else 0)
+    code = EXIT_USAGE if not result.ok else 1 if result.interrupted or not result.result.complete else 0
+    finish(doc, to_debuglog(result, env), lambda: print_summary(out, result), report=report, json_out=json_out,
+           as_json=as_json, code=code)
 
 
 def bisect_subject(spec: Optional[Path], run_cmd: Optional[str], pytest_id: Optional[str], build: Optional[str],
@@ -338,14 +338,10 @@ def bisect(repo: Path = typer.Option(Path("."), "--repo", help="The git reposito
                                           "confidence": doc.get("confidence"), "runs": doc.get("runs")})
     finally:
         ws.close()
-    write_reports(doc, to_debuglog(result, env), report, json_out)
-    if as_json:
-        emit_json(doc)
-    else:
-        print_summary(out, result)
-    if not result.ok:
-        raise typer.Exit(EXIT_USAGE)
-    raise typer.Exit(1 if result.interrupted or not result.result.complete or result.result.ambiguous else 0)
+    code = (EXIT_USAGE if not result.ok else
+            1 if result.interrupted or not result.result.complete or result.result.ambiguous else 0)
+    finish(doc, to_debuglog(result, env), lambda: print_summary(out, result), report=report, json_out=json_out,
+           as_json=as_json, code=code)
 
 
 @app.command()

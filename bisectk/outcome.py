@@ -189,6 +189,10 @@ class Verdict:
         first = runs[0] if runs else Run(Outcome.UNRESOLVED, reason=Reason.INFRA, signature="no runs")
         return cls(Outcome.UNRESOLVED, None, first.reason, first.signature, first.metrics, runs, total)
 
+    def with_run(self, run: Run) -> Verdict:
+        """This verdict refolded with one more run of the same configuration."""
+        return Verdict.fold([*self.runs, run])
+
     @classmethod
     def unresolved(cls, reason: Reason, signature: str) -> Verdict:
         return cls(Outcome.UNRESOLVED, None, reason, signature)

@@ -58,7 +58,7 @@ class FactorOracle:
         self.calls[key] += 1
         run = self.runner.observe(cfg, index, label)
         previous = self.verdicts.get(key)
-        self.verdicts[key] = Verdict.fold([*(previous.runs if previous else ()), run])
+        self.verdicts[key] = previous.with_run(run) if previous else Verdict.fold([run])
         return Verdict.fold([run]).against(self.target)
 
     def different_failures(self) -> list[tuple[str, Verdict]]:

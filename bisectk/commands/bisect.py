@@ -95,7 +95,7 @@ class CommitOracle:
         v = Verdict.fold([run])
         with self.lock:
             prev = self.verdicts.get(i)
-            self.verdicts[i] = Verdict.fold([*(prev.runs if prev else ()), run])
+            self.verdicts[i] = prev.with_run(run) if prev else v
         if self.ledger is not None and self.session is not None:
             self.ledger.add_event(self.session, "observation", {
                 "index": i, "sha": sha, "outcome": self.judge(v).value, "verdict": v.describe(),

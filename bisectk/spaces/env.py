@@ -265,8 +265,15 @@ def diff(a: dict[str, Any], b: dict[str, Any],
     """(dotted key, a's value, b's value) for every leaf that differs; None where one side lacks
     it. Keys under an `ignore` prefix are skipped (the capture time always differs)."""
     fa, fb = _flatten(a, "", {}), _flatten(b, "", {})
+
+    def shadowed(k: str, other: dict) -> bool:
+        # an empty table on one side is not a difference of its own when the other side has
+        # entries under it: those entries are listed one by one
+        return any(o.startswith(k + ".") for o in other)
     return [(k, fa.get(k), fb.get(k)) for k in sorted(fa.keys() | fb.keys())
-            if fa.get(k) != fb.get(k) and not any(k == p or k.startswith(p + ".") for p in ignore)]
+            if fa.get(k) != fb.get(k) and not any(k == p or k.startswith(p + ".") for p in ignore)
+            and not (k in fa and fa[k] in ({}, []) and shadowed(k, fb))
+            and not (k in fb and fb[k] in ({}, []) and shadowed(k, fa))]
 
 
 def factor_name(var: str) -> str:

@@ -1,0 +1,48 @@
+import io
+import time
+import xml.etree.ElementTree as ET
+
+from rich.console import Console
+
+from bisectk.events import Note, PhaseStarted, RunFinished, RunStarted
+from bisectk.outcome import FailKind, Outcome, Run
+from bisectk.report.debuglog import AttemptEntry, DebugLog, short_environment
+from bisectk.report.junit import Case, to_xml
+from bisectk.report.terminal import TerminalReporter, fmt_config
+
+
+def test_terminal_reporter_shows_elapsed_and_verdicts():
+    console = Console(file=io.StringIO(), force_terminal=True, width=120)
+    rep = TerminalReporter(console, reference={"depth": 4, "phase": 1})
+    rep(PhaseStarted("endpoints", "verifying"))
+    rep(RunStarted("bad", {"depth": 4, "phase": 0}, 0, 2.0))
+    time.sleep(0.4)
+    rep(RunFinished("bad", {"depth": 4, "phase": 0}, 0, Run(Outcome.FAIL, FailKind.HANG, signature="timeout after 2.0 s", duration_s=2.0)))
+    rep(Note("done"))
+    text = console.file.getvalue()
+    assert "running bad phase=0 (run 1)" in text and "watchdog 2.0 s" in text
+    assert "FAIL hang (timeout after 2.0 s)" in text and "== endpoints" in text and "done" in text
+    assert fmt_config({"a": 1, "b": 2}, {"a": 1, "b": 3}) == "b=2"
+
+
+def test_debuglog_has_the_protocol_sections():
+    log = DebugLog("k: hang", "Resolved", "consumer waits forever",
+                   {"gpu": {"devices": [{"name": "NVIDIA H200", "compute_capability": "9.0"}], "driver": "580"},
+                    "python": {"version": "3.12"}, "packages": {"torch": "2.11"}, "env": {"CUDA_LAUNCH_BLOCKING": "1"}},
+                   differences_header=["factor", "good", "bad"], differences=[["stages", "4", "1 | 2"]],
+                   attempts=[AttemptEntry("phase", "h", "w", "r", "c")], next_steps=["look at the phase"])
+    md = log.to_markdown()
+    for part in ("### k: hang", "**Status:** Resolved", "**Environment:** NVIDIA H200 (sm_90)", "CUDA_LAUNCH_BLOCKING=1",
+                 "| stages | 4 | 1 \\| 2 |", "#### Attempt 1: phase", "**Hypothesis:** h", "**Conclusion:** c",
+                 "#### What to Try Next", "1. look at the phase", "#### Environment (captured)"):
+        assert part in md, part
+    assert short_environment({}) == "no GPU"
+
+
+def test_junit_parses_and_counts():
+    xml = to_xml("s", [Case("a", "passed", details="ok"), Case("b <&>", "failed", message="m \"q\"", details="d"),
+                       Case("c", "error", message="e")])
+    suite = ET.fromstring(xml.split("\n", 1)[1]).find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "1", "1")
+    failed = [c for c in suite if c.find("failure") is not None]
+    assert failed[0].get("name") == "b <&>" and failed[0].find("failure").get("message") == 'm "q"'

@@ -1,6 +1,6 @@
-"""Run `bisectk ablate` on every GPU variant pair and check the isolated culprits (issue 6).
+"""Run `bisectk ablate` on every variant pair and check the isolated culprits against the planted ones.
 
-For each spec in variants/gpu/ (or those named), runs the real CLI
+For each spec in variants/gpu/ (or those named, e.g. variants/cpu/*.toml), runs the real CLI
 `python -m bisectk ablate SPEC --json [--warm]` with a private ledger, and records the planted
 culprits (parsed from the spec's description, 'culprit: a, b (...)'), the isolated ones, the
 interaction flag, runs and wall time. Prints a table and writes JSON lines to --out. Stops starting
@@ -25,9 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def planted(spec: Path) -> list[str]:
-    text = tomllib.loads(spec.read_text())["description"]
-    m = re.search(r"culprits?:\s*([A-Za-z_][\w, ]*?)\s*(?:\(|\.|\n|$)", text)
-    return sorted(x.strip() for x in re.split(r",|\band\b", m.group(1)) if x.strip()) if m else []
+    """The factor names written after 'culprit:' / 'culprits:' in the spec's description."""
+    doc = tomllib.loads(spec.read_text())
+    m = re.search(r"culprits?:\s*([^(.]*)", doc.get("description", ""))
+    words = re.findall(r"[A-Za-z_]\w*", m.group(1)) if m else []
+    return sorted({w for w in words if w in doc.get("good", {})})
 
 
 def main() -> None:

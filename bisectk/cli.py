@@ -73,7 +73,7 @@ def run(spec: Path = SpecArg,
         ws.close()
     if as_json:
         emit_json({"spec": str(spec), "config": cfg, **verdict.to_dict(),
-                   "timeout": policy.to_dict() if policy else None})
+                   "timeout": policy.to_dict() if policy else None, "environment": environment_capture()})
     else:
         out.print(f"{ws.spec.name}: {fmt_config(cfg, ws.spec.good)}", markup=False)
         out.print(f"verdict: {verdict.describe()}  ({verdict.duration_s:.2f} s"
@@ -92,7 +92,8 @@ def check(spec: Path = SpecArg,
     finally:
         ws.close()
     if as_json:
-        emit_json({"spec": str(spec), "differences": ws.spec.differences(), **result.to_dict()})
+        emit_json({"spec": str(spec), "differences": ws.spec.differences(), **result.to_dict(),
+                   "environment": environment_capture()})
     else:
         from bisectk.report.text import print_check
         print_check(out, ws.spec, result)

@@ -15,6 +15,7 @@ def test_run_exit_codes_and_json(make_spec):
     v = json.loads(p.stdout)
     assert v["outcome"] == "fail" and v["kind"] == "crash" and v["signature"] == "SIGSEGV"
     assert {"metrics", "runs", "duration_s"} <= v.keys() and v["runs"][0]["signal"] == "SIGSEGV"
+    assert {"gpu", "python", "packages"} <= v["environment"].keys()
     p = bisectk("run", spec, "--set", "mode=skip", "--json", check=125)
     assert json.loads(p.stdout)["reason"] == "build"
 

@@ -23,7 +23,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bisectk.endpoints import verify  # noqa: E402
 from bisectk.ledger import Ledger  # noqa: E402
 from bisectk.outcome import FailKind  # noqa: E402
 from bisectk.run.runner import Runner  # noqa: E402

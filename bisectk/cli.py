@@ -204,6 +204,11 @@ ConfigOpt = typer.Option("bad", "--config", help="With a SPEC: which endpoint's 
 SetOpt = typer.Option(None, "--set", help="With a SPEC: override a factor, NAME=VALUE (repeatable).")
 TimeoutOpt = typer.Option(None, "--timeout", min=0.01, help="Watchdog seconds (default: calibrated from the good endpoint).")
 ReportOpt = typer.Option(None, "--report", help="Write the Markdown debug log here.")
+RepoOpt = typer.Option(Path("."), "--repo", help="The git repository (its checkout is never touched).")
+GoodRefOpt = typer.Option(..., "--good", help="A commit where the subject works.")
+BadRefOpt = typer.Option(..., "--bad", help="A later commit where it fails.")
+PytestOpt = typer.Option(None, "--pytest", help="Use a pytest node id as the oracle (0 pass, 1 fail, 2-5 unresolved).")
+GitLedgerOpt = typer.Option(None, "--ledger", help="Ledger database (default: <git dir>/bisectk/ledger.db).")
 JsonOutOpt = typer.Option(None, "--json-out", help="Write the JSON result here.")
 
 
@@ -257,6 +262,12 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
            as_json=as_json, code=code)
 
 
+def git_dir(root: Path) -> Path:
+    """The repository's common git directory, where bisect/triage keep their ledger and scratch."""
+    from bisectk.spaces.commits import run_git
+    return (root / run_git(root, "rev-parse", "--git-common-dir")).resolve()
+
+
 def bisect_subject(spec: Optional[Path], run_cmd: Optional[str], pytest_id: Optional[str], build: Optional[str],
                    repo_root: Path, config: str, sets, timeout, repeat):
     """(Spec, configuration, subject cwd relative to the repository root) for bisect/triage."""
@@ -282,12 +293,12 @@ def bisect_subject(spec: Optional[Path], run_cmd: Optional[str], pytest_id: Opti
 
 
 @app.command()
-def bisect(repo: Path = typer.Option(Path("."), "--repo", help="The git repository (its checkout is never touched)."),
-           good: str = typer.Option(..., "--good", help="A commit where the subject works."),
-           bad: str = typer.Option(..., "--bad", help="A later commit where it fails."),
+def bisect(repo: Path = RepoOpt,
+           good: str = GoodRefOpt,
+           bad: str = BadRefOpt,
            spec: Optional[Path] = typer.Argument(None, help="Variant spec to run in each commit (or use --run / --pytest).", show_default=False),
            run_cmd: Optional[str] = RunOpt,
-           pytest_id: Optional[str] = typer.Option(None, "--pytest", help="Use a pytest node id as the oracle (0 pass, 1 fail, 2-5 unresolved)."),
+           pytest_id: Optional[str] = PytestOpt,
            build: Optional[str] = BuildOpt, config: str = ConfigOpt, set_: Optional[list[str]] = SetOpt,
            timeout: Optional[float] = TimeoutOpt,
            repeat: int = typer.Option(1, "--repeat", min=1, help="Runs of each endpoint; more runs reveal an intermittent failure."),
@@ -300,18 +311,17 @@ def bisect(repo: Path = typer.Option(Path("."), "--repo", help="The git reposito
            max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop after this many observations."),
            resume: bool = typer.Option(False, "--resume", help="Continue the last bisection of these refs; nothing already recorded re-runs."),
            report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt,
-           ledger: Optional[Path] = typer.Option(None, "--ledger", help="Ledger database (default: <git dir>/bisectk/ledger.db)."),
+           ledger: Optional[Path] = GitLedgerOpt,
            as_json: bool = JsonOpt) -> None:
     """Find the first bad commit between --good and --bad, each commit built and run in its own
     git worktree. Exit 0: found (1 if ambiguous or interrupted); 2: unusable input or endpoints."""
     from bisectk.commands.bisect import CommitOracle, run_bisect
     from bisectk.report.history import print_summary, to_debuglog, to_json
-    from bisectk.spaces.commits import WorktreePool, list_commits, open_repo, run_git
+    from bisectk.spaces.commits import WorktreePool, list_commits, open_repo
     root = open_repo(repo)
     commits = list_commits(root, good, bad, first_parent=first_parent)
     spec_obj, cfg, sub = bisect_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
-    gdir = Path(run_git(root, "rev-parse", "--git-common-dir"))
-    ledger_path = ledger or (root / gdir).resolve() / "bisectk" / "ledger.db"
+    ledger_path = ledger or git_dir(root) / "bisectk" / "ledger.db"
     good_sha, bad_sha = commits[0].sha, commits[len(commits) - 1].sha  # refs move; shas do not
     args = {"repo": str(root), "good": good_sha, "bad": bad_sha, "first_parent": first_parent, "flaky": flaky,
             "any_failure": any_failure, "subject": str(spec or run_cmd or pytest_id)}
@@ -347,11 +357,11 @@ def bisect(repo: Path = typer.Option(Path("."), "--repo", help="The git reposito
 
 @app.command()
 def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run (or use --run / --pytest).", show_default=False),
-           repo: Path = typer.Option(Path("."), "--repo", help="The git repository (its checkout is never touched)."),
-           good: str = typer.Option(..., "--good", help="A commit where the subject works."),
-           bad: str = typer.Option(..., "--bad", help="A later commit where it fails."),
+           repo: Path = RepoOpt,
+           good: str = GoodRefOpt,
+           bad: str = BadRefOpt,
            run_cmd: Optional[str] = RunOpt,
-           pytest_id: Optional[str] = typer.Option(None, "--pytest", help="Use a pytest node id as the oracle."),
+           pytest_id: Optional[str] = PytestOpt,
            build: Optional[str] = BuildOpt, config: str = ConfigOpt, set_: Optional[list[str]] = SetOpt,
            timeout: Optional[float] = TimeoutOpt,
            repeat: int = typer.Option(1, "--repeat", min=1, help="Runs of each endpoint."),
@@ -360,7 +370,7 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
            first_parent: bool = typer.Option(False, "--first-parent", help="Only the first-parent chain."),
            report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt,
            junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML here."),
-           ledger: Optional[Path] = typer.Option(None, "--ledger", help="Ledger database (default: <git dir>/bisectk/ledger.db)."),
+           ledger: Optional[Path] = GitLedgerOpt,
            as_json: bool = JsonOpt) -> None:
     """Regression triage for CI: classify the failure, bisect to the first bad commit, isolate its
     culprit hunks, and write one report.
@@ -370,11 +380,11 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     from bisectk.commands.triage import run_triage, verdict_code
     from bisectk.report.junit import write_junit
     from bisectk.report.triage import to_cases, to_debuglog, to_json
-    from bisectk.spaces.commits import WorktreePool, list_commits, open_repo, run_git
+    from bisectk.spaces.commits import WorktreePool, list_commits, open_repo
     root = open_repo(repo)
     commits = list_commits(root, good, bad, first_parent=first_parent)
     spec_obj, cfg, sub = bisect_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
-    gdir = (root / run_git(root, "rev-parse", "--git-common-dir")).resolve()
+    gdir = git_dir(root)
     ws = Workspace.open(spec_obj, ledger or gdir / "bisectk" / "ledger.db", quiet=as_json)
     try:
         session = ws.ledger.open_session("triage", ws.spec.fingerprint(), {
@@ -403,15 +413,14 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
 
 @app.command()
 def log(repo: Path = typer.Option(Path("."), "--repo", help="The repository whose bisection to print."),
-        ledger: Optional[Path] = typer.Option(None, "--ledger", help="Ledger database (default: <git dir>/bisectk/ledger.db)."),
+        ledger: Optional[Path] = GitLedgerOpt,
         session: Optional[int] = typer.Option(None, "--session", help="Session id (default: the last bisection).")) -> None:
     """Print the last bisection as a replayable record (like git bisect log)."""
     from bisectk.ledger import Ledger
     from bisectk.report.history import log_lines
-    from bisectk.spaces.commits import open_repo, run_git
+    from bisectk.spaces.commits import open_repo
     if ledger is None:
-        root = open_repo(repo)
-        ledger = (root / run_git(root, "rev-parse", "--git-common-dir")).resolve() / "bisectk" / "ledger.db"
+        ledger = git_dir(open_repo(repo)) / "bisectk" / "ledger.db"
     if not ledger.exists():
         fail(f"no ledger at {ledger}: nothing has been bisected there")
     db = Ledger(ledger)

@@ -109,7 +109,7 @@ def _hypothesis(phase: str, applied: list, n_total: int) -> str:
     if phase.startswith("ofat-add") or (len(applied) == 1 and phase not in ("confirm-removal", "ofat-remove")):
         return f"{what} alone, flipped onto the good configuration, is enough to fail."
     if phase in ("confirm-removal", "ofat-remove"):
-        return f"The failure needs every difference except the one reverted (bad minus one)."
+        return "The failure needs every difference except the one reverted (bad minus one)."
     if phase == "interaction-proof":
         return f"A proper subset of the culprit set ({what}) already fails; if not, the culprits act together."
     if phase == "minimality":

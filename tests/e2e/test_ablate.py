@@ -1,11 +1,9 @@
 """End-to-end: `bisectk ablate` on the CPU stand-in variants finds the planted culprits."""
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 

@@ -4,7 +4,6 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
 
 from tests.conftest import ROOT, bisectk
 

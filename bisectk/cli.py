@@ -236,13 +236,15 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
             fail(f"{p}: no such file or directory")
     if strategy not in strategy_names():
         fail(f"--strategy {strategy!r}: choose one of {', '.join(strategy_names())}")
-    base_dir = Path.cwd() / ".bisectk"
+    # not in the user's tree: the ledger lives in their cache (or --ledger), scratch trees beside it
+    ledger_path = ledger or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bisectk" / "ledger.db"
+    base_dir = ledger_path.parent
     scratch = base_dir / ("scratch-" + hashlib.sha1(f"{good.resolve()}|{bad.resolve()}|{os.getpid()}".encode()).hexdigest()[:10])
     spec_obj, base = subject(spec, run_cmd, build, cwd=scratch, config=config, sets=set_, timeout=timeout,
                              repeat=repeat, name=f"diff {good.name}..{bad.name}")
     space = HunkSpace(good, bad, scratch)
     try:
-        ws = Workspace.open(spec_obj, ledger or base_dir / "ledger.db", quiet=as_json)
+        ws = Workspace.open(spec_obj, ledger_path, quiet=as_json)
         try:
             session = ws.ledger.open_session("diff", space.digest, {"good": str(good), "bad": str(bad)})
             runner = ws.runner(session, cwd=space.workdir, revision=f"diff-{space.digest}",

@@ -34,7 +34,8 @@ def tree_digest(root: Path) -> str:
 def run_diff(tmp_path, pair, *extra, code=0):
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)
-    p = bisectk("diff", pair.good, pair.bad, spec, "--json", *extra, cwd=tmp_path, timeout=600)
+    p = bisectk("diff", pair.good, pair.bad, spec, "--json", "--ledger", tmp_path / "cache" / "l.db", *extra,
+                cwd=tmp_path, timeout=600)
     assert p.returncode == code, (p.stdout[-3000:], p.stderr[-3000:])
     return json.loads(p.stdout)
 
@@ -50,7 +51,8 @@ def test_one_culprit_among_36_hunks_with_build_breakers(tmp_path):
     assert {"file", "good_lines", "bad_lines", "text"} <= h.keys()
     assert doc["runs"] < 36  # fewer runs than trying each hunk
     assert (tree_digest(pair.good), tree_digest(pair.bad)) == before
-    assert not list((tmp_path / ".bisectk").glob("scratch-*"))  # scratch trees are removed
+    assert not list((tmp_path / "cache").glob("scratch-*"))  # scratch trees are removed
+    assert not (tmp_path / ".bisectk").exists()  # nothing written into the user's working directory
 
 
 def test_two_hunks_only_together(tmp_path):

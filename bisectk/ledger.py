@@ -106,22 +106,6 @@ class Ledger:
                  json.dumps(run.to_dict())))
         return n
 
-    def count_runs(self, session: int | None = None) -> int:
-        with self.lock:
-            if session is None:
-                return self.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
-            return self.db.execute("SELECT COUNT(*) FROM runs WHERE session=?", (session,)).fetchone()[0]
-
-    def history(self, fingerprint: str | None = None) -> list[tuple[str, int, Run]]:
-        """Every stored run (configuration key, index, run) in the order it was made."""
-        q = "SELECT config_key, idx, run_json FROM runs"
-        args: tuple = ()
-        if fingerprint:
-            q, args = q + " WHERE fingerprint=?", (fingerprint,)
-        with self.lock:
-            rows = self.db.execute(q + " ORDER BY id", args).fetchall()
-        return [(k, i, Run.from_dict(json.loads(j))) for k, i, j in rows]
-
     # -- sessions -----------------------------------------------------------------------
     def open_session(self, command: str, fingerprint: str, args: dict[str, Any]) -> int:
         with self.lock:

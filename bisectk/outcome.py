@@ -192,7 +192,3 @@ class Verdict:
     def with_run(self, run: Run) -> Verdict:
         """This verdict refolded with one more run of the same configuration."""
         return Verdict.fold([*self.runs, run])
-
-    @classmethod
-    def unresolved(cls, reason: Reason, signature: str) -> Verdict:
-        return cls(Outcome.UNRESOLVED, None, reason, signature)

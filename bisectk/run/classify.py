@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from bisectk.outcome import FailKind, Outcome, Reason, Run
-from bisectk.run.process import RawRun
+from bisectk.run.process import RawRun, signal_name
 from bisectk.spec import Threshold
 
 RESULT_TAG = "BISECTK_RESULT"
@@ -54,13 +54,10 @@ _EXC_LINE = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception|Interrupt)|Asserti
 
 def _shell_signal(code: int | None) -> str | None:
     """A shell reports a child killed by signal n as exit 128+n (git bisect would abort there)."""
-    import signal as _signal
     if code is None or not 128 < code < 128 + 65:
         return None
-    try:
-        return _signal.Signals(code - 128).name
-    except ValueError:
-        return None
+    name = signal_name(128 - code)
+    return None if name.startswith("signal ") else name
 
 
 def recognise(text: str) -> str | None:

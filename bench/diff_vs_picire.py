@@ -28,9 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bisectk.commands.diffiso import HunkSpace  # noqa: E402
 from bisectk.outcome import Outcome  # noqa: E402
 from bisectk.run.runner import Runner  # noqa: E402
+from bisectk.spaces.hunkspace import HunkSpace  # noqa: E402
 from bisectk.spec import load_spec  # noqa: E402
 
 SPEC = """name = "kernelpair"
@@ -80,20 +80,20 @@ def run_bisectk(work: Path, pair) -> tuple[int, float, bool]:
 def run_picire(work: Path, pair, picire) -> tuple[int, float, bool]:
     spec = load_spec(work / "spec.toml")
     space = HunkSpace(pair.good, pair.bad, work / "picire-scratch")
-    runner = Runner(spec, cwd=space.workdir, prepare=space.prepare)
+    runner = Runner(spec, cwd=space.workdir)
     t = time.perf_counter()
     runs = 0
 
     def test(config, config_id):
         nonlocal runs
         runs += 1
-        run = runner.observe(space.config({}, config))
+        run = runner.observe(space.workload(config))
         return picire.Outcome.FAIL if run.outcome is Outcome.FAIL else picire.Outcome.PASS
     ids = [h.id for h in space.hunks]
     # picire checks the full configuration itself; count it like bisectk's endpoint checks
     result = picire.DD(test, cache=picire.ConfigCache())(ids)
     runs += 1  # the good endpoint, which picire assumes instead of checking
-    runner.observe(space.config({}, []))
+    runner.observe(space.workload([]))
     wall = time.perf_counter() - t
     texts = [space.by_id[i].unified() for i in result]
     ok = len(result) == 1 and any(line.strip() in texts[0] for line in pair.culprit_lines)

@@ -128,6 +128,13 @@ class Ledger:
             row = self.db.execute(q + " ORDER BY id DESC LIMIT 1", args).fetchone()
         return _session(row) if row else None
 
+    def last_finished_session(self) -> dict[str, Any] | None:
+        """The newest session that stored a result (any command)."""
+        with self.lock:
+            row = self.db.execute("SELECT id, command, fingerprint, args_json, created, finished, result_json"
+                                  " FROM sessions WHERE result_json IS NOT NULL ORDER BY id DESC LIMIT 1").fetchone()
+        return _session(row) if row else None
+
     def session(self, session_id: int) -> dict[str, Any] | None:
         with self.lock:
             row = self.db.execute("SELECT id, command, fingerprint, args_json, created, finished, result_json"

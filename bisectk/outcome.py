@@ -3,16 +3,26 @@
 Abstractions
 ------------
 Outcome   -- PASS / FAIL / UNRESOLVED, the tri-state every search algorithm consumes.
-FailKind  -- what a FAIL looked like: HANG, CRASH, WRONG, SLOW.
+FailKind  -- what a FAIL looked like: HANG, CRASH, WRONG, SLOW; BAD when a `--run` command said
+             so under git bisect's protocol (exit 1-127 but 125, not a signal or a CUDA error).
 Reason    -- why a run is UNRESOLVED: BUILD, INVALID, INFRA (and DIFFERENT, for a failure
              that is not the one being hunted).
-Run       -- one process execution, classified.
+Run       -- one process execution, classified. `failed` names what failed, never values: the
+             violated checks of a WRONG run ("rel_err <= 0.001"), the signal or CUDA error
+             name of a CRASH, the metric of a SLOW one.
 Verdict   -- the judgement on one configuration: one or more Runs folded into an outcome,
              with the failure rate over repeats.
-
-The *family* of a failure (kind plus its signature with numbers blanked) decides whether a
-failure is the target (the bad endpoint's failure) or a different bug: "timeout after 2.1 s"
-and "timeout after 3.4 s" are one family; "SIGSEGV" and "timeout ..." are not.
+Failure   -- the identity of one failing run under a `--same-failure` mode:
+             `check` (default): a kind plus what failed -- hang; crash by signal or CUDA error
+                 name; wrong by its violated checks (NaN, inf and 1e33 past one bound are one
+                 violation); slow by metric;
+             `kind`: the kind alone; `signature`: the kind plus the signature with numbers
+                 blanked (the strictest).
+Target    -- the failure being hunted: the identities the bad endpoint showed. A run is the
+             target when its kind is one of them and what failed has something in common with
+             what the bad endpoint was seen to fail (a hybrid that violates the rel_err bound the
+             bad endpoint violates is the same failure, whatever garbage value it printed). Any
+             other failure is a different one: UNRESOLVED for the search, a possible second bug.
 """
 
 from __future__ import annotations
@@ -34,6 +44,10 @@ class FailKind(StrEnum):
     CRASH = "crash"
     WRONG = "wrong"
     SLOW = "slow"
+    BAD = "bad"      # git bisect run's protocol: the command itself said bad (exit 1-127, not 125)
+
+
+SAME_FAILURE_MODES = ("check", "kind", "signature")
 
 
 class Reason(StrEnum):
@@ -71,21 +85,112 @@ class Run:
     stdout_tail: str = ""
     stderr_tail: str = ""
     log_path: str | None = None
+    failed: tuple[str, ...] = ()   # what failed, without values (see the module docstring)
+    progress: str = ""             # where a hung run stopped, in words (from the watchdog)
 
     @property
     def family(self) -> str:
         return signature_family(self.kind, self.signature)
 
+    def failure(self, mode: str = "check") -> Failure | None:
+        """This run's failure identity under `mode`, or None when it did not fail."""
+        if self.outcome is not Outcome.FAIL or self.kind is None:
+            return None
+        if mode == "kind":
+            return Failure(self.kind)
+        if mode == "signature":
+            return Failure(self.kind, frozenset({self.family}))
+        return Failure(self.kind, frozenset(self.failed))
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["failed"] = list(self.failed)
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Run:
-        d = dict(d)
+        known = {f for f in cls.__dataclass_fields__}
+        d = {k: v for k, v in d.items() if k in known}   # a newer ledger's extra fields
         d["outcome"] = Outcome(d["outcome"])
         d["kind"] = FailKind(d["kind"]) if d.get("kind") else None
         d["reason"] = Reason(d["reason"]) if d.get("reason") else None
+        d["failed"] = tuple(d.get("failed") or ())
         return cls(**d)
+
+
+KIND_WORDS = {FailKind.HANG: "hang", FailKind.CRASH: "crash", FailKind.WRONG: "wrong result",
+              FailKind.SLOW: "slow", FailKind.BAD: "bad (non-zero exit)"}
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The identity of one failing run: its kind and what failed (no values)."""
+
+    kind: FailKind
+    what: frozenset[str] = frozenset()
+
+    def describe(self) -> str:
+        """Plain words: 'hang', 'crash (SIGSEGV)', 'wrong result (rel_err <= 0.001 violated)'."""
+        words = KIND_WORDS[self.kind]
+        if not self.what:
+            return words
+        items = sorted(self.what)
+        if self.kind is FailKind.WRONG:
+            return f"{words} ({', '.join(items)} violated)"
+        return f"{words} ({', '.join(items)})"
+
+
+@dataclass(frozen=True)
+class Target:
+    """The failure a search hunts: the identities shown by the bad endpoint's failing runs."""
+
+    failures: tuple[Failure, ...]
+    mode: str = "check"
+
+    @classmethod
+    def of(cls, runs, mode: str = "check") -> Target | None:
+        seen: list[Failure] = []
+        for run in runs:
+            f = run.failure(mode)
+            if f is not None and f not in seen:
+                seen.append(f)
+        return cls(tuple(seen), mode) if seen else None
+
+    def what(self, kind: FailKind) -> frozenset[str]:
+        out: frozenset[str] = frozenset()
+        for f in self.failures:
+            if f.kind is kind:
+                out |= f.what
+        return out
+
+    def matches(self, run: Run) -> bool:
+        """Same kind, and (when what failed is named at all) something in common with what the bad
+        endpoint was seen to fail: a hybrid that violates the rel_err bound is the bad endpoint's
+        wrong result whether it printed NaN, inf or 2.5e+33, and whether or not the cos check
+        happened to fail with it; a SIGSEGV is not a SIGABRT."""
+        f = run.failure(self.mode)
+        if f is None or all(t.kind is not f.kind for t in self.failures):
+            return False
+        seen = self.what(f.kind)
+        return (not f.what and not seen) or bool(f.what & seen)
+
+    def describe(self) -> str:
+        kinds = []
+        for f in self.failures:
+            if f.kind not in kinds:
+                kinds.append(f.kind)
+        return " or ".join(Failure(k, self.what(k)).describe() for k in kinds)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "text": self.describe(),
+                "failures": [{"kind": f.kind.value, "what": sorted(f.what)} for f in self.failures]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> Target | None:
+        if not d:
+            return None
+        return cls(tuple(Failure(FailKind(f["kind"]), frozenset(f["what"])) for f in d["failures"]),
+                   d.get("mode", "check"))
 
 
 @dataclass(frozen=True)
@@ -136,15 +241,19 @@ class Verdict:
             text += f" [{self.n_fail}/{self.n_fail + self.n_pass} failed]"
         return text
 
-    def against(self, target: Verdict | str | None) -> Outcome:
+    def against(self, target: Target | None) -> Outcome:
         """This verdict as a search algorithm sees it when hunting `target`'s failure.
 
-        A failure of another family is UNRESOLVED (a possible second bug), never the target.
+        FAIL when any run shows the target failure; a verdict whose failures are all of another
+        identity is UNRESOLVED (a possible second bug), never the target.
         """
         if self.outcome is not Outcome.FAIL or target is None:
             return self.outcome
-        family = target if isinstance(target, str) else target.family
-        return Outcome.FAIL if self.family == family else Outcome.UNRESOLVED
+        return Outcome.FAIL if any(target.matches(r) for r in self.runs) else Outcome.UNRESOLVED
+
+    def failure(self, mode: str = "check") -> Failure | None:
+        """The identity of the failure this verdict reports (its first failing run's)."""
+        return next((f for r in self.runs if (f := r.failure(mode)) is not None), None)
 
     def to_dict(self) -> dict[str, Any]:
         return {

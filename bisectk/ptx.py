@@ -24,12 +24,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from bisectk.run.process import run_process
 
 __all__ = ["Signature", "signature", "diff", "format_diff", "ptx_of_script", "PtxError"]
 
@@ -280,10 +281,11 @@ def ptx_of_script(script: str | os.PathLike, argv: list[str] | tuple[str, ...] =
         e.update(env or {})
         e["BISECTK_COMPILE_ONLY"] = "1"
         e.setdefault("CUTE_DSL_ARCH", arch)
-        try:
-            p = subprocess.run(cmd, cwd=cwd, env=e, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired as exc:
-            raise PtxError(f"compile-only run timed out after {timeout:.0f} s: {cmd}") from exc
+        p = run_process(cmd, cwd=cwd, env=e, timeout=timeout)   # contained like every subject run
+        if not p.started:
+            raise PtxError(f"compile-only run could not start: {p.error}")
+        if p.timed_out:
+            raise PtxError(f"compile-only run timed out after {timeout:.0f} s: {cmd}")
         result: dict = {}
         for line in p.stdout.splitlines():
             if line.startswith("BISECTK_RESULT "):
@@ -291,9 +293,9 @@ def ptx_of_script(script: str | os.PathLike, argv: list[str] | tuple[str, ...] =
                     result = json.loads(line[len("BISECTK_RESULT "):])
                 except json.JSONDecodeError:
                     pass
-        if p.returncode != 0:
+        if p.exit_code != 0:
             tail = (p.stderr or p.stdout)[-1500:]
-            raise PtxError(f"compile-only run exited {p.returncode}: {' '.join(cmd)}\n{tail}")
+            raise PtxError(f"compile-only run exited {p.exit_code or p.signal}: {' '.join(cmd)}\n{tail}")
         if not out.exists():
             raise PtxError(f"compile-only run wrote no PTX: {' '.join(cmd)}")
         return out.read_text(), result

@@ -89,6 +89,13 @@ def parse_value(text: str) -> Scalar:
     return value if isinstance(value, (str, int, float, bool)) else text
 
 
+def format_value(value: Scalar) -> str:
+    """A value written so that `--set NAME=VALUE` (parse_value) reads it back unchanged."""
+    if isinstance(value, str) and parse_value(value) != value:
+        return json.dumps(value)   # e.g. the string "1": quoted, or it would read as a number
+    return render(value)
+
+
 def project_root(path: Path) -> Path:
     for parent in path.resolve().parents:
         if (parent / ".git").exists() or (parent / "pyproject.toml").exists():

@@ -1,30 +1,35 @@
-"""Plain terminal summaries (rich tables on stdout) for finished commands."""
+"""Plain terminal summaries (rich tables on stdout) for `check` and `run`."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
 
-from bisectk.endpoints import EndpointCheck
-from bisectk.spec import Spec
+from bisectk.engine.records import CheckRecord, EndpointCheck
 
 
-def print_check(out: Console, spec: Spec, result: EndpointCheck) -> None:
-    table = Table(title=f"{spec.name}: key differences", title_justify="left")
+def print_check(out: Console, rec: CheckRecord) -> None:
+    subj, result = rec.subject, rec.endpoints
+    table = Table(title=f"{subj.name}: key differences", title_justify="left")
     table.add_column("factor")
     table.add_column("good")
     table.add_column("bad")
-    for f in spec.differences():
-        table.add_row(f, str(spec.good[f]), str(spec.bad[f]))
+    for f in subj.differences:
+        table.add_row(f, str(subj.good[f]), str(subj.bad[f]))
     out.print(table)
+    print_endpoints(out, result)
+
+
+def print_endpoints(out: Console, result: EndpointCheck) -> None:
     for side, v in (("good", result.good), ("bad", result.bad)):
         times = ", ".join(f"{r.duration_s:.2f}" for r in v.runs)
-        out.print(f"{side:5} {v.describe()}   runs: {len(v.runs)}   wall s: {times}", markup=False)
-    lo, hi = result.fail_interval()
-    n = result.bad.n_fail + result.bad.n_pass
-    out.print(f"reproducibility: bad failed {result.bad.n_fail}/{n} runs "
-              f"(95% Wilson interval {lo:.2f}-{hi:.2f}){'  FLAKY' if result.flaky else ''}", markup=False)
+        out.print(f"{side:5} {v.describe()}   runs: {len(v.runs)}   wall s: {times}"
+                  + ("   (from the ledger)" if v.cached else ""), markup=False)
+    out.print(f"reproducibility: bad failed {result.bad_rate.describe()}{'  FLAKY' if result.flaky else ''}",
+              markup=False)
     out.print(f"watchdog: {result.timeout.detail}", markup=False)
     if result.target:
-        out.print(f"target failure: {result.target}", markup=False)
+        out.print(f"target failure: {result.target.describe()} (--same-failure {result.target.mode})", markup=False)
+    for note in result.notes:
+        out.print(f"note: {note}", markup=False)
     out.print("endpoints OK" if result.ok else f"problem: {result.problem}", markup=False)

@@ -26,6 +26,7 @@ from bisectk.run.process import RawRun, signal_name
 from bisectk.spec import Threshold
 
 RESULT_TAG = "BISECTK_RESULT"
+SUBJECT_CHECK = "the subject's own check (ok = false)"
 SKIP_EXIT = 125
 
 # (pattern, signature). First match wins; CUDA texts come from the runtime, torch, and the DSL.
@@ -104,7 +105,8 @@ class Judge:
     slow_factor: float | None = None
     slow_metric: str | None = None
     baseline: float | None = None  # good endpoint's time (slow_metric, or wall seconds)
-    protocol: str = "bisectk"      # "pytest": exit codes are pytest's (see classify_pytest)
+    protocol: str = "bisectk"      # "pytest": exit codes are pytest's (see classify_pytest);
+                                   # "git": a `--run` command, git bisect run's exit codes
 
     def elapsed(self, metrics: dict, duration_s: float) -> float | None:
         if self.slow_metric:
@@ -127,6 +129,27 @@ def _common(raw: RawRun, log_path: str | None) -> dict:
     return dict(duration_s=raw.duration_s, exit_code=raw.exit_code, signal=raw.signal,
                 timed_out=raw.timed_out, stdout_tail=raw.stdout[-4000:], stderr_tail=raw.stderr[-4000:],
                 log_path=log_path)
+
+
+def check_text(t: Threshold) -> str:
+    """A threshold as the check it states, without values seen: 'rel_err <= 0.001'."""
+    if t.min is not None and t.max is not None:
+        return f"{t.min:g} <= {t.metric} <= {t.max:g}"
+    return f"{t.metric} <= {t.max:g}" if t.max is not None else f"{t.metric} >= {t.min:g}"
+
+
+def crash_name(signature: str, sig: str | None, exit_code: int | None) -> str:
+    """What crashed, without values: the CUDA error name, else the signal, else the exception
+    type, else the exit code."""
+    cuda = recognise(signature)
+    if cuda:
+        return cuda
+    if sig:
+        return sig
+    m = re.match(r"(\w+(?:Error|Exception|Interrupt))\b", signature or "")
+    if m:
+        return m.group(1)
+    return f"exit {exit_code}"
 
 
 def classify_build(raw: RawRun, log_path: str | None = None) -> Run | None:
@@ -155,8 +178,11 @@ def classify_pytest(raw: RawRun, text: str, common: dict) -> Run:
     if raw.exit_code == 1:
         failed = re.findall(r"^FAILED (\S+)(?: - (.*))?$", raw.stdout, re.MULTILINE)
         detail = (failed[0][1] or failed[0][0]) if failed else (last_exception(text) or "test failed")
-        kind = FailKind.CRASH if recognise(text) else FailKind.WRONG
-        return Run(Outcome.FAIL, kind, signature=recognise(text) or detail[:200], **common)
+        cuda = recognise(text)
+        if cuda:
+            return Run(Outcome.FAIL, FailKind.CRASH, signature=cuda, failed=(cuda,), **common)
+        tests = tuple(sorted({t for t, _ in failed})) or ("pytest",)
+        return Run(Outcome.FAIL, FailKind.WRONG, signature=detail[:200], failed=tests, **common)
     reason, what = _PYTEST_EXITS.get(raw.exit_code, (Reason.INFRA, f"pytest: exit {raw.exit_code}"))
     detail = last_exception(text)
     return Run(Outcome.UNRESOLVED, reason=reason, signature=f"{what}" + (f": {detail}" if detail else ""), **common)
@@ -169,10 +195,23 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
     if raw.timed_out:
         return Run(Outcome.FAIL, FailKind.HANG, signature=f"timeout after {raw.duration_s:.1f} s", **common)
     text = raw.stderr + "\n" + raw.stdout
+    if raw.error and raw.exit_code == 0 and not raw.signal:
+        # The harness saw the run fail although the script returned: a warm worker whose CUDA
+        # context is poisoned after the run (a sticky error the script swallowed) is a crash.
+        signature = recognise(raw.error + "\n" + text) or raw.error
+        return Run(Outcome.FAIL, FailKind.CRASH, signature=signature,
+                   failed=(recognise(raw.error + "\n" + text) or "CUDA context poisoned",), **common)
     if judge.protocol == "pytest" and not raw.signal:
         return classify_pytest(raw, text, common)
     if raw.exit_code == SKIP_EXIT:
         return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature="skip (exit 125)", **common)
+    if raw.exit_code != 0 and judge.protocol == "git" and not raw.signal and 0 < (raw.exit_code or 0) < 128:
+        # git bisect run's protocol: any exit 1-127 (125 was handled above) means bad; a known CUDA
+        # error text still names the crash, so a different crash is not taken for this failure
+        cuda = recognise(text)
+        if cuda:
+            return Run(Outcome.FAIL, FailKind.CRASH, signature=cuda, failed=(cuda,), **common)
+        return Run(Outcome.FAIL, FailKind.BAD, signature=f"exit {raw.exit_code}", **common)
     if raw.exit_code != 0:
         if is_compile_error(text):
             detail = last_exception(text) or "compile error"
@@ -184,27 +223,38 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
             signature = f"{name}: {signature}" if signature else name
         else:
             signature = signature or last_exception(text) or f"exit {raw.exit_code}"
-        return Run(Outcome.FAIL, FailKind.CRASH, signature=signature, **common)
+        name = crash_name(signature, raw.signal or shell_signal, raw.exit_code)
+        return Run(Outcome.FAIL, FailKind.CRASH, signature=signature, failed=(name,), **common)
     metrics = parse_result(raw.stdout)
     if metrics is None:
         metrics = {}
         if judge.thresholds:
             return Run(Outcome.UNRESOLVED, reason=Reason.INFRA,
                        signature=f"no {RESULT_TAG} line in stdout", **common)
-    if metrics.get("ok") is False:
-        return Run(Outcome.FAIL, FailKind.WRONG, signature=str(metrics.get("error") or "subject reported a wrong result"),
-                   metrics=metrics, **common)
+    violations: list[tuple[str, str]] = []  # (signature text, check)
     for t in judge.thresholds:
-        if t.metric not in metrics:
-            return Run(Outcome.UNRESOLVED, reason=Reason.INFRA, signature=f"metric {t.metric} not reported",
-                       metrics=metrics, **common)
-        violation = t.violation(metrics[t.metric])
-        if violation:
-            return Run(Outcome.FAIL, FailKind.WRONG, signature=violation, metrics=metrics, **common)
+        if t.metric in metrics:
+            violation = t.violation(metrics[t.metric])
+            if violation:
+                violations.append((violation, check_text(t)))
+    if metrics.get("ok") is False:
+        # the subject's own verdict, plus whichever thresholds it also broke: a NaN run that says
+        # ok=false and an inf run that does not are the same failure when both break rel_err
+        return Run(Outcome.FAIL, FailKind.WRONG, signature=str(metrics.get("error") or "subject reported a wrong result"),
+                   metrics=metrics, failed=tuple(sorted({SUBJECT_CHECK, *(c for _, c in violations)})), **common)
+    missing = [t.metric for t in judge.thresholds if t.metric not in metrics]
+    if missing:
+        return Run(Outcome.UNRESOLVED, reason=Reason.INFRA, signature=f"metric {missing[0]} not reported",
+                   metrics=metrics, **common)
+    if violations:
+        return Run(Outcome.FAIL, FailKind.WRONG, signature="; ".join(v for v, _ in violations), metrics=metrics,
+                   failed=tuple(sorted({c for _, c in violations})), **common)
     nan = [k for k, v in metrics.items() if isinstance(v, float) and math.isnan(v)]
     if nan and not judge.thresholds:
-        return Run(Outcome.FAIL, FailKind.WRONG, signature=f"NaN in {nan[0]}", metrics=metrics, **common)
+        return Run(Outcome.FAIL, FailKind.WRONG, signature=f"NaN in {nan[0]}", metrics=metrics,
+                   failed=tuple(f"{k} is a number" for k in sorted(nan)), **common)
     slow = judge.slow(metrics, raw.duration_s)
     if slow:
-        return Run(Outcome.FAIL, FailKind.SLOW, signature=slow, metrics=metrics, **common)
+        return Run(Outcome.FAIL, FailKind.SLOW, signature=slow, metrics=metrics,
+                   failed=(judge.slow_metric or "wall time",), **common)
     return Run(Outcome.PASS, metrics=metrics, **common)

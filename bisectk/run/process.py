@@ -119,9 +119,12 @@ def signal_name(returncode: int) -> str | None:
 
 def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
                 env: dict[str, str] | None = None, timeout: float | None = None,
-                log_dir: Path | None = None, tail_bytes: int = TAIL_BYTES) -> RawRun:
-    """Run argv to completion or timeout. Never raises for the subject's behaviour."""
-    full_env = {**os.environ, **(env or {})}
+                log_dir: Path | None = None, tail_bytes: int = TAIL_BYTES,
+                base_env: dict[str, str] | None = None) -> RawRun:
+    """Run argv to completion or timeout. Never raises for the subject's behaviour.
+
+    The child's environment is `base_env` (default: this process's) updated with `env`."""
+    full_env = {**(os.environ if base_env is None else base_env), **(env or {})}
     start = time.monotonic()
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,

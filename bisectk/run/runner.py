@@ -4,15 +4,21 @@ Abstractions
 ------------
 TimeoutPolicy -- the watchdog's limit and where it came from (the spec, or calibration from the
                  slowest good run: max(floor, k x slowest)), stated so reports can print it.
-Runner        -- owns one subject (a Spec, optionally pinned to a working directory such as a git
-                 worktree and a revision): builds when the configuration changes, runs the command
-                 under the watchdog, classifies, stores every run in the ledger, and answers
-                 `observe(config, i)` -- the i-th run of a configuration -- from the ledger when it
-                 was already made. `verdict(config, repeat)` folds the first `repeat` runs.
+Runner        -- owns one subject (a Spec): for a Workload (a configuration, the directory and
+                 environment it runs in, the revision that pins it) it builds when that directory
+                 does not hold this build yet, runs the command under the watchdog, classifies,
+                 stores every run in the ledger, and answers `observe(workload, i)` -- the i-th
+                 run -- from the ledger when it was already made. `verdict(workload, repeat)`
+                 folds the first `repeat` runs. A plain configuration dict stands for a Workload
+                 in the spec's own directory.
 Executor      -- how a command is executed (default: a fresh process via run_process; warm GPU
                  workers plug in here with the same signature).
 
 Constraint-violating configurations are never run: they are UNRESOLVED(INVALID) at once.
+
+Parallel runs are safe: each carries its own directory and environment; builds are tracked per
+(directory, what it holds, configuration), and one directory runs one configuration at a time when
+it has a build step or a `prepare` (the build and the run must see the same files).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from bisectk.ledger import Ledger
 from bisectk.outcome import Outcome, Reason, Run, Verdict
 from bisectk.run.classify import Judge, classify_build, classify_run
 from bisectk.run.process import RawRun, run_process
+from bisectk.run.workload import Workload
 from bisectk.spec import Config, Spec, config_key
 
 Executor = Callable[..., RawRun]
@@ -58,31 +65,39 @@ def calibrated(good_durations: list[float], floor: float = DEFAULT_FLOOR_S,
 
 class Runner:
     def __init__(self, spec: Spec, ledger: Ledger | None = None, *, events: EventBus | None = None,
-                 session: int | None = None, cwd: Path | None = None, revision: str = "",
-                 log_root: Path | None = None, executor: Executor | None = None,
-                 floor: float = DEFAULT_FLOOR_S, factor: float = DEFAULT_FACTOR,
-                 extra_env: dict[str, str] | None = None,
-                 prepare: Callable[[Config], None] | None = None):
+                 session: int | None = None, cwd: Path | None = None, log_root: Path | None = None,
+                 executor: Executor | None = None, floor: float = DEFAULT_FLOOR_S,
+                 factor: float = DEFAULT_FACTOR, namespace: str = ""):
         self.spec = spec
         self.ledger = ledger
         self.events = events or EventBus()
         self.session = session
         self.cwd = cwd or spec.cwd
-        self.revision = revision
         self.log_root = log_root
         self.executor = executor or run_process
         self.floor, self.factor = spec.timeout_floor or floor, factor
-        self.extra_env = extra_env or {}
-        self.prepare = prepare  # makes the configuration's sources exist (e.g. applies diff hunks)
-        self.fingerprint = spec.fingerprint(self.cwd) + (f"@{revision}" if revision else "")
+        # what is run and how it is judged, and the sources it names (as found in `cwd`)
+        self.base_fingerprint = spec.fingerprint(self.cwd)
+        self.namespace = namespace  # e.g. '#fresh-7': runs kept apart from earlier sessions
         self.judge = Judge(spec.thresholds, spec.slow_factor, spec.slow_metric, protocol=spec.protocol)
         self.timeout = TimeoutPolicy(spec.timeout, "spec", f"{spec.timeout:g} s from the spec") if spec.timeout \
             else None
-        self._memory: dict[tuple[str, int], Run] = {}
-        self._preloaded: set[tuple[str, int]] = set()  # runs answered from an earlier session
-        self._last_built: str | None = None
-        self._lock = threading.Lock()
+        self._memory: dict[tuple[str, str, int], Run] = {}
+        self._preloaded: set[tuple[str, str, int]] = set()  # runs answered from an earlier session
+        self._built: dict[Path, tuple[str, str, str]] = {}   # directory -> (state, revision, key) built
+        self._dir_locks: dict[Path, threading.Lock] = {}
+        self._lock = threading.Lock()                        # guards the dicts above and `executed`
         self.executed = 0  # runs actually executed (not answered from the ledger)
+
+    @property
+    def fingerprint(self) -> str:
+        return self.fingerprint_of("")
+
+    def fingerprint_of(self, revision: str) -> str:
+        return self.base_fingerprint + (f"@{revision}" if revision else "") + self.namespace
+
+    def workload(self, config: Config | Workload) -> Workload:
+        return config if isinstance(config, Workload) else Workload(dict(config), self.cwd)
 
     # -- calibration ----------------------------------------------------------------------
     def calibrate(self, good_runs: list[Run]) -> TimeoutPolicy:
@@ -97,87 +112,108 @@ class Runner:
                 # a SLOW verdict needs room: the watchdog must not fire before slowness shows
                 factor = max(self.factor, 2 * (self.spec.slow_factor or 0))
                 self.timeout = calibrated([r.duration_s for r in passes], self.floor, factor)
+        return self.policy()
+
+    def policy(self) -> TimeoutPolicy:
         return self.timeout or TimeoutPolicy(CALIBRATION_CAP_S, "cap", "no passing good run to calibrate from")
 
     # -- running --------------------------------------------------------------------------
-    def observe(self, config: Config, index: int = 0, label: str = "") -> Run:
-        """The index-th run of `config`: from the ledger if made already, else executed now."""
-        key = config_key(config)
-        invalid = self.spec.violated(config)
+    def observe(self, config: Config | Workload, index: int = 0, label: str = "") -> Run:
+        """The index-th run of a workload: from the ledger if made already, else executed now."""
+        w = self.workload(config)
+        key = config_key(w.config)
+        invalid = self.spec.violated(w.config)
         if invalid:
             return Run(Outcome.UNRESOLVED, reason=Reason.INVALID, signature=f"constraint: {invalid}")
-        stored = self._stored(key, index)
+        fingerprint = self.fingerprint_of(w.revision)
+        stored = self._stored(fingerprint, key, index)
         if stored is not None:
-            self.events.emit(RunFinished(label, config, index, stored, cached=True))
+            self.events.emit(RunFinished(label, w.config, index, stored, cached=True))
             return stored
-        seconds = self.timeout.seconds if self.timeout else (self.spec.timeout or CALIBRATION_CAP_S)
-        self.events.emit(RunStarted(label, config, index, seconds))
-        with self._lock:  # builds share the working directory: one configuration at a time
-            run = self._execute(config, key, index, seconds)
+        seconds = self.policy().seconds
+        self.events.emit(RunStarted(label, w.config, index, seconds))
+        exclusive = self.spec.build is not None or w.prepare is not None
+        lock = self._dir_lock(w.cwd) if exclusive else None
+        if lock:
+            lock.acquire()
+        try:
+            run = self._execute(w, key, index, seconds)
+        finally:
+            if lock:
+                lock.release()
+        with self._lock:
             self.executed += 1
-            if self.ledger:
-                stored_index = self.ledger.add_run(self.fingerprint, key, run, self.session)
-                self._memory[(key, stored_index)] = run
-            else:
-                self._memory[(key, index)] = run
-        self.events.emit(RunFinished(label, config, index, run))
+        stored_index = self.ledger.add_run(fingerprint, key, run, self.session) if self.ledger else index
+        with self._lock:
+            self._memory[(fingerprint, key, stored_index)] = run
+        self.events.emit(RunFinished(label, w.config, index, run))
         return run
 
-    def verdict(self, config: Config, repeat: int | None = None, label: str = "",
+    def verdict(self, config: Config | Workload, repeat: int | None = None, label: str = "",
                 stop_on_fail: bool = False) -> Verdict:
-        """Fold `repeat` runs (default: the spec's) of `config` into a verdict."""
+        """Fold `repeat` runs (default: the spec's) of a workload into a verdict."""
+        w = self.workload(config)
         repeat = repeat or self.spec.repeat
         runs = []
         for i in range(repeat):
-            run = self.observe(config, i, label)
+            run = self.observe(w, i, label)
             runs.append(run)
             if run.outcome is Outcome.UNRESOLVED or (stop_on_fail and run.outcome is Outcome.FAIL):
                 break  # an untestable configuration does not become testable by repeating it
-        cached = all(self._was_cached(config, i) for i in range(len(runs)))
+        cached = all(self.was_cached(w, i) for i in range(len(runs)))
         v = Verdict.fold(runs)
         return Verdict(v.outcome, v.kind, v.reason, v.signature, v.metrics, v.runs, v.duration_s, cached)
 
-    def has(self, config: Config, index: int = 0) -> bool:
-        """Whether the index-th run of `config` is already known (no execution needed)."""
-        return self.spec.violated(config) is not None or self._stored(config_key(config), index) is not None
+    def has(self, config: Config | Workload, index: int = 0) -> bool:
+        """Whether the index-th run of a workload is already known (no execution needed)."""
+        w = self.workload(config)
+        return (self.spec.violated(w.config) is not None
+                or self._stored(self.fingerprint_of(w.revision), config_key(w.config), index) is not None)
 
-    def invalidate_build(self) -> None:
-        """The working directory changed under us (e.g. a worktree switched commits): build again."""
-        self._last_built = None
+    def was_cached(self, config: Config | Workload, index: int) -> bool:
+        w = self.workload(config)
+        return (self.fingerprint_of(w.revision), config_key(w.config), index) in self._preloaded
 
-    def _was_cached(self, config: Config, index: int) -> bool:
-        return (config_key(config), index) in self._preloaded
+    def _dir_lock(self, cwd: Path) -> threading.Lock:
+        with self._lock:
+            return self._dir_locks.setdefault(Path(cwd), threading.Lock())
 
-    def _stored(self, key: str, index: int) -> Run | None:
-        if (key, index) in self._memory:
-            return self._memory[(key, index)]
+    def _stored(self, fingerprint: str, key: str, index: int) -> Run | None:
+        with self._lock:
+            if (fingerprint, key, index) in self._memory:
+                return self._memory[(fingerprint, key, index)]
         if self.ledger:
-            runs = self.ledger.runs(self.fingerprint, key)
-            for i, r in enumerate(runs):
-                self._memory[(key, i)] = r
-                self._preloaded.add((key, i))
+            runs = self.ledger.runs(fingerprint, key)
+            with self._lock:
+                for i, r in enumerate(runs):
+                    if (fingerprint, key, i) not in self._memory:
+                        self._memory[(fingerprint, key, i)] = r
+                        self._preloaded.add((fingerprint, key, i))
             return runs[index] if index < len(runs) else None
         return None
 
-    def _log_dir(self, key: str, index: int, phase: str) -> Path | None:
+    def _log_dir(self, fingerprint: str, key: str, index: int, phase: str) -> Path | None:
         if not self.log_root:
             return None
-        digest = hashlib.sha1(f"{self.fingerprint}|{key}".encode()).hexdigest()[:12]
+        digest = hashlib.sha1(f"{fingerprint}|{key}".encode()).hexdigest()[:12]
         return self.log_root / digest / f"{index}-{phase}"
 
-    def _execute(self, config: Config, key: str, index: int, seconds: float) -> Run:
-        if self.prepare:
-            self.prepare(config)
-        env = {**self.spec.environment(config), **self.extra_env}
-        if self.spec.build and self._last_built != key:
-            log_dir = self._log_dir(key, index, "build")
-            raw = self.executor(self.spec.argv(config, self.spec.build), cwd=self.cwd, env=env,
+    def _execute(self, w: Workload, key: str, index: int, seconds: float) -> Run:
+        fingerprint = self.fingerprint_of(w.revision)
+        if w.prepare:
+            w.prepare()
+        env = {**self.spec.environment(w.config), **w.env}
+        built = (w.state, w.revision, key)
+        if self.spec.build and self._built.get(Path(w.cwd)) != built:
+            log_dir = self._log_dir(fingerprint, key, index, "build")
+            raw = self.executor(self.spec.argv(w.config, self.spec.build), cwd=w.cwd, env=env,
                                 timeout=self.spec.build_timeout or CALIBRATION_CAP_S * 2, log_dir=log_dir)
             failed = classify_build(raw, str(log_dir) if log_dir else None)
-            if failed:
-                self._last_built = None
-                return failed
-            self._last_built = key
-        log_dir = self._log_dir(key, index, "run")
-        raw = self.executor(self.spec.argv(config), cwd=self.cwd, env=env, timeout=seconds, log_dir=log_dir)
+            with self._lock:
+                if failed:
+                    self._built.pop(Path(w.cwd), None)
+                    return failed
+                self._built[Path(w.cwd)] = built
+        log_dir = self._log_dir(fingerprint, key, index, "run")
+        raw = self.executor(self.spec.argv(w.config), cwd=w.cwd, env=env, timeout=seconds, log_dir=log_dir)
         return classify_run(raw, self.judge, str(log_dir) if log_dir else None)

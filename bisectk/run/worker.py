@@ -414,12 +414,15 @@ class WorkerPool:
 
     def run(self, argv: list[str], *, cwd: str | os.PathLike | None = None,
             env: dict[str, str] | None = None, timeout: float | None = None,
-            log_dir: Path | None = None, tail_bytes: int = 64 * 1024) -> "RawRun":
-        """Run `argv` in a warm worker (or cold when it cannot); never raises for the subject."""
-        if not self.warm_capable(argv, env):
+            log_dir: Path | None = None, tail_bytes: int = 64 * 1024,
+            base_env: dict[str, str] | None = None) -> "RawRun":
+        """Run `argv` in a warm worker (or cold when it cannot); never raises for the subject.
+        A run that brings its own whole environment (`base_env`) always runs cold."""
+        if base_env is not None or not self.warm_capable(argv, env):
             self.stats["cold_runs"] += 1
-            return run_process(argv, cwd=cwd, env={**self.base_env, **(env or {})}, timeout=timeout,
-                               log_dir=log_dir, tail_bytes=tail_bytes)
+            return run_process(argv, cwd=cwd, env={**(base_env if base_env is not None else self.base_env),
+                                                   **(env or {})}, timeout=timeout, log_dir=log_dir,
+                               tail_bytes=tail_bytes)
         slot = self._acquire()
         if slot is None:  # workers cannot start here: behave like run_process
             self.stats["cold_runs"] += 1

@@ -107,14 +107,20 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
             for culprit in culprits:
                 tester.test(everything - {culprit}, "confirm-removal")
     except (StopSearch, KeyboardInterrupt) as stop:
-        raise SearchInterrupted(best_so_far(strategy, items, tester), stop) from stop
+        reason = "interrupted" if isinstance(stop, KeyboardInterrupt) else (str(stop) or "stopped")
+        raise SearchInterrupted(best_so_far(strategy, items, tester, reason), stop) from stop
     return build_result(strategy, items, tester, culprits, finding.context, proof,
                         is_interaction(culprits, proof), finding.also_failing)
 
 
-def best_so_far(strategy: str, items: Sequence[Hashable], tester: Tester) -> AblationResult:
-    """The smallest failing configuration observed, as an incomplete result."""
+def best_so_far(strategy: str, items: Sequence[Hashable], tester: Tester,
+                reason: str = "") -> AblationResult:
+    """What a stopped search has shown, never more: the smallest failing configuration observed,
+    split into members shown necessary (that set without the member was seen to PASS) and members
+    not yet resolved (reported as unknown, never as culprits)."""
     failing = [key for key in tester.failing() if isinstance(key, frozenset)]
     smallest = min(failing, key=len)  # the bad endpoint is seeded FAIL, so never empty
-    return build_result(strategy, items, tester, [d for d in items if d in smallest],
-                        frozenset(), {}, False, complete=False)
+    proven = [d for d in items if d in smallest and tester.outcome_of(smallest - {d}) is Outcome.PASS]
+    unsure = [d for d in items if d in smallest and d not in proven]
+    return build_result(strategy, items, tester, proven, frozenset(), {}, False, complete=False,
+                        suspects=unsure, stop_reason=reason)

@@ -40,15 +40,17 @@ class Effect:
 
     alone: Outcome | None    # good endpoint with only this difference applied
     removed: Outcome | None  # bad endpoint with only this difference reverted
-    role: str                # 'culprit', 'context', 'unknown', or 'cleared': a failing
-                             # configuration without this difference was observed
+    role: str                # 'culprit', 'context', 'unknown', 'unresolved' (in the smallest
+                             # failing set of a stopped search, necessity not yet shown), or
+                             # 'cleared': a failing configuration without it was observed
 
 
 @dataclass
 class AblationResult:
     strategy: str
     differences: tuple
-    culprits: tuple                      # 1-minimal failure-inducing set, in input order
+    culprits: tuple                      # 1-minimal failure-inducing set, in input order; in a
+                                         # stopped search only the members shown necessary
     interaction: bool                    # >1 culprit and every proof subset PASSed
     context: frozenset                   # applied on both sides (dd isolation); else empty
     proof: dict[frozenset, Outcome]      # proper subsets of the culprits -> outcome
@@ -60,11 +62,15 @@ class AblationResult:
     rule: ConfidenceRule | None
     complete: bool                       # False when the search was stopped early
     next_steps: list[str]
+    suspects: tuple = ()                 # stopped search: members of the smallest failing set
+                                         # not yet shown necessary (unknown, never culprits)
+    stop_reason: str = ""
 
     @property
     def fail_config(self) -> frozenset:
-        """The smallest failing configuration: context plus culprits."""
-        return self.context | frozenset(self.culprits)
+        """The smallest failing configuration: context plus culprits (plus, in a stopped search,
+        the members not yet resolved)."""
+        return self.context | frozenset(self.culprits) | frozenset(self.suspects)
 
     def to_dict(self) -> dict[str, Any]:
         order = {d: i for i, d in enumerate(self.differences)}
@@ -75,6 +81,7 @@ class AblationResult:
         return {
             "strategy": self.strategy,
             "culprits": names(self.culprits),
+            "unresolved_factors": names(self.suspects),
             "interaction": self.interaction,
             "context": names(self.context),
             "complete": self.complete,
@@ -97,14 +104,15 @@ class AblationResult:
 def build_result(strategy: str, differences: Sequence[Hashable], tester: Tester,
                  culprits: Sequence[Hashable], context: frozenset,
                  proof: dict[frozenset, Outcome], interaction: bool,
-                 also_failing: Sequence[frozenset] = (), complete: bool = True) -> AblationResult:
-    everything, chosen = frozenset(differences), set(culprits)
+                 also_failing: Sequence[frozenset] = (), complete: bool = True,
+                 suspects: Sequence[Hashable] = (), stop_reason: str = "") -> AblationResult:
+    everything, chosen, unsure = frozenset(differences), set(culprits), set(suspects)
     ordered = tuple(d for d in differences if d in chosen)
     cleared = set().union(*(everything - key for key in tester.failing()
                             if isinstance(key, frozenset)))
     effects = {}
     for d in differences:
-        role = ("culprit" if d in ordered else "context" if d in context
+        role = ("culprit" if d in ordered else "unresolved" if d in unsure else "context" if d in context
                 else "cleared" if d in cleared else "unknown")
         effects[d] = Effect(tester.outcome_of(frozenset({d})),
                             tester.outcome_of(everything - {d}), role)
@@ -112,7 +120,7 @@ def build_result(strategy: str, differences: Sequence[Hashable], tester: Tester,
     result = AblationResult(strategy, tuple(differences), ordered, interaction, frozenset(context),
                             dict(proof), effects, list(tester.attempts), tester.runs, unresolved,
                             [s for s in also_failing if s != frozenset(ordered)], tester.rule,
-                            complete, [])
+                            complete, [], tuple(d for d in differences if d in unsure), stop_reason)
     result.next_steps = suggest_next_steps(result)
     return result
 
@@ -122,9 +130,12 @@ def suggest_next_steps(result: AblationResult) -> list[str]:
     names = ", ".join(str(c) for c in result.culprits)
     steps: list[str] = []
     if not result.complete:
-        steps.append(f"The search stopped after {result.runs} runs; the smallest failing "
-                     f"configuration so far has {len(result.fail_config)} of "
-                     f"{len(result.differences)} differences. Resume to finish.")
+        unsure = ", ".join(str(c) for c in result.suspects)
+        steps.append(f"The search stopped after {result.runs} runs ({result.stop_reason or 'interrupted'}); "
+                     f"the smallest failing configuration so far has "
+                     f"{len(result.culprits) + len(result.suspects)} of {len(result.differences)} "
+                     f"differences" + (f", of which {names} shown necessary" if names else "")
+                     + (f"; not yet resolved: {unsure}" if unsure else "") + ". Resume to finish.")
     elif len(result.culprits) == 1 and not result.context:
         steps.append(f"{names} alone on the good configuration reproduces the failure: "
                      f"start from the code paths it changes.")
@@ -134,7 +145,8 @@ def suggest_next_steps(result: AblationResult) -> list[str]:
     elif len(result.culprits) > 1:
         missing = [s for s, o in result.proof.items() if o is not Outcome.PASS]
         steps.append(f"{names} form a 1-minimal failing set, but the interaction proof is "
-                     f"incomplete ({len(missing)} subsets unresolved): run them by hand.")
+                     f"incomplete: {len(missing)} proper subset(s) stayed unresolved after their "
+                     f"re-runs (they do not build, are invalid, or fail differently every time).")
     if result.context:
         steps.append(f"The isolated difference fails with "
                      f"{', '.join(str(c) for c in result.context)} also applied; run the "

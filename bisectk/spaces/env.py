@@ -44,12 +44,12 @@ import platform
 import re
 import shutil
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from bisectk.run.process import run_process
 from bisectk.spaces.commits import SpaceError
 
 SCHEMA = 1
@@ -83,17 +83,15 @@ class EnvError(SpaceError):
 
 def _run(argv: list[str], timeout: float) -> tuple[str | None, str | None]:
     """(stdout, None) or (None, why it failed), never raising."""
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
+    raw = run_process(argv, timeout=timeout)   # contained like every process bisectk starts
+    if not raw.started:
+        return None, f"{Path(argv[0]).name}: {raw.error}"
+    if raw.timed_out:
         return None, f"{Path(argv[0]).name}: no answer in {timeout:g} s"
-    except OSError as exc:
-        return None, f"{Path(argv[0]).name}: {exc.strerror or exc}"
-    if proc.returncode:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()
-        return None, f"{Path(argv[0]).name}: exit {proc.returncode}" + (f": {tail[-1]}" if tail else "")
-    return proc.stdout, None
+    if raw.exit_code:
+        tail = (raw.stderr or raw.stdout).strip().splitlines()
+        return None, f"{Path(argv[0]).name}: exit {raw.exit_code}" + (f": {tail[-1]}" if tail else "")
+    return raw.stdout, None
 
 
 def _gpu(timeout: float) -> dict[str, Any]:

@@ -35,6 +35,15 @@ CuTe DSL FMHA debugging session (seed 001) and of ../shared/gpu/README.md:
                           logit is far below 0 (e.g. --logit-bias -1000, itself harmless because
                           softmax is shift-invariant): then every exp2 underflows, l = 0 and O = 0/0
                           -> NaN. A second two-factor interaction, and the one NaN-producing setting.
+  --consumer-wgs 1|2      consumer warpgroups per CTA: 2 doubles the CTA to 256 query rows, but the
+                          row-statistics exchange keeps one warpgroup's slots (stat index = thread
+                          index within the warpgroup, the latent assumption of seed 001's 6-vs-10-warp
+                          port), so rows 128..255 of every 256-row CTA are normalised by a slot nobody
+                          wrote: stale shared memory. What it holds differs from run to run (as on a
+                          GPU, where a warm process and a fresh one read different leftovers): NaN,
+                          +-inf, 0, 2.5e+33 or a tiny denormal, drawn from the OS's randomness, never
+                          from --seed. WRONG with garbage whose form changes every run -- as long as
+                          there are rows past 128 (--seq-q >= 256); with --seq-q 128 it is harmless.
   --kv-len, --tile, --stages, --heads, --head-dim, --seq-q, --seed
                           shape and data; correct for any values (partial last tiles are handled).
 
@@ -67,6 +76,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rowsum-map", choices=("row", "quad"), default="row")
     p.add_argument("--init-max", choices=("neg-inf", "zero"), default="neg-inf")
     p.add_argument("--logit-bias", type=float, default=0.0)
+    p.add_argument("--consumer-wgs", type=int, choices=(1, 2), default=1)
     p.add_argument("--heads", type=int, default=2)
     p.add_argument("--head-dim", type=int, default=64)
     p.add_argument("--seq-q", type=int, default=128, help="query rows (a multiple of 128)")
@@ -130,9 +140,22 @@ def kernel(a: argparse.Namespace, q, k, v):
     for w in range(SOFTMAX_WARPS):
         table[:, :, w % WARP_SLOTS] = lc[..., 32 * w:32 * (w + 1)]
     table[:, :, mma_warp % WARP_SLOTS] = float(n_tiles)
-    l_read = torch.cat([table[:, :, w % WARP_SLOTS] for w in range(SOFTMAX_WARPS)], dim=-1)
-    o = o / l_read.reshape(H, M)[..., None]
+    l_read = torch.cat([table[:, :, w % WARP_SLOTS] for w in range(SOFTMAX_WARPS)], dim=-1).reshape(H, M)
+    if a.consumer_wgs == 2:
+        # The second warpgroup's rows read exchange slots nobody wrote: leftovers, different every run.
+        rows = torch.arange(M) % (2 * ROWS_PER_CTA) >= ROWS_PER_CTA
+        l_read = torch.where(rows, torch.tensor(stale_value()), l_read)
+    o = o / l_read[..., None]
     return o, n_tiles
+
+
+STALE = (float("nan"), float("inf"), float("-inf"), 0.0, 2.5e33, 1e-38)
+
+
+def stale_value() -> float:
+    """What an unwritten shared-memory slot happens to hold this run (not reproducible by --seed)."""
+    import random
+    return random.SystemRandom().choice(STALE)
 
 
 def run(a: argparse.Namespace) -> dict:

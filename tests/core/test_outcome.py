@@ -1,4 +1,4 @@
-from bisectk.outcome import FailKind, Outcome, Reason, Run, Verdict, signature_family
+from bisectk.outcome import FailKind, Outcome, Reason, Run, Target, Verdict, signature_family
 
 
 def test_family_blanks_numbers_and_addresses():
@@ -23,7 +23,7 @@ def test_fold_unresolved_only_without_observations():
 
 
 def test_against_maps_other_family_to_unresolved():
-    target = Verdict.fold([Run(Outcome.FAIL, FailKind.HANG, signature="timeout after 2.0 s")])
+    target = Target.of([Run(Outcome.FAIL, FailKind.HANG, signature="timeout after 2.0 s")])
     same = Verdict.fold([Run(Outcome.FAIL, FailKind.HANG, signature="timeout after 9.0 s")])
     other = Verdict.fold([Run(Outcome.FAIL, FailKind.CRASH, signature="SIGSEGV")])
     ok = Verdict.fold([Run(Outcome.PASS)])

@@ -1,10 +1,17 @@
 import sys
 
-from bisectk.endpoints import verify
+from bisectk.engine.endpoints import verify as verify_points
+from bisectk.engine.oracle import SpaceOracle
 from bisectk.ledger import Ledger
 from bisectk.outcome import FailKind, Outcome, Reason
 from bisectk.run.runner import Runner, calibrated
+from bisectk.spaces.factors import FactorSpace
 from bisectk.spec import load_spec
+
+
+def verify(runner):
+    space = FactorSpace(runner.spec)
+    return verify_points(SpaceOracle(runner, space), frozenset(), frozenset(space.differences()))
 
 
 def count(path):

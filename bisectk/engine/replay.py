@@ -16,7 +16,8 @@ from pathlib import Path
 
 from bisectk.errors import BisectkError
 from bisectk.outcome import Outcome
-from bisectk.search.history import HistoryResult, Observation, SearchOptions, SearchStopped, StopSearch, search_history
+from bisectk.search.history import (HistoryResult, Observation, SearchOptions, SearchStopped, StopSearch,
+                                    search_history)
 from bisectk.spaces.commits import CommitRange, list_commits
 
 

@@ -1,0 +1,199 @@
+"""`bisectk ablate` (and the search half of `diff`): which differences, alone or together, cause the
+failure -- over any set space (factors, hunks, environment variables).
+
+Abstractions
+------------
+SetSearch        -- one search over a set space: its result (search.AblationResult) and whether it
+                    was stopped.
+search_set       -- run a strategy over a space's differences through its oracle, with the
+                    flakiness rule; a stop (Ctrl-C, the run budget) keeps the best result so far.
+attempt_records  -- the search's attempts as AttemptRecords, with each configuration's verdict.
+run_ablation     -- the whole command: verify the endpoints, derive the flakiness rule from the
+                    endpoint runs when the failure is intermittent, search, find thresholds of
+                    ordinal culprits, add evidence (PTX, sanitizer), and return an AblationRecord.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bisectk.engine.endpoints import verify
+from bisectk.engine.oracle import SpaceOracle
+from bisectk.engine.policy import RunPolicy
+from bisectk.engine.records import AblationRecord, AttemptRecord, EndpointCheck, SubjectRecord
+from bisectk.events import Note, PhaseStarted
+from bisectk.outcome import Outcome
+from bisectk.search import (AblationResult, ConfidenceRule, SearchInterrupted, Threshold, ablate,
+                            find_threshold)
+from bisectk.spaces.factors import FactorSpace
+from bisectk.spec import Spec, format_value
+
+OUTCOME_WORDS = {None: "-", Outcome.PASS: "passes", Outcome.FAIL: "FAILS", Outcome.UNRESOLVED: "unresolved"}
+ROLE_TEXT = {"culprit": "CULPRIT", "context": "context", "cleared": "cleared", "unknown": "not isolated",
+             "unresolved": "UNRESOLVED (search stopped)"}
+
+
+@dataclass
+class SetSearch:
+    result: AblationResult
+    stopped: bool
+
+
+def flakiness_rule(check: EndpointCheck) -> ConfidenceRule | None:
+    """The rule that clears a configuration only after enough passes, from the endpoint runs."""
+    if not check.flaky or check.bad_rate.fails == 0:
+        return None
+    return ConfidenceRule.derive(check.bad_rate.fails, check.bad_rate.runs)
+
+
+def search_set(oracle: SpaceOracle, differences: list, *, strategy: str, rule: ConfidenceRule | None,
+               max_runs: int | None, measure_removal: bool = False) -> SetSearch:
+    try:
+        return SetSearch(ablate(differences, oracle, strategy=strategy, rule=rule, max_runs=max_runs,
+                                measure_removal=measure_removal), False)
+    except SearchInterrupted as stop:
+        return SetSearch(stop.result, True)
+
+
+def attempt_records(oracle: SpaceOracle, result: AblationResult, order: Callable, pass_name: str = "") -> list[AttemptRecord]:
+    rows = []
+    for a in result.attempts:
+        if not isinstance(a.config, frozenset):
+            continue
+        v = oracle.verdict(a.config)
+        applied = tuple(str(x) for x in sorted(a.config, key=order))
+        failure = v.failure(oracle.target.mode if oracle.target else "check") if v else None
+        rows.append(AttemptRecord(a.index, a.phase, applied, oracle.space.label(a.config), a.outcome.value,
+                                  v.describe() if v else a.outcome.value.upper(),
+                                  failure.describe() if failure else None, a.runs,
+                                  round(v.duration_s, 3) if v else 0.0, bool(v and v.cached), pass_name))
+    return rows
+
+
+def different_failures(oracle: SpaceOracle, describe_point: Callable) -> list[dict]:
+    out = []
+    for key, v in oracle.verdicts.items():
+        if v.outcome is Outcome.FAIL and oracle.judge(v) is Outcome.UNRESOLVED:
+            failure = v.failure(oracle.target.mode if oracle.target else "check")
+            out.append({"config": describe_point(oracle.points[key]), "verdict": v.describe(),
+                        "failure": failure.describe() if failure else None})
+    return out
+
+
+def subject_record(spec: Spec) -> SubjectRecord:
+    return SubjectRecord(spec.name, str(spec.path), tuple(spec.command), dict(spec.good), dict(spec.bad),
+                         tuple(spec.differences()), spec.description)
+
+
+def _names(items) -> str:
+    return ", ".join(map(str, items)) if items else "-"
+
+
+def run_ablation(oracle: SpaceOracle, *, strategy: str = "adaptive", policy: RunPolicy | None = None,
+                 thresholds: bool = True, ptx: bool = False, sanitize: bool = False,
+                 environment: dict | None = None) -> AblationRecord:
+    start = time.monotonic()
+    policy = policy or oracle.policy
+    runner, space = oracle.runner, oracle.space
+    spec: Spec = runner.spec
+    diffs = space.differences()
+    check = verify(oracle, frozenset(), frozenset(diffs), repeat=policy.repeat or spec.repeat,
+                   calibrate_runs=policy.calibrate_runs, flaky=policy.flaky, same_failure=policy.same_failure)
+    base = dict(command="ablate", endpoints=check, subject=subject_record(spec), strategy=strategy,
+                environment=environment or {}, session=runner.session)
+    if not check.ok:
+        return AblationRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
+                              observations=len(oracle.observations), wall_s=time.monotonic() - start, **base)
+    oracle.target = check.target
+    rule = flakiness_rule(check)
+    runner.events.emit(PhaseStarted("search", f"{strategy} over {len(diffs)} differences: {', '.join(diffs)}"
+                                    + (f"; {rule.describe()}" if rule else "")))
+    found = search_set(oracle, diffs, strategy=strategy, rule=rule, max_runs=policy.max_runs,
+                       measure_removal=True)
+    res = found.result
+    found_thresholds: dict[str, Threshold] = {}
+    stopped, reason = found.stopped, res.stop_reason
+    if thresholds and not stopped:
+        try:
+            found_thresholds = find_thresholds(oracle, res, rule)
+        except SearchInterrupted:
+            stopped, reason = True, "interrupted while finding thresholds"
+    ptx_doc = sanitizer_doc = None
+    if not stopped and (ptx or sanitize):
+        ptx_doc, sanitizer_doc = evidence(oracle, check, res, ptx=ptx, sanitize=sanitize)
+    order = {d: i for i, d in enumerate(diffs)}
+    effects = [{"factor": f, "good": spec.good.get(f), "bad": spec.bad.get(f),
+                "alone": OUTCOME_WORDS[res.effects[f].alone], "removed": OUTCOME_WORDS[res.effects[f].removed],
+                "verdict": ROLE_TEXT.get(res.effects[f].role, res.effects[f].role)} for f in diffs]
+    doc = res.to_dict()
+    steps = list(res.next_steps)
+    if res.complete and not stopped and res.culprits:
+        argv = ["bisectk", "run", str(spec.path), "--config", "bad"]
+        for c in res.culprits:
+            argv += ["--set", f"{c}={format_value(spec.good[c])}"]
+        steps.append(f"Verify the fix candidate on the bad configuration: {shlex.join([*argv, '--repeat', '5'])}")
+    for f, t in found_thresholds.items():
+        steps.append(f"{f}: {t.describe()}; inspect what changes between those two values.")
+    seconds = different_failures(oracle, lambda p: _names(sorted(p, key=order.__getitem__))
+                                 if isinstance(p, frozenset) else str(p))
+    if seconds:
+        steps.append("A different failure appeared in some hybrids (listed above): ablate it separately.")
+    return AblationRecord(
+        ok=True, complete=res.complete and not stopped, interrupted=stopped, runs=runner.executed,
+        observations=len(oracle.observations), wall_s=round(time.monotonic() - start, 3),
+        next_steps=tuple(steps), stop_reason=reason if stopped else "",
+        culprits=tuple(map(str, res.culprits)), unresolved_factors=tuple(map(str, res.suspects)),
+        interaction=res.interaction, differences=tuple(effects),
+        attempts=tuple(attempt_records(oracle, res, order.__getitem__)),
+        proof=tuple(doc["proof"]), different_failures=tuple(seconds),
+        unresolved=tuple(doc["unresolved"]), flakiness_rule=rule.to_dict() if rule else None,
+        thresholds={f: {"first_fail": t.value, "last_pass": t.values[t.last_pass], "exact": t.exact,
+                        "text": t.describe()} for f, t in found_thresholds.items()},
+        search_runs=res.runs, ptx=ptx_doc, sanitizer=sanitizer_doc, **base)
+
+
+def find_thresholds(oracle: SpaceOracle, result: AblationResult,
+                    rule: ConfidenceRule | None) -> dict[str, Threshold]:
+    """For each culprit declared ordinal, the value at which the failure appears, with the
+    other culprits (and any context) held at their bad values."""
+    spec, space = oracle.runner.spec, oracle.space
+    found = {}
+    for factor in result.culprits:
+        values = spec.ordinal.get(factor)
+        if not values or not isinstance(space, FactorSpace):
+            continue
+        lo, hi = values.index(spec.good[factor]), values.index(spec.bad[factor])
+        path = values[lo:hi + 1] if lo <= hi else values[hi:lo + 1][::-1]
+        if len(path) < 3:
+            continue  # good and bad are neighbours: nothing between them to bisect
+        others = space.config(result.fail_config - {factor})
+        oracle.runner.events.emit(PhaseStarted("threshold", f"{factor}: {' -> '.join(map(str, path))}"))
+
+        def judge(i: int, factor=factor, others=others, path=path) -> Outcome:
+            return oracle({**others, factor: path[i]})
+        found[factor] = find_threshold(path, judge, rule=rule)
+        oracle.runner.events.emit(Note(f"threshold of {factor}: {found[factor].describe()}"))
+    return found
+
+
+def evidence(oracle: SpaceOracle, check: EndpointCheck, result: AblationResult, *, ptx: bool,
+             sanitize: bool) -> tuple[dict | None, dict | None]:
+    """PTX signatures of good / bad / culprit, and a compute-sanitizer rerun of the culprit."""
+    from bisectk import evidence as ev
+    runner, space = oracle.runner, oracle.space
+    spec = runner.spec
+    culprit_cfg = space.config(result.fail_config)
+    ptx_doc = sanitizer_doc = None
+    if ptx:
+        runner.events.emit(PhaseStarted("ptx", "compiling good, bad and the culprit configuration to PTX"))
+        found = ev.ptx_evidence(spec, {"good": spec.good, "bad": spec.bad, "culprit": culprit_cfg})
+        ptx_doc = {**found.to_dict(), "table": found.table()}
+    if sanitize:
+        runner.events.emit(PhaseStarted("sanitize", "rerunning the culprit configuration under compute-sanitizer"))
+        seconds = max(60.0, 20 * runner.policy().seconds)
+        found_s = ev.sanitize(spec, culprit_cfg, check.bad.kind, seconds, runner.cwd)
+        sanitizer_doc = {**found_s.to_dict(), "text": found_s.describe()}
+    return ptx_doc, sanitizer_doc

@@ -1,0 +1,102 @@
+"""Endpoint confirmation: before any search, good must pass and bad must fail -- for every command.
+
+Abstractions
+------------
+verify         -- the procedure, through the space's oracle (its answer is an EndpointCheck,
+                  a record: see records.py):
+                  1. good, `repeat` runs; the watchdog and the SLOW baseline are calibrated from
+                     its passing runs;
+                  2. bad, `repeat` runs; a bad endpoint that passed every time is re-run, up to
+                     `calibrate_runs` runs in all, until it fails: one lucky pass of an
+                     intermittent failure must not abort the search;
+                  3. if the failure is intermittent (bad passed at least once) or --flaky, and the
+                     search needs the rate up front (`measure`: an ablation's flakiness rule), bad
+                     is run up to `calibrate_runs` runs to measure its failure rate; a bisection's
+                     posterior learns the rate as it goes, from these runs and every later one;
+                  4. a good endpoint that failed is re-checked the same way (up to
+                     `calibrate_runs` runs): it is unusable if it ever shows the target failure,
+                     or never passes; a different failure seen once is reported, not fatal.
+
+As mozregression and Pinpoint do, endpoints are re-tested rather than trusted: a "broken"
+configuration that does not fail, or a "working" one that does, makes every later answer wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from bisectk.engine.oracle import SpaceOracle
+from bisectk.engine.records import EndpointCheck, Rate
+from bisectk.events import PhaseStarted
+from bisectk.outcome import Outcome, Run, Target, Verdict
+
+
+def _target_fails(runs: list[Run], target: Target | None) -> int:
+    return sum(1 for r in runs if target is not None and target.matches(r))
+
+
+def _judged(runs: list[Run]) -> int:
+    return sum(1 for r in runs if r.outcome is not Outcome.UNRESOLVED)
+
+
+def verify(oracle: SpaceOracle, good_point: Any, bad_point: Any, *, repeat: int = 1,
+           calibrate_runs: int = 10, flaky: bool | None = None, same_failure: str = "check",
+           measure: bool = True) -> EndpointCheck:
+    runner = oracle.runner
+    cap = max(calibrate_runs, repeat)
+    runner.events.emit(PhaseStarted("endpoints", f"verifying good and bad, {repeat} run(s) each"))
+    good_runs = [oracle.observe(good_point) for _ in range(repeat)]
+    policy = runner.calibrate(good_runs)
+    bad_runs = []
+    while len(bad_runs) < repeat or (not any(r.outcome is Outcome.FAIL for r in bad_runs)
+                                     and len(bad_runs) < cap and bad_runs[-1].outcome is Outcome.PASS):
+        bad_runs.append(oracle.observe(bad_point))
+    target = Target.of(bad_runs, same_failure)
+    passed = any(r.outcome is Outcome.PASS for r in bad_runs)
+    is_flaky = bool(target) and (passed if flaky is None else flaky)
+    notes: list[str] = []
+    if measure and target is not None and is_flaky and len(bad_runs) < cap:
+        runner.events.emit(PhaseStarted("flakiness", f"measuring the bad endpoint over {cap} runs"))
+        while len(bad_runs) < cap:
+            bad_runs.append(oracle.observe(bad_point))
+        target = Target.of(bad_runs, same_failure)
+    if any(r.outcome is Outcome.FAIL for r in good_runs) and len(good_runs) < cap:
+        runner.events.emit(PhaseStarted("recheck", f"the good endpoint failed: re-checking it over {cap} runs"))
+        while len(good_runs) < cap:
+            good_runs.append(oracle.observe(good_point))
+        notes.append(f"the good endpoint failed {sum(r.outcome is Outcome.FAIL for r in good_runs)}"
+                     f"/{len(good_runs)} runs and was re-checked")
+    good, bad = _folded(oracle, good_point, good_runs), _folded(oracle, bad_point, bad_runs)
+    bad_rate = Rate(_target_fails(bad_runs, target), _judged(bad_runs))
+    good_rate = Rate(_target_fails(good_runs, target), _judged(good_runs))
+    problem = diagnose(good, bad, target, good_rate, bad_rate)
+    return EndpointCheck(good, bad, policy, problem, target, is_flaky and problem is None, bad_rate, good_rate,
+                         tuple(notes))
+
+
+def _folded(oracle: SpaceOracle, point: Any, runs: list[Run]) -> Verdict:
+    """The runs folded, marked as answered from the ledger when none of them was executed now."""
+    key = oracle.space.key(point)
+    cached = all(o.cached for o in oracle.observations if o.key == key)
+    return replace(Verdict.fold(runs), cached=cached)
+
+
+def diagnose(good: Verdict, bad: Verdict, target: Target | None, good_rate: Rate, bad_rate: Rate) -> str | None:
+    if good.outcome is Outcome.UNRESOLVED:
+        return f"the good configuration cannot be tested: {good.describe()}"
+    if bad.outcome is Outcome.UNRESOLVED:
+        return f"the bad configuration cannot be tested: {bad.describe()}"
+    if good.outcome is Outcome.FAIL and bad.outcome is Outcome.PASS:
+        return ("endpoints are inverted: good fails and bad passes "
+                f"(good: {good.describe()}); swap [good] and [bad] or check the oracle thresholds")
+    if bad.outcome is Outcome.PASS:
+        return (f"the bad configuration does not reproduce: it passed {bad.n_pass}/{bad.n_pass} runs; "
+                "raise --calibrate-runs if the failure is rarer than that, or check the oracle thresholds")
+    if good_rate.fails:
+        return (f"the good configuration fails too, with the same failure ({target.describe()}) in "
+                f"{good_rate.describe()}; the failure does not depend on these differences, or the good side is "
+                "flaky")
+    if good.n_pass == 0:
+        return f"the good configuration never passed: {good.describe()}"
+    return None

@@ -1,0 +1,303 @@
+"""Result records: what a command concluded, frozen, in the one shape every report reads.
+
+Abstractions
+------------
+Rate            -- k target failures in n runs, with the Wilson 95% interval (scipy.stats).
+EndpointCheck   -- both endpoints' verdicts, the calibrated watchdog, the target failure (the
+                   identities the bad endpoint showed, under --same-failure), whether the failure
+                   is intermittent, both failure rates, and a one-line diagnosis when unusable.
+AttemptRecord   -- one configuration the search tried, in the order run: what was applied (or
+                   which commit), the phase that asked, the outcome the search acted on, the
+                   verdict in words, the failure identity in plain words, runs, time, and
+                   whether the answer came from the ledger.
+SubjectRecord   -- the subject: name, spec path, command, good/bad configurations, differences.
+AblationRecord, DiffRecord, BisectRecord, TriageRecord, CheckRecord
+                -- one per command: everything its reports print. `to_dict()` is the command's
+                   `--json` document; `from_dict()` reads it back, so a record stored with its
+                   session in the ledger is printed again by `bisectk report` without running
+                   anything.
+
+Records hold plain data (strings, numbers, lists, dicts) plus the outcome model's frozen types
+(Verdict, Target) through EndpointCheck. Reports import this module and the outcome model, never
+an engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from bisectk.outcome import Target, Verdict
+from bisectk.run.runner import TimeoutPolicy
+
+@dataclass(frozen=True)
+class Rate:
+    fails: int
+    runs: int
+
+    @property
+    def value(self) -> float:
+        return self.fails / self.runs if self.runs else 0.0
+
+    def interval(self) -> tuple[float, float]:
+        if self.runs == 0:
+            return (0.0, 1.0)
+        from scipy.stats import binomtest  # imported here: scipy.stats takes ~0.8 s to load
+        ci = binomtest(self.fails, self.runs).proportion_ci(confidence_level=0.95, method="wilson")
+        return (float(ci.low), float(ci.high))
+
+    def describe(self) -> str:
+        lo, hi = self.interval()
+        return f"{self.fails}/{self.runs} runs (95% Wilson interval {lo:.2f}-{hi:.2f})"
+
+    def to_dict(self) -> dict[str, Any]:
+        lo, hi = self.interval()
+        return {"fails": self.fails, "runs": self.runs, "rate": round(self.value, 4),
+                "ci95": [round(lo, 4), round(hi, 4)]}
+
+
+@dataclass(frozen=True)
+class EndpointCheck:
+    good: Verdict
+    bad: Verdict
+    timeout: TimeoutPolicy
+    problem: str | None
+    target: Target | None
+    flaky: bool
+    bad_rate: Rate
+    good_rate: Rate
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok, "problem": self.problem,
+            "target": self.target.describe() if self.target else None,
+            "target_identity": self.target.to_dict() if self.target else None,
+            "flaky": self.flaky, "timeout": self.timeout.to_dict(),
+            "bad_fail_rate": round(self.bad_rate.value, 4), "bad_fail_rate_ci95": self.bad_rate.to_dict()["ci95"],
+            "bad_rate": self.bad_rate.to_dict(), "good_rate": self.good_rate.to_dict(),
+            "notes": list(self.notes), "good": self.good.to_dict(), "bad": self.bad.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EndpointCheck:
+        t = d["timeout"]
+        return cls(Verdict.from_dict(d["good"]), Verdict.from_dict(d["bad"]),
+                   TimeoutPolicy(t["seconds"], t["source"], t["detail"]), d.get("problem"),
+                   Target.from_dict(d.get("target_identity")), d.get("flaky", False),
+                   Rate(d["bad_rate"]["fails"], d["bad_rate"]["runs"]),
+                   Rate(d["good_rate"]["fails"], d["good_rate"]["runs"]), tuple(d.get("notes", ())))
+
+
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    index: int
+    phase: str
+    applied: tuple[str, ...]       # differences applied (factors, hunk ids); a commit: (sha,)
+    label: str                     # the point in words (a commit's subject, 'hybrid')
+    outcome: str                   # what the search acted on: pass | fail | unresolved
+    verdict: str                   # e.g. 'FAIL wrong (rel_err nan > 0.001) [2/3 failed]'
+    failure: str | None            # the failure identity in plain words
+    runs: int
+    time_s: float
+    from_ledger: bool = False
+    pass_name: str = ""            # diff: 'hunks' or 'lines'
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["applied"] = list(self.applied)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> AttemptRecord:
+        return cls(**{**{k: d[k] for k in (f.name for f in fields(cls)) if k in d},
+                      "applied": tuple(d.get("applied", ()))})
+
+
+@dataclass(frozen=True)
+class SubjectRecord:
+    name: str
+    path: str
+    command: tuple[str, ...]
+    good: dict[str, Any]
+    bad: dict[str, Any]
+    differences: tuple[str, ...]
+    description: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "path": self.path, "command": list(self.command), "good": self.good,
+                "bad": self.bad, "differences": list(self.differences), "description": self.description}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SubjectRecord:
+        return cls(d["name"], d["path"], tuple(d["command"]), d["good"], d["bad"], tuple(d["differences"]),
+                   d.get("description", ""))
+
+
+def _base_dump(rec: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in fields(rec):
+        v = getattr(rec, f.name)
+        if isinstance(v, (EndpointCheck, SubjectRecord, AttemptRecord)):
+            v = v.to_dict()
+        elif isinstance(v, tuple) and v and isinstance(v[0], AttemptRecord):
+            v = [a.to_dict() for a in v]
+        elif isinstance(v, tuple):
+            v = list(v)
+        out[f.name] = v
+    return out
+
+
+def _base_load(cls, d: dict[str, Any]):
+    kw: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name not in d:
+            continue
+        v = d[f.name]
+        if f.name == "endpoints" and v is not None:
+            v = EndpointCheck.from_dict(v)
+        elif f.name == "subject" and v is not None:
+            v = SubjectRecord.from_dict(v)
+        elif f.name == "attempts":
+            v = tuple(AttemptRecord.from_dict(a) for a in v)
+        elif isinstance(v, list):
+            v = tuple(v)
+        kw[f.name] = v
+    return cls(**kw)
+
+
+@dataclass(frozen=True)
+class Record:
+    """What every record has."""
+
+    command: str
+    endpoints: EndpointCheck | None
+    ok: bool
+    complete: bool
+    interrupted: bool
+    runs: int                      # runs executed by this session (not answered from the ledger)
+    observations: int              # runs seen, from the ledger included
+    wall_s: float
+    environment: dict[str, Any] = field(default_factory=dict)
+    next_steps: tuple[str, ...] = ()
+    session: int | None = None
+    stop_reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return _base_dump(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]):
+        return _base_load(cls, d)
+
+
+@dataclass(frozen=True)
+class AblationRecord(Record):
+    subject: SubjectRecord | None = None
+    strategy: str = ""
+    culprits: tuple[str, ...] = ()
+    unresolved_factors: tuple[str, ...] = ()
+    interaction: bool = False
+    differences: tuple[dict, ...] = ()      # the key-differences table rows
+    attempts: tuple[AttemptRecord, ...] = ()
+    proof: tuple[dict, ...] = ()
+    different_failures: tuple[dict, ...] = ()
+    unresolved: tuple[list, ...] = ()
+    flakiness_rule: dict | None = None
+    thresholds: dict[str, dict] = field(default_factory=dict)
+    search_runs: int = 0
+    ptx: dict | None = None
+    sanitizer: dict | None = None
+
+
+@dataclass(frozen=True)
+class DiffRecord(Record):
+    subject: SubjectRecord | None = None
+    good: str = ""
+    bad: str = ""
+    hunks: int = 0
+    culprit_hunks: tuple[dict, ...] = ()
+    culprit_lines: tuple[dict, ...] = ()
+    interaction: bool = False
+    line_interaction: bool | None = None
+    attempts: tuple[AttemptRecord, ...] = ()
+    unresolved: tuple[list, ...] = ()
+    different_failures: tuple[dict, ...] = ()
+    diff: str = ""
+    lines_diff: str = ""
+    search_runs: int = 0
+
+
+@dataclass(frozen=True)
+class BisectRecord(Record):
+    subject: SubjectRecord | None = None
+    repo: str = ""
+    good: str = ""
+    bad: str = ""
+    commits: int = 0
+    first_parent: bool = False
+    flaky: bool = False
+    mode: str = ""
+    first_bad: dict | None = None           # sha, subject, author, date, files; None if ambiguous
+    candidates: tuple[dict, ...] = ()       # each with its own subject, author, files
+    last_good: tuple[dict, ...] = ()        # the culprit's parent(s), each with its verdict
+    confidence: float = 0.0
+    ambiguous: bool = False
+    skipped: tuple[dict, ...] = ()
+    fail_prob: float | None = None
+    posterior: tuple[dict, ...] = ()
+    attempts: tuple[AttemptRecord, ...] = ()
+    protocol: str = "bisectk"
+
+
+@dataclass(frozen=True)
+class TriageRecord(Record):
+    verdict: str = ""
+    exit_code: int = 2
+    failure: dict = field(default_factory=dict)
+    bisect: dict = field(default_factory=dict)        # the BisectRecord's document
+    diff: dict | None = None                          # the DiffRecord's document
+    diff_error: str | None = None
+    first_bad: dict | None = None
+    culprit_hunks: tuple[dict, ...] = ()
+
+    def bisect_record(self) -> BisectRecord:
+        return BisectRecord.from_dict(self.bisect)
+
+    def diff_record(self) -> DiffRecord | None:
+        return DiffRecord.from_dict(self.diff) if self.diff else None
+
+
+@dataclass(frozen=True)
+class CheckRecord(Record):
+    subject: SubjectRecord | None = None
+
+
+@dataclass(frozen=True)
+class RunRecord(Record):
+    subject: SubjectRecord | None = None
+    config: dict = field(default_factory=dict)
+    verdict: dict = field(default_factory=dict)
+    timeout: dict | None = None
+
+
+RECORDS = {"ablate": AblationRecord, "diff": DiffRecord, "bisect": BisectRecord, "triage": TriageRecord,
+           "check": CheckRecord, "run": RunRecord}
+
+
+def load_record(d: dict[str, Any]) -> Record:
+    """A stored record document back as its record type (by its `command`)."""
+    cls = RECORDS.get(d.get("command", ""))
+    if cls is None:
+        raise ValueError(f"not a bisectk result record (command {d.get('command')!r})")
+    return cls.from_dict(d)
+
+
+__all__ = ["AttemptRecord", "SubjectRecord", "Record", "AblationRecord", "DiffRecord", "BisectRecord",
+           "TriageRecord", "CheckRecord", "RunRecord", "RECORDS", "load_record", "EndpointCheck", "Rate"]

@@ -1,0 +1,49 @@
+"""`bisectk run` and `bisectk check`: one configuration classified, and the endpoints verified.
+
+Abstractions
+------------
+run_one        -- the configuration's verdict over `repeat` runs, the watchdog calibrated from the
+                  good endpoint first (from the ledger when it ran before); a RunRecord.
+check_endpoints -- the endpoint confirmation every search starts with, alone; a CheckRecord.
+"""
+
+from __future__ import annotations
+
+import time
+
+from bisectk.engine.ablate import subject_record
+from bisectk.engine.endpoints import verify
+from bisectk.engine.oracle import SpaceOracle
+from bisectk.engine.records import CheckRecord, RunRecord
+from bisectk.engine.session import Session
+from bisectk.outcome import Outcome
+from bisectk.spaces.factors import FactorSpace
+from bisectk.spec import Config
+
+
+def run_one(session: Session, config: Config, *, repeat: int | None, label: str,
+            environment: dict | None = None) -> RunRecord:
+    start = time.monotonic()
+    spec, runner = session.spec, session.runner()
+    if runner.timeout is None and config != spec.good:
+        # calibrate the watchdog from the good endpoint (memoised: usually from the ledger)
+        runner.calibrate(list(runner.verdict(spec.endpoint("good"), label="good (calibration)").runs))
+    verdict = runner.verdict(config, repeat, label=label)
+    return RunRecord(command="run", endpoints=None, ok=verdict.outcome is not Outcome.UNRESOLVED,
+                     complete=True, interrupted=False, runs=runner.executed, observations=len(verdict.runs),
+                     wall_s=round(time.monotonic() - start, 3), environment=environment or {}, session=session.id,
+                     subject=subject_record(spec), config=config, verdict=verdict.to_dict(),
+                     timeout=runner.timeout.to_dict() if runner.timeout else None)
+
+
+def check_endpoints(session: Session, *, environment: dict | None = None) -> CheckRecord:
+    start = time.monotonic()
+    spec, policy = session.spec, session.policy
+    space = FactorSpace(spec)
+    oracle = SpaceOracle(session.runner(), space, policy=policy)
+    check = verify(oracle, frozenset(), frozenset(space.differences()), repeat=policy.repeat or spec.repeat,
+                   calibrate_runs=policy.calibrate_runs, flaky=policy.flaky, same_failure=policy.same_failure)
+    return CheckRecord(command="check", endpoints=check, ok=check.ok, complete=True, interrupted=False,
+                       runs=oracle.runner.executed, observations=len(oracle.observations),
+                       wall_s=round(time.monotonic() - start, 3), environment=environment or {},
+                       session=session.id, subject=subject_record(spec))

@@ -1,0 +1,72 @@
+"""The subject of a command: a spec file, or a command line given with --run / --pytest.
+
+Abstractions
+------------
+apply_sets    -- `--set NAME=VALUE` overrides applied to a configuration, validated.
+split_command -- a quoted command line (`--run`, `--build`) split into argv, or a one-line error.
+load_subject  -- (Spec, configuration) for any command: a spec (with the endpoint to run and
+                 overrides), `--run CMD` (git bisect run's exit codes), or `--pytest NODEID`
+                 (pytest's exit codes); exactly one of them.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from bisectk.errors import BisectkError
+from bisectk.spec import Config, Spec, adhoc_spec, load_spec, parse_value
+
+
+def apply_sets(spec: Spec, config: Config, sets: list[str] | None) -> Config:
+    config = dict(config)
+    for item in sets or []:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise BisectkError(f"--set {item!r}: expected NAME=VALUE")
+        if name not in spec.good:
+            known = ", ".join(spec.factors) or "none: a --run command has no factors"
+            raise BisectkError(f"--set {item!r}: {name!r} is not a factor of {spec.path} (factors: {known})")
+        config[name] = parse_value(value)
+    return config
+
+
+def split_command(text: str, option: str) -> list[str]:
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise BisectkError(f"{option} {text!r}: {exc}") from None
+    if not argv:
+        raise BisectkError(f"{option}: empty command")
+    return argv
+
+
+def load_subject(spec_path: Path | None, run: str | None = None, pytest_id: str | None = None, *,
+                 build: str | None = None, cwd: Path, config: str = "bad", sets: list[str] | None = None,
+                 timeout: float | None = None, repeat: int | None = None, name: str = "subject") -> tuple[Spec, Config]:
+    given = [x for x in (spec_path, run, pytest_id) if x is not None]
+    if len(given) != 1:
+        raise BisectkError("give exactly one subject: a SPEC file, --run 'CMD' or --pytest NODEID")
+    if config not in ("good", "bad"):
+        raise BisectkError(f"--config must be good or bad, not {config!r}")
+    build_argv = split_command(build, "--build") if build else None
+    if spec_path is None:
+        if sets:
+            raise BisectkError("--set needs a SPEC (a --run or --pytest command has no factors)")
+        if pytest_id is not None:
+            if not pytest_id.strip() or pytest_id.startswith("-"):
+                raise BisectkError(f"--pytest {pytest_id!r}: expected a test node id such as tests/test_k.py::test_x")
+            argv = ["python", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", pytest_id]
+            return adhoc_spec(argv, name=f"pytest {pytest_id}", cwd=cwd, build=build_argv, timeout=timeout,
+                              repeat=repeat or 1, protocol="pytest"), {}
+        return adhoc_spec(split_command(run, "--run"), name=name, cwd=cwd, build=build_argv, timeout=timeout,
+                          repeat=repeat or 1, protocol="git"), {}
+    spec = load_spec(spec_path)
+    if build_argv:
+        spec.build = build_argv
+    if timeout:
+        spec.timeout = timeout
+    if repeat:
+        spec.repeat = repeat
+    return spec, apply_sets(spec, spec.endpoint(config), sets)

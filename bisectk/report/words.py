@@ -1,0 +1,26 @@
+"""Shared wording for reports: what every command says about its endpoints and its stop.
+
+Abstractions
+------------
+endpoint_lines -- the watchdog, the failure hunted in plain words (and the --same-failure mode),
+                  the bad endpoint's failure rate with its Wilson interval, notes from re-checks.
+stopped_line   -- how a stopped search is announced (never as a verdict).
+"""
+
+from __future__ import annotations
+
+from bisectk.engine.records import EndpointCheck
+
+
+def endpoint_lines(check: EndpointCheck) -> list[str]:
+    lines = [f"Watchdog: {check.timeout.detail}."]
+    if check.target is not None:
+        lines.append(f"Failure hunted: {check.target.describe()} (--same-failure {check.target.mode}); "
+                     f"the bad endpoint showed it in {check.bad_rate.describe()}"
+                     + (" -- intermittent" if check.flaky else "") + ".")
+    lines += [f"Note: {n}." for n in check.notes]
+    return lines
+
+
+def stopped_line(reason: str, runs: int) -> str:
+    return f"search stopped ({reason or 'interrupted'}) after {runs} search run(s): no verdict yet"

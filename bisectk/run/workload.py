@@ -1,0 +1,37 @@
+"""Workload: one configuration made runnable -- what the runner executes, and where.
+
+Abstractions
+------------
+Workload -- a configuration (the memo key's factor values) plus the place it runs: a working
+            directory, extra environment variables, a revision that pins the memo (a commit sha,
+            a hunk-set digest: the same configuration in another tree is another subject), the
+            state of the working directory (which commit a worktree holds, which hunks a scratch
+            tree holds: a build made for another state must be redone), and an optional
+            `prepare` that makes the sources exist (applies hunks) before the build and the run.
+
+Every space (factors, hunks, commits, environments) turns a point of its search into a Workload;
+the runner never learns which space it came from. Parallel runs each carry their own Workload,
+so no run ever reads another's directory or environment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+Config = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Workload:
+    config: Config
+    cwd: Path
+    env: Mapping[str, str] = field(default_factory=dict)
+    revision: str = ""
+    state: str = ""
+    prepare: Callable[[], None] | None = field(default=None, compare=False)
+
+    def with_env(self, **extra: str) -> Workload:
+        return Workload(self.config, self.cwd, {**self.env, **extra}, self.revision, self.state, self.prepare)

@@ -1,0 +1,52 @@
+"""The factor space: the differences between a spec's good and bad configurations.
+
+Abstractions
+------------
+FactorSpace -- a point is a set of differences (a frozenset of factor names), standing for the
+               good configuration with those factors at their bad values, or an explicit
+               configuration dict (the ordinal threshold search probes values in between).
+               Every configuration runs in the spec's own working directory; there is nothing to
+               materialise, so leasing is free.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+from bisectk.run.workload import Workload
+from bisectk.spec import Config, Spec, config_key
+
+
+class FactorSpace:
+    kind = "factors"
+
+    def __init__(self, spec: Spec, cwd: Path | None = None, base: Config | None = None):
+        self.spec = spec
+        self.cwd = cwd or spec.cwd
+        self.base = dict(base if base is not None else spec.good)
+
+    def differences(self) -> list[str]:
+        return self.spec.differences()
+
+    def config(self, point: Any) -> Config:
+        if isinstance(point, dict):
+            return dict(point)
+        cfg = dict(self.base)
+        cfg.update({f: self.spec.bad[f] for f in point})
+        return cfg
+
+    def key(self, point: Any) -> str:
+        return config_key(self.config(point))
+
+    def label(self, point: Any) -> str:
+        if isinstance(point, dict):
+            return ""
+        return "hybrid"
+
+    def workload(self, point: Any) -> Workload:
+        return Workload(self.config(point), Path(self.cwd))
+
+    def lease(self, point: Any):
+        return nullcontext(self.workload(point))

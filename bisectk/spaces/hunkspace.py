@@ -1,0 +1,93 @@
+"""The hunk space: the difference between two source trees (or files) as hunks to apply.
+
+Abstractions
+------------
+HunkSpace -- the hunks between GOOD and BAD (`diff_paths`), and one scratch copy of GOOD that a
+             point (a set of hunk ids) is materialised into just before its build and run. The
+             point's configuration is the subject's base configuration plus the applied hunk
+             ids (so the ledger memoises hybrids), its revision pins the whole difference (the
+             digest of every hunk), and the subject runs in the scratch tree (`BISECTK_TREE`
+             names it). `add` registers the line-level sub-hunks of the second, finer pass.
+
+GOOD and BAD are only ever read; the scratch tree is removed by `close`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+from bisectk.run.workload import Workload
+from bisectk.spaces.hunks import Hunk, Scratch, diff_paths
+from bisectk.spec import Config, config_key
+
+HUNKS_KEY = "__hunks__"
+
+
+class HunkSpace:
+    kind = "hunks"
+
+    def __init__(self, good: Path, bad: Path, scratch_root: Path, base: Config | None = None,
+                 subdir: Path = Path("."), tag: str = "diff"):
+        self.good, self.bad = Path(good), Path(bad)
+        self.hunks: list[Hunk] = diff_paths(good, bad)
+        self.by_id: dict[str, Hunk] = {h.id: h for h in self.hunks}
+        self.order: dict[str, int] = {h.id: i for i, h in enumerate(self.hunks)}
+        self.base = dict(base or {})
+        self.subdir = Path(subdir)
+        self.scratch = Scratch(good, scratch_root)
+        digest = hashlib.sha256()
+        for h in self.hunks:
+            digest.update(h.unified().encode("utf-8", "surrogateescape"))
+        self.digest = digest.hexdigest()[:16]
+        self.revision = f"{tag}-{self.digest}"
+        self.fixed: tuple[str, ...] = ()   # hunks applied in every point (the line pass's context)
+
+    @property
+    def workdir(self) -> Path:
+        return self.scratch.root
+
+    def differences(self) -> list[str]:
+        return [h.id for h in self.hunks]
+
+    def add(self, hunks: list[Hunk]) -> None:
+        for h in hunks:
+            self.by_id[h.id] = h
+            self.order.setdefault(h.id, len(self.order))
+
+    def with_fixed(self, ids: list[str]) -> HunkSpace:
+        """A view of this space whose points are applied on top of `ids` (same scratch tree)."""
+        view = object.__new__(HunkSpace)
+        view.__dict__.update(self.__dict__)
+        view.fixed = tuple(ids)
+        return view
+
+    def ids(self, point: Any) -> list[str]:
+        return sorted({*self.fixed, *point}, key=self.order.__getitem__)
+
+    def config(self, point: Any) -> Config:
+        return {**self.base, HUNKS_KEY: "\n".join(self.ids(point))}
+
+    def key(self, point: Any) -> str:
+        return config_key(self.config(point))
+
+    def label(self, point: Any) -> str:
+        n = len(set(point))
+        return f"{n} of {len(self.hunks)} hunk(s)" if not self.fixed else f"{n} line unit(s)"
+
+    def workload(self, point: Any) -> Workload:
+        ids = self.ids(point)
+
+        def prepare() -> None:
+            self.scratch.apply([self.by_id[i] for i in ids])
+        return Workload(self.config(point), self.workdir / self.subdir, {"BISECTK_TREE": str(self.workdir)},
+                        revision=self.revision, prepare=prepare)
+
+    def lease(self, point: Any):
+        return nullcontext(self.workload(point))
+
+    def close(self) -> None:
+        shutil.rmtree(self.scratch.root, ignore_errors=True)

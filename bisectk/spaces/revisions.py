@@ -1,0 +1,68 @@
+"""The commit space: commits of a history as points a search can run.
+
+Abstractions
+------------
+CommitSpace -- a point is a candidate's index in a CommitRange; its Workload is the subject's
+               configuration pinned to the commit's sha (the ledger memoises per commit) and run
+               in a worktree leased from the WorktreePool with that commit checked out (the
+               worktree's state is the sha, so a build made for another commit is redone).
+               `workload` alone leases nothing: a commit answered from the ledger is never
+               checked out.
+export_tree -- a commit's tree as plain files (`git archive`), outside the user's checkout.
+"""
+
+from __future__ import annotations
+
+import tarfile
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bisectk.run.workload import Workload
+from bisectk.run.process import run_process
+from bisectk.spaces.commits import CommitRange, SpaceError, WorktreePool, _env
+from bisectk.spec import Config
+
+NOWHERE = Path("/nonexistent-bisectk-worktree")   # a ledger lookup needs no directory
+
+
+class CommitSpace:
+    kind = "commits"
+
+    def __init__(self, commits: CommitRange, pool: WorktreePool | None, config: Config,
+                 subdir: Path = Path(".")):
+        self.commits, self.pool, self.config, self.subdir = commits, pool, dict(config), Path(subdir)
+
+    def key(self, point: Any) -> str:
+        return self.commits[point].sha
+
+    def label(self, point: Any) -> str:
+        c = self.commits[point]
+        return f"{c.short} {c.subject[:48]}"
+
+    def workload(self, point: Any) -> Workload:
+        sha = self.commits[point].sha
+        return Workload(dict(self.config), NOWHERE, revision=sha, state=sha)
+
+    @contextmanager
+    def lease(self, point: Any):
+        sha = self.commits[point].sha
+        if self.pool is None:
+            raise RuntimeError("CommitSpace.lease without a worktree pool")
+        with self.pool.lease(sha) as path:
+            yield Workload(dict(self.config), path / self.subdir, revision=sha, state=sha)
+
+
+def export_tree(repo: Path, sha: str, dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="bisectk-archive-") as tmp:
+        tar = Path(tmp) / "tree.tar"
+        raw = run_process(["git", "-c", "core.hooksPath=/dev/null", "archive", "--format=tar", "-o", str(tar), sha],
+                          cwd=repo, base_env=_env(), timeout=600)
+        if not raw.started or raw.exit_code != 0:
+            why = raw.error or (raw.stderr.strip().splitlines() or [f"exit {raw.exit_code}"])[-1]
+            raise SpaceError(f"git archive {sha[:10]} failed: {why[-200:]}")
+        with tarfile.open(tar) as t:
+            t.extractall(dest, filter="tar")
+    return dest

@@ -73,3 +73,29 @@ def test_helpers():
     assert parse_result("BISECTK_RESULT [1]") is None and parse_result("BISECTK_RESULT {bad") is None
     assert recognise("all fine") is None
     assert last_exception("nothing here") is None
+
+
+def test_poisoned_warm_context_is_a_crash():
+    """Bug: a warm worker's run that exits 0 but leaves the CUDA context poisoned was judged PASS."""
+    r = classify_run(raw(stdout='BISECTK_RESULT {"rel_err": 1e-7}\n',
+                         error="CUDA context poisoned after the run: CUDA error: an illegal memory access was encountered"),
+                     JUDGE)
+    assert r.outcome is Outcome.FAIL and r.kind is FailKind.CRASH
+    assert r.failed == ("CUDA: an illegal memory access was encountered",)
+    r = classify_run(raw(stdout='BISECTK_RESULT {"rel_err": 1e-7}\n', error="CUDA context poisoned after the run"), JUDGE)
+    assert r.outcome is Outcome.FAIL and r.kind is FailKind.CRASH
+
+
+def test_failed_names_what_failed_without_values():
+    two = Judge([Threshold("rel_err", max=1e-3), Threshold("cos", min=0.9999)])
+    for text in ('{"rel_err": NaN, "cos": NaN}', '{"rel_err": Infinity, "cos": NaN}',
+                 '{"rel_err": 2.5e33, "cos": 0.1}', '{"rel_err": "inf", "cos": -0.2}'):
+        r = classify_run(raw(stdout=f"BISECTK_RESULT {text}"), two)
+        assert r.kind is FailKind.WRONG and r.failed == ("cos >= 0.9999", "rel_err <= 0.001"), text
+    r = classify_run(raw(exit_code=-11, signal="SIGSEGV"), JUDGE)
+    assert r.failed == ("SIGSEGV",)
+    tb = "Traceback (most recent call last):\nValueError: tile index 7 out of range\n"
+    assert classify_run(raw(exit_code=1, stderr=tb), JUDGE).failed == ("ValueError",)
+    git = Judge([], protocol="git")
+    r = classify_run(raw(exit_code=3), git)
+    assert r.kind is FailKind.BAD and r.failed == () and r.signature == "exit 3"

@@ -36,3 +36,30 @@ def test_roundtrip_dict():
     v = Verdict.fold([Run(Outcome.FAIL, FailKind.WRONG, signature="rel_err 3 > 1e-4", metrics={"rel_err": 3.0})])
     again = Verdict.from_dict(v.to_dict())
     assert again.outcome is v.outcome and again.kind is v.kind and again.runs == v.runs
+
+
+def wrong(*checks, value="x"):
+    return Run(Outcome.FAIL, FailKind.WRONG, signature=f"rel_err {value} > 0.001", failed=tuple(checks))
+
+
+def test_garbage_in_any_form_is_one_failure():
+    """Bug: NaN, inf and 2.5e+33 past the same bound were split into 'different failures'."""
+    target = Target.of([wrong("rel_err <= 0.001", "cos >= 0.9999", value="nan")])
+    for run in (wrong("rel_err <= 0.001", "cos >= 0.9999", value="inf"), wrong("rel_err <= 0.001", value="2.5e+33"),
+                wrong("rel_err <= 0.001", "the subject's own check (ok = false)")):
+        assert Verdict.fold([run]).against(target) is Outcome.FAIL
+    assert Verdict.fold([wrong("max_abs <= 1")]).against(target) is Outcome.UNRESOLVED
+    segv = Target.of([Run(Outcome.FAIL, FailKind.CRASH, signature="SIGSEGV", failed=("SIGSEGV",))])
+    abrt = Run(Outcome.FAIL, FailKind.CRASH, signature="SIGABRT", failed=("SIGABRT",))
+    assert Verdict.fold([abrt]).against(segv) is Outcome.UNRESOLVED
+    kind_only = Target.of([Run(Outcome.FAIL, FailKind.CRASH, signature="SIGSEGV", failed=("SIGSEGV",))], "kind")
+    assert Verdict.fold([abrt]).against(kind_only) is Outcome.FAIL
+
+
+def test_signature_mode_is_strict_and_target_roundtrips():
+    a = Run(Outcome.FAIL, FailKind.WRONG, signature="NaN in rel_err", failed=("rel_err <= 0.001",))
+    b = Run(Outcome.FAIL, FailKind.WRONG, signature="rel_err 3 > 0.001", failed=("rel_err <= 0.001",))
+    strict = Target.of([a], "signature")
+    assert Verdict.fold([b]).against(strict) is Outcome.UNRESOLVED
+    assert Target.from_dict(strict.to_dict()) == strict
+    assert "wrong result (rel_err <= 0.001 violated)" == Target.of([a]).describe()

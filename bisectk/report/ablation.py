@@ -19,7 +19,7 @@ from rich.table import Table
 
 from bisectk.engine.records import AblationRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.words import endpoint_lines, stopped_line
+from bisectk.report.words import endpoint_lines, failure_line, stopped_line
 from bisectk.spec import format_value
 
 HEADER = ["factor", "good", "bad", "flipped alone on good", "removed from bad", "verdict"]
@@ -132,8 +132,7 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
                   + ("  (interaction: each proper subset passes)" if rec.interaction else ""), markup=False)
     else:
         out.print(stopped_line(rec.stop_reason, rec.search_runs) + f"; {culprit_words(rec)}", markup=False)
-    out.print(f"failure: {rec.endpoints.target.describe() if rec.endpoints.target else rec.endpoints.bad.describe()}",
-              markup=False)
+    out.print(failure_line(rec.endpoints), markup=False)
     for f, th in rec.thresholds.items():
         out.print(f"threshold: {f} {th['text']}", markup=False)
     if rec.flakiness_rule:
@@ -147,8 +146,8 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
     if rec.sanitizer:
         out.print(rec.sanitizer.get("text", ""), markup=False)
     cached = rec.observations - rec.runs
-    out.print(f"runs: {rec.runs} executed ({rec.search_runs} in the search)"
-              + (f", {cached} answered from the ledger" if cached > 0 else "")
+    out.print(f"runs: {rec.runs} executed" + (f", {cached} answered from the ledger" if cached > 0 else "")
+              + f" ({rec.search_runs} by the search, {rec.observations - rec.search_runs} endpoint and threshold runs)"
               + f", wall {rec.wall_s:.1f} s", markup=False)
     for i, s in enumerate(rec.next_steps, 1):
         out.print(f"next {i}. {s}", markup=False)

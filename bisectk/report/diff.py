@@ -13,7 +13,7 @@ from rich.console import Console
 
 from bisectk.engine.records import DiffRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.words import endpoint_lines, stopped_line
+from bisectk.report.words import endpoint_lines, failure_line, stopped_line
 
 
 def ids_text(ids, limit: int = 8) -> str:
@@ -94,8 +94,7 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
         out.print(stopped_line(rec.stop_reason, rec.search_runs) + f"; smallest failing hunk set so far: {where}",
                   markup=False)
     out.print((rec.lines_diff or rec.diff).rstrip(), markup=False, highlight=False)
-    out.print(f"failure: {rec.endpoints.target.describe() if rec.endpoints.target else rec.endpoints.bad.describe()}",
-              markup=False)
+    out.print(failure_line(rec.endpoints), markup=False)
     cached = rec.observations - rec.runs
     out.print(f"runs: {rec.runs} executed" + (f", {cached} answered from the ledger" if cached > 0 else "")
               + f", wall {rec.wall_s:.1f} s; {len(rec.unresolved)} unresolved hybrid(s)", markup=False)

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from bisectk.engine.records import BisectRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, table
-from bisectk.report.words import endpoint_lines, stopped_line
+from bisectk.report.words import endpoint_lines, failure_line, stopped_line
 
 CONCLUSION = {"fail": "Bad: the first bad commit is this one or one of its ancestors.",
               "pass": "Good: the first bad commit is not among its ancestors.",
@@ -114,8 +114,7 @@ def print_summary(out: Console, rec: BisectRecord) -> None:
             out.print(f"  {c['sha']} {c['subject']} ({c['author']}; files: {files})", markup=False)
     for p in rec.last_good:
         out.print(f"last good: {p['sha']} {p['subject']} [{verdict_words(rec, p.get('verdict', ''))}]", markup=False)
-    out.print(f"failure: {verdict_words(rec, rec.endpoints.target.describe() if rec.endpoints.target else '')}",
-              markup=False)
+    out.print(failure_line(rec.endpoints, lambda t: verdict_words(rec, t)), markup=False)
     cached = rec.observations - rec.runs
     out.print(f"confidence {rec.confidence:.4f}; {rec.observations} observations, {rec.runs} executed"
               + (f", {cached} from the ledger" if cached > 0 else "")

@@ -4,6 +4,7 @@ Abstractions
 ------------
 endpoint_lines -- the watchdog, the failure hunted in plain words (and the --same-failure mode),
                   the bad endpoint's failure rate with its Wilson interval, notes from re-checks.
+failure_line   -- one terminal line: the failure hunted and how often the bad endpoint showed it.
 stopped_line   -- how a stopped search is announced (never as a verdict).
 """
 
@@ -24,3 +25,9 @@ def endpoint_lines(check: EndpointCheck) -> list[str]:
 
 def stopped_line(reason: str, runs: int) -> str:
     return f"search stopped ({reason or 'interrupted'}) after {runs} search run(s): no verdict yet"
+
+
+def failure_line(check: EndpointCheck, words=lambda t: t) -> str:
+    what = check.target.describe() if check.target else check.bad.describe()
+    return (f"failure: {words(what)}; the bad endpoint showed it in {check.bad_rate.describe()}"
+            + (" (intermittent)" if check.flaky else ""))

@@ -31,6 +31,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bisectk.search.bayes import bayes_bisect
+from bisectk.search.dag import Dag, DagResult
+from bisectk.search.dag_bayes import dag_bayes_bisect, dag_bayes_multisect
+from bisectk.search.dag_bisect import dag_bisect, dag_multisect
 from bisectk.search.gateway import (BatchOracle, Gateway, InconsistentObservations, Observation, Oracle,
                                     SearchStopped, StopSearch)
 from bisectk.search.linear import (CLUSTER_LEN, UNTESTABLE_RATE, HistoryResult, bisect, bounds,
@@ -38,7 +41,7 @@ from bisectk.search.linear import (CLUSTER_LEN, UNTESTABLE_RATE, HistoryResult, 
 from bisectk.search.multisect import bayes_multisect, multisect
 
 __all__ = [
-    "SearchOptions", "search_history", "HistoryResult",
+    "SearchOptions", "search_history", "search_dag", "Dag", "DagResult", "HistoryResult",
     "Observation", "Oracle", "BatchOracle", "Gateway", "StopSearch", "SearchStopped",
     "InconsistentObservations", "bisect", "bounds", "candidate_groups", "interval_result",
     "skip_away", "testability", "CLUSTER_LEN", "UNTESTABLE_RATE",
@@ -87,3 +90,26 @@ def search_history(n: int, oracle: Oracle | None = None, *, batch_oracle: BatchO
                             fail_prob=opt.fail_prob, q_prior=opt.q_prior)
     return bisect(n, oracle, observations=observations, on_observation=on_observation,
                   max_runs=opt.max_runs, seed=opt.seed)
+
+
+def search_dag(dag: Dag | Sequence[Iterable[int]], oracle: Oracle | None = None, *,
+               batch_oracle: BatchOracle | None = None, options: SearchOptions | None = None,
+               observations: Iterable[Observation | Sequence[Any]] = (),
+               on_observation: Callable[[Observation], None] | None = None) -> DagResult:
+    """DAG search (`dag` or the parents lists it is built from): binary (default), Bayesian
+    (`flaky`), k-way (`jobs` > 1, or only a batch oracle given)."""
+    opt = options or SearchOptions()
+    if oracle is None and batch_oracle is None:
+        raise ValueError("search_dag needs an oracle or a batch oracle")
+    graph = dag if isinstance(dag, Dag) else Dag(dag)
+    common: dict[str, Any] = dict(observations=observations, on_observation=on_observation,
+                                  max_runs=opt.max_runs)
+    flaky = dict(confidence=opt.confidence, fail_prob=opt.fail_prob, q_prior=opt.q_prior)
+    if opt.jobs > 1 or oracle is None:
+        batch = _batched(oracle, batch_oracle)
+        if opt.flaky:
+            return dag_bayes_multisect(graph, batch, jobs=opt.jobs, **flaky, **common)
+        return dag_multisect(graph, batch, jobs=opt.jobs, **common)
+    if opt.flaky:
+        return dag_bayes_bisect(graph, oracle, **flaky, **common)
+    return dag_bisect(graph, oracle, **common)

@@ -130,9 +130,12 @@ def history(n: int, rng: random.Random, merge_rate: float = 0.25) -> Parents:
     return close(parents)
 
 
-# Named shapes (indices in topological order; a () parent list = forked on the good side).
-OCTOPUS: Parents = [(), (), (), (0,), (1, 2, 3), (4,), (5,)]
-CRISS_CROSS: Parents = [(), (0,), (0,), (1, 2), (1, 2), (3,), (4,), (5, 6)]
-# s1 (1) and s2 (2) on a side branch forked before good; s2 merged at 3, then s3 (4) on the
-# branch, merged again at 6.
-TWICE_MERGED: Parents = [(), (), (1,), (0, 2), (2,), (3,), (4, 5), (6,)]
+# Named shapes: indices in topological order, parents in git's order (first parent first), ()
+# = forked on the good side (commit 0 from --good itself, the others from before it).
+# Octopus: mainline 0, 3; branches 1 and 2 forked before good; 4 merges 3, 1 and 2 at once.
+OCTOPUS: Parents = [(), (), (), (0,), (3, 1, 2), (4,), (5,)]
+# Criss-cross: branches A (1) and B (2); 3 merges B into A while 4 merges A into B; 7 joins them.
+CRISS_CROSS: Parents = [(), (0,), (0,), (1, 2), (2, 1), (3,), (4,), (5, 6)]
+# Side branch merged twice: s1 (1) and s2 (2) forked before good; the mainline (0) merges s2 at
+# 3; the branch goes on with s3 (4), merged again at 6.
+TWICE_MERGED: Parents = [(), (), (1,), (0, 2), (2,), (3,), (5, 4), (6,)]

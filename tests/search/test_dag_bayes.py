@@ -133,7 +133,7 @@ def test_named_shapes_flaky(parents):
             rng = random.Random(seed)
             oracle = flaky(anc, culprit, 0.5, rng)
             result = dag_bayes_bisect(Dag(parents), oracle, observations=[(n - 1, F)])
-            assert result.culprit == culprit and result.parents == tuple(sorted(parents[culprit]))
+            assert result.culprit == culprit and result.parents == parents[culprit]
 
 
 @pytest.mark.parametrize("q,seeds,min_right", [(0.5, 30, 28), (0.3, 20, 18)])

@@ -27,7 +27,8 @@ CulpritPosterior     -- the joint posterior over (c, q), its culprit marginal, t
 dag_bayes_bisect()   -- run the commit of highest expected information gain (times P(testable))
                         until one group holds `confidence`. A repeat is the same commit winning
                         again; no repeat count is fixed.
-dag_bayes_multisect() -- rounds of K probes chosen greedily by their joint information.
+dag_bayes_multisect() -- rounds of K probes chosen greedily by their joint information (up to
+                        MAX_JOINT = 10 distinct choices; more workers repeat them).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ from bisectk.search.dag import Dag, DagResult, entr, explain, groups, testable_o
 from bisectk.search.gateway import BatchOracle, Gateway, Observation, Oracle
 
 _LN2 = math.log(2.0)
+MAX_JOINT = 10      # probes weighed jointly (2^10 outcome patterns); more are repeats
+_POPCOUNT = np.array([bin(i).count("1") for i in range(1 << MAX_JOINT)])
 
 
 def _xlogy(x: np.ndarray, logy: np.ndarray) -> np.ndarray:
@@ -203,32 +206,37 @@ class CulpritPosterior:
 
         Culprit c makes the probes in its cell D(c) bad (a bitmask). An outcome pattern y (the set
         of probes that failed) has probability sum over cells d containing y of
-        sum_{c in d} V[c, |y|, |d|]; H(Y | C) sums H[c, |D(c)|].
+        sum_{c in d} V[c, |y|, |d|]; H(Y | C) sums H[c, |D(c)|]. The patterns number 2^|S|, hence
+        the cap MAX_JOINT on |S|.
         """
         m = len(probes)
+        if m > MAX_JOINT:
+            raise ValueError(f"joint information of {m} probes: at most {MAX_JOINT}")
         v, h = self._moments(m)
         live = np.flatnonzero(self.marginal() > 0)
         codes = np.zeros(live.size, dtype=np.int64)
         for t, j in enumerate(probes):
             codes |= self.dag.anc[j, live].astype(np.int64) << t
-        sizes = np.array([bin(c).count("1") for c in range(1 << m)])[codes]
+        sizes = _POPCOUNT[codes]
         h_cond = float(h[live, sizes].sum())
         cells, inverse = np.unique(codes, return_inverse=True)
         per_cell = np.zeros((cells.size, m + 1))
         np.add.at(per_cell, inverse.reshape(-1), v[live, :, sizes])
         p_out = np.zeros(1 << m)
         for d, w in zip(cells.tolist(), per_cell):
-            y = d
-            while True:                      # every submask y of d: the probes that failed
-                p_out[y] += w[bin(y).count("1")]
-                if y == 0:
-                    break
-                y = (y - 1) & d
+            bits = [t for t in range(m) if d >> t & 1]
+            subsets = np.arange(1 << len(bits))
+            y = np.zeros_like(subsets)          # subset s of d's bits, deposited onto them
+            for k, t in enumerate(bits):
+                y |= (subsets >> k & 1) << t
+            p_out[y] += w[_POPCOUNT[subsets]]
         return max((float(entr(p_out).sum()) - h_cond) / _LN2, 0.0)
 
     def next_batch(self, k: int, odds: np.ndarray | None = None, pool_size: int = 32) -> list[int]:
-        """k probes chosen greedily, each maximising the joint information with those chosen
-        (its own share discounted by P(testable)); repeats of one commit are allowed."""
+        """k probes: up to MAX_JOINT chosen greedily, each maximising the joint information with
+        those chosen (its own share discounted by P(testable)); repeats of one commit are allowed.
+        Past MAX_JOINT the chosen ones are repeated, best first: with a flaky failure a repeat is
+        new evidence, and the patterns of more probes are too many to weigh."""
         score = self.information_gain() * (odds if odds is not None else 1.0)
         score[list(self.skipped)] = -1.0
         pool = [int(i) for i in np.argsort(-score, kind="stable")[:pool_size] if score[i] > 1e-9]
@@ -237,14 +245,15 @@ class CulpritPosterior:
         p_ok = odds if odds is not None else np.ones(self.dag.n)
         chosen: list[int] = []
         info = 0.0
-        for _ in range(k):
+        while len(chosen) < min(k, MAX_JOINT):
             gains = [(info + p_ok[c] * (self.batch_information([*chosen, c]) - info), c) for c in pool]
             best, c = max(gains)
             if best <= info + 1e-9:
                 break
             chosen.append(c)
             info = self.batch_information(chosen)
-        return sorted(chosen)
+        repeats = [chosen[i % len(chosen)] for i in range(k - len(chosen))] if len(chosen) == MAX_JOINT else []
+        return sorted(chosen + repeats)
 
 
 def posterior_result(dag: Dag, gw: Gateway, model: CulpritPosterior, confidence: float,

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from bisectk.outcome import Outcome
 from bisectk.search.bayes import FirstBadPosterior
 from bisectk.search.dag import Dag
-from bisectk.search.dag_bayes import CulpritPosterior, dag_bayes_bisect, dag_bayes_multisect
+from bisectk.search.dag_bayes import MAX_JOINT, CulpritPosterior, dag_bayes_bisect, dag_bayes_multisect
 from bisectk.search.gateway import Observation, SearchStopped, StopSearch
 from tests.search.dags import (CRISS_CROSS, OCTOPUS, TWICE_MERGED, ancestors, batch, dags,
                                deterministic, flaky, history, truth_group)
@@ -239,3 +239,13 @@ def test_on_observation_sees_every_run_and_can_interrupt():
         dag_bayes_multisect(Dag(parents), batch(flaky(anc, 40, 0.5, random.Random(4))), jobs=3,
                             observations=[(99, F)], on_observation=callback)
     assert info.value.interrupted and list(info.value.result.observations[1:]) == seen
+
+
+def test_more_workers_than_jointly_weighed_probes_repeat_the_best():
+    parents = history(500, random.Random(5))
+    model = CulpritPosterior.from_observations(Dag(parents), [(499, F), (100, P)])
+    batch14 = model.next_batch(14)
+    assert len(batch14) == 14 and len(set(batch14)) <= MAX_JOINT
+    assert set(batch14) == set(model.next_batch(MAX_JOINT))
+    with pytest.raises(ValueError, match="at most"):
+        model.batch_information(list(range(MAX_JOINT + 1)))

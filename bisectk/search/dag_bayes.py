@@ -42,7 +42,7 @@ import numpy as np
 from bisectk.outcome import Outcome
 from bisectk.search.bayes import default_budget
 from bisectk.search.dag import Dag, DagResult, entr, explain, groups, testable_odds
-from bisectk.search.gateway import BatchOracle, Gateway, Observation, Oracle
+from bisectk.search.gateway import BatchOracle, Gateway, InconsistentObservations, Observation, Oracle
 
 _LN2 = math.log(2.0)
 MAX_JOINT = 10      # probes weighed jointly (2^10 outcome patterns); more are repeats
@@ -120,6 +120,8 @@ class CulpritPosterior:
             self._cache["log"] = log
         if np.isfinite(self._cache["log"].max()):
             return None
+        if self.q.min() < 1.0:      # passes are only evidence: failures alone contradict
+            return explain(self.dag, [o for o in self.observations if o.outcome is Outcome.FAIL])
         return explain(self.dag, self.observations)
 
     @property
@@ -128,7 +130,7 @@ class CulpritPosterior:
         if "joint" not in self._cache:
             conflict = self.contradiction()
             if conflict is not None:
-                raise ValueError(f"observations fit no culprit: {conflict[0]}")
+                raise InconsistentObservations(f"observations fit no culprit: {conflict[0]}")
             log = self._cache["log"]
             weights = np.exp(log - log.max())
             self._cache["joint"] = weights / weights.sum()

@@ -16,7 +16,7 @@ from bisectk.outcome import Outcome
 from bisectk.search.bayes import FirstBadPosterior
 from bisectk.search.dag import Dag
 from bisectk.search.dag_bayes import MAX_JOINT, CulpritPosterior, dag_bayes_bisect, dag_bayes_multisect
-from bisectk.search.gateway import Observation, SearchStopped, StopSearch
+from bisectk.search.gateway import InconsistentObservations, Observation, SearchStopped, StopSearch
 from tests.search.dags import (CRISS_CROSS, OCTOPUS, TWICE_MERGED, ancestors, batch, dags,
                                deterministic, flaky, history, truth_group)
 
@@ -220,6 +220,12 @@ def test_contradictions_in_flaky_mode():
     result = dag_bayes_bisect(dag, deterministic(ancestors(parents), 0), fail_prob=1.0,
                               observations=[(3, F), (5, P)])
     assert result.contradiction and result.conflict == (3, 5) and not result.complete
+    # a commit that passed and failed is flaky evidence, not the contradiction
+    result = dag_bayes_bisect(dag, deterministic(ancestors(parents), 0),
+                              observations=[(4, P), (4, F), (1, F), (2, F)])
+    assert result.conflict == (1, 2) and "share no candidate ancestor" in result.contradiction
+    with pytest.raises(InconsistentObservations):
+        CulpritPosterior.from_observations(dag, [(1, F), (2, F)]).marginal()
     # with q unknown the same pass is only evidence
     result = dag_bayes_bisect(dag, flaky(ancestors(parents), 0, 0.5, random.Random(0)),
                               observations=[(3, F), (5, P)])

@@ -290,3 +290,25 @@ def test_search_dag_dispatches_and_result_serialises():
     assert all(set(p) == {"index", "pass", "fail", "unresolved"} for p in doc["parents"])
     with pytest.raises(ValueError):
         search_dag(parents)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(20, 250), st.integers(0, 10**6), st.floats(0.0, 0.25))
+def test_branchy_histories_with_skip_clusters(n, seed, skip_share):
+    """Histories with branches merged twice, back-merges and octopus merges; untestable commits in
+    runs along parent links; the culprit anywhere."""
+    rng = random.Random(seed)
+    parents = history(n, rng)
+    anc, culprit = ancestors(parents), rng.randrange(n)
+    untestable: set[int] = set()
+    while len(untestable) < skip_share * n:
+        i = rng.randrange(n - 1)
+        for _ in range(rng.randint(1, 6)):
+            untestable.add(i)
+            if not parents[i]:
+                break
+            i = rng.choice(parents[i])
+    untestable.discard(n - 1)
+    for search in (lambda d, o: dag_bisect(d, o), lambda d, o: dag_multisect(d, batch(o), jobs=4)):
+        result = search(Dag(parents), deterministic(anc, culprit, untestable))
+        assert set(result.candidates) == truth_group(anc, culprit, untestable) and result.complete

@@ -255,3 +255,20 @@ def test_more_workers_than_jointly_weighed_probes_repeat_the_best():
     assert set(batch14) == set(model.next_batch(MAX_JOINT))
     with pytest.raises(ValueError, match="at most"):
         model.batch_information(list(range(MAX_JOINT + 1)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(dags(25), st.data(), st.floats(0.2, 1.0), st.integers(0, 10**6))
+def test_flaky_answers_never_contradict_a_failure(parents, data, q, seed):
+    """Whatever the luck, every candidate of the answer is an ancestor of every failing run,
+    and a complete answer holds the confidence asked for."""
+    n = len(parents)
+    culprit = data.draw(st.integers(0, n - 1))
+    anc = ancestors(parents)
+    rng = random.Random(seed)
+    result = dag_bayes_bisect(Dag(parents), flaky(anc, culprit, q, rng), observations=[(n - 1, F)],
+                              max_runs=400)
+    failed = {o.index for o in result.observations if o.outcome is F}
+    assert result.candidates and all(c in anc[i] for c in result.candidates for i in failed)
+    assert culprit in {c for c in range(n) if all(c in anc[i] for i in failed)}
+    assert not result.complete or result.confidence >= 0.99

@@ -260,14 +260,19 @@ def test_more_workers_than_jointly_weighed_probes_repeat_the_best():
 @settings(max_examples=40, deadline=None)
 @given(dags(25), st.data(), st.floats(0.2, 1.0), st.integers(0, 10**6))
 def test_flaky_answers_never_contradict_a_failure(parents, data, q, seed):
-    """Whatever the luck, every candidate of the answer is an ancestor of every failing run,
-    and a complete answer holds the confidence asked for."""
+    """Whatever the luck, every candidate of the answer (or of the best answer when the budget
+    runs out: a wide octopus at low q can need more) is an ancestor of every failing run, and a
+    complete answer holds the confidence asked for."""
     n = len(parents)
     culprit = data.draw(st.integers(0, n - 1))
     anc = ancestors(parents)
     rng = random.Random(seed)
-    result = dag_bayes_bisect(Dag(parents), flaky(anc, culprit, q, rng), observations=[(n - 1, F)],
-                              max_runs=400)
+    try:
+        result = dag_bayes_bisect(Dag(parents), flaky(anc, culprit, q, rng),
+                                  observations=[(n - 1, F)], max_runs=300)
+    except SearchStopped as stop:
+        assert stop.reason == "budget" and not stop.result.complete
+        result = stop.result
     failed = {o.index for o in result.observations if o.outcome is F}
     assert result.candidates and all(c in anc[i] for c in result.candidates for i in failed)
     assert culprit in {c for c in range(n) if all(c in anc[i] for i in failed)}

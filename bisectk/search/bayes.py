@@ -36,11 +36,10 @@ from typing import Any
 
 import numpy as np
 from scipy.special import entr, xlogy
-from scipy.stats import beta
 
 from bisectk.outcome import Outcome
-from bisectk.search.history import (Gateway, HistoryResult, InconsistentObservations, Observation,
-                                    Oracle, candidate_groups)
+from bisectk.search.gateway import Gateway, InconsistentObservations, Observation, Oracle
+from bisectk.search.linear import HistoryResult, candidate_groups
 
 _LN2 = math.log(2.0)
 
@@ -65,6 +64,8 @@ class FirstBadPosterior:
             self._log_prior_q = np.zeros(1)
         else:
             # Midpoints of `grid` cells: q = 0 (bad never fails) is no hypothesis worth keeping.
+            from scipy.stats import beta   # here: scipy.stats costs 0.3 s to import
+
             self.q = (np.arange(grid) + 0.5) / grid
             self._log_prior_q = beta.logpdf(self.q, *q_prior)
         self.fails = np.zeros(n, dtype=np.int64)

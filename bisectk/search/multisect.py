@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from bisectk.search.bayes import FirstBadPosterior, default_budget, posterior_result
-from bisectk.search.history import (BatchOracle, Gateway, HistoryResult, Observation, bounds,
-                                    interval_result, testability)
+from bisectk.search.gateway import BatchOracle, Gateway, Observation
+from bisectk.search.linear import HistoryResult, bounds, interval_result, testability
 
 
 def multisect_probes(lo: int, hi: int, skipped: Iterable[int], k: int) -> list[int]:

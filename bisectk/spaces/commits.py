@@ -4,8 +4,14 @@ Abstractions
 ------------
 SpaceError    -- a bad repository, ref or range, explained in one line.
 CommitInfo    -- sha, subject, author, date; `files` (changed paths) filled in by `describe`.
-CommitRange   -- the candidates of a history search in topological order: index 0 is --good,
-                 the last index is --bad, exactly the index space of bisectk.search.history.
+CommitGraph   -- the candidates of a DAG search, with git bisect's semantics: the commits reachable
+                 from --bad and not from --good, merges and side branches included, in topological
+                 order (parents first, --bad last), each with its parents among the candidates:
+                 exactly the index space of bisectk.search.dag. --good is kept, as no candidate.
+list_graph    -- `git log --topo-order --reverse bad ^good` with parents (`--first-parent`: the
+                 mainline chain), validated.
+CommitRange   -- the linear searches' index space: index 0 is --good, the last index is --bad
+                 (bisectk.search.linear). On a history with merges it is a list, not a chain.
 list_commits  -- `git rev-list --ancestry-path good..bad` (or `--first-parent`), validated.
 WorktreePool  -- a context manager lending detached worktrees, one per concurrent lease, under a
                  cache directory (default <git-common-dir>/bisectk-worktrees/); on exit, however
@@ -42,6 +48,7 @@ _SAFE_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=fal
 _REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX",
              "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
 _FIELDS = "%H%x1f%s%x1f%an <%ae>%x1f%aI%x1e"
+_GRAPH_FIELDS = "%H%x1f%P%x1f%s%x1f%an <%ae>%x1f%aI%x1e"
 _SESSION = re.compile(r"^(\d+)-[0-9a-f]+$")
 
 
@@ -177,6 +184,89 @@ def list_commits(repo: Path | str, good: str, bad: str, *, first_parent: bool = 
             raise SpaceError(f"--good {good} ({g[:10]}) is not on the first-parent chain of --bad "
                              f"{bad}; drop --first-parent or pick a mainline commit")
     return CommitRange(root, tuple(commits), first_parent)
+
+
+@dataclass(frozen=True)
+class CommitGraph:
+    """Candidates of a DAG search: `commits[i]` in topological order, --bad last.
+
+    `parents[i]`: indices of i's parents among the candidates, first parent first (a parent
+    outside them is an ancestor of --good, so good); `parent_shas[i]`: all of i's parents, for
+    "last good". With `first_parent`, the mainline chain: `parents[i]` is (i - 1,) and
+    `parent_shas` still names a merge's other parents.
+    """
+
+    repo: Path
+    good: CommitInfo
+    commits: tuple[CommitInfo, ...]
+    parents: tuple[tuple[int, ...], ...]
+    parent_shas: tuple[tuple[str, ...], ...]
+    first_parent: bool = False
+    _index: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._index.update({c.sha: i for i, c in enumerate(self.commits)})
+
+    def __len__(self) -> int:
+        return len(self.commits)
+
+    def __getitem__(self, i: int) -> CommitInfo:
+        return self.commits[i]
+
+    @property
+    def bad(self) -> CommitInfo:
+        return self.commits[-1]
+
+    def index(self, sha: str) -> int:
+        """Candidate index of a full or abbreviated sha (SpaceError for --good or outsiders)."""
+        if sha in self._index:
+            return self._index[sha]
+        hits = [i for s, i in self._index.items() if s.startswith(sha)]
+        if len(hits) != 1:
+            raise SpaceError(f"commit {sha!r} is {'ambiguous' if hits else 'not'} among the candidates")
+        return hits[0]
+
+    def describe(self, i: int) -> CommitInfo:
+        return describe(self.repo, self.commits[i].sha)
+
+    def merges(self) -> int:
+        return sum(len(p) > 1 for p in self.parent_shas)
+
+
+def list_graph(repo: Path | str, good: str, bad: str, *, first_parent: bool = False) -> CommitGraph:
+    """Candidates between --good and --bad as git bisect sees them: every commit reachable from
+    bad and not from good (side branches forked before good included), or with `first_parent`
+    the first-parent chain from good (exclusive) to bad."""
+    root = open_repo(repo)
+    g, b = resolve(root, good, "--good"), resolve(root, bad, "--bad")
+    if g == b:
+        raise SpaceError(f"--good and --bad are the same commit ({g[:10]})")
+    try:
+        run_git(root, "merge-base", "--is-ancestor", g, b)
+    except SpaceError:
+        raise SpaceError(f"--good {good} ({g[:10]}) is not an ancestor of --bad {bad} ({b[:10]}); "
+                         "swap them or pick a good commit older than the bad one") from None
+    walk = ["--first-parent"] if first_parent else []
+    text = run_git(root, "log", "--reverse", "--topo-order", *walk, f"--format={_GRAPH_FIELDS}", b, f"^{g}")
+    commits, all_parents = [], []
+    for record in text.split("\x1e"):
+        record = record.strip("\n")
+        if record:
+            sha, parents, subject, author, date = record.split("\x1f")
+            commits.append(CommitInfo(sha, subject, author, date))
+            all_parents.append(tuple(parents.split()))
+    if not commits or commits[-1].sha != b:
+        raise SpaceError(f"git listed no candidates ending at --bad {bad} ({b[:10]})")
+    if first_parent:
+        if all_parents[0][:1] != (g,):
+            raise SpaceError(f"--good {good} ({g[:10]}) is not on the first-parent chain of --bad "
+                             f"{bad}; drop --first-parent or pick a mainline commit")
+        parents = [()] + [(i - 1,) for i in range(1, len(commits))]
+    else:
+        index = {c.sha: i for i, c in enumerate(commits)}
+        parents = [tuple(index[p] for p in ps if p in index) for ps in all_parents]
+    good_info = _parse_log(run_git(root, "log", "-1", f"--format={_FIELDS}", g))[0]
+    return CommitGraph(root, good_info, tuple(commits), tuple(parents), tuple(all_parents), first_parent)
 
 
 def describe(repo: Path | str, sha: str) -> CommitInfo:

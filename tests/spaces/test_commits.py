@@ -1,5 +1,7 @@
-"""The commit space on small generated repositories: ranges, errors, metadata, and worktrees that
-never touch the user's checkout (HEAD, index, working tree, stash list stay byte-identical)."""
+"""The commit space on small generated repositories: ranges, errors, metadata, worktrees that
+never touch the user's checkout (HEAD, index, working tree, stash list stay byte-identical), and
+the commit DAG of list_graph on octopus, criss-cross and twice-merged histories, searched and
+checked against real `git bisect run`."""
 
 from __future__ import annotations
 
@@ -11,8 +13,13 @@ from pathlib import Path
 import pytest
 
 from bisectk.errors import BisectkError
-from bisectk.spaces.commits import (SpaceError, WorktreePool, describe, list_commits, resolve,
-                                    run_git)
+from bisectk.outcome import Outcome
+from bisectk.search.dag import Dag
+from bisectk.search.history import search_dag
+from bisectk.spaces.commits import (SpaceError, WorktreePool, describe, list_commits, list_graph,
+                                    resolve, run_git)
+from tests.fixtures.gitrepo import make_dag_repo
+from tests.search.dags import CRISS_CROSS, OCTOPUS, TWICE_MERGED
 
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "T",
        "GIT_COMMITTER_EMAIL": "t@x", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
@@ -191,3 +198,136 @@ def test_stale_sessions_of_dead_processes_are_removed(repo, tmp_path):
         with pool.lease(resolve(repo, "HEAD")) as wt:
             assert wt.is_relative_to(cache)
     assert worktrees(repo) == [f"worktree {repo}"] and live.exists()
+
+
+# -- the commit DAG (list_graph) ----------------------------------------------------------------
+
+SHAPES = {"octopus": OCTOPUS, "criss-cross": CRISS_CROSS, "twice-merged": TWICE_MERGED}
+
+
+def bug_oracle(repo: Path, graph):
+    """FAIL where the commit's tree holds the BUG marker: what the test script of git bisect reads."""
+    def oracle(i: int) -> Outcome:
+        probe = subprocess.run(["git", "cat-file", "-e", f"{graph[i].sha}:BUG"], cwd=repo, env=ENV,
+                               capture_output=True)
+        return Outcome.FAIL if probe.returncode == 0 else Outcome.PASS
+    return oracle
+
+
+def git_bisect_run(repo: Path, good: str, bad: str) -> str:
+    git(repo, "bisect", "start", bad, good)
+    out = subprocess.run(["git", "bisect", "run", "sh", "-c", "test ! -e BUG"], cwd=repo, env=ENV,
+                         capture_output=True, text=True).stdout
+    git(repo, "bisect", "reset")
+    return next(line.split()[0] for line in out.splitlines() if line.endswith("is the first bad commit"))
+
+
+def test_graph_keeps_side_branches_with_their_parents(tmp_path):
+    r = tmp_path / "m"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    commit(r, "a.txt", "0", "root")
+    git(r, "checkout", "-q", "-b", "side")
+    commit(r, "b.txt", "1", "side 1")          # forked before good: not an ancestor of good
+    commit(r, "b.txt", "2", "side 2")
+    git(r, "checkout", "-q", "main")
+    good = commit(r, "a.txt", "1", "good")
+    git(r, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+    bad = commit(r, "a.txt", "2", "bad")
+    graph = list_graph(r, good, bad)
+    subjects = [c.subject for c in graph.commits]
+    assert sorted(subjects) == ["bad", "merge side", "side 1", "side 2"] and subjects[-1] == "bad"
+    assert graph.good.sha == good and graph.bad.sha == bad and graph.merges() == 1
+    by = {c.subject: i for i, c in enumerate(graph.commits)}
+    assert graph.parents[by["merge side"]] == (by["side 2"],)     # its first parent is good
+    assert graph.parent_shas[by["merge side"]] == (good, graph[by["side 2"]].sha)
+    assert graph.parents[by["side 1"]] == () and graph.index(graph[by["side 1"]].sha[:9]) == by["side 1"]
+    with pytest.raises(SpaceError, match="not among the candidates"):
+        graph.index(good)
+    # --ancestry-path (list_commits) drops the side branch; --first-parent gives the mainline chain
+    assert {c.subject for c in list_commits(r, good, bad).commits} == {"good", "merge side", "bad"}
+    chain = list_graph(r, good, bad, first_parent=True)
+    assert [c.subject for c in chain.commits] == ["merge side", "bad"] and chain.parents == ((), (0,))
+    assert len(chain.parent_shas[0]) == 2 and chain.first_parent
+    Dag(graph.parents)                                         # a valid candidate DAG
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_graph_of_generated_shapes_matches_their_dag(tmp_path, shape):
+    parents = SHAPES[shape]
+    good, shas = make_dag_repo(tmp_path / "r", parents)
+    graph = list_graph(tmp_path / "r", good, shas[-1])
+    assert sorted(c.sha for c in graph.commits) == sorted(shas) and graph.good.sha == good
+    name = {c.sha: c.subject for c in graph.commits}
+    for i, c in enumerate(graph.commits):
+        assert all(p < i for p in graph.parents[i])            # parents first
+        expected = tuple(f"c{p}" for p in parents[int(c.subject[1:])])
+        assert tuple(name[graph[p].sha] for p in graph.parents[i]) == expected   # git's order
+    assert graph.merges() == sum(len(p) > 1 for p in parents)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_dag_search_on_real_repos_agrees_with_git_bisect(tmp_path, shape):
+    parents = SHAPES[shape]
+    for culprit in range(len(parents)):
+        repo = tmp_path / f"r{culprit}"
+        good, shas = make_dag_repo(repo, parents, culprit)
+        graph = list_graph(repo, good, shas[-1])
+        result = search_dag(graph.parents, bug_oracle(repo, graph))
+        assert graph[result.culprit].sha == shas[culprit] == git_bisect_run(repo, good, shas[-1])
+        parent_names = {graph[p].subject for p in result.parents}
+        assert parent_names == {f"c{p}" for p in parents[culprit]}
+
+
+def test_good_on_the_first_parent_of_the_culprits_merge_gives_the_branch_commit(tmp_path):
+    """The side branch forks before --good and is merged right after it: git bisect keeps its
+    commits (candidates), --ancestry-path does not and would name the merge."""
+    parents = [(), (), (1,), (0, 2), (3,)]      # side 1, 2 (culprit 2); 3 = merge(mainline 0, 2)
+    names = ["main", "side-a", "side-b", "merge", "tip"]
+    good, shas = make_dag_repo(tmp_path / "r", parents, culprit=2, names=names)
+    mainline_good = shas[0]                     # the merge's first parent
+    graph = list_graph(tmp_path / "r", mainline_good, shas[-1])
+    assert {c.subject for c in graph.commits} == {"side-a", "side-b", "merge", "tip"}
+    result = search_dag(graph.parents, bug_oracle(tmp_path / "r", graph))
+    assert graph[result.culprit].subject == "side-b" and result.runs <= 3
+    assert graph[result.culprit].sha == git_bisect_run(tmp_path / "r", mainline_good, shas[-1])
+    assert [c.subject for c in list_commits(tmp_path / "r", mainline_good, shas[-1]).commits] == \
+        ["main", "merge", "tip"]
+
+
+def test_worktrees_see_what_the_graph_lists(tmp_path):
+    good, shas = make_dag_repo(tmp_path / "r", CRISS_CROSS, culprit=2)
+    graph = list_graph(tmp_path / "r", good, shas[-1])
+    with WorktreePool(tmp_path / "r", size=1) as pool:
+        for i in range(len(graph)):
+            with pool.lease(graph[i].sha) as wt:
+                assert (wt / "id.txt").read_text().strip() == graph[i].subject
+                assert (wt / "BUG").exists() == (graph[i].subject in {"c2", "c3", "c4", "c5", "c6", "c7"})
+
+
+@pytest.mark.parametrize("good,bad,match", [
+    ("nope", "HEAD", "--good 'nope' is not a commit"),
+    ("HEAD", "HEAD~3", "is not an ancestor of --bad"),
+    ("HEAD", "main", "same commit"),
+])
+def test_graph_range_errors(repo, good, bad, match):
+    with pytest.raises(SpaceError, match=match):
+        list_graph(repo, good, bad)
+
+
+def test_graph_first_parent_needs_a_mainline_good(tmp_path):
+    good, shas = make_dag_repo(tmp_path / "r", TWICE_MERGED)
+    with pytest.raises(SpaceError, match="first-parent chain"):
+        list_graph(tmp_path / "r", shas[2], shas[-1], first_parent=True)   # s2 is on the branch
+    chain = list_graph(tmp_path / "r", good, shas[-1], first_parent=True)
+    assert [c.subject for c in chain.commits] == ["c0", "c3", "c5", "c6", "c7"]
+
+
+def test_listing_the_graph_leaves_the_checkout_identical(repo, monkeypatch):
+    before = fingerprint(repo)
+    monkeypatch.setenv("GIT_INDEX_FILE", str(repo / ".git" / "index"))
+    graph = list_graph(repo, "HEAD~8", "HEAD")
+    assert [c.subject for c in graph.commits] == ["c1", "c2", "c3", "c4", "c5", "c5b add kernel", "c6", "c7"]
+    assert graph.good.subject == "c0" and graph.parents == ((),) + tuple((i,) for i in range(7))
+    assert graph.describe(5).files == ("kernel.py",)
+    assert fingerprint(repo) == before

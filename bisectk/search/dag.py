@@ -1,0 +1,323 @@
+"""The commit DAG of a history search, and the answer a DAG search gives. Pure: no git, no processes.
+
+Semantics (git bisect's)
+------------------------
+The candidates are the commits reachable from the bad commit and not from the good one: merges and
+side branches included (not only those on an ancestry path). The *culprit*, or first bad commit,
+is one candidate, and a commit is bad iff the culprit is among its ancestors, itself included: a
+merge is bad when either side brought the culprit in, and a commit on a side branch is bad only
+if it descends from the culprit. The culprit's parents are good by construction (none descends
+from it), so "last good" means the culprit's parents, not the commit before it in some list.
+
+Index space
+-----------
+Candidates are 0..n-1 in a topological order (parents before children). `parents[i]` holds i's
+parents among the candidates; a parent outside them is an ancestor of a good commit, so good. The
+bad commit is n-1 and descends from every candidate (it may be the culprit itself). The good
+commit is no candidate. A chain (`Dag.chain(n)`: the `--first-parent` mainline without its good
+commit) is a DAG too, and there every DAG search behaves like its linear counterpart.
+
+Abstractions
+------------
+Dag           -- parents, children and the ancestry matrix `anc[i, c]`: "c is an ancestor of i or
+                 i itself", which is "commit i is bad if c is the culprit". The whole model of a
+                 DAG search is that one boolean matrix; searches read rows (what a run of i can
+                 tell) and columns (which commits a culprit makes bad).
+Narrowing     -- the deterministic state derived from observations: the culprits still allowed
+                 (ancestors of every FAIL, ancestors of no PASS), tested and untestable commits.
+explain       -- why observations admit no culprit, in words, with the commits involved.
+groups        -- culprits that no testable commit tells apart (skips merge them): the DAG form
+                 of linear.candidate_groups.
+testable_odds -- where untestable commits probably are: the two-state chain of linear.py, read
+                 from a commit's nearest known ancestor and descendant.
+DagResult     -- the answer every DAG search returns (and SearchStopped carries).
+
+Memory is O(n^2): n = 2,000 candidates take 4 MB of booleans and 32 MB of float64.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bisectk.outcome import Outcome
+from bisectk.search.gateway import Gateway, Observation
+
+# Untestable commits come in runs (a broken build lasts until its fix): the two-state chain of
+# linear.testability, which testable_odds reads along the DAG. It only steers probes; answers
+# never depend on it.
+CLUSTER_LEN, UNTESTABLE_RATE = 8.0, 0.1
+_STAY = 1.0 - 1.0 / CLUSTER_LEN
+_LAMBDA = _STAY - UNTESTABLE_RATE / (1.0 - UNTESTABLE_RATE) * (1.0 - _STAY)
+
+
+def entr(x: np.ndarray | float) -> np.ndarray:
+    """-x ln x elementwise, 0 at 0 (scipy.special.entr without importing scipy)."""
+    x = np.asarray(x, dtype=float)
+    safe = np.where(x > 0, x, 1.0)
+    return np.where(x > 0, -x * np.log(safe), 0.0)
+
+
+class Dag:
+    """Candidates 0..n-1 in topological order, their parents among the candidates, and ancestry."""
+
+    def __init__(self, parents: Sequence[Iterable[int]]):
+        n = len(parents)
+        if n < 1:
+            raise ValueError("a DAG search needs at least one candidate (the bad commit)")
+        self.n = n
+        # parent order kept (the first parent first), duplicates dropped
+        self.parents: tuple[tuple[int, ...], ...] = tuple(tuple(dict.fromkeys(int(p) for p in ps))
+                                                          for ps in parents)
+        anc = np.zeros((n, n), dtype=bool)
+        children: list[list[int]] = [[] for _ in range(n)]
+        for i, ps in enumerate(self.parents):
+            for p in ps:
+                if not 0 <= p < i:
+                    raise ValueError(f"parent {p} of candidate {i} is not an earlier candidate: "
+                                     "candidates must be in topological order, parents first")
+                anc[i] |= anc[p]
+                children[p].append(i)
+            anc[i, i] = True
+        if not anc[n - 1].all():
+            lost = np.flatnonzero(~anc[n - 1])[:5].tolist()
+            raise ValueError(f"the bad commit (index {n - 1}) must descend from every candidate; "
+                             f"{lost} do not")
+        self.anc = anc
+        self.children: tuple[tuple[int, ...], ...] = tuple(tuple(c) for c in children)
+        self._ancf: np.ndarray | None = None
+
+    @classmethod
+    def chain(cls, n: int) -> Dag:
+        """A linear history of n candidates: i's only parent is i-1."""
+        if n < 1:
+            raise ValueError("a DAG search needs at least one candidate (the bad commit)")
+        return cls([()] + [(i - 1,) for i in range(1, n)])
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def ancf(self) -> np.ndarray:
+        """`anc` as float64, for products: (ancf @ v)[i] sums v over i's ancestors."""
+        if self._ancf is None:
+            self._ancf = self.anc.astype(np.float64)
+        return self._ancf
+
+    def is_bad(self, i: int, culprit: int) -> bool:
+        return bool(self.anc[i, culprit])
+
+    def weights(self, allowed: np.ndarray) -> np.ndarray:
+        """For every commit i, how many allowed culprits a FAIL of i would keep (git's weight)."""
+        return np.rint(self.ancf @ allowed.astype(np.float64)).astype(np.int64)
+
+
+def _nearest_known(dag: Dag, known: dict[int, bool], down: bool) -> tuple[np.ndarray, np.ndarray]:
+    """For every commit, the edges to its nearest known ancestor (down=True: walking from the
+    known commits to their children) or descendant, and whether that one is testable."""
+    dist, state = np.full(dag.n, np.inf), np.zeros(dag.n, dtype=bool)
+    queue: deque[int] = deque()
+    for i in sorted(known, key=known.__getitem__):      # skips first: they win ties
+        dist[i], state[i] = 0, known[i]
+        queue.append(i)
+    step = dag.children if down else dag.parents
+    while queue:
+        i = queue.popleft()
+        for j in step[i]:
+            if dist[j] == np.inf:
+                dist[j], state[j] = dist[i] + 1, state[i]
+                queue.append(j)
+    return dist, state
+
+
+def testable_odds(dag: Dag, skipped: Iterable[int], tested: np.ndarray) -> np.ndarray:
+    """P(testable) of every commit, given the known untestable (`skipped`) and testable ones.
+
+    linear.testability on a DAG: a commit's neighbours on the two sides of a chain become its
+    nearest known ancestor (distance a, state s_a) and nearest known descendant (b, s_b), and
+
+        P(ok) = T^a[s_a, ok] T^b[ok, s_b] / sum_z T^a[s_a, z] T^b[z, s_b],
+
+    with T^n[x, y] = pi_y + lambda^n (1[x = y] - pi_y) the two-state chain; a side with no known
+    commit drops out (pi in place of T^a, 1 in place of T^b). On a chain it is linear.testability.
+    The bad commit counts as testable: the caller verified it. All ones while nothing is skipped.
+    """
+    skipped = list(skipped)
+    if not skipped:
+        return np.ones(dag.n)
+    known = {int(i): True for i in np.flatnonzero(tested)}
+    known.setdefault(dag.n - 1, True)
+    known.update({int(s): False for s in skipped})
+    a, sa = _nearest_known(dag, known, down=True)
+    b, sb = _nearest_known(dag, known, down=False)
+    weight = {}
+    for z in (True, False):
+        pz = 1.0 - UNTESTABLE_RATE if z else UNTESTABLE_RATE
+        before = np.where(np.isfinite(a), _step(a, sa, z), pz)      # T^a[s_a, z]
+        after = np.where(np.isfinite(b), _step(b, z, sb), 1.0)      # T^b[z, s_b]
+        weight[z] = before * after
+    return weight[True] / (weight[True] + weight[False])
+
+
+def _step(n: np.ndarray, x: np.ndarray | bool, y: np.ndarray | bool) -> np.ndarray:
+    """T^n[x, y] of the two-state chain (True = testable), elementwise; inf steps read as 0."""
+    n = np.where(np.isfinite(n), n, 0.0)
+    pi_y = np.where(y, 1.0 - UNTESTABLE_RATE, UNTESTABLE_RATE)
+    return pi_y + np.power(_LAMBDA, n) * (np.equal(x, y) - pi_y)
+
+
+def groups(dag: Dag, skipped: Iterable[int]) -> np.ndarray:
+    """A label per culprit; equal labels = no testable commit tells the two culprits apart.
+
+    Culprits c and c' differ only through a commit j that is bad under one and good under the
+    other (anc[j, c] != anc[j, c']); untestable commits cannot be that j.
+    """
+    testable = np.ones(dag.n, dtype=bool)
+    testable[list(skipped)] = False
+    if testable.all():
+        return np.arange(dag.n)
+    signatures = np.packbits(dag.anc[testable].T, axis=1)      # row c: the testable commits c makes bad
+    _, labels = np.unique(signatures, axis=0, return_inverse=True)
+    return labels.reshape(-1)
+
+
+def explain(dag: Dag, observations: Sequence[Observation]) -> tuple[str, tuple[int, ...]]:
+    """Why no culprit fits deterministic observations: a sentence and the commits it names."""
+    passed = sorted({o.index for o in observations if o.outcome is Outcome.PASS})
+    failed = sorted({o.index for o in observations if o.outcome is Outcome.FAIL})
+    both = sorted(set(passed) & set(failed))
+    if both:
+        return (f"commit #{both[0]} both passed and failed: the test is intermittent "
+                "(use the flake-aware search)", (both[0],))
+    if dag.n - 1 in passed:
+        return f"the bad commit #{dag.n - 1} passed", (dag.n - 1,)
+    for f in failed:
+        for p in passed:
+            if dag.anc[p, f]:
+                return (f"commit #{f} failed but its descendant #{p} passed: a good commit "
+                        "cannot contain the first bad one", (f, p))
+    for a in failed:
+        for b in failed:
+            if a < b and not (dag.anc[a] & dag.anc[b]).any():
+                return (f"commits #{a} and #{b} failed but share no candidate ancestor: the "
+                        "failure has more than one cause, or the good commit is not good", (a, b))
+    return ("no candidate is an ancestor of every failing commit and of no passing one: the "
+            "failure has more than one cause, or the good commit is not good",
+            tuple(failed) + tuple(passed))
+
+
+class Narrowing:
+    """Deterministic evidence on a DAG: allowed culprits, tested and untestable commits."""
+
+    def __init__(self, dag: Dag, observations: Iterable[Observation] = ()):
+        self.dag = dag
+        self.allowed = np.ones(dag.n, dtype=bool)
+        self.tested = np.zeros(dag.n, dtype=bool)
+        self.unresolved = np.zeros(dag.n, dtype=bool)
+        self.observations: list[Observation] = []
+        for obs in observations:
+            self.observe(obs)
+
+    def observe(self, obs: Observation) -> None:
+        i, outcome = Observation.coerce(obs)
+        self.observations.append(Observation(i, outcome))
+        if outcome is Outcome.FAIL:         # the culprit is among i's ancestors
+            self.allowed &= self.dag.anc[i]
+            self.tested[i] = True
+        elif outcome is Outcome.PASS:       # ... or among none of them
+            self.allowed &= ~self.dag.anc[i]
+            self.tested[i] = True
+        else:
+            self.unresolved[i] = True
+
+    @property
+    def skipped(self) -> tuple[int, ...]:
+        return tuple(np.flatnonzero(self.unresolved & ~self.tested).tolist())
+
+    @property
+    def eligible(self) -> np.ndarray:
+        """Commits worth a run: neither tested nor known untestable."""
+        return ~self.tested & ~self.unresolved
+
+    def odds(self) -> np.ndarray:
+        return testable_odds(self.dag, self.skipped, self.tested)
+
+    def contradiction(self) -> tuple[str, tuple[int, ...]] | None:
+        return None if self.allowed.any() else explain(self.dag, self.observations)
+
+
+@dataclass(frozen=True)
+class DagResult:
+    """The answer of a DAG search.
+
+    `candidates` are the commits that may still be the culprit (topological order), `confidence`
+    the probability that the culprit is among them (1.0 for a deterministic search). `culprit` is
+    set only when one candidate is left; `parents` are its parents among the candidates (the
+    "last good" commits; a culprit whose parents are all outside the candidates has ()).
+    `contradiction` explains why observations fit no culprit (then `candidates` is empty and
+    `conflict` names the commits involved).
+    """
+
+    culprit: int | None
+    candidates: tuple[int, ...]
+    parents: tuple[int, ...]
+    runs: int                   # observations in the log, replayed ones included
+    new_runs: int               # oracle calls made by this search
+    rounds: int                 # oracle rounds of this search: batches for multisection
+    confidence: float
+    skipped: tuple[int, ...]
+    observations: tuple[Observation, ...]
+    complete: bool              # False when stopped, out of budget or contradicted
+    mode: str
+    posterior: tuple[tuple[int, float], ...] = ()   # (index, P(culprit = index)), best first
+    fail_prob: float | None = None                  # posterior mean of q (flake-aware modes)
+    contradiction: str | None = None
+    conflict: tuple[int, ...] = ()
+
+    @property
+    def ambiguous(self) -> bool:
+        return len(self.candidates) > 1
+
+    @property
+    def found(self) -> bool:
+        return self.culprit is not None and self.complete
+
+    def evidence(self, i: int) -> dict[str, int]:
+        """Runs of commit i in the log, by outcome."""
+        counts = {o.value: 0 for o in Outcome}
+        for obs in self.observations:
+            if obs.index == i:
+                counts[obs.outcome.value] += 1
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "culprit": self.culprit, "candidates": list(self.candidates),
+            "ambiguous": self.ambiguous, "found": self.found,
+            "parents": [{"index": p, **self.evidence(p)} for p in self.parents],
+            "runs": self.runs, "new_runs": self.new_runs, "rounds": self.rounds,
+            "confidence": round(self.confidence, 6), "skipped": list(self.skipped),
+            "complete": self.complete, "mode": self.mode, "fail_prob": self.fail_prob,
+            "posterior": [[i, round(p, 6)] for i, p in self.posterior],
+            "contradiction": self.contradiction, "conflict": list(self.conflict),
+            "observations": [o.to_json() for o in self.observations],
+        }
+
+
+def narrowing_result(dag: Dag, gw: Gateway, state: Narrowing, complete: bool, mode: str) -> DagResult:
+    """The deterministic answer: every allowed culprit, or the contradiction."""
+    conflict = state.contradiction()
+    candidates = tuple(np.flatnonzero(state.allowed).tolist())
+    culprit = candidates[0] if len(candidates) == 1 else None
+    return DagResult(
+        culprit=culprit, candidates=candidates,
+        parents=dag.parents[culprit] if culprit is not None else (),
+        runs=len(gw.observations), new_runs=gw.new_runs, rounds=gw.rounds,
+        confidence=0.0 if conflict else 1.0,
+        skipped=state.skipped, observations=tuple(gw.observations),
+        complete=complete and conflict is None, mode=mode,
+        contradiction=conflict[0] if conflict else None, conflict=conflict[1] if conflict else ())

@@ -1,0 +1,160 @@
+"""Deterministic search on a commit DAG: git bisect's probe choice, and k-way multisection.
+
+Abstractions
+------------
+best_probe()    -- the commit whose run best splits the allowed culprits. A FAIL of commit i keeps
+                   the allowed culprits among i's ancestors (w of N: git's "weight"), a PASS the
+                   other N - w, so the best i maximises the entropy h(w/N) of the split, which is
+                   git's max min(w, N - w); once skips are known, times P(testable) (skip away
+                   from clusters of untestable commits). Any untested commit may be chosen, also
+                   one outside the allowed set: after a FAIL a commit on another branch can still
+                   split the culprits, and it may be the only testable one that does.
+split_probes()  -- the K probes of one multisection round. Each allowed culprit falls in a cell
+                   (which of the probes it makes bad); the probes maximise the expected entropy
+                   of that partition: started at weight quantiles j/(K+1) (on a chain: K+1
+                   near-equal segments), then improved one probe at a time while any swap helps.
+dag_bisect()    -- the sequential search.
+dag_multisect() -- K probes per round, for K parallel workers.
+
+Both end when no testable, untested commit splits the allowed culprits. The allowed set is then the
+answer: one commit (the culprit), or several that skips left indistinguishable (git's "only
+skipped commits left to test"). It is consistent with every observation by construction; when no
+culprit is (a good commit descending from a bad one, a flaky test), the result carries the
+contradiction instead of an answer.
+
+Runs. Without skips, a sequential search halves a chain (ceil(log2 N) runs) and a round of K
+probes leaves at most ~N/(K+1) culprits of one, so ceil(log_{K+1} N) + 1 rounds. On a DAG an
+exact halving may not exist: m independent branches joined by one octopus merge need up to m - 1
+runs, for git too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from bisectk.search.dag import Dag, DagResult, Narrowing, entr, narrowing_result
+from bisectk.search.gateway import BatchOracle, Gateway, Observation, Oracle
+
+_LN2 = np.log(2.0)
+
+
+def best_probe(dag: Dag, allowed: np.ndarray, eligible: np.ndarray, odds: np.ndarray) -> int | None:
+    """The commit to run next, or None when no testable commit splits the allowed culprits."""
+    size = int(allowed.sum())
+    if size <= 1:
+        return None
+    w = dag.weights(allowed)
+    useful = eligible & (w > 0) & (w < size) & (odds > 0)
+    if not useful.any():
+        return None
+    frac = w / size
+    score = np.where(useful, odds * (entr(frac) + entr(1.0 - frac)), -1.0)
+    return int(np.argmax(score))    # ties: the earliest in topological order
+
+
+def _cells(hits: np.ndarray, probes: Sequence[int]) -> np.ndarray:
+    """The cell of every allowed culprit: which of `probes` (rows of `hits`) it makes bad."""
+    codes = np.zeros(hits.shape[1], dtype=np.int64)
+    for t, j in enumerate(probes):
+        codes |= hits[j].astype(np.int64) << t
+    return np.unique(codes, return_inverse=True)[1].reshape(-1)
+
+
+def _entropy(hits: np.ndarray, probes: Sequence[int]) -> float:
+    sizes = np.bincount(_cells(hits, probes)) / hits.shape[1]
+    return float(entr(sizes).sum())
+
+
+def _entropy_adding(hits: np.ndarray, others: Sequence[int], p_ok: np.ndarray) -> np.ndarray:
+    """For every pool commit j: the partition entropy expected from `others` plus j, where j's
+    run is lost (untestable) with probability 1 - p_ok[j]."""
+    labels = _cells(hits, others)
+    size = hits.shape[1]
+    onehot = np.zeros((size, labels.max() + 1))
+    onehot[np.arange(size), labels] = 1.0
+    cells = onehot.sum(axis=0)
+    inside = hits @ onehot                  # [j, cell]: culprits of the cell that make j bad
+    base = float(entr(cells / size).sum())
+    split = (entr(inside / size) + entr((cells - inside) / size)).sum(axis=1)
+    return base + p_ok * (split - base)
+
+
+def split_probes(dag: Dag, allowed: np.ndarray, eligible: np.ndarray, odds: np.ndarray,
+                 k: int) -> list[int]:
+    """Up to k commits to run together; [] when no testable commit splits the allowed culprits."""
+    if k < 1:
+        raise ValueError(f"jobs must be >= 1, got {k}")
+    size = int(allowed.sum())
+    if size <= 1:
+        return []
+    w = dag.weights(allowed)
+    pool = np.flatnonzero(eligible & (w > 0) & (w < size) & (odds > 0))
+    if pool.size <= k:
+        return pool.tolist()
+    hits = dag.anc[np.ix_(pool, np.flatnonzero(allowed))].astype(np.float64)
+    p_ok = odds[pool]
+    width = size / (k + 1)
+    chosen: list[int] = []                  # positions in `pool`
+    for t in range(1, k + 1):
+        closeness = p_ok * np.clip(1.0 - ((w[pool] - t * width) / width) ** 2, 1e-6, None)
+        closeness[chosen] = -1.0
+        chosen.append(int(np.argmax(closeness)))
+    for _ in range(10):                     # coordinate ascent; each sweep only raises the entropy
+        improved = False
+        for s in range(k):
+            others = chosen[:s] + chosen[s + 1:]
+            score = _entropy_adding(hits, others, p_ok)
+            score[others] = -np.inf
+            best = int(np.argmax(score))
+            if score[best] > score[chosen[s]] + 1e-12:
+                chosen[s], improved = best, True
+        if not improved:
+            break
+    full = _entropy(hits, chosen)           # a probe that adds nothing is not worth a run
+    for s in reversed(range(len(chosen))):
+        if len(chosen) > 1 and _entropy(hits, chosen[:s] + chosen[s + 1:]) >= full - 1e-12:
+            del chosen[s]
+    return sorted(pool[chosen].tolist())
+
+
+def dag_bisect(dag: Dag, oracle: Oracle, *, observations: Iterable[Observation | Sequence[Any]] = (),
+               on_observation: Callable[[Observation], None] | None = None,
+               max_runs: int | None = None) -> DagResult:
+    """Sequential deterministic search; raises SearchStopped (best result so far) when stopped."""
+    gw = Gateway(dag.n, oracle, observations=observations, on_observation=on_observation, min_n=1)
+    state = Narrowing(dag, gw.observations)
+    gw.listeners.append(state.observe)
+
+    def loop() -> None:
+        while state.allowed.any():
+            probe = best_probe(dag, state.allowed, state.eligible, state.odds())
+            if probe is None:
+                return
+            gw.spend(max_runs)
+            gw.test(probe)
+
+    return gw.guarded(loop, lambda finished: narrowing_result(dag, gw, state, finished, "dag-binary"))
+
+
+def dag_multisect(dag: Dag, batch_oracle: BatchOracle, *, jobs: int,
+                  observations: Iterable[Observation | Sequence[Any]] = (),
+                  on_observation: Callable[[Observation], None] | None = None,
+                  max_runs: int | None = None) -> DagResult:
+    """Deterministic k-way search; `result.rounds` counts the batches sent to the oracle."""
+    gw = Gateway(dag.n, batch_oracle=batch_oracle, observations=observations,
+                 on_observation=on_observation, min_n=1)
+    state = Narrowing(dag, gw.observations)
+    gw.listeners.append(state.observe)
+
+    def loop() -> None:
+        while state.allowed.any():
+            probes = split_probes(dag, state.allowed, state.eligible, state.odds(), jobs)
+            if not probes:
+                return
+            gw.test_many(probes[:gw.spend(max_runs, len(probes))])
+
+    return gw.guarded(loop, lambda finished: narrowing_result(dag, gw, state, finished,
+                                                              f"dag-multisect-{jobs}"))

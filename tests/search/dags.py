@@ -1,0 +1,141 @@
+"""Commit DAGs for the DAG search tests, and their truth by brute force.
+
+The truth never uses bisectk's ancestry matrix: `ancestors` walks parents with plain sets, and a
+commit is bad iff the culprit is in its ancestor set (itself included). Index space as in
+bisectk.search.dag: candidates 0..n-1 in topological order, parents among the candidates, the bad
+commit n-1 a descendant of every candidate. Nothing here runs a process.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Sequence
+
+from hypothesis import strategies as st
+
+from bisectk.outcome import Outcome
+
+Parents = list[tuple[int, ...]]
+
+
+def ancestors(parents: Sequence[Sequence[int]]) -> list[set[int]]:
+    """Ancestor set of every candidate, itself included, by walking parents."""
+    out = []
+    for i in range(len(parents)):
+        seen, stack = {i}, [i]
+        while stack:
+            for p in parents[stack.pop()]:
+                if p not in seen:
+                    seen.add(p)
+                    stack.append(p)
+        out.append(seen)
+    return out
+
+
+def truth_group(anc: list[set[int]], culprit: int, untestable: Iterable[int] = ()) -> set[int]:
+    """Every culprit that no testable commit tells apart from `culprit`."""
+    skip = set(untestable)
+    testable = [j for j in range(len(anc)) if j not in skip]
+    sig = [culprit in anc[j] for j in testable]
+    return {c for c in range(len(anc)) if [c in anc[j] for j in testable] == sig}
+
+
+def deterministic(anc: list[set[int]], culprit: int, untestable: Iterable[int] = (),
+                  calls: list[int] | None = None) -> Callable[[int], Outcome]:
+    skip = set(untestable)
+
+    def oracle(i: int) -> Outcome:
+        if calls is not None:
+            calls.append(i)
+        if i in skip:
+            return Outcome.UNRESOLVED
+        return Outcome.FAIL if culprit in anc[i] else Outcome.PASS
+    return oracle
+
+
+def flaky(anc: list[set[int]], culprit: int, q: float, rng: random.Random,
+          untestable: Iterable[int] = ()) -> Callable[[int], Outcome]:
+    """A bad commit fails each run with probability q; a good one never fails."""
+    skip = set(untestable)
+
+    def oracle(i: int) -> Outcome:
+        if i in skip:
+            return Outcome.UNRESOLVED
+        return Outcome.FAIL if culprit in anc[i] and rng.random() < q else Outcome.PASS
+    return oracle
+
+
+def batch(oracle: Callable[[int], Outcome]) -> Callable[[list[int]], list[Outcome]]:
+    return lambda idx: [oracle(i) for i in idx]
+
+
+def close(parents: Parents) -> Parents:
+    """Append the bad commit: a merge of every commit that has no child yet (an octopus when
+    there are several), so that it descends from every candidate."""
+    has_child = {p for ps in parents for p in ps}
+    return [*parents, tuple(i for i in range(len(parents)) if i not in has_child)]
+
+
+@st.composite
+def dags(draw, max_n: int = 40) -> Parents:
+    """Random DAGs: plain commits, new roots (branches forked on the good side), merges of two
+    and octopus merges of three or four, criss-crosses by chance; the bad commit merges the rest."""
+    n = draw(st.integers(1, max_n))
+    parents: Parents = []
+    for i in range(n - 1):
+        k = draw(st.sampled_from((0, 1, 1, 1, 1, 1, 2, 2, 2, 3, 4))) if i else 0
+        if k == 0:
+            ps: tuple[int, ...] = ()
+        elif k == 1:   # mostly extend a recent commit, as a branch does
+            ps = (draw(st.integers(max(0, i - 4), i - 1)),)
+        else:
+            ps = tuple(sorted(draw(st.sets(st.integers(0, i - 1), min_size=min(k, i), max_size=min(k, i)))))
+        parents.append(ps)
+    return close(parents)
+
+
+def history(n: int, rng: random.Random, merge_rate: float = 0.25) -> Parents:
+    """A branchy history of n candidates: a mainline, feature branches (some forked on the good
+    side), merges into the mainline (some branches merged twice), back-merges of the mainline into
+    a branch, octopus merges; the bad commit merges whatever is still open."""
+    parents: Parents = [()]
+    main, branches = 0, [0] if rng.random() < 0.5 else []
+    while len(parents) < n - 1:
+        i, r = len(parents), rng.random()
+        if branches and r < merge_rate:
+            b = rng.randrange(len(branches))
+            if len(branches) > 2 and rng.random() < 0.1:            # octopus
+                picked = rng.sample(range(len(branches)), 3)
+                parents.append((main, *sorted({branches[o] for o in picked} - {main})))
+                branches = [t for o, t in enumerate(branches) if o not in picked]
+                main = i
+            elif rng.random() < 0.15:                              # back-merge into the branch
+                parents.append(tuple(sorted({branches[b], main})))
+                branches[b] = i
+            else:
+                parents.append(tuple(sorted({main, branches[b]})))
+                main = i
+                if rng.random() < 0.7:
+                    branches.pop(b)                                # else: merged again later
+        elif r < merge_rate + 0.08:
+            parents.append(() if rng.random() < 0.1 else (rng.choice([main, *branches]),))
+            branches.append(i)
+        elif branches and rng.random() < 0.6:
+            b = rng.randrange(len(branches))
+            parents.append((branches[b],))
+            branches[b] = i
+        else:
+            parents.append((main,))
+            main = i
+    return close(parents)
+
+
+# Named shapes: indices in topological order, parents in git's order (first parent first), ()
+# = forked on the good side (commit 0 from --good itself, the others from before it).
+# Octopus: mainline 0, 3; branches 1 and 2 forked before good; 4 merges 3, 1 and 2 at once.
+OCTOPUS: Parents = [(), (), (), (0,), (3, 1, 2), (4,), (5,)]
+# Criss-cross: branches A (1) and B (2); 3 merges B into A while 4 merges A into B; 7 joins them.
+CRISS_CROSS: Parents = [(), (0,), (0,), (1, 2), (2, 1), (3,), (4,), (5, 6)]
+# Side branch merged twice: s1 (1) and s2 (2) forked before good; the mainline (0) merges s2 at
+# 3; the branch goes on with s3 (4), merged again at 6.
+TWICE_MERGED: Parents = [(), (), (1,), (0, 2), (2,), (3,), (5, 4), (6,)]

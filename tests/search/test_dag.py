@@ -1,0 +1,314 @@
+"""Deterministic search on commit DAGs: ancestry, git's probe choice, skips, k-way multisection,
+contradictions, stop and resume, each answer checked against brute-force truth (tests/search/dags.py)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bisectk.outcome import Outcome
+from bisectk.search.dag import Dag, DagResult, groups
+from bisectk.search.dag_bisect import best_probe, dag_bisect, dag_multisect, split_probes
+from bisectk.search.gateway import Observation, SearchStopped, StopSearch
+from bisectk.search.history import SearchOptions, search_dag
+from bisectk.search.linear import bisect
+from tests.search.dags import (CRISS_CROSS, OCTOPUS, TWICE_MERGED, ancestors, batch, dags,
+                               deterministic, history, truth_group)
+
+P, F, U = Outcome.PASS, Outcome.FAIL, Outcome.UNRESOLVED
+
+
+def consistent(anc, culprit: int, observations) -> bool:
+    return all(o.outcome is U or (culprit in anc[o.index]) == (o.outcome is F) for o in observations)
+
+
+@st.composite
+def problems(draw, max_n: int = 40):
+    """A DAG, a culprit anywhere, and some untestable commits (the bad one stays testable)."""
+    parents = draw(dags(max_n))
+    n = len(parents)
+    culprit = draw(st.integers(0, n - 1))
+    untestable = draw(st.sets(st.integers(0, n - 1), max_size=n // 3)) - {n - 1}
+    return parents, culprit, untestable
+
+
+def test_ancestry_matrix_matches_the_brute_force_walk():
+    rng = random.Random(5)
+    for parents in (OCTOPUS, CRISS_CROSS, TWICE_MERGED, history(300, rng)):
+        anc = ancestors(parents)
+        dag = Dag(parents)
+        for i in range(len(parents)):
+            assert set(np.flatnonzero(dag.anc[i]).tolist()) == anc[i]
+        assert [set(c) for c in dag.children] == [{j for j, ps in enumerate(parents) if i in ps}
+                                                   for i in range(len(parents))]
+
+
+def test_dag_rejects_what_is_not_a_candidate_dag():
+    with pytest.raises(ValueError, match="topological"):
+        Dag([(), (2,), ()])
+    with pytest.raises(ValueError, match="descend from every candidate"):
+        Dag([(), (), (0,)])
+    with pytest.raises(ValueError, match="at least one"):
+        Dag([])
+    assert dag_bisect(Dag([()]), deterministic([{0}], 0)).culprit == 0   # bad is the only candidate
+
+
+@settings(max_examples=300, deadline=None)
+@given(problems())
+def test_bisect_answers_the_truth_group_and_is_consistent(problem):
+    parents, culprit, untestable = problem
+    anc = ancestors(parents)
+    calls: list[int] = []
+    result = dag_bisect(Dag(parents), deterministic(anc, culprit, untestable, calls))
+    assert set(result.candidates) == truth_group(anc, culprit, untestable)
+    assert result.complete and result.confidence == 1.0 and result.contradiction is None
+    assert (result.culprit == culprit) == (len(result.candidates) == 1)
+    assert all(consistent(anc, c, result.observations) for c in result.candidates)
+    assert len(calls) == len(set(calls)) == result.runs and len(parents) - 1 not in calls
+    assert set(result.skipped) == set(calls) & untestable
+    if result.culprit is not None:
+        assert set(result.parents) == set(parents[culprit])
+
+
+@settings(max_examples=150, deadline=None)
+@given(problems(), st.integers(2, 5))
+def test_multisect_answers_the_truth_group(problem, jobs):
+    parents, culprit, untestable = problem
+    anc = ancestors(parents)
+    calls: list[int] = []
+    result = dag_multisect(Dag(parents), batch(deterministic(anc, culprit, untestable, calls)), jobs=jobs)
+    assert set(result.candidates) == truth_group(anc, culprit, untestable) and result.complete
+    assert len(calls) == len(set(calls)) == result.runs <= jobs * result.rounds
+    assert result.mode == f"dag-multisect-{jobs}"
+
+
+@settings(max_examples=100, deadline=None)
+@given(dags(30), st.data())
+def test_culprit_and_its_testable_parents_pin_it_down(parents, data):
+    """Skips anywhere else never hide a culprit whose parents and itself can be tested."""
+    n = len(parents)
+    culprit = data.draw(st.integers(0, n - 1))
+    keep = {culprit, *parents[culprit], n - 1}
+    untestable = data.draw(st.sets(st.integers(0, n - 1), max_size=n)) - keep
+    anc = ancestors(parents)
+    assert dag_bisect(Dag(parents), deterministic(anc, culprit, untestable)).culprit == culprit
+
+
+@pytest.mark.parametrize("parents", [OCTOPUS, CRISS_CROSS, TWICE_MERGED], ids=["octopus", "criss-cross", "twice-merged"])
+def test_named_shapes_every_culprit(parents):
+    anc = ancestors(parents)
+    for culprit in range(len(parents)):
+        for search in (lambda d, o: dag_bisect(d, o), lambda d, o: dag_multisect(d, batch(o), jobs=3)):
+            result = search(Dag(parents), deterministic(anc, culprit))
+            assert result.culprit == culprit and result.parents == parents[culprit]
+
+
+def test_side_branch_culprit_merged_twice_is_the_branch_commit_not_a_merge():
+    anc = ancestors(TWICE_MERGED)
+    calls: list[int] = []
+    result = dag_bisect(Dag(TWICE_MERGED), deterministic(anc, 2, calls=calls))
+    assert result.culprit == 2 and result.parents == (1,)
+    # both merges (3, 6) and the later branch commit (4) are bad; the mainline commit 0 is good
+    assert [i for i in range(8) if 2 in anc[i]] == [2, 3, 4, 5, 6, 7] and 2 not in anc[0]
+
+
+def test_probe_halves_by_ancestor_count_as_git_does():
+    # culprits 0..5 on a chain, 6..8 on a side branch forked on the good side, 9 = merge = bad
+    parents = [(), *[(i,) for i in range(5)], (), (6,), (7,), (5, 8)]
+    dag = Dag(parents)
+    allowed, eligible = np.ones(10, bool), np.ones(10, bool)
+    w = dag.weights(allowed)
+    assert w.tolist() == [1, 2, 3, 4, 5, 6, 1, 2, 3, 10]
+    assert best_probe(dag, allowed, eligible, np.ones(10)) == 4      # 5 of 10 ancestors: an exact half
+    # after commit 5 failed, commit 8 (off the allowed set) can still not split; 2 halves 0..5
+    state_allowed = dag.anc[5].copy()
+    assert best_probe(dag, state_allowed, eligible, np.ones(10)) == 2
+
+
+def test_a_probe_outside_the_allowed_culprits_can_be_the_one_that_splits():
+    # 0 and 1 are merged at 2; 3 merges 1 with a good-side commit 4... order: 0, 1, 2=(0,1),
+    # 3=(), 4=(1,3), 5=(2,4). If 2 failed, culprits {0, 1, 2}; 1 is untestable; 4 (not an
+    # ancestor of 2) fails iff the culprit is 1.
+    parents = [(), (), (0, 1), (), (1, 3), (2, 4)]
+    anc = ancestors(parents)
+    result = dag_bisect(Dag(parents), deterministic(anc, 1, untestable={1}),
+                        observations=[(2, F), (0, P)])
+    assert result.culprit == 1 and 4 in [o.index for o in result.observations]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 17, 100, 1000])
+def test_a_chain_takes_log2_runs_like_the_linear_search(n):
+    dag, chain = Dag.chain(n), [set(range(i + 1)) for i in range(n)]
+    for culprit in range(0, n, max(1, n // 40)):
+        result = dag_bisect(dag, deterministic(chain, culprit))
+        assert result.culprit == culprit and result.runs <= math.ceil(math.log2(n))
+        # the linear index space has the good commit in front: candidate c is linear index c + 1
+        linear = bisect(n + 1, lambda i: F if i >= culprit + 1 else P)
+        assert linear.first_bad == culprit + 1 and result.runs <= linear.runs + 1
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3, 4, 7])
+@pytest.mark.parametrize("n", [2, 3, 10, 100, 1024])
+def test_multisect_rounds_on_a_chain_within_log_k_plus_1(n, jobs):
+    dag, chain = Dag.chain(n), [set(range(i + 1)) for i in range(n)]
+    bound = math.ceil(math.log(n) / math.log(jobs + 1) - 1e-9) + 1
+    for culprit in range(0, n, max(1, n // 37)):
+        result = dag_multisect(dag, batch(deterministic(chain, culprit)), jobs=jobs)
+        assert result.culprit == culprit and result.rounds <= bound
+
+
+def test_multisect_rounds_on_branchy_histories():
+    rng = random.Random(11)
+    for _ in range(5):
+        parents = history(1000, rng)
+        anc, culprit = ancestors(parents), rng.randrange(1000)
+        result = dag_multisect(Dag(parents), batch(deterministic(anc, culprit)), jobs=4)
+        assert result.culprit == culprit and result.rounds <= math.ceil(math.log(1000, 5)) + 2
+
+
+def test_split_probes_cut_a_chain_into_equal_parts():
+    dag = Dag.chain(100)
+    probes = split_probes(dag, np.ones(100, bool), np.ones(100, bool), np.ones(100), 4)
+    assert probes == [19, 39, 59, 79]
+    ones = np.ones(5, bool)
+    assert split_probes(Dag.chain(5), ones, ones, np.ones(5), 8) == [0, 1, 2, 3]
+    with pytest.raises(ValueError):
+        split_probes(dag, np.ones(100, bool), np.ones(100, bool), np.ones(100), 0)
+
+
+def test_skips_steer_probes_away_from_an_untestable_cluster():
+    dag, chain = Dag.chain(1024), [set(range(i + 1)) for i in range(1024)]
+    cluster = set(range(500, 530))
+    for culprit in (3, 300, 499, 531, 900):
+        calls: list[int] = []
+        result = dag_bisect(dag, deterministic(chain, culprit, cluster, calls))
+        assert result.culprit == culprit and result.runs <= 10 + 6
+        first_skip = next((k for k, i in enumerate(calls) if i in cluster), None)
+        if first_skip is not None and first_skip + 1 < len(calls):
+            assert abs(calls[first_skip + 1] - calls[first_skip]) >= 2
+
+
+def test_groups_merge_culprits_only_untestable_commits_separate():
+    dag = Dag(TWICE_MERGED)
+    assert len(set(groups(dag, []).tolist())) == 8
+    labels = groups(dag, [2, 4])          # s2 and s3 untestable: s2 looks like... nothing else
+    anc = ancestors(TWICE_MERGED)
+    for c in range(8):
+        assert {d for d in range(8) if labels[d] == labels[c]} == truth_group(anc, c, {2, 4})
+
+
+@pytest.mark.parametrize("observations,names", [
+    ([(3, F), (5, P)], (3, 5)),           # a good descendant of a bad commit
+    ([(7, P)], (7,)),                     # the bad commit passed
+    ([(1, F), (2, F)], (1, 2)),           # two failing branches with no common candidate
+    ([(4, F), (4, P)], (4,)),             # flaky
+])
+def test_contradictions_are_reported_instead_of_an_answer(observations, names):
+    parents = [(), (), (), (0,), (3,), (4,), (1, 2), (5, 6)]
+    calls: list[int] = []
+    result = dag_bisect(Dag(parents), deterministic(ancestors(parents), 0, calls=calls),
+                        observations=observations)
+    assert result.culprit is None and result.candidates == () and not result.complete
+    assert result.contradiction and result.conflict == names and calls == []
+    assert result.confidence == 0.0 and result.to_dict()["contradiction"] == result.contradiction
+
+
+def test_a_contradiction_within_a_round_ends_the_search():
+    """A sequential search never asks a commit whose outcome is implied, so only logs and the
+    probes of one round can contradict each other: here 39 fails and its descendant 59 passes."""
+    chain = [set(range(i + 1)) for i in range(100)]
+    truth = deterministic(chain, 60)
+    lying = batch(lambda i: F if i == 39 else truth(i))
+    result = dag_multisect(Dag.chain(100), lying, jobs=4)
+    assert [o.index for o in result.observations] == [19, 39, 59, 79]
+    assert result.culprit is None and not result.complete and result.conflict == (39, 59)
+    assert "39 failed but its descendant #59 passed" in result.contradiction
+
+
+def test_resume_reruns_nothing_and_reaches_the_same_answer():
+    parents = history(500, random.Random(3))
+    anc, calls = ancestors(parents), []
+    oracle = deterministic(anc, 321 % len(parents), calls=calls)
+
+    def stopping(i):
+        if len(calls) == 4:
+            raise StopSearch
+        return oracle(i)
+    with pytest.raises(SearchStopped) as info:
+        dag_bisect(Dag(parents), stopping)
+    partial = info.value.result
+    assert isinstance(partial, DagResult) and not partial.complete and partial.runs == 4
+    assert info.value.reason == "stop" and not info.value.interrupted
+    assert all(consistent(anc, c, partial.observations) for c in partial.candidates)
+    done = list(calls)
+    resumed = dag_bisect(Dag(parents), oracle, observations=partial.observations)
+    full = dag_bisect(Dag(parents), deterministic(anc, 321 % len(parents)))
+    assert not set(calls[len(done):]) & set(done)
+    assert resumed.culprit == full.culprit == 321 % len(parents)
+    assert resumed.observations == full.observations and resumed.new_runs == full.runs - 4
+
+
+def test_interrupt_and_budget_raise_search_stopped_with_the_best_so_far():
+    dag, chain = Dag.chain(256), [set(range(i + 1)) for i in range(256)]
+    seen: list[Observation] = []
+
+    def callback(obs):
+        seen.append(obs)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+    with pytest.raises(SearchStopped) as info:
+        dag_bisect(dag, deterministic(chain, 77), on_observation=callback)
+    assert info.value.interrupted and info.value.reason == "interrupt"
+    assert list(info.value.result.observations) == seen and len(info.value.result.candidates) == 32
+    with pytest.raises(SearchStopped) as info:
+        dag_multisect(dag, batch(deterministic(chain, 77)), jobs=3, max_runs=5)
+    best = info.value.result
+    assert info.value.reason == "budget" and best.new_runs == 5 and 77 in best.candidates
+    assert len(best.candidates) < 256 // 4 and not best.complete
+
+
+def test_search_dag_dispatches_and_result_serialises():
+    parents = history(300, random.Random(4))
+    anc = ancestors(parents)
+    oracle = deterministic(anc, 123)
+    modes = {}
+    for opts in (SearchOptions(), SearchOptions(jobs=3), SearchOptions(flaky=True),
+                 SearchOptions(flaky=True, jobs=2)):
+        result = search_dag(parents, oracle, options=opts)
+        assert result.culprit == 123, opts
+        modes[result.mode] = result
+    assert set(modes) == {"dag-binary", "dag-multisect-3", "dag-bayes", "dag-bayes-multisect-2"}
+    assert search_dag(Dag(parents), batch_oracle=batch(oracle)).mode == "dag-multisect-1"
+    doc = modes["dag-binary"].to_dict()
+    assert doc["culprit"] == 123 and doc["candidates"] == [123] and doc["found"]
+    assert [p["index"] for p in doc["parents"]] == sorted(parents[123])
+    assert all(set(p) == {"index", "pass", "fail", "unresolved"} for p in doc["parents"])
+    with pytest.raises(ValueError):
+        search_dag(parents)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(20, 250), st.integers(0, 10**6), st.floats(0.0, 0.25))
+def test_branchy_histories_with_skip_clusters(n, seed, skip_share):
+    """Histories with branches merged twice, back-merges and octopus merges; untestable commits in
+    runs along parent links; the culprit anywhere."""
+    rng = random.Random(seed)
+    parents = history(n, rng)
+    anc, culprit = ancestors(parents), rng.randrange(n)
+    untestable: set[int] = set()
+    while len(untestable) < skip_share * n:
+        i = rng.randrange(n - 1)
+        for _ in range(rng.randint(1, 6)):
+            untestable.add(i)
+            if not parents[i]:
+                break
+            i = rng.choice(parents[i])
+    untestable.discard(n - 1)
+    for search in (lambda d, o: dag_bisect(d, o), lambda d, o: dag_multisect(d, batch(o), jobs=4)):
+        result = search(Dag(parents), deterministic(anc, culprit, untestable))
+        assert set(result.candidates) == truth_group(anc, culprit, untestable) and result.complete

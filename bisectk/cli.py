@@ -329,12 +329,12 @@ def bisect(repo: Path = RepoOpt,
     from bisectk.engine.oracle import SpaceOracle
     from bisectk.engine.session import Session, ledger_location
     from bisectk.report.history import print_summary, to_debuglog
-    from bisectk.spaces.commits import WorktreePool, list_commits, open_repo
+    from bisectk.spaces.commits import WorktreePool, list_graph, open_repo
     from bisectk.spaces.revisions import CommitSpace
     root = open_repo(repo)
-    commits = list_commits(root, good, bad, first_parent=first_parent)
+    commits = list_graph(root, good, bad, first_parent=first_parent)
     s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
-    good_sha, bad_sha = commits[0].sha, commits[len(commits) - 1].sha  # refs move; shas do not
+    good_sha, bad_sha = commits.good.sha, commits.bad.sha  # refs move; shas do not
     args = {"repo": str(root), "good": good_sha, "bad": bad_sha, "first_parent": first_parent, "flaky": flaky,
             "any_failure": any_failure, "subject": str(spec or run_cmd or pytest_id)}
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,
@@ -345,8 +345,10 @@ def bisect(repo: Path = RepoOpt,
         if resume and (prev is None or prev["args"].get("good") != good_sha or prev["args"].get("bad") != bad_sha):
             fail(f"--resume: no earlier bisection of {good}..{bad} with this subject in {session.ledger.path}")
         if not as_json:
-            out.print(f"{len(commits)} commits from {commits[0].short} (good) to {commits[len(commits) - 1].short} (bad)",
-                      markup=False)
+            merges = commits.merges()
+            out.print(f"{len(commits)} candidate commits from {commits.good.short} (good) to {commits.bad.short} (bad)"
+                      + (f", {merges} of them merges" if merges else "")
+                      + (" (first-parent chain)" if first_parent else ""), markup=False)
         with WorktreePool(root, size=jobs) as pool:
             oracle = SpaceOracle(session.runner(), CommitSpace(commits, pool, cfg, sub), policy=pol,
                                  any_failure=any_failure)
@@ -387,13 +389,13 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     from bisectk.engine.triage import run_triage
     from bisectk.report.junit import write_junit
     from bisectk.report.triage import to_cases, to_debuglog
-    from bisectk.spaces.commits import WorktreePool, list_commits, open_repo
+    from bisectk.spaces.commits import WorktreePool, list_graph, open_repo
     from bisectk.spaces.revisions import CommitSpace
     root = open_repo(repo)
-    commits = list_commits(root, good, bad, first_parent=first_parent)
+    commits = list_graph(root, good, bad, first_parent=first_parent)
     s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, jobs=jobs)
-    args = {"repo": str(root), "good": commits[0].sha, "bad": commits[len(commits) - 1].sha}
+    args = {"repo": str(root), "good": commits.good.sha, "bad": commits.bad.sha}
     with Session("triage", s, ledger_location(ledger, repo=root), args=args, policy=pol, fresh=fresh,
                  reporter=reporter(as_json, None)) as session:
         with WorktreePool(root, size=jobs) as pool:
@@ -448,20 +450,23 @@ def replay(logfile: Path = typer.Argument(..., help="A file written from `bisect
     """Rebuild a bisection's answer from a log, running nothing; says which commit to test next if
     the log stops early. Exit 0: the log determines the first bad commit; 1: it does not yet."""
     from bisectk.engine.replay import replay_log
-    result, commits, nxt = replay_log(logfile, repo)
-    fb = commits[result.first_bad]
-    doc = {"first_bad": fb.to_dict() if result.complete and not result.ambiguous else None,
-           "last_good": commits[result.last_good].to_dict(), "confidence": result.confidence,
-           "complete": result.complete, "candidates": [commits[i].sha for i in result.candidates],
-           "next": commits[nxt].sha if nxt is not None else None}
+    result, graph, nxt = replay_log(logfile, repo)
+    fb = graph[result.culprit] if result.culprit is not None else None
+    doc = {"first_bad": fb.to_dict() if fb and result.complete else None,
+           "last_good": [graph[p].to_dict() for p in result.parents] if fb else [],
+           "confidence": result.confidence, "complete": result.complete,
+           "candidates": [graph[i].sha for i in result.candidates], "contradiction": result.contradiction,
+           "next": graph[nxt].sha if nxt is not None else None}
     if as_json:
         emit_json(doc)
     else:
-        out.print(f"first bad commit: {fb.sha} {fb.subject}" if result.complete else
+        if result.contradiction:
+            out.print(f"the log contradicts itself: {result.contradiction}", markup=False)
+        out.print(f"first bad commit: {fb.sha} {fb.subject}" if fb and result.complete else
                   f"not determined yet; {len(result.candidates)} candidates remain", markup=False)
         if nxt is not None:
-            out.print(f"next commit to test: {commits[nxt].sha} {commits[nxt].subject}", markup=False)
-    raise typer.Exit(X.OK if result.complete else X.INCOMPLETE)
+            out.print(f"next commit to test: {graph[nxt].sha} {graph[nxt].subject}", markup=False)
+    raise typer.Exit(X.OK if fb and result.complete else X.INCOMPLETE)
 
 
 @app.command()

@@ -26,7 +26,7 @@ from bisectk.engine.policy import RunPolicy
 from bisectk.engine.records import AblationRecord, AttemptRecord, EndpointCheck, SubjectRecord
 from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import Outcome
-from bisectk.search import (AblationResult, ConfidenceRule, SearchInterrupted, Threshold, ablate,
+from bisectk.search import (AblationResult, ConfidenceRule, SearchStopped, Threshold, ablate,
                             find_threshold)
 from bisectk.spaces.factors import FactorSpace
 from bisectk.spec import Spec, format_value
@@ -54,7 +54,7 @@ def search_set(oracle: SpaceOracle, differences: list, *, strategy: str, rule: C
     try:
         return SetSearch(ablate(differences, oracle, strategy=strategy, rule=rule, max_runs=max_runs,
                                 measure_removal=measure_removal), False)
-    except SearchInterrupted as stop:
+    except SearchStopped as stop:
         return SetSearch(stop.result, True)
 
 
@@ -119,7 +119,7 @@ def run_ablation(oracle: SpaceOracle, *, strategy: str = "adaptive", policy: Run
     if thresholds and not stopped:
         try:
             found_thresholds = find_thresholds(oracle, res, rule)
-        except SearchInterrupted:
+        except SearchStopped:
             stopped, reason = True, "interrupted while finding thresholds"
     ptx_doc = sanitizer_doc = None
     if not stopped and (ptx or sanitize):

@@ -254,6 +254,7 @@ class BisectRecord(Record):
     posterior: tuple[dict, ...] = ()
     attempts: tuple[AttemptRecord, ...] = ()
     protocol: str = "bisectk"
+    contradiction: str | None = None        # observations that fit no culprit, in words
 
 
 @dataclass(frozen=True)

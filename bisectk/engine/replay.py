@@ -4,9 +4,10 @@ Abstractions
 ------------
 parse_log  -- the header's `bisectk bisect ...` command (repo, refs, flags) and the `observe SHA
               OUTCOME` lines, in order.
-replay_log -- maps shas to candidate indices, feeds the observations to the same history search
-              with an oracle that stops at the first commit the log does not cover, and returns
-              the result with that next commit (None when the log is complete).
+replay_log -- maps shas to candidate indices of the commit graph, feeds the observations to the same
+              DAG search with an oracle that stops at the first commit the log does not cover, and
+              returns the result with that next commit (None when the log is complete). Lines of
+              the --good commit (an endpoint, not a candidate) are checked, not searched.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ from pathlib import Path
 
 from bisectk.errors import BisectkError
 from bisectk.outcome import Outcome
-from bisectk.search.history import (HistoryResult, Observation, SearchOptions, SearchStopped, StopSearch,
-                                    search_history)
-from bisectk.spaces.commits import CommitRange, list_commits
+from bisectk.search.history import DagResult, Observation, SearchOptions, SearchStopped, StopSearch, search_dag
+from bisectk.spaces.commits import CommitGraph, list_graph
 
 
 def parse_log(text: str) -> tuple[dict, list[tuple[str, Outcome]]]:
@@ -47,22 +47,28 @@ def parse_log(text: str) -> tuple[dict, list[tuple[str, Outcome]]]:
     return header, observations
 
 
-def replay_log(path: Path, repo: Path | None = None) -> tuple[HistoryResult, CommitRange, int | None]:
+def replay_log(path: Path, repo: Path | None = None) -> tuple[DagResult, CommitGraph, int | None]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise BisectkError(f"{path}: {exc.strerror}") from None
     header, observed = parse_log(text)
-    commits = list_commits(repo or header["repo"], header["good"], header["bad"], first_parent=header["first_parent"])
-    observations = [Observation(commits.index(sha), outcome) for sha, outcome in observed]
+    graph = list_graph(repo or header["repo"], header["good"], header["bad"], first_parent=header["first_parent"])
+    observations = []
+    for sha, outcome in observed:
+        if graph.good.sha.startswith(sha):
+            if outcome is Outcome.FAIL:
+                raise BisectkError(f"the log records a failure of --good {sha[:10]}: not a usable bisection")
+            continue
+        observations.append(Observation(graph.index(sha), outcome))
     asked: list[int] = []
 
     def oracle(i: int) -> Outcome:
         asked.append(i)
         raise StopSearch()
     try:
-        result = search_history(len(commits), oracle, options=SearchOptions(flaky=header["flaky"]),
-                                observations=observations)
-        return result, commits, None
+        result = search_dag(graph.parents, oracle, options=SearchOptions(flaky=header["flaky"]),
+                            observations=observations)
+        return result, graph, None
     except SearchStopped as stop:
-        return stop.result, commits, asked[0] if asked else None
+        return stop.result, graph, asked[0] if asked else None

@@ -8,11 +8,11 @@ over the commit DAG with git's semantics: `dag`, `dag_bisect`, `dag_bayes`), all
 from bisectk.search.ablation import DEFAULT_STRATEGY, STRATEGIES, ablate, strategy_names
 from bisectk.search.flaky import ConfidenceRule
 from bisectk.search.result import AblationResult, Effect
-from bisectk.search.tester import Attempt, SearchInterrupted, StopSearch
+from bisectk.search.tester import Attempt, SearchStopped, StopSearch
 from bisectk.search.threshold import Threshold, find_threshold
 
 __all__ = [
     "DEFAULT_STRATEGY", "STRATEGIES", "ablate", "strategy_names", "ConfidenceRule",
-    "AblationResult", "Effect", "Attempt", "SearchInterrupted", "StopSearch", "Threshold",
+    "AblationResult", "Effect", "Attempt", "SearchStopped", "StopSearch", "Threshold",
     "find_threshold",
 ]

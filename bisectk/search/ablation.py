@@ -9,7 +9,7 @@ STRATEGIES -- the registry, by name; the CLI's `--strategy` choices come from it
 ablate     -- run one strategy over the differences and an oracle, settle its answer
               (1-minimality, interaction proof) and build the AblationResult. When the oracle
               or the stop hook raises StopSearch or KeyboardInterrupt, or the run budget is
-              spent, it raises SearchInterrupted carrying the best result so far.
+              spent, it raises SearchStopped carrying the best result so far.
 
 A configuration is the good endpoint with a subset of the differences applied, passed to the
 oracle as a frozenset. The empty set (good) PASSes and the full set (bad) FAILs: the caller has
@@ -29,7 +29,7 @@ from bisectk.search.group import adaptive
 from bisectk.search.interaction import is_interaction, settle
 from bisectk.search.ofat import EXHAUSTIVE_MAX, exhaustive, ofat
 from bisectk.search.result import AblationResult, Finding, build_result
-from bisectk.search.tester import Attempt, SearchInterrupted, StopSearch, Tester
+from bisectk.search.tester import Attempt, SearchStopped, StopSearch, Tester
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
                 tester.test(everything - {culprit}, "confirm-removal")
     except (StopSearch, KeyboardInterrupt) as stop:
         reason = "interrupted" if isinstance(stop, KeyboardInterrupt) else (str(stop) or "stopped")
-        raise SearchInterrupted(best_so_far(strategy, items, tester, reason), stop) from stop
+        raise SearchStopped(best_so_far(strategy, items, tester, reason), stop) from stop
     return build_result(strategy, items, tester, culprits, finding.context, proof,
                         is_interaction(culprits, proof), finding.also_failing)
 

@@ -11,9 +11,9 @@ Gateway         -- the one door to the oracle: memoises, counts runs and rounds,
 StopSearch      -- raise it from the oracle or `on_observation` to end a search early. It is the
                    same class as `bisectk.search.tester.StopSearch`: one stop request for every
                    search in the package.
-SearchStopped   -- the one "search stopped" exception of the history searches (linear and DAG):
-                   a `SearchInterrupted` whose `result` is the best answer so far, with
-                   `interrupted` (Ctrl-C) and `reason` ("stop", "interrupt" or "budget").
+SearchStopped   -- the one "search stopped" exception (tester.py), shared with the factor searches:
+                   its `result` is the best answer so far, with `interrupted` (Ctrl-C) and `reason`
+                   ("stop", "interrupt" or "budget").
 InconsistentObservations -- the observations contradict the model (the good endpoint failed).
 
 This module sits below the algorithms (linear.py, bayes.py, multisect.py, dag*.py) and imports
@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from bisectk.outcome import Outcome
-from bisectk.search.tester import SearchInterrupted, StopSearch
+from bisectk.search.tester import SearchStopped, StopSearch
 
 Oracle = Callable[[int], Outcome]
 BatchOracle = Callable[[list[int]], list[Outcome]]
@@ -48,22 +48,6 @@ class Observation(NamedTuple):
         """Accept an Observation, an (index, Outcome) pair or a logged [index, "pass"] pair."""
         index, outcome = item
         return cls(int(index), Outcome(outcome))
-
-
-class SearchStopped(SearchInterrupted):
-    """A history search ended early; `result` is the best answer so far (`complete` is False).
-
-    `reason` says why: "stop" (StopSearch from the oracle or a callback), "interrupt"
-    (KeyboardInterrupt; `interrupted` is True) or "budget" (the run budget was spent).
-    """
-
-    def __init__(self, result: Any, interrupted: bool, cause: BaseException | None = None,
-                 reason: str | None = None):
-        super().__init__(result, cause)
-        self.interrupted = interrupted
-        self.reason = reason or ("interrupt" if interrupted else "stop")
-        self.args = ("search interrupted" if interrupted else
-                     "search stopped: run budget spent" if self.reason == "budget" else "search stopped",)
 
 
 class BudgetSpent(StopSearch):
@@ -175,5 +159,5 @@ class Gateway:
         except (StopSearch, KeyboardInterrupt) as exc:
             interrupted = isinstance(exc, KeyboardInterrupt)
             reason = "interrupt" if interrupted else "budget" if isinstance(exc, BudgetSpent) else "stop"
-            raise SearchStopped(summarise(False), interrupted, exc, reason) from exc
+            raise SearchStopped(summarise(False), exc, reason) from exc
         return summarise(True)

@@ -8,7 +8,7 @@ Tester            -- wraps the oracle: memoises by key, counts runs, records att
                      attempt to `on_attempt`, applies the flakiness rule, honours stop requests and
                      a run budget. Every algorithm in this package talks to the oracle through it.
 StopSearch        -- raise it from the oracle (or `should_stop`) to end a search early.
-SearchInterrupted -- what a search raises when it was stopped (StopSearch, KeyboardInterrupt or
+SearchStopped     -- what every search raises when it was stopped (StopSearch, KeyboardInterrupt or
                      the run budget): it carries the best result found so far, as picire does.
 
 A key is any hashable: a frozenset of applied differences for factor searches, an int for the
@@ -32,13 +32,19 @@ class StopSearch(Exception):
     """Raised by an oracle or a stop hook to end the search; the best result so far survives."""
 
 
-class SearchInterrupted(Exception):
-    """The search was stopped; `result` holds the best answer found before the stop."""
+class SearchStopped(Exception):
+    """The one "search stopped" exception of every search in this package: `result` holds the best
+    answer found before the stop (never more than was shown), `cause` what stopped it, `reason`
+    why in one word ("stop": StopSearch from the oracle or a hook, "interrupt": KeyboardInterrupt,
+    "budget": the run budget was spent) and `interrupted` whether it was Ctrl-C."""
 
-    def __init__(self, result: Any, cause: BaseException | None = None):
-        super().__init__(f"search interrupted ({type(cause).__name__ if cause else 'stop'})")
+    def __init__(self, result: Any, cause: BaseException | None = None, reason: str | None = None):
         self.result = result
         self.cause = cause
+        self.interrupted = isinstance(cause, KeyboardInterrupt)
+        self.reason = reason or ("interrupt" if self.interrupted else "stop")
+        super().__init__("search interrupted" if self.interrupted else
+                         "search stopped: run budget spent" if self.reason == "budget" else "search stopped")
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Any
 
 from bisectk.outcome import Outcome
 from bisectk.search.flaky import ConfidenceRule
-from bisectk.search.tester import Attempt, SearchInterrupted, StopSearch, Tester
+from bisectk.search.tester import Attempt, SearchStopped, StopSearch, Tester
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
     Invariant: lo PASSes, hi FAILs, lo < hi. Each probe between them moves one end onto an
     index just observed with that outcome; UNRESOLVED probes are skipped (nearest to the
     midpoint first), so the loop ends when lo and hi are adjacent or only unresolved indices
-    lie between them. Raises SearchInterrupted carrying the bracket so far when stopped.
+    lie between them. Raises SearchStopped carrying the bracket so far when stopped.
     """
     if len(values) < 2:
         raise ValueError("an ordinal factor needs at least the good and the bad value")
@@ -87,7 +87,7 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
             elif outcome is Outcome.PASS:
                 lo = probes[0]
     except (StopSearch, KeyboardInterrupt) as stop:
-        raise SearchInterrupted(_answer(values, tester, lo, hi, complete=False), stop) from stop
+        raise SearchStopped(_answer(values, tester, lo, hi, complete=False), stop) from stop
     return _answer(values, tester, lo, hi, complete=True)
 
 

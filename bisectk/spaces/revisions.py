@@ -2,12 +2,12 @@
 
 Abstractions
 ------------
-CommitSpace -- a point is a candidate's index in a CommitRange; its Workload is the subject's
-               configuration pinned to the commit's sha (the ledger memoises per commit) and run
-               in a worktree leased from the WorktreePool with that commit checked out (the
-               worktree's state is the sha, so a build made for another commit is redone).
-               `workload` alone leases nothing: a commit answered from the ledger is never
-               checked out.
+CommitSpace -- a point is a candidate's index in a CommitGraph, or GOOD (the --good commit, which
+               is not a candidate); its Workload is the subject's configuration pinned to the
+               commit's sha (the ledger memoises per commit) and run in a worktree leased from the
+               WorktreePool with that commit checked out (the worktree's state is the sha, so a
+               build made for another commit is redone). `workload` alone leases nothing: a
+               commit answered from the ledger is never checked out.
 export_tree -- a commit's tree as plain files (`git archive`), outside the user's checkout.
 """
 
@@ -21,33 +21,37 @@ from typing import Any
 
 from bisectk.run.workload import Workload
 from bisectk.run.process import run_process
-from bisectk.spaces.commits import CommitRange, SpaceError, WorktreePool, _env
+from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, WorktreePool, _env
 from bisectk.spec import Config
 
 NOWHERE = Path("/nonexistent-bisectk-worktree")   # a ledger lookup needs no directory
+GOOD = "good"                                      # the point naming the --good commit
 
 
 class CommitSpace:
     kind = "commits"
 
-    def __init__(self, commits: CommitRange, pool: WorktreePool | None, config: Config,
+    def __init__(self, commits: CommitGraph, pool: WorktreePool | None, config: Config,
                  subdir: Path = Path(".")):
         self.commits, self.pool, self.config, self.subdir = commits, pool, dict(config), Path(subdir)
 
+    def info(self, point: Any) -> CommitInfo:
+        return self.commits.good if point == GOOD else self.commits[point]
+
     def key(self, point: Any) -> str:
-        return self.commits[point].sha
+        return self.info(point).sha
 
     def label(self, point: Any) -> str:
-        c = self.commits[point]
+        c = self.info(point)
         return f"{c.short} {c.subject[:48]}"
 
     def workload(self, point: Any) -> Workload:
-        sha = self.commits[point].sha
+        sha = self.info(point).sha
         return Workload(dict(self.config), NOWHERE, revision=sha, state=sha)
 
     @contextmanager
     def lease(self, point: Any):
-        sha = self.commits[point].sha
+        sha = self.info(point).sha
         if self.pool is None:
             raise RuntimeError("CommitSpace.lease without a worktree pool")
         with self.pool.lease(sha) as path:

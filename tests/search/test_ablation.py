@@ -5,7 +5,7 @@ import json
 import pytest
 
 from bisectk.outcome import Outcome
-from bisectk.search import (DEFAULT_STRATEGY, STRATEGIES, ConfidenceRule, SearchInterrupted,
+from bisectk.search import (DEFAULT_STRATEGY, STRATEGIES, ConfidenceRule, SearchStopped,
                             StopSearch, ablate, strategy_names)
 
 from .oracles import Counting, flaky, planted
@@ -66,7 +66,7 @@ def test_interrupt_raises_with_the_best_result_so_far(stop):
             raise stop()
         return planted(PAIR)(config)
 
-    with pytest.raises(SearchInterrupted) as caught:
+    with pytest.raises(SearchStopped) as caught:
         ablate(ITEMS, oracle)
     best = caught.value.result
     assert not best.complete and isinstance(caught.value.cause, stop)
@@ -81,17 +81,17 @@ def test_stop_from_the_progress_callback_and_from_the_budget():
     def on_attempt(attempt):
         if attempt.index == 2:
             raise StopSearch("user pressed q")
-    with pytest.raises(SearchInterrupted) as caught:
+    with pytest.raises(SearchStopped) as caught:
         ablate(ITEMS, planted(PAIR), on_attempt=on_attempt)
     assert len(caught.value.result.attempts) == 2
-    with pytest.raises(SearchInterrupted) as caught:
+    with pytest.raises(SearchStopped) as caught:
         ablate(ITEMS, planted(PAIR), max_runs=3)
     assert caught.value.result.runs == 3
 
 
 def test_resume_replays_known_outcomes_and_runs_only_the_rest():
     full = ablate(ITEMS, planted(PAIR))
-    with pytest.raises(SearchInterrupted) as caught:
+    with pytest.raises(SearchStopped) as caught:
         ablate(ITEMS, planted(PAIR), max_runs=4)
     ledger = {a.config: a.outcome for a in caught.value.result.attempts}
     oracle = Counting(planted(PAIR))

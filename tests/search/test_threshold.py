@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bisectk.outcome import Outcome
-from bisectk.search import ConfidenceRule, SearchInterrupted, StopSearch, find_threshold
+from bisectk.search import ConfidenceRule, SearchStopped, StopSearch, find_threshold
 
 
 @settings(max_examples=60, deadline=None, database=None)
@@ -51,7 +51,7 @@ def test_stop_keeps_the_bracket_so_far():
         if index < 50:
             raise StopSearch()
         return Outcome.FAIL
-    with pytest.raises(SearchInterrupted) as caught:
+    with pytest.raises(SearchStopped) as caught:
         find_threshold(list(range(200)), oracle)
     partial = caught.value.result
     assert not partial.complete and partial.first_fail < 199 and partial.last_pass == 0

@@ -10,7 +10,7 @@ phases=${PHASES:-probe ablate diff}
 t0=$(date +%s)
 stamp() { echo "# $(( $(date +%s) - t0 )) s: $*" | tee -a "$out/batch.txt"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
-ok=1
+ok=0
 if [[ " $phases " == *" probe "* ]]; then
   stamp probe
   timeout -s KILL 150 python3 tests/gpu/fmha_probe.py --out "$out/probe.jsonl" 2>"$out/probe.stderr" | tee "$out/probe.txt"

@@ -29,9 +29,9 @@ Factors (the defaults are the correct kernel):
   --producer-regs N      setmaxnreg.dec target of the producer warpgroup (default 24 or 56)
   --consumer-regs N      setmaxnreg.inc target of the consumer warpgroups (default 240 or 256);
                          more than the registers the producer gave back: hang at the increase
-  --qk-wait N            wgmma.wait_group depth before the softmax reads S (0; 1: too shallow)
-  --pv-wait N            wgmma.wait_group depth before the K/V slot is released (0; 1: too shallow)
-  --pv-fence {1,0}       wgmma.fence before O += P V, whose registers (P, O) the softmax just wrote
+  --qk-wait N            wgmma.wait_group depth before the softmax reads S (1: ptxas serializes)
+  --pv-wait N            wait depth before the K/V slot is released (1: a race, unseen on H100)
+  --pv-fence {1,0}       wgmma.fence before O += P V on softmax-written registers (0: ptxas adds it)
   --order {1,0}          named barriers ordering the two consumer warpgroups' Q K^T (1) or none
   --order-bar-id N       first named-barrier id of that ordering pair (2: ids 2, 3; the epilogue
                          barrier is id 1, so 1 makes the two share an id: hang)

@@ -13,8 +13,9 @@ Signature keys (a flat dict, see `Signature.flat`):
   mbarrier.init, mbarrier.arrive (every arrive flavour, expect_tx ones included), expect_tx,
   mbarrier.try_wait, bar.sync[id,threads] / bar.arrive[id,threads] (one key per barrier id and
   thread count: `all` when the count is omitted, `%r..` when it is a register), cp.async.bulk.tensor
-  (and its .g2s / .s2g split), wgmma.mma_async, wgmma (all wgmma.* instructions), setmaxnreg
-  (with the register counts), shared.static_bytes (from `.shared` declarations), shared.dynamic
+  (and its .g2s / .s2g split), wgmma.mma_async (and per shape, wgmma.mma_async.m64n128k16),
+  wgmma (all wgmma.* instructions), wgmma.fence, wgmma.commit_group, wgmma.wait_group[depth],
+  setmaxnreg (with the register counts), shared.static_bytes (from `.shared` declarations), shared.dynamic
   (an `.extern .shared` array is declared: its size is set at launch, see `smem_bytes` of the
   subject's result line), reqntid / maxntid (threads per CTA), entries (number of kernels).
 """
@@ -54,6 +55,10 @@ _BAR_WARP = re.compile(r"\bbar\.warp\.sync\b")
 _BULK_TENSOR = re.compile(r"\bcp\.async\.bulk\.tensor\.[^\s]*")
 _WGMMA_MMA = re.compile(r"\bwgmma\.mma_async\b")
 _WGMMA_ANY = re.compile(r"\bwgmma\.[a-z_]+")
+_WGMMA_FENCE = re.compile(r"\bwgmma\.fence\b")
+_WGMMA_COMMIT = re.compile(r"\bwgmma\.commit_group\b")
+_WGMMA_WAIT = re.compile(r"\bwgmma\.wait_group(?:\.[a-z]+)*\s+(\d+)")
+_WGMMA_SHAPE = re.compile(r"\bwgmma\.mma_async(?:\.[a-z]+)*\.(m\d+n\d+k\d+)")
 _SETMAXNREG = re.compile(r"\bsetmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)")
 _SHARED_DECL = re.compile(
     r"^\s*(\.extern\s+)?\.shared\s+(?:\.align\s+(\d+)\s+)?\.(b8|b16|b32|b64|u8|u16|u32|u64|s8|s16|"
@@ -81,6 +86,10 @@ class Signature:
     bulk_tensor_s2g: int = 0
     wgmma_mma: int = 0
     wgmma_any: int = 0
+    wgmma_fence: int = 0
+    wgmma_commit: int = 0
+    wgmma_wait: Counter = field(default_factory=Counter)    # wait_group depth -> occurrences
+    wgmma_shapes: Counter = field(default_factory=Counter)  # "m64n128k16" -> mma_async count
     setmaxnreg: Counter = field(default_factory=Counter)    # ("inc"/"dec", regs) -> occurrences
     shared_static_bytes: int = 0
     shared_dynamic: bool = False
@@ -100,6 +109,8 @@ class Signature:
             "cp.async.bulk.tensor.s2g": self.bulk_tensor_s2g,
             "wgmma.mma_async": self.wgmma_mma,
             "wgmma": self.wgmma_any,
+            "wgmma.fence": self.wgmma_fence,
+            "wgmma.commit_group": self.wgmma_commit,
             "setmaxnreg": sum(self.setmaxnreg.values()),
             "bar.warp.sync": self.bar_warp_sync,
             "shared.static_bytes": self.shared_static_bytes,
@@ -110,7 +121,7 @@ class Signature:
         for name, counter in (("bar.sync", self.bar_sync), ("bar.arrive", self.bar_arrive),
                               ("bar.red", self.bar_red)):
             d[name] = sum(counter.values())
-            for (bid, n), c in sorted(counter.items()):
+            for (bid, n), c in sorted(counter.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
                 d[f"{name}[id={bid},threads={n}]"] = c
         for n, c in sorted(self.mbarrier_init_counts.items(), key=lambda kv: str(kv[0])):
             d[f"mbarrier.init[count={n}]"] = c
@@ -118,6 +129,10 @@ class Signature:
             d[f"expect_tx[bytes={n}]"] = c
         for (kind, regs), c in sorted(self.setmaxnreg.items()):
             d[f"setmaxnreg.{kind}[{regs}]"] = c
+        for depth, c in sorted(self.wgmma_wait.items()):
+            d[f"wgmma.wait_group[{depth}]"] = c
+        for shape, c in sorted(self.wgmma_shapes.items()):
+            d[f"wgmma.mma_async.{shape}"] = c
         return d
 
     def to_json(self) -> str:
@@ -206,6 +221,12 @@ def signature(ptx: str) -> Signature:
             s.bulk_tensor_s2g += 1
     s.wgmma_mma = len(_WGMMA_MMA.findall(text))
     s.wgmma_any = len(_WGMMA_ANY.findall(text))
+    s.wgmma_fence = len(_WGMMA_FENCE.findall(text))
+    s.wgmma_commit = len(_WGMMA_COMMIT.findall(text))
+    for m in _WGMMA_WAIT.finditer(text):
+        s.wgmma_wait[int(m.group(1))] += 1
+    for m in _WGMMA_SHAPE.finditer(text):
+        s.wgmma_shapes[m.group(1)] += 1
     for m in _SETMAXNREG.finditer(text):
         s.setmaxnreg[(m.group(1), int(m.group(2)))] += 1
     s.shared_static_bytes, s.shared_dynamic = _shared_bytes(text)

@@ -18,6 +18,7 @@ import sys
 import time
 
 RESULT_TAG = "BISECTK_RESULT"
+PHASE_TAG = "BISECTK_PHASE"
 
 
 def add_common_args(p: argparse.ArgumentParser) -> None:
@@ -46,6 +47,13 @@ def emit(metrics: dict) -> None:
         else:
             clean[k] = v
     print(f"{RESULT_TAG} {json.dumps(clean, sort_keys=True)}", flush=True)
+
+
+def phase(name: str) -> None:
+    """Progress line for a watchdog that follows the subject (stderr, flushed at once): one of
+    ``imports``, ``compile``, ``compiled``, ``launch``, ``synchronized``.  A hang after
+    ``launch`` and before ``synchronized`` is a kernel that never finished."""
+    print(f"{PHASE_TAG} {name}", file=sys.stderr, flush=True)
 
 
 _DUMP_DIR = None

@@ -19,6 +19,13 @@ ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "kernels" / "cutedsl"
 VARIANTS = ROOT / "variants" / "gpu"
 COMPILE_MANY = Path(__file__).resolve().parent / "_compile_many.py"
+KERNEL_SCRIPTS = ["kernels/cutedsl/ws_pipeline.py", "kernels/cutedsl/attention.py",
+                  "kernels/cutedsl/fmha_wgmma.py"]
+# single-factor changes of fmha_wgmma.py that test_ptx.py diffs against the default
+FMHA_PTX_CONFIGS = [("kernels/cutedsl/fmha_wgmma.py", argv) for argv in (
+    ["--consumer-regs", "256"], ["--consumer-wgs", "1"], ["--qk-wait", "1"], ["--pv-fence", "0"],
+    ["--order-bar-id", "1"], ["--head-dim", "128"], ["--order", "0"],
+    ["--order-bar-threads", "8"])]
 
 
 def pytest_configure(config):
@@ -116,6 +123,8 @@ def compile_cache(tmp_path_factory):
     cache = CompileCache(tmp_path_factory.mktemp("ptx"))
     # every variant endpoint and the kernels' defaults, in one batch
     configs = [(script, argv) for _, _, script, argv in variant_jobs()]
-    configs += [("kernels/cutedsl/ws_pipeline.py", []), ("kernels/cutedsl/attention.py", [])]
+    configs += [(script, []) for script in KERNEL_SCRIPTS]
+    configs += [(script, argv) for script, argv in FMHA_PTX_CONFIGS]
+    configs += [(f"variants/gpu/fmha-diff/{side}/fmha_wgmma.py", []) for side in ("good", "bad")]
     cache.ensure(configs)
     return cache

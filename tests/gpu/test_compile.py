@@ -9,14 +9,14 @@ import sys
 
 import pytest
 
-from tests.gpu.conftest import ROOT, have_cutlass, have_gpu, variant_jobs
+from tests.gpu.conftest import KERNEL_SCRIPTS, ROOT, have_cutlass, have_gpu, variant_jobs
 
 pytestmark = pytest.mark.skipif(not have_cutlass(), reason="nvidia-cutlass-dsl is not installed")
 
 JOBS = variant_jobs()
 
 
-@pytest.mark.parametrize("script", ["kernels/cutedsl/ws_pipeline.py", "kernels/cutedsl/attention.py"])
+@pytest.mark.parametrize("script", KERNEL_SCRIPTS)
 def test_kernel_default_compiles(compile_cache, script):
     rec = compile_cache.get(script, [])
     assert rec["exit_code"] == 0, rec
@@ -78,3 +78,43 @@ def test_run_without_gpu_is_unresolved():
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 125
     assert '"ok": false' in p.stdout
+
+
+@pytest.mark.parametrize("side", ["good", "bad"])
+def test_fmha_diff_trees_compile(compile_cache, side):
+    """Both source trees of the `bisectk diff` pair (variants/gpu/fmha-diff) compile for sm_90a."""
+    rec = compile_cache.get(f"variants/gpu/fmha-diff/{side}/fmha_wgmma.py", [])
+    assert rec["exit_code"] == 0, rec
+    assert rec["result"]["kernel"] == ("fmha_wgmma" if side == "good" else "fmha_wgmma_v2")
+
+
+def test_fmha_diff_trees_match_regen():
+    """good/ and bad/ are what regen.py makes from the current kernel: ten hunks."""
+    import importlib.util
+    import tempfile
+    from pathlib import Path
+
+    from bisectk.spaces.hunks import diff_paths
+
+    here = ROOT / "variants" / "gpu" / "fmha-diff"
+    spec = importlib.util.spec_from_file_location("fmha_diff_regen", here / "regen.py")
+    regen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(regen)
+    with tempfile.TemporaryDirectory() as tmp:
+        regen.HERE = Path(tmp)
+        regen.main()
+        for side in ("good", "bad"):
+            for name in ("fmha_wgmma.py", "_common.py"):
+                assert (Path(tmp) / side / name).read_text() == (here / side / name).read_text(), \
+                    f"{side}/{name} is stale: run python variants/gpu/fmha-diff/regen.py"
+    hunks = diff_paths(here / "good", here / "bad")
+    assert len(hunks) == len(regen.EDITS) == 10
+    assert "fmha_wgmma.py:94-95" in [h.id for h in hunks]
+
+
+def test_barrier_count_in_warps_is_a_build_error(compile_cache):
+    """A named-barrier count of 8 (warps, not threads) is refused by ptxas: a compile error (exit 1
+    in compile-only mode; the subject's run path turns it into exit 125, UNRESOLVED)."""
+    rec = compile_cache.get("kernels/cutedsl/fmha_wgmma.py", ["--order-bar-threads", "8"])
+    assert rec["exit_code"] == 1
+    assert "multiple of warp size" in rec["error"]

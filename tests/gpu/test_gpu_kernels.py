@@ -56,3 +56,21 @@ def test_attention_good_and_multitile_rescale():
     assert rc == 0 and res["rel_err"] < 1e-4
     rc, res = run("kernels/cutedsl/attention.py", "--o-rescale", "0", "--kv-len", "512")
     assert rc == 0 and res["cos"] < 0.99
+
+
+FMHA = "kernels/cutedsl/fmha_wgmma.py"
+
+
+def test_fmha_wgmma_good_and_multitile_correction():
+    rc, res = run(FMHA)
+    assert rc == 0 and res["rel_err"] < 2e-3 and res["cos"] > 0.9999
+    # a reversed correction exponent is invisible with one KV tile, wrong with four
+    rc, res = run(FMHA, "--corr-sign", "new-old", "--kv-len", "128")
+    assert rc == 0 and res["rel_err"] < 2e-3
+    rc, res = run(FMHA, "--corr-sign", "new-old", "--kv-len", "512")
+    assert rc == 0 and res["cos"] < 0.99
+
+
+def test_fmha_wgmma_register_overcommit_hangs():
+    rc, res = run(FMHA, "--consumer-regs", "256", timeout=25)
+    assert rc is None  # setmaxnreg.inc never completes: the process is killed

@@ -65,6 +65,58 @@ def test_attention_signature(compile_cache):
     assert f2["bar.sync[id=1,threads=256]"] == 1 and f2["threads"] == 288
 
 
+FMHA = "kernels/cutedsl/fmha_wgmma.py"
+
+
+@needs_dsl
+def test_fmha_wgmma_signature(compile_cache):
+    f = ptx.signature(compile_cache.ptx(FMHA, [])).flat()
+    assert f["threads"] == 384                           # producer + 2 consumer warpgroups
+    assert f["setmaxnreg.dec[24]"] == 1 and f["setmaxnreg.inc[240]"] == 1
+    # D = 64, BLOCK_N = 128: S = Q K^T is 4 x m64n128k16, O += P V is 8 x m64n64k16; the first KV
+    # tile is peeled off the loop, so each appears twice
+    assert f["wgmma.mma_async.m64n128k16"] == 2 * 4 and f["wgmma.mma_async.m64n64k16"] == 2 * 8
+    assert f["wgmma.fence"] == 4 and f["wgmma.commit_group"] == 4
+    assert f["wgmma.wait_group[0]"] == 5                 # after each of the 4 groups + the drain
+    assert f["cp.async.bulk.tensor.g2s"] == 4            # Q (one per consumer warpgroup), K, V
+    assert f["mbarrier.init[count=1]"] == 3 and f["mbarrier.init[count=8]"] == 3
+    assert f["expect_tx[bytes=16384]"] == 1              # Q: 128 x 64 fp16
+    assert f["expect_tx[bytes=32768]"] == 1              # K + V: 2 x 128 x 64 fp16
+    assert f["bar.sync[id=1,threads=256]"] == 1          # epilogue, both consumer warpgroups
+    assert f["bar.sync[id=2,threads=256]"] == 2 and f["bar.sync[id=3,threads=256]"] == 2
+    assert f["bar.arrive[id=2,threads=256]"] == 3 and f["bar.arrive[id=3,threads=256]"] == 2
+
+
+@needs_dsl
+@pytest.mark.parametrize("argv,expect", [
+    # register reallocation: the targets are in the PTX
+    (["--consumer-regs", "256"], {"setmaxnreg.inc[240]": (1, 0), "setmaxnreg.inc[256]": (0, 1)}),
+    # 8 warps instead of 12: other targets, no ordering barriers, a 128-thread epilogue barrier
+    (["--consumer-wgs", "1"], {"threads": (384, 256), "setmaxnreg.dec[24]": (1, 0),
+                               "setmaxnreg.dec[56]": (0, 1), "setmaxnreg.inc[256]": (0, 1),
+                               "bar.sync[id=2,threads=256]": (2, 0),
+                               "bar.sync[id=1,threads=128]": (0, 1)}),
+    (["--qk-wait", "1"], {"wgmma.wait_group[0]": (5, 3), "wgmma.wait_group[1]": (0, 2)}),
+    (["--pv-fence", "0"], {"wgmma.fence": (4, 2)}),
+    # ordering barriers moved onto the epilogue barrier's id
+    (["--order-bar-id", "1"], {"bar.sync[id=1,threads=256]": (1, 3),
+                               "bar.sync[id=3,threads=256]": (2, 0)}),
+    # D = 128: 8 k-blocks for S = Q K^T, O += P V becomes m64n128k16; a 128-wide fp16 row is two
+    # 128-byte swizzle atoms, so every TMA tile is two copies
+    (["--head-dim", "128"], {"wgmma.mma_async.m64n128k16": (8, 32),
+                             "wgmma.mma_async.m64n64k16": (16, 0),
+                             "cp.async.bulk.tensor.g2s": (4, 8),
+                             "expect_tx[bytes=65536]": (0, 1)}),
+    (["--order", "0"], {"bar.sync[id=2,threads=256]": (2, 0), "bar.arrive": (5, 0)}),
+])
+def test_fmha_wgmma_diff_shows_the_planted_change(compile_cache, argv, expect):
+    good = ptx.signature(compile_cache.ptx(FMHA, []))
+    bad = ptx.signature(compile_cache.ptx(FMHA, argv))
+    rows = {k: (a, b) for k, a, b in ptx.diff(good, bad)}
+    for key, pair in expect.items():
+        assert rows.get(key) == pair, (key, rows)
+
+
 @needs_dsl
 def test_ptx_of_script_runs_compile_only(tmp_path):
     text, result = ptx.ptx_of_script(ROOT / WS, ["--stages", "2"], cwd=ROOT)
@@ -126,6 +178,8 @@ def test_signature_on_snippet():
     assert f["cp.async.bulk.tensor.g2s"] == 1 and f["cp.async.bulk.tensor.s2g"] == 1
     assert f["setmaxnreg"] == 2 and f["setmaxnreg.dec[40]"] == 1 and f["setmaxnreg.inc[232]"] == 1
     assert f["wgmma.mma_async"] == 1 and f["wgmma"] == 4
+    assert f["wgmma.fence"] == 1 and f["wgmma.commit_group"] == 1
+    assert f["wgmma.wait_group[0]"] == 1 and f["wgmma.mma_async.m64n128k16"] == 1
     assert f["bar.sync[id=1,threads=256]"] == 1 and f["bar.sync[id=0,threads=all]"] == 1
     assert f["bar.arrive[id=2,threads=160]"] == 1 and f["bar.arrive[id=3,threads=256]"] == 1
     assert f["bar.warp.sync"] == 1
@@ -144,3 +198,9 @@ def test_register_reassigned_is_not_resolved():
     text = "mov.b32 %r1, 4;\nadd.s32 %r1, %r1, %r9;\nmbarrier.init.shared.b64 [%r2], %r1;\n"
     f = ptx.signature(text).flat()
     assert f["mbarrier.init[count=%r1]"] == 1
+
+
+def test_barrier_ids_in_registers_and_immediates_sort_together():
+    text = "bar.sync 1, 256;\nbar.sync %r18, 256;\nbar.arrive 2, 256;\n"
+    f = ptx.signature(text).flat()
+    assert f["bar.sync[id=1,threads=256]"] == 1 and f["bar.sync[id=%r18,threads=256]"] == 1

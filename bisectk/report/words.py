@@ -11,6 +11,7 @@ stopped_line   -- how a stopped search is announced (never as a verdict).
 from __future__ import annotations
 
 from bisectk.engine.records import EndpointCheck
+from bisectk.outcome import FailKind
 
 
 def endpoint_lines(check: EndpointCheck) -> list[str]:
@@ -29,5 +30,7 @@ def stopped_line(reason: str, runs: int) -> str:
 
 def failure_line(check: EndpointCheck, words=lambda t: t) -> str:
     what = check.target.describe() if check.target else check.bad.describe()
+    if check.target and all(f.kind is FailKind.BAD for f in check.target.failures):
+        what = check.bad.describe()   # git bisect run's protocol: the exit code is all there is to say
     return (f"failure: {words(what)}; the bad endpoint showed it in {check.bad_rate.describe()}"
             + (" (intermittent)" if check.flaky else ""))

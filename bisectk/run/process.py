@@ -369,7 +369,17 @@ def live_dir() -> Path:
     return Path(base) / "bisectk" / "live"
 
 
-def _start_time(pid: int) -> float | None:
+def process_start(pid: int) -> float | None:
+    """When process `pid` started, as an identity that survives clock changes: clock ticks since
+    boot from /proc (a wall-clock creation time can drift with the boot time the kernel reports);
+    psutil's creation time where there is no /proc. None if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return float(f.read().rsplit(b")", 1)[1].split()[19])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         return psutil.Process(pid).create_time()
     except (psutil.Error, OSError):
@@ -385,7 +395,7 @@ def _write_record(run_id: str, c: Contained) -> Path | None:
         d = live_dir()
         d.mkdir(parents=True, exist_ok=True)
         if "start" not in _OWNER:
-            _OWNER["start"] = _start_time(os.getpid())
+            _OWNER["start"] = process_start(os.getpid())
         path = d / f"{run_id}.json"
         path.write_text(json.dumps({"run_id": run_id, "owner": os.getpid(), "owner_start": _OWNER["start"],
                                     "supervisor": c.proc.pid, "subject": c.pid}))
@@ -419,8 +429,8 @@ def reap_stale(directory: Path | None = None, *, force: bool = False) -> int:
             run_id = str(rec["run_id"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        start = _start_time(owner)
-        if start is not None and (owner_start is None or abs(start - owner_start) < 1.0):
+        start = process_start(owner)
+        if start is not None and (owner_start is None or start == owner_start):
             continue  # its bisectk is alive (another session): its supervisor is in charge
         stale.append((path, run_id))
     if not stale:

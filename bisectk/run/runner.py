@@ -113,14 +113,8 @@ class Runner:
         seconds = self.timeout.seconds if self.timeout else (self.spec.timeout or CALIBRATION_CAP_S)
         self.events.emit(RunStarted(label, config, index, seconds))
         with self._lock:  # builds share the working directory: one configuration at a time
-            run = self._execute(config, key, index, seconds)
-            self.executed += 1
-            if self.ledger:
-                stored_index = self.ledger.add_run(self.fingerprint, key, run, self.session)
-                self._memory[(key, stored_index)] = run
-            else:
-                self._memory[(key, index)] = run
-        self.events.emit(RunFinished(label, config, index, run))
+            run, elsewhere = self._run_once(config, key, index, seconds)
+        self.events.emit(RunFinished(label, config, index, run, cached=elsewhere))
         return run
 
     def verdict(self, config: Config, repeat: int | None = None, label: str = "",
@@ -158,6 +152,27 @@ class Runner:
                 self._preloaded.add((key, i))
             return runs[index] if index < len(runs) else None
         return None
+
+    def _run_once(self, config: Config, key: str, index: int, seconds: float) -> tuple[Run, bool]:
+        """Execute and store the index-th run of `config` -- unless another session sharing the
+        ledger is making it right now: then wait for its result rather than repeat the work (the
+        ledger's claim protocol; a claim whose process died is taken over). Returns the run and
+        whether it came from that other session."""
+        if not self.ledger:
+            run = self._execute(config, key, index, seconds)
+            self.executed += 1
+            self._memory[(key, index)] = run
+            return run, False
+        build_s = (self.spec.build_timeout or CALIBRATION_CAP_S * 2) if self.spec.build else 0.0
+        with self.ledger.claim(self.fingerprint, key, index, ttl=seconds + build_s + 60) as claim:
+            if claim.run is not None:
+                self._memory[(key, index)] = claim.run
+                self._preloaded.add((key, index))
+                return claim.run, True
+            run = self._execute(config, key, index, seconds)
+            self.executed += 1
+            self._memory[(key, claim.record(run, self.session))] = run
+            return run, False
 
     def _log_dir(self, key: str, index: int, phase: str) -> Path | None:
         if not self.log_root:

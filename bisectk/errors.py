@@ -2,7 +2,8 @@
 
 `BisectkError` is the base; the CLI catches it (and only it, plus KeyboardInterrupt) and prints
 `bisectk: <message>`. Anything else escaping is a bug in bisectk, and is shown as such.
-`SpecError` (spec.py) and `LedgerError` (ledger.py) are the two families with their own shape.
+`SpecError` (a spec file that cannot be loaded) and `LedgerError` (a ledger that cannot be used as
+it is) are the two families with their own shape.
 """
 
 
@@ -25,3 +26,8 @@ def _clip(text: str, n: int) -> str:
     """User input quoted in a message (a key, a value, an expression) must not make it a page long."""
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[:n - 3] + "..."
+
+
+class LedgerError(BisectkError):
+    """A ledger that cannot be used as it is: damaged, read-only, full, locked. Names the file and
+    what to do (`bisectk ledger check`, or another `--ledger`); the file itself is never rewritten."""

@@ -3,7 +3,8 @@
 Abstractions
 ------------
 Ledger   -- one database file (WAL mode; safe to kill at any point: each run is committed, in a
-            transaction of its own, as soon as it finishes). Tables:
+            transaction of its own, as soon as it finishes); `Ledger(path, readonly=True)` reads
+            one without writing anything (for `log`, or a ledger on read-only media). Tables:
             `runs`     -- every classified run: (subject fingerprint, configuration key, index
                           among that configuration's runs, the Run as JSON, session, time);
             `sessions` -- one row per command invocation (kind, spec, arguments, result JSON),
@@ -45,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bisectk.errors import BisectkError
+from bisectk.errors import LedgerError
 from bisectk.outcome import Run
 from bisectk.run.process import process_start
 
@@ -95,10 +96,6 @@ _TABLES = {
 }
 # schema N -> N+1: what to run on a ledger written by an older bisectk (its data stays as it is)
 _MIGRATIONS = {1: [_TABLES["claims"]]}
-
-
-class LedgerError(BisectkError):
-    """A ledger that cannot be used as it is: damaged, read-only, full, locked."""
 
 
 @dataclass

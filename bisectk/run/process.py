@@ -47,6 +47,7 @@ TAIL_BYTES = 64 * 1024
 GRACE_S = 1.0            # SIGTERM -> SIGKILL, on timeout or interruption
 LEFTOVER_GRACE_S = 0.2   # the same, for what a subject left running after it exited
 START_TIMEOUT_S = 60.0   # the supervisor's own start (a loaded machine)
+MAX_TIMEOUT_S = 365 * 24 * 3600.0
 RUN_ID_ENV = "BISECTK_RUN_ID"  # set in every subject's environment: the last resort finds it there
 SUPERVISOR = str(Path(supervise.__file__).resolve())
 
@@ -292,6 +293,8 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     problem = invalid_command(argv, cwd, env)
     if problem:
         return RawRun(started=False, error=f"cannot start: {problem}")
+    if timeout is not None and not timeout < MAX_TIMEOUT_S:
+        timeout = None  # inf, nan, or longer than any run: no watchdog rather than a broken one
     reap_stale()
     run_id = uuid.uuid4().hex
     full_env = {**os.environ, **(env or {}), RUN_ID_ENV: run_id}

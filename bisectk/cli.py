@@ -421,7 +421,7 @@ def open_ledger(path: Path):
     from bisectk.ledger import Ledger
     if not path.exists():
         fail(f"no ledger at {path}: nothing has been recorded there")
-    return Ledger(path)
+    return Ledger(path, readonly=True)   # printing never writes (and works on a read-only ledger)
 
 
 @app.command()
@@ -492,6 +492,31 @@ def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bis
     else:
         render.summary(out, rec)
     raise typer.Exit(X.OK)
+
+
+ledger_app = typer.Typer(no_args_is_help=True, help="Inspect or repair a ledger.")
+app.add_typer(ledger_app, name="ledger")
+
+
+@ledger_app.command("check")
+def ledger_check(path: Path = typer.Argument(..., help="The ledger database.", show_default=False),
+                 salvage: Optional[Path] = typer.Option(None, "--salvage", help="Copy every readable row into this new ledger."),
+                 as_json: bool = JsonOpt) -> None:
+    """Check a ledger's integrity without writing to it; --salvage copies what is readable into a
+    new ledger. Exit 0: healthy (or salvaged); 2: damaged."""
+    from bisectk import ledger as L
+    if not path.exists():
+        fail(f"no ledger at {path}")
+    rep = L.check(path)
+    saved = L.salvage(path, salvage) if salvage else None
+    if as_json:
+        emit_json({**rep.to_dict(), "salvaged": saved})
+    else:
+        for line in rep.lines():
+            out.print(line, markup=False)
+        if saved is not None:
+            out.print(f"salvaged into {salvage}: " + ", ".join(f"{k} {v}" for k, v in saved.items()), markup=False)
+    raise typer.Exit(X.OK if rep.ok or saved is not None else X.USAGE)
 
 
 # -- evidence / environment ------------------------------------------------------------------------

@@ -2,101 +2,289 @@
 
 Abstractions
 ------------
-Ledger   -- one database file (WAL mode; safe to kill at any point: each run is committed as
-            soon as it finishes). Tables:
+Ledger   -- one database file (WAL mode; safe to kill at any point: each run is committed, in a
+            transaction of its own, as soon as it finishes); `Ledger(path, readonly=True)` reads
+            one without writing anything (for `log`, or a ledger on read-only media). Tables:
             `runs`     -- every classified run: (subject fingerprint, configuration key, index
                           among that configuration's runs, the Run as JSON, session, time);
             `sessions` -- one row per command invocation (kind, spec, arguments, result JSON),
                           so `--resume` finds the last session of the same kind;
             `events`   -- what a session observed, in order (e.g. each commit's outcome in a
-                          bisection, also when answered from the ledger), for `log` and `replay`.
+                          bisection, also when answered from the ledger), for `log` and `replay`;
+            `claims`   -- (schema 2) which process is running which (fingerprint, configuration,
+                          index) right now, so sessions sharing a ledger share the work.
+Claim    -- the protocol for that sharing. `Ledger.claim(...)` either finds the run stored, or
+            takes the claim (the caller runs, then `record`s: the run is stored and the claim
+            dropped in one transaction), or, while another live process holds it, waits for its
+            result. A claim whose holder died (same host: its pid is gone or reused; another
+            host: its time-to-live passed) is taken over.
+check    -- what `bisectk ledger check` reports: integrity, schema, rows, claims, writability.
+salvage  -- copy every readable row of a damaged ledger into a new one (the damaged file is
+            never written).
 Memoisation is by (fingerprint, configuration key, run index): asking for the k-th run of a
 configuration that already has k runs returns the stored one. Verdicts are derived, never
 stored separately, so repeats and resumes agree by construction.
+
+Failure modes are one line each (a `LedgerError`), never a traceback and never an overwrite: a
+damaged file names `bisectk ledger check` and `--ledger`; a read-only file or directory is found
+when the ledger is opened, before any subject runs; a full disk rolls the transaction back, so
+nothing is recorded half-way.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import socket
 import sqlite3
 import threading
 import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bisectk.errors import BisectkError
+from bisectk.errors import LedgerError
 from bisectk.outcome import Run
+from bisectk.run.process import process_start
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+BUSY_TIMEOUT_S = 30.0
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    fingerprint TEXT NOT NULL,
-    config_key TEXT NOT NULL,
-    idx INTEGER NOT NULL,
-    session INTEGER,
-    created REAL NOT NULL,
-    outcome TEXT NOT NULL,
-    kind TEXT,
-    signature TEXT,
-    duration_s REAL,
-    run_json TEXT NOT NULL,
-    UNIQUE (fingerprint, config_key, idx)
-);
-CREATE TABLE IF NOT EXISTS events (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    session INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    data_json TEXT NOT NULL,
-    created REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS sessions (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    command TEXT NOT NULL,
-    fingerprint TEXT NOT NULL,
-    args_json TEXT NOT NULL,
-    created REAL NOT NULL,
-    finished REAL,
-    result_json TEXT
-);
-"""
+_TABLES = {
+    "meta": "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "runs": """CREATE TABLE IF NOT EXISTS runs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        fingerprint TEXT NOT NULL,
+        config_key TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        session INTEGER,
+        created REAL NOT NULL,
+        outcome TEXT NOT NULL,
+        kind TEXT,
+        signature TEXT,
+        duration_s REAL,
+        run_json TEXT NOT NULL,
+        UNIQUE (fingerprint, config_key, idx))""",
+    "events": """CREATE TABLE IF NOT EXISTS events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        data_json TEXT NOT NULL,
+        created REAL NOT NULL)""",
+    "sessions": """CREATE TABLE IF NOT EXISTS sessions (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        command TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        args_json TEXT NOT NULL,
+        created REAL NOT NULL,
+        finished REAL,
+        result_json TEXT)""",
+    "claims": """CREATE TABLE IF NOT EXISTS claims (
+        fingerprint TEXT NOT NULL,
+        config_key TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        owner TEXT NOT NULL,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        pid_start REAL,
+        created REAL NOT NULL,
+        expires REAL NOT NULL,
+        PRIMARY KEY (fingerprint, config_key, idx))""",
+}
+# schema N -> N+1: what to run on a ledger written by an older bisectk (its data stays as it is)
+_MIGRATIONS = {1: [_TABLES["claims"]]}
+
+
+@dataclass
+class Claim:
+    """The right to run the idx-th run of a configuration, or the run itself when it was stored
+    while we waited (`run` is then set, and there is nothing to execute)."""
+    ledger: "Ledger"
+    fingerprint: str
+    config_key: str
+    idx: int
+    owner: str
+    run: Run | None = None
+    held: bool = True
+
+    def record(self, run: Run, session: int | None = None) -> int:
+        """Store the run and give up the claim, atomically; returns the index it was stored at."""
+        index = self.ledger.add_run(self.fingerprint, self.config_key, run, session, claim=self)
+        self.held = False
+        return index
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self.ledger._release(self)
+
+    def __enter__(self) -> "Claim":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()  # an interrupted or failed run leaves the slot to whoever comes next
 
 
 class Ledger:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, readonly: bool = False):
         self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA busy_timeout=10000")
-            self.db.executescript(_SCHEMA)
-            row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-        except (sqlite3.DatabaseError, OSError) as exc:
-            raise BisectkError(f"ledger {self.path}: cannot open ({exc})") from None
-        if row is None:
-            self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-        elif int(row[0]) != SCHEMA_VERSION:
-            raise BisectkError(f"ledger {self.path}: schema version {row[0]}, this bisectk reads {SCHEMA_VERSION}")
+        self.readonly = readonly
         self.lock = threading.Lock()
+        self.host = socket.gethostname()
+        self.pid = os.getpid()
+        self.pid_start = process_start(self.pid)
+        if readonly:
+            self.db = _connect_readonly(self.path)
+        else:
+            self._check_writable()
+            try:
+                self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                                          timeout=BUSY_TIMEOUT_S)
+            except sqlite3.Error as exc:
+                raise self._error(exc, "opening") from None
+        with self._read("opening"):
+            self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            if not readonly:
+                self.db.execute("PRAGMA journal_mode=WAL")
+            bad = [r[0] for r in self.db.execute("PRAGMA quick_check(5)").fetchall()]
+        if bad != ["ok"]:
+            raise self._damaged("; ".join(map(str, bad)))
+        self.schema = self._prepare() if not readonly else self._version()
+
+    # -- opening ------------------------------------------------------------------------
+    def _check_writable(self) -> None:
+        directory = self.path.parent
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LedgerError(f"ledger {self.path}: cannot create {directory} ({exc.strerror or exc}); "
+                              f"use --ledger with a writable place") from None
+        if self.path.is_dir():
+            raise LedgerError(f"ledger {self.path} is a directory; give --ledger a file name")
+        if self.path.exists() and not os.access(self.path, os.W_OK):
+            raise LedgerError(f"ledger {self.path} is read-only; make it writable or use another --ledger "
+                              f"(nothing has run)")
+        if not os.access(directory, os.W_OK):
+            raise LedgerError(f"ledger {self.path}: its directory {directory} is not writable (SQLite keeps "
+                              f"its journal beside the file); use another --ledger (nothing has run)")
+
+    def _version(self) -> int | None:
+        with self._read("reading the schema version"):
+            tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if "meta" not in tables:
+                if tables:
+                    raise LedgerError(f"{self.path} is an SQLite database but not a bisectk ledger "
+                                      f"(tables: {', '.join(sorted(tables))[:120]}); use another --ledger")
+                return None
+            row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        try:
+            return int(row[0]) if row else None
+        except ValueError:
+            raise self._damaged(f"schema version {row[0]!r}") from None
+
+    def _prepare(self) -> int:
+        """Create the tables of a new ledger, or migrate an older one; a write either way, so a
+        read-only file is found here, before anything runs."""
+        with self._write("preparing"):
+            version = self._version()
+            if version is None:
+                for ddl in _TABLES.values():
+                    self.db.execute(ddl)
+                self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+                return SCHEMA_VERSION
+            if version > SCHEMA_VERSION:
+                raise LedgerError(f"ledger {self.path}: schema version {version}, this bisectk reads up to "
+                                  f"{SCHEMA_VERSION}; upgrade bisectk or use another --ledger")
+            while version < SCHEMA_VERSION:
+                for ddl in _MIGRATIONS[version]:
+                    self.db.execute(ddl)
+                version += 1
+            self.db.execute("UPDATE meta SET value=? WHERE key='schema'", (str(version),))
+            return version
 
     def close(self) -> None:
-        self.db.close()
+        with self.lock:
+            self.db.close()
+
+    # -- errors -------------------------------------------------------------------------
+    def _damaged(self, detail: str) -> LedgerError:
+        return LedgerError(f"ledger {self.path} is damaged ({detail}); it was not changed. See what can be "
+                           f"saved with `bisectk ledger check {self.path}`, or start afresh with another --ledger")
+
+    def _error(self, exc: sqlite3.Error, doing: str) -> LedgerError:
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        text = " ".join(str(exc).split())
+        if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in text or "not a database" in text:
+            return self._damaged(text)
+        if name.startswith("SQLITE_FULL") or "disk is full" in text or (
+                name.startswith("SQLITE_IOERR") and _nearly_full(self.path.parent)):
+            return LedgerError(f"ledger {self.path}: the disk is full ({text}) while {doing}; nothing was "
+                               f"recorded half-way. Free some space and run the command again")
+        if name.startswith("SQLITE_READONLY"):
+            return LedgerError(f"ledger {self.path} is read-only ({text}); make it writable or use another --ledger")
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+            return LedgerError(f"ledger {self.path} stayed locked by another process for {BUSY_TIMEOUT_S:g} s "
+                               f"while {doing}; try again, or use another --ledger")
+        if name.startswith("SQLITE_CANTOPEN"):
+            return LedgerError(f"ledger {self.path}: cannot open it ({text}); check the file and its directory "
+                               f"are readable and writable, or use another --ledger")
+        if name.startswith("SQLITE_IOERR"):
+            return LedgerError(f"ledger {self.path}: I/O error while {doing} ({text}); is the disk full or "
+                               f"failing? Nothing was recorded half-way")
+        return LedgerError(f"ledger {self.path}: {text} (while {doing})")
+
+    @contextmanager
+    def _read(self, doing: str):
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise self._error(exc, doing) from None
+
+    @contextmanager
+    def _write(self, doing: str):
+        """One transaction, holding SQLite's write lock from the start (BEGIN IMMEDIATE): what it
+        reads cannot change under it, and on any error it is rolled back whole."""
+        with self.lock:
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise self._error(exc, doing) from None
+            try:
+                yield
+                self.db.execute("COMMIT")
+            except BaseException as exc:
+                try:
+                    self.db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # SQLite already rolled back (e.g. after SQLITE_FULL)
+                if isinstance(exc, sqlite3.Error):
+                    raise self._error(exc, doing) from None
+                raise
 
     # -- runs ---------------------------------------------------------------------------
     def runs(self, fingerprint: str, config_key: str) -> list[Run]:
-        with self.lock:
+        with self.lock, self._read("reading runs"):
             rows = self.db.execute(
                 "SELECT run_json FROM runs WHERE fingerprint=? AND config_key=? ORDER BY idx",
                 (fingerprint, config_key)).fetchall()
-        return [Run.from_dict(json.loads(r[0])) for r in rows]
+        return [self._run(r[0]) for r in rows]
 
-    def add_run(self, fingerprint: str, config_key: str, run: Run, session: int | None = None) -> int:
-        """Append a run as the next index of its configuration; returns that index."""
-        with self.lock:
-            (n,) = self.db.execute("SELECT COUNT(*) FROM runs WHERE fingerprint=? AND config_key=?",
+    def run_at(self, fingerprint: str, config_key: str, idx: int) -> Run | None:
+        with self.lock, self._read("reading a run"):
+            row = self.db.execute("SELECT run_json FROM runs WHERE fingerprint=? AND config_key=? AND idx=?",
+                                  (fingerprint, config_key, idx)).fetchone()
+        return self._run(row[0]) if row else None
+
+    def add_run(self, fingerprint: str, config_key: str, run: Run, session: int | None = None,
+                claim: Claim | None = None) -> int:
+        """Append a run as the next index of its configuration (and drop `claim`, in the same
+        transaction); returns that index. Safe with concurrent writers: the index is chosen under
+        the write lock, so two processes never collide on it."""
+        with self._write("recording a run"):
+            (n,) = self.db.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM runs WHERE fingerprint=? AND config_key=?",
                                    (fingerprint, config_key)).fetchone()
             self.db.execute(
                 "INSERT INTO runs (fingerprint, config_key, idx, session, created, outcome, kind, signature,"
@@ -104,18 +292,62 @@ class Ledger:
                 (fingerprint, config_key, n, session, time.time(), run.outcome.value,
                  run.kind.value if run.kind else None, run.signature, run.duration_s,
                  json.dumps(run.to_dict())))
+            if claim is not None:
+                self.db.execute("DELETE FROM claims WHERE fingerprint=? AND config_key=? AND idx=? AND owner=?",
+                                (claim.fingerprint, claim.config_key, claim.idx, claim.owner))
         return n
+
+    # -- claims -------------------------------------------------------------------------
+    def claim(self, fingerprint: str, config_key: str, idx: int, *, ttl: float = 3600.0,
+              poll_s: float = 0.05, max_poll_s: float = 1.0, on_wait=None) -> Claim:
+        """The idx-th run of a configuration, for this process to execute or to read.
+
+        Returns a Claim with `run` set when the run is (or becomes, while we wait) stored; else a
+        held claim: the caller executes, then `record`s (or `release`s, e.g. via `with`). While
+        another live process holds the claim this waits, polling; `on_wait(holder)` is called once
+        with the holder's description. `ttl` bounds a claim held from another host, whose liveness
+        cannot be checked."""
+        owner = uuid.uuid4().hex
+        told = False
+        delay = poll_s
+        while True:
+            with self._write("claiming a run"):
+                row = self.db.execute("SELECT run_json FROM runs WHERE fingerprint=? AND config_key=? AND idx=?",
+                                      (fingerprint, config_key, idx)).fetchone()
+                if row:
+                    return Claim(self, fingerprint, config_key, idx, owner, self._run(row[0]), held=False)
+                holder = self.db.execute(
+                    "SELECT host, pid, pid_start, expires FROM claims WHERE fingerprint=? AND config_key=? AND idx=?",
+                    (fingerprint, config_key, idx)).fetchone()
+                if holder is None or not _holder_alive(*holder, this_host=self.host):
+                    self.db.execute("INSERT OR REPLACE INTO claims VALUES (?,?,?,?,?,?,?,?,?)",
+                                    (fingerprint, config_key, idx, owner, self.host, self.pid, self.pid_start,
+                                     time.time(), time.time() + ttl))
+                    return Claim(self, fingerprint, config_key, idx, owner)
+            if on_wait and not told:
+                on_wait(f"pid {holder[1]} on {holder[0]}")
+                told = True
+            time.sleep(delay)
+            delay = min(max_poll_s, delay * 1.5)
+
+    def _release(self, claim: Claim) -> None:
+        try:
+            with self._write("releasing a claim"):
+                self.db.execute("DELETE FROM claims WHERE fingerprint=? AND config_key=? AND idx=? AND owner=?",
+                                (claim.fingerprint, claim.config_key, claim.idx, claim.owner))
+        except LedgerError:
+            pass  # a claim left behind expires with its process
 
     # -- sessions -----------------------------------------------------------------------
     def open_session(self, command: str, fingerprint: str, args: dict[str, Any]) -> int:
-        with self.lock:
+        with self._write("opening a session"):
             cur = self.db.execute(
                 "INSERT INTO sessions (command, fingerprint, args_json, created) VALUES (?,?,?,?)",
                 (command, fingerprint, json.dumps(args, sort_keys=True, default=str), time.time()))
         return cur.lastrowid
 
     def close_session(self, session: int, result: dict[str, Any]) -> None:
-        with self.lock:
+        with self._write("closing a session"):
             self.db.execute("UPDATE sessions SET finished=?, result_json=? WHERE id=?",
                             (time.time(), json.dumps(result, default=str), session))
 
@@ -124,9 +356,9 @@ class Ledger:
         args: tuple = (command,)
         if fingerprint:
             q, args = q + " AND fingerprint=?", (command, fingerprint)
-        with self.lock:
+        with self.lock, self._read("reading sessions"):
             row = self.db.execute(q + " ORDER BY id DESC LIMIT 1", args).fetchone()
-        return _session(row) if row else None
+        return self._decode(_session, row) if row else None
 
     def last_finished_session(self) -> dict[str, Any] | None:
         """The newest session that stored a result (any command)."""
@@ -136,14 +368,14 @@ class Ledger:
         return _session(row) if row else None
 
     def session(self, session_id: int) -> dict[str, Any] | None:
-        with self.lock:
+        with self.lock, self._read("reading a session"):
             row = self.db.execute("SELECT id, command, fingerprint, args_json, created, finished, result_json"
                                   " FROM sessions WHERE id=?", (session_id,)).fetchone()
-        return _session(row) if row else None
+        return self._decode(_session, row) if row else None
 
     # -- events -------------------------------------------------------------------------
     def add_event(self, session: int, kind: str, data: dict[str, Any]) -> None:
-        with self.lock:
+        with self._write("recording an event"):
             self.db.execute("INSERT INTO events (session, kind, data_json, created) VALUES (?,?,?,?)",
                             (session, kind, json.dumps(data, default=str), time.time()))
 
@@ -151,11 +383,209 @@ class Ledger:
         q, args = "SELECT kind, data_json FROM events WHERE session=?", (session,)
         if kind:
             q, args = q + " AND kind=?", (session, kind)
-        with self.lock:
+        with self.lock, self._read("reading events"):
             rows = self.db.execute(q + " ORDER BY id", args).fetchall()
-        return [{"kind": k, **json.loads(d)} for k, d in rows]
+        return [self._decode(lambda r: {"kind": r[0], **json.loads(r[1])}, r) for r in rows]
+
+    # -- decoding: SQLite checks its pages, not the JSON inside them ------------------------
+    def _decode(self, fn, row):
+        try:
+            return fn(row)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise self._damaged(f"a stored record cannot be read: {type(exc).__name__}: {exc}"[:200]) from None
+
+    def _run(self, text: str) -> Run:
+        return self._decode(lambda t: Run.from_dict(json.loads(t)), text)
 
 
 def _session(row) -> dict[str, Any]:
     return {"id": row[0], "command": row[1], "fingerprint": row[2], "args": json.loads(row[3]),
             "created": row[4], "finished": row[5], "result": json.loads(row[6]) if row[6] else None}
+
+
+def _holder_alive(host: str, pid: int, pid_start: float | None, expires: float, *, this_host: str) -> bool:
+    """Whether a claim's holder may still deliver: on this host, its process (the same one, not
+    a reused pid) is alive; on another, its time-to-live has not passed."""
+    if host != this_host:
+        return time.time() < expires
+    start = process_start(pid)
+    if start is None:
+        return False
+    return pid_start is None or start == pid_start  # else the pid was reused
+
+
+def _nearly_full(directory: Path) -> bool:
+    """An I/O error where under 1 MiB is free is a full disk (SQLite reports some as IOERR)."""
+    try:
+        return shutil.disk_usage(directory).free < 1 << 20
+    except OSError:
+        return False
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    """Open without writing anything: `mode=ro`, or `immutable=1` where not even SQLite's shared
+    memory file can be made (a read-only directory)."""
+    if not path.is_file():
+        raise LedgerError(f"no ledger at {path}")
+    last = None
+    for query in ("mode=ro", "immutable=1"):
+        try:
+            db = sqlite3.connect(f"{path.resolve().as_uri()}?{query}", uri=True, check_same_thread=False,
+                                 isolation_level=None, timeout=BUSY_TIMEOUT_S)
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.Error as exc:
+            last = exc
+            if "malformed" in str(exc) or "not a database" in str(exc):
+                break
+    raise LedgerError(f"ledger {path}: cannot read it ({last}); see `bisectk ledger check {path}`")
+
+
+# -- check and salvage (`bisectk ledger check`) ---------------------------------------------
+_COPY = {"sessions": ("id", "command", "fingerprint", "args_json", "created", "finished", "result_json"),
+         "runs": ("id", "fingerprint", "config_key", "idx", "session", "created", "outcome", "kind", "signature",
+                  "duration_s", "run_json"),
+         "events": ("id", "session", "kind", "data_json", "created")}
+
+
+@dataclass
+class LedgerReport:
+    path: Path
+    ok: bool
+    problems: list[str] = field(default_factory=list)
+    schema: int | None = None
+    rows: dict[str, int] = field(default_factory=dict)        # readable rows per table
+    unreadable: dict[str, int] = field(default_factory=dict)  # rows that could not be read, per table
+    claims: int = 0
+    stale_claims: int = 0
+    writable: bool = False
+    size_bytes: int = 0
+
+    def lines(self) -> list[str]:
+        head = f"{self.path}: {'ok' if self.ok else 'DAMAGED' if self.problems else 'not usable'}"
+        out = [head + f" (schema {self.schema if self.schema is not None else '?'}, {self.size_bytes:,} bytes, "
+                      f"{'writable' if self.writable else 'not writable'})"]
+        if self.rows:
+            out.append("readable rows: " + ", ".join(f"{t} {n}" for t, n in self.rows.items())
+                       + (f"; claims {self.claims} ({self.stale_claims} stale)" if self.claims else ""))
+        if any(self.unreadable.values()):
+            out.append("unreadable rows: " + ", ".join(f"{t} {n}" for t, n in self.unreadable.items() if n))
+        out += [f"problem: {p}" for p in self.problems[:10]]
+        if len(self.problems) > 10:
+            out.append(f"... and {len(self.problems) - 10} more problems")
+        if not self.ok:
+            out.append(f"what to do: `bisectk ledger check {self.path} --salvage NEW.db` copies every readable "
+                       f"row into a new ledger (this file is never changed); then run with --ledger NEW.db")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "ok": self.ok, "problems": self.problems, "schema": self.schema,
+                "rows": self.rows, "unreadable": self.unreadable, "claims": self.claims,
+                "stale_claims": self.stale_claims, "writable": self.writable, "size_bytes": self.size_bytes}
+
+
+def check(path: str | Path) -> LedgerReport:
+    """Inspect a ledger without changing it: integrity, schema version, readable rows per table,
+    claims (and how many are stale), whether it is writable. Never raises for a bad file."""
+    path = Path(path)
+    report = LedgerReport(path, ok=False)
+    if not path.is_file():
+        report.problems.append("no such file" if not path.exists() else "not a regular file")
+        return report
+    report.size_bytes = path.stat().st_size
+    report.writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    try:
+        db = _connect_readonly(path)
+    except LedgerError as exc:
+        report.problems.append(str(exc))
+        return report
+    try:
+        try:
+            report.problems += [r[0] for r in db.execute("PRAGMA integrity_check(100)").fetchall() if r[0] != "ok"]
+        except sqlite3.Error as exc:
+            report.problems.append(f"integrity check: {exc}")
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            report.schema = int(row[0]) if row else None
+        except (sqlite3.Error, ValueError) as exc:
+            report.problems.append(f"schema version unreadable: {exc}")
+        for table, cols in _COPY.items():
+            rows, gaps = 0, 0
+            for item in _readable_rows(db, table, ("id",)):
+                if item is None:
+                    gaps += 1
+                else:
+                    rows += 1
+            report.rows[table], report.unreadable[table] = rows, gaps
+        try:
+            here = socket.gethostname()
+            for host, pid, pid_start, expires in db.execute("SELECT host, pid, pid_start, expires FROM claims"):
+                report.claims += 1
+                report.stale_claims += not _holder_alive(host, pid, pid_start, expires, this_host=here)
+        except sqlite3.Error:
+            pass  # schema 1: no claims table
+    finally:
+        db.close()
+    report.ok = not report.problems and not any(report.unreadable.values()) and report.schema is not None
+    return report
+
+
+def _readable_rows(db: sqlite3.Connection, table: str, cols: tuple[str, ...]):
+    """Every row of `table` that can be read, in id order, and None for each id that cannot (a
+    damaged page): the scan runs by range until it fails, then probes id by id past the damage."""
+    in_range = f"SELECT {', '.join(cols)} FROM {table} WHERE id > ? ORDER BY id"
+    one = f"SELECT {', '.join(cols)} FROM {table} WHERE id = ?"
+    try:
+        (top,) = db.execute(f"SELECT MAX(id) FROM {table}").fetchone()
+    except sqlite3.Error:
+        top = None
+    last = 0
+    while True:
+        try:
+            for row in db.execute(in_range, (last,)):
+                yield row
+                last = row[0]
+            return
+        except sqlite3.Error:
+            pass
+        misses = 0  # ids in a row that are damaged or absent: give up after many (a lost root page)
+        while True:
+            last += 1
+            if (top is not None and last > top) or misses >= 10_000:
+                return
+            try:
+                row = db.execute(one, (last,)).fetchone()
+            except sqlite3.Error:
+                misses += 1
+                yield None
+                continue
+            if row is None:
+                misses += 1
+                continue
+            yield row
+            break
+
+
+def salvage(path: str | Path, dest: str | Path) -> dict[str, int]:
+    """Copy every readable session, run and event of the ledger at `path` into a new ledger at
+    `dest` (which must not exist); `path` is only read. Returns the rows copied per table."""
+    path, dest = Path(path), Path(dest)
+    if dest.exists():
+        raise LedgerError(f"{dest} exists; salvage writes a new ledger and never overwrites one")
+    src = _connect_readonly(path)
+    new = Ledger(dest)
+    copied = {}
+    try:
+        for table, cols in _COPY.items():
+            n = 0
+            with new._write(f"copying {table}"):
+                for row in _readable_rows(src, table, cols):
+                    if row is not None:
+                        new.db.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES "
+                                       f"({', '.join('?' * len(cols))})", row)
+                        n += 1
+            copied[table] = n
+    finally:
+        src.close()
+        new.close()
+    return copied

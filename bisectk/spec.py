@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bisectk.errors import SpecError
-from bisectk.expr import Expr, ExprError
+from bisectk.expr import Expr, ExprError, clip
 
 Scalar = str | int | float | bool
 Config = dict[str, Scalar]
@@ -39,6 +39,9 @@ SOURCE_SUFFIXES = {".py", ".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hp
 _TOP_KEYS = {"name", "description", "constraints", "subject", "oracle", "factors", "good", "bad"}
 _SUBJECT_KEYS = {"command", "build", "cwd", "env", "timeout", "repeat", "build_timeout", "timeout_floor"}
 _ORACLE_KEYS = {"metric", "min", "max", "metrics", "slow_factor", "slow_metric"}
+MAX_SPEC_BYTES = 16 << 20
+MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: beyond that a "timeout" is a typo (and overflows timers)
+MAX_CONSTRAINTS = 1000
 
 
 @dataclass(frozen=True)
@@ -84,8 +87,8 @@ def parse_value(text: str) -> Scalar:
     """A `--set` value: a TOML scalar (3, 1e-4, true, "x") or else the bare string."""
     try:
         value = tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError, MemoryError):
+        return text  # ValueError: an integer past Python's int-string limit
     return value if isinstance(value, (str, int, float, bool)) else text
 
 
@@ -199,15 +202,25 @@ def config_key(config: Config) -> str:
 def load_spec(path: str | Path) -> Spec:
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        if path.stat().st_size > MAX_SPEC_BYTES:
+            raise SpecError(path, None, f"too large for a spec file (over {MAX_SPEC_BYTES >> 20} MiB)")
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError(path, None, "no such file") from None
     except IsADirectoryError:
         raise SpecError(path, None, "is a directory, not a spec file") from None
     except UnicodeDecodeError:
         raise SpecError(path, None, "not a UTF-8 text file") from None
+    except (OSError, ValueError) as exc:
+        raise SpecError(path, None, f"cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+    try:
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(path, None, f"invalid TOML: {exc}") from None
+    except ValueError as exc:  # an integer past Python's int-string limit (4,300 digits)
+        raise SpecError(path, None, f"invalid TOML: {exc}") from None
+    except (RecursionError, MemoryError):
+        raise SpecError(path, None, "invalid TOML: nested too deeply") from None
     return _build(path, raw)
 
 
@@ -219,14 +232,31 @@ def _need(cond: bool, path: Path, key: str, problem: str) -> None:
 def _strings(value: Any, path: Path, key: str) -> list[str]:
     _need(isinstance(value, list) and value and all(isinstance(a, str) for a in value),
           path, key, "must be a non-empty list of strings (argv, no shell)")
+    _need(value[0] != "", path, key, "the program (its first element) is empty")
+    for i, a in enumerate(value):
+        _need("\0" not in a, path, key, f"element {i} ({clip(a, 40)}) contains a NUL byte")
     return list(value)
 
 
-def _number(value: Any, path: Path, key: str, positive: bool = False) -> float:
-    _need(isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-          and (value > 0 or not positive), path, key,
-          f"must be a {'positive ' if positive else ''}number, got {value!r}")
-    return float(value)
+def _number(value: Any, path: Path, key: str, positive: bool = False, most: float | None = None) -> float:
+    number = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            number = float(value)  # a 400-digit integer: OverflowError
+        except OverflowError:
+            number = None
+    ok = number is not None and math.isfinite(number) and (number > 0 or not positive) \
+        and (most is None or number <= most)
+    what = f"a {'positive ' if positive else ''}number" + (f" up to {most:g}" if most is not None else "")
+    _need(ok, path, key, f"must be {what}, got {_show(value)}")
+    return number
+
+
+def _show(value: Any) -> str:
+    """A value for an error message: short, whatever its size (a 4,000-digit int, a long string)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value).bit_length() > 200:
+        return f"an integer of {len(str(abs(value))) if abs(value).bit_length() < 14000 else 'thousands of'} digits"
+    return clip(value, 60) if isinstance(value, str) else clip(repr(value), 60)[1:-1]
 
 
 def _build(path: Path, raw: dict[str, Any]) -> Spec:
@@ -237,6 +267,8 @@ def _build(path: Path, raw: dict[str, Any]) -> Spec:
         _need(isinstance(raw.get(side), dict), path, side, "must be a table (the working/broken configuration)")
         for k, v in raw[side].items():
             _need(isinstance(v, (str, int, float, bool)), path, f"{side}.{k}", f"must be a string, number or boolean, got {type(v).__name__}")
+            _need(not isinstance(v, str) or "\0" not in v, path, f"{side}.{k}",
+                  "contains a NUL byte (it could not reach argv or the environment)")
     good, bad = raw["good"], raw["bad"]
     for k in sorted(good.keys() ^ bad.keys()):
         have, lack = ("good", "bad") if k in good else ("bad", "good")
@@ -252,6 +284,10 @@ def _build(path: Path, raw: dict[str, Any]) -> Spec:
     env = subject.get("env", {})
     _need(isinstance(env, dict) and all(isinstance(v, str) for v in env.values()),
           path, "subject.env", "must be a table of strings")
+    for k, v in env.items():
+        _need(k != "" and "=" not in k and "\0" not in k, path, "subject.env",
+              f"{clip(k, 40)} is not a valid environment variable name (empty, or contains '=' or NUL)")
+        _need("\0" not in v, path, f"subject.env.{k}", "contains a NUL byte")
     for key, templates in (("subject.command", command), ("subject.build", build or []),
                            ("subject.env", list(env.values()))):
         for t in templates:
@@ -259,21 +295,27 @@ def _build(path: Path, raw: dict[str, Any]) -> Spec:
                 _need(name in good, path, key, f"placeholder {{{name}}} names no factor")
     cwd_raw = subject.get("cwd", ".")
     _need(isinstance(cwd_raw, str), path, "subject.cwd", "must be a string")
-    cwd = (project_root(path) / cwd_raw).resolve()
-    timeout = _number(subject["timeout"], path, "subject.timeout", True) if "timeout" in subject else None
-    build_timeout = (_number(subject["build_timeout"], path, "subject.build_timeout", True)
+    _need("\0" not in cwd_raw, path, "subject.cwd", "contains a NUL byte")
+    try:
+        cwd = (project_root(path) / cwd_raw).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise SpecError(path, "subject.cwd", f"cannot be resolved ({getattr(exc, 'strerror', None) or exc})") from None
+    timeout = (_number(subject["timeout"], path, "subject.timeout", True, MAX_TIMEOUT_S)
+               if "timeout" in subject else None)
+    build_timeout = (_number(subject["build_timeout"], path, "subject.build_timeout", True, MAX_TIMEOUT_S)
                      if "build_timeout" in subject else None)
-    floor = (_number(subject["timeout_floor"], path, "subject.timeout_floor", True)
+    floor = (_number(subject["timeout_floor"], path, "subject.timeout_floor", True, MAX_TIMEOUT_S)
              if "timeout_floor" in subject else None)
     repeat = subject.get("repeat", 1)
     _need(isinstance(repeat, int) and not isinstance(repeat, bool) and 1 <= repeat <= 1000,
-          path, "subject.repeat", f"must be an integer from 1 to 1000, got {repeat!r}")
+          path, "subject.repeat", f"must be an integer from 1 to 1000, got {_show(repeat)}")
 
     thresholds, slow_factor, slow_metric = _oracle(path, raw.get("oracle", {}))
     ordinal = _ordinal(path, raw.get("factors", {}), good, bad)
     constraints = raw.get("constraints", [])
     _need(isinstance(constraints, list) and all(isinstance(c, str) for c in constraints),
           path, "constraints", "must be a list of expression strings")
+    _need(len(constraints) <= MAX_CONSTRAINTS, path, "constraints", f"more than {MAX_CONSTRAINTS} constraints")
     exprs = []
     for c in constraints:
         try:
@@ -281,7 +323,13 @@ def _build(path: Path, raw: dict[str, Any]) -> Spec:
         except ExprError as exc:
             raise SpecError(path, "constraints", str(exc)) from None
         unknown = e.names - good.keys()
-        _need(not unknown, path, "constraints", f"{c!r} names unknown factor(s) {', '.join(sorted(unknown))}")
+        _need(not unknown, path, "constraints",
+              f"{clip(c)} names unknown factor(s) {clip(', '.join(sorted(unknown)), 80)}")
+        for side in ("good", "bad"):  # one that cannot even be evaluated on an endpoint is a typo
+            try:
+                e.evaluate(raw[side])
+            except ExprError as exc:
+                raise SpecError(path, "constraints", f"{exc} (evaluated on [{side}])") from None
         exprs.append(e)
     name = raw.get("name", path.stem)
     _need(isinstance(name, str), path, "name", "must be a string")
@@ -306,7 +354,9 @@ def _oracle(path: Path, oracle: Any) -> tuple[list[Threshold], float | None, str
                                     _number(oracle["max"], path, "oracle.max") if "max" in oracle else None))
     else:
         _need("min" not in oracle and "max" not in oracle, path, "oracle", "min/max given without metric")
-    for metric, rng in oracle.get("metrics", {}).items():
+    metrics = oracle.get("metrics", {})
+    _need(isinstance(metrics, dict), path, "oracle.metrics", "must be a table: metric = { min = ..., max = ... }")
+    for metric, rng in metrics.items():
         key = f"oracle.metrics.{metric}"
         _need(isinstance(rng, dict) and rng and set(rng) <= {"min", "max"}, path, key, "must be a table with min and/or max")
         thresholds.append(Threshold(metric, _number(rng["min"], path, key + ".min") if "min" in rng else None,
@@ -327,6 +377,6 @@ def _ordinal(path: Path, factors: Any, good: dict, bad: dict) -> dict[str, list[
         _need(isinstance(values, list) and len(values) >= 2 and all(isinstance(v, (str, int, float, bool)) for v in values),
               path, key, "must be a list of at least two values, in order")
         for side, cfg in (("good", good), ("bad", bad)):
-            _need(cfg[name] in values, path, key, f"does not contain the {side} value {cfg[name]!r}")
+            _need(cfg[name] in values, path, key, f"does not contain the {side} value {_show(cfg[name])}")
         out[name] = list(values)
     return out

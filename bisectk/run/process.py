@@ -1,33 +1,55 @@
-"""Run one command in an isolated process session with a watchdog.
+"""Run one command in an isolated process tree with a watchdog; leave nothing behind.
 
 Abstractions
 ------------
-RawRun       -- what happened to one process: exit code or signal, timed out or not, captured
-                output tails, wall time. No judgement: classification is `run/classify.py`'s job.
-run_process  -- start argv (never through a shell) in a new session, feed nothing on stdin,
-                capture stdout/stderr into bounded buffers (and optionally full logs on disk),
-                and on timeout end the whole process tree: SIGTERM, a grace period, SIGKILL.
+RawRun          -- what happened to one process: exit code or signal, timed out or not, captured
+                   output tails, wall time, how many descendants it left behind (killed). No
+                   judgement: classification is `run/classify.py`'s job.
+run_process     -- start argv (never through a shell) under a supervisor, feed nothing on stdin,
+                   capture stdout/stderr into bounded buffers (and optionally full logs on disk),
+                   and end the whole process tree: on timeout (SIGTERM, a grace period, SIGKILL),
+                   and after a normal exit too (whatever the subject left running).
+start_contained -- the building block: argv running under its supervisor, with the handle to
+                   end it (the warm workers start their processes through it as well).
+reap_stale      -- the last resort: processes of runs whose bisectk and supervisor both died,
+                   found by the run id in their environment, killed at the next start.
 
-Why a new session plus a psutil walk: a subject is often `sh -> python -> compiler`; killing only
-the direct child leaves the grandchildren spinning on a GPU. The process group catches the tree
-while it stays in the group; psutil catches children that made their own group or session.
+Why a supervisor (`run/supervise.py`): a subject is often `sh -> python -> compiler`, and some
+subjects start daemons (double fork, `setsid`) or leave children running after they exit. A
+process group misses whatever made its own session; a tree walk from the subject misses orphans,
+which the kernel reparents to init. The supervisor is a child subreaper, so every orphan of the
+tree is reparented to it and the walk below it is complete; and because it is a process of its
+own, it ends the tree even when bisectk is SIGKILLed (it sees EOF on its socket). Every process
+the tool starts should go through here.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import signal
+import socket
 import subprocess
+import sys
 import threading
 import time
+import uuid
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
+from bisectk.run import supervise
+
 TAIL_BYTES = 64 * 1024
-GRACE_S = 1.0
+GRACE_S = 1.0            # SIGTERM -> SIGKILL, on timeout or interruption
+LEFTOVER_GRACE_S = 0.2   # the same, for what a subject left running after it exited
+START_TIMEOUT_S = 60.0   # the supervisor's own start (a loaded machine)
+MAX_TIMEOUT_S = 365 * 24 * 3600.0
+RUN_ID_ENV = "BISECTK_RUN_ID"  # set in every subject's environment: the last resort finds it there
+SUPERVISOR = str(Path(supervise.__file__).resolve())
 
 
 @dataclass
@@ -40,29 +62,52 @@ class RawRun:
     stdout: str = ""
     stderr: str = ""
     error: str = ""
+    leftovers: int = 0  # processes still alive after the subject exited, killed by the supervisor
 
 
 class _Tail:
-    """Keeps the last `limit` bytes of a stream, and optionally writes everything to a file."""
+    """Keeps the last `limit` bytes of a stream, and optionally writes everything to a file.
+
+    A log that cannot be written (disk full, directory gone) stops being written; the stream is
+    still drained and its tail kept, so the subject never blocks and nothing raises in the thread."""
 
     def __init__(self, limit: int, sink: Path | None):
         self.chunks: deque[bytes] = deque()
         self.size = 0
         self.limit = limit
-        self.sink = open(sink, "wb") if sink else None
+        self.sink_error = ""
+        self.sink = None
+        if sink:
+            try:
+                self.sink = open(sink, "wb")
+            except OSError as exc:
+                self.sink_error = f"{sink}: {exc.strerror or exc}"
 
     def feed(self, stream) -> None:
         try:
             for chunk in iter(lambda: stream.read1(65536), b""):
                 if self.sink:
-                    self.sink.write(chunk)
+                    try:
+                        self.sink.write(chunk)
+                    except OSError as exc:
+                        self.sink_error = f"{self.sink.name}: {exc.strerror or exc}"
+                        self._close_sink()
                 self.chunks.append(chunk)
                 self.size += len(chunk)
                 while self.size - len(self.chunks[0]) >= self.limit and len(self.chunks) > 1:
                     self.size -= len(self.chunks.popleft())
+        except (OSError, ValueError):
+            pass  # the pipe went away under us: what was read is kept
         finally:
-            if self.sink:
-                self.sink.close()
+            self._close_sink()
+
+    def _close_sink(self) -> None:
+        sink, self.sink = self.sink, None
+        if sink:
+            try:
+                sink.close()
+            except OSError as exc:
+                self.sink_error = self.sink_error or f"{sink.name}: {exc.strerror or exc}"
 
     def text(self) -> str:
         data = b"".join(self.chunks)[-self.limit:]
@@ -117,45 +162,305 @@ def signal_name(returncode: int) -> str | None:
         return f"signal {-returncode}"
 
 
+
+def invalid_command(argv, cwd=None, env: dict | None = None) -> str | None:
+    """Why argv/cwd/env cannot be given to the kernel (an empty command, a NUL byte, a bad
+    environment variable name), or None. Checked before anything starts."""
+    if not argv or not isinstance(argv, (list, tuple)):
+        return "empty command"
+    for i, arg in enumerate(argv):
+        if not isinstance(arg, str):
+            return f"argument {i} is not a string ({type(arg).__name__})"
+        if "\0" in arg:
+            return f"argument {i} ({_short(arg)}) contains a NUL byte"
+    if cwd is not None and "\0" in os.fspath(cwd):
+        return f"working directory {_short(os.fspath(cwd))} contains a NUL byte"
+    for k, v in (env or {}).items():
+        if not isinstance(k, str) or not k or "=" in k or "\0" in k:
+            return f"environment variable name {_short(str(k))} is not valid (empty, or contains '=' or NUL)"
+        if not isinstance(v, str) or "\0" in v:
+            return f"environment variable {_short(k)}: its value is not a string without NUL bytes"
+    return None
+
+
+def _short(text: str, n: int = 60) -> str:
+    text = repr(text)
+    return text if len(text) <= n else text[:n] + "..."
+
+
+def _describe(exc: BaseException) -> str:
+    """An OSError's or ValueError's reason in one line (a ValueError has no strerror)."""
+    what = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    filename = getattr(exc, "filename", None)
+    return f"{what}: {filename}" if filename else what
+
+
+def _exec_paths(argv0: str, env: dict[str, str]) -> list[str]:
+    """The candidates execvpe would try, searching the subject's own PATH (as Popen does)."""
+    if os.path.dirname(argv0):
+        return [argv0]
+    return [os.path.join(d, argv0) for d in os.get_exec_path(env)]
+
+
+class Contained:
+    """A subject running under its supervisor. `proc` is the supervisor's Popen (its exit status
+    mirrors the subject's); `pid` is the subject's; `t0` when it started (time.monotonic)."""
+
+    def __init__(self, proc: subprocess.Popen, guard: socket.socket, pid: int, t0: float):
+        self.proc, self.guard, self.pid, self.t0 = proc, guard, pid, t0
+        self._buf = b""
+
+    def wait(self, deadline: float | None = None):
+        """The supervisor's final report (a dict), None if it died without one, or TimeoutError
+        raised when `deadline` (time.monotonic) passes first."""
+        while True:
+            msg, self._buf = supervise.unpack_from(self._buf)
+            if msg is not None:
+                return msg
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([self.guard], [], [], min(left, 3600.0) if left is not None else None)
+            if not ready:
+                continue
+            try:
+                chunk = self.guard.recv(65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                return None
+            self._buf += chunk
+
+    def end(self) -> None:
+        """Ask the supervisor to end the tree now (SIGTERM, grace, SIGKILL); it still reports."""
+        try:
+            self.guard.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.guard.close()
+
+
+def start_contained(argv: list[str], *, cwd=None, env: dict[str, str] | None = None,
+                    stdin=subprocess.DEVNULL, stdout=None, stderr=None, pass_fds=(),
+                    grace: float = GRACE_S, leftover_grace: float = LEFTOVER_GRACE_S) -> Contained:
+    """Start argv under a supervisor. `env` is the subject's complete environment (default: ours).
+    Raises OSError or ValueError, as Popen would, when argv cannot start."""
+    env = dict(os.environ if env is None else env)
+    problem = invalid_command(argv, cwd, env)
+    if problem:
+        raise ValueError(problem)
+    parent, child = socket.socketpair()
+    try:
+        proc = subprocess.Popen([sys.executable, "-I", "-S", SUPERVISOR, str(child.fileno())], cwd=cwd,
+                                stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True,
+                                pass_fds=(child.fileno(), *pass_fds))
+    except BaseException:
+        parent.close()
+        raise
+    finally:
+        child.close()
+    try:
+        parent.sendall(supervise.pack({"argv": list(argv), "env": env, "paths": _exec_paths(argv[0], env),
+                                       "grace": grace, "leftover_grace": leftover_grace}))
+        c = Contained(proc, parent, -1, 0.0)
+        try:
+            reply = c.wait(time.monotonic() + START_TIMEOUT_S)
+        except TimeoutError:
+            reply = None
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        parent.close()
+        raise
+    if reply is None or "pid" not in reply:
+        parent.close()
+        proc.wait()
+        if reply is None:
+            raise OSError(0, f"the process supervisor did not start (exit {proc.returncode})")
+        raise OSError(reply.get("errno") or 0, reply.get("error") or "cannot start",
+                      reply.get("filename") or None)
+    c.pid, c.t0 = reply["pid"], reply["t0"]
+    return c
+
+
 def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
                 env: dict[str, str] | None = None, timeout: float | None = None,
                 log_dir: Path | None = None, tail_bytes: int = TAIL_BYTES,
                 base_env: dict[str, str] | None = None) -> RawRun:
-    """Run argv to completion or timeout. Never raises for the subject's behaviour.
+    """Run argv to completion or timeout. Never raises for the subject's behaviour (nor for a
+    command the kernel refuses: that is `RawRun(started=False, error=...)`).
 
     The child's environment is `base_env` (default: this process's) updated with `env`."""
-    full_env = {**(os.environ if base_env is None else base_env), **(env or {})}
-    start = time.monotonic()
+    problem = invalid_command(argv, cwd, env)
+    if problem:
+        return RawRun(started=False, error=f"cannot start: {problem}")
+    if timeout is not None and not timeout < MAX_TIMEOUT_S:
+        timeout = None  # inf, nan, or longer than any run: no watchdog rather than a broken one
+    reap_stale()
+    run_id = uuid.uuid4().hex
+    full_env = {**(os.environ if base_env is None else base_env), **(env or {}), RUN_ID_ENV: run_id}
     try:
-        proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
+        c = start_contained(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except (OSError, ValueError) as exc:
-        return RawRun(started=False, error=f"cannot start {argv[0]!r}: {exc.strerror or exc}")
+        return RawRun(started=False, error=f"cannot start {argv[0]!r}: {_describe(exc)}")
+    record = _write_record(run_id, c)
+    sinks = [None, None]
     if log_dir:
-        log_dir.mkdir(parents=True, exist_ok=True)
-    tails = [_Tail(tail_bytes, log_dir / name if log_dir else None) for name in ("stdout.log", "stderr.log")]
+        try:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            sinks = [log_dir / "stdout.log", log_dir / "stderr.log"]
+        except OSError:
+            pass  # no full logs; the tails are still kept
+    tails = [_Tail(tail_bytes, sink) for sink in sinks]
     readers = [threading.Thread(target=t.feed, args=(s,), daemon=True)
-               for t, s in zip(tails, (proc.stdout, proc.stderr))]
+               for t, s in zip(tails, (c.proc.stdout, c.proc.stderr))]
     for r in readers:
         r.start()
-    timed_out = False
+    timed_out, decided = False, None
     try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        try:
+            report = c.wait(None if timeout is None else c.t0 + timeout)
+        except TimeoutError:
+            timed_out, decided = True, time.monotonic()
+            c.end()
+            report = c.wait()
     except BaseException:
         # Ctrl-C or an error in bisectk itself: never leave the subject behind.
-        kill_tree(proc.pid)
-        proc.wait()
+        c.end()
+        _finish(c, readers, record)
         raise
-    duration = time.monotonic() - start
-    # Even after a clean exit, grandchildren may linger in the group holding the pipes open.
-    kill_tree(proc.pid, grace_s=0.2 if not timed_out else GRACE_S)
-    proc.wait()
+    _finish(c, readers, record)
+    if report is None:  # the supervisor was killed: end what it watched over, report no verdict
+        kill_tree(c.pid)
+        return RawRun(started=False, error="the process supervisor died during the run; it cannot be judged",
+                      stdout=tails[0].text(), stderr=tails[1].text())
+    status = report.get("status")
+    code = os.waitstatus_to_exitcode(status) if status is not None else None
+    duration = (decided - c.t0) if timed_out else report.get("duration", 0.0)
+    notes = [t.sink_error for t in tails if t.sink_error]
+    return RawRun(started=True, exit_code=None if timed_out else code,
+                  signal=None if timed_out or code is None else signal_name(code),
+                  timed_out=timed_out, duration_s=duration, stdout=tails[0].text(), stderr=tails[1].text(),
+                  error=f"log not written: {notes[0]}" if notes else "", leftovers=report.get("leftovers", 0))
+
+
+def _finish(c: Contained, readers: list[threading.Thread], record: Path | None) -> None:
+    try:
+        c.proc.wait(timeout=GRACE_S + supervise.KILL_ROUNDS_S + 5)
+    except subprocess.TimeoutExpired:  # the supervisor itself is stuck: end everything by hand
+        kill_tree(c.pid)
+        kill_tree(c.proc.pid)
+        c.proc.wait()
+    c.close()
     for r in readers:
         r.join(timeout=5)
-    return RawRun(started=True, exit_code=None if timed_out else proc.returncode,
-                  signal=None if timed_out else signal_name(proc.returncode),
-                  timed_out=timed_out, duration_s=duration,
-                  stdout=tails[0].text(), stderr=tails[1].text())
+    for stream in (c.proc.stdout, c.proc.stderr):
+        if stream:
+            try:
+                stream.close()
+            except OSError:
+                pass
+    if record:
+        try:
+            record.unlink()
+        except OSError:
+            pass
+
+
+# -- the last resort: records of live runs, reaped at the next start ------------------------
+def live_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "bisectk" / "live"
+
+
+def process_start(pid: int) -> float | None:
+    """When process `pid` started, as an identity that survives clock changes: clock ticks since
+    boot from /proc (a wall-clock creation time can drift with the boot time the kernel reports);
+    psutil's creation time where there is no /proc. None if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return float(f.read().rsplit(b")", 1)[1].split()[19])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.Error, OSError):
+        return None
+
+
+_OWNER: dict = {}
+
+
+def _write_record(run_id: str, c: Contained) -> Path | None:
+    """Best effort: a run we cannot record is still contained by its supervisor."""
+    try:
+        d = live_dir()
+        d.mkdir(parents=True, exist_ok=True)
+        if "start" not in _OWNER:
+            _OWNER["start"] = process_start(os.getpid())
+        path = d / f"{run_id}.json"
+        path.write_text(json.dumps({"run_id": run_id, "owner": os.getpid(), "owner_start": _OWNER["start"],
+                                    "supervisor": c.proc.pid, "subject": c.pid}))
+        return path
+    except OSError:
+        return None
+
+
+_reaped_once = threading.Lock()
+_reaped = [False]
+
+
+def reap_stale(directory: Path | None = None, *, force: bool = False) -> int:
+    """Kill the processes of recorded runs whose bisectk is gone (found by RUN_ID_ENV in their
+    environment: a daemon that left the subject's session still carries it), and drop the records.
+    Runs once per bisectk process unless `force`; returns how many processes it killed."""
+    with _reaped_once:
+        if _reaped[0] and not force:
+            return 0
+        _reaped[0] = True
+    d = directory or live_dir()
+    try:
+        records = list(d.glob("*.json"))
+    except OSError:
+        return 0
+    stale = []
+    for path in records:
+        try:
+            rec = json.loads(path.read_text())
+            owner, owner_start = int(rec["owner"]), rec.get("owner_start")
+            run_id = str(rec["run_id"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        start = process_start(owner)
+        if start is not None and (owner_start is None or start == owner_start):
+            continue  # its bisectk is alive (another session): its supervisor is in charge
+        stale.append((path, run_id))
+    if not stale:
+        return 0
+    needles = {f"{RUN_ID_ENV}={run_id}".encode() + b"\0": path for path, run_id in stale}
+    victims = []
+    for pid in psutil.pids():
+        if pid == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            continue
+        if any(n in environ for n in needles):
+            victims.append(pid)
+    for pid in victims:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    for path, _ in stale:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+    return len(victims)

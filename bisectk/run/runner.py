@@ -132,21 +132,8 @@ class Runner:
             return stored
         seconds = self.policy().seconds
         self.events.emit(RunStarted(label, w.config, index, seconds))
-        exclusive = self.spec.build is not None or w.prepare is not None
-        lock = self._dir_lock(w.cwd) if exclusive else None
-        if lock:
-            lock.acquire()
-        try:
-            run = self._execute(w, key, index, seconds)
-        finally:
-            if lock:
-                lock.release()
-        with self._lock:
-            self.executed += 1
-        stored_index = self.ledger.add_run(fingerprint, key, run, self.session) if self.ledger else index
-        with self._lock:
-            self._memory[(fingerprint, key, stored_index)] = run
-        self.events.emit(RunFinished(label, w.config, index, run))
+        run, elsewhere = self._run_once(w, fingerprint, key, index, seconds)
+        self.events.emit(RunFinished(label, w.config, index, run, cached=elsewhere))
         return run
 
     def verdict(self, config: Config | Workload, repeat: int | None = None, label: str = "",
@@ -191,6 +178,44 @@ class Runner:
                         self._preloaded.add((fingerprint, key, i))
             return runs[index] if index < len(runs) else None
         return None
+
+    def _run_once(self, w: Workload, fingerprint: str, key: str, index: int, seconds: float) -> tuple[Run, bool]:
+        """Execute and store the index-th run of a workload -- unless another session sharing the
+        ledger is making it right now: then wait for its result rather than repeat the work (the
+        ledger's claim protocol; a claim whose process died is taken over). Returns the run and
+        whether it came from that other session."""
+        if not self.ledger:
+            run = self._locked_execute(w, key, index, seconds)
+            with self._lock:
+                self.executed += 1
+                self._memory[(fingerprint, key, index)] = run
+            return run, False
+        build_s = (self.spec.build_timeout or CALIBRATION_CAP_S * 2) if self.spec.build else 0.0
+        with self.ledger.claim(fingerprint, key, index, ttl=seconds + build_s + 60) as claim:
+            if claim.run is not None:
+                with self._lock:
+                    self._memory[(fingerprint, key, index)] = claim.run
+                    self._preloaded.add((fingerprint, key, index))
+                return claim.run, True
+            run = self._locked_execute(w, key, index, seconds)
+            stored = claim.record(run, self.session)
+            with self._lock:
+                self.executed += 1
+                self._memory[(fingerprint, key, stored)] = run
+            return run, False
+
+    def _locked_execute(self, w: Workload, key: str, index: int, seconds: float) -> Run:
+        """One directory runs one configuration at a time when it builds or is prepared: the
+        build and the run must see the same files."""
+        exclusive = self.spec.build is not None or w.prepare is not None
+        lock = self._dir_lock(w.cwd) if exclusive else None
+        if lock:
+            lock.acquire()
+        try:
+            return self._execute(w, key, index, seconds)
+        finally:
+            if lock:
+                lock.release()
 
     def _log_dir(self, fingerprint: str, key: str, index: int, phase: str) -> Path | None:
         if not self.log_root:

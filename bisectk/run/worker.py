@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 try:  # the parent side; the worker process itself needs none of this
-    from bisectk.run.process import RawRun, kill_tree, run_process, signal_name
+    from bisectk.run.process import RawRun, kill_tree, run_process, signal_name, start_contained
 except Exception:  # pragma: no cover - worker started without bisectk's deps
     RawRun = None
 
@@ -190,12 +190,15 @@ class _Worker:
     def __init__(self, python: str, env: dict[str, str], preload: tuple[str, ...], log: Path | None):
         r, w = os.pipe()
         self.log = open(log, "ab") if log else subprocess.DEVNULL
-        self.proc = subprocess.Popen(
-            [python, "-m", "bisectk.run.worker", "--serve", "--reply-fd", str(w),
-             "--preload", ",".join(preload)],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.log, env=env,
-            pass_fds=(w,), start_new_session=True, cwd=os.getcwd())
-        os.close(w)
+        try:  # under a supervisor: the worker's tree dies with bisectk, even on SIGKILL
+            self.contained = start_contained(
+                [python, "-m", "bisectk.run.worker", "--serve", "--reply-fd", str(w),
+                 "--preload", ",".join(preload)],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.log, env=env,
+                pass_fds=(w,), cwd=os.getcwd(), grace=0.5)
+        finally:
+            os.close(w)
+        self.proc = self.contained.proc
         self.reply_fd = r
         self.buf = b""
         self.env = env
@@ -237,6 +240,7 @@ class _Worker:
 
     def kill(self) -> None:
         kill_tree(self.proc.pid, grace_s=0.5)
+        self.contained.close()
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:

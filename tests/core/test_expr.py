@@ -1,3 +1,5 @@
+import time
+
 import pytest
 from hypothesis import given, strategies as st
 
@@ -44,3 +46,23 @@ def test_arbitrary_text_never_escapes(src):
         e.evaluate({n: 1 for n in e.names})
     except ExprError:
         pass
+
+
+@pytest.mark.parametrize("src", [
+    "(((((9**64)**64)**64)**64)**64) > v", "v ** v ** v ** v ** v", "(v * v * v * v) ** 64 ** 2",
+    "2 ** 100000", "9 ** 64 ** 64", "'%0999999999d' % v", "'ab' * v", "(1, 2) * v", "+".join(["v"] * 50_000),
+    "-" * 100_000 + "v", "not " * 5_000 + "v", "(" * 300 + "v" + ")" * 300, "min > 3", "(-8) ** 0.5 > v",
+])
+def test_hostile_expressions_are_refused_fast(src):
+    t = time.perf_counter()
+    with pytest.raises(ExprError) as err:
+        Expr(src).evaluate({"v": 9})
+    assert time.perf_counter() - t < 0.5
+    assert len(str(err.value)) < 300 and "\n" not in str(err.value)
+
+
+def test_bounds_leave_ordinary_arithmetic_alone():
+    assert Expr("2 ** 64 > v * 1024").evaluate({"v": 10**6}) is True
+    assert Expr("9 ** 64 > 0").evaluate({}) is True  # one power of a small base is fine
+    assert Expr("tag + '-x' == 'a-x'").evaluate({"tag": "a"}) is True  # concatenation is not repetition
+    assert Expr("v > 5").evaluate({"v": 10 ** 4000}) is True  # huge factor values compare fine

@@ -1,0 +1,373 @@
+"""The ledger under sharing and damage (issue 12): concurrent writers, shared work through claims,
+a damaged, read-only or full ledger as one line, schema migration, check and salvage."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from bisectk import ledger as ledger_mod
+from bisectk.ledger import Ledger, LedgerError, check, salvage
+from bisectk.outcome import FailKind, Outcome, Run
+from tests.conftest import bisectk
+
+FP, KEY = "fp", '{"a":1}'
+
+# appends its argv to $EXEC_LOG, so a test counts what really ran
+SUBJECT = """
+import json, os, sys, time
+with open(os.environ["EXEC_LOG"], "a") as f:
+    f.write(json.dumps(sys.argv[1:]) + "\\n")
+time.sleep(float(os.environ.get("SUBJECT_SLEEP", "0.1")))
+cfg = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+print("BISECTK_RESULT " + json.dumps({"err": 1.0 if cfg["a"] == "1" and cfg["c"] == "1" else 0.0}))
+"""
+
+
+def a_run(i: int = 0, size: int = 10) -> Run:
+    return Run(Outcome.FAIL, FailKind.WRONG, signature=f"run {i}", duration_s=0.1, stdout_tail="x" * size)
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A spec with factors a..d (failure: a and c together) whose subject logs every execution."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "subj.py").write_text(SUBJECT)
+    names = "abcd"
+    argv = ["python", "subj.py"] + [x for n in names for x in (n, "{" + n + "}")]
+    (tmp_path / "spec.toml").write_text(
+        f"[subject]\ncommand = {json.dumps(argv)}\ntimeout = 60\n[oracle]\nmetric = \"err\"\nmax = 0.5\n"
+        "[good]\n" + "".join(f"{n} = 0\n" for n in names) + "[bad]\n" + "".join(f"{n} = 1\n" for n in names))
+    monkeypatch.setenv("EXEC_LOG", str(tmp_path / "exec.log"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def executions(project: Path) -> Counter:
+    log = project / "exec.log"
+    return Counter(log.read_text().splitlines()) if log.exists() else Counter()
+
+
+def populated(path: Path, n: int = 300) -> Path:
+    db = Ledger(path)
+    s = db.open_session("run", FP, {"spec": "x"})
+    for i in range(n):
+        db.add_run(FP, f'{{"a":{i}}}', a_run(i, size=2000), s)
+        db.add_event(s, "observation", {"i": i})
+    db.close()
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    return path
+
+
+def corrupt_middle(path: Path) -> None:
+    size = path.stat().st_size
+    with open(path, "r+b") as f:
+        f.seek(size // 2 - (size // 2) % 4096)
+        f.write(os.urandom(3 * 4096))
+
+
+# -- concurrent writers -----------------------------------------------------------------------
+WRITER = """
+import sys
+from bisectk.ledger import Ledger
+from bisectk.outcome import Outcome, Run
+db = Ledger(sys.argv[1])
+for i in range(int(sys.argv[2])):
+    db.add_run("fp", '{"a":1}', Run(Outcome.PASS, signature=sys.argv[3] + f"/{i}"))
+"""
+
+
+def test_concurrent_writers_append_without_collisions(tmp_path):
+    path = tmp_path / "l.db"
+    Ledger(path).close()
+    root = str(Path(ledger_mod.__file__).resolve().parents[1])
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), "40", f"w{w}"], stderr=subprocess.PIPE,
+                              env={**os.environ, "PYTHONPATH": root}) for w in range(6)]
+    errors = [p.communicate()[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 6, errors
+    runs = Ledger(path).runs("fp", '{"a":1}')
+    assert len(runs) == 240 and len({r.signature for r in runs}) == 240
+
+
+# -- claims -----------------------------------------------------------------------------------
+def test_a_claimed_run_is_waited_for_not_repeated(tmp_path):
+    a, b = Ledger(tmp_path / "l.db"), Ledger(tmp_path / "l.db")
+    first = a.claim(FP, KEY, 0)
+    assert first.run is None and first.held
+    got, waited = [], []
+    t = threading.Thread(target=lambda: got.append(b.claim(FP, KEY, 0, on_wait=waited.append)))
+    t.start()
+    time.sleep(0.4)
+    assert not got and waited and f"pid {os.getpid()}" in waited[0]  # B waits on A
+    assert first.record(a_run(7)) == 0
+    t.join(5)
+    assert got[0].run is not None and got[0].run.signature == "run 7" and not got[0].held
+    assert b.db.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0
+
+
+def test_a_dead_processs_claim_is_taken_over(tmp_path):
+    db = Ledger(tmp_path / "l.db")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    db.db.execute("INSERT INTO claims VALUES (?,?,?,?,?,?,?,?,?)",
+                  (FP, KEY, 0, "x", db.host, dead.pid, 1.0, time.time(), time.time() + 3600))
+    t = time.monotonic()
+    c = db.claim(FP, KEY, 0)
+    assert c.held and c.run is None and time.monotonic() - t < 1
+
+
+def test_a_claim_from_another_host_expires(tmp_path):
+    db = Ledger(tmp_path / "l.db")
+    db.db.execute("INSERT INTO claims VALUES (?,?,?,?,?,?,?,?,?)",
+                  (FP, KEY, 0, "x", "elsewhere", 1, 1.0, time.time(), time.time() + 0.5))
+    t = time.monotonic()
+    c = db.claim(FP, KEY, 0)
+    assert c.held and 0.4 < time.monotonic() - t < 3
+
+
+def test_an_interrupted_run_gives_its_claim_back(tmp_path):
+    db = Ledger(tmp_path / "l.db")
+    with pytest.raises(KeyboardInterrupt):
+        with db.claim(FP, KEY, 0):
+            raise KeyboardInterrupt
+    assert db.db.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0
+
+
+def test_two_concurrent_ablations_run_each_configuration_once(project):
+    cmd = [sys.executable, "-m", "bisectk", "ablate", "spec.toml", "--strategy", "exhaustive",
+           "--ledger", str(project / "l.db"), "--json"]
+    procs = [subprocess.Popen(cmd, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert [json.loads(o)["culprits"] for o, _ in outs] == [["a", "c"], ["a", "c"]]
+    runs = executions(project)
+    assert len(runs) == 16 and set(runs.values()) == {1}, runs  # 2^4 configurations, each once
+
+
+def test_six_concurrent_runs_share_one_ledger(project):
+    cmd = [sys.executable, "-m", "bisectk", "run", "spec.toml", "--repeat", "2", "--ledger", str(project / "l.db")]
+    procs = [subprocess.Popen(cmd, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(6)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [1] * 6, outs  # every one: the bad endpoint fails
+    assert not any("internal error" in e or "Traceback" in e for _, e in outs)
+    runs = executions(project)
+    # the bad endpoint twice (--repeat 2), each run made once and shared by all six
+    assert list(runs.values()) == [2] and "a\", \"1" in next(iter(runs)), runs
+
+
+# -- damage -----------------------------------------------------------------------------------
+def test_a_corrupt_ledger_is_one_line_and_never_written(project):
+    path = populated(project / "l.db")
+    corrupt_middle(path)
+    before = sha(path)
+    p = bisectk("run", project / "spec.toml", "--ledger", path, cwd=project)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bisectk: ") and "damaged" in lines[0]
+    assert str(path) in lines[0] and "bisectk ledger check" in lines[0] and "--ledger" in lines[0]
+    assert not executions(project)  # found before anything ran
+    assert sha(path) == before
+
+
+def test_a_file_that_is_not_a_ledger_is_left_alone(project):
+    spec = project / "spec.toml"
+    before = sha(spec)
+    p = bisectk("run", spec, "--ledger", spec, cwd=project)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "damaged" in p.stderr
+    assert sha(spec) == before
+    other = project / "other.db"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE photos (x)")
+    con.commit()
+    con.close()
+    p = bisectk("run", spec, "--ledger", other, cwd=project)
+    assert p.returncode == 2 and "not a bisectk ledger" in p.stderr
+    assert sqlite3.connect(other).execute("SELECT name FROM sqlite_master").fetchall() == [("photos",)]
+
+
+def test_check_reports_damage_and_salvage_copies_what_can_be_read(tmp_path):
+    good = populated(tmp_path / "good.db")
+    report = check(good)
+    assert report.ok and report.schema == 2 and report.rows == {"sessions": 1, "runs": 300, "events": 300}
+    path = populated(tmp_path / "l.db")
+    corrupt_middle(path)
+    before = sha(path)
+    report = check(path)
+    assert not report.ok and report.problems
+    assert any("--salvage" in line for line in report.lines())
+    copied = salvage(path, tmp_path / "new.db")
+    assert sha(path) == before  # only read
+    assert copied["sessions"] == 1 and 200 < copied["runs"] < 300 and copied["events"] > 0
+    assert check(tmp_path / "new.db").ok
+    assert len(Ledger(tmp_path / "new.db").runs(FP, '{"a":0}')) == 1
+    with pytest.raises(LedgerError, match="never overwrites"):
+        salvage(path, tmp_path / "new.db")
+
+
+# -- read-only ----------------------------------------------------------------------------------
+def read_only_place(tmp_path: Path, whole_dir: bool) -> Path:
+    """A ledger that cannot be written: by permissions, or (as root, whom permissions do not stop)
+    on a read-only mount."""
+    d = tmp_path / "ro"
+    d.mkdir()
+    path = populated(d / "l.db", n=3)
+    if os.geteuid() != 0:
+        (d if whole_dir else path).chmod(0o555 if whole_dir else 0o444)
+        return path
+    r = subprocess.run(["mount", "--bind", str(d), str(d)], capture_output=True)
+    if r.returncode != 0:
+        pytest.skip("root, and no read-only mount possible here")
+    subprocess.run(["mount", "-o", "remount,bind,ro", str(d)], check=True)
+    return path
+
+
+@pytest.fixture
+def unmount(tmp_path):
+    yield
+    if os.geteuid() == 0 and subprocess.run(["umount", str(tmp_path / "ro")], capture_output=True).returncode:
+        subprocess.run(["umount", "-l", str(tmp_path / "ro")], capture_output=True)
+
+
+@pytest.mark.parametrize("whole_dir", [False, True])
+def test_a_read_only_ledger_is_refused_before_anything_runs(project, unmount, whole_dir):
+    path = read_only_place(project, whole_dir)
+    before = sha(path)
+    p = bisectk("run", project / "spec.toml", "--ledger", path, cwd=project)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith(f"bisectk: ledger {path}")
+    assert "read-only" in p.stderr or whole_dir and "directory" in p.stderr and "not writable" in p.stderr
+    assert "nothing has run" in p.stderr
+    assert not executions(project)
+    assert sha(path) == before
+
+
+def test_a_read_only_ledger_can_still_be_read(project, unmount):
+    path = read_only_place(project, True)
+    db = Ledger(path, readonly=True)
+    assert len(db.runs(FP, '{"a":1}')) == 1
+    db.close()
+    assert check(path).rows["runs"] == 3
+
+
+# -- full disk ----------------------------------------------------------------------------------
+def test_a_full_ledger_records_nothing_half_way(tmp_path):
+    db = Ledger(tmp_path / "l.db")
+    db.add_run(FP, KEY, a_run(0))
+    (pages,) = db.db.execute("PRAGMA page_count").fetchone()
+    db.db.execute(f"PRAGMA max_page_count={pages}")  # SQLite's own "disk full" (SQLITE_FULL)
+    with pytest.raises(LedgerError, match="disk is full.*nothing was recorded half-way"):
+        db.add_run(FP, KEY, a_run(1, size=200_000))
+    assert [r.signature for r in db.runs(FP, KEY)] == ["run 0"]
+    db.db.execute("PRAGMA max_page_count=1000000")
+    assert db.add_run(FP, KEY, a_run(1, size=200_000)) == 1
+    db.close()
+    assert check(tmp_path / "l.db").ok
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    d = tmp_path / "disk"
+    d.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    yield d
+    if subprocess.run(["umount", str(d)], capture_output=True).returncode:
+        subprocess.run(["umount", "-l", str(d)], capture_output=True)
+
+
+def test_a_full_disk_is_one_line_and_the_ledger_stays_whole(project, tiny_disk):
+    path = tiny_disk / "l.db"
+    populated(path, n=3)
+    filler = tiny_disk / "filler"
+    with open(filler, "wb", buffering=0) as f:  # fill the disk to the last block
+        try:
+            while True:
+                f.write(b"\0" * 4096)
+        except OSError:
+            pass
+    p = bisectk("run", project / "spec.toml", "--config", "good", "--ledger", path, cwd=project)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bisectk: ledger") and "Traceback" not in p.stderr
+    assert "disk is full" in lines[0] and "nothing was recorded half-way" in lines[0]
+    filler.unlink()
+    assert check(path).ok and check(path).rows["runs"] == 3
+    p = bisectk("run", project / "spec.toml", "--config", "good", "--ledger", path, cwd=project)
+    assert p.returncode == 0, p.stderr
+
+
+# -- schema ---------------------------------------------------------------------------------------
+V1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, fingerprint TEXT NOT NULL, config_key TEXT NOT NULL,
+    idx INTEGER NOT NULL, session INTEGER, created REAL NOT NULL, outcome TEXT NOT NULL, kind TEXT, signature TEXT,
+    duration_s REAL, run_json TEXT NOT NULL, UNIQUE (fingerprint, config_key, idx));
+CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, session INTEGER NOT NULL, kind TEXT NOT NULL,
+    data_json TEXT NOT NULL, created REAL NOT NULL);
+CREATE TABLE sessions (id INTEGER PRIMARY KEY AUTOINCREMENT, command TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    args_json TEXT NOT NULL, created REAL NOT NULL, finished REAL, result_json TEXT);
+INSERT INTO meta VALUES ('schema', '1');
+"""
+
+
+def test_a_schema_1_ledger_is_migrated_and_keeps_its_runs(tmp_path):
+    path = tmp_path / "old.db"
+    con = sqlite3.connect(path)
+    con.executescript(V1)
+    con.execute("INSERT INTO runs (fingerprint, config_key, idx, created, outcome, run_json) VALUES (?,?,?,?,?,?)",
+                (FP, KEY, 0, 1.0, "fail", json.dumps(a_run(5).to_dict())))
+    con.commit()
+    con.close()
+    assert Ledger(path, readonly=True).runs(FP, KEY)[0].signature == "run 5"  # readable as it is
+    db = Ledger(path)
+    assert db.schema == 2 and db.runs(FP, KEY)[0].signature == "run 5"
+    assert db.claim(FP, KEY, 0).run.signature == "run 5"
+
+
+def test_a_newer_schema_is_refused(tmp_path):
+    db = Ledger(tmp_path / "l.db")
+    db.db.execute("UPDATE meta SET value='99' WHERE key='schema'")
+    db.close()
+    with pytest.raises(LedgerError, match="schema version 99"):
+        Ledger(tmp_path / "l.db")
+
+
+@pytest.mark.parametrize("where", [0.0, 0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9, 0.99])
+def test_damage_anywhere_is_a_ledger_error_never_a_crash(tmp_path, where):
+    path = populated(tmp_path / "l.db", n=100)
+    size = path.stat().st_size
+    with open(path, "r+b") as f:
+        f.seek(int(size * where))
+        f.write(os.urandom(1024))
+    before = sha(path)
+    try:
+        db = Ledger(path)
+        for i in range(100):
+            db.runs(FP, f'{{"a":{i}}}')
+        db.events(1)
+        db.last_session("run")
+    except LedgerError as exc:
+        assert "\n" not in str(exc) and str(path) in str(exc)
+    else:  # the damage missed everything that was read: then nothing may have changed either
+        pass
+    report = check(path)
+    assert isinstance(report.ok, bool) and report.lines()
+    assert sha(path) == before or report.ok

@@ -51,6 +51,8 @@ SameFailureOpt = typer.Option("check", "--same-failure",
 CalibrateOpt = typer.Option(10, "--calibrate-runs", min=1, help="Cap on endpoint re-runs: a bad endpoint that passes is "
                                                                 "re-run up to this many times, and an intermittent one "
                                                                 "is measured over this many runs.")
+WarmOpt = typer.Option(False, "--warm", help="Run Python subjects in warm worker processes (imports paid once; each run "
+                                              "loads the tree's own modules fresh), with a hot spare per worker.")
 FreshOpt = typer.Option(False, "--fresh", help="Ignore runs stored in the ledger (run everything again).")
 
 
@@ -188,7 +190,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
            max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop the search after this many runs (best result so far)."),
            resume: bool = typer.Option(False, "--resume", help="Continue the last ablation of this spec: runs already in the ledger are not repeated."),
            fresh: bool = FreshOpt,
-           warm: bool = typer.Option(False, "--warm", help="Run Python subjects in warm worker processes (torch/cutlass imported once)."),
+           warm: bool = WarmOpt,
            gpus: Optional[str] = typer.Option(None, "--gpus", help="With --warm: one worker per GPU, e.g. 0,1."),
            ptx: bool = typer.Option(False, "--ptx", help="Add a PTX signature diff of good, bad and the culprit configuration (compile-only, no GPU)."),
            sanitize: bool = typer.Option(False, "--sanitize", help="Rerun the culprit configuration under compute-sanitizer (synccheck/memcheck/racecheck)."),
@@ -250,7 +252,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
              strategy: str = typer.Option("adaptive", "--strategy", help="Search strategy: " + ", ".join(strategy_names()) + "."),
              lines: bool = typer.Option(True, "--lines/--no-lines", help="Refine culprit hunks to lines (second pass)."),
              max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop the search after this many runs."),
-             fresh: bool = FreshOpt,
+             fresh: bool = FreshOpt, warm: bool = WarmOpt,
              report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt,
              ledger: Optional[Path] = typer.Option(None, "--ledger", help="Ledger database (default: ~/.cache/bisectk/ledger.db; scratch trees beside it)."),
              as_json: bool = JsonOpt) -> None:
@@ -275,7 +277,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
     s, base = load_subject(spec, run_cmd, cwd=Path.cwd(), build=build, config=config, sets=set_,
                            repeat=repeat, name=f"diff {good.name}..{bad.name}")
     with Session("diff", s, ledger_path, args={"good": str(good), "bad": str(bad)}, policy=pol, fresh=fresh,
-                 reporter=reporter(as_json, None)) as session:
+                 warm=warm, reporter=reporter(as_json, None)) as session:
         space = HunkSpace(good, bad, session.scratch("scratch"), base=base)
         session.closers.append(space.close)
         if not as_json:
@@ -319,7 +321,7 @@ def bisect(repo: Path = RepoOpt,
            any_failure: bool = typer.Option(False, "--any-failure", help="Count any failure as bad (git bisect's view), not only the bad endpoint's."),
            max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop after this many observations."),
            resume: bool = typer.Option(False, "--resume", help="Continue the last bisection of these refs; nothing already recorded re-runs."),
-           fresh: bool = FreshOpt,
+           fresh: bool = FreshOpt, warm: bool = WarmOpt,
            report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt,
            ledger: Optional[Path] = GitLedgerOpt,
            as_json: bool = JsonOpt) -> None:
@@ -340,7 +342,7 @@ def bisect(repo: Path = RepoOpt,
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,
                  max_runs=max_runs, jobs=jobs, confidence=confidence, gpus=tuple(gpus.split(",")) if gpus else ())
     with Session("bisect", s, ledger_location(ledger, repo=root), args=args, policy=pol, fresh=fresh,
-                 reporter=reporter(as_json, None)) as session:
+                 warm=warm, reporter=reporter(as_json, None)) as session:
         prev = session.previous
         if resume and (prev is None or prev["args"].get("good") != good_sha or prev["args"].get("bad") != bad_sha):
             fail(f"--resume: no earlier bisection of {good}..{bad} with this subject in {session.ledger.path}")
@@ -375,7 +377,7 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
            calibrate_runs: int = CalibrateOpt, same_failure: str = SameFailureOpt,
            jobs: int = typer.Option(1, "--jobs", min=1, max=64, help="Commits tested per round in parallel."),
            first_parent: bool = typer.Option(False, "--first-parent", help="Only the first-parent chain."),
-           fresh: bool = FreshOpt,
+           fresh: bool = FreshOpt, warm: bool = WarmOpt,
            report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt,
            junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML here."),
            ledger: Optional[Path] = GitLedgerOpt,
@@ -397,7 +399,7 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, jobs=jobs)
     args = {"repo": str(root), "good": commits.good.sha, "bad": commits.bad.sha}
     with Session("triage", s, ledger_location(ledger, repo=root), args=args, policy=pol, fresh=fresh,
-                 reporter=reporter(as_json, None)) as session:
+                 warm=warm, reporter=reporter(as_json, None)) as session:
         with WorktreePool(root, size=jobs) as pool:
             oracle = SpaceOracle(session.runner(), CommitSpace(commits, pool, cfg, sub), policy=pol)
             rec = run_triage(oracle, scratch_root=session.scratch("triage"), environment=environment_capture(),

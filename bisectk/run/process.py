@@ -63,6 +63,9 @@ class RawRun:
     stderr: str = ""
     error: str = ""
     leftovers: int = 0  # processes still alive after the subject exited, killed by the supervisor
+    poisoned: str = ""  # a warm worker's CUDA context failed after the run returned: what it said
+    timeline: list | None = None   # progress points seen (run/progress.py Timeline.to_list())
+    stalled: str = ""              # where a hung run stopped, in words
 
 
 class _Tail:
@@ -71,7 +74,9 @@ class _Tail:
     A log that cannot be written (disk full, directory gone) stops being written; the stream is
     still drained and its tail kept, so the subject never blocks and nothing raises in the thread."""
 
-    def __init__(self, limit: int, sink: Path | None):
+    def __init__(self, limit: int, sink: Path | None, on_line=None):
+        self.on_line = on_line   # called with each complete line (str), when progress is followed
+        self.partial = b""
         self.chunks: deque[bytes] = deque()
         self.size = 0
         self.limit = limit
@@ -92,6 +97,8 @@ class _Tail:
                     except OSError as exc:
                         self.sink_error = f"{self.sink.name}: {exc.strerror or exc}"
                         self._close_sink()
+                if self.on_line is not None:
+                    self._lines(chunk)
                 self.chunks.append(chunk)
                 self.size += len(chunk)
                 while self.size - len(self.chunks[0]) >= self.limit and len(self.chunks) > 1:
@@ -100,6 +107,15 @@ class _Tail:
             pass  # the pipe went away under us: what was read is kept
         finally:
             self._close_sink()
+
+    def _lines(self, chunk: bytes) -> None:
+        *lines, self.partial = (self.partial + chunk).split(b"\n")
+        self.partial = self.partial[-4096:]
+        for line in lines:
+            try:
+                self.on_line(line[:4096].decode("utf-8", errors="replace"))
+            except Exception:   # a watchdog bug must not stop the stream from being drained
+                pass
 
     def _close_sink(self) -> None:
         sink, self.sink = self.sink, None
@@ -288,11 +304,13 @@ def start_contained(argv: list[str], *, cwd=None, env: dict[str, str] | None = N
 def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
                 env: dict[str, str] | None = None, timeout: float | None = None,
                 log_dir: Path | None = None, tail_bytes: int = TAIL_BYTES,
-                base_env: dict[str, str] | None = None) -> RawRun:
+                base_env: dict[str, str] | None = None, watch=None) -> RawRun:
     """Run argv to completion or timeout. Never raises for the subject's behaviour (nor for a
     command the kernel refuses: that is `RawRun(started=False, error=...)`).
 
-    The child's environment is `base_env` (default: this process's) updated with `env`."""
+    The child's environment is `base_env` (default: this process's) updated with `env`. With a
+    `watch` (run/progress.py: Recorder or Watch), every output line is a progress point and a
+    Watch's deadline, which moves as the run progresses, replaces the fixed `timeout`."""
     problem = invalid_command(argv, cwd, env)
     if problem:
         return RawRun(started=False, error=f"cannot start: {problem}")
@@ -313,7 +331,8 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
             sinks = [log_dir / "stdout.log", log_dir / "stderr.log"]
         except OSError:
             pass  # no full logs; the tails are still kept
-    tails = [_Tail(tail_bytes, sink) for sink in sinks]
+    on_line = (lambda text: watch.line(text, time.monotonic() - c.t0)) if watch is not None else None
+    tails = [_Tail(tail_bytes, sink, on_line) for sink in sinks]
     readers = [threading.Thread(target=t.feed, args=(s,), daemon=True)
                for t, s in zip(tails, (c.proc.stdout, c.proc.stderr))]
     for r in readers:
@@ -321,7 +340,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     timed_out, decided = False, None
     try:
         try:
-            report = c.wait(None if timeout is None else c.t0 + timeout)
+            report = _wait(c, timeout, watch)
         except TimeoutError:
             timed_out, decided = True, time.monotonic()
             c.end()
@@ -343,7 +362,24 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     return RawRun(started=True, exit_code=None if timed_out else code,
                   signal=None if timed_out or code is None else signal_name(code),
                   timed_out=timed_out, duration_s=duration, stdout=tails[0].text(), stderr=tails[1].text(),
-                  error=f"log not written: {notes[0]}" if notes else "", leftovers=report.get("leftovers", 0))
+                  error=f"log not written: {notes[0]}" if notes else "", leftovers=report.get("leftovers", 0),
+                  timeline=watch.timeline(duration).to_list() if watch is not None else None,
+                  stalled=watch.where(duration) if timed_out and hasattr(watch, "where") else "")
+
+
+def _wait(c: Contained, timeout: float | None, watch) -> dict | None:
+    """The supervisor's report; TimeoutError once the deadline passes. A Watch's deadline moves
+    with the run's progress, so it is looked at again every 50 ms."""
+    deadline = getattr(watch, "deadline", None)
+    if deadline is None:
+        return c.wait(None if timeout is None else c.t0 + timeout)
+    while True:
+        due = c.t0 + deadline()
+        try:
+            return c.wait(min(due, time.monotonic() + 0.05))
+        except TimeoutError:
+            if time.monotonic() >= c.t0 + deadline():
+                raise
 
 
 def _finish(c: Contained, readers: list[threading.Thread], record: Path | None) -> None:

@@ -48,7 +48,7 @@ from typing import Any
 
 from bisectk.errors import LedgerError
 from bisectk.outcome import Run
-from bisectk.run.process import process_start
+from bisectk.procstat import process_start
 
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_S = 30.0

@@ -41,6 +41,8 @@ from pathlib import Path
 
 import psutil
 
+from bisectk.procstat import process_start  # noqa: F401  (re-exported)
+
 from bisectk.run import supervise
 
 TAIL_BYTES = 64 * 1024
@@ -409,23 +411,6 @@ def _finish(c: Contained, readers: list[threading.Thread], record: Path | None) 
 def live_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "bisectk" / "live"
-
-
-def process_start(pid: int) -> float | None:
-    """When process `pid` started, as an identity that survives clock changes: clock ticks since
-    boot from /proc (a wall-clock creation time can drift with the boot time the kernel reports);
-    psutil's creation time where there is no /proc. None if there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return float(f.read().rsplit(b")", 1)[1].split()[19])
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return psutil.Process(pid).create_time()
-    except (psutil.Error, OSError):
-        return None
 
 
 _OWNER: dict = {}

@@ -13,6 +13,9 @@ start_contained -- the building block: argv running under its supervisor, with t
                    end it (the warm workers start their processes through it as well).
 reap_stale      -- the last resort: processes of runs whose bisectk and supervisor both died,
                    found by the run id in their environment, killed at the next start.
+run_tool        -- bisectk's own short, trusted tools (git): a plain child in its own session,
+                   output captured whole, its group ended if it outlives `timeout` (no supervisor:
+                   git does not daemonise when asked not to, and it runs hundreds of times).
 
 Why a supervisor (`run/supervise.py`): a subject is often `sh -> python -> compiler`, and some
 subjects start daemons (double fork, `setsid`) or leave children running after they exit. A
@@ -382,6 +385,23 @@ def _wait(c: Contained, timeout: float | None, watch) -> dict | None:
         except TimeoutError:
             if time.monotonic() >= c.t0 + deadline():
                 raise
+
+
+def run_tool(argv: list[str], *, cwd=None, env: dict[str, str] | None = None,
+             timeout: float = 600.0) -> subprocess.CompletedProcess:
+    """Run a short tool of bisectk's own to completion; its group is killed if it takes longer
+    than `timeout` (then the returncode is -9). Raises OSError when it cannot start."""
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:   # a timeout, Ctrl-C: never leave it behind
+        kill_tree(proc.pid, grace_s=0.2)
+        out, err = proc.communicate()
+        if not isinstance(sys.exc_info()[1], subprocess.TimeoutExpired):
+            raise
+        return subprocess.CompletedProcess(argv, -9, out, err + f"\ntimed out after {timeout:g} s")
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def _finish(c: Contained, readers: list[threading.Thread], record: Path | None) -> None:

@@ -28,8 +28,8 @@ Watch     -- the deadline of a running configuration, from the good run's timeli
                a compile stretch x10 (a new configuration's JIT may take several times longer),
                a kernel stretch (launch -> the next point) x4 (more with a SLOW oracle),
                anything else (start-up, allocation, checking) x5,
-             plus a slack (1 s), and never before the floor. At the launch point only the kernel
-             stretch counts: the protocol promises the next point (`synchronized`) when the kernel
+             plus a slack (the whole good run's duration, at least 1 s), and never before the
+             floor. At the launch point only the kernel stretch counts, with 1 s of slack: the protocol promises the next point (`synchronized`) when the kernel
              is done, so silence there is a hang about a second after the point where the good
              run had finished, however long its imports and compile took. Without a good timeline
              the deadline is the fixed watchdog (the old rule: max(floor, 5 x good run)).
@@ -154,7 +154,15 @@ class Watch(Recorder):
             return self.fixed_s
         with self.lock:
             j, ref = self.matched, self.ref_t
-        return max(self.floor_s, ref + self.allowance(j) + SLACK_S)
+        return max(self.floor_s, ref + self.allowance(j) + self.slack(j))
+
+    def slack(self, j: int) -> float:
+        """1 s while the kernel runs (a hang there is what we hunt); elsewhere at least the whole good
+        run, since a stretch the good run crossed in milliseconds (an allocation, a reference check)
+        may take seconds at another problem size without anything being wrong."""
+        if j >= 0 and self.good.points[j][0] == "phase:launch":
+            return SLACK_S
+        return max(SLACK_S, self.good.end)
 
     def where(self, now: float) -> str:
         """Where a hung run stopped, in words, or '' without a good timeline."""

@@ -49,7 +49,7 @@ def svg(name: str, model: Any) -> str:
                                 "font.family": ["DejaVu Sans", "Liberation Sans", "sans-serif"]}):
         fig = draw(model)
         buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None})
+        fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight", pad_inches=0.08)
     text = buf.getvalue()
     text = text[text.index("<svg"):]
     # ids must be unique across the pictures inlined in one page
@@ -143,15 +143,18 @@ def commit_line(m: CommitLine):
     ax.hlines(0, -1, n - 1, color=MUTED, linewidth=1.5, zorder=1)
     if n <= 200:
         ax.plot(range(-1, n), [0] * (n + 1), "|", color=MUTED, markersize=5, zorder=1)
-    top = max([t.passes + t.fails + t.unresolved for t in m.tested] or [1])
+    top = 1.0    # every tested commit: a bar of unit height split by the share of each outcome, runs above it
     width = max(0.6, n / 120)
     for t in m.tested:
+        runs = t.passes + t.fails + t.unresolved
         bottom = 0.0
         for count, outcome in ((t.passes, "pass"), (t.fails, "fail"), (t.unresolved, "unresolved")):
             if count:
-                bar = ax.bar(t.index, count, width, bottom=bottom, color=COLOURS[outcome], zorder=2)
+                bar = ax.bar(t.index, count / runs, width, bottom=bottom, color=COLOURS[outcome], zorder=2)
                 bar.patches[0].set_gid(f"commit-{t.index}-{outcome}")
-                bottom += count
+                bottom += count / runs
+        if runs > 1 and len(m.tested) <= 40:
+            ax.text(t.index, 1.02, str(runs), ha="center", va="bottom", fontsize=7, color=MUTED)
     for i in m.skipped:
         ax.plot(i, -0.12 * top, "^", color=COLOURS["unresolved"], markersize=6, zorder=3)
     if m.candidates and m.first_bad is None:
@@ -162,7 +165,7 @@ def commit_line(m: CommitLine):
     if m.first_bad is not None:
         line = ax.axvline(m.first_bad, color=COLOURS["fail"], linewidth=2, zorder=1)
         line.set_gid("culprit-commit")
-        ax.text(m.first_bad, top * 1.12, f" first bad: {_short(m.first_bad_label, 46)}", ha="left", va="bottom",
+        ax.text(m.first_bad, top * 1.14, f" first bad: {_short(m.first_bad_label, 46)}", ha="left", va="bottom",
                 color=COLOURS["fail"], fontsize=8, fontweight="bold")
     if m.next is not None:
         ax.axvline(m.next, color="#1565c0", linestyle=":", linewidth=1.5)
@@ -176,8 +179,8 @@ def commit_line(m: CommitLine):
     ax.set_ylim(-0.45 * top, top * 1.35)
     ax.set_yticks([])
     _clean(ax)
-    ax.set_xlabel(f"commit index (0 = --good, {n - 1} = --bad); bar height = runs: green pass, red fail, "
-                  "amber unresolved; ▲ skipped", color=MUTED)
+    ax.set_xlabel(f"candidate commits in topological order ({n - 1} = --bad); each bar: share of runs that passed (green), "
+                  "failed (red), were unresolved (amber); runs above; ▲ skipped", color=MUTED)
     return fig
 
 
@@ -201,7 +204,7 @@ def posterior(m: Posterior):
     ax.spines["left"].set_visible(True)
     note = (f"partial: the top {len(m.bars)} commits only, holding {m.total:.4f} of the probability" if m.partial
             else f"every commit with P > 0 shown; the bars sum to {m.total:.4f}")
-    ax.set_xlabel(f"commit index; {note}", color=MUTED)
+    ax.set_xlabel(f"candidate commits in topological order; {note}", color=MUTED)
     return fig
 
 

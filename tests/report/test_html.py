@@ -69,6 +69,7 @@ print("BISECTK_RESULT " + json.dumps({"rel_err": 0.6 if bad else 0.0}))
 
 
 def interaction_spec(tmp_path: Path) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "pyproject.toml").touch()
     (tmp_path / "k.py").write_text(SUBJECT)
     spec = tmp_path / "spec.toml"

@@ -179,8 +179,8 @@ def commit_line(m: CommitLine):
     ax.set_ylim(-0.45 * top, top * 1.35)
     ax.set_yticks([])
     _clean(ax)
-    ax.set_xlabel(f"candidate commits in topological order ({n - 1} = --bad); each bar: share of runs that passed (green), "
-                  "failed (red), were unresolved (amber); runs above; ▲ skipped", color=MUTED)
+    ax.set_xlabel(f"candidate commits in topological order ({n - 1} = --bad); each bar: share of runs that "
+                  "passed (green), failed (red), were unresolved (amber); runs above; ▲ skipped", color=MUTED)
     return fig
 
 
@@ -191,12 +191,14 @@ def posterior(m: Posterior):
     for i, short, p in m.bars:
         bar = ax.bar(i, p, width, color=COLOURS["fail"] if i == m.culprit else "#90a4ae", zorder=2)
         bar.patches[0].set_gid(f"bar-{i}")
+        if i != m.culprit and p >= 0.01:
+            ax.text(i, p + 0.02, f"{p:.2f}", ha="center", va="bottom", fontsize=7, color=MUTED)
     if m.culprit is not None:
         p = next((p for i, _, p in m.bars if i == m.culprit), None)
         if p is not None:
             ax.annotate(f"first bad {next(s for i, s, _ in m.bars if i == m.culprit)}: P = {p:.4f}",
-                        (m.culprit, p), xytext=(8, -4), textcoords="offset points", ha="left", va="top",
-                        color=COLOURS["fail"], fontweight="bold", fontsize=8)
+                        (m.culprit + width / 2, p), xytext=(6, -4), textcoords="offset points", ha="left",
+                        va="top", color=COLOURS["fail"], fontweight="bold", fontsize=8)
     ax.set_xlim(-0.02 * m.n - 1.5, m.n - 0.5 + 0.02 * m.n)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("P(first bad)")

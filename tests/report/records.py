@@ -63,7 +63,8 @@ def commit(i: int) -> dict:
 
 def bisect_record(n=12, first_bad=7, *, flaky=False, marginal=(), posterior=(), tested=None, skipped=()) -> BisectRecord:
     tested = tested if tested is not None else [
-        {**commit(0), "pass": 1, "fail": 0, "unresolved": 0}, {**commit(n - 1), "pass": 0, "fail": 1, "unresolved": 0},
+        {**commit(0), "index": None, "pass": 1, "fail": 0, "unresolved": 0},          # --good: not a candidate
+        {**commit(n - 1), "pass": 0, "fail": 1, "unresolved": 0},
         {**commit(first_bad), "pass": 0, "fail": 2, "unresolved": 0},
         {**commit(first_bad - 1), "pass": 3, "fail": 0, "unresolved": 0}]
     hang = Run(Outcome.FAIL, FailKind.HANG, signature="timeout after 2.0 s", duration_s=2.0, timed_out=True)
@@ -74,7 +75,7 @@ def bisect_record(n=12, first_bad=7, *, flaky=False, marginal=(), posterior=(), 
                         candidates=({**commit(first_bad), "files": ["kernel.py"]},),
                         last_good=({**commit(first_bad - 1), "verdict": "PASS"},), confidence=0.99,
                         skipped=tuple(commit(i) for i in skipped), posterior=tuple(posterior),
-                        marginal=tuple(marginal), tested=tuple(sorted(tested, key=lambda t: t["index"])))
+                        marginal=tuple(marginal), tested=tuple(sorted(tested, key=lambda t: -1 if t["index"] is None else t["index"])))
 
 
 def hunk(file, start, end, kind="text") -> dict:

@@ -63,10 +63,11 @@ def test_commit_line_places_every_tested_commit_and_the_culprit():
     rec = bisect_record(n=12, first_bad=7, skipped=(4,))
     line = F.commit_line(rec)
     assert line.n == 12 and line.first_bad == 7 and line.last_good == (6,) and line.skipped == (4,)
-    assert [(t.index, t.passes, t.fails) for t in line.tested] == [(0, 1, 0), (6, 3, 0), (7, 0, 2), (11, 0, 1)]
+    # --good is no candidate: it sits left of the line, at -1
+    assert [(t.index, t.passes, t.fails) for t in line.tested] == [(-1, 1, 0), (6, 3, 0), (7, 0, 2), (11, 0, 1)]
     assert line.first_bad_label.startswith(commit(7)["short"])
     drawn = svg("commit-line", line)
-    assert {"commit-0-pass", "commit-6-pass", "commit-7-fail", "commit-11-fail"} <= set(ids(drawn, "commit-"))
+    assert {"commit--1-pass", "commit-6-pass", "commit-7-fail", "commit-11-fail"} <= set(ids(drawn, "commit-"))
     assert ids(drawn, "culprit-commit") and "first bad: " + commit(7)["short"] in drawn
 
 
@@ -91,13 +92,15 @@ def test_posterior_of_only_the_top_entries_is_labelled_partial():
 
 
 def test_flaky_search_hands_the_record_a_posterior_that_sums_to_one():
-    from bisectk.search.bayes import bayes_bisect
-    truth = 23
+    from bisectk.search.history import SearchOptions, search_dag
+    truth, calls = 23, [0]
 
     def oracle(i):
-        return Outcome.FAIL if i >= truth and (i * 7919) % 3 else Outcome.PASS    # bad commits fail 2 runs in 3
-    result = bayes_bisect(40, oracle, observations=[(0, Outcome.PASS), (39, Outcome.FAIL)])
-    assert result.first_bad == truth
+        calls[0] += 1
+        return Outcome.FAIL if i >= truth and calls[0] % 3 else Outcome.PASS    # bad commits fail 2 runs in 3
+    chain = [()] + [(i - 1,) for i in range(1, 40)]
+    result = search_dag(chain, oracle, options=SearchOptions(flaky=True), observations=[(39, Outcome.FAIL)])
+    assert result.culprit == truth and len(result.marginal) > 1
     assert sum(p for _, p in result.marginal) == pytest.approx(1.0, abs=1e-4)
     assert dict(result.marginal)[truth] == pytest.approx(result.confidence, abs=1e-6)
 

@@ -90,3 +90,18 @@ def test_report_command_rebuilds_the_same_html_from_the_ledger(tmp_path):
     first, again = (tmp_path / "a.html").read_text(), (tmp_path / "b.html").read_text()
     assert "warps + mma_warp" in first and first == again
     assert (tmp_path / "a-figures" / "run-matrix.svg").read_text() == (tmp_path / "b-figures" / "run-matrix.svg").read_text()
+
+
+def test_commands_in_the_html_are_shell_quoted():
+    import shlex
+    rec = interaction_record()
+    subj = rec.subject
+    rec = type(rec)(**{**rec.__dict__, "subject": type(subj)(**{**subj.__dict__, "path": "/tmp/my specs/a;b.toml",
+                                                                 "bad": {**subj.bad, "warps": "10 $(rm -rf ~)"}})})
+    page = H.to_html(rec)
+    commands = [html.unescape(c) for c in re.findall(r"<code>(bisectk run [^<]*)</code>", page)]
+    assert commands, "no command printed"
+    for c in commands:
+        argv = shlex.split(c)
+        assert argv[:3] == ["bisectk", "run", "/tmp/my specs/a;b.toml"]
+        assert all(a == "warps=10 $(rm -rf ~)" for a in argv if a.startswith("warps="))

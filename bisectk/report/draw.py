@@ -282,6 +282,8 @@ def progress(m: Progress):
         if m.good_needed_s is not None:
             words += f" (the good run needed {m.good_needed_s:.2f} s from there)"
     ax.set_xlabel(f"seconds since start{words}", color=MUTED)
+    if m.words:
+        ax.set_title(f"watchdog: {_short(m.words, 110)}", color=COLOURS["fail"], fontsize=9, loc="left")
     return fig
 
 

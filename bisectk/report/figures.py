@@ -16,8 +16,10 @@ CommitLine   -- bisect/replay/triage: the candidate commits in topological order
 Posterior    -- flake-aware bisect: P(first bad = commit) for every commit the record carries, the
                 culprit's bar, their sum, and whether the bars are only the top entries (partial).
 HunkStrips   -- diff: one strip per file, each hunk at its lines in GOOD, culprit hunks marked.
-Progress     -- a hang: the good run's progress timeline against the hung run's, where the hung
-                run went silent and how long the good run still needed from that point.
+Progress     -- a hang: the good run's progress timeline against the hung run's (`Run.timeline`, what
+                the watchdog recorded: phase lines of the BISECTK_PHASE protocol and output lines),
+                where the hung run went silent, how long the good run still needed from that
+                point, and the watchdog's own words for where it stopped (`Run.progress`).
 SlowMetric   -- a slow failure: the SLOW metric of each configuration against the threshold
                 (slow_factor x the good endpoint's median, as the runner calibrates it).
 pictures     -- every picture that applies to a record: (name, title, model), names unique.
@@ -139,6 +141,7 @@ class Progress:
     stalled_after: str | None      # the hung run's last progress point
     silent_s: float | None         # how long the hung run stayed silent after it, until killed
     good_needed_s: float | None    # how long the good run needed from that same point to its end
+    words: str = ""                # the watchdog's sentence: "hung after 'launch', 1.1 s past ..."
 
 
 @dataclass(frozen=True)
@@ -281,43 +284,55 @@ _TIME_KEYS = ("t", "time", "time_s", "at", "elapsed", "elapsed_s", "s")
 _LABEL_KEYS = ("label", "text", "line", "event", "phase", "point", "name")
 
 
+END = "<end>"      # a timeline's last entry: when the run ended (or was killed)
+
+
+def _label(key: str) -> str:
+    return key.removeprefix("phase:")
+
+
 def _point(item: Any) -> tuple[float, str] | None:
     if isinstance(item, dict):
         t = next((item[k] for k in _TIME_KEYS if isinstance(item.get(k), (int, float))), None)
         label = next((str(item[k]) for k in _LABEL_KEYS if item.get(k) not in (None, "")), "")
-        return (float(t), label) if t is not None else None
+        return (float(t), _label(label)) if t is not None else None
     if isinstance(item, (list, tuple)) and len(item) == 2:
         a, b = item
         if isinstance(a, (int, float)) and not isinstance(a, bool):
-            return float(a), str(b)
+            return float(a), _label(str(b))
         if isinstance(b, (int, float)) and not isinstance(b, bool):
-            return float(b), str(a)
+            return float(b), _label(str(a))
     return None
 
 
 def timeline(run: Run) -> Timeline | None:
-    """A run's progress timeline, where the run carries one (a list of (time, label) points under
-    `timeline` or `progress`); None for a run with only a progress sentence, or none."""
-    raw = getattr(run, "timeline", None) or run.progress
+    """A run's progress timeline where it carries one: `Run.timeline`, ((key, seconds), ...,
+    ("<end>", seconds)), keys like `phase:launch` shown without the `phase:`; (seconds, label)
+    pairs or {t, label} dicts are read too. None for a run without progress points."""
+    raw = getattr(run, "timeline", None)
     if not isinstance(raw, (list, tuple)):
         return None
-    points = tuple(sorted(p for p in map(_point, raw) if p is not None))
+    end = [p for p in raw if isinstance(p, (list, tuple)) and p and p[0] == END]
+    points = tuple(sorted(p for p in map(_point, [q for q in raw if not (isinstance(q, (list, tuple))
+                                                                          and q and q[0] == END)]) if p is not None))
     if not points:
         return None
-    return Timeline(points, max(run.duration_s, points[-1][0]), run.outcome.value)
+    ends = [float(e[1]) for e in end if len(e) == 2 and isinstance(e[1], (int, float))]
+    return Timeline(points, max([run.duration_s, points[-1][0], *ends]), run.outcome.value)
 
 
 def progress(check: EndpointCheck | None) -> Progress | None:
     if check is None:
         return None
     good = next((t for r in check.good.runs if r.outcome is Outcome.PASS and (t := timeline(r))), None)
-    hung = next((t for r in check.bad.runs if r.kind is FailKind.HANG and (t := timeline(r))), None)
-    if good is None or hung is None:
+    run = next((r for r in check.bad.runs if r.kind is FailKind.HANG and timeline(r)), None)
+    if good is None or run is None:
         return None
+    hung = timeline(run)
     t_last, label = hung.points[-1]
     match = next((t for t, lab in good.points if lab == label), None)
     return Progress(good, hung, label or None, round(hung.end_s - t_last, 3),
-                    round(good.end_s - match, 3) if match is not None else None)
+                    round(good.end_s - match, 3) if match is not None else None, run.progress or "")
 
 
 # -- slow ----------------------------------------------------------------------------------------

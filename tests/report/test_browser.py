@@ -63,21 +63,6 @@ def run(*args, cwd=None, code=(0,)):
     return p
 
 
-def hang_record_with_timelines():
-    """No command records progress timelines yet (issue 13): a hang record that carries them."""
-    from bisectk.outcome import FailKind, Outcome, Run
-    from tests.report.records import ablation, attempt, check
-    good = Run(Outcome.PASS, duration_s=0.8)
-    hung = Run(Outcome.FAIL, FailKind.HANG, signature="timeout after 3.0 s", duration_s=3.0, timed_out=True)
-    object.__setattr__(good, "progress", [[0.25, "imports done"], [0.6, "compiled"], [0.7, "launching kernel"],
-                                          [0.75, "synchronize"]])
-    object.__setattr__(hung, "progress", [[0.3, "imports done"], [0.95, "compiled"], [1.0, "launching kernel"]])
-    return ablation(["depth", "producer_phase", "seed"], ["producer_phase"],
-                    [attempt(1, ["producer_phase"], "fail", phase="ofat-add"),
-                     attempt(2, ["depth", "seed"], "pass", phase="confirm-removal")],
-                    endpoints=check([good], [hung]))
-
-
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
     """Each command's HTML report, made by running it as a user would: {page: (path, culprit)}."""
@@ -120,10 +105,10 @@ def pages(tmp_path_factory):
     run("triage", "--repo", tmp / "repo", "--good", shas[0], "--bad", shas[-1], "--run", "python kernel.py",
         "--build", "python build.py", "--html", tmp / "triage.html", "--json-out", tmp / "t.json", code=(1,))
     out["triage"] = (tmp / "triage.html", culprit_of(tmp / "t.json")["first_bad"]["sha"][:10], 2)
-    # a hang whose runs carry progress timelines
-    from bisectk.report.html import write_html
-    write_html(tmp / "hang.html", hang_record_with_timelines())
-    out["hang"] = (tmp / "hang.html", "producer_phase", 3)
+    # a hang: the watchdog records both runs' progress (BISECTK_PHASE lines of kernels/cpu/pipeline.py)
+    run("ablate", ROOT / "variants" / "cpu" / "pipeline-hang.toml", "--ledger", tmp / "h.db", "--html",
+        tmp / "hang.html", "--json-out", tmp / "h.json")
+    out["hang"] = (tmp / "hang.html", ", ".join(culprit_of(tmp / "h.json")["culprits"]), 3)
     return out
 
 

@@ -127,33 +127,36 @@ def test_hunk_strips_keep_culprit_files_when_there_are_too_many():
 
 
 def hang(timeline, duration=3.0) -> Run:
-    r = Run(Outcome.FAIL, FailKind.HANG, signature="timeout after 3.0 s", duration_s=duration, timed_out=True)
-    object.__setattr__(r, "progress", timeline)
-    return r
+    return Run(Outcome.FAIL, FailKind.HANG, signature="timeout after 3.0 s", duration_s=duration, timed_out=True,
+               progress="hung after 'launch', 2.0 s past the point where the good run had finished",
+               timeline=tuple(timeline))
 
 
 def passing(timeline, duration=1.0) -> Run:
-    r = Run(Outcome.PASS, duration_s=duration)
-    object.__setattr__(r, "progress", timeline)
-    return r
+    return Run(Outcome.PASS, duration_s=duration, timeline=tuple(timeline))
 
 
 def test_progress_timeline_of_a_hang_against_the_good_run():
-    good = passing([{"t": 0.2, "label": "imports done"}, {"t": 0.6, "label": "compiled"},
-                    {"t": 0.7, "label": "launch"}, {"t": 0.75, "label": "synchronize"}], duration=0.8)
-    hung = hang([[0.3, "imports done"], [0.9, "compiled"], [1.0, "launch"]], duration=3.0)
+    # as the watchdog records them (run/progress.py): (key, seconds) points, then ("<end>", seconds)
+    good = passing([("phase:imports", 0.2), ("compiled # kernels", 0.6), ("phase:launch", 0.7),
+                    ("phase:synchronized", 0.75), ("<end>", 0.8)], duration=0.8)
+    hung = hang([("phase:imports", 0.3), ("compiled # kernels", 0.9), ("phase:launch", 1.0), ("<end>", 3.0)])
     prog = F.progress(check([good], [hung]))
-    assert [p[1] for p in prog.good.points] == ["imports done", "compiled", "launch", "synchronize"]
+    assert [p[1] for p in prog.good.points] == ["imports", "compiled # kernels", "launch", "synchronized"]
+    assert prog.good.end_s == 0.8 and prog.hung.end_s == 3.0
     assert prog.stalled_after == "launch" and prog.silent_s == pytest.approx(2.0)
     assert prog.good_needed_s == pytest.approx(0.1)     # from 'launch' to its end, the good run needed 0.1 s
+    assert prog.words.startswith("hung after 'launch'")
     drawn = svg("progress", prog)
     assert len(ids(drawn, "point-good-")) == 4 and len(ids(drawn, "point-hung-")) == 3
     assert "silent after &#x27;launch&#x27;" in drawn or "silent after 'launch'" in drawn
+    assert "watchdog: hung after" in drawn
 
 
 def test_no_progress_timeline_no_picture():
     sentence = Run(Outcome.FAIL, FailKind.HANG, signature="timeout", duration_s=2.0, progress="after line 3")
-    assert F.progress(check([ok()], [sentence])) is None
+    assert F.progress(check([ok()], [sentence])) is None          # no timeline on either run
+    assert F.progress(check([passing([("phase:launch", 0.1), ("<end>", 0.2)])], [sentence])) is None
     assert not [n for n, _, _ in F.pictures(bisect_record()) if "progress" in n]
 
 

@@ -49,6 +49,6 @@ class RunPolicy:
             raise BisectkError(f"{'--ray-address' if self.ray_address else '--ray-repo'} needs --executor ray")
         if self.executor == "ray" and self.gpus:
             raise BisectkError("--gpus: with --executor ray, Ray gives each actor its own GPU (num_gpus=1); "
-                               "leave --gpus out and set the number of actors with --jobs")
+                               "leave --gpus out (bisect and triage take the number of actors from --jobs)")
         if self.calibrate_runs < 1:
             raise BisectkError(f"--calibrate-runs {self.calibrate_runs}: must be at least 1")

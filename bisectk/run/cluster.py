@@ -7,8 +7,10 @@ Abstractions
 ------------
 require_ray  -- the `ray` module, or a one-line BisectkError saying how to install it.
 connect      -- joins the cluster at `address` (probed first: an unreachable one is a one-line
-                error at once, not minutes of retries), or starts a local instance (small,
-                no dashboard) that `close` shuts down again.
+                error at once, not minutes of retries), or starts a local instance (LocalHead:
+                `ray start --head --block` under bisectk's process supervisor, no dashboard,
+                free ports) that `close` shuts down again and that dies with bisectk, SIGKILL
+                included.
 SiteActor    -- the actor: a run/remote.py Site in a Ray worker process. The job's runtime
                 environment carries bisectk itself (`py_modules`) and, for `ablate`, the spec's
                 project directory (`working_dir`), which the Site copies once into its own
@@ -38,6 +40,7 @@ import os
 import secrets
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -45,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from bisectk.errors import BisectkError
-from bisectk.run.process import RawRun
+from bisectk.run.process import RawRun, start_contained
 from bisectk.run.remote import RemoteExecutor, RemoteJob, Site, write_logs
 
 RAY_PIN = "ray==2.60.0"
@@ -85,26 +88,109 @@ def probe(address: str) -> None:
                            "is the head node started (ray start --head) and the port open?") from None
 
 
-def connect(ray, address: str | None, num_cpus: int, runtime_env: dict[str, Any]) -> bool:
-    """Join the cluster (or start a local instance) as a job whose runtime environment is
-    `runtime_env` (local directories are uploaded at the job level only); True when this call
-    connected, False when this process was connected already (its job's environment is used)."""
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _use_token_auth() -> None:
+    """Token authentication for the local instance (Ray's default for a new cluster; the token is
+    ~/.ray/auth_token, made by `ray start` when missing). A driver that joins by address uses it
+    only when RAY_AUTH_MODE says so, and Ray reads that setting once, at import: so it is set
+    here and Ray's configuration refreshed, as Ray's own `ray.init()` does for a new cluster.
+    A mode the user chose is left alone."""
+    if os.environ.get("RAY_AUTH_MODE"):
+        return
+    try:
+        from ray._private.authentication.authentication_token_setup import _enable_token_auth
+        from ray._raylet import AuthenticationTokenLoader
+        _enable_token_auth()
+        AuthenticationTokenLoader.instance().reset_cache()
+    except Exception:   # another Ray version: the environment alone (enough when set before import)
+        os.environ["RAY_AUTH_MODE"] = "token"
+
+
+class LocalHead:
+    """A local Ray instance (`ray start --head --block`) started under bisectk's process
+    supervisor (run/process.py), so nothing of it outlives bisectk: `ray.init()` would start
+    one whose agents survive a SIGKILL of bisectk. Ports are chosen free, so two sessions on one
+    machine do not meet."""
+
+    def __init__(self, num_cpus: int, timeout: float = READY_TIMEOUT_S):
+        self.port = _free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.log = tempfile.NamedTemporaryFile(prefix="bisectk-ray-head-", suffix=".log", delete=False)
+        ports = {f"--{k}": str(_free_port()) for k in ("dashboard-agent-listen-port", "dashboard-agent-grpc-port",
+                                                       "metrics-export-port", "runtime-env-agent-port")}
+        argv = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", f"--port={self.port}",
+                f"--num-cpus={max(1, num_cpus)}", "--include-dashboard=false", "--disable-usage-stats",
+                *[f"{k}={v}" for k, v in ports.items()]]
+        _use_token_auth()
+        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+        self.contained = start_contained(argv, env=env, stdout=self.log, stderr=self.log, grace=5.0)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                pass
+            if self.contained.proc.poll() is not None or time.monotonic() > deadline:
+                tail = self.tail()
+                self.close()
+                raise BisectkError(f"cannot start a local Ray instance: {tail or 'no answer on its port'}")
+            time.sleep(0.1)
+
+    def tail(self) -> str:
+        try:
+            lines = [x for x in Path(self.log.name).read_text(errors="replace").splitlines() if x.strip()]
+        except OSError:
+            return ""
+        return " ".join(lines[-1].split())[:300] if lines else ""
+
+    def close(self) -> None:
+        self.contained.end()        # SIGTERM to the whole tree, a grace period, then SIGKILL
+        try:
+            self.contained.wait(time.monotonic() + 30)
+        except TimeoutError:
+            pass
+        try:
+            self.contained.proc.wait(timeout=30)
+        except Exception:
+            pass
+        self.contained.close()
+        self.log.close()
+        try:
+            os.unlink(self.log.name)
+        except OSError:
+            pass
+
+
+def connect(ray, address: str | None, num_cpus: int, runtime_env: dict[str, Any]) -> LocalHead | bool:
+    """Join the cluster (or start a local instance: a LocalHead) as a job whose runtime
+    environment is `runtime_env` (local directories are uploaded at the job level only).
+    Returns the LocalHead, True when this call joined a cluster, False when this process was
+    connected already (its job's environment is used)."""
     if ray.is_initialized():
         return False
+    head = None
     try:
         if address is None:
-            ray.init(num_cpus=max(1, num_cpus), include_dashboard=False, log_to_driver=False,
-                     logging_level=logging.ERROR, runtime_env=runtime_env)
+            head = LocalHead(num_cpus)
         else:
             probe(address)
-            ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR, runtime_env=runtime_env)
+        ray.init(address=head.address if head else address, log_to_driver=False, logging_level=logging.ERROR,
+                 runtime_env=runtime_env)
     except BisectkError:
         raise
     except Exception as exc:
+        if head is not None:
+            head.close()
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
         raise BisectkError(f"cannot start or join {where}: {type(exc).__name__}: "
                            f"{' '.join(str(exc).split())[:300]}") from None
-    return True
+    return head or True
 
 
 class SiteActor:
@@ -391,6 +477,8 @@ class RayExecutor(RemoteExecutor):
                 ray.shutdown()
             except Exception:
                 pass
+        if isinstance(self.started_here, LocalHead):
+            self.started_here.close()
 
     def __enter__(self) -> RayExecutor:
         return self

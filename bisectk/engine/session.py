@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bisectk.engine.policy import RunPolicy
-from bisectk.events import EventBus
+from bisectk.events import EventBus, Note
 from bisectk.ledger import Ledger
 from bisectk.run.runner import Runner, TimeoutPolicy
 from bisectk.spec import Spec
@@ -104,6 +104,7 @@ class Session:
                 self.cluster = RayExecutor(actors=self.policy.jobs, address=self.policy.ray_address,
                                            project=project_root(self.spec.path) if ships else None, warm=self.warm)
                 self.closers.append(self.cluster.close)
+                self.events.emit(Note(self.cluster.describe()))
             return self.cluster
         if not self.warm:
             return None

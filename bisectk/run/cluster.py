@@ -128,7 +128,7 @@ class LocalHead:
                 *[f"{k}={v}" for k, v in ports.items()]]
         _use_token_auth()
         env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-        self.contained = start_contained(argv, env=env, stdout=self.log, stderr=self.log, grace=5.0)
+        self.contained = start_contained(argv, env=env, stdout=self.log, stderr=self.log, grace=1.0)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -334,12 +334,14 @@ class RayExecutor(RemoteExecutor):
                 self.cond.notify_all()
 
     def _replace(self) -> None:
+        before = self.made
         try:
             self._start_many(1)
-            self.stats["replaced"] += 1
         finally:
             with self.cond:
                 self.starting -= 1
+                if any(a.n > before for a in self.actors):
+                    self.stats["replaced"] += 1
                 self.cond.notify_all()
 
     def _lose(self, a: _Actor) -> None:
@@ -365,11 +367,13 @@ class RayExecutor(RemoteExecutor):
         with self.cond:
             return max(1, len(self.actors))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> str:
+        """One line for the progress output: where the actors are."""
         with self.cond:
-            actors = [a.info for a in self.actors]
-        return {"executor": "ray", "address": self.address or "local instance", "actors": actors,
-                "per_actor": self._needs(), **self.stats}
+            hosts = sorted({a.info.get("host", "?") for a in self.actors})
+            n = len(self.actors)
+        return (f"ray: {n} actor(s), {self._needs()} each, on {', '.join(hosts)} "
+                f"({'a local instance' if isinstance(self.started_here, LocalHead) else self.address or 'this job'})")
 
     def _acquire(self) -> _Actor | None:
         with self.cond:
@@ -396,7 +400,8 @@ class RayExecutor(RemoteExecutor):
     def run_job(self, job: RemoteJob, log_dirs=(None, None)):
         """(build RawRun or None, run RawRun or None) of the job, retried on another actor when
         the one running it is lost; a job lost MAX_ATTEMPTS times did not run (UNRESOLVED)."""
-        self.stats["jobs"] += 1
+        with self.cond:
+            self.stats["jobs"] += 1
         lost: list[str] = []
         for attempt in range(MAX_ATTEMPTS):
             a = self._acquire()
@@ -404,7 +409,8 @@ class RayExecutor(RemoteExecutor):
                 lost.append("no Ray actor alive")
                 break
             if attempt:
-                self.stats["retried"] += 1
+                with self.cond:
+                    self.stats["retried"] += 1
             try:
                 build, run = self._await(a, a.handle.run.remote(job))
             except _Lost as exc:

@@ -50,6 +50,7 @@ from bisectk.run.progress import Recorder, Timeline, Watch
 from bisectk.run.workload import Workload
 
 KEEP_SOURCES = 6          # materialised copies a site keeps (least recently used dropped)
+KEEP_PACKED = 64          # archives a driver keeps sent (a commit probed again is not packed again)
 IGNORED = ("__pycache__", ".bisectk", ".git", ".hypothesis", ".pytest_cache")
 
 
@@ -145,11 +146,13 @@ class RemoteExecutor:
             return {"kind": "git", "id": o.key, "repo": o.shared_repo, "sha": o.key, **base}
         if o.key:
             with self._lock:
-                ref = self._packed.get(o.key)
+                ref = self._packed.pop(o.key, None)
             if ref is None:
                 ref = self.put(o.pack())
-                with self._lock:
-                    self._packed[o.key] = ref
+            with self._lock:
+                self._packed[o.key] = ref          # most recently used last
+                while len(self._packed) > KEEP_PACKED:
+                    self._packed.pop(next(iter(self._packed)))
             return {"kind": "tar", "id": o.key, "ref": ref, **base}
         data = o.pack()
         return {"kind": "tar", "id": digest(data), "ref": self.put(data), **base}

@@ -6,6 +6,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from bisectk.run.progress import Timeline, Watch
 from bisectk.run.remote import InlineExecutor, RemoteJob, Site, pack_tree, watch_from_spec, watch_spec
 from tests.conftest import ROOT
@@ -92,9 +94,11 @@ def test_a_hang_on_the_site_is_ended_by_its_watchdog(tmp_path):
     assert run.timed_out and time.monotonic() - t0 < 10 and "hung after 'launch'" in run.stalled
 
 
-def test_bisect_through_the_remote_protocol_checks_nothing_out_here(tmp_path):
-    """CommitSpace(remote=True) with a build step: each commit arrives as a `git archive`, is
-    built and run in the site's copy; the answer is the local one; no worktree is ever added."""
+@pytest.mark.parametrize("shared", [False, True])
+def test_bisect_through_the_remote_protocol_checks_nothing_out_here(tmp_path, shared):
+    """CommitSpace(remote=True) with a build step: each commit arrives as a `git archive` (or, with
+    a shared repository path, the site archives it there), is built and run in the site's copy;
+    the answer is the local one; no worktree is ever added."""
     from bisectk.engine.bisect import run_bisect
     from bisectk.engine.oracle import SpaceOracle
     from bisectk.engine.policy import RunPolicy
@@ -111,12 +115,14 @@ def test_bisect_through_the_remote_protocol_checks_nothing_out_here(tmp_path):
     ledger = Ledger(tmp_path / "l.db")
     try:
         runner = Runner(spec, ledger, executor=ex)
-        oracle = SpaceOracle(runner, CommitSpace(graph, None, {}, remote=True), policy=RunPolicy(jobs=2))
+        space = CommitSpace(graph, None, {}, remote=True, shared_repo=str(tmp_path / "r") if shared else None)
+        oracle = SpaceOracle(runner, space, policy=RunPolicy(jobs=2))
         rec = run_bisect(oracle, policy=RunPolicy(jobs=2))
     finally:
         ex.close()
         ledger.close()
     assert rec.first_bad["sha"] == shas[17]
     assert ex.site.stats["builds"] == ex.site.stats["materialised"] >= 4
+    assert (len(ex._packed) == 0) == shared          # a shared repository: only shas travel
     assert "bisectk-worktrees" not in run_git(tmp_path / "r", "worktree", "list")
     assert len(run_git(tmp_path / "r", "worktree", "list").splitlines()) == 1

@@ -56,8 +56,8 @@ WarmOpt = typer.Option(False, "--warm", help="Run Python subjects in warm worker
 FreshOpt = typer.Option(False, "--fresh", help="Ignore runs stored in the ledger (run everything again).")
 ExecutorOpt = typer.Option("local", "--executor", help="Where runs execute: 'local' (processes here) or 'ray' (one warm "
                                                        "actor per GPU or CPU slot on a Ray cluster; pip install -e '.[ray]').")
-RayAddressOpt = typer.Option(None, "--ray-address", help="With --executor ray: the cluster's head, HOST:PORT or "
-                                                         "ray://HOST:PORT (default: start a local Ray instance).")
+RayAddressOpt = typer.Option(None, "--ray-address", help="With --executor ray: the cluster's head node, HOST:PORT "
+                                                         "(its GCS port; default: start a local Ray instance).")
 RayRepoOpt = typer.Option(None, "--ray-repo", help="With --executor ray: the repository's path on every Ray host (a shared "
                                                    "filesystem); actors read commits there instead of receiving them.")
 

@@ -54,6 +54,7 @@ from bisectk.run.remote import RemoteExecutor, RemoteJob, Site, write_logs
 RAY_PIN = "ray==2.60.0"
 MAX_ATTEMPTS = 3
 READY_TIMEOUT_S = 180.0
+LATECOMER_S = 30.0
 HEARTBEAT_S = 5.0
 HEARTBEAT_TIMEOUT_S = 60.0
 BACKSTOP_GRACE_S = 60.0
@@ -79,7 +80,7 @@ def probe(address: str) -> None:
     host, sep, port = hostport.rpartition(":")
     if not sep or not port.isdigit():
         raise BisectkError(f"--ray-address {address!r}: expected HOST:PORT (the head node's GCS port, "
-                           "default 6379) or ray://HOST:PORT")
+                           "default 6379)")
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S).close()
     except OSError as exc:
@@ -257,13 +258,14 @@ class RayExecutor(RemoteExecutor):
 
     def __init__(self, *, actors: int = 1, address: str | None = None, project: Path | None = None,
                  warm: bool = False, preload: tuple[str, ...] = DEFAULT_PRELOAD,
-                 ready_timeout: float = READY_TIMEOUT_S, heartbeat_s: float = HEARTBEAT_S):
+                 ready_timeout: float = READY_TIMEOUT_S, heartbeat_s: float = HEARTBEAT_S,
+                 latecomer_s: float = LATECOMER_S):
         super().__init__()
         self.ray = require_ray()
         self.address = address
         self.project = Path(project).resolve() if project else None
         self.wanted = max(1, actors)
-        self.ready_timeout, self.heartbeat_s = ready_timeout, heartbeat_s
+        self.ready_timeout, self.heartbeat_s, self.latecomer_s = ready_timeout, heartbeat_s, latecomer_s
         import bisectk
         env: dict[str, Any] = {"py_modules": [str(Path(bisectk.__file__).resolve().parent)], "excludes": EXCLUDES}
         if self.project is not None:
@@ -306,14 +308,20 @@ class RayExecutor(RemoteExecutor):
             return "unknown resources"
 
     def _start_many(self, n: int) -> None:
-        """Start n actors and wait (ready_timeout) for them; those not ready by then are killed."""
+        """Start n actors and wait for them: up to ready_timeout for the first, then up to twice
+        what the first took (at least latecomer_s) for the others; those not ready by then (a
+        cluster with fewer GPUs or CPU slots than actors asked for) are killed: K is what fits."""
         pending = []
+        t0 = time.monotonic()
         for _ in range(n):
             self.made += 1
             a = _Actor(self.actor_cls.remote(*self.args), self.made)
             pending.append((a, a.handle.ready.remote()))
         refs = [r for _, r in pending]
-        done, _ = self.ray.wait(refs, num_returns=len(refs), timeout=self.ready_timeout)
+        done, _ = self.ray.wait(refs, num_returns=1, timeout=self.ready_timeout)
+        if done and len(refs) > 1:
+            first = time.monotonic() - t0
+            done, _ = self.ray.wait(refs, num_returns=len(refs), timeout=max(self.latecomer_s, 2 * first))
         for a, ref in pending:
             info = None
             if ref in done:

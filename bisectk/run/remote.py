@@ -123,6 +123,7 @@ class RemoteExecutor:
     say how bytes travel (`put`) and where a job runs (`run_job`)."""
 
     remote = True
+    project: Path | None = None   # the spec's project directory, shipped with the job (ablate)
 
     def __init__(self) -> None:
         self._packed: dict[str, Any] = {}     # origin key -> what `put` returned (a commit is sent once)
@@ -156,8 +157,6 @@ class RemoteExecutor:
             return {"kind": "tar", "id": o.key, "ref": ref, **base}
         data = o.pack()
         return {"kind": "tar", "id": digest(data), "ref": self.put(data), **base}
-
-    project: Path | None = None
 
     def project_subdir(self, cwd: Path) -> str | None:
         """cwd relative to the project directory, or None when it lies outside."""

@@ -209,3 +209,20 @@ def test_an_actor_killed_mid_run_loses_no_observation(head, tmp_path):
         ex.close()
         ledger.close()
         ray.shutdown()
+
+
+@needs_ray
+def test_k_is_the_actors_that_fit(head, tmp_path):
+    """Six actors asked of a 4-CPU cluster: the four that fit serve, the rest are not waited for."""
+    import ray
+    from bisectk.run.cluster import RayExecutor, _use_token_auth
+    _use_token_auth()
+    t0 = time.monotonic()
+    ex = RayExecutor(actors=6, address=head.address, latecomer_s=3)
+    try:
+        assert ex.alive() == 4 and ex.stats["failed_starts"] == 2
+        assert time.monotonic() - t0 < 60
+        assert "4 actor(s), 1 CPU each" in ex.describe()
+    finally:
+        ex.close()
+        ray.shutdown()

@@ -19,7 +19,7 @@ from bisectk.errors import BisectkError
 from bisectk.outcome import SAME_FAILURE_MODES, Outcome
 from bisectk.search import STRATEGIES, strategy_names
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Differential bisection for GPU kernels: isolate the change that makes a kernel "
                        "hang, crash, compute garbage or slow down.")
 out = Console(highlight=False, soft_wrap=True)
@@ -27,8 +27,7 @@ out = Console(highlight=False, soft_wrap=True)
 OUTCOME_EXIT = {Outcome.PASS: X.OK, Outcome.FAIL: X.FAILED, Outcome.UNRESOLVED: X.UNRESOLVED}
 
 SpecArg = typer.Argument(..., help="Variant spec (TOML).", show_default=False)
-LedgerOpt = typer.Option(None, "--ledger", help="Ledger database (default: .bisectk/ledger.db beside the spec; "
-                                                "for --run subjects, ~/.cache/bisectk/ledger.db).")
+LedgerOpt = typer.Option(None, "--ledger", help="Ledger database (default: .bisectk/ledger.db beside the spec).")
 JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON on stdout; no progress output.")
 RunOpt = typer.Option(None, "--run", help="Subject command instead of a SPEC, as one quoted string (git bisect run's "
                                           "exit codes: 0 good, 125 skip, 1-127 bad).")
@@ -52,6 +51,13 @@ CalibrateOpt = typer.Option(10, "--calibrate-runs", min=1, help="Cap on endpoint
                                                                 "re-run up to this many times, and an intermittent one "
                                                                 "is measured over this many runs.")
 FreshOpt = typer.Option(False, "--fresh", help="Ignore runs stored in the ledger (run everything again).")
+
+
+def cache_ledger() -> str:
+    """Where `diff` keeps its ledger by default, worded for help: engine.session.cache_dir's rule
+    (not imported here: help must not load the engine)."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    return f"{base}/bisectk/ledger.db" if base else "~/.cache/bisectk/ledger.db"
 
 
 def say_error(message: str) -> None:
@@ -252,7 +258,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
              max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop the search after this many runs."),
              fresh: bool = FreshOpt,
              report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt,
-             ledger: Optional[Path] = typer.Option(None, "--ledger", help="Ledger database (default: ~/.cache/bisectk/ledger.db; scratch trees beside it)."),
+             ledger: Optional[Path] = typer.Option(None, "--ledger", help=f"Ledger database (default: {cache_ledger()}, in your cache, never in GOOD or BAD; scratch trees beside it)."),
              as_json: bool = JsonOpt) -> None:
     """Isolate the hunks (then lines) of the GOOD->BAD source difference that cause the failure.
 
@@ -545,16 +551,20 @@ def ptx_cmd(spec: Path = SpecArg,
 
 
 @app.command("env")
-def env_cmd(save: Optional[Path] = typer.Option(None, "--save", help="Write the capture to this JSON file."),
-            diff: Optional[list[Path]] = typer.Option(None, "--diff", help="Compare two saved captures: --diff A.json --diff B.json."),
+def env_cmd(captures: Optional[list[Path]] = typer.Argument(None, hidden=True, show_default=False),
+            save: Optional[Path] = typer.Option(None, "--save", help="Write the capture to this JSON file."),
+            diff: Optional[list[Path]] = typer.Option(None, "--diff", help="Compare two saved captures: --diff A.json B.json (or --diff A.json --diff B.json)."),
             torch: bool = typer.Option(False, "--torch", help="Also ask torch (in a subprocess) what it sees."),
             as_json: bool = JsonOpt) -> None:
     """Capture the runtime context to rule out first (GPU, driver, CUDA, packages, CUDA_*/CUTE_DSL_*/TORCH_* variables),
     or list the differences between two saved captures."""
     from bisectk.spaces import env as envmod
+    if captures and not diff:
+        fail(f"unexpected argument {str(captures[0])!r}: captures are compared with --diff A.json B.json")
+    diff = [*(diff or []), *(captures or [])]
     if diff:
         if len(diff) != 2:
-            fail("--diff takes exactly two captures: --diff A.json --diff B.json")
+            fail(f"--diff compares exactly two captures (--diff A.json B.json), got {len(diff)}")
         a, b = envmod.load(diff[0]), envmod.load(diff[1])
         rows = envmod.diff(a, b)
         if as_json:
@@ -592,12 +602,69 @@ def _terminate(signum, frame) -> None:
     raise KeyboardInterrupt  # SIGTERM cleans up like Ctrl-C: subjects killed, worktrees removed
 
 
+# Value names shown in help ("--ledger FILE", "diff GOOD BAD [SPEC]"), set on the click command
+# once instead of on every option; an option not named here gets one from its type.
+METAVARS = {"--run": "'CMD'", "--build": "'CMD'", "--set": "NAME=VALUE", "--pytest": "NODEID", "--good": "REF",
+            "--bad": "REF", "--repo": "PATH", "--gpus": "IDS", "--with": "FACTOR", "--strategy": "NAME",
+            "--same-failure": "MODE", "--config": "good|bad", "--timeout": "SECONDS", "--confidence": "P",
+            "--session": "ID", "--report": "FILE.md", "--junit": "FILE.xml", "--html": "FILE.html"}
+_TYPE_METAVARS = {int: "N", float: "X", Path: "FILE", str: "TEXT"}
+
+
+def _value_kind(param) -> str:
+    """A parameter's value type as a metavar, across typer versions (own parameter classes with a
+    type descriptor, or click's with a ParamType)."""
+    desc = getattr(param, "type_descriptor", None)
+    if desc is not None:
+        annotation = desc.annotation
+        args = getattr(annotation, "__args__", None)
+        annotation = args[0] if args else annotation   # list[str] -> str (repeatable)
+        return _TYPE_METAVARS.get(annotation, "TEXT")
+    name = getattr(getattr(param, "type", None), "name", "text")
+    return {"integer": "N", "integer range": "N", "float": "X", "float range": "X", "path": "FILE"}.get(name, "TEXT")
+
+
+def plain_help(cmd) -> None:
+    """Plain value names for every parameter of `cmd` and its subcommands (typer's default shows
+    python types such as `<list[str]>`)."""
+    for param in getattr(cmd, "params", ()):
+        if param.metavar is not None or getattr(param, "is_flag", False) or getattr(param, "count", False):
+            continue
+        if param.param_type_name == "argument":
+            param.metavar = param.name.upper()
+        else:
+            flag = max(param.opts, key=len)
+            param.metavar = METAVARS.get(flag) or _value_kind(param)
+    for sub in getattr(cmd, "commands", {}).values():
+        plain_help(sub)
+
+
+def _is(exc: BaseException, name: str) -> bool:
+    """click's exception classes by name: typer vendors its own copy of click in recent versions."""
+    return any(c.__name__ == name for c in type(exc).__mro__)
+
+
+def usage_error(exc) -> str:
+    """A click usage error as one line: what is wrong and where to read about it."""
+    ctx = getattr(exc, "ctx", None)
+    where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    return f"{exc.format_message().rstrip('.')}{where}"
+
+
+def command():
+    """The click command behind the typer app, with plain value names in its help."""
+    import typer.main
+    cmd = typer.main.get_command(app)
+    plain_help(cmd)
+    return cmd
+
+
 def entry() -> None:
     """Console-script entry: user errors become one line and a non-zero exit, never a traceback."""
     import signal
     signal.signal(signal.SIGTERM, _terminate)
     try:
-        code = app(standalone_mode=False)  # click returns typer.Exit's code in this mode
+        code = command().main(prog_name="bisectk", standalone_mode=False)  # returns typer.Exit's code
         sys.exit(code if isinstance(code, int) else 0)
     except BisectkError as exc:
         say_error(str(exc))
@@ -607,12 +674,17 @@ def entry() -> None:
         sys.exit(X.INTERRUPTED)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except (typer.Abort,):
+    except typer.Abort:
         sys.exit(X.INTERRUPTED)
     except Exception as exc:
-        if any(c.__name__ == "ClickException" for c in type(exc).__mro__):  # usage errors (typer's click)
-            exc.show()
+        if _is(exc, "Abort"):
+            sys.exit(X.INTERRUPTED)
+        if _is(exc, "NoArgsIsHelpError"):
+            exc.show()   # a bare `bisectk` (or `bisectk ledger`) asks for help: show it
             sys.exit(exc.exit_code)
+        if _is(exc, "ClickException"):   # option parsing: one line, as for every bad input
+            say_error(usage_error(exc) if _is(exc, "UsageError") else exc.format_message())
+            sys.exit(X.USAGE)
         if os.environ.get("BISECTK_DEBUG"):
             raise
         say_error(f"internal error: {type(exc).__name__}: {exc} (set BISECTK_DEBUG=1 for the traceback)")

@@ -56,7 +56,7 @@ def test_help_fits_80_columns(command):
 def test_diff_help_names_the_ledger_diff_uses(tmp_path):
     cache = tmp_path / "cache"
     p = cli("diff", "--help", env={"COLUMNS": "200", "XDG_CACHE_HOME": str(cache)})
-    assert f"{cache}/bisectk/ledger.db" in p.stdout
+    assert f"{cache}/bisectk/ledger.db" in "".join(p.stdout.split())   # help wraps at hyphens
     good, bad = tmp_path / "good.py", tmp_path / "bad.py"
     good.write_text("import sys\nsys.exit(0)\n")
     bad.write_text("import sys\nsys.exit(1)\n")

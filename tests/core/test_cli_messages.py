@@ -57,10 +57,10 @@ def test_diff_help_names_the_ledger_diff_uses(tmp_path):
     cache = tmp_path / "cache"
     p = cli("diff", "--help", env={"COLUMNS": "200", "XDG_CACHE_HOME": str(cache)})
     assert f"{cache}/bisectk/ledger.db" in "".join(p.stdout.split())   # help wraps at hyphens
-    good, bad = tmp_path / "good.py", tmp_path / "bad.py"
-    good.write_text("import sys\nsys.exit(0)\n")
-    bad.write_text("import sys\nsys.exit(1)\n")
-    p = cli("diff", good, bad, "--run", "python bad.py", env={"XDG_CACHE_HOME": str(cache)}, cwd=tmp_path)
+    for side, code in (("good", 0), ("bad", 1)):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "k.py").write_text(f"import sys\nsys.exit({code})\n")
+    p = cli("diff", "good", "bad", "--run", "python k.py", env={"XDG_CACHE_HOME": str(cache)}, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert (cache / "bisectk" / "ledger.db").is_file()
 

@@ -70,6 +70,15 @@ def fail(message: str, code: int = X.USAGE) -> None:
     raise typer.Exit(code)
 
 
+def unused_factor_warnings(spec) -> list[str]:
+    """A warning per factor that reaches no placeholder (printed on stderr; `check` repeats it)."""
+    lines = [f"factor {f!r} is used by no placeholder of [subject] command, build or env: its values never "
+             f"reach the subject ({spec.path})" for f in spec.unused_factors()]
+    for line in lines:
+        sys.stderr.write(f"bisectk: warning: {line}\n")
+    return lines
+
+
 def emit_json(data: dict) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
@@ -79,12 +88,17 @@ def environment_capture() -> dict:
     return capture(torch=False)
 
 
-def reporter(quiet: bool, reference: dict | None):
-    """The progress subscriber: live status on a terminal, nothing with --json or when piped."""
-    if quiet or not sys.stderr.isatty():
+def reporter(as_json: bool, reference: dict | None):
+    """The progress subscriber, always on stderr: a live status line on a terminal; plain lines,
+    one per run, when stderr is a pipe or a file (a CI log) -- except with --json, where only a
+    terminal gets progress, so `--json 2>&1` stays one JSON document."""
+    if sys.stderr.isatty():
+        from bisectk.report.terminal import TerminalReporter
+        return TerminalReporter(reference=reference)
+    if as_json:
         return None
-    from bisectk.report.terminal import TerminalReporter
-    return TerminalReporter(reference=reference)
+    from bisectk.report.terminal import ProgressLines
+    return ProgressLines(sys.stderr, reference=reference)
 
 
 def policy(**kw):
@@ -135,6 +149,7 @@ def run(spec: Path = SpecArg,
     from bisectk.engine.subject import load_subject
     from bisectk.report.terminal import fmt_config
     s, cfg = load_subject(spec, cwd=Path.cwd(), config=config, sets=set_)
+    unused_factor_warnings(s)
     with Session("run", s, ledger_location(ledger, spec=s), args={"spec": str(spec), "config": cfg},
                  policy=policy(timeout=timeout), fresh=fresh, reporter=reporter(as_json, s.good)) as session:
         rec = run_one(session, cfg, repeat=repeat, label=config if not set_ else "custom",
@@ -164,6 +179,7 @@ def check(spec: Path = SpecArg,
     from bisectk.engine.subject import load_subject
     from bisectk.report.text import print_check
     s, _ = load_subject(spec, cwd=Path.cwd())
+    warnings = unused_factor_warnings(s)
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure)
     with Session("check", s, ledger_location(ledger, spec=s), args={"spec": str(spec)}, policy=pol, fresh=fresh,
                  reporter=reporter(as_json, s.good)) as session:
@@ -171,15 +187,22 @@ def check(spec: Path = SpecArg,
         session.record(rec.to_dict())
     if as_json:
         emit_json({"spec": str(spec), "differences": list(rec.subject.differences), **rec.endpoints.to_dict(),
-                   "environment": rec.environment})
+                   "warnings": warnings, "environment": rec.environment})
     else:
         print_check(out, rec)
+        for line in warnings:
+            out.print(f"warning: {line}", markup=False)
     raise typer.Exit(X.OK if rec.ok else X.USAGE)
 
 
 def default_spec() -> Path:
-    """The embedded CPU default: a pipeline that deadlocks, among several benign differences."""
-    return Path(__file__).resolve().parents[1] / "variants" / "cpu" / "pipeline-hang.toml"
+    """The embedded CPU default: a pipeline that deadlocks, among several benign differences
+    (relative to the working directory when inside it, so printed commands read as typed)."""
+    path = Path(__file__).resolve().parents[1] / "variants" / "cpu" / "pipeline-hang.toml"
+    try:
+        return path.relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
 
 
 # -- ablate ----------------------------------------------------------------------------------------
@@ -213,6 +236,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     check_strategy(strategy)
     spec = spec or default_spec()
     s = load_spec(spec)
+    unused_factor_warnings(s)
     n = len(s.differences())
     if n == 0:
         fail(f"{spec}: [good] and [bad] are identical: nothing to ablate")
@@ -280,6 +304,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
                  max_runs=max_runs, timeout=timeout)
     s, base = load_subject(spec, run_cmd, cwd=Path.cwd(), build=build, config=config, sets=set_,
                            repeat=repeat, name=f"diff {good.name}..{bad.name}")
+    unused_factor_warnings(s)
     with Session("diff", s, ledger_path, args={"good": str(good), "bad": str(bad)}, policy=pol, fresh=fresh,
                  reporter=reporter(as_json, None)) as session:
         space = HunkSpace(good, bad, session.scratch("scratch"), base=base)
@@ -299,6 +324,7 @@ def history_subject(spec, run_cmd, pytest_id, build, root: Path, config, sets, t
     from bisectk.engine.subject import load_subject
     s, cfg = load_subject(spec, run_cmd, pytest_id, build=build, cwd=root, config=config, sets=sets,
                           timeout=timeout, repeat=repeat, name="bisect")
+    unused_factor_warnings(s)
     try:
         sub = s.cwd.resolve().relative_to(root) if spec is not None else Path(".")
     except ValueError:
@@ -353,7 +379,7 @@ def bisect(repo: Path = RepoOpt,
         if not as_json:
             merges = commits.merges()
             out.print(f"{len(commits)} candidate commits from {commits.good.short} (good) to {commits.bad.short} (bad)"
-                      + (f", {merges} of them merges" if merges else "")
+                      + (f", {merges} of them {'a merge' if merges == 1 else 'merges'}" if merges else "")
                       + (" (first-parent chain)" if first_parent else ""), markup=False)
         with WorktreePool(root, size=jobs) as pool:
             oracle = SpaceOracle(session.runner(), CommitSpace(commits, pool, cfg, sub), policy=pol,
@@ -394,7 +420,7 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.triage import run_triage
     from bisectk.report.junit import write_junit
-    from bisectk.report.triage import to_cases, to_debuglog
+    from bisectk.report.triage import print_summary, to_cases, to_debuglog
     from bisectk.spaces.commits import WorktreePool, list_graph, open_repo
     from bisectk.spaces.revisions import CommitSpace
     root = open_repo(repo)
@@ -411,14 +437,8 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
         log_md = to_debuglog(rec)
         if junit:
             write_junit(junit, "bisectk triage", to_cases(rec, str(spec or run_cmd or pytest_id)))
-
-        def summary() -> None:
-            out.print(f"triage: {rec.verdict}" + (f" -- {rec.first_bad['sha'][:10]} {rec.first_bad['subject']}"
-                                                  if rec.first_bad else ""), markup=False)
-            if not report:
-                out.print(log_md.to_markdown(), markup=False, highlight=False)
-        finish(rec, log_md, summary, report=report, json_out=json_out, as_json=as_json, code=rec.exit_code,
-               session=session)
+        finish(rec, log_md, lambda: print_summary(out, rec, report), report=report, json_out=json_out,
+               as_json=as_json, code=rec.exit_code, session=session)
 
 
 # -- log / replay / report -------------------------------------------------------------------------
@@ -589,6 +609,19 @@ def env_cmd(captures: Optional[list[Path]] = typer.Argument(None, hidden=True, s
         emit_json(data)
     else:
         out.print(f"environment written to {save}", markup=False)
+
+
+demo_app = typer.Typer(no_args_is_help=True, help="Write ready-to-run inputs for the README's examples.")
+app.add_typer(demo_app, name="demo")
+
+
+@demo_app.command("history")
+def demo_history(path: Path = typer.Argument(..., help="A new or empty directory for the repository.", show_default=False)) -> None:
+    """Create a throwaway git repository with a planted regression for bisect, triage, log and
+    replay: tag v1.0 works, main deadlocks; a side branch is merged and two commits do not build."""
+    from bisectk.demo import make_history
+    for line in make_history(path).lines():
+        out.print(line.replace("--repo DIR", f"--repo {path}"), markup=False)
 
 
 @app.callback(invoke_without_command=True)

@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import ROOT, bisectk
 
 COMMANDS = ["run", "check", "ablate", "diff", "bisect", "triage", "log", "replay", "report", "ptx", "env",
-            "ledger", "ledger check"]
+            "ledger", "ledger check", "demo", "demo history"]
 
 
 def cli(*args, env=None, cwd=None):

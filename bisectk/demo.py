@@ -4,7 +4,7 @@ Abstractions
 ------------
 make_history -- write a new git repository into an empty directory: a CPU stand-in kernel
                 (`kernel.py`: producer threads feed a consumer through a ring of mbarrier-like
-                barriers, real threads and real waits) and its build check (`build.py`), over 18
+                barriers, real threads and real waits) and its build check (`build.py`), over 17
                 commits. Tag `v1.0` works; `main` deadlocks. What is planted:
                 - the regression: commit "barrier: count arrivals per thread, as the CUDA kernel
                   does" on the side branch `barrier-refactor` makes the full barrier expect

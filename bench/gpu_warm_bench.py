@@ -6,7 +6,7 @@
 Runs N distinct, passing configurations of kernels/cutedsl/ws_pipeline.py (stages x consumer
 warpgroups x tile width x ...) twice: once each in a fresh process (`run_process`, what a plain
 bisect does: imports torch and cutlass, compiles, runs) and once each through a
-`bisectk.run.worker.WorkerPool` (imports paid once at worker start; compile + run per config).
+`bisectk.run.pool.WorkerPool` (imports paid once at worker start; compile + run per config).
 It then runs one hanging and one crashing configuration through the pool, followed by a passing
 one, to time the recovery (kill + replace).  Prints and writes a JSON summary and a markdown table.
 """
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bisectk.run.process import run_process  # noqa: E402
-from bisectk.run.worker import WorkerPool  # noqa: E402
+from bisectk.run.pool import WorkerPool  # noqa: E402
 
 SCRIPT = "kernels/cutedsl/ws_pipeline.py"
 

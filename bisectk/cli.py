@@ -36,7 +36,8 @@ BuildOpt = typer.Option(None, "--build", help="Build command run before the subj
 ConfigOpt = typer.Option("bad", "--config", help="With a SPEC: which endpoint's factor values to run (good or bad).")
 SetOpt = typer.Option(None, "--set", help="With a SPEC: override a factor, NAME=VALUE (repeatable).")
 TimeoutOpt = typer.Option(None, "--timeout", min=0.01, help="Watchdog seconds (default: calibrated from the good endpoint).")
-ReportOpt = typer.Option(None, "--report", help="Write the Markdown debug log here.")
+ReportOpt = typer.Option(None, "--report", help="Write the Markdown debug log here (its pictures beside it).")
+HtmlOpt = typer.Option(None, "--html", help="Write one self-contained HTML report with pictures here.")
 JsonOutOpt = typer.Option(None, "--json-out", help="Write the JSON result here.")
 RepoOpt = typer.Option(Path("."), "--repo", help="The git repository (its checkout is never touched).")
 GoodRefOpt = typer.Option(..., "--good", help="A commit where the subject works.")
@@ -50,6 +51,8 @@ SameFailureOpt = typer.Option("check", "--same-failure",
 CalibrateOpt = typer.Option(10, "--calibrate-runs", min=1, help="Cap on endpoint re-runs: a bad endpoint that passes is "
                                                                 "re-run up to this many times, and an intermittent one "
                                                                 "is measured over this many runs.")
+WarmOpt = typer.Option(False, "--warm", help="Run Python subjects in warm worker processes (imports paid once; each run "
+                                              "loads the tree's own modules fresh), with a hot spare per worker.")
 FreshOpt = typer.Option(False, "--fresh", help="Ignore runs stored in the ledger (run everything again).")
 
 
@@ -114,23 +117,30 @@ def check_strategy(strategy: str) -> None:
         fail(f"--strategy {strategy!r}: choose one of {', '.join(strategy_names())}")
 
 
+def write_reports(record, log, markdown: Optional[Path], html: Optional[Path]) -> list[str]:
+    """The Markdown debug log (pictures beside it) and the HTML report; a line for each."""
+    if not (markdown or html):
+        return []
+    from bisectk.report.html import write_html, write_markdown
+    return ([write_markdown(markdown, record, log)] if markdown else []) + ([write_html(html, record, log)] if html else [])
+
+
 def finish(record, log, summary, *, report: Optional[Path], json_out: Optional[Path], as_json: bool, code: int,
-           session=None) -> None:
+           session=None, html: Optional[Path] = None) -> None:
     """Store the record with its session, write the report files, print JSON or the terminal
     summary, and exit with `code`."""
     doc = record.to_dict()
     if session is not None:
         session.record(doc)
-    if report:
-        report.write_text(log.to_markdown(), encoding="utf-8")
+    written = write_reports(record, log, report, html)
     if json_out:
         json_out.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
     if as_json:
         emit_json(doc)
     else:
         summary()
-        if report:
-            out.print(f"debug log written to {report}", markup=False)
+        for line in written:
+            out.print(line, markup=False)
     raise typer.Exit(code)
 
 
@@ -217,11 +227,11 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
            max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop the search after this many runs (best result so far)."),
            resume: bool = typer.Option(False, "--resume", help="Continue the last ablation of this spec: runs already in the ledger are not repeated."),
            fresh: bool = FreshOpt,
-           warm: bool = typer.Option(False, "--warm", help="Run Python subjects in warm worker processes (torch/cutlass imported once)."),
+           warm: bool = WarmOpt,
            gpus: Optional[str] = typer.Option(None, "--gpus", help="With --warm: one worker per GPU, e.g. 0,1."),
            ptx: bool = typer.Option(False, "--ptx", help="Add a PTX signature diff of good, bad and the culprit configuration (compile-only, no GPU)."),
            sanitize: bool = typer.Option(False, "--sanitize", help="Rerun the culprit configuration under compute-sanitizer (synccheck/memcheck/racecheck)."),
-           report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt,
+           report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt, html: Optional[Path] = HtmlOpt,
            ledger: Optional[Path] = LedgerOpt, as_json: bool = JsonOpt) -> None:
     """Isolate the factor, or the set of factors acting together, that causes the failure.
 
@@ -262,7 +272,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
             fail("interrupted before the endpoints were verified; nothing to report (runs so far are in the ledger)",
                  X.INTERRUPTED)
         finish(rec, to_debuglog(rec), lambda: print_summary(out, rec), report=report, json_out=json_out,
-               as_json=as_json, code=X.search_code(rec.ok, rec.complete, rec.interrupted), session=session)
+               as_json=as_json, code=X.search_code(rec.ok, rec.complete, rec.interrupted), session=session, html=html)
 
 
 # -- diff ------------------------------------------------------------------------------------------
@@ -280,8 +290,8 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
              strategy: str = typer.Option("adaptive", "--strategy", help="Search strategy: " + ", ".join(strategy_names()) + "."),
              lines: bool = typer.Option(True, "--lines/--no-lines", help="Refine culprit hunks to lines (second pass)."),
              max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop the search after this many runs."),
-             fresh: bool = FreshOpt,
-             report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt,
+             fresh: bool = FreshOpt, warm: bool = WarmOpt,
+             report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt, html: Optional[Path] = HtmlOpt,
              ledger: Optional[Path] = typer.Option(None, "--ledger", help=f"Ledger database (default: {cache_ledger()}, in your cache, never in GOOD or BAD; scratch trees beside it)."),
              as_json: bool = JsonOpt) -> None:
     """Isolate the hunks (then lines) of the GOOD->BAD source difference that cause the failure.
@@ -306,7 +316,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
                            repeat=repeat, name=f"diff {good.name}..{bad.name}")
     unused_factor_warnings(s)
     with Session("diff", s, ledger_path, args={"good": str(good), "bad": str(bad)}, policy=pol, fresh=fresh,
-                 reporter=reporter(as_json, None)) as session:
+                 warm=warm, reporter=reporter(as_json, None)) as session:
         space = HunkSpace(good, bad, session.scratch("scratch"), base=base)
         session.closers.append(space.close)
         if not as_json:
@@ -314,7 +324,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
         oracle = SpaceOracle(session.runner(cwd=space.workdir), space, policy=pol)
         rec = run_diff(oracle, strategy=strategy, refine=lines, environment=environment_capture())
         finish(rec, to_debuglog(rec), lambda: print_summary(out, rec), report=report, json_out=json_out,
-               as_json=as_json, code=X.search_code(rec.ok, rec.complete, rec.interrupted), session=session)
+               as_json=as_json, code=X.search_code(rec.ok, rec.complete, rec.interrupted), session=session, html=html)
 
 
 # -- bisect / triage -------------------------------------------------------------------------------
@@ -351,8 +361,8 @@ def bisect(repo: Path = RepoOpt,
            any_failure: bool = typer.Option(False, "--any-failure", help="Count any failure as bad (git bisect's view), not only the bad endpoint's."),
            max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop after this many observations."),
            resume: bool = typer.Option(False, "--resume", help="Continue the last bisection of these refs; nothing already recorded re-runs."),
-           fresh: bool = FreshOpt,
-           report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt,
+           fresh: bool = FreshOpt, warm: bool = WarmOpt,
+           report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt, html: Optional[Path] = HtmlOpt,
            ledger: Optional[Path] = GitLedgerOpt,
            as_json: bool = JsonOpt) -> None:
     """Find the first bad commit between --good and --bad, each commit built and run in its own
@@ -372,7 +382,7 @@ def bisect(repo: Path = RepoOpt,
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,
                  max_runs=max_runs, jobs=jobs, confidence=confidence, gpus=tuple(gpus.split(",")) if gpus else ())
     with Session("bisect", s, ledger_location(ledger, repo=root), args=args, policy=pol, fresh=fresh,
-                 reporter=reporter(as_json, None)) as session:
+                 warm=warm, reporter=reporter(as_json, None)) as session:
         prev = session.previous
         if resume and (prev is None or prev["args"].get("good") != good_sha or prev["args"].get("bad") != bad_sha):
             fail(f"--resume: no earlier bisection of {good}..{bad} with this subject in {session.ledger.path}")
@@ -390,7 +400,7 @@ def bisect(repo: Path = RepoOpt,
                 fail("interrupted while verifying the endpoints; runs so far are in the ledger", X.INTERRUPTED)
         finish(rec, to_debuglog(rec), lambda: print_summary(out, rec), report=report, json_out=json_out,
                as_json=as_json, code=X.search_code(rec.ok, rec.complete, rec.interrupted, rec.ambiguous),
-               session=session)
+               session=session, html=html)
 
 
 @app.command()
@@ -407,8 +417,8 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
            calibrate_runs: int = CalibrateOpt, same_failure: str = SameFailureOpt,
            jobs: int = typer.Option(1, "--jobs", min=1, max=64, help="Commits tested per round in parallel."),
            first_parent: bool = typer.Option(False, "--first-parent", help="Only the first-parent chain."),
-           fresh: bool = FreshOpt,
-           report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt,
+           fresh: bool = FreshOpt, warm: bool = WarmOpt,
+           report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt, html: Optional[Path] = HtmlOpt,
            junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML here."),
            ledger: Optional[Path] = GitLedgerOpt,
            as_json: bool = JsonOpt) -> None:
@@ -429,7 +439,7 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, jobs=jobs)
     args = {"repo": str(root), "good": commits.good.sha, "bad": commits.bad.sha}
     with Session("triage", s, ledger_location(ledger, repo=root), args=args, policy=pol, fresh=fresh,
-                 reporter=reporter(as_json, None)) as session:
+                 warm=warm, reporter=reporter(as_json, None)) as session:
         with WorktreePool(root, size=jobs) as pool:
             oracle = SpaceOracle(session.runner(), CommitSpace(commits, pool, cfg, sub), policy=pol)
             rec = run_triage(oracle, scratch_root=session.scratch("triage"), environment=environment_capture(),
@@ -438,7 +448,7 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
         if junit:
             write_junit(junit, "bisectk triage", to_cases(rec, str(spec or run_cmd or pytest_id)))
         finish(rec, log_md, lambda: print_summary(out, rec, report), report=report, json_out=json_out,
-               as_json=as_json, code=rec.exit_code, session=session)
+               as_json=as_json, code=rec.exit_code, session=session, html=html)
 
 
 # -- log / replay / report -------------------------------------------------------------------------
@@ -472,10 +482,10 @@ def log(repo: Path = typer.Option(Path("."), "--repo", help="The repository whos
 @app.command()
 def replay(logfile: Path = typer.Argument(..., help="A file written from `bisectk log`.", show_default=False),
            repo: Optional[Path] = typer.Option(None, "--repo", help="Repository (default: the one named in the log)."),
-           as_json: bool = JsonOpt) -> None:
+           html: Optional[Path] = HtmlOpt, as_json: bool = JsonOpt) -> None:
     """Rebuild a bisection's answer from a log, running nothing; says which commit to test next if
     the log stops early. Exit 0: the log determines the first bad commit; 1: it does not yet."""
-    from bisectk.engine.replay import replay_log
+    from bisectk.engine.replay import replay_log, replay_record
     result, graph, nxt = replay_log(logfile, repo)
     fb = graph[result.culprit] if result.culprit is not None else None
     doc = {"first_bad": fb.to_dict() if fb and result.complete else None,
@@ -483,9 +493,12 @@ def replay(logfile: Path = typer.Argument(..., help="A file written from `bisect
            "confidence": result.confidence, "complete": result.complete,
            "candidates": [graph[i].sha for i in result.candidates], "contradiction": result.contradiction,
            "next": graph[nxt].sha if nxt is not None else None}
+    written = write_reports(replay_record(logfile, repo, (result, graph, nxt)), None, None, html) if html else []
     if as_json:
         emit_json(doc)
     else:
+        for line in written:
+            out.print(line, markup=False)
         if result.contradiction:
             out.print(f"the log contradicts itself: {result.contradiction}", markup=False)
         out.print(f"first bad commit: {fb.sha} {fb.subject}" if fb and result.complete else
@@ -498,8 +511,8 @@ def replay(logfile: Path = typer.Argument(..., help="A file written from `bisect
 @app.command()
 def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bisectk/ledger.db, <git dir>/bisectk/ledger.db).", show_default=False),
            session: Optional[int] = typer.Option(None, "--session", help="Session id (default: the last finished one)."),
-           markdown: Optional[Path] = typer.Option(None, "--report", help="Write the Markdown debug log here."),
-           as_json: bool = JsonOpt) -> None:
+           markdown: Optional[Path] = typer.Option(None, "--report", help="Write the Markdown debug log here (its pictures beside it)."),
+           html: Optional[Path] = HtmlOpt, as_json: bool = JsonOpt) -> None:
     """Print a finished command's result again from the ledger, running nothing."""
     from bisectk.engine.records import load_record
     from bisectk.report import render
@@ -511,12 +524,13 @@ def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bis
     if info is None or not info.get("result") or "command" not in info["result"]:
         fail(f"{ledger}: no finished session" + (f" with id {session}" if session else "") + " with a stored result")
     rec = load_record(info["result"])
-    if markdown:
-        markdown.write_text(render.debuglog(rec).to_markdown(), encoding="utf-8")
+    written = write_reports(rec, None, markdown, html)
     if as_json:
         emit_json(info["result"])
     else:
         render.summary(out, rec)
+        for line in written:
+            out.print(line, markup=False)
     raise typer.Exit(X.OK)
 
 

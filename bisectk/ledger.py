@@ -48,7 +48,7 @@ from typing import Any
 
 from bisectk.errors import LedgerError
 from bisectk.outcome import Run
-from bisectk.run.process import process_start
+from bisectk.procstat import process_start
 
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_S = 30.0
@@ -128,6 +128,25 @@ class Claim:
         self.release()  # an interrupted or failed run leaves the slot to whoever comes next
 
 
+def _retry_busy(step, limit_s: float | None = None):
+    """Run one statement, retrying while another process holds a lock it cannot wait for: switching
+    a new file to WAL, or reading it while another connection does, can answer SQLITE_BUSY at once
+    without calling the busy handler (SQLite's deadlock avoidance), e.g. two sessions opening one
+    new ledger together."""
+    deadline = time.monotonic() + (BUSY_TIMEOUT_S if limit_s is None else limit_s)
+    pause = 0.02
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as exc:
+            busy = (getattr(exc, "sqlite_errorname", "") or "").startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) \
+                or "locked" in str(exc)
+            if not busy or time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+
 class Ledger:
     def __init__(self, path: str | Path, *, readonly: bool = False):
         self.path = Path(path)
@@ -148,8 +167,8 @@ class Ledger:
         with self._read("opening"):
             self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
             if not readonly:
-                self.db.execute("PRAGMA journal_mode=WAL")
-            bad = [r[0] for r in self.db.execute("PRAGMA quick_check(5)").fetchall()]
+                _retry_busy(lambda: self.db.execute("PRAGMA journal_mode=WAL"))
+            bad = [r[0] for r in _retry_busy(lambda: self.db.execute("PRAGMA quick_check(5)").fetchall())]
         if bad != ["ok"]:
             raise self._damaged("; ".join(map(str, bad)))
         self.schema = self._prepare() if not readonly else self._version()

@@ -87,6 +87,7 @@ class Run:
     log_path: str | None = None
     failed: tuple[str, ...] = ()   # what failed, without values (see the module docstring)
     progress: str = ""             # where a hung run stopped, in words (from the watchdog)
+    timeline: tuple | None = None  # progress points seen: ((key, seconds), ..., ("<end>", seconds))
 
     @property
     def family(self) -> str:
@@ -115,6 +116,8 @@ class Run:
         d["kind"] = FailKind(d["kind"]) if d.get("kind") else None
         d["reason"] = Reason(d["reason"]) if d.get("reason") else None
         d["failed"] = tuple(d.get("failed") or ())
+        if d.get("timeline"):
+            d["timeline"] = tuple(tuple(p) for p in d["timeline"])
         return cls(**d)
 
 

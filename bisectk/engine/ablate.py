@@ -69,7 +69,8 @@ def attempt_records(oracle: SpaceOracle, result: AblationResult, order: Callable
         rows.append(AttemptRecord(a.index, a.phase, applied, oracle.space.label(a.config), a.outcome.value,
                                   v.describe() if v else a.outcome.value.upper(),
                                   failure.describe() if failure else None, a.runs,
-                                  round(v.duration_s, 3) if v else 0.0, oracle.from_ledger(a.config), pass_name))
+                                  round(v.duration_s, 3) if v else 0.0, oracle.from_ledger(a.config), pass_name,
+                                  dict(v.metrics) if v else {}))
     return rows
 
 
@@ -85,7 +86,7 @@ def different_failures(oracle: SpaceOracle, describe_point: Callable) -> list[di
 
 def subject_record(spec: Spec) -> SubjectRecord:
     return SubjectRecord(spec.name, str(spec.path), tuple(spec.command), dict(spec.good), dict(spec.bad),
-                         tuple(spec.differences()), spec.description)
+                         tuple(spec.differences()), spec.description, spec.slow_factor, spec.slow_metric)
 
 
 def _names(items) -> str:

@@ -53,8 +53,27 @@ def attempts_in_run_order(oracle: SpaceOracle) -> list[AttemptRecord]:
         failure = v.failure(oracle.target.mode if oracle.target else "check")
         out.append(AttemptRecord(n, ends.get(obs.key, "bisect"), (obs.key,), obs.label, obs.judged.value,
                                  v.describe(), failure.describe() if failure else None, 1,
-                                 round(obs.run.duration_s, 3), obs.cached))
+                                 round(obs.run.duration_s, 3), obs.cached, metrics=dict(obs.run.metrics)))
     return out
+
+
+def tested_commits(graph, observed) -> tuple[dict, ...]:
+    """Each commit run, in topological order (--good first, index None), with its pass / fail /
+    unresolved counts: the commit line of the reports' pictures. `observed` yields (sha, outcome as
+    the search judged it)."""
+    counts: dict[str, dict[str, int]] = {}
+    for sha, outcome in observed:
+        counts.setdefault(sha, {o.value: 0 for o in Outcome})[Outcome(outcome).value] += 1
+    rows = []
+    for sha, c in counts.items():
+        i = None if sha == graph.good.sha else graph.index(sha)
+        info = graph.good if i is None else graph[i]
+        rows.append({"index": i, "sha": sha, "short": info.short, "subject": info.subject, **c})
+    return tuple(sorted(rows, key=lambda r: -1 if r["index"] is None else r["index"]))
+
+
+def marginal_doc(graph, result: DagResult) -> tuple[dict, ...]:
+    return tuple({"index": i, "short": graph[i].short, "p": p} for i, p in result.marginal)
 
 
 def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None, environment: dict | None = None,
@@ -72,7 +91,8 @@ def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None, environm
     if not check.ok:
         return BisectRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
                             observations=len(oracle.observations), wall_s=time.monotonic() - start,
-                            attempts=tuple(attempts_in_run_order(oracle)), **base)
+                            attempts=tuple(attempts_in_run_order(oracle)),
+                            tested=tested_commits(graph, ((o.key, o.judged) for o in oracle.observations)), **base)
     oracle.target = check.target
     flaky = check.flaky
     bad_runs = [r for r in check.bad.runs if r.outcome is not Outcome.UNRESOLVED]
@@ -153,4 +173,6 @@ def _record(oracle: SpaceOracle, check: EndpointCheck, result: DagResult, flaky:
         confidence=round(result.confidence, 6), ambiguous=len(result.candidates) > 1,
         skipped=tuple(commit_doc(space, i) for i in result.skipped), fail_prob=result.fail_prob,
         posterior=tuple({"sha": graph[i].sha, "short": graph[i].short, "p": round(p, 6)} for i, p in result.posterior),
-        attempts=tuple(attempts_in_run_order(oracle)), **base)
+        attempts=tuple(attempts_in_run_order(oracle)),
+        tested=tested_commits(graph, ((o.key, o.judged) for o in oracle.observations)),
+        marginal=marginal_doc(graph, result), **base)

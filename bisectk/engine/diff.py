@@ -40,7 +40,8 @@ def run_diff(oracle: SpaceOracle, *, strategy: str = "adaptive", refine: bool = 
     check = verify(oracle, frozenset(), frozenset(all_ids), repeat=policy.repeat or runner.spec.repeat,
                    calibrate_runs=policy.calibrate_runs, flaky=policy.flaky, same_failure=policy.same_failure)
     base = dict(command="diff", endpoints=check, subject=subject_record(runner.spec), good=str(space.good),
-                bad=str(space.bad), hunks=len(space.hunks), environment=environment or {}, session=runner.session)
+                bad=str(space.bad), hunks=len(space.hunks), environment=environment or {}, session=runner.session,
+                hunk_index=tuple({k: v for k, v in h.to_dict().items() if k != "text"} for h in space.hunks))
     if not check.ok:
         return DiffRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
                           observations=len(oracle.observations), wall_s=time.monotonic() - start, **base)

@@ -11,7 +11,7 @@ AttemptRecord   -- one configuration the search tried, in the order run: what wa
                    verdict in words, the failure identity in plain words, runs, time, and
                    whether the answer came from the ledger.
 SubjectRecord   -- the subject: name, spec path, command, good/bad configurations, differences.
-AblationRecord, DiffRecord, BisectRecord, TriageRecord, CheckRecord
+AblationRecord, DiffRecord, BisectRecord, TriageRecord, CheckRecord, RunRecord, ReplayRecord
                 -- one per command: everything its reports print. `to_dict()` is the command's
                    `--json` document; `from_dict()` reads it back, so a record stored with its
                    session in the ledger is printed again by `bisectk report` without running
@@ -108,6 +108,7 @@ class AttemptRecord:
     time_s: float
     from_ledger: bool = False
     pass_name: str = ""            # diff: 'hunks' or 'lines'
+    metrics: dict = field(default_factory=dict)   # the verdict's metrics (pictures: slow metric per configuration)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -129,15 +130,18 @@ class SubjectRecord:
     bad: dict[str, Any]
     differences: tuple[str, ...]
     description: str = ""
+    slow_factor: float | None = None   # the oracle's SLOW rule: metric > slow_factor x the good baseline
+    slow_metric: str | None = None     # None: wall seconds
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "path": self.path, "command": list(self.command), "good": self.good,
-                "bad": self.bad, "differences": list(self.differences), "description": self.description}
+                "bad": self.bad, "differences": list(self.differences), "description": self.description,
+                "slow_factor": self.slow_factor, "slow_metric": self.slow_metric}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SubjectRecord:
         return cls(d["name"], d["path"], tuple(d["command"]), d["good"], d["bad"], tuple(d["differences"]),
-                   d.get("description", ""))
+                   d.get("description", ""), d.get("slow_factor"), d.get("slow_metric"))
 
 
 def _base_dump(rec: Any) -> dict[str, Any]:
@@ -232,6 +236,7 @@ class DiffRecord(Record):
     diff: str = ""
     lines_diff: str = ""
     search_runs: int = 0
+    hunk_index: tuple[dict, ...] = ()       # every hunk: id, file, kind, good_lines, bad_lines (no text)
 
 
 @dataclass(frozen=True)
@@ -255,6 +260,9 @@ class BisectRecord(Record):
     attempts: tuple[AttemptRecord, ...] = ()
     protocol: str = "bisectk"
     contradiction: str | None = None        # observations that fit no culprit, in words
+    tested: tuple[dict, ...] = ()           # each commit run: index (None: --good), sha, short, subject, and its
+                                            # pass / fail / unresolved counts, in topological order
+    marginal: tuple[dict, ...] = ()         # flaky: {index, short, p} for every candidate with P(first bad) > 0
 
 
 @dataclass(frozen=True)
@@ -276,6 +284,28 @@ class TriageRecord(Record):
 
 
 @dataclass(frozen=True)
+class ReplayRecord(Record):
+    """`bisectk replay`: a bisection's answer rebuilt from a log, nothing run (endpoints is None)."""
+
+    log: str = ""
+    repo: str = ""
+    good: str = ""
+    bad: str = ""
+    commits: int = 0
+    flaky: bool = False
+    mode: str = ""
+    first_bad: dict | None = None
+    last_good: tuple[dict, ...] = ()
+    candidates: tuple[dict, ...] = ()
+    next: dict | None = None                # the commit to test next when the log stops early
+    confidence: float = 0.0
+    skipped: tuple[dict, ...] = ()
+    contradiction: str | None = None
+    tested: tuple[dict, ...] = ()
+    marginal: tuple[dict, ...] = ()
+
+
+@dataclass(frozen=True)
 class CheckRecord(Record):
     subject: SubjectRecord | None = None
 
@@ -289,7 +319,7 @@ class RunRecord(Record):
 
 
 RECORDS = {"ablate": AblationRecord, "diff": DiffRecord, "bisect": BisectRecord, "triage": TriageRecord,
-           "check": CheckRecord, "run": RunRecord}
+           "check": CheckRecord, "run": RunRecord, "replay": ReplayRecord}
 
 
 def load_record(d: dict[str, Any]) -> Record:
@@ -301,4 +331,4 @@ def load_record(d: dict[str, Any]) -> Record:
 
 
 __all__ = ["AttemptRecord", "SubjectRecord", "Record", "AblationRecord", "DiffRecord", "BisectRecord",
-           "TriageRecord", "CheckRecord", "RunRecord", "RECORDS", "load_record", "EndpointCheck", "Rate"]
+           "TriageRecord", "CheckRecord", "RunRecord", "ReplayRecord", "RECORDS", "load_record", "EndpointCheck", "Rate"]

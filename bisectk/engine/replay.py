@@ -8,13 +8,18 @@ replay_log -- maps shas to candidate indices of the commit graph, feeds the obse
               DAG search with an oracle that stops at the first commit the log does not cover, and
               returns the result with that next commit (None when the log is complete). Lines of
               the --good commit (an endpoint, not a candidate) are checked, not searched.
+replay_record -- the same answer as a ReplayRecord (for the HTML report's pictures: the commit line
+              of the log and, for a flaky log, the posterior).
 """
 
 from __future__ import annotations
 
 import shlex
+import time
 from pathlib import Path
 
+from bisectk.engine.bisect import marginal_doc, tested_commits
+from bisectk.engine.records import ReplayRecord
 from bisectk.errors import BisectkError
 from bisectk.outcome import Outcome
 from bisectk.search.history import DagResult, Observation, SearchOptions, SearchStopped, StopSearch, search_dag
@@ -72,3 +77,32 @@ def replay_log(path: Path, repo: Path | None = None) -> tuple[DagResult, CommitG
         return result, graph, None
     except SearchStopped as stop:
         return stop.result, graph, asked[0] if asked else None
+
+
+def replay_record(path: Path, repo: Path | None = None, replayed=None) -> ReplayRecord:
+    """`replayed`: replay_log's answer for this log, when the caller has it already."""
+    start = time.monotonic()
+    result, graph, nxt = replayed or replay_log(path, repo)
+    header, observed = parse_log(path.read_text(encoding="utf-8"))
+
+    def doc(sha_or_index) -> dict:
+        if sha_or_index is None or (isinstance(sha_or_index, str) and graph.good.sha.startswith(sha_or_index)):
+            return {"index": None, **graph.good.to_dict()}
+        try:
+            i = sha_or_index if isinstance(sha_or_index, int) else graph.index(sha_or_index)
+        except Exception:      # a parent outside the candidates: an ancestor of --good, good
+            return {"index": None, "sha": sha_or_index, "subject": "an ancestor of --good"}
+        return {"index": i, **graph[i].to_dict()}
+    found = result.found and not result.contradiction
+    return ReplayRecord(
+        command="replay", endpoints=None, ok=True, complete=result.complete, interrupted=False, runs=0,
+        observations=len(observed), wall_s=round(time.monotonic() - start, 3), log=str(path),
+        repo=str(repo or header.get("repo", "")), good=graph.good.sha, bad=graph.bad.sha, commits=len(graph),
+        flaky=bool(header.get("flaky")), mode=result.mode,
+        first_bad=doc(result.culprit) if found else None,
+        last_good=tuple(doc(sha) for sha in graph.parent_shas[result.culprit]) if found else (),
+        candidates=tuple(doc(i) for i in result.candidates), next=doc(nxt) if nxt is not None else None,
+        confidence=round(result.confidence, 6), skipped=tuple(doc(i) for i in result.skipped),
+        contradiction=result.contradiction,
+        tested=tested_commits(graph, ((doc(sha)["sha"], outcome) for sha, outcome in observed)),
+        marginal=marginal_doc(graph, result))

@@ -86,8 +86,8 @@ class Session:
         if not self.warm:
             return None
         if self.pool is None:
-            from bisectk.run.worker import WorkerPool
-            self.pool = WorkerPool(gpus=list(self.policy.gpus) or None).start(wait=False)
+            from bisectk.run.pool import WorkerPool
+            self.pool = WorkerPool(gpus=list(self.policy.gpus) or None, slots=self.policy.jobs).start(wait=False)
             self.closers.append(self.pool.close)
         return self.pool.run
 

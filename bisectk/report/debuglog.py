@@ -3,9 +3,10 @@
 Abstractions
 ------------
 AttemptEntry -- one attempt: hypothesis, what was run, the result, the conclusion.
-DebugLog     -- status, symptom, environment, related files, the key-differences table, the
-                attempts, free sections (culprit diff, PTX evidence, statistics) and the
-                "what to try next" list. `to_markdown()` renders it; commands fill it in.
+DebugLog     -- status, symptom, environment, related files, the pictures (written beside the
+                Markdown file, linked by relative path), the key-differences table, the attempts,
+                free sections (culprit diff, PTX evidence, statistics) and the "what to try
+                next" list. `to_markdown()` renders it; commands fill it in.
 
 The layout follows the debug protocol in the user's own notes: attempts with hypothesis /
 what you did / result / conclusion, a key-differences table, and a prioritised next-steps list,
@@ -41,6 +42,7 @@ class DebugLog:
     attempts: list[AttemptEntry] = field(default_factory=list)
     sections: list[tuple[str, str]] = field(default_factory=list)  # (heading, markdown body)
     next_steps: list[str] = field(default_factory=list)
+    figures: list[tuple[str, str]] = field(default_factory=list)    # (title, relative path of the picture)
 
     def to_markdown(self) -> str:
         out = [f"### {self.title}", "", f"**Status:** {self.status}", f"**Symptom:** {self.symptom}"]
@@ -50,6 +52,10 @@ class DebugLog:
             out.append("**Related files:** " + ", ".join(f"`{r}`" for r in self.related))
         if self.summary:
             out += ["", "#### Summary", ""] + [f"- {s}" for s in self.summary]
+        if self.figures:
+            out += ["", "#### Pictures", ""]
+            for title, path in self.figures:
+                out += [f"**{title}**", "", f"![{title}]({path})", ""]
         if self.differences:
             out += ["", "---", "", f"#### {self.differences_title}", "", _table(self.differences_header, self.differences)]
         if self.attempts:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from bisectk.engine.records import (AblationRecord, BisectRecord, CheckRecord, DiffRecord, Record, RunRecord,
-                                    TriageRecord)
-from bisectk.report import ablation, diff, history, triage
+from bisectk.engine.records import (AblationRecord, BisectRecord, CheckRecord, DiffRecord, Record, ReplayRecord,
+                                    RunRecord, TriageRecord)
+from bisectk.report import ablation, diff, history, replay, triage
 from bisectk.report.debuglog import DebugLog
 from bisectk.report.text import print_check
 
@@ -26,6 +26,8 @@ def debuglog(rec: Record) -> DebugLog:
         return history.to_debuglog(rec)
     if isinstance(rec, TriageRecord):
         return triage.to_debuglog(rec)
+    if isinstance(rec, ReplayRecord):
+        return replay.to_debuglog(rec)
     check = rec.endpoints
     title = f"{rec.command}: {rec.subject.name if getattr(rec, 'subject', None) else ''}"
     return DebugLog(title, "endpoints OK" if check is None or check.ok else "endpoints unusable",

@@ -139,7 +139,8 @@ class Judge:
 def _common(raw: RawRun, log_path: str | None) -> dict:
     return dict(duration_s=raw.duration_s, exit_code=raw.exit_code, signal=raw.signal,
                 timed_out=raw.timed_out, stdout_tail=raw.stdout[-4000:], stderr_tail=raw.stderr[-4000:],
-                log_path=log_path)
+                log_path=log_path, progress=raw.stalled,
+                timeline=tuple(tuple(p) for p in raw.timeline) if raw.timeline else None)
 
 
 def check_text(t: Threshold) -> str:
@@ -204,14 +205,15 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
     if not raw.started:
         return Run(Outcome.UNRESOLVED, reason=Reason.INFRA, signature=raw.error, **common)
     if raw.timed_out:
-        return Run(Outcome.FAIL, FailKind.HANG, signature=f"timeout after {raw.duration_s:.1f} s", **common)
+        where = f"; {raw.stalled}" if raw.stalled else ""
+        return Run(Outcome.FAIL, FailKind.HANG, signature=f"timeout after {raw.duration_s:.1f} s{where}", **common)
     text = raw.stderr + "\n" + raw.stdout
-    if raw.error and raw.exit_code == 0 and not raw.signal:
-        # The harness saw the run fail although the script returned: a warm worker whose CUDA
-        # context is poisoned after the run (a sticky error the script swallowed) is a crash.
-        signature = recognise(raw.error + "\n" + text) or raw.error
-        return Run(Outcome.FAIL, FailKind.CRASH, signature=signature,
-                   failed=(recognise(raw.error + "\n" + text) or "CUDA context poisoned",), **common)
+    if raw.poisoned and raw.exit_code == 0 and not raw.signal:
+        # The script returned, but the warm worker's CUDA context is poisoned after the run (a
+        # sticky error the script swallowed): a crash, named by the CUDA error when it is known.
+        cuda = recognise(raw.poisoned + "\n" + text)
+        return Run(Outcome.FAIL, FailKind.CRASH, signature=cuda or raw.poisoned,
+                   failed=(cuda or "CUDA context poisoned",), **common)
     if judge.protocol == "pytest" and not raw.signal:
         return classify_pytest(raw, text, common)
     if raw.exit_code == SKIP_EXIT:

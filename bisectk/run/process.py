@@ -13,6 +13,9 @@ start_contained -- the building block: argv running under its supervisor, with t
                    end it (the warm workers start their processes through it as well).
 reap_stale      -- the last resort: processes of runs whose bisectk and supervisor both died,
                    found by the run id in their environment, killed at the next start.
+run_tool        -- bisectk's own short, trusted tools (git): a plain child in its own session,
+                   output captured whole, its group ended if it outlives `timeout` (no supervisor:
+                   git does not daemonise when asked not to, and it runs hundreds of times).
 
 Why a supervisor (`run/supervise.py`): a subject is often `sh -> python -> compiler`, and some
 subjects start daemons (double fork, `setsid`) or leave children running after they exit. A
@@ -41,6 +44,8 @@ from pathlib import Path
 
 import psutil
 
+from bisectk.procstat import process_start  # noqa: F401  (re-exported)
+
 from bisectk.run import supervise
 
 TAIL_BYTES = 64 * 1024
@@ -63,6 +68,9 @@ class RawRun:
     stderr: str = ""
     error: str = ""
     leftovers: int = 0  # processes still alive after the subject exited, killed by the supervisor
+    poisoned: str = ""  # a warm worker's CUDA context failed after the run returned: what it said
+    timeline: list | None = None   # progress points seen (run/progress.py Timeline.to_list())
+    stalled: str = ""              # where a hung run stopped, in words
 
 
 class _Tail:
@@ -71,7 +79,9 @@ class _Tail:
     A log that cannot be written (disk full, directory gone) stops being written; the stream is
     still drained and its tail kept, so the subject never blocks and nothing raises in the thread."""
 
-    def __init__(self, limit: int, sink: Path | None):
+    def __init__(self, limit: int, sink: Path | None, on_line=None):
+        self.on_line = on_line   # called with each complete line (str), when progress is followed
+        self.partial = b""
         self.chunks: deque[bytes] = deque()
         self.size = 0
         self.limit = limit
@@ -92,6 +102,8 @@ class _Tail:
                     except OSError as exc:
                         self.sink_error = f"{self.sink.name}: {exc.strerror or exc}"
                         self._close_sink()
+                if self.on_line is not None:
+                    self._lines(chunk)
                 self.chunks.append(chunk)
                 self.size += len(chunk)
                 while self.size - len(self.chunks[0]) >= self.limit and len(self.chunks) > 1:
@@ -100,6 +112,15 @@ class _Tail:
             pass  # the pipe went away under us: what was read is kept
         finally:
             self._close_sink()
+
+    def _lines(self, chunk: bytes) -> None:
+        *lines, self.partial = (self.partial + chunk).split(b"\n")
+        self.partial = self.partial[-4096:]
+        for line in lines:
+            try:
+                self.on_line(line[:4096].decode("utf-8", errors="replace"))
+            except Exception:   # a watchdog bug must not stop the stream from being drained
+                pass
 
     def _close_sink(self) -> None:
         sink, self.sink = self.sink, None
@@ -288,11 +309,13 @@ def start_contained(argv: list[str], *, cwd=None, env: dict[str, str] | None = N
 def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
                 env: dict[str, str] | None = None, timeout: float | None = None,
                 log_dir: Path | None = None, tail_bytes: int = TAIL_BYTES,
-                base_env: dict[str, str] | None = None) -> RawRun:
+                base_env: dict[str, str] | None = None, watch=None) -> RawRun:
     """Run argv to completion or timeout. Never raises for the subject's behaviour (nor for a
     command the kernel refuses: that is `RawRun(started=False, error=...)`).
 
-    The child's environment is `base_env` (default: this process's) updated with `env`."""
+    The child's environment is `base_env` (default: this process's) updated with `env`. With a
+    `watch` (run/progress.py: Recorder or Watch), every output line is a progress point and a
+    Watch's deadline, which moves as the run progresses, replaces the fixed `timeout`."""
     problem = invalid_command(argv, cwd, env)
     if problem:
         return RawRun(started=False, error=f"cannot start: {problem}")
@@ -313,7 +336,8 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
             sinks = [log_dir / "stdout.log", log_dir / "stderr.log"]
         except OSError:
             pass  # no full logs; the tails are still kept
-    tails = [_Tail(tail_bytes, sink) for sink in sinks]
+    on_line = (lambda text: watch.line(text, time.monotonic() - c.t0)) if watch is not None else None
+    tails = [_Tail(tail_bytes, sink, on_line) for sink in sinks]
     readers = [threading.Thread(target=t.feed, args=(s,), daemon=True)
                for t, s in zip(tails, (c.proc.stdout, c.proc.stderr))]
     for r in readers:
@@ -321,7 +345,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     timed_out, decided = False, None
     try:
         try:
-            report = c.wait(None if timeout is None else c.t0 + timeout)
+            report = _wait(c, timeout, watch)
         except TimeoutError:
             timed_out, decided = True, time.monotonic()
             c.end()
@@ -343,7 +367,41 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     return RawRun(started=True, exit_code=None if timed_out else code,
                   signal=None if timed_out or code is None else signal_name(code),
                   timed_out=timed_out, duration_s=duration, stdout=tails[0].text(), stderr=tails[1].text(),
-                  error=f"log not written: {notes[0]}" if notes else "", leftovers=report.get("leftovers", 0))
+                  error=f"log not written: {notes[0]}" if notes else "", leftovers=report.get("leftovers", 0),
+                  timeline=watch.timeline(duration).to_list() if watch is not None else None,
+                  stalled=watch.where(duration) if timed_out and hasattr(watch, "where") else "")
+
+
+def _wait(c: Contained, timeout: float | None, watch) -> dict | None:
+    """The supervisor's report; TimeoutError once the deadline passes. A Watch's deadline moves
+    with the run's progress, so it is looked at again every 50 ms."""
+    deadline = getattr(watch, "deadline", None)
+    if deadline is None:
+        return c.wait(None if timeout is None else c.t0 + timeout)
+    while True:
+        due = c.t0 + deadline()
+        try:
+            return c.wait(min(due, time.monotonic() + 0.05))
+        except TimeoutError:
+            if time.monotonic() >= c.t0 + deadline():
+                raise
+
+
+def run_tool(argv: list[str], *, cwd=None, env: dict[str, str] | None = None,
+             timeout: float = 600.0) -> subprocess.CompletedProcess:
+    """Run a short tool of bisectk's own to completion; its group is killed if it takes longer
+    than `timeout` (then the returncode is -9). Raises OSError when it cannot start."""
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:   # a timeout, Ctrl-C: never leave it behind
+        kill_tree(proc.pid, grace_s=0.2)
+        out, err = proc.communicate()
+        if not isinstance(sys.exc_info()[1], subprocess.TimeoutExpired):
+            raise
+        return subprocess.CompletedProcess(argv, -9, out, err + f"\ntimed out after {timeout:g} s")
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def _finish(c: Contained, readers: list[threading.Thread], record: Path | None) -> None:
@@ -373,23 +431,6 @@ def _finish(c: Contained, readers: list[threading.Thread], record: Path | None) 
 def live_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "bisectk" / "live"
-
-
-def process_start(pid: int) -> float | None:
-    """When process `pid` started, as an identity that survives clock changes: clock ticks since
-    boot from /proc (a wall-clock creation time can drift with the boot time the kernel reports);
-    psutil's creation time where there is no /proc. None if there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return float(f.read().rsplit(b")", 1)[1].split()[19])
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return psutil.Process(pid).create_time()
-    except (psutil.Error, OSError):
-        return None
 
 
 _OWNER: dict = {}

@@ -2,8 +2,10 @@
 
 Abstractions
 ------------
-TimeoutPolicy -- the watchdog's limit and where it came from (the spec, or calibration from the
-                 slowest good run: max(floor, k x slowest)), stated so reports can print it.
+TimeoutPolicy -- the watchdog's limit and where it came from (the spec or --timeout: fixed; or
+                 calibration from the good runs: a deadline that follows each run's progress
+                 through the good run's timeline (run/progress.py), with max(floor, k x slowest
+                 good run) for subjects that print nothing), stated so reports can print it.
 Runner        -- owns one subject (a Spec): for a Workload (a configuration, the directory and
                  environment it runs in, the revision that pins it) it builds when that directory
                  does not hold this build yet, runs the command under the watchdog, classifies,
@@ -35,6 +37,8 @@ from bisectk.ledger import Ledger
 from bisectk.outcome import Outcome, Reason, Run, Verdict
 from bisectk.run.classify import Judge, classify_build, classify_run
 from bisectk.run.process import RawRun, run_process
+from bisectk.run.progress import (COMPILE_FACTOR, DEFAULT_FACTOR, KERNEL_FACTOR, SLACK_S, Recorder, Timeline,
+                                  Watch)
 from bisectk.run.workload import Workload
 from bisectk.spec import Config, Spec, config_key
 
@@ -82,6 +86,7 @@ class Runner:
         self.judge = Judge(spec.thresholds, spec.slow_factor, spec.slow_metric, protocol=spec.protocol)
         self.timeout = TimeoutPolicy(spec.timeout, "spec", f"{spec.timeout:g} s from the spec") if spec.timeout \
             else None
+        self.good_timeline: Timeline | None = None   # the good run's progress (calibrate)
         self._memory: dict[tuple[str, str, int], Run] = {}
         self._preloaded: set[tuple[str, str, int]] = set()  # runs answered from an earlier session
         self._built: dict[Path, tuple[str, str, str]] = {}   # directory -> (state, revision, key) built
@@ -108,11 +113,32 @@ class Runner:
             elapsed = [e for e in elapsed if e is not None]
             if elapsed:
                 self.judge.baseline = statistics.median(elapsed)
-            if self.spec.timeout is None:
+            if self.spec.timeout is None and (self.timeout is None or self.timeout.source != "option"):
                 # a SLOW verdict needs room: the watchdog must not fire before slowness shows
                 factor = max(self.factor, 2 * (self.spec.slow_factor or 0))
                 self.timeout = calibrated([r.duration_s for r in passes], self.floor, factor)
+                timed = [(r.duration_s, Timeline.from_list(r.timeline)) for r in passes]
+                timed = [(d, t) for d, t in timed if t is not None and t.points]
+                if timed:
+                    # the slowest good run's progress: a deadline that follows each run's own progress
+                    self.good_timeline = max(timed, key=lambda x: x[0])[1]
+                    self.timeout = TimeoutPolicy(self.timeout.seconds, "progress", (
+                        f"follows progress through the good run's {len(self.good_timeline.points)} progress "
+                        f"point(s) (compile x{COMPILE_FACTOR:g}, kernel x{self.kernel_factor():g}, other x"
+                        f"{DEFAULT_FACTOR:g}, + {SLACK_S:g} s); without progress output "
+                        f"{self.timeout.detail}"))
         return self.policy()
+
+    def kernel_factor(self) -> float:
+        """How much longer than the good run's a kernel stretch may take: a SLOW oracle needs room."""
+        return max(KERNEL_FACTOR, 2 * (self.spec.slow_factor or 0))
+
+    def watch(self, seconds: float) -> Recorder:
+        """The progress watch of one run: a Watch (moving deadline) once a good timeline is known
+        and the watchdog was not fixed by the user, else a plain Recorder (the fixed timeout)."""
+        if self.good_timeline is not None and self.timeout is not None and self.timeout.source == "progress":
+            return Watch(self.good_timeline, seconds, self.floor, self.kernel_factor())
+        return Recorder()
 
     def policy(self) -> TimeoutPolicy:
         return self.timeout or TimeoutPolicy(CALIBRATION_CAP_S, "cap", "no passing good run to calibrate from")
@@ -240,5 +266,6 @@ class Runner:
                     return failed
                 self._built[Path(w.cwd)] = built
         log_dir = self._log_dir(fingerprint, key, index, "run")
-        raw = self.executor(self.spec.argv(w.config), cwd=w.cwd, env=env, timeout=seconds, log_dir=log_dir)
+        raw = self.executor(self.spec.argv(w.config), cwd=w.cwd, env=env, timeout=seconds, log_dir=log_dir,
+                            watch=self.watch(seconds))
         return classify_run(raw, self.judge, str(log_dir) if log_dir else None)

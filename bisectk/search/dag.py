@@ -274,6 +274,7 @@ class DagResult:
     complete: bool              # False when stopped, out of budget or contradicted
     mode: str
     posterior: tuple[tuple[int, float], ...] = ()   # (index, P(culprit = index)), best first
+    marginal: tuple[tuple[int, float], ...] = ()    # every (index, P) that rounds above 0, in index order
     fail_prob: float | None = None                  # posterior mean of q (flake-aware modes)
     contradiction: str | None = None
     conflict: tuple[int, ...] = ()

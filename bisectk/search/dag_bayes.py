@@ -273,6 +273,7 @@ def posterior_result(dag: Dag, gw: Gateway, model: CulpritPosterior, confidence:
         skipped=model.skipped, observations=tuple(gw.observations),
         complete=finished and (mass >= confidence or stuck), mode=mode,
         posterior=tuple((i, round(p, 6)) for i, p in model.top(5)),
+        marginal=tuple((i, round(float(p), 6)) for i, p in enumerate(model.marginal()) if round(float(p), 6) > 0),
         fail_prob=round(model.fail_prob(), 4))
 
 

@@ -32,7 +32,6 @@ import os
 import re
 import secrets
 import shutil
-import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,9 +41,11 @@ from typing import Any
 
 import git
 
+from bisectk.run.process import run_tool
+
 from bisectk.errors import BisectkError
 
-_SAFE_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false"]
+_SAFE_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false", "-c", "gc.auto=0"]
 _REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX",
              "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
 _FIELDS = "%H%x1f%s%x1f%an <%ae>%x1f%aI%x1e"
@@ -65,11 +66,14 @@ def _env() -> dict[str, str]:
 def run_git(cwd: Path | str, *args: str) -> str:
     """Run `git <args>` in `cwd` with hooks off and a clean environment; stdout, stripped.
 
-    subprocess rather than gitpython's Git.execute: that one merges os.environ into the child's
-    environment, so it cannot drop a GIT_INDEX_FILE that would point a checkout at the user's index.
+    Through run/ (run_tool) rather than gitpython's Git.execute: that one merges os.environ into the
+    child's environment, so it cannot drop a GIT_INDEX_FILE that would point a checkout at the user's
+    index; and a git that hangs (a lock, a prompt) is ended, never left behind.
     """
-    proc = subprocess.run(["git", *_SAFE_CONFIG, *args], cwd=cwd, env=_env(), text=True,
-                          capture_output=True, check=False)
+    try:
+        proc = run_tool(["git", *_SAFE_CONFIG, *args], cwd=cwd, env=_env())
+    except OSError as exc:
+        raise SpaceError(f"git {args[0]} cannot start in {cwd}: {exc.strerror or exc}") from None
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
         raise SpaceError(f"git {args[0]} failed in {cwd}: {lines[-1] if lines else f'exit {proc.returncode}'}")

@@ -479,6 +479,13 @@ class Scratch:
 _SCRATCHES: dict[tuple[Path, Path], Scratch] = {}
 
 
+def drop_bytecode(root: Path) -> None:
+    """Remove __pycache__ directories under `root`: a source rewritten with the same size in the same
+    second would otherwise run from a stale .pyc (CPython checks only mtime and size)."""
+    for d in Path(root).rglob("__pycache__"):
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def materialise(good_root: str | Path, hunks: Iterable[Hunk], dest: str | Path | None = None) -> Path:
     """GOOD with exactly `hunks` applied, in `dest` (or a fresh temporary directory, which the
     caller removes).

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bisectk.run.workload import Workload
-from bisectk.spaces.hunks import Hunk, Scratch, diff_paths
+from bisectk.spaces.hunks import Hunk, Scratch, diff_paths, drop_bytecode
 from bisectk.spec import Config, config_key
 
 HUNKS_KEY = "__hunks__"
@@ -83,6 +83,7 @@ class HunkSpace:
 
         def prepare() -> None:
             self.scratch.apply([self.by_id[i] for i in ids])
+            drop_bytecode(self.workdir)
         return Workload(self.config(point), self.workdir / self.subdir, {"BISECTK_TREE": str(self.workdir)},
                         revision=self.revision, prepare=prepare)
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from bisectk.run.workload import Workload
 from bisectk.run.process import run_process
+from bisectk.spaces.hunks import drop_bytecode
 from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, WorktreePool, _env
 from bisectk.spec import Config
 
@@ -56,6 +57,7 @@ class CommitSpace:
         if self.pool is None:
             raise RuntimeError("CommitSpace.lease without a worktree pool")
         with self.pool.lease(sha) as path:
+            drop_bytecode(path)   # a checkout keeps sizes and can keep mtimes: never trust an old .pyc
             yield Workload(dict(self.config), path / self.subdir, revision=sha, state=sha)
 
 

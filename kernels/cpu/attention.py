@@ -161,6 +161,7 @@ def stale_value() -> float:
 def run(a: argparse.Namespace) -> dict:
     import torch
 
+    phase("imports")
     torch.set_num_threads(1)  # small matmuls; one thread keeps timings stable on a shared machine
     g = torch.Generator().manual_seed(a.seed)
     H, M, N, D = a.heads, a.seq_q, a.kv_len, a.head_dim
@@ -172,7 +173,9 @@ def run(a: argparse.Namespace) -> dict:
     ref = torch.softmax((q @ k.transpose(1, 2)) / math.sqrt(D), dim=-1) @ v
 
     t0 = time.perf_counter()
+    phase("launch")
     o, n_tiles = kernel(a, q.float(), k.float(), v.float())
+    phase("synchronized")
     dt = time.perf_counter() - t0
 
     o64 = o.double()
@@ -193,6 +196,11 @@ def run(a: argparse.Namespace) -> dict:
         m["ok"] = False
         m["error"] = f"NaN in output ({nan_count} elements)"
     return m
+
+
+def phase(name: str) -> None:
+    """The subject protocol's progress line (bisectk's watchdog follows it)."""
+    print(f"BISECTK_PHASE {name}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

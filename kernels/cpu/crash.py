@@ -90,6 +90,11 @@ def launch(a: argparse.Namespace, ctx: Context, buf, ctype) -> list[float]:
     return partials
 
 
+def phase(name: str) -> None:
+    """The subject protocol's progress line (bisectk's watchdog follows it)."""
+    print(f"BISECTK_PHASE {name}", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     a = parse(argv)
     if a.skip:
@@ -110,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         os.abort()
 
     t0 = time.perf_counter()
+    phase("launch")
     try:
         partials = launch(a, ctx, buf, ctype)
     except RuntimeError as e:
@@ -121,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         partials = []
     ctx.check()  # the synchronising copy: raises the sticky error -> traceback, exit status 1
     dt = time.perf_counter() - t0
+    phase("synchronized")
 
     total = math.fsum(partials)
     ref = math.fsum(host)

@@ -213,11 +213,13 @@ def run(a: argparse.Namespace) -> dict:
     threads += [threading.Thread(target=consumer, args=(i,), name=f"consumer{i}", daemon=True)
                 for i in range(C)]
     t0 = time.perf_counter()
+    phase("launch")
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     dt = time.perf_counter() - t0
+    phase("synchronized")
 
     mismatches = sum(r[0] for r in results)
     checksum = sum(r[1] for r in results)
@@ -236,6 +238,11 @@ def run(a: argparse.Namespace) -> dict:
         m["ok"] = False
         m["error"] = f"{mismatches} elements read from a slot that was overwritten or never filled"
     return m
+
+
+def phase(name: str) -> None:
+    """The subject protocol's progress line (bisectk's watchdog follows it)."""
+    print(f"BISECTK_PHASE {name}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

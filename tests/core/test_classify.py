@@ -78,12 +78,15 @@ def test_helpers():
 def test_poisoned_warm_context_is_a_crash():
     """Bug: a warm worker's run that exits 0 but leaves the CUDA context poisoned was judged PASS."""
     r = classify_run(raw(stdout='BISECTK_RESULT {"rel_err": 1e-7}\n',
-                         error="CUDA context poisoned after the run: CUDA error: an illegal memory access was encountered"),
+                         poisoned="CUDA context poisoned after the run: CUDA error: an illegal memory access was encountered"),
                      JUDGE)
     assert r.outcome is Outcome.FAIL and r.kind is FailKind.CRASH
     assert r.failed == ("CUDA: an illegal memory access was encountered",)
-    r = classify_run(raw(stdout='BISECTK_RESULT {"rel_err": 1e-7}\n', error="CUDA context poisoned after the run"), JUDGE)
+    r = classify_run(raw(stdout='BISECTK_RESULT {"rel_err": 1e-7}\n', poisoned="CUDA context poisoned after the run"), JUDGE)
     assert r.outcome is Outcome.FAIL and r.kind is FailKind.CRASH
+    # a note from the harness that is not a verdict (a full log disk) leaves a passing run a pass
+    ok = classify_run(raw(stdout='BISECTK_RESULT {"rel_err": 1e-7}\n', error="log not written: /x: No space left"), JUDGE)
+    assert ok.outcome is Outcome.PASS
 
 
 def test_failed_names_what_failed_without_values():

@@ -269,7 +269,7 @@ def test_last_resort_leaves_live_sessions_alone(tmp_path, cache_dir):
 
 WARM_DRIVER = """
 import sys, time
-from bisectk.run.worker import WorkerPool
+from bisectk.run.pool import WorkerPool
 pool = WorkerPool(preload=()).start()
 pool.run([sys.executable, sys.argv[1], sys.argv[2]], timeout=120)
 """

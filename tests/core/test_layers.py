@@ -8,18 +8,19 @@ PKG = ROOT / "bisectk"
 
 # layer -> layers it may import (a layer is a module or a package, matched by prefix)
 ALLOWED = {
-    "bisectk.errors": set(), "bisectk.exitcodes": set(), "bisectk.outcome": set(),
+    "bisectk.errors": set(), "bisectk.exitcodes": set(), "bisectk.outcome": set(), "bisectk.procstat": set(),
     "bisectk.expr": {"bisectk.errors"},
     "bisectk.spec": {"bisectk.errors", "bisectk.expr"},
     "bisectk.events": {"bisectk.outcome"},
-    "bisectk.ledger": {"bisectk.errors", "bisectk.outcome"},
+    "bisectk.ledger": {"bisectk.errors", "bisectk.outcome", "bisectk.procstat"},
     "bisectk.search": {"bisectk.outcome", "bisectk.search"},
     "bisectk.run": {"bisectk.errors", "bisectk.outcome", "bisectk.spec", "bisectk.events", "bisectk.ledger",
-                    "bisectk.run"},
+                    "bisectk.procstat", "bisectk.run"},
     "bisectk.ptx": {"bisectk.errors", "bisectk.outcome", "bisectk.spec", "bisectk.run", "bisectk.ptx"},
     "bisectk.evidence": {"bisectk.errors", "bisectk.outcome", "bisectk.spec", "bisectk.run", "bisectk.ptx"},
     "bisectk.spaces": {"bisectk.errors", "bisectk.outcome", "bisectk.spec", "bisectk.run", "bisectk.spaces"},
     "bisectk.engine": {"bisectk.errors", "bisectk.exitcodes", "bisectk.outcome", "bisectk.expr", "bisectk.spec",
+                       "bisectk.procstat",
                        "bisectk.events", "bisectk.ledger", "bisectk.search", "bisectk.run", "bisectk.ptx",
                        "bisectk.evidence", "bisectk.spaces", "bisectk.engine"},
     "bisectk.report": {"bisectk.errors", "bisectk.exitcodes", "bisectk.outcome", "bisectk.spec", "bisectk.events",

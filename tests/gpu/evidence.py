@@ -185,7 +185,7 @@ def main(argv=None) -> int:
     specs = [load_spec(p) for p in args.specs]
     global _POOL
     if args.warm:
-        from bisectk.run.worker import WorkerPool
+        from bisectk.run.pool import WorkerPool
         _POOL = WorkerPool(gpus=[0]).start()
         args.jobs = 1
     serial = [s for s in specs if s.slow_factor or "interact" in s.name]

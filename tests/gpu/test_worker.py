@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from bisectk.run.worker import WorkerPool
+from bisectk.run.pool import WorkerPool
 
 SCRIPTS = {
     "echo.py": """
@@ -133,3 +133,61 @@ def test_pool_runs_cold_when_workers_cannot_start(scripts):
         raw = p.run([sys.executable, "echo.py"], cwd=scripts, timeout=30)
         assert raw.exit_code == 0 and result(raw) is not None
         assert p.stats["cold_runs"] == 1 and p.stats.get("failed_starts", 0) >= 3
+
+
+def test_hot_spare_takes_over_a_killed_worker(scripts):
+    with WorkerPool(gpus=None, preload=(), ready_timeout=60) as p:
+        p.start()
+        import time
+        deadline = time.monotonic() + 60
+        while p.slots[0].spare is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        spare_pid = p.slots[0].spare.proc.pid
+        first = result(p.run([sys.executable, "echo.py"], cwd=scripts, timeout=30))["pid"]
+        raw = p.run([sys.executable, "hang.py"], cwd=scripts, timeout=0.5)
+        assert raw.timed_out
+        t = time.monotonic()
+        after = result(p.run([sys.executable, "echo.py"], cwd=scripts, timeout=30))["pid"]
+        assert after != first and time.monotonic() - t < 2.0   # no imports to wait for
+        assert p.slots[0].worker.proc.pid == spare_pid
+        assert p.stats["spare_promotions"] == 1 and p.stats["recovery_s"] == [0.0]
+
+
+def test_each_run_imports_its_own_tree_fresh(tmp_path):
+    """Nothing of one hybrid or commit leaks into the next: modules, sys.path, cwd, environment."""
+    main = ("import json, os, sys, helper\n"
+            "print('BISECTK_RESULT ' + json.dumps({'value': helper.VALUE, 'cwd': os.getcwd(),"
+            " 'path0': sys.path[0], 'leak': os.environ.get('LEAK'), 'mods': sorted(m for m in sys.modules"
+            " if m.startswith('helper'))}))\n"
+            "os.environ['LEAK'] = 'set by the run'\n")
+    trees = []
+    for name, value in (("a", 111), ("b", 222)):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "main.py").write_text(main)
+        (d / "helper.py").write_text(f"VALUE = {value}\n")
+        trees.append(d)
+    with WorkerPool(gpus=None, preload=(), ready_timeout=60) as p:
+        seen = [result(p.run([sys.executable, "main.py"], cwd=d, timeout=30)) for d in (*trees, trees[0])]
+        assert [s["value"] for s in seen] == [111, 222, 111]
+        assert [s["cwd"] for s in seen] == [str(trees[0]), str(trees[1]), str(trees[0])]
+        assert all(s["leak"] is None for s in seen) and all(s["mods"] == ["helper"] for s in seen)
+        # the same path rewritten with a source of the same size, within the same second
+        (trees[0] / "helper.py").write_text("VALUE = 999\n")
+        assert result(p.run([sys.executable, "main.py"], cwd=trees[0], timeout=30))["value"] == 999
+        assert len({s["path0"] for s in seen}) == 2 and p.stats["worker_discards"] == 0
+
+
+def test_warm_runs_follow_progress(tmp_path):
+    from bisectk.run.progress import Recorder, Timeline, Watch
+    from tests.conftest import ROOT
+    jit = str(ROOT / "tests" / "fixtures" / "jit.py")
+    with WorkerPool(gpus=None, preload=(), ready_timeout=60) as p:
+        rec = Recorder()
+        good = p.run([sys.executable, jit, "--startup", "0.2"], cwd=tmp_path, timeout=60, watch=rec)
+        tl = Timeline.from_list(good.timeline)
+        assert good.exit_code == 0 and [k for k, _ in tl.points][-1] == "phase:synchronized"
+        hung = p.run([sys.executable, jit, "--startup", "0.2", "--hang", "1"], cwd=tmp_path, timeout=60,
+                     watch=Watch(tl, 60.0, 1.0))
+        assert hung.timed_out and hung.duration_s - good.duration_s <= 1.5
+        assert "hung after 'launch'" in hung.stalled

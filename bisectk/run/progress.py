@@ -1,0 +1,179 @@
+"""A watchdog that follows where a run is, instead of waiting 5 x the whole good run.
+
+The good run of a JIT-compiled kernel is almost all imports and compilation; its kernel takes
+milliseconds. A hang (an mbarrier phase that never completes) shows as silence after the launch.
+So the good run's progress is recorded -- its output lines with numbers blanked, and the phase
+lines of the subject protocol -- and a running configuration's deadline follows its own progress.
+
+Phase protocol (optional, beside `BISECTK_RESULT`): a subject prints, on stdout or stderr,
+
+    BISECTK_PHASE imports       (imports done)
+    BISECTK_PHASE compile       (compilation begins)
+    BISECTK_PHASE compiled      (compilation done)
+    BISECTK_PHASE launch        (the kernel is launched)
+    BISECTK_PHASE synchronized  (the kernel finished; checking the result)
+
+Any other name is a progress point too; any other output line is one as well (numbers blanked).
+
+Abstractions
+------------
+point_key -- an output line as a progress point: `phase:launch`, or the line with numbers blanked.
+Timeline  -- a run's progress points (first occurrence of each, seconds from the start) and its
+             end; stored with the run in the ledger, so a good run answered from the ledger still
+             calibrates.
+Recorder  -- collects a running process's points (thread-safe: two reader threads feed it).
+Watch     -- the deadline of a running configuration, from the good run's timeline: the time the
+             run last showed progress (any output line), at the good point it last matched, plus
+             what the good run needed from that point to its end, each stretch weighted:
+               a compile stretch x10 (a new configuration's JIT may take several times longer),
+               a kernel stretch (launch -> the next point) x4 (more with a SLOW oracle),
+               anything else (start-up, allocation, checking) x5,
+             plus a slack (the whole good run's duration, at least 1 s), and never before the
+             floor. At the launch point only the kernel stretch counts, with 1 s of slack: the protocol promises the next point (`synchronized`) when the kernel
+             is done, so silence there is a hang about a second after the point where the good
+             run had finished, however long its imports and compile took. Without a good timeline
+             the deadline is the fixed watchdog (the old rule: max(floor, 5 x good run)).
+             `where(now)` puts a hang into words for the report.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+PHASE_TAG = "BISECTK_PHASE"
+MAX_POINTS = 200
+COMPILE_FACTOR, KERNEL_FACTOR, DEFAULT_FACTOR, SLACK_S = 10.0, 4.0, 5.0, 1.0
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+
+
+def point_key(line: str) -> str | None:
+    text = line.strip()
+    if not text or text.startswith("BISECTK_RESULT"):
+        return None
+    if text.startswith(PHASE_TAG):
+        name = text[len(PHASE_TAG):].split()
+        return f"phase:{name[0]}" if name else None
+    return _NUMBER.sub("#", _HEX.sub("0x#", text))[:160]
+
+
+def describe_point(key: str) -> str:
+    return f"'{key[6:]}'" if key.startswith("phase:") else f"the line {key!r}"
+
+
+@dataclass(frozen=True)
+class Timeline:
+    points: tuple[tuple[str, float], ...]
+    end: float
+
+    def to_list(self) -> list:
+        return [[k, round(t, 4)] for k, t in self.points] + [["<end>", round(self.end, 4)]]
+
+    @classmethod
+    def from_list(cls, data: Any) -> Timeline | None:
+        if not data:
+            return None
+        pts = [(str(k), float(t)) for k, t in data]
+        if pts[-1][0] != "<end>":
+            return None
+        return cls(tuple(pts[:-1]), pts[-1][1])
+
+
+class Recorder:
+    """The points a running process has shown, first occurrence each, with the time of its last line."""
+
+    def __init__(self) -> None:
+        self.points: list[tuple[str, float]] = []
+        self.seen: set[str] = set()
+        self.last_line_t = 0.0
+        self.lock = threading.Lock()
+        self.listeners: list = []
+
+    def line(self, text: str, t: float) -> None:
+        key = point_key(text)
+        if key is None:
+            return
+        with self.lock:
+            self.last_line_t = max(self.last_line_t, t)
+            if key not in self.seen and len(self.points) < MAX_POINTS:
+                self.seen.add(key)
+                self.points.append((key, t))
+            for fn in self.listeners:
+                fn(key, t)
+
+    def timeline(self, end: float) -> Timeline:
+        with self.lock:
+            return Timeline(tuple(self.points), end)
+
+
+class Watch(Recorder):
+    """A Recorder that also knows the running configuration's deadline (see the module docstring)."""
+
+    def __init__(self, good: Timeline | None, fixed_s: float, floor_s: float = 1.0, kernel_factor: float = KERNEL_FACTOR):
+        super().__init__()
+        self.good, self.fixed_s, self.floor_s = good, fixed_s, floor_s
+        self.kernel_factor = kernel_factor
+        self.matched = -1        # index into good.points of the last point this run reached
+        self.ref_t = 0.0         # when this run last showed progress
+        if good is not None and good.points:
+            self.index = {}
+            for i, (k, _) in enumerate(good.points):
+                self.index.setdefault(k, i)
+            self.listeners.append(self._advance)
+
+    def _advance(self, key: str, t: float) -> None:
+        j = self.index.get(key)
+        if j is not None and j > self.matched:
+            self.matched = j
+        self.ref_t = max(self.ref_t, t)   # any output is progress
+
+    def _factor(self, key: str) -> float:
+        if key == "phase:compile":
+            return COMPILE_FACTOR
+        if key == "phase:launch":
+            return self.kernel_factor
+        return DEFAULT_FACTOR
+
+    def allowance(self, j: int) -> float:
+        """What the good run needed from point j (-1: the start) to its end, each stretch weighted;
+        from the launch point, only the kernel stretch (to the next point)."""
+        g = self.good
+        marks = [("<start>", 0.0), *g.points, ("<end>", g.end)]
+        stretches = list(zip(marks[j + 1:], marks[j + 2:]))
+        if j >= 0 and g.points[j][0] == "phase:launch":
+            stretches = stretches[:1]
+        return sum((DEFAULT_FACTOR if key == "<start>" else self._factor(key)) * max(0.0, t1 - t0)
+                   for (key, t0), (_, t1) in stretches)
+
+    def deadline(self) -> float:
+        """Seconds from the start of the run after which it is a hang."""
+        if self.good is None or not self.good.points:
+            return self.fixed_s
+        with self.lock:
+            j, ref = self.matched, self.ref_t
+        return max(self.floor_s, ref + self.allowance(j) + self.slack(j))
+
+    def slack(self, j: int) -> float:
+        """1 s while the kernel runs (a hang there is what we hunt); elsewhere at least the whole good
+        run, since a stretch the good run crossed in milliseconds (an allocation, a reference check)
+        may take seconds at another problem size without anything being wrong."""
+        if j >= 0 and self.good.points[j][0] == "phase:launch":
+            return SLACK_S
+        return max(SLACK_S, self.good.end)
+
+    def where(self, now: float) -> str:
+        """Where a hung run stopped, in words, or '' without a good timeline."""
+        if self.good is None or not self.good.points:
+            return ""
+        with self.lock:
+            j, ref = self.matched, self.ref_t
+        if j < 0:
+            return f"hung before its first progress point (the good run reached {describe_point(self.good.points[0][0])} " \
+                   f"after {self.good.points[0][1]:.1f} s)"
+        key, t_good = self.good.points[j]
+        finish = ref + (self.good.end - t_good)   # where this run would have finished, at the good run's pace
+        return (f"hung after {describe_point(key)}, {now - finish:.1f} s past the point where the good run had "
+                f"finished ({self.good.end - t_good:.2f} s after that point)")

@@ -1,0 +1,64 @@
+"""The watchdog that follows progress (issue 13): hangs are called about a second after the point
+where the good run had finished; a slow compile is never a hang; without progress lines the old
+rule holds."""
+import sys
+import time
+
+from bisectk.run.process import run_process
+from bisectk.run.progress import SLACK_S, Recorder, Timeline, Watch, point_key
+from tests.conftest import ROOT
+
+JIT = [sys.executable, str(ROOT / "tests" / "fixtures" / "jit.py")]
+
+
+def good_timeline(*extra) -> tuple[Timeline, float]:
+    rec = Recorder()
+    raw = run_process([*JIT, *extra], timeout=60, watch=rec)
+    assert raw.exit_code == 0
+    tl = Timeline.from_list(raw.timeline)
+    assert [k for k, _ in tl.points] == ["phase:imports", "phase:compile", "phase:compiled", "phase:launch",
+                                         "phase:synchronized"]
+    return tl, raw.duration_s
+
+
+def test_point_keys_blank_numbers_and_name_phases():
+    assert point_key("BISECTK_PHASE launch extra") == "phase:launch"
+    assert point_key("tile 3/16 done in 0.25 ms") == point_key("tile 9/16 done in 1.5 ms")
+    assert point_key("BISECTK_RESULT {}") is None and point_key("   ") is None
+    tl = Timeline((("phase:a", 0.5), ("x #", 1.0)), 2.0)
+    assert Timeline.from_list(tl.to_list()) == tl
+
+
+def test_deadline_follows_the_run():
+    tl = Timeline((("phase:imports", 5.0), ("phase:compile", 5.0), ("phase:compiled", 8.0),
+                   ("phase:launch", 8.0), ("phase:synchronized", 8.05)), 8.2)
+    w = Watch(tl, fixed_s=41.0, floor_s=1.0)
+    start = w.deadline()
+    assert start > 8.2 * 5           # before any progress: generous (start-up and compile weighted)
+    w.line("BISECTK_PHASE imports", 2.0)   # a warm run: no imports to wait for
+    w.line("BISECTK_PHASE compile", 2.0)
+    assert w.deadline() >= 2.0 + 10 * 3.0   # compile stretch x10
+    w.line("BISECTK_PHASE compiled", 6.0)
+    w.line("BISECTK_PHASE launch", 6.0)
+    finish = 6.0 + (8.2 - 8.0)             # where this run would finish at the good run's pace
+    assert finish + SLACK_S - 1e-6 <= w.deadline() <= finish + 1.5
+    assert "hung after 'launch'" in w.where(w.deadline())
+
+
+def test_hang_after_launch_is_called_soon_after_the_good_runs_finish_point():
+    tl, good_s = good_timeline()
+    t = time.monotonic()
+    raw = run_process([*JIT, "--hang", "1"], timeout=60, watch=Watch(tl, 5 * good_s, 1.0))
+    assert raw.timed_out and raw.duration_s < 5 * good_s
+    latency = raw.duration_s - good_s      # start-up and compile take as long as in the good run
+    assert latency <= 1.5, (latency, raw.stalled)
+    assert "hung after 'launch'" in raw.stalled and time.monotonic() - t < 10
+
+
+def test_slow_compile_is_not_a_hang_and_quiet_subjects_keep_the_old_rule():
+    tl, good_s = good_timeline()
+    raw = run_process([*JIT, "--slow-compile", "1"], timeout=60, watch=Watch(tl, 5 * good_s, 1.0))
+    assert not raw.timed_out and raw.exit_code == 0 and raw.duration_s > good_s + 2.5
+    quiet = Watch(None, fixed_s=2.0)
+    raw = run_process([*JIT, "--quiet", "--hang", "1", "--startup", "0.1"], timeout=60, watch=quiet)
+    assert raw.timed_out and 1.9 <= raw.duration_s < 4.0

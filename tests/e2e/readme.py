@@ -158,9 +158,15 @@ def blocks() -> list[Block]:
 # -- running --------------------------------------------------------------------------------------
 
 def fresh_copy(dest: Path) -> Path:
-    """The repository as a clone would hold it: tracked and untracked-but-not-ignored files."""
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           capture_output=True, check=True).stdout.decode().split("\0")
+    """The repository as a clone would hold it: tracked and untracked-but-not-ignored files (outside
+    a git checkout, everything but ledgers, caches and build outputs)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True)
+    if listed.returncode != 0:
+        shutil.copytree(ROOT, dest, symlinks=True, ignore=shutil.ignore_patterns(
+            ".git", ".bisectk", "__pycache__", "*.egg-info", ".pytest_cache", ".hypothesis", "build", "dist", "demo"))
+        return dest
+    files = listed.stdout.decode().split("\0")
     for rel in filter(None, files):
         src = ROOT / rel
         if not os.path.lexists(src):

@@ -6,7 +6,8 @@ culprits (parsed from the spec's description, 'culprit: a, b (...)'), the isolat
 interaction flag, runs and wall time. Prints a table and writes JSON lines to --out. Stops starting
 new variants once --budget seconds have passed, so it fits a time-limited device call.
 
-Usage: python bench/gpu_ablate.py [--warm] [--out results.jsonl] [--budget 540] [SPEC ...]
+Usage: python bench/gpu_ablate.py [--warm] [--executor ray [--ray-address HOST:PORT]] [--out results.jsonl]
+       [--budget 540] [SPEC ...]
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("specs", nargs="*")
     ap.add_argument("--warm", action="store_true")
+    ap.add_argument("--executor", default="local", help="local, or ray: one actor (num_gpus=1) per ablation")
+    ap.add_argument("--ray-address", default=None, help="with --executor ray: a running cluster (one per GPU host)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--budget", type=float, default=540.0)
     args = ap.parse_args()
@@ -50,6 +53,7 @@ def main() -> None:
                 break
             cmd = [sys.executable, "-m", "bisectk", "ablate", str(spec), "--json", "--ledger", f"{tmp}/{spec.stem}.db"]
             t = time.monotonic()
+            cmd += ["--executor", args.executor] + (["--ray-address", args.ray_address] if args.ray_address else [])
             p = subprocess.run(cmd + (["--warm"] if args.warm else []), cwd=ROOT, capture_output=True, text=True)
             wall = time.monotonic() - t
             try:

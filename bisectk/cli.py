@@ -54,6 +54,12 @@ CalibrateOpt = typer.Option(10, "--calibrate-runs", min=1, help="Cap on endpoint
 WarmOpt = typer.Option(False, "--warm", help="Run Python subjects in warm worker processes (imports paid once; each run "
                                               "loads the tree's own modules fresh), with a hot spare per worker.")
 FreshOpt = typer.Option(False, "--fresh", help="Ignore runs stored in the ledger (run everything again).")
+ExecutorOpt = typer.Option("local", "--executor", help="Where runs execute: 'local' (processes here) or 'ray' (one warm "
+                                                       "actor per GPU or CPU slot on a Ray cluster; pip install -e '.[ray]').")
+RayAddressOpt = typer.Option(None, "--ray-address", help="With --executor ray: the cluster's head node, HOST:PORT "
+                                                         "(its GCS port; default: start a local Ray instance).")
+RayRepoOpt = typer.Option(None, "--ray-repo", help="With --executor ray: the repository's path on every Ray host (a shared "
+                                                   "filesystem); actors read commits there instead of receiving them.")
 
 
 def cache_ledger() -> str:
@@ -229,6 +235,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
            fresh: bool = FreshOpt,
            warm: bool = WarmOpt,
            gpus: Optional[str] = typer.Option(None, "--gpus", help="With --warm: one worker per GPU, e.g. 0,1."),
+           executor: str = ExecutorOpt, ray_address: Optional[str] = RayAddressOpt,
            ptx: bool = typer.Option(False, "--ptx", help="Add a PTX signature diff of good, bad and the culprit configuration (compile-only, no GPU)."),
            sanitize: bool = typer.Option(False, "--sanitize", help="Rerun the culprit configuration under compute-sanitizer (synccheck/memcheck/racecheck)."),
            report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt, html: Optional[Path] = HtmlOpt,
@@ -254,7 +261,8 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     if limit is not None and n > limit:
         fail(f"--strategy {strategy} handles at most {limit} differences; {spec} has {n}")
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,
-                 max_runs=max_runs, gpus=tuple(gpus.split(",")) if gpus else ())
+                 max_runs=max_runs, gpus=tuple(gpus.split(",")) if gpus else (), executor=executor,
+                 ray_address=ray_address)
     with Session("ablate", s, ledger_location(ledger, spec=s), args={"spec": str(spec), "strategy": strategy},
                  policy=pol, fresh=fresh, warm=warm, reporter=reporter(as_json, s.good)) as session:
         if resume and session.previous is None:
@@ -291,6 +299,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
              lines: bool = typer.Option(True, "--lines/--no-lines", help="Refine culprit hunks to lines (second pass)."),
              max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop the search after this many runs."),
              fresh: bool = FreshOpt, warm: bool = WarmOpt,
+             executor: str = ExecutorOpt, ray_address: Optional[str] = RayAddressOpt,
              report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt, html: Optional[Path] = HtmlOpt,
              ledger: Optional[Path] = typer.Option(None, "--ledger", help=f"Ledger database (default: {cache_ledger()}, in your cache, never in GOOD or BAD; scratch trees beside it)."),
              as_json: bool = JsonOpt) -> None:
@@ -311,7 +320,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
     # never in the user's tree: the ledger lives in their cache (or --ledger), scratch trees beside it
     ledger_path = ledger or cache_dir() / "ledger.db"
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,
-                 max_runs=max_runs, timeout=timeout)
+                 max_runs=max_runs, timeout=timeout, executor=executor, ray_address=ray_address)
     s, base = load_subject(spec, run_cmd, cwd=Path.cwd(), build=build, config=config, sets=set_,
                            repeat=repeat, name=f"diff {good.name}..{bad.name}")
     unused_factor_warnings(s)
@@ -362,6 +371,7 @@ def bisect(repo: Path = RepoOpt,
            max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop after this many observations."),
            resume: bool = typer.Option(False, "--resume", help="Continue the last bisection of these refs; nothing already recorded re-runs."),
            fresh: bool = FreshOpt, warm: bool = WarmOpt,
+           executor: str = ExecutorOpt, ray_address: Optional[str] = RayAddressOpt, ray_repo: Optional[str] = RayRepoOpt,
            report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt, html: Optional[Path] = HtmlOpt,
            ledger: Optional[Path] = GitLedgerOpt,
            as_json: bool = JsonOpt) -> None:
@@ -371,8 +381,7 @@ def bisect(repo: Path = RepoOpt,
     from bisectk.engine.oracle import SpaceOracle
     from bisectk.engine.session import Session, ledger_location
     from bisectk.report.history import print_summary, to_debuglog
-    from bisectk.spaces.commits import WorktreePool, list_graph, open_repo
-    from bisectk.spaces.revisions import CommitSpace
+    from bisectk.spaces.commits import list_graph, open_repo
     root = open_repo(repo)
     commits = list_graph(root, good, bad, first_parent=first_parent)
     s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
@@ -380,7 +389,8 @@ def bisect(repo: Path = RepoOpt,
     args = {"repo": str(root), "good": good_sha, "bad": bad_sha, "first_parent": first_parent, "flaky": flaky,
             "any_failure": any_failure, "subject": str(spec or run_cmd or pytest_id)}
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,
-                 max_runs=max_runs, jobs=jobs, confidence=confidence, gpus=tuple(gpus.split(",")) if gpus else ())
+                 max_runs=max_runs, jobs=jobs, confidence=confidence, gpus=tuple(gpus.split(",")) if gpus else (),
+                 executor=executor, ray_address=ray_address, ray_repo=ray_repo)
     with Session("bisect", s, ledger_location(ledger, repo=root), args=args, policy=pol, fresh=fresh,
                  warm=warm, reporter=reporter(as_json, None)) as session:
         prev = session.previous
@@ -391,9 +401,8 @@ def bisect(repo: Path = RepoOpt,
             out.print(f"{len(commits)} candidate commits from {commits.good.short} (good) to {commits.bad.short} (bad)"
                       + (f", {merges} of them {'a merge' if merges == 1 else 'merges'}" if merges else "")
                       + (" (first-parent chain)" if first_parent else ""), markup=False)
-        with WorktreePool(root, size=jobs) as pool:
-            oracle = SpaceOracle(session.runner(), CommitSpace(commits, pool, cfg, sub), policy=pol,
-                                 any_failure=any_failure)
+        with session.commit_space(commits, root, cfg, sub) as space:
+            oracle = SpaceOracle(session.runner(), space, policy=pol, any_failure=any_failure)
             try:
                 rec = run_bisect(oracle, environment=environment_capture(), repo=str(root), first_parent=first_parent)
             except KeyboardInterrupt:
@@ -418,6 +427,7 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
            jobs: int = typer.Option(1, "--jobs", min=1, max=64, help="Commits tested per round in parallel."),
            first_parent: bool = typer.Option(False, "--first-parent", help="Only the first-parent chain."),
            fresh: bool = FreshOpt, warm: bool = WarmOpt,
+           executor: str = ExecutorOpt, ray_address: Optional[str] = RayAddressOpt, ray_repo: Optional[str] = RayRepoOpt,
            report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt, html: Optional[Path] = HtmlOpt,
            junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML here."),
            ledger: Optional[Path] = GitLedgerOpt,
@@ -431,17 +441,17 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     from bisectk.engine.triage import run_triage
     from bisectk.report.junit import write_junit
     from bisectk.report.triage import print_summary, to_cases, to_debuglog
-    from bisectk.spaces.commits import WorktreePool, list_graph, open_repo
-    from bisectk.spaces.revisions import CommitSpace
+    from bisectk.spaces.commits import list_graph, open_repo
     root = open_repo(repo)
     commits = list_graph(root, good, bad, first_parent=first_parent)
     s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
-    pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, jobs=jobs)
+    pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, jobs=jobs,
+                 executor=executor, ray_address=ray_address, ray_repo=ray_repo)
     args = {"repo": str(root), "good": commits.good.sha, "bad": commits.bad.sha}
     with Session("triage", s, ledger_location(ledger, repo=root), args=args, policy=pol, fresh=fresh,
                  warm=warm, reporter=reporter(as_json, None)) as session:
-        with WorktreePool(root, size=jobs) as pool:
-            oracle = SpaceOracle(session.runner(), CommitSpace(commits, pool, cfg, sub), policy=pol)
+        with session.commit_space(commits, root, cfg, sub) as space:
+            oracle = SpaceOracle(session.runner(), space, policy=pol)
             rec = run_triage(oracle, scratch_root=session.scratch("triage"), environment=environment_capture(),
                              repo=str(root), first_parent=first_parent, subdir=sub)
         log_md = to_debuglog(rec)

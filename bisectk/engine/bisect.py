@@ -103,7 +103,8 @@ def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None, environm
     runner.events.emit(PhaseStarted("search", f"{mode} over {n} candidate commits"
                                     + (f" ({merges} merge{'s' if merges != 1 else ''})" if merges and not first_parent else "")
                                     + (f"; bad fails {check.bad_rate.describe()}" if flaky else "")))
-    options = SearchOptions(flaky=flaky, jobs=policy.jobs, confidence=policy.confidence, max_runs=policy.max_runs)
+    options = SearchOptions(flaky=flaky, jobs=policy.jobs, confidence=policy.confidence, max_runs=policy.max_runs,
+                            width=oracle.width if policy.jobs > 1 else None)
     stopped, reason = False, ""
     try:
         result = search_dag(graph.parents, oracle if policy.jobs == 1 else None,
@@ -168,6 +169,7 @@ def _record(oracle: SpaceOracle, check: EndpointCheck, result: DagResult, flaky:
         ok=True, complete=complete, interrupted=stopped, runs=oracle.runner.executed,
         observations=len(oracle.observations), wall_s=round(time.monotonic() - start, 3), next_steps=tuple(steps),
         stop_reason=reason or ("contradiction" if result.contradiction else ""), flaky=flaky, mode=result.mode,
+        rounds=result.rounds,
         first_bad=first_bad, candidates=candidates, contradiction=text if result.contradiction else None,
         last_good=tuple(last_good(oracle, check, result.culprit, base["first_parent"])) if found else (),
         confidence=round(result.confidence, 6), ambiguous=len(result.candidates) > 1,

@@ -7,8 +7,8 @@ verify         -- the procedure, through the space's oracle (its answer is an En
                   1. good, `repeat` runs; the watchdog and the SLOW baseline are calibrated from
                      its passing runs;
                   2. bad, `repeat` runs; a bad endpoint that passed every time is re-run, up to
-                     `calibrate_runs` runs in all, until it fails: one lucky pass of an
-                     intermittent failure must not abort the search;
+                     `calibrate_runs` runs in all (twice that with --flaky), until it fails: one
+                     lucky pass of an intermittent failure must not abort the search;
                   3. if the failure is intermittent (bad passed at least once) or --flaky, and the
                      search needs the rate up front (`measure`: an ablation's flakiness rule), bad
                      is run up to `calibrate_runs` runs to measure its failure rate; a bisection's
@@ -72,8 +72,11 @@ def verify(oracle: SpaceOracle, good_point: Any, bad_point: Any, *, repeat: int 
         runner.events.emit(Note(f"watchdog: the good endpoint never passed, so it stays at {policy.seconds:g} s "
                                 "for the bad endpoint; --timeout SECONDS sets it"))
     bad_runs = []
+    # told the failure is intermittent (--flaky), a passing bad endpoint gets twice the re-runs: at a
+    # 30% failure rate, 10 passes in a row still happen 3% of the time
+    repro_cap = 2 * cap if flaky else cap
     while len(bad_runs) < repeat or (not any(r.outcome is Outcome.FAIL for r in bad_runs)
-                                     and len(bad_runs) < cap and bad_runs[-1].outcome is Outcome.PASS):
+                                     and len(bad_runs) < repro_cap and bad_runs[-1].outcome is Outcome.PASS):
         bad_runs.append(oracle.observe(bad_point))
     target = Target.of(bad_runs, same_failure)
     passed = any(r.outcome is Outcome.PASS for r in bad_runs)

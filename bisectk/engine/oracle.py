@@ -14,7 +14,8 @@ SpaceOracle  -- maps a point to one new observation: the k-th call for a point a
                 failure, invalid hybrid, or a different failure). A different failure is re-run
                 up to `policy.retry_different` times before it is left unresolved: garbage whose
                 form changes from run to run must not block a proof. `batch` runs distinct
-                workloads in parallel, each with its own directory and environment.
+                workloads in parallel, each with its own directory and environment; `width`
+                is how many a batch should hold (the remote workers alive, at most --jobs).
 Observation  -- one run as the oracle made it (point key, label, run index, the Run and how the
                 search judged it), in the order made: the reports' attempt list.
 
@@ -132,6 +133,12 @@ class SpaceOracle:
             return [self(p) for p in points]
         with ThreadPoolExecutor(max_workers=len(points)) as ex:
             return list(ex.map(lambda a: self(a[1], a[0]), enumerate(points)))
+
+    def width(self) -> int:
+        """How many points a batch should hold now: --jobs, or fewer when fewer remote workers
+        are alive (an actor lost and not yet replaced, a node gone)."""
+        alive = getattr(self.runner.executor, "alive", None)
+        return max(1, min(self.policy.jobs, alive())) if callable(alive) else self.policy.jobs
 
     # -- what the reports read -------------------------------------------------------------
     def verdict(self, point: Any) -> Verdict | None:

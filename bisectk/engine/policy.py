@@ -6,7 +6,10 @@ RunPolicy -- repeats per endpoint, flakiness (forced on, off, or decided by the 
              the cap on endpoint re-runs (`calibrate_runs`), how failures are compared
              (`same_failure`: check | kind | signature), how often a configuration that failed
              differently is re-run before it is left unresolved (`retry_different`), the run
-             budget, a watchdog override, parallelism and GPUs.
+             budget, a watchdog override, parallelism and GPUs, and where runs are executed
+             (`executor`: local processes, or actors on a Ray cluster at `ray_address`, a
+             local Ray instance when None; `ray_repo`: the repository's path on every Ray host,
+             when it is on a shared filesystem).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from bisectk.outcome import SAME_FAILURE_MODES
 
 DEFAULT_CALIBRATE_RUNS = 10
 DEFAULT_RETRY_DIFFERENT = 2
+EXECUTORS = ("local", "ray")
 
 
 @dataclass(frozen=True)
@@ -32,9 +36,19 @@ class RunPolicy:
     jobs: int = 1
     gpus: tuple[str, ...] = ()
     confidence: float = 0.99
+    executor: str = "local"              # local | ray
+    ray_address: str | None = None
+    ray_repo: str | None = None
 
     def __post_init__(self) -> None:
         if self.same_failure not in SAME_FAILURE_MODES:
             raise BisectkError(f"--same-failure {self.same_failure!r}: choose one of {', '.join(SAME_FAILURE_MODES)}")
+        if self.executor not in EXECUTORS:
+            raise BisectkError(f"--executor {self.executor!r}: choose one of {', '.join(EXECUTORS)}")
+        if self.executor != "ray" and (self.ray_address or self.ray_repo):
+            raise BisectkError(f"{'--ray-address' if self.ray_address else '--ray-repo'} needs --executor ray")
+        if self.executor == "ray" and self.gpus:
+            raise BisectkError("--gpus: with --executor ray, Ray gives each actor its own GPU (num_gpus=1); "
+                               "leave --gpus out (bisect and triage take the number of actors from --jobs)")
         if self.calibrate_runs < 1:
             raise BisectkError(f"--calibrate-runs {self.calibrate_runs}: must be at least 1")

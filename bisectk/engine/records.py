@@ -249,6 +249,7 @@ class BisectRecord(Record):
     first_parent: bool = False
     flaky: bool = False
     mode: str = ""
+    rounds: int = 0                         # oracle rounds of the search (batches when --jobs > 1)
     first_bad: dict | None = None           # sha, subject, author, date, files; None if ambiguous
     candidates: tuple[dict, ...] = ()       # each with its own subject, author, files
     last_good: tuple[dict, ...] = ()        # the culprit's parent(s), each with its verdict

@@ -10,8 +10,11 @@ ledger_location -- where a command's ledger lives, decided here and nowhere else
 Session         -- the open ledger and this invocation's session record (kind, fingerprint,
                    arguments; the final result record is stored with it), the event bus (the
                    CLI subscribes its reporter), the run policy,
-                   the one Runner factory (warm workers plugged in when asked), and everything
-                   to close on the way out (worker pools, scratch trees).
+                   the one Runner factory (warm workers plugged in when asked; with
+                   `--executor ray`, actors on a Ray cluster: `ablate` ships the spec's project
+                   directory with them), the commit space of bisect/triage (worktrees here, or
+                   commits sent to the actors), and everything to close on the way out (worker
+                   pools, actors and the local Ray instance, scratch trees).
 """
 
 from __future__ import annotations
@@ -19,14 +22,18 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from bisectk.engine.policy import RunPolicy
-from bisectk.events import EventBus
+from bisectk.events import EventBus, Note
 from bisectk.ledger import Ledger
 from bisectk.run.runner import Runner, TimeoutPolicy
 from bisectk.spec import Spec
+
+
+SHIPS_PROJECT = ("ablate", "run", "check")   # commands whose runs need the spec's project directory
 
 
 def cache_dir() -> Path:
@@ -64,6 +71,7 @@ class Session:
         self.fresh = fresh
         self.warm = warm
         self.pool = None
+        self.cluster = None
         self.fingerprint = fingerprint or spec.fingerprint()
         self.previous = self.ledger.last_session(command, self.fingerprint)
         self.id = self.ledger.open_session(command, self.fingerprint, args or {})
@@ -81,8 +89,23 @@ class Session:
         """A private directory beside the ledger (never in the user's tree)."""
         return self.ledger.path.parent / f"{name}-{self.id}-{os.getpid()}"
 
+    @property
+    def remote(self) -> bool:
+        return self.policy.executor == "ray"
+
     def executor(self):
-        """The run executor: warm workers when asked (started once, closed with the session)."""
+        """The run executor: Ray actors, or warm workers when asked (started once, closed with
+        the session)."""
+        if self.remote:
+            if self.cluster is None:
+                from bisectk.run.cluster import RayExecutor
+                from bisectk.spec import project_root
+                ships = self.command in SHIPS_PROJECT and self.spec.path.is_file()
+                self.cluster = RayExecutor(actors=self.policy.jobs, address=self.policy.ray_address,
+                                           project=project_root(self.spec.path) if ships else None, warm=self.warm)
+                self.closers.append(self.cluster.close)
+                self.events.emit(Note(self.cluster.describe()))
+            return self.cluster
         if not self.warm:
             return None
         if self.pool is None:
@@ -99,6 +122,20 @@ class Session:
         if self.policy.timeout:
             runner.timeout = TimeoutPolicy(self.policy.timeout, "option", f"{self.policy.timeout:g} s from --timeout")
         return runner
+
+    @contextmanager
+    def commit_space(self, commits, root: Path, config: dict, subdir: Path):
+        """The commit space of bisect/triage: each commit checked out in a worktree of a pool
+        here, or, with a remote executor, nothing checked out here (the actors materialise
+        each commit from its `git archive`, or from `--ray-repo`)."""
+        from bisectk.spaces.commits import WorktreePool
+        from bisectk.spaces.revisions import CommitSpace
+        if self.remote:
+            self.executor()   # the cluster is reached (or refused) before anything else runs
+            yield CommitSpace(commits, None, config, subdir, remote=True, shared_repo=self.policy.ray_repo)
+            return
+        with WorktreePool(root, size=self.policy.jobs) as pool:
+            yield CommitSpace(commits, pool, config, subdir)
 
     def record(self, result: dict[str, Any]) -> None:
         """Store the result record with the session (what `bisectk report` prints again)."""

@@ -14,7 +14,10 @@ Runner        -- owns one subject (a Spec): for a Workload (a configuration, the
                  folds the first `repeat` runs. A plain configuration dict stands for a Workload
                  in the spec's own directory.
 Executor      -- how a command is executed (default: a fresh process via run_process; warm GPU
-                 workers plug in here with the same signature).
+                 workers plug in here with the same signature). A RemoteExecutor (run/remote.py:
+                 workers on other hosts, e.g. Ray actors) takes the build and the run as one job
+                 instead: the sources are staged here, built and run there in the worker's own
+                 copy, and judged here, beside the ledger.
 
 Constraint-violating configurations are never run: they are UNRESOLVED(INVALID) at once.
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import statistics
 import threading
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -39,6 +43,7 @@ from bisectk.run.classify import Judge, classify_build, classify_run
 from bisectk.run.process import RawRun, run_process
 from bisectk.run.progress import (COMPILE_FACTOR, DEFAULT_FACTOR, KERNEL_FACTOR, SLACK_S, Recorder, Timeline,
                                   Watch)
+from bisectk.run.remote import RemoteExecutor, RemoteJob, watch_spec
 from bisectk.run.workload import Workload
 from bisectk.spec import Config, Spec, config_key
 
@@ -233,6 +238,8 @@ class Runner:
     def _locked_execute(self, w: Workload, key: str, index: int, seconds: float) -> Run:
         """One directory runs one configuration at a time when it builds or is prepared: the
         build and the run must see the same files."""
+        if isinstance(self.executor, RemoteExecutor):
+            return self._execute_remote(w, key, index, seconds)
         exclusive = self.spec.build is not None or w.prepare is not None
         lock = self._dir_lock(w.cwd) if exclusive else None
         if lock:
@@ -269,3 +276,29 @@ class Runner:
         raw = self.executor(self.spec.argv(w.config), cwd=w.cwd, env=env, timeout=seconds, log_dir=log_dir,
                             watch=self.watch(seconds))
         return classify_run(raw, self.judge, str(log_dir) if log_dir else None)
+
+    def _execute_remote(self, w: Workload, key: str, index: int, seconds: float) -> Run:
+        """Build and run on another host: the sources are staged here (under the directory lock
+        while a `prepare` writes them into the one scratch tree), then built and run there as one
+        job, in that worker's own copy, which remembers the build it holds."""
+        fingerprint = self.fingerprint_of(w.revision)
+        with self._dir_lock(w.cwd) if w.prepare else nullcontext():
+            if w.prepare:
+                w.prepare()
+            source = self.executor.stage(w)
+        env = {**self.spec.environment(w.config), **w.env}
+        job = RemoteJob(source=source, argv=self.spec.argv(w.config), env=env, timeout=seconds,
+                        build=self.spec.argv(w.config, self.spec.build) if self.spec.build else None,
+                        build_timeout=self.spec.build_timeout or CALIBRATION_CAP_S * 2,
+                        build_key=f"{w.state}|{w.revision}|{key}", watch=watch_spec(self.watch(seconds)),
+                        local_root=source.get("local_root", ""), label=key[:80])
+        build_log = self._log_dir(fingerprint, key, index, "build")
+        run_log = self._log_dir(fingerprint, key, index, "run")
+        build, raw = self.executor.run_job(job, (build_log, run_log))
+        if build is not None:
+            failed = classify_build(build, str(build_log) if build_log else None)
+            if failed:
+                return failed
+        if raw is None:
+            raw = RawRun(started=False, error="the remote worker returned no run")
+        return classify_run(raw, self.judge, str(run_log) if run_log else None)

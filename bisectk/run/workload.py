@@ -7,7 +7,16 @@ Workload -- a configuration (the memo key's factor values) plus the place it run
             a hunk-set digest: the same configuration in another tree is another subject), the
             state of the working directory (which commit a worktree holds, which hunks a scratch
             tree holds: a build made for another state must be redone), and an optional
-            `prepare` that makes the sources exist (applies hunks) before the build and the run.
+            `prepare` that makes the sources exist (applies hunks) before the build and the run,
+            and an optional `origin` for executors on other hosts.
+Origin   -- where a workload's files come from, for an executor on another host (run/remote.py):
+            a key naming the file set (a commit sha; "" for "the digest of what `pack` gives"),
+            `pack()` giving the files as a tar archive (`git archive` of a commit, a scratch tree
+            as it is now: called on the driver, after `prepare`), the working directory relative
+            to their root, the local root (argv and environment paths under it are mapped to the
+            remote copy), and optionally a repository path that every host can read (a shared
+            filesystem): then only the sha travels. A Workload without an origin runs in the
+            executor's project directory (the spec's project, shipped as the job's working dir).
 
 Every space (factors, hunks, commits, environments) turns a point of its search into a Workload;
 the runner never learns which space it came from. Parallel runs each carry their own Workload,
@@ -25,6 +34,15 @@ Config = dict[str, Any]
 
 
 @dataclass(frozen=True)
+class Origin:
+    key: str
+    pack: Callable[[], bytes] = field(compare=False)
+    subdir: str = "."
+    root: Path | None = None
+    shared_repo: str | None = None   # with key = a sha: the remote host runs `git archive` there
+
+
+@dataclass(frozen=True)
 class Workload:
     config: Config
     cwd: Path
@@ -32,6 +50,8 @@ class Workload:
     revision: str = ""
     state: str = ""
     prepare: Callable[[], None] | None = field(default=None, compare=False)
+    origin: Origin | None = field(default=None, compare=False)
 
     def with_env(self, **extra: str) -> Workload:
-        return Workload(self.config, self.cwd, {**self.env, **extra}, self.revision, self.state, self.prepare)
+        return Workload(self.config, self.cwd, {**self.env, **extra}, self.revision, self.state, self.prepare,
+                        self.origin)

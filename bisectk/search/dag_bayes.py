@@ -42,7 +42,8 @@ import numpy as np
 from bisectk.outcome import Outcome
 from bisectk.search.bayes import default_budget
 from bisectk.search.dag import Dag, DagResult, entr, explain, groups, testable_odds
-from bisectk.search.gateway import BatchOracle, Gateway, InconsistentObservations, Observation, Oracle
+from bisectk.search.gateway import (BatchOracle, Gateway, InconsistentObservations, Observation, Oracle,
+                                    round_width)
 
 _LN2 = math.log(2.0)
 MAX_JOINT = 10      # probes weighed jointly (2^10 outcome patterns); more are repeats
@@ -316,8 +317,10 @@ def dag_bayes_multisect(dag: Dag, batch_oracle: BatchOracle, *, jobs: int, confi
                         observations: Iterable[Observation | Sequence[Any]] = (),
                         on_observation: Callable[[Observation], None] | None = None,
                         max_runs: int | None = None, fail_prob: float | None = None,
-                        q_prior: tuple[float, float] = (1.0, 2.0), grid: int = 100) -> DagResult:
-    """Flaky k-way search: rounds of up to `jobs` probes of greatest joint information."""
+                        q_prior: tuple[float, float] = (1.0, 2.0), grid: int = 100,
+                        width: Callable[[], int] | None = None) -> DagResult:
+    """Flaky k-way search: rounds of up to `jobs` probes of greatest joint information (with
+    `width`: up to min(jobs, width()), the workers alive)."""
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
     gw = Gateway(dag.n, batch_oracle=batch_oracle, observations=observations, repeat=True,
@@ -329,7 +332,7 @@ def dag_bayes_multisect(dag: Dag, batch_oracle: BatchOracle, *, jobs: int, confi
     def loop() -> None:
         nonlocal stuck
         while model.contradiction() is None and model.best_group()[1] < confidence:
-            probes = model.next_batch(jobs, testable_odds(dag, model.skipped, model.tested))
+            probes = model.next_batch(round_width(jobs, width), testable_odds(dag, model.skipped, model.tested))
             if not probes:
                 stuck = True
                 return

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from bisectk.search.dag import Dag, DagResult, Narrowing, entr, narrowing_result
-from bisectk.search.gateway import BatchOracle, Gateway, Observation, Oracle
+from bisectk.search.gateway import BatchOracle, Gateway, Observation, Oracle, round_width
 
 _LN2 = np.log(2.0)
 
@@ -142,8 +142,9 @@ def dag_bisect(dag: Dag, oracle: Oracle, *, observations: Iterable[Observation |
 def dag_multisect(dag: Dag, batch_oracle: BatchOracle, *, jobs: int,
                   observations: Iterable[Observation | Sequence[Any]] = (),
                   on_observation: Callable[[Observation], None] | None = None,
-                  max_runs: int | None = None) -> DagResult:
-    """Deterministic k-way search; `result.rounds` counts the batches sent to the oracle."""
+                  max_runs: int | None = None, width: Callable[[], int] | None = None) -> DagResult:
+    """Deterministic k-way search; `result.rounds` counts the batches sent to the oracle. With
+    `width`, each round sends min(jobs, width()) probes (the workers alive then)."""
     gw = Gateway(dag.n, batch_oracle=batch_oracle, observations=observations,
                  on_observation=on_observation, min_n=1)
     state = Narrowing(dag, gw.observations)
@@ -151,7 +152,7 @@ def dag_multisect(dag: Dag, batch_oracle: BatchOracle, *, jobs: int,
 
     def loop() -> None:
         while state.allowed.any():
-            probes = split_probes(dag, state.allowed, state.eligible, state.odds(), jobs)
+            probes = split_probes(dag, state.allowed, state.eligible, state.odds(), round_width(jobs, width))
             if not probes:
                 return
             gw.test_many(probes[:gw.spend(max_runs, len(probes))])

@@ -15,6 +15,7 @@ SearchStopped   -- the one "search stopped" exception (tester.py), shared with t
                    its `result` is the best answer so far, with `interrupted` (Ctrl-C) and `reason`
                    ("stop", "interrupt" or "budget").
 InconsistentObservations -- the observations contradict the model (the good endpoint failed).
+round_width     -- how many probes a k-way round sends: --jobs, or the workers alive if fewer.
 
 This module sits below the algorithms (linear.py, bayes.py, multisect.py, dag*.py) and imports
 none of them, so they can share it without importing each other.
@@ -48,6 +49,12 @@ class Observation(NamedTuple):
         """Accept an Observation, an (index, Outcome) pair or a logged [index, "pass"] pair."""
         index, outcome = item
         return cls(int(index), Outcome(outcome))
+
+
+def round_width(jobs: int, width: Callable[[], int] | None) -> int:
+    """Probes for one k-way round: `jobs`, or fewer when `width()` says fewer workers are alive
+    now (never below 1)."""
+    return jobs if width is None else max(1, min(jobs, int(width())))
 
 
 class BudgetSpent(StopSearch):

@@ -59,6 +59,7 @@ class SearchOptions:
     fail_prob: float | None = None      # known q; else estimated (Beta prior over a grid)
     q_prior: tuple[float, float] = (1.0, 2.0)
     seed: int = 0
+    width: Callable[[], int] | None = None   # probes per round now (workers alive), at most jobs
 
 
 def _batched(oracle: Oracle | None, batch_oracle: BatchOracle | None) -> BatchOracle:
@@ -108,8 +109,8 @@ def search_dag(dag: Dag | Sequence[Iterable[int]], oracle: Oracle | None = None,
     if opt.jobs > 1 or oracle is None:
         batch = _batched(oracle, batch_oracle)
         if opt.flaky:
-            return dag_bayes_multisect(graph, batch, jobs=opt.jobs, **flaky, **common)
-        return dag_multisect(graph, batch, jobs=opt.jobs, **common)
+            return dag_bayes_multisect(graph, batch, jobs=opt.jobs, width=opt.width, **flaky, **common)
+        return dag_multisect(graph, batch, jobs=opt.jobs, width=opt.width, **common)
     if opt.flaky:
         return dag_bayes_bisect(graph, oracle, **flaky, **common)
     return dag_bisect(graph, oracle, **common)

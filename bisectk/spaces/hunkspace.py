@@ -8,6 +8,8 @@ HunkSpace -- the hunks between GOOD and BAD (`diff_paths`), and one scratch copy
              ids (so the ledger memoises hybrids), its revision pins the whole difference (the
              digest of every hunk), and the subject runs in the scratch tree (`BISECTK_TREE`
              names it). `add` registers the line-level sub-hunks of the second, finer pass.
+             For an executor on other hosts the Workload's origin packs the scratch tree as it
+             is once `prepare` has applied the point's hunks.
 
 GOOD and BAD are only ever read; the scratch tree is removed by `close`.
 """
@@ -20,7 +22,8 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from bisectk.run.workload import Workload
+from bisectk.run.remote import pack_tree
+from bisectk.run.workload import Origin, Workload
 from bisectk.spaces.hunks import Hunk, Scratch, diff_paths, drop_bytecode
 from bisectk.spec import Config, config_key
 
@@ -84,8 +87,10 @@ class HunkSpace:
         def prepare() -> None:
             self.scratch.apply([self.by_id[i] for i in ids])
             drop_bytecode(self.workdir)
+        # on another host: the scratch tree as it is after `prepare`, packed whole
+        origin = Origin("", lambda: pack_tree(self.workdir), str(self.subdir), root=self.workdir)
         return Workload(self.config(point), self.workdir / self.subdir, {"BISECTK_TREE": str(self.workdir)},
-                        revision=self.revision, prepare=prepare)
+                        revision=self.revision, prepare=prepare, origin=origin)
 
     def lease(self, point: Any):
         return nullcontext(self.workload(point))

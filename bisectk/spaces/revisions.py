@@ -7,8 +7,12 @@ CommitSpace -- a point is a candidate's index in a CommitGraph, or GOOD (the --g
                commit's sha (the ledger memoises per commit) and run in a worktree leased from the
                WorktreePool with that commit checked out (the worktree's state is the sha, so a
                build made for another commit is redone). `workload` alone leases nothing: a
-               commit answered from the ledger is never checked out.
-export_tree -- a commit's tree as plain files (`git archive`), outside the user's checkout.
+               commit answered from the ledger is never checked out. Without a pool (`remote`:
+               an executor on other hosts) nothing is checked out here at all: the Workload's
+               origin is the commit, which the remote worker materialises from the `git archive`
+               it is sent (or from `shared_repo`, a path of the repository every host can read).
+export_tree -- a commit's tree as plain files (`git archive`), outside the user's checkout;
+               `archive` the same as the bytes of a tar archive.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bisectk.run.workload import Workload
+from bisectk.run.workload import Origin, Workload
 from bisectk.run.process import run_process
 from bisectk.spaces.hunks import drop_bytecode
 from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, WorktreePool, _env
@@ -33,8 +37,9 @@ class CommitSpace:
     kind = "commits"
 
     def __init__(self, commits: CommitGraph, pool: WorktreePool | None, config: Config,
-                 subdir: Path = Path(".")):
+                 subdir: Path = Path("."), *, remote: bool = False, shared_repo: str | None = None):
         self.commits, self.pool, self.config, self.subdir = commits, pool, dict(config), Path(subdir)
+        self.remote, self.shared_repo = remote, shared_repo
 
     def info(self, point: Any) -> CommitInfo:
         return self.commits.good if point == GOOD else self.commits[point]
@@ -54,6 +59,12 @@ class CommitSpace:
     @contextmanager
     def lease(self, point: Any):
         sha = self.info(point).sha
+        if self.remote:
+            repo = self.commits.repo
+            yield Workload(dict(self.config), NOWHERE / sha / self.subdir, revision=sha, state=sha,
+                           origin=Origin(sha, lambda: archive(repo, sha), str(self.subdir),
+                                         shared_repo=self.shared_repo))
+            return
         if self.pool is None:
             raise RuntimeError("CommitSpace.lease without a worktree pool")
         with self.pool.lease(sha) as path:
@@ -61,15 +72,27 @@ class CommitSpace:
             yield Workload(dict(self.config), path / self.subdir, revision=sha, state=sha)
 
 
+def _archive_to(repo: Path, sha: str, tar: Path) -> None:
+    raw = run_process(["git", "-c", "core.hooksPath=/dev/null", "archive", "--format=tar", "-o", str(tar), sha],
+                      cwd=repo, base_env=_env(), timeout=600)
+    if not raw.started or raw.exit_code != 0:
+        why = raw.error or (raw.stderr.strip().splitlines() or [f"exit {raw.exit_code}"])[-1]
+        raise SpaceError(f"git archive {sha[:10]} failed: {why[-200:]}")
+
+
+def archive(repo: Path, sha: str) -> bytes:
+    """A commit's tree as a tar archive, read from the object database (no checkout touched)."""
+    with tempfile.TemporaryDirectory(prefix="bisectk-archive-") as tmp:
+        tar = Path(tmp) / "tree.tar"
+        _archive_to(repo, sha, tar)
+        return tar.read_bytes()
+
+
 def export_tree(repo: Path, sha: str, dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bisectk-archive-") as tmp:
         tar = Path(tmp) / "tree.tar"
-        raw = run_process(["git", "-c", "core.hooksPath=/dev/null", "archive", "--format=tar", "-o", str(tar), sha],
-                          cwd=repo, base_env=_env(), timeout=600)
-        if not raw.started or raw.exit_code != 0:
-            why = raw.error or (raw.stderr.strip().splitlines() or [f"exit {raw.exit_code}"])[-1]
-            raise SpaceError(f"git archive {sha[:10]} failed: {why[-200:]}")
+        _archive_to(repo, sha, tar)
         with tarfile.open(tar) as t:
             t.extractall(dest, filter="tar")
     return dest

@@ -98,3 +98,22 @@ def test_the_map_is_enforced():
     assert not allowed("bisectk.report.ablation", "bisectk.engine.ablate")
     assert allowed("bisectk.report.ablation", "bisectk.engine.records")
     assert allowed("bisectk.engine.ablate", "bisectk.search")
+
+
+OPTIONAL = {"ray": {"bisectk.run.cluster"}}   # optional dependencies and the one module that may import each
+
+
+def test_optional_dependencies_stay_in_their_module():
+    """Ray is an extra: only bisectk/run/cluster.py imports it, and only inside functions, so
+    bisectk imports and runs without it (docs/LAYERS.md)."""
+    for p in PKG.rglob("*.py"):
+        tree = ast.parse(p.read_text())
+        top = {id(n) for n in tree.body}
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            for name in names:
+                dep = name.split(".")[0]
+                if dep in OPTIONAL:
+                    assert module_name(p) in OPTIONAL[dep], f"{module_name(p)} imports {dep}"
+                    assert id(node) not in top, f"{module_name(p)} imports {dep} at module level"

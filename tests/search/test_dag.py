@@ -312,3 +312,20 @@ def test_branchy_histories_with_skip_clusters(n, seed, skip_share):
     for search in (lambda d, o: dag_bisect(d, o), lambda d, o: dag_multisect(d, batch(o), jobs=4)):
         result = search(Dag(parents), deterministic(anc, culprit, untestable))
         assert set(result.candidates) == truth_group(anc, culprit, untestable) and result.complete
+
+
+def test_multisect_rounds_follow_the_workers_alive():
+    """K = the workers alive: a round sends min(jobs, width()) probes, and the search still ends
+    on the culprit when the width shrinks (an actor lost) and grows back."""
+    dag, chain = Dag.chain(300), [set(range(i + 1)) for i in range(300)]
+    widths = iter([4, 2, 2, 1, 4, 4, 4, 4, 4, 4, 4, 4])
+    sizes: list[int] = []
+    inner = batch(deterministic(chain, 201))
+
+    def sized(points):
+        sizes.append(len(points))
+        return inner(points)
+    result = dag_multisect(dag, sized, jobs=3, width=lambda: next(widths))
+    assert result.culprit == 201 and result.complete
+    assert sizes[:4] == [3, 2, 2, 1]          # never more than --jobs, never more than alive
+    assert all(1 <= s <= 3 for s in sizes)

@@ -1,0 +1,346 @@
+"""Runs on other hosts: the job a driver sends, and the remote worker's side that builds and runs it.
+
+The runner (run/runner.py) owns the memo, the ledger and classification; on one machine it calls
+an executor twice per configuration (build, then run) in a directory it shares with them. An
+executor on another host has no such directory: the sources must travel, and the build and the run
+must happen on the same host, in the same copy. So a remote executor is given one job per run --
+what to materialise, what to build, what to run, under which watchdog -- and returns the raw runs;
+judging them stays on the driver, beside the ledger, which stays the one source of truth.
+
+Abstractions
+------------
+RemoteJob      -- one run as it travels: the source (`source_of`), argv and build argv, the
+                  environment, the watchdog (a fixed timeout, or the good run's timeline that a
+                  Watch rebuilds there), the key of the build it needs, and the driver's interpreter
+                  and source root (argv and environment paths under them are mapped to the remote
+                  interpreter and copy).
+RemoteExecutor -- the driver side's contract: `stage(workload)` (called under the runner's
+                  directory lock when a `prepare` writes the sources) turns a Workload's origin
+                  into a source that can travel, and `run_job(job, log_dirs)` returns
+                  (build RawRun or None, run RawRun or None). `InlineExecutor` keeps a Site in
+                  this process (tests, and a model of the protocol without a cluster).
+Site           -- the remote worker's side: materialises sources into its own scratch directory
+                  (the project directory copied once, a commit's `git archive` or a scratch tree's
+                  archive extracted, or a shared repository read with `git archive`), never in a
+                  checkout it does not own; remembers which build each copy holds; runs under the
+                  watchdog in a warm worker pool (run/pool.py: a hang or a crash kills the worker
+                  and its hot spare takes over, as locally) or in a fresh contained process.
+                  `status()` says what it is running and until when, for the driver's backstop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from bisectk.run.classify import classify_build
+from bisectk.run.process import RawRun, run_process
+from bisectk.run.progress import Recorder, Timeline, Watch
+from bisectk.run.workload import Workload
+
+KEEP_SOURCES = 6          # materialised copies a site keeps (least recently used dropped)
+KEEP_PACKED = 64          # archives a driver keeps sent (a commit probed again is not packed again)
+IGNORED = ("__pycache__", ".bisectk", ".git", ".hypothesis", ".pytest_cache")
+
+
+@dataclass
+class RemoteJob:
+    source: dict[str, Any]
+    argv: list[str]
+    env: dict[str, str]
+    timeout: float
+    build: list[str] | None = None
+    build_timeout: float = 240.0
+    build_key: str = ""
+    watch: dict | None = None
+    interpreter: str = sys.executable
+    local_root: str = ""
+    label: str = ""
+    attempts: list[str] = field(default_factory=list)   # where earlier tries of this job were lost
+
+
+# -- the watchdog, as data ----------------------------------------------------------------------
+def watch_spec(watch) -> dict | None:
+    """What a remote site needs to rebuild `watch` (run/progress.py) there."""
+    if isinstance(watch, Watch):
+        return {"good": watch.good.to_list() if watch.good else None, "fixed_s": watch.fixed_s,
+                "floor_s": watch.floor_s, "kernel_factor": watch.kernel_factor}
+    if isinstance(watch, Recorder):
+        return {}
+    return None
+
+
+def watch_from_spec(spec: dict | None):
+    if spec is None:
+        return None
+    if not spec:
+        return Recorder()
+    return Watch(Timeline.from_list(spec["good"]), spec["fixed_s"], spec["floor_s"], spec["kernel_factor"])
+
+
+# -- packing -------------------------------------------------------------------------------------
+def pack_tree(root: Path, ignore: tuple[str, ...] = IGNORED) -> bytes:
+    """A directory as an uncompressed tar archive (bytecode and bisectk's own state left out)."""
+    buf = io.BytesIO()
+    root = Path(root)
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d not in ignore)
+            rel = Path(dirpath).relative_to(root)
+            for d in dirnames:
+                tar.add(Path(dirpath) / d, arcname=str(rel / d), recursive=False)
+            for f in sorted(filenames):
+                if f.endswith((".pyc", ".pyo")):
+                    continue
+                tar.add(Path(dirpath) / f, arcname=str(rel / f), recursive=False)
+    return buf.getvalue()
+
+
+def unpack(data: bytes, dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="tar")
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:20]
+
+
+# -- the driver side -----------------------------------------------------------------------------
+class RemoteExecutor:
+    """What the runner needs of an executor on other hosts (see the module docstring). Subclasses
+    say how bytes travel (`put`) and where a job runs (`run_job`)."""
+
+    remote = True
+    project: Path | None = None   # the spec's project directory, shipped with the job (ablate)
+
+    def __init__(self) -> None:
+        self._packed: dict[str, Any] = {}     # origin key -> what `put` returned (a commit is sent once)
+        self._lock = threading.Lock()
+
+    def put(self, data: bytes) -> Any:
+        return data
+
+    def stage(self, w: Workload) -> dict[str, Any]:
+        """The workload's source, ready to travel: the project directory (shipped with the job),
+        a shared repository and a sha, or a tar archive (a commit's, once per sha; a scratch
+        tree's as it is now)."""
+        o = w.origin
+        if o is None:
+            sub = self.project_subdir(w.cwd)
+            if sub is None:   # outside the shipped project: a path every host must have
+                return {"kind": "path", "id": f"path:{w.cwd}", "path": str(w.cwd), "subdir": ".", "local_root": ""}
+            return {"kind": "project", "id": "project", "subdir": sub, "local_root": str(self.project)}
+        base = {"subdir": o.subdir, "local_root": str(o.root) if o.root else ""}
+        if o.shared_repo:
+            return {"kind": "git", "id": o.key, "repo": o.shared_repo, "sha": o.key, **base}
+        if o.key:
+            with self._lock:
+                ref = self._packed.pop(o.key, None)
+            if ref is None:
+                ref = self.put(o.pack())
+            with self._lock:
+                self._packed[o.key] = ref          # most recently used last
+                while len(self._packed) > KEEP_PACKED:
+                    self._packed.pop(next(iter(self._packed)))
+            return {"kind": "tar", "id": o.key, "ref": ref, **base}
+        data = o.pack()
+        return {"kind": "tar", "id": digest(data), "ref": self.put(data), **base}
+
+    def project_subdir(self, cwd: Path) -> str | None:
+        """cwd relative to the project directory, or None when it lies outside."""
+        if self.project is not None:
+            try:
+                return str(Path(cwd).resolve().relative_to(self.project))
+            except ValueError:
+                pass
+        return None
+
+    def run_job(self, job: RemoteJob, log_dirs: tuple[Path | None, Path | None] = (None, None)
+                ) -> tuple[RawRun | None, RawRun | None]:
+        raise NotImplementedError
+
+    def alive(self) -> int:
+        """How many workers can take a job now (k-way multisection sends that many per round)."""
+        return 1
+
+    def close(self) -> None:
+        pass
+
+
+def write_logs(raw: RawRun | None, log_dir: Path | None) -> None:
+    """The remote run's output tails, kept where a local run's logs would be (reports link them)."""
+    if raw is None or log_dir is None:
+        return
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        (log_dir / "stdout.log").write_text(raw.stdout, encoding="utf-8")
+        (log_dir / "stderr.log").write_text(raw.stderr, encoding="utf-8")
+    except OSError:
+        pass
+
+
+class InlineExecutor(RemoteExecutor):
+    """A Site in this process behind the remote protocol: the staging, materialising and
+    per-copy build bookkeeping of a cluster run, without a cluster."""
+
+    def __init__(self, project: Path | None = None, *, warm: bool = False, preload: tuple[str, ...] = ()):
+        super().__init__()
+        self.project = Path(project).resolve() if project else None
+        self.scratch = Path(tempfile.mkdtemp(prefix="bisectk-site-"))
+        self.site = Site(self.project, self.scratch, warm=warm, preload=preload)
+        self.jobs = 0
+        self._one = threading.Lock()
+
+    def run_job(self, job, log_dirs=(None, None)):
+        with self._one:     # one site runs one job at a time, as an actor does
+            self.jobs += 1
+            build, run = self.site.run(job)
+        write_logs(build, log_dirs[0])
+        write_logs(run, log_dirs[1])
+        return build, run
+
+    def close(self) -> None:
+        self.site.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+# -- the remote side -----------------------------------------------------------------------------
+class Site:
+    def __init__(self, project: Path | None, scratch: Path, *, warm: bool = False,
+                 preload: tuple[str, ...] = (), fetch: Callable[[Any], bytes] | None = None):
+        self.project = Path(project) if project else None
+        self.scratch = Path(scratch)
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        self.fetch = fetch or (lambda ref: ref)
+        self.roots: OrderedDict[str, Path] = OrderedDict()   # source id -> its copy here
+        self.built: dict[str, str] = {}                        # source id -> the build it holds
+        self.made = 0
+        self.pool = None
+        if warm:
+            from bisectk.run.pool import WorkerPool
+            self.pool = WorkerPool(slots=1, preload=preload).start(wait=False)
+        self.current: dict | None = None
+        self.stats = {"jobs": 0, "materialised": 0, "builds": 0}
+
+    # -- sources ----------------------------------------------------------------------------
+    def materialise(self, source: dict[str, Any]) -> Path:
+        if source["kind"] == "path":
+            return Path(source["path"])       # never copied, never removed: it is not ours
+        sid = str(source["id"])
+        if sid in self.roots:
+            self.roots.move_to_end(sid)
+            return self.roots[sid]
+        self.made += 1
+        dest = self.scratch / f"src-{self.made}"
+        kind = source["kind"]
+        if kind == "project":
+            if self.project is None:
+                raise RuntimeError("this site has no project directory")
+            shutil.copytree(self.project, dest, symlinks=True,
+                            ignore=shutil.ignore_patterns(*IGNORED, "*.pyc"))
+        elif kind == "tar":
+            unpack(self.fetch(source["ref"]), dest)
+        elif kind == "git":
+            unpack(_git_archive(source["repo"], source["sha"]), dest)
+        else:
+            raise RuntimeError(f"unknown source kind {kind!r}")
+        self.stats["materialised"] += 1
+        self.roots[sid] = dest
+        while len(self.roots) > KEEP_SOURCES:
+            old, path = self.roots.popitem(last=False)
+            self.built.pop(old, None)
+            shutil.rmtree(path, ignore_errors=True)
+        return dest
+
+    # -- running ----------------------------------------------------------------------------
+    def run(self, job: RemoteJob) -> tuple[RawRun | None, RawRun | None]:
+        """Materialise, build when this copy does not hold the job's build, run. Never raises
+        for the subject; a source that cannot be materialised is a run that did not start."""
+        self.stats["jobs"] += 1
+        try:
+            root = self.materialise(job.source)
+        except Exception as exc:  # a bad archive, a shared path missing here: not the subject's fault
+            return None, RawRun(started=False, error=f"cannot materialise the sources on this host: "
+                                                     f"{type(exc).__name__}: {exc}"[:500])
+        sid = str(job.source["id"])
+        cwd = root / job.source.get("subdir", ".")
+        mapped = _Mapper(job.local_root, str(root), job.interpreter)
+        env = {k: mapped.path(v) for k, v in job.env.items()}
+        build = None
+        if job.build and self.built.get(sid) != job.build_key:
+            self.stats["builds"] += 1
+            build = self._execute(mapped.argv(job.build), cwd, env, job.build_timeout, None)
+            if classify_build(build) is not None:
+                self.built.pop(sid, None)
+                return build, None
+            self.built[sid] = job.build_key
+        watch = watch_from_spec(job.watch)
+        return build, self._execute(mapped.argv(job.argv), cwd, env, job.timeout, watch)
+
+    def _execute(self, argv, cwd, env, timeout, watch) -> RawRun:
+        self.current = {"t0": time.monotonic(), "timeout": timeout, "watch": watch}
+        try:
+            if self.pool is not None:
+                return self.pool.run(argv, cwd=cwd, env=env, timeout=timeout, watch=watch)
+            return run_process(argv, cwd=cwd, env=env, timeout=timeout, watch=watch)
+        finally:
+            self.current = None
+
+    def status(self) -> dict[str, Any]:
+        """What runs now: elapsed seconds and the deadline the watchdog enforces (None: idle)."""
+        cur = self.current
+        if cur is None:
+            return {"busy": False, **self.stats}
+        deadline = getattr(cur["watch"], "deadline", None)
+        return {"busy": True, "elapsed": time.monotonic() - cur["t0"],
+                "deadline": deadline() if deadline else cur["timeout"], **self.stats}
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+        for path in self.roots.values():
+            shutil.rmtree(path, ignore_errors=True)
+        self.roots.clear()
+
+
+class _Mapper:
+    """Paths of the driver's source root and interpreter, as this host's."""
+
+    def __init__(self, local_root: str, root: str, interpreter: str):
+        self.local_root, self.root, self.interpreter = local_root.rstrip("/"), root, interpreter
+
+    def path(self, value: str) -> str:
+        if self.local_root and (value == self.local_root or value.startswith(self.local_root + "/")):
+            return self.root + value[len(self.local_root):]
+        return value
+
+    def argv(self, argv: list[str]) -> list[str]:
+        out = [self.path(a) for a in argv]
+        if out and out[0] == self.interpreter:
+            out[0] = sys.executable   # "python" in a spec: the interpreter bisectk runs in, here
+        return out
+
+
+def _git_archive(repo: str, sha: str) -> bytes:
+    """A commit's tree from a repository this host can read (hooks off, no checkout touched)."""
+    with tempfile.TemporaryDirectory(prefix="bisectk-archive-") as tmp:
+        out = Path(tmp) / "tree.tar"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        raw = run_process(["git", "-c", "core.hooksPath=/dev/null", "archive", "--format=tar", "-o", str(out), sha],
+                          cwd=repo, base_env=env, timeout=600)
+        if not raw.started or raw.exit_code != 0:
+            why = raw.error or (raw.stderr.strip().splitlines() or [f"exit {raw.exit_code}"])[-1]
+            raise RuntimeError(f"git archive {sha[:10]} in {repo}: {why[-200:]}")
+        return out.read_bytes()

@@ -19,7 +19,7 @@ from bisectk.errors import BisectkError
 from bisectk.outcome import SAME_FAILURE_MODES, Outcome
 from bisectk.search import STRATEGIES, strategy_names
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Differential bisection for GPU kernels: isolate the change that makes a kernel "
                        "hang, crash, compute garbage or slow down.")
 out = Console(highlight=False, soft_wrap=True)
@@ -27,9 +27,8 @@ out = Console(highlight=False, soft_wrap=True)
 OUTCOME_EXIT = {Outcome.PASS: X.OK, Outcome.FAIL: X.FAILED, Outcome.UNRESOLVED: X.UNRESOLVED}
 
 SpecArg = typer.Argument(..., help="Variant spec (TOML).", show_default=False)
-LedgerOpt = typer.Option(None, "--ledger", help="Ledger database (default: .bisectk/ledger.db beside the spec; "
-                                                "for --run subjects, ~/.cache/bisectk/ledger.db).")
-JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON on stdout; no progress output.")
+LedgerOpt = typer.Option(None, "--ledger", help="Ledger database (default: .bisectk/ledger.db beside the spec).")
+JsonOpt = typer.Option(False, "--json", help="Print the result as one JSON document on stdout (progress on stderr only when it is a terminal).")
 RunOpt = typer.Option(None, "--run", help="Subject command instead of a SPEC, as one quoted string (git bisect run's "
                                           "exit codes: 0 good, 125 skip, 1-127 bad).")
 BuildOpt = typer.Option(None, "--build", help="Build command run before the subject, as one quoted string; "
@@ -63,6 +62,13 @@ RayRepoOpt = typer.Option(None, "--ray-repo", help="With --executor ray: the rep
                                                    "filesystem); actors read commits there instead of receiving them.")
 
 
+def cache_ledger() -> str:
+    """Where `diff` keeps its ledger by default, worded for help: engine.session.cache_dir's rule
+    (not imported here: help must not load the engine)."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    return f"{base}/bisectk/ledger.db" if base else "~/.cache/bisectk/ledger.db"
+
+
 def say_error(message: str) -> None:
     """One line on stderr, unwrapped whatever the terminal width."""
     sys.stderr.write(f"bisectk: {' '.join(str(message).split())}\n")
@@ -71,6 +77,15 @@ def say_error(message: str) -> None:
 def fail(message: str, code: int = X.USAGE) -> None:
     say_error(message)
     raise typer.Exit(code)
+
+
+def unused_factor_warnings(spec) -> list[str]:
+    """A warning per factor that reaches no placeholder (printed on stderr; `check` repeats it)."""
+    lines = [f"factor {f!r} is used by no placeholder of [subject] command, build or env: its values never "
+             f"reach the subject ({spec.path})" for f in spec.unused_factors()]
+    for line in lines:
+        sys.stderr.write(f"bisectk: warning: {line}\n")
+    return lines
 
 
 def emit_json(data: dict) -> None:
@@ -82,12 +97,17 @@ def environment_capture() -> dict:
     return capture(torch=False)
 
 
-def reporter(quiet: bool, reference: dict | None):
-    """The progress subscriber: live status on a terminal, nothing with --json or when piped."""
-    if quiet or not sys.stderr.isatty():
+def reporter(as_json: bool, reference: dict | None):
+    """The progress subscriber, always on stderr: a live status line on a terminal; plain lines,
+    one per run, when stderr is a pipe or a file (a CI log) -- except with --json, where only a
+    terminal gets progress, so `--json 2>&1` stays one JSON document."""
+    if sys.stderr.isatty():
+        from bisectk.report.terminal import TerminalReporter
+        return TerminalReporter(reference=reference)
+    if as_json:
         return None
-    from bisectk.report.terminal import TerminalReporter
-    return TerminalReporter(reference=reference)
+    from bisectk.report.terminal import ProgressLines
+    return ProgressLines(sys.stderr, reference=reference)
 
 
 def policy(**kw):
@@ -145,6 +165,7 @@ def run(spec: Path = SpecArg,
     from bisectk.engine.subject import load_subject
     from bisectk.report.terminal import fmt_config
     s, cfg = load_subject(spec, cwd=Path.cwd(), config=config, sets=set_)
+    unused_factor_warnings(s)
     with Session("run", s, ledger_location(ledger, spec=s), args={"spec": str(spec), "config": cfg},
                  policy=policy(timeout=timeout), fresh=fresh, reporter=reporter(as_json, s.good)) as session:
         rec = run_one(session, cfg, repeat=repeat, label=config if not set_ else "custom",
@@ -174,6 +195,7 @@ def check(spec: Path = SpecArg,
     from bisectk.engine.subject import load_subject
     from bisectk.report.text import print_check
     s, _ = load_subject(spec, cwd=Path.cwd())
+    warnings = unused_factor_warnings(s)
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure)
     with Session("check", s, ledger_location(ledger, spec=s), args={"spec": str(spec)}, policy=pol, fresh=fresh,
                  reporter=reporter(as_json, s.good)) as session:
@@ -181,15 +203,22 @@ def check(spec: Path = SpecArg,
         session.record(rec.to_dict())
     if as_json:
         emit_json({"spec": str(spec), "differences": list(rec.subject.differences), **rec.endpoints.to_dict(),
-                   "environment": rec.environment})
+                   "warnings": warnings, "environment": rec.environment})
     else:
         print_check(out, rec)
+        for line in warnings:
+            out.print(f"warning: {line}", markup=False)
     raise typer.Exit(X.OK if rec.ok else X.USAGE)
 
 
 def default_spec() -> Path:
-    """The embedded CPU default: a pipeline that deadlocks, among several benign differences."""
-    return Path(__file__).resolve().parents[1] / "variants" / "cpu" / "pipeline-hang.toml"
+    """The embedded CPU default: a pipeline that deadlocks, among several benign differences
+    (relative to the working directory when inside it, so printed commands read as typed)."""
+    path = Path(__file__).resolve().parents[1] / "variants" / "cpu" / "pipeline-hang.toml"
+    try:
+        return path.relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
 
 
 # -- ablate ----------------------------------------------------------------------------------------
@@ -224,6 +253,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     check_strategy(strategy)
     spec = spec or default_spec()
     s = load_spec(spec)
+    unused_factor_warnings(s)
     n = len(s.differences())
     if n == 0:
         fail(f"{spec}: [good] and [bad] are identical: nothing to ablate")
@@ -271,7 +301,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
              fresh: bool = FreshOpt, warm: bool = WarmOpt,
              executor: str = ExecutorOpt, ray_address: Optional[str] = RayAddressOpt,
              report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt, html: Optional[Path] = HtmlOpt,
-             ledger: Optional[Path] = typer.Option(None, "--ledger", help="Ledger database (default: ~/.cache/bisectk/ledger.db; scratch trees beside it)."),
+             ledger: Optional[Path] = typer.Option(None, "--ledger", help=f"Ledger database (default: {cache_ledger()}, in your cache, never in GOOD or BAD; scratch trees beside it)."),
              as_json: bool = JsonOpt) -> None:
     """Isolate the hunks (then lines) of the GOOD->BAD source difference that cause the failure.
 
@@ -293,6 +323,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
                  max_runs=max_runs, timeout=timeout, executor=executor, ray_address=ray_address)
     s, base = load_subject(spec, run_cmd, cwd=Path.cwd(), build=build, config=config, sets=set_,
                            repeat=repeat, name=f"diff {good.name}..{bad.name}")
+    unused_factor_warnings(s)
     with Session("diff", s, ledger_path, args={"good": str(good), "bad": str(bad)}, policy=pol, fresh=fresh,
                  warm=warm, reporter=reporter(as_json, None)) as session:
         space = HunkSpace(good, bad, session.scratch("scratch"), base=base)
@@ -312,6 +343,7 @@ def history_subject(spec, run_cmd, pytest_id, build, root: Path, config, sets, t
     from bisectk.engine.subject import load_subject
     s, cfg = load_subject(spec, run_cmd, pytest_id, build=build, cwd=root, config=config, sets=sets,
                           timeout=timeout, repeat=repeat, name="bisect")
+    unused_factor_warnings(s)
     try:
         sub = s.cwd.resolve().relative_to(root) if spec is not None else Path(".")
     except ValueError:
@@ -367,7 +399,7 @@ def bisect(repo: Path = RepoOpt,
         if not as_json:
             merges = commits.merges()
             out.print(f"{len(commits)} candidate commits from {commits.good.short} (good) to {commits.bad.short} (bad)"
-                      + (f", {merges} of them merges" if merges else "")
+                      + (f", {merges} of them {'a merge' if merges == 1 else 'merges'}" if merges else "")
                       + (" (first-parent chain)" if first_parent else ""), markup=False)
         with session.commit_space(commits, root, cfg, sub) as space:
             oracle = SpaceOracle(session.runner(), space, policy=pol, any_failure=any_failure)
@@ -408,7 +440,7 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.triage import run_triage
     from bisectk.report.junit import write_junit
-    from bisectk.report.triage import to_cases, to_debuglog
+    from bisectk.report.triage import print_summary, to_cases, to_debuglog
     from bisectk.spaces.commits import list_graph, open_repo
     root = open_repo(repo)
     commits = list_graph(root, good, bad, first_parent=first_parent)
@@ -425,14 +457,8 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
         log_md = to_debuglog(rec)
         if junit:
             write_junit(junit, "bisectk triage", to_cases(rec, str(spec or run_cmd or pytest_id)))
-
-        def summary() -> None:
-            out.print(f"triage: {rec.verdict}" + (f" -- {rec.first_bad['sha'][:10]} {rec.first_bad['subject']}"
-                                                  if rec.first_bad else ""), markup=False)
-            if not report:
-                out.print(log_md.to_markdown(), markup=False, highlight=False)
-        finish(rec, log_md, summary, report=report, json_out=json_out, as_json=as_json, code=rec.exit_code,
-               session=session, html=html)
+        finish(rec, log_md, lambda: print_summary(out, rec, report), report=report, json_out=json_out,
+               as_json=as_json, code=rec.exit_code, session=session, html=html)
 
 
 # -- log / replay / report -------------------------------------------------------------------------
@@ -569,16 +595,20 @@ def ptx_cmd(spec: Path = SpecArg,
 
 
 @app.command("env")
-def env_cmd(save: Optional[Path] = typer.Option(None, "--save", help="Write the capture to this JSON file."),
-            diff: Optional[list[Path]] = typer.Option(None, "--diff", help="Compare two saved captures: --diff A.json --diff B.json."),
+def env_cmd(captures: Optional[list[Path]] = typer.Argument(None, hidden=True, show_default=False),
+            save: Optional[Path] = typer.Option(None, "--save", help="Write the capture to this JSON file."),
+            diff: Optional[list[Path]] = typer.Option(None, "--diff", help="Compare two saved captures: --diff A.json B.json (or --diff A.json --diff B.json)."),
             torch: bool = typer.Option(False, "--torch", help="Also ask torch (in a subprocess) what it sees."),
             as_json: bool = JsonOpt) -> None:
     """Capture the runtime context to rule out first (GPU, driver, CUDA, packages, CUDA_*/CUTE_DSL_*/TORCH_* variables),
     or list the differences between two saved captures."""
     from bisectk.spaces import env as envmod
+    if captures and not diff:
+        fail(f"unexpected argument {str(captures[0])!r}: captures are compared with --diff A.json B.json")
+    diff = [*(diff or []), *(captures or [])]
     if diff:
         if len(diff) != 2:
-            fail("--diff takes exactly two captures: --diff A.json --diff B.json")
+            fail(f"--diff compares exactly two captures (--diff A.json B.json), got {len(diff)}")
         a, b = envmod.load(diff[0]), envmod.load(diff[1])
         rows = envmod.diff(a, b)
         if as_json:
@@ -605,6 +635,19 @@ def env_cmd(save: Optional[Path] = typer.Option(None, "--save", help="Write the 
         out.print(f"environment written to {save}", markup=False)
 
 
+demo_app = typer.Typer(no_args_is_help=True, help="Write ready-to-run inputs for the README's examples.")
+app.add_typer(demo_app, name="demo")
+
+
+@demo_app.command("history")
+def demo_history(path: Path = typer.Argument(..., help="A new or empty directory for the repository.", show_default=False)) -> None:
+    """Create a throwaway git repository with a planted regression for bisect, triage, log and
+    replay: tag v1.0 works, main deadlocks; a side branch is merged and two commits do not build."""
+    from bisectk.demo import make_history
+    for line in make_history(path).lines():
+        out.print(line.replace("--repo DIR", f"--repo {path}"), markup=False)
+
+
 @app.callback(invoke_without_command=True)
 def main(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
     if version:
@@ -616,12 +659,69 @@ def _terminate(signum, frame) -> None:
     raise KeyboardInterrupt  # SIGTERM cleans up like Ctrl-C: subjects killed, worktrees removed
 
 
+# Value names shown in help ("--ledger FILE", "diff GOOD BAD [SPEC]"), set on the click command
+# once instead of on every option; an option not named here gets one from its type.
+METAVARS = {"--run": "'CMD'", "--build": "'CMD'", "--set": "NAME=VALUE", "--pytest": "NODEID", "--good": "REF",
+            "--bad": "REF", "--repo": "PATH", "--gpus": "IDS", "--with": "FACTOR", "--strategy": "NAME",
+            "--same-failure": "MODE", "--config": "good|bad", "--timeout": "SECONDS", "--confidence": "P",
+            "--session": "ID", "--report": "FILE.md", "--junit": "FILE.xml", "--html": "FILE.html"}
+_TYPE_METAVARS = {int: "N", float: "X", Path: "FILE", str: "TEXT"}
+
+
+def _value_kind(param) -> str:
+    """A parameter's value type as a metavar, across typer versions (own parameter classes with a
+    type descriptor, or click's with a ParamType)."""
+    desc = getattr(param, "type_descriptor", None)
+    if desc is not None:
+        annotation = desc.annotation
+        args = getattr(annotation, "__args__", None)
+        annotation = args[0] if args else annotation   # list[str] -> str (repeatable)
+        return _TYPE_METAVARS.get(annotation, "TEXT")
+    name = getattr(getattr(param, "type", None), "name", "text")
+    return {"integer": "N", "integer range": "N", "float": "X", "float range": "X", "path": "FILE"}.get(name, "TEXT")
+
+
+def plain_help(cmd) -> None:
+    """Plain value names for every parameter of `cmd` and its subcommands (typer's default shows
+    python types such as `<list[str]>`)."""
+    for param in getattr(cmd, "params", ()):
+        if param.metavar is not None or getattr(param, "is_flag", False) or getattr(param, "count", False):
+            continue
+        if param.param_type_name == "argument":
+            param.metavar = param.name.upper()
+        else:
+            flag = max(param.opts, key=len)
+            param.metavar = METAVARS.get(flag) or _value_kind(param)
+    for sub in getattr(cmd, "commands", {}).values():
+        plain_help(sub)
+
+
+def _is(exc: BaseException, name: str) -> bool:
+    """click's exception classes by name: typer vendors its own copy of click in recent versions."""
+    return any(c.__name__ == name for c in type(exc).__mro__)
+
+
+def usage_error(exc) -> str:
+    """A click usage error as one line: what is wrong and where to read about it."""
+    ctx = getattr(exc, "ctx", None)
+    where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    return f"{exc.format_message().rstrip('.')}{where}"
+
+
+def command():
+    """The click command behind the typer app, with plain value names in its help."""
+    import typer.main
+    cmd = typer.main.get_command(app)
+    plain_help(cmd)
+    return cmd
+
+
 def entry() -> None:
     """Console-script entry: user errors become one line and a non-zero exit, never a traceback."""
     import signal
     signal.signal(signal.SIGTERM, _terminate)
     try:
-        code = app(standalone_mode=False)  # click returns typer.Exit's code in this mode
+        code = command().main(prog_name="bisectk", standalone_mode=False)  # returns typer.Exit's code
         sys.exit(code if isinstance(code, int) else 0)
     except BisectkError as exc:
         say_error(str(exc))
@@ -631,12 +731,17 @@ def entry() -> None:
         sys.exit(X.INTERRUPTED)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except (typer.Abort,):
+    except typer.Abort:
         sys.exit(X.INTERRUPTED)
     except Exception as exc:
-        if any(c.__name__ == "ClickException" for c in type(exc).__mro__):  # usage errors (typer's click)
-            exc.show()
+        if _is(exc, "Abort"):
+            sys.exit(X.INTERRUPTED)
+        if _is(exc, "NoArgsIsHelpError"):
+            exc.show()   # a bare `bisectk` (or `bisectk ledger`) asks for help: show it
             sys.exit(exc.exit_code)
+        if _is(exc, "ClickException"):   # option parsing: one line, as for every bad input
+            say_error(usage_error(exc) if _is(exc, "UsageError") else exc.format_message())
+            sys.exit(X.USAGE)
         if os.environ.get("BISECTK_DEBUG"):
             raise
         say_error(f"internal error: {type(exc).__name__}: {exc} (set BISECTK_DEBUG=1 for the traceback)")

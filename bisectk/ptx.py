@@ -314,6 +314,9 @@ def ptx_of_script(script: str | os.PathLike, argv: list[str] | tuple[str, ...] =
                     result = json.loads(line[len("BISECTK_RESULT "):])
                 except json.JSONDecodeError:
                     pass
+        if p.exit_code != 0 and re.search(r"unrecognized arguments:.*--compile-only", p.stderr):
+            raise PtxError(f"{Path(script).name} does not take --compile-only/--ptx-out: not a CuTe DSL "
+                           "kernel, so there is no PTX to compare")
         if p.exit_code != 0:
             tail = (p.stderr or p.stdout)[-1500:]
             raise PtxError(f"compile-only run exited {p.exit_code or p.signal}: {' '.join(cmd)}\n{tail}")

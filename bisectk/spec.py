@@ -136,6 +136,14 @@ class Spec:
         """Factors whose good and bad values differ, in file order."""
         return [f for f in self.good if self.good[f] != self.bad[f]]
 
+    def unused_factors(self) -> list[str]:
+        """Factors that no `{placeholder}` of the command, the build or the environment names:
+        their values never reach the subject, so flipping them changes nothing."""
+        used: set[str] = set()
+        for template in [*self.command, *(self.build or []), *self.env.values()]:
+            used |= placeholders(template)
+        return [f for f in self.good if f not in used]
+
     def hybrid(self, applied) -> Config:
         return {f: (self.bad[f] if f in applied else self.good[f]) for f in self.good}
 

@@ -69,7 +69,7 @@ def attempt_records(oracle: SpaceOracle, result: AblationResult, order: Callable
         rows.append(AttemptRecord(a.index, a.phase, applied, oracle.space.label(a.config), a.outcome.value,
                                   v.describe() if v else a.outcome.value.upper(),
                                   failure.describe() if failure else None, a.runs,
-                                  round(v.duration_s, 3) if v else 0.0, bool(v and v.cached), pass_name,
+                                  round(v.duration_s, 3) if v else 0.0, oracle.from_ledger(a.config), pass_name,
                                   dict(v.metrics) if v else {}))
     return rows
 

@@ -101,7 +101,7 @@ def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None, environm
     merges = graph.merges()
     mode = ("Bayesian, flake-aware" if flaky else "binary") + (f", {policy.jobs}-way" if policy.jobs > 1 else "")
     runner.events.emit(PhaseStarted("search", f"{mode} over {n} candidate commits"
-                                    + (f" ({merges} merges)" if merges and not first_parent else "")
+                                    + (f" ({merges} merge{'s' if merges != 1 else ''})" if merges and not first_parent else "")
                                     + (f"; bad fails {check.bad_rate.describe()}" if flaky else "")))
     options = SearchOptions(flaky=flaky, jobs=policy.jobs, confidence=policy.confidence, max_runs=policy.max_runs,
                             width=oracle.width if policy.jobs > 1 else None)
@@ -115,13 +115,16 @@ def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None, environm
     return _record(oracle, check, result, flaky, stopped, reason, start, base)
 
 
-def last_good(oracle: SpaceOracle, check: EndpointCheck, culprit: int) -> list[dict[str, Any]]:
+def last_good(oracle: SpaceOracle, check: EndpointCheck, culprit: int,
+              first_parent: bool = False) -> list[dict[str, Any]]:
     """The culprit's parents, each with its verdict: a tested candidate's runs, the --good
-    endpoint's, or good by ancestry (an ancestor of --good, never run)."""
+    endpoint's, or good by ancestry (an ancestor of --good, never run). With --first-parent only
+    the first parent: a merge's other parents are the branch it brought in, not last good."""
     space: CommitSpace = oracle.space
     graph = space.commits
     out = []
-    for sha in graph.parent_shas[culprit]:
+    parents = graph.parent_shas[culprit]
+    for sha in parents[:1] if first_parent else parents:
         if sha == graph.good.sha:
             out.append({**commit_doc(space, GOOD), "verdict": check.good.describe() + " (--good)"})
             continue
@@ -168,7 +171,7 @@ def _record(oracle: SpaceOracle, check: EndpointCheck, result: DagResult, flaky:
         stop_reason=reason or ("contradiction" if result.contradiction else ""), flaky=flaky, mode=result.mode,
         rounds=result.rounds,
         first_bad=first_bad, candidates=candidates, contradiction=text if result.contradiction else None,
-        last_good=tuple(last_good(oracle, check, result.culprit)) if found else (),
+        last_good=tuple(last_good(oracle, check, result.culprit, base["first_parent"])) if found else (),
         confidence=round(result.confidence, 6), ambiguous=len(result.candidates) > 1,
         skipped=tuple(commit_doc(space, i) for i in result.skipped), fail_prob=result.fail_prob,
         posterior=tuple({"sha": graph[i].sha, "short": graph[i].short, "p": round(p, 6)} for i, p in result.posterior),

@@ -13,9 +13,17 @@ verify         -- the procedure, through the space's oracle (its answer is an En
                      search needs the rate up front (`measure`: an ablation's flakiness rule), bad
                      is run up to `calibrate_runs` runs to measure its failure rate; a bisection's
                      posterior learns the rate as it goes, from these runs and every later one;
-                  4. a good endpoint that failed is re-checked the same way (up to
-                     `calibrate_runs` runs): it is unusable if it ever shows the target failure,
-                     or never passes; a different failure seen once is reported, not fatal.
+                  4. a good endpoint that failed differently from the target is re-checked the
+                     same way (up to `calibrate_runs` runs): it is unusable if it ever shows the
+                     target failure, or never passes; a different failure seen once is reported,
+                     not fatal. A good endpoint that already showed the target failure, or a bad
+                     one that never failed, settles the pair as unusable without re-checks (a
+                     hanging good side -- swapped endpoints -- must not wait out the watchdog
+                     cap `calibrate_runs` times).
+
+announce_watchdog -- a note before the good endpoint's first run when it runs under the
+                  uncalibrated watchdog cap (120 s unless --timeout or the spec says otherwise),
+                  so a long silent wait is explained before it starts.
 
 As mozregression and Pinpoint do, endpoints are re-tested rather than trusted: a "broken"
 configuration that does not fail, or a "working" one that does, makes every later answer wrong.
@@ -28,8 +36,19 @@ from typing import Any
 
 from bisectk.engine.oracle import SpaceOracle
 from bisectk.engine.records import EndpointCheck, Rate
-from bisectk.events import PhaseStarted
+from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import Outcome, Run, Target, Verdict
+
+
+def announce_watchdog(runner, workload) -> None:
+    """Say so before a run that may wait out the uncalibrated watchdog (the good endpoint's first
+    run has no baseline yet): a hang there is silent for the whole cap."""
+    if runner.timeout is not None or runner.has(workload):
+        return
+    cap = runner.policy()
+    runner.events.emit(Note(f"watchdog: {cap.seconds:g} s until the good endpoint has passed once (then "
+                            "calibrated from it); --timeout SECONDS or the spec's `timeout` sets it",
+                            {"watchdog_s": cap.seconds, "source": cap.source}))
 
 
 def _target_fails(runs: list[Run], target: Target | None) -> int:
@@ -46,8 +65,12 @@ def verify(oracle: SpaceOracle, good_point: Any, bad_point: Any, *, repeat: int 
     runner = oracle.runner
     cap = max(calibrate_runs, repeat)
     runner.events.emit(PhaseStarted("endpoints", f"verifying good and bad, {repeat} run(s) each"))
+    announce_watchdog(runner, oracle.space.workload(good_point))
     good_runs = [oracle.observe(good_point) for _ in range(repeat)]
     policy = runner.calibrate(good_runs)
+    if runner.timeout is None and not runner.has(oracle.space.workload(bad_point)):
+        runner.events.emit(Note(f"watchdog: the good endpoint never passed, so it stays at {policy.seconds:g} s "
+                                "for the bad endpoint; --timeout SECONDS sets it"))
     bad_runs = []
     # told the failure is intermittent (--flaky), a passing bad endpoint gets twice the re-runs: at a
     # 30% failure rate, 10 passes in a row still happen 3% of the time
@@ -64,7 +87,8 @@ def verify(oracle: SpaceOracle, good_point: Any, bad_point: Any, *, repeat: int 
         while len(bad_runs) < cap:
             bad_runs.append(oracle.observe(bad_point))
         target = Target.of(bad_runs, same_failure)
-    if any(r.outcome is Outcome.FAIL for r in good_runs) and len(good_runs) < cap:
+    decided = target is None or _target_fails(good_runs, target) > 0   # unusable already: no re-check
+    if any(r.outcome is Outcome.FAIL for r in good_runs) and not decided and len(good_runs) < cap:
         runner.events.emit(PhaseStarted("recheck", f"the good endpoint failed: re-checking it over {cap} runs"))
         while len(good_runs) < cap:
             good_runs.append(oracle.observe(good_point))
@@ -80,9 +104,7 @@ def verify(oracle: SpaceOracle, good_point: Any, bad_point: Any, *, repeat: int 
 
 def _folded(oracle: SpaceOracle, point: Any, runs: list[Run]) -> Verdict:
     """The runs folded, marked as answered from the ledger when none of them was executed now."""
-    key = oracle.space.key(point)
-    cached = all(o.cached for o in oracle.observations if o.key == key)
-    return replace(Verdict.fold(runs), cached=cached)
+    return replace(Verdict.fold(runs), cached=oracle.from_ledger(point))
 
 
 def diagnose(good: Verdict, bad: Verdict, target: Target | None, good_rate: Rate, bad_rate: Rate) -> str | None:

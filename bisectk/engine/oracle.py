@@ -144,6 +144,12 @@ class SpaceOracle:
     def verdict(self, point: Any) -> Verdict | None:
         return self.verdicts.get(self.space.key(point))
 
+    def from_ledger(self, point: Any) -> bool:
+        """Whether every run of `point` this session saw was answered from the ledger."""
+        key = self.space.key(point)
+        seen = [o.cached for o in self.observations if o.key == key]
+        return bool(seen) and all(seen)
+
     def different_failures(self) -> list[tuple[str, Verdict]]:
         """(label, verdict) of every point that failed only differently: possible second bugs."""
         out = []

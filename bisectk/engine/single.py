@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from bisectk.engine.ablate import subject_record
-from bisectk.engine.endpoints import verify
+from bisectk.engine.endpoints import announce_watchdog, verify
 from bisectk.engine.oracle import SpaceOracle
 from bisectk.engine.records import CheckRecord, RunRecord
 from bisectk.engine.session import Session
@@ -25,6 +25,7 @@ def run_one(session: Session, config: Config, *, repeat: int | None, label: str,
             environment: dict | None = None) -> RunRecord:
     start = time.monotonic()
     spec, runner = session.spec, session.runner()
+    announce_watchdog(runner, spec.endpoint("good"))
     if runner.timeout is None and config != spec.good:
         # calibrate the watchdog from the good endpoint (memoised: usually from the ledger)
         runner.calibrate(list(runner.verdict(spec.endpoint("good"), label="good (calibration)").runs))

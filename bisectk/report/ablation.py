@@ -19,7 +19,7 @@ from rich.table import Table
 
 from bisectk.engine.records import AblationRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.words import endpoint_lines, failure_line, stopped_line
+from bisectk.report.words import endpoint_lines, failure_line, runs_words, stopped_line
 from bisectk.spec import format_value
 
 HEADER = ["factor", "good", "bad", "flipped alone on good", "removed from bad", "verdict"]
@@ -78,8 +78,8 @@ def to_debuglog(rec: AblationRecord) -> DebugLog:
     log.summary = [
         (f"Culprit{'s' if len(rec.culprits) != 1 else ''}: **{culprit_words(rec)}**"
          + (" -- an interaction: each proper subset passes, only all together fail." if rec.interaction else "")),
-        f"{rec.runs} runs executed (endpoints included), {rec.search_runs} by the search ({rec.strategy}); "
-        f"wall time {rec.wall_s:.1f} s.",
+        f"{runs_words(rec.runs, rec.observations)} (endpoints included; {rec.search_runs} by the search, "
+        f"{rec.strategy}); wall time {rec.wall_s:.1f} s.",
         *endpoint_lines(check),
     ]
     if rec.flakiness_rule:
@@ -139,6 +139,12 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
         out.print(f"flakiness: {rec.flakiness_rule['text']}", markup=False)
     for d in rec.different_failures:
         out.print(f"different failure (possible second bug): {d['config']} -> {d['verdict']}", markup=False)
+    if rec.ptx and not rec.ptx.get("signatures"):
+        errors = rec.ptx.get("errors") or {}
+        why = next(iter(errors.values()), "no signature")
+        out.print(f"ptx: nothing compared ({why})", markup=False)
+    elif rec.ptx and not rec.ptx.get("differences"):
+        out.print("ptx: the PTX signatures of good, bad and the culprit configuration do not differ", markup=False)
     if rec.ptx:
         for row in rec.ptx.get("differences", []):
             key = row.get("key")

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from bisectk.engine.records import DiffRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.words import endpoint_lines, failure_line, stopped_line
+from bisectk.report.words import endpoint_lines, failure_line, runs_words, stopped_line
 
 
 def ids_text(ids, limit: int = 8) -> str:
@@ -33,7 +33,8 @@ def lines_text(span) -> str:
 
 
 def hunk_place(h: dict) -> str:
-    return f"{h['file']}:{lines_text(h['good_lines'])}"
+    """Where a hunk is in GOOD ('kernel.py:19'); records from before `where` existed computed."""
+    return h.get("where") or f"{h['file']}:{lines_text(h['good_lines'])}"
 
 
 def to_debuglog(rec: DiffRecord) -> DebugLog:
@@ -50,7 +51,7 @@ def to_debuglog(rec: DiffRecord) -> DebugLog:
         + (" -- they fail only together (each proper subset passes)." if rec.interaction else "."),
         f"Line-level pass: {len(rec.culprit_lines)} culprit line unit(s)"
         + (" (an interaction)" if rec.line_interaction else "") + ".",
-        f"{rec.runs} runs executed, wall time {rec.wall_s:.1f} s.",
+        f"{runs_words(rec.runs, rec.observations)}; wall time {rec.wall_s:.1f} s.",
         *endpoint_lines(rec.endpoints),
         f"{len(rec.unresolved)} hybrid(s) were UNRESOLVED (build failures, or a different failure).",
     ]

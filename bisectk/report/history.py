@@ -19,7 +19,7 @@ from rich.console import Console
 
 from bisectk.engine.records import BisectRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, table
-from bisectk.report.words import endpoint_lines, failure_line, stopped_line
+from bisectk.report.words import endpoint_lines, failure_line, runs_words, stopped_line
 
 CONCLUSION = {"fail": "Bad: the first bad commit is this one or one of its ancestors.",
               "pass": "Good: the first bad commit is not among its ancestors.",
@@ -52,7 +52,7 @@ def to_debuglog(rec: BisectRecord) -> DebugLog:
         log.summary.append("The first bad commit is one of: "
                            + ", ".join(f"{_short(c)} {c['subject']}" for c in rec.candidates) + ".")
     log.summary += [
-        f"{rec.commits} commits in range; {rec.observations} observations ({rec.runs} executed); "
+        f"{rec.commits} commits in range; {rec.observations} observations ({runs_words(rec.runs, rec.observations)}); "
         f"confidence {rec.confidence:.4f}"
         + (f" (flake-aware: estimated P(bad commit fails) = {rec.fail_prob:.2f})" if rec.flaky and rec.fail_prob else "")
         + ".",

@@ -42,8 +42,7 @@ def summary(out: Console, rec: Record) -> None:
     elif isinstance(rec, BisectRecord):
         history.print_summary(out, rec)
     elif isinstance(rec, TriageRecord):
-        out.print(f"triage: {rec.verdict}", markup=False)
-        out.print(triage.to_debuglog(rec).to_markdown(), markup=False, highlight=False)
+        triage.print_summary(out, rec, report="(bisectk report --report)")
     elif isinstance(rec, CheckRecord):
         print_check(out, rec)
     elif isinstance(rec, RunRecord):

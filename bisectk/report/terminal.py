@@ -4,16 +4,22 @@ Abstractions
 ------------
 TerminalReporter -- prints one line per finished run (label, the factors that differ from the
                     good side, verdict, time) and shows a live status line with elapsed time and
-                    the watchdog limit while a run is in flight. Silent unless enabled (the CLI
-                    enables it only on a TTY and without --json), so machine output stays clean.
+                    the watchdog limit while a run is in flight. For a terminal.
+ProgressLines    -- the same progress as plain lines for a log or a pipe (CI): one line per
+                    finished run (verdict, label and what differs, time or "from the ledger"),
+                    phases and notes, and a line before any run whose watchdog allows a long
+                    wait, so a silent minute is never a mystery. Flushed line by line.
 fmt_config       -- a configuration written as the differences from a reference one.
+
+Both write to stderr only: stdout holds the result (and only the JSON document with --json).
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -29,7 +35,7 @@ def fmt_config(config: dict[str, Any], reference: dict[str, Any] | None = None, 
     items = [(k, v) for k, v in config.items()
              if not k.startswith("__") and (reference is None or reference.get(k) != v)]
     if not items:
-        return "(as good)" if reference is not None else "(no factors)"
+        return "(as good)" if reference is not None else ""
     text = " ".join(f"{k}={v}" for k, v in items[:limit])
     return text + (f" +{len(items) - limit} more" if len(items) > limit else "")
 
@@ -39,6 +45,14 @@ def run_label(run: Run) -> str:
         return "PASS"
     tag = run.kind.value if run.kind else (run.reason.value if run.reason else "")
     return f"{run.outcome.value.upper()} {tag}".strip() + (f" ({run.signature})" if run.signature else "")
+
+
+def what_ran(label: str, config: dict[str, Any], reference: dict[str, Any] | None) -> str:
+    """A run in words: its label, and for a hybrid the factors it changes (an endpoint is named)."""
+    detail = fmt_config(config, reference)
+    if label in ("good", "bad") or (label and detail == "(as good)"):
+        return label
+    return " ".join(x for x in (label, detail) if x) or "run"
 
 
 class _Running:
@@ -71,12 +85,12 @@ class TerminalReporter:
                 self.console.print(f"[bold]== {escape(name)}[/] {escape(detail)}", highlight=False)
             case RunStarted(label=label, config=config, index=index, timeout=timeout):
                 self._stop()
-                what = f"{label} {fmt_config(config, self.reference)}".strip()
+                what = what_ran(label, config, self.reference)
                 self.status = self.console.status(_Running(what, index, timeout))
                 self.status.start()
             case RunFinished(label=label, config=config, run=run, cached=cached):
                 self._stop()
-                what = f"{label} {fmt_config(config, self.reference)}".strip()
+                what = what_ran(label, config, self.reference)
                 src = "ledger" if cached else f"{run.duration_s:6.2f} s"
                 self.console.print(f"  [{STYLE[run.outcome]}]{escape(run_label(run))}[/]  {escape(what)}  [dim]{src}[/]", highlight=False)
             case Note(text=text):
@@ -90,3 +104,37 @@ class TerminalReporter:
 
     def close(self) -> None:
         self._stop()
+
+
+class ProgressLines:
+    """Plain progress lines (see the module docstring). `long_wait`: a run whose watchdog allows
+    at least this many seconds is announced before it starts."""
+
+    def __init__(self, stream: TextIO | None = None, reference: dict[str, Any] | None = None,
+                 long_wait: float = 10.0):
+        self.stream = stream or sys.stderr
+        self.reference = reference
+        self.long_wait = long_wait
+        self.lock = threading.Lock()
+
+    def _say(self, text: str) -> None:
+        with self.lock:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+
+    def _what(self, label: str, config: dict[str, Any]) -> str:
+        return what_ran(label, config, self.reference)
+
+    def __call__(self, event: Event) -> None:
+        match event:
+            case PhaseStarted(name=name, detail=detail):
+                self._say(f"== {name} {detail}".rstrip())
+            case RunStarted(label=label, config=config, index=index, timeout=timeout):
+                if timeout and timeout >= self.long_wait:
+                    self._say(f"  ... running {self._what(label, config)} (run {index + 1}); "
+                              f"watchdog {timeout:g} s")
+            case RunFinished(label=label, config=config, run=run, cached=cached):
+                src = "from the ledger" if cached else f"{run.duration_s:.2f} s"
+                self._say(f"  {run_label(run)}  {self._what(label, config)}  ({src})")
+            case Note(text=text):
+                self._say(text)

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bisectk.engine.records import CheckRecord, EndpointCheck
+from bisectk.report.words import watchdog_text
 
 
 def print_check(out: Console, rec: CheckRecord) -> None:
@@ -27,7 +28,7 @@ def print_endpoints(out: Console, result: EndpointCheck) -> None:
                   + ("   (from the ledger)" if v.cached else ""), markup=False)
     out.print(f"reproducibility: bad failed {result.bad_rate.describe()}{'  FLAKY' if result.flaky else ''}",
               markup=False)
-    out.print(f"watchdog: {result.timeout.detail}", markup=False)
+    out.print(f"watchdog: {watchdog_text(result)}", markup=False)
     if result.target:
         out.print(f"target failure: {result.target.describe()} (--same-failure {result.target.mode})", markup=False)
     for note in result.notes:

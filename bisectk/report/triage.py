@@ -6,9 +6,14 @@ to_debuglog -- the bisection's and the isolation's debug logs merged: summary, e
                key differences (the culprit hunks), every attempt, the culprit diff, next steps.
 to_cases    -- JUnit test cases: one per step, and one named after the subject that fails with
                the classified failure and the culprit, so CI shows it next to its own tests.
+print_summary -- the end-of-run terminal view: the verdict, the first bad commit, the culprit
+               hunks and their diff, the failure, the runs. Short: the debug log goes to
+               --report (or `bisectk report`), never to the terminal.
 """
 
 from __future__ import annotations
+
+from rich.console import Console
 
 from bisectk.engine.records import TriageRecord
 from bisectk.exitcodes import TRIAGE_NOTHING
@@ -23,7 +28,7 @@ def to_debuglog(t: TriageRecord) -> DebugLog:
     log = history_report.to_debuglog(bis)
     log.title = f"triage: {history_report.verdict_words(bis, bis.endpoints.bad.describe())}"
     if t.exit_code == TRIAGE_NOTHING:
-        log.status = "Nothing to triage: the bad revision does not fail"
+        log.status = f"Nothing to triage: {nothing_words(t)}"
         return log
     d = t.diff_record()
     if d is not None and d.ok:
@@ -42,6 +47,41 @@ def to_debuglog(t: TriageRecord) -> DebugLog:
     return log
 
 
+def nothing_words(t: TriageRecord) -> str:
+    """Why there is nothing to triage: the bad ref passed, in its own words."""
+    bis = t.bisect_record()
+    runs = bis.endpoints.bad.runs if bis.endpoints else ()
+    return (f"the bad revision {bis.bad[:10]} passed ({len(runs)} run{'s' if len(runs) != 1 else ''}), "
+            "so there is no failure to bisect")
+
+
+def print_summary(out: Console, t: TriageRecord, report=None) -> None:
+    bis = t.bisect_record()
+    if t.exit_code == TRIAGE_NOTHING:
+        out.print(f"triage: nothing to triage -- {nothing_words(t)}", markup=False)
+        return
+    out.print(f"triage: {t.verdict}", markup=False)
+    if not bis.ok:
+        out.print(f"problem: {bis.endpoints.problem}", markup=False)
+    else:
+        history_report.print_summary(out, bis)
+    d = t.diff_record()
+    if d is not None and d.ok:
+        places = diff_report.ids_text(diff_report.hunk_place(h) for h in d.culprit_hunks)
+        out.print(f"culprit hunk(s) of {bis.first_bad['sha'][:10]}: {places}"
+                  + ("  (interaction: each proper subset passes)" if d.interaction else ""), markup=False)
+        out.print((d.lines_diff or d.diff).rstrip(), markup=False, highlight=False)
+    elif d is not None:
+        out.print(f"hunk isolation inconclusive: {d.endpoints.problem}", markup=False)
+    if t.diff_error:
+        out.print(f"hunk isolation could not start: {t.diff_error}", markup=False)
+    cached = t.observations - t.runs
+    out.print(f"triage runs: {t.runs} executed" + (f", {cached} answered from the ledger" if cached > 0 else "")
+              + f"; wall {t.wall_s:.1f} s", markup=False)
+    if report is None:
+        out.print("the debug log (every attempt, the environment): add --report FILE.md", markup=False)
+
+
 def to_cases(t: TriageRecord, subject: str) -> list[Case]:
     bis = t.bisect_record()
     check, code = bis.endpoints, t.exit_code
@@ -50,7 +90,7 @@ def to_cases(t: TriageRecord, subject: str) -> list[Case]:
                   time_s=sum(r.duration_s for r in check.good.runs + check.bad.runs),
                   details=f"good: {check.good.describe()}\nbad: {check.bad.describe()}", classname="bisectk.triage")]
     if code == TRIAGE_NOTHING:
-        cases.append(Case(subject, "passed", details="the bad revision does not fail", classname="bisectk.triage"))
+        cases.append(Case(subject, "passed", details=nothing_words(t), classname="bisectk.triage"))
         return cases
     fb = bis.first_bad
     if bis.ok:

@@ -7,6 +7,7 @@ Judge          -- the oracle's side of classification: metric thresholds and the
 classify_build -- a build step's RawRun: only UNRESOLVED(BUILD/INFRA) or None (built fine).
 classify_run   -- the subject's RawRun: PASS, FAIL(HANG/CRASH/WRONG/SLOW), UNRESOLVED.
 parse_result   -- the `BISECTK_RESULT {json}` line of the subject protocol.
+skip_reason    -- why a subject exited 125 (its own `error`, else its last stderr line).
 recognise      -- known error texts (CUDA runtime, CuTe DSL, Python) to a short signature.
 
 Order matters: a timeout is a HANG whatever was printed; a signal or non-zero exit is a CRASH
@@ -85,6 +86,16 @@ def last_exception(text: str) -> str | None:
 def last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1][:200] if lines else ""
+
+
+def skip_reason(raw: RawRun) -> str:
+    """Why a subject said "cannot test" (exit 125): the `error` of its BISECTK_RESULT line, else the
+    last line it wrote to stderr -- e.g. 'no CUDA device (use --compile-only ...)'."""
+    result = parse_result(raw.stdout) or {}
+    error = result.get("error")
+    if isinstance(error, str) and error.strip():
+        return " ".join(error.split())[:200]
+    return last_line(raw.stderr)
 
 
 def parse_result(stdout: str) -> dict | None:
@@ -206,7 +217,9 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
     if judge.protocol == "pytest" and not raw.signal:
         return classify_pytest(raw, text, common)
     if raw.exit_code == SKIP_EXIT:
-        return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature="skip (exit 125)", **common)
+        why = skip_reason(raw)
+        return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature="skip (exit 125)" + (f": {why}" if why else ""),
+                   **common)
     if raw.exit_code != 0 and judge.protocol == "git" and not raw.signal and 0 < (raw.exit_code or 0) < 128:
         # git bisect run's protocol: any exit 1-127 (125 was handled above) means bad; a known CUDA
         # error text still names the crash, so a different crash is not taken for this failure

@@ -43,7 +43,9 @@ class FactorSpace:
     def label(self, point: Any) -> str:
         if isinstance(point, dict):
             return ""
-        return "hybrid"
+        if not point:
+            return "good"
+        return "bad" if set(point) == set(self.differences()) else "hybrid"
 
     def workload(self, point: Any) -> Workload:
         return Workload(self.config(point), Path(self.cwd))

@@ -9,7 +9,8 @@ Hunk         -- one unit of difference between GOOD and BAD in one file. `kind` 
                 permission bits changed). Line ranges are 1-based and half-open: `good_lines =
                 (s, e)` covers GOOD's lines s..e-1, and s == e is an insertion before GOOD's line
                 s. An added or deleted text file spans (1, n+1) on its side; an absent side, a
-                binary side and a mode change have (0, 0).
+                binary side and a mode change have (0, 0). Its `id` and `where` name the place
+                closed, as people write it: 'a.py:7', 'a.py:3-5', 'a.py:before 4'.
 diff_paths   -- GOOD and BAD, two files or two trees -> hunks (ignoring .git, __pycache__,
                 .bisectk), sorted by file and position.
 split_lines  -- the finer pass: a text hunk -> one sub-hunk per deleted, inserted or replaced
@@ -78,11 +79,29 @@ class Hunk:
 
     @property
     def id(self) -> str:
-        """Stable and unique within one diff: 'path:goodstart-goodend', 'path:add', 'a.py:3-5#1'."""
+        """Stable and unique within one diff, and where the hunk is in GOOD, as people write it:
+        'a.py:7' (line 7 replaced or deleted), 'a.py:3-5' (lines 3 to 5), 'a.py:before 4' (an
+        insertion; 'after 9' past GOOD's last line 9), 'a.py:add', and 'a.py:3-5#1' for the second
+        line of a split hunk. Unique because two text hunks of one file never touch."""
         if self.parent:
             return f"{self.parent}#{self.sub}"
         if self.kind == "text":
-            return f"{self.file}:{self.good_lines[0]}-{self.good_lines[1]}"
+            return f"{self.file}:{self.good_place}"
+        return f"{self.file}:{self.kind}"
+
+    @property
+    def good_place(self) -> str:
+        """GOOD's lines as a closed range: '7', '3-5', 'before 4' / 'after 9' for an insertion."""
+        start, end = self.good_lines
+        if end == start:
+            return f"after {start - 1}" if self.base and start > len(self.base) else f"before {start}"
+        return str(start) if end - start == 1 else f"{start}-{end - 1}"
+
+    @property
+    def where(self) -> str:
+        """'file:place' in GOOD for any hunk (a split line: the line itself)."""
+        if self.kind == "text":
+            return f"{self.file}:{self.good_place}"
         return f"{self.file}:{self.kind}"
 
     def summary(self) -> str:
@@ -112,7 +131,7 @@ class Hunk:
         return head + "".join(body)
 
     def to_dict(self) -> dict:
-        d = {"id": self.id, "file": self.file, "kind": self.kind,
+        d = {"id": self.id, "file": self.file, "kind": self.kind, "where": self.where,
              "good_lines": list(self.good_lines), "bad_lines": list(self.bad_lines),
              "text": self.unified()}
         if self.parent:

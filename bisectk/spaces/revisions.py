@@ -49,7 +49,8 @@ class CommitSpace:
 
     def label(self, point: Any) -> str:
         c = self.info(point)
-        return f"{c.short} {c.subject[:48]}"
+        subject = c.subject if len(c.subject) <= 60 else c.subject[:57].rstrip() + "..."
+        return f"{c.short} {subject}"
 
     def workload(self, point: Any) -> Workload:
         sha = self.info(point).sha

@@ -25,6 +25,7 @@ ALLOWED = {
                        "bisectk.evidence", "bisectk.spaces", "bisectk.engine"},
     "bisectk.report": {"bisectk.errors", "bisectk.exitcodes", "bisectk.outcome", "bisectk.spec", "bisectk.events",
                        "bisectk.engine.records", "bisectk.report"},
+    "bisectk.demo": {"bisectk.errors"},
     "bisectk.cli": {"bisectk"}, "bisectk.__main__": {"bisectk"}, "bisectk": {"bisectk"},
 }
 

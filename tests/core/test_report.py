@@ -8,21 +8,43 @@ from bisectk.events import Note, PhaseStarted, RunFinished, RunStarted
 from bisectk.outcome import FailKind, Outcome, Run
 from bisectk.report.debuglog import AttemptEntry, DebugLog, short_environment
 from bisectk.report.junit import Case, to_xml
-from bisectk.report.terminal import TerminalReporter, fmt_config
+from bisectk.report.terminal import ProgressLines, TerminalReporter, fmt_config
 
 
 def test_terminal_reporter_shows_elapsed_and_verdicts():
     console = Console(file=io.StringIO(), force_terminal=True, width=120)
     rep = TerminalReporter(console, reference={"depth": 4, "phase": 1})
     rep(PhaseStarted("endpoints", "verifying"))
-    rep(RunStarted("bad", {"depth": 4, "phase": 0}, 0, 2.0))
+    rep(RunStarted("hybrid", {"depth": 4, "phase": 0}, 0, 2.0))
     time.sleep(0.4)
-    rep(RunFinished("bad", {"depth": 4, "phase": 0}, 0, Run(Outcome.FAIL, FailKind.HANG, signature="timeout after 2.0 s", duration_s=2.0)))
+    rep(RunFinished("hybrid", {"depth": 4, "phase": 0}, 0, Run(Outcome.FAIL, FailKind.HANG, signature="timeout after 2.0 s", duration_s=2.0)))
     rep(Note("done"))
     text = console.file.getvalue()
-    assert "running bad phase=0 (run 1)" in text and "watchdog 2.0 s" in text
+    assert "running hybrid phase=0 (run 1)" in text and "watchdog 2.0 s" in text
     assert "FAIL hang (timeout after 2.0 s)" in text and "== endpoints" in text and "done" in text
     assert fmt_config({"a": 1, "b": 2}, {"a": 1, "b": 3}) == "b=2"
+
+
+def test_progress_lines_for_a_log_one_line_per_run():
+    """Issue 16: when stderr is not a terminal, progress is plain lines (label, what differs,
+    verdict, time or 'from the ledger'), and a run that may wait long is announced first."""
+    stream = io.StringIO()
+    rep = ProgressLines(stream, reference={"depth": 4, "phase": 1})
+    rep(PhaseStarted("endpoints", "verifying"))
+    rep(RunStarted("good", {"depth": 4, "phase": 1}, 0, 120.0))      # the uncalibrated cap: announced
+    rep(RunFinished("good", {"depth": 4, "phase": 1}, 0, Run(Outcome.PASS, duration_s=0.25)))
+    rep(RunStarted("hybrid", {"depth": 4, "phase": 0}, 0, 1.5))      # calibrated: no start line
+    rep(RunFinished("hybrid", {"depth": 4, "phase": 0}, 0,
+                    Run(Outcome.FAIL, FailKind.HANG, signature="timeout after 1.5 s", duration_s=1.5)))
+    rep(RunFinished("hybrid", {"depth": 2, "phase": 1, "__hunks__": "a.py:1\nb.py:2"}, 1,
+                    Run(Outcome.PASS, duration_s=0.1), cached=True))
+    assert stream.getvalue().splitlines() == [
+        "== endpoints verifying",
+        "  ... running good (run 1); watchdog 120 s",
+        "  PASS  good  (0.25 s)",
+        "  FAIL hang (timeout after 1.5 s)  hybrid phase=0  (1.50 s)",
+        "  PASS  hybrid depth=2  (from the ledger)",
+    ]
 
 
 def test_debuglog_has_the_protocol_sections():

@@ -102,7 +102,7 @@ def test_file_pair_hunks_and_dict(tmp_path):
     good.write_text("a\nb\nc\nd\ne\n")
     bad.write_text("a\nB\nc\nd\ne\nf\n")
     hunks = diff_paths(good, bad)
-    assert [h.id for h in hunks] == ["repro.py:2-3", "repro.py:6-6"]
+    assert [h.id for h in hunks] == ["repro.py:2", "repro.py:after 5"]   # closed: line 2; after the last line
     d = hunks[1].to_dict()
     assert d["file"] == "repro.py" and d["good_lines"] == [6, 6] and d["bad_lines"] == [6, 7]
     assert "+f\n" in d["text"] and d["text"].startswith("diff --git a/repro.py b/repro.py\n")
@@ -118,7 +118,7 @@ def test_file_pair_follows_symlinks(tmp_path):
     (tmp_path / "good.py").symlink_to("real_good.py")
     (tmp_path / "bad.py").symlink_to("real_bad.py")
     (h,) = diff_paths(tmp_path / "good.py", tmp_path / "bad.py")
-    assert h.id == "good.py:1-2" and h.kind == "text"
+    assert h.id == "good.py:1" and h.kind == "text"
     out = materialise(tmp_path / "good.py", [h], tmp_path / "s")
     assert out == tmp_path / "s" / "good.py" and not out.is_symlink() and out.read_text() == "x = 2\n"
 
@@ -278,7 +278,7 @@ def test_split_lines_pairs_and_order(tmp_path):
     h1, h2 = diff_paths(good, bad)
     s1 = split_lines(h1)
     assert [(s.old, s.new) for s in s1] == [(("alpha = 1\n",), ("alpha = 10\n",)), (("beta = 2\n",), ("beta = 20\n",))]
-    assert [s.id for s in s1] == ["g:2-4#0", "g:2-4#1"] and s1[0].parent == h1.id
+    assert [s.id for s in s1] == ["g:2-3#0", "g:2-3#1"] and s1[0].parent == h1.id
     s2 = split_lines(h2)            # 2 old lines, 4 new: similar lines stay paired
     assert [(s.old, s.new) for s in s2] == [((), ("new first\n",)), (("one\n",), ("one!\n",)),
                                             ((), ("new mid\n",)), (("two\n",), ("two!\n",))]

@@ -1,0 +1,83 @@
+"""Issue 16: every bad-input message is one `bisectk:` line, help is readable at 80 columns and
+names the real ledger location, and `env --diff` takes both forms."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT, bisectk
+
+COMMANDS = ["run", "check", "ablate", "diff", "bisect", "triage", "log", "replay", "report", "ptx", "env",
+            "ledger", "ledger check", "demo", "demo history"]
+
+
+def cli(*args, env=None, cwd=None):
+    return subprocess.run([sys.executable, "-m", "bisectk", *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, cwd=cwd, timeout=120)
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "--nope", "x.toml"],                    # unknown option
+    ["ablate", "--max-runs", "0"],                  # out of range
+    ["ablate", "--max-runs", "many"],               # not a number
+    ["diff", "a"],                                  # missing argument
+    ["bisect", "--good"],                           # option without its value
+    ["bisect", "--bad", "HEAD"],                    # missing required option
+    ["nosuch"],                                     # unknown command
+    ["check", "a.toml", "b.toml"],                  # extra argument
+    ["env", "--diff", "a.json", "b.json", "c.json"],
+    ["env", "a.json"],
+])
+def test_option_parsing_errors_are_one_line(args, tmp_path):
+    p = cli(*args, cwd=tmp_path)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bisectk: "), p.stderr
+    assert "Usage:" not in p.stderr and "Traceback" not in p.stderr and p.stdout == ""
+
+
+def test_usage_error_names_the_help_to_read(tmp_path):
+    p = cli("run", "--nope", "x.toml", cwd=tmp_path)
+    assert p.stderr.strip() == "bisectk: No such option: --nope (see 'bisectk run --help')"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_fits_80_columns(command):
+    p = cli(*command.split(), "--help", env={"COLUMNS": "80"})
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith(f"Usage: bisectk {command}")
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    assert "…" not in p.stdout and "<list[" not in p.stdout and "<str>" not in p.stdout
+
+
+def test_diff_help_names_the_ledger_diff_uses(tmp_path):
+    cache = tmp_path / "cache"
+    p = cli("diff", "--help", env={"COLUMNS": "200", "XDG_CACHE_HOME": str(cache)})
+    assert f"{cache}/bisectk/ledger.db" in "".join(p.stdout.split())   # help wraps at hyphens
+    for side, code in (("good", 0), ("bad", 1)):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "k.py").write_text(f"import sys\nsys.exit({code})\n")
+    p = cli("diff", "good", "bad", "--run", "python k.py", env={"XDG_CACHE_HOME": str(cache)}, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert (cache / "bisectk" / "ledger.db").is_file()
+
+
+def _capture(path, **env):
+    p = cli("env", "--save", path, env=env)
+    assert p.returncode == 0, p.stderr
+
+
+def test_env_diff_takes_both_forms(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    _capture(a)
+    _capture(b, CUDA_LAUNCH_BLOCKING="1")
+    for args in (["--diff", a, b], ["--diff", a, "--diff", b]):
+        p = cli("env", *args, "--json")
+        assert p.returncode == 1, p.stderr
+        keys = [d["key"] for d in json.loads(p.stdout)["differences"]]
+        assert "env.CUDA_LAUNCH_BLOCKING" in keys
+    p = cli("env", "--diff", a, a)
+    assert p.returncode == 0, p.stderr

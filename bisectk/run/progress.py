@@ -28,8 +28,8 @@ Watch     -- the deadline of a running configuration, from the good run's timeli
                a compile stretch x10 (a new configuration's JIT may take several times longer),
                a kernel stretch (launch -> the next point) x4 (more with a SLOW oracle),
                anything else (start-up, allocation, checking) x5,
-             plus a slack (the whole good run's duration, at least 1 s), and never before the
-             floor. At the launch point only the kernel stretch counts, with 1 s of slack: the protocol promises the next point (`synchronized`) when the kernel
+             plus a slack (the whole good run's duration, at least 1 s); before the run's first
+             progress point, never before the floor. At the launch point only the kernel stretch counts, with 1 s of slack: the protocol promises the next point (`synchronized`) when the kernel
              is done, so silence there is a hang about a second after the point where the good
              run had finished, however long its imports and compile took. Without a good timeline
              the deadline is the fixed watchdog (the old rule: max(floor, 5 x good run)).
@@ -154,7 +154,10 @@ class Watch(Recorder):
             return self.fixed_s
         with self.lock:
             j, ref = self.matched, self.ref_t
-        return max(self.floor_s, ref + self.allowance(j) + self.slack(j))
+        deadline = ref + self.allowance(j) + self.slack(j)
+        # the floor guards a run that has shown nothing yet; past a progress point, the good run's
+        # own stretches decide (a spec's timeout_floor for JIT jitter is what the compile weight covers)
+        return max(self.floor_s, deadline) if j < 0 else deadline
 
     def slack(self, j: int) -> float:
         """1 s while the kernel runs (a hang there is what we hunt); elsewhere at least the whole good

@@ -14,9 +14,10 @@ lines as they are written). `poisoned` holds the error a CUDA synchronize raised
 sticky error the script swallowed), "" when the context is healthy; a poisoned worker exits.
 
 Nothing of one run leaks into the next: cwd, argv, sys.path, the environment and the standard
-streams are restored; every module the run imported from outside the interpreter's own
-directories (the stdlib and site-packages) is dropped from sys.modules, so the next run -- another
-hybrid tree, another commit's worktree, at the same path or not -- imports its own sources fresh;
+streams are restored; every module the run imported from its own tree (its directory, its
+script's directory, the sys.path entries it added) is dropped from sys.modules, so the next run --
+another hybrid tree, another commit's worktree, at the same path or not -- imports its own sources
+fresh;
 bytecode is not written for them. A run that loaded a native extension of its own (which cannot be
 unloaded) retires its worker (`retire` in the reply).
 """
@@ -26,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import sysconfig
 import time
 from importlib.machinery import EXTENSION_SUFFIXES
 
@@ -65,29 +65,18 @@ def cuda_health() -> str:
     return ""
 
 
-def _installed_roots() -> tuple[str, ...]:
-    paths = sysconfig.get_paths()
-    roots = {os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
-    roots |= {os.path.realpath(p) for p in sys.path if p and ("site-packages" in p or "dist-packages" in p)}
-    return tuple(sorted(roots))
-
-
-INSTALLED = _installed_roots()
-
-
-def foreign_modules(before: set[str]) -> list[str]:
-    """Modules imported since `before` whose files are not installed packages: the run's own."""
+def own_modules(before: set[str], roots: list[str]) -> list[str]:
+    """Modules imported since `before` whose files lie under one of `roots` (the run's directory,
+    its script's directory, and the sys.path entries the run added): the run's own sources.
+    Everything else it imported (installed packages, wherever they live) stays loaded: dropping a
+    lazily imported submodule of a preloaded package would give the next run a second copy of its
+    classes beside the first."""
+    roots = [os.path.join(os.path.realpath(r), "") for r in roots if r]
     out = []
     for name in set(sys.modules) - before:
         mod = sys.modules.get(name)
-        f = getattr(mod, "__file__", None)
-        if f is None:
-            # a namespace package of the tree (its __path__ points into it) or a builtin
-            paths = list(getattr(mod, "__path__", []) or [])
-            if paths and not all(os.path.realpath(p).startswith(INSTALLED) for p in paths):
-                out.append(name)
-            continue
-        if not os.path.realpath(f).startswith(INSTALLED):
+        files = [getattr(mod, "__file__", None) or ""] + list(getattr(mod, "__path__", []) or [])
+        if any(f and os.path.join(os.path.realpath(f), "").startswith(tuple(roots)) for f in files):
             out.append(name)
     return out
 
@@ -157,6 +146,7 @@ def _run_request(req: dict) -> dict:
         f_out.close()
         f_err.close()
         sys.stdout, sys.stderr = saved["stdout"], saved["stderr"]
+        roots = [req.get("cwd") or "", os.path.dirname(script), *(p for p in sys.path if p not in saved["path"])]
         os.chdir(saved["cwd"])
         sys.argv = saved["argv"]
         sys.path[:] = saved["path"]
@@ -164,7 +154,7 @@ def _run_request(req: dict) -> dict:
         os.environ.update(saved["env"])
         sys.dont_write_bytecode = saved["bytecode"]
         native = False
-        for name in foreign_modules(saved["modules"]):
+        for name in own_modules(saved["modules"], roots):
             mod = sys.modules.pop(name, None)
             native = native or str(getattr(mod, "__file__", "")).endswith(tuple(EXTENSION_SUFFIXES))
     duration = time.perf_counter() - t0

@@ -256,6 +256,7 @@ def main(argv):
     import cutlass
     import cutlass.cute as cute
     from cutlass.cute.runtime import from_dlpack, make_fake_compact_tensor, make_fake_stream
+    C.phase("imports")
 
     metrics = C.config_dict(args)
     metrics["kernel"] = "attention"
@@ -286,6 +287,7 @@ def main(argv):
     out = torch.full((rows_q, D), float("nan"), device="cuda", dtype=torch.float32)
     mq, mk, mv, mo = (from_dlpack(t, assumed_align=16) for t in (q, kk, v, out))
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+    C.phase("compile")
     try:
         compiled = cute.compile(k, mq, mk, mv, mo, scale_log2, stream,
                                 **({"options": C.ptx_options()} if args.ptx_out else {}))
@@ -295,8 +297,11 @@ def main(argv):
         return 125
     if args.ptx_out:
         C.write_ptx(compiled, args.ptx_out)
+    C.phase("compiled")
+    C.phase("launch")
     compiled(mq, mk, mv, mo, scale_log2, stream)
     torch.cuda.synchronize()
+    C.phase("synchronized")
 
     qd = q.double().view(args.bh, args.q_len, D)
     kd = kk.double().view(args.bh, args.kv_len, D)

@@ -216,6 +216,7 @@ def main(argv):
     import cutlass
     import cutlass.cute as cute
     from cutlass.cute.runtime import from_dlpack, make_fake_compact_tensor, make_fake_stream
+    C.phase("imports")
 
     metrics = C.config_dict(args)
     metrics["kernel"] = "ws_pipeline"
@@ -244,6 +245,7 @@ def main(argv):
     mx = from_dlpack(x, assumed_align=16)
     mo = from_dlpack(out, assumed_align=16)
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+    C.phase("compile")
     try:
         compiled = cute.compile(k, mx, mo, work, fa, fb, stream,
                                 **({"options": C.ptx_options()} if args.ptx_out else {}))
@@ -253,8 +255,11 @@ def main(argv):
         return 125
     if args.ptx_out:
         C.write_ptx(compiled, args.ptx_out)
+    C.phase("compiled")
+    C.phase("launch")
     compiled(mx, mo, work, fa, fb, stream)
     torch.cuda.synchronize()
+    C.phase("synchronized")
     ref = x.double().sum(dim=1)
     err = (out.double() - ref).norm() / ref.norm()
     rel_err = float(err)

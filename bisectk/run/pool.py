@@ -80,7 +80,7 @@ class _Worker:
     def wait_ready(self, timeout: float) -> bool:
         try:
             msg = self.read_line(timeout)
-        except EOFError:
+        except (EOFError, OSError, ValueError):   # died, or killed by close() while importing
             return False
         if msg and msg.get("ready"):
             self.ready_info = msg
@@ -123,6 +123,7 @@ class _Slot:
         self.worker: _Worker | None = None
         self.spare: _Worker | None = None
         self.starting = 0              # starts in flight (worker or spare)
+        self.pending: list[_Worker] = []   # started, not yet ready (closing kills them at once)
         self.busy = False
         self.failed_starts = 0         # consecutive; after MAX_FAILED_STARTS the slot runs cold
         self.lost_at: float | None = None   # when the slot lost its worker with no spare ready
@@ -181,10 +182,16 @@ class WorkerPool:
                 log = self.log_dir / f"worker-gpu{slot.gpu}.log"
             try:
                 w = _Worker(self.python, self._worker_env(slot), self.preload, log)
-                ok = w.wait_ready(self.ready_timeout)
             except (OSError, ValueError):
-                w, ok = None, False
+                w = None
             with self.cond:
+                closed = self._closed
+                if w is not None:
+                    slot.pending.append(w)
+            ok = w is not None and not closed and w.wait_ready(self.ready_timeout)
+            with self.cond:
+                if w in slot.pending:
+                    slot.pending.remove(w)
                 slot.starting -= 1
                 self.stats["worker_starts"] += 1
                 if ok and not self._closed and (slot.worker is None or slot.spare is None):
@@ -245,14 +252,19 @@ class WorkerPool:
         return self
 
     def close(self) -> None:
+        """Close the workers; a spare still importing is killed, not waited for."""
         with self.cond:
             self._closed = True
-            self.cond.wait_for(lambda: all(s.starting == 0 for s in self.slots), timeout=self.ready_timeout + 5)
             workers = [w for s in self.slots for w in (s.worker, s.spare) if w is not None]
+            starting = [w for s in self.slots for w in s.pending]
             for s in self.slots:
                 s.worker = s.spare = None
+        for w in starting:
+            w.kill()      # its start thread sees the pipe close and gives up
         for w in workers:
             w.close()
+        with self.cond:
+            self.cond.wait_for(lambda: all(s.starting == 0 for s in self.slots), timeout=10)
 
     def __enter__(self):
         return self

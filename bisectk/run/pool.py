@@ -204,7 +204,6 @@ class WorkerPool:
                         slot.spare = w
                     slot.failed_starts = 0
                     w = None
-                    self._fill(slot)   # now the spare
                 elif not ok:
                     slot.failed_starts += 1
                     self.stats["failed_starts"] = self.stats.get("failed_starts", 0) + 1
@@ -215,12 +214,10 @@ class WorkerPool:
         threading.Thread(target=start, daemon=True).start()
 
     def _fill(self, slot: _Slot) -> None:
-        """Keep the slot's worker and spare started (called with self.cond held). The spare starts
-        only once the slot has a ready worker: two processes importing torch and creating CUDA
-        contexts at once would delay the first run."""
+        """Keep the slot's worker and spare started (called with self.cond held)."""
         if self._closed or slot.failed_starts >= MAX_FAILED_STARTS:
             return
-        wanted = 1 if slot.worker is None else int(self.spares and slot.spare is None)
+        wanted = (slot.worker is None) + (self.spares and slot.spare is None)
         while slot.starting < wanted:
             self._start_async(slot)
 

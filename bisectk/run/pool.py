@@ -1,13 +1,16 @@
-"""Warm workers, parent side: a pool of worker processes (run/worker.py), each with a hot spare.
+"""Warm workers, parent side: a pool of worker processes (run/worker.py), each with hot spares.
 
 Abstractions
 ------------
 _Worker    -- one live worker process, started under a supervisor (so it dies with bisectk), its
               reply pipe and its request stream.
-_Slot      -- a place in the pool (a GPU, or a CPU slot): the worker serving it and a hot spare,
+_Slot      -- a place in the pool (a GPU, or a CPU slot): the worker serving it and its hot spares,
               started and warmed in the background. A worker killed by a hang, a crash, a non-zero
-              exit or a poisoned context is replaced by the spare at once (no imports to wait for),
-              and a new spare is started behind it.
+              exit or a poisoned context is replaced by a spare at once (no imports to wait for),
+              and a new spare is started behind it. Where a GPU is visible a slot keeps two spares:
+              a replacement there costs the imports and a CUDA context (~6 s on an H100), longer
+              than a hung kernel takes to be called, so hangs that follow each other closely (the
+              bad endpoint, then a failing hybrid) would otherwise wait for one.
 WorkerPool -- `run(argv, cwd, env, timeout, log_dir, watch) -> RawRun`, the signature of
               `run_process`, so it plugs into `Runner(executor=...)`. A request that cannot run
               in-process (not `python script.py ...`, or an env override of a process-level
@@ -40,6 +43,13 @@ DEFAULT_PRELOAD = ("torch", "cutlass")
 READY_TIMEOUT_S = 180.0
 MAX_FAILED_STARTS = 3
 POLL_S = 0.05
+
+
+def default_spares() -> int:
+    """Hot spares per slot: 2 where a GPU is visible (see _Slot), else 1."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
+        return 1
+    return 2 if Path("/dev/nvidia0").exists() or Path("/dev/nvidiactl").exists() else 1
 
 
 class _Worker:
@@ -106,22 +116,30 @@ class _Worker:
         if self.log is not subprocess.DEVNULL:
             self.log.close()
 
-    def close(self) -> None:
+    def ask_exit(self) -> None:
         try:
             self.send({"op": "exit"})
-            self.proc.wait(timeout=5)
+        except Exception:
+            pass
+
+    def close(self, deadline: float | None = None) -> None:
+        """Ask the worker to exit, wait for it until `deadline` (default: 5 s from now), then
+        kill whatever is left of its tree."""
+        self.ask_exit()
+        try:
+            self.proc.wait(timeout=max(0.0, (deadline or time.monotonic() + 5) - time.monotonic()))
         except Exception:
             pass
         self.kill()
 
 
 class _Slot:
-    """A place in the pool: its worker, its hot spare, and the threads starting them."""
+    """A place in the pool: its worker, its hot spares, and the threads starting them."""
 
     def __init__(self, gpu):
         self.gpu = gpu
         self.worker: _Worker | None = None
-        self.spare: _Worker | None = None
+        self.spares: list[_Worker] = []   # ready, oldest first
         self.starting = 0              # starts in flight (worker or spare)
         self.pending: list[_Worker] = []   # started, not yet ready (closing kills them at once)
         self.busy = False
@@ -130,18 +148,19 @@ class _Slot:
 
 
 class WorkerPool:
-    """Warm workers, one per GPU (or per CPU slot), each with a hot spare.
+    """Warm workers, one per GPU (or per CPU slot), each with hot spares.
 
         with WorkerPool(gpus=[0, 1]) as pool:
             raw = pool.run([sys.executable, "kernels/cutedsl/ws_pipeline.py", "--stages", "2"],
                            cwd=root, timeout=60)
 
     `gpus=None` (or []) makes `slots` workers (default 1) that inherit the environment as it is
-    (CPU use, tests); `spares=False` turns hot spares off.
+    (CPU use, tests). `spares`: hot spares per slot (True: the default, 2 where a GPU is
+    visible, else 1; False or 0: none).
     """
 
     def __init__(self, gpus=None, *, slots: int = 1, python: str | None = None, env: dict[str, str] | None = None,
-                 preload: tuple[str, ...] = DEFAULT_PRELOAD, max_runs: int = 200, spares: bool = True,
+                 preload: tuple[str, ...] = DEFAULT_PRELOAD, max_runs: int = 200, spares: bool | int = True,
                  ready_timeout: float = READY_TIMEOUT_S, log_dir: str | os.PathLike | None = None,
                  eager: bool = True):
         self.python = python or sys.executable
@@ -152,7 +171,7 @@ class WorkerPool:
             self.base_env["PYTHONPATH"] = os.pathsep.join([root, pp]) if pp else root
         self.preload = tuple(preload)
         self.max_runs = max_runs
-        self.spares = spares
+        self.spares = default_spares() if spares is True else int(spares)
         self.ready_timeout = ready_timeout
         self.log_dir = Path(log_dir) if log_dir else None
         self.slots = [_Slot(g) for g in (list(gpus) if gpus else [None] * max(1, slots))]
@@ -194,14 +213,14 @@ class WorkerPool:
                     slot.pending.remove(w)
                 slot.starting -= 1
                 self.stats["worker_starts"] += 1
-                if ok and not self._closed and (slot.worker is None or slot.spare is None):
+                if ok and not self._closed and (slot.worker is None or len(slot.spares) < self.spares):
                     if slot.worker is None:
                         slot.worker = w
                         if slot.lost_at is not None:
                             self.stats["recovery_s"].append(round(time.monotonic() - slot.lost_at, 3))
                             slot.lost_at = None
                     else:
-                        slot.spare = w
+                        slot.spares.append(w)
                     slot.failed_starts = 0
                     w = None
                 elif not ok:
@@ -217,7 +236,7 @@ class WorkerPool:
         """Keep the slot's worker and spare started (called with self.cond held)."""
         if self._closed or slot.failed_starts >= MAX_FAILED_STARTS:
             return
-        wanted = (slot.worker is None) + (self.spares and slot.spare is None)
+        wanted = (slot.worker is None) + max(0, self.spares - len(slot.spares))
         while slot.starting < wanted:
             self._start_async(slot)
 
@@ -227,8 +246,8 @@ class WorkerPool:
         a hung kernel must not spin beside the next one on the same GPU)."""
         w, slot.worker = slot.worker, None
         self.stats["worker_discards"] += 1
-        if slot.spare is not None:
-            slot.worker, slot.spare = slot.spare, None
+        if slot.spares:
+            slot.worker = slot.spares.pop(0)
             self.stats["spare_promotions"] += 1
             self.stats["recovery_s"].append(0.0)
         else:
@@ -255,14 +274,17 @@ class WorkerPool:
         """Close the workers; a spare still importing is killed, not waited for."""
         with self.cond:
             self._closed = True
-            workers = [w for s in self.slots for w in (s.worker, s.spare) if w is not None]
+            workers = [w for s in self.slots for w in (s.worker, *s.spares) if w is not None]
             starting = [w for s in self.slots for w in s.pending]
             for s in self.slots:
-                s.worker = s.spare = None
+                s.worker, s.spares = None, []
         for w in starting:
             w.kill()      # its start thread sees the pipe close and gives up
+        for w in workers:  # all asked at once: each exit tears down a CUDA context
+            w.ask_exit()
+        deadline = time.monotonic() + 5
         for w in workers:
-            w.close()
+            w.close(deadline)
         with self.cond:
             self.cond.wait_for(lambda: all(s.starting == 0 for s in self.slots), timeout=10)
 

@@ -140,9 +140,9 @@ def test_hot_spare_takes_over_a_killed_worker(scripts):
         p.start()
         import time
         deadline = time.monotonic() + 60
-        while p.slots[0].spare is None and time.monotonic() < deadline:
+        while not p.slots[0].spares and time.monotonic() < deadline:
             time.sleep(0.05)
-        spare_pid = p.slots[0].spare.proc.pid
+        spare_pid = p.slots[0].spares[0].proc.pid
         first = result(p.run([sys.executable, "echo.py"], cwd=scripts, timeout=30))["pid"]
         raw = p.run([sys.executable, "hang.py"], cwd=scripts, timeout=0.5)
         assert raw.timed_out
@@ -151,6 +151,45 @@ def test_hot_spare_takes_over_a_killed_worker(scripts):
         assert after != first and time.monotonic() - t < 2.0   # no imports to wait for
         assert p.slots[0].worker.proc.pid == spare_pid
         assert p.stats["spare_promotions"] == 1 and p.stats["recovery_s"] == [0.0]
+
+
+def test_two_spares_cover_two_hangs_in_a_row(scripts):
+    """With two spares (the default where a GPU is visible) a second hang right after the first
+    finds a started worker too; with one, the slot waits for a new one to import."""
+    import time
+
+    (scripts / "slow_import.py").write_text("import time\ntime.sleep(1.5)\n")   # a worker's imports
+
+    def recoveries(spares: int) -> list[float]:
+        with WorkerPool(gpus=None, preload=("slow_import",), ready_timeout=60, spares=spares,
+                        env={"PYTHONPATH": str(scripts)}) as p:
+            p.start()
+            deadline = time.monotonic() + 60
+            while len(p.slots[0].spares) < spares and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert len(p.slots[0].spares) == spares
+            for _ in range(2):
+                assert p.run([sys.executable, "hang.py"], cwd=scripts, timeout=0.3).timed_out
+            t = time.monotonic()
+            assert result(p.run([sys.executable, "echo.py"], cwd=scripts, timeout=30))
+            return [*p.stats["recovery_s"], round(time.monotonic() - t, 3)]
+
+    two = recoveries(2)
+    assert two[:2] == [0.0, 0.0] and two[2] < 1.0          # both hangs met a spare
+    one = recoveries(1)
+    assert one[0] == 0.0 and one[1] > 0.5                  # the second waited for a start
+
+
+def test_default_spares_follow_gpu_visibility(monkeypatch):
+    from bisectk.run import pool as poolmod
+    monkeypatch.setattr(poolmod.Path, "exists", lambda self: str(self).startswith("/dev/nvidia"))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert poolmod.default_spares() == 2
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert poolmod.default_spares() == 1
+    monkeypatch.setattr(poolmod.Path, "exists", lambda self: False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert poolmod.default_spares() == 1
 
 
 def test_each_run_imports_its_own_tree_fresh(tmp_path):

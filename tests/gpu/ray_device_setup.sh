@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Ray on the GPU machine (no registries): ray==2.60.0 unpacked from .rayw/ray_site.tar.xz (the wheel without
-# jars/ and rllib/, xz: 30 MB, so it travels beside the working tree), plus the wheels of the
+# jars/ and rllib/, xz: 30 MB; made by tests/gpu/pack_ray.sh), plus the wheels of the
 # dependencies the image lacks, into /tmp/site3. Then a smoke test: a Ray task with num_gpus=1.
 set -e
 mkdir -p /tmp/site3 && tar xJf .rayw/ray_site.tar.xz -C /tmp/site3

@@ -33,7 +33,7 @@ import threading
 import time
 from pathlib import Path
 
-from bisectk.run.process import RawRun, kill_tree, run_process, signal_name, start_contained
+from bisectk.run.process import LineFeed, RawRun, kill_tree, run_process, signal_name, start_contained
 
 # Environment variables read at import or CUDA-context creation: a request that changes one cannot
 # be honoured by a warm process and runs cold instead.
@@ -418,7 +418,7 @@ class _Follow:
     def __init__(self, paths: list[Path], watch):
         self.paths, self.watch = paths, watch
         self.offsets = [0] * len(paths)
-        self.partial = [b""] * len(paths)
+        self.lines = [LineFeed(watch.line) for _ in paths] if watch is not None else []
 
     def poll(self, t: float) -> None:
         if self.watch is None:
@@ -433,10 +433,7 @@ class _Follow:
             if not data:
                 continue
             self.offsets[i] += len(data)
-            *lines, self.partial[i] = (self.partial[i] + data).split(b"\n")
-            self.partial[i] = self.partial[i][-4096:]
-            for line in lines:
-                self.watch.line(line[:4096].decode("utf-8", errors="replace"), t)
+            self.lines[i].feed(data, t)
 
 
 def _tail(path: Path, limit: int) -> str:

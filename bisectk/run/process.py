@@ -73,6 +73,29 @@ class RawRun:
     stalled: str = ""              # where a hung run stopped, in words
 
 
+MAX_LINE = 4096   # bytes of one output line a progress watch sees
+
+
+class LineFeed:
+    """Splits a byte stream, fed in chunks, into lines for a progress watch: each line is cut at
+    MAX_LINE bytes (a line still open is kept up to that) and handed on decoded. `emit(text,
+    *extra)` gets the extra arguments of `feed`; an exception in it is dropped, so a watchdog bug
+    never stops a stream from being drained."""
+
+    def __init__(self, emit):
+        self.emit = emit
+        self.partial = b""
+
+    def feed(self, chunk: bytes, *extra) -> None:
+        *lines, rest = (self.partial + chunk).split(b"\n")
+        self.partial = rest[-MAX_LINE:]
+        for line in lines:
+            try:
+                self.emit(line[:MAX_LINE].decode("utf-8", errors="replace"), *extra)
+            except Exception:
+                pass
+
+
 class _Tail:
     """Keeps the last `limit` bytes of a stream, and optionally writes everything to a file.
 
@@ -80,8 +103,7 @@ class _Tail:
     still drained and its tail kept, so the subject never blocks and nothing raises in the thread."""
 
     def __init__(self, limit: int, sink: Path | None, on_line=None):
-        self.on_line = on_line   # called with each complete line (str), when progress is followed
-        self.partial = b""
+        self.lines = LineFeed(on_line) if on_line is not None else None   # when progress is followed
         self.chunks: deque[bytes] = deque()
         self.size = 0
         self.limit = limit
@@ -102,8 +124,8 @@ class _Tail:
                     except OSError as exc:
                         self.sink_error = f"{self.sink.name}: {exc.strerror or exc}"
                         self._close_sink()
-                if self.on_line is not None:
-                    self._lines(chunk)
+                if self.lines is not None:
+                    self.lines.feed(chunk)
                 self.chunks.append(chunk)
                 self.size += len(chunk)
                 while self.size - len(self.chunks[0]) >= self.limit and len(self.chunks) > 1:
@@ -112,15 +134,6 @@ class _Tail:
             pass  # the pipe went away under us: what was read is kept
         finally:
             self._close_sink()
-
-    def _lines(self, chunk: bytes) -> None:
-        *lines, self.partial = (self.partial + chunk).split(b"\n")
-        self.partial = self.partial[-4096:]
-        for line in lines:
-            try:
-                self.on_line(line[:4096].decode("utf-8", errors="replace"))
-            except Exception:   # a watchdog bug must not stop the stream from being drained
-                pass
 
     def _close_sink(self) -> None:
         sink, self.sink = self.sink, None

@@ -52,7 +52,8 @@ CalibrateOpt = typer.Option(10, "--calibrate-runs", min=1, help="Cap on endpoint
                                                                 "re-run up to this many times, and an intermittent one "
                                                                 "is measured over this many runs.")
 WarmOpt = typer.Option(False, "--warm", help="Run Python subjects in warm worker processes (imports paid once; each run "
-                                              "loads the tree's own modules fresh), with a hot spare per worker.")
+                                              "loads the tree's own modules fresh), with hot spares (two per GPU slot) to replace "
+                                              "a worker a hang or crash kills.")
 FreshOpt = typer.Option(False, "--fresh", help="Ignore runs stored in the ledger (run everything again).")
 ExecutorOpt = typer.Option("local", "--executor", help="Where runs execute: 'local' (processes here) or 'ray' (one warm "
                                                        "actor per GPU or CPU slot on a Ray cluster; pip install -e '.[ray]').")
@@ -309,7 +310,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
     1: search stopped; 2: unusable input or endpoints."""
     from bisectk.engine.diff import run_diff
     from bisectk.engine.oracle import SpaceOracle
-    from bisectk.engine.session import Session, cache_dir
+    from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.subject import load_subject
     from bisectk.report.diff import print_summary, to_debuglog
     from bisectk.spaces.hunkspace import HunkSpace
@@ -318,7 +319,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
             fail(f"{p}: no such file or directory")
     check_strategy(strategy)
     # never in the user's tree: the ledger lives in their cache (or --ledger), scratch trees beside it
-    ledger_path = ledger or cache_dir() / "ledger.db"
+    ledger_path = ledger_location(ledger)
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,
                  max_runs=max_runs, timeout=timeout, executor=executor, ray_address=ray_address)
     s, base = load_subject(spec, run_cmd, cwd=Path.cwd(), build=build, config=config, sets=set_,

@@ -29,8 +29,9 @@ Watch     -- the deadline of a running configuration, from the good run's timeli
                a kernel stretch (launch -> the next point) x4 (more with a SLOW oracle),
                anything else (start-up, allocation, checking) x5,
              plus a slack (the whole good run's duration, at least 1 s); before the run's first
-             progress point, never before the floor. At the launch point only the kernel stretch counts, with 1 s of slack: the protocol promises the next point (`synchronized`) when the kernel
-             is done, so silence there is a hang about a second after the point where the good
+             progress point, never before the floor. At the launch point only the kernel stretch
+             counts, with 1 s of slack: the protocol promises the next point (`synchronized`) when
+             the kernel is done, so silence there is a hang about a second after the point where the good
              run had finished, however long its imports and compile took. Without a good timeline
              the deadline is the fixed watchdog (the old rule: max(floor, 5 x good run)).
              `where(now)` puts a hang into words for the report.

@@ -71,6 +71,7 @@ class _Worker:
         self.buf = b""
         self.runs = 0
         self.ready_info: dict | None = None
+        self.exit_asked = False
 
     def read_line(self, timeout: float | None) -> dict | None:
         """The next JSON line from the reply pipe; None on timeout; EOFError when the worker died."""
@@ -117,6 +118,10 @@ class _Worker:
             self.log.close()
 
     def ask_exit(self) -> None:
+        """Ask the worker to exit (once: closing a pool asks all its workers before waiting)."""
+        if self.exit_asked:
+            return
+        self.exit_asked = True
         try:
             self.send({"op": "exit"})
         except Exception:

@@ -280,10 +280,6 @@ def hunk_strips(rec: DiffRecord) -> HunkStrips | None:
 
 # -- hangs ---------------------------------------------------------------------------------------
 
-_TIME_KEYS = ("t", "time", "time_s", "at", "elapsed", "elapsed_s", "s")
-_LABEL_KEYS = ("label", "text", "line", "event", "phase", "point", "name")
-
-
 END = "<end>"      # a timeline's last entry: when the run ended (or was killed)
 
 
@@ -291,33 +287,19 @@ def _label(key: str) -> str:
     return key.removeprefix("phase:")
 
 
-def _point(item: Any) -> tuple[float, str] | None:
-    if isinstance(item, dict):
-        t = next((item[k] for k in _TIME_KEYS if isinstance(item.get(k), (int, float))), None)
-        label = next((str(item[k]) for k in _LABEL_KEYS if item.get(k) not in (None, "")), "")
-        return (float(t), _label(label)) if t is not None else None
-    if isinstance(item, (list, tuple)) and len(item) == 2:
-        a, b = item
-        if isinstance(a, (int, float)) and not isinstance(a, bool):
-            return float(a), _label(str(b))
-        if isinstance(b, (int, float)) and not isinstance(b, bool):
-            return float(b), _label(str(a))
-    return None
-
-
 def timeline(run: Run) -> Timeline | None:
-    """A run's progress timeline where it carries one: `Run.timeline`, ((key, seconds), ...,
-    ("<end>", seconds)), keys like `phase:launch` shown without the `phase:`; (seconds, label)
-    pairs or {t, label} dicts are read too. None for a run without progress points."""
-    raw = getattr(run, "timeline", None)
-    if not isinstance(raw, (list, tuple)):
+    """A run's progress timeline where it carries one: `Run.timeline` as the watchdog records it
+    (run/progress.py), ((key, seconds), ..., ("<end>", seconds)), keys like `phase:launch` shown
+    without the `phase:`. None for a run without progress points (or with an unreadable timeline:
+    a damaged record loses its picture, not its report)."""
+    try:
+        entries = [(str(k), float(t)) for k, t in run.timeline or ()]
+    except (TypeError, ValueError):
         return None
-    end = [p for p in raw if isinstance(p, (list, tuple)) and p and p[0] == END]
-    points = tuple(sorted(p for p in map(_point, [q for q in raw if not (isinstance(q, (list, tuple))
-                                                                          and q and q[0] == END)]) if p is not None))
+    points = tuple(sorted((t, _label(k)) for k, t in entries if k != END))
     if not points:
         return None
-    ends = [float(e[1]) for e in end if len(e) == 2 and isinstance(e[1], (int, float))]
+    ends = [t for k, t in entries if k == END]
     return Timeline(points, max([run.duration_s, points[-1][0], *ends]), run.outcome.value)
 
 

@@ -160,6 +160,14 @@ def test_no_progress_timeline_no_picture():
     assert not [n for n, _, _ in F.pictures(bisect_record()) if "progress" in n]
 
 
+def test_an_unreadable_timeline_loses_its_picture_not_the_report():
+    damaged = Run(Outcome.FAIL, FailKind.HANG, signature="timeout", duration_s=2.0, timeline=(("launch",), ("x", "y")))
+    assert F.timeline(damaged) is None
+    good = passing([("phase:launch", 0.1), ("<end>", 0.2)])
+    assert F.timeline(good).points == ((0.1, "launch"),) and F.timeline(good).end_s == 1.0   # the run's duration
+    assert F.progress(check([good], [damaged])) is None
+
+
 def test_slow_metric_against_the_threshold():
     def slow(v):
         return Run(Outcome.FAIL, FailKind.SLOW, signature=f"t {v}", metrics={"us": v}, duration_s=0.2, failed=("us",))

@@ -85,9 +85,7 @@ class Hunk:
         line of a split hunk. Unique because two text hunks of one file never touch."""
         if self.parent:
             return f"{self.parent}#{self.sub}"
-        if self.kind == "text":
-            return f"{self.file}:{self.good_place}"
-        return f"{self.file}:{self.kind}"
+        return self.where
 
     @property
     def good_place(self) -> str:

@@ -333,14 +333,22 @@ class _Mapper:
         return out
 
 
+def git_archive_to(repo: str | Path, sha: str, tar: Path, env: dict[str, str]) -> None:
+    """Write a commit's tree as a tar file, read from the object database (hooks off, no checkout
+    touched); a RuntimeError says why git could not (its last line). `env` is git's whole environment."""
+    raw = run_process(["git", "-c", "core.hooksPath=/dev/null", "archive", "--format=tar", "-o", str(tar), sha],
+                      cwd=repo, base_env=env, timeout=600)
+    if not raw.started or raw.exit_code != 0:
+        why = raw.error or (raw.stderr.strip().splitlines() or [f"exit {raw.exit_code}"])[-1]
+        raise RuntimeError(why[-200:])
+
+
 def _git_archive(repo: str, sha: str) -> bytes:
-    """A commit's tree from a repository this host can read (hooks off, no checkout touched)."""
+    """A commit's tree from a repository this host can read, as the bytes of a tar archive."""
     with tempfile.TemporaryDirectory(prefix="bisectk-archive-") as tmp:
         out = Path(tmp) / "tree.tar"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-        raw = run_process(["git", "-c", "core.hooksPath=/dev/null", "archive", "--format=tar", "-o", str(out), sha],
-                          cwd=repo, base_env=env, timeout=600)
-        if not raw.started or raw.exit_code != 0:
-            why = raw.error or (raw.stderr.strip().splitlines() or [f"exit {raw.exit_code}"])[-1]
-            raise RuntimeError(f"git archive {sha[:10]} in {repo}: {why[-200:]}")
+        try:
+            git_archive_to(repo, sha, out, {k: v for k, v in os.environ.items() if not k.startswith("GIT_")})
+        except RuntimeError as exc:
+            raise RuntimeError(f"git archive {sha[:10]} in {repo}: {exc}") from None
         return out.read_bytes()

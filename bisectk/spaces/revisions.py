@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bisectk.run.workload import Origin, Workload
-from bisectk.run.process import run_process
+from bisectk.run.remote import git_archive_to
 from bisectk.spaces.hunks import drop_bytecode
 from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, WorktreePool, _env
 from bisectk.spec import Config
@@ -73,11 +73,10 @@ class CommitSpace:
 
 
 def _archive_to(repo: Path, sha: str, tar: Path) -> None:
-    raw = run_process(["git", "-c", "core.hooksPath=/dev/null", "archive", "--format=tar", "-o", str(tar), sha],
-                      cwd=repo, base_env=_env(), timeout=600)
-    if not raw.started or raw.exit_code != 0:
-        why = raw.error or (raw.stderr.strip().splitlines() or [f"exit {raw.exit_code}"])[-1]
-        raise SpaceError(f"git archive {sha[:10]} failed: {why[-200:]}")
+    try:
+        git_archive_to(repo, sha, tar, _env())
+    except RuntimeError as exc:
+        raise SpaceError(f"git archive {sha[:10]} failed: {exc}") from None
 
 
 def archive(repo: Path, sha: str) -> bytes:

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from bisectk.errors import BisectkError
+from bisectk.run.pool import DEFAULT_PRELOAD
 from bisectk.run.process import RawRun, start_contained
 from bisectk.run.remote import RemoteExecutor, RemoteJob, Site, write_logs
 
@@ -60,7 +61,6 @@ HEARTBEAT_TIMEOUT_S = 60.0
 BACKSTOP_GRACE_S = 60.0
 PROBE_TIMEOUT_S = 5.0
 EXCLUDES = [".git", ".bisectk", "**/__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "*.db", "*.db-*"]
-DEFAULT_PRELOAD = ("torch", "cutlass")
 
 
 def require_ray():

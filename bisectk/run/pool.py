@@ -409,8 +409,6 @@ class WorkerPool:
         w.runs += 1
         code = rep.get("exit_code")
         poisoned = rep.get("poisoned") or ""
-        if poisoned is True:   # an older worker's reply
-            poisoned = "CUDA context poisoned after the run"
         if code != 0 or poisoned or rep.get("retire") or w.runs >= self.max_runs:
             self._retire(slot)  # never let a possibly poisoned CUDA context serve again
         return RawRun(started=True, exit_code=code, signal=None, timed_out=False, duration_s=duration,

@@ -1,13 +1,47 @@
-"""Shared fixtures: a toy subject spec writer and a CLI runner that calls bisectk as users do."""
+"""Shared fixtures: a private HOME for the whole session, a toy subject spec writer and a CLI
+runner that calls bisectk as users do."""
 import json
+import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TOY = ROOT / "tests" / "fixtures" / "toy.py"
+
+# Where bisectk (and what it runs: Ray, matplotlib, git) reads or writes by default in a user's
+# home; the suite points every one of them into its own temporary directory.
+PRIVATE_DIRS = {"HOME": "home", "XDG_CACHE_HOME": "home/.cache", "XDG_CONFIG_HOME": "home/.config",
+                "XDG_DATA_HOME": "home/.local/share", "XDG_STATE_HOME": "home/.local/state",
+                "MPLCONFIGDIR": "home/.config/matplotlib"}
+# A user's own Ray settings would make the Ray tests join or authenticate against their cluster.
+USER_ONLY_VARS = ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+
+try:   # hypothesis keeps its examples in ./.hypothesis by default: nothing is written into the checkout
+    from hypothesis import settings
+    settings.register_profile("bisectk-tests", database=None)
+    settings.load_profile("bisectk-tests")
+except ImportError:
+    pass
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_home(tmp_path_factory):
+    """The whole suite runs as on a machine that never ran anything, and writes nothing outside
+    its temporary directories: HOME (no ~/.ray, no ~/.cache/bisectk ledger, no git identity),
+    the XDG directories and matplotlib's configuration all point into a fresh directory, for
+    this process and every command it starts."""
+    base = tmp_path_factory.mktemp("user")
+    with pytest.MonkeyPatch.context() as mp:
+        for var, sub in PRIVATE_DIRS.items():
+            (base / sub).mkdir(parents=True, exist_ok=True)
+            mp.setenv(var, str(base / sub))
+        for var in USER_ONLY_VARS:
+            mp.delenv(var, raising=False)
+        yield base / "home"
 
 
 def toy_spec(tmp_path: Path, good: dict, bad: dict, *, extra_subject: str = "", oracle: str = 'metric = "rel_err"\nmax = 1e-4',
@@ -27,9 +61,10 @@ def toy_spec(tmp_path: Path, good: dict, bad: dict, *, extra_subject: str = "", 
     return p
 
 
-def bisectk(*args, cwd=None, timeout=120, check=None) -> subprocess.CompletedProcess:
+def bisectk(*args, cwd=None, timeout=120, check=None, env=None) -> subprocess.CompletedProcess:
+    """`bisectk ARGS` in a subprocess; `env`: variables added to this process's environment."""
     proc = subprocess.run([sys.executable, "-m", "bisectk", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, env={**os.environ, **env} if env else None)
     if check is not None:
         assert proc.returncode == check, (proc.returncode, proc.stdout, proc.stderr)
     return proc
@@ -38,3 +73,40 @@ def bisectk(*args, cwd=None, timeout=120, check=None) -> subprocess.CompletedPro
 @pytest.fixture
 def make_spec(tmp_path):
     return lambda *a, **kw: toy_spec(tmp_path, *a, **kw)
+
+
+MARK_VAR = "BISECTK_TEST_MARK"
+
+
+def new_mark() -> dict[str, str]:
+    """An environment variable to start a command with: every process it starts, however deep
+    (and however it detaches), inherits it, so `own_processes` finds this test's processes and
+    never another test's or another session's on the same machine."""
+    return {MARK_VAR: uuid.uuid4().hex}
+
+
+def own_processes(mark: dict[str, str]) -> list:
+    """Live processes (zombies aside) whose environment carries `mark`."""
+    import psutil
+    (value,) = mark.values()
+    found = []
+    for p in psutil.process_iter(["pid", "status"]):
+        try:
+            if p.info["status"] != psutil.STATUS_ZOMBIE and p.pid != os.getpid() \
+                    and p.environ().get(MARK_VAR) == value:
+                found.append(p)
+        except psutil.Error:
+            pass
+    return found
+
+
+def wait_until(predicate, timeout: float = 60.0, every: float = 0.05):
+    """Poll `predicate` until it returns something true (returned) or `timeout` passes (the last
+    value returned): tests wait for an event, never for a guessed time."""
+    import time
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(every)

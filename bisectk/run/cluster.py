@@ -7,10 +7,11 @@ Abstractions
 ------------
 require_ray  -- the `ray` module, or a one-line BisectkError saying how to install it.
 connect      -- joins the cluster at `address` (probed first: an unreachable one is a one-line
-                error at once, not minutes of retries), or starts a local instance (LocalHead:
-                `ray start --head --block` under bisectk's process supervisor, no dashboard,
-                free ports) that `close` shuts down again and that dies with bisectk, SIGKILL
-                included.
+                error at once, not minutes of retries; the user's own Ray authentication is
+                used as they set it), or starts a local instance (LocalHead: `ray start --head
+                --block` under bisectk's process supervisor, no dashboard, free ports, its own
+                session directory and token in bisectk's scratch) that `close` shuts down again
+                and that dies with bisectk, SIGKILL included.
 SiteActor    -- the actor: a run/remote.py Site in a Ray worker process. The job's runtime
                 environment carries bisectk itself (`py_modules`) and, for `ablate`, the spec's
                 project directory (`working_dir`), which the Site copies once into its own
@@ -35,8 +36,10 @@ the deadline its own watchdog should have enforced, is killed and its job retrie
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -95,40 +98,88 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _use_token_auth() -> None:
-    """Token authentication for the local instance (Ray's default for a new cluster; the token is
-    ~/.ray/auth_token, made by `ray start` when missing). A driver that joins by address uses it
-    only when RAY_AUTH_MODE says so, and Ray reads that setting once, at import: so it is set
-    here and Ray's configuration refreshed, as Ray's own `ray.init()` does for a new cluster.
-    A mode the user chose is left alone."""
-    if os.environ.get("RAY_AUTH_MODE"):
-        return
+def one_line(text: str, limit: int = 300) -> str:
+    """An error text on one line, cut only between sentences: whole sentences while they fit in
+    `limit` characters, and always the first one whole (a message cut mid-sentence misleads)."""
+    words = " ".join(str(text).split())
+    if len(words) <= limit:
+        return words
+    kept = ""
+    for sentence in re.split(r"(?<=[.;!?])\s+", words):
+        if kept and len(kept) + 1 + len(sentence) > limit:
+            return kept + " ..."
+        kept = f"{kept} {sentence}" if kept else sentence
+    return kept
+
+
+def _last_line(exc: BaseException) -> str:
+    """A remote traceback's conclusion: its last non-empty line (the exception and its message)."""
+    lines = [x for x in str(exc).splitlines() if x.strip()]
+    return lines[-1] if lines else type(exc).__name__
+
+
+def _refresh_auth() -> None:
+    """Ray reads RAY_AUTH_MODE and its token once per process and caches them; after the
+    environment changed, its configuration and token cache are re-read (as Ray's own
+    `ray.init()` does for a new cluster)."""
     try:
-        from ray._private.authentication.authentication_token_setup import _enable_token_auth
-        from ray._raylet import AuthenticationTokenLoader
-        _enable_token_auth()
+        from ray._raylet import AuthenticationTokenLoader, Config
+        Config.initialize("")
         AuthenticationTokenLoader.instance().reset_cache()
     except Exception:   # another Ray version: the environment alone (enough when set before import)
-        os.environ["RAY_AUTH_MODE"] = "token"
+        pass
+
+
+def _has_ray_client() -> bool:
+    try:
+        from ray._private.utils import get_ray_client_dependency_error
+        return get_ray_client_dependency_error() is None
+    except Exception:
+        return False
+
+
+def _scratch_base() -> Path:
+    """Where a local instance keeps its token and Ray's session directory: the temp dir, unless
+    its path is so long that Ray's Unix socket paths (<= 107 bytes, ~75 of them Ray's own)
+    would not fit."""
+    base = Path(tempfile.gettempdir())
+    if len(str(base)) > 24 and os.access("/tmp", os.W_OK):
+        base = Path("/tmp")
+    return base
 
 
 class LocalHead:
     """A local Ray instance (`ray start --head --block`) started under bisectk's process
     supervisor (run/process.py), so nothing of it outlives bisectk: `ray.init()` would start
-    one whose agents survive a SIGKILL of bisectk. Ports are chosen free, so two sessions on one
-    machine do not meet."""
+    one whose agents survive a SIGKILL of bisectk.
+
+    It depends on nothing of the user's: its ports are chosen free (another Ray on the default
+    ports is not met), Ray's session directory is in bisectk's own scratch directory (not
+    /tmp/ray, which may be another user's, and whose `ray_current_cluster` the user's own
+    `ray status` reads), and token authentication uses a fresh token written there (0600)
+    and passed to the head and to this driver by RAY_AUTH_TOKEN_PATH: no ~/.ray/auth_token
+    is read or written, so a HOME that never ran Ray, or a read-only one, is enough. The
+    scratch directory is removed on close."""
 
     def __init__(self, num_cpus: int, timeout: float = READY_TIMEOUT_S):
         self.port = _free_port()
         self.address = f"127.0.0.1:{self.port}"
-        self.log = tempfile.NamedTemporaryFile(prefix="bisectk-ray-head-", suffix=".log", delete=False)
+        self.scratch = Path(tempfile.mkdtemp(prefix="bisectk-ray-", dir=_scratch_base()))   # mode 0700
+        token = self.scratch / "auth_token"
+        fd = os.open(token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32))
+        self.auth_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
+        self.log = open(self.scratch / "head.log", "w+b")
         ports = {f"--{k}": str(_free_port()) for k in ("dashboard-agent-listen-port", "dashboard-agent-grpc-port",
                                                        "metrics-export-port", "runtime-env-agent-port")}
+        if _has_ray_client():   # Ray starts its client server (default port 10001) only when it can
+            ports["--ray-client-server-port"] = str(_free_port())
         argv = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", f"--port={self.port}",
                 f"--num-cpus={max(1, num_cpus)}", "--include-dashboard=false", "--disable-usage-stats",
-                *[f"{k}={v}" for k, v in ports.items()]]
-        _use_token_auth()
-        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+                f"--temp-dir={self.scratch / 'r'}", *[f"{k}={v}" for k, v in ports.items()]]
+        env = {**os.environ, **self.auth_env, "RAY_USAGE_STATS_ENABLED": "0"}
+        env.pop("RAY_AUTH_TOKEN", None)      # it would take precedence over the token file
         self.contained = start_contained(argv, env=env, stdout=self.log, stderr=self.log, grace=1.0)
         deadline = time.monotonic() + timeout
         while True:
@@ -143,12 +194,24 @@ class LocalHead:
                 raise BisectkError(f"cannot start a local Ray instance: {tail or 'no answer on its port'}")
             time.sleep(0.1)
 
+    def use_as_driver(self) -> None:
+        """Make this process a driver of this instance: its token, through the environment that
+        Ray's driver reads (a token of the user's, RAY_AUTH_TOKEN, would take precedence)."""
+        os.environ.update(self.auth_env)
+        os.environ.pop("RAY_AUTH_TOKEN", None)
+        _refresh_auth()
+
     def tail(self) -> str:
+        """The head's last error, whole: its last line, or the traceback's last line and the
+        message lines that follow it."""
         try:
-            lines = [x for x in Path(self.log.name).read_text(errors="replace").splitlines() if x.strip()]
+            lines = [x for x in (self.scratch / "head.log").read_text(errors="replace").splitlines() if x.strip()]
         except OSError:
             return ""
-        return " ".join(lines[-1].split())[:300] if lines else ""
+        for i in range(len(lines) - 1, -1, -1):
+            if re.match(r"^[\w.]+(Error|Exception)\b", lines[i].strip()):
+                return one_line(" ".join(lines[i:]), 600)
+        return one_line(lines[-1], 600) if lines else ""
 
     def close(self) -> None:
         self.contained.end()        # SIGTERM to the whole tree, a grace period, then SIGKILL
@@ -162,10 +225,67 @@ class LocalHead:
             pass
         self.contained.close()
         self.log.close()
-        try:
-            os.unlink(self.log.name)
-        except OSError:
-            pass
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Ray's C++ client logs each failed connection attempt on file descriptor 2 (one line a
+    second while it retries): while connecting, that goes to a scratch file, never to the
+    user's terminal; what went wrong is said once, by the error."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        yield
+        return
+    try:
+        with tempfile.TemporaryFile() as sink:
+            os.dup2(sink.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
+
+
+def _cause(exc: BaseException) -> BaseException:
+    """The innermost exception of a chain (Ray wraps the one that says why in ConnectionError)."""
+    seen = set()
+    while (exc.__cause__ or exc.__context__) is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return exc
+
+
+def _auth_refused(text: str) -> bool:
+    return "InvalidAuthToken" in text or "AuthenticationError" in text or "no authentication token" in text
+
+
+AUTH_HINT = ("a cluster with token authentication (Ray's default) needs RAY_AUTH_MODE=token and the cluster's token "
+             "on this driver: ~/.ray/auth_token, RAY_AUTH_TOKEN_PATH=FILE or RAY_AUTH_TOKEN")
+
+
+def check_auth(address: str) -> None:
+    """A one-line BisectkError at once when the cluster refuses this driver's authentication
+    (`ray.init` would retry for 20 s and then say only 'Failed to connect'). The user's own
+    settings are used as they are: bisectk adds no token of its own to a cluster it joins."""
+    if "://" in address:
+        return
+    try:
+        from ray._raylet import GcsClient
+    except Exception:   # another Ray version: ray.init says it
+        return
+    try:
+        with _quiet_stderr():
+            GcsClient(address=address)
+    except Exception as exc:
+        text = f"{type(exc).__name__}: {exc}"
+        if _auth_refused(text):
+            mode = os.environ.get("RAY_AUTH_MODE") or "unset"
+            raise BisectkError(f"--ray-address {address}: the Ray cluster refused this driver's authentication "
+                               f"(RAY_AUTH_MODE is {mode}); {AUTH_HINT}") from None
 
 
 def connect(ray, address: str | None, num_cpus: int, runtime_env: dict[str, Any]) -> LocalHead | bool:
@@ -179,18 +299,25 @@ def connect(ray, address: str | None, num_cpus: int, runtime_env: dict[str, Any]
     try:
         if address is None:
             head = LocalHead(num_cpus)
+            head.use_as_driver()
         else:
             probe(address)
-        ray.init(address=head.address if head else address, log_to_driver=False, logging_level=logging.ERROR,
-                 runtime_env=runtime_env)
+            check_auth(address)
+        with _quiet_stderr():
+            ray.init(address=head.address if head else address, log_to_driver=False,
+                     logging_level=logging.ERROR, runtime_env=runtime_env)
     except BisectkError:
         raise
     except Exception as exc:
         if head is not None:
             head.close()
         where = f"the Ray cluster at {address}" if address else "a local Ray instance"
-        raise BisectkError(f"cannot start or join {where}: {type(exc).__name__}: "
-                           f"{' '.join(str(exc).split())[:300]}") from None
+        why = _cause(exc)
+        text = f"{type(exc).__name__}: {one_line(str(exc))}"
+        if why is not exc:
+            text += f" ({type(why).__name__}: {one_line(_last_line(why))})"
+        hint = f"; {AUTH_HINT}" if address and _auth_refused(f"{text} {why}") else ""
+        raise BisectkError(f"cannot start or join {where}: {text}{hint}") from None
     return head or True
 
 
@@ -199,7 +326,7 @@ class SiteActor:
 
     def __init__(self, has_project: bool, warm: bool, preload: tuple[str, ...]):
         import ray
-        base = Path(tempfile.gettempdir()) / "bisectk-actors"
+        base = Path(tempfile.gettempdir()) / f"bisectk-actors-{os.getuid()}"   # another user's is not ours
         base.mkdir(parents=True, exist_ok=True)
         _remove_stale(base)
         self.scratch = base / f"{os.getpid()}-{secrets.token_hex(4)}"
@@ -222,6 +349,10 @@ class SiteActor:
     def close(self) -> None:
         self.site.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
+        try:
+            self.scratch.parent.rmdir()     # the last actor out removes the base (others' are kept)
+        except OSError:
+            pass
 
 
 def _remove_stale(base: Path) -> None:
@@ -289,8 +420,7 @@ class RayExecutor(RemoteExecutor):
             raise
         except Exception as exc:
             self.close()
-            raise BisectkError(f"cannot start Ray actors: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}") \
-                from None
+            raise BisectkError(f"cannot start Ray actors: {type(exc).__name__}: {one_line(str(exc))}") from None
         if not self.actors:
             self.close()
             raise BisectkError(f"no Ray actor became ready within {ready_timeout:g} s (each needs "
@@ -427,7 +557,7 @@ class RayExecutor(RemoteExecutor):
                 continue
             except self.ray.exceptions.RayTaskError as exc:   # a bug in the site itself: no retry
                 self._release(a)
-                return None, RawRun(started=False, error=f"the Ray actor failed: {' '.join(str(exc).split())[-400:]}")
+                return None, RawRun(started=False, error=f"the Ray actor failed: {one_line(_last_line(exc), 400)}")
             self._release(a)
             write_logs(build, log_dirs[0])
             write_logs(run, log_dirs[1])
@@ -446,7 +576,7 @@ class RayExecutor(RemoteExecutor):
                     raise
                 except ray.exceptions.RayError as exc:
                     raise _Lost(f"actor {a.n} ({a.info.get('host', '?')}) lost mid-run: "
-                                f"{' '.join(str(exc).split())[:200]}") from None
+                                f"{one_line(str(exc), 200)}") from None
             if a.dead:
                 raise _Lost(f"actor {a.n} was stopped")
             st_ref = a.handle.status.remote()

@@ -3,7 +3,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 from tests.conftest import bisectk
 
@@ -66,18 +65,22 @@ def test_bad_input_is_one_line_no_traceback(tmp_path, make_spec):
 
 
 def test_ledger_survives_sigkill(make_spec, tmp_path):
-    counter = tmp_path / "n.txt"
-    spec = make_spec({"mode": "ok", "sleep": 0.0}, {"mode": "wrong", "sleep": 0.4}, args=["--counter", str(counter)])
-    proc = subprocess.Popen([sys.executable, "-m", "bisectk", "run", str(spec), "--repeat", "6", "--timeout", "30"],
+    """SIGKILL while the 4th of 6 runs is in flight (held there, so the kill lands at that run
+    however loaded the machine): the 3 finished runs are answered from the ledger afterwards."""
+    from tests.conftest import wait_until
+    counter, hold = tmp_path / "n.txt", tmp_path / "hold"
+    hold.touch()
+    spec = make_spec({"mode": "ok", "sleep": 0.0}, {"mode": "wrong", "sleep": 0.0},
+                     args=["--counter", str(counter), "--hold", str(hold), "--hold-from", "4"])
+    proc = subprocess.Popen([sys.executable, "-m", "bisectk", "run", str(spec), "--repeat", "6", "--timeout", "120"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 30
-    while (not counter.exists() or len(counter.read_text().splitlines()) < 3) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert wait_until(lambda: (tmp_path / "hold.held").exists() or proc.poll() is not None, timeout=120)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    hold.unlink()
     done_before = len(counter.read_text().splitlines())
     assert 3 <= done_before < 6
-    bisectk("run", spec, "--repeat", "6", "--timeout", "30", check=1)
+    bisectk("run", spec, "--repeat", "6", "--timeout", "120", check=1)
     total = len(counter.read_text().splitlines())
     # every run completed before the kill is answered from the ledger; the one in flight re-runs
     assert total <= 6 + 1 and total - done_before <= 6 - (done_before - 1)

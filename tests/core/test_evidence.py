@@ -7,7 +7,7 @@ import pytest
 from bisectk.evidence import sanitize, script_of
 from bisectk.outcome import FailKind
 from bisectk.spec import load_spec
-from tests.conftest import ROOT, bisectk
+from tests.conftest import ROOT, bisectk, new_mark, own_processes, wait_until
 
 
 def test_script_of(make_spec):
@@ -52,9 +52,10 @@ def test_ptx_command_shows_barrier_count_difference(tmp_path):
 
 
 def test_warm_workers_isolate_the_same_culprit(tmp_path):
+    mark = new_mark()
     p = bisectk("ablate", ROOT / "variants" / "cpu" / "pipeline-hang.toml", "--warm", "--json", "--ledger",
-                tmp_path / "l.db", timeout=600, check=0)
+                tmp_path / "l.db", timeout=600, check=0, env=mark)
     assert json.loads(p.stdout)["culprits"] == ["producer_phase"]
-    import psutil
-    left = [q for q in psutil.process_iter(["cmdline"]) if "bisectk.run.worker" in " ".join(q.info["cmdline"] or [])]
-    assert left == []  # the warm workers (and the hung one) are gone
+    # this command's warm workers (and the hung one) are gone; another command's are not counted
+    left = wait_until(lambda: not own_processes(mark), timeout=10) or own_processes(mark)
+    assert left is True, [q.cmdline() for q in left]

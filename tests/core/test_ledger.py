@@ -19,7 +19,7 @@ import pytest
 from bisectk import ledger as ledger_mod
 from bisectk.ledger import Ledger, LedgerError, check, salvage
 from bisectk.outcome import FailKind, Outcome, Run
-from tests.conftest import bisectk
+from tests.conftest import bisectk, wait_until
 
 FP, KEY = "fp", '{"a":1}'
 
@@ -113,8 +113,8 @@ def test_a_claimed_run_is_waited_for_not_repeated(tmp_path):
     got, waited = [], []
     t = threading.Thread(target=lambda: got.append(b.claim(FP, KEY, 0, on_wait=waited.append)))
     t.start()
-    time.sleep(0.4)
-    assert not got and waited and f"pid {os.getpid()}" in waited[0]  # B waits on A
+    assert wait_until(lambda: waited, timeout=30)   # B said it waits (an event, not a guessed time)
+    assert not got and f"pid {os.getpid()}" in waited[0]  # B waits on A
     assert first.record(a_run(7)) == 0
     t.join(5)
     assert got[0].run is not None and got[0].run.signature == "run 7" and not got[0].held

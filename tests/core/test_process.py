@@ -1,17 +1,21 @@
 import os
 import sys
 import time
+import uuid
 
 import psutil
 
 from bisectk.run.process import run_process
 
-# A shell that starts python that starts another sleeper: the tree the watchdog must end.
+# A shell that starts python that starts another sleeper: the tree the watchdog must end. Every
+# process of it carries this test's own marker, so a sleeper of another test or another session on
+# the same machine is never counted.
+MARK = f"bisectk-tree-{uuid.uuid4().hex[:12]}"
 TREE = [sys.executable, "-c",
         "import subprocess, sys, time\n"
-        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
-        "subprocess.Popen(['sh', '-c', 'sleep 300 & sleep 300'])\n"
-        "time.sleep(300)\n"]
+        f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', {MARK!r}])\n"
+        f"subprocess.Popen(['sh', '-c', 'sleep 300 & sleep 300', {MARK!r}])\n"
+        "time.sleep(300)\n", MARK]
 
 
 def descendants_of_me() -> list[psutil.Process]:
@@ -44,7 +48,8 @@ def test_fifty_hangs_leave_no_process_behind():
     left = [p for p in descendants_of_me() if p.pid not in before]
     assert left == [], [p.cmdline() for p in left]
     # nothing reparented to init either: no sleeper with our marker survives anywhere
-    stray = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] and "time.sleep(300)" in " ".join(p.info["cmdline"])]
+    stray = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] and MARK in " ".join(p.info["cmdline"])
+             and p.pid != os.getpid()]
     assert stray == []
     assert time.monotonic() - start < 50 * 1.5
 

@@ -3,7 +3,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -92,37 +91,42 @@ def test_different_failure_is_not_the_target(tmp_path):
     assert {r["factor"]: r["alone"] for r in doc["differences"]}["a"] == "unresolved"
 
 
+def held_ablation(tmp_path, *extra):
+    """An ablation of the toy (`mode` plants a wrong result) stopped at its third run, the
+    search's first (runs 1 and 2 are the endpoints): that run waits while the hold file exists,
+    under a fixed 120 s watchdog, so the interrupt lands in the search however loaded the
+    machine is. Returns the process, once the held run is waiting."""
+    from tests.conftest import toy_spec, wait_until
+    counter, hold = tmp_path / "n.txt", tmp_path / "hold"
+    hold.touch()
+    spec = toy_spec(tmp_path, {"mode": "ok", "err": 0.0, "sleep": 0.0, "echo": "a"},
+                    {"mode": "wrong", "err": 1e-6, "sleep": 0.01, "echo": "b"}, extra_subject="timeout = 120",
+                    args=["--counter", str(counter), "--hold", str(hold), "--hold-from", "3"])
+    proc = subprocess.Popen([sys.executable, "-m", "bisectk", "ablate", str(spec), *extra, "--ledger",
+                             str(tmp_path / "l.db")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not wait_until(lambda: (tmp_path / "hold.held").exists() or proc.poll() is not None, timeout=120) \
+            or proc.poll() is not None:
+        proc.kill()
+        raise AssertionError(("the search never reached its first run", proc.communicate()))
+    return proc
+
+
 def test_sigint_prints_best_so_far(tmp_path):
-    counter = tmp_path / "n.txt"
-    spec = toy(tmp_path, counter)
-    proc = subprocess.Popen([sys.executable, "-m", "bisectk", "ablate", str(spec), "--ledger", str(tmp_path / "l.db")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while (not counter.exists() or len(counter.read_text().splitlines()) < 3) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    proc = held_ablation(tmp_path)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode in (1, 130), (out, err)
-    if proc.returncode == 1:
-        assert "search stopped (interrupted)" in out and "no verdict yet" in out
+    assert proc.returncode == 1, (out, err)
+    assert "search stopped (interrupted)" in out and "no verdict yet" in out
     assert "Traceback" not in err
 
 
 def test_interrupted_ofat_never_calls_unproven_factors_culprits(tmp_path):
     """Bug: an interrupted ofat marked every factor CULPRIT. What is not shown must read as unknown."""
-    counter = tmp_path / "n.txt"
-    spec = toy(tmp_path, counter)
-    proc = subprocess.Popen([sys.executable, "-m", "bisectk", "ablate", str(spec), "--strategy", "ofat", "--json",
-                             "--ledger", str(tmp_path / "l.db")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while (not counter.exists() or len(counter.read_text().splitlines()) < 3) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    proc = held_ablation(tmp_path, "--strategy", "ofat", "--json")
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
-    if proc.returncode == 130:
-        pytest.skip("the interrupt landed before the endpoints were verified")
     doc = json.loads(out)
-    assert proc.returncode == 1 and doc["interrupted"] and not doc["complete"]
+    assert proc.returncode == 1 and doc["interrupted"] and not doc["complete"], err
     verdicts = {r["factor"]: r["verdict"] for r in doc["differences"]}
     # the only factor that could be shown necessary is the planted one ('mode'); nothing else is a culprit
     assert set(doc["culprits"]) <= {"mode"}

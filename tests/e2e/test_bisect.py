@@ -5,12 +5,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, bisectk
+from tests.conftest import ROOT, bisectk, new_mark, own_processes, wait_until
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 from gitrepo import git, make_repo  # noqa: E402
@@ -72,15 +71,15 @@ def test_interrupted_bisect_leaves_repo_identical_and_resume_reruns_nothing(repo
     before = snapshot(r)
     counter = tmp_path / "count.txt"
     run = ["--run", f"sh -c 'echo x >> {counter}; exec python kernel.py'", "--build", "python build.py"]
+    mark = new_mark()
     proc = subprocess.Popen([sys.executable, "-m", "bisectk", "bisect", "--repo", str(r), "--good", shas[0],
                              "--bad", shas[-1], *run], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    deadline = time.monotonic() + 60
-    while (not counter.exists() or len(counter.read_text().splitlines()) < 3) and time.monotonic() < deadline:
-        time.sleep(0.05)
+                            start_new_session=True, env={**os.environ, **mark})
+    assert wait_until(lambda: counter.exists() and len(counter.read_text().splitlines()) >= 3, timeout=120)
     os.killpg(proc.pid, sig) if sig == signal.SIGKILL else proc.send_signal(sig)
     proc.wait(timeout=60)
-    time.sleep(0.3)
+    # its subjects and their supervisors (in sessions of their own) end too: waited for, not guessed
+    assert wait_until(lambda: not own_processes(mark), timeout=30), [q.cmdline() for q in own_processes(mark)]
     done = len(counter.read_text().splitlines())
     if sig == signal.SIGINT:
         assert snapshot(r) == before  # cleaned up on the way out

@@ -10,10 +10,9 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
-from tests.conftest import ROOT, bisectk
+from tests.conftest import ROOT, bisectk, new_mark, own_processes, wait_until
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 from gitrepo import make_repo  # noqa: E402
@@ -28,20 +27,6 @@ needs_ray = pytest.mark.skipif(not HAVE_RAY, reason="ray is not installed (pip i
 VARIANTS = ROOT / "variants" / "cpu"
 
 
-def ray_processes() -> set[int]:
-    """Ray's own processes on this machine (raylet, GCS, agents, workers, actors)."""
-    found = set()
-    for p in psutil.process_iter(["pid", "name", "cmdline"]):
-        try:
-            text = " ".join(p.info["cmdline"] or []) or (p.info["name"] or "")
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-        if p.info["pid"] != os.getpid() and ("ray::" in text or "raylet" in text or "gcs_server" in text
-                                              or "ray.scripts.scripts" in text or "default_worker.py" in text):
-            found.add(p.info["pid"])
-    return found
-
-
 @pytest.fixture(scope="module")
 def head():
     """One local Ray head for the module, under bisectk's own supervisor; the commands join it."""
@@ -54,8 +39,19 @@ def head():
 
 
 def cli_env(head) -> dict:
-    # a driver that joins by address uses the cluster's token only when told to (Ray's rule)
-    return {**os.environ, "RAY_AUTH_MODE": "token", "PYTHONPATH": str(ROOT)}
+    """A driver that joins by address uses the cluster's token only when told to (Ray's rule):
+    the head's own token, as a user passes theirs."""
+    env = {**os.environ, **head.auth_env, "PYTHONPATH": str(ROOT)}
+    env.pop("RAY_AUTH_TOKEN", None)
+    return env
+
+
+def driver_of(head, monkeypatch) -> None:
+    """This test process as a driver of `head` (its token), restored after the test."""
+    for k, v in head.auth_env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("RAY_AUTH_TOKEN", raising=False)
+    head.use_as_driver()
 
 
 def run_cli(*args, env=None, timeout=300):
@@ -96,6 +92,84 @@ def test_ray_options_need_the_ray_executor(tmp_path):
         assert p.returncode == 2 and words in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
+def occupy(*ports: int) -> list:
+    """Listen on those of `ports` that are free (as another user's Ray on the default ports would)."""
+    import socket
+    held = []
+    for port in ports:
+        s = socket.socket()
+        try:
+            s.bind(("0.0.0.0", port))
+            s.listen()
+            held.append(s)
+        except OSError:     # taken already: by something else, which serves as well
+            s.close()
+    return held
+
+
+@needs_ray
+def test_a_local_instance_needs_nothing_of_the_users(tmp_path):
+    """A machine that never ran Ray: no ~/.ray (HOME cannot even be created: it lies under a
+    regular file, so nothing can be written there, root included), Ray's default /tmp/ray taken
+    by something not ours, the default ports (6379 GCS, 10001 client, 8265 dashboard) in use.
+    `--executor ray` starts its own instance anyway, finds the culprit, and leaves nothing:
+    no process of its own, no scratch directory."""
+    import tempfile
+    (tmp_path / "file").write_text("")
+    home = tmp_path / "file" / "home"
+    tmp = Path(tempfile.mkdtemp(prefix="bk", dir="/tmp"))   # a short temp dir: Ray's socket paths fit
+    (tmp / "ray").write_text("another user's, not a directory\n")
+    held = occupy(6379, 10001, 8265)
+    mark = new_mark()
+    try:
+        p = bisectk("ablate", VARIANTS / "pipeline-hang.toml", "--executor", "ray", "--json", "--ledger",
+                    tmp_path / "l.db", timeout=600, env={"HOME": str(home), "TMPDIR": str(tmp), **mark,
+                                                        "XDG_CACHE_HOME": str(tmp_path / "cache")})
+        assert p.returncode == 0, p.stderr[-3000:]
+        assert json.loads(p.stdout)["culprits"] == ["producer_phase"]
+        assert "Token authentication" not in p.stderr
+        left = wait_until(lambda: not own_processes(mark), timeout=10) or own_processes(mark)
+        assert left is True, f"Ray processes left behind: {[q.pid for q in left]}"
+        assert sorted(x.name for x in tmp.iterdir()) == ["ray"]   # its scratch (token, Ray's session) removed
+    finally:
+        for s in held:
+            s.close()
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@needs_ray
+def test_joining_by_address_keeps_the_users_auth(head, tmp_path):
+    """--ray-address uses the user's own authentication, as they set it: without the cluster's
+    token the command is refused in one whole line that says what is needed; with it, it runs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    t0 = time.monotonic()
+    p = run_cli("ablate", VARIANTS / "pipeline-hang.toml", "--executor", "ray", "--ray-address", head.address,
+                "--ledger", tmp_path / "l.db", env={**env, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-3000:]
+    assert p.stderr.strip().splitlines() == [
+        f"bisectk: --ray-address {head.address}: the Ray cluster refused this driver's authentication "
+        "(RAY_AUTH_MODE is unset); a cluster with token authentication (Ray's default) needs RAY_AUTH_MODE=token "
+        "and the cluster's token on this driver: ~/.ray/auth_token, RAY_AUTH_TOKEN_PATH=FILE or RAY_AUTH_TOKEN"]
+    assert time.monotonic() - t0 < 15     # at once, not after Ray's 20 s of retries
+    p = run_cli("ablate", VARIANTS / "pipeline-hang.toml", "--executor", "ray", "--ray-address", head.address,
+                "--json", "--ledger", tmp_path / "l.db", env=cli_env(head))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert json.loads(p.stdout)["culprits"] == ["producer_phase"]
+
+
+def test_errors_are_never_cut_mid_sentence():
+    from bisectk.run.cluster import one_line
+    text = ("Token authentication is enabled but no authentication token was found. Ensure that the token "
+            "for the cluster is available in a local file (e.g., ~/.ray/auth_token or via RAY_AUTH_TOKEN_PATH) "
+            "or as the `RAY_AUTH_TOKEN` environment variable. To generate a token for local development, use "
+            "`ray get-auth-token --generate`. For more information, see the Ray documentation.")
+    short = one_line(text, 300)
+    assert short.endswith("environment variable. ...") and len(short) <= 304
+    assert one_line("x" * 500 + ". y", 100) == "x" * 500 + ". ..."     # the first sentence whole, however long
+    assert one_line("a\n  b") == "a b"
+
+
 # -- same answers as local -------------------------------------------------------------------------
 
 @needs_ray
@@ -122,20 +196,19 @@ def test_bisect_256_commits_on_ray_matches_local_within_the_round_bound(tmp_path
     ceil(log_5 N) + 1 rounds; no worktree is made (commits travel as archives); the local Ray
     instance the command started is gone afterwards."""
     shas = make_repo(tmp_path / "r", n=256, culprit=171, broken=())
-    before = ray_processes()
     docs = {}
     for executor in ("ray", "local"):
+        mark = new_mark()
         p = bisectk("bisect", "--repo", tmp_path / "r", "--good", shas[0], "--bad", shas[-1], "--run",
                     "python kernel.py", "--jobs", "4", "--executor", executor, "--json",
-                    "--ledger", tmp_path / f"{executor}.db", timeout=600)
+                    "--ledger", tmp_path / f"{executor}.db", timeout=600, env=mark)
         assert p.returncode == 0, p.stderr[-3000:]
         docs[executor] = json.loads(p.stdout)
         if executor == "ray":
             assert not (tmp_path / "r" / ".git" / "bisectk-worktrees").exists()   # nothing checked out here
-            deadline = time.monotonic() + 10
-            while ray_processes() - before and time.monotonic() < deadline:
-                time.sleep(0.2)
-            assert not ray_processes() - before, "Ray processes left behind"
+            # the command's own Ray processes (raylet, GCS, workers, actors), not another session's
+            left = wait_until(lambda: not own_processes(mark), timeout=10) or own_processes(mark)
+            assert left is True, f"Ray processes left behind: {[q.pid for q in left]}"
     for doc in docs.values():
         assert doc["first_bad"]["sha"] == shas[171]
         assert doc["rounds"] <= math.ceil(math.log(doc["commits"], 5)) + 1, doc["rounds"]
@@ -156,30 +229,35 @@ def test_triage_on_ray_names_the_culprit_hunk(head, tmp_path):
 
 # -- faults ----------------------------------------------------------------------------------------
 
-SLOW = ("import json, sys, time\n"
+SLOW = ("import json, pathlib, sys, time\n"
         "print('BISECTK_PHASE launch', flush=True)\n"
+        "pathlib.Path(sys.argv[2]).write_text('started')\n"
         "time.sleep(float(sys.argv[1]))\n"
         "print('BISECTK_RESULT ' + json.dumps({'rel_err': 0.0}))\n")
 
 
 @needs_ray
-def test_an_actor_killed_mid_run_loses_no_observation(head, tmp_path):
+def test_an_actor_killed_mid_run_loses_no_observation(head, tmp_path, monkeypatch):
     """ray.kill of the actor running a job: the job is run again on another actor, the ledger
     records it once (the run that came back), and a replacement actor starts."""
     import ray
     from bisectk.ledger import Ledger
-    from bisectk.run.cluster import RayExecutor, _use_token_auth
+    from bisectk.run.cluster import RayExecutor
     from bisectk.run.runner import Runner
     from bisectk.spec import config_key, load_spec
-    (tmp_path / "pyproject.toml").touch()
-    (tmp_path / "slow.py").write_text(SLOW)
-    (tmp_path / "spec.toml").write_text('name = "slow"\n[subject]\ncommand = ["python", "slow.py", "{t}"]\n'
-                                        'timeout = 60\n[oracle]\nmetric = "rel_err"\nmax = 1e-4\n'
-                                        '[good]\nt = 2.5\n[bad]\nt = 2.0\n')
-    spec = load_spec(tmp_path / "spec.toml")
-    _use_token_auth()
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "pyproject.toml").touch()
+    (proj / "slow.py").write_text(SLOW)
+    # the subject says it runs, outside the shipped project (paths inside it map to the actor's copy)
+    started = tmp_path / "started"
+    (proj / "spec.toml").write_text('name = "slow"\n[subject]\ncommand = ["python", "slow.py", "{t}", '
+                                    f'"{started}"]\ntimeout = 60\n[oracle]\nmetric = "rel_err"\nmax = 1e-4\n'
+                                    '[good]\nt = 2.5\n[bad]\nt = 2.0\n')
+    spec = load_spec(proj / "spec.toml")
+    driver_of(head, monkeypatch)
     ledger = Ledger(tmp_path / "l.db")
-    ex = RayExecutor(actors=2, address=head.address, project=tmp_path)
+    ex = RayExecutor(actors=2, address=head.address, project=proj)
     try:
         assert ex.alive() == 2
         runner = Runner(spec, ledger, executor=ex, session=ledger.open_session("ablate", "fp", {}))
@@ -193,7 +271,7 @@ def test_an_actor_killed_mid_run_loses_no_observation(head, tmp_path):
                 victim = next((a for a in ex.actors if a.busy), None)
             time.sleep(0.05)
         assert victim is not None
-        time.sleep(1.0)                  # the subject is running on it now
+        assert wait_until(started.exists, timeout=60)      # the subject is running on it now
         ray.kill(victim.handle, no_restart=True)
         t.join(timeout=120)
         run = result["run"]
@@ -212,11 +290,11 @@ def test_an_actor_killed_mid_run_loses_no_observation(head, tmp_path):
 
 
 @needs_ray
-def test_k_is_the_actors_that_fit(head, tmp_path):
+def test_k_is_the_actors_that_fit(head, tmp_path, monkeypatch):
     """Six actors asked of a 4-CPU cluster: the four that fit serve, the rest are not waited for."""
     import ray
-    from bisectk.run.cluster import RayExecutor, _use_token_auth
-    _use_token_auth()
+    from bisectk.run.cluster import RayExecutor
+    driver_of(head, monkeypatch)
     t0 = time.monotonic()
     ex = RayExecutor(actors=6, address=head.address, latecomer_s=3)
     try:

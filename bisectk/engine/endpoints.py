@@ -20,6 +20,10 @@ verify         -- the procedure, through the space's oracle (its answer is an En
                      one that never failed, settles the pair as unusable without re-checks (a
                      hanging good side -- swapped endpoints -- must not wait out the watchdog
                      cap `calibrate_runs` times).
+                  5. unusable endpoints whose every run shows the same environment cause (a missing
+                     module, no GPU, a driver/runtime mismatch, out of memory at start:
+                     engine/environment.py) get that cause as their problem, with its facts:
+                     the differences were never tested.
 
 announce_watchdog -- a note before the good endpoint's first run when it runs under the
                   uncalibrated watchdog cap (120 s unless --timeout or the spec says otherwise),
@@ -34,6 +38,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from bisectk.engine import environment
 from bisectk.engine.oracle import SpaceOracle
 from bisectk.engine.records import EndpointCheck, Rate
 from bisectk.events import Note, PhaseStarted
@@ -98,8 +103,11 @@ def verify(oracle: SpaceOracle, good_point: Any, bad_point: Any, *, repeat: int 
     bad_rate = Rate(_target_fails(bad_runs, target), _judged(bad_runs))
     good_rate = Rate(_target_fails(good_runs, target), _judged(good_runs))
     problem = diagnose(good, bad, target, good_rate, bad_rate)
+    env = environment.diagnose(good_runs, bad_runs) if problem is not None else None
+    if env is not None:   # 5. the machine, not the differences: named, with what fixes it
+        problem = env.line
     return EndpointCheck(good, bad, policy, problem, target, is_flaky and problem is None, bad_rate, good_rate,
-                         tuple(notes))
+                         tuple(notes), env.details if env else (), env.to_dict() if env else None)
 
 
 def _folded(oracle: SpaceOracle, point: Any, runs: list[Run]) -> Verdict:

@@ -67,6 +67,8 @@ class EndpointCheck:
     bad_rate: Rate
     good_rate: Rate
     notes: tuple[str, ...] = ()
+    details: tuple[str, ...] = ()              # what the problem line rests on, a line each
+    environment: dict[str, Any] | None = None   # the named environment cause (engine/environment.py)
 
     @property
     def ok(self) -> bool:
@@ -74,7 +76,8 @@ class EndpointCheck:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "ok": self.ok, "problem": self.problem,
+            "ok": self.ok, "problem": self.problem, "problem_details": list(self.details),
+            "environment_problem": self.environment,
             "target": self.target.describe() if self.target else None,
             "target_identity": self.target.to_dict() if self.target else None,
             "flaky": self.flaky, "timeout": self.timeout.to_dict(),
@@ -90,7 +93,8 @@ class EndpointCheck:
                    TimeoutPolicy(t["seconds"], t["source"], t["detail"]), d.get("problem"),
                    Target.from_dict(d.get("target_identity")), d.get("flaky", False),
                    Rate(d["bad_rate"]["fails"], d["bad_rate"]["runs"]),
-                   Rate(d["good_rate"]["fails"], d["good_rate"]["runs"]), tuple(d.get("notes", ())))
+                   Rate(d["good_rate"]["fails"], d["good_rate"]["runs"]), tuple(d.get("notes", ())),
+                   tuple(d.get("problem_details", ())), d.get("environment_problem"))
 
 
 

@@ -19,7 +19,7 @@ from rich.table import Table
 
 from bisectk.engine.records import AblationRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.words import endpoint_lines, failure_line, runs_words, stopped_line
+from bisectk.report.words import endpoint_lines, failure_line, problem_lines, problem_text, runs_words, stopped_line
 from bisectk.spec import format_value
 
 HEADER = ["factor", "good", "bad", "flipped alone on good", "removed from bad", "verdict"]
@@ -70,7 +70,7 @@ def to_debuglog(rec: AblationRecord) -> DebugLog:
     check, subj = rec.endpoints, rec.subject
     title = f"{subj.name}: {check.bad.describe()}"
     if not rec.ok:
-        return DebugLog(title, "Inconclusive: endpoints unusable", check.problem or "", rec.environment)
+        return DebugLog(title, "Inconclusive: endpoints unusable", problem_text(check), rec.environment)
     status = (f"Resolved -- culprit{'s' if len(rec.culprits) != 1 else ''}: {culprit_words(rec)}" if rec.complete
               else f"Open ({rec.stop_reason or 'interrupted'}) -- {culprit_words(rec)}")
     log = DebugLog(title, status, f"good passes, bad fails: {check.bad.describe()}", rec.environment,
@@ -117,7 +117,8 @@ def to_debuglog(rec: AblationRecord) -> DebugLog:
 
 def print_summary(out: Console, rec: AblationRecord) -> None:
     if not rec.ok:
-        out.print(f"problem: {rec.endpoints.problem}", markup=False)
+        for line in problem_lines(rec.endpoints):
+            out.print(line, markup=False)
         return
     t = Table(title=f"{rec.subject.name}: key differences", title_justify="left")
     for h in HEADER:

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from bisectk.engine.records import DiffRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.words import endpoint_lines, failure_line, runs_words, stopped_line
+from bisectk.report.words import endpoint_lines, failure_line, problem_lines, problem_text, runs_words, stopped_line
 
 
 def ids_text(ids, limit: int = 8) -> str:
@@ -40,7 +40,7 @@ def hunk_place(h: dict) -> str:
 def to_debuglog(rec: DiffRecord) -> DebugLog:
     title = f"diff {rec.good} vs {rec.bad}: {rec.endpoints.bad.describe()}"
     if not rec.ok:
-        return DebugLog(title, "Inconclusive: endpoints unusable", rec.endpoints.problem or "", rec.environment)
+        return DebugLog(title, "Inconclusive: endpoints unusable", problem_text(rec.endpoints), rec.environment)
     ids = [h["id"] for h in rec.culprit_hunks]
     status = (("Resolved" if rec.complete else f"Open ({rec.stop_reason or 'interrupted'})")
               + f" -- culprit hunk(s): {ids_text(hunk_place(h) for h in rec.culprit_hunks)}")
@@ -85,7 +85,8 @@ def to_debuglog(rec: DiffRecord) -> DebugLog:
 
 def print_summary(out: Console, rec: DiffRecord) -> None:
     if not rec.ok:
-        out.print(f"problem: {rec.endpoints.problem}", markup=False)
+        for line in problem_lines(rec.endpoints):
+            out.print(line, markup=False)
         return
     where = ids_text(hunk_place(h) for h in rec.culprit_hunks)
     if rec.complete:

@@ -46,7 +46,8 @@ def svg(name: str, model: Any) -> str:
     draw = {RunMatrix: run_matrix, Interaction: interaction, CommitLine: commit_line, Posterior: posterior,
             HunkStrips: hunk_strips, Progress: progress, SlowMetric: slow_metric}[type(model)]
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": name, "font.size": 9,
-                                "font.family": ["DejaVu Sans", "Liberation Sans", "sans-serif"]}):
+                                "font.family": "sans-serif",
+                                "font.sans-serif": ["DejaVu Sans", "Liberation Sans", "Arial", "Helvetica"]}):
         fig = draw(model)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight", pad_inches=0.08)

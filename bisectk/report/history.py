@@ -19,7 +19,7 @@ from rich.console import Console
 
 from bisectk.engine.records import BisectRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, table
-from bisectk.report.words import endpoint_lines, failure_line, runs_words, stopped_line
+from bisectk.report.words import endpoint_lines, failure_line, problem_lines, problem_text, runs_words, stopped_line
 
 CONCLUSION = {"fail": "Bad: the first bad commit is this one or one of its ancestors.",
               "pass": "Good: the first bad commit is not among its ancestors.",
@@ -38,7 +38,7 @@ def _short(c: dict) -> str:
 def to_debuglog(rec: BisectRecord) -> DebugLog:
     title = f"bisect {rec.good[:10]}..{rec.bad[:10]}: {verdict_words(rec, rec.endpoints.bad.describe())}"
     if not rec.ok:
-        return DebugLog(title, "Inconclusive: endpoints unusable", rec.endpoints.problem or "", rec.environment)
+        return DebugLog(title, "Inconclusive: endpoints unusable", problem_text(rec.endpoints), rec.environment)
     fb = rec.first_bad
     status = (f"Resolved -- first bad commit {_short(fb)}" if fb and rec.complete
               else f"Open -- {len(rec.candidates)} candidate(s) remain" if not rec.interrupted
@@ -98,7 +98,8 @@ def log_lines(session: dict[str, Any], events: list[dict[str, Any]]) -> list[str
 
 def print_summary(out: Console, rec: BisectRecord) -> None:
     if not rec.ok:
-        out.print(f"problem: {rec.endpoints.problem}", markup=False)
+        for line in problem_lines(rec.endpoints):
+            out.print(line, markup=False)
         return
     fb = rec.first_bad
     if rec.interrupted:

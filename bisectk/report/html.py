@@ -5,7 +5,8 @@ Abstractions
 ------------
 Picture        -- one drawn picture: name, title, SVG text, and the model it shows.
 draw_pictures  -- every picture that applies to a record (bisectk/report/figures.py says which),
-                  drawn; empty, with a note, where matplotlib is not installed.
+                  drawn; empty, with a note, where matplotlib cannot be imported (a
+                  base dependency: only a broken install lacks it).
 to_html        -- the page: title and status, symptom, environment, summary, pictures, key
                   differences, attempts, free sections (culprit diffs coloured), next steps, the
                   captured environment. Markdown in the debug log's fields is rendered by
@@ -26,7 +27,7 @@ from bisectk.engine.records import Record
 from bisectk.report import render
 from bisectk.report.debuglog import DebugLog, _flat, short_environment
 
-MISSING = "pictures need matplotlib: pip install 'bisectk[report]'"
+MISSING = "pictures need matplotlib, which bisectk installs but this Python cannot import: pip install matplotlib"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from bisectk.engine.records import (AblationRecord, BisectRecord, CheckRecord, D
 from bisectk.report import ablation, diff, history, replay, triage
 from bisectk.report.debuglog import DebugLog
 from bisectk.report.text import print_check
+from bisectk.report.words import problem_text
 
 
 def debuglog(rec: Record) -> DebugLog:
@@ -31,7 +32,7 @@ def debuglog(rec: Record) -> DebugLog:
     check = rec.endpoints
     title = f"{rec.command}: {rec.subject.name if getattr(rec, 'subject', None) else ''}"
     return DebugLog(title, "endpoints OK" if check is None or check.ok else "endpoints unusable",
-                    check.problem or "" if check else "", rec.environment)
+                    problem_text(check) if check else "", rec.environment)
 
 
 def summary(out: Console, rec: Record) -> None:

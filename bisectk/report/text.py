@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bisectk.engine.records import CheckRecord, EndpointCheck
-from bisectk.report.words import watchdog_text
+from bisectk.report.words import problem_lines, watchdog_text
 
 
 def print_check(out: Console, rec: CheckRecord) -> None:
@@ -33,4 +33,5 @@ def print_endpoints(out: Console, result: EndpointCheck) -> None:
         out.print(f"target failure: {result.target.describe()} (--same-failure {result.target.mode})", markup=False)
     for note in result.notes:
         out.print(f"note: {note}", markup=False)
-    out.print("endpoints OK" if result.ok else f"problem: {result.problem}", markup=False)
+    for line in ["endpoints OK"] if result.ok else problem_lines(result):
+        out.print(line, markup=False)

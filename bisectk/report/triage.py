@@ -21,6 +21,7 @@ from bisectk.report import diff as diff_report
 from bisectk.report import history as history_report
 from bisectk.report.debuglog import DebugLog
 from bisectk.report.junit import Case
+from bisectk.report.words import problem_lines
 
 
 def to_debuglog(t: TriageRecord) -> DebugLog:
@@ -62,7 +63,8 @@ def print_summary(out: Console, t: TriageRecord, report=None) -> None:
         return
     out.print(f"triage: {t.verdict}", markup=False)
     if not bis.ok:
-        out.print(f"problem: {bis.endpoints.problem}", markup=False)
+        for line in problem_lines(bis.endpoints):
+            out.print(line, markup=False)
     else:
         history_report.print_summary(out, bis)
     d = t.diff_record()
@@ -72,7 +74,8 @@ def print_summary(out: Console, t: TriageRecord, report=None) -> None:
                   + ("  (interaction: each proper subset passes)" if d.interaction else ""), markup=False)
         out.print((d.lines_diff or d.diff).rstrip(), markup=False, highlight=False)
     elif d is not None:
-        out.print(f"hunk isolation inconclusive: {d.endpoints.problem}", markup=False)
+        for line in problem_lines(d.endpoints, "hunk isolation inconclusive"):
+            out.print(line, markup=False)
     if t.diff_error:
         out.print(f"hunk isolation could not start: {t.diff_error}", markup=False)
     cached = t.observations - t.runs

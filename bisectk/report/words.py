@@ -6,6 +6,8 @@ watchdog_text  -- the watchdog in words (the uncalibrated cap with its seconds).
 endpoint_lines -- the watchdog, the failure hunted in plain words (and the --same-failure mode),
                   the bad endpoint's failure rate with its Wilson interval, notes from re-checks.
 failure_line   -- one terminal line: the failure hunted and how often the bad endpoint showed it.
+problem_lines  -- unusable endpoints: one line (`problem: ...`), then the facts it rests on;
+                  problem_text the same as one paragraph.
 stopped_line   -- how a stopped search is announced (never as a verdict).
 runs_words     -- runs executed now and answered from the ledger, so reused work never reads as
                   no work.
@@ -31,6 +33,16 @@ def endpoint_lines(check: EndpointCheck) -> list[str]:
                      + (" -- intermittent" if check.flaky else "") + ".")
     lines += [f"Note: {n}." for n in check.notes]
     return lines
+
+
+def problem_lines(check: EndpointCheck, label: str = "problem") -> list[str]:
+    """One line that says why the endpoints cannot be used, then its details, indented."""
+    return [f"{label}: {check.problem}", *(f"  {d}" for d in check.details)]
+
+
+def problem_text(check: EndpointCheck) -> str:
+    """The problem and its details as one paragraph (a debug log's symptom)."""
+    return " ".join([check.problem or "", *(f"{d}." if not d.endswith(".") else d for d in check.details)]).strip()
 
 
 def stopped_line(reason: str, runs: int) -> str:

@@ -14,6 +14,11 @@ diff        -- two captures -> [(dotted key, value in a, value in b)], e.g.
                ("env.CUDA_LAUNCH_BLOCKING", None, "1") or ("gpu.devices.0.name", ...).
 as_factors  -- the environment-variable part of a diff as spec factors; factors_toml renders
                them as a snippet for a spec.
+gpu_visibility -- the machine's GPU facts that decide whether a kernel can run at all
+               (nvidia-smi, /dev/nvidia*, CUDA_VISIBLE_DEVICES, GPUs listed, the driver's CUDA
+               version); `gpu_line` words them. The environment diagnosis of unusable endpoints
+               (engine/environment.py) names its causes with these, and `capture` reports them
+               under "checks" with the extras whose modules cannot be imported.
 
 Environment differences as factors
 ----------------------------------
@@ -61,6 +66,10 @@ PACKAGES = frozenset({"torch", "triton", "pytorch-triton", "numpy", "jax", "jaxl
                       "flash-attn", "flashinfer-python", "tensorrt", "bisectk"})
 PACKAGE_PREFIXES = ("nvidia-", "cuda-", "cupy-cuda", "jax-cuda")   # CUDA wheels, bindings, plugins
 MODULES = ("torch", "triton", "cutlass", "tvm", "jax", "cupy", "numpy", "cuda", "bisectk")
+# module -> the bisectk extra that installs it (pip install 'bisectk[EXTRA]'; tested against pyproject.toml)
+MODULE_EXTRAS = {"torch": "kernels", "cutlass": "kernels", "cuda": "kernels", "ray": "ray",
+                 "selenium": "browser", "picire": "bench", "pytest": "test", "hypothesis": "test"}
+RUN_EXTRAS = ("kernels", "ray")   # the extras that change what bisectk can run (capture's checks)
 _SECRET = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|(^|_)KEY($|_)", re.I)
 _TORCH_PROBE = """
 import json, torch
@@ -112,6 +121,38 @@ def _gpu(timeout: float) -> dict[str, Any]:
             gpu["driver"] = gpu["devices"][0]["driver"]
     gpu["cuda_driver"] = _driver_cuda()
     return gpu
+
+
+def gpu_visibility(timeout: float = 5.0, gpu: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Whether a kernel can see a GPU here, as facts (see the module docstring)."""
+    gpu = _gpu(timeout) if gpu is None else gpu
+    return {"nvidia_smi": shutil.which("nvidia-smi"),
+            "device_files": sorted(str(p) for p in Path("/dev").glob("nvidia*")),
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "gpus": gpu.get("count", 0), "driver_cuda": gpu.get("cuda_driver")}
+
+
+def gpu_line(facts: dict[str, Any]) -> str:
+    smi = facts.get("nvidia_smi") or "not found"
+    devices = ", ".join(facts.get("device_files") or ()) or "none"
+    cvd = facts.get("cuda_visible_devices")
+    return (f"nvidia-smi: {smi}; /dev/nvidia*: {devices}; CUDA_VISIBLE_DEVICES: "
+            f"{'unset' if cvd is None else repr(cvd)}; GPUs listed: {facts.get('gpus', 0)}"
+            + (f"; the driver supports CUDA {facts['driver_cuda']}" if facts.get("driver_cuda") else ""))
+
+
+def install_hint(module: str) -> str:
+    extra = MODULE_EXTRAS.get(module)
+    return f"pip install 'bisectk[{extra}]'" if extra else f"install the package that provides '{module}'"
+
+
+def _checks(gpu: dict[str, Any], modules: dict[str, str]) -> dict[str, Any]:
+    """What the environment diagnosis would name, before anything runs."""
+    facts = gpu_visibility(gpu=gpu)
+    missing = {m: install_hint(m) for m, extra in MODULE_EXTRAS.items()
+               if extra in RUN_EXTRAS and m not in modules and not _findable(m)}
+    return {"gpu_visible": bool(facts["gpus"]) and facts["cuda_visible_devices"] not in ("", "-1"),
+            "gpu": gpu_line(facts), "missing_modules": missing}
 
 
 def _driver_cuda() -> str | None:
@@ -172,6 +213,13 @@ def _modules() -> dict[str, str]:
     return found
 
 
+def _findable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _redact(name: str, value: str) -> str:
     if _SECRET.search(name):
         return "<redacted " + hashlib.sha256(value.encode()).hexdigest()[:8] + ">"
@@ -212,7 +260,8 @@ def capture(*, torch: bool | None = None, cwd: str | Path | None = None,
         "gpu": gpu,
         "cuda_toolkit": _toolkit(timeout),
         "packages": packages,
-        "modules": _modules(),
+        "modules": (modules := _modules()),
+        "checks": _checks(gpu, modules),
         "env": _environment(dict(os.environ)),
         "git": _git(Path(cwd or Path.cwd()), timeout),
     }

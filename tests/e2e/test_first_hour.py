@@ -16,7 +16,8 @@ if os.environ.get("COUNTER"):
     with open(os.environ["COUNTER"], "a") as f:
         f.write(mode + "\\n")
 if mode == "nogpu":
-    print("BISECTK_RESULT " + json.dumps({"ok": False, "error": "no CUDA device (use --compile-only on a GPU-less machine)"}))
+    print("BISECTK_RESULT " + json.dumps({"ok": False, "error": "no CUDA device: this kernel needs a GPU "
+                                                                "(without one, `bisectk ptx SPEC` compiles it)"}))
     sys.exit(125)
 if mode == "skipquiet":
     print("probing the device...", file=sys.stderr)
@@ -46,7 +47,8 @@ def spec(tmp_path, good, bad, extra_factor=None, name="s.toml"):
 # -- the reason an endpoint cannot be tested -------------------------------------------------
 
 @pytest.mark.parametrize("mode, reason", [
-    ("nogpu", "no CUDA device (use --compile-only on a GPU-less machine)"),   # its BISECTK_RESULT error
+    # its BISECTK_RESULT error
+    ("nogpu", "no CUDA device: this kernel needs a GPU (without one, `bisectk ptx SPEC` compiles it)"),
     ("skipquiet", "cannot open /dev/nvidia0"),                                 # its last stderr line
 ])
 def test_untestable_endpoint_says_why(tmp_path, mode, reason):

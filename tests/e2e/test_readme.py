@@ -1,6 +1,5 @@
 """Every code block of README.md runs as written, from a fresh copy of the repository, and prints
 what the README shows (tests/e2e/readme.py says how blocks are read and compared)."""
-import importlib.util
 import shutil
 
 import pytest
@@ -43,7 +42,5 @@ def test_readme_block(block, ran):
         pytest.skip("shows what a machine without a GPU prints, and this one has a GPU")
     if any("jq " in c.text for c in block.commands()) and shutil.which("jq") is None:
         pytest.skip("jq is not installed")
-    if any("picture(s)" in line for line in block.body) and importlib.util.find_spec("matplotlib") is None:
-        pytest.skip("its output shows pictures, drawn by the report extra: pip install -e '.[report]'")
     problems = [f"$ {r.command}\n{r.problem}" for r in ran[block.line] if r.problem]
     assert not problems, "\n\n".join(problems)

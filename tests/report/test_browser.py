@@ -18,7 +18,6 @@ import pytest
 
 from tests.conftest import ROOT, bisectk
 
-pytest.importorskip("matplotlib", reason="the pictures need matplotlib: pip install -e '.[report]'")
 webdriver = pytest.importorskip("selenium.webdriver", reason="no browser driver: pip install -e '.[browser]'")
 
 CHROMIUM = os.environ.get("BISECTK_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"

@@ -11,8 +11,7 @@ from bisectk.report import figures as F
 from tests.report.records import (ablation, attempt, bisect_record, check, commit, diff_record, hunk,
                                   interaction_record, ok, subject, wrong)
 
-pytest.importorskip("matplotlib", reason="the pictures need matplotlib: pip install -e '.[report]'")
-from bisectk.report.draw import svg  # noqa: E402
+from bisectk.report.draw import svg
 
 
 def fill(text: str, gid: str) -> str:
@@ -195,3 +194,33 @@ def test_pictures_per_record_kind():
                      observations=1, wall_s=1.0, bisect=bisect_record().to_dict(), diff=d.to_dict())
     assert [n for n, _, _ in F.pictures(t)] == ["bisect-commit-line", "diff-hunks"]
     assert wrong().kind is FailKind.WRONG
+
+
+ONLY_OWN_FONTS = """
+import matplotlib, matplotlib.font_manager as fm
+from pathlib import Path
+own = str(Path(matplotlib.get_data_path()))
+fm.fontManager.ttflist = [f for f in fm.fontManager.ttflist if f.fname.startswith(own)]
+fm.fontManager.afmlist = [f for f in fm.fontManager.afmlist if f.fname.startswith(own)]
+fm.json_dump(fm.fontManager, Path(matplotlib.get_cachedir(), f"fontlist-v{fm.FontManager.__version__}.json"))
+print(sorted({f.name for f in fm.fontManager.ttflist}))
+"""
+
+
+def test_no_font_warnings_where_only_matplotlibs_own_fonts_exist(tmp_path):
+    """A machine without extra fonts (no Liberation, no Arial: what installing a browser pulls in)
+    is made by a matplotlib font cache that lists only the fonts matplotlib ships. Drawing every
+    picture of a command there prints 0 lines of font warnings (issue 21: 280-858 per command)."""
+    import os
+    import subprocess
+    import sys
+    from tests.conftest import ROOT, bisectk
+    env = {"MPLCONFIGDIR": str(tmp_path / "mpl")}
+    made = subprocess.run([sys.executable, "-c", ONLY_OWN_FONTS], capture_output=True, text=True,
+                          env={**os.environ, **env}, check=True)
+    assert "Liberation Sans" not in made.stdout and "DejaVu Sans" in made.stdout
+    p = bisectk("ablate", ROOT / "variants" / "cpu" / "attention-warps.toml", "--html", tmp_path / "w.html",
+                "--ledger", tmp_path / "l.db", env=env, timeout=600, check=0)
+    assert "HTML report written to" in p.stdout and "(2 picture(s))" in p.stdout
+    assert [line for line in p.stderr.splitlines() if "font" in line.lower()] == []
+    assert "font-family: 'DejaVu Sans'" in (tmp_path / "w.html").read_text()

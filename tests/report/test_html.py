@@ -12,7 +12,6 @@ from bisectk.report import html as H
 from tests.conftest import bisectk
 from tests.report.records import interaction_record
 
-pytest.importorskip("matplotlib", reason="the pictures need matplotlib: pip install -e '.[report]'")
 
 EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?(?:https?:|//)|<script|<link|@import|url\(\s*["']?https?:""", re.I)
 

@@ -122,7 +122,8 @@ def time_cuda(fn, iters: int, batches: int = 5) -> float:
 
 
 def fail_no_gpu(metrics: dict) -> int:
-    metrics.update({"ok": False, "error": "no CUDA device (use --compile-only on a GPU-less machine)"})
+    metrics.update({"ok": False,
+                    "error": "no CUDA device: this kernel needs a GPU (without one, `bisectk ptx SPEC` compiles it)"})
     emit(metrics)
     return 125  # UNRESOLVED: this machine cannot run the subject
 

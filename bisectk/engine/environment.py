@@ -1,0 +1,157 @@
+"""The environment diagnosis: when the endpoints fail because of the machine, not the differences.
+
+A GPU variant run where the CuTe DSL is not installed fails on both sides with the same
+ModuleNotFoundError; on a machine without a GPU both sides stop with "no CUDA device". That is
+true of the endpoints, but "the good configuration fails too" is not the diagnosis: nothing of
+the kernel ran on either side, so the differences were never tested. The cause is named instead,
+with what fixes it.
+
+Abstractions
+------------
+EnvironmentProblem -- a named cause: `kind` (missing-module, import-error, driver-mismatch,
+                      no-gpu, cpu-torch, oom-at-start), the one line that says it and what fixes
+                      it, and the facts behind it (details).
+recognise_cause    -- what one run's output says about the machine: a (kind, subject) pair, e.g.
+                      ("missing-module", "cutlass"), or None. Pure: text in, cause out.
+diagnose           -- the endpoints' runs -> an EnvironmentProblem, or None. A cause is named only
+                      when every run of both endpoints failed (or could not be tested) and every
+                      one of them shows the same cause: one side that passed, or the two sides
+                      failing differently, puts the differences back in question. "Out of memory"
+                      counts only before the kernel was launched (at start: no `launch` progress
+                      point on either side), where no configuration of the kernel can be blamed.
+The machine's own facts (nvidia-smi, /dev/nvidia*, CUDA_VISIBLE_DEVICES, the driver's CUDA
+version) and the extra that installs a module come from bisectk/spaces/env.py: `bisectk env`
+reports the same facts (under "checks").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from bisectk.outcome import Outcome, Run
+from bisectk.run.progress import describe_point
+from bisectk.spaces.env import gpu_line, gpu_visibility, install_hint
+
+_MISSING = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+_SHARED_LIB = re.compile(r"(\S+\.so(?:\.[\d.]+)?): cannot open shared object file")
+_IMPORT = re.compile(r"^(?:\S+\.)?ImportError: (.+)$", re.MULTILINE)
+_MISMATCH = re.compile(r"driver version is insufficient|cudaErrorInsufficientDriver|CUDA_ERROR_INSUFFICIENT_DRIVER"
+                       r"|NVIDIA driver on your system is too old|CUDA_ERROR_COMPAT_NOT_SUPPORTED"
+                       r"|cudaErrorCompatNotSupportedOnDevice|unsupported display driver / cuda driver combination"
+                       r"|CUDA_ERROR_UNSUPPORTED_PTX_VERSION|cudaErrorUnsupportedPtxVersion"
+                       r"|PTX was compiled with an unsupported toolchain", re.IGNORECASE)
+_NO_GPU = re.compile(r"no CUDA-capable device is detected|no CUDA device|Found no NVIDIA driver"
+                     r"|CUDA driver initialization failed|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE"
+                     r"|NVIDIA driver (?:is )?not (?:found|loaded)|torch\.cuda\.is_available\(\) is False",
+                     re.IGNORECASE)
+_CPU_TORCH = re.compile(r"Torch not compiled with CUDA enabled")
+_OOM = re.compile(r"CUDA out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|out of memory",
+                  re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class EnvironmentProblem:
+    kind: str
+    subject: str          # the module, the library, or the matched text
+    line: str             # the one line: the cause and its fix
+    details: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "subject": self.subject, "line": self.line, "details": list(self.details)}
+
+
+def _text(run: Run) -> str:
+    return "\n".join((run.signature or "", run.stderr_tail or "", run.stdout_tail or ""))
+
+
+def _reached(run: Run, key: str | None = None) -> bool:
+    """Whether the run reached a progress point (any, or the one named `key`, e.g. 'phase:launch')."""
+    points = [p[0] for p in (run.timeline or ()) if p and p[0] != "<end>"]
+    return bool(points) if key is None else key in points
+
+
+def recognise_cause(run: Run) -> tuple[str, str] | None:
+    """The machine's part in one run's failure, from its output (first match wins: a missing
+    module explains everything after it)."""
+    text = _text(run)
+    m = _MISSING.search(text)
+    if m:
+        return "missing-module", m.group(1).split(".")[0]
+    m = _SHARED_LIB.search(text)
+    if m:
+        return "import-error", m.group(1)
+    m = _IMPORT.search(text)
+    if m:
+        return "import-error", " ".join(m.group(1).split())[:160]
+    m = _MISMATCH.search(text)
+    if m:
+        return "driver-mismatch", m.group(0)
+    m = _CPU_TORCH.search(text)
+    if m:
+        return "cpu-torch", m.group(0)
+    m = _NO_GPU.search(text)
+    if m:
+        return "no-gpu", m.group(0)
+    m = _OOM.search(text)
+    if m and not _reached(run, "phase:launch"):
+        return "oom-at-start", m.group(0)
+    return None
+
+
+def _no_gpu_why(facts: dict[str, Any]) -> str:
+    n, cvd = facts.get("gpus", 0), facts.get("cuda_visible_devices")
+    if n and cvd is not None:
+        return f"CUDA_VISIBLE_DEVICES={cvd!r} hides this machine's {n}"
+    if n:
+        return f"the subject sees none of this machine's {n}"
+    smi = "nvidia-smi lists none" if facts.get("nvidia_smi") else "no nvidia-smi"
+    return f"{smi}, {'no /dev/nvidia*' if not facts.get('device_files') else 'but /dev/nvidia* exists'}"
+
+
+def _words(kind: str, subject: str, facts: dict[str, Any]) -> tuple[str, list[str]]:
+    """(the cause and what fixes it, the facts behind it) for one kind of cause."""
+    if kind == "missing-module":
+        return f"missing Python module '{subject}': {install_hint(subject)}", []
+    if kind == "import-error":
+        return f"an import fails ({subject}): install or repair what it names", []
+    if kind == "driver-mismatch":
+        driver = facts.get("driver_cuda")
+        return (f"the CUDA driver and runtime do not match ({subject}"
+                + (f"; the driver supports CUDA {driver}" if driver else "") + "): update the driver or install "
+                "a build for the driver's CUDA version"), [gpu_line(facts)]
+    if kind == "cpu-torch":
+        return "torch is a CPU-only build (Torch not compiled with CUDA enabled): install a CUDA build of torch", []
+    if kind == "no-gpu":
+        return f"no GPU visible ({_no_gpu_why(facts)}): run where a GPU is visible", [gpu_line(facts)]
+    return ("out of memory at start, before the kernel was launched: free the GPU's memory or run where more is "
+            "free"), [gpu_line(facts)]
+
+
+def _where(run: Run) -> str:
+    """How far the run got, by the phases of the progress protocol (its other output lines are
+    progress too, for the watchdog, but a traceback's lines say nothing of how far it got)."""
+    phases = [p[0] for p in (run.timeline or ()) if p and str(p[0]).startswith("phase:")]
+    return f"after {describe_point(phases[-1])}" if phases else "before its first BISECTK_PHASE"
+
+
+def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | None = None) \
+        -> EnvironmentProblem | None:
+    """The environment as the cause of unusable endpoints (see the module docstring), or None.
+    `facts`: the machine's GPU facts (spaces.env.gpu_visibility()), read when a GPU cause is named."""
+    runs = [*good_runs, *bad_runs]
+    if not good_runs or not bad_runs or any(r.outcome is Outcome.PASS for r in runs):
+        return None
+    causes = {recognise_cause(r) for r in runs}
+    if len(causes) != 1 or None in causes:
+        return None
+    (kind, subject), = causes
+    if facts is None and kind in ("driver-mismatch", "no-gpu", "oom-at-start"):
+        facts = gpu_visibility()
+    cause, extra = _words(kind, subject, facts or {})
+    details = [f"{side}: {r.outcome.value.upper()} ({r.signature}), {_where(r)}"
+               for side, r in (("good", good_runs[-1]), ("bad", bad_runs[-1]))]
+    details += [f"all {len(runs)} runs of both endpoints stopped this way: the differences between them were never "
+                "tested", *extra, "`bisectk env` shows the same facts (under \"checks\")"]
+    return EnvironmentProblem(kind, subject, f"environment problem: {cause}", tuple(details))

@@ -1,0 +1,161 @@
+"""Issue 21: when the environment is the problem, the endpoints' diagnosis says so -- a missing
+module (and the extra that installs it), no GPU visible, an import that fails, a driver/runtime
+mismatch, out of memory at start -- in one line, exit 2, then the facts; `bisectk env` shows the
+same facts. One CLI test per diagnosis, and the rule itself on in-memory runs."""
+import json
+import re
+import tomllib
+
+import pytest
+
+from bisectk.engine.environment import diagnose, recognise_cause
+from bisectk.outcome import FailKind, Outcome, Reason, Run
+from bisectk.spaces.env import MODULE_EXTRAS, gpu_visibility
+from tests.conftest import ROOT, bisectk
+
+# a subject that stops before its kernel, as a missing library or a GPU-less machine stops one
+SUBJECT = """import sys
+print("BISECTK_PHASE imports", file=sys.stderr, flush=True) if sys.argv[1] == "late" else None
+kind = sys.argv[2]
+if kind == "import":
+    raise ImportError("libcuda.so.1: cannot open shared object file: No such file or directory")
+if kind == "nodriver":
+    raise RuntimeError("Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU")
+if kind == "crash":
+    raise ValueError("tile 3 out of range")
+print('BISECTK_RESULT {"err": 0.0}')
+"""
+
+# Python's start-up imports sitecustomize from PYTHONPATH: this one makes `import torch` (and
+# cutlass) fail as on a machine where they were never installed
+BLOCKER = """import importlib.abc, sys
+class Missing(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "cutlass"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Missing())
+"""
+
+
+def spec(tmp_path, good: str, bad: str) -> str:
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "subject.py").write_text(SUBJECT)
+    (tmp_path / "s.toml").write_text('[subject]\ncommand = ["python", "subject.py", "{when}", "{kind}"]\n'
+                                     '[oracle]\nmetric = "err"\nmax = 0\n'
+                                     f'[good]\nwhen = "early"\nkind = "{good}"\n'
+                                     f'[bad]\nwhen = "late"\nkind = "{bad}"\n')
+    return tmp_path / "s.toml"
+
+
+def problem(p) -> tuple[str, list[str]]:
+    """The one problem line and the detail lines under it."""
+    lines = p.stdout.splitlines()
+    i = next(i for i, line in enumerate(lines) if line.startswith("problem: "))
+    return lines[i], [line for line in lines[i + 1:] if line.startswith("  ")]
+
+
+def test_missing_module_names_the_extra_that_installs_it(tmp_path):
+    """A GPU variant where torch and the CuTe DSL are not installed: both endpoints stop at their
+    imports. Not 'the good configuration fails too': the module, and `pip install 'bisectk[kernels]'`."""
+    (tmp_path / "block").mkdir()
+    (tmp_path / "block" / "sitecustomize.py").write_text(BLOCKER)
+    env = {"PYTHONPATH": f"{tmp_path / 'block'}:{ROOT}"}
+    p = bisectk("check", ROOT / "variants" / "gpu" / "gpu-ws-hang-phase.toml", "--ledger", tmp_path / "l.db",
+                env=env, timeout=300)
+    assert p.returncode == 2, p.stderr
+    line, details = problem(p)
+    assert line == "problem: environment problem: missing Python module 'torch': pip install 'bisectk[kernels]'"
+    assert details[0] == "  good: FAIL (ModuleNotFoundError: No module named 'torch'), before its first BISECTK_PHASE"
+    assert "fails too" not in p.stdout and "Traceback" not in p.stderr
+    doc = json.loads(bisectk("ablate", ROOT / "variants" / "gpu" / "gpu-ws-hang-phase.toml", "--json", "--ledger",
+                             tmp_path / "l.db", env=env, timeout=300, check=2).stdout)
+    assert doc["endpoints"]["environment_problem"]["kind"] == "missing-module"
+    assert doc["endpoints"]["problem"] == line[len("problem: "):]
+    # `bisectk env` shows the same fact
+    checks = json.loads(bisectk("env", env=env, check=0).stdout)["checks"]
+    assert checks["missing_modules"]["torch"] == "pip install 'bisectk[kernels]'"
+
+
+def test_no_gpu_visible_is_named_with_the_machines_facts(tmp_path):
+    """Both endpoints stop where the subject looks for a GPU (here with CUDA_VISIBLE_DEVICES
+    emptied, so a machine with GPUs hides them too): 'no GPU visible', with what nvidia-smi,
+    /dev/nvidia* and CUDA_VISIBLE_DEVICES say."""
+    s = spec(tmp_path, "nodriver", "nodriver")
+    p = bisectk("ablate", s, "--ledger", tmp_path / "l.db", env={"CUDA_VISIBLE_DEVICES": ""})
+    assert p.returncode == 2, p.stderr
+    line, details = problem(p)
+    assert re.fullmatch(r"problem: environment problem: no GPU visible \((no nvidia-smi|nvidia-smi lists none), "
+                        r"(no|but) /dev/nvidia\*( exists)?\): run where a GPU is visible|problem: environment problem: "
+                        r"no GPU visible \(CUDA_VISIBLE_DEVICES='' hides this machine's \d+\): run where a GPU is "
+                        r"visible", line), line
+    assert details[1] == "  bad: FAIL (RuntimeError: Found no NVIDIA driver on your system. Please check that you " \
+                         "have an NVIDIA GPU), after 'imports'"
+    assert any(d.startswith("  nvidia-smi: ") and "CUDA_VISIBLE_DEVICES: ''" in d for d in details)
+    checks = json.loads(bisectk("env", env={"CUDA_VISIBLE_DEVICES": ""}, check=0).stdout)["checks"]
+    assert checks["gpu_visible"] is False and "CUDA_VISIBLE_DEVICES: ''" in checks["gpu"]
+
+
+def test_an_import_that_fails_is_named(tmp_path):
+    p = bisectk("check", spec(tmp_path, "import", "import"), "--ledger", tmp_path / "l.db")
+    assert p.returncode == 2, p.stderr
+    line, details = problem(p)
+    assert line == "problem: environment problem: an import fails (libcuda.so.1): install or repair what it names"
+    assert "  all 2 runs of both endpoints stopped this way: the differences between them were never tested" \
+        in details
+
+
+def test_the_differences_stay_in_question_when_the_sides_differ(tmp_path):
+    """The good side stopping at an import while the bad one crashes differently is no
+    environment diagnosis: the old words stay."""
+    p = bisectk("check", spec(tmp_path, "import", "crash"), "--ledger", tmp_path / "l.db")
+    assert p.returncode == 2
+    line, _ = problem(p)
+    assert "environment problem" not in line
+
+
+# -- the rule on in-memory runs --------------------------------------------------------------------
+
+def crash(text: str, points=()) -> Run:
+    timeline = tuple((k, 0.1) for k in points) + (("<end>", 0.2),)
+    return Run(Outcome.FAIL, FailKind.CRASH, signature=text.splitlines()[-1], stderr_tail=text, exit_code=1,
+               timeline=timeline)
+
+
+GPU_LESS = {"nvidia_smi": None, "device_files": [], "cuda_visible_devices": None, "gpus": 0, "driver_cuda": "12.2"}
+
+
+@pytest.mark.parametrize("text, points, kind, words", [
+    ("RuntimeError: CUDA driver version is insufficient for CUDA runtime version", (), "driver-mismatch",
+     "the CUDA driver and runtime do not match (driver version is insufficient; the driver supports CUDA 12.2)"),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB", ("phase:imports",), "oom-at-start",
+     "out of memory at start, before the kernel was launched"),
+    ("AssertionError: Torch not compiled with CUDA enabled", (), "cpu-torch", "torch is a CPU-only build"),
+    ("ModuleNotFoundError: No module named 'cutlass.cute'", (), "missing-module",
+     "missing Python module 'cutlass': pip install 'bisectk[kernels]'"),
+])
+def test_each_cause_is_named(text, points, kind, words):
+    env = diagnose([crash(text, points)], [crash(text, points)] * 2, facts=GPU_LESS)
+    assert env is not None and env.kind == kind and env.line.startswith(f"environment problem: {words}"), env
+
+
+def test_what_is_not_the_environment():
+    oom_in_kernel = crash("RuntimeError: CUDA out of memory", ("phase:imports", "phase:launch"))
+    assert recognise_cause(oom_in_kernel) is None          # after the launch: the kernel's own allocation
+    missing = crash("ModuleNotFoundError: No module named 'cutlass'")
+    assert diagnose([Run(Outcome.PASS)], [missing], facts=GPU_LESS) is None       # good ran: the differences matter
+    assert diagnose([missing], [crash("ModuleNotFoundError: No module named 'torch'")], facts=GPU_LESS) is None
+    assert diagnose([missing], [crash("ValueError: tile 3")], facts=GPU_LESS) is None
+    skip = Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature="skip (exit 125): no CUDA device")
+    assert diagnose([skip], [skip], facts=GPU_LESS).kind == "no-gpu"
+
+
+def test_module_extras_exist_in_pyproject():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert {extra for extra in MODULE_EXTRAS.values()} <= set(extras)
+    assert any(r.startswith("torch") for r in extras["kernels"]) and any("cutlass" in r for r in extras["kernels"])
+
+
+def test_gpu_visibility_reads_the_machine():
+    facts = gpu_visibility()
+    assert set(facts) == {"nvidia_smi", "device_files", "cuda_visible_devices", "gpus", "driver_cuda"}
+    assert all(f.startswith("/dev/nvidia") for f in facts["device_files"])

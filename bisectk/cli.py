@@ -16,11 +16,14 @@ from rich.console import Console
 from bisectk import __version__
 from bisectk import exitcodes as X
 from bisectk.errors import BisectkError
-from bisectk.outcome import SAME_FAILURE_MODES, Outcome
+from bisectk.outcome import SAME_FAILURE_MODES, Outcome, Reason
 from bisectk.search import STRATEGIES, strategy_names
 
+# -h as well as --help, on every command (click passes it down to the subcommands' contexts); help
+# as wide as the terminal allows up to 120 columns (click's own cap is 80)
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 120}
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
-                  help="Differential bisection for GPU kernels: isolate the change that makes a kernel "
+                  context_settings=CONTEXT, help="Differential bisection for GPU kernels: isolate the change that makes a kernel "
                        "hang, crash, compute garbage or slow down.")
 out = Console(highlight=False, soft_wrap=True)
 
@@ -35,7 +38,8 @@ BuildOpt = typer.Option(None, "--build", help="Build command run before the subj
                                               "failure = UNRESOLVED(BUILD).")
 ConfigOpt = typer.Option("bad", "--config", help="With a SPEC: which endpoint's factor values to run (good or bad).")
 SetOpt = typer.Option(None, "--set", help="With a SPEC: override a factor, NAME=VALUE (repeatable).")
-TimeoutOpt = typer.Option(None, "--timeout", min=0.01, help="Watchdog seconds (default: calibrated from the good endpoint).")
+TimeoutOpt = typer.Option(None, "--timeout", min=0.01, help="Watchdog seconds, fixed for every run (default: the spec's "
+                                                              "`timeout`, else calibrated from the good endpoint).")
 ReportOpt = typer.Option(None, "--report", help="Write the Markdown debug log here (its pictures beside it).")
 HtmlOpt = typer.Option(None, "--html", help="Write one self-contained HTML report with pictures here.")
 JsonOutOpt = typer.Option(None, "--json-out", help="Write the JSON result here.")
@@ -153,7 +157,7 @@ def finish(record, log, summary, *, report: Optional[Path], json_out: Optional[P
 
 # -- run / check ---------------------------------------------------------------------------------
 
-@app.command()
+@app.command(short_help="Run one configuration and classify it.")
 def run(spec: Path = SpecArg,
         config: str = typer.Option("bad", "--config", help="Which endpoint to start from: good or bad."),
         set_: Optional[list[str]] = typer.Option(None, "--set", help="Override a factor: NAME=VALUE (repeatable)."),
@@ -181,14 +185,17 @@ def run(spec: Path = SpecArg,
         out.print(f"{s.name}: {fmt_config(cfg, s.good)}", markup=False)
         out.print(f"verdict: {verdict.describe()}  ({verdict.duration_s:.2f} s"
                   f"{', from the ledger' if verdict.cached else ''})", markup=False)
+        if verdict.reason is Reason.USAGE:
+            out.print(f"command: {s.command_text(cfg)}", markup=False)
     raise typer.Exit(OUTCOME_EXIT[verdict.outcome])
 
 
-@app.command()
+@app.command(short_help="Verify the endpoints: good must pass, bad must fail.")
 def check(spec: Path = SpecArg,
           repeat: Optional[int] = typer.Option(None, "--repeat", min=1, help="Runs per endpoint (default: the spec's)."),
           flaky: Optional[bool] = typer.Option(None, "--flaky/--no-flaky", help="Measure the failure rate even if the bad endpoint failed every time."),
           calibrate_runs: int = CalibrateOpt, same_failure: str = SameFailureOpt,
+          timeout: Optional[float] = TimeoutOpt,
           fresh: bool = FreshOpt, ledger: Optional[Path] = LedgerOpt, as_json: bool = JsonOpt) -> None:
     """Verify the endpoints: good must pass, bad must fail. Exit 0 if usable, 2 if not."""
     from bisectk.engine.session import Session, ledger_location
@@ -197,7 +204,8 @@ def check(spec: Path = SpecArg,
     from bisectk.report.text import print_check
     s, _ = load_subject(spec, cwd=Path.cwd())
     warnings = unused_factor_warnings(s)
-    pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure)
+    pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,
+                 timeout=timeout)
     with Session("check", s, ledger_location(ledger, spec=s), args={"spec": str(spec)}, policy=pol, fresh=fresh,
                  reporter=reporter(as_json, s.good)) as session:
         rec = check_endpoints(session, environment=environment_capture() if as_json else None)
@@ -224,13 +232,14 @@ def default_spec() -> Path:
 
 # -- ablate ----------------------------------------------------------------------------------------
 
-@app.command()
+@app.command(short_help="Isolate the factor(s) of a spec that cause the failure.")
 def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (default: the embedded CPU pipeline-hang pair).", show_default=False),
            strategy: str = typer.Option("adaptive", "--strategy", help="Search strategy: " + ", ".join(strategy_names()) + "."),
            exhaustive: bool = typer.Option(False, "--exhaustive", help="Full factorial (n <= 8); same as --strategy exhaustive."),
            repeat: Optional[int] = typer.Option(None, "--repeat", min=1, help="Runs per endpoint check (default: the spec's)."),
            flaky: Optional[bool] = typer.Option(None, "--flaky/--no-flaky", help="Treat the failure as intermittent even if the endpoint checks did not show it (default: decided by the endpoint runs)."),
            calibrate_runs: int = CalibrateOpt, same_failure: str = SameFailureOpt,
+           timeout: Optional[float] = TimeoutOpt,
            max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop the search after this many runs (best result so far)."),
            resume: bool = typer.Option(False, "--resume", help="Continue the last ablation of this spec: runs already in the ledger are not repeated."),
            fresh: bool = FreshOpt,
@@ -249,7 +258,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     from bisectk.engine.session import Session, ledger_location
     from bisectk.report.ablation import print_summary, to_debuglog
     from bisectk.spaces.factors import FactorSpace
-    from bisectk.spec import load_spec
+    from bisectk.spec import load_spec, render
     strategy = "exhaustive" if exhaustive else strategy
     check_strategy(strategy)
     spec = spec or default_spec()
@@ -262,7 +271,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     if limit is not None and n > limit:
         fail(f"--strategy {strategy} handles at most {limit} differences; {spec} has {n}")
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,
-                 max_runs=max_runs, gpus=tuple(gpus.split(",")) if gpus else (), executor=executor,
+                 max_runs=max_runs, timeout=timeout, gpus=tuple(gpus.split(",")) if gpus else (), executor=executor,
                  ray_address=ray_address)
     with Session("ablate", s, ledger_location(ledger, spec=s), args={"spec": str(spec), "strategy": strategy},
                  policy=pol, fresh=fresh, warm=warm, reporter=reporter(as_json, s.good)) as session:
@@ -272,7 +281,8 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
             strategy = session.previous["args"]["strategy"]
         if not as_json:
             out.print(f"{s.name}: {n} differences between good and bad: "
-                      + ", ".join(f"{f} {s.good[f]} -> {s.bad[f]}" for f in s.differences()), markup=False)
+                      + ", ".join(f"{f} {render(s.good[f])} -> {render(s.bad[f])}" for f in s.differences()),
+                      markup=False)
         oracle = SpaceOracle(session.runner(), FactorSpace(s), policy=pol)
         try:
             rec = run_ablation(oracle, strategy=strategy, ptx=ptx, sanitize=sanitize,
@@ -286,7 +296,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
 
 # -- diff ------------------------------------------------------------------------------------------
 
-@app.command("diff")
+@app.command("diff", short_help="Isolate the hunks of a source difference that cause it.")
 def diff_cmd(good: Path = typer.Argument(..., help="The working file or source tree.", show_default=False),
              bad: Path = typer.Argument(..., help="The failing file or source tree.", show_default=False),
              spec: Optional[Path] = typer.Argument(None, help="Variant spec whose command runs inside each hybrid tree.", show_default=False),
@@ -313,6 +323,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
     from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.subject import load_subject
     from bisectk.report.diff import print_summary, to_debuglog
+    from bisectk.report.words import counted
     from bisectk.spaces.hunkspace import HunkSpace
     for p in (good, bad):
         if not p.exists():
@@ -330,7 +341,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
         space = HunkSpace(good, bad, session.scratch("scratch"), base=base)
         session.closers.append(space.close)
         if not as_json:
-            out.print(f"{len(space.hunks)} hunks between {good} and {bad}", markup=False)
+            out.print(f"{counted(len(space.hunks), 'hunk')} between {good} and {bad}", markup=False)
         oracle = SpaceOracle(session.runner(cwd=space.workdir), space, policy=pol)
         rec = run_diff(oracle, strategy=strategy, refine=lines, environment=environment_capture())
         finish(rec, to_debuglog(rec), lambda: print_summary(out, rec), report=report, json_out=json_out,
@@ -352,7 +363,7 @@ def history_subject(spec, run_cmd, pytest_id, build, root: Path, config, sets, t
     return s, cfg, sub
 
 
-@app.command()
+@app.command(short_help="Find the first bad commit between --good and --bad.")
 def bisect(repo: Path = RepoOpt,
            good: str = GoodRefOpt,
            bad: str = BadRefOpt,
@@ -413,7 +424,7 @@ def bisect(repo: Path = RepoOpt,
                session=session, html=html)
 
 
-@app.command()
+@app.command(short_help="For CI: classify, bisect, isolate the culprit hunks.")
 def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run (or use --run / --pytest).", show_default=False),
            repo: Path = RepoOpt,
            good: str = GoodRefOpt,
@@ -425,8 +436,11 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
            repeat: int = typer.Option(1, "--repeat", min=1, help="Runs of each endpoint."),
            flaky: Optional[bool] = typer.Option(None, "--flaky/--no-flaky", help="Flake-aware search."),
            calibrate_runs: int = CalibrateOpt, same_failure: str = SameFailureOpt,
+           confidence: float = typer.Option(0.99, "--confidence", min=0.5, max=0.999999, help="Stop the bisection when the first bad commit is this probable (flaky mode)."),
            jobs: int = typer.Option(1, "--jobs", min=1, max=64, help="Commits tested per round in parallel."),
            first_parent: bool = typer.Option(False, "--first-parent", help="Only the first-parent chain."),
+           max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop each search (the bisection, then the hunk isolation) after this many runs."),
+           resume: bool = typer.Option(False, "--resume", help="Continue the last triage of these refs; nothing already recorded re-runs."),
            fresh: bool = FreshOpt, warm: bool = WarmOpt,
            executor: str = ExecutorOpt, ray_address: Optional[str] = RayAddressOpt, ray_repo: Optional[str] = RayRepoOpt,
            report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt, html: Optional[Path] = HtmlOpt,
@@ -447,10 +461,14 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     commits = list_graph(root, good, bad, first_parent=first_parent)
     s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, jobs=jobs,
-                 executor=executor, ray_address=ray_address, ray_repo=ray_repo)
+                 max_runs=max_runs, confidence=confidence, executor=executor, ray_address=ray_address,
+                 ray_repo=ray_repo)
     args = {"repo": str(root), "good": commits.good.sha, "bad": commits.bad.sha}
     with Session("triage", s, ledger_location(ledger, repo=root), args=args, policy=pol, fresh=fresh,
                  warm=warm, reporter=reporter(as_json, None)) as session:
+        prev = session.previous
+        if resume and (prev is None or prev["args"].get("good") != args["good"] or prev["args"].get("bad") != args["bad"]):
+            fail(f"--resume: no earlier triage of {good}..{bad} with this subject in {session.ledger.path}")
         with session.commit_space(commits, root, cfg, sub) as space:
             oracle = SpaceOracle(session.runner(), space, policy=pol)
             rec = run_triage(oracle, scratch_root=session.scratch("triage"), environment=environment_capture(),
@@ -471,7 +489,7 @@ def open_ledger(path: Path):
     return Ledger(path, readonly=True)   # printing never writes (and works on a read-only ledger)
 
 
-@app.command()
+@app.command(short_help="Print the last bisection as a replayable record.")
 def log(repo: Path = typer.Option(Path("."), "--repo", help="The repository whose bisection to print."),
         ledger: Optional[Path] = GitLedgerOpt,
         session: Optional[int] = typer.Option(None, "--session", help="Session id (default: the last bisection).")) -> None:
@@ -490,7 +508,7 @@ def log(repo: Path = typer.Option(Path("."), "--repo", help="The repository whos
         db.close()
 
 
-@app.command()
+@app.command(short_help="Rebuild a bisection's answer from a log, running nothing.")
 def replay(logfile: Path = typer.Argument(..., help="A file written from `bisectk log`.", show_default=False),
            repo: Optional[Path] = typer.Option(None, "--repo", help="Repository (default: the one named in the log)."),
            html: Optional[Path] = HtmlOpt, as_json: bool = JsonOpt) -> None:
@@ -519,7 +537,7 @@ def replay(logfile: Path = typer.Argument(..., help="A file written from `bisect
     raise typer.Exit(X.OK if fb and result.complete else X.INCOMPLETE)
 
 
-@app.command()
+@app.command(short_help="Print a finished command's result again from the ledger.")
 def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bisectk/ledger.db, <git dir>/bisectk/ledger.db).", show_default=False),
            session: Optional[int] = typer.Option(None, "--session", help="Session id (default: the last finished one)."),
            markdown: Optional[Path] = typer.Option(None, "--report", help="Write the Markdown debug log here (its pictures beside it)."),
@@ -572,7 +590,7 @@ def ledger_check(path: Path = typer.Argument(..., help="The ledger database.", s
 
 # -- evidence / environment ------------------------------------------------------------------------
 
-@app.command("ptx")
+@app.command("ptx", short_help="Diff the PTX signatures of good and bad (no GPU needed).")
 def ptx_cmd(spec: Path = SpecArg,
             with_: Optional[list[str]] = typer.Option(None, "--with", help="Also compile good with these factors at their bad values (e.g. the culprits); repeatable."),
             as_json: bool = JsonOpt) -> None:
@@ -595,8 +613,9 @@ def ptx_cmd(spec: Path = SpecArg,
     raise typer.Exit(X.OK if ev.signatures and not ev.errors else X.USAGE)
 
 
-@app.command("env")
-def env_cmd(captures: Optional[list[Path]] = typer.Argument(None, hidden=True, show_default=False),
+@app.command("env", short_help="Capture the runtime context, or diff two captures.")
+def env_cmd(captures: Optional[list[Path]] = typer.Argument(None, metavar="CAPTURE", show_default=False,
+                                                           help="Two saved captures to compare: the same as --diff A.json B.json."),
             save: Optional[Path] = typer.Option(None, "--save", help="Write the capture to this JSON file."),
             diff: Optional[list[Path]] = typer.Option(None, "--diff", help="Compare two saved captures: --diff A.json B.json (or --diff A.json --diff B.json)."),
             torch: bool = typer.Option(False, "--torch", help="Also ask torch (in a subprocess) what it sees."),
@@ -665,7 +684,9 @@ def _terminate(signum, frame) -> None:
 METAVARS = {"--run": "'CMD'", "--build": "'CMD'", "--set": "NAME=VALUE", "--pytest": "NODEID", "--good": "REF",
             "--bad": "REF", "--repo": "PATH", "--gpus": "IDS", "--with": "FACTOR", "--strategy": "NAME",
             "--same-failure": "MODE", "--config": "good|bad", "--timeout": "SECONDS", "--confidence": "P",
-            "--session": "ID", "--report": "FILE.md", "--junit": "FILE.xml", "--html": "FILE.html"}
+            "--session": "ID", "--report": "FILE.md", "--junit": "FILE.xml", "--html": "FILE.html",
+            "--executor": "local|ray", "--ray-address": "HOST:PORT", "--ray-repo": "PATH", "--save": "FILE.json",
+            "--diff": "FILE.json", "--ledger": "FILE.db", "--json-out": "FILE.json", "--salvage": "FILE.db"}
 _TYPE_METAVARS = {int: "N", float: "X", Path: "FILE", str: "TEXT"}
 
 
@@ -682,10 +703,23 @@ def _value_kind(param) -> str:
     return {"integer": "N", "integer range": "N", "float": "X", "float range": "X", "path": "FILE"}.get(name, "TEXT")
 
 
+def _plain_argument(param) -> None:
+    """An argument as usage lines write it (`GOOD`, `[SPEC]`, `[CAPTURE]...`), where typer would
+    write `{GOOD}` and add its python type (`<list[Path]>`) to the help."""
+    if hasattr(param, "_usage_display_name"):
+        name = param.metavar or param.name.upper()
+        shown = name if param.required else f"[{name}]"
+        param._usage_display_name = lambda: shown + ("..." if param.nargs != 1 else "")
+    if hasattr(param, "display_type_rich"):
+        param.display_type_rich = lambda ctx: None
+
+
 def plain_help(cmd) -> None:
     """Plain value names for every parameter of `cmd` and its subcommands (typer's default shows
     python types such as `<list[str]>`)."""
     for param in getattr(cmd, "params", ()):
+        if param.param_type_name == "argument":
+            _plain_argument(param)
         if param.metavar is not None or getattr(param, "is_flag", False) or getattr(param, "count", False):
             continue
         if param.param_type_name == "argument":

@@ -33,6 +33,8 @@ class RunStarted(Event):
     config: dict[str, Any]
     index: int
     timeout: float | None
+    follows_progress: bool = False   # the deadline moves with the run's progress; `timeout` is its
+                                     # rule for a subject that prints nothing, not this run's limit
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ class Reason(StrEnum):
     BUILD = "build"        # build step or compile failed
     INVALID = "invalid"    # a constraint rules the configuration out; never run
     INFRA = "infra"        # the command could not be started, or the harness broke
+    USAGE = "usage"        # the subject rejected its arguments (a usage error, exit 2): not a crash
     DIFFERENT = "different"  # it failed, but not with the target failure
 
 

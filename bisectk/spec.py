@@ -20,6 +20,7 @@ import hashlib
 import json
 import math
 import re
+import shlex
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -166,6 +167,10 @@ class Spec:
         if args and args[0] in ("python", "python3"):
             args[0] = sys.executable  # the interpreter bisectk runs in: same packages
         return args
+
+    def command_text(self, config: Config) -> str:
+        """The command as typed, with this configuration substituted (for messages)."""
+        return shlex.join(substitute(a, config) for a in self.command)
 
     def environment(self, config: Config) -> dict[str, str]:
         return {k: substitute(v, config) for k, v in self.env.items()}

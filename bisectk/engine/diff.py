@@ -48,7 +48,7 @@ def run_diff(oracle: SpaceOracle, *, strategy: str = "adaptive", refine: bool = 
     oracle.target = check.target
     from bisectk.engine.ablate import flakiness_rule
     rule = flakiness_rule(check)
-    runner.events.emit(PhaseStarted("hunks", f"{strategy} over {len(all_ids)} hunks"))
+    runner.events.emit(PhaseStarted("hunks", f"{strategy} over {len(all_ids)} hunk{'s' if len(all_ids) != 1 else ''}"))
     found = search_set(oracle, all_ids, strategy=strategy, rule=rule, max_runs=policy.max_runs)
     res, stopped, reason = found.result, found.stopped, found.result.stop_reason
     culprit_hunks = [space.by_id[i] for i in (*res.culprits, *res.suspects)]

@@ -42,7 +42,7 @@ from bisectk.engine import environment
 from bisectk.engine.oracle import SpaceOracle
 from bisectk.engine.records import EndpointCheck, Rate
 from bisectk.events import Note, PhaseStarted
-from bisectk.outcome import Outcome, Run, Target, Verdict
+from bisectk.outcome import Outcome, Reason, Run, Target, Verdict
 
 
 def announce_watchdog(runner, workload) -> None:
@@ -104,10 +104,15 @@ def verify(oracle: SpaceOracle, good_point: Any, bad_point: Any, *, repeat: int 
     good_rate = Rate(_target_fails(good_runs, target), _judged(good_runs))
     problem = diagnose(good, bad, target, good_rate, bad_rate)
     env = environment.diagnose(good_runs, bad_runs) if problem is not None else None
+    details: tuple[str, ...] = ()
     if env is not None:   # 5. the machine, not the differences: named, with what fixes it
-        problem = env.line
+        problem, details = env.line, env.details
+    elif problem is not None:   # a subject that refused its arguments: the command it was given
+        details = tuple(f"{side} ran: {runner.spec.command_text(oracle.space.workload(point).config)}"
+                        for side, point, v in (("good", good_point, good), ("bad", bad_point, bad))
+                        if v.reason is Reason.USAGE)
     return EndpointCheck(good, bad, policy, problem, target, is_flaky and problem is None, bad_rate, good_rate,
-                         tuple(notes), env.details if env else (), env.to_dict() if env else None)
+                         tuple(notes), details, env.to_dict() if env else None)
 
 
 def _folded(oracle: SpaceOracle, point: Any, runs: list[Run]) -> Verdict:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from bisectk.engine.bisect import run_bisect
@@ -72,7 +73,9 @@ def run_triage(oracle: SpaceOracle, *, scratch_root: Path, policy: RunPolicy | N
             if space is not None:
                 try:
                     hunk_oracle = SpaceOracle(oracle.runner, space, policy=policy)
+                    before = oracle.runner.executed   # the runner is shared: the isolation's own runs
                     diff = run_diff(hunk_oracle, policy=policy, environment=environment)
+                    diff = replace(diff, runs=diff.runs - before)
                 finally:
                     space.close()
     code = verdict_code(bis)

@@ -20,13 +20,13 @@ from rich.table import Table
 from bisectk.engine.records import AblationRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.report.words import endpoint_lines, failure_line, problem_lines, problem_text, runs_words, stopped_line
-from bisectk.spec import format_value
+from bisectk.spec import format_value, render
 
 HEADER = ["factor", "good", "bad", "flipped alone on good", "removed from bad", "verdict"]
 
 
 def effect_rows(rec: AblationRecord) -> list[list[str]]:
-    return [[r["factor"], str(r["good"]), str(r["bad"]), r["alone"], r["removed"], r["verdict"]]
+    return [[r["factor"], render(r["good"]), render(r["bad"]), r["alone"], r["removed"], r["verdict"]]
             for r in rec.differences]
 
 

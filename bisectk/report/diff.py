@@ -13,7 +13,7 @@ from rich.console import Console
 
 from bisectk.engine.records import DiffRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.words import endpoint_lines, failure_line, problem_lines, problem_text, runs_words, stopped_line
+from bisectk.report.words import counted, endpoint_lines, failure_line, problem_lines, problem_text, runs_words, stopped_line
 
 
 def ids_text(ids, limit: int = 8) -> str:
@@ -47,7 +47,7 @@ def to_debuglog(rec: DiffRecord) -> DebugLog:
     log = DebugLog(title, status, f"GOOD passes, BAD fails: {rec.endpoints.bad.describe()}", rec.environment,
                    related=sorted({h["file"] for h in rec.culprit_hunks}))
     log.summary = [
-        f"{rec.hunks} hunks between GOOD and BAD; culprit{'s' if len(ids) != 1 else ''}: **{ids_text(ids)}**"
+        f"{counted(rec.hunks, 'hunk')} between GOOD and BAD; culprit{'s' if len(ids) != 1 else ''}: **{ids_text(ids)}**"
         + (" -- they fail only together (each proper subset passes)." if rec.interaction else "."),
         f"Line-level pass: {len(rec.culprit_lines)} culprit line unit(s)"
         + (" (an interaction)" if rec.line_interaction else "") + ".",
@@ -90,7 +90,7 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
         return
     where = ids_text(hunk_place(h) for h in rec.culprit_hunks)
     if rec.complete:
-        out.print(f"{rec.hunks} hunks; culprit hunk(s): {where}"
+        out.print(f"{counted(rec.hunks, 'hunk')}; culprit hunk(s): {where}"
                   + ("  (interaction: each proper subset passes)" if rec.interaction else ""), markup=False)
     else:
         out.print(stopped_line(rec.stop_reason, rec.search_runs) + f"; smallest failing hunk set so far: {where}",

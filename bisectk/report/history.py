@@ -96,7 +96,9 @@ def log_lines(session: dict[str, Any], events: list[dict[str, Any]]) -> list[str
     return lines
 
 
-def print_summary(out: Console, rec: BisectRecord) -> None:
+def print_summary(out: Console, rec: BisectRecord, runs: bool = True) -> None:
+    """The bisection's end-of-run view; `runs=False` leaves out its runs and wall time (triage
+    counts them once, for all its steps)."""
     if not rec.ok:
         for line in problem_lines(rec.endpoints):
             out.print(line, markup=False)
@@ -117,6 +119,9 @@ def print_summary(out: Console, rec: BisectRecord) -> None:
         out.print(f"last good: {p['sha']} {p['subject']} [{verdict_words(rec, p.get('verdict', ''))}]", markup=False)
     out.print(failure_line(rec.endpoints, lambda t: verdict_words(rec, t)), markup=False)
     cached = rec.observations - rec.runs
+    if not runs:
+        out.print(f"confidence {rec.confidence:.4f}; {len(rec.skipped)} skipped", markup=False)
+        return
     out.print(f"confidence {rec.confidence:.4f}; {rec.observations} observations, {rec.runs} executed"
               + (f", {cached} from the ledger" if cached > 0 else "")
               + f"; {len(rec.skipped)} skipped; wall {rec.wall_s:.1f} s", markup=False)

@@ -27,6 +27,7 @@ from rich.text import Text
 
 from bisectk.events import Event, Note, PhaseStarted, RunFinished, RunStarted
 from bisectk.outcome import Outcome, Run
+from bisectk.spec import render
 
 STYLE = {Outcome.PASS: "green", Outcome.FAIL: "red", Outcome.UNRESOLVED: "yellow"}
 
@@ -36,7 +37,7 @@ def fmt_config(config: dict[str, Any], reference: dict[str, Any] | None = None, 
              if not k.startswith("__") and (reference is None or reference.get(k) != v)]
     if not items:
         return "(as good)" if reference is not None else ""
-    text = " ".join(f"{k}={v}" for k, v in items[:limit])
+    text = " ".join(f"{k}={render(v)}" for k, v in items[:limit])   # as substituted: true, not True
     return text + (f" +{len(items) - limit} more" if len(items) > limit else "")
 
 
@@ -55,16 +56,29 @@ def what_ran(label: str, config: dict[str, Any], reference: dict[str, Any] | Non
     return " ".join(x for x in (label, detail) if x) or "run"
 
 
-class _Running:
-    """The live status line: re-rendered by rich on every refresh, so the elapsed time ticks."""
+def watchdog_words(timeout: float | None, follows_progress: bool) -> str:
+    """The watchdog of a starting run: its limit, or that it follows the run's progress (then the
+    number is only the rule for a subject that prints nothing, and would read as a limit the
+    run is seen to pass)."""
+    if follows_progress:
+        return "watchdog follows progress"
+    return f"watchdog {timeout:g} s" if timeout else ""
 
-    def __init__(self, what: str, index: int, timeout: float | None):
-        self.what, self.index, self.timeout = what, index, timeout
+
+class _Running:
+    """The live status line: re-rendered by rich on every refresh, so the elapsed time ticks. One
+    line whatever the width: the time and the watchdog first, then what runs, cut with an
+    ellipsis where the terminal ends."""
+
+    def __init__(self, what: str, index: int, timeout: float | None, follows_progress: bool = False):
+        self.what, self.index = what, index
+        self.watchdog = watchdog_words(timeout, follows_progress)
         self.start = time.monotonic()
 
     def __rich__(self) -> Text:
-        limit = f" / watchdog {self.timeout:.1f} s" if self.timeout else ""
-        return Text(f"running {self.what} (run {self.index + 1}): {time.monotonic() - self.start:.1f} s{limit}")
+        watchdog = f" ({self.watchdog})" if self.watchdog else ""
+        return Text(f"{time.monotonic() - self.start:.1f} s{watchdog}: running {self.what} (run {self.index + 1})",
+                    no_wrap=True, overflow="ellipsis")
 
 
 class TerminalReporter:
@@ -83,10 +97,11 @@ class TerminalReporter:
             case PhaseStarted(name=name, detail=detail):
                 self._stop()
                 self.console.print(f"[bold]== {escape(name)}[/] {escape(detail)}", highlight=False)
-            case RunStarted(label=label, config=config, index=index, timeout=timeout):
+            case RunStarted(label=label, config=config, index=index, timeout=timeout,
+                            follows_progress=moving):
                 self._stop()
                 what = what_ran(label, config, self.reference)
-                self.status = self.console.status(_Running(what, index, timeout))
+                self.status = self.console.status(_Running(what, index, timeout, moving))
                 self.status.start()
             case RunFinished(label=label, config=config, run=run, cached=cached):
                 self._stop()
@@ -129,10 +144,11 @@ class ProgressLines:
         match event:
             case PhaseStarted(name=name, detail=detail):
                 self._say(f"== {name} {detail}".rstrip())
-            case RunStarted(label=label, config=config, index=index, timeout=timeout):
+            case RunStarted(label=label, config=config, index=index, timeout=timeout,
+                            follows_progress=moving):
                 if timeout and timeout >= self.long_wait:
                     self._say(f"  ... running {self._what(label, config)} (run {index + 1}); "
-                              f"watchdog {timeout:g} s")
+                              f"{watchdog_words(timeout, moving)}")
             case RunFinished(label=label, config=config, run=run, cached=cached):
                 src = "from the ledger" if cached else f"{run.duration_s:.2f} s"
                 self._say(f"  {run_label(run)}  {self._what(label, config)}  ({src})")

@@ -7,6 +7,7 @@ from rich.table import Table
 
 from bisectk.engine.records import CheckRecord, EndpointCheck
 from bisectk.report.words import problem_lines, watchdog_text
+from bisectk.spec import render
 
 
 def print_check(out: Console, rec: CheckRecord) -> None:
@@ -16,7 +17,7 @@ def print_check(out: Console, rec: CheckRecord) -> None:
     table.add_column("good")
     table.add_column("bad")
     for f in subj.differences:
-        table.add_row(f, str(subj.good[f]), str(subj.bad[f]))
+        table.add_row(f, render(subj.good[f]), render(subj.bad[f]))
     out.print(table)
     print_endpoints(out, result)
 

@@ -35,7 +35,8 @@ def to_debuglog(t: TriageRecord) -> DebugLog:
     if d is not None and d.ok:
         dl = diff_report.to_debuglog(d)
         log.status += "; culprit hunk(s): " + diff_report.ids_text(diff_report.hunk_place(h) for h in d.culprit_hunks)
-        log.summary += [s for s in dl.summary if not s.startswith(("Watchdog:", "Failure hunted:"))]
+        log.summary += [s for s in dl.summary if not s.startswith(("Watchdog:", "Failure hunted:"))
+                        and " wall time " not in s]
         log.differences_title, log.differences_header, log.differences = (
             "Key Differences: culprit hunks of the first bad commit", dl.differences_header, dl.differences)
         log.attempts += dl.attempts
@@ -45,7 +46,16 @@ def to_debuglog(t: TriageRecord) -> DebugLog:
         log.summary.append(f"Hunk isolation inside the first bad commit was inconclusive: {d.endpoints.problem}")
     if t.diff_error:
         log.summary.append(f"Hunk isolation could not start: {t.diff_error}")
+    log.summary = [s for s in log.summary if " wall time " not in s] + [f"Triage {runs_line(t)}; wall time {t.wall_s:.1f} s."]
     return log
+
+
+def runs_line(t: TriageRecord) -> str:
+    """Every run of the triage, counted once: executed (by step) and answered from the ledger."""
+    bis, d = t.bisect_record(), t.diff_record()
+    steps = f" ({bis.runs} bisecting, {d.runs} isolating hunks)" if d is not None and t.runs else ""
+    cached = t.observations - t.runs
+    return f"runs: {t.runs} executed{steps}" + (f", {cached} answered from the ledger" if cached > 0 else "")
 
 
 def nothing_words(t: TriageRecord) -> str:
@@ -66,7 +76,7 @@ def print_summary(out: Console, t: TriageRecord, report=None) -> None:
         for line in problem_lines(bis.endpoints):
             out.print(line, markup=False)
     else:
-        history_report.print_summary(out, bis)
+        history_report.print_summary(out, bis, runs=False)
     d = t.diff_record()
     if d is not None and d.ok:
         places = diff_report.ids_text(diff_report.hunk_place(h) for h in d.culprit_hunks)
@@ -78,9 +88,7 @@ def print_summary(out: Console, t: TriageRecord, report=None) -> None:
             out.print(line, markup=False)
     if t.diff_error:
         out.print(f"hunk isolation could not start: {t.diff_error}", markup=False)
-    cached = t.observations - t.runs
-    out.print(f"triage runs: {t.runs} executed" + (f", {cached} answered from the ledger" if cached > 0 else "")
-              + f"; wall {t.wall_s:.1f} s", markup=False)
+    out.print(f"{runs_line(t)}; wall {t.wall_s:.1f} s", markup=False)
     if report is None:
         out.print("the debug log (every attempt, the environment): add --report FILE.md", markup=False)
 

@@ -52,9 +52,15 @@ def stopped_line(reason: str, runs: int) -> str:
 def failure_line(check: EndpointCheck, words=lambda t: t) -> str:
     what = check.target.describe() if check.target else check.bad.describe()
     if check.target and all(f.kind is FailKind.BAD for f in check.target.failures):
-        what = check.bad.describe()   # git bisect run's protocol: the exit code is all there is to say
+        # git bisect run's protocol: the exit code is all there is to say, worded as every command words it
+        what = check.bad.describe().removeprefix("FAIL ")
     return (f"failure: {words(what)}; the bad endpoint showed it in {check.bad_rate.describe()}"
             + (" (intermittent)" if check.flaky else ""))
+
+
+def counted(n: int, word: str) -> str:
+    """'1 hunk', '2 hunks', '0 runs'."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def runs_words(executed: int, observations: int) -> str:

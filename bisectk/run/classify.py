@@ -8,11 +8,15 @@ classify_build -- a build step's RawRun: only UNRESOLVED(BUILD/INFRA) or None (b
 classify_run   -- the subject's RawRun: PASS, FAIL(HANG/CRASH/WRONG/SLOW), UNRESOLVED.
 parse_result   -- the `BISECTK_RESULT {json}` line of the subject protocol.
 skip_reason    -- why a subject exited 125 (its own `error`, else its last stderr line).
+usage_error    -- the subject rejected its arguments (exit 2 with a `usage:` line, as argparse,
+                  click and typer do): UNRESOLVED(USAGE), never a crash of the kernel.
 recognise      -- known error texts (CUDA runtime, CuTe DSL, Python) to a short signature.
 
 Order matters: a timeout is a HANG whatever was printed; a signal or non-zero exit is a CRASH
 unless its text says the kernel never compiled (then BUILD: the hybrid is untestable, not bad);
-exit 125 is git bisect's "cannot test" (UNRESOLVED); only a clean exit is judged by metrics.
+exit 125 is git bisect's "cannot test" (UNRESOLVED), and so is a usage error (exit 2 with a
+`usage:` line: the subject refused the configuration's arguments); only a clean exit is judged
+by metrics.
 """
 
 from __future__ import annotations
@@ -90,12 +94,30 @@ def last_line(text: str) -> str:
 
 def skip_reason(raw: RawRun) -> str:
     """Why a subject said "cannot test" (exit 125): the `error` of its BISECTK_RESULT line, else the
-    last line it wrote to stderr -- e.g. 'no CUDA device (use --compile-only ...)'."""
+    last line it wrote to stderr -- e.g. 'no CUDA device: this kernel needs a GPU ...'."""
     result = parse_result(raw.stdout) or {}
     error = result.get("error")
     if isinstance(error, str) and error.strip():
         return " ".join(error.split())[:200]
     return last_line(raw.stderr)
+
+
+_USAGE_LINE = re.compile(r"^usage:\s", re.IGNORECASE | re.MULTILINE)
+_USAGE_ERROR = re.compile(r"^(?:\S+: error: |Error: )(.+)$", re.MULTILINE)   # argparse's, click's
+
+
+def usage_error(raw: RawRun) -> str | None:
+    """What a subject that rejected its arguments said: its error and its usage line, or None.
+    Exit 2 alone is not enough (a kernel may exit 2 for its own reasons): a `usage:` line on
+    stderr is what command-line parsers print when they refuse an argument."""
+    if raw.exit_code != 2 or raw.signal or not _USAGE_LINE.search(raw.stderr):
+        return None
+    lines = [ln.strip() for ln in raw.stderr.splitlines()]
+    usage = next(ln for ln in lines if ln.lower().startswith("usage:"))
+    usage = " ".join(usage.split())
+    usage = usage if len(usage) <= 160 else usage[:159] + "…"
+    errors = _USAGE_ERROR.findall(raw.stderr)
+    return f"{' '.join(errors[-1].split())} ({usage})" if errors else usage
 
 
 def parse_result(stdout: str) -> dict | None:
@@ -219,6 +241,10 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
     if raw.exit_code == SKIP_EXIT:
         why = skip_reason(raw)
         return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature="skip (exit 125)" + (f": {why}" if why else ""),
+                   **common)
+    usage = usage_error(raw)
+    if usage:   # the configuration never reached the kernel: it cannot be judged, and is no crash
+        return Run(Outcome.UNRESOLVED, reason=Reason.USAGE, signature=f"the subject rejected its arguments: {usage}",
                    **common)
     if raw.exit_code != 0 and judge.protocol == "git" and not raw.signal and 0 < (raw.exit_code or 0) < 128:
         # git bisect run's protocol: any exit 1-127 (125 was handled above) means bad; a known CUDA

@@ -162,7 +162,8 @@ class Runner:
             self.events.emit(RunFinished(label, w.config, index, stored, cached=True))
             return stored
         seconds = self.policy().seconds
-        self.events.emit(RunStarted(label, w.config, index, seconds))
+        moving = self.good_timeline is not None and self.timeout is not None and self.timeout.source == "progress"
+        self.events.emit(RunStarted(label, w.config, index, seconds, moving))
         run, elsewhere = self._run_once(w, fingerprint, key, index, seconds)
         self.events.emit(RunFinished(label, w.config, index, run, cached=elsewhere))
         return run

@@ -20,9 +20,29 @@ def test_terminal_reporter_shows_elapsed_and_verdicts():
     rep(RunFinished("hybrid", {"depth": 4, "phase": 0}, 0, Run(Outcome.FAIL, FailKind.HANG, signature="timeout after 2.0 s", duration_s=2.0)))
     rep(Note("done"))
     text = console.file.getvalue()
-    assert "running hybrid phase=0 (run 1)" in text and "watchdog 2.0 s" in text
+    assert "running hybrid phase=0 (run 1)" in text and "watchdog 2 s" in text
     assert "FAIL hang (timeout after 2.0 s)" in text and "== endpoints" in text and "done" in text
     assert fmt_config({"a": 1, "b": 2}, {"a": 1, "b": 3}) == "b=2"
+
+
+def test_status_line_is_one_line_at_80_columns_and_never_a_passed_limit():
+    """Issue 21: at 80 columns the live status line wrapped, and a run whose watchdog follows its
+    progress showed '1.3 s / watchdog 1.0 s' (the rule for a silent subject, read as a limit
+    already passed). Now: one line, cut with an ellipsis, and the watchdog in true words."""
+    from rich.spinner import Spinner
+
+    from bisectk.report.terminal import _Running
+    console = Console(file=io.StringIO(), force_terminal=True, width=80)
+    config = {f"factor_{i}": i for i in range(8)}
+    running = _Running("hybrid " + fmt_config(config), 0, 1.0, follows_progress=True)
+    running.start -= 1.3
+    lines = console.render_lines(Spinner("dots", running), console.options, pad=False)
+    text = ["".join(seg.text for seg in line).rstrip() for line in lines]
+    assert len(text) == 1 and len(text[0]) <= 80 and text[0].endswith("…"), text
+    assert "1.3 s (watchdog follows progress): running hybrid factor_0=0" in text[0]
+    assert "watchdog 1.0 s" not in text[0] and "watchdog 1 s" not in text[0]
+    fixed = _Running("good", 0, 120.0)
+    assert fixed.__rich__().plain.endswith("s (watchdog 120 s): running good (run 1)")
 
 
 def test_progress_lines_for_a_log_one_line_per_run():

@@ -197,5 +197,5 @@ def write_markdown(path: Path, rec: Record, log: DebugLog | None = None) -> str:
             (folder / f"{p.name}.svg").write_text(p.svg, encoding="utf-8")
         log = replace(log, figures=[(p.title, f"{folder.name}/{p.name}.svg") for p in pictures])
     path.write_text(log.to_markdown(), encoding="utf-8")
-    return (f"debug log written to {path}" + (f" ({len(pictures)} picture(s) in {path.stem}-figures/)" if pictures
+    return (f"debug log written to {path}" + (f" ({len(pictures)} picture(s) in {folder}/)" if pictures
                                               else "") + (f"; {note}" if note else ""))

@@ -164,7 +164,7 @@ def fresh_copy(dest: Path) -> Path:
                             capture_output=True)
     if listed.returncode != 0:
         shutil.copytree(ROOT, dest, symlinks=True, ignore=shutil.ignore_patterns(
-            ".git", ".bisectk", "__pycache__", "*.egg-info", ".pytest_cache", ".hypothesis", "build", "dist", "demo"))
+            ".git", ".bisectk", "__pycache__", "*.egg-info", ".pytest_cache", ".hypothesis", "build", "dist", "out"))
         return dest
     files = listed.stdout.decode().split("\0")
     for rel in filter(None, files):
@@ -178,6 +178,22 @@ def fresh_copy(dest: Path) -> Path:
         elif src.is_file():
             shutil.copy2(src, target)
     return dest
+
+
+def commit_copy(copy: Path) -> None:
+    """Make the copy a git repository whose one commit holds it, so `untracked` can say what
+    following the README wrote outside the ignored places (`out/`, `.bisectk/`, caches)."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "readme", "GIT_AUTHOR_EMAIL": "readme@example.com",
+           "GIT_COMMITTER_NAME": "readme", "GIT_COMMITTER_EMAIL": "readme@example.com"}
+    for argv in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "the copy"]):
+        subprocess.run(argv, cwd=copy, env=env, check=True, capture_output=True)
+
+
+def untracked(copy: Path) -> list[str]:
+    """What changed in a committed copy: files added outside .gitignore, or tracked files edited."""
+    p = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=copy, capture_output=True,
+                       text=True, check=True)
+    return p.stdout.splitlines()
 
 
 def environment(copy: Path, scratch: Path) -> dict[str, str]:
@@ -254,6 +270,7 @@ def run_block(block: Block, copy: Path, env: dict[str, str]) -> list[Result]:
         return []
     if block.kind == "spec":
         name = block.note or "readme-spec.toml"
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
         (copy / name).write_text("\n".join(block.body) + "\n", encoding="utf-8")
         cmd = Command(f"bisectk check {name}", check_output=False)
         return [run_command(cmd, copy, env)]

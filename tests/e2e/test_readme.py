@@ -1,5 +1,6 @@
 """Every code block of README.md runs as written, from a fresh copy of the repository, and prints
 what the README shows (tests/e2e/readme.py says how blocks are read and compared)."""
+import re
 import shutil
 
 import pytest
@@ -10,12 +11,37 @@ BLOCKS = R.blocks()
 
 
 @pytest.fixture(scope="module")
-def ran(tmp_path_factory):
-    """Run every runnable block once, in README order (later blocks use what earlier ones made)."""
+def session(tmp_path_factory):
+    """Run every runnable block once, in README order (later blocks use what earlier ones made),
+    in a copy committed to git first; returns (results by block, the copy)."""
     tmp = tmp_path_factory.mktemp("readme")
     copy = R.fresh_copy(tmp / "bisectk")
+    R.commit_copy(copy)
     env = R.environment(copy, tmp)
-    return {b.line: R.run_block(b, copy, env) for b in BLOCKS if b.kind in ("transcript", "bash", "spec")}
+    return {b.line: R.run_block(b, copy, env) for b in BLOCKS if b.kind in ("transcript", "bash", "spec")}, copy
+
+
+@pytest.fixture(scope="module")
+def ran(session):
+    return session[0]
+
+
+def test_following_the_readme_leaves_nothing_untracked(session):
+    """Every example writes under out/ (or bisectk's own .bisectk/ ledgers), which .gitignore
+    covers: a clone that followed the README is as clean as it was."""
+    assert R.untracked(session[1]) == []
+
+
+def test_the_readmes_counts_come_from_the_files():
+    """'N pairs in `variants/X/`' counts the specs there; 'N `gpu-ws-*` pairs' counts that glob."""
+    text = R.README.read_text()
+    dirs = re.findall(r"(\d+) pairs in\s+`(variants/\w+)/`", text)
+    globs = re.findall(r"(\d+) `(gpu-[\w-]+\*)`\s+(?:and\s+)?(?:pairs)?", text)
+    assert {d for _, d in dirs} == {"variants/cpu", "variants/gpu"} and len(globs) >= 3
+    for n, d in dirs:
+        assert int(n) == len(list((R.ROOT / d).glob("*.toml"))), (n, d)
+    for n, pattern in globs:
+        assert int(n) == len(list((R.ROOT / "variants" / "gpu").glob(pattern + ".toml"))), (n, pattern)
 
 
 def test_every_block_is_accounted_for():

@@ -3,8 +3,30 @@
 `BisectkError` is the base; the CLI catches it (and only it, plus KeyboardInterrupt) and prints
 `bisectk: <message>`. Anything else escaping is a bug in bisectk, and is shown as such.
 `SpecError` (a spec file that cannot be loaded) and `LedgerError` (a ledger that cannot be used as
-it is) are the two families with their own shape.
+it is) are the two families with their own shape. `install_hint` words how to install a module
+that bisectk's optional extras provide, as this install of bisectk takes it.
 """
+
+from pathlib import Path
+
+# module -> the bisectk extra that installs it (tests/e2e/test_environment.py checks pyproject.toml)
+MODULE_EXTRAS = {"torch": "kernels", "cutlass": "kernels", "cuda": "kernels", "ray": "ray",
+                 "selenium": "browser", "picire": "bench", "pytest": "test", "hypothesis": "test"}
+
+
+def install_hint(module: str) -> str:
+    """The command that installs `module`: its bisectk extra, from the checkout this bisectk runs
+    from when it is one (a clone has no package index entry to install from), else by name."""
+    extra = MODULE_EXTRAS.get(module)
+    if extra is None:
+        return f"install the package that provides '{module}'"
+    checkout = Path(__file__).resolve().parents[1]
+    pyproject = checkout / "pyproject.toml"
+    try:
+        from_checkout = 'name = "bisectk"' in pyproject.read_text(encoding="utf-8")
+    except OSError:
+        from_checkout = False
+    return f"pip install -e '{checkout}[{extra}]'" if from_checkout else f"pip install 'bisectk[{extra}]'"
 
 
 class BisectkError(Exception):

@@ -31,6 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bisectk.errors import install_hint
 from bisectk.run.process import run_process
 
 __all__ = ["Signature", "signature", "diff", "format_diff", "ptx_of_script", "PtxError"]
@@ -317,6 +318,11 @@ def ptx_of_script(script: str | os.PathLike, argv: list[str] | tuple[str, ...] =
         if p.exit_code != 0 and re.search(r"unrecognized arguments:.*--compile-only", p.stderr):
             raise PtxError(f"{Path(script).name} does not take --compile-only/--ptx-out: not a CuTe DSL "
                            "kernel, so there is no PTX to compare")
+        missing = re.search(r"ModuleNotFoundError: No module named '([\w.]+)'", p.stderr)
+        if p.exit_code != 0 and missing:
+            module = missing.group(1).split(".")[0]
+            raise PtxError(f"missing Python module '{module}': {install_hint(module)} (the compile-only run of "
+                           f"{Path(script).name} needs it)")
         if p.exit_code != 0:
             tail = (p.stderr or p.stdout)[-1500:]
             raise PtxError(f"compile-only run exited {p.exit_code or p.signal}: {' '.join(cmd)}\n{tail}")

@@ -32,7 +32,8 @@ from typing import Any
 
 from bisectk.outcome import Outcome, Run
 from bisectk.run.progress import describe_point
-from bisectk.spaces.env import gpu_line, gpu_visibility, install_hint
+from bisectk.errors import install_hint
+from bisectk.spaces.env import gpu_line, gpu_visibility
 
 _MISSING = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
 _SHARED_LIB = re.compile(r"(\S+\.so(?:\.[\d.]+)?): cannot open shared object file")

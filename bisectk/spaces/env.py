@@ -54,6 +54,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bisectk.errors import MODULE_EXTRAS, install_hint
 from bisectk.run.process import run_process
 from bisectk.spaces.commits import SpaceError
 
@@ -66,9 +67,6 @@ PACKAGES = frozenset({"torch", "triton", "pytorch-triton", "numpy", "jax", "jaxl
                       "flash-attn", "flashinfer-python", "tensorrt", "bisectk"})
 PACKAGE_PREFIXES = ("nvidia-", "cuda-", "cupy-cuda", "jax-cuda")   # CUDA wheels, bindings, plugins
 MODULES = ("torch", "triton", "cutlass", "tvm", "jax", "cupy", "numpy", "cuda", "bisectk")
-# module -> the bisectk extra that installs it (pip install 'bisectk[EXTRA]'; tested against pyproject.toml)
-MODULE_EXTRAS = {"torch": "kernels", "cutlass": "kernels", "cuda": "kernels", "ray": "ray",
-                 "selenium": "browser", "picire": "bench", "pytest": "test", "hypothesis": "test"}
 RUN_EXTRAS = ("kernels", "ray")   # the extras that change what bisectk can run (capture's checks)
 _SECRET = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|(^|_)KEY($|_)", re.I)
 _TORCH_PROBE = """
@@ -139,11 +137,6 @@ def gpu_line(facts: dict[str, Any]) -> str:
     return (f"nvidia-smi: {smi}; /dev/nvidia*: {devices}; CUDA_VISIBLE_DEVICES: "
             f"{'unset' if cvd is None else repr(cvd)}; GPUs listed: {facts.get('gpus', 0)}"
             + (f"; the driver supports CUDA {facts['driver_cuda']}" if facts.get("driver_cuda") else ""))
-
-
-def install_hint(module: str) -> str:
-    extra = MODULE_EXTRAS.get(module)
-    return f"pip install 'bisectk[{extra}]'" if extra else f"install the package that provides '{module}'"
 
 
 def _checks(gpu: dict[str, Any], modules: dict[str, str]) -> dict[str, Any]:

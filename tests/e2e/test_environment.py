@@ -10,7 +10,8 @@ import pytest
 
 from bisectk.engine.environment import diagnose, recognise_cause
 from bisectk.outcome import FailKind, Outcome, Reason, Run
-from bisectk.spaces.env import MODULE_EXTRAS, gpu_visibility
+from bisectk.errors import MODULE_EXTRAS
+from bisectk.spaces.env import gpu_visibility
 from tests.conftest import ROOT, bisectk
 
 # a subject that stops before its kernel, as a missing library or a GPU-less machine stops one
@@ -64,7 +65,8 @@ def test_missing_module_names_the_extra_that_installs_it(tmp_path):
                 env=env, timeout=300)
     assert p.returncode == 2, p.stderr
     line, details = problem(p)
-    assert line == "problem: environment problem: missing Python module 'torch': pip install 'bisectk[kernels]'"
+    # the extra, installed from the checkout this bisectk runs from (a clone has no index entry)
+    assert line == f"problem: environment problem: missing Python module 'torch': pip install -e '{ROOT}[kernels]'"
     assert details[0] == "  good: FAIL (ModuleNotFoundError: No module named 'torch'), before its first BISECTK_PHASE"
     assert "fails too" not in p.stdout and "Traceback" not in p.stderr
     doc = json.loads(bisectk("ablate", ROOT / "variants" / "gpu" / "gpu-ws-hang-phase.toml", "--json", "--ledger",
@@ -73,7 +75,7 @@ def test_missing_module_names_the_extra_that_installs_it(tmp_path):
     assert doc["endpoints"]["problem"] == line[len("problem: "):]
     # `bisectk env` shows the same fact
     checks = json.loads(bisectk("env", env=env, check=0).stdout)["checks"]
-    assert checks["missing_modules"]["torch"] == "pip install 'bisectk[kernels]'"
+    assert checks["missing_modules"]["torch"] == f"pip install -e '{ROOT}[kernels]'"
 
 
 def test_no_gpu_visible_is_named_with_the_machines_facts(tmp_path):
@@ -131,7 +133,7 @@ GPU_LESS = {"nvidia_smi": None, "device_files": [], "cuda_visible_devices": None
      "out of memory at start, before the kernel was launched"),
     ("AssertionError: Torch not compiled with CUDA enabled", (), "cpu-torch", "torch is a CPU-only build"),
     ("ModuleNotFoundError: No module named 'cutlass.cute'", (), "missing-module",
-     "missing Python module 'cutlass': pip install 'bisectk[kernels]'"),
+     "missing Python module 'cutlass': pip install -e '"),
 ])
 def test_each_cause_is_named(text, points, kind, words):
     env = diagnose([crash(text, points)], [crash(text, points)] * 2, facts=GPU_LESS)
@@ -155,7 +157,31 @@ def test_module_extras_exist_in_pyproject():
     assert any(r.startswith("torch") for r in extras["kernels"]) and any("cutlass" in r for r in extras["kernels"])
 
 
+def test_install_hint_outside_a_checkout(tmp_path):
+    """Installed from a package index (no pyproject.toml beside the package), the hint names the
+    extra by package name."""
+    import shutil
+    import subprocess
+    import sys
+    shutil.copytree(ROOT / "bisectk", tmp_path / "site" / "bisectk")
+    p = subprocess.run([sys.executable, "-c", "from bisectk.errors import install_hint as h; print(h('cutlass'));"
+                        "print(h('numba'))"], capture_output=True, text=True, cwd=tmp_path, check=True,
+                       env={"PYTHONPATH": str(tmp_path / "site")})
+    assert p.stdout.splitlines() == ["pip install 'bisectk[kernels]'", "install the package that provides 'numba'"]
+
+
 def test_gpu_visibility_reads_the_machine():
     facts = gpu_visibility()
     assert set(facts) == {"nvidia_smi", "device_files", "cuda_visible_devices", "gpus", "driver_cuda"}
     assert all(f.startswith("/dev/nvidia") for f in facts["device_files"])
+
+
+def test_ptx_without_the_cute_dsl_names_the_module(tmp_path):
+    (tmp_path / "block").mkdir()
+    (tmp_path / "block" / "sitecustomize.py").write_text(BLOCKER)
+    p = bisectk("ptx", ROOT / "variants" / "gpu" / "gpu-ws-hang-arrive.toml",
+                env={"PYTHONPATH": f"{tmp_path / 'block'}:{ROOT}"})
+    assert p.returncode == 2
+    hint = re.escape(f"pip install -e '{ROOT}[kernels]'")
+    assert re.search(rf"^good: missing Python module '(torch|cutlass)': {hint} "
+                     r"\(the compile-only run of ws_pipeline.py needs it\)$", p.stdout, re.MULTILINE), p.stdout

@@ -145,7 +145,7 @@ def run_ablation(oracle: SpaceOracle, *, strategy: str = "adaptive", policy: Run
     return AblationRecord(
         ok=True, complete=res.complete and not stopped, interrupted=stopped, runs=runner.executed,
         observations=len(oracle.observations), wall_s=round(time.monotonic() - start, 3),
-        next_steps=tuple(steps), stop_reason=reason if stopped else "",
+        run_s=oracle.run_seconds(), next_steps=tuple(steps), stop_reason=reason if stopped else "",
         culprits=tuple(map(str, res.culprits)), unresolved_factors=tuple(map(str, res.suspects)),
         interaction=res.interaction, differences=tuple(effects),
         attempts=tuple(attempt_records(oracle, res, order.__getitem__)),

@@ -168,6 +168,7 @@ def _record(oracle: SpaceOracle, check: EndpointCheck, result: DagResult, flaky:
     return BisectRecord(
         ok=True, complete=complete, interrupted=stopped, runs=oracle.runner.executed,
         observations=len(oracle.observations), wall_s=round(time.monotonic() - start, 3), next_steps=tuple(steps),
+        run_s=oracle.run_seconds(),
         stop_reason=reason or ("contradiction" if result.contradiction else ""), flaky=flaky, mode=result.mode,
         rounds=result.rounds,
         first_bad=first_bad, candidates=candidates, contradiction=text if result.contradiction else None,

@@ -97,6 +97,7 @@ def run_diff(oracle: SpaceOracle, *, strategy: str = "adaptive", refine: bool = 
         ok=True, complete=res.complete and not stopped, interrupted=stopped, runs=runner.executed,
         observations=len(oracle.observations) + (len(line_oracle.observations) if line_oracle else 0),
         wall_s=round(time.monotonic() - start, 3), next_steps=tuple(steps), stop_reason=reason if stopped else "",
+        run_s=round(oracle.run_seconds() + (line_oracle.run_seconds() if line_oracle else 0.0), 3),
         culprit_hunks=tuple(h.to_dict() for h in culprit_hunks),
         culprit_lines=tuple(h.to_dict() for h in culprit_lines),
         interaction=res.interaction, line_interaction=lines.interaction if lines else None,

@@ -75,6 +75,11 @@ class SpaceOracle:
         self.observations: list[Observation] = []   # in the order made
         self._lock = threading.Lock()
 
+    def run_seconds(self) -> float:
+        """What the observations cost when they ran, those answered from the ledger included."""
+        with self._lock:
+            return round(sum(o.run.duration_s for o in self.observations), 3)
+
     # -- one observation --------------------------------------------------------------------
     def observe(self, point: Any, slot: int = 0) -> Run:
         """One new run of `point` (its next run index), executed only if the ledger lacks it."""

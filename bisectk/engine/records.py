@@ -193,6 +193,7 @@ class Record:
     observations: int              # runs seen, from the ledger included
     wall_s: float
     environment: dict[str, Any] = field(default_factory=dict)
+    run_s: float = 0.0             # what the observations took when they ran (the ledger's included)
     next_steps: tuple[str, ...] = ()
     session: int | None = None
     stop_reason: str = ""

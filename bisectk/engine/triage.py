@@ -86,6 +86,7 @@ def run_triage(oracle: SpaceOracle, *, scratch_root: Path, policy: RunPolicy | N
         command="triage", endpoints=e, ok=bis.ok, complete=bis.complete and (diff is None or diff.complete),
         interrupted=bis.interrupted or bool(diff and diff.interrupted), runs=oracle.runner.executed,
         observations=bis.observations + (diff.observations if diff else 0), wall_s=round(time.monotonic() - start, 3),
+        run_s=round(bis.run_s + (diff.run_s if diff else 0.0), 3),
         environment=environment or {}, next_steps=bis.next_steps + (diff.next_steps if diff else ()),
         session=oracle.runner.session, verdict=VERDICTS[code], exit_code=code, failure=failure,
         bisect=bis.to_dict(), diff=diff.to_dict() if diff else None, diff_error=diff_error,

@@ -19,7 +19,8 @@ from rich.table import Table
 
 from bisectk.engine.records import AblationRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.words import endpoint_lines, failure_line, problem_lines, problem_text, runs_words, stopped_line
+from bisectk.report.words import (endpoint_lines, failure_line, problem_lines, problem_text, runs_words,
+                                  stopped_line, wall_words)
 from bisectk.spec import format_value, render
 
 HEADER = ["factor", "good", "bad", "flipped alone on good", "removed from bad", "verdict"]
@@ -79,7 +80,7 @@ def to_debuglog(rec: AblationRecord) -> DebugLog:
         (f"Culprit{'s' if len(rec.culprits) != 1 else ''}: **{culprit_words(rec)}**"
          + (" -- an interaction: each proper subset passes, only all together fail." if rec.interaction else "")),
         f"{runs_words(rec.runs, rec.observations)} (endpoints included; {rec.search_runs} by the search, "
-        f"{rec.strategy}); wall time {rec.wall_s:.1f} s.",
+        f"{rec.strategy}); {wall_words(rec, 'wall time')}.",
         *endpoint_lines(check),
     ]
     if rec.flakiness_rule:
@@ -155,6 +156,6 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
     cached = rec.observations - rec.runs
     out.print(f"runs: {rec.runs} executed" + (f", {cached} answered from the ledger" if cached > 0 else "")
               + f" ({rec.search_runs} by the search, {rec.observations - rec.search_runs} endpoint and threshold runs)"
-              + f", wall {rec.wall_s:.1f} s", markup=False)
+              + f", {wall_words(rec)}", markup=False)
     for i, s in enumerate(rec.next_steps, 1):
         out.print(f"next {i}. {s}", markup=False)

@@ -13,7 +13,8 @@ from rich.console import Console
 
 from bisectk.engine.records import DiffRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.words import counted, endpoint_lines, failure_line, problem_lines, problem_text, runs_words, stopped_line
+from bisectk.report.words import (counted, endpoint_lines, failure_line, problem_lines, problem_text,
+                                  runs_words, stopped_line, wall_words)
 
 
 def ids_text(ids, limit: int = 8) -> str:
@@ -51,7 +52,7 @@ def to_debuglog(rec: DiffRecord) -> DebugLog:
         + (" -- they fail only together (each proper subset passes)." if rec.interaction else "."),
         f"Line-level pass: {len(rec.culprit_lines)} culprit line unit(s)"
         + (" (an interaction)" if rec.line_interaction else "") + ".",
-        f"{runs_words(rec.runs, rec.observations)}; wall time {rec.wall_s:.1f} s.",
+        f"{runs_words(rec.runs, rec.observations)}; {wall_words(rec, 'wall time')}.",
         *endpoint_lines(rec.endpoints),
         f"{len(rec.unresolved)} hybrid(s) were UNRESOLVED (build failures, or a different failure).",
     ]
@@ -99,4 +100,4 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
     out.print(failure_line(rec.endpoints), markup=False)
     cached = rec.observations - rec.runs
     out.print(f"runs: {rec.runs} executed" + (f", {cached} answered from the ledger" if cached > 0 else "")
-              + f", wall {rec.wall_s:.1f} s; {len(rec.unresolved)} unresolved hybrid(s)", markup=False)
+              + f", {wall_words(rec)}; {len(rec.unresolved)} unresolved hybrid(s)", markup=False)

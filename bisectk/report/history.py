@@ -19,7 +19,8 @@ from rich.console import Console
 
 from bisectk.engine.records import BisectRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, table
-from bisectk.report.words import endpoint_lines, failure_line, problem_lines, problem_text, runs_words, stopped_line
+from bisectk.report.words import (endpoint_lines, failure_line, problem_lines, problem_text, runs_words,
+                                  stopped_line, wall_words)
 
 CONCLUSION = {"fail": "Bad: the first bad commit is this one or one of its ancestors.",
               "pass": "Good: the first bad commit is not among its ancestors.",
@@ -105,7 +106,9 @@ def print_summary(out: Console, rec: BisectRecord, runs: bool = True) -> None:
         return
     fb = rec.first_bad
     if rec.interrupted:
-        out.print(stopped_line(rec.stop_reason, rec.observations), markup=False)
+        e = rec.endpoints
+        endpoint_runs = len(e.good.runs) + len(e.bad.runs) if e else 0
+        out.print(stopped_line(rec.stop_reason, rec.observations - endpoint_runs), markup=False)
     if fb:
         out.print(f"first bad commit: {fb['sha']} {fb['subject']}", markup=False)
         out.print(f"  author {fb['author']}, date {fb['date']}; files: {', '.join(fb.get('files') or ()) or '-'}",
@@ -124,4 +127,4 @@ def print_summary(out: Console, rec: BisectRecord, runs: bool = True) -> None:
         return
     out.print(f"confidence {rec.confidence:.4f}; {rec.observations} observations, {rec.runs} executed"
               + (f", {cached} from the ledger" if cached > 0 else "")
-              + f"; {len(rec.skipped)} skipped; wall {rec.wall_s:.1f} s", markup=False)
+              + f"; {len(rec.skipped)} skipped; {wall_words(rec)}", markup=False)

@@ -21,7 +21,7 @@ from bisectk.report import diff as diff_report
 from bisectk.report import history as history_report
 from bisectk.report.debuglog import DebugLog
 from bisectk.report.junit import Case
-from bisectk.report.words import problem_lines
+from bisectk.report.words import problem_lines, wall_words
 
 
 def to_debuglog(t: TriageRecord) -> DebugLog:
@@ -46,7 +46,8 @@ def to_debuglog(t: TriageRecord) -> DebugLog:
         log.summary.append(f"Hunk isolation inside the first bad commit was inconclusive: {d.endpoints.problem}")
     if t.diff_error:
         log.summary.append(f"Hunk isolation could not start: {t.diff_error}")
-    log.summary = [s for s in log.summary if " wall time " not in s] + [f"Triage {runs_line(t)}; wall time {t.wall_s:.1f} s."]
+    log.summary = [s for s in log.summary if " wall time " not in s] + [
+        f"Triage {runs_line(t)}; {wall_words(t, 'wall time')}."]
     return log
 
 
@@ -88,7 +89,7 @@ def print_summary(out: Console, t: TriageRecord, report=None) -> None:
             out.print(line, markup=False)
     if t.diff_error:
         out.print(f"hunk isolation could not start: {t.diff_error}", markup=False)
-    out.print(f"{runs_line(t)}; wall {t.wall_s:.1f} s", markup=False)
+    out.print(f"{runs_line(t)}; {wall_words(t)}", markup=False)
     if report is None:
         out.print("the debug log (every attempt, the environment): add --report FILE.md", markup=False)
 

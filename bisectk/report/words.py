@@ -63,6 +63,15 @@ def counted(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def wall_words(rec, label: str = "wall") -> str:
+    """A command's wall time; when answers came from the ledger (a run that took minutes then
+    takes nothing now), also what its runs took when they ran."""
+    text = f"{label} {rec.wall_s:.1f} s"
+    if rec.observations > rec.runs and rec.run_s:
+        text += f" (its {rec.observations} runs took {rec.run_s:.1f} s, the ledger's included)"
+    return text
+
+
 def runs_words(executed: int, observations: int) -> str:
     cached = observations - executed
     return (f"{executed} run{'s' if executed != 1 else ''} executed"

@@ -112,9 +112,14 @@ def usage_error(raw: RawRun) -> str | None:
     stderr is what command-line parsers print when they refuse an argument."""
     if raw.exit_code != 2 or raw.signal or not _USAGE_LINE.search(raw.stderr):
         return None
-    lines = [ln.strip() for ln in raw.stderr.splitlines()]
-    usage = next(ln for ln in lines if ln.lower().startswith("usage:"))
-    usage = " ".join(usage.split())
+    lines = raw.stderr.splitlines()
+    i = next(i for i, ln in enumerate(lines) if ln.lower().startswith("usage:"))
+    usage = [lines[i]]
+    for ln in lines[i + 1:]:          # a long usage is wrapped onto indented lines
+        if not ln[:1].isspace() or not ln.strip():
+            break
+        usage.append(ln)
+    usage = " ".join(" ".join(usage).split())
     usage = usage if len(usage) <= 160 else usage[:159] + "…"
     errors = _USAGE_ERROR.findall(raw.stderr)
     return f"{' '.join(errors[-1].split())} ({usage})" if errors else usage

@@ -50,7 +50,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bisectk.errors import BisectkError
+from bisectk.errors import BisectkError, install_hint
 from bisectk.run.pool import DEFAULT_PRELOAD
 from bisectk.run.process import RawRun, start_contained
 from bisectk.run.remote import RemoteExecutor, RemoteJob, Site, write_logs
@@ -70,7 +70,7 @@ def require_ray():
     try:
         import ray
     except ImportError:
-        raise BisectkError(f"--executor ray needs Ray, which is not installed: pip install -e '.[ray]' "
+        raise BisectkError(f"--executor ray needs Ray, which is not installed: {install_hint('ray')} "
                            f"(or pip install '{RAY_PIN}')") from None
     return ray
 

@@ -172,3 +172,18 @@ def test_one_hunk_is_one_hunk(tmp_path):
     assert "1 hunk; culprit hunk(s): k.py:1" in p.stdout
     # git bisect run's protocol, worded as bisect words it
     assert "failure: bad (exit 1); the bad endpoint showed it" in p.stdout and "FAIL bad" not in p.stdout
+
+
+def test_a_report_answered_from_the_ledger_says_what_its_runs_took(tmp_path):
+    """A second ablation answers from the ledger in no time: its record keeps what the runs took
+    when they ran (`run_s`), and `bisectk report` rebuilds the same words and numbers."""
+    spec, db = ROOT / "variants" / "cpu" / "crash-oob.toml", tmp_path / "l.db"
+    first = json.loads(bisectk("ablate", spec, "--json", "--ledger", db, check=0).stdout)
+    again = bisectk("ablate", spec, "--ledger", db, check=0)
+    line = next(ln for ln in again.stdout.splitlines() if ln.startswith("runs: "))
+    assert line.startswith(f"runs: 0 executed, {first['observations']} answered from the ledger")
+    assert f"(its {first['observations']} runs took {first['run_s']:.1f} s, the ledger's included)" in line
+    rebuilt = bisectk("report", db, check=0)
+    assert line in rebuilt.stdout.splitlines()
+    doc = json.loads(bisectk("report", db, "--json", check=0).stdout)
+    assert doc["run_s"] == first["run_s"] > 0 and doc["observations"] == first["observations"] and doc["runs"] == 0

@@ -70,7 +70,7 @@ def test_ray_missing_is_one_line(tmp_path):
                 env={**os.environ, "PYTHONPATH": f"{fake}{os.pathsep}{ROOT}"})
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     assert p.stderr.strip().splitlines() == ["bisectk: --executor ray needs Ray, which is not installed: "
-                                             "pip install -e '.[ray]' (or pip install 'ray==2.60.0')"]
+                                             f"pip install -e '{ROOT}[ray]' (or pip install 'ray==2.60.0')"]
 
 
 @needs_ray

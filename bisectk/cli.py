@@ -23,7 +23,8 @@ from bisectk.search import STRATEGIES, strategy_names
 # as wide as the terminal allows up to 120 columns (click's own cap is 80)
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 120}
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
-                  context_settings=CONTEXT, help="Differential bisection for GPU kernels: isolate the change that makes a kernel "
+                  context_settings=CONTEXT,
+                  help="Differential bisection for GPU kernels: isolate the change that makes a kernel "
                        "hang, crash, compute garbage or slow down.")
 out = Console(highlight=False, soft_wrap=True)
 
@@ -467,7 +468,7 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     with Session("triage", s, ledger_location(ledger, repo=root), args=args, policy=pol, fresh=fresh,
                  warm=warm, reporter=reporter(as_json, None)) as session:
         prev = session.previous
-        if resume and (prev is None or prev["args"].get("good") != args["good"] or prev["args"].get("bad") != args["bad"]):
+        if resume and (prev is None or (prev["args"].get("good"), prev["args"].get("bad")) != (args["good"], args["bad"])):
             fail(f"--resume: no earlier triage of {good}..{bad} with this subject in {session.ledger.path}")
         with session.commit_space(commits, root, cfg, sub) as space:
             oracle = SpaceOracle(session.runner(), space, policy=pol)

@@ -246,8 +246,9 @@ def hunk_strips(m: HunkStrips):
     ax.tick_params(axis="y", length=0)
     _clean(ax)
     more = f"; {m.hidden_files} more file(s) without culprits not shown" if m.hidden_files else ""
-    ax.set_xlabel(f"line in GOOD; {m.total_hunks} hunk{'s' if m.total_hunks != 1 else ''}: red = culprit, grey = cleared; hatched = whole-file "
-                  f"change{more}", color=MUTED)
+    hunks = f"{m.total_hunks} hunk{'s' if m.total_hunks != 1 else ''}"
+    ax.set_xlabel(f"line in GOOD; {hunks}: red = culprit, grey = cleared; hatched = whole-file change{more}",
+                  color=MUTED)
     return fig
 
 

@@ -102,3 +102,23 @@ def test_failed_names_what_failed_without_values():
     git = Judge([], protocol="git")
     r = classify_run(raw(exit_code=3), git)
     assert r.kind is FailKind.BAD and r.failed == () and r.signature == "exit 3"
+
+
+def test_a_usage_error_is_unresolved_not_a_crash():
+    """argparse (and click) refusing the arguments: exit 2 with a `usage:` line. A wrapped usage is
+    read whole; exit 2 without a usage line stays a crash; a git-protocol `--run` is no exception."""
+    argparse_err = ("usage: kernel.py [-h] [--block BLOCK] [--rows ROWS]\n"
+                    "                 [--fast-exp {true,false}]\n"
+                    "kernel.py: error: argument --fast-exp: invalid choice: 'yes' (choose from 'true', 'false')\n")
+    for protocol in ("bisectk", "git"):
+        r = classify_run(raw(exit_code=2, stderr=argparse_err), Judge([], protocol=protocol))
+        assert (r.outcome, r.reason) == (Outcome.UNRESOLVED, Reason.USAGE)
+        assert r.signature == ("the subject rejected its arguments: argument --fast-exp: invalid choice: 'yes' "
+                               "(choose from 'true', 'false') (usage: kernel.py [-h] [--block BLOCK] [--rows ROWS] "
+                               "[--fast-exp {true,false}])")
+    click_err = "Usage: run.py [OPTIONS]\nTry 'run.py --help' for help.\n\nError: No such option: --fast\n"
+    r = classify_run(raw(exit_code=2, stderr=click_err), JUDGE)
+    assert r.reason is Reason.USAGE and r.signature.startswith("the subject rejected its arguments: No such option: "
+                                                               "--fast (Usage: run.py [OPTIONS])")
+    r = classify_run(raw(exit_code=2, stderr="kernel.py: error: bad tile\n"), JUDGE)
+    assert r.outcome is Outcome.FAIL and r.kind is FailKind.CRASH

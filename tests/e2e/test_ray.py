@@ -170,6 +170,24 @@ def test_errors_are_never_cut_mid_sentence():
     assert one_line("a\n  b") == "a b"
 
 
+def test_the_heads_error_is_read_whole(tmp_path):
+    """The local head's last error, as `ray start` logged it: the exception line and the message
+    lines after it, never cut in the middle of a sentence (the issue's 'To generate a token for')."""
+    from bisectk.run.cluster import LocalHead
+    head = LocalHead.__new__(LocalHead)     # its log only: nothing is started
+    head.scratch = tmp_path
+    (tmp_path / "head.log").write_text(
+        "Traceback (most recent call last):\n  File \"scripts.py\", line 1072, in start\n"
+        "ray.exceptions.AuthenticationError: Token authentication is enabled but no authentication token was "
+        "found. Ensure that the token for the cluster is available in a local file (e.g., ~/.ray/auth_token or via "
+        "RAY_AUTH_TOKEN_PATH) or as the `RAY_AUTH_TOKEN` environment variable. To generate a token for local\n"
+        "development, use `ray get-auth-token --generate`.\n")
+    text = head.tail()
+    assert text.startswith("ray.exceptions.AuthenticationError: Token authentication is enabled")
+    assert text.endswith("environment variable. ...") or text.endswith("--generate`.")
+    assert "To generate a token for" not in text or text.endswith("--generate`.")
+
+
 # -- same answers as local -------------------------------------------------------------------------
 
 @needs_ray

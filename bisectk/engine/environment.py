@@ -19,9 +19,10 @@ diagnose           -- the endpoints' runs -> an EnvironmentProblem, or None. A c
                       failing differently, puts the differences back in question. "Out of memory"
                       counts only before the kernel was launched (at start: no `launch` progress
                       point on either side), where no configuration of the kernel can be blamed.
+
 The machine's own facts (nvidia-smi, /dev/nvidia*, CUDA_VISIBLE_DEVICES, the driver's CUDA
-version) and the extra that installs a module come from bisectk/spaces/env.py: `bisectk env`
-reports the same facts (under "checks").
+version) come from bisectk/spaces/env.py, which `bisectk env` reports (under "checks"); the
+extra that installs a module, from bisectk/errors.py's install_hint.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from bisectk.errors import install_hint
 from bisectk.outcome import Outcome, Run
 from bisectk.run.progress import describe_point
-from bisectk.errors import install_hint
 from bisectk.spaces.env import gpu_line, gpu_visibility
 
 _MISSING = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")

@@ -145,7 +145,8 @@ class Session:
             return None
         if self.pool is None:
             from bisectk.run.pool import WorkerPool
-            self.pool = WorkerPool(gpus=list(self.policy.gpus) or None, slots=self.policy.jobs).start(wait=False)
+            self.pool = WorkerPool(gpus=list(self.policy.gpus) or None, slots=self.policy.jobs,
+                                   on_note=lambda text: self.events.emit(Note(text))).start(wait=False)
             self.closers.append(self.pool.close)
         return self.pool.run
 

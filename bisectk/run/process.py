@@ -342,7 +342,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
         raise
     if report is None and not lost:
         c.proc.wait()
-        lost = f"the run's supervisor {_death(c.proc.returncode)} during the run"
+        lost = f"the run's supervisor {death_words(c.proc.returncode)} during the run"
     _finish(c, readers, record, run_id, lost=bool(lost))
     imported = recording.read_and_close() if recording else ()
     notes = [cap.sink_error for cap in caps if cap.sink_error]
@@ -361,7 +361,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
                   result=caps[0].result, imports=imported)
 
 
-def _death(returncode: int | None) -> str:
+def death_words(returncode: int | None) -> str:
     if returncode is not None and returncode < 0:
         return f"was killed by {signal_name(returncode)}"
     return f"exited ({returncode}) without a report"

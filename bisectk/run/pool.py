@@ -58,6 +58,7 @@ DEFAULT_PRELOAD = ("torch", "cutlass")
 READY_TIMEOUT_S = 180.0
 MAX_FAILED_STARTS = 3
 POLL_S = 0.05
+CLOSE_WAIT_S = 0.2  # closing: how long idle workers get to exit by themselves before they are killed
 MAX_REFUSALS = 3   # workers that refuse one run (not fresh) before it runs cold
 
 
@@ -126,7 +127,7 @@ class _Worker:
         """Why this worker's containment is gone ('' while its supervisor is alive and running):
         a run may kill or stop the supervisor (it is the worker's parent)."""
         if self.proc.poll() is not None:
-            return f"the warm worker's supervisor {_death(self.proc.returncode)}"
+            return f"the warm worker's supervisor {death_words(self.proc.returncode)}"
         return self.contained.stopped().replace("the run's supervisor", "the warm worker's supervisor")
 
     def leftovers(self) -> int:
@@ -182,7 +183,7 @@ class _Worker:
         except Exception:
             pass
 
-    def close(self, deadline: float | None = None) -> None:
+    def close(self, deadline: float | None = None, grace_s: float = 0.5) -> None:
         """Ask the worker to exit, wait for it until `deadline` (default: 5 s from now), then
         kill whatever is left of its tree."""
         self.ask_exit()
@@ -190,7 +191,7 @@ class _Worker:
             self.proc.wait(timeout=max(0.0, (deadline or time.monotonic() + 5) - time.monotonic()))
         except Exception:
             pass
-        self.kill()
+        self.kill(grace_s)
 
 
 class _Slot:
@@ -345,9 +346,11 @@ class WorkerPool:
             w.kill(0.1)   # mid-run (Ctrl-C) or still importing: not waited for
         for w in workers:  # all asked at once: each exit tears down a CUDA context
             w.ask_exit()
-        deadline = time.monotonic() + 5
+        # a worker's own exit (torch's teardown) takes most of a second: a short wait, then the kill
+        # (Ctrl-C must come back within a second, and there is nothing a worker must save)
+        deadline = time.monotonic() + CLOSE_WAIT_S
         for w in workers:
-            w.close(deadline)
+            w.close(deadline, grace_s=0.1)
         with self.cond:
             self.cond.wait_for(lambda: all(s.starting == 0 for s in self.slots), timeout=10)
 

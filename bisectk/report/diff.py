@@ -13,7 +13,7 @@ from rich.console import Console
 
 from bisectk.engine.records import DiffRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.words import endpoint_lines, failure_line, runs_words, stopped_line
+from bisectk.report.words import SAME_INPUTS, endpoint_lines, failure_line, runs_words, stopped_line
 
 
 def ids_text(ids, limit: int = 8) -> str:
@@ -97,5 +97,5 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
     out.print((rec.lines_diff or rec.diff).rstrip(), markup=False, highlight=False)
     out.print(failure_line(rec.endpoints), markup=False)
     cached = rec.observations - rec.runs
-    out.print(f"runs: {rec.runs} executed" + (f", {cached} answered from the ledger" if cached > 0 else "")
+    out.print(f"runs: {rec.runs} executed" + (f", {cached} answered from the ledger ({SAME_INPUTS})" if cached > 0 else "")
               + f", wall {rec.wall_s:.1f} s; {len(rec.unresolved)} unresolved hybrid(s)", markup=False)

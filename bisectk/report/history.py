@@ -19,7 +19,7 @@ from rich.console import Console
 
 from bisectk.engine.records import BisectRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, table
-from bisectk.report.words import endpoint_lines, failure_line, runs_words, stopped_line
+from bisectk.report.words import SAME_INPUTS, endpoint_lines, failure_line, runs_words, stopped_line
 
 CONCLUSION = {"fail": "Bad: the first bad commit is this one or one of its ancestors.",
               "pass": "Good: the first bad commit is not among its ancestors.",
@@ -117,5 +117,5 @@ def print_summary(out: Console, rec: BisectRecord) -> None:
     out.print(failure_line(rec.endpoints, lambda t: verdict_words(rec, t)), markup=False)
     cached = rec.observations - rec.runs
     out.print(f"confidence {rec.confidence:.4f}; {rec.observations} observations, {rec.runs} executed"
-              + (f", {cached} from the ledger" if cached > 0 else "")
+              + (f", {cached} from the ledger ({SAME_INPUTS})" if cached > 0 else "")
               + f"; {len(rec.skipped)} skipped; wall {rec.wall_s:.1f} s", markup=False)

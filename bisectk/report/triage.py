@@ -21,6 +21,7 @@ from bisectk.report import diff as diff_report
 from bisectk.report import history as history_report
 from bisectk.report.debuglog import DebugLog
 from bisectk.report.junit import Case
+from bisectk.report.words import SAME_INPUTS
 
 
 def to_debuglog(t: TriageRecord) -> DebugLog:
@@ -76,7 +77,7 @@ def print_summary(out: Console, t: TriageRecord, report=None) -> None:
     if t.diff_error:
         out.print(f"hunk isolation could not start: {t.diff_error}", markup=False)
     cached = t.observations - t.runs
-    out.print(f"triage runs: {t.runs} executed" + (f", {cached} answered from the ledger" if cached > 0 else "")
+    out.print(f"triage runs: {t.runs} executed" + (f", {cached} answered from the ledger ({SAME_INPUTS})" if cached > 0 else "")
               + f"; wall {t.wall_s:.1f} s", markup=False)
     if report is None:
         out.print("the debug log (every attempt, the environment): add --report FILE.md", markup=False)

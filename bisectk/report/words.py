@@ -45,7 +45,11 @@ def failure_line(check: EndpointCheck, words=lambda t: t) -> str:
             + (" (intermittent)" if check.flaky else ""))
 
 
+# what a run answered from the ledger shares with one made now (run/memokey.py: the memo key)
+SAME_INPUTS = "same command, timeout, environment and sources"
+
+
 def runs_words(executed: int, observations: int) -> str:
     cached = observations - executed
     return (f"{executed} run{'s' if executed != 1 else ''} executed"
-            + (f", {cached} answered from the ledger" if cached > 0 else ""))
+            + (f", {cached} answered from the ledger ({SAME_INPUTS})" if cached > 0 else ""))

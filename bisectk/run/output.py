@@ -24,7 +24,6 @@ was then "UNRESOLVED infra: no BISECTK_RESULT line" although the subject had rep
 from __future__ import annotations
 
 import os
-import re
 import select
 import threading
 import time
@@ -38,25 +37,36 @@ LOG_HEAD_BYTES = 4 << 20            # the full log on disk keeps the first ...
 LOG_TAIL_BYTES = 4 << 20            # ... and the last this many bytes of each stream
 POLL_S = 0.05
 DRAIN_S = 1.0                       # after `stop`: at most this long reading what is still coming
-_RESULT_LINE = re.compile(rb"(?m)^BISECTK_RESULT[^\n]*$")
 
 
 class LineFeed:
     """Splits a byte stream, fed in chunks, into lines for a progress watch: each line is cut at
     MAX_LINE bytes (a line still open is kept up to that) and handed on decoded. `emit(text,
     *extra)` gets the extra arguments of `feed`; an exception in it is dropped, so a watchdog bug
-    never stops a stream from being drained."""
+    never stops a stream from being drained.
 
-    def __init__(self, emit):
+    A line already handed on is not handed on again: to a watch a repeated line says nothing new
+    (run/progress.py), and a subject pouring out one line a million times must cost a set lookup
+    per line, not a progress point each, or reading it would slow the subject down enough to make
+    it look hung. Lines of one chunk are handed on in order, once each (they share one time)."""
+
+    def __init__(self, emit, remember: int = 50_000):
         self.emit = emit
         self.partial = b""
+        self.seen: set[bytes] = set()
+        self.remember = remember
 
     def feed(self, chunk: bytes, *extra) -> None:
         *lines, rest = (self.partial + chunk).split(b"\n")
         self.partial = rest[-MAX_LINE:]
-        for line in lines:
+        for line in dict.fromkeys(lines):
+            line = line[:MAX_LINE]
+            if line in self.seen:
+                continue
+            if len(self.seen) < self.remember:
+                self.seen.add(line)
             try:
-                self.emit(line[:MAX_LINE].decode("utf-8", errors="replace"), *extra)
+                self.emit(line.decode("utf-8", errors="replace"), *extra)
             except Exception:
                 pass
 
@@ -93,8 +103,12 @@ class ResultCatcher:
             pos = nl + 1
         last_nl = chunk.rfind(b"\n", pos)
         if last_nl >= pos:
-            for m in _RESULT_LINE.finditer(chunk, pos, last_nl):
-                self.last, self.cut = m.group(0)[:self.limit], len(m.group(0)) > self.limit
+            # the last result line among the complete lines: one reverse search (memmem speed)
+            at = chunk.rfind(b"\n" + RESULT_TAG, pos, last_nl)
+            start = at + 1 if at >= 0 else (pos if chunk.startswith(RESULT_TAG, pos) else -1)
+            if start >= 0:
+                line = chunk[start:chunk.find(b"\n", start)]
+                self.last, self.cut = line[:self.limit], len(line) > self.limit
             rest_start = last_nl + 1
         else:
             rest_start = pos

@@ -257,25 +257,43 @@ def warm_leaks(work: Path) -> tuple[str, bool]:
     fresh = run_process([sys.executable, "probe.py"], cwd=d, timeout=120)
     want = [ln for ln in fresh.stdout.splitlines() if ln.startswith("BISECTK_RESULT")][-1]
     leaks, restored, retired, quiet, names = 0, 0, 0, 0, []
-    with WorkerPool(gpus=None, preload=("torch",), spares=1, ready_timeout=120) as pool:
+    pool = None
+    try:
         for kind, code in STATE_KINDS:
+            if pool is None:   # a pool a kind broke or dirtied is not reused
+                pool = WorkerPool(gpus=None, preload=("torch",), spares=1, ready_timeout=120)
             (d / "dirty.py").write_text(code + "\nprint('BISECTK_RESULT {}')\n")
             discards = pool.stats["worker_discards"]
-            dirty = pool.run([sys.executable, "dirty.py"], cwd=d, timeout=120)
-            probe = pool.run([sys.executable, "probe.py"], cwd=d, timeout=120)
+            try:
+                dirty = pool.run([sys.executable, "dirty.py"], cwd=d, timeout=120)
+                probe = pool.run([sys.executable, "probe.py"], cwd=d, timeout=120)
+            except Exception as exc:   # the pool itself broke (a patched json in the worker's replies)
+                leaks += 1
+                names.append(f"{kind} (the pool raised {type(exc).__name__})")
+                pool.close()
+                pool = None
+                continue
             got = [ln for ln in probe.stdout.splitlines() if ln.startswith("BISECTK_RESULT")]
-            same = bool(got) and json.loads(got[-1][15:]) == json.loads(want[15:])
+            try:
+                same = bool(got) and json.loads(got[-1][15:]) == json.loads(want[15:])
+            except ValueError:   # the probe's own json.dumps was patched: a leak
+                same = False
             leaks += not same
-            if not same:
+            if not same:   # the next kind starts from a clean pool: each kind is counted on its own
                 names.append(kind)
-            if pool.stats["worker_discards"] > discards:
+                pool.close()
+                pool = None
+            elif pool.stats["worker_discards"] > discards:
                 retired += 1
             elif getattr(dirty, "isolation", ""):
                 restored += 1
             else:
                 quiet += 1
-    return (f"{leaks} leaked of {len(STATE_KINDS)} ({restored} noticed and put back, {quiet} put back without a "
-            f"word (random streams), {retired} retired the worker)"
+    finally:
+        if pool is not None:
+            pool.close()
+    return (f"{leaks} leaked of {len(STATE_KINDS)} ({restored} noticed and put back, {retired} retired the worker, "
+            f"{quiet} clean without a note)"
             + (f"; leaked: {', '.join(names)}" if names else ""), leaks == 0)
 
 
@@ -551,6 +569,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bisectk-adversary-") as tmp:
         WORK = Path(tmp)
         (WORK / "tmp").mkdir()
+        os.chdir(WORK)   # no checkout of bisectk in the cwd: what runs is CODE's
         for c in CASES:
             if words and not any(w in c.name for w in words) and c.fn is not exit3:
                 continue

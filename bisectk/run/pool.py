@@ -80,7 +80,9 @@ class _Worker:
         self.run_id = uuid.uuid4().hex
         try:  # under a supervisor: the worker's tree dies with bisectk, even on SIGKILL
             self.contained = start_contained(
-                [python, "-m", "bisectk.run.worker", "--serve", "--reply-fd", str(w),
+                # -P: the current directory is not put on sys.path, so the worker imports the pool's
+                # own bisectk (PYTHONPATH), never a checkout that happens to be the cwd
+                [python, "-P", "-m", "bisectk.run.worker", "--serve", "--reply-fd", str(w),
                  "--preload", ",".join(preload)],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.log,
                 env={**env, RUN_ID_ENV: self.run_id}, pass_fds=(w,), cwd=os.getcwd(), grace=0.5)

@@ -60,10 +60,11 @@ VOLATILE_ENV = frozenset({
 VOLATILE_PREFIXES = ("SSH_", "XDG_SESSION_", "XDG_VTNR", "XDG_SEAT", "TMUX", "KITTY_", "VSCODE_", "ITERM_",
                      "WEZTERM_", "ALACRITTY_", "KONSOLE_", "GNOME_TERMINAL_", "LC_TERMINAL", "TERM_",
                      "WT_", "BASH_FUNC_", "__")
-# sources: what a tree's content is made of (the spec's SOURCE_SUFFIXES plus configuration files)
-# (not .json or .txt: runs write results and counters there, and the key must not move under them)
-TREE_SUFFIXES = {".py", ".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".sh", ".mlir", ".ptx",
-                 ".toml", ".cfg", ".ini", ".yaml", ".yml", ".cmake"}
+# sources: code and build files (the spec's SOURCE_SUFFIXES and the build systems' own files).
+# Not data or configuration files outside git: runs write results and counters (.json, .txt), and a
+# new spec file (.toml) beside the subject must not move the key under them (in a git tree every
+# tracked file counts)
+TREE_SUFFIXES = {".py", ".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".sh", ".mlir", ".ptx", ".cmake"}
 TREE_NAMES = {"Makefile", "makefile", "CMakeLists.txt", "meson.build", "BUILD", "WORKSPACE", "setup.py"}
 SKIP_DIRS = {".git", ".bisectk", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".mypy_cache",
              ".pytest_cache", ".ruff_cache", "build", "dist", ".eggs"}

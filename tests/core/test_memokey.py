@@ -85,8 +85,10 @@ def test_the_specs_timeout_and_the_timeout_option_are_in_the_key(env, monkeypatc
     project(env, "timeout = 30")      # the spec now gives it room: a new observation, not the old hang
     ok, n = verdict(d, env / "l.db")
     assert ok.outcome is Outcome.PASS and n == 1
-    hung, n = verdict(d, env / "l.db", option=1.0)
+    hung, n = verdict(d, env / "l.db", option=0.5)
     assert hung.kind is FailKind.HANG and n == 1
+    again, n = verdict(d, env / "l.db", option=1.0)    # the same policy as the spec's first `timeout = 1`
+    assert again.kind is FailKind.HANG and n == 0 and again.cached
     ok, n = verdict(d, env / "l.db", option=20.0)
     assert ok.outcome is Outcome.PASS and n == 1
 

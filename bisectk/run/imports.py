@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 ENV = "BISECTK_IMPORTS"
+SKIP_ENV = "BISECTK_IMPORTS_SKIP"   # prefixes the hook does not record (so it needs no sysconfig)
 HOOK_DIR = str(Path(__file__).resolve().parent / "_hook")
 MAX_FILES = 5000
 
@@ -75,6 +76,7 @@ class Recording:
         fd, self.path = tempfile.mkstemp(prefix="bisectk-imports-")
         os.close(fd)
         env[ENV] = self.path
+        env[SKIP_ENV] = os.pathsep.join(_SKIP)
         pp = env.get("PYTHONPATH", "")
         env["PYTHONPATH"] = os.pathsep.join([HOOK_DIR, pp]) if pp else HOOK_DIR
 

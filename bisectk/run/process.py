@@ -6,9 +6,15 @@ RawRun          -- what happened to one process: exit code or signal, timed out 
                    output tails, wall time, how many descendants it left behind (killed). No
                    judgement: classification is `run/classify.py`'s job.
 run_process     -- start argv (never through a shell) under a supervisor, feed nothing on stdin,
-                   capture stdout/stderr into bounded buffers (and optionally full logs on disk),
-                   and end the whole process tree: on timeout (SIGTERM, a grace period, SIGKILL),
-                   and after a normal exit too (whatever the subject left running).
+                   read stdout/stderr through run/output.py (head and tail in memory, the result
+                   line wherever it is, capped logs on disk, pipes polled so a daemon holding them
+                   cannot block us), and end the whole process tree: on timeout (SIGTERM, a grace
+                   period, SIGKILL), after a normal exit too (whatever the subject left running),
+                   and on Ctrl-C with a short grace (INTERRUPT_GRACE_S).
+SupervisorLost  -- a subject may SIGKILL or SIGSTOP its parent, the supervisor: the wait notices
+                   (EOF, or the supervisor's state read every SUPERVISOR_CHECK_S), the run's
+                   processes are ended by hand (`kill_run`: every process carrying its run id) and
+                   the run is not judged (UNRESOLVED infra, the reason in words).
 start_contained -- the building block: argv running under its supervisor, with the handle to
                    end it (the warm workers start their processes through it as well).
 reap_stale      -- the last resort: processes of runs whose bisectk and supervisor both died,
@@ -38,7 +44,6 @@ import sys
 import threading
 import time
 import uuid
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -18,20 +18,20 @@ def _install() -> None:
         fd = os.open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     except OSError:
         return
-    import sysconfig
-    import threading
-    paths = sysconfig.get_paths()
-    skip = tuple(sorted({os.path.join(os.path.realpath(p), "") for p in
-                         (paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")) if p}))
-    guard = threading.local()
+    import _thread
+    # the prefixes not to record (standard library, installed packages) come from bisectk, so this
+    # hook imports nothing that a bare interpreter does not have loaded already
+    skip = tuple(p for p in os.environ.get("BISECTK_IMPORTS_SKIP", "").split(os.pathsep) if p)
+    busy = set()   # threads inside find_spec (it asks the other finders, which may import)
     seen = set()
 
     class _BisectkImportRecorder:
         @staticmethod
         def find_spec(name, path=None, target=None):
-            if getattr(guard, "busy", False):
+            me = _thread.get_ident()
+            if me in busy:
                 return None
-            guard.busy = True
+            busy.add(me)
             try:
                 for finder in list(sys.meta_path):
                     if finder is _BisectkImportRecorder:
@@ -45,12 +45,14 @@ def _install() -> None:
                         return spec
                 return None
             finally:
-                guard.busy = False
+                busy.discard(me)
 
     def _note(origin) -> None:
         if not origin or origin in seen:
             return
         seen.add(origin)
+        if origin.startswith(skip) or "/site-packages/" in origin or "/dist-packages/" in origin:
+            return   # the common case, decided without a system call
         real = os.path.realpath(origin)
         if real.startswith(skip) or "/site-packages/" in real or "/dist-packages/" in real:
             return
@@ -68,12 +70,12 @@ def _chain() -> None:
     here = os.path.dirname(os.path.realpath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.realpath(p or ".") != here]
     try:
-        import importlib.machinery
-        import importlib.util
-        spec = importlib.machinery.PathFinder.find_spec("sitecustomize", sys.path)
+        import _frozen_importlib as bootstrap            # loaded at start-up already: no import cost
+        import _frozen_importlib_external as external
+        spec = external.PathFinder.find_spec("sitecustomize", sys.path)
         if spec is None or spec.loader is None:
             return
-        module = importlib.util.module_from_spec(spec)
+        module = bootstrap.module_from_spec(spec)
         sys.modules["sitecustomize"] = module
         spec.loader.exec_module(module)
     except Exception:

@@ -283,6 +283,30 @@ class Ledger:
                     raise self._error(exc, doing) from None
                 raise
 
+    # -- what a subject's runs imported (the memo key's manifest, run/memokey.py) ---------
+    def sources(self, key: str) -> list[str]:
+        """The source files recorded as imported by the runs of a subject (`key`: its memo key
+        without them); kept in `meta` as `sources:<key>`, so no schema change."""
+        with self.lock, self._read("reading recorded sources"):
+            row = self.db.execute("SELECT value FROM meta WHERE key=?", (f"sources:{key}",)).fetchone()
+        try:
+            value = json.loads(row[0]) if row else []
+        except ValueError:
+            return []
+        return [p for p in value if isinstance(p, str)] if isinstance(value, list) else []
+
+    def add_sources(self, key: str, paths: list[str]) -> list[str]:
+        """Add to a subject's recorded sources (merged with what other sessions added); returns all."""
+        with self._write("recording sources"):
+            row = self.db.execute("SELECT value FROM meta WHERE key=?", (f"sources:{key}",)).fetchone()
+            try:
+                have = set(json.loads(row[0])) if row else set()
+            except (ValueError, TypeError):
+                have = set()
+            merged = sorted(have | set(paths))
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"sources:{key}", json.dumps(merged)))
+        return merged
+
     # -- runs ---------------------------------------------------------------------------
     def runs(self, fingerprint: str, config_key: str) -> list[Run]:
         with self.lock, self._read("reading runs"):

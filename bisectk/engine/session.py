@@ -14,7 +14,9 @@ Session         -- the open ledger and this invocation's session record (kind, f
                    `--executor ray`, actors on a Ray cluster: `ablate` ships the spec's project
                    directory with them), the commit space of bisect/triage (worktrees here, or
                    commits sent to the actors), and everything to close on the way out (worker
-                   pools, actors and the local Ray instance, scratch trees).
+                   pools, actors and the local Ray instance, scratch trees). Scratch trees are
+                   registered (run/scratch.py), and a session's start removes those whose
+                   command was killed before it could.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 from bisectk.engine.policy import RunPolicy
 from bisectk.events import EventBus, Note
 from bisectk.ledger import Ledger
+from bisectk.run import scratch
 from bisectk.run.runner import Runner, TimeoutPolicy
 from bisectk.spec import Spec
 
@@ -102,6 +105,7 @@ class Session:
         self.fingerprint = fingerprint or spec.fingerprint()
         self.previous = self.ledger.last_session(command, self.fingerprint)
         self.id = self.ledger.open_session(command, self.fingerprint, args or {})
+        scratch.remove_stale()   # scratch trees of commands that were SIGKILLed
         self.closers.append(preload_in_background())
         if reporter is not None:   # the porcelain's subscriber (terminal, progress lines)
             self.reporter = reporter
@@ -114,8 +118,11 @@ class Session:
         return self.ledger.path.parent / "logs"
 
     def scratch(self, name: str) -> Path:
-        """A private directory beside the ledger (never in the user's tree)."""
-        return self.ledger.path.parent / f"{name}-{self.id}-{os.getpid()}"
+        """A private directory beside the ledger (never in the user's tree), registered before it
+        exists so that the next start removes it if this command is killed; removed on close."""
+        path = self.ledger.path.parent / f"{name}-{self.id}-{os.getpid()}"
+        self.closers.append(scratch.register(path).remove)
+        return path
 
     @property
     def remote(self) -> bool:
@@ -138,7 +145,8 @@ class Session:
             return None
         if self.pool is None:
             from bisectk.run.pool import WorkerPool
-            self.pool = WorkerPool(gpus=list(self.policy.gpus) or None, slots=self.policy.jobs).start(wait=False)
+            self.pool = WorkerPool(gpus=list(self.policy.gpus) or None, slots=self.policy.jobs,
+                                   on_note=lambda text: self.events.emit(Note(text))).start(wait=False)
             self.closers.append(self.pool.close)
         return self.pool.run
 

@@ -13,7 +13,6 @@ verdict_code -- the CI exit code: 0 nothing to triage (the bad ref passes), 1 cu
 
 from __future__ import annotations
 
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +26,7 @@ from bisectk.errors import BisectkError
 from bisectk.events import PhaseStarted
 from bisectk.exitcodes import TRIAGE_CULPRIT, TRIAGE_INCONCLUSIVE, TRIAGE_NOTHING
 from bisectk.outcome import Outcome
+from bisectk.run import scratch
 from bisectk.spaces.hunkspace import HunkSpace
 from bisectk.spaces.revisions import export_tree
 
@@ -61,7 +61,7 @@ def run_triage(oracle: SpaceOracle, *, scratch_root: Path, policy: RunPolicy | N
         bad_sha = bis.first_bad["sha"]
         good_sha = bis.last_good[0]["sha"]
         oracle.runner.events.emit(PhaseStarted("triage", f"isolating hunks of {bad_sha[:10]} against {good_sha[:10]}"))
-        with tempfile.TemporaryDirectory(prefix="bisectk-triage-") as tmp:
+        with scratch.temporary_dir("bisectk-triage-") as tmp:   # registered: a SIGKILL cannot leak it
             space = None
             try:
                 good_tree = export_tree(commits.repo, good_sha, Path(tmp) / "good")

@@ -19,7 +19,7 @@ from rich.table import Table
 
 from bisectk.engine.records import AblationRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.words import (endpoint_lines, failure_line, problem_lines, problem_text, runs_words,
+from bisectk.report.words import (SAME_INPUTS, endpoint_lines, failure_line, problem_lines, problem_text, runs_words,
                                   stopped_line, wall_words)
 from bisectk.spec import format_value, render
 
@@ -154,8 +154,9 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
     if rec.sanitizer:
         out.print(rec.sanitizer.get("text", ""), markup=False)
     cached = rec.observations - rec.runs
-    out.print(f"runs: {rec.runs} executed" + (f", {cached} answered from the ledger" if cached > 0 else "")
-              + f" ({rec.search_runs} by the search, {rec.observations - rec.search_runs} endpoint and threshold runs)"
+    breakdown = f"{rec.search_runs} by the search, {rec.observations - rec.search_runs} endpoint and threshold runs"
+    out.print(f"runs: {rec.runs} executed"
+              + (f", {cached} answered from the ledger ({SAME_INPUTS}; {breakdown})" if cached > 0 else f" ({breakdown})")
               + f", {wall_words(rec)}", markup=False)
     for i, s in enumerate(rec.next_steps, 1):
         out.print(f"next {i}. {s}", markup=False)

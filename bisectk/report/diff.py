@@ -13,7 +13,7 @@ from rich.console import Console
 
 from bisectk.engine.records import DiffRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.words import (counted, endpoint_lines, failure_line, problem_lines, problem_text,
+from bisectk.report.words import (SAME_INPUTS, counted, endpoint_lines, failure_line, problem_lines, problem_text,
                                   runs_words, stopped_line, wall_words)
 
 
@@ -99,5 +99,5 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
     out.print((rec.lines_diff or rec.diff).rstrip(), markup=False, highlight=False)
     out.print(failure_line(rec.endpoints), markup=False)
     cached = rec.observations - rec.runs
-    out.print(f"runs: {rec.runs} executed" + (f", {cached} answered from the ledger" if cached > 0 else "")
+    out.print(f"runs: {rec.runs} executed" + (f", {cached} answered from the ledger ({SAME_INPUTS})" if cached > 0 else "")
               + f", {wall_words(rec)}; {len(rec.unresolved)} unresolved hybrid(s)", markup=False)

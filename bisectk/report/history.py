@@ -19,7 +19,7 @@ from rich.console import Console
 
 from bisectk.engine.records import BisectRecord
 from bisectk.report.debuglog import AttemptEntry, DebugLog, table
-from bisectk.report.words import (endpoint_lines, failure_line, problem_lines, problem_text, runs_words,
+from bisectk.report.words import (SAME_INPUTS, endpoint_lines, failure_line, problem_lines, problem_text, runs_words,
                                   stopped_line, wall_words)
 
 CONCLUSION = {"fail": "Bad: the first bad commit is this one or one of its ancestors.",
@@ -126,5 +126,5 @@ def print_summary(out: Console, rec: BisectRecord, runs: bool = True) -> None:
         out.print(f"confidence {rec.confidence:.4f}; {len(rec.skipped)} skipped", markup=False)
         return
     out.print(f"confidence {rec.confidence:.4f}; {rec.observations} observations, {rec.runs} executed"
-              + (f", {cached} from the ledger" if cached > 0 else "")
+              + (f", {cached} from the ledger ({SAME_INPUTS})" if cached > 0 else "")
               + f"; {len(rec.skipped)} skipped; {wall_words(rec)}", markup=False)

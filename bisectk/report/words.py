@@ -70,9 +70,11 @@ def wall_words(rec, label: str = "wall") -> str:
     if rec.observations > rec.runs and rec.run_s:
         text += f" (its {rec.observations} runs took {rec.run_s:.1f} s, the ledger's included)"
     return text
+# what a run answered from the ledger shares with one made now (run/memokey.py: the memo key)
+SAME_INPUTS = "same command, timeout, environment and sources"
 
 
 def runs_words(executed: int, observations: int) -> str:
     cached = observations - executed
     return (f"{executed} run{'s' if executed != 1 else ''} executed"
-            + (f", {cached} answered from the ledger" if cached > 0 else ""))
+            + (f", {cached} answered from the ledger ({SAME_INPUTS})" if cached > 0 else ""))

@@ -6,7 +6,8 @@ Judge          -- the oracle's side of classification: metric thresholds and the
                   against the good baseline.
 classify_build -- a build step's RawRun: only UNRESOLVED(BUILD/INFRA) or None (built fine).
 classify_run   -- the subject's RawRun: PASS, FAIL(HANG/CRASH/WRONG/SLOW), UNRESOLVED.
-parse_result   -- the `BISECTK_RESULT {json}` line of the subject protocol.
+parse_result   -- the `BISECTK_RESULT {json}` line of the subject protocol (the reader keeps the
+                  last one of the whole stream in `RawRun.result`, wherever it was).
 skip_reason    -- why a subject exited 125 (its own `error`, else its last stderr line).
 usage_error    -- the subject rejected its arguments (exit 2 with a `usage:` line, as argparse,
                   click and typer do): UNRESOLVED(USAGE), never a crash of the kernel.
@@ -95,7 +96,7 @@ def last_line(text: str) -> str:
 def skip_reason(raw: RawRun) -> str:
     """Why a subject said "cannot test" (exit 125): the `error` of its BISECTK_RESULT line, else the
     last line it wrote to stderr -- e.g. 'no CUDA device: this kernel needs a GPU ...'."""
-    result = parse_result(raw.stdout) or {}
+    result = parse_result(raw.result or raw.stdout) or {}
     error = result.get("error")
     if isinstance(error, str) and error.strip():
         return " ".join(error.split())[:200]
@@ -271,7 +272,7 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
             signature = signature or last_exception(text) or f"exit {raw.exit_code}"
         name = crash_name(signature, raw.signal or shell_signal, raw.exit_code)
         return Run(Outcome.FAIL, FailKind.CRASH, signature=signature, failed=(name,), **common)
-    metrics = parse_result(raw.stdout)
+    metrics = parse_result(raw.result or raw.stdout)   # the line caught wherever it was, else the tail
     if metrics is None:
         metrics = {}
         if judge.thresholds:

@@ -14,11 +14,19 @@ _Slot      -- a place in the pool (a GPU, or a CPU slot): the worker serving it 
 WorkerPool -- `run(argv, cwd, env, timeout, log_dir, watch) -> RawRun`, the signature of
               `run_process`, so it plugs into `Runner(executor=...)`. A request that cannot run
               in-process (not `python script.py ...`, or an env override of a process-level
-              variable such as CUDA_* / CUTE_DSL_*) runs in a fresh process instead. The watchdog
-              follows the run's progress: the run's output files are read as they grow and their
-              lines fed to the `watch` (run/progress.py), whose moving deadline ends a hang.
-              `stats` counts warm and cold runs, worker starts and discards, and how long each
-              slot went without a ready worker after a discard (`recovery_s`).
+              variable such as CUDA_* / CUTE_DSL_*) runs in a fresh process instead. The run's
+              output comes through two FIFOs read exactly as a cold run's pipes are
+              (run/output.py: capped logs, the result line wherever it is); its lines feed the
+              `watch` (run/progress.py), whose moving deadline ends a hang. After each run the
+              processes it left in the worker's tree are killed (a fresh process's supervisor would
+              have), and the worker's supervisor is looked at: a run that killed or stopped it is
+              UNRESOLVED (infra) and the worker's whole tree is ended by hand. What the run changed
+              in the interpreter (run/isolation.py) is said once through `on_note`; a worker that
+              cannot be put back, or that refuses a run because it is not fresh, is retired.
+              `stats` counts warm and cold runs, worker starts and discards, state restored
+              (`leaks_restored`) or retired for (`leaks_retired`), and how long each slot went
+              without a ready worker after a discard (`recovery_s`). `close` kills a worker that is
+              mid-run at once (Ctrl-C must not wait for the run).
 """
 
 from __future__ import annotations
@@ -26,14 +34,21 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 
-from bisectk.run.process import LineFeed, RawRun, kill_tree, run_process, signal_name, start_contained
+import psutil
+
+from bisectk.run.output import Capture, Readers
+from bisectk.run.process import (RUN_ID_ENV, SUPERVISOR_CHECK_S, RawRun, death_words, kill_run, kill_tree,
+                                 run_process, signal_name, start_contained)
 
 # Environment variables read at import or CUDA-context creation: a request that changes one cannot
 # be honoured by a warm process and runs cold instead.
@@ -43,6 +58,8 @@ DEFAULT_PRELOAD = ("torch", "cutlass")
 READY_TIMEOUT_S = 180.0
 MAX_FAILED_STARTS = 3
 POLL_S = 0.05
+CLOSE_WAIT_S = 0.2  # closing: how long idle workers get to exit by themselves before they are killed
+MAX_REFUSALS = 3   # workers that refuse one run (not fresh) before it runs cold
 
 
 def default_spares() -> int:
@@ -58,15 +75,21 @@ class _Worker:
     def __init__(self, python: str, env: dict[str, str], preload: tuple[str, ...], log: Path | None):
         r, w = os.pipe()
         self.log = open(log, "ab") if log else subprocess.DEVNULL
+        # the run id marks every process of this worker's tree, so one that escaped it (after its
+        # supervisor was killed) is still found (process.kill_run)
+        self.run_id = uuid.uuid4().hex
         try:  # under a supervisor: the worker's tree dies with bisectk, even on SIGKILL
             self.contained = start_contained(
-                [python, "-m", "bisectk.run.worker", "--serve", "--reply-fd", str(w),
+                # -P: the current directory is not put on sys.path, so the worker imports the pool's
+                # own bisectk (PYTHONPATH), never a checkout that happens to be the cwd
+                [python, "-P", "-m", "bisectk.run.worker", "--serve", "--reply-fd", str(w),
                  "--preload", ",".join(preload)],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.log, env=env,
-                pass_fds=(w,), cwd=os.getcwd(), grace=0.5)
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.log,
+                env={**env, RUN_ID_ENV: self.run_id}, pass_fds=(w,), cwd=os.getcwd(), grace=0.5)
         finally:
             os.close(w)
         self.proc = self.contained.proc
+        self.pid = self.contained.pid   # the worker itself (proc is its supervisor)
         self.reply_fd = r
         self.buf = b""
         self.runs = 0
@@ -102,8 +125,43 @@ class _Worker:
         self.proc.stdin.write((json.dumps(req) + "\n").encode())
         self.proc.stdin.flush()
 
-    def kill(self) -> None:
-        kill_tree(self.proc.pid, grace_s=0.5)
+    def supervisor_lost(self) -> str:
+        """Why this worker's containment is gone ('' while its supervisor is alive and running):
+        a run may kill or stop the supervisor (it is the worker's parent)."""
+        if self.proc.poll() is not None:
+            return f"the warm worker's supervisor {death_words(self.proc.returncode)}"
+        return self.contained.stopped().replace("the run's supervisor", "the warm worker's supervisor")
+
+    def leftovers(self) -> int:
+        """Kill what a run left running in the worker's tree (children of the worker, and orphans
+        its supervisor adopted), as a fresh process's supervisor would after the run; how many."""
+        try:
+            sup = psutil.Process(self.proc.pid)
+            procs = [p for p in sup.children(recursive=True) if p.pid != self.pid]
+        except psutil.Error:
+            return 0
+        alive = [p for p in procs if p.status() != psutil.STATUS_ZOMBIE]
+        for p in alive:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        return len(alive)
+
+    def kill(self, grace_s: float = 0.5) -> None:
+        """End the worker and everything of its tree now, whether its supervisor is alive or not."""
+        try:
+            os.kill(self.pid, signal.SIGCONT)
+        except OSError:
+            pass
+        kill_tree(self.proc.pid, grace_s=grace_s)
+        if self.proc.poll() is not None or self.contained.stopped():
+            try:
+                os.kill(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            kill_tree(self.pid, grace_s=0.0)
+            kill_run(self.run_id)
         self.contained.close()
         try:
             self.proc.wait(timeout=5)
@@ -127,7 +185,7 @@ class _Worker:
         except Exception:
             pass
 
-    def close(self, deadline: float | None = None) -> None:
+    def close(self, deadline: float | None = None, grace_s: float = 0.5) -> None:
         """Ask the worker to exit, wait for it until `deadline` (default: 5 s from now), then
         kill whatever is left of its tree."""
         self.ask_exit()
@@ -135,7 +193,7 @@ class _Worker:
             self.proc.wait(timeout=max(0.0, (deadline or time.monotonic() + 5) - time.monotonic()))
         except Exception:
             pass
-        self.kill()
+        self.kill(grace_s)
 
 
 class _Slot:
@@ -167,7 +225,7 @@ class WorkerPool:
     def __init__(self, gpus=None, *, slots: int = 1, python: str | None = None, env: dict[str, str] | None = None,
                  preload: tuple[str, ...] = DEFAULT_PRELOAD, max_runs: int = 200, spares: bool | int = True,
                  ready_timeout: float = READY_TIMEOUT_S, log_dir: str | os.PathLike | None = None,
-                 eager: bool = True):
+                 eager: bool = True, on_note=None):
         self.python = python or sys.executable
         self.base_env = {**os.environ, **(env or {})}
         root = str(Path(__file__).resolve().parents[2])
@@ -184,6 +242,8 @@ class WorkerPool:
         self.stats = {"warm_runs": 0, "cold_runs": 0, "worker_starts": 0, "worker_discards": 0,
                       "spare_promotions": 0, "recovery_s": []}
         self._closed = False
+        self.on_note = on_note
+        self._said: set[str] = set()
         if eager:
             self.start(wait=False)
 
@@ -260,11 +320,11 @@ class WorkerPool:
         self._fill(slot)
         return w
 
-    def _retire(self, slot: _Slot) -> None:
+    def _retire(self, slot: _Slot, grace_s: float = 0.5) -> None:
         with self.cond:
             old = self._discard(slot)
         if old is not None:
-            old.kill()
+            old.kill(grace_s)
 
     def start(self, wait: bool = True) -> WorkerPool:
         with self.cond:
@@ -279,17 +339,20 @@ class WorkerPool:
         """Close the workers; a spare still importing is killed, not waited for."""
         with self.cond:
             self._closed = True
-            workers = [w for s in self.slots for w in (s.worker, *s.spares) if w is not None]
+            busy = [s.worker for s in self.slots if s.busy and s.worker is not None]
+            workers = [w for s in self.slots for w in (s.worker, *s.spares) if w is not None and w not in busy]
             starting = [w for s in self.slots for w in s.pending]
             for s in self.slots:
                 s.worker, s.spares = None, []
-        for w in starting:
-            w.kill()      # its start thread sees the pipe close and gives up
+        for w in busy + starting:
+            w.kill(0.1)   # mid-run (Ctrl-C) or still importing: not waited for
         for w in workers:  # all asked at once: each exit tears down a CUDA context
             w.ask_exit()
-        deadline = time.monotonic() + 5
+        # a worker's own exit (torch's teardown) takes most of a second: a short wait, then the kill
+        # (Ctrl-C must come back within a second, and there is nothing a worker must save)
+        deadline = time.monotonic() + CLOSE_WAIT_S
         for w in workers:
-            w.close(deadline)
+            w.close(deadline, grace_s=0.1)
         with self.cond:
             self.cond.wait_for(lambda: all(s.starting == 0 for s in self.slots), timeout=10)
 
@@ -334,117 +397,156 @@ class WorkerPool:
     def run(self, argv: list[str], *, cwd: str | os.PathLike | None = None,
             env: dict[str, str] | None = None, timeout: float | None = None,
             log_dir: Path | None = None, tail_bytes: int = 64 * 1024,
-            base_env: dict[str, str] | None = None, watch=None) -> RawRun:
+            base_env: dict[str, str] | None = None, watch=None, record_imports: bool = False) -> RawRun:
         """Run `argv` in a warm worker (or cold when it cannot); never raises for the subject.
-        A run that brings its own whole environment (`base_env`) always runs cold."""
+        A run that brings its own whole environment (`base_env`) always runs cold. A worker that
+        refuses the run (not as fresh as after its preload) is retired and the next one asked."""
         if base_env is None and self.warm_capable(argv, env):
-            slot = self._acquire()
-            if slot is not None:
+            for _ in range(MAX_REFUSALS):
+                slot = self._acquire()
+                if slot is None:
+                    break
                 try:
-                    return self._run_on(slot, argv, cwd, env, timeout, log_dir, tail_bytes, watch)
+                    raw = self._run_on(slot, argv, cwd, env, timeout, log_dir, tail_bytes, watch, record_imports)
                 finally:
                     self._release(slot)
+                if raw is not None:
+                    return raw
         self.stats["cold_runs"] += 1
         return run_process(argv, cwd=cwd, env={**(base_env if base_env is not None else self.base_env), **(env or {})},
-                           timeout=timeout, log_dir=log_dir, tail_bytes=tail_bytes, watch=watch)
+                           timeout=timeout, log_dir=log_dir, tail_bytes=tail_bytes, watch=watch,
+                           record_imports=record_imports)
 
     __call__ = run
 
-    def _run_on(self, slot: _Slot, argv, cwd, env, timeout, log_dir, tail_bytes, watch) -> RawRun:
+    def _note(self, text: str) -> None:
+        """Say something once (the same words are not repeated) to `on_note` (the session's events)."""
+        with self.cond:
+            if text in self._said:
+                return
+            self._said.add(text)
+        if self.on_note is not None:
+            try:
+                self.on_note(text)
+            except Exception:
+                pass
+
+    def _run_on(self, slot: _Slot, argv, cwd, env, timeout, log_dir, tail_bytes, watch,
+                record_imports) -> RawRun | None:
+        """One run in the slot's worker; None when the worker refused it (it was retired)."""
         w = slot.worker
-        tmp = None
+        fifo_dir = Path(tempfile.mkdtemp(prefix="bisectk-warm-"))
+        sinks = [None, None]
         if log_dir:
-            log_dir = Path(log_dir)
-            log_dir.mkdir(parents=True, exist_ok=True)
-            out_p, err_p = log_dir / "stdout.log", log_dir / "stderr.log"
-        else:
-            tmp = tempfile.mkdtemp(prefix="bisectk-warm-")
-            out_p, err_p = Path(tmp) / "stdout.log", Path(tmp) / "stderr.log"
+            try:
+                Path(log_dir).mkdir(parents=True, exist_ok=True)
+                sinks = [Path(log_dir) / "stdout.log", Path(log_dir) / "stderr.log"]
+            except OSError:
+                pass
+        # the run's fds 1 and 2 are FIFOs read here as a cold run's pipes are (run/output.py):
+        # capped logs, the result line wherever it is, lines followed as they come. Opened
+        # read-write, so they exist before the worker opens them and never read as EOF early.
+        fds = []
+        for name in ("stdout", "stderr"):
+            os.mkfifo(fifo_dir / name, 0o600)
+            fds.append(os.open(fifo_dir / name, os.O_RDWR | os.O_NONBLOCK))
+        t0 = time.monotonic()
+        on_line = (lambda text: watch.line(text, time.monotonic() - t0)) if watch is not None else None
+        caps = [Capture(tail_bytes, sinks[0], on_line, results=True), Capture(tail_bytes, sinks[1], on_line)]
+        readers = Readers(list(zip(fds, caps)))
         req = {"argv": list(argv[1:]), "env": dict(env or {}),
                "cwd": str(Path(cwd).resolve()) if cwd else os.getcwd(),
-               "stdout_path": str(out_p), "stderr_path": str(err_p)}
-        follow = _Follow([out_p, err_p], watch)
-        t0 = time.monotonic()
-        died, rep = False, None
+               "stdout_path": str(fifo_dir / "stdout"), "stderr_path": str(fifo_dir / "stderr"),
+               "imports": bool(record_imports)}
+        died, rep, lost = False, None, ""
         deadline = getattr(watch, "deadline", None)
         try:
             w.send(req)
+            last_check = t0
             while rep is None:
-                follow.poll(time.monotonic() - t0)
+                now = time.monotonic()
                 due = deadline() if deadline else timeout
-                left = None if due is None else due - (time.monotonic() - t0)
+                left = None if due is None else due - (now - t0)
                 if left is not None and left <= 0:
                     break
+                if now - last_check >= SUPERVISOR_CHECK_S:
+                    last_check = now
+                    lost = w.supervisor_lost()
+                    if lost:
+                        break
                 rep = w.read_line(POLL_S if left is None else min(POLL_S, left))
         except (BrokenPipeError, OSError, EOFError):
             died = True
+            lost = w.supervisor_lost()
+        except BaseException:
+            # Ctrl-C: the worker is mid-run; end it now rather than wait for the run
+            self._retire(slot, grace_s=0.1)
+            readers.stop(0.5)
+            self._close_fifos(fds, fifo_dir)
+            raise
         duration = time.monotonic() - t0
-        follow.poll(duration)
+        if not lost and rep is not None:
+            lost = w.supervisor_lost()   # a run may kill or stop the supervisor and then return
+        leftovers = 0 if lost else w.leftovers()
+        readers.stop()
+        self._close_fifos(fds, fifo_dir)
         self.stats["warm_runs"] += 1
-        stdout, stderr = _tail(out_p, tail_bytes), _tail(err_p, tail_bytes)
-        if tmp is not None:
-            for p in (out_p, err_p):
-                try:
-                    p.unlink()
-                except OSError:
-                    pass
-            try:
-                os.rmdir(tmp)
-            except OSError:
-                pass
+        stdout, stderr = caps[0].text(), caps[1].text()
+        result = caps[0].result
+        notes = [c.sink_error for c in caps if c.sink_error]
         timeline = watch.timeline(duration).to_list() if watch is not None else None
+        if lost:   # containment is gone: end the worker's whole tree by hand; no verdict
+            self._retire(slot)
+            self.stats["worker_lost"] = self.stats.get("worker_lost", 0) + 1
+            return RawRun(started=False, error=f"{lost} during the run; the worker and its processes were "
+                                               "ended; the run cannot be judged",
+                          stdout=stdout, stderr=stderr, result=result)
+        if rep is not None and rep.get("refused"):
+            self._retire(slot)
+            self.stats["refused"] = self.stats.get("refused", 0) + 1
+            self._note(f"warm worker retired before a run: {rep['refused']}")
+            return None
         if rep is None:
             if not died:  # no reply in time: a hang (or a worker stuck in its own machinery)
                 self._retire(slot)
                 return RawRun(started=True, timed_out=True, duration_s=duration, stdout=stdout, stderr=stderr,
-                              timeline=timeline, stalled=watch.where(duration) if hasattr(watch, "where") else "")
+                              timeline=timeline, stalled=watch.where(duration) if hasattr(watch, "where") else "",
+                              result=result)
             try:
                 rc = w.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 rc = -9
             self._retire(slot)  # the worker died under the script (segfault, os._exit, abort)
             return RawRun(started=True, exit_code=None if rc < 0 else rc, signal=signal_name(rc),
-                          duration_s=duration, stdout=stdout, stderr=stderr, timeline=timeline,
+                          duration_s=duration, stdout=stdout, stderr=stderr, timeline=timeline, result=result,
                           error="" if rc < 0 else "the warm worker exited during the run")
         w.runs += 1
         code = rep.get("exit_code")
         poisoned = rep.get("poisoned") or ""
+        changed, stuck = rep.get("changed") or [], rep.get("stuck") or []
+        isolation = ""
+        if stuck:
+            self.stats["leaks_retired"] = self.stats.get("leaks_retired", 0) + 1
+            isolation = f"left state that cannot be put back: {'; '.join(stuck[:3])}; its worker was retired"
+            self._note(f"warm worker: a run {isolation}")
+        elif changed:
+            self.stats["leaks_restored"] = self.stats.get("leaks_restored", 0) + 1
+            isolation = f"changed {'; '.join(changed[:3])}; put back before the next run"
+            self._note(f"warm worker: a run {isolation}")
+        if leftovers:
+            self._note(f"warm worker: a run left {leftovers} process(es) running; they were killed")
         if code != 0 or poisoned or rep.get("retire") or w.runs >= self.max_runs:
             self._retire(slot)  # never let a possibly poisoned CUDA context serve again
         return RawRun(started=True, exit_code=code, signal=None, timed_out=False, duration_s=duration,
-                      stdout=stdout, stderr=stderr, poisoned=poisoned, timeline=timeline)
+                      stdout=stdout, stderr=stderr, poisoned=poisoned, timeline=timeline, result=result,
+                      leftovers=leftovers, imports=tuple(rep.get("imports") or ()), isolation=isolation,
+                      error=f"log not written: {notes[0]}" if notes else "")
 
-
-class _Follow:
-    """Reads the run's output files as they grow and feeds complete lines to the watch."""
-
-    def __init__(self, paths: list[Path], watch):
-        self.paths, self.watch = paths, watch
-        self.offsets = [0] * len(paths)
-        self.lines = [LineFeed(watch.line) for _ in paths] if watch is not None else []
-
-    def poll(self, t: float) -> None:
-        if self.watch is None:
-            return
-        for i, p in enumerate(self.paths):
+    @staticmethod
+    def _close_fifos(fds: list[int], fifo_dir: Path) -> None:
+        for fd in fds:
             try:
-                with open(p, "rb") as f:
-                    f.seek(self.offsets[i])
-                    data = f.read(1 << 20)
+                os.close(fd)
             except OSError:
-                continue
-            if not data:
-                continue
-            self.offsets[i] += len(data)
-            self.lines[i].feed(data, t)
-
-
-def _tail(path: Path, limit: int) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - limit))
-            return f.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
+                pass
+        shutil.rmtree(fifo_dir, ignore_errors=True)

@@ -6,9 +6,15 @@ RawRun          -- what happened to one process: exit code or signal, timed out 
                    output tails, wall time, how many descendants it left behind (killed). No
                    judgement: classification is `run/classify.py`'s job.
 run_process     -- start argv (never through a shell) under a supervisor, feed nothing on stdin,
-                   capture stdout/stderr into bounded buffers (and optionally full logs on disk),
-                   and end the whole process tree: on timeout (SIGTERM, a grace period, SIGKILL),
-                   and after a normal exit too (whatever the subject left running).
+                   read stdout/stderr through run/output.py (head and tail in memory, the result
+                   line wherever it is, capped logs on disk, pipes polled so a daemon holding them
+                   cannot block us), and end the whole process tree: on timeout (SIGTERM, a grace
+                   period, SIGKILL), after a normal exit too (whatever the subject left running),
+                   and on Ctrl-C with a short grace (INTERRUPT_GRACE_S).
+SupervisorLost  -- a subject may SIGKILL or SIGSTOP its parent, the supervisor: the wait notices
+                   (EOF, or the supervisor's state read every SUPERVISOR_CHECK_S), the run's
+                   processes are ended by hand (`kill_run`: every process carrying its run id) and
+                   the run is not judged (UNRESOLVED infra, the reason in words).
 start_contained -- the building block: argv running under its supervisor, with the handle to
                    end it (the warm workers start their processes through it as well).
 reap_stale      -- the last resort: processes of runs whose bisectk and supervisor both died,
@@ -38,7 +44,6 @@ import sys
 import threading
 import time
 import uuid
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,9 +52,12 @@ import psutil
 from bisectk.procstat import process_start  # noqa: F401  (re-exported)
 
 from bisectk.run import supervise
+from bisectk.run.output import Capture, LineFeed, Readers  # noqa: F401  (LineFeed re-exported)
 
 TAIL_BYTES = 64 * 1024
-GRACE_S = 1.0            # SIGTERM -> SIGKILL, on timeout or interruption
+GRACE_S = 1.0            # SIGTERM -> SIGKILL, on timeout
+INTERRUPT_GRACE_S = 0.3  # the same on Ctrl-C: the user is waiting for the prompt
+SUPERVISOR_CHECK_S = 0.1  # how often a run's supervisor is looked at (killed? stopped?)
 LEFTOVER_GRACE_S = 0.2   # the same, for what a subject left running after it exited
 START_TIMEOUT_S = 60.0   # the supervisor's own start (a loaded machine)
 MAX_TIMEOUT_S = 365 * 24 * 3600.0
@@ -64,88 +72,16 @@ class RawRun:
     signal: str | None = None
     timed_out: bool = False
     duration_s: float = 0.0
-    stdout: str = ""
+    stdout: str = ""     # head and tail of the output (run/output.py Capture.text)
     stderr: str = ""
     error: str = ""
     leftovers: int = 0  # processes still alive after the subject exited, killed by the supervisor
     poisoned: str = ""  # a warm worker's CUDA context failed after the run returned: what it said
     timeline: list | None = None   # progress points seen (run/progress.py Timeline.to_list())
     stalled: str = ""              # where a hung run stopped, in words
-
-
-MAX_LINE = 4096   # bytes of one output line a progress watch sees
-
-
-class LineFeed:
-    """Splits a byte stream, fed in chunks, into lines for a progress watch: each line is cut at
-    MAX_LINE bytes (a line still open is kept up to that) and handed on decoded. `emit(text,
-    *extra)` gets the extra arguments of `feed`; an exception in it is dropped, so a watchdog bug
-    never stops a stream from being drained."""
-
-    def __init__(self, emit):
-        self.emit = emit
-        self.partial = b""
-
-    def feed(self, chunk: bytes, *extra) -> None:
-        *lines, rest = (self.partial + chunk).split(b"\n")
-        self.partial = rest[-MAX_LINE:]
-        for line in lines:
-            try:
-                self.emit(line[:MAX_LINE].decode("utf-8", errors="replace"), *extra)
-            except Exception:
-                pass
-
-
-class _Tail:
-    """Keeps the last `limit` bytes of a stream, and optionally writes everything to a file.
-
-    A log that cannot be written (disk full, directory gone) stops being written; the stream is
-    still drained and its tail kept, so the subject never blocks and nothing raises in the thread."""
-
-    def __init__(self, limit: int, sink: Path | None, on_line=None):
-        self.lines = LineFeed(on_line) if on_line is not None else None   # when progress is followed
-        self.chunks: deque[bytes] = deque()
-        self.size = 0
-        self.limit = limit
-        self.sink_error = ""
-        self.sink = None
-        if sink:
-            try:
-                self.sink = open(sink, "wb")
-            except OSError as exc:
-                self.sink_error = f"{sink}: {exc.strerror or exc}"
-
-    def feed(self, stream) -> None:
-        try:
-            for chunk in iter(lambda: stream.read1(65536), b""):
-                if self.sink:
-                    try:
-                        self.sink.write(chunk)
-                    except OSError as exc:
-                        self.sink_error = f"{self.sink.name}: {exc.strerror or exc}"
-                        self._close_sink()
-                if self.lines is not None:
-                    self.lines.feed(chunk)
-                self.chunks.append(chunk)
-                self.size += len(chunk)
-                while self.size - len(self.chunks[0]) >= self.limit and len(self.chunks) > 1:
-                    self.size -= len(self.chunks.popleft())
-        except (OSError, ValueError):
-            pass  # the pipe went away under us: what was read is kept
-        finally:
-            self._close_sink()
-
-    def _close_sink(self) -> None:
-        sink, self.sink = self.sink, None
-        if sink:
-            try:
-                sink.close()
-            except OSError as exc:
-                self.sink_error = self.sink_error or f"{sink.name}: {exc.strerror or exc}"
-
-    def text(self) -> str:
-        data = b"".join(self.chunks)[-self.limit:]
-        return data.decode("utf-8", errors="replace")
+    result: str = ""               # the last BISECTK_RESULT line of stdout, wherever it was
+    imports: tuple = ()            # source files the run imported (see run/imports.py), when recorded
+    isolation: str = ""            # a warm worker: interpreter state the run changed (restored, or why not)
 
 
 def kill_tree(pid: int, grace_s: float = GRACE_S) -> None:
@@ -236,6 +172,11 @@ def _exec_paths(argv0: str, env: dict[str, str]) -> list[str]:
     return [os.path.join(d, argv0) for d in os.get_exec_path(env)]
 
 
+class SupervisorLost(Exception):
+    """The run's supervisor was stopped (SIGSTOP, by the subject or anyone) while the run went on:
+    containment can no longer be trusted, so the run is ended by hand and not judged."""
+
+
 class Contained:
     """A subject running under its supervisor. `proc` is the supervisor's Popen (its exit status
     mirrors the subject's); `pid` is the subject's; `t0` when it started (time.monotonic)."""
@@ -246,7 +187,9 @@ class Contained:
 
     def wait(self, deadline: float | None = None):
         """The supervisor's final report (a dict), None if it died without one, or TimeoutError
-        raised when `deadline` (time.monotonic) passes first."""
+        raised when `deadline` (time.monotonic) passes first. SupervisorLost when the supervisor
+        is found stopped (looked at every SUPERVISOR_CHECK_S: a stopped supervisor never reports,
+        and would leave us waiting for good)."""
         while True:
             msg, self._buf = supervise.unpack_from(self._buf)
             if msg is not None:
@@ -254,8 +197,12 @@ class Contained:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 raise TimeoutError
-            ready, _, _ = select.select([self.guard], [], [], min(left, 3600.0) if left is not None else None)
+            step = SUPERVISOR_CHECK_S if left is None else min(left, SUPERVISOR_CHECK_S)
+            ready, _, _ = select.select([self.guard], [], [], step)
             if not ready:
+                stopped = self.stopped()
+                if stopped:
+                    raise SupervisorLost(stopped)
                 continue
             try:
                 chunk = self.guard.recv(65536)
@@ -265,9 +212,23 @@ class Contained:
                 return None
             self._buf += chunk
 
-    def end(self) -> None:
-        """Ask the supervisor to end the tree now (SIGTERM, grace, SIGKILL); it still reports."""
+    def stopped(self) -> str:
+        """Why the supervisor cannot act ('' while it can): it is stopped or traced."""
         try:
+            with open(f"/proc/{self.proc.pid}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return ""
+        if state in (b"T", b"t"):
+            return "the run's supervisor was stopped (SIGSTOP or a debugger) during the run"
+        return ""
+
+    def end(self, interrupt: bool = False) -> None:
+        """Ask the supervisor to end the tree now (SIGTERM, grace, SIGKILL); it still reports.
+        `interrupt`: Ctrl-C, so the grace is INTERRUPT_GRACE_S, not the run's."""
+        try:
+            if interrupt:
+                self.guard.send(supervise.INTERRUPT)
             self.guard.shutdown(socket.SHUT_WR)
         except OSError:
             pass
@@ -322,13 +283,20 @@ def start_contained(argv: list[str], *, cwd=None, env: dict[str, str] | None = N
 def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
                 env: dict[str, str] | None = None, timeout: float | None = None,
                 log_dir: Path | None = None, tail_bytes: int = TAIL_BYTES,
-                base_env: dict[str, str] | None = None, watch=None) -> RawRun:
+                base_env: dict[str, str] | None = None, watch=None, record_imports: bool = False) -> RawRun:
     """Run argv to completion or timeout. Never raises for the subject's behaviour (nor for a
     command the kernel refuses: that is `RawRun(started=False, error=...)`).
 
     The child's environment is `base_env` (default: this process's) updated with `env`. With a
     `watch` (run/progress.py: Recorder or Watch), every output line is a progress point and a
-    Watch's deadline, which moves as the run progresses, replaces the fixed `timeout`."""
+    Watch's deadline, which moves as the run progresses, replaces the fixed `timeout`.
+    `record_imports`: Python processes of the run record the source files they import
+    (run/imports.py), returned in `RawRun.imports`.
+
+    A supervisor that dies (SIGKILL) or is stopped (SIGSTOP) during the run -- a hostile subject
+    can do either to its parent -- is noticed within SUPERVISOR_CHECK_S: the run's processes are
+    ended by hand (its tree, and any process carrying its run id) and the run is not judged
+    (`started=False`, the reason in `error`: UNRESOLVED infra)."""
     problem = invalid_command(argv, cwd, env)
     if problem:
         return RawRun(started=False, error=f"cannot start: {problem}")
@@ -337,9 +305,15 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     reap_stale()
     run_id = uuid.uuid4().hex
     full_env = {**(os.environ if base_env is None else base_env), **(env or {}), RUN_ID_ENV: run_id}
+    recording = None
+    if record_imports:
+        from bisectk.run import imports
+        recording = imports.Recording(full_env)
     try:
         c = start_contained(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except (OSError, ValueError) as exc:
+        if recording:
+            recording.close()
         return RawRun(started=False, error=f"cannot start {argv[0]!r}: {_describe(exc)}")
     record = _write_record(run_id, c)
     sinks = [None, None]
@@ -350,39 +324,52 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
         except OSError:
             pass  # no full logs; the tails are still kept
     on_line = (lambda text: watch.line(text, time.monotonic() - c.t0)) if watch is not None else None
-    tails = [_Tail(tail_bytes, sink, on_line) for sink in sinks]
-    readers = [threading.Thread(target=t.feed, args=(s,), daemon=True)
-               for t, s in zip(tails, (c.proc.stdout, c.proc.stderr))]
-    for r in readers:
-        r.start()
-    timed_out, decided = False, None
+    caps = [Capture(tail_bytes, sinks[0], on_line, results=True), Capture(tail_bytes, sinks[1], on_line)]
+    readers = Readers([(c.proc.stdout.fileno(), caps[0]), (c.proc.stderr.fileno(), caps[1])])
+    timed_out, decided, lost = False, None, ""
     try:
         try:
             report = _wait(c, timeout, watch)
         except TimeoutError:
             timed_out, decided = True, time.monotonic()
             c.end()
-            report = c.wait()
+            report = c.wait(time.monotonic() + GRACE_S + supervise.KILL_ROUNDS_S + 5)
+    except SupervisorLost as exc:
+        lost, report = str(exc), None
+    except TimeoutError:   # the supervisor never reported after being told to end the tree
+        lost, report = "the run's supervisor did not end the run when told to", None
     except BaseException:
-        # Ctrl-C or an error in bisectk itself: never leave the subject behind.
-        c.end()
-        _finish(c, readers, record)
+        # Ctrl-C or an error in bisectk itself: never leave the subject behind, and be quick
+        c.end(interrupt=True)
+        _finish(c, readers, record, run_id, quick=True)
+        if recording:
+            recording.close()
         raise
-    _finish(c, readers, record)
-    if report is None:  # the supervisor was killed: end what it watched over, report no verdict
-        kill_tree(c.pid)
-        return RawRun(started=False, error="the process supervisor died during the run; it cannot be judged",
-                      stdout=tails[0].text(), stderr=tails[1].text())
+    if report is None and not lost:
+        c.proc.wait()
+        lost = f"the run's supervisor {death_words(c.proc.returncode)} during the run"
+    _finish(c, readers, record, run_id, lost=bool(lost))
+    imported = recording.read_and_close() if recording else ()
+    notes = [cap.sink_error for cap in caps if cap.sink_error]
+    if lost:  # the supervisor is gone: what it watched over was ended by hand; no verdict
+        return RawRun(started=False, error=f"{lost}; its processes were ended; the run cannot be judged",
+                      stdout=caps[0].text(), stderr=caps[1].text(), result=caps[0].result)
     status = report.get("status")
     code = os.waitstatus_to_exitcode(status) if status is not None else None
     duration = (decided - c.t0) if timed_out else report.get("duration", 0.0)
-    notes = [t.sink_error for t in tails if t.sink_error]
     return RawRun(started=True, exit_code=None if timed_out else code,
                   signal=None if timed_out or code is None else signal_name(code),
-                  timed_out=timed_out, duration_s=duration, stdout=tails[0].text(), stderr=tails[1].text(),
+                  timed_out=timed_out, duration_s=duration, stdout=caps[0].text(), stderr=caps[1].text(),
                   error=f"log not written: {notes[0]}" if notes else "", leftovers=report.get("leftovers", 0),
                   timeline=watch.timeline(duration).to_list() if watch is not None else None,
-                  stalled=watch.where(duration) if timed_out and hasattr(watch, "where") else "")
+                  stalled=watch.where(duration) if timed_out and hasattr(watch, "where") else "",
+                  result=caps[0].result, imports=imported)
+
+
+def death_words(returncode: int | None) -> str:
+    if returncode is not None and returncode < 0:
+        return f"was killed by {signal_name(returncode)}"
+    return f"exited ({returncode}) without a report"
 
 
 def _wait(c: Contained, timeout: float | None, watch) -> dict | None:
@@ -417,16 +404,22 @@ def run_tool(argv: list[str], *, cwd=None, env: dict[str, str] | None = None,
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
-def _finish(c: Contained, readers: list[threading.Thread], record: Path | None) -> None:
+def _finish(c: Contained, readers: Readers, record: Path | None, run_id: str, *, quick: bool = False,
+            lost: bool = False) -> None:
+    """End what is left of the run and stop reading its output. With the supervisor alive it has
+    ended the tree itself; with it lost, everything is ended here (the supervisor, the subject's
+    tree, and any process still carrying the run id). The readers stop after draining what is
+    buffered, so a daemon still holding a pipe cannot keep us waiting."""
+    if lost:
+        _end_lost(c, run_id)
     try:
-        c.proc.wait(timeout=GRACE_S + supervise.KILL_ROUNDS_S + 5)
+        c.proc.wait(timeout=INTERRUPT_GRACE_S + 2 if quick else GRACE_S + supervise.KILL_ROUNDS_S + 5)
     except subprocess.TimeoutExpired:  # the supervisor itself is stuck: end everything by hand
-        kill_tree(c.pid)
-        kill_tree(c.proc.pid)
+        _end_lost(c, run_id)
         c.proc.wait()
     c.close()
-    for r in readers:
-        r.join(timeout=5)
+    if not readers.wait_eof(0.2 if quick or lost else 2.0):
+        readers.stop()
     for stream in (c.proc.stdout, c.proc.stderr):
         if stream:
             try:
@@ -438,6 +431,43 @@ def _finish(c: Contained, readers: list[threading.Thread], record: Path | None) 
             record.unlink()
         except OSError:
             pass
+
+
+def _end_lost(c: Contained, run_id: str) -> None:
+    """End a run whose supervisor is gone or stopped: the supervisor, the subject's tree, and every
+    process with the run id in its environment (a daemon that left the tree still carries it)."""
+    try:
+        os.kill(c.proc.pid, signal.SIGKILL)   # works on a stopped process too
+    except OSError:
+        pass
+    kill_tree(c.pid, grace_s=0.2)
+    kill_run(run_id)
+
+
+def kill_run(run_id: str) -> int:
+    """SIGKILL every process whose environment carries this run id; returns how many."""
+    return len(_kill_marked({f"{RUN_ID_ENV}={run_id}".encode() + b"\0"}))
+
+
+def _kill_marked(needles: set[bytes]) -> list[int]:
+    """SIGKILL every process (but this one) whose environment holds one of `needles`."""
+    victims = []
+    for pid in psutil.pids():
+        if pid == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            continue
+        if any(n in environ for n in needles):
+            victims.append(pid)
+    for pid in victims:
+        try:
+            os.kill(pid, signal.SIGKILL)   # SIGKILL ends a stopped process as well
+        except OSError:
+            pass
+    return victims
 
 
 # -- the last resort: records of live runs, reaped at the next start ------------------------
@@ -495,23 +525,7 @@ def reap_stale(directory: Path | None = None, *, force: bool = False) -> int:
         stale.append((path, run_id))
     if not stale:
         return 0
-    needles = {f"{RUN_ID_ENV}={run_id}".encode() + b"\0": path for path, run_id in stale}
-    victims = []
-    for pid in psutil.pids():
-        if pid == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                environ = f.read()
-        except OSError:
-            continue
-        if any(n in environ for n in needles):
-            victims.append(pid)
-    for pid in victims:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    victims = _kill_marked({f"{RUN_ID_ENV}={run_id}".encode() + b"\0" for _, run_id in stale})
     for path, _ in stale:
         try:
             path.unlink()

@@ -14,6 +14,9 @@ Phase protocol (optional, beside `BISECTK_RESULT`): a subject prints, on stdout 
     BISECTK_PHASE synchronized  (the kernel finished; checking the result)
 
 Any other name is a progress point too; any other output line is one as well (numbers blanked).
+A point is progress only the first time it is seen in a run: a line that repeats one already seen
+once numbers are blanked ("waiting for barrier 7", "waiting for barrier 8", ...) is a spin loop
+talking, not a run moving on.
 
 Abstractions
 ------------
@@ -21,9 +24,10 @@ point_key -- an output line as a progress point: `phase:launch`, or the line wit
 Timeline  -- a run's progress points (first occurrence of each, seconds from the start) and its
              end; stored with the run in the ledger, so a good run answered from the ledger still
              calibrates.
-Recorder  -- collects a running process's points (thread-safe: two reader threads feed it).
+Recorder  -- collects a running process's points (thread-safe: two reader threads feed it); its
+             listeners hear each line with whether it is new in this run.
 Watch     -- the deadline of a running configuration, from the good run's timeline: the time the
-             run last showed progress (any output line), at the good point it last matched, plus
+             run last showed progress (a line new in this run), at the good point it last matched, plus
              what the good run needed from that point to its end, each stretch weighted:
                a compile stretch x10 (a new configuration's JIT may take several times longer),
                a kernel stretch (launch -> the next point) x4 (more with a SLOW oracle),
@@ -34,6 +38,9 @@ Watch     -- the deadline of a running configuration, from the good run's timeli
              the kernel is done, so silence there is a hang about a second after the point where the good
              run had finished, however long its imports and compile took. Without a good timeline
              the deadline is the fixed watchdog (the old rule: max(floor, 5 x good run)).
+             Whatever the run prints, the deadline is capped at the largest stretch weight x the
+             good run's whole duration, plus the slack (`cap`): a run that keeps finding new
+             things to say can take that long and no longer.
              `where(now)` puts a hang into words for the report.
 """
 
@@ -46,6 +53,7 @@ from typing import Any
 
 PHASE_TAG = "BISECTK_PHASE"
 MAX_POINTS = 200
+MAX_SEEN = 20_000   # distinct lines remembered per run; past that, no line counts as new (the cap decides)
 COMPILE_FACTOR, KERNEL_FACTOR, DEFAULT_FACTOR, SLACK_S = 10.0, 4.0, 5.0, 1.0
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
@@ -88,7 +96,7 @@ class Recorder:
 
     def __init__(self) -> None:
         self.points: list[tuple[str, float]] = []
-        self.seen: set[str] = set()
+        self.seen: set[str] = set()     # every distinct key of this run (up to MAX_SEEN)
         self.last_line_t = 0.0
         self.lock = threading.Lock()
         self.listeners: list = []
@@ -99,11 +107,13 @@ class Recorder:
             return
         with self.lock:
             self.last_line_t = max(self.last_line_t, t)
-            if key not in self.seen and len(self.points) < MAX_POINTS:
+            new = key not in self.seen and len(self.seen) < MAX_SEEN
+            if new:
                 self.seen.add(key)
-                self.points.append((key, t))
+                if len(self.points) < MAX_POINTS:
+                    self.points.append((key, t))
             for fn in self.listeners:
-                fn(key, t)
+                fn(key, t, new)
 
     def timeline(self, end: float) -> Timeline:
         with self.lock:
@@ -125,11 +135,15 @@ class Watch(Recorder):
                 self.index.setdefault(k, i)
             self.listeners.append(self._advance)
 
-    def _advance(self, key: str, t: float) -> None:
+    def _advance(self, key: str, t: float, new: bool) -> None:
+        # only a line not seen before in this run is progress: a loop printing "waiting for
+        # barrier i" repeats one key, and repeating it must not push the deadline on
+        if not new:
+            return
         j = self.index.get(key)
         if j is not None and j > self.matched:
             self.matched = j
-        self.ref_t = max(self.ref_t, t)   # any output is progress
+        self.ref_t = max(self.ref_t, t)
 
     def _factor(self, key: str) -> float:
         if key == "phase:compile":
@@ -158,7 +172,14 @@ class Watch(Recorder):
         deadline = ref + self.allowance(j) + self.slack(j)
         # the floor guards a run that has shown nothing yet; past a progress point, the good run's
         # own stretches decide (a spec's timeout_floor for JIT jitter is what the compile weight covers)
-        return max(self.floor_s, deadline) if j < 0 else deadline
+        deadline = max(self.floor_s, deadline) if j < 0 else deadline
+        return min(deadline, self.cap())
+
+    def cap(self) -> float:
+        """The most any run may take, however much new output it shows: the largest stretch
+        weight x the good run's whole duration, plus the slack (never below the floor)."""
+        weight = max(COMPILE_FACTOR, DEFAULT_FACTOR, self.kernel_factor)
+        return max(self.floor_s, weight * self.good.end + max(SLACK_S, self.good.end))
 
     def slack(self, j: int) -> float:
         """1 s while the kernel runs (a hang there is what we hunt); elsewhere at least the whole good

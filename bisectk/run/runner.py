@@ -10,9 +10,11 @@ Runner        -- owns one subject (a Spec): for a Workload (a configuration, the
                  environment it runs in, the revision that pins it) it builds when that directory
                  does not hold this build yet, runs the command under the watchdog, classifies,
                  stores every run in the ledger, and answers `observe(workload, i)` -- the i-th
-                 run -- from the ledger when it was already made. `verdict(workload, repeat)`
-                 folds the first `repeat` runs. A plain configuration dict stands for a Workload
-                 in the spec's own directory.
+                 run -- from the ledger when it was already made under the same memo key
+                 (run/memokey.py: command, timeout policy, environment, the tree's content and
+                 the source files the subject's runs were recorded importing). `verdict(workload,
+                 repeat)` folds the first `repeat` runs. A plain configuration dict stands for a
+                 Workload in the spec's own directory.
 Executor      -- how a command is executed (default: a fresh process via run_process; warm GPU
                  workers plug in here with the same signature). A RemoteExecutor (run/remote.py:
                  workers on other hosts, e.g. Ray actors) takes the build and the run as one job
@@ -29,6 +31,7 @@ it has a build step or a `prepare` (the build and the run must see the same file
 from __future__ import annotations
 
 import hashlib
+import inspect
 import statistics
 import threading
 from contextlib import nullcontext
@@ -39,7 +42,10 @@ from typing import Callable
 from bisectk.events import EventBus, RunFinished, RunStarted
 from bisectk.ledger import Ledger
 from bisectk.outcome import Outcome, Reason, Run, Verdict
+from bisectk.run import imports as run_imports
 from bisectk.run.classify import Judge, classify_build, classify_run
+from bisectk.run.memokey import StaticKey, policy_words, sources_digest
+from bisectk.run.scratch import PREFIXES as SCRATCH_PREFIXES
 from bisectk.run.process import RawRun, run_process
 from bisectk.run.progress import (COMPILE_FACTOR, DEFAULT_FACTOR, KERNEL_FACTOR, SLACK_S, Recorder, Timeline,
                                   Watch)
@@ -85,8 +91,11 @@ class Runner:
         self.log_root = log_root
         self.executor = executor or run_process
         self.floor, self.factor = spec.timeout_floor or floor, factor
-        # what is run and how it is judged, and the sources it names (as found in `cwd`)
-        self.base_fingerprint = spec.fingerprint(self.cwd)
+        # every input of a verdict but the timeout policy (which --timeout may still set) and the
+        # sources the runs import (recorded as they run): run/memokey.py
+        self.memo = StaticKey(spec, self.cwd)
+        self._sources: dict[str, list[str]] = {}   # static key -> source files its runs imported
+        self._records_imports = _accepts(self.executor, "record_imports")
         self.namespace = namespace  # e.g. '#fresh-7': runs kept apart from earlier sessions
         self.judge = Judge(spec.thresholds, spec.slow_factor, spec.slow_metric, protocol=spec.protocol)
         self.timeout = TimeoutPolicy(spec.timeout, "spec", f"{spec.timeout:g} s from the spec") if spec.timeout \
@@ -103,8 +112,47 @@ class Runner:
     def fingerprint(self) -> str:
         return self.fingerprint_of("")
 
+    def policy_key(self) -> str:
+        """The timeout policy as part of the memo key: fixed seconds, or calibrated and its inputs."""
+        t = self.timeout
+        return policy_words(t.source if t else None, t.seconds if t else None, floor=self.floor,
+                            factor=self.factor, slow_factor=self.spec.slow_factor,
+                            kernel_factor=self.kernel_factor(), cap=CALIBRATION_CAP_S)
+
+    def static_key(self, revision: str) -> str:
+        """The memo key less the recorded sources (it names a subject's sources in the ledger)."""
+        return self.memo.key(self.policy_key(), revision) + self.namespace
+
     def fingerprint_of(self, revision: str) -> str:
-        return self.base_fingerprint + (f"@{revision}" if revision else "") + self.namespace
+        return self._full_key(self.static_key(revision))
+
+    def _sources_of(self, static: str) -> list[str]:
+        with self._lock:
+            if static in self._sources:
+                return self._sources[static]
+        found = self.ledger.sources(static) if self.ledger else []
+        with self._lock:
+            return self._sources.setdefault(static, found)
+
+    def _full_key(self, static: str) -> str:
+        digest = sources_digest(self._sources_of(static))
+        return f"{static}~{digest}" if digest else static
+
+    def _record_sources(self, static: str, w: Workload, imported) -> str:
+        """Add what a run imported (outside its own tree and bisectk's scratch places) to the
+        subject's recorded sources; returns the full key the run belongs under."""
+        # the run's own tree is keyed by its content (or pinned by its revision), not file by file
+        roots = [w.cwd, self.cwd]
+        files = [f for f in run_imports.outside(imported, roots) if not _scratch(f, self.ledger)]
+        new = sorted(set(files) - set(self._sources_of(static)))
+        if new:
+            if self.ledger and not self.ledger.readonly:
+                merged = self.ledger.add_sources(static, new)
+            else:
+                merged = sorted(set(self._sources_of(static)) | set(new))
+            with self._lock:
+                self._sources[static] = merged
+        return self._full_key(static)
 
     def workload(self, config: Config | Workload) -> Workload:
         return config if isinstance(config, Workload) else Workload(dict(config), self.cwd)
@@ -156,15 +204,15 @@ class Runner:
         invalid = self.spec.violated(w.config)
         if invalid:
             return Run(Outcome.UNRESOLVED, reason=Reason.INVALID, signature=f"constraint: {invalid}")
-        fingerprint = self.fingerprint_of(w.revision)
-        stored = self._stored(fingerprint, key, index)
+        static = self.static_key(w.revision)
+        stored = self._stored(static, key, index)
         if stored is not None:
             self.events.emit(RunFinished(label, w.config, index, stored, cached=True))
             return stored
         seconds = self.policy().seconds
         moving = self.good_timeline is not None and self.timeout is not None and self.timeout.source == "progress"
         self.events.emit(RunStarted(label, w.config, index, seconds, moving))
-        run, elsewhere = self._run_once(w, fingerprint, key, index, seconds)
+        run, elsewhere = self._run_once(w, static, key, index, seconds)
         self.events.emit(RunFinished(label, w.config, index, run, cached=elsewhere))
         return run
 
@@ -187,60 +235,70 @@ class Runner:
         """Whether the index-th run of a workload is already known (no execution needed)."""
         w = self.workload(config)
         return (self.spec.violated(w.config) is not None
-                or self._stored(self.fingerprint_of(w.revision), config_key(w.config), index) is not None)
+                or self._stored(self.static_key(w.revision), config_key(w.config), index) is not None)
 
     def was_cached(self, config: Config | Workload, index: int) -> bool:
         w = self.workload(config)
-        return (self.fingerprint_of(w.revision), config_key(w.config), index) in self._preloaded
+        return (self.static_key(w.revision), config_key(w.config), index) in self._preloaded
 
     def _dir_lock(self, cwd: Path) -> threading.Lock:
         with self._lock:
             return self._dir_locks.setdefault(Path(cwd), threading.Lock())
 
-    def _stored(self, fingerprint: str, key: str, index: int) -> Run | None:
+    def _stored(self, static: str, key: str, index: int) -> Run | None:
+        """The run from this session's memory (by static key: within a session the sources do
+        not change), else from the ledger under the full key (the sources as they are now)."""
         with self._lock:
-            if (fingerprint, key, index) in self._memory:
-                return self._memory[(fingerprint, key, index)]
+            if (static, key, index) in self._memory:
+                return self._memory[(static, key, index)]
         if self.ledger:
-            runs = self.ledger.runs(fingerprint, key)
+            runs = self.ledger.runs(self._full_key(static), key)
             with self._lock:
                 for i, r in enumerate(runs):
-                    if (fingerprint, key, i) not in self._memory:
-                        self._memory[(fingerprint, key, i)] = r
-                        self._preloaded.add((fingerprint, key, i))
+                    if (static, key, i) not in self._memory:
+                        self._memory[(static, key, i)] = r
+                        self._preloaded.add((static, key, i))
             return runs[index] if index < len(runs) else None
         return None
 
-    def _run_once(self, w: Workload, fingerprint: str, key: str, index: int, seconds: float) -> tuple[Run, bool]:
+    def _run_once(self, w: Workload, static: str, key: str, index: int, seconds: float) -> tuple[Run, bool]:
         """Execute and store the index-th run of a workload -- unless another session sharing the
         ledger is making it right now: then wait for its result rather than repeat the work (the
         ledger's claim protocol; a claim whose process died is taken over). Returns the run and
         whether it came from that other session."""
         if not self.ledger:
-            run = self._locked_execute(w, key, index, seconds)
+            run, imported = self._locked_execute(w, key, index, seconds)
+            self._record_sources(static, w, imported)
             with self._lock:
                 self.executed += 1
-                self._memory[(fingerprint, key, index)] = run
+                self._memory[(static, key, index)] = run
             return run, False
         build_s = (self.spec.build_timeout or CALIBRATION_CAP_S * 2) if self.spec.build else 0.0
+        fingerprint = self._full_key(static)
         with self.ledger.claim(fingerprint, key, index, ttl=seconds + build_s + 60) as claim:
             if claim.run is not None:
                 with self._lock:
-                    self._memory[(fingerprint, key, index)] = claim.run
-                    self._preloaded.add((fingerprint, key, index))
+                    self._memory[(static, key, index)] = claim.run
+                    self._preloaded.add((static, key, index))
                 return claim.run, True
-            run = self._locked_execute(w, key, index, seconds)
-            stored = claim.record(run, self.session)
+            run, imported = self._locked_execute(w, key, index, seconds)
+            full = self._record_sources(static, w, imported)
+            if full == fingerprint:
+                claim.record(run, self.session)
+            else:   # the run imported sources not recorded before: stored where the next session looks
+                self.ledger.add_run(full, key, run, self.session, claim=claim)
+                claim.held = False
             with self._lock:
                 self.executed += 1
-                self._memory[(fingerprint, key, stored)] = run
+                self._memory[(static, key, index)] = run
             return run, False
 
-    def _locked_execute(self, w: Workload, key: str, index: int, seconds: float) -> Run:
+    def _locked_execute(self, w: Workload, key: str, index: int, seconds: float) -> tuple[Run, tuple]:
         """One directory runs one configuration at a time when it builds or is prepared: the
-        build and the run must see the same files."""
+        build and the run must see the same files. Returns the run and the source files it
+        imported (when the executor records them)."""
         if isinstance(self.executor, RemoteExecutor):
-            return self._execute_remote(w, key, index, seconds)
+            return self._execute_remote(w, key, index, seconds), ()
         exclusive = self.spec.build is not None or w.prepare is not None
         lock = self._dir_lock(w.cwd) if exclusive else None
         if lock:
@@ -251,14 +309,14 @@ class Runner:
             if lock:
                 lock.release()
 
-    def _log_dir(self, fingerprint: str, key: str, index: int, phase: str) -> Path | None:
+    def _log_dir(self, static: str, key: str, index: int, phase: str) -> Path | None:
         if not self.log_root:
             return None
-        digest = hashlib.sha1(f"{fingerprint}|{key}".encode()).hexdigest()[:12]
+        digest = hashlib.sha1(f"{static}|{key}".encode()).hexdigest()[:12]
         return self.log_root / digest / f"{index}-{phase}"
 
-    def _execute(self, w: Workload, key: str, index: int, seconds: float) -> Run:
-        fingerprint = self.fingerprint_of(w.revision)
+    def _execute(self, w: Workload, key: str, index: int, seconds: float) -> tuple[Run, tuple]:
+        fingerprint = self.static_key(w.revision)
         if w.prepare:
             w.prepare()
         env = {**self.spec.environment(w.config), **w.env}
@@ -271,18 +329,19 @@ class Runner:
             with self._lock:
                 if failed:
                     self._built.pop(Path(w.cwd), None)
-                    return failed
+                    return failed, ()
                 self._built[Path(w.cwd)] = built
         log_dir = self._log_dir(fingerprint, key, index, "run")
+        extra = {"record_imports": True} if self._records_imports else {}
         raw = self.executor(self.spec.argv(w.config), cwd=w.cwd, env=env, timeout=seconds, log_dir=log_dir,
-                            watch=self.watch(seconds))
-        return classify_run(raw, self.judge, str(log_dir) if log_dir else None)
+                            watch=self.watch(seconds), **extra)
+        return classify_run(raw, self.judge, str(log_dir) if log_dir else None), tuple(raw.imports or ())
 
     def _execute_remote(self, w: Workload, key: str, index: int, seconds: float) -> Run:
         """Build and run on another host: the sources are staged here (under the directory lock
         while a `prepare` writes them into the one scratch tree), then built and run there as one
         job, in that worker's own copy, which remembers the build it holds."""
-        fingerprint = self.fingerprint_of(w.revision)
+        fingerprint = self.static_key(w.revision)
         with self._dir_lock(w.cwd) if w.prepare else nullcontext():
             if w.prepare:
                 w.prepare()
@@ -303,3 +362,29 @@ class Runner:
         if raw is None:
             raw = RawRun(started=False, error="the remote worker returned no run")
         return classify_run(raw, self.judge, str(run_log) if run_log else None)
+
+
+def _accepts(fn, name: str) -> bool:
+    """Whether an executor takes keyword `name` (the warm pool and run_process record imports)."""
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+_SCRATCH_MARKS = ("/bisectk-worktrees/", "/bisectk-triage-", "/bisectk-scratch-", "/bisectk-warm-")
+
+
+def _scratch(path: str, ledger: Ledger | None) -> bool:
+    """A file in one of bisectk's own scratch places (a worktree of the pool, an exported tree, a
+    diff's scratch tree beside the ledger): it is gone by the next session, and the revision that
+    made it pins its content anyway."""
+    if any(mark in path for mark in _SCRATCH_MARKS):
+        return True
+    if ledger is not None:
+        try:
+            first = Path(path).relative_to(ledger.path.parent.resolve()).parts[0]
+        except (ValueError, IndexError):
+            return False
+        return first.startswith(SCRATCH_PREFIXES)
+    return False

@@ -11,7 +11,8 @@ frame        -- one message on the socket: 4-byte big-endian length, then `marsh
                 leftover_grace}. supervisor -> bisectk: {"pid", "t0"} once the subject runs (or
                 {"error", "errno", "filename"} if it cannot start), then {"status", "duration",
                 "leftovers", "aborted"} at the end. EOF from bisectk (it closed or shut down its
-                end, or it died, even by SIGKILL) means: end the subject's tree now.
+                end, or it died, even by SIGKILL) means: end the subject's tree now; the byte
+                INTERRUPT before it means: the user pressed Ctrl-C, use the short grace.
 supervisor   -- a child subreaper (prctl PR_SET_CHILD_SUBREAPER, Linux): every orphan in the
                 subject's tree, a double-forked `setsid` daemon included, is reparented to it
                 rather than to init, so the tree below it is complete and can always be walked.
@@ -39,6 +40,8 @@ import time
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 KILL_ROUNDS_S = 5.0  # SIGKILL rounds stop after this long (a fork bomb outrunning us)
+INTERRUPT = b"K"     # bisectk -> supervisor before EOF: Ctrl-C, end the tree with INTERRUPT_GRACE_S
+INTERRUPT_GRACE_S = 0.3
 
 
 # -- frames (shared with the bisectk side) ---------------------------------------------------
@@ -302,6 +305,7 @@ def main(argv: list[str]) -> None:
     poller.register(fd, select.POLLIN)
     poller.register(wake_r, select.POLLIN)
     aborted = False
+    grace = float(cfg.get("grace", 1.0))
     while True:
         reap()
         if reap.status is not None or _flags["abort"]:
@@ -323,12 +327,14 @@ def main(argv: list[str]) -> None:
                     data = os.read(fd, 512)
                 except OSError:
                     data = b""
+                if INTERRUPT in data:
+                    grace = min(grace, INTERRUPT_GRACE_S)
                 if not data:
                     _flags["abort"] = True
                     poller.unregister(fd)
     end = time.monotonic()
     if aborted:
-        end_tree(me, reap, float(cfg.get("grace", 1.0)), subject=pid)
+        end_tree(me, reap, grace, subject=pid)
         leftovers = 0
     else:
         leftovers = end_tree(me, reap, float(cfg.get("leftover_grace", 0.2)))

@@ -8,18 +8,26 @@ The parent side (the pool, hot spares, the watchdog) is `run/pool.py`.
 Protocol: `python -m bisectk.run.worker --serve --reply-fd N [--preload torch,cutlass]`; the worker
 preloads, replies `{"ready": true, ...}` on the reply fd, then reads one JSON request per line on
 stdin `{argv, env, cwd, stdout_path, stderr_path}` and replies one JSON line per request
-`{exit_code, duration_s, error, poisoned}`. fds 1 and 2 are redirected into the request's files for
-the run (so C-level output such as device printf is captured, and the parent can follow progress
-lines as they are written). `poisoned` holds the error a CUDA synchronize raised after the run (a
-sticky error the script swallowed), "" when the context is healthy; a poisoned worker exits.
+`{exit_code, duration_s, error, poisoned, retire, changed, stuck, imports}` (or `{refused}`).
+fds 1 and 2 are redirected into the request's paths for the run (pipes the parent reads, so
+C-level output such as device printf is captured and followed as it is written). `poisoned` holds
+the error a CUDA synchronize raised after the run (a sticky error the script swallowed), "" when
+the context is healthy; a poisoned worker exits. `imports`: the source files loaded after the run
+(run/imports.py), for the memo key.
 
 Nothing of one run leaks into the next: cwd, argv, sys.path, the environment and the standard
 streams are restored; every module the run imported from its own tree (its directory, its
 script's directory, the sys.path entries it added) is dropped from sys.modules, so the next run --
 another hybrid tree, another commit's worktree, at the same path or not -- imports its own sources
-fresh;
-bytecode is not written for them. A run that loaded a native extension of its own (which cannot be
-unloaded) retires its worker (`retire` in the reply).
+fresh; bytecode is not written for them. Every other kind of interpreter state (run/isolation.py:
+torch's default dtype, grad mode, deterministic flag, threads and RNG, numpy's and decimal's
+global flags, signal handlers, the socket timeout, warnings filters, module attributes rebound...)
+is compared with the state right after the preload and put back (`changed` names what the run
+had changed). What cannot be put back (`stuck`: a thread left running, torch's interop threads,
+module attributes rebound by a run that also imported new packages) retires the worker, and so
+does a native extension of the run's own (dlopen keeps it). Before each run the state is checked
+again: a worker that is not as fresh as after its preload refuses the run (`refused`) rather than
+run it dirty.
 """
 
 from __future__ import annotations
@@ -31,8 +39,16 @@ import time
 from importlib.machinery import EXTENSION_SUFFIXES
 
 
+SOFT_PRELOAD = ("numpy", "decimal")   # their global flags are probed from a known start (isolation.py)
+
+
 def _preload(names: list[str]) -> dict:
     info = {}
+    for name in SOFT_PRELOAD:
+        try:
+            __import__(name)
+        except Exception:
+            pass
     for name in names:
         t0 = time.perf_counter()
         try:
@@ -81,11 +97,13 @@ def own_modules(before: set[str], roots: list[str]) -> list[str]:
     return out
 
 
-def _run_request(req: dict) -> dict:
+def _run_request(req: dict, baseline=None) -> dict:
     import gc
     import importlib
     import runpy
     import traceback
+
+    from bisectk.run.imports import loaded_files
 
     argv = req["argv"]
     script = os.path.abspath(os.path.join(req.get("cwd") or os.getcwd(), argv[0]))
@@ -146,6 +164,15 @@ def _run_request(req: dict) -> dict:
         f_out.close()
         f_err.close()
         sys.stdout, sys.stderr = saved["stdout"], saved["stderr"]
+        routine = []   # what the worker puts back after every run anyway, when the run changed it
+        if dict(os.environ) != {**saved["env"], **(req.get("env") or {})}:
+            routine.append("the environment (os.environ)")
+        try:
+            moved = os.getcwd() != (req.get("cwd") or saved["cwd"])
+        except OSError:   # the run removed its own working directory
+            moved = True
+        if moved:
+            routine.append("the working directory")
         roots = [req.get("cwd") or "", os.path.dirname(script), *(p for p in sys.path if p not in saved["path"])]
         os.chdir(saved["cwd"])
         sys.argv = saved["argv"]
@@ -153,20 +180,37 @@ def _run_request(req: dict) -> dict:
         os.environ.clear()
         os.environ.update(saved["env"])
         sys.dont_write_bytecode = saved["bytecode"]
+        imported = loaded_files() if req.get("imports") else []
         native = False
-        for name in own_modules(saved["modules"], roots):
+        own = own_modules(saved["modules"], roots)
+        for name in own:
             mod = sys.modules.pop(name, None)
             native = native or str(getattr(mod, "__file__", "")).endswith(tuple(EXTENSION_SUFFIXES))
     duration = time.perf_counter() - t0
     gc.collect()
     poisoned = cuda_health()
+    changed, stuck = [], []
+    if baseline is not None:
+        new_packages = set(sys.modules) - saved["modules"]
+        changed, stuck = baseline.restore(adopt_wrappers=bool(new_packages))
+        changed = routine + changed
+        patched = [c for c in changed if c.endswith((" rebound", " added", " removed", " wrapped"))]
+        if patched and new_packages:
+            # a package imported by this run may have patched the preloaded ones on import; put back,
+            # the next run would not import it again and would run without its patch: no fresh state
+            stuck.append(f"{patched[0]} while the run imported packages that stay loaded")
+        baseline.adopt_new_modules()
     # a native extension of the run's own cannot be unloaded (dlopen keeps it): the worker retires
-    return {"exit_code": code, "duration_s": duration, "error": error, "poisoned": poisoned, "retire": native}
+    return {"exit_code": code, "duration_s": duration, "error": error, "poisoned": poisoned,
+            "retire": native or bool(stuck), "changed": changed, "stuck": stuck, "imports": imported}
 
 
 def serve(reply_fd: int, preload: list[str]) -> int:
+    from bisectk.run.isolation import Baseline
+
     reply = os.fdopen(reply_fd, "w", buffering=1)
     info = _preload(preload)
+    baseline = Baseline()   # the state every run starts from: as right after the preload
     reply.write(json.dumps({"ready": True, "pid": os.getpid(), "preload": info}) + "\n")
     for line in sys.stdin:
         line = line.strip()
@@ -175,8 +219,13 @@ def serve(reply_fd: int, preload: list[str]) -> int:
         req = json.loads(line)
         if req.get("op") == "exit":
             break
+        dirty = baseline.check()
+        if dirty:   # never run in a state a fresh process would not have
+            reply.write(json.dumps({"refused": f"the worker is not as fresh as after its preload: "
+                                               f"{', '.join(dirty[:5])}"}) + "\n")
+            break
         try:
-            rep = _run_request(req)
+            rep = _run_request(req, baseline)
         except BaseException as exc:  # the worker's own machinery failed: report, then die
             rep = {"exit_code": None, "duration_s": 0.0, "error": f"worker: {exc!r}"[:500],
                    "poisoned": f"the worker's own machinery failed: {exc!r}"[:500]}

@@ -62,3 +62,28 @@ def test_slow_compile_is_not_a_hang_and_quiet_subjects_keep_the_old_rule():
     quiet = Watch(None, fixed_s=2.0)
     raw = run_process([*JIT, "--quiet", "--hang", "1", "--startup", "0.1"], timeout=60, watch=quiet)
     assert raw.timed_out and 1.9 <= raw.duration_s < 4.0
+
+
+def test_a_printing_spin_loop_is_a_hang_within_the_ordinary_slack():
+    """A hung kernel that prints "waiting for barrier i" every 0.2 s: the repeated line (numbers
+    blanked) is not progress, so the hang is called as soon as a silent one would be."""
+    tl, good_s = good_timeline()
+    raw = run_process([*JIT, "--hang", "1", "--chatty", "1"], timeout=60, watch=Watch(tl, 5 * good_s, 1.0))
+    assert raw.timed_out, (raw.duration_s, raw.stdout[-300:])
+    assert raw.duration_s - good_s <= 1.5 + 0.2, (raw.duration_s, good_s, raw.stalled)
+    assert "hung after 'launch'" in raw.stalled
+
+
+def test_repeated_lines_do_not_move_the_deadline_and_new_lines_are_capped():
+    tl = Timeline((("phase:launch", 1.0), ("phase:synchronized", 1.1)), 1.2)
+    w = Watch(tl, fixed_s=6.0, floor_s=1.0)
+    w.line("BISECTK_PHASE launch", 1.0)
+    first = w.deadline()
+    for i in range(50):
+        w.line(f"waiting for barrier {i} at 0x{i:x}", 1.5 + i)
+    # only the first 'waiting' line was new: the deadline moved once, by half a second
+    assert abs(w.deadline() - (first + 0.5)) < 1e-9
+    # a run whose every line is new (a different word each time) still ends at the cap
+    for i, word in enumerate(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"] * 3):
+        w.line(f"{word} {'x' * i}", 2.0 + 3 * i)
+    assert w.deadline() == w.cap() == max(10.0, 4.0) * 1.2 + 1.2

@@ -3,6 +3,8 @@ own tree's modules fresh, with answers identical to cold runs; hangs are reporte
 import json
 import sys
 
+import pytest
+
 from tests.conftest import ROOT, bisectk
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
@@ -51,3 +53,56 @@ def test_bisect_warm_matches_cold_and_names_where_the_hang_stopped(tmp_path):
     assert docs[0]["first_bad"]["sha"] == docs[1]["first_bad"]["sha"] == shas[9]
     hang = docs[0]["endpoints"]["bad"]["signature"]
     assert hang.startswith("timeout after")
+
+
+DTYPE_KERNEL = '''import argparse, json
+import torch
+ap = argparse.ArgumentParser()
+for name in ("ref64", "bug", "tiles", "stages"):
+    ap.add_argument(f"--{name}", type=int, default=0)
+a = ap.parse_args()
+x = torch.arange(64.0)            # the kernel's input: float32 unless the default dtype was changed
+if x.dtype != torch.float32:
+    print("BISECTK_RESULT " + json.dumps({"rel_err": 1.0, "ok": False, "error": f"input is {x.dtype}"}))
+    raise SystemExit(0)
+out = x * 2 + (1 if a.bug else 0)
+if a.ref64:
+    torch.set_default_dtype(torch.float64)     # a double-precision reference, never reset
+ref = torch.arange(64.0) * 2
+print("BISECTK_RESULT " + json.dumps({"rel_err": float((out.double() - ref.double()).abs().max() / 126)}))
+'''
+
+DTYPE_SPEC = '''name = "dtype-leak"
+[subject]
+command = ["python", "kernel.py", "--ref64", "{ref64}", "--bug", "{bug}", "--tiles", "{tiles}", "--stages", "{stages}"]
+[oracle]
+metric = "rel_err"
+max = 1e-6
+[good]
+ref64 = 0
+bug = 0
+tiles = 4
+stages = 2
+[bad]
+ref64 = 1
+bug = 1
+tiles = 8
+stages = 3
+'''
+
+
+def test_ablate_warm_names_the_real_culprit_when_another_factor_changes_torchs_default_dtype(tmp_path):
+    """Issue 22: `ref64` sets torch's default dtype to float64 and never resets it (a reference in
+    double precision); `bug` is the real culprit. In a warm worker the next run must still start
+    in float32, as a fresh process does, so warm names `bug`, as cold does."""
+    pytest.importorskip("torch")
+    (tmp_path / "kernel.py").write_text(DTYPE_KERNEL)
+    (tmp_path / "spec.toml").write_text(DTYPE_SPEC)
+    (tmp_path / "pyproject.toml").touch()
+    found = {}
+    for mode in ("cold", "warm"):
+        p = bisectk("ablate", tmp_path / "spec.toml", "--json", "--ledger", tmp_path / f"{mode}.db",
+                    *(["--warm"] if mode == "warm" else []), timeout=600)
+        assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+        found[mode] = json.loads(p.stdout)["culprits"]
+    assert found == {"cold": ["bug"], "warm": ["bug"]}

@@ -1,0 +1,87 @@
+"""bisectk's import recorder, loaded by Python's `site` in a subject's processes (run/imports.py).
+
+It puts a finder first on `sys.meta_path` that asks the other finders, notes the file each module
+comes from (unless it is the standard library or an installed package), and appends it at once to
+the file named by BISECTK_IMPORTS, so a run that crashes or calls os._exit still leaves its record.
+Then it takes its own directory off `sys.path` and imports the `sitecustomize` that this one
+shadows, if there is one: the subject sees the path and the site hooks it would have seen.
+"""
+import os
+import sys
+
+
+def _install() -> None:
+    out = os.environ.get("BISECTK_IMPORTS")
+    if not out:
+        return
+    try:
+        fd = os.open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    except OSError:
+        return
+    import _thread
+    # the prefixes not to record (standard library, installed packages) come from bisectk, so this
+    # hook imports nothing that a bare interpreter does not have loaded already
+    skip = tuple(p for p in os.environ.get("BISECTK_IMPORTS_SKIP", "").split(os.pathsep) if p)
+    busy = set()   # threads inside find_spec (it asks the other finders, which may import)
+    seen = set()
+
+    class _BisectkImportRecorder:
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            me = _thread.get_ident()
+            if me in busy:
+                return None
+            busy.add(me)
+            try:
+                for finder in list(sys.meta_path):
+                    if finder is _BisectkImportRecorder:
+                        continue
+                    find = getattr(finder, "find_spec", None)
+                    if find is None:
+                        continue
+                    spec = find(name, path, target)
+                    if spec is not None:
+                        _note(spec.origin if spec.has_location else None)
+                        return spec
+                return None
+            finally:
+                busy.discard(me)
+
+    def _note(origin) -> None:
+        if not origin or origin in seen:
+            return
+        seen.add(origin)
+        if origin.startswith(skip) or "/site-packages/" in origin or "/dist-packages/" in origin:
+            return   # the common case, decided without a system call
+        real = os.path.realpath(origin)
+        if real.startswith(skip) or "/site-packages/" in real or "/dist-packages/" in real:
+            return
+        try:
+            os.write(fd, (real + "\n").encode("utf-8", "surrogateescape"))
+        except OSError:
+            pass
+
+    sys.meta_path.insert(0, _BisectkImportRecorder)
+
+
+def _chain() -> None:
+    """Off the path, and on to the sitecustomize this one shadows (if any), which then stands in
+    sys.modules as `sitecustomize` in our place."""
+    here = os.path.dirname(os.path.realpath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.realpath(p or ".") != here]
+    try:
+        import _frozen_importlib as bootstrap            # loaded at start-up already: no import cost
+        import _frozen_importlib_external as external
+        spec = external.PathFinder.find_spec("sitecustomize", sys.path)
+        if spec is None or spec.loader is None:
+            return
+        module = bootstrap.module_from_spec(spec)
+        sys.modules["sitecustomize"] = module
+        spec.loader.exec_module(module)
+    except Exception:
+        import traceback
+        traceback.print_exc()
+
+
+_install()
+_chain()

@@ -1,0 +1,437 @@
+"""Interpreter state a run may leave in a warm worker: found, restored, or named as unrestorable.
+
+A warm worker (run/worker.py) runs configuration after configuration in one interpreter. A fresh
+process starts every run from the same state; a warm one must too, or the first run that calls
+`torch.set_default_dtype(torch.float64)` (a double-precision reference, as kernel scripts compute)
+makes every later run in that worker fail -- and the search blames the wrong factor.
+
+Abstractions
+------------
+Probe     -- one kind of process-global state, as named data: what it is called in a report, how
+             to read it, how to put it back (None: it cannot be put back; the worker retires),
+             and how two readings compare. `PROBES` is the list; a probe whose module is not
+             loaded reads as absent and is skipped.
+Baseline  -- the state right after the worker's preload (what every run must start from): every
+             probe's reading, plus each loaded module's namespace (the identity of each top-level
+             attribute: `json.dumps = ...`, `torch.float32 = ...`, a monkeypatched function).
+             `check()` lists what differs now (cheap: one identity pass over every namespace);
+             `restore()` puts back whatever it can and returns what it changed, in words, and what
+             it could not restore. The threads a run leaves running cannot be stopped from outside:
+             they are unrestorable. Modules a run imports for the first time (an installed package)
+             stay loaded: their namespaces join the baseline as the run left them, so later runs are
+             held to that state (a run that imports a package and changes it at once cannot be told
+             from its import; the worker preloads numpy so its flags are known from a clean start).
+
+Not covered (documented, not silently assumed): C-level state without a getter (e.g.
+`torch.set_flush_denormal`), state inside extension modules that Python cannot read, and changes
+to mutable objects that keep their identity (a list appended to in a module's namespace).
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+# namespaces the worker manages itself, or that change by design between runs
+SKIP_MODULES = {"__main__", "__mp_main__", "bisectk.run.worker", "bisectk.run.isolation"}
+SKIP_ATTRS = {
+    "sys": {"argv", "stdout", "stderr", "stdin", "dont_write_bytecode", "path_importer_cache", "last_type",
+            "last_value", "last_traceback", "last_exc", "exc_info", "_git"},
+    "os": {"environ"},
+}
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    module: str                                  # only read when this module is loaded
+    read: Callable[[], Any]
+    write: Callable[[Any], None] | None          # None: cannot be put back
+    same: Callable[[Any, Any], bool] = operator.eq
+    show: Callable[[Any], str] = repr
+    quiet: bool = False    # put back without a word: every run changes it (random number streams)
+
+
+def _m(name: str):
+    return sys.modules[name]
+
+
+def _torch_rng_same(a, b) -> bool:
+    return _m("torch").equal(a, b)
+
+
+def _np_state_same(a, b) -> bool:
+    return a[0] == b[0] and _m("numpy").array_equal(a[1], b[1]) and a[2:] == b[2:]
+
+
+def _signals() -> dict:
+    out = {}
+    for s in signal.valid_signals():
+        if s in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            out[s] = signal.getsignal(s)
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def _set_signals(saved: dict) -> None:
+    for s, handler in saved.items():
+        if handler is None:
+            continue   # installed from C before us: nothing Python can put back
+        try:
+            if signal.getsignal(s) is not handler:
+                signal.signal(s, handler)
+        except (OSError, ValueError, TypeError):
+            pass
+
+
+def _signals_same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(a[k] is b[k] for k in a)
+
+
+def _show_signals(d: dict) -> str:
+    return ", ".join(f"{signal.Signals(k).name}={getattr(v, '__name__', v)}" for k, v in sorted(d.items())
+                     if v not in (signal.SIG_DFL, signal.SIG_IGN, signal.default_int_handler)) or "defaults"
+
+
+def _decimal_ctx():
+    c = _m("decimal").getcontext()
+    return (c.prec, c.rounding, c.Emin, c.Emax, c.capitals, c.clamp,
+            tuple(sorted((k.__name__, v) for k, v in c.traps.items())))
+
+
+def _set_decimal_ctx(v) -> None:
+    d = _m("decimal")
+    prec, rounding, emin, emax, capitals, clamp, traps = v
+    names = {k.__name__: k for k in d.getcontext().traps}
+    d.setcontext(d.Context(prec=prec, rounding=rounding, Emin=emin, Emax=emax, capitals=capitals, clamp=clamp,
+                           traps=[names[n] for n, on in traps if on], flags=[]))
+
+
+def _limits():
+    import resource
+    out = {}
+    for name in dir(resource):
+        if name.startswith("RLIMIT_"):
+            try:
+                out[name] = resource.getrlimit(getattr(resource, name))
+            except (OSError, ValueError):
+                pass
+    return out
+
+
+def _set_limits(saved: dict) -> None:
+    import resource
+    for name, (soft, hard) in saved.items():
+        if resource.getrlimit(getattr(resource, name)) != (soft, hard):
+            resource.setrlimit(getattr(resource, name), (soft, hard))   # raises when the hard limit was lowered
+
+
+def _set_filters(v) -> None:
+    w = _m("warnings")
+    w.filters[:] = v
+    mutated = getattr(w, "_filters_mutated", None) or getattr(w, "_filters_mutated_lock_held", None)
+    if mutated:
+        mutated()   # the C side caches the filters' version
+
+
+def _umask() -> int:
+    old = os.umask(0)
+    os.umask(old)
+    return old
+
+
+def _torch_flag(path: str) -> Probe:
+    mod, attr = path.rsplit(".", 1)
+
+    def read():
+        return getattr(_m(mod), attr)
+
+    def write(v):
+        setattr(_m(mod), attr, v)
+    return Probe(path, mod, read, write)
+
+
+def _cuda_ready() -> bool:
+    t = sys.modules.get("torch")
+    return bool(t is not None and t.cuda.is_available() and t.cuda.is_initialized())
+
+
+def _cuda_stream():
+    t = _m("torch")
+    if not _cuda_ready():
+        return None
+    return (t.cuda.current_device(), t.cuda.current_stream().cuda_stream)
+
+
+def _set_cuda_stream(v) -> None:
+    if v is None:
+        return
+    t = _m("torch")
+    t.cuda.set_device(v[0])
+    t.cuda.set_stream(t.cuda.default_stream(v[0]))
+    if t.cuda.current_stream().cuda_stream != v[1]:
+        raise RuntimeError("the current stream is not the default stream")
+
+
+PROBES: list[Probe] = [
+    Probe("the working directory", "os", os.getcwd, os.chdir),
+    Probe("the environment (os.environ)", "os", lambda: dict(os.environ),
+          lambda v: (os.environ.clear(), os.environ.update(v)), show=lambda v: f"{len(v)} variables"),
+    Probe("the umask", "os", _umask, os.umask, show=oct),
+    Probe("the resource limits", "resource", _limits, _set_limits),
+    Probe("signal handlers", "signal", _signals, _set_signals, _signals_same, _show_signals),
+    Probe("the blocked signal mask", "signal", lambda: signal.pthread_sigmask(signal.SIG_BLOCK, []),
+          lambda v: signal.pthread_sigmask(signal.SIG_SETMASK, v), show=lambda v: str(sorted(v))),
+    Probe("a pending alarm (setitimer)", "signal", lambda: signal.getitimer(signal.ITIMER_REAL) != (0.0, 0.0),
+          lambda v: signal.setitimer(signal.ITIMER_REAL, 0) if not v else None),
+    Probe("the socket default timeout", "socket", lambda: _m("socket").getdefaulttimeout(),
+          lambda v: _m("socket").setdefaulttimeout(v)),
+    Probe("warnings filters", "warnings", lambda: list(_m("warnings").filters), lambda v: _set_filters(v),
+          show=lambda v: f"{len(v)} filters"),
+    Probe("the recursion limit", "sys", sys.getrecursionlimit, sys.setrecursionlimit),
+    Probe("the thread switch interval", "sys", sys.getswitchinterval, sys.setswitchinterval),
+    Probe("the int max str digits limit", "sys", sys.get_int_max_str_digits, sys.set_int_max_str_digits),
+    Probe("a trace function (sys.settrace)", "sys", sys.gettrace, sys.settrace, operator.is_),
+    Probe("a profile function (sys.setprofile)", "sys", sys.getprofile, sys.setprofile, operator.is_),
+    Probe("import hooks (sys.meta_path)", "sys", lambda: list(sys.meta_path),
+          lambda v: sys.meta_path.__setitem__(slice(None), v)),
+    Probe("path hooks (sys.path_hooks)", "sys", lambda: list(sys.path_hooks),
+          lambda v: sys.path_hooks.__setitem__(slice(None), v)),
+    Probe("the garbage collector switch", "gc", lambda: _m("gc").isenabled(),
+          lambda v: _m("gc").enable() if v else _m("gc").disable()),
+    Probe("the garbage collector thresholds", "gc", lambda: _m("gc").get_threshold(),
+          lambda v: _m("gc").set_threshold(*v)),
+    Probe("faulthandler", "faulthandler", lambda: _m("faulthandler").is_enabled(),
+          lambda v: _m("faulthandler").enable() if v else _m("faulthandler").disable()),
+    Probe("the locale", "locale", lambda: _m("locale").setlocale(_m("locale").LC_ALL, None),
+          lambda v: _m("locale").setlocale(_m("locale").LC_ALL, v)),
+    Probe("the decimal context", "decimal", _decimal_ctx, _set_decimal_ctx,
+          show=lambda v: f"prec={v[0]}, rounding={v[1]}"),
+    Probe("numpy error handling (seterr)", "numpy", lambda: _m("numpy").geterr(),
+          lambda v: _m("numpy").seterr(**v)),
+    Probe("numpy print options", "numpy", lambda: _m("numpy").get_printoptions(),
+          lambda v: _m("numpy").set_printoptions(**v)),
+    Probe("numpy's global random state", "numpy", lambda: _m("numpy").random.get_state(),
+          lambda v: _m("numpy").random.set_state(v), _np_state_same, quiet=True),
+    Probe("torch default dtype", "torch", lambda: _m("torch").get_default_dtype(),
+          lambda v: _m("torch").set_default_dtype(v), show=str),
+    Probe("torch grad mode", "torch", lambda: _m("torch").is_grad_enabled(),
+          lambda v: _m("torch").set_grad_enabled(v)),
+    Probe("torch inference mode", "torch", lambda: _m("torch").is_inference_mode_enabled(), None),
+    Probe("torch deterministic algorithms", "torch",
+          lambda: (_m("torch").are_deterministic_algorithms_enabled(),
+                   _m("torch").is_deterministic_algorithms_warn_only_enabled()),
+          lambda v: _m("torch").use_deterministic_algorithms(v[0], warn_only=v[1])),
+    Probe("torch num_threads", "torch", lambda: _m("torch").get_num_threads(),
+          lambda v: _m("torch").set_num_threads(v)),
+    Probe("torch num_interop_threads", "torch", lambda: _m("torch").get_num_interop_threads(), None),
+    Probe("torch default device", "torch", lambda: str(_m("torch").get_default_device()),
+          lambda v: _m("torch").set_default_device(None if v == "cpu" else v)),
+    Probe("torch anomaly detection", "torch", lambda: _m("torch").is_anomaly_enabled(),
+          lambda v: _m("torch").set_anomaly_enabled(v)),
+    Probe("torch float32 matmul precision", "torch", lambda: _m("torch").get_float32_matmul_precision(),
+          lambda v: _m("torch").set_float32_matmul_precision(v)),
+    Probe("torch's CPU random state", "torch", lambda: _m("torch").get_rng_state(),
+          lambda v: _m("torch").set_rng_state(v), _torch_rng_same, quiet=True),
+    Probe("torch print options", "torch", lambda: dict(vars(_m("torch")._tensor_str.PRINT_OPTS)),
+          lambda v: vars(_m("torch")._tensor_str.PRINT_OPTS).update(v)),
+    Probe("the CUDA current device and stream", "torch", _cuda_stream, _set_cuda_stream),
+    Probe("torch's CUDA random state", "torch",
+          lambda: _m("torch").cuda.get_rng_state_all() if _cuda_ready() else None,
+          lambda v: _m("torch").cuda.set_rng_state_all(v) if v is not None else None,
+          lambda a, b: (a is None) == (b is None) and (a is None or all(map(_m("torch").equal, a, b))),
+          quiet=True),
+    *[_torch_flag(p) for p in ("torch.backends.cudnn.enabled", "torch.backends.cudnn.benchmark",
+                               "torch.backends.cudnn.deterministic", "torch.backends.cudnn.allow_tf32",
+                               "torch.backends.cuda.matmul.allow_tf32",
+                               "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+                               "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
+                               "torch.backends.mkldnn.enabled")],
+]
+
+
+class Baseline:
+    """The state every run must start from (see the module docstring)."""
+
+    def __init__(self, probes: list[Probe] = PROBES):
+        self.probes = []
+        self.readings: dict[str, Any] = {}
+        for p in probes:
+            value = self._read(p)
+            if value is not _ABSENT:
+                self.probes.append(p)
+                self.readings[p.name] = value
+        self.threads = set(threading.enumerate())
+        self.modules: dict[str, Any] = {}
+        self.spaces: dict[str, dict] = {}
+        self._take_namespaces(list(sys.modules.items()))
+
+    @staticmethod
+    def _read(p: Probe):
+        if p.module not in sys.modules:
+            return _ABSENT
+        try:
+            return p.read()
+        except Exception:
+            return _ABSENT
+
+    def _take_namespaces(self, items) -> None:
+        for name, mod in items:
+            if name in SKIP_MODULES or name in self.modules:
+                continue
+            ns = getattr(mod, "__dict__", None)
+            if isinstance(ns, dict):
+                self.modules[name] = mod
+                self.spaces[name] = dict(ns)
+
+    def adopt_new_modules(self) -> None:
+        """Modules first imported by the run that stay loaded join the baseline as they are."""
+        self._take_namespaces([(n, m) for n, m in list(sys.modules.items()) if n not in self.modules])
+        for p in PROBES:   # a probe whose module the run loaded (numpy, decimal) starts to count
+            if p.name not in self.readings:
+                value = self._read(p)
+                if value is not _ABSENT:
+                    self.probes.append(p)
+                    self.readings[p.name] = value
+
+    # -- what differs ---------------------------------------------------------------------
+    def _probe_diffs(self) -> list[tuple[Probe, Any]]:
+        out = []
+        for p in self.probes:
+            now = self._read(p)
+            try:
+                same = now is not _ABSENT and p.same(now, self.readings[p.name])
+            except Exception:
+                same = False
+            if not same:
+                out.append((p, now))
+        return out
+
+    def _namespace_diffs(self) -> list[tuple[str, str, str]]:
+        """(module, attribute, how) for each public top-level attribute rebound, added or removed.
+
+        Private names (`_cache`, `_counter`) are a library's own business and are left as the run
+        left them: putting back a counter that names compiled kernels beside a cache that keeps
+        them would hand the next run another configuration's kernel. A public name that was None
+        and now holds a value is a lazy initialisation (`tempfile.tempdir`): "lazy", put back
+        without a word. A value that wraps the old one (`__wrapped__`, as functools.wraps makes)
+        is "wrapped": what a package does to another on import (torch._dynamo wraps
+        torch.manual_seed when it is first imported)."""
+        out = []
+        for name, saved in self.spaces.items():
+            mod = sys.modules.get(name)
+            if mod is not self.modules[name]:
+                if mod is None:
+                    continue   # dropped from sys.modules: an import brings it back, from its file
+                out.append((name, "", "replaced in sys.modules"))
+                continue
+            ns = mod.__dict__
+            if ns.keys() == saved.keys() and all(map(operator.is_, ns.values(), saved.values())):
+                continue   # the common case, at C speed
+            skip = SKIP_ATTRS.get(name, ())
+            for k, v in saved.items():
+                if k in skip or k.startswith("_"):
+                    continue
+                if k not in ns:
+                    out.append((name, k, "removed"))
+                elif ns[k] is not v:
+                    out.append((name, k, "lazy" if v is None else "wrapped" if _wraps(ns[k], v) else "rebound"))
+            for k, v in ns.items():
+                if k not in saved and k not in skip and not k.startswith("_") and not _is_module(v):
+                    out.append((name, k, "added"))
+        return out
+
+    def _new_threads(self) -> list[threading.Thread]:
+        # a _DummyThread stands for a native thread that once called into Python: not the run's
+        return [t for t in threading.enumerate() if t not in self.threads and t.is_alive()
+                and not isinstance(t, threading._DummyThread)]
+
+    def check(self) -> list[str]:
+        """What differs from the baseline now, in words ([] when the worker is as fresh)."""
+        words = [p.name for p, _ in self._probe_diffs()]
+        words += [f"{m}.{a}" if a else m for m, a, how in self._namespace_diffs() if how != "lazy"]
+        words += [f"thread {t.name!r}" for t in self._new_threads()]
+        return words
+
+    def restore(self, join_s: float = 0.2, adopt_wrappers: bool = False) -> tuple[list[str], list[str]]:
+        """Put the state back. Returns (what the run had changed, in words; what could not be
+        put back, in words). A worker with anything in the second list must not run again.
+        `adopt_wrappers` (the run imported packages that stay loaded): a wrapped attribute is
+        taken as that import's doing and kept, the baseline with it, without a word -- the next
+        run would not import the package again, and a fresh process that did would have it."""
+        changed, stuck = [], []
+        for p, now in self._probe_diffs():
+            old = self.readings[p.name]
+            what = f"{p.name} ({_show(p, old)} -> {_show(p, now)})"
+            if not p.quiet:
+                changed.append(what)
+            if p.write is None:
+                stuck.append(what)
+                continue
+            try:
+                p.write(old)
+                if not p.same(p.read(), old):
+                    stuck.append(what)
+            except Exception as exc:
+                stuck.append(f"{what}: {type(exc).__name__}: {exc}"[:300])
+        for name, attr, how in self._namespace_diffs():
+            what = f"{name}.{attr} {how}" if attr else f"{name} {how}"
+            if how == "wrapped" and adopt_wrappers:
+                self.spaces[name][attr] = self.modules[name].__dict__[attr]
+                continue
+            if how != "lazy":
+                changed.append(what)
+            try:
+                if not attr:
+                    sys.modules[name] = self.modules[name]
+                elif how == "added":
+                    del self.modules[name].__dict__[attr]
+                else:
+                    self.modules[name].__dict__[attr] = self.spaces[name][attr]
+            except Exception as exc:
+                stuck.append(f"{what}: {type(exc).__name__}: {exc}"[:300])
+        threads = self._new_threads()
+        for t in threads:
+            t.join(timeout=join_s / max(1, len(threads)))
+        for t in self._new_threads():
+            what = f"a thread left running ({t.name!r}{', daemon' if t.daemon else ''})"
+            changed.append(what)
+            stuck.append(what)
+        return changed, stuck
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "absent"
+
+
+_ABSENT = _Absent()
+
+
+def _wraps(new, old) -> bool:
+    for _ in range(10):
+        new = getattr(new, "__wrapped__", None)
+        if new is None:
+            return False
+        if new is old:
+            return True
+    return False
+
+
+def _is_module(v) -> bool:
+    return type(v).__name__ == "module" or isinstance(v, type(sys))
+
+
+def _show(p: Probe, v) -> str:
+    try:
+        return p.show(v)[:80]
+    except Exception:
+        return "?"

@@ -1,0 +1,260 @@
+"""The memo key: every input of a verdict, so a run is answered from the ledger only when nothing
+that could change its verdict has changed.
+
+A verdict depends on (1) what is run and how it is judged -- the spec's command, build, env
+templates, oracle, and the files the command names (`Spec.fingerprint`), the configuration (the
+ledger's configuration key), and the programs the command resolves to (`python` is bisectk's own
+interpreter; another program is found on PATH, and its size and mtime count); (2) the timeout
+policy: a fixed number of seconds (the spec's `timeout`, `--timeout`), or "calibrated from the good
+runs" with the calibration's own inputs (floor, factors, the SLOW factor), since those runs are
+themselves under the same key; (3) the environment the subject receives; (4) the content of the
+subject's tree; (5) for a Python subject, the source files it imports from outside that tree.
+
+Abstractions
+------------
+environment_digest -- the environment bisectk passes on (its own, which the subject inherits;
+                      the spec's env is part of the spec's fingerprint), less VOLATILE_ENV: names
+                      that differ between two shells of the same user without changing what a
+                      program computes (the terminal, the SSH session, the shell's own bookkeeping,
+                      a test runner's current test). All other variables count: a subject may read
+                      any of them, and bisectk cannot know which it reads.
+tree_digest        -- the content of a directory's sources. In a git work tree: the index (blob
+                      ids, which git keeps current by stat data) plus the content of every file
+                      `git status` reports modified, and of untracked source files (ignored files
+                      never count). Elsewhere: every source file's path and content hash, a file
+                      rehashed only when its size or mtime changed (a stat cache beside the other
+                      caches). Build outputs, `__pycache__` and `.bisectk` (the ledger, logs) are
+                      never part of it.
+file_digest        -- one file's content hash, remembered by (size, mtime, inode) for the process.
+StaticKey          -- (1)-(4) for one Runner: `key(policy, revision)`. A workload pinned by a
+                      revision (a commit, a hunk set over a hashed GOOD tree) does not add the tree.
+sources_digest     -- (5): a subject's runs record the files they import (run/imports.py); the
+                      ledger keeps their union per static key (`Ledger.sources`), and the full key
+                      is the static key plus the hash of those files' current content. A run that
+                      imported a file not yet recorded is stored under the key that includes it,
+                      which is what the next session computes.
+
+Old ledgers stay readable: their runs were stored under the old key, which no new key equals, so
+they are simply not answered again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+VOLATILE_ENV = frozenset({
+    "PWD", "OLDPWD", "SHLVL", "_", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "HISTFILE", "HISTSIZE",
+    "HISTFILESIZE", "HISTCONTROL", "LS_COLORS", "LSCOLORS", "TERM", "TERMCAP", "COLORTERM", "COLUMNS", "LINES",
+    "DISPLAY", "WINDOWID", "XAUTHORITY", "SSH_AUTH_SOCK", "SSH_AGENT_PID", "SSH_CLIENT", "SSH_CONNECTION",
+    "SSH_TTY", "GPG_AGENT_INFO", "GPG_TTY", "DBUS_SESSION_BUS_ADDRESS", "MAIL", "STY", "WINDOW", "VTE_VERSION",
+    "INVOCATION_ID", "JOURNAL_STREAM", "MANAGERPID", "SYSTEMD_EXEC_PID", "SECURITYSESSIONID",
+    "PYTEST_CURRENT_TEST", "BISECTK_RUN_ID", "BISECTK_TREE", "BISECTK_IMPORTS", "BISECTK_IMPORTS_SKIP",
+})
+VOLATILE_PREFIXES = ("SSH_", "XDG_SESSION_", "XDG_VTNR", "XDG_SEAT", "TMUX", "KITTY_", "VSCODE_", "ITERM_",
+                     "WEZTERM_", "ALACRITTY_", "KONSOLE_", "GNOME_TERMINAL_", "LC_TERMINAL", "TERM_",
+                     "WT_", "BASH_FUNC_", "__")
+# sources: code and build files (the spec's SOURCE_SUFFIXES and the build systems' own files).
+# Not data or configuration files outside git: runs write results and counters (.json, .txt), and a
+# new spec file (.toml) beside the subject must not move the key under them (in a git tree every
+# tracked file counts)
+TREE_SUFFIXES = {".py", ".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".sh", ".mlir", ".ptx", ".cmake"}
+TREE_NAMES = {"Makefile", "makefile", "CMakeLists.txt", "meson.build", "BUILD", "WORKSPACE", "setup.py"}
+SKIP_DIRS = {".git", ".bisectk", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".mypy_cache",
+             ".pytest_cache", ".ruff_cache", "build", "dist", ".eggs"}
+MAX_TREE_FILES = 20000
+MAX_HASHED_BYTES = 64 << 20   # a larger file counts by size and mtime only
+POLICY_VERSION = "progress-v2"   # the watchdog's rules (run/progress.py): a change there is a new key
+
+
+def _volatile(name: str) -> bool:
+    return name in VOLATILE_ENV or name.startswith(VOLATILE_PREFIXES)
+
+
+def environment_digest(env: Mapping[str, str]) -> str:
+    kept = sorted((k, v) for k, v in env.items() if not _volatile(k))
+    return hashlib.sha256(json.dumps(kept).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+# -- files -----------------------------------------------------------------------------------
+_FILE_CACHE: dict[str, tuple[tuple, str]] = {}
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """sha256 of a file's content ('missing' when it is not a readable file), remembered for the
+    process by (size, mtime, inode, ctime): a file rewritten in place gets a new ctime."""
+    p = os.fspath(path)
+    try:
+        st = os.stat(p)
+    except OSError:
+        return "missing"
+    sig = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+    hit = _FILE_CACHE.get(p)
+    if hit and hit[0] == sig:
+        return hit[1]
+    if st.st_size > MAX_HASHED_BYTES:
+        digest = f"size{st.st_size}-mtime{st.st_mtime_ns}"
+    else:
+        h = hashlib.sha256()
+        try:
+            with open(p, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+        except OSError:
+            return "missing"
+        digest = h.hexdigest()
+    _FILE_CACHE[p] = (sig, digest)
+    return digest
+
+
+def sources_digest(paths) -> str:
+    """The content of recorded source files, as one hash ('' when there are none)."""
+    paths = sorted(set(paths))
+    if not paths:
+        return ""
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(f"{p}\0{file_digest(p)}\n".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()[:12]
+
+
+# -- trees -----------------------------------------------------------------------------------
+def _is_source(name: str) -> bool:
+    return name in TREE_NAMES or os.path.splitext(name)[1] in TREE_SUFFIXES
+
+
+def _git(root: Path, *args: str) -> bytes | None:
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+    for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        env.pop(k, None)
+    try:
+        p = subprocess.run(["git", "--no-optional-locks", *args], cwd=root, env=env, stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return p.stdout if p.returncode == 0 else None
+
+
+def _git_tree(root: Path) -> str | None:
+    """The tree's content through git (None when `root` is not in a git work tree). Nothing is
+    written: `--no-optional-locks` keeps `git status` from refreshing the user's index."""
+    inside = _git(root, "rev-parse", "--is-inside-work-tree")
+    if inside is None or inside.strip() != b"true":
+        return None
+    index = _git(root, "ls-files", "-s", "-z", "--", ".")
+    status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".")
+    top = _git(root, "rev-parse", "--show-toplevel")
+    if index is None or status is None or top is None:
+        return None
+    top_path = Path(os.fsdecode(top.strip()))
+    h = hashlib.sha256(index)
+    entries = status.split(b"\0")
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        code, rel = entry[:2], os.fsdecode(entry[3:])
+        if code[:1] in (b"R", b"C"):
+            i += 1   # a rename's source path follows
+        parts = Path(rel).parts
+        if any(part in SKIP_DIRS for part in parts):
+            continue
+        if code == b"??" and not _is_source(parts[-1]):
+            continue   # untracked outputs and data: only new sources count
+        h.update(entry[:3] + rel.encode("utf-8", "surrogateescape") + b"\0")
+        h.update(file_digest(top_path / rel).encode())
+    return "git:" + h.hexdigest()[:16]
+
+
+def _walk_tree(root: Path) -> str:
+    h = hashlib.sha256()
+    n = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        for name in sorted(filenames):
+            if not _is_source(name):
+                continue
+            path = os.path.join(dirpath, name)
+            h.update(os.path.relpath(path, root).encode("utf-8", "surrogateescape") + b"\0")
+            h.update(file_digest(path).encode())
+            n += 1
+            if n >= MAX_TREE_FILES:
+                return "files:" + h.hexdigest()[:16] + "+capped"
+    return "files:" + h.hexdigest()[:16]
+
+
+def tree_digest(root: str | os.PathLike) -> str:
+    """The content of the sources under `root` (see the module docstring)."""
+    root = Path(root)
+    if not root.is_dir():
+        return "no-tree"
+    return _git_tree(root) or _walk_tree(root)
+
+
+# -- the key ---------------------------------------------------------------------------------
+def program_identity(argv0: str, env: Mapping[str, str]) -> str:
+    """What a command's program resolves to: bisectk's interpreter (with its version) for
+    `python`, else the file found on PATH, with its size and mtime (an upgraded compiler is
+    another program)."""
+    if argv0 == sys.executable:
+        return f"python:{os.path.realpath(sys.executable)}:{sys.version.split()[0]}"
+    found = shutil.which(argv0, path=env.get("PATH")) if not os.path.dirname(argv0) else argv0
+    if not found:
+        return f"unresolved:{argv0}"
+    try:
+        st = os.stat(found)
+        return f"{os.path.realpath(found)}:{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        return f"unresolved:{argv0}"
+
+
+class StaticKey:
+    """The memo key of one Runner, less the recorded sources (see the module docstring)."""
+
+    def __init__(self, spec, cwd: Path, env: Mapping[str, str] | None = None):
+        env = os.environ if env is None else env
+        self.spec, self.cwd = spec, Path(cwd)
+        programs = []
+        for template in (spec.command, spec.build):
+            if template:
+                try:
+                    argv0 = spec.argv(spec.good, template)[0]
+                except KeyError:
+                    argv0 = template[0]
+                programs.append(program_identity(argv0, env))
+        self.base = {"spec": spec.fingerprint(cwd), "programs": programs, "env": environment_digest(env)}
+        self._tree: str | None = None
+        self._keys: dict[tuple, str] = {}
+
+    def tree(self) -> str:
+        if self._tree is None:
+            self._tree = tree_digest(self.cwd)
+        return self._tree
+
+    def key(self, policy: str, revision: str = "") -> str:
+        """`policy`: the timeout policy in words that change when it does (`policy_words`)."""
+        k = (policy, revision)
+        if k not in self._keys:
+            parts = {**self.base, "policy": policy}
+            if not revision:
+                parts["tree"] = self.tree()
+            digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+            self._keys[k] = f"k2-{digest}" + (f"@{revision}" if revision else "")
+        return self._keys[k]
+
+
+def policy_words(source: str | None, seconds: float | None, *, floor: float, factor: float,
+                 slow_factor: float | None, kernel_factor: float, cap: float) -> str:
+    """The timeout policy as a key: fixed seconds, or calibration from the good runs with its inputs."""
+    if source in ("spec", "option"):
+        return f"fixed:{seconds!r}"
+    return (f"calibrated:{POLICY_VERSION}:floor={floor!r}:factor={factor!r}:slow={slow_factor!r}:"
+            f"kernel={kernel_factor!r}:cap={cap!r}")

@@ -1,0 +1,326 @@
+"""Reading a subject's output: bounded in memory and on disk, and the result line never lost.
+
+Abstractions
+------------
+LineFeed      -- splits a byte stream, fed in chunks, into lines for a progress watch (each cut at
+                 MAX_LINE bytes).
+ResultCatcher -- finds the last `BISECTK_RESULT ...` line of a stream wherever it is: after any
+                 amount of other output, and however long the line itself is (up to
+                 MAX_RESULT_BYTES, far past the tails kept for reports).
+CappedLog     -- the full log on disk, capped: the first LOG_HEAD_BYTES are written as they come,
+                 the last LOG_TAIL_BYTES are kept in memory and written at the end after a line
+                 saying how much was cut between them. A subject printing 500 MB leaves an 8 MiB log.
+Capture       -- one stream's reading: the head and tail kept in memory (its `text()`), the lines
+                 for the watch, the result line, the capped log.
+pump          -- the reader loop of one file descriptor: polls with a timeout, so it can always be
+                 told to stop (a daemon that inherited the pipe and never closes it cannot hold a
+                 run, or bisectk, forever); after `stop` it drains what is already buffered.
+
+Why the result line is caught separately: the tail kept for classification is 64 KB, and a subject
+with a verbose teardown (or a result line holding a large array) pushed the line out of it; the run
+was then "UNRESOLVED infra: no BISECTK_RESULT line" although the subject had reported.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+RESULT_TAG = b"BISECTK_RESULT"
+MAX_LINE = 4096                     # bytes of one output line a progress watch sees
+MAX_RESULT_BYTES = 16 << 20         # a result line longer than this is kept cut (and will not parse)
+LOG_HEAD_BYTES = 4 << 20            # the full log on disk keeps the first ...
+LOG_TAIL_BYTES = 4 << 20            # ... and the last this many bytes of each stream
+POLL_S = 0.05
+DRAIN_S = 1.0                       # after `stop`: at most this long reading what is still coming
+
+
+class LineFeed:
+    """Splits a byte stream, fed in chunks, into lines for a progress watch: each line is cut at
+    MAX_LINE bytes (a line still open is kept up to that) and handed on decoded. `emit(text,
+    *extra)` gets the extra arguments of `feed`; an exception in it is dropped, so a watchdog bug
+    never stops a stream from being drained.
+
+    A line already handed on is not handed on again: to a watch a repeated line says nothing new
+    (run/progress.py), and a subject pouring out one line a million times must cost a set lookup
+    per line, not a progress point each, or reading it would slow the subject down enough to make
+    it look hung. Lines of one chunk are handed on in order, once each (they share one time)."""
+
+    def __init__(self, emit, remember: int = 50_000):
+        self.emit = emit
+        self.partial = b""
+        self.seen: set[bytes] = set()
+        self.remember = remember
+
+    def feed(self, chunk: bytes, *extra) -> None:
+        *lines, rest = (self.partial + chunk).split(b"\n")
+        self.partial = rest[-MAX_LINE:]
+        for line in dict.fromkeys(lines):
+            line = line[:MAX_LINE]
+            if line in self.seen:
+                continue
+            if len(self.seen) < self.remember:
+                self.seen.add(line)
+            try:
+                self.emit(line.decode("utf-8", errors="replace"), *extra)
+            except Exception:
+                pass
+
+
+class ResultCatcher:
+    """The last line of a stream that starts with BISECTK_RESULT, found in chunks as they come.
+
+    The line still open at the end of a chunk is carried over only while it can be a result
+    line (it starts with the tag, or with a prefix of it), so ordinary output costs one regular
+    expression search per chunk, and a result line of any length costs its own bytes once."""
+
+    def __init__(self, limit: int = MAX_RESULT_BYTES):
+        self.limit = limit
+        self.open: bytearray | None = None   # the unfinished line, when it may be a result line
+        self.at_start = True                 # the next byte begins a line
+        self.last: bytes | None = None
+        self.cut = False                     # the last result line was longer than `limit`
+
+    def feed(self, chunk: bytes) -> None:
+        pos = 0
+        if self.open is not None:             # continue the line carried over
+            nl = chunk.find(b"\n")
+            piece = chunk if nl < 0 else chunk[:nl]
+            self._extend(piece)
+            if nl < 0:
+                self._check_open()
+                return
+            self._close_open()
+            pos = nl + 1
+        elif not self.at_start:               # inside an ordinary line: skip to its end
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                return
+            pos = nl + 1
+        last_nl = chunk.rfind(b"\n", pos)
+        if last_nl >= pos:
+            # the last result line among the complete lines: one reverse search (memmem speed)
+            at = chunk.rfind(b"\n" + RESULT_TAG, pos, last_nl)
+            start = at + 1 if at >= 0 else (pos if chunk.startswith(RESULT_TAG, pos) else -1)
+            if start >= 0:
+                line = chunk[start:chunk.find(b"\n", start)]
+                self.last, self.cut = line[:self.limit], len(line) > self.limit
+            rest_start = last_nl + 1
+        else:
+            rest_start = pos
+        rest = chunk[rest_start:]
+        self.at_start = True
+        if rest:
+            self.open = bytearray()
+            self._extend(rest)
+            self._check_open()
+
+    def _extend(self, piece: bytes) -> None:
+        room = self.limit + 1 - len(self.open)
+        if room > 0:
+            self.open += piece[:room]
+
+    def _check_open(self) -> None:
+        head = bytes(self.open[:len(RESULT_TAG)])
+        if not RESULT_TAG.startswith(head):   # not a result line: forget it until its end
+            self.open, self.at_start = None, False
+
+    def _close_open(self) -> None:
+        line, self.open = bytes(self.open), None
+        if line.startswith(RESULT_TAG):
+            self.last, self.cut = line[:self.limit], len(line) > self.limit
+        self.at_start = True
+
+    def finish(self) -> None:
+        """The stream ended: an unfinished last line counts too (a subject may omit the newline)."""
+        if self.open is not None:
+            self._close_open()
+
+    def text(self) -> str:
+        return self.last.decode("utf-8", errors="replace").rstrip("\r") if self.last else ""
+
+
+class CappedLog:
+    """A stream's full log on disk, capped (see the module docstring). A log that cannot be
+    written (disk full, directory gone) stops being written; `error` says why."""
+
+    def __init__(self, path: Path, head: int = LOG_HEAD_BYTES, tail: int = LOG_TAIL_BYTES):
+        self.path, self.head_limit, self.tail_limit = Path(path), head, tail
+        self.written = 0
+        self.total = 0
+        self.tail: deque[bytes] = deque()
+        self.tail_size = 0
+        self.error = ""
+        try:
+            self.file = open(self.path, "wb")
+        except OSError as exc:
+            self.file, self.error = None, f"{self.path}: {exc.strerror or exc}"
+
+    def write(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        if self.file is None:
+            return
+        if self.written < self.head_limit:
+            part = chunk[:self.head_limit - self.written]
+            self._write(part)
+            self.written += len(part)
+            chunk = chunk[len(part):]
+        if chunk:
+            self.tail.append(chunk)
+            self.tail_size += len(chunk)
+            while self.tail_size - len(self.tail[0]) >= self.tail_limit:
+                self.tail_size -= len(self.tail.popleft())
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self.file.write(data)
+        except OSError as exc:
+            self.error = f"{self.path}: {exc.strerror or exc}"
+            self._close_file()
+
+    def _close_file(self) -> None:
+        f, self.file = self.file, None
+        if f is not None:
+            try:
+                f.close()
+            except OSError as exc:
+                self.error = self.error or f"{self.path}: {exc.strerror or exc}"
+
+    def close(self) -> None:
+        if self.file is not None:
+            after = self.total - self.written          # bytes past the head
+            tail = b"".join(self.tail)[-self.tail_limit:] if after else b""
+            cut = after - len(tail)
+            if cut > 0:
+                self._write(f"\n[bisectk: {cut} bytes of output cut here; the log keeps the first "
+                            f"{self.written} and the last {len(tail)} of {self.total}]\n".encode())
+            if self.file is not None and tail:
+                self._write(tail)
+        self._close_file()
+
+    @property
+    def cut(self) -> bool:
+        return self.total > self.head_limit + self.tail_limit
+
+
+class Capture:
+    """One stream as read: its head and tail in memory (`text()` holds at most `limit` bytes plus
+    one line saying what was cut between them), its lines fed to `on_line`, its last result line
+    (`result`) and its capped log on disk (`sink`)."""
+
+    def __init__(self, limit: int, sink: Path | None = None, on_line=None, results: bool = False):
+        self.head_limit = limit // 4
+        self.tail_limit = limit - self.head_limit
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_size = 0
+        self.total = 0
+        self.lines = LineFeed(on_line) if on_line is not None else None
+        self.results = ResultCatcher() if results else None
+        self.log = CappedLog(sink) if sink else None
+        self.lock = threading.Lock()
+
+    @property
+    def sink_error(self) -> str:
+        return self.log.error if self.log else ""
+
+    def feed(self, chunk: bytes, *extra) -> None:
+        with self.lock:
+            self.total += len(chunk)
+            if len(self.head) < self.head_limit:
+                self.head += chunk[:self.head_limit - len(self.head)]
+            self.tail.append(chunk)
+            self.tail_size += len(chunk)
+            while self.tail_size - len(self.tail[0]) >= self.tail_limit:
+                self.tail_size -= len(self.tail.popleft())
+            if self.log is not None:
+                self.log.write(chunk)
+            if self.results is not None:
+                self.results.feed(chunk)
+        if self.lines is not None:
+            self.lines.feed(chunk, *extra)
+
+    def close(self) -> None:
+        with self.lock:
+            if self.results is not None:
+                self.results.finish()
+            if self.log is not None:
+                self.log.close()
+
+    @property
+    def result(self) -> str:
+        return self.results.text() if self.results is not None else ""
+
+    def text(self) -> str:
+        with self.lock:
+            tail = b"".join(self.tail)
+            after = self.total - len(self.head)
+            if after <= len(tail) and after <= self.tail_limit:
+                data = bytes(self.head) + tail[len(tail) - after:] if after else bytes(self.head)
+            else:
+                keep = tail[-max(0, self.tail_limit - 48):]   # room for the marker line
+                marker = f"\n[... {after - len(keep)} bytes not kept ...]\n".encode()
+                data = bytes(self.head) + marker + keep
+        return data.decode("utf-8", errors="replace")
+
+
+def pump(fd: int, capture: Capture, stop: threading.Event) -> None:
+    """Read `fd` into `capture` until EOF; once `stop` is set, only what is already buffered is
+    read (for at most DRAIN_S), so a process that still holds the pipe cannot keep us here."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    drain_until = None
+    try:
+        while True:
+            if stop.is_set() and drain_until is None:
+                drain_until = time.monotonic() + DRAIN_S
+            try:
+                ready = poller.poll(POLL_S * 1000)
+            except InterruptedError:
+                continue
+            if not ready:
+                if stop.is_set():
+                    return   # nothing buffered, and whoever still holds the pipe is not ours to wait for
+                continue
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                return
+            if not chunk:
+                return
+            capture.feed(chunk)
+            if drain_until is not None and time.monotonic() > drain_until:
+                return
+    finally:
+        capture.close()
+
+
+class Readers:
+    """Reader threads for a run's output descriptors, stopped together."""
+
+    def __init__(self, pairs: list[tuple[int, Capture]]):
+        self.stop_event = threading.Event()
+        self.threads = [threading.Thread(target=pump, args=(fd, cap, self.stop_event), daemon=True)
+                        for fd, cap in pairs]
+        for t in self.threads:
+            t.start()
+
+    def stop(self, timeout: float = DRAIN_S + 1.0) -> None:
+        """Ask the readers to finish (after draining what is buffered) and wait for them."""
+        self.stop_event.set()
+        end = time.monotonic() + timeout
+        for t in self.threads:
+            t.join(max(0.0, end - time.monotonic()))
+
+    def wait_eof(self, timeout: float) -> bool:
+        """Wait up to `timeout` for every stream to end by itself; True if they did."""
+        end = time.monotonic() + timeout
+        for t in self.threads:
+            t.join(max(0.0, end - time.monotonic()))
+        return not any(t.is_alive() for t in self.threads)

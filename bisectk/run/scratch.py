@@ -1,0 +1,106 @@
+"""Private directories outside the user's tree, registered so a SIGKILL cannot leak them.
+
+`diff` copies GOOD into a scratch tree (`scratch-<session>-<pid>` beside its ledger) and `triage`
+exports two commits into a temporary directory (`bisectk-triage-*` in TMPDIR). Both are removed
+when the command ends, but a SIGKILL ends it before that: each such directory is a full copy of a
+source tree, leaked every time.
+
+Abstractions
+------------
+register       -- record a directory with its owner (pid and the pid's start time) before it is
+                  created: one small JSON file in `$XDG_CACHE_HOME/bisectk/scratch/`.
+Registration   -- the handle: `remove()` deletes the directory and its record (the normal end).
+temporary_dir  -- a registered `tempfile.mkdtemp`, removed on exit.
+remove_stale   -- called when a command starts: the directories of records whose owner is gone
+                  (or whose pid now names another process) are deleted, and their records. Only a
+                  directory whose name has one of bisectk's own prefixes is ever deleted, so a
+                  damaged or forged record cannot point it at the user's files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+from bisectk.procstat import process_start
+
+PREFIXES = ("scratch-", "triage-", "bisectk-triage-", "bisectk-scratch-")
+
+
+def registry_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "bisectk" / "scratch"
+
+
+class Registration:
+    def __init__(self, path: Path, record: Path | None):
+        self.path, self.record = Path(path), record
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+        if self.record is not None:
+            try:
+                self.record.unlink()
+            except OSError:
+                pass
+            self.record = None
+
+
+def register(path: str | os.PathLike) -> Registration:
+    """Record `path` as this process's scratch directory (best effort: a registry that cannot be
+    written leaves the directory to the normal clean-up alone)."""
+    path = Path(path).resolve()
+    if not path.name.startswith(PREFIXES):
+        raise ValueError(f"{path}: not a bisectk scratch directory name")
+    try:
+        d = registry_dir()
+        d.mkdir(parents=True, exist_ok=True)
+        record = d / f"{uuid.uuid4().hex}.json"
+        record.write_text(json.dumps({"path": str(path), "owner": os.getpid(),
+                                      "owner_start": process_start(os.getpid())}))
+    except OSError:
+        record = None
+    return Registration(path, record)
+
+
+@contextmanager
+def temporary_dir(prefix: str = "bisectk-triage-"):
+    """A registered temporary directory (in TMPDIR), removed with its record on exit."""
+    reg = register(Path(tempfile.gettempdir()) / f"{prefix}{uuid.uuid4().hex[:10]}")
+    reg.path.mkdir(mode=0o700)
+    try:
+        yield str(reg.path)
+    finally:
+        reg.remove()
+
+
+def remove_stale(directory: Path | None = None) -> list[Path]:
+    """Delete the registered directories whose owner is gone; returns them."""
+    d = directory or registry_dir()
+    try:
+        records = list(d.glob("*.json"))
+    except OSError:
+        return []
+    removed = []
+    for record in records:
+        try:
+            rec = json.loads(record.read_text())
+            path, owner, owner_start = Path(rec["path"]), int(rec["owner"]), rec.get("owner_start")
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        start = process_start(owner)
+        if start is not None and (owner_start is None or start == owner_start):
+            continue   # its owner is alive: another session's
+        if path.is_absolute() and path.name.startswith(PREFIXES) and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        try:
+            record.unlink()
+        except OSError:
+            pass
+    return removed

@@ -1,0 +1,144 @@
+"""Hostile subjects (issue 22, items 4, 5 and 7): the result line is never lost, logs are capped,
+and a subject that kills or stops its supervisor, or leaves a daemon holding its pipes, neither
+hangs bisectk nor leaves a process behind; Ctrl-C ends a run at once.
+
+Each hostile run is driven from a child Python process with a time limit, so a regression shows
+as a failed test rather than a test run that never ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bisectk.outcome import Outcome, Reason
+from bisectk.run.classify import Judge, classify_run
+from bisectk.run.process import run_process
+from bisectk.spec import Threshold
+from tests.conftest import ROOT
+from tests.core.test_containment import kill_marked, marker, with_marker
+
+JUDGE = Judge([Threshold("rel_err", max=1e-3)])
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def py(code: str, *args: str) -> list[str]:
+    return [sys.executable, "-c", code, *args]
+
+
+def test_the_result_line_is_found_with_megabytes_of_output_after_it():
+    code = ("import sys\nprint('BISECTK_RESULT {\"rel_err\": 1e-6}')\n"
+            "for i in range(40000): print(f'teardown: freeing buffer {i} of 40000 ' + 'x' * 40)\n")
+    raw = run_process(py(code), timeout=60)
+    assert len(raw.stdout) < 70_000           # the tail alone no longer holds it
+    run = classify_run(raw, JUDGE)
+    assert run.outcome is Outcome.PASS and run.metrics["rel_err"] == 1e-6, run.signature
+
+
+def test_a_result_line_longer_than_the_tails_is_read_whole():
+    code = ("import json\nprint('noise')\n"
+            "print('BISECTK_RESULT ' + json.dumps({'rel_err': 2e-4, 'samples': list(range(60000))}))\n"
+            "print('bye')\n")
+    raw = run_process(py(code), timeout=60)
+    run = classify_run(raw, JUDGE)
+    assert run.outcome is Outcome.PASS and len(run.metrics["samples"]) == 60000
+
+
+def test_the_log_on_disk_is_capped_and_says_where_it_was_cut(tmp_path):
+    from bisectk.run.output import LOG_HEAD_BYTES, LOG_TAIL_BYTES
+    code = ("import sys\nw = sys.stdout.write\nw('FIRST LINE\\n')\n"
+            "for i in range(3000): w(('%06d ' % i) + 'y' * 10000 + '\\n')\nw('LAST LINE\\n')\n"
+            "print('BISECTK_RESULT {\"rel_err\": 0.0}')\n")
+    raw = run_process(py(code), timeout=120, log_dir=tmp_path)
+    log = tmp_path / "stdout.log"
+    size = log.stat().st_size
+    assert size <= LOG_HEAD_BYTES + LOG_TAIL_BYTES + 200, size   # 30 MB printed
+    with open(log, "rb") as f:
+        head = f.read(20)
+        f.seek(-200, os.SEEK_END)
+        tail = f.read()
+        f.seek(LOG_HEAD_BYTES)
+        middle = f.read(200)
+    assert head.startswith(b"FIRST LINE") and b"LAST LINE" in tail and b"BISECTK_RESULT" in tail
+    assert b"bytes of output cut here" in middle
+    assert classify_run(raw, JUDGE).outcome is Outcome.PASS
+
+
+# The subject kills (or stops) the process that contains it, and leaves a daemon holding its pipes.
+KILL_SUPERVISOR = """
+import os, signal, sys, time
+m, how = sys.argv[1], sys.argv[2]
+if os.fork() == 0:                      # a daemon that keeps stdout and stderr open
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", m])
+    os._exit(0)
+time.sleep(0.2)
+os.kill(os.getppid(), signal.SIGKILL if how == "kill" else signal.SIGSTOP)
+print("supervisor dealt with", flush=True)
+time.sleep(300)
+"""
+
+DRIVER = """
+import json, sys, time
+from bisectk.run.process import run_process
+t = time.monotonic()
+raw = run_process([sys.executable, "-c", sys.argv[1], sys.argv[2], sys.argv[3]], timeout=float(sys.argv[4]))
+print(json.dumps({"started": raw.started, "error": raw.error, "timed_out": raw.timed_out,
+                  "s": time.monotonic() - t, "stdout": raw.stdout}))
+"""
+
+
+@pytest.mark.parametrize("how", ["kill", "stop"])
+def test_a_subject_that_kills_or_stops_its_supervisor_is_unresolved_and_leaves_nothing(how):
+    m = marker()
+    try:
+        p = subprocess.run(py(DRIVER, KILL_SUPERVISOR, m, how, "30"), capture_output=True, text=True, timeout=25,
+                           cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        doc = json.loads(p.stdout)
+        assert not doc["started"] and doc["s"] < 5, doc
+        word = "killed by SIGKILL" if how == "kill" else "stopped"
+        assert f"supervisor was {word}" in doc["error"] and "cannot be judged" in doc["error"], doc["error"]
+        assert "supervisor dealt with" in doc["stdout"]   # read up to the end, the daemon notwithstanding
+        from bisectk.run.process import RawRun
+        run = classify_run(RawRun(started=False, error=doc["error"]), JUDGE)
+        assert run.outcome is Outcome.UNRESOLVED and run.reason is Reason.INFRA
+        time.sleep(0.3)
+        assert with_marker(m) == []
+    finally:
+        kill_marked(m)
+
+
+def test_ctrl_c_ends_a_run_whose_subject_ignores_sigterm_within_a_second(tmp_path):
+    m = marker()
+    subject = tmp_path / "stubborn.py"
+    subject.write_text("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(300)\n")
+    driver = ("import sys, time\nfrom bisectk.run.process import run_process\n"
+              "try:\n    run_process([sys.executable, sys.argv[1], sys.argv[2]], timeout=300)\n"
+              "except KeyboardInterrupt:\n    print('interrupted', flush=True)\n")
+    proc = subprocess.Popen(py(driver, str(subject), m), stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        deadline = time.monotonic() + 20
+        while len(with_marker(m)) < 2 and time.monotonic() < deadline:   # the driver and the subject
+            time.sleep(0.05)
+        time.sleep(0.5)   # the subject has set its handler
+        t = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=10)
+        took = time.monotonic() - t
+        assert "interrupted" in out and took < 1.0, took
+        assert with_marker(m) == []
+    finally:
+        proc.kill()
+        kill_marked(m)

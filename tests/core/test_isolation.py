@@ -1,0 +1,138 @@
+"""Warm workers as good as fresh processes (issue 22, item 2): a run that changes interpreter state
+leaves the next run in the same worker exactly where a fresh process would start; what cannot be put
+back retires the worker; a worker that is not fresh refuses to run.
+
+One kind of state per test: a run changes it, then a probe run in the same worker must print what
+the probe prints in a fresh process."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from bisectk.run.pool import WorkerPool
+from bisectk.run.process import run_process
+
+pytest.importorskip("torch")
+
+PROBE = """
+import decimal, json, os, signal, socket, threading, warnings
+import numpy as np
+import torch
+print("BISECTK_RESULT " + json.dumps({
+    "dtype": str(torch.get_default_dtype()), "grad": torch.is_grad_enabled(),
+    "deterministic": torch.are_deterministic_algorithms_enabled(), "threads": torch.get_num_threads(),
+    "device": str(torch.get_default_device()), "seed_1234": torch.initial_seed() == 1234,
+    "anomaly": torch.is_anomaly_enabled(), "matmul": torch.get_float32_matmul_precision(),
+    "np_err": np.geterr(), "np_precision": np.get_printoptions()["precision"],
+    "decimal": [decimal.getcontext().prec, decimal.getcontext().rounding],
+    "socket": socket.getdefaulttimeout(), "sigusr1": str(signal.getsignal(signal.SIGUSR1)),
+    "sigterm": str(signal.getsignal(signal.SIGTERM)),
+    "warnings": [list(map(str, f[:1])) for f in warnings.filters[:3]],
+    "json_dumps": json.dumps.__module__, "env": os.environ.get("LEAKED_VAR"),
+    "threads_alive": threading.active_count(), "umask": oct(os.umask(0o022)),
+}))
+"""
+
+# one kind of state each: (name, what the run does, can it be put back (None: silently))
+DIRTY = [
+    ("torch default dtype", "import torch; torch.set_default_dtype(torch.float64)", True),
+    ("torch grad mode", "import torch; torch.set_grad_enabled(False)", True),
+    ("torch deterministic algorithms", "import torch; torch.use_deterministic_algorithms(True)", True),
+    ("torch num_threads", "import torch; torch.set_num_threads(torch.get_num_threads() + 1)", True),
+    ("torch default device", "import torch; torch.set_default_device('meta')", True),
+    ("torch anomaly detection", "import torch; torch.set_anomaly_enabled(True)", True),
+    ("torch float32 matmul precision", "import torch; torch.set_float32_matmul_precision('medium')", True),
+    # random streams are put back without a word (every run draws from them): only the probe tells
+    ("torch's CPU random state", "import torch; torch.manual_seed(1234); torch.rand(5)", None),
+    ("numpy error handling", "import numpy as np; np.seterr(all='raise')", True),
+    ("numpy print options", "import numpy as np; np.set_printoptions(precision=2)", True),
+    ("the decimal context", "import decimal; decimal.getcontext().prec = 5; "
+                            "decimal.getcontext().rounding = decimal.ROUND_DOWN", True),
+    ("the socket default timeout", "import socket; socket.setdefaulttimeout(0.5)", True),
+    ("signal handlers", "import signal; signal.signal(signal.SIGUSR1, lambda *a: None); "
+                        "signal.signal(signal.SIGTERM, signal.SIG_IGN)", True),
+    ("warnings filters", "import warnings; warnings.simplefilter('error')", True),
+    ("json.dumps rebound", "import json; json.dumps = lambda *a, **k: 'patched'", True),
+    ("the environment", "import os; os.environ['LEAKED_VAR'] = '1'", True),
+    ("the umask", "import os; os.umask(0o077)", True),
+    ("a thread left running", "import threading, time; threading.Thread(target=time.sleep, args=(30,), "
+                               "daemon=True).start()", False),
+]
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory) -> dict:
+    d = tmp_path_factory.mktemp("probe")
+    (d / "probe.py").write_text(PROBE)
+    raw = run_process([sys.executable, str(d / "probe.py")], timeout=120)
+    assert raw.exit_code == 0, raw.stderr
+    return result(raw)
+
+
+def result(raw) -> dict:
+    line = [ln for ln in raw.stdout.splitlines() if ln.startswith("BISECTK_RESULT")][-1]
+    return json.loads(line.split(" ", 1)[1])
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with WorkerPool(gpus=None, preload=("torch",), spares=1, ready_timeout=120) as p:
+        yield p
+
+
+def run(pool, d: Path, name: str, code: str):
+    (d / name).write_text(code + "\nprint('BISECTK_RESULT {}')\n")
+    return pool.run([sys.executable, name], cwd=d, timeout=120)
+
+
+@pytest.mark.parametrize("kind, code, restorable", DIRTY, ids=[d[0] for d in DIRTY])
+def test_a_run_that_changes_state_leaves_the_next_run_a_fresh_start(pool, fresh, tmp_path, kind, code, restorable):
+    (tmp_path / "probe.py").write_text(PROBE)
+    before = dict(pool.stats)
+    dirty = run(pool, tmp_path, "dirty.py", code)
+    assert dirty.exit_code == 0, dirty.stderr
+    probe = pool.run([sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
+    assert probe.exit_code == 0, probe.stderr
+    state = result(probe)
+    assert state == fresh, {k: (state[k], fresh[k]) for k in state if state[k] != fresh[k]}
+    assert pool.stats["cold_runs"] == 0   # both ran warm
+    assert bool(dirty.isolation) == (restorable is not None), dirty.isolation
+    if restorable is None:
+        assert pool.stats["worker_discards"] == before["worker_discards"]
+    elif restorable:
+        assert "put back" in dirty.isolation and pool.stats["worker_discards"] == before["worker_discards"]
+    else:
+        assert "cannot be put back" in dirty.isolation
+        assert pool.stats["worker_discards"] == before["worker_discards"] + 1   # retired
+
+
+def test_an_ordinary_torch_run_changes_nothing_and_keeps_its_worker(pool, fresh, tmp_path):
+    before = pool.stats["worker_discards"]
+    ok = run(pool, tmp_path, "ordinary.py", "import torch, numpy\nx = torch.randn(64, 64)\n"
+                                           "print(float((x @ x).sum()), numpy.arange(3).sum())")
+    assert ok.exit_code == 0 and ok.isolation == "", ok.isolation
+    assert pool.stats["worker_discards"] == before
+
+
+def test_a_worker_that_is_no_longer_fresh_refuses_the_run(tmp_path, monkeypatch):
+    """A preloaded module whose thread changes torch's default dtype a moment after the preload:
+    the worker finds itself dirty before the next run and refuses it; the run is made elsewhere
+    (here, after the spares refuse too, in a fresh process) and sees a fresh state."""
+    (tmp_path / "dirty_later.py").write_text(
+        "import threading, time, torch\n"
+        "def flip():\n    time.sleep(1.0)\n    torch.set_default_dtype(torch.float64)\n"
+        "threading.Thread(target=flip, daemon=True).start()\n")
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{Path(__file__).resolve().parents[2]}")
+    (tmp_path / "dtype.py").write_text("import torch\nprint('BISECTK_RESULT {\"dtype\": \"%s\"}' % "
+                                       "str(torch.get_default_dtype()))\n")
+    with WorkerPool(gpus=None, preload=("torch", "dirty_later"), spares=1, ready_timeout=120) as p:
+        p.start()
+        import time
+        time.sleep(2.5)
+        raw = p.run([sys.executable, "dtype.py"], cwd=tmp_path, timeout=120)
+        assert raw.exit_code == 0 and result(raw)["dtype"] == "torch.float32", (raw.stdout, raw.stderr)
+        assert p.stats.get("refused", 0) >= 1

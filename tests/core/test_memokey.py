@@ -1,0 +1,213 @@
+"""The memo key covers every input of a verdict (issue 22, item 1): the timeout policy, the
+environment, the subject's tree and the sources it imports each change it; nothing else does, so
+an unchanged subject is still answered from the ledger; a ledger from the old key just misses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bisectk.ledger import Ledger
+from bisectk.outcome import FailKind, Outcome, Run
+from bisectk.run.pool import WorkerPool
+from bisectk.run.runner import Runner, TimeoutPolicy
+from bisectk.spec import config_key, load_spec
+from tests.conftest import ROOT
+
+SUBJECT = """import json, os, sys, time
+import helper
+sys.path.insert(0, os.environ.get("EXTRA_LIB", "/nonexistent"))
+import extlib
+time.sleep(float(os.environ.get("SLEEP_S", "0")))
+open(os.environ["COUNTER"], "a").write("run\\n")
+err = helper.ERR + extlib.ERR + (1.0 if os.environ.get("BREAK") == "1" else 0.0)
+print("BISECTK_RESULT " + json.dumps({"rel_err": err}))
+"""
+
+
+def project(tmp_path: Path, timeout: str = "") -> Path:
+    d = tmp_path / "proj"
+    d.mkdir(exist_ok=True)
+    (d / "pyproject.toml").touch()
+    (d / "subject.py").write_text(SUBJECT)
+    (d / "helper.py").write_text("ERR = 0.0\n")
+    lib = tmp_path / "outside" / "lib"
+    lib.mkdir(parents=True, exist_ok=True)
+    (lib / "extlib.py").write_text("ERR = 0.0\n")
+    (d / "spec.toml").write_text(f'name = "memo"\n[subject]\ncommand = ["python", "subject.py"]\n{timeout}\n'
+                                 f'[oracle]\nmetric = "rel_err"\nmax = 1e-3\n')
+    return d
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("COUNTER", str(tmp_path / "counter.txt"))
+    monkeypatch.setenv("EXTRA_LIB", str(tmp_path / "outside" / "lib"))
+    monkeypatch.delenv("BREAK", raising=False)
+    monkeypatch.delenv("SLEEP_S", raising=False)
+    return tmp_path
+
+
+def runs(tmp_path: Path) -> int:
+    p = tmp_path / "counter.txt"
+    return len(p.read_text().splitlines()) if p.exists() else 0
+
+
+def verdict(d: Path, ledger_path: Path, option: float | None = None, executor=None):
+    spec = load_spec(d / "spec.toml")
+    ledger = Ledger(ledger_path)
+    try:
+        runner = Runner(spec, ledger, executor=executor)
+        if option:
+            runner.timeout = TimeoutPolicy(option, "option", f"{option:g} s from --timeout")
+        return runner.verdict(spec.endpoint("good")), runner.executed
+    finally:
+        ledger.close()
+
+
+def test_an_unchanged_subject_is_answered_from_the_ledger(env):
+    d = project(env)
+    first, n1 = verdict(d, env / "l.db")
+    again, n2 = verdict(d, env / "l.db")
+    assert first.outcome is again.outcome is Outcome.PASS and (n1, n2) == (1, 0) and again.cached
+
+
+def test_the_specs_timeout_and_the_timeout_option_are_in_the_key(env, monkeypatch):
+    monkeypatch.setenv("SLEEP_S", "1.5")
+    d = project(env, "timeout = 1")
+    hung, _ = verdict(d, env / "l.db")
+    assert hung.kind is FailKind.HANG
+    project(env, "timeout = 30")      # the spec now gives it room: a new observation, not the old hang
+    ok, n = verdict(d, env / "l.db")
+    assert ok.outcome is Outcome.PASS and n == 1
+    hung, n = verdict(d, env / "l.db", option=0.5)
+    assert hung.kind is FailKind.HANG and n == 1
+    again, n = verdict(d, env / "l.db", option=1.0)    # the same policy as the spec's first `timeout = 1`
+    assert again.kind is FailKind.HANG and n == 0 and again.cached
+    ok, n = verdict(d, env / "l.db", option=20.0)
+    assert ok.outcome is Outcome.PASS and n == 1
+
+
+def test_the_environment_is_in_the_key_but_not_the_shells_bookkeeping(env, monkeypatch):
+    d = project(env)
+    assert verdict(d, env / "l.db")[0].outcome is Outcome.PASS
+    monkeypatch.setenv("BREAK", "1")
+    broken, n = verdict(d, env / "l.db")
+    assert broken.outcome is Outcome.FAIL and n == 1
+    monkeypatch.delenv("BREAK")
+    for name, value in (("PWD", "/somewhere/else"), ("SHLVL", "7"), ("TERM", "dumb"), ("OLDPWD", "/x")):
+        monkeypatch.setenv(name, value)
+    again, n = verdict(d, env / "l.db")
+    assert again.outcome is Outcome.PASS and n == 0
+    from bisectk.run.memokey import environment_digest
+    assert environment_digest({"A": "1", "PWD": "/a"}) == environment_digest({"A": "1", "PWD": "/b"})
+    assert environment_digest({"A": "1"}) != environment_digest({"A": "2"})
+
+
+def test_a_module_of_the_subjects_tree_is_in_the_key(env):
+    d = project(env)
+    assert verdict(d, env / "l.db")[0].outcome is Outcome.PASS
+    (d / "helper.py").write_text("ERR = 0.5   # a regression in an imported module\n")
+    broken, n = verdict(d, env / "l.db")
+    assert broken.outcome is Outcome.FAIL and n == 1
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+def test_a_module_imported_from_outside_the_tree_is_in_the_key(env, warm):
+    """extlib.py lives outside the subject's directory (an editable install, a PYTHONPATH entry):
+    the run records that it imported it, and the next session checks its content."""
+    d = project(env)
+    pool = WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=60) if warm else None
+    try:
+        ex = pool.run if pool else None
+        assert verdict(d, env / "l.db", executor=ex)[0].outcome is Outcome.PASS
+        again, n = verdict(d, env / "l.db", executor=ex)
+        assert again.outcome is Outcome.PASS and n == 0          # recorded, unchanged: reused
+        (env / "outside" / "lib" / "extlib.py").write_text("ERR = 0.25\n")
+        broken, n = verdict(d, env / "l.db", executor=ex)
+        assert broken.outcome is Outcome.FAIL and n == 1
+        if pool:
+            assert pool.stats["warm_runs"] >= 2
+    finally:
+        if pool:
+            pool.close()
+
+
+def test_a_git_tree_is_keyed_by_its_index_and_changes_without_writing_the_users_index(env):
+    d = project(env)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=d, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=d, check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=d, check=True)
+    from bisectk.run.memokey import tree_digest
+    first = tree_digest(d)
+    assert first.startswith("git:")
+    (d / "untracked_output.log").write_text("not a source")   # untracked non-sources do not count
+    assert tree_digest(d) == first
+    index = d / ".git" / "index"
+    before = index.stat().st_mtime_ns
+    os.utime(d / "helper.py")            # touched, same content: git's stat data differs, the key does not
+    assert tree_digest(d) == first
+    (d / "helper.py").write_text("ERR = 0.5\n")
+    assert tree_digest(d) != first
+    assert index.stat().st_mtime_ns == before
+
+
+def test_a_ledger_written_under_the_old_key_just_misses(env):
+    d = project(env)
+    spec = load_spec(d / "spec.toml")
+    ledger = Ledger(env / "l.db")   # what bisectk before issue 22 stored: a stale hang
+    ledger.add_run(spec.fingerprint(), config_key(spec.good), Run(Outcome.FAIL, FailKind.HANG, signature="old"))
+    ledger.close()
+    v, n = verdict(d, env / "l.db")
+    assert v.outcome is Outcome.PASS and n == 1
+
+
+ABLATE_SPEC = """name = "timeouts"
+[subject]
+command = ["python", "k.py", "--slow", "{slow}", "--bug", "{bug}", "--a", "{a}", "--b", "{b}"]
+TIMEOUT
+[oracle]
+metric = "rel_err"
+max = 1e-3
+[good]
+slow = 0
+bug = 0
+a = 1
+b = 1
+[bad]
+slow = 1
+bug = 1
+a = 2
+b = 2
+"""
+
+ABLATE_KERNEL = """import argparse, json, time
+ap = argparse.ArgumentParser()
+for n in ("slow", "bug", "a", "b"):
+    ap.add_argument("--" + n, type=int)
+a = ap.parse_args()
+if a.slow:
+    time.sleep(1.5)      # a larger problem: slower, not wrong
+print("BISECTK_RESULT " + json.dumps({"rel_err": 0.5 if a.bug else 0.0}))
+"""
+
+
+def test_ablate_after_the_spec_gives_more_time_runs_again_and_names_the_real_culprit(tmp_path):
+    """The issue's case: under `timeout = 1` the slow factor is a hang and is named; once the spec
+    says 30 s, the stored hangs must not answer: the runs are new, and `bug` is named."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "k.py").write_text(ABLATE_KERNEL)
+    found = []
+    for timeout in ("timeout = 1", "timeout = 30"):
+        (tmp_path / "spec.toml").write_text(ABLATE_SPEC.replace("TIMEOUT", timeout))
+        p = subprocess.run([sys.executable, "-m", "bisectk", "ablate", "spec.toml", "--json"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        doc = json.loads(p.stdout)
+        found.append((doc["culprits"], doc["runs"]))
+    assert found[0][0] == ["slow"] and found[1][0] == ["bug"] and found[1][1] > 0, found

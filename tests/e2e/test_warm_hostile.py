@@ -1,0 +1,100 @@
+"""Hostile subjects under `--warm` (issue 22, item 5): a subject that kills or stops the warm
+worker's supervisor is UNRESOLVED (infra) and leaves no process behind; Ctrl-C ends a warm session
+within a second."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.core.test_containment import kill_marked, with_marker
+
+SPEC = """name = "hostile"
+[subject]
+command = ["python", "subject.py", "--mode", "{mode}", "--marker", "{marker}"]
+timeout = 60
+[oracle]
+metric = "err"
+max = 0
+[good]
+mode = "ok"
+marker = "{m}"
+[bad]
+mode = "{bad}"
+marker = "{m}"
+"""
+
+SUBJECT = """import argparse, json, os, signal, sys, time
+ap = argparse.ArgumentParser()
+ap.add_argument("--mode")
+ap.add_argument("--marker")
+a = ap.parse_args()
+if a.mode == "ok":
+    print("BISECTK_RESULT " + json.dumps({"err": 0}))
+    sys.exit(0)
+if a.mode == "hang":
+    open("hanging", "w").close()
+    time.sleep(300)
+# a daemon that outlives everything, then the supervisor of whatever runs us is dealt with
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", a.marker])
+    os._exit(0)
+time.sleep(0.2)
+os.kill(os.getppid(), signal.SIGKILL if a.mode == "killsup" else signal.SIGSTOP)
+time.sleep(0.5)
+print("BISECTK_RESULT " + json.dumps({"err": 1}))
+"""
+
+
+def setup(tmp_path, bad: str):
+    m = f"bisectk-hostile-{os.urandom(6).hex()}"
+    (tmp_path / "subject.py").write_text(SUBJECT)
+    (tmp_path / "spec.toml").write_text(SPEC.replace("{m}", m).replace("{bad}", bad))
+    (tmp_path / "pyproject.toml").touch()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    return m, env
+
+
+@pytest.mark.parametrize("bad", ["killsup", "stopsup"])
+def test_a_subject_that_kills_or_stops_the_warm_workers_supervisor_is_unresolved_and_leaves_nothing(tmp_path, bad):
+    m, env = setup(tmp_path, bad)
+    try:
+        p = subprocess.run([sys.executable, "-m", "bisectk", "ablate", "spec.toml", "--warm", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        doc = json.loads(p.stdout)
+        bad_run = doc["endpoints"]["bad"]
+        assert bad_run["outcome"] == "unresolved" and bad_run["reason"] == "infra", bad_run
+        assert "supervisor" in bad_run["signature"] and "cannot be judged" in bad_run["signature"]
+        assert p.returncode != 0
+        time.sleep(0.5)
+        assert with_marker(m) == []
+        assert [q for q in with_marker(str(tmp_path)) if "bisectk.run.worker" in " ".join(q.cmdline())] == []
+    finally:
+        kill_marked(m)
+
+
+def test_ctrl_c_ends_a_warm_session_within_a_second(tmp_path):
+    m, env = setup(tmp_path, "hang")
+    proc = subprocess.Popen([sys.executable, "-m", "bisectk", "ablate", "spec.toml", "--warm"],
+                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "hanging").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (tmp_path / "hanging").exists()
+        time.sleep(0.3)
+        t = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+        took = time.monotonic() - t
+        assert proc.returncode == 130 and took < 1.0, (proc.returncode, took)
+        time.sleep(0.3)
+        workers = [q for q in with_marker("bisectk.run.worker") if q.cwd() == str(tmp_path)]
+        assert workers == []
+    finally:
+        proc.kill()

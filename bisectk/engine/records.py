@@ -109,6 +109,7 @@ class AttemptRecord:
     from_ledger: bool = False
     pass_name: str = ""            # diff: 'hunks' or 'lines'
     metrics: dict = field(default_factory=dict)   # the verdict's metrics (pictures: slow metric per configuration)
+    stage: str = ""                # ablate: '' (the first failing set), 'set 2', ... (the search for another)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -218,6 +219,11 @@ class AblationRecord(Record):
     search_runs: int = 0
     ptx: dict | None = None
     sanitizer: dict | None = None
+    sets: tuple[dict, ...] = ()             # every independent failing set: members, interaction, proof
+    fixes: tuple[list, ...] = ()            # differences whose reversal from bad was seen to pass
+    open_fixes: tuple[list, ...] = ()       # bad without them failed (or was unresolved); not followed
+    sets_complete: bool | None = None       # the sets explain every failure of bad (None: not searched)
+    sets_note: str = ""                     # why they may not
 
 
 @dataclass(frozen=True)

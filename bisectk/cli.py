@@ -532,14 +532,23 @@ def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bis
         info = db.session(session) if session else db.last_finished_session()
     finally:
         db.close()
-    if info is None or not info.get("result") or "command" not in info["result"]:
+    result = info.get("result") if info else None
+    if not isinstance(result, dict) or "command" not in result:
         fail(f"{ledger}: no finished session" + (f" with id {session}" if session else "") + " with a stored result")
-    rec = load_record(info["result"])
-    written = write_reports(rec, None, markdown, html)
+    damaged = f"{ledger}: the stored result of session {info['id']} is damaged"
+    try:
+        rec = load_record(result)
+        with out.capture() as shown:   # printed whole or not at all; rendered for --json too, to read it all
+            render.summary(out, rec)
+        written = write_reports(rec, None, markdown, html)
+    except BisectkError as exc:
+        fail(f"{damaged} ({exc})")
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:   # a field of the wrong shape
+        fail(f"{damaged} ({type(exc).__name__}: {exc})"[:300])
     if as_json:
-        emit_json(info["result"])
+        emit_json(result)
     else:
-        render.summary(out, rec)
+        sys.stdout.write(shown.get())
         for line in written:
             out.print(line, markup=False)
     raise typer.Exit(X.OK)

@@ -237,7 +237,9 @@ class Ledger:
         name = getattr(exc, "sqlite_errorname", "") or ""
         text = " ".join(str(exc).split())
         if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in text or "not a database" in text:
-            return self._damaged(text)
+            return self._damaged(text[:200])
+        if "Could not decode to UTF-8" in text:   # a stored text's bytes changed (sqlite3 quotes it: cut)
+            return self._damaged("a stored text is not UTF-8: " + text.split(" with text")[0][:120])
         if name.startswith("SQLITE_FULL") or "disk is full" in text or (
                 name.startswith("SQLITE_IOERR") and _nearly_full(self.path.parent)):
             return LedgerError(f"ledger {self.path}: the disk is full ({text}) while {doing}; nothing was "
@@ -261,6 +263,8 @@ class Ledger:
             yield
         except sqlite3.Error as exc:
             raise self._error(exc, doing) from None
+        except UnicodeDecodeError as exc:   # a stored text's bytes changed: SQLite checks pages, not text
+            raise self._damaged(f"a stored text is not UTF-8 ({exc.reason})") from None
 
     @contextmanager
     def _write(self, doing: str):
@@ -281,6 +285,8 @@ class Ledger:
                     pass  # SQLite already rolled back (e.g. after SQLITE_FULL)
                 if isinstance(exc, sqlite3.Error):
                     raise self._error(exc, doing) from None
+                if isinstance(exc, UnicodeDecodeError):
+                    raise self._damaged(f"a stored text is not UTF-8 ({exc.reason})") from None
                 raise
 
     # -- runs ---------------------------------------------------------------------------
@@ -381,10 +387,10 @@ class Ledger:
 
     def last_finished_session(self) -> dict[str, Any] | None:
         """The newest session that stored a result (any command)."""
-        with self.lock:
+        with self.lock, self._read("reading sessions"):
             row = self.db.execute("SELECT id, command, fingerprint, args_json, created, finished, result_json"
                                   " FROM sessions WHERE result_json IS NOT NULL ORDER BY id DESC LIMIT 1").fetchone()
-        return _session(row) if row else None
+        return self._decode(_session, row) if row else None
 
     def session(self, session_id: int) -> dict[str, Any] | None:
         with self.lock, self._read("reading a session"):
@@ -404,7 +410,7 @@ class Ledger:
             q, args = q + " AND kind=?", (session, kind)
         with self.lock, self._read("reading events"):
             rows = self.db.execute(q + " ORDER BY id", args).fetchall()
-        return [self._decode(lambda r: {"kind": r[0], **json.loads(r[1])}, r) for r in rows]
+        return [self._decode(_event, r) for r in rows]
 
     # -- decoding: SQLite checks its pages, not the JSON inside them ------------------------
     def _decode(self, fn, row):
@@ -414,12 +420,28 @@ class Ledger:
             raise self._damaged(f"a stored record cannot be read: {type(exc).__name__}: {exc}"[:200]) from None
 
     def _run(self, text: str) -> Run:
-        return self._decode(lambda t: Run.from_dict(json.loads(t)), text)
+        return self._decode(_run, text)
+
+
+# How each stored row is read back: what a command does with a row, and what `check` does with
+# every row, so a row `check` calls readable is one no command finds damaged. Each raises
+# ValueError, TypeError, KeyError or AttributeError for a row that cannot be read.
+def _run(text: str) -> Run:
+    return Run.from_dict(json.loads(text))
 
 
 def _session(row) -> dict[str, Any]:
-    return {"id": row[0], "command": row[1], "fingerprint": row[2], "args": json.loads(row[3]),
-            "created": row[4], "finished": row[5], "result": json.loads(row[6]) if row[6] else None}
+    args, result = json.loads(row[3]), json.loads(row[6]) if row[6] else None
+    if not isinstance(args, dict) or not (result is None or isinstance(result, dict)):
+        raise TypeError("a session's arguments or result is not a JSON object")
+    if not isinstance(row[1], str) or not isinstance(row[2], str):
+        raise TypeError("a session's command or fingerprint is not text")
+    return {"id": row[0], "command": row[1], "fingerprint": row[2], "args": args,
+            "created": row[4], "finished": row[5], "result": result}
+
+
+def _event(row) -> dict[str, Any]:
+    return {"kind": row[0], **json.loads(row[1])}
 
 
 def _holder_alive(host: str, pid: int, pid_start: float | None, expires: float, *, this_host: str) -> bool:
@@ -457,6 +479,9 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
             last = exc
             if "malformed" in str(exc) or "not a database" in str(exc):
                 break
+        except UnicodeDecodeError:   # SQLite's own message quotes a damaged schema's bytes
+            raise LedgerError(f"ledger {path} is damaged (its schema is not readable text); it was not "
+                              f"changed") from None
     raise LedgerError(f"ledger {path}: cannot read it ({last}); see `bisectk ledger check {path}`")
 
 
@@ -504,8 +529,11 @@ class LedgerReport:
 
 
 def check(path: str | Path) -> LedgerReport:
-    """Inspect a ledger without changing it: integrity, schema version, readable rows per table,
-    claims (and how many are stale), whether it is writable. Never raises for a bad file."""
+    """Inspect a ledger without changing it: the file header, SQLite's full integrity check
+    (indexes included, which the quick check at open skips), the schema version, every row of
+    every table read back exactly as a command reads it, claims (and how many are stale), whether
+    it is writable. At least as strict as opening it: a ledger a command would call damaged is
+    never "ok" here. Never raises for a bad file."""
     path = Path(path)
     report = LedgerReport(path, ok=False)
     if not path.is_file():
@@ -513,6 +541,7 @@ def check(path: str | Path) -> LedgerReport:
         return report
     report.size_bytes = path.stat().st_size
     report.writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    report.problems += _header_problems(path)
     try:
         db = _connect_readonly(path)
     except LedgerError as exc:
@@ -521,16 +550,18 @@ def check(path: str | Path) -> LedgerReport:
     try:
         try:
             report.problems += [r[0] for r in db.execute("PRAGMA integrity_check(100)").fetchall() if r[0] != "ok"]
-        except sqlite3.Error as exc:
-            report.problems.append(f"integrity check: {exc}")
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            report.problems.append(f"integrity check: {exc}"[:200])
         try:
             row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
             report.schema = int(row[0]) if row else None
-        except (sqlite3.Error, ValueError) as exc:
-            report.problems.append(f"schema version unreadable: {exc}")
+            if report.schema is not None and not 1 <= report.schema <= SCHEMA_VERSION:
+                report.problems.append(f"schema version {report.schema} (this bisectk reads 1 to {SCHEMA_VERSION})")
+        except (sqlite3.Error, ValueError, TypeError) as exc:   # UnicodeDecodeError is a ValueError
+            report.problems.append(f"schema version unreadable: {exc}"[:200])
         for table, cols in _COPY.items():
             rows, gaps = 0, 0
-            for item in _readable_rows(db, table, ("id",)):
+            for item in _readable_rows(db, table, cols, problems=report.problems):
                 if item is None:
                     gaps += 1
                 else:
@@ -541,31 +572,88 @@ def check(path: str | Path) -> LedgerReport:
             for host, pid, pid_start, expires in db.execute("SELECT host, pid, pid_start, expires FROM claims"):
                 report.claims += 1
                 report.stale_claims += not _holder_alive(host, pid, pid_start, expires, this_host=here)
-        except sqlite3.Error:
-            pass  # schema 1: no claims table
+        except sqlite3.Error as exc:
+            if "no such table" not in str(exc):   # schema 1 has no claims table
+                report.problems.append(f"claims: {exc}")
+        except (TypeError, ValueError, OverflowError) as exc:   # UnicodeDecodeError included
+            report.problems.append(f"claims: a row cannot be read ({exc})"[:200])
     finally:
         db.close()
     report.ok = not report.problems and not any(report.unreadable.values()) and report.schema is not None
     return report
 
 
-def _readable_rows(db: sqlite3.Connection, table: str, cols: tuple[str, ...]):
-    """Every row of `table` that can be read, in id order, and None for each id that cannot (a
-    damaged page): the scan runs by range until it fails, then probes id by id past the damage."""
+_MAGIC = b"SQLite format 3\0"
+
+
+def _header_problems(path: Path) -> list[str]:
+    """What is wrong with the database header (the first 100 bytes), per SQLite's file format:
+    a damaged header can leave the file readable but refuse every write (a read or write version
+    past 2), which a read-only check would otherwise miss."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(100)
+    except OSError as exc:
+        return [f"header unreadable: {exc.strerror or exc}"]
+    if len(head) < 100 or not head.startswith(_MAGIC):
+        return ["not an SQLite 3 database (header)"] if head else []
+    problems = []
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    if page < 512 or page & (page - 1):
+        problems.append(f"header: page size {page}")
+    if head[18] not in (1, 2) or head[19] not in (1, 2):
+        problems.append(f"header: file format versions {head[18]}/{head[19]} (1 or 2)")
+    if tuple(head[21:24]) != (64, 32, 32):
+        problems.append(f"header: payload fractions {tuple(head[21:24])}")
+    if int.from_bytes(head[44:48], "big") not in (1, 2, 3, 4):
+        problems.append(f"header: schema format {int.from_bytes(head[44:48], 'big')}")
+    if int.from_bytes(head[56:60], "big") not in (0, 1, 2, 3):
+        problems.append(f"header: text encoding {int.from_bytes(head[56:60], 'big')}")
+    return problems
+
+
+# How `check` and `salvage` read a row back: each table's decoder, on the columns in _COPY order.
+_DECODE = {"sessions": _session,
+           "runs": lambda row: _run(row[10]),
+           "events": lambda row: _event((row[2], row[3]))}
+
+
+def _readable_rows(db: sqlite3.Connection, table: str, cols: tuple[str, ...], problems: list[str] | None = None):
+    """Every row of `table` that can be read and decoded as a command decodes it, in id order,
+    and None for each id that cannot (a damaged page, or a record that no longer decodes): the
+    scan runs by range until it fails, then probes id by id past the damage. Rows that do not
+    decode are described in `problems` (the first few)."""
+    decode = _DECODE.get(table) if len(cols) == len(_COPY.get(table, ())) else None
+
+    def readable(row) -> bool:
+        if decode is None:
+            return True
+        try:
+            decode(row)
+            return True
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            if problems is not None and sum(p.startswith(f"{table} row") for p in problems) < 5:
+                problems.append(f"{table} row {row[0]}: cannot be decoded ({type(exc).__name__}: {exc})"[:200])
+            return False
     in_range = f"SELECT {', '.join(cols)} FROM {table} WHERE id > ? ORDER BY id"
     one = f"SELECT {', '.join(cols)} FROM {table} WHERE id = ?"
     try:
         (top,) = db.execute(f"SELECT MAX(id) FROM {table}").fetchone()
-    except sqlite3.Error:
+    except (sqlite3.Error, UnicodeDecodeError) as exc:
         top = None
+        if problems is not None and "no such table" in str(exc):
+            problems.append(f"table {table} is missing")
     last = 0
     while True:
         try:
             for row in db.execute(in_range, (last,)):
-                yield row
+                yield row if readable(row) else None
                 last = row[0]
             return
         except sqlite3.Error:
+            pass
+        except UnicodeDecodeError:   # a text of the row after `last` is not UTF-8: probe it by id
             pass
         misses = 0  # ids in a row that are damaged or absent: give up after many (a lost root page)
         while True:
@@ -574,14 +662,14 @@ def _readable_rows(db: sqlite3.Connection, table: str, cols: tuple[str, ...]):
                 return
             try:
                 row = db.execute(one, (last,)).fetchone()
-            except sqlite3.Error:
+            except (sqlite3.Error, UnicodeDecodeError):
                 misses += 1
                 yield None
                 continue
             if row is None:
                 misses += 1
                 continue
-            yield row
+            yield row if readable(row) else None
             break
 
 

@@ -371,3 +371,76 @@ def test_damage_anywhere_is_a_ledger_error_never_a_crash(tmp_path, where):
     report = check(path)
     assert isinstance(report.ok, bool) and report.lines()
     assert sha(path) == before or report.ok
+
+
+# -- ledger check is at least as strict as opening and reading (issue 22) ----------------------------
+def read_like_the_commands(path: Path, n: int) -> None:
+    """Open the ledger for writing and read back every row the way commands do (ablate's and run's
+    memo lookups, --resume's last session, report's sessions, log's events); LedgerError if any
+    of it calls the ledger damaged."""
+    db = Ledger(path)
+    try:
+        for i in range(n):
+            db.runs(FP, f'{{"a":{i}}}')
+            db.run_at(FP, f'{{"a":{i}}}', 0)
+        db.last_session("run", FP)
+        db.last_finished_session()
+        for sid in (1, 2):
+            db.session(sid)
+            db.events(sid)
+    finally:
+        db.close()
+
+
+def flipped(src: Path, dest: Path, seed: int) -> Path:
+    """A copy with a few seeded bit flips: half anywhere in the file, half inside a stored text
+    (where SQLite's page checks cannot see them)."""
+    import random
+    rng = random.Random(seed)
+    data = bytearray(src.read_bytes())
+    if seed % 2:
+        for _ in range(rng.choice([1, 4, 16])):
+            i = rng.randrange(len(data))
+            data[i] ^= 1 << rng.randrange(8)
+    else:
+        con = sqlite3.connect(src)
+        texts = [r[0] for r in con.execute("SELECT run_json FROM runs UNION ALL SELECT data_json FROM events "
+                                           "UNION ALL SELECT args_json FROM sessions UNION ALL SELECT result_json "
+                                           "FROM sessions WHERE result_json IS NOT NULL")]
+        con.close()
+        spans = [(at, at + len(t.encode())) for t in texts if (at := data.find(t.encode())) >= 0]
+        lo, hi = rng.choice(spans)
+        i = rng.randrange(lo, hi)
+        data[i] ^= 1 << rng.randrange(8)
+    dest.write_bytes(bytes(data))
+    return dest
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_ledger_check_and_opening_agree_on_bit_flipped_ledgers(tmp_path, seed):
+    """Before issue 22, `ledger check` said ok on ledgers whose records no longer decode (or whose
+    text is not UTF-8), which every command then rejected as damaged, pointing at `ledger check`."""
+    n = 12
+    src = tmp_path / "src.db"
+    db = Ledger(src)
+    s = db.open_session("ablate", FP, {"spec": "x", "strategy": "adaptive"})
+    for i in range(n):
+        db.add_run(FP, f'{{"a":{i}}}', a_run(i, size=50), s)
+        db.add_event(s, "observation", {"i": i, "label": f"hybrid a={i}"})
+    db.close_session(s, {"command": "run", "ok": True})
+    db.close()
+    con = sqlite3.connect(src)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    path = flipped(src, tmp_path / "l.db", seed)
+    report = check(path)        # read-only: first, while the file is as flipped
+    try:
+        read_like_the_commands(path, n)
+        commands_ok = True
+    except LedgerError as exc:
+        assert "\n" not in str(exc) and "ledger check" in str(exc) or "damaged" in str(exc), exc
+        commands_ok = False
+    if not commands_ok:
+        assert not report.ok, (seed, report.lines())
+    if report.ok:
+        assert commands_ok

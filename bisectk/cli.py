@@ -11,18 +11,18 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 
 from bisectk import __version__
 from bisectk import exitcodes as X
 from bisectk.errors import BisectkError
 from bisectk.outcome import SAME_FAILURE_MODES, Outcome
+from bisectk.report.safe import SafeConsole, terminal_text
 from bisectk.search import STRATEGIES, strategy_names
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Differential bisection for GPU kernels: isolate the change that makes a kernel "
                        "hang, crash, compute garbage or slow down.")
-out = Console(highlight=False, soft_wrap=True)
+out = SafeConsole(highlight=False, soft_wrap=True)   # repository and subject text escaped (report/safe.py)
 
 OUTCOME_EXIT = {Outcome.PASS: X.OK, Outcome.FAIL: X.FAILED, Outcome.UNRESOLVED: X.UNRESOLVED}
 
@@ -72,7 +72,7 @@ def cache_ledger() -> str:
 
 def say_error(message: str) -> None:
     """One line on stderr, unwrapped whatever the terminal width."""
-    sys.stderr.write(f"bisectk: {' '.join(str(message).split())}\n")
+    sys.stderr.write(f"bisectk: {terminal_text(' '.join(str(message).split()))}\n")
 
 
 def fail(message: str, code: int = X.USAGE) -> None:
@@ -85,7 +85,7 @@ def unused_factor_warnings(spec) -> list[str]:
     lines = [f"factor {f!r} is used by no placeholder of [subject] command, build or env: its values never "
              f"reach the subject ({spec.path})" for f in spec.unused_factors()]
     for line in lines:
-        sys.stderr.write(f"bisectk: warning: {line}\n")
+        sys.stderr.write(f"bisectk: warning: {terminal_text(line)}\n")
     return lines
 
 

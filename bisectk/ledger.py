@@ -155,6 +155,8 @@ class Ledger:
         self.host = socket.gethostname()
         self.pid = os.getpid()
         self.pid_start = process_start(self.pid)
+        self.notices: list[str] = []
+        self.on_notice = None   # called with each notice (the session prints it)
         if readonly:
             self.db = _connect_readonly(self.path)
         else:
@@ -164,6 +166,7 @@ class Ledger:
                                           timeout=BUSY_TIMEOUT_S)
             except sqlite3.Error as exc:
                 raise self._error(exc, "opening") from None
+        self.identity = _file_id(self.path)   # which file this connection writes (see _in_place)
         with self._read("opening"):
             self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
             if not readonly:
@@ -228,6 +231,54 @@ class Ledger:
         with self.lock:
             self.db.close()
 
+    # -- a ledger deleted or replaced while in use ------------------------------------------
+    def _in_place(self) -> None:
+        """Before each write: is this connection's file still the one at `path`? A ledger deleted
+        while a command runs (`rm -rf .bisectk`, `git clean -xdf`) is still open here, so SQLite
+        would go on writing to a file nobody can reach, and every observation would be lost when
+        the command ends. It is written back from the open copy instead (everything in it: earlier
+        sessions too, since deleting a ledger is no way to start afresh: --fresh or another
+        --ledger is), and said. A file put in its place by someone else is never overwritten: the
+        open copy is saved beside it and this command goes on there."""
+        if self.readonly or _file_id(self.path) == self.identity:
+            return
+        replaced = self.path.exists()
+        target = (self.path.with_name(f"{self.path.stem}.saved-{os.getpid()}{self.path.suffix}") if replaced
+                  else self.path)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            scratch = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}")
+            copy = sqlite3.connect(scratch)
+            try:
+                self.db.backup(copy)   # reads the open (unlinked) file and its journal
+            finally:
+                copy.close()
+            self.db.close()            # before the new file exists: closing removes the old journal by name
+            try:
+                os.link(scratch, target)   # never over a file that appeared meanwhile
+            except FileExistsError:
+                target = target.with_name(f"{self.path.stem}.saved-{os.getpid()}{self.path.suffix}")
+                os.replace(scratch, target)
+            else:
+                os.unlink(scratch)
+            self.db = sqlite3.connect(target, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+            self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            _retry_busy(lambda: self.db.execute("PRAGMA journal_mode=WAL"))
+        except (OSError, sqlite3.Error) as exc:
+            raise LedgerError(f"ledger {self.path} was {'replaced' if replaced else 'deleted'} while this command "
+                              f"ran, and it could not be written again ({exc}); what this command observed is "
+                              f"lost") from None
+        (runs,) = self.db.execute("SELECT COUNT(*) FROM runs").fetchone()
+        what = "deleted" if not replaced else "replaced by another file"
+        text = (f"the ledger {self.path} was {what} while this command ran; "
+                + (f"it was written again from the copy still open ({runs} runs kept)" if target == self.path else
+                   f"the copy still open ({runs} runs) is saved as {target}, and this command goes on there")
+                + "; no observation is lost")
+        self.path, self.identity = target, _file_id(target)
+        self.notices.append(text)
+        if self.on_notice is not None:
+            self.on_notice(text)
+
     # -- errors -------------------------------------------------------------------------
     def _damaged(self, detail: str) -> LedgerError:
         return LedgerError(f"ledger {self.path} is damaged ({detail}); it was not changed. See what can be "
@@ -271,6 +322,7 @@ class Ledger:
         """One transaction, holding SQLite's write lock from the start (BEGIN IMMEDIATE): what it
         reads cannot change under it, and on any error it is rolled back whole."""
         with self.lock:
+            self._in_place()
             try:
                 self.db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
@@ -453,6 +505,15 @@ def _holder_alive(host: str, pid: int, pid_start: float | None, expires: float, 
     if start is None:
         return False
     return pid_start is None or start == pid_start  # else the pid was reused
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path`, None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def _nearly_full(directory: Path) -> bool:

@@ -444,3 +444,56 @@ def test_ledger_check_and_opening_agree_on_bit_flipped_ledgers(tmp_path, seed):
         assert not report.ok, (seed, report.lines())
     if report.ok:
         assert commands_ok
+
+
+# -- deleted or replaced while in use (issue 22) -----------------------------------------------------
+DELETER = """
+import json, os, shutil, sys
+a = dict(x.split("=") for x in sys.argv[1:])
+if a["b"] == "1" and a["c"] == "0":      # the subject itself removes the ledger's directory mid-run
+    shutil.rmtree(os.environ["DELETE_AT"], ignore_errors=True)
+print("BISECTK_RESULT " + json.dumps({"err": 1.0 if a["a"] == "1" else 0.0}))
+"""
+
+
+def test_a_ledger_deleted_mid_run_keeps_every_observation(tmp_path):
+    """Before: the command ended 0 and the ledger was gone with every run in it."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text(DELETER)
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "del"\n[subject]\ncommand = ["python", "s.py", "a={a}", "b={b}", "c={c}", "d={d}"]\n'
+                    '[oracle]\nmetric = "err"\nmax = 0.5\n[good]\na = 0\nb = 0\nc = 0\nd = 0\n'
+                    '[bad]\na = 1\nb = 1\nc = 1\nd = 1\n')
+    led = tmp_path / "led" / "l.db"
+    env = dict(os.environ, DELETE_AT=str(led.parent))
+    p = subprocess.run([sys.executable, "-m", "bisectk", "ablate", str(spec), "--exhaustive", "--json",
+                        "--ledger", str(led)], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    doc = json.loads(p.stdout)
+    assert doc["culprits"] == ["a"]
+    assert "was deleted while this command ran" in p.stderr and "no observation is lost" in p.stderr
+    con = sqlite3.connect(led)
+    (runs,) = con.execute("SELECT COUNT(*) FROM runs").fetchone()
+    (result,) = con.execute("SELECT result_json FROM sessions ORDER BY id DESC LIMIT 1").fetchone()
+    con.close()
+    assert runs == doc["observations"] == 16 and json.loads(result)["culprits"] == ["a"]
+    again = subprocess.run([sys.executable, "-m", "bisectk", "ablate", str(spec), "--exhaustive", "--json",
+                            "--ledger", str(led)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert json.loads(again.stdout)["runs"] == 0   # all answered from the ledger it kept
+
+
+def test_a_ledger_replaced_mid_run_is_not_overwritten(tmp_path):
+    path = tmp_path / "l.db"
+    db = Ledger(path)
+    db.add_run(FP, KEY, a_run(0))
+    os.unlink(path)
+    other = populated(tmp_path / "other.db", n=2)
+    os.replace(other, path)                 # someone else's ledger now sits at the path
+    before = sha(path)
+    notices = []
+    db.on_notice = notices.append
+    db.add_run(FP, KEY, a_run(1))
+    assert sha(path) == before              # theirs untouched
+    assert db.path != path and db.path.name.startswith("l.saved-") and notices and "replaced" in notices[0]
+    db.close()
+    assert len(Ledger(db.path).runs(FP, KEY)) == 2

@@ -148,6 +148,10 @@ def finish(record, log, summary, *, report: Optional[Path], json_out: Optional[P
         summary()
         for line in written:
             out.print(line, markup=False)
+    from bisectk.engine.interrupts import late
+    if late() and code == X.OK:   # Ctrl-C after the last run, while the result was written (engine/interrupts.py)
+        say_error("interrupted after the search had finished; the result printed is complete")
+        code = X.INCOMPLETE
     raise typer.Exit(code)
 
 
@@ -245,6 +249,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
 
     Exit 0: culprit isolated; 1: search stopped (what is shown so far printed); 2: endpoints unusable."""
     from bisectk.engine.ablate import run_ablation
+    from bisectk.engine.interrupts import held
     from bisectk.engine.oracle import SpaceOracle
     from bisectk.engine.session import Session, ledger_location
     from bisectk.report.ablation import print_summary, to_debuglog
@@ -274,14 +279,16 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
             out.print(f"{s.name}: {n} differences between good and bad: "
                       + ", ".join(f"{f} {s.good[f]} -> {s.bad[f]}" for f in s.differences()), markup=False)
         oracle = SpaceOracle(session.runner(), FactorSpace(s), policy=pol)
-        try:
-            rec = run_ablation(oracle, strategy=strategy, ptx=ptx, sanitize=sanitize,
-                               environment=environment_capture())
-        except KeyboardInterrupt:
-            fail("interrupted before the endpoints were verified; nothing to report (runs so far are in the ledger)",
-                 X.INTERRUPTED)
-        finish(rec, to_debuglog(rec), lambda: print_summary(out, rec), report=report, json_out=json_out,
-               as_json=as_json, code=X.search_code(rec.ok, rec.complete, rec.interrupted), session=session, html=html)
+        with held():   # Ctrl-C stops runs, never the writing of a result (engine/interrupts.py)
+            try:
+                rec = run_ablation(oracle, strategy=strategy, ptx=ptx, sanitize=sanitize,
+                                   environment=environment_capture())
+            except KeyboardInterrupt:
+                fail("interrupted before the endpoints were verified; nothing to report (runs so far are in the "
+                     "ledger)", X.INTERRUPTED)
+            finish(rec, to_debuglog(rec), lambda: print_summary(out, rec), report=report, json_out=json_out,
+                   as_json=as_json, code=X.search_code(rec.ok, rec.complete, rec.interrupted), session=session,
+                   html=html)
 
 
 # -- diff ------------------------------------------------------------------------------------------
@@ -309,6 +316,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
     The subject runs with the hybrid tree as its working directory. Exit 0: culprit found;
     1: search stopped; 2: unusable input or endpoints."""
     from bisectk.engine.diff import run_diff
+    from bisectk.engine.interrupts import held
     from bisectk.engine.oracle import SpaceOracle
     from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.subject import load_subject
@@ -332,9 +340,11 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
         if not as_json:
             out.print(f"{len(space.hunks)} hunks between {good} and {bad}", markup=False)
         oracle = SpaceOracle(session.runner(cwd=space.workdir), space, policy=pol)
-        rec = run_diff(oracle, strategy=strategy, refine=lines, environment=environment_capture())
-        finish(rec, to_debuglog(rec), lambda: print_summary(out, rec), report=report, json_out=json_out,
-               as_json=as_json, code=X.search_code(rec.ok, rec.complete, rec.interrupted), session=session, html=html)
+        with held():   # as in ablate
+            rec = run_diff(oracle, strategy=strategy, refine=lines, environment=environment_capture())
+            finish(rec, to_debuglog(rec), lambda: print_summary(out, rec), report=report, json_out=json_out,
+                   as_json=as_json, code=X.search_code(rec.ok, rec.complete, rec.interrupted), session=session,
+                   html=html)
 
 
 # -- bisect / triage -------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bisectk.engine.endpoints import verify
+from bisectk.engine.interrupts import live
 from bisectk.engine.oracle import SpaceOracle
 from bisectk.engine.policy import RunPolicy
 from bisectk.engine.records import AblationRecord, AttemptRecord, EndpointCheck, SubjectRecord
@@ -143,7 +144,11 @@ def run_ablation(oracle: SpaceOracle, *, strategy: str = "adaptive", policy: Run
             stopped, reason = True, "interrupted while finding thresholds"
     ptx_doc = sanitizer_doc = None
     if not stopped and (ptx or sanitize):
-        ptx_doc, sanitizer_doc = evidence(oracle, check, res, ptx=ptx, sanitize=sanitize)
+        try:
+            with live():   # compiles and sanitizer runs: interruptible like runs
+                ptx_doc, sanitizer_doc = evidence(oracle, check, res, ptx=ptx, sanitize=sanitize)
+        except KeyboardInterrupt:
+            stopped, reason = True, "interrupted while gathering evidence"
     order = {d: i for i, d in enumerate(diffs)}
     n_sets = max(1, len(res.sets))
     effects = [{"factor": f, "good": spec.good.get(f), "bad": spec.bad.get(f),

@@ -574,7 +574,7 @@ def ledger_check(path: Path = typer.Argument(..., help="The ledger database.", s
                  as_json: bool = JsonOpt) -> None:
     """Check a ledger's integrity without writing to it; --salvage copies what is readable into a
     new ledger. Exit 0: healthy (or salvaged); 2: damaged."""
-    from bisectk import ledger as L
+    from bisectk import ledger_check as L
     if not path.exists():
         fail(f"no ledger at {path}")
     rep = L.check(path)

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from bisectk import ledger as ledger_mod
-from bisectk.ledger import Ledger, LedgerError, check, salvage
+from bisectk.ledger import Ledger, LedgerError
+from bisectk.ledger_check import check, salvage
 from bisectk.outcome import FailKind, Outcome, Run
 from tests.conftest import bisectk
 

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 
 from bisectk import __version__
 from bisectk import exitcodes as X
 from bisectk.errors import BisectkError
 from bisectk.outcome import SAME_FAILURE_MODES, Outcome, Reason
+from bisectk.report.safe import SafeConsole, terminal_text
 from bisectk.search import STRATEGIES, strategy_names
 
 # -h as well as --help, on every command (click passes it down to the subcommands' contexts); help
@@ -26,7 +26,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   context_settings=CONTEXT,
                   help="Differential bisection for GPU kernels: isolate the change that makes a kernel "
                        "hang, crash, compute garbage or slow down.")
-out = Console(highlight=False, soft_wrap=True)
+out = SafeConsole(highlight=False, soft_wrap=True)   # repository and subject text escaped (report/safe.py)
 
 OUTCOME_EXIT = {Outcome.PASS: X.OK, Outcome.FAIL: X.FAILED, Outcome.UNRESOLVED: X.UNRESOLVED}
 
@@ -77,7 +77,7 @@ def cache_ledger() -> str:
 
 def say_error(message: str) -> None:
     """One line on stderr, unwrapped whatever the terminal width."""
-    sys.stderr.write(f"bisectk: {' '.join(str(message).split())}\n")
+    sys.stderr.write(f"bisectk: {terminal_text(' '.join(str(message).split()))}\n")
 
 
 def fail(message: str, code: int = X.USAGE) -> None:
@@ -90,7 +90,7 @@ def unused_factor_warnings(spec) -> list[str]:
     lines = [f"factor {f!r} is used by no placeholder of [subject] command, build or env: its values never "
              f"reach the subject ({spec.path})" for f in spec.unused_factors()]
     for line in lines:
-        sys.stderr.write(f"bisectk: warning: {line}\n")
+        sys.stderr.write(f"bisectk: warning: {terminal_text(line)}\n")
     return lines
 
 
@@ -153,6 +153,10 @@ def finish(record, log, summary, *, report: Optional[Path], json_out: Optional[P
         summary()
         for line in written:
             out.print(line, markup=False)
+    from bisectk.engine.interrupts import late
+    if late() and code == X.OK:   # Ctrl-C after the last run, while the result was written (engine/interrupts.py)
+        say_error("interrupted after the search had finished; the result printed is complete")
+        code = X.INCOMPLETE
     raise typer.Exit(code)
 
 
@@ -255,6 +259,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
 
     Exit 0: culprit isolated; 1: search stopped (what is shown so far printed); 2: endpoints unusable."""
     from bisectk.engine.ablate import run_ablation
+    from bisectk.engine.interrupts import held
     from bisectk.engine.oracle import SpaceOracle
     from bisectk.engine.session import Session, ledger_location
     from bisectk.report.ablation import print_summary, to_debuglog
@@ -285,14 +290,16 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
                       + ", ".join(f"{f} {render(s.good[f])} -> {render(s.bad[f])}" for f in s.differences()),
                       markup=False)
         oracle = SpaceOracle(session.runner(), FactorSpace(s), policy=pol)
-        try:
-            rec = run_ablation(oracle, strategy=strategy, ptx=ptx, sanitize=sanitize,
-                               environment=environment_capture())
-        except KeyboardInterrupt:
-            fail("interrupted before the endpoints were verified; nothing to report (runs so far are in the ledger)",
-                 X.INTERRUPTED)
-        finish(rec, to_debuglog(rec), lambda: print_summary(out, rec), report=report, json_out=json_out,
-               as_json=as_json, code=X.search_code(rec.ok, rec.complete, rec.interrupted), session=session, html=html)
+        with held():   # Ctrl-C stops runs, never the writing of a result (engine/interrupts.py)
+            try:
+                rec = run_ablation(oracle, strategy=strategy, ptx=ptx, sanitize=sanitize,
+                                   environment=environment_capture())
+            except KeyboardInterrupt:
+                fail("interrupted before the endpoints were verified; nothing to report (runs so far are in the "
+                     "ledger)", X.INTERRUPTED)
+            finish(rec, to_debuglog(rec), lambda: print_summary(out, rec), report=report, json_out=json_out,
+                   as_json=as_json, code=X.search_code(rec.ok, rec.complete, rec.interrupted), session=session,
+                   html=html)
 
 
 # -- diff ------------------------------------------------------------------------------------------
@@ -320,6 +327,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
     The subject runs with the hybrid tree as its working directory. Exit 0: culprit found;
     1: search stopped; 2: unusable input or endpoints."""
     from bisectk.engine.diff import run_diff
+    from bisectk.engine.interrupts import held
     from bisectk.engine.oracle import SpaceOracle
     from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.subject import load_subject
@@ -344,9 +352,11 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
         if not as_json:
             out.print(f"{counted(len(space.hunks), 'hunk')} between {good} and {bad}", markup=False)
         oracle = SpaceOracle(session.runner(cwd=space.workdir), space, policy=pol)
-        rec = run_diff(oracle, strategy=strategy, refine=lines, environment=environment_capture())
-        finish(rec, to_debuglog(rec), lambda: print_summary(out, rec), report=report, json_out=json_out,
-               as_json=as_json, code=X.search_code(rec.ok, rec.complete, rec.interrupted), session=session, html=html)
+        with held():   # as in ablate
+            rec = run_diff(oracle, strategy=strategy, refine=lines, environment=environment_capture())
+            finish(rec, to_debuglog(rec), lambda: print_summary(out, rec), report=report, json_out=json_out,
+                   as_json=as_json, code=X.search_code(rec.ok, rec.complete, rec.interrupted), session=session,
+                   html=html)
 
 
 # -- bisect / triage -------------------------------------------------------------------------------
@@ -551,14 +561,23 @@ def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bis
         info = db.session(session) if session else db.last_finished_session()
     finally:
         db.close()
-    if info is None or not info.get("result") or "command" not in info["result"]:
+    result = info.get("result") if info else None
+    if not isinstance(result, dict) or "command" not in result:
         fail(f"{ledger}: no finished session" + (f" with id {session}" if session else "") + " with a stored result")
-    rec = load_record(info["result"])
-    written = write_reports(rec, None, markdown, html)
+    damaged = f"{ledger}: the stored result of session {info['id']} is damaged"
+    try:
+        rec = load_record(result)
+        with out.capture() as shown:   # printed whole or not at all; rendered for --json too, to read it all
+            render.summary(out, rec)
+        written = write_reports(rec, None, markdown, html)
+    except BisectkError as exc:
+        fail(f"{damaged} ({exc})")
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:   # a field of the wrong shape
+        fail(f"{damaged} ({type(exc).__name__}: {exc})"[:300])
     if as_json:
-        emit_json(info["result"])
+        emit_json(result)
     else:
-        render.summary(out, rec)
+        sys.stdout.write(shown.get())
         for line in written:
             out.print(line, markup=False)
     raise typer.Exit(X.OK)
@@ -574,7 +593,7 @@ def ledger_check(path: Path = typer.Argument(..., help="The ledger database.", s
                  as_json: bool = JsonOpt) -> None:
     """Check a ledger's integrity without writing to it; --salvage copies what is readable into a
     new ledger. Exit 0: healthy (or salvaged); 2: damaged."""
-    from bisectk import ledger as L
+    from bisectk import ledger_check as L
     if not path.exists():
         fail(f"no ledger at {path}")
     rep = L.check(path)

@@ -18,9 +18,8 @@ Claim    -- the protocol for that sharing. `Ledger.claim(...)` either finds the 
             dropped in one transaction), or, while another live process holds it, waits for its
             result. A claim whose holder died (same host: its pid is gone or reused; another
             host: its time-to-live passed) is taken over.
-check    -- what `bisectk ledger check` reports: integrity, schema, rows, claims, writability.
-salvage  -- copy every readable row of a damaged ledger into a new one (the damaged file is
-            never written).
+`bisectk ledger check` and `--salvage` live in ledger_check.py; they read rows back with this
+module's decoders (_run, _session, _event), the ones every command uses.
 Memoisation is by (fingerprint, configuration key, run index): asking for the k-th run of a
 configuration that already has k runs returns the stored one. Verdicts are derived, never
 stored separately, so repeats and resumes agree by construction.
@@ -42,7 +41,7 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +154,8 @@ class Ledger:
         self.host = socket.gethostname()
         self.pid = os.getpid()
         self.pid_start = process_start(self.pid)
+        self.notices: list[str] = []
+        self.on_notice = None   # called with each notice (the session prints it)
         if readonly:
             self.db = _connect_readonly(self.path)
         else:
@@ -164,6 +165,7 @@ class Ledger:
                                           timeout=BUSY_TIMEOUT_S)
             except sqlite3.Error as exc:
                 raise self._error(exc, "opening") from None
+        self.identity = _file_id(self.path)   # which file this connection writes (see _in_place)
         with self._read("opening"):
             self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
             if not readonly:
@@ -228,6 +230,54 @@ class Ledger:
         with self.lock:
             self.db.close()
 
+    # -- a ledger deleted or replaced while in use ------------------------------------------
+    def _in_place(self) -> None:
+        """Before each write: is this connection's file still the one at `path`? A ledger deleted
+        while a command runs (`rm -rf .bisectk`, `git clean -xdf`) is still open here, so SQLite
+        would go on writing to a file nobody can reach, and every observation would be lost when
+        the command ends. It is written back from the open copy instead (everything in it: earlier
+        sessions too, since deleting a ledger is no way to start afresh: --fresh or another
+        --ledger is), and said. A file put in its place by someone else is never overwritten: the
+        open copy is saved beside it and this command goes on there."""
+        if self.readonly or _file_id(self.path) == self.identity:
+            return
+        replaced = self.path.exists()
+        target = (self.path.with_name(f"{self.path.stem}.saved-{os.getpid()}{self.path.suffix}") if replaced
+                  else self.path)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            scratch = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}")
+            copy = sqlite3.connect(scratch)
+            try:
+                self.db.backup(copy)   # reads the open (unlinked) file and its journal
+            finally:
+                copy.close()
+            self.db.close()            # before the new file exists: closing removes the old journal by name
+            try:
+                os.link(scratch, target)   # never over a file that appeared meanwhile
+            except FileExistsError:
+                target = target.with_name(f"{self.path.stem}.saved-{os.getpid()}{self.path.suffix}")
+                os.replace(scratch, target)
+            else:
+                os.unlink(scratch)
+            self.db = sqlite3.connect(target, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+            self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            _retry_busy(lambda: self.db.execute("PRAGMA journal_mode=WAL"))
+        except (OSError, sqlite3.Error) as exc:
+            raise LedgerError(f"ledger {self.path} was {'replaced' if replaced else 'deleted'} while this command "
+                              f"ran, and it could not be written again ({exc}); what this command observed is "
+                              f"lost") from None
+        (runs,) = self.db.execute("SELECT COUNT(*) FROM runs").fetchone()
+        what = "deleted" if not replaced else "replaced by another file"
+        text = (f"the ledger {self.path} was {what} while this command ran; "
+                + (f"it was written again from the copy still open ({runs} runs kept)" if target == self.path else
+                   f"the copy still open ({runs} runs) is saved as {target}, and this command goes on there")
+                + "; no observation is lost")
+        self.path, self.identity = target, _file_id(target)
+        self.notices.append(text)
+        if self.on_notice is not None:
+            self.on_notice(text)
+
     # -- errors -------------------------------------------------------------------------
     def _damaged(self, detail: str) -> LedgerError:
         return LedgerError(f"ledger {self.path} is damaged ({detail}); it was not changed. See what can be "
@@ -237,7 +287,9 @@ class Ledger:
         name = getattr(exc, "sqlite_errorname", "") or ""
         text = " ".join(str(exc).split())
         if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in text or "not a database" in text:
-            return self._damaged(text)
+            return self._damaged(text[:200])
+        if "Could not decode to UTF-8" in text:   # a stored text's bytes changed (sqlite3 quotes it: cut)
+            return self._damaged("a stored text is not UTF-8: " + text.split(" with text")[0][:120])
         if name.startswith("SQLITE_FULL") or "disk is full" in text or (
                 name.startswith("SQLITE_IOERR") and _nearly_full(self.path.parent)):
             return LedgerError(f"ledger {self.path}: the disk is full ({text}) while {doing}; nothing was "
@@ -261,12 +313,15 @@ class Ledger:
             yield
         except sqlite3.Error as exc:
             raise self._error(exc, doing) from None
+        except UnicodeDecodeError as exc:   # a stored text's bytes changed: SQLite checks pages, not text
+            raise self._damaged(f"a stored text is not UTF-8 ({exc.reason})") from None
 
     @contextmanager
     def _write(self, doing: str):
         """One transaction, holding SQLite's write lock from the start (BEGIN IMMEDIATE): what it
         reads cannot change under it, and on any error it is rolled back whole."""
         with self.lock:
+            self._in_place()
             try:
                 self.db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
@@ -281,6 +336,8 @@ class Ledger:
                     pass  # SQLite already rolled back (e.g. after SQLITE_FULL)
                 if isinstance(exc, sqlite3.Error):
                     raise self._error(exc, doing) from None
+                if isinstance(exc, UnicodeDecodeError):
+                    raise self._damaged(f"a stored text is not UTF-8 ({exc.reason})") from None
                 raise
 
     # -- what a subject's runs imported (the memo key's manifest, run/memokey.py) ---------
@@ -405,10 +462,10 @@ class Ledger:
 
     def last_finished_session(self) -> dict[str, Any] | None:
         """The newest session that stored a result (any command)."""
-        with self.lock:
+        with self.lock, self._read("reading sessions"):
             row = self.db.execute("SELECT id, command, fingerprint, args_json, created, finished, result_json"
                                   " FROM sessions WHERE result_json IS NOT NULL ORDER BY id DESC LIMIT 1").fetchone()
-        return _session(row) if row else None
+        return self._decode(_session, row) if row else None
 
     def session(self, session_id: int) -> dict[str, Any] | None:
         with self.lock, self._read("reading a session"):
@@ -428,7 +485,7 @@ class Ledger:
             q, args = q + " AND kind=?", (session, kind)
         with self.lock, self._read("reading events"):
             rows = self.db.execute(q + " ORDER BY id", args).fetchall()
-        return [self._decode(lambda r: {"kind": r[0], **json.loads(r[1])}, r) for r in rows]
+        return [self._decode(_event, r) for r in rows]
 
     # -- decoding: SQLite checks its pages, not the JSON inside them ------------------------
     def _decode(self, fn, row):
@@ -438,12 +495,28 @@ class Ledger:
             raise self._damaged(f"a stored record cannot be read: {type(exc).__name__}: {exc}"[:200]) from None
 
     def _run(self, text: str) -> Run:
-        return self._decode(lambda t: Run.from_dict(json.loads(t)), text)
+        return self._decode(_run, text)
+
+
+# How each stored row is read back: what a command does with a row, and what `check` does with
+# every row, so a row `check` calls readable is one no command finds damaged. Each raises
+# ValueError, TypeError, KeyError or AttributeError for a row that cannot be read.
+def _run(text: str) -> Run:
+    return Run.from_dict(json.loads(text))
 
 
 def _session(row) -> dict[str, Any]:
-    return {"id": row[0], "command": row[1], "fingerprint": row[2], "args": json.loads(row[3]),
-            "created": row[4], "finished": row[5], "result": json.loads(row[6]) if row[6] else None}
+    args, result = json.loads(row[3]), json.loads(row[6]) if row[6] else None
+    if not isinstance(args, dict) or not (result is None or isinstance(result, dict)):
+        raise TypeError("a session's arguments or result is not a JSON object")
+    if not isinstance(row[1], str) or not isinstance(row[2], str):
+        raise TypeError("a session's command or fingerprint is not text")
+    return {"id": row[0], "command": row[1], "fingerprint": row[2], "args": args,
+            "created": row[4], "finished": row[5], "result": result}
+
+
+def _event(row) -> dict[str, Any]:
+    return {"kind": row[0], **json.loads(row[1])}
 
 
 def _holder_alive(host: str, pid: int, pid_start: float | None, expires: float, *, this_host: str) -> bool:
@@ -455,6 +528,15 @@ def _holder_alive(host: str, pid: int, pid_start: float | None, expires: float, 
     if start is None:
         return False
     return pid_start is None or start == pid_start  # else the pid was reused
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path`, None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def _nearly_full(directory: Path) -> bool:
@@ -481,154 +563,7 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
             last = exc
             if "malformed" in str(exc) or "not a database" in str(exc):
                 break
+        except UnicodeDecodeError:   # SQLite's own message quotes a damaged schema's bytes
+            raise LedgerError(f"ledger {path} is damaged (its schema is not readable text); it was not "
+                              f"changed") from None
     raise LedgerError(f"ledger {path}: cannot read it ({last}); see `bisectk ledger check {path}`")
-
-
-# -- check and salvage (`bisectk ledger check`) ---------------------------------------------
-_COPY = {"sessions": ("id", "command", "fingerprint", "args_json", "created", "finished", "result_json"),
-         "runs": ("id", "fingerprint", "config_key", "idx", "session", "created", "outcome", "kind", "signature",
-                  "duration_s", "run_json"),
-         "events": ("id", "session", "kind", "data_json", "created")}
-
-
-@dataclass
-class LedgerReport:
-    path: Path
-    ok: bool
-    problems: list[str] = field(default_factory=list)
-    schema: int | None = None
-    rows: dict[str, int] = field(default_factory=dict)        # readable rows per table
-    unreadable: dict[str, int] = field(default_factory=dict)  # rows that could not be read, per table
-    claims: int = 0
-    stale_claims: int = 0
-    writable: bool = False
-    size_bytes: int = 0
-
-    def lines(self) -> list[str]:
-        head = f"{self.path}: {'ok' if self.ok else 'DAMAGED' if self.problems else 'not usable'}"
-        out = [head + f" (schema {self.schema if self.schema is not None else '?'}, {self.size_bytes:,} bytes, "
-                      f"{'writable' if self.writable else 'not writable'})"]
-        if self.rows:
-            out.append("readable rows: " + ", ".join(f"{t} {n}" for t, n in self.rows.items())
-                       + (f"; claims {self.claims} ({self.stale_claims} stale)" if self.claims else ""))
-        if any(self.unreadable.values()):
-            out.append("unreadable rows: " + ", ".join(f"{t} {n}" for t, n in self.unreadable.items() if n))
-        out += [f"problem: {p}" for p in self.problems[:10]]
-        if len(self.problems) > 10:
-            out.append(f"... and {len(self.problems) - 10} more problems")
-        if not self.ok:
-            out.append(f"what to do: `bisectk ledger check {self.path} --salvage NEW.db` copies every readable "
-                       f"row into a new ledger (this file is never changed); then run with --ledger NEW.db")
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": str(self.path), "ok": self.ok, "problems": self.problems, "schema": self.schema,
-                "rows": self.rows, "unreadable": self.unreadable, "claims": self.claims,
-                "stale_claims": self.stale_claims, "writable": self.writable, "size_bytes": self.size_bytes}
-
-
-def check(path: str | Path) -> LedgerReport:
-    """Inspect a ledger without changing it: integrity, schema version, readable rows per table,
-    claims (and how many are stale), whether it is writable. Never raises for a bad file."""
-    path = Path(path)
-    report = LedgerReport(path, ok=False)
-    if not path.is_file():
-        report.problems.append("no such file" if not path.exists() else "not a regular file")
-        return report
-    report.size_bytes = path.stat().st_size
-    report.writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
-    try:
-        db = _connect_readonly(path)
-    except LedgerError as exc:
-        report.problems.append(str(exc))
-        return report
-    try:
-        try:
-            report.problems += [r[0] for r in db.execute("PRAGMA integrity_check(100)").fetchall() if r[0] != "ok"]
-        except sqlite3.Error as exc:
-            report.problems.append(f"integrity check: {exc}")
-        try:
-            row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            report.schema = int(row[0]) if row else None
-        except (sqlite3.Error, ValueError) as exc:
-            report.problems.append(f"schema version unreadable: {exc}")
-        for table, cols in _COPY.items():
-            rows, gaps = 0, 0
-            for item in _readable_rows(db, table, ("id",)):
-                if item is None:
-                    gaps += 1
-                else:
-                    rows += 1
-            report.rows[table], report.unreadable[table] = rows, gaps
-        try:
-            here = socket.gethostname()
-            for host, pid, pid_start, expires in db.execute("SELECT host, pid, pid_start, expires FROM claims"):
-                report.claims += 1
-                report.stale_claims += not _holder_alive(host, pid, pid_start, expires, this_host=here)
-        except sqlite3.Error:
-            pass  # schema 1: no claims table
-    finally:
-        db.close()
-    report.ok = not report.problems and not any(report.unreadable.values()) and report.schema is not None
-    return report
-
-
-def _readable_rows(db: sqlite3.Connection, table: str, cols: tuple[str, ...]):
-    """Every row of `table` that can be read, in id order, and None for each id that cannot (a
-    damaged page): the scan runs by range until it fails, then probes id by id past the damage."""
-    in_range = f"SELECT {', '.join(cols)} FROM {table} WHERE id > ? ORDER BY id"
-    one = f"SELECT {', '.join(cols)} FROM {table} WHERE id = ?"
-    try:
-        (top,) = db.execute(f"SELECT MAX(id) FROM {table}").fetchone()
-    except sqlite3.Error:
-        top = None
-    last = 0
-    while True:
-        try:
-            for row in db.execute(in_range, (last,)):
-                yield row
-                last = row[0]
-            return
-        except sqlite3.Error:
-            pass
-        misses = 0  # ids in a row that are damaged or absent: give up after many (a lost root page)
-        while True:
-            last += 1
-            if (top is not None and last > top) or misses >= 10_000:
-                return
-            try:
-                row = db.execute(one, (last,)).fetchone()
-            except sqlite3.Error:
-                misses += 1
-                yield None
-                continue
-            if row is None:
-                misses += 1
-                continue
-            yield row
-            break
-
-
-def salvage(path: str | Path, dest: str | Path) -> dict[str, int]:
-    """Copy every readable session, run and event of the ledger at `path` into a new ledger at
-    `dest` (which must not exist); `path` is only read. Returns the rows copied per table."""
-    path, dest = Path(path), Path(dest)
-    if dest.exists():
-        raise LedgerError(f"{dest} exists; salvage writes a new ledger and never overwrites one")
-    src = _connect_readonly(path)
-    new = Ledger(dest)
-    copied = {}
-    try:
-        for table, cols in _COPY.items():
-            n = 0
-            with new._write(f"copying {table}"):
-                for row in _readable_rows(src, table, cols):
-                    if row is not None:
-                        new.db.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES "
-                                       f"({', '.join('?' * len(cols))})", row)
-                        n += 1
-            copied[table] = n
-    finally:
-        src.close()
-        new.close()
-    return copied

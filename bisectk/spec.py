@@ -57,6 +57,9 @@ class Threshold:
             return f"{self.metric} is not a number ({value!r})"
         if math.isnan(value):
             return f"NaN in {self.metric}"
+        if math.isinf(value):
+            # an infinity is no measurement: -inf is not "below max", it is an overflow, like +inf
+            return f"{'-' if value < 0 else '+'}inf in {self.metric}"
         if self.max is not None and not value <= self.max:
             return f"{self.metric} {value:.3g} > {self.max:g}"
         if self.min is not None and not value >= self.min:

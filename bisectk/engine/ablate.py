@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bisectk.engine.endpoints import verify
+from bisectk.engine.interrupts import live
 from bisectk.engine.oracle import SpaceOracle
 from bisectk.engine.policy import RunPolicy
 from bisectk.engine.records import AblationRecord, AttemptRecord, EndpointCheck, SubjectRecord
@@ -34,6 +35,7 @@ from bisectk.spec import Spec, format_value
 OUTCOME_WORDS = {None: "-", Outcome.PASS: "passes", Outcome.FAIL: "FAILS", Outcome.UNRESOLVED: "unresolved"}
 ROLE_TEXT = {"culprit": "CULPRIT", "context": "context", "cleared": "cleared", "unknown": "not isolated",
              "unresolved": "UNRESOLVED (search stopped)"}
+MORE_SETS = 7   # independent failing sets looked for after the first (8 in all), within --max-runs
 
 
 @dataclass
@@ -50,10 +52,10 @@ def flakiness_rule(check: EndpointCheck) -> ConfidenceRule | None:
 
 
 def search_set(oracle: SpaceOracle, differences: list, *, strategy: str, rule: ConfidenceRule | None,
-               max_runs: int | None, measure_removal: bool = False) -> SetSearch:
+               max_runs: int | None, measure_removal: bool = False, more_sets: int = 0) -> SetSearch:
     try:
         return SetSearch(ablate(differences, oracle, strategy=strategy, rule=rule, max_runs=max_runs,
-                                measure_removal=measure_removal), False)
+                                measure_removal=measure_removal, more_sets=more_sets), False)
     except SearchStopped as stop:
         return SetSearch(stop.result, True)
 
@@ -70,7 +72,7 @@ def attempt_records(oracle: SpaceOracle, result: AblationResult, order: Callable
                                   v.describe() if v else a.outcome.value.upper(),
                                   failure.describe() if failure else None, a.runs,
                                   round(v.duration_s, 3) if v else 0.0, oracle.from_ledger(a.config), pass_name,
-                                  dict(v.metrics) if v else {}))
+                                  dict(v.metrics) if v else {}, a.stage))
     return rows
 
 
@@ -93,6 +95,24 @@ def _names(items) -> str:
     return ", ".join(map(str, items)) if items else "-"
 
 
+def role_text(effect, n_sets: int) -> str:
+    """The table's verdict for one difference: a member of some sets only, or one bad still fails
+    without, is named with its sets, never CULPRIT on its own."""
+    if effect.role != "member":
+        return ROLE_TEXT.get(effect.role, effect.role)
+    if n_sets <= 1:
+        return "in the failing set (bad still fails without it)"
+    return f"culprit in set{'s' if len(effect.sets) > 1 else ''} {', '.join(map(str, effect.sets))}"
+
+
+def fix_command(spec: Spec, fix) -> str:
+    """`bisectk run` of the bad configuration with `fix` reverted to good, five times."""
+    argv = ["bisectk", "run", str(spec.path), "--config", "bad"]
+    for c in fix:
+        argv += ["--set", f"{c}={format_value(spec.good[c])}"]
+    return shlex.join([*argv, "--repeat", "5"])
+
+
 def run_ablation(oracle: SpaceOracle, *, strategy: str = "adaptive", policy: RunPolicy | None = None,
                  thresholds: bool = True, ptx: bool = False, sanitize: bool = False,
                  environment: dict | None = None) -> AblationRecord:
@@ -113,7 +133,7 @@ def run_ablation(oracle: SpaceOracle, *, strategy: str = "adaptive", policy: Run
     runner.events.emit(PhaseStarted("search", f"{strategy} over {len(diffs)} differences: {', '.join(diffs)}"
                                     + (f"; {rule.describe()}" if rule else "")))
     found = search_set(oracle, diffs, strategy=strategy, rule=rule, max_runs=policy.max_runs,
-                       measure_removal=True)
+                       measure_removal=True, more_sets=MORE_SETS)
     res = found.result
     found_thresholds: dict[str, Threshold] = {}
     stopped, reason = found.stopped, res.stop_reason
@@ -124,18 +144,30 @@ def run_ablation(oracle: SpaceOracle, *, strategy: str = "adaptive", policy: Run
             stopped, reason = True, "interrupted while finding thresholds"
     ptx_doc = sanitizer_doc = None
     if not stopped and (ptx or sanitize):
-        ptx_doc, sanitizer_doc = evidence(oracle, check, res, ptx=ptx, sanitize=sanitize)
+        try:
+            with live():   # compiles and sanitizer runs: interruptible like runs
+                ptx_doc, sanitizer_doc = evidence(oracle, check, res, ptx=ptx, sanitize=sanitize)
+        except KeyboardInterrupt:
+            stopped, reason = True, "interrupted while gathering evidence"
     order = {d: i for i, d in enumerate(diffs)}
+    n_sets = max(1, len(res.sets))
     effects = [{"factor": f, "good": spec.good.get(f), "bad": spec.bad.get(f),
                 "alone": OUTCOME_WORDS[res.effects[f].alone], "removed": OUTCOME_WORDS[res.effects[f].removed],
-                "verdict": ROLE_TEXT.get(res.effects[f].role, res.effects[f].role)} for f in diffs]
+                "verdict": role_text(res.effects[f], n_sets), "sets": list(res.effects[f].sets)} for f in diffs]
     doc = res.to_dict()
     steps = list(res.next_steps)
-    if res.complete and not stopped and res.culprits:
-        argv = ["bisectk", "run", str(spec.path), "--config", "bad"]
-        for c in res.culprits:
-            argv += ["--set", f"{c}={format_value(spec.good[c])}"]
-        steps.append(f"Verify the fix candidate on the bad configuration: {shlex.join([*argv, '--repeat', '5'])}")
+    ordered = lambda items: sorted(items, key=order.__getitem__)   # noqa: E731
+    if res.complete and len(res.sets) > 1 and res.fixes:
+        steps.append("Verify each fix on the bad configuration: "
+                     + "; ".join(fix_command(spec, ordered(f)) for f in res.fixes))
+    elif res.complete and not stopped and res.culprits:
+        steps.append(f"Verify the fix candidate on the bad configuration: {fix_command(spec, res.culprits)}")
+    if res.complete and res.open_fixes:
+        steps.append("To isolate what remains: " + "; ".join(
+            f"{fix_command(spec, ordered(f)).removesuffix(' --repeat 5')} shows bad without {_names(ordered(f))}"
+            for f in res.open_fixes) + (f"; then ablate again with a larger --max-runs (the runs so far are "
+                                        f"answered from the ledger)" if policy.max_runs else "; make that "
+                                        f"configuration the [bad] side of a spec and ablate it"))
     for f, t in found_thresholds.items():
         steps.append(f"{f}: {t.describe()}; inspect what changes between those two values.")
     seconds = different_failures(oracle, lambda p: _names(sorted(p, key=order.__getitem__))
@@ -150,6 +182,8 @@ def run_ablation(oracle: SpaceOracle, *, strategy: str = "adaptive", policy: Run
         interaction=res.interaction, differences=tuple(effects),
         attempts=tuple(attempt_records(oracle, res, order.__getitem__)),
         proof=tuple(doc["proof"]), different_failures=tuple(seconds),
+        sets=tuple(doc["sets"]), fixes=tuple(doc["fixes"]), open_fixes=tuple(doc["open_fixes"]),
+        sets_complete=doc["sets_complete"], sets_note=doc["sets_note"],
         unresolved=tuple(doc["unresolved"]), flakiness_rule=rule.to_dict() if rule else None,
         thresholds={f: {"first_fail": t.value, "last_pass": t.values[t.last_pass], "exact": t.exact,
                         "text": t.describe()} for f, t in found_thresholds.items()},

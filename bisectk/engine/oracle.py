@@ -32,6 +32,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from bisectk.engine.interrupts import live
 from bisectk.engine.policy import RunPolicy
 from bisectk.outcome import Outcome, Run, Target, Verdict
 from bisectk.run.runner import Runner
@@ -83,6 +84,10 @@ class SpaceOracle:
     # -- one observation --------------------------------------------------------------------
     def observe(self, point: Any, slot: int = 0) -> Run:
         """One new run of `point` (its next run index), executed only if the ledger lacks it."""
+        with live():   # the one place a held-back Ctrl-C takes effect (engine/interrupts.py)
+            return self._observe(point, slot)
+
+    def _observe(self, point: Any, slot: int) -> Run:
         key = self.space.key(point)
         with self._lock:
             index = self.calls[key]

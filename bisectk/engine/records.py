@@ -24,11 +24,20 @@ an engine.
 
 from __future__ import annotations
 
+import dataclasses
+import types
+import typing
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from bisectk.errors import BisectkError
 from bisectk.outcome import Target, Verdict
 from bisectk.run.runner import TimeoutPolicy
+
+
+class RecordError(BisectkError):
+    """A stored result document that cannot be read back as its record (damaged, or written by
+    something else): the field and what is wrong with it, in one line."""
 
 @dataclass(frozen=True)
 class Rate:
@@ -113,6 +122,7 @@ class AttemptRecord:
     from_ledger: bool = False
     pass_name: str = ""            # diff: 'hunks' or 'lines'
     metrics: dict = field(default_factory=dict)   # the verdict's metrics (pictures: slow metric per configuration)
+    stage: str = ""                # ablate: '' (the first failing set), 'set 2', ... (the search for another)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -162,7 +172,59 @@ def _base_dump(rec: Any) -> dict[str, Any]:
     return out
 
 
+def _shape_error(value: Any, tp: Any, where: str) -> str | None:
+    """Why `value` (decoded JSON) cannot be a field of type `tp`, or None when it can. A record
+    read back from a ledger is input like any other: a field of the wrong shape is named here,
+    never met later as a TypeError in the middle of printing."""
+    if tp is Any or tp is object:
+        return None
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        errors = [_shape_error(value, a, where) for a in args]
+        return None if any(e is None for e in errors) else next(e for e in errors if e)
+    if tp is type(None):
+        return None if value is None else f"{where} is {type(value).__name__}, expected null"
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            return f"{where} is {type(value).__name__}, expected an object"
+        if tp is EndpointCheck:
+            return None   # its document is not its fields (target in words, rates); from_dict reads it
+        hints = typing.get_type_hints(tp)
+        for f in fields(tp):
+            if f.name in value:
+                error = _shape_error(value[f.name], hints[f.name], f"{where}.{f.name}")
+                if error:
+                    return error
+        return None
+    base = origin or tp
+    ok = {bool: lambda v: isinstance(v, bool), int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+          float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), str: lambda v: isinstance(v, str),
+          dict: lambda v: isinstance(v, dict), list: lambda v: isinstance(v, list),
+          tuple: lambda v: isinstance(v, (list, tuple))}.get(base)
+    if ok is None:
+        return None   # a type this check does not know (Verdict, Target): their own from_dict reads them
+    if not ok(value):
+        return f"{where} is {type(value).__name__}, expected {getattr(base, '__name__', base)}"
+    if base is tuple and args:
+        item = args[0]
+        for i, v in enumerate(value):
+            error = _shape_error(v, item, f"{where}[{i}]")
+            if error:
+                return error
+    if base is dict and len(args) == 2:
+        for k, v in value.items():
+            error = _shape_error(v, args[1], f"{where}.{k}")
+            if error:
+                return error
+    return None
+
+
 def _base_load(cls, d: dict[str, Any]):
+    if not isinstance(d, dict):
+        raise RecordError(f"the stored result is {type(d).__name__}, not an object")
+    error = _shape_error(d, cls, "result")
+    if error:
+        raise RecordError(error)
     kw: dict[str, Any] = {}
     for f in fields(cls):
         if f.name not in d:
@@ -223,6 +285,11 @@ class AblationRecord(Record):
     search_runs: int = 0
     ptx: dict | None = None
     sanitizer: dict | None = None
+    sets: tuple[dict, ...] = ()             # every independent failing set: members, interaction, proof
+    fixes: tuple[list, ...] = ()            # differences whose reversal from bad was seen to pass
+    open_fixes: tuple[list, ...] = ()       # bad without them failed (or was unresolved); not followed
+    sets_complete: bool | None = None       # the sets explain every failure of bad (None: not searched)
+    sets_note: str = ""                     # why they may not
 
 
 @dataclass(frozen=True)
@@ -329,12 +396,20 @@ RECORDS = {"ablate": AblationRecord, "diff": DiffRecord, "bisect": BisectRecord,
 
 
 def load_record(d: dict[str, Any]) -> Record:
-    """A stored record document back as its record type (by its `command`)."""
-    cls = RECORDS.get(d.get("command", ""))
+    """A stored record document back as its record type (by its `command`); RecordError, naming
+    what is wrong, when it cannot be (a damaged record, or one from another program)."""
+    cls = RECORDS.get(d.get("command", "")) if isinstance(d, dict) else None
     if cls is None:
-        raise ValueError(f"not a bisectk result record (command {d.get('command')!r})")
-    return cls.from_dict(d)
+        raise RecordError("not a bisectk result record (command "
+                          f"{d.get('command') if isinstance(d, dict) else None!r})")
+    try:
+        return cls.from_dict(d)
+    except RecordError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise RecordError(f"{type(exc).__name__}: {exc}"[:200]) from None
 
 
 __all__ = ["AttemptRecord", "SubjectRecord", "Record", "AblationRecord", "DiffRecord", "BisectRecord",
-           "TriageRecord", "CheckRecord", "RunRecord", "ReplayRecord", "RECORDS", "load_record", "EndpointCheck", "Rate"]
+           "TriageRecord", "CheckRecord", "RunRecord", "ReplayRecord", "RECORDS", "load_record", "EndpointCheck", "Rate",
+           "RecordError"]

@@ -32,7 +32,10 @@ def parse_log(text: str) -> tuple[dict, list[tuple[str, Outcome]]]:
     for n, line in enumerate(text.splitlines(), 1):
         body = line.split("#", 1)[0].strip() if not line.startswith("# bisectk bisect") else ""
         if line.startswith("# bisectk bisect"):
-            argv = shlex.split(line[2:])
+            try:
+                argv = shlex.split(line[2:])
+            except ValueError as exc:   # an unclosed quote: not a header bisectk wrote
+                raise BisectkError(f"line {n}: the header cannot be read ({exc})") from None
             header = {"flaky": "--flaky" in argv, "first_parent": "--first-parent" in argv}
             for key in ("--repo", "--good", "--bad"):
                 if key in argv and argv.index(key) + 1 < len(argv):
@@ -52,12 +55,22 @@ def parse_log(text: str) -> tuple[dict, list[tuple[str, Outcome]]]:
     return header, observations
 
 
-def replay_log(path: Path, repo: Path | None = None) -> tuple[DagResult, CommitGraph, int | None]:
+def read_log(path: Path) -> str:
+    """The text of a log file, or one line saying why it is not one (missing, a directory, binary)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise BisectkError(f"{path}: {exc.strerror}") from None
-    header, observed = parse_log(text)
+        raise BisectkError(f"{path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise BisectkError(f"{path}: not a bisectk log (binary data at byte {exc.start}; "
+                           f"`bisectk log` writes UTF-8 text)") from None
+    if "\0" in text:
+        raise BisectkError(f"{path}: not a bisectk log (binary data: a NUL byte at character {text.index(chr(0))})")
+    return text
+
+
+def replay_log(path: Path, repo: Path | None = None) -> tuple[DagResult, CommitGraph, int | None]:
+    header, observed = parse_log(read_log(path))
     graph = list_graph(repo or header["repo"], header["good"], header["bad"], first_parent=header["first_parent"])
     observations = []
     for sha, outcome in observed:
@@ -83,7 +96,7 @@ def replay_record(path: Path, repo: Path | None = None, replayed=None) -> Replay
     """`replayed`: replay_log's answer for this log, when the caller has it already."""
     start = time.monotonic()
     result, graph, nxt = replayed or replay_log(path, repo)
-    header, observed = parse_log(path.read_text(encoding="utf-8"))
+    header, observed = parse_log(read_log(path))
 
     def doc(sha_or_index) -> dict:
         if sha_or_index is None or (isinstance(sha_or_index, str) and graph.good.sha.startswith(sha_or_index)):

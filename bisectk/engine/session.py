@@ -95,6 +95,8 @@ class Session:
         self.spec = spec
         self.policy = policy or RunPolicy()
         self.ledger = Ledger(ledger_path)
+        # a ledger deleted or replaced mid-run is written again (ledger.Ledger._in_place): say so
+        self.ledger.on_notice = lambda text: sys.stderr.write(f"bisectk: warning: {text}\n")
         self.events = EventBus()
         self.reporter = None
         self.closers: list[Callable[[], None]] = []

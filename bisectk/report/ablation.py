@@ -39,32 +39,82 @@ def run_command(rec: AblationRecord, applied) -> str:
     return shlex.join(argv)
 
 
-def _hypothesis(phase: str, applied: list, n_total: int) -> str:
+def _reverted(applied: list, differences) -> list:
+    return [d for d in differences if d not in applied]
+
+
+def _hypothesis(phase: str, applied: list, differences) -> str:
     what = ", ".join(map(str, applied)) or "nothing"
-    if phase.startswith("ofat-add") or (len(applied) == 1 and phase not in ("confirm-removal", "ofat-remove")):
+    if phase in ("confirm-removal", "ofat-remove", "fix-check"):
+        reverted = _reverted(applied, differences)
+        gone = ", ".join(map(str, reverted)) or "nothing"
+        return (f"Reverting {gone} from bad fixes it (every failing set needs "
+                f"{gone if len(reverted) == 1 else 'one of ' + gone}).")
+    if phase.startswith("ofat-add") or len(applied) == 1:
         return f"{what} alone, flipped onto the good configuration, is enough to fail."
-    if phase in ("confirm-removal", "ofat-remove"):
-        return "The failure needs every difference except the one reverted (bad minus one)."
     if phase == "interaction-proof":
         return f"A proper subset of the culprit set ({what}) already fails; if not, the culprits act together."
     if phase == "minimality":
         return f"The failing set can shrink to {what}."
-    return f"Applying these {len(applied)} of {n_total} differences to good is enough to fail: {what}."
+    return f"Applying these {len(applied)} of {len(differences)} differences to good is enough to fail: {what}."
 
 
-def _conclusion(outcome: str, applied: list) -> str:
+def _conclusion(outcome: str, phase: str, applied: list, differences) -> str:
+    """What the run showed, and no more: a failing configuration holds a failing set (there may be
+    others elsewhere); bad minus some differences failing means a set without them exists."""
+    if outcome == "unresolved":
+        return ("Could not be judged (invalid hybrid, build failure, or a different failure on every "
+                "re-run); searched around it.")
+    if phase in ("confirm-removal", "ofat-remove", "fix-check"):
+        gone = ", ".join(map(str, _reverted(applied, differences))) or "nothing"
+        return (f"Bad passes without {gone}: reverting {gone} fixes it." if outcome == "pass" else
+                f"Bad still fails without {gone}: a failing set that does not need {gone} exists.")
     what = ", ".join(map(str, applied)) or "no difference"
-    return {"fail": f"The target failure reproduces with {what} applied: the cause is within this set.",
-            "pass": f"Passes with {what} applied: this set alone does not cause the failure.",
-            "unresolved": "Could not be judged (invalid hybrid, build failure, or a different failure on every "
-                          "re-run); searched around it."}[outcome]
+    return (f"The target failure reproduces with {what} applied: a failing set lies within these differences."
+            if outcome == "fail" else f"Passes with {what} applied: this set alone does not cause the failure.")
 
 
 def culprit_words(rec: AblationRecord) -> str:
+    if len(rec.sets) > 1:
+        return "; ".join(f"set {i} {{{', '.join(s['members'])}}}" for i, s in enumerate(rec.sets, 1))
     if rec.complete:
         return ", ".join(rec.culprits) or "(none isolated)"
     proven = ", ".join(rec.culprits) or "none yet"
     return f"shown necessary: {proven}; not yet resolved: {', '.join(rec.unresolved_factors) or 'none'}"
+
+
+def fix_words(fix: list) -> str:
+    """'fast', 'both n and block', 'all of a, b and c'."""
+    if len(fix) == 1:
+        return fix[0]
+    return ("both " if len(fix) == 2 else "all of ") + ", ".join(fix[:-1]) + " and " + fix[-1]
+
+
+def sets_lines(rec: AblationRecord) -> list[str]:
+    """The failing sets, the fixes shown, and what may remain, in sentences (terminal and log)."""
+    lines = []
+    if len(rec.sets) > 1:
+        for i, s in enumerate(rec.sets, 1):
+            lines.append(f"failing set {i}: {', '.join(s['members'])}"
+                         + ("  (interaction: each proper subset passes)" if s.get("interaction") else ""))
+        if rec.fixes:
+            lines.append("fix: " + ", or ".join(fix_words(list(f)) for f in rec.fixes)
+                         + " (bad passed with each reverted)")
+    if rec.sets_complete is False and rec.complete:
+        lines.append(f"another cause may remain: {rec.sets_note}")
+    return lines
+
+
+def status_words(rec: AblationRecord) -> str:
+    if not rec.complete:
+        return f"Open ({rec.stop_reason or 'interrupted'}) -- {culprit_words(rec)}"
+    if rec.sets_complete is False:
+        return f"Partly resolved -- {culprit_words(rec)}; another cause may remain ({rec.sets_note})"
+    if len(rec.sets) > 1:
+        fixes = ", or ".join(fix_words(list(f)) for f in rec.fixes)
+        return f"Resolved -- {len(rec.sets)} independent failing sets: {culprit_words(rec)}" + (
+            f"; fix: {fixes}" if fixes else "")
+    return f"Resolved -- culprit{'s' if len(rec.culprits) != 1 else ''}: {culprit_words(rec)}"
 
 
 def to_debuglog(rec: AblationRecord) -> DebugLog:
@@ -72,13 +122,14 @@ def to_debuglog(rec: AblationRecord) -> DebugLog:
     title = f"{subj.name}: {check.bad.describe()}"
     if not rec.ok:
         return DebugLog(title, "Inconclusive: endpoints unusable", problem_text(check), rec.environment)
-    status = (f"Resolved -- culprit{'s' if len(rec.culprits) != 1 else ''}: {culprit_words(rec)}" if rec.complete
-              else f"Open ({rec.stop_reason or 'interrupted'}) -- {culprit_words(rec)}")
-    log = DebugLog(title, status, f"good passes, bad fails: {check.bad.describe()}", rec.environment,
+    log = DebugLog(title, status_words(rec), f"good passes, bad fails: {check.bad.describe()}", rec.environment,
                    related=[subj.path, *[a for a in subj.command if a.endswith(".py")]])
+    one_set = len(rec.sets) <= 1
     log.summary = [
-        (f"Culprit{'s' if len(rec.culprits) != 1 else ''}: **{culprit_words(rec)}**"
-         + (" -- an interaction: each proper subset passes, only all together fail." if rec.interaction else "")),
+        *([f"Culprit{'s' if len(rec.culprits) != 1 else ''}: **{culprit_words(rec)}**"
+           + (" -- an interaction: each proper subset passes, only all together fail." if rec.interaction else "")]
+          if one_set else []),
+        *[line[0].upper() + line[1:] + "." for line in sets_lines(rec)],
         f"{runs_words(rec.runs, rec.observations)} (endpoints included; {rec.search_runs} by the search, "
         f"{rec.strategy}); {wall_words(rec, 'wall time')}.",
         *endpoint_lines(check),
@@ -90,20 +141,25 @@ def to_debuglog(rec: AblationRecord) -> DebugLog:
     log.differences_title = "Key Differences: good (works) vs bad (fails)"
     log.differences_header = HEADER
     log.differences = effect_rows(rec)
-    n_total = len(subj.differences)
     for a in rec.attempts:
         log.attempts.append(AttemptEntry(
-            title=f"{', '.join(a.applied) or 'good'} ({a.phase})",
-            hypothesis=_hypothesis(a.phase, list(a.applied), n_total),
+            title=f"{', '.join(a.applied) or 'good'} ({a.stage + ': ' if a.stage else ''}{a.phase})",
+            hypothesis=_hypothesis(a.phase, list(a.applied), subj.differences),
             what=f"`{run_command(rec, a.applied)}`",
             result=f"{a.verdict} ({a.time_s:.2f} s, {a.runs} run{'s' if a.runs != 1 else ''}"
                    + (", from the ledger" if a.from_ledger else "") + ")",
-            conclusion=_conclusion(a.outcome, list(a.applied))))
+            conclusion=_conclusion(a.outcome, a.phase, list(a.applied), subj.differences)))
     if rec.different_failures:
         log.sections.append(("Possible second bugs (different failures)",
                              table(["configuration", "failure", "verdict"],
                                    [[d["config"], d.get("failure") or "", d["verdict"]] for d in rec.different_failures])))
-    if rec.proof:
+    if len(rec.sets) > 1:
+        for i, s in enumerate(rec.sets, 1):
+            if s.get("proof"):
+                log.sections.append((f"Interaction proof of set {i} ({', '.join(s['members'])})",
+                                     table(["subset", "outcome"], [[", ".join(p["config"]) or "(none)", p["outcome"]]
+                                                                  for p in s["proof"]])))
+    elif rec.proof:
         log.sections.append(("Interaction proof", table(["subset", "outcome"],
                                                         [[", ".join(p["config"]) or "(none)", p["outcome"]] for p in rec.proof])))
     if rec.ptx:
@@ -125,13 +181,17 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
     for h in HEADER:
         t.add_column(h)
     for row in effect_rows(rec):
-        style = "bold red" if row[5] == "CULPRIT" else "yellow" if row[5].startswith("UNRESOLVED") else None
+        style = ("bold red" if row[5] == "CULPRIT" else "red" if row[5].startswith("culprit in")
+                 else "yellow" if row[5].startswith("UNRESOLVED") else None)
         t.add_row(*row, style=style)
     out.print(t)
     if rec.complete:
-        label = "culprits" if len(rec.culprits) != 1 else "culprit"
-        out.print(f"{label}: {culprit_words(rec)}"
-                  + ("  (interaction: each proper subset passes)" if rec.interaction else ""), markup=False)
+        if len(rec.sets) <= 1:
+            label = "culprits" if len(rec.culprits) != 1 else "culprit"
+            out.print(f"{label}: {culprit_words(rec)}"
+                      + ("  (interaction: each proper subset passes)" if rec.interaction else ""), markup=False)
+        for line in sets_lines(rec):
+            out.print(line, markup=False)
     else:
         out.print(stopped_line(rec.stop_reason, rec.search_runs) + f"; {culprit_words(rec)}", markup=False)
     out.print(failure_line(rec.endpoints), markup=False)

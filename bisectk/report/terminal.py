@@ -28,6 +28,7 @@ from rich.text import Text
 from bisectk.events import Event, Note, PhaseStarted, RunFinished, RunStarted
 from bisectk.outcome import Outcome, Run
 from bisectk.spec import render
+from bisectk.report.safe import SafeConsole, terminal_text
 
 STYLE = {Outcome.PASS: "green", Outcome.FAIL: "red", Outcome.UNRESOLVED: "yellow"}
 
@@ -83,7 +84,7 @@ class _Running:
 
 class TerminalReporter:
     def __init__(self, console: Console | None = None, reference: dict[str, Any] | None = None):
-        self.console = console or Console(stderr=True)
+        self.console = console or SafeConsole(stderr=True)
         self.reference = reference
         self.status = None
         self.lock = threading.Lock()  # parallel bisection reports from several threads
@@ -134,7 +135,7 @@ class ProgressLines:
 
     def _say(self, text: str) -> None:
         with self.lock:
-            self.stream.write(text + "\n")
+            self.stream.write(terminal_text(text) + "\n")
             self.stream.flush()
 
     def _what(self, label: str, config: dict[str, Any]) -> str:

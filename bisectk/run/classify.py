@@ -124,15 +124,21 @@ def usage_error(raw: RawRun) -> str | None:
     usage = usage if len(usage) <= 160 else usage[:159] + "…"
     errors = _USAGE_ERROR.findall(raw.stderr)
     return f"{' '.join(errors[-1].split())} ({usage})" if errors else usage
+def _integer(text: str) -> int | float:
+    """A JSON integer: exact while a float can hold its size, else the float it overflows to
+    (inf): a 5,000-digit count is past every bound, not a reason to stop (Python refuses to
+    convert integers of more than 4,300 digits, and a float cannot hold past ~1.8e308)."""
+    return int(text) if len(text.lstrip("-")) <= 308 else float(text)
 
 
 def parse_result(stdout: str) -> dict | None:
-    """Metrics from the last `BISECTK_RESULT {json}` line; None if absent or malformed."""
+    """Metrics from the last `BISECTK_RESULT {json}` line; None if absent or malformed (nested too
+    deeply to decode included)."""
     for line in reversed(stdout.splitlines()):
         if line.startswith(RESULT_TAG):
             try:
-                value = json.loads(line[len(RESULT_TAG):].strip())
-            except json.JSONDecodeError:
+                value = json.loads(line[len(RESULT_TAG):].strip(), parse_int=_integer)
+            except (ValueError, RecursionError):   # JSONDecodeError is a ValueError
                 return None
             return value if isinstance(value, dict) else None
     return None

@@ -392,8 +392,8 @@ def run_tool(argv: list[str], *, cwd=None, env: dict[str, str] | None = None,
     """Run a short tool of bisectk's own to completion; its group is killed if it takes longer
     than `timeout` (then the returncode is -9). Raises OSError when it cannot start."""
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
+                            stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
+    try:   # errors="replace": git prints commit subjects and paths in whatever bytes they were written in
         out, err = proc.communicate(timeout=timeout)
     except BaseException:   # a timeout, Ctrl-C: never leave it behind
         kill_tree(proc.pid, grace_s=0.2)

@@ -29,6 +29,7 @@ from bisectk.search.group import adaptive
 from bisectk.search.interaction import is_interaction, settle
 from bisectk.search.ofat import EXHAUSTIVE_MAX, exhaustive, ofat
 from bisectk.search.result import AblationResult, Finding, build_result
+from bisectk.search.sets import FailingSet, find_other_sets
 from bisectk.search.tester import Attempt, SearchStopped, StopSearch, Tester
 
 
@@ -77,12 +78,16 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
            should_stop: Callable[[], bool] | None = None,
            max_runs: int | None = None,
            known: Mapping[frozenset, Outcome] | None = None,
-           measure_removal: bool = False) -> AblationResult:
+           measure_removal: bool = False,
+           more_sets: int = 0) -> AblationResult:
     """Find the 1-minimal set of differences that causes the failure.
 
     `rule` turns single-shot noisy verdicts into confident ones (see ConfidenceRule.derive);
     `known` replays outcomes from an earlier session without running them; with
-    `measure_removal` each culprit is also reverted alone from bad, for the table.
+    `measure_removal` each culprit is also reverted alone from bad, for the table. With
+    `more_sets` > 0 the search goes on after the first set, while bad without a fix of the sets
+    found still fails, for up to that many other independent failing sets (sets.py); a stop in
+    that part keeps the first set.
     """
     items = list(differences)
     if not items:
@@ -109,8 +114,18 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
     except (StopSearch, KeyboardInterrupt) as stop:
         reason = "interrupted" if isinstance(stop, KeyboardInterrupt) else (str(stop) or "stopped")
         raise SearchStopped(best_so_far(strategy, items, tester, reason), stop) from stop
-    return build_result(strategy, items, tester, culprits, finding.context, proof,
-                        is_interaction(culprits, proof), finding.also_failing)
+    interaction = is_interaction(culprits, proof)
+    if not more_sets or finding.context:   # dd's answer with a context is a difference, not a set
+        return build_result(strategy, items, tester, culprits, finding.context, proof, interaction,
+                            finding.also_failing)
+    first = FailingSet(tuple(d for d in items if d in culprits), proof, interaction)
+    known_sets = [s for s in finding.also_failing if s != frozenset(culprits)]
+    sets = find_other_sets(tester, items, first, known_sets, chosen.run, 1 + more_sets, measure_removal)
+    result = build_result(strategy, items, tester, culprits, finding.context, proof, interaction,
+                          finding.also_failing, sets=sets)
+    if sets.interrupted:   # Ctrl-C while looking for other sets: the first set stands
+        raise SearchStopped(result, KeyboardInterrupt())
+    return result
 
 
 def best_so_far(strategy: str, items: Sequence[Hashable], tester: Tester,

@@ -18,11 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bisectk.outcome import Outcome
 from bisectk.search.flaky import ConfidenceRule
 from bisectk.search.tester import Attempt, Tester
+
+if TYPE_CHECKING:
+    from bisectk.search.sets import FailingSet, Sets
 
 
 @dataclass
@@ -40,9 +43,13 @@ class Effect:
 
     alone: Outcome | None    # good endpoint with only this difference applied
     removed: Outcome | None  # bad endpoint with only this difference reverted
-    role: str                # 'culprit', 'context', 'unknown', 'unresolved' (in the smallest
-                             # failing set of a stopped search, necessity not yet shown), or
-                             # 'cleared': a failing configuration without it was observed
+    role: str                # 'culprit': in every failing set found, and bad without it was not
+                             # seen to FAIL; 'member': in some failing set(s) only, or bad
+                             # without it still FAILS (`sets` says which); 'context';
+                             # 'unresolved' (in the smallest failing set of a stopped search,
+                             # necessity not yet shown); 'cleared': in no failing set found, and a
+                             # failing configuration without it was observed; 'unknown' else
+    sets: tuple[int, ...] = ()   # the failing sets (1-based) it belongs to
 
 
 @dataclass
@@ -65,6 +72,12 @@ class AblationResult:
     suspects: tuple = ()                 # stopped search: members of the smallest failing set
                                          # not yet shown necessary (unknown, never culprits)
     stop_reason: str = ""
+    sets: list[FailingSet] = field(default_factory=list)   # every failing set found; [0] is culprits
+    fixes: list[frozenset] = field(default_factory=list)   # reverting it from bad was seen to PASS
+    open_fixes: list[frozenset] = field(default_factory=list)  # bad without it FAILED or was
+                                         # UNRESOLVED, and no set behind that was isolated
+    sets_complete: bool | None = None    # the sets explain every failure (None: not searched)
+    sets_note: str = ""                  # why they may not
 
     @property
     def fail_config(self) -> frozenset:
@@ -96,6 +109,13 @@ class AblationResult:
                          for a in self.attempts],
             "unresolved": [_config(a.config, names) for a in self.unresolved],
             "also_failing": [names(s) for s in self.also_failing],
+            "sets": [{"members": names(s.members), "interaction": s.interaction,
+                      "proof": [{"config": names(p), "outcome": o.value} for p, o in s.proof.items()]}
+                     for s in self.sets],
+            "fixes": [names(f) for f in self.fixes],
+            "open_fixes": [names(f) for f in self.open_fixes],
+            "sets_complete": self.sets_complete,
+            "sets_note": self.sets_note,
             "flakiness_rule": self.rule.to_dict() if self.rule else None,
             "next_steps": list(self.next_steps),
         }
@@ -105,30 +125,56 @@ def build_result(strategy: str, differences: Sequence[Hashable], tester: Tester,
                  culprits: Sequence[Hashable], context: frozenset,
                  proof: dict[frozenset, Outcome], interaction: bool,
                  also_failing: Sequence[frozenset] = (), complete: bool = True,
-                 suspects: Sequence[Hashable] = (), stop_reason: str = "") -> AblationResult:
+                 suspects: Sequence[Hashable] = (), stop_reason: str = "",
+                 sets: Sets | None = None) -> AblationResult:
     everything, chosen, unsure = frozenset(differences), set(culprits), set(suspects)
     ordered = tuple(d for d in differences if d in chosen)
+    found = [tuple(s.members) for s in sets.found] if sets is not None else ([ordered] if ordered else [])
     cleared = set().union(*(everything - key for key in tester.failing()
                             if isinstance(key, frozenset)))
-    effects = {}
-    for d in differences:
-        role = ("culprit" if d in ordered else "unresolved" if d in unsure else "context" if d in context
-                else "cleared" if d in cleared else "unknown")
-        effects[d] = Effect(tester.outcome_of(frozenset({d})),
-                            tester.outcome_of(everything - {d}), role)
+    effects = {d: _effect(d, tester, everything, found, unsure, context, cleared) for d in differences}
     unresolved = [a for a in tester.attempts if a.outcome is Outcome.UNRESOLVED]
+    others = ([frozenset(s) for s in found[1:]] if sets is not None
+              else [s for s in also_failing if s != frozenset(ordered)])
     result = AblationResult(strategy, tuple(differences), ordered, interaction, frozenset(context),
                             dict(proof), effects, list(tester.attempts), tester.runs, unresolved,
-                            [s for s in also_failing if s != frozenset(ordered)], tester.rule,
-                            complete, [], tuple(d for d in differences if d in unsure), stop_reason)
+                            others, tester.rule, complete, [], tuple(d for d in differences if d in unsure),
+                            stop_reason)
+    if sets is not None:
+        result.sets, result.fixes = list(sets.found), list(sets.fixes)
+        result.open_fixes = [*sets.remaining, *sets.unjudged]
+        result.sets_complete, result.sets_note = sets.complete, sets.note
     result.next_steps = suggest_next_steps(result)
     return result
 
 
+def _effect(d: Hashable, tester: Tester, everything: frozenset, found: list[tuple], unsure: set,
+            context: frozenset, cleared: set) -> Effect:
+    """One row of the table; its role follows from its cells and the sets, never against them:
+    a difference bad still FAILS without is never a culprit on its own, and one bad PASSES
+    without is never cleared."""
+    alone, removed = tester.outcome_of(frozenset({d})), tester.outcome_of(everything - {d})
+    member_of = tuple(i for i, s in enumerate(found, 1) if d in s)
+    if member_of:
+        role = "culprit" if len(member_of) == len(found) and removed is not Outcome.FAIL else "member"
+    elif d in unsure:
+        role = "unresolved"
+    elif d in context:
+        role = "context"
+    elif d in cleared and removed is not Outcome.PASS:
+        role = "cleared"
+    else:
+        role = "unknown"
+    return Effect(alone, removed, role, member_of)
+
+
 def suggest_next_steps(result: AblationResult) -> list[str]:
-    """A short, concrete list of what to try next, in the voice of a debug log."""
+    """A short, concrete list of what to try next, in the voice of a debug log: each claim follows
+    from a configuration that was run (a fix is offered as shown only when bad without it
+    passed)."""
     names = ", ".join(str(c) for c in result.culprits)
     steps: list[str] = []
+    several = len(result.sets) > 1
     if not result.complete:
         unsure = ", ".join(str(c) for c in result.suspects)
         steps.append(f"The search stopped after {result.runs} runs ({result.stop_reason or 'interrupted'}); "
@@ -136,17 +182,35 @@ def suggest_next_steps(result: AblationResult) -> list[str]:
                      f"{len(result.culprits) + len(result.suspects)} of {len(result.differences)} "
                      f"differences" + (f", of which {names} shown necessary" if names else "")
                      + (f"; not yet resolved: {unsure}" if unsure else "") + ". Resume to finish.")
+    elif several:
+        steps.append(f"{len(result.sets)} independent failing sets, each enough to fail on its own: "
+                     + "; ".join(f"set {i} {{{_set_words(s.members)}}}" for i, s in enumerate(result.sets, 1))
+                     + ". Bad passes only when every set loses a member.")
     elif len(result.culprits) == 1 and not result.context:
         steps.append(f"{names} alone on the good configuration reproduces the failure: "
                      f"start from the code paths it changes.")
     elif result.interaction:
+        removed = [result.effects[c].removed for c in result.culprits]
+        tail = ("reverting any one of them from bad fixes it (each was run)." if all(
+                    o is Outcome.PASS for o in removed) else
+                "whether reverting one of them fixes bad was not shown: run bad with each reverted.")
         steps.append(f"{names} fail only together (every proper subset passes): look for the "
-                     f"state or assumption they share; fixing any one of them may suffice.")
+                     f"state or assumption they share; {tail}")
     elif len(result.culprits) > 1:
         missing = [s for s, o in result.proof.items() if o is not Outcome.PASS]
         steps.append(f"{names} form a 1-minimal failing set, but the interaction proof is "
                      f"incomplete: {len(missing)} proper subset(s) stayed unresolved after their "
                      f"re-runs (they do not build, are invalid, or fail differently every time).")
+    if result.complete and several and result.fixes:
+        steps.append("Fix " + ", or ".join(_fix_words(f, result.differences) for f in result.fixes)
+                     + ": bad passed with each of these reverted.")
+        still = [d for d in result.differences if result.effects[d].role == "member"
+                 and result.effects[d].removed is Outcome.FAIL]
+        if still:
+            steps.append("Reverting " + " or ".join(str(d) for d in still) + " alone is not enough: bad "
+                         "still failed without it (another set does not need it).")
+    if result.complete and result.sets_complete is False:
+        steps.append(f"Another cause may remain: {result.sets_note}.")
     if result.context:
         steps.append(f"The isolated difference fails with "
                      f"{', '.join(str(c) for c in result.context)} also applied; run the "
@@ -154,9 +218,11 @@ def suggest_next_steps(result: AblationResult) -> list[str]:
     if result.complete and any(result.effects[c].removed is None for c in result.culprits):
         steps.append("Confirm the fix: run the bad configuration with the culprits reverted "
                      "one at a time ('ofat' measures this for every difference).")
-    if result.also_failing:
-        steps.append(f"{len(result.also_failing)} other failing set(s) were seen: there may be "
-                     f"more than one cause.")
+    if result.also_failing and not result.sets:
+        steps.append(f"{len(result.also_failing)} other failing set(s) were seen: "
+                     + "; ".join(f"{{{_set_words(sorted(s, key=result.differences.index))}}}"
+                                 for s in result.also_failing)
+                     + ". There may be more than one cause.")
     if result.unresolved:
         steps.append(f"{len(result.unresolved)} configuration(s) were UNRESOLVED (invalid, "
                      f"build failure or a different failure): a different failure may be a "
@@ -164,6 +230,19 @@ def suggest_next_steps(result: AblationResult) -> list[str]:
     if result.rule is not None:
         steps.append(f"The failure is intermittent: {result.rule.describe()}.")
     return steps
+
+
+def _set_words(members) -> str:
+    return ", ".join(str(m) for m in members)
+
+
+def _fix_words(fix: frozenset, order: Sequence[Hashable]) -> str:
+    """'fast', 'both n and block', 'all of a, b and c'."""
+    items = [str(d) for d in order if d in fix]
+    if len(items) == 1:
+        return items[0]
+    joined = ", ".join(items[:-1]) + " and " + items[-1]
+    return ("both " if len(items) == 2 else "all of ") + joined
 
 
 def _value(outcome: Outcome | None) -> str | None:

@@ -57,6 +57,7 @@ class Attempt:
     phase: str                      # which step asked: 'split', 'ddmin', 'ofat-add', ...
     observations: tuple[Outcome, ...] = ()  # one per oracle run; () when known beforehand
     cached: bool = False            # True when the outcome came from `known`, not from a run
+    stage: str = ""                 # which part of the search: '' (the first set), 'set 2', ...
 
     @property
     def runs(self) -> int:
@@ -84,6 +85,7 @@ class Tester:
     runs: int = 0
     attempts: list[Attempt] = field(default_factory=list)
     memo: dict[Hashable, Outcome] = field(default_factory=dict)
+    stage: str = ""   # stamped on each attempt: which failing set the search is after (sets.py)
 
     def __post_init__(self) -> None:
         self._known = dict(self.known or {})
@@ -130,7 +132,7 @@ class Tester:
     def _record(self, key: Hashable, outcome: Outcome, phase: str,
                 observations: tuple[Outcome, ...], cached: bool) -> None:
         self.memo[key] = outcome
-        attempt = Attempt(len(self.attempts) + 1, key, outcome, phase, observations, cached)
+        attempt = Attempt(len(self.attempts) + 1, key, outcome, phase, observations, cached, self.stage)
         self.attempts.append(attempt)
         if self.on_attempt is not None:
             self.on_attempt(attempt)

@@ -48,8 +48,21 @@ from bisectk.errors import BisectkError
 _SAFE_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false", "-c", "gc.auto=0"]
 _REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX",
              "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
-_FIELDS = "%H%x1f%s%x1f%an <%ae>%x1f%aI%x1e"
-_GRAPH_FIELDS = "%H%x1f%P%x1f%s%x1f%an <%ae>%x1f%aI%x1e"
+# NUL-terminated fields: the one byte a commit subject or an author name cannot hold (a subject may
+# hold any other control character, \x1e and \x1f included)
+_FIELDS = "%H%x00%s%x00%an <%ae>%x00%aI%x00"
+_GRAPH_FIELDS = "%H%x00%P%x00%s%x00%an <%ae>%x00%aI%x00"
+
+
+def _records(text: str, n: int) -> list[list[str]]:
+    """`git log --format` output of NUL-terminated fields, n per commit (git puts a newline
+    between commits, before the next sha)."""
+    fields = text.split("\x00")
+    if fields and not fields[-1].strip():
+        fields.pop()
+    if len(fields) % n:
+        raise SpaceError(f"git log printed {len(fields)} fields, not a multiple of {n}")
+    return [[fields[i].lstrip("\n"), *fields[i + 1:i + n]] for i in range(0, len(fields), n)]
 _SESSION = re.compile(r"^(\d+)-[0-9a-f]+$")
 
 
@@ -94,6 +107,17 @@ def open_repo(path: Path | str) -> Path:
     return Path(repo.working_tree_dir).resolve()
 
 
+def is_shallow(repo: Path) -> bool:
+    """Whether `repo` is a shallow clone (its history stops at the commits in .git/shallow)."""
+    try:
+        return run_git(repo, "rev-parse", "--is-shallow-repository") == "true"
+    except SpaceError:
+        return False
+
+
+SHALLOW_HINT = "fetch the missing history with `git fetch --unshallow` (or a deeper `git fetch --depth N`)"
+
+
 def resolve(repo: Path, ref: str, what: str = "ref") -> str:
     """The full sha of the commit `ref` names, or SpaceError naming the option."""
     if not ref or ref.startswith("-"):
@@ -101,7 +125,29 @@ def resolve(repo: Path, ref: str, what: str = "ref") -> str:
     try:
         return run_git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     except SpaceError:
-        raise SpaceError(f"{what} {ref!r} is not a commit in {repo}") from None
+        cut = f" (a shallow clone: its history is cut; {SHALLOW_HINT})" if is_shallow(repo) else ""
+        raise SpaceError(f"{what} {ref!r} is not a commit in {repo}{cut}") from None
+
+
+def check_ancestry(root: Path, good: str, bad: str, g: str, b: str) -> None:
+    """SpaceError unless --good is an ancestor of --bad. In a shallow clone the history between
+    them may simply be missing: that is said, and swapping is suggested only when bad really is
+    an ancestor of good."""
+    try:
+        run_git(root, "merge-base", "--is-ancestor", g, b)
+        return
+    except SpaceError:
+        pass
+    swapped = True
+    try:
+        run_git(root, "merge-base", "--is-ancestor", b, g)
+    except SpaceError:
+        swapped = False
+    if is_shallow(root) and not swapped:
+        raise SpaceError(f"--good {good} ({g[:10]}) is not reachable from --bad {bad} ({b[:10]}) in this shallow "
+                         f"clone: the history between them is cut; {SHALLOW_HINT}")
+    raise SpaceError(f"--good {good} ({g[:10]}) is not an ancestor of --bad {bad} ({b[:10]}); "
+                     "swap them or pick a good commit older than the bad one")
 
 
 @dataclass(frozen=True)
@@ -124,13 +170,7 @@ class CommitInfo:
 
 
 def _parse_log(text: str) -> list[CommitInfo]:
-    out = []
-    for record in text.split("\x1e"):
-        record = record.strip("\n")
-        if record:
-            sha, subject, author, date = record.split("\x1f")
-            out.append(CommitInfo(sha, subject, author, date))
-    return out
+    return [CommitInfo(sha, subject, author, date) for sha, subject, author, date in _records(text, 4)]
 
 
 @dataclass(frozen=True)
@@ -174,11 +214,7 @@ def list_commits(repo: Path | str, good: str, bad: str, *, first_parent: bool = 
     g, b = resolve(root, good, "--good"), resolve(root, bad, "--bad")
     if g == b:
         raise SpaceError(f"--good and --bad are the same commit ({g[:10]})")
-    try:
-        run_git(root, "merge-base", "--is-ancestor", g, b)
-    except SpaceError:
-        raise SpaceError(f"--good {good} ({g[:10]}) is not an ancestor of --bad {bad} ({b[:10]}); "
-                         "swap them or pick a good commit older than the bad one") from None
+    check_ancestry(root, good, bad, g, b)
     walk = ["--first-parent"] if first_parent else ["--ancestry-path"]
     text = run_git(root, "log", "--reverse", "--topo-order", *walk, f"--format={_FIELDS}", f"{g}..{b}")
     commits = _parse_log(run_git(root, "log", "-1", f"--format={_FIELDS}", g)) + _parse_log(text)
@@ -245,20 +281,13 @@ def list_graph(repo: Path | str, good: str, bad: str, *, first_parent: bool = Fa
     g, b = resolve(root, good, "--good"), resolve(root, bad, "--bad")
     if g == b:
         raise SpaceError(f"--good and --bad are the same commit ({g[:10]})")
-    try:
-        run_git(root, "merge-base", "--is-ancestor", g, b)
-    except SpaceError:
-        raise SpaceError(f"--good {good} ({g[:10]}) is not an ancestor of --bad {bad} ({b[:10]}); "
-                         "swap them or pick a good commit older than the bad one") from None
+    check_ancestry(root, good, bad, g, b)
     walk = ["--first-parent"] if first_parent else []
     text = run_git(root, "log", "--reverse", "--topo-order", *walk, f"--format={_GRAPH_FIELDS}", b, f"^{g}")
     commits, all_parents = [], []
-    for record in text.split("\x1e"):
-        record = record.strip("\n")
-        if record:
-            sha, parents, subject, author, date = record.split("\x1f")
-            commits.append(CommitInfo(sha, subject, author, date))
-            all_parents.append(tuple(parents.split()))
+    for sha, parents, subject, author, date in _records(text, 5):
+        commits.append(CommitInfo(sha, subject, author, date))
+        all_parents.append(tuple(parents.split()))
     if not commits or commits[-1].sha != b:
         raise SpaceError(f"git listed no candidates ending at --bad {bad} ({b[:10]})")
     if first_parent:

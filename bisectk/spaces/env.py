@@ -282,6 +282,10 @@ def load(path: str | Path) -> dict[str, Any]:
         raise EnvError(f"{path}: cannot read ({exc})") from None
     except json.JSONDecodeError as exc:
         raise EnvError(f"{path}: not JSON (line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise EnvError(f"{path}: not an environment capture (JSON nested too deeply to read)") from None
+    except ValueError as exc:   # e.g. an integer of more digits than Python converts
+        raise EnvError(f"{path}: not JSON ({exc})"[:300]) from None
     if not isinstance(data, dict) or "bisectk_env" not in data:
         raise EnvError(f"{path}: not an environment capture (no 'bisectk_env' key; "
                        "make one with `bisectk env --save FILE`)")
@@ -289,14 +293,17 @@ def load(path: str | Path) -> dict[str, Any]:
 
 
 def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
-    if isinstance(value, dict) and value:
-        for k, v in value.items():
-            _flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
-    elif isinstance(value, list) and value:
-        for i, v in enumerate(value):
-            _flatten(v, f"{prefix}.{i}", out)
-    else:
-        out[prefix] = value
+    """Leaves as dotted keys; a loop over a stack, not recursion, so any JSON that loads flattens
+    (a hand-edited capture may nest deeper than Python's recursion limit)."""
+    stack = [(prefix, value)]
+    while stack:
+        key, node = stack.pop()
+        if isinstance(node, dict) and node:
+            stack.extend(reversed([(f"{key}.{k}" if key else str(k), v) for k, v in node.items()]))
+        elif isinstance(node, list) and node:
+            stack.extend(reversed([(f"{key}.{i}", v) for i, v in enumerate(node)]))
+        else:
+            out[key] = node
     return out
 
 

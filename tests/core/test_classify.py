@@ -122,3 +122,30 @@ def test_a_usage_error_is_unresolved_not_a_crash():
                                                                "--fast (Usage: run.py [OPTIONS])")
     r = classify_run(raw(exit_code=2, stderr="kernel.py: error: bad tile\n"), JUDGE)
     assert r.outcome is Outcome.FAIL and r.kind is FailKind.CRASH
+def test_infinities_violate_every_bound():
+    """-inf is no measurement below `max`, +inf none above `min`: both violate, like NaN (issue 22)."""
+    judge = Judge([Threshold("mismatches", max=0), Threshold("cos", min=0.9999)])
+    for line, what in [('{"mismatches": -Infinity, "cos": 1.0}', "-inf in mismatches"),
+                       ('{"mismatches": 0, "cos": Infinity}', "+inf in cos"),
+                       ('{"mismatches": 0, "cos": -Infinity}', "-inf in cos"),
+                       ('{"mismatches": 1e400, "cos": 1.0}', "+inf in mismatches")]:
+        r = classify_run(raw(stdout=f"BISECTK_RESULT {line}\n"), judge)
+        assert (r.outcome, r.kind) == (Outcome.FAIL, FailKind.WRONG), line
+        assert what in r.signature, (line, r.signature)
+    r = classify_run(raw(stdout='BISECTK_RESULT {"mismatches": -Infinity, "cos": 1.0}'), judge)
+    assert r.failed == ("mismatches <= 0",)     # the same violation as any other value past the bound
+    both = Threshold("x", min=0.0, max=1.0)
+    assert both.violation(float("inf")) and both.violation(float("-inf")) and both.violation(0.5) is None
+
+
+def test_huge_integer_metrics_are_judged_not_fatal():
+    """A 5,000-digit integer (past Python's 4,300-digit conversion limit) is a value past every
+    bound; a 400-digit one (past a float) too; an ordinary integer stays exact."""
+    judge = Judge([Threshold("mismatches", max=0)])
+    for digits in (5000, 400):
+        r = classify_run(raw(stdout="BISECTK_RESULT {\"mismatches\": " + "9" * digits + "}\n"), judge)
+        assert (r.outcome, r.kind) == (Outcome.FAIL, FailKind.WRONG) and "inf in mismatches" in r.signature
+        r = classify_run(raw(stdout="BISECTK_RESULT {\"mismatches\": -" + "9" * digits + "}\n"), judge)
+        assert r.kind is FailKind.WRONG and "-inf in mismatches" in r.signature
+    assert parse_result('BISECTK_RESULT {"n": 123456789012345678901234567890}') == {"n": 123456789012345678901234567890}
+    assert parse_result("BISECTK_RESULT " + '{"a": ' * 100000 + "1" + "}" * 100000) is None   # too deep: malformed

@@ -13,6 +13,7 @@ ALLOWED = {
     "bisectk.spec": {"bisectk.errors", "bisectk.expr"},
     "bisectk.events": {"bisectk.outcome"},
     "bisectk.ledger": {"bisectk.errors", "bisectk.outcome", "bisectk.procstat"},
+    "bisectk.ledger_check": {"bisectk.errors", "bisectk.ledger"},
     "bisectk.search": {"bisectk.outcome", "bisectk.search"},
     "bisectk.run": {"bisectk.errors", "bisectk.outcome", "bisectk.spec", "bisectk.events", "bisectk.ledger",
                     "bisectk.procstat", "bisectk.run"},

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from bisectk import ledger as ledger_mod
-from bisectk.ledger import Ledger, LedgerError, check, salvage
+from bisectk.ledger import Ledger, LedgerError
+from bisectk.ledger_check import check, salvage
 from bisectk.outcome import FailKind, Outcome, Run
 from tests.conftest import bisectk, wait_until
 
@@ -371,3 +372,129 @@ def test_damage_anywhere_is_a_ledger_error_never_a_crash(tmp_path, where):
     report = check(path)
     assert isinstance(report.ok, bool) and report.lines()
     assert sha(path) == before or report.ok
+
+
+# -- ledger check is at least as strict as opening and reading (issue 22) ----------------------------
+def read_like_the_commands(path: Path, n: int) -> None:
+    """Open the ledger for writing and read back every row the way commands do (ablate's and run's
+    memo lookups, --resume's last session, report's sessions, log's events); LedgerError if any
+    of it calls the ledger damaged."""
+    db = Ledger(path)
+    try:
+        for i in range(n):
+            db.runs(FP, f'{{"a":{i}}}')
+            db.run_at(FP, f'{{"a":{i}}}', 0)
+        db.last_session("run", FP)
+        db.last_finished_session()
+        for sid in (1, 2):
+            db.session(sid)
+            db.events(sid)
+    finally:
+        db.close()
+
+
+def flipped(src: Path, dest: Path, seed: int) -> Path:
+    """A copy with a few seeded bit flips: half anywhere in the file, half inside a stored text
+    (where SQLite's page checks cannot see them)."""
+    import random
+    rng = random.Random(seed)
+    data = bytearray(src.read_bytes())
+    if seed % 2:
+        for _ in range(rng.choice([1, 4, 16])):
+            i = rng.randrange(len(data))
+            data[i] ^= 1 << rng.randrange(8)
+    else:
+        con = sqlite3.connect(src)
+        texts = [r[0] for r in con.execute("SELECT run_json FROM runs UNION ALL SELECT data_json FROM events "
+                                           "UNION ALL SELECT args_json FROM sessions UNION ALL SELECT result_json "
+                                           "FROM sessions WHERE result_json IS NOT NULL")]
+        con.close()
+        spans = [(at, at + len(t.encode())) for t in texts if (at := data.find(t.encode())) >= 0]
+        lo, hi = rng.choice(spans)
+        i = rng.randrange(lo, hi)
+        data[i] ^= 1 << rng.randrange(8)
+    dest.write_bytes(bytes(data))
+    return dest
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_ledger_check_and_opening_agree_on_bit_flipped_ledgers(tmp_path, seed):
+    """Before issue 22, `ledger check` said ok on ledgers whose records no longer decode (or whose
+    text is not UTF-8), which every command then rejected as damaged, pointing at `ledger check`."""
+    n = 12
+    src = tmp_path / "src.db"
+    db = Ledger(src)
+    s = db.open_session("ablate", FP, {"spec": "x", "strategy": "adaptive"})
+    for i in range(n):
+        db.add_run(FP, f'{{"a":{i}}}', a_run(i, size=50), s)
+        db.add_event(s, "observation", {"i": i, "label": f"hybrid a={i}"})
+    db.close_session(s, {"command": "run", "ok": True})
+    db.close()
+    con = sqlite3.connect(src)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    path = flipped(src, tmp_path / "l.db", seed)
+    report = check(path)        # read-only: first, while the file is as flipped
+    try:
+        read_like_the_commands(path, n)
+        commands_ok = True
+    except LedgerError as exc:
+        assert "\n" not in str(exc) and "ledger check" in str(exc) or "damaged" in str(exc), exc
+        commands_ok = False
+    if not commands_ok:
+        assert not report.ok, (seed, report.lines())
+    if report.ok:
+        assert commands_ok
+
+
+# -- deleted or replaced while in use (issue 22) -----------------------------------------------------
+DELETER = """
+import json, os, shutil, sys
+a = dict(x.split("=") for x in sys.argv[1:])
+if a["b"] == "1" and a["c"] == "0":      # the subject itself removes the ledger's directory mid-run
+    shutil.rmtree(os.environ["DELETE_AT"], ignore_errors=True)
+print("BISECTK_RESULT " + json.dumps({"err": 1.0 if a["a"] == "1" else 0.0}))
+"""
+
+
+def test_a_ledger_deleted_mid_run_keeps_every_observation(tmp_path):
+    """Before: the command ended 0 and the ledger was gone with every run in it."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text(DELETER)
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "del"\n[subject]\ncommand = ["python", "s.py", "a={a}", "b={b}", "c={c}", "d={d}"]\n'
+                    '[oracle]\nmetric = "err"\nmax = 0.5\n[good]\na = 0\nb = 0\nc = 0\nd = 0\n'
+                    '[bad]\na = 1\nb = 1\nc = 1\nd = 1\n')
+    led = tmp_path / "led" / "l.db"
+    env = dict(os.environ, DELETE_AT=str(led.parent))
+    p = subprocess.run([sys.executable, "-m", "bisectk", "ablate", str(spec), "--exhaustive", "--json",
+                        "--ledger", str(led)], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    doc = json.loads(p.stdout)
+    assert doc["culprits"] == ["a"]
+    assert "was deleted while this command ran" in p.stderr and "no observation is lost" in p.stderr
+    con = sqlite3.connect(led)
+    (runs,) = con.execute("SELECT COUNT(*) FROM runs").fetchone()
+    (result,) = con.execute("SELECT result_json FROM sessions ORDER BY id DESC LIMIT 1").fetchone()
+    con.close()
+    assert runs == doc["observations"] == 16 and json.loads(result)["culprits"] == ["a"]
+    again = subprocess.run([sys.executable, "-m", "bisectk", "ablate", str(spec), "--exhaustive", "--json",
+                            "--ledger", str(led)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert json.loads(again.stdout)["runs"] == 0   # all answered from the ledger it kept
+
+
+def test_a_ledger_replaced_mid_run_is_not_overwritten(tmp_path):
+    path = tmp_path / "l.db"
+    db = Ledger(path)
+    db.add_run(FP, KEY, a_run(0))
+    os.unlink(path)
+    other = populated(tmp_path / "other.db", n=2)
+    os.replace(other, path)                 # someone else's ledger now sits at the path
+    before = sha(path)
+    notices = []
+    db.on_notice = notices.append
+    db.add_run(FP, KEY, a_run(1))
+    assert sha(path) == before              # theirs untouched
+    assert db.path != path and db.path.name.startswith("l.saved-") and notices and "replaced" in notices[0]
+    db.close()
+    assert len(Ledger(db.path).runs(FP, KEY)) == 2

@@ -133,3 +133,61 @@ def test_interrupted_ofat_never_calls_unproven_factors_culprits(tmp_path):
     assert all(v != "CULPRIT" for f, v in verdicts.items() if f != "mode")
     assert set(doc["unresolved_factors"]) | set(doc["culprits"]) | {f for f, v in verdicts.items() if v == "cleared"} \
         == set(verdicts)
+
+
+# -- two independent failing sets (issue 22, item 9) -------------------------------------------------
+
+def table_agrees_with_its_cells(rows: list[dict], sets: list[list]) -> None:
+    """No line of the key-differences table contradicts its own cells or the sets."""
+    for r in rows:
+        if r["removed"] == "FAILS":
+            assert r["verdict"] != "CULPRIT", r       # bad still fails without it
+        if r["removed"] == "passes":
+            assert r["verdict"] not in ("cleared",), r
+        in_sets = [i for i, s in enumerate(sets, 1) if r["factor"] in s]
+        if r["verdict"] == "cleared":
+            assert not in_sets, r
+        if r["verdict"].startswith("culprit in set"):
+            assert r["verdict"].endswith(", ".join(map(str, in_sets))), r
+
+
+def test_two_independent_failing_sets_are_both_reported_without_contradiction(tmp_path):
+    """softmax-two-sets: the bug is `fast and n % block != 0` with n and block both changed, so
+    {fast, n} and {fast, block} each fail. Both are found; the fixes are fast, or n and block;
+    no table line, next step or attempt conclusion contradicts what was run."""
+    spec = VARIANTS / "softmax-two-sets.toml"
+    report = tmp_path / "log.md"
+    doc = ablate_json(spec, tmp_path, "--report", report)
+    sets = [s["members"] for s in doc["sets"]]
+    assert sorted(map(sorted, sets)) == [["block", "fast"], ["fast", "n"]]
+    assert doc["culprits"] == sets[0] and doc["sets_complete"] is True
+    assert sorted(map(sorted, doc["fixes"])) == [["block", "n"], ["fast"]]
+    rows = {r["factor"]: r for r in doc["differences"]}
+    assert rows["fast"]["verdict"] == "CULPRIT" and rows["fast"]["removed"] == "passes"
+    for f in ("n", "block"):
+        assert rows[f]["removed"] == "FAILS" and rows[f]["verdict"].startswith("culprit in set")
+    assert {rows["rows"]["verdict"], rows["seed"]["verdict"]} == {"cleared"}
+    table_agrees_with_its_cells(doc["differences"], sets)
+    steps = " ".join(doc["next_steps"])
+    assert "Fix fast, or both n and block" in steps and "may suffice" not in steps
+    assert "--set fast=off --repeat 5" in steps and "--set n=1024 --set block=256 --repeat 5" in steps
+    # the fix offered really is one: bad with n alone reverted still fails, with n and block passes
+    still = bisectk("run", spec, "--config", "bad", "--set", "n=1024", "--ledger", tmp_path / "ledger.db")
+    fixed = bisectk("run", spec, "--config", "bad", "--set", "n=1024", "--set", "block=256",
+                    "--ledger", tmp_path / "ledger.db")
+    assert (still.returncode, fixed.returncode) == (1, 0)
+    md = report.read_text()
+    assert "**Status:** Resolved -- 2 independent failing sets" in md and "fix: fast, or both n and block" in md
+    assert "the cause is within" not in md
+    for block in md.split("#### Attempt ")[1:]:
+        if "(confirm-removal)" in block or "(fix-check)" in block:
+            assert "Bad still fails without" in block or "Bad passes without" in block, block
+
+
+def test_exhaustive_names_the_other_failing_set(tmp_path):
+    p = bisectk("ablate", VARIANTS / "softmax-two-sets.toml", "--exhaustive", "--ledger", tmp_path / "l.db",
+                timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "failing set 1: fast, n" in p.stdout and "failing set 2: fast, block" in p.stdout
+    assert "fix: fast, or both n and block" in p.stdout
+    assert "other failing set(s) were seen" not in p.stdout

@@ -53,7 +53,12 @@ VARIANTS_EXPECTED = {
     "crash-oob": ("SIGSEGV", "independent", ["access"]),
     "crash-poison": ("CUDA", "independent", ["poison"]),
     "build-arch": ("SIGSEGV", "independent", ["access"]),
+    "softmax-two-sets": ("WRONG", "sets", ["fast", "n", "block"]),
 }
+# Variants whose culprits form several independent minimal failing sets ("sets" above): each set
+# alone on good fails, each set less one member passes, bad with each fix (a minimal set meeting
+# every failing set) reverted passes.
+PLANTED_SETS = {"softmax-two-sets": ([["fast", "n"], ["fast", "block"]], [["fast"], ["n", "block"]])}
 EXPECT = {k: v[0] for k, v in VARIANTS_EXPECTED.items()}
 # attention-threshold's ordinal factor: which of its declared values fail (more tiles than stages).
 THRESHOLD_FAILS = {64: False, 128: False, 256: False, 512: True, 1024: True}
@@ -164,6 +169,17 @@ def probes(path: Path) -> dict[str, dict]:
         benign = dict(spec["bad"], **{f: spec["good"][f] for f in culprits})
         if satisfies(spec, benign):
             out["benign"] = benign
+    if mode == "sets":
+        sets, fixes = PLANTED_SETS[path.stem]
+        for i, members in enumerate(sets, 1):
+            out[f"set{i}"] = dict(spec["good"], **{f: spec["bad"][f] for f in members})
+            for f in members:
+                out[f"pass-set{i}-without-{f}"] = dict(spec["good"], **{g: spec["bad"][g] for g in members if g != f})
+        for fix in fixes:
+            out[f"pass-fix-{'-'.join(fix)}"] = dict(spec["bad"], **{f: spec["good"][f] for f in fix})
+        for f in culprits:   # no single member outside every fix is enough to revert
+            if [f] not in fixes:
+                out[f"only-reverted-{f}"] = dict(spec["bad"], **{f: spec["good"][f]})
     return out
 
 
@@ -463,7 +479,7 @@ def test_variant_endpoints_and_culprits(results, path):
         if key not in results:
             continue  # attention hybrids: in-process below
         r = results[key]
-        if label in ("good", "benign"):
+        if label in ("good", "benign") or label.startswith("pass-"):
             assert_passes(spec, r)
             if label == "good" and not spec["subject"]["command"][1].endswith("attention.py"):
                 assert r.wall < 2.0, f"good endpoint took {r.wall:.2f} s"  # < 1 s when idle

@@ -1,0 +1,236 @@
+"""`bisectk ledger check` and `--salvage`: what is wrong with a ledger, and what can be saved of it.
+
+Abstractions
+------------
+LedgerReport -- what `check` found: problems, schema, readable and unreadable rows per table,
+                claims (and how many are stale), whether the file is writable.
+check        -- inspect a ledger without changing it: its file header, SQLite's full integrity
+                check, the schema version, and every row of every table read back exactly as the
+                commands read it (ledger._run, _session, _event). At least as strict as opening
+                it: a ledger some command would call damaged is never "ok" here.
+salvage      -- copy every row that reads back into a new ledger (the damaged file is never written).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bisectk.errors import LedgerError
+from bisectk.ledger import (SCHEMA_VERSION, Ledger, _connect_readonly, _event, _holder_alive, _run,
+                            _session)
+
+_COPY = {"sessions": ("id", "command", "fingerprint", "args_json", "created", "finished", "result_json"),
+         "runs": ("id", "fingerprint", "config_key", "idx", "session", "created", "outcome", "kind", "signature",
+                  "duration_s", "run_json"),
+         "events": ("id", "session", "kind", "data_json", "created")}
+
+
+@dataclass
+class LedgerReport:
+    path: Path
+    ok: bool
+    problems: list[str] = field(default_factory=list)
+    schema: int | None = None
+    rows: dict[str, int] = field(default_factory=dict)        # readable rows per table
+    unreadable: dict[str, int] = field(default_factory=dict)  # rows that could not be read, per table
+    claims: int = 0
+    stale_claims: int = 0
+    writable: bool = False
+    size_bytes: int = 0
+
+    def lines(self) -> list[str]:
+        head = f"{self.path}: {'ok' if self.ok else 'DAMAGED' if self.problems else 'not usable'}"
+        out = [head + f" (schema {self.schema if self.schema is not None else '?'}, {self.size_bytes:,} bytes, "
+                      f"{'writable' if self.writable else 'not writable'})"]
+        if self.rows:
+            out.append("readable rows: " + ", ".join(f"{t} {n}" for t, n in self.rows.items())
+                       + (f"; claims {self.claims} ({self.stale_claims} stale)" if self.claims else ""))
+        if any(self.unreadable.values()):
+            out.append("unreadable rows: " + ", ".join(f"{t} {n}" for t, n in self.unreadable.items() if n))
+        out += [f"problem: {p}" for p in self.problems[:10]]
+        if len(self.problems) > 10:
+            out.append(f"... and {len(self.problems) - 10} more problems")
+        if not self.ok:
+            out.append(f"what to do: `bisectk ledger check {self.path} --salvage NEW.db` copies every readable "
+                       f"row into a new ledger (this file is never changed); then run with --ledger NEW.db")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "ok": self.ok, "problems": self.problems, "schema": self.schema,
+                "rows": self.rows, "unreadable": self.unreadable, "claims": self.claims,
+                "stale_claims": self.stale_claims, "writable": self.writable, "size_bytes": self.size_bytes}
+
+
+def check(path: str | Path) -> LedgerReport:
+    """Inspect a ledger without changing it: the file header, SQLite's full integrity check
+    (indexes included, which the quick check at open skips), the schema version, every row of
+    every table read back exactly as a command reads it, claims (and how many are stale), whether
+    it is writable. At least as strict as opening it: a ledger a command would call damaged is
+    never "ok" here. Never raises for a bad file."""
+    path = Path(path)
+    report = LedgerReport(path, ok=False)
+    if not path.is_file():
+        report.problems.append("no such file" if not path.exists() else "not a regular file")
+        return report
+    report.size_bytes = path.stat().st_size
+    report.writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    report.problems += _header_problems(path)
+    try:
+        db = _connect_readonly(path)
+    except LedgerError as exc:
+        report.problems.append(str(exc))
+        return report
+    try:
+        try:
+            report.problems += [r[0] for r in db.execute("PRAGMA integrity_check(100)").fetchall() if r[0] != "ok"]
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            report.problems.append(f"integrity check: {exc}"[:200])
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            report.schema = int(row[0]) if row else None
+            if report.schema is not None and not 1 <= report.schema <= SCHEMA_VERSION:
+                report.problems.append(f"schema version {report.schema} (this bisectk reads 1 to {SCHEMA_VERSION})")
+        except (sqlite3.Error, ValueError, TypeError) as exc:   # UnicodeDecodeError is a ValueError
+            report.problems.append(f"schema version unreadable: {exc}"[:200])
+        for table, cols in _COPY.items():
+            rows, gaps = 0, 0
+            for item in _readable_rows(db, table, cols, problems=report.problems):
+                if item is None:
+                    gaps += 1
+                else:
+                    rows += 1
+            report.rows[table], report.unreadable[table] = rows, gaps
+        try:
+            here = socket.gethostname()
+            for host, pid, pid_start, expires in db.execute("SELECT host, pid, pid_start, expires FROM claims"):
+                report.claims += 1
+                report.stale_claims += not _holder_alive(host, pid, pid_start, expires, this_host=here)
+        except sqlite3.Error as exc:
+            if "no such table" not in str(exc):   # schema 1 has no claims table
+                report.problems.append(f"claims: {exc}")
+        except (TypeError, ValueError, OverflowError) as exc:   # UnicodeDecodeError included
+            report.problems.append(f"claims: a row cannot be read ({exc})"[:200])
+    finally:
+        db.close()
+    report.ok = not report.problems and not any(report.unreadable.values()) and report.schema is not None
+    return report
+
+
+_MAGIC = b"SQLite format 3\0"
+
+
+def _header_problems(path: Path) -> list[str]:
+    """What is wrong with the database header (the first 100 bytes), per SQLite's file format:
+    a damaged header can leave the file readable but refuse every write (a read or write version
+    past 2), which a read-only check would otherwise miss."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(100)
+    except OSError as exc:
+        return [f"header unreadable: {exc.strerror or exc}"]
+    if len(head) < 100 or not head.startswith(_MAGIC):
+        return ["not an SQLite 3 database (header)"] if head else []
+    problems = []
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    if page < 512 or page & (page - 1):
+        problems.append(f"header: page size {page}")
+    if head[18] not in (1, 2) or head[19] not in (1, 2):
+        problems.append(f"header: file format versions {head[18]}/{head[19]} (1 or 2)")
+    if tuple(head[21:24]) != (64, 32, 32):
+        problems.append(f"header: payload fractions {tuple(head[21:24])}")
+    if int.from_bytes(head[44:48], "big") not in (1, 2, 3, 4):
+        problems.append(f"header: schema format {int.from_bytes(head[44:48], 'big')}")
+    if int.from_bytes(head[56:60], "big") not in (0, 1, 2, 3):
+        problems.append(f"header: text encoding {int.from_bytes(head[56:60], 'big')}")
+    return problems
+
+
+# How `check` and `salvage` read a row back: each table's decoder, on the columns in _COPY order.
+_DECODE = {"sessions": _session,
+           "runs": lambda row: _run(row[10]),
+           "events": lambda row: _event((row[2], row[3]))}
+
+
+def _readable_rows(db: sqlite3.Connection, table: str, cols: tuple[str, ...], problems: list[str] | None = None):
+    """Every row of `table` that can be read and decoded as a command decodes it, in id order,
+    and None for each id that cannot (a damaged page, or a record that no longer decodes): the
+    scan runs by range until it fails, then probes id by id past the damage. Rows that do not
+    decode are described in `problems` (the first few)."""
+    decode = _DECODE.get(table) if len(cols) == len(_COPY.get(table, ())) else None
+
+    def readable(row) -> bool:
+        if decode is None:
+            return True
+        try:
+            decode(row)
+            return True
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            if problems is not None and sum(p.startswith(f"{table} row") for p in problems) < 5:
+                problems.append(f"{table} row {row[0]}: cannot be decoded ({type(exc).__name__}: {exc})"[:200])
+            return False
+    in_range = f"SELECT {', '.join(cols)} FROM {table} WHERE id > ? ORDER BY id"
+    one = f"SELECT {', '.join(cols)} FROM {table} WHERE id = ?"
+    try:
+        (top,) = db.execute(f"SELECT MAX(id) FROM {table}").fetchone()
+    except (sqlite3.Error, UnicodeDecodeError) as exc:
+        top = None
+        if problems is not None and "no such table" in str(exc):
+            problems.append(f"table {table} is missing")
+    last = 0
+    while True:
+        try:
+            for row in db.execute(in_range, (last,)):
+                yield row if readable(row) else None
+                last = row[0]
+            return
+        except sqlite3.Error:
+            pass
+        except UnicodeDecodeError:   # a text of the row after `last` is not UTF-8: probe it by id
+            pass
+        misses = 0  # ids in a row that are damaged or absent: give up after many (a lost root page)
+        while True:
+            last += 1
+            if (top is not None and last > top) or misses >= 10_000:
+                return
+            try:
+                row = db.execute(one, (last,)).fetchone()
+            except (sqlite3.Error, UnicodeDecodeError):
+                misses += 1
+                yield None
+                continue
+            if row is None:
+                misses += 1
+                continue
+            yield row if readable(row) else None
+            break
+
+
+def salvage(path: str | Path, dest: str | Path) -> dict[str, int]:
+    """Copy every readable session, run and event of the ledger at `path` into a new ledger at
+    `dest` (which must not exist); `path` is only read. Returns the rows copied per table."""
+    path, dest = Path(path), Path(dest)
+    if dest.exists():
+        raise LedgerError(f"{dest} exists; salvage writes a new ledger and never overwrites one")
+    src = _connect_readonly(path)
+    new = Ledger(dest)
+    copied = {}
+    try:
+        for table, cols in _COPY.items():
+            n = 0
+            with new._write(f"copying {table}"):
+                for row in _readable_rows(src, table, cols):
+                    if row is not None:
+                        new.db.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES "
+                                       f"({', '.join('?' * len(cols))})", row)
+                        n += 1
+            copied[table] = n
+    finally:
+        src.close()
+        new.close()
+    return copied

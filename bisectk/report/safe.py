@@ -1,0 +1,59 @@
+"""Text that comes from outside bisectk, made safe for where it is written: the terminal and XML.
+
+Abstractions
+------------
+terminal_text -- a string with every control character a terminal would act on written as a visible
+                 escape (`\\x1b`, `\\x9b`, `\\u202e`): C0 controls but newline and tab, DEL, the C1
+                 range (U+0080-U+009F: an 8-bit CSI is an escape sequence too), the bidirectional
+                 overrides (text that reads differently from what it is) and lone surrogates
+                 (undecodable bytes, which no terminal encoding can write).
+xml_text      -- a string with every character XML 1.0 forbids written the same way (ElementTree
+                 escapes `<`, `&` and quotes, but writes control characters as they are, which no
+                 XML parser accepts).
+SafeConsole   -- a rich Console that passes every string it renders (printed text, table cells,
+                 titles) and every plain Text through terminal_text. bisectk's consoles are made
+                 here, so a commit subject, author, file name, factor value, metric name or subject
+                 output cannot retitle, clear or rewrite the user's terminal.
+
+Why here, once: the strings a repository or a subject controls reach the terminal through many
+reports, and a rule applied at each print would be missed at the next one. Rich renders every str
+through `Console.render_str`, before layout, so escaping there keeps tables aligned.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.console import Console
+from rich.text import Text
+
+_TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _escape(match: re.Match) -> str:
+    c = ord(match.group(0))
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def terminal_text(text: str) -> str:
+    """`text` with control characters a terminal acts on made visible (newline and tab kept)."""
+    return _TERMINAL.sub(_escape, text) if isinstance(text, str) else text
+
+
+def xml_text(text: str) -> str:
+    """`text` with the characters XML 1.0 cannot hold made visible (newline, tab and CR kept), and
+    with terminal controls escaped too, since CI pages show it to people."""
+    return _XML_INVALID.sub(_escape, terminal_text(text))
+
+
+class SafeConsole(Console):
+    """A Console whose every rendered string is terminal_text'd (see the module docstring)."""
+
+    def render_str(self, text: str, **kwargs) -> Text:
+        return super().render_str(terminal_text(text), **kwargs)
+
+    def render(self, renderable, options=None):
+        if isinstance(renderable, Text) and _TERMINAL.search(renderable.plain):
+            renderable = Text(terminal_text(renderable.plain), style=renderable.style)   # spans lost: rare
+        return super().render(renderable, options)

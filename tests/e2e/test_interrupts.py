@@ -1,0 +1,76 @@
+"""Ctrl-C late in an ablation (issue 22, item 8): once the search has results, an interrupt prints
+the best result so far (exit 1, the README's table), never exit 130 with nothing. The signal is sent
+when the code reaches a named point (tests/fixtures/inject_sigint.py), not after a sleep."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+SUBJECT = """
+import json, sys
+a = dict(x.split("=") for x in sys.argv[1:])
+print("BISECTK_RESULT " + json.dumps({"err": 1.0 if a["a"] == "1" and a["c"] == "1" else 0.0}))
+"""
+
+
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sigint")
+    (d / "pyproject.toml").touch()
+    (d / "s.py").write_text(SUBJECT)
+    p = d / "spec.toml"
+    p.write_text('name = "sigint"\n[subject]\ncommand = ["python", "s.py", "a={a}", "b={b}", "c={c}", "d={d}", "e={e}"]\n'
+                 '[oracle]\nmetric = "err"\nmax = 0.5\n[good]\na = 0\nb = 0\nc = 0\nd = 0\ne = 0\n'
+                 '[bad]\na = 1\nb = 1\nc = 1\nd = 1\ne = 1\n')
+    return p
+
+
+def ablate_interrupted(spec, tmp_path, at: str, call: int = 1, *extra):
+    env = dict(os.environ, INJECT_AT=at, INJECT_CALL=str(call), PYTHONPATH=os.pathsep.join(
+        [str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), "ablate", str(spec),
+                           "--ledger", str(tmp_path / "l.db"), *extra], capture_output=True, text=True, env=env,
+                          timeout=300, cwd=tmp_path)
+
+
+# (where the signal arrives, which call) -> what the search had when it came
+LATE = [
+    ("bisectk.search.tester:Tester._record", 3),          # between runs, mid-search
+    ("bisectk.search.group:next_member", 2),              # in the search's own bookkeeping
+    ("bisectk.search.interaction:minimize_removals", 1),  # settling the set found
+    ("bisectk.search.sets:hitting_sets", 1),              # looking for other sets
+    ("bisectk.search.ablation:build_result", 1),          # building the search's result
+    ("bisectk.engine.ablate:attempt_records", 1),         # building the record
+    ("bisectk.engine.ablate:different_failures", 1),
+    ("bisectk.engine.records:AblationRecord.to_dict", 1),  # storing it
+    ("bisectk.engine.session:Session.record", 1),
+    ("bisectk.report.ablation:print_summary", 1),          # printing it
+]
+
+
+@pytest.mark.parametrize("at,call", LATE, ids=[f"{a.split(':')[1]}#{c}" for a, c in LATE])
+def test_an_interrupt_after_results_exist_prints_the_result(spec, tmp_path, at, call):
+    p = ablate_interrupted(spec, tmp_path, at, call)
+    assert p.returncode == 1, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
+    assert "key differences" in p.stdout, p.stdout
+    assert "culprit" in p.stdout or "shown necessary" in p.stdout
+    assert "interrupted before the endpoints" not in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_json_document_is_whole_when_interrupted_while_writing_it(spec, tmp_path):
+    p = ablate_interrupted(spec, tmp_path, "bisectk.engine.records:AblationRecord.to_dict", 1, "--json")
+    assert p.returncode == 1, p.stderr[-1500:]
+    doc = json.loads(p.stdout)
+    assert doc["culprits"] == ["a", "c"]
+
+
+def test_an_interrupt_during_the_first_run_is_130_with_nothing_to_report(spec, tmp_path):
+    p = ablate_interrupted(spec, tmp_path, "bisectk.engine.oracle:SpaceOracle.observe", 1)
+    assert p.returncode == 130 and "interrupted before the endpoints were verified" in p.stderr, p.stderr

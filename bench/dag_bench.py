@@ -47,7 +47,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bisectk.outcome import Outcome  # noqa: E402
-from bisectk.search.history import SearchOptions, search_dag  # noqa: E402
+from bisectk.search.history import Dag, SearchOptions, search_dag  # noqa: E402
 from bisectk.spaces.commits import list_graph  # noqa: E402
 
 TEST_SH = r"""#!/bin/bash
@@ -279,7 +279,7 @@ def run_bisectk(repo: Path, good: str, bad: str, env: dict, scratch: Path, flaky
             log.append((n - 1, oracle(n - 1)))
         assert log[-1][1] is Outcome.FAIL, "bad endpoint does not fail"
         ends = count(counter)
-        result = search_dag(graph.parents, oracle, batch_oracle=oracle.batch, observations=log,
+        result = search_dag(Dag.from_csr(*graph.csr()), oracle, batch_oracle=oracle.batch, observations=log,
                             options=SearchOptions(flaky=flaky, jobs=jobs))
     finally:
         oracle.close()

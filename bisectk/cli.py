@@ -386,7 +386,7 @@ def bisect(repo: Path = RepoOpt,
     root = open_repo(repo)
     commits = list_graph(root, good, bad, first_parent=first_parent)
     s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
-    good_sha, bad_sha = commits.good.sha, commits.bad.sha  # refs move; shas do not
+    good_sha, bad_sha = commits.good_sha, commits.bad_sha  # refs move; shas do not
     args = {"repo": str(root), "good": good_sha, "bad": bad_sha, "first_parent": first_parent, "flaky": flaky,
             "any_failure": any_failure, "subject": str(spec or run_cmd or pytest_id)}
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,
@@ -399,7 +399,7 @@ def bisect(repo: Path = RepoOpt,
             fail(f"--resume: no earlier bisection of {good}..{bad} with this subject in {session.ledger.path}")
         if not as_json:
             merges = commits.merges()
-            out.print(f"{len(commits)} candidate commits from {commits.good.short} (good) to {commits.bad.short} (bad)"
+            out.print(f"{len(commits)} candidate commits from {good_sha[:10]} (good) to {bad_sha[:10]} (bad)"
                       + (f", {merges} of them {'a merge' if merges == 1 else 'merges'}" if merges else "")
                       + (" (first-parent chain)" if first_parent else ""), markup=False)
         with session.commit_space(commits, root, cfg, sub) as space:
@@ -448,7 +448,7 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, jobs=jobs,
                  executor=executor, ray_address=ray_address, ray_repo=ray_repo)
-    args = {"repo": str(root), "good": commits.good.sha, "bad": commits.bad.sha}
+    args = {"repo": str(root), "good": commits.good_sha, "bad": commits.bad_sha}
     with Session("triage", s, ledger_location(ledger, repo=root), args=args, policy=pol, fresh=fresh,
                  warm=warm, reporter=reporter(as_json, None)) as session:
         with session.commit_space(commits, root, cfg, sub) as space:

@@ -31,7 +31,7 @@ from bisectk.engine.policy import RunPolicy
 from bisectk.engine.records import AttemptRecord, BisectRecord, EndpointCheck
 from bisectk.events import PhaseStarted
 from bisectk.outcome import Outcome, Verdict
-from bisectk.search.history import DagResult, Observation, SearchOptions, SearchStopped, search_dag
+from bisectk.search.history import Dag, DagResult, Observation, SearchOptions, SearchStopped, search_dag
 from bisectk.spaces.revisions import GOOD, CommitSpace
 
 MAX_DESCRIBED = 20   # candidates described with their files (each costs a git call)
@@ -107,7 +107,7 @@ def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None, environm
                             width=oracle.width if policy.jobs > 1 else None)
     stopped, reason = False, ""
     try:
-        result = search_dag(graph.parents, oracle if policy.jobs == 1 else None,
+        result = search_dag(Dag.from_csr(*graph.csr()), oracle if policy.jobs == 1 else None,
                             batch_oracle=oracle.batch if policy.jobs > 1 else None,
                             options=options, observations=seed)
     except SearchStopped as stop:
@@ -123,7 +123,7 @@ def last_good(oracle: SpaceOracle, check: EndpointCheck, culprit: int,
     space: CommitSpace = oracle.space
     graph = space.commits
     out = []
-    parents = graph.parent_shas[culprit]
+    parents = graph.parent_shas_of(culprit)
     for sha in parents[:1] if first_parent else parents:
         if sha == graph.good.sha:
             out.append({**commit_doc(space, GOOD), "verdict": check.good.describe() + " (--good)"})
@@ -156,7 +156,7 @@ def _record(oracle: SpaceOracle, check: EndpointCheck, result: DagResult, flaky:
         steps.append(f"The observations contradict each other: {text}. The failure may be flaky (try --flaky) "
                      "or depend on more than the commit (the environment, the build cache).")
     if first_bad:
-        parents = graph.parent_shas[result.culprit]
+        parents = graph.parent_shas_of(result.culprit)
         steps += [f"Inspect the diff of the first bad commit: git show {first_bad['sha'][:10]}",
                   f"Isolate the culprit lines inside it: bisectk triage ... --good "
                   f"{parents[0][:10] if parents else graph.good.short} --bad {first_bad['sha'][:10]}"]

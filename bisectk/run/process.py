@@ -401,11 +401,12 @@ def _wait(c: Contained, timeout: float | None, watch) -> dict | None:
 
 
 def run_tool(argv: list[str], *, cwd=None, env: dict[str, str] | None = None,
-             timeout: float = 600.0) -> subprocess.CompletedProcess:
+             timeout: float = 600.0, text: bool = True) -> subprocess.CompletedProcess:
     """Run a short tool of bisectk's own to completion; its group is killed if it takes longer
-    than `timeout` (then the returncode is -9). Raises OSError when it cannot start."""
+    than `timeout` (then the returncode is -9). Raises OSError when it cannot start. With
+    text=False stdout stays bytes (a large listing is parsed without decoding it)."""
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=text, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except BaseException:   # a timeout, Ctrl-C: never leave it behind
@@ -413,7 +414,8 @@ def run_tool(argv: list[str], *, cwd=None, env: dict[str, str] | None = None,
         out, err = proc.communicate()
         if not isinstance(sys.exc_info()[1], subprocess.TimeoutExpired):
             raise
-        return subprocess.CompletedProcess(argv, -9, out, err + f"\ntimed out after {timeout:g} s")
+        note = f"\ntimed out after {timeout:g} s"
+        return subprocess.CompletedProcess(argv, -9, out, err + (note if text else note.encode()))
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 

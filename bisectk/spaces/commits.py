@@ -8,8 +8,10 @@ CommitGraph   -- the candidates of a DAG search, with git bisect's semantics: th
                  from --bad and not from --good, merges and side branches included, in topological
                  order (parents first, --bad last), each with its parents among the candidates:
                  exactly the index space of bisectk.search.dag. --good is kept, as no candidate.
-list_graph    -- `git log --topo-order --reverse bad ^good` with parents (`--first-parent`: the
-                 mainline chain), validated.
+                 Arrays (shas, parents in CSR form), not an object per commit; the metadata of
+                 the few commits shown is read when asked.
+list_graph    -- `git rev-list --topo-order --reverse --parents bad ^good` (`--first-parent`: the
+                 mainline chain), parsed with numpy, validated.
 CommitRange   -- the linear searches' index space: index 0 is --good, the last index is --bad
                  (bisectk.search.linear). On a history with merges it is a list, not a chain.
 list_commits  -- `git rev-list --ancestry-path good..bad` (or `--first-parent`), validated.
@@ -39,17 +41,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import git
-
-from bisectk.run.process import run_tool
+import numpy as np
 
 from bisectk.errors import BisectkError
+from bisectk.run.process import run_tool
 
 _SAFE_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false", "-c", "gc.auto=0"]
 _REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX",
              "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
 _FIELDS = "%H%x1f%s%x1f%an <%ae>%x1f%aI%x1e"
-_GRAPH_FIELDS = "%H%x1f%P%x1f%s%x1f%an <%ae>%x1f%aI%x1e"
 _SESSION = re.compile(r"^(\d+)-[0-9a-f]+$")
 
 
@@ -80,18 +80,35 @@ def run_git(cwd: Path | str, *args: str) -> str:
     return proc.stdout.strip()
 
 
+def run_git_bytes(cwd: Path | str, *args: str) -> bytes:
+    """run_git for a large output, kept as bytes (a listing of 300,000 commits is 25 MB)."""
+    try:
+        proc = run_tool(["git", *_SAFE_CONFIG, *args], cwd=cwd, env=_env(), text=False)
+    except OSError as exc:
+        raise SpaceError(f"git {args[0]} cannot start in {cwd}: {exc.strerror or exc}") from None
+    if proc.returncode != 0:
+        lines = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise SpaceError(f"git {args[0]} failed in {cwd}: {lines[-1] if lines else f'exit {proc.returncode}'}")
+    return proc.stdout
+
+
 def open_repo(path: Path | str) -> Path:
     """The top-level directory of the work tree holding `path`, or SpaceError."""
     p = Path(path).expanduser()
     if not p.exists():
         raise SpaceError(f"repository {p} does not exist")
+    where = p if p.is_dir() else p.parent
     try:
-        repo = git.Repo(p, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        bare = run_git(where, "rev-parse", "--is-bare-repository")
+    except SpaceError:
         raise SpaceError(f"{p} is not inside a git repository") from None
-    if repo.bare:
+    if bare == "true":
         raise SpaceError(f"{p} is a bare repository; give a checkout")
-    return Path(repo.working_tree_dir).resolve()
+    try:
+        top = run_git(where, "rev-parse", "--show-toplevel")
+    except SpaceError:      # inside the .git directory: no work tree here
+        raise SpaceError(f"{p} is not inside a git repository's work tree") from None
+    return Path(top).resolve()
 
 
 def resolve(repo: Path, ref: str, what: str = "ref") -> str:
@@ -190,87 +207,196 @@ def list_commits(repo: Path | str, good: str, bad: str, *, first_parent: bool = 
     return CommitRange(root, tuple(commits), first_parent)
 
 
-@dataclass(frozen=True)
 class CommitGraph:
-    """Candidates of a DAG search: `commits[i]` in topological order, --bad last.
+    """Candidates of a DAG search in topological order, --bad last, held as arrays.
 
-    `parents[i]`: indices of i's parents among the candidates, first parent first (a parent
-    outside them is an ancestor of --good, so good); `parent_shas[i]`: all of i's parents, for
-    "last good". With `first_parent`, the mainline chain: `parents[i]` is (i - 1,) and
-    `parent_shas` still names a merge's other parents.
+    `shas` (numpy bytes, one per candidate) and the parents in CSR form: the parents of i are
+    `parent_ref[parent_ptr[i]:parent_ptr[i + 1]]`, first parent first, each a candidate index, or
+    -(k + 1) for `outside[k]`, a parent that is no candidate (an ancestor of --good, so good).
+    `csr()` gives the candidates-only form a search Dag is built from; with `first_parent`, the
+    mainline chain (i's parent is i - 1, and `parent_shas_of` still names a merge's others).
+    No Python object is made per commit: subject, author and date are read from git for the
+    commits that get shown (`self[i]`, cached), never for the whole range.
     """
 
-    repo: Path
-    good: CommitInfo
-    commits: tuple[CommitInfo, ...]
-    parents: tuple[tuple[int, ...], ...]
-    parent_shas: tuple[tuple[str, ...], ...]
-    first_parent: bool = False
-    _index: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    def __init__(self, repo: Path, good_sha: str, shas: np.ndarray, parent_ptr: np.ndarray,
+                 parent_ref: np.ndarray, outside: np.ndarray, first_parent: bool = False):
+        self.repo, self.good_sha, self.shas = repo, good_sha, shas
+        self.parent_ptr, self.parent_ref, self.outside = parent_ptr, parent_ref, outside
+        self.first_parent = first_parent
+        self._info: dict[str, CommitInfo] = {}
+        self._sorted: tuple[np.ndarray, np.ndarray] | None = None
 
-    def __post_init__(self) -> None:
-        self._index.update({c.sha: i for i, c in enumerate(self.commits)})
+    @classmethod
+    def from_lists(cls, repo: Path, good: str, shas: list[str], parent_shas: list[tuple[str, ...]],
+                   first_parent: bool = False) -> CommitGraph:
+        """From per-commit lists (small graphs, tests); the same arrays list_graph builds."""
+        return cls(repo, good, *_index_parents(np.array([s.encode() for s in shas]),
+                                               [[p.encode() for p in ps] for ps in parent_shas]),
+                   first_parent=first_parent)
 
     def __len__(self) -> int:
-        return len(self.commits)
+        return int(self.shas.size)
+
+    def sha(self, i: int) -> str:
+        return self.shas[i].decode()
 
     def __getitem__(self, i: int) -> CommitInfo:
-        return self.commits[i]
+        return self.info(self.sha(i))
+
+    def info(self, sha: str) -> CommitInfo:
+        """Subject, author and date of one commit, read once."""
+        if sha not in self._info:
+            self._info.update({c.sha: c for c in _parse_log(run_git(self.repo, "log", "--no-walk=unsorted",
+                                                                    f"--format={_FIELDS}", sha))})
+        return self._info[sha]
+
+    def prefetch(self, indices) -> None:
+        """Read the metadata of several commits in one git call."""
+        want = [self.sha(i) for i in indices if self.sha(i) not in self._info]
+        for k in range(0, len(want), 500):
+            text = run_git(self.repo, "log", "--no-walk=unsorted", f"--format={_FIELDS}", *want[k:k + 500])
+            self._info.update({c.sha: c for c in _parse_log(text)})
+
+    @property
+    def good(self) -> CommitInfo:
+        return self.info(self.good_sha)
 
     @property
     def bad(self) -> CommitInfo:
-        return self.commits[-1]
+        return self[len(self) - 1]
+
+    @property
+    def bad_sha(self) -> str:
+        return self.sha(len(self) - 1)
+
+    @property
+    def commits(self) -> tuple[CommitInfo, ...]:
+        """Every candidate's metadata (one git call; for small graphs and tests)."""
+        self.prefetch(range(len(self)))
+        return tuple(self[i] for i in range(len(self)))
+
+    def csr(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ptr, idx): the parents of i among the candidates, first parent first."""
+        if self.first_parent:
+            n = len(self)
+            return np.concatenate([[0], np.arange(n, dtype=np.int64)]), np.arange(n - 1, dtype=np.int64)
+        inside = self.parent_ref >= 0
+        owner = np.repeat(np.arange(len(self)), np.diff(self.parent_ptr))
+        ptr = np.concatenate([[0], np.cumsum(np.bincount(owner[inside], minlength=len(self)))]).astype(np.int64)
+        return ptr, self.parent_ref[inside].astype(np.int64)
+
+    def parents_of(self, i: int) -> tuple[int, ...]:
+        """i's parents among the candidates (first parent first); (i - 1,) on the mainline chain."""
+        if self.first_parent:
+            return (i - 1,) if i else ()
+        refs = self.parent_ref[self.parent_ptr[i]:self.parent_ptr[i + 1]]
+        return tuple(int(r) for r in refs if r >= 0)
+
+    def parent_shas_of(self, i: int) -> tuple[str, ...]:
+        """All of i's parents, candidates or not, in git's order."""
+        refs = self.parent_ref[self.parent_ptr[i]:self.parent_ptr[i + 1]].tolist()
+        return tuple(self.sha(r) if r >= 0 else self.outside[-r - 1].decode() for r in refs)
+
+    @property
+    def parents(self) -> tuple[tuple[int, ...], ...]:
+        return tuple(self.parents_of(i) for i in range(len(self)))
+
+    @property
+    def parent_shas(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(self.parent_shas_of(i) for i in range(len(self)))
 
     def index(self, sha: str) -> int:
         """Candidate index of a full or abbreviated sha (SpaceError for --good or outsiders)."""
-        if sha in self._index:
-            return self._index[sha]
-        hits = [i for s, i in self._index.items() if s.startswith(sha)]
-        if len(hits) != 1:
-            raise SpaceError(f"commit {sha!r} is {'ambiguous' if hits else 'not'} among the candidates")
+        if self._sorted is None:
+            order = np.argsort(self.shas, kind="stable")
+            self._sorted = (self.shas[order], order)
+        keys, order = self._sorted
+        key = sha.lower().encode()
+        lo = int(np.searchsorted(keys, key, "left"))
+        hi = int(np.searchsorted(keys, key + b"\x7f", "left"))
+        hits = [int(order[k]) for k in range(lo, min(hi, lo + 2)) if keys[k].startswith(key)]
+        if len(hits) != 1 or not key:
+            raise SpaceError(f"commit {sha!r} is {'ambiguous' if len(hits) > 1 else 'not'} among the candidates")
         return hits[0]
 
     def describe(self, i: int) -> CommitInfo:
-        return describe(self.repo, self.commits[i].sha)
+        return describe(self.repo, self.sha(i))
 
     def merges(self) -> int:
-        return sum(len(p) > 1 for p in self.parent_shas)
+        return int((np.diff(self.parent_ptr) > 1).sum())
+
+
+def _index_parents(shas: np.ndarray, parents: list[list[bytes]] | None = None, *,
+                   tokens: np.ndarray | None = None, ptr: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(shas, parent_ptr, parent_ref, outside): parent shas turned into candidate indices, or into
+    -(k + 1) for outside[k]. Either `parents` per commit, or the parent tokens with their ptr."""
+    if parents is not None:
+        ptr = np.concatenate([[0], np.cumsum([len(ps) for ps in parents])]).astype(np.int64)
+        tokens = np.array([p for ps in parents for p in ps], dtype=shas.dtype)
+    assert tokens is not None and ptr is not None
+    order = np.argsort(shas, kind="stable")
+    keys = shas[order]
+    pos = np.minimum(np.searchsorted(keys, tokens), max(keys.size - 1, 0))
+    found = keys[pos] == tokens if keys.size else np.zeros(tokens.size, dtype=bool)
+    ref = np.where(found, order[pos], -1).astype(np.int64)
+    outside, back = np.unique(tokens[~found], return_inverse=True)
+    ref[~found] = -(back.reshape(-1) + 1)
+    return shas, ptr, ref, outside
+
+
+def _parse_parents(out: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`git rev-list --parents` output, every line `sha parent...`, as arrays: each token is a hex
+    sha and one separator (a space, or the newline that ends its line), so the bytes reshape into
+    a table of tokens and no Python object is made per commit."""
+    if not out:
+        return np.zeros(0, dtype="S40"), np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), \
+            np.zeros(0, dtype="S40")
+    width = next(k for k, c in enumerate(out) if c in b" \n")      # 40 hex digits (64 with SHA-256)
+    raw = np.frombuffer(out, dtype=np.uint8)
+    if raw.size % (width + 1):
+        raise SpaceError("git rev-list printed something other than commit ids")
+    table = raw.reshape(-1, width + 1)
+    ends = table[:, width] == ord("\n")
+    starts = np.concatenate([[True], ends[:-1]])
+    ids = np.ascontiguousarray(table[:, :width]).view(f"S{width}").reshape(-1)
+    line_start = np.flatnonzero(starts)
+    counts = np.diff(np.append(line_start, ids.size)) - 1
+    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return _index_parents(ids[starts], tokens=ids[~starts], ptr=ptr)
 
 
 def list_graph(repo: Path | str, good: str, bad: str, *, first_parent: bool = False) -> CommitGraph:
     """Candidates between --good and --bad as git bisect sees them: every commit reachable from
     bad and not from good (side branches forked before good included), or with `first_parent`
-    the first-parent chain from good (exclusive) to bad."""
+    the first-parent chain from good (exclusive) to bad. One `git rev-list --parents` streams
+    them, parsed into arrays (300,000 commits in about a second plus git's own walk)."""
     root = open_repo(repo)
     g, b = resolve(root, good, "--good"), resolve(root, bad, "--bad")
     if g == b:
         raise SpaceError(f"--good and --bad are the same commit ({g[:10]})")
-    try:
-        run_git(root, "merge-base", "--is-ancestor", g, b)
-    except SpaceError:
-        raise SpaceError(f"--good {good} ({g[:10]}) is not an ancestor of --bad {bad} ({b[:10]}); "
-                         "swap them or pick a good commit older than the bad one") from None
     walk = ["--first-parent"] if first_parent else []
-    text = run_git(root, "log", "--reverse", "--topo-order", *walk, f"--format={_GRAPH_FIELDS}", b, f"^{g}")
-    commits, all_parents = [], []
-    for record in text.split("\x1e"):
-        record = record.strip("\n")
-        if record:
-            sha, parents, subject, author, date = record.split("\x1f")
-            commits.append(CommitInfo(sha, subject, author, date))
-            all_parents.append(tuple(parents.split()))
-    if not commits or commits[-1].sha != b:
-        raise SpaceError(f"git listed no candidates ending at --bad {bad} ({b[:10]})")
+    out = run_git_bytes(root, "rev-list", "--topo-order", "--reverse", "--parents", *walk, b, f"^{g}")
+    shas, ptr, ref, outside = _parse_parents(out)
+    del out
+    not_ancestor = SpaceError(f"--good {good} ({g[:10]}) is not an ancestor of --bad {bad} ({b[:10]}); "
+                              "swap them or pick a good commit older than the bad one")
+    if shas.size == 0 or shas[-1].decode() != b:
+        raise not_ancestor      # bad is an ancestor of good (nothing listed), or the listing is odd
+    # good is an ancestor of bad iff some listed commit has it as a parent: a path from bad down
+    # to good enters good from a commit that is not an ancestor of good, so a listed one.
+    good_key = g.encode()
     if first_parent:
-        if all_parents[0][:1] != (g,):
+        if ref.size == 0 or ptr[1] == 0 or ref[0] >= 0 or outside[-ref[0] - 1] != good_key:
+            try:
+                run_git(root, "merge-base", "--is-ancestor", g, b)
+            except SpaceError:
+                raise not_ancestor from None
             raise SpaceError(f"--good {good} ({g[:10]}) is not on the first-parent chain of --bad "
                              f"{bad}; drop --first-parent or pick a mainline commit")
-        parents = [()] + [(i - 1,) for i in range(1, len(commits))]
-    else:
-        index = {c.sha: i for i, c in enumerate(commits)}
-        parents = [tuple(index[p] for p in ps if p in index) for ps in all_parents]
-    good_info = _parse_log(run_git(root, "log", "-1", f"--format={_FIELDS}", g))[0]
-    return CommitGraph(root, good_info, tuple(commits), tuple(parents), tuple(all_parents), first_parent)
+    elif not (outside == good_key).any():
+        raise not_ancestor
+    return CommitGraph(root, g, shas, ptr, ref, outside, first_parent)
 
 
 def describe(repo: Path | str, sha: str) -> CommitInfo:

@@ -45,7 +45,8 @@ class CommitSpace:
         return self.commits.good if point == GOOD else self.commits[point]
 
     def key(self, point: Any) -> str:
-        return self.info(point).sha
+        """The commit's sha: the ledger's key, read from the graph's arrays (no metadata fetched)."""
+        return self.commits.good_sha if point == GOOD else self.commits.sha(point)
 
     def label(self, point: Any) -> str:
         c = self.info(point)
@@ -53,12 +54,12 @@ class CommitSpace:
         return f"{c.short} {subject}"
 
     def workload(self, point: Any) -> Workload:
-        sha = self.info(point).sha
+        sha = self.key(point)
         return Workload(dict(self.config), NOWHERE, revision=sha, state=sha)
 
     @contextmanager
     def lease(self, point: Any):
-        sha = self.info(point).sha
+        sha = self.key(point)
         if self.remote:
             repo = self.commits.repo
             yield Workload(dict(self.config), NOWHERE / sha / self.subdir, revision=sha, state=sha,

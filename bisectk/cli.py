@@ -545,7 +545,7 @@ def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bis
     raise typer.Exit(X.OK)
 
 
-ledger_app = typer.Typer(no_args_is_help=True, help="Inspect or repair a ledger.")
+ledger_app = typer.Typer(no_args_is_help=True, help="Inspect or repair a ledger; remove cached worktrees (gc).")
 app.add_typer(ledger_app, name="ledger")
 
 
@@ -568,6 +568,17 @@ def ledger_check(path: Path = typer.Argument(..., help="The ledger database.", s
         if saved is not None:
             out.print(f"salvaged into {salvage}: " + ", ".join(f"{k} {v}" for k, v in saved.items()), markup=False)
     raise typer.Exit(X.OK if rep.ok or saved is not None else X.USAGE)
+
+
+@ledger_app.command("gc")
+def ledger_gc(repo: Path = typer.Option(Path("."), "--repo", help="The repository whose cached worktrees to remove.")) -> None:
+    """Remove the worktrees that bisect and triage keep under <git dir>/bisectk-worktrees between
+    commands (those no running command holds). Exit 0."""
+    from bisectk.spaces.worktrees import collect
+    removed = collect(repo)
+    out.print(f"removed {len(removed)} cached worktree{'s' if len(removed) != 1 else ''}"
+              + (f" from {removed[0].parent}" if removed else ""), markup=False)
+    raise typer.Exit(X.OK)
 
 
 # -- evidence / environment ------------------------------------------------------------------------

@@ -156,8 +156,8 @@ class Session:
         """The commit space of bisect/triage: each commit checked out in a worktree of a pool
         here, or, with a remote executor, nothing checked out here (the actors materialise
         each commit from its `git archive`, or from `--ray-repo`)."""
-        from bisectk.spaces.commits import WorktreePool
         from bisectk.spaces.revisions import CommitSpace
+        from bisectk.spaces.worktrees import WorktreePool
         if self.remote:
             self.executor()   # the cluster is reached (or refused) before anything else runs
             yield CommitSpace(commits, None, config, subdir, remote=True, shared_repo=self.policy.ray_repo)

@@ -15,14 +15,11 @@ list_graph    -- `git rev-list --topo-order --reverse --parents bad ^good` (`--f
 CommitRange   -- the linear searches' index space: index 0 is --good, the last index is --bad
                  (bisectk.search.linear). On a history with merges it is a list, not a chain.
 list_commits  -- `git rev-list --ancestry-path good..bad` (or `--first-parent`), validated.
-WorktreePool  -- a context manager lending detached worktrees, one per concurrent lease, under a
-                 cache directory (default <git-common-dir>/bisectk-worktrees/); on exit, however
-                 it is left (exception, KeyboardInterrupt), every worktree is removed and pruned.
+run_git       -- every git command of bisectk: hooks off, auto-gc off, the caller's GIT_DIR /
+                 GIT_INDEX_FILE / GIT_WORK_TREE dropped (worktrees.py lends the checkouts).
 
-Why the user's checkout stays byte-identical: every git command here either only reads the
-repository (rev-list, log, merge-base, diff-tree, rev-parse) or runs inside a worktree this module
-created; the one write to the shared .git is the worktree's admin directory (.git/worktrees/<name>),
-which `git worktree remove`/`prune` delete. Nothing runs that refreshes the main index (no
+Why the user's checkout stays byte-identical: every git command here only reads the repository
+(rev-list, log, merge-base, diff-tree, rev-parse). Nothing runs that refreshes the main index (no
 `git status`), hooks are switched off (a post-checkout hook could touch anything), and GIT_DIR /
 GIT_INDEX_FILE / GIT_WORK_TREE from the caller's environment are dropped so that no command can be
 pointed at the user's index or working tree.
@@ -31,12 +28,6 @@ pointed at the user's index or working tree.
 from __future__ import annotations
 
 import os
-import re
-import secrets
-import shutil
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +41,6 @@ _SAFE_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=fal
 _REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX",
              "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
 _FIELDS = "%H%x1f%s%x1f%an <%ae>%x1f%aI%x1e"
-_SESSION = re.compile(r"^(\d+)-[0-9a-f]+$")
 
 
 class SpaceError(BisectkError, ValueError):
@@ -410,127 +400,3 @@ def describe(repo: Path | str, sha: str) -> CommitInfo:
         names = run_git(root, "diff-tree", "-r", "--name-only", "--no-commit-id", "--root", sha)
     return CommitInfo(info.sha, info.subject, info.author, info.date,
                       tuple(n for n in names.splitlines() if n))
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-class WorktreePool:
-    """Detached worktrees lent one per lease; all of them removed (and pruned) on exit.
-
-    A lease of a commit that a free worktree already holds reuses it untouched (its build outputs
-    too); otherwise a new worktree is added while fewer than `size` exist, else the least recently
-    used free one is switched with `checkout --force --detach` and `clean` (`-x` too when
-    `clean_ignored`, which also wipes ignored build outputs).
-    """
-
-    def __init__(self, repo: Path | str, *, cache_dir: Path | str | None = None, size: int = 4,
-                 clean_ignored: bool = False):
-        self.repo = open_repo(repo)
-        common = Path(run_git(self.repo, "rev-parse", "--git-common-dir"))
-        self.cache_dir = Path(cache_dir) if cache_dir else (self.repo / common).resolve() / "bisectk-worktrees"
-        self.size, self.clean_ignored = max(1, size), clean_ignored
-        self.session: Path | None = None
-        self._free: list[tuple[Path, str]] = []     # (path, sha), least recently used first
-        self._busy: set[Path] = set()
-        self._count = 0
-        self._cond = threading.Condition()
-
-    def __enter__(self) -> WorktreePool:
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        self.remove_stale()
-        self.session = self.cache_dir / f"{os.getpid()}-{secrets.token_hex(4)}"
-        self.session.mkdir()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def remove_stale(self) -> list[Path]:
-        """Delete sessions left by a process that died without cleaning up (e.g. SIGKILL)."""
-        stale = [d for d in self.cache_dir.iterdir()
-                 if d.is_dir() and (m := _SESSION.match(d.name)) and not _pid_alive(int(m.group(1)))]
-        for d in stale:
-            shutil.rmtree(d, ignore_errors=True)
-        if stale:
-            run_git(self.repo, "worktree", "prune")
-        return stale
-
-    @contextmanager
-    def lease(self, sha: str) -> Iterator[Path]:
-        """A worktree with `sha` checked out (detached); it is this lease's alone until exit."""
-        path = self.acquire(sha)
-        try:
-            yield path
-        finally:
-            self.release(path, sha)
-
-    def acquire(self, sha: str) -> Path:
-        if self.session is None:
-            raise RuntimeError("WorktreePool used outside its `with` block")
-        with self._cond:
-            while True:
-                warm = next((k for k, (_, s) in enumerate(self._free) if s == sha), None)
-                if warm is not None:
-                    path, _ = self._free.pop(warm)
-                    self._busy.add(path)
-                    return path
-                if self._count < self.size:
-                    path = self.session / f"wt-{self._count}"
-                    self._count += 1
-                    self._busy.add(path)
-                    # Adding writes .git/worktrees: kept under the lock so two adds never race.
-                    try:
-                        run_git(self.repo, "worktree", "add", "--detach", "--force", str(path), sha)
-                    except BaseException:
-                        self._busy.discard(path)
-                        self._count -= 1        # nothing was created under that name
-                        raise
-                    return path
-                if self._free:
-                    path, _ = self._free.pop(0)
-                    self._busy.add(path)
-                    break
-                self._cond.wait()
-        # Switching a worktree touches only that worktree's own index and files: no lock needed.
-        try:
-            run_git(path, "checkout", "--force", "--detach", sha)
-            run_git(path, "clean", "-ffdq" + ("x" if self.clean_ignored else ""))
-        except BaseException:
-            self.release(path, "")
-            raise
-        return path
-
-    def release(self, path: Path, sha: str) -> None:
-        with self._cond:
-            self._busy.discard(path)
-            self._free.append((path, sha))
-            self._cond.notify()
-
-    def close(self) -> None:
-        """Remove every worktree of this session and prune; safe to call twice."""
-        if self.session is None:
-            return
-        session, self.session = self.session, None
-        try:
-            for path in sorted(session.glob("wt-*")):
-                try:
-                    run_git(self.repo, "worktree", "remove", "--force", "--force", str(path))
-                except SpaceError:
-                    pass    # half-created or already gone: rmtree + prune below settle it
-        finally:
-            shutil.rmtree(session, ignore_errors=True)
-            run_git(self.repo, "worktree", "prune")
-            try:
-                self.cache_dir.rmdir()      # only if empty: other live sessions keep theirs
-            except OSError:
-                pass
-            self._free.clear()
-            self._busy.clear()

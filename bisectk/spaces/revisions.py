@@ -26,7 +26,8 @@ from typing import Any
 from bisectk.run.workload import Origin, Workload
 from bisectk.run.remote import git_archive_to
 from bisectk.spaces.hunks import drop_bytecode
-from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, WorktreePool, _env
+from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, _env
+from bisectk.spaces.worktrees import WorktreePool
 from bisectk.spec import Config
 
 NOWHERE = Path("/nonexistent-bisectk-worktree")   # a ledger lookup needs no directory

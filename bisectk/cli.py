@@ -378,14 +378,43 @@ def bisect(repo: Path = RepoOpt,
            as_json: bool = JsonOpt) -> None:
     """Find the first bad commit between --good and --bad, each commit built and run in its own
     git worktree. Exit 0: found (1 if ambiguous or stopped); 2: unusable input or endpoints."""
+    from concurrent.futures import ThreadPoolExecutor
+    from contextlib import ExitStack
+
+    from bisectk.spaces.commits import list_graph, open_repo, resolve
+    from bisectk.spaces.worktrees import WorktreePool
+    root = open_repo(repo)
+    with ExitStack() as stack:
+        # git lists the history, and the good commit is checked out, while Python loads the rest
+        background = stack.enter_context(ThreadPoolExecutor(max_workers=2, thread_name_prefix="bisectk-setup"))
+        listing = background.submit(list_graph, root, good, bad, first_parent=first_parent)
+        capture = background.submit(environment_capture)
+        pool = None
+        if executor == "local":
+            pool = stack.enter_context(WorktreePool(root, size=jobs))
+            try:
+                pool.prepare(resolve(root, good, "--good"))
+            except BisectkError:
+                pass        # the listing reports a bad ref
+        try:
+            s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
+        finally:
+            commits = listing.result()      # a bad ref is reported first, as before
+        _bisect(root, commits, pool, capture.result, spec=spec, run_cmd=run_cmd, pytest_id=pytest_id, s=s, cfg=cfg,
+                sub=sub, good=good, bad=bad, repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs,
+                same_failure=same_failure, confidence=confidence, jobs=jobs, gpus=gpus, first_parent=first_parent,
+                any_failure=any_failure, max_runs=max_runs, resume=resume, fresh=fresh, warm=warm, executor=executor,
+                ray_address=ray_address, ray_repo=ray_repo, report=report, json_out=json_out, html=html,
+                ledger=ledger, as_json=as_json)
+
+
+def _bisect(root, commits, pool, environment, *, spec, run_cmd, pytest_id, s, cfg, sub, good, bad, repeat, flaky,
+            calibrate_runs, same_failure, confidence, jobs, gpus, first_parent, any_failure, max_runs, resume, fresh,
+            warm, executor, ray_address, ray_repo, report, json_out, html, ledger, as_json) -> None:
     from bisectk.engine.bisect import run_bisect
     from bisectk.engine.oracle import SpaceOracle
     from bisectk.engine.session import Session, ledger_location
     from bisectk.report.history import print_summary, to_debuglog
-    from bisectk.spaces.commits import list_graph, open_repo
-    root = open_repo(repo)
-    commits = list_graph(root, good, bad, first_parent=first_parent)
-    s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
     good_sha, bad_sha = commits.good_sha, commits.bad_sha  # refs move; shas do not
     args = {"repo": str(root), "good": good_sha, "bad": bad_sha, "first_parent": first_parent, "flaky": flaky,
             "any_failure": any_failure, "subject": str(spec or run_cmd or pytest_id)}
@@ -402,10 +431,10 @@ def bisect(repo: Path = RepoOpt,
             out.print(f"{len(commits)} candidate commits from {good_sha[:10]} (good) to {bad_sha[:10]} (bad)"
                       + (f", {merges} of them {'a merge' if merges == 1 else 'merges'}" if merges else "")
                       + (" (first-parent chain)" if first_parent else ""), markup=False)
-        with session.commit_space(commits, root, cfg, sub) as space:
+        with session.commit_space(commits, root, cfg, sub, pool=pool) as space:
             oracle = SpaceOracle(session.runner(), space, policy=pol, any_failure=any_failure)
             try:
-                rec = run_bisect(oracle, environment=environment_capture(), repo=str(root), first_parent=first_parent)
+                rec = run_bisect(oracle, environment=environment, repo=str(root), first_parent=first_parent)
             except KeyboardInterrupt:
                 fail("interrupted while verifying the endpoints; runs so far are in the ledger", X.INTERRUPTED)
         finish(rec, to_debuglog(rec), lambda: print_summary(out, rec), report=report, json_out=json_out,

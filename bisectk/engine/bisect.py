@@ -22,6 +22,7 @@ failure, unless --any-failure.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from bisectk.engine.ablate import subject_record
@@ -76,8 +77,11 @@ def marginal_doc(graph, result: DagResult) -> tuple[dict, ...]:
     return tuple({"index": i, "short": graph[i].short, "p": p} for i, p in result.marginal)
 
 
-def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None, environment: dict | None = None,
+def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None,
+               environment: dict | Callable[[], dict] | None = None,
                repo: str = "", first_parent: bool = False) -> BisectRecord:
+    """`environment`: the capture for the record, or a callable that gives it (called when the
+    record is made, so a capture running in the background overlaps the runs)."""
     start = time.monotonic()
     policy = policy or oracle.policy
     space: CommitSpace = oracle.space
@@ -87,8 +91,9 @@ def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None, environm
                    flaky=policy.flaky, same_failure=policy.same_failure, measure=False)
     base = dict(command="bisect", endpoints=check, subject=subject_record(runner.spec), repo=repo,
                 good=graph.good.sha, bad=graph.bad.sha, commits=n, first_parent=first_parent,
-                environment=environment or {}, session=runner.session, protocol=runner.spec.protocol)
+                environment={}, session=runner.session, protocol=runner.spec.protocol)
     if not check.ok:
+        base["environment"] = _environment(environment)
         return BisectRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
                             observations=len(oracle.observations), wall_s=time.monotonic() - start,
                             attempts=tuple(attempts_in_run_order(oracle)),
@@ -112,7 +117,12 @@ def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None, environm
                             options=options, observations=seed)
     except SearchStopped as stop:
         result, stopped, reason = stop.result, True, REASONS.get(stop.reason, stop.reason)
+    base["environment"] = _environment(environment)
     return _record(oracle, check, result, flaky, stopped, reason, start, base)
+
+
+def _environment(environment: dict | Callable[[], dict] | None) -> dict:
+    return (environment() if callable(environment) else environment) or {}
 
 
 def last_good(oracle: SpaceOracle, check: EndpointCheck, culprit: int,

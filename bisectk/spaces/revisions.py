@@ -25,7 +25,6 @@ from typing import Any
 
 from bisectk.run.workload import Origin, Workload
 from bisectk.run.remote import git_archive_to
-from bisectk.spaces.hunks import drop_bytecode
 from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, _env
 from bisectk.spaces.worktrees import WorktreePool
 from bisectk.spec import Config
@@ -69,8 +68,7 @@ class CommitSpace:
             return
         if self.pool is None:
             raise RuntimeError("CommitSpace.lease without a worktree pool")
-        with self.pool.lease(sha) as path:
-            drop_bytecode(path)   # a checkout keeps sizes and can keep mtimes: never trust an old .pyc
+        with self.pool.lease(sha) as path:     # switched worktrees lose their .pyc (worktrees.drop_bytecode)
             yield Workload(dict(self.config), path / self.subdir, revision=sha, state=sha)
 
 

@@ -24,7 +24,8 @@ module created, or is `git worktree add/remove/prune`, whose one write to the sh
 worktree's admin directory (.git/worktrees/<name>). Hooks are off and the caller's GIT_DIR /
 GIT_INDEX_FILE / GIT_WORK_TREE are dropped (commits.run_git). A worktree taken over from another
 process is reset before use (`checkout --force` of its commit and `clean`; a stale index.lock of
-a killed git removed first), because a killed build may have left it half-written.
+a killed git removed first), because a killed build may have left it half-written. After every
+switch the __pycache__ directories go too (drop_bytecode).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from pathlib import Path
 from bisectk.spaces.commits import SpaceError, open_repo, run_git
 
 _ENTRY = re.compile(r"^wt-(\d+)$")
+_SKIP = {".git", "node_modules"}
 _SESSION = re.compile(r"^(\d+)-[0-9a-f]+$")       # per-process sessions of bisectk before the cache
 
 
@@ -71,6 +73,24 @@ def _head_of(path: Path) -> str | None:
     except OSError:
         return None
     return head if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head) else None
+
+
+def drop_bytecode(root: Path) -> None:
+    """Remove the __pycache__ directories of a worktree after a switch: a source rewritten with
+    the same size in the same second would otherwise run from a stale .pyc (CPython checks only
+    mtime and size). A worktree found at its commit keeps them: no source changed."""
+    stack = [str(root)]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                if e.name == "__pycache__":
+                    shutil.rmtree(e.path, ignore_errors=True)
+                elif e.name not in _SKIP:
+                    stack.append(e.path)
 
 
 def _admin_of(path: Path) -> Path | None:
@@ -251,8 +271,11 @@ class WorktreePool:
             admin = _admin_of(entry.path)
             if admin is not None:
                 (admin / "index.lock").unlink(missing_ok=True)
-        run_git(entry.path, "checkout", "--force", "--detach", sha)
+        # -q: a checkout that leaves a detached HEAD otherwise walks the history to warn about
+        # commits left behind (a second per switch on 300,000 commits)
+        run_git(entry.path, "checkout", "-q", "--force", "--detach", sha)
         run_git(entry.path, "clean", "-ffdq" + ("x" if self.clean_ignored else ""))
+        drop_bytecode(entry.path)
         entry.fresh = False
 
     def _discard(self, path: Path) -> None:

@@ -190,3 +190,15 @@ def test_worktrees_see_what_the_graph_lists(tmp_path):
             with pool.lease(graph.sha(i)) as wt:
                 assert (wt / "id.txt").read_text().strip() == graph[i].subject
                 assert (wt / "BUG").exists() == (graph[i].subject in {"c2", "c3", "c4", "c5", "c6", "c7"})
+
+
+def test_a_switch_drops_bytecode_and_a_warm_lease_keeps_it(repo):
+    rng = list_commits(repo, "HEAD~8", "HEAD")
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[2].sha) as wt:
+            (wt / "pkg" / "__pycache__").mkdir(parents=True)
+            (wt / "pkg" / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"stale")
+        with pool.lease(rng[2].sha) as wt:
+            assert (wt / "pkg" / "__pycache__").exists()         # same commit: no source changed
+        with pool.lease(rng[3].sha) as wt:
+            assert not (wt / "pkg" / "__pycache__").exists()

@@ -209,7 +209,12 @@ def invalid_command(argv, cwd=None, env: dict | None = None) -> str | None:
             return f"argument {i} ({_short(arg)}) contains a NUL byte"
     if cwd is not None and "\0" in os.fspath(cwd):
         return f"working directory {_short(os.fspath(cwd))} contains a NUL byte"
-    for k, v in (env or {}).items():
+    env = env or {}
+    keys, values = list(env), list(env.values())
+    if (set(map(type, keys)) <= {str} and set(map(type, values)) <= {str} and "" not in env
+            and "=" not in "".join(keys) and "\0" not in "".join(keys) and "\0" not in "".join(values)):
+        return None     # the common case, checked in bulk: thousands of variables cost no loop below
+    for k, v in env.items():
         if not isinstance(k, str) or not k or "=" in k or "\0" in k:
             return f"environment variable name {_short(str(k))} is not valid (empty, or contains '=' or NUL)"
         if not isinstance(v, str) or "\0" in v:

@@ -30,12 +30,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from bisectk.errors import BisectkError
 from bisectk.run.process import run_tool
+
+if TYPE_CHECKING:       # numpy is imported where it is used: ablate and diff import this module
+    import numpy as np  # (SpaceError, run_git) and never load it
 
 _SAFE_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false", "-c", "gc.auto=0"]
 _REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX",
@@ -221,6 +222,7 @@ class CommitGraph:
     def from_lists(cls, repo: Path, good: str, shas: list[str], parent_shas: list[tuple[str, ...]],
                    first_parent: bool = False) -> CommitGraph:
         """From per-commit lists (small graphs, tests); the same arrays list_graph builds."""
+        import numpy as np
         return cls(repo, good, *_index_parents(np.array([s.encode() for s in shas]),
                                                [[p.encode() for p in ps] for ps in parent_shas]),
                    first_parent=first_parent)
@@ -268,6 +270,7 @@ class CommitGraph:
 
     def csr(self) -> tuple[np.ndarray, np.ndarray]:
         """(ptr, idx): the parents of i among the candidates, first parent first."""
+        import numpy as np
         if self.first_parent:
             n = len(self)
             return np.concatenate([[0], np.arange(n, dtype=np.int64)]), np.arange(n - 1, dtype=np.int64)
@@ -298,6 +301,7 @@ class CommitGraph:
 
     def index(self, sha: str) -> int:
         """Candidate index of a full or abbreviated sha (SpaceError for --good or outsiders)."""
+        import numpy as np
         if self._sorted is None:
             order = np.argsort(self.shas, kind="stable")
             self._sorted = (self.shas[order], order)
@@ -314,6 +318,7 @@ class CommitGraph:
         return describe(self.repo, self.sha(i))
 
     def merges(self) -> int:
+        import numpy as np
         return int((np.diff(self.parent_ptr) > 1).sum())
 
 
@@ -321,6 +326,7 @@ def _index_parents(shas: np.ndarray, parents: list[list[bytes]] | None = None, *
                    tokens: np.ndarray | None = None, ptr: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(shas, parent_ptr, parent_ref, outside): parent shas turned into candidate indices, or into
     -(k + 1) for outside[k]. Either `parents` per commit, or the parent tokens with their ptr."""
+    import numpy as np
     if parents is not None:
         ptr = np.concatenate([[0], np.cumsum([len(ps) for ps in parents])]).astype(np.int64)
         tokens = np.array([p for ps in parents for p in ps], dtype=shas.dtype)
@@ -339,6 +345,7 @@ def _parse_parents(out: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     """`git rev-list --parents` output, every line `sha parent...`, as arrays: each token is a hex
     sha and one separator (a space, or the newline that ends its line), so the bytes reshape into
     a table of tokens and no Python object is made per commit."""
+    import numpy as np
     if not out:
         return np.zeros(0, dtype="S40"), np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), \
             np.zeros(0, dtype="S40")

@@ -40,10 +40,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bisectk.spaces.bytecode import drop_bytecode
 from bisectk.spaces.commits import SpaceError, open_repo, run_git
 
 _ENTRY = re.compile(r"^wt-(\d+)$")
-_SKIP = {".git", "node_modules"}
 _SESSION = re.compile(r"^(\d+)-[0-9a-f]+$")       # per-process sessions of bisectk before the cache
 
 
@@ -73,24 +73,6 @@ def _head_of(path: Path) -> str | None:
     except OSError:
         return None
     return head if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head) else None
-
-
-def drop_bytecode(root: Path) -> None:
-    """Remove the __pycache__ directories of a worktree after a switch: a source rewritten with
-    the same size in the same second would otherwise run from a stale .pyc (CPython checks only
-    mtime and size). A worktree found at its commit keeps them: no source changed."""
-    stack = [str(root)]
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for e in entries:
-            if e.is_dir(follow_symlinks=False):
-                if e.name == "__pycache__":
-                    shutil.rmtree(e.path, ignore_errors=True)
-                elif e.name not in _SKIP:
-                    stack.append(e.path)
 
 
 def _admin_of(path: Path) -> Path | None:

@@ -90,16 +90,16 @@ def open_repo(path: Path | str) -> Path:
         raise SpaceError(f"repository {p} does not exist")
     where = p if p.is_dir() else p.parent
     try:
+        return Path(run_git(where, "rev-parse", "--show-toplevel")).resolve()
+    except SpaceError:      # not a repository, a bare one, or inside a .git directory
+        pass
+    try:
         bare = run_git(where, "rev-parse", "--is-bare-repository")
     except SpaceError:
         raise SpaceError(f"{p} is not inside a git repository") from None
     if bare == "true":
         raise SpaceError(f"{p} is a bare repository; give a checkout")
-    try:
-        top = run_git(where, "rev-parse", "--show-toplevel")
-    except SpaceError:      # inside the .git directory: no work tree here
-        raise SpaceError(f"{p} is not inside a git repository's work tree") from None
-    return Path(top).resolve()
+    raise SpaceError(f"{p} is not inside a git repository's work tree")
 
 
 def resolve(repo: Path, ref: str, what: str = "ref") -> str:
@@ -216,6 +216,7 @@ class CommitGraph:
         self.parent_ptr, self.parent_ref, self.outside = parent_ptr, parent_ref, outside
         self.first_parent = first_parent
         self._info: dict[str, CommitInfo] = {}
+        self._described: dict[str, CommitInfo] = {}
         self._sorted: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
@@ -315,7 +316,12 @@ class CommitGraph:
         return hits[0]
 
     def describe(self, i: int) -> CommitInfo:
-        return describe(self.repo, self.sha(i))
+        """Metadata and changed files of candidate i, read once (a record names the first bad
+        commit twice: as the answer and as the only candidate)."""
+        sha = self.sha(i)
+        if sha not in self._described:
+            self._described[sha] = describe(self.repo, sha)
+        return self._described[sha]
 
     def merges(self) -> int:
         import numpy as np

@@ -337,14 +337,40 @@ def _index_parents(shas: np.ndarray, parents: list[list[bytes]] | None = None, *
         ptr = np.concatenate([[0], np.cumsum([len(ps) for ps in parents])]).astype(np.int64)
         tokens = np.array([p for ps in parents for p in ps], dtype=shas.dtype)
     assert tokens is not None and ptr is not None
-    order = np.argsort(shas, kind="stable")
-    keys = shas[order]
-    pos = np.minimum(np.searchsorted(keys, tokens), max(keys.size - 1, 0))
-    found = keys[pos] == tokens if keys.size else np.zeros(tokens.size, dtype=bool)
-    ref = np.where(found, order[pos], -1).astype(np.int64)
+    # Sorting and searching 64-bit prefixes is several times faster than 40-byte strings; a match
+    # is then confirmed on the whole sha, and prefixes shared by two candidates (about one
+    # repository in 10^9 at 300,000 commits) fall back to the strings.
+    skey, tkey = _prefix64(shas), _prefix64(tokens)
+    order = np.argsort(skey, kind="stable")
+    sorted_keys = skey[order]
+    if sorted_keys.size > 1 and (sorted_keys[1:] == sorted_keys[:-1]).any():
+        order = np.argsort(shas, kind="stable")
+        sorted_keys, tkey = shas[order], tokens
+    needles = np.argsort(tkey, kind="stable")       # sorted needles: a cache-friendly search
+    pos = np.empty(tkey.size, dtype=np.int64)
+    pos[needles] = np.searchsorted(sorted_keys, tkey[needles])
+    pos = np.minimum(pos, max(sorted_keys.size - 1, 0))
+    found = (shas[order[pos]] == tokens) if shas.size else np.zeros(tokens.size, dtype=bool)
+    ref = np.where(found, order[pos] if shas.size else -1, -1).astype(np.int64)
     outside, back = np.unique(tokens[~found], return_inverse=True)
     ref[~found] = -(back.reshape(-1) + 1)
     return shas, ptr, ref, outside
+
+
+def _prefix64(ids: np.ndarray) -> np.ndarray:
+    """The first 16 hex digits of each sha as an unsigned 64-bit number (0 for non-hex)."""
+    import numpy as np
+    if ids.size == 0:
+        return np.zeros(0, dtype=np.uint64)
+    raw = np.frombuffer(np.ascontiguousarray(ids).tobytes(), dtype=np.uint8).reshape(ids.size, -1)[:, :16]
+    lut = np.zeros(256, dtype=np.uint8)
+    lut[np.frombuffer(b"0123456789", np.uint8)] = np.arange(10)
+    lut[np.frombuffer(b"abcdef", np.uint8)] = np.arange(10, 16)
+    nib = lut[raw]
+    if nib.shape[1] < 16:
+        nib = np.pad(nib, ((0, 0), (0, 16 - nib.shape[1])))
+    packed = np.ascontiguousarray((nib[:, 0::2] << 4) | nib[:, 1::2])
+    return packed.view(">u8").reshape(-1).astype(np.uint64)
 
 
 def _parse_parents(out: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

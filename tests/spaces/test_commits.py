@@ -254,3 +254,32 @@ def test_listing_the_graph_leaves_the_checkout_identical(repo, monkeypatch):
     assert graph.good.subject == "c0" and graph.parents == ((),) + tuple((i,) for i in range(7))
     assert graph.describe(5).files == ("kernel.py",)
     assert fingerprint(repo) == before
+
+
+def test_parents_are_parsed_from_rev_list_output_without_python_objects_per_commit():
+    """_parse_parents reads `git rev-list --parents` as a table of fixed-width tokens; parents
+    outside the listing become -(k + 1) for outside[k]. Shas sharing a 64-bit prefix fall back to
+    whole-string matching; SHA-256 ids (64 hex digits) parse too."""
+    import random
+
+    import numpy as np
+
+    from bisectk.spaces.commits import _index_parents, _parse_parents
+    rng = random.Random(2)
+    for width in (40, 64):
+        ids = ["".join(rng.choice("0123456789abcdef") for _ in range(width)) for _ in range(60)]
+        ids[1] = ids[0][:16] + ids[1][16:]          # a shared 64-bit prefix
+        outside = ["f" * width, "e" * width]
+        lines, truth = [], []
+        for i, sha in enumerate(ids):
+            ps = rng.sample(ids[:i] + outside, min(len(ids[:i]) + 2, rng.choice((0, 1, 1, 2, 3))))
+            lines.append(" ".join([sha, *ps]))
+            truth.append(ps)
+        shas, ptr, ref, out = _parse_parents(("\n".join(lines) + "\n").encode())
+        assert [s.decode() for s in shas] == ids
+        for i in range(len(ids)):
+            got = [ids[r] if r >= 0 else out[-r - 1].decode() for r in ref[ptr[i]:ptr[i + 1]]]
+            assert got == truth[i]
+    shas = np.array([b"a" * 16 + b"1" * 24, b"a" * 16 + b"2" * 24], dtype="S40")
+    _, _, ref, out = _index_parents(shas, [[], [shas[0], b"c" * 40]])
+    assert ref.tolist() == [0, -1] and out.tolist() == [b"c" * 40]

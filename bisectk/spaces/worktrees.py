@@ -25,7 +25,8 @@ worktree's admin directory (.git/worktrees/<name>). Hooks are off and the caller
 GIT_INDEX_FILE / GIT_WORK_TREE are dropped (commits.run_git). A worktree taken over from another
 process is reset before use (`checkout --force` of its commit and `clean`; a stale index.lock of
 a killed git removed first), because a killed build may have left it half-written. After every
-switch the __pycache__ directories go too (drop_bytecode).
+switch the __pycache__ directories go too (as spaces/bytecode.py does), and `clean` runs only
+when some directory changed since the last switch left the worktree clean.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bisectk.spaces.bytecode import drop_bytecode
 from bisectk.spaces.commits import SpaceError, open_repo, run_git
 
 _ENTRY = re.compile(r"^wt-(\d+)$")
@@ -75,6 +75,40 @@ def _head_of(path: Path) -> str | None:
     return head if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head) else None
 
 
+def survey(root: Path) -> dict[str, int]:
+    """Drop the __pycache__ directories of a just-switched worktree (spaces/bytecode.py says why),
+    and return the mtime of every directory left, for `_unchanged`."""
+    stamps: dict[str, int] = {}
+    stack = [os.fspath(root)]
+    while stack:
+        d = stack.pop()
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                if e.name == "__pycache__":
+                    shutil.rmtree(e.path, ignore_errors=True)
+                else:
+                    stack.append(e.path)
+        try:
+            stamps[d] = os.stat(d).st_mtime_ns
+        except OSError:
+            pass
+    return stamps
+
+
+def _unchanged(stamps: dict[str, int]) -> bool:
+    for d, mtime in stamps.items():
+        try:
+            if os.stat(d).st_mtime_ns != mtime:
+                return False
+        except OSError:
+            return False
+    return True
+
+
 def _admin_of(path: Path) -> Path | None:
     try:
         line = (path / ".git").read_text().strip()
@@ -89,6 +123,7 @@ class _Entry:
     lock: int                   # the open fd holding the flock
     sha: str | None             # what is checked out; None: unknown or not yet reset
     fresh: bool = True          # taken over from the cache: reset before first use
+    stamps: dict[str, int] | None = None    # directory mtimes when last left clean (survey)
 
 
 @dataclass
@@ -235,7 +270,7 @@ class WorktreePool:
             self._discard(path)
             os.close(fd)
             raise
-        entry = _Entry(path, fd, sha, fresh=False)
+        entry = _Entry(path, fd, sha, fresh=False, stamps=survey(path))
         self._held.append(entry)
         return entry
 
@@ -255,9 +290,14 @@ class WorktreePool:
                 (admin / "index.lock").unlink(missing_ok=True)
         # -q: a checkout that leaves a detached HEAD otherwise walks the history to warn about
         # commits left behind (a second per switch on 300,000 commits)
+        # Untracked files can only have appeared if a directory's mtime moved since the last
+        # switch left the worktree clean: creating or deleting an entry updates its directory.
+        untouched = (not entry.fresh and not self.clean_ignored and entry.stamps is not None
+                     and _unchanged(entry.stamps))
         run_git(entry.path, "checkout", "-q", "--force", "--detach", sha)
-        run_git(entry.path, "clean", "-ffdq" + ("x" if self.clean_ignored else ""))
-        drop_bytecode(entry.path)
+        if not untouched:
+            run_git(entry.path, "clean", "-ffdq" + ("x" if self.clean_ignored else ""))
+        entry.stamps = survey(entry.path)
         entry.fresh = False
 
     def _discard(self, path: Path) -> None:

@@ -202,3 +202,25 @@ def test_a_switch_drops_bytecode_and_a_warm_lease_keeps_it(repo):
             assert (wt / "pkg" / "__pycache__").exists()         # same commit: no source changed
         with pool.lease(rng[3].sha) as wt:
             assert not (wt / "pkg" / "__pycache__").exists()
+
+
+def test_files_made_anywhere_by_a_run_are_cleaned_and_a_clean_worktree_skips_clean(repo, monkeypatch):
+    rng = list_commits(repo, "HEAD~8", "HEAD")
+    calls = []
+    monkeypatch.setattr("bisectk.spaces.worktrees.run_git", lambda *a: calls.append(a[1]) or run_git(*a))
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[2].sha) as wt:
+            (wt / "out" / "deep").mkdir(parents=True)
+            (wt / "out" / "deep" / "o.bin").write_text("x")
+        with pool.lease(rng[3].sha) as wt:          # a new directory: cleaned
+            assert not (wt / "out").exists()
+        assert calls.count("clean") == 1
+        with pool.lease(rng[4].sha) as wt:          # nothing made since: no clean needed
+            assert (wt / "state.txt").read_text() == "4\n"
+        assert calls.count("clean") == 1 and calls.count("checkout") == 2
+        with pool.lease(rng[5].sha) as wt:
+            (wt / "tmp.txt").write_text("made and removed")
+            (wt / "tmp.txt").unlink()
+        with pool.lease(rng[6].sha):
+            pass
+        assert calls.count("clean") == 2            # a directory changed: cleaned again, to be safe

@@ -390,17 +390,20 @@ def bisect(repo: Path = RepoOpt,
         listing = background.submit(list_graph, root, good, bad, first_parent=first_parent)
         capture = background.submit(environment_capture)
         pool = None
+        try:
+            good_sha, bad_sha = resolve(root, good, "--good"), resolve(root, bad, "--bad")
+        except BisectkError:
+            listing.result()                # the listing reports a bad ref, as before
+            raise
         if executor == "local":
             pool = stack.enter_context(WorktreePool(root, size=jobs))
-            try:
-                pool.prepare(resolve(root, good, "--good"))
-            except BisectkError:
-                pass        # the listing reports a bad ref
+            pool.prepare(good_sha)
         try:
             s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
-        finally:
-            commits = listing.result()      # a bad ref is reported first, as before
-        _bisect(root, commits, pool, capture.result, spec=spec, run_cmd=run_cmd, pytest_id=pytest_id, s=s, cfg=cfg,
+        except BaseException:
+            listing.result()                # a bad range is reported first, as before
+            raise
+        _bisect(root, listing, good_sha, bad_sha, pool, capture.result, spec=spec, run_cmd=run_cmd, pytest_id=pytest_id, s=s, cfg=cfg,
                 sub=sub, good=good, bad=bad, repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs,
                 same_failure=same_failure, confidence=confidence, jobs=jobs, gpus=gpus, first_parent=first_parent,
                 any_failure=any_failure, max_runs=max_runs, resume=resume, fresh=fresh, warm=warm, executor=executor,
@@ -408,14 +411,16 @@ def bisect(repo: Path = RepoOpt,
                 ledger=ledger, as_json=as_json)
 
 
-def _bisect(root, commits, pool, environment, *, spec, run_cmd, pytest_id, s, cfg, sub, good, bad, repeat, flaky,
-            calibrate_runs, same_failure, confidence, jobs, gpus, first_parent, any_failure, max_runs, resume, fresh,
-            warm, executor, ray_address, ray_repo, report, json_out, html, ledger, as_json) -> None:
+def _bisect(root, listing, good_sha, bad_sha, pool, environment, *, spec, run_cmd, pytest_id, s, cfg, sub, good, bad,
+            repeat, flaky, calibrate_runs, same_failure, confidence, jobs, gpus, first_parent, any_failure, max_runs,
+            resume, fresh, warm, executor, ray_address, ray_repo, report, json_out, html, ledger, as_json) -> None:
+    """The rest of `bisect`: the engine loads while git lists the history (`listing`), which is
+    waited for before a session opens (a bad range opens none). The shas: refs move."""
     from bisectk.engine.bisect import run_bisect
     from bisectk.engine.oracle import SpaceOracle
     from bisectk.engine.session import Session, ledger_location
     from bisectk.report.history import print_summary, to_debuglog
-    good_sha, bad_sha = commits.good_sha, commits.bad_sha  # refs move; shas do not
+    commits = listing.result()
     args = {"repo": str(root), "good": good_sha, "bad": bad_sha, "first_parent": first_parent, "flaky": flaky,
             "any_failure": any_failure, "subject": str(spec or run_cmd or pytest_id)}
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,

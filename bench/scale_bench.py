@@ -12,8 +12,9 @@ the same oracle, `test.sh`: exit 1 when BUG exists, else 0.
   On the big tree: once with no cached worktree (`bisectk ledger gc` first: one full checkout)
   and once more right after (`--fresh`: every run again, the cached worktree reused).
 
-Wall is the whole command, start-up included. Peak RSS is the largest process of each command's
-tree (getrusage of the reaped children in a fresh wrapper process). Right = the named first bad
+Wall is the whole command, start-up included; CPU is user + system time of its whole process tree
+(less sensitive to a shared machine than wall). Peak RSS is the largest process of each
+command's tree (getrusage of the reaped children in a fresh wrapper process). Right = the named first bad
 commit is the planted one. The fixed cost line times `bisectk bisect` on a 2-commit range with a
 subject that stamps its runs: set-up before the first run, and wrap-up after the last.
 
@@ -48,7 +49,8 @@ STAMP_SH = ('#!/bin/sh\ns=$(date +%s.%N)\nif [ -e BUG ]; then r=1; else r=0; fi\
 MEASURE = ("import resource, subprocess, sys, time\n"
            "t = time.perf_counter()\n"
            "rc = subprocess.run(sys.argv[2:], cwd=sys.argv[1], stdout=subprocess.DEVNULL if sys.argv[2] == 'sh' else None).returncode\n"
-           "print('BENCH', rc, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n")
+           "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+           "print('BENCH', rc, time.perf_counter() - t, u.ru_maxrss, u.ru_utime + u.ru_stime, file=sys.stderr)\n")
 
 
 @dataclass
@@ -57,58 +59,61 @@ class Row:
     commits: int
     tool: str
     wall: float
+    cpu: float
     rss_mb: float
     right: bool
     runs: int | None = None
 
 
-def measured(cwd: Path, argv: list[str], env: dict | None = None) -> tuple[int, float, float, str]:
-    """(exit code, wall s, peak RSS MB of the tree, stdout) of one command, in a fresh wrapper."""
+def measured(cwd: Path, argv: list[str], env: dict | None = None) -> tuple[int, float, float, float, str]:
+    """(exit code, wall s, CPU s of the whole tree, peak RSS MB of its largest process, stdout) of
+    one command, in a fresh wrapper process."""
     p = subprocess.run([sys.executable, "-c", MEASURE, str(cwd), *argv], capture_output=True, text=True,
                        env={**os.environ, **(env or {})})
     line = next(ln for ln in p.stderr.splitlines() if ln.startswith("BENCH "))
-    _, rc, wall, rss = line.split()
-    return int(rc), float(wall), int(rss) / 1024, p.stdout
+    _, rc, wall, rss, cpu = line.split()
+    return int(rc), float(wall), float(cpu), int(rss) / 1024, p.stdout
 
 
-def git_bisect(repo: Path, good: str, bad: str, test: Path) -> tuple[float, float, str | None]:
+def git_bisect(repo: Path, good: str, bad: str, test: Path) -> tuple[float, float, float, str | None]:
     script = (f"git bisect start {bad} {good} >/dev/null && git bisect run {test} > bisect.out 2>&1; "
               "git bisect reset >/dev/null 2>&1")
     env = {**GIT_ENV}
     (repo / ".git" / "info").mkdir(exist_ok=True)
     with open(repo / ".git" / "info" / "exclude", "a") as f:
         f.write("bisect.out\n")
-    _, wall, rss, _ = measured(repo, ["sh", "-c", script], env)
+    _, wall, cpu, rss, _ = measured(repo, ["sh", "-c", script], env)
     out = (repo / "bisect.out").read_text()
     (repo / "bisect.out").unlink()
     found = next((ln.split()[0] for ln in out.splitlines() if ln.endswith("is the first bad commit")), None)
-    return wall, rss, found
+    return wall, cpu, rss, found
 
 
-def bisectk_bisect(repo: Path, good: str, bad: str, test: Path, ledger: Path, *extra: str) -> tuple[float, float, dict]:
-    rc, wall, rss, out = measured(repo, [sys.executable, "-m", "bisectk", "bisect", "--repo", str(repo), "--good", good,
+def bisectk_bisect(repo: Path, good: str, bad: str, test: Path, ledger: Path, *extra: str) -> tuple[float, float, float, dict]:
+    rc, wall, cpu, rss, out = measured(repo, [sys.executable, "-m", "bisectk", "bisect", "--repo", str(repo), "--good", good,
                                          "--bad", bad, "--run", str(test), "--json", "--ledger", str(ledger), *extra],
                                   {"PYTHONPATH": str(ROOT)})
     try:
         doc = json.loads(out)
     except ValueError:
         doc = {"error": f"exit {rc}"}
-    return wall, rss, doc
+    return wall, cpu, rss, doc
 
 
 def case(name: str, repo: Path, g, test: Path, work: Path, rows: list[Row], *, cached: bool = False) -> None:
-    gw, grss, gfound = git_bisect(repo, g.good, g.bad, test)
-    rows.append(Row(name, g.commits, "git bisect run", gw, grss, gfound == g.culprit))
+    gw, gcpu, grss, gfound = git_bisect(repo, g.good, g.bad, test)
+    rows.append(Row(name, g.commits, "git bisect run", gw, gcpu, grss, gfound == g.culprit))
     subprocess.run([sys.executable, "-m", "bisectk", "ledger", "gc", "--repo", str(repo)], capture_output=True,
                    env={**os.environ, "PYTHONPATH": str(ROOT)})
-    bw, brss, doc = bisectk_bisect(repo, g.good, g.bad, test, work / f"{name}.db")
+    bw, bcpu, brss, doc = bisectk_bisect(repo, g.good, g.bad, test, work / f"{name}.db")
     first = (doc.get("first_bad") or {}).get("sha")
-    rows.append(Row(name, g.commits, "bisectk", bw, brss, first == g.culprit, doc.get("runs")))
+    rows.append(Row(name, g.commits, "bisectk", bw, bcpu, brss, first == g.culprit, doc.get("runs")))
     if cached:
-        bw, brss, doc = bisectk_bisect(repo, g.good, g.bad, test, work / f"{name}.db", "--fresh")
+        bw, bcpu, brss, doc = bisectk_bisect(repo, g.good, g.bad, test, work / f"{name}.db", "--fresh")
         first = (doc.get("first_bad") or {}).get("sha")
-        rows.append(Row(name, g.commits, "bisectk, cached worktree", bw, brss, first == g.culprit, doc.get("runs")))
-    print(" | ".join(f"{r.tool} {r.wall:.2f}s {r.rss_mb:.0f}MB {'right' if r.right else 'WRONG'}"
+        rows.append(Row(name, g.commits, "bisectk, cached worktree", bw, bcpu, brss, first == g.culprit,
+                        doc.get("runs")))
+    print(" | ".join(f"{r.tool} {r.wall:.2f}s ({r.cpu:.2f}s CPU) {r.rss_mb:.0f}MB {'right' if r.right else 'WRONG'}"
                      for r in rows if r.case == name), flush=True)
 
 
@@ -168,13 +173,16 @@ def main() -> int:
         name = "tree-10000-files"
         g = generate(work / name, 300, files=10_000, seed=a.seed)
         case(name, work / name, g, test, work, rows, cached=True)
-    lines += ["", f"{'history':<18} {'commits':>8} {'tool':<26} {'wall s':>7} {'x git':>6} {'peak RSS MB':>11} {'runs':>5} right"]
+    lines += ["", f"{'history':<18} {'commits':>8} {'tool':<26} {'wall s':>7} {'x git':>6} {'CPU s':>6} {'x git':>6} "
+                  f"{'peak RSS MB':>11} {'runs':>5} right"]
     git_wall = {r.case: r.wall for r in rows if r.tool == "git bisect run"}
+    git_cpu = {r.case: r.cpu for r in rows if r.tool == "git bisect run"}
     ok = True
     for r in rows:
         ratio = r.wall / git_wall[r.case]
-        lines.append(f"{r.case:<18} {r.commits:>8} {r.tool:<26} {r.wall:>7.2f} {ratio:>6.2f} {r.rss_mb:>11.0f} "
-                     f"{'' if r.runs is None else r.runs:>5} {'yes' if r.right else 'NO'}")
+        lines.append(f"{r.case:<18} {r.commits:>8} {r.tool:<26} {r.wall:>7.2f} {ratio:>6.2f} {r.cpu:>6.2f} "
+                     f"{r.cpu / git_cpu[r.case]:>6.2f} {r.rss_mb:>11.0f} {'' if r.runs is None else r.runs:>5} "
+                     f"{'yes' if r.right else 'NO'}")
         if r.tool != "git bisect run":
             goal = 1.2 if "cached" in r.tool else 1.5 if r.case.startswith("tree") else 2.0
             ok &= r.right and ratio <= goal and (r.commits < 300_000 or r.rss_mb <= 300)

@@ -20,6 +20,7 @@ import functools
 import hashlib
 import json
 import math
+import operator
 import re
 import sys
 import threading
@@ -288,24 +289,26 @@ def adhoc_spec(command: list[str], *, name: str, cwd: Path, build: list[str] | N
 
 
 _MISSING = object()
-_KEYS: list[tuple[Config, tuple[type, ...], str]] = []     # the last few configurations keyed
+_KEYS: list[tuple[list[str], tuple[Any, ...], str]] = []     # the last few configurations keyed
 _KEYS_LOCK = threading.Lock()
 
 
 def config_key(config: Config) -> str:
     """The memo key of a configuration: its canonical JSON. A run asks for the key of one
     configuration several times (the oracle, the ledger lookup, the record), and with thousands
-    of factors each encoding costs milliseconds, so the last few are kept: a hit needs the same
-    keys in the same order, equal values, and the same value types (1, 1.0 and True are equal
-    in Python but not in JSON)."""
+    of factors each encoding costs milliseconds, so the last few are kept. A hit needs the same
+    keys in the same order holding the very same value objects (configurations are built from
+    the spec's values), so it is exact: equal but different objects (1, 1.0, True) never hit."""
+    names = list(config)
     with _KEYS_LOCK:
-        for snapshot, types, key in _KEYS:
-            if (len(snapshot) == len(config) and snapshot == config
-                    and list(snapshot) == list(config) and tuple(map(type, config.values())) == types):
+        for k, (keys, values, key) in enumerate(_KEYS):
+            if len(keys) == len(names) and keys == names and all(map(operator.is_, values, config.values())):
+                if k:
+                    _KEYS.insert(0, _KEYS.pop(k))
                 return key
     key = json.dumps(config, sort_keys=True, separators=(",", ":"))
     with _KEYS_LOCK:
-        _KEYS.insert(0, (dict(config), tuple(map(type, config.values())), key))
+        _KEYS.insert(0, (names, tuple(config.values()), key))
         del _KEYS[8:]
     return key
 

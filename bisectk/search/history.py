@@ -5,7 +5,7 @@ Two index spaces, two families of algorithms (all pure: no git, no processes):
 - linear (linear.py, bayes.py, multisect.py): indices 0..N-1 of a chain, 0 the good commit and
   N-1 the bad one; "b is first bad" means every index >= b is bad. Right for the
   `--first-parent` mainline; wrong on a history with merges read as a list.
-- DAG (dag.py, dag_bisect.py, dag_bayes.py): candidates 0..n-1 (the good commit is none of them)
+- DAG (ancestry.py, dag.py, dag_bisect.py, dag_bayes.py): candidates 0..n-1 (the good commit is none of them)
   in topological order with their parents; a commit is bad iff the culprit is among its
   ancestors, git bisect's semantics. A chain is a DAG, so these serve `--first-parent` too.
 

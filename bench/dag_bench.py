@@ -268,7 +268,7 @@ def run_bisectk(repo: Path, good: str, bad: str, env: dict, scratch: Path, flaky
     """(named culprit sha or None, endpoint runs, search rounds); the search's runs are counted
     by test.sh after the endpoint runs."""
     graph = list_graph(repo, good, bad)
-    shas = [c.sha for c in graph.commits]
+    shas = [graph.sha(i) for i in range(len(graph))]
     oracle = MarkerOracle(repo, shas, scratch, env, max(jobs, 1))
     good_oracle = MarkerOracle(repo, [good], scratch / "good", env, 1)
     try:

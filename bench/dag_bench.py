@@ -47,7 +47,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bisectk.outcome import Outcome  # noqa: E402
-from bisectk.search.history import SearchOptions, search_dag  # noqa: E402
+from bisectk.search.history import Dag, SearchOptions, search_dag  # noqa: E402
 from bisectk.spaces.commits import list_graph  # noqa: E402
 
 TEST_SH = r"""#!/bin/bash
@@ -268,7 +268,7 @@ def run_bisectk(repo: Path, good: str, bad: str, env: dict, scratch: Path, flaky
     """(named culprit sha or None, endpoint runs, search rounds); the search's runs are counted
     by test.sh after the endpoint runs."""
     graph = list_graph(repo, good, bad)
-    shas = [c.sha for c in graph.commits]
+    shas = [graph.sha(i) for i in range(len(graph))]
     oracle = MarkerOracle(repo, shas, scratch, env, max(jobs, 1))
     good_oracle = MarkerOracle(repo, [good], scratch / "good", env, 1)
     try:
@@ -279,7 +279,7 @@ def run_bisectk(repo: Path, good: str, bad: str, env: dict, scratch: Path, flaky
             log.append((n - 1, oracle(n - 1)))
         assert log[-1][1] is Outcome.FAIL, "bad endpoint does not fail"
         ends = count(counter)
-        result = search_dag(graph.parents, oracle, batch_oracle=oracle.batch, observations=log,
+        result = search_dag(Dag.from_csr(*graph.csr()), oracle, batch_oracle=oracle.batch, observations=log,
                             options=SearchOptions(flaky=flaky, jobs=jobs))
     finally:
         oracle.close()

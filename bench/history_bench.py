@@ -45,7 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bisectk.outcome import Outcome  # noqa: E402
 from bisectk.search.history import Observation, SearchOptions, search_history  # noqa: E402
-from bisectk.spaces.commits import WorktreePool, list_commits  # noqa: E402
+from bisectk.spaces.commits import list_commits  # noqa: E402
+from bisectk.spaces.worktrees import WorktreePool  # noqa: E402
 
 TEST_SH = r"""#!/bin/bash
 printf x >> "$BENCH_COUNTER"
@@ -257,7 +258,7 @@ def time_worktrees(n: int, reps: int = 5) -> list[str]:
         first, switch, close = [], [], []
         for r in range(reps):
             t0 = time.perf_counter()
-            pool = WorktreePool(repo, size=1).__enter__()
+            pool = WorktreePool(repo, size=1, keep=False).__enter__()
             with pool.lease(shas[n // 10 + r]) as wt:
                 subprocess.run(build, cwd=wt, check=True)
             t1 = time.perf_counter()

@@ -400,15 +400,49 @@ def bisect(repo: Path = RepoOpt,
            as_json: bool = JsonOpt) -> None:
     """Find the first bad commit between --good and --bad, each commit built and run in its own
     git worktree. Exit 0: found (1 if ambiguous or stopped); 2: unusable input or endpoints."""
+    from concurrent.futures import ThreadPoolExecutor
+    from contextlib import ExitStack
+
+    from bisectk.spaces.commits import list_graph, open_repo, resolve
+    from bisectk.spaces.worktrees import WorktreePool
+    root = open_repo(repo)
+    with ExitStack() as stack:
+        # git lists the history, and the good commit is checked out, while Python loads the rest
+        background = stack.enter_context(ThreadPoolExecutor(max_workers=2, thread_name_prefix="bisectk-setup"))
+        listing = background.submit(list_graph, root, good, bad, first_parent=first_parent)
+        capture = background.submit(environment_capture)
+        pool = None
+        try:
+            good_sha, bad_sha = resolve(root, good, "--good"), resolve(root, bad, "--bad")
+        except BisectkError:
+            listing.result()                # the listing reports a bad ref, as before
+            raise
+        if executor == "local":
+            pool = stack.enter_context(WorktreePool(root, size=jobs))
+            pool.prepare(good_sha)
+        try:
+            s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
+        except BaseException:
+            listing.result()                # a bad range is reported first, as before
+            raise
+        _bisect(root, listing, good_sha, bad_sha, pool, capture.result, spec=spec, run_cmd=run_cmd, pytest_id=pytest_id, s=s, cfg=cfg,
+                sub=sub, good=good, bad=bad, repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs,
+                same_failure=same_failure, confidence=confidence, jobs=jobs, gpus=gpus, first_parent=first_parent,
+                any_failure=any_failure, max_runs=max_runs, resume=resume, fresh=fresh, warm=warm, executor=executor,
+                ray_address=ray_address, ray_repo=ray_repo, report=report, json_out=json_out, html=html,
+                ledger=ledger, as_json=as_json)
+
+
+def _bisect(root, listing, good_sha, bad_sha, pool, environment, *, spec, run_cmd, pytest_id, s, cfg, sub, good, bad,
+            repeat, flaky, calibrate_runs, same_failure, confidence, jobs, gpus, first_parent, any_failure, max_runs,
+            resume, fresh, warm, executor, ray_address, ray_repo, report, json_out, html, ledger, as_json) -> None:
+    """The rest of `bisect`: the engine loads while git lists the history (`listing`), which is
+    waited for before a session opens (a bad range opens none). The shas: refs move."""
     from bisectk.engine.bisect import run_bisect
     from bisectk.engine.oracle import SpaceOracle
     from bisectk.engine.session import Session, ledger_location
     from bisectk.report.history import print_summary, to_debuglog
-    from bisectk.spaces.commits import list_graph, open_repo
-    root = open_repo(repo)
-    commits = list_graph(root, good, bad, first_parent=first_parent)
-    s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
-    good_sha, bad_sha = commits.good.sha, commits.bad.sha  # refs move; shas do not
+    commits = listing.result()
     args = {"repo": str(root), "good": good_sha, "bad": bad_sha, "first_parent": first_parent, "flaky": flaky,
             "any_failure": any_failure, "subject": str(spec or run_cmd or pytest_id)}
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,
@@ -421,13 +455,13 @@ def bisect(repo: Path = RepoOpt,
             fail(f"--resume: no earlier bisection of {good}..{bad} with this subject in {session.ledger.path}")
         if not as_json:
             merges = commits.merges()
-            out.print(f"{len(commits)} candidate commits from {commits.good.short} (good) to {commits.bad.short} (bad)"
+            out.print(f"{len(commits)} candidate commits from {good_sha[:10]} (good) to {bad_sha[:10]} (bad)"
                       + (f", {merges} of them {'a merge' if merges == 1 else 'merges'}" if merges else "")
                       + (" (first-parent chain)" if first_parent else ""), markup=False)
-        with session.commit_space(commits, root, cfg, sub) as space:
+        with session.commit_space(commits, root, cfg, sub, pool=pool) as space:
             oracle = SpaceOracle(session.runner(), space, policy=pol, any_failure=any_failure)
             try:
-                rec = run_bisect(oracle, environment=environment_capture(), repo=str(root), first_parent=first_parent)
+                rec = run_bisect(oracle, environment=environment, repo=str(root), first_parent=first_parent)
             except KeyboardInterrupt:
                 fail("interrupted while verifying the endpoints; runs so far are in the ledger", X.INTERRUPTED)
         finish(rec, to_debuglog(rec), lambda: print_summary(out, rec), report=report, json_out=json_out,
@@ -474,7 +508,7 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, jobs=jobs,
                  max_runs=max_runs, confidence=confidence, executor=executor, ray_address=ray_address,
                  ray_repo=ray_repo)
-    args = {"repo": str(root), "good": commits.good.sha, "bad": commits.bad.sha}
+    args = {"repo": str(root), "good": commits.good_sha, "bad": commits.bad_sha}
     with Session("triage", s, ledger_location(ledger, repo=root), args=args, policy=pol, fresh=fresh,
                  warm=warm, reporter=reporter(as_json, None)) as session:
         prev = session.previous
@@ -583,7 +617,7 @@ def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bis
     raise typer.Exit(X.OK)
 
 
-ledger_app = typer.Typer(no_args_is_help=True, help="Inspect or repair a ledger.")
+ledger_app = typer.Typer(no_args_is_help=True, help="Inspect or repair a ledger; remove cached worktrees (gc).")
 app.add_typer(ledger_app, name="ledger")
 
 
@@ -606,6 +640,17 @@ def ledger_check(path: Path = typer.Argument(..., help="The ledger database.", s
         if saved is not None:
             out.print(f"salvaged into {salvage}: " + ", ".join(f"{k} {v}" for k, v in saved.items()), markup=False)
     raise typer.Exit(X.OK if rep.ok or saved is not None else X.USAGE)
+
+
+@ledger_app.command("gc")
+def ledger_gc(repo: Path = typer.Option(Path("."), "--repo", help="The repository whose cached worktrees to remove.")) -> None:
+    """Remove the worktrees that bisect and triage keep under <git dir>/bisectk-worktrees between
+    commands (those no running command holds). Exit 0."""
+    from bisectk.spaces.worktrees import collect
+    removed = collect(repo)
+    out.print(f"removed {len(removed)} cached worktree{'s' if len(removed) != 1 else ''}"
+              + (f" from {removed[0].parent}" if removed else ""), markup=False)
+    raise typer.Exit(X.OK)
 
 
 # -- evidence / environment ------------------------------------------------------------------------

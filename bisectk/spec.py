@@ -16,12 +16,15 @@ SpecError naming the file, the key and what is wrong.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
+import operator
 import re
 import shlex
 import sys
+import threading
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,13 +77,28 @@ def render(value: Scalar) -> str:
     return str(value)
 
 
-def substitute(template: str, config: Config) -> str:
-    def repl(m: re.Match) -> str:
+@functools.lru_cache(maxsize=1 << 16)
+def _parts(template: str) -> tuple[tuple[bool, str], ...]:
+    """A template as (is_placeholder, text) parts, parsed once: a spec with thousands of factors
+    substitutes thousands of environment values per run."""
+    parts, pos = [], 0
+    for m in _PLACEHOLDER.finditer(template):
+        if m.start() > pos:
+            parts.append((False, template[pos:m.start()]))
         tok = m.group(0)
-        if tok in ("{{", "}}"):
-            return tok[0]
-        return render(config[m.group(1)])
-    return _PLACEHOLDER.sub(repl, template)
+        parts.append((False, tok[0]) if tok in ("{{", "}}") else (True, m.group(1)))
+        pos = m.end()
+    if pos < len(template):
+        parts.append((False, template[pos:]))
+    return tuple(parts)
+
+
+def substitute(template: str, config: Config) -> str:
+    parts = _parts(template)
+    if len(parts) == 1:
+        placeholder, text = parts[0]
+        return render(config[text]) if placeholder else text
+    return "".join(render(config[text]) if placeholder else text for placeholder, text in parts)
 
 
 def placeholders(template: str) -> set[str]:
@@ -110,6 +128,33 @@ def project_root(path: Path) -> Path:
     return path.resolve().parent
 
 
+@dataclass(frozen=True)
+class _EnvPlan:
+    """`env` rendered for the good configuration (`rendered`), and per factor (`per`): its bad
+    value, its variables that name it alone as the bad configuration renders them, those same
+    variables' names, and the variables that name it among other factors."""
+
+    good: Config
+    rendered: dict[str, str]
+    per: dict[str, tuple[Any, dict[str, str], tuple[str, ...], tuple[str, ...]]]
+
+    @classmethod
+    def of(cls, env: dict[str, str], good: Config, bad: Config) -> _EnvPlan:
+        rendered = {k: substitute(v, good) for k, v in env.items()}
+        single: dict[str, list[str]] = {}
+        mixed: dict[str, list[str]] = {}
+        for k, v in env.items():
+            names = placeholders(v)
+            for f in names:
+                (single if len(names) == 1 else mixed).setdefault(f, []).append(k)
+        per = {}
+        for f in good:
+            alone = tuple(single.get(f, ()))
+            at_bad = {k: substitute(env[k], {f: bad[f]}) for k in alone} if f in bad else {}
+            per[f] = (bad.get(f, _MISSING), at_bad, alone, tuple(mixed.get(f, ())))
+        return cls(dict(good), rendered, per)
+
+
 @dataclass
 class Spec:
     path: Path
@@ -131,6 +176,7 @@ class Spec:
     constraints: list[Expr] = field(default_factory=list)
     protocol: str = "bisectk"  # or "pytest": how exit codes are read (see run/classify.py)
     timeout_floor: float | None = None  # least calibrated watchdog (JIT compiles jitter); default 1 s
+    _plan: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def factors(self) -> list[str]:
@@ -176,7 +222,46 @@ class Spec:
         return shlex.join(substitute(a, config) for a in self.command)
 
     def environment(self, config: Config) -> dict[str, str]:
-        return {k: substitute(v, config) for k, v in self.env.items()}
+        """The subject's environment values for a configuration. With many of them (a factor per
+        variable), the good and the bad configuration's are rendered once; a hybrid then takes
+        each changed factor's variables from the bad rendering (a dict update), and re-renders
+        only values that mix factors or hold a value in between: a run costs a few C-level
+        passes over the factors, not a template substitution per variable."""
+        plan = self._env_plan()
+        if plan is None or len(config) != len(plan.good):
+            return {k: substitute(v, config) for k, v in self.env.items()}
+        good = plan.good
+        changed = [k for k, v in config.items()
+                   if (g := good.get(k, _MISSING)) is not v and (type(g) is not type(v) or g != v)]
+        if not all(k in good for k in changed):
+            return {k: substitute(v, config) for k, v in self.env.items()}
+        env = dict(plan.rendered)
+        redo: list[str] = []
+        per = plan.per
+        for f in changed:
+            b, at_bad, alone, mixed = per[f]
+            v = config[f]
+            if v is b or (type(v) is type(b) and v == b):
+                env.update(at_bad)
+            else:
+                redo.extend(alone)
+            redo.extend(mixed)
+        for name in redo:
+            env[name] = substitute(self.env[name], config)
+        return env
+
+    def _env_plan(self) -> _EnvPlan | None:
+        """The rendering plan of `env`, made once while `env`, `good` and `bad` stay the same
+        objects; None for a small environment (a plain substitution is as fast)."""
+        if len(self.env) < 64:
+            return None
+        ident = (id(self.env), id(self.good), id(self.bad), len(self.env), len(self.good), len(self.bad))
+        if self._plan is None or self._plan[0] != ident:
+            try:
+                self._plan = (ident, _EnvPlan.of(self.env, self.good, self.bad))
+            except KeyError:                # a placeholder the endpoints lack: substitute plainly
+                self._plan = (ident, None)
+        return self._plan[1]
 
     def fingerprint(self, cwd: Path | None = None) -> str:
         """Identity of the subject for memoisation: what is run, how it is judged, and the
@@ -211,8 +296,29 @@ def adhoc_spec(command: list[str], *, name: str, cwd: Path, build: list[str] | N
                 protocol=protocol)
 
 
+_MISSING = object()
+_KEYS: list[tuple[list[str], tuple[Any, ...], str]] = []     # the last few configurations keyed
+_KEYS_LOCK = threading.Lock()
+
+
 def config_key(config: Config) -> str:
-    return json.dumps(config, sort_keys=True, separators=(",", ":"))
+    """The memo key of a configuration: its canonical JSON. A run asks for the key of one
+    configuration several times (the oracle, the ledger lookup, the record), and with thousands
+    of factors each encoding costs milliseconds, so the last few are kept. A hit needs the same
+    keys in the same order holding the very same value objects (configurations are built from
+    the spec's values), so it is exact: equal but different objects (1, 1.0, True) never hit."""
+    names = list(config)
+    with _KEYS_LOCK:
+        for k, (keys, values, key) in enumerate(_KEYS):
+            if len(keys) == len(names) and keys == names and all(map(operator.is_, values, config.values())):
+                if k:
+                    _KEYS.insert(0, _KEYS.pop(k))
+                return key
+    key = json.dumps(config, sort_keys=True, separators=(",", ":"))
+    with _KEYS_LOCK:
+        _KEYS.insert(0, (names, tuple(config.values()), key))
+        del _KEYS[8:]
+    return key
 
 
 def load_spec(path: str | Path) -> Spec:

@@ -22,6 +22,7 @@ failure, unless --any-failure.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from bisectk.engine.ablate import subject_record
@@ -31,7 +32,7 @@ from bisectk.engine.policy import RunPolicy
 from bisectk.engine.records import AttemptRecord, BisectRecord, EndpointCheck
 from bisectk.events import PhaseStarted
 from bisectk.outcome import Outcome, Verdict
-from bisectk.search.history import DagResult, Observation, SearchOptions, SearchStopped, search_dag
+from bisectk.search.history import Dag, DagResult, Observation, SearchOptions, SearchStopped, search_dag
 from bisectk.spaces.revisions import GOOD, CommitSpace
 
 MAX_DESCRIBED = 20   # candidates described with their files (each costs a git call)
@@ -76,8 +77,11 @@ def marginal_doc(graph, result: DagResult) -> tuple[dict, ...]:
     return tuple({"index": i, "short": graph[i].short, "p": p} for i, p in result.marginal)
 
 
-def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None, environment: dict | None = None,
+def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None,
+               environment: dict | Callable[[], dict] | None = None,
                repo: str = "", first_parent: bool = False) -> BisectRecord:
+    """`environment`: the capture for the record, or a callable that gives it (called when the
+    record is made, so a capture running in the background overlaps the runs)."""
     start = time.monotonic()
     policy = policy or oracle.policy
     space: CommitSpace = oracle.space
@@ -87,8 +91,9 @@ def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None, environm
                    flaky=policy.flaky, same_failure=policy.same_failure, measure=False)
     base = dict(command="bisect", endpoints=check, subject=subject_record(runner.spec), repo=repo,
                 good=graph.good.sha, bad=graph.bad.sha, commits=n, first_parent=first_parent,
-                environment=environment or {}, session=runner.session, protocol=runner.spec.protocol)
+                environment={}, session=runner.session, protocol=runner.spec.protocol)
     if not check.ok:
+        base["environment"] = _environment(environment)
         return BisectRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
                             observations=len(oracle.observations), wall_s=time.monotonic() - start,
                             attempts=tuple(attempts_in_run_order(oracle)),
@@ -107,12 +112,17 @@ def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None, environm
                             width=oracle.width if policy.jobs > 1 else None)
     stopped, reason = False, ""
     try:
-        result = search_dag(graph.parents, oracle if policy.jobs == 1 else None,
+        result = search_dag(Dag.from_csr(*graph.csr()), oracle if policy.jobs == 1 else None,
                             batch_oracle=oracle.batch if policy.jobs > 1 else None,
                             options=options, observations=seed)
     except SearchStopped as stop:
         result, stopped, reason = stop.result, True, REASONS.get(stop.reason, stop.reason)
+    base["environment"] = _environment(environment)
     return _record(oracle, check, result, flaky, stopped, reason, start, base)
+
+
+def _environment(environment: dict | Callable[[], dict] | None) -> dict:
+    return (environment() if callable(environment) else environment) or {}
 
 
 def last_good(oracle: SpaceOracle, check: EndpointCheck, culprit: int,
@@ -123,7 +133,7 @@ def last_good(oracle: SpaceOracle, check: EndpointCheck, culprit: int,
     space: CommitSpace = oracle.space
     graph = space.commits
     out = []
-    parents = graph.parent_shas[culprit]
+    parents = graph.parent_shas_of(culprit)
     for sha in parents[:1] if first_parent else parents:
         if sha == graph.good.sha:
             out.append({**commit_doc(space, GOOD), "verdict": check.good.describe() + " (--good)"})
@@ -156,7 +166,7 @@ def _record(oracle: SpaceOracle, check: EndpointCheck, result: DagResult, flaky:
         steps.append(f"The observations contradict each other: {text}. The failure may be flaky (try --flaky) "
                      "or depend on more than the commit (the environment, the build cache).")
     if first_bad:
-        parents = graph.parent_shas[result.culprit]
+        parents = graph.parent_shas_of(result.culprit)
         steps += [f"Inspect the diff of the first bad commit: git show {first_bad['sha'][:10]}",
                   f"Isolate the culprit lines inside it: bisectk triage ... --good "
                   f"{parents[0][:10] if parents else graph.good.short} --bad {first_bad['sha'][:10]}"]

@@ -32,6 +32,7 @@ from typing import Any
 
 from bisectk.errors import BisectkError
 from bisectk.outcome import Target, Verdict
+from bisectk.search.flaky import wilson
 from bisectk.run.runner import TimeoutPolicy
 
 
@@ -49,11 +50,7 @@ class Rate:
         return self.fails / self.runs if self.runs else 0.0
 
     def interval(self) -> tuple[float, float]:
-        if self.runs == 0:
-            return (0.0, 1.0)
-        from scipy.stats import binomtest  # imported here: scipy.stats takes ~0.8 s to load
-        ci = binomtest(self.fails, self.runs).proportion_ci(confidence_level=0.95, method="wilson")
-        return (float(ci.low), float(ci.high))
+        return wilson(self.fails, self.runs, 0.95)
 
     def describe(self) -> str:
         lo, hi = self.interval()

@@ -22,7 +22,7 @@ from bisectk.engine.bisect import marginal_doc, tested_commits
 from bisectk.engine.records import ReplayRecord
 from bisectk.errors import BisectkError
 from bisectk.outcome import Outcome
-from bisectk.search.history import DagResult, Observation, SearchOptions, SearchStopped, StopSearch, search_dag
+from bisectk.search.history import Dag, DagResult, Observation, SearchOptions, SearchStopped, StopSearch, search_dag
 from bisectk.spaces.commits import CommitGraph, list_graph
 
 
@@ -85,7 +85,7 @@ def replay_log(path: Path, repo: Path | None = None) -> tuple[DagResult, CommitG
         asked.append(i)
         raise StopSearch()
     try:
-        result = search_dag(graph.parents, oracle, options=SearchOptions(flaky=header["flaky"]),
+        result = search_dag(Dag.from_csr(*graph.csr()), oracle, options=SearchOptions(flaky=header["flaky"]),
                             observations=observations)
         return result, graph, None
     except SearchStopped as stop:
@@ -113,7 +113,7 @@ def replay_record(path: Path, repo: Path | None = None, replayed=None) -> Replay
         repo=str(repo or header.get("repo", "")), good=graph.good.sha, bad=graph.bad.sha, commits=len(graph),
         flaky=bool(header.get("flaky")), mode=result.mode,
         first_bad=doc(result.culprit) if found else None,
-        last_good=tuple(doc(sha) for sha in graph.parent_shas[result.culprit]) if found else (),
+        last_good=tuple(doc(sha) for sha in graph.parent_shas_of(result.culprit)) if found else (),
         candidates=tuple(doc(i) for i in result.candidates), next=doc(nxt) if nxt is not None else None,
         confidence=round(result.confidence, 6), skipped=tuple(doc(i) for i in result.skipped),
         contradiction=result.contradiction,

@@ -162,15 +162,19 @@ class Session:
         return runner
 
     @contextmanager
-    def commit_space(self, commits, root: Path, config: dict, subdir: Path):
+    def commit_space(self, commits, root: Path, config: dict, subdir: Path, pool=None):
         """The commit space of bisect/triage: each commit checked out in a worktree of a pool
-        here, or, with a remote executor, nothing checked out here (the actors materialise
-        each commit from its `git archive`, or from `--ray-repo`)."""
-        from bisectk.spaces.commits import WorktreePool
+        here (`pool`: one the caller opened early, e.g. to prepare the first checkout while
+        the history is listed), or, with a remote executor, nothing checked out here (the
+        actors materialise each commit from its `git archive`, or from `--ray-repo`)."""
         from bisectk.spaces.revisions import CommitSpace
+        from bisectk.spaces.worktrees import WorktreePool
         if self.remote:
             self.executor()   # the cluster is reached (or refused) before anything else runs
             yield CommitSpace(commits, None, config, subdir, remote=True, shared_repo=self.policy.ray_repo)
+            return
+        if pool is not None:
+            yield CommitSpace(commits, pool, config, subdir)
             return
         with WorktreePool(root, size=self.policy.jobs) as pool:
             yield CommitSpace(commits, pool, config, subdir)

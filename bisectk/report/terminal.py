@@ -35,7 +35,7 @@ STYLE = {Outcome.PASS: "green", Outcome.FAIL: "red", Outcome.UNRESOLVED: "yellow
 
 def fmt_config(config: dict[str, Any], reference: dict[str, Any] | None = None, limit: int = 6) -> str:
     items = [(k, v) for k, v in config.items()
-             if not k.startswith("__") and (reference is None or reference.get(k) != v)]
+             if not k.startswith("__") and (reference is None or ((r := reference.get(k)) is not v and r != v))]
     if not items:
         return "(as good)" if reference is not None else ""
     text = " ".join(f"{k}={render(v)}" for k, v in items[:limit])   # as substituted: true, not True

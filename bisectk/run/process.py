@@ -145,7 +145,12 @@ def invalid_command(argv, cwd=None, env: dict | None = None) -> str | None:
             return f"argument {i} ({_short(arg)}) contains a NUL byte"
     if cwd is not None and "\0" in os.fspath(cwd):
         return f"working directory {_short(os.fspath(cwd))} contains a NUL byte"
-    for k, v in (env or {}).items():
+    env = env or {}
+    keys, values = list(env), list(env.values())
+    if (set(map(type, keys)) <= {str} and set(map(type, values)) <= {str} and "" not in env
+            and "=" not in "".join(keys) and "\0" not in "".join(keys) and "\0" not in "".join(values)):
+        return None     # the common case, checked in bulk: thousands of variables cost no loop below
+    for k, v in env.items():
         if not isinstance(k, str) or not k or "=" in k or "\0" in k:
             return f"environment variable name {_short(str(k))} is not valid (empty, or contains '=' or NUL)"
         if not isinstance(v, str) or "\0" in v:
@@ -388,11 +393,13 @@ def _wait(c: Contained, timeout: float | None, watch) -> dict | None:
 
 
 def run_tool(argv: list[str], *, cwd=None, env: dict[str, str] | None = None,
-             timeout: float = 600.0) -> subprocess.CompletedProcess:
+             timeout: float = 600.0, text: bool = True) -> subprocess.CompletedProcess:
     """Run a short tool of bisectk's own to completion; its group is killed if it takes longer
-    than `timeout` (then the returncode is -9). Raises OSError when it cannot start."""
+    than `timeout` (then the returncode is -9). Raises OSError when it cannot start. With
+    text=False stdout stays bytes (a large listing is parsed without decoding it)."""
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
+                            stderr=subprocess.PIPE, text=text, errors="replace" if text else None,
+                            start_new_session=True)
     try:   # errors="replace": git prints commit subjects and paths in whatever bytes they were written in
         out, err = proc.communicate(timeout=timeout)
     except BaseException:   # a timeout, Ctrl-C: never leave it behind
@@ -400,7 +407,8 @@ def run_tool(argv: list[str], *, cwd=None, env: dict[str, str] | None = None,
         out, err = proc.communicate()
         if not isinstance(sys.exc_info()[1], subprocess.TimeoutExpired):
             raise
-        return subprocess.CompletedProcess(argv, -9, out, err + f"\ntimed out after {timeout:g} s")
+        note = f"\ntimed out after {timeout:g} s"
+        return subprocess.CompletedProcess(argv, -9, out, err + (note if text else note.encode()))
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 

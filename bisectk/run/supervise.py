@@ -217,6 +217,11 @@ def _spawn(cfg: dict) -> int:
     """posix_spawn the subject in a new session, trying each candidate path as execvpe would."""
     first_other = last = None
     for path in cfg["paths"]:
+        if not os.path.lexists(path):
+            # what execvpe skips (ENOENT), skipped without a spawn: each failed posix_spawn forks
+            # and converts the whole environment (thousands of factor variables, a long PATH)
+            last = last or FileNotFoundError(2, "No such file or directory", path)
+            continue
         try:
             kwargs = dict(setsigdef=_DEFAULT_SIGNALS)
             try:

@@ -38,15 +38,11 @@ import numpy as np
 from scipy.special import entr, xlogy
 
 from bisectk.outcome import Outcome
+from bisectk.search.dag_bayes import default_budget
 from bisectk.search.gateway import Gateway, InconsistentObservations, Observation, Oracle
 from bisectk.search.linear import HistoryResult, candidate_groups
 
 _LN2 = math.log(2.0)
-
-
-def default_budget(n: int) -> int:
-    """A run budget generous for q down to ~0.2 (each run then carries < 0.1 bit)."""
-    return 50 + 40 * math.ceil(math.log2(max(n, 2)))
 
 
 class FirstBadPosterior:

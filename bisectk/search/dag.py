@@ -19,10 +19,10 @@ commit) is a DAG too, and there every DAG search behaves like its linear counter
 
 Abstractions
 ------------
-Dag           -- parents, children and the ancestry matrix `anc[i, c]`: "c is an ancestor of i or
-                 i itself", which is "commit i is bad if c is the culprit". The whole model of a
-                 DAG search is that one boolean matrix; searches read rows (what a run of i can
-                 tell) and columns (which commits a culprit makes bad).
+Dag           -- (ancestry.py) parents, children, ancestor sets and ancestor sums in O(N) memory:
+                 "c is an ancestor of i or i itself" is "commit i is bad if c is the culprit".
+                 Searches read ancestor sets (what a run of i can tell), descendant sets (which
+                 commits a culprit makes bad) and ancestor sums (git's weight; failure masses).
 Narrowing     -- the deterministic state derived from observations: the culprits still allowed
                  (ancestors of every FAIL, ancestors of no PASS), tested and untestable commits.
 explain       -- why observations admit no culprit, in words, with the commits involved.
@@ -32,12 +32,11 @@ testable_odds -- where untestable commits probably are: the two-state chain of l
                  from a commit's nearest known ancestor and descendant.
 DagResult     -- the answer every DAG search returns (and SearchStopped carries).
 
-Memory is O(n^2): n = 2,000 candidates take 4 MB of booleans and 32 MB of float64.
+Memory is O(N) (ancestry.py: O(N + X) with X the sizes of the merges' extra sets, about N).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,7 +44,10 @@ from typing import Any
 import numpy as np
 
 from bisectk.outcome import Outcome
+from bisectk.search.ancestry import Dag
 from bisectk.search.gateway import Gateway, Observation
+
+__all__ = ["Dag", "Narrowing", "DagResult", "explain", "groups", "testable_odds", "narrowing_result", "entr"]
 
 # Untestable commits come in runs (a broken build lasts until its fix): the two-state chain of
 # linear.testability, which testable_odds reads along the DAG. It only steers probes; answers
@@ -62,76 +64,15 @@ def entr(x: np.ndarray | float) -> np.ndarray:
     return np.where(x > 0, -x * np.log(safe), 0.0)
 
 
-class Dag:
-    """Candidates 0..n-1 in topological order, their parents among the candidates, and ancestry."""
-
-    def __init__(self, parents: Sequence[Iterable[int]]):
-        n = len(parents)
-        if n < 1:
-            raise ValueError("a DAG search needs at least one candidate (the bad commit)")
-        self.n = n
-        # parent order kept (the first parent first), duplicates dropped
-        self.parents: tuple[tuple[int, ...], ...] = tuple(tuple(dict.fromkeys(int(p) for p in ps))
-                                                          for ps in parents)
-        anc = np.zeros((n, n), dtype=bool)
-        children: list[list[int]] = [[] for _ in range(n)]
-        for i, ps in enumerate(self.parents):
-            for p in ps:
-                if not 0 <= p < i:
-                    raise ValueError(f"parent {p} of candidate {i} is not an earlier candidate: "
-                                     "candidates must be in topological order, parents first")
-                anc[i] |= anc[p]
-                children[p].append(i)
-            anc[i, i] = True
-        if not anc[n - 1].all():
-            lost = np.flatnonzero(~anc[n - 1])[:5].tolist()
-            raise ValueError(f"the bad commit (index {n - 1}) must descend from every candidate; "
-                             f"{lost} do not")
-        self.anc = anc
-        self.children: tuple[tuple[int, ...], ...] = tuple(tuple(c) for c in children)
-        self._ancf: np.ndarray | None = None
-
-    @classmethod
-    def chain(cls, n: int) -> Dag:
-        """A linear history of n candidates: i's only parent is i-1."""
-        if n < 1:
-            raise ValueError("a DAG search needs at least one candidate (the bad commit)")
-        return cls([()] + [(i - 1,) for i in range(1, n)])
-
-    def __len__(self) -> int:
-        return self.n
-
-    @property
-    def ancf(self) -> np.ndarray:
-        """`anc` as float64, for products: (ancf @ v)[i] sums v over i's ancestors."""
-        if self._ancf is None:
-            self._ancf = self.anc.astype(np.float64)
-        return self._ancf
-
-    def is_bad(self, i: int, culprit: int) -> bool:
-        return bool(self.anc[i, culprit])
-
-    def weights(self, allowed: np.ndarray) -> np.ndarray:
-        """For every commit i, how many allowed culprits a FAIL of i would keep (git's weight)."""
-        return np.rint(self.ancf @ allowed.astype(np.float64)).astype(np.int64)
-
-
 def _nearest_known(dag: Dag, known: dict[int, bool], down: bool) -> tuple[np.ndarray, np.ndarray]:
     """For every commit, the edges to its nearest known ancestor (down=True: walking from the
-    known commits to their children) or descendant, and whether that one is testable."""
-    dist, state = np.full(dag.n, np.inf), np.zeros(dag.n, dtype=bool)
-    queue: deque[int] = deque()
-    for i in sorted(known, key=known.__getitem__):      # skips first: they win ties
-        dist[i], state[i] = 0, known[i]
-        queue.append(i)
-    step = dag.children if down else dag.parents
-    while queue:
-        i = queue.popleft()
-        for j in step[i]:
-            if dist[j] == np.inf:
-                dist[j], state[j] = dist[i] + 1, state[i]
-                queue.append(j)
-    return dist, state
+    known commits to their children) or descendant, and whether that one is testable; an
+    untestable one wins a tie (the breadth-first walk starts from the skips)."""
+    sources = np.full(dag.n, -1, dtype=np.int64)
+    for i, ok in known.items():
+        sources[i] = 1 if ok else 0
+    dist, kind = dag.distances(sources, down)
+    return dist, kind == 1
 
 
 def testable_odds(dag: Dag, skipped: Iterable[int], tested: np.ndarray) -> np.ndarray:
@@ -171,18 +112,46 @@ def _step(n: np.ndarray, x: np.ndarray | bool, y: np.ndarray | bool) -> np.ndarr
 
 
 def groups(dag: Dag, skipped: Iterable[int]) -> np.ndarray:
-    """A label per culprit; equal labels = no testable commit tells the two culprits apart.
+    """A label per culprit (the smallest index of its group); equal labels = no testable commit
+    tells the two culprits apart.
 
-    Culprits c and c' differ only through a commit j that is bad under one and good under the
-    other (anc[j, c] != anc[j, c']); untestable commits cannot be that j.
+    Culprits c and c' differ only through a testable commit j that is bad under one and good under
+    the other. So a culprit's signature is the set of testable commits it makes bad, its testable
+    descendants. A testable c is in its own signature and all of it descends from c, so two
+    testable culprits never share one, and an untestable u can join only the testable commit
+    min(signature of u), when that commit's signature is the same; otherwise u groups with the
+    untestable commits of its signature. One descendant set per untestable commit: O(N) each.
     """
+    labels = np.arange(dag.n)
+    skip = sorted({int(s) for s in skipped})
+    if not skip:
+        return labels
     testable = np.ones(dag.n, dtype=bool)
-    testable[list(skipped)] = False
-    if testable.all():
-        return np.arange(dag.n)
-    signatures = np.packbits(dag.anc[testable].T, axis=1)      # row c: the testable commits c makes bad
-    _, labels = np.unique(signatures, axis=0, return_inverse=True)
-    return labels.reshape(-1)
+    testable[skip] = False
+    by_signature: dict[bytes, int] = {}
+    for u in skip:
+        sig = dag.descendants([u]) & testable
+        key = np.packbits(sig).tobytes()
+        if key in by_signature:
+            labels[u] = labels[by_signature[key]]
+            continue
+        by_signature[key] = u
+        hits = np.flatnonzero(sig)
+        if hits.size and np.array_equal(dag.descendants([int(hits[0])]) & testable, sig):
+            labels[u] = hits[0]
+    return labels
+
+
+class _AncestorCache:
+    """Ancestor sets of the few commits that `explain` compares, computed once each."""
+
+    def __init__(self, dag: Dag):
+        self.dag, self.rows = dag, {}
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        if i not in self.rows:
+            self.rows[i] = self.dag.ancestors(i)
+        return self.rows[i]
 
 
 def explain(dag: Dag, observations: Sequence[Observation]) -> tuple[str, tuple[int, ...]]:
@@ -195,14 +164,15 @@ def explain(dag: Dag, observations: Sequence[Observation]) -> tuple[str, tuple[i
                 "(use the flake-aware search)", (both[0],))
     if dag.n - 1 in passed:
         return f"the bad commit #{dag.n - 1} passed", (dag.n - 1,)
+    anc = _AncestorCache(dag)
     for f in failed:
         for p in passed:
-            if dag.anc[p, f]:
+            if f <= p and anc[p][f]:
                 return (f"commit #{f} failed but its descendant #{p} passed: a good commit "
                         "cannot contain the first bad one", (f, p))
     for a in failed:
         for b in failed:
-            if a < b and not (dag.anc[a] & dag.anc[b]).any():
+            if a < b and not (anc[a] & anc[b]).any():
                 return (f"commits #{a} and #{b} failed but share no candidate ancestor: the "
                         "failure has more than one cause, or the good commit is not good", (a, b))
     return ("no candidate is an ancestor of every failing commit and of no passing one: the "
@@ -226,10 +196,10 @@ class Narrowing:
         i, outcome = Observation.coerce(obs)
         self.observations.append(Observation(i, outcome))
         if outcome is Outcome.FAIL:         # the culprit is among i's ancestors
-            self.allowed &= self.dag.anc[i]
+            self.allowed &= self.dag.ancestors(i)
             self.tested[i] = True
         elif outcome is Outcome.PASS:       # ... or among none of them
-            self.allowed &= ~self.dag.anc[i]
+            self.allowed &= ~self.dag.ancestors(i)
             self.tested[i] = True
         else:
             self.unresolved[i] = True
@@ -316,7 +286,7 @@ def narrowing_result(dag: Dag, gw: Gateway, state: Narrowing, complete: bool, mo
     culprit = candidates[0] if len(candidates) == 1 else None
     return DagResult(
         culprit=culprit, candidates=candidates,
-        parents=dag.parents[culprit] if culprit is not None else (),
+        parents=dag.parents_of(culprit) if culprit is not None else (),
         runs=len(gw.observations), new_runs=gw.new_runs, rounds=gw.rounds,
         confidence=0.0 if conflict else 1.0,
         skipped=state.skipped, observations=tuple(gw.observations),

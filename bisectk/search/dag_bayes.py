@@ -13,16 +13,22 @@ With F_c and P_c the fails and passes observed at descendants of c (c included),
                                                                            of every failing run,
                       = -inf                                               otherwise,
 
-so F = anc^T fails and P = anc^T passes: the posterior is a pure function of per-commit counts,
-and `from_observations` replays a log into exactly the posterior the search had. On a chain this
-is bayes.FirstBadPosterior (list order and ancestry agree there).
+so F_c counts the failing runs of c's descendants (a run of i adds 1 to every ancestor of i) and
+P_c the passing ones: the posterior is a pure function of per-commit counts, and
+`from_observations` replays a log into exactly the posterior the search had. On a chain this is
+bayes.FirstBadPosterior (list order and ancestry agree there).
+
+Memory is O(N + U x grid): commits with the same counts (F_c, P_c) share one row of the q grid
+(a *class*; U classes, at most (fails + 1) x (passes + 1) and in practice far fewer), and the mass
+of a run failing at i, a sum over i's ancestors, is an ancestor sum of the Dag (ancestry.py). A
+second rate (issue 23) adds a column to the class key, not a dimension over commits.
 
 Abstractions
 ------------
 CulpritPosterior     -- the joint posterior over (c, q), its culprit marginal, the groups that
                         skips make indistinguishable (dag.groups) and their masses, and the
                         information of probes: `information_gain()` = I(C; Y_i) for every commit
-                        i at once (two products with the ancestry matrix), `batch_information(S)`
+                        i at once (one ancestor sum of two columns), `batch_information(S)`
                         = I(C; Y_S) for probes run together (repeats allowed).
 dag_bayes_bisect()   -- run the commit of highest expected information gain (times P(testable))
                         until one group holds `confidence`. A repeat is the same commit winning
@@ -40,7 +46,6 @@ from typing import Any
 import numpy as np
 
 from bisectk.outcome import Outcome
-from bisectk.search.bayes import default_budget
 from bisectk.search.dag import Dag, DagResult, entr, explain, groups, testable_odds
 from bisectk.search.gateway import (BatchOracle, Gateway, InconsistentObservations, Observation, Oracle,
                                     round_width)
@@ -48,6 +53,11 @@ from bisectk.search.gateway import (BatchOracle, Gateway, InconsistentObservatio
 _LN2 = math.log(2.0)
 MAX_JOINT = 10      # probes weighed jointly (2^10 outcome patterns); more are repeats
 _POPCOUNT = np.array([bin(i).count("1") for i in range(1 << MAX_JOINT)])
+
+
+def default_budget(n: int) -> int:
+    """A run budget generous for q down to ~0.2 (each run then carries < 0.1 bit)."""
+    return 50 + 40 * math.ceil(math.log2(max(n, 2)))
 
 
 def _xlogy(x: np.ndarray, logy: np.ndarray) -> np.ndarray:
@@ -74,8 +84,8 @@ class CulpritPosterior:
             self._log_prior_q = (a - 1.0) * np.log(self.q) + (b - 1.0) * np.log1p(-self.q)
         with np.errstate(divide="ignore"):
             self._log_q, self._log_1mq = np.log(self.q), np.log1p(-self.q)
-        self.fails_below = np.zeros(n)      # F_c: fails observed at c and its descendants
-        self.passes_below = np.zeros(n)     # P_c
+        self.fails_below = np.zeros(n, dtype=np.int64)      # F_c: fails observed at c and its descendants
+        self.passes_below = np.zeros(n, dtype=np.int64)     # P_c
         self.allowed = np.ones(n, dtype=bool)
         self.tested = np.zeros(n, dtype=bool)
         self._unresolved: set[int] = set()
@@ -94,57 +104,89 @@ class CulpritPosterior:
     def observe(self, obs: Observation | Sequence[Any]) -> None:
         i, outcome = Observation.coerce(obs)
         self.observations.append(Observation(i, outcome))
-        row = self.dag.anc[i]
         if outcome is Outcome.FAIL:
+            row = self._ancestors(i)
             self.fails_below += row
             self.allowed &= row
             self.tested[i] = True
         elif outcome is Outcome.PASS:
-            self.passes_below += row
+            self.passes_below += self._ancestors(i)
             self.tested[i] = True
         else:
             self._unresolved.add(i)
         self._cache.clear()
+
+    def _ancestors(self, i: int) -> np.ndarray:
+        """i's ancestor set, kept until the next observation (probes are weighed repeatedly)."""
+        key = ("anc", i)
+        if key not in self._cache:
+            self._cache[key] = self.dag.ancestors(i)
+        return self._cache[key]
 
     @property
     def skipped(self) -> tuple[int, ...]:
         return tuple(sorted(i for i in self._unresolved if not self.tested[i]))
 
     # -- the posterior ------------------------------------------------------------------------------
+    def _classes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(class of every commit, -1 where not allowed; commits per class; log p(class, q) up to
+        a constant, U x len(q)). Commits with equal (F_c, P_c) have equal likelihoods."""
+        if "classes" not in self._cache:
+            live = np.flatnonzero(self.allowed)
+            f, p = self.fails_below[live], self.passes_below[live]
+            keys, inverse, counts = np.unique(f * (int(p.max(initial=0)) + 1) + p, return_inverse=True,
+                                              return_counts=True)
+            first = np.zeros(keys.size, dtype=np.int64)
+            first[inverse.reshape(-1)[::-1]] = np.arange(live.size)[::-1]   # a member of each class
+            fu, pu = f[first].astype(float), p[first].astype(float)
+            log = _xlogy(fu, self._log_q) + _xlogy(pu, self._log_1mq) + self._log_prior_q[None, :]
+            cls = np.full(self.dag.n, -1, dtype=np.int64)
+            cls[live] = inverse.reshape(-1)
+            self._cache["classes"] = (cls, counts, log)
+        return self._cache["classes"]
+
     def contradiction(self) -> tuple[str, tuple[int, ...]] | None:
         """Why no culprit fits (a failing run outside every allowed culprit's descendants, or a
         pass where q = 1 was given); None while the posterior is proper."""
-        if "log" not in self._cache:
-            log = (_xlogy(self.fails_below, self._log_q) + _xlogy(self.passes_below, self._log_1mq)
-                   + self._log_prior_q[None, :])
-            log[~self.allowed] = -np.inf
-            self._cache["log"] = log
-        if np.isfinite(self._cache["log"].max()):
+        _, _, log = self._classes()
+        if log.size and np.isfinite(log.max()):
             return None
         if self.q.min() < 1.0:      # passes are only evidence: failures alone contradict
             return explain(self.dag, [o for o in self.observations if o.outcome is Outcome.FAIL])
         return explain(self.dag, self.observations)
 
-    @property
-    def joint(self) -> np.ndarray:
-        """p(c, q | obs) as an n x len(q) array."""
-        if "joint" not in self._cache:
+    def _class_joint(self) -> np.ndarray:
+        """p(c, q | obs) for one commit c of each class (U x len(q)); it sums to 1 over commits."""
+        if "class_joint" not in self._cache:
             conflict = self.contradiction()
             if conflict is not None:
                 raise InconsistentObservations(f"observations fit no culprit: {conflict[0]}")
-            log = self._cache["log"]
+            _, counts, log = self._classes()
             weights = np.exp(log - log.max())
-            self._cache["joint"] = weights / weights.sum()
-        return self._cache["joint"]
+            self._cache["class_joint"] = weights / (counts @ weights).sum()
+        return self._cache["class_joint"]
+
+    def _per_commit(self, per_class: np.ndarray) -> np.ndarray:
+        """A class quantity spread over commits (0 where not allowed)."""
+        cls = self._classes()[0]
+        out = np.zeros((self.dag.n,) + per_class.shape[1:])
+        out[cls >= 0] = per_class[cls[cls >= 0]]
+        return out
+
+    @property
+    def joint(self) -> np.ndarray:
+        """p(c, q | obs) as an n x len(q) array (materialised for inspection: O(n x grid))."""
+        return self._per_commit(self._class_joint())
 
     def marginal(self) -> np.ndarray:
         if "marginal" not in self._cache:
-            self._cache["marginal"] = self.joint.sum(axis=1)
+            self._cache["marginal"] = self._per_commit(self._class_joint().sum(axis=1))
         return self._cache["marginal"]
 
     def fail_prob(self) -> float:
         """Posterior mean of q."""
-        return float(self.joint.sum(axis=0) @ self.q)
+        counts = self._classes()[1]
+        return float((counts @ self._class_joint()) @ self.q)
 
     def top(self, k: int = 5) -> list[tuple[int, float]]:
         m = self.marginal()
@@ -168,12 +210,12 @@ class CulpritPosterior:
 
         With V1(c) = E[q; c] and V0(c) = E[1 - q; c], a run of i fails with probability
         sum over i's ancestors of V1, and H(Y_i | C) = sum over i's ancestors of
-        entr(V1) + entr(V0) - entr(V1 + V0): one product with the ancestry matrix gives both.
+        entr(V1) + entr(V0) - entr(V1 + V0): one ancestor sum of the two columns gives both.
         """
         if "gain" not in self._cache:
-            joint = self.joint
+            joint = self._class_joint()
             v1, v0 = joint @ self.q, joint @ (1.0 - self.q)
-            both = self.dag.ancf @ np.stack([v1, entr(v1) + entr(v0) - entr(v1 + v0)], axis=1)
+            both = self.dag.ancestor_sums(self._per_commit(np.stack([v1, entr(v1) + entr(v0) - entr(v1 + v0)], axis=1)))
             pf = np.clip(both[:, 0], 0.0, 1.0)
             self._cache["gain"] = np.maximum((entr(pf) + entr(1.0 - pf) - both[:, 1]) / _LN2, 0.0)
         return self._cache["gain"]
@@ -187,15 +229,15 @@ class CulpritPosterior:
         return i if gain[i] > min_gain else None
 
     def _moments(self, m: int) -> tuple[np.ndarray, np.ndarray]:
-        """V[c, f, k] = E[q^f (1-q)^(k-f); c] (0 for f > k) and H[c, k], the entropy of k runs of
-        bad commits given c times p(c), for k <= m; the k runs are exchangeable, so the C(k, f)
-        patterns with f fails share one probability."""
+        """Per class: V[u, f, k] = E[q^f (1-q)^(k-f); c] (0 for f > k) and H[u, k], the entropy of
+        k runs of bad commits given c times p(c), for k <= m and c any commit of class u; the k runs
+        are exchangeable, so the C(k, f) patterns with f fails share one probability."""
         key = ("moments", m)
         if key not in self._cache:
-            joint = self.joint
+            joint = self._class_joint()
             p = joint.sum(axis=1)
-            v = np.zeros((self.dag.n, m + 1, m + 1))
-            h = np.zeros((self.dag.n, m + 1))
+            v = np.zeros((joint.shape[0], m + 1, m + 1))
+            h = np.zeros((joint.shape[0], m + 1))
             for k in range(m + 1):
                 h[:, k] = -entr(p)
                 for f in range(k + 1):
@@ -217,14 +259,17 @@ class CulpritPosterior:
             raise ValueError(f"joint information of {m} probes: at most {MAX_JOINT}")
         v, h = self._moments(m)
         live = np.flatnonzero(self.marginal() > 0)
+        cls = self._classes()[0][live]
         codes = np.zeros(live.size, dtype=np.int64)
         for t, j in enumerate(probes):
-            codes |= self.dag.anc[j, live].astype(np.int64) << t
+            codes |= self._ancestors(j)[live].astype(np.int64) << t
         sizes = _POPCOUNT[codes]
-        h_cond = float(h[live, sizes].sum())
+        h_cond = float(h[cls, sizes].sum())
         cells, inverse = np.unique(codes, return_inverse=True)
-        per_cell = np.zeros((cells.size, m + 1))
-        np.add.at(per_cell, inverse.reshape(-1), v[live, :, sizes])
+        inverse = inverse.reshape(-1)
+        share = v[cls, :, sizes]
+        per_cell = np.stack([np.bincount(inverse, weights=share[:, f], minlength=cells.size)
+                             for f in range(m + 1)], axis=1)
         p_out = np.zeros(1 << m)
         for d, w in zip(cells.tolist(), per_cell):
             bits = [t for t in range(m) if d >> t & 1]
@@ -269,13 +314,24 @@ def posterior_result(dag: Dag, gw: Gateway, model: CulpritPosterior, confidence:
     members, mass = model.best_group()
     culprit = members[0] if len(members) == 1 else None
     return DagResult(
-        culprit=culprit, candidates=members, parents=dag.parents[culprit] if culprit is not None else (),
+        culprit=culprit, candidates=members, parents=dag.parents_of(culprit) if culprit is not None else (),
         runs=len(gw.observations), new_runs=gw.new_runs, rounds=gw.rounds, confidence=mass,
         skipped=model.skipped, observations=tuple(gw.observations),
         complete=finished and (mass >= confidence or stuck), mode=mode,
         posterior=tuple((i, round(p, 6)) for i, p in model.top(5)),
-        marginal=tuple((i, round(float(p), 6)) for i, p in enumerate(model.marginal()) if round(float(p), 6) > 0),
+        marginal=_rounded(model.marginal()),
         fail_prob=round(model.fail_prob(), 4))
+
+
+def _rounded(marginal: np.ndarray) -> tuple[tuple[int, float], ...]:
+    """(index, P) for every P that rounds above 0 at 6 decimals; below 4e-7 none does, so only
+    the few above are rounded one by one."""
+    out = []
+    for i in np.flatnonzero(marginal > 4e-7).tolist():
+        p = round(float(marginal[i]), 6)
+        if p > 0:
+            out.append((i, p))
+    return tuple(out)
 
 
 def _setup(dag: Dag, gw: Gateway, confidence: float, kwargs: dict[str, Any]) -> CulpritPosterior:
@@ -292,7 +348,7 @@ def dag_bayes_bisect(dag: Dag, oracle: Oracle, *, confidence: float = 0.99,
                      max_runs: int | None = None, fail_prob: float | None = None,
                      q_prior: tuple[float, float] = (1.0, 2.0), grid: int = 100) -> DagResult:
     """Sequential flake-aware search. Ends at `confidence`, when no run is informative, or on a
-    contradiction; the run budget (default bayes.default_budget(n)) raises SearchStopped."""
+    contradiction; the run budget (default default_budget(n)) raises SearchStopped."""
     gw = Gateway(dag.n, oracle, observations=observations, repeat=True,
                  on_observation=on_observation, min_n=1)
     model = _setup(dag, gw, confidence, dict(fail_prob=fail_prob, q_prior=q_prior, grid=grid))

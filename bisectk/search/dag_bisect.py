@@ -55,28 +55,48 @@ def best_probe(dag: Dag, allowed: np.ndarray, eligible: np.ndarray, odds: np.nda
     return int(np.argmax(score))    # ties: the earliest in topological order
 
 
-def _cells(hits: np.ndarray, probes: Sequence[int]) -> np.ndarray:
-    """The cell of every allowed culprit: which of `probes` (rows of `hits`) it makes bad."""
-    codes = np.zeros(hits.shape[1], dtype=np.int64)
-    for t, j in enumerate(probes):
-        codes |= hits[j].astype(np.int64) << t
-    return np.unique(codes, return_inverse=True)[1].reshape(-1)
+class _Pool:
+    """The commits a k-way round may probe, against the allowed culprits: which culprits make a
+    pool commit bad (its ancestors among them), read from ancestor sets and ancestor sums, never
+    from a pool x culprits matrix."""
+
+    def __init__(self, dag: Dag, allowed: np.ndarray, pool: np.ndarray):
+        self.dag, self.pool = dag, pool
+        self.culprits = np.flatnonzero(allowed)
+        self._rows: dict[int, np.ndarray] = {}
+
+    def row(self, t: int) -> np.ndarray:
+        """Which allowed culprits make pool commit t bad."""
+        if t not in self._rows:
+            self._rows[t] = self.dag.ancestors(int(self.pool[t]))[self.culprits]
+        return self._rows[t]
+
+    def cells(self, probes: Sequence[int]) -> np.ndarray:
+        """The cell of every allowed culprit: which of `probes` (pool positions) it makes bad."""
+        codes = np.zeros(self.culprits.size, dtype=np.int64)
+        for t, j in enumerate(probes):
+            codes |= self.row(j).astype(np.int64) << t
+        return np.unique(codes, return_inverse=True)[1].reshape(-1)
+
+    def inside(self, labels: np.ndarray) -> np.ndarray:
+        """[j, cell]: how many culprits of the cell make pool commit j bad."""
+        onehot = np.zeros((self.dag.n, int(labels.max()) + 1), dtype=np.int64)
+        onehot[self.culprits, labels] = 1
+        return self.dag.ancestor_sums(onehot)[self.pool].astype(np.float64)
 
 
-def _entropy(hits: np.ndarray, probes: Sequence[int]) -> float:
-    sizes = np.bincount(_cells(hits, probes)) / hits.shape[1]
+def _entropy(hits: _Pool, probes: Sequence[int]) -> float:
+    sizes = np.bincount(hits.cells(probes)) / hits.culprits.size
     return float(entr(sizes).sum())
 
 
-def _entropy_adding(hits: np.ndarray, others: Sequence[int], p_ok: np.ndarray) -> np.ndarray:
+def _entropy_adding(hits: _Pool, others: Sequence[int], p_ok: np.ndarray) -> np.ndarray:
     """For every pool commit j: the partition entropy expected from `others` plus j, where j's
     run is lost (untestable) with probability 1 - p_ok[j]."""
-    labels = _cells(hits, others)
-    size = hits.shape[1]
-    onehot = np.zeros((size, labels.max() + 1))
-    onehot[np.arange(size), labels] = 1.0
-    cells = onehot.sum(axis=0)
-    inside = hits @ onehot                  # [j, cell]: culprits of the cell that make j bad
+    labels = hits.cells(others)
+    size = hits.culprits.size
+    cells = np.bincount(labels).astype(np.float64)
+    inside = hits.inside(labels)            # [j, cell]: culprits of the cell that make j bad
     base = float(entr(cells / size).sum())
     split = (entr(inside / size) + entr((cells - inside) / size)).sum(axis=1)
     return base + p_ok * (split - base)
@@ -94,7 +114,7 @@ def split_probes(dag: Dag, allowed: np.ndarray, eligible: np.ndarray, odds: np.n
     pool = np.flatnonzero(eligible & (w > 0) & (w < size) & (odds > 0))
     if pool.size <= k:
         return pool.tolist()
-    hits = dag.anc[np.ix_(pool, np.flatnonzero(allowed))].astype(np.float64)
+    hits = _Pool(dag, allowed, pool)
     p_ok = odds[pool]
     width = size / (k + 1)
     chosen: list[int] = []                  # positions in `pool`

@@ -2,9 +2,11 @@
 
 Abstractions
 ------------
+wilson         -- the Wilson score interval of k failures in n runs (Newcombe 1998, no continuity
+                  correction; scipy.stats' method="wilson", in closed form without loading scipy).
 ConfidenceRule -- derived from the bad endpoint's observed failures k out of n: the lower
-                  confidence bound p_lo of the failure probability (Wilson score or
-                  Clopper-Pearson, from scipy.stats), and the number of consecutive passes r
+                  confidence bound p_lo of the failure probability (Wilson score, or
+                  Clopper-Pearson from scipy.stats), and the number of consecutive passes r
                   a configuration needs before it is cleared, chosen so that a configuration
                   failing at least as often as p_lo passes r times in a row with probability
                   (1 - p_lo)^r <= alpha.
@@ -19,9 +21,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from statistics import NormalDist
 from typing import Any
 
 METHODS = {"wilson": "Wilson score", "clopper-pearson": "Clopper-Pearson"}
+
+
+def wilson(fails: int, runs: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Two-sided Wilson score interval of the failure probability; (0, 1) without runs."""
+    if runs <= 0:
+        return (0.0, 1.0)
+    z = NormalDist().inv_cdf(0.5 + 0.5 * confidence)
+    p = fails / runs
+    denom = 2 * (runs + z * z)
+    center = (2 * runs * p + z * z) / denom
+    delta = z / denom * math.sqrt(4 * runs * p * (1 - p) + z * z)
+    return (0.0 if fails == 0 else center - delta, 1.0 if fails == runs else center + delta)
 
 
 @dataclass(frozen=True)
@@ -46,11 +61,11 @@ class ConfidenceRule:
             raise ValueError(f"the bad endpoint must fail at least once ({fails}/{runs})")
         if not (0 < alpha < 1 and 0 < confidence < 1):
             raise ValueError("alpha and confidence must lie strictly between 0 and 1")
-        from scipy.stats import binomtest  # imported here: scipy is slow to load
-
-        interval = binomtest(fails, runs).proportion_ci(
-            confidence_level=confidence, method="wilson" if method == "wilson" else "exact")
-        p_lo = float(interval.low)
+        if method == "wilson":
+            p_lo = wilson(fails, runs, confidence)[0]
+        else:
+            from scipy.stats import binomtest  # imported here: scipy is slow to load
+            p_lo = float(binomtest(fails, runs).proportion_ci(confidence_level=confidence, method="exact").low)
         # p_lo > 0 whenever fails > 0, so the logarithm below is finite; a p_lo of 1 cannot
         # come out of either interval with finite runs, so 1 - p_lo > 0 too.
         repeats = max(1, math.ceil(math.log(alpha) / math.log(1.0 - p_lo)))

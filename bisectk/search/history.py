@@ -5,7 +5,7 @@ Two index spaces, two families of algorithms (all pure: no git, no processes):
 - linear (linear.py, bayes.py, multisect.py): indices 0..N-1 of a chain, 0 the good commit and
   N-1 the bad one; "b is first bad" means every index >= b is bad. Right for the
   `--first-parent` mainline; wrong on a history with merges read as a list.
-- DAG (dag.py, dag_bisect.py, dag_bayes.py): candidates 0..n-1 (the good commit is none of them)
+- DAG (ancestry.py, dag.py, dag_bisect.py, dag_bayes.py): candidates 0..n-1 (the good commit is none of them)
   in topological order with their parents; a commit is bad iff the culprit is among its
   ancestors, git bisect's semantics. A chain is a DAG, so these serve `--first-parent` too.
 
@@ -21,7 +21,9 @@ Both raise gateway.SearchStopped (carrying the best result so far) when stopped.
 searches end a spent budget with an incomplete result instead; the DAG searches raise.
 
 This module imports the algorithms and none of them imports it, so there is no import circle;
-it re-exports the names that callers have always imported from here.
+it re-exports the names that callers have always imported from here. The chain-only Bayesian
+and k-way searches (bayes.py, multisect.py: scipy) load when search_history first needs them,
+so `bisectk bisect`, which runs search_dag, never pays for them.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bisectk.search.bayes import bayes_bisect
 from bisectk.search.dag import Dag, DagResult
 from bisectk.search.dag_bayes import dag_bayes_bisect, dag_bayes_multisect
 from bisectk.search.dag_bisect import dag_bisect, dag_multisect
@@ -38,7 +39,6 @@ from bisectk.search.gateway import (BatchOracle, Gateway, InconsistentObservatio
                                     SearchStopped, StopSearch)
 from bisectk.search.linear import (CLUSTER_LEN, UNTESTABLE_RATE, HistoryResult, bisect, bounds,
                                    candidate_groups, interval_result, skip_away, testability)
-from bisectk.search.multisect import bayes_multisect, multisect
 
 __all__ = [
     "SearchOptions", "search_history", "search_dag", "Dag", "DagResult", "HistoryResult",
@@ -77,6 +77,8 @@ def search_history(n: int, oracle: Oracle | None = None, *, batch_oracle: BatchO
     opt = options or SearchOptions()
     if oracle is None and batch_oracle is None:
         raise ValueError("search_history needs an oracle or a batch oracle")
+    from bisectk.search.bayes import bayes_bisect      # scipy: loaded by the chain searches only
+    from bisectk.search.multisect import bayes_multisect, multisect
     if opt.jobs > 1 or oracle is None:
         batch = _batched(oracle, batch_oracle)
         if opt.flaky:

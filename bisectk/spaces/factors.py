@@ -26,26 +26,38 @@ class FactorSpace:
         self.spec = spec
         self.cwd = cwd or spec.cwd
         self.base = dict(base if base is not None else spec.good)
+        self._differences = spec.differences()      # per run it would cost O(factors)
+        self._all = frozenset(self._differences)
+        self._keys: dict[frozenset, str] = {}
+        self._configs: dict[frozenset, Config] = {}
 
     def differences(self) -> list[str]:
-        return self.spec.differences()
+        return list(self._differences)
 
     def config(self, point: Any) -> Config:
         if isinstance(point, dict):
             return dict(point)
-        cfg = dict(self.base)
-        cfg.update({f: self.spec.bad[f] for f in point})
-        return cfg
+        point = frozenset(point)
+        if point not in self._configs:          # a copy of a kept one is a C-level dict copy
+            cfg = dict(self.base)
+            cfg.update({f: self.spec.bad[f] for f in point})
+            self._configs[point] = cfg
+        return dict(self._configs[point])
 
     def key(self, point: Any) -> str:
-        return config_key(self.config(point))
+        if isinstance(point, dict):
+            return config_key(self.config(point))
+        point = frozenset(point)
+        if point not in self._keys:             # asked several times per run; O(factors) each
+            self._keys[point] = config_key(self.config(point))
+        return self._keys[point]
 
     def label(self, point: Any) -> str:
         if isinstance(point, dict):
             return ""
         if not point:
             return "good"
-        return "bad" if set(point) == set(self.differences()) else "hybrid"
+        return "bad" if frozenset(point) == self._all else "hybrid"
 
     def workload(self, point: Any) -> Workload:
         return Workload(self.config(point), Path(self.cwd))

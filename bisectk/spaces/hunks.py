@@ -31,6 +31,7 @@ none gives GOOD. GOOD and BAD are only ever read.
 from __future__ import annotations
 
 import difflib
+import functools
 import glob
 import os
 import shutil
@@ -41,6 +42,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from bisectk.spaces.bytecode import drop_bytecode  # noqa: F401  (re-exported)
 from bisectk.spaces.commits import SpaceError  # one error type for every space
 
 IGNORED = frozenset({".git", "__pycache__", ".bisectk"})
@@ -77,7 +79,7 @@ class Hunk:
     # lines a subset is applied to); not part of equality.
     base: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
-    @property
+    @functools.cached_property
     def id(self) -> str:
         """Stable and unique within one diff, and where the hunk is in GOOD, as people write it:
         'a.py:7' (line 7 replaced or deleted), 'a.py:3-5' (lines 3 to 5), 'a.py:before 4' (an
@@ -95,7 +97,7 @@ class Hunk:
             return f"after {start - 1}" if self.base and start > len(self.base) else f"before {start}"
         return str(start) if end - start == 1 else f"{start}-{end - 1}"
 
-    @property
+    @functools.cached_property
     def where(self) -> str:
         """'file:place' in GOOD for any hunk (a split line: the line itself)."""
         if self.kind == "text":
@@ -393,6 +395,7 @@ class Scratch:
         self._stats: dict[str, tuple[int, int, int]] = {}   # rel -> stat as we left it
         self._dirty: dict[str, Entry | None] = {}          # rel -> what we wrote, where != GOOD
         self._goods: dict[str, Entry | None] = {}
+        self._applied: dict[str, frozenset[str]] = {}    # rel -> ids of the hunks it holds now
         self._reset()
 
     @property
@@ -420,6 +423,7 @@ class Scratch:
         marker.write_text(f"{self.good}\n")
         self._stats = {rel: _stat(p) for rel, p in _scan(self.root).items()}
         self._dirty.clear()
+        self._applied.clear()
 
     def _good_entry(self, rel: str) -> Entry | None:
         if rel not in self._goods:
@@ -428,14 +432,23 @@ class Scratch:
         return self._goods[rel]
 
     def apply(self, hunks: Iterable[Hunk]) -> Path:
-        want = {rel: _result(self._good_entry(rel), hs) for rel, hs in _by_file(hunks).items()}
+        groups = _by_file(hunks)
+        applied = {rel: frozenset(h.id for h in hs) for rel, hs in groups.items()}
+        want = {}
+        for rel, hs in groups.items():
+            # a file that holds exactly these hunks and is as we left it costs no rewrite (and no
+            # re-rendering: a run's cost follows what changed since the last run, not the subset)
+            if self._applied.get(rel) != applied[rel] or _stat(self.root / rel) != self._stats.get(rel):
+                want[rel] = _result(self._good_entry(rel), hs)
         for rel in self._dirty:                     # touched last time, not now: back to GOOD
-            want.setdefault(rel, self._good_entry(rel))
+            if rel not in groups:
+                want.setdefault(rel, self._good_entry(rel))
         for rel, st in self._stats.items():         # edited by the subject: back to GOOD
-            if rel not in want and _stat(self.root / rel) != st:
+            if rel not in groups and rel not in want and _stat(self.root / rel) != st:
                 want[rel] = self._good_entry(rel)
         for rel, entry in want.items():
             self._place(rel, entry)
+            self._applied[rel] = applied.get(rel, frozenset())
         return self.target
 
     def _place(self, rel: str, entry: Entry | None) -> None:
@@ -475,13 +488,6 @@ class Scratch:
 
 
 _SCRATCHES: dict[tuple[Path, Path], Scratch] = {}
-
-
-def drop_bytecode(root: Path) -> None:
-    """Remove __pycache__ directories under `root`: a source rewritten with the same size in the same
-    second would otherwise run from a stale .pyc (CPython checks only mtime and size)."""
-    for d in Path(root).rglob("__pycache__"):
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def materialise(good_root: str | Path, hunks: Iterable[Hunk], dest: str | Path | None = None) -> Path:

@@ -51,6 +51,7 @@ class HunkSpace:
         self.digest = digest.hexdigest()[:16]
         self.revision = f"{tag}-{self.digest}"
         self.fixed: tuple[str, ...] = ()   # hunks applied in every point (the line pass's context)
+        self._points: dict[tuple[tuple[str, ...], frozenset], tuple[tuple[str, ...], str, str]] = {}
 
     @property
     def workdir(self) -> Path:
@@ -72,13 +73,24 @@ class HunkSpace:
         return view
 
     def ids(self, point: Any) -> list[str]:
-        return sorted({*self.fixed, *point}, key=self.order.__getitem__)
+        return list(self._point(point)[0])
 
     def config(self, point: Any) -> Config:
-        return {**self.base, HUNKS_KEY: "\n".join(self.ids(point))}
+        return {**self.base, HUNKS_KEY: self._point(point)[1]}
 
     def key(self, point: Any) -> str:
-        return config_key(self.config(point))
+        return self._point(point)[2]
+
+    def _point(self, point: Any) -> tuple[tuple[str, ...], str, str]:
+        """(ids in diff order, their listing, the memo key) of a point, made once: a run asks
+        for them several times, and each costs O(hunks in the point)."""
+        memo = self._points
+        p = frozenset(point)
+        if (self.fixed, p) not in memo:
+            ids = tuple(sorted({*self.fixed, *p}, key=self.order.__getitem__))
+            listing = "\n".join(ids)
+            memo[(self.fixed, p)] = (ids, listing, config_key({**self.base, HUNKS_KEY: listing}))
+        return memo[(self.fixed, p)]
 
     def label(self, point: Any) -> str:
         n = len(set(point))

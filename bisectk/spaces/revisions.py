@@ -25,8 +25,8 @@ from typing import Any
 
 from bisectk.run.workload import Origin, Workload
 from bisectk.run.remote import git_archive_to
-from bisectk.spaces.hunks import drop_bytecode
-from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, WorktreePool, _env
+from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, _env
+from bisectk.spaces.worktrees import WorktreePool
 from bisectk.spec import Config
 
 NOWHERE = Path("/nonexistent-bisectk-worktree")   # a ledger lookup needs no directory
@@ -45,7 +45,8 @@ class CommitSpace:
         return self.commits.good if point == GOOD else self.commits[point]
 
     def key(self, point: Any) -> str:
-        return self.info(point).sha
+        """The commit's sha: the ledger's key, read from the graph's arrays (no metadata fetched)."""
+        return self.commits.good_sha if point == GOOD else self.commits.sha(point)
 
     def label(self, point: Any) -> str:
         c = self.info(point)
@@ -53,12 +54,12 @@ class CommitSpace:
         return f"{c.short} {subject}"
 
     def workload(self, point: Any) -> Workload:
-        sha = self.info(point).sha
+        sha = self.key(point)
         return Workload(dict(self.config), NOWHERE, revision=sha, state=sha)
 
     @contextmanager
     def lease(self, point: Any):
-        sha = self.info(point).sha
+        sha = self.key(point)
         if self.remote:
             repo = self.commits.repo
             yield Workload(dict(self.config), NOWHERE / sha / self.subdir, revision=sha, state=sha,
@@ -67,8 +68,7 @@ class CommitSpace:
             return
         if self.pool is None:
             raise RuntimeError("CommitSpace.lease without a worktree pool")
-        with self.pool.lease(sha) as path:
-            drop_bytecode(path)   # a checkout keeps sizes and can keep mtimes: never trust an old .pyc
+        with self.pool.lease(sha) as path:     # switched worktrees lose their .pyc (worktrees.drop_bytecode)
             yield Workload(dict(self.config), path / self.subdir, revision=sha, state=sha)
 
 

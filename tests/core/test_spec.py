@@ -118,3 +118,30 @@ def test_malformed_specs_give_spec_errors_only(tmp_path, doc, junk):
         load_spec(p)
     except SpecError as exc:
         assert "\n" not in str(exc).strip()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(64, 160), st.integers(0, 10**6))
+def test_many_factor_environment_equals_plain_substitution(n, seed):
+    """Spec.environment renders a big env from the good and bad renderings (a hybrid costs dict
+    updates, not a substitution per variable); any configuration must still get exactly what
+    substituting every template gives: values in between, 1 vs 1.0 vs True, mixed templates."""
+    import random
+    from bisectk.spec import Spec
+    from bisectk.spec import config_key
+    rng = random.Random(seed)
+    env = {f"F{k}": "{f%d}" % k for k in range(n)}
+    env.update(MIX="a{f1}-{f2}", LIT="x{{y}}", PRE="p{f3}s")
+    good = {f"f{k}": rng.choice([0, 1, "a", True, 1.5]) for k in range(n)}
+    bad = {f"f{k}": rng.choice([0, 1, "b", False, 2.5]) for k in range(n)}
+    spec = Spec(path=Path("s.toml"), name="s", description="", command=["true"], build=None, cwd=Path("."),
+                env=env, timeout=None, build_timeout=None, repeat=1, thresholds=[], slow_factor=None,
+                slow_metric=None, good=good, bad=bad)
+    for _ in range(6):
+        config = dict(good)
+        for f in rng.sample(sorted(good), rng.randrange(n)):
+            config[f] = rng.choice([bad[f], bad[f], 7, True, 1.0, "z"])
+        assert spec.environment(config) == {k: substitute(v, config) for k, v in env.items()}
+        twin = {k: (float(v) if type(v) is int else v) for k, v in config.items()}
+        assert (config_key(twin) == config_key(config)) == (twin == config and all(
+            type(twin[k]) is type(config[k]) for k in config))

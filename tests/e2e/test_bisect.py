@@ -26,7 +26,18 @@ def snapshot(repo: Path) -> dict:
         files[str(p.relative_to(repo))] = hashlib.sha256(p.read_bytes()).hexdigest()
     return {"HEAD": (repo / ".git" / "HEAD").read_bytes(), "index": (repo / ".git" / "index").read_bytes(),
             "head_sha": git(repo, "rev-parse", "HEAD"), "stash": git(repo, "stash", "list"),
-            "worktrees": git(repo, "worktree", "list"), "files": files}
+            "worktrees": [w for w in listed(repo) if CACHE not in w], "files": files}
+
+
+CACHE = "/.git/bisectk-worktrees/"      # bisectk's worktree cache: kept between commands
+
+
+def listed(repo: Path) -> list[str]:
+    return [w for w in git(repo, "worktree", "list", "--porcelain").splitlines() if w.startswith("worktree ")]
+
+
+def cached(repo: Path) -> list[str]:
+    return [w for w in listed(repo) if CACHE in w]
 
 
 @pytest.fixture
@@ -85,13 +96,29 @@ def test_interrupted_bisect_leaves_repo_identical_and_resume_reruns_nothing(repo
         assert snapshot(r) == before  # cleaned up on the way out
     p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], *run, "--resume", "--json", timeout=300, check=0)
     assert json.loads(p.stdout)["first_bad"]["sha"] == shas[13]
-    assert snapshot(r) == before  # stale worktrees of the killed run were removed too
+    assert snapshot(r) == before
+    assert len(cached(r)) == 1    # the killed run's worktree was taken over (and reset), not left aside
     total = len(counter.read_text().splitlines())
     reference = json.loads(bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], *RUN, "--json",
                                    "--ledger", tmp_path / "fresh.db", timeout=300, check=0).stdout)
     # the killed run plus the resume ran at most one configuration twice (the one in flight)
     assert total <= reference["runs"] + 1
     assert done >= 3
+
+
+def test_second_command_reuses_the_cached_worktree_and_gc_removes_it(tmp_path):
+    shas = make_repo(tmp_path / "r", n=12, culprit=7, broken=())
+    r = tmp_path / "r"
+    before = snapshot(r)
+    args = ["bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--run", "python kernel.py", "--json"]
+    first = json.loads(bisectk(*args, timeout=300).stdout)
+    entries = cached(r)
+    assert len(entries) == 1 and first["first_bad"]["sha"] == shas[7]
+    second = json.loads(bisectk(*args, "--fresh", timeout=300).stdout)
+    assert second["first_bad"]["sha"] == shas[7] and cached(r) == entries and snapshot(r) == before
+    p = bisectk("ledger", "gc", "--repo", r, timeout=120)
+    assert p.returncode == 0 and "removed 1 cached worktree" in p.stdout
+    assert cached(r) == [] and not (r / ".git" / "bisectk-worktrees").exists() and snapshot(r) == before
 
 
 def test_pytest_oracle_maps_exit_codes(tmp_path):

@@ -1,7 +1,9 @@
 """Commit DAGs for the DAG search tests, and their truth by brute force.
 
-The truth never uses bisectk's ancestry matrix: `ancestors` walks parents with plain sets, and a
-commit is bad iff the culprit is in its ancestor set (itself included). Index space as in
+The truth never uses bisectk's ancestry: `ancestors` walks parents with plain sets, and a
+commit is bad iff the culprit is in its ancestor set (itself included). `dense_best_probe` and
+`dense_split_probes` are the probe rules of bisectk.search.dag_bisect written over a dense
+ancestry matrix (the N x N form bisectk no longer builds): the reference the O(N) code must match. Index space as in
 bisectk.search.dag: candidates 0..n-1 in topological order, parents among the candidates, the bad
 commit n-1 a descendant of every candidate. Nothing here runs a process.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Sequence
 
+import numpy as np
 from hypothesis import strategies as st
 
 from bisectk.outcome import Outcome
@@ -139,3 +142,127 @@ CRISS_CROSS: Parents = [(), (0,), (0,), (1, 2), (2, 1), (3,), (4,), (5, 6)]
 # Side branch merged twice: s1 (1) and s2 (2) forked before good; the mainline (0) merges s2 at
 # 3; the branch goes on with s3 (4), merged again at 6.
 TWICE_MERGED: Parents = [(), (), (1,), (0, 2), (2,), (3,), (5, 4), (6,)]
+
+
+# -- the dense reference of the probe rules ---------------------------------------------------------
+def _entr(x):
+    x = np.asarray(x, dtype=float)
+    return np.where(x > 0, -x * np.log(np.where(x > 0, x, 1.0)), 0.0)
+
+
+def dense_matrix(anc: list[set[int]]) -> np.ndarray:
+    """m[i, c] = c is an ancestor of i (or i itself)."""
+    m = np.zeros((len(anc), len(anc)), dtype=bool)
+    for i, a in enumerate(anc):
+        m[i, sorted(a)] = True
+    return m
+
+
+def dense_best_probe(anc, allowed, eligible, odds):
+    m = dense_matrix(anc)
+    size = int(allowed.sum())
+    if size <= 1:
+        return None
+    w = m.astype(float) @ allowed.astype(float)
+    useful = eligible & (w > 0) & (w < size) & (odds > 0)
+    if not useful.any():
+        return None
+    frac = w / size
+    return int(np.argmax(np.where(useful, odds * (_entr(frac) + _entr(1.0 - frac)), -1.0)))
+
+
+def dense_split_probes(anc, allowed, eligible, odds, k):
+    m = dense_matrix(anc)
+    size = int(allowed.sum())
+    if size <= 1:
+        return []
+    w = np.rint(m.astype(float) @ allowed.astype(float))
+    pool = np.flatnonzero(eligible & (w > 0) & (w < size) & (odds > 0))
+    if pool.size <= k:
+        return pool.tolist()
+    hits = m[np.ix_(pool, np.flatnonzero(allowed))].astype(float)
+
+    def cells(probes):
+        codes = np.zeros(hits.shape[1], dtype=np.int64)
+        for t, j in enumerate(probes):
+            codes |= hits[j].astype(np.int64) << t
+        return np.unique(codes, return_inverse=True)[1].reshape(-1)
+
+    def entropy(probes):
+        return float(_entr(np.bincount(cells(probes)) / hits.shape[1]).sum())
+
+    def adding(others):
+        labels = cells(others)
+        onehot = np.zeros((size, labels.max() + 1))
+        onehot[np.arange(size), labels] = 1.0
+        n_cell = onehot.sum(axis=0)
+        inside = hits @ onehot
+        base = float(_entr(n_cell / size).sum())
+        split = (_entr(inside / size) + _entr((n_cell - inside) / size)).sum(axis=1)
+        return base + odds[pool] * (split - base)
+
+    p_ok, width, chosen = odds[pool], size / (k + 1), []
+    for t in range(1, k + 1):
+        closeness = p_ok * np.clip(1.0 - ((w[pool] - t * width) / width) ** 2, 1e-6, None)
+        closeness[chosen] = -1.0
+        chosen.append(int(np.argmax(closeness)))
+    for _ in range(10):
+        improved = False
+        for s in range(k):
+            others = chosen[:s] + chosen[s + 1:]
+            score = adding(others)
+            score[others] = -np.inf
+            best = int(np.argmax(score))
+            if score[best] > score[chosen[s]] + 1e-12:
+                chosen[s], improved = best, True
+        if not improved:
+            break
+    full = entropy(chosen)
+    for s in reversed(range(len(chosen))):
+        if len(chosen) > 1 and entropy(chosen[:s] + chosen[s + 1:]) >= full - 1e-12:
+            del chosen[s]
+    return sorted(pool[chosen].tolist())
+
+
+def reference_odds(parents, skipped, tested) -> np.ndarray:
+    """dag.testable_odds by plain breadth-first walks (the skips walk first and win ties)."""
+    from bisectk.search.dag import UNTESTABLE_RATE, _LAMBDA
+    from collections import deque
+    n = len(parents)
+    children = [[] for _ in range(n)]
+    for i, ps in enumerate(parents):
+        for p in ps:
+            children[p].append(i)
+    known = {int(i): True for i in np.flatnonzero(tested)}
+    known.setdefault(n - 1, True)
+    known.update({int(s): False for s in skipped})
+
+    def walk(step):
+        dist, state = [None] * n, [None] * n
+        queue = deque()
+        for i in sorted(known, key=known.__getitem__):
+            dist[i], state[i] = 0, known[i]
+            queue.append(i)
+        while queue:
+            i = queue.popleft()
+            for j in step[i]:
+                if dist[j] is None:
+                    dist[j], state[j] = dist[i] + 1, state[i]
+                    queue.append(j)
+        return dist, state
+
+    def t(steps, x, y):
+        pi_y = 1.0 - UNTESTABLE_RATE if y else UNTESTABLE_RATE
+        return pi_y + _LAMBDA ** steps * ((x == y) - pi_y)
+
+    a, sa = walk(children)
+    b, sb = walk(parents)
+    out = []
+    for i in range(n):
+        w = {}
+        for z in (True, False):
+            before = t(a[i], sa[i], z) if a[i] is not None else (1.0 - UNTESTABLE_RATE if z else UNTESTABLE_RATE)
+            after = t(b[i], z, sb[i]) if b[i] is not None else 1.0
+            w[z] = before * after
+        out.append(w[True] / (w[True] + w[False]))
+    return np.array(out)

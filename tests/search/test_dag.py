@@ -8,17 +8,19 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from bisectk.outcome import Outcome
 from bisectk.search.dag import Dag, DagResult, groups
+from bisectk.search.dag import testable_odds as odds_of
 from bisectk.search.dag_bisect import best_probe, dag_bisect, dag_multisect, split_probes
 from bisectk.search.gateway import Observation, SearchStopped, StopSearch
 from bisectk.search.history import SearchOptions, search_dag
 from bisectk.search.linear import bisect
 from tests.search.dags import (CRISS_CROSS, OCTOPUS, TWICE_MERGED, ancestors, batch, dags,
-                               deterministic, history, truth_group)
+                               dense_best_probe, dense_split_probes, deterministic, history,
+                               reference_odds, truth_group)
 
 P, F, U = Outcome.PASS, Outcome.FAIL, Outcome.UNRESOLVED
 
@@ -37,15 +39,51 @@ def problems(draw, max_n: int = 40):
     return parents, culprit, untestable
 
 
-def test_ancestry_matrix_matches_the_brute_force_walk():
+def test_ancestry_matches_the_brute_force_walk():
     rng = random.Random(5)
     for parents in (OCTOPUS, CRISS_CROSS, TWICE_MERGED, history(300, rng)):
-        anc = ancestors(parents)
-        dag = Dag(parents)
-        for i in range(len(parents)):
-            assert set(np.flatnonzero(dag.anc[i]).tolist()) == anc[i]
-        assert [set(c) for c in dag.children] == [{j for j, ps in enumerate(parents) if i in ps}
-                                                   for i in range(len(parents))]
+        check_ancestry(parents, rng)
+
+
+@settings(max_examples=300, deadline=None)
+@given(dags(40), st.integers(0, 10**6))
+def test_ancestry_of_random_dags_matches_the_brute_force_walk(parents, seed):
+    check_ancestry(parents, random.Random(seed))
+
+
+def check_ancestry(parents, rng):
+    """Ancestor sets, descendant sets and ancestor sums (integer and float, one column or several)
+    against plain set walks."""
+    anc, n = ancestors(parents), len(parents)
+    dag = Dag(parents)
+    for i in range(n):
+        assert set(np.flatnonzero(dag.ancestors(i)).tolist()) == anc[i]
+        assert set(np.flatnonzero(dag.descendants([i])).tolist()) == {x for x in range(n) if i in anc[x]}
+        assert dag.parents_of(i) == tuple(dict.fromkeys(parents[i]))
+        assert set(dag.children_of(i)) == {j for j, ps in enumerate(parents) if i in ps}
+    ints = np.array([rng.randrange(4) for _ in range(n)])
+    assert dag.ancestor_sums(ints).tolist() == [sum(ints[c] for c in anc[i]) for i in range(n)]
+    floats = np.array([[rng.random(), rng.random()] for _ in range(n)])
+    assert np.allclose(dag.ancestor_sums(floats), [floats[sorted(anc[i])].sum(axis=0) for i in range(n)])
+    some = rng.sample(range(n), min(n, 3))
+    assert set(np.flatnonzero(dag.descendants(some)).tolist()) == {x for x in range(n) if anc[x] & set(some)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(dags(40), st.data())
+def test_probe_choice_is_the_dense_reference(parents, data):
+    """best_probe and split_probes read the same weights and cells as the dense N x N rule they
+    replaced (tests/search/dags.py keeps it), so they pick the same commits."""
+    n = len(parents)
+    anc = ancestors(parents)
+    dag = Dag(parents)
+    allowed = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    eligible = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    odds = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.3, 0.9, 1.0]), min_size=n, max_size=n)))
+    assert dag.weights(allowed).tolist() == [sum(allowed[c] for c in anc[i]) for i in range(n)]
+    assert best_probe(dag, allowed, eligible, odds) == dense_best_probe(anc, allowed, eligible, odds)
+    k = data.draw(st.integers(1, 4))
+    assert split_probes(dag, allowed, eligible, odds, k) == dense_split_probes(anc, allowed, eligible, odds, k)
 
 
 def test_dag_rejects_what_is_not_a_candidate_dag():
@@ -126,7 +164,7 @@ def test_probe_halves_by_ancestor_count_as_git_does():
     assert w.tolist() == [1, 2, 3, 4, 5, 6, 1, 2, 3, 10]
     assert best_probe(dag, allowed, eligible, np.ones(10)) == 4      # 5 of 10 ancestors: an exact half
     # after commit 5 failed, commit 8 (off the allowed set) can still not split; 2 halves 0..5
-    state_allowed = dag.anc[5].copy()
+    state_allowed = dag.ancestors(5)
     assert best_probe(dag, state_allowed, eligible, np.ones(10)) == 2
 
 
@@ -200,6 +238,29 @@ def test_groups_merge_culprits_only_untestable_commits_separate():
     anc = ancestors(TWICE_MERGED)
     for c in range(8):
         assert {d for d in range(8) if labels[d] == labels[c]} == truth_group(anc, c, {2, 4})
+
+
+@settings(max_examples=200, deadline=None)
+@given(dags(30), st.data())
+def test_groups_of_random_skips_are_the_truth_groups(parents, data):
+    n = len(parents)
+    anc = ancestors(parents)
+    skipped = data.draw(st.sets(st.integers(0, n - 1), max_size=n))
+    labels = groups(Dag(parents), skipped)
+    for c in range(n):
+        assert {d for d in range(n) if labels[d] == labels[c]} == truth_group(anc, c, skipped)
+
+
+@settings(max_examples=150, deadline=None)
+@given(dags(30), st.data())
+def test_testable_odds_match_the_breadth_first_reference(parents, data):
+    n = len(parents)
+    assume(n >= 2)
+    skipped = data.draw(st.sets(st.integers(0, n - 2), min_size=1, max_size=n // 2 + 1))
+    tested = np.zeros(n, dtype=bool)
+    tested[list(data.draw(st.sets(st.integers(0, n - 1), max_size=n // 2)) - skipped)] = True
+    assert np.allclose(odds_of(Dag(parents), skipped, tested),
+                       reference_odds(parents, skipped, tested), rtol=1e-12, atol=0)
 
 
 @pytest.mark.parametrize("observations,names", [

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from bisectk.outcome import Outcome
-from bisectk.search.flaky import ConfidenceRule
+from bisectk.search.flaky import ConfidenceRule, wilson
 from bisectk.search.tester import StopSearch, Tester
 
 from .oracles import Counting, planted
@@ -78,6 +78,18 @@ def test_wilson_rule_numbers():
     assert rule.miss_probability <= rule.alpha < (1 - rule.p_lo) ** (rule.repeats - 1)
     text = rule.describe()
     assert "7/10" in text and "p_lo=0.397" in text and "10 consecutive passes" in text
+
+
+@pytest.mark.parametrize("confidence", [0.9, 0.95, 0.99])
+def test_closed_form_wilson_is_scipys(confidence):
+    """wilson() avoids loading scipy.stats (about a second per command); it must give scipy's
+    interval (method="wilson", no continuity correction) everywhere, the ends included."""
+    from scipy.stats import binomtest
+    for runs in range(1, 41):
+        for fails in range(runs + 1):
+            ci = binomtest(fails, runs).proportion_ci(confidence_level=confidence, method="wilson")
+            assert wilson(fails, runs, confidence) == (pytest.approx(ci.low, abs=1e-12), pytest.approx(ci.high, abs=1e-12))
+    assert wilson(0, 0) == (0.0, 1.0)
 
 
 def test_clopper_pearson_is_more_conservative_than_wilson():

@@ -1,7 +1,6 @@
-"""The commit space on small generated repositories: ranges, errors, metadata, worktrees that
-never touch the user's checkout (HEAD, index, working tree, stash list stay byte-identical), and
-the commit DAG of list_graph on octopus, criss-cross and twice-merged histories, searched and
-checked against real `git bisect run`."""
+"""The commit space on small generated repositories: ranges, errors, metadata, and the commit DAG
+of list_graph on octopus, criss-cross and twice-merged histories, searched and checked against
+real `git bisect run` (worktrees: test_worktrees.py)."""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ from bisectk.errors import BisectkError
 from bisectk.outcome import Outcome
 from bisectk.search.dag import Dag
 from bisectk.search.history import search_dag
-from bisectk.spaces.commits import (SpaceError, WorktreePool, describe, list_commits, list_graph,
-                                    resolve, run_git)
+from bisectk.spaces.commits import SpaceError, describe, list_commits, list_graph
 from tests.fixtures.gitrepo import make_dag_repo
 from tests.search.dags import CRISS_CROSS, OCTOPUS, TWICE_MERGED
 
@@ -135,71 +133,6 @@ def test_bad_repository_paths(tmp_path):
         list_commits(tmp_path, "a", "b")
 
 
-def test_worktrees_hold_their_commit_and_leave_the_checkout_identical(repo):
-    before = fingerprint(repo)
-    rng = list_commits(repo, "HEAD~8", "HEAD")
-    with WorktreePool(repo, size=2) as pool:
-        with pool.lease(rng[2].sha) as a, pool.lease(rng[6].sha) as b:
-            assert a != b and (a / "state.txt").read_text() == "2\n"
-            assert (b / "state.txt").read_text() == "5\n" and (b / "kernel.py").exists()
-            assert git(a, "rev-parse", "HEAD") == rng[2].sha
-            assert a.is_relative_to(repo / ".git" / "bisectk-worktrees")
-            (a / "build.out").write_text("artifact")
-        assert len(worktrees(repo)) == 3
-        with pool.lease(rng[2].sha) as again:       # warm reuse keeps build outputs
-            assert again == a and (again / "build.out").exists()
-        with pool.lease(rng[8].sha) as c:           # a switch cleans untracked outputs
-            assert c in (a, b) and not (c / "build.out").exists()
-            assert (c / "state.txt").read_text() == "7\n"
-    assert worktrees(repo) == [f"worktree {repo}"]
-    assert not (repo / ".git" / "bisectk-worktrees").exists()
-    assert not (repo / ".git" / "worktrees").exists() or not any((repo / ".git" / "worktrees").iterdir())
-    assert fingerprint(repo) == before
-
-
-@pytest.mark.parametrize("exc", [RuntimeError, KeyboardInterrupt])
-def test_worktrees_are_removed_after_an_exception_mid_way(repo, exc):
-    before = fingerprint(repo)
-    rng = list_commits(repo, "HEAD~8", "HEAD")
-    with pytest.raises(exc):
-        with WorktreePool(repo, size=3) as pool:
-            with pool.lease(rng[1].sha) as wt:
-                (wt / "state.txt").write_text("build in progress\n")
-                with pool.lease(rng[4].sha):
-                    raise exc()
-    assert worktrees(repo) == [f"worktree {repo}"]
-    assert fingerprint(repo) == before
-
-
-def test_repo_environment_cannot_redirect_commands(repo, monkeypatch):
-    before = fingerprint(repo)
-    monkeypatch.setenv("GIT_INDEX_FILE", str(repo / ".git" / "index"))
-    monkeypatch.setenv("GIT_WORK_TREE", str(repo))
-    rng = list_commits(repo, "HEAD~8", "HEAD")
-    with WorktreePool(repo, size=1) as pool:
-        for i in (1, 5, 3):
-            with pool.lease(rng[i].sha) as wt:
-                assert git(wt, "rev-parse", "HEAD") == rng[i].sha
-    assert fingerprint(repo) == before
-
-
-def test_stale_sessions_of_dead_processes_are_removed(repo, tmp_path):
-    dead = subprocess.Popen(["true"])
-    dead.wait()
-    cache = tmp_path / "cache"
-    stale = cache / f"{dead.pid}-abcd1234" / "wt-0"
-    stale.parent.mkdir(parents=True)
-    run_git(repo, "worktree", "add", "--detach", str(stale), resolve(repo, "HEAD~2"))
-    live = cache / f"{os.getpid()}-beef0000"
-    live.mkdir()
-    assert len(worktrees(repo)) == 2
-    with WorktreePool(repo, cache_dir=cache) as pool:
-        assert not stale.parent.exists() and live.exists()
-        with pool.lease(resolve(repo, "HEAD")) as wt:
-            assert wt.is_relative_to(cache)
-    assert worktrees(repo) == [f"worktree {repo}"] and live.exists()
-
-
 # -- the commit DAG (list_graph) ----------------------------------------------------------------
 
 SHAPES = {"octopus": OCTOPUS, "criss-cross": CRISS_CROSS, "twice-merged": TWICE_MERGED}
@@ -295,16 +228,6 @@ def test_good_on_the_first_parent_of_the_culprits_merge_gives_the_branch_commit(
         ["main", "merge", "tip"]
 
 
-def test_worktrees_see_what_the_graph_lists(tmp_path):
-    good, shas = make_dag_repo(tmp_path / "r", CRISS_CROSS, culprit=2)
-    graph = list_graph(tmp_path / "r", good, shas[-1])
-    with WorktreePool(tmp_path / "r", size=1) as pool:
-        for i in range(len(graph)):
-            with pool.lease(graph[i].sha) as wt:
-                assert (wt / "id.txt").read_text().strip() == graph[i].subject
-                assert (wt / "BUG").exists() == (graph[i].subject in {"c2", "c3", "c4", "c5", "c6", "c7"})
-
-
 @pytest.mark.parametrize("good,bad,match", [
     ("nope", "HEAD", "--good 'nope' is not a commit"),
     ("HEAD", "HEAD~3", "is not an ancestor of --bad"),
@@ -331,3 +254,32 @@ def test_listing_the_graph_leaves_the_checkout_identical(repo, monkeypatch):
     assert graph.good.subject == "c0" and graph.parents == ((),) + tuple((i,) for i in range(7))
     assert graph.describe(5).files == ("kernel.py",)
     assert fingerprint(repo) == before
+
+
+def test_parents_are_parsed_from_rev_list_output_without_python_objects_per_commit():
+    """_parse_parents reads `git rev-list --parents` as a table of fixed-width tokens; parents
+    outside the listing become -(k + 1) for outside[k]. Shas sharing a 64-bit prefix fall back to
+    whole-string matching; SHA-256 ids (64 hex digits) parse too."""
+    import random
+
+    import numpy as np
+
+    from bisectk.spaces.commits import _index_parents, _parse_parents
+    rng = random.Random(2)
+    for width in (40, 64):
+        ids = ["".join(rng.choice("0123456789abcdef") for _ in range(width)) for _ in range(60)]
+        ids[1] = ids[0][:16] + ids[1][16:]          # a shared 64-bit prefix
+        outside = ["f" * width, "e" * width]
+        lines, truth = [], []
+        for i, sha in enumerate(ids):
+            ps = rng.sample(ids[:i] + outside, min(len(ids[:i]) + 2, rng.choice((0, 1, 1, 2, 3))))
+            lines.append(" ".join([sha, *ps]))
+            truth.append(ps)
+        shas, ptr, ref, out = _parse_parents(("\n".join(lines) + "\n").encode())
+        assert [s.decode() for s in shas] == ids
+        for i in range(len(ids)):
+            got = [ids[r] if r >= 0 else out[-r - 1].decode() for r in ref[ptr[i]:ptr[i + 1]]]
+            assert got == truth[i]
+    shas = np.array([b"a" * 16 + b"1" * 24, b"a" * 16 + b"2" * 24], dtype="S40")
+    _, _, ref, out = _index_parents(shas, [[], [shas[0], b"c" * 40]])
+    assert ref.tolist() == [0, -1] and out.tolist() == [b"c" * 40]

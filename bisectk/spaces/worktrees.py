@@ -1,0 +1,366 @@
+"""Worktrees to build commits in, cached per repository across runs and commands.
+
+A big tree costs one full checkout: the first lease of a repository adds a worktree
+(`git worktree add`, every file written); every later lease, in this command or the next one,
+switches a cached worktree (`git checkout --force --detach`, only the files that differ) or
+finds it at the commit already (nothing written, its build outputs kept).
+
+Abstractions
+------------
+WorktreePool -- a context manager lending detached worktrees, one per concurrent lease, from the
+                cache directory <git-common-dir>/bisectk-worktrees/ (entries wt-0, wt-1, ...).
+                A process holds an entry by an exclusive flock on wt-N.lock, so two commands on
+                one repository never share one, and the kernel drops the lock of a killed run:
+                its worktrees are taken over by the next run, never left in use. On exit
+                (however it is left) the locks are released and the worktrees stay for the next
+                command; `keep=False` removes them as well.
+prepare      -- start a lease's checkout in the background, so that the first run's worktree is
+                written while the rest of the set-up (listing the history, imports) goes on.
+collect      -- remove the cached worktrees no process holds (and stale sessions of older
+                bisectk versions) and prune: `bisectk ledger gc`.
+
+Why the user's checkout stays byte-identical: every git command here runs inside a worktree this
+module created, or is `git worktree add/remove/prune`, whose one write to the shared .git is the
+worktree's admin directory (.git/worktrees/<name>). Hooks are off and the caller's GIT_DIR /
+GIT_INDEX_FILE / GIT_WORK_TREE are dropped (commits.run_git). A worktree taken over from another
+process is reset before use (`checkout --force` of its commit and `clean`; a stale index.lock of
+a killed git removed first), because a killed build may have left it half-written. After every
+switch the __pycache__ directories go too (as spaces/bytecode.py does), and `clean` runs only
+when some directory changed since the last switch left the worktree clean.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bisectk.spaces.commits import SpaceError, open_repo, run_git
+
+_ENTRY = re.compile(r"^wt-(\d+)$")
+_SESSION = re.compile(r"^(\d+)-[0-9a-f]+$")       # per-process sessions of bisectk before the cache
+
+
+def cache_dir_of(repo: Path) -> Path:
+    common = Path(run_git(repo, "rev-parse", "--git-common-dir"))
+    return (repo / common).resolve() / "bisectk-worktrees"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _head_of(path: Path) -> str | None:
+    """The commit a worktree has checked out (detached), read from its admin dir; None if the
+    worktree is not intact (its .git file or admin dir gone, e.g. pruned)."""
+    try:
+        line = (path / ".git").read_text().strip()
+        if not line.startswith("gitdir: "):
+            return None
+        head = (Path(line[len("gitdir: "):]) / "HEAD").read_text().strip()
+    except OSError:
+        return None
+    return head if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head) else None
+
+
+def survey(root: Path) -> dict[str, int]:
+    """Drop the __pycache__ directories of a just-switched worktree (spaces/bytecode.py says why),
+    and return the mtime of every directory left, for `_unchanged`."""
+    stamps: dict[str, int] = {}
+    stack = [os.fspath(root)]
+    while stack:
+        d = stack.pop()
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                if e.name == "__pycache__":
+                    shutil.rmtree(e.path, ignore_errors=True)
+                else:
+                    stack.append(e.path)
+        try:
+            stamps[d] = os.stat(d).st_mtime_ns
+        except OSError:
+            pass
+    return stamps
+
+
+def _unchanged(stamps: dict[str, int]) -> bool:
+    for d, mtime in stamps.items():
+        try:
+            if os.stat(d).st_mtime_ns != mtime:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _admin_of(path: Path) -> Path | None:
+    try:
+        line = (path / ".git").read_text().strip()
+    except OSError:
+        return None
+    return Path(line[len("gitdir: "):]) if line.startswith("gitdir: ") else None
+
+
+@dataclass
+class _Entry:
+    path: Path
+    lock: int                   # the open fd holding the flock
+    sha: str | None             # what is checked out; None: unknown or not yet reset
+    fresh: bool = True          # taken over from the cache: reset before first use
+    stamps: dict[str, int] | None = None    # directory mtimes when last left clean (survey)
+
+
+@dataclass
+class WorktreePool:
+    """Detached worktrees from the repository's cache, one per concurrent lease (see module doc).
+
+    A lease of a commit that a free worktree of this pool holds reuses it untouched (its build
+    outputs too); otherwise a held free worktree is switched, or another cached one is taken over,
+    or one is added, while fewer than `size` are held; else the lease waits. A switch runs
+    `checkout --force --detach` and `clean` (`-x` too when `clean_ignored`, which also wipes
+    ignored build outputs).
+    """
+
+    repo: Path | str
+    cache_dir: Path | str | None = None
+    size: int = 4
+    clean_ignored: bool = False
+    keep: bool = True
+    _held: list[_Entry] = field(default_factory=list)
+    _free: list[_Entry] = field(default_factory=list)      # least recently used first
+    _pending: set[str] = field(default_factory=set)        # shas being prepared in the background
+    _threads: list[threading.Thread] = field(default_factory=list)
+    _open: bool = False
+
+    def __post_init__(self) -> None:
+        self.repo = open_repo(self.repo)
+        self.cache_dir = Path(self.cache_dir) if self.cache_dir else cache_dir_of(self.repo)
+        self.size = max(1, self.size)
+        self._cond = threading.Condition()
+
+    def __enter__(self) -> WorktreePool:
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.remove_stale()
+        self._open = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def remove_stale(self) -> list[Path]:
+        """Delete per-process sessions left by a dead process (bisectk before the cache)."""
+        stale = [d for d in self.cache_dir.iterdir()
+                 if d.is_dir() and (m := _SESSION.match(d.name)) and not _pid_alive(int(m.group(1)))]
+        for d in stale:
+            shutil.rmtree(d, ignore_errors=True)
+        if stale:
+            run_git(self.repo, "worktree", "prune")
+        return stale
+
+    # -- leases -------------------------------------------------------------------------------------
+    @contextmanager
+    def lease(self, sha: str) -> Iterator[Path]:
+        """A worktree with `sha` checked out (detached); it is this lease's alone until exit."""
+        entry = self.acquire(sha)
+        try:
+            yield entry.path
+        finally:
+            self.release(entry, sha)
+
+    def prepare(self, sha: str) -> None:
+        """Check `sha` out in the background; a lease of it waits for this and then finds it."""
+        def work() -> None:
+            try:
+                self.release(self.acquire(sha, preparing=True), sha)
+            except BaseException:       # the real lease tries again and reports the error
+                pass
+            finally:
+                with self._cond:
+                    self._pending.discard(sha)
+                    self._cond.notify_all()
+        with self._cond:
+            self._pending.add(sha)
+        t = threading.Thread(target=work, name=f"bisectk-prepare-{sha[:10]}", daemon=True)
+        self._threads.append(t)
+        t.start()
+
+    def acquire(self, sha: str, preparing: bool = False) -> _Entry:
+        if not self._open:
+            raise RuntimeError("WorktreePool used outside its `with` block")
+        with self._cond:
+            while True:
+                if not preparing and sha in self._pending:
+                    self._cond.wait()
+                    continue
+                warm = next((e for e in self._free if e.sha == sha and not e.fresh), None)
+                if warm is not None:
+                    self._free.remove(warm)
+                    return warm
+                if len(self._held) < self.size:
+                    entry = self._take_cached(sha)
+                    if entry is None:
+                        entry = self._add(sha)      # under the lock: two adds never race
+                        return entry
+                    break
+                if self._free:
+                    entry = self._free.pop(0)
+                    break
+                self._cond.wait()
+        # Switching a worktree touches only that worktree's own index and files: no lock needed.
+        try:
+            self._switch(entry, sha)
+        except BaseException:
+            self.release(entry, None)
+            raise
+        return entry
+
+    def release(self, entry: _Entry, sha: str | None) -> None:
+        with self._cond:
+            entry.sha = sha
+            self._free.append(entry)
+            self._cond.notify_all()
+
+    def _take_cached(self, sha: str) -> _Entry | None:
+        """Lock a cached worktree no process holds, preferring one at `sha`; None if none is free."""
+        mine = {e.path for e in self._held}
+        found: list[tuple[Path, str | None]] = []
+        for d in sorted(self.cache_dir.iterdir(), key=lambda p: p.name):
+            if _ENTRY.match(d.name) and d.is_dir() and d not in mine:
+                found.append((d, _head_of(d)))
+        found.sort(key=lambda item: item[1] != sha)
+        for path, head in found:
+            fd = self._lock(path)
+            if fd is None:
+                continue
+            if head is None:                # not intact (pruned, half-made): made again
+                self._discard(path)
+                os.close(fd)
+                continue
+            entry = _Entry(path, fd, head)
+            self._held.append(entry)
+            return entry
+        return None
+
+    def _add(self, sha: str) -> _Entry:
+        taken = {int(m.group(1)) for d in self.cache_dir.iterdir() if (m := _ENTRY.match(d.name))}
+        k = next(k for k in range(len(taken) + 1) if k not in taken)
+        path = self.cache_dir / f"wt-{k}"
+        fd = self._lock(path)
+        if fd is None:          # another process is making the same one: take the next
+            raise SpaceError(f"worktree {path} is being created by another bisectk; try again")
+        try:
+            run_git(self.repo, "worktree", "add", "--detach", "--force", str(path), sha)
+        except BaseException:
+            self._discard(path)
+            os.close(fd)
+            raise
+        entry = _Entry(path, fd, sha, fresh=False, stamps=survey(path))
+        self._held.append(entry)
+        return entry
+
+    def _lock(self, path: Path) -> int | None:
+        fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return None
+        return fd
+
+    def _switch(self, entry: _Entry, sha: str) -> None:
+        if entry.fresh:         # another process's leftovers: a killed git's lock, a killed build
+            admin = _admin_of(entry.path)
+            if admin is not None:
+                (admin / "index.lock").unlink(missing_ok=True)
+        # -q: a checkout that leaves a detached HEAD otherwise walks the history to warn about
+        # commits left behind (a second per switch on 300,000 commits)
+        # Untracked files can only have appeared if a directory's mtime moved since the last
+        # switch left the worktree clean: creating or deleting an entry updates its directory.
+        untouched = (not entry.fresh and not self.clean_ignored and entry.stamps is not None
+                     and _unchanged(entry.stamps))
+        run_git(entry.path, "checkout", "-q", "--force", "--detach", sha)
+        if not untouched:
+            run_git(entry.path, "clean", "-ffdq" + ("x" if self.clean_ignored else ""))
+        entry.stamps = survey(entry.path)
+        entry.fresh = False
+
+    def _discard(self, path: Path) -> None:
+        try:
+            run_git(self.repo, "worktree", "remove", "--force", "--force", str(path))
+        except SpaceError:
+            pass            # half-created or already gone: rmtree + prune settle it
+        shutil.rmtree(path, ignore_errors=True)
+        run_git(self.repo, "worktree", "prune")
+
+    def close(self) -> None:
+        """Release every worktree (removed too unless `keep`); safe to call twice."""
+        if not self._open:
+            return
+        self._open = False
+        for t in self._threads:
+            t.join()
+        with self._cond:
+            held, self._held, self._free = self._held, [], []
+        for entry in held:
+            if not self.keep:
+                self._discard(entry.path)
+            os.close(entry.lock)
+        if not self.keep:
+            for entry in held:
+                Path(f"{entry.path}.lock").unlink(missing_ok=True)
+            try:
+                self.cache_dir.rmdir()      # only if empty
+            except OSError:
+                pass
+
+
+def collect(repo: Path | str) -> list[Path]:
+    """Remove the repository's cached worktrees that no process holds, and prune; the removed paths."""
+    root = open_repo(repo)
+    cache = cache_dir_of(root)
+    if not cache.is_dir():
+        return []
+    removed: list[Path] = []
+    pool = WorktreePool(root, cache_dir=cache)
+    with pool:
+        removed += pool.remove_stale()
+        for d in sorted(cache.iterdir()):
+            if not (_ENTRY.match(d.name) and d.is_dir()):
+                continue
+            fd = pool._lock(d)
+            if fd is None:
+                continue                    # in use by a running command
+            try:
+                pool._discard(d)
+                Path(f"{d}.lock").unlink(missing_ok=True)
+                removed.append(d)
+            finally:
+                os.close(fd)
+    for lock in cache.glob("wt-*.lock"):        # locks of entries gone
+        if not lock.with_suffix("").exists():
+            fd = pool._lock(lock.with_suffix(""))
+            if fd is not None:
+                lock.unlink(missing_ok=True)
+                os.close(fd)
+    run_git(root, "worktree", "prune")
+    try:
+        cache.rmdir()
+    except OSError:
+        pass
+    return removed

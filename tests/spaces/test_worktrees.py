@@ -1,0 +1,226 @@
+"""The worktree cache: leases that hold their commit, a cache that outlives the pool and serves
+the next command without a full checkout, never the user's checkout (HEAD, index, working tree,
+stash list stay byte-identical), one holder per entry (flock), a killed holder's entry taken over
+and reset, background preparation, and `collect` (bisectk ledger gc)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bisectk.spaces.commits import list_commits, list_graph, resolve, run_git
+from bisectk.spaces.worktrees import WorktreePool, cache_dir_of, collect
+from tests.fixtures.gitrepo import make_dag_repo
+from tests.search.dags import CRISS_CROSS
+from tests.spaces.test_commits import fingerprint, git, repo, worktrees  # noqa: F401  (repo: a fixture)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cached(repo: Path) -> list[str]:
+    """The worktrees git lists under the cache, by name."""
+    cache = str(repo / ".git" / "bisectk-worktrees")
+    return sorted(Path(w.split(" ", 1)[1]).name for w in worktrees(repo) if w.split(" ", 1)[1].startswith(cache))
+
+
+def test_leases_hold_their_commit_and_the_cache_serves_the_next_pool(repo):
+    before = fingerprint(repo)
+    rng = list_commits(repo, "HEAD~8", "HEAD")
+    with WorktreePool(repo, size=2) as pool:
+        with pool.lease(rng[2].sha) as a, pool.lease(rng[6].sha) as b:
+            assert a != b and (a / "state.txt").read_text() == "2\n"
+            assert (b / "state.txt").read_text() == "5\n" and (b / "kernel.py").exists()
+            assert git(a, "rev-parse", "HEAD") == rng[2].sha
+            assert a.is_relative_to(repo / ".git" / "bisectk-worktrees")
+            (a / "build.out").write_text("artifact")
+        with pool.lease(rng[2].sha) as again:       # warm reuse keeps build outputs
+            assert again == a and (again / "build.out").exists()
+        with pool.lease(rng[8].sha) as c:           # a switch cleans untracked outputs
+            assert c in (a, b) and not (c / "build.out").exists()
+            assert (c / "state.txt").read_text() == "7\n"
+    assert cached(repo) == ["wt-0", "wt-1"]         # the pool is gone, its worktrees stay
+    assert fingerprint(repo) == before
+    # the next command: no `git worktree add`, an entry at the commit is chosen first
+    at = {Path(p).name: git(Path(p), "rev-parse", "HEAD") for p in (a, b)}
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[8].sha) as d:
+            assert d in (a, b) and at[d.name] == rng[8].sha and (d / "state.txt").read_text() == "7\n"
+    assert cached(repo) == ["wt-0", "wt-1"] and fingerprint(repo) == before
+
+
+@pytest.mark.parametrize("exc", [RuntimeError, KeyboardInterrupt])
+def test_a_half_built_worktree_is_reset_before_the_next_use(repo, exc):
+    before = fingerprint(repo)
+    rng = list_commits(repo, "HEAD~8", "HEAD")
+    with pytest.raises(exc):
+        with WorktreePool(repo, size=3) as pool:
+            with pool.lease(rng[1].sha) as wt:
+                (wt / "state.txt").write_text("build in progress\n")
+                (wt / "half.o").write_text("partial")
+                raise exc()
+    assert fingerprint(repo) == before
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[1].sha) as again:
+            assert again == wt and (wt / "state.txt").read_text() == "1\n" and not (wt / "half.o").exists()
+
+
+def test_repo_environment_cannot_redirect_commands(repo, monkeypatch):
+    before = fingerprint(repo)
+    monkeypatch.setenv("GIT_INDEX_FILE", str(repo / ".git" / "index"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(repo))
+    rng = list_commits(repo, "HEAD~8", "HEAD")
+    with WorktreePool(repo, size=1) as pool:
+        for i in (1, 5, 3):
+            with pool.lease(rng[i].sha) as wt:
+                assert git(wt, "rev-parse", "HEAD") == rng[i].sha
+    assert fingerprint(repo) == before
+
+
+def test_two_pools_never_share_an_entry(repo):
+    rng = list_commits(repo, "HEAD~8", "HEAD")
+    with WorktreePool(repo, size=1) as first, WorktreePool(repo, size=1) as second:
+        with first.lease(rng[3].sha) as a:
+            with second.lease(rng[3].sha) as b:
+                assert a != b and (a / "state.txt").read_text() == (b / "state.txt").read_text() == "3\n"
+    assert cached(repo) == ["wt-0", "wt-1"]
+
+
+HOLDER = """
+import sys, time
+sys.path.insert(0, {root!r})
+from pathlib import Path
+from bisectk.spaces.worktrees import WorktreePool
+with WorktreePool({repo!r}, size=1) as pool:
+    with pool.lease({sha!r}) as wt:
+        (wt / "state.txt").write_text("killed mid-build\\n")
+        (wt / "junk.o").write_text("x")
+        admin = Path((wt / ".git").read_text().split(": ", 1)[1].strip())
+        (admin / "index.lock").write_text("")        # as a killed git leaves it
+        print(wt, flush=True)
+        time.sleep(600)
+"""
+
+
+def test_a_killed_holders_worktree_is_taken_over_and_reset(repo):
+    before = fingerprint(repo)
+    rng = list_commits(repo, "HEAD~8", "HEAD")
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER.format(root=str(ROOT), repo=str(repo), sha=rng[4].sha)],
+                            stdout=subprocess.PIPE, text=True)
+    held = Path(proc.stdout.readline().strip())
+    with WorktreePool(repo, size=1) as pool:       # held: this pool adds another entry
+        with pool.lease(rng[4].sha) as wt:
+            assert wt != held
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    with WorktreePool(repo, size=2) as pool:
+        with pool.lease(rng[4].sha) as a, pool.lease(rng[4].sha) as b:
+            assert held in (a, b)
+            assert (held / "state.txt").read_text() == "4\n" and not (held / "junk.o").exists()
+    assert fingerprint(repo) == before
+
+
+def test_prepare_checks_out_in_the_background_and_the_lease_finds_it(repo, monkeypatch):
+    rng = list_commits(repo, "HEAD~8", "HEAD")
+    with WorktreePool(repo, size=1) as pool:
+        pool.prepare(rng[6].sha)
+        time.sleep(0.05)
+        with pool.lease(rng[6].sha) as wt:
+            assert git(wt, "rev-parse", "HEAD") == rng[6].sha
+        assert len(cached(repo)) == 1
+        calls = []
+        monkeypatch.setattr("bisectk.spaces.worktrees.run_git", lambda *a: calls.append(a) or run_git(*a))
+        with pool.lease(rng[6].sha):
+            pass
+        assert calls == []          # found at its commit: no git command at all
+
+
+def test_collect_removes_what_nobody_holds(repo):
+    before = fingerprint(repo)
+    rng = list_commits(repo, "HEAD~8", "HEAD")
+    with WorktreePool(repo, size=2) as pool:
+        with pool.lease(rng[1].sha), pool.lease(rng[2].sha):
+            pass
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[3].sha) as busy:
+            removed = collect(repo)
+            assert len(removed) == 1 and busy not in removed and busy.exists()
+            assert cached(repo) == [busy.name]
+    assert len(collect(repo)) == 1 and cached(repo) == []
+    assert not cache_dir_of(repo).exists()
+    assert worktrees(repo) == [f"worktree {repo}"] and fingerprint(repo) == before
+    assert collect(repo) == []
+
+
+def test_keep_false_removes_the_worktrees(repo):
+    rng = list_commits(repo, "HEAD~8", "HEAD")
+    with WorktreePool(repo, size=2, keep=False) as pool:
+        with pool.lease(rng[1].sha), pool.lease(rng[2].sha):
+            pass
+    assert worktrees(repo) == [f"worktree {repo}"] and not cache_dir_of(repo).exists()
+
+
+def test_stale_sessions_of_dead_processes_are_removed(repo, tmp_path):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    cache = tmp_path / "cache"
+    stale = cache / f"{dead.pid}-abcd1234" / "wt-0"
+    stale.parent.mkdir(parents=True)
+    run_git(repo, "worktree", "add", "--detach", str(stale), resolve(repo, "HEAD~2"))
+    live = cache / f"{os.getpid()}-beef0000"
+    live.mkdir()
+    assert len(worktrees(repo)) == 2
+    with WorktreePool(repo, cache_dir=cache) as pool:
+        assert not stale.parent.exists() and live.exists()
+        with pool.lease(resolve(repo, "HEAD")) as wt:
+            assert wt.is_relative_to(cache)
+    assert live.exists() and not any("abcd1234" in w for w in worktrees(repo))
+
+
+def test_worktrees_see_what_the_graph_lists(tmp_path):
+    good, shas = make_dag_repo(tmp_path / "r", CRISS_CROSS, culprit=2)
+    graph = list_graph(tmp_path / "r", good, shas[-1])
+    with WorktreePool(tmp_path / "r", size=1) as pool:
+        for i in range(len(graph)):
+            with pool.lease(graph.sha(i)) as wt:
+                assert (wt / "id.txt").read_text().strip() == graph[i].subject
+                assert (wt / "BUG").exists() == (graph[i].subject in {"c2", "c3", "c4", "c5", "c6", "c7"})
+
+
+def test_a_switch_drops_bytecode_and_a_warm_lease_keeps_it(repo):
+    rng = list_commits(repo, "HEAD~8", "HEAD")
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[2].sha) as wt:
+            (wt / "pkg" / "__pycache__").mkdir(parents=True)
+            (wt / "pkg" / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"stale")
+        with pool.lease(rng[2].sha) as wt:
+            assert (wt / "pkg" / "__pycache__").exists()         # same commit: no source changed
+        with pool.lease(rng[3].sha) as wt:
+            assert not (wt / "pkg" / "__pycache__").exists()
+
+
+def test_files_made_anywhere_by_a_run_are_cleaned_and_a_clean_worktree_skips_clean(repo, monkeypatch):
+    rng = list_commits(repo, "HEAD~8", "HEAD")
+    calls = []
+    monkeypatch.setattr("bisectk.spaces.worktrees.run_git", lambda *a: calls.append(a[1]) or run_git(*a))
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[2].sha) as wt:
+            (wt / "out" / "deep").mkdir(parents=True)
+            (wt / "out" / "deep" / "o.bin").write_text("x")
+        with pool.lease(rng[3].sha) as wt:          # a new directory: cleaned
+            assert not (wt / "out").exists()
+        assert calls.count("clean") == 1
+        with pool.lease(rng[4].sha) as wt:          # nothing made since: no clean needed
+            assert (wt / "state.txt").read_text() == "4\n"
+        assert calls.count("clean") == 1 and calls.count("checkout") == 2
+        with pool.lease(rng[5].sha) as wt:
+            (wt / "tmp.txt").write_text("made and removed")
+            (wt / "tmp.txt").unlink()
+        with pool.lease(rng[6].sha):
+            pass
+        assert calls.count("clean") == 2            # a directory changed: cleaned again, to be safe

@@ -1,0 +1,168 @@
+"""Take the snapshot of a hung run, before the watchdog kills it: where every thread and warp waits.
+
+Abstractions
+------------
+take       -- read the hung process tree rooted at a pid, within `budget_s`: every Python
+              process with py-spy (`dump --json`: each thread's frames), every other process with
+              gdb (`thread apply all bt`: native stacks), and, where a process holds a CUDA context
+              and `gpu` is asked, the device with cuda-gdb (every warp's PC, grouped; run/cudagdb.py).
+              Returns a Snapshot (bisectk/stuck.py); never raises for what the tools do: a missing
+              tool, a refused attach (ptrace permission), a tool that runs past its share of the
+              budget, each becomes one line in `notes`. The processes are left as they were
+              (the tools detach), so the watchdog ends them as usual.
+tools      -- which readers this machine has, in words (`bisectk env` shows it).
+
+Cost: py-spy reads a Python process in about 0.1 s, gdb a native one in about 0.3 s; cuda-gdb
+attaches to a hung kernel in 12-13 s (an H100), which is why the engines ask for the GPU read only
+where it informs (the first hang of the bad endpoint, the culprit, at most --snapshots others).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+import psutil
+
+from bisectk.run import stacks
+from bisectk.stuck import Group, Snapshot
+
+MAX_PROCESSES = 6
+HOST_TOOL_S = 10.0       # a host stack read that takes longer is given up
+LINEINFO_ENV = {"CUTE_DSL_LINEINFO": "1"}   # CuTe DSL kernels then carry source lines
+
+
+def which(tool: str) -> str | None:
+    """A tool on PATH, or beside this interpreter (py-spy installs its binary into the venv's bin,
+    which need not be on PATH when bisectk runs as `venv/bin/python -m bisectk`)."""
+    found = shutil.which(tool)
+    if found:
+        return found
+    for d in {sysconfig.get_path("scripts"), os.path.dirname(sys.executable)}:
+        p = Path(d or "") / tool
+        if p.is_file() and os.access(p, os.X_OK):
+            return str(p)
+    return None
+
+
+def tools() -> dict[str, str]:
+    """Each reader and where it is, or why it is not there."""
+    out = {}
+    for tool, use in (("py-spy", "Python stacks"), ("gdb", "native stacks"), ("cuda-gdb", "GPU warps")):
+        path = which(tool)
+        out[tool] = f"{path} ({use})" if path else f"not found ({use} are not read)"
+    return out
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+    return procs[:MAX_PROCESSES]
+
+
+def _is_python(p: psutil.Process) -> bool:
+    try:
+        exe = os.path.basename(p.exe())
+    except psutil.Error:
+        return False
+    if exe.startswith("python"):
+        return True
+    try:
+        return any("libpython3" in m.path for m in p.memory_maps(grouped=True))
+    except psutil.Error:
+        return False
+
+
+def uses_cuda(p: psutil.Process) -> bool:
+    try:
+        return any(os.path.basename(m.path).startswith("libcuda.so") for m in p.memory_maps(grouped=True))
+    except psutil.Error:
+        return False
+
+
+def _call(argv: list[str], timeout: float) -> tuple[str, str]:
+    """(stdout, problem) of a short reader; the problem is '' when it worked."""
+    from bisectk.run.process import run_tool
+    if timeout <= 0.05:
+        return "", "no time left in the snapshot's budget"
+    try:
+        r = run_tool(argv, timeout=timeout)
+    except OSError as exc:
+        return "", f"cannot start {os.path.basename(argv[0])}: {exc.strerror or exc}"
+    if r.returncode != 0:
+        why = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+        return r.stdout, f"{os.path.basename(argv[0])}: {why[:200]}"
+    return r.stdout, ""
+
+
+def _host(p: psutil.Process, deadline: float, notes: list[str], used: set[str]) -> list[Group]:
+    try:
+        scope = f"process {p.pid} ({p.name()})"
+    except psutil.Error:
+        return []
+    left = min(HOST_TOOL_S, deadline - time.monotonic())
+    if _is_python(p):
+        spy = which("py-spy")
+        if spy is None:
+            notes.append("Python stacks not read: py-spy is not installed (pip install py-spy)")
+            return []
+        out, problem = _call([spy, "dump", "--pid", str(p.pid), "--json"], left)
+        if problem:
+            notes.append(f"{scope}: {problem}")
+            return []
+        used.add("py-spy")
+        try:
+            return stacks.group_threads(stacks.python_threads(out), scope)
+        except ValueError:
+            notes.append(f"{scope}: py-spy's output could not be read")
+            return []
+    gdb = which("gdb")
+    if gdb is None:
+        notes.append(f"{scope}: native stacks not read: gdb is not installed")
+        return []
+    out, problem = _call([gdb, "-p", str(p.pid), "-batch", "-nx", "-ex", "set pagination off",
+                          "-ex", "thread apply all bt"], left)
+    threads = stacks.native_threads(out)
+    if not threads:
+        notes.append(f"{scope}: native stacks not read: {problem or 'gdb printed no thread'}")
+        return []
+    used.add("gdb")
+    return stacks.group_threads(threads, scope)
+
+
+def take(pid: int, *, gpu: bool = False, budget_s: float = 30.0) -> Snapshot:
+    """The snapshot of the hung tree under `pid` (see the module docstring)."""
+    t0 = time.monotonic()
+    deadline = t0 + budget_s
+    notes: list[str] = []
+    used: set[str] = set()
+    groups: list[Group] = []
+    procs = _tree(pid)
+    if not procs:
+        return Snapshot(notes=("the hung process was already gone",), took_s=time.monotonic() - t0)
+    cuda = [p for p in procs if uses_cuda(p)] if gpu else []
+    if cuda:
+        from bisectk.run import cudagdb
+        found, problem = cudagdb.read(cuda[0].pid, deadline=deadline - min(HOST_TOOL_S, budget_s / 4))
+        groups.extend(found)
+        if problem:
+            notes.append(problem)
+        elif found:
+            used.add("cuda-gdb")
+    for p in procs:
+        if time.monotonic() >= deadline:
+            notes.append("the snapshot's time ran out before every process was read")
+            break
+        groups.extend(_host(p, deadline, notes, used))
+    # The subject's own places first: GPU warps, then host threads that show own frames.
+    groups.sort(key=lambda g: (not g.device, not g.stack and not g.device))
+    return Snapshot(groups=tuple(groups), tools=tuple(sorted(used)), took_s=round(time.monotonic() - t0, 3),
+                    notes=tuple(dict.fromkeys(notes)))

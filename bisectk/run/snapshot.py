@@ -151,11 +151,11 @@ def take(pid: int, *, gpu: bool = False, budget_s: float = 30.0) -> Snapshot:
     cuda = [p for p in procs if uses_cuda(p)] if gpu else []
     if cuda:
         from bisectk.run import cudagdb
-        found, problem = cudagdb.read(cuda[0].pid, deadline=deadline - min(HOST_TOOL_S, budget_s / 4))
+        found, problem = cudagdb.read(cuda[0].pid, deadline_s=deadline - time.monotonic() - min(HOST_TOOL_S, budget_s / 4))
         groups.extend(found)
         if problem:
             notes.append(problem)
-        elif found:
+        if found:
             used.add("cuda-gdb")
     for p in procs:
         if time.monotonic() >= deadline:

@@ -11,12 +11,8 @@ SPECS = ["gpu-ws-hang-phase", "gpu-ws-hang-arrive", "gpu-ws-hang-nbar", "gpu-ws-
          "gpu-fmha-hang-regs", "gpu-fmha-hang-orderarrive"]
 out = Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True)
 names = sys.argv[2:] or SPECS
-PY = Path(__file__).with_name("cudagdb_walk.py")
-SETS = {
-    "basic": ["info cuda kernels", "info cuda blocks", "info cuda warps", "info cuda lanes",
-              "x/4i $pc", "info line *$pc", "bt", "info threads"],
-    "python": ["python import sys; print('PYTHON', sys.version)", f"source {PY}"],
-}
+SCRIPT = Path(__file__).resolve().parents[2] / "bisectk" / "run" / "cudagdb_script.py"
+SETS = {"walk": [f"source {SCRIPT}"]}
 for name in names:
     spec = load_spec(Path("variants/gpu") / f"{name}.toml")
     cfg = spec.endpoint("bad")
@@ -56,3 +52,4 @@ for name in names:
         print(f"  py-spy: {time.monotonic()-s:.1f} s", flush=True)
     os.killpg(p.pid, signal.SIGKILL)
     p.wait()
+subprocess.run(["tar", "czf", str(out.parent / (out.name + ".tgz")), "-C", str(out.parent), out.name])

@@ -1,0 +1,81 @@
+"""cuda-gdb output (captured on an H100 from the hang pairs of variants/gpu) read into warp groups."""
+import json
+from pathlib import Path
+
+import pytest
+
+from bisectk.run import cudagdb
+from bisectk.stuck import Snapshot, same_place
+
+CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "cudagdb"
+
+
+def groups(name):
+    data = json.loads((CAPTURED / f"{name}.json").read_text())
+    found, note = cudagdb.parse(data)
+    return found, note
+
+
+def test_producer_phase_hang_consumers_and_producer_on_mbarrier_try_wait():
+    found, note = groups("gpu-ws-hang-phase")
+    assert {(g.role, g.place, g.wait, g.instruction) for g in found} == {
+        ("warps 0-3 (threads 0-127)", "ws_pipeline.py:183", "mbarrier try_wait", "SYNCS.PHASECHK.TRANS64"),
+        ("warp 4 (threads 128-159)", "ws_pipeline.py:164", "mbarrier try_wait", "SYNCS.PHASECHK.TRANS64")}
+    # every CTA read shows the same picture, so it is one entry
+    assert len({g.scope for g in found}) == 1 and "alike" in found[0].scope
+    assert found[0].scope.startswith("kernel RowSumWS, CTA (")
+    assert note.startswith("cuda-gdb: warps of 8 of ")
+    assert all(g.device for g in found)
+
+
+def test_named_barrier_hang():
+    found, _ = groups("gpu-ws-hang-nbar")
+    assert [(g.role, g.wait, g.instruction) for g in found] == [
+        ("warps 0-3 (threads 0-127)", "named barrier", "BAR.SYNC.DEFER_BLOCKING")]
+
+
+def test_setmaxnreg_hang_names_the_register_reallocation():
+    found, _ = groups("gpu-fmha-hang-regs")
+    waits = {g.wait for g in found}
+    assert "setmaxnreg (register reallocation)" in waits
+    regs = next(g for g in found if g.wait.startswith("setmaxnreg"))
+    assert regs.place == "fmha_wgmma.py:275" and regs.instruction.startswith("USETMAXREG")
+
+
+@pytest.mark.parametrize("name", ["gpu-ws-hang-arrive", "gpu-ws-hang-txbytes", "gpu-fmha-hang-orderarrive"])
+def test_every_captured_hang_has_a_waiting_group(name):
+    found, _ = groups(name)
+    assert found and any(g.wait in ("mbarrier try_wait", "named barrier") for g in found)
+    snap = Snapshot(groups=tuple(found))
+    assert same_place(snap, Snapshot.from_dict(snap.to_dict())) is True
+
+
+def test_two_different_hangs_are_told_apart():
+    a = Snapshot(groups=tuple(groups("gpu-ws-hang-phase")[0]))
+    b = Snapshot(groups=tuple(groups("gpu-ws-hang-nbar")[0]))
+    assert same_place(a, b) is False
+
+
+def test_kernel_names_are_shortened():
+    assert cudagdb.short_kernel("kernel_cutlass_kernel___main__buildlocalsRowSumWS_object_at__CopyAtom_0") == "RowSumWS"
+    assert cudagdb.short_kernel("my_kernel") == "my_kernel"
+
+
+def test_missing_cuda_gdb_is_one_line(monkeypatch):
+    found, problem = cudagdb.read(1, deadline_s=5, tool=None) if cudagdb_missing() else ([], "skip")
+    if problem == "skip":
+        pytest.skip("cuda-gdb is installed here")
+    assert found == [] and problem == "GPU warps not read: cuda-gdb is not installed"
+
+
+def cudagdb_missing():
+    from bisectk.run.snapshot import which
+    return which("cuda-gdb") is None
+
+
+def test_a_tool_that_prints_nothing_useful(tmp_path):
+    fake = tmp_path / "cuda-gdb"
+    fake.write_text("#!/bin/sh\necho 'ptrace: Operation not permitted.' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    found, problem = cudagdb.read(1, deadline_s=5, tool=str(fake))
+    assert found == [] and problem == "GPU warps not read: cuda-gdb: ptrace: Operation not permitted."

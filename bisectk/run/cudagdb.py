@@ -155,7 +155,7 @@ def _thread_ranges(warps) -> str:
 def read(pid: int, *, deadline_s: float, tool: str | None = None) -> tuple[list[Group], str]:
     """Attach cuda-gdb to `pid` for at most `deadline_s` seconds; (groups, problem)."""
     from bisectk.run.process import run_tool
-    from bisectk.run.snapshot import which
+    from bisectk.run.stacks import which
     tool = tool or which("cuda-gdb")
     if tool is None:
         return [], "GPU warps not read: cuda-gdb is not installed"

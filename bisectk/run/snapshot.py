@@ -20,34 +20,18 @@ where it informs (the first hang of the bad endpoint, the culprit, at most --sna
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import sys
-import sysconfig
 import time
-from pathlib import Path
 
 import psutil
 
 from bisectk.run import stacks
+from bisectk.run.stacks import which
 from bisectk.stuck import Group, Snapshot
 
 MAX_PROCESSES = 6
 HOST_TOOL_S = 10.0       # a host stack read that takes longer is given up
 LINEINFO_ENV = {"CUTE_DSL_LINEINFO": "1"}   # CuTe DSL kernels then carry source lines
-
-
-def which(tool: str) -> str | None:
-    """A tool on PATH, or beside this interpreter (py-spy installs its binary into the venv's bin,
-    which need not be on PATH when bisectk runs as `venv/bin/python -m bisectk`)."""
-    found = shutil.which(tool)
-    if found:
-        return found
-    for d in {sysconfig.get_path("scripts"), os.path.dirname(sys.executable)}:
-        p = Path(d or "") / tool
-        if p.is_file() and os.access(p, os.X_OK):
-            return str(p)
-    return None
 
 
 def tools() -> dict[str, str]:

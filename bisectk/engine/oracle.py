@@ -76,8 +76,9 @@ class SpaceOracle:
         self._lock = threading.Lock()
 
     # -- one observation --------------------------------------------------------------------
-    def observe(self, point: Any, slot: int = 0) -> Run:
-        """One new run of `point` (its next run index), executed only if the ledger lacks it."""
+    def observe(self, point: Any, slot: int = 0, *, snapshot: bool = False) -> Run:
+        """One new run of `point` (its next run index), executed only if the ledger lacks it.
+        `snapshot`: should it hang, read where it waits whatever the budget (engine/hangs.py)."""
         key = self.space.key(point)
         with self._lock:
             index = self.calls[key]
@@ -91,7 +92,7 @@ class SpaceOracle:
             with self.space.lease(point) as leased:
                 if self.policy.gpus:
                     leased = leased.with_env(CUDA_VISIBLE_DEVICES=self.policy.gpus[slot % len(self.policy.gpus)])
-                run = self.runner.observe(leased, index, label)
+                run = self.runner.observe(leased, index, label, snapshot=snapshot)
         judged = self.judge_run(run)
         cached = self.runner.was_cached(workload, index)
         with self._lock:

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bisectk.engine.records import AblationRecord
+from bisectk.report import stuck
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.report.words import endpoint_lines, failure_line, runs_words, stopped_line
 from bisectk.spec import format_value
@@ -102,6 +103,8 @@ def to_debuglog(rec: AblationRecord) -> DebugLog:
         log.sections.append(("Possible second bugs (different failures)",
                              table(["configuration", "failure", "verdict"],
                                    [[d["config"], d.get("failure") or "", d["verdict"]] for d in rec.different_failures])))
+    if rec.hangs and stuck.markdown(rec.hangs):
+        log.sections.append(("Where the hang is stuck", stuck.markdown(rec.hangs)))
     if rec.proof:
         log.sections.append(("Interaction proof", table(["subset", "outcome"],
                                                         [[", ".join(p["config"]) or "(none)", p["outcome"]] for p in rec.proof])))
@@ -133,6 +136,8 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
     else:
         out.print(stopped_line(rec.stop_reason, rec.search_runs) + f"; {culprit_words(rec)}", markup=False)
     out.print(failure_line(rec.endpoints), markup=False)
+    for line in stuck.terminal_lines(rec.hangs):
+        out.print(line, markup=False, highlight=False)
     for f, th in rec.thresholds.items():
         out.print(f"threshold: {f} {th['text']}", markup=False)
     if rec.flakiness_rule:

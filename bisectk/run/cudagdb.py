@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 
 from bisectk.stuck import Group, ranges
@@ -154,8 +153,7 @@ def _thread_ranges(warps) -> str:
 
 def read(pid: int, *, deadline_s: float, tool: str | None = None) -> tuple[list[Group], str]:
     """Attach cuda-gdb to `pid` for at most `deadline_s` seconds; (groups, problem)."""
-    from bisectk.run.process import run_tool
-    from bisectk.run.stacks import which
+    from bisectk.run.readers import call, which
     tool = tool or which("cuda-gdb")
     if tool is None:
         return [], "GPU warps not read: cuda-gdb is not installed"
@@ -164,17 +162,11 @@ def read(pid: int, *, deadline_s: float, tool: str | None = None) -> tuple[list[
     argv = [tool, "-p", str(pid), "--batch", "-nx", "-ex", "set pagination off", "-ex", "set width 0",
             "-x", str(SCRIPT)]
     env = {**os.environ, "BISECTK_CUDAGDB_MAX_SMS": str(MAX_SMS)}
-    with tempfile.TemporaryDirectory(prefix="bisectk-cudagdb-") as home:
-        env.setdefault("HOME", home)
-        try:
-            r = run_tool(argv, env=env, timeout=deadline_s)
-        except OSError as exc:
-            return [], f"GPU warps not read: cannot start cuda-gdb: {exc.strerror or exc}"
-    line = next((ln for ln in r.stdout.splitlines() if ln.startswith(MARKER)), None)
+    out, problem = call(argv, deadline_s, env)
+    line = next((ln for ln in out.splitlines() if ln.startswith(MARKER)), None)
     if line is None:
-        why = "timed out" if r.returncode == -9 else \
-            ((r.stderr.strip().splitlines() or r.stdout.strip().splitlines() or [f"exit {r.returncode}"])[-1])
-        return [], f"GPU warps not read: cuda-gdb: {why[:200]}"
+        why = problem or "it printed no warp table"
+        return [], f"GPU warps not read: {why if why.startswith('cuda-gdb') else 'cuda-gdb: ' + why}"
     try:
         groups, note = parse(json.loads(line[len(MARKER):]))
     except (ValueError, TypeError):

@@ -334,23 +334,23 @@ class WorkerPool:
     def run(self, argv: list[str], *, cwd: str | os.PathLike | None = None,
             env: dict[str, str] | None = None, timeout: float | None = None,
             log_dir: Path | None = None, tail_bytes: int = 64 * 1024,
-            base_env: dict[str, str] | None = None, watch=None) -> RawRun:
+            base_env: dict[str, str] | None = None, watch=None, snapshot=None) -> RawRun:
         """Run `argv` in a warm worker (or cold when it cannot); never raises for the subject.
         A run that brings its own whole environment (`base_env`) always runs cold."""
         if base_env is None and self.warm_capable(argv, env):
             slot = self._acquire()
             if slot is not None:
                 try:
-                    return self._run_on(slot, argv, cwd, env, timeout, log_dir, tail_bytes, watch)
+                    return self._run_on(slot, argv, cwd, env, timeout, log_dir, tail_bytes, watch, snapshot)
                 finally:
                     self._release(slot)
         self.stats["cold_runs"] += 1
         return run_process(argv, cwd=cwd, env={**(base_env if base_env is not None else self.base_env), **(env or {})},
-                           timeout=timeout, log_dir=log_dir, tail_bytes=tail_bytes, watch=watch)
+                           timeout=timeout, log_dir=log_dir, tail_bytes=tail_bytes, watch=watch, snapshot=snapshot)
 
     __call__ = run
 
-    def _run_on(self, slot: _Slot, argv, cwd, env, timeout, log_dir, tail_bytes, watch) -> RawRun:
+    def _run_on(self, slot: _Slot, argv, cwd, env, timeout, log_dir, tail_bytes, watch, snapshot=None) -> RawRun:
         w = slot.worker
         tmp = None
         if log_dir:
@@ -379,6 +379,8 @@ class WorkerPool:
         except (BrokenPipeError, OSError, EOFError):
             died = True
         duration = time.monotonic() - t0
+        # a hang: read where the worker waits before it is retired (the watchdog's decision stands)
+        stuck = taken(snapshot, w.proc.pid, duration) if rep is None and not died else None
         follow.poll(duration)
         self.stats["warm_runs"] += 1
         stdout, stderr = _tail(out_p, tail_bytes), _tail(err_p, tail_bytes)
@@ -397,7 +399,8 @@ class WorkerPool:
             if not died:  # no reply in time: a hang (or a worker stuck in its own machinery)
                 self._retire(slot)
                 return RawRun(started=True, timed_out=True, duration_s=duration, stdout=stdout, stderr=stderr,
-                              timeline=timeline, stalled=watch.where(duration) if hasattr(watch, "where") else "")
+                              timeline=timeline, stalled=watch.where(duration) if hasattr(watch, "where") else "",
+                              stuck=stuck)
             try:
                 rc = w.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:

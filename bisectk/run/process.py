@@ -47,6 +47,7 @@ import psutil
 from bisectk.procstat import process_start  # noqa: F401  (re-exported)
 
 from bisectk.run import supervise
+from bisectk.run.snapshot import taken
 
 TAIL_BYTES = 64 * 1024
 GRACE_S = 1.0            # SIGTERM -> SIGKILL, on timeout or interruption
@@ -71,6 +72,7 @@ class RawRun:
     poisoned: str = ""  # a warm worker's CUDA context failed after the run returned: what it said
     timeline: list | None = None   # progress points seen (run/progress.py Timeline.to_list())
     stalled: str = ""              # where a hung run stopped, in words
+    stuck: dict | None = None      # where it waited when the watchdog fired (run/snapshot.py), if asked
 
 
 MAX_LINE = 4096   # bytes of one output line a progress watch sees
@@ -322,13 +324,14 @@ def start_contained(argv: list[str], *, cwd=None, env: dict[str, str] | None = N
 def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
                 env: dict[str, str] | None = None, timeout: float | None = None,
                 log_dir: Path | None = None, tail_bytes: int = TAIL_BYTES,
-                base_env: dict[str, str] | None = None, watch=None) -> RawRun:
+                base_env: dict[str, str] | None = None, watch=None, snapshot=None) -> RawRun:
     """Run argv to completion or timeout. Never raises for the subject's behaviour (nor for a
     command the kernel refuses: that is `RawRun(started=False, error=...)`).
 
     The child's environment is `base_env` (default: this process's) updated with `env`. With a
     `watch` (run/progress.py: Recorder or Watch), every output line is a progress point and a
-    Watch's deadline, which moves as the run progresses, replaces the fixed `timeout`."""
+    Watch's deadline, which moves as the run progresses, replaces the fixed `timeout`. With a
+    `snapshot` request (run/snapshot.py), a hung tree is read before it is ended."""
     problem = invalid_command(argv, cwd, env)
     if problem:
         return RawRun(started=False, error=f"cannot start: {problem}")
@@ -355,12 +358,13 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
                for t, s in zip(tails, (c.proc.stdout, c.proc.stderr))]
     for r in readers:
         r.start()
-    timed_out, decided = False, None
+    timed_out, decided, stuck = False, None, None
     try:
         try:
             report = _wait(c, timeout, watch)
         except TimeoutError:
             timed_out, decided = True, time.monotonic()
+            stuck = taken(snapshot, c.pid, decided - c.t0)   # before the kill: where it waits
             c.end()
             report = c.wait()
     except BaseException:
@@ -382,7 +386,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
                   timed_out=timed_out, duration_s=duration, stdout=tails[0].text(), stderr=tails[1].text(),
                   error=f"log not written: {notes[0]}" if notes else "", leftovers=report.get("leftovers", 0),
                   timeline=watch.timeline(duration).to_list() if watch is not None else None,
-                  stalled=watch.where(duration) if timed_out and hasattr(watch, "where") else "")
+                  stalled=watch.where(duration) if timed_out and hasattr(watch, "where") else "", stuck=stuck)
 
 
 def _wait(c: Contained, timeout: float | None, watch) -> dict | None:

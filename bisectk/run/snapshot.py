@@ -11,6 +11,10 @@ take       -- read the hung process tree rooted at a pid, within `budget_s`: eve
               budget, each becomes one line in `notes`. The processes are left as they were
               (the tools detach), so the watchdog ends them as usual.
 tools      -- which readers this machine has, in words (`bisectk env` shows it).
+SnapshotRequest, taken -- what an executor is handed with a run, and calls at the moment its
+              watchdog decides the run hung (before the kill): local processes, warm workers and
+              Ray actors alike (the request travels as a dict).
+SnapshotPolicy -- which hangs of a command are read (`--snapshots N`).
 
 Cost: py-spy reads a Python process in about 0.1 s, gdb a native one in about 0.3 s; cuda-gdb
 attaches to a hung kernel in 12-13 s (an H100), which is why the engines ask for the GPU read only
@@ -20,13 +24,14 @@ where it informs (the first hang of the bad endpoint, the culprit, at most --sna
 from __future__ import annotations
 
 import os
-import subprocess
+import threading
 import time
+from dataclasses import dataclass
 
 import psutil
 
 from bisectk.run import stacks
-from bisectk.run.stacks import which
+from bisectk.run.readers import call, which
 from bisectk.stuck import Group, Snapshot
 
 MAX_PROCESSES = 6
@@ -72,21 +77,6 @@ def uses_cuda(p: psutil.Process) -> bool:
         return False
 
 
-def _call(argv: list[str], timeout: float) -> tuple[str, str]:
-    """(stdout, problem) of a short reader; the problem is '' when it worked."""
-    from bisectk.run.process import run_tool
-    if timeout <= 0.05:
-        return "", "no time left in the snapshot's budget"
-    try:
-        r = run_tool(argv, timeout=timeout)
-    except OSError as exc:
-        return "", f"cannot start {os.path.basename(argv[0])}: {exc.strerror or exc}"
-    if r.returncode != 0:
-        why = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
-        return r.stdout, f"{os.path.basename(argv[0])}: {why[:200]}"
-    return r.stdout, ""
-
-
 def _host(p: psutil.Process, deadline: float, notes: list[str], used: set[str]) -> list[Group]:
     try:
         scope = f"process {p.pid} ({p.name()})"
@@ -98,7 +88,7 @@ def _host(p: psutil.Process, deadline: float, notes: list[str], used: set[str]) 
         if spy is None:
             notes.append("Python stacks not read: py-spy is not installed (pip install py-spy)")
             return []
-        out, problem = _call([spy, "dump", "--pid", str(p.pid), "--json"], left)
+        out, problem = call([spy, "dump", "--pid", str(p.pid), "--json"], left)
         if problem:
             notes.append(f"{scope}: {problem}")
             return []
@@ -112,7 +102,7 @@ def _host(p: psutil.Process, deadline: float, notes: list[str], used: set[str]) 
     if gdb is None:
         notes.append(f"{scope}: native stacks not read: gdb is not installed")
         return []
-    out, problem = _call([gdb, "-p", str(p.pid), "-batch", "-nx", "-ex", "set pagination off",
+    out, problem = call([gdb, "-p", str(p.pid), "-batch", "-nx", "-ex", "set pagination off",
                           "-ex", "thread apply all bt"], left)
     threads = stacks.native_threads(out)
     if not threads:
@@ -150,3 +140,66 @@ def take(pid: int, *, gpu: bool = False, budget_s: float = 30.0) -> Snapshot:
     groups.sort(key=lambda g: (not g.device, not g.stack and not g.device))
     return Snapshot(groups=tuple(groups), tools=tuple(sorted(used)), took_s=round(time.monotonic() - t0, 3),
                     notes=tuple(dict.fromkeys(notes)))
+
+
+# -- when to take one -----------------------------------------------------------------------------
+DEFAULT_OTHERS = 2       # --snapshots: hangs read beyond the first and the culprit's
+DEFAULT_BUDGET_S = 45.0  # one snapshot's own limit (cuda-gdb takes 12-15 s on an H100)
+
+
+@dataclass(frozen=True)
+class SnapshotRequest:
+    """What an executor does when its watchdog calls a hang: read the tree for at most `budget_s`
+    (GPU warps too when `gpu`), then end it as usual. Travels to remote sites as a dict."""
+    budget_s: float = DEFAULT_BUDGET_S
+    gpu: bool = True
+
+    def take(self, pid: int, at_s: float | None = None) -> dict:
+        snap = take(pid, gpu=self.gpu, budget_s=self.budget_s)
+        return {**snap.to_dict(), "at_s": None if at_s is None else round(at_s, 3)}
+
+    def to_dict(self) -> dict:
+        return {"budget_s": self.budget_s, "gpu": self.gpu}
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> SnapshotRequest | None:
+        return cls(float(d.get("budget_s", DEFAULT_BUDGET_S)), bool(d.get("gpu", True))) if isinstance(d, dict) else None
+
+
+def taken(request: SnapshotRequest | None, pid: int, at_s: float) -> dict | None:
+    """The snapshot an executor records for a hung run, or None when none was asked; never raises
+    (a reader's own failure is a note, and the verdict stays a hang)."""
+    if request is None:
+        return None
+    try:
+        return request.take(pid, at_s)
+    except Exception as exc:   # a bug in a reader must not lose the run
+        return Snapshot(notes=(f"the snapshot failed: {type(exc).__name__}: {exc}"[:200],)).to_dict()
+
+
+class SnapshotPolicy:
+    """Which hangs a command reads (`--snapshots N`): the first hang of the command (the endpoints
+    run first, so it is the bad endpoint's), N others as they come, and every run the engine
+    forces (the culprit's confirmation). N = 0 turns snapshots off altogether. Thread-safe: parallel
+    runs may each be offered one; the count is settled when they come back."""
+
+    def __init__(self, others: int = DEFAULT_OTHERS, budget_s: float = DEFAULT_BUDGET_S, gpu: bool = True):
+        self.enabled = others > 0
+        self.left = 1 + max(0, others)
+        self.request_ = SnapshotRequest(budget_s, gpu)
+        self.taken = 0
+        self._lock = threading.Lock()
+
+    def request(self, forced: bool = False) -> SnapshotRequest | None:
+        if not self.enabled:
+            return None
+        with self._lock:
+            return self.request_ if forced or self.left > 0 else None
+
+    def settle(self, stuck: dict | None, forced: bool = False) -> None:
+        if stuck is None:
+            return
+        with self._lock:
+            self.taken += 1
+            if not forced:
+                self.left -= 1

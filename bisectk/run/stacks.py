@@ -9,7 +9,6 @@ native_threads   -- gdb's `thread apply all bt` output -> the same, for a native
 group_threads    -- threads with the same own frames are one Group, placed at the innermost own
                     frame ("2 threads waiting at pipeline.py:194 consumer"), with the kind of wait
                     read from the library frames above it (a lock, a join, a condition, a sleep).
-which            -- where a reader (py-spy, gdb, cuda-gdb) is on this machine, if anywhere.
 Threads with no own frame at all (an idle pool thread of a library) are grouped by their innermost
 frame and listed after the subject's; bisectk's own worker threads are dropped.
 """
@@ -19,11 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import sys
-import sysconfig
 from dataclasses import dataclass
-from pathlib import Path
 
 from bisectk.stuck import Group
 
@@ -170,16 +165,3 @@ def group_threads(threads: list[tuple[str, list[Frame], bool]], scope: str) -> l
             stack=tuple(f.place() for f in own))))
     groups.sort(key=lambda x: (x[0], x[1]))
     return [g for *_, g in groups]
-
-
-def which(tool: str) -> str | None:
-    """A tool on PATH, or beside this interpreter (py-spy installs its binary into the venv's bin,
-    which need not be on PATH when bisectk runs as `venv/bin/python -m bisectk`)."""
-    found = shutil.which(tool)
-    if found:
-        return found
-    for d in {sysconfig.get_path("scripts"), os.path.dirname(sys.executable)}:
-        p = Path(d or "") / tool
-        if p.is_file() and os.access(p, os.X_OK):
-            return str(p)
-    return None

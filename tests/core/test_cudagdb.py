@@ -69,7 +69,7 @@ def test_missing_cuda_gdb_is_one_line(monkeypatch):
 
 
 def cudagdb_missing():
-    from bisectk.run.stacks import which
+    from bisectk.run.readers import which
     return which("cuda-gdb") is None
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bisectk.run import snapshot, stacks
+from bisectk.run import readers, snapshot, stacks
 from bisectk.stuck import Group, Snapshot, same_place
 
 HANGS = Path(__file__).resolve().parents[1] / "fixtures" / "hangs"
@@ -29,7 +29,7 @@ def hung_python():
     p.wait()
 
 
-@pytest.mark.skipif(snapshot.which("py-spy") is None, reason="py-spy is not installed")
+@pytest.mark.skipif(readers.which("py-spy") is None, reason="py-spy is not installed")
 def test_python_deadlock_names_both_waiting_lines(hung_python):
     snap = snapshot.take(hung_python.pid, budget_s=20)
     assert "py-spy" in snap.tools, snap.notes
@@ -45,7 +45,7 @@ def test_python_deadlock_names_both_waiting_lines(hung_python):
     assert same_place(snap, again) is True
 
 
-@pytest.mark.skipif(snapshot.which("py-spy") is None, reason="py-spy is not installed")
+@pytest.mark.skipif(readers.which("py-spy") is None, reason="py-spy is not installed")
 def test_threads_at_the_same_place_are_one_group(tmp_path):
     script = tmp_path / "pool.py"
     script.write_text(
@@ -77,7 +77,7 @@ def test_native_deadlock_is_native_stacks_or_one_line_why_not(tmp_path):
     finally:
         p.kill()
         p.wait()
-    if snapshot.which("gdb") is None:
+    if readers.which("gdb") is None:
         assert snap.groups == () and len(snap.notes) == 1 and "gdb is not installed" in snap.notes[0]
         return
     places = {g.place: g for g in snap.host}

@@ -6,8 +6,8 @@ hang_facts -- after a search, collect the snapshots its hangs carry (bisectk/stu
               executors at the moment the watchdog fired): the bad endpoint's first hang, the culprit
               configuration's (the minimal failing set, the first bad commit), and the others taken
               within --snapshots. When the culprit hung but none of its runs was read (the budget
-              was spent, or its runs came from the ledger), it is run once more with a snapshot
-              forced: a confirmation run whose outcome is recorded like any other. The good run's
+              was spent, or its runs came from the ledger) and the failure is not intermittent, it is
+              run once more with a snapshot forced: a confirmation run recorded like any other. The good run's
               last progress point is set beside the bad endpoint's, and `same` says whether the bad
               endpoint and the culprit wait at the same places (False: two different hangs).
 Returns plain data (a dict) for the records; report/stuck.py words it.
@@ -53,7 +53,10 @@ def hang_facts(oracle, check, culprit=None, culprit_label: str = "the culprit co
         runs = list(v.runs) if v else []
         read = next((r for r in runs if _hung(r) and r.stuck), None)
         policy = getattr(runner, "snapshots", None)
-        if read is None and any(_hung(r) for r in runs) and policy is not None and policy.enabled:
+        # An intermittent hang is not re-run for its picture: a pass would be one more observation
+        # that the answer already given did not weigh (issue 23's confirmation runs do that).
+        steady = not check.flaky and check.bad_rate.fails == check.bad_rate.runs
+        if read is None and steady and any(_hung(r) for r in runs) and policy is not None and policy.enabled:
             again = oracle.observe(culprit, snapshot=True)
             read = again if _hung(again) and again.stuck else None
             if read is None:

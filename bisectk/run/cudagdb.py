@@ -37,8 +37,7 @@ _KERNEL_ROW = re.compile(r"^\*?\s*(\d+)\s+\S+\s+(\d+)\s+(\d+)\s+\S+\s+(0x[0-9a-f
                          r"\((\d+),(\d+),(\d+)\)\s+(\S+?)(?:<<<.*)?(?:\(.*)?$")
 _LINE = re.compile(r'Line (\d+) of "([^"]+)" starts at address (0x[0-9a-f]+)')
 _INSN = re.compile(r"^\s*(=>)?\s*(0x[0-9a-f]+)\s*<([^>]*)>:\s*(.*)$")
-_WAITS = (("SYNCS.PHASECHK", "mbarrier try_wait"), ("BAR.SYNC", "named barrier"), ("BAR.RED", "named barrier"),
-          ("BAR.ARV", "named barrier arrive"), ("USETMAXREG", "setmaxnreg (register reallocation)"),
+_WAITS = (("SYNCS.PHASECHK", "mbarrier try_wait"), ("USETMAXREG", "setmaxnreg (register reallocation)"),
           ("WARPSYNC", "warp sync"), ("NANOSLEEP", "sleep loop"))
 
 
@@ -70,32 +69,76 @@ def _instructions(text: str) -> list[tuple[bool, str, str]]:
     return out
 
 
-def classify(pc_info: dict) -> tuple[str, str, str]:
-    """(place, instruction, kind of wait) of one PC from its `x/i`, the lines before it, `info line`."""
+_BAR = re.compile(r"^BAR\.(SYNC|RED\.\w+|ARV)\S*\s+(0x[0-9a-f]+|\d+)(?:\s*,\s*(0x[0-9a-f]+|\d+))?")
+_DEF = re.compile(r"^\s*(@|def\s|class\s)")
+
+
+def _source(path: str, cache: dict) -> list[str]:
+    if path not in cache:
+        try:
+            with open(cache.get("<resolve>", lambda p: p)(path), encoding="utf-8", errors="replace") as f:
+                cache[path] = f.read().splitlines()
+        except OSError:
+            cache[path] = []
+    return cache[path]
+
+
+def _barrier_lines(lines: list[str], bar_id: int) -> list[int]:
+    """Source lines that call a named barrier with this literal id (`barrier(barrier_id=1, ...)`)."""
+    rx = re.compile(rf"barrier\w*\(\s*(?:barrier_id\s*=\s*)?{bar_id}\b")
+    return [i + 1 for i, text in enumerate(lines) if rx.search(text)]
+
+
+def classify(pc_info: dict, sources: dict | None = None) -> tuple[str, str, str]:
+    """(place, instruction, kind of wait) of one PC from its `x/i`, the lines before it and `info line`.
+
+    A warp blocked on a named barrier sits past its BAR.SYNC (a deferred-blocking barrier lets it
+    issue a few more instructions), so the instructions just before the PC count; an mbarrier wait is a tight loop (sleep, check, branch back), so any
+    SYNCS.PHASECHK around the PC does. A named barrier's id and thread count come from its operands;
+    where the line info points at the kernel's definition (the DSL gives some instructions none of
+    their own), the one source line calling a barrier with that literal id is named instead."""
+    sources = {} if sources is None else sources
     line = _LINE.search(pc_info.get("line", ""))
     after = _instructions(pc_info.get("x", ""))
-    window = _instructions(pc_info.get("before", "")) + after
+    before = _instructions(pc_info.get("before", ""))
     here = after[0][2] if after else ""
     place = f"{os.path.basename(line.group(2))}:{line.group(1)}" if line else ""
     if not place and after:
         m = _INSN.match(pc_info.get("x", "").splitlines()[0]) if pc_info.get("x") else None
         sym = m.group(3) if m else ""
         place = f"{short_kernel(sym.split('+')[0])}+{sym.split('+')[1]}" if "+" in sym else (sym or "?")
+    # BAR.SYNC.DEFER_BLOCKING lets a warp issue a few independent instructions before it blocks
+    near = [here] + [b[2] for b in reversed(before)]
+    for insn in near:
+        bar = _BAR.match(insn)
+        if bar:
+            bar_id = int(bar.group(2), 0)
+            count = f", {int(bar.group(3), 0)} threads" if bar.group(3) else ""
+            kind = "named barrier arrive" if bar.group(1) == "ARV" else "named barrier"
+            if line:
+                text = _source(line.group(2), sources)
+                n = int(line.group(1))
+                calls = _barrier_lines(text, bar_id) if text else []
+                if len(calls) == 1 and (0 < n <= len(text) and _DEF.match(text[n - 1]) or not text):
+                    place = f"{os.path.basename(line.group(2))}:{calls[0]}"
+            return place or "?", insn.split()[0], f"{kind} {bar_id}{count}"
+    window = before + after
     for needle, kind in _WAITS:
-        for _, _, insn in ([(True, "", here)] + window):
+        for insn in [here] + [w[2] for w in window]:
             if insn.startswith(needle) or f" {needle}" in insn:
-                opcode = insn.split()[0] if insn else ""
-                return place or "?", opcode, kind
+                return place or "?", insn.split()[0] if insn else "", kind
     return place or "?", here.split()[0] if here else "", "other"
 
 
 MAX_CTA_KINDS = 3   # more distinct CTA pictures than this: one picture per kernel, warps pooled
 
 
-def parse(data: dict) -> tuple[list[Group], str]:
-    """Groups from the script's JSON, and a note ('' or one line: e.g. only some SMs were read)."""
+def parse(data: dict, resolve=None) -> tuple[list[Group], str]:
+    """Groups from the script's JSON, and a note ('' or one line: e.g. only some SMs were read).
+    `resolve` maps a kernel source path as cuda-gdb names it to where it can be read (tests)."""
     kernels = _kernels(data.get("kernels", ""))
-    pcs = {pc: classify(info) for pc, info in (data.get("pcs") or {}).items()}
+    sources: dict = {"<resolve>": resolve} if resolve else {}
+    pcs = {pc: classify(info, sources) for pc, info in (data.get("pcs") or {}).items()}
     insn: dict[tuple[str, str], str] = {}
     ctas: dict[tuple[int, tuple[int, int, int]], dict[tuple[str, str], set[int]]] = {}
     for text in (data.get("warps") or {}).values():

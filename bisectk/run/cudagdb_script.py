@@ -37,7 +37,7 @@ for sm in sms[:MAX_SMS]:
         if m and m.group(2) not in pcs:
             pcs[m.group(2)] = (sm, int(m.group(1)))
 for pc, (sm, warp) in list(pcs.items())[:MAX_PCS]:
-    info = {"x": run("x/4i %s" % pc), "before": run("x/3i %s-48" % pc), "line": run("info line *%s" % pc),
+    info = {"x": run("x/4i %s" % pc), "before": run("x/4i %s-64" % pc), "line": run("info line *%s" % pc),
             "around": run("disassemble /s %s-96,%s+64" % (pc, pc))}
     # the inlined frames at that PC (a barrier inside a helper maps to the helper's caller there)
     if sm is not None and "ERROR" not in run("cuda sm %d warp %d lane 0" % (sm, warp)):

@@ -8,11 +8,13 @@ from bisectk.run import cudagdb
 from bisectk.stuck import Snapshot, same_place
 
 CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "cudagdb"
+KERNELS = Path(__file__).resolve().parents[2] / "kernels" / "cutedsl"
 
 
 def groups(name):
+    """Parsed as on the GPU machine, where the kernel's source is where cuda-gdb says it is."""
     data = json.loads((CAPTURED / f"{name}.json").read_text())
-    found, note = cudagdb.parse(data)
+    found, note = cudagdb.parse(data, resolve=lambda p: KERNELS / Path(p).name)
     return found, note
 
 
@@ -28,10 +30,25 @@ def test_producer_phase_hang_consumers_and_producer_on_mbarrier_try_wait():
     assert all(g.device for g in found)
 
 
-def test_named_barrier_hang():
+def test_named_barrier_hang_names_the_barrier_and_its_thread_count():
     found, _ = groups("gpu-ws-hang-nbar")
-    assert [(g.role, g.wait, g.instruction) for g in found] == [
-        ("warps 0-3 (threads 0-127)", "named barrier", "BAR.SYNC.DEFER_BLOCKING")]
+    # the barrier's id and expected thread count come from BAR.SYNC's operands (0x1, 0xa0); the
+    # DSL's line info points at the kernel's definition, so the one call of barrier 1 is named
+    assert [(g.role, g.place, g.wait, g.instruction) for g in found] == [
+        ("warps 0-3 (threads 0-127)", "ws_pipeline.py:200", "named barrier 1, 160 threads", "BAR.SYNC.DEFER_BLOCKING")]
+    line = (KERNELS / "ws_pipeline.py").read_text().splitlines()[199]
+    assert "barrier(barrier_id=1" in line
+
+
+def test_without_the_source_the_line_info_is_kept():
+    data = json.loads((CAPTURED / "gpu-ws-hang-nbar.json").read_text())
+    found, _ = cudagdb.parse(data, resolve=lambda p: "/nonexistent/" + Path(p).name)
+    assert found[0].place == "ws_pipeline.py:93" and found[0].wait == "named barrier 1, 160 threads"
+
+
+def test_deferred_blocking_barrier_a_few_instructions_back():
+    found, _ = groups("gpu-fmha-hang-orderarrive")
+    assert ("warps 8-11 (threads 256-383)", "named barrier 3, 256 threads") in {(g.role, g.wait) for g in found}
 
 
 def test_setmaxnreg_hang_names_the_register_reallocation():
@@ -45,7 +62,7 @@ def test_setmaxnreg_hang_names_the_register_reallocation():
 @pytest.mark.parametrize("name", ["gpu-ws-hang-arrive", "gpu-ws-hang-txbytes", "gpu-fmha-hang-orderarrive"])
 def test_every_captured_hang_has_a_waiting_group(name):
     found, _ = groups(name)
-    assert found and any(g.wait in ("mbarrier try_wait", "named barrier") for g in found)
+    assert found and any(g.wait == "mbarrier try_wait" or g.wait.startswith("named barrier") for g in found)
     snap = Snapshot(groups=tuple(found))
     assert same_place(snap, Snapshot.from_dict(snap.to_dict())) is True
 

@@ -59,6 +59,9 @@ CalibrateOpt = typer.Option(10, "--calibrate-runs", min=1, help="Cap on endpoint
 WarmOpt = typer.Option(False, "--warm", help="Run Python subjects in warm worker processes (imports paid once; each run "
                                               "loads the tree's own modules fresh), with hot spares (two per GPU slot) to replace "
                                               "a worker a hang or crash kills.")
+SnapshotsOpt = typer.Option(2, "--snapshots", min=0, help="Hangs to read before the kill beyond the bad endpoint's "
+                                                          "first and the culprit's (where each thread and warp waits: "
+                                                          "py-spy, gdb, cuda-gdb); 0: none.")
 FreshOpt = typer.Option(False, "--fresh", help="Ignore runs stored in the ledger (run everything again).")
 ExecutorOpt = typer.Option("local", "--executor", help="Where runs execute: 'local' (processes here) or 'ray' (one warm "
                                                        "actor per GPU or CPU slot on a Ray cluster; pip install -e '.[ray]').")
@@ -168,7 +171,7 @@ def run(spec: Path = SpecArg,
         set_: Optional[list[str]] = typer.Option(None, "--set", help="Override a factor: NAME=VALUE (repeatable)."),
         repeat: Optional[int] = typer.Option(None, "--repeat", min=1, help="Runs of the configuration (default: the spec's)."),
         timeout: Optional[float] = typer.Option(None, "--timeout", min=0.01, help="Watchdog seconds (default: spec, else calibrated from good)."),
-        fresh: bool = FreshOpt, ledger: Optional[Path] = LedgerOpt, as_json: bool = JsonOpt) -> None:
+        fresh: bool = FreshOpt, snapshots: int = SnapshotsOpt, ledger: Optional[Path] = LedgerOpt, as_json: bool = JsonOpt) -> None:
     """Run one configuration and classify it. Exit 0 pass, 1 fail, 125 unresolved."""
     from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.single import run_one
@@ -177,7 +180,7 @@ def run(spec: Path = SpecArg,
     s, cfg = load_subject(spec, cwd=Path.cwd(), config=config, sets=set_)
     unused_factor_warnings(s)
     with Session("run", s, ledger_location(ledger, spec=s), args={"spec": str(spec), "config": cfg},
-                 policy=policy(timeout=timeout), fresh=fresh, reporter=reporter(as_json, s.good)) as session:
+                 policy=policy(timeout=timeout, snapshots=snapshots), fresh=fresh, reporter=reporter(as_json, s.good)) as session:
         rec = run_one(session, cfg, repeat=repeat, label=config if not set_ else "custom",
                       environment=environment_capture() if as_json else None)
         session.record(rec.to_dict())
@@ -192,6 +195,9 @@ def run(spec: Path = SpecArg,
                   f"{', from the ledger' if verdict.cached else ''})", markup=False)
         if verdict.reason is Reason.USAGE:
             out.print(f"command: {s.command_text(cfg)}", markup=False)
+        from bisectk.report.stuck import terminal_lines
+        for line in terminal_lines(rec.hangs):
+            out.print(line, markup=False, highlight=False)
     raise typer.Exit(OUTCOME_EXIT[verdict.outcome])
 
 
@@ -201,7 +207,7 @@ def check(spec: Path = SpecArg,
           flaky: Optional[bool] = typer.Option(None, "--flaky/--no-flaky", help="Measure the failure rate even if the bad endpoint failed every time."),
           calibrate_runs: int = CalibrateOpt, same_failure: str = SameFailureOpt,
           timeout: Optional[float] = TimeoutOpt,
-          fresh: bool = FreshOpt, ledger: Optional[Path] = LedgerOpt, as_json: bool = JsonOpt) -> None:
+          fresh: bool = FreshOpt, snapshots: int = SnapshotsOpt, ledger: Optional[Path] = LedgerOpt, as_json: bool = JsonOpt) -> None:
     """Verify the endpoints: good must pass, bad must fail. Exit 0 if usable, 2 if not."""
     from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.single import check_endpoints
@@ -210,7 +216,7 @@ def check(spec: Path = SpecArg,
     s, _ = load_subject(spec, cwd=Path.cwd())
     warnings = unused_factor_warnings(s)
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,
-                 timeout=timeout)
+                 timeout=timeout, snapshots=snapshots)
     with Session("check", s, ledger_location(ledger, spec=s), args={"spec": str(spec)}, policy=pol, fresh=fresh,
                  reporter=reporter(as_json, s.good)) as session:
         rec = check_endpoints(session, environment=environment_capture() if as_json else None)
@@ -247,7 +253,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
            timeout: Optional[float] = TimeoutOpt,
            max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop the search after this many runs (best result so far)."),
            resume: bool = typer.Option(False, "--resume", help="Continue the last ablation of this spec: runs already in the ledger are not repeated."),
-           fresh: bool = FreshOpt,
+           fresh: bool = FreshOpt, snapshots: int = SnapshotsOpt,
            warm: bool = WarmOpt,
            gpus: Optional[str] = typer.Option(None, "--gpus", help="With --warm: one worker per GPU, e.g. 0,1."),
            executor: str = ExecutorOpt, ray_address: Optional[str] = RayAddressOpt,
@@ -276,7 +282,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     limit = STRATEGIES[strategy].max_n
     if limit is not None and n > limit:
         fail(f"--strategy {strategy} handles at most {limit} differences; {spec} has {n}")
-    pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,
+    pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  max_runs=max_runs, timeout=timeout, gpus=tuple(gpus.split(",")) if gpus else (), executor=executor,
                  ray_address=ray_address)
     with Session("ablate", s, ledger_location(ledger, spec=s), args={"spec": str(spec), "strategy": strategy},
@@ -317,7 +323,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
              strategy: str = typer.Option("adaptive", "--strategy", help="Search strategy: " + ", ".join(strategy_names()) + "."),
              lines: bool = typer.Option(True, "--lines/--no-lines", help="Refine culprit hunks to lines (second pass)."),
              max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop the search after this many runs."),
-             fresh: bool = FreshOpt, warm: bool = WarmOpt,
+             fresh: bool = FreshOpt, snapshots: int = SnapshotsOpt, warm: bool = WarmOpt,
              executor: str = ExecutorOpt, ray_address: Optional[str] = RayAddressOpt,
              report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt, html: Optional[Path] = HtmlOpt,
              ledger: Optional[Path] = typer.Option(None, "--ledger", help=f"Ledger database (default: {cache_ledger()}, in your cache, never in GOOD or BAD; scratch trees beside it)."),
@@ -340,7 +346,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
     check_strategy(strategy)
     # never in the user's tree: the ledger lives in their cache (or --ledger), scratch trees beside it
     ledger_path = ledger_location(ledger)
-    pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,
+    pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  max_runs=max_runs, timeout=timeout, executor=executor, ray_address=ray_address)
     s, base = load_subject(spec, run_cmd, cwd=Path.cwd(), build=build, config=config, sets=set_,
                            repeat=repeat, name=f"diff {good.name}..{bad.name}")
@@ -393,7 +399,7 @@ def bisect(repo: Path = RepoOpt,
            any_failure: bool = typer.Option(False, "--any-failure", help="Count any failure as bad (git bisect's view), not only the bad endpoint's."),
            max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop after this many observations."),
            resume: bool = typer.Option(False, "--resume", help="Continue the last bisection of these refs; nothing already recorded re-runs."),
-           fresh: bool = FreshOpt, warm: bool = WarmOpt,
+           fresh: bool = FreshOpt, snapshots: int = SnapshotsOpt, warm: bool = WarmOpt,
            executor: str = ExecutorOpt, ray_address: Optional[str] = RayAddressOpt, ray_repo: Optional[str] = RayRepoOpt,
            report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt, html: Optional[Path] = HtmlOpt,
            ledger: Optional[Path] = GitLedgerOpt,
@@ -445,7 +451,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, *, spec, run_cm
     commits = listing.result()
     args = {"repo": str(root), "good": good_sha, "bad": bad_sha, "first_parent": first_parent, "flaky": flaky,
             "any_failure": any_failure, "subject": str(spec or run_cmd or pytest_id)}
-    pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,
+    pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  max_runs=max_runs, jobs=jobs, confidence=confidence, gpus=tuple(gpus.split(",")) if gpus else (),
                  executor=executor, ray_address=ray_address, ray_repo=ray_repo)
     with Session("bisect", s, ledger_location(ledger, repo=root), args=args, policy=pol, fresh=fresh,
@@ -486,7 +492,7 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
            first_parent: bool = typer.Option(False, "--first-parent", help="Only the first-parent chain."),
            max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop each search (the bisection, then the hunk isolation) after this many runs."),
            resume: bool = typer.Option(False, "--resume", help="Continue the last triage of these refs; nothing already recorded re-runs."),
-           fresh: bool = FreshOpt, warm: bool = WarmOpt,
+           fresh: bool = FreshOpt, snapshots: int = SnapshotsOpt, warm: bool = WarmOpt,
            executor: str = ExecutorOpt, ray_address: Optional[str] = RayAddressOpt, ray_repo: Optional[str] = RayRepoOpt,
            report: Optional[Path] = ReportOpt, json_out: Optional[Path] = JsonOutOpt, html: Optional[Path] = HtmlOpt,
            junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML here."),
@@ -505,8 +511,8 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     root = open_repo(repo)
     commits = list_graph(root, good, bad, first_parent=first_parent)
     s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
-    pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, jobs=jobs,
-                 max_runs=max_runs, confidence=confidence, executor=executor, ray_address=ray_address,
+    pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
+                 jobs=jobs, max_runs=max_runs, confidence=confidence, executor=executor, ray_address=ray_address,
                  ray_repo=ray_repo)
     args = {"repo": str(root), "good": commits.good_sha, "bad": commits.bad_sha}
     with Session("triage", s, ledger_location(ledger, repo=root), args=args, policy=pol, fresh=fresh,

@@ -89,6 +89,7 @@ class Run:
     failed: tuple[str, ...] = ()   # what failed, without values (see the module docstring)
     progress: str = ""             # where a hung run stopped, in words (from the watchdog)
     timeline: tuple | None = None  # progress points seen: ((key, seconds), ..., ("<end>", seconds))
+    stuck: dict | None = None      # a hang's snapshot, read before the kill (bisectk/stuck.py Snapshot)
 
     @property
     def family(self) -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from bisectk.engine.endpoints import verify
 from bisectk.engine.interrupts import live
+from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import SpaceOracle
 from bisectk.engine.policy import RunPolicy
 from bisectk.engine.records import AblationRecord, AttemptRecord, EndpointCheck, SubjectRecord
@@ -174,6 +175,8 @@ def run_ablation(oracle: SpaceOracle, *, strategy: str = "adaptive", policy: Run
                                  if isinstance(p, frozenset) else str(p))
     if seconds:
         steps.append("A different failure appeared in some hybrids (listed above): ablate it separately.")
+    culprit = res.fail_config if res.complete and not stopped and res.culprits else None
+    hangs = hang_facts(oracle, check, culprit, "the culprit configuration (" + _names(res.culprits) + ")")
     return AblationRecord(
         ok=True, complete=res.complete and not stopped, interrupted=stopped, runs=runner.executed,
         observations=len(oracle.observations), wall_s=round(time.monotonic() - start, 3),
@@ -187,7 +190,7 @@ def run_ablation(oracle: SpaceOracle, *, strategy: str = "adaptive", policy: Run
         unresolved=tuple(doc["unresolved"]), flakiness_rule=rule.to_dict() if rule else None,
         thresholds={f: {"first_fail": t.value, "last_pass": t.values[t.last_pass], "exact": t.exact,
                         "text": t.describe()} for f, t in found_thresholds.items()},
-        search_runs=res.runs, ptx=ptx_doc, sanitizer=sanitizer_doc, **base)
+        search_runs=res.runs, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)
 
 
 def find_thresholds(oracle: SpaceOracle, result: AblationResult,

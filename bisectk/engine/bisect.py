@@ -27,6 +27,7 @@ from typing import Any
 
 from bisectk.engine.ablate import subject_record
 from bisectk.engine.endpoints import verify
+from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import SpaceOracle
 from bisectk.engine.policy import RunPolicy
 from bisectk.engine.records import AttemptRecord, BisectRecord, EndpointCheck
@@ -175,6 +176,8 @@ def _record(oracle: SpaceOracle, check: EndpointCheck, result: DagResult, flaky:
     if stopped:
         steps.insert(0, f"The search stopped ({reason}); run it again with --resume to continue.")
     complete = result.complete and not stopped
+    hangs = hang_facts(oracle, check, result.culprit if found and complete else None,
+                       f"the first bad commit ({graph[result.culprit].short})" if found else "")
     return BisectRecord(
         ok=True, complete=complete, interrupted=stopped, runs=oracle.runner.executed,
         observations=len(oracle.observations), wall_s=round(time.monotonic() - start, 3), next_steps=tuple(steps),
@@ -188,4 +191,4 @@ def _record(oracle: SpaceOracle, check: EndpointCheck, result: DagResult, flaky:
         posterior=tuple({"sha": graph[i].sha, "short": graph[i].short, "p": round(p, 6)} for i, p in result.posterior),
         attempts=tuple(attempts_in_run_order(oracle)),
         tested=tested_commits(graph, ((o.key, o.judged) for o in oracle.observations)),
-        marginal=marginal_doc(graph, result), **base)
+        marginal=marginal_doc(graph, result), hangs=hangs, **base)

@@ -16,6 +16,7 @@ import time
 
 from bisectk.engine.ablate import attempt_records, different_failures, search_set, subject_record
 from bisectk.engine.endpoints import verify
+from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import SpaceOracle
 from bisectk.engine.policy import RunPolicy
 from bisectk.engine.records import DiffRecord
@@ -93,6 +94,9 @@ def run_diff(oracle: SpaceOracle, *, strategy: str = "adaptive", refine: bool = 
         steps.append("Apply only the culprit lines to GOOD and confirm the failure; then revert them in BAD "
                      "and confirm the fix.")
     line_runs = lines.runs if lines else 0
+    found_set = res.complete and not stopped and res.culprits
+    hangs = hang_facts(oracle, check, res.fail_config if found_set else None,
+                       "the culprit hunks applied to GOOD (" + _ids(res.culprits) + ")")
     return DiffRecord(
         ok=True, complete=res.complete and not stopped, interrupted=stopped, runs=runner.executed,
         observations=len(oracle.observations) + (len(line_oracle.observations) if line_oracle else 0),
@@ -104,4 +108,4 @@ def run_diff(oracle: SpaceOracle, *, strategy: str = "adaptive", refine: bool = 
         attempts=tuple(attempts), unresolved=tuple(sorted(a.config, key=order) for a in res.unresolved),
         different_failures=tuple(seconds), diff=unified_diff(culprit_hunks),
         lines_diff=unified_diff(culprit_lines) if lines is not None else "",
-        search_runs=res.runs + line_runs, **base)
+        search_runs=res.runs + line_runs, hangs=hangs, **base)

@@ -82,12 +82,13 @@ class SpaceOracle:
             return round(sum(o.run.duration_s for o in self.observations), 3)
 
     # -- one observation --------------------------------------------------------------------
-    def observe(self, point: Any, slot: int = 0) -> Run:
-        """One new run of `point` (its next run index), executed only if the ledger lacks it."""
+    def observe(self, point: Any, slot: int = 0, *, snapshot: bool = False) -> Run:
+        """One new run of `point` (its next run index), executed only if the ledger lacks it.
+        `snapshot`: should it hang, read where it waits whatever the budget (engine/hangs.py)."""
         with live():   # the one place a held-back Ctrl-C takes effect (engine/interrupts.py)
-            return self._observe(point, slot)
+            return self._observe(point, slot, snapshot)
 
-    def _observe(self, point: Any, slot: int) -> Run:
+    def _observe(self, point: Any, slot: int, snapshot: bool = False) -> Run:
         key = self.space.key(point)
         with self._lock:
             index = self.calls[key]
@@ -101,7 +102,7 @@ class SpaceOracle:
             with self.space.lease(point) as leased:
                 if self.policy.gpus:
                     leased = leased.with_env(CUDA_VISIBLE_DEVICES=self.policy.gpus[slot % len(self.policy.gpus)])
-                run = self.runner.observe(leased, index, label)
+                run = self.runner.observe(leased, index, label, snapshot=snapshot)
         judged = self.judge_run(run)
         cached = self.runner.was_cached(workload, index)
         with self._lock:

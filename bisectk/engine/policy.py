@@ -9,7 +9,8 @@ RunPolicy -- repeats per endpoint, flakiness (forced on, off, or decided by the 
              budget, a watchdog override, parallelism and GPUs, and where runs are executed
              (`executor`: local processes, or actors on a Ray cluster at `ray_address`, a
              local Ray instance when None; `ray_repo`: the repository's path on every Ray host,
-             when it is on a shared filesystem).
+             when it is on a shared filesystem); how many hangs are read before the kill
+             beyond the first and the culprit's (`snapshots`, run/snapshot.py; 0: none).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from bisectk.outcome import SAME_FAILURE_MODES
 
 DEFAULT_CALIBRATE_RUNS = 10
 DEFAULT_RETRY_DIFFERENT = 2
+DEFAULT_SNAPSHOTS = 2
 EXECUTORS = ("local", "ray")
 
 
@@ -39,6 +41,7 @@ class RunPolicy:
     executor: str = "local"              # local | ray
     ray_address: str | None = None
     ray_repo: str | None = None
+    snapshots: int = DEFAULT_SNAPSHOTS   # hangs read beyond the bad endpoint's first and the culprit's; 0: none
 
     def __post_init__(self) -> None:
         if self.same_failure not in SAME_FAILURE_MODES:
@@ -50,5 +53,7 @@ class RunPolicy:
         if self.executor == "ray" and self.gpus:
             raise BisectkError("--gpus: with --executor ray, Ray gives each actor its own GPU (num_gpus=1); "
                                "leave --gpus out (bisect and triage take the number of actors from --jobs)")
+        if self.snapshots < 0:
+            raise BisectkError(f"--snapshots {self.snapshots}: must be 0 (no snapshots) or more")
         if self.calibrate_runs < 1:
             raise BisectkError(f"--calibrate-runs {self.calibrate_runs}: must be at least 1")

@@ -256,6 +256,7 @@ class Record:
     next_steps: tuple[str, ...] = ()
     session: int | None = None
     stop_reason: str = ""
+    hangs: dict | None = None      # where the hangs were stuck (engine/hangs.py), when any was read
 
     def to_dict(self) -> dict[str, Any]:
         return _base_dump(self)

@@ -104,6 +104,8 @@ class Session:
         self.warm = warm
         self.pool = None
         self.cluster = None
+        from bisectk.run.snapshot import SnapshotPolicy
+        self.snapshots = SnapshotPolicy(self.policy.snapshots)   # one budget for the whole command
         self.fingerprint = fingerprint or spec.fingerprint()
         self.previous = self.ledger.last_session(command, self.fingerprint)
         self.id = self.ledger.open_session(command, self.fingerprint, args or {})
@@ -155,7 +157,7 @@ class Session:
     def runner(self, cwd: Path | None = None) -> Runner:
         """The one Runner factory: this session's ledger, events, logs, executor and namespace."""
         runner = Runner(self.spec, self.ledger, events=self.events, session=self.id, cwd=cwd,
-                        log_root=self.log_root, executor=self.executor(),
+                        log_root=self.log_root, executor=self.executor(), snapshots=self.snapshots,
                         namespace=f"#fresh-{self.id}-{time.time_ns()}" if self.fresh else "")
         if self.policy.timeout:
             runner.timeout = TimeoutPolicy(self.policy.timeout, "option", f"{self.policy.timeout:g} s from --timeout")

@@ -30,11 +30,15 @@ def run_one(session: Session, config: Config, *, repeat: int | None, label: str,
         # calibrate the watchdog from the good endpoint (memoised: usually from the ledger)
         runner.calibrate(list(runner.verdict(spec.endpoint("good"), label="good (calibration)").runs))
     verdict = runner.verdict(config, repeat, label=label)
+    hung = next((r for r in verdict.runs if r.stuck), None)
+    hangs = {"bad": {"label": "the run", "snapshot": hung.stuck, "progress": hung.progress,
+                     "at_s": round(hung.duration_s, 3)},
+             "culprit": None, "others": [], "good_last_point": None, "bad_hung": True, "same": None} if hung else None
     return RunRecord(command="run", endpoints=None, ok=verdict.outcome is not Outcome.UNRESOLVED,
                      complete=True, interrupted=False, runs=runner.executed, observations=len(verdict.runs),
                      wall_s=round(time.monotonic() - start, 3), environment=environment or {}, session=session.id,
                      subject=subject_record(spec), config=config, verdict=verdict.to_dict(),
-                     timeout=runner.timeout.to_dict() if runner.timeout else None)
+                     timeout=runner.timeout.to_dict() if runner.timeout else None, hangs=hangs)
 
 
 def check_endpoints(session: Session, *, environment: dict | None = None) -> CheckRecord:

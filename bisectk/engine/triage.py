@@ -90,4 +90,4 @@ def run_triage(oracle: SpaceOracle, *, scratch_root: Path, policy: RunPolicy | N
         environment=environment or {}, next_steps=bis.next_steps + (diff.next_steps if diff else ()),
         session=oracle.runner.session, verdict=VERDICTS[code], exit_code=code, failure=failure,
         bisect=bis.to_dict(), diff=diff.to_dict() if diff else None, diff_error=diff_error,
-        first_bad=bis.first_bad, culprit_hunks=diff.culprit_hunks if diff else ())
+        first_bad=bis.first_bad, culprit_hunks=diff.culprit_hunks if diff else (), hangs=bis.hangs)

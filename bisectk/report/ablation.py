@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bisectk.engine.records import AblationRecord
+from bisectk.report import stuck
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.report.words import (SAME_INPUTS, endpoint_lines, failure_line, problem_lines, problem_text, runs_words,
                                   stopped_line, wall_words)
@@ -153,6 +154,8 @@ def to_debuglog(rec: AblationRecord) -> DebugLog:
         log.sections.append(("Possible second bugs (different failures)",
                              table(["configuration", "failure", "verdict"],
                                    [[d["config"], d.get("failure") or "", d["verdict"]] for d in rec.different_failures])))
+    if rec.hangs and stuck.markdown(rec.hangs):
+        log.sections.append(("Where the hang is stuck", stuck.markdown(rec.hangs)))
     if len(rec.sets) > 1:
         for i, s in enumerate(rec.sets, 1):
             if s.get("proof"):
@@ -195,6 +198,8 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
     else:
         out.print(stopped_line(rec.stop_reason, rec.search_runs) + f"; {culprit_words(rec)}", markup=False)
     out.print(failure_line(rec.endpoints), markup=False)
+    for line in stuck.terminal_lines(rec.hangs):
+        out.print(line, markup=False, highlight=False)
     for f, th in rec.thresholds.items():
         out.print(f"threshold: {f} {th['text']}", markup=False)
     if rec.flakiness_rule:

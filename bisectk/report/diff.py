@@ -12,6 +12,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from bisectk.engine.records import DiffRecord
+from bisectk.report import stuck
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.report.words import (SAME_INPUTS, counted, endpoint_lines, failure_line, problem_lines, problem_text,
                                   runs_words, stopped_line, wall_words)
@@ -74,6 +75,8 @@ def to_debuglog(rec: DiffRecord) -> DebugLog:
     log.sections.append(("Culprit diff (hunks)", code_block(rec.diff, "diff")))
     if rec.lines_diff:
         log.sections.append(("Culprit lines (finer pass)", code_block(rec.lines_diff, "diff")))
+    if rec.hangs and stuck.markdown(rec.hangs):
+        log.sections.append(("Where the hang is stuck", stuck.markdown(rec.hangs)))
     if rec.unresolved:
         log.sections.append(("Unresolved hybrids", table(["applied units"], [[ids_text(u)] for u in rec.unresolved])))
     if rec.different_failures:
@@ -98,6 +101,8 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
                   markup=False)
     out.print((rec.lines_diff or rec.diff).rstrip(), markup=False, highlight=False)
     out.print(failure_line(rec.endpoints), markup=False)
+    for line in stuck.terminal_lines(rec.hangs):
+        out.print(line, markup=False, highlight=False)
     cached = rec.observations - rec.runs
     out.print(f"runs: {rec.runs} executed" + (f", {cached} answered from the ledger ({SAME_INPUTS})" if cached > 0 else "")
               + f", {wall_words(rec)}; {len(rec.unresolved)} unresolved hybrid(s)", markup=False)

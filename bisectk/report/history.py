@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 
 from bisectk.engine.records import BisectRecord
+from bisectk.report import stuck
 from bisectk.report.debuglog import AttemptEntry, DebugLog, table
 from bisectk.report.words import (SAME_INPUTS, endpoint_lines, failure_line, problem_lines, problem_text, runs_words,
                                   stopped_line, wall_words)
@@ -74,6 +75,8 @@ def to_debuglog(rec: BisectRecord) -> DebugLog:
             what=f"checked out {a.applied[0][:10]} in a worktree, built and ran the subject",
             result=verdict_words(rec, a.verdict) + (" (from the ledger)" if a.from_ledger else f" ({a.time_s:.2f} s)"),
             conclusion=CONCLUSION[a.outcome]))
+    if rec.hangs and stuck.markdown(rec.hangs):
+        log.sections.append(("Where the hang is stuck", stuck.markdown(rec.hangs)))
     if rec.posterior:
         log.sections.append(("Posterior over the first bad commit",
                              table(["commit", "P(first bad)"], [[p["short"], f"{p['p']:.4f}"] for p in rec.posterior])))
@@ -121,6 +124,8 @@ def print_summary(out: Console, rec: BisectRecord, runs: bool = True) -> None:
     for p in rec.last_good:
         out.print(f"last good: {p['sha']} {p['subject']} [{verdict_words(rec, p.get('verdict', ''))}]", markup=False)
     out.print(failure_line(rec.endpoints, lambda t: verdict_words(rec, t)), markup=False)
+    for line in stuck.terminal_lines(rec.hangs):
+        out.print(line, markup=False, highlight=False)
     cached = rec.observations - rec.runs
     if not runs:
         out.print(f"confidence {rec.confidence:.4f}; {len(rec.skipped)} skipped", markup=False)

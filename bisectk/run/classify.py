@@ -173,7 +173,7 @@ class Judge:
 def _common(raw: RawRun, log_path: str | None) -> dict:
     return dict(duration_s=raw.duration_s, exit_code=raw.exit_code, signal=raw.signal,
                 timed_out=raw.timed_out, stdout_tail=raw.stdout[-4000:], stderr_tail=raw.stderr[-4000:],
-                log_path=log_path, progress=raw.stalled,
+                log_path=log_path, progress=raw.stalled, stuck=raw.stuck,
                 timeline=tuple(tuple(p) for p in raw.timeline) if raw.timeline else None)
 
 

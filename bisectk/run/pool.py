@@ -47,6 +47,7 @@ from pathlib import Path
 import psutil
 
 from bisectk.run.output import Capture, Readers
+from bisectk.run.snapshot import taken
 from bisectk.run.process import (RUN_ID_ENV, SUPERVISOR_CHECK_S, RawRun, death_words, kill_run, kill_tree,
                                  run_process, signal_name, start_contained)
 
@@ -397,7 +398,8 @@ class WorkerPool:
     def run(self, argv: list[str], *, cwd: str | os.PathLike | None = None,
             env: dict[str, str] | None = None, timeout: float | None = None,
             log_dir: Path | None = None, tail_bytes: int = 64 * 1024,
-            base_env: dict[str, str] | None = None, watch=None, record_imports: bool = False) -> RawRun:
+            base_env: dict[str, str] | None = None, watch=None, record_imports: bool = False,
+            snapshot=None) -> RawRun:
         """Run `argv` in a warm worker (or cold when it cannot); never raises for the subject.
         A run that brings its own whole environment (`base_env`) always runs cold. A worker that
         refuses the run (not as fresh as after its preload) is retired and the next one asked."""
@@ -407,7 +409,8 @@ class WorkerPool:
                 if slot is None:
                     break
                 try:
-                    raw = self._run_on(slot, argv, cwd, env, timeout, log_dir, tail_bytes, watch, record_imports)
+                    raw = self._run_on(slot, argv, cwd, env, timeout, log_dir, tail_bytes, watch, record_imports,
+                                       snapshot)
                 finally:
                     self._release(slot)
                 if raw is not None:
@@ -415,7 +418,7 @@ class WorkerPool:
         self.stats["cold_runs"] += 1
         return run_process(argv, cwd=cwd, env={**(base_env if base_env is not None else self.base_env), **(env or {})},
                            timeout=timeout, log_dir=log_dir, tail_bytes=tail_bytes, watch=watch,
-                           record_imports=record_imports)
+                           record_imports=record_imports, snapshot=snapshot)
 
     __call__ = run
 
@@ -432,7 +435,7 @@ class WorkerPool:
                 pass
 
     def _run_on(self, slot: _Slot, argv, cwd, env, timeout, log_dir, tail_bytes, watch,
-                record_imports) -> RawRun | None:
+                record_imports, snapshot=None) -> RawRun | None:
         """One run in the slot's worker; None when the worker refused it (it was retired)."""
         w = slot.worker
         fifo_dir = Path(tempfile.mkdtemp(prefix="bisectk-warm-"))
@@ -485,6 +488,8 @@ class WorkerPool:
             self._close_fifos(fds, fifo_dir)
             raise
         duration = time.monotonic() - t0
+        # a hang: read where the worker waits before it is retired (the watchdog's decision stands)
+        hung_at = taken(snapshot, w.proc.pid, duration) if rep is None and not died and not lost else None
         if not lost and rep is not None:
             lost = w.supervisor_lost()   # a run may kill or stop the supervisor and then return
         leftovers = 0 if lost else w.leftovers()
@@ -511,7 +516,7 @@ class WorkerPool:
                 self._retire(slot)
                 return RawRun(started=True, timed_out=True, duration_s=duration, stdout=stdout, stderr=stderr,
                               timeline=timeline, stalled=watch.where(duration) if hasattr(watch, "where") else "",
-                              result=result)
+                              result=result, stuck=hung_at)
             try:
                 rc = w.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:

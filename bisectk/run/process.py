@@ -53,6 +53,7 @@ from bisectk.procstat import process_start  # noqa: F401  (re-exported)
 
 from bisectk.run import supervise
 from bisectk.run.output import Capture, LineFeed, Readers  # noqa: F401  (LineFeed re-exported)
+from bisectk.run.snapshot import taken
 
 TAIL_BYTES = 64 * 1024
 GRACE_S = 1.0            # SIGTERM -> SIGKILL, on timeout
@@ -82,6 +83,7 @@ class RawRun:
     result: str = ""               # the last BISECTK_RESULT line of stdout, wherever it was
     imports: tuple = ()            # source files the run imported (see run/imports.py), when recorded
     isolation: str = ""            # a warm worker: interpreter state the run changed (restored, or why not)
+    stuck: dict | None = None      # where it waited when the watchdog fired (run/snapshot.py), if asked
 
 
 def kill_tree(pid: int, grace_s: float = GRACE_S) -> None:
@@ -288,7 +290,8 @@ def start_contained(argv: list[str], *, cwd=None, env: dict[str, str] | None = N
 def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
                 env: dict[str, str] | None = None, timeout: float | None = None,
                 log_dir: Path | None = None, tail_bytes: int = TAIL_BYTES,
-                base_env: dict[str, str] | None = None, watch=None, record_imports: bool = False) -> RawRun:
+                base_env: dict[str, str] | None = None, watch=None, record_imports: bool = False,
+                snapshot=None) -> RawRun:
     """Run argv to completion or timeout. Never raises for the subject's behaviour (nor for a
     command the kernel refuses: that is `RawRun(started=False, error=...)`).
 
@@ -296,7 +299,8 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     `watch` (run/progress.py: Recorder or Watch), every output line is a progress point and a
     Watch's deadline, which moves as the run progresses, replaces the fixed `timeout`.
     `record_imports`: Python processes of the run record the source files they import
-    (run/imports.py), returned in `RawRun.imports`.
+    (run/imports.py), returned in `RawRun.imports`. With a `snapshot` request (run/snapshot.py),
+    a hung tree is read before it is ended (`RawRun.stuck`).
 
     A supervisor that dies (SIGKILL) or is stopped (SIGSTOP) during the run -- a hostile subject
     can do either to its parent -- is noticed within SUPERVISOR_CHECK_S: the run's processes are
@@ -331,12 +335,13 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     on_line = (lambda text: watch.line(text, time.monotonic() - c.t0)) if watch is not None else None
     caps = [Capture(tail_bytes, sinks[0], on_line, results=True), Capture(tail_bytes, sinks[1], on_line)]
     readers = Readers([(c.proc.stdout.fileno(), caps[0]), (c.proc.stderr.fileno(), caps[1])])
-    timed_out, decided, lost = False, None, ""
+    timed_out, decided, lost, stuck = False, None, "", None
     try:
         try:
             report = _wait(c, timeout, watch)
         except TimeoutError:
             timed_out, decided = True, time.monotonic()
+            stuck = taken(snapshot, c.pid, decided - c.t0)   # before the kill: where it waits
             c.end()
             report = c.wait(time.monotonic() + GRACE_S + supervise.KILL_ROUNDS_S + 5)
     except SupervisorLost as exc:
@@ -368,7 +373,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
                   error=f"log not written: {notes[0]}" if notes else "", leftovers=report.get("leftovers", 0),
                   timeline=watch.timeline(duration).to_list() if watch is not None else None,
                   stalled=watch.where(duration) if timed_out and hasattr(watch, "where") else "",
-                  result=caps[0].result, imports=imported)
+                  result=caps[0].result, imports=imported, stuck=stuck)
 
 
 def death_words(returncode: int | None) -> str:

@@ -46,6 +46,7 @@ from typing import Any, Callable
 
 from bisectk.run.classify import classify_build
 from bisectk.run.process import RawRun, run_process
+from bisectk.run.snapshot import SnapshotRequest
 from bisectk.run.progress import Recorder, Timeline, Watch
 from bisectk.run.workload import Workload
 
@@ -64,6 +65,7 @@ class RemoteJob:
     build_timeout: float = 240.0
     build_key: str = ""
     watch: dict | None = None
+    snapshot: dict | None = None        # run/snapshot.py SnapshotRequest: read a hang before the kill
     interpreter: str = sys.executable
     local_root: str = ""
     label: str = ""
@@ -287,14 +289,15 @@ class Site:
                 return build, None
             self.built[sid] = job.build_key
         watch = watch_from_spec(job.watch)
-        return build, self._execute(mapped.argv(job.argv), cwd, env, job.timeout, watch)
+        return build, self._execute(mapped.argv(job.argv), cwd, env, job.timeout, watch,
+                                    SnapshotRequest.from_dict(job.snapshot))
 
-    def _execute(self, argv, cwd, env, timeout, watch) -> RawRun:
+    def _execute(self, argv, cwd, env, timeout, watch, snapshot=None) -> RawRun:
         self.current = {"t0": time.monotonic(), "timeout": timeout, "watch": watch}
         try:
             if self.pool is not None:
-                return self.pool.run(argv, cwd=cwd, env=env, timeout=timeout, watch=watch)
-            return run_process(argv, cwd=cwd, env=env, timeout=timeout, watch=watch)
+                return self.pool.run(argv, cwd=cwd, env=env, timeout=timeout, watch=watch, snapshot=snapshot)
+            return run_process(argv, cwd=cwd, env=env, timeout=timeout, watch=watch, snapshot=snapshot)
         finally:
             self.current = None
 

@@ -50,6 +50,7 @@ from bisectk.run.process import RawRun, run_process
 from bisectk.run.progress import (COMPILE_FACTOR, DEFAULT_FACTOR, KERNEL_FACTOR, SLACK_S, Recorder, Timeline,
                                   Watch)
 from bisectk.run.remote import RemoteExecutor, RemoteJob, watch_spec
+from bisectk.run.snapshot import SnapshotPolicy, SnapshotRequest
 from bisectk.run.workload import Workload
 from bisectk.spec import Config, Spec, config_key
 
@@ -82,7 +83,7 @@ class Runner:
     def __init__(self, spec: Spec, ledger: Ledger | None = None, *, events: EventBus | None = None,
                  session: int | None = None, cwd: Path | None = None, log_root: Path | None = None,
                  executor: Executor | None = None, floor: float = DEFAULT_FLOOR_S,
-                 factor: float = DEFAULT_FACTOR, namespace: str = ""):
+                 factor: float = DEFAULT_FACTOR, namespace: str = "", snapshots: SnapshotPolicy | None = None):
         self.spec = spec
         self.ledger = ledger
         self.events = events or EventBus()
@@ -107,6 +108,7 @@ class Runner:
         self._dir_locks: dict[Path, threading.Lock] = {}
         self._lock = threading.Lock()                        # guards the dicts above and `executed`
         self.executed = 0  # runs actually executed (not answered from the ledger)
+        self.snapshots = snapshots      # which hangs are read before the kill (run/snapshot.py)
 
     @property
     def fingerprint(self) -> str:
@@ -197,8 +199,10 @@ class Runner:
         return self.timeout or TimeoutPolicy(CALIBRATION_CAP_S, "cap", "no passing good run to calibrate from")
 
     # -- running --------------------------------------------------------------------------
-    def observe(self, config: Config | Workload, index: int = 0, label: str = "") -> Run:
-        """The index-th run of a workload: from the ledger if made already, else executed now."""
+    def observe(self, config: Config | Workload, index: int = 0, label: str = "", *, snapshot: bool = False) -> Run:
+        """The index-th run of a workload: from the ledger if made already, else executed now.
+        `snapshot`: if it hangs, read where it waits whatever the snapshot budget says (the
+        engines force it for the culprit's confirmation)."""
         w = self.workload(config)
         key = config_key(w.config)
         invalid = self.spec.violated(w.config)
@@ -212,7 +216,7 @@ class Runner:
         seconds = self.policy().seconds
         moving = self.good_timeline is not None and self.timeout is not None and self.timeout.source == "progress"
         self.events.emit(RunStarted(label, w.config, index, seconds, moving))
-        run, elsewhere = self._run_once(w, static, key, index, seconds)
+        run, elsewhere = self._run_once(w, static, key, index, seconds, snapshot)
         self.events.emit(RunFinished(label, w.config, index, run, cached=elsewhere))
         return run
 
@@ -261,13 +265,14 @@ class Runner:
             return runs[index] if index < len(runs) else None
         return None
 
-    def _run_once(self, w: Workload, static: str, key: str, index: int, seconds: float) -> tuple[Run, bool]:
+    def _run_once(self, w: Workload, static: str, key: str, index: int, seconds: float,
+                  snapshot: bool = False) -> tuple[Run, bool]:
         """Execute and store the index-th run of a workload -- unless another session sharing the
         ledger is making it right now: then wait for its result rather than repeat the work (the
         ledger's claim protocol; a claim whose process died is taken over). Returns the run and
         whether it came from that other session."""
         if not self.ledger:
-            run, imported = self._locked_execute(w, key, index, seconds)
+            run, imported = self._locked_execute(w, key, index, seconds, snapshot)
             self._record_sources(static, w, imported)
             with self._lock:
                 self.executed += 1
@@ -281,7 +286,7 @@ class Runner:
                     self._memory[(static, key, index)] = claim.run
                     self._preloaded.add((static, key, index))
                 return claim.run, True
-            run, imported = self._locked_execute(w, key, index, seconds)
+            run, imported = self._locked_execute(w, key, index, seconds, snapshot)
             full = self._record_sources(static, w, imported)
             if full == fingerprint:
                 claim.record(run, self.session)
@@ -293,18 +298,19 @@ class Runner:
                 self._memory[(static, key, index)] = run
             return run, False
 
-    def _locked_execute(self, w: Workload, key: str, index: int, seconds: float) -> tuple[Run, tuple]:
+    def _locked_execute(self, w: Workload, key: str, index: int, seconds: float,
+                        snapshot: bool = False) -> tuple[Run, tuple]:
         """One directory runs one configuration at a time when it builds or is prepared: the
         build and the run must see the same files. Returns the run and the source files it
         imported (when the executor records them)."""
         if isinstance(self.executor, RemoteExecutor):
-            return self._execute_remote(w, key, index, seconds), ()
+            return self._execute_remote(w, key, index, seconds, snapshot), ()
         exclusive = self.spec.build is not None or w.prepare is not None
         lock = self._dir_lock(w.cwd) if exclusive else None
         if lock:
             lock.acquire()
         try:
-            return self._execute(w, key, index, seconds)
+            return self._execute(w, key, index, seconds, snapshot)
         finally:
             if lock:
                 lock.release()
@@ -315,11 +321,22 @@ class Runner:
         digest = hashlib.sha1(f"{static}|{key}".encode()).hexdigest()[:12]
         return self.log_root / digest / f"{index}-{phase}"
 
-    def _execute(self, w: Workload, key: str, index: int, seconds: float) -> tuple[Run, tuple]:
+    def _environment(self, w: Workload) -> dict[str, str]:
+        env = {**self.spec.environment(w.config), **w.env}
+        if self.snapshots is not None and self.snapshots.enabled:
+            # a CuTe DSL kernel compiled now carries source lines, so a hang found later can name them
+            env.setdefault("CUTE_DSL_LINEINFO", "1")
+        return env
+
+    def _snapshot(self, forced: bool) -> SnapshotRequest | None:
+        return self.snapshots.request(forced) if self.snapshots is not None else None
+
+    def _execute(self, w: Workload, key: str, index: int, seconds: float,
+                 snapshot: bool = False) -> tuple[Run, tuple]:
         fingerprint = self.static_key(w.revision)
         if w.prepare:
             w.prepare()
-        env = {**self.spec.environment(w.config), **w.env}
+        env = self._environment(w)
         built = (w.state, w.revision, key)
         if self.spec.build and self._built.get(Path(w.cwd)) != built:
             log_dir = self._log_dir(fingerprint, key, index, "build")
@@ -333,11 +350,16 @@ class Runner:
                 self._built[Path(w.cwd)] = built
         log_dir = self._log_dir(fingerprint, key, index, "run")
         extra = {"record_imports": True} if self._records_imports else {}
+        request = self._snapshot(snapshot)
+        if request is not None:
+            extra["snapshot"] = request
         raw = self.executor(self.spec.argv(w.config), cwd=w.cwd, env=env, timeout=seconds, log_dir=log_dir,
                             watch=self.watch(seconds), **extra)
+        if self.snapshots is not None:
+            self.snapshots.settle(raw.stuck, snapshot)
         return classify_run(raw, self.judge, str(log_dir) if log_dir else None), tuple(raw.imports or ())
 
-    def _execute_remote(self, w: Workload, key: str, index: int, seconds: float) -> Run:
+    def _execute_remote(self, w: Workload, key: str, index: int, seconds: float, snapshot: bool = False) -> Run:
         """Build and run on another host: the sources are staged here (under the directory lock
         while a `prepare` writes them into the one scratch tree), then built and run there as one
         job, in that worker's own copy, which remembers the build it holds."""
@@ -346,12 +368,14 @@ class Runner:
             if w.prepare:
                 w.prepare()
             source = self.executor.stage(w)
-        env = {**self.spec.environment(w.config), **w.env}
+        env = self._environment(w)
+        request = self._snapshot(snapshot)
         job = RemoteJob(source=source, argv=self.spec.argv(w.config), env=env, timeout=seconds,
                         build=self.spec.argv(w.config, self.spec.build) if self.spec.build else None,
                         build_timeout=self.spec.build_timeout or CALIBRATION_CAP_S * 2,
                         build_key=f"{w.state}|{w.revision}|{key}", watch=watch_spec(self.watch(seconds)),
-                        local_root=source.get("local_root", ""), label=key[:80])
+                        local_root=source.get("local_root", ""), label=key[:80],
+                        snapshot=request.to_dict() if request else None)
         build_log = self._log_dir(fingerprint, key, index, "build")
         run_log = self._log_dir(fingerprint, key, index, "run")
         build, raw = self.executor.run_job(job, (build_log, run_log))
@@ -361,6 +385,8 @@ class Runner:
                 return failed
         if raw is None:
             raw = RawRun(started=False, error="the remote worker returned no run")
+        if self.snapshots is not None:
+            self.snapshots.settle(raw.stuck, snapshot)
         return classify_run(raw, self.judge, str(run_log) if run_log else None)
 
 

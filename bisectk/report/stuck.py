@@ -1,0 +1,114 @@
+"""The "stuck at" section of every report: where a hang's threads and warps waited when the
+watchdog fired (the facts of engine/hangs.py, each snapshot a bisectk/stuck.py Snapshot).
+
+Abstractions
+------------
+rows           -- one snapshot as table rows: role, count, place, instruction or source text, wait.
+terminal_lines -- plain lines for the end-of-run summary: per snapshot a heading (whose run, where
+                  its progress stopped beside the good run's last point, which tool read it and in
+                  how long) and the rows; "two different hangs" when the bad endpoint and the
+                  culprit wait at different places; notes (a missing tool, no permission) as is.
+markdown       -- the same as a debug-log section (a table per snapshot).
+"""
+
+from __future__ import annotations
+
+from bisectk.stuck import Snapshot
+
+HEADER = ["where", "who", "count", "waiting at", "instruction / code", "wait"]
+MAX_OTHERS = 3
+
+
+def _snap(entry: dict | None) -> Snapshot | None:
+    return Snapshot.from_dict(entry.get("snapshot")) if entry else None
+
+
+def rows(snap: Snapshot) -> list[list[str]]:
+    out = []
+    for g in snap.groups:
+        unit = "warp" if g.device else "thread"
+        out.append([g.scope, g.role, f"{g.count} {unit}{'s' if g.count != 1 else ''}", g.place,
+                    g.instruction, g.wait or "-"])
+    return out
+
+
+def _heading(entry: dict, snap: Snapshot, good_last: str | None) -> str:
+    bits = [entry["label"]]
+    if entry.get("progress"):
+        bits.append(entry["progress"].split(";")[0])
+    elif good_last:
+        bits.append(f"the good run's last progress point: '{good_last}'")
+    how = f"read by {', '.join(snap.tools)} in {snap.took_s:.2f} s" if snap.tools else ""
+    return "stuck at -- " + "; ".join(b for b in bits if b) + (f" ({how})" if how else "")
+
+
+def _aligned(table: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))] if table else []
+    return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
+
+
+def _short_rows(snap: Snapshot) -> list[list[str]]:
+    """Terminal rows: who, place, code or instruction (cut), wait; the scope only where it varies."""
+    scopes = {g.scope for g in snap.groups}
+    out = []
+    for r in rows(snap):
+        code = r[4] if len(r[4]) <= 40 else r[4][:37] + "..."
+        who = f"{r[1]} ({r[2]})" if not r[2].startswith("1 ") or "warp" in r[2] else r[1]
+        out.append(([r[0]] if len(scopes) > 1 else []) + [who, r[3], code, r[5]])
+    return out
+
+
+def _entries(facts: dict) -> list[dict]:
+    out = [e for e in (facts.get("bad"), facts.get("culprit")) if e]
+    return out + list(facts.get("others") or [])[:MAX_OTHERS]
+
+
+def terminal_lines(facts: dict | None) -> list[str]:
+    if not facts:
+        return []
+    lines: list[str] = []
+    if facts.get("bad_hung") and not facts.get("bad") and not facts.get("culprit"):
+        lines.append("stuck at: not read (--snapshots 0, or the hangs came from the ledger)")
+    for entry in _entries(facts):
+        snap = _snap(entry)
+        if snap is None:
+            continue
+        if entry is facts.get("culprit") and facts.get("same") is True:
+            lines.append(f"stuck at -- {entry['label']}: the same places as the bad endpoint")
+            continue
+        lines.append(_heading(entry, snap, facts.get("good_last_point")))
+        if snap.groups and len({g.scope for g in snap.groups}) == 1:
+            lines.append(f"  in {snap.groups[0].scope}:")
+        lines += _aligned(_short_rows(snap))
+        for n in snap.notes:
+            lines.append(f"  ({n})")
+    if facts.get("same") is False:
+        lines.append("two different hangs: the bad endpoint and the culprit configuration wait at different places")
+    if facts.get("culprit_note"):
+        lines.append(facts["culprit_note"])
+    return lines
+
+
+def markdown(facts: dict | None) -> str:
+    from bisectk.report.debuglog import table
+    if not facts:
+        return ""
+    parts: list[str] = []
+    for entry in _entries(facts):
+        snap = _snap(entry)
+        if snap is None:
+            continue
+        parts.append(f"**{_heading(entry, snap, facts.get('good_last_point'))[len('stuck at -- '):]}**")
+        parts.append("")
+        if snap.groups:
+            parts.append(table(HEADER, rows(snap)))
+        for n in snap.notes:
+            parts += ["", f"_{n}_"]
+        parts.append("")
+    if facts.get("same") is False:
+        parts.append("**Two different hangs:** the bad endpoint and the culprit configuration wait at different places.")
+    elif facts.get("same") is True:
+        parts.append("The culprit configuration waits at the same places as the bad endpoint.")
+    if facts.get("culprit_note"):
+        parts += ["", facts["culprit_note"]]
+    return "\n".join(parts).strip()

@@ -1,0 +1,205 @@
+"""Take the snapshot of a hung run, before the watchdog kills it: where every thread and warp waits.
+
+Abstractions
+------------
+take       -- read the hung process tree rooted at a pid, within `budget_s`: every Python
+              process with py-spy (`dump --json`: each thread's frames), every other process with
+              gdb (`thread apply all bt`: native stacks), and, where a process holds a CUDA context
+              and `gpu` is asked, the device with cuda-gdb (every warp's PC, grouped; run/cudagdb.py).
+              Returns a Snapshot (bisectk/stuck.py); never raises for what the tools do: a missing
+              tool, a refused attach (ptrace permission), a tool that runs past its share of the
+              budget, each becomes one line in `notes`. The processes are left as they were
+              (the tools detach), so the watchdog ends them as usual.
+tools      -- which readers this machine has, in words (`bisectk env` shows it).
+SnapshotRequest, taken -- what an executor is handed with a run, and calls at the moment its
+              watchdog decides the run hung (before the kill): local processes, warm workers and
+              Ray actors alike (the request travels as a dict).
+SnapshotPolicy -- which hangs of a command are read (`--snapshots N`).
+
+Cost: py-spy reads a Python process in about 0.1 s, gdb a native one in about 0.3 s; cuda-gdb
+attaches to a hung kernel in 12-13 s (an H100), which is why the engines ask for the GPU read only
+where it informs (the first hang of the bad endpoint, the culprit, at most --snapshots others).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+import psutil
+
+from bisectk.run import stacks
+from bisectk.run.readers import call, which
+from bisectk.stuck import Group, Snapshot
+
+MAX_PROCESSES = 6
+HOST_TOOL_S = 10.0       # a host stack read that takes longer is given up
+LINEINFO_ENV = {"CUTE_DSL_LINEINFO": "1"}   # CuTe DSL kernels then carry source lines
+
+
+def tools() -> dict[str, str]:
+    """Each reader and where it is, or why it is not there."""
+    out = {}
+    for tool, use in (("py-spy", "Python stacks"), ("gdb", "native stacks"), ("cuda-gdb", "GPU warps")):
+        path = which(tool)
+        out[tool] = f"{path} ({use})" if path else f"not found ({use} are not read)"
+    return out
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+    return procs[:MAX_PROCESSES]
+
+
+def _is_python(p: psutil.Process) -> bool:
+    try:
+        exe = os.path.basename(p.exe())
+    except psutil.Error:
+        return False
+    if exe.startswith("python"):
+        return True
+    try:
+        return any("libpython3" in m.path for m in p.memory_maps(grouped=True))
+    except psutil.Error:
+        return False
+
+
+def uses_cuda(p: psutil.Process) -> bool:
+    try:
+        return any(os.path.basename(m.path).startswith("libcuda.so") for m in p.memory_maps(grouped=True))
+    except psutil.Error:
+        return False
+
+
+def _host(p: psutil.Process, deadline: float, notes: list[str], used: set[str]) -> list[Group]:
+    try:
+        scope = f"process {p.pid} ({p.name()})"
+    except psutil.Error:
+        return []
+    left = min(HOST_TOOL_S, deadline - time.monotonic())
+    if _is_python(p):
+        spy = which("py-spy")
+        if spy is None:
+            notes.append("Python stacks not read: py-spy is not installed (pip install py-spy)")
+            return []
+        out, problem = call([spy, "dump", "--pid", str(p.pid), "--json"], left)
+        if problem:
+            notes.append(f"{scope}: {problem}")
+            return []
+        used.add("py-spy")
+        try:
+            return stacks.group_threads(stacks.python_threads(out), scope)
+        except ValueError:
+            notes.append(f"{scope}: py-spy's output could not be read")
+            return []
+    gdb = which("gdb")
+    if gdb is None:
+        notes.append(f"{scope}: native stacks not read: gdb is not installed")
+        return []
+    out, problem = call([gdb, "-p", str(p.pid), "-batch", "-nx", "-ex", "set pagination off",
+                          "-ex", "thread apply all bt"], left)
+    threads = stacks.native_threads(out)
+    if not threads:
+        notes.append(f"{scope}: native stacks not read: {problem or 'gdb printed no thread'}")
+        return []
+    used.add("gdb")
+    return stacks.group_threads(threads, scope)
+
+
+def take(pid: int, *, gpu: bool = False, budget_s: float = 30.0) -> Snapshot:
+    """The snapshot of the hung tree under `pid` (see the module docstring)."""
+    t0 = time.monotonic()
+    deadline = t0 + budget_s
+    notes: list[str] = []
+    used: set[str] = set()
+    groups: list[Group] = []
+    procs = _tree(pid)
+    if not procs:
+        return Snapshot(notes=("the hung process was already gone",), took_s=time.monotonic() - t0)
+    cuda = [p for p in procs if uses_cuda(p)] if gpu else []
+    if cuda:
+        from bisectk.run import cudagdb
+        found, problem = cudagdb.read(cuda[0].pid, deadline_s=deadline - time.monotonic() - min(HOST_TOOL_S, budget_s / 4))
+        groups.extend(found)
+        if problem:
+            notes.append(problem)
+        if found:
+            used.add("cuda-gdb")
+    for p in procs:
+        if time.monotonic() >= deadline:
+            notes.append("the snapshot's time ran out before every process was read")
+            break
+        groups.extend(_host(p, deadline, notes, used))
+    # The subject's own places first: GPU warps, then host threads that show own frames.
+    groups.sort(key=lambda g: (not g.device, not g.stack and not g.device))
+    return Snapshot(groups=tuple(groups), tools=tuple(sorted(used)), took_s=round(time.monotonic() - t0, 3),
+                    notes=tuple(dict.fromkeys(notes)))
+
+
+# -- when to take one -----------------------------------------------------------------------------
+DEFAULT_OTHERS = 2       # --snapshots: hangs read beyond the first and the culprit's
+DEFAULT_BUDGET_S = 45.0  # one snapshot's own limit (cuda-gdb takes 12-15 s on an H100)
+
+
+@dataclass(frozen=True)
+class SnapshotRequest:
+    """What an executor does when its watchdog calls a hang: read the tree for at most `budget_s`
+    (GPU warps too when `gpu`), then end it as usual. Travels to remote sites as a dict."""
+    budget_s: float = DEFAULT_BUDGET_S
+    gpu: bool = True
+
+    def take(self, pid: int, at_s: float | None = None) -> dict:
+        snap = take(pid, gpu=self.gpu, budget_s=self.budget_s)
+        return {**snap.to_dict(), "at_s": None if at_s is None else round(at_s, 3)}
+
+    def to_dict(self) -> dict:
+        return {"budget_s": self.budget_s, "gpu": self.gpu}
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> SnapshotRequest | None:
+        return cls(float(d.get("budget_s", DEFAULT_BUDGET_S)), bool(d.get("gpu", True))) if isinstance(d, dict) else None
+
+
+def taken(request: SnapshotRequest | None, pid: int, at_s: float) -> dict | None:
+    """The snapshot an executor records for a hung run, or None when none was asked; never raises
+    (a reader's own failure is a note, and the verdict stays a hang)."""
+    if request is None:
+        return None
+    try:
+        return request.take(pid, at_s)
+    except Exception as exc:   # a bug in a reader must not lose the run
+        return Snapshot(notes=(f"the snapshot failed: {type(exc).__name__}: {exc}"[:200],)).to_dict()
+
+
+class SnapshotPolicy:
+    """Which hangs a command reads (`--snapshots N`): the first hang of the command (the endpoints
+    run first, so it is the bad endpoint's), N others as they come, and every run the engine
+    forces (the culprit's confirmation). N = 0 turns snapshots off altogether. Thread-safe: parallel
+    runs may each be offered one; the count is settled when they come back."""
+
+    def __init__(self, others: int = DEFAULT_OTHERS, budget_s: float = DEFAULT_BUDGET_S, gpu: bool = True):
+        self.enabled = others > 0
+        self.left = 1 + max(0, others)
+        self.request_ = SnapshotRequest(budget_s, gpu)
+        self.taken = 0
+        self._lock = threading.Lock()
+
+    def request(self, forced: bool = False) -> SnapshotRequest | None:
+        if not self.enabled:
+            return None
+        with self._lock:
+            return self.request_ if forced or self.left > 0 else None
+
+    def settle(self, stuck: dict | None, forced: bool = False) -> None:
+        if stuck is None:
+            return
+        with self._lock:
+            self.taken += 1
+            if not forced:
+                self.left -= 1

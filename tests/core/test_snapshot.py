@@ -1,0 +1,132 @@
+"""Hang snapshots (bisectk/run/snapshot.py, run/stacks.py, bisectk/stuck.py) on real hung processes."""
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bisectk.run import readers, snapshot, stacks
+from bisectk.stuck import Group, Snapshot, same_place
+
+HANGS = Path(__file__).resolve().parents[1] / "fixtures" / "hangs"
+
+
+def _started(argv, marker="BISECTK_PHASE launch"):
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = p.stdout.readline()      # the subject says when both threads hold their first lock
+    assert marker in line, line
+    time.sleep(0.2)                 # and then they block on the second
+    return p
+
+
+@pytest.fixture
+def hung_python():
+    p = _started([sys.executable, str(HANGS / "lock_order.py")])
+    yield p
+    p.kill()
+    p.wait()
+
+
+@pytest.mark.skipif(readers.which("py-spy") is None, reason="py-spy is not installed")
+def test_python_deadlock_names_both_waiting_lines(hung_python):
+    snap = snapshot.take(hung_python.pid, budget_s=20)
+    assert "py-spy" in snap.tools, snap.notes
+    by_role = {g.role: g for g in snap.host}
+    assert by_role["producer"].place == "lock_order.py:12 producer"
+    assert by_role["consumer"].place == "lock_order.py:19 consumer"
+    assert by_role["producer"].instruction.startswith("with second")
+    assert by_role["producer"].wait == by_role["consumer"].wait == "lock"
+    assert by_role["MainThread"].wait == "join"
+    assert hung_python.poll() is None, "a snapshot must leave the process as it was"
+    again = Snapshot.from_dict(snap.to_dict())
+    assert again == snap
+    assert same_place(snap, again) is True
+
+
+@pytest.mark.skipif(readers.which("py-spy") is None, reason="py-spy is not installed")
+def test_threads_at_the_same_place_are_one_group(tmp_path):
+    script = tmp_path / "pool.py"
+    script.write_text(
+        "import threading\nev = threading.Event()\n"
+        "def consumer():\n    ev.wait()\n"
+        "ts = [threading.Thread(target=consumer, name=f'consumer-{i}') for i in range(3)]\n"
+        "[t.start() for t in ts]\nprint('BISECTK_PHASE launch', flush=True)\n[t.join() for t in ts]\n")
+    p = _started([sys.executable, str(script)])
+    try:
+        snap = snapshot.take(p.pid, budget_s=20)
+    finally:
+        p.kill()
+        p.wait()
+    g = next(g for g in snap.host if g.place == "pool.py:4 consumer")
+    assert g.count == 3 and g.wait == "event wait"
+    assert g.role == "consumer-0, consumer-1, consumer-2"
+    assert snap.headline() == "3 threads waiting at pool.py:4 consumer (event wait)"
+
+
+def test_native_deadlock_is_native_stacks_or_one_line_why_not(tmp_path):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    exe = tmp_path / "deadlock"
+    subprocess.run([cc, "-g", "-O0", "-pthread", str(HANGS / "deadlock.c"), "-o", str(exe)], check=True)
+    p = _started([str(exe)])
+    try:
+        snap = snapshot.take(p.pid, budget_s=20)
+    finally:
+        p.kill()
+        p.wait()
+    if readers.which("gdb") is None:
+        assert snap.groups == () and len(snap.notes) == 1 and "gdb is not installed" in snap.notes[0]
+        return
+    places = {g.place: g for g in snap.host}
+    assert "deadlock.c:9 producer" in places and "deadlock.c:15 consumer" in places, places
+    assert places["deadlock.c:9 producer"].wait == "lock"
+    assert any(g.wait == "join" and g.place.endswith(" main") for g in snap.host)
+
+
+def test_a_snapshot_out_of_time_says_so_and_raises_nothing(hung_python):
+    snap = snapshot.take(hung_python.pid, budget_s=0.0)
+    assert snap.groups == ()
+    assert snap.notes and "time" in snap.notes[0]
+    assert hung_python.poll() is None
+
+
+def test_a_process_already_gone():
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    snap = snapshot.take(p.pid, budget_s=5)
+    assert snap.groups == () and snap.notes == ("the hung process was already gone",)
+
+
+def test_library_frames_are_not_the_subjects():
+    assert stacks.python_own("/home/u/kernels/pipeline.py")
+    assert not stacks.python_own("/usr/lib/python3.11/threading.py")
+    assert not stacks.python_own("/venv/lib/python3.12/site-packages/torch/cuda/__init__.py")
+    assert not stacks.python_own(stacks.BISECTK_DIR + "/run/worker.py")
+    assert not stacks.python_own("<frozen runpy>")
+
+
+def test_gdb_text_is_read_into_threads():
+    text = """Thread 2 (Thread 0x7f (LWP 12) "kern"):
+#0  futex_wait (private=0, expected=2, futex_word=0x5 <a>) at ../sysdeps/nptl/futex-internal.h:146
+#1  0x00007f in ___pthread_mutex_lock (mutex=0x5 <a>) at ./nptl/pthread_mutex_lock.c:93
+#2  0x0000556 in worker (x=0x0) at /src/k.c:5
+#3  0x00007f in start_thread (arg=<optimized out>) at ./nptl/pthread_create.c:442
+Thread 1 (Thread 0x7e (LWP 11) "kern"):
+#0  0x00007f in clock_nanosleep () from /lib/x86_64-linux-gnu/libc.so.6
+#1  0x0000556 in main () at /src/k.c:9
+"""
+    threads = stacks.native_threads(text)
+    assert [t[0] for t in threads] == ["kern (LWP 12)", "kern (LWP 11)"]
+    groups = stacks.group_threads(threads, "p")
+    assert [(g.place, g.wait) for g in groups] == [("k.c:5 worker", "lock"), ("k.c:9 main", "sleep")]
+
+
+def test_same_place_tells_two_hangs_apart():
+    a = Snapshot(groups=(Group("consumer", 2, "p.py:10 consumer", wait="lock"),))
+    b = Snapshot(groups=(Group("consumer", 2, "p.py:31 drain", wait="lock"),))
+    assert same_place(a, a) is True
+    assert same_place(a, b) is False
+    assert same_place(a, Snapshot(notes=("no gdb",))) is None

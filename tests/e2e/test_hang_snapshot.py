@@ -1,0 +1,79 @@
+"""A hang is read before it is killed: which threads waited where (issue 25), through the whole CLI."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bisectk.run.process import run_process
+from bisectk.run.readers import which
+from bisectk.run.snapshot import SnapshotRequest
+from bisectk.stuck import Snapshot
+from tests.conftest import bisectk
+
+SUBJECT = Path(__file__).resolve().parents[1] / "fixtures" / "hangs" / "lockpair.py"
+needs_pyspy = pytest.mark.skipif(which("py-spy") is None, reason="py-spy is not installed")
+
+
+def spec(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").touch()
+    p = tmp_path / "spec.toml"
+    p.write_text(f'name = "lock-order"\n[subject]\ncommand = ["python", {json.dumps(str(SUBJECT))}, "--order", '
+                 '"{order}", "--n", "{n}", "--seed", "{seed}"]\n'
+                 '[good]\norder = "same"\nn = 1\nseed = 0\n[bad]\norder = "reversed"\nn = 2\nseed = 1\n')
+    return p
+
+
+def places(entry: dict) -> dict[str, str]:
+    snap = Snapshot.from_dict(entry["snapshot"])
+    return {g.role: g.place for g in snap.host}
+
+
+@needs_pyspy
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+def test_an_ablation_shows_both_waiting_lines_beside_the_culprit(tmp_path, warm):
+    args = ["ablate", spec(tmp_path), "--json", "--ledger", tmp_path / "l.db"] + (["--warm"] if warm else [])
+    proc = bisectk(*args, timeout=180, check=0)
+    rec = json.loads(proc.stdout)
+    assert rec["culprits"] == ["order"]
+    hangs = rec["hangs"]
+    bad = places(hangs["bad"])
+    assert bad["producer"] == "lockpair.py:12 producer" and bad["consumer"] == "lockpair.py:18 consumer", bad
+    # the culprit configuration was read too, and waits at the same places: one hang, not two
+    assert places(hangs["culprit"]) == bad and hangs["same"] is True
+    assert not any("worker.py" in p for p in bad.values())   # bisectk's own frames are not the subject's
+    text = bisectk("report", tmp_path / "l.db", "--session", str(rec["session"]), check=0).stdout
+    assert "stuck at -- the bad endpoint" in text
+    assert "lockpair.py:12 producer" in text and "lockpair.py:18 consumer" in text
+    assert "the culprit configuration (order): the same places as the bad endpoint" in text
+
+
+def test_snapshots_zero_reads_nothing(tmp_path):
+    proc = bisectk("ablate", spec(tmp_path), "--json", "--snapshots", "0", "--ledger", tmp_path / "l.db",
+                   timeout=180, check=0)
+    rec = json.loads(proc.stdout)
+    assert rec["culprits"] == ["order"]
+    assert rec["hangs"]["bad"] is None and rec["hangs"]["culprit"] is None
+    assert all(a.get("stuck") is None for a in rec["endpoints"]["bad"]["runs"])
+
+
+def test_a_snapshot_that_times_out_leaves_the_verdict_a_hang(tmp_path):
+    slow = tmp_path / "bin"
+    slow.mkdir()
+    for tool in ("py-spy", "gdb"):
+        (slow / tool).write_text("#!/bin/sh\nsleep 30\n")
+        (slow / tool).chmod(0o755)
+    env = {**os.environ, "PATH": f"{slow}{os.pathsep}{os.environ['PATH']}"}
+    old = os.environ["PATH"]
+    os.environ["PATH"] = env["PATH"]
+    try:
+        raw = run_process([sys.executable, str(SUBJECT), "--order", "reversed", "--n", "1", "--seed", "0"],
+                          timeout=1.0, snapshot=SnapshotRequest(budget_s=1.5, gpu=False))
+    finally:
+        os.environ["PATH"] = old
+    assert raw.timed_out and raw.exit_code is None
+    snap = Snapshot.from_dict(raw.stuck)
+    assert snap.groups == () and any("timed out" in n or "time ran out" in n for n in snap.notes), snap.notes
+    assert snap.took_s < 5

@@ -540,7 +540,11 @@ class WorkerPool:
             self._note(f"warm worker: a run {isolation}")
         if leftovers:
             self._note(f"warm worker: a run left {leftovers} process(es) running; they were killed")
-        if code != 0 or poisoned or rep.get("retire") or w.runs >= self.max_runs:
+        # An ordinary failing exit (an assertion, a wrong result, sys.exit(1)) leaves a worker as good
+        # as it was: its state was checked and put back above, and its CUDA context checked. Only a
+        # process state in doubt retires it: a poisoned context, state that cannot be put back, a
+        # native extension of the run's own (`retire`), or its run budget.
+        if poisoned or rep.get("retire") or w.runs >= self.max_runs:
             self._retire(slot)  # never let a possibly poisoned CUDA context serve again
         return RawRun(started=True, exit_code=code, signal=None, timed_out=False, duration_s=duration,
                       stdout=stdout, stderr=stderr, poisoned=poisoned, timeline=timeline, result=result,

@@ -55,6 +55,11 @@ PHASE_TAG = "BISECTK_PHASE"
 MAX_POINTS = 200
 MAX_SEEN = 20_000   # distinct lines remembered per run; past that, no line counts as new (the cap decides)
 COMPILE_FACTOR, KERNEL_FACTOR, DEFAULT_FACTOR, SLACK_S = 10.0, 4.0, 5.0, 1.0
+# Ordinary lines that say what the protocol's phases say: a subject that prints "compiling kernel"
+# or "launching kernel" is followed as if it printed BISECTK_PHASE compile / launch.
+_COMPILE_LINE = re.compile(r"\bcompil(?:e|ing)\b", re.IGNORECASE)
+_LAUNCH_LINE = re.compile(r"\blaunch(?:es|ed|ing)?\b", re.IGNORECASE)
+_DONE_LINE = re.compile(r"\b(?:done|finished|complete[d]?|compiled|took|in # ?m?s)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 
@@ -67,6 +72,18 @@ def point_key(line: str) -> str | None:
         name = text[len(PHASE_TAG):].split()
         return f"phase:{name[0]}" if name else None
     return _NUMBER.sub("#", _HEX.sub("0x#", text))[:160]
+
+
+def role(key: str) -> str:
+    """What a progress point starts: 'compile', 'launch' (the kernel runs until the next point), or
+    'other'. The protocol's phase lines say it; an ordinary line that reads like one says it too."""
+    if key.startswith("phase:"):
+        return {"phase:compile": "compile", "phase:launch": "launch"}.get(key, "other")
+    if _DONE_LINE.search(key):
+        return "other"
+    if _LAUNCH_LINE.search(key):
+        return "launch"
+    return "compile" if _COMPILE_LINE.search(key) else "other"
 
 
 def describe_point(key: str) -> str:
@@ -146,9 +163,10 @@ class Watch(Recorder):
         self.ref_t = max(self.ref_t, t)
 
     def _factor(self, key: str) -> float:
-        if key == "phase:compile":
+        kind = role(key)
+        if kind == "compile":
             return COMPILE_FACTOR
-        if key == "phase:launch":
+        if kind == "launch":
             return self.kernel_factor
         return DEFAULT_FACTOR
 
@@ -158,7 +176,7 @@ class Watch(Recorder):
         g = self.good
         marks = [("<start>", 0.0), *g.points, ("<end>", g.end)]
         stretches = list(zip(marks[j + 1:], marks[j + 2:]))
-        if j >= 0 and g.points[j][0] == "phase:launch":
+        if j >= 0 and role(g.points[j][0]) == "launch":
             stretches = stretches[:1]
         return sum((DEFAULT_FACTOR if key == "<start>" else self._factor(key)) * max(0.0, t1 - t0)
                    for (key, t0), (_, t1) in stretches)
@@ -182,10 +200,13 @@ class Watch(Recorder):
         return max(self.floor_s, weight * self.good.end + max(SLACK_S, self.good.end))
 
     def slack(self, j: int) -> float:
-        """1 s while the kernel runs (a hang there is what we hunt); elsewhere at least the whole good
-        run, since a stretch the good run crossed in milliseconds (an allocation, a reference check)
-        may take seconds at another problem size without anything being wrong."""
-        if j >= 0 and self.good.points[j][0] == "phase:launch":
+        """Past any progress point, 1 s on top of the good run's weighted stretches: a hang is
+        called about a second after the point where the good run had finished, whichever line it
+        last printed. Before the first point, at least the whole good run: start-up (imports, a
+        cold cache) varies the most, and nothing of the run is known yet. A configuration whose
+        stretch legitimately takes more than the weights allow (5x, 10x for a compile) needs the
+        spec's `timeout` or --timeout."""
+        if j >= 0:
             return SLACK_S
         return max(SLACK_S, self.good.end)
 

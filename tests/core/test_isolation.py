@@ -136,3 +136,19 @@ def test_a_worker_that_is_no_longer_fresh_refuses_the_run(tmp_path, monkeypatch)
         raw = p.run([sys.executable, "dtype.py"], cwd=tmp_path, timeout=120)
         assert raw.exit_code == 0 and result(raw)["dtype"] == "torch.float32", (raw.stdout, raw.stderr)
         assert p.stats.get("refused", 0) >= 1
+
+
+def test_an_ordinary_failing_exit_keeps_its_worker_and_leaves_the_next_run_fresh(pool, fresh, tmp_path):
+    """A failing run (an exception after changing state, or sys.exit(1)) is not a process in doubt:
+    the worker serves the next run (issue 25: --warm must never be slower than cold), and the next
+    run still starts as fresh as a new process."""
+    (tmp_path / "probe.py").write_text(PROBE)
+    before = pool.stats["worker_discards"]
+    failed = run(pool, tmp_path, "fails.py", "import torch; torch.set_default_dtype(torch.float64)\n"
+                                             "raise AssertionError('rel_err 2.7 > 1e-4')")
+    assert failed.exit_code == 1 and "AssertionError" in failed.stderr
+    exited = run(pool, tmp_path, "exits.py", "import sys; sys.exit(3)")
+    assert exited.exit_code == 3
+    probe = pool.run([sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
+    assert result(probe) == fresh
+    assert pool.stats["worker_discards"] == before and pool.stats["cold_runs"] == 0

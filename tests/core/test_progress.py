@@ -5,7 +5,7 @@ import sys
 import time
 
 from bisectk.run.process import run_process
-from bisectk.run.progress import SLACK_S, Recorder, Timeline, Watch, point_key
+from bisectk.run.progress import SLACK_S, Recorder, Timeline, Watch, point_key, role
 from tests.conftest import ROOT
 
 JIT = [sys.executable, str(ROOT / "tests" / "fixtures" / "jit.py")]
@@ -19,6 +19,28 @@ def good_timeline(*extra) -> tuple[Timeline, float]:
     assert [k for k, _ in tl.points] == ["phase:imports", "phase:compile", "phase:compiled", "phase:launch",
                                          "phase:synchronized"]
     return tl, raw.duration_s
+
+
+def test_ordinary_lines_that_read_like_phases_weigh_like_them():
+    assert role("BISECTK_PHASE compile") == "compile" and role(point_key("BISECTK_PHASE launch")) == "launch"
+    assert role(point_key("compiling kernel (tile 128x64)")) == "compile"
+    assert role(point_key("Launching kernel on grid (132, 1, 1)")) == "launch"
+    assert role(point_key("compiled in 0.52 s")) == "other"       # the end of a compile is not one
+    assert role(point_key("kernel launched, done in 3 ms")) == "other"
+    assert role(point_key("imported torch in 1.9 s")) == "other"
+
+
+def test_a_plain_spoken_subject_is_called_soon_after_the_good_runs_finish_point():
+    """No protocol: "launching kernel" and silence is a hang about a second after the point where
+    the good run had finished, and a compile three seconds slower than good's is not one."""
+    rec = Recorder()
+    good = run_process([*JIT, "--plain"], timeout=60, watch=rec)
+    tl, good_s = Timeline.from_list(good.timeline), good.duration_s
+    raw = run_process([*JIT, "--plain", "--hang", "1"], timeout=60, watch=Watch(tl, 5 * good_s, 1.0))
+    assert raw.timed_out and raw.duration_s - good_s <= 1.5, (raw.duration_s, good_s, raw.stalled)
+    assert "hung after the line 'launching kernel" in raw.stalled
+    raw = run_process([*JIT, "--plain", "--slow-compile", "1"], timeout=60, watch=Watch(tl, 5 * good_s, 1.0))
+    assert not raw.timed_out and raw.exit_code == 0
 
 
 def test_point_keys_blank_numbers_and_name_phases():

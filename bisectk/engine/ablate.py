@@ -157,7 +157,9 @@ def run_ablation(oracle: SpaceOracle, *, strategy: str = "adaptive", policy: Run
                 "verdict": role_text(res.effects[f], n_sets), "sets": list(res.effects[f].sets)} for f in diffs]
     doc = res.to_dict()
     steps = list(res.next_steps)
-    ordered = lambda items: sorted(items, key=order.__getitem__)   # noqa: E731
+
+    def ordered(items) -> list:
+        return sorted(items, key=order.__getitem__)
     if res.complete and len(res.sets) > 1 and res.fixes:
         steps.append("Verify each fix on the bad configuration: "
                      + "; ".join(fix_command(spec, ordered(f)) for f in res.fixes))

@@ -22,10 +22,41 @@ USER_ONLY_VARS = ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TO
 
 try:   # hypothesis keeps its examples in ./.hypothesis by default: nothing is written into the checkout
     from hypothesis import settings
+    from hypothesis.configuration import set_hypothesis_home_dir
     settings.register_profile("bisectk-tests", database=None)
     settings.load_profile("bisectk-tests")
 except ImportError:
-    pass
+    set_hypothesis_home_dir = None
+_HYPOTHESIS_HOME: list[str] = []
+
+
+def pytest_configure(config):
+    """Hypothesis also caches what it learns of the code (constants, unicode data) in its home,
+    ./.hypothesis by default, as soon as the test modules are collected: a directory of its own
+    from before collection to the end of the session."""
+    if set_hypothesis_home_dir is not None:
+        import tempfile
+        _HYPOTHESIS_HOME.append(tempfile.mkdtemp(prefix="bisectk-tests-hypothesis-"))
+        set_hypothesis_home_dir(_HYPOTHESIS_HOME[-1])
+
+
+def pytest_collection_finish(session):
+    """On a fresh home, Hypothesis builds its unicode tables and reads the constants of every
+    local module into the first text it generates: seconds on a loaded machine, enough to trip
+    the too_slow health check of whichever test comes first. Done here, once, before any test is
+    timed, where hypothesis tests were collected."""
+    if set_hypothesis_home_dir is None or not any(getattr(getattr(item, "obj", None), "is_hypothesis_test", False)
+                                                  for item in session.items):
+        return
+    from hypothesis import find
+    from hypothesis import strategies as st
+    find(st.text(min_size=1), lambda text: True, settings=settings(database=None, max_examples=1))
+
+
+def pytest_unconfigure(config):
+    import shutil
+    while _HYPOTHESIS_HOME:
+        shutil.rmtree(_HYPOTHESIS_HOME.pop(), ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -187,3 +187,18 @@ def test_a_report_answered_from_the_ledger_says_what_its_runs_took(tmp_path):
     assert line in rebuilt.stdout.splitlines()
     doc = json.loads(bisectk("report", db, "--json", check=0).stdout)
     assert doc["run_s"] == first["run_s"] > 0 and doc["observations"] == first["observations"] and doc["runs"] == 0
+
+
+def test_the_suite_runs_in_a_home_of_its_own():
+    """tests/conftest.py: HOME, the XDG directories and matplotlib's point into the session's
+    temporary directory (no ~/.ray, no user ledger), and hypothesis keeps nothing in the checkout."""
+    import tempfile
+    from pathlib import Path
+    home = Path(os.environ["HOME"])
+    assert home.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve())
+    assert not (home / ".ray").exists()
+    for var in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "MPLCONFIGDIR"):
+        assert Path(os.environ[var]).is_relative_to(home), var
+    assert "RAY_AUTH_TOKEN" not in os.environ and "RAY_ADDRESS" not in os.environ
+    from hypothesis.configuration import storage_directory
+    assert not storage_directory("x", intent_to_write=False).path.resolve().is_relative_to(ROOT)

@@ -142,3 +142,18 @@ def test_ctrl_c_ends_a_run_whose_subject_ignores_sigterm_within_a_second(tmp_pat
     finally:
         proc.kill()
         kill_marked(m)
+
+
+def test_warm_runs_read_their_output_as_cold_runs_do(tmp_path):
+    """The same reader under --warm: the result line after 2 MB of teardown, and a capped log."""
+    from bisectk.run.output import LOG_HEAD_BYTES, LOG_TAIL_BYTES
+    from bisectk.run.pool import WorkerPool
+    (tmp_path / "loud.py").write_text(
+        "import sys\nprint('BISECTK_RESULT {\"rel_err\": 1e-6}', flush=True)\n"
+        "for i in range(1100): sys.stdout.write(('%05d ' % i) + 'z' * 10000 + '\\n')\n")
+    with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=60) as pool:
+        raw = pool.run([sys.executable, "loud.py"], cwd=tmp_path, timeout=60, log_dir=tmp_path / "logs")
+        assert pool.stats["warm_runs"] == 1
+    assert classify_run(raw, JUDGE).outcome is Outcome.PASS
+    size = (tmp_path / "logs" / "stdout.log").stat().st_size
+    assert size <= LOG_HEAD_BYTES + LOG_TAIL_BYTES + 200 and len(raw.stdout) < 70_000

@@ -493,6 +493,10 @@ class WorkerPool:
         if not lost and rep is not None:
             lost = w.supervisor_lost()   # a run may kill or stop the supervisor and then return
         leftovers = 0 if lost else w.leftovers()
+        if lost or (rep is None and not died):
+            # containment gone, or a hang: end the worker first, so a tree that keeps printing (a
+            # chatty hang) cannot hold the readers' drain
+            self._retire(slot)
         readers.stop()
         self._close_fifos(fds, fifo_dir)
         self.stats["warm_runs"] += 1
@@ -500,8 +504,7 @@ class WorkerPool:
         result = caps[0].result
         notes = [c.sink_error for c in caps if c.sink_error]
         timeline = watch.timeline(duration).to_list() if watch is not None else None
-        if lost:   # containment is gone: end the worker's whole tree by hand; no verdict
-            self._retire(slot)
+        if lost:   # containment is gone: the worker's whole tree was ended by hand; no verdict
             self.stats["worker_lost"] = self.stats.get("worker_lost", 0) + 1
             return RawRun(started=False, error=f"{lost} during the run; the worker and its processes were "
                                                "ended; the run cannot be judged",
@@ -512,8 +515,7 @@ class WorkerPool:
             self._note(f"warm worker retired before a run: {rep['refused']}")
             return None
         if rep is None:
-            if not died:  # no reply in time: a hang (or a worker stuck in its own machinery)
-                self._retire(slot)
+            if not died:  # no reply in time: a hang (or a worker stuck in its own machinery); retired above
                 return RawRun(started=True, timed_out=True, duration_s=duration, stdout=stdout, stderr=stderr,
                               timeline=timeline, stalled=watch.where(duration) if hasattr(watch, "where") else "",
                               result=result, stuck=hung_at)

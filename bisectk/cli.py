@@ -434,14 +434,16 @@ def bisect(repo: Path = RepoOpt,
         _bisect(root, listing, good_sha, bad_sha, pool, capture.result, spec=spec, run_cmd=run_cmd, pytest_id=pytest_id, s=s, cfg=cfg,
                 sub=sub, good=good, bad=bad, repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs,
                 same_failure=same_failure, confidence=confidence, jobs=jobs, gpus=gpus, first_parent=first_parent,
-                any_failure=any_failure, max_runs=max_runs, resume=resume, fresh=fresh, warm=warm, executor=executor,
+                any_failure=any_failure, max_runs=max_runs, resume=resume, fresh=fresh, snapshots=snapshots, warm=warm,
+                executor=executor,
                 ray_address=ray_address, ray_repo=ray_repo, report=report, json_out=json_out, html=html,
                 ledger=ledger, as_json=as_json)
 
 
 def _bisect(root, listing, good_sha, bad_sha, pool, environment, *, spec, run_cmd, pytest_id, s, cfg, sub, good, bad,
             repeat, flaky, calibrate_runs, same_failure, confidence, jobs, gpus, first_parent, any_failure, max_runs,
-            resume, fresh, warm, executor, ray_address, ray_repo, report, json_out, html, ledger, as_json) -> None:
+            resume, fresh, snapshots, warm, executor, ray_address, ray_repo, report, json_out, html, ledger,
+            as_json) -> None:
     """The rest of `bisect`: the engine loads while git lists the history (`listing`), which is
     waited for before a session opens (a bad range opens none). The shas: refs move."""
     from bisectk.engine.bisect import run_bisect

@@ -100,7 +100,7 @@ def log_lines(session: dict[str, Any], events: list[dict[str, Any]]) -> list[str
     return lines
 
 
-def print_summary(out: Console, rec: BisectRecord, runs: bool = True) -> None:
+def print_summary(out: Console, rec: BisectRecord, runs: bool = True, brief: bool = False) -> None:
     """The bisection's end-of-run view; `runs=False` leaves out its runs and wall time (triage
     counts them once, for all its steps)."""
     if not rec.ok:
@@ -124,7 +124,7 @@ def print_summary(out: Console, rec: BisectRecord, runs: bool = True) -> None:
     for p in rec.last_good:
         out.print(f"last good: {p['sha']} {p['subject']} [{verdict_words(rec, p.get('verdict', ''))}]", markup=False)
     out.print(failure_line(rec.endpoints, lambda t: verdict_words(rec, t)), markup=False)
-    for line in stuck.terminal_lines(rec.hangs):
+    for line in stuck.terminal_lines(rec.hangs, brief):
         out.print(line, markup=False, highlight=False)
     cached = rec.observations - rec.runs
     if not runs:

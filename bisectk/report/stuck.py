@@ -4,7 +4,7 @@ watchdog fired (the facts of engine/hangs.py, each snapshot a bisectk/stuck.py S
 Abstractions
 ------------
 rows           -- one snapshot as table rows: role, count, place, instruction or source text, wait.
-terminal_lines -- plain lines for the end-of-run summary: per snapshot a heading (whose run, where
+terminal_lines -- plain lines for the end-of-run summary (or one headline each, `brief`): per snapshot a heading (whose run, where
                   its progress stopped beside the good run's last point, which tool read it and in
                   how long) and the rows; "two different hangs" when the bad endpoint and the
                   culprit wait at different places; notes (a missing tool, no permission) as is.
@@ -63,10 +63,20 @@ def _entries(facts: dict) -> list[dict]:
     return out + list(facts.get("others") or [])[:MAX_OTHERS]
 
 
-def terminal_lines(facts: dict | None) -> list[str]:
+def terminal_lines(facts: dict | None, brief: bool = False) -> list[str]:
+    """The section for a summary; `brief`: one line per snapshot (its headline), for the short
+    summaries whose details go to the debug log (triage)."""
     if not facts:
         return []
     lines: list[str] = []
+    if brief:
+        for entry in _entries(facts)[:2]:
+            snap = _snap(entry)
+            if snap is not None:
+                lines.append(f"stuck at -- {entry['label']}: {snap.headline()}")
+        if facts.get("same") is False:
+            lines.append("two different hangs: the bad endpoint and the culprit wait at different places")
+        return lines
     if facts.get("bad_hung") and not facts.get("bad") and not facts.get("culprit"):
         lines.append("stuck at: not read (--snapshots 0, or the hangs came from the ledger)")
     for entry in _entries(facts):

@@ -77,7 +77,7 @@ def print_summary(out: Console, t: TriageRecord, report=None) -> None:
         for line in problem_lines(bis.endpoints):
             out.print(line, markup=False)
     else:
-        history_report.print_summary(out, bis, runs=False)
+        history_report.print_summary(out, bis, runs=False, brief=True)
     d = t.diff_record()
     if d is not None and d.ok:
         places = diff_report.ids_text(diff_report.hunk_place(h) for h in d.culprit_hunks)

@@ -479,8 +479,9 @@ def test_a_ledger_deleted_mid_run_keeps_every_observation(tmp_path):
     con.close()
     assert runs == doc["observations"] == 16 and json.loads(result)["culprits"] == ["a"]
     again = subprocess.run([sys.executable, "-m", "bisectk", "ablate", str(spec), "--exhaustive", "--json",
-                            "--ledger", str(led)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert json.loads(again.stdout)["runs"] == 0   # all answered from the ledger it kept
+                            "--ledger", str(led)], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    # all answered from the ledger it kept (the same environment: DELETE_AT is part of the memo key)
+    assert json.loads(again.stdout)["runs"] == 0
 
 
 def test_a_ledger_replaced_mid_run_is_not_overwritten(tmp_path):

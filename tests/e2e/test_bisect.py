@@ -94,7 +94,9 @@ def test_interrupted_bisect_leaves_repo_identical_and_resume_reruns_nothing(repo
     done = len(counter.read_text().splitlines())
     if sig == signal.SIGINT:
         assert snapshot(r) == before  # cleaned up on the way out
-    p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], *run, "--resume", "--json", timeout=300, check=0)
+    # the same environment as the killed command (its marker is part of the memo key, as any variable is)
+    p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], *run, "--resume", "--json", timeout=300,
+                check=0, env=mark)
     assert json.loads(p.stdout)["first_bad"]["sha"] == shas[13]
     assert snapshot(r) == before
     assert len(cached(r)) == 1    # the killed run's worktree was taken over (and reset), not left aside

@@ -93,6 +93,7 @@ def test_every_option_a_message_or_the_readme_names_exists():
     others = {"--arch", "--arrive", "--consumers", "--depth",     # the README spec's subject's own arguments
               "--head", "--port", "--address",                    # ray start
               "--git",                                            # diff --git, a diff's header
+              "--parents", "--unshallow",                         # git rev-list --parents, git fetch --unshallow
               "--seeds"}                                          # bench/diff_vs_picire.py
     assert readme - known - others == set()
 

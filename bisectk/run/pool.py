@@ -46,6 +46,7 @@ from pathlib import Path
 
 import psutil
 
+from bisectk.run.classify import recognise
 from bisectk.run.output import Capture, Readers
 from bisectk.run.snapshot import taken
 from bisectk.run.process import (RUN_ID_ENV, SUPERVISOR_CHECK_S, RawRun, death_words, kill_run, kill_tree,
@@ -544,9 +545,11 @@ class WorkerPool:
             self._note(f"warm worker: a run left {leftovers} process(es) running; they were killed")
         # An ordinary failing exit (an assertion, a wrong result, sys.exit(1)) leaves a worker as good
         # as it was: its state was checked and put back above, and its CUDA context checked. Only a
-        # process state in doubt retires it: a poisoned context, state that cannot be put back, a
-        # native extension of the run's own (`retire`), or its run budget.
-        if poisoned or rep.get("retire") or w.runs >= self.max_runs:
+        # process state in doubt retires it: a poisoned context, a failure that reports a CUDA
+        # error (the context may be poisoned where the check cannot see it), state that cannot be
+        # put back, a native extension of the run's own (`retire`), or its run budget.
+        cuda_error = code != 0 and recognise(stderr[-8192:]) is not None
+        if poisoned or cuda_error or rep.get("retire") or w.runs >= self.max_runs:
             self._retire(slot)  # never let a possibly poisoned CUDA context serve again
         return RawRun(started=True, exit_code=code, signal=None, timed_out=False, duration_s=duration,
                       stdout=stdout, stderr=stderr, poisoned=poisoned, timeline=timeline, result=result,

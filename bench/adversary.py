@@ -249,6 +249,7 @@ STATE_KINDS = [
       "in the same worker", "0 leaks")
 def warm_leaks(work: Path) -> tuple[str, bool]:
     sys.path.insert(0, str(CODE))
+    from bisectk.run.executor import run_command
     from bisectk.run.pool import WorkerPool
     from bisectk.run.process import run_process
     d = work / "leaks"
@@ -265,8 +266,8 @@ def warm_leaks(work: Path) -> tuple[str, bool]:
             (d / "dirty.py").write_text(code + "\nprint('BISECTK_RESULT {}')\n")
             discards = pool.stats["worker_discards"]
             try:
-                dirty = pool.run([sys.executable, "dirty.py"], cwd=d, timeout=120)
-                probe = pool.run([sys.executable, "probe.py"], cwd=d, timeout=120)
+                dirty = run_command(pool, [sys.executable, "dirty.py"], cwd=d, timeout=120)
+                probe = run_command(pool, [sys.executable, "probe.py"], cwd=d, timeout=120)
             except Exception as exc:   # the pool itself broke (a patched json in the worker's replies)
                 leaks += 1
                 names.append(f"{kind} (the pool raised {type(exc).__name__})")
@@ -334,14 +335,14 @@ def dtype_ablate(work: Path) -> tuple[str, bool]:
 def chatty(work: Path) -> tuple[str, bool]:
     sys.path.insert(0, str(CODE))
     from bisectk.run.process import run_process
-    from bisectk.run.progress import Recorder, Timeline, Watch
+    from bisectk.run.progress import FixedWatch, ProgressWatch, Timeline
     jit = [sys.executable, str(ROOT / "tests" / "fixtures" / "jit.py"), "--startup", "0.3"]
-    good = run_process(jit, timeout=60, watch=Recorder())
+    good = run_process(jit, watch=FixedWatch(60))
     tl = Timeline.from_list(good.timeline)
-    silent = run_process([*jit, "--hang", "1"], timeout=60, watch=Watch(tl, 5 * good.duration_s, 1.0))
+    silent = run_process([*jit, "--hang", "1"], timeout=60, watch=ProgressWatch(tl, 5 * good.duration_s, 1.0))
     t = time.monotonic()
     chatty_run = run_process([*jit, "--hang", "1", "--chatty", "1"], timeout=60,
-                             watch=Watch(tl, 5 * good.duration_s, 1.0))
+                             watch=ProgressWatch(tl, 5 * good.duration_s, 1.0))
     took = time.monotonic() - t
     called = chatty_run.timed_out
     return (f"chatty called a hang: {called} after {took:.2f} s (silent hang {silent.duration_s:.2f} s, good run "

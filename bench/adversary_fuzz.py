@@ -450,7 +450,7 @@ POINTS = [("bisectk.search.tester:Tester._record", 3), ("bisectk.search.group:ne
           ("bisectk.search.interaction:minimize_removals", 1), ("bisectk.search.ablation:build_result", 1),
           ("bisectk.engine.ablate:attempt_records", 1), ("bisectk.engine.ablate:different_failures", 1),
           ("bisectk.engine.records:AblationRecord.to_dict", 1), ("bisectk.engine.session:Session.record", 1),
-          ("bisectk.report.ablation:print_summary", 1), ("bisectk.search.result:suggest_next_steps", 1)]
+          ("bisectk.report.ablation:print_summary", 1), ("bisectk.search.result:advise", 1)]
 
 
 def late_sigint(work: Path, n: int) -> None:

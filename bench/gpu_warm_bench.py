@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bisectk.run.process import run_process  # noqa: E402
+from bisectk.run.executor import run_command  # noqa: E402
 from bisectk.run.pool import WorkerPool  # noqa: E402
 
 SCRIPT = "kernels/cutedsl/ws_pipeline.py"
@@ -79,7 +80,7 @@ def main() -> int:
     ready = pool.slots[0].worker.ready_info if pool.slots[0].worker else None
     print(json.dumps({"worker_start_s": round(start_s, 3), "ready": ready}), flush=True)
     for argv in cfgs:
-        rows.append(one("warm", pool.run, argv, args.timeout))
+        rows.append(one("warm", lambda *a, **k: run_command(pool, *a, **k), argv, args.timeout))
         print(json.dumps(rows[-1]), flush=True)
 
     # recovery: a hang and a launch failure through the pool, each followed by a passing config
@@ -88,7 +89,7 @@ def main() -> int:
                             ("after-hang", cfgs[0], args.timeout),
                             ("crash", ["--stages", "16"], args.timeout),
                             ("after-crash", cfgs[0], args.timeout)):
-        r = one("warm", pool.run, argv, to)
+        r = one("warm", lambda *a, **k: run_command(pool, *a, **k), argv, to)
         r["label"] = label
         recovery.append(r)
         print(json.dumps(r), flush=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+from bisectk.run.executor import run_command  # noqa: E402
 from bisectk.run.pool import WorkerPool  # noqa: E402
 
 
@@ -46,11 +47,11 @@ def main() -> int:
                         while (pool.slots[0].worker is None or len(pool.slots[0].spares) < spares) \
                                 and time.monotonic() < deadline:
                             time.sleep(0.05)
-                        pool.run([sys.executable, "ok.py"], cwd=tmp, timeout=300)
+                        run_command(pool, [sys.executable, "ok.py"], cwd=tmp, timeout=300)
                         for _ in range(hangs):
-                            pool.run([sys.executable, "hang.py"], cwd=tmp, timeout=0.5)
+                            run_command(pool, [sys.executable, "hang.py"], cwd=tmp, timeout=0.5)
                         t = time.monotonic()
-                        raw = pool.run([sys.executable, "ok.py"], cwd=tmp, timeout=300)
+                        raw = run_command(pool, [sys.executable, "ok.py"], cwd=tmp, timeout=300)
                         assert raw.exit_code == 0
                         recover.append(time.monotonic() - t)
                     out.append(f"hangs in a row={hangs} spares={spares}: next run done {statistics.mean(recover):.2f} s "

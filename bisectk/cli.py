@@ -15,7 +15,7 @@ import typer
 from bisectk import __version__
 from bisectk import exitcodes as X
 from bisectk.errors import BisectkError
-from bisectk.outcome import SAME_FAILURE_MODES, Outcome, Reason
+from bisectk.outcome import DEFAULT_SAME_FAILURE
 from bisectk.report.safe import SafeConsole, terminal_text
 from bisectk.search import STRATEGIES, strategy_names
 
@@ -28,7 +28,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                        "hang, crash, compute garbage or slow down.")
 out = SafeConsole(highlight=False, soft_wrap=True)   # repository and subject text escaped (report/safe.py)
 
-OUTCOME_EXIT = {Outcome.PASS: X.OK, Outcome.FAIL: X.FAILED, Outcome.UNRESOLVED: X.UNRESOLVED}
 
 SpecArg = typer.Argument(..., help="Variant spec (TOML).", show_default=False)
 LedgerOpt = typer.Option(None, "--ledger", help="Ledger database (default: .bisectk/ledger.db beside the spec).")
@@ -49,7 +48,7 @@ GoodRefOpt = typer.Option(..., "--good", help="A commit where the subject works.
 BadRefOpt = typer.Option(..., "--bad", help="A later commit where it fails.")
 PytestOpt = typer.Option(None, "--pytest", help="Use a pytest node id as the oracle (0 pass, 1 fail, 2-5 unresolved).")
 GitLedgerOpt = typer.Option(None, "--ledger", help="Ledger database (default: <git dir>/bisectk/ledger.db).")
-SameFailureOpt = typer.Option("check", "--same-failure",
+SameFailureOpt = typer.Option(DEFAULT_SAME_FAILURE, "--same-failure",
                               help="When is a failure the one hunted: 'check' (kind plus what failed: the signal or "
                                    "CUDA error, the violated accuracy checks; values never matter), 'kind' (hang, "
                                    "crash, wrong, slow), or 'signature' (the error text with numbers blanked).")
@@ -120,10 +119,8 @@ def reporter(as_json: bool, reference: dict | None):
 
 
 def policy(**kw):
+    """The run policy: RunPolicy is the one validator (a setting that cannot hold is its one line)."""
     from bisectk.engine.policy import RunPolicy
-    mode = kw.setdefault("same_failure", "check")
-    if mode not in SAME_FAILURE_MODES:
-        fail(f"--same-failure {mode!r}: choose one of {', '.join(SAME_FAILURE_MODES)}")
     return RunPolicy(**kw)
 
 
@@ -140,26 +137,28 @@ def write_reports(record, log, markdown: Optional[Path], html: Optional[Path]) -
     return ([write_markdown(markdown, record, log)] if markdown else []) + ([write_html(html, record, log)] if html else [])
 
 
-def finish(record, log, summary, *, report: Optional[Path], json_out: Optional[Path], as_json: bool, code: int,
-           session=None, html: Optional[Path] = None) -> None:
-    """Store the record with its session, write the report files, print JSON or the terminal
-    summary, and exit with `code`."""
-    doc = record.to_dict()
+def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = None, as_json: bool = False,
+           session=None, html: Optional[Path] = None, where: str = "(bisectk report --report)") -> None:
+    """Store the record with its session, write the report files, print its JSON or its terminal
+    view (report/render.py), and exit with its code (exitcodes.exit_code). `where`: where triage
+    says its debug log is."""
+    from bisectk.engine.interrupts import late
+    from bisectk.report import render
     if session is not None:
-        session.record(doc)
-    written = write_reports(record, log, report, html)
+        session.record(render.stored(record))
+    written = write_reports(record, render.debuglog(record) if (report or html) else None, report, html)
     if json_out:
-        json_out.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
+        json_out.write_text(json.dumps(render.document(record), indent=2, default=str) + "\n", encoding="utf-8")
     if as_json:
-        emit_json(doc)
+        emit_json(render.document(record))
     else:
-        summary()
+        render.summary(out, record, report=where)
         for line in written:
             out.print(line, markup=False)
-    from bisectk.engine.interrupts import late
-    if late() and code == X.OK:   # Ctrl-C after the last run, while the result was written (engine/interrupts.py)
+    interrupted_late = late()   # Ctrl-C after the last run, while the result was written (engine/interrupts.py)
+    code = X.exit_code(record, interrupted_late=interrupted_late)
+    if interrupted_late and X.exit_code(record) == X.OK:
         say_error("interrupted after the search had finished; the result printed is complete")
-        code = X.INCOMPLETE
     raise typer.Exit(code)
 
 
@@ -176,29 +175,14 @@ def run(spec: Path = SpecArg,
     from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.single import run_one
     from bisectk.engine.subject import load_subject
-    from bisectk.report.terminal import fmt_config
     s, cfg = load_subject(spec, cwd=Path.cwd(), config=config, sets=set_)
     unused_factor_warnings(s)
     with Session("run", s, ledger_location(ledger, spec=s), args={"spec": str(spec), "config": cfg},
-                 policy=policy(timeout=timeout, snapshots=snapshots), fresh=fresh, reporter=reporter(as_json, s.good)) as session:
-        rec = run_one(session, cfg, repeat=repeat, label=config if not set_ else "custom",
+                 policy=policy(timeout=timeout, snapshots=snapshots, fresh=fresh),
+                 reporter=reporter(as_json, s.good)) as session:
+        rec = run_one(session.runner(), cfg, repeat=repeat, label=config if not set_ else "custom",
                       environment=environment_capture() if as_json else None)
-        session.record(rec.to_dict())
-    from bisectk.outcome import Verdict
-    verdict = Verdict.from_dict(rec.verdict)
-    if as_json:
-        emit_json({"spec": str(spec), "config": cfg, **rec.verdict, "timeout": rec.timeout,
-                   "environment": rec.environment})
-    else:
-        out.print(f"{s.name}: {fmt_config(cfg, s.good)}", markup=False)
-        out.print(f"verdict: {verdict.describe()}  ({verdict.duration_s:.2f} s"
-                  f"{', from the ledger' if verdict.cached else ''})", markup=False)
-        if verdict.reason is Reason.USAGE:
-            out.print(f"command: {s.command_text(cfg)}", markup=False)
-        from bisectk.report.stuck import terminal_lines
-        for line in terminal_lines(rec.hangs):
-            out.print(line, markup=False, highlight=False)
-    raise typer.Exit(OUTCOME_EXIT[verdict.outcome])
+        finish(rec, as_json=as_json, session=session)
 
 
 @app.command(short_help="Verify the endpoints: good must pass, bad must fail.")
@@ -212,23 +196,15 @@ def check(spec: Path = SpecArg,
     from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.single import check_endpoints
     from bisectk.engine.subject import load_subject
-    from bisectk.report.text import print_check
     s, _ = load_subject(spec, cwd=Path.cwd())
     warnings = unused_factor_warnings(s)
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,
-                 timeout=timeout, snapshots=snapshots)
-    with Session("check", s, ledger_location(ledger, spec=s), args={"spec": str(spec)}, policy=pol, fresh=fresh,
+                 timeout=timeout, snapshots=snapshots, fresh=fresh)
+    with Session("check", s, ledger_location(ledger, spec=s), args={"spec": str(spec)}, policy=pol,
                  reporter=reporter(as_json, s.good)) as session:
-        rec = check_endpoints(session, environment=environment_capture() if as_json else None)
-        session.record(rec.to_dict())
-    if as_json:
-        emit_json({"spec": str(spec), "differences": list(rec.subject.differences), **rec.endpoints.to_dict(),
-                   "warnings": warnings, "environment": rec.environment})
-    else:
-        print_check(out, rec)
-        for line in warnings:
-            out.print(f"warning: {line}", markup=False)
-    raise typer.Exit(X.OK if rec.ok else X.USAGE)
+        rec = check_endpoints(session.runner(), pol, warnings=warnings,
+                              environment=environment_capture() if as_json else None)
+        finish(rec, as_json=as_json, session=session)
 
 
 def default_spec() -> Path:
@@ -266,9 +242,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     Exit 0: culprit isolated; 1: search stopped (what is shown so far printed); 2: endpoints unusable."""
     from bisectk.engine.ablate import run_ablation
     from bisectk.engine.interrupts import held
-    from bisectk.engine.oracle import SpaceOracle
     from bisectk.engine.session import Session, ledger_location
-    from bisectk.report.ablation import print_summary, to_debuglog
     from bisectk.spaces.factors import FactorSpace
     from bisectk.spec import load_spec, render
     strategy = "exhaustive" if exhaustive else strategy
@@ -284,9 +258,9 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
         fail(f"--strategy {strategy} handles at most {limit} differences; {spec} has {n}")
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  max_runs=max_runs, timeout=timeout, gpus=tuple(gpus.split(",")) if gpus else (), executor=executor,
-                 ray_address=ray_address)
+                 ray_address=ray_address, fresh=fresh, warm=warm)
     with Session("ablate", s, ledger_location(ledger, spec=s), args={"spec": str(spec), "strategy": strategy},
-                 policy=pol, fresh=fresh, warm=warm, reporter=reporter(as_json, s.good)) as session:
+                 policy=pol, reporter=reporter(as_json, s.good)) as session:
         if resume and session.previous is None:
             fail(f"--resume: no earlier ablation of {spec} in {session.ledger.path}")
         if resume and session.previous["args"].get("strategy") and strategy == "adaptive":
@@ -295,17 +269,14 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
             out.print(f"{s.name}: {n} differences between good and bad: "
                       + ", ".join(f"{f} {render(s.good[f])} -> {render(s.bad[f])}" for f in s.differences()),
                       markup=False)
-        oracle = SpaceOracle(session.runner(), FactorSpace(s), policy=pol)
         with held():   # Ctrl-C stops runs, never the writing of a result (engine/interrupts.py)
             try:
-                rec = run_ablation(oracle, strategy=strategy, ptx=ptx, sanitize=sanitize,
-                                   environment=environment_capture())
+                rec = run_ablation(session.runner(), FactorSpace(s), pol, strategy=strategy, ptx=ptx,
+                                   sanitize=sanitize, environment=environment_capture())
             except KeyboardInterrupt:
                 fail("interrupted before the endpoints were verified; nothing to report (runs so far are in the "
                      "ledger)", X.INTERRUPTED)
-            finish(rec, to_debuglog(rec), lambda: print_summary(out, rec), report=report, json_out=json_out,
-                   as_json=as_json, code=X.search_code(rec.ok, rec.complete, rec.interrupted), session=session,
-                   html=html)
+            finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
 
 
 # -- diff ------------------------------------------------------------------------------------------
@@ -334,10 +305,8 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
     1: search stopped; 2: unusable input or endpoints."""
     from bisectk.engine.diff import run_diff
     from bisectk.engine.interrupts import held
-    from bisectk.engine.oracle import SpaceOracle
     from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.subject import load_subject
-    from bisectk.report.diff import print_summary, to_debuglog
     from bisectk.report.words import counted
     from bisectk.spaces.hunkspace import HunkSpace
     for p in (good, bad):
@@ -347,22 +316,20 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
     # never in the user's tree: the ledger lives in their cache (or --ledger), scratch trees beside it
     ledger_path = ledger_location(ledger)
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
-                 max_runs=max_runs, timeout=timeout, executor=executor, ray_address=ray_address)
+                 max_runs=max_runs, timeout=timeout, executor=executor, ray_address=ray_address, fresh=fresh, warm=warm)
     s, base = load_subject(spec, run_cmd, cwd=Path.cwd(), build=build, config=config, sets=set_,
                            repeat=repeat, name=f"diff {good.name}..{bad.name}")
     unused_factor_warnings(s)
-    with Session("diff", s, ledger_path, args={"good": str(good), "bad": str(bad)}, policy=pol, fresh=fresh,
-                 warm=warm, reporter=reporter(as_json, None)) as session:
+    with Session("diff", s, ledger_path, args={"good": str(good), "bad": str(bad)}, policy=pol,
+                 reporter=reporter(as_json, None)) as session:
         space = HunkSpace(good, bad, session.scratch("scratch"), base=base)
         session.closers.append(space.close)
         if not as_json:
             out.print(f"{counted(len(space.hunks), 'hunk')} between {good} and {bad}", markup=False)
-        oracle = SpaceOracle(session.runner(cwd=space.workdir), space, policy=pol)
         with held():   # as in ablate
-            rec = run_diff(oracle, strategy=strategy, refine=lines, environment=environment_capture())
-            finish(rec, to_debuglog(rec), lambda: print_summary(out, rec), report=report, json_out=json_out,
-                   as_json=as_json, code=X.search_code(rec.ok, rec.complete, rec.interrupted), session=session,
-                   html=html)
+            rec = run_diff(session.runner(cwd=space.workdir), space, pol, strategy=strategy, refine=lines,
+                           environment=environment_capture())
+            finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
 
 
 # -- bisect / triage -------------------------------------------------------------------------------
@@ -447,17 +414,15 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, *, spec, run_cm
     """The rest of `bisect`: the engine loads while git lists the history (`listing`), which is
     waited for before a session opens (a bad range opens none). The shas: refs move."""
     from bisectk.engine.bisect import run_bisect
-    from bisectk.engine.oracle import SpaceOracle
     from bisectk.engine.session import Session, ledger_location
-    from bisectk.report.history import print_summary, to_debuglog
     commits = listing.result()
     args = {"repo": str(root), "good": good_sha, "bad": bad_sha, "first_parent": first_parent, "flaky": flaky,
             "any_failure": any_failure, "subject": str(spec or run_cmd or pytest_id)}
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  max_runs=max_runs, jobs=jobs, confidence=confidence, gpus=tuple(gpus.split(",")) if gpus else (),
-                 executor=executor, ray_address=ray_address, ray_repo=ray_repo)
-    with Session("bisect", s, ledger_location(ledger, repo=root), args=args, policy=pol, fresh=fresh,
-                 warm=warm, reporter=reporter(as_json, None)) as session:
+                 executor=executor, ray_address=ray_address, ray_repo=ray_repo, fresh=fresh, warm=warm)
+    with Session("bisect", s, ledger_location(ledger, repo=root), args=args, policy=pol,
+                 reporter=reporter(as_json, None)) as session:
         prev = session.previous
         if resume and (prev is None or prev["args"].get("good") != good_sha or prev["args"].get("bad") != bad_sha):
             fail(f"--resume: no earlier bisection of {good}..{bad} with this subject in {session.ledger.path}")
@@ -467,14 +432,12 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, *, spec, run_cm
                       + (f", {merges} of them {'a merge' if merges == 1 else 'merges'}" if merges else "")
                       + (" (first-parent chain)" if first_parent else ""), markup=False)
         with session.commit_space(commits, root, cfg, sub, pool=pool) as space:
-            oracle = SpaceOracle(session.runner(), space, policy=pol, any_failure=any_failure)
             try:
-                rec = run_bisect(oracle, environment=environment, repo=str(root), first_parent=first_parent)
+                rec = run_bisect(session.runner(), space, pol, environment=environment, repo=str(root),
+                                 first_parent=first_parent, any_failure=any_failure)
             except KeyboardInterrupt:
                 fail("interrupted while verifying the endpoints; runs so far are in the ledger", X.INTERRUPTED)
-        finish(rec, to_debuglog(rec), lambda: print_summary(out, rec), report=report, json_out=json_out,
-               as_json=as_json, code=X.search_code(rec.ok, rec.complete, rec.interrupted, rec.ambiguous),
-               session=session, html=html)
+        finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
 
 
 @app.command(short_help="For CI: classify, bisect, isolate the culprit hunks.")
@@ -504,33 +467,29 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     culprit hunks, and write one report.
 
     Exit 0: nothing to triage (bad does not fail); 1: culprit found; 2: inconclusive."""
-    from bisectk.engine.oracle import SpaceOracle
     from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.triage import run_triage
     from bisectk.report.junit import write_junit
-    from bisectk.report.triage import print_summary, to_cases, to_debuglog
+    from bisectk.report.triage import to_cases
     from bisectk.spaces.commits import list_graph, open_repo
     root = open_repo(repo)
     commits = list_graph(root, good, bad, first_parent=first_parent)
     s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  jobs=jobs, max_runs=max_runs, confidence=confidence, executor=executor, ray_address=ray_address,
-                 ray_repo=ray_repo)
+                 ray_repo=ray_repo, fresh=fresh, warm=warm)
     args = {"repo": str(root), "good": commits.good_sha, "bad": commits.bad_sha}
-    with Session("triage", s, ledger_location(ledger, repo=root), args=args, policy=pol, fresh=fresh,
-                 warm=warm, reporter=reporter(as_json, None)) as session:
+    with Session("triage", s, ledger_location(ledger, repo=root), args=args, policy=pol,
+                 reporter=reporter(as_json, None)) as session:
         prev = session.previous
         if resume and (prev is None or (prev["args"].get("good"), prev["args"].get("bad")) != (args["good"], args["bad"])):
             fail(f"--resume: no earlier triage of {good}..{bad} with this subject in {session.ledger.path}")
         with session.commit_space(commits, root, cfg, sub) as space:
-            oracle = SpaceOracle(session.runner(), space, policy=pol)
-            rec = run_triage(oracle, scratch_root=session.scratch("triage"), environment=environment_capture(),
-                             repo=str(root), first_parent=first_parent, subdir=sub)
-        log_md = to_debuglog(rec)
+            rec = run_triage(session.runner(), space, pol, scratch_root=session.scratch("triage"),
+                             environment=environment_capture(), repo=str(root), first_parent=first_parent, subdir=sub)
         if junit:
             write_junit(junit, "bisectk triage", to_cases(rec, str(spec or run_cmd or pytest_id)))
-        finish(rec, log_md, lambda: print_summary(out, rec, report), report=report, json_out=json_out,
-               as_json=as_json, code=rec.exit_code, session=session, html=html)
+        finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html, where=report)
 
 
 # -- log / replay / report -------------------------------------------------------------------------
@@ -548,7 +507,7 @@ def log(repo: Path = typer.Option(Path("."), "--repo", help="The repository whos
         session: Optional[int] = typer.Option(None, "--session", help="Session id (default: the last bisection).")) -> None:
     """Print the last bisection as a replayable record (like git bisect log)."""
     from bisectk.engine.session import ledger_location
-    from bisectk.report.history import log_lines
+    from bisectk.bisectlog import log_lines
     from bisectk.spaces.commits import open_repo
     db = open_ledger(ledger or ledger_location(repo=open_repo(repo)))
     try:
@@ -567,27 +526,17 @@ def replay(logfile: Path = typer.Argument(..., help="A file written from `bisect
            html: Optional[Path] = HtmlOpt, as_json: bool = JsonOpt) -> None:
     """Rebuild a bisection's answer from a log, running nothing; says which commit to test next if
     the log stops early. Exit 0: the log determines the first bad commit; 1: it does not yet."""
-    from bisectk.engine.replay import replay_log, replay_record
-    result, graph, nxt = replay_log(logfile, repo)
-    fb = graph[result.culprit] if result.culprit is not None else None
-    doc = {"first_bad": fb.to_dict() if fb and result.complete else None,
-           "last_good": [graph[p].to_dict() for p in result.parents] if fb else [],
-           "confidence": result.confidence, "complete": result.complete,
-           "candidates": [graph[i].sha for i in result.candidates], "contradiction": result.contradiction,
-           "next": graph[nxt].sha if nxt is not None else None}
-    written = write_reports(replay_record(logfile, repo, (result, graph, nxt)), None, None, html) if html else []
+    from bisectk.engine.replay import replay_record
+    from bisectk.report import render
+    rec = replay_record(logfile, repo)
+    written = write_reports(rec, None, None, html) if html else []
     if as_json:
-        emit_json(doc)
+        emit_json(render.document(rec))
     else:
         for line in written:
             out.print(line, markup=False)
-        if result.contradiction:
-            out.print(f"the log contradicts itself: {result.contradiction}", markup=False)
-        out.print(f"first bad commit: {fb.sha} {fb.subject}" if fb and result.complete else
-                  f"not determined yet; {len(result.candidates)} candidates remain", markup=False)
-        if nxt is not None:
-            out.print(f"next commit to test: {graph[nxt].sha} {graph[nxt].subject}", markup=False)
-    raise typer.Exit(X.OK if fb and result.complete else X.INCOMPLETE)
+        render.summary(out, rec)
+    raise typer.Exit(X.exit_code(rec))
 
 
 @app.command(short_help="Print a finished command's result again from the ledger.")

@@ -9,6 +9,8 @@ that bisectk's optional extras provide, as this install of bisectk takes it.
 
 from pathlib import Path
 
+from bisectk.exitcodes import USAGE
+
 # module -> the bisectk extra that installs it (tests/e2e/test_environment.py checks pyproject.toml)
 MODULE_EXTRAS = {"torch": "kernels", "cutlass": "kernels", "cuda": "kernels", "ray": "ray",
                  "selenium": "browser", "picire": "bench", "pytest": "test", "hypothesis": "test"}
@@ -32,7 +34,7 @@ def install_hint(module: str) -> str:
 class BisectkError(Exception):
     """An error caused by the user's input or environment, explained in one line."""
 
-    exit_code = 2
+    exit_code = USAGE
 
 
 class SpecError(BisectkError):

@@ -1,6 +1,10 @@
 """Exit codes, in one place: part of the contract (README, "Outcomes and exit codes").
 
 git bisect's protocol is kept where it applies: a subject's 125 means "cannot test".
+
+exit_code -- the one function that maps a command's result record to its exit code (it reads the
+             record's facts by name: this module imports nothing). Errors have theirs below
+             (errors.BisectkError: USAGE; Ctrl-C before a result: INTERRUPTED; a bug: INTERNAL).
 """
 
 OK = 0
@@ -14,8 +18,13 @@ INTERRUPTED = 130       # Ctrl-C / SIGTERM before any result existed
 TRIAGE_NOTHING = 0      # the bad ref does not fail
 TRIAGE_CULPRIT = 1      # culprit found
 TRIAGE_INCONCLUSIVE = 2
+# a triage's verdict (its record's `verdict`) and its code
+TRIAGE_VERDICTS = {"nothing to triage": TRIAGE_NOTHING, "culprit found": TRIAGE_CULPRIT,
+                   "inconclusive": TRIAGE_INCONCLUSIVE}
 
 ENV_EQUAL, ENV_DIFFER = 0, 1
+
+RUN_OUTCOMES = {"pass": OK, "fail": FAILED, "unresolved": UNRESOLVED}
 
 
 def search_code(ok: bool, complete: bool, interrupted: bool, ambiguous: bool = False) -> int:
@@ -23,3 +32,22 @@ def search_code(ok: bool, complete: bool, interrupted: bool, ambiguous: bool = F
     if not ok:
         return USAGE
     return INCOMPLETE if interrupted or not complete or ambiguous else OK
+
+
+def exit_code(record, *, interrupted_late: bool = False) -> int:
+    """A result record's exit code. `interrupted_late`: Ctrl-C came after the last run, while the
+    result was written: a result that would say 0 says 1 (it is complete, but the user stopped it)."""
+    command = record.command
+    if command == "run":
+        code = RUN_OUTCOMES[record.verdict["outcome"]]
+    elif command == "check":
+        code = OK if record.ok else USAGE
+    elif command == "triage":
+        code = TRIAGE_VERDICTS[record.verdict]
+    elif command == "replay":
+        code = OK if record.first_bad and record.complete else INCOMPLETE
+    elif command == "bisect":
+        code = search_code(record.ok, record.complete, record.interrupted, record.ambiguous)
+    else:   # ablate, diff
+        code = search_code(record.ok, record.complete, record.interrupted)
+    return INCOMPLETE if interrupted_late and code == OK else code

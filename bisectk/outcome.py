@@ -48,6 +48,7 @@ class FailKind(StrEnum):
 
 
 SAME_FAILURE_MODES = ("check", "kind", "signature")
+DEFAULT_SAME_FAILURE = SAME_FAILURE_MODES[0]   # --same-failure's default, written once
 
 
 class Reason(StrEnum):
@@ -95,7 +96,7 @@ class Run:
     def family(self) -> str:
         return signature_family(self.kind, self.signature)
 
-    def failure(self, mode: str = "check") -> Failure | None:
+    def failure(self, mode: str = DEFAULT_SAME_FAILURE) -> Failure | None:
         """This run's failure identity under `mode`, or None when it did not fail."""
         if self.outcome is not Outcome.FAIL or self.kind is None:
             return None
@@ -150,10 +151,10 @@ class Target:
     """The failure a search hunts: the identities shown by the bad endpoint's failing runs."""
 
     failures: tuple[Failure, ...]
-    mode: str = "check"
+    mode: str = DEFAULT_SAME_FAILURE
 
     @classmethod
-    def of(cls, runs, mode: str = "check") -> Target | None:
+    def of(cls, runs, mode: str = DEFAULT_SAME_FAILURE) -> Target | None:
         seen: list[Failure] = []
         for run in runs:
             f = run.failure(mode)
@@ -195,7 +196,7 @@ class Target:
         if not d:
             return None
         return cls(tuple(Failure(FailKind(f["kind"]), frozenset(f["what"])) for f in d["failures"]),
-                   d.get("mode", "check"))
+                   d.get("mode", DEFAULT_SAME_FAILURE))
 
 
 @dataclass(frozen=True)
@@ -256,7 +257,7 @@ class Verdict:
             return self.outcome
         return Outcome.FAIL if any(target.matches(r) for r in self.runs) else Outcome.UNRESOLVED
 
-    def failure(self, mode: str = "check") -> Failure | None:
+    def failure(self, mode: str = DEFAULT_SAME_FAILURE) -> Failure | None:
         """The identity of the failure this verdict reports (its first failing run's)."""
         return next((f for r in self.runs if (f := r.failure(mode)) is not None), None)
 

@@ -1,14 +1,15 @@
 """The engine: the one path every command takes from its options to a result record.
 
-    command -> space -> oracle -> runner -> verdict -> search -> result record -> report
+    command -> engine -> oracle -> runner -> executor -> watch -> outcome -> record -> report
 
 Modules
 -------
-policy     -- RunPolicy: how runs are made and judged (repeats, flakiness, --same-failure, budget).
+policy     -- RunPolicy: every run setting (repeats, flakiness, --same-failure, budget, watchdog,
+              executor, warm, fresh), validated once.
 session    -- Session: the ledger (its location decided here, once), the session record, the
-              events and the terminal reporter, the runner (one factory), warm workers.
-oracle     -- SpaceOracle: the one adapter between a pure search and the runner, over any space
-              (factors, hunks, commits, environments).
+              events and the terminal reporter, the one executor (make_executor), the runner.
+oracle     -- Trials (every run of a space, in order, memoised through the runner) and Oracle
+              (what a search calls, made complete with the target that `verify` found).
 endpoints  -- verify: the one endpoint confirmation every command runs before it searches.
 records    -- frozen result records; reports read these and nothing else, and every record is
               stored in the ledger, so any command's result can be printed again from it.

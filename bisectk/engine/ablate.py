@@ -8,9 +8,11 @@ SetSearch        -- one search over a set space: its result (search.AblationResu
 search_set       -- run a strategy over a space's differences through its oracle, with the
                     flakiness rule; a stop (Ctrl-C, the run budget) keeps the best result so far.
 attempt_records  -- the search's attempts as AttemptRecords, with each configuration's verdict.
-run_ablation     -- the whole command: verify the endpoints, derive the flakiness rule from the
-                    endpoint runs when the failure is intermittent, search, find thresholds of
-                    ordinal culprits, add evidence (PTX, sanitizer), and return an AblationRecord.
+run_ablation     -- the whole command: verify the endpoints, make the judging oracle with the
+                    failure they showed, derive the flakiness rule from the endpoint runs when the
+                    failure is intermittent, search, find thresholds of ordinal culprits, add
+                    evidence (PTX, sanitizer), and return an AblationRecord whose next steps are
+                    facts (report/advice.py words them).
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bisectk.engine.endpoints import verify
-from bisectk.engine.interrupts import live
 from bisectk.engine.hangs import hang_facts
-from bisectk.engine.oracle import SpaceOracle
+from bisectk.engine.interrupts import live
+from bisectk.engine.oracle import Oracle, Trials
 from bisectk.engine.policy import RunPolicy
 from bisectk.engine.records import AblationRecord, AttemptRecord, EndpointCheck, SubjectRecord
 from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import Outcome
+from bisectk.run.runner import Runner
 from bisectk.search import (AblationResult, ConfidenceRule, SearchStopped, Threshold, ablate,
                             find_threshold)
 from bisectk.spaces.factors import FactorSpace
@@ -52,7 +55,7 @@ def flakiness_rule(check: EndpointCheck) -> ConfidenceRule | None:
     return ConfidenceRule.derive(check.bad_rate.fails, check.bad_rate.runs)
 
 
-def search_set(oracle: SpaceOracle, differences: list, *, strategy: str, rule: ConfidenceRule | None,
+def search_set(oracle: Oracle, differences: list, *, strategy: str, rule: ConfidenceRule | None,
                max_runs: int | None, measure_removal: bool = False, more_sets: int = 0) -> SetSearch:
     try:
         return SetSearch(ablate(differences, oracle, strategy=strategy, rule=rule, max_runs=max_runs,
@@ -61,29 +64,26 @@ def search_set(oracle: SpaceOracle, differences: list, *, strategy: str, rule: C
         return SetSearch(stop.result, True)
 
 
-def attempt_records(oracle: SpaceOracle, result: AblationResult, order: Callable, pass_name: str = "") -> list[AttemptRecord]:
+def attempt_records(oracle: Oracle, result: AblationResult, order: Callable, pass_name: str = "") -> list[AttemptRecord]:
     rows = []
-    for a in result.attempts:
-        if not isinstance(a.config, frozenset):
-            continue
-        v = oracle.verdict(a.config)
+    for a in result.attempts:   # a set search's points are sets of differences
+        v = oracle.trials.verdict(a.config)
         applied = tuple(str(x) for x in sorted(a.config, key=order))
-        failure = v.failure(oracle.target.mode if oracle.target else "check") if v else None
+        failure = v.failure(oracle.mode) if v else None
         rows.append(AttemptRecord(a.index, a.phase, applied, oracle.space.label(a.config), a.outcome.value,
                                   v.describe() if v else a.outcome.value.upper(),
                                   failure.describe() if failure else None, a.runs,
-                                  round(v.duration_s, 3) if v else 0.0, oracle.from_ledger(a.config), pass_name,
-                                  dict(v.metrics) if v else {}, a.stage))
+                                  round(v.duration_s, 3) if v else 0.0, oracle.trials.from_ledger(a.config),
+                                  pass_name, dict(v.metrics) if v else {}, a.stage))
     return rows
 
 
-def different_failures(oracle: SpaceOracle, describe_point: Callable) -> list[dict]:
+def different_failures(oracle: Oracle, describe_point: Callable) -> list[dict]:
     out = []
-    for key, v in oracle.verdicts.items():
-        if v.outcome is Outcome.FAIL and oracle.judge(v) is Outcome.UNRESOLVED:
-            failure = v.failure(oracle.target.mode if oracle.target else "check")
-            out.append({"config": describe_point(oracle.points[key]), "verdict": v.describe(),
-                        "failure": failure.describe() if failure else None})
+    for point, v in oracle.different_failures():
+        failure = v.failure(oracle.mode)
+        out.append({"config": describe_point(point), "verdict": v.describe(),
+                    "failure": failure.describe() if failure else None})
     return out
 
 
@@ -114,30 +114,27 @@ def fix_command(spec: Spec, fix) -> str:
     return shlex.join([*argv, "--repeat", "5"])
 
 
-def run_ablation(oracle: SpaceOracle, *, strategy: str = "adaptive", policy: RunPolicy | None = None,
+def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strategy: str = "adaptive",
                  thresholds: bool = True, ptx: bool = False, sanitize: bool = False,
                  environment: dict | None = None) -> AblationRecord:
     start = time.monotonic()
-    policy = policy or oracle.policy
-    runner, space = oracle.runner, oracle.space
     spec: Spec = runner.spec
+    trials = Trials(runner, space, policy)
     diffs = space.differences()
-    check = verify(oracle, frozenset(), frozenset(diffs), repeat=policy.repeat or spec.repeat,
-                   calibrate_runs=policy.calibrate_runs, flaky=policy.flaky, same_failure=policy.same_failure)
+    check = verify(trials, frozenset(), frozenset(diffs), repeat=policy.repeat or spec.repeat)
     base = dict(command="ablate", endpoints=check, subject=subject_record(spec), strategy=strategy,
                 environment=environment or {}, session=runner.session)
     if not check.ok:
         return AblationRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
-                              observations=len(oracle.observations), wall_s=time.monotonic() - start, **base)
-    oracle.target = check.target
+                              observations=len(trials.trials), wall_s=time.monotonic() - start, **base)
+    oracle = Oracle(trials, check.target)
     rule = flakiness_rule(check)
     runner.events.emit(PhaseStarted("search", f"{strategy} over {len(diffs)} differences: {', '.join(diffs)}"
                                     + (f"; {rule.describe()}" if rule else "")))
     found = search_set(oracle, diffs, strategy=strategy, rule=rule, max_runs=policy.max_runs,
                        measure_removal=True, more_sets=MORE_SETS)
-    res = found.result
+    res, stopped, reason = found.result, found.stopped, found.result.stop_reason
     found_thresholds: dict[str, Threshold] = {}
-    stopped, reason = found.stopped, res.stop_reason
     if thresholds and not stopped:
         try:
             found_thresholds = find_thresholds(oracle, res, rule)
@@ -151,40 +148,18 @@ def run_ablation(oracle: SpaceOracle, *, strategy: str = "adaptive", policy: Run
         except KeyboardInterrupt:
             stopped, reason = True, "interrupted while gathering evidence"
     order = {d: i for i, d in enumerate(diffs)}
-    n_sets = max(1, len(res.sets))
-    effects = [{"factor": f, "good": spec.good.get(f), "bad": spec.bad.get(f),
-                "alone": OUTCOME_WORDS[res.effects[f].alone], "removed": OUTCOME_WORDS[res.effects[f].removed],
-                "verdict": role_text(res.effects[f], n_sets), "sets": list(res.effects[f].sets)} for f in diffs]
-    doc = res.to_dict()
-    steps = list(res.next_steps)
-
-    def ordered(items) -> list:
-        return sorted(items, key=order.__getitem__)
-    if res.complete and len(res.sets) > 1 and res.fixes:
-        steps.append("Verify each fix on the bad configuration: "
-                     + "; ".join(fix_command(spec, ordered(f)) for f in res.fixes))
-    elif res.complete and not stopped and res.culprits:
-        steps.append(f"Verify the fix candidate on the bad configuration: {fix_command(spec, res.culprits)}")
-    if res.complete and res.open_fixes:
-        steps.append("To isolate what remains: " + "; ".join(
-            f"{fix_command(spec, ordered(f)).removesuffix(' --repeat 5')} shows bad without {_names(ordered(f))}"
-            for f in res.open_fixes) + (f"; then ablate again with a larger --max-runs (the runs so far are "
-                                        f"answered from the ledger)" if policy.max_runs else "; make that "
-                                        f"configuration the [bad] side of a spec and ablate it"))
-    for f, t in found_thresholds.items():
-        steps.append(f"{f}: {t.describe()}; inspect what changes between those two values.")
     seconds = different_failures(oracle, lambda p: _names(sorted(p, key=order.__getitem__))
                                  if isinstance(p, frozenset) else str(p))
-    if seconds:
-        steps.append("A different failure appeared in some hybrids (listed above): ablate it separately.")
     culprit = res.fail_config if res.complete and not stopped and res.culprits else None
     hangs = hang_facts(oracle, check, culprit, "the culprit configuration (" + _names(res.culprits) + ")")
+    doc = res.to_dict()
     return AblationRecord(
         ok=True, complete=res.complete and not stopped, interrupted=stopped, runs=runner.executed,
-        observations=len(oracle.observations), wall_s=round(time.monotonic() - start, 3),
-        run_s=oracle.run_seconds(), next_steps=tuple(steps), stop_reason=reason if stopped else "",
+        observations=len(trials.trials), wall_s=round(time.monotonic() - start, 3), run_s=trials.run_seconds(),
+        advice=tuple(advice(res, spec, policy, order, stopped, found_thresholds, bool(seconds))),
+        stop_reason=reason if stopped else "",
         culprits=tuple(map(str, res.culprits)), unresolved_factors=tuple(map(str, res.suspects)),
-        interaction=res.interaction, differences=tuple(effects),
+        interaction=res.interaction, differences=tuple(table(res, spec, diffs)),
         attempts=tuple(attempt_records(oracle, res, order.__getitem__)),
         proof=tuple(doc["proof"]), different_failures=tuple(seconds),
         sets=tuple(doc["sets"]), fixes=tuple(doc["fixes"]), open_fixes=tuple(doc["open_fixes"]),
@@ -195,35 +170,68 @@ def run_ablation(oracle: SpaceOracle, *, strategy: str = "adaptive", policy: Run
         search_runs=res.runs, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)
 
 
-def find_thresholds(oracle: SpaceOracle, result: AblationResult,
+def table(res: AblationResult, spec: Spec, diffs: list[str]) -> list[dict]:
+    """The key-differences table: each difference's values, its outcome alone on good and removed
+    from bad, and its role."""
+    n_sets = max(1, len(res.sets))
+    return [{"factor": f, "good": spec.good.get(f), "bad": spec.bad.get(f),
+             "alone": OUTCOME_WORDS[res.effects[f].alone], "removed": OUTCOME_WORDS[res.effects[f].removed],
+             "verdict": role_text(res.effects[f], n_sets), "sets": list(res.effects[f].sets)} for f in diffs]
+
+
+def advice(res: AblationResult, spec: Spec, policy: RunPolicy, order: dict, stopped: bool,
+           found_thresholds: dict[str, Threshold], different: bool) -> list[dict]:
+    """The search's next steps, then the commands that verify a fix or isolate what remains, the
+    thresholds, and a different failure: facts for report/advice.py."""
+    steps = list(res.advice)
+
+    def ordered(items) -> list:
+        return sorted(items, key=order.__getitem__)
+    if res.complete and len(res.sets) > 1 and res.fixes:
+        steps.append({"step": "verify_fixes", "commands": [fix_command(spec, ordered(f)) for f in res.fixes]})
+    elif res.complete and not stopped and res.culprits:
+        steps.append({"step": "verify_fix", "command": fix_command(spec, res.culprits)})
+    if res.complete and res.open_fixes:
+        steps.append({"step": "isolate_rest", "budget": bool(policy.max_runs),
+                      "commands": [fix_command(spec, ordered(f)).removesuffix(" --repeat 5") for f in res.open_fixes],
+                      "without": [[str(x) for x in ordered(f)] for f in res.open_fixes]})
+    for f, t in found_thresholds.items():
+        steps.append({"step": "threshold", "factor": f, "text": t.describe()})
+    if different:
+        steps.append({"step": "different_failure"})
+    return steps
+
+
+def find_thresholds(oracle: Oracle, result: AblationResult,
                     rule: ConfidenceRule | None) -> dict[str, Threshold]:
     """For each culprit declared ordinal, the value at which the failure appears, with the
     other culprits (and any context) held at their bad values."""
-    spec, space = oracle.runner.spec, oracle.space
+    runner, space = oracle.trials.runner, oracle.space
+    spec = runner.spec
     found = {}
     for factor in result.culprits:
         values = spec.ordinal.get(factor)
-        if not values or not isinstance(space, FactorSpace):
+        if not values:
             continue
         lo, hi = values.index(spec.good[factor]), values.index(spec.bad[factor])
         path = values[lo:hi + 1] if lo <= hi else values[hi:lo + 1][::-1]
         if len(path) < 3:
             continue  # good and bad are neighbours: nothing between them to bisect
         others = space.config(result.fail_config - {factor})
-        oracle.runner.events.emit(PhaseStarted("threshold", f"{factor}: {' -> '.join(map(str, path))}"))
+        runner.events.emit(PhaseStarted("threshold", f"{factor}: {' -> '.join(map(str, path))}"))
 
         def judge(i: int, factor=factor, others=others, path=path) -> Outcome:
             return oracle({**others, factor: path[i]})
         found[factor] = find_threshold(path, judge, rule=rule)
-        oracle.runner.events.emit(Note(f"threshold of {factor}: {found[factor].describe()}"))
+        runner.events.emit(Note(f"threshold of {factor}: {found[factor].describe()}"))
     return found
 
 
-def evidence(oracle: SpaceOracle, check: EndpointCheck, result: AblationResult, *, ptx: bool,
+def evidence(oracle: Oracle, check: EndpointCheck, result: AblationResult, *, ptx: bool,
              sanitize: bool) -> tuple[dict | None, dict | None]:
     """PTX signatures of good / bad / culprit, and a compute-sanitizer rerun of the culprit."""
     from bisectk import evidence as ev
-    runner, space = oracle.runner, oracle.space
+    runner, space = oracle.trials.runner, oracle.space
     spec = runner.spec
     culprit_cfg = space.config(result.fail_config)
     ptx_doc = sanitizer_doc = None

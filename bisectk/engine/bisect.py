@@ -8,11 +8,12 @@ mainline chain. "Last good" is the culprit's parents.
 
 Abstractions
 ------------
-run_bisect   -- verify both endpoints through the commit space's oracle (the bad one re-run when
-                it passes; the good one is --good itself, not a candidate), decide flaky mode, seed
-                the search with the bad endpoint's runs, run the DAG search (binary, Bayesian,
-                k-way) and return a BisectRecord. A contradiction (a good commit that descends
-                from a bad one) is reported as such, never answered.
+run_bisect   -- verify both endpoints through the commit space's trials (the bad one re-run when
+                it passes; the good one is --good itself, not a candidate), make the judging
+                oracle with the failure they showed, decide flaky mode, seed the search with the
+                bad endpoint's runs, run the DAG search (binary, Bayesian, k-way) and return a
+                BisectRecord (next steps as facts: report/advice.py words them). A contradiction
+                (a good commit that descends from a bad one) is reported as such, never answered.
 commit_doc   -- a commit as the record stores it (sha, subject, author, date, files).
 
 Only the target failure counts as bad; any other failure is UNRESOLVED (skipped), like a build
@@ -28,11 +29,12 @@ from typing import Any
 from bisectk.engine.ablate import subject_record
 from bisectk.engine.endpoints import verify
 from bisectk.engine.hangs import hang_facts
-from bisectk.engine.oracle import SpaceOracle
+from bisectk.engine.oracle import Oracle, Trials, judged_as
 from bisectk.engine.policy import RunPolicy
 from bisectk.engine.records import AttemptRecord, BisectRecord, EndpointCheck
 from bisectk.events import PhaseStarted
-from bisectk.outcome import Outcome, Verdict
+from bisectk.outcome import DEFAULT_SAME_FAILURE, Outcome, Verdict
+from bisectk.run.runner import Runner
 from bisectk.search.history import Dag, DagResult, Observation, SearchOptions, SearchStopped, search_dag
 from bisectk.spaces.revisions import GOOD, CommitSpace
 
@@ -45,17 +47,18 @@ def commit_doc(space: CommitSpace, i: Any, full: bool = False) -> dict[str, Any]
     return {"index": i if i != GOOD else None, **info.to_dict()}
 
 
-def attempts_in_run_order(oracle: SpaceOracle) -> list[AttemptRecord]:
-    """Every run the bisection made (or read from the ledger), in the order made."""
-    graph = oracle.space.commits
+def attempts_in_run_order(trials: Trials, mode: str) -> list[AttemptRecord]:
+    """Every run the bisection made (or read from the ledger), in the order made; failures named
+    under the --same-failure `mode`."""
+    graph = trials.space.commits
     ends = {graph.good.sha: "endpoint (good)", graph.bad.sha: "endpoint (bad)"}
     out = []
-    for n, obs in enumerate(oracle.observations, 1):
-        v = Verdict.fold([obs.run])
-        failure = v.failure(oracle.target.mode if oracle.target else "check")
-        out.append(AttemptRecord(n, ends.get(obs.key, "bisect"), (obs.key,), obs.label, obs.judged.value,
+    for n, t in enumerate(trials.trials, 1):
+        v = Verdict.fold([t.run])
+        failure = v.failure(mode)
+        out.append(AttemptRecord(n, ends.get(t.key, "bisect"), (t.key,), t.label, t.judged.value,
                                  v.describe(), failure.describe() if failure else None, 1,
-                                 round(obs.run.duration_s, 3), obs.cached, metrics=dict(obs.run.metrics)))
+                                 round(t.run.duration_s, 3), t.cached, metrics=dict(t.run.metrics)))
     return out
 
 
@@ -78,31 +81,30 @@ def marginal_doc(graph, result: DagResult) -> tuple[dict, ...]:
     return tuple({"index": i, "short": graph[i].short, "p": p} for i, p in result.marginal)
 
 
-def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None,
-               environment: dict | Callable[[], dict] | None = None,
-               repo: str = "", first_parent: bool = False) -> BisectRecord:
+def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
+               environment: dict | Callable[[], dict] | None = None, repo: str = "", first_parent: bool = False,
+               any_failure: bool = False) -> BisectRecord:
     """`environment`: the capture for the record, or a callable that gives it (called when the
-    record is made, so a capture running in the background overlaps the runs)."""
+    record is made, so a capture running in the background overlaps the runs). `any_failure`:
+    every failure counts as bad (git bisect's view), not only the bad endpoint's."""
     start = time.monotonic()
-    policy = policy or oracle.policy
-    space: CommitSpace = oracle.space
-    graph, runner = space.commits, oracle.runner
+    trials = Trials(runner, space, policy)
+    graph = space.commits
     n = len(graph)
-    check = verify(oracle, GOOD, n - 1, repeat=policy.repeat or 1, calibrate_runs=policy.calibrate_runs,
-                   flaky=policy.flaky, same_failure=policy.same_failure, measure=False)
+    check = verify(trials, GOOD, n - 1, repeat=policy.repeat or 1, measure=False)
     base = dict(command="bisect", endpoints=check, subject=subject_record(runner.spec), repo=repo,
                 good=graph.good.sha, bad=graph.bad.sha, commits=n, first_parent=first_parent,
                 environment={}, session=runner.session, protocol=runner.spec.protocol)
     if not check.ok:
         base["environment"] = _environment(environment)
         return BisectRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
-                            observations=len(oracle.observations), wall_s=time.monotonic() - start,
-                            attempts=tuple(attempts_in_run_order(oracle)),
-                            tested=tested_commits(graph, ((o.key, o.judged) for o in oracle.observations)), **base)
-    oracle.target = check.target
+                            observations=len(trials.trials), wall_s=time.monotonic() - start,
+                            attempts=tuple(attempts_in_run_order(trials, DEFAULT_SAME_FAILURE)),
+                            tested=tested_commits(graph, ((t.key, t.judged) for t in trials.trials)), **base)
+    oracle = Oracle(trials, check.target, any_failure=any_failure)
     flaky = check.flaky
     bad_runs = [r for r in check.bad.runs if r.outcome is not Outcome.UNRESOLVED]
-    seed = ([Observation(n - 1, oracle.judge_run(r)) for r in bad_runs] if flaky
+    seed = ([Observation(n - 1, judged_as(r, None if any_failure else check.target)) for r in bad_runs] if flaky
             else [Observation(n - 1, Outcome.FAIL)])
     merges = graph.merges()
     mode = ("Bayesian, flake-aware" if flaky else "binary") + (f", {policy.jobs}-way" if policy.jobs > 1 else "")
@@ -119,19 +121,19 @@ def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None,
     except SearchStopped as stop:
         result, stopped, reason = stop.result, True, REASONS.get(stop.reason, stop.reason)
     base["environment"] = _environment(environment)
-    return _record(oracle, check, result, flaky, stopped, reason, start, base)
+    return _record(runner, oracle, check, result, flaky, stopped, reason, start, base)
 
 
 def _environment(environment: dict | Callable[[], dict] | None) -> dict:
     return (environment() if callable(environment) else environment) or {}
 
 
-def last_good(oracle: SpaceOracle, check: EndpointCheck, culprit: int,
+def last_good(trials: Trials, check: EndpointCheck, culprit: int,
               first_parent: bool = False) -> list[dict[str, Any]]:
     """The culprit's parents, each with its verdict: a tested candidate's runs, the --good
     endpoint's, or good by ancestry (an ancestor of --good, never run). With --first-parent only
     the first parent: a merge's other parents are the branch it brought in, not last good."""
-    space: CommitSpace = oracle.space
+    space: CommitSpace = trials.space
     graph = space.commits
     out = []
     parents = graph.parent_shas_of(culprit)
@@ -145,50 +147,57 @@ def last_good(oracle: SpaceOracle, check: EndpointCheck, culprit: int,
             out.append({"index": None, "sha": sha, "subject": "", "author": "", "date": "",
                         "verdict": "good: an ancestor of --good (not run)"})
             continue
-        v = oracle.verdicts.get(sha)
+        v = trials.verdict(i)
         out.append({**commit_doc(space, i), "verdict": v.describe() if v else "not run"})
     return out
 
 
-def _record(oracle: SpaceOracle, check: EndpointCheck, result: DagResult, flaky: bool, stopped: bool,
+def advice(graph, result: DagResult, text: str | None, first_bad: dict | None, stopped: bool,
+           reason: str) -> list[dict]:
+    """What to try next, as facts (report/advice.py words them)."""
+    steps: list[dict] = []
+    if stopped:
+        steps.append({"step": "resume", "reason": reason})
+    if len(result.candidates) > 1:
+        steps.append({"step": "fix_skipped"})
+    if result.contradiction:
+        steps.append({"step": "contradiction", "text": text})
+    if first_bad:
+        parents = graph.parent_shas_of(result.culprit)
+        steps += [{"step": "inspect", "sha": first_bad["sha"][:10]},
+                  {"step": "isolate_lines", "good": parents[0][:10] if parents else graph.good.short,
+                   "bad": first_bad["sha"][:10]}]
+    return steps
+
+
+def _record(runner: Runner, oracle: Oracle, check: EndpointCheck, result: DagResult, flaky: bool, stopped: bool,
             reason: str, start: float, base: dict) -> BisectRecord:
-    space: CommitSpace = oracle.space
+    trials = oracle.trials
+    space: CommitSpace = trials.space
     graph = space.commits
     described = [commit_doc(space, i, full=True) for i in result.candidates[:MAX_DESCRIBED]]
     candidates = tuple(described + [commit_doc(space, i) for i in result.candidates[MAX_DESCRIBED:]])
     found = result.culprit is not None and not result.contradiction
     first_bad = commit_doc(space, result.culprit, full=True) if found else None
-    steps: list[str] = []
     text = None
     if result.contradiction:
         text = result.contradiction
         for i in result.conflict:
             text = text.replace(f"#{i}", graph[i].short)
-        steps.append(f"The observations contradict each other: {text}. The failure may be flaky (try --flaky) "
-                     "or depend on more than the commit (the environment, the build cache).")
-    if first_bad:
-        parents = graph.parent_shas_of(result.culprit)
-        steps += [f"Inspect the diff of the first bad commit: git show {first_bad['sha'][:10]}",
-                  f"Isolate the culprit lines inside it: bisectk triage ... --good "
-                  f"{parents[0][:10] if parents else graph.good.short} --bad {first_bad['sha'][:10]}"]
-    if len(result.candidates) > 1:
-        steps.insert(0, "Make the skipped commits testable (fix their build) to resolve the ambiguity.")
-    if stopped:
-        steps.insert(0, f"The search stopped ({reason}); run it again with --resume to continue.")
     complete = result.complete and not stopped
     hangs = hang_facts(oracle, check, result.culprit if found and complete else None,
                        f"the first bad commit ({graph[result.culprit].short})" if found else "")
     return BisectRecord(
-        ok=True, complete=complete, interrupted=stopped, runs=oracle.runner.executed,
-        observations=len(oracle.observations), wall_s=round(time.monotonic() - start, 3), next_steps=tuple(steps),
-        run_s=oracle.run_seconds(),
+        ok=True, complete=complete, interrupted=stopped, runs=runner.executed,
+        observations=len(trials.trials), wall_s=round(time.monotonic() - start, 3),
+        advice=tuple(advice(graph, result, text, first_bad, stopped, reason)), run_s=trials.run_seconds(),
         stop_reason=reason or ("contradiction" if result.contradiction else ""), flaky=flaky, mode=result.mode,
         rounds=result.rounds,
         first_bad=first_bad, candidates=candidates, contradiction=text if result.contradiction else None,
-        last_good=tuple(last_good(oracle, check, result.culprit, base["first_parent"])) if found else (),
+        last_good=tuple(last_good(trials, check, result.culprit, base["first_parent"])) if found else (),
         confidence=round(result.confidence, 6), ambiguous=len(result.candidates) > 1,
         skipped=tuple(commit_doc(space, i) for i in result.skipped), fail_prob=result.fail_prob,
         posterior=tuple({"sha": graph[i].sha, "short": graph[i].short, "p": round(p, 6)} for i, p in result.posterior),
-        attempts=tuple(attempts_in_run_order(oracle)),
-        tested=tested_commits(graph, ((o.key, o.judged) for o in oracle.observations)),
+        attempts=tuple(attempts_in_run_order(trials, oracle.mode)),
+        tested=tested_commits(graph, ((t.key, t.judged) for t in trials.trials)),
         marginal=marginal_doc(graph, result), hangs=hangs, **base)

@@ -2,8 +2,9 @@
 
 Abstractions
 ------------
-verify         -- the procedure, through the space's oracle (its answer is an EndpointCheck,
-                  a record: see records.py):
+verify         -- the procedure, through the space's Trials (engine/oracle.py; its answer is an
+                  EndpointCheck, a record: see records.py, whose `target` the judging Oracle is
+                  then made with):
                   1. good, `repeat` runs; the watchdog and the SLOW baseline are calibrated from
                      its passing runs;
                   2. bad, `repeat` runs; a bad endpoint that passed every time is re-run, up to
@@ -39,13 +40,14 @@ from dataclasses import replace
 from typing import Any
 
 from bisectk.engine import environment
-from bisectk.engine.oracle import SpaceOracle
+from bisectk.engine.oracle import Trials
 from bisectk.engine.records import EndpointCheck, Rate
 from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import Outcome, Reason, Run, Target, Verdict
+from bisectk.run.runner import Runner
 
 
-def announce_watchdog(runner, workload) -> None:
+def announce_watchdog(runner: Runner, workload) -> None:
     """Say so before a run that may wait out the uncalibrated watchdog (the good endpoint's first
     run has no baseline yet): a hang there is silent for the whole cap."""
     if runner.timeout is not None or runner.has(workload):
@@ -64,42 +66,36 @@ def _judged(runs: list[Run]) -> int:
     return sum(1 for r in runs if r.outcome is not Outcome.UNRESOLVED)
 
 
-def verify(oracle: SpaceOracle, good_point: Any, bad_point: Any, *, repeat: int = 1,
-           calibrate_runs: int = 10, flaky: bool | None = None, same_failure: str = "check",
-           measure: bool = True) -> EndpointCheck:
-    runner = oracle.runner
-    cap = max(calibrate_runs, repeat)
+def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, measure: bool = True) -> EndpointCheck:
+    """The procedure of the module docstring; `trials.policy` gives the re-run cap, --flaky and
+    --same-failure."""
+    runner, policy = trials.runner, trials.policy
+    cap = max(policy.calibrate_runs, repeat)
     runner.events.emit(PhaseStarted("endpoints", f"verifying good and bad, {repeat} run(s) each"))
-    announce_watchdog(runner, oracle.space.workload(good_point))
-    good_runs = [oracle.observe(good_point) for _ in range(repeat)]
-    policy = runner.calibrate(good_runs)
-    if runner.timeout is None and not runner.has(oracle.space.workload(bad_point)):
-        runner.events.emit(Note(f"watchdog: the good endpoint never passed, so it stays at {policy.seconds:g} s "
+    announce_watchdog(runner, trials.space.workload(good_point))
+    good_runs = [trials.observe(good_point) for _ in range(repeat)]
+    watchdog = runner.calibrate(good_runs)
+    if runner.timeout is None and not runner.has(trials.space.workload(bad_point)):
+        runner.events.emit(Note(f"watchdog: the good endpoint never passed, so it stays at {watchdog.seconds:g} s "
                                 "for the bad endpoint; --timeout SECONDS sets it"))
-    bad_runs = []
-    # told the failure is intermittent (--flaky), a passing bad endpoint gets twice the re-runs: at a
-    # 30% failure rate, 10 passes in a row still happen 3% of the time
-    repro_cap = 2 * cap if flaky else cap
-    while len(bad_runs) < repeat or (not any(r.outcome is Outcome.FAIL for r in bad_runs)
-                                     and len(bad_runs) < repro_cap and bad_runs[-1].outcome is Outcome.PASS):
-        bad_runs.append(oracle.observe(bad_point))
-    target = Target.of(bad_runs, same_failure)
+    bad_runs = _reproduced(trials, bad_point, repeat, 2 * cap if policy.flaky else cap)
+    target = Target.of(bad_runs, policy.same_failure)
     passed = any(r.outcome is Outcome.PASS for r in bad_runs)
-    is_flaky = bool(target) and (passed if flaky is None else flaky)
+    is_flaky = bool(target) and (passed if policy.flaky is None else policy.flaky)
     notes: list[str] = []
     if measure and target is not None and is_flaky and len(bad_runs) < cap:
         runner.events.emit(PhaseStarted("flakiness", f"measuring the bad endpoint over {cap} runs"))
         while len(bad_runs) < cap:
-            bad_runs.append(oracle.observe(bad_point))
-        target = Target.of(bad_runs, same_failure)
+            bad_runs.append(trials.observe(bad_point))
+        target = Target.of(bad_runs, policy.same_failure)
     decided = target is None or _target_fails(good_runs, target) > 0   # unusable already: no re-check
     if any(r.outcome is Outcome.FAIL for r in good_runs) and not decided and len(good_runs) < cap:
         runner.events.emit(PhaseStarted("recheck", f"the good endpoint failed: re-checking it over {cap} runs"))
         while len(good_runs) < cap:
-            good_runs.append(oracle.observe(good_point))
+            good_runs.append(trials.observe(good_point))
         notes.append(f"the good endpoint failed {sum(r.outcome is Outcome.FAIL for r in good_runs)}"
                      f"/{len(good_runs)} runs and was re-checked")
-    good, bad = _folded(oracle, good_point, good_runs), _folded(oracle, bad_point, bad_runs)
+    good, bad = _folded(trials, good_point, good_runs), _folded(trials, bad_point, bad_runs)
     bad_rate = Rate(_target_fails(bad_runs, target), _judged(bad_runs))
     good_rate = Rate(_target_fails(good_runs, target), _judged(good_runs))
     problem = diagnose(good, bad, target, good_rate, bad_rate)
@@ -108,16 +104,27 @@ def verify(oracle: SpaceOracle, good_point: Any, bad_point: Any, *, repeat: int 
     if env is not None:   # 5. the machine, not the differences: named, with what fixes it
         problem, details = env.line, env.details
     elif problem is not None:   # a subject that refused its arguments: the command it was given
-        details = tuple(f"{side} ran: {runner.spec.command_text(oracle.space.workload(point).config)}"
+        details = tuple(f"{side} ran: {runner.spec.command_text(trials.space.workload(point).config)}"
                         for side, point, v in (("good", good_point, good), ("bad", bad_point, bad))
                         if v.reason is Reason.USAGE)
-    return EndpointCheck(good, bad, policy, problem, target, is_flaky and problem is None, bad_rate, good_rate,
+    return EndpointCheck(good, bad, watchdog, problem, target, is_flaky and problem is None, bad_rate, good_rate,
                          tuple(notes), details, env.to_dict() if env else None)
 
 
-def _folded(oracle: SpaceOracle, point: Any, runs: list[Run]) -> Verdict:
+def _reproduced(trials: Trials, bad_point: Any, repeat: int, cap: int) -> list[Run]:
+    """The bad endpoint's `repeat` runs, and more while it passed every time, up to `cap` in all
+    (told the failure is intermittent, --flaky, the cap is doubled: at a 30% failure rate, 10
+    passes in a row still happen 3% of the time)."""
+    runs: list[Run] = []
+    while len(runs) < repeat or (not any(r.outcome is Outcome.FAIL for r in runs)
+                                 and len(runs) < cap and runs[-1].outcome is Outcome.PASS):
+        runs.append(trials.observe(bad_point))
+    return runs
+
+
+def _folded(trials: Trials, point: Any, runs: list[Run]) -> Verdict:
     """The runs folded, marked as answered from the ledger when none of them was executed now."""
-    return replace(Verdict.fold(runs), cached=oracle.from_ledger(point))
+    return replace(Verdict.fold(runs), cached=trials.from_ledger(point))
 
 
 def diagnose(good: Verdict, bad: Verdict, target: Target | None, good_rate: Rate, bad_rate: Rate) -> str | None:

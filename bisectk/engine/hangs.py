@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bisectk.engine.oracle import Oracle
+from bisectk.engine.records import EndpointCheck
 from bisectk.outcome import FailKind, Run
 from bisectk.stuck import Snapshot, same_place
 
@@ -41,18 +43,18 @@ def last_point(runs) -> str | None:
     return None
 
 
-def hang_facts(oracle, check, culprit=None, culprit_label: str = "the culprit configuration") -> dict | None:
+def hang_facts(oracle: Oracle, check: EndpointCheck, culprit=None,
+               culprit_label: str = "the culprit configuration") -> dict | None:
     """See the module docstring. `culprit`: the search's answer as a point of the oracle's space."""
     bad = next((r for r in check.bad.runs if _hung(r) and r.stuck), None)
     facts: dict[str, Any] = {"bad": _entry("the bad endpoint", bad) if bad else None, "culprit": None,
                              "others": [], "good_last_point": last_point(check.good.runs),
                              "bad_hung": any(_hung(r) for r in check.bad.runs), "same": None}
-    runner = oracle.runner
     if culprit is not None:
-        v = oracle.verdict(culprit)
+        v = oracle.trials.verdict(culprit)
         runs = list(v.runs) if v else []
         read = next((r for r in runs if _hung(r) and r.stuck), None)
-        policy = getattr(runner, "snapshots", None)
+        policy = oracle.trials.runner.snapshots
         # An intermittent hang is not re-run for its picture: a pass would be one more observation
         # that the answer already given did not weigh (issue 23's confirmation runs do that).
         steady = not check.flaky and check.bad_rate.fails == check.bad_rate.runs
@@ -66,10 +68,10 @@ def hang_facts(oracle, check, culprit=None, culprit_label: str = "the culprit co
         if read is not None:
             facts["culprit"] = _entry(culprit_label, read)
     shown = [e["snapshot"] for e in (facts["bad"], facts["culprit"]) if e]
-    for o in oracle.observations:
-        if _hung(o.run) and o.run.stuck and o.run.stuck not in shown:
-            shown.append(o.run.stuck)
-            facts["others"].append(_entry(o.label or o.key, o.run))
+    for t in oracle.trials.trials:
+        if _hung(t.run) and t.run.stuck and t.run.stuck not in shown:
+            shown.append(t.run.stuck)
+            facts["others"].append(_entry(t.label or t.key, t.run))
     if facts["bad"] is None and facts["culprit"] is None and not facts["others"]:
         return None if not facts["bad_hung"] else facts
     a = Snapshot.from_dict(facts["bad"]["snapshot"]) if facts["bad"] else None

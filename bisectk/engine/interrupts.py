@@ -7,7 +7,7 @@ held     -- a context (the command's search and its reporting) in which SIGINT a
             record, stores it or prints it is kept pending instead of tearing the half-written
             result away. A second signal while one is pending is obeyed at once (the way out of
             anything that hangs).
-live     -- the part that stays interruptible: a run (SpaceOracle.observe). A signal during it is a
+live     -- the part that stays interruptible: a run (Trials.observe, engine/oracle.py). A signal during it is a
             KeyboardInterrupt there, as without `held`; one held back is raised on entering the
             next run, where the search turns it into its best result so far (SearchStopped).
 late     -- whether a signal is still pending: it arrived after the last run, while the result

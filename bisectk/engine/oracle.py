@@ -1,25 +1,29 @@
-"""SpaceOracle: the one adapter between a pure search and the runner, for every space.
+"""The oracle: the one adapter between a pure search and the runner, for every space.
 
 Abstractions
 ------------
-Space        -- what a search ranges over (the protocol every space in `bisectk/spaces` keeps):
-                `key(point)` a stable string naming the point (a configuration key, a sha),
-                `label(point)` words for progress and reports, `workload(point)` the Workload
-                for a ledger lookup (nothing materialised), and `lease(point)` a context manager
-                yielding the runnable Workload (a worktree checked out, hunks applied).
-SpaceOracle  -- maps a point to one new observation: the k-th call for a point asks the runner
-                for its k-th run, so repeats are new observations and a resumed session replays
-                the ledger in order; a point is materialised only when its run must really
-                execute. The search sees PASS, FAIL (the target failure) or UNRESOLVED (build
-                failure, invalid hybrid, or a different failure). A different failure is re-run
-                up to `policy.retry_different` times before it is left unresolved: garbage whose
-                form changes from run to run must not block a proof. `batch` runs distinct
-                workloads in parallel, each with its own directory and environment; `width`
-                is how many a batch should hold (the remote workers alive, at most --jobs).
-Observation  -- one run as the oracle made it (point key, label, run index, the Run and how the
-                search judged it), in the order made: the reports' attempt list.
-
-Every observation is also written to the ledger's event log (`bisectk log` and `replay` read it).
+Space   -- what a search ranges over (the protocol every space in `bisectk/spaces` keeps):
+           `key(point)` a stable string naming the point (a configuration key, a sha),
+           `label(point)` words for progress and reports, `workload(point)` the Workload for a
+           ledger lookup (nothing materialised), and `lease(point)` a context manager yielding
+           the runnable Workload (a worktree checked out, hunks applied).
+Trial   -- one run as it was made: point key, label, run index, the Run, how the search judged
+           it, and whether the ledger answered it.
+Trials  -- the runs of one space in one command, in the order made (the reports' attempt list),
+           and each point's runs folded (its verdict, derived from them). The k-th run asked of a
+           point is the runner's k-th run of its workload, so repeats are new observations and a
+           resumed session replays the ledger in order; the runner is the one memo (the ledger
+           behind it), and a point is materialised only when its run must really execute. A view
+           over another space of the same subject (`view`: diff's line pass) shares the run
+           counts, so one configuration has one run index whichever pass asks. Every trial is
+           written to the ledger's event log (`bisectk log` and `replay` read it).
+Oracle  -- what a search calls, complete when made: the target failure it judges against is fixed
+           (engine/endpoints.py `verify` finds it first, through the same Trials). It answers
+           PASS, FAIL (the target failure) or UNRESOLVED (a build failure, an invalid hybrid, or
+           a different failure, re-run up to `policy.retry_different` times first: garbage whose
+           form changes from run to run must not block a proof). `batch` runs distinct points in
+           parallel, each with its own directory and environment; `width` is how many a batch
+           should hold now (--jobs, or fewer when the executor has fewer workers alive).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from typing import Any, Protocol
 
 from bisectk.engine.interrupts import live
 from bisectk.engine.policy import RunPolicy
-from bisectk.outcome import Outcome, Run, Target, Verdict
+from bisectk.outcome import DEFAULT_SAME_FAILURE, Outcome, Run, Target, Verdict
 from bisectk.run.runner import Runner
 from bisectk.run.workload import Workload
 
@@ -52,7 +56,7 @@ class Space(Protocol):
 
 
 @dataclass(frozen=True)
-class Observation:
+class Trial:
     key: str
     label: str
     index: int
@@ -61,41 +65,34 @@ class Observation:
     cached: bool
 
 
-class SpaceOracle:
-    def __init__(self, runner: Runner, space: Space, *, policy: RunPolicy | None = None,
-                 target: Target | None = None, any_failure: bool = False, label: str = ""):
-        self.runner = runner
-        self.space = space
-        self.policy = policy or RunPolicy()
-        self.target = target
-        self.any_failure = any_failure
-        self.label = label
-        self.calls: Counter[str] = Counter()
-        self.verdicts: dict[str, Verdict] = {}      # every run of a point folded, for reports
-        self.points: dict[str, Hashable] = {}       # key -> point, for reports
-        self.observations: list[Observation] = []   # in the order made
+class Trials:
+    def __init__(self, runner: Runner, space: Space, policy: RunPolicy | None = None, *, label: str = "",
+                 _counts: tuple[Counter, threading.Lock] | None = None):
+        self.runner, self.space, self.policy, self.label = runner, space, policy or RunPolicy(), label
+        self._counts, self._count_lock = _counts or (Counter(), threading.Lock())
+        self.trials: list[Trial] = []                # in the order made
+        self.points: dict[str, Hashable] = {}        # key -> point, for reports
+        self._verdicts: dict[str, Verdict] = {}      # key -> its runs folded (derived from the trials)
         self._lock = threading.Lock()
 
-    def run_seconds(self) -> float:
-        """What the observations cost when they ran, those answered from the ledger included."""
-        with self._lock:
-            return round(sum(o.run.duration_s for o in self.observations), 3)
+    def view(self, space: Space) -> Trials:
+        """The trials of another space over the same subject, sharing the run counts."""
+        return Trials(self.runner, space, self.policy, label=self.label, _counts=(self._counts, self._count_lock))
 
-    # -- one observation --------------------------------------------------------------------
-    def observe(self, point: Any, slot: int = 0, *, snapshot: bool = False) -> Run:
-        """One new run of `point` (its next run index), executed only if the ledger lacks it.
-        `snapshot`: should it hang, read where it waits whatever the budget (engine/hangs.py)."""
+    def observe(self, point: Any, slot: int = 0, *, snapshot: bool = False, target: Target | None = None) -> Run:
+        """One new run of `point` (its next run index), executed only if the ledger lacks it; the
+        trial is judged against `target` (None: as the run came). `snapshot`: should it hang, read
+        where it waits whatever the budget (engine/hangs.py)."""
         with live():   # the one place a held-back Ctrl-C takes effect (engine/interrupts.py)
-            return self._observe(point, slot, snapshot)
+            return self._observe(point, slot, snapshot, target)
 
-    def _observe(self, point: Any, slot: int, snapshot: bool = False) -> Run:
+    def _observe(self, point: Any, slot: int, snapshot: bool, target: Target | None) -> Run:
         key = self.space.key(point)
-        with self._lock:
-            index = self.calls[key]
-            self.calls[key] += 1
-            self.points.setdefault(key, point)
-        label = " ".join(x for x in (self.label, self.space.label(point)) if x)
         workload = self.space.workload(point)
+        with self._count_lock:
+            index = self._counts[(workload.revision, key)]
+            self._counts[(workload.revision, key)] += 1
+        label = " ".join(x for x in (self.label, self.space.label(point)) if x)
         if self.runner.has(workload, index):
             run = self.runner.observe(workload, index, label)
         else:
@@ -103,12 +100,13 @@ class SpaceOracle:
                 if self.policy.gpus:
                     leased = leased.with_env(CUDA_VISIBLE_DEVICES=self.policy.gpus[slot % len(self.policy.gpus)])
                 run = self.runner.observe(leased, index, label, snapshot=snapshot)
-        judged = self.judge_run(run)
-        cached = self.runner.was_cached(workload, index)
+        judged = judged_as(run, target)
+        trial = Trial(key, label, index, run, judged, self.runner.was_cached(workload, index))
         with self._lock:
-            previous = self.verdicts.get(key)
-            self.verdicts[key] = previous.with_run(run) if previous else Verdict.fold([run])
-            self.observations.append(Observation(key, label, index, run, judged, cached))
+            self.points.setdefault(key, point)
+            self.trials.append(trial)
+            previous = self._verdicts.get(key)
+            self._verdicts[key] = previous.with_run(run) if previous else Verdict.fold([run])
         ledger, session = self.runner.ledger, self.runner.session
         if ledger is not None and session is not None:
             ledger.add_event(session, "observation", {
@@ -116,26 +114,63 @@ class SpaceOracle:
                 "outcome": judged.value, "verdict": Verdict.fold([run]).describe(), "signature": run.signature})
         return run
 
-    def judge_run(self, run: Run) -> Outcome:
-        if self.any_failure or self.target is None:
-            return run.outcome
-        return Verdict.fold([run]).against(self.target)
+    # -- what the reports read -------------------------------------------------------------
+    def verdict(self, point: Any) -> Verdict | None:
+        """Every run of `point` this command saw, folded."""
+        return self._verdicts.get(self.space.key(point))
+
+    def verdicts(self) -> list[tuple[Hashable, Verdict]]:
+        """(point, its runs folded) for every point run, in the order first run."""
+        with self._lock:
+            return [(self.points[k], v) for k, v in self._verdicts.items()]
+
+    def from_ledger(self, point: Any) -> bool:
+        """Whether every run of `point` this command saw was answered from the ledger."""
+        key = self.space.key(point)
+        seen = [t.cached for t in self.trials if t.key == key]
+        return bool(seen) and all(seen)
+
+    def run_seconds(self) -> float:
+        """What the trials cost when they ran, those answered from the ledger included."""
+        with self._lock:
+            return round(sum(t.run.duration_s for t in self.trials), 3)
+
+
+def judged_as(run: Run, target: Target | None) -> Outcome:
+    """A run's outcome for a search hunting `target` (None: any failure counts)."""
+    return run.outcome if target is None else Verdict.fold([run]).against(target)
+
+
+class Oracle:
+    """What a search calls (see the module docstring). `any_failure`: every failure counts (git
+    bisect's view); the target still names the failure in the reports."""
+
+    def __init__(self, trials: Trials, target: Target | None, *, any_failure: bool = False):
+        self.trials, self.target, self.any_failure = trials, target, any_failure
+        self.space, self.policy = trials.space, trials.policy
+        self._judging = None if any_failure else target
+
+    @property
+    def mode(self) -> str:
+        """The --same-failure mode the failures are named under."""
+        return self.target.mode if self.target else DEFAULT_SAME_FAILURE
+
+    def observe(self, point: Any, slot: int = 0, *, snapshot: bool = False) -> Run:
+        return self.trials.observe(point, slot, snapshot=snapshot, target=self._judging)
 
     def judge(self, verdict: Verdict) -> Outcome:
-        if self.any_failure or self.target is None:
-            return verdict.outcome
-        return verdict.against(self.target)
+        return verdict.outcome if self._judging is None else verdict.against(self._judging)
 
     def different(self, run: Run) -> bool:
-        return run.outcome is Outcome.FAIL and self.judge_run(run) is Outcome.UNRESOLVED
+        """A failure, but not the target's: a possible second bug, never this one."""
+        return run.outcome is Outcome.FAIL and judged_as(run, self._judging) is Outcome.UNRESOLVED
 
-    # -- what the search calls -------------------------------------------------------------
     def __call__(self, point: Any, slot: int = 0) -> Outcome:
         """The search's single-shot verdict on `point`: a different failure is re-run first."""
         for _ in range(1 + max(0, self.policy.retry_different)):
             run = self.observe(point, slot)
             if not self.different(run):
-                return self.judge_run(run)
+                return judged_as(run, self._judging)
         return Outcome.UNRESOLVED
 
     def batch(self, points: Sequence[Any]) -> list[Outcome]:
@@ -146,25 +181,11 @@ class SpaceOracle:
             return list(ex.map(lambda a: self(a[1], a[0]), enumerate(points)))
 
     def width(self) -> int:
-        """How many points a batch should hold now: --jobs, or fewer when fewer remote workers
-        are alive (an actor lost and not yet replaced, a node gone)."""
-        alive = getattr(self.runner.executor, "alive", None)
-        return max(1, min(self.policy.jobs, alive())) if callable(alive) else self.policy.jobs
+        """How many points a batch should hold now: --jobs, or fewer when the executor has fewer
+        workers alive (an actor lost and not yet replaced, a node gone)."""
+        return max(1, min(self.policy.jobs, self.trials.runner.alive()))
 
-    # -- what the reports read -------------------------------------------------------------
-    def verdict(self, point: Any) -> Verdict | None:
-        return self.verdicts.get(self.space.key(point))
-
-    def from_ledger(self, point: Any) -> bool:
-        """Whether every run of `point` this session saw was answered from the ledger."""
-        key = self.space.key(point)
-        seen = [o.cached for o in self.observations if o.key == key]
-        return bool(seen) and all(seen)
-
-    def different_failures(self) -> list[tuple[str, Verdict]]:
-        """(label, verdict) of every point that failed only differently: possible second bugs."""
-        out = []
-        for key, v in self.verdicts.items():
-            if v.outcome is Outcome.FAIL and self.judge(v) is Outcome.UNRESOLVED:
-                out.append((self.space.label(self.points[key]), v))
-        return out
+    def different_failures(self) -> list[tuple[Hashable, Verdict]]:
+        """(point, verdict) of every point that failed only differently: possible second bugs."""
+        return [(p, v) for p, v in self.trials.verdicts()
+                if v.outcome is Outcome.FAIL and self.judge(v) is Outcome.UNRESOLVED]

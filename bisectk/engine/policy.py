@@ -1,4 +1,4 @@
-"""RunPolicy: the options that decide how runs are made and judged, shared by every command.
+"""RunPolicy: every setting of how a command's runs are made and judged -- the one validator.
 
 Abstractions
 ------------
@@ -6,11 +6,15 @@ RunPolicy -- repeats per endpoint, flakiness (forced on, off, or decided by the 
              the cap on endpoint re-runs (`calibrate_runs`), how failures are compared
              (`same_failure`: check | kind | signature), how often a configuration that failed
              differently is re-run before it is left unresolved (`retry_different`), the run
-             budget, a watchdog override, parallelism and GPUs, and where runs are executed
-             (`executor`: local processes, or actors on a Ray cluster at `ray_address`, a
-             local Ray instance when None; `ray_repo`: the repository's path on every Ray host,
-             when it is on a shared filesystem); how many hangs are read before the kill
-             beyond the first and the culprit's (`snapshots`, run/snapshot.py; 0: none).
+             budget, the watchdog (`timeout`: --timeout, fixed; None: the spec's, else
+             calibrated), the confidence a flaky bisection stops at, parallelism and GPUs, where
+             runs are executed (`executor`: local processes, or actors on a Ray cluster at
+             `ray_address`, a local Ray instance when None; `ray_repo`: the repository's path on
+             every Ray host, when it is on a shared filesystem; `warm`: warm worker processes),
+             whether the ledger's earlier runs count (`fresh`: they do not), and how many hangs
+             are read before the kill beyond the first and the culprit's (`snapshots`,
+             run/snapshot.py; 0: none). Made once by the CLI from its option groups; a setting
+             that cannot hold is a one-line BisectkError here, and nowhere else.
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bisectk.errors import BisectkError
-from bisectk.outcome import SAME_FAILURE_MODES
+from bisectk.outcome import DEFAULT_SAME_FAILURE, SAME_FAILURE_MODES
 
 DEFAULT_CALIBRATE_RUNS = 10
 DEFAULT_RETRY_DIFFERENT = 2
 DEFAULT_SNAPSHOTS = 2
+DEFAULT_CONFIDENCE = 0.99
 EXECUTORS = ("local", "ray")
 
 
@@ -31,16 +36,18 @@ class RunPolicy:
     repeat: int | None = None            # runs per endpoint (None: the spec's)
     flaky: bool | None = None            # None: decided by the endpoint runs
     calibrate_runs: int = DEFAULT_CALIBRATE_RUNS
-    same_failure: str = "check"
+    same_failure: str = DEFAULT_SAME_FAILURE
     retry_different: int = DEFAULT_RETRY_DIFFERENT
     max_runs: int | None = None
     timeout: float | None = None         # watchdog seconds (None: spec, else calibrated)
     jobs: int = 1
     gpus: tuple[str, ...] = ()
-    confidence: float = 0.99
+    confidence: float = DEFAULT_CONFIDENCE
     executor: str = "local"              # local | ray
     ray_address: str | None = None
     ray_repo: str | None = None
+    warm: bool = False                   # warm worker processes (imports paid once)
+    fresh: bool = False                  # runs stored in the ledger are not answers
     snapshots: int = DEFAULT_SNAPSHOTS   # hangs read beyond the bad endpoint's first and the culprit's; 0: none
 
     def __post_init__(self) -> None:
@@ -57,3 +64,12 @@ class RunPolicy:
             raise BisectkError(f"--snapshots {self.snapshots}: must be 0 (no snapshots) or more")
         if self.calibrate_runs < 1:
             raise BisectkError(f"--calibrate-runs {self.calibrate_runs}: must be at least 1")
+        if self.timeout is not None and not self.timeout > 0:
+            raise BisectkError(f"--timeout {self.timeout:g}: must be more than 0 seconds")
+        if self.jobs < 1:
+            raise BisectkError(f"--jobs {self.jobs}: must be at least 1")
+
+    @property
+    def remote(self) -> bool:
+        """Whether runs happen on other hosts (nothing is checked out here)."""
+        return self.executor == "ray"

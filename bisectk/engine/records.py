@@ -18,8 +18,10 @@ AblationRecord, DiffRecord, BisectRecord, TriageRecord, CheckRecord, RunRecord, 
                    anything.
 
 Records hold plain data (strings, numbers, lists, dicts) plus the outcome model's frozen types
-(Verdict, Target) through EndpointCheck. Reports import this module and the outcome model, never
-an engine.
+(Verdict, Target) and the watchdog's TimeoutPolicy through EndpointCheck: facts, never prose
+about what to do next (`advice` holds those steps as facts; report/advice.py words them). Reports
+import this module and the outcome model, never an engine; this module imports nothing from
+run/.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any
 from bisectk.errors import BisectkError
 from bisectk.outcome import Target, Verdict
 from bisectk.search.flaky import wilson
-from bisectk.run.runner import TimeoutPolicy
+from bisectk.timeouts import TimeoutPolicy
 
 
 class RecordError(BisectkError):
@@ -94,9 +96,8 @@ class EndpointCheck:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> EndpointCheck:
-        t = d["timeout"]
         return cls(Verdict.from_dict(d["good"]), Verdict.from_dict(d["bad"]),
-                   TimeoutPolicy(t["seconds"], t["source"], t["detail"]), d.get("problem"),
+                   TimeoutPolicy.from_dict(d["timeout"]), d.get("problem"),
                    Target.from_dict(d.get("target_identity")), d.get("flaky", False),
                    Rate(d["bad_rate"]["fails"], d["bad_rate"]["runs"]),
                    Rate(d["good_rate"]["fails"], d["good_rate"]["runs"]), tuple(d.get("notes", ())),
@@ -253,7 +254,8 @@ class Record:
     wall_s: float
     environment: dict[str, Any] = field(default_factory=dict)
     run_s: float = 0.0             # what the observations took when they ran (the ledger's included)
-    next_steps: tuple[str, ...] = ()
+    advice: tuple[dict, ...] = ()  # what to try next, as facts ({"step": kind, ...}: report/advice.py)
+    next_steps: tuple[str, ...] = ()   # the same in words, as a record stored by an older bisectk kept them
     session: int | None = None
     stop_reason: str = ""
     hangs: dict | None = None      # where the hangs were stuck (engine/hangs.py), when any was read
@@ -379,6 +381,7 @@ class ReplayRecord(Record):
 @dataclass(frozen=True)
 class CheckRecord(Record):
     subject: SubjectRecord | None = None
+    warnings: tuple[str, ...] = ()          # factors that reach no placeholder of the spec
 
 
 @dataclass(frozen=True)
@@ -387,6 +390,7 @@ class RunRecord(Record):
     config: dict = field(default_factory=dict)
     verdict: dict = field(default_factory=dict)
     timeout: dict | None = None
+    ran: str = ""                            # the command line it ran (shown when the subject refused it)
 
 
 RECORDS = {"ablate": AblationRecord, "diff": DiffRecord, "bisect": BisectRecord, "triage": TriageRecord,

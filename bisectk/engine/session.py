@@ -9,14 +9,15 @@ ledger_location -- where a command's ledger lives, decided here and nowhere else
                    nothing is ever written into a source tree the user did not point at.
 Session         -- the open ledger and this invocation's session record (kind, fingerprint,
                    arguments; the final result record is stored with it), the event bus (the
-                   CLI subscribes its reporter), the run policy,
-                   the one Runner factory (warm workers plugged in when asked; with
-                   `--executor ray`, actors on a Ray cluster: `ablate` ships the spec's project
-                   directory with them), the commit space of bisect/triage (worktrees here, or
-                   commits sent to the actors), and everything to close on the way out (worker
-                   pools, actors and the local Ray instance, scratch trees). Scratch trees are
-                   registered (run/scratch.py), and a session's start removes those whose
-                   command was killed before it could.
+                   CLI subscribes its reporter), the run policy, the one executor (made once from
+                   the policy by `make_executor`: fresh processes, warm workers with --warm, or
+                   actors on a Ray cluster with --executor ray, where `ablate` ships the spec's
+                   project directory with them), the one Runner factory, the commit space of
+                   bisect/triage (worktrees here, or commits sent to the actors), and everything
+                   to close on the way out (the executor, the local Ray instance, scratch trees).
+                   Scratch trees are registered (run/scratch.py), and a session's start removes
+                   those whose command was killed before it could.
+make_executor   -- the policy's executor: the one place that decides where runs happen.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from bisectk.engine.policy import RunPolicy
 from bisectk.events import EventBus, Note
 from bisectk.ledger import Ledger
 from bisectk.run import scratch
-from bisectk.run.runner import Runner, TimeoutPolicy
+from bisectk.run.executor import Executor, LocalExecutor
+from bisectk.run.runner import Runner
 from bisectk.spec import Spec
 
 
@@ -90,7 +92,7 @@ def ledger_location(explicit: Path | None = None, *, spec: Spec | None = None,
 class Session:
     def __init__(self, command: str, spec: Spec, ledger_path: Path, *, fingerprint: str | None = None,
                  args: dict[str, Any] | None = None, policy: RunPolicy | None = None,
-                 fresh: bool = False, warm: bool = False, reporter: Callable | None = None):
+                 reporter: Callable | None = None):
         self.command = command
         self.spec = spec
         self.policy = policy or RunPolicy()
@@ -100,10 +102,7 @@ class Session:
         self.events = EventBus()
         self.reporter = None
         self.closers: list[Callable[[], None]] = []
-        self.fresh = fresh
-        self.warm = warm
-        self.pool = None
-        self.cluster = None
+        self._executor: Executor | None = None
         from bisectk.run.snapshot import SnapshotPolicy
         self.snapshots = SnapshotPolicy(self.policy.snapshots)   # one budget for the whole command
         self.fingerprint = fingerprint or spec.fingerprint()
@@ -128,40 +127,26 @@ class Session:
         self.closers.append(scratch.register(path).remove)
         return path
 
-    @property
-    def remote(self) -> bool:
-        return self.policy.executor == "ray"
+    def executor(self) -> Executor:
+        """The one executor of this command, made once from the run policy and closed with the
+        session: Ray actors (`--executor ray`; `ablate`, `run` and `check` ship the spec's
+        project directory with them), warm workers (`--warm`), or fresh processes."""
+        if self._executor is None:
+            self._executor = make_executor(self.policy, project=self._project(),
+                                           on_note=lambda text: self.events.emit(Note(text)))
+            self.closers.append(self._executor.close)
+        return self._executor
 
-    def executor(self):
-        """The run executor: Ray actors, or warm workers when asked (started once, closed with
-        the session)."""
-        if self.remote:
-            if self.cluster is None:
-                from bisectk.run.cluster import RayExecutor
-                from bisectk.spec import project_root
-                ships = self.command in SHIPS_PROJECT and self.spec.path.is_file()
-                self.cluster = RayExecutor(actors=self.policy.jobs, address=self.policy.ray_address,
-                                           project=project_root(self.spec.path) if ships else None, warm=self.warm)
-                self.closers.append(self.cluster.close)
-                self.events.emit(Note(self.cluster.describe()))
-            return self.cluster
-        if not self.warm:
-            return None
-        if self.pool is None:
-            from bisectk.run.pool import WorkerPool
-            self.pool = WorkerPool(gpus=list(self.policy.gpus) or None, slots=self.policy.jobs,
-                                   on_note=lambda text: self.events.emit(Note(text))).start(wait=False)
-            self.closers.append(self.pool.close)
-        return self.pool.run
+    def _project(self) -> Path | None:
+        from bisectk.spec import project_root
+        ships = self.command in SHIPS_PROJECT and self.spec.path.is_file()
+        return project_root(self.spec.path) if ships else None
 
     def runner(self, cwd: Path | None = None) -> Runner:
         """The one Runner factory: this session's ledger, events, logs, executor and namespace."""
-        runner = Runner(self.spec, self.ledger, events=self.events, session=self.id, cwd=cwd,
-                        log_root=self.log_root, executor=self.executor(), snapshots=self.snapshots,
-                        namespace=f"#fresh-{self.id}-{time.time_ns()}" if self.fresh else "")
-        if self.policy.timeout:
-            runner.timeout = TimeoutPolicy(self.policy.timeout, "option", f"{self.policy.timeout:g} s from --timeout")
-        return runner
+        return Runner(self.spec, self.ledger, events=self.events, session=self.id, cwd=cwd, log_root=self.log_root,
+                      executor=self.executor(), snapshots=self.snapshots, timeout=self.policy.timeout,
+                      namespace=f"#fresh-{self.id}-{time.time_ns()}" if self.policy.fresh else "")
 
     @contextmanager
     def commit_space(self, commits, root: Path, config: dict, subdir: Path, pool=None):
@@ -171,7 +156,7 @@ class Session:
         actors materialise each commit from its `git archive`, or from `--ray-repo`)."""
         from bisectk.spaces.revisions import CommitSpace
         from bisectk.spaces.worktrees import WorktreePool
-        if self.remote:
+        if self.policy.remote:
             self.executor()   # the cluster is reached (or refused) before anything else runs
             yield CommitSpace(commits, None, config, subdir, remote=True, shared_repo=self.policy.ray_repo)
             return
@@ -199,3 +184,19 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def make_executor(policy: RunPolicy, *, project: Path | None = None, on_note: Callable[[str], None] | None = None
+                  ) -> Executor:
+    """Where a command's runs happen, decided here and nowhere else (run/executor.py). `on_note`
+    hears what the executor has to say (where the Ray actors are, what a warm run changed)."""
+    if policy.remote:
+        from bisectk.run.cluster import RayExecutor
+        ray = RayExecutor(actors=policy.jobs, address=policy.ray_address, project=project, warm=policy.warm)
+        if on_note is not None:
+            on_note(ray.describe())
+        return ray
+    if policy.warm:
+        from bisectk.run.pool import WorkerPool
+        return WorkerPool(gpus=list(policy.gpus) or None, slots=policy.jobs, on_note=on_note).start(wait=False)
+    return LocalExecutor(slots=policy.jobs)

@@ -13,18 +13,19 @@ import time
 
 from bisectk.engine.ablate import subject_record
 from bisectk.engine.endpoints import announce_watchdog, verify
-from bisectk.engine.oracle import SpaceOracle
+from bisectk.engine.oracle import Trials
+from bisectk.engine.policy import RunPolicy
 from bisectk.engine.records import CheckRecord, RunRecord
-from bisectk.engine.session import Session
 from bisectk.outcome import Outcome
+from bisectk.run.runner import Runner
 from bisectk.spaces.factors import FactorSpace
 from bisectk.spec import Config
 
 
-def run_one(session: Session, config: Config, *, repeat: int | None, label: str,
+def run_one(runner: Runner, config: Config, *, repeat: int | None, label: str,
             environment: dict | None = None) -> RunRecord:
     start = time.monotonic()
-    spec, runner = session.spec, session.runner()
+    spec = runner.spec
     announce_watchdog(runner, spec.endpoint("good"))
     if runner.timeout is None and config != spec.good:
         # calibrate the watchdog from the good endpoint (memoised: usually from the ledger)
@@ -36,19 +37,19 @@ def run_one(session: Session, config: Config, *, repeat: int | None, label: str,
              "culprit": None, "others": [], "good_last_point": None, "bad_hung": True, "same": None} if hung else None
     return RunRecord(command="run", endpoints=None, ok=verdict.outcome is not Outcome.UNRESOLVED,
                      complete=True, interrupted=False, runs=runner.executed, observations=len(verdict.runs),
-                     wall_s=round(time.monotonic() - start, 3), environment=environment or {}, session=session.id,
+                     wall_s=round(time.monotonic() - start, 3), environment=environment or {}, session=runner.session,
                      subject=subject_record(spec), config=config, verdict=verdict.to_dict(),
-                     timeout=runner.timeout.to_dict() if runner.timeout else None, hangs=hangs)
+                     timeout=runner.timeout.to_dict() if runner.timeout else None, hangs=hangs,
+                     ran=spec.command_text(config))
 
 
-def check_endpoints(session: Session, *, environment: dict | None = None) -> CheckRecord:
+def check_endpoints(runner: Runner, policy: RunPolicy, *, warnings: list[str] | None = None,
+                    environment: dict | None = None) -> CheckRecord:
     start = time.monotonic()
-    spec, policy = session.spec, session.policy
-    space = FactorSpace(spec)
-    oracle = SpaceOracle(session.runner(), space, policy=policy)
-    check = verify(oracle, frozenset(), frozenset(space.differences()), repeat=policy.repeat or spec.repeat,
-                   calibrate_runs=policy.calibrate_runs, flaky=policy.flaky, same_failure=policy.same_failure)
+    space = FactorSpace(runner.spec)
+    trials = Trials(runner, space, policy)
+    check = verify(trials, frozenset(), frozenset(space.differences()), repeat=policy.repeat or runner.spec.repeat)
     return CheckRecord(command="check", endpoints=check, ok=check.ok, complete=True, interrupted=False,
-                       runs=oracle.runner.executed, observations=len(oracle.observations),
+                       runs=runner.executed, observations=len(trials.trials),
                        wall_s=round(time.monotonic() - start, 3), environment=environment or {},
-                       session=session.id, subject=subject_record(spec))
+                       session=runner.session, subject=subject_record(runner.spec), warnings=tuple(warnings or ()))

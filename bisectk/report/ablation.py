@@ -19,6 +19,7 @@ from rich.table import Table
 
 from bisectk.engine.records import AblationRecord
 from bisectk.report import stuck
+from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.report.words import (SAME_INPUTS, endpoint_lines, failure_line, problem_lines, problem_text, runs_words,
                                   stopped_line, wall_words)
@@ -171,7 +172,7 @@ def to_debuglog(rec: AblationRecord) -> DebugLog:
         body = rec.sanitizer.get("text", "") + ("\n\n" + code_block(rec.sanitizer["excerpt"])
                                                if rec.sanitizer.get("excerpt") else "")
         log.sections.append(("compute-sanitizer on the culprit configuration", body))
-    log.next_steps = list(rec.next_steps)
+    log.next_steps = next_steps(rec)
     return log
 
 
@@ -223,5 +224,5 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
     out.print(f"runs: {rec.runs} executed"
               + (f", {cached} answered from the ledger ({SAME_INPUTS}; {breakdown})" if cached > 0 else f" ({breakdown})")
               + f", {wall_words(rec)}", markup=False)
-    for i, s in enumerate(rec.next_steps, 1):
+    for i, s in enumerate(next_steps(rec), 1):
         out.print(f"next {i}. {s}", markup=False)

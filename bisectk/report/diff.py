@@ -13,6 +13,7 @@ from rich.console import Console
 
 from bisectk.engine.records import DiffRecord
 from bisectk.report import stuck
+from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.report.words import (SAME_INPUTS, counted, endpoint_lines, failure_line, problem_lines, problem_text,
                                   runs_words, stopped_line, wall_words)
@@ -83,7 +84,7 @@ def to_debuglog(rec: DiffRecord) -> DebugLog:
         log.sections.append(("Possible second bugs (different failures)",
                              table(["hybrid", "failure", "verdict"],
                                    [[d["config"], d.get("failure") or "", d["verdict"]] for d in rec.different_failures])))
-    log.next_steps = list(rec.next_steps)
+    log.next_steps = next_steps(rec)
     return log
 
 

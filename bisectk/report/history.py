@@ -1,24 +1,20 @@
-"""Reports for `bisectk bisect`, read from a BisectRecord: the terminal view, the debug log, and the
-replayable log.
+"""Reports for `bisectk bisect`, read from a BisectRecord: the terminal view and the debug log (the
+replayable log is bisectk/bisectlog.py's).
 
 Abstractions
 ------------
 to_debuglog   -- a debug log: summary, last good vs first bad, one attempt per run in the order
                  the runs were made, the posterior when flaky.
-log_lines     -- `bisectk log`: a header naming the command and one `observe SHA OUTCOME` line
-                 per observation, which `bisectk replay` reads back (like `git bisect log`).
 print_summary -- the end-of-run terminal view.
 """
 
 from __future__ import annotations
 
-import shlex
-from typing import Any
-
 from rich.console import Console
 
 from bisectk.engine.records import BisectRecord
 from bisectk.report import stuck
+from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, table
 from bisectk.report.words import (SAME_INPUTS, endpoint_lines, failure_line, problem_lines, problem_text, runs_words,
                                   stopped_line, wall_words)
@@ -80,24 +76,8 @@ def to_debuglog(rec: BisectRecord) -> DebugLog:
     if rec.posterior:
         log.sections.append(("Posterior over the first bad commit",
                              table(["commit", "P(first bad)"], [[p["short"], f"{p['p']:.4f}"] for p in rec.posterior])))
-    log.next_steps = list(rec.next_steps)
+    log.next_steps = next_steps(rec)
     return log
-
-
-def log_lines(session: dict[str, Any], events: list[dict[str, Any]]) -> list[str]:
-    args = session["args"]
-    cmd = ["bisectk", "bisect", "--repo", args["repo"], "--good", args["good"], "--bad", args["bad"]]
-    for flag in ("first_parent", "flaky", "any_failure"):
-        if args.get(flag):
-            cmd.append("--" + flag.replace("_", "-"))
-    lines = [f"# bisectk log of session {session['id']}", "# " + shlex.join(cmd)]
-    for e in events:
-        lines.append(f"observe {e['sha']} {e['outcome']}  # {e.get('verdict', '')}")
-    result = session.get("result") or {}
-    fb = result.get("first_bad")
-    if isinstance(fb, dict) and fb.get("sha"):
-        lines.append(f"# first bad commit: {fb['sha']} (confidence {result.get('confidence')})")
-    return lines
 
 
 def print_summary(out: Console, rec: BisectRecord, runs: bool = True, brief: bool = False) -> None:

@@ -1,51 +1,79 @@
-"""Any result record to its debug log or terminal summary (what `bisectk report` prints).
+"""Any result record to what the porcelain prints: its JSON, its terminal view, its debug log.
 
 Abstractions
 ------------
-debuglog -- the Markdown debug log of a record, whichever command made it.
-summary  -- the end-of-run terminal view of a record.
+stored     -- the record's document as the ledger keeps it (what `bisectk report --json` prints):
+              its facts, with its next steps in words (report/advice.py).
+document   -- the record's `--json` (and `--json-out`) document: `stored`, except for `run`,
+              `check` and `replay`, whose documents are shaped for a script (a verdict, the
+              endpoints, the answer of a log).
+debuglog   -- the Markdown debug log of a record, whichever command made it.
+summary    -- the end-of-run terminal view of a record (`brief`: the short one `bisectk report`
+              prints for a single run).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 
-from bisectk.engine.records import (AblationRecord, BisectRecord, CheckRecord, DiffRecord, Record, ReplayRecord,
-                                    RunRecord, TriageRecord)
+from bisectk.engine.records import Record
 from bisectk.report import ablation, diff, history, replay, triage
+from bisectk.report.advice import document as stored
 from bisectk.report.debuglog import DebugLog
-from bisectk.report.text import print_check
+from bisectk.report.text import print_check, print_replay, print_run
 from bisectk.report.words import problem_text
 
 
+def _run_doc(rec) -> dict[str, Any]:
+    return {"spec": rec.subject.path, "config": rec.config, **rec.verdict, "timeout": rec.timeout,
+            "environment": rec.environment}
+
+
+def _check_doc(rec) -> dict[str, Any]:
+    return {"spec": rec.subject.path, "differences": list(rec.subject.differences), **rec.endpoints.to_dict(),
+            "warnings": list(rec.warnings), "environment": rec.environment}
+
+
+def _commit(c: dict) -> dict:
+    return {k: v for k, v in c.items() if k != "index"}
+
+
+def _replay_doc(rec) -> dict[str, Any]:
+    return {"first_bad": _commit(rec.first_bad) if rec.first_bad else None,
+            "last_good": [_commit(c) for c in rec.last_good if c.get("index") is not None],
+            "confidence": rec.confidence, "complete": rec.complete,
+            "candidates": [c["sha"] for c in rec.candidates], "contradiction": rec.contradiction,
+            "next": rec.next["sha"] if rec.next else None}
+
+
+DOCUMENTS = {"run": _run_doc, "check": _check_doc, "replay": _replay_doc}
+
+
+def document(rec: Record) -> dict[str, Any]:
+    shape = DOCUMENTS.get(rec.command)
+    return shape(rec) if shape else stored(rec)
+
+
+DEBUGLOGS = {"ablate": ablation.to_debuglog, "diff": diff.to_debuglog, "bisect": history.to_debuglog,
+             "triage": triage.to_debuglog, "replay": replay.to_debuglog}
+
+
 def debuglog(rec: Record) -> DebugLog:
-    if isinstance(rec, AblationRecord):
-        return ablation.to_debuglog(rec)
-    if isinstance(rec, DiffRecord):
-        return diff.to_debuglog(rec)
-    if isinstance(rec, BisectRecord):
-        return history.to_debuglog(rec)
-    if isinstance(rec, TriageRecord):
-        return triage.to_debuglog(rec)
-    if isinstance(rec, ReplayRecord):
-        return replay.to_debuglog(rec)
+    made = DEBUGLOGS.get(rec.command)
+    if made:
+        return made(rec)
     check = rec.endpoints
-    title = f"{rec.command}: {rec.subject.name if getattr(rec, 'subject', None) else ''}"
-    return DebugLog(title, "endpoints OK" if check is None or check.ok else "endpoints unusable",
+    subject = getattr(rec, "subject", None)
+    return DebugLog(f"{rec.command}: {subject.name if subject else ''}",
+                    "endpoints OK" if check is None or check.ok else "endpoints unusable",
                     problem_text(check) if check else "", rec.environment)
 
 
-def summary(out: Console, rec: Record) -> None:
-    if isinstance(rec, AblationRecord):
-        ablation.print_summary(out, rec)
-    elif isinstance(rec, DiffRecord):
-        diff.print_summary(out, rec)
-    elif isinstance(rec, BisectRecord):
-        history.print_summary(out, rec)
-    elif isinstance(rec, TriageRecord):
-        triage.print_summary(out, rec, report="(bisectk report --report)")
-    elif isinstance(rec, CheckRecord):
-        print_check(out, rec)
-    elif isinstance(rec, RunRecord):
-        from bisectk.outcome import Verdict
-        out.print(f"{rec.subject.name}: verdict {Verdict.from_dict(rec.verdict).describe()}", markup=False)
+def summary(out: Console, rec: Record, *, brief: bool = False, report: str = "(bisectk report --report)") -> None:
+    """`report`: where triage says its debug log is."""
+    views = {"ablate": ablation.print_summary, "diff": diff.print_summary, "bisect": history.print_summary,
+             "triage": lambda o, r: triage.print_summary(o, r, report), "check": print_check,
+             "replay": print_replay, "run": lambda o, r: print_run(o, r, brief=brief)}
+    views[rec.command](out, rec)

@@ -1,16 +1,46 @@
-"""Plain terminal summaries (rich tables on stdout) for `check` and `run`."""
+"""Plain terminal summaries (rich tables on stdout) for `check`, `run` and `replay`."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
 
-from bisectk.engine.records import CheckRecord, EndpointCheck
+from bisectk.engine.records import CheckRecord, EndpointCheck, ReplayRecord, RunRecord
+from bisectk.outcome import Reason, Verdict
+from bisectk.report.stuck import terminal_lines
+from bisectk.report.terminal import fmt_config
 from bisectk.report.words import problem_lines, watchdog_text
 from bisectk.spec import render
 
 
+def print_run(out: Console, rec: RunRecord, brief: bool = False) -> None:
+    """The configuration, its verdict (and the command, when the subject refused its arguments),
+    and where a hang was stuck; `brief`: the verdict alone."""
+    verdict = Verdict.from_dict(rec.verdict)
+    if brief:
+        out.print(f"{rec.subject.name}: verdict {verdict.describe()}", markup=False)
+        return
+    out.print(f"{rec.subject.name}: {fmt_config(rec.config, rec.subject.good)}", markup=False)
+    out.print(f"verdict: {verdict.describe()}  ({verdict.duration_s:.2f} s"
+              f"{', from the ledger' if verdict.cached else ''})", markup=False)
+    if verdict.reason is Reason.USAGE:
+        out.print(f"command: {rec.ran}", markup=False)
+    for line in terminal_lines(rec.hangs):
+        out.print(line, markup=False, highlight=False)
+
+
+def print_replay(out: Console, rec: ReplayRecord) -> None:
+    if rec.contradiction:
+        out.print(f"the log contradicts itself: {rec.contradiction}", markup=False)
+    fb = rec.first_bad
+    out.print(f"first bad commit: {fb['sha']} {fb['subject']}" if fb else
+              f"not determined yet; {len(rec.candidates)} candidates remain", markup=False)
+    if rec.next:
+        out.print(f"next commit to test: {rec.next['sha']} {rec.next['subject']}", markup=False)
+
+
 def print_check(out: Console, rec: CheckRecord) -> None:
+    """The key differences, both endpoints' verdicts, and the warnings of the spec."""
     subj, result = rec.subject, rec.endpoints
     table = Table(title=f"{subj.name}: key differences", title_justify="left")
     table.add_column("factor")
@@ -20,6 +50,8 @@ def print_check(out: Console, rec: CheckRecord) -> None:
         table.add_row(f, render(subj.good[f]), render(subj.bad[f]))
     out.print(table)
     print_endpoints(out, result)
+    for line in rec.warnings:
+        out.print(f"warning: {line}", markup=False)
 
 
 def print_endpoints(out: Console, result: EndpointCheck) -> None:

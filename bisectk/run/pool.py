@@ -11,13 +11,12 @@ _Slot      -- a place in the pool (a GPU, or a CPU slot): the worker serving it 
               a replacement there costs the imports and a CUDA context (~6 s on an H100), longer
               than a hung kernel takes to be called, so hangs that follow each other closely (the
               bad endpoint, then a failing hybrid) would otherwise wait for one.
-WorkerPool -- `run(argv, cwd, env, timeout, log_dir, watch) -> RawRun`, the signature of
-              `run_process`, so it plugs into `Runner(executor=...)`. A request that cannot run
-              in-process (not `python script.py ...`, or an env override of a process-level
+WorkerPool -- an Executor (run/executor.py): `run(job, watch) -> RawRun`, `alive()`, `close()`.
+              A job that cannot run in-process (not `python script.py ...`, or an env override of a process-level
               variable such as CUDA_* / CUTE_DSL_*) runs in a fresh process instead. The run's
               output comes through two FIFOs read exactly as a cold run's pipes are
               (run/output.py: capped logs, the result line wherever it is); its lines feed the
-              `watch` (run/progress.py), whose moving deadline ends a hang. After each run the
+              `watch`, and the one wait loop (run/watchdog.py) decides a hang. After each run the
               processes it left in the worker's tree are killed (a fresh process's supervisor would
               have), and the worker's supervisor is looked at: a run that killed or stopped it is
               UNRESOLVED (infra) and the worker's whole tree is ended by hand. What the run changed
@@ -47,10 +46,11 @@ from pathlib import Path
 import psutil
 
 from bisectk.run.classify import recognise
-from bisectk.run.output import Capture, Readers
-from bisectk.run.snapshot import taken
-from bisectk.run.process import (RUN_ID_ENV, SUPERVISOR_CHECK_S, RawRun, death_words, kill_run, kill_tree,
-                                 run_process, signal_name, start_contained)
+from bisectk.run.executor import Builds, Job, build_then_run
+from bisectk.run.output import Readers
+from bisectk.run.process import (RUN_ID_ENV, SUPERVISOR_CHECK_S, TAIL_BYTES, RawRun, captures, death_words,
+                                 kill_run, kill_tree, run_process, signal_name, start_contained)
+from bisectk.run.watchdog import Watch, wait_run
 
 # Environment variables read at import or CUDA-context creation: a request that changes one cannot
 # be honoured by a warm process and runs cold instead.
@@ -216,8 +216,8 @@ class WorkerPool:
     """Warm workers, one per GPU (or per CPU slot), each with hot spares.
 
         with WorkerPool(gpus=[0, 1]) as pool:
-            raw = pool.run([sys.executable, "kernels/cutedsl/ws_pipeline.py", "--stages", "2"],
-                           cwd=root, timeout=60)
+            raw = pool.run(Job([sys.executable, "kernels/cutedsl/ws_pipeline.py", "--stages", "2"], cwd=root),
+                           FixedWatch(60))
 
     `gpus=None` (or []) makes `slots` workers (default 1) that inherit the environment as it is
     (CPU use, tests). `spares`: hot spares per slot (True: the default, 2 where a GPU is
@@ -240,6 +240,10 @@ class WorkerPool:
         self.ready_timeout = ready_timeout
         self.log_dir = Path(log_dir) if log_dir else None
         self.slots = [_Slot(g) for g in (list(gpus) if gpus else [None] * max(1, slots))]
+        # runs handed to it at once (a k-way round): `slots`, even pinned to fewer GPUs (those
+        # beyond a GPU's worker wait for it)
+        self.width = max(len(self.slots), slots)
+        self.builds = Builds()
         self.cond = threading.Condition()
         self.stats = {"warm_runs": 0, "cold_runs": 0, "worker_starts": 0, "worker_discards": 0,
                       "spare_promotions": 0, "recovery_s": []}
@@ -365,7 +369,7 @@ class WorkerPool:
         self.close()
 
     # -- running -------------------------------------------------------------------------------
-    def warm_capable(self, argv: list[str], env: dict[str, str] | None) -> bool:
+    def warm_capable(self, argv: list[str], env) -> bool:
         if len(argv) < 2 or not argv[1].endswith(".py"):
             return False
         exe = os.path.basename(argv[0])
@@ -396,32 +400,30 @@ class WorkerPool:
             slot.busy = False
             self.cond.notify_all()
 
-    def run(self, argv: list[str], *, cwd: str | os.PathLike | None = None,
-            env: dict[str, str] | None = None, timeout: float | None = None,
-            log_dir: Path | None = None, tail_bytes: int = 64 * 1024,
-            base_env: dict[str, str] | None = None, watch=None, record_imports: bool = False,
-            snapshot=None) -> RawRun:
-        """Run `argv` in a warm worker (or cold when it cannot); never raises for the subject.
-        A run that brings its own whole environment (`base_env`) always runs cold. A worker that
+    def run(self, job: Job, watch: Watch) -> RawRun:
+        """Executor.run: the job's build first where its directory does not hold it, then the job
+        in a warm worker (or cold when it cannot); never raises for the subject. A worker that
         refuses the run (not as fresh as after its preload) is retired and the next one asked."""
-        if base_env is None and self.warm_capable(argv, env):
+        return build_then_run(job, watch, self.builds, self._run_one)
+
+    def alive(self) -> int:
+        return self.width
+
+    def _run_one(self, job: Job, watch: Watch) -> RawRun:
+        if self.warm_capable(job.argv, job.env):
             for _ in range(MAX_REFUSALS):
                 slot = self._acquire()
                 if slot is None:
                     break
                 try:
-                    raw = self._run_on(slot, argv, cwd, env, timeout, log_dir, tail_bytes, watch, record_imports,
-                                       snapshot)
+                    raw = self._run_on(slot, job, watch)
                 finally:
                     self._release(slot)
                 if raw is not None:
                     return raw
         self.stats["cold_runs"] += 1
-        return run_process(argv, cwd=cwd, env={**(base_env if base_env is not None else self.base_env), **(env or {})},
-                           timeout=timeout, log_dir=log_dir, tail_bytes=tail_bytes, watch=watch,
-                           record_imports=record_imports, snapshot=snapshot)
-
-    __call__ = run
+        return run_process(job.argv, cwd=job.cwd, env={**self.base_env, **job.env}, log_dir=job.log_dir,
+                           watch=watch, record_imports=job.record_imports, snapshot=job.snapshot)
 
     def _note(self, text: str) -> None:
         """Say something once (the same words are not repeated) to `on_note` (the session's events)."""
@@ -435,99 +437,94 @@ class WorkerPool:
             except Exception:
                 pass
 
-    def _run_on(self, slot: _Slot, argv, cwd, env, timeout, log_dir, tail_bytes, watch,
-                record_imports, snapshot=None) -> RawRun | None:
+    def _run_on(self, slot: _Slot, job: Job, watch: Watch) -> RawRun | None:
         """One run in the slot's worker; None when the worker refused it (it was retired)."""
         w = slot.worker
-        fifo_dir = Path(tempfile.mkdtemp(prefix="bisectk-warm-"))
-        sinks = [None, None]
-        if log_dir:
-            try:
-                Path(log_dir).mkdir(parents=True, exist_ok=True)
-                sinks = [Path(log_dir) / "stdout.log", Path(log_dir) / "stderr.log"]
-            except OSError:
-                pass
         # the run's fds 1 and 2 are FIFOs read here as a cold run's pipes are (run/output.py):
-        # capped logs, the result line wherever it is, lines followed as they come. Opened
-        # read-write, so they exist before the worker opens them and never read as EOF early.
-        fds = []
-        for name in ("stdout", "stderr"):
-            os.mkfifo(fifo_dir / name, 0o600)
-            fds.append(os.open(fifo_dir / name, os.O_RDWR | os.O_NONBLOCK))
+        # capped logs, the result line wherever it is, lines followed as they come
+        fifos = _Fifos()
         t0 = time.monotonic()
-        on_line = (lambda text: watch.line(text, time.monotonic() - t0)) if watch is not None else None
-        caps = [Capture(tail_bytes, sinks[0], on_line, results=True), Capture(tail_bytes, sinks[1], on_line)]
-        readers = Readers(list(zip(fds, caps)))
-        req = {"argv": list(argv[1:]), "env": dict(env or {}),
-               "cwd": str(Path(cwd).resolve()) if cwd else os.getcwd(),
-               "stdout_path": str(fifo_dir / "stdout"), "stderr_path": str(fifo_dir / "stderr"),
-               "imports": bool(record_imports)}
-        died, rep, lost = False, None, ""
-        deadline = getattr(watch, "deadline", None)
+        caps = captures(job.log_dir, TAIL_BYTES, lambda text: watch.feed(text, time.monotonic() - t0))
+        readers = Readers(list(zip(fifos.fds, caps)))
+        req = {"argv": list(job.argv[1:]), "env": dict(job.env),
+               "cwd": str(Path(job.cwd).resolve()) if job.cwd else os.getcwd(),
+               "stdout_path": str(fifos.dir / "stdout"), "stderr_path": str(fifos.dir / "stderr"),
+               "imports": bool(job.record_imports)}
         try:
-            w.send(req)
-            last_check = t0
-            while rep is None:
-                now = time.monotonic()
-                due = deadline() if deadline else timeout
-                left = None if due is None else due - (now - t0)
-                if left is not None and left <= 0:
-                    break
-                if now - last_check >= SUPERVISOR_CHECK_S:
-                    last_check = now
-                    lost = w.supervisor_lost()
-                    if lost:
-                        break
-                rep = w.read_line(POLL_S if left is None else min(POLL_S, left))
-        except (BrokenPipeError, OSError, EOFError):
-            died = True
-            lost = w.supervisor_lost()
+            hung, rep, died, lost = self._wait(w, req, watch, t0, job.snapshot)
         except BaseException:
             # Ctrl-C: the worker is mid-run; end it now rather than wait for the run
             self._retire(slot, grace_s=0.1)
             readers.stop(0.5)
-            self._close_fifos(fds, fifo_dir)
+            fifos.close()
             raise
-        duration = time.monotonic() - t0
-        # a hang: read where the worker waits before it is retired (the watchdog's decision stands)
-        hung_at = taken(snapshot, w.proc.pid, duration) if rep is None and not died and not lost else None
+        duration = hung.at_s if hung else time.monotonic() - t0
         if not lost and rep is not None:
             lost = w.supervisor_lost()   # a run may kill or stop the supervisor and then return
         leftovers = 0 if lost else w.leftovers()
-        if lost or (rep is None and not died):
+        if lost or hung:
             # containment gone, or a hang: end the worker first, so a tree that keeps printing (a
             # chatty hang) cannot hold the readers' drain
             self._retire(slot)
         readers.stop()
-        self._close_fifos(fds, fifo_dir)
+        fifos.close()
         self.stats["warm_runs"] += 1
-        stdout, stderr = caps[0].text(), caps[1].text()
-        result = caps[0].result
         notes = [c.sink_error for c in caps if c.sink_error]
-        timeline = watch.timeline(duration).to_list() if watch is not None else None
+        seen = dict(stdout=caps[0].text(), stderr=caps[1].text(), result=caps[0].result)
         if lost:   # containment is gone: the worker's whole tree was ended by hand; no verdict
             self.stats["worker_lost"] = self.stats.get("worker_lost", 0) + 1
             return RawRun(started=False, error=f"{lost} during the run; the worker and its processes were "
-                                               "ended; the run cannot be judged",
-                          stdout=stdout, stderr=stderr, result=result)
-        if rep is not None and rep.get("refused"):
+                                               "ended; the run cannot be judged", **seen)
+        seen["timeline"] = watch.timeline(duration).to_list()
+        if hung:
+            return RawRun(started=True, timed_out=True, duration_s=duration, stalled=hung.stalled, stuck=hung.stuck,
+                          **seen)
+        if died:
+            return self._died(slot, w, duration, seen)
+        if rep.get("refused"):
             self._retire(slot)
             self.stats["refused"] = self.stats.get("refused", 0) + 1
             self._note(f"warm worker retired before a run: {rep['refused']}")
             return None
-        if rep is None:
-            if not died:  # no reply in time: a hang (or a worker stuck in its own machinery); retired above
-                return RawRun(started=True, timed_out=True, duration_s=duration, stdout=stdout, stderr=stderr,
-                              timeline=timeline, stalled=watch.where(duration) if hasattr(watch, "where") else "",
-                              result=result, stuck=hung_at)
-            try:
-                rc = w.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                rc = -9
-            self._retire(slot)  # the worker died under the script (segfault, os._exit, abort)
-            return RawRun(started=True, exit_code=None if rc < 0 else rc, signal=signal_name(rc),
-                          duration_s=duration, stdout=stdout, stderr=stderr, timeline=timeline, result=result,
-                          error="" if rc < 0 else "the warm worker exited during the run")
+        return self._replied(slot, w, rep, duration, leftovers, notes, seen)
+
+    def _wait(self, w: _Worker, req: dict, watch: Watch, t0: float, snapshot):
+        """(Hung or None, the worker's reply or None, whether the worker died, why its containment
+        was lost or ''): the one wait loop (run/watchdog.py), the supervisor looked at every
+        SUPERVISOR_CHECK_S between its steps. A hang's snapshot reads the worker's tree (its
+        supervisor's pid) before it is retired."""
+        rep, checked = None, t0
+
+        def step(seconds: float) -> bool:
+            nonlocal rep, checked
+            if time.monotonic() - checked >= SUPERVISOR_CHECK_S:
+                checked = time.monotonic()
+                lost = w.supervisor_lost()
+                if lost:
+                    raise _Lost(lost)
+            rep = w.read_line(seconds)
+            return rep is not None
+        try:
+            w.send(req)
+            return wait_run(step, watch, t0, pid=w.proc.pid, snapshot=snapshot), rep, False, ""
+        except _Lost as exc:
+            return None, None, False, str(exc)
+        except (BrokenPipeError, OSError, EOFError):
+            return None, None, True, w.supervisor_lost()
+
+    def _died(self, slot: _Slot, w: _Worker, duration: float, seen: dict) -> RawRun:
+        """The worker died under the script (a segfault, os._exit, abort): its exit is the run's."""
+        try:
+            rc = w.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            rc = -9
+        self._retire(slot)
+        return RawRun(started=True, exit_code=None if rc < 0 else rc, signal=signal_name(rc), duration_s=duration,
+                      error="" if rc < 0 else "the warm worker exited during the run", **seen)
+
+    def _replied(self, slot: _Slot, w: _Worker, rep: dict, duration: float, leftovers: int, notes: list[str],
+                 seen: dict) -> RawRun:
+        """The run as the worker reported it, and whether that worker may serve again."""
         w.runs += 1
         code = rep.get("exit_code")
         poisoned = rep.get("poisoned") or ""
@@ -548,19 +545,33 @@ class WorkerPool:
         # process state in doubt retires it: a poisoned context, a failure that reports a CUDA
         # error (the context may be poisoned where the check cannot see it), state that cannot be
         # put back, a native extension of the run's own (`retire`), or its run budget.
-        cuda_error = code != 0 and recognise(stderr[-8192:]) is not None
+        cuda_error = code != 0 and recognise(seen["stderr"][-8192:]) is not None
         if poisoned or cuda_error or rep.get("retire") or w.runs >= self.max_runs:
             self._retire(slot)  # never let a possibly poisoned CUDA context serve again
         return RawRun(started=True, exit_code=code, signal=None, timed_out=False, duration_s=duration,
-                      stdout=stdout, stderr=stderr, poisoned=poisoned, timeline=timeline, result=result,
-                      leftovers=leftovers, imports=tuple(rep.get("imports") or ()), isolation=isolation,
-                      error=f"log not written: {notes[0]}" if notes else "")
+                      poisoned=poisoned, leftovers=leftovers, imports=tuple(rep.get("imports") or ()),
+                      isolation=isolation, error=f"log not written: {notes[0]}" if notes else "", **seen)
 
-    @staticmethod
-    def _close_fifos(fds: list[int], fifo_dir: Path) -> None:
-        for fd in fds:
+
+class _Lost(Exception):
+    """The warm worker's supervisor was killed or stopped during a run (why, in words)."""
+
+
+class _Fifos:
+    """The two FIFOs a warm run writes its stdout and stderr to, in a private directory. Opened
+    read-write, so they exist before the worker opens them and never read as EOF early."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="bisectk-warm-"))
+        self.fds = []
+        for name in ("stdout", "stderr"):
+            os.mkfifo(self.dir / name, 0o600)
+            self.fds.append(os.open(self.dir / name, os.O_RDWR | os.O_NONBLOCK))
+
+    def close(self) -> None:
+        for fd in self.fds:
             try:
                 os.close(fd)
             except OSError:
                 pass
-        shutil.rmtree(fifo_dir, ignore_errors=True)
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -53,7 +53,8 @@ from bisectk.procstat import process_start  # noqa: F401  (re-exported)
 
 from bisectk.run import supervise
 from bisectk.run.output import Capture, LineFeed, Readers  # noqa: F401  (LineFeed re-exported)
-from bisectk.run.snapshot import taken
+from bisectk.run.progress import FixedWatch
+from bisectk.run.watchdog import wait_run
 
 TAIL_BYTES = 64 * 1024
 GRACE_S = 1.0            # SIGTERM -> SIGKILL, on timeout
@@ -61,7 +62,6 @@ INTERRUPT_GRACE_S = 0.3  # the same on Ctrl-C: the user is waiting for the promp
 SUPERVISOR_CHECK_S = 0.1  # how often a run's supervisor is looked at (killed? stopped?)
 LEFTOVER_GRACE_S = 0.2   # the same, for what a subject left running after it exited
 START_TIMEOUT_S = 60.0   # the supervisor's own start (a loaded machine)
-MAX_TIMEOUT_S = 365 * 24 * 3600.0
 RUN_ID_ENV = "BISECTK_RUN_ID"  # set in every subject's environment: the last resort finds it there
 SUPERVISOR = str(Path(supervise.__file__).resolve())
 
@@ -84,6 +84,7 @@ class RawRun:
     imports: tuple = ()            # source files the run imported (see run/imports.py), when recorded
     isolation: str = ""            # a warm worker: interpreter state the run changed (restored, or why not)
     stuck: dict | None = None      # where it waited when the watchdog fired (run/snapshot.py), if asked
+    phase: str = "run"             # "build": the job's build failed, and this is it (the run never started)
 
 
 def kill_tree(pid: int, grace_s: float = GRACE_S) -> None:
@@ -292,12 +293,12 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
                 log_dir: Path | None = None, tail_bytes: int = TAIL_BYTES,
                 base_env: dict[str, str] | None = None, watch=None, record_imports: bool = False,
                 snapshot=None) -> RawRun:
-    """Run argv to completion or timeout. Never raises for the subject's behaviour (nor for a
-    command the kernel refuses: that is `RawRun(started=False, error=...)`).
+    """Run argv to completion or until its watchdog calls a hang. Never raises for the subject's
+    behaviour (nor for a command the kernel refuses: that is `RawRun(started=False, error=...)`).
 
-    The child's environment is `base_env` (default: this process's) updated with `env`. With a
-    `watch` (run/progress.py: Recorder or Watch), every output line is a progress point and a
-    Watch's deadline, which moves as the run progresses, replaces the fixed `timeout`.
+    The child's environment is `base_env` (default: this process's) updated with `env`. The
+    `watch` (run/progress.py; default a FixedWatch of `timeout` seconds, None: no watchdog) hears
+    every output line and says when the run is a hang (run/watchdog.py: the one wait loop).
     `record_imports`: Python processes of the run record the source files they import
     (run/imports.py), returned in `RawRun.imports`. With a `snapshot` request (run/snapshot.py),
     a hung tree is read before it is ended (`RawRun.stuck`).
@@ -309,8 +310,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     problem = invalid_command(argv, cwd, env)
     if problem:
         return RawRun(started=False, error=f"cannot start: {problem}")
-    if timeout is not None and not timeout < MAX_TIMEOUT_S:
-        timeout = None  # inf, nan, or longer than any run: no watchdog rather than a broken one
+    watch = watch if watch is not None else FixedWatch(timeout)
     reap_stale()
     run_id = uuid.uuid4().hex
     full_env = {**(os.environ if base_env is None else base_env), **(env or {}), RUN_ID_ENV: run_id}
@@ -325,29 +325,10 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
             recording.close()
         return RawRun(started=False, error=f"cannot start {argv[0]!r}: {_describe(exc)}")
     record = _write_record(run_id, c)
-    sinks = [None, None]
-    if log_dir:
-        try:
-            log_dir.mkdir(parents=True, exist_ok=True)
-            sinks = [log_dir / "stdout.log", log_dir / "stderr.log"]
-        except OSError:
-            pass  # no full logs; the tails are still kept
-    on_line = (lambda text: watch.line(text, time.monotonic() - c.t0)) if watch is not None else None
-    caps = [Capture(tail_bytes, sinks[0], on_line, results=True), Capture(tail_bytes, sinks[1], on_line)]
+    caps = captures(log_dir, tail_bytes, lambda text: watch.feed(text, time.monotonic() - c.t0))
     readers = Readers([(c.proc.stdout.fileno(), caps[0]), (c.proc.stderr.fileno(), caps[1])])
-    timed_out, decided, lost, stuck = False, None, "", None
     try:
-        try:
-            report = _wait(c, timeout, watch)
-        except TimeoutError:
-            timed_out, decided = True, time.monotonic()
-            stuck = taken(snapshot, c.pid, decided - c.t0)   # before the kill: where it waits
-            c.end()
-            report = c.wait(time.monotonic() + GRACE_S + supervise.KILL_ROUNDS_S + 5)
-    except SupervisorLost as exc:
-        lost, report = str(exc), None
-    except TimeoutError:   # the supervisor never reported after being told to end the tree
-        lost, report = "the run's supervisor did not end the run when told to", None
+        hung, report, lost = _wait(c, watch, snapshot)
     except BaseException:
         # Ctrl-C or an error in bisectk itself: never leave the subject behind, and be quick
         c.end(interrupt=True)
@@ -365,15 +346,26 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
         return RawRun(started=False, error=f"{lost}; its processes were ended; the run cannot be judged",
                       stdout=caps[0].text(), stderr=caps[1].text(), result=caps[0].result)
     status = report.get("status")
-    code = os.waitstatus_to_exitcode(status) if status is not None else None
-    duration = (decided - c.t0) if timed_out else report.get("duration", 0.0)
-    return RawRun(started=True, exit_code=None if timed_out else code,
-                  signal=None if timed_out or code is None else signal_name(code),
-                  timed_out=timed_out, duration_s=duration, stdout=caps[0].text(), stderr=caps[1].text(),
+    code = None if hung or status is None else os.waitstatus_to_exitcode(status)
+    duration = hung.at_s if hung else report.get("duration", 0.0)
+    return RawRun(started=True, exit_code=code, signal=None if code is None else signal_name(code),
+                  timed_out=hung is not None, duration_s=duration, stdout=caps[0].text(), stderr=caps[1].text(),
                   error=f"log not written: {notes[0]}" if notes else "", leftovers=report.get("leftovers", 0),
-                  timeline=watch.timeline(duration).to_list() if watch is not None else None,
-                  stalled=watch.where(duration) if timed_out and hasattr(watch, "where") else "",
-                  result=caps[0].result, imports=imported, stuck=stuck)
+                  timeline=watch.timeline(duration).to_list(), stalled=hung.stalled if hung else "",
+                  result=caps[0].result, imports=imported, stuck=hung.stuck if hung else None)
+
+
+def captures(log_dir: Path | None, tail_bytes: int, on_line) -> list[Capture]:
+    """stdout's and stderr's readings: tails in memory, capped logs in `log_dir` (when it can be
+    made), every line to `on_line`, the result line caught on stdout."""
+    sinks = [None, None]
+    if log_dir:
+        try:
+            Path(log_dir).mkdir(parents=True, exist_ok=True)
+            sinks = [Path(log_dir) / "stdout.log", Path(log_dir) / "stderr.log"]
+        except OSError:
+            pass  # no full logs; the tails are still kept
+    return [Capture(tail_bytes, sinks[0], on_line, results=True), Capture(tail_bytes, sinks[1], on_line)]
 
 
 def death_words(returncode: int | None) -> str:
@@ -382,19 +374,28 @@ def death_words(returncode: int | None) -> str:
     return f"exited ({returncode}) without a report"
 
 
-def _wait(c: Contained, timeout: float | None, watch) -> dict | None:
-    """The supervisor's report; TimeoutError once the deadline passes. A Watch's deadline moves
-    with the run's progress, so it is looked at again every 50 ms."""
-    deadline = getattr(watch, "deadline", None)
-    if deadline is None:
-        return c.wait(None if timeout is None else c.t0 + timeout)
-    while True:
-        due = c.t0 + deadline()
+def _wait(c: Contained, watch, snapshot):
+    """(Hung or None, the supervisor's report or None, why containment was lost or ''). On a hang
+    the tree is read first (run/watchdog.py), then ended, and its report still waited for."""
+    report = None
+
+    def step(seconds: float) -> bool:
+        nonlocal report
         try:
-            return c.wait(min(due, time.monotonic() + 0.05))
+            report = c.wait(time.monotonic() + seconds)
+            return True
         except TimeoutError:
-            if time.monotonic() >= c.t0 + deadline():
-                raise
+            return False
+    try:
+        hung = wait_run(step, watch, c.t0, pid=c.pid, snapshot=snapshot)
+        if hung is not None:
+            c.end()
+            report = c.wait(time.monotonic() + GRACE_S + supervise.KILL_ROUNDS_S + 5)
+        return hung, report, ""
+    except SupervisorLost as exc:
+        return None, None, str(exc)
+    except TimeoutError:   # the supervisor never reported after being told to end the tree
+        return None, None, "the run's supervisor did not end the run when told to"
 
 
 def run_tool(argv: list[str], *, cwd=None, env: dict[str, str] | None = None,

@@ -26,7 +26,9 @@ Timeline  -- a run's progress points (first occurrence of each, seconds from the
              calibrates.
 Recorder  -- collects a running process's points (thread-safe: two reader threads feed it); its
              listeners hear each line with whether it is new in this run.
-Watch     -- the deadline of a running configuration, from the good run's timeline: the time the
+FixedWatch -- a Recorder whose deadline is a fixed number of seconds (the spec's `timeout`,
+             --timeout, the calibration cap, a build's limit; None: no watchdog).
+ProgressWatch -- the deadline of a running configuration, from the good run's timeline: the time the
              run last showed progress (a line new in this run), at the good point it last matched, plus
              what the good run needed from that point to its end, each stretch weighted:
                a compile stretch x10 (a new configuration's JIT may take several times longer),
@@ -42,6 +44,10 @@ Watch     -- the deadline of a running configuration, from the good run's timeli
              good run's whole duration, plus the slack (`cap`): a run that keeps finding new
              things to say can take that long and no longer.
              `where(now)` puts a hang into words for the report.
+watch_from_dict -- either watch rebuilt from its `to_dict()` (a run on another host keeps its
+             watchdog beside it).
+
+Both keep the Watch protocol of run/watchdog.py, which the one wait loop reads.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from typing import Any
 
 PHASE_TAG = "BISECTK_PHASE"
 MAX_POINTS = 200
+MAX_SECONDS = 365 * 24 * 3600.0   # a fixed deadline this long (or inf, nan) is no watchdog
 MAX_SEEN = 20_000   # distinct lines remembered per run; past that, no line counts as new (the cap decides)
 COMPILE_FACTOR, KERNEL_FACTOR, DEFAULT_FACTOR, SLACK_S = 10.0, 4.0, 5.0, 1.0
 # Ordinary lines that say what the protocol's phases say: a subject that prints "compiling kernel"
@@ -118,7 +125,8 @@ class Recorder:
         self.lock = threading.Lock()
         self.listeners: list = []
 
-    def line(self, text: str, t: float) -> None:
+    def feed(self, text: str, t: float) -> None:
+        """One output line of the run, `t` seconds after its start."""
         key = point_key(text)
         if key is None:
             return
@@ -137,8 +145,27 @@ class Recorder:
             return Timeline(tuple(self.points), end)
 
 
-class Watch(Recorder):
-    """A Recorder that also knows the running configuration's deadline (see the module docstring)."""
+class FixedWatch(Recorder):
+    """A Recorder with a fixed deadline: `seconds` after the start (None, inf, nan or a year or
+    more: no watchdog rather than a broken one)."""
+
+    def __init__(self, seconds: float | None = None):
+        super().__init__()
+        self.seconds = seconds if seconds is not None and seconds < MAX_SECONDS else None
+
+    def deadline(self) -> float | None:
+        return self.seconds
+
+    def where(self, now: float) -> str:
+        return ""
+
+    def to_dict(self) -> dict:
+        return {"kind": "fixed", "seconds": self.seconds}
+
+
+class ProgressWatch(Recorder):
+    """A Recorder whose deadline follows the run's progress through the good run's timeline (see
+    the module docstring)."""
 
     def __init__(self, good: Timeline | None, fixed_s: float, floor_s: float = 1.0, kernel_factor: float = KERNEL_FACTOR):
         super().__init__()
@@ -210,6 +237,10 @@ class Watch(Recorder):
             return SLACK_S
         return max(SLACK_S, self.good.end)
 
+    def to_dict(self) -> dict:
+        return {"kind": "progress", "good": self.good.to_list() if self.good else None, "fixed_s": self.fixed_s,
+                "floor_s": self.floor_s, "kernel_factor": self.kernel_factor}
+
     def where(self, now: float) -> str:
         """Where a hung run stopped, in words, or '' without a good timeline."""
         if self.good is None or not self.good.points:
@@ -223,3 +254,12 @@ class Watch(Recorder):
         finish = ref + (self.good.end - t_good)   # where this run would have finished, at the good run's pace
         return (f"hung after {describe_point(key)}, {now - finish:.1f} s past the point where the good run had "
                 f"finished ({self.good.end - t_good:.2f} s after that point)")
+
+
+def watch_from_dict(d: dict | None) -> FixedWatch | ProgressWatch | None:
+    """A watch rebuilt from its `to_dict()` (None stays None)."""
+    if d is None:
+        return None
+    if d.get("kind") == "progress":
+        return ProgressWatch(Timeline.from_list(d["good"]), d["fixed_s"], d["floor_s"], d["kernel_factor"])
+    return FixedWatch(d.get("seconds"))

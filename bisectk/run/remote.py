@@ -9,23 +9,25 @@ judging them stays on the driver, beside the ledger, which stays the one source 
 
 Abstractions
 ------------
-RemoteJob      -- one run as it travels: the source (`source_of`), argv and build argv, the
-                  environment, the watchdog (a fixed timeout, or the good run's timeline that a
-                  Watch rebuilds there), the key of the build it needs, and the driver's interpreter
-                  and source root (argv and environment paths under them are mapped to the remote
+RemoteJob      -- one run as it travels: the source (`stage`), argv and build argv, the
+                  environment, the watchdog as data (its `to_dict()`, rebuilt there), the key of
+                  the build it needs, the hang snapshot to take, and the driver's interpreter and
+                  source root (argv and environment paths under them are mapped to the remote
                   interpreter and copy).
-RemoteExecutor -- the driver side's contract: `stage(workload)` (called under the runner's
-                  directory lock when a `prepare` writes the sources) turns a Workload's origin
-                  into a source that can travel, and `run_job(job, log_dirs)` returns
-                  (build RawRun or None, run RawRun or None). `InlineExecutor` keeps a Site in
-                  this process (tests, and a model of the protocol without a cluster).
+RemoteExecutor -- the driver side, an Executor (run/executor.py): `run(job, watch)` stages the
+                  job's files (`stage`: called under the runner's directory lock when a `prepare`
+                  wrote them), sends one RemoteJob through `run_job` (how a subclass reaches its
+                  workers), and keeps the logs that came back where a local run's would be.
+                  `InlineExecutor` keeps a Site in this process (tests, and a model of the
+                  protocol without a cluster).
 Site           -- the remote worker's side: materialises sources into its own scratch directory
                   (the project directory copied once, a commit's `git archive` or a scratch tree's
                   archive extracted, or a shared repository read with `git archive`), never in a
-                  checkout it does not own; remembers which build each copy holds; runs under the
-                  watchdog in a warm worker pool (run/pool.py: a hang or a crash kills the worker
-                  and its hot spare takes over, as locally) or in a fresh contained process.
-                  `status()` says what it is running and until when, for the driver's backstop.
+                  checkout it does not own; runs the job there through a local executor (a warm
+                  worker pool, run/pool.py: a hang or a crash kills the worker and its hot spare
+                  takes over, as locally; or fresh contained processes), which builds each copy
+                  once per build and keeps the watchdog beside the subject. `status()` says what it
+                  is running and until when, for the driver's backstop.
 """
 
 from __future__ import annotations
@@ -44,11 +46,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from bisectk.run.classify import classify_build
+from bisectk.run.executor import Build, Job, LocalExecutor
 from bisectk.run.process import RawRun, run_process
+from bisectk.run.progress import FixedWatch, watch_from_dict
 from bisectk.run.snapshot import SnapshotRequest
-from bisectk.run.progress import Recorder, Timeline, Watch
-from bisectk.run.workload import Workload
+from bisectk.run.watchdog import Watch
+from bisectk.run.workload import Origin
 
 KEEP_SOURCES = 6          # materialised copies a site keeps (least recently used dropped)
 KEEP_PACKED = 64          # archives a driver keeps sent (a commit probed again is not packed again)
@@ -60,35 +63,15 @@ class RemoteJob:
     source: dict[str, Any]
     argv: list[str]
     env: dict[str, str]
-    timeout: float
+    watch: dict | None = None           # the Watch's to_dict() (None: no watchdog)
     build: list[str] | None = None
     build_timeout: float = 240.0
     build_key: str = ""
-    watch: dict | None = None
     snapshot: dict | None = None        # run/snapshot.py SnapshotRequest: read a hang before the kill
     interpreter: str = sys.executable
     local_root: str = ""
     label: str = ""
     attempts: list[str] = field(default_factory=list)   # where earlier tries of this job were lost
-
-
-# -- the watchdog, as data ----------------------------------------------------------------------
-def watch_spec(watch) -> dict | None:
-    """What a remote site needs to rebuild `watch` (run/progress.py) there."""
-    if isinstance(watch, Watch):
-        return {"good": watch.good.to_list() if watch.good else None, "fixed_s": watch.fixed_s,
-                "floor_s": watch.floor_s, "kernel_factor": watch.kernel_factor}
-    if isinstance(watch, Recorder):
-        return {}
-    return None
-
-
-def watch_from_spec(spec: dict | None):
-    if spec is None:
-        return None
-    if not spec:
-        return Recorder()
-    return Watch(Timeline.from_list(spec["good"]), spec["fixed_s"], spec["floor_s"], spec["kernel_factor"])
 
 
 # -- packing -------------------------------------------------------------------------------------
@@ -121,28 +104,39 @@ def digest(data: bytes) -> str:
 
 # -- the driver side -----------------------------------------------------------------------------
 class RemoteExecutor:
-    """What the runner needs of an executor on other hosts (see the module docstring). Subclasses
-    say how bytes travel (`put`) and where a job runs (`run_job`)."""
+    """The driver side of runs on other hosts (see the module docstring). Subclasses say how bytes
+    travel (`put`) and how a job reaches a worker (`run_job`)."""
 
-    remote = True
     project: Path | None = None   # the spec's project directory, shipped with the job (ablate)
 
     def __init__(self) -> None:
         self._packed: dict[str, Any] = {}     # origin key -> what `put` returned (a commit is sent once)
         self._lock = threading.Lock()
 
+    def run(self, job: Job, watch: Watch) -> RawRun:
+        """Executor.run: stage, send, and keep the logs of what came back (the build's when it
+        failed, else the run's) where a local run's would be."""
+        source = self.stage(job.cwd, job.origin)
+        b = job.build
+        raw = self.run_job(RemoteJob(
+            source=source, argv=list(job.argv), env=dict(job.env), watch=watch.to_dict(),
+            build=list(b.argv) if b else None, build_timeout=b.timeout if b else 0.0, build_key=b.key if b else "",
+            snapshot=job.snapshot.to_dict() if job.snapshot else None, local_root=source.get("local_root", ""),
+            label=job.label))
+        write_logs(raw, b.log_dir if raw.phase == "build" and b else job.log_dir)
+        return raw
+
     def put(self, data: bytes) -> Any:
         return data
 
-    def stage(self, w: Workload) -> dict[str, Any]:
-        """The workload's source, ready to travel: the project directory (shipped with the job),
-        a shared repository and a sha, or a tar archive (a commit's, once per sha; a scratch
-        tree's as it is now)."""
-        o = w.origin
+    def stage(self, cwd: Path | None, o: Origin | None) -> dict[str, Any]:
+        """A job's source, ready to travel: the project directory (shipped with the job), a shared
+        repository and a sha, or a tar archive (a commit's, once per sha; a scratch tree's as it
+        is now)."""
         if o is None:
-            sub = self.project_subdir(w.cwd)
+            sub = self.project_subdir(cwd)
             if sub is None:   # outside the shipped project: a path every host must have
-                return {"kind": "path", "id": f"path:{w.cwd}", "path": str(w.cwd), "subdir": ".", "local_root": ""}
+                return {"kind": "path", "id": f"path:{cwd}", "path": str(cwd), "subdir": ".", "local_root": ""}
             return {"kind": "project", "id": "project", "subdir": sub, "local_root": str(self.project)}
         base = {"subdir": o.subdir, "local_root": str(o.root) if o.root else ""}
         if o.shared_repo:
@@ -160,17 +154,16 @@ class RemoteExecutor:
         data = o.pack()
         return {"kind": "tar", "id": digest(data), "ref": self.put(data), **base}
 
-    def project_subdir(self, cwd: Path) -> str | None:
+    def project_subdir(self, cwd: Path | None) -> str | None:
         """cwd relative to the project directory, or None when it lies outside."""
-        if self.project is not None:
+        if self.project is not None and cwd is not None:
             try:
                 return str(Path(cwd).resolve().relative_to(self.project))
             except ValueError:
                 pass
         return None
 
-    def run_job(self, job: RemoteJob, log_dirs: tuple[Path | None, Path | None] = (None, None)
-                ) -> tuple[RawRun | None, RawRun | None]:
+    def run_job(self, job: RemoteJob) -> RawRun:
         raise NotImplementedError
 
     def alive(self) -> int:
@@ -205,13 +198,10 @@ class InlineExecutor(RemoteExecutor):
         self.jobs = 0
         self._one = threading.Lock()
 
-    def run_job(self, job, log_dirs=(None, None)):
+    def run_job(self, job: RemoteJob) -> RawRun:
         with self._one:     # one site runs one job at a time, as an actor does
             self.jobs += 1
-            build, run = self.site.run(job)
-        write_logs(build, log_dirs[0])
-        write_logs(run, log_dirs[1])
-        return build, run
+            return self.site.run(job)
 
     def close(self) -> None:
         self.site.close()
@@ -227,14 +217,14 @@ class Site:
         self.scratch.mkdir(parents=True, exist_ok=True)
         self.fetch = fetch or (lambda ref: ref)
         self.roots: OrderedDict[str, Path] = OrderedDict()   # source id -> its copy here
-        self.built: dict[str, str] = {}                        # source id -> the build it holds
         self.made = 0
-        self.pool = None
         if warm:
             from bisectk.run.pool import WorkerPool
-            self.pool = WorkerPool(slots=1, preload=preload).start(wait=False)
+            self.executor = WorkerPool(slots=1, preload=preload).start(wait=False)
+        else:
+            self.executor = LocalExecutor()
         self.current: dict | None = None
-        self.stats = {"jobs": 0, "materialised": 0, "builds": 0}
+        self.stats = {"jobs": 0, "materialised": 0}
 
     # -- sources ----------------------------------------------------------------------------
     def materialise(self, source: dict[str, Any]) -> Path:
@@ -245,6 +235,8 @@ class Site:
             self.roots.move_to_end(sid)
             return self.roots[sid]
         self.made += 1
+        # a new path for every copy: what the executor remembers of an old copy's build never
+        # applies to a new one
         dest = self.scratch / f"src-{self.made}"
         kind = source["kind"]
         if kind == "project":
@@ -261,43 +253,31 @@ class Site:
         self.stats["materialised"] += 1
         self.roots[sid] = dest
         while len(self.roots) > KEEP_SOURCES:
-            old, path = self.roots.popitem(last=False)
-            self.built.pop(old, None)
+            _, path = self.roots.popitem(last=False)
             shutil.rmtree(path, ignore_errors=True)
         return dest
 
     # -- running ----------------------------------------------------------------------------
-    def run(self, job: RemoteJob) -> tuple[RawRun | None, RawRun | None]:
-        """Materialise, build when this copy does not hold the job's build, run. Never raises
-        for the subject; a source that cannot be materialised is a run that did not start."""
+    def run(self, job: RemoteJob) -> RawRun:
+        """Materialise, then build (when this copy does not hold the job's build) and run, through
+        the site's executor. Never raises for the subject; a source that cannot be materialised
+        is a run that did not start."""
         self.stats["jobs"] += 1
         try:
             root = self.materialise(job.source)
         except Exception as exc:  # a bad archive, a shared path missing here: not the subject's fault
-            return None, RawRun(started=False, error=f"cannot materialise the sources on this host: "
-                                                     f"{type(exc).__name__}: {exc}"[:500])
-        sid = str(job.source["id"])
+            return RawRun(started=False, error=f"cannot materialise the sources on this host: "
+                                               f"{type(exc).__name__}: {exc}"[:500])
         cwd = root / job.source.get("subdir", ".")
         mapped = _Mapper(job.local_root, str(root), job.interpreter)
         env = {k: mapped.path(v) for k, v in job.env.items()}
-        build = None
-        if job.build and self.built.get(sid) != job.build_key:
-            self.stats["builds"] += 1
-            build = self._execute(mapped.argv(job.build), cwd, env, job.build_timeout, None)
-            if classify_build(build) is not None:
-                self.built.pop(sid, None)
-                return build, None
-            self.built[sid] = job.build_key
-        watch = watch_from_spec(job.watch)
-        return build, self._execute(mapped.argv(job.argv), cwd, env, job.timeout, watch,
-                                    SnapshotRequest.from_dict(job.snapshot))
-
-    def _execute(self, argv, cwd, env, timeout, watch, snapshot=None) -> RawRun:
-        self.current = {"t0": time.monotonic(), "timeout": timeout, "watch": watch}
+        build = Build(mapped.argv(job.build), job.build_timeout, job.build_key) if job.build else None
+        watch = watch_from_dict(job.watch) or FixedWatch(None)
+        # the backstop's deadline allows the build too (it runs first, under its own limit)
+        self.current = {"t0": time.monotonic(), "watch": watch, "build_s": job.build_timeout if build else 0.0}
         try:
-            if self.pool is not None:
-                return self.pool.run(argv, cwd=cwd, env=env, timeout=timeout, watch=watch, snapshot=snapshot)
-            return run_process(argv, cwd=cwd, env=env, timeout=timeout, watch=watch, snapshot=snapshot)
+            return self.executor.run(Job(mapped.argv(job.argv), cwd, env, build=build, label=job.label,
+                                         snapshot=SnapshotRequest.from_dict(job.snapshot)), watch)
         finally:
             self.current = None
 
@@ -306,13 +286,12 @@ class Site:
         cur = self.current
         if cur is None:
             return {"busy": False, **self.stats}
-        deadline = getattr(cur["watch"], "deadline", None)
+        due = cur["watch"].deadline()
         return {"busy": True, "elapsed": time.monotonic() - cur["t0"],
-                "deadline": deadline() if deadline else cur["timeout"], **self.stats}
+                "deadline": None if due is None else due + cur["build_s"], **self.stats}
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
+        self.executor.close()
         for path in self.roots.values():
             shutil.rmtree(path, ignore_errors=True)
         self.roots.clear()

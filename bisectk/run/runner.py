@@ -2,10 +2,6 @@
 
 Abstractions
 ------------
-TimeoutPolicy -- the watchdog's limit and where it came from (the spec or --timeout: fixed; or
-                 calibration from the good runs: a deadline that follows each run's progress
-                 through the good run's timeline (run/progress.py), with max(floor, k x slowest
-                 good run) for subjects that print nothing), stated so reports can print it.
 Runner        -- owns one subject (a Spec): for a Workload (a configuration, the directory and
                  environment it runs in, the revision that pins it) it builds when that directory
                  does not hold this build yet, runs the command under the watchdog, classifies,
@@ -15,96 +11,74 @@ Runner        -- owns one subject (a Spec): for a Workload (a configuration, the
                  the source files the subject's runs were recorded importing). `verdict(workload,
                  repeat)` folds the first `repeat` runs. A plain configuration dict stands for a
                  Workload in the spec's own directory.
-Executor      -- how a command is executed (default: a fresh process via run_process; warm GPU
-                 workers plug in here with the same signature). A RemoteExecutor (run/remote.py:
-                 workers on other hosts, e.g. Ray actors) takes the build and the run as one job
-                 instead: the sources are staged here, built and run there in the worker's own
-                 copy, and judged here, beside the ledger.
+                 Each run goes to its Executor (run/executor.py: fresh processes, warm workers, or
+                 Ray actors that build and run in their own copy) as one Job with its Watch: the
+                 watchdog (the spec's `timeout` or --timeout: fixed; else calibrated from the good
+                 runs: a deadline that follows each run's progress through the good run's
+                 timeline, run/progress.py, with max(floor, k x slowest good run) for subjects that
+                 print nothing; its TimeoutPolicy, bisectk/timeouts.py, says which). The raw run
+                 that comes back is classified and stored here, beside the ledger.
 
 Constraint-violating configurations are never run: they are UNRESOLVED(INVALID) at once.
 
-Parallel runs are safe: each carries its own directory and environment; builds are tracked per
-(directory, what it holds, configuration), and one directory runs one configuration at a time when
-it has a build step or a `prepare` (the build and the run must see the same files).
+Parallel runs are safe: each carries its own directory and environment; the executor tracks
+builds per place (directory, what it holds, configuration), and one directory runs one
+configuration at a time when it has a build step or a `prepare` (the build and the run must see
+the same files).
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import statistics
 import threading
 from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from bisectk.events import EventBus, RunFinished, RunStarted
 from bisectk.ledger import Ledger
 from bisectk.outcome import Outcome, Reason, Run, Verdict
 from bisectk.run import imports as run_imports
 from bisectk.run.classify import Judge, classify_build, classify_run
+from bisectk.run.executor import Build, Executor, Job, LocalExecutor
 from bisectk.run.memokey import StaticKey, policy_words, sources_digest
+from bisectk.run.progress import (COMPILE_FACTOR, DEFAULT_FACTOR as STRETCH_FACTOR, KERNEL_FACTOR, SLACK_S,
+                                  FixedWatch, ProgressWatch, Timeline)
 from bisectk.run.scratch import PREFIXES as SCRATCH_PREFIXES
-from bisectk.run.process import RawRun, run_process
-from bisectk.run.progress import (COMPILE_FACTOR, DEFAULT_FACTOR, KERNEL_FACTOR, SLACK_S, Recorder, Timeline,
-                                  Watch)
-from bisectk.run.remote import RemoteExecutor, RemoteJob, watch_spec
 from bisectk.run.snapshot import SnapshotPolicy, SnapshotRequest
 from bisectk.run.workload import Workload
 from bisectk.spec import Config, Spec, config_key
-
-Executor = Callable[..., RawRun]
-
-DEFAULT_FLOOR_S = 1.0
-DEFAULT_FACTOR = 5.0
-CALIBRATION_CAP_S = 120.0  # the first good run has no baseline yet; --timeout overrides
-
-
-@dataclass(frozen=True)
-class TimeoutPolicy:
-    seconds: float
-    source: str   # "spec" | "calibrated" | "cap"
-    detail: str
-
-    def to_dict(self) -> dict:
-        return {"seconds": round(self.seconds, 3), "source": self.source, "detail": self.detail}
-
-
-def calibrated(good_durations: list[float], floor: float = DEFAULT_FLOOR_S,
-               factor: float = DEFAULT_FACTOR) -> TimeoutPolicy:
-    slowest = max(good_durations)
-    seconds = max(floor, factor * slowest)
-    return TimeoutPolicy(seconds, "calibrated",
-                         f"max({floor:g} s, {factor:g} x slowest good run {slowest:.2f} s) = {seconds:.2f} s")
+from bisectk.timeouts import CALIBRATION_CAP_S, DEFAULT_FACTOR, DEFAULT_FLOOR_S, TimeoutPolicy, calibrated
 
 
 class Runner:
     def __init__(self, spec: Spec, ledger: Ledger | None = None, *, events: EventBus | None = None,
                  session: int | None = None, cwd: Path | None = None, log_root: Path | None = None,
                  executor: Executor | None = None, floor: float = DEFAULT_FLOOR_S,
-                 factor: float = DEFAULT_FACTOR, namespace: str = "", snapshots: SnapshotPolicy | None = None):
+                 factor: float = DEFAULT_FACTOR, namespace: str = "", snapshots: SnapshotPolicy | None = None,
+                 timeout: float | None = None):
+        """`timeout`: --timeout, a fixed watchdog that overrides the spec's and calibration."""
         self.spec = spec
         self.ledger = ledger
         self.events = events or EventBus()
         self.session = session
         self.cwd = cwd or spec.cwd
         self.log_root = log_root
-        self.executor = executor or run_process
+        self.executor: Executor = executor or LocalExecutor()
         self.floor, self.factor = spec.timeout_floor or floor, factor
         # every input of a verdict but the timeout policy (which --timeout may still set) and the
         # sources the runs import (recorded as they run): run/memokey.py
         self.memo = StaticKey(spec, self.cwd)
         self._sources: dict[str, list[str]] = {}   # static key -> source files its runs imported
-        self._records_imports = _accepts(self.executor, "record_imports")
         self.namespace = namespace  # e.g. '#fresh-7': runs kept apart from earlier sessions
         self.judge = Judge(spec.thresholds, spec.slow_factor, spec.slow_metric, protocol=spec.protocol)
         self.timeout = TimeoutPolicy(spec.timeout, "spec", f"{spec.timeout:g} s from the spec") if spec.timeout \
             else None
+        if timeout:
+            self.timeout = TimeoutPolicy(timeout, "option", f"{timeout:g} s from --timeout")
         self.good_timeline: Timeline | None = None   # the good run's progress (calibrate)
         self._memory: dict[tuple[str, str, int], Run] = {}
         self._preloaded: set[tuple[str, str, int]] = set()  # runs answered from an earlier session
-        self._built: dict[Path, tuple[str, str, str]] = {}   # directory -> (state, revision, key) built
         self._dir_locks: dict[Path, threading.Lock] = {}
         self._lock = threading.Lock()                        # guards the dicts above and `executed`
         self.executed = 0  # runs actually executed (not answered from the ledger)
@@ -156,6 +130,10 @@ class Runner:
                 self._sources[static] = merged
         return self._full_key(static)
 
+    def alive(self) -> int:
+        """How many runs the executor takes at once now (a k-way round's width, at most --jobs)."""
+        return self.executor.alive()
+
     def workload(self, config: Config | Workload) -> Workload:
         return config if isinstance(config, Workload) else Workload(dict(config), self.cwd)
 
@@ -180,7 +158,7 @@ class Runner:
                     self.timeout = TimeoutPolicy(self.timeout.seconds, "progress", (
                         f"follows progress through the good run's {len(self.good_timeline.points)} progress "
                         f"point(s) (compile x{COMPILE_FACTOR:g}, kernel x{self.kernel_factor():g}, other x"
-                        f"{DEFAULT_FACTOR:g}, + {SLACK_S:g} s); without progress output "
+                        f"{STRETCH_FACTOR:g}, + {SLACK_S:g} s); without progress output "
                         f"{self.timeout.detail}"))
         return self.policy()
 
@@ -188,12 +166,17 @@ class Runner:
         """How much longer than the good run's a kernel stretch may take: a SLOW oracle needs room."""
         return max(KERNEL_FACTOR, 2 * (self.spec.slow_factor or 0))
 
-    def watch(self, seconds: float) -> Recorder:
-        """The progress watch of one run: a Watch (moving deadline) once a good timeline is known
-        and the watchdog was not fixed by the user, else a plain Recorder (the fixed timeout)."""
-        if self.good_timeline is not None and self.timeout is not None and self.timeout.source == "progress":
-            return Watch(self.good_timeline, seconds, self.floor, self.kernel_factor())
-        return Recorder()
+    @property
+    def moving(self) -> bool:
+        """Whether the watchdog follows each run's progress (calibrated from a good timeline)."""
+        return self.good_timeline is not None and self.timeout is not None and self.timeout.source == "progress"
+
+    def watch(self, seconds: float) -> FixedWatch | ProgressWatch:
+        """The watch of one run: a ProgressWatch (moving deadline) once a good timeline is known
+        and the watchdog was not fixed by the user, else a FixedWatch of `seconds`."""
+        if self.moving:
+            return ProgressWatch(self.good_timeline, seconds, self.floor, self.kernel_factor())
+        return FixedWatch(seconds)
 
     def policy(self) -> TimeoutPolicy:
         return self.timeout or TimeoutPolicy(CALIBRATION_CAP_S, "cap", "no passing good run to calibrate from")
@@ -214,8 +197,7 @@ class Runner:
             self.events.emit(RunFinished(label, w.config, index, stored, cached=True))
             return stored
         seconds = self.policy().seconds
-        moving = self.good_timeline is not None and self.timeout is not None and self.timeout.source == "progress"
-        self.events.emit(RunStarted(label, w.config, index, seconds, moving))
+        self.events.emit(RunStarted(label, w.config, index, seconds, self.moving))
         run, elsewhere = self._run_once(w, static, key, index, seconds, snapshot)
         self.events.emit(RunFinished(label, w.config, index, run, cached=elsewhere))
         return run
@@ -272,7 +254,7 @@ class Runner:
         ledger's claim protocol; a claim whose process died is taken over). Returns the run and
         whether it came from that other session."""
         if not self.ledger:
-            run, imported = self._locked_execute(w, key, index, seconds, snapshot)
+            run, imported = self._execute(w, key, index, seconds, snapshot)
             self._record_sources(static, w, imported)
             with self._lock:
                 self.executed += 1
@@ -286,7 +268,7 @@ class Runner:
                     self._memory[(static, key, index)] = claim.run
                     self._preloaded.add((static, key, index))
                 return claim.run, True
-            run, imported = self._locked_execute(w, key, index, seconds, snapshot)
+            run, imported = self._execute(w, key, index, seconds, snapshot)
             full = self._record_sources(static, w, imported)
             if full == fingerprint:
                 claim.record(run, self.session)
@@ -297,23 +279,6 @@ class Runner:
                 self.executed += 1
                 self._memory[(static, key, index)] = run
             return run, False
-
-    def _locked_execute(self, w: Workload, key: str, index: int, seconds: float,
-                        snapshot: bool = False) -> tuple[Run, tuple]:
-        """One directory runs one configuration at a time when it builds or is prepared: the
-        build and the run must see the same files. Returns the run and the source files it
-        imported (when the executor records them)."""
-        if isinstance(self.executor, RemoteExecutor):
-            return self._execute_remote(w, key, index, seconds, snapshot), ()
-        exclusive = self.spec.build is not None or w.prepare is not None
-        lock = self._dir_lock(w.cwd) if exclusive else None
-        if lock:
-            lock.acquire()
-        try:
-            return self._execute(w, key, index, seconds, snapshot)
-        finally:
-            if lock:
-                lock.release()
 
     def _log_dir(self, static: str, key: str, index: int, phase: str) -> Path | None:
         if not self.log_root:
@@ -333,69 +298,39 @@ class Runner:
 
     def _execute(self, w: Workload, key: str, index: int, seconds: float,
                  snapshot: bool = False) -> tuple[Run, tuple]:
-        fingerprint = self.static_key(w.revision)
-        if w.prepare:
-            w.prepare()
-        env = self._environment(w)
-        built = (w.state, w.revision, key)
-        if self.spec.build and self._built.get(Path(w.cwd)) != built:
-            log_dir = self._log_dir(fingerprint, key, index, "build")
-            raw = self.executor(self.spec.argv(w.config, self.spec.build), cwd=w.cwd, env=env,
-                                timeout=self.spec.build_timeout or CALIBRATION_CAP_S * 2, log_dir=log_dir)
-            failed = classify_build(raw, str(log_dir) if log_dir else None)
-            with self._lock:
-                if failed:
-                    self._built.pop(Path(w.cwd), None)
-                    return failed, ()
-                self._built[Path(w.cwd)] = built
-        log_dir = self._log_dir(fingerprint, key, index, "run")
-        extra = {"record_imports": True} if self._records_imports else {}
-        request = self._snapshot(snapshot)
-        if request is not None:
-            extra["snapshot"] = request
-        raw = self.executor(self.spec.argv(w.config), cwd=w.cwd, env=env, timeout=seconds, log_dir=log_dir,
-                            watch=self.watch(seconds), **extra)
-        if self.snapshots is not None:
-            self.snapshots.settle(raw.stuck, snapshot)
-        return classify_run(raw, self.judge, str(log_dir) if log_dir else None), tuple(raw.imports or ())
-
-    def _execute_remote(self, w: Workload, key: str, index: int, seconds: float, snapshot: bool = False) -> Run:
-        """Build and run on another host: the sources are staged here (under the directory lock
-        while a `prepare` writes them into the one scratch tree), then built and run there as one
-        job, in that worker's own copy, which remembers the build it holds."""
-        fingerprint = self.static_key(w.revision)
-        with self._dir_lock(w.cwd) if w.prepare else nullcontext():
+        """One run through the executor, classified. One directory runs one configuration at a
+        time when it builds or is prepared: the build and the run must see the same files (an
+        executor on another host stages them while the lock is held). Returns the run and the
+        source files it imported (when the executor records them)."""
+        exclusive = self.spec.build is not None or w.prepare is not None
+        with self._dir_lock(w.cwd) if exclusive else nullcontext():
             if w.prepare:
                 w.prepare()
-            source = self.executor.stage(w)
-        env = self._environment(w)
-        request = self._snapshot(snapshot)
-        job = RemoteJob(source=source, argv=self.spec.argv(w.config), env=env, timeout=seconds,
-                        build=self.spec.argv(w.config, self.spec.build) if self.spec.build else None,
-                        build_timeout=self.spec.build_timeout or CALIBRATION_CAP_S * 2,
-                        build_key=f"{w.state}|{w.revision}|{key}", watch=watch_spec(self.watch(seconds)),
-                        local_root=source.get("local_root", ""), label=key[:80],
-                        snapshot=request.to_dict() if request else None)
-        build_log = self._log_dir(fingerprint, key, index, "build")
-        run_log = self._log_dir(fingerprint, key, index, "run")
-        build, raw = self.executor.run_job(job, (build_log, run_log))
-        if build is not None:
-            failed = classify_build(build, str(build_log) if build_log else None)
-            if failed:
-                return failed
-        if raw is None:
-            raw = RawRun(started=False, error="the remote worker returned no run")
+            job = self._job(w, key, index, snapshot)
+            raw = self.executor.run(job, self.watch(seconds))
+        if raw.phase == "build":
+            return classify_build(raw, _text(job.build.log_dir)), ()
         if self.snapshots is not None:
             self.snapshots.settle(raw.stuck, snapshot)
-        return classify_run(raw, self.judge, str(run_log) if run_log else None)
+        return classify_run(raw, self.judge, _text(job.log_dir)), tuple(raw.imports or ())
+
+    def _job(self, w: Workload, key: str, index: int, snapshot: bool) -> Job:
+        """The Job of the index-th run of a workload: its command, directory, environment, logs,
+        the build it needs (keyed by what the directory holds, the revision, the configuration
+        and the build command), and the snapshot to take should it hang."""
+        static = self.static_key(w.revision)
+        build = None
+        if self.spec.build:
+            argv = self.spec.argv(w.config, self.spec.build)
+            build = Build(argv, self.spec.build_timeout or CALIBRATION_CAP_S * 2,
+                          f"{w.state}|{w.revision}|{key}|{' '.join(argv)}", self._log_dir(static, key, index, "build"))
+        return Job(self.spec.argv(w.config), w.cwd, self._environment(w), self._log_dir(static, key, index, "run"),
+                   record_imports=True, snapshot=self._snapshot(snapshot), build=build, origin=w.origin,
+                   label=key[:80])
 
 
-def _accepts(fn, name: str) -> bool:
-    """Whether an executor takes keyword `name` (the warm pool and run_process record imports)."""
-    try:
-        return name in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
+def _text(path: Path | None) -> str | None:
+    return str(path) if path else None
 
 
 _SCRATCH_MARKS = ("/bisectk-worktrees/", "/bisectk-triage-", "/bisectk-scratch-", "/bisectk-warm-")

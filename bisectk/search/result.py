@@ -8,7 +8,8 @@ Effect         -- one row of the key-differences table: the outcome when the dif
                   flipped alone onto good, when it is removed from bad, and its role.
 AblationResult -- the settled answer: 1-minimal culprits, the interaction verdict and its
                   proof, effects, every attempt, runs executed, unresolved configurations, the
-                  flakiness rule, and next steps in words.
+                  flakiness rule, and what to try next as facts (`advice`: report/advice.py
+                  words each step; nothing here is prose).
 
 Everything here is derived from the Tester's memo and attempts, so a result can be rebuilt
 from a replayed session.
@@ -68,7 +69,7 @@ class AblationResult:
     also_failing: list[frozenset]        # other failing sets seen (possible independent causes)
     rule: ConfidenceRule | None
     complete: bool                       # False when the search was stopped early
-    next_steps: list[str]
+    advice: list[dict]                   # what to try next, as facts (advise)
     suspects: tuple = ()                 # stopped search: members of the smallest failing set
                                          # not yet shown necessary (unknown, never culprits)
     stop_reason: str = ""
@@ -117,7 +118,7 @@ class AblationResult:
             "sets_complete": self.sets_complete,
             "sets_note": self.sets_note,
             "flakiness_rule": self.rule.to_dict() if self.rule else None,
-            "next_steps": list(self.next_steps),
+            "advice": list(self.advice),
         }
 
 
@@ -144,7 +145,7 @@ def build_result(strategy: str, differences: Sequence[Hashable], tester: Tester,
         result.sets, result.fixes = list(sets.found), list(sets.fixes)
         result.open_fixes = [*sets.remaining, *sets.unjudged]
         result.sets_complete, result.sets_note = sets.complete, sets.note
-    result.next_steps = suggest_next_steps(result)
+    result.advice = advise(result)
     return result
 
 
@@ -168,81 +169,47 @@ def _effect(d: Hashable, tester: Tester, everything: frozenset, found: list[tupl
     return Effect(alone, removed, role, member_of)
 
 
-def suggest_next_steps(result: AblationResult) -> list[str]:
-    """A short, concrete list of what to try next, in the voice of a debug log: each claim follows
-    from a configuration that was run (a fix is offered as shown only when bad without it
-    passed)."""
-    names = ", ".join(str(c) for c in result.culprits)
-    steps: list[str] = []
+def advise(result: AblationResult) -> list[dict]:
+    """What to try next, as facts ({"step": kind, ...}); each claim follows from a configuration
+    that was run (a fix is offered as shown only when bad without it passed). report/advice.py
+    puts each step into words."""
+    names = [str(c) for c in result.culprits]
+    steps: list[dict] = []
     several = len(result.sets) > 1
     if not result.complete:
-        unsure = ", ".join(str(c) for c in result.suspects)
-        steps.append(f"The search stopped after {result.runs} runs ({result.stop_reason or 'interrupted'}); "
-                     f"the smallest failing configuration so far has "
-                     f"{len(result.culprits) + len(result.suspects)} of {len(result.differences)} "
-                     f"differences" + (f", of which {names} shown necessary" if names else "")
-                     + (f"; not yet resolved: {unsure}" if unsure else "") + ". Resume to finish.")
+        steps.append({"step": "stopped", "runs": result.runs, "reason": result.stop_reason, "shown": names,
+                      "unsure": [str(c) for c in result.suspects], "of": len(result.differences)})
     elif several:
-        steps.append(f"{len(result.sets)} independent failing sets, each enough to fail on its own: "
-                     + "; ".join(f"set {i} {{{_set_words(s.members)}}}" for i, s in enumerate(result.sets, 1))
-                     + ". Bad passes only when every set loses a member.")
+        steps.append({"step": "sets", "sets": [[str(m) for m in s.members] for s in result.sets]})
     elif len(result.culprits) == 1 and not result.context:
-        steps.append(f"{names} alone on the good configuration reproduces the failure: "
-                     f"start from the code paths it changes.")
+        steps.append({"step": "alone", "culprit": names[0]})
     elif result.interaction:
         removed = [result.effects[c].removed for c in result.culprits]
-        tail = ("reverting any one of them from bad fixes it (each was run)." if all(
-                    o is Outcome.PASS for o in removed) else
-                "whether reverting one of them fixes bad was not shown: run bad with each reverted.")
-        steps.append(f"{names} fail only together (every proper subset passes): look for the "
-                     f"state or assumption they share; {tail}")
+        steps.append({"step": "together", "culprits": names,
+                      "each_revert_fixes": all(o is Outcome.PASS for o in removed)})
     elif len(result.culprits) > 1:
-        missing = [s for s, o in result.proof.items() if o is not Outcome.PASS]
-        steps.append(f"{names} form a 1-minimal failing set, but the interaction proof is "
-                     f"incomplete: {len(missing)} proper subset(s) stayed unresolved after their "
-                     f"re-runs (they do not build, are invalid, or fail differently every time).")
+        steps.append({"step": "proof_incomplete", "culprits": names,
+                      "unresolved": sum(1 for o in result.proof.values() if o is not Outcome.PASS)})
     if result.complete and several and result.fixes:
-        steps.append("Fix " + ", or ".join(_fix_words(f, result.differences) for f in result.fixes)
-                     + ": bad passed with each of these reverted.")
-        still = [d for d in result.differences if result.effects[d].role == "member"
+        steps.append({"step": "fixes", "fixes": [[str(d) for d in result.differences if d in f] for f in result.fixes]})
+        still = [str(d) for d in result.differences if result.effects[d].role == "member"
                  and result.effects[d].removed is Outcome.FAIL]
         if still:
-            steps.append("Reverting " + " or ".join(str(d) for d in still) + " alone is not enough: bad "
-                         "still failed without it (another set does not need it).")
+            steps.append({"step": "not_enough", "members": still})
     if result.complete and result.sets_complete is False:
-        steps.append(f"Another cause may remain: {result.sets_note}.")
+        steps.append({"step": "another_cause", "note": result.sets_note})
     if result.context:
-        steps.append(f"The isolated difference fails with "
-                     f"{', '.join(str(c) for c in result.context)} also applied; run the "
-                     f"'adaptive' strategy to learn which of those it needs.")
+        steps.append({"step": "context", "context": [str(c) for c in result.context]})
     if result.complete and any(result.effects[c].removed is None for c in result.culprits):
-        steps.append("Confirm the fix: run the bad configuration with the culprits reverted "
-                     "one at a time ('ofat' measures this for every difference).")
+        steps.append({"step": "confirm_fix"})
     if result.also_failing and not result.sets:
-        steps.append(f"{len(result.also_failing)} other failing set(s) were seen: "
-                     + "; ".join(f"{{{_set_words(sorted(s, key=result.differences.index))}}}"
-                                 for s in result.also_failing)
-                     + ". There may be more than one cause.")
+        steps.append({"step": "other_sets", "sets": [[str(d) for d in sorted(s, key=result.differences.index)]
+                                                     for s in result.also_failing]})
     if result.unresolved:
-        steps.append(f"{len(result.unresolved)} configuration(s) were UNRESOLVED (invalid, "
-                     f"build failure or a different failure): a different failure may be a "
-                     f"second bug worth its own ablation.")
+        steps.append({"step": "unresolved", "count": len(result.unresolved)})
     if result.rule is not None:
-        steps.append(f"The failure is intermittent: {result.rule.describe()}.")
+        steps.append({"step": "intermittent", "rule": result.rule.describe()})
     return steps
-
-
-def _set_words(members) -> str:
-    return ", ".join(str(m) for m in members)
-
-
-def _fix_words(fix: frozenset, order: Sequence[Hashable]) -> str:
-    """'fast', 'both n and block', 'all of a, b and c'."""
-    items = [str(d) for d in order if d in fix]
-    if len(items) == 1:
-        return items[0]
-    joined = ", ".join(items[:-1]) + " and " + items[-1]
-    return ("both " if len(items) == 2 else "all of ") + joined
 
 
 def _value(outcome: Outcome | None) -> str | None:

@@ -269,9 +269,10 @@ def test_last_resort_leaves_live_sessions_alone(tmp_path, cache_dir):
 
 WARM_DRIVER = """
 import sys, time
+from bisectk.run.executor import run_command
 from bisectk.run.pool import WorkerPool
 pool = WorkerPool(preload=()).start()
-pool.run([sys.executable, sys.argv[1], sys.argv[2]], timeout=120)
+run_command(pool, [sys.executable, sys.argv[1], sys.argv[2]], timeout=120)
 """
 
 

@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from bisectk.run.executor import run_command
 from bisectk.outcome import Outcome, Reason
 from bisectk.run.classify import Judge, classify_run
 from bisectk.run.process import run_process
@@ -153,7 +154,7 @@ def test_warm_runs_read_their_output_as_cold_runs_do(tmp_path):
         "import sys\nprint('BISECTK_RESULT {\"rel_err\": 1e-6}', flush=True)\n"
         "for i in range(1100): sys.stdout.write(('%05d ' % i) + 'z' * 10000 + '\\n')\n")
     with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=60) as pool:
-        raw = pool.run([sys.executable, "loud.py"], cwd=tmp_path, timeout=60, log_dir=tmp_path / "logs")
+        raw = run_command(pool, [sys.executable, "loud.py"], cwd=tmp_path, timeout=60, log_dir=tmp_path / "logs")
         assert pool.stats["warm_runs"] == 1
     assert classify_run(raw, JUDGE).outcome is Outcome.PASS
     size = (tmp_path / "logs" / "stdout.log").stat().st_size

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bisectk.run.executor import run_command
 from bisectk.run.pool import WorkerPool
 from bisectk.run.process import run_process
 
@@ -86,7 +87,7 @@ def pool():
 
 def run(pool, d: Path, name: str, code: str):
     (d / name).write_text(code + "\nprint('BISECTK_RESULT {}')\n")
-    return pool.run([sys.executable, name], cwd=d, timeout=120)
+    return run_command(pool, [sys.executable, name], cwd=d, timeout=120)
 
 
 @pytest.mark.parametrize("kind, code, restorable", DIRTY, ids=[d[0] for d in DIRTY])
@@ -95,7 +96,7 @@ def test_a_run_that_changes_state_leaves_the_next_run_a_fresh_start(pool, fresh,
     before = dict(pool.stats)
     dirty = run(pool, tmp_path, "dirty.py", code)
     assert dirty.exit_code == 0, dirty.stderr
-    probe = pool.run([sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
+    probe = run_command(pool, [sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
     assert probe.exit_code == 0, probe.stderr
     state = result(probe)
     assert state == fresh, {k: (state[k], fresh[k]) for k in state if state[k] != fresh[k]}
@@ -133,7 +134,7 @@ def test_a_worker_that_is_no_longer_fresh_refuses_the_run(tmp_path, monkeypatch)
         p.start()
         import time
         time.sleep(2.5)
-        raw = p.run([sys.executable, "dtype.py"], cwd=tmp_path, timeout=120)
+        raw = run_command(p, [sys.executable, "dtype.py"], cwd=tmp_path, timeout=120)
         assert raw.exit_code == 0 and result(raw)["dtype"] == "torch.float32", (raw.stdout, raw.stderr)
         assert p.stats.get("refused", 0) >= 1
 
@@ -149,6 +150,6 @@ def test_an_ordinary_failing_exit_keeps_its_worker_and_leaves_the_next_run_fresh
     assert failed.exit_code == 1 and "AssertionError" in failed.stderr
     exited = run(pool, tmp_path, "exits.py", "import sys; sys.exit(3)")
     assert exited.exit_code == 3
-    probe = pool.run([sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
+    probe = run_command(pool, [sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
     assert result(probe) == fresh
     assert pool.stats["worker_discards"] == before and pool.stats["cold_runs"] == 0

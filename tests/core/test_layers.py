@@ -8,8 +8,9 @@ PKG = ROOT / "bisectk"
 
 # layer -> layers it may import (a layer is a module or a package, matched by prefix)
 ALLOWED = {
-    "bisectk.errors": set(), "bisectk.exitcodes": set(), "bisectk.outcome": set(), "bisectk.procstat": set(),
-    "bisectk.stuck": set(),
+    "bisectk.errors": {"bisectk.exitcodes"}, "bisectk.exitcodes": set(), "bisectk.outcome": set(), "bisectk.procstat": set(),
+    "bisectk.stuck": set(), "bisectk.timeouts": set(),
+    "bisectk.bisectlog": {"bisectk.errors", "bisectk.outcome"},
     "bisectk.expr": {"bisectk.errors"},
     "bisectk.spec": {"bisectk.errors", "bisectk.expr"},
     "bisectk.events": {"bisectk.outcome"},
@@ -17,15 +18,16 @@ ALLOWED = {
     "bisectk.ledger_check": {"bisectk.errors", "bisectk.ledger"},
     "bisectk.search": {"bisectk.outcome", "bisectk.search"},
     "bisectk.run": {"bisectk.errors", "bisectk.outcome", "bisectk.spec", "bisectk.events", "bisectk.ledger",
-                    "bisectk.procstat", "bisectk.stuck", "bisectk.run"},
+                    "bisectk.procstat", "bisectk.stuck", "bisectk.timeouts", "bisectk.run"},
     "bisectk.ptx": {"bisectk.errors", "bisectk.outcome", "bisectk.spec", "bisectk.run", "bisectk.ptx"},
     "bisectk.evidence": {"bisectk.errors", "bisectk.outcome", "bisectk.spec", "bisectk.run", "bisectk.ptx"},
     "bisectk.spaces": {"bisectk.errors", "bisectk.outcome", "bisectk.spec", "bisectk.run", "bisectk.spaces"},
     "bisectk.engine": {"bisectk.errors", "bisectk.exitcodes", "bisectk.outcome", "bisectk.expr", "bisectk.spec",
-                       "bisectk.procstat", "bisectk.stuck",
+                       "bisectk.procstat", "bisectk.stuck", "bisectk.timeouts", "bisectk.bisectlog",
                        "bisectk.events", "bisectk.ledger", "bisectk.search", "bisectk.run", "bisectk.ptx",
                        "bisectk.evidence", "bisectk.spaces", "bisectk.engine"},
-    "bisectk.report": {"bisectk.errors", "bisectk.exitcodes", "bisectk.outcome", "bisectk.stuck", "bisectk.spec",
+    "bisectk.report": {"bisectk.errors", "bisectk.exitcodes", "bisectk.outcome", "bisectk.stuck", "bisectk.timeouts",
+                       "bisectk.bisectlog", "bisectk.spec",
                        "bisectk.events",
                        "bisectk.engine.records", "bisectk.report"},
     "bisectk.demo": {"bisectk.errors"},
@@ -103,11 +105,12 @@ def test_the_map_is_enforced():
     assert allowed("bisectk.engine.ablate", "bisectk.search")
 
 
-OPTIONAL = {"ray": {"bisectk.run.cluster"}}   # optional dependencies and the one module that may import each
+OPTIONAL = {"ray": {"bisectk.run.cluster", "bisectk.run.rayhead"}}   # optional dependencies and the modules that may import each
 
 
 def test_optional_dependencies_stay_in_their_module():
-    """Ray is an extra: only bisectk/run/cluster.py imports it, and only inside functions, so
+    """Ray is an extra: only bisectk/run/cluster.py (the actors) and run/rayhead.py (reaching or
+    starting the cluster) import it, and only inside functions, so
     bisectk imports and runs without it (docs/LAYERS.md)."""
     for p in PKG.rglob("*.py"):
         tree = ast.parse(p.read_text())

@@ -124,7 +124,7 @@ def test_a_module_imported_from_outside_the_tree_is_in_the_key(env, warm):
     d = project(env)
     pool = WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=60) if warm else None
     try:
-        ex = pool.run if pool else None
+        ex = pool
         assert verdict(d, env / "l.db", executor=ex)[0].outcome is Outcome.PASS
         again, n = verdict(d, env / "l.db", executor=ex)
         assert again.outcome is Outcome.PASS and n == 0          # recorded, unchanged: reused

@@ -5,14 +5,14 @@ import sys
 import time
 
 from bisectk.run.process import run_process
-from bisectk.run.progress import SLACK_S, Recorder, Timeline, Watch, point_key, role
+from bisectk.run.progress import SLACK_S, FixedWatch, ProgressWatch, Timeline, point_key, role
 from tests.conftest import ROOT
 
 JIT = [sys.executable, str(ROOT / "tests" / "fixtures" / "jit.py")]
 
 
 def good_timeline(*extra) -> tuple[Timeline, float]:
-    rec = Recorder()
+    rec = FixedWatch(60)
     raw = run_process([*JIT, *extra], timeout=60, watch=rec)
     assert raw.exit_code == 0
     tl = Timeline.from_list(raw.timeline)
@@ -33,13 +33,13 @@ def test_ordinary_lines_that_read_like_phases_weigh_like_them():
 def test_a_plain_spoken_subject_is_called_soon_after_the_good_runs_finish_point():
     """No protocol: "launching kernel" and silence is a hang about a second after the point where
     the good run had finished, and a compile three seconds slower than good's is not one."""
-    rec = Recorder()
+    rec = FixedWatch(60)
     good = run_process([*JIT, "--plain"], timeout=60, watch=rec)
     tl, good_s = Timeline.from_list(good.timeline), good.duration_s
-    raw = run_process([*JIT, "--plain", "--hang", "1"], timeout=60, watch=Watch(tl, 5 * good_s, 1.0))
+    raw = run_process([*JIT, "--plain", "--hang", "1"], timeout=60, watch=ProgressWatch(tl, 5 * good_s, 1.0))
     assert raw.timed_out and raw.duration_s - good_s <= 1.5, (raw.duration_s, good_s, raw.stalled)
     assert "hung after the line 'launching kernel" in raw.stalled
-    raw = run_process([*JIT, "--plain", "--slow-compile", "1"], timeout=60, watch=Watch(tl, 5 * good_s, 1.0))
+    raw = run_process([*JIT, "--plain", "--slow-compile", "1"], timeout=60, watch=ProgressWatch(tl, 5 * good_s, 1.0))
     assert not raw.timed_out and raw.exit_code == 0
 
 
@@ -54,14 +54,14 @@ def test_point_keys_blank_numbers_and_name_phases():
 def test_deadline_follows_the_run():
     tl = Timeline((("phase:imports", 5.0), ("phase:compile", 5.0), ("phase:compiled", 8.0),
                    ("phase:launch", 8.0), ("phase:synchronized", 8.05)), 8.2)
-    w = Watch(tl, fixed_s=41.0, floor_s=1.0)
+    w = ProgressWatch(tl, fixed_s=41.0, floor_s=1.0)
     start = w.deadline()
     assert start > 8.2 * 5           # before any progress: generous (start-up and compile weighted)
-    w.line("BISECTK_PHASE imports", 2.0)   # a warm run: no imports to wait for
-    w.line("BISECTK_PHASE compile", 2.0)
+    w.feed("BISECTK_PHASE imports", 2.0)   # a warm run: no imports to wait for
+    w.feed("BISECTK_PHASE compile", 2.0)
     assert w.deadline() >= 2.0 + 10 * 3.0   # compile stretch x10
-    w.line("BISECTK_PHASE compiled", 6.0)
-    w.line("BISECTK_PHASE launch", 6.0)
+    w.feed("BISECTK_PHASE compiled", 6.0)
+    w.feed("BISECTK_PHASE launch", 6.0)
     finish = 6.0 + (8.2 - 8.0)             # where this run would finish at the good run's pace
     assert finish + SLACK_S - 1e-6 <= w.deadline() <= finish + 1.5
     assert "hung after 'launch'" in w.where(w.deadline())
@@ -70,7 +70,7 @@ def test_deadline_follows_the_run():
 def test_hang_after_launch_is_called_soon_after_the_good_runs_finish_point():
     tl, good_s = good_timeline()
     t = time.monotonic()
-    raw = run_process([*JIT, "--hang", "1"], timeout=60, watch=Watch(tl, 5 * good_s, 1.0))
+    raw = run_process([*JIT, "--hang", "1"], timeout=60, watch=ProgressWatch(tl, 5 * good_s, 1.0))
     assert raw.timed_out and raw.duration_s < 5 * good_s
     latency = raw.duration_s - good_s      # start-up and compile take as long as in the good run
     assert latency <= 1.5, (latency, raw.stalled)
@@ -79,9 +79,9 @@ def test_hang_after_launch_is_called_soon_after_the_good_runs_finish_point():
 
 def test_slow_compile_is_not_a_hang_and_quiet_subjects_keep_the_old_rule():
     tl, good_s = good_timeline()
-    raw = run_process([*JIT, "--slow-compile", "1"], timeout=60, watch=Watch(tl, 5 * good_s, 1.0))
+    raw = run_process([*JIT, "--slow-compile", "1"], timeout=60, watch=ProgressWatch(tl, 5 * good_s, 1.0))
     assert not raw.timed_out and raw.exit_code == 0 and raw.duration_s > good_s + 2.5
-    quiet = Watch(None, fixed_s=2.0)
+    quiet = ProgressWatch(None, fixed_s=2.0)
     raw = run_process([*JIT, "--quiet", "--hang", "1", "--startup", "0.1"], timeout=60, watch=quiet)
     assert raw.timed_out and 1.9 <= raw.duration_s < 4.0
 
@@ -90,7 +90,7 @@ def test_a_printing_spin_loop_is_a_hang_within_the_ordinary_slack():
     """A hung kernel that prints "waiting for barrier i" every 0.2 s: the repeated line (numbers
     blanked) is not progress, so the hang is called as soon as a silent one would be."""
     tl, good_s = good_timeline()
-    raw = run_process([*JIT, "--hang", "1", "--chatty", "1"], timeout=60, watch=Watch(tl, 5 * good_s, 1.0))
+    raw = run_process([*JIT, "--hang", "1", "--chatty", "1"], timeout=60, watch=ProgressWatch(tl, 5 * good_s, 1.0))
     assert raw.timed_out, (raw.duration_s, raw.stdout[-300:])
     assert raw.duration_s - good_s <= 1.5 + 0.2, (raw.duration_s, good_s, raw.stalled)
     assert "hung after 'launch'" in raw.stalled
@@ -98,14 +98,14 @@ def test_a_printing_spin_loop_is_a_hang_within_the_ordinary_slack():
 
 def test_repeated_lines_do_not_move_the_deadline_and_new_lines_are_capped():
     tl = Timeline((("phase:launch", 1.0), ("phase:synchronized", 1.1)), 1.2)
-    w = Watch(tl, fixed_s=6.0, floor_s=1.0)
-    w.line("BISECTK_PHASE launch", 1.0)
+    w = ProgressWatch(tl, fixed_s=6.0, floor_s=1.0)
+    w.feed("BISECTK_PHASE launch", 1.0)
     first = w.deadline()
     for i in range(50):
-        w.line(f"waiting for barrier {i} at 0x{i:x}", 1.5 + i)
+        w.feed(f"waiting for barrier {i} at 0x{i:x}", 1.5 + i)
     # only the first 'waiting' line was new: the deadline moved once, by half a second
     assert abs(w.deadline() - (first + 0.5)) < 1e-9
     # a run whose every line is new (a different word each time) still ends at the cap
     for i, word in enumerate(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"] * 3):
-        w.line(f"{word} {'x' * i}", 2.0 + 3 * i)
+        w.feed(f"{word} {'x' * i}", 2.0 + 3 * i)
     assert w.deadline() == w.cap() == max(10.0, 4.0) * 1.2 + 1.2

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bisectk.run.progress import Timeline, Watch
-from bisectk.run.remote import InlineExecutor, RemoteJob, Site, pack_tree, watch_from_spec, watch_spec
+from bisectk.run.progress import FixedWatch, ProgressWatch, Timeline, watch_from_dict
+from bisectk.run.remote import InlineExecutor, RemoteJob, Site, pack_tree
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
@@ -33,7 +33,7 @@ def tree(root: Path, flavour: str) -> Path:
 def job(source, key: str, tmp: Path, local_root: str = "/driver/tree") -> RemoteJob:
     return RemoteJob(source=source, argv=["/driver/python", "run.py"], build=["/driver/python", "build.py"],
                      env={"FLAVOUR": key, "TREE": local_root + "/sub", "COUNT": str(tmp / "count")},
-                     timeout=30, build_key=key, interpreter="/driver/python", local_root=local_root)
+                     watch=FixedWatch(30).to_dict(), build_key=key, interpreter="/driver/python", local_root=local_root)
 
 
 def test_site_builds_each_copy_once_per_build_and_maps_driver_paths(tmp_path):
@@ -41,20 +41,21 @@ def test_site_builds_each_copy_once_per_build_and_maps_driver_paths(tmp_path):
     site = Site(None, tmp_path / "site")
     src_a = {"kind": "tar", "id": "a", "ref": pack_tree(a), "subdir": "."}
     src_b = {"kind": "tar", "id": "b", "ref": pack_tree(b), "subdir": "."}
+    count = tmp_path / "count"
     try:
-        build, run = site.run(job(src_a, "k1", tmp_path))
-        assert build is not None and build.exit_code == 0 and run.exit_code == 0, (build, run)
+        run = site.run(job(src_a, "k1", tmp_path))
+        assert run.phase == "run" and run.exit_code == 0 and count.read_text() == "1", run
         text, tree_path, python = run.stdout.split()
         root = site.roots["a"]
         assert text == "k1" and tree_path == f"{root}/sub" and python == sys.executable
         assert not (root / "__pycache__").exists()              # bytecode never travels
-        build, run = site.run(job(src_a, "k1", tmp_path))       # same copy, same build: not rebuilt
-        assert build is None and run.stdout.split()[0] == "k1"
-        build, run = site.run(job(src_b, "k1", tmp_path))       # another copy: its own build
-        assert build is not None and run.exit_code == 0
-        build, run = site.run(job(src_a, "k2", tmp_path))       # another build in the first copy
-        assert build is not None and run.stdout.split()[0] == "k2"
-        assert (tmp_path / "count").read_text() == "3"
+        run = site.run(job(src_a, "k1", tmp_path))              # same copy, same build: not rebuilt
+        assert count.read_text() == "1" and run.stdout.split()[0] == "k1"
+        run = site.run(job(src_b, "k1", tmp_path))              # another copy: its own build
+        assert count.read_text() == "2" and run.exit_code == 0
+        run = site.run(job(src_a, "k2", tmp_path))              # another build in the first copy
+        assert count.read_text() == "3" and run.stdout.split()[0] == "k2"
+        assert site.executor.builds.count == 3
         assert (a / "built.txt").exists() is False              # the sources it was sent are untouched
     finally:
         site.close()
@@ -63,21 +64,23 @@ def test_site_builds_each_copy_once_per_build_and_maps_driver_paths(tmp_path):
 
 def test_a_source_that_cannot_be_materialised_is_a_run_that_did_not_start(tmp_path):
     site = Site(None, tmp_path / "site")
-    build, run = site.run(job({"kind": "git", "id": "x", "repo": str(tmp_path / "nowhere"), "sha": "0" * 40}, "k",
-                              tmp_path))
-    assert build is None and run.started is False and "cannot materialise" in run.error
+    run = site.run(job({"kind": "git", "id": "x", "repo": str(tmp_path / "nowhere"), "sha": "0" * 40}, "k",
+                       tmp_path))
+    assert run.phase == "run" and run.started is False and "cannot materialise" in run.error
+    assert not (tmp_path / "count").exists()                    # nothing was built
 
 
 def test_the_watchdog_travels_as_data():
     good = Timeline((("phase:imports", 0.5), ("phase:launch", 1.0), ("phase:synchronized", 1.1)), 1.2)
-    w = Watch(good, 6.0, 1.0, 8.0)
-    w.line("BISECTK_PHASE imports", 0.7)
-    w.line("BISECTK_PHASE launch", 1.3)
-    again = watch_from_spec(watch_spec(w))
-    again.line("BISECTK_PHASE imports", 0.7)
-    again.line("BISECTK_PHASE launch", 1.3)
+    w = ProgressWatch(good, 6.0, 1.0, 8.0)
+    w.feed("BISECTK_PHASE imports", 0.7)
+    w.feed("BISECTK_PHASE launch", 1.3)
+    again = watch_from_dict(w.to_dict())
+    again.feed("BISECTK_PHASE imports", 0.7)
+    again.feed("BISECTK_PHASE launch", 1.3)
     assert again.deadline() == w.deadline() and again.kernel_factor == 8.0
-    assert watch_spec(None) is None and type(watch_from_spec({})).__name__ == "Recorder"
+    assert watch_from_dict(None) is None and watch_from_dict(FixedWatch(7).to_dict()).deadline() == 7
+    assert watch_from_dict(FixedWatch(None).to_dict()).deadline() is None
 
 
 def test_a_hang_on_the_site_is_ended_by_its_watchdog(tmp_path):
@@ -87,9 +90,9 @@ def test_a_hang_on_the_site_is_ended_by_its_watchdog(tmp_path):
     site = Site(None, tmp_path / "site")
     good = Timeline((("phase:launch", 0.1),), 0.2)
     t0 = time.monotonic()
-    _, run = site.run(RemoteJob(source={"kind": "tar", "id": "t", "ref": pack_tree(root), "subdir": "."},
-                                argv=[sys.executable, "hang.py"], env={}, timeout=30,
-                                watch=watch_spec(Watch(good, 30.0, 1.0))))
+    run = site.run(RemoteJob(source={"kind": "tar", "id": "t", "ref": pack_tree(root), "subdir": "."},
+                             argv=[sys.executable, "hang.py"], env={},
+                             watch=ProgressWatch(good, 30.0, 1.0).to_dict()))
     site.close()
     assert run.timed_out and time.monotonic() - t0 < 10 and "hung after 'launch'" in run.stalled
 
@@ -100,7 +103,6 @@ def test_bisect_through_the_remote_protocol_checks_nothing_out_here(tmp_path, sh
     a shared repository path, the site archives it there), is built and run in the site's copy;
     the answer is the local one; no worktree is ever added."""
     from bisectk.engine.bisect import run_bisect
-    from bisectk.engine.oracle import SpaceOracle
     from bisectk.engine.policy import RunPolicy
     from bisectk.ledger import Ledger
     from bisectk.run.runner import Runner
@@ -116,13 +118,12 @@ def test_bisect_through_the_remote_protocol_checks_nothing_out_here(tmp_path, sh
     try:
         runner = Runner(spec, ledger, executor=ex)
         space = CommitSpace(graph, None, {}, remote=True, shared_repo=str(tmp_path / "r") if shared else None)
-        oracle = SpaceOracle(runner, space, policy=RunPolicy(jobs=2))
-        rec = run_bisect(oracle, policy=RunPolicy(jobs=2))
+        rec = run_bisect(runner, space, RunPolicy(jobs=2))
     finally:
         ex.close()
         ledger.close()
     assert rec.first_bad["sha"] == shas[17]
-    assert ex.site.stats["builds"] == ex.site.stats["materialised"] >= 4
+    assert ex.site.executor.builds.count == ex.site.stats["materialised"] >= 4
     assert (len(ex._packed) == 0) == shared          # a shared repository: only shas travel
     assert "bisectk-worktrees" not in run_git(tmp_path / "r", "worktree", "list")
     assert len(run_git(tmp_path / "r", "worktree", "list").splitlines()) == 1

@@ -1,7 +1,7 @@
 import sys
 
 from bisectk.engine.endpoints import verify as verify_points
-from bisectk.engine.oracle import SpaceOracle
+from bisectk.engine.oracle import Trials
 from bisectk.ledger import Ledger
 from bisectk.outcome import FailKind, Outcome, Reason
 from bisectk.run.runner import Runner, calibrated
@@ -11,7 +11,7 @@ from bisectk.spec import load_spec
 
 def verify(runner):
     space = FactorSpace(runner.spec)
-    return verify_points(SpaceOracle(runner, space), frozenset(), frozenset(space.differences()))
+    return verify_points(Trials(runner, space), frozenset(), frozenset(space.differences()))
 
 
 def count(path):

@@ -72,5 +72,5 @@ def test_the_json_document_is_whole_when_interrupted_while_writing_it(spec, tmp_
 
 
 def test_an_interrupt_during_the_first_run_is_130_with_nothing_to_report(spec, tmp_path):
-    p = ablate_interrupted(spec, tmp_path, "bisectk.engine.oracle:SpaceOracle.observe", 1)
+    p = ablate_interrupted(spec, tmp_path, "bisectk.engine.oracle:Trials.observe", 1)
     assert p.returncode == 130 and "interrupted before the endpoints were verified" in p.stderr, p.stderr

@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 
+from bisectk.run.executor import run_command
 from bisectk.run.pool import WorkerPool
 from tests.conftest import wait_until
 
@@ -62,8 +63,8 @@ def result(raw):
 
 
 def test_two_requests_share_one_warm_process(pool, scripts):
-    a = pool.run([sys.executable, "echo.py", "--x", "1"], cwd=scripts, timeout=30)
-    b = pool.run([sys.executable, "echo.py", "--x", "2"], cwd=scripts, timeout=30,
+    a = run_command(pool, [sys.executable, "echo.py", "--x", "1"], cwd=scripts, timeout=30)
+    b = run_command(pool, [sys.executable, "echo.py", "--x", "2"], cwd=scripts, timeout=30,
                  env={"FLAVOUR": "b"})
     ra, rb = result(a), result(b)
     assert a.exit_code == 0 and b.exit_code == 0 and not a.timed_out
@@ -71,7 +72,7 @@ def test_two_requests_share_one_warm_process(pool, scripts):
     assert ra["argv"] == ["--x", "1"] and rb["argv"] == ["--x", "2"]
     assert ra["cwd"] == str(scripts) and ra["flavour"] is None and rb["flavour"] == "b"
     assert "raw fd write" in a.stdout and "to stderr" in a.stderr
-    c = pool.run([sys.executable, "echo.py"], cwd=scripts, timeout=30)
+    c = run_command(pool, [sys.executable, "echo.py"], cwd=scripts, timeout=30)
     assert result(c)["flavour"] is None  # env overrides do not leak into the next run
     assert pool.stats["warm_runs"] == 3 and pool.stats["worker_discards"] == 0
 
@@ -89,27 +90,27 @@ def _alive(pid: int) -> bool:
 
 
 def test_hang_is_killed_and_replaced(pool, scripts):
-    first = result(pool.run([sys.executable, "echo.py"], cwd=scripts, timeout=30))["pid"]
-    raw = pool.run([sys.executable, "hang.py"], cwd=scripts, timeout=1.0)
+    first = result(run_command(pool, [sys.executable, "echo.py"], cwd=scripts, timeout=30))["pid"]
+    raw = run_command(pool, [sys.executable, "hang.py"], cwd=scripts, timeout=1.0)
     assert raw.timed_out and raw.exit_code is None and raw.duration_s < 10
     assert wait_until(lambda: not _alive(first), timeout=10)   # the hung worker is gone (ended, not waited for)
-    after = result(pool.run([sys.executable, "echo.py"], cwd=scripts, timeout=60))["pid"]
+    after = result(run_command(pool, [sys.executable, "echo.py"], cwd=scripts, timeout=60))["pid"]
     assert after != first
     assert pool.stats["worker_discards"] == 1
 
 
 def test_crash_is_reported_and_replaced(pool, scripts):
-    first = result(pool.run([sys.executable, "echo.py"], cwd=scripts, timeout=30))["pid"]
-    raw = pool.run([sys.executable, "boom.py"], cwd=scripts, timeout=30)
+    first = result(run_command(pool, [sys.executable, "echo.py"], cwd=scripts, timeout=30))["pid"]
+    raw = run_command(pool, [sys.executable, "boom.py"], cwd=scripts, timeout=30)
     assert raw.exit_code == 1 and not raw.timed_out
     assert "RuntimeError: CUDA error: an illegal memory access" in raw.stderr
-    second = result(pool.run([sys.executable, "echo.py"], cwd=scripts, timeout=60))["pid"]
+    second = result(run_command(pool, [sys.executable, "echo.py"], cwd=scripts, timeout=60))["pid"]
     assert second != first  # a failed run never leaves its context to the next configuration
-    raw = pool.run([sys.executable, "exit3.py"], cwd=scripts, timeout=30)
+    raw = run_command(pool, [sys.executable, "exit3.py"], cwd=scripts, timeout=30)
     assert raw.exit_code == 3 and "partial" in raw.stdout
-    raw = pool.run([sys.executable, "abort.py"], cwd=scripts, timeout=30)
+    raw = run_command(pool, [sys.executable, "abort.py"], cwd=scripts, timeout=30)
     assert raw.exit_code is None and raw.signal == "SIGABRT"
-    third = result(pool.run([sys.executable, "echo.py"], cwd=scripts, timeout=60))["pid"]
+    third = result(run_command(pool, [sys.executable, "echo.py"], cwd=scripts, timeout=60))["pid"]
     assert third not in (first, second)
     # the CUDA error and the abort retired their workers; the ordinary exit 3 kept its own (issue 25:
     # a failing exit is no reason to pay a worker's start again)
@@ -117,9 +118,9 @@ def test_crash_is_reported_and_replaced(pool, scripts):
 
 
 def test_non_python_or_process_level_env_runs_cold(pool, scripts):
-    raw = pool.run(["sh", "-c", "echo cold; exit 4"], cwd=scripts, timeout=30)
+    raw = run_command(pool, ["sh", "-c", "echo cold; exit 4"], cwd=scripts, timeout=30)
     assert raw.exit_code == 4 and "cold" in raw.stdout
-    raw = pool.run([sys.executable, "echo.py"], cwd=scripts, timeout=30,
+    raw = run_command(pool, [sys.executable, "echo.py"], cwd=scripts, timeout=30,
                    env={"CUDA_VISIBLE_DEVICES": "7"})
     assert raw.exit_code == 0 and result(raw)["pid"] != pool.slots[0].worker.proc.pid
     assert pool.stats["cold_runs"] == 2
@@ -127,7 +128,7 @@ def test_non_python_or_process_level_env_runs_cold(pool, scripts):
 
 def test_log_dir_keeps_full_output(pool, scripts, tmp_path):
     logs = tmp_path / "logs"
-    raw = pool.run([sys.executable, "echo.py"], cwd=scripts, timeout=30, log_dir=logs)
+    raw = run_command(pool, [sys.executable, "echo.py"], cwd=scripts, timeout=30, log_dir=logs)
     assert raw.exit_code == 0
     assert "BISECTK_RESULT" in (logs / "stdout.log").read_text()
     assert "to stderr" in (logs / "stderr.log").read_text()
@@ -144,7 +145,7 @@ def test_pool_plugs_into_runner_signature():
 
 def test_pool_runs_cold_when_workers_cannot_start(scripts):
     with WorkerPool(gpus=None, python="/bin/false", preload=(), ready_timeout=10) as p:
-        raw = p.run([sys.executable, "echo.py"], cwd=scripts, timeout=30)
+        raw = run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=30)
         assert raw.exit_code == 0 and result(raw) is not None
         assert p.stats["cold_runs"] == 1 and p.stats.get("failed_starts", 0) >= 3
 
@@ -157,11 +158,11 @@ def test_hot_spare_takes_over_a_killed_worker(scripts):
         while not p.slots[0].spares and time.monotonic() < deadline:
             time.sleep(0.05)
         spare_pid = p.slots[0].spares[0].proc.pid
-        first = result(p.run([sys.executable, "echo.py"], cwd=scripts, timeout=30))["pid"]
-        raw = p.run([sys.executable, "hang.py"], cwd=scripts, timeout=0.5)
+        first = result(run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=30))["pid"]
+        raw = run_command(p, [sys.executable, "hang.py"], cwd=scripts, timeout=0.5)
         assert raw.timed_out
         t = time.monotonic()
-        after = result(p.run([sys.executable, "echo.py"], cwd=scripts, timeout=30))["pid"]
+        after = result(run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=30))["pid"]
         assert after != first and time.monotonic() - t < 2.0   # no imports to wait for
         assert p.slots[0].worker.proc.pid == spare_pid
         assert p.stats["spare_promotions"] == 1 and p.stats["recovery_s"] == [0.0]
@@ -183,9 +184,9 @@ def test_two_spares_cover_two_hangs_in_a_row(scripts):
                 time.sleep(0.05)
             assert len(p.slots[0].spares) == spares
             for _ in range(2):
-                assert p.run([sys.executable, "hang.py"], cwd=scripts, timeout=0.3).timed_out
+                assert run_command(p, [sys.executable, "hang.py"], cwd=scripts, timeout=0.3).timed_out
             t = time.monotonic()
-            assert result(p.run([sys.executable, "echo.py"], cwd=scripts, timeout=30))
+            assert result(run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=30))
             return [*p.stats["recovery_s"], round(time.monotonic() - t, 3)]
 
     two = recoveries(2)
@@ -221,26 +222,26 @@ def test_each_run_imports_its_own_tree_fresh(tmp_path):
         (d / "helper.py").write_text(f"VALUE = {value}\n")
         trees.append(d)
     with WorkerPool(gpus=None, preload=(), ready_timeout=60) as p:
-        seen = [result(p.run([sys.executable, "main.py"], cwd=d, timeout=30)) for d in (*trees, trees[0])]
+        seen = [result(run_command(p, [sys.executable, "main.py"], cwd=d, timeout=30)) for d in (*trees, trees[0])]
         assert [s["value"] for s in seen] == [111, 222, 111]
         assert [s["cwd"] for s in seen] == [str(trees[0]), str(trees[1]), str(trees[0])]
         assert all(s["leak"] is None for s in seen) and all(s["mods"] == ["helper"] for s in seen)
         # the same path rewritten with a source of the same size, within the same second
         (trees[0] / "helper.py").write_text("VALUE = 999\n")
-        assert result(p.run([sys.executable, "main.py"], cwd=trees[0], timeout=30))["value"] == 999
+        assert result(run_command(p, [sys.executable, "main.py"], cwd=trees[0], timeout=30))["value"] == 999
         assert len({s["path0"] for s in seen}) == 2 and p.stats["worker_discards"] == 0
 
 
 def test_warm_runs_follow_progress(tmp_path):
-    from bisectk.run.progress import Recorder, Timeline, Watch
+    from bisectk.run.progress import FixedWatch, ProgressWatch, Timeline
     from tests.conftest import ROOT
     jit = str(ROOT / "tests" / "fixtures" / "jit.py")
     with WorkerPool(gpus=None, preload=(), ready_timeout=60) as p:
-        rec = Recorder()
-        good = p.run([sys.executable, jit, "--startup", "0.2"], cwd=tmp_path, timeout=60, watch=rec)
+        rec = FixedWatch(60)
+        good = run_command(p, [sys.executable, jit, "--startup", "0.2"], cwd=tmp_path, timeout=60, watch=rec)
         tl = Timeline.from_list(good.timeline)
         assert good.exit_code == 0 and [k for k, _ in tl.points][-1] == "phase:synchronized"
-        hung = p.run([sys.executable, jit, "--startup", "0.2", "--hang", "1"], cwd=tmp_path, timeout=60,
-                     watch=Watch(tl, 60.0, 1.0))
+        hung = run_command(p, [sys.executable, jit, "--startup", "0.2", "--hang", "1"], cwd=tmp_path, timeout=60,
+                     watch=ProgressWatch(tl, 60.0, 1.0))
         assert hung.timed_out and hung.duration_s - good.duration_s <= 1.5
         assert "hung after 'launch'" in hung.stalled

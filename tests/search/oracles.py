@@ -69,3 +69,10 @@ class Counting:
     def __call__(self, config: frozenset) -> Outcome:
         self.calls.append(config)
         return self.oracle(config)
+
+
+def said(result) -> list[str]:
+    """A result's next steps as the reports word them (the search gives facts: search/result.py
+    `advise`; report/advice.py puts them into words)."""
+    from bisectk.report.advice import step_words
+    return [step_words(s) for s in result.advice]

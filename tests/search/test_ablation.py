@@ -8,7 +8,7 @@ from bisectk.outcome import Outcome
 from bisectk.search import (DEFAULT_STRATEGY, STRATEGIES, ConfidenceRule, SearchStopped,
                             StopSearch, ablate, strategy_names)
 
-from .oracles import Counting, flaky, planted
+from .oracles import Counting, flaky, planted, said
 
 ITEMS = [f"f{i:02d}" for i in range(16)]
 PAIR = {"f03", "f11"}
@@ -39,7 +39,7 @@ def test_result_carries_what_the_report_needs():
     assert result.effects["f03"].removed is Outcome.PASS  # measured by measure_removal
     assert result.effects["f03"].role == "culprit"
     assert result.proof == {frozenset({"f03"}): Outcome.PASS, frozenset({"f11"}): Outcome.PASS}
-    assert result.next_steps and "only together" in result.next_steps[0]
+    assert said(result) and "only together" in said(result)[0]
     data = json.loads(json.dumps(result.to_dict()))
     assert data["culprits"] == ["f03", "f11"] and data["interaction"] is True
     assert data["runs"] == len(data["attempts"]) and data["flakiness_rule"] is None
@@ -53,7 +53,7 @@ def test_unresolved_configurations_are_listed():
     result = ablate(ITEMS, oracle)
     assert result.culprits == ("f05",)
     assert result.unresolved and all(a.outcome is Outcome.UNRESOLVED for a in result.unresolved)
-    assert any("UNRESOLVED" in step for step in result.next_steps)
+    assert any("UNRESOLVED" in step for step in said(result))
 
 
 @pytest.mark.parametrize("stop", [KeyboardInterrupt, StopSearch])
@@ -74,7 +74,7 @@ def test_interrupt_raises_with_the_best_result_so_far(stop):
     failing = [a.config for a in best.attempts if a.outcome is Outcome.FAIL]
     assert best.fail_config == min(failing, key=len)  # the smallest failure seen
     assert PAIR <= best.fail_config
-    assert "Resume" in best.next_steps[0]
+    assert "Resume" in said(best)[0]
 
 
 def test_stop_from_the_progress_callback_and_from_the_budget():
@@ -128,4 +128,4 @@ def test_flaky_result_explains_its_rule():
     rule = ConfidenceRule.derive(8, 10)
     result = ablate(ITEMS, planted({"f07"}), rule=rule)
     assert result.to_dict()["flakiness_rule"]["repeats"] == rule.repeats
-    assert any("p_lo=" in step for step in result.next_steps)
+    assert any("p_lo=" in step for step in said(result))

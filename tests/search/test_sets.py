@@ -9,7 +9,7 @@ from bisectk.outcome import Outcome
 from bisectk.search import STRATEGIES, SearchStopped, ablate
 from bisectk.search.sets import hitting_sets
 
-from .oracles import Counting, planted, with_invalid
+from .oracles import Counting, planted, said, with_invalid
 
 SOFTMAX = ["fast", "n", "block", "rows", "seed"]
 
@@ -44,7 +44,7 @@ def test_softmax_two_sets_are_both_found_and_the_fixes_follow_from_them(strategy
     assert result.effects["n"].removed is Outcome.FAIL and result.effects["block"].removed is Outcome.FAIL
     assert result.effects["fast"].sets == (1, 2)
     check_table(result)
-    words = " ".join(result.next_steps)
+    words = " ".join(said(result))
     assert "Fix fast, or both n and block" in words
     assert "may suffice" not in words and "Reverting n" in words
     assert all(s.interaction for s in result.sets)
@@ -69,7 +69,7 @@ def test_two_single_culprits_each_failing_alone():
     assert result.fixes == [frozenset({"c", "f"})]
     assert {d for d, e in result.effects.items() if e.role == "member"} == {"c", "f"}
     check_table(result)
-    assert "Fix both c and f" in " ".join(result.next_steps)
+    assert "Fix both c and f" in " ".join(said(result))
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -110,7 +110,7 @@ def test_the_run_budget_keeps_the_first_set_and_says_another_cause_may_remain():
     assert frozenset({"n"}) in result.open_fixes     # bad without n failed; its set not isolated
     assert result.effects["n"].role == "member"        # bad still fails without n: not CULPRIT
     check_table(result)
-    assert any(step.startswith("Another cause may remain") for step in result.next_steps)
+    assert any(step.startswith("Another cause may remain") for step in said(result))
 
 
 def test_max_sets_bounds_the_search_and_names_what_is_left():
@@ -169,4 +169,4 @@ def test_without_more_sets_nothing_changes_for_a_single_cause():
 
 def test_exhaustive_names_every_other_set():
     result = ablate(list("abcde"), planted({"a", "c"}, {"e"}), strategy="exhaustive")
-    assert "{a, c}" in " ".join(result.next_steps)
+    assert "{a, c}" in " ".join(said(result))

@@ -1,0 +1,122 @@
+"""What to try next, in words: every next step a command suggests is worded here, and only here.
+
+Abstractions
+------------
+step_words -- one step of a record's `advice` ({"step": kind, facts...}, made by the search,
+              search/result.py `advise`, and by the engines) as one sentence, in the voice of a
+              debug log.
+next_steps -- a record's steps in words (a record stored by an older bisectk kept its words:
+              they are used as they are).
+document   -- a record's JSON document (`--json`, `--json-out`, the ledger's copy): its facts
+              (`to_dict`) with its next steps in words beside them, its parts' too (triage's
+              bisection and isolation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from bisectk.engine.records import Record
+
+
+def _names(items: Sequence[Any]) -> str:
+    return ", ".join(str(x) for x in items)
+
+
+def _fix(fix: Sequence[str]) -> str:
+    """'fast', 'both n and block', 'all of a, b and c'."""
+    items = [str(d) for d in fix]
+    if len(items) == 1:
+        return items[0]
+    joined = ", ".join(items[:-1]) + " and " + items[-1]
+    return ("both " if len(items) == 2 else "all of ") + joined
+
+
+def _stopped(s: dict) -> str:
+    shown, unsure = s["shown"], s["unsure"]
+    return (f"The search stopped after {s['runs']} runs ({s['reason'] or 'interrupted'}); the smallest failing "
+            f"configuration so far has {len(shown) + len(unsure)} of {s['of']} differences"
+            + (f", of which {_names(shown)} shown necessary" if shown else "")
+            + (f"; not yet resolved: {_names(unsure)}" if unsure else "") + ". Resume to finish.")
+
+
+def _together(s: dict) -> str:
+    tail = ("reverting any one of them from bad fixes it (each was run)." if s["each_revert_fixes"] else
+            "whether reverting one of them fixes bad was not shown: run bad with each reverted.")
+    return (f"{_names(s['culprits'])} fail only together (every proper subset passes): look for the state or "
+            f"assumption they share; {tail}")
+
+
+def _isolate_rest(s: dict) -> str:
+    tail = ("; then ablate again with a larger --max-runs (the runs so far are answered from the ledger)"
+            if s["budget"] else "; make that configuration the [bad] side of a spec and ablate it")
+    return "To isolate what remains: " + "; ".join(f"{c} shows bad without {_names(m) or '-'}"
+                                                   for c, m in zip(s["commands"], s["without"])) + tail
+
+
+WORDS: dict[str, Callable[[dict], str]] = {
+    # the set searches (search/result.py advise)
+    "stopped": _stopped,
+    "sets": lambda s: (f"{len(s['sets'])} independent failing sets, each enough to fail on its own: "
+                       + "; ".join(f"set {i} {{{_names(m)}}}" for i, m in enumerate(s["sets"], 1))
+                       + ". Bad passes only when every set loses a member."),
+    "alone": lambda s: (f"{s['culprit']} alone on the good configuration reproduces the failure: start from the "
+                        "code paths it changes."),
+    "together": _together,
+    "proof_incomplete": lambda s: (f"{_names(s['culprits'])} form a 1-minimal failing set, but the interaction proof "
+                                   f"is incomplete: {s['unresolved']} proper subset(s) stayed unresolved after their "
+                                   "re-runs (they do not build, are invalid, or fail differently every time)."),
+    "fixes": lambda s: "Fix " + ", or ".join(_fix(f) for f in s["fixes"]) + ": bad passed with each of these reverted.",
+    "not_enough": lambda s: ("Reverting " + " or ".join(s["members"]) + " alone is not enough: bad still failed "
+                             "without it (another set does not need it)."),
+    "another_cause": lambda s: f"Another cause may remain: {s['note']}.",
+    "context": lambda s: (f"The isolated difference fails with {_names(s['context'])} also applied; run the "
+                          "'adaptive' strategy to learn which of those it needs."),
+    "confirm_fix": lambda s: ("Confirm the fix: run the bad configuration with the culprits reverted one at a time "
+                              "('ofat' measures this for every difference)."),
+    "other_sets": lambda s: (f"{len(s['sets'])} other failing set(s) were seen: "
+                             + "; ".join(f"{{{_names(m)}}}" for m in s["sets"]) + ". There may be more than one cause."),
+    "unresolved": lambda s: (f"{s['count']} configuration(s) were UNRESOLVED (invalid, build failure or a different "
+                             "failure): a different failure may be a second bug worth its own ablation."),
+    "intermittent": lambda s: f"The failure is intermittent: {s['rule']}.",
+    # ablate (engine/ablate.py)
+    "verify_fixes": lambda s: "Verify each fix on the bad configuration: " + "; ".join(s["commands"]),
+    "verify_fix": lambda s: f"Verify the fix candidate on the bad configuration: {s['command']}",
+    "isolate_rest": _isolate_rest,
+    "threshold": lambda s: f"{s['factor']}: {s['text']}; inspect what changes between those two values.",
+    "different_failure": lambda s: "A different failure appeared in some hybrids (listed above): ablate it separately.",
+    # diff (engine/diff.py)
+    "unbuilt_hybrids": lambda s: (f"{s['count']} hybrid(s) did not build or failed differently; hunks that only build "
+                                  "together are searched as a group, so check the culprit diff builds on its own."),
+    "confirm_lines": lambda s: ("Apply only the culprit lines to GOOD and confirm the failure; then revert them in BAD "
+                                "and confirm the fix."),
+    # bisect (engine/bisect.py)
+    "resume": lambda s: f"The search stopped ({s['reason']}); run it again with --resume to continue.",
+    "fix_skipped": lambda s: "Make the skipped commits testable (fix their build) to resolve the ambiguity.",
+    "contradiction": lambda s: (f"The observations contradict each other: {s['text']}. The failure may be flaky (try "
+                                "--flaky) or depend on more than the commit (the environment, the build cache)."),
+    "inspect": lambda s: f"Inspect the diff of the first bad commit: git show {s['sha']}",
+    "isolate_lines": lambda s: (f"Isolate the culprit lines inside it: bisectk triage ... --good {s['good']} "
+                                f"--bad {s['bad']}"),
+}
+
+
+def step_words(step: dict) -> str:
+    words = WORDS.get(step.get("step", ""))
+    return words(step) if words else str(step.get("text", step))
+
+
+def next_steps(rec: Record) -> list[str]:
+    return [step_words(s) for s in rec.advice] if rec.advice else list(rec.next_steps)
+
+
+def document(rec: Record) -> dict[str, Any]:
+    """The record's JSON document: its facts, and its next steps in words."""
+    doc = rec.to_dict()
+    doc["next_steps"] = next_steps(rec)
+    for part in ("bisect", "diff"):          # triage's parts, stored as documents of their own
+        sub = doc.get(part)
+        if isinstance(sub, dict) and sub.get("advice"):
+            sub["next_steps"] = [step_words(s) for s in sub["advice"]]
+    return doc

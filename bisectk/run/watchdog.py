@@ -1,0 +1,69 @@
+"""How a hang is decided: one wait loop, shared by every executor.
+
+Abstractions
+------------
+Watch    -- the protocol of a run's watchdog (run/progress.py: FixedWatch, ProgressWatch):
+            `deadline()` seconds from the run's start after which it is a hang (None: never; it
+            may move as the run shows progress), `feed(line, t)` one output line `t` seconds in,
+            `where(t)` a hang in words, `timeline(end)` the progress it saw, `to_dict()` the
+            watch as data (a run on another host keeps its watchdog beside it).
+Hung     -- the wait's verdict on a run that outlived its deadline: when it was called, where it
+            stopped (in words), and its snapshot (where every thread and warp waits), read
+            before the caller kills it.
+wait_run -- wait for a run to end, step by step, looking at the watch's deadline between steps;
+            the one place a hang is decided, for a fresh process (run/process.py) and a warm
+            worker (run/pool.py) alike, and so for a Ray actor too, which runs one of those
+            beside its subject (run/remote.py). The hang snapshot (run/snapshot.py) is taken
+            here, once, at the moment the deadline passes and before anything is killed.
+
+Why steps: a ProgressWatch's deadline moves while the run prints, so it is looked at again every
+STEP_S; a step is also when an executor checks what it must (a warm worker's supervisor).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from bisectk.run.progress import Timeline
+from bisectk.run.snapshot import SnapshotRequest, taken
+
+STEP_S = 0.05
+
+
+class Watch(Protocol):
+    def deadline(self) -> float | None: ...
+
+    def feed(self, text: str, t: float) -> None: ...
+
+    def where(self, now: float) -> str: ...
+
+    def timeline(self, end: float) -> Timeline: ...
+
+    def to_dict(self) -> dict: ...
+
+
+@dataclass(frozen=True)
+class Hung:
+    at_s: float            # seconds from the run's start when the watchdog called it
+    stalled: str           # where it stopped, in words ('' without a good timeline)
+    stuck: dict | None     # where it waited (run/snapshot.py), when a snapshot was asked
+
+
+def wait_run(step: Callable[[float], bool], watch: Watch, t0: float, *, pid: int,
+             snapshot: SnapshotRequest | None = None) -> Hung | None:
+    """`step(seconds)` waits at most that long for the run's end, keeps what it read there (a
+    report, a reply) and says whether the run ended; it may raise to say the run was lost.
+    Returns None once a step says so, or Hung when `watch.deadline()` (seconds from `t0`,
+    time.monotonic) passes first: the tree under `pid` is read (`snapshot`) before this returns,
+    so before any kill."""
+    while True:
+        due = watch.deadline()
+        left = None if due is None else t0 + due - time.monotonic()
+        if left is not None and left <= 0:
+            at = time.monotonic() - t0
+            return Hung(at, watch.where(at), taken(snapshot, pid, at))
+        if step(STEP_S if left is None else min(STEP_S, left)):
+            return None

@@ -1,0 +1,42 @@
+"""TimeoutPolicy: the watchdog's limit and where it came from, as plain data.
+
+The runner (run/runner.py) sets it and the result records (engine/records.py) carry it; the
+reports word it. It lives below both, so that a record never imports the process machinery.
+
+Abstractions
+------------
+TimeoutPolicy -- seconds, source ("spec", "option": --timeout, "calibrated", "progress": a
+                 deadline that follows each run's progress through the good run's timeline, "cap":
+                 nothing calibrated yet) and a detail in words.
+calibrated    -- max(floor, factor x the slowest good run), stated with its inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_FLOOR_S = 1.0
+DEFAULT_FACTOR = 5.0
+CALIBRATION_CAP_S = 120.0  # the first good run has no baseline yet; --timeout overrides
+
+
+@dataclass(frozen=True)
+class TimeoutPolicy:
+    seconds: float
+    source: str   # "spec" | "option" | "calibrated" | "progress" | "cap"
+    detail: str
+
+    def to_dict(self) -> dict:
+        return {"seconds": round(self.seconds, 3), "source": self.source, "detail": self.detail}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TimeoutPolicy:
+        return cls(d["seconds"], d["source"], d["detail"])
+
+
+def calibrated(good_durations: list[float], floor: float = DEFAULT_FLOOR_S,
+               factor: float = DEFAULT_FACTOR) -> TimeoutPolicy:
+    slowest = max(good_durations)
+    seconds = max(floor, factor * slowest)
+    return TimeoutPolicy(seconds, "calibrated",
+                         f"max({floor:g} s, {factor:g} x slowest good run {slowest:.2f} s) = {seconds:.2f} s")

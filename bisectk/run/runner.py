@@ -50,7 +50,7 @@ from bisectk.run.process import RawRun, run_process
 from bisectk.run.progress import (COMPILE_FACTOR, DEFAULT_FACTOR, KERNEL_FACTOR, SLACK_S, Recorder, Timeline,
                                   Watch)
 from bisectk.run.remote import RemoteExecutor, RemoteJob, watch_spec
-from bisectk.run.snapshot import SnapshotPolicy, SnapshotRequest
+from bisectk.run.snapshot import LINEINFO_ENV, SnapshotPolicy, SnapshotRequest
 from bisectk.run.workload import Workload
 from bisectk.spec import Config, Spec, config_key
 
@@ -325,7 +325,8 @@ class Runner:
         env = {**self.spec.environment(w.config), **w.env}
         if self.snapshots is not None and self.snapshots.enabled:
             # a CuTe DSL kernel compiled now carries source lines, so a hang found later can name them
-            env.setdefault("CUTE_DSL_LINEINFO", "1")
+            for k, v in LINEINFO_ENV.items():
+                env.setdefault(k, v)
         return env
 
     def _snapshot(self, forced: bool) -> SnapshotRequest | None:

@@ -53,14 +53,29 @@ def _short_rows(snap: Snapshot) -> list[list[str]]:
     out = []
     for r in rows(snap):
         code = r[4] if len(r[4]) <= 40 else r[4][:37] + "..."
-        who = f"{r[1]} ({r[2]})" if not r[2].startswith("1 ") or "warp" in r[2] else r[1]
+        who = r[1] if r[2].startswith("1 ") or "warp" in r[2] else f"{r[1]} ({r[2]})"
         out.append(([r[0]] if len(scopes) > 1 else []) + [who, r[3], code, r[5]])
     return out
 
 
 def _entries(facts: dict) -> list[dict]:
+    """The snapshots worth a table: the bad endpoint's, the culprit's, and the others that wait
+    somewhere the bad endpoint does not (those that wait at the same places are `_alike`)."""
     out = [e for e in (facts.get("bad"), facts.get("culprit")) if e]
-    return out + list(facts.get("others") or [])[:MAX_OTHERS]
+    return out + [e for e in _others(facts) if not _same_as_bad(facts, e)][:MAX_OTHERS]
+
+
+def _others(facts: dict) -> list[dict]:
+    return list(facts.get("others") or [])
+
+
+def _same_as_bad(facts: dict, entry: dict) -> bool:
+    from bisectk.stuck import same_place
+    return bool(facts.get("bad")) and same_place(_snap(facts["bad"]), _snap(entry)) is True
+
+
+def _alike(facts: dict) -> list[str]:
+    return [e["label"] for e in _others(facts) if _same_as_bad(facts, e)]
 
 
 def terminal_lines(facts: dict | None, brief: bool = False) -> list[str]:
@@ -87,11 +102,16 @@ def terminal_lines(facts: dict | None, brief: bool = False) -> list[str]:
             lines.append(f"stuck at -- {entry['label']}: the same places as the bad endpoint")
             continue
         lines.append(_heading(entry, snap, facts.get("good_last_point")))
-        if snap.groups and len({g.scope for g in snap.groups}) == 1:
+        scopes = {g.scope for g in snap.groups}
+        if len(scopes) == 1 and snap.device:   # a kernel's scope says which CTAs; a lone host process needs no pid
             lines.append(f"  in {snap.groups[0].scope}:")
         lines += _aligned(_short_rows(snap))
         for n in snap.notes:
             lines.append(f"  ({n})")
+    alike = _alike(facts)
+    if alike:
+        lines.append(f"stuck at the same places as the bad endpoint: {len(alike)} more hang(s) read ("
+                     + "; ".join(alike[:3]) + (", ..." if len(alike) > 3 else "") + ")")
     if facts.get("same") is False:
         lines.append("two different hangs: the bad endpoint and the culprit configuration wait at different places")
     if facts.get("culprit_note"):
@@ -115,6 +135,9 @@ def markdown(facts: dict | None) -> str:
         for n in snap.notes:
             parts += ["", f"_{n}_"]
         parts.append("")
+    alike = _alike(facts)
+    if alike:
+        parts.append("Waiting at the same places as the bad endpoint: " + "; ".join(alike) + ".")
     if facts.get("same") is False:
         parts.append("**Two different hangs:** the bad endpoint and the culprit configuration wait at different places.")
     elif facts.get("same") is True:

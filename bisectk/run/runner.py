@@ -45,7 +45,7 @@ from bisectk.run.memokey import StaticKey, policy_words, sources_digest
 from bisectk.run.progress import (COMPILE_FACTOR, DEFAULT_FACTOR as STRETCH_FACTOR, KERNEL_FACTOR, SLACK_S,
                                   FixedWatch, ProgressWatch, Timeline)
 from bisectk.run.scratch import PREFIXES as SCRATCH_PREFIXES
-from bisectk.run.snapshot import SnapshotPolicy, SnapshotRequest
+from bisectk.run.snapshot import LINEINFO_ENV, SnapshotPolicy, SnapshotRequest
 from bisectk.run.workload import Workload
 from bisectk.spec import Config, Spec, config_key
 from bisectk.timeouts import CALIBRATION_CAP_S, DEFAULT_FACTOR, DEFAULT_FLOOR_S, TimeoutPolicy, calibrated
@@ -290,7 +290,8 @@ class Runner:
         env = {**self.spec.environment(w.config), **w.env}
         if self.snapshots is not None and self.snapshots.enabled:
             # a CuTe DSL kernel compiled now carries source lines, so a hang found later can name them
-            env.setdefault("CUTE_DSL_LINEINFO", "1")
+            for k, v in LINEINFO_ENV.items():
+                env.setdefault(k, v)
         return env
 
     def _snapshot(self, forced: bool) -> SnapshotRequest | None:

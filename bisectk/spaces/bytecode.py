@@ -15,16 +15,21 @@ from pathlib import Path
 _SKIP = {".git"}
 
 
-def drop_bytecode(root: Path | str) -> None:
+def drop_bytecode(root: Path | str) -> list[str]:
+    """Remove every __pycache__ below `root`; return the directories kept (the walk's order)."""
+    kept: list[str] = []
     stack = [os.fspath(root)]
     while stack:
+        d = stack.pop()
         try:
-            entries = list(os.scandir(stack.pop()))
+            entries = list(os.scandir(d))
         except OSError:
             continue
+        kept.append(d)
         for e in entries:
             if e.is_dir(follow_symlinks=False):
                 if e.name == "__pycache__":
                     shutil.rmtree(e.path, ignore_errors=True)
                 elif e.name not in _SKIP:
                     stack.append(e.path)
+    return kept

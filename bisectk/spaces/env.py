@@ -236,6 +236,12 @@ def _git(cwd: Path, timeout: float) -> dict[str, Any] | None:
     return {"sha": sha.strip(), "dirty": bool(status.strip()) if status is not None else None}
 
 
+def _snapshot_tools() -> dict[str, str]:
+    """The readers a hang snapshot uses here (py-spy, gdb, cuda-gdb), or why one is missing."""
+    from bisectk.run.snapshot import tools
+    return tools()
+
+
 def capture(*, torch: bool | None = None, cwd: str | Path | None = None,
             timeout: float = 5.0) -> dict[str, Any]:
     """The runtime context now. `torch`: probe torch's CUDA view in a subprocess (True), never
@@ -255,6 +261,7 @@ def capture(*, torch: bool | None = None, cwd: str | Path | None = None,
         "packages": packages,
         "modules": (modules := _modules()),
         "checks": _checks(gpu, modules),
+        "snapshot_tools": _snapshot_tools(),
         "env": _environment(dict(os.environ)),
         "git": _git(Path(cwd or Path.cwd()), timeout),
     }

@@ -41,6 +41,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bisectk.spaces.bytecode import drop_bytecode
 from bisectk.spaces.commits import SpaceError, open_repo, run_git
 
 _ENTRY = re.compile(r"^wt-(\d+)$")
@@ -79,19 +80,7 @@ def survey(root: Path) -> dict[str, int]:
     """Drop the __pycache__ directories of a just-switched worktree (spaces/bytecode.py says why),
     and return the mtime of every directory left, for `_unchanged`."""
     stamps: dict[str, int] = {}
-    stack = [os.fspath(root)]
-    while stack:
-        d = stack.pop()
-        try:
-            entries = list(os.scandir(d))
-        except OSError:
-            continue
-        for e in entries:
-            if e.is_dir(follow_symlinks=False):
-                if e.name == "__pycache__":
-                    shutil.rmtree(e.path, ignore_errors=True)
-                else:
-                    stack.append(e.path)
+    for d in drop_bytecode(root):
         try:
             stamps[d] = os.stat(d).st_mtime_ns
         except OSError:

@@ -153,3 +153,14 @@ def test_an_ordinary_failing_exit_keeps_its_worker_and_leaves_the_next_run_fresh
     probe = run_command(pool, [sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
     assert result(probe) == fresh
     assert pool.stats["worker_discards"] == before and pool.stats["cold_runs"] == 0
+
+
+def test_runs_with_line_info_for_hang_snapshots_stay_warm(pool, tmp_path):
+    """Hang snapshots ask CuTe DSL kernels for line info (CUTE_DSL_LINEINFO=1, a process-level
+    variable): the workers start with it, so such runs are not pushed out to cold processes."""
+    from bisectk.run.snapshot import LINEINFO_ENV
+    (tmp_path / "ok.py").write_text("import os\nprint('BISECTK_RESULT {\"li\": \"%s\"}' % os.environ.get('CUTE_DSL_LINEINFO'))\n")
+    cold = pool.stats["cold_runs"]
+    raw = run_command(pool, [sys.executable, "ok.py"], cwd=tmp_path, env=dict(LINEINFO_ENV), timeout=60)
+    assert raw.exit_code == 0 and result(raw)["li"] == "1"
+    assert pool.stats["cold_runs"] == cold

@@ -1,10 +1,12 @@
-"""Command-line wiring (typer). No logic lives here: each command parses its options, opens a
-Session, builds a space and its oracle, calls an engine (bisectk/engine), and hands the result
-record to a report. Exit codes come from bisectk/exitcodes.py (README: "Outcomes and exit codes")."""
+"""Command-line wiring (typer). No logic lives here: each command parses its options into a
+RunPolicy (the one validator), opens a Session, builds a space, calls an engine (bisectk/engine)
+with the session's runner, and hands the result record to `finish` (bisectk/cli_common.py), which
+stores it, prints it (report/render.py) and exits with its code (exitcodes.exit_code). The
+options every command shares are bisectk/cli_common.py's; the commands that run no search
+(report, ledger, ptx, env, demo) are bisectk/cli_tools.py's."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -12,11 +14,15 @@ from typing import Optional
 
 import typer
 
-from bisectk import __version__
+from bisectk import __version__, cli_tools
 from bisectk import exitcodes as X
+from bisectk.cli_common import (BadRefOpt, BuildOpt, CalibrateOpt, ConfigOpt, ExecutorOpt, FreshOpt, GitLedgerOpt,
+                                GoodRefOpt, HtmlOpt, JsonOpt, JsonOutOpt, LedgerOpt, PytestOpt, RayAddressOpt,
+                                RayRepoOpt, RepoOpt, ReportOpt, RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, SpecArg,
+                                TimeoutOpt, WarmOpt, _is, cache_ledger, check_strategy, default_spec, emit_json,
+                                environment_capture, fail, finish, history_subject, open_ledger, out, plain_help,
+                                policy, reporter, say_error, unused_factor_warnings, usage_error, write_reports)
 from bisectk.errors import BisectkError
-from bisectk.outcome import DEFAULT_SAME_FAILURE
-from bisectk.report.safe import SafeConsole, terminal_text
 from bisectk.search import STRATEGIES, strategy_names
 
 # -h as well as --help, on every command (click passes it down to the subcommands' contexts); help
@@ -26,140 +32,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   context_settings=CONTEXT,
                   help="Differential bisection for GPU kernels: isolate the change that makes a kernel "
                        "hang, crash, compute garbage or slow down.")
-out = SafeConsole(highlight=False, soft_wrap=True)   # repository and subject text escaped (report/safe.py)
-
-
-SpecArg = typer.Argument(..., help="Variant spec (TOML).", show_default=False)
-LedgerOpt = typer.Option(None, "--ledger", help="Ledger database (default: .bisectk/ledger.db beside the spec).")
-JsonOpt = typer.Option(False, "--json", help="Print the result as one JSON document on stdout (progress on stderr only when it is a terminal).")
-RunOpt = typer.Option(None, "--run", help="Subject command instead of a SPEC, as one quoted string (git bisect run's "
-                                          "exit codes: 0 good, 125 skip, 1-127 bad).")
-BuildOpt = typer.Option(None, "--build", help="Build command run before the subject, as one quoted string; "
-                                              "failure = UNRESOLVED(BUILD).")
-ConfigOpt = typer.Option("bad", "--config", help="With a SPEC: which endpoint's factor values to run (good or bad).")
-SetOpt = typer.Option(None, "--set", help="With a SPEC: override a factor, NAME=VALUE (repeatable).")
-TimeoutOpt = typer.Option(None, "--timeout", min=0.01, help="Watchdog seconds, fixed for every run (default: the spec's "
-                                                              "`timeout`, else calibrated from the good endpoint).")
-ReportOpt = typer.Option(None, "--report", help="Write the Markdown debug log here (its pictures beside it).")
-HtmlOpt = typer.Option(None, "--html", help="Write one self-contained HTML report with pictures here.")
-JsonOutOpt = typer.Option(None, "--json-out", help="Write the JSON result here.")
-RepoOpt = typer.Option(Path("."), "--repo", help="The git repository (its checkout is never touched).")
-GoodRefOpt = typer.Option(..., "--good", help="A commit where the subject works.")
-BadRefOpt = typer.Option(..., "--bad", help="A later commit where it fails.")
-PytestOpt = typer.Option(None, "--pytest", help="Use a pytest node id as the oracle (0 pass, 1 fail, 2-5 unresolved).")
-GitLedgerOpt = typer.Option(None, "--ledger", help="Ledger database (default: <git dir>/bisectk/ledger.db).")
-SameFailureOpt = typer.Option(DEFAULT_SAME_FAILURE, "--same-failure",
-                              help="When is a failure the one hunted: 'check' (kind plus what failed: the signal or "
-                                   "CUDA error, the violated accuracy checks; values never matter), 'kind' (hang, "
-                                   "crash, wrong, slow), or 'signature' (the error text with numbers blanked).")
-CalibrateOpt = typer.Option(10, "--calibrate-runs", min=1, help="Cap on endpoint re-runs: a bad endpoint that passes is "
-                                                                "re-run up to this many times, and an intermittent one "
-                                                                "is measured over this many runs.")
-WarmOpt = typer.Option(False, "--warm", help="Run Python subjects in warm worker processes (imports paid once; each run "
-                                              "loads the tree's own modules fresh), with hot spares (two per GPU slot) to replace "
-                                              "a worker a hang or crash kills.")
-SnapshotsOpt = typer.Option(2, "--snapshots", min=0, help="Hangs to read before the kill beyond the bad endpoint's "
-                                                          "first and the culprit's (where each thread and warp waits: "
-                                                          "py-spy, gdb, cuda-gdb); 0: none.")
-FreshOpt = typer.Option(False, "--fresh", help="Ignore runs stored in the ledger (run everything again).")
-ExecutorOpt = typer.Option("local", "--executor", help="Where runs execute: 'local' (processes here) or 'ray' (one warm "
-                                                       "actor per GPU or CPU slot on a Ray cluster; pip install -e '.[ray]').")
-RayAddressOpt = typer.Option(None, "--ray-address", help="With --executor ray: the cluster's head node, HOST:PORT "
-                                                         "(its GCS port; default: start a local Ray instance).")
-RayRepoOpt = typer.Option(None, "--ray-repo", help="With --executor ray: the repository's path on every Ray host (a shared "
-                                                   "filesystem); actors read commits there instead of receiving them.")
-
-
-def cache_ledger() -> str:
-    """Where `diff` keeps its ledger by default, worded for help: engine.session.cache_dir's rule
-    (not imported here: help must not load the engine)."""
-    base = os.environ.get("XDG_CACHE_HOME")
-    return f"{base}/bisectk/ledger.db" if base else "~/.cache/bisectk/ledger.db"
-
-
-def say_error(message: str) -> None:
-    """One line on stderr, unwrapped whatever the terminal width."""
-    sys.stderr.write(f"bisectk: {terminal_text(' '.join(str(message).split()))}\n")
-
-
-def fail(message: str, code: int = X.USAGE) -> None:
-    say_error(message)
-    raise typer.Exit(code)
-
-
-def unused_factor_warnings(spec) -> list[str]:
-    """A warning per factor that reaches no placeholder (printed on stderr; `check` repeats it)."""
-    lines = [f"factor {f!r} is used by no placeholder of [subject] command, build or env: its values never "
-             f"reach the subject ({spec.path})" for f in spec.unused_factors()]
-    for line in lines:
-        sys.stderr.write(f"bisectk: warning: {terminal_text(line)}\n")
-    return lines
-
-
-def emit_json(data: dict) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
-
-
-def environment_capture() -> dict:
-    from bisectk.spaces.env import capture
-    return capture(torch=False)
-
-
-def reporter(as_json: bool, reference: dict | None):
-    """The progress subscriber, always on stderr: a live status line on a terminal; plain lines,
-    one per run, when stderr is a pipe or a file (a CI log) -- except with --json, where only a
-    terminal gets progress, so `--json 2>&1` stays one JSON document."""
-    if sys.stderr.isatty():
-        from bisectk.report.terminal import TerminalReporter
-        return TerminalReporter(reference=reference)
-    if as_json:
-        return None
-    from bisectk.report.terminal import ProgressLines
-    return ProgressLines(sys.stderr, reference=reference)
-
-
-def policy(**kw):
-    """The run policy: RunPolicy is the one validator (a setting that cannot hold is its one line)."""
-    from bisectk.engine.policy import RunPolicy
-    return RunPolicy(**kw)
-
-
-def check_strategy(strategy: str) -> None:
-    if strategy not in strategy_names():
-        fail(f"--strategy {strategy!r}: choose one of {', '.join(strategy_names())}")
-
-
-def write_reports(record, log, markdown: Optional[Path], html: Optional[Path]) -> list[str]:
-    """The Markdown debug log (pictures beside it) and the HTML report; a line for each."""
-    if not (markdown or html):
-        return []
-    from bisectk.report.html import write_html, write_markdown
-    return ([write_markdown(markdown, record, log)] if markdown else []) + ([write_html(html, record, log)] if html else [])
-
-
-def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = None, as_json: bool = False,
-           session=None, html: Optional[Path] = None, where: str = "(bisectk report --report)") -> None:
-    """Store the record with its session, write the report files, print its JSON or its terminal
-    view (report/render.py), and exit with its code (exitcodes.exit_code). `where`: where triage
-    says its debug log is."""
-    from bisectk.engine.interrupts import late
-    from bisectk.report import render
-    if session is not None:
-        session.record(render.stored(record))
-    written = write_reports(record, render.debuglog(record) if (report or html) else None, report, html)
-    if json_out:
-        json_out.write_text(json.dumps(render.document(record), indent=2, default=str) + "\n", encoding="utf-8")
-    if as_json:
-        emit_json(render.document(record))
-    else:
-        render.summary(out, record, report=where)
-        for line in written:
-            out.print(line, markup=False)
-    interrupted_late = late()   # Ctrl-C after the last run, while the result was written (engine/interrupts.py)
-    code = X.exit_code(record, interrupted_late=interrupted_late)
-    if interrupted_late and X.exit_code(record) == X.OK:
-        say_error("interrupted after the search had finished; the result printed is complete")
-    raise typer.Exit(code)
 
 
 # -- run / check ---------------------------------------------------------------------------------
@@ -205,16 +77,6 @@ def check(spec: Path = SpecArg,
         rec = check_endpoints(session.runner(), pol, warnings=warnings,
                               environment=environment_capture() if as_json else None)
         finish(rec, as_json=as_json, session=session)
-
-
-def default_spec() -> Path:
-    """The embedded CPU default: a pipeline that deadlocks, among several benign differences
-    (relative to the working directory when inside it, so printed commands read as typed)."""
-    path = Path(__file__).resolve().parents[1] / "variants" / "cpu" / "pipeline-hang.toml"
-    try:
-        return path.relative_to(Path.cwd().resolve())
-    except ValueError:
-        return path
 
 
 # -- ablate ----------------------------------------------------------------------------------------
@@ -333,18 +195,6 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
 
 
 # -- bisect / triage -------------------------------------------------------------------------------
-
-def history_subject(spec, run_cmd, pytest_id, build, root: Path, config, sets, timeout, repeat):
-    """(Spec, configuration, the subject's cwd relative to the repository root) for bisect/triage."""
-    from bisectk.engine.subject import load_subject
-    s, cfg = load_subject(spec, run_cmd, pytest_id, build=build, cwd=root, config=config, sets=sets,
-                          timeout=timeout, repeat=repeat, name="bisect")
-    unused_factor_warnings(s)
-    try:
-        sub = s.cwd.resolve().relative_to(root) if spec is not None else Path(".")
-    except ValueError:
-        sub = Path(".")  # a spec outside the repository: run from the worktree's root
-    return s, cfg, sub
 
 
 @app.command(short_help="Find the first bad commit between --good and --bad.")
@@ -494,12 +344,6 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
 
 # -- log / replay / report -------------------------------------------------------------------------
 
-def open_ledger(path: Path):
-    from bisectk.ledger import Ledger
-    if not path.exists():
-        fail(f"no ledger at {path}: nothing has been recorded there")
-    return Ledger(path, readonly=True)   # printing never writes (and works on a read-only ledger)
-
 
 @app.command(short_help="Print the last bisection as a replayable record.")
 def log(repo: Path = typer.Option(Path("."), "--repo", help="The repository whose bisection to print."),
@@ -539,155 +383,7 @@ def replay(logfile: Path = typer.Argument(..., help="A file written from `bisect
     raise typer.Exit(X.exit_code(rec))
 
 
-@app.command(short_help="Print a finished command's result again from the ledger.")
-def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bisectk/ledger.db, <git dir>/bisectk/ledger.db).", show_default=False),
-           session: Optional[int] = typer.Option(None, "--session", help="Session id (default: the last finished one)."),
-           markdown: Optional[Path] = typer.Option(None, "--report", help="Write the Markdown debug log here (its pictures beside it)."),
-           html: Optional[Path] = HtmlOpt, as_json: bool = JsonOpt) -> None:
-    """Print a finished command's result again from the ledger, running nothing."""
-    from bisectk.engine.records import load_record
-    from bisectk.report import render
-    db = open_ledger(ledger)
-    try:
-        info = db.session(session) if session else db.last_finished_session()
-    finally:
-        db.close()
-    result = info.get("result") if info else None
-    if not isinstance(result, dict) or "command" not in result:
-        fail(f"{ledger}: no finished session" + (f" with id {session}" if session else "") + " with a stored result")
-    damaged = f"{ledger}: the stored result of session {info['id']} is damaged"
-    try:
-        rec = load_record(result)
-        with out.capture() as shown:   # printed whole or not at all; rendered for --json too, to read it all
-            render.summary(out, rec)
-        written = write_reports(rec, None, markdown, html)
-    except BisectkError as exc:
-        fail(f"{damaged} ({exc})")
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:   # a field of the wrong shape
-        fail(f"{damaged} ({type(exc).__name__}: {exc})"[:300])
-    if as_json:
-        emit_json(result)
-    else:
-        sys.stdout.write(shown.get())
-        for line in written:
-            out.print(line, markup=False)
-    raise typer.Exit(X.OK)
-
-
-ledger_app = typer.Typer(no_args_is_help=True, help="Inspect or repair a ledger; remove cached worktrees (gc).")
-app.add_typer(ledger_app, name="ledger")
-
-
-@ledger_app.command("check")
-def ledger_check(path: Path = typer.Argument(..., help="The ledger database.", show_default=False),
-                 salvage: Optional[Path] = typer.Option(None, "--salvage", help="Copy every readable row into this new ledger."),
-                 as_json: bool = JsonOpt) -> None:
-    """Check a ledger's integrity without writing to it; --salvage copies what is readable into a
-    new ledger. Exit 0: healthy (or salvaged); 2: damaged."""
-    from bisectk import ledger_check as L
-    if not path.exists():
-        fail(f"no ledger at {path}")
-    rep = L.check(path)
-    saved = L.salvage(path, salvage) if salvage else None
-    if as_json:
-        emit_json({**rep.to_dict(), "salvaged": saved})
-    else:
-        for line in rep.lines():
-            out.print(line, markup=False)
-        if saved is not None:
-            out.print(f"salvaged into {salvage}: " + ", ".join(f"{k} {v}" for k, v in saved.items()), markup=False)
-    raise typer.Exit(X.OK if rep.ok or saved is not None else X.USAGE)
-
-
-@ledger_app.command("gc")
-def ledger_gc(repo: Path = typer.Option(Path("."), "--repo", help="The repository whose cached worktrees to remove.")) -> None:
-    """Remove the worktrees that bisect and triage keep under <git dir>/bisectk-worktrees between
-    commands (those no running command holds). Exit 0."""
-    from bisectk.spaces.worktrees import collect
-    removed = collect(repo)
-    out.print(f"removed {len(removed)} cached worktree{'s' if len(removed) != 1 else ''}"
-              + (f" from {removed[0].parent}" if removed else ""), markup=False)
-    raise typer.Exit(X.OK)
-
-
-# -- evidence / environment ------------------------------------------------------------------------
-
-@app.command("ptx", short_help="Diff the PTX signatures of good and bad (no GPU needed).")
-def ptx_cmd(spec: Path = SpecArg,
-            with_: Optional[list[str]] = typer.Option(None, "--with", help="Also compile good with these factors at their bad values (e.g. the culprits); repeatable."),
-            as_json: bool = JsonOpt) -> None:
-    """PTX evidence without a GPU: compile good, bad (and good + --with factors) in compile-only mode
-    and print the differences of their PTX signatures (mbarrier, bar.sync ids/counts, TMA, wgmma, smem)."""
-    from bisectk.evidence import ptx_evidence
-    from bisectk.spec import load_spec
-    s = load_spec(spec)
-    configs = {"good": s.good, "bad": s.bad}
-    if with_:
-        unknown = [f for f in with_ if f not in s.good]
-        if unknown:
-            fail(f"--with {', '.join(unknown)}: not a factor of {spec} (factors: {', '.join(s.factors)})")
-        configs["good+" + "+".join(with_)] = s.hybrid(set(with_))
-    ev = ptx_evidence(s, configs)
-    if as_json:
-        emit_json(ev.to_dict())
-    else:
-        out.print(ev.table(), markup=False, highlight=False)
-    raise typer.Exit(X.OK if ev.signatures and not ev.errors else X.USAGE)
-
-
-@app.command("env", short_help="Capture the runtime context, or diff two captures.")
-def env_cmd(captures: Optional[list[Path]] = typer.Argument(None, metavar="CAPTURE", show_default=False,
-                                                           help="Two saved captures to compare: the same as --diff A.json B.json."),
-            save: Optional[Path] = typer.Option(None, "--save", help="Write the capture to this JSON file."),
-            diff: Optional[list[Path]] = typer.Option(None, "--diff", help="Compare two saved captures: --diff A.json B.json (or --diff A.json --diff B.json)."),
-            torch: bool = typer.Option(False, "--torch", help="Also ask torch (in a subprocess) what it sees."),
-            as_json: bool = JsonOpt) -> None:
-    """Capture the runtime context to rule out first (GPU, driver, CUDA, packages, CUDA_*/CUTE_DSL_*/TORCH_* variables),
-    or list the differences between two saved captures."""
-    from bisectk.spaces import env as envmod
-    if captures and not diff:
-        fail(f"unexpected argument {str(captures[0])!r}: captures are compared with --diff A.json B.json")
-    diff = [*(diff or []), *(captures or [])]
-    if diff:
-        if len(diff) != 2:
-            fail(f"--diff compares exactly two captures (--diff A.json B.json), got {len(diff)}")
-        a, b = envmod.load(diff[0]), envmod.load(diff[1])
-        rows = envmod.diff(a, b)
-        if as_json:
-            emit_json({"a": str(diff[0]), "b": str(diff[1]), "differences": [{"key": k, "a": x, "b": y} for k, x, y in rows]})
-        else:
-            from rich.table import Table
-            t = Table(title=f"{diff[0]} vs {diff[1]}", title_justify="left")
-            for col in ("key", str(diff[0].name), str(diff[1].name)):
-                t.add_column(col)
-            for k, x, y in rows:
-                t.add_row(k, str(x), str(y))
-            out.print(t)
-            snippet = envmod.factors_toml(rows)
-            if snippet.strip():
-                out.print("as spec factors (environment variables applied per run):", markup=False)
-                out.print(snippet, markup=False, highlight=False)
-        raise typer.Exit(X.ENV_DIFFER if rows else X.ENV_EQUAL)
-    data = envmod.capture(torch=True if torch else None)
-    if save:
-        envmod.save(save, data)
-    if as_json or not save:
-        emit_json(data)
-    else:
-        out.print(f"environment written to {save}", markup=False)
-
-
-demo_app = typer.Typer(no_args_is_help=True, help="Write ready-to-run inputs for the README's examples.")
-app.add_typer(demo_app, name="demo")
-
-
-@demo_app.command("history")
-def demo_history(path: Path = typer.Argument(..., help="A new or empty directory for the repository.", show_default=False)) -> None:
-    """Create a throwaway git repository with a planted regression for bisect, triage, log and
-    replay: tag v1.0 works, main deadlocks; a side branch is merged and two commits do not build."""
-    from bisectk.demo import make_history
-    for line in make_history(path).lines():
-        out.print(line.replace("--repo DIR", f"--repo {path}"), markup=False)
+cli_tools.register(app)   # report, ledger, ptx, env, demo: after replay in --help
 
 
 @app.callback(invoke_without_command=True)
@@ -699,70 +395,6 @@ def main(version: bool = typer.Option(False, "--version", help="Print the versio
 
 def _terminate(signum, frame) -> None:
     raise KeyboardInterrupt  # SIGTERM cleans up like Ctrl-C: subjects killed, worktrees removed
-
-
-# Value names shown in help ("--ledger FILE", "diff GOOD BAD [SPEC]"), set on the click command
-# once instead of on every option; an option not named here gets one from its type.
-METAVARS = {"--run": "'CMD'", "--build": "'CMD'", "--set": "NAME=VALUE", "--pytest": "NODEID", "--good": "REF",
-            "--bad": "REF", "--repo": "PATH", "--gpus": "IDS", "--with": "FACTOR", "--strategy": "NAME",
-            "--same-failure": "MODE", "--config": "good|bad", "--timeout": "SECONDS", "--confidence": "P",
-            "--session": "ID", "--report": "FILE.md", "--junit": "FILE.xml", "--html": "FILE.html",
-            "--executor": "local|ray", "--ray-address": "HOST:PORT", "--ray-repo": "PATH", "--save": "FILE.json",
-            "--diff": "FILE.json", "--ledger": "FILE.db", "--json-out": "FILE.json", "--salvage": "FILE.db"}
-_TYPE_METAVARS = {int: "N", float: "X", Path: "FILE", str: "TEXT"}
-
-
-def _value_kind(param) -> str:
-    """A parameter's value type as a metavar, across typer versions (own parameter classes with a
-    type descriptor, or click's with a ParamType)."""
-    desc = getattr(param, "type_descriptor", None)
-    if desc is not None:
-        annotation = desc.annotation
-        args = getattr(annotation, "__args__", None)
-        annotation = args[0] if args else annotation   # list[str] -> str (repeatable)
-        return _TYPE_METAVARS.get(annotation, "TEXT")
-    name = getattr(getattr(param, "type", None), "name", "text")
-    return {"integer": "N", "integer range": "N", "float": "X", "float range": "X", "path": "FILE"}.get(name, "TEXT")
-
-
-def _plain_argument(param) -> None:
-    """An argument as usage lines write it (`GOOD`, `[SPEC]`, `[CAPTURE]...`), where typer would
-    write `{GOOD}` and add its python type (`<list[Path]>`) to the help."""
-    if hasattr(param, "_usage_display_name"):
-        name = param.metavar or param.name.upper()
-        shown = name if param.required else f"[{name}]"
-        param._usage_display_name = lambda: shown + ("..." if param.nargs != 1 else "")
-    if hasattr(param, "display_type_rich"):
-        param.display_type_rich = lambda ctx: None
-
-
-def plain_help(cmd) -> None:
-    """Plain value names for every parameter of `cmd` and its subcommands (typer's default shows
-    python types such as `<list[str]>`)."""
-    for param in getattr(cmd, "params", ()):
-        if param.param_type_name == "argument":
-            _plain_argument(param)
-        if param.metavar is not None or getattr(param, "is_flag", False) or getattr(param, "count", False):
-            continue
-        if param.param_type_name == "argument":
-            param.metavar = param.name.upper()
-        else:
-            flag = max(param.opts, key=len)
-            param.metavar = METAVARS.get(flag) or _value_kind(param)
-    for sub in getattr(cmd, "commands", {}).values():
-        plain_help(sub)
-
-
-def _is(exc: BaseException, name: str) -> bool:
-    """click's exception classes by name: typer vendors its own copy of click in recent versions."""
-    return any(c.__name__ == name for c in type(exc).__mro__)
-
-
-def usage_error(exc) -> str:
-    """A click usage error as one line: what is wrong and where to read about it."""
-    ctx = getattr(exc, "ctx", None)
-    where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-    return f"{exc.format_message().rstrip('.')}{where}"
 
 
 def command():

@@ -31,7 +31,8 @@ ALLOWED = {
                        "bisectk.events",
                        "bisectk.engine.records", "bisectk.report"},
     "bisectk.demo": {"bisectk.errors"},
-    "bisectk.cli": {"bisectk"}, "bisectk.__main__": {"bisectk"}, "bisectk": {"bisectk"},
+    "bisectk.cli": {"bisectk"}, "bisectk.cli_common": {"bisectk"}, "bisectk.cli_tools": {"bisectk"},
+    "bisectk.__main__": {"bisectk"}, "bisectk": {"bisectk"},
 }
 
 

@@ -1,0 +1,257 @@
+"""What every command of the CLI shares: the option definitions, the output (stdout for results,
+one `bisectk: ...` line on stderr for errors), and the porcelain a command ends with.
+
+Abstractions
+------------
+Options      -- the typer options shared by several commands (one definition each: `--same-failure`'s
+                default is outcome.DEFAULT_SAME_FAILURE, its validation is RunPolicy's).
+fail         -- one line on stderr and an exit code (bad input the CLI sees before an engine does).
+policy       -- the RunPolicy of a command: the one validator of every run setting.
+finish       -- a result record stored, its report files written, its JSON or terminal view printed
+                (report/render.py), and its exit code (exitcodes.exit_code): the end of every command
+                that searches.
+plain_help   -- plain value names in help (`--ledger FILE.db`), and click's usage errors as one line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from bisectk import exitcodes as X
+from bisectk.outcome import DEFAULT_SAME_FAILURE
+from bisectk.report.safe import SafeConsole, terminal_text
+from bisectk.search import strategy_names
+
+out = SafeConsole(highlight=False, soft_wrap=True)   # repository and subject text escaped (report/safe.py)
+
+SpecArg = typer.Argument(..., help="Variant spec (TOML).", show_default=False)
+LedgerOpt = typer.Option(None, "--ledger", help="Ledger database (default: .bisectk/ledger.db beside the spec).")
+JsonOpt = typer.Option(False, "--json", help="Print the result as one JSON document on stdout (progress on stderr only when it is a terminal).")
+RunOpt = typer.Option(None, "--run", help="Subject command instead of a SPEC, as one quoted string (git bisect run's "
+                                          "exit codes: 0 good, 125 skip, 1-127 bad).")
+BuildOpt = typer.Option(None, "--build", help="Build command run before the subject, as one quoted string; "
+                                              "failure = UNRESOLVED(BUILD).")
+ConfigOpt = typer.Option("bad", "--config", help="With a SPEC: which endpoint's factor values to run (good or bad).")
+SetOpt = typer.Option(None, "--set", help="With a SPEC: override a factor, NAME=VALUE (repeatable).")
+TimeoutOpt = typer.Option(None, "--timeout", min=0.01, help="Watchdog seconds, fixed for every run (default: the spec's "
+                                                              "`timeout`, else calibrated from the good endpoint).")
+ReportOpt = typer.Option(None, "--report", help="Write the Markdown debug log here (its pictures beside it).")
+HtmlOpt = typer.Option(None, "--html", help="Write one self-contained HTML report with pictures here.")
+JsonOutOpt = typer.Option(None, "--json-out", help="Write the JSON result here.")
+RepoOpt = typer.Option(Path("."), "--repo", help="The git repository (its checkout is never touched).")
+GoodRefOpt = typer.Option(..., "--good", help="A commit where the subject works.")
+BadRefOpt = typer.Option(..., "--bad", help="A later commit where it fails.")
+PytestOpt = typer.Option(None, "--pytest", help="Use a pytest node id as the oracle (0 pass, 1 fail, 2-5 unresolved).")
+GitLedgerOpt = typer.Option(None, "--ledger", help="Ledger database (default: <git dir>/bisectk/ledger.db).")
+SameFailureOpt = typer.Option(DEFAULT_SAME_FAILURE, "--same-failure",
+                              help="When is a failure the one hunted: 'check' (kind plus what failed: the signal or "
+                                   "CUDA error, the violated accuracy checks; values never matter), 'kind' (hang, "
+                                   "crash, wrong, slow), or 'signature' (the error text with numbers blanked).")
+CalibrateOpt = typer.Option(10, "--calibrate-runs", min=1, help="Cap on endpoint re-runs: a bad endpoint that passes is "
+                                                                "re-run up to this many times, and an intermittent one "
+                                                                "is measured over this many runs.")
+WarmOpt = typer.Option(False, "--warm", help="Run Python subjects in warm worker processes (imports paid once; each run "
+                                              "loads the tree's own modules fresh), with hot spares (two per GPU slot) to replace "
+                                              "a worker a hang or crash kills.")
+SnapshotsOpt = typer.Option(2, "--snapshots", min=0, help="Hangs to read before the kill beyond the bad endpoint's "
+                                                          "first and the culprit's (where each thread and warp waits: "
+                                                          "py-spy, gdb, cuda-gdb); 0: none.")
+FreshOpt = typer.Option(False, "--fresh", help="Ignore runs stored in the ledger (run everything again).")
+ExecutorOpt = typer.Option("local", "--executor", help="Where runs execute: 'local' (processes here) or 'ray' (one warm "
+                                                       "actor per GPU or CPU slot on a Ray cluster; pip install -e '.[ray]').")
+RayAddressOpt = typer.Option(None, "--ray-address", help="With --executor ray: the cluster's head node, HOST:PORT "
+                                                         "(its GCS port; default: start a local Ray instance).")
+RayRepoOpt = typer.Option(None, "--ray-repo", help="With --executor ray: the repository's path on every Ray host (a shared "
+                                                   "filesystem); actors read commits there instead of receiving them.")
+
+
+def cache_ledger() -> str:
+    """Where `diff` keeps its ledger by default, worded for help: engine.session.cache_dir's rule
+    (not imported here: help must not load the engine)."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    return f"{base}/bisectk/ledger.db" if base else "~/.cache/bisectk/ledger.db"
+
+
+def say_error(message: str) -> None:
+    """One line on stderr, unwrapped whatever the terminal width."""
+    sys.stderr.write(f"bisectk: {terminal_text(' '.join(str(message).split()))}\n")
+
+
+def fail(message: str, code: int = X.USAGE) -> None:
+    say_error(message)
+    raise typer.Exit(code)
+
+
+def unused_factor_warnings(spec) -> list[str]:
+    """A warning per factor that reaches no placeholder (printed on stderr; `check` repeats it)."""
+    lines = [f"factor {f!r} is used by no placeholder of [subject] command, build or env: its values never "
+             f"reach the subject ({spec.path})" for f in spec.unused_factors()]
+    for line in lines:
+        sys.stderr.write(f"bisectk: warning: {terminal_text(line)}\n")
+    return lines
+
+
+def emit_json(data: dict) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def environment_capture() -> dict:
+    from bisectk.spaces.env import capture
+    return capture(torch=False)
+
+
+def reporter(as_json: bool, reference: dict | None):
+    """The progress subscriber, always on stderr: a live status line on a terminal; plain lines,
+    one per run, when stderr is a pipe or a file (a CI log) -- except with --json, where only a
+    terminal gets progress, so `--json 2>&1` stays one JSON document."""
+    if sys.stderr.isatty():
+        from bisectk.report.terminal import TerminalReporter
+        return TerminalReporter(reference=reference)
+    if as_json:
+        return None
+    from bisectk.report.terminal import ProgressLines
+    return ProgressLines(sys.stderr, reference=reference)
+
+
+def policy(**kw):
+    """The run policy: RunPolicy is the one validator (a setting that cannot hold is its one line)."""
+    from bisectk.engine.policy import RunPolicy
+    return RunPolicy(**kw)
+
+
+def check_strategy(strategy: str) -> None:
+    if strategy not in strategy_names():
+        fail(f"--strategy {strategy!r}: choose one of {', '.join(strategy_names())}")
+
+
+def write_reports(record, log, markdown: Optional[Path], html: Optional[Path]) -> list[str]:
+    """The Markdown debug log (pictures beside it) and the HTML report; a line for each."""
+    if not (markdown or html):
+        return []
+    from bisectk.report.html import write_html, write_markdown
+    return ([write_markdown(markdown, record, log)] if markdown else []) + ([write_html(html, record, log)] if html else [])
+
+
+def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = None, as_json: bool = False,
+           session=None, html: Optional[Path] = None, where: str = "(bisectk report --report)") -> None:
+    """Store the record with its session, write the report files, print its JSON or its terminal
+    view (report/render.py), and exit with its code (exitcodes.exit_code). `where`: where triage
+    says its debug log is."""
+    from bisectk.engine.interrupts import late
+    from bisectk.report import render
+    if session is not None:
+        session.record(render.stored(record))
+    written = write_reports(record, render.debuglog(record) if (report or html) else None, report, html)
+    if json_out:
+        json_out.write_text(json.dumps(render.document(record), indent=2, default=str) + "\n", encoding="utf-8")
+    if as_json:
+        emit_json(render.document(record))
+    else:
+        render.summary(out, record, report=where)
+        for line in written:
+            out.print(line, markup=False)
+    interrupted_late = late()   # Ctrl-C after the last run, while the result was written (engine/interrupts.py)
+    code = X.exit_code(record, interrupted_late=interrupted_late)
+    if interrupted_late and X.exit_code(record) == X.OK:
+        say_error("interrupted after the search had finished; the result printed is complete")
+    raise typer.Exit(code)
+
+
+def default_spec() -> Path:
+    """The embedded CPU default: a pipeline that deadlocks, among several benign differences
+    (relative to the working directory when inside it, so printed commands read as typed)."""
+    path = Path(__file__).resolve().parents[1] / "variants" / "cpu" / "pipeline-hang.toml"
+    try:
+        return path.relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
+def history_subject(spec, run_cmd, pytest_id, build, root: Path, config, sets, timeout, repeat):
+    """(Spec, configuration, the subject's cwd relative to the repository root) for bisect/triage."""
+    from bisectk.engine.subject import load_subject
+    s, cfg = load_subject(spec, run_cmd, pytest_id, build=build, cwd=root, config=config, sets=sets,
+                          timeout=timeout, repeat=repeat, name="bisect")
+    unused_factor_warnings(s)
+    try:
+        sub = s.cwd.resolve().relative_to(root) if spec is not None else Path(".")
+    except ValueError:
+        sub = Path(".")  # a spec outside the repository: run from the worktree's root
+    return s, cfg, sub
+
+
+def open_ledger(path: Path):
+    from bisectk.ledger import Ledger
+    if not path.exists():
+        fail(f"no ledger at {path}: nothing has been recorded there")
+    return Ledger(path, readonly=True)   # printing never writes (and works on a read-only ledger)
+
+
+# Value names shown in help ("--ledger FILE", "diff GOOD BAD [SPEC]"), set on the click command
+# once instead of on every option; an option not named here gets one from its type.
+METAVARS = {"--run": "'CMD'", "--build": "'CMD'", "--set": "NAME=VALUE", "--pytest": "NODEID", "--good": "REF",
+            "--bad": "REF", "--repo": "PATH", "--gpus": "IDS", "--with": "FACTOR", "--strategy": "NAME",
+            "--same-failure": "MODE", "--config": "good|bad", "--timeout": "SECONDS", "--confidence": "P",
+            "--session": "ID", "--report": "FILE.md", "--junit": "FILE.xml", "--html": "FILE.html",
+            "--executor": "local|ray", "--ray-address": "HOST:PORT", "--ray-repo": "PATH", "--save": "FILE.json",
+            "--diff": "FILE.json", "--ledger": "FILE.db", "--json-out": "FILE.json", "--salvage": "FILE.db"}
+_TYPE_METAVARS = {int: "N", float: "X", Path: "FILE", str: "TEXT"}
+
+
+def _value_kind(param) -> str:
+    """A parameter's value type as a metavar, across typer versions (own parameter classes with a
+    type descriptor, or click's with a ParamType)."""
+    desc = getattr(param, "type_descriptor", None)
+    if desc is not None:
+        annotation = desc.annotation
+        args = getattr(annotation, "__args__", None)
+        annotation = args[0] if args else annotation   # list[str] -> str (repeatable)
+        return _TYPE_METAVARS.get(annotation, "TEXT")
+    name = getattr(getattr(param, "type", None), "name", "text")
+    return {"integer": "N", "integer range": "N", "float": "X", "float range": "X", "path": "FILE"}.get(name, "TEXT")
+
+
+def _plain_argument(param) -> None:
+    """An argument as usage lines write it (`GOOD`, `[SPEC]`, `[CAPTURE]...`), where typer would
+    write `{GOOD}` and add its python type (`<list[Path]>`) to the help."""
+    if hasattr(param, "_usage_display_name"):
+        name = param.metavar or param.name.upper()
+        shown = name if param.required else f"[{name}]"
+        param._usage_display_name = lambda: shown + ("..." if param.nargs != 1 else "")
+    if hasattr(param, "display_type_rich"):
+        param.display_type_rich = lambda ctx: None
+
+
+def plain_help(cmd) -> None:
+    """Plain value names for every parameter of `cmd` and its subcommands (typer's default shows
+    python types such as `<list[str]>`)."""
+    for param in getattr(cmd, "params", ()):
+        if param.param_type_name == "argument":
+            _plain_argument(param)
+        if param.metavar is not None or getattr(param, "is_flag", False) or getattr(param, "count", False):
+            continue
+        if param.param_type_name == "argument":
+            param.metavar = param.name.upper()
+        else:
+            flag = max(param.opts, key=len)
+            param.metavar = METAVARS.get(flag) or _value_kind(param)
+    for sub in getattr(cmd, "commands", {}).values():
+        plain_help(sub)
+
+
+def _is(exc: BaseException, name: str) -> bool:
+    """click's exception classes by name: typer vendors its own copy of click in recent versions."""
+    return any(c.__name__ == name for c in type(exc).__mro__)
+
+
+def usage_error(exc) -> str:
+    """A click usage error as one line: what is wrong and where to read about it."""
+    ctx = getattr(exc, "ctx", None)
+    where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    return f"{exc.format_message().rstrip('.')}{where}"

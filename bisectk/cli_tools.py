@@ -1,0 +1,164 @@
+"""The CLI's commands that read what was stored or look at the machine, running no search:
+`report`, `ledger check`, `ledger gc`, `ptx`, `env` and `demo history`. `register(app)` adds them
+to the app of bisectk/cli.py (in this order: the order of `bisectk --help`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from bisectk import exitcodes as X
+from bisectk.cli_common import HtmlOpt, JsonOpt, SpecArg, emit_json, fail, open_ledger, out, write_reports
+from bisectk.errors import BisectkError
+
+
+def register(app: typer.Typer) -> None:
+    """The commands of this module, added to `app`."""
+    app.command(short_help="Print a finished command's result again from the ledger.")(report)
+    ledger_app = typer.Typer(no_args_is_help=True, help="Inspect or repair a ledger; remove cached worktrees (gc).")
+    app.add_typer(ledger_app, name="ledger")
+    ledger_app.command("check")(ledger_check)
+    ledger_app.command("gc")(ledger_gc)
+    app.command("ptx", short_help="Diff the PTX signatures of good and bad (no GPU needed).")(ptx_cmd)
+    app.command("env", short_help="Capture the runtime context, or diff two captures.")(env_cmd)
+    demo_app = typer.Typer(no_args_is_help=True, help="Write ready-to-run inputs for the README's examples.")
+    app.add_typer(demo_app, name="demo")
+    demo_app.command("history")(demo_history)
+
+
+def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bisectk/ledger.db, <git dir>/bisectk/ledger.db).", show_default=False),
+           session: Optional[int] = typer.Option(None, "--session", help="Session id (default: the last finished one)."),
+           markdown: Optional[Path] = typer.Option(None, "--report", help="Write the Markdown debug log here (its pictures beside it)."),
+           html: Optional[Path] = HtmlOpt, as_json: bool = JsonOpt) -> None:
+    """Print a finished command's result again from the ledger, running nothing."""
+    from bisectk.engine.records import load_record
+    from bisectk.report import render
+    db = open_ledger(ledger)
+    try:
+        info = db.session(session) if session else db.last_finished_session()
+    finally:
+        db.close()
+    result = info.get("result") if info else None
+    if not isinstance(result, dict) or "command" not in result:
+        fail(f"{ledger}: no finished session" + (f" with id {session}" if session else "") + " with a stored result")
+    damaged = f"{ledger}: the stored result of session {info['id']} is damaged"
+    try:
+        rec = load_record(result)
+        with out.capture() as shown:   # printed whole or not at all; rendered for --json too, to read it all
+            render.summary(out, rec)
+        written = write_reports(rec, None, markdown, html)
+    except BisectkError as exc:
+        fail(f"{damaged} ({exc})")
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:   # a field of the wrong shape
+        fail(f"{damaged} ({type(exc).__name__}: {exc})"[:300])
+    if as_json:
+        emit_json(result)
+    else:
+        sys.stdout.write(shown.get())
+        for line in written:
+            out.print(line, markup=False)
+    raise typer.Exit(X.OK)
+
+
+def ledger_check(path: Path = typer.Argument(..., help="The ledger database.", show_default=False),
+                 salvage: Optional[Path] = typer.Option(None, "--salvage", help="Copy every readable row into this new ledger."),
+                 as_json: bool = JsonOpt) -> None:
+    """Check a ledger's integrity without writing to it; --salvage copies what is readable into a
+    new ledger. Exit 0: healthy (or salvaged); 2: damaged."""
+    from bisectk import ledger_check as L
+    if not path.exists():
+        fail(f"no ledger at {path}")
+    rep = L.check(path)
+    saved = L.salvage(path, salvage) if salvage else None
+    if as_json:
+        emit_json({**rep.to_dict(), "salvaged": saved})
+    else:
+        for line in rep.lines():
+            out.print(line, markup=False)
+        if saved is not None:
+            out.print(f"salvaged into {salvage}: " + ", ".join(f"{k} {v}" for k, v in saved.items()), markup=False)
+    raise typer.Exit(X.OK if rep.ok or saved is not None else X.USAGE)
+
+
+def ledger_gc(repo: Path = typer.Option(Path("."), "--repo", help="The repository whose cached worktrees to remove.")) -> None:
+    """Remove the worktrees that bisect and triage keep under <git dir>/bisectk-worktrees between
+    commands (those no running command holds). Exit 0."""
+    from bisectk.spaces.worktrees import collect
+    removed = collect(repo)
+    out.print(f"removed {len(removed)} cached worktree{'s' if len(removed) != 1 else ''}"
+              + (f" from {removed[0].parent}" if removed else ""), markup=False)
+    raise typer.Exit(X.OK)
+
+
+def ptx_cmd(spec: Path = SpecArg,
+            with_: Optional[list[str]] = typer.Option(None, "--with", help="Also compile good with these factors at their bad values (e.g. the culprits); repeatable."),
+            as_json: bool = JsonOpt) -> None:
+    """PTX evidence without a GPU: compile good, bad (and good + --with factors) in compile-only mode
+    and print the differences of their PTX signatures (mbarrier, bar.sync ids/counts, TMA, wgmma, smem)."""
+    from bisectk.evidence import ptx_evidence
+    from bisectk.spec import load_spec
+    s = load_spec(spec)
+    configs = {"good": s.good, "bad": s.bad}
+    if with_:
+        unknown = [f for f in with_ if f not in s.good]
+        if unknown:
+            fail(f"--with {', '.join(unknown)}: not a factor of {spec} (factors: {', '.join(s.factors)})")
+        configs["good+" + "+".join(with_)] = s.hybrid(set(with_))
+    ev = ptx_evidence(s, configs)
+    if as_json:
+        emit_json(ev.to_dict())
+    else:
+        out.print(ev.table(), markup=False, highlight=False)
+    raise typer.Exit(X.OK if ev.signatures and not ev.errors else X.USAGE)
+
+
+def env_cmd(captures: Optional[list[Path]] = typer.Argument(None, metavar="CAPTURE", show_default=False,
+                                                           help="Two saved captures to compare: the same as --diff A.json B.json."),
+            save: Optional[Path] = typer.Option(None, "--save", help="Write the capture to this JSON file."),
+            diff: Optional[list[Path]] = typer.Option(None, "--diff", help="Compare two saved captures: --diff A.json B.json (or --diff A.json --diff B.json)."),
+            torch: bool = typer.Option(False, "--torch", help="Also ask torch (in a subprocess) what it sees."),
+            as_json: bool = JsonOpt) -> None:
+    """Capture the runtime context to rule out first (GPU, driver, CUDA, packages, CUDA_*/CUTE_DSL_*/TORCH_* variables),
+    or list the differences between two saved captures."""
+    from bisectk.spaces import env as envmod
+    if captures and not diff:
+        fail(f"unexpected argument {str(captures[0])!r}: captures are compared with --diff A.json B.json")
+    diff = [*(diff or []), *(captures or [])]
+    if diff:
+        if len(diff) != 2:
+            fail(f"--diff compares exactly two captures (--diff A.json B.json), got {len(diff)}")
+        a, b = envmod.load(diff[0]), envmod.load(diff[1])
+        rows = envmod.diff(a, b)
+        if as_json:
+            emit_json({"a": str(diff[0]), "b": str(diff[1]), "differences": [{"key": k, "a": x, "b": y} for k, x, y in rows]})
+        else:
+            from rich.table import Table
+            t = Table(title=f"{diff[0]} vs {diff[1]}", title_justify="left")
+            for col in ("key", str(diff[0].name), str(diff[1].name)):
+                t.add_column(col)
+            for k, x, y in rows:
+                t.add_row(k, str(x), str(y))
+            out.print(t)
+            snippet = envmod.factors_toml(rows)
+            if snippet.strip():
+                out.print("as spec factors (environment variables applied per run):", markup=False)
+                out.print(snippet, markup=False, highlight=False)
+        raise typer.Exit(X.ENV_DIFFER if rows else X.ENV_EQUAL)
+    data = envmod.capture(torch=True if torch else None)
+    if save:
+        envmod.save(save, data)
+    if as_json or not save:
+        emit_json(data)
+    else:
+        out.print(f"environment written to {save}", markup=False)
+
+
+def demo_history(path: Path = typer.Argument(..., help="A new or empty directory for the repository.", show_default=False)) -> None:
+    """Create a throwaway git repository with a planted regression for bisect, triage, log and
+    replay: tag v1.0 works, main deadlocks; a side branch is merged and two commits do not build."""
+    from bisectk.demo import make_history
+    for line in make_history(path).lines():
+        out.print(line.replace("--repo DIR", f"--repo {path}"), markup=False)

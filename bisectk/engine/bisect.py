@@ -29,7 +29,7 @@ from typing import Any
 from bisectk.engine.ablate import subject_record
 from bisectk.engine.endpoints import verify
 from bisectk.engine.hangs import hang_facts
-from bisectk.engine.oracle import Oracle, Trials, judged_as
+from bisectk.engine.oracle import Oracle, Trials
 from bisectk.engine.policy import RunPolicy
 from bisectk.engine.records import AttemptRecord, BisectRecord, EndpointCheck
 from bisectk.events import PhaseStarted
@@ -104,7 +104,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
     oracle = Oracle(trials, check.target, any_failure=any_failure)
     flaky = check.flaky
     bad_runs = [r for r in check.bad.runs if r.outcome is not Outcome.UNRESOLVED]
-    seed = ([Observation(n - 1, judged_as(r, None if any_failure else check.target)) for r in bad_runs] if flaky
+    seed = ([Observation(n - 1, oracle.judge_run(r)) for r in bad_runs] if flaky
             else [Observation(n - 1, Outcome.FAIL)])
     merges = graph.merges()
     mode = ("Bayesian, flake-aware" if flaky else "binary") + (f", {policy.jobs}-way" if policy.jobs > 1 else "")

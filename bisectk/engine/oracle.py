@@ -161,16 +161,20 @@ class Oracle:
     def judge(self, verdict: Verdict) -> Outcome:
         return verdict.outcome if self._judging is None else verdict.against(self._judging)
 
+    def judge_run(self, run: Run) -> Outcome:
+        """One run as this oracle judges it (a run made before the oracle, an endpoint's)."""
+        return judged_as(run, self._judging)
+
     def different(self, run: Run) -> bool:
         """A failure, but not the target's: a possible second bug, never this one."""
-        return run.outcome is Outcome.FAIL and judged_as(run, self._judging) is Outcome.UNRESOLVED
+        return run.outcome is Outcome.FAIL and self.judge_run(run) is Outcome.UNRESOLVED
 
     def __call__(self, point: Any, slot: int = 0) -> Outcome:
         """The search's single-shot verdict on `point`: a different failure is re-run first."""
         for _ in range(1 + max(0, self.policy.retry_different)):
             run = self.observe(point, slot)
             if not self.different(run):
-                return judged_as(run, self._judging)
+                return self.judge_run(run)
         return Outcome.UNRESOLVED
 
     def batch(self, points: Sequence[Any]) -> list[Outcome]:

@@ -232,7 +232,9 @@ class Site:
         self.pool = None
         if warm:
             from bisectk.run.pool import WorkerPool
-            self.pool = WorkerPool(slots=1, preload=preload).start(wait=False)
+            from bisectk.run.snapshot import LINEINFO_ENV
+            # jobs may ask for line info (hang snapshots on): the worker has it, so they stay warm
+            self.pool = WorkerPool(slots=1, preload=preload, env=dict(LINEINFO_ENV)).start(wait=False)
         self.current: dict | None = None
         self.stats = {"jobs": 0, "materialised": 0, "builds": 0}
 

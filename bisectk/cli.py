@@ -527,10 +527,10 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, *, spec, run_cm
                       + (f", {merges} of them {'a merge' if merges == 1 else 'merges'}" if merges else "")
                       + (" (first-parent chain)" if first_parent else "")
                       + (f", touching {' '.join(commits.paths)}" if commits.paths else ""), markup=False)
-            for f in files:
-                if f.use == "yours":
-                    out.print(f"command: {f.word} is your file {f.path} ({f.state}), run in each commit's worktree",
-                              markup=False)
+            for f in files:     # which copy runs: the user's file, or each commit's own
+                out.print(f"command: {f.word} is your file {f.path} ({f.state}), run in each commit's worktree"
+                          if f.use == "yours" else f"command: {f.word} is tracked: each commit's own {f.path} runs",
+                          markup=False)
         with session.commit_space(commits, root, cfg, sub, pool=pool) as space:
             oracle = SpaceOracle(session.runner(), space, policy=pol, any_failure=any_failure)
             try:

@@ -158,7 +158,7 @@ def facts_lines(rec: BisectRecord) -> list[str]:
         lines.append(f"pathspec: {' '.join(rec.paths)} ({rec.commits} candidate commits touch it or are --bad)")
     for f in rec.command_files:
         lines.append(f"command: {f['word']} is your file {f['path']} ({f['state']}), run in each commit's worktree"
-                     if f["use"] == "yours" else f"command: {f['word']} is each commit's own {f['path']}")
+                     if f["use"] == "yours" else f"command: {f['word']} is tracked: each commit's own {f['path']} runs")
     if rec.repeats > 1:
         lines.append(f"each pass confirmed by up to {rec.repeats} runs (the failure is intermittent)")
     return lines

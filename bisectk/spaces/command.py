@@ -138,5 +138,6 @@ def pathspec_of(paths: list[str], user_cwd: Path, root: Path) -> list[str]:
         rel = os.path.normpath(os.path.join(str(inside), p))
         if rel.startswith(".."):
             raise BisectkError(f"pathspec {p!r} is outside the repository {root}")
-        out.append(rel)
+        # a trailing slash keeps git's meaning (a directory only), which normpath would drop
+        out.append(rel + "/" if p.endswith("/") and rel != "." else rel)
     return [p for p in out if p]

@@ -527,7 +527,9 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, *, spec, run_cm
                       + (f", {merges} of them {'a merge' if merges == 1 else 'merges'}" if merges else "")
                       + (" (first-parent chain)" if first_parent else "")
                       + (f", touching {' '.join(commits.paths)}" if commits.paths else ""), markup=False)
-            for f in files:     # which copy runs: the user's file, or each commit's own
+            for f in files:     # which copy runs: the user's file, or each commit's own (said when
+                if f.state == "tracked, not in your directory":     # the user has a copy: it did not run)
+                    continue
                 out.print(f"command: {f.word} is your file {f.path} ({f.state}), run in each commit's worktree"
                           if f.use == "yours" else f"command: {f.word} is tracked: each commit's own {f.path} runs",
                           markup=False)

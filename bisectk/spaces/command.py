@@ -21,7 +21,8 @@ Abstractions
 ------------
 CommandFile     -- one resolved path: the word as typed, which copy runs ("yours" or "tree"), the
                    path run, and the file's state ("untracked", "modified", "outside the
-                   repository", "tracked"): facts for the reports, which say which copy ran.
+                   repository", "tracked" (your copy is the tree's), "tracked, not in your
+                   directory"): facts for the reports, which say which copy ran.
 resolve_command -- the command line with its words resolved, and the CommandFiles.
 """
 
@@ -41,7 +42,7 @@ class CommandFile:
     word: str        # as typed
     use: str         # "yours": the user's file, by absolute path; "tree": each commit's own copy
     path: str        # what runs: an absolute path, or a path relative to the worktree root
-    state: str       # untracked | modified | outside the repository | tracked
+    state: str       # untracked | modified | outside the repository | tracked | tracked, not in your directory
 
     def to_dict(self) -> dict[str, str]:
         return asdict(self)
@@ -97,7 +98,7 @@ def resolve_command(text: str, option: str, *, user_cwd: Path, root: Path, commi
             files.append(CommandFile(word, "yours", str(mine), state))
             out.append(str(mine))
         elif blob is not None:
-            files.append(CommandFile(word, "tree", rel, "tracked"))
+            files.append(CommandFile(word, "tree", rel, "tracked, not in your directory"))
             out.append(_relative(word, rel, k == 0))
         else:
             out.append(word)

@@ -238,6 +238,33 @@ def test_find_fix_names_the_first_fixed_commit_like_git_terms(user, hist, tmp_pa
     assert snapshot(r) == before
 
 
+INTERMITTENT = """#!/usr/bin/env python3
+import os, pathlib, subprocess, sys
+sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+count = pathlib.Path(sys.argv[1]) / sha
+n = int(count.read_text()) if count.exists() else 0
+count.write_text(str(n + 1))
+sys.exit(1 if os.path.exists("bug") and n % 3 == 1 else 0)   # a broken commit passes its first run
+"""
+
+
+def test_find_fix_with_an_intermittent_failure_confirms_passes(user, tmp_path):
+    """A broken commit that passes its first run must not be called fixed: each pass is
+    confirmed by repeated runs (a failure proves the commit still broken)."""
+    r, c = user
+    (r / "flaky.py").write_text(INTERMITTENT)
+    (r / "flaky.py").chmod(0o755)
+    counts = tmp_path / "counts"
+    counts.mkdir()
+    before = snapshot(r)
+    d = jrun(r, "--find-fix", "--flaky", "--repeat", "4", "--bad", "main", "--good", "fixline",
+             "--run", f"./flaky.py {counts}")
+    assert d["first_bad"]["sha"] == c["f2"] and d["repeats"] > 1
+    f1 = [a["outcome"] for a in d["attempts"] if a["applied"][0] == c["f1"]]
+    assert f1[:2] == ["pass", "fail"]           # its first pass was not taken as fixed
+    assert snapshot(r) == before
+
+
 def test_find_fix_from_a_release_branch_after_a_bad_merge_base(user):
     r, c = user
     d = jrun(r, "--find-fix", "--bad", "main", "--good", "rel", "--run", "./test.sh")

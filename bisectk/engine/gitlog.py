@@ -86,7 +86,7 @@ def _options(argv: list[str], n: int) -> tuple[dict, list[str], list[str]]:
                     raise BisectkError(f"line {n}: {name} has no value")
                 k += 1
                 value = argv[k]
-            key = {"--term-good": "--term-old", "--term-bad": "--term-new"}.get(name, name)[2:]
+            key = {"--term-good": "--term-old", "--term-bad": "--term-new"}.get(name, name)[2:].replace("-", "_")
             if key in ("good", "bad"):
                 flags[key].append(value)
             else:

@@ -145,6 +145,18 @@ def test_untracked_script_in_cwd_runs_by_absolute_path(user, hist, tmp_path):
     assert snapshot(r) == before
 
 
+def test_from_a_subdirectory_paths_read_as_typed_there(user, hist, tmp_path):
+    """Typed in d/: `../test.sh` is the user's script at the root, and the pathspec `f0` is
+    d/f0, as git reads a pathspec relative to where it is typed."""
+    r, c = user
+    before = snapshot(r)
+    p = bisectk("bisect", "--good", c["c1"], "--bad", "main", "--run", "../test.sh", "--", "f0", cwd=r / "d", check=0)
+    assert f"command: ../test.sh is your file {r / 'test.sh'} (untracked)" in p.stdout
+    assert "touching d/f0" in p.stdout
+    assert f"first bad commit: {c['c6']}" in p.stdout
+    assert snapshot(r) == before
+
+
 def test_script_with_space_and_arguments_cwd_is_worktree_root(user, tmp_path):
     r, c = user
     (r / "my check.sh").write_text('#!/bin/sh\necho "$PWD|$1|$2" >> "$3"\n! test -f "$1"\n')
@@ -235,6 +247,8 @@ def test_find_fix_names_the_first_fixed_commit_like_git_terms(user, hist, tmp_pa
     assert theirs == c["f2"]
     d = jrun(r, "--find-fix", "--bad", "main", "--good", "fixline", "--run", "./test.sh")
     assert d["find_fix"] and d["terms"] == ["broken", "fixed"] and d["first_bad"]["sha"] == c["f2"]
+    (tmp_path / "fix.log").write_text(bisectk("log", cwd=r, check=0).stdout)
+    assert f"first fixed commit: {c['f2']}" in bisectk("replay", tmp_path / "fix.log", check=0).stdout
     assert snapshot(r) == before
 
 
@@ -272,11 +286,14 @@ def test_find_fix_from_a_release_branch_after_a_bad_merge_base(user):
     assert [m["sha"] for m in d["merge_bases"]] == [c["c6"]] and d["merge_bases"][0]["side"] == "broken"
 
 
-def test_terms_name_the_answer_and_git_meanings_are_kept(user):
+def test_terms_name_the_answer_and_git_meanings_are_kept(user, tmp_path):
     r, c = user
     p = run(r, "--term-old", "fast", "--term-new", "slow", "--good", c["c1"], "--bad", "main", "--run", "./test.sh",
             check=0)
     assert f"first slow commit: {c['c5']}" in p.stdout
+    log = tmp_path / "terms.log"            # bisectk's log keeps the terms, and replay reads them
+    log.write_text(bisectk("log", cwd=r, check=0).stdout)
+    assert f"first slow commit: {c['c5']}" in bisectk("replay", log, check=0).stdout
     p = run(r, "--term-old", "old", "--term-new", "new", "--good", c["c1"], "--bad", "main", "--run", "./test.sh",
             check=0)
     assert f"first new commit: {c['c5']}" in p.stdout
@@ -362,6 +379,16 @@ def test_replays_git_bisect_log(user, hist, tmp_path):
     assert f"first bad commit: {c['c5']}" in p.stdout
     p = bisectk("replay", part, cwd=r, check=1)             # git's replay reads the current repository
     assert "not determined yet" in p.stdout and "next commit to test:" in p.stdout
+    # git's own terms: a fix looked for with --term-old broken --term-new fixed
+    g2 = tmp_path / "g2"
+    git(tmp_path, "clone", "-q", "--no-local", str(base), str(g2))
+    subprocess.run(["git", "bisect", "start", "--term-old", "broken", "--term-new", "fixed", "origin/fixline", "main"],
+                   cwd=g2, check=True, capture_output=True)
+    subprocess.run(["git", "bisect", "run", "sh", "-c", "test -f bug"], cwd=g2, check=True, capture_output=True)
+    (tmp_path / "terms.log").write_text(subprocess.run(["git", "bisect", "log"], cwd=g2, check=True, capture_output=True,
+                                                       text=True).stdout)
+    p = bisectk("replay", tmp_path / "terms.log", "--repo", r, check=0)
+    assert f"first fixed commit: {c['f2']}" in p.stdout
     bad = tmp_path / "bad.log"
     bad.write_text("git bisect start 'main' 'c1'\ngit bisect frobnicate abc\n")
     p = bisectk("replay", bad, cwd=r)

@@ -482,3 +482,21 @@ def test_manual_refuses_a_command(user):
     r, c = user
     p = run(r, "--manual", "--good", c["c1"], "--bad", "main", "--run", "./test.sh")
     assert p.returncode == 2 and p.stderr.startswith("bisectk: --manual")
+
+
+def test_manual_asks_the_merge_base_first_and_stops_on_a_bad_one(user):
+    r, c = user
+    before = snapshot(r)
+    asked = []
+
+    def look(wt: Path) -> str:
+        asked.append(git(wt, "rev-parse", "HEAD"))
+        return "bad" if (wt / "bug").exists() else "good"
+    rc, text = manual(r, ["--good", "rel", "--bad", "main"], look)
+    assert rc == 2 and asked == [c["c6"]]
+    assert f"problem: the merge base {c['c6'][:10]} is bad" in text and "--find-fix" in text
+    asked.clear()
+    rc, text = manual(r, ["--find-fix", "--bad", "main", "--good", "rel"],
+                      lambda wt: "broken" if (wt / "bug").exists() else "fixed")
+    assert rc == 0 and f"first fixed commit: {c['fixbug']}" in text
+    assert snapshot(r) == before

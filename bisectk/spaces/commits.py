@@ -466,7 +466,7 @@ def list_graph(repo: Path | str, good: str | Sequence[str], bad: str, *, first_p
     b = resolve(root, bad, new)
     if b in goods:
         g = given[goods.index(b)]
-        raise SpaceError(f"{old} {g} and {new} are the same commit ({b[:10]})" if len(given) > 1
+        raise SpaceError(f"{old} {g} and {new} {bad} are the same commit ({b[:10]})" if len(given) > 1
                          else f"{old} and {new} are the same commit ({b[:10]})")
     walk = ["--first-parent"] if first_parent else []
     spec = ["--", *paths] if paths else []

@@ -15,17 +15,27 @@ run_bisect   -- verify both endpoints through the commit space's oracle (the bad
                 from a bad one) is reported as such, never answered.
 commit_doc   -- a commit as the record stores it (sha, subject, author, date, files).
 
+merge_bases  -- a --good that is not an ancestor of --bad (a release branch, a sibling) leaves the
+                merge bases of bad and the goods to test first, as git does: each runs (in flaky
+                mode up to as many runs as the bad endpoint took to fail); one that shows the
+                target failure ends the command (the failure was fixed between it and the goods:
+                a --find-fix case), one that cannot be tested is said and the search goes on.
+
 Only the target failure counts as bad; any other failure is UNRESOLVED (skipped), like a build
-failure, unless --any-failure.
+failure, unless --any-failure. With --find-fix (engine/direction.py) the search names the first
+commit where the failure stops: the old endpoint is the failing one, and the words follow the
+terms ("first fixed commit").
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from bisectk.engine.ablate import subject_record
+from bisectk.engine.direction import FixOracle, Terms, repeats_for
 from bisectk.engine.endpoints import verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import SpaceOracle
@@ -34,7 +44,8 @@ from bisectk.engine.records import AttemptRecord, BisectRecord, EndpointCheck
 from bisectk.events import PhaseStarted
 from bisectk.outcome import Outcome, Verdict
 from bisectk.search.history import Dag, DagResult, Observation, SearchOptions, SearchStopped, search_dag
-from bisectk.spaces.revisions import GOOD, CommitSpace
+from bisectk.spaces.commits import SpaceError
+from bisectk.spaces.revisions import GOOD, CommitSpace, Outside
 
 MAX_DESCRIBED = 20   # candidates described with their files (each costs a git call)
 REASONS = {"interrupt": "interrupted", "budget": "run budget spent", "stop": "stopped"}
@@ -45,10 +56,11 @@ def commit_doc(space: CommitSpace, i: Any, full: bool = False) -> dict[str, Any]
     return {"index": i if i != GOOD else None, **info.to_dict()}
 
 
-def attempts_in_run_order(oracle: SpaceOracle) -> list[AttemptRecord]:
+def attempts_in_run_order(oracle: SpaceOracle, terms: Terms = Terms()) -> list[AttemptRecord]:
     """Every run the bisection made (or read from the ledger), in the order made."""
     graph = oracle.space.commits
-    ends = {graph.good.sha: "endpoint (good)", graph.bad.sha: "endpoint (bad)"}
+    ends = {**{m: "merge base" for m in graph.merge_bases},
+            graph.good_sha: f"endpoint ({terms.old})", graph.bad_sha: f"endpoint ({terms.new})"}
     out = []
     for n, obs in enumerate(oracle.observations, 1):
         v = Verdict.fold([obs.run])
@@ -68,7 +80,13 @@ def tested_commits(graph, observed) -> tuple[dict, ...]:
         counts.setdefault(sha, {o.value: 0 for o in Outcome})[Outcome(outcome).value] += 1
     rows = []
     for sha, c in counts.items():
-        i = None if sha == graph.good.sha else graph.index(sha)
+        if sha == graph.good.sha:
+            i = None
+        else:
+            try:
+                i = graph.index(sha)
+            except SpaceError:
+                continue    # no candidate (a merge base, another good): in the attempts and the facts
         info = graph.good if i is None else graph[i]
         rows.append({"index": i, "sha": sha, "short": info.short, "subject": info.subject, **c})
     return tuple(sorted(rows, key=lambda r: -1 if r["index"] is None else r["index"]))
@@ -80,46 +98,104 @@ def marginal_doc(graph, result: DagResult) -> tuple[dict, ...]:
 
 def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None,
                environment: dict | Callable[[], dict] | None = None,
-               repo: str = "", first_parent: bool = False) -> BisectRecord:
+               repo: str = "", first_parent: bool = False, terms: Terms = Terms(),
+               facts: dict | None = None) -> BisectRecord:
     """`environment`: the capture for the record, or a callable that gives it (called when the
-    record is made, so a capture running in the background overlaps the runs)."""
+    record is made, so a capture running in the background overlaps the runs). `terms`: the
+    direction and its words (engine/direction.py). `facts`: more of the record's fields (how
+    the command was resolved)."""
     start = time.monotonic()
     policy = policy or oracle.policy
     space: CommitSpace = oracle.space
     graph, runner = space.commits, oracle.runner
     n = len(graph)
-    check = verify(oracle, GOOD, n - 1, repeat=policy.repeat or 1, calibrate_runs=policy.calibrate_runs,
-                   flaky=policy.flaky, same_failure=policy.same_failure, measure=False)
+    # the endpoint that must pass and the one that must fail: for a fix, the new one passes
+    passing, failing = (n - 1, GOOD) if terms.find_fix else (GOOD, n - 1)
+    check = verify(oracle, passing, failing, repeat=policy.repeat or 1, calibrate_runs=policy.calibrate_runs,
+                   flaky=policy.flaky, same_failure=policy.same_failure, measure=terms.find_fix)
     base = dict(command="bisect", endpoints=check, subject=subject_record(runner.spec), repo=repo,
                 good=graph.good.sha, bad=graph.bad.sha, commits=n, first_parent=first_parent,
-                environment={}, session=runner.session, protocol=runner.spec.protocol)
+                environment={}, session=runner.session, protocol=runner.spec.protocol,
+                goods=graph.goods, paths=graph.paths, terms=(terms.old, terms.new), find_fix=terms.find_fix,
+                **(facts or {}))
+    if check.ok:
+        oracle.target = check.target
+        bases, problem = merge_bases(oracle, check, terms)
+        base["merge_bases"] = tuple(bases)
+        if problem:
+            check = replace(check, problem=problem)
+            base["endpoints"] = check
     if not check.ok:
         base["environment"] = _environment(environment)
         return BisectRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
                             observations=len(oracle.observations), wall_s=time.monotonic() - start,
-                            attempts=tuple(attempts_in_run_order(oracle)),
+                            attempts=tuple(attempts_in_run_order(oracle, terms)),
                             tested=tested_commits(graph, ((o.key, o.judged) for o in oracle.observations)), **base)
-    oracle.target = check.target
     flaky = check.flaky
-    bad_runs = [r for r in check.bad.runs if r.outcome is not Outcome.UNRESOLVED]
-    seed = ([Observation(n - 1, oracle.judge_run(r)) for r in bad_runs] if flaky
-            else [Observation(n - 1, Outcome.FAIL)])
+    search, repeats = oracle, 0
+    if terms.find_fix:
+        # a fix: a pass is the new side; when the failure is intermittent a pass must be repeated
+        repeats = repeats_for(check.bad_rate.value, policy.confidence) if flaky else 1
+        search = FixOracle(oracle, terms, repeats, check.bad_rate.value)
+        seed = [Observation(n - 1, Outcome.FAIL)]
+    else:
+        bad_runs = [r for r in check.bad.runs if r.outcome is not Outcome.UNRESOLVED]
+        seed = ([Observation(n - 1, oracle.judge_run(r)) for r in bad_runs] if flaky
+                else [Observation(n - 1, Outcome.FAIL)])
+    bayes = flaky and not terms.find_fix
     merges = graph.merges()
-    mode = ("Bayesian, flake-aware" if flaky else "binary") + (f", {policy.jobs}-way" if policy.jobs > 1 else "")
+    mode = ("Bayesian, flake-aware" if bayes else f"binary, each pass confirmed by up to {repeats} runs" if repeats > 1
+            else "binary") + (f", {policy.jobs}-way" if policy.jobs > 1 else "")
     runner.events.emit(PhaseStarted("search", f"{mode} over {n} candidate commits"
                                     + (f" ({merges} merge{'s' if merges != 1 else ''})" if merges and not first_parent else "")
-                                    + (f"; bad fails {check.bad_rate.describe()}" if flaky else "")))
-    options = SearchOptions(flaky=flaky, jobs=policy.jobs, confidence=policy.confidence, max_runs=policy.max_runs,
+                                    + (f"; {terms.old if terms.find_fix else 'bad'} fails {check.bad_rate.describe()}"
+                                       if flaky else "")))
+    options = SearchOptions(flaky=bayes, jobs=policy.jobs, confidence=policy.confidence, max_runs=policy.max_runs,
                             width=oracle.width if policy.jobs > 1 else None)
     stopped, reason = False, ""
     try:
-        result = search_dag(Dag.from_csr(*graph.csr()), oracle if policy.jobs == 1 else None,
-                            batch_oracle=oracle.batch if policy.jobs > 1 else None,
+        result = search_dag(Dag.from_csr(*graph.csr()), search if policy.jobs == 1 else None,
+                            batch_oracle=search.batch if policy.jobs > 1 else None,
                             options=options, observations=seed)
     except SearchStopped as stop:
         result, stopped, reason = stop.result, True, REASONS.get(stop.reason, stop.reason)
+    if repeats > 1:
+        result = replace(result, confidence=min(result.confidence, search.confidence()))
+        base["repeats"] = repeats
     base["environment"] = _environment(environment)
-    return _record(oracle, check, result, flaky, stopped, reason, start, base)
+    return _record(oracle, check, result, flaky, stopped, reason, start, base, terms)
+
+
+def merge_bases(oracle: SpaceOracle, check: EndpointCheck, terms: Terms) -> tuple[list[dict], str | None]:
+    """Test the merge bases of --bad and the goods (graph.merge_bases) before the search, as git
+    does; (their facts, the problem when one shows the new side's behaviour)."""
+    graph = oracle.space.commits
+    facts, problem = [], None
+    if graph.merge_bases:
+        oracle.runner.events.emit(PhaseStarted("merge bases", f"a --{'bad' if terms.find_fix else 'good'} is not an "
+                                               f"ancestor of the other end: testing {len(graph.merge_bases)} merge "
+                                               "base(s) first"))
+    # as many runs as the failing endpoint needed to show its failure (1 when it is not flaky)
+    tries = max(1, len(check.bad.runs)) if check.flaky else 1
+    for sha in graph.merge_bases:
+        point = Outside(sha)
+        side = Outcome.UNRESOLVED
+        for _ in range(tries):
+            side = terms.new_side(oracle(point))
+            if side is Outcome.FAIL or (side is Outcome.PASS and terms.find_fix):
+                break       # the new side's behaviour, or (for a fix) a failure that proves the old one
+        info = graph.info(sha)
+        word = {Outcome.PASS: terms.old, Outcome.FAIL: terms.new, Outcome.UNRESOLVED: "untestable"}[side]
+        v = oracle.verdict(point)
+        facts.append({"sha": sha, "short": info.short, "subject": info.subject, "side": word,
+                      "verdict": v.describe() if v else ""})
+        if side is Outcome.FAIL and problem is None:
+            olds = " ".join(g[:10] for g in graph.goods)
+            problem = (f"the merge base {sha[:10]} of --bad and --good is {terms.new}"
+                       + (f": the failure was fixed between {sha[:10]} and [{olds}]; to find that fix: bisectk bisect "
+                          f"--find-fix --bad {sha[:10]} --good {graph.goods[0][:10]} ..." if terms.default else
+                          f": the first '{terms.new}' commit is between {sha[:10]} and [{olds}]"))
+    return facts, problem
 
 
 def _environment(environment: dict | Callable[[], dict] | None) -> dict:
@@ -127,7 +203,7 @@ def _environment(environment: dict | Callable[[], dict] | None) -> dict:
 
 
 def last_good(oracle: SpaceOracle, check: EndpointCheck, culprit: int,
-              first_parent: bool = False) -> list[dict[str, Any]]:
+              first_parent: bool = False, terms: Terms = Terms()) -> list[dict[str, Any]]:
     """The culprit's parents, each with its verdict: a tested candidate's runs, the --good
     endpoint's, or good by ancestry (an ancestor of --good, never run). With --first-parent only
     the first parent: a merge's other parents are the branch it brought in, not last good."""
@@ -136,14 +212,19 @@ def last_good(oracle: SpaceOracle, check: EndpointCheck, culprit: int,
     out = []
     parents = graph.parent_shas_of(culprit)
     for sha in parents[:1] if first_parent else parents:
-        if sha == graph.good.sha:
-            out.append({**commit_doc(space, GOOD), "verdict": check.good.describe() + " (--good)"})
+        if sha == graph.good.sha:   # the old endpoint: --good, or for a fix --bad
+            v, opt = (check.bad, "--bad") if terms.find_fix else (check.good, "--good")
+            out.append({**commit_doc(space, GOOD), "verdict": v.describe() + f" ({opt})"})
             continue
         try:
             i = graph.index(sha)
         except Exception:
+            opt = "--bad" if terms.find_fix else "--good"
+            word = f"a {opt} given (not run)" if sha in graph.goods else \
+                f"a tested merge base" if sha in graph.merge_bases else f"an ancestor of {opt} (not run)"
+            v = oracle.verdicts.get(sha)
             out.append({"index": None, "sha": sha, "subject": "", "author": "", "date": "",
-                        "verdict": "good: an ancestor of --good (not run)"})
+                        "verdict": f"{terms.old}: {word}" + (f" [{v.describe()}]" if v and sha in graph.merge_bases else "")})
             continue
         v = oracle.verdicts.get(sha)
         out.append({**commit_doc(space, i), "verdict": v.describe() if v else "not run"})
@@ -151,14 +232,23 @@ def last_good(oracle: SpaceOracle, check: EndpointCheck, culprit: int,
 
 
 def _record(oracle: SpaceOracle, check: EndpointCheck, result: DagResult, flaky: bool, stopped: bool,
-            reason: str, start: float, base: dict) -> BisectRecord:
+            reason: str, start: float, base: dict, terms: Terms = Terms()) -> BisectRecord:
     space: CommitSpace = oracle.space
     graph = space.commits
     described = [commit_doc(space, i, full=True) for i in result.candidates[:MAX_DESCRIBED]]
     candidates = tuple(described + [commit_doc(space, i) for i in result.candidates[MAX_DESCRIBED:]])
     found = result.culprit is not None and not result.contradiction
+    if found and result.culprit == len(graph) - 1 and not graph.bad_touches:
+        # every candidate that touches the pathspec is on the old side: --bad stands for the
+        # commits after them, which touch none of the paths; none of them can be named
+        found = False
+        steps_extra = [f"No commit that touches {' '.join(graph.paths)} is {terms.new}: the change is in another "
+                       "path; run again without the pathspec."]
+        why = "pathspec"
+    else:
+        steps_extra, why = [], ""
     first_bad = commit_doc(space, result.culprit, full=True) if found else None
-    steps: list[str] = []
+    steps: list[str] = list(steps_extra)
     text = None
     if result.contradiction:
         text = result.contradiction
@@ -166,29 +256,31 @@ def _record(oracle: SpaceOracle, check: EndpointCheck, result: DagResult, flaky:
             text = text.replace(f"#{i}", graph[i].short)
         steps.append(f"The observations contradict each other: {text}. The failure may be flaky (try --flaky) "
                      "or depend on more than the commit (the environment, the build cache).")
-    if first_bad:
+    if first_bad and terms.find_fix:
+        steps.append(f"Inspect the diff of the first {terms.new} commit: git show {first_bad['sha'][:10]}")
+    elif first_bad:
         parents = graph.parent_shas_of(result.culprit)
-        steps += [f"Inspect the diff of the first bad commit: git show {first_bad['sha'][:10]}",
+        steps += [f"Inspect the diff of the first {terms.new} commit: git show {first_bad['sha'][:10]}",
                   f"Isolate the culprit lines inside it: bisectk triage ... --good "
                   f"{parents[0][:10] if parents else graph.good.short} --bad {first_bad['sha'][:10]}"]
     if len(result.candidates) > 1:
         steps.insert(0, "Make the skipped commits testable (fix their build) to resolve the ambiguity.")
     if stopped:
         steps.insert(0, f"The search stopped ({reason}); run it again with --resume to continue.")
-    complete = result.complete and not stopped
-    hangs = hang_facts(oracle, check, result.culprit if found and complete else None,
+    complete = result.complete and not stopped and not why
+    hangs = hang_facts(oracle, check, result.culprit if found and complete and not terms.find_fix else None,
                        f"the first bad commit ({graph[result.culprit].short})" if found else "")
     return BisectRecord(
         ok=True, complete=complete, interrupted=stopped, runs=oracle.runner.executed,
         observations=len(oracle.observations), wall_s=round(time.monotonic() - start, 3), next_steps=tuple(steps),
         run_s=oracle.run_seconds(),
-        stop_reason=reason or ("contradiction" if result.contradiction else ""), flaky=flaky, mode=result.mode,
+        stop_reason=reason or ("contradiction" if result.contradiction else why), flaky=flaky, mode=result.mode,
         rounds=result.rounds,
         first_bad=first_bad, candidates=candidates, contradiction=text if result.contradiction else None,
-        last_good=tuple(last_good(oracle, check, result.culprit, base["first_parent"])) if found else (),
+        last_good=tuple(last_good(oracle, check, result.culprit, base["first_parent"], terms)) if found else (),
         confidence=round(result.confidence, 6), ambiguous=len(result.candidates) > 1,
         skipped=tuple(commit_doc(space, i) for i in result.skipped), fail_prob=result.fail_prob,
         posterior=tuple({"sha": graph[i].sha, "short": graph[i].short, "p": round(p, 6)} for i, p in result.posterior),
-        attempts=tuple(attempts_in_run_order(oracle)),
+        attempts=tuple(attempts_in_run_order(oracle, terms)),
         tested=tested_commits(graph, ((o.key, o.judged) for o in oracle.observations)),
         marginal=marginal_doc(graph, result), hangs=hangs, **base)

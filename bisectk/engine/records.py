@@ -334,6 +334,14 @@ class BisectRecord(Record):
     tested: tuple[dict, ...] = ()           # each commit run: index (None: --good), sha, short, subject, and its
                                             # pass / fail / unresolved counts, in topological order
     marginal: tuple[dict, ...] = ()         # flaky: {index, short, p} for every candidate with P(first bad) > 0
+    goods: tuple[str, ...] = ()             # every commit of the old side given (several --good: all count)
+    merge_bases: tuple[dict, ...] = ()      # tested first: sha, short, subject, side (a term or "untestable"), verdict
+    paths: tuple[str, ...] = ()             # the pathspec: candidates are the commits that touch it
+    terms: tuple[str, ...] = ("good", "bad")   # the old side's and the new side's words (git's --term-old/-new)
+    find_fix: bool = False                  # the new side passes: the answer is the first fixed commit
+    repeats: int = 0                        # a fix with an intermittent failure: runs that confirm a pass
+    command_files: tuple[dict, ...] = ()    # how --run's relative paths were resolved (spaces/command.py)
+    manual: bool = False                    # verdicts given by a person (engine/manual.py), nothing run
 
 
 @dataclass(frozen=True)

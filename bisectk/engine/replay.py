@@ -2,8 +2,8 @@
 
 Abstractions
 ------------
-parse_log  -- the header's `bisectk bisect ...` command (repo, refs, flags) and the `observe SHA
-              OUTCOME` lines, in order.
+parse_log  -- (engine/gitlog.py) the bisection a log describes and its observations, from
+              `bisectk log` or from `git bisect log`.
 replay_log -- maps shas to candidate indices of the commit graph, feeds the observations to the same
               DAG search with an oracle that stops at the first commit the log does not cover, and
               returns the result with that next commit (None when the log is complete). Lines of
@@ -14,45 +14,16 @@ replay_record -- the same answer as a ReplayRecord (for the HTML report's pictur
 
 from __future__ import annotations
 
-import shlex
 import time
 from pathlib import Path
 
 from bisectk.engine.bisect import marginal_doc, tested_commits
+from bisectk.engine.gitlog import Header, parse_log
 from bisectk.engine.records import ReplayRecord
 from bisectk.errors import BisectkError
 from bisectk.outcome import Outcome
 from bisectk.search.history import Dag, DagResult, Observation, SearchOptions, SearchStopped, StopSearch, search_dag
 from bisectk.spaces.commits import CommitGraph, list_graph
-
-
-def parse_log(text: str) -> tuple[dict, list[tuple[str, Outcome]]]:
-    header: dict = {}
-    observations = []
-    for n, line in enumerate(text.splitlines(), 1):
-        body = line.split("#", 1)[0].strip() if not line.startswith("# bisectk bisect") else ""
-        if line.startswith("# bisectk bisect"):
-            try:
-                argv = shlex.split(line[2:])
-            except ValueError as exc:   # an unclosed quote: not a header bisectk wrote
-                raise BisectkError(f"line {n}: the header cannot be read ({exc})") from None
-            header = {"flaky": "--flaky" in argv, "first_parent": "--first-parent" in argv}
-            for key in ("--repo", "--good", "--bad"):
-                if key in argv and argv.index(key) + 1 < len(argv):
-                    header[key[2:]] = argv[argv.index(key) + 1]
-            continue
-        if not body:
-            continue
-        parts = body.split()
-        if len(parts) != 3 or parts[0] != "observe":
-            raise BisectkError(f"line {n}: expected 'observe SHA OUTCOME', got {line.strip()!r}")
-        try:
-            observations.append((parts[1], Outcome(parts[2])))
-        except ValueError:
-            raise BisectkError(f"line {n}: unknown outcome {parts[2]!r} (pass, fail or unresolved)") from None
-    if not {"repo", "good", "bad"} <= header.keys():
-        raise BisectkError("not a bisectk log: the '# bisectk bisect --repo ... --good ... --bad ...' header is missing")
-    return header, observations
 
 
 def read_log(path: Path) -> str:
@@ -69,27 +40,53 @@ def read_log(path: Path) -> str:
     return text
 
 
-def replay_log(path: Path, repo: Path | None = None) -> tuple[DagResult, CommitGraph, int | None]:
+def replay_log(path: Path, repo: Path | None = None) -> tuple[DagResult, CommitGraph, int | str | None]:
+    """(the answer, the graph, the next commit to test: a candidate's index, or the sha of a merge
+    base the log has not tested yet, or None when the log is complete)."""
     header, observed = parse_log(read_log(path))
-    graph = list_graph(repo or header["repo"], header["good"], header["bad"], first_parent=header["first_parent"])
-    observations = []
-    for sha, outcome in observed:
-        if graph.good.sha.startswith(sha):
-            if outcome is Outcome.FAIL:
-                raise BisectkError(f"the log records a failure of --good {sha[:10]}: not a usable bisection")
-            continue
-        observations.append(Observation(graph.index(sha), outcome))
+    graph, observations = _observations(header, observed, repo)
     asked: list[int] = []
 
     def oracle(i: int) -> Outcome:
         asked.append(i)
         raise StopSearch()
+    for sha in graph.merge_bases:   # git tests a merge base first: a log that has not yet stops there
+        if not any(sha.startswith(s) for s, _ in observed):
+            open_ = DagResult(culprit=None, candidates=tuple(range(len(graph))), parents=(), runs=len(observations),
+                              new_runs=0, rounds=0, confidence=0.0, skipped=(), observations=tuple(observations),
+                              complete=False, mode="replay")
+            return open_, graph, sha
     try:
-        result = search_dag(Dag.from_csr(*graph.csr()), oracle, options=SearchOptions(flaky=header["flaky"]),
+        result = search_dag(Dag.from_csr(*graph.csr()), oracle, options=SearchOptions(flaky=header.flaky),
                             observations=observations)
         return result, graph, None
     except SearchStopped as stop:
         return stop.result, graph, asked[0] if asked else None
+
+
+def _observations(header: Header, observed, repo: Path | None) -> tuple[CommitGraph, list[Observation]]:
+    """The commit graph the log's bisection searched, and its observations as the search's
+    (FAIL = the new side). Lines of the old ends and of merge bases are checked, not searched."""
+    terms = header.terms
+    ends = ("--bad", "--good") if terms.find_fix else ("--good", "--bad")
+    graph = list_graph(repo or header.repo or Path.cwd(), header.olds, header.new, first_parent=header.first_parent,
+                       paths=header.paths, ends=ends)
+    observations = []
+    for sha, outcome in observed:
+        side = terms.new_side(outcome)
+        if any(g.startswith(sha) for g in (*graph.goods, *graph.merge_bases)):
+            if side is Outcome.FAIL:
+                what = "merge base" if any(m.startswith(sha) for m in graph.merge_bases) else "old end"
+                raise BisectkError(f"the log records {sha[:10]} (the {what}) as {terms.new}: the first {terms.new} "
+                                   f"commit is not between the log's ends")
+            continue
+        try:
+            observations.append(Observation(graph.index(sha), side))
+        except BisectkError:
+            raise BisectkError(f"the log marks {sha[:10]} {terms.new if side is Outcome.FAIL else terms.old}, but it "
+                               f"is not between the log's ends (an ancestor of a {terms.old} commit): the log "
+                               "contradicts itself") from None
+    return graph, observations
 
 
 def replay_record(path: Path, repo: Path | None = None, replayed=None) -> ReplayRecord:
@@ -110,11 +107,13 @@ def replay_record(path: Path, repo: Path | None = None, replayed=None) -> Replay
     return ReplayRecord(
         command="replay", endpoints=None, ok=True, complete=result.complete, interrupted=False, runs=0,
         observations=len(observed), wall_s=round(time.monotonic() - start, 3), log=str(path),
-        repo=str(repo or header.get("repo", "")), good=graph.good.sha, bad=graph.bad.sha, commits=len(graph),
-        flaky=bool(header.get("flaky")), mode=result.mode,
+        repo=str(repo or header.repo or ""), good=graph.good.sha, bad=graph.bad.sha, commits=len(graph),
+        flaky=header.flaky, mode=result.mode,
         first_bad=doc(result.culprit) if found else None,
         last_good=tuple(doc(sha) for sha in graph.parent_shas_of(result.culprit)) if found else (),
-        candidates=tuple(doc(i) for i in result.candidates), next=doc(nxt) if nxt is not None else None,
+        candidates=tuple(doc(i) for i in result.candidates),
+        next=(doc(nxt) if isinstance(nxt, int) else {"index": None, **graph.info(nxt).to_dict()}) if nxt is not None
+        else None,
         confidence=round(result.confidence, 6), skipped=tuple(doc(i) for i in result.skipped),
         contradiction=result.contradiction,
         tested=tested_commits(graph, ((doc(sha)["sha"], outcome) for sha, outcome in observed)),

@@ -334,6 +334,11 @@ class BisectRecord(Record):
     tested: tuple[dict, ...] = ()           # each commit run: index (None: --good), sha, short, subject, and its
                                             # pass / fail / unresolved counts, in topological order
     marginal: tuple[dict, ...] = ()         # flaky: {index, short, p} for every candidate with P(first bad) > 0
+    rates: dict | None = None               # both failure rates with 95% intervals (rates.Rates.to_dict)
+    separable: bool | None = None           # False: the rates were not told apart within the budget
+    more_runs: int | None = None            # then: about how many more runs would probably separate them
+    confirmation: dict | None = None        # the runs that confirmed a deterministic answer (dag.Confirmation)
+    switched: str | None = None             # why a deterministic search went on in the flake model
 
 
 @dataclass(frozen=True)

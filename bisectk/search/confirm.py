@@ -14,8 +14,13 @@ How many passes. `repeats` follows from the failure rate observed so far and the
 confidence: with k failures in n runs of configurations the answer calls bad, p_lo is the lower
 end of the interval on that rate at the asked confidence (Wilson), and a configuration failing at
 p_lo or more passes `repeats` times in a row with probability (1 - p_lo)^repeats <= 1 - confidence
-(flaky.ConfidenceRule, the rule of the factor searches: one statistic). A deterministic failure
-observed k times in k runs asks for fewer passes as k grows.
+(flaky.ConfidenceRule, the rule of the factor searches: one statistic). Two things make the
+interval stricter than the factor rule's 95%: it is taken at the asked confidence, and the rate
+is counted as k failures in n + 1 runs, because a deterministic search reads every pass as good:
+if the answer is wrong, the pass it rests on (the parent's, the fix's) was a run of a bad
+configuration, and the k / n it saw overstates the rate. A deterministic failure observed k times
+asks for fewer passes as k grows (k = 7: 9 passes at 0.99; an undeclared 50% flake then slips
+through a wrong answer's confirmation with probability 0.5 x 0.5^9 = 0.1%).
 
 A contradiction (the culprit passes, a parent fails) means the failure is intermittent: the
 caller goes on in the flake model from every observation made so far (history.search_dag,
@@ -24,6 +29,7 @@ ablation.ablate); nothing is run again from the start.
 Abstractions
 ------------
 repeats_for      -- the passes asked of a configuration judged good, from k / n and the confidence.
+plan_confirmation -- how often the culprit runs again and how many passes each parent needs.
 confirm_culprit  -- run the confirmation of a DAG answer through the search's gateway; returns
                     the facts (dag.Confirmation).
 set_claims       -- the configurations a sets search's answer rests on, FAIL and PASS claims.
@@ -47,10 +53,11 @@ MAX_RETRIES = 3     # an untestable confirmation run is tried again this often b
 
 
 def repeats_for(fails: int, runs: int, confidence: float) -> int:
-    """Passes in a row that clear a configuration when bad ones failed `fails` of `runs` times."""
+    """Passes in a row that clear a configuration when bad ones failed `fails` of `runs` times
+    (counted as `runs` + 1: see the module docstring)."""
     if fails < 1:
         return 1
-    return ConfidenceRule.derive(fails, runs, alpha=1.0 - confidence, confidence=confidence).repeats
+    return ConfidenceRule.derive(fails, runs + 1, alpha=1.0 - confidence, confidence=confidence).repeats
 
 
 def _bad_side_counts(dag: Dag, gw: Gateway, culprit: int) -> tuple[int, int]:
@@ -61,16 +68,29 @@ def _bad_side_counts(dag: Dag, gw: Gateway, culprit: int) -> tuple[int, int]:
     return fails, runs
 
 
+def plan_confirmation(fails: int, runs: int, parents: int, confidence: float) -> tuple[int, int]:
+    """(culprit re-runs, passes asked of each parent): every re-run of the culprit that fails
+    raises the observed rate and so lowers the passes asked of each parent; the split that costs
+    fewest runs in all is taken (at least one re-run: the culprit must fail again)."""
+    best = None
+    for again in range(1, 31):
+        repeats = repeats_for(fails + again, runs + again, confidence) if parents else 0
+        cost = again + parents * repeats
+        if best is None or cost < best[0]:
+            best = (cost, again, repeats)
+    return best[1], best[2]
+
+
 def confirm_culprit(dag: Dag, gw: Gateway, culprit: int, confidence: float,
                     spend: Callable[[int], int], width: int = 1) -> Confirmation:
-    """Run the culprit again (it must fail) and each parent among the candidates `repeats` times
-    (each must pass), in rounds of up to `width` runs; stop at the first contradiction. `spend(k)`
-    returns how many of k runs the budget allows (raising when none). The gateway must allow
-    repeats (the caller sets it)."""
+    """Run the culprit again (each run must fail) and each parent among the candidates `repeats`
+    times (each must pass), in rounds of up to `width` runs; stop at the first contradiction.
+    `spend(k)` returns how many of k runs the budget allows (raising when none). The gateway must
+    allow repeats (the caller sets it)."""
     parents = tuple(dag.parents_of(culprit))
     fails, runs = _bad_side_counts(dag, gw, culprit)
-    repeats = repeats_for(fails + 1, runs + 1, confidence)   # counting the culprit's own re-run
-    plan = [culprit] + [p for p in parents for _ in range(repeats)]
+    again, repeats = plan_confirmation(fails, runs, len(parents), confidence)
+    plan = [culprit] * again + [p for p in parents for _ in range(repeats)]
     made: list[tuple[int, str]] = []
     retries = {i: 0 for i in (culprit, *parents)}
     expect = {culprit: Outcome.FAIL, **{p: Outcome.PASS for p in parents}}
@@ -82,14 +102,12 @@ def confirm_culprit(dag: Dag, gw: Gateway, culprit: int, confidence: float,
             made.append((i, outcome.value))
             if outcome is Outcome.UNRESOLVED:
                 retries[i] += 1
-                if retries[i] <= MAX_RETRIES:
-                    plan.append(i)      # a run that could not be judged is not a verdict: again
+                if retries[i] > MAX_RETRIES:    # it cannot be run: the answer cannot be confirmed
+                    return Confirmation(culprit, repeats, tuple(made), (i, outcome.value), parents)
+                plan.append(i)      # a run that could not be judged is not a verdict: again
                 continue
             if outcome is not expect[i]:
                 return Confirmation(culprit, repeats, tuple(made), (i, outcome.value), parents)
-    if any(retries[i] > MAX_RETRIES for i in retries):
-        i = next(i for i in retries if retries[i] > MAX_RETRIES)
-        return Confirmation(culprit, repeats, tuple(made), (i, Outcome.UNRESOLVED.value), parents)
     return Confirmation(culprit, repeats, tuple(made), None, parents)
 
 
@@ -155,7 +173,12 @@ def confirm_sets(tester, must_fail: Sequence[frozenset], must_pass: Sequence[fro
             judged = [o for o in tester.history[key] if o is not Outcome.UNRESOLVED]
             fails += sum(o is Outcome.FAIL for o in judged)
             runs += len(judged)
-    repeats = tester.rule.repeats if tester.rule is not None else repeats_for(fails, runs, confidence)
+    # every PASS claim is a chance for a wrong answer to slip through: they share 1 - confidence
+    # (Bonferroni), so an answer resting on three claims is as sure as one resting on one
+    share = 1.0 - (1.0 - confidence) / max(len(must_pass), 1)
+    repeats = repeats_for(fails, runs, share)
+    if tester.rule is not None:     # fresh passes, at least as many as the rule's verdicts needed
+        repeats = max(repeats, getattr(tester.rule, "repeats", 1))
     for key in must_pass:
         got = tester.confirm(key, Outcome.PASS, repeats)
         checks.append((key, "pass", got.value))
@@ -174,4 +197,6 @@ def switched_rule(tester, endpoint: tuple[int, int] = (0, 0), confidence: float 
         if any(o is Outcome.FAIL for o in judged):
             fails += sum(o is Outcome.FAIL for o in judged)
             runs += len(judged)
-    return ConfidenceRule.derive(max(fails, 1), max(runs, fails, 1), alpha=1.0 - confidence)
+    # the interval is taken at the asked confidence (not the factor rule's 95%): the runs it
+    # rests on are few, and a switched search has already been wrong once
+    return ConfidenceRule.derive(max(fails, 1), max(runs, fails, 1), alpha=1.0 - confidence, confidence=confidence)

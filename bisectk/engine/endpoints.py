@@ -147,7 +147,8 @@ def diagnose(good: Verdict, bad: Verdict, target: Target | None, good_rate: Rate
     if good_rate.fails:
         return (f"the good configuration fails too, with the same failure ({target.describe()}) in "
                 f"{good_rate.describe()}; the failure does not depend on these differences, or the good side is "
-                "flaky")
+                "flaky; if good fails only sometimes, less often than bad (a race that got more frequent), "
+                "--flaky applies")
     if good.n_pass == 0:
         return f"the good configuration never passed: {good.describe()}"
     return None

@@ -90,7 +90,13 @@ def confirm_culprit(dag: Dag, gw: Gateway, culprit: int, confidence: float,
     parents = tuple(dag.parents_of(culprit))
     fails, runs = _bad_side_counts(dag, gw, culprit)
     again, repeats = plan_confirmation(fails, runs, len(parents), confidence)
-    plan = [culprit] * again + [p for p in parents for _ in range(repeats)]
+    # runs made already beyond the one the narrowing read (a replayed or resumed log holds the
+    # confirmation it made; repeats are the same evidence whenever they were made) count
+    own_fails = sum(1 for o in gw.observations if o.index == culprit and o.outcome is Outcome.FAIL)
+    own_passes = {p: sum(1 for o in gw.observations if o.index == p and o.outcome is Outcome.PASS)
+                  for p in parents}
+    plan = [culprit] * max(again - max(own_fails - 1, 0), 0) \
+        + [p for p in parents for _ in range(max(repeats - max(own_passes[p] - 1, 0), 0))]
     made: list[tuple[int, str]] = []
     retries = {i: 0 for i in (culprit, *parents)}
     expect = {culprit: Outcome.FAIL, **{p: Outcome.PASS for p in parents}}

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -48,14 +49,24 @@ def default_budget(n: int) -> int:
     return 50 + 40 * math.ceil(math.log2(max(n, 2)))
 
 
+def guarded_mass(model: CulpritPosterior, guard: CulpritPosterior | None) -> tuple[tuple[int, ...], float]:
+    """The best group and the mass an answer may claim: the model's, or where a guard is kept
+    (two rates), the smaller of the model's and the guard's mass on that group."""
+    members, mass = model.best_group()
+    if guard is not None and guard.contradiction() is None:
+        mass = min(mass, float(guard.marginal()[list(members)].sum()))
+    return members, mass
+
+
 def posterior_result(dag: Dag, gw: Gateway, model: CulpritPosterior, confidence: float,
-                     finished: bool, mode: str, stuck: bool = False) -> DagResult:
+                     finished: bool, mode: str, stuck: bool = False,
+                     guard: CulpritPosterior | None = None) -> DagResult:
     conflict = model.contradiction()
     if conflict is not None:
         return DagResult(None, (), (), len(gw.observations), gw.new_runs, gw.rounds, 0.0,
                          model.skipped, tuple(gw.observations), False, mode,
                          contradiction=conflict[0], conflict=conflict[1])
-    members, mass = model.best_group()
+    members, mass = guarded_mass(model, guard)
     culprit = members[0] if len(members) == 1 else None
     rates = model.rates()
     confident = mass >= confidence and (culprit is None or not model.unconfirmed(culprit))
@@ -84,18 +95,31 @@ def _rounded(marginal: np.ndarray) -> tuple[tuple[int, float], ...]:
     return tuple(out)
 
 
-def _setup(dag: Dag, gw: Gateway, confidence: float, kwargs: dict[str, Any]) -> CulpritPosterior:
+def _setup(dag: Dag, gw: Gateway, confidence: float, kwargs: dict[str, Any]
+           ) -> tuple[CulpritPosterior, CulpritPosterior | None]:
+    """The model, and under two rates its guard: the same observations under the prior without
+    the mass at p_old = 0. That mass is the prior's guess that the good side might never fail; an
+    answer must not rest on it (a p_old = 0.1 history whose old-side probes happened to pass reads
+    as "p_old = 0, the change is here" under the mixture: bench/calibration_bench.py found 6 wrong
+    answers in 271 at 0.99 with the mixture alone)."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     model = CulpritPosterior.from_observations(dag, gw.observations, **kwargs)
     gw.listeners.append(model.observe)
-    return model
+    guard = None
+    if 0.0 < model.prior.old_zero < 1.0 and model.prior.known_new is None:
+        guard = CulpritPosterior.from_observations(dag, gw.observations,
+                                                   **{**kwargs, "prior": replace(model.prior, old_zero=0.0)})
+        gw.listeners.append(guard.observe)
+    return model, guard
 
 
-def _wanted(model: CulpritPosterior, confidence: float) -> tuple[bool, list[int]]:
-    """(done, confirmation runs still needed): done when the best group holds `confidence` and,
-    when it is one commit, that commit failed and its parents passed in their own runs."""
-    members, mass = model.best_group()
+def _wanted(model: CulpritPosterior, confidence: float,
+            guard: CulpritPosterior | None = None) -> tuple[bool, list[int]]:
+    """(done, confirmation runs still needed): done when the best group holds `confidence` (in
+    the guard too) and, when it is one commit, that commit failed and its parents passed in their
+    own runs."""
+    members, mass = guarded_mass(model, guard)
     if mass < confidence:
         return False, []
     need = model.unconfirmed(members[0]) if len(members) == 1 else []
@@ -114,14 +138,14 @@ def dag_bayes_bisect(dag: Dag, oracle: Oracle, *, confidence: float = 0.99,
     culprit: they measure p_old)."""
     gw = Gateway(dag.n, oracle, observations=observations, repeat=True,
                  on_observation=on_observation, min_n=1)
-    model = _setup(dag, gw, confidence, dict(prior=make_prior(prior, fail_prob, q_prior, grid), base=base))
+    model, guard = _setup(dag, gw, confidence, dict(prior=make_prior(prior, fail_prob, q_prior, grid), base=base))
     budget = default_budget(dag.n) if max_runs is None else max_runs
     stuck = False
 
     def loop() -> None:
         nonlocal stuck
         while model.contradiction() is None:
-            done, need = _wanted(model, confidence)
+            done, need = _wanted(model, confidence, guard)
             if done:
                 return
             probe = need[0] if need else model.next_probe(testable_odds(dag, model.skipped, model.tested))
@@ -132,7 +156,7 @@ def dag_bayes_bisect(dag: Dag, oracle: Oracle, *, confidence: float = 0.99,
             gw.test(probe)
 
     return gw.guarded(loop, lambda finished: posterior_result(dag, gw, model, confidence, finished,
-                                                              "dag-bayes", stuck))
+                                                              "dag-bayes", stuck, guard))
 
 
 def dag_bayes_multisect(dag: Dag, batch_oracle: BatchOracle, *, jobs: int, confidence: float = 0.99,
@@ -148,14 +172,14 @@ def dag_bayes_multisect(dag: Dag, batch_oracle: BatchOracle, *, jobs: int, confi
         raise ValueError(f"jobs must be >= 1, got {jobs}")
     gw = Gateway(dag.n, batch_oracle=batch_oracle, observations=observations, repeat=True,
                  on_observation=on_observation, min_n=1)
-    model = _setup(dag, gw, confidence, dict(prior=make_prior(prior, fail_prob, q_prior, grid), base=base))
+    model, guard = _setup(dag, gw, confidence, dict(prior=make_prior(prior, fail_prob, q_prior, grid), base=base))
     budget = default_budget(dag.n) if max_runs is None else max_runs
     stuck = False
 
     def loop() -> None:
         nonlocal stuck
         while model.contradiction() is None:
-            done, need = _wanted(model, confidence)
+            done, need = _wanted(model, confidence, guard)
             if done:
                 return
             k = round_width(jobs, width)
@@ -166,4 +190,4 @@ def dag_bayes_multisect(dag: Dag, batch_oracle: BatchOracle, *, jobs: int, confi
             gw.test_many(probes[:gw.spend(budget, len(probes))])
 
     return gw.guarded(loop, lambda finished: posterior_result(dag, gw, model, confidence, finished,
-                                                              f"dag-bayes-multisect-{jobs}", stuck))
+                                                              f"dag-bayes-multisect-{jobs}", stuck, guard))

@@ -41,6 +41,7 @@ from bisectk.search.history import Dag, Observation, SearchOptions, SearchStoppe
 from bisectk.search.rates import ONE_SIDED, TWO_RATE  # noqa: E402
 
 F, P = Outcome.FAIL, Outcome.PASS
+WRONG: list[tuple] = []     # bisectk answers given as found (exit 0) that named another commit
 
 
 def z_channel_bound(q: float, n: int, error: float = 0.01) -> float:
@@ -70,6 +71,8 @@ def run_bisectk(n: int, culprit: int, q: float, seed: int, two_rate: bool,
         r = search_dag(Dag.chain(n), oracle, options=opt, observations=seed_obs)
     except SearchStopped as stop:
         r = stop.result
+    if r.complete and r.culprit != culprit:
+        WRONG.append((n, culprit, q, seed, two_rate, known))
     return r.complete and r.culprit == culprit, r.new_runs + endpoint_runs
 
 
@@ -142,7 +145,8 @@ def main() -> int:
                              "right": int(sum(bool(ok) for ok, _ in got)), "of": len(got)}
         table[q] = out
         print(f"q={q}: " + json.dumps(out), flush=True)
-    print(f"\n{n} commits, {args.seeds} seeds per q, {time.time() - t0:.0f} s\n")
+    print(f"\n{n} commits, {args.seeds} seeds per q, {time.time() - t0:.0f} s; bisectk answers given and wrong: "
+          f"{len(WRONG)} {WRONG}; the others not right were not separable within the budget (exit 2)\n")
     print("| q | bisectk | bisectk --flaky | bisectk, q known | git-rR (R) | git_bayesect | bound | "
           "bisectk / git-rR | bisectk / git_bayesect | bisectk / bound |")
     print("|---|---|---|---|---|---|---|---|---|---|")

@@ -17,6 +17,9 @@ Abstractions
 ------------
 CulpritPosterior      -- (posterior.py) the joint posterior over the culprit and both rates.
 default_budget()      -- the run budget when none is given.
+guarded_mass()        -- the mass an answer may claim: under two rates, the smaller of the model's
+                         and its guard's (the same runs under the prior without the mass at
+                         p_old = 0: an answer must not rest on the guess that good never fails).
 posterior_result()    -- a DagResult from the posterior: the best group, its mass, both rates, and
                          whether the rates were told apart.
 dag_bayes_bisect()    -- run the commit of highest expected information gain (times P(testable))

@@ -142,6 +142,8 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
         raise SearchStopped(partial, stop) from stop
     if interrupted:   # Ctrl-C while looking for other sets: the first set stands
         raise SearchStopped(result, KeyboardInterrupt())
+    if result.confirmation is not None:     # the confirmation's runs are the search's too
+        result.attempts, result.runs = list(tester.attempts), tester.runs
     return result
 
 

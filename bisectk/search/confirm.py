@@ -185,6 +185,15 @@ def confirm_sets(tester, must_fail: Sequence[frozenset], must_pass: Sequence[fro
     repeats = repeats_for(fails, runs, share)
     if tester.rule is not None:     # fresh passes, at least as many as the rule's verdicts needed
         repeats = max(repeats, getattr(tester.rule, "repeats", 1))
+    elif must_fail and must_pass:
+        # as for a commit (plan_confirmation): each more failure of the culprit set raises the
+        # observed rate and lowers the passes every PASS claim needs; the cheapest split is run
+        again, repeats = plan_confirmation(fails - 1, runs - 1, len(must_pass), share)
+        for _ in range(again - 1):
+            got = tester.confirm(must_fail[0], Outcome.FAIL, 1)
+            checks.append((must_fail[0], "fail", got.value))
+            if got is not Outcome.FAIL:
+                return SetConfirmation(0, tuple(checks), (must_fail[0], got.value))
     for key in must_pass:
         got = tester.confirm(key, Outcome.PASS, repeats)
         checks.append((key, "pass", got.value))

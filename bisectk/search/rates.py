@@ -307,9 +307,15 @@ class RateRule:
             return Outcome.PASS
         return Outcome.UNRESOLVED if len(runs) >= self.max_runs else None
 
+    def describe(self) -> str:
+        r = self.rates
+        return (f"two rates: good fails {self.good_fails}/{self.good_runs}, bad {self.fails}/{self.runs} "
+                f"(p_old {r.old:.2f} [{r.old_lo:.2f}, {r.old_hi:.2f}], p_new {r.new:.2f} [{r.new_lo:.2f}, "
+                f"{r.new_hi:.2f}]); a configuration is cleared after {self.repeats} passes in a row")
+
     def to_dict(self) -> dict[str, object]:
         """Facts for the records (report/ words them)."""
-        return {"kind": "two-rate", "good_fails": self.good_fails, "good_runs": self.good_runs,
+        return {"kind": "two-rate", "text": self.describe(), "good_fails": self.good_fails, "good_runs": self.good_runs,
                 "fails": self.fails, "runs": self.runs, "alpha": self.alpha, "repeats": self.repeats,
                 "max_runs": self.max_runs, "rates": self.rates.to_dict(),
                 "fails_to_convict": next((f for f in range(1, self.max_runs + 1)

@@ -541,7 +541,8 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, *, spec, run_cm
             except KeyboardInterrupt:
                 fail("interrupted while verifying the endpoints; runs so far are in the ledger", X.INTERRUPTED)
         finish(rec, to_debuglog(rec), lambda: print_summary(out, rec), report=report, json_out=json_out,
-               as_json=as_json, code=X.search_code(rec.ok, rec.complete, rec.interrupted, rec.ambiguous),
+               as_json=as_json, code=X.search_code(rec.ok, rec.complete, rec.interrupted, rec.ambiguous,
+                                 rec.separable is False),
                session=session, html=html)
 
 

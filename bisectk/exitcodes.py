@@ -18,8 +18,10 @@ TRIAGE_INCONCLUSIVE = 2
 ENV_EQUAL, ENV_DIFFER = 0, 1
 
 
-def search_code(ok: bool, complete: bool, interrupted: bool, ambiguous: bool = False) -> int:
-    """ablate, diff, bisect: 0 found, 1 interrupted/incomplete/ambiguous, 2 endpoints unusable."""
-    if not ok:
+def search_code(ok: bool, complete: bool, interrupted: bool, ambiguous: bool = False,
+                not_separable: bool = False) -> int:
+    """ablate, diff, bisect: 0 found, 1 interrupted/incomplete/ambiguous, 2 endpoints unusable or
+    (--flaky) the two failure rates not separable within the run budget."""
+    if not ok or not_separable:
         return USAGE
     return INCOMPLETE if interrupted or not complete or ambiguous else OK

@@ -44,6 +44,7 @@ from bisectk.engine.records import AttemptRecord, BisectRecord, EndpointCheck
 from bisectk.events import PhaseStarted
 from bisectk.outcome import Outcome, Verdict
 from bisectk.search.history import Dag, DagResult, Observation, SearchOptions, SearchStopped, search_dag
+from bisectk.search.rates import ONE_SIDED, TWO_RATE
 from bisectk.spaces.commits import SpaceError
 from bisectk.spaces.revisions import GOOD, CommitSpace, Outside
 
@@ -132,6 +133,7 @@ def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None,
                             attempts=tuple(attempts_in_run_order(oracle, terms)),
                             tested=tested_commits(graph, ((o.key, o.judged) for o in oracle.observations)), **base)
     flaky = check.flaky
+    two_rate = policy.flaky is True and not terms.find_fix   # --flaky: the good side may fail too, less often
     search, repeats = oracle, 0
     if terms.find_fix:
         # a fix: a pass is the new side; when the failure is intermittent a pass must be repeated
@@ -140,18 +142,21 @@ def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None,
         seed = [Observation(n - 1, Outcome.FAIL)]
     else:
         bad_runs = [r for r in check.bad.runs if r.outcome is not Outcome.UNRESOLVED]
-        seed = ([Observation(n - 1, oracle.judge_run(r)) for r in bad_runs] if flaky
-                else [Observation(n - 1, Outcome.FAIL)])
+        seed = [Observation(n - 1, oracle.judge_run(r)) for r in bad_runs] or [Observation(n - 1, Outcome.FAIL)]
     bayes = flaky and not terms.find_fix
     merges = graph.merges()
-    mode = ("Bayesian, flake-aware" if bayes else f"binary, each pass confirmed by up to {repeats} runs" if repeats > 1
+    mode = ("Bayesian, two rates" if two_rate else "Bayesian, flake-aware" if bayes
+            else f"binary, each pass confirmed by up to {repeats} runs" if repeats > 1
             else "binary") + (f", {policy.jobs}-way" if policy.jobs > 1 else "")
     runner.events.emit(PhaseStarted("search", f"{mode} over {n} candidate commits"
                                     + (f" ({merges} merge{'s' if merges != 1 else ''})" if merges and not first_parent else "")
                                     + (f"; {terms.old if terms.find_fix else 'bad'} fails {check.bad_rate.describe()}"
                                        if flaky else "")))
     options = SearchOptions(flaky=bayes, jobs=policy.jobs, confidence=policy.confidence, max_runs=policy.max_runs,
-                            width=oracle.width if policy.jobs > 1 else None)
+                            width=oracle.width if policy.jobs > 1 else None,
+                            prior=TWO_RATE if two_rate else ONE_SIDED, switch_prior=ONE_SIDED,
+                            base=(check.good_rate.fails, check.good_rate.runs - check.good_rate.fails)
+                            if two_rate else (0, 0))
     stopped, reason = False, ""
     try:
         result = search_dag(Dag.from_csr(*graph.csr()), search if policy.jobs == 1 else None,
@@ -163,7 +168,7 @@ def run_bisect(oracle: SpaceOracle, *, policy: RunPolicy | None = None,
         result = replace(result, confidence=min(result.confidence, search.confidence()))
         base["repeats"] = repeats
     base["environment"] = _environment(environment)
-    return _record(oracle, check, result, flaky, stopped, reason, start, base, terms)
+    return _record(oracle, check, result, flaky, stopped, reason, start, base, terms, two_rate)
 
 
 def merge_bases(oracle: SpaceOracle, check: EndpointCheck, terms: Terms) -> tuple[list[dict], str | None]:
@@ -232,12 +237,15 @@ def last_good(oracle: SpaceOracle, check: EndpointCheck, culprit: int,
 
 
 def _record(oracle: SpaceOracle, check: EndpointCheck, result: DagResult, flaky: bool, stopped: bool,
-            reason: str, start: float, base: dict, terms: Terms = Terms()) -> BisectRecord:
+            reason: str, start: float, base: dict, terms: Terms = Terms(), two_rate: bool = False) -> BisectRecord:
     space: CommitSpace = oracle.space
     graph = space.commits
     described = [commit_doc(space, i, full=True) for i in result.candidates[:MAX_DESCRIBED]]
     candidates = tuple(described + [commit_doc(space, i) for i in result.candidates[MAX_DESCRIBED:]])
-    found = result.culprit is not None and not result.contradiction
+    # --flaky with the budget spent short of the confidence: the two rates were not told apart,
+    # and no commit is named (the posterior over the candidates is in the record)
+    not_separable = two_rate and stopped and reason == REASONS["budget"] and result.separable is False
+    found = result.culprit is not None and not result.contradiction and not not_separable
     if found and result.culprit == len(graph) - 1 and not graph.bad_touches:
         # every candidate that touches the pathspec is on the old side: --bad stands for the
         # commits after them, which touch none of the paths; none of them can be named
@@ -265,7 +273,13 @@ def _record(oracle: SpaceOracle, check: EndpointCheck, result: DagResult, flaky:
                   f"{parents[0][:10] if parents else graph.good.short} --bad {first_bad['sha'][:10]}"]
     if len(result.candidates) > 1:
         steps.insert(0, "Make the skipped commits testable (fix their build) to resolve the ambiguity.")
-    if stopped:
+    if not_separable:
+        r = result.rates
+        steps.insert(0, f"Not separable: the good side fails {r.old:.2f} [{r.old_lo:.2f}, {r.old_hi:.2f}], "
+                        f"the bad side {r.new:.2f} [{r.new_lo:.2f}, {r.new_hi:.2f}]"
+                        + (f"; about {result.more_runs} more runs would probably separate them "
+                           f"(--max-runs, then --resume)" if result.more_runs else "") + ".")
+    elif stopped:
         steps.insert(0, f"The search stopped ({reason}); run it again with --resume to continue.")
     complete = result.complete and not stopped and not why
     hangs = hang_facts(oracle, check, result.culprit if found and complete and not terms.find_fix else None,
@@ -283,4 +297,10 @@ def _record(oracle: SpaceOracle, check: EndpointCheck, result: DagResult, flaky:
         posterior=tuple({"sha": graph[i].sha, "short": graph[i].short, "p": round(p, 6)} for i, p in result.posterior),
         attempts=tuple(attempts_in_run_order(oracle, terms)),
         tested=tested_commits(graph, ((o.key, o.judged) for o in oracle.observations)),
-        marginal=marginal_doc(graph, result), hangs=hangs, **base)
+        marginal=marginal_doc(graph, result), hangs=hangs,
+        rates=result.rates.to_dict() if result.rates is not None else None,
+        separable=False if not_separable else result.separable, more_runs=result.more_runs if not_separable else None,
+        confirmation=result.confirmation.to_dict() if result.confirmation is not None else None,
+        switched=f"{result.switched[0]} at {graph[result.switched[1]].short}"
+        if result.switched and 0 <= result.switched[1] < len(graph) else
+        (result.switched[0] if result.switched else None), **base)

@@ -86,6 +86,8 @@ def to_debuglog(rec: BisectRecord) -> DebugLog:
         + (f" (flake-aware: estimated P(bad commit fails) = {rec.fail_prob:.2f})" if rec.flaky and rec.fail_prob else "")
         + ".",
         *endpoint_lines(rec.endpoints),
+        *([rates_line(rec) + "."] if rates_line(rec) else []),
+        *([separation_line(rec) + "."] if rec.separable is False else []),
     ]
     if rec.skipped:
         log.summary.append(f"Skipped (untestable): {', '.join(_short(c) for c in rec.skipped)}.")
@@ -164,6 +166,24 @@ def facts_lines(rec: BisectRecord) -> list[str]:
     return lines
 
 
+def rates_line(rec: BisectRecord) -> str | None:
+    """Both failure rates with their 95% intervals, where the two-rate model or a switch to the
+    flake model was used (a deterministic answer's rates say nothing new)."""
+    r = rec.rates
+    if not r or not (rec.flaky or rec.switched or rec.separable is False):
+        return None
+    lo_o, hi_o = r["p_old_ci95"]
+    lo_n, hi_n = r["p_new_ci95"]
+    return (f"failure rate before the culprit {r['p_old']:.2f} [{lo_o:.2f}, {hi_o:.2f}] ({r['old_runs']} runs), "
+            f"from it on {r['p_new']:.2f} [{lo_n:.2f}, {hi_n:.2f}] ({r['new_runs']} runs), 95% intervals")
+
+
+def separation_line(rec: BisectRecord) -> str:
+    return ("not separable: the two failure rates could not be told apart at the asked confidence within "
+            "the run budget" + (f"; about {rec.more_runs} more runs would probably separate them"
+                                if rec.more_runs else ""))
+
+
 def print_summary(out: Console, rec: BisectRecord, runs: bool = True, brief: bool = False) -> None:
     """The bisection's end-of-run view; `runs=False` leaves out its runs and wall time (triage
     counts them once, for all its steps)."""
@@ -177,6 +197,15 @@ def print_summary(out: Console, rec: BisectRecord, runs: bool = True, brief: boo
     for line in facts_lines(rec):
         if not line.startswith("command:"):     # said before the search started
             out.print(line, markup=False)
+    if rec.separable is False:
+        out.print(separation_line(rec), markup=False)
+        out.print(rates_line(rec) or "", markup=False)
+        out.print("most probable first bad commits: "
+                  + ", ".join(f"{p['short']} {p['p']:.3f}" for p in rec.posterior), markup=False)
+        out.print(f"{rec.observations} observations, {rec.runs} executed; {wall_words(rec)}", markup=False)
+        return
+    if switched := rec.switched:
+        out.print(f"the failure is intermittent ({switched}): the search went on in the flake model", markup=False)
     if rec.interrupted:
         e = rec.endpoints
         endpoint_runs = len(e.good.runs) + len(e.bad.runs) if e else 0
@@ -186,6 +215,8 @@ def print_summary(out: Console, rec: BisectRecord, runs: bool = True, brief: boo
         out.print(f"{last_words(rec)}: {p['sha']} {p['subject']} [{verdict_words(rec, p.get('verdict', ''))}]",
                   markup=False)
     out.print(failure_line(rec.endpoints, lambda t: verdict_words(rec, t)), markup=False)
+    if line := rates_line(rec):
+        out.print(line, markup=False)
     for line in stuck.terminal_lines(rec.hangs, brief):
         out.print(line, markup=False, highlight=False)
     cached = rec.observations - rec.runs

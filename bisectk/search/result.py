@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bisectk.outcome import Outcome
-from bisectk.search.flaky import ConfidenceRule
-from bisectk.search.tester import Attempt, Tester
+from bisectk.search.tester import Attempt, Rule, Tester
 
 if TYPE_CHECKING:
     from bisectk.search.sets import FailingSet, Sets
@@ -66,7 +65,7 @@ class AblationResult:
     runs: int                            # oracle runs executed, repeats included
     unresolved: list[Attempt]            # invalid, broken or differently failing configurations
     also_failing: list[frozenset]        # other failing sets seen (possible independent causes)
-    rule: ConfidenceRule | None
+    rule: Rule | None
     complete: bool                       # False when the search was stopped early
     next_steps: list[str]
     suspects: tuple = ()                 # stopped search: members of the smallest failing set
@@ -78,6 +77,9 @@ class AblationResult:
                                          # UNRESOLVED, and no set behind that was isolated
     sets_complete: bool | None = None    # the sets explain every failure (None: not searched)
     sets_note: str = ""                  # why they may not
+    confirmation: Any = None             # confirm.SetConfirmation: the runs that confirmed the answer
+    switched: tuple | None = None        # (configuration, outcome) whose re-run contradicted a
+                                         # deterministic answer: the search went on under the flake rule
 
     @property
     def fail_config(self) -> frozenset:
@@ -117,6 +119,14 @@ class AblationResult:
             "sets_complete": self.sets_complete,
             "sets_note": self.sets_note,
             "flakiness_rule": self.rule.to_dict() if self.rule else None,
+            "confirmation": None if self.confirmation is None else {
+                "repeats": self.confirmation.repeats, "ok": self.confirmation.ok,
+                "checks": [{"config": names(k), "expected": e, "got": g} for k, e, g in self.confirmation.checks],
+                "contradicted": (None if self.confirmation.contradicted is None else
+                                 {"config": names(self.confirmation.contradicted[0]),
+                                  "got": self.confirmation.contradicted[1]})},
+            "switched": None if self.switched is None else {"config": names(self.switched[0]),
+                                                            "got": self.switched[1]},
             "next_steps": list(self.next_steps),
         }
 
@@ -227,7 +237,7 @@ def suggest_next_steps(result: AblationResult) -> list[str]:
         steps.append(f"{len(result.unresolved)} configuration(s) were UNRESOLVED (invalid, "
                      f"build failure or a different failure): a different failure may be a "
                      f"second bug worth its own ablation.")
-    if result.rule is not None:
+    if result.rule is not None and hasattr(result.rule, "describe"):   # a two-rate rule is worded by report/
         steps.append(f"The failure is intermittent: {result.rule.describe()}.")
     return steps
 

@@ -237,7 +237,8 @@ class Manual:
                     continue
             oracle = lambda i: self.terms.new_side(self.judge(graph.sha(i)))   # noqa: E731
             try:
-                result = search_dag(dag, oracle, options=SearchOptions(flaky=self.flaky, confidence=self.confidence),
+                result = search_dag(dag, oracle, options=SearchOptions(flaky=self.flaky, confidence=self.confidence,
+                                                                       confirm=False),   # a person's verdict is not re-run
                                     observations=obs)
             except _Undo:
                 continue

@@ -197,11 +197,38 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
 # -- bisect / triage -------------------------------------------------------------------------------
 
 
+def history_ends(good: list[str], bad: list[str], find_fix: bool) -> tuple[list[str], str, tuple[str, str]]:
+    """(the old side's refs, the new end's ref, the options that named them) from --good/--bad:
+    a regression goes from the goods (all count) to one bad; a fix (--find-fix) from the bads,
+    where it fails, to one good, where it passes again."""
+    olds, news, names = (bad, good, ("--bad", "--good")) if find_fix else (good, bad, ("--good", "--bad"))
+    if not olds or not news:
+        fail(f"give {names[0]} REF and {names[1]} REF" + (" (--find-fix: --bad is the older commit, where it "
+                                                           "fails, --good the newer one, where it passes)" if find_fix else ""))
+    if len(news) > 1:
+        fail(f"{names[1]} is given {len(news)} times: one {names[1]} commit ({names[0]} may be repeated"
+             + (", and --find-fix looks from the failing --bad commits to one passing --good)" if find_fix else ")"))
+    return olds, news[0], names
+
+
+def history_targets(targets: Optional[list[str]], command_given: bool) -> tuple[Optional[Path], list[str]]:
+    """(SPEC, PATHSPEC) from the positional words: with --run, --pytest or --manual they are all
+    the pathspec (git's `-- PATHSPEC...`, with or without the `--`); else the first is the spec."""
+    words = list(targets or [])
+    if command_given or not words:
+        return None, words
+    return Path(words[0]), words[1:]
+
+
 @app.command(short_help="Find the first bad commit between --good and --bad.")
 def bisect(repo: Path = RepoOpt,
-           good: str = GoodRefOpt,
-           bad: str = BadRefOpt,
-           spec: Optional[Path] = typer.Argument(None, help="Variant spec to run in each commit (or use --run / --pytest).", show_default=False),
+           good: Optional[list[str]] = typer.Option(None, "--good", help="A commit where the subject works; repeatable "
+                                                    "(all count). With --find-fix: the newer commit, where it works again."),
+           bad: Optional[list[str]] = typer.Option(None, "--bad", help="A later commit where it fails. With --find-fix: the "
+                                                   "older commit where it fails (repeatable)."),
+           targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [-- PATHSPEC...]", show_default=False,
+                                                         help="Variant spec to run in each commit (or use --run / --pytest), "
+                                                              "then git's pathspec: only commits that touch these paths are candidates."),
            run_cmd: Optional[str] = RunOpt,
            pytest_id: Optional[str] = PytestOpt,
            build: Optional[str] = BuildOpt, config: str = ConfigOpt, set_: Optional[list[str]] = SetOpt,
@@ -214,6 +241,15 @@ def bisect(repo: Path = RepoOpt,
            gpus: Optional[str] = typer.Option(None, "--gpus", help="Pin parallel workers to GPUs, e.g. 0,1,2,3 (sets CUDA_VISIBLE_DEVICES)."),
            first_parent: bool = typer.Option(False, "--first-parent", help="Only the first-parent chain (merge-heavy history)."),
            any_failure: bool = typer.Option(False, "--any-failure", help="Count any failure as bad (git bisect's view), not only the bad endpoint's."),
+           find_fix: bool = typer.Option(False, "--find-fix", help="Find the first commit where the failure stops (the fix): "
+                                                                 "--bad is the older commit, where it fails, --good the newer one."),
+           term_old: Optional[str] = typer.Option(None, "--term-old", help="git's word for the old side (default good; with "
+                                                                          "--find-fix broken)."),
+           term_new: Optional[str] = typer.Option(None, "--term-new", help="git's word for the new side (default bad; with "
+                                                                          "--find-fix fixed): the answer is the first TERM commit."),
+           manual: bool = typer.Option(False, "--manual", help="You are the oracle: each commit to judge is checked out in a "
+                                                             "worktree whose path is printed; answer on stdin (good, bad, skip, "
+                                                             "undo, log, quit). The same command resumes."),
            max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop after this many observations."),
            resume: bool = typer.Option(False, "--resume", help="Continue the last bisection of these refs; nothing already recorded re-runs."),
            fresh: bool = FreshOpt, snapshots: int = SnapshotsOpt, warm: bool = WarmOpt,
@@ -226,68 +262,127 @@ def bisect(repo: Path = RepoOpt,
     from concurrent.futures import ThreadPoolExecutor
     from contextlib import ExitStack
 
+    from bisectk.engine.direction import Terms
+    from bisectk.spaces.command import pathspec_of, resolve_command
     from bisectk.spaces.commits import list_graph, open_repo, resolve
     from bisectk.spaces.worktrees import WorktreePool
+    terms = Terms.of(find_fix, term_old, term_new)
+    olds, new, names = history_ends(good or [], bad or [], find_fix)
+    spec, paths = history_targets(targets, bool(run_cmd or pytest_id or manual))
     root = open_repo(repo)
+    paths = pathspec_of(paths, Path.cwd(), root)
+    if manual:
+        if spec is not None or run_cmd or pytest_id or build:
+            fail("--manual: you are the oracle; give no SPEC, --run, --pytest or --build")
+        _bisect_manual(root, olds, new, names, paths, terms, first_parent=first_parent, confidence=confidence,
+                       fresh=fresh, ledger=ledger)
     with ExitStack() as stack:
-        # git lists the history, and the good commit is checked out, while Python loads the rest
+        # git lists the history, and the first endpoint is checked out, while Python loads the rest
         background = stack.enter_context(ThreadPoolExecutor(max_workers=2, thread_name_prefix="bisectk-setup"))
-        listing = background.submit(list_graph, root, good, bad, first_parent=first_parent)
+        listing = background.submit(list_graph, root, olds, new, first_parent=first_parent, paths=paths, ends=names)
         capture = background.submit(environment_capture)
         pool = None
         try:
-            good_sha, bad_sha = resolve(root, good, "--good"), resolve(root, bad, "--bad")
+            good_sha, bad_sha = resolve(root, olds[0], names[0]), resolve(root, new, names[1])
         except BisectkError:
             listing.result()                # the listing reports a bad ref, as before
             raise
         if executor == "local":
             pool = stack.enter_context(WorktreePool(root, size=jobs))
-            pool.prepare(good_sha)
+            pool.prepare(bad_sha if find_fix else good_sha)     # the endpoint that must pass runs first
         try:
+            files = []
+            if run_cmd:
+                run_cmd, found = resolve_command(run_cmd, "--run", user_cwd=Path.cwd(), root=root, commit=bad_sha)
+                files += found
+            if build:
+                build, found = resolve_command(build, "--build", user_cwd=Path.cwd(), root=root, commit=bad_sha)
+                files += found
             s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
         except BaseException:
             listing.result()                # a bad range is reported first, as before
             raise
         _bisect(root, listing, good_sha, bad_sha, pool, capture.result, spec=spec, run_cmd=run_cmd, pytest_id=pytest_id, s=s, cfg=cfg,
-                sub=sub, good=good, bad=bad, repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs,
+                sub=sub, good=olds[0], bad=new, repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs,
                 same_failure=same_failure, confidence=confidence, jobs=jobs, gpus=gpus, first_parent=first_parent,
                 any_failure=any_failure, max_runs=max_runs, resume=resume, fresh=fresh, snapshots=snapshots, warm=warm,
                 executor=executor,
                 ray_address=ray_address, ray_repo=ray_repo, report=report, json_out=json_out, html=html,
-                ledger=ledger, as_json=as_json)
+                ledger=ledger, as_json=as_json, terms=terms, files=files)
 
 
 def _bisect(root, listing, good_sha, bad_sha, pool, environment, *, spec, run_cmd, pytest_id, s, cfg, sub, good, bad,
             repeat, flaky, calibrate_runs, same_failure, confidence, jobs, gpus, first_parent, any_failure, max_runs,
             resume, fresh, snapshots, warm, executor, ray_address, ray_repo, report, json_out, html, ledger,
-            as_json) -> None:
+            as_json, terms, files) -> None:
     """The rest of `bisect`: the engine loads while git lists the history (`listing`), which is
-    waited for before a session opens (a bad range opens none). The shas: refs move."""
+    waited for before a session opens (a bad range opens none). The shas: refs move. `good_sha`
+    is the old end (for a fix, the failing --bad), `bad_sha` the new one."""
     from bisectk.engine.bisect import run_bisect
     from bisectk.engine.session import Session, ledger_location
     commits = listing.result()
     args = {"repo": str(root), "good": good_sha, "bad": bad_sha, "first_parent": first_parent, "flaky": flaky,
-            "any_failure": any_failure, "subject": str(spec or run_cmd or pytest_id)}
+            "any_failure": any_failure, "subject": str(spec or run_cmd or pytest_id),
+            "olds": list(commits.goods), "paths": list(commits.paths), **terms.to_dict()}
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  max_runs=max_runs, jobs=jobs, confidence=confidence, gpus=tuple(gpus.split(",")) if gpus else (),
                  executor=executor, ray_address=ray_address, ray_repo=ray_repo, fresh=fresh, warm=warm)
     with Session("bisect", s, ledger_location(ledger, repo=root), args=args, policy=pol,
                  reporter=reporter(as_json, None)) as session:
         prev = session.previous
-        if resume and (prev is None or prev["args"].get("good") != good_sha or prev["args"].get("bad") != bad_sha):
+        same = prev is not None and all(prev["args"].get(k, d) == args[k] for k, d in
+                                        (("good", None), ("bad", None), ("olds", [good_sha]), ("paths", []),
+                                         ("find_fix", False)))
+        if resume and not same:
             fail(f"--resume: no earlier bisection of {good}..{bad} with this subject in {session.ledger.path}")
         if not as_json:
             merges = commits.merges()
-            out.print(f"{len(commits)} candidate commits from {good_sha[:10]} (good) to {bad_sha[:10]} (bad)"
+            old_word, new_word = ("bad", "good") if terms.find_fix else ("good", "bad")
+            out.print(f"{len(commits)} candidate commits from {good_sha[:10]} ({old_word}) to {bad_sha[:10]} ({new_word})"
                       + (f", {merges} of them {'a merge' if merges == 1 else 'merges'}" if merges else "")
-                      + (" (first-parent chain)" if first_parent else ""), markup=False)
+                      + (" (first-parent chain)" if first_parent else "")
+                      + (f", touching {' '.join(commits.paths)}" if commits.paths else ""), markup=False)
+            for f in files:     # which copy runs: the user's file, or each commit's own (said when
+                if f.state == "tracked, not in your directory":     # the user has a copy: it did not run)
+                    continue
+                out.print(f"command: {f.word} is your file {f.path} ({f.state}), run in each commit's worktree"
+                          if f.use == "yours" else f"command: {f.word} is tracked: each commit's own {f.path} runs",
+                          markup=False)
         with session.commit_space(commits, root, cfg, sub, pool=pool) as space:
             try:
                 rec = run_bisect(session.runner(), space, pol, environment=environment, repo=str(root),
-                                 first_parent=first_parent, any_failure=any_failure)
+                                 first_parent=first_parent, any_failure=any_failure, terms=terms,
+                                 facts={"command_files": tuple(f.to_dict() for f in files)})
             except KeyboardInterrupt:
                 fail("interrupted while verifying the endpoints; runs so far are in the ledger", X.INTERRUPTED)
         finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
+
+
+def _bisect_manual(root, olds, new, names, paths, terms, *, first_parent, confidence, fresh, ledger) -> None:
+    """`bisect --manual`: the person is the oracle (engine/manual.py); verdicts on stdin, each to
+    the ledger; the same command resumes, `bisectk log` prints it, `bisectk replay` reads it."""
+    from bisectk.engine.manual import run_manual_session
+    from bisectk.report.history import print_summary
+    rec = run_manual_session(root, olds, new, names, paths, terms, first_parent=first_parent, confidence=confidence,
+                             fresh=fresh, ledger=ledger, ask=_ask_line, say=lambda line: out.print(line, markup=False))
+    if rec is None:
+        raise typer.Exit(X.INCOMPLETE)
+    print_summary(out, rec)
+    raise typer.Exit(X.exit_code(rec))
+
+
+def _ask_line(prompt: str) -> Optional[str]:
+    """One answer from stdin after `prompt` (None at the end of input); a piped answer is echoed so
+    that the transcript reads as typed."""
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    line = sys.stdin.readline()
+    if not line:
+        sys.stdout.write("\n")
+        return None
+    if not sys.stdin.isatty():
+        sys.stdout.write(line if line.endswith("\n") else line + "\n")
+    return line.rstrip("\n")
 
 
 @app.command(short_help="For CI: classify, bisect, isolate the culprit hunks.")
@@ -351,22 +446,23 @@ def log(repo: Path = typer.Option(Path("."), "--repo", help="The repository whos
         session: Optional[int] = typer.Option(None, "--session", help="Session id (default: the last bisection).")) -> None:
     """Print the last bisection as a replayable record (like git bisect log)."""
     from bisectk.engine.session import ledger_location
-    from bisectk.bisectlog import log_lines
+    from bisectk.engine.gitlog import log_lines
     from bisectk.spaces.commits import open_repo
     db = open_ledger(ledger or ledger_location(repo=open_repo(repo)))
     try:
         info = db.session(session) if session else db.last_session("bisect")
         if info is None or info["command"] != "bisect":
             fail("no bisection recorded" + (f" with session id {session}" if session else ""))
-        for line in log_lines(info, db.events(info["id"], "observation")):
+        for line in log_lines(info, db.events(info["id"], "observation"), db.events(info["id"], "undo")):
             out.print(line, markup=False, highlight=False)
     finally:
         db.close()
 
 
 @app.command(short_help="Rebuild a bisection's answer from a log, running nothing.")
-def replay(logfile: Path = typer.Argument(..., help="A file written from `bisectk log`.", show_default=False),
-           repo: Optional[Path] = typer.Option(None, "--repo", help="Repository (default: the one named in the log)."),
+def replay(logfile: Path = typer.Argument(..., help="A file written from `bisectk log`, or by `git bisect log`.", show_default=False),
+           repo: Optional[Path] = typer.Option(None, "--repo", help="Repository (default: the one named in the log; for "
+                                                                   "a git bisect log, the current directory)."),
            html: Optional[Path] = HtmlOpt, as_json: bool = JsonOpt) -> None:
     """Rebuild a bisection's answer from a log, running nothing; says which commit to test next if
     the log stops early. Exit 0: the log determines the first bad commit; 1: it does not yet."""

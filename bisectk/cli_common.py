@@ -195,7 +195,7 @@ def open_ledger(path: Path):
 
 # Value names shown in help ("--ledger FILE", "diff GOOD BAD [SPEC]"), set on the click command
 # once instead of on every option; an option not named here gets one from its type.
-METAVARS = {"--run": "'CMD'", "--build": "'CMD'", "--set": "NAME=VALUE", "--pytest": "NODEID", "--good": "REF",
+METAVARS = {"--term-old": "TERM", "--term-new": "TERM", "--run": "'CMD'", "--build": "'CMD'", "--set": "NAME=VALUE", "--pytest": "NODEID", "--good": "REF",
             "--bad": "REF", "--repo": "PATH", "--gpus": "IDS", "--with": "FACTOR", "--strategy": "NAME",
             "--same-failure": "MODE", "--config": "good|bad", "--timeout": "SECONDS", "--confidence": "P",
             "--session": "ID", "--report": "FILE.md", "--junit": "FILE.xml", "--html": "FILE.html",

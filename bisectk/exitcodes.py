@@ -27,9 +27,11 @@ ENV_EQUAL, ENV_DIFFER = 0, 1
 RUN_OUTCOMES = {"pass": OK, "fail": FAILED, "unresolved": UNRESOLVED}
 
 
-def search_code(ok: bool, complete: bool, interrupted: bool, ambiguous: bool = False) -> int:
-    """ablate, diff, bisect: 0 found, 1 interrupted/incomplete/ambiguous, 2 endpoints unusable."""
-    if not ok:
+def search_code(ok: bool, complete: bool, interrupted: bool, ambiguous: bool = False,
+                not_separable: bool = False) -> int:
+    """ablate, diff, bisect: 0 found, 1 interrupted/incomplete/ambiguous, 2 endpoints unusable or
+    (--flaky) the two failure rates not separable within the run budget."""
+    if not ok or not_separable:
         return USAGE
     return INCOMPLETE if interrupted or not complete or ambiguous else OK
 
@@ -47,7 +49,8 @@ def exit_code(record, *, interrupted_late: bool = False) -> int:
     elif command == "replay":
         code = OK if record.first_bad and record.complete else INCOMPLETE
     elif command == "bisect":
-        code = search_code(record.ok, record.complete, record.interrupted, record.ambiguous)
+        code = search_code(record.ok, record.complete, record.interrupted, record.ambiguous,
+                           record.separable is False)
     else:   # ablate, diff
         code = search_code(record.ok, record.complete, record.interrupted)
     return INCOMPLETE if interrupted_late and code == OK else code

@@ -31,6 +31,7 @@ from bisectk.engine.records import AblationRecord, AttemptRecord, EndpointCheck,
 from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import Outcome
 from bisectk.run.runner import Runner
+from bisectk.search.rates import RateRule
 from bisectk.search import (AblationResult, ConfidenceRule, SearchStopped, Threshold, ablate,
                             find_threshold)
 from bisectk.spaces.factors import FactorSpace
@@ -48,18 +49,26 @@ class SetSearch:
     stopped: bool
 
 
-def flakiness_rule(check: EndpointCheck) -> ConfidenceRule | None:
-    """The rule that clears a configuration only after enough passes, from the endpoint runs."""
+def flakiness_rule(check: EndpointCheck, two_rate: bool = False) -> ConfidenceRule | RateRule | None:
+    """The rule that clears a configuration only after enough passes, from the endpoint runs;
+    under --flaky with a good endpoint that fails too (a race that got more frequent), the
+    two-rate rule (rates.RateRule) from both endpoints' runs."""
+    if two_rate and check.good_rate.fails and check.bad_rate.fails:
+        return RateRule(check.good_rate.fails, check.good_rate.runs, check.bad_rate.fails, check.bad_rate.runs)
     if not check.flaky or check.bad_rate.fails == 0:
         return None
     return ConfidenceRule.derive(check.bad_rate.fails, check.bad_rate.runs)
 
 
-def search_set(oracle: Oracle, differences: list, *, strategy: str, rule: ConfidenceRule | None,
-               max_runs: int | None, measure_removal: bool = False, more_sets: int = 0) -> SetSearch:
+def search_set(oracle: Oracle, differences: list, *, strategy: str, rule: ConfidenceRule | RateRule | None,
+               max_runs: int | None, measure_removal: bool = False, more_sets: int = 0,
+               confidence: float | None = None, endpoint: tuple[int, int] = (0, 0)) -> SetSearch:
+    """`confidence`: the answer is confirmed before it is given (search.confirm: no confidence
+    without confirmation); `endpoint`: the bad endpoint's (fails, runs)."""
     try:
         return SetSearch(ablate(differences, oracle, strategy=strategy, rule=rule, max_runs=max_runs,
-                                measure_removal=measure_removal, more_sets=more_sets), False)
+                                measure_removal=measure_removal, more_sets=more_sets, confidence=confidence,
+                                endpoint=endpoint), False)
     except SearchStopped as stop:
         return SetSearch(stop.result, True)
 
@@ -128,11 +137,12 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
         return AblationRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
                               observations=len(trials.trials), wall_s=time.monotonic() - start, **base)
     oracle = Oracle(trials, check.target)
-    rule = flakiness_rule(check)
+    rule = flakiness_rule(check, policy.flaky is True)
     runner.events.emit(PhaseStarted("search", f"{strategy} over {len(diffs)} differences: {', '.join(diffs)}"
                                     + (f"; {rule.describe()}" if rule else "")))
     found = search_set(oracle, diffs, strategy=strategy, rule=rule, max_runs=policy.max_runs,
-                       measure_removal=True, more_sets=MORE_SETS)
+                       measure_removal=True, more_sets=MORE_SETS, confidence=policy.confidence,
+                       endpoint=(check.bad_rate.fails, check.bad_rate.runs))
     res, stopped, reason = found.result, found.stopped, found.result.stop_reason
     found_thresholds: dict[str, Threshold] = {}
     if thresholds and not stopped:

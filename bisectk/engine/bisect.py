@@ -10,23 +10,34 @@ Abstractions
 ------------
 run_bisect   -- verify both endpoints through the commit space's trials (the bad one re-run when
                 it passes; the good one is --good itself, not a candidate), make the judging
-                oracle with the failure they showed, decide flaky mode, seed the search with the
-                bad endpoint's runs, run the DAG search (binary, Bayesian, k-way) and return a
-                BisectRecord (next steps as facts: report/advice.py words them). A contradiction
-                (a good commit that descends from a bad one) is reported as such, never answered.
+                oracle with the failure they showed, decide flaky mode (--flaky: two rates, the
+                good side may fail too), seed the search with the bad endpoint's runs, run the
+                DAG search (binary, Bayesian, k-way) and return a BisectRecord (next steps as
+                facts: report/advice.py words them). A contradiction (a good commit that
+                descends from a bad one) is reported as such, never answered.
 commit_doc   -- a commit as the record stores it (sha, subject, author, date, files).
 
+merge_bases  -- a --good that is not an ancestor of --bad (a release branch, a sibling) leaves the
+                merge bases of bad and the goods to test first, as git does: each runs (in flaky
+                mode up to as many runs as the bad endpoint took to fail); one that shows the
+                target failure ends the command (the failure was fixed between it and the goods:
+                a --find-fix case), one that cannot be tested is said and the search goes on.
+
 Only the target failure counts as bad; any other failure is UNRESOLVED (skipped), like a build
-failure, unless --any-failure.
+failure, unless --any-failure. With --find-fix (engine/direction.py) the search names the first
+commit where the failure stops: the old endpoint is the failing one, and the words follow the
+terms ("first fixed commit").
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from bisectk.engine.ablate import subject_record
+from bisectk.engine.direction import FixOracle, Terms, repeats_for
 from bisectk.engine.endpoints import verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import Oracle, Trials
@@ -36,7 +47,9 @@ from bisectk.events import PhaseStarted
 from bisectk.outcome import DEFAULT_SAME_FAILURE, Outcome, Verdict
 from bisectk.run.runner import Runner
 from bisectk.search.history import Dag, DagResult, Observation, SearchOptions, SearchStopped, search_dag
-from bisectk.spaces.revisions import GOOD, CommitSpace
+from bisectk.search.rates import ONE_SIDED, TWO_RATE
+from bisectk.spaces.commits import SpaceError
+from bisectk.spaces.revisions import GOOD, CommitSpace, Outside
 
 MAX_DESCRIBED = 20   # candidates described with their files (each costs a git call)
 REASONS = {"interrupt": "interrupted", "budget": "run budget spent", "stop": "stopped"}
@@ -47,11 +60,12 @@ def commit_doc(space: CommitSpace, i: Any, full: bool = False) -> dict[str, Any]
     return {"index": i if i != GOOD else None, **info.to_dict()}
 
 
-def attempts_in_run_order(trials: Trials, mode: str) -> list[AttemptRecord]:
+def attempts_in_run_order(trials: Trials, mode: str, terms: Terms = Terms()) -> list[AttemptRecord]:
     """Every run the bisection made (or read from the ledger), in the order made; failures named
     under the --same-failure `mode`."""
     graph = trials.space.commits
-    ends = {graph.good.sha: "endpoint (good)", graph.bad.sha: "endpoint (bad)"}
+    ends = {**{m: "merge base" for m in graph.merge_bases},
+            graph.good_sha: f"endpoint ({terms.old})", graph.bad_sha: f"endpoint ({terms.new})"}
     out = []
     for n, t in enumerate(trials.trials, 1):
         v = Verdict.fold([t.run])
@@ -71,7 +85,13 @@ def tested_commits(graph, observed) -> tuple[dict, ...]:
         counts.setdefault(sha, {o.value: 0 for o in Outcome})[Outcome(outcome).value] += 1
     rows = []
     for sha, c in counts.items():
-        i = None if sha == graph.good.sha else graph.index(sha)
+        if sha == graph.good.sha:
+            i = None
+        else:
+            try:
+                i = graph.index(sha)
+            except SpaceError:
+                continue    # no candidate (a merge base, another good): in the attempts and the facts
         info = graph.good if i is None else graph[i]
         rows.append({"index": i, "sha": sha, "short": info.short, "subject": info.subject, **c})
     return tuple(sorted(rows, key=lambda r: -1 if r["index"] is None else r["index"]))
@@ -83,45 +103,106 @@ def marginal_doc(graph, result: DagResult) -> tuple[dict, ...]:
 
 def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
                environment: dict | Callable[[], dict] | None = None, repo: str = "", first_parent: bool = False,
-               any_failure: bool = False) -> BisectRecord:
+               any_failure: bool = False, terms: Terms = Terms(), facts: dict | None = None) -> BisectRecord:
     """`environment`: the capture for the record, or a callable that gives it (called when the
     record is made, so a capture running in the background overlaps the runs). `any_failure`:
-    every failure counts as bad (git bisect's view), not only the bad endpoint's."""
+    every failure counts as bad (git bisect's view), not only the bad endpoint's. `terms`: the
+    direction and its words (engine/direction.py). `facts`: more of the record's fields (how the
+    command was resolved)."""
     start = time.monotonic()
     trials = Trials(runner, space, policy)
     graph = space.commits
     n = len(graph)
-    check = verify(trials, GOOD, n - 1, repeat=policy.repeat or 1, measure=False)
+    # the endpoint that must pass and the one that must fail: for a fix, the new one passes
+    passing, failing = (n - 1, GOOD) if terms.find_fix else (GOOD, n - 1)
+    check = verify(trials, passing, failing, repeat=policy.repeat or 1, measure=terms.find_fix)
     base = dict(command="bisect", endpoints=check, subject=subject_record(runner.spec), repo=repo,
                 good=graph.good.sha, bad=graph.bad.sha, commits=n, first_parent=first_parent,
-                environment={}, session=runner.session, protocol=runner.spec.protocol)
+                environment={}, session=runner.session, protocol=runner.spec.protocol,
+                goods=graph.goods, paths=graph.paths, terms=(terms.old, terms.new), find_fix=terms.find_fix,
+                **(facts or {}))
+    oracle = Oracle(trials, check.target, any_failure=any_failure)
+    if check.ok:
+        bases, problem = merge_bases(runner, oracle, check, terms)
+        base["merge_bases"] = tuple(bases)
+        if problem:
+            check = replace(check, problem=problem)
+            base["endpoints"] = check
     if not check.ok:
         base["environment"] = _environment(environment)
         return BisectRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
                             observations=len(trials.trials), wall_s=time.monotonic() - start,
-                            attempts=tuple(attempts_in_run_order(trials, DEFAULT_SAME_FAILURE)),
+                            attempts=tuple(attempts_in_run_order(trials, DEFAULT_SAME_FAILURE, terms)),
                             tested=tested_commits(graph, ((t.key, t.judged) for t in trials.trials)), **base)
-    oracle = Oracle(trials, check.target, any_failure=any_failure)
     flaky = check.flaky
-    bad_runs = [r for r in check.bad.runs if r.outcome is not Outcome.UNRESOLVED]
-    seed = ([Observation(n - 1, oracle.judge_run(r)) for r in bad_runs] if flaky
-            else [Observation(n - 1, Outcome.FAIL)])
+    two_rate = policy.flaky is True and not terms.find_fix   # --flaky: the good side may fail too, less often
+    search, repeats = oracle, 0
+    if terms.find_fix:
+        # a fix: a pass is the new side; when the failure is intermittent a pass must be repeated
+        repeats = repeats_for(check.bad_rate.value, policy.confidence) if flaky else 1
+        search = FixOracle(oracle, terms, repeats, check.bad_rate.value)
+        seed = [Observation(n - 1, Outcome.FAIL)]
+    else:
+        bad_runs = [r for r in check.bad.runs if r.outcome is not Outcome.UNRESOLVED]
+        seed = [Observation(n - 1, oracle.judge_run(r)) for r in bad_runs] or [Observation(n - 1, Outcome.FAIL)]
+    bayes = flaky and not terms.find_fix
     merges = graph.merges()
-    mode = ("Bayesian, flake-aware" if flaky else "binary") + (f", {policy.jobs}-way" if policy.jobs > 1 else "")
+    mode = ("Bayesian, two rates" if two_rate else "Bayesian, flake-aware" if bayes
+            else f"binary, each pass confirmed by up to {repeats} runs" if repeats > 1
+            else "binary") + (f", {policy.jobs}-way" if policy.jobs > 1 else "")
     runner.events.emit(PhaseStarted("search", f"{mode} over {n} candidate commits"
                                     + (f" ({merges} merge{'s' if merges != 1 else ''})" if merges and not first_parent else "")
-                                    + (f"; bad fails {check.bad_rate.describe()}" if flaky else "")))
-    options = SearchOptions(flaky=flaky, jobs=policy.jobs, confidence=policy.confidence, max_runs=policy.max_runs,
-                            width=oracle.width if policy.jobs > 1 else None)
+                                    + (f"; {terms.old if terms.find_fix else 'bad'} fails {check.bad_rate.describe()}"
+                                       if flaky else "")))
+    options = SearchOptions(flaky=bayes, jobs=policy.jobs, confidence=policy.confidence, max_runs=policy.max_runs,
+                            width=oracle.width if policy.jobs > 1 else None,
+                            prior=TWO_RATE if two_rate else ONE_SIDED, switch_prior=ONE_SIDED,
+                            base=(check.good_rate.fails, check.good_rate.runs - check.good_rate.fails)
+                            if two_rate else (0, 0))
     stopped, reason = False, ""
     try:
-        result = search_dag(Dag.from_csr(*graph.csr()), oracle if policy.jobs == 1 else None,
-                            batch_oracle=oracle.batch if policy.jobs > 1 else None,
+        result = search_dag(Dag.from_csr(*graph.csr()), search if policy.jobs == 1 else None,
+                            batch_oracle=search.batch if policy.jobs > 1 else None,
                             options=options, observations=seed)
     except SearchStopped as stop:
         result, stopped, reason = stop.result, True, REASONS.get(stop.reason, stop.reason)
+    if repeats > 1:
+        result = replace(result, confidence=min(result.confidence, search.confidence()))
+        base["repeats"] = repeats
     base["environment"] = _environment(environment)
-    return _record(runner, oracle, check, result, flaky, stopped, reason, start, base)
+    return _record(runner, oracle, check, result, flaky, stopped, reason, start, base, two_rate, terms)
+
+
+def merge_bases(runner: Runner, oracle: Oracle, check: EndpointCheck, terms: Terms) -> tuple[list[dict], str | None]:
+    """Test the merge bases of --bad and the goods (graph.merge_bases) before the search, as git
+    does; (their facts, the problem when one shows the new side's behaviour)."""
+    graph = oracle.space.commits
+    facts, problem = [], None
+    if graph.merge_bases:
+        runner.events.emit(PhaseStarted("merge bases", f"a --{'bad' if terms.find_fix else 'good'} is not an "
+                                               f"ancestor of the other end: testing {len(graph.merge_bases)} merge "
+                                               "base(s) first"))
+    # as many runs as the failing endpoint needed to show its failure (1 when it is not flaky)
+    tries = max(1, len(check.bad.runs)) if check.flaky else 1
+    for sha in graph.merge_bases:
+        point = Outside(sha)
+        side = Outcome.UNRESOLVED
+        for _ in range(tries):
+            side = terms.new_side(oracle(point))
+            if side is Outcome.FAIL or (side is Outcome.PASS and terms.find_fix):
+                break       # the new side's behaviour, or (for a fix) a failure that proves the old one
+        info = graph.info(sha)
+        word = {Outcome.PASS: terms.old, Outcome.FAIL: terms.new, Outcome.UNRESOLVED: "untestable"}[side]
+        v = oracle.trials.verdict(point)
+        facts.append({"sha": sha, "short": info.short, "subject": info.subject, "side": word,
+                      "verdict": v.describe() if v else ""})
+        if side is Outcome.FAIL and problem is None:
+            olds = " ".join(g[:10] for g in graph.goods)
+            problem = (f"the merge base {sha[:10]} of --bad and --good is {terms.new}"
+                       + (f": the failure was fixed between {sha[:10]} and [{olds}]; to find that fix: bisectk bisect "
+                          f"--find-fix --bad {sha[:10]} --good {graph.goods[0][:10]} ..." if terms.default else
+                          f": the first '{terms.new}' commit is between {sha[:10]} and [{olds}]"))
+    return facts, problem
 
 
 def _environment(environment: dict | Callable[[], dict] | None) -> dict:
@@ -129,7 +210,7 @@ def _environment(environment: dict | Callable[[], dict] | None) -> dict:
 
 
 def last_good(trials: Trials, check: EndpointCheck, culprit: int,
-              first_parent: bool = False) -> list[dict[str, Any]]:
+              first_parent: bool = False, terms: Terms = Terms()) -> list[dict[str, Any]]:
     """The culprit's parents, each with its verdict: a tested candidate's runs, the --good
     endpoint's, or good by ancestry (an ancestor of --good, never run). With --first-parent only
     the first parent: a merge's other parents are the branch it brought in, not last good."""
@@ -138,66 +219,93 @@ def last_good(trials: Trials, check: EndpointCheck, culprit: int,
     out = []
     parents = graph.parent_shas_of(culprit)
     for sha in parents[:1] if first_parent else parents:
-        if sha == graph.good.sha:
-            out.append({**commit_doc(space, GOOD), "verdict": check.good.describe() + " (--good)"})
+        if sha == graph.good.sha:   # the old endpoint: --good, or for a fix --bad
+            v, opt = (check.bad, "--bad") if terms.find_fix else (check.good, "--good")
+            out.append({**commit_doc(space, GOOD), "verdict": v.describe() + f" ({opt})"})
             continue
         try:
             i = graph.index(sha)
         except Exception:
+            opt = "--bad" if terms.find_fix else "--good"
+            word = f"a {opt} given (not run)" if sha in graph.goods else \
+                f"a tested merge base" if sha in graph.merge_bases else f"an ancestor of {opt} (not run)"
+            v = trials.verdict(Outside(sha))
             out.append({"index": None, "sha": sha, "subject": "", "author": "", "date": "",
-                        "verdict": "good: an ancestor of --good (not run)"})
+                        "verdict": f"{terms.old}: {word}" + (f" [{v.describe()}]" if v and sha in graph.merge_bases else "")})
             continue
         v = trials.verdict(i)
         out.append({**commit_doc(space, i), "verdict": v.describe() if v else "not run"})
     return out
 
 
-def advice(graph, result: DagResult, text: str | None, first_bad: dict | None, stopped: bool,
-           reason: str) -> list[dict]:
+def advice(graph, result: DagResult, text: str | None, first_bad: dict | None, stopped: bool, reason: str,
+           not_separable: bool = False, terms: Terms = Terms(), pathspec: bool = False) -> list[dict]:
     """What to try next, as facts (report/advice.py words them)."""
     steps: list[dict] = []
-    if stopped:
+    if not_separable:
+        r = result.rates
+        steps.append({"step": "not_separable", "old": r.old, "old_lo": r.old_lo, "old_hi": r.old_hi, "new": r.new,
+                      "new_lo": r.new_lo, "new_hi": r.new_hi, "more_runs": result.more_runs})
+    elif stopped:
         steps.append({"step": "resume", "reason": reason})
     if len(result.candidates) > 1:
         steps.append({"step": "fix_skipped"})
+    if pathspec:
+        steps.append({"step": "other_path", "paths": list(graph.paths), "term": terms.new})
     if result.contradiction:
         steps.append({"step": "contradiction", "text": text})
     if first_bad:
+        steps.append({"step": "inspect", "sha": first_bad["sha"][:10], "term": terms.new})
+    if first_bad and not terms.find_fix:
         parents = graph.parent_shas_of(result.culprit)
-        steps += [{"step": "inspect", "sha": first_bad["sha"][:10]},
-                  {"step": "isolate_lines", "good": parents[0][:10] if parents else graph.good.short,
-                   "bad": first_bad["sha"][:10]}]
+        steps.append({"step": "isolate_lines", "good": parents[0][:10] if parents else graph.good.short,
+                      "bad": first_bad["sha"][:10]})
     return steps
 
 
 def _record(runner: Runner, oracle: Oracle, check: EndpointCheck, result: DagResult, flaky: bool, stopped: bool,
-            reason: str, start: float, base: dict) -> BisectRecord:
+            reason: str, start: float, base: dict, two_rate: bool = False, terms: Terms = Terms()) -> BisectRecord:
     trials = oracle.trials
     space: CommitSpace = trials.space
     graph = space.commits
     described = [commit_doc(space, i, full=True) for i in result.candidates[:MAX_DESCRIBED]]
     candidates = tuple(described + [commit_doc(space, i) for i in result.candidates[MAX_DESCRIBED:]])
-    found = result.culprit is not None and not result.contradiction
+    # --flaky with the budget spent short of the confidence: the two rates were not told apart,
+    # and no commit is named (the posterior over the candidates is in the record)
+    not_separable = two_rate and stopped and reason == REASONS["budget"] and result.separable is False
+    found = result.culprit is not None and not result.contradiction and not not_separable
+    # every candidate that touches the pathspec is on the old side: --bad stands for the commits
+    # after them, which touch none of the paths; none of them can be named
+    pathspec = found and result.culprit == len(graph) - 1 and not graph.bad_touches
+    found = found and not pathspec
+    why = "pathspec" if pathspec else ""
     first_bad = commit_doc(space, result.culprit, full=True) if found else None
     text = None
     if result.contradiction:
         text = result.contradiction
         for i in result.conflict:
             text = text.replace(f"#{i}", graph[i].short)
-    complete = result.complete and not stopped
-    hangs = hang_facts(oracle, check, result.culprit if found and complete else None,
+    complete = result.complete and not stopped and not why
+    hangs = hang_facts(oracle, check, result.culprit if found and complete and not terms.find_fix else None,
                        f"the first bad commit ({graph[result.culprit].short})" if found else "")
     return BisectRecord(
         ok=True, complete=complete, interrupted=stopped, runs=runner.executed,
         observations=len(trials.trials), wall_s=round(time.monotonic() - start, 3),
-        advice=tuple(advice(graph, result, text, first_bad, stopped, reason)), run_s=trials.run_seconds(),
-        stop_reason=reason or ("contradiction" if result.contradiction else ""), flaky=flaky, mode=result.mode,
+        advice=tuple(advice(graph, result, text, first_bad, stopped, reason, not_separable, terms, pathspec)),
+        run_s=trials.run_seconds(),
+        stop_reason=reason or ("contradiction" if result.contradiction else why), flaky=flaky, mode=result.mode,
         rounds=result.rounds,
         first_bad=first_bad, candidates=candidates, contradiction=text if result.contradiction else None,
-        last_good=tuple(last_good(trials, check, result.culprit, base["first_parent"])) if found else (),
+        last_good=tuple(last_good(trials, check, result.culprit, base["first_parent"], terms)) if found else (),
         confidence=round(result.confidence, 6), ambiguous=len(result.candidates) > 1,
         skipped=tuple(commit_doc(space, i) for i in result.skipped), fail_prob=result.fail_prob,
         posterior=tuple({"sha": graph[i].sha, "short": graph[i].short, "p": round(p, 6)} for i, p in result.posterior),
-        attempts=tuple(attempts_in_run_order(trials, oracle.mode)),
+        attempts=tuple(attempts_in_run_order(trials, oracle.mode, terms)),
         tested=tested_commits(graph, ((t.key, t.judged) for t in trials.trials)),
-        marginal=marginal_doc(graph, result), hangs=hangs, **base)
+        marginal=marginal_doc(graph, result), hangs=hangs,
+        rates=result.rates.to_dict() if result.rates is not None else None,
+        separable=False if not_separable else result.separable, more_runs=result.more_runs if not_separable else None,
+        confirmation=result.confirmation.to_dict() if result.confirmation is not None else None,
+        switched=f"{result.switched[0]} at {graph[result.switched[1]].short}"
+        if result.switched and 0 <= result.switched[1] < len(graph) else
+        (result.switched[0] if result.switched else None), **base)

@@ -47,9 +47,10 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
         return DiffRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
                           observations=len(trials.trials), wall_s=time.monotonic() - start, **base)
     oracle = Oracle(trials, check.target)
-    rule = flakiness_rule(check)
+    rule = flakiness_rule(check, policy.flaky is True)
     runner.events.emit(PhaseStarted("hunks", f"{strategy} over {len(all_ids)} hunk{'s' if len(all_ids) != 1 else ''}"))
-    found = search_set(oracle, all_ids, strategy=strategy, rule=rule, max_runs=policy.max_runs)
+    found = search_set(oracle, all_ids, strategy=strategy, rule=rule, max_runs=policy.max_runs,
+                       confidence=policy.confidence, endpoint=(check.bad_rate.fails, check.bad_rate.runs))
     res, stopped, reason = found.result, found.stopped, found.result.stop_reason
     culprit_hunks = [space.by_id[i] for i in (*res.culprits, *res.suspects)]
     oracles, passes = [oracle], [(res, "hunks")]

@@ -17,7 +17,11 @@ verify         -- the procedure, through the space's Trials (engine/oracle.py; i
                   4. a good endpoint that failed differently from the target is re-checked the
                      same way (up to `calibrate_runs` runs): it is unusable if it ever shows the
                      target failure, or never passes; a different failure seen once is reported,
-                     not fatal. A good endpoint that already showed the target failure, or a bad
+                     not fatal. Under --flaky (the two-rate model: a race that got more
+                     frequent) a good endpoint that shows the target failure sometimes is usable:
+                     its runs measure p_old. For an ablation (`measure`) it is measured over
+                     `calibrate_runs` runs like bad; the search decides whether the two rates
+                     can be told apart. A good endpoint that already showed the target failure, or a bad
                      one that never failed, settles the pair as unusable without re-checks (a
                      hanging good side -- swapped endpoints -- must not wait out the watchdog
                      cap `calibrate_runs` times).
@@ -88,7 +92,13 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
         while len(bad_runs) < cap:
             bad_runs.append(trials.observe(bad_point))
         target = Target.of(bad_runs, policy.same_failure)
-    decided = target is None or _target_fails(good_runs, target) > 0   # unusable already: no re-check
+    two_rate = policy.flaky is True and target is not None
+    if two_rate and measure and len(good_runs) < cap:
+        runner.events.emit(PhaseStarted("flakiness", f"measuring the good endpoint over {cap} runs (--flaky: "
+                                                     "it may fail too, less often)"))
+        while len(good_runs) < cap:
+            good_runs.append(trials.observe(good_point))
+    decided = target is None or (_target_fails(good_runs, target) > 0 and not two_rate)   # unusable already
     if any(r.outcome is Outcome.FAIL for r in good_runs) and not decided and len(good_runs) < cap:
         runner.events.emit(PhaseStarted("recheck", f"the good endpoint failed: re-checking it over {cap} runs"))
         while len(good_runs) < cap:
@@ -98,7 +108,7 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
     good, bad = _folded(trials, good_point, good_runs), _folded(trials, bad_point, bad_runs)
     bad_rate = Rate(_target_fails(bad_runs, target), _judged(bad_runs))
     good_rate = Rate(_target_fails(good_runs, target), _judged(good_runs))
-    problem = diagnose(good, bad, target, good_rate, bad_rate)
+    problem = diagnose(good, bad, target, good_rate, bad_rate, two_rate)
     env = environment.diagnose(good_runs, bad_runs) if problem is not None else None
     details: tuple[str, ...] = ()
     if env is not None:   # 5. the machine, not the differences: named, with what fixes it
@@ -127,8 +137,9 @@ def _folded(trials: Trials, point: Any, runs: list[Run]) -> Verdict:
     return replace(Verdict.fold(runs), cached=trials.from_ledger(point))
 
 
-def diagnose(good: Verdict, bad: Verdict, target: Target | None, good_rate: Rate, bad_rate: Rate) -> str | None:
-    if good.outcome is Outcome.UNRESOLVED:
+def diagnose(good: Verdict, bad: Verdict, target: Target | None, good_rate: Rate, bad_rate: Rate,
+             two_rate: bool = False) -> str | None:
+    if good.outcome is Outcome.UNRESOLVED and not (two_rate and good.n_pass):
         return f"the good configuration cannot be tested: {good.describe()}"
     if bad.outcome is Outcome.UNRESOLVED:
         return f"the bad configuration cannot be tested: {bad.describe()}"
@@ -138,10 +149,13 @@ def diagnose(good: Verdict, bad: Verdict, target: Target | None, good_rate: Rate
     if bad.outcome is Outcome.PASS:
         return (f"the bad configuration does not reproduce: it passed {bad.n_pass}/{bad.n_pass} runs; "
                 "raise --calibrate-runs if the failure is rarer than that, or check the oracle thresholds")
+    if good_rate.fails and two_rate and good.n_pass:
+        return None     # a race that got more frequent: the search weighs both rates
     if good_rate.fails:
         return (f"the good configuration fails too, with the same failure ({target.describe()}) in "
                 f"{good_rate.describe()}; the failure does not depend on these differences, or the good side is "
-                "flaky")
+                "flaky; if good fails only sometimes, less often than bad (a race that got more frequent), "
+                "--flaky applies")
     if good.n_pass == 0:
         return f"the good configuration never passed: {good.describe()}"
     return None

@@ -336,6 +336,19 @@ class BisectRecord(Record):
     tested: tuple[dict, ...] = ()           # each commit run: index (None: --good), sha, short, subject, and its
                                             # pass / fail / unresolved counts, in topological order
     marginal: tuple[dict, ...] = ()         # flaky: {index, short, p} for every candidate with P(first bad) > 0
+    rates: dict | None = None               # both failure rates with 95% intervals (rates.Rates.to_dict)
+    separable: bool | None = None           # False: the rates were not told apart within the budget
+    more_runs: int | None = None            # then: about how many more runs would probably separate them
+    confirmation: dict | None = None        # the runs that confirmed a deterministic answer (dag.Confirmation)
+    switched: str | None = None             # why a deterministic search went on in the flake model
+    goods: tuple[str, ...] = ()             # every commit of the old side given (several --good: all count)
+    merge_bases: tuple[dict, ...] = ()      # tested first: sha, short, subject, side (a term or "untestable"), verdict
+    paths: tuple[str, ...] = ()             # the pathspec: candidates are the commits that touch it
+    terms: tuple[str, ...] = ("good", "bad")   # the old side's and the new side's words (git's --term-old/-new)
+    find_fix: bool = False                  # the new side passes: the answer is the first fixed commit
+    repeats: int = 0                        # a fix with an intermittent failure: runs that confirm a pass
+    command_files: tuple[dict, ...] = ()    # how --run's relative paths were resolved (spaces/command.py)
+    manual: bool = False                    # verdicts given by a person (engine/manual.py), nothing run
 
 
 @dataclass(frozen=True)
@@ -376,6 +389,8 @@ class ReplayRecord(Record):
     contradiction: str | None = None
     tested: tuple[dict, ...] = ()
     marginal: tuple[dict, ...] = ()
+    terms: tuple[str, ...] = ("good", "bad")   # the log's words for the old and the new side
+    find_fix: bool = False                  # the log looked for a fix (the first fixed commit)
 
 
 @dataclass(frozen=True)

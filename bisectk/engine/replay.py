@@ -2,13 +2,14 @@
 
 Abstractions
 ------------
-replay_log    -- the log read (bisectk/bisectlog.py: the format's one owner), its shas mapped to
-                 candidate indices of the commit graph, the observations fed to the same DAG search
-                 with an oracle that stops at the first commit the log does not cover; returns the
-                 result with that next commit (None when the log is complete). Lines of the --good
-                 commit (an endpoint, not a candidate) are checked, not searched.
-replay_record -- the same answer as a ReplayRecord: what `replay` prints and its --json, and the HTML
-                 report's pictures (the commit line of the log and, for a flaky log, the posterior).
+parse_log  -- (engine/gitlog.py, the log format's one owner: it writes `bisectk log` too) the
+              bisection a log describes and its observations, from `bisectk log` or `git bisect log`.
+replay_log -- maps shas to candidate indices of the commit graph, feeds the observations to the same
+              DAG search with an oracle that stops at the first commit the log does not cover, and
+              returns the result with that next commit (None when the log is complete). Lines of
+              the --good commit (an endpoint, not a candidate) are checked, not searched.
+replay_record -- the same answer as a ReplayRecord (for the HTML report's pictures: the commit line
+              of the log and, for a flaky log, the posterior).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from bisectk.bisectlog import parse_log, read_log
 from bisectk.engine.bisect import marginal_doc, tested_commits
+from bisectk.engine.gitlog import Header, parse_log, read_log
 from bisectk.engine.records import ReplayRecord
 from bisectk.errors import BisectkError
 from bisectk.outcome import Outcome
@@ -25,32 +26,62 @@ from bisectk.search.history import Dag, DagResult, Observation, SearchOptions, S
 from bisectk.spaces.commits import CommitGraph, list_graph
 
 
-def replay_log(path: Path, repo: Path | None = None) -> tuple[DagResult, CommitGraph, int | None]:
+def replay_log(path: Path, repo: Path | None = None) -> tuple[DagResult, CommitGraph, int | str | None]:
+    """(the answer, the graph, the next commit to test: a candidate's index, or the sha of a merge
+    base the log has not tested yet, or None when the log is complete)."""
     header, observed = parse_log(read_log(path))
-    graph = list_graph(repo or header["repo"], header["good"], header["bad"], first_parent=header["first_parent"])
-    observations = []
-    for sha, outcome in observed:
-        if graph.good.sha.startswith(sha):
-            if outcome is Outcome.FAIL:
-                raise BisectkError(f"the log records a failure of --good {sha[:10]}: not a usable bisection")
-            continue
-        observations.append(Observation(graph.index(sha), outcome))
+    graph, observations = _observations(header, observed, repo)
     asked: list[int] = []
 
     def oracle(i: int) -> Outcome:
         asked.append(i)
         raise StopSearch()
+    for sha in graph.merge_bases:   # git tests a merge base first: a log that has not yet stops there
+        if not any(sha.startswith(s) for s, _ in observed):
+            open_ = DagResult(culprit=None, candidates=tuple(range(len(graph))), parents=(), runs=len(observations),
+                              new_runs=0, rounds=0, confidence=0.0, skipped=(), observations=tuple(observations),
+                              complete=False, mode="replay")
+            return open_, graph, sha
     try:
-        result = search_dag(Dag.from_csr(*graph.csr()), oracle, options=SearchOptions(flaky=header["flaky"]),
+        result = search_dag(Dag.from_csr(*graph.csr()), oracle, options=SearchOptions(flaky=header.flaky,
+                            # git's log and a person's verdicts hold no confirmation runs: their
+                            # answer is the log's, as git gives it (a bisectk log holds its own)
+                            confirm=header.source == "bisectk" and not header.manual),
                             observations=observations)
         return result, graph, None
     except SearchStopped as stop:
         return stop.result, graph, asked[0] if asked else None
 
 
+def _observations(header: Header, observed, repo: Path | None) -> tuple[CommitGraph, list[Observation]]:
+    """The commit graph the log's bisection searched, and its observations as the search's
+    (FAIL = the new side). Lines of the old ends and of merge bases are checked, not searched."""
+    terms = header.terms
+    ends = ("--bad", "--good") if terms.find_fix else ("--good", "--bad")
+    graph = list_graph(repo or header.repo or Path.cwd(), header.olds, header.new, first_parent=header.first_parent,
+                       paths=header.paths, ends=ends)
+    observations = []
+    for sha, outcome in observed:
+        side = terms.new_side(outcome)
+        if any(g.startswith(sha) for g in (*graph.goods, *graph.merge_bases)):
+            if side is Outcome.FAIL:
+                what = "merge base" if any(m.startswith(sha) for m in graph.merge_bases) else "old end"
+                raise BisectkError(f"the log records {sha[:10]} (the {what}) as {terms.new}: the first {terms.new} "
+                                   f"commit is not between the log's ends")
+            continue
+        try:
+            observations.append(Observation(graph.index(sha), side))
+        except BisectkError:
+            raise BisectkError(f"the log marks {sha[:10]} {terms.new if side is Outcome.FAIL else terms.old}, but it "
+                               f"is not between the log's ends (an ancestor of a {terms.old} commit): the log "
+                               "contradicts itself") from None
+    return graph, observations
+
+
 def replay_record(path: Path, repo: Path | None = None) -> ReplayRecord:
     """The log's answer as a record: the first bad commit (when the log determines it), the
-    culprit's parents (whenever one candidate is left), the candidates, the commit to test next."""
+    culprit's parents (whenever one candidate is left), the candidates, the commit to test next
+    (a candidate, or a merge base the log has not tested yet)."""
     start = time.monotonic()
     result, graph, nxt = replay_log(path, repo)
     header, observed = parse_log(read_log(path))
@@ -67,12 +98,15 @@ def replay_record(path: Path, repo: Path | None = None) -> ReplayRecord:
     return ReplayRecord(
         command="replay", endpoints=None, ok=True, complete=result.complete, interrupted=False, runs=0,
         observations=len(observed), wall_s=round(time.monotonic() - start, 3), log=str(path),
-        repo=str(repo or header.get("repo", "")), good=graph.good.sha, bad=graph.bad.sha, commits=len(graph),
-        flaky=bool(header.get("flaky")), mode=result.mode,
+        repo=str(repo or header.repo or ""), good=graph.good.sha, bad=graph.bad.sha, commits=len(graph),
+        flaky=header.flaky, mode=result.mode,
         first_bad=doc(result.culprit) if result.found and not result.contradiction else None,
         last_good=tuple(doc(sha) for sha in graph.parent_shas_of(result.culprit)) if one_left else (),
-        candidates=tuple(doc(i) for i in result.candidates), next=doc(nxt) if nxt is not None else None,
+        candidates=tuple(doc(i) for i in result.candidates),
+        next=(doc(nxt) if isinstance(nxt, int) else {"index": None, **graph.info(nxt).to_dict()}) if nxt is not None
+        else None,
         confidence=result.confidence, skipped=tuple(doc(i) for i in result.skipped),
+        terms=(header.terms.old, header.terms.new), find_fix=header.terms.find_fix,
         contradiction=result.contradiction,
         tested=tested_commits(graph, ((doc(sha)["sha"], outcome) for sha, outcome in observed)),
         marginal=marginal_doc(graph, result))

@@ -93,10 +93,16 @@ WORDS: dict[str, Callable[[dict], str]] = {
                                 "and confirm the fix."),
     # bisect (engine/bisect.py)
     "resume": lambda s: f"The search stopped ({s['reason']}); run it again with --resume to continue.",
+    "not_separable": lambda s: (f"Not separable: the good side fails {s['old']:.2f} [{s['old_lo']:.2f}, {s['old_hi']:.2f}], "
+                                f"the bad side {s['new']:.2f} [{s['new_lo']:.2f}, {s['new_hi']:.2f}]"
+                                + (f"; about {s['more_runs']} more runs would probably separate them "
+                                   f"(--max-runs, then --resume)" if s['more_runs'] else "") + "."),
     "fix_skipped": lambda s: "Make the skipped commits testable (fix their build) to resolve the ambiguity.",
     "contradiction": lambda s: (f"The observations contradict each other: {s['text']}. The failure may be flaky (try "
                                 "--flaky) or depend on more than the commit (the environment, the build cache)."),
-    "inspect": lambda s: f"Inspect the diff of the first bad commit: git show {s['sha']}",
+    "inspect": lambda s: f"Inspect the diff of the first {s.get('term', 'bad')} commit: git show {s['sha']}",
+    "other_path": lambda s: (f"No commit that touches {' '.join(s['paths'])} is {s['term']}: the change is in another "
+                             "path; run again without the pathspec."),
     "isolate_lines": lambda s: (f"Isolate the culprit lines inside it: bisectk triage ... --good {s['good']} "
                                 f"--bad {s['bad']}"),
 }

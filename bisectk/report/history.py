@@ -1,11 +1,14 @@
 """Reports for `bisectk bisect`, read from a BisectRecord: the terminal view and the debug log (the
-replayable log is bisectk/bisectlog.py's).
+replayable log is engine/gitlog.py's, which writes and reads it).
 
 Abstractions
 ------------
 to_debuglog   -- a debug log: summary, last good vs first bad, one attempt per run in the order
                  the runs were made, the posterior when flaky.
 print_summary -- the end-of-run terminal view.
+
+The words follow the record's terms (git's --term-old/--term-new): "first bad commit" for a
+regression, "first fixed commit" for --find-fix, "first <new> commit" for terms of the user's.
 """
 
 from __future__ import annotations
@@ -24,6 +27,26 @@ CONCLUSION = {"fail": "Bad: the first bad commit is this one or one of its ances
               "unresolved": "Untestable (build failure or a different failure): skipped."}
 
 
+def conclusion(rec: BisectRecord, outcome: str) -> str:
+    """What a run of a commit concluded, in the record's terms."""
+    old, new = rec.terms[0], rec.terms[-1]
+    if rec.terms == ("good", "bad") and not rec.find_fix:
+        return CONCLUSION[outcome]
+    side = {"pass": "fail", "fail": "pass"}.get(outcome, outcome) if rec.find_fix else outcome
+    return {"fail": f"{new.capitalize()}: the first {new} commit is this one or one of its ancestors.",
+            "pass": f"{old.capitalize()}: the first {new} commit is not among its ancestors.",
+            "unresolved": CONCLUSION["unresolved"]}[side]
+
+
+def first_words(rec) -> str:
+    """'first bad commit', 'first fixed commit', 'first <new> commit'."""
+    return f"first {rec.terms[-1]} commit"
+
+
+def last_words(rec) -> str:
+    return f"last {rec.terms[0]}"
+
+
 def verdict_words(rec: BisectRecord, text: str) -> str:
     """Under git bisect's protocol a non-zero exit is simply 'bad'."""
     return text.replace("FAIL bad ", "bad ") if rec.protocol == "git" else text
@@ -34,43 +57,50 @@ def _short(c: dict) -> str:
 
 
 def to_debuglog(rec: BisectRecord) -> DebugLog:
+    if rec.manual:
+        return _manual_debuglog(rec)
     title = f"bisect {rec.good[:10]}..{rec.bad[:10]}: {verdict_words(rec, rec.endpoints.bad.describe())}"
     if not rec.ok:
         return DebugLog(title, "Inconclusive: endpoints unusable", problem_text(rec.endpoints), rec.environment)
     fb = rec.first_bad
-    status = (f"Resolved -- first bad commit {_short(fb)}" if fb and rec.complete
+    status = (f"Resolved -- {first_words(rec)} {_short(fb)}" if fb and rec.complete
               else f"Open -- {len(rec.candidates)} candidate(s) remain" if not rec.interrupted
               else f"Open ({rec.stop_reason}) -- {len(rec.candidates)} candidate(s) remain")
     log = DebugLog(title, status, f"--good passes, --bad fails: {verdict_words(rec, rec.endpoints.bad.describe())}",
                    rec.environment, related=list(fb.get("files") or ()) if fb else [])
     if fb:
-        log.summary.append(f"First bad commit: **{_short(fb)}** {fb['subject']} ({fb['author']}, {fb['date']}); "
-                           f"last good: {', '.join(_short(p) for p in rec.last_good) or '-'}.")
+        log.summary.append(f"{first_words(rec).capitalize()}: **{_short(fb)}** {fb['subject']} ({fb['author']}, "
+                           f"{fb['date']}); {last_words(rec)}: {', '.join(_short(p) for p in rec.last_good) or '-'}.")
     else:
-        log.summary.append("The first bad commit is one of: "
+        log.summary.append(f"The {first_words(rec)} is one of: "
                            + ", ".join(f"{_short(c)} {c['subject']}" for c in rec.candidates) + ".")
+    log.summary += facts_lines(rec)
     log.summary += [
         f"{rec.commits} commits in range; {rec.observations} observations ({runs_words(rec.runs, rec.observations)}); "
         f"confidence {rec.confidence:.4f}"
         + (f" (flake-aware: estimated P(bad commit fails) = {rec.fail_prob:.2f})" if rec.flaky and rec.fail_prob else "")
         + ".",
         *endpoint_lines(rec.endpoints),
+        *([rates_line(rec) + "."] if rates_line(rec) else []),
+        *([separation_line(rec) + "."] if rec.separable is False else []),
     ]
     if rec.skipped:
         log.summary.append(f"Skipped (untestable): {', '.join(_short(c) for c in rec.skipped)}.")
-    log.differences_title = "Key Differences: last good vs first bad"
+    log.differences_title = f"Key Differences: {last_words(rec)} vs {first_words(rec)[:-7]}"
     log.differences_header = ["", "commit", "subject", "files changed", "verdict"]
-    log.differences = [["last good (parent)", _short(p), p["subject"], "", p.get("verdict", "")] for p in rec.last_good]
+    log.differences = [[f"{last_words(rec)} (parent)", _short(p), p["subject"], "", p.get("verdict", "")]
+                       for p in rec.last_good]
     for c in ([fb] if fb else rec.candidates):
-        log.differences.append(["first bad" if fb else "candidate", _short(c), c["subject"],
+        log.differences.append([first_words(rec)[:-7] if fb else "candidate", _short(c), c["subject"],
                                 ", ".join(c.get("files") or ()), ""])
     for a in rec.attempts:
         log.attempts.append(AttemptEntry(
             title=f"{a.label} ({a.phase})",
-            hypothesis=f"The failure was introduced in {a.applied[0][:10]} or one of its ancestors.",
+            hypothesis=(f"The failure was fixed in {a.applied[0][:10]} or one of its ancestors." if rec.find_fix else
+                        f"The failure was introduced in {a.applied[0][:10]} or one of its ancestors."),
             what=f"checked out {a.applied[0][:10]} in a worktree, built and ran the subject",
             result=verdict_words(rec, a.verdict) + (" (from the ledger)" if a.from_ledger else f" ({a.time_s:.2f} s)"),
-            conclusion=CONCLUSION[a.outcome]))
+            conclusion=conclusion(rec, a.outcome)))
     if rec.hangs and stuck.markdown(rec.hangs):
         log.sections.append(("Where the hang is stuck", stuck.markdown(rec.hangs)))
     if rec.posterior:
@@ -80,30 +110,76 @@ def to_debuglog(rec: BisectRecord) -> DebugLog:
     return log
 
 
+def rates_line(rec: BisectRecord) -> str | None:
+    """Both failure rates with their 95% intervals, where the two-rate model or a switch to the
+    flake model was used (a deterministic answer's rates say nothing new)."""
+    r = rec.rates
+    if not r or not (rec.flaky or rec.switched or rec.separable is False):
+        return None
+    lo_o, hi_o = r["p_old_ci95"]
+    lo_n, hi_n = r["p_new_ci95"]
+    return (f"failure rate before the culprit {r['p_old']:.2f} [{lo_o:.2f}, {hi_o:.2f}] ({r['old_runs']} runs), "
+            f"from it on {r['p_new']:.2f} [{lo_n:.2f}, {hi_n:.2f}] ({r['new_runs']} runs), 95% intervals")
+
+
+def separation_line(rec: BisectRecord) -> str:
+    return ("not separable: the two failure rates could not be told apart at the asked confidence within "
+            "the run budget" + (f"; about {rec.more_runs} more runs would probably separate them"
+                                if rec.more_runs else ""))
+
+
+def facts_lines(rec: BisectRecord) -> list[str]:
+    """How the range and the command were read: several goods, merge bases, the pathspec, which
+    copy of a --run file ran; a line each (the terminal and the debug log both say them)."""
+    lines = []
+    if len(rec.goods) > 1:
+        lines.append(f"{len(rec.goods)} {'--bad' if rec.find_fix else '--good'} commits, all counted: "
+                     + " ".join(g[:10] for g in rec.goods))
+    for m in rec.merge_bases:
+        lines.append(f"merge base {m['short']} ({m['subject']}) tested first: {m['side']}"
+                     + (f" [{verdict_words(rec, m['verdict'])}]" if m.get("verdict") else ""))
+    if rec.paths:
+        lines.append(f"pathspec: {' '.join(rec.paths)} ({rec.commits} candidate commits touch it or are --bad)")
+    for f in rec.command_files:
+        lines.append(f"command: {f['word']} is your file {f['path']} ({f['state']}), run in each commit's worktree"
+                     if f["use"] == "yours" else f"command: {f['word']} is tracked: each commit's own {f['path']} runs")
+    if rec.repeats > 1:
+        lines.append(f"each pass confirmed by up to {rec.repeats} runs (the failure is intermittent)")
+    return lines
+
+
 def print_summary(out: Console, rec: BisectRecord, runs: bool = True, brief: bool = False) -> None:
     """The bisection's end-of-run view; `runs=False` leaves out its runs and wall time (triage
     counts them once, for all its steps)."""
+    if rec.manual:
+        return _manual_summary(out, rec)
     if not rec.ok:
         for line in problem_lines(rec.endpoints):
             out.print(line, markup=False)
         return
-    fb = rec.first_bad
+    for line in facts_lines(rec):
+        if not line.startswith("command:"):     # said before the search started
+            out.print(line, markup=False)
+    if rec.separable is False:
+        out.print(separation_line(rec), markup=False)
+        out.print(rates_line(rec) or "", markup=False)
+        out.print("most probable first bad commits: "
+                  + ", ".join(f"{p['short']} {p['p']:.3f}" for p in rec.posterior), markup=False)
+        out.print(f"{rec.observations} observations, {rec.runs} executed; {wall_words(rec)}", markup=False)
+        return
+    if switched := rec.switched:
+        out.print(f"the failure is intermittent ({switched}): the search went on in the flake model", markup=False)
     if rec.interrupted:
         e = rec.endpoints
         endpoint_runs = len(e.good.runs) + len(e.bad.runs) if e else 0
         out.print(stopped_line(rec.stop_reason, rec.observations - endpoint_runs), markup=False)
-    if fb:
-        out.print(f"first bad commit: {fb['sha']} {fb['subject']}", markup=False)
-        out.print(f"  author {fb['author']}, date {fb['date']}; files: {', '.join(fb.get('files') or ()) or '-'}",
-                  markup=False)
-    else:
-        out.print(f"first bad commit is one of {len(rec.candidates)} candidates:", markup=False)
-        for c in rec.candidates:
-            files = ", ".join(c.get("files") or ()) or "-"
-            out.print(f"  {c['sha']} {c['subject']} ({c['author']}; files: {files})", markup=False)
+    _answer(out, rec)
     for p in rec.last_good:
-        out.print(f"last good: {p['sha']} {p['subject']} [{verdict_words(rec, p.get('verdict', ''))}]", markup=False)
+        out.print(f"{last_words(rec)}: {p['sha']} {p['subject']} [{verdict_words(rec, p.get('verdict', ''))}]",
+                  markup=False)
     out.print(failure_line(rec.endpoints, lambda t: verdict_words(rec, t)), markup=False)
+    if line := rates_line(rec):
+        out.print(line, markup=False)
     for line in stuck.terminal_lines(rec.hangs, brief):
         out.print(line, markup=False, highlight=False)
     cached = rec.observations - rec.runs
@@ -113,3 +189,49 @@ def print_summary(out: Console, rec: BisectRecord, runs: bool = True, brief: boo
     out.print(f"confidence {rec.confidence:.4f}; {rec.observations} observations, {rec.runs} executed"
               + (f", {cached} from the ledger ({SAME_INPUTS})" if cached > 0 else "")
               + f"; {len(rec.skipped)} skipped; {wall_words(rec)}", markup=False)
+
+
+def _answer(out: Console, rec: BisectRecord) -> None:
+    fb = rec.first_bad
+    if fb:
+        out.print(f"{first_words(rec)}: {fb['sha']} {fb['subject']}", markup=False)
+        out.print(f"  author {fb['author']}, date {fb['date']}; files: {', '.join(fb.get('files') or ()) or '-'}",
+                  markup=False)
+    elif rec.stop_reason == "pathspec":
+        out.print(f"no commit that touches {' '.join(rec.paths)} is {rec.terms[-1]}: the change is in another path "
+                  "(run again without the pathspec)", markup=False)
+    else:
+        out.print(f"{first_words(rec)} is one of {len(rec.candidates)} candidates:", markup=False)
+        for c in rec.candidates:
+            files = ", ".join(c.get("files") or ()) or "-"
+            out.print(f"  {c['sha']} {c['subject']} ({c.get('author', '')}; files: {files})", markup=False)
+
+
+def _manual_summary(out: Console, rec: BisectRecord) -> None:
+    """A manual bisection: no endpoints were run; the verdicts were the person's."""
+    if not rec.ok:
+        for line in next_steps(rec)[:1]:
+            out.print(f"problem: {line}", markup=False)
+        return
+    if rec.interrupted:
+        out.print(f"stopped after {rec.observations} verdict(s); the same command resumes", markup=False)
+        return
+    _answer(out, rec)
+    for p in rec.last_good:
+        out.print(f"{last_words(rec)}: {p['sha']} {p['subject']} [{p.get('verdict', '')}]", markup=False)
+    out.print(f"{rec.observations} verdict(s) of yours"
+              + ("; they conflicted, so the search went flake-aware" if rec.flaky else "")
+              + f"; confidence {rec.confidence:.4f}; {len(rec.skipped)} skipped", markup=False)
+
+
+def _manual_debuglog(rec: BisectRecord) -> DebugLog:
+    fb = rec.first_bad
+    status = (f"Resolved -- {first_words(rec)} {_short(fb)}" if fb and rec.complete
+              else f"Inconclusive: {next_steps(rec)[0]}" if not rec.ok
+              else f"Open -- {len(rec.candidates)} candidate(s) remain")
+    log = DebugLog(f"manual bisect {rec.good[:10]}..{rec.bad[:10]}", status,
+                   "verdicts given by hand (bisectk bisect --manual)", rec.environment,
+                   related=list(fb.get("files") or ()) if fb else [])
+    log.summary += facts_lines(rec) + [f"{rec.observations} verdict(s); confidence {rec.confidence:.4f}."]
+    log.next_steps = next_steps(rec)
+    return log

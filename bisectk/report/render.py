@@ -45,7 +45,7 @@ def _replay_doc(rec) -> dict[str, Any]:
             "last_good": [_commit(c) for c in rec.last_good if c.get("index") is not None],
             "confidence": rec.confidence, "complete": rec.complete,
             "candidates": [c["sha"] for c in rec.candidates], "contradiction": rec.contradiction,
-            "next": rec.next["sha"] if rec.next else None}
+            "next": rec.next["sha"] if rec.next else None, "terms": list(rec.terms), "find_fix": rec.find_fix}
 
 
 DOCUMENTS = {"run": _run_doc, "check": _check_doc, "replay": _replay_doc}

@@ -33,10 +33,11 @@ def print_replay(out: Console, rec: ReplayRecord) -> None:
     if rec.contradiction:
         out.print(f"the log contradicts itself: {rec.contradiction}", markup=False)
     fb = rec.first_bad
-    out.print(f"first bad commit: {fb['sha']} {fb['subject']}" if fb else
+    out.print(f"first {rec.terms[-1]} commit: {fb['sha']} {fb['subject']}" if fb and rec.complete else
               f"not determined yet; {len(rec.candidates)} candidates remain", markup=False)
     if rec.next:
-        out.print(f"next commit to test: {rec.next['sha']} {rec.next['subject']}", markup=False)
+        out.print(f"next commit to test: {rec.next['sha']} {rec.next['subject']}"
+                  + ("" if rec.next.get("index") is not None else " (a merge base: git tests it first)"), markup=False)
 
 
 def print_check(out: Console, rec: CheckRecord) -> None:

@@ -50,7 +50,6 @@ from bisectk.run.executor import Builds, Job, build_then_run
 from bisectk.run.output import Readers
 from bisectk.run.process import (RUN_ID_ENV, SUPERVISOR_CHECK_S, TAIL_BYTES, RawRun, captures, death_words,
                                  kill_run, kill_tree, run_process, signal_name, start_contained)
-from bisectk.run.snapshot import LINEINFO_ENV
 from bisectk.run.watchdog import Watch, wait_run
 
 # Environment variables read at import or CUDA-context creation: a request that changes one cannot
@@ -230,9 +229,7 @@ class WorkerPool:
                  ready_timeout: float = READY_TIMEOUT_S, log_dir: str | os.PathLike | None = None,
                  eager: bool = True, on_note=None):
         self.python = python or sys.executable
-        # Workers compile CuTe DSL kernels with line info (as runs do when hang snapshots are on:
-        # run/snapshot.py), so a run that asks for it stays warm; one that turns it off runs cold.
-        self.base_env = {**LINEINFO_ENV, **os.environ, **(env or {})}
+        self.base_env = {**os.environ, **(env or {})}
         root = str(Path(__file__).resolve().parents[2])
         pp = self.base_env.get("PYTHONPATH", "")
         if root not in pp.split(os.pathsep):  # the worker imports bisectk.run.worker

@@ -220,7 +220,9 @@ class Site:
         self.made = 0
         if warm:
             from bisectk.run.pool import WorkerPool
-            self.executor = WorkerPool(slots=1, preload=preload).start(wait=False)
+            from bisectk.run.snapshot import LINEINFO_ENV
+            # jobs may ask for line info (hang snapshots on): the worker has it, so they stay warm
+            self.executor = WorkerPool(slots=1, preload=preload, env=dict(LINEINFO_ENV)).start(wait=False)
         else:
             self.executor = LocalExecutor()
         self.current: dict | None = None

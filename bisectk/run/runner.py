@@ -191,6 +191,12 @@ class Runner:
         invalid = self.spec.violated(w.config)
         if invalid:
             return Run(Outcome.UNRESOLVED, reason=Reason.INVALID, signature=f"constraint: {invalid}")
+        if w.unrunnable:   # its place cannot be made (a commit git cannot check out): skipped, as git does
+            run = Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature=w.unrunnable)
+            with self._lock:
+                self.executed += 1      # tried now (a checkout), though nothing ran
+            self.events.emit(RunFinished(label, w.config, index, run, cached=False))
+            return run
         static = self.static_key(w.revision)
         stored = self._stored(static, key, index)
         if stored is not None:

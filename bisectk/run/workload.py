@@ -17,6 +17,8 @@ Origin   -- where a workload's files come from, for an executor on another host 
             remote copy), and optionally a repository path that every host can read (a shared
             filesystem): then only the sha travels. A Workload without an origin runs in the
             executor's project directory (the spec's project, shipped as the job's working dir).
+            `unrunnable`: why the place cannot be made at all (a commit whose tree git cannot
+            read); the runner answers such a workload UNRESOLVED without running anything.
 
 Every space (factors, hunks, commits, environments) turns a point of its search into a Workload;
 the runner never learns which space it came from. Parallel runs each carry their own Workload,
@@ -51,7 +53,8 @@ class Workload:
     state: str = ""
     prepare: Callable[[], None] | None = field(default=None, compare=False)
     origin: Origin | None = field(default=None, compare=False)
+    unrunnable: str | None = None
 
     def with_env(self, **extra: str) -> Workload:
         return Workload(self.config, self.cwd, {**self.env, **extra}, self.revision, self.state, self.prepare,
-                        self.origin)
+                        self.origin, self.unrunnable)

@@ -7,9 +7,11 @@ Strategy   -- a named search: a function (Tester, differences) -> Finding, a one
 STRATEGIES -- the registry, by name; the CLI's `--strategy` choices come from it, the default
               ('adaptive') first.
 ablate     -- run one strategy over the differences and an oracle, settle its answer
-              (1-minimality, interaction proof) and build the AblationResult. When the oracle
-              or the stop hook raises StopSearch or KeyboardInterrupt, or the run budget is
-              spent, it raises SearchStopped carrying the best result so far.
+              (1-minimality, interaction proof), confirm it (confirm.py: a contradiction
+              switches a deterministic search to the flake rule, which goes on from every run
+              made) and build the AblationResult. When the oracle or the stop hook raises
+              StopSearch or KeyboardInterrupt, or the run budget is spent, it raises
+              SearchStopped carrying the best result so far.
 
 A configuration is the good endpoint with a subset of the differences applied, passed to the
 oracle as a frozenset. The empty set (good) PASSes and the full set (bad) FAILs: the caller has
@@ -24,13 +26,13 @@ from dataclasses import dataclass
 from bisectk.outcome import Outcome
 from bisectk.search.dd import dd_strategy
 from bisectk.search.ddmin import ddmin_strategy
-from bisectk.search.flaky import ConfidenceRule
+from bisectk.search.confirm import confirm_sets, set_claims, switched_rule
 from bisectk.search.group import adaptive
 from bisectk.search.interaction import is_interaction, settle
 from bisectk.search.ofat import EXHAUSTIVE_MAX, exhaustive, ofat
-from bisectk.search.result import AblationResult, Finding, build_result
+from bisectk.search.result import AblationResult, Finding, advise, build_result
 from bisectk.search.sets import FailingSet, find_other_sets
-from bisectk.search.tester import Attempt, SearchStopped, StopSearch, Tester
+from bisectk.search.tester import Attempt, Rule, SearchStopped, StopSearch, Tester
 
 
 @dataclass(frozen=True)
@@ -73,21 +75,30 @@ def strategy_names() -> list[str]:
 
 def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcome], *,
            strategy: str = DEFAULT_STRATEGY,
-           rule: ConfidenceRule | None = None,
+           rule: Rule | None = None,
            on_attempt: Callable[[Attempt], None] | None = None,
            should_stop: Callable[[], bool] | None = None,
            max_runs: int | None = None,
            known: Mapping[frozenset, Outcome] | None = None,
            measure_removal: bool = False,
-           more_sets: int = 0) -> AblationResult:
+           more_sets: int = 0,
+           confidence: float | None = None,
+           endpoint: tuple[int, int] = (0, 0)) -> AblationResult:
     """Find the 1-minimal set of differences that causes the failure.
 
-    `rule` turns single-shot noisy verdicts into confident ones (see ConfidenceRule.derive);
-    `known` replays outcomes from an earlier session without running them; with
-    `measure_removal` each culprit is also reverted alone from bad, for the table. With
-    `more_sets` > 0 the search goes on after the first set, while bad without a fix of the sets
-    found still fails, for up to that many other independent failing sets (sets.py); a stop in
-    that part keeps the first set.
+    `rule` turns single-shot noisy verdicts into confident ones (ConfidenceRule.derive, or
+    rates.RateRule under two rates); `known` replays outcomes from an earlier session without
+    running them; with `measure_removal` each culprit is also reverted alone from bad, for the
+    table. With `more_sets` > 0 the search goes on after the first set, while bad without a fix of
+    the sets found still fails, for up to that many other independent failing sets (sets.py); a
+    stop in that part keeps the first set.
+
+    With `confidence`, the answer is confirmed before it is given (confirm.py): the culprit sets
+    fail again, bad without each fix passes again, an interaction's proper subsets pass again.
+    A contradiction of a search without a rule means the failure is intermittent: the Tester
+    switches to the one-sided flake rule (from the runs so far and the bad endpoint's
+    `endpoint` = (fails, runs)) and the search goes on from every run made, then is confirmed
+    again. A contradiction under a rule leaves the answer unconfirmed (incomplete).
     """
     items = list(differences)
     if not items:
@@ -100,32 +111,61 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
     if chosen.max_n is not None and len(items) > chosen.max_n:
         raise ValueError(f"strategy {strategy!r} handles at most {chosen.max_n} differences")
 
-    everything = frozenset(items)
     tester = Tester(oracle, rule=rule, on_attempt=on_attempt, should_stop=should_stop,
                     max_runs=max_runs, known=known)
     tester.seed(frozenset(), Outcome.PASS)
-    tester.seed(everything, Outcome.FAIL)
+    tester.seed(frozenset(items), Outcome.FAIL)
+    switched = None
     try:
-        finding = chosen.run(tester, items)
-        culprits, proof = settle(tester, finding.culprits, finding.context)
-        if measure_removal:
-            for culprit in culprits:
-                tester.test(everything - {culprit}, "confirm-removal")
+        result, interrupted = _search(tester, chosen, items, measure_removal, more_sets)
+        while confidence is not None and result.complete and not interrupted:
+            must_fail, must_pass = set_claims(frozenset(items), result.sets or [FailingSet(result.culprits, result.proof,
+                                                                                          result.interaction)],
+                                              result.fixes, result.context)
+            check = confirm_sets(tester, must_fail, must_pass, confidence, endpoint)
+            result.confirmation, result.switched = check, switched
+            if check.ok:
+                break
+            if tester.rule is not None or switched is not None:
+                # the answer did not hold, and no other model is left: it is not given as found
+                result.complete, result.stop_reason = False, "unconfirmed"
+                result.advice = advise(result)
+                break
+            switched = check.contradicted
+            tester.switch(switched_rule(tester, endpoint))
+            result, interrupted = _search(tester, chosen, items, measure_removal, more_sets)
+            result.switched = switched
     except (StopSearch, KeyboardInterrupt) as stop:
         reason = "interrupted" if isinstance(stop, KeyboardInterrupt) else (str(stop) or "stopped")
-        raise SearchStopped(best_so_far(strategy, items, tester, reason), stop) from stop
+        partial = best_so_far(strategy, items, tester, reason)
+        partial.switched = switched
+        raise SearchStopped(partial, stop) from stop
+    if interrupted:   # Ctrl-C while looking for other sets: the first set stands
+        raise SearchStopped(result, KeyboardInterrupt())
+    if result.confirmation is not None:     # the confirmation's runs are the search's too
+        result.attempts, result.runs = list(tester.attempts), tester.runs
+    return result
+
+
+def _search(tester: Tester, chosen: Strategy, items: list, measure_removal: bool,
+            more_sets: int) -> tuple[AblationResult, bool]:
+    """The strategy's answer settled (1-minimal, interaction proved), every other failing set,
+    and whether a Ctrl-C ended the sets part (the first set stands)."""
+    everything = frozenset(items)
+    finding = chosen.run(tester, items)
+    culprits, proof = settle(tester, finding.culprits, finding.context)
+    if measure_removal:
+        for culprit in culprits:
+            tester.test(everything - {culprit}, "confirm-removal")
     interaction = is_interaction(culprits, proof)
     if not more_sets or finding.context:   # dd's answer with a context is a difference, not a set
-        return build_result(strategy, items, tester, culprits, finding.context, proof, interaction,
-                            finding.also_failing)
+        return build_result(chosen.name, items, tester, culprits, finding.context, proof, interaction,
+                            finding.also_failing), False
     first = FailingSet(tuple(d for d in items if d in culprits), proof, interaction)
     known_sets = [s for s in finding.also_failing if s != frozenset(culprits)]
     sets = find_other_sets(tester, items, first, known_sets, chosen.run, 1 + more_sets, measure_removal)
-    result = build_result(strategy, items, tester, culprits, finding.context, proof, interaction,
-                          finding.also_failing, sets=sets)
-    if sets.interrupted:   # Ctrl-C while looking for other sets: the first set stands
-        raise SearchStopped(result, KeyboardInterrupt())
-    return result
+    return build_result(chosen.name, items, tester, culprits, finding.context, proof, interaction,
+                        finding.also_failing, sets=sets), sets.interrupted
 
 
 def best_so_far(strategy: str, items: Sequence[Hashable], tester: Tester,

@@ -30,6 +30,8 @@ groups        -- culprits that no testable commit tells apart (skips merge them)
                  of linear.candidate_groups.
 testable_odds -- where untestable commits probably are: the two-state chain of linear.py, read
                  from a commit's nearest known ancestor and descendant.
+Confirmation  -- the runs that confirmed (or contradicted) a deterministic answer: the culprit
+                 failing again, its parents passing again (confirm.py makes them).
 DagResult     -- the answer every DAG search returns (and SearchStopped carries).
 
 Memory is O(N) (ancestry.py: O(N + X) with X the sizes of the merges' extra sets, about N).
@@ -46,8 +48,10 @@ import numpy as np
 from bisectk.outcome import Outcome
 from bisectk.search.ancestry import Dag
 from bisectk.search.gateway import Gateway, Observation
+from bisectk.search.rates import Rates
 
-__all__ = ["Dag", "Narrowing", "DagResult", "explain", "groups", "testable_odds", "narrowing_result", "entr"]
+__all__ = ["Dag", "Narrowing", "DagResult", "Confirmation", "explain", "groups", "testable_odds",
+           "narrowing_result", "entr"]
 
 # Untestable commits come in runs (a broken build lasts until its fix): the two-state chain of
 # linear.testability, which testable_odds reads along the DAG. It only steers probes; answers
@@ -221,6 +225,29 @@ class Narrowing:
 
 
 @dataclass(frozen=True)
+class Confirmation:
+    """Facts of the confirmation of a deterministic answer (confirm.py): how many passes each
+    parent needed (`repeats`, from the observed failure rate and the asked confidence), every
+    confirmation run as (index, outcome) in the order made, and the run that contradicted the
+    answer, if one did."""
+
+    culprit: int
+    repeats: int
+    runs: tuple[tuple[int, str], ...]
+    contradicted: tuple[int, str] | None = None
+    parents: tuple[int, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.contradicted is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"culprit": self.culprit, "repeats": self.repeats, "parents": list(self.parents),
+                "runs": [list(r) for r in self.runs], "ok": self.ok,
+                "contradicted": list(self.contradicted) if self.contradicted else None}
+
+
+@dataclass(frozen=True)
 class DagResult:
     """The answer of a DAG search.
 
@@ -229,7 +256,12 @@ class DagResult:
     set only when one candidate is left; `parents` are its parents among the candidates (the
     "last good" commits; a culprit whose parents are all outside the candidates has ()).
     `contradiction` explains why observations fit no culprit (then `candidates` is empty and
-    `conflict` names the commits involved).
+    `conflict` names the commits involved). `rates` are both failure rates (the posterior's in a
+    flake-aware search, counted for a deterministic one); `separable` is False when a flake-aware
+    search ended short of its confidence (its budget spent: the rates could not be told apart),
+    with `more_runs` the runs that would probably separate them. `confirmation` holds the runs
+    that confirmed a deterministic answer; `switched` = (what, commit) when one contradicted it
+    and the search went on in the flake model.
     """
 
     culprit: int | None
@@ -248,6 +280,11 @@ class DagResult:
     fail_prob: float | None = None                  # posterior mean of q (flake-aware modes)
     contradiction: str | None = None
     conflict: tuple[int, ...] = ()
+    rates: Rates | None = None
+    separable: bool | None = None
+    more_runs: int | None = None
+    confirmation: Confirmation | None = None
+    switched: tuple[str, int] | None = None
 
     @property
     def ambiguous(self) -> bool:
@@ -275,6 +312,10 @@ class DagResult:
             "complete": self.complete, "mode": self.mode, "fail_prob": self.fail_prob,
             "posterior": [[i, round(p, 6)] for i, p in self.posterior],
             "contradiction": self.contradiction, "conflict": list(self.conflict),
+            "rates": self.rates.to_dict() if self.rates else None, "separable": self.separable,
+            "more_runs": self.more_runs,
+            "confirmation": self.confirmation.to_dict() if self.confirmation else None,
+            "switched": list(self.switched) if self.switched else None,
             "observations": [o.to_json() for o in self.observations],
         }
 

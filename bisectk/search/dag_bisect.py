@@ -16,6 +16,12 @@ split_probes()  -- the K probes of one multisection round. Each allowed culprit 
 dag_bisect()    -- the sequential search.
 dag_multisect() -- K probes per round, for K parallel workers.
 
+Both confirm a single answer before giving it (`confidence`, confirm.py): the culprit runs again
+and must fail, each parent runs again `repeats` times and must pass. The result carries the
+confirmation; a contradicted one leaves the contradiction in the result for the caller
+(history.search_dag) to go on in the flake model. `confidence=None` skips the confirmation (the
+plain search, as replay rebuilds it).
+
 Both end when no testable, untested commit splits the allowed culprits. The allowed set is then the
 answer: one commit (the culprit), or several that skips left indistinguishable (git's "only
 skipped commits left to test"). It is consistent with every observation by construction; when no
@@ -35,8 +41,12 @@ from typing import Any
 
 import numpy as np
 
+from dataclasses import replace
+
+from bisectk.search.confirm import confirm_culprit, observed_sides
 from bisectk.search.dag import Dag, DagResult, Narrowing, entr, narrowing_result
 from bisectk.search.gateway import BatchOracle, Gateway, Observation, Oracle, round_width
+from bisectk.search.rates import observed_rates
 
 _LN2 = np.log(2.0)
 
@@ -140,42 +150,74 @@ def split_probes(dag: Dag, allowed: np.ndarray, eligible: np.ndarray, odds: np.n
     return sorted(pool[chosen].tolist())
 
 
+class _Confirming:
+    """The confirmation step of a deterministic search, and the result it leads to."""
+
+    def __init__(self, dag: Dag, gw: Gateway, state: Narrowing, confidence: float | None,
+                 max_runs: int | None, width: Callable[[], int]):
+        self.dag, self.gw, self.state, self.confidence = dag, gw, state, confidence
+        self.max_runs, self.width = max_runs, width
+        self.done = None
+
+    def run(self) -> None:
+        """Confirm the single allowed culprit, if there is one and confirmation was asked."""
+        allowed = np.flatnonzero(self.state.allowed)
+        if self.confidence is None or allowed.size != 1:
+            return
+        self.gw.repeat = True       # confirmation runs are repeats on purpose
+        self.done = confirm_culprit(self.dag, self.gw, int(allowed[0]), self.confidence,
+                                    lambda k: self.gw.spend(self.max_runs, k), self.width())
+
+    def result(self, finished: bool, mode: str) -> DagResult:
+        """The narrowing's answer, complete only when its confirmation (if one was due) held."""
+        held = self.done is None or self.done.ok
+        res = narrowing_result(self.dag, self.gw, self.state, finished and held, mode)
+        if res.culprit is not None:
+            res = replace(res, rates=observed_rates(*observed_sides(self.dag, self.gw.observations, res.culprit)))
+        return replace(res, confirmation=self.done)
+
+
 def dag_bisect(dag: Dag, oracle: Oracle, *, observations: Iterable[Observation | Sequence[Any]] = (),
                on_observation: Callable[[Observation], None] | None = None,
-               max_runs: int | None = None) -> DagResult:
-    """Sequential deterministic search; raises SearchStopped (best result so far) when stopped."""
+               max_runs: int | None = None, confidence: float | None = None) -> DagResult:
+    """Sequential deterministic search, then the confirmation of its answer at `confidence`;
+    raises SearchStopped (best result so far) when stopped."""
     gw = Gateway(dag.n, oracle, observations=observations, on_observation=on_observation, min_n=1)
     state = Narrowing(dag, gw.observations)
     gw.listeners.append(state.observe)
+    confirming = _Confirming(dag, gw, state, confidence, max_runs, lambda: 1)
 
     def loop() -> None:
         while state.allowed.any():
             probe = best_probe(dag, state.allowed, state.eligible, state.odds())
             if probe is None:
-                return
+                break
             gw.spend(max_runs)
             gw.test(probe)
+        confirming.run()
 
-    return gw.guarded(loop, lambda finished: narrowing_result(dag, gw, state, finished, "dag-binary"))
+    return gw.guarded(loop, lambda finished: confirming.result(finished, "dag-binary"))
 
 
 def dag_multisect(dag: Dag, batch_oracle: BatchOracle, *, jobs: int,
                   observations: Iterable[Observation | Sequence[Any]] = (),
                   on_observation: Callable[[Observation], None] | None = None,
-                  max_runs: int | None = None, width: Callable[[], int] | None = None) -> DagResult:
+                  max_runs: int | None = None, width: Callable[[], int] | None = None,
+                  confidence: float | None = None) -> DagResult:
     """Deterministic k-way search; `result.rounds` counts the batches sent to the oracle. With
     `width`, each round sends min(jobs, width()) probes (the workers alive then)."""
     gw = Gateway(dag.n, batch_oracle=batch_oracle, observations=observations,
                  on_observation=on_observation, min_n=1)
     state = Narrowing(dag, gw.observations)
     gw.listeners.append(state.observe)
+    confirming = _Confirming(dag, gw, state, confidence, max_runs, lambda: round_width(jobs, width))
 
     def loop() -> None:
         while state.allowed.any():
             probes = split_probes(dag, state.allowed, state.eligible, state.odds(), round_width(jobs, width))
             if not probes:
-                return
+                break
             gw.test_many(probes[:gw.spend(max_runs, len(probes))])
+        confirming.run()
 
-    return gw.guarded(loop, lambda finished: narrowing_result(dag, gw, state, finished,
-                                                              f"dag-multisect-{jobs}"))
+    return gw.guarded(loop, lambda finished: confirming.result(finished, f"dag-multisect-{jobs}"))

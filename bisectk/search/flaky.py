@@ -20,9 +20,12 @@ endpoint does, which holds when the failure has one cause shared by every failin
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
 from typing import Any
+
+from bisectk.outcome import Outcome
 
 METHODS = {"wilson": "Wilson score", "clopper-pearson": "Clopper-Pearson"}
 
@@ -70,6 +73,15 @@ class ConfidenceRule:
         # come out of either interval with finite runs, so 1 - p_lo > 0 too.
         repeats = max(1, math.ceil(math.log(alpha) / math.log(1.0 - p_lo)))
         return cls(fails, runs, confidence, alpha, method, p_lo, repeats)
+
+    def verdict(self, runs: Sequence[Outcome]) -> Outcome | None:
+        """The Tester's verdict on one configuration's runs: its first run that did not pass
+        (a failure is conclusive under one rate; an unresolved run is taken as it is), PASS after
+        `repeats` passes, else None (run again)."""
+        for outcome in runs:
+            if outcome is not Outcome.PASS:
+                return outcome
+        return Outcome.PASS if len(runs) >= self.repeats else None
 
     @property
     def miss_probability(self) -> float:

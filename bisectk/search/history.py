@@ -15,7 +15,10 @@ SearchOptions  -- what the CLI chooses: flaky, jobs, confidence, run budget, q, 
 search_history -- the linear dispatcher: bisect(), bayes_bisect(), multisect() or
                   bayes_multisect(); returns a linear.HistoryResult.
 search_dag     -- the DAG dispatcher: dag_bisect(), dag_bayes_bisect(), dag_multisect() or
-                  dag_bayes_multisect(); returns a dag.DagResult.
+                  dag_bayes_multisect(); returns a dag.DagResult. A deterministic answer is
+                  confirmed (confirm.py); when its confirmation, or any observation, contradicts
+                  it, the search goes on in the flake model (`options.switch_prior`) from every
+                  observation made so far: it never starts again.
 
 Both raise gateway.SearchStopped (carrying the best result so far) when stopped. The linear
 searches end a spent budget with an incomplete result instead; the DAG searches raise.
@@ -32,6 +35,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dataclasses import replace
+
 from bisectk.search.dag import Dag, DagResult
 from bisectk.search.dag_bayes import dag_bayes_bisect, dag_bayes_multisect
 from bisectk.search.dag_bisect import dag_bisect, dag_multisect
@@ -39,6 +44,7 @@ from bisectk.search.gateway import (BatchOracle, Gateway, InconsistentObservatio
                                     SearchStopped, StopSearch)
 from bisectk.search.linear import (CLUSTER_LEN, UNTESTABLE_RATE, HistoryResult, bisect, bounds,
                                    candidate_groups, interval_result, skip_away, testability)
+from bisectk.search.rates import ONE_SIDED, RatePrior
 
 __all__ = [
     "SearchOptions", "search_history", "search_dag", "Dag", "DagResult", "HistoryResult",
@@ -57,9 +63,14 @@ class SearchOptions:
     confidence: float = 0.99
     max_runs: int | None = None
     fail_prob: float | None = None      # known q; else estimated (Beta prior over a grid)
-    q_prior: tuple[float, float] = (1.0, 2.0)
+    q_prior: tuple[float, float] | None = None   # the Beta of p_new (None: the prior's own)
     seed: int = 0
     width: Callable[[], int] | None = None   # probes per round now (workers alive), at most jobs
+    prior: RatePrior | None = None      # the flake model: ONE_SIDED (default) or TWO_RATE (--flaky)
+    base: tuple[int, int] = (0, 0)      # fails and passes of the good endpoint (old-side runs)
+    confirm: bool = True                # deterministic answers are confirmed (confirm.py)
+    switch_prior: RatePrior | None = None   # the flake model a contradicted deterministic search
+                                            # goes on in (None: `prior`, else ONE_SIDED)
 
 
 def _batched(oracle: Oracle | None, batch_oracle: BatchOracle | None) -> BatchOracle:
@@ -84,13 +95,13 @@ def search_history(n: int, oracle: Oracle | None = None, *, batch_oracle: BatchO
         if opt.flaky:
             return bayes_multisect(n, batch, jobs=opt.jobs, confidence=opt.confidence,
                                    observations=observations, on_observation=on_observation,
-                                   max_runs=opt.max_runs, fail_prob=opt.fail_prob, q_prior=opt.q_prior)
+                                   max_runs=opt.max_runs, fail_prob=opt.fail_prob, q_prior=opt.q_prior or (1.0, 2.0))
         return multisect(n, batch, jobs=opt.jobs, observations=observations,
                          on_observation=on_observation, max_runs=opt.max_runs)
     if opt.flaky:
         return bayes_bisect(n, oracle, confidence=opt.confidence, observations=observations,
                             on_observation=on_observation, max_runs=opt.max_runs,
-                            fail_prob=opt.fail_prob, q_prior=opt.q_prior)
+                            fail_prob=opt.fail_prob, q_prior=opt.q_prior or (1.0, 2.0))
     return bisect(n, oracle, observations=observations, on_observation=on_observation,
                   max_runs=opt.max_runs, seed=opt.seed)
 
@@ -100,19 +111,62 @@ def search_dag(dag: Dag | Sequence[Iterable[int]], oracle: Oracle | None = None,
                observations: Iterable[Observation | Sequence[Any]] = (),
                on_observation: Callable[[Observation], None] | None = None) -> DagResult:
     """DAG search (`dag` or the parents lists it is built from): binary (default), Bayesian
-    (`flaky`), k-way (`jobs` > 1, or only a batch oracle given)."""
+    (`flaky`), k-way (`jobs` > 1, or only a batch oracle given). A deterministic search whose
+    answer is contradicted goes on in the flake model (see the module docstring)."""
     opt = options or SearchOptions()
     if oracle is None and batch_oracle is None:
         raise ValueError("search_dag needs an oracle or a batch oracle")
     graph = dag if isinstance(dag, Dag) else Dag(dag)
-    common: dict[str, Any] = dict(observations=observations, on_observation=on_observation,
-                                  max_runs=opt.max_runs)
-    flaky = dict(confidence=opt.confidence, fail_prob=opt.fail_prob, q_prior=opt.q_prior)
-    if opt.jobs > 1 or oracle is None:
-        batch = _batched(oracle, batch_oracle)
-        if opt.flaky:
-            return dag_bayes_multisect(graph, batch, jobs=opt.jobs, width=opt.width, **flaky, **common)
-        return dag_multisect(graph, batch, jobs=opt.jobs, width=opt.width, **common)
+    common: dict[str, Any] = dict(on_observation=on_observation, max_runs=opt.max_runs)
+    flaky = dict(confidence=opt.confidence, fail_prob=opt.fail_prob, q_prior=opt.q_prior,
+                 prior=opt.prior, base=opt.base)
+    parallel = opt.jobs > 1 or oracle is None
+    batch = _batched(oracle, batch_oracle) if parallel else None
+
+    def flake_search(log, **extra: Any) -> DagResult:
+        kw = {**common, **flaky, **extra}
+        if parallel:
+            return dag_bayes_multisect(graph, batch, jobs=opt.jobs, width=opt.width, observations=log, **kw)
+        return dag_bayes_bisect(graph, oracle, observations=log, **kw)
+
     if opt.flaky:
-        return dag_bayes_bisect(graph, oracle, **flaky, **common)
-    return dag_bisect(graph, oracle, **common)
+        return flake_search(observations)
+    confidence = opt.confidence if opt.confirm else None
+    if parallel:
+        first = dag_multisect(graph, batch, jobs=opt.jobs, width=opt.width, observations=observations,
+                              confidence=confidence, **common)
+    else:
+        first = dag_bisect(graph, oracle, observations=observations, confidence=confidence, **common)
+    why = _contradicted(first)
+    if why is None or not opt.confirm:
+        return first
+    budget = None if opt.max_runs is None else max(opt.max_runs - first.new_runs, 0)
+    prior = opt.switch_prior or opt.prior or ONE_SIDED
+
+    def joined(result: DagResult) -> DagResult:
+        return replace(result, new_runs=result.new_runs + first.new_runs, rounds=result.rounds + first.rounds,
+                       switched=why, confirmation=first.confirmation,
+                       mode=f"{first.mode}, then {result.mode}")
+    try:
+        if budget == 0:
+            raise SearchStopped(joined(replace(first, complete=False)), reason="budget")
+        return joined(flake_search(first.observations, max_runs=budget, prior=prior))
+    except SearchStopped as stop:
+        if stop.result is not None and stop.result.switched is None:
+            stop.result = joined(stop.result)
+        raise
+
+
+def _contradicted(result: DagResult) -> tuple[str, int] | None:
+    """(what, commit) when observations contradict a deterministic answer: its confirmation
+    (the culprit passed, a parent failed or could not be run), or observations that fit no
+    culprit at all (a replayed log with an intermittent failure in it)."""
+    c = result.confirmation
+    if c is not None and not c.ok:
+        i, outcome = c.contradicted
+        what = ("culprit-passed" if i == c.culprit and outcome == "pass" else
+                "parent-failed" if outcome == "fail" else "unconfirmable")
+        return what, i
+    if result.contradiction:
+        return "contradiction", result.conflict[0] if result.conflict else -1
+    return None

@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bisectk.outcome import Outcome
-from bisectk.search.flaky import ConfidenceRule
-from bisectk.search.tester import Attempt, Tester
+from bisectk.search.tester import Attempt, Rule, Tester
 
 if TYPE_CHECKING:
     from bisectk.search.sets import FailingSet, Sets
@@ -67,7 +66,7 @@ class AblationResult:
     runs: int                            # oracle runs executed, repeats included
     unresolved: list[Attempt]            # invalid, broken or differently failing configurations
     also_failing: list[frozenset]        # other failing sets seen (possible independent causes)
-    rule: ConfidenceRule | None
+    rule: Rule | None
     complete: bool                       # False when the search was stopped early
     advice: list[dict]                   # what to try next, as facts (advise)
     suspects: tuple = ()                 # stopped search: members of the smallest failing set
@@ -79,6 +78,9 @@ class AblationResult:
                                          # UNRESOLVED, and no set behind that was isolated
     sets_complete: bool | None = None    # the sets explain every failure (None: not searched)
     sets_note: str = ""                  # why they may not
+    confirmation: Any = None             # confirm.SetConfirmation: the runs that confirmed the answer
+    switched: tuple | None = None        # (configuration, outcome) whose re-run contradicted a
+                                         # deterministic answer: the search went on under the flake rule
 
     @property
     def fail_config(self) -> frozenset:
@@ -118,6 +120,14 @@ class AblationResult:
             "sets_complete": self.sets_complete,
             "sets_note": self.sets_note,
             "flakiness_rule": self.rule.to_dict() if self.rule else None,
+            "confirmation": None if self.confirmation is None else {
+                "repeats": self.confirmation.repeats, "ok": self.confirmation.ok,
+                "checks": [{"config": names(k), "expected": e, "got": g} for k, e, g in self.confirmation.checks],
+                "contradicted": (None if self.confirmation.contradicted is None else
+                                 {"config": names(self.confirmation.contradicted[0]),
+                                  "got": self.confirmation.contradicted[1]})},
+            "switched": None if self.switched is None else {"config": names(self.switched[0]),
+                                                            "got": self.switched[1]},
             "advice": list(self.advice),
         }
 
@@ -207,7 +217,7 @@ def advise(result: AblationResult) -> list[dict]:
                                                      for s in result.also_failing]})
     if result.unresolved:
         steps.append({"step": "unresolved", "count": len(result.unresolved)})
-    if result.rule is not None:
+    if result.rule is not None and hasattr(result.rule, "describe"):   # a two-rate rule is worded by report/
         steps.append({"step": "intermittent", "rule": result.rule.describe()})
     return steps
 

@@ -7,6 +7,13 @@ Attempt           -- one configuration judged: its key, outcome, phase label and
 Tester            -- wraps the oracle: memoises by key, counts runs, records attempts, emits each
                      attempt to `on_attempt`, applies the flakiness rule, honours stop requests and
                      a run budget. Every algorithm in this package talks to the oracle through it.
+                     It keeps every single-run outcome per key (`history`): a switch to another
+                     rule (`switch`, after a contradiction) re-reads the verdicts from it, so a
+                     search run again on the same Tester goes on from what was observed and only
+                     tops up the runs the new rule asks for. `confirm` runs a verdict again.
+Rule              -- what a flakiness rule is to the Tester: `verdict(runs)` decides from the
+                     single-run outcomes of one configuration so far, or says None (run again).
+                     flaky.ConfidenceRule (one-sided) and rates.RateRule (two rates) are rules.
 StopSearch        -- raise it from the oracle (or `should_stop`) to end a search early.
 SearchStopped     -- what every search raises when it was stopped (StopSearch, KeyboardInterrupt or
                      the run budget): it carries the best result found so far, as picire does.
@@ -18,14 +25,23 @@ seed the memo and never count as runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from bisectk.outcome import Outcome
-from bisectk.search.flaky import ConfidenceRule
 
 Oracle = Callable[[Any], Outcome]
+
+
+class Rule(Protocol):
+    fails: int          # the bad endpoint's failures and runs the rule was derived from
+    runs: int
+    repeats: int        # passes in a row that clear a configuration (at the rates measured)
+
+    def verdict(self, runs: Sequence[Outcome]) -> Outcome | None: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 class StopSearch(Exception):
@@ -68,16 +84,17 @@ class Attempt:
 class Tester:
     """Memoising, counting, recording gateway to the oracle.
 
-    `test(key, phase)` returns the verdict for `key`. With a `rule`, a PASS is accepted only
-    after `rule.repeats` consecutive single-shot passes; a FAIL observation is conclusive at
-    once (failures are never spurious) and an UNRESOLVED one is taken as it is (invalid and
-    build-broken configurations do not heal by repeating). Every oracle call counts as a run.
+    `test(key, phase)` returns the verdict for `key`. With a `rule`, runs are made until
+    `rule.verdict` decides (ConfidenceRule: a PASS only after `rule.repeats` consecutive passes, a
+    FAIL at once, as failures are never spurious under one rate); without one, one run decides.
+    An UNRESOLVED run is taken as it is (invalid and build-broken configurations do not heal by
+    repeating). Every oracle call counts as a run.
     """
 
     __test__ = False  # not a pytest test class, despite the name
 
     oracle: Oracle
-    rule: ConfidenceRule | None = None
+    rule: Rule | None = None
     on_attempt: Callable[[Attempt], None] | None = None
     should_stop: Callable[[], bool] | None = None
     max_runs: int | None = None
@@ -86,6 +103,7 @@ class Tester:
     attempts: list[Attempt] = field(default_factory=list)
     memo: dict[Hashable, Outcome] = field(default_factory=dict)
     stage: str = ""   # stamped on each attempt: which failing set the search is after (sets.py)
+    history: dict[Hashable, list[Outcome]] = field(default_factory=dict)   # every run, per key
 
     def __post_init__(self) -> None:
         self._known = dict(self.known or {})
@@ -105,14 +123,58 @@ class Tester:
             outcome = self._known[key]
             self._record(key, outcome, phase, (), cached=True)
             return outcome
-        observations: list[Outcome] = []
-        for _ in range(self.rule.repeats if self.rule else 1):
-            observation = self._run_once(key)
-            observations.append(observation)
-            if observation is not Outcome.PASS:
+        runs = self.history.setdefault(key, [])
+        before = len(runs)
+        verdict = self.decide(runs)
+        while verdict is None:
+            runs.append(self._run_once(key))
+            verdict = self.decide(runs)
+        self._record(key, verdict, phase, tuple(runs[before:]), cached=False)
+        return verdict
+
+    def decide(self, runs: Sequence[Outcome]) -> Outcome | None:
+        """The verdict the rule in force gives on these runs (without a rule: the first run)."""
+        if not runs:
+            return None
+        return runs[0] if self.rule is None else self.rule.verdict(runs)
+
+    def switch(self, rule: Rule) -> None:
+        """Judge by `rule` from now on: every verdict made from runs is re-read from its runs, and
+        one the new rule cannot give yet is forgotten (testing it again tops its runs up)."""
+        self.rule = rule
+        for key, runs in self.history.items():
+            verdict = self.decide(runs)
+            if verdict is None:
+                self.memo.pop(key, None)
+            else:
+                self.memo[key] = verdict
+
+    def confirm(self, key: Hashable, expect: Outcome, passes: int) -> Outcome:
+        """Run `key` again for its verdict `expect`; returns what the new runs say. A FAIL is
+        confirmed by a failure within the runs the rule in force needs to decide afresh (one
+        without a rule); a PASS by `passes` new passes in a row, with a rule too: its verdict was
+        one of many the search made, each with its own small chance of clearing a failing
+        configuration, and the answer rests on this one. The runs join the history; the
+        verdict in the memo stays (the caller decides what a contradiction means)."""
+        runs = self.history.setdefault(key, [])
+        fresh: list[Outcome] = []
+        want = passes if expect is Outcome.PASS else 1
+        while True:
+            outcome = self._run_once(key)
+            fresh.append(outcome)
+            runs.append(outcome)
+            if outcome is not Outcome.PASS:
                 break
-        self._record(key, observations[-1], phase, tuple(observations), cached=False)
-        return observations[-1]
+            if expect is Outcome.PASS and len(fresh) >= want:
+                break
+            if expect is Outcome.FAIL and (self.rule is None or self.rule.verdict(fresh) is Outcome.PASS):
+                break
+        result = fresh[-1]
+        attempt = Attempt(len(self.attempts) + 1, key, result, "confirm", tuple(fresh), False, self.stage)
+        self.attempts.append(attempt)
+        if self.on_attempt is not None:
+            self.on_attempt(attempt)
+        return result
 
     def failing(self) -> list[Hashable]:
         """Keys judged FAIL, in the order they were judged."""

@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from bisectk.errors import BisectkError
@@ -111,7 +112,9 @@ def open_repo(path: Path | str) -> Path:
     except SpaceError:
         raise SpaceError(f"{p} is not inside a git repository") from None
     if bare == "true":
-        raise SpaceError(f"{p} is a bare repository; give a checkout")
+        # a bare repository has no work tree to leave alone: its git directory stands for it, and
+        # the commits are checked out in worktrees made from it (git worktree add works there)
+        return Path(run_git(where, "rev-parse", "--absolute-git-dir")).resolve()
     raise SpaceError(f"{p} is not inside a git repository's work tree")
 
 
@@ -137,20 +140,24 @@ def resolve(repo: Path, ref: str, what: str = "ref") -> str:
         raise SpaceError(f"{what} {ref!r} is not a commit in {repo}{cut}") from None
 
 
-def not_an_ancestor(root: Path, good: str, bad: str, g: str, b: str) -> SpaceError:
+def not_an_ancestor(root: Path, good: str, bad: str, g: str, b: str,
+                    ends: tuple[str, str] = ("--good", "--bad")) -> SpaceError:
     """Why --good is not an ancestor of --bad. In a shallow clone the history between them may
     simply be missing: that is said, and swapping is suggested only when bad really is an
-    ancestor of good."""
+    ancestor of good. `ends`: the options that named the old and the new end (for a fix,
+    --bad and --good)."""
+    old, new = ends
     try:
         run_git(root, "merge-base", "--is-ancestor", b, g)
         swapped = True
     except SpaceError:
         swapped = False
     if is_shallow(root) and not swapped:
-        return SpaceError(f"--good {good} ({g[:10]}) is not reachable from --bad {bad} ({b[:10]}) in this shallow "
+        return SpaceError(f"{old} {good} ({g[:10]}) is not reachable from {new} {bad} ({b[:10]}) in this shallow "
                           f"clone: the history between them is cut; {SHALLOW_HINT}")
-    return SpaceError(f"--good {good} ({g[:10]}) is not an ancestor of --bad {bad} ({b[:10]}); "
-                      "swap them or pick a good commit older than the bad one")
+    return SpaceError(f"{old} {good} ({g[:10]}) is not an ancestor of {new} {bad} ({b[:10]}); "
+                      f"swap them or pick a{' good' if old == '--good' else 'n old'} commit older than the "
+                      f"{'bad' if new == '--bad' else 'new'} one")
 
 
 @dataclass(frozen=True)
@@ -249,6 +256,10 @@ class CommitGraph:
         self.repo, self.good_sha, self.shas = repo, good_sha, shas
         self.parent_ptr, self.parent_ref, self.outside = parent_ptr, parent_ref, outside
         self.first_parent = first_parent
+        self.goods: tuple[str, ...] = (good_sha,)      # every --good (all count)
+        self.merge_bases: tuple[str, ...] = ()          # of bad and the goods, to test before the search
+        self.paths: tuple[str, ...] = ()                # the pathspec the candidates touch
+        self.bad_touches = True                         # False: --bad added, though it touches no path
         self._info: dict[str, CommitInfo] = {}
         self._described: dict[str, CommitInfo] = {}
         self._sorted: tuple[np.ndarray, np.ndarray] | None = None
@@ -429,35 +440,111 @@ def _parse_parents(out: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     return _index_parents(ids[starts], tokens=ids[~starts], ptr=ptr)
 
 
-def list_graph(repo: Path | str, good: str, bad: str, *, first_parent: bool = False) -> CommitGraph:
+def list_graph(repo: Path | str, good: str | Sequence[str], bad: str, *, first_parent: bool = False,
+               paths: Sequence[str] = (), ends: tuple[str, str] = ("--good", "--bad")) -> CommitGraph:
     """Candidates between --good and --bad as git bisect sees them: every commit reachable from
-    bad and not from good (side branches forked before good included), or with `first_parent`
-    the first-parent chain from good (exclusive) to bad. One `git rev-list --parents` streams
-    them, parsed into arrays (300,000 commits in about a second plus git's own walk)."""
+    bad and from none of the goods (side branches forked before good included), or with
+    `first_parent` the first-parent chain from good (exclusive) to bad. One `git rev-list
+    --parents` streams them, parsed into arrays (300,000 commits in about a second plus git's own
+    walk).
+
+    Several goods all count (`rev-list B ^G1 ^G2`). A good that is not an ancestor of bad (a
+    release branch, a sibling) is allowed as git allows it: the merge bases of bad and the goods
+    that are no good themselves are left in `merge_bases`, to be tested before the search (a good
+    merge base means the candidates are right; a bad one, that the failure was fixed between it
+    and the goods). When bad is itself the merge base (an ancestor of a good), that is said at
+    once. `paths`: git's pathspec, with git's history simplification and parent rewriting: the
+    candidates are the commits that touch those paths, and --bad (kept as the last candidate
+    whether or not it touches them, its parents the newest listed commits). `ends`: the options
+    that named the old side and the new end, for the messages (for a fix: --bad and --good)."""
     root = open_repo(repo)
-    g, b = resolve(root, good, "--good"), resolve(root, bad, "--bad")
-    if g == b:
-        raise SpaceError(f"--good and --bad are the same commit ({g[:10]})")
+    old, new = ends
+    given = [good] if isinstance(good, str) else list(good)
+    if not given:
+        raise SpaceError(f"give at least one {old} commit")
+    goods = list(dict.fromkeys(resolve(root, g, old) for g in given))
+    b = resolve(root, bad, new)
+    if b in goods:
+        g = given[goods.index(b)]
+        raise SpaceError(f"{old} {g} and {new} {bad} are the same commit ({b[:10]})" if len(given) > 1
+                         else f"{old} and {new} are the same commit ({b[:10]})")
     walk = ["--first-parent"] if first_parent else []
-    out = run_git_bytes(root, "rev-list", "--topo-order", "--reverse", "--parents", *walk, b, f"^{g}")
+    spec = ["--", *paths] if paths else []
+    out = run_git_bytes(root, "rev-list", "--topo-order", "--reverse", "--parents", *walk, b,
+                        *(f"^{g}" for g in goods), *spec)
     shas, ptr, ref, outside = _parse_parents(out)
     del out
-    if shas.size == 0 or shas[-1].decode() != b:
-        raise not_an_ancestor(root, good, bad, g, b)     # bad is an ancestor of good (nothing listed), or the listing is odd
+    named = dict(zip(goods, given))
     # good is an ancestor of bad iff some listed commit has it as a parent: a path from bad down
-    # to good enters good from a commit that is not an ancestor of good, so a listed one.
-    good_key = g.encode()
-    if first_parent:
-        if ref.size == 0 or ptr[1] == 0 or ref[0] >= 0 or outside[-ref[0] - 1] != good_key:
-            try:
-                run_git(root, "merge-base", "--is-ancestor", g, b)
-            except SpaceError:
-                raise not_an_ancestor(root, good, bad, g, b) from None
-            raise SpaceError(f"--good {good} ({g[:10]}) is not on the first-parent chain of --bad "
+    # to good enters good from a commit that is not an ancestor of good, so a listed one. Several
+    # goods (one may hide another) and a pathspec (parents rewritten) are asked of git instead.
+    quick = len(goods) == 1 and not paths and shas.size and shas[-1].decode() == b
+    strangers = [] if quick and (outside == goods[0].encode()).any() else \
+        [g for g in goods if not _is_ancestor(root, g, b)]
+    bases: list[str] = []
+    if strangers:
+        if first_parent:
+            g = strangers[0]
+            raise not_an_ancestor(root, named[g], bad, g, b, ends)
+        bases = _merge_bases(root, b, goods, strangers, named, bad, ends)
+    elif first_parent and len(goods) == 1 and not paths:
+        g = goods[0]
+        if ref.size == 0 or ptr[1] == 0 or ref[0] >= 0 or outside[-ref[0] - 1] != g.encode():
+            raise SpaceError(f"{old} {named[g]} ({g[:10]}) is not on the first-parent chain of {new} "
                              f"{bad}; drop --first-parent or pick a mainline commit")
-    elif not (outside == good_key).any():
-        raise not_an_ancestor(root, good, bad, g, b)
-    return CommitGraph(root, g, shas, ptr, ref, outside, first_parent)
+    bad_touches = bool(shas.size) and shas[-1].decode() == b
+    if not bad_touches:
+        if not paths:       # nothing reachable from bad that no good reaches: bad is a good's ancestor
+            raise not_an_ancestor(root, named[goods[0]], bad, goods[0], b, ends)
+        if shas.size == 0:
+            raise SpaceError(f"no commit between {old} and {new} {bad} ({b[:10]}) touches "
+                             f"{' '.join(paths)}: bad path arguments? (git bisect: 'No testable commit found')")
+        shas, ptr, ref = _append_head(shas, ptr, ref, b)
+    graph = CommitGraph(root, goods[0], shas, ptr, ref, outside, first_parent)
+    graph.goods, graph.merge_bases, graph.paths, graph.bad_touches = tuple(goods), tuple(bases), tuple(paths), bad_touches
+    return graph
+
+
+def _is_ancestor(root: Path, a: str, b: str) -> bool:
+    try:
+        run_git(root, "merge-base", "--is-ancestor", a, b)
+        return True
+    except SpaceError:
+        return False
+
+
+def _merge_bases(root: Path, b: str, goods: list[str], strangers: list[str], named: dict[str, str],
+                 bad: str, ends: tuple[str, str]) -> list[str]:
+    """The merge bases of bad and the goods that must be tested (git's check_merge_bases): none
+    that is a good already; SpaceError when bad is one (it is an ancestor of a good, so the
+    failure was fixed on the way to that good), or when a shallow clone cuts the history."""
+    g = strangers[0]
+    try:
+        found = run_git(root, "merge-base", "--all", b, *goods).split()
+    except SpaceError:
+        found = []
+    old, new = ends
+    if b in found:
+        g = next(x for x in strangers if _is_ancestor(root, b, x))
+        what = "the failure was fixed" if old == "--good" else "the failure came back"
+        hint = "to find that fix, run with --find-fix" if old == "--good" else "to find that regression, drop --find-fix"
+        raise SpaceError(f"{old} {named[g]} ({g[:10]}) is not an ancestor of {new} {bad} ({b[:10]}): their merge "
+                         f"base is {new} itself, so {what} between {b[:10]} and {g[:10]}; {hint} (or swap them)")
+    if not found and is_shallow(root):
+        raise not_an_ancestor(root, named[g], bad, g, b, ends)
+    return [m for m in found if m not in goods]
+
+
+def _append_head(shas: np.ndarray, ptr: np.ndarray, ref: np.ndarray, sha: str):
+    """`sha` added as the last candidate, its parents the listed commits that no listed commit
+    has as a parent (every listed commit is its ancestor: it stands for the unlisted commits
+    between them and it, none of which touches the pathspec)."""
+    import numpy as np
+    n = shas.size
+    heads = np.setdiff1d(np.arange(n), ref[ref >= 0])
+    shas = np.append(shas, np.array([sha.encode()], dtype=shas.dtype))
+    ptr = np.append(ptr, ptr[-1] + heads.size).astype(np.int64)
+    return shas, ptr, np.concatenate([ref, heads]).astype(np.int64)
 
 
 def describe(repo: Path | str, sha: str) -> CommitInfo:
@@ -465,9 +552,12 @@ def describe(repo: Path | str, sha: str) -> CommitInfo:
     root = Path(repo)
     info = _parse_log(run_git(root, "log", "-1", f"--format={_FIELDS}", sha))[0]
     parents = run_git(root, "rev-list", "--parents", "-n", "1", sha).split()[1:]
-    if parents:
-        names = run_git(root, "diff-tree", "-r", "--name-only", "--no-commit-id", parents[0], sha)
-    else:
-        names = run_git(root, "diff-tree", "-r", "--name-only", "--no-commit-id", "--root", sha)
+    try:
+        if parents:
+            names = run_git(root, "diff-tree", "-r", "--name-only", "--no-commit-id", parents[0], sha)
+        else:
+            names = run_git(root, "diff-tree", "-r", "--name-only", "--no-commit-id", "--root", sha)
+    except SpaceError:      # a tree git cannot read (a damaged repository): the commit is still named
+        return info
     return CommitInfo(info.sha, info.subject, info.author, info.date,
                       tuple(n for n in names.splitlines() if n))

@@ -2,8 +2,9 @@
 
 Abstractions
 ------------
-CommitSpace -- a point is a candidate's index in a CommitGraph, or GOOD (the --good commit, which
-               is not a candidate); its Workload is the subject's configuration pinned to the
+CommitSpace -- a point is a candidate's index in a CommitGraph, GOOD (the --good commit, which
+               is not a candidate), or an Outside commit (a merge base to test, another --good);
+               its Workload is the subject's configuration pinned to the
                commit's sha (the ledger memoises per commit) and run in a worktree leased from the
                WorktreePool with that commit checked out (the worktree's state is the sha, so a
                build made for another commit is redone). `workload` alone leases nothing: a
@@ -11,6 +12,11 @@ CommitSpace -- a point is a candidate's index in a CommitGraph, or GOOD (the --g
                an executor on other hosts) nothing is checked out here at all: the Workload's
                origin is the commit, which the remote worker materialises from the `git archive`
                it is sent (or from `shared_repo`, a path of the repository every host can read).
+               A commit whose tree cannot be read (a damaged or partial clone: a tree or blob
+               missing) cannot be checked out: its Workload is `unrunnable`, with git's reason,
+               and the runner answers it UNRESOLVED, as git skips it, instead of ending the command.
+Outside     -- a commit outside the candidates, named by its sha and its role ("merge base").
+unreadable  -- git's reason why a commit cannot be checked out, or None when its objects are all there.
 export_tree -- a commit's tree as plain files (`git archive`), outside the user's checkout;
                `archive` the same as the bytes of a tar archive.
 """
@@ -20,17 +26,26 @@ from __future__ import annotations
 import tarfile
 import tempfile
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bisectk.run.workload import Origin, Workload
 from bisectk.run.remote import git_archive_to
-from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, _env
+from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, _env, run_git
 from bisectk.spaces.worktrees import WorktreePool
 from bisectk.spec import Config
 
 NOWHERE = Path("/nonexistent-bisectk-worktree")   # a ledger lookup needs no directory
 GOOD = "good"                                      # the point naming the --good commit
+
+
+@dataclass(frozen=True)
+class Outside:
+    """A commit that is no candidate but is run: a merge base of --bad and a --good."""
+
+    sha: str
+    role: str = "merge base"
 
 
 class CommitSpace:
@@ -42,10 +57,14 @@ class CommitSpace:
         self.remote, self.shared_repo = remote, shared_repo
 
     def info(self, point: Any) -> CommitInfo:
+        if isinstance(point, Outside):
+            return self.commits.info(point.sha)
         return self.commits.good if point == GOOD else self.commits[point]
 
     def key(self, point: Any) -> str:
         """The commit's sha: the ledger's key, read from the graph's arrays (no metadata fetched)."""
+        if isinstance(point, Outside):
+            return point.sha
         return self.commits.good_sha if point == GOOD else self.commits.sha(point)
 
     def label(self, point: Any) -> str:
@@ -68,8 +87,40 @@ class CommitSpace:
             return
         if self.pool is None:
             raise RuntimeError("CommitSpace.lease without a worktree pool")
-        with self.pool.lease(sha) as path:     # switched worktrees lose their .pyc (worktrees.drop_bytecode)
-            yield Workload(dict(self.config), path / self.subdir, revision=sha, state=sha)
+        try:
+            entry = self.pool.acquire(sha)
+        except SpaceError as exc:
+            why = unreadable(self.commits.repo, sha, str(exc))
+            if why is None:
+                raise           # the repository or the disk, not the commit: the command stops
+            yield Workload(dict(self.config), NOWHERE, revision=sha, state=sha, unrunnable=f"checkout failed: {why}")
+            return
+        try:                    # switched worktrees lose their .pyc (worktrees.survey)
+            yield Workload(dict(self.config), entry.path / self.subdir, revision=sha, state=sha)
+        finally:
+            self.pool.release(entry, sha)
+
+
+def unreadable(repo: Path, sha: str, error: str = "") -> str | None:
+    """Why `sha` cannot be checked out, in git's words (`error`: the failed checkout's message),
+    when an object of its tree is missing or corrupt (a damaged repository, a partial clone
+    without its promisor); None when every tree and blob is there, so the checkout failed for
+    another reason (a full disk, a lock) that must stop the command."""
+    try:
+        listing = run_git(repo, "rev-list", "--objects", "--no-walk", "--missing=print", sha)
+    except SpaceError as exc:       # the commit object itself
+        return _git_line(str(exc))
+    missing = [line[1:] for line in listing.splitlines() if line.startswith("?")]
+    if not missing:
+        return None
+    said = _git_line(error)
+    return (said or f"object {missing[0]} is missing") + (f" ({len(missing)} objects missing)" if len(missing) > 1 else "")
+
+
+def _git_line(message: str) -> str:
+    """git's own words in a SpaceError ('git checkout failed in PATH: fatal: unable to read tree X')."""
+    cut = max(message.rfind("fatal: "), message.rfind("error: "))
+    return message[cut:] if cut >= 0 else ""
 
 
 def _archive_to(repo: Path, sha: str, tar: Path) -> None:

@@ -215,6 +215,7 @@ class WorktreePool:
         try:
             self._switch(entry, sha)
         except BaseException:
+            entry.stamps = None     # a checkout that failed half-way (a damaged commit) may have left files
             self.release(entry, None)
             raise
         return entry

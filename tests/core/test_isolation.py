@@ -155,12 +155,25 @@ def test_an_ordinary_failing_exit_keeps_its_worker_and_leaves_the_next_run_fresh
     assert pool.stats["worker_discards"] == before and pool.stats["cold_runs"] == 0
 
 
-def test_runs_with_line_info_for_hang_snapshots_stay_warm(pool, tmp_path):
+def test_with_hang_snapshots_the_warm_workers_compile_with_line_info(tmp_path):
     """Hang snapshots ask CuTe DSL kernels for line info (CUTE_DSL_LINEINFO=1, a process-level
-    variable): the workers start with it, so such runs are not pushed out to cold processes."""
+    variable, so a run whose value differs from its worker's goes cold). The session starts its
+    workers with it when snapshots are on, so those runs stay warm, and without it otherwise."""
+    from bisectk.engine.policy import RunPolicy
+    from bisectk.engine.session import Session
     from bisectk.run.snapshot import LINEINFO_ENV
+    from bisectk.spec import load_spec
+    spec = load_spec(Path(__file__).resolve().parents[2] / "variants" / "cpu" / "pipeline-arrive.toml")
     (tmp_path / "ok.py").write_text("import os\nprint('BISECTK_RESULT {\"li\": \"%s\"}' % os.environ.get('CUTE_DSL_LINEINFO'))\n")
-    cold = pool.stats["cold_runs"]
-    raw = run_command(pool, [sys.executable, "ok.py"], cwd=tmp_path, env=dict(LINEINFO_ENV), timeout=60)
-    assert raw.exit_code == 0 and result(raw)["li"] == "1"
-    assert pool.stats["cold_runs"] == cold
+    seen = {}
+    for n in (0, 2):
+        s = Session("ablate", spec, tmp_path / f"l{n}.db", policy=RunPolicy(snapshots=n, warm=True))
+        try:
+            pool = s.executor()
+            env = dict(LINEINFO_ENV) if n else {}
+            raw = run_command(pool, [sys.executable, "ok.py"], cwd=tmp_path, env=env, timeout=120)
+            seen[n] = (result(raw)["li"], pool.stats["cold_runs"])
+        finally:
+            s.close()
+    assert seen[2] == ("1", 0)                      # asked for it: warm, and it has it
+    assert seen[0][0] != "1" and seen[0][1] == 0    # snapshots off: warm, without the cost

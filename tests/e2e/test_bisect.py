@@ -62,7 +62,9 @@ def test_finds_first_bad_commit_and_leaves_repo_identical(repo, tmp_path):
     assert doc["first_bad"]["sha"] == shas[13] and [p["sha"] for p in doc["last_good"]] == [shas[12]]
     assert doc["confidence"] == 1.0 and doc["endpoints"]["bad"]["kind"] == "hang"
     assert set(doc["first_bad"]["files"]) == {"kernel.py", "version.txt"}
-    assert doc["runs"] <= 2 + 6  # endpoints + about log2(24) + a skip or two
+    # endpoints + about log2(24) + a skip or two, then the confirmation (the culprit fails again,
+    # its parent passes as often as the observed failure rate and the confidence ask)
+    assert doc["confirmation"]["ok"] and doc["runs"] <= 2 + 6 + len(doc["confirmation"]["runs"])
     assert snapshot(r) == before
     assert "first bad commit" in (tmp_path / "b.md").read_text().lower()
 

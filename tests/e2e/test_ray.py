@@ -322,3 +322,21 @@ def test_k_is_the_actors_that_fit(head, tmp_path, monkeypatch):
     finally:
         ex.close()
         ray.shutdown()
+
+
+@needs_ray
+@pytest.mark.skipif(__import__("shutil").which("py-spy") is None, reason="py-spy is not installed")
+def test_a_hang_on_an_actor_is_read_before_the_kill(head, tmp_path):
+    """Hang snapshots for the Ray executor (issue 25): the actor reads the hung run where it runs,
+    and the record names the two waiting lines of a lock-order deadlock, as a local run does."""
+    from tests.e2e.test_hang_snapshot import places, spec
+    p = run_cli("ablate", spec(tmp_path), "--json", "--warm", "--ledger", tmp_path / "l.db",
+                "--executor", "ray", "--ray-address", head.address, "--html", tmp_path / "r.html",
+                env=cli_env(head))
+    assert p.returncode == 0, p.stderr[-3000:]
+    rec = json.loads(p.stdout)
+    assert rec["culprits"] == ["order"]
+    bad = places(rec["hangs"]["bad"])
+    assert bad["producer"] == "lockpair.py:12 producer" and bad["consumer"] == "lockpair.py:18 consumer", bad
+    html = (tmp_path / "r.html").read_text()
+    assert "lockpair.py:12 producer" in html and "lockpair.py:18 consumer" in html   # the HTML's table

@@ -1,0 +1,220 @@
+"""No confidence without confirmation: the runs that stand behind a deterministic answer. Pure.
+
+A deterministic search takes every run at its word: one pass clears, one failure convicts. An
+intermittent failure nobody declared breaks that silently (a lucky pass of a bad commit moves the
+answer), so before an answer is given as certain the boundary it rests on is run again:
+
+- history: the first bad commit fails again, and each of its parents (among the candidates)
+  passes again, `repeats` times;
+- factors and hunks (the sets search): the culprit set fails again on good, bad without each fix
+  passes again, and the proper subsets behind an interaction claim pass again (ablation.py
+  drives it through the Tester).
+
+How many passes. `repeats` follows from the failure rate observed so far and the asked
+confidence: with k failures in n runs of configurations the answer calls bad, p_lo is the lower
+end of the interval on that rate at the asked confidence (Wilson), and a configuration failing at
+p_lo or more passes `repeats` times in a row with probability (1 - p_lo)^repeats <= 1 - confidence
+(flaky.ConfidenceRule, the rule of the factor searches: one statistic). Two things make the
+interval stricter than the factor rule's 95%: it is taken at the asked confidence, and the rate
+is counted as k failures in n + 1 runs, because a deterministic search reads every pass as good:
+if the answer is wrong, the pass it rests on (the parent's, the fix's) was a run of a bad
+configuration, and the k / n it saw overstates the rate. A deterministic failure observed k times
+asks for fewer passes as k grows (k = 7: 9 passes at 0.99; an undeclared 50% flake then slips
+through a wrong answer's confirmation with probability 0.5 x 0.5^9 = 0.1%).
+
+A contradiction (the culprit passes, a parent fails) means the failure is intermittent: the
+caller goes on in the flake model from every observation made so far (history.search_dag,
+ablation.ablate); nothing is run again from the start.
+
+Abstractions
+------------
+repeats_for      -- the passes asked of a configuration judged good, from k / n and the confidence.
+plan_confirmation -- how often the culprit runs again and how many passes each parent needs.
+confirm_culprit  -- run the confirmation of a DAG answer through the search's gateway; returns
+                    the facts (dag.Confirmation).
+set_claims       -- the configurations a sets search's answer rests on, FAIL and PASS claims.
+confirm_sets     -- run them again through the Tester; returns the facts (SetConfirmation).
+switched_rule    -- the one-sided rule a contradicted deterministic sets search goes on with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from bisectk.outcome import Outcome
+from bisectk.search.dag import Confirmation, Dag
+from bisectk.search.flaky import ConfidenceRule
+from bisectk.search.gateway import Gateway
+
+MAX_RETRIES = 3     # an untestable confirmation run is tried again this often before it is given up
+
+
+def repeats_for(fails: int, runs: int, confidence: float) -> int:
+    """Passes in a row that clear a configuration when bad ones failed `fails` of `runs` times
+    (counted as `runs` + 1: see the module docstring)."""
+    if fails < 1:
+        return 1
+    return ConfidenceRule.derive(fails, runs + 1, alpha=1.0 - confidence, confidence=confidence).repeats
+
+
+def _bad_side_counts(dag: Dag, gw: Gateway, culprit: int) -> tuple[int, int]:
+    """Fails and runs observed at commits the answer calls bad (the culprit's descendants)."""
+    bad = dag.descendants([culprit])
+    fails = sum(1 for o in gw.observations if o.outcome is Outcome.FAIL and bad[o.index])
+    runs = sum(1 for o in gw.observations if o.outcome is not Outcome.UNRESOLVED and bad[o.index])
+    return fails, runs
+
+
+def plan_confirmation(fails: int, runs: int, parents: int, confidence: float) -> tuple[int, int]:
+    """(culprit re-runs, passes asked of each parent): every re-run of the culprit that fails
+    raises the observed rate and so lowers the passes asked of each parent; the split that costs
+    fewest runs in all is taken (at least one re-run: the culprit must fail again)."""
+    best = None
+    for again in range(1, 31):
+        repeats = repeats_for(fails + again, runs + again, confidence) if parents else 0
+        cost = again + parents * repeats
+        if best is None or cost < best[0]:
+            best = (cost, again, repeats)
+    return best[1], best[2]
+
+
+def confirm_culprit(dag: Dag, gw: Gateway, culprit: int, confidence: float,
+                    spend: Callable[[int], int], width: int = 1) -> Confirmation:
+    """Run the culprit again (each run must fail) and each parent among the candidates `repeats`
+    times (each must pass), in rounds of up to `width` runs; stop at the first contradiction.
+    `spend(k)` returns how many of k runs the budget allows (raising when none). The gateway must
+    allow repeats (the caller sets it)."""
+    parents = tuple(dag.parents_of(culprit))
+    fails, runs = _bad_side_counts(dag, gw, culprit)
+    again, repeats = plan_confirmation(fails, runs, len(parents), confidence)
+    # runs made already beyond the one the narrowing read (a replayed or resumed log holds the
+    # confirmation it made; repeats are the same evidence whenever they were made) count
+    own_fails = sum(1 for o in gw.observations if o.index == culprit and o.outcome is Outcome.FAIL)
+    own_passes = {p: sum(1 for o in gw.observations if o.index == p and o.outcome is Outcome.PASS)
+                  for p in parents}
+    plan = [culprit] * max(again - max(own_fails - 1, 0), 0) \
+        + [p for p in parents for _ in range(max(repeats - max(own_passes[p] - 1, 0), 0))]
+    made: list[tuple[int, str]] = []
+    retries = {i: 0 for i in (culprit, *parents)}
+    expect = {culprit: Outcome.FAIL, **{p: Outcome.PASS for p in parents}}
+    while plan:
+        chunk = plan[:spend(min(width, len(plan)))]
+        del plan[:len(chunk)]
+        outcomes = gw.test_many(chunk) if width > 1 else [gw.test(chunk[0])]
+        for i, outcome in zip(chunk, outcomes):
+            made.append((i, outcome.value))
+            if outcome is Outcome.UNRESOLVED:
+                retries[i] += 1
+                if retries[i] > MAX_RETRIES:    # it cannot be run: the answer cannot be confirmed
+                    return Confirmation(culprit, repeats, tuple(made), (i, outcome.value), parents)
+                plan.append(i)      # a run that could not be judged is not a verdict: again
+                continue
+            if outcome is not expect[i]:
+                return Confirmation(culprit, repeats, tuple(made), (i, outcome.value), parents)
+    return Confirmation(culprit, repeats, tuple(made), None, parents)
+
+
+def observed_sides(dag: Dag, observations, culprit: int) -> tuple[int, int, int, int]:
+    """(old fails, old runs, new fails, new runs): the runs on each side of `culprit`."""
+    bad = dag.descendants([culprit])
+    counts = np.zeros((2, 2), dtype=np.int64)
+    for o in observations:
+        if o.outcome is not Outcome.UNRESOLVED:
+            counts[int(bad[o.index]), int(o.outcome is Outcome.FAIL)] += 1
+    return int(counts[0, 1]), int(counts[0].sum()), int(counts[1, 1]), int(counts[1].sum())
+
+
+@dataclass(frozen=True)
+class SetConfirmation:
+    """Facts of the confirmation of a sets search's answer: the passes each PASS claim needed
+    (`repeats`), every confirmation as (configuration, expected, what the new runs said), and the
+    first one that contradicted the answer."""
+
+    repeats: int
+    checks: tuple[tuple[frozenset, str, str], ...]
+    contradicted: tuple[frozenset, str] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.contradicted is None
+
+    @property
+    def runs(self) -> int:
+        return len(self.checks)
+
+
+def set_claims(everything: frozenset, found: Sequence, fixes: Sequence[frozenset], context: frozenset,
+               ) -> tuple[list[frozenset], list[frozenset]]:
+    """What an answer of a sets search rests on: the configurations that must FAIL (each set on
+    good, with the context) and those that must PASS (bad without each fix shown, or without the
+    whole set when no fix was looked for; every proper subset behind an interaction claim)."""
+    fail = [context | frozenset(s.members) for s in found if s.members]
+    passing: list[frozenset] = [everything - f for f in fixes]
+    if not fixes and found and found[0].members and not context:
+        passing.append(everything - frozenset(found[0].members))
+    for s in found:
+        if s.interaction:
+            passing += [context | p for p, o in s.proof.items() if o is Outcome.PASS]
+    return list(dict.fromkeys(fail)), list(dict.fromkeys(passing))
+
+
+def confirm_sets(tester, must_fail: Sequence[frozenset], must_pass: Sequence[frozenset],
+                 confidence: float, endpoint: tuple[int, int] = (0, 0)) -> SetConfirmation:
+    """Run each claim again through the Tester (Tester.confirm): FAIL claims first, then the
+    number of passes a PASS claim needs follows from the failure rate observed at configurations
+    judged FAIL (their runs, plus the bad endpoint's `endpoint` = (fails, runs)). Stops at the
+    first contradiction."""
+    checks: list[tuple[frozenset, str, str]] = []
+    # a configuration the search could not judge (a different failure, a build error) is no
+    # claim the answer rests on: the report lists it as unresolved
+    must_pass = [k for k in must_pass if tester.outcome_of(k) is not Outcome.UNRESOLVED]
+    for key in must_fail:
+        got = tester.confirm(key, Outcome.FAIL, 1)
+        checks.append((key, "fail", got.value))
+        if got is not Outcome.FAIL:
+            return SetConfirmation(0, tuple(checks), (key, got.value))
+    fails, runs = endpoint
+    for key, outcome in tester.memo.items():
+        if outcome is Outcome.FAIL and key in tester.history:
+            judged = [o for o in tester.history[key] if o is not Outcome.UNRESOLVED]
+            fails += sum(o is Outcome.FAIL for o in judged)
+            runs += len(judged)
+    # every PASS claim is a chance for a wrong answer to slip through: they share 1 - confidence
+    # (Bonferroni), so an answer resting on three claims is as sure as one resting on one
+    share = 1.0 - (1.0 - confidence) / max(len(must_pass), 1)
+    repeats = repeats_for(fails, runs, share)
+    if tester.rule is not None:     # fresh passes, at least as many as the rule's verdicts needed
+        repeats = max(repeats, getattr(tester.rule, "repeats", 1))
+    elif must_fail and must_pass:
+        # as for a commit (plan_confirmation): each more failure of the culprit set raises the
+        # observed rate and lowers the passes every PASS claim needs; the cheapest split is run
+        again, repeats = plan_confirmation(fails - 1, runs - 1, len(must_pass), share)
+        for _ in range(again - 1):
+            got = tester.confirm(must_fail[0], Outcome.FAIL, 1)
+            checks.append((must_fail[0], "fail", got.value))
+            if got is not Outcome.FAIL:
+                return SetConfirmation(0, tuple(checks), (must_fail[0], got.value))
+    for key in must_pass:
+        got = tester.confirm(key, Outcome.PASS, repeats)
+        checks.append((key, "pass", got.value))
+        if got is not Outcome.PASS:
+            return SetConfirmation(repeats, tuple(checks), (key, got.value))
+    return SetConfirmation(repeats, tuple(checks))
+
+
+def switched_rule(tester, endpoint: tuple[int, int] = (0, 0), confidence: float = 0.99) -> ConfidenceRule:
+    """The flake model a contradicted deterministic sets search goes on in: the one-sided rule
+    from every run of configurations that failed at least once (their passes count: they are
+    what the contradiction showed), plus the bad endpoint's runs."""
+    fails, runs = endpoint
+    for key, history in tester.history.items():
+        judged = [o for o in history if o is not Outcome.UNRESOLVED]
+        if any(o is Outcome.FAIL for o in judged):
+            fails += sum(o is Outcome.FAIL for o in judged)
+            runs += len(judged)
+    # the interval is taken at the asked confidence (not the factor rule's 95%): the runs it
+    # rests on are few, and a switched search has already been wrong once
+    return ConfidenceRule.derive(max(fails, 1), max(runs, fails, 1), alpha=1.0 - confidence, confidence=confidence)

@@ -1,0 +1,144 @@
+"""`--run CMD` as a git user means it: the files its relative paths name, found where git finds them.
+
+`git bisect run ./test.sh` runs in the user's checkout, where an untracked test script stays put
+while git checks each commit out around it. bisectk runs each commit in a worktree of its own,
+which holds the commit's tracked files only. So each relative path of the command (the program
+when it has a slash, any argument) is resolved once, before the search:
+
+- it names a file in the user's current directory that the commit's tree does not provide as it
+  is (untracked there, or modified, or the directory is outside the repository): the user's file
+  is run by its absolute path, inside each commit's worktree (cwd = the worktree root, as git's);
+- it names a file that the --bad commit's tree provides (the user's copy, if any, is the same):
+  each commit's own copy is run, as git does (rewritten relative to the worktree root when the
+  user's directory is a subdirectory of the repository);
+- otherwise it is left as typed (a program on PATH, a file that only some commits have).
+
+A program without a slash (`python`, `make`) is looked up on PATH, as the shell does. Quoting,
+spaces and arguments keep their meaning: the command is split with shell rules once, and its
+words are given to the program as they are, never through a shell.
+
+Abstractions
+------------
+CommandFile     -- one resolved path: the word as typed, which copy runs ("yours" or "tree"), the
+                   path run, and the file's state ("untracked", "modified", "outside the
+                   repository", "tracked" (your copy is the tree's), "tracked, not in your
+                   directory"): facts for the reports, which say which copy ran.
+resolve_command -- the command line with its words resolved, and the CommandFiles.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bisectk.errors import BisectkError
+from bisectk.spaces.commits import SpaceError, run_git
+
+
+@dataclass(frozen=True)
+class CommandFile:
+    word: str        # as typed
+    use: str         # "yours": the user's file, by absolute path; "tree": each commit's own copy
+    path: str        # what runs: an absolute path, or a path relative to the worktree root
+    state: str       # untracked | modified | outside the repository | tracked | tracked, not in your directory
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def _blob(root: Path, commit: str, rel: str) -> str | None:
+    """The blob id of `rel` in `commit`'s tree (None when the tree has no file there)."""
+    try:
+        oid = run_git(root, "rev-parse", "--verify", "--quiet", f"{commit}:{rel}")
+        return oid if run_git(root, "cat-file", "-t", oid) == "blob" else None
+    except SpaceError:
+        return None
+
+
+def _pathlike(word: str, first: bool) -> bool:
+    if not word or word.startswith("-") or os.path.isabs(word) or "\n" in word or len(word) > 1024:
+        return False
+    return "/" in word if first else True   # the program: a PATH lookup unless it has a slash
+
+
+def resolve_command(text: str, option: str, *, user_cwd: Path, root: Path, commit: str) -> tuple[str, list[CommandFile]]:
+    """`text` (a --run or --build command line) with its relative paths resolved against the
+    user's directory and the `commit`'s tree; the rewritten line (split by the same shell rules
+    gives the resolved words) and what was resolved."""
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise BisectkError(f"{option} {text!r}: {exc}") from None
+    user_cwd = Path(os.path.abspath(user_cwd))
+    try:
+        inside: Path | None = user_cwd.relative_to(root)
+    except ValueError:
+        inside = None
+    files: list[CommandFile] = []
+    out = []
+    for k, word in enumerate(argv):
+        if not _pathlike(word, k == 0):
+            out.append(word)
+            continue
+        mine = Path(os.path.normpath(user_cwd / word))
+        # where the word points in the tree: the same file of the repository when the user is
+        # inside it, else the word as the worktree root would read it
+        rel = os.path.normpath(str(inside / word)) if inside is not None else os.path.normpath(word)
+        in_tree = not rel.startswith("..") and rel != "."
+        blob = _blob(root, commit, rel) if in_tree else None
+        if mine.is_file():
+            if blob is not None and _same(root, mine, blob):
+                files.append(CommandFile(word, "tree", rel, "tracked"))
+                out.append(_relative(word, rel, k == 0))
+                continue
+            state = ("outside the repository" if inside is None or not mine.is_relative_to(root)
+                     else "modified" if blob is not None else "untracked")
+            files.append(CommandFile(word, "yours", str(mine), state))
+            out.append(str(mine))
+        elif blob is not None:
+            files.append(CommandFile(word, "tree", rel, "tracked, not in your directory"))
+            out.append(_relative(word, rel, k == 0))
+        else:
+            out.append(word)
+    return (shlex.join(out) if files else text), files
+
+
+def _same(root: Path, path: Path, blob: str) -> bool:
+    """Whether the user's file holds what the commit's blob holds (`git hash-object`, no -w:
+    nothing is written)."""
+    try:
+        return run_git(root, "hash-object", "--", str(path)) == blob
+    except SpaceError:
+        return False
+
+
+def _relative(word: str, rel: str, first: bool) -> str:
+    """The tree's path as the command gives it: unchanged when the word already reads so; a
+    program keeps a './' (without a slash the shell would look it up on PATH)."""
+    if os.path.normpath(word) == rel:
+        return word
+    return f"./{rel}" if first and "/" not in rel else rel
+
+
+def pathspec_of(paths: list[str], user_cwd: Path, root: Path) -> list[str]:
+    """git's pathspec as typed in the user's directory, made relative to the repository root (git
+    reads a pathspec relative to where it is typed; bisectk runs git at the root). Magic
+    pathspecs (':(top)dir', ':!dir') are left to git; a path outside the repository is refused."""
+    user_cwd = Path(os.path.abspath(user_cwd))
+    try:
+        inside = user_cwd.relative_to(root)
+    except ValueError:
+        inside = Path(".")      # typed elsewhere (--repo PATH): read from the repository root
+    out = []
+    for p in paths:
+        if not p or p.startswith(":"):
+            out.append(p)
+            continue
+        rel = os.path.normpath(os.path.join(str(inside), p))
+        if rel.startswith(".."):
+            raise BisectkError(f"pathspec {p!r} is outside the repository {root}")
+        # a trailing slash keeps git's meaning (a directory only), which normpath would drop
+        out.append(rel + "/" if p.endswith("/") and rel != "." else rel)
+    return [p for p in out if p]

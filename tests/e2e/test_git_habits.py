@@ -1,0 +1,502 @@
+"""End-to-end: the habits of `git bisect` users (issue 26), each from a scenario of git's
+t6030-bisect-porcelain rebuilt here (a small history of `hello` edits, a side branch, a release
+branch that fixes the bug, a directory for pathspecs), with real `git bisect` run in a clone of
+the same history for the expected answer where practical. Every test also checks that the
+user's repository is exactly as it was: HEAD, index, working tree, stash, refs and their own
+`git bisect` in progress (refs/bisect, BISECT_LOG).
+
+History (oldest first), `bug` appears at c5, so `./test.sh` (untracked: `! test -f bug`) fails
+from c5 on:
+
+    c1 - c2 - c3 - c4 - c5 - c6 - c7 - c8          main
+          \\                   \\
+           side1               fixbug               side (from c2), rel (from c6: removes bug)
+                                                   fixline: c8 - f1 - f2 (removes bug) - f3
+"""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, bisectk
+
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+from gitrepo import git  # noqa: E402
+
+TEST_SH = "#!/bin/sh\n! test -f bug\n"
+
+
+def commit(r: Path, msg: str, files: dict[str, str | None]) -> str:
+    for name, text in files.items():
+        p = r / name
+        if text is None:
+            git(r, "rm", "-q", name)
+            continue
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+        git(r, "add", name)
+    git(r, "commit", "-q", "-m", msg)
+    return git(r, "rev-parse", "HEAD")
+
+
+def build(r: Path) -> dict[str, str]:
+    r.mkdir(parents=True)
+    git(r, "init", "-q", "-b", "main")
+    c = {}
+    for i in range(1, 9):
+        files = {"hello": f"Hello {i}\n", f"d/f{i % 2}": f"{i}\n"}
+        if i == 5:
+            files["bug"] = "BUG\n"
+        c[f"c{i}"] = commit(r, f"c{i}", files)
+    git(r, "checkout", "-q", "-b", "side", c["c2"])
+    c["side1"] = commit(r, "side1", {"sidefile": "s\n"})
+    git(r, "checkout", "-q", "-b", "rel", c["c6"])
+    c["fixbug"] = commit(r, "fixbug", {"bug": None})
+    git(r, "checkout", "-q", "-b", "fixline", c["c8"])
+    c["f1"] = commit(r, "f1", {"hello": "f1\n"})
+    c["f2"] = commit(r, "f2", {"bug": None})
+    c["f3"] = commit(r, "f3", {"hello": "f3\n"})
+    git(r, "checkout", "-q", "main")
+    return c
+
+
+@pytest.fixture(scope="module")
+def hist(tmp_path_factory):
+    """The pristine history (module-wide), cloned per test so that ledgers never carry over."""
+    base = tmp_path_factory.mktemp("hist") / "origin"
+    return base, build(base)
+
+
+@pytest.fixture
+def user(hist, tmp_path):
+    """The user's checkout: a clone on main, an untracked ./test.sh, an uncommitted edit, a staged
+    file, a stash, and their own `git bisect` in progress."""
+    base, c = hist
+    r = tmp_path / "user"
+    git(tmp_path, "clone", "-q", "--no-local", str(base), str(r))
+    for b in ("side", "rel", "fixline"):
+        git(r, "branch", "-q", b, f"origin/{b}")
+    (r / "hello").write_text("stashed\n")
+    git(r, "stash", "push", "-q", "-m", "mine")
+    (r / "test.sh").write_text(TEST_SH)
+    (r / "test.sh").chmod(0o755)
+    (r / "notes.txt").write_text("my notes\n")
+    (r / "staged.txt").write_text("staged\n")
+    git(r, "add", "staged.txt")
+    git(r, "bisect", "start", "--no-checkout", c["c8"], c["c1"])     # their own bisection, left as it was
+    return r, c
+
+
+def snapshot(r: Path) -> dict:
+    files = {str(p.relative_to(r)): hashlib.sha256(p.read_bytes()).hexdigest()
+             for p in sorted(r.rglob("*")) if p.is_file() and ".git" not in p.relative_to(r).parts}
+    g = r / ".git"
+    return {"HEAD": (g / "HEAD").read_bytes(), "index": (g / "index").read_bytes(), "files": files,
+            "refs": git(r, "for-each-ref", "--format=%(refname) %(objectname)"), "stash": git(r, "stash", "list"),
+            "bisect_log": (g / "BISECT_LOG").read_bytes() if (g / "BISECT_LOG").exists() else None,
+            "bisect_head": git(r, "rev-parse", "BISECT_HEAD") if (g / "BISECT_HEAD").exists() else None}
+
+
+def run(r: Path, *args, check=None, env=None):
+    return bisectk("bisect", *args, cwd=r, check=check, env=env, timeout=120)
+
+
+def jrun(r: Path, *args, check=0) -> dict:
+    p = run(r, "--json", *args, check=check)     # before a `-- PATHSPEC`
+    return json.loads(p.stdout)
+
+
+def git_bisect(hist, tmp_path, start: list[str], cmd: list[str], bare=False) -> str:
+    """Real git's answer: `git bisect start START...; git bisect run CMD` in a fresh clone."""
+    base, _ = hist
+    g = tmp_path / ("git-bare.git" if bare else "git-clone")
+    git(tmp_path, "clone", "-q", "--no-local", *(["--bare"] if bare else []), str(base), str(g))
+    if not bare:
+        for b in ("side", "rel", "fixline"):
+            git(g, "branch", "-q", b, f"origin/{b}")
+        (g / "test.sh").write_text(TEST_SH)
+        (g / "test.sh").chmod(0o755)
+    p = subprocess.run(["git", "bisect", "start", *start], cwd=g, capture_output=True, text=True)
+    if p.returncode:
+        return "START FAILED: " + p.stdout + p.stderr
+    p = subprocess.run(["git", "bisect", "run", *cmd], cwd=g, capture_output=True, text=True)
+    out = p.stdout + p.stderr
+    for line in out.splitlines():
+        if "is the first" in line:
+            return line.split()[0]
+    return "NO ANSWER: " + out
+
+
+# --- 1. `--run ./test.sh` ----------------------------------------------------------------------
+
+def test_untracked_script_in_cwd_runs_by_absolute_path(user, hist, tmp_path):
+    r, c = user
+    before = snapshot(r)
+    d = jrun(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./test.sh")
+    assert d["first_bad"]["sha"] == c["c5"] == git_bisect(hist, tmp_path, [c["c8"], c["c1"]], ["./test.sh"])
+    assert d["command_files"] == [{"word": "./test.sh", "use": "yours", "path": str(r / "test.sh"), "state": "untracked"}]
+    p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./test.sh", "--fresh", check=0)
+    assert f"command: ./test.sh is your file {r / 'test.sh'} (untracked), run in each commit's worktree" in p.stdout
+    assert snapshot(r) == before
+
+
+def test_from_a_subdirectory_paths_read_as_typed_there(user, hist, tmp_path):
+    """Typed in d/: `../test.sh` is the user's script at the root, and the pathspec `f0` is
+    d/f0, as git reads a pathspec relative to where it is typed."""
+    r, c = user
+    before = snapshot(r)
+    p = bisectk("bisect", "--good", c["c1"], "--bad", "main", "--run", "../test.sh", "--", "f0", cwd=r / "d", check=0)
+    assert f"command: ../test.sh is your file {r / 'test.sh'} (untracked)" in p.stdout
+    assert "touching d/f0" in p.stdout
+    assert f"first bad commit: {c['c6']}" in p.stdout
+    assert snapshot(r) == before
+
+
+def test_script_with_space_and_arguments_cwd_is_worktree_root(user, tmp_path):
+    r, c = user
+    (r / "my check.sh").write_text('#!/bin/sh\necho "$PWD|$1|$2" >> "$3"\n! test -f "$1"\n')
+    (r / "my check.sh").chmod(0o755)
+    before = snapshot(r)
+    seen = tmp_path / "seen.txt"
+    d = jrun(r, "--good", c["c1"], "--bad", c["c8"], "--run", f"'./my check.sh' bug 'two words' {seen}")
+    assert d["first_bad"]["sha"] == c["c5"]
+    rows = [line.split("|") for line in seen.read_text().splitlines()]
+    assert rows and all(w == "two words" and a == "bug" for _, a, w in rows)
+    # cwd = the root of each commit's worktree (git's cwd is the checkout's root), never the user's tree
+    assert all(Path(cwd) != r and ".git/bisectk-worktrees" in cwd for cwd, _, _ in rows)
+    assert snapshot(r) == before
+
+
+def test_tracked_script_runs_from_each_commits_tree(hist, tmp_path):
+    base, c = hist
+    r = tmp_path / "tracked"
+    git(tmp_path, "clone", "-q", "--no-local", str(base), str(r))
+    log = tmp_path / "argv0.txt"
+    # a tracked checker that logs how it was called; the user's copy is the tree's, so each
+    # commit's own copy runs (by a relative path from the worktree root), never the user's file
+    git(r, "checkout", "-q", "-b", "work", c["c4"])
+    (r / "check.sh").write_text(f'#!/bin/sh\necho "$0" >> {log}\n! test -f bug\n')
+    (r / "check.sh").chmod(0o755)
+    good = commit(r, "add check", {"check.sh": (r / "check.sh").read_text()})
+    for i, extra in enumerate(({"x": "1"}, {"bug": "BUG\n"}, {"y": "2"}, {"z": "3"})):
+        commit(r, f"w{i}", extra)
+    bad = git(r, "rev-parse", "HEAD")
+    culprit = git(r, "rev-parse", "HEAD~2")
+    before = snapshot(r)
+    p = run(r, "--good", good, "--bad", bad, "--run", "./check.sh", check=0)
+    assert "command: ./check.sh is tracked: each commit's own check.sh runs" in p.stdout
+    assert f"first bad commit: {culprit}" in p.stdout
+    ran = log.read_text().splitlines()
+    assert ran and all(not os.path.isabs(x) for x in ran)     # never the user's file by absolute path
+    assert snapshot(r) == before
+
+
+# --- 2. merge bases, several goods --------------------------------------------------------------
+
+def test_good_on_a_side_branch_tests_the_merge_base_first(user, hist, tmp_path):
+    """t6030 'bisect start with one good on a side branch': git checks the merge base c2 first."""
+    r, c = user
+    before = snapshot(r)
+    d = jrun(r, "--good", "side", "--bad", "main", "--run", "./test.sh")
+    assert [m["sha"] for m in d["merge_bases"]] == [c["c2"]] and d["merge_bases"][0]["side"] == "good"
+    # git's order: the endpoints, then the merge base, then the search
+    assert [a["applied"][0] for a in d["attempts"]][2] == c["c2"] and d["attempts"][2]["phase"] == "merge base"
+    assert d["first_bad"]["sha"] == c["c5"] == git_bisect(hist, tmp_path, ["main", "side"], ["./test.sh"])
+    assert snapshot(r) == before
+
+
+def test_bad_merge_base_is_one_line_exit_2_suggesting_find_fix(user, hist, tmp_path):
+    """t6030 'bisect fails if the merge base is bad': the bug was fixed between c6 and rel."""
+    r, c = user
+    before = snapshot(r)
+    p = run(r, "--good", "rel", "--bad", "main", "--run", "./test.sh")
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    problem = [line for line in p.stdout.splitlines() if line.startswith("problem:")]
+    assert len(problem) == 1 and c["c6"][:10] in problem[0] and "--find-fix" in problem[0]
+    assert "Traceback" not in p.stderr
+    out = git_bisect(hist, tmp_path, ["main", "rel"], ["./test.sh"])
+    assert "merge base" in out and c["c6"] in out          # git names the same merge base as bad
+    assert snapshot(r) == before
+
+
+def test_repeated_good_all_count(user, hist, tmp_path):
+    r, c = user
+    before = snapshot(r)
+    d = jrun(r, "--good", c["c3"], "--good", "side", "--bad", "main", "--run", "./test.sh")
+    assert sorted(d["goods"]) == sorted([c["c3"], c["side1"]])
+    assert d["commits"] == 5                  # c4..c8: reachable from main and from neither good
+    assert d["first_bad"]["sha"] == c["c5"] == git_bisect(hist, tmp_path, ["main", c["c3"], "side"], ["./test.sh"])
+    assert snapshot(r) == before
+
+
+# --- 3. --find-fix, terms -------------------------------------------------------------------------
+
+def test_find_fix_names_the_first_fixed_commit_like_git_terms(user, hist, tmp_path):
+    r, c = user
+    before = snapshot(r)
+    p = run(r, "--find-fix", "--bad", "main", "--good", "fixline", "--run", "./test.sh", check=0)
+    assert f"first fixed commit: {c['f2']}" in p.stdout and "last broken:" in p.stdout
+    # git: old = still broken (the script must exit 0 there, so the user inverts it), new = fixed
+    theirs = git_bisect(hist, tmp_path, ["--term-old", "broken", "--term-new", "fixed", "fixline", "main"],
+                        ["sh", "-c", "test -f bug"])
+    assert theirs == c["f2"]
+    d = jrun(r, "--find-fix", "--bad", "main", "--good", "fixline", "--run", "./test.sh")
+    assert d["find_fix"] and d["terms"] == ["broken", "fixed"] and d["first_bad"]["sha"] == c["f2"]
+    (tmp_path / "fix.log").write_text(bisectk("log", cwd=r, check=0).stdout)
+    assert f"first fixed commit: {c['f2']}" in bisectk("replay", tmp_path / "fix.log", check=0).stdout
+    assert snapshot(r) == before
+
+
+INTERMITTENT = """#!/usr/bin/env python3
+import os, pathlib, subprocess, sys
+sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+count = pathlib.Path(sys.argv[1]) / sha
+n = int(count.read_text()) if count.exists() else 0
+count.write_text(str(n + 1))
+sys.exit(1 if os.path.exists("bug") and n % 3 == 1 else 0)   # a broken commit passes its first run
+"""
+
+
+def test_find_fix_with_an_intermittent_failure_confirms_passes(user, tmp_path):
+    """A broken commit that passes its first run must not be called fixed: each pass is
+    confirmed by repeated runs (a failure proves the commit still broken)."""
+    r, c = user
+    (r / "flaky.py").write_text(INTERMITTENT)
+    (r / "flaky.py").chmod(0o755)
+    counts = tmp_path / "counts"
+    counts.mkdir()
+    before = snapshot(r)
+    d = jrun(r, "--find-fix", "--flaky", "--repeat", "4", "--bad", "main", "--good", "fixline",
+             "--run", f"./flaky.py {counts}")
+    assert d["first_bad"]["sha"] == c["f2"] and d["repeats"] > 1
+    f1 = [a["outcome"] for a in d["attempts"] if a["applied"][0] == c["f1"]]
+    assert f1[:2] == ["pass", "fail"]           # its first pass was not taken as fixed
+    assert snapshot(r) == before
+
+
+def test_find_fix_from_a_release_branch_after_a_bad_merge_base(user):
+    r, c = user
+    d = jrun(r, "--find-fix", "--bad", "main", "--good", "rel", "--run", "./test.sh")
+    assert d["first_bad"]["sha"] == c["fixbug"]
+    assert [m["sha"] for m in d["merge_bases"]] == [c["c6"]] and d["merge_bases"][0]["side"] == "broken"
+
+
+def test_terms_name_the_answer_and_git_meanings_are_kept(user, tmp_path):
+    r, c = user
+    p = run(r, "--term-old", "fast", "--term-new", "slow", "--good", c["c1"], "--bad", "main", "--run", "./test.sh",
+            check=0)
+    assert f"first slow commit: {c['c5']}" in p.stdout
+    log = tmp_path / "terms.log"            # bisectk's log keeps the terms, and replay reads them
+    log.write_text(bisectk("log", cwd=r, check=0).stdout)
+    assert f"first slow commit: {c['c5']}" in bisectk("replay", log, check=0).stdout
+    p = run(r, "--term-old", "old", "--term-new", "new", "--good", c["c1"], "--bad", "main", "--run", "./test.sh",
+            check=0)
+    assert f"first new commit: {c['c5']}" in p.stdout
+    for bad_terms in (("new", "x"), ("x", "good"), ("run", "x"), ("a b", "x"), ("same", "same")):
+        p = run(r, "--term-old", bad_terms[0], "--term-new", bad_terms[1], "--good", c["c1"], "--bad", "main",
+                "--run", "./test.sh", check=2)
+        assert p.stderr.startswith("bisectk: ") and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+# --- 4. pathspec --------------------------------------------------------------------------------
+
+def test_pathspec_candidates_and_answer_match_git(user, hist, tmp_path):
+    """t6030 'bisect run & skip: find first bad' with a pathspec: candidates touch the paths."""
+    r, c = user
+    before = snapshot(r)
+    full = jrun(r, "--good", c["c1"], "--bad", "main", "--run", "./test.sh", "--fresh")
+    # the culprit c5 touches bug: same answer, fewer runs
+    d = jrun(r, "--good", c["c1"], "--bad", "main", "--run", "./test.sh", "--fresh", "--", "bug")
+    assert d["paths"] == ["bug"] and d["first_bad"]["sha"] == c["c5"]
+    assert d["runs"] < full["runs"]
+    # the culprit does not touch d/f0: git names the first commit after it that does (c6)
+    d = jrun(r, "--good", c["c1"], "--bad", "main", "--run", "./test.sh", "--", "d/f0")
+    theirs = git_bisect(hist, tmp_path, ["main", c["c1"], "--", "d/f0"], ["./test.sh"])
+    assert d["first_bad"]["sha"] == theirs == c["c6"]
+    assert d["commits"] == 4                 # c2, c4, c6, c8 touch d/f0
+    p = run(r, "--good", c["c1"], "--bad", "main", "--run", "./test.sh", "--", "nowhere/")
+    assert p.returncode == 2 and p.stderr.startswith("bisectk: ") and "nowhere/" in p.stderr
+    assert snapshot(r) == before
+
+
+# --- 5. damaged and bare repositories, git's log ------------------------------------------------
+
+def test_unreadable_tree_is_skipped_with_gits_reason(hist, tmp_path):
+    base, c = hist
+    r = tmp_path / "damaged"
+    git(tmp_path, "clone", "-q", "--no-local", str(base), str(r))
+    for pack in (r / ".git" / "objects" / "pack").glob("*.pack"):      # loose objects, to remove one
+        data = pack.read_bytes()
+        for f in pack.parent.glob(pack.stem + ".*"):
+            f.unlink()
+        subprocess.run(["git", "unpack-objects", "-q"], cwd=r, input=data, check=True)
+    blob = git(r, "rev-parse", f"{c['c6']}:hello")                    # only c6 has this hello
+    (r / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    (r / "test.sh").write_text(TEST_SH)
+    (r / "test.sh").chmod(0o755)
+    before = snapshot(r)
+    d = jrun(r, "--good", c["c1"], "--bad", "main", "--run", "./test.sh")
+    assert d["first_bad"]["sha"] == c["c5"]
+    skipped = [a for a in d["attempts"] if a["applied"][0] == c["c6"]]
+    assert skipped and skipped[0]["outcome"] == "unresolved" and "checkout failed" in skipped[0]["verdict"]
+    assert blob in skipped[0]["verdict"]          # git's own words name the missing object
+    assert snapshot(r) == before
+
+
+def test_bare_repository_like_git_no_checkout(hist, tmp_path):
+    base, c = hist
+    bare = tmp_path / "b.git"
+    git(tmp_path, "clone", "-q", "--bare", "--no-local", str(base), str(bare))
+    refs = git(bare, "for-each-ref")
+    d = jrun(tmp_path, "--repo", bare, "--good", c["c1"], "--bad", "main", "--run", "sh -c '! test -f bug'")
+    theirs = git_bisect(hist, tmp_path, ["--no-checkout", "main", c["c1"]],
+                        ["sh", "-c", "! git cat-file -e BISECT_HEAD:bug"], bare=True)
+    assert d["first_bad"]["sha"] == theirs == c["c5"]
+    assert git(bare, "for-each-ref") == refs
+
+
+def test_replays_git_bisect_log(user, hist, tmp_path):
+    r, c = user
+    base, _ = hist
+    g = tmp_path / "g"
+    git(tmp_path, "clone", "-q", "--no-local", str(base), str(g))
+    (g / "test.sh").write_text(TEST_SH)
+    (g / "test.sh").chmod(0o755)
+    subprocess.run(["git", "bisect", "start", "main", c["c1"]], cwd=g, check=True, capture_output=True)
+    subprocess.run(["git", "bisect", "run", "./test.sh"], cwd=g, check=True, capture_output=True)
+    text = subprocess.run(["git", "bisect", "log"], cwd=g, check=True, capture_output=True, text=True).stdout
+    full, part = tmp_path / "full.log", tmp_path / "part.log"
+    full.write_text(text)
+    lines = text.splitlines()
+    part.write_text("\n".join(lines[:lines.index(next(x for x in lines if x.startswith("git bisect start"))) + 1]) + "\n")
+    before = snapshot(r)
+    p = bisectk("replay", full, "--repo", r, check=0)
+    assert f"first bad commit: {c['c5']}" in p.stdout
+    p = bisectk("replay", part, cwd=r, check=1)             # git's replay reads the current repository
+    assert "not determined yet" in p.stdout and "next commit to test:" in p.stdout
+    # git's own terms: a fix looked for with --term-old broken --term-new fixed
+    g2 = tmp_path / "g2"
+    git(tmp_path, "clone", "-q", "--no-local", str(base), str(g2))
+    subprocess.run(["git", "bisect", "start", "--term-old", "broken", "--term-new", "fixed", "origin/fixline", "main"],
+                   cwd=g2, check=True, capture_output=True)
+    subprocess.run(["git", "bisect", "run", "sh", "-c", "test -f bug"], cwd=g2, check=True, capture_output=True)
+    (tmp_path / "terms.log").write_text(subprocess.run(["git", "bisect", "log"], cwd=g2, check=True, capture_output=True,
+                                                       text=True).stdout)
+    p = bisectk("replay", tmp_path / "terms.log", "--repo", r, check=0)
+    assert f"first fixed commit: {c['f2']}" in p.stdout
+    bad = tmp_path / "bad.log"
+    bad.write_text("git bisect start 'main' 'c1'\ngit bisect frobnicate abc\n")
+    p = bisectk("replay", bad, cwd=r)
+    assert p.returncode == 2 and p.stderr.startswith("bisectk: ") and len(p.stderr.strip().splitlines()) == 1
+    assert snapshot(r) == before
+
+
+# --- 6. manual mode -----------------------------------------------------------------------------
+
+def manual(r: Path, args: list[str], answer, stop_after: int | None = None) -> tuple[int, str]:
+    """`bisect --manual` with scripted stdin: `answer(worktree)` is the person looking at the
+    printed worktree; after `stop_after` verdicts stdin ends (the person walks away)."""
+    p = subprocess.Popen([sys.executable, "-m", "bisectk", "bisect", "--manual", *args], cwd=r, text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=1)
+    out, given = [], 0
+    for line in p.stdout:
+        out.append(line)
+        if "checked out at " in line:
+            if stop_after is not None and given >= stop_after:
+                p.stdin.close()
+                continue
+            p.stdin.write(answer(Path(line.split("checked out at ", 1)[1].strip())) + "\n")
+            p.stdin.flush()
+            given += 1
+    return p.wait(timeout=60), "".join(out)
+
+
+def test_manual_verdicts_resume_undo_log_replay(user, tmp_path):
+    r, c = user
+    before = snapshot(r)
+    look = lambda wt: "bad" if (wt / "bug").exists() else "good"   # noqa: E731
+    rc, text = manual(r, ["--good", c["c1"], "--bad", "main"], look, stop_after=1)
+    assert rc == 1 and "the same command resumes" in text
+    # resumed: the first verdict is carried over; a wrong answer is taken back with undo
+    script = iter(["wrong", "undo"])
+
+    def person(wt):
+        step = next(script, "right")
+        return {"bad": "good", "good": "bad"}[look(wt)] if step == "wrong" else "undo" if step == "undo" else look(wt)
+    rc, text = manual(r, ["--good", c["c1"], "--bad", "main"], person)
+    assert rc == 0 and f"first bad commit: {c['c5']}" in text and "undone:" in text
+    log = bisectk("log", cwd=r, check=0).stdout
+    assert "--manual" in log and log.count("observe ") >= 2
+    (tmp_path / "m.log").write_text(log)
+    p = bisectk("replay", tmp_path / "m.log", check=0)
+    assert f"first bad commit: {c['c5']}" in p.stdout
+    assert snapshot(r) == before
+
+
+def test_manual_conflicting_verdicts_go_flake_aware(user):
+    """Verdicts that admit no single first bad commit (c6 judged good, its ancestor c5 bad: resumed
+    from an earlier session) make the dialogue flake-aware, and it asks again until one holds."""
+    from bisectk.engine.direction import Terms
+    from bisectk.engine.manual import Manual
+    from bisectk.outcome import Outcome
+    from bisectk.spaces.commits import list_graph
+    from bisectk.spaces.worktrees import WorktreePool
+    r, c = user
+    before = snapshot(r)
+    graph = list_graph(r, [c["c1"]], c["c8"])
+    said, events = [], []
+    with WorktreePool(r, size=1) as pool:
+        pending: list[Path] = []
+
+        def lease(sha):
+            cm = pool.lease(sha)
+
+            class Spy:
+                def __enter__(self):
+                    path = cm.__enter__()
+                    pending.append(path)
+                    return path
+
+                def __exit__(self, *exc):
+                    return cm.__exit__(*exc)
+            return Spy()
+
+        def ask(prompt):
+            return "bad" if (pending[-1] / "bug").exists() else "good"
+        m = Manual(graph, Terms(), ask=ask, say=said.append, lease=lease,
+                   record=lambda kind, data: events.append((kind, data)),
+                   verdicts=[(c["c5"], Outcome.FAIL), (c["c6"], Outcome.PASS)], confidence=0.9)
+        found = m.run()
+    assert found.flaky and any("conflict" in line for line in said)
+    assert graph.sha(found.result.culprit) == c["c5"] and found.result.confidence >= 0.9
+    assert all(kind == "observation" for kind, _ in events) and len(events) > 2
+    assert snapshot(r) == before
+
+
+def test_manual_refuses_a_command(user):
+    r, c = user
+    p = run(r, "--manual", "--good", c["c1"], "--bad", "main", "--run", "./test.sh")
+    assert p.returncode == 2 and p.stderr.startswith("bisectk: --manual")
+
+
+def test_manual_asks_the_merge_base_first_and_stops_on_a_bad_one(user):
+    r, c = user
+    before = snapshot(r)
+    asked = []
+
+    def look(wt: Path) -> str:
+        asked.append(git(wt, "rev-parse", "HEAD"))
+        return "bad" if (wt / "bug").exists() else "good"
+    rc, text = manual(r, ["--good", "rel", "--bad", "main"], look)
+    assert rc == 2 and asked == [c["c6"]]
+    assert f"problem: the merge base {c['c6'][:10]} is bad" in text and "--find-fix" in text
+    asked.clear()
+    rc, text = manual(r, ["--find-fix", "--bad", "main", "--good", "rel"],
+                      lambda wt: "broken" if (wt / "bug").exists() else "fixed")
+    assert rc == 0 and f"first fixed commit: {c['fixbug']}" in text
+    assert snapshot(r) == before

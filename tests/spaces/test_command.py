@@ -1,0 +1,67 @@
+"""spaces/command.py: --run's relative paths and the pathspec, resolved as a git user means them."""
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from bisectk.errors import BisectkError
+from bisectk.spaces.command import pathspec_of, resolve_command
+from tests.conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+from gitrepo import git  # noqa: E402
+
+
+@pytest.fixture
+def repo(tmp_path):
+    r = tmp_path / "r"
+    (r / "tools").mkdir(parents=True)
+    (r / "tools" / "check.sh").write_text("exit 0\n")
+    (r / "run.sh").write_text("exit 0\n")
+    git(r, "init", "-q", "-b", "main")
+    git(r, "add", "-A")
+    git(r, "commit", "-q", "-m", "one")
+    return r, git(r, "rev-parse", "HEAD")
+
+
+def resolve(text, cwd, r, sha):
+    return resolve_command(text, "--run", user_cwd=cwd, root=r, commit=sha)
+
+
+def test_untracked_modified_tracked_and_path_programs(repo, tmp_path):
+    r, sha = repo
+    (r / "mine.sh").write_text("exit 1\n")
+    line, files = resolve("./mine.sh", r, r, sha)
+    assert shlex.split(line) == [str(r / "mine.sh")] and [(f.use, f.state) for f in files] == [("yours", "untracked")]
+    (r / "run.sh").write_text("exit 3\n")                       # modified: the user's copy runs
+    line, files = resolve("sh run.sh", r, r, sha)
+    assert shlex.split(line) == ["sh", str(r / "run.sh")] and files[0].state == "modified"
+    line, files = resolve("./tools/check.sh --fast", r, r, sha)    # the same as the tree's: each commit's own
+    assert line == "./tools/check.sh --fast" and (files[0].use, files[0].state) == ("tree", "tracked")
+    line, files = resolve("python -c 'print(1)'", r, r, sha)    # a program on PATH, a non-path argument
+    assert line == "python -c 'print(1)'" and files == []
+
+
+def test_subdirectory_spaces_and_outside(repo, tmp_path):
+    r, sha = repo
+    line, files = resolve("./check.sh", r / "tools", r, sha)      # typed in tools/: the tree's tools/check.sh
+    assert line == "tools/check.sh" and files[0].use == "tree"
+    (tmp_path / "my dir").mkdir()
+    (tmp_path / "my dir" / "t t.sh").write_text("exit 0\n")
+    line, files = resolve("'./t t.sh' 'an arg'", tmp_path / "my dir", r, sha)
+    assert shlex.split(line) == [str(tmp_path / "my dir" / "t t.sh"), "an arg"]
+    assert files[0].state == "outside the repository"
+    line, files = resolve("sh run.sh", tmp_path, r, sha)          # --repo elsewhere, no such file here: the tree's
+    assert line == "sh run.sh" and files[0].state == "tracked, not in your directory"
+    with pytest.raises(BisectkError, match="--run"):
+        resolve("./t.sh 'unclosed", r, r, sha)
+
+
+def test_pathspec_as_git_reads_it(repo, tmp_path):
+    r, _ = repo
+    assert pathspec_of(["check.sh", "../run.sh", "sub/"], r / "tools", r) == ["tools/check.sh", "run.sh", "tools/sub/"]
+    assert pathspec_of([":(top)x", ":!tools"], r / "tools", r) == [":(top)x", ":!tools"]
+    assert pathspec_of(["tools"], tmp_path, r) == ["tools"]       # typed outside: from the root
+    with pytest.raises(BisectkError, match="outside the repository"):
+        pathspec_of(["../../x"], r / "tools", r)

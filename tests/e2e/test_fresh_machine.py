@@ -84,7 +84,7 @@ def test_every_option_a_message_or_the_readme_names_exists():
     """`--name` quoted in the modules that word messages (cli, engine, report, the runner) and in
     the README is an option of some bisectk command -- or, in the README, plainly another tool's."""
     known = bisectk_options()
-    talkers = [ROOT / "bisectk" / "cli.py", ROOT / "bisectk" / "spec.py", ROOT / "bisectk" / "errors.py",
+    talkers = [*(ROOT / "bisectk").glob("cli*.py"), ROOT / "bisectk" / "spec.py", ROOT / "bisectk" / "errors.py",
                ROOT / "bisectk" / "run" / "runner.py", *(ROOT / "bisectk" / "engine").glob("*.py"),
                *(p for p in (ROOT / "bisectk" / "report").glob("*.py") if p.name != "html.py")]   # html.py: CSS
     named = set().union(*(OPTION.findall(p.read_text()) for p in talkers))

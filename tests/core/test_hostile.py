@@ -138,7 +138,9 @@ def test_ctrl_c_ends_a_run_whose_subject_ignores_sigterm_within_a_second(tmp_pat
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=10)
         took = time.monotonic() - t
-        assert "interrupted" in out and took < 1.0, took
+        # ended by the kill after the grace, not by the subject (300 s) nor the timeout; the figure
+        # (0.5 s on an idle box) comes from bench/adversary.py, this bound only leaves room for load
+        assert "interrupted" in out and took < 5.0, took
         assert with_marker(m) == []
     finally:
         proc.kill()

@@ -135,7 +135,7 @@ class _Worker:
         if self._report is None:
             try:
                 self._report = self.contained.wait(time.monotonic() + 0.5) or {}
-            except (TimeoutError, SupervisorLost):
+            except (TimeoutError, SupervisorLost, OSError, ValueError):   # no report, or the worker was closed
                 self._report = {}
         return bool(self._report)
 

@@ -160,3 +160,16 @@ def test_warm_runs_read_their_output_as_cold_runs_do(tmp_path):
     assert classify_run(raw, JUDGE).outcome is Outcome.PASS
     size = (tmp_path / "logs" / "stdout.log").stat().st_size
     assert size <= LOG_HEAD_BYTES + LOG_TAIL_BYTES + 200 and len(raw.stdout) < 70_000
+
+
+def test_a_run_that_crashes_its_warm_worker_is_a_crash_not_a_lost_supervisor(tmp_path):
+    """The worker's supervisor reports the worker's end and then exits with the same signal
+    (run/supervise.py): after a SIGSEGV in a warm run it is found dead by SIGSEGV. That is the
+    run's crash, not containment lost (it was read as UNRESOLVED infra in about 1 ablation of 5)."""
+    from bisectk.run.pool import WorkerPool
+    (tmp_path / "segv.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    with WorkerPool(gpus=None, preload=(), spares=1, ready_timeout=60) as pool:
+        for _ in range(8):   # the supervisor's exit races the worker's EOF: several runs
+            raw = pool.run([sys.executable, "segv.py"], cwd=tmp_path, timeout=60)
+            assert raw.started and raw.signal == "SIGSEGV" and "supervisor" not in raw.error, raw
+        assert pool.stats.get("worker_lost", 0) == 0

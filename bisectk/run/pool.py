@@ -48,8 +48,8 @@ import psutil
 from bisectk.run.classify import recognise
 from bisectk.run.executor import Builds, Job, build_then_run
 from bisectk.run.output import Readers
-from bisectk.run.process import (RUN_ID_ENV, SUPERVISOR_CHECK_S, TAIL_BYTES, RawRun, captures, death_words,
-                                 kill_run, kill_tree, run_process, signal_name, start_contained)
+from bisectk.run.process import (RUN_ID_ENV, SUPERVISOR_CHECK_S, TAIL_BYTES, RawRun, SupervisorLost, captures,
+                                 death_words, kill_run, kill_tree, run_process, signal_name, start_contained)
 from bisectk.run.watchdog import Watch, wait_run
 
 # Environment variables read at import or CUDA-context creation: a request that changes one cannot
@@ -97,6 +97,7 @@ class _Worker:
         self.runs = 0
         self.ready_info: dict | None = None
         self.exit_asked = False
+        self._report: dict | None = None   # the supervisor's final report, once read (_reported)
 
     def read_line(self, timeout: float | None) -> dict | None:
         """The next JSON line from the reply pipe; None on timeout; EOFError when the worker died."""
@@ -127,10 +128,23 @@ class _Worker:
         self.proc.stdin.write((json.dumps(req) + "\n").encode())
         self.proc.stdin.flush()
 
+    def _reported(self) -> bool:
+        """Whether the supervisor ended after its final report: then the worker itself ended (a run
+        that crashed it, e.g. SIGSEGV) and the supervisor's exit only mirrors the worker's signal
+        (run/supervise.py); one killed from outside ends without a report."""
+        if self._report is None:
+            try:
+                self._report = self.contained.wait(time.monotonic() + 0.5) or {}
+            except (TimeoutError, SupervisorLost, OSError, ValueError):   # no report, or the worker was closed
+                self._report = {}
+        return bool(self._report)
+
     def supervisor_lost(self) -> str:
         """Why this worker's containment is gone ('' while its supervisor is alive and running):
         a run may kill or stop the supervisor (it is the worker's parent)."""
         if self.proc.poll() is not None:
+            if self._reported():
+                return ""
             return f"the warm worker's supervisor {death_words(self.proc.returncode)}"
         return self.contained.stopped().replace("the run's supervisor", "the warm worker's supervisor")
 

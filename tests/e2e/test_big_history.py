@@ -36,5 +36,7 @@ def test_thirty_thousand_commits_with_merges_in_bounded_memory(tmp_path: Path):
     doc = json.loads(p.stdout)
     peak_mb = int(p.stderr.rsplit("PEAK_KB ", 1)[1].split()[0]) / 1024
     assert p.returncode == 0 and doc["first_bad"]["sha"] == g.culprit
-    assert doc["commits"] == 30_000 and doc["runs"] <= 2 + 18     # endpoints + about log2(30,000) + 2
+    # endpoints + about log2(30,000) + 2, + the confirmation (search/confirm.py): the culprit again
+    # and its parent's passes, few after ~15 failures seen
+    assert doc["commits"] == 30_000 and doc["runs"] <= 2 + 18 + 6
     assert peak_mb < 250, f"the bisect process peaked at {peak_mb:.0f} MB"

@@ -229,7 +229,9 @@ def test_bisect_256_commits_on_ray_matches_local_within_the_round_bound(tmp_path
             assert left is True, f"Ray processes left behind: {[q.pid for q in left]}"
     for doc in docs.values():
         assert doc["first_bad"]["sha"] == shas[171]
-        assert doc["rounds"] <= math.ceil(math.log(doc["commits"], 5)) + 1, doc["rounds"]
+        # + the confirmation of the answer (search/confirm.py): the culprit again and its parent's
+        # passes, run 4 at a time
+        assert doc["rounds"] <= math.ceil(math.log(doc["commits"], 5)) + 1 + 3, doc["rounds"]
     assert docs["ray"]["mode"] == "dag-multisect-4" and docs["ray"]["runs"] == docs["local"]["runs"]
 
 

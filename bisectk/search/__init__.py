@@ -1,9 +1,9 @@
 """Pure search algorithms over a list of differences and an oracle callable (no processes,
 files or git). Factor ablation lives in `ablation` (entry point `ablate`, registry
 `STRATEGIES`); ordinal factors in `threshold`; the flakiness rule in `flaky`. History search:
-`history` dispatches (`search_history` over a chain: `linear`, `bayes`, `multisect`; `search_dag`
-over the commit DAG with git's semantics: `ancestry` (O(N) ancestor sets and sums), `dag`,
-`dag_bisect`, `dag_bayes`), all sharing `gateway`.
+`history` dispatches (`search_dag` over the commit DAG with git's semantics, a chain being one:
+`ancestry` (O(N) ancestor sets and sums), `dag`, `dag_bisect`, `dag_bayes`, `posterior`,
+`confirm`), all sharing `gateway`.
 """
 
 from bisectk.search.ablation import DEFAULT_STRATEGY, STRATEGIES, ablate, strategy_names

@@ -15,7 +15,7 @@ Candidates are 0..n-1 in a topological order (parents before children). `parents
 parents among the candidates; a parent outside them is an ancestor of a good commit, so good. The
 bad commit is n-1 and descends from every candidate (it may be the culprit itself). The good
 commit is no candidate. A chain (`Dag.chain(n)`: the `--first-parent` mainline without its good
-commit) is a DAG too, and there every DAG search behaves like its linear counterpart.
+commit) is a DAG too: there a search is plain bisection over a list (git's `--first-parent`).
 
 Abstractions
 ------------
@@ -26,10 +26,10 @@ Dag           -- (ancestry.py) parents, children, ancestor sets and ancestor sum
 Narrowing     -- the deterministic state derived from observations: the culprits still allowed
                  (ancestors of every FAIL, ancestors of no PASS), tested and untestable commits.
 explain       -- why observations admit no culprit, in words, with the commits involved.
-groups        -- culprits that no testable commit tells apart (skips merge them): the DAG form
-                 of linear.candidate_groups.
-testable_odds -- where untestable commits probably are: the two-state chain of linear.py, read
-                 from a commit's nearest known ancestor and descendant.
+groups        -- culprits that no testable commit tells apart (skips merge them): on a chain, a
+                 culprit joins the next one whenever it is untestable.
+testable_odds -- where untestable commits probably are: a two-state Markov chain along the
+                 history, read from a commit's nearest known ancestor and descendant.
 Confirmation  -- the runs that confirmed (or contradicted) a deterministic answer: the culprit
                  failing again, its parents passing again (confirm.py makes them).
 DagResult     -- the answer every DAG search returns (and SearchStopped carries).
@@ -53,9 +53,10 @@ from bisectk.search.rates import Rates
 __all__ = ["Dag", "Narrowing", "DagResult", "Confirmation", "explain", "groups", "testable_odds",
            "narrowing_result", "entr"]
 
-# Untestable commits come in runs (a broken build lasts until its fix): the two-state chain of
-# linear.testability, which testable_odds reads along the DAG. It only steers probes; answers
-# never depend on it.
+# Untestable commits come in runs (a broken build lasts until its fix). A two-state Markov chain
+# along the history models that: runs of untestable commits of mean length CLUSTER_LEN, one commit
+# in UNTESTABLE_RATE untestable overall; testable_odds reads it along the DAG. It only steers
+# probes; answers never depend on it.
 CLUSTER_LEN, UNTESTABLE_RATE = 8.0, 0.1
 _STAY = 1.0 - 1.0 / CLUSTER_LEN
 _LAMBDA = _STAY - UNTESTABLE_RATE / (1.0 - UNTESTABLE_RATE) * (1.0 - _STAY)
@@ -82,13 +83,14 @@ def _nearest_known(dag: Dag, known: dict[int, bool], down: bool) -> tuple[np.nda
 def testable_odds(dag: Dag, skipped: Iterable[int], tested: np.ndarray) -> np.ndarray:
     """P(testable) of every commit, given the known untestable (`skipped`) and testable ones.
 
-    linear.testability on a DAG: a commit's neighbours on the two sides of a chain become its
-    nearest known ancestor (distance a, state s_a) and nearest known descendant (b, s_b), and
+    On a chain, a commit's probability follows from its nearest known neighbour on each side; on
+    a DAG those become its nearest known ancestor (distance a, state s_a) and nearest known
+    descendant (b, s_b), and
 
         P(ok) = T^a[s_a, ok] T^b[ok, s_b] / sum_z T^a[s_a, z] T^b[z, s_b],
 
     with T^n[x, y] = pi_y + lambda^n (1[x = y] - pi_y) the two-state chain; a side with no known
-    commit drops out (pi in place of T^a, 1 in place of T^b). On a chain it is linear.testability.
+    commit drops out (pi in place of T^a, 1 in place of T^b).
     The bad commit counts as testable: the caller verified it. All ones while nothing is skipped.
     """
     skipped = list(skipped)

@@ -17,7 +17,7 @@ SearchStopped   -- the one "search stopped" exception (tester.py), shared with t
 InconsistentObservations -- the observations contradict the model (the good endpoint failed).
 round_width     -- how many probes a k-way round sends: --jobs, or the workers alive if fewer.
 
-This module sits below the algorithms (linear.py, bayes.py, multisect.py, dag*.py) and imports
+This module sits below the algorithms (dag_bisect.py, dag_bayes.py, confirm.py) and imports
 none of them, so they can share it without importing each other.
 """
 

@@ -1,56 +1,42 @@
 """History search: the dispatcher that picks an algorithm, and the names callers import.
 
-Two index spaces, two families of algorithms (all pure: no git, no processes):
-
-- linear (linear.py, bayes.py, multisect.py): indices 0..N-1 of a chain, 0 the good commit and
-  N-1 the bad one; "b is first bad" means every index >= b is bad. Right for the
-  `--first-parent` mainline; wrong on a history with merges read as a list.
-- DAG (ancestry.py, dag.py, dag_bisect.py, dag_bayes.py): candidates 0..n-1 (the good commit is none of them)
-  in topological order with their parents; a commit is bad iff the culprit is among its
-  ancestors, git bisect's semantics. A chain is a DAG, so these serve `--first-parent` too.
+Candidates are 0..n-1 (the good commit is none of them) in topological order with their parents;
+a commit is bad iff the culprit is among its ancestors, git bisect's semantics (ancestry.py,
+dag.py, dag_bisect.py, dag_bayes.py; all pure: no git, no processes). A chain is a DAG
+(`Dag.chain`), so the same searches serve `--first-parent`.
 
 Abstractions
 ------------
-SearchOptions  -- what the CLI chooses: flaky, jobs, confidence, run budget, q, seed.
-search_history -- the linear dispatcher: bisect(), bayes_bisect(), multisect() or
-                  bayes_multisect(); returns a linear.HistoryResult.
-search_dag     -- the DAG dispatcher: dag_bisect(), dag_bayes_bisect(), dag_multisect() or
+SearchOptions  -- what the CLI chooses: flaky, jobs, confidence, run budget, q, the
+                  flake model, confirmation.
+search_dag     -- the dispatcher: dag_bisect(), dag_bayes_bisect(), dag_multisect() or
                   dag_bayes_multisect(); returns a dag.DagResult. A deterministic answer is
                   confirmed (confirm.py); when its confirmation, or any observation, contradicts
                   it, the search goes on in the flake model (`options.switch_prior`) from every
                   observation made so far: it never starts again.
 
-Both raise gateway.SearchStopped (carrying the best result so far) when stopped. The linear
-searches end a spent budget with an incomplete result instead; the DAG searches raise.
+It raises gateway.SearchStopped (carrying the best result so far) when stopped or out of budget.
 
 This module imports the algorithms and none of them imports it, so there is no import circle;
-it re-exports the names that callers have always imported from here. The chain-only Bayesian
-and k-way searches (bayes.py, multisect.py: scipy) load when search_history first needs them,
-so `bisectk bisect`, which runs search_dag, never pays for them.
+it re-exports the names that callers have always imported from here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
-
-from dataclasses import replace
 
 from bisectk.search.dag import Dag, DagResult
 from bisectk.search.dag_bayes import dag_bayes_bisect, dag_bayes_multisect
 from bisectk.search.dag_bisect import dag_bisect, dag_multisect
 from bisectk.search.gateway import (BatchOracle, Gateway, InconsistentObservations, Observation, Oracle,
                                     SearchStopped, StopSearch)
-from bisectk.search.linear import (CLUSTER_LEN, UNTESTABLE_RATE, HistoryResult, bisect, bounds,
-                                   candidate_groups, interval_result, skip_away, testability)
 from bisectk.search.rates import ONE_SIDED, RatePrior
 
 __all__ = [
-    "SearchOptions", "search_history", "search_dag", "Dag", "DagResult", "HistoryResult",
-    "Observation", "Oracle", "BatchOracle", "Gateway", "StopSearch", "SearchStopped",
-    "InconsistentObservations", "bisect", "bounds", "candidate_groups", "interval_result",
-    "skip_away", "testability", "CLUSTER_LEN", "UNTESTABLE_RATE",
+    "SearchOptions", "search_dag", "Dag", "DagResult", "Observation", "Oracle", "BatchOracle",
+    "Gateway", "StopSearch", "SearchStopped", "InconsistentObservations",
 ]
 
 
@@ -64,7 +50,6 @@ class SearchOptions:
     max_runs: int | None = None
     fail_prob: float | None = None      # known q; else estimated (Beta prior over a grid)
     q_prior: tuple[float, float] | None = None   # the Beta of p_new (None: the prior's own)
-    seed: int = 0
     width: Callable[[], int] | None = None   # probes per round now (workers alive), at most jobs
     prior: RatePrior | None = None      # the flake model: ONE_SIDED (default) or TWO_RATE (--flaky)
     base: tuple[int, int] = (0, 0)      # fails and passes of the good endpoint (old-side runs)
@@ -78,32 +63,6 @@ def _batched(oracle: Oracle | None, batch_oracle: BatchOracle | None) -> BatchOr
         return batch_oracle
     single = oracle
     return lambda idx: [single(i) for i in idx]  # type: ignore[misc]
-
-
-def search_history(n: int, oracle: Oracle | None = None, *, batch_oracle: BatchOracle | None = None,
-                   options: SearchOptions | None = None,
-                   observations: Iterable[Observation | Sequence[Any]] = (),
-                   on_observation: Callable[[Observation], None] | None = None) -> HistoryResult:
-    """Linear search over a chain: binary (default), Bayesian (`flaky`), k-way (`jobs` > 1)."""
-    opt = options or SearchOptions()
-    if oracle is None and batch_oracle is None:
-        raise ValueError("search_history needs an oracle or a batch oracle")
-    from bisectk.search.bayes import bayes_bisect      # scipy: loaded by the chain searches only
-    from bisectk.search.multisect import bayes_multisect, multisect
-    if opt.jobs > 1 or oracle is None:
-        batch = _batched(oracle, batch_oracle)
-        if opt.flaky:
-            return bayes_multisect(n, batch, jobs=opt.jobs, confidence=opt.confidence,
-                                   observations=observations, on_observation=on_observation,
-                                   max_runs=opt.max_runs, fail_prob=opt.fail_prob, q_prior=opt.q_prior or (1.0, 2.0))
-        return multisect(n, batch, jobs=opt.jobs, observations=observations,
-                         on_observation=on_observation, max_runs=opt.max_runs)
-    if opt.flaky:
-        return bayes_bisect(n, oracle, confidence=opt.confidence, observations=observations,
-                            on_observation=on_observation, max_runs=opt.max_runs,
-                            fail_prob=opt.fail_prob, q_prior=opt.q_prior or (1.0, 2.0))
-    return bisect(n, oracle, observations=observations, on_observation=on_observation,
-                  max_runs=opt.max_runs, seed=opt.seed)
 
 
 def search_dag(dag: Dag | Sequence[Iterable[int]], oracle: Oracle | None = None, *,

@@ -12,9 +12,6 @@ CommitGraph   -- the candidates of a DAG search, with git bisect's semantics: th
                  the few commits shown is read when asked.
 list_graph    -- `git rev-list --topo-order --reverse --parents bad ^good` (`--first-parent`: the
                  mainline chain), parsed with numpy, validated.
-CommitRange   -- the linear searches' index space: index 0 is --good, the last index is --bad
-                 (bisectk.search.linear). On a history with merges it is a list, not a chain.
-list_commits  -- `git rev-list --ancestry-path good..bad` (or `--first-parent`), validated.
 run_git       -- every git command of bisectk: hooks off, auto-gc off, the caller's GIT_DIR /
                  GIT_INDEX_FILE / GIT_WORK_TREE dropped (worktrees.py lends the checkouts).
 
@@ -28,7 +25,7 @@ pointed at the user's index or working tree.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -181,62 +178,6 @@ class CommitInfo:
 
 def _parse_log(text: str) -> list[CommitInfo]:
     return [CommitInfo(sha, subject, author, date) for sha, subject, author, date in _records(text, 4)]
-
-
-@dataclass(frozen=True)
-class CommitRange:
-    """Candidates in topological order: [good, ..., bad]; indices are the search's indices."""
-
-    repo: Path
-    commits: tuple[CommitInfo, ...]
-    first_parent: bool = False
-    _index: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self._index.update({c.sha: i for i, c in enumerate(self.commits)})
-
-    def __len__(self) -> int:
-        return len(self.commits)
-
-    def __getitem__(self, i: int) -> CommitInfo:
-        return self.commits[i]
-
-    def index(self, sha: str) -> int:
-        """Index of a full or abbreviated sha."""
-        if sha in self._index:
-            return self._index[sha]
-        hits = [i for s, i in self._index.items() if s.startswith(sha)]
-        if len(hits) != 1:
-            raise SpaceError(f"commit {sha!r} is {'ambiguous' if hits else 'not'} in the range")
-        return hits[0]
-
-    def describe(self, i: int) -> CommitInfo:
-        return describe(self.repo, self.commits[i].sha)
-
-
-def list_commits(repo: Path | str, good: str, bad: str, *, first_parent: bool = False) -> CommitRange:
-    """Commits from --good to --bad: `rev-list --ancestry-path` (or `--first-parent`) good..bad.
-
-    With merges in the range, the order is a topological linearisation; `first_parent` gives a
-    true chain (the mainline) and is what merge-heavy histories want.
-    """
-    root = open_repo(repo)
-    g, b = resolve(root, good, "--good"), resolve(root, bad, "--bad")
-    if g == b:
-        raise SpaceError(f"--good and --bad are the same commit ({g[:10]})")
-    try:
-        run_git(root, "merge-base", "--is-ancestor", g, b)
-    except SpaceError:
-        raise not_an_ancestor(root, good, bad, g, b) from None
-    walk = ["--first-parent"] if first_parent else ["--ancestry-path"]
-    text = run_git(root, "log", "--reverse", "--topo-order", *walk, f"--format={_FIELDS}", f"{g}..{b}")
-    commits = _parse_log(run_git(root, "log", "-1", f"--format={_FIELDS}", g)) + _parse_log(text)
-    if first_parent and len(commits) > 1:
-        parents = run_git(root, "rev-list", "--parents", "-n", "1", commits[1].sha).split()[1:]
-        if not parents or parents[0] != g:
-            raise SpaceError(f"--good {good} ({g[:10]}) is not on the first-parent chain of --bad "
-                             f"{bad}; drop --first-parent or pick a mainline commit")
-    return CommitRange(root, tuple(commits), first_parent)
 
 
 class CommitGraph:

@@ -17,7 +17,6 @@ from bisectk.search.dag import testable_odds as odds_of
 from bisectk.search.dag_bisect import best_probe, dag_bisect, dag_multisect, split_probes
 from bisectk.search.gateway import Observation, SearchStopped, StopSearch
 from bisectk.search.history import SearchOptions, search_dag
-from bisectk.search.linear import bisect
 from tests.search.dags import (CRISS_CROSS, OCTOPUS, TWICE_MERGED, ancestors, batch, dags,
                                dense_best_probe, dense_split_probes, deterministic, history,
                                reference_odds, truth_group)
@@ -180,14 +179,13 @@ def test_a_probe_outside_the_allowed_culprits_can_be_the_one_that_splits():
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 17, 100, 1000])
-def test_a_chain_takes_log2_runs_like_the_linear_search(n):
+def test_a_chain_takes_log2_runs_as_plain_bisection_does(n):
     dag, chain = Dag.chain(n), [set(range(i + 1)) for i in range(n)]
     for culprit in range(0, n, max(1, n // 40)):
-        result = dag_bisect(dag, deterministic(chain, culprit))
-        assert result.culprit == culprit and result.runs <= math.ceil(math.log2(n))
-        # the linear index space has the good commit in front: candidate c is linear index c + 1
-        linear = bisect(n + 1, lambda i: F if i >= culprit + 1 else P)
-        assert linear.first_bad == culprit + 1 and result.runs <= linear.runs + 1
+        calls: list[int] = []
+        result = dag_bisect(dag, deterministic(chain, culprit, calls=calls))
+        assert result.culprit == culprit and result.parents == ((culprit - 1,) if culprit else ())
+        assert len(calls) == len(set(calls)) == result.runs <= math.ceil(math.log2(n))
 
 
 @pytest.mark.parametrize("jobs", [1, 2, 3, 4, 7])

@@ -13,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bisectk.outcome import Outcome
-from bisectk.search.bayes import FirstBadPosterior
 from bisectk.search.dag import Dag
 from bisectk.search.dag_bayes import MAX_JOINT, CulpritPosterior, dag_bayes_bisect, dag_bayes_multisect
 from bisectk.search.gateway import InconsistentObservations, Observation, SearchStopped, StopSearch
@@ -100,14 +99,27 @@ def test_information_matches_brute_force(problem, data):
         brute_information(parents, model.joint, probes, model.q), abs=1e-9)
 
 
-def test_on_a_chain_it_is_the_linear_posterior():
+def test_on_a_chain_it_is_the_first_bad_posterior():
+    """On a chain (`--first-parent`) the culprit is the first bad commit: nothing at or after the
+    first failure can be it, passes before it only weigh, as brute force over the chain says."""
     n, rng = 60, random.Random(1)
     obs = [(rng.randrange(n), rng.choice([P, P, F])) for _ in range(12)]
-    obs = [(i, o) for i, o in obs if o is P or i >= 40]            # fails only where 40 is bad
-    dag_model = CulpritPosterior.from_observations(Dag.chain(n), obs)
-    linear = FirstBadPosterior.from_observations(n + 1, [(i + 1, o) for i, o in obs])
-    assert np.allclose(dag_model.marginal(), linear.marginal()[1:], atol=1e-12)
-    assert dag_model.fail_prob() == pytest.approx(linear.fail_prob())
+    obs = [(i, o) for i, o in obs if o is P or i >= 40] + [(45, F), (30, P)]   # 40 is the culprit
+    model = CulpritPosterior.from_observations(Dag.chain(n), obs)
+    parents = [()] + [(i - 1,) for i in range(1, n)]
+    brute = brute_joint(parents, obs)
+    assert np.allclose(model.joint, brute, atol=1e-9)
+    first_fail = min(i for i, o in obs if o is F)
+    assert model.marginal()[first_fail + 1:].sum() == 0 and model.marginal()[first_fail] > 0
+    qs = (np.arange(brute.shape[1]) + 0.5) / brute.shape[1]
+    assert model.fail_prob() == pytest.approx(float(brute.sum(axis=0) @ qs))
+
+
+def test_deterministic_failures_in_flaky_mode_cost_little():
+    n, chain = 255, [set(range(i + 1)) for i in range(255)]
+    for culprit in (0, 76, 127, 254):
+        result = dag_bayes_bisect(Dag.chain(n), deterministic(chain, culprit), observations=[(n - 1, F)])
+        assert result.culprit == culprit and result.runs <= 4 * 8   # q is learnt, not assumed
 
 
 @settings(max_examples=60, deadline=None)

@@ -14,13 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from bisectk.spaces.commits import list_commits, list_graph, resolve, run_git
+from bisectk.spaces.commits import list_graph, resolve, run_git
 from bisectk.spaces.worktrees import WorktreePool, cache_dir_of, collect
 from tests.fixtures.gitrepo import make_dag_repo
 from tests.search.dags import CRISS_CROSS
 from tests.spaces.test_commits import fingerprint, git, repo, worktrees  # noqa: F401  (repo: a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def chain(repo: Path) -> list[str]:
+    """The fixture's commits c0..c7 (c5b included), oldest first."""
+    return git(repo, "rev-list", "--reverse", "HEAD").split()[-9:]
 
 
 def cached(repo: Path) -> list[str]:
@@ -31,17 +36,17 @@ def cached(repo: Path) -> list[str]:
 
 def test_leases_hold_their_commit_and_the_cache_serves_the_next_pool(repo):
     before = fingerprint(repo)
-    rng = list_commits(repo, "HEAD~8", "HEAD")
+    rng = chain(repo)
     with WorktreePool(repo, size=2) as pool:
-        with pool.lease(rng[2].sha) as a, pool.lease(rng[6].sha) as b:
+        with pool.lease(rng[2]) as a, pool.lease(rng[6]) as b:
             assert a != b and (a / "state.txt").read_text() == "2\n"
             assert (b / "state.txt").read_text() == "5\n" and (b / "kernel.py").exists()
-            assert git(a, "rev-parse", "HEAD") == rng[2].sha
+            assert git(a, "rev-parse", "HEAD") == rng[2]
             assert a.is_relative_to(repo / ".git" / "bisectk-worktrees")
             (a / "build.out").write_text("artifact")
-        with pool.lease(rng[2].sha) as again:       # warm reuse keeps build outputs
+        with pool.lease(rng[2]) as again:       # warm reuse keeps build outputs
             assert again == a and (again / "build.out").exists()
-        with pool.lease(rng[8].sha) as c:           # a switch cleans untracked outputs
+        with pool.lease(rng[8]) as c:           # a switch cleans untracked outputs
             assert c in (a, b) and not (c / "build.out").exists()
             assert (c / "state.txt").read_text() == "7\n"
     assert cached(repo) == ["wt-0", "wt-1"]         # the pool is gone, its worktrees stay
@@ -49,24 +54,24 @@ def test_leases_hold_their_commit_and_the_cache_serves_the_next_pool(repo):
     # the next command: no `git worktree add`, an entry at the commit is chosen first
     at = {Path(p).name: git(Path(p), "rev-parse", "HEAD") for p in (a, b)}
     with WorktreePool(repo, size=1) as pool:
-        with pool.lease(rng[8].sha) as d:
-            assert d in (a, b) and at[d.name] == rng[8].sha and (d / "state.txt").read_text() == "7\n"
+        with pool.lease(rng[8]) as d:
+            assert d in (a, b) and at[d.name] == rng[8] and (d / "state.txt").read_text() == "7\n"
     assert cached(repo) == ["wt-0", "wt-1"] and fingerprint(repo) == before
 
 
 @pytest.mark.parametrize("exc", [RuntimeError, KeyboardInterrupt])
 def test_a_half_built_worktree_is_reset_before_the_next_use(repo, exc):
     before = fingerprint(repo)
-    rng = list_commits(repo, "HEAD~8", "HEAD")
+    rng = chain(repo)
     with pytest.raises(exc):
         with WorktreePool(repo, size=3) as pool:
-            with pool.lease(rng[1].sha) as wt:
+            with pool.lease(rng[1]) as wt:
                 (wt / "state.txt").write_text("build in progress\n")
                 (wt / "half.o").write_text("partial")
                 raise exc()
     assert fingerprint(repo) == before
     with WorktreePool(repo, size=1) as pool:
-        with pool.lease(rng[1].sha) as again:
+        with pool.lease(rng[1]) as again:
             assert again == wt and (wt / "state.txt").read_text() == "1\n" and not (wt / "half.o").exists()
 
 
@@ -74,19 +79,19 @@ def test_repo_environment_cannot_redirect_commands(repo, monkeypatch):
     before = fingerprint(repo)
     monkeypatch.setenv("GIT_INDEX_FILE", str(repo / ".git" / "index"))
     monkeypatch.setenv("GIT_WORK_TREE", str(repo))
-    rng = list_commits(repo, "HEAD~8", "HEAD")
+    rng = chain(repo)
     with WorktreePool(repo, size=1) as pool:
         for i in (1, 5, 3):
-            with pool.lease(rng[i].sha) as wt:
-                assert git(wt, "rev-parse", "HEAD") == rng[i].sha
+            with pool.lease(rng[i]) as wt:
+                assert git(wt, "rev-parse", "HEAD") == rng[i]
     assert fingerprint(repo) == before
 
 
 def test_two_pools_never_share_an_entry(repo):
-    rng = list_commits(repo, "HEAD~8", "HEAD")
+    rng = chain(repo)
     with WorktreePool(repo, size=1) as first, WorktreePool(repo, size=1) as second:
-        with first.lease(rng[3].sha) as a:
-            with second.lease(rng[3].sha) as b:
+        with first.lease(rng[3]) as a:
+            with second.lease(rng[3]) as b:
                 assert a != b and (a / "state.txt").read_text() == (b / "state.txt").read_text() == "3\n"
     assert cached(repo) == ["wt-0", "wt-1"]
 
@@ -109,45 +114,45 @@ with WorktreePool({repo!r}, size=1) as pool:
 
 def test_a_killed_holders_worktree_is_taken_over_and_reset(repo):
     before = fingerprint(repo)
-    rng = list_commits(repo, "HEAD~8", "HEAD")
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER.format(root=str(ROOT), repo=str(repo), sha=rng[4].sha)],
+    rng = chain(repo)
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER.format(root=str(ROOT), repo=str(repo), sha=rng[4])],
                             stdout=subprocess.PIPE, text=True)
     held = Path(proc.stdout.readline().strip())
     with WorktreePool(repo, size=1) as pool:       # held: this pool adds another entry
-        with pool.lease(rng[4].sha) as wt:
+        with pool.lease(rng[4]) as wt:
             assert wt != held
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     with WorktreePool(repo, size=2) as pool:
-        with pool.lease(rng[4].sha) as a, pool.lease(rng[4].sha) as b:
+        with pool.lease(rng[4]) as a, pool.lease(rng[4]) as b:
             assert held in (a, b)
             assert (held / "state.txt").read_text() == "4\n" and not (held / "junk.o").exists()
     assert fingerprint(repo) == before
 
 
 def test_prepare_checks_out_in_the_background_and_the_lease_finds_it(repo, monkeypatch):
-    rng = list_commits(repo, "HEAD~8", "HEAD")
+    rng = chain(repo)
     with WorktreePool(repo, size=1) as pool:
-        pool.prepare(rng[6].sha)
+        pool.prepare(rng[6])
         time.sleep(0.05)
-        with pool.lease(rng[6].sha) as wt:
-            assert git(wt, "rev-parse", "HEAD") == rng[6].sha
+        with pool.lease(rng[6]) as wt:
+            assert git(wt, "rev-parse", "HEAD") == rng[6]
         assert len(cached(repo)) == 1
         calls = []
         monkeypatch.setattr("bisectk.spaces.worktrees.run_git", lambda *a: calls.append(a) or run_git(*a))
-        with pool.lease(rng[6].sha):
+        with pool.lease(rng[6]):
             pass
         assert calls == []          # found at its commit: no git command at all
 
 
 def test_collect_removes_what_nobody_holds(repo):
     before = fingerprint(repo)
-    rng = list_commits(repo, "HEAD~8", "HEAD")
+    rng = chain(repo)
     with WorktreePool(repo, size=2) as pool:
-        with pool.lease(rng[1].sha), pool.lease(rng[2].sha):
+        with pool.lease(rng[1]), pool.lease(rng[2]):
             pass
     with WorktreePool(repo, size=1) as pool:
-        with pool.lease(rng[3].sha) as busy:
+        with pool.lease(rng[3]) as busy:
             removed = collect(repo)
             assert len(removed) == 1 and busy not in removed and busy.exists()
             assert cached(repo) == [busy.name]
@@ -158,9 +163,9 @@ def test_collect_removes_what_nobody_holds(repo):
 
 
 def test_keep_false_removes_the_worktrees(repo):
-    rng = list_commits(repo, "HEAD~8", "HEAD")
+    rng = chain(repo)
     with WorktreePool(repo, size=2, keep=False) as pool:
-        with pool.lease(rng[1].sha), pool.lease(rng[2].sha):
+        with pool.lease(rng[1]), pool.lease(rng[2]):
             pass
     assert worktrees(repo) == [f"worktree {repo}"] and not cache_dir_of(repo).exists()
 
@@ -193,34 +198,34 @@ def test_worktrees_see_what_the_graph_lists(tmp_path):
 
 
 def test_a_switch_drops_bytecode_and_a_warm_lease_keeps_it(repo):
-    rng = list_commits(repo, "HEAD~8", "HEAD")
+    rng = chain(repo)
     with WorktreePool(repo, size=1) as pool:
-        with pool.lease(rng[2].sha) as wt:
+        with pool.lease(rng[2]) as wt:
             (wt / "pkg" / "__pycache__").mkdir(parents=True)
             (wt / "pkg" / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"stale")
-        with pool.lease(rng[2].sha) as wt:
+        with pool.lease(rng[2]) as wt:
             assert (wt / "pkg" / "__pycache__").exists()         # same commit: no source changed
-        with pool.lease(rng[3].sha) as wt:
+        with pool.lease(rng[3]) as wt:
             assert not (wt / "pkg" / "__pycache__").exists()
 
 
 def test_files_made_anywhere_by_a_run_are_cleaned_and_a_clean_worktree_skips_clean(repo, monkeypatch):
-    rng = list_commits(repo, "HEAD~8", "HEAD")
+    rng = chain(repo)
     calls = []
     monkeypatch.setattr("bisectk.spaces.worktrees.run_git", lambda *a: calls.append(a[1]) or run_git(*a))
     with WorktreePool(repo, size=1) as pool:
-        with pool.lease(rng[2].sha) as wt:
+        with pool.lease(rng[2]) as wt:
             (wt / "out" / "deep").mkdir(parents=True)
             (wt / "out" / "deep" / "o.bin").write_text("x")
-        with pool.lease(rng[3].sha) as wt:          # a new directory: cleaned
+        with pool.lease(rng[3]) as wt:          # a new directory: cleaned
             assert not (wt / "out").exists()
         assert calls.count("clean") == 1
-        with pool.lease(rng[4].sha) as wt:          # nothing made since: no clean needed
+        with pool.lease(rng[4]) as wt:          # nothing made since: no clean needed
             assert (wt / "state.txt").read_text() == "4\n"
         assert calls.count("clean") == 1 and calls.count("checkout") == 2
-        with pool.lease(rng[5].sha) as wt:
+        with pool.lease(rng[5]) as wt:
             (wt / "tmp.txt").write_text("made and removed")
             (wt / "tmp.txt").unlink()
-        with pool.lease(rng[6].sha):
+        with pool.lease(rng[6]):
             pass
         assert calls.count("clean") == 2            # a directory changed: cleaned again, to be safe

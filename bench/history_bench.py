@@ -14,12 +14,15 @@ byte to a counter file, so *runs* are counted the same way for every method.
 Methods, on the same repositories:
 - `git`: `git bisect start BAD GOOD && git bisect run test.sh` (real git, real checkouts).
 - `git-rR`: the same with a wrapper that runs test.sh up to R times and says bad if any failed.
-- `bisectk`: bisectk.spaces.commits.list_commits for the candidates, then the search of
-  bisectk.search.history; its oracle runs the same test.sh in a scratch directory holding the
-  commit's state.txt (from a persistent `git cat-file --batch`: checkouts are timed separately
-  below). Endpoint checks are counted: good once, bad once (deterministic) or until it fails
-  (flaky; at most 30). `-flaky` is the Bayesian mode, `-jN` k-way multisection with N parallel
-  runs per round; *rounds* are search rounds (the endpoint checks add one parallel round).
+- `bisectk`: bisectk.spaces.commits.list_graph for the candidates (on this chain, git's DAG is
+  the chain), then bisectk.search.history.search_dag, the search `bisectk bisect` runs; its
+  oracle runs the same test.sh in a scratch directory holding the commit's state.txt (from a
+  persistent `git cat-file --batch`: checkouts are timed separately below). Endpoint checks are
+  counted: good once, bad once (deterministic) or until it fails (flaky; at most 30). The
+  deterministic rows count the search alone (`confirm=False`); `bisectk-confirmed` adds the
+  confirmation runs the CLI makes before it names a deterministic answer (search/confirm.py).
+  `-flaky` is the Bayesian mode, `-jN` k-way multisection with N parallel runs per round;
+  *rounds* are search rounds (the endpoint checks add one parallel round).
 
 Correct = the reported first bad commit is the culprit. Goals are checked at the end.
 Usage: python bench/history_bench.py [--repos 50] [--commits 1024] [--repeats 4] [--jobs 4]
@@ -44,8 +47,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bisectk.outcome import Outcome  # noqa: E402
-from bisectk.search.history import Observation, SearchOptions, search_history  # noqa: E402
-from bisectk.spaces.commits import list_commits  # noqa: E402
+from bisectk.search.history import Dag, SearchOptions, search_dag  # noqa: E402
+from bisectk.spaces.commits import list_graph  # noqa: E402
 from bisectk.spaces.worktrees import WorktreePool  # noqa: E402
 
 TEST_SH = r"""#!/bin/bash
@@ -178,23 +181,28 @@ def run_git_bisect(repo: Path, good: str, bad: str, env: dict, script: Path) -> 
     return None
 
 
-def run_bisectk(repo: Path, env: dict, scratch: Path, flaky: bool, jobs: int) -> tuple[str | None, int]:
-    rng = list_commits(repo, first_sha(repo), "main")
-    shas = [c.sha for c in rng.commits]
+def run_bisectk(repo: Path, env: dict, scratch: Path, flaky: bool, jobs: int,
+                confirm: bool = False) -> tuple[str | None, int]:
+    good_sha = first_sha(repo)
+    graph = list_graph(repo, good_sha, "main")
+    # the good commit is no candidate of the DAG search: it is run first, as the CLI verifies it
+    shas = [good_sha, *(graph.sha(i) for i in range(len(graph)))]
     oracle = ContentOracle(repo, shas, scratch, env, max(jobs, 2))
     try:
-        n = len(shas)
-        # Endpoint checks (the CLI's verify step), counted as runs and fed to the search.
-        good, bad = oracle.batch([0, n - 1])
-        log = [Observation(0, good), Observation(n - 1, bad)]
-        while flaky and log[-1].outcome is not Outcome.FAIL and len(log) < 31:
-            log.append(Observation(n - 1, oracle(n - 1)))
-        assert good is Outcome.PASS and log[-1].outcome is Outcome.FAIL, "endpoints misbehave"
-        result = search_history(n, oracle, batch_oracle=oracle.batch, observations=log,
-                                options=SearchOptions(flaky=flaky, jobs=jobs))
+        n = len(graph)
+        # Endpoint checks (the CLI's verify step), counted as runs; the bad one's are fed to the search.
+        good, bad = oracle.batch([0, n])
+        log = [(n - 1, bad)]
+        while flaky and log[-1][1] is not Outcome.FAIL and len(log) < 30:
+            log.append((n - 1, oracle(n)))
+        assert good is Outcome.PASS and log[-1][1] is Outcome.FAIL, "endpoints misbehave"
+        search = lambda i: oracle(i + 1)                                 # noqa: E731
+        batch = lambda idx: oracle.batch([i + 1 for i in idx])           # noqa: E731
+        result = search_dag(Dag.from_csr(*graph.csr()), search, batch_oracle=batch, observations=log,
+                            options=SearchOptions(flaky=flaky, jobs=jobs, confirm=confirm))
     finally:
         oracle.close()
-    return (None if result.ambiguous else shas[result.first_bad]), result.rounds
+    return (shas[result.culprit + 1] if result.found else None), result.rounds
 
 
 def first_sha(repo: Path) -> str:
@@ -218,8 +226,8 @@ def bench_repo(task: tuple[float, int, int, int, int]) -> list[Row]:
             path.chmod(0o755)
         methods: list[tuple[str, object]] = [("git", None), (f"git-r{repeats}", None)]
         if q == 1.0:
-            methods += [("bisectk", (False, 1)), (f"bisectk-j{jobs}", (False, jobs)),
-                        ("bisectk-flaky", (True, 1))]
+            methods += [("bisectk", (False, 1)), ("bisectk-confirmed", (False, 1, True)),
+                        (f"bisectk-j{jobs}", (False, jobs)), ("bisectk-flaky", (True, 1))]
         else:
             methods += [("bisectk-flaky", (True, 1)), (f"bisectk-flaky-j{jobs}", (True, jobs))]
         for name, how in methods:

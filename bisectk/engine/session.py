@@ -133,9 +133,21 @@ class Session:
         project directory with them), warm workers (`--warm`), or fresh processes."""
         if self._executor is None:
             self._executor = make_executor(self.policy, project=self._project(), line_info=self.snapshots.enabled,
-                                           on_note=lambda text: self.events.emit(Note(text)))
+                                           on_note=lambda text: self.events.emit(Note(text)),
+                                           preload=self._preload() if self.policy.warm else None)
             self.closers.append(self._executor.close)
         return self._executor
+
+    def _preload(self) -> tuple[str, ...] | None:
+        """What warm workers import before their first run: the heavy packages the subject's own
+        source imports (run/preload.py); None (the pool's default) when that cannot be read."""
+        from bisectk.run.pool import DEFAULT_PRELOAD
+        from bisectk.run.preload import subject_preload
+        try:
+            argv = self.spec.argv(self.spec.good)
+        except Exception:   # a template the good configuration cannot fill: the runs will say so
+            return None
+        return subject_preload(argv, self.spec.cwd, DEFAULT_PRELOAD)
 
     def _project(self) -> Path | None:
         from bisectk.spec import project_root
@@ -187,16 +199,17 @@ class Session:
 
 
 def make_executor(policy: RunPolicy, *, project: Path | None = None, line_info: bool = False,
-                  on_note: Callable[[str], None] | None = None) -> Executor:
+                  on_note: Callable[[str], None] | None = None, preload: tuple[str, ...] | None = None) -> Executor:
     """Where a command's runs happen, decided here and nowhere else (run/executor.py). `on_note`
     hears what the executor has to say (where the Ray actors are, what a warm run changed).
     `line_info`: hang snapshots are on, so runs compile CuTe DSL kernels with line info (a
     process-level variable): warm workers start with it so those runs stay warm; without
     snapshots they do not pay for it (on an H100 the FMHA example's 6 runs took 21.2 s with it,
-    13.4 s without)."""
+    13.4 s without). `preload`: what warm workers import first (None: the pool's default)."""
+    extra = {} if preload is None else {"preload": preload}
     if policy.remote:
         from bisectk.run.cluster import RayExecutor
-        ray = RayExecutor(actors=policy.jobs, address=policy.ray_address, project=project, warm=policy.warm)
+        ray = RayExecutor(actors=policy.jobs, address=policy.ray_address, project=project, warm=policy.warm, **extra)
         if on_note is not None:
             on_note(ray.describe())
         return ray
@@ -204,5 +217,5 @@ def make_executor(policy: RunPolicy, *, project: Path | None = None, line_info: 
         from bisectk.run.pool import WorkerPool
         from bisectk.run.snapshot import LINEINFO_ENV
         return WorkerPool(gpus=list(policy.gpus) or None, slots=policy.jobs, env=dict(LINEINFO_ENV) if line_info else None,
-                          on_note=on_note).start(wait=False)
+                          on_note=on_note, **extra).start(wait=False)
     return LocalExecutor(slots=policy.jobs)

@@ -64,11 +64,12 @@ def search_set(oracle: Oracle, differences: list, *, strategy: str, rule: Confid
                max_runs: int | None, measure_removal: bool = False, more_sets: int = 0,
                confidence: float | None = None, endpoint: tuple[int, int] = (0, 0)) -> SetSearch:
     """`confidence`: the answer is confirmed before it is given (search.confirm: no confidence
-    without confirmation); `endpoint`: the bad endpoint's (fails, runs)."""
+    without confirmation), at the least cost in time from what this command's failing and passing
+    runs took; `endpoint`: the bad endpoint's (fails, runs)."""
     try:
         return SetSearch(ablate(differences, oracle, strategy=strategy, rule=rule, max_runs=max_runs,
                                 measure_removal=measure_removal, more_sets=more_sets, confidence=confidence,
-                                endpoint=endpoint), False)
+                                endpoint=endpoint, costs=oracle.trials.costs), False)
     except SearchStopped as stop:
         return SetSearch(stop.result, True)
 

@@ -158,7 +158,9 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
                             width=oracle.width if policy.jobs > 1 else None,
                             prior=TWO_RATE if two_rate else ONE_SIDED, switch_prior=ONE_SIDED,
                             base=(check.good_rate.fails, check.good_rate.runs - check.good_rate.fails)
-                            if two_rate else (0, 0))
+                            if two_rate else (0, 0),
+                            # what a failing and a passing run cost (find-fix: the search's "bad" passes)
+                            costs=(lambda: trials.costs()[::-1]) if terms.find_fix else trials.costs)
     stopped, reason = False, ""
     try:
         result = search_dag(Dag.from_csr(*graph.csr()), search if policy.jobs == 1 else None,

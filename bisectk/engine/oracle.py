@@ -130,6 +130,17 @@ class Trials:
         seen = [t.cached for t in self.trials if t.key == key]
         return bool(seen) and all(seen)
 
+    def costs(self) -> tuple[float, float]:
+        """(mean seconds of this command's runs judged FAIL, of those judged PASS): what one more
+        failing run and one more passing run cost, for the confirmation's plan (search/confirm.py:
+        a hang costs its watchdog, so it is re-run less and its parents' passes more). A kind not
+        seen yet costs what the other does; neither seen: 1 each."""
+        with self._lock:
+            walls = {o: [t.run.duration_s for t in self.trials if t.judged is o] for o in (Outcome.FAIL, Outcome.PASS)}
+        mean = {o: sum(w) / len(w) for o, w in walls.items() if w}
+        fail = mean.get(Outcome.FAIL, mean.get(Outcome.PASS, 1.0))
+        return fail, mean.get(Outcome.PASS, fail)
+
     def run_seconds(self) -> float:
         """What the trials cost when they ran, those answered from the ledger included."""
         with self._lock:

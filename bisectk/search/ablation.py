@@ -83,7 +83,8 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
            measure_removal: bool = False,
            more_sets: int = 0,
            confidence: float | None = None,
-           endpoint: tuple[int, int] = (0, 0)) -> AblationResult:
+           endpoint: tuple[int, int] = (0, 0),
+           costs: Callable[[], tuple[float, float]] | None = None) -> AblationResult:
     """Find the 1-minimal set of differences that causes the failure.
 
     `rule` turns single-shot noisy verdicts into confident ones (ConfidenceRule.derive, or
@@ -98,7 +99,8 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
     A contradiction of a search without a rule means the failure is intermittent: the Tester
     switches to the one-sided flake rule (from the runs so far and the bad endpoint's
     `endpoint` = (fails, runs)) and the search goes on from every run made, then is confirmed
-    again. A contradiction under a rule leaves the answer unconfirmed (incomplete).
+    again. A contradiction under a rule leaves the answer unconfirmed (incomplete). `costs()`:
+    (seconds of a failing run, of a passing one), so the confirmation costs least time (confirm.py).
     """
     items = list(differences)
     if not items:
@@ -122,7 +124,7 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
             must_fail, must_pass = set_claims(frozenset(items), result.sets or [FailingSet(result.culprits, result.proof,
                                                                                           result.interaction)],
                                               result.fixes, result.context)
-            check = confirm_sets(tester, must_fail, must_pass, confidence, endpoint)
+            check = confirm_sets(tester, must_fail, must_pass, confidence, endpoint, costs)
             result.confirmation, result.switched = check, switched
             if check.ok:
                 break

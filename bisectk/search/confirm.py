@@ -22,6 +22,12 @@ configuration, and the k / n it saw overstates the rate. A deterministic failure
 asks for fewer passes as k grows (k = 7: 9 passes at 0.99; an undeclared 50% flake then slips
 through a wrong answer's confirmation with probability 0.5 x 0.5^9 = 0.1%).
 
+What a run costs. A failing re-run and a passing one rarely cost the same: a hang costs its
+watchdog (and, warm, the worker it kills), a pass only the run. With `costs` = (seconds of a
+failing run, seconds of a passing run), the split between re-runs of the culprit and passes of
+each parent is the one that costs least time, not fewest runs; the confidence is the same either
+way (every split considered meets it). Without costs each run counts 1.
+
 A contradiction (the culprit passes, a parent fails) means the failure is intermittent: the
 caller goes on in the flake model from every observation made so far (history.search_dag,
 ablation.ablate); nothing is run again from the start.
@@ -29,7 +35,8 @@ ablation.ablate); nothing is run again from the start.
 Abstractions
 ------------
 repeats_for      -- the passes asked of a configuration judged good, from k / n and the confidence.
-plan_confirmation -- how often the culprit runs again and how many passes each parent needs.
+plan_confirmation -- how often the culprit runs again and how many passes each parent needs, at
+                    the least cost (runs, or seconds with `costs`).
 confirm_culprit  -- run the confirmation of a DAG answer through the search's gateway; returns
                     the facts (dag.Confirmation).
 set_claims       -- the configurations a sets search's answer rests on, FAIL and PASS claims.
@@ -48,6 +55,8 @@ from bisectk.outcome import Outcome
 from bisectk.search.dag import Confirmation, Dag
 from bisectk.search.flaky import ConfidenceRule
 from bisectk.search.gateway import Gateway
+
+Costs = Callable[[], tuple[float, float]]   # (seconds of a failing run, seconds of a passing run)
 
 MAX_RETRIES = 3     # an untestable confirmation run is tried again this often before it is given up
 
@@ -68,35 +77,42 @@ def _bad_side_counts(dag: Dag, gw: Gateway, culprit: int) -> tuple[int, int]:
     return fails, runs
 
 
-def plan_confirmation(fails: int, runs: int, parents: int, confidence: float) -> tuple[int, int]:
-    """(culprit re-runs, passes asked of each parent): every re-run of the culprit that fails
-    raises the observed rate and so lowers the passes asked of each parent; the split that costs
-    fewest runs in all is taken (at least one re-run: the culprit must fail again)."""
+def plan_confirmation(fails: int, runs: int, parents: int, confidence: float,
+                      costs: tuple[float, float] = (1.0, 1.0), made: int = 0,
+                      passes: Sequence[int] = ()) -> tuple[int, int]:
+    """(more culprit re-runs, passes asked of each parent): every re-run of the culprit that fails
+    raises the observed rate and so lowers the passes asked of each parent; the split whose new
+    runs cost least is taken, each failing run at costs[0] and each pass at costs[1]. `fails` /
+    `runs` count every run made so far; `made` of them are re-runs of the culprit already made,
+    `passes` the confirming passes each parent already has (a resumed or replayed log: what it
+    holds is used as it is, whatever plan made it). The culprit must fail again at least once."""
+    fail_cost, pass_cost = (max(float(c), 1e-3) for c in costs)
+    have = list(passes) or [0] * parents
     best = None
-    for again in range(1, 31):
-        repeats = repeats_for(fails + again, runs + again, confidence) if parents else 0
-        cost = again + parents * repeats
+    for extra in range(0 if made else 1, 31):
+        repeats = repeats_for(fails + extra, runs + extra, confidence) if parents else 0
+        cost = extra * fail_cost + sum(max(repeats - p, 0) for p in have) * pass_cost
         if best is None or cost < best[0]:
-            best = (cost, again, repeats)
+            best = (cost, extra, repeats)
     return best[1], best[2]
 
 
 def confirm_culprit(dag: Dag, gw: Gateway, culprit: int, confidence: float,
-                    spend: Callable[[int], int], width: int = 1) -> Confirmation:
+                    spend: Callable[[int], int], width: int = 1, costs: Costs | None = None) -> Confirmation:
     """Run the culprit again (each run must fail) and each parent among the candidates `repeats`
     times (each must pass), in rounds of up to `width` runs; stop at the first contradiction.
     `spend(k)` returns how many of k runs the budget allows (raising when none). The gateway must
-    allow repeats (the caller sets it)."""
+    allow repeats (the caller sets it). `costs()`: (seconds of a failing run, of a passing one)."""
     parents = tuple(dag.parents_of(culprit))
     fails, runs = _bad_side_counts(dag, gw, culprit)
-    again, repeats = plan_confirmation(fails, runs, len(parents), confidence)
     # runs made already beyond the one the narrowing read (a replayed or resumed log holds the
     # confirmation it made; repeats are the same evidence whenever they were made) count
     own_fails = sum(1 for o in gw.observations if o.index == culprit and o.outcome is Outcome.FAIL)
-    own_passes = {p: sum(1 for o in gw.observations if o.index == p and o.outcome is Outcome.PASS)
-                  for p in parents}
-    plan = [culprit] * max(again - max(own_fails - 1, 0), 0) \
-        + [p for p in parents for _ in range(max(repeats - max(own_passes[p] - 1, 0), 0))]
+    own_passes = [max(sum(1 for o in gw.observations if o.index == p and o.outcome is Outcome.PASS) - 1, 0)
+                  for p in parents]
+    extra, repeats = plan_confirmation(fails, runs, len(parents), confidence, costs() if costs else (1.0, 1.0),
+                                       made=max(own_fails - 1, 0), passes=own_passes)
+    plan = [culprit] * extra + [p for p, have in zip(parents, own_passes) for _ in range(max(repeats - have, 0))]
     made: list[tuple[int, str]] = []
     retries = {i: 0 for i in (culprit, *parents)}
     expect = {culprit: Outcome.FAIL, **{p: Outcome.PASS for p in parents}}
@@ -162,7 +178,7 @@ def set_claims(everything: frozenset, found: Sequence, fixes: Sequence[frozenset
 
 
 def confirm_sets(tester, must_fail: Sequence[frozenset], must_pass: Sequence[frozenset],
-                 confidence: float, endpoint: tuple[int, int] = (0, 0)) -> SetConfirmation:
+                 confidence: float, endpoint: tuple[int, int] = (0, 0), costs: Costs | None = None) -> SetConfirmation:
     """Run each claim again through the Tester (Tester.confirm): FAIL claims first, then the
     number of passes a PASS claim needs follows from the failure rate observed at configurations
     judged FAIL (their runs, plus the bad endpoint's `endpoint` = (fails, runs)). Stops at the
@@ -191,7 +207,8 @@ def confirm_sets(tester, must_fail: Sequence[frozenset], must_pass: Sequence[fro
     elif must_fail and must_pass:
         # as for a commit (plan_confirmation): each more failure of the culprit set raises the
         # observed rate and lowers the passes every PASS claim needs; the cheapest split is run
-        again, repeats = plan_confirmation(fails - 1, runs - 1, len(must_pass), share)
+        again, repeats = plan_confirmation(fails - 1, runs - 1, len(must_pass), share,
+                                           costs() if costs else (1.0, 1.0))   # again >= 1: one made
         for _ in range(again - 1):
             got = tester.confirm(must_fail[0], Outcome.FAIL, 1)
             checks.append((must_fail[0], "fail", got.value))

@@ -56,6 +56,8 @@ class SearchOptions:
     confirm: bool = True                # deterministic answers are confirmed (confirm.py)
     switch_prior: RatePrior | None = None   # the flake model a contradicted deterministic search
                                             # goes on in (None: `prior`, else ONE_SIDED)
+    costs: Callable[[], tuple[float, float]] | None = None   # seconds of a failing and of a passing
+                                            # run: the confirmation's plan costs least time (confirm.py)
 
 
 def _batched(oracle: Oracle | None, batch_oracle: BatchOracle | None) -> BatchOracle:
@@ -93,9 +95,10 @@ def search_dag(dag: Dag | Sequence[Iterable[int]], oracle: Oracle | None = None,
     confidence = opt.confidence if opt.confirm else None
     if parallel:
         first = dag_multisect(graph, batch, jobs=opt.jobs, width=opt.width, observations=observations,
-                              confidence=confidence, **common)
+                              confidence=confidence, costs=opt.costs, **common)
     else:
-        first = dag_bisect(graph, oracle, observations=observations, confidence=confidence, **common)
+        first = dag_bisect(graph, oracle, observations=observations, confidence=confidence, costs=opt.costs,
+                           **common)
     why = _contradicted(first)
     if why is None or not opt.confirm:
         return first

@@ -1,0 +1,72 @@
+"""The confirmation of a deterministic answer is planned at the least cost (search/confirm.py): a
+failing run that costs more than a pass (a hang costs its watchdog) is re-run less, its parents'
+passes more; the confidence holds whichever split is taken; a log that holds a confirmation made
+under another plan is read as it is (replay runs nothing more)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bisectk.outcome import Outcome
+from bisectk.search.confirm import plan_confirmation, repeats_for
+from bisectk.search.flaky import ConfidenceRule
+from bisectk.search.history import Observation, SearchOptions, search_dag
+
+
+def _cost(plan, parents, costs):
+    extra, repeats = plan
+    return extra * costs[0] + parents * repeats * costs[1]
+
+
+@pytest.mark.parametrize("fails,runs,parents", [(3, 3, 1), (2, 2, 2), (5, 6, 1), (1, 1, 3)])
+def test_dearer_failures_are_re_run_less_and_each_split_is_as_sure(fails, runs, parents):
+    even = plan_confirmation(fails, runs, parents, 0.99)
+    dear = plan_confirmation(fails, runs, parents, 0.99, costs=(20.0, 1.0))
+    cheap = plan_confirmation(fails, runs, parents, 0.99, costs=(1.0, 20.0))
+    assert dear[0] <= even[0] <= cheap[0] and dear[1] >= even[1] >= cheap[1]
+    assert dear[0] >= 1 and cheap[0] >= 1                  # the culprit must fail again
+    # each plan is the cheapest under its own costs, and no less sure: the passes asked meet the
+    # rule at the failure rate its re-runs would show
+    for plan, costs in ((even, (1, 1)), (dear, (20, 1)), (cheap, (1, 20))):
+        assert plan[1] == repeats_for(fails + plan[0], runs + plan[0], 0.99)
+        for other in ((1, 1), (20, 1), (1, 20)):
+            alt = plan_confirmation(fails, runs, parents, 0.99, costs=other)
+            assert _cost(plan, parents, costs) <= _cost(alt, parents, costs) + 1e-9
+        rule = ConfidenceRule.derive(fails + plan[0], runs + plan[0] + 1, alpha=0.01, confidence=0.99)
+        assert plan[1] >= rule.repeats
+
+
+def test_a_hang_costing_ten_passes_is_re_run_once():
+    extra, repeats = plan_confirmation(3, 3, 1, 0.99, costs=(10.0, 1.0))
+    assert extra == 1 and repeats == repeats_for(4, 4, 0.99)
+    assert plan_confirmation(3, 3, 1, 0.99) != (extra, repeats)     # the count plan differs here
+
+
+def test_what_a_log_already_holds_is_used_whatever_plan_made_it():
+    # a confirmation made under the time plan (1 re-run, many passes) asks for nothing more
+    extra, repeats = plan_confirmation(3, 3, 1, 0.99, costs=(10.0, 1.0))
+    again, more = plan_confirmation(3 + extra, 3 + extra, 1, 0.99, made=extra, passes=[repeats])
+    assert again == 0 and more <= repeats
+
+
+def _chain_search(n, culprit, costs, log=()):
+    ran: list[int] = []
+
+    def oracle(i):
+        ran.append(i)
+        return Outcome.FAIL if i >= culprit else Outcome.PASS
+    parents = [[]] + [[i - 1] for i in range(1, n)]
+    result = search_dag(parents, oracle, observations=log, options=SearchOptions(costs=costs))
+    return result, ran
+
+
+def test_a_bisect_whose_failures_are_dear_re_runs_the_culprit_less_and_replays_from_its_log():
+    cheap, cheap_ran = _chain_search(64, 37, None)
+    dear, dear_ran = _chain_search(64, 37, lambda: (30.0, 1.0))
+    assert cheap.culprit == dear.culprit == 37 and cheap.complete and dear.complete
+    assert dear_ran.count(37) < cheap_ran.count(37)
+    assert dear_ran.count(36) > cheap_ran.count(36)
+    # the log of the time-planned search, replayed with no costs known, runs nothing more
+    log = [Observation(i, Outcome.FAIL if i >= 37 else Outcome.PASS) for i in dear_ran]
+    again, again_ran = _chain_search(64, 37, None, log=log)
+    assert again.culprit == 37 and again.complete and again_ran == []

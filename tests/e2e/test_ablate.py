@@ -32,9 +32,23 @@ def test_single_culprits(tmp_path, variant, culprits, kind):
 
 
 def test_two_factor_interaction(tmp_path):
-    doc = ablate_json(VARIANTS / "attention-warps.toml", tmp_path)
+    # --warm: the torch subject's 49 runs (confirmation included) in seconds, not minutes
+    doc = ablate_json(VARIANTS / "attention-warps.toml", tmp_path, "--warm")
     assert sorted(doc["culprits"]) == ["mma_warp", "warps"] and doc["interaction"] is True
     assert all(p["outcome"] == "pass" for p in doc["proof"])
+
+
+def test_the_confirmation_re_runs_a_hang_less_than_the_cheap_passes(tmp_path):
+    """A hang costs its watchdog (1.2 s here), a pass 0.15 s: the confirmation's plan (search/confirm.py)
+    re-runs the hanging culprit once and asks bad-without-it for more passes (at the same confidence),
+    where a plan by run count re-ran the hang 5 times."""
+    import re
+    doc = ablate_json(VARIANTS / "pipeline-hang.toml", tmp_path)
+    assert doc["culprits"] == ["producer_phase"] and doc["complete"]
+    culprit = [a for a in doc["attempts"] if a["applied"] == ["producer_phase"]]
+    fails, runs = map(int, re.search(r"\[(\d+)/(\d+) failed\]", culprit[-1]["verdict"]).groups())
+    passes = max(a["runs"] for a in doc["attempts"] if a["phase"] == "confirm" and a["outcome"] == "pass")
+    assert fails == runs <= 3 and passes >= 2 * runs, (fails, runs, passes)
 
 
 def test_ordinal_threshold_and_report(tmp_path):

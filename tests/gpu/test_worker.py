@@ -134,13 +134,17 @@ def test_log_dir_keeps_full_output(pool, scripts, tmp_path):
     assert "to stderr" in (logs / "stderr.log").read_text()
 
 
-def test_pool_plugs_into_runner_signature():
+def test_pool_keeps_the_executor_protocol():
+    """The runner hands every executor the same thing (run/executor.py): the pool's run, alive and
+    close take what the fresh-process executor's take, so either plugs in where the other did."""
     import inspect
 
-    from bisectk.run.process import run_process
+    from bisectk.run.executor import Executor, LocalExecutor
 
-    p = set(inspect.signature(run_process).parameters)
-    assert p <= set(inspect.signature(WorkerPool.run).parameters)
+    for name in ("run", "alive", "close"):
+        want = list(inspect.signature(getattr(Executor, name)).parameters)
+        assert list(inspect.signature(getattr(WorkerPool, name)).parameters) == want, name
+        assert list(inspect.signature(getattr(LocalExecutor, name)).parameters) == want, name
 
 
 def test_pool_runs_cold_when_workers_cannot_start(scripts):

@@ -78,7 +78,7 @@ def test_a_killed_triage_leaves_its_exported_trees_to_the_next_start(tmp_path):
     shas = make_repo(tmp_path / "r", n=6, culprit=3, broken=())
     tmp = tmp_path / "tmp"
     proc = start(["triage", "--repo", tmp_path / "r", "--good", shas[0], "--bad", shas[-1],
-                  "--run", "python kernel.py", "--timeout", "30"], tmp_path)
+                  "--run", "python kernel.py", "--timeout", "5"], tmp_path)   # each hang costs its timeout
     try:
         exported = wait_for(lambda: [p for p in tmp.glob("bisectk-triage-*") if (p / "bad").exists()], timeout=300)
         time.sleep(0.5)

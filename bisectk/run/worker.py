@@ -100,8 +100,6 @@ def own_modules(before: set[str], roots: list[str]) -> list[str]:
 def _run_request(req: dict, baseline=None) -> dict:
     import gc
     import importlib
-    import runpy
-    import traceback
 
     from bisectk.run.imports import loaded_files
 
@@ -131,20 +129,7 @@ def _run_request(req: dict, baseline=None) -> dict:
         sys.path.insert(0, os.path.dirname(script))
         sys.dont_write_bytecode = True
         importlib.invalidate_caches()   # a directory listing cached by a finder may be stale
-        try:
-            runpy.run_path(script, run_name="__main__")
-        except SystemExit as exc:
-            c = exc.code
-            if c is None:
-                code = 0
-            elif isinstance(c, int):
-                code = c
-            else:
-                print(c, file=sys.stderr)
-                code = 1
-        except BaseException as exc:  # what the interpreter would print before exiting 1
-            traceback.print_exc()
-            code, error = 1, f"{type(exc).__name__}: {exc}"[:500]
+        code, error = _exec_script(script)
     finally:
         try:
             sys.stdout.flush()
@@ -164,22 +149,7 @@ def _run_request(req: dict, baseline=None) -> dict:
         f_out.close()
         f_err.close()
         sys.stdout, sys.stderr = saved["stdout"], saved["stderr"]
-        routine = []   # what the worker puts back after every run anyway, when the run changed it
-        if dict(os.environ) != {**saved["env"], **(req.get("env") or {})}:
-            routine.append("the environment (os.environ)")
-        try:
-            moved = os.getcwd() != (req.get("cwd") or saved["cwd"])
-        except OSError:   # the run removed its own working directory
-            moved = True
-        if moved:
-            routine.append("the working directory")
-        roots = [req.get("cwd") or "", os.path.dirname(script), *(p for p in sys.path if p not in saved["path"])]
-        os.chdir(saved["cwd"])
-        sys.argv = saved["argv"]
-        sys.path[:] = saved["path"]
-        os.environ.clear()
-        os.environ.update(saved["env"])
-        sys.dont_write_bytecode = saved["bytecode"]
+        routine, roots = _put_back(req, saved, script)
         imported = loaded_files() if req.get("imports") else []
         native = False
         own = own_modules(saved["modules"], roots)
@@ -193,20 +163,69 @@ def _run_request(req: dict, baseline=None) -> dict:
     gc.collect()
     gc.freeze()
     poisoned = cuda_health()
-    changed, stuck = [], []
-    if baseline is not None:
-        new_packages = set(sys.modules) - saved["modules"]
-        changed, stuck = baseline.restore(adopt_wrappers=bool(new_packages))
-        changed = routine + changed
-        patched = [c for c in changed if c.endswith((" rebound", " added", " removed", " wrapped"))]
-        if patched and new_packages:
-            # a package imported by this run may have patched the preloaded ones on import; put back,
-            # the next run would not import it again and would run without its patch: no fresh state
-            stuck.append(f"{patched[0]} while the run imported packages that stay loaded")
-        baseline.adopt_new_modules()
+    changed, stuck = _restore_state(baseline, saved["modules"], routine)
     # a native extension of the run's own cannot be unloaded (dlopen keeps it): the worker retires
     return {"exit_code": code, "duration_s": duration, "error": error, "poisoned": poisoned,
             "retire": native or bool(stuck), "changed": changed, "stuck": stuck, "imports": imported}
+
+
+def _exec_script(script: str) -> tuple[int, str]:
+    """Run the script as `python script.py` would, in this process: (exit code, the error line)."""
+    import runpy
+    import traceback
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        c = exc.code
+        if c is None:
+            return 0, ""
+        if isinstance(c, int):
+            return c, ""
+        print(c, file=sys.stderr)
+        return 1, ""
+    except BaseException as exc:  # what the interpreter would print before exiting 1
+        traceback.print_exc()
+        return 1, f"{type(exc).__name__}: {exc}"[:500]
+    return 0, ""
+
+
+def _put_back(req: dict, saved: dict, script: str) -> tuple[list[str], list[str]]:
+    """Put back what every run may change (cwd, argv, sys.path, environment, bytecode flag):
+    (what this run had changed of it, the directories of the run's own modules)."""
+    routine = []   # what the worker puts back after every run anyway, when the run changed it
+    if dict(os.environ) != {**saved["env"], **(req.get("env") or {})}:
+        routine.append("the environment (os.environ)")
+    try:
+        moved = os.getcwd() != (req.get("cwd") or saved["cwd"])
+    except OSError:   # the run removed its own working directory
+        moved = True
+    if moved:
+        routine.append("the working directory")
+    roots = [req.get("cwd") or "", os.path.dirname(script), *(p for p in sys.path if p not in saved["path"])]
+    os.chdir(saved["cwd"])
+    sys.argv = saved["argv"]
+    sys.path[:] = saved["path"]
+    os.environ.clear()
+    os.environ.update(saved["env"])
+    sys.dont_write_bytecode = saved["bytecode"]
+    return routine, roots
+
+
+def _restore_state(baseline, modules_before: set[str], routine: list[str]) -> tuple[list[str], list[str]]:
+    """The rest of the interpreter's state compared with the baseline and put back (isolation.py):
+    (what the run changed, what cannot be put back)."""
+    if baseline is None:
+        return [], []
+    new_packages = set(sys.modules) - modules_before
+    changed, stuck = baseline.restore(adopt_wrappers=bool(new_packages))
+    changed = routine + changed
+    patched = [c for c in changed if c.endswith((" rebound", " added", " removed", " wrapped"))]
+    if patched and new_packages:
+        # a package imported by this run may have patched the preloaded ones on import; put back,
+        # the next run would not import it again and would run without its patch: no fresh state
+        stuck.append(f"{patched[0]} while the run imported packages that stay loaded")
+    baseline.adopt_new_modules()
+    return changed, stuck
 
 
 def serve(reply_fd: int, preload: list[str]) -> int:

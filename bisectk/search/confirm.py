@@ -26,7 +26,8 @@ What a run costs. A failing re-run and a passing one rarely cost the same: a han
 watchdog (and, warm, the worker it kills), a pass only the run. With `costs` = (seconds of a
 failing run, seconds of a passing run), the split between re-runs of the culprit and passes of
 each parent is the one that costs least time, not fewest runs; the confidence is the same either
-way (every split considered meets it). Without costs each run counts 1.
+way (every split considered meets it). Without costs each run counts 1, and so do costs within 2x
+of each other (cost_ratio: the plan must not follow the jitter of measured times).
 
 A contradiction (the culprit passes, a parent fails) means the failure is intermittent: the
 caller goes on in the flake model from every observation made so far (history.search_dag,
@@ -35,6 +36,7 @@ ablation.ablate); nothing is run again from the start.
 Abstractions
 ------------
 repeats_for      -- the passes asked of a configuration judged good, from k / n and the confidence.
+cost_ratio       -- measured costs as the plan weighs them (1 each within 2x; else a power of two).
 plan_confirmation -- how often the culprit runs again and how many passes each parent needs, at
                     the least cost (runs, or seconds with `costs`).
 confirm_culprit  -- run the confirmation of a DAG answer through the search's gateway; returns
@@ -46,6 +48,7 @@ switched_rule    -- the one-sided rule a contradicted deterministic sets search 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -77,6 +80,20 @@ def _bad_side_counts(dag: Dag, gw: Gateway, culprit: int) -> tuple[int, int]:
     return fails, runs
 
 
+def cost_ratio(costs: tuple[float, float]) -> tuple[float, float]:
+    """(failing, passing) costs as the plan weighs them: 1 each unless one kind costs at least
+    twice the other, else the ratio rounded to a power of two (at most 16). Measured run times
+    jitter; a plan that followed every jitter would differ between two runs of the same command
+    (and between a command and its concurrent twin sharing a ledger). Only a clear difference,
+    a hang against a pass, changes the split."""
+    fail, ok = (max(float(c), 1e-3) for c in costs)
+    ratio = fail / ok
+    if 0.5 < ratio < 2.0:
+        return 1.0, 1.0
+    step = min(max(round(math.log2(ratio)), -4), 4)
+    return (2.0 ** step, 1.0) if step > 0 else (1.0, 2.0 ** -step)
+
+
 def plan_confirmation(fails: int, runs: int, parents: int, confidence: float,
                       costs: tuple[float, float] = (1.0, 1.0), made: int = 0,
                       passes: Sequence[int] = ()) -> tuple[int, int]:
@@ -86,7 +103,7 @@ def plan_confirmation(fails: int, runs: int, parents: int, confidence: float,
     `runs` count every run made so far; `made` of them are re-runs of the culprit already made,
     `passes` the confirming passes each parent already has (a resumed or replayed log: what it
     holds is used as it is, whatever plan made it). The culprit must fail again at least once."""
-    fail_cost, pass_cost = (max(float(c), 1e-3) for c in costs)
+    fail_cost, pass_cost = cost_ratio(costs)
     have = list(passes) or [0] * parents
     best = None
     for extra in range(0 if made else 1, 31):

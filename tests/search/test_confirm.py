@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from bisectk.outcome import Outcome
-from bisectk.search.confirm import plan_confirmation, repeats_for
+from bisectk.search.confirm import cost_ratio, plan_confirmation, repeats_for
 from bisectk.search.flaky import ConfidenceRule
 from bisectk.search.history import Observation, SearchOptions, search_dag
 
@@ -21,15 +21,15 @@ def _cost(plan, parents, costs):
 @pytest.mark.parametrize("fails,runs,parents", [(3, 3, 1), (2, 2, 2), (5, 6, 1), (1, 1, 3)])
 def test_dearer_failures_are_re_run_less_and_each_split_is_as_sure(fails, runs, parents):
     even = plan_confirmation(fails, runs, parents, 0.99)
-    dear = plan_confirmation(fails, runs, parents, 0.99, costs=(20.0, 1.0))
-    cheap = plan_confirmation(fails, runs, parents, 0.99, costs=(1.0, 20.0))
+    dear = plan_confirmation(fails, runs, parents, 0.99, costs=(16.0, 1.0))
+    cheap = plan_confirmation(fails, runs, parents, 0.99, costs=(1.0, 16.0))
     assert dear[0] <= even[0] <= cheap[0] and dear[1] >= even[1] >= cheap[1]
     assert dear[0] >= 1 and cheap[0] >= 1                  # the culprit must fail again
     # each plan is the cheapest under its own costs, and no less sure: the passes asked meet the
     # rule at the failure rate its re-runs would show
-    for plan, costs in ((even, (1, 1)), (dear, (20, 1)), (cheap, (1, 20))):
+    for plan, costs in ((even, (1, 1)), (dear, (16, 1)), (cheap, (1, 16))):
         assert plan[1] == repeats_for(fails + plan[0], runs + plan[0], 0.99)
-        for other in ((1, 1), (20, 1), (1, 20)):
+        for other in ((1, 1), (16, 1), (1, 16)):
             alt = plan_confirmation(fails, runs, parents, 0.99, costs=other)
             assert _cost(plan, parents, costs) <= _cost(alt, parents, costs) + 1e-9
         rule = ConfidenceRule.derive(fails + plan[0], runs + plan[0] + 1, alpha=0.01, confidence=0.99)
@@ -70,3 +70,12 @@ def test_a_bisect_whose_failures_are_dear_re_runs_the_culprit_less_and_replays_f
     log = [Observation(i, Outcome.FAIL if i >= 37 else Outcome.PASS) for i in dear_ran]
     again, again_ran = _chain_search(64, 37, None, log=log)
     assert again.culprit == 37 and again.complete and again_ran == []
+
+
+def test_costs_within_twice_each_other_plan_as_runs_and_clear_ones_by_powers_of_two():
+    """Measured times jitter: a plan that followed them would differ between two runs of one command."""
+    assert cost_ratio((0.051, 0.049)) == cost_ratio((0.049, 0.09)) == (1.0, 1.0)
+    assert cost_ratio((1.2, 0.15)) == (8.0, 1.0) and cost_ratio((0.1, 0.35)) == (1.0, 4.0)
+    assert cost_ratio((300.0, 0.01)) == (16.0, 1.0)
+    for jitter in (0.9, 1.0, 1.1, 1.3):     # the same plan whatever the jitter
+        assert plan_confirmation(3, 3, 2, 0.99, costs=(0.05 * jitter, 0.05)) == plan_confirmation(3, 3, 2, 0.99)

@@ -57,8 +57,8 @@ CalibrateOpt = typer.Option(10, "--calibrate-runs", min=1, help="Cap on endpoint
                                                                 "re-run up to this many times, and an intermittent one "
                                                                 "is measured over this many runs.")
 WarmOpt = typer.Option(False, "--warm", help="Run Python subjects in warm worker processes (imports paid once; each run "
-                                              "loads the tree's own modules fresh), with hot spares (two per GPU slot) to replace "
-                                              "a worker a hang or crash kills.")
+                                              "loads the tree's own modules fresh), with hot spares (four per GPU slot, five once a "
+                                              "hang or crash has killed a worker) to replace it.")
 SnapshotsOpt = typer.Option(2, "--snapshots", min=0, help="Hangs to read before the kill beyond the bad endpoint's "
                                                           "first and the culprit's (where each thread and warp waits: "
                                                           "py-spy, gdb, cuda-gdb); 0: none.")

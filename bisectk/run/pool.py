@@ -7,10 +7,14 @@ _Worker    -- one live worker process, started under a supervisor (so it dies wi
 _Slot      -- a place in the pool (a GPU, or a CPU slot): the worker serving it and its hot spares,
               started and warmed in the background. A worker killed by a hang, a crash, a non-zero
               exit or a poisoned context is replaced by a spare at once (no imports to wait for),
-              and a new spare is started behind it. Where a GPU is visible a slot keeps two spares:
-              a replacement there costs the imports and a CUDA context (~6 s on an H100), longer
-              than a hung kernel takes to be called, so hangs that follow each other closely (the
-              bad endpoint, then a failing hybrid) would otherwise wait for one.
+              and a new spare is started behind it. Where a GPU is visible a slot keeps four
+              spares, and one more (five) once a worker has been retired: a replacement there
+              costs the imports (9-10 s on an H100: `import torch` 5 s, the CuTe DSL 3.5 s, the
+              CUDA context 0.2 s), far longer than a hung kernel takes to be called, and the
+              hangs of a hang pair's ablation come in bursts (the bad endpoint, the failing
+              halves, the confirmation's re-runs: six hangs in 15 s), which waited 4.6 s and
+              5.0 s for a start with two spares, and 2.6-3.5 s with three. Starting four at once
+              costs the first one 0.2-0.6 s of its 9.3 s (bench/preload_contention.py).
 WorkerPool -- an Executor (run/executor.py): `run(job, watch) -> RawRun`, `alive()`, `close()`.
               A job that cannot run in-process (not `python script.py ...`, or an env override of a process-level
               variable such as CUDA_* / CUTE_DSL_*) runs in a fresh process instead. The run's
@@ -64,11 +68,12 @@ CLOSE_WAIT_S = 0.2  # closing: how long idle workers get to exit by themselves b
 MAX_REFUSALS = 3   # workers that refuse one run (not fresh) before it runs cold
 
 
-def default_spares() -> int:
-    """Hot spares per slot: 2 where a GPU is visible (see _Slot), else 1."""
+def default_spares() -> tuple[int, int]:
+    """(hot spares per slot, most spares after a retirement): (4, 5) where a GPU is visible (see
+    _Slot), else (1, 1)."""
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
-        return 1
-    return 2 if Path("/dev/nvidia0").exists() or Path("/dev/nvidiactl").exists() else 1
+        return 1, 1
+    return (4, 5) if Path("/dev/nvidia0").exists() or Path("/dev/nvidiactl").exists() else (1, 1)
 
 
 class _Worker:
@@ -224,6 +229,7 @@ class _Slot:
         self.busy = False
         self.failed_starts = 0         # consecutive; after MAX_FAILED_STARTS the slot runs cold
         self.lost_at: float | None = None   # when the slot lost its worker with no spare ready
+        self.want = 0                  # spares kept ready: the pool's base, raised by retirements
 
 
 class WorkerPool:
@@ -234,12 +240,14 @@ class WorkerPool:
                            FixedWatch(60))
 
     `gpus=None` (or []) makes `slots` workers (default 1) that inherit the environment as it is
-    (CPU use, tests). `spares`: hot spares per slot (True: the default, 2 where a GPU is
-    visible, else 1; False or 0: none).
+    (CPU use, tests). `spares`: hot spares per slot (True: the default, 4 where a GPU is
+    visible, else 1; False or 0: none); `max_spares`: how far retirements raise it (default: 5
+    where a GPU is visible with the default spares, else `spares`).
     """
 
     def __init__(self, gpus=None, *, slots: int = 1, python: str | None = None, env: dict[str, str] | None = None,
                  preload: tuple[str, ...] = DEFAULT_PRELOAD, max_runs: int = 200, spares: bool | int = True,
+                 max_spares: int | None = None,
                  ready_timeout: float = READY_TIMEOUT_S, log_dir: str | os.PathLike | None = None,
                  eager: bool = True, on_note=None):
         self.python = python or sys.executable
@@ -250,10 +258,13 @@ class WorkerPool:
             self.base_env["PYTHONPATH"] = os.pathsep.join([root, pp]) if pp else root
         self.preload = tuple(preload)
         self.max_runs = max_runs
-        self.spares = default_spares() if spares is True else int(spares)
+        base, most = default_spares() if spares is True else (int(spares), int(spares))
+        self.spares, self.max_spares = base, max(base, most if max_spares is None else int(max_spares))
         self.ready_timeout = ready_timeout
         self.log_dir = Path(log_dir) if log_dir else None
         self.slots = [_Slot(g) for g in (list(gpus) if gpus else [None] * max(1, slots))]
+        for slot in self.slots:
+            slot.want = self.spares
         # runs handed to it at once (a k-way round): `slots`, even pinned to fewer GPUs (those
         # beyond a GPU's worker wait for it)
         self.width = max(len(self.slots), slots)
@@ -298,7 +309,7 @@ class WorkerPool:
                     slot.pending.remove(w)
                 slot.starting -= 1
                 self.stats["worker_starts"] += 1
-                if ok and not self._closed and (slot.worker is None or len(slot.spares) < self.spares):
+                if ok and not self._closed and (slot.worker is None or len(slot.spares) < slot.want):
                     if slot.worker is None:
                         slot.worker = w
                         if slot.lost_at is not None:
@@ -321,7 +332,7 @@ class WorkerPool:
         """Keep the slot's worker and spare started (called with self.cond held)."""
         if self._closed or slot.failed_starts >= MAX_FAILED_STARTS:
             return
-        wanted = (slot.worker is None) + max(0, self.spares - len(slot.spares))
+        wanted = (slot.worker is None) + max(0, slot.want - len(slot.spares))
         while slot.starting < wanted:
             self._start_async(slot)
 
@@ -331,6 +342,7 @@ class WorkerPool:
         a hung kernel must not spin beside the next one on the same GPU)."""
         w, slot.worker = slot.worker, None
         self.stats["worker_discards"] += 1
+        slot.want = min(slot.want + 1, self.max_spares)   # a subject that hung once hangs again
         if slot.spares:
             slot.worker = slot.spares.pop(0)
             self.stats["spare_promotions"] += 1

@@ -32,9 +32,10 @@ def test_imports_are_followed_through_project_modules_functions_and_packages(tmp
         "kern/impl.py": "def launch():\n    import cutlass.cute as cute\n    from .util import g\n",
         "kern/util.py": "def g():\n    from torch import nn\n",
     })
-    assert subject_preload([sys.executable, "run.py"], tmp_path, HEAVY) == ("torch", "cutlass")
-    # the candidates' order, and only the candidates asked about
-    assert subject_preload([sys.executable, "run.py"], tmp_path, ("cutlass",)) == ("cutlass",)
+    # the candidates' order, then the submodules of them the source names (fewest dots first)
+    assert subject_preload([sys.executable, "run.py"], tmp_path, HEAVY) == ("torch", "cutlass", "cutlass.cute", "torch.nn")
+    # only the candidates asked about
+    assert subject_preload([sys.executable, "run.py"], tmp_path, ("cutlass",)) == ("cutlass", "cutlass.cute")
 
 
 def test_the_script_may_live_elsewhere_than_the_working_directory(tmp_path):
@@ -63,7 +64,9 @@ def test_what_cannot_be_read_keeps_the_default(tmp_path):
 
 def test_the_kernels_shipped_here_are_read_as_they_are():
     assert subject_preload([sys.executable, "kernels/cpu/attention.py"], ROOT, HEAVY) == ("torch",)
-    assert subject_preload([sys.executable, "kernels/cutedsl/ws_pipeline.py"], ROOT, HEAVY) == ("torch", "cutlass")
+    ws = subject_preload([sys.executable, "kernels/cutedsl/ws_pipeline.py"], ROOT, HEAVY)
+    assert ws[:2] == ("torch", "cutlass")
+    assert {"cutlass.cute", "cutlass.pipeline", "cutlass.cute.nvgpu", "cutlass.cute.runtime"} <= set(ws[2:])
     assert subject_preload([sys.executable, "tests/fixtures/jit.py"], ROOT, HEAVY) == ()
 
 
@@ -82,3 +85,28 @@ def test_the_session_starts_warm_workers_with_the_subjects_preload(tmp_path):
         finally:
             s.close()
     assert got == {"pipeline-arrive": (), "attention-warps": ("torch",)}
+
+
+def test_the_worker_preloads_the_submodules_and_skips_names_that_are_not_modules(tmp_path):
+    """A submodule the source names is imported before the first run (not in it); a name imported
+    from a module (`from pkgx.sub import value`) is not a module and is skipped without a note."""
+    import json
+    import os
+    import subprocess
+    _write(tmp_path, {"pkgx/__init__.py": "", "pkgx/sub.py": "value = 1\n", "pkgx/lazy.py": "x = 2\n"})
+    r, w = os.pipe()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    proc = subprocess.Popen([sys.executable, "-m", "bisectk.run.worker", "--serve", "--reply-fd", str(w),
+                             "--preload", "pkgx,pkgx.sub,pkgx.sub.value,pkgx.missing"],
+                            stdin=subprocess.PIPE, pass_fds=(w,), env=env, stdout=subprocess.DEVNULL)
+    os.close(w)
+    try:
+        with os.fdopen(r) as replies:
+            ready = json.loads(replies.readline())
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    assert ready["ready"] is True
+    info = ready["preload"]
+    assert "pkgx.sub" in info and not str(info["pkgx.sub"]).startswith("unavailable")
+    assert "pkgx.sub.value" not in info and "pkgx.missing" not in info

@@ -203,12 +203,33 @@ def test_default_spares_follow_gpu_visibility(monkeypatch):
     from bisectk.run import pool as poolmod
     monkeypatch.setattr(poolmod.Path, "exists", lambda self: str(self).startswith("/dev/nvidia"))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    assert poolmod.default_spares() == 2
+    assert poolmod.default_spares() == (4, 5)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    assert poolmod.default_spares() == 1
+    assert poolmod.default_spares() == (1, 1)
     monkeypatch.setattr(poolmod.Path, "exists", lambda self: False)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    assert poolmod.default_spares() == 1
+    assert poolmod.default_spares() == (1, 1)
+
+
+def test_a_retirement_raises_the_spares_kept(scripts):
+    """A slot whose worker hung keeps one more spare behind it (up to max_spares): the hangs of a
+    hang pair's ablation come in bursts, and each replacement costs the imports."""
+    import time
+
+    with WorkerPool(gpus=None, preload=(), ready_timeout=60, spares=1, max_spares=2) as p:
+        p.start()
+        slot = p.slots[0]
+        deadline = time.monotonic() + 60
+        while len(slot.spares) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(slot.spares) == 1 and slot.want == 1
+        for _ in range(2):
+            assert run_command(p, [sys.executable, "hang.py"], cwd=scripts, timeout=0.3).timed_out
+            assert slot.want == 2                          # raised once, then held at max_spares
+        deadline = time.monotonic() + 60
+        while len(slot.spares) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(slot.spares) == 2 and slot.worker is not None
 
 
 def test_each_run_imports_its_own_tree_fresh(tmp_path):

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# issue 25 on the GPU: `ablate --warm --snapshots 0` of hang pairs, the tree under test and a base
+# tree (a `git archive REV bisectk` unpacked in BASE) taken in turns on the same machine, so machine
+# and page-cache drift fall on both alike. After the DSL prefix of ../shared/gpu/README.md:
+#   bash bench/gpu_hang_ab.sh BASE ROUNDS SPEC...
+# Prints, per run: command wall, runs, culprits, when the first run started (the worker's preload)
+# and the gaps between runs after it (waits for a worker), from the ledger (bench/ledger_timeline.py).
+set -u
+BASE=${1:?usage: gpu_hang_ab.sh BASE ROUNDS SPEC...}; ROUNDS=${2:?}; shift 2
+W=$(mktemp -d)
+HERE=$PWD
+for r in $(seq "$ROUNDS"); do
+  for s in "$@"; do
+    for side in base new; do
+      root=$HERE; [ "$side" = base ] && root=$(cd "$BASE" && pwd)
+      db="$W/$side-$s-$r.db"
+      t0=$(date +%s.%N)
+      (cd "$root" && PYTHONPATH="$root:${PYTHONPATH:-}" timeout 280 python3 -m bisectk ablate "$HERE/variants/gpu/$s.toml" \
+          --warm --snapshots 0 --json-out "$W/$side-$s-$r.json" --ledger "$db" > "$W/$side-$s-$r.txt" 2>&1)
+      rc=$?
+      wall=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
+      python3 - "$W/$side-$s-$r.json" "$db" "$side" "$s" "$rc" "$wall" <<'PY'
+import json, sqlite3, sys
+path, db, side, name, rc, wall = sys.argv[1:]
+try:
+    d = json.load(open(path))
+except Exception as exc:
+    print(f"{side:4} {name}: rc {rc}, wall {wall} s, no JSON ({exc})"); raise SystemExit
+con = sqlite3.connect(db)
+t0 = con.execute("select created from sessions order by id desc limit 1").fetchone()[0]
+rows = con.execute("select created - coalesce(duration_s, 0), created from runs order by created").fetchall()
+first = rows[0][0] - t0 if rows else float("nan")
+gaps = sum(max(0.0, rows[i][0] - rows[i - 1][1]) for i in range(1, len(rows)))
+print(f"{side:4} {name}: rc {rc}, command wall {wall} s, runs {d.get('runs')}, culprits {d.get('culprits')}, "
+      f"first run at {first:.2f} s, gaps after it {gaps:.2f} s, runs' own {d.get('run_s')} s")
+PY
+    done
+  done
+done

@@ -123,8 +123,10 @@ class AttemptRecord:
     stage: str = ""                # ablate: '' (the first failing set), 'set 2', ... (the search for another)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        # shallow: asdict deep-copies `applied` name by name (1.5 s for a report at 8,192 factors)
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["applied"] = list(self.applied)
+        d["metrics"] = dict(self.metrics)
         return d
 
     @classmethod

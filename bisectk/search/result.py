@@ -143,7 +143,12 @@ def build_result(strategy: str, differences: Sequence[Hashable], tester: Tester,
     found = [tuple(s.members) for s in sets.found] if sets is not None else ([ordered] if ordered else [])
     cleared = set().union(*(everything - key for key in tester.failing()
                             if isinstance(key, frozenset)))
-    effects = {d: _effect(d, tester, everything, found, unsure, context, cleared) for d in differences}
+    # bad without one difference, by the difference: read from the judged keys once (building
+    # `everything - {d}` per difference is quadratic: 1.5 s at 8,192 factors)
+    n = len(everything)
+    without = {next(iter(everything - key)): outcome for key, outcome in tester.memo.items()
+               if isinstance(key, frozenset) and len(key) == n - 1 and key <= everything}
+    effects = {d: _effect(d, tester, without.get(d), found, unsure, context, cleared) for d in differences}
     unresolved = [a for a in tester.attempts if a.outcome is Outcome.UNRESOLVED]
     others = ([frozenset(s) for s in found[1:]] if sets is not None
               else [s for s in also_failing if s != frozenset(ordered)])
@@ -159,12 +164,12 @@ def build_result(strategy: str, differences: Sequence[Hashable], tester: Tester,
     return result
 
 
-def _effect(d: Hashable, tester: Tester, everything: frozenset, found: list[tuple], unsure: set,
+def _effect(d: Hashable, tester: Tester, removed: Outcome | None, found: list[tuple], unsure: set,
             context: frozenset, cleared: set) -> Effect:
-    """One row of the table; its role follows from its cells and the sets, never against them:
-    a difference bad still FAILS without is never a culprit on its own, and one bad PASSES
-    without is never cleared."""
-    alone, removed = tester.outcome_of(frozenset({d})), tester.outcome_of(everything - {d})
+    """One row of the table (`removed`: the verdict on bad without `d`, if judged); its role
+    follows from its cells and the sets, never against them: a difference bad still FAILS
+    without is never a culprit on its own, and one bad PASSES without is never cleared."""
+    alone = tester.outcome_of(frozenset({d}))
     member_of = tuple(i for i, s in enumerate(found, 1) if d in s)
     if member_of:
         role = "culprit" if len(member_of) == len(found) and removed is not Outcome.FAIL else "member"

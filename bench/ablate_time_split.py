@@ -1,3 +1,10 @@
+"""Where an ablation's wall went, from its `--json-out` file: the command's wall against the
+runs' own seconds, the endpoint runs, and each search attempt (phase, outcome, seconds, from the
+ledger or not). With bench/ledger_timeline.py it splits a slow command into runs and waits.
+
+    python bench/ablate_time_split.py RESULT.json
+"""
+
 import json, sys
 d = json.load(open(sys.argv[1]))
 att = d.get("attempts") or []

@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from bisectk.errors import BisectkError

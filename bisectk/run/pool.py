@@ -13,7 +13,7 @@ _Slot      -- a place in the pool (a GPU, or a CPU slot): the worker serving it 
               CUDA context 0.2 s), far longer than a hung kernel takes to be called, and the
               hangs of a hang pair's ablation come in bursts (the bad endpoint, the failing
               halves, the confirmation's re-runs: six hangs in 15 s), which waited 4.6 s and
-              5.0 s for a start with two spares, and 2.6-3.5 s with three. Starting four at once
+              5.0 s for a start with two spares, and 2.6-3.9 s with three. Starting four at once
               costs the first one 0.2-0.6 s of its 9.3 s (bench/preload_contention.py).
 WorkerPool -- an Executor (run/executor.py): `run(job, watch) -> RawRun`, `alive()`, `close()`.
               A job that cannot run in-process (not `python script.py ...`, or an env override of a process-level

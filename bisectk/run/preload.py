@@ -14,9 +14,9 @@ library) is looked into one level: its `__init__` may import torch for it.
 
 The submodules of those packages that the source names (`import cutlass.pipeline`, `from
 cutlass.cute.nvgpu import cpasync`) are preloaded too: a package's `__init__` does not import
-them all, and a worker that met them in its first run paid them there, after every hang (0.8 s
-against 0.5 s for the first pass of a promoted spare on the H100, measured). A name that is not a
-module (`from torch import float32`) is skipped by the worker.
+them all, and a worker that met them in its first run paid them there, after every hang (on the
+H100 a promoted spare's first pass took 0.80-0.82 s, the passes after it 0.47-0.72 s). A name that
+is not a module (`from torch import float32`) is skipped by the worker.
 
 Abstractions
 ------------

@@ -20,17 +20,16 @@ for r in $(seq "$ROUNDS"); do
       rc=$?
       wall=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
       python3 - "$W/$side-$s-$r.json" "$db" "$side" "$s" "$rc" "$wall" <<'PY'
-import json, sqlite3, sys
+import json, sys
+sys.path.insert(0, "bench")
+from ledger_timeline import timeline, waits
 path, db, side, name, rc, wall = sys.argv[1:]
 try:
     d = json.load(open(path))
 except Exception as exc:
     print(f"{side:4} {name}: rc {rc}, wall {wall} s, no JSON ({exc})"); raise SystemExit
-con = sqlite3.connect(db)
-t0 = con.execute("select created from sessions order by id desc limit 1").fetchone()[0]
-rows = con.execute("select created - coalesce(duration_s, 0), created from runs order by created").fetchall()
-first = rows[0][0] - t0 if rows else float("nan")
-gaps = sum(max(0.0, rows[i][0] - rows[i - 1][1]) for i in range(1, len(rows)))
+_, t0, _, runs = timeline(db)
+first, gaps = waits(t0, runs)
 print(f"{side:4} {name}: rc {rc}, command wall {wall} s, runs {d.get('runs')}, culprits {d.get('culprits')}, "
       f"first run at {first:.2f} s, gaps after it {gaps:.2f} s, runs' own {d.get('run_s')} s")
 PY

@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bisectk.run.worker import own_modules  # noqa: E402
 from bisectk.spec import load_spec  # noqa: E402
 
 PHASE = "BISECTK_PHASE"
@@ -65,10 +66,8 @@ def run_once(script: Path, argv: list[str], profile: bool) -> tuple[float, list,
             prof.disable()
         sys.stderr, sys.argv, sys.stdout = old_err, old_argv, out
     wall = time.perf_counter() - t0
-    for name in set(sys.modules) - before:     # the script's own modules, as the worker drops them
-        mod = sys.modules.get(name)
-        if mod is not None and str(getattr(mod, "__file__", "") or "").startswith(str(script.parent)):
-            del sys.modules[name]
+    for name in own_modules(before, [str(script.parent)]):   # the script's own, as the worker drops them
+        sys.modules.pop(name, None)
     text = ""
     if prof:
         buf = io.StringIO()

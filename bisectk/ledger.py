@@ -13,6 +13,10 @@ Ledger   -- one database file (WAL mode; safe to kill at any point: each run is 
                           bisection, also when answered from the ledger), for `log` and `replay`;
             `claims`   -- (schema 2) which process is running which (fingerprint, configuration,
                           index) right now, so sessions sharing a ledger share the work.
+            A configuration key longer than LONG_KEY characters (thousands of factors, a listing
+            of thousands of hunks) is stored as its SHA-256 (schema 3; `stored_key`): written and
+            looked up several times a run, the whole text cost milliseconds per run in SQLite's
+            overflow pages. Schema 2 ledgers are migrated in place.
 Claim    -- the protocol for that sharing. `Ledger.claim(...)` either finds the run stored, or
             takes the claim (the caller runs, then `record`s: the run is stored and the claim
             dropped in one transaction), or, while another live process holds it, waits for its
@@ -32,6 +36,7 @@ nothing is recorded half-way.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -49,7 +54,8 @@ from bisectk.errors import LedgerError
 from bisectk.outcome import Run
 from bisectk.procstat import process_start
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+LONG_KEY = 512     # configuration keys longer than this are stored as their digest (stored_key)
 BUSY_TIMEOUT_S = 30.0
 
 _TABLES = {
@@ -94,7 +100,16 @@ _TABLES = {
         PRIMARY KEY (fingerprint, config_key, idx))""",
 }
 # schema N -> N+1: what to run on a ledger written by an older bisectk (its data stays as it is)
-_MIGRATIONS = {1: [_TABLES["claims"]]}
+_MIGRATIONS = {1: [_TABLES["claims"]],
+               2: [f"UPDATE runs SET config_key = bisectk_key(config_key) WHERE length(config_key) > {LONG_KEY}",
+                   f"UPDATE claims SET config_key = bisectk_key(config_key) WHERE length(config_key) > {LONG_KEY}"]}
+
+
+def stored_key(key: str) -> str:
+    """How a configuration key is stored: as it is, or its digest when longer than LONG_KEY."""
+    if len(key) <= LONG_KEY:
+        return key
+    return "sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass
@@ -166,6 +181,7 @@ class Ledger:
             except sqlite3.Error as exc:
                 raise self._error(exc, "opening") from None
         self.identity = _file_id(self.path)   # which file this connection writes (see _in_place)
+        self.db.create_function("bisectk_key", 1, stored_key, deterministic=True)   # migration 2 -> 3
         with self._read("opening"):
             self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
             if not readonly:
@@ -365,7 +381,13 @@ class Ledger:
         return merged
 
     # -- runs ---------------------------------------------------------------------------
+    def _key(self, config_key: str) -> str:
+        """A configuration key as this ledger stores it (a ledger read as it is, older than
+        schema 3, holds long keys whole)."""
+        return stored_key(config_key) if self.schema is None or self.schema >= 3 else config_key
+
     def runs(self, fingerprint: str, config_key: str) -> list[Run]:
+        config_key = self._key(config_key)
         with self.lock, self._read("reading runs"):
             rows = self.db.execute(
                 "SELECT run_json FROM runs WHERE fingerprint=? AND config_key=? ORDER BY idx",
@@ -373,6 +395,7 @@ class Ledger:
         return [self._run(r[0]) for r in rows]
 
     def run_at(self, fingerprint: str, config_key: str, idx: int) -> Run | None:
+        config_key = self._key(config_key)
         with self.lock, self._read("reading a run"):
             row = self.db.execute("SELECT run_json FROM runs WHERE fingerprint=? AND config_key=? AND idx=?",
                                   (fingerprint, config_key, idx)).fetchone()
@@ -383,6 +406,7 @@ class Ledger:
         """Append a run as the next index of its configuration (and drop `claim`, in the same
         transaction); returns that index. Safe with concurrent writers: the index is chosen under
         the write lock, so two processes never collide on it."""
+        config_key = self._key(config_key)
         with self._write("recording a run"):
             (n,) = self.db.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM runs WHERE fingerprint=? AND config_key=?",
                                    (fingerprint, config_key)).fetchone()
@@ -407,6 +431,7 @@ class Ledger:
         another live process holds the claim this waits, polling; `on_wait(holder)` is called once
         with the holder's description. `ttl` bounds a claim held from another host, whose liveness
         cannot be checked."""
+        config_key = self._key(config_key)
         owner = uuid.uuid4().hex
         told = False
         delay = poll_s

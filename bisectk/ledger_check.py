@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from bisectk.errors import LedgerError
-from bisectk.ledger import (SCHEMA_VERSION, Ledger, _connect_readonly, _event, _holder_alive, _run,
-                            _session)
+from bisectk.ledger import (SCHEMA_VERSION, Ledger, _connect_readonly, _event, _holder_alive, _run, _session,
+                            stored_key)
 
 _COPY = {"sessions": ("id", "command", "fingerprint", "args_json", "created", "finished", "result_json"),
          "runs": ("id", "fingerprint", "config_key", "idx", "session", "created", "outcome", "kind", "signature",
@@ -223,9 +223,12 @@ def salvage(path: str | Path, dest: str | Path) -> dict[str, int]:
     try:
         for table, cols in _COPY.items():
             n = 0
+            at = cols.index("config_key") if "config_key" in cols else None
             with new._write(f"copying {table}"):
                 for row in _readable_rows(src, table, cols):
                     if row is not None:
+                        if at is not None:   # an older ledger's long key: stored as the new one stores it
+                            row = (*row[:at], stored_key(row[at]), *row[at + 1:])
                         new.db.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES "
                                        f"({', '.join('?' * len(cols))})", row)
                         n += 1

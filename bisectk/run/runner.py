@@ -187,7 +187,7 @@ class Runner:
         `snapshot`: if it hangs, read where it waits whatever the snapshot budget says (the
         engines force it for the culprit's confirmation)."""
         w = self.workload(config)
-        key = config_key(w.config)
+        key = _key(w)
         invalid = self.spec.violated(w.config)
         if invalid:
             return Run(Outcome.UNRESOLVED, reason=Reason.INVALID, signature=f"constraint: {invalid}")
@@ -227,11 +227,11 @@ class Runner:
         """Whether the index-th run of a workload is already known (no execution needed)."""
         w = self.workload(config)
         return (self.spec.violated(w.config) is not None
-                or self._stored(self.static_key(w.revision), config_key(w.config), index) is not None)
+                or self._stored(self.static_key(w.revision), _key(w), index) is not None)
 
     def was_cached(self, config: Config | Workload, index: int) -> bool:
         w = self.workload(config)
-        return (self.static_key(w.revision), config_key(w.config), index) in self._preloaded
+        return (self.static_key(w.revision), _key(w), index) in self._preloaded
 
     def _dir_lock(self, cwd: Path) -> threading.Lock:
         with self._lock:
@@ -334,6 +334,11 @@ class Runner:
         return Job(self.spec.argv(w.config), w.cwd, self._environment(w), self._log_dir(static, key, index, "run"),
                    record_imports=True, snapshot=self._snapshot(snapshot), build=build, origin=w.origin,
                    label=key[:80])
+
+
+def _key(w: Workload) -> str:
+    """The memo key of a workload's configuration (made by its space when it has it)."""
+    return w.key if w.key is not None else config_key(w.config)
 
 
 def _text(path: Path | None) -> str | None:

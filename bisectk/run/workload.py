@@ -19,6 +19,9 @@ Origin   -- where a workload's files come from, for an executor on another host 
             executor's project directory (the spec's project, shipped as the job's working dir).
             `unrunnable`: why the place cannot be made at all (a commit whose tree git cannot
             read); the runner answers such a workload UNRESOLVED without running anything.
+            `key`: the configuration's memo key (spec.config_key of `config`) when the space has
+            it already; with thousands of factors it costs milliseconds to make, and the runner
+            asks for it several times a run.
 
 Every space (factors, hunks, commits, environments) turns a point of its search into a Workload;
 the runner never learns which space it came from. Parallel runs each carry their own Workload,
@@ -54,7 +57,8 @@ class Workload:
     prepare: Callable[[], None] | None = field(default=None, compare=False)
     origin: Origin | None = field(default=None, compare=False)
     unrunnable: str | None = None
+    key: str | None = field(default=None, compare=False)
 
     def with_env(self, **extra: str) -> Workload:
         return Workload(self.config, self.cwd, {**self.env, **extra}, self.revision, self.state, self.prepare,
-                        self.origin, self.unrunnable)
+                        self.origin, self.unrunnable, self.key)

@@ -60,7 +60,7 @@ class FactorSpace:
         return "bad" if frozenset(point) == self._all else "hybrid"
 
     def workload(self, point: Any) -> Workload:
-        return Workload(self.config(point), Path(self.cwd))
+        return Workload(self.config(point), Path(self.cwd), key=self.key(point))
 
     def lease(self, point: Any):
         return nullcontext(self.workload(point))

@@ -105,7 +105,7 @@ class HunkSpace:
         # on another host: the scratch tree as it is after `prepare`, packed whole
         origin = Origin("", lambda: pack_tree(self.workdir), str(self.subdir), root=self.workdir)
         return Workload(self.config(point), self.workdir / self.subdir, {"BISECTK_TREE": str(self.workdir)},
-                        revision=self.revision, prepare=prepare, origin=origin)
+                        revision=self.revision, prepare=prepare, origin=origin, key=self.key(point))
 
     def lease(self, point: Any):
         return nullcontext(self.workload(point))

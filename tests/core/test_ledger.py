@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bisectk import ledger as ledger_mod
-from bisectk.ledger import Ledger, LedgerError
+from bisectk.ledger import LONG_KEY, SCHEMA_VERSION, Ledger, LedgerError
 from bisectk.ledger_check import check, salvage
 from bisectk.outcome import FailKind, Outcome, Run
 from tests.conftest import bisectk, wait_until
@@ -213,7 +213,7 @@ def test_a_file_that_is_not_a_ledger_is_left_alone(project):
 def test_check_reports_damage_and_salvage_copies_what_can_be_read(tmp_path):
     good = populated(tmp_path / "good.db")
     report = check(good)
-    assert report.ok and report.schema == 2 and report.rows == {"sessions": 1, "runs": 300, "events": 300}
+    assert report.ok and report.schema == SCHEMA_VERSION and report.rows == {"sessions": 1, "runs": 300, "events": 300}
     path = populated(tmp_path / "l.db")
     corrupt_middle(path)
     before = sha(path)
@@ -345,8 +345,45 @@ def test_a_schema_1_ledger_is_migrated_and_keeps_its_runs(tmp_path):
     con.close()
     assert Ledger(path, readonly=True).runs(FP, KEY)[0].signature == "run 5"  # readable as it is
     db = Ledger(path)
-    assert db.schema == 2 and db.runs(FP, KEY)[0].signature == "run 5"
+    assert db.schema == SCHEMA_VERSION and db.runs(FP, KEY)[0].signature == "run 5"
     assert db.claim(FP, KEY, 0).run.signature == "run 5"
+
+
+LONG = json.dumps({f"f{k}": k % 2 for k in range(LONG_KEY)}, sort_keys=True)   # thousands of factors
+
+
+def test_a_long_configuration_key_is_stored_as_its_digest_and_found_again(tmp_path):
+    db = Ledger(tmp_path / "l.db")
+    with db.claim(FP, LONG, 0) as claim:
+        claim.record(a_run(1))
+    db.add_run(FP, LONG, a_run(2))
+    db.add_run(FP, LONG[:-2] + "0}", a_run(3))     # another configuration of the same length
+    stored = [r[0] for r in db.db.execute("SELECT config_key FROM runs ORDER BY id")]
+    assert all(k.startswith("sha256:") and len(k) < 80 for k in stored) and len(set(stored)) == 2
+    assert [r.signature for r in db.runs(FP, LONG)] == ["run 1", "run 2"]
+    assert db.run_at(FP, LONG, 1).signature == "run 2" and db.claim(FP, LONG, 1).run.signature == "run 2"
+    db.add_run(FP, KEY, a_run(4))       # a short key stays readable as it is
+    assert db.db.execute("SELECT config_key FROM runs WHERE idx=0 ORDER BY id DESC").fetchone()[0] == KEY
+
+
+def test_a_schema_2_ledger_keeps_its_runs_of_long_keys(tmp_path):
+    path = tmp_path / "old.db"
+    con = sqlite3.connect(path)
+    con.executescript(V1.replace("'schema', '1'", "'schema', '2'"))
+    con.execute(ledger_mod._TABLES["claims"])
+    for idx, key in enumerate((LONG, KEY)):
+        con.execute("INSERT INTO runs (fingerprint, config_key, idx, created, outcome, run_json) VALUES (?,?,?,?,?,?)",
+                    (FP, key, 0, 1.0, "fail", json.dumps(a_run(idx).to_dict())))
+    con.commit()
+    con.close()
+    assert Ledger(path, readonly=True).runs(FP, LONG)[0].signature == "run 0"   # read as it is
+    salvage(path, tmp_path / "copy.db")
+    db = Ledger(path)
+    assert db.schema == SCHEMA_VERSION
+    for ledger in (db, Ledger(tmp_path / "copy.db")):
+        assert ledger.runs(FP, LONG)[0].signature == "run 0" and ledger.runs(FP, KEY)[0].signature == "run 1"
+        assert ledger.claim(FP, LONG, 0).run.signature == "run 0"
+        assert max(len(r[0]) for r in ledger.db.execute("SELECT config_key FROM runs")) < 80
 
 
 def test_a_newer_schema_is_refused(tmp_path):

@@ -3,6 +3,8 @@
 # tree (a `git archive REV bisectk` unpacked in BASE) taken in turns on the same machine, so machine
 # and page-cache drift fall on both alike. After the DSL prefix of ../shared/gpu/README.md:
 #   bash bench/gpu_hang_ab.sh BASE ROUNDS SPEC...
+# BASE may be . (this tree on both sides); BASE_ARGS / NEW_ARGS add options to one side's command,
+# e.g. NEW_ARGS="--jobs 4" bash bench/gpu_hang_ab.sh . 1 gpu-ws-hang-phase
 # Prints, per run: command wall, runs, culprits, when the first run started (the worker's preload)
 # and the gaps between runs after it (waits for a worker), from the ledger (bench/ledger_timeline.py).
 set -u
@@ -13,10 +15,11 @@ for r in $(seq "$ROUNDS"); do
   for s in "$@"; do
     for side in base new; do
       root=$HERE; [ "$side" = base ] && root=$(cd "$BASE" && pwd)
+      extra=${NEW_ARGS:-}; [ "$side" = base ] && extra=${BASE_ARGS:-}
       db="$W/$side-$s-$r.db"
       t0=$(date +%s.%N)
       (cd "$root" && PYTHONPATH="$root:${PYTHONPATH:-}" timeout 280 python3 -m bisectk ablate "$HERE/variants/gpu/$s.toml" \
-          --warm --snapshots 0 --json-out "$W/$side-$s-$r.json" --ledger "$db" > "$W/$side-$s-$r.txt" 2>&1)
+          --warm --snapshots 0 $extra --json-out "$W/$side-$s-$r.json" --ledger "$db" > "$W/$side-$s-$r.txt" 2>&1)
       rc=$?
       wall=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
       python3 - "$W/$side-$s-$r.json" "$db" "$side" "$s" "$rc" "$wall" <<'PY'

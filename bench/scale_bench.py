@@ -126,6 +126,8 @@ def fixed_cost(work: Path) -> str:
     befores, afters = [], []
     for k in range(5):
         log = work / f"stamp-{k}.log"
+        log.unlink(missing_ok=True)     # a --work directory used before keeps its logs
+        (work / f"fixed-{k}.db").unlink(missing_ok=True)
         t0 = time.time()
         subprocess.run([sys.executable, "-m", "bisectk", "bisect", "--repo", str(repo), "--good", g.good, "--bad",
                         g.bad, "--run", str(stamp), "--json", "--ledger", str(work / f"fixed-{k}.db")],

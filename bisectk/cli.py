@@ -94,6 +94,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
            fresh: bool = FreshOpt, snapshots: int = SnapshotsOpt,
            warm: bool = WarmOpt,
            gpus: Optional[str] = typer.Option(None, "--gpus", help="With --warm: one worker per GPU, e.g. 0,1."),
+           jobs: int = typer.Option(1, "--jobs", min=1, max=64, help="Run this many of the confirmation's passes side by side (they share the spec's directory: for subjects that write no files there)."),
            executor: str = ExecutorOpt, ray_address: Optional[str] = RayAddressOpt,
            ptx: bool = typer.Option(False, "--ptx", help="Add a PTX signature diff of good, bad and the culprit configuration (compile-only, no GPU)."),
            sanitize: bool = typer.Option(False, "--sanitize", help="Rerun the culprit configuration under compute-sanitizer (synccheck/memcheck/racecheck)."),
@@ -120,7 +121,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
         fail(f"--strategy {strategy} handles at most {limit} differences; {spec} has {n}")
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  max_runs=max_runs, timeout=timeout, gpus=tuple(gpus.split(",")) if gpus else (), executor=executor,
-                 ray_address=ray_address, fresh=fresh, warm=warm)
+                 ray_address=ray_address, fresh=fresh, warm=warm, jobs=jobs)
     with Session("ablate", s, ledger_location(ledger, spec=s), args={"spec": str(spec), "strategy": strategy},
                  policy=pol, reporter=reporter(as_json, s.good)) as session:
         if resume and session.previous is None:

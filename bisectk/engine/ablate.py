@@ -65,11 +65,14 @@ def search_set(oracle: Oracle, differences: list, *, strategy: str, rule: Confid
                confidence: float | None = None, endpoint: tuple[int, int] = (0, 0)) -> SetSearch:
     """`confidence`: the answer is confirmed before it is given (search.confirm: no confidence
     without confirmation), at the least cost in time from what this command's failing and passing
-    runs took; `endpoint`: the bad endpoint's (fails, runs)."""
+    runs took; `endpoint`: the bad endpoint's (fails, runs). With --jobs above one, the
+    confirmation's passes of one configuration run that many side by side (Oracle.batch)."""
+    side = oracle.policy.jobs > 1
     try:
         return SetSearch(ablate(differences, oracle, strategy=strategy, rule=rule, max_runs=max_runs,
                                 measure_removal=measure_removal, more_sets=more_sets, confidence=confidence,
-                                endpoint=endpoint, costs=oracle.trials.costs), False)
+                                endpoint=endpoint, costs=oracle.trials.costs,
+                                batch=oracle.batch if side else None, width=oracle.width if side else None), False)
     except SearchStopped as stop:
         return SetSearch(stop.result, True)
 

@@ -189,7 +189,9 @@ class Oracle:
         return Outcome.UNRESOLVED
 
     def batch(self, points: Sequence[Any]) -> list[Outcome]:
-        """Outcomes for several points, run side by side (one slot, one directory each)."""
+        """Outcomes for several points (the same one again, too: each is its next run), run side
+        by side, one slot each. Spaces that materialise a point (commits) give each its own
+        directory; factor points share the spec's (ablate --jobs says so)."""
         if len(points) <= 1:
             return [self(p) for p in points]
         with ThreadPoolExecutor(max_workers=len(points)) as ex:

@@ -240,9 +240,11 @@ class WorkerPool:
                            FixedWatch(60))
 
     `gpus=None` (or []) makes `slots` workers (default 1) that inherit the environment as it is
-    (CPU use, tests). `spares`: hot spares per slot (True: the default, 4 where a GPU is
-    visible, else 1; False or 0: none); `max_spares`: how far retirements raise it (default: 5
-    where a GPU is visible with the default spares, else `spares`).
+    (CPU use, tests; `ablate --jobs N --warm`: N workers side by side on the one visible GPU).
+    `spares`: hot spares per slot (True: the default, 4 where a GPU is visible, else 1, shared
+    out among the slots when there are several; False or 0: none); `max_spares`: how far
+    retirements raise it (default: 5 where a GPU is visible with the default spares, shared out
+    the same way, else `spares`).
     """
 
     def __init__(self, gpus=None, *, slots: int = 1, python: str | None = None, env: dict[str, str] | None = None,
@@ -259,6 +261,11 @@ class WorkerPool:
         self.preload = tuple(preload)
         self.max_runs = max_runs
         base, most = default_spares() if spares is True else (int(spares), int(spares))
+        n_slots = len(list(gpus)) if gpus else max(1, slots)
+        if spares is True and n_slots > 1:
+            # several slots serve one another: a hang's worker is replaced by its slot's spare
+            # while the other slots' workers stay ready, so the default is shared out among them
+            base, most = -(-base // n_slots), -(-most // n_slots)
         self.spares, self.max_spares = base, max(base, most if max_spares is None else int(max_spares))
         self.ready_timeout = ready_timeout
         self.log_dir = Path(log_dir) if log_dir else None

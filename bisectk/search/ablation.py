@@ -84,7 +84,9 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
            more_sets: int = 0,
            confidence: float | None = None,
            endpoint: tuple[int, int] = (0, 0),
-           costs: Callable[[], tuple[float, float]] | None = None) -> AblationResult:
+           costs: Callable[[], tuple[float, float]] | None = None,
+           batch: Callable[[Sequence[frozenset]], Sequence[Outcome]] | None = None,
+           width: Callable[[], int] | None = None) -> AblationResult:
     """Find the 1-minimal set of differences that causes the failure.
 
     `rule` turns single-shot noisy verdicts into confident ones (ConfidenceRule.derive, or
@@ -101,6 +103,8 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
     `endpoint` = (fails, runs)) and the search goes on from every run made, then is confirmed
     again. A contradiction under a rule leaves the answer unconfirmed (incomplete). `costs()`:
     (seconds of a failing run, of a passing one), so the confirmation costs least time (confirm.py).
+    `batch` / `width()`: an oracle that runs several configurations side by side, and how many a
+    round may hold: the confirmation's passes of one configuration go in such rounds (Tester).
     """
     items = list(differences)
     if not items:
@@ -114,7 +118,7 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
         raise ValueError(f"strategy {strategy!r} handles at most {chosen.max_n} differences")
 
     tester = Tester(oracle, rule=rule, on_attempt=on_attempt, should_stop=should_stop,
-                    max_runs=max_runs, known=known)
+                    max_runs=max_runs, known=known, batch=batch, width=width)
     tester.seed(frozenset(), Outcome.PASS)
     tester.seed(frozenset(items), Outcome.FAIL)
     switched = None

@@ -10,7 +10,10 @@ Tester            -- wraps the oracle: memoises by key, counts runs, records att
                      It keeps every single-run outcome per key (`history`): a switch to another
                      rule (`switch`, after a contradiction) re-reads the verdicts from it, so a
                      search run again on the same Tester goes on from what was observed and only
-                     tops up the runs the new rule asks for. `confirm` runs a verdict again.
+                     tops up the runs the new rule asks for. `confirm` runs a verdict again;
+                     with a `batch` oracle (runs several at once, side by side) and a `width`
+                     above one, the passes a confirmation asks of one configuration are made
+                     in rounds of that many (they are independent runs of the same thing).
 Rule              -- what a flakiness rule is to the Tester: `verdict(runs)` decides from the
                      single-run outcomes of one configuration so far, or says None (run again).
                      flaky.ConfidenceRule (one-sided) and rates.RateRule (two rates) are rules.
@@ -104,6 +107,8 @@ class Tester:
     memo: dict[Hashable, Outcome] = field(default_factory=dict)
     stage: str = ""   # stamped on each attempt: which failing set the search is after (sets.py)
     history: dict[Hashable, list[Outcome]] = field(default_factory=dict)   # every run, per key
+    batch: Callable[[Sequence[Hashable]], Sequence[Outcome]] | None = None   # several runs side by side
+    width: Callable[[], int] | None = None      # how many runs a round may hold now (default 1)
 
     def __post_init__(self) -> None:
         self._known = dict(self.known or {})
@@ -154,27 +159,53 @@ class Tester:
         confirmed by a failure within the runs the rule in force needs to decide afresh (one
         without a rule); a PASS by `passes` new passes in a row, with a rule too: its verdict was
         one of many the search made, each with its own small chance of clearing a failing
-        configuration, and the answer rests on this one. The runs join the history; the
-        verdict in the memo stays (the caller decides what a contradiction means)."""
+        configuration, and the answer rests on this one. The passes go in rounds of `width()`
+        runs where a `batch` oracle is given (a round is whole: a failure in it ends the
+        confirmation after the round, and the first failure is the answer). The runs join the
+        history; the verdict in the memo stays (the caller decides what a contradiction means)."""
         runs = self.history.setdefault(key, [])
         fresh: list[Outcome] = []
         want = passes if expect is Outcome.PASS else 1
         while True:
-            outcome = self._run_once(key)
-            fresh.append(outcome)
-            runs.append(outcome)
-            if outcome is not Outcome.PASS:
+            n = min(self._width(), want - len(fresh)) if expect is Outcome.PASS else 1
+            outcomes = self._run_round(key, n)
+            fresh.extend(outcomes)
+            runs.extend(outcomes)
+            failed = next((o for o in outcomes if o is not Outcome.PASS), None)
+            if failed is not None:
+                result = failed
                 break
             if expect is Outcome.PASS and len(fresh) >= want:
+                result = Outcome.PASS
                 break
             if expect is Outcome.FAIL and (self.rule is None or self.rule.verdict(fresh) is Outcome.PASS):
+                result = Outcome.PASS
                 break
-        result = fresh[-1]
         attempt = Attempt(len(self.attempts) + 1, key, result, "confirm", tuple(fresh), False, self.stage)
         self.attempts.append(attempt)
         if self.on_attempt is not None:
             self.on_attempt(attempt)
         return result
+
+    def _width(self) -> int:
+        return max(1, int(self.width())) if self.batch is not None and self.width is not None else 1
+
+    def _run_round(self, key: Hashable, n: int) -> list[Outcome]:
+        """`n` runs of `key`: one through the oracle, more side by side through `batch` (as many
+        as the run budget allows; none left stops the search, as one run would)."""
+        if n <= 1:
+            return [self._run_once(key)]
+        if self.should_stop is not None and self.should_stop():
+            raise StopSearch("stop requested")
+        if self.max_runs is not None:
+            if self.runs >= self.max_runs:
+                raise StopSearch(f"run budget of {self.max_runs} spent")
+            n = min(n, self.max_runs - self.runs)
+        self.runs += n
+        outcomes = list(self.batch([key] * n))
+        if len(outcomes) != n or not all(isinstance(o, Outcome) for o in outcomes):
+            raise TypeError(f"batch oracle returned {outcomes!r}, expected {n} Outcomes")
+        return outcomes
 
     def failing(self) -> list[Hashable]:
         """Keys judged FAIL, in the order they were judged."""

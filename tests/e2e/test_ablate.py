@@ -51,6 +51,24 @@ def test_the_confirmation_re_runs_a_hang_less_than_the_cheap_passes(tmp_path):
     assert fails == runs <= 3 and passes >= 2 * runs, (fails, runs, passes)
 
 
+def test_jobs_run_the_confirmations_passes_side_by_side(tmp_path):
+    """--jobs 3: the passes asked of bad-without-the-culprit run three at a time (their stored
+    intervals overlap), and the answer and the confidence are the serial one's."""
+    import sqlite3
+    serial = ablate_json(VARIANTS / "pipeline-hang.toml", tmp_path / "one")
+    doc = ablate_json(VARIANTS / "pipeline-hang.toml", tmp_path, "--jobs", "3")
+    assert doc["culprits"] == serial["culprits"] == ["producer_phase"] and doc["complete"]
+    confirm = [a for a in doc["attempts"] if a["phase"] == "confirm" and a["outcome"] == "pass"]
+    assert confirm and confirm[-1]["runs"] == [a for a in serial["attempts"] if a["phase"] == "confirm"
+                                               and a["outcome"] == "pass"][-1]["runs"]
+    db = sqlite3.connect(tmp_path / "ledger.db")
+    (key,) = db.execute("SELECT config_key FROM runs GROUP BY config_key ORDER BY COUNT(*) DESC LIMIT 1").fetchone()
+    spans = sorted((end - d, end) for end, d in db.execute(
+        "SELECT created, duration_s FROM runs WHERE config_key=?", (key,)))
+    assert len(spans) >= confirm[-1]["runs"]
+    assert sum(b[0] < a[1] for a, b in zip(spans, spans[1:])) >= len(spans) // 3, spans
+
+
 def test_ordinal_threshold_and_report(tmp_path):
     report = tmp_path / "log.md"
     p = bisectk("ablate", VARIANTS / "attention-threshold.toml", "--ledger", tmp_path / "l.db", "--report", report, timeout=600)

@@ -111,3 +111,43 @@ def test_a_steady_failure_still_needs_a_few_passes_and_rule_is_serialisable():
 def test_rule_rejects_nonsense(fails, runs, kwargs):
     with pytest.raises(ValueError):
         ConfidenceRule.derive(fails, runs, **kwargs)
+
+
+def test_confirmation_passes_go_in_rounds_of_the_width_and_stop_at_a_failing_round():
+    rounds = []
+
+    def batch(keys):
+        rounds.append(len(keys))
+        return [Outcome.PASS] * len(keys)
+
+    tester = Tester(Counting(planted({"a"})), batch=batch, width=lambda: 4)
+    assert tester.confirm(B, Outcome.PASS, 10) is Outcome.PASS
+    assert rounds == [4, 4, 2] and tester.runs == 10 and tester.history[B] == [Outcome.PASS] * 10
+    assert tester.attempts[-1].runs == 10 and tester.attempts[-1].phase == "confirm"
+
+    # a failure in a round ends the confirmation after that round, and is its answer
+    script = iter([Outcome.PASS] * 5 + [Outcome.FAIL] + [Outcome.PASS] * 10)
+    tester = Tester(Counting(planted({"a"})), batch=lambda keys: [next(script) for _ in keys], width=lambda: 3)
+    assert tester.confirm(B, Outcome.PASS, 12) is Outcome.FAIL
+    assert tester.runs == 6 and tester.history[B][-1] is Outcome.FAIL
+
+    # a FAIL expectation runs one at a time (a failure there ends it at once); width 1 is serial
+    oracle = Counting(planted({"a"}))
+    tester = Tester(oracle, batch=batch, width=lambda: 1)
+    rounds.clear()
+    assert tester.confirm(A, Outcome.FAIL, 5) is Outcome.FAIL
+    assert tester.confirm(B, Outcome.PASS, 3) is Outcome.PASS
+    assert rounds == [] and oracle.calls == [A, B, B, B]
+
+
+def test_a_round_takes_no_more_runs_than_the_budget_left():
+    rounds = []
+
+    def batch(keys):
+        rounds.append(len(keys))
+        return [Outcome.PASS] * len(keys)
+
+    tester = Tester(Counting(planted({"a"})), batch=batch, width=lambda: 8, max_runs=6)
+    with pytest.raises(StopSearch):
+        tester.confirm(B, Outcome.PASS, 10)
+    assert rounds == [6] and tester.runs == 6

@@ -272,10 +272,6 @@ class WorkerPool:
         self.slots = [_Slot(g) for g in (list(gpus) if gpus else [None] * max(1, slots))]
         for slot in self.slots:
             slot.want = self.spares
-        # the other slots start once the first one's worker is ready: their imports would slow
-        # it (eight workers importing torch and the CuTe DSL at once on an H100 put the first
-        # run of `ablate --jobs 4 --warm` 1.3 s later), and the first runs need one worker only
-        self._held: list[_Slot] = self.slots[1:]
         # runs handed to it at once (a k-way round): `slots`, even pinned to fewer GPUs (those
         # beyond a GPU's worker wait for it)
         self.width = max(len(self.slots), slots)
@@ -320,9 +316,6 @@ class WorkerPool:
                     slot.pending.remove(w)
                 slot.starting -= 1
                 self.stats["worker_starts"] += 1
-                held, self._held = self._held, []
-                for other in held:      # the first start is over (ready or not): the others' turn
-                    self._fill(other)
                 if ok and not self._closed and (slot.worker is None or len(slot.spares) < slot.want):
                     if slot.worker is None:
                         slot.worker = w
@@ -344,7 +337,7 @@ class WorkerPool:
 
     def _fill(self, slot: _Slot) -> None:
         """Keep the slot's worker and spare started (called with self.cond held)."""
-        if self._closed or slot.failed_starts >= MAX_FAILED_STARTS or slot in self._held:
+        if self._closed or slot.failed_starts >= MAX_FAILED_STARTS:
             return
         wanted = (slot.worker is None) + max(0, slot.want - len(slot.spares))
         while slot.starting < wanted:

@@ -232,32 +232,6 @@ def test_a_retirement_raises_the_spares_kept(scripts):
         assert len(slot.spares) == 2 and slot.worker is not None
 
 
-def test_slots_after_the_first_start_once_its_worker_is_ready(scripts, monkeypatch):
-    """`ablate --jobs K --warm`: K slots share the default spares, and slots 2..K start their
-    workers only after the first slot's is ready (their imports would slow it); then every slot
-    serves runs side by side."""
-    import threading
-
-    from bisectk.run import pool as poolmod
-    monkeypatch.setattr(poolmod, "default_spares", lambda: (4, 5))
-    (scripts / "slow_import.py").write_text("import time\ntime.sleep(1.0)\n")
-    with WorkerPool(gpus=None, slots=3, preload=("slow_import",), ready_timeout=60,
-                    env={"PYTHONPATH": str(scripts)}) as p:
-        assert (p.spares, p.max_spares) == (2, 2)                  # 4 and 5 shared out among 3 slots
-        assert p.slots[0].starting == 3 and [s.starting for s in p.slots[1:]] == [0, 0]
-        assert wait_until(lambda: p.slots[0].worker is not None, 30)
-        assert wait_until(lambda: all(s.worker is not None for s in p.slots), 30)
-        (scripts / "nap.py").write_text("import os, sys, time\ntime.sleep(1.0)\nexec(open('echo.py').read())\n")
-        results = []
-        threads = [threading.Thread(target=lambda: results.append(
-            result(run_command(p, [sys.executable, "nap.py"], cwd=scripts, timeout=60))["pid"])) for _ in range(3)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-        assert len(set(results)) == 3       # three runs held at once: three workers, side by side
-
-
 def test_each_run_imports_its_own_tree_fresh(tmp_path):
     """Nothing of one hybrid or commit leaks into the next: modules, sys.path, cwd, environment."""
     main = ("import json, os, sys, helper\n"

@@ -94,7 +94,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
            fresh: bool = FreshOpt, snapshots: int = SnapshotsOpt,
            warm: bool = WarmOpt,
            gpus: Optional[str] = typer.Option(None, "--gpus", help="With --warm: one worker per GPU, e.g. 0,1."),
-           jobs: int = typer.Option(1, "--jobs", min=1, max=64, help="Run this many of the confirmation's passes side by side (they share the spec's directory: for subjects that write no files there)."),
+           jobs: int = typer.Option(1, "--jobs", min=1, max=64, help="Make the passes a verdict needs (the confirmation's, a flaky search's repeats) this many at a time, side by side in the spec's directory (for subjects that write no files there)."),
            executor: str = ExecutorOpt, ray_address: Optional[str] = RayAddressOpt,
            ptx: bool = typer.Option(False, "--ptx", help="Add a PTX signature diff of good, bad and the culprit configuration (compile-only, no GPU)."),
            sanitize: bool = typer.Option(False, "--sanitize", help="Rerun the culprit configuration under compute-sanitizer (synccheck/memcheck/racecheck)."),

@@ -89,7 +89,8 @@ class Tester:
 
     `test(key, phase)` returns the verdict for `key`. With a `rule`, runs are made until
     `rule.verdict` decides (ConfidenceRule: a PASS only after `rule.repeats` consecutive passes, a
-    FAIL at once, as failures are never spurious under one rate); without one, one run decides.
+    FAIL at once, as failures are never spurious under one rate), in rounds of up to `width()`
+    side by side where a `batch` oracle is given; without one, one run decides.
     An UNRESOLVED run is taken as it is (invalid and build-broken configurations do not heal by
     repeating). Every oracle call counts as a run.
     """
@@ -132,7 +133,7 @@ class Tester:
         before = len(runs)
         verdict = self.decide(runs)
         while verdict is None:
-            runs.append(self._run_once(key))
+            runs.extend(self._run_round(key, self._needed(runs)))
             verdict = self.decide(runs)
         self._record(key, verdict, phase, tuple(runs[before:]), cached=False)
         return verdict
@@ -186,6 +187,23 @@ class Tester:
         if self.on_attempt is not None:
             self.on_attempt(attempt)
         return result
+
+    def _needed(self, runs: Sequence[Outcome]) -> int:
+        """How many runs the next round of a verdict holds: one without a rule (one run decides)
+        or without a `batch`; under a rule, the passes in a row it still asks for, up to the width
+        (the rule reads the round as it reads runs made one by one: ConfidenceRule's verdict is
+        the first run that did not pass, so runs after it in the round only join the history)."""
+        if self.rule is None:
+            return 1
+        width = self._width()
+        if width <= 1:
+            return 1
+        trailing = 0
+        for outcome in reversed(runs):
+            if outcome is not Outcome.PASS:
+                break
+            trailing += 1
+        return max(1, min(width, int(getattr(self.rule, "repeats", 1)) - trailing))
 
     def _width(self) -> int:
         return max(1, int(self.width())) if self.batch is not None and self.width is not None else 1

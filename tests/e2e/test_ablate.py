@@ -69,6 +69,27 @@ def test_jobs_run_the_confirmations_passes_side_by_side(tmp_path):
     assert sum(b[0] < a[1] for a, b in zip(spans, spans[1:])) >= len(spans) // 3, spans
 
 
+def test_jobs_make_a_flaky_searchs_passes_side_by_side(tmp_path):
+    """An intermittent failure (the `race` factor fails 80% of runs): every configuration the search
+    clears needs several passes in a row; --jobs 4 makes them four at a time, to the same answer."""
+    import sqlite3
+    code = ("import random, sys, time\ntime.sleep(0.2)\n"
+            "sys.exit(1 if sys.argv[1] == '1' and random.random() < 0.8 else 0)\n")
+    (tmp_path / "pyproject.toml").touch()
+    spec = tmp_path / "s.toml"
+    spec.write_text(f"[subject]\ncommand = {json.dumps(['python', '-c', code, '{race}', '{a}', '{b}', '{c}'])}\n"
+                    "[good]\nrace = 0\na = 0\nb = 0\nc = 0\n[bad]\nrace = 1\na = 1\nb = 1\nc = 1\n")
+    doc = ablate_json(spec, tmp_path, "--flaky", "--jobs", "4")
+    assert doc["culprits"] == ["race"] and doc["complete"] and doc["flakiness_rule"]
+    db = sqlite3.connect(tmp_path / "ledger.db")
+    overlapping = 0
+    for (key,) in db.execute("SELECT DISTINCT config_key FROM runs"):
+        spans = sorted((end - d, end) for end, d in db.execute(
+            "SELECT created, duration_s FROM runs WHERE config_key=?", (key,)))
+        overlapping += sum(b[0] < a[1] for a, b in zip(spans, spans[1:]))
+    assert overlapping >= 3
+
+
 def test_ordinal_threshold_and_report(tmp_path):
     report = tmp_path / "log.md"
     p = bisectk("ablate", VARIANTS / "attention-threshold.toml", "--ledger", tmp_path / "l.db", "--report", report, timeout=600)

@@ -151,3 +151,28 @@ def test_a_round_takes_no_more_runs_than_the_budget_left():
     with pytest.raises(StopSearch):
         tester.confirm(B, Outcome.PASS, 10)
     assert rounds == [6] and tester.runs == 6
+
+
+def test_a_rules_passes_go_in_rounds_and_a_failure_in_a_round_is_the_verdict():
+    rounds = []
+    oracle = Counting(planted({"a"}))
+
+    def batch(keys):
+        rounds.append(len(keys))
+        return [oracle(k) for k in keys]
+
+    rule = ConfidenceRule.derive(3, 10)
+    assert rule.repeats > 4
+    tester = Tester(oracle, rule=rule, batch=batch, width=lambda: 4)
+    assert tester.test(B, "split") is Outcome.PASS
+    # rounds of four; a last round of one is a plain run
+    assert sum(rounds) == rule.repeats - (rule.repeats % 4 == 1) and max(rounds) == 4
+    assert len(tester.history[B]) == rule.repeats == tester.runs
+    rounds.clear()
+    assert tester.test(A, "split") is Outcome.FAIL          # a deterministic failure: the first round
+    assert rounds == [4] and tester.attempts[-1].runs == 4
+    # the same verdicts one run at a time (width 1), in fewer runs for the failing one
+    serial = Tester(Counting(planted({"a"})), rule=rule, batch=batch, width=lambda: 1)
+    rounds.clear()
+    assert serial.test(B, "split") is Outcome.PASS and serial.test(A, "split") is Outcome.FAIL
+    assert rounds == [] and serial.runs == rule.repeats + 1

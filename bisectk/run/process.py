@@ -273,8 +273,23 @@ def start_contained(argv: list[str], *, cwd=None, env: dict[str, str] | None = N
         except TimeoutError:
             reply = None
     except BaseException:
-        proc.kill()
-        proc.wait()
+        # Ctrl-C while the supervisor starts the subject: the subject may run already, in a
+        # session of its own that killing the supervisor would not end (it kept the caller's
+        # pipes open: a Ctrl-C'd command hung until the subject's sleep ran out). The supervisor
+        # is asked to end the tree, as after a run, then killed; anything of the run that is
+        # left (its run id in the environment) goes too.
+        try:
+            parent.sendall(supervise.INTERRUPT)
+            parent.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=supervise.INTERRUPT_GRACE_S + 2.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if env.get(RUN_ID_ENV):
+            kill_run(env[RUN_ID_ENV])
         parent.close()
         raise
     if reply is None or "pid" not in reply:
@@ -324,9 +339,20 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
         if recording:
             recording.close()
         return RawRun(started=False, error=f"cannot start {argv[0]!r}: {_describe(exc)}")
-    record = _write_record(run_id, c)
-    caps = captures(log_dir, tail_bytes, lambda text: watch.feed(text, time.monotonic() - c.t0))
-    readers = Readers([(c.proc.stdout.fileno(), caps[0]), (c.proc.stderr.fileno(), caps[1])])
+    try:
+        record = _write_record(run_id, c)
+        caps = captures(log_dir, tail_bytes, lambda text: watch.feed(text, time.monotonic() - c.t0))
+        readers = Readers([(c.proc.stdout.fileno(), caps[0]), (c.proc.stderr.fileno(), caps[1])])
+    except BaseException:      # Ctrl-C between the start and the wait: the run ends all the same
+        c.end(interrupt=True)
+        try:
+            c.proc.wait(timeout=supervise.INTERRUPT_GRACE_S + 2.0)
+        except subprocess.TimeoutExpired:
+            c.proc.kill()
+        kill_run(run_id)
+        if recording:
+            recording.close()
+        raise
     try:
         hung, report, lost = _wait(c, watch, snapshot)
     except BaseException:

@@ -148,6 +148,29 @@ def test_ctrl_c_ends_a_run_whose_subject_ignores_sigterm_within_a_second(tmp_pat
         kill_marked(m)
 
 
+def test_ctrl_c_while_the_supervisor_starts_the_subject_leaves_nothing(tmp_path, monkeypatch):
+    """A Ctrl-C that lands after the subject started but before bisectk read the supervisor's
+    reply (the subject runs in a session of its own): the tree is ended all the same; killing the
+    supervisor alone left the subject running, holding the caller's pipes."""
+    from bisectk.run import process as proc_mod
+    m = marker()
+    subject = tmp_path / "stubborn.py"
+    subject.write_text("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(300)\n")
+    real_wait = proc_mod.Contained.wait
+
+    def interrupted(self, deadline):
+        reply = real_wait(self, deadline)       # the subject runs now
+        assert reply and reply.get("pid")
+        raise KeyboardInterrupt
+    monkeypatch.setattr(proc_mod.Contained, "wait", interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_process([sys.executable, str(subject), m], timeout=300)
+        assert with_marker(m) == []             # the stubborn subject is gone, not waited for
+    finally:
+        kill_marked(m)
+
+
 def test_warm_runs_read_their_output_as_cold_runs_do(tmp_path):
     """The same reader under --warm: the result line after 2 MB of teardown, and a capped log."""
     from bisectk.run.output import LOG_HEAD_BYTES, LOG_TAIL_BYTES

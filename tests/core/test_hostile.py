@@ -125,7 +125,10 @@ def test_ctrl_c_ends_a_run_whose_subject_ignores_sigterm_within_a_second(tmp_pat
     m = marker()
     subject = tmp_path / "stubborn.py"
     subject.write_text("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(300)\n")
-    driver = ("import sys, time\nfrom bisectk.run.process import run_process\n"
+    # the driver takes SIGINT as a terminal's Ctrl-C does, whatever it inherited: started from a
+    # background job (`cmd &` in a script) a process begins with SIGINT ignored, and never sees it
+    driver = ("import signal, sys, time\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+              "from bisectk.run.process import run_process\n"
               "try:\n    run_process([sys.executable, sys.argv[1], sys.argv[2]], timeout=300)\n"
               "except KeyboardInterrupt:\n    print('interrupted', flush=True)\n")
     proc = subprocess.Popen(py(driver, str(subject), m), stdout=subprocess.PIPE, text=True, cwd=ROOT,

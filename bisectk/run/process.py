@@ -241,6 +241,21 @@ class Contained:
         except OSError:
             pass
 
+    def abandon(self, run_id: str | None) -> None:
+        """Ctrl-C before the run is waited for (while it starts, or right after): the supervisor
+        is asked to end the tree, as after a run, and given the interrupt's grace; then it is
+        killed, and anything carrying `run_id` in its environment goes too. The subject runs in a
+        session of its own, so killing the supervisor alone would leave it (holding the caller's
+        pipes: a Ctrl-C'd command hung until the subject's sleep ran out)."""
+        self.end(interrupt=True)
+        try:
+            self.proc.wait(timeout=supervise.INTERRUPT_GRACE_S + 2.0)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if run_id:
+            kill_run(run_id)
+
     def close(self) -> None:
         self.guard.close()
 
@@ -264,32 +279,16 @@ def start_contained(argv: list[str], *, cwd=None, env: dict[str, str] | None = N
         raise
     finally:
         child.close()
+    c = Contained(proc, parent, -1, 0.0)
     try:
         parent.sendall(supervise.pack({"argv": list(argv), "env": env, "paths": _exec_paths(argv[0], env),
                                        "grace": grace, "leftover_grace": leftover_grace}))
-        c = Contained(proc, parent, -1, 0.0)
         try:
             reply = c.wait(time.monotonic() + START_TIMEOUT_S)
         except TimeoutError:
             reply = None
     except BaseException:
-        # Ctrl-C while the supervisor starts the subject: the subject may run already, in a
-        # session of its own that killing the supervisor would not end (it kept the caller's
-        # pipes open: a Ctrl-C'd command hung until the subject's sleep ran out). The supervisor
-        # is asked to end the tree, as after a run, then killed; anything of the run that is
-        # left (its run id in the environment) goes too.
-        try:
-            parent.sendall(supervise.INTERRUPT)
-            parent.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
-        try:
-            proc.wait(timeout=supervise.INTERRUPT_GRACE_S + 2.0)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if env.get(RUN_ID_ENV):
-            kill_run(env[RUN_ID_ENV])
+        c.abandon(env.get(RUN_ID_ENV))     # the subject may run already
         parent.close()
         raise
     if reply is None or "pid" not in reply:
@@ -344,12 +343,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
         caps = captures(log_dir, tail_bytes, lambda text: watch.feed(text, time.monotonic() - c.t0))
         readers = Readers([(c.proc.stdout.fileno(), caps[0]), (c.proc.stderr.fileno(), caps[1])])
     except BaseException:      # Ctrl-C between the start and the wait: the run ends all the same
-        c.end(interrupt=True)
-        try:
-            c.proc.wait(timeout=supervise.INTERRUPT_GRACE_S + 2.0)
-        except subprocess.TimeoutExpired:
-            c.proc.kill()
-        kill_run(run_id)
+        c.abandon(run_id)
         if recording:
             recording.close()
         raise

@@ -260,16 +260,15 @@ class WorkerPool:
             self.base_env["PYTHONPATH"] = os.pathsep.join([root, pp]) if pp else root
         self.preload = tuple(preload)
         self.max_runs = max_runs
+        self.slots = [_Slot(g) for g in (list(gpus) if gpus else [None] * max(1, slots))]
         base, most = default_spares() if spares is True else (int(spares), int(spares))
-        n_slots = len(list(gpus)) if gpus else max(1, slots)
-        if spares is True and n_slots > 1:
+        if spares is True and len(self.slots) > 1:
             # several slots serve one another: a hang's worker is replaced by its slot's spare
             # while the other slots' workers stay ready, so the default is shared out among them
-            base, most = -(-base // n_slots), -(-most // n_slots)
+            base, most = -(-base // len(self.slots)), -(-most // len(self.slots))
         self.spares, self.max_spares = base, max(base, most if max_spares is None else int(max_spares))
         self.ready_timeout = ready_timeout
         self.log_dir = Path(log_dir) if log_dir else None
-        self.slots = [_Slot(g) for g in (list(gpus) if gpus else [None] * max(1, slots))]
         for slot in self.slots:
             slot.want = self.spares
         # runs handed to it at once (a k-way round): `slots`, even pinned to fewer GPUs (those

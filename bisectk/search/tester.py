@@ -213,13 +213,7 @@ class Tester:
         as the run budget allows; none left stops the search, as one run would)."""
         if n <= 1:
             return [self._run_once(key)]
-        if self.should_stop is not None and self.should_stop():
-            raise StopSearch("stop requested")
-        if self.max_runs is not None:
-            if self.runs >= self.max_runs:
-                raise StopSearch(f"run budget of {self.max_runs} spent")
-            n = min(n, self.max_runs - self.runs)
-        self.runs += n
+        n = self._spend(n)
         outcomes = list(self.batch([key] * n))
         if len(outcomes) != n or not all(isinstance(o, Outcome) for o in outcomes):
             raise TypeError(f"batch oracle returned {outcomes!r}, expected {n} Outcomes")
@@ -229,12 +223,20 @@ class Tester:
         """Keys judged FAIL, in the order they were judged."""
         return [key for key, outcome in self.memo.items() if outcome is Outcome.FAIL]
 
-    def _run_once(self, key: Hashable) -> Outcome:
+    def _spend(self, n: int) -> int:
+        """Take up to `n` runs from the budget (counted before they are made: an interrupted run
+        was still started); StopSearch when a stop is asked for or nothing is left."""
         if self.should_stop is not None and self.should_stop():
             raise StopSearch("stop requested")
-        if self.max_runs is not None and self.runs >= self.max_runs:
-            raise StopSearch(f"run budget of {self.max_runs} spent")
-        self.runs += 1  # counted before the call: an interrupted run was still started
+        if self.max_runs is not None:
+            if self.runs >= self.max_runs:
+                raise StopSearch(f"run budget of {self.max_runs} spent")
+            n = min(n, self.max_runs - self.runs)
+        self.runs += n
+        return n
+
+    def _run_once(self, key: Hashable) -> Outcome:
+        self._spend(1)
         outcome = self.oracle(key)
         if not isinstance(outcome, Outcome):
             raise TypeError(f"oracle returned {outcome!r}, expected an Outcome")

@@ -21,7 +21,8 @@ from bisectk.cli_common import (BadRefOpt, BuildOpt, CalibrateOpt, ConfigOpt, Ex
                                 RayRepoOpt, RepoOpt, ReportOpt, RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, SpecArg,
                                 TimeoutOpt, WarmOpt, _is, cache_ledger, check_strategy, default_spec, emit_json,
                                 environment_capture, fail, finish, history_subject, open_ledger, out, plain_help,
-                                policy, reporter, say_error, unused_factor_warnings, usage_error, write_reports)
+                                policy, reporter, say_error, spare_ahead, unused_factor_warnings, usage_error,
+                                write_reports)
 from bisectk.errors import BisectkError
 from bisectk.search import STRATEGIES, strategy_names
 
@@ -103,6 +104,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     """Isolate the factor, or the set of factors acting together, that causes the failure.
 
     Exit 0: culprit isolated; 1: search stopped (what is shown so far printed); 2: endpoints unusable."""
+    spare_ahead(executor, warm)
     from bisectk.engine.ablate import run_ablation
     from bisectk.engine.interrupts import held
     from bisectk.engine.session import Session, ledger_location
@@ -166,6 +168,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
 
     The subject runs with the hybrid tree as its working directory. Exit 0: culprit found;
     1: search stopped; 2: unusable input or endpoints."""
+    spare_ahead(executor, warm)
     from bisectk.engine.diff import run_diff
     from bisectk.engine.interrupts import held
     from bisectk.engine.session import Session, ledger_location
@@ -260,6 +263,8 @@ def bisect(repo: Path = RepoOpt,
            as_json: bool = JsonOpt) -> None:
     """Find the first bad commit between --good and --bad, each commit built and run in its own
     git worktree. Exit 0: found (1 if ambiguous or stopped); 2: unusable input or endpoints."""
+    if not manual:
+        spare_ahead(executor, warm)
     from concurrent.futures import ThreadPoolExecutor
     from contextlib import ExitStack
 

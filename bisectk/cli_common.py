@@ -119,6 +119,15 @@ def reporter(as_json: bool, reference: dict | None):
     return ProgressLines(sys.stderr, reference=reference)
 
 
+def spare_ahead(executor: str = "local", warm: bool = False) -> None:
+    """Start a spare supervisor (run/spares.py) now, while Python loads the engine, for the first
+    run (later runs keep their own ahead). Local runs only: warm and Ray runs start no supervisor
+    of their own per run."""
+    if executor == "local" and not warm:
+        from bisectk.run.spares import SPARES
+        SPARES.refill(0)
+
+
 def policy(**kw):
     """The run policy: RunPolicy is the one validator (a setting that cannot hold is its one line)."""
     from bisectk.engine.policy import RunPolicy

@@ -52,6 +52,7 @@ import psutil
 from bisectk.procstat import process_start  # noqa: F401  (re-exported)
 
 from bisectk.run import supervise
+from bisectk.run.spares import SPARES, SUPERVISOR, SUPERVISOR_ARGV  # noqa: F401  (SUPERVISOR re-exported)
 from bisectk.run.output import Capture, LineFeed, Readers  # noqa: F401  (LineFeed re-exported)
 from bisectk.run.progress import FixedWatch
 from bisectk.run.watchdog import wait_run
@@ -63,7 +64,6 @@ SUPERVISOR_CHECK_S = 0.1  # how often a run's supervisor is looked at (killed? s
 LEFTOVER_GRACE_S = 0.2   # the same, for what a subject left running after it exited
 START_TIMEOUT_S = 60.0   # the supervisor's own start (a loaded machine)
 RUN_ID_ENV = "BISECTK_RUN_ID"  # set in every subject's environment: the last resort finds it there
-SUPERVISOR = str(Path(supervise.__file__).resolve())
 
 
 @dataclass
@@ -189,8 +189,10 @@ class Contained:
     """A subject running under its supervisor. `proc` is the supervisor's Popen (its exit status
     mirrors the subject's); `pid` is the subject's; `t0` when it started (time.monotonic)."""
 
-    def __init__(self, proc: subprocess.Popen, guard: socket.socket, pid: int, t0: float):
+    def __init__(self, proc: subprocess.Popen, guard: socket.socket, pid: int, t0: float, streams=None):
         self.proc, self.guard, self.pid, self.t0 = proc, guard, pid, t0
+        # the subject's stdout and stderr, read here: the Popen's pipes, or ours when a spare runs it
+        self.stdout, self.stderr = streams or (proc.stdout, proc.stderr)
         self._buf = b""
 
     def wait(self, deadline: float | None = None):
@@ -271,7 +273,7 @@ def start_contained(argv: list[str], *, cwd=None, env: dict[str, str] | None = N
         raise ValueError(problem)
     parent, child = socket.socketpair()
     try:
-        proc = subprocess.Popen([sys.executable, "-I", "-S", SUPERVISOR, str(child.fileno())], cwd=cwd,
+        proc = subprocess.Popen([sys.executable, *SUPERVISOR_ARGV, str(child.fileno())], cwd=cwd,
                                 stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True,
                                 pass_fds=(child.fileno(), *pass_fds))
     except BaseException:
@@ -280,18 +282,31 @@ def start_contained(argv: list[str], *, cwd=None, env: dict[str, str] | None = N
     finally:
         child.close()
     c = Contained(proc, parent, -1, 0.0)
+    reply = _handshake(c, {"argv": list(argv), "env": env, "paths": _exec_paths(argv[0], env),
+                           "grace": grace, "leftover_grace": leftover_grace})
+    return _started(c, reply)
+
+
+def _handshake(c: Contained, cfg: dict) -> dict | None:
+    """Tell the supervisor what to run; its first reply (None if it never came)."""
     try:
-        parent.sendall(supervise.pack({"argv": list(argv), "env": env, "paths": _exec_paths(argv[0], env),
-                                       "grace": grace, "leftover_grace": leftover_grace}))
+        c.guard.sendall(supervise.pack(cfg))
         try:
-            reply = c.wait(time.monotonic() + START_TIMEOUT_S)
+            return c.wait(time.monotonic() + START_TIMEOUT_S)
         except TimeoutError:
-            reply = None
+            return None
     except BaseException:
-        c.abandon(env.get(RUN_ID_ENV))     # the subject may run already
-        parent.close()
+        c.abandon(cfg["env"].get(RUN_ID_ENV))     # the subject may run already
+        c.guard.close()
         raise
+
+
+def _started(c: Contained, reply: dict | None) -> Contained:
+    """The started run, or OSError (closing what was opened) when the subject could not start."""
+    proc, parent = c.proc, c.guard
     if reply is None or "pid" not in reply:
+        for stream in {c.stdout, c.stderr, proc.stdout, proc.stderr} - {None}:
+            stream.close()
         parent.close()
         proc.wait()
         if reply is None:
@@ -300,6 +315,38 @@ def start_contained(argv: list[str], *, cwd=None, env: dict[str, str] | None = N
                       reply.get("filename") or None)
     c.pid, c.t0 = reply["pid"], reply["t0"]
     return c
+
+
+def _start_on_spare(argv: list[str], cwd, env: dict[str, str], grace: float = GRACE_S,
+                    leftover_grace: float = LEFTOVER_GRACE_S) -> Contained | None:
+    """Start argv on an idle spare supervisor (run/spares.py), its stdout and stderr to pipes
+    read here; None when no spare is idle or the one taken did not answer (the caller starts a
+    supervisor itself). OSError, as start_contained, when the subject cannot start."""
+    spare = SPARES.take()
+    if spare is None:
+        return None
+    proc, parent = spare
+    pipes = [os.pipe(), os.pipe()]
+    try:
+        socket.send_fds(parent, [b"F"], [pipes[0][1], pipes[1][1]])
+    except OSError:
+        parent.close()
+        for r, _ in pipes:
+            os.close(r)
+        return None
+    finally:
+        for _, w in pipes:
+            os.close(w)
+    c = Contained(proc, parent, -1, 0.0, streams=tuple(open(r, "rb", buffering=0) for r, _ in pipes))
+    reply = _handshake(c, {"argv": list(argv), "env": env, "paths": _exec_paths(argv[0], env), "grace": grace,
+                           "leftover_grace": leftover_grace, "cwd": os.fspath(cwd) if cwd else os.getcwd()})
+    if reply is None:       # the spare died before it answered: nothing of the run started
+        parent.close()
+        for stream in (c.stdout, c.stderr):
+            stream.close()
+        proc.wait()
+        return None
+    return _started(c, reply)
 
 
 def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
@@ -333,16 +380,19 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
         from bisectk.run import imports
         recording = imports.Recording(full_env)
     try:
-        c = start_contained(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        c = (_start_on_spare(argv, cwd, full_env)
+             or start_contained(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     except (OSError, ValueError) as exc:
         if recording:
             recording.close()
         return RawRun(started=False, error=f"cannot start {argv[0]!r}: {_describe(exc)}")
     try:
+        SPARES.refill(_RUNNING.add(1))     # the next run's supervisor starts while this one runs
         record = _write_record(run_id, c)
         caps = captures(log_dir, tail_bytes, lambda text: watch.feed(text, time.monotonic() - c.t0))
-        readers = Readers([(c.proc.stdout.fileno(), caps[0]), (c.proc.stderr.fileno(), caps[1])])
+        readers = Readers([(c.stdout.fileno(), caps[0]), (c.stderr.fileno(), caps[1])])
     except BaseException:      # Ctrl-C between the start and the wait: the run ends all the same
+        _RUNNING.add(-1)
         c.abandon(run_id)
         if recording:
             recording.close()
@@ -438,12 +488,28 @@ def run_tool(argv: list[str], *, cwd=None, env: dict[str, str] | None = None,
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
+class _Count:
+    """Runs of this process between their start and their end (as many spares are kept)."""
+
+    def __init__(self):
+        self.n, self.lock = 0, threading.Lock()
+
+    def add(self, k: int) -> int:
+        with self.lock:
+            self.n += k
+            return self.n
+
+
+_RUNNING = _Count()
+
+
 def _finish(c: Contained, readers: Readers, record: Path | None, run_id: str, *, quick: bool = False,
             lost: bool = False) -> None:
     """End what is left of the run and stop reading its output. With the supervisor alive it has
     ended the tree itself; with it lost, everything is ended here (the supervisor, the subject's
     tree, and any process still carrying the run id). The readers stop after draining what is
     buffered, so a daemon still holding a pipe cannot keep us waiting."""
+    _RUNNING.add(-1)
     if lost:
         _end_lost(c, run_id)
     try:
@@ -454,7 +520,7 @@ def _finish(c: Contained, readers: Readers, record: Path | None, run_id: str, *,
     c.close()
     if not readers.wait_eof(0.2 if quick or lost else 2.0):
         readers.stop()
-    for stream in (c.proc.stdout, c.proc.stderr):
+    for stream in (c.stdout, c.stderr):
         if stream:
             try:
                 stream.close()

@@ -1,14 +1,16 @@
 """The per-run supervisor: the process that makes a subject's whole tree die with its run.
 
-Started by `bisectk.run.process` as `python -I -S supervise.py FD` (standard library only, so it
-starts in ~10 ms and no user environment variable such as PYTHONPATH or LD_* meant for the
-subject can change it). FD is one end of a socket pair whose other end bisectk keeps.
+Started by `bisectk.run.process` as `python -I -S`, importing this file and calling `main` with
+FD (standard library only, so it starts in ~10 ms and no user environment variable such as
+PYTHONPATH or LD_* meant for the subject can change it). FD is one end of a socket pair whose other
+end bisectk keeps. A spare (`FD spare`, run/spares.py) is started before its run: it waits for the
+run's stdout and stderr, passed over the socket, and for a configuration naming the run's cwd.
 
 Abstractions
 ------------
 frame        -- one message on the socket: 4-byte big-endian length, then `marshal` data.
                 bisectk -> supervisor: the configuration {argv, env, paths, grace,
-                leftover_grace}. supervisor -> bisectk: {"pid", "t0"} once the subject runs (or
+                leftover_grace, and cwd for a spare}. supervisor -> bisectk: {"pid", "t0"} once the subject runs (or
                 {"error", "errno", "filename"} if it cannot start), then {"status", "duration",
                 "leftovers", "aborted"} at the end. EOF from bisectk (it closed or shut down its
                 end, or it died, even by SIGKILL) means: end the subject's tree now; the byte
@@ -278,15 +280,40 @@ def _mirror(status: int | None) -> None:
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 255)
 
 
+def _take_output(fd: int) -> bool:
+    """A spare (started before its run, its output on /dev/null) takes the run's stdout and stderr:
+    two descriptors passed over the socket with one byte. False when bisectk closed it instead."""
+    import socket
+    sock = socket.socket(fileno=fd)
+    try:
+        data, fds, _, _ = socket.recv_fds(sock, 1, 2)
+    except OSError:
+        return False
+    finally:
+        sock.detach()
+    if not data or len(fds) != 2:
+        return False
+    for src, dst in zip(fds, (1, 2)):
+        os.dup2(src, dst)
+        os.close(src)
+    return True
+
+
 def main(argv: list[str]) -> None:
     fd = int(argv[1])
+    spare = argv[2:3] == ["spare"]
     os.set_inheritable(fd, False)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # interruption reaches us as EOF, from bisectk
+    # a spare makes itself a subreaper while it waits: nothing of a run is done before the run
+    subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1) if spare else None
+    if spare and not _take_output(fd):
+        os._exit(0)  # bisectk went away (or gave up this spare) before it had a run for us
     cfg = _read_frame(fd)
     if cfg is None:
         os._exit(0)  # bisectk went away before telling us what to run
     me = os.getpid()
-    subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    if subreaper is None:
+        subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
     reap = _Reaper()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -296,6 +323,8 @@ def main(argv: list[str]) -> None:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _on_term)
     try:
+        if cfg.get("cwd"):      # a spare started in bisectk's directory, not the run's
+            os.chdir(cfg["cwd"])
         pid = _spawn(cfg)
     except (OSError, ValueError) as exc:
         _send(fd, {"error": getattr(exc, "strerror", None) or str(exc), "errno": getattr(exc, "errno", None) or 0,

@@ -6,6 +6,7 @@ import uuid
 import psutil
 
 from bisectk.run.process import run_process
+from bisectk.run.spares import SPARES
 
 # A shell that starts python that starts another sleeper: the tree the watchdog must end. Every
 # process of it carries this test's own marker, so a sleeper of another test or another session on
@@ -19,8 +20,11 @@ TREE = [sys.executable, "-c",
 
 
 def descendants_of_me() -> list[psutil.Process]:
+    """Live processes below this one, bar the idle spare supervisors (run/spares.py): they are
+    bisectk's own, wait for the next run, and hold nothing of any run."""
+    spares = set(SPARES.pids())
     return [p for p in psutil.Process(os.getpid()).children(recursive=True) if p.is_running()
-            and p.status() != psutil.STATUS_ZOMBIE]
+            and p.status() != psutil.STATUS_ZOMBIE and p.pid not in spares]
 
 
 def test_captures_output_and_exit_code():

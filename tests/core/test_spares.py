@@ -1,0 +1,93 @@
+"""Spare supervisors (run/spares.py): started while a run goes on, taken by the next run."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+
+from bisectk.run.process import run_process
+from bisectk.run.spares import SPARES
+
+PARENT = [sys.executable, "-c", "import os, sys; print(os.getppid()); print(os.getcwd()); print('e', file=sys.stderr); sys.exit(4)"]
+
+
+def _ready_spares() -> list[int]:
+    run_process(["true"])           # a run tops the spares up
+    time.sleep(0.3)                 # and they have started
+    pids = SPARES.pids()
+    assert pids, "a run leaves a spare supervisor for the next one"
+    return pids
+
+
+def test_the_next_run_starts_on_a_spare_with_its_own_output_cwd_and_status(tmp_path):
+    spares = _ready_spares()
+    raw = run_process(PARENT, cwd=tmp_path)
+    assert raw.started and raw.exit_code == 4
+    parent, cwd = raw.stdout.split()
+    assert int(parent) in spares            # its supervisor was one of the spares
+    assert os.path.realpath(cwd) == os.path.realpath(tmp_path)
+    assert raw.stderr == "e\n"
+    assert int(parent) not in SPARES.pids()     # a spare runs once
+
+
+def test_a_hang_on_a_spare_is_ended_with_its_tree():
+    _ready_spares()
+    raw = run_process(["sh", "-c", "sleep 300 & sleep 300"], timeout=0.3)
+    assert raw.timed_out and raw.duration_s < 2.0
+    time.sleep(0.2)
+    left = [p for p in psutil.process_iter(["cmdline", "ppid"]) if p.info["cmdline"] == ["sleep", "300"]
+            and p.info["ppid"] in (os.getpid(), 1)]
+    assert left == []
+
+
+def test_a_spare_that_died_while_it_waited_is_passed_over():
+    for pid in _ready_spares():
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.1)
+    raw = run_process(PARENT)
+    assert raw.started and raw.exit_code == 4 and raw.stderr == "e\n"
+
+
+def test_a_subject_that_cannot_start_on_a_spare_is_reported(tmp_path):
+    _ready_spares()
+    raw = run_process(["true"], cwd=tmp_path / "missing")
+    assert not raw.started and "No such file or directory" in raw.error
+    _ready_spares()
+    raw = run_process([str(tmp_path / "no-such-program")])
+    assert not raw.started and "No such file or directory" in raw.error
+
+
+def test_spares_end_with_the_process_that_made_them_even_when_it_is_killed():
+    script = textwrap.dedent("""
+        import sys, time
+        from bisectk.run.process import run_process
+        from bisectk.run.spares import SPARES
+        run_process(["true"]); run_process(["true"])
+        time.sleep(0.3)
+        print(" ".join(map(str, SPARES.pids())), flush=True)
+        if sys.argv[1] == "kill":
+            time.sleep(60)
+    """)
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    for how in ("exit", "kill"):
+        proc = subprocess.Popen([sys.executable, "-c", script, how], stdout=subprocess.PIPE, text=True, env=env)
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert pids
+        if how == "kill":
+            proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in pids), how
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -22,7 +22,7 @@ Goals: right every time; peak RSS <= 300 MB at 300,000 commits; wall <= 2x git's
 histories, <= 1.5x on the big tree, <= 1.2x with the cached worktree.
 
 Usage: python bench/scale_bench.py [--sizes 30000 100000 300000] [--shapes linear merges]
-                                   [--no-tree] [--work DIR] [--out bench/results/scale_bench.txt]
+                                   [--no-tree] [--repeat N] [--work DIR] [--out bench/results/scale_bench.txt]
 """
 
 from __future__ import annotations
@@ -100,19 +100,38 @@ def bisectk_bisect(repo: Path, good: str, bad: str, test: Path, ledger: Path, *e
     return wall, cpu, rss, doc
 
 
-def case(name: str, repo: Path, g, test: Path, work: Path, rows: list[Row], *, cached: bool = False) -> None:
-    gw, gcpu, grss, gfound = git_bisect(repo, g.good, g.bad, test)
-    rows.append(Row(name, g.commits, "git bisect run", gw, gcpu, grss, gfound == g.culprit))
-    subprocess.run([sys.executable, "-m", "bisectk", "ledger", "gc", "--repo", str(repo)], capture_output=True,
-                   env={**os.environ, "PYTHONPATH": str(ROOT)})
-    bw, bcpu, brss, doc = bisectk_bisect(repo, g.good, g.bad, test, work / f"{name}.db")
-    first = (doc.get("first_bad") or {}).get("sha")
-    rows.append(Row(name, g.commits, "bisectk", bw, bcpu, brss, first == g.culprit, doc.get("runs")))
-    if cached:
-        bw, bcpu, brss, doc = bisectk_bisect(repo, g.good, g.bad, test, work / f"{name}.db", "--fresh")
+def _median_row(rows: list[Row]) -> Row:
+    """One row from repeated measurements of a cell: the median wall and CPU (each its own median),
+    the largest RSS, right only if every repetition was."""
+    mid = lambda xs: sorted(xs)[len(xs) // 2]   # noqa: E731
+    first = rows[0]
+    return Row(first.case, first.commits, first.tool, mid([r.wall for r in rows]), mid([r.cpu for r in rows]),
+               max(r.rss_mb for r in rows), all(r.right for r in rows), first.runs)
+
+
+def case(name: str, repo: Path, g, test: Path, work: Path, rows: list[Row], *, cached: bool = False,
+         repeat: int = 1) -> None:
+    """git and bisectk on one repository, `repeat` times in turn (a fresh ledger each time; the
+    cached worktree dropped before each uncached bisectk run); each cell is the median."""
+    cells: dict[str, list[Row]] = {}
+    for i in range(repeat):
+        gw, gcpu, grss, gfound = git_bisect(repo, g.good, g.bad, test)
+        cells.setdefault("git bisect run", []).append(Row(name, g.commits, "git bisect run", gw, gcpu, grss,
+                                                          gfound == g.culprit))
+        subprocess.run([sys.executable, "-m", "bisectk", "ledger", "gc", "--repo", str(repo)], capture_output=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+        ledger = work / f"{name}-{i}.db"
+        ledger.unlink(missing_ok=True)
+        bw, bcpu, brss, doc = bisectk_bisect(repo, g.good, g.bad, test, ledger)
         first = (doc.get("first_bad") or {}).get("sha")
-        rows.append(Row(name, g.commits, "bisectk, cached worktree", bw, bcpu, brss, first == g.culprit,
-                        doc.get("runs")))
+        cells.setdefault("bisectk", []).append(Row(name, g.commits, "bisectk", bw, bcpu, brss, first == g.culprit,
+                                                   doc.get("runs")))
+        if cached:
+            bw, bcpu, brss, doc = bisectk_bisect(repo, g.good, g.bad, test, ledger, "--fresh")
+            first = (doc.get("first_bad") or {}).get("sha")
+            cells.setdefault("bisectk, cached worktree", []).append(
+                Row(name, g.commits, "bisectk, cached worktree", bw, bcpu, brss, first == g.culprit, doc.get("runs")))
+    rows += [_median_row(cell) for cell in cells.values()]
     print(" | ".join(f"{r.tool} {r.wall:.2f}s ({r.cpu:.2f}s CPU) {r.rss_mb:.0f}MB {'right' if r.right else 'WRONG'}"
                      for r in rows if r.case == name), flush=True)
 
@@ -149,6 +168,7 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the generated repositories in --work")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--repeat", type=int, default=1, help="measure each cell this often, in turns; report medians")
     a = ap.parse_args()
     work = a.work or Path(tempfile.mkdtemp(prefix="bisectk-scale-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -170,11 +190,11 @@ def main() -> int:
                 g = generate(work / f"{name}-again", n, shape=shape, seed=a.seed)
             print(f"{name}: generated in {time.perf_counter() - t:.1f} s (culprit #{g.culprit_index}, "
                   f"{g.merges} merges)", flush=True)
-            case(name, repo, g, test, work, rows)
+            case(name, repo, g, test, work, rows, repeat=a.repeat)
     if not a.no_tree:
         name = "tree-10000-files"
         g = generate(work / name, 300, files=10_000, seed=a.seed)
-        case(name, work / name, g, test, work, rows, cached=True)
+        case(name, work / name, g, test, work, rows, cached=True, repeat=a.repeat)
     lines += ["", f"{'history':<18} {'commits':>8} {'tool':<26} {'wall s':>7} {'x git':>6} {'CPU s':>6} {'x git':>6} "
                   f"{'peak RSS MB':>11} {'runs':>5} right"]
     git_wall = {r.case: r.wall for r in rows if r.tool == "git bisect run"}

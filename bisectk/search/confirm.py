@@ -51,13 +51,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from bisectk.outcome import Outcome
-from bisectk.search.dag import Confirmation, Dag
 from bisectk.search.flaky import ConfidenceRule
-from bisectk.search.gateway import Gateway
+
+if TYPE_CHECKING:     # the history half loads numpy: the factor searches (and the CLI's start) need neither
+    from bisectk.search.dag import Confirmation, Dag
+    from bisectk.search.gateway import Gateway
 
 Costs = Callable[[], tuple[float, float]]   # (seconds of a failing run, seconds of a passing run)
 
@@ -120,6 +121,7 @@ def confirm_culprit(dag: Dag, gw: Gateway, culprit: int, confidence: float,
     times (each must pass), in rounds of up to `width` runs; stop at the first contradiction.
     `spend(k)` returns how many of k runs the budget allows (raising when none). The gateway must
     allow repeats (the caller sets it). `costs()`: (seconds of a failing run, of a passing one)."""
+    from bisectk.search.dag import Confirmation
     parents = tuple(dag.parents_of(culprit))
     fails, runs = _bad_side_counts(dag, gw, culprit)
     # runs made already beyond the one the narrowing read (a replayed or resumed log holds the
@@ -152,6 +154,7 @@ def confirm_culprit(dag: Dag, gw: Gateway, culprit: int, confidence: float,
 
 def observed_sides(dag: Dag, observations, culprit: int) -> tuple[int, int, int, int]:
     """(old fails, old runs, new fails, new runs): the runs on each side of `culprit`."""
+    import numpy as np
     bad = dag.descendants([culprit])
     counts = np.zeros((2, 2), dtype=np.int64)
     for o in observations:

@@ -185,12 +185,36 @@ def torch_probe(python: str = sys.executable, timeout: float = 30.0) -> dict[str
 
 
 def _packages() -> dict[str, str]:
+    """The versions of the installed packages that matter for kernels. Only the header of their
+    metadata is read: parsing every distribution's whole METADATA (long descriptions included)
+    cost ~0.3 s of CPU per command in an environment of 160 packages, on the critical path of a
+    2-core machine."""
     found = {}
     for dist in importlib.metadata.distributions():
-        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
-        if name in PACKAGES or name.startswith(PACKAGE_PREFIXES):
-            found[name] = dist.version
+        folder = getattr(dist, "_path", None)   # NAME-VERSION.dist-info / .egg-info: skip others unread
+        if folder is not None and not _wanted(Path(folder).name.split("-", 1)[0].split(".", 1)[0]):
+            continue
+        head = _metadata_head(dist)
+        name = head.get("name", "").lower().replace("_", "-").replace(".", "-")
+        if name and _wanted(name):
+            found[name] = head.get("version", "?")
     return dict(sorted(found.items()))
+
+
+def _wanted(name: str) -> bool:
+    name = name.lower().replace("_", "-").replace(".", "-")
+    return name in PACKAGES or name.startswith(PACKAGE_PREFIXES)
+
+
+def _metadata_head(dist) -> dict[str, str]:
+    """Name and Version from the header of a distribution's metadata (what precedes the body)."""
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    head = {}
+    for line in text.split("\n\n", 1)[0].splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.lower() in ("name", "version") and key.lower() not in head:
+            head[key.lower()] = value.strip()
+    return head
 
 
 def _modules() -> dict[str, str]:

@@ -137,3 +137,16 @@ def test_env_differences_become_spec_factors(tmp_path):
     assert spec.environment(spec.good)["CUDA_LAUNCH_BLOCKING"] == ""
     assert factor_name("9LIVES-X") == "_9lives_x"
     assert factors_toml([("packages.torch", "2.4", "2.5")]).startswith("#")
+
+
+def test_package_versions_read_from_headers_match_a_full_metadata_parse():
+    import importlib.metadata
+
+    from bisectk.spaces import env
+    full = {}
+    for dist in importlib.metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name in env.PACKAGES or name.startswith(env.PACKAGE_PREFIXES):
+            full[name] = dist.version
+    assert env._packages() == dict(sorted(full.items()))
+    assert "numpy" in full      # the environment has at least one package that matters

@@ -222,17 +222,23 @@ def _value_kind(param) -> str:
         args = getattr(annotation, "__args__", None)
         annotation = args[0] if args else annotation   # list[str] -> str (repeatable)
         return _TYPE_METAVARS.get(annotation, "TEXT")
-    name = getattr(getattr(param, "type", None), "name", "text")
-    return {"integer": "N", "integer range": "N", "float": "X", "float range": "X", "path": "FILE"}.get(name, "TEXT")
+    name = str(getattr(getattr(param, "type", None), "name", "text")).lower()
+    # click says "integer range", typer's own copy "int range"
+    return "N" if name.startswith("int") else "X" if name.startswith("float") else "FILE" if name == "path" else "TEXT"
 
 
 def _plain_argument(param) -> None:
     """An argument as usage lines write it (`GOOD`, `[SPEC]`, `[CAPTURE]...`), where typer would
     write `{GOOD}` and add its python type (`<list[Path]>`) to the help."""
-    if hasattr(param, "_usage_display_name"):
-        name = param.metavar or param.name.upper()
-        shown = name if param.required else f"[{name}]"
-        param._usage_display_name = lambda: shown + ("..." if param.nargs != 1 else "")
+    name = param.metavar or param.name.upper()
+    if name.startswith("["):                            # written out in full by the command
+        shown = name
+    else:
+        shown = (name if param.required else f"[{name}]") + ("..." if param.nargs != 1 else "")
+    if hasattr(param, "_usage_display_name"):           # typer 0.29
+        param._usage_display_name = lambda: shown
+    else:                                               # typer 0.26-0.28 (`{GOOD}` in the usage line)
+        param.get_usage_pieces = lambda ctx: [shown]
     if hasattr(param, "display_type_rich"):
         param.display_type_rich = lambda ctx: None
 

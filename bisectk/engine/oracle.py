@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -92,11 +92,16 @@ class Trials:
         with self._count_lock:
             index = self._counts[(workload.revision, key)]
             self._counts[(workload.revision, key)] += 1
-        label = " ".join(x for x in (self.label, self.space.label(point)) if x)
+        def label_of() -> str:
+            return " ".join(x for x in (self.label, self.space.label(point)) if x)
         if self.runner.has(workload, index):
+            label = label_of()
             run = self.runner.observe(workload, index, label)
         else:
+            # a commit's label is read from git (its subject): while git checks the commit out
+            label_of = _meanwhile(label_of) if getattr(self.space, "label_reads_git", False) else label_of
             with self.space.lease(point) as leased:
+                label = label_of()
                 if self.policy.gpus:
                     leased = leased.with_env(CUDA_VISIBLE_DEVICES=self.policy.gpus[slot % len(self.policy.gpus)])
                 run = self.runner.observe(leased, index, label, snapshot=snapshot)
@@ -206,3 +211,25 @@ class Oracle:
         """(point, verdict) of every point that failed only differently: possible second bugs."""
         return [(p, v) for p, v in self.trials.verdicts()
                 if v.outcome is Outcome.FAIL and self.judge(v) is Outcome.UNRESOLVED]
+
+
+def _meanwhile(fn: Callable[[], str]) -> Callable[[], str]:
+    """Start fn in a daemon thread now; the returned call waits for its value (or raises its
+    error). A daemon: a Ctrl-C that leaves it behind does not hold the exit."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:       # handed to the caller
+            box["error"] = exc
+    thread = threading.Thread(target=work, name="bisectk-label", daemon=True)
+    thread.start()
+
+    def result() -> str:
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+    return result
+

@@ -50,6 +50,7 @@ class Outside:
 
 class CommitSpace:
     kind = "commits"
+    label_reads_git = True      # a label is a git call: the oracle makes it while the checkout runs
 
     def __init__(self, commits: CommitGraph, pool: WorktreePool | None, config: Config,
                  subdir: Path = Path("."), *, remote: bool = False, shared_repo: str | None = None):

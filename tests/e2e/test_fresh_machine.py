@@ -55,6 +55,10 @@ def test_dash_h_is_help_everywhere():
     for command in COMMANDS:
         p = cli(command, "-h")
         assert p.returncode == 0 and p.stdout.startswith(f"Usage: bisectk {command} "), (command, p.stderr)
+        # plain value names whatever typer writes by itself ({SPEC}, <list[Path]>, TEXT for a number)
+        assert "{" not in p.stdout.splitlines()[0] and "<list" not in p.stdout, (command, p.stdout)
+        for flag in ("--jobs", "--repeat", "--max-runs", "--snapshots"):
+            assert f"{flag} TEXT" not in p.stdout, (command, flag)
 
 
 def test_every_command_that_runs_things_takes_timeout(tmp_path):

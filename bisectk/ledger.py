@@ -142,6 +142,17 @@ class Claim:
         self.release()  # an interrupted or failed run leaves the slot to whoever comes next
 
 
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Write-ahead logging, and with it synchronous=NORMAL: a commit is no longer an fsync (1.7 ms
+    of a run's six writes each on the development VM, against 0.05 ms). What a killed bisectk
+    committed stays (it is in the operating system's hands); only a power loss or a kernel crash
+    can take back the last commits, never corrupt the file, and a resumed command runs those again.
+    A file system without WAL keeps the rollback journal and its full syncs."""
+    mode = _retry_busy(lambda: db.execute("PRAGMA journal_mode=WAL").fetchone())
+    if mode and str(mode[0]).lower() == "wal":
+        db.execute("PRAGMA synchronous=NORMAL")
+
+
 def _retry_busy(step, limit_s: float | None = None):
     """Run one statement, retrying while another process holds a lock it cannot wait for: switching
     a new file to WAL, or reading it while another connection does, can answer SQLITE_BUSY at once
@@ -185,7 +196,7 @@ class Ledger:
         with self._read("opening"):
             self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
             if not readonly:
-                _retry_busy(lambda: self.db.execute("PRAGMA journal_mode=WAL"))
+                _use_wal(self.db)
             bad = [r[0] for r in _retry_busy(lambda: self.db.execute("PRAGMA quick_check(5)").fetchall())]
         if bad != ["ok"]:
             raise self._damaged("; ".join(map(str, bad)))
@@ -278,7 +289,7 @@ class Ledger:
                 os.unlink(scratch)
             self.db = sqlite3.connect(target, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S)
             self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-            _retry_busy(lambda: self.db.execute("PRAGMA journal_mode=WAL"))
+            _use_wal(self.db)
         except (OSError, sqlite3.Error) as exc:
             raise LedgerError(f"ledger {self.path} was {'replaced' if replaced else 'deleted'} while this command "
                               f"ran, and it could not be written again ({exc}); what this command observed is "

@@ -338,12 +338,16 @@ def _start_on_spare(argv: list[str], cwd, env: dict[str, str], grace: float = GR
         for _, w in pipes:
             os.close(w)
     c = Contained(proc, parent, -1, 0.0, streams=tuple(open(r, "rb", buffering=0) for r, _ in pipes))
-    reply = _handshake(c, {"argv": list(argv), "env": env, "paths": _exec_paths(argv[0], env), "grace": grace,
-                           "leftover_grace": leftover_grace, "cwd": os.fspath(cwd) if cwd else os.getcwd()})
-    if reply is None:       # the spare died before it answered: nothing of the run started
+    try:
+        reply = _handshake(c, {"argv": list(argv), "env": env, "paths": _exec_paths(argv[0], env), "grace": grace,
+                               "leftover_grace": leftover_grace, "cwd": os.fspath(cwd) if cwd else os.getcwd()})
+    except (OSError, SupervisorLost):   # it died, or was stopped, while it waited: passed over
+        reply = None
+    if reply is None:       # nothing of the run started on it (_handshake ended anything that might have)
         parent.close()
         for stream in (c.stdout, c.stderr):
             stream.close()
+        proc.kill()         # a stopped one too
         proc.wait()
         return None
     return _started(c, reply)

@@ -56,9 +56,11 @@ class Spares:
         with self._lock:
             while self._idle:
                 proc, sock = self._idle.pop()
-                if proc.poll() is None:
+                if proc.poll() is None and not _stopped(proc.pid):
                     return proc, sock
                 sock.close()
+                proc.kill()         # a stopped one cannot take a run; SIGKILL ends it all the same
+                proc.wait()
         return None
 
     def refill(self, running: int) -> None:
@@ -94,14 +96,24 @@ class Spares:
             return
         with self._lock:
             idle, self._idle = self._idle, []
-        for _, sock in idle:
+        for proc, sock in idle:
             sock.close()
+            if _stopped(proc.pid):
+                proc.kill()         # it cannot read its EOF
         for proc, _ in idle:
             try:
                 proc.wait(timeout=1.0)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def _stopped(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t")
+    except (OSError, IndexError):
+        return False
 
 
 SPARES = Spares()

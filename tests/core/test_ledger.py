@@ -543,3 +543,20 @@ def test_a_ledger_replaced_mid_run_is_not_overwritten(tmp_path):
     assert db.path != path and db.path.name.startswith("l.saved-") and notices and "replaced" in notices[0]
     db.close()
     assert len(Ledger(db.path).runs(FP, KEY)) == 2
+
+
+def test_a_ledger_writes_ahead_and_does_not_sync_every_commit(tmp_path):
+    """WAL with synchronous=NORMAL: a commit is not an fsync; what a killed process committed is
+    still read by the next one."""
+    db = tmp_path / "l.db"
+    ledger = Ledger(db)
+    assert ledger.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert ledger.db.execute("PRAGMA synchronous").fetchone()[0] == 1      # NORMAL
+    ledger.close()
+    code = ("import os, sys; from bisectk.ledger import Ledger\n"
+            "l = Ledger(sys.argv[1]); s = l.open_session('run', 'f', {}); l.add_event(s, 'x', {'n': 1})\n"
+            "os.kill(os.getpid(), 9)")
+    subprocess.run([sys.executable, "-c", code, str(db)], env={**os.environ, "PYTHONPATH": os.getcwd()})
+    again = Ledger(db)
+    assert again.db.execute("SELECT count(*) FROM events").fetchone()[0] >= 1
+    again.close()

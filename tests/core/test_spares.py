@@ -91,3 +91,14 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def test_a_spare_stopped_while_it_waited_is_passed_over():
+    spares = _ready_spares()
+    for pid in spares:
+        os.kill(pid, signal.SIGSTOP)
+    time.sleep(0.1)
+    raw = run_process(PARENT)
+    assert raw.started and raw.exit_code == 4 and int(raw.stdout.split()[0]) not in spares
+    SPARES.close()      # what is still idle ends, a stopped one too (killed), as at exit
+    assert not any(_alive(p) for p in spares)

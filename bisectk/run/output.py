@@ -268,14 +268,18 @@ class Capture:
         return data.decode("utf-8", errors="replace")
 
 
-def pump(fd: int, capture: Capture, stop: threading.Event) -> None:
-    """Read `fd` into `capture` until EOF; once `stop` is set, only what is already buffered is
-    read (for at most DRAIN_S), so a process that still holds the pipe cannot keep us here."""
+def pump(pairs: list[tuple[int, Capture]], stop: threading.Event) -> None:
+    """Read each descriptor of `pairs` into its capture until it is at EOF; once `stop` is set,
+    only what is already buffered is read (for at most DRAIN_S), so a process that still holds a
+    pipe cannot keep us here. One thread reads all of a run's streams."""
     poller = select.poll()
-    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    live: dict[int, Capture] = {}
+    for fd, capture in pairs:
+        poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        live[fd] = capture
     drain_until = None
     try:
-        while True:
+        while live:
             if stop.is_set() and drain_until is None:
                 drain_until = time.monotonic() + DRAIN_S
             try:
@@ -284,30 +288,36 @@ def pump(fd: int, capture: Capture, stop: threading.Event) -> None:
                 continue
             if not ready:
                 if stop.is_set():
-                    return   # nothing buffered, and whoever still holds the pipe is not ours to wait for
+                    return   # nothing buffered, and whoever still holds a pipe is not ours to wait for
                 continue
-            try:
-                chunk = os.read(fd, 65536)
-            except BlockingIOError:
-                continue
-            except OSError:
-                return
-            if not chunk:
-                return
-            capture.feed(chunk)
+            for fd, _ in ready:
+                if fd not in live:
+                    continue
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    poller.unregister(fd)
+                    live.pop(fd).close()
+                    continue
+                live[fd].feed(chunk)
             if drain_until is not None and time.monotonic() > drain_until:
                 return
     finally:
-        capture.close()
+        for capture in live.values():
+            capture.close()
 
 
 class Readers:
-    """Reader threads for a run's output descriptors, stopped together."""
+    """The reader thread of a run's output descriptors."""
 
     def __init__(self, pairs: list[tuple[int, Capture]]):
         self.stop_event = threading.Event()
-        self.threads = [threading.Thread(target=pump, args=(fd, cap, self.stop_event), daemon=True)
-                        for fd, cap in pairs]
+        self.threads = [threading.Thread(target=pump, args=(list(pairs), self.stop_event), daemon=True,
+                                         name="bisectk-output")]
         for t in self.threads:
             t.start()
 

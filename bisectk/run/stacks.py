@@ -143,13 +143,20 @@ def _names(names: list[str]) -> str:
     return ", ".join(seen[:4]) + (f" (+{len(seen) - 4} more)" if len(seen) > 4 else "")
 
 
+def _bisectks_own(frames: list[Frame]) -> bool:
+    """A thread of bisectk's own: every frame with a real file is bisectk's (the supervisor starts
+    from `python -c`, whose outermost frame is `<string>`)."""
+    files = [f.file for f in frames if f.file and not f.file.startswith("<")]
+    return bool(files) and all(os.path.abspath(f).startswith(BISECTK_DIR + os.sep) for f in files)
+
+
 def group_threads(threads: list[tuple[str, list[Frame], bool]], scope: str) -> list[Group]:
     """One Group per distinct stack of own frames; library-only threads after the subject's."""
     buckets: dict[tuple, list] = {}
     cache: dict[str, list[str]] = {}
     for name, frames, active in threads:
-        if frames and all(os.path.abspath(f.file).startswith(BISECTK_DIR + os.sep) for f in frames if f.file):
-            continue   # bisectk's own worker machinery
+        if _bisectks_own(frames):
+            continue   # bisectk's own machinery (a warm worker, a run's supervisor)
         own = tuple((f.file, f.line, f.function) for f in frames if f.own)
         key = own or (("lib",) + tuple((f.file, f.line, f.function) for f in frames[:1]))
         buckets.setdefault(key, []).append((name, frames, active))

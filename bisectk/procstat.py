@@ -22,3 +22,13 @@ def process_start(pid: int) -> float | None:
         return psutil.Process(pid).create_time()
     except (psutil.Error, OSError):
         return None
+
+
+def stopped(pid: int) -> bool:
+    """Whether process `pid` is stopped or traced (SIGSTOP, a debugger): it cannot act until it is
+    continued. False when there is no such process or no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t")
+    except (OSError, IndexError):
+        return False

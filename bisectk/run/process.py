@@ -49,7 +49,7 @@ from pathlib import Path
 
 import psutil
 
-from bisectk.procstat import process_start  # noqa: F401  (re-exported)
+from bisectk.procstat import process_start, stopped  # noqa: F401  (process_start re-exported)
 
 from bisectk.run import supervise
 from bisectk.run.spares import SPARES, SUPERVISOR, SUPERVISOR_ARGV  # noqa: F401  (SUPERVISOR re-exported)
@@ -210,9 +210,9 @@ class Contained:
             step = SUPERVISOR_CHECK_S if left is None else min(left, SUPERVISOR_CHECK_S)
             ready, _, _ = select.select([self.guard], [], [], step)
             if not ready:
-                stopped = self.stopped()
-                if stopped:
-                    raise SupervisorLost(stopped)
+                why = self.stopped()
+                if why:
+                    raise SupervisorLost(why)
                 continue
             try:
                 chunk = self.guard.recv(65536)
@@ -224,12 +224,7 @@ class Contained:
 
     def stopped(self) -> str:
         """Why the supervisor cannot act ('' while it can): it is stopped or traced."""
-        try:
-            with open(f"/proc/{self.proc.pid}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return ""
-        if state in (b"T", b"t"):
+        if stopped(self.proc.pid):
             return "the run's supervisor was stopped (SIGSTOP or a debugger) during the run"
         return ""
 
@@ -282,9 +277,13 @@ def start_contained(argv: list[str], *, cwd=None, env: dict[str, str] | None = N
     finally:
         child.close()
     c = Contained(proc, parent, -1, 0.0)
-    reply = _handshake(c, {"argv": list(argv), "env": env, "paths": _exec_paths(argv[0], env),
-                           "grace": grace, "leftover_grace": leftover_grace})
-    return _started(c, reply)
+    return _started(c, _handshake(c, _config(argv, env, grace, leftover_grace)))
+
+
+def _config(argv: list[str], env: dict[str, str], grace: float, leftover_grace: float, **more) -> dict:
+    """What the supervisor is told to run (run/supervise.py's configuration frame)."""
+    return {"argv": list(argv), "env": env, "paths": _exec_paths(argv[0], env), "grace": grace,
+            "leftover_grace": leftover_grace, **more}
 
 
 def _handshake(c: Contained, cfg: dict) -> dict | None:
@@ -339,8 +338,8 @@ def _start_on_spare(argv: list[str], cwd, env: dict[str, str], grace: float = GR
             os.close(w)
     c = Contained(proc, parent, -1, 0.0, streams=tuple(open(r, "rb", buffering=0) for r, _ in pipes))
     try:
-        reply = _handshake(c, {"argv": list(argv), "env": env, "paths": _exec_paths(argv[0], env), "grace": grace,
-                               "leftover_grace": leftover_grace, "cwd": os.fspath(cwd) if cwd else os.getcwd()})
+        reply = _handshake(c, _config(argv, env, grace, leftover_grace,
+                                      cwd=os.fspath(cwd) if cwd else os.getcwd()))
     except (OSError, SupervisorLost):   # it died, or was stopped, while it waited: passed over
         reply = None
     if reply is None:       # nothing of the run started on it (_handshake ended anything that might have)

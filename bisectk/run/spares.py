@@ -33,6 +33,7 @@ import sys
 import threading
 from pathlib import Path
 
+from bisectk.procstat import stopped
 from bisectk.run import supervise
 
 SUPERVISOR = str(Path(supervise.__file__).resolve())
@@ -56,7 +57,7 @@ class Spares:
         with self._lock:
             while self._idle:
                 proc, sock = self._idle.pop()
-                if proc.poll() is None and not _stopped(proc.pid):
+                if proc.poll() is None and not stopped(proc.pid):
                     return proc, sock
                 sock.close()
                 proc.kill()         # a stopped one cannot take a run; SIGKILL ends it all the same
@@ -98,7 +99,7 @@ class Spares:
             idle, self._idle = self._idle, []
         for proc, sock in idle:
             sock.close()
-            if _stopped(proc.pid):
+            if stopped(proc.pid):
                 proc.kill()         # it cannot read its EOF
         for proc, _ in idle:
             try:
@@ -106,14 +107,6 @@ class Spares:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-
-
-def _stopped(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t")
-    except (OSError, IndexError):
-        return False
 
 
 SPARES = Spares()

@@ -195,14 +195,15 @@ def _packages() -> dict[str, str]:
         if folder is not None and not _wanted(Path(folder).name.split("-", 1)[0].split(".", 1)[0]):
             continue
         head = _metadata_head(dist)
-        name = head.get("name", "").lower().replace("_", "-").replace(".", "-")
+        name = head.get("name", "").lower().replace("_", "-")
         if name and _wanted(name):
             found[name] = head.get("version", "?")
     return dict(sorted(found.items()))
 
 
 def _wanted(name: str) -> bool:
-    name = name.lower().replace("_", "-").replace(".", "-")
+    """A package that matters, by its name as metadata or its dist-info folder writes it."""
+    name = name.lower().replace("_", "-")
     return name in PACKAGES or name.startswith(PACKAGE_PREFIXES)
 
 

@@ -25,10 +25,27 @@ import typer
 
 from bisectk import exitcodes as X
 from bisectk.outcome import DEFAULT_SAME_FAILURE
-from bisectk.report.safe import SafeConsole, terminal_text
+from bisectk.report.safe import terminal_text
 from bisectk.search import strategy_names
 
-out = SafeConsole(highlight=False, soft_wrap=True)   # repository and subject text escaped (report/safe.py)
+
+class _Terminal:
+    """bisectk's console on stdout (a SafeConsole: repository and subject text escaped, see
+    report/safe.py), made at its first use: a command that prints nothing there (--json) never
+    loads rich."""
+
+    def __init__(self, **options):
+        self._options, self._console = options, None
+
+    def __getattr__(self, name: str):
+        if self._console is None:
+            from bisectk.report.safe import SafeConsole
+            self._console = SafeConsole(**self._options)
+        return getattr(self._console, name)
+
+
+out = _Terminal(highlight=False, soft_wrap=True)
+
 
 SpecArg = typer.Argument(..., help="Variant spec (TOML).", show_default=False)
 LedgerOpt = typer.Option(None, "--ledger", help="Ledger database (default: .bisectk/ledger.db beside the spec).")

@@ -14,16 +14,18 @@ summary    -- the end-of-run terminal view of a record (`brief`: the short one `
 
 from __future__ import annotations
 
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from bisectk.engine.records import Record
-from bisectk.report import ablation, diff, history, replay, triage
 from bisectk.report.advice import document as stored
 from bisectk.report.debuglog import DebugLog
-from bisectk.report.text import print_check, print_replay, print_run
 from bisectk.report.words import problem_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# The views are imported where they are used: a --json command's document needs none of them, nor
+# rich, which they print with.
 
 
 def _run_doc(rec) -> dict[str, Any]:
@@ -56,13 +58,14 @@ def document(rec: Record) -> dict[str, Any]:
     return shape(rec) if shape else stored(rec)
 
 
-DEBUGLOGS = {"ablate": ablation.to_debuglog, "diff": diff.to_debuglog, "bisect": history.to_debuglog,
-             "triage": triage.to_debuglog, "replay": replay.to_debuglog}
+DEBUGLOGS = ("ablate", "diff", "bisect", "triage", "replay")   # the commands with a debug log of their own
 
 
 def debuglog(rec: Record) -> DebugLog:
-    made = DEBUGLOGS.get(rec.command)
-    if made:
+    if rec.command in DEBUGLOGS:
+        from bisectk.report import ablation, diff, history, replay, triage
+        made = {"ablate": ablation.to_debuglog, "diff": diff.to_debuglog, "bisect": history.to_debuglog,
+                "triage": triage.to_debuglog, "replay": replay.to_debuglog}[rec.command]
         return made(rec)
     check = rec.endpoints
     subject = getattr(rec, "subject", None)
@@ -73,6 +76,8 @@ def debuglog(rec: Record) -> DebugLog:
 
 def summary(out: Console, rec: Record, *, brief: bool = False, report: str = "(bisectk report --report)") -> None:
     """`report`: where triage says its debug log is."""
+    from bisectk.report import ablation, diff, history, triage
+    from bisectk.report.text import print_check, print_replay, print_run
     views = {"ablate": ablation.print_summary, "diff": diff.print_summary, "bisect": history.print_summary,
              "triage": lambda o, r: triage.print_summary(o, r, report), "check": print_check,
              "replay": print_replay, "run": lambda o, r: print_run(o, r, brief=brief)}

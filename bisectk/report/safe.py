@@ -13,7 +13,10 @@ xml_text      -- a string with every character XML 1.0 forbids written the same 
 SafeConsole   -- a rich Console that passes every string it renders (printed text, table cells,
                  titles) and every plain Text through terminal_text. bisectk's consoles are made
                  here, so a commit subject, author, file name, factor value, metric name or subject
-                 output cannot retitle, clear or rewrite the user's terminal.
+                 output cannot retitle, clear or rewrite the user's terminal. The class is made at
+                 its first use (a module __getattr__): importing this module for the text functions
+                 loads no rich, so a --json command, which prints nothing to a terminal, never does
+                 (~25 ms of its start).
 
 Why here, once: the strings a repository or a subject controls reach the terminal through many
 reports, and a rule applied at each print would be missed at the next one. Rich renders every str
@@ -23,9 +26,6 @@ through `Console.render_str`, before layout, so escaping there keeps tables alig
 from __future__ import annotations
 
 import re
-
-from rich.console import Console
-from rich.text import Text
 
 _TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -47,13 +47,27 @@ def xml_text(text: str) -> str:
     return _XML_INVALID.sub(_escape, terminal_text(text))
 
 
-class SafeConsole(Console):
-    """A Console whose every rendered string is terminal_text'd (see the module docstring)."""
+def _console_class() -> type:
+    from rich.console import Console
+    from rich.text import Text
 
-    def render_str(self, text: str, **kwargs) -> Text:
-        return super().render_str(terminal_text(text), **kwargs)
+    class SafeConsole(Console):
+        """A Console whose every rendered string is terminal_text'd (see the module docstring)."""
 
-    def render(self, renderable, options=None):
-        if isinstance(renderable, Text) and _TERMINAL.search(renderable.plain):
-            renderable = Text(terminal_text(renderable.plain), style=renderable.style)   # spans lost: rare
-        return super().render(renderable, options)
+        def render_str(self, text: str, **kwargs) -> Text:
+            return super().render_str(terminal_text(text), **kwargs)
+
+        def render(self, renderable, options=None):
+            if isinstance(renderable, Text) and _TERMINAL.search(renderable.plain):
+                renderable = Text(terminal_text(renderable.plain), style=renderable.style)   # spans lost: rare
+            return super().render(renderable, options)
+
+    SafeConsole.__module__, SafeConsole.__qualname__ = __name__, "SafeConsole"
+    return SafeConsole
+
+
+def __getattr__(name: str):
+    if name == "SafeConsole":
+        globals()[name] = cls = _console_class()
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -47,8 +47,7 @@ import time
 import uuid
 from pathlib import Path
 
-import psutil
-
+from bisectk.procstat import psutil
 from bisectk.run.classify import recognise
 from bisectk.run.executor import Builds, Job, build_then_run
 from bisectk.run.output import Readers

@@ -47,9 +47,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
-
-from bisectk.procstat import process_start, stopped  # noqa: F401  (process_start re-exported)
+from bisectk.procstat import process_start, psutil, stopped  # noqa: F401  (process_start re-exported)
 
 from bisectk.run import supervise
 from bisectk.run.spares import SPARES, SUPERVISOR, SUPERVISOR_ARGV  # noqa: F401  (SUPERVISOR re-exported)

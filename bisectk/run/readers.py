@@ -17,7 +17,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-import psutil
+from bisectk.procstat import psutil
 
 
 def which(tool: str) -> str | None:

@@ -28,8 +28,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-import psutil
-
+from bisectk.procstat import psutil
 from bisectk.run import stacks
 from bisectk.run.readers import call, which
 from bisectk.stuck import Group, Snapshot

@@ -117,12 +117,12 @@ def test_resume_reruns_nothing(tmp_path):
     second = ablate_json(spec, tmp_path, "--resume")
     assert second["culprits"] == ["mode"] and second["complete"]
     total = len(counter.read_text().splitlines())
-    fresh_counter = tmp_path / "fresh" / "n.txt"
-    fresh_counter.parent.mkdir()
-    reference = ablate_json(toy(fresh_counter.parent, fresh_counter), fresh_counter.parent)
-    # the interrupted + resumed pair made exactly the runs one uninterrupted ablation makes
-    assert total == len(fresh_counter.read_text().splitlines()) == reference["runs"]
-    assert second["runs"] == total - done
+    # the interrupted + resumed pair ran each observation the resumed ablation used exactly once:
+    # what the first one ran came from the ledger. (Not compared with a fresh ablation's run count:
+    # the confirmation plans by what runs cost, a hang more than a pass, so two ablations of one spec
+    # may differ in it on a loaded machine.)
+    assert second["runs"] == total - done and done >= 1
+    assert second["observations"] == total
 
 
 def test_different_failure_is_not_the_target(tmp_path):

@@ -38,6 +38,7 @@ from typing import Any, Protocol
 
 from bisectk.engine.interrupts import live
 from bisectk.engine.policy import RunPolicy
+from bisectk.ledger import stored_key
 from bisectk.outcome import DEFAULT_SAME_FAILURE, Outcome, Run, Target, Verdict
 from bisectk.run.runner import Runner
 from bisectk.run.workload import Workload
@@ -114,8 +115,11 @@ class Trials:
             self._verdicts[key] = previous.with_run(run) if previous else Verdict.fold([run])
         ledger, session = self.runner.ledger, self.runner.session
         if ledger is not None and session is not None:
+            # the point as the runs table keys it: a commit's sha; a configuration's digest when its
+            # key is long (a key names every factor: 80 KB at 8,192 of them, ~5 ms per run to write)
+            named = stored_key(key) if isinstance(key, str) else key
             ledger.add_event(session, "observation", {
-                "space": self.space.kind, "point": key, "sha": key, "label": label, "index": index,
+                "space": self.space.kind, "point": named, "sha": named, "label": label, "index": index,
                 "outcome": judged.value, "verdict": Verdict.fold([run]).describe(), "signature": run.signature})
         return run
 

@@ -244,3 +244,25 @@ def test_exhaustive_names_the_other_failing_set(tmp_path):
     assert "failing set 1: fast, n" in p.stdout and "failing set 2: fast, block" in p.stdout
     assert "fix: fast, or both n and block" in p.stdout
     assert "other failing set(s) were seen" not in p.stdout
+
+
+def test_a_run_of_many_factors_is_recorded_under_its_digest_not_its_whole_key(tmp_path):
+    """A configuration's key names every factor (80 KB at 8,192 factors): the observation event of
+    each run names it as the runs table does, by its digest, not by the key written out twice."""
+    import sqlite3
+    n, culprit = 300, 217
+    env = ", ".join(f'F{k} = "{{f{k}}}"' for k in range(n))
+    test = '[ "$F%d" = 1 ] && exit 1; exit 0' % culprit
+    spec = tmp_path / "many.toml"
+    spec.write_text("\n".join(['name = "many"', "[subject]", f"command = {json.dumps(['sh', '-c', test])}",
+                               f"env = {{{env}}}", "[good]", *(f"f{k} = 0" for k in range(n)),
+                               "[bad]", *(f"f{k} = 1" for k in range(n)), ""]))
+    (tmp_path / "pyproject.toml").touch()
+    doc = ablate_json(spec, tmp_path)
+    assert doc["culprits"] == [f"f{culprit}"]
+    db = sqlite3.connect(tmp_path / "ledger.db")
+    events = [json.loads(d) for (d,) in db.execute("SELECT data_json FROM events WHERE kind='observation'")]
+    stored = {k for (k,) in db.execute("SELECT config_key FROM runs")}
+    assert len(events) == doc["observations"]
+    assert all(e["point"].startswith("sha256:") and len(e["point"]) == 71 for e in events)
+    assert {e["point"] for e in events} <= stored and len(stored) > 2

@@ -13,7 +13,9 @@ How a block is read (the line before a fenced block may annotate it with an HTML
   when it carries a `# exit N` comment. The output must match: a line `...` stands for any number
   of lines, every other line must equal the next line of stdout (stderr's `bisectk:` lines are
   appended after it; progress lines on stderr are not output). Before comparing, durations
-  (`2.7 s`, `wall s: 0.12`) become `<t> s` and the copy's path becomes /path/to/bisectk;
+  (`2.7 s`, `wall s: 0.12`) become `<t> s`, the counts of a summary's `runs:` line become `<n>`
+  (the confirmation plans by what runs cost, a hang more than a pass, so how many it makes
+  follows the machine's load) and the copy's path becomes /path/to/bisectk;
 - a ```bash block without `$ ` lines: every line is a command that must exit 0 (or `# exit N`);
 - any other block must be annotated, so no example goes untested by accident.
 
@@ -46,6 +48,7 @@ _NOTE = re.compile(r"^<!--\s*readme:\s*([\w-]+)\s*(.*?)\s*-->\s*$")
 _EXIT = re.compile(r"#\s*exit (\d+)")
 _SECONDS = re.compile(r"\b\d+(?:\.\d+)? s\b")
 _WALL_S = re.compile(r"wall s: \d+(?:\.\d+)?(?:, \d+(?:\.\d+)?)*")
+_COUNT = re.compile(r"\b\d+\b")
 
 
 @dataclass
@@ -213,7 +216,8 @@ def environment(copy: Path, scratch: Path) -> dict[str, str]:
 def normalise(line: str, copy: Path) -> str:
     line = line.replace(str(copy), PLACEHOLDER_ROOT).rstrip()
     line = _WALL_S.sub("wall s: <t>", line)
-    return _SECONDS.sub("<t> s", line)
+    line = _SECONDS.sub("<t> s", line)
+    return _COUNT.sub("<n>", line) if line.startswith("runs: ") else line
 
 
 def matches(expected: list[str], actual: list[str]) -> str | None:

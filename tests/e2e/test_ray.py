@@ -232,7 +232,10 @@ def test_bisect_256_commits_on_ray_matches_local_within_the_round_bound(tmp_path
         # + the confirmation of the answer (search/confirm.py): the culprit again and its parent's
         # passes, run 4 at a time
         assert doc["rounds"] <= math.ceil(math.log(doc["commits"], 5)) + 1 + 3, doc["rounds"]
-    assert docs["ray"]["mode"] == "dag-multisect-4" and docs["ray"]["runs"] == docs["local"]["runs"]
+    # the search's own runs are the same decisions; the confirmation plans by what runs cost (a hang
+    # more than a pass), which a loaded machine can shift, so its length is not compared
+    searched = {k: d["runs"] - len(d["confirmation"]["runs"]) for k, d in docs.items()}
+    assert docs["ray"]["mode"] == "dag-multisect-4" and searched["ray"] == searched["local"], searched
 
 
 @needs_ray

@@ -58,14 +58,11 @@ def document(rec: Record) -> dict[str, Any]:
     return shape(rec) if shape else stored(rec)
 
 
-DEBUGLOGS = ("ablate", "diff", "bisect", "triage", "replay")   # the commands with a debug log of their own
-
-
 def debuglog(rec: Record) -> DebugLog:
-    if rec.command in DEBUGLOGS:
-        from bisectk.report import ablation, diff, history, replay, triage
-        made = {"ablate": ablation.to_debuglog, "diff": diff.to_debuglog, "bisect": history.to_debuglog,
-                "triage": triage.to_debuglog, "replay": replay.to_debuglog}[rec.command]
+    from bisectk.report import ablation, diff, history, replay, triage
+    made = {"ablate": ablation.to_debuglog, "diff": diff.to_debuglog, "bisect": history.to_debuglog,
+            "triage": triage.to_debuglog, "replay": replay.to_debuglog}.get(rec.command)
+    if made:
         return made(rec)
     check = rec.endpoints
     subject = getattr(rec, "subject", None)

@@ -202,7 +202,8 @@ def _packages() -> dict[str, str]:
 
 
 def _distributions():
-    """The metadata folders of the installed distributions, in sys.path's order."""
+    """The metadata folders of the installed distributions, in sys.path's order (an `.egg-info`
+    file, not a folder, reads as no metadata in `_metadata_head`, as it did through importlib.metadata)."""
     for entry in sys.path:
         where = Path(entry or ".")
         try:
@@ -210,7 +211,7 @@ def _distributions():
         except OSError:        # gone, a file (a zip on the path), unreadable
             continue
         for name in names:
-            if name.lower().endswith((".dist-info", ".egg-info")) and (where / name).is_dir():
+            if name.lower().endswith((".dist-info", ".egg-info")):
                 yield where / name
 
 

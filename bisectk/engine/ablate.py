@@ -65,16 +65,20 @@ def search_set(oracle: Oracle, differences: list, *, strategy: str, rule: Confid
                confidence: float | None = None, endpoint: tuple[int, int] = (0, 0)) -> SetSearch:
     """`confidence`: the answer is confirmed before it is given (search.confirm: no confidence
     without confirmation), at the least cost in time from what this command's failing and passing
-    runs took; `endpoint`: the bad endpoint's (fails, runs). With --jobs above one, the
-    confirmation's passes of one configuration run that many side by side (Oracle.batch)."""
+    runs took; `endpoint`: the bad endpoint's (fails, runs). With --jobs above one, that many
+    runs go side by side: those the search asks, and in the slots it leaves idle those it will
+    likely ask next (search/ahead.py; Oracle.submit)."""
     side = oracle.policy.jobs > 1
     try:
         return SetSearch(ablate(differences, oracle, strategy=strategy, rule=rule, max_runs=max_runs,
                                 measure_removal=measure_removal, more_sets=more_sets, confidence=confidence,
-                                endpoint=endpoint, costs=oracle.trials.costs,
-                                batch=oracle.batch if side else None, width=oracle.width if side else None), False)
+                                endpoint=endpoint, costs=oracle.trials.costs, width=oracle.ready_width if side else None,
+                                submit=oracle.submit if side else None, waiting=live,
+                                risky=oracle.trials.runner.spares), False)
     except SearchStopped as stop:
         return SetSearch(stop.result, True)
+    finally:
+        oracle.close()
 
 
 def attempt_records(oracle: Oracle, result: AblationResult, order: Callable, pass_name: str = "") -> list[AttemptRecord]:
@@ -181,7 +185,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
         unresolved=tuple(doc["unresolved"]), flakiness_rule=rule.to_dict() if rule else None,
         thresholds={f: {"first_fail": t.value, "last_pass": t.values[t.last_pass], "exact": t.exact,
                         "text": t.describe()} for f, t in found_thresholds.items()},
-        search_runs=res.runs, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)
+        search_runs=res.runs, unused_runs=res.unused, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)
 
 
 def table(res: AblationResult, spec: Spec, diffs: list[str]) -> list[dict]:

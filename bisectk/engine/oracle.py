@@ -23,15 +23,19 @@ Oracle  -- what a search calls, complete when made: the target failure it judges
            a different failure, re-run up to `policy.retry_different` times first: garbage whose
            form changes from run to run must not block a proof). `batch` runs distinct points in
            parallel, each with its own directory and environment; `width` is how many a batch
-           should hold now (--jobs, or fewer when the executor has fewer workers alive).
+           should hold now (--jobs, or fewer when the executor has fewer workers alive);
+           `submit` starts one run in a slot and gives its Future (the runs a search makes ahead
+           of its questions, search/ahead.py).
+SideBySide -- the daemon threads behind `submit`.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -169,6 +173,7 @@ class Oracle:
         self.trials, self.target, self.any_failure = trials, target, any_failure
         self.space, self.policy = trials.space, trials.policy
         self._judging = None if any_failure else target
+        self._side: SideBySide | None = None
 
     @property
     def mode(self) -> str:
@@ -206,15 +211,77 @@ class Oracle:
         with ThreadPoolExecutor(max_workers=len(points)) as ex:
             return list(ex.map(lambda a: self(a[1], a[0]), enumerate(points)))
 
+    def submit(self, point: Any) -> Future:
+        """Start the search's next run of `point` side by side with those under way (at most
+        --jobs, one slot each, in the order submitted); its Future gives the outcome. The threads
+        are daemons: a Ctrl-C leaves by the report without waiting for a run started ahead (the
+        runs die with their supervisors when bisectk exits)."""
+        if self._side is None:
+            self._side = SideBySide(max(1, self.policy.jobs), lambda p, slot: self(p, slot))
+        return self._side.submit(point)
+
+    def close(self) -> None:
+        """Stop the side-by-side threads (runs not begun are cancelled; none is waited for)."""
+        if self._side is not None:
+            self._side.close()
+            self._side = None
+
     def width(self) -> int:
         """How many points a batch should hold now: --jobs, or fewer when the executor has fewer
         workers alive (an actor lost and not yet replaced, a node gone)."""
         return max(1, min(self.policy.jobs, self.trials.runner.alive()))
 
+    def ready_width(self) -> int:
+        """How many runs may be under way at once for a search that runs ahead of itself
+        (search/ahead.py): --jobs, or fewer while the executor has fewer workers ready."""
+        return max(1, min(self.policy.jobs, self.trials.runner.ready()))
+
     def different_failures(self) -> list[tuple[Hashable, Verdict]]:
         """(point, verdict) of every point that failed only differently: possible second bugs."""
         return [(p, v) for p, v in self.trials.verdicts()
                 if v.outcome is Outcome.FAIL and self.judge(v) is Outcome.UNRESOLVED]
+
+
+class SideBySide:
+    """`slots` daemon threads that run `call(point, slot)` for each submitted point, in order;
+    each slot number is held by one run at a time (a GPU per slot, engine/policy.py)."""
+
+    def __init__(self, slots: int, call: Callable[[Any, int], Outcome]):
+        self._call = call
+        self._work: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._serve, args=(slot,), name=f"bisectk-side-{slot}", daemon=True)
+                         for slot in range(slots)]
+        for t in self._threads:
+            t.start()
+
+    def submit(self, point: Any) -> Future:
+        future: Future = Future()
+        self._work.put((future, point))
+        return future
+
+    def _serve(self, slot: int) -> None:
+        while True:
+            item = self._work.get()
+            if item is None:
+                return
+            future, point = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(self._call(point, slot))
+            except BaseException as exc:      # handed to whoever waits on it
+                future.set_exception(exc)
+
+    def close(self) -> None:
+        while True:
+            try:
+                item = self._work.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                item[0].cancel()
+        for _ in self._threads:
+            self._work.put(None)
 
 
 def _meanwhile(fn: Callable[[], str]) -> Callable[[], str]:

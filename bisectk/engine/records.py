@@ -285,6 +285,7 @@ class AblationRecord(Record):
     flakiness_rule: dict | None = None
     thresholds: dict[str, dict] = field(default_factory=dict)
     search_runs: int = 0
+    unused_runs: int = 0                    # of search_runs: made ahead of the search (--jobs), never taken
     ptx: dict | None = None
     sanitizer: dict | None = None
     sets: tuple[dict, ...] = ()             # every independent failing set: members, interaction, proof
@@ -310,6 +311,7 @@ class DiffRecord(Record):
     diff: str = ""
     lines_diff: str = ""
     search_runs: int = 0
+    unused_runs: int = 0                    # of search_runs: made ahead of the search (--jobs), never taken
     hunk_index: tuple[dict, ...] = ()       # every hunk: id, file, kind, good_lines, bad_lines (no text)
 
 

@@ -21,7 +21,7 @@ from bisectk.engine.records import AblationRecord
 from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.words import (SAME_INPUTS, endpoint_lines, failure_line, problem_lines, problem_text, runs_words,
+from bisectk.report.words import (SAME_INPUTS, ahead_words, endpoint_lines, failure_line, problem_lines, problem_text, runs_words,
                                   stopped_line, wall_words)
 from bisectk.spec import format_value, render
 
@@ -133,7 +133,7 @@ def to_debuglog(rec: AblationRecord) -> DebugLog:
           if one_set else []),
         *[line[0].upper() + line[1:] + "." for line in sets_lines(rec)],
         f"{runs_words(rec.runs, rec.observations)} (endpoints included; {rec.search_runs} by the search, "
-        f"{rec.strategy}); {wall_words(rec, 'wall time')}.",
+        f"{rec.strategy}{ahead_words(rec)}); {wall_words(rec, 'wall time')}.",
         *endpoint_lines(check),
     ]
     if rec.flakiness_rule:
@@ -220,7 +220,8 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
     if rec.sanitizer:
         out.print(rec.sanitizer.get("text", ""), markup=False)
     cached = rec.observations - rec.runs
-    breakdown = f"{rec.search_runs} by the search, {rec.observations - rec.search_runs} endpoint and threshold runs"
+    breakdown = (f"{rec.search_runs} by the search{ahead_words(rec)}, "
+                 f"{rec.observations - rec.search_runs} endpoint and threshold runs")
     out.print(f"runs: {rec.runs} executed"
               + (f", {cached} answered from the ledger ({SAME_INPUTS}; {breakdown})" if cached > 0 else f" ({breakdown})")
               + f", {wall_words(rec)}", markup=False)

@@ -15,7 +15,7 @@ from bisectk.engine.records import DiffRecord
 from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.words import (SAME_INPUTS, counted, endpoint_lines, failure_line, problem_lines, problem_text,
+from bisectk.report.words import (SAME_INPUTS, ahead_words, counted, endpoint_lines, failure_line, problem_lines, problem_text,
                                   runs_words, stopped_line, wall_words)
 
 
@@ -105,5 +105,6 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
     for line in stuck.terminal_lines(rec.hangs):
         out.print(line, markup=False, highlight=False)
     cached = rec.observations - rec.runs
-    out.print(f"runs: {rec.runs} executed" + (f", {cached} answered from the ledger ({SAME_INPUTS})" if cached > 0 else "")
+    out.print(f"runs: {rec.runs} executed{ahead_words(rec)}"
+              + (f", {cached} answered from the ledger ({SAME_INPUTS})" if cached > 0 else "")
               + f", {wall_words(rec)}; {len(rec.unresolved)} unresolved hybrid(s)", markup=False)

@@ -11,6 +11,7 @@ problem_lines  -- unusable endpoints: one line (`problem: ...`), then the facts 
 stopped_line   -- how a stopped search is announced (never as a verdict).
 runs_words     -- runs executed now and answered from the ledger, so reused work never reads as
                   no work.
+ahead_words    -- the runs made ahead of the search (--jobs) that it never took, when there were any.
 """
 
 from __future__ import annotations
@@ -72,6 +73,12 @@ def wall_words(rec, label: str = "wall") -> str:
     return text
 # what a run answered from the ledger shares with one made now (run/memokey.py: the memo key)
 SAME_INPUTS = "same command, timeout, environment and sources"
+
+
+def ahead_words(rec) -> str:
+    """`, N of them made ahead and not needed` (a record's `unused_runs`), or nothing."""
+    n = getattr(rec, "unused_runs", 0)
+    return f", {n} of them made ahead and not needed" if n else ""
 
 
 def runs_words(executed: int, observations: int) -> str:

@@ -314,16 +314,23 @@ class WorkerPool:
                     slot.pending.remove(w)
                 slot.starting -= 1
                 self.stats["worker_starts"] += 1
-                if ok and not self._closed and (slot.worker is None or len(slot.spares) < slot.want):
-                    if slot.worker is None:
-                        slot.worker = w
-                        if slot.lost_at is not None:
-                            self.stats["recovery_s"].append(round(time.monotonic() - slot.lost_at, 3))
-                            slot.lost_at = None
+                # a slot of the same GPU left without a worker takes it first (its own start
+                # is still on its way: it will be a spare)
+                home = slot if slot.worker is None else next(
+                    (s for s in self.slots if s.worker is None and s.gpu == slot.gpu and s.failed_starts < MAX_FAILED_STARTS),
+                    slot)
+                if ok and not self._closed and (home.worker is None or len(slot.spares) < slot.want):
+                    if home.worker is None:
+                        home.worker = w
+                        if home.lost_at is not None:
+                            self.stats["recovery_s"].append(round(time.monotonic() - home.lost_at, 3))
+                            home.lost_at = None
                     else:
                         slot.spares.append(w)
                     slot.failed_starts = 0
                     w = None
+                    if home is not slot:
+                        self._fill(slot)
                 elif not ok:
                     slot.failed_starts += 1
                     self.stats["failed_starts"] = self.stats.get("failed_starts", 0) + 1
@@ -348,10 +355,15 @@ class WorkerPool:
         w, slot.worker = slot.worker, None
         self.stats["worker_discards"] += 1
         slot.want = min(slot.want + 1, self.max_spares)   # a subject that hung once hangs again
-        if slot.spares:
-            slot.worker = slot.spares.pop(0)
+        # a slot's spares serve the slots of its GPU too: hangs come in bursts on one slot (runs
+        # made ahead of a search, a confirmation's re-runs) while another slot's spare sits idle
+        donor = slot if slot.spares else next((s for s in self.slots if s.spares and s.gpu == slot.gpu), None)
+        if donor is not None:
+            slot.worker = donor.spares.pop(0)
             self.stats["spare_promotions"] += 1
             self.stats["recovery_s"].append(0.0)
+            if donor is not slot:
+                self._fill(donor)
         else:
             slot.lost_at = time.monotonic()
         self._fill(slot)
@@ -439,6 +451,19 @@ class WorkerPool:
 
     def alive(self) -> int:
         return self.width
+
+    def spare_count(self) -> int:
+        """Spares ready now, over every slot."""
+        with self.cond:
+            return sum(len(s.spares) for s in self.slots)
+
+    def ready(self) -> int:
+        """Runs that would find a worker now or at the next turn: the slots with a worker, and
+        the spares that could replace one (a hang's worker is gone until a spare's preload is
+        done: runs made ahead of a search should not queue for it)."""
+        with self.cond:
+            have = sum(s.worker is not None for s in self.slots) + sum(len(s.spares) for s in self.slots)
+        return max(1, min(self.width, have))
 
     def _run_one(self, job: Job, watch: Watch) -> RawRun:
         if self.warm_capable(job.argv, job.env):

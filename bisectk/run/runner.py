@@ -134,6 +134,18 @@ class Runner:
         """How many runs the executor takes at once now (a k-way round's width, at most --jobs)."""
         return self.executor.alive()
 
+    def spares(self) -> int | None:
+        """Workers ready to replace one a run would cost (a warm pool's spares: a hang or a crash
+        retires its worker); None where a run costs no worker."""
+        spares = getattr(self.executor, "spare_count", None)
+        return spares() if spares is not None else None
+
+    def ready(self) -> int:
+        """How many runs would start at once now (a warm pool: its workers and spares ready;
+        other executors: alive())."""
+        ready = getattr(self.executor, "ready", None)
+        return ready() if ready is not None else self.executor.alive()
+
     def workload(self, config: Config | Workload) -> Workload:
         return config if isinstance(config, Workload) else Workload(dict(config), self.cwd)
 

@@ -21,9 +21,12 @@ verified both, and they are never run again here.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import Future
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from bisectk.outcome import Outcome
+from bisectk.search.ahead import plan
 from bisectk.search.dd import dd_strategy
 from bisectk.search.ddmin import ddmin_strategy
 from bisectk.search.confirm import confirm_sets, set_claims, switched_rule
@@ -86,7 +89,10 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
            endpoint: tuple[int, int] = (0, 0),
            costs: Callable[[], tuple[float, float]] | None = None,
            batch: Callable[[Sequence[frozenset]], Sequence[Outcome]] | None = None,
-           width: Callable[[], int] | None = None) -> AblationResult:
+           width: Callable[[], int] | None = None,
+           submit: Callable[[frozenset], Future] | None = None,
+           waiting: Callable[[], AbstractContextManager] | None = None,
+           risky: Callable[[], int | None] | None = None) -> AblationResult:
     """Find the 1-minimal set of differences that causes the failure.
 
     `rule` turns single-shot noisy verdicts into confident ones (ConfidenceRule.derive, or
@@ -105,6 +111,11 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
     (seconds of a failing run, of a passing one), so the confirmation costs least time (confirm.py).
     `batch` / `width()`: an oracle that runs several configurations side by side, and how many a
     round may hold: the confirmation's passes of one configuration go in such rounds (Tester).
+    `submit` (with `width`): an oracle that starts one run and returns its Future; the runs the
+    search will likely ask next then run ahead of it in the idle slots (ahead.py), with the
+    answers of a one-at-a-time search; `result.unused` counts those it never took. `waiting()`
+    is held while the search waits on runs (the engine's: a Ctrl-C stops it there); `risky()`:
+    how many runs not expected to pass may go ahead now (a warm pool's spares; None: any).
     """
     items = list(differences)
     if not items:
@@ -117,10 +128,50 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
     if chosen.max_n is not None and len(items) > chosen.max_n:
         raise ValueError(f"strategy {strategy!r} handles at most {chosen.max_n} differences")
 
+    def whole(t: Tester) -> tuple[AblationResult, bool, str | None]:
+        return _whole(t, chosen, items, measure_removal, more_sets, confidence, endpoint, costs)
+
+    ahead = None
+    if submit is not None:
+        def replayed(ask: Callable[[frozenset], Outcome], expecting: Callable) -> None:
+            shadow = Tester(ask, rule=rule, known=known)
+            expecting(lambda: shadow.expecting)
+            shadow.seed(frozenset(), Outcome.PASS)
+            shadow.seed(frozenset(items), Outcome.FAIL)
+            whole(shadow)
+
+        def ahead(runs_of: Callable, slots: int, risky: int | None = None) -> list:
+            return plan(replayed, runs_of, slots, risky)
     tester = Tester(oracle, rule=rule, on_attempt=on_attempt, should_stop=should_stop,
-                    max_runs=max_runs, known=known, batch=batch, width=width)
+                    max_runs=max_runs, known=known, batch=batch, width=width, submit=submit, ahead=ahead,
+                    waiting=waiting, risky=risky)
     tester.seed(frozenset(), Outcome.PASS)
     tester.seed(frozenset(items), Outcome.FAIL)
+    try:
+        result, interrupted, _ = whole(tester)
+    except (StopSearch, KeyboardInterrupt) as stop:
+        reason = "interrupted" if isinstance(stop, KeyboardInterrupt) else (str(stop) or "stopped")
+        tester.drain(wait=False)
+        partial = best_so_far(strategy, items, tester, reason)
+        partial.switched = getattr(stop, "switched", None)
+        partial.unused = tester.unused
+        raise SearchStopped(partial, stop) from stop
+    finally:
+        tester.drain()
+    result.unused = tester.unused
+    if interrupted:   # Ctrl-C while looking for other sets: the first set stands
+        raise SearchStopped(result, KeyboardInterrupt())
+    # every run this search made: the confirmation's, and those made ahead of it (taken or not)
+    result.attempts, result.runs = list(tester.attempts), tester.runs
+    return result
+
+
+def _whole(tester: Tester, chosen: Strategy, items: list, measure_removal: bool, more_sets: int,
+           confidence: float | None, endpoint: tuple[int, int],
+           costs: Callable[[], tuple[float, float]] | None) -> tuple[AblationResult, bool, str | None]:
+    """The search, settled and confirmed (ablate's docstring): (result, whether a Ctrl-C ended its
+    sets part, the contradiction that switched it to the flake rule). A stop raised in the switched
+    part carries the switch (`switched` on the exception)."""
     switched = None
     try:
         result, interrupted = _search(tester, chosen, items, measure_removal, more_sets)
@@ -142,15 +193,11 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
             result, interrupted = _search(tester, chosen, items, measure_removal, more_sets)
             result.switched = switched
     except (StopSearch, KeyboardInterrupt) as stop:
-        reason = "interrupted" if isinstance(stop, KeyboardInterrupt) else (str(stop) or "stopped")
-        partial = best_so_far(strategy, items, tester, reason)
-        partial.switched = switched
-        raise SearchStopped(partial, stop) from stop
-    if interrupted:   # Ctrl-C while looking for other sets: the first set stands
-        raise SearchStopped(result, KeyboardInterrupt())
+        stop.switched = switched
+        raise
     if result.confirmation is not None:     # the confirmation's runs are the search's too
         result.attempts, result.runs = list(tester.attempts), tester.runs
-    return result
+    return result, interrupted, switched
 
 
 def _search(tester: Tester, chosen: Strategy, items: list, measure_removal: bool,

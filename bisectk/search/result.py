@@ -81,6 +81,7 @@ class AblationResult:
     confirmation: Any = None             # confirm.SetConfirmation: the runs that confirmed the answer
     switched: tuple | None = None        # (configuration, outcome) whose re-run contradicted a
                                          # deterministic answer: the search went on under the flake rule
+    unused: int = 0                      # runs made ahead of the search (ahead.py) that it never took
 
     @property
     def fail_config(self) -> frozenset:
@@ -102,6 +103,7 @@ class AblationResult:
             "context": names(self.context),
             "complete": self.complete,
             "runs": self.runs,
+            "unused_runs": self.unused,
             "proof": [{"config": names(s), "outcome": o.value} for s, o in self.proof.items()],
             "effects": [{"difference": _jsonable(d), "alone": _value(e.alone),
                          "removed": _value(e.removed), "role": e.role}

@@ -14,6 +14,13 @@ Tester            -- wraps the oracle: memoises by key, counts runs, records att
                      with a `batch` oracle (runs several at once, side by side) and a `width`
                      above one, the passes a confirmation asks of one configuration are made
                      in rounds of that many (they are independent runs of the same thing).
+                     With `submit` (starts one run, returns its Future) and `ahead` (ahead.py:
+                     which runs the search will likely ask next), every run goes through a
+                     Future, and the slots the search leaves idle (`width()` in all) run ahead
+                     of it: each question is taken from the run started for it, in the order
+                     it was started, so the answers are those of a one-at-a-time search.
+                     `drain` ends what is still under way; `unused` counts the runs made
+                     ahead that the search never took.
 Rule              -- what a flakiness rule is to the Tester: `verdict(runs)` decides from the
                      single-run outcomes of one configuration so far, or says None (run again).
                      flaky.ConfidenceRule (one-sided) and rates.RateRule (two rates) are rules.
@@ -28,7 +35,10 @@ seed the memo and never count as runs.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -110,9 +120,16 @@ class Tester:
     history: dict[Hashable, list[Outcome]] = field(default_factory=dict)   # every run, per key
     batch: Callable[[Sequence[Hashable]], Sequence[Outcome]] | None = None   # several runs side by side
     width: Callable[[], int] | None = None      # how many runs a round may hold now (default 1)
+    submit: Callable[[Hashable], Future] | None = None   # start one run side by side: its Future's Outcome
+    ahead: Callable[..., list[Hashable]] | None = None   # ahead.plan, bound: (runs_of, slots, risky)
+    risky: Callable[[], int | None] | None = None   # runs ahead that may fail, allowed now (None: any)
+    expecting: Outcome | None = None   # what the run being asked is expected to give (a confirmation's)
+    waiting: Callable[[], AbstractContextManager] | None = None   # held while waiting on runs (a Ctrl-C's place)
+    unused: int = 0                    # runs made ahead of the search that it never took
 
     def __post_init__(self) -> None:
         self._known = dict(self.known or {})
+        self._pending: dict[Hashable, deque[Future]] = {}   # runs started and not yet taken, per key
 
     def seed(self, key: Hashable, outcome: Outcome) -> None:
         """Record an outcome established outside the search (a verified endpoint)."""
@@ -168,8 +185,12 @@ class Tester:
         fresh: list[Outcome] = []
         want = passes if expect is Outcome.PASS else 1
         while True:
-            n = min(self._width(), want - len(fresh)) if expect is Outcome.PASS else 1
-            outcomes = self._run_round(key, n)
+            n = min(self._round(), want - len(fresh)) if expect is Outcome.PASS else 1
+            self.expecting = expect
+            try:
+                outcomes = self._run_round(key, n)
+            finally:
+                self.expecting = None
             fresh.extend(outcomes)
             runs.extend(outcomes)
             failed = next((o for o in outcomes if o is not Outcome.PASS), None)
@@ -195,7 +216,7 @@ class Tester:
         the first run that did not pass, so runs after it in the round only join the history)."""
         if self.rule is None:
             return 1
-        width = self._width()
+        width = self._round()
         if width <= 1:
             return 1
         trailing = 0
@@ -206,11 +227,20 @@ class Tester:
         return max(1, min(width, int(getattr(self.rule, "repeats", 1)) - trailing))
 
     def _width(self) -> int:
-        return max(1, int(self.width())) if self.batch is not None and self.width is not None else 1
+        side = self.batch is not None or self.submit is not None
+        return max(1, int(self.width())) if side and self.width is not None else 1
+
+    def _round(self) -> int:
+        """Runs one round asks of a configuration: one when runs go ahead of the search (the
+        next ones are started ahead as the slots free), else the width."""
+        return 1 if self.ahead is not None else self._width()
 
     def _run_round(self, key: Hashable, n: int) -> list[Outcome]:
         """`n` runs of `key`: one through the oracle, more side by side through `batch` (as many
-        as the run budget allows; none left stops the search, as one run would)."""
+        as the run budget allows; none left stops the search, as one run would); with `submit`,
+        the next `n` runs of `key` started (ahead, or now), waited for."""
+        if self.submit is not None:
+            return self._take(key, n)
         if n <= 1:
             return [self._run_once(key)]
         n = self._spend(n)
@@ -218,6 +248,62 @@ class Tester:
         if len(outcomes) != n or not all(isinstance(o, Outcome) for o in outcomes):
             raise TypeError(f"batch oracle returned {outcomes!r}, expected {n} Outcomes")
         return outcomes
+
+    # -- runs side by side, and ahead of the search ---------------------------------------------
+    def _take(self, key: Hashable, n: int) -> list[Outcome]:
+        queue = self._pending.setdefault(key, deque())
+        if len(queue) < n:
+            for _ in range(self._spend(n - len(queue))):
+                queue.append(self.submit(key))
+        wanted = [queue[i] for i in range(min(n, len(queue)))]
+        while not all(f.done() for f in wanted):
+            self._fill()
+            under_way = [f for q in self._pending.values() for f in q if not f.done()]
+            with self.waiting() if self.waiting is not None else nullcontext():
+                wait(under_way, return_when=FIRST_COMPLETED)
+        for _ in wanted:
+            queue.popleft()
+        outcomes = [f.result() for f in wanted]
+        if not all(isinstance(o, Outcome) for o in outcomes):
+            raise TypeError(f"oracle returned {outcomes!r}, expected Outcomes")
+        self._fill(reserve=1)   # the next questions start while the search takes this answer in,
+        return outcomes         # leaving a slot for the one it asks (a guess may be wrong)
+
+    def runs_of(self, key: Hashable) -> list[Outcome | None]:
+        """`key`'s runs in the order the search takes them: those taken, then those started
+        (an Outcome once done, None while under way)."""
+        started = [f.result() if f.done() and f.exception() is None else None for f in self._pending.get(key, ())]
+        return [*self.history.get(key, ()), *started]
+
+    def _fill(self, reserve: int = 0) -> None:
+        """Start runs ahead in the slots free now (the width less the runs under way and
+        `reserve`), as `ahead` orders them; the last `width()` runs of a budget are left to the
+        search."""
+        if self.ahead is None or self.submit is None:
+            return
+        width = self._width()
+        free = width - reserve - sum(1 for q in self._pending.values() for f in q if not f.done())
+        if self.max_runs is not None:
+            free = min(free, self.max_runs - self.runs - width)
+        if free <= 0 or (self.should_stop is not None and self.should_stop()):
+            return
+        risky = self.risky() if self.risky is not None else None
+        for key in self.ahead(self.runs_of, free, risky)[:free]:
+            self.runs += 1
+            self._pending.setdefault(key, deque()).append(self.submit(key))
+
+    def drain(self, wait: bool = True) -> int:
+        """End the runs started ahead and never taken: those not begun are cancelled (and not
+        counted), those under way are waited for (`wait`; else left to end with the command, after
+        a stop); returns how many ran unused (also `unused`)."""
+        futures = [f for q in self._pending.values() for f in q]
+        self._pending.clear()
+        for f in futures:
+            if f.cancel():
+                self.runs -= 1
+            elif not wait or f.exception() is None:    # a run that raised (a stop) gave no outcome
+                self.unused += 1
+        return self.unused
 
     def failing(self) -> list[Hashable]:
         """Keys judged FAIL, in the order they were judged."""

@@ -58,6 +58,10 @@ def test_jobs_run_the_confirmations_passes_side_by_side(tmp_path):
     serial = ablate_json(VARIANTS / "pipeline-hang.toml", tmp_path / "one")
     doc = ablate_json(VARIANTS / "pipeline-hang.toml", tmp_path, "--jobs", "3")
     assert doc["culprits"] == serial["culprits"] == ["producer_phase"] and doc["complete"]
+    # the runs the search made ahead of its questions are counted, those it never took said apart
+    taken = sum(a["runs"] for a in doc["attempts"])
+    assert doc["search_runs"] == taken + doc["unused_runs"] and doc["runs"] == doc["search_runs"] + 2, doc
+    assert serial["unused_runs"] == 0
     def plan(d):    # (failures of the culprit alone seen, passes of bad without it asked)
         culprit = [a for a in d["attempts"] if a["applied"] == ["producer_phase"]]
         fails = int(re.search(r"\[(\d+)/\d+ failed\]", culprit[-1]["verdict"]).group(1))

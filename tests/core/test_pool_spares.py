@@ -1,0 +1,43 @@
+"""Warm pool: the spares of one GPU's slots serve each other (run/pool.py _discard and a
+worker's start). Hangs come in bursts on one slot (runs made ahead of a search, a confirmation's
+re-runs of a hang); a slot that loses its worker twice before its own spare is back must take
+another slot's idle spare, not leave the pool a worker short for a whole preload."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from bisectk.run.executor import Job
+from bisectk.run.pool import WorkerPool
+from bisectk.run.progress import FixedWatch
+
+
+def _ready(pool: WorkerPool, spares: int, timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with pool.cond:
+            if all(s.worker is not None and len(s.spares) >= spares for s in pool.slots):
+                return
+        time.sleep(0.05)
+    raise AssertionError("the pool's workers and spares never became ready")
+
+
+def test_a_slot_that_loses_two_workers_in_a_row_takes_another_slots_spare(tmp_path):
+    (tmp_path / "slowstart.py").write_text("import time\ntime.sleep(3)\n")   # a preload that takes a while
+    (tmp_path / "segv.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    with WorkerPool(gpus=None, slots=2, preload=("slowstart",), spares=1, max_spares=1,
+                    env={"PYTHONPATH": str(tmp_path)}, ready_timeout=60) as pool:
+        _ready(pool, 1)
+        for _ in range(2):    # both on the first slot: it has a worker again each time
+            raw = pool.run(Job([sys.executable, "segv.py"], cwd=tmp_path), FixedWatch(60))
+            assert raw.signal == "SIGSEGV", raw
+        with pool.cond:
+            workers = [s.worker is not None for s in pool.slots]
+        # both discards were served by a ready spare (the second by the other slot's), so no slot
+        # waits for a start: before, the first slot had none for the 3 s of its spare's preload
+        assert pool.stats["worker_discards"] == 2
+        assert pool.stats["recovery_s"] == [0.0, 0.0] and workers == [True, True]
+        # and the spares come back behind them
+        _ready(pool, 1)
+        assert pool.stats["worker_starts"] >= 6

@@ -1,0 +1,156 @@
+"""Runs ahead of the search (search/ahead.py, Tester.submit): the answers are those of a search
+that asks one configuration at a time, every run is accounted for, and the idle slots are used."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from bisectk.outcome import Outcome
+from bisectk.search import SearchStopped, ablate
+from bisectk.search.ahead import plan, replay
+
+
+class Planted:
+    """A deterministic subject: fails when any planted set is applied; counts its runs and the most
+    under way at once."""
+
+    def __init__(self, sets, seconds=0.0):
+        self.sets, self.seconds = [frozenset(s) for s in sets], seconds
+        self.calls, self.now, self.most = 0, 0, 0
+        self.lock = threading.Lock()
+
+    def __call__(self, config: frozenset) -> Outcome:
+        with self.lock:
+            self.calls += 1
+            self.now += 1
+            self.most = max(self.most, self.now)
+        try:
+            if self.seconds:
+                time.sleep(self.seconds)
+            return Outcome.FAIL if any(s <= config for s in self.sets) else Outcome.PASS
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
+def _cases(n_cases, seed=7):
+    rnd = random.Random(seed)
+    for _ in range(n_cases):
+        n = rnd.randint(2, 10)
+        items = [f"f{i}" for i in range(n)]
+        sets = [rnd.sample(items, rnd.randint(1, min(3, n)))]
+        if rnd.random() < 0.3:
+            sets.append(rnd.sample(items, 1))
+        yield items, sets
+
+
+def _trace(result):
+    return [(a.config, a.outcome, a.observations, a.phase) for a in result.attempts]
+
+
+@pytest.mark.parametrize("strategy", ["adaptive", "ddmin"])
+def test_runs_ahead_give_the_one_at_a_time_answer_and_attempts(strategy):
+    for items, sets in _cases(12):
+        kw = dict(strategy=strategy, confidence=0.99, more_sets=7, measure_removal=True)
+        one = ablate(items, Planted(sets), **kw)
+        subject = Planted(sets)
+        with ThreadPoolExecutor(4) as pool:
+            ahead = ablate(items, subject, submit=lambda c: pool.submit(subject, c), width=lambda: 4, **kw)
+        assert ahead.culprits == one.culprits and ahead.sets == one.sets, (items, sets)
+        assert _trace(ahead) == _trace(one), (items, sets)
+        # every run is counted: those the search took, and those made ahead that it did not
+        taken = sum(len(a.observations) for a in ahead.attempts)
+        assert subject.calls == ahead.runs == taken + ahead.unused, (subject.calls, ahead.runs, taken, ahead.unused)
+
+
+def test_the_idle_slots_run_what_the_search_asks_next():
+    items, sets = [f"f{i}" for i in range(8)], [["f5"]]
+    one = Planted(sets, 0.05)
+    t0 = time.monotonic()
+    ablate(items, one, confidence=0.99)
+    serial = time.monotonic() - t0
+    subject = Planted(sets, 0.05)
+    with ThreadPoolExecutor(4) as pool:
+        t0 = time.monotonic()
+        res = ablate(items, subject, confidence=0.99, submit=lambda c: pool.submit(subject, c), width=lambda: 4)
+        wide = time.monotonic() - t0
+    assert res.culprits == ("f5",)
+    assert subject.most == 4 and one.most == 1
+    # the confirmation's passes and both answers of each question: far fewer waits than runs
+    assert wide < 0.6 * serial, (wide, serial)
+
+
+def test_width_one_runs_nothing_ahead():
+    items, sets = [f"f{i}" for i in range(6)], [["f1", "f4"]]
+    subject = Planted(sets)
+    with ThreadPoolExecutor(4) as pool:
+        res = ablate(items, subject, confidence=0.99, submit=lambda c: pool.submit(subject, c), width=lambda: 1)
+    assert subject.most == 1 and res.unused == 0 and res.runs == subject.calls
+
+
+def test_a_run_budget_holds_with_runs_ahead():
+    items, sets = [f"f{i}" for i in range(10)], [["f2", "f7"]]
+    subject = Planted(sets, 0.01)
+    with ThreadPoolExecutor(4) as pool:
+        with pytest.raises(SearchStopped) as stop:
+            ablate(items, subject, confidence=0.99, max_runs=9, submit=lambda c: pool.submit(subject, c),
+                   width=lambda: 4)
+    assert stop.value.reason == "stop" and stop.value.result.runs <= 9 and subject.calls <= 9
+    assert not stop.value.result.complete
+
+
+def test_no_risky_runs_ahead_when_none_may_fail():
+    """risky = 0 (a warm pool with no spare): only runs expected to pass go ahead (a
+    confirmation's passes), never a question at even odds."""
+    items, sets = [f"f{i}" for i in range(8)], [["f3"]]
+    subject = Planted(sets)
+    started = []
+
+    def submit(c):
+        started.append(c)
+        return pool.submit(subject, c)
+    with ThreadPoolExecutor(4) as pool:
+        res = ablate(items, subject, confidence=0.99, submit=submit, width=lambda: 4, risky=lambda: 0)
+    # every question of the search itself was asked before its run started: the runs of
+    # configurations other than bad-without-the-culprit were all taken
+    assert res.culprits == ("f3",)
+    taken = {a.config for a in res.attempts}
+    assert all(c in taken for c in started)
+    assert res.unused <= 4   # at most the passes started ahead past the last one asked
+
+
+def _binary(items, target):
+    """A toy search: the first prefix length whose set fails (one culprit, at index `target`)."""
+    def search(ask, expecting):
+        lo, hi = 0, len(items)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if ask(frozenset(items[:mid])) is Outcome.FAIL:
+                hi = mid
+            else:
+                lo = mid
+        return hi
+    return search
+
+
+def test_plan_starts_both_answers_of_the_question_under_way():
+    items = list(range(16))
+    search = _binary(items, 11)
+    first = frozenset(items[:8])
+    known = {}
+    assert replay(search, lambda k: known.get(k, []), {}).key == first
+    # the first question is under way: its two possible successors start, in the free slots
+    known[first] = [None]
+    chosen = plan(search, lambda k: known.get(k, []), 3)
+    assert set(chosen) == {frozenset(items[:4]), frozenset(items[:12])}
+    # once it is known, the next question's two successors
+    known[first] = [Outcome.PASS]
+    assert replay(search, lambda k: known.get(k, []), {}).key == frozenset(items[:12])
+    known[frozenset(items[:12])] = [None]
+    assert set(plan(search, lambda k: known.get(k, []), 2)) == {frozenset(items[:10]), frozenset(items[:14])}
+    assert plan(search, lambda k: known.get(k, []), 0) == []

@@ -293,15 +293,15 @@ class Tester:
             self._pending.setdefault(key, deque()).append(self.submit(key))
 
     def drain(self, wait: bool = True) -> int:
-        """End the runs started ahead and never taken: those not begun are cancelled (and not
-        counted), those under way are waited for (`wait`; else left to end with the command, after
-        a stop); returns how many ran unused (also `unused`)."""
+        """End the runs started ahead and never taken: those not begun are cancelled, those under
+        way are waited for (`wait`; else, after a stop, left to end with the command, and neither
+        is counted as a run); returns how many ran unused (also `unused`)."""
         futures = [f for q in self._pending.values() for f in q]
         self._pending.clear()
         for f in futures:
-            if f.cancel():
-                self.runs -= 1
-            elif not wait or f.exception() is None:    # a run that raised (a stop) gave no outcome
+            if f.cancel() or (not wait and not f.done()):
+                self.runs -= 1      # never begun, or abandoned to the stop: no run was made
+            elif f.exception() is None:    # (waits) a run that raised (a stop) gave no outcome
                 self.unused += 1
         return self.unused
 

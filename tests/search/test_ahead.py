@@ -21,7 +21,7 @@ class Planted:
 
     def __init__(self, sets, seconds=0.0):
         self.sets, self.seconds = [frozenset(s) for s in sets], seconds
-        self.calls, self.now, self.most = 0, 0, 0
+        self.calls, self.now, self.most, self.finished = 0, 0, 0, 0
         self.lock = threading.Lock()
 
     def __call__(self, config: frozenset) -> Outcome:
@@ -36,6 +36,7 @@ class Planted:
         finally:
             with self.lock:
                 self.now -= 1
+                self.finished += 1
 
 
 def _cases(n_cases, seed=7):
@@ -154,3 +155,29 @@ def test_plan_starts_both_answers_of_the_question_under_way():
     known[frozenset(items[:12])] = [None]
     assert set(plan(search, lambda k: known.get(k, []), 2)) == {frozenset(items[:10]), frozenset(items[:14])}
     assert plan(search, lambda k: known.get(k, []), 0) == []
+
+
+def test_a_stop_while_runs_are_ahead_counts_only_runs_made():
+    """Ctrl-C arrives while the search waits (the engine's `waiting` is where it is raised): the
+    runs under way are abandoned to the command's exit, and the result counts the runs taken and
+    those finished ahead, never one that did not run."""
+    from contextlib import contextmanager
+    items, sets = [f"f{i}" for i in range(8)], [["f6"]]
+    subject = Planted(sets, 0.3)
+    entered = [0]
+
+    @contextmanager
+    def waiting():
+        entered[0] += 1
+        if entered[0] == 4:
+            raise KeyboardInterrupt
+        yield
+    with ThreadPoolExecutor(4) as pool:
+        with pytest.raises(SearchStopped) as stop:
+            ablate(items, subject, confidence=0.99, submit=lambda c: pool.submit(subject, c), width=lambda: 4,
+                   waiting=waiting)
+        finished = subject.finished     # the runs abandoned to the stop are still under way here
+    res = stop.value.result
+    assert stop.value.interrupted and not res.complete
+    taken = sum(len(a.observations) for a in res.attempts)
+    assert res.runs == taken + res.unused <= finished < subject.calls, (res.runs, taken, res.unused, finished, subject.calls)

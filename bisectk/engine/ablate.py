@@ -185,7 +185,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
         unresolved=tuple(doc["unresolved"]), flakiness_rule=rule.to_dict() if rule else None,
         thresholds={f: {"first_fail": t.value, "last_pass": t.values[t.last_pass], "exact": t.exact,
                         "text": t.describe()} for f, t in found_thresholds.items()},
-        search_runs=res.runs, unused_runs=res.unused, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)
+        search_runs=res.runs, unused_runs=res.unused, ahead_runs=res.taken_ahead, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)
 
 
 def table(res: AblationResult, spec: Spec, diffs: list[str]) -> list[dict]:

@@ -86,7 +86,8 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
         different_failures=tuple(seconds), diff=unified_diff(culprit_hunks),
         lines_diff=unified_diff(culprit_lines) if lines is not None else "",
         search_runs=res.runs + (lines.runs if lines else 0),
-        unused_runs=res.unused + (lines.unused if lines else 0), hangs=hangs, **base)
+        unused_runs=res.unused + (lines.unused if lines else 0),
+        ahead_runs=res.taken_ahead + (lines.taken_ahead if lines else 0), hangs=hangs, **base)
 
 
 def refine_lines(oracle: Oracle, space: HunkSpace, culprit_hunks: list[Hunk], strategy: str,

@@ -286,6 +286,7 @@ class AblationRecord(Record):
     thresholds: dict[str, dict] = field(default_factory=dict)
     search_runs: int = 0
     unused_runs: int = 0                    # of search_runs: made ahead of the search (--jobs), never taken
+    ahead_runs: int = 0                     # of search_runs: made ahead of the search and taken when asked
     ptx: dict | None = None
     sanitizer: dict | None = None
     sets: tuple[dict, ...] = ()             # every independent failing set: members, interaction, proof
@@ -312,6 +313,7 @@ class DiffRecord(Record):
     lines_diff: str = ""
     search_runs: int = 0
     unused_runs: int = 0                    # of search_runs: made ahead of the search (--jobs), never taken
+    ahead_runs: int = 0                     # of search_runs: made ahead of the search and taken when asked
     hunk_index: tuple[dict, ...] = ()       # every hunk: id, file, kind, good_lines, bad_lines (no text)
 
 

@@ -11,7 +11,7 @@ problem_lines  -- unusable endpoints: one line (`problem: ...`), then the facts 
 stopped_line   -- how a stopped search is announced (never as a verdict).
 runs_words     -- runs executed now and answered from the ledger, so reused work never reads as
                   no work.
-ahead_words    -- the runs made ahead of the search (--jobs) that it never took, when there were any.
+ahead_words    -- the runs made ahead of the search (--jobs): taken when asked, and never taken.
 """
 
 from __future__ import annotations
@@ -76,9 +76,12 @@ SAME_INPUTS = "same command, timeout, environment and sources"
 
 
 def ahead_words(rec) -> str:
-    """`, N of them made ahead and not needed` (a record's `unused_runs`), or nothing."""
-    n = getattr(rec, "unused_runs", 0)
-    return f", {n} of them made ahead and not needed" if n else ""
+    """`, N of them under way before the search asked, M made ahead and not needed` (a record's
+    `ahead_runs`, `unused_runs`), or nothing when no run went ahead."""
+    taken, unused = getattr(rec, "ahead_runs", 0), getattr(rec, "unused_runs", 0)
+    if not taken and not unused:
+        return ""
+    return f", {taken} of them under way before the search asked, {unused} made ahead and not needed"
 
 
 def runs_words(executed: int, observations: int) -> str:

@@ -154,11 +154,11 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
         tester.drain(wait=False)
         partial = best_so_far(strategy, items, tester, reason)
         partial.switched = getattr(stop, "switched", None)
-        partial.unused = tester.unused
+        partial.unused, partial.taken_ahead = tester.unused, tester.taken_ahead
         raise SearchStopped(partial, stop) from stop
     finally:
         tester.drain()
-    result.unused = tester.unused
+    result.unused, result.taken_ahead = tester.unused, tester.taken_ahead
     if interrupted:   # Ctrl-C while looking for other sets: the first set stands
         raise SearchStopped(result, KeyboardInterrupt())
     # every run this search made: the confirmation's, and those made ahead of it (taken or not)

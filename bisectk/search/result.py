@@ -82,6 +82,7 @@ class AblationResult:
     switched: tuple | None = None        # (configuration, outcome) whose re-run contradicted a
                                          # deterministic answer: the search went on under the flake rule
     unused: int = 0                      # runs made ahead of the search (ahead.py) that it never took
+    taken_ahead: int = 0                 # runs made ahead of the search that it took when it asked
 
     @property
     def fail_config(self) -> frozenset:
@@ -104,6 +105,7 @@ class AblationResult:
             "complete": self.complete,
             "runs": self.runs,
             "unused_runs": self.unused,
+            "taken_ahead": self.taken_ahead,
             "proof": [{"config": names(s), "outcome": o.value} for s, o in self.proof.items()],
             "effects": [{"difference": _jsonable(d), "alone": _value(e.alone),
                          "removed": _value(e.removed), "role": e.role}

@@ -20,7 +20,7 @@ Tester            -- wraps the oracle: memoises by key, counts runs, records att
                      of it: each question is taken from the run started for it, in the order
                      it was started, so the answers are those of a one-at-a-time search.
                      `drain` ends what is still under way; `unused` counts the runs made
-                     ahead that the search never took.
+                     ahead that the search never took, `taken_ahead` those it took.
 Rule              -- what a flakiness rule is to the Tester: `verdict(runs)` decides from the
                      single-run outcomes of one configuration so far, or says None (run again).
                      flaky.ConfidenceRule (one-sided) and rates.RateRule (two rates) are rules.
@@ -126,10 +126,12 @@ class Tester:
     expecting: Outcome | None = None   # what the run being asked is expected to give (a confirmation's)
     waiting: Callable[[], AbstractContextManager] | None = None   # held while waiting on runs (a Ctrl-C's place)
     unused: int = 0                    # runs made ahead of the search that it never took
+    taken_ahead: int = 0               # runs made ahead of the search that it took (asked later)
 
     def __post_init__(self) -> None:
         self._known = dict(self.known or {})
         self._pending: dict[Hashable, deque[Future]] = {}   # runs started and not yet taken, per key
+        self._started_ahead: set[Future] = set()
 
     def seed(self, key: Hashable, outcome: Outcome) -> None:
         """Record an outcome established outside the search (a verified endpoint)."""
@@ -261,8 +263,11 @@ class Tester:
             under_way = [f for q in self._pending.values() for f in q if not f.done()]
             with self.waiting() if self.waiting is not None else nullcontext():
                 wait(under_way, return_when=FIRST_COMPLETED)
-        for _ in wanted:
+        for f in wanted:
             queue.popleft()
+            if f in self._started_ahead:
+                self._started_ahead.discard(f)
+                self.taken_ahead += 1
         outcomes = [f.result() for f in wanted]
         if not all(isinstance(o, Outcome) for o in outcomes):
             raise TypeError(f"oracle returned {outcomes!r}, expected Outcomes")
@@ -290,7 +295,9 @@ class Tester:
         risky = self.risky() if self.risky is not None else None
         for key in self.ahead(self.runs_of, free, risky)[:free]:
             self.runs += 1
-            self._pending.setdefault(key, deque()).append(self.submit(key))
+            future = self.submit(key)
+            self._started_ahead.add(future)
+            self._pending.setdefault(key, deque()).append(future)
 
     def drain(self, wait: bool = True) -> int:
         """End the runs started ahead and never taken: those not begun are cancelled, those under
@@ -298,6 +305,7 @@ class Tester:
         is counted as a run); returns how many ran unused (also `unused`)."""
         futures = [f for q in self._pending.values() for f in q]
         self._pending.clear()
+        self._started_ahead.clear()
         for f in futures:
             if f.cancel() or (not wait and not f.done()):
                 self.runs -= 1      # never begun, or abandoned to the stop: no run was made

@@ -39,11 +39,15 @@ def test_a_step_never_waits_past_the_deadline():
     asked = []
 
     def step(seconds):
-        asked.append(seconds)
+        asked.append((time.monotonic() - t0, seconds))
         time.sleep(seconds)
         return False
-    hung = wait_run(step, FixedWatch(0.12), time.monotonic(), pid=0)
-    assert hung is not None and 0.12 <= hung.at_s < 0.5 and min(asked) < 0.05   # the last step is cut short
+    t0 = time.monotonic()
+    hung = wait_run(step, FixedWatch(0.12), t0, pid=0)
+    assert hung is not None and 0.12 <= hung.at_s < 0.5
+    # each step waits at most what is left to the deadline (the last one is cut short), checked
+    # against when it was asked: a loaded machine's late wake-ups only change how many steps there are
+    assert all(seconds <= 0.12 - at + 0.02 for at, seconds in asked), asked
 
 
 @pytest.mark.parametrize("seconds", [None, float("inf"), float("nan"), 400 * 24 * 3600.0])

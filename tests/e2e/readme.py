@@ -13,9 +13,11 @@ How a block is read (the line before a fenced block may annotate it with an HTML
   when it carries a `# exit N` comment. The output must match: a line `...` stands for any number
   of lines, every other line must equal the next line of stdout (stderr's `bisectk:` lines are
   appended after it; progress lines on stderr are not output). Before comparing, durations
-  (`2.7 s`, `wall s: 0.12`) become `<t> s`, the counts of a summary's `runs:` line become `<n>`
-  (the confirmation plans by what runs cost, a hang more than a pass, so how many it makes
-  follows the machine's load) and the copy's path becomes /path/to/bisectk;
+  (`2.7 s`, `wall s: 0.12`) become `<t> s`, the counts of a summary's `runs:` and `confidence`
+  lines become `<n>`, and so does the list of hangs read after the bad endpoint's (the
+  confirmation plans by what runs cost, a hang more than a pass, so how many runs it makes, and
+  how many re-runs of a hang, follow the machine's load), and the copy's path becomes
+  /path/to/bisectk;
 - a ```bash block without `$ ` lines: every line is a command that must exit 0 (or `# exit N`);
 - any other block must be annotated, so no example goes untested by accident.
 
@@ -49,6 +51,11 @@ _EXIT = re.compile(r"#\s*exit (\d+)")
 _SECONDS = re.compile(r"\b\d+(?:\.\d+)? s\b")
 _WALL_S = re.compile(r"wall s: \d+(?:\.\d+)?(?:, \d+(?:\.\d+)?)*")
 _COUNT = re.compile(r"\b\d+\b")
+# summary lines whose counts follow the confirmation's plan (it plans by what runs cost, a hang more
+# than a pass, so how many runs it makes, and how many re-runs of a hang, follow the machine's load)
+_HANGS_LINE = "stuck at the same places as the bad endpoint: "
+_PLANNED = ("runs: ", "confidence ", _HANGS_LINE)
+_HANGS_READ = re.compile(r"\d+ more hang\(s\) read \(.*\)$")
 
 
 @dataclass
@@ -217,7 +224,12 @@ def normalise(line: str, copy: Path) -> str:
     line = line.replace(str(copy), PLACEHOLDER_ROOT).rstrip()
     line = _WALL_S.sub("wall s: <t>", line)
     line = _SECONDS.sub("<t> s", line)
-    return _COUNT.sub("<n>", line) if line.startswith("runs: ") else line
+    if line.startswith(_HANGS_LINE):
+        line = _HANGS_READ.sub("<n> more hang(s) read (...)", line)
+    if not line.startswith(_PLANNED):
+        return line
+    head, sep, rest = line.partition("; ") if line.startswith("confidence ") else ("", "", line)
+    return head + sep + _COUNT.sub("<n>", rest)    # the confidence itself is compared as it is
 
 
 def matches(expected: list[str], actual: list[str]) -> str | None:

@@ -56,6 +56,15 @@ def test_the_matcher_fails_on_a_wrong_line():
     assert R.matches(["a", "d"], ["a", "b", "d"]) is not None
     assert R.matches(["a", "x"], ["a", "b"]) == "expected line not found (in order): 'x'"
     assert R.normalise("verdict: FAIL crash (SIGSEGV)  (0.07 s)", R.ROOT) == "verdict: FAIL crash (SIGSEGV)  (<t> s)"
+    # the confirmation's re-runs of a hang follow the load: one or two re-runs read the same
+    one = "stuck at the same places as the bad endpoint: 1 more hang(s) read (348f0b3696 Merge branch 'x')"
+    two = ("stuck at the same places as the bad endpoint: 2 more hang(s) read (348f0b3696 Merge branch 'x'; "
+           "348f0b3696 Merge branch 'x')")
+    assert R.normalise(one, R.ROOT) == R.normalise(two, R.ROOT)
+    assert (R.normalise("confidence 1.0000; 26 observations, 23 executed", R.ROOT)
+            == R.normalise("confidence 1.0000; 22 observations, 19 executed", R.ROOT))
+    assert R.normalise("stuck at -- the bad endpoint: 3 threads", R.ROOT) == "stuck at -- the bad endpoint: 3 threads"
+    assert R.normalise("confidence 0.9900; 4 observations", R.ROOT) != R.normalise("confidence 1.0000; 4 observations", R.ROOT)
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=lambda b: b.name)

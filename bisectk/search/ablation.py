@@ -128,7 +128,7 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
     if chosen.max_n is not None and len(items) > chosen.max_n:
         raise ValueError(f"strategy {strategy!r} handles at most {chosen.max_n} differences")
 
-    def whole(t: Tester) -> tuple[AblationResult, bool, str | None]:
+    def whole(t: Tester) -> tuple[AblationResult, bool, tuple | None]:
         return _whole(t, chosen, items, measure_removal, more_sets, confidence, endpoint, costs)
 
     ahead = None
@@ -151,13 +151,15 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
         result, interrupted, _ = whole(tester)
     except (StopSearch, KeyboardInterrupt) as stop:
         reason = "interrupted" if isinstance(stop, KeyboardInterrupt) else (str(stop) or "stopped")
-        tester.drain(wait=False)
+        tester.drain(block=False)
         partial = best_so_far(strategy, items, tester, reason)
         partial.switched = getattr(stop, "switched", None)
         partial.unused, partial.taken_ahead = tester.unused, tester.taken_ahead
         raise SearchStopped(partial, stop) from stop
-    finally:
-        tester.drain()
+    except BaseException:
+        tester.drain(block=False)
+        raise
+    tester.drain()
     result.unused, result.taken_ahead = tester.unused, tester.taken_ahead
     if interrupted:   # Ctrl-C while looking for other sets: the first set stands
         raise SearchStopped(result, KeyboardInterrupt())
@@ -168,7 +170,7 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
 
 def _whole(tester: Tester, chosen: Strategy, items: list, measure_removal: bool, more_sets: int,
            confidence: float | None, endpoint: tuple[int, int],
-           costs: Callable[[], tuple[float, float]] | None) -> tuple[AblationResult, bool, str | None]:
+           costs: Callable[[], tuple[float, float]] | None) -> tuple[AblationResult, bool, tuple | None]:
     """The search, settled and confirmed (ablate's docstring): (result, whether a Ctrl-C ended its
     sets part, the contradiction that switched it to the flake rule). A stop raised in the switched
     part carries the switch (`switched` on the exception)."""
@@ -195,8 +197,6 @@ def _whole(tester: Tester, chosen: Strategy, items: list, measure_removal: bool,
     except (StopSearch, KeyboardInterrupt) as stop:
         stop.switched = switched
         raise
-    if result.confirmation is not None:     # the confirmation's runs are the search's too
-        result.attempts, result.runs = list(tester.attempts), tester.runs
     return result, interrupted, switched
 
 

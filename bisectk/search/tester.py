@@ -260,9 +260,8 @@ class Tester:
         wanted = [queue[i] for i in range(min(n, len(queue)))]
         while not all(f.done() for f in wanted):
             self._fill()
-            under_way = [f for q in self._pending.values() for f in q if not f.done()]
             with self.waiting() if self.waiting is not None else nullcontext():
-                wait(under_way, return_when=FIRST_COMPLETED)
+                wait(self._under_way(), return_when=FIRST_COMPLETED)
         for f in wanted:
             queue.popleft()
             if f in self._started_ahead:
@@ -287,7 +286,7 @@ class Tester:
         if self.ahead is None or self.submit is None:
             return
         width = self._width()
-        free = width - reserve - sum(1 for q in self._pending.values() for f in q if not f.done())
+        free = width - reserve - len(self._under_way())
         if self.max_runs is not None:
             free = min(free, self.max_runs - self.runs - width)
         if free <= 0 or (self.should_stop is not None and self.should_stop()):
@@ -299,15 +298,18 @@ class Tester:
             self._started_ahead.add(future)
             self._pending.setdefault(key, deque()).append(future)
 
-    def drain(self, wait: bool = True) -> int:
+    def _under_way(self) -> list[Future]:
+        return [f for q in self._pending.values() for f in q if not f.done()]
+
+    def drain(self, block: bool = True) -> int:
         """End the runs started ahead and never taken: those not begun are cancelled, those under
-        way are waited for (`wait`; else, after a stop, left to end with the command, and neither
+        way are waited for (`block`; else, after a stop, left to end with the command, and neither
         is counted as a run); returns how many ran unused (also `unused`)."""
         futures = [f for q in self._pending.values() for f in q]
         self._pending.clear()
         self._started_ahead.clear()
         for f in futures:
-            if f.cancel() or (not wait and not f.done()):
+            if f.cancel() or (not block and not f.done()):
                 self.runs -= 1      # never begun, or abandoned to the stop: no run was made
             elif f.exception() is None:    # (waits) a run that raised (a stop) gave no outcome
                 self.unused += 1

@@ -18,23 +18,32 @@ for r in $(seq "$ROUNDS"); do
       extra=${NEW_ARGS:-}; [ "$side" = base ] && extra=${BASE_ARGS:-}
       db="$W/$side-$s-$r.db"
       t0=$(date +%s.%N)
-      (cd "$root" && PYTHONPATH="$root:${PYTHONPATH:-}" timeout 280 python3 -m bisectk ablate "$HERE/variants/gpu/$s.toml" \
+      (cd "$root" && BISECTK_POOL_TRACE="$W/$side-$s-$r.trace" PYTHONPATH="$root:${PYTHONPATH:-}" timeout 280 python3 -m bisectk ablate "$HERE/variants/gpu/$s.toml" \
           --warm --snapshots 0 $extra --json-out "$W/$side-$s-$r.json" --ledger "$db" > "$W/$side-$s-$r.txt" 2>&1)
       rc=$?
       wall=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
-      python3 - "$W/$side-$s-$r.json" "$db" "$side" "$s" "$rc" "$wall" <<'PY'
+      python3 - "$W/$side-$s-$r.json" "$db" "$side" "$s" "$rc" "$wall" "$W/$side-$s-$r.trace" <<'PY'
 import json, sys
 sys.path.insert(0, "bench")
 from ledger_timeline import timeline, waits
-path, db, side, name, rc, wall = sys.argv[1:]
+path, db, side, name, rc, wall, trace = sys.argv[1:]
 try:
     d = json.load(open(path))
 except Exception as exc:
     print(f"{side:4} {name}: rc {rc}, wall {wall} s, no JSON ({exc})"); raise SystemExit
 _, t0, _, runs = timeline(db)
 first, gaps = waits(t0, runs)
+try:   # the pool's trace (BISECTK_POOL_TRACE): workers forked or fresh, waits for a worker
+    events = [json.loads(line) for line in open(trace)]
+    ready = [e for e in events if e["event"] == "ready"]
+    forked = sum(1 for e in ready if (e.get("preload") or {}).get("forked"))
+    waited = [e["waited"] for e in events if e["event"] == "acquired"]
+    pool = (f"; workers {forked} forked, {len(ready) - forked} fresh; waits for a worker after the first "
+            f"{sum(waited[1:]):.2f} s")
+except (OSError, ValueError, KeyError):
+    pool = "; no pool trace"
 print(f"{side:4} {name}: rc {rc}, command wall {wall} s, runs {d.get('runs')}, culprits {d.get('culprits')}, "
-      f"first run at {first:.2f} s, gaps after it {gaps:.2f} s, runs' own {d.get('run_s')} s")
+      f"first run at {first:.2f} s, gaps after it {gaps:.2f} s, runs' own {d.get('run_s')} s{pool}")
 PY
     done
   done

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 # namespaces the worker manages itself, or that change by design between runs
-SKIP_MODULES = {"__main__", "__mp_main__", "bisectk.run.worker", "bisectk.run.isolation"}
+SKIP_MODULES = {"__main__", "__mp_main__", "bisectk.run.worker", "bisectk.run.template", "bisectk.run.isolation"}
 SKIP_ATTRS = {
     "sys": {"argv", "stdout", "stderr", "stdin", "dont_write_bytecode", "path_importer_cache", "last_type",
             "last_value", "last_traceback", "last_exc", "exc_info", "_git"},

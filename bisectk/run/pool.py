@@ -39,6 +39,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,7 @@ from pathlib import Path
 from bisectk.procstat import psutil
 from bisectk.run.classify import recognise
 from bisectk.run.executor import Builds, Job, build_then_run
+from bisectk.run.forked import Replies, Template
 from bisectk.run.output import Readers
 from bisectk.run.process import (RUN_ID_ENV, SUPERVISOR_CHECK_S, TAIL_BYTES, RawRun, SupervisorLost, captures,
                                  death_words, kill_run, kill_tree, run_process, signal_name, start_contained)
@@ -67,6 +69,20 @@ CLOSE_WAIT_S = 0.2  # closing: how long idle workers get to exit by themselves b
 MAX_REFUSALS = 3   # workers that refuse one run (not fresh) before it runs cold
 
 
+def _trace(event: str, **facts) -> None:
+    """One timestamped line of the pool's life (a worker asked for, ready, promoted, retired; a run
+    waiting for a worker) to the file BISECTK_POOL_TRACE names, when it is set: where a warm
+    command's wall goes that its runs do not account for (bench/gpu_hang_ab.sh)."""
+    path = os.environ.get("BISECTK_POOL_TRACE")
+    if not path:
+        return
+    try:
+        with open(path, "a") as f:
+            f.write(json.dumps({"t": round(time.time(), 4), "event": event, **facts}) + "\n")
+    except OSError:
+        pass
+
+
 def default_spares() -> tuple[int, int]:
     """(hot spares per slot, most spares after a retirement): (4, 5) where a GPU is visible (see
     _Slot), else (1, 1)."""
@@ -75,10 +91,11 @@ def default_spares() -> tuple[int, int]:
     return (4, 5) if Path("/dev/nvidia0").exists() or Path("/dev/nvidiactl").exists() else (1, 1)
 
 
-class _Worker:
-    """One live worker process (parent-side handle)."""
+class _Worker(Replies):
+    """One live worker process started fresh (parent-side handle); run/forked.py has the forked one."""
 
     def __init__(self, python: str, env: dict[str, str], preload: tuple[str, ...], log: Path | None):
+        super().__init__()
         r, w = os.pipe()
         self.log = open(log, "ab") if log else subprocess.DEVNULL
         # the run id marks every process of this worker's tree, so one that escaped it (after its
@@ -96,37 +113,9 @@ class _Worker:
             os.close(w)
         self.proc = self.contained.proc
         self.pid = self.contained.pid   # the worker itself (proc is its supervisor)
+        self.tree_pid = self.proc.pid   # where a hang's snapshot reads the worker's tree
         self.reply_fd = r
-        self.buf = b""
-        self.runs = 0
-        self.ready_info: dict | None = None
-        self.exit_asked = False
         self._report: dict | None = None   # the supervisor's final report, once read (_reported)
-
-    def read_line(self, timeout: float | None) -> dict | None:
-        """The next JSON line from the reply pipe; None on timeout; EOFError when the worker died."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while b"\n" not in self.buf:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready, _, _ = select.select([self.reply_fd], [], [], left)
-            if not ready:
-                return None
-            chunk = os.read(self.reply_fd, 65536)
-            if not chunk:
-                raise EOFError("the worker closed its reply pipe")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
-
-    def wait_ready(self, timeout: float) -> bool:
-        try:
-            msg = self.read_line(timeout)
-        except (EOFError, OSError, ValueError):   # died, or killed by close() while importing
-            return False
-        if msg and msg.get("ready"):
-            self.ready_info = msg
-            return True
-        return False
 
     def send(self, req: dict) -> None:
         self.proc.stdin.write((json.dumps(req) + "\n").encode())
@@ -151,6 +140,10 @@ class _Worker:
                 return ""
             return f"the warm worker's supervisor {death_words(self.proc.returncode)}"
         return self.contained.stopped().replace("the run's supervisor", "the warm worker's supervisor")
+
+    def usable(self) -> bool:
+        """Alive, and its supervisor alive and running (an idle spare may be killed too)."""
+        return self.proc.poll() is None and not self.contained.stopped()
 
     def leftovers(self) -> int:
         """Kill what a run left running in the worker's tree (children of the worker, and orphans
@@ -195,25 +188,15 @@ class _Worker:
         if self.log is not subprocess.DEVNULL:
             self.log.close()
 
-    def ask_exit(self) -> None:
-        """Ask the worker to exit (once: closing a pool asks all its workers before waiting)."""
-        if self.exit_asked:
-            return
-        self.exit_asked = True
-        try:
-            self.send({"op": "exit"})
-        except Exception:
-            pass
+    def _wait_exit(self, timeout: float) -> None:
+        self.proc.wait(timeout=timeout)
 
-    def close(self, deadline: float | None = None, grace_s: float = 0.5) -> None:
-        """Ask the worker to exit, wait for it until `deadline` (default: 5 s from now), then
-        kill whatever is left of its tree."""
-        self.ask_exit()
+    def returncode(self, timeout: float) -> int | None:
+        """How the worker ended (its supervisor mirrors it); None if it has not within `timeout`."""
         try:
-            self.proc.wait(timeout=max(0.0, (deadline or time.monotonic() + 5) - time.monotonic()))
-        except Exception:
-            pass
-        self.kill(grace_s)
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
 
 
 class _Slot:
@@ -250,7 +233,7 @@ class WorkerPool:
                  preload: tuple[str, ...] = DEFAULT_PRELOAD, max_runs: int = 200, spares: bool | int = True,
                  max_spares: int | None = None,
                  ready_timeout: float = READY_TIMEOUT_S, log_dir: str | os.PathLike | None = None,
-                 eager: bool = True, on_note=None):
+                 eager: bool = True, on_note=None, fork: bool = True):
         self.python = python or sys.executable
         self.base_env = {**os.environ, **(env or {})}
         root = str(Path(__file__).resolve().parents[2])
@@ -258,6 +241,12 @@ class WorkerPool:
         if root not in pp.split(os.pathsep):  # the worker imports bisectk.run.worker
             self.base_env["PYTHONPATH"] = os.pathsep.join([root, pp]) if pp else root
         self.preload = tuple(preload)
+        # workers are forked from a template that imported the preload once (run/template.py);
+        # with nothing to preload there is nothing to share, and each worker starts fresh
+        self.fork = bool(fork and self.preload and hasattr(os, "fork") and hasattr(socket, "send_fds"))
+        self.templates: dict = {}           # gpu -> Template (one environment each)
+        self.template_starts: dict = {}     # gpu -> templates started (MAX_FAILED_STARTS at most)
+        self._templates_lock = threading.Lock()
         self.max_runs = max_runs
         self.slots = [_Slot(g) for g in (list(gpus) if gpus else [None] * max(1, slots))]
         base, most = default_spares() if spares is True else (int(spares), int(spares))
@@ -276,7 +265,7 @@ class WorkerPool:
         self.builds = Builds()
         self.cond = threading.Condition()
         self.stats = {"warm_runs": 0, "cold_runs": 0, "worker_starts": 0, "worker_discards": 0,
-                      "spare_promotions": 0, "recovery_s": []}
+                      "spare_promotions": 0, "recovery_s": [], "forked_starts": 0}
         self._closed = False
         self.on_note = on_note
         self._said: set[str] = set()
@@ -290,10 +279,54 @@ class WorkerPool:
             env["CUDA_VISIBLE_DEVICES"] = str(slot.gpu)
         return env
 
+    def _template(self, slot: _Slot, log: Path | None) -> Template | None:
+        """The template that forks this slot's workers (started at the first call), or None: no
+        forking, the pool is closing, or its GPU's templates failed MAX_FAILED_STARTS times."""
+        if not self.fork:
+            return None
+        with self._templates_lock:
+            t = self.templates.get(slot.gpu)
+            if t is not None and not t.failed and not t.lost():
+                return t
+            if self._closed or self.template_starts.get(slot.gpu, 0) >= MAX_FAILED_STARTS:
+                return None
+            if t is not None and t.refused:     # its state would refuse again: workers start fresh
+                return None
+            if t is not None:
+                self._note(f"warm workers: their template can fork no more ({t.failed or t.lost()}); a new one "
+                           "is started")
+                threading.Thread(target=t.kill, daemon=True).start()
+            self.template_starts[slot.gpu] = self.template_starts.get(slot.gpu, 0) + 1
+            try:
+                t = Template(self.python, self._worker_env(slot), self.preload,
+                             log.with_name(f"template-gpu{slot.gpu}.log") if log else None)
+            except (OSError, ValueError) as exc:
+                self._note(f"warm workers: their template could not start ({exc}); workers start fresh")
+                t = None
+            self.templates[slot.gpu] = t
+            _trace("template", gpu=slot.gpu)
+            return t
+
+    def _new_worker(self, slot: _Slot, log: Path | None):
+        """A worker for `slot` that has not said it is ready yet: forked from the slot's template
+        once that has imported the preload, else started fresh (the imports its own)."""
+        t = self._template(slot, log)
+        if t is not None and t.wait_ready(self.ready_timeout):
+            w = t.fork({}, log)
+            if w is not None:
+                self.stats["forked_starts"] += 1
+                return w
+            if t.refused:
+                self._note(f"warm workers start fresh: {t.failed}")
+        if self._closed:
+            return None
+        return _Worker(self.python, self._worker_env(slot), self.preload, log)
+
     def _start_async(self, slot: _Slot) -> None:
         """Start one worker for `slot` in the background: it becomes the slot's worker if the slot
         has none when it is ready, else its spare. Called with self.cond held."""
         slot.starting += 1
+        _trace("start", slot=self.slots.index(slot))
 
         def start():
             log = None
@@ -301,7 +334,7 @@ class WorkerPool:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
                 log = self.log_dir / f"worker-gpu{slot.gpu}.log"
             try:
-                w = _Worker(self.python, self._worker_env(slot), self.preload, log)
+                w = self._new_worker(slot, log)
             except (OSError, ValueError):
                 w = None
             with self.cond:
@@ -309,6 +342,8 @@ class WorkerPool:
                 if w is not None:
                     slot.pending.append(w)
             ok = w is not None and not closed and w.wait_ready(self.ready_timeout)
+            _trace("ready" if ok else "start failed", slot=self.slots.index(slot),
+                   preload=(w.ready_info or {}).get("preload") if ok else None)
             with self.cond:
                 if w in slot.pending:
                     slot.pending.remove(w)
@@ -354,6 +389,8 @@ class WorkerPool:
         a hung kernel must not spin beside the next one on the same GPU)."""
         w, slot.worker = slot.worker, None
         self.stats["worker_discards"] += 1
+        self._drop_unusable()
+        _trace("retire", slot=self.slots.index(slot), spares=[len(s.spares) for s in self.slots])
         slot.want = min(slot.want + 1, self.max_spares)   # a subject that hung once hangs again
         # a slot's spares serve the slots of its GPU too: hangs come in bursts on one slot (runs
         # made ahead of a search, a confirmation's re-runs) while another slot's spare sits idle
@@ -368,6 +405,16 @@ class WorkerPool:
             slot.lost_at = time.monotonic()
         self._fill(slot)
         return w
+
+    def _drop_unusable(self) -> None:
+        """Take the spares that died while they waited (their template was killed, say) out of
+        every slot, and end them in the background. Called with self.cond held."""
+        dead = []
+        for s in self.slots:
+            dead += [w for w in s.spares if not w.usable()]
+            s.spares = [w for w in s.spares if w not in dead]
+        if dead:
+            threading.Thread(target=lambda: [w.kill(0.1) for w in dead], daemon=True).start()
 
     def _retire(self, slot: _Slot, grace_s: float = 0.5) -> None:
         with self.cond:
@@ -402,6 +449,11 @@ class WorkerPool:
         deadline = time.monotonic() + CLOSE_WAIT_S
         for w in workers:
             w.close(deadline, grace_s=0.1)
+        with self._templates_lock:
+            templates = [t for t in self.templates.values() if t is not None]
+            self.templates = {}
+        for t in templates:     # a start waiting for one's imports gives up
+            t.kill()
         with self.cond:
             self.cond.wait_for(lambda: all(s.starting == 0 for s in self.slots), timeout=10)
 
@@ -425,13 +477,19 @@ class WorkerPool:
 
     def _acquire(self) -> _Slot | None:
         """A free slot with a live worker, or None when no worker can be started (run cold)."""
+        t0 = time.monotonic()
         with self.cond:
             while True:
                 if all(s.failed_starts >= MAX_FAILED_STARTS for s in self.slots):
                     return None
                 for s in self.slots:
+                    if not s.busy and s.worker is not None and not s.worker.usable():
+                        old = self._discard(s)      # died while idle: its spare takes over
+                        threading.Thread(target=old.kill, args=(0.1,), daemon=True).start()
+                for s in self.slots:
                     if not s.busy and s.worker is not None:
                         s.busy = True
+                        _trace("acquired", slot=self.slots.index(s), waited=round(time.monotonic() - t0, 3))
                         return s
                 for s in self.slots:
                     if not s.busy:
@@ -562,7 +620,7 @@ class WorkerPool:
             return rep is not None
         try:
             w.send(req)
-            return wait_run(step, watch, t0, pid=w.proc.pid, snapshot=snapshot), rep, False, ""
+            return wait_run(step, watch, t0, pid=w.tree_pid, snapshot=snapshot), rep, False, ""
         except _Lost as exc:
             return None, None, False, str(exc)
         except (BrokenPipeError, OSError, EOFError):
@@ -570,10 +628,8 @@ class WorkerPool:
 
     def _died(self, slot: _Slot, w: _Worker, duration: float, seen: dict) -> RawRun:
         """The worker died under the script (a segfault, os._exit, abort): its exit is the run's."""
-        try:
-            rc = w.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            rc = -9
+        rc = w.returncode(10)
+        rc = -9 if rc is None else rc
         self._retire(slot)
         return RawRun(started=True, exit_code=None if rc < 0 else rc, signal=signal_name(rc), duration_s=duration,
                       error="" if rc < 0 else "the warm worker exited during the run", **seen)

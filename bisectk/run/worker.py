@@ -43,9 +43,11 @@ from importlib.machinery import EXTENSION_SUFFIXES
 SOFT_PRELOAD = ("numpy", "decimal")   # their global flags are probed from a known start (isolation.py)
 
 
-def _preload(names: list[str]) -> dict:
-    """Import `names` (top-level packages, then submodules the subject names) and create torch's
-    CUDA context (0.2-0.3 s on an H100; `import torch` itself is 5 s there)."""
+def _preload(names: list[str], context: bool = True) -> dict:
+    """Import `names` (top-level packages, then submodules the subject names) and, with `context`,
+    create torch's CUDA context (0.2-0.3 s on an H100; `import torch` itself is 5 s there). A
+    template (run/template.py) imports without the context: CUDA must not be initialised in a
+    process that forks, and each forked worker makes its own (`make_context`)."""
     info: dict = {}
     for name in SOFT_PRELOAD:
         try:
@@ -65,18 +67,27 @@ def _preload(names: list[str]) -> dict:
             continue
         try:
             __import__(name)
-            if name == "torch":
-                import torch
-                if torch.cuda.is_available():
-                    torch.cuda.init()
-                    torch.zeros(1, device="cuda")  # create the context now, not in run 1
-                    info["cuda"] = torch.cuda.get_device_name()
+            if name == "torch" and context:
+                make_context(info)
             if name == "cutlass":
                 import cutlass.cute  # noqa: F401
             info[name] = round(time.perf_counter() - t0, 3)
         except Exception as exc:  # a missing package is the script's problem, not the worker's
             info[name] = f"unavailable: {type(exc).__name__}: {exc}"[:300]
     return info
+
+
+def make_context(info: dict) -> None:
+    """Create torch's CUDA context now, not in run 1, where torch is loaded and sees a GPU."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    t0 = time.perf_counter()
+    if torch.cuda.is_available():
+        torch.cuda.init()
+        torch.zeros(1, device="cuda")
+        info["cuda"] = torch.cuda.get_device_name()
+        info["context_s"] = round(time.perf_counter() - t0, 3)
 
 
 def cuda_health() -> str:
@@ -241,10 +252,15 @@ def _restore_state(baseline, modules_before: set[str], routine: list[str]) -> tu
 
 
 def serve(reply_fd: int, preload: list[str]) -> int:
+    return serve_ready(reply_fd, _preload(preload))
+
+
+def serve_ready(reply_fd: int, info: dict) -> int:
+    """Serve requests on stdin, replying on `reply_fd`, in a process whose preload is done (`info`
+    says what it took): a fresh worker after its imports, a forked one after its CUDA context."""
     from bisectk.run.isolation import Baseline
 
     reply = os.fdopen(reply_fd, "w", buffering=1)
-    info = _preload(preload)
     baseline = Baseline()   # the state every run starts from: as right after the preload
     import gc
     gc.collect()

@@ -52,9 +52,9 @@ print("BISECTK_RESULT " + json.dumps({"err": 1}))
 """
 
 
-def setup(tmp_path, bad: str):
+def setup(tmp_path, bad: str, heavy: str = ""):
     m = f"bisectk-hostile-{os.urandom(6).hex()}"
-    (tmp_path / "subject.py").write_text(SUBJECT)
+    (tmp_path / "subject.py").write_text(heavy + SUBJECT)
     (tmp_path / "spec.toml").write_text(SPEC.replace("{m}", m).replace("{bad}", bad))
     (tmp_path / "pyproject.toml").touch()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "cache")}
@@ -73,13 +73,19 @@ def test_a_subject_that_kills_or_stops_the_warm_workers_supervisor_is_unresolved
         assert p.returncode != 0
         time.sleep(0.5)
         assert with_marker(m) == []
-        assert [q for q in with_marker(str(tmp_path)) if "bisectk.run.worker" in " ".join(q.cmdline())] == []
+        assert [q for q in with_marker(str(tmp_path)) if "bisectk.run.worker" in " ".join(q.cmdline())
+                or "bisectk.run.template" in " ".join(q.cmdline())] == []
     finally:
         kill_marked(m)
 
 
-def test_ctrl_c_ends_a_warm_session_within_a_second(tmp_path):
-    m, env = setup(tmp_path, "hang")
+@pytest.mark.parametrize("heavy", ["", "import torch\n"], ids=["fresh-workers", "forked-workers"])
+def test_ctrl_c_ends_a_warm_session_within_a_second(tmp_path, heavy):
+    """Without a heavy import the workers start fresh; with torch they are forked from a template
+    that imported it (run/template.py), which must end with them."""
+    if heavy:
+        pytest.importorskip("torch")
+    m, env = setup(tmp_path, "hang", heavy)
     proc = subprocess.Popen([sys.executable, "-m", "bisectk", "ablate", "spec.toml", "--warm"],
                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -94,7 +100,8 @@ def test_ctrl_c_ends_a_warm_session_within_a_second(tmp_path):
         took = time.monotonic() - t
         assert proc.returncode == 130 and took < 1.0, (proc.returncode, took)
         time.sleep(0.3)
-        workers = [q for q in with_marker("bisectk.run.worker") if q.cwd() == str(tmp_path)]
+        workers = [q for q in with_marker("bisectk.run.worker") + with_marker("bisectk.run.template")
+                   if q.cwd() == str(tmp_path)]
         assert workers == []
     finally:
         proc.kill()

@@ -1,0 +1,164 @@
+"""Warm workers forked from a template (run/template.py, run/forked.py): as contained as fresh
+ones, as fresh at each run, and what a run does to the template is caught.
+
+The preload here is a module of the test's own that takes a while to import (as torch does), so a
+worker that imported for itself and one forked from the template are told apart by time, and by
+the pool's counts."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bisectk.run.executor import Job, run_command
+from bisectk.run.pool import WorkerPool
+from bisectk.run.progress import FixedWatch
+from tests.core.test_containment import HANG_TREE, kill_marked, marker, wait_count, with_marker
+
+ROOT = str(Path(__file__).resolve().parents[2])
+
+HOSTILE = """import os, signal, sys, time
+# a daemon that outlives everything, then the run's parent (the template) is dealt with
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", sys.argv[2]])
+    os._exit(0)
+time.sleep(0.2)
+os.kill(os.getppid(), signal.SIGKILL if sys.argv[1] == "kill" else signal.SIGSTOP)
+time.sleep(0.5)
+print("BISECTK_RESULT {}")
+"""
+
+ECHO = "import json, os\nprint('BISECTK_RESULT ' + json.dumps({'pid': os.getpid(), 'ppid': os.getppid()}))\n"
+
+
+@pytest.fixture
+def scripts(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / "heavy.py").write_text("import time\ntime.sleep(1.0)\nLOADED = True\n")
+    (tmp_path / "echo.py").write_text(ECHO)
+    (tmp_path / "hostile.py").write_text(HOSTILE)
+    (tmp_path / "tree.py").write_text(HANG_TREE)
+    return tmp_path
+
+
+def _pool(scripts: Path, **kw) -> WorkerPool:
+    return WorkerPool(gpus=None, preload=("heavy",), ready_timeout=60, env={"PYTHONPATH": f"{scripts}:{ROOT}"}, **kw)
+
+
+def _result(raw) -> dict:
+    return json.loads(raw.result.split(" ", 1)[1])
+
+
+def test_workers_are_forked_children_of_one_template_that_imported_once(scripts):
+    with _pool(scripts, slots=2, spares=1) as p:
+        p.start()
+        raws = [run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=30) for _ in range(3)]
+        parents = {_result(r)["ppid"] for r in raws}
+        template = p.templates[None]
+        assert parents == {template.pid}          # every worker's parent is the template
+        assert p.stats["forked_starts"] >= 2 and p.stats["cold_runs"] == 0
+        assert template.ready_info["preload"]["heavy"] >= 1.0   # the one import, in the template
+
+
+def test_a_run_that_kills_the_template_is_unresolved_leaves_nothing_and_the_pool_goes_on(scripts):
+    m = marker()
+    with _pool(scripts, spares=1) as p:
+        p.start()
+        first = p.templates[None].pid
+        raw = p.run(Job([sys.executable, "hostile.py", "kill", m], cwd=scripts), FixedWatch(60))
+        assert not raw.started and "supervisor (the template it was forked from)" in raw.error, raw
+        assert "cannot be judged" in raw.error
+        assert wait_count(m, 0, timeout=5) == 0
+        after = run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=60)
+        assert after.exit_code == 0 and _result(after)["ppid"] != first   # a new template serves
+    kill_marked(m)
+
+
+def test_a_run_that_stops_the_template_is_unresolved_and_the_template_and_its_tree_end(scripts):
+    m = marker()
+    with _pool(scripts, spares=1) as p:
+        p.start()
+        first = p.templates[None]
+        raw = p.run(Job([sys.executable, "hostile.py", "stop", m], cwd=scripts), FixedWatch(60))
+        assert not raw.started and "was stopped" in raw.error, raw
+        assert wait_count(m, 0, timeout=5) == 0
+        assert first.contained.proc.poll() is not None          # the stopped template was ended
+        assert run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=60).exit_code == 0
+    kill_marked(m)
+
+
+def test_a_hung_forked_run_and_every_kind_of_descendant_end_with_it(scripts):
+    m = marker()
+    with _pool(scripts, spares=1) as p:
+        p.start()
+        raw = run_command(p, [sys.executable, "tree.py", m], cwd=scripts, timeout=2)
+        assert raw.timed_out
+        assert wait_count(m, 0, timeout=5) == 0
+        assert run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=30).exit_code == 0
+    kill_marked(m)
+
+
+DRIVER = """
+import sys
+from bisectk.run.executor import run_command
+from bisectk.run.pool import WorkerPool
+pool = WorkerPool(preload=("heavy",)).start()
+run_command(pool, [sys.executable, sys.argv[1], sys.argv[2]], timeout=120)
+"""
+
+
+def test_the_template_and_its_workers_die_with_bisectk(scripts):
+    m = marker()
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(scripts / "tree.py"), m],
+                              env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{scripts}:{ROOT}",
+                                   "XDG_CACHE_HOME": str(scripts / "cache")})
+    try:
+        # the driver, the worker (tree.py runs in it) and tree.py's four children carry the marker
+        assert wait_count(m, 6, timeout=60) == 6
+        driver.send_signal(signal.SIGKILL)
+        driver.wait()
+        assert wait_count(m, 0, timeout=5) == 0
+        assert [q for q in with_marker("bisectk.run.template") if str(scripts) in q.cwd()] == []
+    finally:
+        driver.kill()
+        kill_marked(m)
+
+
+def test_closing_the_pool_ends_the_template_and_every_worker(scripts):
+    with _pool(scripts, slots=2, spares=1) as p:
+        p.start()
+        assert run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=30).exit_code == 0
+        template = p.templates[None]
+        pids = [template.pid, template.contained.proc.pid] + [w.pid for s in p.slots for w in (s.worker, *s.spares) if w]
+    time.sleep(0.2)
+    alive = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                if f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X"):
+                    alive.append(pid)
+        except OSError:
+            pass
+    assert alive == []
+
+
+def test_a_template_whose_preload_left_a_thread_running_is_not_forked(scripts):
+    """A forked worker would lack the thread a fresh worker has: the pool starts fresh ones."""
+    (scripts / "threaded.py").write_text("import threading, time\n"
+                                         "threading.Thread(target=time.sleep, args=(300,), daemon=True).start()\n")
+    notes = []
+    with WorkerPool(gpus=None, preload=("threaded",), ready_timeout=60, spares=1, on_note=notes.append,
+                    env={"PYTHONPATH": f"{scripts}:{ROOT}"}) as p:
+        p.start()
+        raw = run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=30)
+        assert raw.exit_code == 0 and p.stats["forked_starts"] == 0
+        assert _result(raw)["ppid"] != p.templates[None].pid
+    assert any("thread(s) running" in n for n in notes), notes

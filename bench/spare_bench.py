@@ -4,7 +4,10 @@ preload torch and cutlass; each round waits until the pool is full, runs a short
 `--hangs` scripts that hang (each killed at 0.5 s) one right after the other, then the short script
 again, and times that last run (the recovery) from the moment the last hang was called.
 
-Usage: python bench/spare_bench.py [--rounds 5] [--preload torch] [--hangs 1,2]
+With --fork both, each cell is measured with workers started fresh (each imports torch) and with
+workers forked from a template that imported it once (run/template.py).
+
+Usage: python bench/spare_bench.py [--rounds 5] [--preload torch] [--hangs 1,2] [--fork off,on]
 """
 
 from __future__ import annotations
@@ -28,18 +31,19 @@ def main() -> int:
     ap.add_argument("--preload", default="torch")
     ap.add_argument("--hangs", default="1,2", help="hangs in a row per round, comma-separated")
     ap.add_argument("--spares", default="0,1,2", help="spare counts to compare, comma-separated")
+    ap.add_argument("--fork", default="on", help="off, on or off,on: workers fresh or forked from a template")
     ap.add_argument("--out", default=str(HERE / "results" / "spare_bench.txt"))
     args = ap.parse_args()
     preload = tuple(p for p in args.preload.split(",") if p)
     out = [f"# bench/spare_bench.py --rounds {args.rounds} --preload {args.preload} --hangs {args.hangs} "
-           f"--spares {args.spares}  (2-core dev machine)"]
+           f"--spares {args.spares} --fork {args.fork}  (2-core dev machine)"]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         (tmp / "ok.py").write_text("print('ok')\n")
         (tmp / "hang.py").write_text("import time\nwhile True: time.sleep(1)\n")
         for hangs in (int(h) for h in args.hangs.split(",")):
-            for spares in (int(k) for k in args.spares.split(",")):
-                with WorkerPool(gpus=None, preload=preload, spares=spares, ready_timeout=300) as pool:
+            for spares, fork in ((int(k), f == "on") for k in args.spares.split(",") for f in args.fork.split(",")):
+                with WorkerPool(gpus=None, preload=preload, spares=spares, ready_timeout=300, fork=fork) as pool:
                     pool.start()
                     recover = []
                     for _ in range(args.rounds):
@@ -54,7 +58,7 @@ def main() -> int:
                         raw = run_command(pool, [sys.executable, "ok.py"], cwd=tmp, timeout=300)
                         assert raw.exit_code == 0
                         recover.append(time.monotonic() - t)
-                    out.append(f"hangs in a row={hangs} spares={spares}: next run done {statistics.mean(recover):.2f} s "
+                    out.append(f"hangs in a row={hangs} spares={spares} {'forked' if fork else 'fresh '}: next run done {statistics.mean(recover):.2f} s "
                                f"(median {statistics.median(recover):.2f}, max {max(recover):.2f}) after the last "
                                f"killed worker; worker starts {pool.stats['worker_starts']}, "
                                f"spare promotions {pool.stats['spare_promotions']}")

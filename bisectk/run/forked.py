@@ -34,6 +34,7 @@ from bisectk.procstat import psutil, stopped
 from bisectk.run.process import RUN_ID_ENV, death_words, kill_run, kill_tree, start_contained
 
 FORK_TIMEOUT_S = 10.0
+FORK_READY_S = 30.0     # a forked worker makes a CUDA context (under 1 s); one that takes longer never will
 MAX_MESSAGE = 1 << 20
 LOST_WORDS = "the warm worker's supervisor (the template it was forked from)"
 
@@ -217,6 +218,11 @@ class Template:
                 os.close(fd)
             return None
         return Forked(self, pid, run_id, os.fdopen(req_w, "wb"), rep_r)
+
+    def refuse(self, why: str) -> None:
+        """Fork no more from this template (what it forks does not work): workers start fresh."""
+        self.failed = why
+        self.refused = True
 
     def status(self, pid: int, timeout: float) -> int | None:
         """How worker `pid` ended (Popen's returncode), waiting up to `timeout` for the news."""

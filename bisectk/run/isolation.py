@@ -160,8 +160,12 @@ def _torch_flag(path: str) -> Probe:
 
 
 def _cuda_ready() -> bool:
+    """Whether torch has a CUDA context to read state from. is_initialized() first: it asks torch
+    alone, where is_available() asks the CUDA driver, which initialises it in this process, and a
+    process whose driver is initialised cannot fork workers that use CUDA (run/template.py: the
+    template's baseline read this, and on an H200 no forked worker ever came up)."""
     t = sys.modules.get("torch")
-    return bool(t is not None and t.cuda.is_available() and t.cuda.is_initialized())
+    return bool(t is not None and t.cuda.is_initialized() and t.cuda.is_available())
 
 
 def _cuda_stream():

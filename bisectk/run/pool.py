@@ -51,7 +51,7 @@ from pathlib import Path
 from bisectk.procstat import psutil
 from bisectk.run.classify import recognise
 from bisectk.run.executor import Builds, Job, build_then_run
-from bisectk.run.forked import Replies, Template
+from bisectk.run.forked import FORK_READY_S, Forked, Replies, Template
 from bisectk.run.output import Readers
 from bisectk.run.process import (RUN_ID_ENV, SUPERVISOR_CHECK_S, TAIL_BYTES, RawRun, SupervisorLost, captures,
                                  death_words, kill_run, kill_tree, run_process, signal_name, start_contained)
@@ -233,7 +233,7 @@ class WorkerPool:
                  preload: tuple[str, ...] = DEFAULT_PRELOAD, max_runs: int = 200, spares: bool | int = True,
                  max_spares: int | None = None,
                  ready_timeout: float = READY_TIMEOUT_S, log_dir: str | os.PathLike | None = None,
-                 eager: bool = True, on_note=None, fork: bool = True):
+                 eager: bool = True, on_note=None, fork: bool = True, fork_ready_s: float = FORK_READY_S):
         self.python = python or sys.executable
         self.base_env = {**os.environ, **(env or {})}
         root = str(Path(__file__).resolve().parents[2])
@@ -244,6 +244,7 @@ class WorkerPool:
         # workers are forked from a template that imported the preload once (run/template.py);
         # with nothing to preload there is nothing to share, and each worker starts fresh
         self.fork = bool(fork and self.preload and hasattr(os, "fork") and hasattr(socket, "send_fds"))
+        self.fork_ready_s = fork_ready_s
         self.templates: dict = {}           # gpu -> Template (one environment each)
         self.template_starts: dict = {}     # gpu -> templates started (MAX_FAILED_STARTS at most)
         self._templates_lock = threading.Lock()
@@ -322,6 +323,32 @@ class WorkerPool:
             return None
         return _Worker(self.python, self._worker_env(slot), self.preload, log)
 
+    def _bring_up(self, slot: _Slot, log: Path | None):
+        """(a worker for `slot`, whether it said it is ready): forked where the template can, else
+        fresh. A forked worker not ready within fork_ready_s stops the template's forking (what
+        it forks does not work here), and a fresh worker is started in its place."""
+        for _ in range(2):
+            try:
+                w = self._new_worker(slot, log)
+            except (OSError, ValueError):
+                return None, False
+            if w is None:
+                return None, False
+            with self.cond:
+                closed = self._closed
+                slot.pending.append(w)
+            forked = isinstance(w, Forked)
+            ok = not closed and w.wait_ready(self.fork_ready_s if forked else self.ready_timeout)
+            with self.cond:
+                if w in slot.pending:
+                    slot.pending.remove(w)
+            if ok or not forked or self._closed:
+                return w, ok
+            w.template.refuse(f"a worker forked from it was not ready within {self.fork_ready_s:g} s")
+            self._note(f"warm workers start fresh: {w.template.failed}")
+            threading.Thread(target=w.kill, args=(0.1,), daemon=True).start()
+        return None, False
+
     def _start_async(self, slot: _Slot) -> None:
         """Start one worker for `slot` in the background: it becomes the slot's worker if the slot
         has none when it is ready, else its spare. Called with self.cond held."""
@@ -333,20 +360,10 @@ class WorkerPool:
             if self.log_dir:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
                 log = self.log_dir / f"worker-gpu{slot.gpu}.log"
-            try:
-                w = self._new_worker(slot, log)
-            except (OSError, ValueError):
-                w = None
-            with self.cond:
-                closed = self._closed
-                if w is not None:
-                    slot.pending.append(w)
-            ok = w is not None and not closed and w.wait_ready(self.ready_timeout)
+            w, ok = self._bring_up(slot, log)
             _trace("ready" if ok else "start failed", slot=self.slots.index(slot),
                    preload=(w.ready_info or {}).get("preload") if ok else None)
             with self.cond:
-                if w in slot.pending:
-                    slot.pending.remove(w)
                 slot.starting -= 1
                 self.stats["worker_starts"] += 1
                 # a slot of the same GPU left without a worker takes it first (its own start

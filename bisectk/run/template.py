@@ -10,8 +10,12 @@ fork after a hung child was killed ran as well).
 
 A fork must give what a fresh worker's start would, so before every fork the template checks
 itself, and refuses (the pool then starts fresh workers, which import for themselves) when:
-- CUDA was initialised (a process that forks must not have made a context: the template imports
-  without it, worker._preload(context=False), and each forked worker makes its own);
+- CUDA was initialised: by torch, or in the driver, which any CUDA call initialises (even
+  `torch.cuda.is_available()`, unless PYTORCH_NVML_BASED_CUDA_CHECK=1), and which leaves the
+  process holding /dev/nvidia* open. A process that forks must not have initialised it: a
+  forked worker would never make its context (seen on an H200: the template's baseline asked
+  is_available(), and not one forked worker came up in 180 s). The template imports without a
+  context (worker._preload(context=False)); each forked worker makes its own;
 - the preload left Python threads running: a forked worker would lack them, where a fresh one
   has them;
 - its interpreter state is no longer as right after the preload (run/isolation.py's Baseline: a
@@ -43,6 +47,7 @@ import sys
 import time
 import warnings
 
+DRIVER_FILES = ("/dev/nvidia",)    # what an initialised CUDA driver keeps open (nvidiactl, nvidia0, nvidia-uvm)
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 MAX_MESSAGE = 1 << 20
@@ -72,11 +77,30 @@ def _cuda_initialised() -> bool:
         return True     # cannot tell: do not fork
 
 
+def _driver_open() -> str:
+    """A device file of the CUDA driver this process holds open ('' when none)."""
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return ""
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(DRIVER_FILES):
+            return target
+    return ""
+
+
 def unfit(baseline) -> str:
     """Why a worker forked now would not start as a fresh one does ('' when it would)."""
     import threading
     if _cuda_initialised():
         return "CUDA was initialised in the template"
+    held = _driver_open()
+    if held:
+        return f"the CUDA driver was initialised in the template (it holds {held} open)"
     others = [t.name for t in threading.enumerate() if t is not threading.current_thread()]
     if others:
         return f"the preload left {len(others)} thread(s) running ({', '.join(others[:3])}): a forked worker would lack them"

@@ -162,3 +162,46 @@ def test_a_template_whose_preload_left_a_thread_running_is_not_forked(scripts):
         assert raw.exit_code == 0 and p.stats["forked_starts"] == 0
         assert _result(raw)["ppid"] != p.templates[None].pid
     assert any("thread(s) running" in n for n in notes), notes
+
+
+def test_a_template_that_initialised_the_cuda_driver_is_not_forked(monkeypatch, tmp_path):
+    """Any CUDA call initialises the driver (torch.cuda.is_available() does), and a forked worker
+    of such a process never makes its context: the template refuses, naming the device file it
+    holds. (No GPU here: the driver's files are played by /dev/null.)"""
+    from bisectk.run import template
+    from bisectk.run.isolation import Baseline
+
+    baseline = Baseline()
+    assert template.unfit(baseline) == ""
+    monkeypatch.setattr(template, "DRIVER_FILES", ("/dev/null",))
+    with open("/dev/null", "rb"):
+        assert "the CUDA driver was initialised in the template (it holds /dev/null open)" in template.unfit(baseline)
+
+
+def test_the_baseline_never_asks_the_cuda_driver_in_a_process_without_a_context(monkeypatch):
+    """The template reads the same baseline as a worker; asking torch.cuda.is_available() there
+    initialised the driver on an H200 and no forked worker came up."""
+    import types
+
+    from bisectk.run import isolation
+
+    def driver():
+        raise AssertionError("the CUDA driver was asked")
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: False, is_available=driver))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    assert isolation._cuda_ready() is False
+
+
+def test_workers_that_a_template_forks_but_never_come_up_are_replaced_by_fresh_ones(scripts):
+    """The backstop: whatever the checks miss, a forked worker not ready within fork_ready_s stops
+    the forking, and the slot gets a worker that imported for itself."""
+    (scripts / "forkstall.py").write_text("import os, time\nos.register_at_fork(after_in_child=lambda: time.sleep(300))\n")
+    notes = []
+    with WorkerPool(gpus=None, preload=("forkstall",), ready_timeout=60, spares=1, fork_ready_s=2, on_note=notes.append,
+                    env={"PYTHONPATH": f"{scripts}:{ROOT}"}) as p:
+        t = time.monotonic()
+        raw = run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=60)
+        assert raw.exit_code == 0 and p.stats["cold_runs"] == 0, raw
+        assert time.monotonic() - t < 20
+        assert _result(raw)["ppid"] != p.templates[None].pid
+    assert any("was not ready within 2 s" in n for n in notes), notes

@@ -24,7 +24,7 @@ from bisectk.cli_common import (BadRefOpt, BuildOpt, CalibrateOpt, ConfigOpt, Ex
                                 policy, reporter, say_error, spare_ahead, unused_factor_warnings, usage_error,
                                 write_reports)
 from bisectk.errors import BisectkError
-from bisectk.search import STRATEGIES, strategy_names
+from bisectk.search.names import strategy_names
 
 # -h as well as --help, on every command (click passes it down to the subcommands' contexts); help
 # as wide as the terminal allows up to 120 columns (click's own cap is 80)
@@ -118,6 +118,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     n = len(s.differences())
     if n == 0:
         fail(f"{spec}: [good] and [bad] are identical: nothing to ablate")
+    from bisectk.search.ablation import STRATEGIES
     limit = STRATEGIES[strategy].max_n
     if limit is not None and n > limit:
         fail(f"--strategy {strategy} handles at most {limit} differences; {spec} has {n}")

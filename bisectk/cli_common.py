@@ -26,7 +26,7 @@ import typer
 from bisectk import exitcodes as X
 from bisectk.outcome import DEFAULT_SAME_FAILURE
 from bisectk.report.safe import terminal_text
-from bisectk.search import strategy_names
+from bisectk.search.names import strategy_names
 
 
 class _Terminal:

@@ -104,11 +104,6 @@ def different_failures(oracle: Oracle, describe_point: Callable) -> list[dict]:
     return out
 
 
-def subject_record(spec: Spec) -> SubjectRecord:
-    return SubjectRecord(spec.name, str(spec.path), tuple(spec.command), dict(spec.good), dict(spec.bad),
-                         tuple(spec.differences()), spec.description, spec.slow_factor, spec.slow_metric)
-
-
 def _names(items) -> str:
     return ", ".join(map(str, items)) if items else "-"
 
@@ -139,7 +134,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     trials = Trials(runner, space, policy)
     diffs = space.differences()
     check = verify(trials, frozenset(), frozenset(diffs), repeat=policy.repeat or spec.repeat)
-    base = dict(command="ablate", endpoints=check, subject=subject_record(spec), strategy=strategy,
+    base = dict(command="ablate", endpoints=check, subject=SubjectRecord.of(spec), strategy=strategy,
                 environment=environment or {}, session=runner.session)
     if not check.ok:
         return AblationRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,

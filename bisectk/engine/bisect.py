@@ -36,13 +36,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from bisectk.engine.ablate import subject_record
 from bisectk.engine.direction import FixOracle, Terms, repeats_for
 from bisectk.engine.endpoints import verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import Oracle, Trials
 from bisectk.engine.policy import RunPolicy
-from bisectk.engine.records import AttemptRecord, BisectRecord, EndpointCheck
+from bisectk.engine.records import AttemptRecord, BisectRecord, EndpointCheck, SubjectRecord
 from bisectk.events import PhaseStarted
 from bisectk.outcome import DEFAULT_SAME_FAILURE, Outcome, Verdict
 from bisectk.run.runner import Runner
@@ -116,7 +115,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
     # the endpoint that must pass and the one that must fail: for a fix, the new one passes
     passing, failing = (n - 1, GOOD) if terms.find_fix else (GOOD, n - 1)
     check = verify(trials, passing, failing, repeat=policy.repeat or 1, measure=terms.find_fix)
-    base = dict(command="bisect", endpoints=check, subject=subject_record(runner.spec), repo=repo,
+    base = dict(command="bisect", endpoints=check, subject=SubjectRecord.of(runner.spec), repo=repo,
                 good=graph.good.sha, bad=graph.bad.sha, commits=n, first_parent=first_parent,
                 environment={}, session=runner.session, protocol=runner.spec.protocol,
                 goods=graph.goods, paths=graph.paths, terms=(terms.old, terms.new), find_fix=terms.find_fix,

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import time
 
-from bisectk.engine.ablate import (SetSearch, attempt_records, different_failures, flakiness_rule, search_set,
-                                   subject_record)
+from bisectk.engine.ablate import SetSearch, attempt_records, different_failures, flakiness_rule, search_set
 from bisectk.engine.endpoints import verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import Oracle, Trials
 from bisectk.engine.policy import RunPolicy
-from bisectk.engine.records import DiffRecord
+from bisectk.engine.records import DiffRecord, SubjectRecord
 from bisectk.events import EventBus, PhaseStarted
 from bisectk.run.runner import Runner
 from bisectk.search import ConfidenceRule
@@ -40,7 +39,7 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
     trials = Trials(runner, space, policy)
     all_ids = space.differences()
     check = verify(trials, frozenset(), frozenset(all_ids), repeat=policy.repeat or runner.spec.repeat)
-    base = dict(command="diff", endpoints=check, subject=subject_record(runner.spec), good=str(space.good),
+    base = dict(command="diff", endpoints=check, subject=SubjectRecord.of(runner.spec), good=str(space.good),
                 bad=str(space.bad), hunks=len(space.hunks), environment=environment or {}, session=runner.session,
                 hunk_index=tuple({k: v for k, v in h.to_dict().items() if k != "text"} for h in space.hunks))
     if not check.ok:

@@ -147,6 +147,12 @@ class SubjectRecord:
     slow_factor: float | None = None   # the oracle's SLOW rule: metric > slow_factor x the good baseline
     slow_metric: str | None = None     # None: wall seconds
 
+    @classmethod
+    def of(cls, spec) -> SubjectRecord:
+        """The record of a spec (bisectk.spec.Spec)."""
+        return cls(spec.name, str(spec.path), tuple(spec.command), dict(spec.good), dict(spec.bad),
+                   tuple(spec.differences()), spec.description, spec.slow_factor, spec.slow_metric)
+
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "path": self.path, "command": list(self.command), "good": self.good,
                 "bad": self.bad, "differences": list(self.differences), "description": self.description,

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import time
 
-from bisectk.engine.ablate import subject_record
 from bisectk.engine.endpoints import announce_watchdog, verify
 from bisectk.engine.oracle import Trials
 from bisectk.engine.policy import RunPolicy
-from bisectk.engine.records import CheckRecord, RunRecord
+from bisectk.engine.records import CheckRecord, RunRecord, SubjectRecord
 from bisectk.outcome import Outcome
 from bisectk.run.runner import Runner
 from bisectk.spaces.factors import FactorSpace
@@ -38,7 +37,7 @@ def run_one(runner: Runner, config: Config, *, repeat: int | None, label: str,
     return RunRecord(command="run", endpoints=None, ok=verdict.outcome is not Outcome.UNRESOLVED,
                      complete=True, interrupted=False, runs=runner.executed, observations=len(verdict.runs),
                      wall_s=round(time.monotonic() - start, 3), environment=environment or {}, session=runner.session,
-                     subject=subject_record(spec), config=config, verdict=verdict.to_dict(),
+                     subject=SubjectRecord.of(spec), config=config, verdict=verdict.to_dict(),
                      timeout=runner.timeout.to_dict() if runner.timeout else None, hangs=hangs,
                      ran=spec.command_text(config))
 
@@ -52,4 +51,4 @@ def check_endpoints(runner: Runner, policy: RunPolicy, *, warnings: list[str] | 
     return CheckRecord(command="check", endpoints=check, ok=check.ok, complete=True, interrupted=False,
                        runs=runner.executed, observations=len(trials.trials),
                        wall_s=round(time.monotonic() - start, 3), environment=environment or {},
-                       session=runner.session, subject=subject_record(runner.spec), warnings=tuple(warnings or ()))
+                       session=runner.session, subject=SubjectRecord.of(runner.spec), warnings=tuple(warnings or ()))

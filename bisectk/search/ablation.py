@@ -32,6 +32,7 @@ from bisectk.search.ddmin import ddmin_strategy
 from bisectk.search.confirm import confirm_sets, set_claims, switched_rule
 from bisectk.search.group import adaptive
 from bisectk.search.interaction import is_interaction, settle
+from bisectk.search.names import DEFAULT_STRATEGY, NAMES, strategy_names  # noqa: F401  (re-exported)
 from bisectk.search.ofat import EXHAUSTIVE_MAX, exhaustive, ofat
 from bisectk.search.result import AblationResult, Finding, advise, build_result
 from bisectk.search.sets import FailingSet, find_other_sets
@@ -47,13 +48,14 @@ class Strategy:
 
 
 STRATEGIES: dict[str, Strategy] = {}
-DEFAULT_STRATEGY = "adaptive"
 
 
 def register(name: str, run: Callable[[Tester, Sequence[Hashable]], Finding], summary: str,
              max_n: int | None = None) -> Strategy:
     if name in STRATEGIES:
         raise ValueError(f"strategy {name!r} is already registered")
+    if name not in NAMES:
+        raise ValueError(f"strategy {name!r} is not in bisectk/search/names.py (the CLI's choices)")
     STRATEGIES[name] = Strategy(name, run, summary, max_n)
     return STRATEGIES[name]
 
@@ -69,11 +71,6 @@ register("ofat", ofat,
          "one factor at a time, both directions: 2n runs, the full key-differences table")
 register("exhaustive", exhaustive,
          f"full factorial: every combination (n <= {EXHAUSTIVE_MAX})", max_n=EXHAUSTIVE_MAX)
-
-
-def strategy_names() -> list[str]:
-    """Registered names, the default first (for the CLI's choices)."""
-    return [DEFAULT_STRATEGY] + sorted(n for n in STRATEGIES if n != DEFAULT_STRATEGY)
 
 
 def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcome], *,

@@ -1,0 +1,47 @@
+"""What a command's start loads (issue 27: the fixed cost of every command is imports). The CLI
+names the factor strategies without loading the factor searches, and a bisection's engine loads
+neither them nor the ablation engine: each is ~40 ms of a 2-core machine's start."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+PROBE = """
+import json, sys
+import bisectk.cli
+bisectk.cli.command()
+start = sorted(m for m in sys.modules if m.startswith("bisectk."))
+import bisectk.engine.bisect
+bisect = sorted(m for m in sys.modules if m.startswith("bisectk."))
+print(json.dumps({"start": start, "bisect": bisect}))
+"""
+
+FACTOR_SEARCHES = {"bisectk.search.ablation", "bisectk.search.group", "bisectk.search.dd", "bisectk.search.ddmin",
+                   "bisectk.search.ofat", "bisectk.search.sets", "bisectk.engine.ablate"}
+
+
+def _loaded() -> dict:
+    p = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, cwd=ROOT,
+                       env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_the_cli_and_a_bisection_load_no_factor_search():
+    got = _loaded()
+    assert FACTOR_SEARCHES.isdisjoint(got["start"]), FACTOR_SEARCHES & set(got["start"])
+    assert FACTOR_SEARCHES.isdisjoint(got["bisect"]), FACTOR_SEARCHES & set(got["bisect"])
+    assert "bisectk.search.names" in got["start"]
+
+
+def test_the_lazy_search_package_still_hands_out_every_name():
+    import bisectk.search as S
+    from bisectk.search.ablation import STRATEGIES
+
+    for name in S.__all__:
+        assert getattr(S, name) is not None, name
+    assert S.strategy_names()[0] == S.DEFAULT_STRATEGY and set(S.strategy_names()) == set(STRATEGIES)

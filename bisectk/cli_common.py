@@ -118,6 +118,26 @@ def emit_json(data: dict) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
+class Deferred:
+    """A call made on `pool` when asked (`start`), at the latest when its result is wanted (a
+    call of the object): background work the first run must not wait for (issue 27: on two cores
+    the environment capture's Python took the GIL from the imports before the first run)."""
+
+    def __init__(self, pool, fn):
+        import threading
+        self.pool, self.fn, self.future = pool, fn, None
+        self._lock = threading.Lock()
+
+    def start(self) -> Deferred:
+        with self._lock:
+            if self.future is None:
+                self.future = self.pool.submit(self.fn)
+        return self
+
+    def __call__(self):
+        return self.start().future.result()
+
+
 def environment_capture() -> dict:
     from bisectk.spaces.env import capture
     return capture(torch=False)

@@ -34,21 +34,22 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bisectk.engine.direction import FixOracle, Terms, repeats_for
 from bisectk.engine.endpoints import verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import Oracle, Trials
 from bisectk.engine.policy import RunPolicy
-from bisectk.engine.records import AttemptRecord, BisectRecord, EndpointCheck, SubjectRecord
 from bisectk.events import PhaseStarted
 from bisectk.outcome import DEFAULT_SAME_FAILURE, Outcome, Verdict
 from bisectk.run.runner import Runner
-from bisectk.search.history import Dag, DagResult, Observation, SearchOptions, SearchStopped, search_dag
-from bisectk.search.rates import ONE_SIDED, TWO_RATE
 from bisectk.spaces.commits import SpaceError
 from bisectk.spaces.revisions import GOOD, CommitSpace, Outside
+
+if TYPE_CHECKING:   # loaded where used: the first run does not wait for them (issue 27, the start)
+    from bisectk.engine.records import AttemptRecord, BisectRecord, EndpointCheck
+    from bisectk.search.history import DagResult
 
 MAX_DESCRIBED = 20   # candidates described with their files (each costs a git call)
 REASONS = {"interrupt": "interrupted", "budget": "run budget spent", "stop": "stopped"}
@@ -60,6 +61,7 @@ def commit_doc(space: CommitSpace, i: Any, full: bool = False) -> dict[str, Any]
 
 
 def attempts_in_run_order(trials: Trials, mode: str, terms: Terms = Terms()) -> list[AttemptRecord]:
+    from bisectk.engine.records import AttemptRecord
     """Every run the bisection made (or read from the ledger), in the order made; failures named
     under the --same-failure `mode`."""
     graph = trials.space.commits
@@ -115,6 +117,9 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
     # the endpoint that must pass and the one that must fail: for a fix, the new one passes
     passing, failing = (n - 1, GOOD) if terms.find_fix else (GOOD, n - 1)
     check = verify(trials, passing, failing, repeat=policy.repeat or 1, measure=terms.find_fix)
+    from bisectk.engine.records import BisectRecord, SubjectRecord
+    from bisectk.search.history import Dag, Observation, SearchOptions, SearchStopped, search_dag
+    from bisectk.search.rates import ONE_SIDED, TWO_RATE
     base = dict(command="bisect", endpoints=check, subject=SubjectRecord.of(runner.spec), repo=repo,
                 good=graph.good.sha, bad=graph.bad.sha, commits=n, first_parent=first_parent,
                 environment={}, session=runner.session, protocol=runner.spec.protocol,
@@ -266,6 +271,7 @@ def advice(graph, result: DagResult, text: str | None, first_bad: dict | None, s
 
 def _record(runner: Runner, oracle: Oracle, check: EndpointCheck, result: DagResult, flaky: bool, stopped: bool,
             reason: str, start: float, base: dict, two_rate: bool = False, terms: Terms = Terms()) -> BisectRecord:
+    from bisectk.engine.records import BisectRecord
     trials = oracle.trials
     space: CommitSpace = trials.space
     graph = space.commits

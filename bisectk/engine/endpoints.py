@@ -41,14 +41,16 @@ configuration that does not fail, or a "working" one that does, makes every late
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bisectk.engine import environment
 from bisectk.engine.oracle import Trials
-from bisectk.engine.records import EndpointCheck, Rate
 from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import Outcome, Reason, Run, Target, Verdict
 from bisectk.run.runner import Runner
+
+if TYPE_CHECKING:   # loaded after the endpoints ran: the first run does not wait for it (issue 27)
+    from bisectk.engine.records import EndpointCheck, Rate
 
 
 def announce_watchdog(runner: Runner, workload) -> None:
@@ -106,6 +108,7 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
         notes.append(f"the good endpoint failed {sum(r.outcome is Outcome.FAIL for r in good_runs)}"
                      f"/{len(good_runs)} runs and was re-checked")
     good, bad = _folded(trials, good_point, good_runs), _folded(trials, bad_point, bad_runs)
+    from bisectk.engine.records import EndpointCheck, Rate
     bad_rate = Rate(_target_fails(bad_runs, target), _judged(bad_runs))
     good_rate = Rate(_target_fails(good_runs, target), _judged(good_runs))
     problem = diagnose(good, bad, target, good_rate, bad_rate, two_rate)

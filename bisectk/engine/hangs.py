@@ -15,12 +15,14 @@ Returns plain data (a dict) for the records; report/stuck.py words it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bisectk.engine.oracle import Oracle
-from bisectk.engine.records import EndpointCheck
 from bisectk.outcome import FailKind, Run
 from bisectk.stuck import Snapshot, same_place
+
+if TYPE_CHECKING:
+    from bisectk.engine.records import EndpointCheck
 
 END = "<end>"
 

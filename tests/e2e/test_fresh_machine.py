@@ -100,7 +100,7 @@ def test_every_option_a_message_or_the_readme_names_exists():
               "--head", "--port", "--address",                    # ray start
               "--git",                                            # diff --git, a diff's header
               "--parents", "--unshallow", "--no-checkout",        # git rev-list --parents, git fetch --unshallow, git bisect start
-              "--seeds"}                                          # bench/diff_vs_picire.py
+              "--seeds", "--base", "--fork"}                      # bench/diff_vs_picire.py, ahead_bench.py, spare_bench.py
     assert readme - known - others == set()
 
 

@@ -1,0 +1,101 @@
+"""A command's fixed cost and a 30,000-commit bisection, a base tree against this one, in turns
+(issue 27). This machine's timings drift by +-0.1 s between commands, so each sample takes one
+command of every side in turn and the medians of many are compared.
+
+- fixed: `bisectk bisect` of a 2-commit range with a subject that stamps its runs (as
+  bench/scale_bench.py's fixed-cost line): seconds before the first run, after the last, whole.
+- history: `bisectk bisect --run test.sh` of a generated linear history (bench/repogen.py), and
+  `git bisect run` of the same, whole-command walls; every answer checked against the planted one.
+
+    python bench/startup_ab.py --base DIR [--fixed 21] [--history 7] [--commits 30000]
+
+DIR holds a base tree's `bisectk/` (`git archive REV bisectk | tar -x -C DIR`). Compile both
+trees' bytecode first (`python -m compileall -q bisectk DIR/bisectk`): a shell with
+PYTHONDONTWRITEBYTECODE=1 otherwise recompiles every module on every command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from repogen import generate  # noqa: E402
+from scale_bench import STAMP_SH, TEST_SH  # noqa: E402
+
+
+def bisect(root: Path, repo: Path, good: str, bad: str, run: Path, work: Path, log: Path | None = None):
+    db = work / "ab.db"
+    db.unlink(missing_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    if log is not None:
+        log.unlink(missing_ok=True)
+        env["BENCH_LOG"] = str(log)
+    t0 = time.time()
+    p = subprocess.run([sys.executable, "-m", "bisectk", "bisect", "--repo", str(repo), "--good", good, "--bad", bad,
+                        "--run", str(run), "--json", "--ledger", str(db)], capture_output=True, text=True, env=env,
+                       cwd=work)
+    return t0, time.time(), json.loads(p.stdout)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", type=Path, required=True)
+    ap.add_argument("--fixed", type=int, default=21, help="samples of the 2-commit range (0: skip)")
+    ap.add_argument("--history", type=int, default=7, help="samples of the long history (0: skip)")
+    ap.add_argument("--commits", type=int, default=30_000)
+    a = ap.parse_args()
+    sides = {"base": a.base.resolve(), "new": ROOT}
+    work = Path(tempfile.mkdtemp(prefix="bisectk-startup-"))
+    stamp, test = work / "stamp.sh", work / "test.sh"
+    for path, text in ((stamp, STAMP_SH), (test, TEST_SH)):
+        path.write_text(text)
+        path.chmod(0o755)
+    if a.fixed:
+        g = generate(work / "fixed", 2, seed=1, culprit=1)
+        got = {k: ([], [], []) for k in sides}
+        for _ in range(a.fixed):
+            for name, root in sides.items():
+                log = work / "stamps.log"
+                t0, t1, _ = bisect(root, work / "fixed", g.good, g.bad, stamp, work, log)
+                stamps = [tuple(map(float, ln.split())) for ln in log.read_text().splitlines()]
+                before, after, whole = got[name]
+                before.append(stamps[0][0] - t0)
+                after.append(t1 - stamps[-1][1])
+                whole.append(t1 - t0)
+        for name, (before, after, whole) in got.items():
+            print(f"fixed {name}: before the first run {statistics.median(before):.3f} s (min {min(before):.3f}), "
+                  f"after the last {statistics.median(after):.3f} s, whole {statistics.median(whole):.3f} s "
+                  f"(medians of {a.fixed})", flush=True)
+    if a.history:
+        g = generate(work / "history", a.commits, shape="linear", seed=1)
+        with open(work / "history" / ".git" / "info" / "exclude", "a") as f:
+            f.write("bisect.out\n")
+        walls: dict[str, list[float]] = {"git": [], **{k: [] for k in sides}}
+        for _ in range(a.history):
+            t0 = time.time()
+            subprocess.run(["sh", "-c", f"git bisect start {g.bad} {g.good} >/dev/null && git bisect run {test} "
+                                        "> bisect.out 2>&1; git bisect reset >/dev/null 2>&1"], cwd=work / "history")
+            walls["git"].append(time.time() - t0)
+            for name, root in sides.items():
+                t0, t1, doc = bisect(root, work / "history", g.good, g.bad, test, work)
+                assert (doc.get("first_bad") or {}).get("sha") == g.culprit, (name, doc.get("first_bad"))
+                walls[name].append(t1 - t0)
+        git = statistics.median(walls["git"])
+        for name, w in walls.items():
+            print(f"history {a.commits} {name}: whole {statistics.median(w):.3f} s (min {min(w):.3f}), "
+                  f"x git {statistics.median(w) / git:.2f} (medians of {a.history})", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -276,6 +276,23 @@ class Template:
             self.log.close()
 
 
+def kill_alive(procs) -> int:
+    """SIGKILL the processes of `procs` (psutil) that are not zombies; how many there were."""
+    alive = []
+    for p in procs:
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p)
+        except psutil.Error:
+            pass
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    return len(alive)
+
+
 def _gone(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -323,16 +340,9 @@ class Forked(Replies):
     def leftovers(self) -> int:
         """Kill what a run left running in the worker's tree (it is their subreaper); how many."""
         try:
-            procs = psutil.Process(self.pid).children(recursive=True)
+            return kill_alive(psutil.Process(self.pid).children(recursive=True))
         except psutil.Error:
             return 0
-        alive = [p for p in procs if p.status() != psutil.STATUS_ZOMBIE]
-        for p in alive:
-            try:
-                p.kill()
-            except psutil.Error:
-                pass
-        return len(alive)
 
     def kill(self, grace_s: float = 0.5) -> None:
         """End the worker and everything of its tree now; where the template was lost (a run

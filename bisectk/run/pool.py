@@ -51,7 +51,7 @@ from pathlib import Path
 from bisectk.procstat import psutil
 from bisectk.run.classify import recognise
 from bisectk.run.executor import Builds, Job, build_then_run
-from bisectk.run.forked import FORK_READY_S, Forked, Replies, Template
+from bisectk.run.forked import FORK_READY_S, Forked, Replies, Template, kill_alive
 from bisectk.run.output import Readers
 from bisectk.run.process import (RUN_ID_ENV, SUPERVISOR_CHECK_S, TAIL_BYTES, RawRun, SupervisorLost, captures,
                                  death_words, kill_run, kill_tree, run_process, signal_name, start_contained)
@@ -150,16 +150,9 @@ class _Worker(Replies):
         its supervisor adopted), as a fresh process's supervisor would after the run; how many."""
         try:
             sup = psutil.Process(self.proc.pid)
-            procs = [p for p in sup.children(recursive=True) if p.pid != self.pid]
+            return kill_alive([p for p in sup.children(recursive=True) if p.pid != self.pid])
         except psutil.Error:
             return 0
-        alive = [p for p in procs if p.status() != psutil.STATUS_ZOMBIE]
-        for p in alive:
-            try:
-                p.kill()
-            except psutil.Error:
-                pass
-        return len(alive)
 
     def kill(self, grace_s: float = 0.5) -> None:
         """End the worker and everything of its tree now, whether its supervisor is alive or not."""

@@ -213,11 +213,8 @@ def _fork(sock: socket.socket, fds: list[int], env: dict, info: dict, template: 
         import traceback
         traceback.print_exc()
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except Exception:
-            pass
+        from bisectk.run.worker import flush_std
+        flush_std()
         os._exit(code)
 
 

@@ -90,6 +90,15 @@ def make_context(info: dict) -> None:
         info["context_s"] = round(time.perf_counter() - t0, 3)
 
 
+def flush_std() -> None:
+    """Flush Python's standard streams (a closed one is no error)."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
 def cuda_health() -> str:
     """'' when the CUDA context (if torch made one) still works, else the error it raises."""
     torch = sys.modules.get("torch")
@@ -154,11 +163,7 @@ def _run_request(req: dict, baseline=None) -> dict:
         importlib.invalidate_caches()   # a directory listing cached by a finder may be stale
         code, error = _exec_script(script)
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except Exception:
-            pass
+        flush_std()
         try:  # C stdio buffers (device printf lands there)
             import ctypes
             ctypes.CDLL(None).fflush(None)

@@ -238,6 +238,9 @@ class WorkerPool:
         # with nothing to preload there is nothing to share, and each worker starts fresh
         self.fork = bool(fork and self.preload and hasattr(os, "fork") and hasattr(socket, "send_fds"))
         self.fork_ready_s = fork_ready_s
+        # the pool's first worker starts fresh, beside the template: the first run never waits longer
+        # than it would without one (a template that refuses to fork costs the others its import)
+        self._first_fresh = self.fork
         self.templates: dict = {}           # gpu -> Template (one environment each)
         self.template_starts: dict = {}     # gpu -> templates started (MAX_FAILED_STARTS at most)
         self._templates_lock = threading.Lock()
@@ -301,9 +304,11 @@ class WorkerPool:
             _trace("template", gpu=slot.gpu)
             return t
 
-    def _new_worker(self, slot: _Slot, log: Path | None):
+    def _new_worker(self, slot: _Slot, log: Path | None, fresh: bool = False):
         """A worker for `slot` that has not said it is ready yet: forked from the slot's template
-        once that has imported the preload, else started fresh (the imports its own)."""
+        once that has imported the preload, else (or `fresh`) started fresh (the imports its own)."""
+        if fresh:
+            return _Worker(self.python, self._worker_env(slot), self.preload, log)
         t = self._template(slot, log)
         if t is not None and t.wait_ready(self.ready_timeout):
             w = t.fork({}, log)
@@ -316,13 +321,13 @@ class WorkerPool:
             return None
         return _Worker(self.python, self._worker_env(slot), self.preload, log)
 
-    def _bring_up(self, slot: _Slot, log: Path | None):
+    def _bring_up(self, slot: _Slot, log: Path | None, fresh: bool = False):
         """(a worker for `slot`, whether it said it is ready): forked where the template can, else
         fresh. A forked worker not ready within fork_ready_s stops the template's forking (what
         it forks does not work here), and a fresh worker is started in its place."""
         for _ in range(2):
             try:
-                w = self._new_worker(slot, log)
+                w = self._new_worker(slot, log, fresh)
             except (OSError, ValueError):
                 return None, False
             if w is None:
@@ -346,14 +351,15 @@ class WorkerPool:
         """Start one worker for `slot` in the background: it becomes the slot's worker if the slot
         has none when it is ready, else its spare. Called with self.cond held."""
         slot.starting += 1
-        _trace("start", slot=self.slots.index(slot))
+        fresh, self._first_fresh = self._first_fresh, False
+        _trace("start", slot=self.slots.index(slot), fresh=fresh)
 
         def start():
             log = None
             if self.log_dir:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
                 log = self.log_dir / f"worker-gpu{slot.gpu}.log"
-            w, ok = self._bring_up(slot, log)
+            w, ok = self._bring_up(slot, log, fresh)
             _trace("ready" if ok else "start failed", slot=self.slots.index(slot),
                    preload=(w.ready_info or {}).get("preload") if ok else None)
             with self.cond:

@@ -30,6 +30,10 @@ pair, one JSON document a message.
   worker's request stream (its stdin), its reply pipe, its log (stderr). `{"op": "exit"}`, or EOF:
   the template kills its workers and exits.
 
+The pool's first worker is started fresh beside the template (run/pool.py): the first run never
+waits on a template that turns out to refuse, and what that costs is one more process importing
+at the start (eight fresh workers imported at once before).
+
 A forked worker sits in a session of its own, dies with the template (PR_SET_PDEATHSIG), and is a
 child subreaper, so whatever its runs leave behind stays in its own tree (the pool kills it there
 after each run, as a fresh worker's supervisor would). The template itself runs under a

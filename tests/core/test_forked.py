@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from bisectk.run.executor import Job, run_command
@@ -53,25 +54,55 @@ def _pool(scripts: Path, **kw) -> WorkerPool:
     return WorkerPool(gpus=None, preload=("heavy",), ready_timeout=60, env={"PYTHONPATH": f"{scripts}:{ROOT}"}, **kw)
 
 
+def _forked_serving(p: WorkerPool, scripts: Path) -> None:
+    """Retire the pool's one fresh worker (its first), so the runs after are made in forked ones:
+    a run that crashes its worker, until every worker and spare is a forked one."""
+    from bisectk.run.forked import Forked
+    (scripts / "segv.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        with p.cond:
+            ready = all(s.worker is not None and len(s.spares) >= s.want for s in p.slots)
+            kinds = [isinstance(w, Forked) for s in p.slots for w in (s.worker, *s.spares) if w]
+        if ready and all(kinds):
+            return
+        if ready:
+            assert p.run(Job([sys.executable, "segv.py"], cwd=scripts), FixedWatch(60)).signal == "SIGSEGV"
+        time.sleep(0.05)
+    raise AssertionError("the pool never served from forked workers alone")
+
+
 def _result(raw) -> dict:
     return json.loads(raw.result.split(" ", 1)[1])
 
 
 def test_workers_are_forked_children_of_one_template_that_imported_once(scripts):
+    """The pool's first worker starts fresh beside the template (the first run never waits for a
+    template that might refuse); every other worker is forked from the template."""
     with _pool(scripts, slots=2, spares=1) as p:
         p.start()
-        raws = [run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=30) for _ in range(3)]
-        parents = {_result(r)["ppid"] for r in raws}
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            with p.cond:
+                if all(s.worker is not None and s.spares for s in p.slots):
+                    break
+            time.sleep(0.05)
         template = p.templates[None]
-        assert parents == {template.pid}          # every worker's parent is the template
-        assert p.stats["forked_starts"] >= 2 and p.stats["cold_runs"] == 0
+        with p.cond:
+            workers = [w for s in p.slots for w in (s.worker, *s.spares)]
+        parents = [psutil.Process(w.pid).ppid() == template.pid for w in workers]
+        assert len(parents) == 4 and parents.count(False) <= 1, parents   # at most the first is fresh
+        assert p.stats["forked_starts"] >= 3 and p.stats["cold_runs"] == 0
         assert template.ready_info["preload"]["heavy"] >= 1.0   # the one import, in the template
+        raws = [run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=30) for _ in range(3)]
+        assert all(r.exit_code == 0 for r in raws)
 
 
 def test_a_run_that_kills_the_template_is_unresolved_leaves_nothing_and_the_pool_goes_on(scripts):
     m = marker()
     with _pool(scripts, spares=1) as p:
         p.start()
+        _forked_serving(p, scripts)
         first = p.templates[None].pid
         raw = p.run(Job([sys.executable, "hostile.py", "kill", m], cwd=scripts), FixedWatch(60))
         assert not raw.started and "supervisor (the template it was forked from)" in raw.error, raw
@@ -86,6 +117,7 @@ def test_a_run_that_stops_the_template_is_unresolved_and_the_template_and_its_tr
     m = marker()
     with _pool(scripts, spares=1) as p:
         p.start()
+        _forked_serving(p, scripts)
         first = p.templates[None]
         raw = p.run(Job([sys.executable, "hostile.py", "stop", m], cwd=scripts), FixedWatch(60))
         assert not raw.started and "was stopped" in raw.error, raw
@@ -99,6 +131,7 @@ def test_a_hung_forked_run_and_every_kind_of_descendant_end_with_it(scripts):
     m = marker()
     with _pool(scripts, spares=1) as p:
         p.start()
+        _forked_serving(p, scripts)
         raw = run_command(p, [sys.executable, "tree.py", m], cwd=scripts, timeout=2)
         assert raw.timed_out
         assert wait_count(m, 0, timeout=5) == 0
@@ -204,4 +237,8 @@ def test_workers_that_a_template_forks_but_never_come_up_are_replaced_by_fresh_o
         assert raw.exit_code == 0 and p.stats["cold_runs"] == 0, raw
         assert time.monotonic() - t < 20
         assert _result(raw)["ppid"] != p.templates[None].pid
+        while not any("was not ready within 2 s" in n for n in notes) and time.monotonic() - t < 30:
+            time.sleep(0.1)          # the spare's fork is given up after 2 s
+        for _ in range(2):           # a hang: the spare (a fresh worker now) takes over
+            assert run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=60).exit_code == 0
     assert any("was not ready within 2 s" in n for n in notes), notes

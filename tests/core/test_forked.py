@@ -192,6 +192,9 @@ def test_a_template_whose_preload_left_a_thread_running_is_not_forked(scripts):
                     env={"PYTHONPATH": f"{scripts}:{ROOT}"}) as p:
         p.start()
         raw = run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=30)
+        end = time.monotonic() + 60     # the first worker is fresh anyway: wait for the spare's turn
+        while not any("thread(s) running" in n for n in notes) and time.monotonic() < end:
+            time.sleep(0.1)
         assert raw.exit_code == 0 and p.stats["forked_starts"] == 0
         assert _result(raw)["ppid"] != p.templates[None].pid
     assert any("thread(s) running" in n for n in notes), notes

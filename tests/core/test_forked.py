@@ -98,32 +98,20 @@ def test_workers_are_forked_children_of_one_template_that_imported_once(scripts)
         assert all(r.exit_code == 0 for r in raws)
 
 
-def test_a_run_that_kills_the_template_is_unresolved_leaves_nothing_and_the_pool_goes_on(scripts):
-    m = marker()
-    with _pool(scripts, spares=1) as p:
-        p.start()
-        _forked_serving(p, scripts)
-        first = p.templates[None].pid
-        raw = p.run(Job([sys.executable, "hostile.py", "kill", m], cwd=scripts), FixedWatch(60))
-        assert not raw.started and "supervisor (the template it was forked from)" in raw.error, raw
-        assert "cannot be judged" in raw.error
-        assert wait_count(m, 0, timeout=5) == 0
-        after = run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=60)
-        assert after.exit_code == 0 and _result(after)["ppid"] != first   # a new template serves
-    kill_marked(m)
-
-
-def test_a_run_that_stops_the_template_is_unresolved_and_the_template_and_its_tree_end(scripts):
+@pytest.mark.parametrize("mode, words", [("kill", "was killed"), ("stop", "was stopped")])
+def test_a_run_that_kills_or_stops_the_template_is_unresolved_leaves_nothing_and_the_pool_goes_on(scripts, mode, words):
     m = marker()
     with _pool(scripts, spares=1) as p:
         p.start()
         _forked_serving(p, scripts)
         first = p.templates[None]
-        raw = p.run(Job([sys.executable, "hostile.py", "stop", m], cwd=scripts), FixedWatch(60))
-        assert not raw.started and "was stopped" in raw.error, raw
+        raw = p.run(Job([sys.executable, "hostile.py", mode, m], cwd=scripts), FixedWatch(60))
+        assert not raw.started and "supervisor (the template it was forked from)" in raw.error, raw
+        assert words in raw.error and "cannot be judged" in raw.error, raw.error
         assert wait_count(m, 0, timeout=5) == 0
-        assert first.contained.proc.poll() is not None          # the stopped template was ended
-        assert run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=60).exit_code == 0
+        assert first.contained.proc.poll() is not None          # the template was ended, with its tree
+        after = run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=60)
+        assert after.exit_code == 0 and _result(after)["ppid"] != first.pid   # a new template serves
     kill_marked(m)
 
 

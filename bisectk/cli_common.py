@@ -124,14 +124,11 @@ class Deferred:
     the environment capture's Python took the GIL from the imports before the first run)."""
 
     def __init__(self, pool, fn):
-        import threading
         self.pool, self.fn, self.future = pool, fn, None
-        self._lock = threading.Lock()
 
     def start(self) -> Deferred:
-        with self._lock:
-            if self.future is None:
-                self.future = self.pool.submit(self.fn)
+        if self.future is None:     # started and read by the command's own thread
+            self.future = self.pool.submit(self.fn)
         return self
 
     def __call__(self):

@@ -43,11 +43,22 @@ def process_start(pid: int) -> float | None:
         return None
 
 
+def _state(pid: int) -> bytes | None:
+    """The state letter /proc gives process `pid` (R, S, T, Z...); None when there is no such
+    process or no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def stopped(pid: int) -> bool:
     """Whether process `pid` is stopped or traced (SIGSTOP, a debugger): it cannot act until it is
     continued. False when there is no such process or no /proc."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t")
-    except (OSError, IndexError):
-        return False
+    return _state(pid) in (b"T", b"t")
+
+
+def gone(pid: int) -> bool:
+    """Whether process `pid` has ended: no such process, or a zombie waiting to be reaped."""
+    return _state(pid) in (None, b"Z", b"X")

@@ -61,9 +61,9 @@ def commit_doc(space: CommitSpace, i: Any, full: bool = False) -> dict[str, Any]
 
 
 def attempts_in_run_order(trials: Trials, mode: str, terms: Terms = Terms()) -> list[AttemptRecord]:
-    from bisectk.engine.records import AttemptRecord
     """Every run the bisection made (or read from the ledger), in the order made; failures named
     under the --same-failure `mode`."""
+    from bisectk.engine.records import AttemptRecord
     graph = trials.space.commits
     ends = {**{m: "merge base" for m in graph.merge_bases},
             graph.good_sha: f"endpoint ({terms.old})", graph.bad_sha: f"endpoint ({terms.new})"}

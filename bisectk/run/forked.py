@@ -30,7 +30,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bisectk.procstat import psutil, stopped
+from bisectk.procstat import gone, psutil, stopped
 from bisectk.run.process import RUN_ID_ENV, death_words, kill_run, kill_tree, start_contained
 
 FORK_TIMEOUT_S = 10.0
@@ -245,7 +245,7 @@ class Template:
         proc = self.contained.proc
         if proc.poll() is not None:
             return f"{LOST_WORDS} {death_words(proc.returncode)}"
-        if _gone(self.pid):
+        if gone(self.pid):
             return f"{LOST_WORDS} was killed"
         if stopped(self.pid) or stopped(proc.pid):
             return f"{LOST_WORDS} was stopped (SIGSTOP or a debugger) during the run"
@@ -293,14 +293,6 @@ def kill_alive(procs) -> int:
     return len(alive)
 
 
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
-    except (OSError, IndexError):
-        return True
-
-
 class Forked(Replies):
     """One worker forked from `template` (see the module docstring)."""
 
@@ -324,7 +316,7 @@ class Forked(Replies):
     def usable(self) -> bool:
         """Alive, and its template (its containment) intact: a run that killed the template took
         every worker forked from it along (PR_SET_PDEATHSIG), spares too."""
-        return not _gone(self.pid) and not self.template.lost()
+        return not gone(self.pid) and not self.template.lost()
 
     def returncode(self, timeout: float) -> int | None:
         """How the worker ended (Popen's returncode), once the template has reaped it."""
@@ -334,7 +326,7 @@ class Forked(Replies):
 
     def _wait_exit(self, timeout: float) -> None:
         end = time.monotonic() + timeout
-        while not _gone(self.pid) and time.monotonic() < end:
+        while not gone(self.pid) and time.monotonic() < end:
             time.sleep(0.01)
 
     def leftovers(self) -> int:

@@ -307,9 +307,7 @@ class WorkerPool:
     def _new_worker(self, slot: _Slot, log: Path | None, fresh: bool = False):
         """A worker for `slot` that has not said it is ready yet: forked from the slot's template
         once that has imported the preload, else (or `fresh`) started fresh (the imports its own)."""
-        if fresh:
-            return _Worker(self.python, self._worker_env(slot), self.preload, log)
-        t = self._template(slot, log)
+        t = None if fresh else self._template(slot, log)
         if t is not None and t.wait_ready(self.ready_timeout):
             w = t.fork({}, log)
             if w is not None:

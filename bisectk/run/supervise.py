@@ -87,7 +87,7 @@ def _send(fd: int, obj) -> None:
 
 
 # -- the process tree --------------------------------------------------------------------------
-def _prctl(option: int, value: int) -> bool:
+def prctl(option: int, value: int) -> bool:
     try:
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
@@ -270,7 +270,7 @@ def _mirror(status: int | None) -> None:
         os._exit(255)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        _prctl(PR_SET_DUMPABLE, 0)
+        prctl(PR_SET_DUMPABLE, 0)
         try:
             signal.signal(sig, signal.SIG_DFL)
             os.kill(os.getpid(), sig)
@@ -305,7 +305,7 @@ def main(argv: list[str]) -> None:
     os.set_inheritable(fd, False)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # interruption reaches us as EOF, from bisectk
     # a spare makes itself a subreaper while it waits: nothing of a run is done before the run
-    subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1) if spare else None
+    subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) if spare else None
     if spare and not _take_output(fd):
         os._exit(0)  # bisectk went away (or gave up this spare) before it had a run for us
     cfg = _read_frame(fd)
@@ -313,7 +313,7 @@ def main(argv: list[str]) -> None:
         os._exit(0)  # bisectk went away before telling us what to run
     me = os.getpid()
     if subreaper is None:
-        subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)
     reap = _Reaper()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)

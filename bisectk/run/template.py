@@ -13,9 +13,10 @@ itself, and refuses (the pool then starts fresh workers, which import for themse
 - CUDA was initialised: by torch, or in the driver, which any CUDA call initialises (even
   `torch.cuda.is_available()`, unless PYTORCH_NVML_BASED_CUDA_CHECK=1), and which leaves the
   process holding /dev/nvidia* open. A process that forks must not have initialised it: a
-  forked worker would never make its context (seen on an H200: the template's baseline asked
-  is_available(), and not one forked worker came up in 180 s). The template imports without a
-  context (worker._preload(context=False)); each forked worker makes its own;
+  forked worker would never make its context (on an H200 no forked worker came up and every
+  configuration ran cold; the likely cause, the template's baseline had asked is_available()).
+  The template imports without a context (worker._preload(context=False)); each forked worker
+  makes its own;
 - the preload left Python threads running: a forked worker would lack them, where a fresh one
   has them;
 - its interpreter state is no longer as right after the preload (run/isolation.py's Baseline: a
@@ -51,18 +52,12 @@ import sys
 import time
 import warnings
 
+from bisectk.run import worker
+from bisectk.run.supervise import PR_SET_CHILD_SUBREAPER, prctl
+
 DRIVER_FILES = ("/dev/nvidia",)    # what an initialised CUDA driver keeps open (nvidiactl, nvidia0, nvidia-uvm)
 PR_SET_PDEATHSIG = 1
-PR_SET_CHILD_SUBREAPER = 36
 MAX_MESSAGE = 1 << 20
-
-
-def _prctl(option: int, value: int) -> bool:
-    try:
-        import ctypes
-        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
 
 
 def _send(sock: socket.socket, doc: dict) -> None:
@@ -115,7 +110,6 @@ def unfit(baseline) -> str:
 
 
 def serve_template(control_fd: int, preload: list[str]) -> int:
-    from bisectk.run import worker
     from bisectk.run.isolation import Baseline
 
     sock = socket.socket(fileno=control_fd)
@@ -179,8 +173,7 @@ def _reap(sock: socket.socket, children: set[int]) -> None:
 
 def _fork(sock: socket.socket, fds: list[int], env: dict, info: dict, template: int) -> int:
     requests, reply, log = fds
-    sys.stdout.flush()
-    sys.stderr.flush()
+    worker.flush_std()
     with warnings.catch_warnings():     # Python 3.12 warns of fork in a process with threads: the
         warnings.simplefilter("ignore", DeprecationWarning)   # libraries' idle pools; none is used
         pid = os.fork()
@@ -192,10 +185,10 @@ def _fork(sock: socket.socket, fds: list[int], env: dict, info: dict, template: 
     try:
         sock.close()
         os.setsid()
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != template:    # the template died between the fork and the prctl
             os._exit(1)
-        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
         devnull = os.open(os.devnull, os.O_RDWR)
         os.dup2(requests, 0)
         os.dup2(devnull, 1)
@@ -206,7 +199,6 @@ def _fork(sock: socket.socket, fds: list[int], env: dict, info: dict, template: 
         sys.stdout = open(1, "w", buffering=1, closefd=False, encoding="utf-8", errors="replace")
         sys.stderr = open(2, "w", buffering=1, closefd=False, encoding="utf-8", errors="replace")
         os.environ.update(env)
-        from bisectk.run import worker
         forked = dict(info)
         t0 = time.perf_counter()
         worker.make_context(forked)
@@ -217,8 +209,7 @@ def _fork(sock: socket.socket, fds: list[int], env: dict, info: dict, template: 
         import traceback
         traceback.print_exc()
     finally:
-        from bisectk.run.worker import flush_std
-        flush_std()
+        worker.flush_std()
         os._exit(code)
 
 

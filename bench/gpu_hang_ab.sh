@@ -4,7 +4,7 @@
 # and page-cache drift fall on both alike. After the DSL prefix of ../shared/gpu/README.md:
 #   bash bench/gpu_hang_ab.sh BASE ROUNDS SPEC...
 # BASE may be . (this tree on both sides); BASE_ARGS / NEW_ARGS add options to one side's command,
-# e.g. NEW_ARGS="--jobs 4" bash bench/gpu_hang_ab.sh . 1 gpu-ws-hang-phase
+# e.g. NEW_ARGS="--jobs 4" bash bench/gpu_hang_ab.sh . 1 gpu-ws-hang-phase; SIDES=new runs one side only.
 # Prints, per run: command wall, runs, culprits, when the first run started (the worker's preload)
 # and the gaps between runs after it (waits for a worker), from the ledger (bench/ledger_timeline.py).
 set -u
@@ -13,7 +13,7 @@ W=$(mktemp -d)
 HERE=$PWD
 for r in $(seq "$ROUNDS"); do
   for s in "$@"; do
-    for side in base new; do
+    for side in ${SIDES:-base new}; do
       root=$HERE; [ "$side" = base ] && root=$(cd "$BASE" && pwd)
       extra=${NEW_ARGS:-}; [ "$side" = base ] && extra=${BASE_ARGS:-}
       db="$W/$side-$s-$r.db"

@@ -7,6 +7,9 @@ SetSearch        -- one search over a set space: its result (search.AblationResu
                     was stopped.
 search_set       -- run a strategy over a space's differences through its oracle, with the
                     flakiness rule; a stop (Ctrl-C, the run budget) keeps the best result so far.
+FirstRuns        -- with --jobs above one, the search's likely first runs, begun beside the bad
+                    endpoint's first run (a GPU hang holds it a second or more) and taken by the
+                    search when it asks.
 attempt_records  -- the search's attempts as AttemptRecords, with each configuration's verdict.
 run_ablation     -- the whole command: verify the endpoints, make the judging oracle with the
                     failure they showed, derive the flakiness rule from the endpoint runs when the
@@ -20,6 +23,8 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
 
 from bisectk.engine.endpoints import verify
@@ -62,23 +67,58 @@ def flakiness_rule(check: EndpointCheck, two_rate: bool = False) -> ConfidenceRu
 
 def search_set(oracle: Oracle, differences: list, *, strategy: str, rule: ConfidenceRule | RateRule | None,
                max_runs: int | None, measure_removal: bool = False, more_sets: int = 0,
-               confidence: float | None = None, endpoint: tuple[int, int] = (0, 0)) -> SetSearch:
+               confidence: float | None = None, endpoint: tuple[int, int] = (0, 0),
+               started: dict | None = None) -> SetSearch:
     """`confidence`: the answer is confirmed before it is given (search.confirm: no confidence
     without confirmation), at the least cost in time from what this command's failing and passing
     runs took; `endpoint`: the bad endpoint's (fails, runs). With --jobs above one, that many
     runs go side by side: those the search asks, and in the slots it leaves idle those it will
-    likely ask next (search/ahead.py; Oracle.submit)."""
+    likely ask next (search/ahead.py; Oracle.submit); `started`: the runs FirstRuns began beside
+    the bad endpoint's."""
     side = oracle.policy.jobs > 1
     try:
         return SetSearch(ablate(differences, oracle, strategy=strategy, rule=rule, max_runs=max_runs,
                                 measure_removal=measure_removal, more_sets=more_sets, confidence=confidence,
                                 endpoint=endpoint, costs=oracle.trials.costs, width=oracle.ready_width if side else None,
                                 submit=oracle.submit if side else None, waiting=live,
-                                risky=oracle.trials.runner.spares), False)
+                                risky=oracle.trials.runner.spares, started=started if side else None), False)
     except SearchStopped as stop:
         return SetSearch(stop.result, True)
     finally:
         oracle.close()
+
+
+class FirstRuns:
+    """The search's likely first runs, begun beside the bad endpoint's first run (--jobs above
+    one; verify's `meanwhile`): on a GPU that run is often a hang, a second or more of the
+    watchdog with the other slots idle. Each is a real run of its configuration, submitted to
+    the search's oracle before its target failure is known (Oracle.unaimed) and judged once it
+    is; the search takes them when it asks (ablate's `started`), and one it never asks counts
+    as made ahead and not needed. Not under --flaky, whose rule comes from the endpoint runs."""
+
+    def __init__(self, oracle: Oracle, differences: list, *, strategy: str, repeat: int):
+        self.oracle, self.differences, self.strategy, self.repeat = oracle, differences, strategy, repeat
+        self.started: dict[frozenset, list[Future]] = {}
+
+    def __call__(self) -> None:
+        policy, runner = self.oracle.policy, self.oracle.trials.runner
+        if policy.jobs <= 1 or policy.flaky is True:
+            return
+        slots = policy.jobs - 1     # the bad endpoint's run holds one
+        if policy.max_runs is not None:
+            slots = min(slots, policy.max_runs - policy.jobs)
+        from bisectk.search import first_runs
+        keys = first_runs(self.differences, slots, runner.spares(), strategy=self.strategy,
+                          measure_removal=True, more_sets=MORE_SETS, confidence=policy.confidence,
+                          endpoint=(self.repeat, self.repeat), costs=self.oracle.trials.costs)
+        for key in keys:
+            self.started.setdefault(key, []).append(self.oracle.submit(key))
+        if keys:
+            runner.events.emit(Note(f"{len(keys)} of the search's likely first runs start beside the bad endpoint's"))
+
+    def wait(self) -> None:
+        """Let the runs begun end (the endpoints proved unusable: no search takes them)."""
+        futures_wait([f for fs in self.started.values() for f in fs])
 
 
 def attempt_records(oracle: Oracle, result: AblationResult, order: Callable, pass_name: str = "") -> list[AttemptRecord]:
@@ -133,19 +173,24 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     spec: Spec = runner.spec
     trials = Trials(runner, space, policy)
     diffs = space.differences()
-    check = verify(trials, frozenset(), frozenset(diffs), repeat=policy.repeat or spec.repeat)
+    repeat = policy.repeat or spec.repeat
+    oracle = Oracle.unaimed(trials)
+    first = FirstRuns(oracle, diffs, strategy=strategy, repeat=repeat)
+    check = verify(trials, frozenset(), frozenset(diffs), repeat=repeat, meanwhile=first)
+    oracle.aim(check.target)
     base = dict(command="ablate", endpoints=check, subject=SubjectRecord.of(spec), strategy=strategy,
                 environment=environment or {}, session=runner.session)
     if not check.ok:
+        first.wait()
+        oracle.close()
         return AblationRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
                               observations=len(trials.trials), wall_s=time.monotonic() - start, **base)
-    oracle = Oracle(trials, check.target)
     rule = flakiness_rule(check, policy.flaky is True)
     runner.events.emit(PhaseStarted("search", f"{strategy} over {len(diffs)} differences: {', '.join(diffs)}"
                                     + (f"; {rule.describe()}" if rule else "")))
     found = search_set(oracle, diffs, strategy=strategy, rule=rule, max_runs=policy.max_runs,
                        measure_removal=True, more_sets=MORE_SETS, confidence=policy.confidence,
-                       endpoint=(check.bad_rate.fails, check.bad_rate.runs))
+                       endpoint=(check.bad_rate.fails, check.bad_rate.runs), started=first.started)
     res, stopped, reason = found.result, found.stopped, found.result.stop_reason
     found_thresholds: dict[str, Threshold] = {}
     if thresholds and not stopped:

@@ -40,6 +40,7 @@ configuration that does not fail, or a "working" one that does, makes every late
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -72,9 +73,12 @@ def _judged(runs: list[Run]) -> int:
     return sum(1 for r in runs if r.outcome is not Outcome.UNRESOLVED)
 
 
-def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, measure: bool = True) -> EndpointCheck:
+def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, measure: bool = True,
+           meanwhile: Callable[[], None] | None = None) -> EndpointCheck:
     """The procedure of the module docstring; `trials.policy` gives the re-run cap, --flaky and
-    --same-failure."""
+    --same-failure. `meanwhile` is called once the good endpoint has passed and just before the
+    bad endpoint's first run, when that run must execute: the search's first runs may start
+    beside it (engine/ablate.py)."""
     runner, policy = trials.runner, trials.policy
     cap = max(policy.calibrate_runs, repeat)
     runner.events.emit(PhaseStarted("endpoints", f"verifying good and bad, {repeat} run(s) each"))
@@ -84,6 +88,9 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
     if runner.timeout is None and not runner.has(trials.space.workload(bad_point)):
         runner.events.emit(Note(f"watchdog: the good endpoint never passed, so it stays at {watchdog.seconds:g} s "
                                 "for the bad endpoint; --timeout SECONDS sets it"))
+    if (meanwhile is not None and all(r.outcome is Outcome.PASS for r in good_runs)
+            and not runner.has(trials.space.workload(bad_point))):
+        meanwhile()
     bad_runs = _reproduced(trials, bad_point, repeat, 2 * cap if policy.flaky else cap)
     target = Target.of(bad_runs, policy.same_failure)
     passed = any(r.outcome is Outcome.PASS for r in bad_runs)

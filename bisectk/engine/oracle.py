@@ -84,14 +84,16 @@ class Trials:
         """The trials of another space over the same subject, sharing the run counts."""
         return Trials(self.runner, space, self.policy, label=self.label, _counts=(self._counts, self._count_lock))
 
-    def observe(self, point: Any, slot: int = 0, *, snapshot: bool = False, target: Target | None = None) -> Run:
+    def observe(self, point: Any, slot: int = 0, *, snapshot: bool = False,
+                target: Target | None | Callable[[], Target | None] = None) -> Run:
         """One new run of `point` (its next run index), executed only if the ledger lacks it; the
-        trial is judged against `target` (None: as the run came). `snapshot`: should it hang, read
-        where it waits whatever the budget (engine/hangs.py)."""
+        trial is judged against `target` (None: as the run came; a call: the target it gives
+        once the run is made, for a run begun before the endpoints named the failure).
+        `snapshot`: should it hang, read where it waits whatever the budget (engine/hangs.py)."""
         with live():   # the one place a held-back Ctrl-C takes effect (engine/interrupts.py)
             return self._observe(point, slot, snapshot, target)
 
-    def _observe(self, point: Any, slot: int, snapshot: bool, target: Target | None) -> Run:
+    def _observe(self, point: Any, slot: int, snapshot: bool, target) -> Run:
         key = self.space.key(point)
         workload = self.space.workload(point)
         with self._count_lock:
@@ -110,7 +112,7 @@ class Trials:
                 if self.policy.gpus:
                     leased = leased.with_env(CUDA_VISIBLE_DEVICES=self.policy.gpus[slot % len(self.policy.gpus)])
                 run = self.runner.observe(leased, index, label, snapshot=snapshot)
-        judged = judged_as(run, target)
+        judged = judged_as(run, target() if callable(target) else target)
         trial = Trial(key, label, index, run, judged, self.runner.was_cached(workload, index))
         with self._lock:
             self.points.setdefault(key, point)
@@ -169,11 +171,30 @@ class Oracle:
     """What a search calls (see the module docstring). `any_failure`: every failure counts (git
     bisect's view); the target still names the failure in the reports."""
 
-    def __init__(self, trials: Trials, target: Target | None, *, any_failure: bool = False):
+    def __init__(self, trials: Trials, target: Target | None, *, any_failure: bool = False, aimed: bool = True):
         self.trials, self.target, self.any_failure = trials, target, any_failure
         self.space, self.policy = trials.space, trials.policy
-        self._judging = None if any_failure else target
+        self._target_known = threading.Event()
         self._side: SideBySide | None = None
+        if aimed:
+            self.aim(target)
+
+    @classmethod
+    def unaimed(cls, trials: Trials) -> Oracle:
+        """An oracle whose target failure is not known yet (the bad endpoint still runs): runs
+        submitted to it start now, and are judged once `aim` names the target."""
+        return cls(trials, None, aimed=False)
+
+    def aim(self, target: Target | None) -> None:
+        """Fix the failure this oracle judges against (once)."""
+        self.target = target
+        self._target_known.set()
+
+    @property
+    def _judging(self) -> Target | None:
+        """The target runs are judged against (None: every failure counts); waits for `aim`."""
+        self._target_known.wait()
+        return None if self.any_failure else self.target
 
     @property
     def mode(self) -> str:
@@ -181,7 +202,7 @@ class Oracle:
         return self.target.mode if self.target else DEFAULT_SAME_FAILURE
 
     def observe(self, point: Any, slot: int = 0, *, snapshot: bool = False) -> Run:
-        return self.trials.observe(point, slot, snapshot=snapshot, target=self._judging)
+        return self.trials.observe(point, slot, snapshot=snapshot, target=lambda: self._judging)
 
     def judge(self, verdict: Verdict) -> Outcome:
         return verdict.outcome if self._judging is None else verdict.against(self._judging)

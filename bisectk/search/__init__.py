@@ -17,7 +17,7 @@ import importlib
 from bisectk.search.names import DEFAULT_STRATEGY, strategy_names
 
 _FROM = {
-    "STRATEGIES": "ablation", "ablate": "ablation", "ConfidenceRule": "flaky", "AblationResult": "result",
+    "STRATEGIES": "ablation", "ablate": "ablation", "first_runs": "ablation", "ConfidenceRule": "flaky", "AblationResult": "result",
     "Effect": "result", "Attempt": "tester", "SearchStopped": "tester", "StopSearch": "tester",
     "Threshold": "threshold", "find_threshold": "threshold",
 }

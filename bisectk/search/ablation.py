@@ -12,6 +12,8 @@ ablate     -- run one strategy over the differences and an oracle, settle its an
               made) and build the AblationResult. When the oracle or the stop hook raises
               StopSearch or KeyboardInterrupt, or the run budget is spent, it raises
               SearchStopped carrying the best result so far.
+first_runs -- the configurations a search would most likely run first (ahead.plan over no
+              runs): begun before it, beside the bad endpoint's run, and handed to `ablate`.
 
 A configuration is the good endpoint with a subset of the differences applied, passed to the
 oracle as a frozenset. The empty set (good) PASSes and the full set (bad) FAILs: the caller has
@@ -89,7 +91,8 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
            width: Callable[[], int] | None = None,
            submit: Callable[[frozenset], Future] | None = None,
            waiting: Callable[[], AbstractContextManager] | None = None,
-           risky: Callable[[], int | None] | None = None) -> AblationResult:
+           risky: Callable[[], int | None] | None = None,
+           started: Mapping[frozenset, Sequence[Future]] | None = None) -> AblationResult:
     """Find the 1-minimal set of differences that causes the failure.
 
     `rule` turns single-shot noisy verdicts into confident ones (ConfidenceRule.derive, or
@@ -113,6 +116,8 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
     answers of a one-at-a-time search; `result.unused` counts those it never took. `waiting()`
     is held while the search waits on runs (the engine's: a Ctrl-C stops it there); `risky()`:
     how many runs not expected to pass may go ahead now (a warm pool's spares; None: any).
+    `started`: runs begun before the search (first_runs, while the bad endpoint ran), per
+    configuration, taken like runs made ahead (with `submit`).
     """
     items = list(differences)
     if not items:
@@ -130,12 +135,7 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
 
     ahead = None
     if submit is not None:
-        def replayed(ask: Callable[[frozenset], Outcome], expecting: Callable) -> None:
-            shadow = Tester(ask, rule=rule, known=known)
-            expecting(lambda: shadow.expecting)
-            shadow.seed(frozenset(), Outcome.PASS)
-            shadow.seed(frozenset(items), Outcome.FAIL)
-            whole(shadow)
+        replayed = _replayer(whole, items, rule, known)
 
         def ahead(runs_of: Callable, slots: int, risky: int | None = None) -> list:
             return plan(replayed, runs_of, slots, risky)
@@ -144,6 +144,11 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
                     waiting=waiting, risky=risky)
     tester.seed(frozenset(), Outcome.PASS)
     tester.seed(frozenset(items), Outcome.FAIL)
+    if started and submit is None:
+        raise ValueError("runs started before the search need `submit` (the search takes them as runs made ahead)")
+    for key, futures in (started or {}).items():
+        for future in futures:
+            tester.adopt(key, future)
     try:
         result, interrupted, _ = whole(tester)
     except (StopSearch, KeyboardInterrupt) as stop:
@@ -163,6 +168,35 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
     # every run this search made: the confirmation's, and those made ahead of it (taken or not)
     result.attempts, result.runs = list(tester.attempts), tester.runs
     return result
+
+
+def _replayer(whole: Callable[[Tester], object], items: list, rule: Rule | None,
+              known: Mapping[frozenset, Outcome] | None) -> Callable:
+    """The search as ahead.plan replays it: a shadow Tester over supposed runs, the endpoints seeded."""
+    def replayed(ask: Callable[[frozenset], Outcome], expecting: Callable) -> None:
+        shadow = Tester(ask, rule=rule, known=known)
+        expecting(lambda: shadow.expecting)
+        shadow.seed(frozenset(), Outcome.PASS)
+        shadow.seed(frozenset(items), Outcome.FAIL)
+        whole(shadow)
+    return replayed
+
+
+def first_runs(differences: Sequence[Hashable], slots: int, risky: int | None = None, *,
+               strategy: str = DEFAULT_STRATEGY, rule: Rule | None = None, measure_removal: bool = False,
+               more_sets: int = 0, confidence: float | None = None, endpoint: tuple[int, int] = (1, 1),
+               costs: Callable[[], tuple[float, float]] | None = None) -> list[frozenset]:
+    """The configurations `ablate` with these arguments would most likely run first, at most
+    `slots` (ahead.plan over no runs): started while the bad endpoint's run is still under way
+    (its failure supposed), they are taken by the search through `ablate(started=...)` when it
+    asks. An unknown strategy or no differences: none (ablate itself says why)."""
+    items = list(differences)
+    if strategy not in STRATEGIES or not items or slots <= 0:
+        return []
+
+    def whole(t: Tester) -> object:
+        return _whole(t, STRATEGIES[strategy], items, measure_removal, more_sets, confidence, endpoint, costs)
+    return plan(_replayer(whole, items, rule, None), lambda key: (), slots, risky)
 
 
 def _whole(tester: Tester, chosen: Strategy, items: list, measure_removal: bool, more_sets: int,

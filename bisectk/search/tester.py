@@ -273,6 +273,13 @@ class Tester:
         self._fill(reserve=1)   # the next questions start while the search takes this answer in,
         return outcomes         # leaving a slot for the one it asks (a guess may be wrong)
 
+    def adopt(self, key: Hashable, future: Future) -> None:
+        """Take a run of `key` begun before the search (its Future's Outcome) as one made ahead of
+        it: the search's next run of `key` waits for it; never taken, it counts as unused."""
+        self.runs += 1
+        self._started_ahead.add(future)
+        self._pending.setdefault(key, deque()).append(future)
+
     def runs_of(self, key: Hashable) -> list[Outcome | None]:
         """`key`'s runs in the order the search takes them: those taken, then those started
         (an Outcome once done, None while under way)."""

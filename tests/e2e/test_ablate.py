@@ -78,6 +78,29 @@ def test_jobs_run_the_confirmations_passes_side_by_side(tmp_path):
     assert sum(b[0] < a[1] for a, b in zip(spans, spans[1:])) >= len(spans) // 3, spans
 
 
+def test_jobs_start_the_searchs_first_runs_beside_the_bad_endpoints_hang(tmp_path):
+    """--jobs 3: while the bad endpoint's run waits out its watchdog (a hang, ~1.2 s), the search's
+    likely first runs go in the idle slots; the answer is the serial one's and every run counted."""
+    import sqlite3
+    from bisectk.spec import config_key, load_spec
+    spec = load_spec(VARIANTS / "pipeline-hang.toml")
+    p = bisectk("ablate", VARIANTS / "pipeline-hang.toml", "--jobs", "3", "--json-out", tmp_path / "r.json",
+                "--ledger", tmp_path / "ledger.db", timeout=600)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    assert "start beside the bad endpoint's" in p.stdout + p.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["culprits"] == ["producer_phase"] and doc["complete"]
+    taken = sum(a["runs"] for a in doc["attempts"])
+    assert doc["search_runs"] == taken + doc["unused_runs"] and doc["runs"] == doc["search_runs"] + 2, doc
+    db = sqlite3.connect(tmp_path / "ledger.db")
+    spans = {(k, i): (end - d, end) for k, i, end, d in db.execute("SELECT config_key, idx, created, duration_s FROM runs")}
+    bad_start, bad_end = spans[(config_key(spec.bad), 0)]
+    good_start, good_end = spans[(config_key(spec.good), 0)]
+    beside = [k for k, (s, e) in spans.items() if k[0] not in (config_key(spec.bad), config_key(spec.good))
+              and s < bad_end and e > bad_start]
+    assert good_end <= bad_start + 0.05 and len(beside) >= 1, (spans, bad_start, bad_end)
+
+
 def test_jobs_make_a_flaky_searchs_passes_side_by_side(tmp_path):
     """An intermittent failure (the `race` factor fails 80% of runs): every configuration the search
     clears needs several passes in a row; --jobs 4 makes them four at a time, to the same answer."""

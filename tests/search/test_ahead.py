@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from bisectk.outcome import Outcome
-from bisectk.search import SearchStopped, ablate
+from bisectk.search import SearchStopped, ablate, first_runs
 from bisectk.search.ahead import plan, replay
 
 
@@ -196,3 +196,37 @@ def test_a_stop_while_runs_are_ahead_counts_only_runs_made():
     assert stop.value.interrupted and not res.complete
     taken = sum(len(a.observations) for a in res.attempts)
     assert res.runs == taken + res.unused <= finished < subject.calls, (res.runs, taken, res.unused, finished, subject.calls)
+
+
+@pytest.mark.parametrize("strategy", ["adaptive", "ddmin"])
+def test_runs_started_before_the_search_are_taken_and_change_no_answer(strategy):
+    """first_runs names what the search asks first; begun before it (beside the bad endpoint),
+    the search takes them when it asks: same answer, same attempts, every run counted."""
+    for items, sets in _cases(12, seed=11):
+        kw = dict(strategy=strategy, confidence=0.99, more_sets=7, measure_removal=True)
+        one = ablate(items, Planted(sets), **kw)
+        first = first_runs(items, 3, strategy=strategy, confidence=0.99, more_sets=7, measure_removal=True)
+        assert first and len(first) == len(set(first)) <= 3
+        # the first one is the search's first question
+        assert first[0] == one.attempts[0].config
+        subject = Planted(sets)
+        with ThreadPoolExecutor(4) as pool:
+            started = {c: [pool.submit(subject, c)] for c in first}
+            ahead = ablate(items, subject, submit=lambda c: pool.submit(subject, c), width=lambda: 4,
+                           started=started, **kw)
+        assert ahead.culprits == one.culprits and ahead.sets == one.sets, (items, sets)
+        assert _trace(ahead) == _trace(one), (items, sets)
+        taken = sum(len(a.observations) for a in ahead.attempts)
+        assert subject.calls == ahead.runs == taken + ahead.unused, (subject.calls, ahead.runs, taken, ahead.unused)
+        asked = {a.config for a in one.attempts}
+        # a run begun before the search that it never asks for is counted as not needed
+        assert ahead.unused >= sum(1 for c in first if c not in asked)
+
+
+def test_first_runs_respect_the_risky_limit_and_need_submit():
+    items = ["a", "b", "c", "d"]
+    assert first_runs(items, 3, risky=0) == []    # the first question is even odds of a failure
+    assert len(first_runs(items, 3, risky=1)) == 1
+    assert first_runs(items, 0) == [] and first_runs([], 3) == [] and first_runs(items, 3, strategy="nope") == []
+    with pytest.raises(ValueError, match="submit"):
+        ablate(items, Planted([{"a"}]), started={frozenset({"a"}): []})

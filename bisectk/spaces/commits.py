@@ -24,21 +24,19 @@ pointed at the user's index or working tree.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from bisectk.errors import BisectkError
+from bisectk.spaces import early
 from bisectk.run.process import run_tool
 
 if TYPE_CHECKING:       # numpy is imported where it is used: ablate and diff import this module
     import numpy as np  # (SpaceError, run_git) and never load it
 
-_SAFE_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false", "-c", "gc.auto=0"]
-_REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX",
-             "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
+_SAFE_CONFIG = early.GIT_CONFIG
 # NUL-terminated fields: the one byte a commit subject or an author name cannot hold (a subject may
 # hold any other control character, \x1e and \x1f included)
 _FIELDS = "%H%x00%s%x00%an <%ae>%x00%aI%x00"
@@ -59,10 +57,7 @@ class SpaceError(BisectkError, ValueError):
     """A repository, ref or commit range that cannot be bisected; the message is one line."""
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _REPO_ENV}
-    env.update(LC_ALL="C", LANGUAGE="C")   # stable messages to quote in SpaceError
-    return env
+_env = early.git_env
 
 
 def run_git(cwd: Path | str, *args: str) -> str:
@@ -100,6 +95,9 @@ def open_repo(path: Path | str) -> Path:
     if not p.exists():
         raise SpaceError(f"repository {p} does not exist")
     where = p if p.is_dir() else p.parent
+    known = early.toplevel(p) if p.is_dir() else None
+    if known is not None:
+        return Path(known)
     try:
         return Path(run_git(where, "rev-parse", "--show-toplevel")).resolve()
     except SpaceError:      # not a repository, a bare one, or inside a .git directory
@@ -130,6 +128,9 @@ def resolve(repo: Path, ref: str, what: str = "ref") -> str:
     """The full sha of the commit `ref` names, or SpaceError naming the option."""
     if not ref or ref.startswith("-"):
         raise SpaceError(f"{what} {ref!r} is not a revision")
+    known = early.resolved(repo, ref)
+    if known is not None:
+        return known
     try:
         return run_git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     except SpaceError:
@@ -411,8 +412,10 @@ def list_graph(repo: Path | str, good: str | Sequence[str], bad: str, *, first_p
                          else f"{old} and {new} are the same commit ({b[:10]})")
     walk = ["--first-parent"] if first_parent else []
     spec = ["--", *paths] if paths else []
-    out = run_git_bytes(root, "rev-list", "--topo-order", "--reverse", "--parents", *walk, b,
-                        *(f"^{g}" for g in goods), *spec)
+    argv = [*early.WALK, *walk, b, *(f"^{g}" for g in goods), *spec]
+    out = early.take(root, argv)     # begun before the CLI loaded, when argv named this very walk
+    if out is None:
+        out = run_git_bytes(root, *argv)
     shas, ptr, ref, outside = _parse_parents(out)
     del out
     named = dict(zip(goods, given))

@@ -1,0 +1,176 @@
+"""The history's walk, started before the CLI is loaded (issue 27: a command's fixed cost).
+
+`bisectk bisect` spends its first ~0.15-0.2 s importing typer and its own modules and parsing the
+options; at 30,000 commits git's `rev-list` takes ~0.25 s more, and it only began after that. Here
+the raw arguments are read by hand, the refs resolved and the walk started in a thread at once;
+`list_graph` takes its output when, and only when, it is the very command it would run itself
+(the same repository root, the same resolved shas and options). Anything else -- another
+subcommand, a pathspec, --find-fix, a ref git cannot resolve, an option read differently -- only
+means the guess is not used: list_graph runs git itself, with its own checks and messages.
+
+Abstractions
+------------
+GIT_CONFIG, git_env -- how bisectk runs git everywhere (spaces/commits.py's run_git too): hooks off,
+                       no detached-head advice, no automatic gc; the caller's GIT_DIR & co dropped
+                       (they would point a command at the user's index), the C locale.
+start  -- read `bisect --repo R --good G... --bad B [--first-parent]` from argv and begin the walk.
+take   -- list_graph's question: the walk's output if it ran exactly `argv` in `root`, else None
+          (a walk that does not match is ended at once, never waited for).
+toplevel, resolved -- what the walk's one `git rev-parse` found (the --repo's top level, each
+          ref's sha), so that open_repo and resolve do not ask git again.
+A walk still under way when the command leaves is ended by an exit handler: no git is left behind.
+
+Standard library only, and nothing of bisectk's: it runs before anything else is imported.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+GIT_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false", "-c", "gc.auto=0"]
+REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX",
+            "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
+WALK = ["rev-list", "--topo-order", "--reverse", "--parents"]   # list_graph's listing, before its refs
+
+
+def git_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in REPO_ENV}
+    env.update(LC_ALL="C", LANGUAGE="C")   # stable messages to quote in errors
+    return env
+
+
+class _Walk:
+    """One guessed walk: resolve the refs, then stream `git rev-list` into memory, in a thread."""
+
+    def __init__(self, repo: str, bad: str, goods: list[str], first_parent: bool):
+        self.keyed = threading.Event()          # set once the command is known (or the guess failed)
+        self.key: tuple[str, tuple[str, ...]] | None = None
+        self.out: bytes | None = None
+        self.proc: subprocess.Popen | None = None
+        self.ended = False
+        self._lock = threading.Lock()
+        self._args = (repo, bad, goods, first_parent)
+        self.thread = threading.Thread(target=self._run, name="bisectk-early-walk", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        repo, bad, goods, first_parent = self._args
+        try:
+            refs = [f"{r}^{{commit}}" for r in (bad, *goods)]
+            found = subprocess.run(["git", *GIT_CONFIG, "rev-parse", "--show-toplevel", *refs], cwd=repo,
+                                   env=git_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                   start_new_session=True)
+            lines = found.stdout.splitlines()
+            if found.returncode != 0 or len(lines) != 1 + len(refs):
+                return
+            root, b, shas = str(Path(lines[0]).resolve()), lines[1], list(dict.fromkeys(lines[2:]))
+            global _known
+            _known = (_place(repo), root, dict(zip((bad, *goods), lines[1:])))
+            if b in shas:
+                return
+            argv = (*WALK, *(["--first-parent"] if first_parent else []), b, *(f"^{g}" for g in shas))
+            with self._lock:
+                if self.ended:
+                    return
+                self.proc = subprocess.Popen(["git", *GIT_CONFIG, *argv], cwd=root, env=git_env(),
+                                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                             stderr=subprocess.DEVNULL, start_new_session=True)
+            self.key = (root, argv)
+            self.keyed.set()
+            out, _ = self.proc.communicate()
+            if self.proc.returncode == 0:
+                self.out = out
+        except (OSError, ValueError):   # no git, a vanished directory: list_graph says what is wrong
+            pass
+        finally:
+            self.keyed.set()
+
+    def end(self) -> None:
+        with self._lock:
+            self.ended = True
+            proc = self.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, 9)
+            except OSError:
+                pass
+            proc.wait()
+
+
+_walk: _Walk | None = None
+# what the walk's rev-parse found: (the --repo directory, its top level, {ref: sha})
+_known: tuple[str, str, dict[str, str]] | None = None
+
+
+def _place(repo: str | Path) -> str:
+    return str(Path(repo).expanduser().resolve())
+
+
+def _found() -> tuple[str, str, dict[str, str]] | None:
+    """What the walk's rev-parse found, once it has run (a few ms after start)."""
+    walk = _walk
+    if walk is not None:
+        walk.keyed.wait()
+    return _known
+
+
+def toplevel(repo: str | Path) -> str | None:
+    """The work tree's top level of the directory `repo`, as the walk's rev-parse found it, or None."""
+    known = _found()
+    return known[1] if known is not None and known[0] == _place(repo) else None
+
+
+def resolved(root: str | Path, ref: str) -> str | None:
+    """The sha the walk's rev-parse resolved `ref^{commit}` to in the repository `root`, or None."""
+    known = _found()
+    return known[2].get(ref) if known is not None and known[1] == str(Path(root).resolve()) else None
+
+
+def start(argv: list[str]) -> None:
+    """Begin the walk `bisectk bisect` will ask for, if argv names one plainly (see the module
+    docstring); otherwise do nothing."""
+    global _walk
+    if _walk is not None or not argv or argv[0] != "bisect" or os.environ.get("BISECTK_NO_EARLY"):
+        return
+    repo, goods, bads, first_parent = ".", [], [], False
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, value = arg.partition("=")
+        if arg == "--" or name in ("--find-fix", "--manual", "--help"):
+            return      # a pathspec, the other direction, no walk now: list_graph's own
+        if name in ("--repo", "--good", "--bad"):
+            if not eq:
+                if i + 1 >= len(argv):
+                    return
+                i, value = i + 1, argv[i + 1]
+            if name == "--repo":
+                repo = value
+            else:
+                (goods if name == "--good" else bads).append(value)
+        elif arg == "--first-parent":
+            first_parent = True
+        i += 1
+    if not goods or len(bads) != 1 or any(not r or r.startswith("-") for r in (*goods, *bads)):
+        return
+    _walk = _Walk(repo, bads[0], goods, first_parent)
+    atexit.register(_walk.end)
+
+
+def take(root: Path | str, argv: list[str] | tuple[str, ...]) -> bytes | None:
+    """The early walk's output if it ran `git <argv>` in `root` (argv without the -c options),
+    else None. Waits for a matching walk to finish; a walk that does not match is ended."""
+    global _walk
+    walk, _walk = _walk, None
+    if walk is None:
+        return None
+    walk.keyed.wait()
+    if walk.key != (str(Path(root).resolve()), tuple(argv)):
+        walk.end()
+        return None
+    walk.thread.join()
+    return walk.out

@@ -1,0 +1,140 @@
+"""The history walk begun before the CLI loads (spaces/early.py): used only when it is the very walk
+list_graph runs, ended when it is not, never left behind, and never a different answer."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from bisectk.spaces import early
+from bisectk.spaces.commits import SpaceError, list_graph, open_repo, resolve
+from tests.conftest import bisectk
+from tests.fixtures.gitrepo import make_repo
+
+
+@pytest.fixture(autouse=True)
+def clean_state():
+    early._walk, early._known = None, None
+    yield
+    if early._walk is not None:
+        early._walk.end()
+    early._walk, early._known = None, None
+
+
+@pytest.fixture
+def repo(tmp_path):
+    shas = make_repo(tmp_path / "r", n=24, culprit=13)
+    return tmp_path / "r", shas
+
+
+def _git_walk(root, *args) -> bytes:
+    return subprocess.run(["git", *early.WALK, *args], cwd=root, capture_output=True, check=True).stdout
+
+
+def test_a_matching_walk_is_taken_and_equals_gits_own(repo):
+    r, shas = repo
+    early.start(["bisect", "--repo", str(r), f"--good={shas[0]}", "--bad", "HEAD", "--run", "./t.sh"])
+    walk = early._walk
+    assert walk is not None
+    graph = list_graph(r, [shas[0]], "HEAD")
+    assert walk.out == _git_walk(r, shas[-1], f"^{shas[0]}")       # taken: the listing came from it
+    assert [s.decode() for s in graph.shas] == shas[1:]
+    assert early._walk is None                                    # taken once
+
+
+def test_a_walk_that_does_not_match_is_ended_not_waited_for(repo):
+    r, shas = repo
+    early.start(["bisect", "--repo", str(r), "--good", shas[0], "--bad", shas[-1]])
+    walk = early._walk
+    graph = list_graph(r, [shas[2]], shas[-1])        # another range: git is asked again
+    assert walk.keyed.is_set() and walk.ended
+    assert [s.decode() for s in graph.shas] == shas[3:]
+    early.start(["bisect", "--repo", str(r), "--good", shas[0], "--bad", shas[-1]])
+    walk = early._walk
+    assert list_graph(r, [shas[0]], shas[-1], first_parent=True).shas.size == len(shas) - 1
+    assert walk.ended and (walk.proc is None or walk.proc.poll() is not None)
+
+
+@pytest.mark.parametrize("argv", [
+    ["ablate", "spec.toml"],
+    ["bisect", "--good", "A"],                                   # no --bad
+    ["bisect", "--good", "A", "--bad", "B", "--bad", "C"],       # several bads: not a plain walk
+    ["bisect", "--good", "A", "--bad", "B", "--find-fix"],       # the other direction
+    ["bisect", "--good", "A", "--bad", "B", "--", "src/"],       # a pathspec
+    ["bisect", "--good", "-x", "--bad", "B"],
+    ["bisect", "--good"],
+])
+def test_arguments_it_does_not_read_plainly_start_nothing(argv):
+    early.start(argv)
+    assert early._walk is None
+
+
+def test_a_ref_git_cannot_resolve_leaves_the_error_to_list_graph(repo):
+    r, shas = repo
+    early.start(["bisect", "--repo", str(r), "--good", "no-such-ref", "--bad", "HEAD"])
+    with pytest.raises(SpaceError, match="--good 'no-such-ref' is not a commit"):
+        list_graph(r, ["no-such-ref"], "HEAD")
+
+
+def test_the_refs_it_resolved_answer_open_repo_and_resolve(repo, monkeypatch):
+    r, shas = repo
+    early.start(["bisect", "--repo", str(r), "--good", "HEAD~3", "--bad", "HEAD"])
+    early._walk.keyed.wait()
+    import bisectk.spaces.commits as commits
+    calls = []
+    real = commits.run_git
+    monkeypatch.setattr(commits, "run_git", lambda *a: calls.append(a[1:]) or real(*a))
+    assert open_repo(r) == r.resolve()
+    assert resolve(r, "HEAD~3") == shas[-4] and resolve(r, "HEAD") == shas[-1]
+    assert calls == []                      # no git asked again
+    assert resolve(r, "HEAD~1") == shas[-2] and calls    # a ref it did not resolve: git answers
+
+
+def _slow_git(tmp_path, marker: str):
+    """A `git` first on PATH whose rev-list never ends (a huge history); every other command is git's."""
+    real = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(f"#!/bin/sh\ncase \"$*\" in *rev-list*) exec python3 -c 'import time; time.sleep(60)' "
+                                 f"{marker} ;; esac\nexec {real} \"$@\"\n")
+    (bin_dir / "git").chmod(0o755)
+    return bin_dir
+
+
+def _alive(marker: str) -> str:
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.strip()
+
+
+def test_a_walk_that_does_not_match_is_ended_while_it_runs(repo, tmp_path, monkeypatch):
+    r, shas = repo
+    marker = f"early-probe-{tmp_path.name}"
+    monkeypatch.setenv("PATH", f"{_slow_git(tmp_path, marker)}:{__import__('os').environ['PATH']}")
+    early.start(["bisect", "--repo", str(r), "--good", shas[0], "--bad", shas[-1]])
+    walk = early._walk
+    walk.keyed.wait(10)
+    assert walk.proc is not None and walk.proc.poll() is None and _alive(marker)
+    assert early.take(r, [*early.WALK, shas[-1], f"^{shas[1]}"]) is None      # another range: ended
+    assert walk.proc.poll() is not None and not _alive(marker)
+
+
+def test_an_unused_walk_is_ended_when_the_command_leaves(repo, tmp_path):
+    """`bisect` with an option error after the walk began: one line, exit 2, and no git left."""
+    r, shas = repo
+    marker = f"early-probe-{tmp_path.name}"
+    path = f"{_slow_git(tmp_path, marker)}:{__import__('os').environ['PATH']}"
+    p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--no-such-option", env={"PATH": path})
+    assert p.returncode == 2 and "no-such-option" in p.stderr and "Traceback" not in p.stderr
+    assert not _alive(marker)
+
+
+def test_the_cli_answer_is_the_same_with_and_without_the_early_walk(tmp_path):
+    shas = make_repo(tmp_path / "r", n=12, culprit=7, broken=())
+    answers = []
+    for env in ({}, {"BISECTK_NO_EARLY": "1"}):
+        p = bisectk("bisect", "--repo", tmp_path / "r", "--good", shas[0], "--bad", shas[-1], "--run", "python kernel.py",
+                    "--json", "--ledger", tmp_path / f"l{len(answers)}.db", env=env)
+        assert p.returncode == 0, p.stderr[-2000:]
+        answers.append(json.loads(p.stdout)["first_bad"]["sha"])
+    assert answers == [shas[7], shas[7]]

@@ -100,9 +100,13 @@ class FirstRuns:
         self.oracle, self.differences, self.strategy, self.repeat = oracle, differences, strategy, repeat
         self.started: dict[frozenset, list[Future]] = {}
 
+    def wanted(self) -> bool:
+        """Side-by-side slots (--jobs above one), and no --flaky."""
+        return self.oracle.policy.jobs > 1 and self.oracle.policy.flaky is not True
+
     def __call__(self) -> None:
         policy, runner = self.oracle.policy, self.oracle.trials.runner
-        if policy.jobs <= 1 or policy.flaky is True:
+        if not self.wanted():
             return
         slots = policy.jobs - 1     # the bad endpoint's run holds one
         if policy.max_runs is not None:
@@ -176,7 +180,8 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     repeat = policy.repeat or spec.repeat
     oracle = Oracle.unaimed(trials)
     first = FirstRuns(oracle, diffs, strategy=strategy, repeat=repeat)
-    check = verify(trials, frozenset(), frozenset(diffs), repeat=repeat, meanwhile=first)
+    check = verify(trials, frozenset(), frozenset(diffs), repeat=repeat,
+                   meanwhile=first if first.wanted() else None)
     oracle.aim(check.target)
     base = dict(command="ablate", endpoints=check, subject=SubjectRecord.of(spec), strategy=strategy,
                 environment=environment or {}, session=runner.session)

@@ -100,7 +100,8 @@ def test_every_option_a_message_or_the_readme_names_exists():
               "--head", "--port", "--address",                    # ray start
               "--git",                                            # diff --git, a diff's header
               "--parents", "--unshallow", "--no-checkout",        # git rev-list --parents, git fetch --unshallow, git bisect start
-              "--seeds", "--base", "--fork"}                      # bench/diff_vs_picire.py, ahead_bench.py, spare_bench.py
+              "--seeds", "--base", "--fork",                      # bench/diff_vs_picire.py, ahead_bench.py, spare_bench.py
+              "--fixed", "--history"}                             # bench/startup_ab.py
     assert readme - known - others == set()
 
 

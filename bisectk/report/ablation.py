@@ -22,7 +22,7 @@ from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.report.words import (SAME_INPUTS, ahead_words, endpoint_lines, failure_line, problem_lines, problem_text, runs_words,
-                                  stopped_line, wall_words)
+                                  stop_reason_of, stopped_line, wall_words)
 from bisectk.spec import format_value, render
 
 HEADER = ["factor", "good", "bad", "flipped alone on good", "removed from bad", "verdict"]
@@ -197,7 +197,7 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
         for line in sets_lines(rec):
             out.print(line, markup=False)
     else:
-        out.print(stopped_line(rec.stop_reason, rec.search_runs) + f"; {culprit_words(rec)}", markup=False)
+        out.print(stopped_line(stop_reason_of(rec), rec.search_runs) + f"; {culprit_words(rec)}", markup=False)
     out.print(failure_line(rec.endpoints), markup=False)
     for line in stuck.terminal_lines(rec.hangs):
         out.print(line, markup=False, highlight=False)

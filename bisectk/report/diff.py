@@ -16,7 +16,7 @@ from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.report.words import (SAME_INPUTS, ahead_words, counted, endpoint_lines, failure_line, problem_lines, problem_text,
-                                  runs_words, stopped_line, wall_words)
+                                  runs_words, stop_reason_of, stopped_line, wall_words)
 
 
 def ids_text(ids, limit: int = 8) -> str:
@@ -98,7 +98,7 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
         out.print(f"{counted(rec.hunks, 'hunk')}; culprit hunk(s): {where}"
                   + ("  (interaction: each proper subset passes)" if rec.interaction else ""), markup=False)
     else:
-        out.print(stopped_line(rec.stop_reason, rec.search_runs) + f"; smallest failing hunk set so far: {where}",
+        out.print(stopped_line(stop_reason_of(rec), rec.search_runs) + f"; smallest failing hunk set so far: {where}",
                   markup=False)
     out.print((rec.lines_diff or rec.diff).rstrip(), markup=False, highlight=False)
     out.print(failure_line(rec.endpoints), markup=False)

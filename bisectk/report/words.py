@@ -50,6 +50,16 @@ def stopped_line(reason: str, runs: int) -> str:
     return f"search stopped ({reason or 'interrupted'}) after {runs} search run(s): no verdict yet"
 
 
+def stop_reason_of(rec) -> str:
+    """Why an incomplete search stopped: its stop reason; else the reason its advice gives (a
+    confirmation contradicted under the flake rule: 'unconfirmed'); 'interrupted' only for a stop
+    that was one; else 'incomplete'."""
+    if rec.stop_reason:
+        return rec.stop_reason
+    given = next((a.get("reason") for a in getattr(rec, "advice", ()) if a.get("step") == "stopped"), None)
+    return given or ("interrupted" if getattr(rec, "interrupted", False) else "incomplete")
+
+
 def failure_line(check: EndpointCheck, words=lambda t: t) -> str:
     what = check.target.describe() if check.target else check.bad.describe()
     if check.target and all(f.kind is FailKind.BAD for f in check.target.failures):

@@ -1,0 +1,18 @@
+"""What an incomplete search's line says stopped it: never 'interrupted' when nothing interrupted it."""
+
+from types import SimpleNamespace
+
+from bisectk.report.words import stop_reason_of, stopped_line
+
+
+def rec(stop_reason="", advice=(), interrupted=False):
+    return SimpleNamespace(stop_reason=stop_reason, advice=advice, interrupted=interrupted)
+
+
+def test_the_reason_an_incomplete_search_gives():
+    # a confirmation contradicted under the flake rule: incomplete, not interrupted
+    unconfirmed = rec(advice=({"step": "stopped", "runs": 56, "reason": "unconfirmed"}, {"step": "intermittent"}))
+    assert stopped_line(stop_reason_of(unconfirmed), 65).startswith("search stopped (unconfirmed) after 65")
+    assert stop_reason_of(rec(stop_reason="run budget of 20 spent", advice=unconfirmed.advice)) == "run budget of 20 spent"
+    assert stop_reason_of(rec(interrupted=True)) == "interrupted"
+    assert stop_reason_of(rec()) == "incomplete"

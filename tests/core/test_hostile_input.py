@@ -28,7 +28,10 @@ def stored(tmp_path_factory):
     (d / "spec.toml").write_text('name = "s"\n[subject]\ncommand = ["python", "s.py", "{err}"]\n[oracle]\n'
                                  'metric = "err"\nmax = 0.5\n[good]\nerr = 0\n[bad]\nerr = 1\n')
     db = d / "l.db"
-    assert bisectk("check", d / "spec.toml", "--ledger", db).returncode == 0
+    # --timeout: a run that never comes back (seen once under the full suite, not reproduced) is
+    # then a hang record with bisectk's own account, not the test's 120 s timeout with nothing
+    p = bisectk("check", d / "spec.toml", "--ledger", db, "--timeout", "30")
+    assert p.returncode == 0, (p.returncode, p.stdout[-3000:], p.stderr[-3000:])
     con = sqlite3.connect(db)
     (sid, text), = con.execute("SELECT id, result_json FROM sessions WHERE result_json IS NOT NULL").fetchall()
     con.close()

@@ -17,8 +17,10 @@ Trials  -- the runs of one space in one command, in the order made (the reports'
            over another space of the same subject (`view`: diff's line pass) shares the run
            counts, so one configuration has one run index whichever pass asks. Every trial is
            written to the ledger's event log (`bisectk log` and `replay` read it).
-Oracle  -- what a search calls, complete when made: the target failure it judges against is fixed
-           (engine/endpoints.py `verify` finds it first, through the same Trials). It answers
+Oracle  -- what a search calls: the target failure it judges against is fixed once
+           (engine/endpoints.py `verify` finds it first, through the same Trials); an oracle made
+           `unaimed` takes runs before that (the search's first runs beside the bad endpoint's)
+           and judges them when `aim` names the target. It answers
            PASS, FAIL (the target failure) or UNRESOLVED (a build failure, an invalid hybrid, or
            a different failure, re-run up to `policy.retry_different` times first: garbage whose
            form changes from run to run must not block a proof). `batch` runs distinct points in

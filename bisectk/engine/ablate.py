@@ -38,7 +38,7 @@ from bisectk.outcome import Outcome
 from bisectk.run.runner import Runner
 from bisectk.search.rates import RateRule
 from bisectk.search import (AblationResult, ConfidenceRule, SearchStopped, Threshold, ablate,
-                            find_threshold)
+                            find_threshold, first_runs)
 from bisectk.spaces.factors import FactorSpace
 from bisectk.spec import Spec, format_value
 
@@ -111,7 +111,6 @@ class FirstRuns:
         slots = policy.jobs - 1     # the bad endpoint's run holds one
         if policy.max_runs is not None:
             slots = min(slots, policy.max_runs - policy.jobs)
-        from bisectk.search import first_runs
         keys = first_runs(self.differences, slots, runner.spares(), strategy=self.strategy,
                           measure_removal=True, more_sets=MORE_SETS, confidence=policy.confidence,
                           endpoint=(self.repeat, self.repeat), costs=self.oracle.trials.costs)

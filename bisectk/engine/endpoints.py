@@ -85,11 +85,11 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
     announce_watchdog(runner, trials.space.workload(good_point))
     good_runs = [trials.observe(good_point) for _ in range(repeat)]
     watchdog = runner.calibrate(good_runs)
-    if runner.timeout is None and not runner.has(trials.space.workload(bad_point)):
+    bad_to_run = not runner.has(trials.space.workload(bad_point))
+    if runner.timeout is None and bad_to_run:
         runner.events.emit(Note(f"watchdog: the good endpoint never passed, so it stays at {watchdog.seconds:g} s "
                                 "for the bad endpoint; --timeout SECONDS sets it"))
-    if (meanwhile is not None and all(r.outcome is Outcome.PASS for r in good_runs)
-            and not runner.has(trials.space.workload(bad_point))):
+    if meanwhile is not None and bad_to_run and all(r.outcome is Outcome.PASS for r in good_runs):
         meanwhile()
     bad_runs = _reproduced(trials, bad_point, repeat, 2 * cap if policy.flaky else cap)
     target = Target.of(bad_runs, policy.same_failure)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import subprocess
 import threading
 from pathlib import Path
@@ -58,6 +59,7 @@ class _Walk:
         self.thread.start()
 
     def _run(self) -> None:
+        global _known
         repo, bad, goods, first_parent = self._args
         try:
             refs = [f"{r}^{{commit}}" for r in (bad, *goods)]
@@ -68,7 +70,6 @@ class _Walk:
             if found.returncode != 0 or len(lines) != 1 + len(refs):
                 return
             root, b, shas = str(Path(lines[0]).resolve()), lines[1], list(dict.fromkeys(lines[2:]))
-            global _known
             _known = (_place(repo), root, dict(zip((bad, *goods), lines[1:])))
             if b in shas:
                 return
@@ -95,7 +96,7 @@ class _Walk:
             proc = self.proc
         if proc is not None and proc.poll() is None:
             try:
-                os.killpg(proc.pid, 9)
+                os.killpg(proc.pid, signal.SIGKILL)
             except OSError:
                 pass
             proc.wait()

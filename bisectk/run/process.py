@@ -191,7 +191,14 @@ class Contained:
         self.proc, self.guard, self.pid, self.t0 = proc, guard, pid, t0
         # the subject's stdout and stderr, read here: the Popen's pipes, or ours when a spare runs it
         self.stdout, self.stderr = streams or (proc.stdout, proc.stderr)
+        self.spare = streams is not None
+        self.ended = False      # told to end the tree: the socket is shut, the supervisor cannot serve again
         self._buf = b""
+
+    def reusable(self, report: dict | None) -> bool:
+        """Whether the supervisor may serve another run: a spare whose run ended by itself, left
+        nothing behind and was never told to end (supervise.py's `reusable`)."""
+        return bool(self.spare and not self.ended and report and report.get("reusable") and not self._buf)
 
     def wait(self, deadline: float | None = None):
         """The supervisor's final report (a dict), None if it died without one, or TimeoutError
@@ -229,6 +236,7 @@ class Contained:
     def end(self, interrupt: bool = False) -> None:
         """Ask the supervisor to end the tree now (SIGTERM, grace, SIGKILL); it still reports.
         `interrupt`: Ctrl-C, so the grace is INTERRUPT_GRACE_S, not the run's."""
+        self.ended = True
         try:
             if interrupt:
                 self.guard.send(supervise.INTERRUPT)
@@ -336,7 +344,7 @@ def _start_on_spare(argv: list[str], cwd, env: dict[str, str], grace: float = GR
             os.close(w)
     c = Contained(proc, parent, -1, 0.0, streams=tuple(open(r, "rb", buffering=0) for r, _ in pipes))
     try:
-        reply = _handshake(c, _config(argv, env, grace, leftover_grace,
+        reply = _handshake(c, _config(argv, env, grace, leftover_grace, reuse=True,
                                       cwd=os.fspath(cwd) if cwd else os.getcwd()))
     except (OSError, SupervisorLost):   # it died, or was stopped, while it waited: passed over
         reply = None
@@ -410,7 +418,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     if report is None and not lost:
         c.proc.wait()
         lost = f"the run's supervisor {death_words(c.proc.returncode)} during the run"
-    _finish(c, readers, record, run_id, lost=bool(lost))
+    _finish(c, readers, record, run_id, lost=bool(lost), keep=hung is None and not lost and c.reusable(report))
     imported = recording.read_and_close() if recording else ()
     notes = [cap.sink_error for cap in caps if cap.sink_error]
     if lost:  # the supervisor is gone: what it watched over was ended by hand; no verdict
@@ -505,7 +513,7 @@ _RUNNING = _Count()
 
 
 def _finish(c: Contained, readers: Readers, record: Path | None, run_id: str, *, quick: bool = False,
-            lost: bool = False) -> None:
+            lost: bool = False, keep: bool = False) -> None:
     """End what is left of the run and stop reading its output. With the supervisor alive it has
     ended the tree itself; with it lost, everything is ended here (the supervisor, the subject's
     tree, and any process still carrying the run id). The readers stop after draining what is
@@ -513,12 +521,15 @@ def _finish(c: Contained, readers: Readers, record: Path | None, run_id: str, *,
     _RUNNING.add(-1)
     if lost:
         _end_lost(c, run_id)
-    try:
-        c.proc.wait(timeout=INTERRUPT_GRACE_S + 2 if quick else GRACE_S + supervise.KILL_ROUNDS_S + 5)
-    except subprocess.TimeoutExpired:  # the supervisor itself is stuck: end everything by hand
-        _end_lost(c, run_id)
-        c.proc.wait()
-    c.close()
+    if keep:        # its report said the tree is gone: it goes back to wait for the next run
+        SPARES.give(c.proc, c.guard)
+    else:
+        try:
+            c.proc.wait(timeout=INTERRUPT_GRACE_S + 2 if quick else GRACE_S + supervise.KILL_ROUNDS_S + 5)
+        except subprocess.TimeoutExpired:  # the supervisor itself is stuck: end everything by hand
+            _end_lost(c, run_id)
+            c.proc.wait()
+        c.close()
     if not readers.wait_eof(0.2 if quick or lost else 2.0):
         readers.stop()
     for stream in (c.stdout, c.stderr):

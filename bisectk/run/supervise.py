@@ -12,7 +12,9 @@ frame        -- one message on the socket: 4-byte big-endian length, then `marsh
                 bisectk -> supervisor: the configuration {argv, env, paths, grace,
                 leftover_grace, and cwd for a spare}. supervisor -> bisectk: {"pid", "t0"} once the subject runs (or
                 {"error", "errno", "filename"} if it cannot start), then {"status", "duration",
-                "leftovers", "aborted"} at the end. EOF from bisectk (it closed or shut down its
+                "leftovers", "aborted", "reusable"} at the end. A spare told `reuse` whose run
+                ended by itself, leaving nothing, says `reusable` and waits for the next run's
+                output descriptors instead of exiting (run/spares.py takes it back). EOF from bisectk (it closed or shut down its
                 end, or it died, even by SIGKILL) means: end the subject's tree now; the byte
                 INTERRUPT before it means: the user pressed Ctrl-C, use the short grace.
 supervisor   -- a child subreaper (prctl PR_SET_CHILD_SUBREAPER, Linux): every orphan in the
@@ -306,15 +308,6 @@ def main(argv: list[str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # interruption reaches us as EOF, from bisectk
     # a spare makes itself a subreaper while it waits: nothing of a run is done before the run
     subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) if spare else None
-    if spare and not _take_output(fd):
-        os._exit(0)  # bisectk went away (or gave up this spare) before it had a run for us
-    cfg = _read_frame(fd)
-    if cfg is None:
-        os._exit(0)  # bisectk went away before telling us what to run
-    me = os.getpid()
-    if subreaper is None:
-        subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)
-    reap = _Reaper()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -322,6 +315,34 @@ def main(argv: list[str]) -> None:
     signal.signal(signal.SIGCHLD, lambda *a: None)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _on_term)
+    while True:
+        if spare and not _take_output(fd):
+            os._exit(0)  # bisectk went away (or gave up this spare) before it had a run for us
+        cfg = _read_frame(fd)
+        if cfg is None:
+            os._exit(0)  # bisectk went away before telling us what to run
+        if subreaper is None:
+            subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)
+        status, report = _serve(fd, cfg, subreaper, wake_r, wake_w)
+        # A spare whose run ended by itself and left nothing behind may serve the next run
+        # (REUSE): its own start (~30 ms) was most of a quick run's cost. Anything else -- a
+        # tree that had to be ended, a signal to us, a run that asked nothing -- ends it here.
+        again = spare and bool(cfg.get("reuse")) and not report["aborted"] and not report["leftovers"] \
+            and not _flags["abort"]
+        report["reusable"] = again
+        _send(fd, report)
+        if not again:
+            _mirror(status)
+        try:
+            os.chdir("/")   # idle, it holds no run's directory (a worktree may be removed)
+        except OSError:
+            pass
+
+
+def _serve(fd: int, cfg: dict, subreaper: bool, wake_r: int, wake_w: int) -> tuple[int | None, dict]:
+    """Run one configuration to its end: (the subject's wait status, the final report)."""
+    me = os.getpid()
+    reap = _Reaper()
     try:
         if cfg.get("cwd"):      # a spare started in bisectk's directory, not the run's
             os.chdir(cfg["cwd"])
@@ -372,8 +393,7 @@ def main(argv: list[str]) -> None:
         leftovers = 0
     else:
         leftovers = end_tree(me, reap, float(cfg.get("leftover_grace", 0.2)))
-    _send(fd, {"status": reap.status, "duration": end - t0, "leftovers": leftovers, "aborted": aborted})
-    _mirror(reap.status)
+    return reap.status, {"status": reap.status, "duration": end - t0, "leftovers": leftovers, "aborted": aborted}
 
 
 if __name__ == "__main__":

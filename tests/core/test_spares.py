@@ -31,7 +31,47 @@ def test_the_next_run_starts_on_a_spare_with_its_own_output_cwd_and_status(tmp_p
     assert int(parent) in spares            # its supervisor was one of the spares
     assert os.path.realpath(cwd) == os.path.realpath(tmp_path)
     assert raw.stderr == "e\n"
-    assert int(parent) not in SPARES.pids()     # a spare runs once
+    assert int(parent) in SPARES.pids()     # its run ended by itself, leaving nothing: it serves again
+
+
+ENV_AND_PLACE = [sys.executable, "-c", "import os; print(os.getppid()); print(os.getcwd()); print(os.environ.get('ONLY_FIRST', '-'))"]
+
+
+def test_a_spare_serves_the_next_run_with_that_runs_cwd_environment_and_output(tmp_path):
+    _ready_spares()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = run_process(ENV_AND_PLACE, cwd=tmp_path / "a", env={"ONLY_FIRST": "1"})
+    second = run_process(ENV_AND_PLACE, cwd=tmp_path / "b")
+    (p1, cwd1, env1), (p2, cwd2, env2) = first.stdout.split(), second.stdout.split()
+    assert p1 == p2                         # one supervisor, two runs
+    assert (os.path.basename(cwd1), env1) == ("a", "1")
+    assert (os.path.basename(cwd2), env2) == ("b", "-")     # nothing of the first run carried over
+    assert psutil.Process(int(p1)).cwd() == "/"             # idle, it holds no run's directory
+
+
+def _served_again(argv, **kw) -> tuple[object, bool]:
+    """(the run, whether its supervisor went back to the spares)."""
+    _ready_spares()
+    raw = run_process([*argv[:-1], argv[-1] + "; import os; print('SUP', os.getppid())"]
+                      if argv[0] == sys.executable else argv, **kw)
+    sup = next((int(ln.split()[1]) for ln in raw.stdout.splitlines() if ln.startswith("SUP")), None)
+    time.sleep(0.3)
+    return raw, sup is not None and sup in SPARES.pids() and _alive(sup)
+
+
+def test_a_spare_whose_run_left_a_process_or_hung_or_was_signalled_is_not_served_again():
+    ok, again = _served_again([sys.executable, "-c", "pass"])
+    assert ok.exit_code == 0 and again          # the control: a clean run is served again
+    left, again = _served_again([sys.executable, "-c", "import subprocess; subprocess.Popen(['sleep', '30'])"])
+    assert left.leftovers == 1 and not again
+    sigterm, again = _served_again([sys.executable, "-c", "import os, signal; os.kill(os.getppid(), signal.SIGTERM)"])
+    assert not again
+    hung = run_process([sys.executable, "-c", "import os, time; print('SUP', os.getppid(), flush=True); time.sleep(30)"],
+                       timeout=0.5)
+    sup = int(hung.stdout.split()[1])
+    time.sleep(0.3)
+    assert hung.timed_out and sup not in SPARES.pids() and not _alive(sup)
 
 
 def test_a_hang_on_a_spare_is_ended_with_its_tree():

@@ -6,8 +6,11 @@ command of every side in turn and the medians of many are compared.
   bench/scale_bench.py's fixed-cost line): seconds before the first run, after the last, whole.
 - history: `bisectk bisect --run test.sh` of a generated linear history (bench/repogen.py), and
   `git bisect run` of the same, whole-command walls; every answer checked against the planted one.
+- tree: the same on a generated 10,000-file tree of 300 commits, each side twice in a row: once
+  after `bisectk ledger gc` (cold: the worktree is added, every file written) and once more
+  (cached: the worktree left by the first is switched).
 
-    python bench/startup_ab.py --base DIR [--fixed 21] [--history 7] [--commits 30000]
+    python bench/startup_ab.py --base DIR [--fixed 21] [--history 7] [--commits 30000] [--tree 5]
 
 DIR holds a base tree's `bisectk/` (`git archive REV bisectk | tar -x -C DIR`). Compile both
 trees' bytecode first (`python -m compileall -q bisectk DIR/bisectk`): a shell with
@@ -53,6 +56,7 @@ def main() -> int:
     ap.add_argument("--fixed", type=int, default=21, help="samples of the 2-commit range (0: skip)")
     ap.add_argument("--history", type=int, default=7, help="samples of the long history (0: skip)")
     ap.add_argument("--commits", type=int, default=30_000)
+    ap.add_argument("--tree", type=int, default=0, help="samples of the 10,000-file tree (0: skip)")
     a = ap.parse_args()
     sides = {"base": a.base.resolve(), "new": ROOT}
     work = Path(tempfile.mkdtemp(prefix="bisectk-startup-"))
@@ -94,7 +98,33 @@ def main() -> int:
         for name, w in walls.items():
             print(f"history {a.commits} {name}: whole {statistics.median(w):.3f} s (min {min(w):.3f}), "
                   f"x git {statistics.median(w) / git:.2f} (medians of {a.history})", flush=True)
+    if a.tree:
+        tree(sides, work, test, a.tree)
     return 0
+
+
+def tree(sides: dict[str, Path], work: Path, test: Path, samples: int) -> None:
+    g = generate(work / "tree", 300, files=10_000, seed=1)
+    repo = work / "tree"
+    with open(repo / ".git" / "info" / "exclude", "a") as f:
+        f.write("bisect.out\n")
+    walls: dict[str, list[float]] = {"git": []}
+    for _ in range(samples):
+        t0 = time.time()
+        subprocess.run(["sh", "-c", f"git bisect start {g.bad} {g.good} >/dev/null && git bisect run {test} "
+                                    "> bisect.out 2>&1; git bisect reset >/dev/null 2>&1"], cwd=repo)
+        walls["git"].append(time.time() - t0)
+        for name, root in sides.items():
+            subprocess.run([sys.executable, "-m", "bisectk", "ledger", "gc", "--repo", str(repo)], capture_output=True,
+                           env={**os.environ, "PYTHONPATH": str(root)}, cwd=work)
+            for how in ("cold", "cached"):
+                t0, t1, doc = bisect(root, repo, g.good, g.bad, test, work)
+                assert (doc.get("first_bad") or {}).get("sha") == g.culprit, (name, how, doc.get("first_bad"))
+                walls.setdefault(f"{name} {how}", []).append(t1 - t0)
+    git = statistics.median(walls["git"])
+    for name, w in walls.items():
+        print(f"tree 10000 files {name}: whole {statistics.median(w):.3f} s (min {min(w):.3f}), "
+              f"x git {statistics.median(w) / git:.2f} (medians of {samples})", flush=True)
 
 
 if __name__ == "__main__":

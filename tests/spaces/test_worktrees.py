@@ -209,10 +209,18 @@ def test_a_switch_drops_bytecode_and_a_warm_lease_keeps_it(repo):
             assert not (wt / "pkg" / "__pycache__").exists()
 
 
+def _subcommand(args: tuple[str, ...]) -> str:
+    """git's subcommand among its arguments (past any `-c key=value`)."""
+    i = 0
+    while args[i] == "-c":
+        i += 2
+    return args[i]
+
+
 def test_files_made_anywhere_by_a_run_are_cleaned_and_a_clean_worktree_skips_clean(repo, monkeypatch):
     rng = chain(repo)
     calls = []
-    monkeypatch.setattr("bisectk.spaces.worktrees.run_git", lambda *a: calls.append(a[1]) or run_git(*a))
+    monkeypatch.setattr("bisectk.spaces.worktrees.run_git", lambda *a: calls.append(_subcommand(a[1:])) or run_git(*a))
     with WorktreePool(repo, size=1) as pool:
         with pool.lease(rng[2]) as wt:
             (wt / "out" / "deep").mkdir(parents=True)

@@ -321,6 +321,8 @@ def main(argv: list[str]) -> None:
         cfg = _read_frame(fd)
         if cfg is None:
             os._exit(0)  # bisectk went away before telling us what to run
+        if spare and _flags["abort"]:
+            os._exit(0)  # told to end while idle (SIGTERM): run nothing; bisectk starts the run elsewhere
         if subreaper is None:
             subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)
         status, report = _serve(fd, cfg, subreaper, wake_r, wake_w)

@@ -67,6 +67,10 @@ def test_a_spare_whose_run_left_a_process_or_hung_or_was_signalled_is_not_served
     assert left.leftovers == 1 and not again
     sigterm, again = _served_again([sys.executable, "-c", "import os, signal; os.kill(os.getppid(), signal.SIGTERM)"])
     assert not again
+    for pid in SPARES.pids():                   # told to end while idle: the next run starts elsewhere
+        os.kill(pid, signal.SIGTERM)
+    after = run_process(PARENT)
+    assert after.started and after.exit_code == 4 and after.stderr == "e\n"
     hung = run_process([sys.executable, "-c", "import os, time; print('SUP', os.getppid(), flush=True); time.sleep(30)"],
                        timeout=0.5)
     sup = int(hung.stdout.split()[1])

@@ -331,14 +331,15 @@ def main(argv: list[str]) -> None:
         # tree that had to be ended, a signal to us, a run that asked nothing -- ends it here.
         again = spare and bool(cfg.get("reuse")) and not report["aborted"] and not report["leftovers"] \
             and not _flags["abort"]
+        if again:
+            try:
+                os.chdir("/")   # idle, it holds no run's directory (a worktree may be removed)
+            except OSError:
+                pass
         report["reusable"] = again
         _send(fd, report)
         if not again:
             _mirror(status)
-        try:
-            os.chdir("/")   # idle, it holds no run's directory (a worktree may be removed)
-        except OSError:
-            pass
 
 
 def _serve(fd: int, cfg: dict, subreaper: bool, wake_r: int, wake_w: int) -> tuple[int | None, dict]:

@@ -209,6 +209,23 @@ def test_a_switch_drops_bytecode_and_a_warm_lease_keeps_it(repo):
             assert not (wt / "pkg" / "__pycache__").exists()
 
 
+def test_each_switch_drops_the_bytecode_made_since_the_last_one_wherever_it_is(repo):
+    """The surveys after the first read again only directories whose mtime moved: bytecode a
+    run made in an old directory, or deep in a new one, goes all the same, switch after switch."""
+    rng = chain(repo)
+    # ignored, as most projects ignore them: `git clean` (no -x) keeps them, only the survey drops them
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "exclude").write_text("__pycache__/\nmade*/\n")
+    with WorktreePool(repo, size=1) as pool:
+        for i, sha in enumerate(rng[2:7]):
+            with pool.lease(sha) as wt:
+                for pyc in (wt / "__pycache__", wt / "pkg" / "__pycache__",
+                            wt / f"made{i}" / "deep" / "__pycache__"):
+                    assert not pyc.exists(), (i, pyc)
+                    pyc.mkdir(parents=True)
+                    (pyc / "m.cpython-311.pyc").write_bytes(b"stale")
+
+
 def _subcommand(args: tuple[str, ...]) -> str:
     """git's subcommand among its arguments (past any `-c key=value`)."""
     i = 0

@@ -14,9 +14,10 @@ frame        -- one message on the socket: 4-byte big-endian length, then `marsh
                 {"error", "errno", "filename"} if it cannot start), then {"status", "duration",
                 "leftovers", "aborted", "reusable"} at the end. A spare told `reuse` whose run
                 ended by itself, leaving nothing, says `reusable` and waits for the next run's
-                output descriptors instead of exiting (run/spares.py takes it back). EOF from bisectk (it closed or shut down its
-                end, or it died, even by SIGKILL) means: end the subject's tree now; the byte
-                INTERRUPT before it means: the user pressed Ctrl-C, use the short grace.
+                output descriptors instead of exiting (run/spares.py takes it back). EOF from
+                bisectk (it closed or shut down its end, or it died, even by SIGKILL) means: end
+                the subject's tree now; the byte INTERRUPT before it means: the user pressed
+                Ctrl-C, use the short grace.
 supervisor   -- a child subreaper (prctl PR_SET_CHILD_SUBREAPER, Linux): every orphan in the
                 subject's tree, a double-forked `setsid` daemon included, is reparented to it
                 rather than to init, so the tree below it is complete and can always be walked.

@@ -275,7 +275,8 @@ def _mirror(status: int | None) -> None:
         sig = os.WTERMSIG(status)
         prctl(PR_SET_DUMPABLE, 0)
         try:
-            signal.signal(sig, signal.SIG_DFL)
+            if sig != signal.SIGKILL:   # its disposition cannot be set (EINVAL), nor caught
+                signal.signal(sig, signal.SIG_DFL)
             os.kill(os.getpid(), sig)
         except (OSError, ValueError):
             pass

@@ -74,3 +74,18 @@ def test_literal_arguments_reach_the_program():
     raw = run_process([sys.executable, "-c", "import sys; print(sys.argv[1])", evil])
     assert raw.stdout.strip() == evil
     assert not os.path.exists("/tmp/bisectk-pwned")
+
+
+def test_a_supervisors_exit_status_mirrors_its_subjects_signal_sigkill_included():
+    """The warm pool reads a template's or worker's death from its supervisor's Popen: a subject
+    killed by SIGKILL must read as killed, not as `exit 137` (SIGKILL's disposition cannot be set)."""
+    import signal
+
+    from bisectk.run.process import start_contained
+    for sig in (signal.SIGKILL, signal.SIGTERM):
+        c = start_contained([sys.executable, "-c", f"import os; os.kill(os.getpid(), {int(sig)})"])
+        report = c.wait(time.monotonic() + 30)
+        c.proc.wait(timeout=30)
+        c.close()
+        assert os.WIFSIGNALED(report["status"]) and os.WTERMSIG(report["status"]) == sig
+        assert c.proc.returncode == -sig, (sig, c.proc.returncode)

@@ -197,7 +197,8 @@ class Contained:
 
     def reusable(self, report: dict | None) -> bool:
         """Whether the supervisor may serve another run: a spare whose run ended by itself, left
-        nothing behind and was never told to end (supervise.py's `reusable`)."""
+        nothing behind and was never told to end (supervise.py's `reusable`; a hang is ended, a
+        lost supervisor sends no report)."""
         return bool(self.spare and not self.ended and report and report.get("reusable") and not self._buf)
 
     def wait(self, deadline: float | None = None):
@@ -418,7 +419,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     if report is None and not lost:
         c.proc.wait()
         lost = f"the run's supervisor {death_words(c.proc.returncode)} during the run"
-    _finish(c, readers, record, run_id, lost=bool(lost), keep=hung is None and not lost and c.reusable(report))
+    _finish(c, readers, record, run_id, lost=bool(lost), keep=c.reusable(report))
     imported = recording.read_and_close() if recording else ()
     notes = [cap.sink_error for cap in caps if cap.sink_error]
     if lost:  # the supervisor is gone: what it watched over was ended by hand; no verdict

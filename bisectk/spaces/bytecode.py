@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Container
 from pathlib import Path
 
 _SKIP = {".git"}
 
 
-def drop_bytecode(root: Path | str) -> list[str]:
-    """Remove every __pycache__ below `root`; return the directories kept (the walk's order)."""
+def drop_bytecode(root: Path | str, known: Container[str] = ()) -> list[str]:
+    """Remove every __pycache__ below `root`; return the directories kept (the walk's order).
+    `known`: directories below `root` not to enter (a caller that looks at each of them itself)."""
     kept: list[str] = []
     stack = [os.fspath(root)]
     while stack:
@@ -30,6 +32,6 @@ def drop_bytecode(root: Path | str) -> list[str]:
             if e.is_dir(follow_symlinks=False):
                 if e.name == "__pycache__":
                     shutil.rmtree(e.path, ignore_errors=True)
-                elif e.name not in _SKIP:
+                elif e.name not in _SKIP and e.path not in known:
                     stack.append(e.path)
     return kept

@@ -100,21 +100,9 @@ def survey(root: Path, previous: dict[str, int] | None = None) -> dict[str, int]
                 continue            # gone: a switch or a clean removed it
             if not stat.S_ISDIR(st.st_mode):
                 continue
-            if st.st_mtime_ns == mtime:
-                kept.append(d)
-                continue
-            kept.append(d)          # moved: its entries again, and every directory new in it
-            try:
-                entries = list(os.scandir(d))
-            except OSError:
-                continue
-            for e in entries:
-                if not e.is_dir(follow_symlinks=False) or e.name == ".git":
-                    continue
-                if e.name == "__pycache__":
-                    shutil.rmtree(e.path, ignore_errors=True)
-                elif e.path not in previous:
-                    kept += drop_bytecode(e.path)
+            # moved: its entries again, and every directory new in it (each known one is looked
+            # at by this loop itself)
+            kept += [d] if st.st_mtime_ns == mtime else drop_bytecode(d, known=previous)
     stamps: dict[str, int] = {}
     for d in kept:
         try:

@@ -81,31 +81,20 @@ def main() -> int:
                   f"after the last {statistics.median(after):.3f} s, whole {statistics.median(whole):.3f} s "
                   f"(medians of {a.fixed})", flush=True)
     if a.history:
-        g = generate(work / "history", a.commits, shape="linear", seed=1)
-        with open(work / "history" / ".git" / "info" / "exclude", "a") as f:
-            f.write("bisect.out\n")
-        walls: dict[str, list[float]] = {"git": [], **{k: [] for k in sides}}
-        for _ in range(a.history):
-            t0 = time.time()
-            subprocess.run(["sh", "-c", f"git bisect start {g.bad} {g.good} >/dev/null && git bisect run {test} "
-                                        "> bisect.out 2>&1; git bisect reset >/dev/null 2>&1"], cwd=work / "history")
-            walls["git"].append(time.time() - t0)
-            for name, root in sides.items():
-                t0, t1, doc = bisect(root, work / "history", g.good, g.bad, test, work)
-                assert (doc.get("first_bad") or {}).get("sha") == g.culprit, (name, doc.get("first_bad"))
-                walls[name].append(t1 - t0)
-        git = statistics.median(walls["git"])
-        for name, w in walls.items():
-            print(f"history {a.commits} {name}: whole {statistics.median(w):.3f} s (min {min(w):.3f}), "
-                  f"x git {statistics.median(w) / git:.2f} (medians of {a.history})", flush=True)
-    if a.tree:
-        tree(sides, work, test, a.tree)
+        versus_git(f"history {a.commits}", generate(work / "history", a.commits, shape="linear", seed=1),
+                   sides, work, test, a.history, ("",))
+    if a.tree:  # each side cold (its cached worktree dropped first), then cached (the one it left)
+        versus_git("tree 10000 files", generate(work / "tree", 300, files=10_000, seed=1),
+                   sides, work, test, a.tree, (" cold", " cached"))
     return 0
 
 
-def tree(sides: dict[str, Path], work: Path, test: Path, samples: int) -> None:
-    g = generate(work / "tree", 300, files=10_000, seed=1)
-    repo = work / "tree"
+def versus_git(label: str, g, sides: dict[str, Path], work: Path, test: Path, samples: int,
+               hows: tuple[str, ...]) -> None:
+    """`git bisect run` and every side's `bisectk bisect` of the generated repository `g`, in turns,
+    once per entry of `hows` in a row (more than one: the side's cached worktrees dropped before
+    the first); the medians of whole-command walls, and each against git's."""
+    repo = g.path
     with open(repo / ".git" / "info" / "exclude", "a") as f:
         f.write("bisect.out\n")
     walls: dict[str, list[float]] = {"git": []}
@@ -115,15 +104,16 @@ def tree(sides: dict[str, Path], work: Path, test: Path, samples: int) -> None:
                                     "> bisect.out 2>&1; git bisect reset >/dev/null 2>&1"], cwd=repo)
         walls["git"].append(time.time() - t0)
         for name, root in sides.items():
-            subprocess.run([sys.executable, "-m", "bisectk", "ledger", "gc", "--repo", str(repo)], capture_output=True,
-                           env={**os.environ, "PYTHONPATH": str(root)}, cwd=work)
-            for how in ("cold", "cached"):
+            if len(hows) > 1:
+                subprocess.run([sys.executable, "-m", "bisectk", "ledger", "gc", "--repo", str(repo)],
+                               capture_output=True, env={**os.environ, "PYTHONPATH": str(root)}, cwd=work)
+            for how in hows:
                 t0, t1, doc = bisect(root, repo, g.good, g.bad, test, work)
                 assert (doc.get("first_bad") or {}).get("sha") == g.culprit, (name, how, doc.get("first_bad"))
-                walls.setdefault(f"{name} {how}", []).append(t1 - t0)
+                walls.setdefault(name + how, []).append(t1 - t0)
     git = statistics.median(walls["git"])
     for name, w in walls.items():
-        print(f"tree 10000 files {name}: whole {statistics.median(w):.3f} s (min {min(w):.3f}), "
+        print(f"{label} {name}: whole {statistics.median(w):.3f} s (min {min(w):.3f}), "
               f"x git {statistics.median(w) / git:.2f} (medians of {samples})", flush=True)
 
 

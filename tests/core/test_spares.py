@@ -53,9 +53,10 @@ def test_a_spare_serves_the_next_run_with_that_runs_cwd_environment_and_output(t
 def _served_again(argv, **kw) -> tuple[object, bool]:
     """(the run, whether its supervisor went back to the spares)."""
     _ready_spares()
-    raw = run_process([*argv[:-1], argv[-1] + "; import os; print('SUP', os.getppid())"]
-                      if argv[0] == sys.executable else argv, **kw)
-    sup = next((int(ln.split()[1]) for ln in raw.stdout.splitlines() if ln.startswith("SUP")), None)
+    # the supervisor's pid is printed (one flushed line) before the subject does anything: a subject that
+    # signals its supervisor may itself be ended before it could print afterwards
+    raw = run_process([*argv[:-1], "import os; print('SUP', os.getppid(), flush=True); " + argv[-1]], **kw)
+    sup = next((int(ln.split()[1]) for ln in raw.stdout.splitlines() if ln.startswith("SUP ")), None)
     time.sleep(0.3)
     return raw, sup is not None and sup in SPARES.pids() and _alive(sup)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -125,10 +126,12 @@ class Deferred:
 
     def __init__(self, pool, fn):
         self.pool, self.fn, self.future = pool, fn, None
+        self._lock = threading.Lock()
 
     def start(self) -> Deferred:
-        if self.future is None:     # started and read by the command's own thread
-            self.future = self.pool.submit(self.fn)
+        with self._lock:            # started from whichever thread launches a run first
+            if self.future is None:
+                self.future = self.pool.submit(self.fn)
         return self
 
     def __call__(self):

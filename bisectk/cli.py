@@ -331,7 +331,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, *, spec, run_cm
     is the old end (for a fix, the failing --bad), `bad_sha` the new one."""
     from bisectk.engine.bisect import run_bisect
     from bisectk.engine.session import Session, ledger_location
-    from bisectk.events import RunStarted
+    from bisectk.events import RunFinished
     commits = listing.result()
     args = {"repo": str(root), "good": good_sha, "bad": bad_sha, "first_parent": first_parent, "flaky": flaky,
             "any_failure": any_failure, "subject": str(spec or run_cmd or pytest_id),
@@ -360,9 +360,9 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, *, spec, run_cm
                 out.print(f"command: {f.word} is your file {f.path} ({f.state}), run in each commit's worktree"
                           if f.use == "yours" else f"command: {f.word} is tracked: each commit's own {f.path} runs",
                           markup=False)
-        # the capture begins as the first run does (its Python would take the GIL from the path to
-        # that run's launch); a command whose runs are all in the ledger starts it for the record
-        session.events.subscribe(lambda e: isinstance(e, RunStarted) and environment.start())
+        # the capture begins once the first run has ended (its Python took the GIL from the path to
+        # that run's launch): it overlaps the runs after it; with none, the record starts it
+        session.events.subscribe(lambda e: isinstance(e, RunFinished) and environment.start())
         with session.commit_space(commits, root, cfg, sub, pool=pool) as space:
             try:
                 rec = run_bisect(session.runner(), space, pol, environment=environment, repo=str(root),

@@ -152,10 +152,10 @@ def test_package_versions_read_from_headers_match_a_full_metadata_parse():
     assert "numpy" in full      # the environment has at least one package that matters
 
 
-def test_a_bisections_capture_begins_once_its_first_run_has(tmp_path):
+def test_a_bisections_capture_begins_once_its_first_run_has_ended(tmp_path):
     """The capture's Python shares the GIL with the path to the first run's launch (issue 27): it
-    starts with that run, and still reaches the record. Its first step asks nvidia-smi: a fake
-    one says when it was asked."""
+    starts once that run has ended, and still reaches the record. Its first step asks nvidia-smi:
+    a fake one says when it was asked."""
     from tests.conftest import bisectk
     from tests.fixtures.gitrepo import git
     repo, bin_dir, log = tmp_path / "repo", tmp_path / "bin", tmp_path / "when.log"
@@ -168,7 +168,7 @@ def test_a_bisections_capture_begins_once_its_first_run_has(tmp_path):
         git(repo, "commit", "-q", "-m", f"c{i}")
     shas = git(repo, "rev-list", "--reverse", "HEAD").split()
     _script(bin_dir / "nvidia-smi", f'echo "smi $(date +%s.%N)" >> {log}\necho "No devices were found"\nexit 6\n')
-    test = _script(tmp_path / "test.sh", f'echo "run $(date +%s.%N)" >> {log}\n[ "$(cat v.txt)" = 2 ] && exit 1\nexit 0\n')
+    test = _script(tmp_path / "test.sh", f'[ "$(cat v.txt)" = 2 ] && r=1 || r=0\necho "end $(date +%s.%N)" >> {log}\nexit $r\n')
     p = bisectk("bisect", "--repo", repo, "--good", shas[0], "--bad", shas[2], "--run", test, "--json",
                 "--ledger", tmp_path / "l.db", env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
     assert p.returncode == 0, p.stderr
@@ -176,6 +176,6 @@ def test_a_bisections_capture_begins_once_its_first_run_has(tmp_path):
     assert doc["first_bad"]["sha"] == shas[2]
     assert "No devices were found" in doc["environment"]["gpu"]["error"]     # captured, as before
     when = [line.split() for line in log.read_text().splitlines()]
-    first_run = min(float(t) for what, t in when if what == "run")
+    first_end = min(float(t) for what, t in when if what == "end")
     smi = [float(t) for what, t in when if what == "smi"]
-    assert smi and min(smi) >= first_run        # asked only after the first run began
+    assert smi and min(smi) >= first_end        # asked only once the first run was over

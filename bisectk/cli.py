@@ -266,7 +266,6 @@ def bisect(repo: Path = RepoOpt,
     git worktree. Exit 0: found (1 if ambiguous or stopped); 2: unusable input or endpoints."""
     if not manual:
         spare_ahead(executor, warm)
-    import importlib
     from concurrent.futures import ThreadPoolExecutor
     from contextlib import ExitStack
 
@@ -288,9 +287,6 @@ def bisect(repo: Path = RepoOpt,
         # git lists the history, and the first endpoint is checked out, while Python loads the rest
         background = stack.enter_context(ThreadPoolExecutor(max_workers=2, thread_name_prefix="bisectk-setup"))
         listing = background.submit(list_graph, root, olds, new, first_parent=first_parent, paths=paths, ends=names)
-        # the listing parses git's output with numpy: loaded while git walks, not after (at 30,000
-        # commits the walk is ~0.2 s and the import ~55 ms of it)
-        background.submit(importlib.import_module, "numpy")
         capture = Deferred(background, environment_capture)     # started with the runs (_bisect)
         pool = None
         try:
@@ -313,7 +309,7 @@ def bisect(repo: Path = RepoOpt,
         except BaseException:
             listing.result()                # a bad range is reported first, as before
             raise
-        _bisect(root, listing, good_sha, bad_sha, pool, capture, spec=spec, run_cmd=run_cmd, pytest_id=pytest_id, s=s, cfg=cfg,
+        _bisect(root, listing, good_sha, bad_sha, pool, capture, background, spec=spec, run_cmd=run_cmd, pytest_id=pytest_id, s=s, cfg=cfg,
                 sub=sub, good=olds[0], bad=new, repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs,
                 same_failure=same_failure, confidence=confidence, jobs=jobs, gpus=gpus, first_parent=first_parent,
                 any_failure=any_failure, max_runs=max_runs, resume=resume, fresh=fresh, snapshots=snapshots, warm=warm,
@@ -322,7 +318,7 @@ def bisect(repo: Path = RepoOpt,
                 ledger=ledger, as_json=as_json, terms=terms, files=files)
 
 
-def _bisect(root, listing, good_sha, bad_sha, pool, environment, *, spec, run_cmd, pytest_id, s, cfg, sub, good, bad,
+def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, spec, run_cmd, pytest_id, s, cfg, sub, good, bad,
             repeat, flaky, calibrate_runs, same_failure, confidence, jobs, gpus, first_parent, any_failure, max_runs,
             resume, fresh, snapshots, warm, executor, ray_address, ray_repo, report, json_out, html, ledger,
             as_json, terms, files) -> None:
@@ -360,9 +356,11 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, *, spec, run_cm
                 out.print(f"command: {f.word} is your file {f.path} ({f.state}), run in each commit's worktree"
                           if f.use == "yours" else f"command: {f.word} is tracked: each commit's own {f.path} runs",
                           markup=False)
-        # the capture begins once the first run has ended (its Python took the GIL from the path to
-        # that run's launch): it overlaps the runs after it; with none, the record starts it
-        session.events.subscribe(lambda e: isinstance(e, RunFinished) and environment.start())
+        # Once the first run has ended, the environment is captured and the listing parsed (numpy
+        # loaded) beside the runs after it: before, their Python took the GIL from the path to the
+        # first launch. With no run, the record asks for both.
+        parse = Deferred(background, commits.arrays)     # (a git listing is parsed when first asked)
+        session.events.subscribe(lambda e: isinstance(e, RunFinished) and (environment.start(), parse.start()))
         with session.commit_space(commits, root, cfg, sub, pool=pool) as space:
             try:
                 rec = run_bisect(session.runner(), space, pol, environment=environment, repo=str(root),

@@ -11,7 +11,7 @@ CommitGraph   -- the candidates of a DAG search, with git bisect's semantics: th
                  Arrays (shas, parents in CSR form), not an object per commit; the metadata of
                  the few commits shown is read when asked.
 list_graph    -- `git rev-list --topo-order --reverse --parents bad ^good` (`--first-parent`: the
-                 mainline chain), parsed with numpy, validated.
+                 mainline chain), validated, parsed with numpy when the search first needs it.
 run_git       -- every git command of bisectk: hooks off, auto-gc off, the caller's GIT_DIR /
                  GIT_INDEX_FILE / GIT_WORK_TREE dropped (worktrees.py lends the checkouts).
 
@@ -24,6 +24,8 @@ pointed at the user's index or working tree.
 
 from __future__ import annotations
 
+import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Sequence
@@ -195,9 +197,15 @@ class CommitGraph:
 
     def __init__(self, repo: Path, good_sha: str, shas: np.ndarray, parent_ptr: np.ndarray,
                  parent_ref: np.ndarray, outside: np.ndarray, first_parent: bool = False):
-        self.repo, self.good_sha, self.shas = repo, good_sha, shas
-        self.parent_ptr, self.parent_ref, self.outside = parent_ptr, parent_ref, outside
-        self.first_parent = first_parent
+        self._setup(repo, good_sha, first_parent, int(shas.size), shas[-1].decode() if shas.size else "")
+        self._arrays = (shas, parent_ptr, parent_ref, outside)
+
+    def _setup(self, repo: Path, good_sha: str, first_parent: bool, n: int, bad: str) -> None:
+        self.repo, self.good_sha, self.first_parent = repo, good_sha, first_parent
+        self._n, self._bad = n, bad
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._listing: tuple[bytes, str | None] | None = None   # (rev-list's output, a head to add)
+        self._parse_lock = threading.Lock()
         self.goods: tuple[str, ...] = (good_sha,)      # every --good (all count)
         self.merge_bases: tuple[str, ...] = ()          # of bad and the goods, to test before the search
         self.paths: tuple[str, ...] = ()                # the pathspec the candidates touch
@@ -205,6 +213,35 @@ class CommitGraph:
         self._info: dict[str, CommitInfo] = {}
         self._described: dict[str, CommitInfo] = {}
         self._sorted: tuple[np.ndarray, np.ndarray] | None = None
+
+    @classmethod
+    def from_listing(cls, repo: Path, good_sha: str, listing: _Listing, *, head: str | None = None,
+                     first_parent: bool = False) -> CommitGraph:
+        """From `git rev-list --parents` output (non-empty), parsed into arrays when they are first
+        asked for (`arrays`): its length and --bad are known without them, so the endpoints run
+        before numpy is loaded. `head`: a sha added as the last candidate (_append_head)."""
+        graph = cls.__new__(cls)
+        graph._setup(repo, good_sha, first_parent, listing.count + (head is not None), head or listing.last_id())
+        graph._listing = (listing.out, head)
+        return graph
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(shas, parent_ptr, parent_ref, outside), parsed from the listing on first use (from any
+        thread: a command parses them in the background once its first run is over)."""
+        with self._parse_lock:
+            if self._arrays is None:
+                assert self._listing is not None
+                listing, head = self._listing
+                shas, ptr, ref, outside = _parse_parents(listing)
+                if head is not None:
+                    shas, ptr, ref = _append_head(shas, ptr, ref, head)
+                self._arrays, self._listing = (shas, ptr, ref, outside), None
+            return self._arrays
+
+    shas = property(lambda self: self.arrays()[0])
+    parent_ptr = property(lambda self: self.arrays()[1])
+    parent_ref = property(lambda self: self.arrays()[2])
+    outside = property(lambda self: self.arrays()[3])
 
     @classmethod
     def from_lists(cls, repo: Path, good: str, shas: list[str], parent_shas: list[tuple[str, ...]],
@@ -216,9 +253,11 @@ class CommitGraph:
                    first_parent=first_parent)
 
     def __len__(self) -> int:
-        return int(self.shas.size)
+        return self._n
 
     def sha(self, i: int) -> str:
+        if i == self._n - 1 or i == -1:
+            return self._bad        # --bad: an endpoint runs before the arrays are parsed
         return self.shas[i].decode()
 
     def __getitem__(self, i: int) -> CommitInfo:
@@ -311,6 +350,10 @@ class CommitGraph:
         return self._described[sha]
 
     def merges(self) -> int:
+        with self._parse_lock:
+            listing = self._listing
+        if listing is not None and listing[1] is None:     # an added head may itself be a merge
+            return _Listing(listing[0]).merges()
         import numpy as np
         return int((np.diff(self.parent_ptr) > 1).sum())
 
@@ -416,14 +459,15 @@ def list_graph(repo: Path | str, good: str | Sequence[str], bad: str, *, first_p
     out = early.take(root, argv)     # begun before the CLI loaded, when argv named this very walk
     if out is None:
         out = run_git_bytes(root, *argv)
-    shas, ptr, ref, outside = _parse_parents(out)
+    listing = _Listing(out)
     del out
+    last = listing.last_id()
     named = dict(zip(goods, given))
     # good is an ancestor of bad iff some listed commit has it as a parent: a path from bad down
     # to good enters good from a commit that is not an ancestor of good, so a listed one. Several
     # goods (one may hide another) and a pathspec (parents rewritten) are asked of git instead.
-    quick = len(goods) == 1 and not paths and shas.size and shas[-1].decode() == b
-    strangers = [] if quick and (outside == goods[0].encode()).any() else \
+    quick = len(goods) == 1 and not paths and last == b
+    strangers = [] if quick and listing.has_parent(goods[0]) else \
         [g for g in goods if not _is_ancestor(root, g, b)]
     bases: list[str] = []
     if strangers:
@@ -433,20 +477,51 @@ def list_graph(repo: Path | str, good: str | Sequence[str], bad: str, *, first_p
         bases = _merge_bases(root, b, goods, strangers, named, bad, ends)
     elif first_parent and len(goods) == 1 and not paths:
         g = goods[0]
-        if ref.size == 0 or ptr[1] == 0 or ref[0] >= 0 or outside[-ref[0] - 1] != g.encode():
+        if listing.first_parent_of_first() != g:
             raise SpaceError(f"{old} {named[g]} ({g[:10]}) is not on the first-parent chain of {new} "
                              f"{bad}; drop --first-parent or pick a mainline commit")
-    bad_touches = bool(shas.size) and shas[-1].decode() == b
+    bad_touches = last == b
     if not bad_touches:
         if not paths:       # nothing reachable from bad that no good reaches: bad is a good's ancestor
             raise not_an_ancestor(root, named[goods[0]], bad, goods[0], b, ends)
-        if shas.size == 0:
+        if not listing.count:
             raise SpaceError(f"no commit between {old} and {new} {bad} ({b[:10]}) touches "
                              f"{' '.join(paths)}: bad path arguments? (git bisect: 'No testable commit found')")
-        shas, ptr, ref = _append_head(shas, ptr, ref, b)
-    graph = CommitGraph(root, goods[0], shas, ptr, ref, outside, first_parent)
+    graph = CommitGraph.from_listing(root, goods[0], listing, head=None if bad_touches else b,
+                                     first_parent=first_parent)
     graph.goods, graph.merge_bases, graph.paths, graph.bad_touches = tuple(goods), tuple(bases), tuple(paths), bad_touches
     return graph
+
+
+class _Listing:
+    """`git rev-list --parents` output read as bytes, without numpy (list_graph's checks, the
+    length, --bad, the merge count): lines `sha parent...`, every token one hex id of `width`."""
+
+    _MERGE = re.compile(rb"^[^ \n]+ [^ \n]+ ", re.M)      # a line with two parents or more
+
+    def __init__(self, out: bytes):
+        self.out = out
+        self.width = re.match(rb"[^ \n]*", out).end()
+        if out and (len(out) % (self.width + 1) or not out.endswith(b"\n")):
+            raise SpaceError("git rev-list printed something other than commit ids")
+        self.count = out.count(b"\n")
+
+    def last_id(self) -> str | None:
+        if not self.count:
+            return None
+        start = self.out.rfind(b"\n", 0, len(self.out) - 1) + 1
+        return self.out[start:start + self.width].decode()
+
+    def first_parent_of_first(self) -> str | None:
+        tokens = self.out[:self.out.find(b"\n")].split(b" ")
+        return tokens[1].decode() if len(tokens) > 1 else None
+
+    def has_parent(self, sha: str) -> bool:
+        """Whether a listed commit has `sha` as a parent (no listed commit is an excluded one)."""
+        return sha.encode() in self.out
+
+    def merges(self) -> int:
+        return len(self._MERGE.findall(self.out))
 
 
 def _is_ancestor(root: Path, a: str, b: str) -> bool:

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from bisectk.errors import MODULE_EXTRAS, install_hint
-from bisectk.run.process import run_process
+from bisectk.run.process import run_tool
 from bisectk.spaces.commits import SpaceError
 
 SCHEMA = 1
@@ -88,16 +88,20 @@ class EnvError(SpaceError):
 
 
 def _run(argv: list[str], timeout: float) -> tuple[str | None, str | None]:
-    """(stdout, None) or (None, why it failed), never raising."""
-    raw = run_process(argv, timeout=timeout)   # contained like every process bisectk starts
-    if not raw.started:
-        return None, f"{Path(argv[0]).name}: {raw.error}"
-    if raw.timed_out:
-        return None, f"{Path(argv[0]).name}: no answer in {timeout:g} s"
-    if raw.exit_code:
-        tail = (raw.stderr or raw.stdout).strip().splitlines()
-        return None, f"{Path(argv[0]).name}: exit {raw.exit_code}" + (f": {tail[-1]}" if tail else "")
-    return raw.stdout, None
+    """(stdout, None) or (None, why it failed), never raising. A probe is one of bisectk's own
+    short tools (run_tool: its own process group, ended with its children if it outlives
+    `timeout`), not a run: no supervisor, no spare taken from the runs beside it."""
+    name = Path(argv[0]).name
+    try:
+        p = run_tool(argv, timeout=timeout)
+    except (OSError, ValueError) as exc:
+        return None, f"{name}: {getattr(exc, 'strerror', None) or exc}"
+    if p.returncode == -9 and p.stderr.endswith(f"timed out after {timeout:g} s"):
+        return None, f"{name}: no answer in {timeout:g} s"
+    if p.returncode:
+        tail = (p.stderr or p.stdout).strip().splitlines()
+        return None, f"{name}: exit {p.returncode}" + (f": {tail[-1]}" if tail else "")
+    return p.stdout, None
 
 
 def _gpu(timeout: float) -> dict[str, Any]:

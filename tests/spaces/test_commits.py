@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from bisectk.outcome import Outcome
 from bisectk.search.dag import Dag
 from bisectk.search.history import SearchOptions, search_dag
 from bisectk.spaces.commits import SpaceError, describe, list_graph
+from tests.conftest import ROOT
 from tests.fixtures.gitrepo import make_dag_repo
 from tests.search.dags import CRISS_CROSS, OCTOPUS, TWICE_MERGED
 
@@ -242,6 +244,36 @@ def test_listing_the_graph_leaves_the_checkout_identical(repo, monkeypatch):
     assert graph.good.subject == "c0" and graph.parents == ((),) + tuple((i,) for i in range(7))
     assert graph.describe(5).files == ("kernel.py",)
     assert fingerprint(repo) == before
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_listings_length_bad_end_and_merges_read_before_parsing_agree_with_its_arrays(tmp_path, shape):
+    """A bisection's endpoints run before the listing is parsed (numpy loaded): its length, --bad
+    and merge count are read from git's bytes, and must say what the arrays say."""
+    import numpy as np
+    good, shas = make_dag_repo(tmp_path / "r", SHAPES[shape])
+    graph = list_graph(tmp_path / "r", good, shas[-1])
+    early = (len(graph), graph.bad_sha, graph.sha(len(graph) - 1), graph.merges())
+    arrays = graph.arrays()
+    parsed = (int(arrays[0].size), arrays[0][-1].decode(), arrays[0][-1].decode(),
+              int((np.diff(arrays[1]) > 1).sum()))
+    assert early == parsed and graph.bad_sha == shas[-1]
+
+
+def test_listing_a_history_loads_no_numpy_until_its_arrays_are_asked_for(tmp_path):
+    good, shas = make_dag_repo(tmp_path / "r", SHAPES[next(iter(SHAPES))])
+    probe = (f"import sys\nfrom bisectk.spaces.commits import list_graph\n"
+             f"g = list_graph({str(tmp_path / 'r')!r}, {good!r}, {shas[-1]!r})\n"
+             "facts = (len(g), g.bad_sha, g.merges())\n"
+             "before = 'numpy' in sys.modules\n"
+             "g.parents\n"
+             "print(before, 'numpy' in sys.modules, *facts)\n")
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0, p.stderr
+    before, after, n, bad, merges = p.stdout.split()
+    assert (before, after) == ("False", "True") and int(n) == len(shas) and bad == shas[-1]
+    assert int(merges) == sum(len(ps) > 1 for ps in SHAPES[next(iter(SHAPES))])
 
 
 def test_parents_are_parsed_from_rev_list_output_without_python_objects_per_commit():

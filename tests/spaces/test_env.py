@@ -179,3 +179,17 @@ def test_a_bisections_capture_begins_once_its_first_run_has_ended(tmp_path):
     first_end = min(float(t) for what, t in when if what == "end")
     smi = [float(t) for what, t in when if what == "smi"]
     assert smi and min(smi) >= first_end        # asked only once the first run was over
+
+
+def test_a_probe_that_hangs_is_ended_with_what_it_started(tmp_path, monkeypatch):
+    """A probe is not a run (no supervisor, no spare taken from the runs), but it leaves nothing
+    behind either: an nvidia-smi stuck with a child of its own is ended, children too."""
+    import psutil
+    _script(tmp_path / "nvidia-smi", "sleep 37.25 &\nsleep 37.25\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    t = time.monotonic()
+    gpu = capture(torch=False, timeout=0.3)["gpu"]
+    assert "no answer in 0.3 s" in gpu["error"] and time.monotonic() - t < 5
+    time.sleep(0.2)
+    left = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "37.25"]]
+    assert left == []

@@ -16,7 +16,7 @@ import typer
 
 from bisectk import __version__, cli_tools
 from bisectk import exitcodes as X
-from bisectk.cli_common import (BadRefOpt, Deferred, BuildOpt, CalibrateOpt, ConfigOpt, ExecutorOpt, FreshOpt, GitLedgerOpt,
+from bisectk.cli_common import (BadRefOpt, Deferred, after_first_run, BuildOpt, CalibrateOpt, ConfigOpt, ExecutorOpt, FreshOpt, GitLedgerOpt,
                                 GoodRefOpt, HtmlOpt, JsonOpt, JsonOutOpt, LedgerOpt, PytestOpt, RayAddressOpt,
                                 RayRepoOpt, RepoOpt, ReportOpt, RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, SpecArg,
                                 TimeoutOpt, WarmOpt, _is, cache_ledger, check_strategy, default_spec, emit_json,
@@ -136,9 +136,12 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
                       + ", ".join(f"{f} {render(s.good[f])} -> {render(s.bad[f])}" for f in s.differences()),
                       markup=False)
         with held():   # Ctrl-C stops runs, never the writing of a result (engine/interrupts.py)
+            capture = Deferred(None, environment_capture)
+            after_first_run(session.events, capture)
+            session.closers.append(capture.settle)
             try:
                 rec = run_ablation(session.runner(), FactorSpace(s), pol, strategy=strategy, ptx=ptx,
-                                   sanitize=sanitize, environment=environment_capture())
+                                   sanitize=sanitize, environment=capture)
             except KeyboardInterrupt:
                 fail("interrupted before the endpoints were verified; nothing to report (runs so far are in the "
                      "ledger)", X.INTERRUPTED)
@@ -194,8 +197,11 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
         if not as_json:
             out.print(f"{counted(len(space.hunks), 'hunk')} between {good} and {bad}", markup=False)
         with held():   # as in ablate
+            capture = Deferred(None, environment_capture)
+            after_first_run(session.events, capture)
+            session.closers.append(capture.settle)
             rec = run_diff(session.runner(cwd=space.workdir), space, pol, strategy=strategy, refine=lines,
-                           environment=environment_capture())
+                           environment=capture)
             finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
 
 
@@ -327,7 +333,6 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
     is the old end (for a fix, the failing --bad), `bad_sha` the new one."""
     from bisectk.engine.bisect import run_bisect
     from bisectk.engine.session import Session, ledger_location
-    from bisectk.events import RunFinished
     commits = listing.result()
     args = {"repo": str(root), "good": good_sha, "bad": bad_sha, "first_parent": first_parent, "flaky": flaky,
             "any_failure": any_failure, "subject": str(spec or run_cmd or pytest_id),
@@ -359,8 +364,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
         # Once the first run has ended, the environment is captured and the listing parsed (numpy
         # loaded) beside the runs after it: before, their Python took the GIL from the path to the
         # first launch. With no run, the record asks for both.
-        parse = Deferred(background, commits.arrays)     # (a git listing is parsed when first asked)
-        session.events.subscribe(lambda e: isinstance(e, RunFinished) and (environment.start(), parse.start()))
+        after_first_run(session.events, environment, Deferred(background, commits.arrays))
         with session.commit_space(commits, root, cfg, sub, pool=pool) as space:
             try:
                 rec = run_bisect(session.runner(), space, pol, environment=environment, repo=str(root),

@@ -120,22 +120,46 @@ def emit_json(data: dict) -> None:
 
 
 class Deferred:
-    """A call made on `pool` when asked (`start`), at the latest when its result is wanted (a
-    call of the object): background work the first run must not wait for (issue 27: on two cores
-    the environment capture's Python took the GIL from the imports before the first run)."""
+    """A call made when asked (`start`), at the latest when its result is wanted (a call of the
+    object), on `pool` or else on a thread of its own: background work the first run must not
+    wait for (issue 27: on two cores the environment capture's Python took the GIL from the path
+    to the first run)."""
 
     def __init__(self, pool, fn):
         self.pool, self.fn, self.future = pool, fn, None
         self._lock = threading.Lock()
 
     def start(self) -> Deferred:
-        with self._lock:            # started from whichever thread launches a run first
+        with self._lock:            # started from whichever thread ends a run first
             if self.future is None:
-                self.future = self.pool.submit(self.fn)
+                if self.pool is not None:
+                    self.future = self.pool.submit(self.fn)
+                else:
+                    from concurrent.futures import Future
+                    self.future = Future()
+                    threading.Thread(target=self._run, name="bisectk-deferred", daemon=True).start()
         return self
+
+    def _run(self) -> None:
+        try:
+            self.future.set_result(self.fn())
+        except BaseException as exc:        # raised again to whoever asks for the result
+            self.future.set_exception(exc)
 
     def __call__(self):
         return self.start().future.result()
+
+    def settle(self) -> None:
+        """Wait for a call that was started (its probes end before the command does)."""
+        if self.future is not None:
+            self.future.exception()
+
+
+def after_first_run(events, *work: Deferred) -> None:
+    """Start `work` once the first run has ended (or was read from the ledger): beside the runs
+    after it, never on the path to the first launch."""
+    from bisectk.events import RunFinished
+    events.subscribe(lambda e: isinstance(e, RunFinished) and [w.start() for w in work])
 
 
 def environment_capture() -> dict:

@@ -32,7 +32,7 @@ from bisectk.engine.hangs import hang_facts
 from bisectk.engine.interrupts import live
 from bisectk.engine.oracle import Oracle, Trials
 from bisectk.engine.policy import RunPolicy
-from bisectk.engine.records import AblationRecord, AttemptRecord, EndpointCheck, SubjectRecord
+from bisectk.engine.records import AblationRecord, AttemptRecord, EndpointCheck, SubjectRecord, captured
 from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import Outcome
 from bisectk.run.runner import Runner
@@ -171,7 +171,7 @@ def fix_command(spec: Spec, fix) -> str:
 
 def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strategy: str = "adaptive",
                  thresholds: bool = True, ptx: bool = False, sanitize: bool = False,
-                 environment: dict | None = None) -> AblationRecord:
+                 environment: dict | Callable[[], dict] | None = None) -> AblationRecord:
     start = time.monotonic()
     spec: Spec = runner.spec
     trials = Trials(runner, space, policy)
@@ -183,7 +183,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
                    meanwhile=first if first.wanted() else None)
     oracle.aim(check.target)
     base = dict(command="ablate", endpoints=check, subject=SubjectRecord.of(spec), strategy=strategy,
-                environment=environment or {}, session=runner.session)
+                environment=captured(environment), session=runner.session)
     if not check.ok:
         first.wait()
         oracle.close()

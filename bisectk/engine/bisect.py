@@ -117,7 +117,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
     # the endpoint that must pass and the one that must fail: for a fix, the new one passes
     passing, failing = (n - 1, GOOD) if terms.find_fix else (GOOD, n - 1)
     check = verify(trials, passing, failing, repeat=policy.repeat or 1, measure=terms.find_fix)
-    from bisectk.engine.records import BisectRecord, SubjectRecord
+    from bisectk.engine.records import BisectRecord, SubjectRecord, captured
     from bisectk.search.history import Dag, Observation, SearchOptions, SearchStopped, search_dag
     from bisectk.search.rates import ONE_SIDED, TWO_RATE
     base = dict(command="bisect", endpoints=check, subject=SubjectRecord.of(runner.spec), repo=repo,
@@ -133,7 +133,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
             check = replace(check, problem=problem)
             base["endpoints"] = check
     if not check.ok:
-        base["environment"] = _environment(environment)
+        base["environment"] = captured(environment)
         return BisectRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
                             observations=len(trials.trials), wall_s=time.monotonic() - start,
                             attempts=tuple(attempts_in_run_order(trials, DEFAULT_SAME_FAILURE, terms)),
@@ -175,7 +175,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
     if repeats > 1:
         result = replace(result, confidence=min(result.confidence, search.confidence()))
         base["repeats"] = repeats
-    base["environment"] = _environment(environment)
+    base["environment"] = captured(environment)
     return _record(runner, oracle, check, result, flaky, stopped, reason, start, base, two_rate, terms)
 
 
@@ -209,10 +209,6 @@ def merge_bases(runner: Runner, oracle: Oracle, check: EndpointCheck, terms: Ter
                           f"--find-fix --bad {sha[:10]} --good {graph.goods[0][:10]} ..." if terms.default else
                           f": the first '{terms.new}' commit is between {sha[:10]} and [{olds}]"))
     return facts, problem
-
-
-def _environment(environment: dict | Callable[[], dict] | None) -> dict:
-    return (environment() if callable(environment) else environment) or {}
 
 
 def last_good(trials: Trials, check: EndpointCheck, culprit: int,

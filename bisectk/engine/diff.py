@@ -13,13 +13,14 @@ The subject runs with the scratch tree as its working directory (BISECTK_TREE na
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from bisectk.engine.ablate import SetSearch, attempt_records, different_failures, flakiness_rule, search_set
 from bisectk.engine.endpoints import verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import Oracle, Trials
 from bisectk.engine.policy import RunPolicy
-from bisectk.engine.records import DiffRecord, SubjectRecord
+from bisectk.engine.records import DiffRecord, SubjectRecord, captured
 from bisectk.events import EventBus, PhaseStarted
 from bisectk.run.runner import Runner
 from bisectk.search import ConfidenceRule
@@ -34,13 +35,13 @@ def _ids(ids, limit: int = 8) -> str:
 
 
 def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: str = "adaptive",
-             refine: bool = True, environment: dict | None = None) -> DiffRecord:
+             refine: bool = True, environment: dict | Callable[[], dict] | None = None) -> DiffRecord:
     start = time.monotonic()
     trials = Trials(runner, space, policy)
     all_ids = space.differences()
     check = verify(trials, frozenset(), frozenset(all_ids), repeat=policy.repeat or runner.spec.repeat)
     base = dict(command="diff", endpoints=check, subject=SubjectRecord.of(runner.spec), good=str(space.good),
-                bad=str(space.bad), hunks=len(space.hunks), environment=environment or {}, session=runner.session,
+                bad=str(space.bad), hunks=len(space.hunks), environment=captured(environment), session=runner.session,
                 hunk_index=tuple({k: v for k, v in h.to_dict().items() if k != "text"} for h in space.hunks))
     if not check.ok:
         return DiffRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,

@@ -38,6 +38,12 @@ from bisectk.search.flaky import wilson
 from bisectk.timeouts import TimeoutPolicy
 
 
+def captured(environment: dict | typing.Callable[[], dict] | None) -> dict:
+    """A record's environment: the capture itself, or a callable that gives it (a capture still
+    running beside the runs is waited for here, when the record is made)."""
+    return (environment() if callable(environment) else environment) or {}
+
+
 class RecordError(BisectkError):
     """A stored result document that cannot be read back as its record (damaged, or written by
     something else): the field and what is wrong with it, in one line."""

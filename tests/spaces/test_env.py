@@ -193,3 +193,37 @@ def test_a_probe_that_hangs_is_ended_with_what_it_started(tmp_path, monkeypatch)
     time.sleep(0.2)
     left = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "37.25"]]
     assert left == []
+
+
+@pytest.mark.parametrize("command", ["ablate", "diff"])
+def test_ablate_and_diff_capture_once_their_first_run_has_ended(tmp_path, command):
+    """As a bisection: the capture (a fake nvidia-smi says when it was asked) comes after the first
+    run's end, and reaches the record."""
+    from tests.conftest import bisectk
+    bin_dir, log = tmp_path / "bin", tmp_path / "when.log"
+    bin_dir.mkdir()
+    _script(bin_dir / "nvidia-smi", f'echo "smi $(date +%s.%N)" >> {log}\necho "No devices were found"\nexit 6\n')
+    stamp = f'echo "end $(date +%s.%N)" >> {log}\n'
+    if command == "ablate":
+        _script(tmp_path / "run.sh", f'{stamp}echo "BISECTK_RESULT {{\\"err\\": $1}}"\n')
+        (tmp_path / "pyproject.toml").touch()
+        (tmp_path / "s.toml").write_text('[subject]\ncommand = ["sh", "run.sh", "{a}", "{b}"]\n'
+                                         '[oracle]\nmetric = "err"\nmax = 0\n'
+                                         '[good]\na = 0\nb = 0\n[bad]\na = 1\nb = 1\n')
+        args = ["ablate", tmp_path / "s.toml"]
+    else:
+        for side, v in (("good", "0"), ("bad", "1")):
+            (tmp_path / side).mkdir()
+            (tmp_path / side / "a.txt").write_text(f"a {v}\n")
+            (tmp_path / side / "b.txt").write_text(f"b {v}\n")
+        check = _script(tmp_path / "check.sh", f'{stamp}grep -q "a 1" a.txt && exit 1\nexit 0\n')
+        args = ["diff", tmp_path / "good", tmp_path / "bad", "--run", f"sh {check}"]
+    p = bisectk(*args, "--json", "--ledger", tmp_path / "l.db", cwd=tmp_path,
+                env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert "No devices were found" in doc["environment"]["gpu"]["error"]
+    when = [line.split() for line in log.read_text().splitlines()]
+    first_end = min(float(t) for what, t in when if what == "end")
+    smi = [float(t) for what, t in when if what == "smi"]
+    assert smi and min(smi) >= first_end

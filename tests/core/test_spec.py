@@ -142,6 +142,11 @@ def test_many_factor_environment_equals_plain_substitution(n, seed):
         for f in rng.sample(sorted(good), rng.randrange(n)):
             config[f] = rng.choice([bad[f], bad[f], 7, True, 1.0, "z"])
         assert spec.environment(config) == {k: substitute(v, config) for k, v in env.items()}
+        # a hybrid proper (Spec.hybrid: good's or bad's very objects), with and without the
+        # factors that share MIX: the C-level path, and its refusal, give the same environment
+        applied = set(rng.sample(sorted(good), rng.randrange(n)))
+        for hybrid in (spec.hybrid(applied), spec.hybrid(applied - {"f1", "f2"})):
+            assert spec.environment(hybrid) == {k: substitute(v, hybrid) for k, v in env.items()}
         twin = {k: (float(v) if type(v) is int else v) for k, v in config.items()}
         assert (config_key(twin) == config_key(config)) == (twin == config and all(
             type(twin[k]) is type(config[k]) for k in config))

@@ -135,15 +135,16 @@ class _EnvPlan:
     value, its variables that name it alone as the bad configuration renders them, those same
     variables' names, and the variables that name it among other factors. For a hybrid (each
     factor holding good's or bad's very value, as Spec.hybrid makes it): the factors in good's
-    order with their good values (`order`, `good_values`), each factor's bad value (`bad_values`,
+    order (`order`; their good values are `good`'s), each factor's bad value (`bad_values`,
     _MISSING where bad lacks it), its variables at bad as pairs (`at_bad_items`), and the factors
-    whose variables name no other factor (`simple`)."""
+    whose variables name no other factor (`simple`). `bad_values` and `at_bad_items` repeat what
+    `per` holds, flat: reached through `per` a hybrid of 8,192 factors took about twice as long
+    (3.6-5.4 ms against 1.8-2.6 ms, one sitting)."""
 
     good: Config
     rendered: dict[str, str]
     per: dict[str, tuple[Any, dict[str, str], tuple[str, ...], tuple[str, ...]]]
     order: tuple[str, ...] = ()
-    good_values: tuple[Any, ...] = ()
     bad_values: dict[str, Any] = field(default_factory=dict)
     at_bad_items: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     simple: frozenset[str] = frozenset()
@@ -162,7 +163,7 @@ class _EnvPlan:
             alone = tuple(single.get(f, ()))
             at_bad = {k: substitute(env[k], {f: bad[f]}) for k in alone} if f in bad else {}
             per[f] = (bad.get(f, _MISSING), at_bad, alone, tuple(mixed.get(f, ())))
-        return cls(dict(good), rendered, per, tuple(good), tuple(good.values()),
+        return cls(dict(good), rendered, per, tuple(good),
                    {f: p[0] for f, p in per.items()}, {f: tuple(p[1].items()) for f, p in per.items()},
                    frozenset(f for f, p in per.items() if not p[3]))
 
@@ -172,7 +173,7 @@ class _EnvPlan:
         bad's object, or a changed factor sharing a variable with another."""
         if tuple(config) != self.order:
             return None
-        moved = list(itertools.compress(self.order, map(operator.is_not, config.values(), self.good_values)))
+        moved = list(itertools.compress(self.order, map(operator.is_not, config.values(), self.good.values())))
         if not self.simple.issuperset(moved) or not all(
                 map(operator.is_, map(config.__getitem__, moved), map(self.bad_values.__getitem__, moved))):
             return None

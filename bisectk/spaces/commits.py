@@ -411,10 +411,8 @@ def _parse_parents(out: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     if not out:
         return np.zeros(0, dtype="S40"), np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), \
             np.zeros(0, dtype="S40")
-    width = next(k for k, c in enumerate(out) if c in b" \n")      # 40 hex digits (64 with SHA-256)
+    width = _Listing(out).width         # 40 hex digits (64 with SHA-256); a malformed listing raises
     raw = np.frombuffer(out, dtype=np.uint8)
-    if raw.size % (width + 1):
-        raise SpaceError("git rev-list printed something other than commit ids")
     table = raw.reshape(-1, width + 1)
     ends = table[:, width] == ord("\n")
     starts = np.concatenate([[True], ends[:-1]])
@@ -460,7 +458,6 @@ def list_graph(repo: Path | str, good: str | Sequence[str], bad: str, *, first_p
     if out is None:
         out = run_git_bytes(root, *argv)
     listing = _Listing(out)
-    del out
     last = listing.last_id()
     named = dict(zip(goods, given))
     # good is an ancestor of bad iff some listed commit has it as a parent: a path from bad down

@@ -16,7 +16,7 @@ import typer
 
 from bisectk import __version__, cli_tools
 from bisectk import exitcodes as X
-from bisectk.cli_common import (BadRefOpt, Deferred, after_first_run, BuildOpt, CalibrateOpt, ConfigOpt, ExecutorOpt, FreshOpt, GitLedgerOpt,
+from bisectk.cli_common import (BadRefOpt, Deferred, after_first_run, capture_after_first_run, BuildOpt, CalibrateOpt, ConfigOpt, ExecutorOpt, FreshOpt, GitLedgerOpt,
                                 GoodRefOpt, HtmlOpt, JsonOpt, JsonOutOpt, LedgerOpt, PytestOpt, RayAddressOpt,
                                 RayRepoOpt, RepoOpt, ReportOpt, RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, SpecArg,
                                 TimeoutOpt, WarmOpt, _is, cache_ledger, check_strategy, default_spec, emit_json,
@@ -136,12 +136,9 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
                       + ", ".join(f"{f} {render(s.good[f])} -> {render(s.bad[f])}" for f in s.differences()),
                       markup=False)
         with held():   # Ctrl-C stops runs, never the writing of a result (engine/interrupts.py)
-            capture = Deferred(None, environment_capture)
-            after_first_run(session.events, capture)
-            session.closers.append(capture.settle)
             try:
                 rec = run_ablation(session.runner(), FactorSpace(s), pol, strategy=strategy, ptx=ptx,
-                                   sanitize=sanitize, environment=capture)
+                                   sanitize=sanitize, environment=capture_after_first_run(session))
             except KeyboardInterrupt:
                 fail("interrupted before the endpoints were verified; nothing to report (runs so far are in the "
                      "ledger)", X.INTERRUPTED)
@@ -197,11 +194,8 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
         if not as_json:
             out.print(f"{counted(len(space.hunks), 'hunk')} between {good} and {bad}", markup=False)
         with held():   # as in ablate
-            capture = Deferred(None, environment_capture)
-            after_first_run(session.events, capture)
-            session.closers.append(capture.settle)
             rec = run_diff(session.runner(cwd=space.workdir), space, pol, strategy=strategy, refine=lines,
-                           environment=capture)
+                           environment=capture_after_first_run(session))
             finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
 
 
@@ -448,7 +442,8 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
             fail(f"--resume: no earlier triage of {good}..{bad} with this subject in {session.ledger.path}")
         with session.commit_space(commits, root, cfg, sub) as space:
             rec = run_triage(session.runner(), space, pol, scratch_root=session.scratch("triage"),
-                             environment=environment_capture(), repo=str(root), first_parent=first_parent, subdir=sub)
+                             environment=capture_after_first_run(session), repo=str(root), first_parent=first_parent,
+                             subdir=sub)
         if junit:
             write_junit(junit, "bisectk triage", to_cases(rec, str(spec or run_cmd or pytest_id)))
         finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html, where=report)

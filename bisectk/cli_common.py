@@ -162,6 +162,15 @@ def after_first_run(events, *work: Deferred) -> None:
     events.subscribe(lambda e: isinstance(e, RunFinished) and [w.start() for w in work])
 
 
+def capture_after_first_run(session) -> Deferred:
+    """The environment capture of a session's record, begun once its first run has ended, on a
+    thread of its own, and waited for before the session closes (its probes end with the command)."""
+    capture = Deferred(None, environment_capture)
+    after_first_run(session.events, capture)
+    session.closers.append(capture.settle)
+    return capture
+
+
 def environment_capture() -> dict:
     from bisectk.spaces.env import capture
     return capture(torch=False)

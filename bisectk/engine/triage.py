@@ -15,13 +15,14 @@ verdict_of   -- the triage's conclusion: "nothing to triage" (the bad ref passes
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from bisectk.engine.bisect import run_bisect
 from bisectk.engine.diff import run_diff
 from bisectk.engine.policy import RunPolicy
-from bisectk.engine.records import BisectRecord, DiffRecord, TriageRecord
+from bisectk.engine.records import BisectRecord, DiffRecord, TriageRecord, captured
 from bisectk.errors import BisectkError
 from bisectk.events import PhaseStarted
 from bisectk.exitcodes import TRIAGE_VERDICTS
@@ -50,7 +51,7 @@ def verdict_of(b: BisectRecord) -> str:
 
 
 def run_triage(runner: Runner, space: CommitSpace, policy: RunPolicy, *, scratch_root: Path,
-               environment: dict | None = None, repo: str = "", first_parent: bool = False,
+               environment: dict | Callable[[], dict] | None = None, repo: str = "", first_parent: bool = False,
                subdir: Path = Path(".")) -> TriageRecord:
     start = time.monotonic()
     bis = run_bisect(runner, space, policy, environment=environment, repo=repo, first_parent=first_parent)
@@ -68,14 +69,14 @@ def run_triage(runner: Runner, space: CommitSpace, policy: RunPolicy, *, scratch
         interrupted=bis.interrupted or bool(diff and diff.interrupted), runs=runner.executed,
         observations=bis.observations + (diff.observations if diff else 0), wall_s=round(time.monotonic() - start, 3),
         run_s=round(bis.run_s + (diff.run_s if diff else 0.0), 3),
-        environment=environment or {}, advice=bis.advice + (diff.advice if diff else ()),
+        environment=captured(environment), advice=bis.advice + (diff.advice if diff else ()),
         session=runner.session, verdict=verdict, exit_code=TRIAGE_VERDICTS[verdict], failure=failure,
         bisect=bis.to_dict(), diff=diff.to_dict() if diff else None, diff_error=diff_error,
         first_bad=bis.first_bad, culprit_hunks=diff.culprit_hunks if diff else (), hangs=bis.hangs)
 
 
 def isolate(runner: Runner, commits: CommitSpace, policy: RunPolicy, bis: BisectRecord, *, scratch_root: Path,
-            environment: dict | None, subdir: Path) -> tuple[DiffRecord | None, str | None]:
+            environment: dict | Callable[[], dict] | None, subdir: Path) -> tuple[DiffRecord | None, str | None]:
     """The first bad commit's hunks against its (first) parent: (the DiffRecord, or None and why
     the trees could not be diffed). Its runs are its own (the runner is shared)."""
     graph = commits.commits

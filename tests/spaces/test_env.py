@@ -195,10 +195,10 @@ def test_a_probe_that_hangs_is_ended_with_what_it_started(tmp_path, monkeypatch)
     assert left == []
 
 
-@pytest.mark.parametrize("command", ["ablate", "diff"])
-def test_ablate_and_diff_capture_once_their_first_run_has_ended(tmp_path, command):
+@pytest.mark.parametrize("command", ["ablate", "diff", "triage"])
+def test_ablate_diff_and_triage_capture_once_their_first_run_has_ended(tmp_path, command):
     """As a bisection: the capture (a fake nvidia-smi says when it was asked) comes after the first
-    run's end, and reaches the record."""
+    run's end, and reaches the record (triage's own, which holds its bisection's and diff's)."""
     from tests.conftest import bisectk
     bin_dir, log = tmp_path / "bin", tmp_path / "when.log"
     bin_dir.mkdir()
@@ -211,6 +211,18 @@ def test_ablate_and_diff_capture_once_their_first_run_has_ended(tmp_path, comman
                                          '[oracle]\nmetric = "err"\nmax = 0\n'
                                          '[good]\na = 0\nb = 0\n[bad]\na = 1\nb = 1\n')
         args = ["ablate", tmp_path / "s.toml"]
+    elif command == "triage":
+        from tests.fixtures.gitrepo import git
+        repo = tmp_path / "repo"
+        repo.mkdir()
+        git(repo, "init", "-q", "-b", "main")
+        for i in range(3):
+            (repo / "v.txt").write_text(f"{i}\n")
+            git(repo, "add", "-A")
+            git(repo, "commit", "-q", "-m", f"c{i}")
+        shas = git(repo, "rev-list", "--reverse", "HEAD").split()
+        check = _script(tmp_path / "check.sh", f'{stamp}[ "$(cat v.txt)" = 2 ] && exit 1\nexit 0\n')
+        args = ["triage", "--repo", repo, "--good", shas[0], "--bad", shas[2], "--run", str(check)]
     else:
         for side, v in (("good", "0"), ("bad", "1")):
             (tmp_path / side).mkdir()
@@ -220,7 +232,7 @@ def test_ablate_and_diff_capture_once_their_first_run_has_ended(tmp_path, comman
         args = ["diff", tmp_path / "good", tmp_path / "bad", "--run", f"sh {check}"]
     p = bisectk(*args, "--json", "--ledger", tmp_path / "l.db", cwd=tmp_path,
                 env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == (1 if command == "triage" else 0), p.stderr     # triage: 1, a culprit found
     doc = json.loads(p.stdout)
     assert "No devices were found" in doc["environment"]["gpu"]["error"]
     when = [line.split() for line in log.read_text().splitlines()]

@@ -9,8 +9,9 @@ the same oracle, `test.sh`: exit 1 when BUG exists, else 0.
   repository's own checkout (git bisects where it stands).
 - bisectk: `python -m bisectk bisect --repo R --good GOOD --bad BAD --run test.sh --json` with a
   fresh ledger: endpoint checks, worktrees under the repository's git dir, every run recorded.
-  On the big tree: once with no cached worktree (`bisectk ledger gc` first: one full checkout)
-  and once more right after (`--fresh`: every run again, the cached worktree reused).
+  On the big tree: once with no cached worktree (taken away first, as `--drop` says: bench/
+  coldtree.py; one full checkout) and once more right after (`--fresh`: every run again, the
+  cached worktree reused).
 
 Wall is the whole command, start-up included; CPU is user + system time of its whole process tree
 (less sensitive to a shared machine than wall). Peak RSS is the largest process of each
@@ -22,7 +23,8 @@ Goals: right every time; peak RSS <= 300 MB at 300,000 commits; wall <= 2x git's
 histories, <= 1.5x on the big tree, <= 1.2x with the cached worktree.
 
 Usage: python bench/scale_bench.py [--sizes 30000 100000 300000] [--shapes linear merges]
-                                   [--no-tree] [--repeat N] [--work DIR] [--out bench/results/scale_bench.txt]
+                                   [--no-tree] [--repeat N] [--drop move|gc] [--work DIR]
+                                   [--out bench/results/scale_bench.txt]
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
+import coldtree  # noqa: E402
 from repogen import GIT_ENV, generate  # noqa: E402
 
 TEST_SH = "#!/bin/sh\n[ -e BUG ] && exit 1\nexit 0\n"
@@ -110,7 +113,7 @@ def _median_row(rows: list[Row]) -> Row:
 
 
 def case(name: str, repo: Path, g, test: Path, work: Path, rows: list[Row], *, cached: bool = False,
-         repeat: int = 1) -> None:
+         repeat: int = 1, drop: str = "move") -> None:
     """git and bisectk on one repository, `repeat` times in turn (a fresh ledger each time; the
     cached worktree dropped before each uncached bisectk run); each cell is the median."""
     cells: dict[str, list[Row]] = {}
@@ -118,8 +121,7 @@ def case(name: str, repo: Path, g, test: Path, work: Path, rows: list[Row], *, c
         gw, gcpu, grss, gfound = git_bisect(repo, g.good, g.bad, test)
         cells.setdefault("git bisect run", []).append(Row(name, g.commits, "git bisect run", gw, gcpu, grss,
                                                           gfound == g.culprit))
-        subprocess.run([sys.executable, "-m", "bisectk", "ledger", "gc", "--repo", str(repo)], capture_output=True,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+        coldtree.drop(repo, work / "trash", drop)
         ledger = work / f"{name}-{i}.db"
         ledger.unlink(missing_ok=True)
         bw, bcpu, brss, doc = bisectk_bisect(repo, g.good, g.bad, test, ledger)
@@ -131,6 +133,7 @@ def case(name: str, repo: Path, g, test: Path, work: Path, rows: list[Row], *, c
             first = (doc.get("first_bad") or {}).get("sha")
             cells.setdefault("bisectk, cached worktree", []).append(
                 Row(name, g.commits, "bisectk, cached worktree", bw, bcpu, brss, first == g.culprit, doc.get("runs")))
+    coldtree.empty(work / "trash")
     rows += [_median_row(cell) for cell in cells.values()]
     print(" | ".join(f"{r.tool} {r.wall:.2f}s ({r.cpu:.2f}s CPU) {r.rss_mb:.0f}MB {'right' if r.right else 'WRONG'}"
                      for r in rows if r.case == name), flush=True)
@@ -169,6 +172,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--repeat", type=int, default=1, help="measure each cell this often, in turns; report medians")
+    ap.add_argument("--drop", choices=coldtree.HOWS, default="move",
+                    help="how the cached worktree is taken away before a cold run (bench/coldtree.py)")
     a = ap.parse_args()
     work = a.work or Path(tempfile.mkdtemp(prefix="bisectk-scale-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -190,11 +195,11 @@ def main() -> int:
                 g = generate(work / f"{name}-again", n, shape=shape, seed=a.seed)
             print(f"{name}: generated in {time.perf_counter() - t:.1f} s (culprit #{g.culprit_index}, "
                   f"{g.merges} merges)", flush=True)
-            case(name, repo, g, test, work, rows, repeat=a.repeat)
+            case(name, repo, g, test, work, rows, repeat=a.repeat, drop=a.drop)
     if not a.no_tree:
         name = "tree-10000-files"
         g = generate(work / name, 300, files=10_000, seed=a.seed)
-        case(name, work / name, g, test, work, rows, cached=True, repeat=a.repeat)
+        case(name, work / name, g, test, work, rows, cached=True, repeat=a.repeat, drop=a.drop)
     lines += ["", f"{'history':<18} {'commits':>8} {'tool':<26} {'wall s':>7} {'x git':>6} {'CPU s':>6} {'x git':>6} "
                   f"{'peak RSS MB':>11} {'runs':>5} right"]
     git_wall = {r.case: r.wall for r in rows if r.tool == "git bisect run"}

@@ -7,10 +7,11 @@ command of every side in turn and the medians of many are compared.
 - history: `bisectk bisect --run test.sh` of a generated linear history (bench/repogen.py), and
   `git bisect run` of the same, whole-command walls; every answer checked against the planted one.
 - tree: the same on a generated 10,000-file tree of 300 commits, each side twice in a row: once
-  after `bisectk ledger gc` (cold: the worktree is added, every file written) and once more
-  (cached: the worktree left by the first is switched).
+  with its cached worktree taken away (cold: the worktree is added, every file written; `--drop`
+  says how, bench/coldtree.py) and once more (cached: the worktree left by the first is switched).
 
     python bench/startup_ab.py --base DIR [--fixed 21] [--history 7] [--commits 30000] [--tree 5]
+                               [--drop move|gc]
 
 DIR holds a base tree's `bisectk/` (`git archive REV bisectk | tar -x -C DIR`). Compile both
 trees' bytecode first (`python -m compileall -q bisectk DIR/bisectk`): a shell with
@@ -32,6 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+import coldtree  # noqa: E402
 from repogen import generate  # noqa: E402
 from scale_bench import STAMP_SH, TEST_SH  # noqa: E402
 
@@ -57,6 +59,8 @@ def main() -> int:
     ap.add_argument("--history", type=int, default=7, help="samples of the long history (0: skip)")
     ap.add_argument("--commits", type=int, default=30_000)
     ap.add_argument("--tree", type=int, default=0, help="samples of the 10,000-file tree (0: skip)")
+    ap.add_argument("--drop", choices=coldtree.HOWS, default="move",
+                    help="how a cold sample's cached worktree is taken away (bench/coldtree.py)")
     a = ap.parse_args()
     sides = {"base": a.base.resolve(), "new": ROOT}
     work = Path(tempfile.mkdtemp(prefix="bisectk-startup-"))
@@ -85,15 +89,16 @@ def main() -> int:
                    sides, work, test, a.history, ("",))
     if a.tree:  # each side cold (its cached worktree dropped first), then cached (the one it left)
         versus_git("tree 10000 files", generate(work / "tree", 300, files=10_000, seed=1),
-                   sides, work, test, a.tree, (" cold", " cached"))
+                   sides, work, test, a.tree, (" cold", " cached"), a.drop)
     return 0
 
 
 def versus_git(label: str, g, sides: dict[str, Path], work: Path, test: Path, samples: int,
-               hows: tuple[str, ...]) -> None:
+               hows: tuple[str, ...], drop: str = "move") -> None:
     """`git bisect run` and every side's `bisectk bisect` of the generated repository `g`, in turns,
     once per entry of `hows` in a row (more than one: the side's cached worktrees dropped before
-    the first); the medians of whole-command walls, and each against git's."""
+    the first, the way `drop` says: bench/coldtree.py); the medians of whole-command walls, and
+    each against git's."""
     repo = g.path
     with open(repo / ".git" / "info" / "exclude", "a") as f:
         f.write("bisect.out\n")
@@ -105,12 +110,12 @@ def versus_git(label: str, g, sides: dict[str, Path], work: Path, test: Path, sa
         walls["git"].append(time.time() - t0)
         for name, root in sides.items():
             if len(hows) > 1:
-                subprocess.run([sys.executable, "-m", "bisectk", "ledger", "gc", "--repo", str(repo)],
-                               capture_output=True, env={**os.environ, "PYTHONPATH": str(root)}, cwd=work)
+                coldtree.drop(repo, work / "trash", drop, root)
             for how in hows:
                 t0, t1, doc = bisect(root, repo, g.good, g.bad, test, work)
                 assert (doc.get("first_bad") or {}).get("sha") == g.culprit, (name, how, doc.get("first_bad"))
                 walls.setdefault(name + how, []).append(t1 - t0)
+    coldtree.empty(work / "trash")
     git = statistics.median(walls["git"])
     for name, w in walls.items():
         print(f"{label} {name}: whole {statistics.median(w):.3f} s (min {min(w):.3f}), "

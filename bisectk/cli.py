@@ -270,6 +270,7 @@ def bisect(repo: Path = RepoOpt,
     from contextlib import ExitStack
 
     from bisectk.engine.direction import Terms
+    from bisectk.spaces import early
     from bisectk.spaces.command import pathspec_of, resolve_command
     from bisectk.spaces.commits import list_graph, open_repo, resolve
     from bisectk.spaces.worktrees import WorktreePool
@@ -295,8 +296,13 @@ def bisect(repo: Path = RepoOpt,
             listing.result()                # the listing reports a bad ref, as before
             raise
         if executor == "local":
-            pool = stack.enter_context(WorktreePool(root, size=jobs))
-            pool.prepare(bad_sha if find_fix else good_sha)     # the endpoint that must pass runs first
+            first = bad_sha if find_fix else good_sha       # the endpoint that must pass runs first
+            pool = early.take_pool(root, jobs, first)       # begun before the CLI loaded, if it could be
+            if pool is not None:
+                stack.callback(pool.close)
+            else:
+                pool = stack.enter_context(WorktreePool(root, size=jobs))
+                pool.prepare(first)
         try:
             files = []
             if run_cmd:

@@ -20,7 +20,16 @@ toplevel, resolved -- what the walk's one `git rev-parse` found (the --repo's to
           ref's sha), so that open_repo and resolve do not ask git again.
 A walk still under way when the command leaves is ended by an exit handler: no git is left behind.
 
-Standard library only, and nothing of bisectk's: it runs before anything else is imported.
+The first endpoint's worktree (issue 27: a big tree's checkout) is begun here too, once the walk
+is under way: a WorktreePool is opened for the --jobs the command names and the good commit is
+prepared in it (spaces/worktrees.py), while the main thread is still importing the CLI. The
+command takes that pool (`take_pool`) only if it would have opened the same one itself (the same
+repository, size and first commit; --executor local); otherwise, and at exit if nobody took it,
+the pool is closed (its checkout waited for, its locks released).
+
+Standard library only, and nothing of bisectk's: it runs before anything else is imported (the
+pool comes from the caller's `open_pool`, which imports its module in the walk's thread, once git
+is running).
 """
 
 from __future__ import annotations
@@ -30,7 +39,9 @@ import os
 import signal
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 GIT_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false", "-c", "gc.auto=0"]
 REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX",
@@ -47,8 +58,13 @@ def git_env() -> dict[str, str]:
 class _Walk:
     """One guessed walk: resolve the refs, then stream `git rev-list` into memory, in a thread."""
 
-    def __init__(self, repo: str, bad: str, goods: list[str], first_parent: bool):
+    def __init__(self, repo: str, bad: str, goods: list[str], first_parent: bool, pool_size: int | None = None,
+                 open_pool: Callable[[str, int], Any] | None = None):
         self.keyed = threading.Event()          # set once the command is known (or the guess failed)
+        self.pooled = threading.Event()         # set once the first checkout was begun (or not)
+        self.pool: tuple[str, int, str, object] | None = None   # (root, size, sha, WorktreePool)
+        self.pool_size = pool_size if open_pool is not None else None
+        self.open_pool = open_pool
         self.key: tuple[str, tuple[str, ...]] | None = None
         self.out: bytes | None = None
         self.proc: subprocess.Popen | None = None
@@ -82,6 +98,8 @@ class _Walk:
                                              stderr=subprocess.DEVNULL, start_new_session=True)
             self.key = (root, argv)
             self.keyed.set()
+            if self.pool_size is not None:
+                self._prepare(root, lines[2], self.pool_size)
             out, _ = self.proc.communicate()
             if self.proc.returncode == 0:
                 self.out = out
@@ -89,6 +107,34 @@ class _Walk:
             pass
         finally:
             self.keyed.set()
+            self.pooled.set()
+
+    def _prepare(self, root: str, sha: str, size: int) -> None:
+        """Open the pool the command would open and begin checking `sha` out in it."""
+        try:
+            pool = self.open_pool(root, size)
+            pool.__enter__()
+        except Exception:       # not a place for worktrees: the command's own pool says why
+            return
+        with self._lock:
+            if self.ended:
+                pool.close()
+                return
+            self.pool = (root, size, sha, pool)
+        pool.prepare(sha)
+        self.pooled.set()
+
+    def take_pool(self, root: str, size: int, sha: str):
+        """The pool begun here if it is the one asked for, else None (a pool not taken is closed)."""
+        self.pooled.wait()
+        with self._lock:
+            pool, self.pool = self.pool, None
+        if pool is None:
+            return None
+        if pool[:3] == (root, size, sha):
+            return pool[3]
+        pool[3].close()
+        return None
 
     def end(self) -> None:
         with self._lock:
@@ -100,9 +146,14 @@ class _Walk:
             except OSError:
                 pass
             proc.wait()
+        with self._lock:
+            pool, self.pool = self.pool, None
+        if pool is not None:        # nobody took it: its checkout is waited for, its locks released
+            pool[3].close()
 
 
 _walk: _Walk | None = None
+_taken: _Walk | None = None       # the walk list_graph took (its pool, if any, not yet asked for)
 # what the walk's rev-parse found: (the --repo directory, its top level, {ref: sha})
 _known: tuple[str, str, dict[str, str]] | None = None
 
@@ -131,26 +182,32 @@ def resolved(root: str | Path, ref: str) -> str | None:
     return known[2].get(ref) if known is not None and known[1] == str(Path(root).resolve()) else None
 
 
-def start(argv: list[str]) -> None:
+def start(argv: list[str], open_pool: Callable[[str, int], Any] | None = None) -> None:
     """Begin the walk `bisectk bisect` will ask for, if argv names one plainly (see the module
-    docstring); otherwise do nothing."""
+    docstring); otherwise do nothing. `open_pool(root, size)`: the WorktreePool the command would
+    open (given by the caller: this module imports nothing of bisectk's); None: no early checkout."""
     global _walk
     if _walk is not None or not argv or argv[0] != "bisect" or os.environ.get("BISECTK_NO_EARLY"):
         return
     repo, goods, bads, first_parent = ".", [], [], False
+    jobs, executor = "1", "local"
     i = 1
     while i < len(argv):
         arg = argv[i]
         name, eq, value = arg.partition("=")
         if arg == "--" or name in ("--find-fix", "--manual", "--help"):
             return      # a pathspec, the other direction, no walk now: list_graph's own
-        if name in ("--repo", "--good", "--bad"):
+        if name in ("--repo", "--good", "--bad", "--jobs", "--executor"):
             if not eq:
                 if i + 1 >= len(argv):
                     return
                 i, value = i + 1, argv[i + 1]
             if name == "--repo":
                 repo = value
+            elif name == "--jobs":
+                jobs = value
+            elif name == "--executor":
+                executor = value
             else:
                 (goods if name == "--good" else bads).append(value)
         elif arg == "--first-parent":
@@ -158,17 +215,29 @@ def start(argv: list[str]) -> None:
         i += 1
     if not goods or len(bads) != 1 or any(not r or r.startswith("-") for r in (*goods, *bads)):
         return
-    _walk = _Walk(repo, bads[0], goods, first_parent)
+    # the worktrees the command would open: --executor local's (another executor makes none here)
+    size = int(jobs) if executor == "local" and jobs.isdigit() and 1 <= int(jobs) <= 64 else None
+    _walk = _Walk(repo, bads[0], goods, first_parent, size, open_pool)
     atexit.register(_walk.end)
+
+
+def take_pool(root: Path | str, size: int, sha: str):
+    """The WorktreePool begun early (module docstring) if it is the one of `root` and `size`
+    whose first checkout is `sha`, else None; one that is not is closed. Asked once, by the CLI."""
+    walk = _walk or _taken
+    if walk is None:
+        return None
+    return walk.take_pool(str(Path(root).resolve()), size, sha)
 
 
 def take(root: Path | str, argv: list[str] | tuple[str, ...]) -> bytes | None:
     """The early walk's output if it ran `git <argv>` in `root` (argv without the -c options),
     else None. Waits for a matching walk to finish; a walk that does not match is ended."""
-    global _walk
+    global _walk, _taken
     walk, _walk = _walk, None
     if walk is None:
         return None
+    _taken = walk       # its pool may still be asked for
     walk.keyed.wait()
     if walk.key != (str(Path(root).resolve()), tuple(argv)):
         walk.end()

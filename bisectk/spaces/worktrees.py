@@ -207,11 +207,13 @@ class WorktreePool:
                 with self._cond:
                     self._pending.discard(sha)
                     self._cond.notify_all()
-        with self._cond:
+        with self._cond:     # started under the lock: `close` joins every thread it lists
+            if not self._open:
+                return              # closed meanwhile (a pool begun early that nobody took)
             self._pending.add(sha)
-        t = threading.Thread(target=work, name=f"bisectk-prepare-{sha[:10]}", daemon=True)
-        self._threads.append(t)
-        t.start()
+            t = threading.Thread(target=work, name=f"bisectk-prepare-{sha[:10]}", daemon=True)
+            self._threads.append(t)
+            t.start()
 
     def acquire(self, sha: str, preparing: bool = False) -> _Entry:
         if not self._open:
@@ -325,10 +327,12 @@ class WorktreePool:
 
     def close(self) -> None:
         """Release every worktree (removed too unless `keep`); safe to call twice."""
-        if not self._open:
-            return
-        self._open = False
-        for t in self._threads:
+        with self._cond:
+            if not self._open:
+                return
+            self._open = False
+            threads = list(self._threads)
+        for t in threads:
             t.join()
         with self._cond:
             held, self._held, self._free = self._held, [], []

@@ -3,24 +3,28 @@ list_graph runs, ended when it is not, never left behind, and never a different 
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import subprocess
 
 import pytest
 
 from bisectk.spaces import early
 from bisectk.spaces.commits import SpaceError, list_graph, open_repo, resolve
+from bisectk.__main__ import _open_pool
+from bisectk.spaces.worktrees import cache_dir_of
 from tests.conftest import bisectk
 from tests.fixtures.gitrepo import make_repo
 
 
 @pytest.fixture(autouse=True)
 def clean_state():
-    early._walk, early._known = None, None
+    early._walk, early._known, early._taken = None, None, None
     yield
-    if early._walk is not None:
-        early._walk.end()
-    early._walk, early._known = None, None
+    for walk in {early._walk, early._taken} - {None}:
+        walk.end()
+    early._walk, early._known, early._taken = None, None, None
 
 
 @pytest.fixture
@@ -37,7 +41,7 @@ def test_a_matching_walk_is_taken_and_equals_gits_own(repo):
     r, shas = repo
     early.start(["bisect", "--repo", str(r), f"--good={shas[0]}", "--bad", "HEAD", "--run", "./t.sh"])
     walk = early._walk
-    assert walk is not None
+    assert walk is not None and walk.pool_size is None        # no open_pool given: no early checkout
     graph = list_graph(r, [shas[0]], "HEAD")
     assert walk.out == _git_walk(r, shas[-1], f"^{shas[0]}")       # taken: the listing came from it
     assert [s.decode() for s in graph.shas] == shas[1:]
@@ -110,7 +114,7 @@ def _alive(marker: str) -> str:
 def test_a_walk_that_does_not_match_is_ended_while_it_runs(repo, tmp_path, monkeypatch):
     r, shas = repo
     marker = f"early-probe-{tmp_path.name}"
-    monkeypatch.setenv("PATH", f"{_slow_git(tmp_path, marker)}:{__import__('os').environ['PATH']}")
+    monkeypatch.setenv("PATH", f"{_slow_git(tmp_path, marker)}:{os.environ['PATH']}")
     early.start(["bisect", "--repo", str(r), "--good", shas[0], "--bad", shas[-1]])
     walk = early._walk
     walk.keyed.wait(10)
@@ -119,14 +123,75 @@ def test_a_walk_that_does_not_match_is_ended_while_it_runs(repo, tmp_path, monke
     assert walk.proc.poll() is not None and not _alive(marker)
 
 
+def _free(lock) -> bool:
+    """Whether no process holds the flock of a cached worktree (`wt-N.lock`)."""
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def test_an_unused_walk_is_ended_when_the_command_leaves(repo, tmp_path):
-    """`bisect` with an option error after the walk began: one line, exit 2, and no git left."""
+    """`bisect` with an option error after the walk began: one line, exit 2, no git left, and the
+    worktree begun early released (its lock free, its checkout whole)."""
     r, shas = repo
     marker = f"early-probe-{tmp_path.name}"
-    path = f"{_slow_git(tmp_path, marker)}:{__import__('os').environ['PATH']}"
+    path = f"{_slow_git(tmp_path, marker)}:{os.environ['PATH']}"
     p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--no-such-option", env={"PATH": path})
     assert p.returncode == 2 and "no-such-option" in p.stderr and "Traceback" not in p.stderr
     assert not _alive(marker)
+    cache = cache_dir_of(r)
+    assert [d.name for d in cache.iterdir() if d.is_dir()] == ["wt-0"]       # begun before the CLI failed
+    assert _free(cache / "wt-0.lock")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cache / "wt-0", capture_output=True, text=True).stdout
+    assert head.strip() == shas[0]
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=cache / "wt-0", capture_output=True,
+                          text=True).stdout == ""
+
+
+def test_the_first_endpoint_is_checked_out_early_and_taken_by_its_command(repo):
+    r, shas = repo
+    early.start(["bisect", "--repo", str(r), "--good", shas[0], "--bad", shas[-1], "--jobs=2", "--run", "./t.sh"],
+                open_pool=_open_pool)
+    walk = early._walk
+    walk.pooled.wait(30)
+    assert walk.pool is not None and walk.pool[1:3] == (2, shas[0])
+    pool = early.take_pool(r, 2, shas[0])
+    assert pool is not None and walk.pool is None                   # taken, once
+    try:
+        with pool.lease(shas[0]) as tree:                           # found at the good commit
+            got = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tree, capture_output=True, text=True).stdout
+            assert got.strip() == shas[0]
+            assert not _free(f"{tree}.lock")                        # held by this process
+    finally:
+        pool.close()
+    assert early.take_pool(r, 2, shas[0]) is None
+
+
+@pytest.mark.parametrize("size,first", [(1, 0), (2, 1)])
+def test_a_pool_begun_for_another_command_is_closed_not_used(repo, size, first):
+    r, shas = repo
+    early.start(["bisect", "--repo", str(r), "--good", shas[0], "--bad", shas[-1], "--jobs", "2"], open_pool=_open_pool)
+    early._walk.pooled.wait(30)
+    assert early.take_pool(r, size, shas[first]) is None
+    lock = cache_dir_of(r) / "wt-0.lock"
+    assert _free(lock)                      # released: the command's own pool can take it
+
+
+@pytest.mark.parametrize("extra", [["--executor", "ray"], ["--executor=ray", "--jobs", "2"], ["--jobs", "0"],
+                                   ["--jobs", "many"]])
+def test_no_worktree_is_begun_where_the_command_would_not_make_one(repo, extra):
+    r, shas = repo
+    early.start(["bisect", "--repo", str(r), "--good", shas[0], "--bad", shas[-1], *extra],
+                open_pool=_open_pool)
+    walk = early._walk
+    assert walk is not None and walk.pool_size is None
+    walk.pooled.wait(30)
+    assert walk.pool is None and not cache_dir_of(r).exists()
 
 
 def test_the_cli_answer_is_the_same_with_and_without_the_early_walk(tmp_path):

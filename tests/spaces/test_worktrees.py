@@ -145,6 +145,27 @@ def test_prepare_checks_out_in_the_background_and_the_lease_finds_it(repo, monke
         assert calls == []          # found at its commit: no git command at all
 
 
+
+def test_a_pool_closed_from_another_thread_while_preparing_waits_for_what_it_started(repo):
+    """The pool begun before the CLI (spaces/early.py) may be closed by the exit handler while its
+    thread is still asking for the first checkout: close never joins a thread it did not start,
+    waits for one it did, and a prepare after close starts nothing."""
+    import threading
+    rng = chain(repo)
+    for k in range(20):
+        pool = WorktreePool(repo, size=1).__enter__()
+        asker = threading.Thread(target=pool.prepare, args=(rng[k % len(rng)],))
+        asker.start()
+        pool.close()                        # raced against prepare: no RuntimeError
+        asker.join()
+        assert all(not t.is_alive() for t in pool._threads)
+    pool.prepare(rng[1])
+    assert not pool._pending
+    with WorktreePool(repo, size=1) as again:      # its lock was released: the cached entry serves
+        with again.lease(rng[2]) as wt:
+            assert git(wt, "rev-parse", "HEAD") == rng[2]
+    assert len(cached(repo)) == 1
+
 def test_collect_removes_what_nobody_holds(repo):
     before = fingerprint(repo)
     rng = chain(repo)

@@ -363,8 +363,12 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
                           markup=False)
         # Once the first run has ended, the environment is captured and the listing parsed (numpy
         # loaded) beside the runs after it: before, their Python took the GIL from the path to the
-        # first launch. With no run, the record asks for both.
-        after_first_run(session.events, environment, Deferred(background, commits.arrays))
+        # first launch. With no run, the record asks for both. The parse starts sooner when the
+        # first run must wait for its worktree's checkout (the main thread idle meanwhile).
+        parse = Deferred(background, commits.arrays)
+        after_first_run(session.events, environment, parse)
+        if pool is not None:    # or earlier, while the first run waits for a big tree's checkout
+            pool.while_preparing = parse.start
         with session.commit_space(commits, root, cfg, sub, pool=pool) as space:
             try:
                 rec = run_bisect(session.runner(), space, pol, environment=environment, repo=str(root),

@@ -37,7 +37,7 @@ import re
 import shutil
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,7 +147,8 @@ class WorktreePool:
     outputs too); otherwise a held free worktree is switched, or another cached one is taken over,
     or one is added, while fewer than `size` are held; else the lease waits. A switch runs
     `checkout --force --detach` and `clean` (`-x` too when `clean_ignored`, which also wipes
-    ignored build outputs).
+    ignored build outputs). `while_preparing()` is called when a lease must wait for a checkout
+    begun by `prepare` (the caller's idle time: a big tree's first checkout takes seconds).
     """
 
     repo: Path | str
@@ -158,6 +159,7 @@ class WorktreePool:
     _held: list[_Entry] = field(default_factory=list)
     _free: list[_Entry] = field(default_factory=list)      # least recently used first
     _pending: set[str] = field(default_factory=set)        # shas being prepared in the background
+    while_preparing: Callable[[], object] | None = None
     _threads: list[threading.Thread] = field(default_factory=list)
     _open: bool = False
 
@@ -221,6 +223,8 @@ class WorktreePool:
         with self._cond:
             while True:
                 if not preparing and sha in self._pending:
+                    if self.while_preparing is not None:
+                        self.while_preparing()
                     self._cond.wait()
                     continue
                 warm = next((e for e in self._free if e.sha == sha and not e.fresh), None)

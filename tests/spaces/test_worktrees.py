@@ -146,6 +146,32 @@ def test_prepare_checks_out_in_the_background_and_the_lease_finds_it(repo, monke
 
 
 
+def test_a_lease_that_waits_for_a_prepared_checkout_says_so_and_one_that_does_not_is_silent(repo, monkeypatch):
+    """`while_preparing`: the CLI parses the listing while its first run waits for a big checkout."""
+    rng = chain(repo)
+    real = run_git
+
+    def slow(*args):
+        if "checkout" in args:
+            time.sleep(0.4)
+        return real(*args)
+    monkeypatch.setattr("bisectk.spaces.worktrees.run_git", slow)
+    waited = []
+    with WorktreePool(repo, size=1, while_preparing=lambda: waited.append(time.monotonic())) as pool:
+        with pool.lease(rng[3]):
+            pass                            # an ordinary switch: nothing prepared, nothing said
+        assert waited == []
+        pool.prepare(rng[5])
+        t0 = time.monotonic()
+        with pool.lease(rng[5]) as wt:
+            assert git(wt, "rev-parse", "HEAD") == rng[5]
+        assert waited and waited[0] - t0 < 0.3      # said at once, before the checkout ended
+        n = len(waited)
+        with pool.lease(rng[5]):
+            pass                            # found at its commit: no wait
+        assert len(waited) == n
+
+
 def test_a_pool_closed_from_another_thread_while_preparing_waits_for_what_it_started(repo):
     """The pool begun before the CLI (spaces/early.py) may be closed by the exit handler while its
     thread is still asking for the first checkout: close never joins a thread it did not start,

@@ -18,6 +18,8 @@ take   -- list_graph's question: the walk's output if it ran exactly `argv` in `
           (a walk that does not match is ended at once, never waited for).
 toplevel, resolved -- what the walk's one `git rev-parse` found (the --repo's top level, each
           ref's sha), so that open_repo and resolve do not ask git again.
+take_pool -- the CLI's question: the WorktreePool whose first checkout was begun here, if it is
+          the one the command would open, else None (see below).
 A walk still under way when the command leaves is ended by an exit handler: no git is left behind.
 
 The first endpoint's worktree (issue 27: a big tree's checkout) is begun here too, once the walk

@@ -15,7 +15,8 @@ WorktreePool -- a context manager lending detached worktrees, one per concurrent
                 (however it is left) the locks are released and the worktrees stay for the next
                 command; `keep=False` removes them as well.
 prepare      -- start a lease's checkout in the background, so that the first run's worktree is
-                written while the rest of the set-up (listing the history, imports) goes on.
+                written while the rest of the set-up (listing the history, imports) goes on;
+                `bisect` begins it before its CLI is even imported (spaces/early.py).
 collect      -- remove the cached worktrees no process holds (and stale sessions of older
                 bisectk versions) and prune: `bisectk ledger gc`.
 

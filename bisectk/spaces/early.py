@@ -102,6 +102,7 @@ class _Walk:
             self.keyed.set()
             if self.pool_size is not None:
                 self._prepare(root, lines[2], self.pool_size)
+            self.pooled.set()       # begun or not: take_pool never waits for the walk itself
             out, _ = self.proc.communicate()
             if self.proc.returncode == 0:
                 self.out = out
@@ -124,7 +125,6 @@ class _Walk:
                 return
             self.pool = (root, size, sha, pool)
         pool.prepare(sha)
-        self.pooled.set()
 
     def take_pool(self, root: str, size: int, sha: str):
         """The pool begun here if it is the one asked for, else None (a pool not taken is closed)."""

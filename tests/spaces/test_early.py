@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -203,3 +204,19 @@ def test_the_cli_answer_is_the_same_with_and_without_the_early_walk(tmp_path):
         assert p.returncode == 0, p.stderr[-2000:]
         answers.append(json.loads(p.stdout)["first_bad"]["sha"])
     assert answers == [shas[7], shas[7]]
+
+
+def test_a_pool_that_could_not_be_opened_is_answered_at_once_not_after_the_walk(repo, tmp_path, monkeypatch):
+    """The CLI asks for the early pool before it needs the listing: a pool that could not be
+    opened (a read-only git dir, say) is None at once, not once a long rev-list has ended."""
+    r, shas = repo
+    marker = f"early-probe-{tmp_path.name}"
+    monkeypatch.setenv("PATH", f"{_slow_git(tmp_path, marker)}:{os.environ['PATH']}")
+
+    def cannot(root, size):
+        raise OSError("read-only file system")
+    early.start(["bisect", "--repo", str(r), "--good", shas[0], "--bad", shas[-1]], open_pool=cannot)
+    early._walk.keyed.wait(10)
+    t = time.monotonic()
+    assert early.take_pool(r, 1, shas[0]) is None
+    assert time.monotonic() - t < 10 and _alive(marker)      # the walk (60 s) still runs

@@ -152,22 +152,32 @@ def test_package_versions_read_from_headers_match_a_full_metadata_parse():
     assert "numpy" in full      # the environment has at least one package that matters
 
 
-def test_a_bisections_capture_begins_once_its_first_run_has_ended(tmp_path):
-    """The capture's Python shares the GIL with the path to the first run's launch (issue 27): it
-    starts once that run has ended, and still reaches the record. Its first step asks nvidia-smi:
-    a fake one says when it was asked."""
-    from tests.conftest import bisectk
+def _three_commits(repo):
+    """A repository of three commits whose v.txt holds 0, 1, 2; their shas, oldest first."""
     from tests.fixtures.gitrepo import git
-    repo, bin_dir, log = tmp_path / "repo", tmp_path / "bin", tmp_path / "when.log"
     repo.mkdir()
-    bin_dir.mkdir()
     git(repo, "init", "-q", "-b", "main")
     for i in range(3):
         (repo / "v.txt").write_text(f"{i}\n")
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "-m", f"c{i}")
-    shas = git(repo, "rev-list", "--reverse", "HEAD").split()
+    return git(repo, "rev-list", "--reverse", "HEAD").split()
+
+
+def _stamping_smi(bin_dir, log):
+    """An nvidia-smi first on PATH that stamps when it was asked and finds no device."""
     _script(bin_dir / "nvidia-smi", f'echo "smi $(date +%s.%N)" >> {log}\necho "No devices were found"\nexit 6\n')
+
+
+def test_a_bisections_capture_begins_once_its_first_run_has_ended(tmp_path):
+    """The capture's Python shares the GIL with the path to the first run's launch (issue 27): it
+    starts once that run has ended, and still reaches the record. Its first step asks nvidia-smi:
+    a fake one says when it was asked."""
+    from tests.conftest import bisectk
+    repo, bin_dir, log = tmp_path / "repo", tmp_path / "bin", tmp_path / "when.log"
+    bin_dir.mkdir()
+    shas = _three_commits(repo)
+    _stamping_smi(bin_dir, log)
     test = _script(tmp_path / "test.sh", f'[ "$(cat v.txt)" = 2 ] && r=1 || r=0\necho "end $(date +%s.%N)" >> {log}\nexit $r\n')
     p = bisectk("bisect", "--repo", repo, "--good", shas[0], "--bad", shas[2], "--run", test, "--json",
                 "--ledger", tmp_path / "l.db", env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
@@ -202,7 +212,7 @@ def test_ablate_diff_and_triage_capture_once_their_first_run_has_ended(tmp_path,
     from tests.conftest import bisectk
     bin_dir, log = tmp_path / "bin", tmp_path / "when.log"
     bin_dir.mkdir()
-    _script(bin_dir / "nvidia-smi", f'echo "smi $(date +%s.%N)" >> {log}\necho "No devices were found"\nexit 6\n')
+    _stamping_smi(bin_dir, log)
     stamp = f'echo "end $(date +%s.%N)" >> {log}\n'
     if command == "ablate":
         _script(tmp_path / "run.sh", f'{stamp}echo "BISECTK_RESULT {{\\"err\\": $1}}"\n')
@@ -212,15 +222,8 @@ def test_ablate_diff_and_triage_capture_once_their_first_run_has_ended(tmp_path,
                                          '[good]\na = 0\nb = 0\n[bad]\na = 1\nb = 1\n')
         args = ["ablate", tmp_path / "s.toml"]
     elif command == "triage":
-        from tests.fixtures.gitrepo import git
         repo = tmp_path / "repo"
-        repo.mkdir()
-        git(repo, "init", "-q", "-b", "main")
-        for i in range(3):
-            (repo / "v.txt").write_text(f"{i}\n")
-            git(repo, "add", "-A")
-            git(repo, "commit", "-q", "-m", f"c{i}")
-        shas = git(repo, "rev-list", "--reverse", "HEAD").split()
+        shas = _three_commits(repo)
         check = _script(tmp_path / "check.sh", f'{stamp}[ "$(cat v.txt)" = 2 ] && exit 1\nexit 0\n')
         args = ["triage", "--repo", repo, "--good", shas[0], "--bad", shas[2], "--run", str(check)]
     else:

@@ -31,12 +31,6 @@ ROOT = Path(__file__).resolve().parent.parent
 HOWS = ("move", "gc")
 
 
-def cache_dir(repo: Path) -> Path:
-    common = subprocess.run(["git", "rev-parse", "--git-common-dir"], cwd=repo, capture_output=True, text=True,
-                            check=True).stdout.strip()
-    return (repo / common).resolve() / "bisectk-worktrees"
-
-
 def drop(repo: Path, trash: Path, how: str = "move", root: Path = ROOT) -> None:
     """Leave `repo` with no cached bisectk worktree, the way `how` says (module docstring)."""
     if how == "gc":
@@ -45,7 +39,10 @@ def drop(repo: Path, trash: Path, how: str = "move", root: Path = ROOT) -> None:
         return
     if how != "move":
         raise ValueError(f"unknown way to drop worktrees: {how!r} (one of {', '.join(HOWS)})")
-    cache = cache_dir(repo)
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from bisectk.spaces.worktrees import cache_dir_of     # where the product keeps them
+    cache = cache_dir_of(repo)
     if cache.exists():
         trash.mkdir(parents=True, exist_ok=True)
         cache.rename(trash / f"worktrees-{len(list(trash.iterdir()))}")

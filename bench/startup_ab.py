@@ -3,7 +3,8 @@
 command of every side in turn and the medians of many are compared.
 
 - fixed: `bisectk bisect` of a 2-commit range with a subject that stamps its runs (as
-  bench/scale_bench.py's fixed-cost line): seconds before the first run, after the last, whole.
+  bench/scale_bench.py's fixed-cost line): seconds before the first run, after the last, whole;
+  and the floor under it, the interpreter's own start (`python -c pass`, and with `-S`).
 - history: `bisectk bisect --run test.sh` of a generated linear history (bench/repogen.py), and
   `git bisect run` of the same, whole-command walls; every answer checked against the planted one.
 - tree: the same on a generated 10,000-file tree of 300 commits, each side twice in a row: once
@@ -71,7 +72,14 @@ def main() -> int:
     if a.fixed:
         g = generate(work / "fixed", 2, seed=1, culprit=1)
         got = {k: ([], [], []) for k in sides}
+        # the floor under "before the first run": this interpreter's own start, with and without
+        # site (the .pth hooks of the installed packages run at every start, bisectk's or not)
+        floor: dict[str, list[float]] = {"python -c pass": [], "python -S -c pass": []}
         for _ in range(a.fixed):
+            for label, argv in (("python -c pass", ["-c", "pass"]), ("python -S -c pass", ["-S", "-c", "pass"])):
+                t0 = time.time()
+                subprocess.run([sys.executable, *argv], check=True)
+                floor[label].append(time.time() - t0)
             for name, root in sides.items():
                 log = work / "stamps.log"
                 t0, t1, _ = bisect(root, work / "fixed", g.good, g.bad, stamp, work, log)
@@ -84,6 +92,8 @@ def main() -> int:
             print(f"fixed {name}: before the first run {statistics.median(before):.3f} s (min {min(before):.3f}), "
                   f"after the last {statistics.median(after):.3f} s, whole {statistics.median(whole):.3f} s "
                   f"(medians of {a.fixed})", flush=True)
+        for label, walls in floor.items():
+            print(f"fixed floor: {label} {statistics.median(walls):.3f} s (min {min(walls):.3f})", flush=True)
     if a.history:
         versus_git(f"history {a.commits}", generate(work / "history", a.commits, shape="linear", seed=1),
                    sides, work, test, a.history, ("",))

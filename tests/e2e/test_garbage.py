@@ -11,10 +11,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 from garbage import garbage_spec  # noqa: E402
 
 
-@pytest.mark.parametrize("seed,warm", [(0, False), (1, True), (2, True)])   # torch subjects: one cold is enough
-def test_lone_culprit_among_benign_differences(tmp_path, seed, warm):
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_lone_culprit_among_benign_differences(tmp_path, seed):
+    # --warm: torch subjects, each run forked from one import; a cold ablation of one took ~90 s of
+    # CI's two cores, and the search it tests is the same either way (cold runs: every other e2e test)
     spec = garbage_spec(tmp_path, seed)
-    p = bisectk("ablate", spec, "--json", "--ledger", tmp_path / "l.db", *(["--warm"] if warm else []), timeout=900)
+    p = bisectk("ablate", spec, "--json", "--ledger", tmp_path / "l.db", "--warm", timeout=900)
     doc = json.loads(p.stdout)
     assert p.returncode == 0, p.stderr[-2000:]
     assert doc["culprits"] == ["consumer_wgs"] and not doc["different_failures"]

@@ -1,4 +1,5 @@
-"""Fixtures for the GPU-kernel tests: a compile-only cache shared by the whole session.
+"""Fixtures for the GPU-kernel tests: a compile-only cache shared by the whole session (and by every
+xdist worker of it: the batch is compiled once, by whichever worker asks first).
 
 Compile-only tests run everywhere (CUTE_DSL_ARCH=sm_90a, no GPU needed).  Tests marked
 ``@pytest.mark.gpu`` need an NVIDIA GPU and skip cleanly without one.
@@ -6,6 +7,7 @@ Compile-only tests run everywhere (CUTE_DSL_ARCH=sm_90a, no GPU needed).  Tests 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -71,7 +73,17 @@ class CompileCache:
 
     def __init__(self, tmp: Path):
         self.tmp = tmp
+        self.tmp.mkdir(parents=True, exist_ok=True)
         self.results: dict[str, dict] = {}
+
+    def load(self) -> None:
+        """What an earlier worker of this session compiled into the same directory."""
+        saved = self.tmp / "results.json"
+        if saved.exists():
+            self.results.update(json.loads(saved.read_text()))
+
+    def save(self) -> None:
+        (self.tmp / "results.json").write_text(json.dumps(self.results))
 
     def ptx_path(self, key: str) -> Path:
         import hashlib
@@ -120,11 +132,20 @@ class CompileCache:
 def compile_cache(tmp_path_factory):
     if not have_cutlass():
         pytest.skip("nvidia-cutlass-dsl is not installed")
-    cache = CompileCache(tmp_path_factory.mktemp("ptx"))
     # every variant endpoint and the kernels' defaults, in one batch
     configs = [(script, argv) for _, _, script, argv in variant_jobs()]
     configs += [(script, []) for script in KERNEL_SCRIPTS]
     configs += [(script, argv) for script, argv in FMHA_PTX_CONFIGS]
     configs += [(f"variants/gpu/fmha-diff/{side}/fmha_wgmma.py", []) for side in ("good", "bad")]
-    cache.ensure(configs)
+    # under xdist each worker has a session of its own: the batch (~130 s of two compilers on two
+    # cores) is made once in the directory the workers share, under a lock, and read by the others
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    cache = CompileCache(shared / "ptx-cache")
+    with open(shared / "ptx-cache.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        cache.load()
+        cache.ensure(configs)
+        cache.save()
     return cache

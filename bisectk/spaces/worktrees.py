@@ -27,7 +27,15 @@ GIT_INDEX_FILE / GIT_WORK_TREE are dropped (commits.run_git). A worktree taken o
 process is reset before use (`checkout --force` of its commit and `clean`; a stale index.lock of
 a killed git removed first), because a killed build may have left it half-written. After every
 switch the __pycache__ directories go too (as spaces/bytecode.py does), and `clean` runs only
-when some directory changed since the last switch left the worktree clean.
+when some directory changed since the last switch left the worktree clean, and then only in the
+directories that changed.
+
+Coarse timestamps. A directory gains an entry only by changing its mtime -- to the kernel's clock
+at that moment. Where that clock is coarse (one tick, 1-10 ms: Linux before 6.13's multigrain
+timestamps, and many other file systems), an entry made within the tick of the checkout's last
+write leaves the mtime as the survey stamped it. A pool probes its file system once (`coarse_mtimes`);
+where it is coarse, a directory stamped within RACY_NS of its last change is treated as changed at
+the next switch (cleaned there, as git treats a racily clean file as modified).
 """
 
 from __future__ import annotations
@@ -37,7 +45,9 @@ import os
 import re
 import shutil
 import stat
+import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -51,6 +61,9 @@ from bisectk.spaces.commits import SpaceError, open_repo, run_git
 # (100 files) keeps a small switch serial; a git before 2.32 ignores the key.
 PARALLEL_CHECKOUT = ("-c", "checkout.workers=0")
 _ENTRY = re.compile(r"^wt-(\d+)$")
+RACY_NS = 50_000_000     # a stamp this close to its directory's last change cannot vouch for it (coarse clocks)
+RACY = -1                # the stamp of such a directory: never equal to an mtime, so always "changed"
+SCOPED_MAX = 64          # more changed directories than this: one `clean` of the whole worktree
 _SESSION = re.compile(r"^(\d+)-[0-9a-f]+$")       # per-process sessions of bisectk before the cache
 
 
@@ -82,14 +95,36 @@ def _head_of(path: Path) -> str | None:
     return head if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head) else None
 
 
-def survey(root: Path, previous: dict[str, int] | None = None) -> dict[str, int]:
+def coarse_mtimes(where: Path) -> bool:
+    """Whether a directory under `where` can gain an entry without its mtime moving: two entries
+    made microseconds apart fall in one tick of a coarse clock. A fine-grained one (multigrain
+    timestamps) moves it every time. A probe that cannot be made says coarse: the safe answer."""
+    try:
+        probe = tempfile.mkdtemp(prefix=".mtime-probe-", dir=where)
+    except OSError:
+        return True
+    try:
+        for i in range(4):
+            before = os.stat(probe).st_mtime_ns
+            os.close(os.open(os.path.join(probe, str(i)), os.O_CREAT | os.O_WRONLY, 0o644))
+            if os.stat(probe).st_mtime_ns == before:
+                return True
+        return False
+    except OSError:
+        return True
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+
+
+def survey(root: Path, previous: dict[str, int] | None = None, coarse: bool = False) -> dict[str, int]:
     """Drop the __pycache__ directories of a just-switched worktree (spaces/bytecode.py says why),
-    and return the mtime of every directory left, for `_unchanged`.
+    and return the mtime of every directory left, for `_moved`.
 
     With `previous` (what the last survey of this worktree returned), only the directories whose
     mtime moved since are read again: a directory gains an entry (a __pycache__, a subdirectory,
     a file) only by changing its mtime, so one that kept it holds nothing new. A 10,000-file tree
-    of 102 directories: 11-20 ms for the whole walk, ~1 ms for the stat of each."""
+    of 102 directories: 11-20 ms for the whole walk, ~1 ms for the stat of each. `coarse`: the
+    file system's clock is coarse, and a directory changed within RACY_NS is stamped RACY."""
     if previous is None:
         kept = drop_bytecode(root)
     else:
@@ -110,17 +145,23 @@ def survey(root: Path, previous: dict[str, int] | None = None) -> dict[str, int]
             stamps[d] = os.stat(d).st_mtime_ns
         except OSError:
             pass
+    if coarse:
+        recent = time.time_ns() - RACY_NS
+        stamps = {d: RACY if mtime >= recent else mtime for d, mtime in stamps.items()}
     return stamps
 
 
-def _unchanged(stamps: dict[str, int]) -> bool:
+def _moved(stamps: dict[str, int]) -> list[str] | None:
+    """The directories whose mtime moved since `stamps` (or stamped RACY); None if one is gone
+    (a run removed a directory: the whole worktree is cleaned)."""
+    moved = []
     for d, mtime in stamps.items():
         try:
             if os.stat(d).st_mtime_ns != mtime:
-                return False
+                moved.append(d)
         except OSError:
-            return False
-    return True
+            return None
+    return moved
 
 
 def _admin_of(path: Path) -> Path | None:
@@ -169,9 +210,11 @@ class WorktreePool:
         self.cache_dir = Path(self.cache_dir) if self.cache_dir else cache_dir_of(self.repo)
         self.size = max(1, self.size)
         self._cond = threading.Condition()
+        self.coarse = False
 
     def __enter__(self) -> WorktreePool:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.coarse = coarse_mtimes(self.cache_dir)
         self.remove_stale()
         self._open = True
         return self
@@ -291,7 +334,7 @@ class WorktreePool:
             self._discard(path)
             os.close(fd)
             raise
-        entry = _Entry(path, fd, sha, fresh=False, stamps=survey(path))
+        entry = _Entry(path, fd, sha, fresh=False, stamps=survey(path, coarse=self.coarse))
         self._held.append(entry)
         return entry
 
@@ -311,15 +354,19 @@ class WorktreePool:
                 (admin / "index.lock").unlink(missing_ok=True)
         # -q: a checkout that leaves a detached HEAD otherwise walks the history to warn about
         # commits left behind (a second per switch on 300,000 commits)
-        # Untracked files can only have appeared if a directory's mtime moved since the last
+        # Untracked files can only have appeared where a directory's mtime moved since the last
         # switch left the worktree clean: creating or deleting an entry updates its directory.
-        untouched = (not entry.fresh and not self.clean_ignored and entry.stamps is not None
-                     and _unchanged(entry.stamps))
+        # None: not known (another process's worktree, -x asked, a directory gone): all of it.
+        moved = (None if entry.fresh or self.clean_ignored or entry.stamps is None
+                 else _moved(entry.stamps))
         run_git(entry.path, *PARALLEL_CHECKOUT, "checkout", "-q", "--force", "--detach", sha)
-        if not untouched:
+        if moved is None or len(moved) > SCOPED_MAX:
             run_git(entry.path, "clean", "-ffdq" + ("x" if self.clean_ignored else ""))
+        elif moved:         # each recursively: a new subdirectory moved its parent's mtime
+            scope = [":(literal)" + os.path.relpath(d, entry.path) for d in moved]
+            run_git(entry.path, "clean", "-ffdq", "--", *scope)
         # another process's leftovers are walked whole; our own worktree only where it changed
-        entry.stamps = survey(entry.path, None if entry.fresh else entry.stamps)
+        entry.stamps = survey(entry.path, None if entry.fresh else entry.stamps, coarse=self.coarse)
         entry.fresh = False
 
     def _discard(self, path: Path) -> None:

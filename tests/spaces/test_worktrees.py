@@ -304,3 +304,62 @@ def test_files_made_anywhere_by_a_run_are_cleaned_and_a_clean_worktree_skips_cle
         with pool.lease(rng[6]):
             pass
         assert calls.count("clean") == 2            # a directory changed: cleaned again, to be safe
+
+
+def test_on_a_coarse_clock_an_entry_that_kept_its_directorys_mtime_is_still_cleaned(repo, monkeypatch):
+    """A run's file made within the tick of the checkout's last write leaves the directory's mtime
+    as stamped (a coarse clock: Linux before 6.13). Made here by putting the mtime back. Where the
+    pool's probe says the clock is fine-grained the file would survive the switch (the premise);
+    where it says coarse, the recently changed directories are cleaned at the next switch."""
+    rng = chain(repo)
+    monkeypatch.setattr("bisectk.spaces.worktrees.RACY_NS", 3600 * 10**9)   # "recent": however loaded the machine
+    survived = {}
+    for coarse in (False, True):
+        collect(repo)
+        monkeypatch.setattr("bisectk.spaces.worktrees.coarse_mtimes", lambda where: coarse)
+        with WorktreePool(repo, size=1) as pool:
+            with pool.lease(rng[2]) as wt:
+                st = os.stat(wt)
+                (wt / "stray.txt").write_text("a run's output")
+                os.utime(wt, ns=(st.st_atime_ns, st.st_mtime_ns))     # the tick had not moved
+            with pool.lease(rng[3]) as wt:
+                survived[coarse] = (wt / "stray.txt").exists()
+    assert survived == {False: True, True: False}
+
+
+def test_a_switch_cleans_only_the_directories_that_changed(tmp_path, monkeypatch):
+    r = tmp_path / "r"
+    (r / "pkg").mkdir(parents=True)
+    (r / "other").mkdir()
+    git(r, "init", "-q", "-b", "main")
+    shas = []
+    for i in range(2):
+        for d in ("pkg", "other"):
+            (r / d / "m.py").write_text(f"{i}\n")
+        git(r, "add", ".")
+        git(r, "commit", "-q", "-m", f"c{i}")
+        shas.append(git(r, "rev-parse", "HEAD"))
+    cleans = []
+
+    def spy(*a):
+        if _subcommand(a[1:]) == "clean":
+            cleans.append(a[1:])
+        return run_git(*a)
+    monkeypatch.setattr("bisectk.spaces.worktrees.run_git", spy)
+    monkeypatch.setattr("bisectk.spaces.worktrees.coarse_mtimes", lambda where: False)
+    with WorktreePool(r, size=1) as pool:
+        with pool.lease(shas[0]) as wt:
+            (wt / "pkg" / "stray.txt").write_text("x")
+            (wt / "pkg" / "new" / "deep").mkdir(parents=True)
+            (wt / "pkg" / "new" / "deep" / "o.bin").write_text("x")
+        with pool.lease(shas[1]) as wt:
+            assert not (wt / "pkg" / "stray.txt").exists() and not (wt / "pkg" / "new").exists()
+            assert (wt / "other" / "m.py").read_text() == "1\n"
+    assert len(cleans) == 1 and cleans[0][-2:] == ("--", ":(literal)pkg"), cleans
+
+
+def test_the_clock_probe_answers_and_leaves_nothing(tmp_path):
+    from bisectk.spaces.worktrees import coarse_mtimes
+    assert coarse_mtimes(tmp_path) in (True, False)
+    assert list(tmp_path.iterdir()) == []
+    assert coarse_mtimes(tmp_path / "missing") is True      # no probe possible: assume the worst

@@ -125,7 +125,8 @@ def test_jobs_make_a_flaky_searchs_passes_side_by_side(tmp_path):
 def test_ordinal_threshold_and_report(tmp_path):
     report = tmp_path / "log.md"
     # --warm: a torch subject's 20 runs forked from one import (~8 s, not ~90 s cold under CI's load);
-    # a cold ablation of a torch subject is test_garbage.py's seed 0
+    # torch subjects still run cold in test_garbage.py's `check --repeat 10`, test_warm.py's dtype
+    # test and tests/kernels/test_cpu_kernels.py's attention endpoints
     p = bisectk("ablate", VARIANTS / "attention-threshold.toml", "--warm", "--ledger", tmp_path / "l.db",
                 "--report", report, timeout=600)
     assert p.returncode == 0, p.stderr

@@ -14,7 +14,8 @@ from garbage import garbage_spec  # noqa: E402
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_lone_culprit_among_benign_differences(tmp_path, seed):
     # --warm: torch subjects, each run forked from one import; a cold ablation of one took ~90 s of
-    # CI's two cores, and the search it tests is the same either way (cold runs: every other e2e test)
+    # CI's two cores, and the search it tests is the same either way (cold ablations: the other e2e
+    # tests; cold runs of this torch subject: the check below)
     spec = garbage_spec(tmp_path, seed)
     p = bisectk("ablate", spec, "--json", "--ledger", tmp_path / "l.db", "--warm", timeout=900)
     doc = json.loads(p.stdout)

@@ -33,7 +33,7 @@ directories that changed.
 Coarse timestamps. A directory gains an entry only by changing its mtime -- to the kernel's clock
 at that moment. Where that clock is coarse (one tick, 1-10 ms: Linux before 6.13's multigrain
 timestamps, and many other file systems), an entry made within the tick of the checkout's last
-write leaves the mtime as the survey stamped it. A pool probes its file system once (`coarse_mtimes`);
+write leaves the mtime as the survey stamped it. A pool probes its file system at its first checkout (`coarse_mtimes`);
 where it is coarse, a directory stamped within RACY_NS of its last change is treated as changed at
 the next switch (cleaned there, as git treats a racily clean file as modified).
 """
@@ -41,6 +41,7 @@ the next switch (cleaned there, as git treats a racily clean file as modified).
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import re
 import shutil
@@ -210,17 +211,21 @@ class WorktreePool:
         self.cache_dir = Path(self.cache_dir) if self.cache_dir else cache_dir_of(self.repo)
         self.size = max(1, self.size)
         self._cond = threading.Condition()
-        self.coarse = False
 
     def __enter__(self) -> WorktreePool:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
-        self.coarse = coarse_mtimes(self.cache_dir)
         self.remove_stale()
         self._open = True
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @functools.cached_property
+    def coarse(self) -> bool:
+        """Whether this file system's clock is coarse: probed at the pool's first checkout, not by
+        a pool that checks nothing out (`collect`, an early pool nobody took)."""
+        return coarse_mtimes(self.cache_dir)
 
     def remove_stale(self) -> list[Path]:
         """Delete per-process sessions left by a dead process (bisectk before the cache)."""

@@ -39,9 +39,12 @@ MAX_MESSAGE = 1 << 20
 LOST_WORDS = "the warm worker's supervisor (the template it was forked from)"
 
 
+_CLOSING = threading.Lock()
+
+
 class Replies:
     """The reply side of a warm worker: subclasses set `reply_fd` and provide `send`, `kill` and
-    `_wait_exit`."""
+    `_wait_exit`; `kill` closes the pipe with `close_reply`."""
 
     reply_fd: int
 
@@ -55,6 +58,8 @@ class Replies:
         """The next JSON line from the reply pipe; None on timeout; EOFError when the worker died."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while b"\n" not in self.buf:
+            if self.reply_fd < 0:
+                raise EOFError("the worker's reply pipe is closed")
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             ready, _, _ = select.select([self.reply_fd], [], [], left)
             if not ready:
@@ -65,6 +70,18 @@ class Replies:
             self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
         return json.loads(line)
+
+    def close_reply(self) -> None:
+        """Close the reply pipe, once. A worker can be killed from two threads (a pool closed while
+        the worker was still starting kills it, and so does the thread that started it); a second
+        os.close of the number would close whatever another thread had opened under it since."""
+        with _CLOSING:
+            fd, self.reply_fd = self.reply_fd, -1
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
     def wait_ready(self, timeout: float) -> bool:
         try:
@@ -347,7 +364,7 @@ class Forked(Replies):
         if self.template.lost():    # its tree may have been cut off from it: find it by its run id
             kill_run(self.run_id)
             self.template.kill()
-        for closing in (self.requests.close, lambda: os.close(self.reply_fd)):
+        for closing in (self.requests.close, self.close_reply):
             try:
                 closing()
             except (OSError, ValueError):

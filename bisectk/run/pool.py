@@ -173,7 +173,7 @@ class _Worker(Replies):
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        for closing in (lambda: self.proc.stdin.close(), lambda: os.close(self.reply_fd)):
+        for closing in (lambda: self.proc.stdin.close(), self.close_reply):
             try:
                 closing()
             except (OSError, ValueError):

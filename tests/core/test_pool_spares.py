@@ -41,3 +41,24 @@ def test_a_slot_that_loses_two_workers_in_a_row_takes_another_slots_spare(tmp_pa
         # and the spares come back behind them
         _ready(pool, 1)
         assert pool.stats["worker_starts"] >= 6
+
+
+def test_a_worker_killed_twice_closes_its_reply_pipe_once(tmp_path):
+    """Pool.close kills a worker still starting, and so does the thread that started it. The second
+    kill must not close the reply pipe's number again: by then it may be another thread's file
+    (a psutil read of /proc failed with EBADF in a test run so)."""
+    import os
+
+    from bisectk.run.pool import _Worker
+    w = _Worker(sys.executable, dict(os.environ), (), None)
+    number = w.reply_fd
+    w.kill(0.1)
+    other = os.open(os.devnull, os.O_RDONLY)        # another thread's file, under the freed number
+    if other != number:
+        os.dup2(other, number)
+        os.close(other)
+    try:
+        w.kill(0.1)
+        os.fstat(number)                            # still open: the second kill left it alone
+    finally:
+        os.close(number)

@@ -14,8 +14,10 @@ DIR holds a base tree's `bisectk/` (e.g. `git archive d704478 bisectk | tar -x -
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -51,6 +53,7 @@ def main() -> int:
     a.add_argument("--startup", type=float, default=1.0)
     o = a.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ahead-bench-"))
+    atexit.register(shutil.rmtree, work, True)   # its repositories and ledgers go with it
     subjects = {"pipeline-hang": ROOT / "variants" / "cpu" / "pipeline-hang.toml",
                 "jit-hang": jit_spec(work / "jit", o.startup, quiet=False)}
     walls: dict[tuple, list[float]] = {}

@@ -16,7 +16,9 @@ DIR holds a base tree's `bisectk/` (`git archive REV bisectk | tar -x -C DIR`).
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -54,6 +56,7 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=7)
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bisectk-repeat-"))
+    atexit.register(shutil.rmtree, work, True)   # its repositories and ledgers go with it
     (work / "q.toml").write_text(SPEC)
     sides = {"base": a.base.resolve(), "new": ROOT}
     per: dict[str, list[float]] = {k: [] for k in sides}

@@ -22,8 +22,10 @@ PYTHONDONTWRITEBYTECODE=1 otherwise recompiles every module on every command.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -65,6 +67,7 @@ def main() -> int:
     a = ap.parse_args()
     sides = {"base": a.base.resolve(), "new": ROOT}
     work = Path(tempfile.mkdtemp(prefix="bisectk-startup-"))
+    atexit.register(shutil.rmtree, work, True)   # its repositories and ledgers go with it
     stamp, test = work / "stamp.sh", work / "test.sh"
     for path, text in ((stamp, STAMP_SH), (test, TEST_SH)):
         path.write_text(text)

@@ -22,8 +22,9 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
-import tempfile
 from pathlib import Path
+
+from bisectk.run import tmpfiles
 
 ENV = "BISECTK_IMPORTS"
 SKIP_ENV = "BISECTK_IMPORTS_SKIP"   # prefixes the hook does not record (so it needs no sysconfig)
@@ -73,7 +74,7 @@ class Recording:
     environment, changed in place."""
 
     def __init__(self, env: dict[str, str]):
-        fd, self.path = tempfile.mkstemp(prefix="bisectk-imports-")
+        fd, self.path = tmpfiles.make_file("imports")
         os.close(fd)
         env[ENV] = self.path
         env[SKIP_ENV] = os.pathsep.join(_SKIP)

@@ -42,7 +42,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -52,6 +51,7 @@ from bisectk.procstat import psutil
 from bisectk.run.classify import recognise
 from bisectk.run.executor import Builds, Job, build_then_run
 from bisectk.run.forked import FORK_READY_S, Forked, Replies, Template, kill_alive
+from bisectk.run import tmpfiles
 from bisectk.run.output import Readers
 from bisectk.run.process import (RUN_ID_ENV, SUPERVISOR_CHECK_S, TAIL_BYTES, RawRun, SupervisorLost, captures,
                                  death_words, kill_run, kill_tree, run_process, signal_name, start_contained)
@@ -437,6 +437,7 @@ class WorkerPool:
             old.kill(grace_s)
 
     def start(self, wait: bool = True) -> WorkerPool:
+        tmpfiles.sweep()    # what a SIGKILLed bisectk left in the temp directory (once per process)
         with self.cond:
             for s in self.slots:
                 self._fill(s)
@@ -688,7 +689,7 @@ class _Fifos:
     read-write, so they exist before the worker opens them and never read as EOF early."""
 
     def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="bisectk-warm-"))
+        self.dir = Path(tmpfiles.make_dir("warm"))
         self.fds = []
         for name in ("stdout", "stderr"):
             os.mkfifo(self.dir / name, 0o600)

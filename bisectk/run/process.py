@@ -49,7 +49,7 @@ from pathlib import Path
 
 from bisectk.procstat import process_start, psutil, stopped  # noqa: F401  (process_start re-exported)
 
-from bisectk.run import supervise
+from bisectk.run import supervise, tmpfiles
 from bisectk.run.spares import SPARES, SUPERVISOR, SUPERVISOR_ARGV  # noqa: F401  (SUPERVISOR re-exported)
 from bisectk.run.output import Capture, LineFeed, Readers  # noqa: F401  (LineFeed re-exported)
 from bisectk.run.progress import FixedWatch
@@ -619,6 +619,8 @@ def reap_stale(directory: Path | None = None, *, force: bool = False) -> int:
         if _reaped[0] and not force:
             return 0
         _reaped[0] = True
+    if directory is None:
+        tmpfiles.sweep()    # and the temporary files such a bisectk left (run/tmpfiles.py)
     d = directory or live_dir()
     try:
         records = list(d.glob("*.json"))

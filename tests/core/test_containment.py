@@ -208,7 +208,9 @@ def test_sigkill_of_bisectk_mid_hang_leaves_nothing(tmp_path):
     spec = tmp_path / "spec.toml"
     spec.write_text(f'[subject]\ncommand = ["python", "hang.py", "{m}"]\ntimeout = 120\n'
                     '[good]\nx = 1\n[bad]\nx = 2\n')
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "TMPDIR": str(tmp)}
     bk = subprocess.Popen([sys.executable, "-m", "bisectk", "run", str(spec), "--config", "bad"],
                           cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -219,6 +221,16 @@ def test_sigkill_of_bisectk_mid_hang_leaves_nothing(tmp_path):
     finally:
         bk.kill()
         kill_marked(m)
+    # no cleanup ran in the killed bisectk: its run's import record is still there, and the next
+    # bisectk removes it (run/tmpfiles.py)
+    left = [x.name for x in tmp.iterdir()]
+    assert left and all(n.startswith(f"bisectk-imports-{bk.pid}.") for n in left), left
+    quick = tmp_path / "quick.toml"
+    quick.write_text('[subject]\ncommand = ["python", "-c", "pass"]\n[good]\nx = 1\n[bad]\nx = 2\n')
+    p = subprocess.run([sys.executable, "-m", "bisectk", "run", str(quick), "--config", "good"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert list(tmp.iterdir()) == []
 
 
 DRIVER = """
@@ -281,7 +293,9 @@ def test_warm_worker_dies_with_bisectk(tmp_path, cache_dir):
     script = tmp_path / "hang.py"
     script.write_text(HANG_TREE)
     root = str(Path(process.__file__).resolve().parents[2])
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache_dir), "PYTHONPATH": root}
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache_dir), "PYTHONPATH": root, "TMPDIR": str(tmp)}
     driver = subprocess.Popen([sys.executable, "-c", WARM_DRIVER, str(script), m], env=env)
     try:
         # the worker runs hang.py in-process (its argv is the worker's), so count its 4 children
@@ -292,3 +306,35 @@ def test_warm_worker_dies_with_bisectk(tmp_path, cache_dir):
     finally:
         driver.kill()
         kill_marked(m)
+    # the run's FIFO directory outlived the killed driver; the next pool's start removes it
+    left = [x.name for x in tmp.iterdir()]
+    assert left and all(n.startswith(f"bisectk-warm-{driver.pid}.") for n in left), left
+    subprocess.run([sys.executable, "-c", "from bisectk.run.pool import WorkerPool; WorkerPool(preload=()).start().close()"],
+                   env=env, check=True, timeout=120)
+    assert list(tmp.iterdir()) == []
+
+
+def test_temp_entries_of_a_dead_or_reused_owner_are_swept_and_no_others(tmp_path, monkeypatch):
+    import tempfile
+
+    from bisectk.run import tmpfiles
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    me, start = os.getpid(), int(process.process_start(os.getpid()))
+    keep = [f"bisectk-warm-{me}.{start}-a", f"bisectk-imports-{me}.{start}-b",   # alive: its maker's
+            "bisectk-warm-x7q", "bisectk-imports-12-c", "bisectk-scratch-1.2-d", "other"]  # not ours
+    gone = [f"bisectk-warm-{dead.pid}.5-e", f"bisectk-imports-{me}.{start + 1}-f"]  # dead; pid reused
+    for name in keep + gone:
+        if "warm" in name:
+            (tmp_path / name).mkdir()
+            (tmp_path / name / "stdout").write_text("")
+        else:
+            (tmp_path / name).write_text("")
+    assert tmpfiles.sweep(str(tmp_path), force=True) == 2
+    assert sorted(x.name for x in tmp_path.iterdir()) == sorted(keep)
+    own = tmp_path / "own"
+    own.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(own))
+    made = Path(tmpfiles.make_dir("warm"))
+    assert made.parent == own and tmpfiles.owner(made.name) == (me, start)
+    assert tmpfiles.sweep(force=True) == 0 and made.is_dir()

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -209,8 +208,13 @@ def write_doc(path: Path, doc: dict) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-FUZZ_DIR = Path(tempfile.mkdtemp(prefix="bisectk-fuzz-"))
-(FUZZ_DIR / "pyproject.toml").touch()
+@pytest.fixture(scope="module")
+def fuzz_dir(tmp_path_factory) -> Path:
+    """One directory for every example of a module (hypothesis runs many examples per test; a
+    function's tmp_path would be one per test, not per example), under pytest's own temp root."""
+    d = tmp_path_factory.mktemp("fuzz")
+    (d / "pyproject.toml").touch()
+    return d
 
 
 def exercise(path: Path) -> None:
@@ -236,8 +240,8 @@ def exercise(path: Path) -> None:
 @settings(max_examples=1000, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 @given(spec_docs())
-def test_fuzzed_specs_load_or_fail_with_one_spec_error(doc):
-    path = FUZZ_DIR / "spec.toml"
+def test_fuzzed_specs_load_or_fail_with_one_spec_error(fuzz_dir, doc):
+    path = fuzz_dir / "spec.toml"
     write_doc(path, doc)
     exercise(path)
 
@@ -245,8 +249,8 @@ def test_fuzzed_specs_load_or_fail_with_one_spec_error(doc):
 @settings(max_examples=300, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.binary(max_size=300) | st.text(max_size=300).map(lambda t: t.encode("utf-8", "surrogatepass")))
-def test_arbitrary_bytes_as_a_spec(data):
-    path = FUZZ_DIR / "junk.toml"
+def test_arbitrary_bytes_as_a_spec(fuzz_dir, data):
+    path = fuzz_dir / "junk.toml"
     path.write_bytes(data)
     exercise(path)
 

@@ -1,0 +1,89 @@
+"""The temporary files a bisectk process makes for its runs (a warm run's FIFO directory, a cold
+run's import record) name their owner, and a later bisectk removes those whose owner is gone.
+
+Each is removed by its maker when the run ends, and at Ctrl-C. A bisectk ended by SIGKILL (by
+hand, by the OOM killer, by a CI job's timeout) runs no cleanup at all; its processes are found
+again by run records (process.reap_stale), and its temporary files by their names:
+`bisectk-warm-PID.START-xxxx` -- PID and START (process_start: ticks since boot) of the process
+that made it. An entry whose PID is not running, or runs but started at another time (the PID was
+reused), is stale. Only the current user's entries are looked at; nothing else in the temporary
+directory is touched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+
+from bisectk.procstat import process_start
+
+KINDS = ("warm", "imports")     # bisectk-warm-* (directories), bisectk-imports-* (files)
+
+_own: list[str] = []
+_swept = threading.Lock()
+_done = [False]
+
+
+def _tag() -> str:
+    if not _own:
+        _own.append(f"{os.getpid()}.{int(process_start(os.getpid()) or 0)}-")
+    elif not _own[0].startswith(f"{os.getpid()}."):     # a fork: the child is its own owner
+        _own[0] = f"{os.getpid()}.{int(process_start(os.getpid()) or 0)}-"
+    return _own[0]
+
+
+def make_dir(kind: str) -> str:
+    """A private directory, removed by the caller (or, once its maker is dead, by sweep)."""
+    return tempfile.mkdtemp(prefix=f"bisectk-{kind}-{_tag()}")
+
+
+def make_file(kind: str) -> tuple[int, str]:
+    """A private file (fd, path), as tempfile.mkstemp."""
+    return tempfile.mkstemp(prefix=f"bisectk-{kind}-{_tag()}")
+
+
+def owner(name: str) -> tuple[int, int] | None:
+    """(pid, start) from an entry's name; None for a name that is not one of ours."""
+    for kind in KINDS:
+        head = f"bisectk-{kind}-"
+        if name.startswith(head):
+            stamp = name[len(head):].split("-", 1)[0]
+            pid, dot, start = stamp.partition(".")
+            if dot and pid.isdigit() and start.isdigit():
+                return int(pid), int(start)
+    return None
+
+
+def sweep(directory: str | None = None, *, force: bool = False) -> int:
+    """Remove the entries of dead owners in `directory` (the temporary directory); once per
+    process unless `force`. Returns how many were removed. Never raises."""
+    with _swept:
+        if _done[0] and not force:
+            return 0
+        _done[0] = True
+    removed = 0
+    uid = os.getuid()
+    try:
+        with os.scandir(directory or tempfile.gettempdir()) as entries:
+            for e in entries:
+                who = owner(e.name)
+                if who is None:
+                    continue
+                try:
+                    if e.stat(follow_symlinks=False).st_uid != uid:
+                        continue
+                    start = process_start(who[0])
+                    if start is not None and int(start) == who[1]:
+                        continue        # its maker is alive: it removes it itself
+                    if e.is_dir(follow_symlinks=False):
+                        shutil.rmtree(e.path)
+                    else:
+                        os.unlink(e.path)
+                    removed += 1
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return removed

@@ -33,6 +33,7 @@ from typing import Any
 from bisectk.run.workload import Origin, Workload
 from bisectk.run.remote import git_archive_to
 from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, _env, run_git
+from bisectk.spaces.submodules import SubmoduleMissing
 from bisectk.spaces.worktrees import WorktreePool
 from bisectk.spec import Config
 
@@ -90,6 +91,9 @@ class CommitSpace:
             raise RuntimeError("CommitSpace.lease without a worktree pool")
         try:
             entry = self.pool.acquire(sha)
+        except SubmoduleMissing as exc:     # this commit's tree cannot be made whole: skipped, as git's 125
+            yield Workload(dict(self.config), NOWHERE, revision=sha, state=sha, unrunnable=f"checkout failed: {exc}")
+            return
         except SpaceError as exc:
             why = unreadable(self.commits.repo, sha, str(exc))
             if why is None:

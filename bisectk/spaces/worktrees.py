@@ -54,6 +54,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bisectk.spaces import submodules
 from bisectk.spaces.bytecode import drop_bytecode
 from bisectk.spaces.commits import SpaceError, open_repo, run_git
 
@@ -117,7 +118,8 @@ def coarse_mtimes(where: Path) -> bool:
         shutil.rmtree(probe, ignore_errors=True)
 
 
-def survey(root: Path, previous: dict[str, int] | None = None, coarse: bool = False) -> dict[str, int]:
+def survey(root: Path, previous: dict[str, int] | None = None, coarse: bool = False,
+           skip: frozenset[str] = frozenset()) -> dict[str, int]:
     """Drop the __pycache__ directories of a just-switched worktree (spaces/bytecode.py says why),
     and return the mtime of every directory left, for `_moved`.
 
@@ -125,9 +127,10 @@ def survey(root: Path, previous: dict[str, int] | None = None, coarse: bool = Fa
     mtime moved since are read again: a directory gains an entry (a __pycache__, a subdirectory,
     a file) only by changing its mtime, so one that kept it holds nothing new. A 10,000-file tree
     of 102 directories: 11-20 ms for the whole walk, ~1 ms for the stat of each. `coarse`: the
-    file system's clock is coarse, and a directory changed within RACY_NS is stamped RACY."""
+    file system's clock is coarse, and a directory changed within RACY_NS is stamped RACY. `skip`:
+    directories not entered (submodules: each is checked out and cleaned on its own)."""
     if previous is None:
-        kept = drop_bytecode(root)
+        kept = drop_bytecode(root, known=skip)
     else:
         kept = []
         for d, mtime in previous.items():
@@ -139,7 +142,7 @@ def survey(root: Path, previous: dict[str, int] | None = None, coarse: bool = Fa
                 continue
             # moved: its entries again, and every directory new in it (each known one is looked
             # at by this loop itself)
-            kept += [d] if st.st_mtime_ns == mtime else drop_bytecode(d, known=previous)
+            kept += [d] if st.st_mtime_ns == mtime else drop_bytecode(d, known=previous.keys() | skip)
     stamps: dict[str, int] = {}
     for d in kept:
         try:
@@ -180,6 +183,7 @@ class _Entry:
     sha: str | None             # what is checked out; None: unknown or not yet reset
     fresh: bool = True          # taken over from the cache: reset before first use
     stamps: dict[str, int] | None = None    # directory mtimes when last left clean (survey)
+    subs: frozenset[str] = frozenset()      # submodule directories checked out in it (submodules.py)
 
 
 @dataclass
@@ -339,8 +343,14 @@ class WorktreePool:
             self._discard(path)
             os.close(fd)
             raise
-        entry = _Entry(path, fd, sha, fresh=False, stamps=survey(path, coarse=self.coarse))
+        entry = _Entry(path, fd, sha, fresh=False)
         self._held.append(entry)
+        try:
+            self._submodules(entry)
+        except BaseException:
+            self.release(entry, None)       # held, at no commit: the next lease switches it
+            raise
+        entry.stamps = survey(path, coarse=self.coarse, skip=entry.subs)
         return entry
 
     def _lock(self, path: Path) -> int | None:
@@ -364,15 +374,38 @@ class WorktreePool:
         # None: not known (another process's worktree, -x asked, a directory gone): all of it.
         moved = (None if entry.fresh or self.clean_ignored or entry.stamps is None
                  else _moved(entry.stamps))
+        stamps_before, entry.stamps = entry.stamps, None    # unknown until the switch is done
         run_git(entry.path, *PARALLEL_CHECKOUT, "checkout", "-q", "--force", "--detach", sha)
         if moved is None or len(moved) > SCOPED_MAX:
             run_git(entry.path, "clean", "-ffdq" + ("x" if self.clean_ignored else ""))
         elif moved:         # each recursively: a new subdirectory moved its parent's mtime
             scope = [":(literal)" + os.path.relpath(d, entry.path) for d in moved]
             run_git(entry.path, "clean", "-ffdq", "--", *scope)
+        previous = None if entry.fresh else stamps_before
+        self._submodules(entry)
         # another process's leftovers are walked whole; our own worktree only where it changed
-        entry.stamps = survey(entry.path, None if entry.fresh else entry.stamps, coarse=self.coarse)
+        entry.stamps = survey(entry.path, previous, coarse=self.coarse, skip=entry.subs)
         entry.fresh = False
+
+    @functools.cached_property
+    def _modules(self) -> Path:
+        """Where the user's clones of the submodules are: <git-common-dir>/modules."""
+        return (self.repo / run_git(self.repo, "rev-parse", "--git-common-dir")).resolve() / "modules"
+
+    def _submodules(self, entry: _Entry) -> None:
+        """The worktree's submodules at the commit's recorded commits (spaces/submodules.py); one
+        the new commit no longer records is removed whole."""
+        made = frozenset()
+        if (entry.path / ".gitmodules").is_file():
+            admin = _admin_of(entry.path)
+            if admin is None:
+                raise SpaceError(f"worktree {entry.path} has no git directory")
+            made = frozenset(os.fspath(p) for p in submodules.sync(entry.path, admin, self._modules,
+                                                                   self.clean_ignored))
+        for gone in entry.subs - made:      # its clone stays in the admin directory, for later
+            if os.path.isfile(os.path.join(gone, ".git")):
+                shutil.rmtree(gone, ignore_errors=True)
+        entry.subs = made
 
     def _discard(self, path: Path) -> None:
         try:
@@ -380,7 +413,7 @@ class WorktreePool:
         except SpaceError:
             pass            # half-created or already gone: rmtree + prune settle it
         shutil.rmtree(path, ignore_errors=True)
-        run_git(self.repo, "worktree", "prune")
+        run_git(self.repo, "worktree", "prune")     # its admin directory, submodules' clones with it
 
     def close(self) -> None:
         """Release every worktree (removed too unless `keep`); safe to call twice."""

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import time
+import uuid
 
 import pytest
 
@@ -114,7 +115,7 @@ def _alive(marker: str) -> str:
 
 def test_a_walk_that_does_not_match_is_ended_while_it_runs(repo, tmp_path, monkeypatch):
     r, shas = repo
-    marker = f"early-probe-{tmp_path.name}"
+    marker = f"early-probe-{uuid.uuid4().hex}"   # unique on the machine: another session may run this test
     monkeypatch.setenv("PATH", f"{_slow_git(tmp_path, marker)}:{os.environ['PATH']}")
     early.start(["bisect", "--repo", str(r), "--good", shas[0], "--bad", shas[-1]])
     walk = early._walk
@@ -140,7 +141,7 @@ def test_an_unused_walk_is_ended_when_the_command_leaves(repo, tmp_path):
     """`bisect` with an option error after the walk began: one line, exit 2, no git left, and the
     worktree begun early released (its lock free, its checkout whole)."""
     r, shas = repo
-    marker = f"early-probe-{tmp_path.name}"
+    marker = f"early-probe-{uuid.uuid4().hex}"   # unique on the machine: another session may run this test
     path = f"{_slow_git(tmp_path, marker)}:{os.environ['PATH']}"
     p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--no-such-option", env={"PATH": path})
     assert p.returncode == 2 and "no-such-option" in p.stderr and "Traceback" not in p.stderr
@@ -210,7 +211,7 @@ def test_a_pool_that_could_not_be_opened_is_answered_at_once_not_after_the_walk(
     """The CLI asks for the early pool before it needs the listing: a pool that could not be
     opened (a read-only git dir, say) is None at once, not once a long rev-list has ended."""
     r, shas = repo
-    marker = f"early-probe-{tmp_path.name}"
+    marker = f"early-probe-{uuid.uuid4().hex}"   # unique on the machine: another session may run this test
     monkeypatch.setenv("PATH", f"{_slow_git(tmp_path, marker)}:{os.environ['PATH']}")
 
     def cannot(root, size):

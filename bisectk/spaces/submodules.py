@@ -1,0 +1,107 @@
+"""Submodules in a cached worktree: each at the commit its superproject's commit records, from
+the user's own clone of it, with no network.
+
+A worktree made by `git worktree add` has every submodule as an empty directory, and a test
+script's `git submodule update --init` there clones it again from its URL (no network on a GPU
+node; a file:// URL refused since git 2.38.1): a repository whose build needs its submodules
+(flash-attention's csrc/cutlass, PyTorch's third_party/) could not be tested in one, though `git
+bisect run` in the user's checkout, where they are cloned already, could.
+
+Here each submodule the user's checkout has cloned (its git directory under
+<git-common-dir>/modules/<name>, where `git submodule update --init` keeps it) is cloned locally
+(objects hard-linked, nothing fetched) to where git itself keeps a linked worktree's submodules,
+<git-common-dir>/worktrees/<wt>/modules/<name>, and checked out at the recorded commit. A test
+script's own `git submodule update --init --recursive` then finds it there and only checks out;
+whatever git writes to a submodule's config goes to that clone, never to the user's (a worktree
+of the user's clone instead would have let it point the user's core.worktree into the cache). The
+clones live in the worktree's admin directory and go with it (`bisectk ledger gc`). After each
+switch of the superproject every submodule is checked out again (`checkout --force`) and cleaned,
+so a run's outputs inside one are gone too; nested submodules the same way.
+
+A submodule the user never cloned stays an empty directory, as it is in the user's checkout. One
+the user cloned but whose recorded commit the clone lacks (a history older than the clone's
+fetch) cannot be made: SubmoduleMissing, and the commit is skipped with that reason.
+
+Abstractions
+------------
+gitlinks  -- (name, path, sha) of each submodule the checked-out commit records.
+sync      -- bring a worktree's submodules (recursively) to the recorded commits; the paths made.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from bisectk.spaces.commits import SpaceError, run_git
+
+GITLINK = "160000"
+
+
+class SubmoduleMissing(SpaceError):
+    """A submodule's recorded commit is not in the user's clone of it."""
+
+
+def gitlinks(tree: Path) -> list[tuple[str, str, str]]:
+    """(name, path, sha) of every submodule recorded in the commit checked out at `tree` and
+    named in its .gitmodules; [] without a .gitmodules (one stat: the common case)."""
+    if not (tree / ".gitmodules").is_file():
+        return []
+    try:
+        listed = run_git(tree, "config", "-z", "-f", ".gitmodules", "--get-regexp", r"^submodule\..*\.path$")
+    except SpaceError:      # no submodule.*.path (exit 1), or a .gitmodules git cannot read
+        return []
+    names: dict[str, str] = {}
+    for item in listed.split("\0"):
+        key, _, path = item.partition("\n")
+        if key.startswith("submodule.") and key.endswith(".path") and path:
+            names[path.strip("/")] = key[len("submodule."):-len(".path")]
+    if not names:
+        return []
+    staged = run_git(tree, "ls-files", "-s", "-z", "--", *(":(literal)" + p for p in names))
+    out = []
+    for item in staged.split("\0"):
+        meta, _, path = item.partition("\t")
+        fields = meta.split()
+        if len(fields) == 3 and fields[0] == GITLINK and path in names:
+            out.append((names[path], path, fields[1]))
+    return out
+
+
+def _has_commit(git_dir: Path, sha: str) -> bool:
+    try:
+        run_git(git_dir, "--git-dir", str(git_dir), "cat-file", "-e", f"{sha}^{{commit}}")
+        return True
+    except SpaceError:
+        return False
+
+
+def sync(tree: Path, gitdir: Path, modules: Path, clean_ignored: bool = False) -> list[Path]:
+    """Check every submodule of `tree` (a worktree whose git dir is `gitdir`) out at its recorded
+    commit, cloned from the user's clone under `modules` (<their git dir>/modules), recursively;
+    return the submodule directories checked out. SubmoduleMissing when a user's clone lacks its
+    recorded commit."""
+    made: list[Path] = []
+    for name, path, sha in gitlinks(tree):
+        source, own, target = modules / name, gitdir / "modules" / name, tree / path
+        if not (source / "HEAD").is_file():
+            continue            # never cloned by the user: empty, as in the user's checkout
+        if not _has_commit(source, sha):
+            raise SubmoduleMissing(f"submodule {path} at {sha[:10]} is not in your clone of it ({source}); "
+                                   f"`git -C {path} fetch` in your checkout brings it")
+        if (own / "HEAD").is_file() and not _has_commit(own, sha):
+            shutil.rmtree(own)          # cloned before the user fetched this commit: again
+        if not (own / "HEAD").is_file():
+            shutil.rmtree(target, ignore_errors=True)   # the empty directory the checkout left
+            own.parent.mkdir(parents=True, exist_ok=True)
+            run_git(tree, "clone", "-q", "--no-checkout", "--separate-git-dir", str(own), str(source), str(target))
+            run_git(own, "--git-dir", str(own), "config", "core.worktree", os.path.relpath(target, own))
+        elif not (target / ".git").is_file():       # emptied meanwhile (a commit without it, a clean)
+            target.mkdir(parents=True, exist_ok=True)
+            (target / ".git").write_text(f"gitdir: {os.path.relpath(own, target)}\n")
+        run_git(target, "checkout", "-q", "--force", "--detach", sha)
+        run_git(target, "clean", "-ffdq" + ("x" if clean_ignored else ""))
+        made.append(target)
+        made += sync(target, own, source / "modules", clean_ignored)
+    return made

@@ -1,0 +1,206 @@
+"""Submodules in cached worktrees (spaces/submodules.py): each at the commit the superproject's
+commit records, from the user's own clone, nested ones too, with no network; a run's files in a
+submodule cleaned at the next switch; a commit whose submodule commit the user's clone lacks
+skipped with that reason; the user's checkout, config and clones untouched; `collect` leaves no
+admin directory behind. And end to end: `bisectk bisect` of a bump of a submodule names it, as
+`git bisect run` does with a script that updates the submodules itself."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bisectk.spaces.submodules import SubmoduleMissing, gitlinks
+from bisectk.spaces.worktrees import WorktreePool, collect
+from tests.fixtures.gitrepo import git
+
+ROOT = Path(__file__).resolve().parents[2]
+FILE_OK = ("-c", "protocol.file.allow=always")      # git >= 2.38.1 refuses file:// submodules otherwise
+
+
+def commit_all(repo: Path, message: str) -> str:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def library(path: Path, name: str, versions: int) -> list[str]:
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    shas = []
+    for v in range(1, versions + 1):
+        (path / "version").write_text(f"{name} v{v}\n")
+        shas.append(commit_all(path, f"{name} v{v}"))
+    return shas
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """super: c0 (lib at v1, lib's inner at i1), c1, c2, c3 bumps lib to v2 (inner still i1),
+    c4, c5 bumps lib to v3 (inner at i2); the user's checkout has both cloned (update --init)."""
+    base = tmp_path_factory.mktemp("sub")
+    inner = library(base / "inner", "inner", 2)
+    git(base / "inner", "checkout", "-q", inner[0])
+    lib = base / "lib"
+    lib_shas = library(lib, "lib", 1)
+    git(lib, *FILE_OK, "submodule", "add", "-q", str(base / "inner"), "inner")
+    lib_shas = [commit_all(lib, "inner at i1")]
+    (lib / "version").write_text("lib v2\n")
+    lib_shas.append(commit_all(lib, "lib v2"))
+    (lib / "version").write_text("lib v3\n")
+    git(lib / "inner", "checkout", "-q", inner[1])
+    lib_shas.append(commit_all(lib, "lib v3, inner at i2"))
+    git(lib, "checkout", "-q", lib_shas[0])
+    git(lib / "inner", "checkout", "-q", inner[0])
+
+    sup = base / "super"
+    sup.mkdir()
+    git(sup, "init", "-q", "-b", "main")
+    git(sup, *FILE_OK, "submodule", "add", "-q", str(lib), "third_party/lib")
+    git(sup, *FILE_OK, "submodule", "update", "-q", "--init", "--recursive")
+    (sup / "test.sh").write_text("#!/bin/sh\ngrep -q 'lib v1' third_party/lib/version || exit 1\n"
+                                 "test -f third_party/lib/inner/version || exit 1\nexit 0\n")
+    (sup / "test.sh").chmod(0o755)
+    shas = [commit_all(sup, "c0")]
+    for k, lib_at in ((1, None), (2, None), (3, 1), (4, None), (5, 2)):
+        (sup / f"f{k}").write_text(f"{k}\n")
+        if lib_at is not None:
+            git(sup / "third_party/lib", "checkout", "-q", lib_shas[lib_at])
+            git(sup / "third_party/lib", *FILE_OK, "submodule", "update", "-q", "--recursive")
+        shas.append(commit_all(sup, f"c{k}"))
+    return sup, shas, lib_shas, inner
+
+
+def state(repo: Path) -> str:
+    """What the user owns: HEAD, index, config and refs of the superproject and of its clones,
+    and every file of the checkout (submodules' included)."""
+    h = hashlib.sha256()
+    gitdir = repo / ".git"
+    for p in [gitdir / "HEAD", gitdir / "index", gitdir / "config", *sorted((gitdir / "modules").rglob("config")),
+              *sorted((gitdir / "modules").rglob("HEAD")), *sorted((gitdir / "modules").rglob("index"))]:
+        if "worktrees" not in p.parts:
+            h.update(str(p).encode() + p.read_bytes())
+    for path in sorted(p for p in repo.rglob("*") if ".git" not in p.relative_to(repo).parts):
+        h.update(str(path).encode())
+        if path.is_file() and not path.is_symlink():
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def admins(repo: Path) -> list[Path]:
+    """Admin directories of worktrees in the user's clones of the submodules (there must be none)."""
+    return sorted(p for p in (repo / ".git" / "modules").rglob("worktrees/*") if (p / "gitdir").is_file())
+
+
+def test_leases_check_submodules_out_at_the_recorded_commits_nested_too(project):
+    sup, shas, lib_shas, inner = project
+    before = state(sup)
+    with WorktreePool(sup, size=1) as pool:
+        with pool.lease(shas[0]) as wt:
+            assert gitlinks(wt) == [("third_party/lib", "third_party/lib", lib_shas[0])]
+            assert (wt / "third_party/lib/version").read_text() == "lib v1\n"
+            assert (wt / "third_party/lib/inner/version").read_text() == "inner v1\n"
+            (wt / "third_party/lib/run-output.o").write_text("a build's file")
+            (wt / "third_party/lib/version").write_text("edited by a run\n")
+            (wt / "third_party/lib/inner/junk").write_text("x")
+        with pool.lease(shas[3]) as wt:
+            assert (wt / "third_party/lib/version").read_text() == "lib v2\n"
+            assert not (wt / "third_party/lib/run-output.o").exists()
+            assert not (wt / "third_party/lib/inner/junk").exists()
+            assert (wt / "third_party/lib/inner/version").read_text() == "inner v1\n"
+            assert git(wt / "third_party/lib", "status", "--porcelain") == ""
+        with pool.lease(shas[5]) as wt:
+            assert (wt / "third_party/lib/version").read_text() == "lib v3\n"
+            assert (wt / "third_party/lib/inner/version").read_text() == "inner v2\n"
+            assert git(wt, "status", "--porcelain") == ""    # the superproject sees them as recorded
+        with pool.lease(shas[1]) as wt:     # back: a switch in the other direction
+            assert (wt / "third_party/lib/version").read_text() == "lib v1\n"
+            assert (wt / "third_party/lib/inner/version").read_text() == "inner v1\n"
+    assert state(sup) == before and admins(sup) == []
+    admin = sup / ".git" / "worktrees"
+    clones = sorted(str(h.parent.relative_to(admin)) for h in admin.rglob("HEAD") if h.parent.parts[-2:-1] != ("logs",)
+                    and (h.parent / "objects").is_dir() and h.parent != admin / "wt-0")
+    # in the cached worktree's admin directory, for the next command
+    assert clones == ["wt-0/modules/third_party/lib", "wt-0/modules/third_party/lib/modules/inner"]
+    collect(sup)
+    assert not (sup / ".git" / "worktrees").exists() or not list((sup / ".git" / "worktrees").iterdir())
+    assert state(sup) == before
+
+
+def test_a_submodule_commit_missing_from_the_users_clone_is_a_space_error_naming_it(project, tmp_path):
+    sup, shas, lib_shas, inner = project
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(sup), str(clone))
+    git(clone, *FILE_OK, "submodule", "update", "-q", "--init", "--recursive")
+    # a commit recording a lib commit that no clone has
+    git(clone, "update-index", "--cacheinfo", f"160000,{'ab' * 20},third_party/lib")
+    git(clone, "commit", "-qm", "lib at a commit nobody fetched")
+    missing = git(clone, "rev-parse", "HEAD")
+    with WorktreePool(clone, size=1) as pool:
+        with pytest.raises(SubmoduleMissing, match=r"submodule third_party/lib at abababab"):
+            with pool.lease(missing):
+                pass
+        with pool.lease(shas[0]) as wt:     # the pool goes on
+            assert (wt / "third_party/lib/version").read_text() == "lib v1\n"
+    # in a bisection that commit is skipped with that reason (as a script's exit 125 would be)
+    git(clone, "update-index", "--cacheinfo", f"160000,{lib_shas[2]},third_party/lib")
+    git(clone, "commit", "-qm", "lib back")
+    (clone / "bug").write_text("")
+    bug = commit_all(clone, "the bug")
+    script = tmp_path / "no-bug.sh"
+    script.write_text("#!/bin/sh\ntest -f bug && exit 1\nexit 0\n")
+    script.chmod(0o755)
+    doc = bisect(clone, shas[-1], bug, script, tmp_path / "l.db")
+    assert doc["first_bad"]["sha"] == bug
+    skipped = [a for a in doc["attempts"] if a["applied"][0] == missing]
+    assert skipped and all(a["outcome"] == "unresolved" for a in skipped)
+    assert "submodule third_party/lib at abababab" in skipped[0]["verdict"]
+    collect(clone)
+
+
+def test_a_submodule_the_user_never_cloned_stays_empty_as_in_their_checkout(project, tmp_path):
+    sup, shas, lib_shas, inner = project
+    clone = tmp_path / "plain"
+    git(tmp_path, "clone", "-q", str(sup), str(clone))      # no `submodule update --init`
+    with WorktreePool(clone, size=1) as pool:
+        with pool.lease(shas[3]) as wt:
+            assert (wt / "third_party/lib").is_dir() and list((wt / "third_party/lib").iterdir()) == []
+    collect(clone)
+
+
+def bisect(repo: Path, good: str, bad: str, script: Path, ledger: Path) -> dict:
+    p = subprocess.run([sys.executable, "-m", "bisectk", "bisect", "--repo", str(repo), "--good", good, "--bad", bad,
+                        "--run", str(script), "--json", "--ledger", str(ledger)],
+                       capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads(p.stdout)
+
+
+def test_bisect_names_the_submodule_bump_as_git_bisect_run_does(project, tmp_path):
+    sup, shas, lib_shas, inner = project
+    before = state(sup)
+    doc = bisect(sup, shas[0], shas[-1], sup / "test.sh", tmp_path / "a.db")
+    assert doc["first_bad"]["sha"] == shas[3]
+    # a script that updates the submodules itself, as users write for `git bisect run`: the
+    # worktree's are there already, so nothing is cloned or fetched
+    updating = tmp_path / "update-then-test.sh"
+    updating.write_text("#!/bin/sh\ngit submodule update -q --init --recursive || exit 125\nexec ./test.sh\n")
+    updating.chmod(0o755)
+    doc = bisect(sup, shas[0], shas[-1], updating, tmp_path / "b.db")
+    assert doc["first_bad"]["sha"] == shas[3]
+    assert state(sup) == before
+    collect(sup)
+    # git's answer with the same script, in the user's checkout (last: it moves the submodules)
+    git(sup, "bisect", "start", shas[-1], shas[0])
+    try:
+        out = git(sup, "bisect", "run", str(updating))
+    finally:
+        git(sup, "bisect", "reset")
+        git(sup, *FILE_OK, "submodule", "update", "-q", "--recursive")
+    assert f"{shas[3]} is the first bad commit" in out

@@ -317,14 +317,63 @@ class _Mapper:
         return out
 
 
+def _git(cwd: str | Path, env: dict[str, str], *args: str) -> str | None:
+    """`git args` in `cwd` (hooks off): its stdout, or None when it fails."""
+    raw = run_process(["git", "-c", "core.hooksPath=/dev/null", *args], cwd=cwd, base_env=env, timeout=600)
+    return raw.stdout if raw.started and raw.exit_code == 0 else None
+
+
 def git_archive_to(repo: str | Path, sha: str, tar: Path, env: dict[str, str]) -> None:
     """Write a commit's tree as a tar file, read from the object database (hooks off, no checkout
-    touched); a RuntimeError says why git could not (its last line). `env` is git's whole environment."""
+    touched), with each submodule the repository has cloned (its git dir under <git-common-dir>/
+    modules/<name>, as spaces/submodules.py reads them) at its recorded commit, nested ones too; a
+    RuntimeError says why git could not (its last line). `env` is git's whole environment."""
     raw = run_process(["git", "-c", "core.hooksPath=/dev/null", "archive", "--format=tar", "-o", str(tar), sha],
                       cwd=repo, base_env=env, timeout=600)
     if not raw.started or raw.exit_code != 0:
         why = raw.error or (raw.stderr.strip().splitlines() or [f"exit {raw.exit_code}"])[-1]
         raise RuntimeError(why[-200:])
+    _append_submodules(Path(repo), sha, tar, env, None, "")
+
+
+def _append_submodules(at: Path, sha: str, tar: Path, env: dict[str, str], modules: Path | None, prefix: str,
+                       gd: tuple[str, ...] = ()) -> None:
+    """Append the submodules of commit `sha` (of the repository at `at`; `gd`: its --git-dir when
+    `at` is one) to `tar`, each under `prefix` + its path, from the clones under `modules`
+    (None: <git-common-dir>/modules of `at`)."""
+    wanted = r"^submodule\..*\.path$"
+    listed = _git(at, env, *gd, "config", "-z", "--blob", f"{sha}:.gitmodules", "--get-regexp", wanted)
+    if not listed:
+        return              # no .gitmodules in the commit (the common case), or none named
+    if modules is None:
+        common = _git(at, env, "rev-parse", "--git-common-dir")
+        if common is None:
+            return
+        modules = (at / common.strip()).resolve() / "modules"
+    names = {}
+    for item in listed.split("\0"):
+        key, _, path = item.partition("\n")
+        if key.startswith("submodule.") and key.endswith(".path") and path:
+            names[path.strip("/")] = key[len("submodule."):-len(".path")]
+    for item in (_git(at, env, *gd, "ls-tree", "-z", sha, "--", *names) or "").split("\0"):
+        meta, _, path = item.partition("\t")
+        fields = meta.split()
+        if len(fields) != 3 or fields[0] != "160000" or path not in names:
+            continue
+        source, where, sub = modules / names[path], f"{prefix}{path}", fields[2]
+        own = ("--git-dir", str(source))
+        if not (source / "HEAD").is_file():
+            continue                        # never cloned: empty, as in the user's checkout
+        if _git(source, env, *own, "cat-file", "-e", f"{sub}^{{commit}}") is None:
+            raise RuntimeError(f"submodule {where} at {sub[:10]} is not in your clone of it ({source})")
+        part = tar.with_name(tar.name + ".sub")
+        if _git(source, env, *own, "archive", "--format=tar", f"--prefix={where}/", "-o", str(part), sub) is None:
+            raise RuntimeError(f"submodule {where}: git archive {sub[:10]} failed")
+        with tarfile.open(part) as src, tarfile.open(tar, "a") as dst:
+            for member in src:
+                dst.addfile(member, src.extractfile(member) if member.isfile() else None)
+        part.unlink()
+        _append_submodules(source, sub, tar, env, source / "modules", f"{where}/", own)
 
 
 def _git_archive(repo: str, sha: str) -> bytes:

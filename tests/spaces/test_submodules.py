@@ -204,3 +204,28 @@ def test_bisect_names_the_submodule_bump_as_git_bisect_run_does(project, tmp_pat
         git(sup, "bisect", "reset")
         git(sup, *FILE_OK, "submodule", "update", "-q", "--recursive")
     assert f"{shas[3]} is the first bad commit" in out
+
+
+def test_a_commits_archive_for_another_host_holds_its_submodules(project, tmp_path):
+    """--executor ray sends a commit as `git archive` (run/remote.py), which holds no submodule:
+    each one cloned is appended at its recorded commit, nested ones too."""
+    import tarfile
+
+    from bisectk.run.remote import git_archive_to
+    sup, shas, lib_shas, inner = project
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    before = state(sup)
+    for sha, lib_v, inner_v in ((shas[0], "lib v1", "inner v1"), (shas[3], "lib v2", "inner v1"),
+                                (shas[5], "lib v3", "inner v2")):
+        tar = tmp_path / f"{sha}.tar"
+        git_archive_to(sup, sha, tar, env)
+        with tarfile.open(tar) as t:
+            assert t.extractfile("third_party/lib/version").read().decode() == lib_v + "\n"
+            assert t.extractfile("third_party/lib/inner/version").read().decode() == inner_v + "\n"
+            assert t.extractfile("f1" if sha != shas[0] else "test.sh") is not None
+    assert state(sup) == before
+    plain = tmp_path / "plain"
+    git(tmp_path, "clone", "-q", str(sup), str(plain))      # nothing cloned: the superproject alone
+    git_archive_to(plain, shas[3], tmp_path / "plain.tar", env)
+    with tarfile.open(tmp_path / "plain.tar") as t:
+        assert not any(n.startswith("third_party/lib/") for n in t.getnames())

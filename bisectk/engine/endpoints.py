@@ -119,7 +119,8 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
     bad_rate = Rate(_target_fails(bad_runs, target), _judged(bad_runs))
     good_rate = Rate(_target_fails(good_runs, target), _judged(good_runs))
     problem = diagnose(good, bad, target, good_rate, bad_rate, two_rate)
-    env = environment.diagnose(good_runs, bad_runs) if problem is not None else None
+    env = (environment.diagnose(good_runs, bad_runs, untracked=getattr(trials.space, "untracked", None))
+           if problem is not None else None)
     details: tuple[str, ...] = ()
     if env is not None:   # 5. the machine, not the differences: named, with what fixes it
         problem, details = env.line, env.details

@@ -9,10 +9,16 @@ with what fixes it.
 Abstractions
 ------------
 EnvironmentProblem -- a named cause: `kind` (missing-module, import-error, driver-mismatch,
-                      no-gpu, cpu-torch, oom-at-start), the one line that says it and what fixes
-                      it, and the facts behind it (details).
+                      no-gpu, cpu-torch, oom-at-start, untracked-file), the one line that says it
+                      and what fixes it, and the facts behind it (details).
 recognise_cause    -- what one run's output says about the machine: a (kind, subject) pair, e.g.
                       ("missing-module", "cutlass"), or None. Pure: text in, cause out.
+missing_paths      -- the paths a run's output says could not be opened ("No such file or
+                      directory"). For `bisect`, a path your checkout has but git does not track
+                      (a data file, a local config) is missing from every commit's worktree
+                      (they hold tracked files only), so both endpoints fail opening it, where
+                      `git bisect run` in your checkout would not: the space names such a path
+                      (CommitSpace.untracked), and `diagnose` says so ("untracked-file").
 diagnose           -- the endpoints' runs -> an EnvironmentProblem, or None. A cause is named only
                       when every run of both endpoints failed (or could not be tested) and every
                       one of them shows the same cause: one side that passed, or the two sides
@@ -28,6 +34,7 @@ extra that installs a module, from bisectk/errors.py's install_hint.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +56,10 @@ _NO_GPU = re.compile(r"no CUDA-capable device is detected|no CUDA device|Found n
                      r"|NVIDIA driver (?:is )?not (?:found|loaded)|torch\.cuda\.is_available\(\) is False",
                      re.IGNORECASE)
 _CPU_TORCH = re.compile(r"Torch not compiled with CUDA enabled")
+# "No such file or directory: 'x'" (Python), "x: No such file or directory" (shells, coreutils, C),
+# "can't open file 'x'" (python x.py)
+_NO_FILE = re.compile(r"No such file or directory:\s*'([^'\n]+)'|([^\s'\":]+): No such file or directory"
+                      r"|can't open file '([^'\n]+)'")
 _OOM = re.compile(r"CUDA out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|out of memory",
                   re.IGNORECASE)
 
@@ -102,6 +113,25 @@ def recognise_cause(run: Run) -> tuple[str, str] | None:
     return None
 
 
+def missing_paths(run: Run) -> list[str]:
+    """The paths the run's output says could not be opened, in order, each once."""
+    found = [next(g for g in m.groups() if g) for m in _NO_FILE.finditer(_text(run))]
+    return list(dict.fromkeys(found))
+
+
+def _untracked(runs: list[Run], untracked: Callable[[str], str | None]) -> str | None:
+    """A path every run failed to open that `untracked` places in the user's checkout."""
+    common = None
+    for r in runs:
+        paths = set(missing_paths(r))
+        common = paths if common is None else common & paths
+    for path in sorted(common or ()):
+        where = untracked(path)
+        if where:
+            return where
+    return None
+
+
 def _no_gpu_why(facts: dict[str, Any]) -> str:
     n, cvd = facts.get("gpus", 0), facts.get("cuda_visible_devices")
     if n and cvd is not None:
@@ -138,13 +168,24 @@ def _where(run: Run) -> str:
     return f"after {describe_point(phases[-1])}" if phases else "before its first BISECTK_PHASE"
 
 
-def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | None = None) \
-        -> EnvironmentProblem | None:
+def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | None = None,
+             untracked: Callable[[str], str | None] | None = None) -> EnvironmentProblem | None:
     """The environment as the cause of unusable endpoints (see the module docstring), or None.
-    `facts`: the machine's GPU facts (spaces.env.gpu_visibility()), read when a GPU cause is named."""
+    `facts`: the machine's GPU facts (spaces.env.gpu_visibility()), read when a GPU cause is named.
+    `untracked`: a path a run could not open -> where the user's checkout has it untracked, or None."""
     runs = [*good_runs, *bad_runs]
     if not good_runs or not bad_runs or any(r.outcome is Outcome.PASS for r in runs):
         return None
+    where = _untracked(runs, untracked) if untracked is not None else None
+    if where is not None:
+        details = [f"{side}: {r.outcome.value.upper()} ({r.signature}), {_where(r)}"
+                   for side, r in (("good", good_runs[-1]), ("bad", bad_runs[-1]))]
+        details.append(f"all {len(runs)} runs of both endpoints failed to open it: the differences between them "
+                       "were never tested")
+        return EnvironmentProblem("untracked-file", where, (
+            f"environment problem: the runs cannot open {where}, which your checkout has but git does not track: each "
+            "commit runs in a worktree of its own, holding tracked files only; name it by its absolute path in the "
+            "command, or track it"), tuple(details))
     causes = {recognise_cause(r) for r in runs}
     if len(causes) != 1 or None in causes:
         return None

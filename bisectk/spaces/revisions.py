@@ -23,6 +23,7 @@ export_tree -- a commit's tree as plain files (`git archive`), outside the user'
 
 from __future__ import annotations
 
+import os
 import tarfile
 import tempfile
 from contextlib import contextmanager
@@ -77,6 +78,30 @@ class CommitSpace:
     def workload(self, point: Any) -> Workload:
         sha = self.key(point)
         return Workload(dict(self.config), NOWHERE, revision=sha, state=sha)
+
+    def untracked(self, path: str) -> str | None:
+        """`path`, as a run in a worktree named it (relative to the run's directory, or absolute in
+        a worktree), when the user's checkout has it and git does not track it: its path in the
+        checkout (engine/environment.py, "untracked-file"); else None."""
+        if self.remote or self.pool is None:
+            return None
+        marker = f"{os.sep}bisectk-worktrees{os.sep}"
+        if os.path.isabs(path):
+            if marker not in path:
+                return None             # not in a worktree: nothing of the checkout's
+            rel = os.path.normpath(path.split(marker, 1)[1].partition(os.sep)[2] or ".")
+        else:
+            rel = os.path.normpath(os.path.join(self.subdir, path))
+        if rel in (".", "") or rel.startswith(".."):
+            return None
+        checkout = Path(self.commits.repo)
+        if not os.path.lexists(checkout / rel):
+            return None
+        try:
+            run_git(checkout, "ls-files", "--error-unmatch", "--", ":(literal)" + rel)
+            return None                 # tracked: the worktree has it too, where the commit has it
+        except SpaceError:
+            return str(checkout / rel)
 
     @contextmanager
     def lease(self, point: Any):

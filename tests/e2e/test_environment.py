@@ -8,7 +8,7 @@ import tomllib
 
 import pytest
 
-from bisectk.engine.environment import diagnose, recognise_cause
+from bisectk.engine.environment import diagnose, missing_paths, recognise_cause
 from bisectk.outcome import FailKind, Outcome, Reason, Run
 from bisectk.errors import MODULE_EXTRAS
 from bisectk.spaces.env import gpu_visibility
@@ -149,6 +149,30 @@ def test_what_is_not_the_environment():
     assert diagnose([missing], [crash("ValueError: tile 3")], facts=GPU_LESS) is None
     skip = Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature="skip (exit 125): no CUDA device")
     assert diagnose([skip], [skip], facts=GPU_LESS).kind == "no-gpu"
+
+
+@pytest.mark.parametrize("text, paths", [
+    ("FileNotFoundError: [Errno 2] No such file or directory: 'data/w.bin'", ["data/w.bin"]),
+    ("cat: cfg/local.txt: No such file or directory", ["cfg/local.txt"]),
+    ("sh: 1: ./run-me: not found\n./x.sh: 3: ./gen: No such file or directory", ["./gen"]),
+    ("python3: can't open file '/r/.git/bisectk-worktrees/wt-0/tool.py': [Errno 2] No such file or directory",
+     ["/r/.git/bisectk-worktrees/wt-0/tool.py"]),
+    ("RuntimeError: tile 3", []),
+])
+def test_the_paths_a_run_could_not_open(text, paths):
+    assert missing_paths(crash(text)) == paths
+
+
+def test_a_path_every_run_missed_and_the_checkout_has_untracked_is_named_first():
+    known = {"w.bin": "/home/u/repo/w.bin"}
+    both = crash("FileNotFoundError: [Errno 2] No such file or directory: 'w.bin'")
+    got = diagnose([both], [both], facts=GPU_LESS, untracked=known.get)
+    assert got.kind == "untracked-file" and got.subject == "/home/u/repo/w.bin"
+    assert "/home/u/repo/w.bin, which your checkout has but git does not track" in got.line
+    other = crash("cat: other.txt: No such file or directory")
+    assert diagnose([both], [other], facts=GPU_LESS, untracked=known.get) is None      # not missed by every run
+    assert diagnose([Run(Outcome.PASS)], [both], facts=GPU_LESS, untracked=known.get) is None
+    assert diagnose([both], [both], facts=GPU_LESS, untracked=lambda path: None) is None  # tracked, or nowhere
 
 
 def test_module_extras_exist_in_pyproject():

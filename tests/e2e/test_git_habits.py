@@ -145,6 +145,32 @@ def test_untracked_script_in_cwd_runs_by_absolute_path(user, hist, tmp_path):
     assert snapshot(r) == before
 
 
+def test_a_file_only_the_users_checkout_has_is_named_not_called_good_fails_too(user, hist, tmp_path):
+    """A script reading a file git does not track (an ignored data file, an untracked local
+    config) works with `git bisect run` in the checkout; every commit's worktree lacks it. Both
+    endpoints fail opening it, and bisectk says which file and why, not "the good configuration
+    fails too". By its absolute path, it works."""
+    r, c = user
+    (r / ".git" / "info" / "exclude").write_text("weights.bin\n")
+    (r / "weights.bin").write_text("w\n")
+    (r / "data-test.sh").write_text("#!/bin/sh\npython3 -c \"open('weights.bin')\" || exit 1\n! test -f bug\n")
+    (r / "data-test.sh").chmod(0o755)
+    before = snapshot(r)
+    p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./data-test.sh", "--json", check=2)
+    problem = json.loads(p.stdout)["endpoints"]
+    assert problem["environment_problem"]["kind"] == "untracked-file"
+    assert problem["environment_problem"]["subject"] == str(r / "weights.bin")
+    assert "which your checkout has but git does not track" in problem["problem"]
+    (r / "data-test.sh").write_text(f"#!/bin/sh\ntest -f {r / 'weights.bin'} || exit 1\n! test -f bug\n")
+    assert jrun(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./data-test.sh")["first_bad"]["sha"] == c["c5"]
+    (r / "data-test.sh").write_text("#!/bin/sh\ncat hello.txt-nowhere || exit 1\n")   # missing everywhere: not it
+    p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./data-test.sh", "--json", "--fresh", check=2)
+    assert json.loads(p.stdout)["endpoints"]["environment_problem"] is None
+    for name in ("weights.bin", "data-test.sh"):
+        (r / name).unlink()
+    (r / ".git" / "info" / "exclude").write_text("")
+
+
 def test_from_a_subdirectory_paths_read_as_typed_there(user, hist, tmp_path):
     """Typed in d/: `../test.sh` is the user's script at the root, and the pathspec `f0` is
     d/f0, as git reads a pathspec relative to where it is typed."""

@@ -32,6 +32,38 @@ def apply_sets(spec: Spec, config: Config, sets: list[str] | None) -> Config:
     return config
 
 
+_OPERATORS = ("&&", "||", ";;", ">>", "<<", "2>", "$(", "|", "&", ";", ">", "<", "`")
+
+
+def shell_syntax(text: str) -> str | None:
+    """The first shell operator outside quotes in `text` (`&&`, `|`, `;`, a redirection, a command
+    substitution), or None. shlex.split reads such an operator as one more argument: `--run 'make
+    && ./t.sh'` would run `make` with the arguments `&&` and `./t.sh`, and the answer would rest
+    on `make` alone."""
+    quote, i = "", 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == quote:
+                quote = ""
+            elif quote == '"' and (c == "`" or text.startswith("$(", i)):
+                return c if c == "`" else "$("      # a substitution runs inside double quotes too
+            elif c == "\\" and quote == '"':
+                i += 1
+        elif c in "'\"":
+            quote = c
+        elif c == "\\":
+            i += 1
+        else:
+            op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
+            if op == "2>" and i > 0 and not text[i - 1].isspace():
+                op = None               # "a2>b" is one word with a redirection in it; the ">" finds it
+            if op is not None:
+                return op
+        i += 1
+    return None
+
+
 def split_command(text: str, option: str) -> list[str]:
     try:
         argv = shlex.split(text)
@@ -39,6 +71,12 @@ def split_command(text: str, option: str) -> list[str]:
         raise BisectkError(f"{option} {text!r}: {exc}") from None
     if not argv:
         raise BisectkError(f"{option}: empty command")
+    op = shell_syntax(text)
+    if op is not None:
+        how = (f"""{option} "sh -c '{text}'" """.rstrip() if not any(q in text for q in "'\"\\$`")
+               else f"{option} \"sh -c '...'\"")
+        raise BisectkError(f"{option} {text!r}: {op!r} is shell syntax, but the command runs without a shell (as "
+                           f"git bisect run's does): write {how}, or put the commands in a script")
     return argv
 
 

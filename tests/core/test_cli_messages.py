@@ -81,3 +81,34 @@ def test_env_diff_takes_both_forms(tmp_path):
         assert "env.CUDA_LAUNCH_BLOCKING" in keys
     p = cli("env", "--diff", a, a)
     assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.parametrize("text, op", [
+    ("true && grep -q 4 code", "&&"), ("./t.sh > out.log", ">"), ("./build.sh; ./t.sh", ";"), ("./t.sh | tee x", "|"),
+    ("./t.sh 2>/dev/null", "2>"), ("./t.sh $(cat args)", "$("), ('echo "`id`"', "`"), ("make&&./t.sh", "&&"),
+])
+def test_shell_syntax_in_a_command_is_refused_not_passed_as_arguments(text, op, tmp_path):
+    """`--run 'true && grep -q 4 code'` split into argv would run `true` with four arguments:
+    every commit passes and the answer is about nothing. It is refused, naming the operator and
+    the `sh -c` form (or a script) that says what was meant."""
+    from bisectk.engine.subject import shell_syntax
+    assert shell_syntax(text) == op
+    for side, text_in in (("a", "1\n"), ("b", "2\n")):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "k").write_text(text_in)
+    p = cli("diff", "a", "b", "--run", text, cwd=tmp_path)
+    assert p.returncode == 2 and p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{op!r} is shell syntax" in lines[0], p.stderr
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["a", "b"]     # refused before anything ran or was written
+    if not any(q in text for q in "'\"$`\\"):
+        assert f"""write --run "sh -c '{text}'" """.rstrip() in lines[0]
+
+
+@pytest.mark.parametrize("text", ["python -c 'import k, sys; sys.exit(k.x - 1)'", "sh -c '! test -f bug && true'",
+                                  "grep 'a|b' f", 'grep "a;b>c" f', r"echo a\;b", "echo '$(x)' \"\\$(y)\"",
+                                  "./t.sh --mode=x"])
+def test_quoted_or_escaped_operators_are_words(text):
+    from bisectk.engine.subject import shell_syntax, split_command
+    assert shell_syntax(text) is None
+    split_command(text, "--run")

@@ -333,14 +333,14 @@ def git_archive_to(repo: str | Path, sha: str, tar: Path, env: dict[str, str]) -
     if not raw.started or raw.exit_code != 0:
         why = raw.error or (raw.stderr.strip().splitlines() or [f"exit {raw.exit_code}"])[-1]
         raise RuntimeError(why[-200:])
-    _append_submodules(Path(repo), sha, tar, env, None, "")
+    _append_submodules(Path(repo), sha, tar, env, None, "", user_tree=Path(repo))
 
 
 def _append_submodules(at: Path, sha: str, tar: Path, env: dict[str, str], modules: Path | None, prefix: str,
-                       gd: tuple[str, ...] = ()) -> None:
+                       gd: tuple[str, ...] = (), user_tree: Path | None = None) -> None:
     """Append the submodules of commit `sha` (of the repository at `at`; `gd`: its --git-dir when
     `at` is one) to `tar`, each under `prefix` + its path, from the clones under `modules`
-    (None: <git-common-dir>/modules of `at`)."""
+    (None: <git-common-dir>/modules of `at`) or in place in `user_tree` (the checkout of `at`)."""
     wanted = r"^submodule\..*\.path$"
     listed = _git(at, env, *gd, "config", "-z", "--blob", f"{sha}:.gitmodules", "--get-regexp", wanted)
     if not listed:
@@ -361,6 +361,8 @@ def _append_submodules(at: Path, sha: str, tar: Path, env: dict[str, str], modul
         if len(fields) != 3 or fields[0] != "160000" or path not in names:
             continue
         source, where, sub = modules / names[path], f"{prefix}{path}", fields[2]
+        if not (source / "HEAD").is_file() and user_tree is not None:
+            source = user_tree / path / ".git"          # a repository added in place
         own = ("--git-dir", str(source))
         if not (source / "HEAD").is_file():
             continue                        # never cloned: empty, as in the user's checkout
@@ -373,7 +375,8 @@ def _append_submodules(at: Path, sha: str, tar: Path, env: dict[str, str], modul
             for member in src:
                 dst.addfile(member, src.extractfile(member) if member.isfile() else None)
         part.unlink()
-        _append_submodules(source, sub, tar, env, source / "modules", f"{where}/", own)
+        _append_submodules(source, sub, tar, env, source / "modules", f"{where}/", own,
+                           user_tree / path if user_tree is not None else None)
 
 
 def _git_archive(repo: str, sha: str) -> bytes:

@@ -8,7 +8,8 @@ node; a file:// URL refused since git 2.38.1): a repository whose build needs it
 bisect run` in the user's checkout, where they are cloned already, could.
 
 Here each submodule the user's checkout has cloned (its git directory under
-<git-common-dir>/modules/<name>, where `git submodule update --init` keeps it) is cloned locally
+<git-common-dir>/modules/<name>, where `git submodule update --init` keeps it, or a .git directory
+in the user's checkout of it, for a repository added in place) is cloned locally
 (objects hard-linked, nothing fetched) to where git itself keeps a linked worktree's submodules,
 <git-common-dir>/worktrees/<wt>/modules/<name>, and checked out at the recorded commit. A test
 script's own `git submodule update --init --recursive` then finds it there and only checks out;
@@ -25,6 +26,7 @@ fetch) cannot be made: SubmoduleMissing, and the commit is skipped with that rea
 Abstractions
 ------------
 gitlinks  -- (name, path, sha) of each submodule the checked-out commit records.
+source_of -- the user's clone of one, absorbed (<git dir>/modules/<name>) or in place (<path>/.git).
 sync      -- bring a worktree's submodules (recursively) to the recorded commits; the paths made.
 """
 
@@ -77,15 +79,27 @@ def _has_commit(git_dir: Path, sha: str) -> bool:
         return False
 
 
-def sync(tree: Path, gitdir: Path, modules: Path, clean_ignored: bool = False) -> list[Path]:
+def source_of(modules: Path, name: str, user_tree: Path | None, path: str) -> Path | None:
+    """The user's clone of a submodule: its git dir under `modules` (where `git submodule update
+    --init` keeps it), else a .git directory in the user's checkout of it (a repository added in
+    place: "Adding existing repo at ..."); None if the user never cloned it."""
+    for candidate in (modules / name, user_tree / path / ".git" if user_tree is not None else None):
+        if candidate is not None and (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
+            return candidate
+    return None
+
+
+def sync(tree: Path, gitdir: Path, modules: Path, clean_ignored: bool = False,
+         user_tree: Path | None = None) -> list[Path]:
     """Check every submodule of `tree` (a worktree whose git dir is `gitdir`) out at its recorded
-    commit, cloned from the user's clone under `modules` (<their git dir>/modules), recursively;
-    return the submodule directories checked out. SubmoduleMissing when a user's clone lacks its
-    recorded commit."""
+    commit, cloned from the user's clone (source_of: under `modules`, <their git dir>/modules, or
+    in place in `user_tree`, their checkout of the same superproject), recursively; return the
+    submodule directories checked out. SubmoduleMissing when a user's clone lacks its recorded
+    commit."""
     made: list[Path] = []
     for name, path, sha in gitlinks(tree):
-        source, own, target = modules / name, gitdir / "modules" / name, tree / path
-        if not (source / "HEAD").is_file():
+        source, own, target = source_of(modules, name, user_tree, path), gitdir / "modules" / name, tree / path
+        if source is None:
             continue            # never cloned by the user: empty, as in the user's checkout
         if not _has_commit(source, sha):
             raise SubmoduleMissing(f"submodule {path} at {sha[:10]} is not in your clone of it ({source}); "
@@ -103,5 +117,6 @@ def sync(tree: Path, gitdir: Path, modules: Path, clean_ignored: bool = False) -
         run_git(target, "checkout", "-q", "--force", "--detach", sha)
         run_git(target, "clean", "-ffdq" + ("x" if clean_ignored else ""))
         made.append(target)
-        made += sync(target, own, source / "modules", clean_ignored)
+        made += sync(target, own, source / "modules", clean_ignored,
+                     user_tree / path if user_tree is not None else None)
     return made

@@ -401,7 +401,7 @@ class WorktreePool:
             if admin is None:
                 raise SpaceError(f"worktree {entry.path} has no git directory")
             made = frozenset(os.fspath(p) for p in submodules.sync(entry.path, admin, self._modules,
-                                                                   self.clean_ignored))
+                                                                   self.clean_ignored, Path(self.repo)))
         for gone in entry.subs - made:      # its clone stays in the admin directory, for later
             if os.path.isfile(os.path.join(gone, ".git")):
                 shutil.rmtree(gone, ignore_errors=True)

@@ -86,6 +86,9 @@ def state(repo: Path) -> str:
               *sorted((gitdir / "modules").rglob("HEAD")), *sorted((gitdir / "modules").rglob("index"))]:
         if "worktrees" not in p.parts:
             h.update(str(p).encode() + p.read_bytes())
+    for nested in sorted(p for p in repo.rglob(".git") if p.is_dir() and p != gitdir):   # repositories in place
+        for name in ("HEAD", "config", "index"):
+            h.update(str(nested / name).encode() + (nested / name).read_bytes())
     for path in sorted(p for p in repo.rglob("*") if ".git" not in p.relative_to(repo).parts):
         h.update(str(path).encode())
         if path.is_file() and not path.is_symlink():
@@ -229,3 +232,35 @@ def test_a_commits_archive_for_another_host_holds_its_submodules(project, tmp_pa
     git_archive_to(plain, shas[3], tmp_path / "plain.tar", env)
     with tarfile.open(tmp_path / "plain.tar") as t:
         assert not any(n.startswith("third_party/lib/") for n in t.getnames())
+
+
+def test_a_repository_added_in_place_is_cloned_from_its_own_git_directory(project, tmp_path):
+    """`git submodule add` of a path that is already a repository keeps its .git directory in the
+    checkout ("Adding existing repo at ..."), with nothing under .git/modules: that .git is the
+    clone to take it from, for a worktree and for an archive alike."""
+    import tarfile
+
+    from bisectk.run.remote import git_archive_to
+    sup, shas, lib_shas, inner = project
+    lib = sup.parent / "lib"
+    r = tmp_path / "inplace"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    git(r, "clone", "-q", str(lib), "vendor/lib")
+    git(r / "vendor/lib", "checkout", "-q", lib_shas[1])
+    git(r, *FILE_OK, "submodule", "add", "-q", str(lib), "vendor/lib")
+    first = commit_all(r, "lib v2 in place")
+    git(r / "vendor/lib", "checkout", "-q", lib_shas[2])
+    second = commit_all(r, "lib v3")
+    assert (r / "vendor/lib/.git").is_dir() and not (r / ".git" / "modules").exists()
+    before = state(r)
+    with WorktreePool(r, size=1) as pool:
+        for sha, version in ((first, "lib v2\n"), (second, "lib v3\n"), (first, "lib v2\n")):
+            with pool.lease(sha) as wt:
+                assert (wt / "vendor/lib/version").read_text() == version
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    git_archive_to(r, first, tmp_path / "a.tar", env)
+    with tarfile.open(tmp_path / "a.tar") as t:
+        assert t.extractfile("vendor/lib/version").read() == b"lib v2\n"
+    assert state(r) == before
+    collect(r)

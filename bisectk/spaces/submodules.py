@@ -89,6 +89,21 @@ def source_of(modules: Path, name: str, user_tree: Path | None, path: str) -> Pa
     return None
 
 
+def _checked_out(own: Path, target: Path, sha: str) -> bool:
+    """Check `sha` out in our clone `own` of a submodule, at `target`: False when there is no
+    clone yet or it lacks the commit (the user fetched it since ours was made)."""
+    if not (own / "HEAD").is_file():
+        return False
+    if not (target / ".git").is_file():             # emptied meanwhile (a commit without it, a clean)
+        target.mkdir(parents=True, exist_ok=True)
+        (target / ".git").write_text(f"gitdir: {os.path.relpath(own, target)}\n")
+    try:
+        run_git(target, "checkout", "-q", "--force", "--detach", sha)
+        return True
+    except SpaceError:
+        return False
+
+
 def sync(tree: Path, gitdir: Path, modules: Path, clean_ignored: bool = False,
          user_tree: Path | None = None) -> list[Path]:
     """Check every submodule of `tree` (a worktree whose git dir is `gitdir`) out at its recorded
@@ -101,20 +116,16 @@ def sync(tree: Path, gitdir: Path, modules: Path, clean_ignored: bool = False,
         source, own, target = source_of(modules, name, user_tree, path), gitdir / "modules" / name, tree / path
         if source is None:
             continue            # never cloned by the user: empty, as in the user's checkout
-        if not _has_commit(source, sha):
-            raise SubmoduleMissing(f"submodule {path} at {sha[:10]} is not in your clone of it ({source}); "
-                                   f"`git -C {path} fetch` in your checkout brings it")
-        if (own / "HEAD").is_file() and not _has_commit(own, sha):
-            shutil.rmtree(own)          # cloned before the user fetched this commit: again
-        if not (own / "HEAD").is_file():
+        if not _checked_out(own, target, sha):      # no clone of ours yet, or it lacks the commit
+            if not _has_commit(source, sha):
+                raise SubmoduleMissing(f"submodule {path} at {sha[:10]} is not in your clone of it ({source}); "
+                                       f"`git -C {path} fetch` in your checkout brings it")
+            shutil.rmtree(own, ignore_errors=True)
             shutil.rmtree(target, ignore_errors=True)   # the empty directory the checkout left
             own.parent.mkdir(parents=True, exist_ok=True)
             run_git(tree, "clone", "-q", "--no-checkout", "--separate-git-dir", str(own), str(source), str(target))
             run_git(own, "--git-dir", str(own), "config", "core.worktree", os.path.relpath(target, own))
-        elif not (target / ".git").is_file():       # emptied meanwhile (a commit without it, a clean)
-            target.mkdir(parents=True, exist_ok=True)
-            (target / ".git").write_text(f"gitdir: {os.path.relpath(own, target)}\n")
-        run_git(target, "checkout", "-q", "--force", "--detach", sha)
+            run_git(target, "checkout", "-q", "--force", "--detach", sha)
         run_git(target, "clean", "-ffdq" + ("x" if clean_ignored else ""))
         made.append(target)
         made += sync(target, own, source / "modules", clean_ignored,

@@ -264,3 +264,29 @@ def test_a_repository_added_in_place_is_cloned_from_its_own_git_directory(projec
         assert t.extractfile("vendor/lib/version").read() == b"lib v2\n"
     assert state(r) == before
     collect(r)
+
+
+def test_a_submodule_commit_fetched_after_the_cached_clone_was_made_is_found(project, tmp_path):
+    """The worktree's clone of a submodule is made once and kept; a commit the user fetches into
+    their clone later is not in it: that switch clones again from the user's."""
+    sup, shas, lib_shas, inner = project
+    c = tmp_path / "c"
+    git(tmp_path, "clone", "-q", str(sup), str(c))
+    git(c, *FILE_OK, "submodule", "update", "-q", "--init", "--recursive")
+    upstream = tmp_path / "upstream-lib"
+    git(tmp_path, "clone", "-q", str(sup.parent / "lib"), str(upstream))
+    with WorktreePool(c, size=1) as pool:
+        with pool.lease(shas[5]) as wt:
+            assert (wt / "third_party/lib/version").read_text() == "lib v3\n"
+        git(upstream, "checkout", "-q", "-b", "next", lib_shas[2])
+        (upstream / "version").write_text("lib v4\n")
+        v4 = commit_all(upstream, "lib v4")
+        git(c / "third_party/lib", "fetch", "-q", str(upstream), "next")
+        git(c / "third_party/lib", "checkout", "-q", v4)
+        new = commit_all(c, "lib v4")
+        with pool.lease(new) as wt:
+            assert (wt / "third_party/lib/version").read_text() == "lib v4\n"
+            assert (wt / "third_party/lib/inner/version").read_text() == "inner v2\n"
+        with pool.lease(shas[0]) as wt:
+            assert (wt / "third_party/lib/version").read_text() == "lib v1\n"
+    collect(c)

@@ -45,3 +45,24 @@ def test_the_lazy_search_package_still_hands_out_every_name():
     for name in S.__all__:
         assert getattr(S, name) is not None, name
     assert S.strategy_names()[0] == S.DEFAULT_STRATEGY and set(S.strategy_names()) == set(STRATEGIES)
+
+
+def test_a_local_bisection_loads_no_remote_executor():
+    """run/remote.py (the Ray and other-host executor, ~15 ms of self time to import on this VM)
+    is loaded by a commit's archive only, not by a local bisection's engine."""
+    got = _loaded()
+    assert "bisectk.run.remote" not in got["bisect"] and "bisectk.run.cluster" not in got["bisect"]
+
+
+def test_the_import_records_skip_what_sysconfig_names_without_loading_it():
+    """run/imports.py skips the standard library and site-packages when it records a run's
+    imports: the same directories sysconfig.get_paths() names, found without sysconfig's data."""
+    probe = ("import json, os, sys, sysconfig\nfrom bisectk.run import imports\n"
+             "loaded = '_sysconfigdata' in ' '.join(sys.modules)\n"
+             "p = sysconfig.get_paths()\n"
+             "want = [os.path.join(os.path.realpath(p[k]), '') for k in ('stdlib', 'platstdlib', 'purelib', 'platlib')]\n"
+             "print(json.dumps([loaded, [w for w in want if w not in imports._SKIP]]))")
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT,
+                       env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == [False, []]

@@ -41,7 +41,6 @@ from typing import Any
 from bisectk.errors import install_hint
 from bisectk.outcome import Outcome, Run
 from bisectk.run.progress import describe_point
-from bisectk.spaces.env import gpu_line, gpu_visibility
 
 _MISSING = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
 _SHARED_LIB = re.compile(r"(\S+\.so(?:\.[\d.]+)?): cannot open shared object file")
@@ -144,6 +143,7 @@ def _no_gpu_why(facts: dict[str, Any]) -> str:
 
 def _words(kind: str, subject: str, facts: dict[str, Any]) -> tuple[str, list[str]]:
     """(the cause and what fixes it, the facts behind it) for one kind of cause."""
+    from bisectk.spaces.env import gpu_line     # the capture's module: loaded when a cause is named
     if kind == "missing-module":
         return f"missing Python module '{subject}': {install_hint(subject)}", []
     if kind == "import-error":
@@ -191,6 +191,7 @@ def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | 
         return None
     (kind, subject), = causes
     if facts is None and kind in ("driver-mismatch", "no-gpu", "oom-at-start"):
+        from bisectk.spaces.env import gpu_visibility
         facts = gpu_visibility()
     cause, extra = _words(kind, subject, facts or {})
     details = [f"{side}: {r.outcome.value.upper()} ({r.signature}), {_where(r)}"

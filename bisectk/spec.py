@@ -26,7 +26,6 @@ import re
 import shlex
 import sys
 import threading
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,6 +107,7 @@ def placeholders(template: str) -> set[str]:
 
 def parse_value(text: str) -> Scalar:
     """A `--set` value: a TOML scalar (3, 1e-4, true, "x") or else the bare string."""
+    import tomllib      # here, not at import: a --run command's spec reads no TOML (~4 ms of a start)
     try:
         value = tomllib.loads(f"v = {text}")["v"]
     except (tomllib.TOMLDecodeError, ValueError, RecursionError, MemoryError):
@@ -366,6 +366,7 @@ def load_spec(path: str | Path) -> Spec:
         raise SpecError(path, None, "not a UTF-8 text file") from None
     except (OSError, ValueError) as exc:
         raise SpecError(path, None, f"cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+    import tomllib
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

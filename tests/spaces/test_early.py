@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import subprocess
+import sys
 import time
 import uuid
 
@@ -16,7 +17,7 @@ from bisectk.spaces import early
 from bisectk.spaces.commits import SpaceError, list_graph, open_repo, resolve
 from bisectk.__main__ import _open_pool
 from bisectk.spaces.worktrees import cache_dir_of
-from tests.conftest import bisectk
+from tests.conftest import ROOT, bisectk
 from tests.fixtures.gitrepo import make_repo
 
 
@@ -137,14 +138,29 @@ def _free(lock) -> bool:
         os.close(fd)
 
 
+EARLY_THEN_CLI = """
+import sys
+from bisectk.spaces import early
+from bisectk.__main__ import _open_pool
+early.start(sys.argv[1:], _open_pool)
+assert early._walk.pooled.wait(30)
+from bisectk.cli import entry
+entry()
+"""
+
+
 def test_an_unused_walk_is_ended_when_the_command_leaves(repo, tmp_path):
     """`bisect` with an option error after the walk began: one line, exit 2, no git left, and the
     worktree begun early released (its lock free, its checkout whole)."""
     r, shas = repo
     marker = f"early-probe-{uuid.uuid4().hex}"   # unique on the machine: another session may run this test
     path = f"{_slow_git(tmp_path, marker)}:{os.environ['PATH']}"
-    p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--no-such-option", env={"PATH": path})
-    assert p.returncode == 2 and "no-such-option" in p.stderr and "Traceback" not in p.stderr
+    # bisectk/__main__.py, with one wait: the CLI fails at its option parsing in ~0.1 s, which may
+    # come before the walk has opened its pool on a loaded machine; the premise is that it has
+    p = subprocess.run([sys.executable, "-c", EARLY_THEN_CLI, "bisect", "--repo", str(r), "--good", shas[0], "--bad",
+                        shas[-1], "--no-such-option"], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PATH": path, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 2 and "no-such-option" in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert not _alive(marker)
     cache = cache_dir_of(r)
     assert [d.name for d in cache.iterdir() if d.is_dir()] == ["wt-0"]       # begun before the CLI failed

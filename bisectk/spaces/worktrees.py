@@ -28,7 +28,8 @@ process is reset before use (`checkout --force` of its commit and `clean`; a sta
 a killed git removed first), because a killed build may have left it half-written. After every
 switch the __pycache__ directories go too (as spaces/bytecode.py does), and `clean` runs only
 when some directory changed since the last switch left the worktree clean, and then only in the
-directories that changed.
+directories that changed. Submodules are checked out after each add and switch, and cleaned there,
+by spaces/submodules.py (the survey and `clean` above leave their directories to it).
 
 Coarse timestamps. A directory gains an entry only by changing its mtime -- to the kernel's clock
 at that moment. Where that clock is coarse (one tick, 1-10 ms: Linux before 6.13's multigrain

@@ -82,14 +82,17 @@ def pages(tmp_path_factory):
     # cores a wake-up late by a millisecond or two made a passing run SLOW and left the search
     # unconfirmed (exit 1), twice in a day. Here with 8 ms per tile and fewer tiles, and three
     # endpoint runs each (the SLOW baseline a median), as a user of a timing oracle on a busy
-    # machine would set it up
+    # machine would set it up. It failed once more so (exit 1, a fresh-clone run of stop 42): now
+    # 16 ms per tile, and an exit 1 is taken when the culprit is still named -- this test is about
+    # the page; the search under a timing oracle is tested in tests/e2e
     variant = (ROOT / "variants" / "cpu" / "pipeline-slow.toml").read_text()
-    slow = (variant.replace('"3000"', '"8000"').replace("tiles = 24", "tiles = 10").replace("tiles = 32", "tiles = 12")
+    slow = (variant.replace('"3000"', '"16000"').replace("tiles = 24", "tiles = 10").replace("tiles = 32", "tiles = 12")
             .replace('"kernels/cpu/pipeline.py"', json.dumps(str(ROOT / "kernels" / "cpu" / "pipeline.py"))))
-    assert slow.count('"8000"') == 2 and "tiles = 12" in slow and str(ROOT) in slow
+    assert slow.count('"16000"') == 2 and "tiles = 12" in slow and str(ROOT) in slow
     (tmp / "slow.toml").write_text(slow)
     run("ablate", tmp / "slow.toml", "--repeat", "3", "--ledger", tmp / "s.db",
-        "--html", tmp / "slow.html", "--json-out", tmp / "s.json")
+        "--html", tmp / "slow.html", "--json-out", tmp / "s.json", code=(0, 1))
+    assert culprit_of(tmp / "s.json")["culprits"] == ["depth"]
     out["slow"] = (tmp / "slow.html", ", ".join(culprit_of(tmp / "s.json")["culprits"]), 3)
     # diff: two hunks that fail only together, among build breakers
     pair = make_pair(tmp / "src", hunks=20, culprit="pair", breakers=1, seed=3)

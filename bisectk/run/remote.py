@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from bisectk.run import gitmodules
 from bisectk.run.executor import Build, Job, LocalExecutor
 from bisectk.run.process import RawRun, run_process
 from bisectk.run.progress import FixedWatch, watch_from_dict
@@ -341,31 +342,22 @@ def _append_submodules(at: Path, sha: str, tar: Path, env: dict[str, str], modul
     """Append the submodules of commit `sha` (of the repository at `at`; `gd`: its --git-dir when
     `at` is one) to `tar`, each under `prefix` + its path, from the clones under `modules`
     (None: <git-common-dir>/modules of `at`) or in place in `user_tree` (the checkout of `at`)."""
-    wanted = r"^submodule\..*\.path$"
-    listed = _git(at, env, *gd, "config", "-z", "--blob", f"{sha}:.gitmodules", "--get-regexp", wanted)
-    if not listed:
+    listed = _git(at, env, *gd, "config", "-z", "--blob", f"{sha}:.gitmodules", "--get-regexp",
+                  gitmodules.PATHS_KEY)
+    names = gitmodules.names_by_path(listed or "")
+    if not names:
         return              # no .gitmodules in the commit (the common case), or none named
     if modules is None:
         common = _git(at, env, "rev-parse", "--git-common-dir")
         if common is None:
             return
         modules = (at / common.strip()).resolve() / "modules"
-    names = {}
-    for item in listed.split("\0"):
-        key, _, path = item.partition("\n")
-        if key.startswith("submodule.") and key.endswith(".path") and path:
-            names[path.strip("/")] = key[len("submodule."):-len(".path")]
-    for item in (_git(at, env, *gd, "ls-tree", "-z", sha, "--", *names) or "").split("\0"):
-        meta, _, path = item.partition("\t")
-        fields = meta.split()
-        if len(fields) != 3 or fields[0] != "160000" or path not in names:
-            continue
-        source, where, sub = modules / names[path], f"{prefix}{path}", fields[2]
-        if not (source / "HEAD").is_file() and user_tree is not None:
-            source = user_tree / path / ".git"          # a repository added in place
-        own = ("--git-dir", str(source))
-        if not (source / "HEAD").is_file():
+    listing = _git(at, env, *gd, "ls-tree", "-z", sha, "--", *gitmodules.pathspecs(names)) or ""
+    for name, path, sub in gitmodules.recorded(listing, names):
+        source, where = gitmodules.source_of(modules, name, user_tree, path), f"{prefix}{path}"
+        if source is None:
             continue                        # never cloned: empty, as in the user's checkout
+        own = ("--git-dir", str(source))
         if _git(source, env, *own, "cat-file", "-e", f"{sub}^{{commit}}") is None:
             raise RuntimeError(f"submodule {where} at {sub[:10]} is not in your clone of it ({source})")
         part = tar.with_name(tar.name + ".sub")

@@ -25,8 +25,8 @@ fetch) cannot be made: SubmoduleMissing, and the commit is skipped with that rea
 
 Abstractions
 ------------
-gitlinks  -- (name, path, sha) of each submodule the checked-out commit records.
-source_of -- the user's clone of one, absorbed (<git dir>/modules/<name>) or in place (<path>/.git).
+gitlinks  -- (name, path, sha) of each submodule the checked-out commit records (run/gitmodules.py
+             reads git's listings, and finds the user's clone of each: absorbed or in place).
 sync      -- bring a worktree's submodules (recursively) to the recorded commits; the paths made.
 """
 
@@ -36,9 +36,8 @@ import os
 import shutil
 from pathlib import Path
 
+from bisectk.run import gitmodules
 from bisectk.spaces.commits import SpaceError, run_git
-
-GITLINK = "160000"
 
 
 class SubmoduleMissing(SpaceError):
@@ -51,24 +50,13 @@ def gitlinks(tree: Path) -> list[tuple[str, str, str]]:
     if not (tree / ".gitmodules").is_file():
         return []
     try:
-        listed = run_git(tree, "config", "-z", "-f", ".gitmodules", "--get-regexp", r"^submodule\..*\.path$")
+        names = gitmodules.names_by_path(run_git(tree, "config", "-z", "-f", ".gitmodules", "--get-regexp",
+                                                 gitmodules.PATHS_KEY))
     except SpaceError:      # no submodule.*.path (exit 1), or a .gitmodules git cannot read
         return []
-    names: dict[str, str] = {}
-    for item in listed.split("\0"):
-        key, _, path = item.partition("\n")
-        if key.startswith("submodule.") and key.endswith(".path") and path:
-            names[path.strip("/")] = key[len("submodule."):-len(".path")]
     if not names:
         return []
-    staged = run_git(tree, "ls-files", "-s", "-z", "--", *(":(literal)" + p for p in names))
-    out = []
-    for item in staged.split("\0"):
-        meta, _, path = item.partition("\t")
-        fields = meta.split()
-        if len(fields) == 3 and fields[0] == GITLINK and path in names:
-            out.append((names[path], path, fields[1]))
-    return out
+    return gitmodules.recorded(run_git(tree, "ls-tree", "-z", "HEAD", "--", *gitmodules.pathspecs(names)), names)
 
 
 def _has_commit(git_dir: Path, sha: str) -> bool:
@@ -77,16 +65,6 @@ def _has_commit(git_dir: Path, sha: str) -> bool:
         return True
     except SpaceError:
         return False
-
-
-def source_of(modules: Path, name: str, user_tree: Path | None, path: str) -> Path | None:
-    """The user's clone of a submodule: its git dir under `modules` (where `git submodule update
-    --init` keeps it), else a .git directory in the user's checkout of it (a repository added in
-    place: "Adding existing repo at ..."); None if the user never cloned it."""
-    for candidate in (modules / name, user_tree / path / ".git" if user_tree is not None else None):
-        if candidate is not None and (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
-            return candidate
-    return None
 
 
 def _checked_out(own: Path, target: Path, sha: str) -> bool:
@@ -107,13 +85,14 @@ def _checked_out(own: Path, target: Path, sha: str) -> bool:
 def sync(tree: Path, gitdir: Path, modules: Path, clean_ignored: bool = False,
          user_tree: Path | None = None) -> list[Path]:
     """Check every submodule of `tree` (a worktree whose git dir is `gitdir`) out at its recorded
-    commit, cloned from the user's clone (source_of: under `modules`, <their git dir>/modules, or
-    in place in `user_tree`, their checkout of the same superproject), recursively; return the
-    submodule directories checked out. SubmoduleMissing when a user's clone lacks its recorded
-    commit."""
+    commit, cloned from the user's clone (gitmodules.source_of: under `modules`, <their git
+    dir>/modules, or in place in `user_tree`, their checkout of the same superproject),
+    recursively; return the submodule directories checked out. SubmoduleMissing when a user's
+    clone lacks its recorded commit."""
     made: list[Path] = []
     for name, path, sha in gitlinks(tree):
-        source, own, target = source_of(modules, name, user_tree, path), gitdir / "modules" / name, tree / path
+        source = gitmodules.source_of(modules, name, user_tree, path)
+        own, target = gitdir / "modules" / name, tree / path
         if source is None:
             continue            # never cloned by the user: empty, as in the user's checkout
         if not _checked_out(own, target, sha):      # no clone of ours yet, or it lacks the commit

@@ -83,11 +83,11 @@ class CommitSpace:
         checkout (engine/environment.py, "untracked-file"); else None."""
         if self.remote or self.pool is None:
             return None
-        marker = f"{os.sep}bisectk-worktrees{os.sep}"
+        cache = os.path.join(os.fspath(self.pool.cache_dir), "")     # its worktrees: CACHE/wt-N/...
         if os.path.isabs(path):
-            if marker not in path:
+            if not path.startswith(cache):
                 return None             # not in a worktree: nothing of the checkout's
-            rel = os.path.normpath(path.split(marker, 1)[1].partition(os.sep)[2] or ".")
+            rel = os.path.normpath(path[len(cache):].partition(os.sep)[2] or ".")
         else:
             rel = os.path.normpath(os.path.join(self.subdir, path))
         if rel in (".", "") or rel.startswith(".."):

@@ -190,12 +190,12 @@ def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | 
     runs = [*good_runs, *bad_runs]
     if not good_runs or not bad_runs or any(r.outcome is Outcome.PASS for r in runs):
         return None
+    sides = [f"{side}: {r.outcome.value.upper()} ({r.signature}), {_where(r)}"
+             for side, r in (("good", good_runs[-1]), ("bad", bad_runs[-1]))]
     where = _untracked(runs, untracked) if untracked is not None else None
     if where is not None:
-        details = [f"{side}: {r.outcome.value.upper()} ({r.signature}), {_where(r)}"
-                   for side, r in (("good", good_runs[-1]), ("bad", bad_runs[-1]))]
-        details.append(f"all {len(runs)} runs of both endpoints failed to open it: the differences between them "
-                       "were never tested")
+        details = [*sides, f"all {len(runs)} runs of both endpoints failed to open it: the differences between "
+                           "them were never tested"]
         return EnvironmentProblem("untracked-file", where, (
             f"environment problem: the runs cannot open {where}, which your checkout has but git does not track: each "
             "commit runs in a worktree of its own, holding tracked files only; name it by its absolute path in the "
@@ -208,8 +208,6 @@ def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | 
         from bisectk.spaces.env import gpu_visibility
         facts = gpu_visibility()
     cause, extra = _words(kind, subject, facts or {})
-    details = [f"{side}: {r.outcome.value.upper()} ({r.signature}), {_where(r)}"
-               for side, r in (("good", good_runs[-1]), ("bad", bad_runs[-1]))]
-    details += [f"all {len(runs)} runs of both endpoints stopped this way: the differences between them were never "
-                "tested", *extra, "`bisectk env` shows the same facts (under \"checks\")"]
+    details = [*sides, f"all {len(runs)} runs of both endpoints stopped this way: the differences between them "
+                       "were never tested", *extra, "`bisectk env` shows the same facts (under \"checks\")"]
     return EnvironmentProblem(kind, subject, f"environment problem: {cause}", tuple(details))

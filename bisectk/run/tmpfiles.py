@@ -12,6 +12,7 @@ directory is touched.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -21,17 +22,17 @@ from bisectk.procstat import process_start
 
 KINDS = ("warm", "imports")     # bisectk-warm-* (directories), bisectk-imports-* (files)
 
-_own: list[str] = []
 _swept = threading.Lock()
 _done = [False]
 
 
+@functools.cache
+def _tag_of(pid: int) -> str:
+    return f"{pid}.{int(process_start(pid) or 0)}-"
+
+
 def _tag() -> str:
-    if not _own:
-        _own.append(f"{os.getpid()}.{int(process_start(os.getpid()) or 0)}-")
-    elif not _own[0].startswith(f"{os.getpid()}."):     # a fork: the child is its own owner
-        _own[0] = f"{os.getpid()}.{int(process_start(os.getpid()) or 0)}-"
-    return _own[0]
+    return _tag_of(os.getpid())     # by pid: a forked child is its own owner
 
 
 def make_dir(kind: str) -> str:

@@ -34,9 +34,10 @@ by spaces/submodules.py (the survey and `clean` above leave their directories to
 Coarse timestamps. A directory gains an entry only by changing its mtime -- to the kernel's clock
 at that moment. Where that clock is coarse (one tick, 1-10 ms: Linux before 6.13's multigrain
 timestamps, and many other file systems), an entry made within the tick of the checkout's last
-write leaves the mtime as the survey stamped it. A pool probes its file system at its first checkout (`coarse_mtimes`);
-where it is coarse, a directory stamped within RACY_NS of its last change is treated as changed at
-the next switch (cleaned there, as git treats a racily clean file as modified).
+write leaves the mtime as the survey stamped it. A pool probes its file system at its first
+checkout (`coarse_mtimes`); where it is coarse, a directory stamped within RACY_NS of its last
+change is treated as changed at the next switch (cleaned there, as git treats a racily clean file
+as modified).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ load_subject  -- (Spec, configuration) for any command: a spec (with the endpoin
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -35,18 +36,31 @@ def apply_sets(spec: Spec, config: Config, sets: list[str] | None) -> Config:
 _OPERATORS = ("&&", "||", ";;", ">>", "<<", "2>", "$(", "|", "&", ";", ">", "<", "`")
 
 
-def shell_syntax(text: str) -> str | None:
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
+
+
+def runs_shell(argv: list[str]) -> bool:
+    """Whether argv hands a script to a shell (`sh -c ...`, `bash -euc ...`, `env X=1 bash -lc ...`):
+    then a substitution inside double quotes is the shell's to expand, as the user meant."""
+    for i, word in enumerate(argv):
+        if Path(word).name in _SHELLS:
+            return any(w == "-c" or (re.fullmatch(r"-[a-z]+", w) and "c" in w) for w in argv[i + 1:i + 4])
+    return False
+
+
+def shell_syntax(text: str, *, shell_script: bool = False) -> str | None:
     """The first shell operator outside quotes in `text` (`&&`, `|`, `;`, a redirection, a command
     substitution), or None. shlex.split reads such an operator as one more argument: `--run 'make
     && ./t.sh'` would run `make` with the arguments `&&` and `./t.sh`, and the answer would rest
-    on `make` alone."""
+    on `make` alone. A substitution inside double quotes counts too (nothing would expand it),
+    unless `shell_script`: the quoted text goes to `sh -c`, which does."""
     quote, i = "", 0
     while i < len(text):
         c = text[i]
         if quote:
             if c == quote:
                 quote = ""
-            elif quote == '"' and (c == "`" or text.startswith("$(", i)):
+            elif quote == '"' and not shell_script and (c == "`" or text.startswith("$(", i)):
                 return c if c == "`" else "$("      # a substitution runs inside double quotes too
             elif c == "\\" and quote == '"':
                 i += 1
@@ -71,7 +85,7 @@ def split_command(text: str, option: str) -> list[str]:
         raise BisectkError(f"{option} {text!r}: {exc}") from None
     if not argv:
         raise BisectkError(f"{option}: empty command")
-    op = shell_syntax(text)
+    op = shell_syntax(text, shell_script=runs_shell(argv))
     if op is not None:
         how = (f"""{option} "sh -c '{text}'" """.rstrip() if not any(q in text for q in "'\"\\$`")
                else f"{option} \"sh -c '...'\"")

@@ -86,13 +86,15 @@ def test_env_diff_takes_both_forms(tmp_path):
 @pytest.mark.parametrize("text, op", [
     ("true && grep -q 4 code", "&&"), ("./t.sh > out.log", ">"), ("./build.sh; ./t.sh", ";"), ("./t.sh | tee x", "|"),
     ("./t.sh 2>/dev/null", "2>"), ("./t.sh $(cat args)", "$("), ('echo "`id`"', "`"), ("make&&./t.sh", "&&"),
+    ('./t.sh "$(cat args)"', "$("), ('sh -c "make" && ./t.sh', "&&"), ('sh -c "./t.sh" $(cat args)', "$("),
 ])
 def test_shell_syntax_in_a_command_is_refused_not_passed_as_arguments(text, op, tmp_path):
     """`--run 'true && grep -q 4 code'` split into argv would run `true` with four arguments:
     every commit passes and the answer is about nothing. It is refused, naming the operator and
     the `sh -c` form (or a script) that says what was meant."""
-    from bisectk.engine.subject import shell_syntax
-    assert shell_syntax(text) == op
+    import shlex
+    from bisectk.engine.subject import runs_shell, shell_syntax
+    assert shell_syntax(text, shell_script=runs_shell(shlex.split(text))) == op
     for side, text_in in (("a", "1\n"), ("b", "2\n")):
         (tmp_path / side).mkdir()
         (tmp_path / side / "k").write_text(text_in)
@@ -107,8 +109,12 @@ def test_shell_syntax_in_a_command_is_refused_not_passed_as_arguments(text, op, 
 
 @pytest.mark.parametrize("text", ["python -c 'import k, sys; sys.exit(k.x - 1)'", "sh -c '! test -f bug && true'",
                                   "grep 'a|b' f", 'grep "a;b>c" f', r"echo a\;b", "echo '$(x)' \"\\$(y)\"",
-                                  "./t.sh --mode=x"])
+                                  "./t.sh --mode=x", 'sh -c "test $(cat val) -lt 5"', 'bash -euc "make && ./t `nproc`"',
+                                  'env A=1 /bin/bash -lc "./t.sh $(cat args)"'])
 def test_quoted_or_escaped_operators_are_words(text):
-    from bisectk.engine.subject import shell_syntax, split_command
-    assert shell_syntax(text) is None
-    split_command(text, "--run")
+    """Quoted or escaped, an operator is a word; a substitution in the double-quoted script of
+    `sh -c` is the shell's to expand (`sh -c "test $(cat val) -lt 5"` is what the user meant)."""
+    import shlex
+    from bisectk.engine.subject import runs_shell, shell_syntax, split_command
+    assert shell_syntax(text, shell_script=runs_shell(shlex.split(text))) is None
+    assert split_command(text, "--run") == shlex.split(text)

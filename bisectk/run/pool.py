@@ -635,7 +635,8 @@ class WorkerPool:
             return rep is not None
         try:
             w.send(req)
-            return wait_run(step, watch, t0, pid=w.tree_pid, snapshot=snapshot), rep, False, ""
+            return (wait_run(step, watch, t0, pid=w.tree_pid, snapshot=snapshot, older=(w.tree_pid, w.pid)),
+                    rep, False, "")
         except _Lost as exc:
             return None, None, False, str(exc)
         except (BrokenPipeError, OSError, EOFError):

@@ -15,6 +15,8 @@ wait_run -- wait for a run to end, step by step, looking at the watch's deadline
             worker (run/pool.py) alike, and so for a Ray actor too, which runs one of those
             beside its subject (run/remote.py). The hang snapshot (run/snapshot.py) is taken
             here, once, at the moment the deadline passes and before anything is killed.
+            A deadline that passes while the run's tree was kept off a CPU moves by the time
+            it waited (run/starvation.py): a busy machine slows a run, it does not hang it.
 
 Why steps: a ProgressWatch's deadline moves while the run prints, so it is looked at again every
 STEP_S; a step is also when an executor checks what it must (a warm worker's supervisor).
@@ -29,6 +31,7 @@ from typing import Protocol
 
 from bisectk.run.progress import Timeline
 from bisectk.run.snapshot import SnapshotRequest, taken
+from bisectk.run.starvation import Starvation
 
 STEP_S = 0.05
 
@@ -50,20 +53,27 @@ class Hung:
     at_s: float            # seconds from the run's start when the watchdog called it
     stalled: str           # where it stopped, in words ('' without a good timeline)
     stuck: dict | None     # where it waited (run/snapshot.py), when a snapshot was asked
+    starved_s: float = 0.0  # seconds added to the deadline: the run's tree waited that long for a CPU
 
 
 def wait_run(step: Callable[[float], bool], watch: Watch, t0: float, *, pid: int,
-             snapshot: SnapshotRequest | None = None) -> Hung | None:
+             snapshot: SnapshotRequest | None = None, older: tuple[int, ...] | None = None) -> Hung | None:
     """`step(seconds)` waits at most that long for the run's end, keeps what it read there (a
     report, a reply) and says whether the run ended; it may raise to say the run was lost.
     Returns None once a step says so, or Hung when `watch.deadline()` (seconds from `t0`,
-    time.monotonic) passes first: the tree under `pid` is read (`snapshot`) before this returns,
-    so before any kill."""
+    time.monotonic), moved by the time the tree under `pid` waited for a CPU, passes first: the
+    tree is read (`snapshot`) before this returns, so before any kill. `older`: the processes
+    of the tree made before the run (default: `pid`), read now as the starvation's baseline."""
+    starved, credit = Starvation((pid,) if older is None else older, elapsed=time.monotonic() - t0), 0.0
     while True:
         due = watch.deadline()
-        left = None if due is None else t0 + due - time.monotonic()
+        left = None if due is None else t0 + due + credit - time.monotonic()
         if left is not None and left <= 0:
+            owed = starved.owed(pid, due)
+            if owed > credit + STEP_S:      # kept off a CPU: the deadline moves, and is looked at again
+                credit = owed
+                continue
             at = time.monotonic() - t0
-            return Hung(at, watch.where(at), taken(snapshot, pid, at))
+            return Hung(at, watch.where(at), taken(snapshot, pid, at), credit)
         if step(STEP_S if left is None else min(STEP_S, left)):
             return None

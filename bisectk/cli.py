@@ -64,15 +64,17 @@ def check(spec: Path = SpecArg,
           flaky: Optional[bool] = typer.Option(None, "--flaky/--no-flaky", help="Measure the failure rate even if the bad endpoint failed every time."),
           calibrate_runs: int = CalibrateOpt, same_failure: str = SameFailureOpt,
           timeout: Optional[float] = TimeoutOpt,
-          fresh: bool = FreshOpt, snapshots: int = SnapshotsOpt, ledger: Optional[Path] = LedgerOpt, as_json: bool = JsonOpt) -> None:
+          fresh: bool = FreshOpt, snapshots: int = SnapshotsOpt, warm: bool = WarmOpt,
+          ledger: Optional[Path] = LedgerOpt, as_json: bool = JsonOpt) -> None:
     """Verify the endpoints: good must pass, bad must fail. Exit 0 if usable, 2 if not."""
+    spare_ahead("local", warm)
     from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.single import check_endpoints
     from bisectk.engine.subject import load_subject
     s, _ = load_subject(spec, cwd=Path.cwd())
     warnings = unused_factor_warnings(s)
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,
-                 timeout=timeout, snapshots=snapshots, fresh=fresh)
+                 timeout=timeout, snapshots=snapshots, fresh=fresh, warm=warm)
     with Session("check", s, ledger_location(ledger, spec=s), args={"spec": str(spec)}, policy=pol,
                  reporter=reporter(as_json, s.good)) as session:
         rec = check_endpoints(session.runner(), pol, warnings=warnings,

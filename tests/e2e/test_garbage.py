@@ -26,7 +26,8 @@ def test_lone_culprit_among_benign_differences(tmp_path, seed):
 
 def test_variant_endpoints_show_garbage_of_several_forms(tmp_path):
     spec = ROOT / "variants" / "cpu" / "attention-garbage.toml"
-    doc = json.loads(bisectk("check", spec, "--repeat", "10", "--json", "--ledger", tmp_path / "l.db",
+    # --warm: twenty runs that import torch cost one import (check's warm path is tested here too)
+    doc = json.loads(bisectk("check", spec, "--repeat", "10", "--warm", "--json", "--ledger", tmp_path / "l.db",
                              timeout=600, check=0).stdout)
     runs = doc["bad"]["runs"]
     assert all(r["outcome"] == "fail" and r["kind"] == "wrong" for r in runs)

@@ -28,6 +28,11 @@ FMHA_PTX_CONFIGS = [("kernels/cutedsl/fmha_wgmma.py", argv) for argv in (
     ["--consumer-regs", "256"], ["--consumer-wgs", "1"], ["--qk-wait", "1"], ["--pv-fence", "0"],
     ["--order-bar-id", "1"], ["--head-dim", "128"], ["--order", "0"],
     ["--order-bar-threads", "8"])]
+# the other configurations test_ptx.py compiles: in the batch, each costs its compile, not a
+# process of its own with the DSL's imports (~5 s more each)
+PTX_CONFIGS = [("kernels/cutedsl/ws_pipeline.py", argv) for argv in (
+    ["--arrive-unit", "thread"], ["--tx-delta", "16"], ["--nbar-threads", "160"], ["--lockstep", "1"],
+    ["--stages", "1"], ["--stages", "4"])] + [("kernels/cutedsl/attention.py", ["--consumer-wgs", "2", "--q-len", "256"])]
 
 
 def pytest_configure(config):
@@ -135,7 +140,7 @@ def compile_cache(tmp_path_factory):
     # every variant endpoint and the kernels' defaults, in one batch
     configs = [(script, argv) for _, _, script, argv in variant_jobs()]
     configs += [(script, []) for script in KERNEL_SCRIPTS]
-    configs += [(script, argv) for script, argv in FMHA_PTX_CONFIGS]
+    configs += [(script, argv) for script, argv in FMHA_PTX_CONFIGS + PTX_CONFIGS]
     configs += [(f"variants/gpu/fmha-diff/{side}/fmha_wgmma.py", []) for side in ("good", "bad")]
     # under xdist each worker has a session of its own: the batch (~130 s of two compilers on two
     # cores) is made once in the directory the workers share, under a lock, and read by the others

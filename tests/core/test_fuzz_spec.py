@@ -237,7 +237,7 @@ def exercise(path: Path) -> None:
     spec.fingerprint()
 
 
-@settings(max_examples=1000, deadline=None, derandomize=True, database=None,
+@settings(max_examples=500, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 @given(spec_docs())
 def test_fuzzed_specs_load_or_fail_with_one_spec_error(fuzz_dir, doc):

@@ -14,15 +14,17 @@ command of every side in turn and the medians of many are compared.
     python bench/startup_ab.py --base DIR [--fixed 21] [--history 7] [--commits 30000] [--tree 5]
                                [--drop move|gc]
 
-DIR holds a base tree's `bisectk/` (`git archive REV bisectk | tar -x -C DIR`). Compile both
-trees' bytecode first (`python -m compileall -q bisectk DIR/bisectk`): a shell with
-PYTHONDONTWRITEBYTECODE=1 otherwise recompiles every module on every command.
+DIR holds a base tree's `bisectk/` (`git archive REV bisectk | tar -x -C DIR`). Both trees'
+bytecode is compiled first: a shell with PYTHONDONTWRITEBYTECODE=1 would otherwise recompile every
+module of a tree never imported with bytecode writes on, on every command (a base without its
+.pyc measured ~0.14 s slower before its first run).
 """
 
 from __future__ import annotations
 
 import argparse
 import atexit
+import compileall
 import json
 import os
 import shutil
@@ -66,6 +68,8 @@ def main() -> int:
                     help="how a cold sample's cached worktree is taken away (bench/coldtree.py)")
     a = ap.parse_args()
     sides = {"base": a.base.resolve(), "new": ROOT}
+    for root in sides.values():
+        compileall.compile_dir(root / "bisectk", quiet=1)
     work = Path(tempfile.mkdtemp(prefix="bisectk-startup-"))
     atexit.register(shutil.rmtree, work, True)   # its repositories and ledgers go with it
     stamp, test = work / "stamp.sh", work / "test.sh"

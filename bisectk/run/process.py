@@ -164,10 +164,15 @@ def _short(text: str, n: int = 60) -> str:
     return text if len(text) <= n else text[:n] + "..."
 
 
-def _describe(exc: BaseException) -> str:
-    """An OSError's or ValueError's reason in one line (a ValueError has no strerror)."""
-    what = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+def _describe(exc: BaseException, argv0: str = "") -> str:
+    """An OSError's or ValueError's reason in one line (a ValueError has no strerror). A program
+    named without a slash that no PATH directory has is said so: the error's own file name is
+    only the last directory execvpe tried."""
     filename = getattr(exc, "filename", None)
+    if (isinstance(exc, FileNotFoundError) and argv0 and not os.path.dirname(argv0)
+            and (filename is None or os.path.basename(os.fspath(filename)) == argv0)):
+        return "not found on the run's PATH"
+    what = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
     return f"{what}: {filename}" if filename else what
 
 
@@ -395,7 +400,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     except (OSError, ValueError) as exc:
         if recording:
             recording.close()
-        return RawRun(started=False, error=f"cannot start {argv[0]!r}: {_describe(exc)}")
+        return RawRun(started=False, error=f"cannot start {argv[0]!r}: {_describe(exc, argv[0])}")
     try:
         SPARES.refill(_RUNNING.add(1))     # the next run's supervisor starts while this one runs
         record = _write_record(run_id, c)

@@ -40,7 +40,15 @@ def test_signal_is_named():
 
 def test_missing_command_is_not_started():
     raw = run_process(["/nonexistent/bisectk-subject"])
-    assert not raw.started and "cannot start" in raw.error
+    assert not raw.started and "cannot start" in raw.error and "/nonexistent/bisectk-subject" in raw.error
+
+
+def test_a_program_on_no_path_directory_is_said_so(tmp_path):
+    """Not the last PATH directory execvpe tried, which the OSError names."""
+    raw = run_process(["bisectk-no-such-program", "x"], env={"PATH": f"{tmp_path}:/usr/bin"})
+    assert not raw.started and raw.error == "cannot start 'bisectk-no-such-program': not found on the run's PATH"
+    raw = run_process(["true"], cwd=tmp_path / "gone")      # a missing directory is not a missing program
+    assert not raw.started and "PATH" not in raw.error, raw.error
 
 
 def test_fifty_hangs_leave_no_process_behind():

@@ -103,6 +103,9 @@ class Session:
         self.reporter = None
         self.closers: list[Callable[[], None]] = []
         self._executor: Executor | None = None
+        # where runs build in directories of bisectk's (worktrees, scratch copies): a build that
+        # installs from there is named at close (engine/installs.py), with the user's own copy
+        self.started, self.run_roots, self.yours = time.time(), [], Path.cwd()
         from bisectk.run.snapshot import SnapshotPolicy
         self.snapshots = SnapshotPolicy(self.policy.snapshots)   # one budget for the whole command
         self.fingerprint = fingerprint or spec.fingerprint()
@@ -125,6 +128,7 @@ class Session:
         exists so that the next start removes it if this command is killed; removed on close."""
         path = self.ledger.path.parent / f"{name}-{self.id}-{os.getpid()}"
         self.closers.append(scratch.register(path).remove)
+        self.run_roots.append(path)
         return path
 
     def executor(self) -> Executor:
@@ -168,14 +172,17 @@ class Session:
         actors materialise each commit from its `git archive`, or from `--ray-repo`)."""
         from bisectk.spaces.revisions import CommitSpace
         from bisectk.spaces.worktrees import WorktreePool
+        self.yours = root
         if self.policy.remote:
             self.executor()   # the cluster is reached (or refused) before anything else runs
             yield CommitSpace(commits, None, config, subdir, remote=True, shared_repo=self.policy.ray_repo)
             return
         if pool is not None:
+            self.run_roots.append(pool.cache_dir)
             yield CommitSpace(commits, pool, config, subdir)
             return
         with WorktreePool(root, size=self.policy.jobs) as pool:
+            self.run_roots.append(pool.cache_dir)
             yield CommitSpace(commits, pool, config, subdir)
 
     def record(self, result: dict[str, Any]) -> None:
@@ -183,6 +190,12 @@ class Session:
         self.ledger.close_session(self.id, result)
 
     def close(self) -> None:
+        if self.run_roots:
+            try:
+                from bisectk.engine.installs import check
+                check(self.run_roots, self.started, str(self.yours))
+            except Exception:   # a look at site-packages must not hide the command's own error
+                pass
         for fn in reversed(self.closers):
             try:
                 fn()

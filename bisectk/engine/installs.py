@@ -13,7 +13,8 @@ Abstractions
 site_dirs   -- the site-packages directories a build may have installed into: this interpreter's,
                the user's, and those of the virtual environment whose `python` is first on PATH.
 installed_from -- [(distribution, the directory it points at)] for the installs, made or changed
-               since `since`, that point into one of `roots`.
+               since `since`, that point into one of `roots` (prefixed COPY: a `pip install .`,
+               not an editable one).
 warning     -- those installs in one line each, with the command that puts them back.
 """
 
@@ -56,8 +57,11 @@ def _pointed(entry: os.DirEntry, roots: list[str]) -> tuple[str, str] | None:
     name = entry.name
     try:
         if name.endswith(".dist-info") and entry.is_dir():
-            url = json.loads(Path(entry.path, "direct_url.json").read_text()).get("url", "")
+            record = json.loads(Path(entry.path, "direct_url.json").read_text())
+            url = record.get("url", "")
             where = _inside(unquote(urlparse(url).path), roots) if url.startswith("file:") else None
+            if where and not (record.get("dir_info") or {}).get("editable"):
+                where = COPY + where        # `pip install .`: a copy of what was built there
             return (name[:-len(".dist-info")].rpartition("-")[0] or name, where) if where else None
         if name.endswith(".egg-link"):          # setup.py develop: its first line is the directory
             where = _inside(Path(entry.path).read_text().splitlines()[0].strip(), roots)
@@ -93,10 +97,21 @@ def installed_from(roots: list[Path], since: float) -> list[tuple[str, str]]:
     return sorted((name, where) for where, name in found.items())
 
 
+COPY = "copy:"
+
+
 def warning(found: list[tuple[str, str]], yours: str) -> list[str]:
-    return [f"a build installed {name} from bisectk's directory {where}: your Python now imports it from "
-            f"there (the last version built there, gone once bisectk removes it), not from your copy; "
-            f"install it again from {yours} (e.g. `pip install -e {yours}`)" for name, where in found]
+    lines = []
+    for name, where in found:
+        if where.startswith(COPY):
+            lines.append(f"a build installed {name} built in bisectk's directory {where[len(COPY):]}: your "
+                         f"environment now has the version of the last commit built there; install it again "
+                         f"from {yours} (e.g. `pip install {yours}`)")
+        else:
+            lines.append(f"a build installed {name} from bisectk's directory {where}: your Python now imports it "
+                         f"from there (the last version built there, gone once bisectk removes it), not from "
+                         f"your copy; install it again from {yours} (e.g. `pip install -e {yours}`)")
+    return lines
 
 
 def check(roots: list[Path], since: float, yours: str) -> None:

@@ -62,13 +62,22 @@ def test_installs_found_by_each_kind_of_record(tmp_path):
     (site / "a-1.0.dist-info").mkdir(parents=True)
     wt.mkdir(parents=True)
     (site / "a-1.0.dist-info" / "direct_url.json").write_text(json.dumps({"url": wt.as_uri()}))
+    (site / "g-1.0.dist-info").mkdir()
+    (site / "g-1.0.dist-info" / "direct_url.json").write_text(json.dumps({"url": wt.as_uri(),
+                                                                          "dir_info": {"editable": True}}))
     (site / "b.egg-link").write_text(f"{wt / 'b'}\n.\n")
     (site / "c.pth").write_text(f"# comment\n{wt / 'src'}\n")
     (site / "d.pth").write_text(f"import finder; finder.install({str(wt)!r})\n")
+    (site / "f-3.0.dist-info").mkdir()      # `pip install .`: a copy, said as one
+    (site / "f-3.0.dist-info" / "direct_url.json").write_text(json.dumps({"url": wt.as_uri(), "dir_info": {}}))
     (site / "e-2.0.dist-info").mkdir()
     (site / "e-2.0.dist-info" / "direct_url.json").write_text(json.dumps({"url": tmp_path.as_uri()}))
     found = {e.name: installs._pointed(e, [os.path.realpath(tmp_path / "cache")]) for e in os.scandir(site)}
-    assert found["a-1.0.dist-info"] == ("a", str(wt.resolve()))
+    assert found["a-1.0.dist-info"] == ("a", installs.COPY + str(wt.resolve()))
+    assert "version of the last commit built there" in installs.warning([found["a-1.0.dist-info"]], "/me")[0]
+    assert found["g-1.0.dist-info"] == ("g", str(wt.resolve()))
+    assert "now imports it from there" in installs.warning([found["g-1.0.dist-info"]], "/me")[0]
+    assert found["f-3.0.dist-info"] == ("f", installs.COPY + str(wt.resolve()))
     assert found["b.egg-link"] == ("b", str((wt / "b").resolve()))
     assert found["c.pth"] == ("c", str((wt / "src").resolve()))
     assert found["d.pth"] is None and found["e-2.0.dist-info"] is None

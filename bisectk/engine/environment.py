@@ -33,7 +33,9 @@ extra that installs a module, from bisectk/errors.py's install_hint.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -155,10 +157,35 @@ def _no_gpu_why(facts: dict[str, Any]) -> str:
     return f"{smi}, {'no /dev/nvidia*' if not facts.get('device_files') else 'but /dev/nvidia* exists'}"
 
 
+def path_python_with(module: str) -> str | None:
+    """The `python` first on PATH when it is another environment than bisectk's own (a venv the
+    user activated, bisectk installed elsewhere) and it can import `module`; else None. A bare
+    `python` in a command is bisectk's interpreter (spec.py), where `git bisect run` would run
+    the PATH's: the usual reason a module the user has is missing from every run."""
+    import shutil
+    import subprocess
+    exe = shutil.which("python") or shutil.which("python3")
+    if exe is None or not re.fullmatch(r"[\w.]+", module):
+        return None
+    probe = "import importlib.util, sys; print(sys.prefix); sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 3)"
+    try:
+        p = subprocess.run([exe, "-c", probe, module], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    prefix = p.stdout.strip()
+    same = prefix and os.path.realpath(prefix) == os.path.realpath(sys.prefix)
+    return exe if p.returncode == 0 and prefix and not same else None
+
+
 def _words(kind: str, subject: str, facts: dict[str, Any]) -> tuple[str, list[str]]:
     """(the cause and what fixes it, the facts behind it) for one kind of cause."""
     from bisectk.spaces.env import gpu_line     # the capture's module: loaded when a cause is named
     if kind == "missing-module":
+        other = path_python_with(subject)
+        if other is not None:
+            return (f"missing Python module '{subject}' in bisectk's interpreter ({sys.executable}), which runs "
+                    f"`python` in commands; the `python` on your PATH ({other}) has it: install bisectk there "
+                    f"(`{other} -m pip install bisectk`) or write that interpreter's path in the command"), []
         return f"missing Python module '{subject}': {install_hint(subject)}", []
     if kind == "import-error":
         return f"an import fails ({subject}): install or repair what it names", []

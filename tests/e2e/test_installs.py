@@ -81,3 +81,21 @@ def test_installs_found_by_each_kind_of_record(tmp_path):
     assert found["b.egg-link"] == ("b", str((wt / "b").resolve()))
     assert found["c.pth"] == ("c", str((wt / "src").resolve()))
     assert found["d.pth"] is None and found["e-2.0.dist-info"] is None
+
+
+def test_a_module_only_the_paths_python_has_is_named_with_that_python(tmp_path):
+    """`python` in a command is bisectk's interpreter; a user whose activated venv has the kernel's
+    packages (bisectk installed elsewhere) sees every run miss them. The problem names the PATH's
+    python that has the module, not an install of the module."""
+    env = venv(tmp_path)
+    site = next((tmp_path / "venv" / "lib").glob("python3*/site-packages"))
+    (site / "kernelonly").mkdir()
+    (site / "kernelonly" / "__init__.py").write_text("")
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.toml").write_text('[subject]\ncommand = ["python", "-c", "import kernelonly; print({x})"]\n'
+                                     '[good]\nx = 1\n[bad]\nx = 2\n')
+    p = bisectk("check", tmp_path / "s.toml", "--ledger", tmp_path / "l.db", env=env, timeout=300)
+    assert p.returncode == 2, p.stderr
+    line = next(x for x in p.stdout.splitlines() if x.startswith("problem: "))
+    assert f"missing Python module 'kernelonly' in bisectk's interpreter ({sys.executable})" in line, line
+    assert f"the `python` on your PATH ({tmp_path / 'venv' / 'bin' / 'python'}) has it" in line, line

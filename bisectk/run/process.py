@@ -472,7 +472,9 @@ def _wait(c: Contained, watch, snapshot):
         except TimeoutError:
             return False
     try:
-        hung = wait_run(step, watch, c.t0, pid=c.pid, snapshot=snapshot)
+        # older=(): the supervisor (maybe a spare made earlier) runs nothing of the subject's; the
+        # subject's processes are all younger than the run and counted whole (run/starvation.py)
+        hung = wait_run(step, watch, c.t0, pid=c.pid, snapshot=snapshot, older=())
         if hung is not None:
             c.end()
             report = c.wait(time.monotonic() + GRACE_S + supervise.KILL_ROUNDS_S + 5)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import time
 
-import psutil
+from bisectk.procstat import psutil      # loaded at its first use (a hang), not at every start
 
 CAP = 2.0           # at most this many deadlines more: a spinning hang on a loaded machine ends
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100

@@ -15,9 +15,9 @@ import json, sys
 import bisectk.cli
 bisectk.cli.command()
 start = sorted(m for m in sys.modules if m.startswith("bisectk."))
-import bisectk.engine.bisect
+import bisectk.engine.bisect, bisectk.run.process
 bisect = sorted(m for m in sys.modules if m.startswith("bisectk."))
-print(json.dumps({"start": start, "bisect": bisect}))
+print(json.dumps({"start": start, "bisect": bisect, "psutil": "psutil" in sys.modules}))
 """
 
 FACTOR_SEARCHES = {"bisectk.search.ablation", "bisectk.search.group", "bisectk.search.dd", "bisectk.search.ddmin",
@@ -45,6 +45,13 @@ def test_the_lazy_search_package_still_hands_out_every_name():
     for name in S.__all__:
         assert getattr(S, name) is not None, name
     assert S.strategy_names()[0] == S.DEFAULT_STRATEGY and set(S.strategy_names()) == set(STRATEGIES)
+
+
+def test_psutil_is_loaded_at_its_first_use_not_at_the_start():
+    """psutil (~30-50 ms to import here) serves hangs, trees to end and snapshots: bisectk/procstat.py
+    loads it when first used. A direct `import psutil` in the run path (run/starvation.py had one)
+    put it back in every command's start."""
+    assert _loaded()["psutil"] is False
 
 
 def test_a_local_bisection_loads_no_remote_executor():

@@ -5,8 +5,10 @@ Abstractions
 Hunk         -- one unit of difference between GOOD and BAD in one file. `kind` is "text" (a run
                 of lines replaced, deleted or inserted: one difflib opcode), "add" / "delete"
                 (a file present on one side only), "replace" (a binary file or symlink that
-                differs: replaced whole; text means UTF-8 without NUL bytes) or "mode" (the
-                permission bits changed). Line ranges are 1-based and half-open: `good_lines =
+                differs: replaced whole; text means UTF-8 without NUL bytes), "mode" (the
+                permission bits changed) or "retype" (a path that is a file on one side and a
+                directory on the other: the file and every file under the directory, replaced
+                together, as no subset of them can be written). Line ranges are 1-based and half-open: `good_lines =
                 (s, e)` covers GOOD's lines s..e-1, and s == e is an insertion before GOOD's line
                 s. An added or deleted text file spans (1, n+1) on its side; an absent side, a
                 binary side and a mode change have (0, 0). Its `id` and `where` name the place
@@ -19,7 +21,7 @@ Scratch      -- a working copy of GOOD; `apply(hunks)` resets it and applies a s
                 only the files whose content must change. `materialise` is the one-call form.
 unified_diff -- a set of hunks as one git-style unified diff that `patch -p1` applies to GOOD.
 
-Errors (a missing path, a file against a directory, identical inputs, overlapping hunks, a
+Errors (a missing path, a file given against a directory, identical inputs, overlapping hunks, a
 non-empty directory that is not a scratch copy) raise SpaceError with one line naming the path.
 
 Why any subset applies: difflib's opcodes are separated by at least one equal line, so hunks of
@@ -38,7 +40,7 @@ import shutil
 import stat
 import tempfile
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -46,7 +48,7 @@ from bisectk.spaces.bytecode import drop_bytecode  # noqa: F401  (re-exported)
 from bisectk.spaces.commits import SpaceError  # one error type for every space
 
 IGNORED = frozenset({".git", "__pycache__", ".bisectk"})
-WHOLE = frozenset({"add", "delete", "replace"})
+WHOLE = frozenset({"add", "delete", "replace", "retype"})
 _ALIGN_LIMIT = 4000     # old x new line pairs scored when aligning a hunk of unequal sides
 _SIMILAR = 0.5          # a deleted and an inserted line pair up in split_lines at this ratio
 
@@ -75,6 +77,8 @@ class Hunk:
     modes: tuple[int, int] | None = None       # (good, bad) permission bits, for "mode"
     good_entry: Entry | None = field(default=None, repr=False)
     bad_entry: Entry | None = field(default=None, repr=False)
+    # "retype": (path, GOOD's entry, BAD's entry) for the path and every file under it
+    tree: tuple[tuple[str, Entry | None, Entry | None], ...] = field(default=(), repr=False)
     # GOOD's whole text, shared by the text hunks of one file (context for rendering and the
     # lines a subset is applied to); not part of equality.
     base: tuple[str, ...] = field(default=(), repr=False, compare=False)
@@ -114,6 +118,9 @@ class Hunk:
 
     def unified(self, context: int = 3) -> str:
         """This hunk alone as a git-style patch against GOOD (BAD's line numbers on the + side)."""
+        if self.kind == "retype":       # as git shows it: the file deleted, the directory's files added
+            return "".join(Hunk(rel, "add" if g is None else "delete" if b is None else "replace",
+                                good_entry=g, bad_entry=b).unified(context) for rel, g, b in self.tree if g != b)
         head = f"diff --git a/{self.file} b/{self.file}\n"
         if self.kind == "mode":
             return head + f"old mode {_git_mode(self.modes[0])}\nnew mode {_git_mode(self.modes[1])}\n"
@@ -151,15 +158,19 @@ def diff_paths(good: str | Path, bad: str | Path) -> list[Hunk]:
         which = (good, bad) if good.is_dir() else (bad, good)
         raise SpaceError(f"{which[0]} is a directory but {which[1]} is not: "
                          "give two files or two directories")
+    hunks = []
     if good.is_dir():
         goods, bads = _scan(good), _scan(bad)
-        _check_shapes(goods, bads)
+        for p in _retyped(goods, bads):
+            under = sorted(r for r in goods.keys() | bads.keys() if r == p or r.startswith(p + "/"))
+            hunks.append(Hunk(p, "retype", tree=tuple((r, _read(goods.pop(r, None)), _read(bads.pop(r, None)))
+                                                      for r in under)))
     else:
         # A file pair follows symlinks: the user named the files, not links to keep.
         goods, bads = {good.name: good.resolve()}, {good.name: bad.resolve()}
-    hunks = []
     for rel in sorted(goods.keys() | bads.keys()):
         hunks += _file_hunks(rel, goods.get(rel), bads.get(rel))
+    hunks.sort(key=lambda h: h.file)            # by file, each file's hunks in order (the sort is stable)
     if not hunks:
         raise SpaceError(f"{good} and {bad} are identical (ignoring {', '.join(sorted(IGNORED))}): "
                          "nothing to bisect")
@@ -180,13 +191,12 @@ def _scan(root: Path) -> dict[str, Path]:
     return found
 
 
-def _check_shapes(goods: dict[str, Path], bads: dict[str, Path]) -> None:
+def _retyped(goods: dict[str, Path], bads: dict[str, Path]) -> list[str]:
+    """The paths that are a file (or a link) on one side and a directory on the other. They never
+    nest: under such a path only the directory's side has entries."""
     def dirs(paths):
         return {p.rsplit("/", k)[0] for p in paths for k in range(1, p.count("/") + 1)}
-    clash = (goods.keys() & dirs(bads)) | (bads.keys() & dirs(goods))
-    if clash:
-        raise SpaceError(f"{sorted(clash)[0]} is a file on one side and a directory on the "
-                         "other: not supported")
+    return sorted((goods.keys() & dirs(bads)) | (bads.keys() & dirs(goods)))
 
 
 def _read(path: Path | None) -> Entry | None:
@@ -364,11 +374,13 @@ def _result(good: Entry | None, hunks: list[Hunk]) -> Entry | None:
 
 
 def _stat(path: Path) -> tuple[int, int, int] | None:
+    """A file's (size, mtime, mode); None where there is no file (nothing, or a directory: a
+    retyped path's directory side holds no file of its own name)."""
     try:
         st = path.lstat()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):     # gone, or a file now where a directory was
         return None
-    return (st.st_size, st.st_mtime_ns, st.st_mode)
+    return None if stat.S_ISDIR(st.st_mode) else (st.st_size, st.st_mtime_ns, st.st_mode)
 
 
 class Scratch:
@@ -428,26 +440,38 @@ class Scratch:
     def _good_entry(self, rel: str) -> Entry | None:
         if rel not in self._goods:
             path = self.good if self.is_file else self.good / rel
-            self._goods[rel] = _read(path) if path.exists() or path.is_symlink() else None
+            there = path.is_symlink() or (path.exists() and not path.is_dir())   # a directory: no file of GOOD's
+            self._goods[rel] = _read(path) if there else None
         return self._goods[rel]
 
     def apply(self, hunks: Iterable[Hunk]) -> Path:
         groups = _by_file(hunks)
-        applied = {rel: frozenset(h.id for h in hs) for rel, hs in groups.items()}
-        want = {}
+        results: dict[str, Callable[[], Entry | None]] = {}   # rel -> its entry in this subset
+        applied: dict[str, frozenset[str]] = {}
         for rel, hs in groups.items():
+            if hs[0].kind == "retype":              # each path under it: BAD's entry
+                for sub, _, bad in hs[0].tree:
+                    results[sub], applied[sub] = (lambda bad=bad: bad), frozenset({hs[0].id})
+            else:
+                results[rel] = lambda rel=rel, hs=hs: _result(self._good_entry(rel), hs)
+                applied[rel] = frozenset(h.id for h in hs)
+        want = {}
+        for rel, result in results.items():
             # a file that holds exactly these hunks and is as we left it costs no rewrite (and no
             # re-rendering: a run's cost follows what changed since the last run, not the subset)
             if self._applied.get(rel) != applied[rel] or _stat(self.root / rel) != self._stats.get(rel):
-                want[rel] = _result(self._good_entry(rel), hs)
+                want[rel] = result()
         for rel in self._dirty:                     # touched last time, not now: back to GOOD
-            if rel not in groups:
+            if rel not in applied:
                 want.setdefault(rel, self._good_entry(rel))
         for rel, st in self._stats.items():         # edited by the subject: back to GOOD
-            if rel not in groups and rel not in want and _stat(self.root / rel) != st:
+            if rel not in applied and rel not in want and _stat(self.root / rel) != st:
                 want[rel] = self._good_entry(rel)
-        for rel, entry in want.items():
-            self._place(rel, entry)
+        # removals first, the deepest first, then writes, the shallowest first: a retyped path's
+        # file and the directory of the same name are never there at once
+        order = sorted(want, key=lambda r: (want[r] is not None, r.count("/") * (1 if want[r] is not None else -1)))
+        for rel in order:
+            self._place(rel, want[rel])
             self._applied[rel] = applied.get(rel, frozenset())
         return self.target
 
@@ -456,7 +480,10 @@ class Scratch:
         now = self._dirty[rel] if rel in self._dirty else self._good_entry(rel)
         if now == entry and _stat(path) == self._stats.get(rel):
             return                                  # already there, untouched since we wrote it
-        if path.is_symlink() or path.exists():
+        if path.is_dir() and not path.is_symlink():
+            if entry is not None:               # a retyped path's file: the directory, and what a run left in it, goes
+                shutil.rmtree(path)
+        elif path.is_symlink() or path.exists():
             path.unlink()                           # never write through a link copied from GOOD
         if entry is None:
             self._stats.pop(rel, None)

@@ -95,3 +95,23 @@ def test_env_capture_and_diff(tmp_path):
     assert "CUDA_LAUNCH_BLOCKING" in p.stdout and "[good]" in p.stdout
     p = bisectk("env", "--diff", a, "--diff", tmp_path / "missing.json")
     assert p.returncode == 2 and "Traceback" not in p.stderr
+
+
+def test_a_file_that_became_a_directory_is_one_hunk_and_can_be_the_culprit(tmp_path):
+    """`conf` is a file in GOOD and a directory in BAD (its files added): one hunk, applied or not
+    as a whole, beside ordinary ones; a subject that needs the file names it."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side in (good, bad):
+        side.mkdir()
+    (good / "conf").write_text("threads = 4\n")
+    (bad / "conf").mkdir()
+    (bad / "conf" / "threads").write_text("4\n")
+    (good / "k.py").write_text("a = 1\nb = 2\n")
+    (bad / "k.py").write_text("a = 1\nb = 3\n")
+    p = bisectk("diff", good, bad, "--run", "test -f conf", "--json", "--ledger", tmp_path / "l.db",
+                cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    doc = json.loads(p.stdout)
+    assert [h["id"] for h in doc["culprit_hunks"]] == ["conf:retype"]
+    assert "deleted file mode 100644" in doc["culprit_hunks"][0]["text"]
+    assert (good / "conf").is_file() and (bad / "conf" / "threads").is_file()     # the inputs untouched

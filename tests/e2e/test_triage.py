@@ -47,3 +47,31 @@ def test_inconclusive_exits_two(tmp_path):
     p = bisectk("triage", "--repo", tmp_path / "r", "--good", shas[0], "--bad", shas[-1], *RUN, "--json", "--timeout", "2",
                 timeout=300)
     assert p.returncode == 2 and json.loads(p.stdout)["verdict"] == "inconclusive"
+
+
+def test_a_culprit_commit_that_turns_a_file_into_a_directory_is_isolated_to_its_hunk(tmp_path):
+    """The culprit commit also makes `docs` (a file) a directory: its hunks are still isolated
+    (that path is one hunk), not "hunk isolation could not start"."""
+    import subprocess
+    r = tmp_path / "r"
+    r.mkdir()
+
+    def commit(msg):
+        subprocess.run(["git", "add", "-A"], cwd=r, check=True)
+        subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", msg], cwd=r, check=True)
+    subprocess.run(["git", "init", "-q"], cwd=r, check=True)
+    (r / "m.py").write_text("v = 1\n")
+    (r / "docs").write_text("notes\n")
+    commit("c0")
+    (r / "m.py").write_text("v = 2\n")
+    (r / "docs").unlink()
+    (r / "docs").mkdir()
+    (r / "docs" / "index.md").write_text("# notes\n")
+    commit("c1")
+    (r / "other.py").write_text("w = 0\n")
+    commit("c2")
+    p = bisectk("triage", "--repo", r, "--good", "HEAD~2", "--bad", "HEAD", "--run",
+                'python -c "import m, sys; sys.exit(m.v - 1)"', "--json", "--ledger", tmp_path / "l.db", timeout=300)
+    doc = json.loads(p.stdout)
+    assert doc["verdict"] == "culprit found" and doc["diff"]["hunks"] == 2, (p.stdout[-2000:], p.stderr[-2000:])
+    assert [h["file"] for h in doc["culprit_hunks"]] == ["m.py"]

@@ -64,6 +64,13 @@ def reference(good: dict, bad: dict, hunks) -> dict:
     for h in hunks:
         by_file.setdefault(h.file, []).append(h)
     for rel, hs in by_file.items():
+        if hs[0].kind == "retype":
+            for sub, _, _ in hs[0].tree:
+                if sub in bad:
+                    out[sub] = bad[sub]
+                else:
+                    out.pop(sub, None)
+            continue
         if hs[0].kind in ("add", "delete", "replace"):
             if rel in bad:
                 out[rel] = bad[rel]
@@ -171,12 +178,11 @@ def test_errors(tmp_path):
     with pytest.raises(SpaceError, match="identical"):
         diff_paths(d, d2)
     assert isinstance(SpaceError("x"), ValueError)
-    # a file on one side, a directory of that name on the other
+    # a file on one side, a directory of that name on the other: one hunk (test_retyped_paths)
     (d2 / "x").mkdir()
     (d2 / "x" / "y").write_text("1\n")
     (d / "x").write_text("1\n")
-    with pytest.raises(SpaceError, match="file on one side"):
-        diff_paths(d, d2)
+    assert [(h.file, h.kind) for h in diff_paths(d, d2)] == [("x", "retype")]
 
 
 def test_overlapping_subsets_are_refused(tmp_path):
@@ -359,3 +365,82 @@ def test_unified_diff_of_random_subsets(pair, data):
     subset = [u for u in units if data.draw(st.booleans())] or units[:1]
     with tempfile.TemporaryDirectory() as d:
         assert _patched(p.good, unified_diff(subset), Path(d)) == reference(good, bad, subset)
+
+
+# -- a path that is a file on one side and a directory on the other -------------------------------
+
+@pytest.fixture(scope="module")
+def retyped(tmp_path_factory):
+    """GOOD and BAD where `t` (a file) became a directory, `u/` (a directory) became a file, `lnk`
+    (a link) became a directory, with ordinary hunks beside them."""
+    root = tmp_path_factory.mktemp("retyped")
+    good, bad = root / "good", root / "bad"
+    for side in (good, bad):
+        (side / "pkg").mkdir(parents=True)
+    (good / "t").write_text("a file\n")
+    (bad / "t" / "deep").mkdir(parents=True)
+    (bad / "t" / "x.py").write_text("x = 1\n")
+    (bad / "t" / "deep" / "y").write_bytes(b"\0bin")
+    (good / "u").mkdir()
+    (good / "u" / "a").write_text("a\n")
+    (good / "u" / "b").write_text("b\n")
+    (bad / "u").write_text("now a file\n")
+    os.symlink("pkg", good / "lnk")
+    (bad / "lnk").mkdir()
+    (bad / "lnk" / "f").write_text("f\n")
+    (good / "pkg" / "m.py").write_text("a = 1\nb = 2\nc = 3\n")
+    (bad / "pkg" / "m.py").write_text("a = 1\nb = 20\nc = 3\nd = 4\n")
+    (good / "z.txt").write_text("z\n")
+    before = (digest(good), digest(bad))
+    yield good, bad, diff_paths(good, bad), snapshot(good), snapshot(bad)
+    assert (digest(good), digest(bad)) == before, "GOOD or BAD was modified"
+
+
+def test_retyped_paths_are_one_hunk_each(retyped):
+    good, bad, hunks, _, _ = retyped
+    kinds = [(h.file, h.kind) for h in hunks]
+    assert ("t", "retype") in kinds and ("u", "retype") in kinds and ("lnk", "retype") in kinds
+    assert not [h for h in hunks if h.file.startswith(("t/", "u/", "lnk/"))]   # inside the one hunk
+    t = next(h for h in hunks if h.file == "t")
+    assert [r for r, _, _ in t.tree] == ["t", "t/deep/y", "t/x.py"] and t.id == "t:retype"
+    # rendered as git shows it: the file deleted, the directory's files added
+    text = unified_diff([t])
+    assert "deleted file mode 100644" in text and "+x = 1" in text and "Binary files /dev/null and b/t/deep/y" in text
+
+
+@FAST
+@given(data=st.data())
+def test_retyped_subsets_match_reference(retyped, data):
+    """Random subsets applied one after another on one Scratch (as a search does), with build
+    output left inside the directories between them."""
+    good, bad, hunks, gsnap, bsnap = retyped
+    picked = data.draw(st.sets(st.integers(0, len(hunks) - 1)))
+    build = data.draw(st.booleans())
+    subset = [hunks[i] for i in sorted(picked)]
+    out = _retyped_scratch(good).apply(subset)
+    # a run's own files stay where their directory stays (Scratch leaves build outputs alone); a
+    # directory that becomes a file takes them with it
+    assert {k: v for k, v in snapshot(out).items() if not k.endswith("/build.o")} == reference(gsnap, bsnap, subset)
+    if build:                             # a run's build output inside whatever is a directory now
+        for d in ("t", "u", "lnk"):
+            if (out / d).is_dir() and not (out / d).is_symlink():
+                (out / d / "build.o").write_text("made by the run\n")
+
+
+_RETYPED: dict = {}
+
+
+def _retyped_scratch(good: Path) -> Scratch:
+    if good not in _RETYPED:
+        _RETYPED[good] = Scratch(good)
+    return _RETYPED[good]
+
+
+def test_retyped_all_none_and_back(retyped, tmp_path):
+    good, bad, hunks, gsnap, bsnap = retyped
+    sc = Scratch(good, tmp_path / "s")
+    for _ in range(2):
+        assert snapshot(sc.apply(hunks)) == bsnap
+        (tmp_path / "s" / "t" / "build.o").write_text("x")      # left by a run: goes with the directory
+        assert snapshot(sc.apply([])) == gsnap
+        assert (tmp_path / "s" / "t").is_file() and (tmp_path / "s" / "lnk").is_symlink()

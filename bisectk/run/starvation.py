@@ -59,7 +59,8 @@ class Starvation:
         """`pids`: processes older than the run whose threads may run it (read now, as the
         baseline); `elapsed`: seconds since the run started (its start, in clock ticks since
         boot, tells a thread made for the run from an older one)."""
-        self.start = (time.clock_gettime(time.CLOCK_BOOTTIME) - elapsed) * _TICK if hasattr(time, "CLOCK_BOOTTIME") else 0
+        boot = time.clock_gettime(time.CLOCK_BOOTTIME) if hasattr(time, "CLOCK_BOOTTIME") else elapsed
+        self.start = (boot - elapsed) * _TICK
         self.before = {tid: w for pid in pids for tid, (w, _) in _waited(pid).items()}
 
     def owed(self, pid: int, deadline: float) -> float:

@@ -10,9 +10,10 @@ Hunk         -- one unit of difference between GOOD and BAD in one file. `kind` 
                 directory on the other: the file and every file under the directory, replaced
                 together, as no subset of them can be written). Line ranges are 1-based and
                 half-open: `good_lines = (s, e)` covers GOOD's lines s..e-1, and s == e is an
-                insertion before GOOD's line s. An added or deleted text file spans (1, n+1) on its side; an absent side, a
-                binary side and a mode change have (0, 0). Its `id` and `where` name the place
-                closed, as people write it: 'a.py:7', 'a.py:3-5', 'a.py:before 4'.
+                insertion before GOOD's line s. An added or deleted text file spans (1, n+1) on
+                its side; an absent side, a binary side and a mode change have (0, 0). Its `id`
+                and `where` name the place closed, as people write it: 'a.py:7', 'a.py:3-5',
+                'a.py:before 4'.
 diff_paths   -- GOOD and BAD, two files or two trees -> hunks (ignoring .git, __pycache__,
                 .bisectk), sorted by file and position.
 split_lines  -- the finer pass: a text hunk -> one sub-hunk per deleted, inserted or replaced

@@ -472,8 +472,8 @@ def _wait(c: Contained, watch, snapshot):
         except TimeoutError:
             return False
     try:
-        # older=(): the supervisor (maybe a spare made earlier) runs nothing of the subject's; the
-        # subject's processes are all younger than the run and counted whole (run/starvation.py)
+        # older=(): the tree under c.pid is the subject's, made for this run: its CPU waits count
+        # whole (run/starvation.py), and nothing needs reading at the start
         hung = wait_run(step, watch, c.t0, pid=c.pid, snapshot=snapshot, older=())
         if hung is not None:
             c.end()

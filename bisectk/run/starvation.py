@@ -12,8 +12,10 @@ What is and is not credited:
   the driver) waits on nothing the scheduler counts: a real hang is called at its deadline;
 - a task that spins (a host thread polling a hung kernel) is credited only as long as the
   machine keeps it off a CPU, and never beyond CAP times the deadline;
-- a task made before the run (a warm worker, a spare supervisor) counts from a reading taken
-  when the run starts (`Starvation(pids)`), or not at all when none was taken.
+- a task made before the run (a warm worker and its supervisor) counts from a reading taken
+  when the run starts (`Starvation(pids)`); every other task of the tree is the run's own (a cold
+  run's tree is its subject) and counts whole. (A task's start time cannot tell: a cold run's
+  clock starts once its subject is spawned, which on a loaded machine is later than the fork.)
 Where the kernel keeps no such counts (not Linux, schedstats off) the credit is 0.
 
 Abstractions
@@ -25,17 +27,15 @@ Starvation -- made at a run's start (with the pids that existed before it); `owe
 from __future__ import annotations
 
 import os
-import time
 
 from bisectk.procstat import psutil      # loaded at its first use (a hang), not at every start
 
 CAP = 2.0           # at most this many deadlines more: a spinning hang on a loaded machine ends
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _waited(pid: int) -> dict[int, tuple[float, int]]:
-    """{tid: (seconds waiting in the run queue, start time in clock ticks since boot)} of the
-    threads of `pid`; {} when /proc has none (gone, not Linux)."""
+def _waited(pid: int) -> dict[int, float]:
+    """{tid: seconds waiting in the run queue} of the threads of `pid`; {} when /proc has none
+    (gone, not Linux)."""
     out = {}
     base = f"/proc/{pid}/task"
     try:
@@ -45,23 +45,16 @@ def _waited(pid: int) -> dict[int, tuple[float, int]]:
     for tid in tids:
         try:
             with open(f"{base}/{tid}/schedstat", "rb") as f:
-                waited = int(f.read().split()[1]) / 1e9
-            with open(f"{base}/{tid}/stat", "rb") as f:
-                start = int(f.read().rpartition(b")")[2].split()[19])
+                out[int(tid)] = int(f.read().split()[1]) / 1e9
         except (OSError, IndexError, ValueError):
             continue
-        out[int(tid)] = (waited, start)
     return out
 
 
 class Starvation:
-    def __init__(self, pids: tuple[int, ...] = (), *, elapsed: float = 0.0):
-        """`pids`: processes older than the run whose threads may run it (read now, as the
-        baseline); `elapsed`: seconds since the run started (its start, in clock ticks since
-        boot, tells a thread made for the run from an older one)."""
-        boot = time.clock_gettime(time.CLOCK_BOOTTIME) if hasattr(time, "CLOCK_BOOTTIME") else elapsed
-        self.start = (boot - elapsed) * _TICK
-        self.before = {tid: w for pid in pids for tid, (w, _) in _waited(pid).items()}
+    def __init__(self, pids: tuple[int, ...] = ()):
+        """`pids`: the processes of the tree older than the run (read now, as the baseline)."""
+        self.before = {tid: w for pid in pids for tid, w in _waited(pid).items()}
 
     def owed(self, pid: int, deadline: float) -> float:
         """Seconds the tree under `pid` waited for a CPU since the run began (its most starved
@@ -73,10 +66,6 @@ class Starvation:
             return 0.0
         most = 0.0
         for p in pids:
-            for tid, (waited, start) in _waited(p).items():
-                if tid in self.before:
-                    waited -= self.before[tid]
-                elif start < self.start - 1:        # older than the run, and no reading of it then
-                    continue
-                most = max(most, waited)
+            for tid, waited in _waited(p).items():
+                most = max(most, waited - self.before.get(tid, 0.0))
         return min(most, CAP * deadline)

@@ -64,7 +64,7 @@ def wait_run(step: Callable[[float], bool], watch: Watch, t0: float, *, pid: int
     time.monotonic), moved by the time the tree under `pid` waited for a CPU, passes first: the
     tree is read (`snapshot`) before this returns, so before any kill. `older`: the processes
     of the tree made before the run (default: `pid`), read now as the starvation's baseline."""
-    starved, credit = Starvation((pid,) if older is None else older, elapsed=time.monotonic() - t0), 0.0
+    starved, credit = Starvation((pid,) if older is None else older), 0.0
     while True:
         due = watch.deadline()
         left = None if due is None else t0 + due + credit - time.monotonic()

@@ -52,9 +52,19 @@ def test_a_spinning_hang_on_a_busy_machine_ends_within_the_cap(busy_cpu):
     assert raw.timed_out and raw.duration_s <= 0.4 * (1 + starvation.CAP) + 0.3, raw.duration_s
 
 
-def test_threads_older_than_the_run_count_from_the_runs_start():
+def test_threads_older_than_the_run_count_from_the_runs_start(busy_cpu):
     """A warm worker's threads have waited before this run: only what they wait from its start
-    is owed (the baseline), and a thread older than the run without a baseline not at all."""
-    s = starvation.Starvation((os.getpid(),))
-    assert s.owed(os.getpid(), 10.0) < 0.05
-    assert starvation.Starvation(()).owed(os.getpid(), 10.0) == 0.0
+    (the baseline read then) is owed. Here the worker is a process spinning on the busy CPU."""
+    worker = subprocess.Popen([sys.executable, "-c", PIN + "\nwhile True: pass"])
+    try:
+        time.sleep(0.5)
+        s = starvation.Starvation((worker.pid,))
+        before = sum(s.before.values())
+        time.sleep(0.2)
+        whole = starvation.Starvation(()).owed(worker.pid, 100.0)
+        since = s.owed(worker.pid, 100.0)
+        assert before > 0.1                             # the premise: it waited before the baseline
+        assert since < whole - 0.1 and since > 0.0
+    finally:
+        worker.kill()
+        worker.wait()

@@ -162,15 +162,15 @@ def path_python_with(module: str) -> str | None:
     user activated, bisectk installed elsewhere) and it can import `module`; else None. A bare
     `python` in a command is bisectk's interpreter (spec.py), where `git bisect run` would run
     the PATH's: the usual reason a module the user has is missing from every run."""
-    import shutil
-    import subprocess
-    exe = shutil.which("python") or shutil.which("python3")
+    from bisectk.engine.installs import path_python
+    from bisectk.run.process import run_tool
+    exe = path_python()
     if exe is None or not re.fullmatch(r"[\w.]+", module):
         return None
     probe = "import importlib.util, sys; print(sys.prefix); sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 3)"
     try:
-        p = subprocess.run([exe, "-c", probe, module], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
+        p = run_tool([exe, "-c", probe, module], timeout=30)
+    except OSError:
         return None
     prefix = p.stdout.strip()
     same = prefix and os.path.realpath(prefix) == os.path.realpath(sys.prefix)

@@ -10,6 +10,7 @@ each one with the way back.
 
 Abstractions
 ------------
+path_python -- the `python` first on PATH (the one a shell, and `git bisect run`, would run).
 site_dirs   -- the site-packages directories a build may have installed into: this interpreter's,
                the user's, and those of the virtual environment whose `python` is first on PATH.
 installed_from -- [(distribution, the directory it points at)] for the installs, made or changed
@@ -29,15 +30,19 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 
+def path_python() -> str | None:
+    """The `python` a shell would run (`python`, else `python3`, first on PATH). A bare `python`
+    in a command is bisectk's own interpreter (spec.py); this is the one `git bisect run` runs."""
+    return shutil.which("python") or shutil.which("python3")
+
+
 def site_dirs() -> list[Path]:
     dirs = [*getattr(site, "getsitepackages", lambda: [])(), site.getusersitepackages()]
-    for name in ("python3", "python"):
-        exe = shutil.which(name)
-        if exe:
-            env = Path(exe).parent.parent       # a venv: BIN/../pyvenv.cfg, BIN/../lib/pythonX.Y/site-packages
-            if (env / "pyvenv.cfg").is_file():
-                dirs += [str(p) for p in env.glob("lib/python3*/site-packages")]
-            break
+    exe = path_python()
+    if exe:
+        env = Path(exe).parent.parent           # a venv: BIN/../pyvenv.cfg, BIN/../lib/pythonX.Y/site-packages
+        if (env / "pyvenv.cfg").is_file():
+            dirs += [str(p) for p in env.glob("lib/python3*/site-packages")]
     seen, out = set(), []
     for d in dirs:
         p = Path(d)

@@ -472,9 +472,9 @@ def _wait(c: Contained, watch, snapshot):
         except TimeoutError:
             return False
     try:
-        # older=(): the tree under c.pid is the subject's, made for this run: its CPU waits count
-        # whole (run/starvation.py), and nothing needs reading at the start
-        hung = wait_run(step, watch, c.t0, pid=c.pid, snapshot=snapshot, older=())
+        # no `older`: the tree under c.pid is the subject's, made for this run: its CPU waits
+        # count whole (run/starvation.py), and nothing needs reading at the start
+        hung = wait_run(step, watch, c.t0, pid=c.pid, snapshot=snapshot)
         if hung is not None:
             c.end()
             report = c.wait(time.monotonic() + GRACE_S + supervise.KILL_ROUNDS_S + 5)

@@ -53,18 +53,17 @@ class Hung:
     at_s: float            # seconds from the run's start when the watchdog called it
     stalled: str           # where it stopped, in words ('' without a good timeline)
     stuck: dict | None     # where it waited (run/snapshot.py), when a snapshot was asked
-    starved_s: float = 0.0  # seconds added to the deadline: the run's tree waited that long for a CPU
 
 
 def wait_run(step: Callable[[float], bool], watch: Watch, t0: float, *, pid: int,
-             snapshot: SnapshotRequest | None = None, older: tuple[int, ...] | None = None) -> Hung | None:
+             snapshot: SnapshotRequest | None = None, older: tuple[int, ...] = ()) -> Hung | None:
     """`step(seconds)` waits at most that long for the run's end, keeps what it read there (a
     report, a reply) and says whether the run ended; it may raise to say the run was lost.
     Returns None once a step says so, or Hung when `watch.deadline()` (seconds from `t0`,
     time.monotonic), moved by the time the tree under `pid` waited for a CPU, passes first: the
     tree is read (`snapshot`) before this returns, so before any kill. `older`: the processes
-    of the tree made before the run (default: `pid`), read now as the starvation's baseline."""
-    starved, credit = Starvation((pid,) if older is None else older), 0.0
+    of the tree made before the run (a warm worker's), read now as the starvation's baseline."""
+    starved, credit = Starvation(older), 0.0
     while True:
         due = watch.deadline()
         left = None if due is None else t0 + due + credit - time.monotonic()
@@ -74,6 +73,6 @@ def wait_run(step: Callable[[float], bool], watch: Watch, t0: float, *, pid: int
                 credit = owed
                 continue
             at = time.monotonic() - t0
-            return Hung(at, watch.where(at), taken(snapshot, pid, at), credit)
+            return Hung(at, watch.where(at), taken(snapshot, pid, at))
         if step(STEP_S if left is None else min(STEP_S, left)):
             return None

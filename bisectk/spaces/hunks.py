@@ -41,7 +41,7 @@ import shutil
 import stat
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -447,21 +447,20 @@ class Scratch:
 
     def apply(self, hunks: Iterable[Hunk]) -> Path:
         groups = _by_file(hunks)
-        results: dict[str, Callable[[], Entry | None]] = {}   # rel -> its entry in this subset
-        applied: dict[str, frozenset[str]] = {}
+        applied: dict[str, frozenset[str]] = {}     # rel -> the ids of the hunks it holds in this subset
+        retyped: dict[str, Entry | None] = {}       # rel under a retype hunk -> BAD's entry there
         for rel, hs in groups.items():
-            if hs[0].kind == "retype":              # each path under it: BAD's entry
+            if hs[0].kind == "retype":
                 for sub, _, bad in hs[0].tree:
-                    results[sub], applied[sub] = (lambda bad=bad: bad), frozenset({hs[0].id})
+                    applied[sub], retyped[sub] = frozenset({hs[0].id}), bad
             else:
-                results[rel] = lambda rel=rel, hs=hs: _result(self._good_entry(rel), hs)
                 applied[rel] = frozenset(h.id for h in hs)
         want = {}
-        for rel, result in results.items():
+        for rel, ids in applied.items():
             # a file that holds exactly these hunks and is as we left it costs no rewrite (and no
             # re-rendering: a run's cost follows what changed since the last run, not the subset)
-            if self._applied.get(rel) != applied[rel] or _stat(self.root / rel) != self._stats.get(rel):
-                want[rel] = result()
+            if self._applied.get(rel) != ids or _stat(self.root / rel) != self._stats.get(rel):
+                want[rel] = retyped[rel] if rel in retyped else _result(self._good_entry(rel), groups[rel])
         for rel in self._dirty:                     # touched last time, not now: back to GOOD
             if rel not in applied:
                 want.setdefault(rel, self._good_entry(rel))
@@ -470,8 +469,9 @@ class Scratch:
                 want[rel] = self._good_entry(rel)
         # removals first, the deepest first, then writes, the shallowest first: a retyped path's
         # file and the directory of the same name are never there at once
-        order = sorted(want, key=lambda r: (want[r] is not None, r.count("/") * (1 if want[r] is not None else -1)))
-        for rel in order:
+        removals = sorted((r for r in want if want[r] is None), key=lambda r: r.count("/"), reverse=True)
+        writes = sorted((r for r in want if want[r] is not None), key=lambda r: r.count("/"))
+        for rel in removals + writes:
             self._place(rel, want[rel])
             self._applied[rel] = applied.get(rel, frozenset())
         return self.target

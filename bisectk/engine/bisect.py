@@ -119,7 +119,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
     check = verify(trials, passing, failing, repeat=policy.repeat or 1, measure=terms.find_fix)
     from bisectk.engine.records import BisectRecord, SubjectRecord, captured
     from bisectk.search.history import Dag, Observation, SearchOptions, SearchStopped, search_dag
-    from bisectk.search.rates import ONE_SIDED, TWO_RATE
+    from bisectk.search.rates import ONE_SIDED, SWITCHED, TWO_RATE
     base = dict(command="bisect", endpoints=check, subject=SubjectRecord.of(runner.spec), repo=repo,
                 good=graph.good.sha, bad=graph.bad.sha, commits=n, first_parent=first_parent,
                 environment={}, session=runner.session, protocol=runner.spec.protocol,
@@ -160,7 +160,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
                                        if flaky else "")))
     options = SearchOptions(flaky=bayes, jobs=policy.jobs, confidence=policy.confidence, max_runs=policy.max_runs,
                             width=oracle.width if policy.jobs > 1 else None,
-                            prior=TWO_RATE if two_rate else ONE_SIDED, switch_prior=ONE_SIDED,
+                            prior=TWO_RATE if two_rate else ONE_SIDED, switch_prior=SWITCHED,
                             base=(check.good_rate.fails, check.good_rate.runs - check.good_rate.fails)
                             if two_rate else (0, 0),
                             # what a failing and a passing run cost (find-fix: the search's "bad" passes)

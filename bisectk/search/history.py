@@ -32,7 +32,7 @@ from bisectk.search.dag_bayes import dag_bayes_bisect, dag_bayes_multisect
 from bisectk.search.dag_bisect import dag_bisect, dag_multisect
 from bisectk.search.gateway import (BatchOracle, Gateway, InconsistentObservations, Observation, Oracle,
                                     SearchStopped, StopSearch)
-from bisectk.search.rates import ONE_SIDED, RatePrior
+from bisectk.search.rates import SWITCHED, RatePrior
 
 __all__ = [
     "SearchOptions", "search_dag", "Dag", "DagResult", "Observation", "Oracle", "BatchOracle",
@@ -55,7 +55,7 @@ class SearchOptions:
     base: tuple[int, int] = (0, 0)      # fails and passes of the good endpoint (old-side runs)
     confirm: bool = True                # deterministic answers are confirmed (confirm.py)
     switch_prior: RatePrior | None = None   # the flake model a contradicted deterministic search
-                                            # goes on in (None: `prior`, else ONE_SIDED)
+                                            # goes on in (None: rates.SWITCHED)
     costs: Callable[[], tuple[float, float]] | None = None   # seconds of a failing and of a passing
                                             # run: the confirmation's plan costs least time (confirm.py)
 
@@ -103,7 +103,7 @@ def search_dag(dag: Dag | Sequence[Iterable[int]], oracle: Oracle | None = None,
     if why is None or not opt.confirm:
         return first
     budget = None if opt.max_runs is None else max(opt.max_runs - first.new_runs, 0)
-    prior = opt.switch_prior or opt.prior or ONE_SIDED
+    prior = opt.switch_prior or SWITCHED
 
     def joined(result: DagResult) -> DagResult:
         return replace(result, new_runs=result.new_runs + first.new_runs, rounds=result.rounds + first.rounds,

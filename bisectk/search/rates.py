@@ -7,8 +7,9 @@ from the culprit, a configuration without the culprit set) it fails at p_old; fr
 p_new > p_old. p_old may be 0: the good side never fails (the one-sided case, where a failure is
 proof that the culprit is among the run's ancestors). The runs are independent given the rates.
 
-Prior (RatePrior): p_old is 0 with probability `old_zero`, else Beta(old); p_new is Beta(new);
-the pair is conditioned on p_old < p_new. The two presets are the two modes of the commands:
+Prior (RatePrior): p_old is 0 with probability `old_zero`, a rare spurious failure (Beta(1, 100),
+mean 0.01) with probability `rare`, else Beta(old); p_new is Beta(new); the pair is conditioned on
+p_old < p_new. The presets are the modes of the commands:
 
 - ONE_SIDED (old_zero = 1): p_old = 0, so a failure is proof and only passes are evidence. It is
   the flake-aware model used when the bad endpoint shows an intermittent failure and --flaky was
@@ -16,6 +17,13 @@ the pair is conditioned on p_old < p_new. The two presets are the two modes of t
 - TWO_RATE (--flaky): half the prior mass on p_old = 0, half on Beta(1, 4) (mean 0.2; a good side
   that fails more than half the time gets little prior belief), p_new Beta(1, 2) above it. A
   failure on the old side is evidence, not proof.
+- SWITCHED: the model a deterministic bisection goes on in once its own confirmation contradicted
+  it (search/history.py). Nothing was declared, and the contradiction does not say which side is
+  unsteady: a good commit's one spurious failure (a run starved past its watchdog, the OOM
+  killer), a flaky culprit, or an undeclared race on both sides. 0.4 on p_old = 0, 0.4 on a rare
+  spurious failure, 0.2 on Beta(1, 4). Under ONE_SIDED there, one spurious failure of the
+  culprit's parent was named the culprit at 0.99 in 40 of 40 simulated histories, and a race
+  (0.3 -> 0.9) at 1.0 in 20 of 20 (bench/switch_prior_sim.py, docs/debug/flake-switch-prior.md).
 
 Rates are kept on a grid of (p_old, p_new) pairs (RateGrid): midpoints of `grid` cells for each,
 p_old also at 0, pairs with p_old below p_new. A posterior is a weight per pair; everything a
@@ -23,7 +31,7 @@ search or a report says about the rates (means, 95% intervals) is read from thos
 
 Abstractions
 ------------
-RatePrior        -- the prior above; ONE_SIDED and TWO_RATE.
+RatePrior        -- the prior above; ONE_SIDED, TWO_RATE and SWITCHED.
 RateGrid         -- the prior on the grid, and the log likelihood of (fails, passes) counts on each
                     side for every pair (an outer product: U count rows x K pairs).
 Rates            -- both rates as a posterior states them: means and 95% intervals, and the runs
@@ -82,7 +90,9 @@ class RatePrior:
     """The prior over (p_old, p_new). `known_new`: p_new is given (and p_old = 0)."""
 
     old_zero: float = 1.0                       # P(p_old = 0)
-    old: tuple[float, float] = (1.0, 4.0)       # Beta of p_old when it is not 0
+    old: tuple[float, float] = (1.0, 4.0)       # Beta of p_old when it is not 0 and not rare
+    rare: float = 0.0                           # P(p_old is a rare spurious failure: Beta(rare_beta))
+    rare_beta: tuple[float, float] = (1.0, 100.0)
     new: tuple[float, float] = (1.0, 2.0)       # Beta of p_new
     grid: int = 100                             # cells per rate
     known_new: float | None = None
@@ -90,6 +100,8 @@ class RatePrior:
     def __post_init__(self) -> None:
         if not 0.0 <= self.old_zero <= 1.0:
             raise ValueError(f"old_zero must be in [0, 1], got {self.old_zero}")
+        if not 0.0 <= self.rare <= 1.0 - self.old_zero:
+            raise ValueError(f"rare must be in [0, 1 - old_zero], got {self.rare}")
         if self.known_new is not None and not 0.0 < self.known_new <= 1.0:
             raise ValueError(f"fail_prob must be in (0, 1], got {self.known_new}")
         if self.grid < 2:
@@ -105,6 +117,7 @@ class RatePrior:
 
 ONE_SIDED = RatePrior()
 TWO_RATE = RatePrior(old_zero=0.5, grid=50)
+SWITCHED = RatePrior(old_zero=0.4, rare=0.4, grid=50)
 
 
 class RateGrid:
@@ -121,7 +134,11 @@ class RateGrid:
             olds, news, logs = [np.zeros(g)], [mids], [np.full(g, -np.inf) if prior.old_zero <= 0
                                                         else math.log(prior.old_zero) + log_new]
             if prior.old_zero < 1.0:
-                log_old = _log_beta_pdf(mids, *prior.old) - math.log(g) + math.log1p(-prior.old_zero)
+                wide = 1.0 - prior.old_zero - prior.rare
+                with np.errstate(divide="ignore"):
+                    log_old = np.logaddexp(_log_beta_pdf(mids, *prior.old) + math.log(wide) if wide > 0 else -np.inf,
+                                           _log_beta_pdf(mids, *prior.rare_beta) + math.log(prior.rare)
+                                           if prior.rare > 0 else -np.inf) - math.log(g)
                 i_old, i_new = np.triu_indices(g, k=1)     # p_old cell strictly below p_new's
                 olds.append(mids[i_old])
                 news.append(mids[i_new])

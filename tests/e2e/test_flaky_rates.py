@@ -87,3 +87,21 @@ def test_ablate_with_an_undeclared_half_flake_is_never_wrong_at_exit_0(tmp_path)
             continue
         doc = json.loads(p.stdout)
         assert doc["culprits"] == ["f3"] and doc["runs"] > 0, doc["culprits"]
+
+
+def test_one_spurious_failure_of_a_good_commit_is_not_the_answer(tmp_path):
+    """The culprit's parent fails on its first run only (a run starved past its watchdog, the OOM
+    killer): the confirmation's re-run passes, and the search that goes on from there must find
+    the real first bad commit, not name the parent at 0.99 (docs/debug/flake-switch-prior.md)."""
+    good, shas = make_dag_repo(tmp_path / "r", chain(24), culprit=11)
+    once = tmp_path / "failed-once"
+    code = ("import os, sys; bad = os.path.exists('BUG'); name = open('id.txt').read().strip(); "
+            f"first = name == 'c10' and not os.path.exists({str(once)!r}); "
+            f"first and open({str(once)!r}, 'w').close(); sys.exit(1 if bad or first else 0)")
+    p = bisectk("bisect", "--repo", tmp_path / "r", "--good", good, "--bad", shas[-1],
+                "--run", f"{sys.executable} -c \"{code}\"", "--json", timeout=600, check=None)
+    doc = json.loads(p.stdout)
+    assert once.exists(), "the parent was never run: the case tests nothing"
+    assert doc["switched"], doc
+    assert p.returncode == 0 and doc["first_bad"]["sha"] == shas[11] and doc["confidence"] >= 0.99, \
+        (doc["first_bad"], doc["confidence"])

@@ -151,7 +151,9 @@ def _folded(trials: Trials, point: Any, runs: list[Run]) -> Verdict:
 def diagnose(good: Verdict, bad: Verdict, target: Target | None, good_rate: Rate, bad_rate: Rate,
              two_rate: bool = False) -> str | None:
     if good.outcome is Outcome.UNRESOLVED and not (two_rate and good.n_pass):
-        return f"the good configuration cannot be tested: {good.describe()}"
+        also = (f"; and the bad configuration does not reproduce: it passed {bad.n_pass}/{bad.n_pass} runs"
+                if bad.outcome is Outcome.PASS else "")
+        return f"the good configuration cannot be tested: {good.describe()}{also}"
     if bad.outcome is Outcome.UNRESOLVED:
         return f"the bad configuration cannot be tested: {bad.describe()}"
     if good.outcome is Outcome.FAIL and bad.outcome is Outcome.PASS:

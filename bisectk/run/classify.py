@@ -231,6 +231,10 @@ def classify_pytest(raw: RawRun, text: str, common: dict) -> Run:
         return Run(Outcome.FAIL, FailKind.WRONG, signature=detail[:200], failed=tests, **common)
     reason, what = _PYTEST_EXITS.get(raw.exit_code, (Reason.INFRA, f"pytest: exit {raw.exit_code}"))
     detail = last_exception(text)
+    said = re.search(r"^ERROR: ((?:file or directory )?not found: .*)$", text, re.MULTILINE)
+    if raw.exit_code in (4, 5) and said:     # a node id this commit does not have: pytest's own words
+        where = re.sub(r"\S*/bisectk-worktrees/[^/\s]+/", "", said.group(1).strip())   # as the user wrote it
+        detail = f"{where[:300]} (the test is not at this commit)"
     return Run(Outcome.UNRESOLVED, reason=reason, signature=f"{what}" + (f": {detail}" if detail else ""), **common)
 
 

@@ -149,3 +149,17 @@ def test_huge_integer_metrics_are_judged_not_fatal():
         assert r.kind is FailKind.WRONG and "-inf in mismatches" in r.signature
     assert parse_result('BISECTK_RESULT {"n": 123456789012345678901234567890}') == {"n": 123456789012345678901234567890}
     assert parse_result("BISECTK_RESULT " + '{"a": ' * 100000 + "1" + "}" * 100000) is None   # too deep: malformed
+
+
+def test_a_pytest_node_the_commit_does_not_have_is_said_in_pytests_words():
+    pytest = Judge([], protocol="pytest")
+    missing = ("ERROR: not found: /home/u/repo/.git/bisectk-worktrees/wt-0/tests/test_k.py::test_tile\n"
+               "(no match in any of [<Module test_k.py>])\n")
+    r = classify_run(raw(exit_code=4, stdout="\nno tests ran in 0.14s\n", stderr=missing), pytest)
+    assert (r.outcome, r.reason) == (Outcome.UNRESOLVED, Reason.INFRA)
+    assert r.signature == ("pytest: usage error: not found: tests/test_k.py::test_tile "
+                           "(the test is not at this commit)"), r.signature
+    r = classify_run(raw(exit_code=4, stderr="ERROR: file or directory not found: tests/test_new.py\n"), pytest)
+    assert "file or directory not found: tests/test_new.py (the test is not at this commit)" in r.signature
+    r = classify_run(raw(exit_code=4, stderr="ERROR: usage: pytest [options]\nunrecognized arguments: --bogus\n"), pytest)
+    assert r.outcome is Outcome.UNRESOLVED and "not at this commit" not in r.signature

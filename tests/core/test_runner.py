@@ -65,7 +65,11 @@ def test_endpoint_diagnoses(tmp_path, make_spec):
     both = verify(Runner(load_spec(make_spec({"mode": "ok"}, {"mode": "ok"}))))
     assert not both.ok and "does not reproduce" in both.problem
     broken = verify(Runner(load_spec(make_spec({"mode": "noresult"}, {"mode": "wrong"}))))
-    assert not broken.ok and "cannot be tested" in broken.problem
+    assert not broken.ok and "cannot be tested" in broken.problem and "does not reproduce" not in broken.problem
+    # both ends wrong (a test that is not at the good commit and passes at bad): both are said
+    neither = verify(Runner(load_spec(make_spec({"mode": "noresult"}, {"mode": "ok"}))))
+    assert not neither.ok and "good configuration cannot be tested" in neither.problem
+    assert "and the bad configuration does not reproduce: it passed 10/10 runs" in neither.problem, neither.problem
 
 
 def test_slow_uses_good_baseline(tmp_path, make_spec):

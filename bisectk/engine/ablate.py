@@ -46,6 +46,10 @@ OUTCOME_WORDS = {None: "-", Outcome.PASS: "passes", Outcome.FAIL: "FAILS", Outco
 ROLE_TEXT = {"culprit": "CULPRIT", "context": "context", "cleared": "cleared", "unknown": "not isolated",
              "unresolved": "UNRESOLVED (search stopped)"}
 MORE_SETS = 7   # independent failing sets looked for after the first (8 in all), within --max-runs
+# --no-flaky: no rule, and what the confirmation rests on instead (search/confirm.py, `steady`)
+STEADY = {"kind": "steady", "text": "none: --no-flaky declared the failure deterministic, so the answer was confirmed "
+                                    "by one more run of each configuration it rests on (an intermittent failure could "
+                                    "slip through)"}
 
 
 @dataclass
@@ -81,7 +85,8 @@ def search_set(oracle: Oracle, differences: list, *, strategy: str, rule: Confid
                                 measure_removal=measure_removal, more_sets=more_sets, confidence=confidence,
                                 endpoint=endpoint, costs=oracle.trials.costs, width=oracle.ready_width if side else None,
                                 submit=oracle.submit if side else None, waiting=live,
-                                risky=oracle.trials.runner.spares, started=started if side else None), False)
+                                risky=oracle.trials.runner.spares, started=started if side else None,
+                                steady=oracle.policy.flaky is False), False)
     except SearchStopped as stop:
         return SetSearch(stop.result, True)
     finally:
@@ -113,7 +118,8 @@ class FirstRuns:
             slots = min(slots, policy.max_runs - policy.jobs)
         keys = first_runs(self.differences, slots, runner.spares(), strategy=self.strategy,
                           measure_removal=True, more_sets=MORE_SETS, confidence=policy.confidence,
-                          endpoint=(self.repeat, self.repeat), costs=self.oracle.trials.costs)
+                          endpoint=(self.repeat, self.repeat), costs=self.oracle.trials.costs,
+                          steady=policy.flaky is False)
         for key in keys:
             self.started.setdefault(key, []).append(self.oracle.submit(key))
         if keys:
@@ -226,7 +232,8 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
         proof=tuple(doc["proof"]), different_failures=tuple(seconds),
         sets=tuple(doc["sets"]), fixes=tuple(doc["fixes"]), open_fixes=tuple(doc["open_fixes"]),
         sets_complete=doc["sets_complete"], sets_note=doc["sets_note"],
-        unresolved=tuple(doc["unresolved"]), flakiness_rule=rule.to_dict() if rule else None,
+        unresolved=tuple(doc["unresolved"]),
+        flakiness_rule=rule.to_dict() if rule else STEADY if policy.flaky is False and not res.switched else None,
         thresholds={f: {"first_fail": t.value, "last_pass": t.values[t.last_pass], "exact": t.exact,
                         "text": t.describe()} for f, t in found_thresholds.items()},
         search_runs=res.runs, unused_runs=res.unused, ahead_runs=res.taken_ahead, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)

@@ -164,7 +164,8 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
                             base=(check.good_rate.fails, check.good_rate.runs - check.good_rate.fails)
                             if two_rate else (0, 0),
                             # what a failing and a passing run cost (find-fix: the search's "bad" passes)
-                            costs=(lambda: trials.costs()[::-1]) if terms.find_fix else trials.costs)
+                            costs=(lambda: trials.costs()[::-1]) if terms.find_fix else trials.costs,
+                            steady=policy.flaky is False)   # --no-flaky: declared deterministic
     stopped, reason = False, ""
     try:
         result = search_dag(Dag.from_csr(*graph.csr()), search if policy.jobs == 1 else None,
@@ -308,7 +309,8 @@ def _record(runner: Runner, oracle: Oracle, check: EndpointCheck, result: DagRes
         marginal=marginal_doc(graph, result), hangs=hangs,
         rates=result.rates.to_dict() if result.rates is not None else None,
         separable=False if not_separable else result.separable, more_runs=result.more_runs if not_separable else None,
-        confirmation=result.confirmation.to_dict() if result.confirmation is not None else None,
+        confirmation={**result.confirmation.to_dict(), **({"steady": True} if trials.policy.flaky is False else {})}
+        if result.confirmation is not None else None,
         switched=f"{result.switched[0]} at {graph[result.switched[1]].short}"
         if result.switched and 0 <= result.switched[1] < len(graph) else
         (result.switched[0] if result.switched else None), **base)

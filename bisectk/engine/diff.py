@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from bisectk.engine.ablate import SetSearch, attempt_records, different_failures, flakiness_rule, search_set
+from bisectk.engine.ablate import STEADY, SetSearch, attempt_records, different_failures, flakiness_rule, search_set
 from bisectk.engine.endpoints import verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import Oracle, Trials
@@ -87,7 +87,9 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
         lines_diff=unified_diff(culprit_lines) if lines is not None else "",
         search_runs=res.runs + (lines.runs if lines else 0),
         unused_runs=res.unused + (lines.unused if lines else 0),
-        ahead_runs=res.taken_ahead + (lines.taken_ahead if lines else 0), hangs=hangs, **base)
+        ahead_runs=res.taken_ahead + (lines.taken_ahead if lines else 0), hangs=hangs,
+        flakiness_rule=rule.to_dict() if rule else STEADY if policy.flaky is False and not res.switched else None,
+        **base)
 
 
 def refine_lines(oracle: Oracle, space: HunkSpace, culprit_hunks: list[Hunk], strategy: str,

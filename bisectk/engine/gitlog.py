@@ -1,7 +1,7 @@
 """Logs that `bisectk replay` reads: its own (`bisectk log`) and git's (`git bisect log`).
 
 bisectk's log: a header `# bisectk bisect --repo R --good G [--good G2] --bad B [--find-fix]
-[--term-old O --term-new N] [--manual] [--first-parent] [--flaky] [-- PATHSPEC...]` and one
+[--term-old O --term-new N] [--manual] [--first-parent] [--flaky | --no-flaky] [-- PATHSPEC...]` and one
 `observe SHA pass|fail|unresolved` line per observation (the subject's outcome; with --find-fix a
 failure is the old side).
 
@@ -49,6 +49,7 @@ class Header:
     terms: Terms = field(default_factory=Terms)
     paths: list[str] = field(default_factory=list)
     source: str = "bisectk"
+    steady: bool = False        # --no-flaky: the failure was declared deterministic (confirmed once)
 
     @property
     def good(self) -> str:
@@ -119,7 +120,7 @@ def _parse_bisectk(lines: list[str]) -> tuple[Header, list[tuple[str, Outcome]]]
             except BisectkError as exc:
                 raise BisectkError(f"line {n}: {exc}") from None
             header = Header(flags["repo"], olds, news[0], bool(flags.get("first_parent")), bool(flags.get("flaky")),
-                            bool(flags.get("manual")), terms, paths)
+                            bool(flags.get("manual")), terms, paths, steady=bool(flags.get("no_flaky")))
             continue
         body = line.split("#", 1)[0].strip()
         if not body:
@@ -211,6 +212,8 @@ def log_lines(session: dict[str, Any], events: list[dict[str, Any]], undos: list
     for flag in ("manual", "find_fix", "first_parent", "flaky", "any_failure"):
         if args.get(flag):
             cmd.append("--" + flag.replace("_", "-"))
+    if args.get("flaky") is False:
+        cmd.append("--no-flaky")
     default = ("broken", "fixed") if fix else ("good", "bad")
     if (args.get("old"), args.get("new")) not in ((None, None), default):
         cmd += ["--term-old", args["old"], "--term-new", args["new"]]

@@ -327,6 +327,7 @@ class DiffRecord(Record):
     unused_runs: int = 0                    # of search_runs: made ahead of the search (--jobs), never taken
     ahead_runs: int = 0                     # of search_runs: made ahead of the search and taken when asked
     hunk_index: tuple[dict, ...] = ()       # every hunk: id, file, kind, good_lines, bad_lines (no text)
+    flakiness_rule: dict | None = None      # --flaky's rule, or --no-flaky's declaration (ablate.STEADY)
 
 
 @dataclass(frozen=True)

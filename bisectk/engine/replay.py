@@ -44,6 +44,7 @@ def replay_log(path: Path, repo: Path | None = None) -> tuple[DagResult, CommitG
             return open_, graph, sha
     try:
         result = search_dag(Dag.from_csr(*graph.csr()), oracle, options=SearchOptions(flaky=header.flaky,
+                            steady=header.steady,
                             # git's log and a person's verdicts hold no confirmation runs: their
                             # answer is the log's, as git gives it (a bisectk log holds its own)
                             confirm=header.source == "bisectk" and not header.manual),

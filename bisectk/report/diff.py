@@ -57,6 +57,7 @@ def to_debuglog(rec: DiffRecord) -> DebugLog:
         f"{runs_words(rec.runs, rec.observations)}; {wall_words(rec, 'wall time')}.",
         *endpoint_lines(rec.endpoints),
         f"{len(rec.unresolved)} hybrid(s) were UNRESOLVED (build failures, or a different failure).",
+        *([f"Flakiness rule: {rec.flakiness_rule['text']}."] if rec.flakiness_rule else []),
     ]
     log.differences_title = "Key Differences: culprit hunks"
     log.differences_header = ["hunk", "kind", "GOOD lines", "BAD lines", "verdict"]
@@ -102,6 +103,8 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
                   markup=False)
     out.print((rec.lines_diff or rec.diff).rstrip(), markup=False, highlight=False)
     out.print(failure_line(rec.endpoints), markup=False)
+    if rec.flakiness_rule:
+        out.print(f"flakiness: {rec.flakiness_rule['text']}", markup=False)
     for line in stuck.terminal_lines(rec.hangs):
         out.print(line, markup=False, highlight=False)
     cached = rec.observations - rec.runs

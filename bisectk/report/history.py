@@ -145,6 +145,9 @@ def facts_lines(rec: BisectRecord) -> list[str]:
                      if f["use"] == "yours" else f"command: {f['word']} is tracked: each commit's own {f['path']} runs")
     if rec.repeats > 1:
         lines.append(f"each pass confirmed by up to {rec.repeats} runs (the failure is intermittent)")
+    if (rec.confirmation or {}).get("steady") and not rec.switched:
+        lines.append(f"confirmed by one more run of the {first_words(rec)} and of each parent: --no-flaky declared "
+                     "the failure deterministic (an intermittent one could slip through)")
     return lines
 
 

@@ -92,7 +92,8 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
            submit: Callable[[frozenset], Future] | None = None,
            waiting: Callable[[], AbstractContextManager] | None = None,
            risky: Callable[[], int | None] | None = None,
-           started: Mapping[frozenset, Sequence[Future]] | None = None) -> AblationResult:
+           started: Mapping[frozenset, Sequence[Future]] | None = None,
+           steady: bool = False) -> AblationResult:
     """Find the 1-minimal set of differences that causes the failure.
 
     `rule` turns single-shot noisy verdicts into confident ones (ConfidenceRule.derive, or
@@ -117,7 +118,8 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
     is held while the search waits on runs (the engine's: a Ctrl-C stops it there); `risky()`:
     how many runs not expected to pass may go ahead now (a warm pool's spares; None: any).
     `started`: runs begun before the search (first_runs, while the bad endpoint ran), per
-    configuration, taken like runs made ahead (with `submit`).
+    configuration, taken like runs made ahead (with `submit`). `steady`: the failure was declared
+    deterministic (--no-flaky), and the confirmation runs each claim once (confirm.py).
     """
     items = list(differences)
     if not items:
@@ -131,7 +133,7 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
         raise ValueError(f"strategy {strategy!r} handles at most {chosen.max_n} differences")
 
     def whole(t: Tester) -> tuple[AblationResult, bool, tuple | None]:
-        return _whole(t, chosen, items, measure_removal, more_sets, confidence, endpoint, costs)
+        return _whole(t, chosen, items, measure_removal, more_sets, confidence, endpoint, costs, steady)
 
     ahead = None
     if submit is not None:
@@ -185,7 +187,7 @@ def _replayer(whole: Callable[[Tester], object], items: list, rule: Rule | None,
 def first_runs(differences: Sequence[Hashable], slots: int, risky: int | None = None, *,
                strategy: str = DEFAULT_STRATEGY, rule: Rule | None = None, measure_removal: bool = False,
                more_sets: int = 0, confidence: float | None = None, endpoint: tuple[int, int] = (1, 1),
-               costs: Callable[[], tuple[float, float]] | None = None) -> list[frozenset]:
+               costs: Callable[[], tuple[float, float]] | None = None, steady: bool = False) -> list[frozenset]:
     """The configurations `ablate` with these arguments would most likely run first, at most
     `slots` (ahead.plan over no runs): started while the bad endpoint's run is still under way
     (its failure supposed), they are taken by the search through `ablate(started=...)` when it
@@ -195,13 +197,15 @@ def first_runs(differences: Sequence[Hashable], slots: int, risky: int | None = 
         return []
 
     def whole(t: Tester) -> object:
-        return _whole(t, STRATEGIES[strategy], items, measure_removal, more_sets, confidence, endpoint, costs)
+        return _whole(t, STRATEGIES[strategy], items, measure_removal, more_sets, confidence, endpoint, costs,
+                      steady)
     return plan(_replayer(whole, items, rule, None), lambda key: (), slots, risky)
 
 
 def _whole(tester: Tester, chosen: Strategy, items: list, measure_removal: bool, more_sets: int,
            confidence: float | None, endpoint: tuple[int, int],
-           costs: Callable[[], tuple[float, float]] | None) -> tuple[AblationResult, bool, tuple | None]:
+           costs: Callable[[], tuple[float, float]] | None,
+           steady: bool = False) -> tuple[AblationResult, bool, tuple | None]:
     """The search, settled and confirmed (ablate's docstring): (result, whether a Ctrl-C ended its
     sets part, the contradiction that switched it to the flake rule). A stop raised in the switched
     part carries the switch (`switched` on the exception)."""
@@ -212,7 +216,7 @@ def _whole(tester: Tester, chosen: Strategy, items: list, measure_removal: bool,
             must_fail, must_pass = set_claims(frozenset(items), result.sets or [FailingSet(result.culprits, result.proof,
                                                                                           result.interaction)],
                                               result.fixes, result.context)
-            check = confirm_sets(tester, must_fail, must_pass, confidence, endpoint, costs)
+            check = confirm_sets(tester, must_fail, must_pass, confidence, endpoint, costs, steady)
             result.confirmation, result.switched = check, switched
             if check.ok:
                 break

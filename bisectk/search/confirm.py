@@ -29,6 +29,12 @@ each parent is the one that costs least time, not fewest runs; the confidence is
 way (every split considered meets it). Without costs each run counts 1, and so do costs within 2x
 of each other (cost_ratio: the plan must not follow the jitter of measured times).
 
+Declared steady (`steady`: --no-flaky, the user's word that the failure is deterministic): the
+rate is 1, so each claim is run once more -- the culprit fails again, each parent (each fix, each
+subset behind an interaction) passes again. The confirmation still catches a wrong endpoint, a
+mix-up of worktrees or a flake that shows itself; it no longer bounds an undeclared flake's
+chance of slipping through, which the declaration took on.
+
 A contradiction (the culprit passes, a parent fails) means the failure is intermittent: the
 caller goes on in the flake model from every observation made so far (history.search_dag,
 ablation.ablate); nothing is run again from the start.
@@ -97,13 +103,16 @@ def cost_ratio(costs: tuple[float, float]) -> tuple[float, float]:
 
 def plan_confirmation(fails: int, runs: int, parents: int, confidence: float,
                       costs: tuple[float, float] = (1.0, 1.0), made: int = 0,
-                      passes: Sequence[int] = ()) -> tuple[int, int]:
+                      passes: Sequence[int] = (), steady: bool = False) -> tuple[int, int]:
     """(more culprit re-runs, passes asked of each parent): every re-run of the culprit that fails
     raises the observed rate and so lowers the passes asked of each parent; the split whose new
     runs cost least is taken, each failing run at costs[0] and each pass at costs[1]. `fails` /
     `runs` count every run made so far; `made` of them are re-runs of the culprit already made,
     `passes` the confirming passes each parent already has (a resumed or replayed log: what it
-    holds is used as it is, whatever plan made it). The culprit must fail again at least once."""
+    holds is used as it is, whatever plan made it). The culprit must fail again at least once.
+    `steady` (declared deterministic): once each."""
+    if steady:
+        return (0 if made else 1), 1
     fail_cost, pass_cost = cost_ratio(costs)
     have = list(passes) or [0] * parents
     best = None
@@ -116,7 +125,8 @@ def plan_confirmation(fails: int, runs: int, parents: int, confidence: float,
 
 
 def confirm_culprit(dag: Dag, gw: Gateway, culprit: int, confidence: float,
-                    spend: Callable[[int], int], width: int = 1, costs: Costs | None = None) -> Confirmation:
+                    spend: Callable[[int], int], width: int = 1, costs: Costs | None = None,
+                    steady: bool = False) -> Confirmation:
     """Run the culprit again (each run must fail) and each parent among the candidates `repeats`
     times (each must pass), in rounds of up to `width` runs; stop at the first contradiction.
     `spend(k)` returns how many of k runs the budget allows (raising when none). The gateway must
@@ -130,7 +140,7 @@ def confirm_culprit(dag: Dag, gw: Gateway, culprit: int, confidence: float,
     own_passes = [max(sum(1 for o in gw.observations if o.index == p and o.outcome is Outcome.PASS) - 1, 0)
                   for p in parents]
     extra, repeats = plan_confirmation(fails, runs, len(parents), confidence, costs() if costs else (1.0, 1.0),
-                                       made=max(own_fails - 1, 0), passes=own_passes)
+                                       made=max(own_fails - 1, 0), passes=own_passes, steady=steady)
     plan = [culprit] * extra + [p for p, have in zip(parents, own_passes) for _ in range(max(repeats - have, 0))]
     made: list[tuple[int, str]] = []
     retries = {i: 0 for i in (culprit, *parents)}
@@ -198,11 +208,13 @@ def set_claims(everything: frozenset, found: Sequence, fixes: Sequence[frozenset
 
 
 def confirm_sets(tester, must_fail: Sequence[frozenset], must_pass: Sequence[frozenset],
-                 confidence: float, endpoint: tuple[int, int] = (0, 0), costs: Costs | None = None) -> SetConfirmation:
+                 confidence: float, endpoint: tuple[int, int] = (0, 0), costs: Costs | None = None,
+                 steady: bool = False) -> SetConfirmation:
     """Run each claim again through the Tester (Tester.confirm): FAIL claims first, then the
     number of passes a PASS claim needs follows from the failure rate observed at configurations
-    judged FAIL (their runs, plus the bad endpoint's `endpoint` = (fails, runs)). Stops at the
-    first contradiction."""
+    judged FAIL (their runs, plus the bad endpoint's `endpoint` = (fails, runs)), or is one when
+    the failure was declared `steady` (and no flake rule took over). Stops at the first
+    contradiction."""
     checks: list[tuple[frozenset, str, str]] = []
     # a configuration the search could not judge (a different failure, a build error) is no
     # claim the answer rests on: the report lists it as unresolved
@@ -221,10 +233,10 @@ def confirm_sets(tester, must_fail: Sequence[frozenset], must_pass: Sequence[fro
     # every PASS claim is a chance for a wrong answer to slip through: they share 1 - confidence
     # (Bonferroni), so an answer resting on three claims is as sure as one resting on one
     share = 1.0 - (1.0 - confidence) / max(len(must_pass), 1)
-    repeats = repeats_for(fails, runs, share)
+    repeats = 1 if steady and tester.rule is None else repeats_for(fails, runs, share)
     if tester.rule is not None:     # fresh passes, at least as many as the rule's verdicts needed
         repeats = max(repeats, getattr(tester.rule, "repeats", 1))
-    elif must_fail and must_pass:
+    elif must_fail and must_pass and not steady:
         # as for a commit (plan_confirmation): each more failure of the culprit set raises the
         # observed rate and lowers the passes every PASS claim needs; the cheapest split is run
         again, repeats = plan_confirmation(fails - 1, runs - 1, len(must_pass), share,

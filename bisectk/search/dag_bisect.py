@@ -154,9 +154,10 @@ class _Confirming:
     """The confirmation step of a deterministic search, and the result it leads to."""
 
     def __init__(self, dag: Dag, gw: Gateway, state: Narrowing, confidence: float | None,
-                 max_runs: int | None, width: Callable[[], int], costs: Costs | None = None):
+                 max_runs: int | None, width: Callable[[], int], costs: Costs | None = None,
+                 steady: bool = False):
         self.dag, self.gw, self.state, self.confidence = dag, gw, state, confidence
-        self.max_runs, self.width, self.costs = max_runs, width, costs
+        self.max_runs, self.width, self.costs, self.steady = max_runs, width, costs, steady
         self.done = None
 
     def run(self) -> None:
@@ -166,7 +167,8 @@ class _Confirming:
             return
         self.gw.repeat = True       # confirmation runs are repeats on purpose
         self.done = confirm_culprit(self.dag, self.gw, int(allowed[0]), self.confidence,
-                                    lambda k: self.gw.spend(self.max_runs, k), self.width(), self.costs)
+                                    lambda k: self.gw.spend(self.max_runs, k), self.width(), self.costs,
+                                    steady=self.steady)
 
     def result(self, finished: bool, mode: str) -> DagResult:
         """The narrowing's answer, complete only when its confirmation (if one was due) held."""
@@ -180,14 +182,14 @@ class _Confirming:
 def dag_bisect(dag: Dag, oracle: Oracle, *, observations: Iterable[Observation | Sequence[Any]] = (),
                on_observation: Callable[[Observation], None] | None = None,
                max_runs: int | None = None, confidence: float | None = None,
-               costs: Costs | None = None) -> DagResult:
+               costs: Costs | None = None, steady: bool = False) -> DagResult:
     """Sequential deterministic search, then the confirmation of its answer at `confidence`
-    (planned at the least cost under `costs`: confirm.py); raises SearchStopped (best result so
-    far) when stopped."""
+    (planned at the least cost under `costs`, or once each when the failure is declared
+    `steady`: confirm.py); raises SearchStopped (best result so far) when stopped."""
     gw = Gateway(dag.n, oracle, observations=observations, on_observation=on_observation, min_n=1)
     state = Narrowing(dag, gw.observations)
     gw.listeners.append(state.observe)
-    confirming = _Confirming(dag, gw, state, confidence, max_runs, lambda: 1, costs)
+    confirming = _Confirming(dag, gw, state, confidence, max_runs, lambda: 1, costs, steady)
 
     def loop() -> None:
         while state.allowed.any():
@@ -205,14 +207,14 @@ def dag_multisect(dag: Dag, batch_oracle: BatchOracle, *, jobs: int,
                   observations: Iterable[Observation | Sequence[Any]] = (),
                   on_observation: Callable[[Observation], None] | None = None,
                   max_runs: int | None = None, width: Callable[[], int] | None = None,
-                  confidence: float | None = None, costs: Costs | None = None) -> DagResult:
+                  confidence: float | None = None, costs: Costs | None = None, steady: bool = False) -> DagResult:
     """Deterministic k-way search; `result.rounds` counts the batches sent to the oracle. With
     `width`, each round sends min(jobs, width()) probes (the workers alive then)."""
     gw = Gateway(dag.n, batch_oracle=batch_oracle, observations=observations,
                  on_observation=on_observation, min_n=1)
     state = Narrowing(dag, gw.observations)
     gw.listeners.append(state.observe)
-    confirming = _Confirming(dag, gw, state, confidence, max_runs, lambda: round_width(jobs, width), costs)
+    confirming = _Confirming(dag, gw, state, confidence, max_runs, lambda: round_width(jobs, width), costs, steady)
 
     def loop() -> None:
         while state.allowed.any():

@@ -58,6 +58,8 @@ class SearchOptions:
                                             # goes on in (None: rates.SWITCHED)
     costs: Callable[[], tuple[float, float]] | None = None   # seconds of a failing and of a passing
                                             # run: the confirmation's plan costs least time (confirm.py)
+    steady: bool = False                # the failure declared deterministic (--no-flaky): the
+                                        # confirmation runs each claim once (confirm.py)
 
 
 def _batched(oracle: Oracle | None, batch_oracle: BatchOracle | None) -> BatchOracle:
@@ -95,10 +97,10 @@ def search_dag(dag: Dag | Sequence[Iterable[int]], oracle: Oracle | None = None,
     confidence = opt.confidence if opt.confirm else None
     if parallel:
         first = dag_multisect(graph, batch, jobs=opt.jobs, width=opt.width, observations=observations,
-                              confidence=confidence, costs=opt.costs, **common)
+                              confidence=confidence, costs=opt.costs, steady=opt.steady, **common)
     else:
         first = dag_bisect(graph, oracle, observations=observations, confidence=confidence, costs=opt.costs,
-                           **common)
+                           steady=opt.steady, **common)
     why = _contradicted(first)
     if why is None or not opt.confirm:
         return first

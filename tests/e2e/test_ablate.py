@@ -302,3 +302,17 @@ def test_a_run_of_many_factors_is_recorded_under_its_digest_not_its_whole_key(tm
     assert len(events) == doc["observations"]
     assert all(e["point"].startswith("sha256:") and len(e["point"]) == 71 for e in events)
     assert {e["point"] for e in events} <= stored and len(stored) > 2
+
+
+def test_no_flaky_confirms_each_claim_once_and_says_so(tmp_path):
+    """--no-flaky (the failure is deterministic): the same culprits, the confirmation one more run
+    of each configuration the answer rests on, and the report says what that leaves open."""
+    spec = VARIANTS / "pipeline-two-culprits.toml"
+    default = ablate_json(spec, tmp_path)
+    (tmp_path / "s").mkdir()
+    steady = ablate_json(spec, tmp_path / "s", "--no-flaky")
+    assert sorted(steady["culprits"]) == sorted(default["culprits"]) and steady["interaction"] == default["interaction"]
+    assert steady["flakiness_rule"]["kind"] == "steady" and default["flakiness_rule"] is None
+    assert steady["runs"] < default["runs"], (steady["runs"], default["runs"])
+    text = bisectk("ablate", spec, "--no-flaky", "--ledger", tmp_path / "s" / "ledger.db", timeout=600).stdout
+    assert "flakiness: none: --no-flaky declared the failure deterministic" in text

@@ -105,3 +105,25 @@ def test_one_spurious_failure_of_a_good_commit_is_not_the_answer(tmp_path):
     assert doc["switched"], doc
     assert p.returncode == 0 and doc["first_bad"]["sha"] == shas[11] and doc["confidence"] >= 0.99, \
         (doc["first_bad"], doc["confidence"])
+
+
+def test_no_flaky_confirms_once_and_its_log_replays_the_same(tmp_path):
+    """--no-flaky: the failure is declared deterministic; the first bad commit and its parent are
+    run once more each (not the ~14 runs an unknown rate asks for), the report says what the
+    answer rests on, and the log carries the declaration, so replay gives the same answer."""
+    good, shas = make_dag_repo(tmp_path / "r", chain(24), culprit=11)
+    run = ["--run", f"{sys.executable} -c \"import os, sys; sys.exit(1 if os.path.exists('BUG') else 0)\""]
+    common = ["bisect", "--repo", tmp_path / "r", "--good", good, "--bad", shas[-1], *run]
+    default = json.loads(bisectk(*common, "--json", "--ledger", tmp_path / "a.db").stdout)
+    steady = json.loads(bisectk(*common, "--no-flaky", "--json", "--ledger", tmp_path / "b.db").stdout)
+    assert default["first_bad"]["sha"] == steady["first_bad"]["sha"] == shas[11]
+    made = steady["confirmation"]["runs"]
+    assert sorted(i for i, _ in made) == [10, 11] and steady["confirmation"]["steady"], made
+    assert steady["runs"] <= default["runs"] - 8, (steady["runs"], default["runs"])
+    text = bisectk(*common, "--no-flaky", "--ledger", tmp_path / "b.db").stdout
+    assert "--no-flaky declared the failure deterministic" in text
+    log = bisectk("log", "--repo", tmp_path / "r", "--ledger", tmp_path / "b.db").stdout
+    assert "--no-flaky" in log.splitlines()[1]
+    (tmp_path / "b.log").write_text(log)
+    again = bisectk("replay", tmp_path / "b.log", "--json", cwd=tmp_path / "r")
+    assert json.loads(again.stdout)["first_bad"]["sha"] == shas[11]

@@ -129,3 +129,22 @@ def test_flaky_result_explains_its_rule():
     result = ablate(ITEMS, planted({"f07"}), rule=rule)
     assert result.to_dict()["flakiness_rule"]["repeats"] == rule.repeats
     assert any("p_lo=" in step for step in said(result))
+
+
+def test_a_failure_declared_steady_confirms_each_claim_once():
+    from tests.search.oracles import planted as _planted
+    items = [f"f{i:02d}" for i in range(16)]
+    for cause in ({"f03"}, {"f03", "f11"}):
+        steady = ablate(items, _planted(cause), confidence=0.99, endpoint=(1, 1), steady=True)
+        default = ablate(items, _planted(cause), confidence=0.99, endpoint=(1, 1))
+        assert set(steady.culprits) == set(default.culprits) == cause and steady.complete
+        c = steady.confirmation
+        assert c.ok and c.repeats == 1 and all(n == 1 for n in _runs_per_claim(c)), c
+        assert default.confirmation.repeats > 1 and default.runs > steady.runs
+
+
+def _runs_per_claim(confirmation):
+    counts: dict = {}
+    for key, _, _ in confirmation.checks:
+        counts[key] = counts.get(key, 0) + 1
+    return counts.values()

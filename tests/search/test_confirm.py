@@ -79,3 +79,39 @@ def test_costs_within_twice_each_other_plan_as_runs_and_clear_ones_by_powers_of_
     assert cost_ratio((300.0, 0.01)) == (16.0, 1.0)
     for jitter in (0.9, 1.0, 1.1, 1.3):     # the same plan whatever the jitter
         assert plan_confirmation(3, 3, 2, 0.99, costs=(0.05 * jitter, 0.05)) == plan_confirmation(3, 3, 2, 0.99)
+
+
+def test_a_failure_declared_steady_is_confirmed_by_one_more_run_of_each_claim():
+    """--no-flaky: the user's word that the failure is deterministic. The culprit fails once more
+    and each parent passes once more; without it, the passes follow from the observed rate."""
+    assert plan_confirmation(3, 3, 2, 0.99, steady=True) == (1, 1)
+    assert plan_confirmation(3, 3, 2, 0.99, costs=(16.0, 1.0), made=1, passes=[1, 0], steady=True) == (0, 1)
+    ran: list[int] = []
+
+    def oracle(i):
+        ran.append(i)
+        return Outcome.FAIL if i >= 37 else Outcome.PASS
+    parents = [[]] + [[i - 1] for i in range(1, 64)]
+    steady = search_dag(parents, oracle, observations=[(63, Outcome.FAIL)], options=SearchOptions(steady=True))
+    assert steady.culprit == 37 and steady.complete and steady.confirmation.ok
+    assert ran.count(37) == 2 and ran.count(36) == 2, ran       # the search's run of each, and one more
+    default, default_ran = _chain_search(64, 37, None, log=[(63, Outcome.FAIL)])
+    assert default.culprit == 37 and len(default_ran) >= len(ran) + 5
+
+
+def test_a_steady_declaration_does_not_outweigh_a_contradiction():
+    """The culprit passes on its one confirming run: the failure is intermittent whatever was
+    declared, and the search goes on in the flake model (it never names the parent)."""
+    left = {37: 1}
+
+    def oracle(i):
+        if i == 37 and left[37] and i in seen:       # its second run passes, once
+            left[37] -= 1
+            return Outcome.PASS
+        seen.add(i)
+        return Outcome.FAIL if i >= 37 else Outcome.PASS
+    seen: set[int] = set()
+    parents = [[]] + [[i - 1] for i in range(1, 64)]
+    result = search_dag(parents, oracle, observations=[(63, Outcome.FAIL)], options=SearchOptions(steady=True))
+    assert result.switched is not None and result.switched[0] == "culprit-passed"
+    assert result.culprit == 37 and result.confidence >= 0.99

@@ -2,9 +2,11 @@
 
 Abstractions
 ------------
-run_diff -- verify (GOOD passes, BAD fails) through the hunk space's oracle, ablate over hunks,
-            then over the line-level sub-hunks of the culprit hunks (the second, finer pass), and
-            return a DiffRecord with the culprit hunks, lines and their unified diff.
+run_diff -- verify (GOOD passes, BAD fails) through the hunk space's oracle, ablate over hunks
+            (every independent failing set, as ablate does: two hunks that each break the build
+            the same way are two sets, not a flake), then over the line-level sub-hunks of each
+            set's hunks (the second, finer pass), and return a DiffRecord with the culprit hunks,
+            lines and their unified diff.
 
 A hybrid that does not build is UNRESOLVED(BUILD), never a failure: the search routes around it.
 The subject runs with the scratch tree as its working directory (BISECTK_TREE names it too).
@@ -15,7 +17,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from bisectk.engine.ablate import STEADY, SetSearch, attempt_records, different_failures, flakiness_rule, search_set
+from bisectk.engine.ablate import (MORE_SETS, STEADY, SetSearch, attempt_records, different_failures, flakiness_rule,
+                                   search_set)
 from bisectk.engine.endpoints import verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import Oracle, Trials
@@ -50,22 +53,30 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
     rule = flakiness_rule(check, policy.flaky is True)
     runner.events.emit(PhaseStarted("hunks", f"{strategy} over {len(all_ids)} hunk{'s' if len(all_ids) != 1 else ''}"))
     found = search_set(oracle, all_ids, strategy=strategy, rule=rule, max_runs=policy.max_runs,
-                       confidence=policy.confidence, endpoint=(check.bad_rate.fails, check.bad_rate.runs))
+                       more_sets=MORE_SETS, confidence=policy.confidence,
+                       endpoint=(check.bad_rate.fails, check.bad_rate.runs))
     res, stopped, reason = found.result, found.stopped, found.result.stop_reason
-    culprit_hunks = [space.by_id[i] for i in (*res.culprits, *res.suspects)]
+    doc = res.to_dict()
+    # each failing set's hunks (the first is res.culprits, or a stopped search's smallest failing set)
+    groups = [list(res.culprits) + list(res.suspects)] + [sorted(s.members, key=space.order.__getitem__)
+                                                          for s in res.sets[1:]]
+    culprit_hunks = [space.by_id[i] for g in groups for i in g]
     oracles, passes = [oracle], [(res, "hunks")]
-    lines, culprit_lines = None, []
-    if refine and not stopped:
-        line_pass = refine_lines(oracle, space, culprit_hunks, strategy, rule, policy, runner.events)
+    lines, culprit_lines, line_results = None, [], []
+    for group in groups if refine and not stopped else ():
+        line_pass = refine_lines(oracle, space, [space.by_id[i] for i in group], strategy, rule, policy, runner.events)
         if line_pass is None:
-            culprit_lines = list(culprit_hunks)
-        else:
-            line_oracle, whole, lfound = line_pass
-            lines, stopped = lfound.result, lfound.stopped
-            reason = reason or lines.stop_reason
-            culprit_lines = [space.by_id[i] for i in (*whole, *lines.culprits, *lines.suspects)]
-            oracles.append(line_oracle)
-            passes.append((lines, "lines"))
+            culprit_lines += [space.by_id[i] for i in group]
+            continue
+        line_oracle, whole, lfound = line_pass
+        lines, stopped = lfound.result, lfound.stopped
+        line_results.append(lines)
+        reason = reason or lines.stop_reason
+        culprit_lines += [space.by_id[i] for i in (*whole, *lines.culprits, *lines.suspects)]
+        oracles.append(line_oracle)
+        passes.append((lines, "lines"))
+        if stopped:
+            break
     order = space.order.__getitem__
     attempts = [a for o, (r, name) in zip(oracles, passes) for a in attempt_records(o, r, order, name)]
     seconds = [d for o in oracles for d in different_failures(o, lambda p: _ids(sorted(p, key=order)))]
@@ -81,15 +92,16 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
         run_s=round(sum(o.trials.run_seconds() for o in oracles), 3),
         culprit_hunks=tuple(h.to_dict() for h in culprit_hunks),
         culprit_lines=tuple(h.to_dict() for h in culprit_lines),
-        interaction=res.interaction, line_interaction=lines.interaction if lines else None,
+        interaction=res.interaction, line_interaction=any(r.interaction for r in line_results) if line_results else None,
         attempts=tuple(attempts), unresolved=tuple(sorted(a.config, key=order) for a in res.unresolved),
         different_failures=tuple(seconds), diff=unified_diff(culprit_hunks),
         lines_diff=unified_diff(culprit_lines) if lines is not None else "",
-        search_runs=res.runs + (lines.runs if lines else 0),
-        unused_runs=res.unused + (lines.unused if lines else 0),
-        ahead_runs=res.taken_ahead + (lines.taken_ahead if lines else 0), hangs=hangs,
+        search_runs=res.runs + sum(r.runs for r in line_results),
+        unused_runs=res.unused + sum(r.unused for r in line_results),
+        ahead_runs=res.taken_ahead + sum(r.taken_ahead for r in line_results), hangs=hangs,
         flakiness_rule=rule.to_dict() if rule else STEADY if policy.flaky is False and not res.switched else None,
-        **base)
+        sets=tuple(doc["sets"]), fixes=tuple(doc["fixes"]), open_fixes=tuple(doc["open_fixes"]),
+        sets_complete=doc["sets_complete"], sets_note=doc["sets_note"], **base)
 
 
 def refine_lines(oracle: Oracle, space: HunkSpace, culprit_hunks: list[Hunk], strategy: str,

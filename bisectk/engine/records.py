@@ -328,6 +328,11 @@ class DiffRecord(Record):
     ahead_runs: int = 0                     # of search_runs: made ahead of the search and taken when asked
     hunk_index: tuple[dict, ...] = ()       # every hunk: id, file, kind, good_lines, bad_lines (no text)
     flakiness_rule: dict | None = None      # --flaky's rule, or --no-flaky's declaration (ablate.STEADY)
+    sets: tuple[dict, ...] = ()             # every independent failing set of hunks: members, interaction, proof
+    fixes: tuple[list, ...] = ()            # hunks whose reversal from bad was seen to pass
+    open_fixes: tuple[list, ...] = ()       # bad without them failed (or was unresolved); not followed
+    sets_complete: bool | None = None       # the sets explain every failure of bad (None: not searched)
+    sets_note: str = ""                     # why they may not
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from bisectk.engine.records import DiffRecord
 from bisectk.report import stuck
+from bisectk.report.ablation import sets_lines
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.report.words import (SAME_INPUTS, ahead_words, counted, endpoint_lines, failure_line, problem_lines, problem_text,
@@ -58,6 +59,7 @@ def to_debuglog(rec: DiffRecord) -> DebugLog:
         *endpoint_lines(rec.endpoints),
         f"{len(rec.unresolved)} hybrid(s) were UNRESOLVED (build failures, or a different failure).",
         *([f"Flakiness rule: {rec.flakiness_rule['text']}."] if rec.flakiness_rule else []),
+        *[line[0].upper() + line[1:] + "." for line in sets_lines(rec)],
     ]
     log.differences_title = "Key Differences: culprit hunks"
     log.differences_header = ["hunk", "kind", "GOOD lines", "BAD lines", "verdict"]
@@ -95,12 +97,17 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
             out.print(line, markup=False)
         return
     where = ids_text(hunk_place(h) for h in rec.culprit_hunks)
-    if rec.complete:
+    if rec.complete and len(rec.sets) > 1:
+        out.print(f"{counted(rec.hunks, 'hunk')}; {len(rec.sets)} independent failing sets, each fails applied "
+                  "to GOOD alone:", markup=False)
+    elif rec.complete:
         out.print(f"{counted(rec.hunks, 'hunk')}; culprit hunk(s): {where}"
                   + ("  (interaction: each proper subset passes)" if rec.interaction else ""), markup=False)
     else:
         out.print(stopped_line(stop_reason_of(rec), rec.search_runs) + f"; smallest failing hunk set so far: {where}",
                   markup=False)
+    for line in sets_lines(rec):
+        out.print(line, markup=False)
     out.print((rec.lines_diff or rec.diff).rstrip(), markup=False, highlight=False)
     out.print(failure_line(rec.endpoints), markup=False)
     if rec.flakiness_rule:

@@ -78,6 +78,21 @@ def is_compile_error(text: str) -> bool:
     return any(re.search(p, text) for p in _BUILD_PATTERNS)
 
 
+COMPILE_FAILED = "does not compile"
+_PY_SYNTAX = re.compile(r"^\s*((?:SyntaxError|IndentationError|TabError)\b.*)$", re.MULTILINE)
+
+
+def does_not_compile(text: str) -> str | None:
+    """What says the source did not compile or parse (a Python SyntaxError, a compiler's error),
+    in a few words; None when nothing does."""
+    said = _PY_SYNTAX.search(text)
+    if said:
+        return said.group(1).strip()[:160]
+    if is_compile_error(text):
+        return last_exception(text) or "compile error"
+    return None
+
+
 def last_exception(text: str) -> str | None:
     """The last 'SomeError: message' line of a traceback, shortened."""
     for line in reversed(text.strip().splitlines()):
@@ -268,6 +283,12 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
         cuda = recognise(text)
         if cuda:
             return Run(Outcome.FAIL, FailKind.CRASH, signature=cuda, failed=(cuda,), **common)
+        if unbuilt := does_not_compile(text):
+            # bad by the protocol, but a failure of its own: a hybrid of `diff` (or a commit) that
+            # does not even parse is not the failure a test that ran saw, and is only the target
+            # where the bad endpoint did not compile either ("when did the build break")
+            return Run(Outcome.FAIL, FailKind.BAD, signature=f"exit {raw.exit_code}: {unbuilt}",
+                       failed=(COMPILE_FAILED,), **common)
         return Run(Outcome.FAIL, FailKind.BAD, signature=f"exit {raw.exit_code}", **common)
     if raw.exit_code != 0:
         if is_compile_error(text):

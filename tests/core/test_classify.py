@@ -163,3 +163,21 @@ def test_a_pytest_node_the_commit_does_not_have_is_said_in_pytests_words():
     assert "file or directory not found: tests/test_new.py (the test is not at this commit)" in r.signature
     r = classify_run(raw(exit_code=4, stderr="ERROR: usage: pytest [options]\nunrecognized arguments: --bogus\n"), pytest)
     assert r.outcome is Outcome.UNRESOLVED and "not at this commit" not in r.signature
+
+
+def test_under_git_bisect_runs_protocol_a_source_that_does_not_parse_is_a_failure_of_its_own():
+    """exit 1 is bad by the protocol; an exit 1 whose output shows the source did not parse (a
+    diff hybrid with an `if` line and not its body) is not the failure a test that ran saw,
+    unless the bad endpoint's own failure was that (a bisection of a broken build)."""
+    from bisectk.outcome import Target
+    git = Judge([], protocol="git")
+    plain = classify_run(raw(exit_code=1, stdout="check failed\n"), git)
+    broken = classify_run(raw(exit_code=1, stderr='  File "pkg/rates.py", line 95\n    if self.known_new:\n'
+                                                  "IndentationError: expected an indented block after 'if' "
+                                                  "statement on line 94\n"), git)
+    assert plain.outcome is broken.outcome is Outcome.FAIL and plain.kind is broken.kind is FailKind.BAD
+    assert broken.signature.startswith("exit 1: IndentationError") and broken.failed
+    assert not Target.of([plain]).matches(broken) and Target.of([plain]).matches(plain)
+    assert Target.of([broken]).matches(broken) and not Target.of([broken]).matches(plain)
+    ptxas = classify_run(raw(exit_code=2, stderr="ptxas error   : Entry function uses too much shared data\n"), git)
+    assert ptxas.failed == broken.failed

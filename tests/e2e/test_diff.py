@@ -115,3 +115,32 @@ def test_a_file_that_became_a_directory_is_one_hunk_and_can_be_the_culprit(tmp_p
     assert [h["id"] for h in doc["culprit_hunks"]] == ["conf:retype"]
     assert "deleted file mode 100644" in doc["culprit_hunks"][0]["text"]
     assert (good / "conf").is_file() and (bad / "conf" / "threads").is_file()     # the inputs untouched
+
+
+def test_two_hunks_that_each_fail_alone_are_two_sets_not_a_flake(tmp_path):
+    """Two independent breakages that exit the same way (a lowered limit; a call of a function
+    that does not exist): bad without either still fails, which the confirmation once read as an
+    intermittent failure ("unconfirmed"). Both are named, as ablate names independent sets."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for root in (good, bad):
+        (root / "pkg").mkdir(parents=True)
+        (root / "pkg" / "__init__.py").write_text("")
+        for i in range(8):      # neutral files: a hunk each
+            (root / "pkg" / f"m{i}.py").write_text(f"# module {i}\nVALUE = {i}\n")
+    (good / "pkg" / "core.py").write_text("LIMIT = 10\n\n\ndef check(x):\n    return x < LIMIT\n")
+    (bad / "pkg" / "core.py").write_text("LIMIT = 1\n\n\ndef check(x):\n    return x < LIMIT\n")
+    (good / "pkg" / "util.py").write_text("from pkg import core\n\nREADY = True\n")
+    (bad / "pkg" / "util.py").write_text("from pkg import core\n\nREADY = core.warm_up()\n")
+    for i in range(8):
+        (bad / "pkg" / f"m{i}.py").write_text(f"# module {i}, reworded\nVALUE = {i}\n")
+    code = "import sys, pkg.util; from pkg.core import check; sys.exit(0 if check(5) else 1)"
+    p = bisectk("diff", good, bad, "--run", f"{sys.executable} -c \"{code}\"", "--json",
+                "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=600)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and doc["complete"], (p.stdout[-2000:], p.stderr[-2000:])
+    sets = sorted(sorted(s["members"]) for s in doc["sets"])
+    assert [[m.split(":")[0] for m in s] for s in sets] == [["pkg/core.py"], ["pkg/util.py"]], sets
+    assert {h["file"] for h in doc["culprit_hunks"]} == {"pkg/core.py", "pkg/util.py"}
+    text = bisectk("diff", good, bad, "--run", f"{sys.executable} -c \"{code}\"", "--ledger", tmp_path / "l.db",
+                   cwd=tmp_path, timeout=600).stdout
+    assert "2 independent failing sets" in text and "failing set 2:" in text and "unconfirmed" not in text

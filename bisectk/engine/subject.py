@@ -94,6 +94,26 @@ def split_command(text: str, option: str) -> list[str]:
     return argv
 
 
+def pytest_args(text: str) -> list[str]:
+    """`--pytest`'s value as pytest's arguments: node ids and options, split as a shell would
+    (`tests/k.py -k 'tile and not slow'`, two node ids), except that a parametrized id's brackets
+    keep what is inside them whole (`tests/k.py::test_x[a b]`, as pytest prints it)."""
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise BisectkError(f"--pytest {text!r}: {exc}") from None
+    args: list[str] = []
+    for word in words:
+        if args and args[-1].count("[") > args[-1].count("]"):
+            args[-1] += " " + word      # inside an id's [...]: the space was the id's
+        else:
+            args.append(word)
+    if not args or all(a.startswith("-") for a in args):
+        raise BisectkError(f"--pytest {text!r}: expected a test node id such as tests/test_k.py::test_x "
+                           "(pytest's options may follow it: tests/test_k.py -k tile)")
+    return args
+
+
 def load_subject(spec_path: Path | None, run: str | None = None, pytest_id: str | None = None, *,
                  build: str | None = None, cwd: Path, config: str = "bad", sets: list[str] | None = None,
                  timeout: float | None = None, repeat: int | None = None, name: str = "subject") -> tuple[Spec, Config]:
@@ -107,9 +127,7 @@ def load_subject(spec_path: Path | None, run: str | None = None, pytest_id: str 
         if sets:
             raise BisectkError("--set needs a SPEC (a --run or --pytest command has no factors)")
         if pytest_id is not None:
-            if not pytest_id.strip() or pytest_id.startswith("-"):
-                raise BisectkError(f"--pytest {pytest_id!r}: expected a test node id such as tests/test_k.py::test_x")
-            argv = ["python", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", pytest_id]
+            argv = ["python", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *pytest_args(pytest_id)]
             return adhoc_spec(argv, name=f"pytest {pytest_id}", cwd=cwd, build=build_argv, timeout=timeout,
                               repeat=repeat or 1, protocol="pytest"), {}
         return adhoc_spec(split_command(run, "--run"), name=name, cwd=cwd, build=build_argv, timeout=timeout,

@@ -249,7 +249,7 @@ def classify_pytest(raw: RawRun, text: str, common: dict) -> Run:
     said = re.search(r"^ERROR: ((?:file or directory )?not found: .*)$", text, re.MULTILINE)
     if raw.exit_code in (4, 5) and said:     # a node id this commit does not have: pytest's own words
         where = re.sub(r"\S*/bisectk-worktrees/[^/\s]+/", "", said.group(1).strip())   # as the user wrote it
-        detail = f"{where[:300]} (the test is not at this commit)"
+        detail = f"{where[:300]} (the test may not exist at this commit)"
     return Run(Outcome.UNRESOLVED, reason=reason, signature=f"{what}" + (f": {detail}" if detail else ""), **common)
 
 

@@ -158,11 +158,11 @@ def test_a_pytest_node_the_commit_does_not_have_is_said_in_pytests_words():
     r = classify_run(raw(exit_code=4, stdout="\nno tests ran in 0.14s\n", stderr=missing), pytest)
     assert (r.outcome, r.reason) == (Outcome.UNRESOLVED, Reason.INFRA)
     assert r.signature == ("pytest: usage error: not found: tests/test_k.py::test_tile "
-                           "(the test is not at this commit)"), r.signature
+                           "(the test may not exist at this commit)"), r.signature
     r = classify_run(raw(exit_code=4, stderr="ERROR: file or directory not found: tests/test_new.py\n"), pytest)
-    assert "file or directory not found: tests/test_new.py (the test is not at this commit)" in r.signature
+    assert "file or directory not found: tests/test_new.py (the test may not exist at this commit)" in r.signature
     r = classify_run(raw(exit_code=4, stderr="ERROR: usage: pytest [options]\nunrecognized arguments: --bogus\n"), pytest)
-    assert r.outcome is Outcome.UNRESOLVED and "not at this commit" not in r.signature
+    assert r.outcome is Outcome.UNRESOLVED and "not exist at this commit" not in r.signature
 
 
 def test_under_git_bisect_runs_protocol_a_source_that_does_not_parse_is_a_failure_of_its_own():

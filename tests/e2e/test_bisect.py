@@ -190,3 +190,26 @@ def test_flaky_bad_endpoint_that_passes_once_is_rerun(tmp_path):
     assert p.returncode in (0, 1) and doc["ok"], p.stderr
     assert doc["endpoints"]["bad_rate"]["runs"] >= 2 and doc["endpoints"]["bad_rate"]["fails"] >= 1
     assert doc["first_bad"]["sha"] == shas[6]
+
+
+def test_pytest_takes_pytests_options_after_the_node_id(tmp_path):
+    """`--pytest "tests/t.py -k 'tile and not slow'"`: pytest's arguments, as `git bisect run
+    pytest ...` would be given them (before, the whole string was one node id pytest could not find)."""
+    from bisectk.engine.subject import pytest_args
+    assert pytest_args("t.py::test_x[a b]") == ["t.py::test_x[a b]"]
+    assert pytest_args("t.py -k 'tile and not slow'") == ["t.py", "-k", "tile and not slow"]
+    assert pytest_args("a.py::t b.py::u") == ["a.py::t", "b.py::u"]
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q")
+    (r / "t.py").write_text("from limit import LIMIT\n\ndef test_tile():\n    assert LIMIT > 4\n\n"
+                            "def test_tile_slow():\n    assert False  # always fails: deselected by -k\n")
+    shas = []
+    for i in range(12):
+        (r / "limit.py").write_text(f"LIMIT = {9 if i < 7 else 3}\n# rev {i}\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"rev {i}")
+        shas.append(git(r, "rev-parse", "HEAD").strip())
+    doc = json.loads(bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1],
+                             "--pytest", "t.py -k 'tile and not slow'", "--json", timeout=300).stdout)
+    assert doc["first_bad"]["sha"] == shas[7], doc["endpoints"]["problem"]

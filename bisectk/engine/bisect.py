@@ -32,6 +32,7 @@ terms ("first fixed commit").
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -117,6 +118,14 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
     # the endpoint that must pass and the one that must fail: for a fix, the new one passes
     passing, failing = (n - 1, GOOD) if terms.find_fix else (GOOD, n - 1)
     check = verify(trials, passing, failing, repeat=policy.repeat or 1, measure=terms.find_fix)
+    from bisectk.engine import checkout_imports
+    leaked = [] if space.remote else checkout_imports.checkout_files(runner.imported_files, Path(graph.repo))
+    if leaked and (said := checkout_imports.redirect(runner, space, leaked)):
+        trials = Trials(runner, space, policy)      # the runs so far ran the checkout's code: none counts
+        check = verify(trials, passing, failing, repeat=policy.repeat or 1, measure=terms.find_fix)
+        check = replace(check, notes=(said, *check.notes))
+        if problem := checkout_imports.still_leaking(runner, space):
+            check = replace(check, problem=problem)
     from bisectk.engine.records import BisectRecord, SubjectRecord, captured
     from bisectk.search.history import Dag, Observation, SearchOptions, SearchStopped, search_dag
     from bisectk.search.rates import ONE_SIDED, SWITCHED, TWO_RATE

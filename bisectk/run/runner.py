@@ -69,6 +69,8 @@ class Runner:
         # sources the runs import (recorded as they run): run/memokey.py
         self.memo = StaticKey(spec, self.cwd)
         self._sources: dict[str, list[str]] = {}   # static key -> source files its runs imported
+        self.imported_files: set[str] = set()      # every source file a run of this runner imported
+                                                   # (engine/checkout_imports.py reads it)
         self.namespace = namespace  # e.g. '#fresh-7': runs kept apart from earlier sessions
         self.judge = Judge(spec.thresholds, spec.slow_factor, spec.slow_metric, protocol=spec.protocol)
         self.timeout = TimeoutPolicy(spec.timeout, "spec", f"{spec.timeout:g} s from the spec") if spec.timeout \
@@ -118,6 +120,8 @@ class Runner:
         subject's recorded sources; returns the full key the run belongs under."""
         # the run's own tree is keyed by its content (or pinned by its revision), not file by file
         roots = [w.cwd, self.cwd]
+        if len(self.imported_files) < run_imports.MAX_FILES:
+            self.imported_files.update(imported)
         files = [f for f in run_imports.outside(imported, roots) if not _scratch(f, self.ledger)]
         new = sorted(set(files) - set(self._sources_of(static)))
         if new:

@@ -17,6 +17,7 @@ GOOD and BAD are only ever read; the scratch tree is removed by `close`.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from contextlib import nullcontext
 from pathlib import Path
@@ -51,6 +52,7 @@ class HunkSpace:
         self.digest = digest.hexdigest()[:16]
         self.revision = f"{tag}-{self.digest}"
         self.fixed: tuple[str, ...] = ()   # hunks applied in every point (the line pass's context)
+        self.python_roots: tuple[str, ...] = ()   # put first on PYTHONPATH (engine/checkout_imports.py)
         self._points: dict[tuple[tuple[str, ...], frozenset], tuple[tuple[str, ...], str, str]] = {}
 
     @property
@@ -104,7 +106,11 @@ class HunkSpace:
             drop_bytecode(self.workdir)
         # on another host: the scratch tree as it is after `prepare`, packed whole
         origin = Origin("", lambda: pack_tree(self.workdir), str(self.subdir), root=self.workdir)
-        return Workload(self.config(point), self.workdir / self.subdir, {"BISECTK_TREE": str(self.workdir)},
+        env = {"BISECTK_TREE": str(self.workdir)}
+        if self.python_roots:
+            first = [str(self.workdir / r) for r in self.python_roots]
+            env["PYTHONPATH"] = os.pathsep.join(first + [p for p in [os.environ.get("PYTHONPATH")] if p])
+        return Workload(self.config(point), self.workdir / self.subdir, env,
                         revision=self.revision, prepare=prepare, origin=origin, key=self.key(point))
 
     def lease(self, point: Any):

@@ -56,6 +56,9 @@ class CommitSpace:
                  subdir: Path = Path("."), *, remote: bool = False, shared_repo: str | None = None):
         self.commits, self.pool, self.config, self.subdir = commits, pool, dict(config), Path(subdir)
         self.remote, self.shared_repo = remote, shared_repo
+        # directories of each worktree put first on the runs' PYTHONPATH, where runs were seen to
+        # import the user's checkout instead (engine/checkout_imports.py)
+        self.python_roots: tuple[str, ...] = ()
 
     def info(self, point: Any) -> CommitInfo:
         if isinstance(point, Outside):
@@ -123,8 +126,12 @@ class CommitSpace:
                 raise           # the repository or the disk, not the commit: the command stops
             yield Workload(dict(self.config), NOWHERE, revision=sha, state=sha, unrunnable=f"checkout failed: {why}")
             return
+        env = {}
+        if self.python_roots:
+            first = [str(entry.path / r) for r in self.python_roots]
+            env["PYTHONPATH"] = os.pathsep.join(first + [p for p in [os.environ.get("PYTHONPATH")] if p])
         try:                    # switched worktrees lose their .pyc (worktrees.survey)
-            yield Workload(dict(self.config), entry.path / self.subdir, revision=sha, state=sha)
+            yield Workload(dict(self.config), entry.path / self.subdir, env, revision=sha, state=sha)
         finally:
             self.pool.release(entry, sha)
 

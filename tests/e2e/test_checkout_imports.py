@@ -33,14 +33,19 @@ def _repo(root: Path, *, leak_in_test: bool = False) -> list[str]:
     return shas
 
 
-def test_pythonpath_at_the_checkout_is_pointed_at_each_worktree(tmp_path):
+def _with_pythonpath_at_the_checkout(tmp_path, command: str):
+    """`bisectk COMMAND --json` of _repo's history with the user's `export PYTHONPATH=$PWD/src`
+    (ahead of whatever this suite's PYTHONPATH holds): (repo, shas, the JSON record)."""
     repo = tmp_path / "r"
     shas = _repo(repo)
-    # the user's `export PYTHONPATH=$PWD/src` (ahead of whatever this suite's PYTHONPATH holds)
     env = {"PYTHONPATH": os.pathsep.join(p for p in (str(repo / "src"), os.environ.get("PYTHONPATH")) if p)}
-    p = bisectk("bisect", "--repo", repo, "--good", shas[0], "--bad", shas[-1], "--run",
+    p = bisectk(command, "--repo", repo, "--good", shas[0], "--bad", shas[-1], "--run",
                 f"{sys.executable} tests/run.py", "--json", env=env, timeout=300)
-    doc = json.loads(p.stdout)
+    return repo, shas, json.loads(p.stdout)
+
+
+def test_pythonpath_at_the_checkout_is_pointed_at_each_worktree(tmp_path):
+    repo, shas, doc = _with_pythonpath_at_the_checkout(tmp_path, "bisect")
     assert doc["first_bad"]["sha"] == shas[3], doc["endpoints"]["problem"]
     assert any("imported your checkout's Python" in n and "src/mypkg/sub/core.py" in n
                for n in doc["endpoints"]["notes"]), doc["endpoints"]["notes"]
@@ -87,11 +92,6 @@ def test_an_untracked_helper_of_the_users_is_theirs_to_import(tmp_path):
 def test_triage_isolates_the_hunk_in_the_commits_own_sources(tmp_path):
     """The hunk isolation runs in trees exported from the two commits: the same redirect holds
     there, or every hybrid would run the checkout's code and no hunk would matter."""
-    repo = tmp_path / "r"
-    shas = _repo(repo)
-    env = {"PYTHONPATH": os.pathsep.join(p for p in (str(repo / "src"), os.environ.get("PYTHONPATH")) if p)}
-    p = bisectk("triage", "--repo", repo, "--good", shas[0], "--bad", shas[-1], "--run",
-                f"{sys.executable} tests/run.py", "--json", env=env, timeout=300)
-    doc = json.loads(p.stdout)
-    assert doc["bisect"]["first_bad"]["sha"] == shas[3], p.stdout[-1500:]
+    _, shas, doc = _with_pythonpath_at_the_checkout(tmp_path, "triage")
+    assert doc["bisect"]["first_bad"]["sha"] == shas[3], doc["bisect"]["endpoints"]
     assert [h["file"] for h in doc["diff"]["culprit_hunks"]] == ["src/mypkg/sub/core.py"], doc["diff"]

@@ -32,9 +32,9 @@ terms ("first fixed commit").
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bisectk.engine.direction import FixOracle, Terms, repeats_for

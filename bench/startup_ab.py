@@ -12,7 +12,7 @@ command of every side in turn and the medians of many are compared.
   says how, bench/coldtree.py) and once more (cached: the worktree left by the first is switched).
 
     python bench/startup_ab.py --base DIR [--fixed 21] [--history 7] [--commits 30000] [--tree 5]
-                               [--drop move|gc]
+                               [--drop move|gc] [--new-args "--no-flaky"]
 
 DIR holds a base tree's `bisectk/` (`git archive REV bisectk | tar -x -C DIR`). Both trees'
 bytecode is compiled first: a shell with PYTHONDONTWRITEBYTECODE=1 would otherwise recompile every
@@ -43,6 +43,9 @@ from repogen import generate  # noqa: E402
 from scale_bench import STAMP_SH, TEST_SH  # noqa: E402
 
 
+NEW_ARGS: list[str] = []    # --new-args: more options for the new side's bisect commands
+
+
 def bisect(root: Path, repo: Path, good: str, bad: str, run: Path, work: Path, log: Path | None = None):
     db = work / "ab.db"
     db.unlink(missing_ok=True)
@@ -52,7 +55,8 @@ def bisect(root: Path, repo: Path, good: str, bad: str, run: Path, work: Path, l
         env["BENCH_LOG"] = str(log)
     t0 = time.time()
     p = subprocess.run([sys.executable, "-m", "bisectk", "bisect", "--repo", str(repo), "--good", good, "--bad", bad,
-                        "--run", str(run), "--json", "--ledger", str(db)], capture_output=True, text=True, env=env,
+                        "--run", str(run), "--json", "--ledger", str(db), *(NEW_ARGS if root == ROOT else [])],
+                       capture_output=True, text=True, env=env,
                        cwd=work)
     return t0, time.time(), json.loads(p.stdout)
 
@@ -66,7 +70,9 @@ def main() -> int:
     ap.add_argument("--tree", type=int, default=0, help="samples of the 10,000-file tree (0: skip)")
     ap.add_argument("--drop", choices=coldtree.HOWS, default="move",
                     help="how a cold sample's cached worktree is taken away (bench/coldtree.py)")
+    ap.add_argument("--new-args", default="", help="more options for the new side's bisect commands")
     a = ap.parse_args()
+    NEW_ARGS[:] = a.new_args.split()
     sides = {"base": a.base.resolve(), "new": ROOT}
     for root in sides.values():
         compileall.compile_dir(root / "bisectk", quiet=1)

@@ -50,6 +50,9 @@ from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import Outcome, Reason, Run, Target, Verdict
 from bisectk.run.runner import Runner
 
+EXTEND = 10.0           # a silent bad endpoint's hang is checked once with this many times the watchdog,
+EXTEND_MIN_S = 10.0     # and at least this long
+
 if TYPE_CHECKING:   # loaded after the endpoints ran: the first run does not wait for it (issue 27)
     from bisectk.engine.records import EndpointCheck, Rate
 
@@ -93,9 +96,14 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
         meanwhile()
     bad_runs = _reproduced(trials, bad_point, repeat, 2 * cap if policy.flaky else cap)
     target = Target.of(bad_runs, policy.same_failure)
+    notes: list[str] = []
+    if _silent_hang(runner, bad_runs, target):     # 2b. slow, or hung? given longer once
+        bad_runs, said = _hang_or_slow(trials, bad_point, bad_runs)
+        target = Target.of(bad_runs, policy.same_failure)
+        watchdog = runner.policy()
+        notes.append(said)
     passed = any(r.outcome is Outcome.PASS for r in bad_runs)
     is_flaky = bool(target) and (passed if policy.flaky is None else policy.flaky)
-    notes: list[str] = []
     if measure and target is not None and is_flaky and len(bad_runs) < cap:
         runner.events.emit(PhaseStarted("flakiness", f"measuring the bad endpoint over {cap} runs"))
         while len(bad_runs) < cap:
@@ -130,6 +138,45 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
                         if v.reason is Reason.USAGE)
     return EndpointCheck(good, bad, watchdog, problem, target, is_flaky and problem is None, bad_rate, good_rate,
                          tuple(notes), details, env.to_dict() if env else None)
+
+
+def _silent_hang(runner: Runner, runs: list[Run], target: Target | None) -> bool:
+    """The bad endpoint's failure is a hang that only the good run's duration called: the
+    watchdog was calibrated (not the user's, not the spec's, not following progress output) and
+    no run said where it stopped. A test that became slower looks the same."""
+    from bisectk.outcome import FailKind
+    return (target is not None and runner.timeout is not None and runner.timeout.source == "calibrated"
+            and all(f.kind is FailKind.HANG for f in target.failures)
+            and not any(r.progress for r in runs if r.kind is FailKind.HANG))
+
+
+def _hang_or_slow(trials: Trials, bad_point: Any, bad_runs: list[Run]) -> tuple[list[Run], str]:
+    """Run the bad endpoint once more with EXTEND times the watchdog (at least EXTEND_MIN_S, at
+    most the cap). Hung again: a hang, and the watchdog stays. It finished: the subject is slow,
+    its runs are the bad endpoint's runs, and the watchdog is set from how long it took, so the
+    search does not call every slow commit a hang (a test that went from 0.1 s to 6 s is not a
+    deadlock). Returns the bad endpoint's runs and what was done, in words."""
+    from bisectk.timeouts import CALIBRATION_CAP_S, TimeoutPolicy
+    runner = trials.runner
+    short = runner.timeout
+    longer = min(CALIBRATION_CAP_S, max(EXTEND * short.seconds, EXTEND_MIN_S))
+    runner.events.emit(Note(f"the bad endpoint was called a hang after {short.seconds:g} s ({short.detail}), and "
+                            f"it printed nothing that tells a hang from a slow run: once more with {longer:g} s"))
+    runner.timeout = TimeoutPolicy(longer, "extended", f"{longer:g} s: the bad endpoint's second chance")
+    try:
+        run = trials.observe(bad_point)
+    finally:
+        runner.timeout = short
+    if run.timed_out:
+        return [*bad_runs, run], (f"the bad endpoint hung after {short.seconds:g} s and again after {longer:g} s: "
+                                  "a hang")
+    watchdog = runner.stretch(run.duration_s)
+    key = trials.space.key(bad_point)   # where the short runs "waited" is no hang's place: not shown as one
+    trials.trials[:] = [replace(t, run=replace(t.run, stuck=None)) if t.key == key and t.run.timed_out else t
+                        for t in trials.trials]
+    return [run], (f"the bad endpoint was no hang: called one after {short.seconds:g} s, it ended in "
+                   f"{run.duration_s:.2f} s when given {longer:g} s ({Verdict.fold([run]).describe()}); "
+                   f"the watchdog is now {watchdog.seconds:.1f} s")
 
 
 def _reproduced(trials: Trials, bad_point: Any, repeat: int, cap: int) -> list[Run]:

@@ -178,6 +178,19 @@ class Runner:
                         f"{self.timeout.detail}"))
         return self.policy()
 
+    def stretch(self, seconds: float) -> TimeoutPolicy:
+        """A silent run called a hang by the good run's duration alone finished after `seconds`
+        once given longer (engine/endpoints.py): the calibrated watchdog is set from it as from
+        a good run, if that is longer. A watchdog the user or the spec fixed is never changed."""
+        if self.timeout is not None and self.timeout.source != "calibrated":
+            return self.policy()
+        factor = max(self.factor, 2 * (self.spec.slow_factor or 0))
+        base = calibrated([seconds], self.floor, factor)
+        if self.timeout is None or base.seconds > self.timeout.seconds:
+            self.timeout = TimeoutPolicy(base.seconds, "calibrated",
+                                         f"{base.detail.replace('slowest good run', 'the bad endpoint')}")
+        return self.policy()
+
     def kernel_factor(self) -> float:
         """How much longer than the good run's a kernel stretch may take: a SLOW oracle needs room."""
         return max(KERNEL_FACTOR, 2 * (self.spec.slow_factor or 0))

@@ -56,6 +56,9 @@ def test_calibration_and_hang_within_watchdog(tmp_path, make_spec):
     assert check.timeout.source == "calibrated" and check.timeout.seconds >= 1.0
     hang_run = check.bad.runs[0]
     assert hang_run.duration_s < check.timeout.seconds + 0.5
+    # a silent hang called by the good run's duration alone is given longer once: it hung again
+    assert any("and again after" in n and "a hang" in n for n in check.notes), check.notes
+    assert len(check.bad.runs) == 2 and all(r.kind is FailKind.HANG for r in check.bad.runs)
     assert calibrated([0.1, 0.4]).seconds == 2.0 and calibrated([0.01]).seconds == 1.0
 
 
@@ -76,3 +79,14 @@ def test_slow_uses_good_baseline(tmp_path, make_spec):
     spec = load_spec(make_spec({"mode": "ok", "sleep": 0.3}, {"mode": "slow", "sleep": 0.3}, oracle="slow_factor = 2.0"))
     check = verify(Runner(spec))
     assert check.ok and check.bad.kind is FailKind.SLOW, check.bad.describe()
+
+
+def test_a_bad_endpoint_that_is_slow_not_hung_is_judged_by_its_end(tmp_path, make_spec):
+    """Good takes 0.05 s, so the watchdog is its 1 s floor; bad takes 1.6 s and gives a wrong
+    result. Called a hang at 1 s, it is run once more with longer: it ends, wrong, and the
+    watchdog is set from its time (the search must not call every slow configuration a hang)."""
+    spec = load_spec(make_spec({"mode": "ok", "sleep": 0.05}, {"mode": "wrong", "sleep": 1.6}))
+    check = verify(Runner(spec))
+    assert check.ok and check.bad.kind is FailKind.WRONG, check.bad.describe()
+    assert check.timeout.seconds >= 5 * 1.6 and check.timeout.source == "calibrated", check.timeout
+    assert any("was no hang" in n for n in check.notes), check.notes

@@ -213,3 +213,24 @@ def test_pytest_takes_pytests_options_after_the_node_id(tmp_path):
     doc = json.loads(bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1],
                              "--pytest", "t.py -k 'tile and not slow'", "--json", timeout=300).stdout)
     assert doc["first_bad"]["sha"] == shas[7], doc["endpoints"]["problem"]
+
+
+def test_a_test_that_became_slow_is_not_a_hang_and_the_real_failure_is_found(tmp_path):
+    """From rev 2 the test takes 1.6 s (it took 0.1 s); from rev 4 it exits 1. The watchdog
+    calibrated from the good run (its 1 s floor) called the bad endpoint a hang, and bisectk named
+    rev 2, where the test got slower, at confidence 1.0. The bad endpoint is given longer once:
+    it ends with exit 1, the watchdog follows its time, and rev 4 is found."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q")
+    shas = []
+    for i in range(7):
+        (r / "t.py").write_text(f"import sys, time\n# rev {i}\ntime.sleep({0.05 if i < 2 else 1.6})\n"
+                                f"sys.exit({1 if i >= 4 else 0})\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"rev {i}")
+        shas.append(git(r, "rev-parse", "HEAD").strip())
+    doc = json.loads(bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--run",
+                             f"{sys.executable} t.py", "--no-flaky", "--json", timeout=300).stdout)
+    assert doc["first_bad"]["sha"] == shas[4], (doc["first_bad"], doc["endpoints"]["notes"])
+    assert doc["endpoints"]["bad"]["kind"] == "bad" and any("was no hang" in n for n in doc["endpoints"]["notes"])

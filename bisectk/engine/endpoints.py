@@ -50,7 +50,7 @@ from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import Outcome, Reason, Run, Target, Verdict
 from bisectk.run.runner import Runner
 
-EXTEND = 10.0           # a silent bad endpoint's hang is checked once with this many times the watchdog,
+EXTEND = 4.0            # a silent bad endpoint's hang is checked once with this many times the watchdog,
 EXTEND_MIN_S = 10.0     # and at least this long
 
 if TYPE_CHECKING:   # loaded after the endpoints ran: the first run does not wait for it (issue 27)
@@ -142,12 +142,27 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
 
 def _silent_hang(runner: Runner, runs: list[Run], target: Target | None) -> bool:
     """The bad endpoint's failure is a hang that only the good run's duration called: the
-    watchdog was calibrated (not the user's, not the spec's, not following progress output) and
-    no run said where it stopped. A test that became slower looks the same."""
+    watchdog was calibrated (not the user's, not the spec's, not following progress output), no
+    run said where it stopped, and no picture read at the kill shows a deadlock. A test that
+    became slower looks the same."""
     from bisectk.outcome import FailKind
+    hung = [r for r in runs if r.kind is FailKind.HANG]
     return (target is not None and runner.timeout is not None and runner.timeout.source == "calibrated"
             and all(f.kind is FailKind.HANG for f in target.failures)
-            and not any(r.progress for r in runs if r.kind is FailKind.HANG))
+            and not any(r.progress for r in hung) and not any(_deadlocked(r.stuck) for r in hung))
+
+
+# waits that end only when another thread, warp or process acts: with every group in one of them,
+# nothing the run does on its own can end it (a sleep, a computation, I/O or a GPU sync may end)
+DEADLOCK_WAITS = {"join", "condition wait", "event wait", "barrier wait", "semaphore", "queue", "lock", "wait",
+                  "mbarrier try_wait", "named barrier"}
+
+
+def _deadlocked(stuck: dict | None) -> bool:
+    """Where the run was stopped, every group waits on a synchronization primitive."""
+    from bisectk.stuck import Snapshot
+    snap = Snapshot.from_dict(stuck)
+    return bool(snap and snap.groups) and all(g.wait in DEADLOCK_WAITS for g in snap.groups)
 
 
 def _hang_or_slow(trials: Trials, bad_point: Any, bad_runs: list[Run]) -> tuple[list[Run], str]:

@@ -21,7 +21,11 @@ WORK = PIN + "t = time.process_time()\nwhile time.process_time() - t < {cpu}: pa
 
 @pytest.fixture
 def busy_cpu():
-    hogs = [subprocess.Popen([sys.executable, "-c", PIN + "\nwhile True: pass"]) for _ in range(3)]
+    # each in a session of its own, as the run is (run_process): where the kernel groups tasks by
+    # session (autogroup), three hogs in the test's session would share one group's CPU time, and
+    # the run, alone in its group, would get half the CPU instead of a quarter
+    hogs = [subprocess.Popen([sys.executable, "-c", PIN + "\nwhile True: pass"], start_new_session=True)
+            for _ in range(3)]
     time.sleep(0.3)
     yield
     for h in hogs:

@@ -90,3 +90,14 @@ def test_a_bad_endpoint_that_is_slow_not_hung_is_judged_by_its_end(tmp_path, mak
     assert check.ok and check.bad.kind is FailKind.WRONG, check.bad.describe()
     assert check.timeout.seconds >= 5 * 1.6 and check.timeout.source == "calibrated", check.timeout
     assert any("was no hang" in n for n in check.notes), check.notes
+
+
+def test_a_picture_of_every_thread_waiting_on_a_primitive_is_a_deadlock():
+    """Such a hang is not given a second, longer run: nothing the run does alone can end it."""
+    from bisectk.engine.endpoints import _deadlocked
+    group = lambda wait: {"role": "t", "count": 1, "place": "k.py:3", "wait": wait}   # noqa: E731
+    assert _deadlocked({"groups": [group("condition wait"), group("join")]})
+    assert _deadlocked({"groups": [group("mbarrier try_wait"), group("named barrier")]})
+    assert not _deadlocked({"groups": [group("condition wait"), group("sleep")]})
+    assert not _deadlocked({"groups": [group("running (on CPU)")]}) and not _deadlocked({"groups": []})
+    assert not _deadlocked(None) and not _deadlocked({"groups": [group("GPU synchronize")]})

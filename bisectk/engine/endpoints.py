@@ -159,10 +159,12 @@ DEADLOCK_WAITS = {"join", "condition wait", "event wait", "barrier wait", "semap
 
 
 def _deadlocked(stuck: dict | None) -> bool:
-    """Where the run was stopped, every group waits on a synchronization primitive."""
+    """Where the run was stopped, every group waits on a synchronization primitive (on a GPU, every
+    warp group read: the host thread then only waits for the kernel)."""
     from bisectk.stuck import Snapshot
     snap = Snapshot.from_dict(stuck)
-    return bool(snap and snap.groups) and all(g.wait in DEADLOCK_WAITS for g in snap.groups)
+    groups = [g for g in snap.groups if g.device] or list(snap.groups) if snap else []
+    return bool(groups) and all(g.wait in DEADLOCK_WAITS for g in groups)
 
 
 def _hang_or_slow(trials: Trials, bad_point: Any, bad_runs: list[Run]) -> tuple[list[Run], str]:

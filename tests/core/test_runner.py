@@ -101,3 +101,7 @@ def test_a_picture_of_every_thread_waiting_on_a_primitive_is_a_deadlock():
     assert not _deadlocked({"groups": [group("condition wait"), group("sleep")]})
     assert not _deadlocked({"groups": [group("running (on CPU)")]}) and not _deadlocked({"groups": []})
     assert not _deadlocked(None) and not _deadlocked({"groups": [group("GPU synchronize")]})
+    # a hung kernel: the host waits for it, its warps wait on barriers
+    assert _deadlocked({"groups": [group("GPU synchronize"), {**group("mbarrier try_wait"), "device": True},
+                                   {**group("named barrier"), "device": True}]})
+    assert not _deadlocked({"groups": [group("GPU synchronize"), {**group(""), "device": True}]})

@@ -12,9 +12,9 @@ its .git). Each such file's import root is the directory above its top-level pac
 highest directory with an `__init__.py` on the way up), or its own directory for a plain module;
 the same directories of the worktree are put first on the runs' PYTHONPATH (CommitSpace
 `python_roots`), ahead of the install's .pth entry or finder, and the endpoints are run again under
-a memo namespace of their own. A run that still imports from the checkout (an interpreter
-started with -I or -E, a warm worker whose sys.path was set before) is a problem the command
-states, never a verdict.
+a memo namespace of their own. A run that still imports from the checkout (a test that puts the
+checkout on sys.path itself) is a problem the command states, never a verdict. An interpreter
+started with -I or -E records no imports (run/imports.py), so its runs are not seen.
 
 Abstractions
 ------------
@@ -101,6 +101,6 @@ def still_leaking(runner, space) -> str | None:
         return None
     shown = ", ".join(os.path.relpath(f, checkout) for f in files[:SHOWN])
     return (f"the runs import Python from your checkout ({shown} in {checkout}), not from the commit being "
-            "tested, even with the commit's copy first on PYTHONPATH (python -I or -E, or --warm): every commit "
-            "would run your checkout's code; run the test so that it imports the commit's sources (cold, without "
-            "-I/-E), or uninstall the editable install of this repository while bisecting")
+            "tested, even with the commit's copy first on PYTHONPATH (does the test put your checkout on sys.path "
+            "itself?): every commit would run your checkout's code; run the test so that it imports the commit's "
+            "sources, or uninstall the editable install of this repository while bisecting")

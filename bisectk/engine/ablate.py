@@ -11,6 +11,7 @@ FirstRuns        -- with --jobs above one, the search's likely first runs, begun
                     endpoint's first run (a GPU hang holds it a second or more) and taken by the
                     search when it asks.
 attempt_records  -- the search's attempts as AttemptRecords, with each configuration's verdict.
+rule_doc         -- the record's flakiness rule: --flaky's, or --no-flaky's declaration (STEADY).
 run_ablation     -- the whole command: verify the endpoints, make the judging oracle with the
                     failure they showed, derive the flakiness rule from the endpoint runs when the
                     failure is intermittent, search, find thresholds of ordinal culprits, add
@@ -50,6 +51,14 @@ MORE_SETS = 7   # independent failing sets looked for after the first (8 in all)
 STEADY = {"kind": "steady", "text": "none: --no-flaky declared the failure deterministic, so the answer was confirmed "
                                     "by one more run of each configuration it rests on (an intermittent failure could "
                                     "slip through)"}
+
+
+def rule_doc(rule, policy: RunPolicy, res: AblationResult) -> dict | None:
+    """The record's `flakiness_rule`: --flaky's rule, or --no-flaky's declaration while no
+    contradiction switched the search to the flake rule."""
+    if rule is not None:
+        return rule.to_dict()
+    return STEADY if policy.flaky is False and not res.switched else None
 
 
 @dataclass
@@ -233,7 +242,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
         sets=tuple(doc["sets"]), fixes=tuple(doc["fixes"]), open_fixes=tuple(doc["open_fixes"]),
         sets_complete=doc["sets_complete"], sets_note=doc["sets_note"],
         unresolved=tuple(doc["unresolved"]),
-        flakiness_rule=rule.to_dict() if rule else STEADY if policy.flaky is False and not res.switched else None,
+        flakiness_rule=rule_doc(rule, policy, res),
         thresholds={f: {"first_fail": t.value, "last_pass": t.values[t.last_pass], "exact": t.exact,
                         "text": t.describe()} for f, t in found_thresholds.items()},
         search_runs=res.runs, unused_runs=res.unused, ahead_runs=res.taken_ahead, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from bisectk.engine.ablate import (MORE_SETS, STEADY, SetSearch, attempt_records, different_failures, flakiness_rule,
+from bisectk.engine.ablate import (MORE_SETS, SetSearch, attempt_records, different_failures, flakiness_rule, rule_doc,
                                    search_set)
 from bisectk.engine.endpoints import verify
 from bisectk.engine.hangs import hang_facts
@@ -99,7 +99,7 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
         search_runs=res.runs + sum(r.runs for r in line_results),
         unused_runs=res.unused + sum(r.unused for r in line_results),
         ahead_runs=res.taken_ahead + sum(r.taken_ahead for r in line_results), hangs=hangs,
-        flakiness_rule=rule.to_dict() if rule else STEADY if policy.flaky is False and not res.switched else None,
+        flakiness_rule=rule_doc(rule, policy, res),
         sets=tuple(doc["sets"]), fixes=tuple(doc["fixes"]), open_fixes=tuple(doc["open_fixes"]),
         sets_complete=doc["sets_complete"], sets_note=doc["sets_note"], **base)
 

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from bisectk.engine import environment
 from bisectk.engine.oracle import Trials
 from bisectk.events import Note, PhaseStarted
-from bisectk.outcome import Outcome, Reason, Run, Target, Verdict
+from bisectk.outcome import FailKind, Outcome, Reason, Run, Target, Verdict
 from bisectk.run.runner import Runner
 
 EXTEND = 4.0            # a silent bad endpoint's hang is checked once with this many times the watchdog,
@@ -145,7 +145,6 @@ def _silent_hang(runner: Runner, runs: list[Run], target: Target | None) -> bool
     watchdog was calibrated (not the user's, not the spec's, not following progress output), no
     run said where it stopped, and no picture read at the kill shows a deadlock. A test that
     became slower looks the same."""
-    from bisectk.outcome import FailKind
     hung = [r for r in runs if r.kind is FailKind.HANG]
     return (target is not None and runner.timeout is not None and runner.timeout.source == "calibrated"
             and all(f.kind is FailKind.HANG for f in target.failures)

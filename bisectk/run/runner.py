@@ -163,9 +163,7 @@ class Runner:
                 import statistics   # after the first run, not before it (with fractions, decimal: ~5 ms)
                 self.judge.baseline = statistics.median(elapsed)
             if self.spec.timeout is None and (self.timeout is None or self.timeout.source != "option"):
-                # a SLOW verdict needs room: the watchdog must not fire before slowness shows
-                factor = max(self.factor, 2 * (self.spec.slow_factor or 0))
-                self.timeout = calibrated([r.duration_s for r in passes], self.floor, factor)
+                self.timeout = calibrated([r.duration_s for r in passes], self.floor, self._factor())
                 timed = [(r.duration_s, Timeline.from_list(r.timeline)) for r in passes]
                 timed = [(d, t) for d, t in timed if t is not None and t.points]
                 if timed:
@@ -184,12 +182,16 @@ class Runner:
         a good run, if that is longer. A watchdog the user or the spec fixed is never changed."""
         if self.timeout is not None and self.timeout.source != "calibrated":
             return self.policy()
-        factor = max(self.factor, 2 * (self.spec.slow_factor or 0))
-        base = calibrated([seconds], self.floor, factor)
+        base = calibrated([seconds], self.floor, self._factor())
         if self.timeout is None or base.seconds > self.timeout.seconds:
             self.timeout = TimeoutPolicy(base.seconds, "calibrated",
                                          f"{base.detail.replace('slowest good run', 'the bad endpoint')}")
         return self.policy()
+
+    def _factor(self) -> float:
+        """The calibrated watchdog's multiple of a run's time: a SLOW verdict needs room, so the
+        watchdog must not fire before slowness shows."""
+        return max(self.factor, 2 * (self.spec.slow_factor or 0))
 
     def kernel_factor(self) -> float:
         """How much longer than the good run's a kernel stretch may take: a SLOW oracle needs room."""

@@ -9,6 +9,8 @@ Workload -- a configuration (the memo key's factor values) plus the place it run
             tree holds: a build made for another state must be redone), and an optional
             `prepare` that makes the sources exist (applies hunks) before the build and the run,
             and an optional `origin` for executors on other hosts.
+python_first -- the environment that puts directories of a workload's tree first on PYTHONPATH
+            (ahead of the caller's; engine/checkout_imports.py finds them).
 Origin   -- where a workload's files come from, for an executor on another host (run/remote.py):
             a key naming the file set (a commit sha; "" for "the digest of what `pack` gives"),
             `pack()` giving the files as a tar archive (`git archive` of a commit, a scratch tree
@@ -30,12 +32,21 @@ so no run ever reads another's directory or environment.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 Config = dict[str, Any]
+
+
+def python_first(tree: Path, roots: tuple[str, ...]) -> dict[str, str]:
+    """{"PYTHONPATH": tree/root for each root, then this process's PYTHONPATH}, or {} for no roots."""
+    if not roots:
+        return {}
+    given = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": os.pathsep.join([str(tree / r) for r in roots] + ([given] if given else []))}
 
 
 @dataclass(frozen=True)

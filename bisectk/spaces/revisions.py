@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bisectk.run.workload import Origin, Workload
+from bisectk.run.workload import Origin, Workload, python_first
 from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, _env, run_git
 from bisectk.spaces.submodules import SubmoduleMissing
 from bisectk.spaces.worktrees import WorktreePool
@@ -126,10 +126,7 @@ class CommitSpace:
                 raise           # the repository or the disk, not the commit: the command stops
             yield Workload(dict(self.config), NOWHERE, revision=sha, state=sha, unrunnable=f"checkout failed: {why}")
             return
-        env = {}
-        if self.python_roots:
-            first = [str(entry.path / r) for r in self.python_roots]
-            env["PYTHONPATH"] = os.pathsep.join(first + [p for p in [os.environ.get("PYTHONPATH")] if p])
+        env = python_first(entry.path, self.python_roots)
         try:                    # switched worktrees lose their .pyc (worktrees.survey)
             yield Workload(dict(self.config), entry.path / self.subdir, env, revision=sha, state=sha)
         finally:

@@ -124,7 +124,7 @@ def stream(parents: list[tuple[int, ...]], culprit: int, files: int, rng: random
 def generate(path: Path | str, commits: int, *, shape: str = "linear", files: int = 0,
              culprit: int | None = None, seed: int = 0) -> Generated:
     """Write a new repository at `path` (which must not exist or be empty) and check out its tip."""
-    path = Path(path)
+    path = Path(path).resolve()    # git fast-import runs in it: a relative marks path would land a level down
     rng = random.Random(seed)
     parents = shape_parents(commits, shape)
     if culprit is None:

@@ -326,6 +326,19 @@ def bisect(repo: Path = RepoOpt,
                 ledger=ledger, as_json=as_json, terms=terms, files=files)
 
 
+def say_command(files, spec, sub: Path) -> None:
+    """Where the command runs and which copy of each file it names: the user's file, or each
+    commit's own (said when the user has a copy: one that only the tree has did not run)."""
+    if spec is None and str(sub) != ".":
+        out.print(f"runs in each commit's {sub}/, where the command was typed", markup=False)
+    for f in files:
+        if f.state == "tracked, not in your directory":
+            continue
+        out.print(f"command: {f.word} is your file {f.path} ({f.state}), run in each commit's worktree"
+                  if f.use == "yours" else f"command: {f.word} is tracked: each commit's own {f.path} runs",
+                  markup=False)
+
+
 def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, spec, run_cmd, pytest_id, s, cfg, sub, good, bad,
             repeat, flaky, calibrate_runs, same_failure, confidence, jobs, gpus, first_parent, any_failure, max_runs,
             resume, fresh, snapshots, warm, executor, ray_address, ray_repo, report, json_out, html, ledger,
@@ -357,12 +370,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
                       + (f", {merges} of them {'a merge' if merges == 1 else 'merges'}" if merges else "")
                       + (" (first-parent chain)" if first_parent else "")
                       + (f", touching {' '.join(commits.paths)}" if commits.paths else ""), markup=False)
-            for f in files:     # which copy runs: the user's file, or each commit's own (said when
-                if f.state == "tracked, not in your directory":     # the user has a copy: it did not run)
-                    continue
-                out.print(f"command: {f.word} is your file {f.path} ({f.state}), run in each commit's worktree"
-                          if f.use == "yours" else f"command: {f.word} is tracked: each commit's own {f.path} runs",
-                          markup=False)
+            say_command(files, spec, sub)
         # Once the first run has ended, the environment is captured and the listing parsed (numpy
         # loaded) beside the runs after it: before, their Python took the GIL from the path to the
         # first launch. With no run, the record asks for both. The parse starts sooner when the
@@ -440,8 +448,16 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     from bisectk.report.junit import write_junit
     from bisectk.report.triage import to_cases
     from bisectk.spaces.commits import list_graph, open_repo
+    from bisectk.spaces.command import resolve_command
     root = open_repo(repo)
     commits = list_graph(root, good, bad, first_parent=first_parent)
+    files = []      # --run ./test.sh as bisect reads it: the user's untracked script, or each commit's own
+    if run_cmd:
+        run_cmd, found = resolve_command(run_cmd, "--run", user_cwd=Path.cwd(), root=root, commit=commits.bad_sha)
+        files += found
+    if build:
+        build, found = resolve_command(build, "--build", user_cwd=Path.cwd(), root=root, commit=commits.bad_sha)
+        files += found
     s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  jobs=jobs, max_runs=max_runs, confidence=confidence, executor=executor, ray_address=ray_address,
@@ -452,10 +468,12 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
         prev = session.previous
         if resume and (prev is None or (prev["args"].get("good"), prev["args"].get("bad")) != (args["good"], args["bad"])):
             fail(f"--resume: no earlier triage of {good}..{bad} with this subject in {session.ledger.path}")
+        if not as_json:
+            say_command(files, spec, sub)
         with session.commit_space(commits, root, cfg, sub) as space:
             rec = run_triage(session.runner(), space, pol, scratch_root=session.scratch("triage"),
                              environment=capture_after_first_run(session), repo=str(root), first_parent=first_parent,
-                             subdir=sub)
+                             subdir=sub, facts={"command_files": tuple(f.to_dict() for f in files)})
         if junit:
             write_junit(junit, "bisectk triage", to_cases(rec, str(spec or run_cmd or pytest_id)))
         finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html, where=report)

@@ -253,13 +253,16 @@ def default_spec() -> Path:
 
 
 def history_subject(spec, run_cmd, pytest_id, build, root: Path, config, sets, timeout, repeat):
-    """(Spec, configuration, the subject's cwd relative to the repository root) for bisect/triage."""
+    """(Spec, configuration, the subject's cwd relative to the repository root) for bisect/triage:
+    a spec's own directory; for --run/--pytest, the directory the command was typed in
+    (spaces/command.py run_dir)."""
     from bisectk.engine.subject import load_subject
+    from bisectk.spaces.command import run_dir
     s, cfg = load_subject(spec, run_cmd, pytest_id, build=build, cwd=root, config=config, sets=sets,
                           timeout=timeout, repeat=repeat, name="bisect")
     unused_factor_warnings(s)
     try:
-        sub = s.cwd.resolve().relative_to(root) if spec is not None else Path(".")
+        sub = s.cwd.resolve().relative_to(root) if spec is not None else run_dir(Path.cwd(), root)
     except ValueError:
         sub = Path(".")  # a spec outside the repository: run from the worktree's root
     return s, cfg, sub

@@ -52,9 +52,11 @@ def verdict_of(b: BisectRecord) -> str:
 
 def run_triage(runner: Runner, space: CommitSpace, policy: RunPolicy, *, scratch_root: Path,
                environment: dict | Callable[[], dict] | None = None, repo: str = "", first_parent: bool = False,
-               subdir: Path = Path(".")) -> TriageRecord:
+               subdir: Path = Path("."), facts: dict | None = None) -> TriageRecord:
+    """`facts`: the bisection record's facts of the command (bisect's `command_files`)."""
     start = time.monotonic()
-    bis = run_bisect(runner, space, policy, environment=environment, repo=repo, first_parent=first_parent)
+    bis = run_bisect(runner, space, policy, environment=environment, repo=repo, first_parent=first_parent,
+                     facts=facts)
     diff: DiffRecord | None = None
     diff_error = None
     if found(bis):

@@ -7,11 +7,18 @@ when it has a slash, any argument) is resolved once, before the search:
 
 - it names a file in the user's current directory that the commit's tree does not provide as it
   is (untracked there, or modified, or the directory is outside the repository): the user's file
-  is run by its absolute path, inside each commit's worktree (cwd = the worktree root, as git's);
+  is run by its absolute path, inside each commit's worktree;
 - it names a file that the --bad commit's tree provides (the user's copy, if any, is the same):
-  each commit's own copy is run, as git does (rewritten relative to the worktree root when the
-  user's directory is a subdirectory of the repository);
+  each commit's own copy is run, as git does;
 - otherwise it is left as typed (a program on PATH, a file that only some commits have).
+
+Where it runs (`run_dir`): in each commit's worktree, in the directory the command was typed in.
+Typed at the repository's top level (git bisect's own place) that is the worktree's root; typed
+in a subdirectory, it is that subdirectory of each worktree, so the command sees what it saw when
+the user tried it there by hand (`cd kernels && ./check.sh` reading `./ref.bin`). git itself
+gives no precedent there: 2.39 refuses to bisect from a subdirectory, and later versions run the
+command from the top level, where a path typed in the subdirectory no longer names anything.
+Typed outside the repository (`--repo PATH`): the worktree's root.
 
 A program without a slash (`python`, `make`) is looked up on PATH, as the shell does. Quoting,
 spaces and arguments keep their meaning: the command is split with shell rules once, and its
@@ -24,6 +31,8 @@ CommandFile     -- one resolved path: the word as typed, which copy runs ("yours
                    repository", "tracked" (your copy is the tree's), "tracked, not in your
                    directory"): facts for the reports, which say which copy ran.
 resolve_command -- the command line with its words resolved, and the CommandFiles.
+run_dir         -- where in each worktree the command runs: the user's directory, relative to the
+                   repository root ('.' at the top level or outside the repository).
 """
 
 from __future__ import annotations
@@ -41,7 +50,7 @@ from bisectk.spaces.commits import SpaceError, run_git
 class CommandFile:
     word: str        # as typed
     use: str         # "yours": the user's file, by absolute path; "tree": each commit's own copy
-    path: str        # what runs: an absolute path, or a path relative to the worktree root
+    path: str        # what runs: an absolute path, or the tree's file relative to the worktree root
     state: str       # untracked | modified | outside the repository | tracked | tracked, not in your directory
 
     def to_dict(self) -> dict[str, str]:
@@ -91,7 +100,7 @@ def resolve_command(text: str, option: str, *, user_cwd: Path, root: Path, commi
         if mine.is_file():
             if blob is not None and _same(root, mine, blob):
                 files.append(CommandFile(word, "tree", rel, "tracked"))
-                out.append(_relative(word, rel, k == 0))
+                out.append(word)        # run where it was typed (run_dir): the word reads the same there
                 continue
             state = ("outside the repository" if inside is None or not mine.is_relative_to(root)
                      else "modified" if blob is not None else "untracked")
@@ -99,7 +108,7 @@ def resolve_command(text: str, option: str, *, user_cwd: Path, root: Path, commi
             out.append(str(mine))
         elif blob is not None:
             files.append(CommandFile(word, "tree", rel, "tracked, not in your directory"))
-            out.append(_relative(word, rel, k == 0))
+            out.append(word)
         else:
             out.append(word)
     return (shlex.join(out) if files else text), files
@@ -114,12 +123,14 @@ def _same(root: Path, path: Path, blob: str) -> bool:
         return False
 
 
-def _relative(word: str, rel: str, first: bool) -> str:
-    """The tree's path as the command gives it: unchanged when the word already reads so; a
-    program keeps a './' (without a slash the shell would look it up on PATH)."""
-    if os.path.normpath(word) == rel:
-        return word
-    return f"./{rel}" if first and "/" not in rel else rel
+def run_dir(user_cwd: Path, root: Path) -> Path:
+    """The directory of each worktree the command runs in: `user_cwd` relative to `root` when it
+    is inside the repository (never its .git), else the worktree's root."""
+    try:
+        inside = Path(os.path.abspath(user_cwd)).relative_to(root)
+    except ValueError:
+        return Path(".")
+    return Path(".") if inside.parts[:1] == (".git",) else inside
 
 
 def pathspec_of(paths: list[str], user_cwd: Path, root: Path) -> list[str]:

@@ -128,6 +128,10 @@ class CommitSpace:
             return
         env = python_first(entry.path, self.python_roots)
         try:                    # switched worktrees lose their .pyc (worktrees.survey)
+            if not (entry.path / self.subdir).is_dir():     # where the command runs: skipped, as git's 125
+                yield Workload(dict(self.config), NOWHERE, revision=sha, state=sha,
+                               unrunnable=f"the directory {self.subdir}/ is not in this commit's tree")
+                return
             yield Workload(dict(self.config), entry.path / self.subdir, env, revision=sha, state=sha)
         finally:
             self.pool.release(entry, sha)

@@ -172,14 +172,58 @@ def test_a_file_only_the_users_checkout_has_is_named_not_called_good_fails_too(u
 
 
 def test_from_a_subdirectory_paths_read_as_typed_there(user, hist, tmp_path):
-    """Typed in d/: `../test.sh` is the user's script at the root, and the pathspec `f0` is
-    d/f0, as git reads a pathspec relative to where it is typed."""
+    """Typed in d/: `../up-test.sh` is the user's script at the root, the pathspec `f0` is d/f0,
+    as git reads a pathspec relative to where it is typed, and the command runs in each commit's
+    d/, where the user tried it by hand (the script reads `../bug` from there)."""
     r, c = user
+    seen = tmp_path / "cwd.txt"
+    (r / "up-test.sh").write_text(f'#!/bin/sh\necho "$PWD" >> {seen}\n! test -f ../bug\n')
+    (r / "up-test.sh").chmod(0o755)
     before = snapshot(r)
-    p = bisectk("bisect", "--good", c["c1"], "--bad", "main", "--run", "../test.sh", "--", "f0", cwd=r / "d", check=0)
-    assert f"command: ../test.sh is your file {r / 'test.sh'} (untracked)" in p.stdout
+    p = bisectk("bisect", "--good", c["c1"], "--bad", "main", "--run", "../up-test.sh", "--", "f0", cwd=r / "d", check=0)
+    assert f"command: ../up-test.sh is your file {r / 'up-test.sh'} (untracked)" in p.stdout
+    assert "runs in each commit's d/, where the command was typed" in p.stdout
     assert "touching d/f0" in p.stdout
     assert f"first bad commit: {c['c6']}" in p.stdout
+    cwds = seen.read_text().split()
+    assert cwds and all(Path(d).name == "d" and ".git/bisectk-worktrees" in d for d in cwds)
+    assert snapshot(r) == before
+
+
+def test_a_command_typed_in_a_subdirectory_runs_there(tmp_path):
+    """`cd kern && ./check.sh` works by hand: the tracked script reads `params.txt` beside it.
+    bisectk runs it in each commit's kern/ (before: at the worktree's root, where every run
+    failed reading params.txt, and the endpoints were refused as "good fails too"); a commit
+    without kern/ is skipped, saying why; `--pytest` takes a node id typed there too."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    check = "#!/bin/sh\nv=$(cut -d= -f2 params.txt)\n[ \"$v\" -lt 6 ]\n"
+    test_py = "def test_v():\n    assert int(open('params.txt').read().split('=')[1]) < 6\n"
+    shas = []
+    for i in range(1, 9):
+        if i == 3:      # kern/ leaves for one commit (moved away and back)
+            files = {"kern/params.txt": None, "kern/check.sh": None, "kern/test_k.py": None, "top": f"{i}\n"}
+        else:
+            files = {"kern/params.txt": f"v={i}\n", "kern/check.sh": check, "kern/test_k.py": test_py,
+                     "top": f"{i}\n"}
+        shas.append(commit(r, f"c{i}", files))
+        if i != 3:
+            (r / "kern" / "check.sh").chmod(0o755)
+            git(r, "add", "kern/check.sh")
+            git(r, "commit", "-q", "--amend", "--no-edit")
+            shas[-1] = git(r, "rev-parse", "HEAD")
+    before = snapshot(r)
+    d = json.loads(bisectk("bisect", "--json", "--good", shas[0], "--bad", "main", "--run", "./check.sh",
+                           cwd=r / "kern", check=0, timeout=120).stdout)
+    assert d["first_bad"]["sha"] == shas[5]
+    d = json.loads(bisectk("bisect", "--json", "--good", shas[0], "--bad", shas[2], "--run", "./check.sh",
+                           cwd=r / "kern", check=2, timeout=120).stdout)
+    assert d["endpoints"]["problem"].startswith("the bad configuration cannot be tested")
+    assert "the directory kern/ is not in this commit's tree" in d["endpoints"]["problem"]
+    d = json.loads(bisectk("bisect", "--json", "--good", shas[0], "--bad", "main", "--pytest", "test_k.py",
+                           "--no-flaky", cwd=r / "kern", check=0, timeout=120).stdout)
+    assert d["first_bad"]["sha"] == shas[5]
     assert snapshot(r) == before
 
 

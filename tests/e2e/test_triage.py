@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from tests.conftest import ROOT, bisectk
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
-from gitrepo import make_repo  # noqa: E402
+from gitrepo import git, make_repo  # noqa: E402
 
 RUN = ["--run", "python kernel.py", "--build", "python build.py"]
 
@@ -75,3 +75,28 @@ def test_a_culprit_commit_that_turns_a_file_into_a_directory_is_isolated_to_its_
     doc = json.loads(p.stdout)
     assert doc["verdict"] == "culprit found" and doc["diff"]["hunks"] == 2, (p.stdout[-2000:], p.stderr[-2000:])
     assert [h["file"] for h in doc["culprit_hunks"]] == ["m.py"]
+
+
+def test_an_untracked_script_of_the_user_runs_in_triage_as_in_bisect(tmp_path):
+    """`triage --run ./test.sh` with the user's untracked script, typed in a subdirectory: it runs
+    by its absolute path in each commit's (and each hunk tree's) same subdirectory, as bisect's
+    does. Before, every run failed to start it, and triage was "inconclusive"."""
+    r = tmp_path / "r"
+    (r / "pkg").mkdir(parents=True)
+    git(r, "init", "-q", "-b", "main")
+    shas = []
+    for i in range(1, 7):
+        (r / "pkg" / "a.py").write_text(f"x = {i}\ny = 1\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"c{i}")
+        shas.append(git(r, "rev-parse", "HEAD"))
+    (r / "pkg" / "test.sh").write_text('#!/bin/sh\npython3 -c "import a; assert a.x < 4"\n')   # untracked
+    (r / "pkg" / "test.sh").chmod(0o755)
+    p = bisectk("triage", "--good", shas[0], "--bad", "main", "--run", "./test.sh", "--json", cwd=r / "pkg", timeout=300)
+    assert p.returncode == 1, (p.stdout[-2000:], p.stderr[-2000:])
+    doc = json.loads(p.stdout)
+    assert doc["verdict"] == "culprit found" and doc["first_bad"]["sha"] == shas[3]
+    assert [h["file"] for h in doc["culprit_hunks"]] == ["pkg/a.py"]
+    assert doc["bisect"]["command_files"] == [{"word": "./test.sh", "use": "yours", "path": str(r / "pkg" / "test.sh"),
+                                               "state": "untracked"}]
+    assert git(r, "status", "--porcelain").split() == ["??", "pkg/test.sh"]

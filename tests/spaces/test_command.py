@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from bisectk.errors import BisectkError
-from bisectk.spaces.command import pathspec_of, resolve_command
+from bisectk.spaces.command import pathspec_of, resolve_command, run_dir
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
@@ -45,8 +45,10 @@ def test_untracked_modified_tracked_and_path_programs(repo, tmp_path):
 
 def test_subdirectory_spaces_and_outside(repo, tmp_path):
     r, sha = repo
-    line, files = resolve("./check.sh", r / "tools", r, sha)      # typed in tools/: the tree's tools/check.sh
-    assert line == "tools/check.sh" and files[0].use == "tree"
+    line, files = resolve("./check.sh", r / "tools", r, sha)      # typed in tools/: the tree's tools/check.sh,
+    assert line == "./check.sh" and (files[0].use, files[0].path) == ("tree", "tools/check.sh")  # run in tools/
+    assert run_dir(r / "tools", r) == Path("tools") and run_dir(r, r) == Path(".")
+    assert run_dir(tmp_path, r) == Path(".") and run_dir(r / ".git", r) == Path(".")
     (tmp_path / "my dir").mkdir()
     (tmp_path / "my dir" / "t t.sh").write_text("exit 0\n")
     line, files = resolve("'./t t.sh' 'an arg'", tmp_path / "my dir", r, sha)

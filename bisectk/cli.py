@@ -207,11 +207,14 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
 def history_ends(good: list[str], bad: list[str], find_fix: bool) -> tuple[list[str], str, tuple[str, str]]:
     """(the old side's refs, the new end's ref, the options that named them) from --good/--bad:
     a regression goes from the goods (all count) to one bad; a fix (--find-fix) from the bads,
-    where it fails, to one good, where it passes again."""
+    where it fails, to one good, where it passes again. The new end defaults to HEAD, as `git
+    bisect bad` (`git bisect fixed`) without a commit marks HEAD."""
     olds, news, names = (bad, good, ("--bad", "--good")) if find_fix else (good, bad, ("--good", "--bad"))
-    if not olds or not news:
-        fail(f"give {names[0]} REF and {names[1]} REF" + (" (--find-fix: --bad is the older commit, where it "
-                                                           "fails, --good the newer one, where it passes)" if find_fix else ""))
+    if not olds:
+        fail(f"give {names[0]} REF" + (" (--find-fix: --bad is the older commit, where it fails, --good the newer "
+                                       "one, where it passes; it defaults to HEAD)" if find_fix else
+                                       " (and --bad REF, which defaults to HEAD)"))
+    news = news or ["HEAD"]
     if len(news) > 1:
         fail(f"{names[1]} is given {len(news)} times: one {names[1]} commit ({names[0]} may be repeated"
              + (", and --find-fix looks from the failing --bad commits to one passing --good)" if find_fix else ")"))
@@ -230,9 +233,10 @@ def history_targets(targets: Optional[list[str]], command_given: bool) -> tuple[
 @app.command(short_help="Find the first bad commit between --good and --bad.")
 def bisect(repo: Path = RepoOpt,
            good: Optional[list[str]] = typer.Option(None, "--good", help="A commit where the subject works; repeatable "
-                                                    "(all count). With --find-fix: the newer commit, where it works again."),
-           bad: Optional[list[str]] = typer.Option(None, "--bad", help="A later commit where it fails. With --find-fix: the "
-                                                   "older commit where it fails (repeatable)."),
+                                                    "(all count). With --find-fix: the newer commit, where it works again (default HEAD)."),
+           bad: Optional[list[str]] = typer.Option(None, "--bad", help="A later commit where it fails (default HEAD, as `git "
+                                                   "bisect bad`). With --find-fix: the older commit where it fails "
+                                                   "(repeatable)."),
            targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [-- PATHSPEC...]", show_default=False,
                                                          help="Variant spec to run in each commit (or use --run / --pytest), "
                                                               "then git's pathspec: only commits that touch these paths are candidates."),
@@ -278,6 +282,8 @@ def bisect(repo: Path = RepoOpt,
     from bisectk.spaces.worktrees import WorktreePool
     terms = Terms.of(find_fix, term_old, term_new)
     olds, new, names = history_ends(good or [], bad or [], find_fix)
+    if not (good if find_fix else bad) and not as_json:
+        out.print(f"{names[1]} not given: HEAD, as `git bisect {terms.new}` marks it", markup=False)
     spec, paths = history_targets(targets, bool(run_cmd or pytest_id or manual))
     root = open_repo(repo)
     paths = pathspec_of(paths, Path.cwd(), root)

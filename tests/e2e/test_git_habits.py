@@ -570,3 +570,17 @@ def test_manual_asks_the_merge_base_first_and_stops_on_a_bad_one(user):
                       lambda wt: "broken" if (wt / "bug").exists() else "fixed")
     assert rc == 0 and f"first fixed commit: {c['fixbug']}" in text
     assert snapshot(r) == before
+
+
+def test_bad_defaults_to_head_as_git_bisect_bad(user, hist, tmp_path):
+    """`git bisect start; git bisect bad; git bisect good c1` marks HEAD bad: --bad may be left
+    out the same way (and with --find-fix, --good, the newer end)."""
+    r, c = user
+    before = snapshot(r)
+    p = run(r, "--good", c["c1"], "--run", "./test.sh", check=0)
+    assert "--bad not given: HEAD, as `git bisect bad` marks it" in p.stdout
+    assert f"first bad commit: {c['c5']}" in p.stdout
+    assert c["c5"] == git_bisect(hist, tmp_path, [c["c8"], c["c1"]], ["./test.sh"])
+    p = run(r, "--run", "./test.sh", check=2)
+    assert "give --good REF (and --bad REF, which defaults to HEAD)" in p.stderr and "Traceback" not in p.stderr
+    assert snapshot(r) == before

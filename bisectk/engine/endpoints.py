@@ -22,9 +22,10 @@ verify         -- the procedure, through the space's Trials (engine/oracle.py; i
                      its runs measure p_old. For an ablation (`measure`) it is measured over
                      `calibrate_runs` runs like bad; the search decides whether the two rates
                      can be told apart. A good endpoint that already showed the target failure, or a bad
-                     one that never failed, settles the pair as unusable without re-checks (a
-                     hanging good side -- swapped endpoints -- must not wait out the watchdog
-                     cap `calibrate_runs` times).
+                     one that never failed, or a good one stopped by the uncalibrated watchdog cap,
+                     settles the pair as unusable without re-checks (a hanging good side -- swapped
+                     endpoints, or a test slower than the cap -- must not wait out the cap
+                     `calibrate_runs` times); the cap is then named as the problem, with --timeout.
                   5. unusable endpoints whose every run shows the same environment cause (a missing
                      module, no GPU, a driver/runtime mismatch, out of memory at start:
                      engine/environment.py) get that cause as their problem, with its facts:
@@ -115,7 +116,10 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
                                                      "it may fail too, less often)"))
         while len(good_runs) < cap:
             good_runs.append(trials.observe(good_point))
-    decided = target is None or (_target_fails(good_runs, target) > 0 and not two_rate)   # unusable already
+    # unusable already: good showed the target failure, or ran into the uncalibrated cap (each
+    # re-check would wait out the whole cap again: 20 minutes at 10 x 120 s for a test that is slow)
+    decided = (target is None or (_target_fails(good_runs, target) > 0 and not two_rate)
+               or _capped(runner, good_runs) is not None)
     if any(r.outcome is Outcome.FAIL for r in good_runs) and not decided and len(good_runs) < cap:
         runner.events.emit(PhaseStarted("recheck", f"the good endpoint failed: re-checking it over {cap} runs"))
         while len(good_runs) < cap:
@@ -130,6 +134,9 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
     env = (environment.diagnose(good_runs, bad_runs, untracked=getattr(trials.space, "untracked", None))
            if problem is not None else None)
     details: tuple[str, ...] = ()
+    capped = _capped(runner, good_runs)
+    if problem is not None and env is None and capped:
+        problem = capped
     if env is not None:   # 5. the machine, not the differences: named, with what fixes it
         problem, details = env.line, env.details
     elif problem is not None:   # a subject that refused its arguments: the command it was given
@@ -138,6 +145,18 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
                         if v.reason is Reason.USAGE)
     return EndpointCheck(good, bad, watchdog, problem, target, is_flaky and problem is None, bad_rate, good_rate,
                          tuple(notes), details, env.to_dict() if env else None)
+
+
+def _capped(runner: Runner, good_runs: list[Run]) -> str | None:
+    """The good endpoint was stopped by the uncalibrated watchdog cap (no --timeout, no spec
+    `timeout`): a test that takes longer than the cap looks like a hang there, and "good fails
+    too (hang)" would send the user after a flake. Says so, with what to do; None otherwise."""
+    if runner.timeout is not None or not any(r.timed_out for r in good_runs):
+        return None
+    cap = runner.policy().seconds
+    return (f"the good endpoint did not finish within {cap:g} s, the watchdog's cap before any good run has passed "
+            f"(nothing to calibrate from yet): if one run takes longer than that, give --timeout SECONDS (or the "
+            f"spec's `timeout`) above its time; if it really hangs, check that --good and --bad are not swapped")
 
 
 def _silent_hang(runner: Runner, runs: list[Run], target: Target | None) -> bool:

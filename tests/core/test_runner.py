@@ -92,6 +92,26 @@ def test_a_bad_endpoint_that_is_slow_not_hung_is_judged_by_its_end(tmp_path, mak
     assert any("was no hang" in n for n in check.notes), check.notes
 
 
+def test_a_good_endpoint_slower_than_the_uncalibrated_cap_is_named_and_not_rechecked(tmp_path, make_spec,
+                                                                                      monkeypatch):
+    """A test suite that takes longer than the watchdog's cap (120 s; 1.5 s here) before any good
+    run has passed: the good endpoint is stopped there. Bad fails at once, differently. Before,
+    good was re-checked `calibrate_runs` times, each waiting out the whole cap (20 minutes at
+    120 s), and then called "never passed"; when bad was as slow, "good fails too (hang)" sent the
+    user after a flake. Now: one run, and the cap with --timeout is the problem."""
+    import bisectk.run.runner as runner_mod
+    monkeypatch.setattr(runner_mod, "CALIBRATION_CAP_S", 1.5)
+    counter = tmp_path / "n.txt"
+    spec = load_spec(make_spec({"mode": "ok", "sleep": 2.5}, {"mode": "wrong", "sleep": 0.0}, args=["--counter", str(counter)]))
+    check = verify(Runner(spec))
+    assert not check.ok and check.good.kind is FailKind.HANG
+    assert "did not finish within 1.5 s, the watchdog's cap" in check.problem and "--timeout" in check.problem
+    assert count(counter) == 2          # good once (not re-checked), bad once
+    spec = load_spec(make_spec({"mode": "ok", "sleep": 2.5}, {"mode": "wrong", "sleep": 2.5}))
+    check = verify(Runner(spec))        # both slow: not "good fails too (hang)"
+    assert "the watchdog's cap" in check.problem and "fails too" not in check.problem, check.problem
+
+
 def test_a_picture_of_every_thread_waiting_on_a_primitive_is_a_deadlock():
     """Such a hang is not given a second, longer run: nothing the run does alone can end it."""
     from bisectk.engine.endpoints import _deadlocked

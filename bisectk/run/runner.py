@@ -325,6 +325,11 @@ class Runner:
 
     def _environment(self, w: Workload) -> dict[str, str]:
         env = {**self.spec.environment(w.config), **w.env}
+        # a Python subject's print() reaches a pipe block-buffered: its progress lines would arrive
+        # only at exit, the good run's timeline would collapse onto its end, and a hang would be
+        # called at 6 x the good run, "before its first progress point" (as a terminal shows them,
+        # line by line, is how the watchdog must see them too); the spec's env may say otherwise
+        env.setdefault("PYTHONUNBUFFERED", "1")
         if self.snapshots is not None and self.snapshots.enabled:
             # a CuTe DSL kernel compiled now carries source lines, so a hang found later can name them
             for k, v in LINEINFO_ENV.items():

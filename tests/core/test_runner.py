@@ -112,6 +112,39 @@ def test_a_good_endpoint_slower_than_the_uncalibrated_cap_is_named_and_not_reche
     assert "the watchdog's cap" in check.problem and "fails too" not in check.problem, check.problem
 
 
+PLAIN_PRINTS = """import sys, time
+print("importing libraries")        # print() to a pipe, no flush: block-buffered unless told otherwise
+time.sleep(0.6)
+print("launching kernel")
+if sys.argv[1] == "hang":
+    while True:
+        time.sleep(0.05)
+time.sleep(0.05)
+print("done")
+"""
+
+
+def test_a_python_subject_that_prints_without_flushing_is_followed_line_by_line(tmp_path, monkeypatch):
+    """Most Python subjects print() their progress and never flush. Into a pipe that is
+    block-buffered: the good run's lines all arrived at its exit, and a hang was called at 6 x the
+    good run "before its first progress point". Subjects are given PYTHONUNBUFFERED=1 (this
+    suite's own shell may set it: it is taken away here, as on a user's machine)."""
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)
+    (tmp_path / "k.py").write_text(PLAIN_PRINTS)
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.toml").write_text('name = "plain"\n[subject]\ncommand = ["python", "k.py", "{mode}"]\n'
+                                     '[good]\nmode = "ok"\n[bad]\nmode = "hang"\n')
+    spec = load_spec(tmp_path / "s.toml")
+    runner = Runner(spec)
+    check = verify(runner)
+    good = runner.good_timeline
+    assert good is not None and good.points[0][1] < 0.4 < good.points[1][1], good   # each line when printed
+    assert check.ok and check.bad.kind is FailKind.HANG
+    hung = check.bad.runs[0]
+    assert "hung after the line 'launching kernel'" in hung.progress, hung.progress
+    assert hung.duration_s < good.end + 2.0, (hung.duration_s, good.end)
+
+
 def test_a_picture_of_every_thread_waiting_on_a_primitive_is_a_deadlock():
     """Such a hang is not given a second, longer run: nothing the run does alone can end it."""
     from bisectk.engine.endpoints import _deadlocked

@@ -61,6 +61,9 @@ from bisectk.run.watchdog import Watch, wait_run
 # be honoured by a warm process and runs cold instead.
 PROCESS_LEVEL_ENV = ("CUDA_", "CUTE_DSL_", "CUTLASS_", "PYTHON", "LD_", "TORCH_", "NCCL_",
                      "NVIDIA_", "OMP_", "MKL_", "BISECTK_COMPILE_ONLY")
+# ... except what a warm worker does itself: its runs' stdout and stderr are line-buffered
+# (run/worker.py), which is what the runner's PYTHONUNBUFFERED=1 asks of a fresh interpreter
+WARM_HONOURS_ENV = frozenset({"PYTHONUNBUFFERED"})
 DEFAULT_PRELOAD = ("torch", "cutlass")
 READY_TIMEOUT_S = 180.0
 MAX_FAILED_STARTS = 3
@@ -486,7 +489,7 @@ class WorkerPool:
         if not (exe.startswith("python") or os.path.realpath(argv[0]) == os.path.realpath(self.python)):
             return False
         for k, v in (env or {}).items():
-            if k.startswith(PROCESS_LEVEL_ENV) and self.base_env.get(k) != v:
+            if k.startswith(PROCESS_LEVEL_ENV) and k not in WARM_HONOURS_ENV and self.base_env.get(k) != v:
                 return False
         return True
 

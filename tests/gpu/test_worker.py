@@ -126,6 +126,23 @@ def test_non_python_or_process_level_env_runs_cold(pool, scripts):
     assert pool.stats["cold_runs"] == 2
 
 
+def test_the_runners_own_environment_keeps_runs_warm(scripts, monkeypatch, tmp_path):
+    """The runner gives every subject PYTHONUNBUFFERED=1. On a machine whose shell does not set it
+    (this suite's may: it is taken away here), that is a PYTHON* variable the warm worker was not
+    started with, and each run would go cold; a worker's output is line-buffered already."""
+    from bisectk.run.runner import Runner
+    from bisectk.spec import load_spec
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)
+    (scripts / "pyproject.toml").touch()
+    (scripts / "s.toml").write_text('name = "w"\n[subject]\ncommand = ["python", "echo.py", "{x}"]\n'
+                                    '[good]\nx = "1"\n[bad]\nx = "2"\n')
+    with WorkerPool(gpus=None, preload=(), ready_timeout=60) as p:
+        p.start()
+        runner = Runner(load_spec(scripts / "s.toml"), executor=p)
+        pids = {runner.observe({"x": x}).metrics["pid"] for x in ("1", "2")}
+        assert p.stats["cold_runs"] == 0 and pids == {p.slots[0].worker.pid}, (p.stats, pids)
+
+
 def test_log_dir_keeps_full_output(pool, scripts, tmp_path):
     logs = tmp_path / "logs"
     raw = run_command(pool, [sys.executable, "echo.py"], cwd=scripts, timeout=30, log_dir=logs)

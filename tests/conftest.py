@@ -18,7 +18,11 @@ PRIVATE_DIRS = {"HOME": "home", "XDG_CACHE_HOME": "home/.cache", "XDG_CONFIG_HOM
                 "XDG_DATA_HOME": "home/.local/share", "XDG_STATE_HOME": "home/.local/state",
                 "MPLCONFIGDIR": "home/.config/matplotlib"}
 # A user's own Ray settings would make the Ray tests join or authenticate against their cluster.
-USER_ONLY_VARS = ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+# Python's own switches that a development or CI shell may set and a user's usually does not: with
+# them, a subject's print() reached bisectk line by line and nothing wrote bytecode, which hid a
+# block-buffered progress line and a __pycache__ left in the user's checkout.
+USER_ONLY_VARS = ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH",
+                  "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")
 
 try:   # hypothesis keeps its examples in ./.hypothesis by default: nothing is written into the checkout
     from hypothesis import settings

@@ -16,8 +16,8 @@ environment_digest -- the environment bisectk passes on (its own, which the subj
                       the spec's env is part of the spec's fingerprint), less VOLATILE_ENV: names
                       that differ between two shells of the same user without changing what a
                       program computes (the terminal, the SSH session, the shell's own bookkeeping,
-                      a test runner's current test, PYTHONUNBUFFERED, which every subject is
-                      given as 1 unless its spec sets it). All other variables count: a subject may read
+                      a test runner's current test, PYTHONUNBUFFERED and PYTHONDONTWRITEBYTECODE,
+                      which bisectk sets for its runs itself). All other variables count: a subject may read
                       any of them, and bisectk cannot know which it reads.
 tree_digest        -- the content of a directory's sources. In a git work tree: the index (blob
                       ids, which git keeps current by stat data) plus the content of every file
@@ -56,7 +56,7 @@ VOLATILE_ENV = frozenset({
     "DISPLAY", "WINDOWID", "XAUTHORITY", "SSH_AUTH_SOCK", "SSH_AGENT_PID", "SSH_CLIENT", "SSH_CONNECTION",
     "SSH_TTY", "GPG_AGENT_INFO", "GPG_TTY", "DBUS_SESSION_BUS_ADDRESS", "MAIL", "STY", "WINDOW", "VTE_VERSION",
     "INVOCATION_ID", "JOURNAL_STREAM", "MANAGERPID", "SYSTEMD_EXEC_PID", "SECURITYSESSIONID",
-    "PYTEST_CURRENT_TEST", "PYTHONUNBUFFERED", "BISECTK_RUN_ID", "BISECTK_TREE", "BISECTK_IMPORTS", "BISECTK_IMPORTS_SKIP",
+    "PYTEST_CURRENT_TEST", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "BISECTK_RUN_ID", "BISECTK_TREE", "BISECTK_IMPORTS", "BISECTK_IMPORTS_SKIP",
 })
 VOLATILE_PREFIXES = ("SSH_", "XDG_SESSION_", "XDG_VTNR", "XDG_SEAT", "TMUX", "KITTY_", "VSCODE_", "ITERM_",
                      "WEZTERM_", "ALACRITTY_", "KONSOLE_", "GNOME_TERMINAL_", "LC_TERMINAL", "TERM_",

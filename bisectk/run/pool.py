@@ -61,9 +61,10 @@ from bisectk.run.watchdog import Watch, wait_run
 # be honoured by a warm process and runs cold instead.
 PROCESS_LEVEL_ENV = ("CUDA_", "CUTE_DSL_", "CUTLASS_", "PYTHON", "LD_", "TORCH_", "NCCL_",
                      "NVIDIA_", "OMP_", "MKL_", "BISECTK_COMPILE_ONLY")
-# ... except what a warm worker does itself: its runs' stdout and stderr are line-buffered
-# (run/worker.py), which is what the runner's PYTHONUNBUFFERED=1 asks of a fresh interpreter
-WARM_HONOURS_ENV = frozenset({"PYTHONUNBUFFERED"})
+# ... except what a warm worker does itself for every run (run/worker.py): its stdout and stderr
+# are line-buffered, which is what the runner's PYTHONUNBUFFERED=1 asks of a fresh interpreter,
+# and it writes no bytecode (the commit and hunk spaces' PYTHONDONTWRITEBYTECODE=1)
+WARM_HONOURS_ENV = frozenset({"PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"})
 DEFAULT_PRELOAD = ("torch", "cutlass")
 READY_TIMEOUT_S = 180.0
 MAX_FAILED_STARTS = 3

@@ -9,6 +9,7 @@ Workload -- a configuration (the memo key's factor values) plus the place it run
             tree holds: a build made for another state must be redone), and an optional
             `prepare` that makes the sources exist (applies hunks) before the build and the run,
             and an optional `origin` for executors on other hosts.
+NO_BYTECODE  -- the environment of runs in rewritten trees (a commit's worktree, a hunk set's tree).
 python_first -- the environment that puts directories of a workload's tree first on PYTHONPATH
             (ahead of the caller's; engine/checkout_imports.py finds them).
 Origin   -- where a workload's files come from, for an executor on another host (run/remote.py):
@@ -39,6 +40,12 @@ from pathlib import Path
 from typing import Any
 
 Config = dict[str, Any]
+
+
+# The runs of a commit or a hunk set write no bytecode, as a warm worker's never do (run/worker.py):
+# their trees are rewritten in place (the .pyc would be dropped at the next switch), and a module
+# they import from the user's checkout must not leave a __pycache__ there.
+NO_BYTECODE = {"PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def python_first(tree: Path, roots: tuple[str, ...]) -> dict[str, str]:

@@ -24,7 +24,7 @@ from typing import Any
 
 from bisectk.run.memokey import file_digest, tree_digest
 from bisectk.run.remote import pack_tree
-from bisectk.run.workload import Origin, Workload, python_first
+from bisectk.run.workload import NO_BYTECODE, Origin, Workload, python_first
 from bisectk.spaces.hunks import Hunk, Scratch, diff_paths, drop_bytecode
 from bisectk.spec import Config, config_key
 
@@ -105,7 +105,7 @@ class HunkSpace:
             drop_bytecode(self.workdir)
         # on another host: the scratch tree as it is after `prepare`, packed whole
         origin = Origin("", lambda: pack_tree(self.workdir), str(self.subdir), root=self.workdir)
-        env = {"BISECTK_TREE": str(self.workdir), **python_first(self.workdir, self.python_roots)}
+        env = {"BISECTK_TREE": str(self.workdir), **python_first(self.workdir, self.python_roots), **NO_BYTECODE}
         return Workload(self.config(point), self.workdir / self.subdir, env,
                         revision=self.revision, prepare=prepare, origin=origin, key=self.key(point))
 

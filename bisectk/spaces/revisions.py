@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bisectk.run.workload import Origin, Workload, python_first
+from bisectk.run.workload import NO_BYTECODE, Origin, Workload, python_first
 from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, _env, run_git
 from bisectk.spaces.submodules import SubmoduleMissing
 from bisectk.spaces.worktrees import WorktreePool
@@ -126,7 +126,9 @@ class CommitSpace:
                 raise           # the repository or the disk, not the commit: the command stops
             yield Workload(dict(self.config), NOWHERE, revision=sha, state=sha, unrunnable=f"checkout failed: {why}")
             return
-        env = python_first(entry.path, self.python_roots)
+        # no bytecode written: a switch drops the worktree's anyway (spaces/bytecode.py), and a run that
+        # imports the user's checkout (an editable install) must not leave __pycache__ there
+        env = {**python_first(entry.path, self.python_roots), **NO_BYTECODE}
         try:                    # switched worktrees lose their .pyc (worktrees.survey)
             if not (entry.path / self.subdir).is_dir():     # where the command runs: skipped, as git's 125
                 yield Workload(dict(self.config), NOWHERE, revision=sha, state=sha,

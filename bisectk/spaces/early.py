@@ -11,7 +11,8 @@ means the guess is not used: list_graph runs git itself, with its own checks and
 Abstractions
 ------------
 GIT_CONFIG, git_env -- how bisectk runs git everywhere (spaces/commits.py's run_git too): hooks off,
-                       no detached-head advice, no automatic gc; the caller's GIT_DIR & co dropped
+                       no detached-head advice, no automatic gc, no signatures or colours in what
+                       it parses, no submodule recursion; the caller's GIT_DIR & co dropped
                        (they would point a command at the user's index), the C locale.
 start  -- read `bisect --repo R --good G... --bad B [--first-parent]` from argv and begin the walk.
 take   -- list_graph's question: the walk's output if it ran exactly `argv` in `root`, else None
@@ -45,7 +46,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-GIT_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false", "-c", "gc.auto=0"]
+# a user's settings that would change what bisectk reads or does: log.showSignature puts "No signature"
+# / "Good signature" lines into `git log --format` output (a signer's common setting), color.ui=always
+# colours it, submodule.recurse makes a checkout update submodules that spaces/submodules.py syncs itself
+GIT_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false", "-c", "gc.auto=0",
+              "-c", "log.showSignature=false", "-c", "color.ui=false", "-c", "submodule.recurse=false"]
 REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX",
             "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
 WALK = ["rev-list", "--topo-order", "--reverse", "--parents"]   # list_graph's listing, before its refs

@@ -76,3 +76,32 @@ def test_a_shallow_clone_says_its_history_is_cut_not_swap_them(tmp_path):
     p = bisectk("bisect", "--repo", clone, "--good", "HEAD", "--bad", "HEAD~1", "--run", "python kernel.py",
                 "--ledger", tmp_path / "l.db")
     assert p.returncode == 2 and "swap them" in p.stderr, p.stderr
+
+
+@pytest.mark.skipif(not __import__("shutil").which("ssh-keygen"), reason="ssh-keygen (commit signing) is missing")
+def test_a_signers_git_settings_do_not_break_the_listing(tmp_path):
+    """A user who signs commits often sets log.showSignature: `git log --format` then prints
+    "No signature" / "Good signature" lines among the fields bisectk reads. It was an internal
+    error (KeyError on the good commit). color.ui=always and submodule.recurse change nothing."""
+    r = tmp_path / "r"
+    r.mkdir()
+    key = tmp_path / "key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, capture_output=True)
+    git(r, "init", "-q", "-b", "main")
+    for k, v in (("gpg.format", "ssh"), ("user.signingkey", f"{key}.pub"), ("commit.gpgsign", "true")):
+        git(r, "config", k, v)
+    shas = []
+    for i in range(1, 9):
+        (r / "v").write_text(f"{i}\n")
+        git(r, "add", "v")
+        git(r, "commit", "-q", "-m", f"c{i}")
+        shas.append(git(r, "rev-parse", "HEAD"))
+    for k, v in (("log.showSignature", "true"), ("color.ui", "always"), ("submodule.recurse", "true")):
+        git(r, "config", k, v)
+    assert "signature" in git(r, "log", "-1", "--format=%H").lower()    # the premise: git prints it there
+    (tmp_path / "t.sh").write_text("#!/bin/sh\n[ $(cat v) -lt 5 ]\n")
+    (tmp_path / "t.sh").chmod(0o755)
+    p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--run", tmp_path / "t.sh", "--json",
+                timeout=120)
+    assert p.returncode == 0, (p.stdout[-1500:], p.stderr[-1500:])
+    assert json.loads(p.stdout)["first_bad"]["sha"] == shas[4]

@@ -74,9 +74,21 @@ def run_git(cwd: Path | str, *args: str) -> str:
     except OSError as exc:
         raise SpaceError(f"git {args[0]} cannot start in {cwd}: {exc.strerror or exc}") from None
     if proc.returncode != 0:
-        lines = proc.stderr.strip().splitlines()
-        raise SpaceError(f"git {args[0]} failed in {cwd}: {lines[-1] if lines else f'exit {proc.returncode}'}")
+        raise SpaceError(f"git {args[0]} failed in {cwd}: {_why(proc.stderr, proc.returncode)}")
     return proc.stdout.strip()
+
+
+def _why(stderr: str, code: int) -> str:
+    """git's reason, in one line: its last `fatal:`/`error:` line (a hint may follow it, as after
+    "detected dubious ownership", whose fix -- git's safe.directory line -- is added), else its
+    last line."""
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    if not lines:
+        return f"exit {code}"
+    causes = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    why = causes[-1] if causes else lines[-1]
+    fix = [line for line in lines if "safe.directory" in line and line.startswith("git config")]
+    return f"{why} (if you trust it: {fix[-1]})" if "dubious ownership" in why and fix else why
 
 
 def run_git_bytes(cwd: Path | str, *args: str) -> bytes:
@@ -86,8 +98,7 @@ def run_git_bytes(cwd: Path | str, *args: str) -> bytes:
     except OSError as exc:
         raise SpaceError(f"git {args[0]} cannot start in {cwd}: {exc.strerror or exc}") from None
     if proc.returncode != 0:
-        lines = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise SpaceError(f"git {args[0]} failed in {cwd}: {lines[-1] if lines else f'exit {proc.returncode}'}")
+        raise SpaceError(f"git {args[0]} failed in {cwd}: {_why(proc.stderr.decode(errors='replace'), proc.returncode)}")
     return proc.stdout
 
 
@@ -106,7 +117,9 @@ def open_repo(path: Path | str) -> Path:
         pass
     try:
         bare = run_git(where, "rev-parse", "--is-bare-repository")
-    except SpaceError:
+    except SpaceError as exc:
+        if "dubious ownership" in str(exc):     # git refuses a repository another user owns (CI containers)
+            raise SpaceError(f"git refuses {p}: {str(exc).partition(': ')[2]}") from None
         raise SpaceError(f"{p} is not inside a git repository") from None
     if bare == "true":
         # a bare repository has no work tree to leave alone: its git directory stands for it, and

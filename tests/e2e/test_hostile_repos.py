@@ -105,3 +105,15 @@ def test_a_signers_git_settings_do_not_break_the_listing(tmp_path):
                 timeout=120)
     assert p.returncode == 0, (p.stdout[-1500:], p.stderr[-1500:])
     assert json.loads(p.stdout)["first_bad"]["sha"] == shas[4]
+
+
+def test_a_repository_git_refuses_as_another_users_says_so_with_gits_fix(tmp_path):
+    """A CI container whose checkout another user owns: git refuses it ("detected dubious
+    ownership"). bisectk said "is not inside a git repository", which sends the user looking for
+    the wrong thing. (git's own test knob stands for the other owner.)"""
+    shas = make_repo(tmp_path / "r", n=4, culprit=2, broken=())
+    p = bisectk("bisect", "--repo", tmp_path / "r", "--good", shas[0], "--bad", shas[-1], "--run", "python kernel.py",
+                env={"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"}, timeout=60)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert "detected dubious ownership" in p.stderr and "git config --global --add safe.directory" in p.stderr
+    assert "not inside a git repository" not in p.stderr

@@ -59,6 +59,9 @@ WALK = ["rev-list", "--topo-order", "--reverse", "--parents"]   # list_graph's l
 def git_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in REPO_ENV}
     env.update(LC_ALL="C", LANGUAGE="C")   # stable messages to quote in errors
+    # a checkout that must fetch (a partial clone's promisor, LFS) fails with git's reason rather than
+    # waiting, unseen behind the progress display, for a password typed at the terminal
+    env.setdefault("GIT_TERMINAL_PROMPT", "0")
     return env
 
 

@@ -65,6 +65,11 @@ class CommitSpace:
             return self.commits.info(point.sha)
         return self.commits.good if point == GOOD else self.commits[point]
 
+    def _rev(self, sha: str) -> str:
+        """What pins a run's tree in the memo key: the commit, and where in it the command runs (the
+        same command typed in two directories of one commit is two subjects)."""
+        return sha if str(self.subdir) == "." else f"{sha}:{self.subdir.as_posix()}"
+
     def key(self, point: Any) -> str:
         """The commit's sha: the ledger's key, read from the graph's arrays (no metadata fetched)."""
         if isinstance(point, Outside):
@@ -78,7 +83,7 @@ class CommitSpace:
 
     def workload(self, point: Any) -> Workload:
         sha = self.key(point)
-        return Workload(dict(self.config), NOWHERE, revision=sha, state=sha)
+        return Workload(dict(self.config), NOWHERE, revision=self._rev(sha), state=sha)
 
     def untracked(self, path: str) -> str | None:
         """`path`, as a run in a worktree named it (relative to the run's directory, or absolute in
@@ -109,7 +114,7 @@ class CommitSpace:
         sha = self.key(point)
         if self.remote:
             repo = self.commits.repo
-            yield Workload(dict(self.config), NOWHERE / sha / self.subdir, revision=sha, state=sha,
+            yield Workload(dict(self.config), NOWHERE / sha / self.subdir, revision=self._rev(sha), state=sha,
                            origin=Origin(sha, lambda: archive(repo, sha), str(self.subdir),
                                          shared_repo=self.shared_repo))
             return
@@ -118,23 +123,23 @@ class CommitSpace:
         try:
             entry = self.pool.acquire(sha)
         except SubmoduleMissing as exc:     # this commit's tree cannot be made whole: skipped, as git's 125
-            yield Workload(dict(self.config), NOWHERE, revision=sha, state=sha, unrunnable=f"checkout failed: {exc}")
+            yield Workload(dict(self.config), NOWHERE, revision=self._rev(sha), state=sha, unrunnable=f"checkout failed: {exc}")
             return
         except SpaceError as exc:
             why = unreadable(self.commits.repo, sha, str(exc))
             if why is None:
                 raise           # the repository or the disk, not the commit: the command stops
-            yield Workload(dict(self.config), NOWHERE, revision=sha, state=sha, unrunnable=f"checkout failed: {why}")
+            yield Workload(dict(self.config), NOWHERE, revision=self._rev(sha), state=sha, unrunnable=f"checkout failed: {why}")
             return
         # no bytecode written: a switch drops the worktree's anyway (spaces/bytecode.py), and a run that
         # imports the user's checkout (an editable install) must not leave __pycache__ there
         env = {**python_first(entry.path, self.python_roots), **NO_BYTECODE}
         try:                    # switched worktrees lose their .pyc (worktrees.survey)
             if not (entry.path / self.subdir).is_dir():     # where the command runs: skipped, as git's 125
-                yield Workload(dict(self.config), NOWHERE, revision=sha, state=sha,
+                yield Workload(dict(self.config), NOWHERE, revision=self._rev(sha), state=sha,
                                unrunnable=f"the directory {self.subdir}/ is not in this commit's tree")
                 return
-            yield Workload(dict(self.config), entry.path / self.subdir, env, revision=sha, state=sha)
+            yield Workload(dict(self.config), entry.path / self.subdir, env, revision=self._rev(sha), state=sha)
         finally:
             self.pool.release(entry, sha)
 

@@ -227,6 +227,24 @@ def test_a_command_typed_in_a_subdirectory_runs_there(tmp_path):
     assert snapshot(r) == before
 
 
+def test_one_command_typed_in_two_directories_is_two_subjects(tmp_path):
+    """`sh check.sh` in a/ and in b/ of the same commits runs two different scripts: the second
+    bisection must not be answered from the first one's ledger (the run's directory is in the
+    memo key)."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    shas = []
+    for i in range(1, 9):
+        files = {"a/v": f"{i}\n", "b/v": f"{i}\n", "a/check.sh": "[ $(cat v) -lt 3 ]\n",
+                 "b/check.sh": "[ $(cat v) -lt 6 ]\n"}
+        shas.append(commit(r, f"c{i}", files))
+    answers = [json.loads(bisectk("bisect", "--json", "--good", shas[0], "--run", "sh check.sh", cwd=r / d,
+                                  check=0, timeout=120).stdout) for d in ("a", "b")]
+    assert [d["first_bad"]["sha"] for d in answers] == [shas[2], shas[5]]
+    assert answers[1]["runs"] > 0
+
+
 def test_script_with_space_and_arguments_cwd_is_worktree_root(user, tmp_path):
     r, c = user
     (r / "my check.sh").write_text('#!/bin/sh\necho "$PWD|$1|$2" >> "$3"\n! test -f "$1"\n')

@@ -8,8 +8,8 @@ with what fixes it.
 
 Abstractions
 ------------
-EnvironmentProblem -- a named cause: `kind` (missing-module, import-error, driver-mismatch,
-                      no-gpu, cpu-torch, oom-at-start, untracked-file), the one line that says it
+EnvironmentProblem -- a named cause: `kind` (missing-module, import-error, command-not-found,
+                      driver-mismatch, no-gpu, cpu-torch, oom-at-start, untracked-file), the one line that says it
                       and what fixes it, and the facts behind it (details).
 recognise_cause    -- what one run's output says about the machine: a (kind, subject) pair, e.g.
                       ("missing-module", "cutlass"), or None. Pure: text in, cause out.
@@ -75,6 +75,9 @@ _CPU_TORCH = _Lazy(r"Torch not compiled with CUDA enabled")
 # "can't open file 'x'" (python x.py)
 _NO_FILE = _Lazy(r"No such file or directory:\s*'([^'\n]+)'|([^\s'\":]+): No such file or directory"
                  r"|can't open file '([^'\n]+)'")
+# a shell's "command not found" (dash: "x.sh: 2: foo: not found", bash: "x.sh: line 2: foo: command not
+# found", sh -c: "sh: 1: foo: not found"), with the run's exit status 127
+_NOT_FOUND = _Lazy(r"^[^\n:]*: (?:line )?\d+: ([^\n:]+): (?:command )?not found\s*$", re.MULTILINE)
 _OOM = _Lazy(r"CUDA out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|out of memory",
              re.IGNORECASE)
 
@@ -113,6 +116,9 @@ def recognise_cause(run: Run) -> tuple[str, str] | None:
     m = _IMPORT.search(text)
     if m:
         return "import-error", " ".join(m.group(1).split())[:160]
+    m = _NOT_FOUND.search(text) if run.exit_code == 127 else None
+    if m:
+        return "command-not-found", m.group(1).strip()
     m = _MISMATCH.search(text)
     if m:
         return "driver-mismatch", m.group(0)
@@ -130,7 +136,10 @@ def recognise_cause(run: Run) -> tuple[str, str] | None:
 
 def missing_paths(run: Run) -> list[str]:
     """The paths the run's output says could not be opened, in order, each once."""
-    found = [next(g for g in m.groups() if g) for m in _NO_FILE.finditer(_text(run))]
+    text = _text(run)
+    found = [next(g for g in m.groups() if g) for m in _NO_FILE.finditer(text)]
+    # a shell that could not run a script by its path (dash: "x.sh: 2: ./helper.sh: not found")
+    found += [m.group(1).strip() for m in _NOT_FOUND.finditer(text) if "/" in m.group(1)]
     return list(dict.fromkeys(found))
 
 
@@ -189,6 +198,9 @@ def _words(kind: str, subject: str, facts: dict[str, Any]) -> tuple[str, list[st
         return f"missing Python module '{subject}': {install_hint(subject)}", []
     if kind == "import-error":
         return f"an import fails ({subject}): install or repair what it names", []
+    if kind == "command-not-found":
+        return (f"the command runs '{subject}', which the shell did not find (exit 127): install it or put it on "
+                "the PATH bisectk runs with, or name it by its absolute path"), []
     if kind == "driver-mismatch":
         driver = facts.get("driver_cuda")
         return (f"the CUDA driver and runtime do not match ({subject}"

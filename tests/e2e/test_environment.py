@@ -5,6 +5,7 @@ same facts. One CLI test per diagnosis, and the rule itself on in-memory runs.""
 import json
 import re
 import tomllib
+from dataclasses import replace
 
 import pytest
 
@@ -154,13 +155,26 @@ def test_what_is_not_the_environment():
 @pytest.mark.parametrize("text, paths", [
     ("FileNotFoundError: [Errno 2] No such file or directory: 'data/w.bin'", ["data/w.bin"]),
     ("cat: cfg/local.txt: No such file or directory", ["cfg/local.txt"]),
-    ("sh: 1: ./run-me: not found\n./x.sh: 3: ./gen: No such file or directory", ["./gen"]),
+    ("sh: 1: ./run-me: not found\n./x.sh: 3: ./gen: No such file or directory", ["./gen", "./run-me"]),
+    ("sh: 1: make: not found", []),             # a program, not a path: command-not-found's business
     ("python3: can't open file '/r/.git/bisectk-worktrees/wt-0/tool.py': [Errno 2] No such file or directory",
      ["/r/.git/bisectk-worktrees/wt-0/tool.py"]),
     ("RuntimeError: tile 3", []),
 ])
 def test_the_paths_a_run_could_not_open(text, paths):
     assert missing_paths(crash(text)) == paths
+
+
+@pytest.mark.parametrize("text", ["/tmp/t.sh: 2: nvcc_x: not found", "/tmp/t.sh: line 2: nvcc_x: command not found",
+                                  "sh: 1: nvcc_x: not found"])
+def test_a_program_the_shell_did_not_find_is_named(text):
+    """A test script calling a tool that is not installed exits 127 on both endpoints: before,
+    "the good configuration fails too, with the same failure (non-zero exit)"."""
+    run = Run(Outcome.FAIL, FailKind.CRASH, signature="exit 127", stderr_tail=text, exit_code=127)
+    assert recognise_cause(run) == ("command-not-found", "nvcc_x")
+    env = diagnose([run], [run], facts=GPU_LESS)
+    assert env.kind == "command-not-found" and "runs 'nvcc_x', which the shell did not find (exit 127)" in env.line
+    assert recognise_cause(replace(run, exit_code=1)) is None      # the words alone, in a test's own output
 
 
 def test_a_path_every_run_missed_and_the_checkout_has_untracked_is_named_first():

@@ -602,3 +602,19 @@ def test_bad_defaults_to_head_as_git_bisect_bad(user, hist, tmp_path):
     p = run(r, "--run", "./test.sh", check=2)
     assert "give --good REF (and --bad REF, which defaults to HEAD)" in p.stderr and "Traceback" not in p.stderr
     assert snapshot(r) == before
+
+
+def test_a_tool_the_script_calls_that_is_missing_is_named(user, tmp_path):
+    """`./test.sh` calls a program that is not installed (exit 127 on every commit): the tool is
+    named, not "the good configuration fails too"; one that only the user's checkout has
+    (untracked `./gen.sh`) is named as such."""
+    r, c = user
+    (r / "t127.sh").write_text("#!/bin/sh\nno_such_tool_xyz --check\n")
+    (r / "t127.sh").chmod(0o755)
+    p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./t127.sh", check=2)
+    assert "runs 'no_such_tool_xyz', which the shell did not find (exit 127)" in p.stdout + p.stderr
+    (r / "gen.sh").write_text("#!/bin/sh\nexit 0\n")
+    (r / "gen.sh").chmod(0o755)
+    (r / "t127.sh").write_text("#!/bin/sh\n./gen.sh || exit 1\n! test -f bug\n")
+    p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./t127.sh", check=2)
+    assert f"the runs cannot open {r / 'gen.sh'}, which your checkout has but git does not track" in p.stdout + p.stderr

@@ -386,6 +386,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
         if pool is not None:    # or earlier, while the first run waits for a big tree's checkout
             pool.while_preparing = parse.start
         with session.commit_space(commits, root, cfg, sub, pool=pool) as space:
+            space.needed = tuple(f.path for f in files if f.use == "tree" and f.runs)
             try:
                 rec = run_bisect(session.runner(), space, pol, environment=environment, repo=str(root),
                                  first_parent=first_parent, any_failure=any_failure, terms=terms,
@@ -477,6 +478,7 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
         if not as_json:
             say_command(files, spec, sub)
         with session.commit_space(commits, root, cfg, sub) as space:
+            space.needed = tuple(f.path for f in files if f.use == "tree" and f.runs)
             rec = run_triage(session.runner(), space, pol, scratch_root=session.scratch("triage"),
                              environment=capture_after_first_run(session), repo=str(root), first_parent=first_parent,
                              subdir=sub, facts={"command_files": tuple(f.to_dict() for f in files)})

@@ -38,6 +38,7 @@ run_dir         -- where in each worktree the command runs: the user's directory
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -52,9 +53,30 @@ class CommandFile:
     use: str         # "yours": the user's file, by absolute path; "tree": each commit's own copy
     path: str        # what runs: an absolute path, or the tree's file relative to the worktree root
     state: str       # untracked | modified | outside the repository | tracked | tracked, not in your directory
+    runs: bool = False   # the program, or the script an interpreter runs (`python t.py`, `sh t.sh`): a
+                         # commit without it cannot run the command; any other path is an argument
 
     def to_dict(self) -> dict[str, str]:
-        return asdict(self)
+        d = asdict(self)
+        del d["runs"]
+        return d
+
+
+# programs whose first operand is the file they run (`python t.py`, `bash -x t.sh`)
+_INTERPRETER = re.compile(r"(?:python[\d.]*|pypy[\d.]*|sh|bash|dash|zsh|ksh|perl|ruby|node|Rscript)")
+
+
+def _script_index(argv: list[str]) -> int | None:
+    """The index of the file an interpreter command runs (its first operand), or None (not an
+    interpreter, `python -m mod`, `sh -c '...'`, no operand)."""
+    if not argv or not _INTERPRETER.fullmatch(os.path.basename(argv[0])):
+        return None
+    for k, word in enumerate(argv[1:], 1):
+        if word in ("-m", "-c", "-e", "--eval", "-"):
+            return None
+        if not word.startswith("-"):
+            return k
+    return None
 
 
 def _blob(root: Path, commit: str, rel: str) -> str | None:
@@ -87,6 +109,7 @@ def resolve_command(text: str, option: str, *, user_cwd: Path, root: Path, commi
         inside = None
     files: list[CommandFile] = []
     out = []
+    script = _script_index(argv)
     for k, word in enumerate(argv):
         if not _pathlike(word, k == 0):
             out.append(word)
@@ -99,7 +122,7 @@ def resolve_command(text: str, option: str, *, user_cwd: Path, root: Path, commi
         blob = _blob(root, commit, rel) if in_tree else None
         if mine.is_file():
             if blob is not None and _same(root, mine, blob):
-                files.append(CommandFile(word, "tree", rel, "tracked"))
+                files.append(CommandFile(word, "tree", rel, "tracked", k in (0, script)))
                 out.append(word)        # run where it was typed (run_dir): the word reads the same there
                 continue
             state = ("outside the repository" if inside is None or not mine.is_relative_to(root)
@@ -107,7 +130,7 @@ def resolve_command(text: str, option: str, *, user_cwd: Path, root: Path, commi
             files.append(CommandFile(word, "yours", str(mine), state))
             out.append(str(mine))
         elif blob is not None:
-            files.append(CommandFile(word, "tree", rel, "tracked, not in your directory"))
+            files.append(CommandFile(word, "tree", rel, "tracked, not in your directory", k in (0, script)))
             out.append(word)
         else:
             out.append(word)

@@ -59,6 +59,10 @@ class CommitSpace:
         # directories of each worktree put first on the runs' PYTHONPATH, where runs were seen to
         # import the user's checkout instead (engine/checkout_imports.py)
         self.python_roots: tuple[str, ...] = ()
+        # files the command names that each commit's own tree provides (spaces/command.py, "tree"),
+        # relative to the repository root: a commit without one cannot run the command (skipped,
+        # as git's 125) -- it is not a commit where the failure appeared
+        self.needed: tuple[str, ...] = ()
 
     def info(self, point: Any) -> CommitInfo:
         if isinstance(point, Outside):
@@ -138,6 +142,11 @@ class CommitSpace:
             if not (entry.path / self.subdir).is_dir():     # where the command runs: skipped, as git's 125
                 yield Workload(dict(self.config), NOWHERE, revision=self._rev(sha), state=sha,
                                unrunnable=f"the directory {self.subdir}/ is not in this commit's tree")
+                return
+            absent = [p for p in self.needed if not os.path.lexists(entry.path / p)]
+            if absent:
+                yield Workload(dict(self.config), NOWHERE, revision=self._rev(sha), state=sha,
+                               unrunnable=f"{absent[0]}, which the command names, is not in this commit's tree")
                 return
             yield Workload(dict(self.config), entry.path / self.subdir, env, revision=self._rev(sha), state=sha)
         finally:

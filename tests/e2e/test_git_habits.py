@@ -618,3 +618,26 @@ def test_a_tool_the_script_calls_that_is_missing_is_named(user, tmp_path):
     (r / "t127.sh").write_text("#!/bin/sh\n./gen.sh || exit 1\n! test -f bug\n")
     p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./t127.sh", check=2)
     assert f"the runs cannot open {r / 'gen.sh'}, which your checkout has but git does not track" in p.stdout + p.stderr
+
+
+def test_a_commit_without_the_tracked_test_the_command_names_is_skipped_not_bad(tmp_path):
+    """`--run 'python tests/t.py'` where tests/t.py is tracked (each commit's own copy runs) but
+    some commits lack it: python's "can't open file" (exit 2) is no failure of the code. Before,
+    such a commit was bad, and a good endpoint without it was "good fails too"."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    t = "import sys\nsys.exit(0 if int(open('v').read()) < 6 else 1)\n"
+    shas = []
+    for i in range(1, 10):     # tests/t.py from c3 on, but c4 removes it (c5 brings it back)
+        files = {"v": f"{i}\n"}
+        if i >= 3:
+            files["tests/t.py"] = None if i == 4 else t
+        shas.append(commit(r, f"c{i}", files))
+    p = bisectk("bisect", "--good", shas[0], "--run", "python tests/t.py", cwd=r, check=2, timeout=120)
+    assert "the good configuration cannot be tested" in p.stdout
+    assert "tests/t.py, which the command names, is not in this commit's tree" in p.stdout
+    d = json.loads(bisectk("bisect", "--json", "--good", shas[2], "--run", "python tests/t.py", cwd=r,
+                           check=0, timeout=120).stdout)
+    assert d["first_bad"]["sha"] == shas[5]
+    assert all(s["sha"] == shas[3] for s in d["skipped"])   # c4 (no tests/t.py) is skipped, never bad

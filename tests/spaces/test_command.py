@@ -67,3 +67,16 @@ def test_pathspec_as_git_reads_it(repo, tmp_path):
     assert pathspec_of(["tools"], tmp_path, r) == ["tools"]       # typed outside: from the root
     with pytest.raises(BisectkError, match="outside the repository"):
         pathspec_of(["../../x"], r / "tools", r)
+
+
+def test_which_tracked_file_the_command_runs(repo):
+    """Only the program, or the file an interpreter runs, is one a commit must have to run the
+    command (spaces/revisions.py skips a commit without it); other paths are the script's own
+    arguments (`./check.sh bug`: a file the script tests for)."""
+    r, sha = repo
+    runs = lambda text: [(f.word, f.runs) for f in resolve(text, r, r, sha)[1]]  # noqa: E731
+    assert runs("python ./tools/check.sh run.sh") == [("./tools/check.sh", True), ("run.sh", False)]
+    assert runs("bash -x tools/check.sh") == [("tools/check.sh", True)]
+    assert runs("./tools/check.sh run.sh") == [("./tools/check.sh", True), ("run.sh", False)]
+    assert runs("python -m pytest tools/check.sh") == [("tools/check.sh", False)]
+    assert runs("sh -c ./run.sh") == [("./run.sh", False)]

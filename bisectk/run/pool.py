@@ -232,7 +232,9 @@ class WorkerPool:
                  ready_timeout: float = READY_TIMEOUT_S, log_dir: str | os.PathLike | None = None,
                  eager: bool = True, on_note=None, fork: bool = True, fork_ready_s: float = FORK_READY_S):
         self.python = python or sys.executable
-        self.base_env = {**os.environ, **(env or {})}
+        from bisectk.run.snapshot import tracer_env
+        # tracer_env: a hang's readers (this process's children) may attach to the workers (Yama)
+        self.base_env = {**os.environ, **(env or {}), **tracer_env()}
         root = str(Path(__file__).resolve().parents[2])
         pp = self.base_env.get("PYTHONPATH", "")
         if root not in pp.split(os.pathsep):  # the worker imports bisectk.run.worker

@@ -390,6 +390,9 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     reap_stale()
     run_id = uuid.uuid4().hex
     full_env = {**(os.environ if base_env is None else base_env), **(env or {}), RUN_ID_ENV: run_id}
+    if snapshot is not None:        # the readers of a hang are this process's children (Yama)
+        from bisectk.run.snapshot import tracer_env
+        full_env.update(tracer_env())
     recording = None
     if record_imports:
         from bisectk.run import imports

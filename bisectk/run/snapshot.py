@@ -38,6 +38,38 @@ HOST_TOOL_S = 10.0       # a host stack read that takes longer is given up
 LINEINFO_ENV = {"CUTE_DSL_LINEINFO": "1"}   # CuTe DSL kernels then carry source lines
 
 
+PR_SET_PTRACER = 0x59616D61     # Yama's prctl: "this process may be read by that one and its descendants"
+TRACER_ENV = "BISECTK_TRACER"
+YAMA_SCOPE = "/proc/sys/kernel/yama/ptrace_scope"
+
+
+def tracer_env() -> dict[str, str]:
+    """What a run's environment needs so that the readers may attach to it: under Yama's
+    ptrace_scope 1 (Ubuntu's default) a process may only read its own descendants, and py-spy,
+    gdb and cuda-gdb are this process's children, not the run's parents. A Python subject (the
+    import hook, run/_hook/sitecustomize.py) and a warm worker (run/worker.py) then name this
+    process as their reader (prctl PR_SET_PTRACER). Nothing where no Yama restricts it, or for
+    root (CAP_SYS_PTRACE)."""
+    try:
+        with open(YAMA_SCOPE) as f:
+            scope = f.read().strip()
+    except OSError:
+        return {}
+    if scope != "1" or os.geteuid() == 0:
+        return {}
+    return {TRACER_ENV: str(os.getpid())}
+
+
+def allow_reader() -> bool:
+    """In a run's own process: let the process named by BISECTK_TRACER (and its children, the
+    readers) attach, when it is set (tracer_env). Whether it was done."""
+    tracer = os.environ.get(TRACER_ENV, "")
+    if not tracer.isdigit():
+        return False
+    from bisectk.run.supervise import prctl
+    return prctl(PR_SET_PTRACER, int(tracer))
+
+
 def tools() -> dict[str, str]:
     """Each reader and where it is, or why it is not there."""
     out = {}

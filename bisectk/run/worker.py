@@ -265,6 +265,8 @@ def serve_ready(reply_fd: int, info: dict) -> int:
     says what it took): a fresh worker after its imports, a forked one after its CUDA context."""
     from bisectk.run.isolation import Baseline
 
+    from bisectk.run.snapshot import allow_reader
+    allow_reader()          # a hang's stack readers, bisectk's children, may attach (Yama)
     reply = os.fdopen(reply_fd, "w", buffering=1)
     baseline = Baseline()   # the state every run starts from: as right after the preload
     import gc

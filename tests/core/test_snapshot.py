@@ -1,4 +1,5 @@
 """Hang snapshots (bisectk/run/snapshot.py, run/stacks.py, bisectk/stuck.py) on real hung processes."""
+import os
 import shutil
 import subprocess
 import sys
@@ -130,3 +131,29 @@ def test_same_place_tells_two_hangs_apart():
     assert same_place(a, a) is True
     assert same_place(a, b) is False
     assert same_place(a, Snapshot(notes=("no gdb",))) is None
+
+
+def test_under_yamas_ptrace_scope_1_runs_name_bisectk_as_their_reader(tmp_path, monkeypatch):
+    """Ubuntu's default ptrace_scope 1 lets a process read only its descendants: py-spy and gdb are
+    bisectk's children, not the hung run's parents, so as a non-root user every snapshot was
+    refused. The run's environment names bisectk (BISECTK_TRACER) where that applies, and a
+    Python subject's import hook lets it attach (prctl PR_SET_PTRACER)."""
+    from bisectk.run.process import run_process
+    from bisectk.run.snapshot import SnapshotRequest
+    scope = tmp_path / "ptrace_scope"
+    monkeypatch.setattr(snapshot, "YAMA_SCOPE", str(scope))
+    monkeypatch.setattr(snapshot.os, "geteuid", lambda: 1000)
+    assert snapshot.tracer_env() == {}                                  # no Yama
+    scope.write_text("0\n")
+    assert snapshot.tracer_env() == {}
+    scope.write_text("1\n")
+    assert snapshot.tracer_env() == {"BISECTK_TRACER": str(os.getpid())}
+    monkeypatch.setattr(snapshot.os, "geteuid", lambda: 0)              # root: CAP_SYS_PTRACE
+    assert snapshot.tracer_env() == {}
+    monkeypatch.setattr(snapshot.os, "geteuid", lambda: 1000)
+    probe = "import os; print('tracer', os.environ.get('BISECTK_TRACER'))"
+    raw = run_process([sys.executable, "-c", probe], timeout=30, record_imports=True,
+                      snapshot=SnapshotRequest(budget_s=1.0))
+    assert raw.exit_code == 0 and f"tracer {os.getpid()}" in raw.stdout, raw.stdout + raw.stderr
+    raw = run_process([sys.executable, "-c", probe], timeout=30, record_imports=True)   # no snapshot asked
+    assert "tracer None" in raw.stdout

@@ -5,6 +5,8 @@ comes from (unless it is the standard library or an installed package), and appe
 the file named by BISECTK_IMPORTS, so a run that crashes or calls os._exit still leaves its record.
 Then it takes its own directory off `sys.path` and imports the `sitecustomize` that this one
 shadows, if there is one: the subject sees the path and the site hooks it would have seen.
+Before that, where BISECTK_TRACER asks it (Yama's ptrace_scope 1), it lets bisectk's stack readers
+attach to this process (the hang snapshot).
 """
 import os
 import sys
@@ -83,5 +85,20 @@ def _chain() -> None:
         traceback.print_exc()
 
 
+def _allow_reader() -> None:
+    """Under Yama's ptrace_scope 1, only a process's ancestors may read it: bisectk, which reads a
+    hung run's stacks with its own children (py-spy, gdb), names itself in BISECTK_TRACER
+    (run/snapshot.py tracer_env), and the run allows it (prctl PR_SET_PTRACER)."""
+    tracer = os.environ.get("BISECTK_TRACER", "")
+    if not tracer.isdigit() or not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(0x59616D61, int(tracer), 0, 0, 0)
+    except Exception:
+        pass
+
+
+_allow_reader()
 _install()
 _chain()

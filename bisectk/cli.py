@@ -171,6 +171,8 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
 
     The subject runs with the hybrid tree as its working directory. Exit 0: culprit found;
     1: search stopped; 2: unusable input or endpoints."""
+    from bisectk.spaces.early import drop_repo_env
+    drop_repo_env()     # before any process starts: a run's git must see its own tree
     spare_ahead(executor, warm)
     from bisectk.engine.diff import run_diff
     from bisectk.engine.interrupts import held
@@ -270,6 +272,8 @@ def bisect(repo: Path = RepoOpt,
            as_json: bool = JsonOpt) -> None:
     """Find the first bad commit between --good and --bad, each commit built and run in its own
     git worktree. Exit 0: found (1 if ambiguous or stopped); 2: unusable input or endpoints."""
+    from bisectk.spaces.early import drop_repo_env
+    drop_repo_env()     # before any process starts: a run's git must see its worktree, not the checkout
     if not manual:
         spare_ahead(executor, warm)
     from concurrent.futures import ThreadPoolExecutor
@@ -450,6 +454,8 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     culprit hunks, and write one report.
 
     Exit 0: nothing to triage (bad does not fail); 1: culprit found; 2: inconclusive."""
+    from bisectk.spaces.early import drop_repo_env
+    drop_repo_env()     # a run's git must see its worktree, not the checkout
     from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.triage import run_triage
     from bisectk.report.junit import write_junit

@@ -17,6 +17,7 @@ GIT_CONFIG, git_env -- how bisectk runs git everywhere (spaces/commits.py's run_
 start  -- read `bisect --repo R --good G... --bad B [--first-parent]` from argv and begin the walk.
 take   -- list_graph's question: the walk's output if it ran exactly `argv` in `root`, else None
           (a walk that does not match is ended at once, never waited for).
+drop_repo_env -- the same variables out of the runs' environment (bisect, triage, diff).
 toplevel, resolved -- what the walk's one `git rev-parse` found (the --repo's top level, each
           ref's sha), so that open_repo and resolve do not ask git again.
 take_pool -- the CLI's question: the WorktreePool whose first checkout was begun here, if it is
@@ -54,6 +55,15 @@ GIT_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false
 REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX",
             "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
 WALK = ["rev-list", "--topo-order", "--reverse", "--parents"]   # list_graph's listing, before its refs
+
+
+def drop_repo_env() -> None:
+    """Take the caller's GIT_DIR & co out of this process's environment, and so out of every run's:
+    set by a git hook, `git rebase -x` or a wrapper, they would point a subject's own git (a build's
+    `git describe`, setuptools-scm, a test calling git) at the user's repository, its HEAD and its
+    index, instead of the worktree or tree the run is in. bisectk's own git calls never read them."""
+    for k in REPO_ENV:
+        os.environ.pop(k, None)
 
 
 def git_env() -> dict[str, str]:

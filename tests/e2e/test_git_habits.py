@@ -641,3 +641,22 @@ def test_a_commit_without_the_tracked_test_the_command_names_is_skipped_not_bad(
                            check=0, timeout=120).stdout)
     assert d["first_bad"]["sha"] == shas[5]
     assert all(s["sha"] == shas[3] for s in d["skipped"])   # c4 (no tests/t.py) is skipped, never bad
+
+
+def test_a_git_hooks_git_dir_does_not_point_the_runs_at_the_checkout(user, tmp_path):
+    """Run from a git hook or `git rebase -x`, bisectk inherits GIT_DIR, GIT_WORK_TREE and
+    GIT_INDEX_FILE naming the user's checkout. A subject's own git (a build's `git describe`, a
+    test calling git) then read the checkout's HEAD in every run, not its commit's."""
+    r, c = user
+    seen = tmp_path / "heads.txt"
+    (r / "head.sh").write_text(f'#!/bin/sh\necho "$(git rev-parse HEAD) $(cat hello)" >> {seen}\n! test -f bug\n')
+    (r / "head.sh").chmod(0o755)
+    before = snapshot(r)
+    env = {"GIT_DIR": str(r / ".git"), "GIT_WORK_TREE": str(r), "GIT_INDEX_FILE": str(r / ".git" / "index")}
+    p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./head.sh", env=env, check=0)
+    assert f"first bad commit: {c['c5']}" in p.stdout
+    rows = [line.split(" ", 1) for line in seen.read_text().splitlines()]
+    assert rows and all(sha in c.values() and text == f"Hello {list(c.values()).index(sha) + 1}"
+                        for sha, text in rows), rows
+    assert {sha for sha, _ in rows} != {git(r, "rev-parse", "HEAD")}
+    assert snapshot(r) == before

@@ -2,8 +2,9 @@
 
 Abstractions
 ------------
-Ledger   -- one database file (WAL mode; safe to kill at any point: each run is committed, in a
-            transaction of its own, as soon as it finishes); `Ledger(path, readonly=True)` reads
+Ledger   -- one database file (WAL mode; on a network file system, the rollback journal; safe to
+            kill at any point: each run is committed, in a transaction of its own, as soon as it
+            finishes); `Ledger(path, readonly=True)` reads
             one without writing anything (for `log`, or a ledger on read-only media). Tables:
             `runs`     -- every classified run: (subject fingerprint, configuration key, index
                           among that configuration's runs, the Run as JSON, session, time);
@@ -39,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import sqlite3
@@ -142,12 +144,41 @@ class Claim:
         self.release()  # an interrupted or failed run leaves the slot to whoever comes next
 
 
-def _use_wal(db: sqlite3.Connection) -> None:
+MOUNTS = "/proc/self/mounts"
+# file systems where several hosts may open one file: SQLite's WAL keeps its index in shared memory
+# (an mmap of the -shm file), which two hosts never share ("WAL does not work over a network
+# filesystem", SQLite's documentation): a cluster's home or project directory
+NETWORK_FS = ("nfs", "nfs4", "lustre", "gpfs", "cifs", "smb3", "smbfs", "ceph", "beegfs", "glusterfs",
+              "fuse.glusterfs", "fuse.sshfs", "fuse.cephfs", "fuse.beegfs", "afs", "9p", "virtiofs", "panfs",
+              "wekafs", "fuse.weka")
+
+
+def network_fs(path: Path) -> str | None:
+    """The type of the network file system `path` is on (its longest mount point in /proc), or None."""
+    try:
+        with open(MOUNTS) as f:
+            mounts = [line.split()[1:3] for line in f if len(line.split()) >= 3]
+    except OSError:
+        return None
+    real = os.path.realpath(path)
+    best, kind = "", None
+    for point, fstype in mounts:
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), point)   # \040: a space
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, fstype
+    return kind if kind in NETWORK_FS else None
+
+
+def _use_wal(db: sqlite3.Connection, path: Path | None = None) -> None:
     """Write-ahead logging, and with it synchronous=NORMAL: a commit is no longer an fsync (1.7 ms
     of a run's six writes each on the development VM, against 0.05 ms). What a killed bisectk
     committed stays (it is in the operating system's hands); only a power loss or a kernel crash
     can take back the last commits, never corrupt the file, and a resumed command runs those again.
-    A file system without WAL keeps the rollback journal and its full syncs."""
+    A file system without WAL keeps the rollback journal and its full syncs, and so does a network
+    file system (`network_fs`), where WAL's shared memory would not be shared between hosts."""
+    if path is not None and network_fs(path.parent):
+        return
     mode = _retry_busy(lambda: db.execute("PRAGMA journal_mode=WAL").fetchone())
     if mode and str(mode[0]).lower() == "wal":
         db.execute("PRAGMA synchronous=NORMAL")
@@ -196,7 +227,7 @@ class Ledger:
         with self._read("opening"):
             self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
             if not readonly:
-                _use_wal(self.db)
+                _use_wal(self.db, self.path)
             bad = [r[0] for r in _retry_busy(lambda: self.db.execute("PRAGMA quick_check(5)").fetchall())]
         if bad != ["ok"]:
             raise self._damaged("; ".join(map(str, bad)))
@@ -289,7 +320,7 @@ class Ledger:
                 os.unlink(scratch)
             self.db = sqlite3.connect(target, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S)
             self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-            _use_wal(self.db)
+            _use_wal(self.db, Path(target))
         except (OSError, sqlite3.Error) as exc:
             raise LedgerError(f"ledger {self.path} was {'replaced' if replaced else 'deleted'} while this command "
                               f"ran, and it could not be written again ({exc}); what this command observed is "

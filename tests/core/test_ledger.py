@@ -560,3 +560,20 @@ def test_a_ledger_writes_ahead_and_does_not_sync_every_commit(tmp_path):
     again = Ledger(db)
     assert again.db.execute("SELECT count(*) FROM events").fetchone()[0] >= 1
     again.close()
+
+
+def test_a_ledger_on_a_network_file_system_keeps_the_rollback_journal(tmp_path, monkeypatch):
+    """A cluster's home directory is NFS, Lustre or GPFS: SQLite's WAL keeps its index in shared
+    memory, which two hosts (a login node and a GPU node, or Ray actors) never share. There the
+    ledger keeps the rollback journal; elsewhere, WAL."""
+    import bisectk.ledger as ledger_mod
+    net = tmp_path / "net dir"
+    net.mkdir()
+    mounts = tmp_path / "mounts"
+    mounts.write_text(f"/dev/root / ext4 rw 0 0\nserver:/home {str(net).replace(' ', chr(92) + '040')} nfs4 rw 0 0\n")
+    monkeypatch.setattr(ledger_mod, "MOUNTS", str(mounts))
+    assert ledger_mod.network_fs(net / "l.db") == "nfs4" and ledger_mod.network_fs(tmp_path / "l.db") is None
+    for where, mode in ((net, "delete"), (tmp_path, "wal")):
+        led = Ledger(where / "l.db")
+        assert led.db.execute("PRAGMA journal_mode").fetchone()[0].lower() == mode
+        led.close()

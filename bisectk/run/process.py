@@ -164,16 +164,40 @@ def _short(text: str, n: int = 60) -> str:
     return text if len(text) <= n else text[:n] + "..."
 
 
-def _describe(exc: BaseException, argv0: str = "") -> str:
+def _describe(exc: BaseException, argv0: str = "", cwd: str | os.PathLike | None = None) -> str:
     """An OSError's or ValueError's reason in one line (a ValueError has no strerror). A program
     named without a slash that no PATH directory has is said so: the error's own file name is
-    only the last directory execvpe tried."""
+    only the last directory execvpe tried. A script that is there, but whose `#!` interpreter is
+    not, is said so too (the kernel's ENOENT names the script): most often a first line that ends
+    in a carriage return, a script saved with Windows line endings."""
     filename = getattr(exc, "filename", None)
     if (isinstance(exc, FileNotFoundError) and argv0 and not os.path.dirname(argv0)
             and (filename is None or os.path.basename(os.fspath(filename)) == argv0)):
         return "not found on the run's PATH"
+    if isinstance(exc, FileNotFoundError) and argv0 and os.path.dirname(argv0):
+        interpreter = _shebang(os.path.join(os.fspath(cwd or "."), argv0))
+        if interpreter is not None:
+            if interpreter.endswith("\r"):
+                return (f"its first line, #!{interpreter[:-1]}, ends in a carriage return (Windows line endings): "
+                        f"no interpreter '{interpreter[:-1]}\\r' exists; convert the script (dos2unix {argv0})")
+            return f"its interpreter (#!{interpreter}) does not exist"
     what = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
     return f"{what}: {filename}" if filename else what
+
+
+def _shebang(path: str) -> str | None:
+    """The interpreter a script's `#!` line names (its first word, a trailing CR kept), or None
+    when `path` is no readable file or has no `#!` line."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(4096)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].rstrip(b"\n").split(b" ")
+    words = [w for w in words if w] or [b""]
+    return words[0].decode("utf-8", "replace")
 
 
 def _exec_paths(argv0: str, env: dict[str, str]) -> list[str]:
@@ -403,7 +427,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     except (OSError, ValueError) as exc:
         if recording:
             recording.close()
-        return RawRun(started=False, error=f"cannot start {argv[0]!r}: {_describe(exc, argv[0])}")
+        return RawRun(started=False, error=f"cannot start {argv[0]!r}: {_describe(exc, argv[0], cwd)}")
     try:
         SPARES.refill(_RUNNING.add(1))     # the next run's supervisor starts while this one runs
         record = _write_record(run_id, c)

@@ -97,3 +97,20 @@ def test_a_supervisors_exit_status_mirrors_its_subjects_signal_sigkill_included(
         c.close()
         assert os.WIFSIGNALED(report["status"]) and os.WTERMSIG(report["status"]) == sig
         assert c.proc.returncode == -sig, (sig, c.proc.returncode)
+
+
+def test_a_script_whose_interpreter_is_missing_says_so_not_no_such_file(tmp_path):
+    """The kernel answers ENOENT naming the script when its `#!` interpreter is missing; "No such
+    file or directory: t.sh" about a file that is there sent users looking in the wrong place.
+    The usual cause is a script saved with Windows line endings (`#!/bin/sh\\r`)."""
+    from bisectk.run.process import run_process
+    script = tmp_path / "t.sh"
+    script.write_bytes(b"#!/bin/sh\r\nexit 0\r\n")
+    script.chmod(0o755)
+    raw = run_process(["./t.sh"], cwd=tmp_path, timeout=10)
+    assert not raw.started and "ends in a carriage return (Windows line endings)" in raw.error, raw.error
+    script.write_text("#!/no/such/interpreter -x\nexit 0\n")
+    raw = run_process(["./t.sh"], cwd=tmp_path, timeout=10)
+    assert "its interpreter (#!/no/such/interpreter) does not exist" in raw.error, raw.error
+    raw = run_process(["./absent.sh"], cwd=tmp_path, timeout=10)         # no file at all: as before
+    assert "No such file or directory" in raw.error, raw.error

@@ -34,6 +34,7 @@ the tool starts should go through here.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import select
@@ -198,6 +199,19 @@ def _shebang(path: str) -> str | None:
     words = first[2:].rstrip(b"\n").split(b" ")
     words = [w for w in words if w] or [b""]
     return words[0].decode("utf-8", "replace")
+
+
+def _shell_script(argv0: str, cwd) -> bool:
+    """Whether `argv0` (named with a slash) is a file the kernel would not execute, but a shell
+    would run with sh: readable, not an ELF binary, no `#!`, no NUL byte in its first 1 KB."""
+    if not os.path.dirname(argv0):
+        return False
+    try:
+        with open(os.path.join(os.fspath(cwd or "."), argv0), "rb") as f:
+            head = f.read(1024)
+    except OSError:
+        return False
+    return not head.startswith((b"\x7fELF", b"#!")) and b"\0" not in head
 
 
 def _exec_paths(argv0: str, env: dict[str, str]) -> list[str]:
@@ -422,8 +436,17 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
         from bisectk.run import imports
         recording = imports.Recording(full_env)
     try:
-        c = (_start_on_spare(argv, cwd, full_env)
-             or start_contained(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        try:
+            c = (_start_on_spare(argv, cwd, full_env)
+                 or start_contained(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        except OSError as exc:
+            if exc.errno != errno.ENOEXEC or not _shell_script(argv[0], cwd):
+                raise
+            # a script without `#!`: a shell runs it with sh (POSIX's rule for ENOEXEC), and so
+            # does `git bisect run`, whose command goes through the shell
+            argv = ["/bin/sh", *argv]
+            c = (_start_on_spare(argv, cwd, full_env)
+                 or start_contained(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     except (OSError, ValueError) as exc:
         if recording:
             recording.close()

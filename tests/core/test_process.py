@@ -114,3 +114,20 @@ def test_a_script_whose_interpreter_is_missing_says_so_not_no_such_file(tmp_path
     assert "its interpreter (#!/no/such/interpreter) does not exist" in raw.error, raw.error
     raw = run_process(["./absent.sh"], cwd=tmp_path, timeout=10)         # no file at all: as before
     assert "No such file or directory" in raw.error, raw.error
+
+
+def test_a_script_without_a_shebang_runs_with_sh_as_a_shell_would(tmp_path):
+    """`git bisect run ./t.sh` goes through the shell, which runs a script without `#!` with sh
+    (POSIX's rule for ENOEXEC). bisectk executes the command itself: it stopped at "Exec format
+    error", and the endpoints could not be tested. An ELF file the kernel refuses is not retried."""
+    from bisectk.run.process import run_process
+    script = tmp_path / "t.sh"
+    script.write_text('echo "ran with $0 $1"\nexit 3\n')
+    script.chmod(0o755)
+    raw = run_process(["./t.sh", "arg"], cwd=tmp_path, timeout=10)
+    assert raw.started and raw.exit_code == 3 and "ran with ./t.sh arg" in raw.stdout, (raw.error, raw.stdout)
+    fake = tmp_path / "bin"
+    fake.write_bytes(b"\x7fELF\x02\x01\x01" + b"\x00" * 60)       # an ELF header the kernel rejects
+    fake.chmod(0o755)
+    raw = run_process(["./bin"], cwd=tmp_path, timeout=10)
+    assert not raw.started and "Exec format error" in raw.error, raw.error

@@ -281,7 +281,7 @@ def bisect(repo: Path = RepoOpt,
 
     from bisectk.engine.direction import Terms
     from bisectk.spaces import early
-    from bisectk.spaces.command import pathspec_of, resolve_command
+    from bisectk.spaces.command import checkout_build, pathspec_of, resolve_command
     from bisectk.spaces.commits import list_graph, open_repo, resolve
     from bisectk.spaces.worktrees import WorktreePool
     terms = Terms.of(find_fix, term_old, term_new)
@@ -318,9 +318,11 @@ def bisect(repo: Path = RepoOpt,
         try:
             files = []
             if run_cmd:
+                checkout_build(run_cmd, "--run", user_cwd=Path.cwd(), root=root)
                 run_cmd, found = resolve_command(run_cmd, "--run", user_cwd=Path.cwd(), root=root, commit=bad_sha)
                 files += found
             if build:
+                checkout_build(build, "--build", user_cwd=Path.cwd(), root=root)
                 build, found = resolve_command(build, "--build", user_cwd=Path.cwd(), root=root, commit=bad_sha)
                 files += found
             s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
@@ -461,14 +463,16 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     from bisectk.report.junit import write_junit
     from bisectk.report.triage import to_cases
     from bisectk.spaces.commits import list_graph, open_repo
-    from bisectk.spaces.command import resolve_command
+    from bisectk.spaces.command import checkout_build, resolve_command
     root = open_repo(repo)
     commits = list_graph(root, good, bad, first_parent=first_parent)
     files = []      # --run ./test.sh as bisect reads it: the user's untracked script, or each commit's own
     if run_cmd:
+        checkout_build(run_cmd, "--run", user_cwd=Path.cwd(), root=root)
         run_cmd, found = resolve_command(run_cmd, "--run", user_cwd=Path.cwd(), root=root, commit=commits.bad_sha)
         files += found
     if build:
+        checkout_build(build, "--build", user_cwd=Path.cwd(), root=root)
         build, found = resolve_command(build, "--build", user_cwd=Path.cwd(), root=root, commit=commits.bad_sha)
         files += found
     s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)

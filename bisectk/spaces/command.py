@@ -31,6 +31,8 @@ CommandFile     -- one resolved path: the word as typed, which copy runs ("yours
                    repository", "tracked" (your copy is the tree's), "tracked, not in your
                    directory"): facts for the reports, which say which copy ran.
 resolve_command -- the command line with its words resolved, and the CommandFiles.
+checkout_build  -- refuses a command that builds the user's checkout (a CMake build directory
+                   configured on it) instead of each commit.
 run_dir         -- where in each worktree the command runs: the user's directory, relative to the
                    repository root ('.' at the top level or outside the repository).
 """
@@ -144,6 +146,55 @@ def _same(root: Path, path: Path, blob: str) -> bool:
         return run_git(root, "hash-object", "--", str(path)) == blob
     except SpaceError:
         return False
+
+
+def checkout_build(text: str, option: str, *, user_cwd: Path, root: Path) -> None:
+    """Refuse a command that builds the user's checkout instead of each commit: a CMake build
+    directory configured on the checkout (its CMakeCache.txt's CMAKE_HOME_DIRECTORY is inside the
+    repository), named by the command or by a file in it (`cmake --build ../build && ../build/t`,
+    also inside `sh -c '...'`). `git bisect run` builds it right, in the checkout it moves;
+    bisectk's commits are in worktrees of their own, so every run would build and test the same
+    code (or miss the directory, relative to a worktree). BisectkError, saying what to write."""
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return
+    for w in list(words):               # `sh -c 'cmake --build ../b && ../b/t'`: its words too
+        if " " in w:
+            try:
+                words += shlex.split(w)
+            except ValueError:
+                pass
+    checkout = os.path.realpath(root)
+    for word in words:
+        if not word or word.startswith("-") or len(word) > 1024 or "\n" in word:
+            continue
+        path = os.path.realpath(os.path.join(os.path.abspath(user_cwd), word))
+        for candidate in [path, *list(Path(path).parents)[:4]]:
+            home = _cmake_home(os.fspath(candidate))
+            if home is None:
+                continue
+            home = os.path.realpath(home)
+            if home == checkout or home.startswith(checkout + os.sep):
+                raise BisectkError(
+                    f"{option} names {candidate}, a CMake build directory of your checkout (its CMakeCache.txt: "
+                    f"CMAKE_HOME_DIRECTORY={home}): each commit runs in a worktree of its own, so every run would "
+                    f"build your checkout (or not find the directory), not the commit; build in each commit's "
+                    f"worktree instead, e.g. --build 'cmake -S . -B build' --run \"sh -c 'cmake --build build && "
+                    f"build/YOUR_TEST'\" (a build directory your .gitignore names is kept between commits)")
+            break                       # the nearest build directory decides
+
+
+def _cmake_home(directory: str) -> str | None:
+    """The source directory a CMake build directory was configured for, or None."""
+    try:
+        with open(os.path.join(directory, "CMakeCache.txt"), encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                    return line.partition("=")[2].strip() or None
+    except OSError:
+        return None
+    return None
 
 
 def run_dir(user_cwd: Path, root: Path) -> Path:

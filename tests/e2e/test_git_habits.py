@@ -660,3 +660,29 @@ def test_a_git_hooks_git_dir_does_not_point_the_runs_at_the_checkout(user, tmp_p
                         for sha, text in rows), rows
     assert {sha for sha, _ in rows} != {git(r, "rev-parse", "HEAD")}
     assert snapshot(r) == before
+
+
+@pytest.mark.skipif(not (shutil.which("cmake") and shutil.which("cc")), reason="cmake and a C compiler are needed")
+def test_a_cmake_build_of_the_checkout_in_the_command_is_refused_with_what_to_write(tmp_path):
+    """`git bisect run sh -c 'cmake --build ../build && ../build/t'` works: git moves the checkout
+    the build directory was configured on. Each bisectk commit is a worktree of its own, so the
+    same command built the user's checkout every time (or missed ../build) and the endpoints were
+    "good fails too". It is refused, naming the directory; the per-worktree build it suggests finds
+    the commit."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    shas = []
+    for i in range(1, 9):
+        main = f'#include <stdio.h>\nint main(void) {{ int v = {i}; printf("v=%d\\n", v); return v < 5 ? 0 : 1; }}\n'
+        shas.append(commit(r, f"c{i}", {"main.c": main, ".gitignore": "build/\n",
+                                        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.10)\nproject(t C)\n"
+                                                          "add_executable(t main.c)\n"}))
+    subprocess.run(["cmake", "-S", str(r), "-B", str(tmp_path / "build")], check=True, capture_output=True)
+    before = snapshot(r)
+    for cmd in ("sh -c 'cmake --build ../build && ../build/t'", str(tmp_path / "build" / "t")):
+        p = run(r, "--good", shas[0], "--run", cmd, check=2)
+        assert f"names {tmp_path / 'build'}, a CMake build directory of your checkout" in p.stderr, p.stderr
+    d = jrun(r, "--good", shas[0], "--build", "cmake -S . -B build", "--run", "sh -c 'cmake --build build && build/t'")
+    assert d["first_bad"]["sha"] == shas[4]
+    assert snapshot(r) == before

@@ -219,7 +219,15 @@ class WorktreePool:
         self._cond = threading.Condition()
 
     def __enter__(self) -> WorktreePool:
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            writable = os.access(self.cache_dir, os.W_OK | os.X_OK) and os.access(self.cache_dir.parent, os.W_OK)
+        except OSError:
+            writable = False
+        if not writable:    # a checkout of another user's, a read-only mount: git worktree add writes there too
+            raise SpaceError(f"cannot write in {self.cache_dir.parent}: bisect checks each commit out in a worktree "
+                             f"of its own, which git records there; run as the repository's owner, or bisect a clone "
+                             f"of your own (git clone --shared {self.repo} DIR, then --repo DIR)")
         self.remove_stale()
         self._open = True
         return self

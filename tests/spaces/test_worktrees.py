@@ -363,3 +363,18 @@ def test_the_clock_probe_answers_and_leaves_nothing(tmp_path):
     assert coarse_mtimes(tmp_path) in (True, False)
     assert list(tmp_path.iterdir()) == []
     assert coarse_mtimes(tmp_path / "missing") is True      # no probe possible: assume the worst
+
+
+def test_a_git_dir_this_user_cannot_write_is_one_line_not_a_traceback(repo, monkeypatch):
+    """A checkout another user owns (a team's shared clone, a read-only mount): git worktree add
+    writes under its git dir, and so does the pool. As a non-root user that was an internal error
+    (PermissionError on wt-0.lock); it is a SpaceError saying what to do. (Root, as here, may write
+    anywhere: os.access stands for the other user's view.)"""
+    from bisectk.spaces.commits import SpaceError
+    import bisectk.spaces.worktrees as wt
+    before = fingerprint(repo)
+    monkeypatch.setattr(wt.os, "access", lambda path, mode: False)
+    with pytest.raises(SpaceError, match=r"cannot write in .*\.git: bisect checks each commit out .*git clone --shared"):
+        with WorktreePool(repo, size=1):
+            pass
+    assert fingerprint(repo) == before

@@ -85,8 +85,19 @@ def ledger_location(explicit: Path | None = None, *, spec: Spec | None = None,
     if repo is not None:
         return git_dir(repo) / "bisectk" / "ledger.db"
     if spec is not None and spec.path.is_file():
-        return spec.path.resolve().parent / ".bisectk" / "ledger.db"
+        beside = spec.path.resolve().parent / ".bisectk"
+        if _writable(beside):
+            return beside / "ledger.db"
+        # a spec this user cannot write beside (bisectk's own variants in a system-wide install, a
+        # shared read-only directory): the user's cache, as for no spec
     return cache_dir() / "ledger.db"
+
+
+def _writable(directory: Path) -> bool:
+    """Whether `directory` can be written, or made where it is missing."""
+    if directory.exists():
+        return os.access(directory, os.W_OK | os.X_OK)
+    return os.access(directory.parent, os.W_OK | os.X_OK)
 
 
 class Session:

@@ -577,3 +577,16 @@ def test_a_ledger_on_a_network_file_system_keeps_the_rollback_journal(tmp_path, 
         led = Ledger(where / "l.db")
         assert led.db.execute("PRAGMA journal_mode").fetchone()[0].lower() == mode
         led.close()
+
+
+def test_a_spec_this_user_cannot_write_beside_keeps_its_ledger_in_the_users_cache(tmp_path, monkeypatch):
+    """`bisectk ablate` with the embedded default, bisectk installed system-wide: its variants'
+    directory is not the user's to write, and the newcomer's first command stopped at "cannot
+    create .../variants/cpu/.bisectk". The ledger then goes to the user's cache, as without a spec."""
+    import bisectk.engine.session as session_mod
+    from bisectk.spec import load_spec
+    from tests.conftest import toy_spec
+    spec = load_spec(toy_spec(tmp_path, {"mode": "ok"}, {"mode": "wrong"}))
+    assert session_mod.ledger_location(spec=spec) == tmp_path / ".bisectk" / "ledger.db"
+    monkeypatch.setattr(session_mod.os, "access", lambda path, mode: False)
+    assert session_mod.ledger_location(spec=spec) == session_mod.cache_dir() / "ledger.db"

@@ -10,7 +10,31 @@ def _open_pool(root: str, size: int):
     return WorktreePool(root, size=size)
 
 
+def _fill_closed_std() -> None:
+    """A command started with stdin, stdout or stderr closed (`>&-`, a daemon's launcher): the
+    descriptor is filled with /dev/null before anything opens a file or a pipe, which would
+    otherwise take its number (a run's pipe as fd 1), and Python's stream for it (None) with a
+    stream on it: what would have been printed is dropped, and the command still runs."""
+    import fcntl
+    import os
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            # open, and writable where it must be: a launcher that ran with the descriptor closed may
+            # have left a file of its own there (a pyenv shim's script, read-only, as fd 2)
+            if mode == "r" or fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY:
+                os.fstat(fd)
+                continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        setattr(sys, name, open(fd, mode, closefd=False, encoding="utf-8", errors="replace"))
+
+
 def main() -> None:
+    _fill_closed_std()
     from bisectk.spaces import early
     early.start(sys.argv[1:], _open_pool)
     from bisectk.cli import entry

@@ -605,7 +605,8 @@ def _leave(code) -> None:
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if stream is not None:      # None: started with that descriptor closed (`>&-`)
+                stream.flush()
         except (OSError, ValueError):     # a closed pipe (`| head`): nothing more can be said
             pass
     os._exit(status)

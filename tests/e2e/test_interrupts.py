@@ -74,3 +74,35 @@ def test_the_json_document_is_whole_when_interrupted_while_writing_it(spec, tmp_
 def test_an_interrupt_during_the_first_run_is_130_with_nothing_to_report(spec, tmp_path):
     p = ablate_interrupted(spec, tmp_path, "bisectk.engine.oracle:Trials.observe", 1)
     assert p.returncode == 130 and "interrupted before the endpoints were verified" in p.stderr, p.stderr
+
+
+def test_started_with_its_output_closed_the_command_still_runs_to_its_exit_code(tmp_path):
+    """`bisectk ... >&- 2>&-` (a launcher that closes them), or fd 2 left on a read-only file (a
+    pyenv shim's script, when the shell ran it with stderr closed): the answer's exit code, not
+    an internal error at the first print (AttributeError on a None sys.stdout, EBADF)."""
+    import subprocess
+    from tests.fixtures.gitrepo import git
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    for i in range(1, 9):
+        (r / "v").write_text(f"{i}\n")
+        git(r, "add", "v")
+        git(r, "commit", "-q", "-m", f"c{i}")
+    cmd = [sys.executable, "-m", "bisectk", "bisect", "--repo", str(r), "--good", "HEAD~7", "--bad", "HEAD",
+           "--run", "sh -c '[ $(cat v) -lt 5 ]'"]
+    ro = tmp_path / "ro.txt"
+    ro.write_text("a read-only file\n")
+
+    def closed():
+        os.close(1)
+        os.close(2)
+
+    def read_only_stderr():
+        os.dup2(os.open(ro, os.O_RDONLY), 2)
+
+    for how, extra in ((closed, []), (closed, ["--json", "--fresh"]), (read_only_stderr, ["--fresh"])):
+        p = subprocess.run(cmd + extra, preexec_fn=how, stdin=subprocess.DEVNULL, timeout=300,
+                           stdout=subprocess.PIPE if how is read_only_stderr else None)
+        assert p.returncode == 0, (how.__name__, extra, p.returncode)
+    assert ro.read_text() == "a read-only file\n"

@@ -170,6 +170,9 @@ def checkout_build(text: str, option: str, *, user_cwd: Path, root: Path) -> Non
         if not word or word.startswith("-") or len(word) > 1024 or "\n" in word:
             continue
         path = os.path.realpath(os.path.join(os.path.abspath(user_cwd), word))
+        inside = path == checkout or path.startswith(checkout + os.sep)
+        if inside and not os.path.isabs(word):
+            continue    # `build/t` inside the repository: each worktree reads its own build/ there
         for candidate in [path, *list(Path(path).parents)[:4]]:
             home = _cmake_home(os.fspath(candidate))
             if home is None:

@@ -686,3 +686,11 @@ def test_a_cmake_build_of_the_checkout_in_the_command_is_refused_with_what_to_wr
     d = jrun(r, "--good", shas[0], "--build", "cmake -S . -B build", "--run", "sh -c 'cmake --build build && build/t'")
     assert d["first_bad"]["sha"] == shas[4]
     assert snapshot(r) == before
+    # the user's own build/ inside the checkout, configured on it (ignored): the same relative
+    # command reads each worktree's build/, and is not refused
+    subprocess.run(["cmake", "-S", str(r), "-B", str(r / "build")], check=True, capture_output=True)
+    d = jrun(r, "--good", shas[0], "--build", "cmake -S . -B build", "--run", "sh -c 'cmake --build build && build/t'",
+             "--fresh")
+    assert d["first_bad"]["sha"] == shas[4]
+    p = run(r, "--good", shas[0], "--run", str(r / "build" / "t"), check=2)     # by its absolute path: the checkout's
+    assert f"names {r / 'build'}, a CMake build directory of your checkout" in p.stderr, p.stderr

@@ -440,7 +440,8 @@ def list_graph(repo: Path | str, good: str | Sequence[str], bad: str, *, first_p
                paths: Sequence[str] = (), ends: tuple[str, str] = ("--good", "--bad")) -> CommitGraph:
     """Candidates between --good and --bad as git bisect sees them: every commit reachable from
     bad and from none of the goods (side branches forked before good included), or with
-    `first_parent` the first-parent chain from good (exclusive) to bad. One `git rev-list
+    `first_parent` the first-parent chain of bad, less what the goods reach (`git bisect start
+    --first-parent`: good may sit on a merged branch). One `git rev-list
     --parents` streams them, parsed into arrays (300,000 commits in about a second plus git's own
     walk).
 
@@ -485,11 +486,9 @@ def list_graph(repo: Path | str, good: str | Sequence[str], bad: str, *, first_p
             g = strangers[0]
             raise not_an_ancestor(root, named[g], bad, g, b, ends)
         bases = _merge_bases(root, b, goods, strangers, named, bad, ends)
-    elif first_parent and len(goods) == 1 and not paths:
-        g = goods[0]
-        if listing.first_parent_of_first() != g:
-            raise SpaceError(f"{old} {named[g]} ({g[:10]}) is not on the first-parent chain of {new} "
-                             f"{bad}; drop --first-parent or pick a mainline commit")
+    # with --first-parent, a good off the chain (a commit of a merged branch) is taken as git takes
+    # it: the candidates are the chain's commits it does not reach, and the oldest one's parent is
+    # an ancestor of good (good, not run)
     bad_touches = last == b
     if not bad_touches:
         if not paths:       # nothing reachable from bad that no good reaches: bad is a good's ancestor
@@ -521,10 +520,6 @@ class _Listing:
             return None
         start = self.out.rfind(b"\n", 0, len(self.out) - 1) + 1
         return self.out[start:start + self.width].decode()
-
-    def first_parent_of_first(self) -> str | None:
-        tokens = self.out[:self.out.find(b"\n")].split(b" ")
-        return tokens[1].decode() if len(tokens) > 1 else None
 
     def has_parent(self, sha: str) -> bool:
         """Whether a listed commit has `sha` as a parent (no listed commit is an excluded one)."""

@@ -694,3 +694,28 @@ def test_a_cmake_build_of_the_checkout_in_the_command_is_refused_with_what_to_wr
     assert d["first_bad"]["sha"] == shas[4]
     p = run(r, "--good", shas[0], "--run", str(r / "build" / "t"), check=2)     # by its absolute path: the checkout's
     assert f"names {r / 'build'}, a CMake build directory of your checkout" in p.stderr, p.stderr
+
+
+def test_first_parent_with_a_good_on_a_merged_branch_answers_as_git(hist, tmp_path):
+    """`git bisect start --first-parent BAD GOOD` where GOOD is a commit of a branch merged into
+    the mainline: git bisects the chain's commits GOOD does not reach. bisectk refused it ("not
+    on the first-parent chain")."""
+    base, c = hist
+    r = tmp_path / "r"
+    git(tmp_path, "clone", "-q", "--no-local", str(base), str(r))
+    git(r, "checkout", "-q", "-b", "feat", c["c3"])
+    feat = [commit(r, f"feat{i}", {f"feat{i}.txt": f"{i}\n"}) for i in (1, 2)]
+    git(r, "checkout", "-q", "main")
+    git(r, "-c", "user.name=K", "-c", "user.email=k@example.com", "merge", "-q", "--no-ff", "-m", "merge feat", "feat")
+    bad = commit(r, "after merge", {"later.txt": "x\n"})
+    (r / "test.sh").write_text(TEST_SH)
+    (r / "test.sh").chmod(0o755)
+    before = snapshot(r)
+    d = jrun(r, "--first-parent", "--good", feat[0], "--bad", bad, "--run", "./test.sh")
+    expected = git(r, "rev-list", "--first-parent", "--reverse", bad, f"^{feat[0]}").split()
+    assert d["first_bad"]["sha"] == c["c5"] and c["c5"] in expected and c["c3"] not in expected
+    assert snapshot(r) == before
+    subprocess.run(["git", "bisect", "start", "--first-parent", bad, feat[0]], cwd=r, capture_output=True, check=True)
+    out = subprocess.run(["git", "bisect", "run", "./test.sh"], cwd=r, capture_output=True, text=True).stdout
+    subprocess.run(["git", "bisect", "reset"], cwd=r, capture_output=True)
+    assert f"{c['c5']} is the first bad commit" in out, out[-1500:]      # real git, after bisectk

@@ -110,8 +110,8 @@ def test_first_parent_skips_merged_side_commits(tmp_path):
     mainline = list_graph(r, good, bad, first_parent=True)
     assert [c.subject for c in mainline.commits] == ["main 1", "merge side", "main 2"]
     assert mainline.good.subject == "base" and mainline.parents == ((), (0,), (1,))
-    with pytest.raises(SpaceError, match="first-parent chain"):
-        list_graph(r, side, bad, first_parent=True)
+    off = list_graph(r, side, bad, first_parent=True)     # a good on the merged branch, as git takes it
+    assert [c.subject for c in off.commits] == ["main 1", "merge side", "main 2"] and off.parents == ((), (0,), (1,))
 
 
 @pytest.mark.parametrize("good,bad,match", [
@@ -228,10 +228,13 @@ def test_good_on_the_first_parent_of_the_culprits_merge_gives_the_branch_commit(
     assert graph[result.culprit].sha == git_bisect_run(tmp_path / "r", mainline_good, shas[-1])
 
 
-def test_graph_first_parent_needs_a_mainline_good(tmp_path):
+def test_graph_first_parent_with_a_good_on_a_merged_branch_is_gits_candidates(tmp_path):
+    """`git bisect start --first-parent BAD GOOD` with GOOD on a merged branch: the chain's commits
+    GOOD does not reach (`git rev-list --first-parent BAD ^GOOD`). It was refused."""
     good, shas = make_dag_repo(tmp_path / "r", TWICE_MERGED)
-    with pytest.raises(SpaceError, match="first-parent chain"):
-        list_graph(tmp_path / "r", shas[2], shas[-1], first_parent=True)   # s2 is on the branch
+    off = list_graph(tmp_path / "r", shas[2], shas[-1], first_parent=True)    # s2 is on the branch
+    listed = git(tmp_path / "r", "rev-list", "--first-parent", "--reverse", shas[-1], f"^{shas[2]}").split()
+    assert [c.sha for c in off.commits] == listed and len(listed) >= 2
     chain = list_graph(tmp_path / "r", good, shas[-1], first_parent=True)
     assert [c.subject for c in chain.commits] == ["c0", "c3", "c5", "c6", "c7"]
 

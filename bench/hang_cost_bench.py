@@ -6,7 +6,11 @@ the commit before issue 25, extracted with `git archive 4eb19c7 | tar -x -C DIR`
 - latency: the JIT-shaped subject (tests/fixtures/jit.py: start-up, compile, a 50 ms kernel)
   hangs after its launch; `bisectk run --config bad` reports how far past the point where the good
   run had finished the hang was called. Once with the BISECTK_PHASE protocol, once with plain log
-  lines ("compiling kernel", "launching kernel"), the mode the issue measured at 3.3 s.
+  lines ("compiling kernel", "launching kernel"), the mode the issue measured at 3.3 s, and once
+  with those lines printed to stdout by a plain print() that never flushes (block-buffered into
+  the pipe unless the subject's PYTHONUNBUFFERED is set; stop 45).
+Every command runs without this shell's PYTHONUNBUFFERED and PYTHONDONTWRITEBYTECODE, as on a
+user's machine.
 - failing exits: an OFAT ablation (2 x 16 factors + endpoints = 34 runs) of a 50 ms Python subject
   whose culprit exits 1 with a wrong result, cold and --warm: the issue measured 4.0 s cold
   against 11.9-16.3 s warm, a worker retired after every failing exit.
@@ -47,7 +51,8 @@ print("BISECTK_RESULT " + json.dumps({"rel_err": 0.0}))
 
 
 def cli(code: Path, *args, cwd: Path, timeout: float = 1800) -> tuple[subprocess.CompletedProcess, float]:
-    env = {**os.environ, "PYTHONPATH": str(code)}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")}
+    env["PYTHONPATH"] = str(code)
     t = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "bisectk", *map(str, args)], cwd=cwd, env=env, capture_output=True,
                        text=True, timeout=timeout)
@@ -55,7 +60,7 @@ def cli(code: Path, *args, cwd: Path, timeout: float = 1800) -> tuple[subprocess
 
 
 def jit_spec(d: Path, mode: str) -> Path:
-    extra = {"protocol": [], "plain": ["--plain"]}[mode]
+    extra = {"protocol": [], "plain": ["--plain"], "plain-unflushed": ["--plain", "--buffered"]}[mode]
     argv = ["python", str(JIT), "--startup", "2.0", "--hang", "{hang}", "--kernel", "{kernel}",
             "--benign", "{benign}", "--compile", "{compile}", *extra]
     d.mkdir(parents=True, exist_ok=True)
@@ -82,15 +87,22 @@ def fast_spec(d: Path) -> Path:
 
 
 def latency(code: Path, tmp: Path, mode: str) -> float | None:
+    """Seconds past the good run's finish point when the hang was called: as the report says it,
+    or, where the watchdog saw no progress point ("hung before its first progress point"), the
+    hung run's duration less the good run's."""
     spec = jit_spec(tmp / f"lat-{mode}", mode)
-    cli(code, "run", spec, "--config", "good", "--ledger", tmp / f"lat-{mode}.db", cwd=tmp)
+    g, _ = cli(code, "run", spec, "--config", "good", "--json", "--ledger", tmp / f"lat-{mode}.db", cwd=tmp)
     p, _ = cli(code, "run", spec, "--config", "bad", "--json", "--ledger", tmp / f"lat-{mode}.db", cwd=tmp)
     try:
-        sig = json.loads(p.stdout)["signature"]
-    except (ValueError, KeyError):
+        bad, good = json.loads(p.stdout), json.loads(g.stdout)
+    except ValueError:
         return None
-    m = PAST.search(sig)
-    return float(m.group(1)) if m else None
+    m = PAST.search(bad.get("signature", ""))
+    if m:
+        return float(m.group(1))
+    if bad.get("kind") == "hang" and bad.get("duration_s") and good.get("duration_s"):
+        return round(float(bad["duration_s"]) - float(good["duration_s"]), 2)
+    return None
 
 
 def ablation(code: Path, tmp: Path, spec: Path, warm: bool, *extra) -> tuple[float, list, int]:
@@ -107,7 +119,7 @@ def measure(code: Path, repeats: int) -> dict:
     out: dict = {}
     with tempfile.TemporaryDirectory(prefix="hangcost-") as t:
         tmp = Path(t)
-        for mode in ("protocol", "plain"):
+        for mode in ("protocol", "plain", "plain-unflushed"):
             out[f"latency {mode}"] = [latency(code, tmp, mode) for _ in range(repeats)]
         fast = fast_spec(tmp / "fast")
         jit = jit_spec(tmp / "jitabl", "protocol")

@@ -64,7 +64,7 @@ HtmlOpt = typer.Option(None, "--html", help="Write one self-contained HTML repor
 JsonOutOpt = typer.Option(None, "--json-out", help="Write the JSON result here.")
 RepoOpt = typer.Option(Path("."), "--repo", help="The git repository (its checkout is never touched).")
 GoodRefOpt = typer.Option(..., "--good", help="A commit where the subject works.")
-BadRefOpt = typer.Option(..., "--bad", help="A later commit where it fails.")
+BadRefOpt = typer.Option("HEAD", "--bad", help="A later commit where it fails (default HEAD, as `git bisect bad`).")
 PytestOpt = typer.Option(None, "--pytest", help="Use a pytest node id as the oracle (0 pass, 1 fail, 2-5 unresolved); pytest's options may follow it, as one argument: --pytest \"tests/k.py -k 'tile and not slow'\".")
 GitLedgerOpt = typer.Option(None, "--ledger", help="Ledger database (default: <git dir>/bisectk/ledger.db).")
 SameFailureOpt = typer.Option(DEFAULT_SAME_FAILURE, "--same-failure",

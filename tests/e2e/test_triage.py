@@ -92,7 +92,7 @@ def test_an_untracked_script_of_the_user_runs_in_triage_as_in_bisect(tmp_path):
         shas.append(git(r, "rev-parse", "HEAD"))
     (r / "pkg" / "test.sh").write_text('#!/bin/sh\npython3 -c "import a; assert a.x < 4"\n')   # untracked
     (r / "pkg" / "test.sh").chmod(0o755)
-    p = bisectk("triage", "--good", shas[0], "--bad", "main", "--run", "./test.sh", "--json", cwd=r / "pkg", timeout=300)
+    p = bisectk("triage", "--good", shas[0], "--run", "./test.sh", "--json", cwd=r / "pkg", timeout=300)   # --bad: HEAD
     assert p.returncode == 1, (p.stdout[-2000:], p.stderr[-2000:])
     doc = json.loads(p.stdout)
     assert doc["verdict"] == "culprit found" and doc["first_bad"]["sha"] == shas[3]

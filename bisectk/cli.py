@@ -281,7 +281,7 @@ def bisect(repo: Path = RepoOpt,
 
     from bisectk.engine.direction import Terms
     from bisectk.spaces import early
-    from bisectk.spaces.command import checkout_build, pathspec_of, resolve_command
+    from bisectk.spaces.command import pathspec_of, resolve_commands
     from bisectk.spaces.commits import list_graph, open_repo, resolve
     from bisectk.spaces.worktrees import WorktreePool
     terms = Terms.of(find_fix, term_old, term_new)
@@ -316,15 +316,7 @@ def bisect(repo: Path = RepoOpt,
                 pool = stack.enter_context(WorktreePool(root, size=jobs))
                 pool.prepare(first)
         try:
-            files = []
-            if run_cmd:
-                checkout_build(run_cmd, "--run", user_cwd=Path.cwd(), root=root)
-                run_cmd, found = resolve_command(run_cmd, "--run", user_cwd=Path.cwd(), root=root, commit=bad_sha)
-                files += found
-            if build:
-                checkout_build(build, "--build", user_cwd=Path.cwd(), root=root)
-                build, found = resolve_command(build, "--build", user_cwd=Path.cwd(), root=root, commit=bad_sha)
-                files += found
+            run_cmd, build, files = resolve_commands(run_cmd, build, user_cwd=Path.cwd(), root=root, commit=bad_sha)
             s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
         except BaseException:
             listing.result()                # a bad range is reported first, as before
@@ -360,6 +352,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
     is the old end (for a fix, the failing --bad), `bad_sha` the new one."""
     from bisectk.engine.bisect import run_bisect
     from bisectk.engine.session import Session, ledger_location
+    from bisectk.spaces.command import needed
     commits = listing.result()
     args = {"repo": str(root), "good": good_sha, "bad": bad_sha, "first_parent": first_parent, "flaky": flaky,
             "any_failure": any_failure, "subject": str(spec or run_cmd or pytest_id),
@@ -392,7 +385,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
         if pool is not None:    # or earlier, while the first run waits for a big tree's checkout
             pool.while_preparing = parse.start
         with session.commit_space(commits, root, cfg, sub, pool=pool) as space:
-            space.needed = tuple(f.path for f in files if f.use == "tree" and f.runs)
+            space.needed = needed(files)
             try:
                 rec = run_bisect(session.runner(), space, pol, environment=environment, repo=str(root),
                                  first_parent=first_parent, any_failure=any_failure, terms=terms,
@@ -463,18 +456,11 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     from bisectk.report.junit import write_junit
     from bisectk.report.triage import to_cases
     from bisectk.spaces.commits import list_graph, open_repo
-    from bisectk.spaces.command import checkout_build, resolve_command
+    from bisectk.spaces.command import needed, resolve_commands
     root = open_repo(repo)
     commits = list_graph(root, good, bad, first_parent=first_parent)
-    files = []      # --run ./test.sh as bisect reads it: the user's untracked script, or each commit's own
-    if run_cmd:
-        checkout_build(run_cmd, "--run", user_cwd=Path.cwd(), root=root)
-        run_cmd, found = resolve_command(run_cmd, "--run", user_cwd=Path.cwd(), root=root, commit=commits.bad_sha)
-        files += found
-    if build:
-        checkout_build(build, "--build", user_cwd=Path.cwd(), root=root)
-        build, found = resolve_command(build, "--build", user_cwd=Path.cwd(), root=root, commit=commits.bad_sha)
-        files += found
+    # --run ./test.sh as bisect reads it: the user's untracked script, or each commit's own
+    run_cmd, build, files = resolve_commands(run_cmd, build, user_cwd=Path.cwd(), root=root, commit=commits.bad_sha)
     s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  jobs=jobs, max_runs=max_runs, confidence=confidence, executor=executor, ray_address=ray_address,
@@ -488,7 +474,7 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
         if not as_json:
             say_command(files, spec, sub)
         with session.commit_space(commits, root, cfg, sub) as space:
-            space.needed = tuple(f.path for f in files if f.use == "tree" and f.runs)
+            space.needed = needed(files)
             rec = run_triage(session.runner(), space, pol, scratch_root=session.scratch("triage"),
                              environment=capture_after_first_run(session), repo=str(root), first_parent=first_parent,
                              subdir=sub, facts={"command_files": tuple(f.to_dict() for f in files)})

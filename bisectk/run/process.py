@@ -435,18 +435,20 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     if record_imports:
         from bisectk.run import imports
         recording = imports.Recording(full_env)
+    def start(argv: list[str]) -> Contained:
+        return (_start_on_spare(argv, cwd, full_env)
+                or start_contained(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+
     try:
         try:
-            c = (_start_on_spare(argv, cwd, full_env)
-                 or start_contained(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+            c = start(argv)
         except OSError as exc:
             if exc.errno != errno.ENOEXEC or not _shell_script(argv[0], cwd):
                 raise
             # a script without `#!`: a shell runs it with sh (POSIX's rule for ENOEXEC), and so
             # does `git bisect run`, whose command goes through the shell
             argv = ["/bin/sh", *argv]
-            c = (_start_on_spare(argv, cwd, full_env)
-                 or start_contained(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+            c = start(argv)
     except (OSError, ValueError) as exc:
         if recording:
             recording.close()

@@ -23,6 +23,7 @@ where it informs (the first hang of the bad endpoint, the culprit, at most --sna
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -50,14 +51,19 @@ def tracer_env() -> dict[str, str]:
     import hook, run/_hook/sitecustomize.py) and a warm worker (run/worker.py) then name this
     process as their reader (prctl PR_SET_PTRACER). Nothing where no Yama restricts it, or for
     root (CAP_SYS_PTRACE)."""
+    return {TRACER_ENV: str(os.getpid())} if _yama_restricts() else {}
+
+
+@functools.lru_cache(maxsize=1)
+def _yama_restricts() -> bool:
+    """Whether Yama lets this user read only descendants (scope 1, not root); read once: asked for
+    every run a snapshot may be taken of."""
     try:
         with open(YAMA_SCOPE) as f:
             scope = f.read().strip()
     except OSError:
-        return {}
-    if scope != "1" or os.geteuid() == 0:
-        return {}
-    return {TRACER_ENV: str(os.getpid())}
+        return False
+    return scope == "1" and os.geteuid() != 0
 
 
 def allow_reader() -> bool:

@@ -31,6 +31,8 @@ CommandFile     -- one resolved path: the word as typed, which copy runs ("yours
                    repository", "tracked" (your copy is the tree's), "tracked, not in your
                    directory"): facts for the reports, which say which copy ran.
 resolve_command -- the command line with its words resolved, and the CommandFiles.
+resolve_commands -- --run and --build together, as bisect and triage take them; `needed`, the
+                   tree's files among them that a commit must have.
 checkout_build  -- refuses a command that builds the user's checkout (a CMake build directory
                    configured on it) instead of each commit.
 run_dir         -- where in each worktree the command runs: the user's directory, relative to the
@@ -148,6 +150,31 @@ def _same(root: Path, path: Path, blob: str) -> bool:
         return False
 
 
+def resolve_commands(run_cmd: str | None, build: str | None, *, user_cwd: Path, root: Path,
+                     commit: str) -> tuple[str | None, str | None, list[CommandFile]]:
+    """--run and --build as bisect and triage read them: each refused if it builds the checkout
+    (checkout_build), else resolved (resolve_command); the rewritten commands and their files."""
+    files: list[CommandFile] = []
+    out = []
+    for text, option in ((run_cmd, "--run"), (build, "--build")):
+        if text:
+            checkout_build(text, option, user_cwd=user_cwd, root=root)
+            text, found = resolve_command(text, option, user_cwd=user_cwd, root=root, commit=commit)
+            files += found
+        out.append(text)
+    return out[0], out[1], files
+
+
+def needed(files: list[CommandFile]) -> tuple[str, ...]:
+    """The tree's files a commit must have to run the command (CommitSpace.needed): each commit's
+    own copy of the program or of the script an interpreter runs."""
+    return tuple(f.path for f in files if f.use == "tree" and f.runs)
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root + os.sep)
+
+
 def checkout_build(text: str, option: str, *, user_cwd: Path, root: Path) -> None:
     """Refuse a command that builds the user's checkout instead of each commit: a CMake build
     directory configured on the checkout (its CMakeCache.txt's CMAKE_HOME_DIRECTORY is inside the
@@ -170,15 +197,14 @@ def checkout_build(text: str, option: str, *, user_cwd: Path, root: Path) -> Non
         if not word or word.startswith("-") or len(word) > 1024 or "\n" in word:
             continue
         path = os.path.realpath(os.path.join(os.path.abspath(user_cwd), word))
-        inside = path == checkout or path.startswith(checkout + os.sep)
-        if inside and not os.path.isabs(word):
+        if _within(path, checkout) and not os.path.isabs(word):
             continue    # `build/t` inside the repository: each worktree reads its own build/ there
         for candidate in [path, *list(Path(path).parents)[:4]]:
             home = _cmake_home(os.fspath(candidate))
             if home is None:
                 continue
             home = os.path.realpath(home)
-            if home == checkout or home.startswith(checkout + os.sep):
+            if _within(home, checkout):
                 raise BisectkError(
                     f"{option} names {candidate}, a CMake build directory of your checkout (its CMakeCache.txt: "
                     f"CMAKE_HOME_DIRECTORY={home}): each commit runs in a worktree of its own, so every run would "

@@ -74,6 +74,18 @@ class CommitSpace:
         same command typed in two directories of one commit is two subjects)."""
         return sha if str(self.subdir) == "." else f"{sha}:{self.subdir.as_posix()}"
 
+    def _skipped(self, sha: str, why: str) -> Workload:
+        """A commit that cannot run the command, and why: skipped, as git's 125."""
+        return Workload(dict(self.config), NOWHERE, revision=self._rev(sha), state=sha, unrunnable=why)
+
+    def _missing(self, tree: Path) -> str | None:
+        """Why a checked-out commit cannot run the command: the directory it runs in, or a file it
+        runs (`needed`), is not in the commit's tree; None when both are there."""
+        if not (tree / self.subdir).is_dir():
+            return f"the directory {self.subdir}/ is not in this commit's tree"
+        absent = next((p for p in self.needed if not os.path.lexists(tree / p)), None)
+        return f"{absent}, which the command names, is not in this commit's tree" if absent else None
+
     def key(self, point: Any) -> str:
         """The commit's sha: the ledger's key, read from the graph's arrays (no metadata fetched)."""
         if isinstance(point, Outside):
@@ -127,26 +139,21 @@ class CommitSpace:
         try:
             entry = self.pool.acquire(sha)
         except SubmoduleMissing as exc:     # this commit's tree cannot be made whole: skipped, as git's 125
-            yield Workload(dict(self.config), NOWHERE, revision=self._rev(sha), state=sha, unrunnable=f"checkout failed: {exc}")
+            yield self._skipped(sha, f"checkout failed: {exc}")
             return
         except SpaceError as exc:
             why = unreadable(self.commits.repo, sha, str(exc))
             if why is None:
                 raise           # the repository or the disk, not the commit: the command stops
-            yield Workload(dict(self.config), NOWHERE, revision=self._rev(sha), state=sha, unrunnable=f"checkout failed: {why}")
+            yield self._skipped(sha, f"checkout failed: {why}")
             return
         # no bytecode written: a switch drops the worktree's anyway (spaces/bytecode.py), and a run that
         # imports the user's checkout (an editable install) must not leave __pycache__ there
         env = {**python_first(entry.path, self.python_roots), **NO_BYTECODE}
         try:                    # switched worktrees lose their .pyc (worktrees.survey)
-            if not (entry.path / self.subdir).is_dir():     # where the command runs: skipped, as git's 125
-                yield Workload(dict(self.config), NOWHERE, revision=self._rev(sha), state=sha,
-                               unrunnable=f"the directory {self.subdir}/ is not in this commit's tree")
-                return
-            absent = [p for p in self.needed if not os.path.lexists(entry.path / p)]
-            if absent:
-                yield Workload(dict(self.config), NOWHERE, revision=self._rev(sha), state=sha,
-                               unrunnable=f"{absent[0]}, which the command names, is not in this commit's tree")
+            missing = self._missing(entry.path)
+            if missing:
+                yield self._skipped(sha, missing)
                 return
             yield Workload(dict(self.config), entry.path / self.subdir, env, revision=self._rev(sha), state=sha)
         finally:

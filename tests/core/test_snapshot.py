@@ -143,17 +143,26 @@ def test_under_yamas_ptrace_scope_1_runs_name_bisectk_as_their_reader(tmp_path, 
     scope = tmp_path / "ptrace_scope"
     monkeypatch.setattr(snapshot, "YAMA_SCOPE", str(scope))
     monkeypatch.setattr(snapshot.os, "geteuid", lambda: 1000)
-    assert snapshot.tracer_env() == {}                                  # no Yama
-    scope.write_text("0\n")
-    assert snapshot.tracer_env() == {}
-    scope.write_text("1\n")
-    assert snapshot.tracer_env() == {"BISECTK_TRACER": str(os.getpid())}
-    monkeypatch.setattr(snapshot.os, "geteuid", lambda: 0)              # root: CAP_SYS_PTRACE
-    assert snapshot.tracer_env() == {}
-    monkeypatch.setattr(snapshot.os, "geteuid", lambda: 1000)
-    probe = "import os; print('tracer', os.environ.get('BISECTK_TRACER'))"
-    raw = run_process([sys.executable, "-c", probe], timeout=30, record_imports=True,
-                      snapshot=SnapshotRequest(budget_s=1.0))
-    assert raw.exit_code == 0 and f"tracer {os.getpid()}" in raw.stdout, raw.stdout + raw.stderr
-    raw = run_process([sys.executable, "-c", probe], timeout=30, record_imports=True)   # no snapshot asked
-    assert "tracer None" in raw.stdout
+
+    def env():      # Yama's setting is read once per process: read again for each case here
+        snapshot._yama_restricts.cache_clear()
+        return snapshot.tracer_env()
+
+    try:
+        assert env() == {}                                                  # no Yama
+        scope.write_text("0\n")
+        assert env() == {}
+        scope.write_text("1\n")
+        assert env() == {"BISECTK_TRACER": str(os.getpid())}
+        monkeypatch.setattr(snapshot.os, "geteuid", lambda: 0)             # root: CAP_SYS_PTRACE
+        assert env() == {}
+        monkeypatch.setattr(snapshot.os, "geteuid", lambda: 1000)
+        assert env() == {"BISECTK_TRACER": str(os.getpid())}
+        probe = "import os; print('tracer', os.environ.get('BISECTK_TRACER'))"
+        raw = run_process([sys.executable, "-c", probe], timeout=30, record_imports=True,
+                          snapshot=SnapshotRequest(budget_s=1.0))
+        assert raw.exit_code == 0 and f"tracer {os.getpid()}" in raw.stdout, raw.stdout + raw.stderr
+        raw = run_process([sys.executable, "-c", probe], timeout=30, record_imports=True)   # no snapshot asked
+        assert "tracer None" in raw.stdout
+    finally:
+        snapshot._yama_restricts.cache_clear()

@@ -556,7 +556,21 @@ def command(only: str | None = None):
         source.registered_commands, source.registered_groups = [info], []
     cmd = typer.main.get_command(source)
     plain_help(cmd)
+    cmd.invoke = _leaving_quietly_on_a_closed_pipe(cmd.invoke)
     return cmd
+
+
+def _leaving_quietly_on_a_closed_pipe(invoke):
+    """click answers a write to a closed pipe (`bisectk log | head -1`) with exit 1, which says
+    "ambiguous" for bisect and "culprit found" for triage: bisectk leaves with OUTPUT_CLOSED, as
+    a process killed by SIGPIPE (git) does."""
+    def guarded(ctx):
+        try:
+            return invoke(ctx)
+        except BrokenPipeError:
+            from bisectk.report.safe import broken_pipe_exit
+            broken_pipe_exit()
+    return guarded
 
 
 def entry() -> None:

@@ -14,6 +14,9 @@ USAGE = 2               # bad input, or endpoints unusable (one `bisectk:` line 
 INTERNAL = 3            # a bug in bisectk (never expected: report it)
 UNRESOLVED = 125        # run: the configuration could not be tested (git bisect's skip)
 INTERRUPTED = 130       # Ctrl-C / SIGTERM before any result existed
+OUTPUT_CLOSED = 141     # stdout or stderr closed under the command (`| head`, `less` quit): what a
+                        # process killed by SIGPIPE reports, as git does; never 1, which says
+                        # "ambiguous" for bisect and "culprit found" for triage
 
 TRIAGE_NOTHING = 0      # the bad ref does not fail
 TRIAGE_CULPRIT = 1      # culprit found

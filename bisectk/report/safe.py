@@ -10,6 +10,7 @@ terminal_text -- a string with every control character a terminal would act on w
 xml_text      -- a string with every character XML 1.0 forbids written the same way (ElementTree
                  escapes `<`, `&` and quotes, but writes control characters as they are, which no
                  XML parser accepts).
+broken_pipe_exit -- how a command leaves when the reader of its output went away (`| head`).
 SafeConsole   -- a rich Console that passes every string it renders (printed text, table cells,
                  titles) and every plain Text through terminal_text. bisectk's consoles are made
                  here, so a commit subject, author, file name, factor value, metric name or subject
@@ -47,6 +48,38 @@ def xml_text(text: str) -> str:
     return _XML_INVALID.sub(_escape, terminal_text(text))
 
 
+def broken_pipe_exit(stream=None) -> None:
+    """Leave as a process whose reader went away: the stream whose write failed (`stream`, else
+    stdout and stderr where their reader is gone, else stdout) is pointed at /dev/null, so that
+    what is flushed on the way out fails no more, and the exit code is OUTPUT_CLOSED (128 +
+    SIGPIPE, as git's). Nothing is printed: the command stops as `git log | head` does, its ledger
+    keeping what ran (`--resume` goes on from there), its runs and worktrees ended on the way out."""
+    import os
+    import sys
+
+    from bisectk.exitcodes import OUTPUT_CLOSED
+    streams = [stream] if stream is not None else [s for s in (sys.stdout, sys.stderr) if _reader_gone(s)]
+    for broken in streams or [sys.stdout]:
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, broken.fileno())
+            os.close(null)
+        except (AttributeError, OSError, ValueError):     # not a file descriptor's stream
+            pass
+    raise SystemExit(OUTPUT_CLOSED)
+
+
+def _reader_gone(stream) -> bool:
+    """Whether `stream` is a pipe whose reading end is closed (poll reports POLLERR on it)."""
+    import select
+    try:
+        poller = select.poll()
+        poller.register(stream.fileno(), 0)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 def _console_class() -> type:
     from rich.console import Console
     from rich.text import Text
@@ -61,6 +94,13 @@ def _console_class() -> type:
             if isinstance(renderable, Text) and _TERMINAL.search(renderable.plain):
                 renderable = Text(terminal_text(renderable.plain), style=renderable.style)   # spans lost: rare
             return super().render(renderable, options)
+
+        def on_broken_pipe(self) -> None:
+            """The reader of this console's stream went away (`| head`, `less` quit): rich's own
+            answer is SystemExit(1), which bisect reads as "ambiguous" and triage as "culprit
+            found", and it points stdout at /dev/null even when the console writes to stderr."""
+            self.quiet = True
+            broken_pipe_exit(self.file)
 
     SafeConsole.__module__, SafeConsole.__qualname__ = __name__, "SafeConsole"
     return SafeConsole

@@ -106,3 +106,50 @@ def test_started_with_its_output_closed_the_command_still_runs_to_its_exit_code(
                            stdout=subprocess.PIPE if how is read_only_stderr else None)
         assert p.returncode == 0, (how.__name__, extra, p.returncode)
     assert ro.read_text() == "a read-only file\n"
+
+
+def test_a_reader_that_goes_away_ends_the_command_as_sigpipe_would(tmp_path):
+    """`bisectk bisect ... | head -1` (stdout's reader leaves) or `2>&1 >log | head -1` (stderr's):
+    the command stops with 141, as git does, never 1 (bisect's "ambiguous", triage's "culprit
+    found"), with no traceback, and its runs ended; `log | head -1` the same."""
+    import subprocess
+    import time
+
+    import psutil
+
+    from tests.fixtures.gitrepo import git
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    for i in range(1, 13):
+        (r / "v").write_text(f"{i}\n")
+        git(r, "add", "v")
+        git(r, "commit", "-q", "-m", f"c{i}")
+    marker = f"bisectk-pipe-{os.getpid()}"
+    base = [sys.executable, "-m", "bisectk", "bisect", "--repo", str(r), "--good", "HEAD~11", "--bad", "HEAD",
+            "--run", f"sh -c ': {marker}; sleep 0.3; [ $(cat v) -lt 5 ]'", "--fresh"]
+    head = git(r, "rev-parse", "HEAD")
+
+    def first_line_then_leave(cmd, which):
+        other = subprocess.DEVNULL
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE if which == "stdout" else other,
+                             stderr=subprocess.PIPE if which == "stderr" else other)
+        stream = p.stdout if which == "stdout" else p.stderr
+        first = stream.readline()
+        stream.close()
+        return first, p.wait(timeout=120)
+
+    for which in ("stdout", "stderr"):
+        first, code = first_line_then_leave(base, which)
+        assert first and code == 141, (which, first, code)
+        deadline = time.monotonic() + 10
+        while any(marker in " ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])):
+            assert time.monotonic() < deadline, f"a run outlived the command ({which})"
+            time.sleep(0.1)
+    for cmd in ([sys.executable, "-m", "bisectk", "log", "--repo", str(r)],
+                [sys.executable, "-m", "bisectk", "triage", "--repo", str(r), "--good", "HEAD~11",
+                 "--run", f"sh -c ': {marker}; sleep 0.3; [ $(cat v) -lt 5 ]'", "--fresh"]):
+        first, code = first_line_then_leave(cmd, "stdout" if cmd[3] == "log" else "stderr")
+        assert first and code == 141, (cmd[3], first, code)
+    assert git(r, "rev-parse", "HEAD") == head and not git(r, "status", "--porcelain")

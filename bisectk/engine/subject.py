@@ -11,11 +11,11 @@ load_subject  -- (Spec, configuration) for any command: a spec (with the endpoin
 
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
 
 from bisectk.errors import BisectkError
+from bisectk.spaces.command import runs_shell, shell_syntax, split_command  # noqa: F401 (this module's API)
 from bisectk.spec import Config, Spec, adhoc_spec, load_spec, parse_value
 
 
@@ -31,67 +31,6 @@ def apply_sets(spec: Spec, config: Config, sets: list[str] | None) -> Config:
             raise BisectkError(f"--set {item!r}: {name!r} is not a factor of {spec.path} (factors: {known})")
         config[name] = parse_value(value)
     return config
-
-
-_OPERATORS = ("&&", "||", ";;", ">>", "<<", "2>", "$(", "|", "&", ";", ">", "<", "`")
-
-
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
-
-
-def runs_shell(argv: list[str]) -> bool:
-    """Whether argv hands a script to a shell (`sh -c ...`, `bash -euc ...`, `env X=1 bash -lc ...`):
-    then a substitution inside double quotes is the shell's to expand, as the user meant."""
-    for i, word in enumerate(argv):
-        if Path(word).name in _SHELLS:
-            return any(w == "-c" or (re.fullmatch(r"-[a-z]+", w) and "c" in w) for w in argv[i + 1:i + 4])
-    return False
-
-
-def shell_syntax(text: str, *, shell_script: bool = False) -> str | None:
-    """The first shell operator outside quotes in `text` (`&&`, `|`, `;`, a redirection, a command
-    substitution), or None. shlex.split reads such an operator as one more argument: `--run 'make
-    && ./t.sh'` would run `make` with the arguments `&&` and `./t.sh`, and the answer would rest
-    on `make` alone. A substitution inside double quotes counts too (nothing would expand it),
-    unless `shell_script`: the quoted text goes to `sh -c`, which does."""
-    quote, i = "", 0
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == quote:
-                quote = ""
-            elif quote == '"' and not shell_script and (c == "`" or text.startswith("$(", i)):
-                return c if c == "`" else "$("      # a substitution runs inside double quotes too
-            elif c == "\\" and quote == '"':
-                i += 1
-        elif c in "'\"":
-            quote = c
-        elif c == "\\":
-            i += 1
-        else:
-            op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
-            if op == "2>" and i > 0 and not text[i - 1].isspace():
-                op = None               # "a2>b" is one word with a redirection in it; the ">" finds it
-            if op is not None:
-                return op
-        i += 1
-    return None
-
-
-def split_command(text: str, option: str) -> list[str]:
-    try:
-        argv = shlex.split(text)
-    except ValueError as exc:
-        raise BisectkError(f"{option} {text!r}: {exc}") from None
-    if not argv:
-        raise BisectkError(f"{option}: empty command")
-    op = shell_syntax(text, shell_script=runs_shell(argv))
-    if op is not None:
-        how = (f"""{option} "sh -c '{text}'" """.rstrip() if not any(q in text for q in "'\"\\$`")
-               else f"{option} \"sh -c '...'\"")
-        raise BisectkError(f"{option} {text!r}: {op!r} is shell syntax, but the command runs without a shell (as "
-                           f"git bisect run's does): write {how}, or put the commands in a script")
-    return argv
 
 
 def pytest_args(text: str) -> list[str]:

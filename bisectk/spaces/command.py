@@ -22,7 +22,10 @@ Typed outside the repository (`--repo PATH`): the worktree's root.
 
 A program without a slash (`python`, `make`) is looked up on PATH, as the shell does. Quoting,
 spaces and arguments keep their meaning: the command is split with shell rules once, and its
-words are given to the program as they are, never through a shell.
+words are given to the program as they are, never through a shell (as `git bisect run` quotes
+each of its words). Shell syntax in the line (`&&`, `|`, a redirection) is refused before any word
+is resolved: a rewritten line would quote it into an argument. The script of `sh -c '...'` is
+resolved word by word the same way where a word stands plain as a program or an argument.
 
 Abstractions
 ------------
@@ -30,6 +33,9 @@ CommandFile     -- one resolved path: the word as typed, which copy runs ("yours
                    path run, and the file's state ("untracked", "modified", "outside the
                    repository", "tracked" (your copy is the tree's), "tracked, not in your
                    directory"): facts for the reports, which say which copy ran.
+split_command   -- a quoted command line split into argv with shell rules, or a one-line error
+                   when it holds shell syntax (`&&`, `|`, a redirection) that the split would turn
+                   into arguments; runs_shell and shell_syntax, its two tests.
 resolve_command -- the command line with its words resolved, and the CommandFiles.
 resolve_commands -- --run and --build together, as bisect and triage take them; `needed`, the
                    tree's files among them that a commit must have.
@@ -83,6 +89,67 @@ def _script_index(argv: list[str]) -> int | None:
     return None
 
 
+_OPERATORS = ("&&", "||", ";;", ">>", "<<", "2>", "$(", "|", "&", ";", ">", "<", "`")
+
+
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
+
+
+def runs_shell(argv: list[str]) -> bool:
+    """Whether argv hands a script to a shell (`sh -c ...`, `bash -euc ...`, `env X=1 bash -lc ...`):
+    then a substitution inside double quotes is the shell's to expand, as the user meant."""
+    for i, word in enumerate(argv):
+        if Path(word).name in _SHELLS:
+            return any(w == "-c" or (re.fullmatch(r"-[a-z]+", w) and "c" in w) for w in argv[i + 1:i + 4])
+    return False
+
+
+def shell_syntax(text: str, *, shell_script: bool = False) -> str | None:
+    """The first shell operator outside quotes in `text` (`&&`, `|`, `;`, a redirection, a command
+    substitution), or None. shlex.split reads such an operator as one more argument: `--run 'make
+    && ./t.sh'` would run `make` with the arguments `&&` and `./t.sh`, and the answer would rest
+    on `make` alone. A substitution inside double quotes counts too (nothing would expand it),
+    unless `shell_script`: the quoted text goes to `sh -c`, which does."""
+    quote, i = "", 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == quote:
+                quote = ""
+            elif quote == '"' and not shell_script and (c == "`" or text.startswith("$(", i)):
+                return c if c == "`" else "$("      # a substitution runs inside double quotes too
+            elif c == "\\" and quote == '"':
+                i += 1
+        elif c in "'\"":
+            quote = c
+        elif c == "\\":
+            i += 1
+        else:
+            op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
+            if op == "2>" and i > 0 and not text[i - 1].isspace():
+                op = None               # "a2>b" is one word with a redirection in it; the ">" finds it
+            if op is not None:
+                return op
+        i += 1
+    return None
+
+
+def split_command(text: str, option: str) -> list[str]:
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise BisectkError(f"{option} {text!r}: {exc}") from None
+    if not argv:
+        raise BisectkError(f"{option}: empty command")
+    op = shell_syntax(text, shell_script=runs_shell(argv))
+    if op is not None:
+        how = (f"""{option} "sh -c '{text}'" """.rstrip() if not any(q in text for q in "'\"\\$`")
+               else f"{option} \"sh -c '...'\"")
+        raise BisectkError(f"{option} {text!r}: {op!r} is shell syntax, but the command runs without a shell (as "
+                           f"git bisect run's does): write {how}, or put the commands in a script")
+    return argv
+
+
 def _blob(root: Path, commit: str, rel: str) -> str | None:
     """The blob id of `rel` in `commit`'s tree (None when the tree has no file there)."""
     try:
@@ -101,44 +168,126 @@ def _pathlike(word: str, first: bool) -> bool:
 def resolve_command(text: str, option: str, *, user_cwd: Path, root: Path, commit: str) -> tuple[str, list[CommandFile]]:
     """`text` (a --run or --build command line) with its relative paths resolved against the
     user's directory and the `commit`'s tree; the rewritten line (split by the same shell rules
-    gives the resolved words) and what was resolved."""
-    try:
-        argv = shlex.split(text)
-    except ValueError as exc:
-        raise BisectkError(f"{option} {text!r}: {exc}") from None
-    user_cwd = Path(os.path.abspath(user_cwd))
-    try:
-        inside: Path | None = user_cwd.relative_to(root)
-    except ValueError:
-        inside = None
-    files: list[CommandFile] = []
-    out = []
-    script = _script_index(argv)
-    for k, word in enumerate(argv):
-        if not _pathlike(word, k == 0):
-            out.append(word)
-            continue
-        mine = Path(os.path.normpath(user_cwd / word))
+    gives the resolved words) and what was resolved. The script of `sh -c SCRIPT` has its words
+    resolved as well (_resolve_script), so that the form a refused `&&` asks for runs the user's
+    untracked script as a plain command would."""
+    argv = split_command(text, option)   # shell syntax refused before a rewrite could quote it into a word
+    resolver = _Resolver(user_cwd, root, commit)
+    out = [resolver.word(word, k == 0, k == _script_index(argv)) for k, word in enumerate(argv)]
+    inner = _shell_script_index(argv)
+    if inner is not None:
+        out[inner] = _resolve_script(argv[inner], resolver)
+    return (shlex.join(out) if resolver.files else text), resolver.files
+
+
+class _Resolver:
+    """One command's words resolved (see the module docstring), the CommandFiles collected."""
+
+    def __init__(self, user_cwd: Path, root: Path, commit: str):
+        self.user_cwd = Path(os.path.abspath(user_cwd))
+        self.root, self.commit = root, commit
+        try:
+            self.inside: Path | None = self.user_cwd.relative_to(root)
+        except ValueError:
+            self.inside = None
+        self.files: list[CommandFile] = []
+
+    def word(self, word: str, first: bool, runs: bool) -> str:
+        """The word as the command is to hold it. `first`: the program; `runs`: the program or
+        the script an interpreter runs."""
+        if not _pathlike(word, first):
+            return word
+        runs = runs or first
+        mine = Path(os.path.normpath(self.user_cwd / word))
         # where the word points in the tree: the same file of the repository when the user is
         # inside it, else the word as the worktree root would read it
-        rel = os.path.normpath(str(inside / word)) if inside is not None else os.path.normpath(word)
+        rel = os.path.normpath(str(self.inside / word)) if self.inside is not None else os.path.normpath(word)
         in_tree = not rel.startswith("..") and rel != "."
-        blob = _blob(root, commit, rel) if in_tree else None
+        blob = _blob(self.root, self.commit, rel) if in_tree else None
         if mine.is_file():
-            if blob is not None and _same(root, mine, blob):
-                files.append(CommandFile(word, "tree", rel, "tracked", k in (0, script)))
-                out.append(word)        # run where it was typed (run_dir): the word reads the same there
-                continue
-            state = ("outside the repository" if inside is None or not mine.is_relative_to(root)
+            if blob is not None and _same(self.root, mine, blob):
+                self.files.append(CommandFile(word, "tree", rel, "tracked", runs))
+                return word             # run where it was typed (run_dir): the word reads the same there
+            state = ("outside the repository" if self.inside is None or not mine.is_relative_to(self.root)
                      else "modified" if blob is not None else "untracked")
-            files.append(CommandFile(word, "yours", str(mine), state))
-            out.append(str(mine))
-        elif blob is not None:
-            files.append(CommandFile(word, "tree", rel, "tracked, not in your directory", k in (0, script)))
-            out.append(word)
-        else:
-            out.append(word)
-    return (shlex.join(out) if files else text), files
+            self.files.append(CommandFile(word, "yours", str(mine), state))
+            return str(mine)
+        if blob is not None:
+            self.files.append(CommandFile(word, "tree", rel, "tracked, not in your directory", runs))
+        return word
+
+
+def _shell_script_index(argv: list[str]) -> int | None:
+    """The index of the script in `sh -c SCRIPT` (`bash -euc SCRIPT`, `env A=1 bash -lc SCRIPT`):
+    the first operand after the shell's options; None when argv runs no shell script."""
+    if not runs_shell(argv):
+        return None
+    shell = next(i for i, w in enumerate(argv) if Path(w).name in _SHELLS)
+    return next((j for j in range(shell + 1, len(argv)) if not argv[j].startswith("-")), None)
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _resolve_script(script: str, resolver: _Resolver) -> str:
+    """A shell script's words resolved as a command's are, each simple command's program and the
+    script an interpreter runs among them (`make && ./t.sh`, `python tests/t.py | tee log`); a
+    word to rewrite is replaced where it stands as a plain word of the text (a word that is not,
+    quoted there, stays as typed and is not reported as the user's). What the shell computes is
+    left to it: words with `$`, quotes or globs, redirection targets, and everything after a `cd`
+    (the paths after it are the shell's to read from another directory)."""
+    try:
+        lexer = shlex.shlex(script, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer) + [";"]
+    except ValueError:
+        return script
+    segment: list[str] = []
+    rewrites: dict[str, CommandFile] = {}
+    k = 0
+    while k < len(tokens):
+        token = tokens[k]
+        if token and set(token) <= _OPERATOR_CHARS and set(token) & {"<", ">"}:
+            k += 1                      # a redirection (`>`, `2>&1`, `&>`): its file is the shell's to open
+        elif token and set(token) <= _OPERATOR_CHARS:
+            if segment and _resolve_segment(segment, resolver, rewrites):
+                break                   # a `cd`: the rest runs elsewhere
+            segment = []
+        elif token.isdigit() and tokens[k + 1][:1] in ("<", ">"):
+            pass                        # `2>`: a descriptor's number
+        else:                           # a word the shell computes keeps its place (the program's index)
+            segment.append("" if set(token) & _COMPUTED else token)
+        k += 1
+    for word, found in rewrites.items():
+        pattern = rf"(?<![^{_BOUNDARY}]){re.escape(word)}(?=$|[{_BOUNDARY}])"
+        script, n = re.subn(pattern, lambda _: shlex.quote(found.path), script)
+        if n == 0:
+            resolver.files.remove(found)
+    return script
+
+
+_OPERATOR_CHARS = frozenset("();&|<>")
+_COMPUTED = frozenset("$`'\"*?[~\\")
+_BOUNDARY = r"\s;&|()<>"
+
+
+def _resolve_segment(words: list[str], resolver: _Resolver, rewrites: dict[str, CommandFile]) -> bool:
+    """One simple command of a shell script resolved into `rewrites`; True when it is a `cd`."""
+    while words and _ASSIGNMENT.match(words[0]):
+        words = words[1:]               # `A=1 ./t.sh`: the program follows the assignments
+    if not words or not words[0]:
+        return False
+    if words[0] in ("cd", "pushd", "popd"):
+        return True
+    script = _script_index(words)
+    for k, word in enumerate(words):
+        if word and resolver.word(word, k == 0, k == script) != word:
+            found = resolver.files[-1]
+            if shlex.quote(word) == word and word not in rewrites:
+                rewrites[word] = found
+            else:
+                resolver.files.remove(found)    # not rewritten: not the user's file in the run
+    return False
 
 
 def _same(root: Path, path: Path, blob: str) -> bool:

@@ -118,3 +118,39 @@ def test_quoted_or_escaped_operators_are_words(text):
     from bisectk.engine.subject import runs_shell, shell_syntax, split_command
     assert shell_syntax(text, shell_script=runs_shell(shlex.split(text))) is None
     assert split_command(text, "--run") == shlex.split(text)
+
+
+def test_the_words_of_a_shell_script_are_resolved_as_a_commands_are(tmp_path):
+    """`sh -c '...'` (the form a refused `&&` asks for): the user's untracked script is run by its
+    absolute path wherever it stands as a program or an interpreter's script; what the shell
+    computes or opens (a quoted word, `$X`, a redirection's file, anything after `cd`) is left as
+    typed, and only what was rewritten is reported as the user's file."""
+    import shlex
+
+    from bisectk.spaces.command import resolve_command
+    from tests.fixtures.gitrepo import git
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    (r / "tracked.sh").write_text("#!/bin/sh\n")
+    git(r, "add", "tracked.sh")
+    git(r, "commit", "-q", "-m", "one")
+    for name in ("t.sh", "out.log"):
+        (r / name).write_text("#!/bin/sh\n")
+    head = git(r, "rev-parse", "HEAD")
+    mine = str(r / "t.sh")
+    cases = {
+        "sh -c './t.sh && false'": (f"sh -c '{mine} && false'", ["./t.sh"]),
+        "sh -c './t.sh > out.log 2>&1 && ./t.sh x'": (f"sh -c '{mine} > out.log 2>&1 && {mine} x'", ["./t.sh"]),
+        "bash -euc 'A=1 ./t.sh \"./t.sh\" $X'": (f"bash -euc 'A=1 {mine} \"./t.sh\" $X'", ["./t.sh"]),
+        "sh -c 'cd sub && ./t.sh'": ("sh -c 'cd sub && ./t.sh'", []),
+        "sh -c 'python3 t.sh | tee out.log'": (f"sh -c 'python3 {mine} | tee {r / 'out.log'}'", ["t.sh", "out.log"]),
+        "sh -c \"'./t.sh'\"": ("sh -c \"'./t.sh'\"", []),
+        "sh -c './tracked.sh; ./t.sh'": (f"sh -c './tracked.sh; {mine}'", ["./tracked.sh", "./t.sh"]),
+    }
+    for text, (want, words) in cases.items():
+        out, files = resolve_command(text, "--run", user_cwd=r, root=r, commit=head)
+        assert shlex.split(out) == shlex.split(want), text
+        assert [f.word for f in files] == words, (text, files)
+    _, files = resolve_command("sh -c './tracked.sh; ./t.sh'", "--run", user_cwd=r, root=r, commit=head)
+    assert [(f.use, f.runs) for f in files] == [("tree", True), ("yours", False)]

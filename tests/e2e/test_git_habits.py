@@ -171,6 +171,24 @@ def test_a_file_only_the_users_checkout_has_is_named_not_called_good_fails_too(u
     (r / ".git" / "info" / "exclude").write_text("")
 
 
+def test_shell_syntax_around_the_users_script_is_refused_and_its_sh_c_form_runs_it(user, hist, tmp_path):
+    """`--run './test.sh && false'`: resolving ./test.sh to the user's file once rewrote the line
+    with `&&` quoted into an argument, so every commit ran test.sh alone and c5 was called the
+    first bad commit of a command that fails everywhere. It is refused as shell syntax, as without
+    the script; the `sh -c` form the refusal asks for runs the user's untracked script (resolved
+    inside the shell script too) with the shell's meaning: `&& false` fails on every commit."""
+    r, c = user
+    before = snapshot(r)
+    p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./test.sh && false", "--json", check=2)
+    assert p.stdout == "" and "'&&' is shell syntax" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    d = jrun(r, "--good", c["c1"], "--bad", c["c8"], "--run", "sh -c './test.sh && true'")
+    assert d["first_bad"]["sha"] == c["c5"]
+    assert d["command_files"] == [{"word": "./test.sh", "use": "yours", "path": str(r / "test.sh"), "state": "untracked"}]
+    p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "sh -c './test.sh && false'", "--json", check=2)
+    assert "the good configuration fails too" in json.loads(p.stdout)["endpoints"]["problem"]
+    assert snapshot(r) == before
+
+
 def test_from_a_subdirectory_paths_read_as_typed_there(user, hist, tmp_path):
     """Typed in d/: `../up-test.sh` is the user's script at the root, the pathspec `f0` is d/f0,
     as git reads a pathspec relative to where it is typed, and the command runs in each commit's

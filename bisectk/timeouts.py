@@ -9,6 +9,7 @@ TimeoutPolicy -- seconds, source ("spec", "option": --timeout, "calibrated", "pr
                  deadline that follows each run's progress through the good run's timeline, "cap":
                  nothing calibrated yet) and a detail in words.
 calibrated    -- max(floor, factor x the slowest good run), stated with its inputs.
+second_chance -- the watch of a run given longer once: EXTEND x the watchdog, within its bounds.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 DEFAULT_FLOOR_S = 1.0
 DEFAULT_FACTOR = 5.0
 CALIBRATION_CAP_S = 120.0  # the first good run has no baseline yet; --timeout overrides
+EXTEND = 4.0            # a second chance for a run the calibrated watchdog stopped: this many times
+EXTEND_MIN_S = 10.0     # the watchdog, at least this long, at most the cap (second_chance)
 
 
 @dataclass(frozen=True)
@@ -40,3 +43,10 @@ def calibrated(good_durations: list[float], floor: float = DEFAULT_FLOOR_S,
     seconds = max(floor, factor * slowest)
     return TimeoutPolicy(seconds, "calibrated",
                          f"max({floor:g} s, {factor:g} x slowest good run {slowest:.2f} s) = {seconds:.2f} s")
+
+
+def second_chance(seconds: float) -> float:
+    """The seconds a run stopped by a calibrated watchdog of `seconds` is given when it is run once
+    more to tell a hang from a slow run: EXTEND times as long, at least EXTEND_MIN_S, at most
+    the cap."""
+    return min(CALIBRATION_CAP_S, max(EXTEND * seconds, EXTEND_MIN_S))

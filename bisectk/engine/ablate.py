@@ -196,7 +196,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     first = FirstRuns(oracle, diffs, strategy=strategy, repeat=repeat)
     check = verify(trials, frozenset(), frozenset(diffs), repeat=repeat,
                    meanwhile=first if first.wanted() else None)
-    oracle.aim(check.target)
+    oracle.aim(check.target, steady=not check.flaky)
     base = dict(command="ablate", endpoints=check, subject=SubjectRecord.of(spec), strategy=strategy,
                 environment=captured(environment), session=runner.session)
     if not check.ok:

@@ -134,7 +134,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
                 environment={}, session=runner.session, protocol=runner.spec.protocol,
                 goods=graph.goods, paths=graph.paths, terms=(terms.old, terms.new), find_fix=terms.find_fix,
                 **(facts or {}))
-    oracle = Oracle(trials, check.target, any_failure=any_failure)
+    oracle = Oracle(trials, check.target, any_failure=any_failure, steady=not check.flaky)
     if check.ok:
         bases, problem = merge_bases(runner, oracle, check, terms)
         base["merge_bases"] = tuple(bases)

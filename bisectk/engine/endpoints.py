@@ -51,8 +51,6 @@ from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import FailKind, Outcome, Reason, Run, Target, Verdict
 from bisectk.run.runner import Runner
 
-EXTEND = 4.0            # a silent bad endpoint's hang is checked once with this many times the watchdog,
-EXTEND_MIN_S = 10.0     # and at least this long
 
 if TYPE_CHECKING:   # loaded after the endpoints ran: the first run does not wait for it (issue 27)
     from bisectk.engine.records import EndpointCheck, Rate
@@ -191,10 +189,10 @@ def _hang_or_slow(trials: Trials, bad_point: Any, bad_runs: list[Run]) -> tuple[
     its runs are the bad endpoint's runs, and the watchdog is set from how long it took, so the
     search does not call every slow commit a hang (a test that went from 0.1 s to 6 s is not a
     deadlock). Returns the bad endpoint's runs and what was done, in words."""
-    from bisectk.timeouts import CALIBRATION_CAP_S, TimeoutPolicy
+    from bisectk.timeouts import TimeoutPolicy, second_chance
     runner = trials.runner
     short = runner.timeout
-    longer = min(CALIBRATION_CAP_S, max(EXTEND * short.seconds, EXTEND_MIN_S))
+    longer = second_chance(short.seconds)
     runner.events.emit(Note(f"the bad endpoint was called a hang after {short.seconds:g} s ({short.detail}), and "
                             f"it printed nothing that tells a hang from a slow run: once more with {longer:g} s"))
     runner.timeout = TimeoutPolicy(longer, "extended", f"{longer:g} s: the bad endpoint's second chance")

@@ -39,15 +39,17 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from bisectk.engine.interrupts import live
 from bisectk.engine.policy import RunPolicy
+from bisectk.events import Note
 from bisectk.ledger import stored_key
 from bisectk.outcome import DEFAULT_SAME_FAILURE, Outcome, Run, Target, Verdict
 from bisectk.run.runner import Runner
 from bisectk.run.workload import Workload
+from bisectk.timeouts import second_chance
 
 
 class Space(Protocol):
@@ -87,15 +89,16 @@ class Trials:
         return Trials(self.runner, space, self.policy, label=self.label, _counts=(self._counts, self._count_lock))
 
     def observe(self, point: Any, slot: int = 0, *, snapshot: bool = False,
-                target: Target | None | Callable[[], Target | None] = None) -> Run:
+                target: Target | None | Callable[[], Target | None] = None, longer: float | None = None) -> Run:
         """One new run of `point` (its next run index), executed only if the ledger lacks it; the
         trial is judged against `target` (None: as the run came; a call: the target it gives
         once the run is made, for a run begun before the endpoints named the failure).
-        `snapshot`: should it hang, read where it waits whatever the budget (engine/hangs.py)."""
+        `snapshot`: should it hang, read where it waits whatever the budget (engine/hangs.py).
+        `longer`: this run's fixed watch in seconds (a second chance, Oracle.__call__)."""
         with live():   # the one place a held-back Ctrl-C takes effect (engine/interrupts.py)
-            return self._observe(point, slot, snapshot, target)
+            return self._observe(point, slot, snapshot, target, longer)
 
-    def _observe(self, point: Any, slot: int, snapshot: bool, target) -> Run:
+    def _observe(self, point: Any, slot: int, snapshot: bool, target, longer: float | None = None) -> Run:
         key = self.space.key(point)
         workload = self.space.workload(point)
         with self._count_lock:
@@ -105,7 +108,7 @@ class Trials:
             return " ".join(x for x in (self.label, self.space.label(point)) if x)
         if self.runner.has(workload, index):
             label = label_of()
-            run = self.runner.observe(workload, index, label)
+            run = self.runner.observe(workload, index, label, longer=longer)
         else:
             # a commit's label is read from git (its subject): while git checks the commit out
             label_of = _meanwhile(label_of) if getattr(self.space, "label_reads_git", False) else label_of
@@ -113,7 +116,7 @@ class Trials:
                 label = label_of()
                 if self.policy.gpus:
                     leased = leased.with_env(CUDA_VISIBLE_DEVICES=self.policy.gpus[slot % len(self.policy.gpus)])
-                run = self.runner.observe(leased, index, label, snapshot=snapshot)
+                run = self.runner.observe(leased, index, label, snapshot=snapshot, longer=longer)
         judged = judged_as(run, target() if callable(target) else target)
         trial = Trial(key, label, index, run, judged, self.runner.was_cached(workload, index))
         with self._lock:
@@ -173,13 +176,18 @@ class Oracle:
     """What a search calls (see the module docstring). `any_failure`: every failure counts (git
     bisect's view); the target still names the failure in the reports."""
 
-    def __init__(self, trials: Trials, target: Target | None, *, any_failure: bool = False, aimed: bool = True):
+    def __init__(self, trials: Trials, target: Target | None, *, any_failure: bool = False, aimed: bool = True,
+                 steady: bool = False):
         self.trials, self.target, self.any_failure = trials, target, any_failure
+        self.steady = steady        # the endpoints showed the failure every time (not flaky): see __call__
         self.space, self.policy = trials.space, trials.policy
         self._target_known = threading.Event()
         self._side: SideBySide | None = None
+        self._lock = threading.Lock()
+        self._hung_again = 0        # runs given longer (_second_chance) that hung again
+        self._stretch_seen = False  # a run given longer ended (_stretched)
         if aimed:
-            self.aim(target)
+            self.aim(target, steady=steady)
 
     @classmethod
     def unaimed(cls, trials: Trials) -> Oracle:
@@ -187,9 +195,9 @@ class Oracle:
         submitted to it start now, and are judged once `aim` names the target."""
         return cls(trials, None, aimed=False)
 
-    def aim(self, target: Target | None) -> None:
-        """Fix the failure this oracle judges against (once)."""
-        self.target = target
+    def aim(self, target: Target | None, *, steady: bool = False) -> None:
+        """Fix the failure this oracle judges against (once); `steady`: it is not intermittent."""
+        self.target, self.steady = target, steady
         self._target_known.set()
 
     @property
@@ -203,8 +211,8 @@ class Oracle:
         """The --same-failure mode the failures are named under."""
         return self.target.mode if self.target else DEFAULT_SAME_FAILURE
 
-    def observe(self, point: Any, slot: int = 0, *, snapshot: bool = False) -> Run:
-        return self.trials.observe(point, slot, snapshot=snapshot, target=lambda: self._judging)
+    def observe(self, point: Any, slot: int = 0, *, snapshot: bool = False, longer: float | None = None) -> Run:
+        return self.trials.observe(point, slot, snapshot=snapshot, target=lambda: self._judging, longer=longer)
 
     def judge(self, verdict: Verdict) -> Outcome:
         return verdict.outcome if self._judging is None else verdict.against(self._judging)
@@ -218,12 +226,69 @@ class Oracle:
         return run.outcome is Outcome.FAIL and self.judge_run(run) is Outcome.UNRESOLVED
 
     def __call__(self, point: Any, slot: int = 0) -> Outcome:
-        """The search's single-shot verdict on `point`: a different failure is re-run first."""
+        """The search's single-shot verdict on `point`: a different failure is re-run first, and
+        one the calibrated watchdog called a hang is re-run given longer (_second_chance)."""
+        longer = None
         for _ in range(1 + max(0, self.policy.retry_different)):
-            run = self.observe(point, slot)
+            run = self.observe(point, slot, longer=longer)
+            if longer is not None and run.timed_out:
+                with self._lock:
+                    self._hung_again += 1
+                return self.judge_run(run)      # hung given longer too: a hang (of another bug)
+            if longer is not None:
+                self._stretched(point, run, longer)
             if not self.different(run):
-                return self.judge_run(run)
+                longer = self._second_chance(run, hunted=True) if self.steady else None
+                if longer is None:
+                    return self.judge_run(run)
+                continue
+            longer = self._second_chance(run)
         return Outcome.UNRESOLVED
+
+    def _second_chance(self, run: Run, hunted: bool = False) -> float | None:
+        """The seconds to give the next run of a point whose run was called a hang. A calibrated
+        watchdog is 5 x the good endpoint's run, and a commit or configuration run for the first
+        time may pay what the endpoints, run by hand before, no longer do (a JIT compile into a
+        cache, a build, a download). Re-run with the same watch it would be stopped at the same
+        place every time, its cache never written:
+        - the failure hunted is another: every such point would be left unresolved;
+        - the failure hunted is a hang (`hunted`; the search is deterministic): a silent hang,
+          called by the good run's duration alone (no progress output followed, no picture of a
+          deadlock), would be taken for the hang hunted. Only until one such second chance hangs
+          again: from then on this subject's silent hangs are real, and each would cost the
+          longer watch.
+        None: no second chance (not a hang, the watchdog is the user's or the spec's, or hangs
+        given longer already hung again: twice for another failure, once for the hunted one; or,
+        for the hunted one, the watchdog was already set from a first run's cost, which it now
+        covers)."""
+        timeout = self.trials.runner.timeout
+        if not run.timed_out or timeout is None or timeout.source not in ("calibrated", "progress"):
+            return None
+        if hunted:
+            from bisectk.engine.endpoints import _deadlocked
+            if timeout.source != "calibrated" or run.progress or _deadlocked(run.stuck):
+                return None
+        with self._lock:
+            if self._hung_again >= (1 if hunted else 2) or (hunted and self._stretch_seen):
+                return None
+        return second_chance(timeout.seconds)
+
+    def _stretched(self, point: Any, run: Run, longer: float) -> None:
+        """A run given longer ended: the watchdog is set from its time, as from a good run's, so
+        the points after it are not stopped at the same first-run cost (Runner.stretch)."""
+        runner, trials = self.trials.runner, self.trials
+        key = self.space.key(point)   # where its short run "waited" is no hang's place: not shown as one
+        with trials._lock:
+            trials.trials[:] = [replace(t, run=replace(t.run, stuck=None)) if t.key == key and t.run.timed_out
+                                else t for t in trials.trials]
+        with self._lock:
+            self._stretch_seen = True
+        before = runner.policy().seconds
+        after = runner.stretch(run.duration_s).seconds
+        more = f"; the watchdog is now {after:.1f} s" if after > before else ""
+        runner.events.emit(Note(
+            f"{self.space.label(point)} was called a hang after {before:g} s, and ended in {run.duration_s:.2f} s "
+            f"when given {longer:g} s (a first run's cost: a JIT compile, a cold cache, a build){more}"))
 
     def batch(self, points: Sequence[Any]) -> list[Outcome]:
         """Outcomes for several points (the same one again, too: each is its next run), run side

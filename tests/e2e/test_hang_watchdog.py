@@ -28,3 +28,60 @@ def test_hang_called_after_launch_and_slow_compile_is_not_a_hang(tmp_path):
     p = bisectk("run", tmp_path / "hang.toml", "--config", "good", "--set", "slow_compile=1", "--json",
                 "--ledger", tmp_path / "l.db", timeout=300)
     assert p.returncode == 0, p.stdout[-1500:]
+
+
+def _cached_history(tmp_path, bad_from: int, commits: int, hang: bool, cost: float = 2.0):
+    """A history whose test pays a first run's cost: a per-source 'JIT cache' that a cache miss
+    fills in `cost` seconds, as Triton's or the CuTe DSL's does. The endpoints are run by hand first (their
+    entries cached), as a user who knows which is good and which is bad has run them. From
+    `bad_from` on the test fails (exit 1), or, with `hang`, waits forever, printing nothing."""
+    import subprocess
+
+    from tests.fixtures.gitrepo import git
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    for i in range(1, commits + 1):
+        (r / "k.txt").write_text(f"{i}\n")
+        git(r, "add", "k.txt")
+        git(r, "commit", "-q", "-m", f"c{i}")
+    cache = tmp_path / "cache"
+    test = tmp_path / "test.sh"
+    broken = "exec sleep 1000" if hang else "exit 1"
+    test.write_text(f"#!/bin/sh\nh=$(cksum < k.txt | cut -d' ' -f1)\n"
+                    f"[ -f {cache}/$h ] || {{ sleep {cost}; mkdir -p {cache}; touch {cache}/$h; }}\n"
+                    f"[ $(cat k.txt) -ge {bad_from} ] && {broken}\nexit 0\n")
+    test.chmod(0o755)
+    for ref in ("main~%d" % (commits - 1), "main"):
+        git(r, "checkout", "-q", ref)
+        subprocess.run(["timeout", "3", str(test)], cwd=r, check=False)
+    git(r, "checkout", "-q", "main")
+    return r, test
+
+
+def test_a_first_runs_cost_is_given_longer_not_left_unresolved(tmp_path):
+    """Hunting exit 1 with a watchdog calibrated from a cached good run (1 s), every commit in
+    between paid its 2 s compile and was stopped, three times each at the same second, never
+    filling its cache: every commit unresolved, no answer. A run called a hang is run once more
+    given longer; it ends, and the watchdog is set from its time."""
+    r, test = _cached_history(tmp_path, bad_from=6, commits=9, hang=False)
+    p = bisectk("bisect", "--repo", r, "--good", "HEAD~8", "--bad", "HEAD", "--run", str(test), "--json",
+                timeout=600, check=0)
+    doc = json.loads(p.stdout)
+    assert doc["first_bad"]["subject"] == "c6", doc.get("problem")
+    assert [a["time_s"] < 1.5 for a in doc["attempts"][:2]] == [True, True]      # the endpoints: cached
+    given_longer = [a for a in doc["attempts"][2:] if a["outcome"] != "fail" or a["failure"] != "hang"]
+    assert any(a["time_s"] > 1.5 for a in given_longer)                            # a 2 s compile, not stopped
+    assert not doc["skipped"] and not doc["ambiguous"]
+
+
+def test_a_first_runs_cost_is_not_taken_for_the_hang_hunted(tmp_path):
+    """Hunting a silent hang with the same first-run cost: the first commit tested in between
+    was stopped at 1 s, taken for the hang, and c2 was called the first bad commit with
+    confidence 1. Its second chance ends; the watchdog is set from it, and the answer is c4."""
+    r, test = _cached_history(tmp_path, bad_from=4, commits=5, hang=True, cost=1.3)
+    p = bisectk("bisect", "--repo", r, "--good", "HEAD~4", "--bad", "HEAD", "--run", str(test), "--json",
+                timeout=600, check=0)
+    doc = json.loads(p.stdout)
+    assert doc["first_bad"]["subject"] == "c4", doc.get("problem")
+    assert doc["endpoints"]["bad"]["runs"][0]["kind"] == "hang"

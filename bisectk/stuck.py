@@ -12,6 +12,9 @@ Snapshot  -- every group of one hung run, the tools that read them, the seconds 
              line per thing that could not be read (no cuda-gdb, no permission to attach, a tool
              that timed out). A snapshot never decides a verdict: a run is a hang because its
              watchdog fired, whatever its snapshot says or fails to say.
+deadlocked -- whether every group of a snapshot waits on a synchronization primitive (a lock, a
+             join, a barrier, an mbarrier): a hang, not a slow run (engine/endpoints.py and
+             engine/oracle.py give a silent hang without one a second, longer run).
 same_place -- whether two snapshots show the same hang (the same set of places where threads and
              warps wait), which the reports use to tell "two different hangs" apart.
 
@@ -119,3 +122,18 @@ def ranges(numbers: list[int]) -> str:
         out.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
         i = j + 1
     return ", ".join(out)
+
+
+# waits that end only when another thread, warp or process acts: with every group in one of them,
+# nothing the run does on its own can end it (a sleep, a computation, I/O or a GPU sync may end)
+DEADLOCK_WAITS = {"join", "condition wait", "event wait", "barrier wait", "semaphore", "queue", "lock", "wait",
+                  "mbarrier try_wait", "named barrier"}
+
+
+def deadlocked(stuck: dict | None) -> bool:
+    """Where the run was stopped (a snapshot's dict), every group waits on a synchronization
+    primitive (on a GPU, every warp group read: the host thread then only waits for the kernel):
+    a hang, not a slow run."""
+    snap = Snapshot.from_dict(stuck)
+    groups = [g for g in snap.groups if g.device] or list(snap.groups) if snap else []
+    return bool(groups) and all(g.wait in DEADLOCK_WAITS for g in groups)

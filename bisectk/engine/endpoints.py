@@ -157,30 +157,26 @@ def _capped(runner: Runner, good_runs: list[Run]) -> str | None:
             f"spec's `timeout`) above its time; if it really hangs, check that --good and --bad are not swapped")
 
 
+def recheck_hangs(check: EndpointCheck) -> bool:
+    """Whether a search's silent hangs of the failure hunted get a second, longer run (Oracle):
+    the bad endpoint fails every time, and no picture of its hang showed a deadlock (one that
+    did says what this subject's hangs look like, and a silent one in the search is taken for
+    it; see README, "a first run's cost")."""
+    from bisectk.stuck import deadlocked
+    return (not check.flaky and any(r.kind is FailKind.HANG for r in check.bad.runs)
+            and not any(deadlocked(r.stuck) for r in check.bad.runs))
+
+
 def _silent_hang(runner: Runner, runs: list[Run], target: Target | None) -> bool:
     """The bad endpoint's failure is a hang that only the good run's duration called: the
     watchdog was calibrated (not the user's, not the spec's, not following progress output), no
     run said where it stopped, and no picture read at the kill shows a deadlock. A test that
     became slower looks the same."""
+    from bisectk.stuck import deadlocked
     hung = [r for r in runs if r.kind is FailKind.HANG]
     return (target is not None and runner.timeout is not None and runner.timeout.source == "calibrated"
             and all(f.kind is FailKind.HANG for f in target.failures)
-            and not any(r.progress for r in hung) and not any(_deadlocked(r.stuck) for r in hung))
-
-
-# waits that end only when another thread, warp or process acts: with every group in one of them,
-# nothing the run does on its own can end it (a sleep, a computation, I/O or a GPU sync may end)
-DEADLOCK_WAITS = {"join", "condition wait", "event wait", "barrier wait", "semaphore", "queue", "lock", "wait",
-                  "mbarrier try_wait", "named barrier"}
-
-
-def _deadlocked(stuck: dict | None) -> bool:
-    """Where the run was stopped, every group waits on a synchronization primitive (on a GPU, every
-    warp group read: the host thread then only waits for the kernel)."""
-    from bisectk.stuck import Snapshot
-    snap = Snapshot.from_dict(stuck)
-    groups = [g for g in snap.groups if g.device] or list(snap.groups) if snap else []
-    return bool(groups) and all(g.wait in DEADLOCK_WAITS for g in groups)
+            and not any(r.progress for r in hung) and not any(deadlocked(r.stuck) for r in hung))
 
 
 def _hang_or_slow(trials: Trials, bad_point: Any, bad_runs: list[Run]) -> tuple[list[Run], str]:

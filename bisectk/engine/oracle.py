@@ -177,9 +177,9 @@ class Oracle:
     bisect's view); the target still names the failure in the reports."""
 
     def __init__(self, trials: Trials, target: Target | None, *, any_failure: bool = False, aimed: bool = True,
-                 steady: bool = False):
+                 recheck: bool = False):
         self.trials, self.target, self.any_failure = trials, target, any_failure
-        self.steady = steady        # the endpoints showed the failure every time (not flaky): see __call__
+        self.recheck = recheck      # a silent hang hunted is given longer once (endpoints.recheck_hangs)
         self.space, self.policy = trials.space, trials.policy
         self._target_known = threading.Event()
         self._side: SideBySide | None = None
@@ -187,7 +187,7 @@ class Oracle:
         self._hung_again = 0        # runs given longer (_second_chance) that hung again
         self._stretch_seen = False  # a run given longer ended (_stretched)
         if aimed:
-            self.aim(target, steady=steady)
+            self.aim(target, recheck=recheck)
 
     @classmethod
     def unaimed(cls, trials: Trials) -> Oracle:
@@ -195,9 +195,9 @@ class Oracle:
         submitted to it start now, and are judged once `aim` names the target."""
         return cls(trials, None, aimed=False)
 
-    def aim(self, target: Target | None, *, steady: bool = False) -> None:
-        """Fix the failure this oracle judges against (once); `steady`: it is not intermittent."""
-        self.target, self.steady = target, steady
+    def aim(self, target: Target | None, *, recheck: bool = False) -> None:
+        """Fix the failure this oracle judges against (once); `recheck`: see endpoints.recheck_hangs."""
+        self.target, self.recheck = target, recheck
         self._target_known.set()
 
     @property
@@ -238,7 +238,7 @@ class Oracle:
             if longer is not None:
                 self._stretched(point, run, longer)
             if not self.different(run):
-                longer = self._second_chance(run, hunted=True) if self.steady else None
+                longer = self._second_chance(run, hunted=True) if self.recheck else None
                 if longer is None:
                     return self.judge_run(run)
                 continue
@@ -252,11 +252,11 @@ class Oracle:
         cache, a build, a download). Re-run with the same watch it would be stopped at the same
         place every time, its cache never written:
         - the failure hunted is another: every such point would be left unresolved;
-        - the failure hunted is a hang (`hunted`; the search is deterministic): a silent hang,
-          called by the good run's duration alone (no progress output followed, no picture of a
-          deadlock), would be taken for the hang hunted. Only until one such second chance hangs
-          again: from then on this subject's silent hangs are real, and each would cost the
-          longer watch.
+        - the failure hunted is a hang (`hunted`; `recheck`: the search is deterministic and no
+          picture showed the bad endpoint's hang as a deadlock): a silent hang, called by the good
+          run's duration alone (no progress output followed, no picture of a deadlock), would be
+          taken for the hang hunted. Only until one such second chance hangs again: from then on
+          this subject's silent hangs are real, and each would cost the longer watch.
         None: no second chance (not a hang, the watchdog is the user's or the spec's, or hangs
         given longer already hung again: twice for another failure, once for the hunted one; or,
         for the hunted one, the watchdog was already set from a first run's cost, which it now
@@ -265,8 +265,8 @@ class Oracle:
         if not run.timed_out or timeout is None or timeout.source not in ("calibrated", "progress"):
             return None
         if hunted:
-            from bisectk.engine.endpoints import _deadlocked
-            if timeout.source != "calibrated" or run.progress or _deadlocked(run.stuck):
+            from bisectk.stuck import deadlocked
+            if timeout.source != "calibrated" or run.progress or deadlocked(run.stuck):
                 return None
         with self._lock:
             if self._hung_again >= (1 if hunted else 2) or (hunted and self._stretch_seen):

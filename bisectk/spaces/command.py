@@ -173,10 +173,9 @@ def resolve_command(text: str, option: str, *, user_cwd: Path, root: Path, commi
     untracked script as a plain command would."""
     argv = split_command(text, option)   # shell syntax refused before a rewrite could quote it into a word
     resolver = _Resolver(user_cwd, root, commit)
-    out = [resolver.word(word, k == 0, k == _script_index(argv)) for k, word in enumerate(argv)]
-    inner = _shell_script_index(argv)
-    if inner is not None:
-        out[inner] = _resolve_script(argv[inner], resolver)
+    inner, script = _shell_script_index(argv), _script_index(argv)
+    out = [_resolve_script(word, resolver) if k == inner else resolver.word(word, k == 0, k == script)
+           for k, word in enumerate(argv)]
     return (shlex.join(out) if resolver.files else text), resolver.files
 
 

@@ -147,7 +147,7 @@ def test_a_python_subject_that_prints_without_flushing_is_followed_line_by_line(
 
 def test_a_picture_of_every_thread_waiting_on_a_primitive_is_a_deadlock():
     """Such a hang is not given a second, longer run: nothing the run does alone can end it."""
-    from bisectk.engine.endpoints import _deadlocked
+    from bisectk.stuck import deadlocked as _deadlocked
     group = lambda wait: {"role": "t", "count": 1, "place": "k.py:3", "wait": wait}   # noqa: E731
     assert _deadlocked({"groups": [group("condition wait"), group("join")]})
     assert _deadlocked({"groups": [group("mbarrier try_wait"), group("named barrier")]})

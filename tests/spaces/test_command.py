@@ -79,4 +79,4 @@ def test_which_tracked_file_the_command_runs(repo):
     assert runs("bash -x tools/check.sh") == [("tools/check.sh", True)]
     assert runs("./tools/check.sh run.sh") == [("./tools/check.sh", True), ("run.sh", False)]
     assert runs("python -m pytest tools/check.sh") == [("tools/check.sh", False)]
-    assert runs("sh -c ./run.sh") == [("./run.sh", False)]
+    assert runs("sh -c ./run.sh") == [("./run.sh", True)]     # the script's program: a commit needs it

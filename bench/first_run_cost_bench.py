@@ -68,7 +68,8 @@ def bisect(tree: Path, repo: Path, test: Path, commits: int) -> dict:
     start = time.monotonic()
     p = subprocess.run([sys.executable, "-m", "bisectk", "bisect", "--repo", str(repo), "--good", f"HEAD~{commits - 1}",
                         "--bad", "HEAD", "--run", str(test), "--json", "--snapshots", "0"],
-                       capture_output=True, text=True, env=env, timeout=1800)
+                       capture_output=True, text=True, env=env, timeout=1800, cwd=repo)   # not this checkout:
+    # `python -m` puts the working directory first on the path, before PYTHONPATH's tree
     wall = time.monotonic() - start
     try:
         doc = json.loads(p.stdout)

@@ -31,32 +31,10 @@ def test_hang_called_after_launch_and_slow_compile_is_not_a_hang(tmp_path):
 
 
 def _cached_history(tmp_path, bad_from: int, commits: int, hang: bool, cost: float = 2.0):
-    """A history whose test pays a first run's cost: a per-source 'JIT cache' that a cache miss
-    fills in `cost` seconds, as Triton's or the CuTe DSL's does. The endpoints are run by hand first (their
-    entries cached), as a user who knows which is good and which is bad has run them. From
-    `bad_from` on the test fails (exit 1), or, with `hang`, waits forever, printing nothing."""
-    import subprocess
-
-    from tests.fixtures.gitrepo import git
-    r = tmp_path / "r"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    for i in range(1, commits + 1):
-        (r / "k.txt").write_text(f"{i}\n")
-        git(r, "add", "k.txt")
-        git(r, "commit", "-q", "-m", f"c{i}")
-    cache = tmp_path / "cache"
-    test = tmp_path / "test.sh"
-    broken = "exec sleep 1000" if hang else "exit 1"
-    test.write_text(f"#!/bin/sh\nh=$(cksum < k.txt | cut -d' ' -f1)\n"
-                    f"[ -f {cache}/$h ] || {{ sleep {cost}; mkdir -p {cache}; touch {cache}/$h; }}\n"
-                    f"[ $(cat k.txt) -ge {bad_from} ] && {broken}\nexit 0\n")
-    test.chmod(0o755)
-    for ref in ("main~%d" % (commits - 1), "main"):
-        git(r, "checkout", "-q", ref)
-        subprocess.run(["timeout", "3", str(test)], cwd=r, check=False)
-    git(r, "checkout", "-q", "main")
-    return r, test
+    """A history whose test pays a first run's cost (a per-source 'JIT cache', as Triton's or the
+    CuTe DSL's, filled in `cost` seconds), its endpoints run by hand first: the bench's."""
+    from first_run_cost_bench import history
+    return history(tmp_path, commits, bad_from, hang, cost)
 
 
 def test_a_first_runs_cost_is_given_longer_not_left_unresolved(tmp_path):

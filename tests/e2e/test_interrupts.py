@@ -76,19 +76,25 @@ def test_an_interrupt_during_the_first_run_is_130_with_nothing_to_report(spec, t
     assert p.returncode == 130 and "interrupted before the endpoints were verified" in p.stderr, p.stderr
 
 
+def _counting_repo(tmp_path, commits: int):
+    """A repository whose file `v` holds the commit's number (c1, c2, ...)."""
+    from tests.fixtures.gitrepo import git
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    for i in range(1, commits + 1):
+        (r / "v").write_text(f"{i}\n")
+        git(r, "add", "v")
+        git(r, "commit", "-q", "-m", f"c{i}")
+    return r
+
+
 def test_started_with_its_output_closed_the_command_still_runs_to_its_exit_code(tmp_path):
     """`bisectk ... >&- 2>&-` (a launcher that closes them), or fd 2 left on a read-only file (a
     pyenv shim's script, when the shell ran it with stderr closed): the answer's exit code, not
     an internal error at the first print (AttributeError on a None sys.stdout, EBADF)."""
     import subprocess
-    from tests.fixtures.gitrepo import git
-    r = tmp_path / "r"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    for i in range(1, 9):
-        (r / "v").write_text(f"{i}\n")
-        git(r, "add", "v")
-        git(r, "commit", "-q", "-m", f"c{i}")
+    r = _counting_repo(tmp_path, 8)
     cmd = [sys.executable, "-m", "bisectk", "bisect", "--repo", str(r), "--good", "HEAD~7", "--bad", "HEAD",
            "--run", "sh -c '[ $(cat v) -lt 5 ]'"]
     ro = tmp_path / "ro.txt"
@@ -118,13 +124,7 @@ def test_a_reader_that_goes_away_ends_the_command_as_sigpipe_would(tmp_path):
     import psutil
 
     from tests.fixtures.gitrepo import git
-    r = tmp_path / "r"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    for i in range(1, 13):
-        (r / "v").write_text(f"{i}\n")
-        git(r, "add", "v")
-        git(r, "commit", "-q", "-m", f"c{i}")
+    r = _counting_repo(tmp_path, 12)
     marker = f"bisectk-pipe-{os.getpid()}"
     base = [sys.executable, "-m", "bisectk", "bisect", "--repo", str(r), "--good", "HEAD~11", "--bad", "HEAD",
             "--run", f"sh -c ': {marker}; sleep 0.3; [ $(cat v) -lt 5 ]'", "--fresh"]

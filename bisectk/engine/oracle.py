@@ -260,7 +260,7 @@ class Oracle:
         None: no second chance (not a hang, the watchdog is the user's or the spec's, or hangs
         given longer already hung again: twice for another failure, once for the hunted one; or,
         for the hunted one, the watchdog was already set from a first run's cost, which it now
-        covers)."""
+        covers, unless this run was stopped by the shorter watch before it)."""
         timeout = self.trials.runner.timeout
         if not run.timed_out or timeout is None or timeout.source not in ("calibrated", "progress"):
             return None
@@ -269,7 +269,11 @@ class Oracle:
             if timeout.source != "calibrated" or run.progress or deadlocked(run.stuck):
                 return None
         with self._lock:
-            if self._hung_again >= (1 if hunted else 2) or (hunted and self._stretch_seen):
+            if hunted and self._stretch_seen:
+                # the watchdog covers a first run's cost now; a run begun before it did (a slot
+                # beside the one that set it) is run again under it
+                return timeout.seconds if run.duration_s < 0.9 * timeout.seconds else None
+            if self._hung_again >= (1 if hunted else 2):
                 return None
         return second_chance(timeout.seconds)
 

@@ -9,7 +9,8 @@ with what fixes it.
 Abstractions
 ------------
 EnvironmentProblem -- a named cause: `kind` (missing-module, import-error, command-not-found,
-                      driver-mismatch, no-gpu, cpu-torch, oom-at-start, untracked-file), the one line that says it
+                      driver-mismatch, no-gpu, cpu-torch, oom-at-start, untracked-file, outside-path), the one
+                      line that says it
                       and what fixes it, and the facts behind it (details).
 recognise_cause    -- what one run's output says about the machine: a (kind, subject) pair, e.g.
                       ("missing-module", "cutlass"), or None. Pure: text in, cause out.
@@ -18,7 +19,10 @@ missing_paths      -- the paths a run's output says could not be opened ("No suc
                       (a data file, a local config) is missing from every commit's worktree
                       (they hold tracked files only), so both endpoints fail opening it, where
                       `git bisect run` in your checkout would not: the space names such a path
-                      (CommitSpace.untracked), and `diagnose` says so ("untracked-file").
+                      (CommitSpace.untracked), and `diagnose` says so ("untracked-file"). A relative
+                      path that climbs out of the repository (`../cutlass/include`) names, from a
+                      worktree, a place beside the worktree, not beside the checkout
+                      (CommitSpace.outside; "outside-path").
 diagnose           -- the endpoints' runs -> an EnvironmentProblem, or None. A cause is named only
                       when every run of both endpoints failed (or could not be tested) and every
                       one of them shows the same cause: one side that passed, or the two sides
@@ -222,10 +226,13 @@ def _where(run: Run) -> str:
 
 
 def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | None = None,
-             untracked: Callable[[str], str | None] | None = None) -> EnvironmentProblem | None:
+             untracked: Callable[[str], str | None] | None = None,
+             outside: Callable[[str], str | None] | None = None) -> EnvironmentProblem | None:
     """The environment as the cause of unusable endpoints (see the module docstring), or None.
     `facts`: the machine's GPU facts (spaces.env.gpu_visibility()), read when a GPU cause is named.
-    `untracked`: a path a run could not open -> where the user's checkout has it untracked, or None."""
+    `untracked`: a path a run could not open -> where the user's checkout has it untracked, or None.
+    `outside`: a relative path a run could not open -> what it names from the user's checkout,
+    outside the repository (`../sibling/include`), or None."""
     runs = [*good_runs, *bad_runs]
     if not good_runs or not bad_runs or any(r.outcome is Outcome.PASS for r in runs):
         return None
@@ -239,6 +246,15 @@ def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | 
             f"environment problem: the runs cannot open {where}, which your checkout has but git does not track: each "
             "commit runs in a worktree of its own, holding tracked files only; name it by its absolute path in the "
             "command, or track it"), tuple(details))
+    named = _untracked(runs, lambda p: p if outside(p) else None) if outside is not None else None
+    if named is not None:
+        details = [*sides, f"all {len(runs)} runs of both endpoints failed to open it: the differences between "
+                           "them were never tested"]
+        return EnvironmentProblem("outside-path", outside(named), (
+            f"environment problem: the runs cannot open {named}, which from your checkout is {outside(named)}, "
+            "outside the repository: each commit runs in a worktree of its own under the git directory, where "
+            f"{named.split(os.sep)[0]}/ leads elsewhere; name it by its absolute path (in the command or the "
+            "script, or through an environment variable)"), tuple(details))
     causes = {recognise_cause(r) for r in runs}
     if len(causes) != 1 or None in causes:
         return None

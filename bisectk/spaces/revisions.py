@@ -125,6 +125,19 @@ class CommitSpace:
         except SpaceError:
             return str(checkout / rel)
 
+    def outside(self, path: str) -> str | None:
+        """`path`, as a run in a worktree named it, when it is relative, climbs out of the
+        repository (`../cutlass/include`, a sibling checkout) and names a file or directory from
+        the user's checkout: its path there (engine/environment.py, "outside-path"). From a worktree
+        under the git dir the same `..` leads elsewhere, where nothing is; else None."""
+        if self.remote or self.pool is None or os.path.isabs(path):
+            return None
+        rel = os.path.normpath(os.path.join(self.subdir, path))
+        if not rel.startswith(".." + os.sep) and rel != "..":
+            return None
+        mine = os.path.normpath(os.path.join(self.commits.repo, rel))
+        return mine if os.path.lexists(mine) else None
+
     @contextmanager
     def lease(self, point: Any):
         sha = self.key(point)

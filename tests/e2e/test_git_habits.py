@@ -189,6 +189,26 @@ def test_shell_syntax_around_the_users_script_is_refused_and_its_sh_c_form_runs_
     assert snapshot(r) == before
 
 
+def test_a_path_that_climbs_out_of_the_repository_is_named_not_called_good_fails_too(tmp_path):
+    """A test reading a sibling checkout by a relative path (`../sibling/h.h`, as a build names
+    `../cutlass/include`) works with `git bisect run` in the checkout; from a worktree under the git
+    directory the same `..` names nothing. Both endpoints fail, and the problem says which path,
+    what it is from the checkout, and what to write, not "the good configuration fails too"."""
+    (tmp_path / "sibling").mkdir()
+    (tmp_path / "sibling" / "h.h").write_text("#define X 1\n")
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    for i in range(1, 7):
+        commit(r, f"c{i}", {"t.py": f"open('../sibling/h.h')\nV = {i}\nraise SystemExit(V >= 4)\n"})
+    assert subprocess.run([sys.executable, "t.py"], cwd=r).returncode == 1      # by hand: the bad commit fails
+    p = run(r, "--good", "HEAD~5", "--run", "python3 t.py", "--json", check=2)
+    problem = json.loads(p.stdout)["endpoints"]
+    assert problem["environment_problem"]["kind"] == "outside-path"
+    assert problem["environment_problem"]["subject"] == str(tmp_path / "sibling" / "h.h")
+    assert "the runs cannot open ../sibling/h.h, which from your checkout is" in problem["problem"]
+
+
 def test_from_a_subdirectory_paths_read_as_typed_there(user, hist, tmp_path):
     """Typed in d/: `../up-test.sh` is the user's script at the root, the pathspec `f0` is d/f0,
     as git reads a pathspec relative to where it is typed, and the command runs in each commit's

@@ -251,9 +251,10 @@ def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | 
         details = [*sides, f"all {len(runs)} runs of both endpoints failed to open it: the differences between "
                            "them were never tested"]
         return EnvironmentProblem("outside-path", outside(named), (
-            f"environment problem: the runs cannot open {named}, which from your checkout is {outside(named)}, "
-            "outside the repository: each commit runs in a worktree of its own under the git directory, where "
-            f"{named.split(os.sep)[0]}/ leads elsewhere; name it by its absolute path (in the command or the "
+            f"environment problem: the runs cannot open {named}, which from your own tree is {outside(named)}, "
+            "outside the tree: each commit or hybrid runs in a tree of its own elsewhere (a worktree under the git "
+            f"directory, a scratch copy of GOOD), where {named.split(os.sep)[0]}/ leads elsewhere; name it by its "
+            "absolute path (in the command or the "
             "script, or through an environment variable)"), tuple(details))
     causes = {recognise_cause(r) for r in runs}
     if len(causes) != 1 or None in causes:

@@ -17,6 +17,7 @@ GOOD and BAD are only ever read; the scratch tree is removed by `close`.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from contextlib import nullcontext
 from pathlib import Path
@@ -111,6 +112,20 @@ class HunkSpace:
 
     def lease(self, point: Any):
         return nullcontext(self.workload(point))
+
+    def outside(self, path: str) -> str | None:
+        """`path`, as a run in the scratch tree named it, when it is relative, climbs out of the
+        tree (`../shared/ref.bin`) and names something from GOOD: its path there
+        (engine/environment.py, "outside-path"). From the scratch copy the same `..` leads
+        elsewhere; else None."""
+        if os.path.isabs(path):
+            return None
+        rel = os.path.normpath(os.path.join(str(self.subdir), path))
+        if not rel.startswith(".." + os.sep) and rel != "..":
+            return None
+        good = self.good.resolve()
+        mine = os.path.normpath(os.path.join(good if good.is_dir() else good.parent, rel))
+        return mine if os.path.lexists(mine) else None
 
     def close(self) -> None:
         shutil.rmtree(self.scratch.root, ignore_errors=True)

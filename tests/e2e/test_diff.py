@@ -144,3 +144,18 @@ def test_two_hunks_that_each_fail_alone_are_two_sets_not_a_flake(tmp_path):
     text = bisectk("diff", good, bad, "--run", f"{sys.executable} -c \"{code}\"", "--ledger", tmp_path / "l.db",
                    cwd=tmp_path, timeout=600).stdout
     assert "2 independent failing sets" in text and "failing set 2:" in text and "unconfirmed" not in text
+
+
+def test_a_path_that_climbs_out_of_the_trees_is_named_not_called_good_fails_too(tmp_path):
+    """`open('../shared.txt')` beside GOOD and BAD works by hand in either tree; each hybrid runs in a
+    scratch copy of GOOD elsewhere, where `..` names nothing. The problem names the path and what it
+    is from GOOD, not "the good configuration fails too"."""
+    (tmp_path / "shared.txt").write_text("data\n")
+    for side, v in (("good", 1), ("bad", 2)):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "t.py").write_text(f"open('../shared.txt')\nV = {v}\nraise SystemExit(V > 1)\n")
+    p = bisectk("diff", "good", "bad", "--run", "python3 t.py", "--json", cwd=tmp_path, check=2)
+    endpoints = json.loads(p.stdout)["endpoints"]
+    assert endpoints["environment_problem"]["kind"] == "outside-path"
+    assert endpoints["environment_problem"]["subject"] == str(tmp_path / "shared.txt")
+    assert sorted(x.name for x in tmp_path.iterdir())[:3] == ["bad", "good", "shared.txt"]

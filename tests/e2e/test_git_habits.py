@@ -206,7 +206,7 @@ def test_a_path_that_climbs_out_of_the_repository_is_named_not_called_good_fails
     problem = json.loads(p.stdout)["endpoints"]
     assert problem["environment_problem"]["kind"] == "outside-path"
     assert problem["environment_problem"]["subject"] == str(tmp_path / "sibling" / "h.h")
-    assert "the runs cannot open ../sibling/h.h, which from your checkout is" in problem["problem"]
+    assert "the runs cannot open ../sibling/h.h, which from your own tree is" in problem["problem"]
 
 
 def test_from_a_subdirectory_paths_read_as_typed_there(user, hist, tmp_path):

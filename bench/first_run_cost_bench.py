@@ -7,7 +7,9 @@ every commit between them is run for the first time by the bisection. Two histor
 
 - exit1: the failure hunted is `exit 1` from commit BAD_FROM on;
 - hang:  the failure hunted is a silent hang (the test waits forever, printing nothing) from
-  BAD_FROM on.
+  BAD_FROM on;
+- hang-lines: the same hang, the test printing `compiling kernel` before its cache and `launching
+  kernel` after it (the watchdog then follows the good run's progress).
 
 Each side gets a fresh copy of each history and of the cache, and is run REPEATS times; the
 answer, whether it is right, the runs and the whole command's wall are printed.
@@ -37,8 +39,10 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
-def history(where: Path, commits: int, bad_from: int, hang: bool, cost: float) -> tuple[Path, Path]:
-    """The repository and its test, the endpoints' cache entries made."""
+def history(where: Path, commits: int, bad_from: int, hang: bool, cost: float,
+            progress: bool = False) -> tuple[Path, Path]:
+    """The repository and its test, the endpoints' cache entries made. `progress`: the test prints
+    `compiling kernel` before the cache and `launching kernel` after it, as a JIT subject does."""
     repo = where / "repo"
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
@@ -51,9 +55,10 @@ def history(where: Path, commits: int, bad_from: int, hang: bool, cost: float) -
     cache = where / "cache"
     test = where / "test.sh"
     broken = "exec sleep 1000" if hang else "exit 1"
-    test.write_text(f"#!/bin/sh\nh=$(cksum < kernel.txt | cut -d' ' -f1)\n"
+    say = ("echo compiling kernel\n", "echo launching kernel\n") if progress else ("", "")
+    test.write_text(f"#!/bin/sh\n{say[0]}h=$(cksum < kernel.txt | cut -d' ' -f1)\n"
                     f"[ -f {cache}/$h ] || {{ sleep {cost}; mkdir -p {cache}; touch {cache}/$h; }}\n"
-                    f"[ $(cat kernel.txt) -ge {bad_from} ] && {broken}\nexit 0\n")
+                    f"{say[1]}[ $(cat kernel.txt) -ge {bad_from} ] && {broken}\nexit 0\n")
     test.chmod(0o755)
     for ref in (f"main~{commits - 1}", "main"):
         git(repo, "checkout", "-q", ref)
@@ -93,12 +98,12 @@ def main() -> None:
     want = f"c{a.bad_from}"
     print(f"{a.commits} commits, the test fails from {want} on; a first run costs {a.cost:g} s; endpoints cached")
     print(f"{'history':8} {'side':5} {'answer':28} {'right':5} {'conf':>6} {'runs':>5} {'wall s':>8} exit")
-    for kind in ("exit1", "hang"):
+    for kind in ("exit1", "hang", "hang-lines"):
         for _ in range(a.repeats):
             for side, tree in (("base", a.base.resolve()), ("new", ROOT)):
                 where = Path(tempfile.mkdtemp(prefix="bisectk-frc-"))
                 try:
-                    repo, test = history(where, a.commits, a.bad_from, kind == "hang", a.cost)
+                    repo, test = history(where, a.commits, a.bad_from, kind != "exit1", a.cost, kind == "hang-lines")
                     r = bisect(tree, repo, test, a.commits)
                 finally:
                     shutil.rmtree(where, ignore_errors=True)

@@ -28,7 +28,7 @@ from concurrent.futures import Future
 from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
 
-from bisectk.engine.endpoints import recheck_hangs, verify
+from bisectk.engine.endpoints import hang_checks, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.interrupts import live
 from bisectk.engine.oracle import Oracle, Trials
@@ -196,7 +196,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     first = FirstRuns(oracle, diffs, strategy=strategy, repeat=repeat)
     check = verify(trials, frozenset(), frozenset(diffs), repeat=repeat,
                    meanwhile=first if first.wanted() else None)
-    oracle.aim(check.target, recheck=recheck_hangs(check))
+    oracle.aim(check.target, **hang_checks(check, runner))
     base = dict(command="ablate", endpoints=check, subject=SubjectRecord.of(spec), strategy=strategy,
                 environment=captured(environment), session=runner.session)
     if not check.ok:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bisectk.engine.direction import FixOracle, Terms, repeats_for
-from bisectk.engine.endpoints import recheck_hangs, verify
+from bisectk.engine.endpoints import hang_checks, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import Oracle, Trials
 from bisectk.engine.policy import RunPolicy
@@ -134,7 +134,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
                 environment={}, session=runner.session, protocol=runner.spec.protocol,
                 goods=graph.goods, paths=graph.paths, terms=(terms.old, terms.new), find_fix=terms.find_fix,
                 **(facts or {}))
-    oracle = Oracle(trials, check.target, any_failure=any_failure, recheck=recheck_hangs(check))
+    oracle = Oracle(trials, check.target, any_failure=any_failure, **hang_checks(check, runner))
     if check.ok:
         bases, problem = merge_bases(runner, oracle, check, terms)
         base["merge_bases"] = tuple(bases)

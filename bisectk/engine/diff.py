@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from bisectk.engine.ablate import (MORE_SETS, SetSearch, attempt_records, different_failures, flakiness_rule, rule_doc,
                                    search_set)
-from bisectk.engine.endpoints import recheck_hangs, verify
+from bisectk.engine.endpoints import hang_checks, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import Oracle, Trials
 from bisectk.engine.policy import RunPolicy
@@ -49,7 +49,7 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
     if not check.ok:
         return DiffRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
                           observations=len(trials.trials), wall_s=time.monotonic() - start, **base)
-    oracle = Oracle(trials, check.target, recheck=recheck_hangs(check))
+    oracle = Oracle(trials, check.target, **hang_checks(check, runner))
     rule = flakiness_rule(check, policy.flaky is True)
     runner.events.emit(PhaseStarted("hunks", f"{strategy} over {len(all_ids)} hunk{'s' if len(all_ids) != 1 else ''}"))
     found = search_set(oracle, all_ids, strategy=strategy, rule=rule, max_runs=policy.max_runs,
@@ -122,7 +122,7 @@ def refine_lines(oracle: Oracle, space: HunkSpace, culprit_hunks: list[Hunk], st
     if not units:
         return None
     space.add(units)
-    line_oracle = Oracle(oracle.trials.view(space.with_fixed(whole)), oracle.target, recheck=oracle.recheck)
+    line_oracle = Oracle(oracle.trials.view(space.with_fixed(whole)), oracle.target, recheck=oracle.recheck, reach=oracle.reach)
     events.emit(PhaseStarted("lines", f"{strategy} over {len(units)} line-level units of the culprit hunks"))
     found = search_set(line_oracle, [u.id for u in units], strategy=strategy, rule=rule, max_runs=policy.max_runs)
     return line_oracle, whole, found

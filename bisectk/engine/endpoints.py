@@ -158,6 +158,16 @@ def _capped(runner: Runner, good_runs: list[Run]) -> str | None:
             f"spec's `timeout`) above its time; if it really hangs, check that --good and --bad are not swapped")
 
 
+def hang_checks(check: EndpointCheck, runner: Runner) -> dict:
+    """What a search's Oracle needs to give a hang a second, longer run (Oracle.__call__):
+    `recheck` (recheck_hangs) and `reach`, how far through the good run's progress points the
+    bad endpoint's hangs got (None: it did not hang, or followed no progress)."""
+    from bisectk.run.progress import reach
+    hung = [r for r in check.bad.runs if r.kind is FailKind.HANG and r.timeline]
+    far = min((reach(r.timeline, runner.good_timeline) for r in hung), default=-1)
+    return {"recheck": recheck_hangs(check), "reach": far if runner.moving and far >= 0 else None}
+
+
 def recheck_hangs(check: EndpointCheck) -> bool:
     """Whether a search's silent hangs of the failure hunted get a second, longer run (Oracle):
     the bad endpoint fails every time, and no picture of its hang showed a deadlock (one that

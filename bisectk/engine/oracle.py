@@ -47,6 +47,7 @@ from bisectk.engine.policy import RunPolicy
 from bisectk.events import Note
 from bisectk.ledger import stored_key
 from bisectk.outcome import DEFAULT_SAME_FAILURE, Outcome, Run, Target, Verdict
+from bisectk.run.progress import reach
 from bisectk.run.runner import Runner
 from bisectk.run.workload import Workload
 from bisectk.timeouts import second_chance
@@ -177,9 +178,10 @@ class Oracle:
     bisect's view); the target still names the failure in the reports."""
 
     def __init__(self, trials: Trials, target: Target | None, *, any_failure: bool = False, aimed: bool = True,
-                 recheck: bool = False):
+                 recheck: bool = False, reach: int | None = None):
         self.trials, self.target, self.any_failure = trials, target, any_failure
         self.recheck = recheck      # a silent hang hunted is given longer once (endpoints.recheck_hangs)
+        self.reach = reach          # how far the bad endpoint's hang got (endpoints.hang_reach; _short)
         self.space, self.policy = trials.space, trials.policy
         self._target_known = threading.Event()
         self._side: SideBySide | None = None
@@ -187,7 +189,7 @@ class Oracle:
         self._hung_again = 0        # runs given longer (_second_chance) that hung again
         self._stretch_seen = False  # a run given longer ended (_stretched)
         if aimed:
-            self.aim(target, recheck=recheck)
+            self.aim(target, recheck=recheck, reach=reach)
 
     @classmethod
     def unaimed(cls, trials: Trials) -> Oracle:
@@ -195,9 +197,10 @@ class Oracle:
         submitted to it start now, and are judged once `aim` names the target."""
         return cls(trials, None, aimed=False)
 
-    def aim(self, target: Target | None, *, recheck: bool = False) -> None:
-        """Fix the failure this oracle judges against (once); `recheck`: see endpoints.recheck_hangs."""
-        self.target, self.recheck = target, recheck
+    def aim(self, target: Target | None, *, recheck: bool = False, reach: int | None = None) -> None:
+        """Fix the failure this oracle judges against (once); `recheck`, `reach`: see
+        endpoints.hang_checks."""
+        self.target, self.recheck, self.reach = target, recheck, reach
         self._target_known.set()
 
     @property
@@ -227,23 +230,39 @@ class Oracle:
 
     def __call__(self, point: Any, slot: int = 0) -> Outcome:
         """The search's single-shot verdict on `point`: a different failure is re-run first, and
-        one the calibrated watchdog called a hang is re-run given longer (_second_chance)."""
+        one the calibrated watchdog called a hang is re-run given longer (_second_chance): a hang
+        of another failure, a hang stopped short of where the bad endpoint hangs (_short), and,
+        where `recheck` allows, a silent hang of the one hunted."""
         longer = None
         for _ in range(1 + max(0, self.policy.retry_different)):
             run = self.observe(point, slot, longer=longer)
+            short = self._short(run)
             if longer is not None and run.timed_out:
-                with self._lock:
-                    self._hung_again += 1
-                return self.judge_run(run)      # hung given longer too: a hang (of another bug)
+                if short or self.different(run) or not run.progress:
+                    with self._lock:
+                        self._hung_again += 1   # stopped again where it was: no first run's cost
+                return Outcome.UNRESOLVED if short else self.judge_run(run)
             if longer is not None:
                 self._stretched(point, run, longer)
-            if not self.different(run):
-                longer = self._second_chance(run, hunted=True) if self.recheck else None
-                if longer is None:
-                    return self.judge_run(run)
+            if short or self.different(run):
+                longer = self._second_chance(run)
+                if longer is None and short:
+                    return Outcome.UNRESOLVED   # it never got to show the hang hunted
                 continue
-            longer = self._second_chance(run)
+            longer = self._second_chance(run, hunted=True) if self.recheck else None
+            if longer is None:
+                return self.judge_run(run)
         return Outcome.UNRESOLVED
+
+    def _short(self, run: Run) -> bool:
+        """A hang of the kind hunted, stopped before the progress point where the bad endpoint
+        hangs (`reach`, in the good run's order): `hung after 'compiling kernel'` where the bad
+        endpoint hung after 'launching kernel'. The deadline that follows the good run's
+        progress gives each stretch a multiple of the good run's; a first run's JIT compile
+        outgrows any multiple of a cached one. Not the failure hunted, yet: it is given longer."""
+        if self.reach is None or not run.timed_out or self.different(run):
+            return False
+        return reach(run.timeline, self.trials.runner.good_timeline) < self.reach
 
     def _second_chance(self, run: Run, hunted: bool = False) -> float | None:
         """The seconds to give the next run of a point whose run was called a hang. A calibrated
@@ -285,6 +304,8 @@ class Oracle:
         with trials._lock:
             trials.trials[:] = [replace(t, run=replace(t.run, stuck=None)) if t.key == key and t.run.timed_out
                                 else t for t in trials.trials]
+            # and the point's verdict (the reports' "last good: ... [PASS]") is what it did given time
+            trials._verdicts[key] = Verdict.fold([t.run for t in trials.trials if t.key == key and not t.run.timed_out])
         with self._lock:
             self._stretch_seen = True
         before = runner.policy().seconds

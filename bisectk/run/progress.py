@@ -263,3 +263,12 @@ def watch_from_dict(d: dict | None) -> FixedWatch | ProgressWatch | None:
     if d.get("kind") == "progress":
         return ProgressWatch(Timeline.from_list(d["good"]), d["fixed_s"], d["floor_s"], d["kernel_factor"])
     return FixedWatch(d.get("seconds"))
+
+
+def reach(timeline: Any, good: Timeline | None) -> int:
+    """How far a run got through the good run's progress: the index in `good` of the last of its
+    points (a Run.timeline) that the good run also showed; -1 when it showed none of them."""
+    if good is None or not timeline:
+        return -1
+    order = {key: i for i, (key, _) in enumerate(good.points)}
+    return max((order[str(p[0])] for p in timeline if p and str(p[0]) in order), default=-1)

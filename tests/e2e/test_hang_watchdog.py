@@ -30,11 +30,11 @@ def test_hang_called_after_launch_and_slow_compile_is_not_a_hang(tmp_path):
     assert p.returncode == 0, p.stdout[-1500:]
 
 
-def _cached_history(tmp_path, bad_from: int, commits: int, hang: bool, cost: float = 2.0):
+def _cached_history(tmp_path, bad_from: int, commits: int, hang: bool, cost: float = 2.0, progress: bool = False):
     """A history whose test pays a first run's cost (a per-source 'JIT cache', as Triton's or the
     CuTe DSL's, filled in `cost` seconds), its endpoints run by hand first: the bench's."""
     from first_run_cost_bench import history
-    return history(tmp_path, commits, bad_from, hang, cost)
+    return history(tmp_path, commits, bad_from, hang, cost, progress)
 
 
 def test_a_first_runs_cost_is_given_longer_not_left_unresolved(tmp_path):
@@ -63,3 +63,18 @@ def test_a_first_runs_cost_is_not_taken_for_the_hang_hunted(tmp_path):
     doc = json.loads(p.stdout)
     assert doc["first_bad"]["subject"] == "c4", doc.get("problem")
     assert doc["endpoints"]["bad"]["runs"][0]["kind"] == "hang"
+
+
+def test_a_hang_stopped_short_of_where_the_bad_endpoint_hangs_is_given_longer(tmp_path):
+    """The same history, the test printing `compiling kernel` and `launching kernel`: the watchdog
+    follows the good run's progress, and each commit's first compile (2 s against the good run's
+    0.01 s) was stopped after 'compiling kernel' and taken for the hang, which the bad endpoint
+    showed after 'launching kernel': c2 at confidence 1. Stopped short of that point, a run is
+    given longer; c4 is the answer, and c3 (last good) is shown as the pass it was."""
+    r, test = _cached_history(tmp_path, bad_from=4, commits=6, hang=True, cost=1.3, progress=True)
+    p = bisectk("bisect", "--repo", r, "--good", "HEAD~5", "--bad", "HEAD", "--run", str(test), "--json",
+                "--snapshots", "0", timeout=600, check=0)
+    doc = json.loads(p.stdout)
+    assert doc["endpoints"]["timeout"]["source"] == "progress"
+    assert doc["first_bad"]["subject"] == "c4", doc.get("problem")
+    assert [g["verdict"] for g in doc["last_good"]] == ["PASS"]

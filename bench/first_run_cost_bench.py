@@ -62,7 +62,7 @@ def history(where: Path, commits: int, bad_from: int, hang: bool, cost: float,
     test.chmod(0o755)
     for ref in (f"main~{commits - 1}", "main"):
         git(repo, "checkout", "-q", ref)
-        subprocess.run(["timeout", str(cost + 2), str(test)], cwd=repo, check=False)
+        subprocess.run(["timeout", str(cost + 2), str(test)], cwd=repo, check=False, stdout=subprocess.DEVNULL)
     git(repo, "checkout", "-q", "main")
     return repo, test
 

@@ -238,9 +238,9 @@ class Oracle:
             run = self.observe(point, slot, longer=longer)
             short = self._short(run)
             if longer is not None and run.timed_out:
-                if short or self.different(run) or not run.progress:
-                    with self._lock:
-                        self._hung_again += 1   # stopped again where it was: no first run's cost
+                if short or self.different(run) or self.reach is None:
+                    with self._lock:        # stopped again where it was (not at the bad endpoint's
+                        self._hung_again += 1   # hang point, given longer): no first run's cost
                 return Outcome.UNRESOLVED if short else self.judge_run(run)
             if longer is not None:
                 self._stretched(point, run, longer)

@@ -233,7 +233,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     return AblationRecord(
         ok=True, complete=res.complete and not stopped, interrupted=stopped, runs=runner.executed,
         observations=len(trials.trials), wall_s=round(time.monotonic() - start, 3), run_s=trials.run_seconds(),
-        advice=tuple(advice(res, spec, policy, order, stopped, found_thresholds, bool(seconds))),
+        advice=(*advice(res, spec, policy, order, stopped, found_thresholds, bool(seconds)), *oracle.stretches[:1]),
         stop_reason=reason if stopped else "",
         culprits=tuple(map(str, res.culprits)), unresolved_factors=tuple(map(str, res.suspects)),
         interaction=res.interaction, differences=tuple(table(res, spec, diffs)),

@@ -304,7 +304,8 @@ def _record(runner: Runner, oracle: Oracle, check: EndpointCheck, result: DagRes
     return BisectRecord(
         ok=True, complete=complete, interrupted=stopped, runs=runner.executed,
         observations=len(trials.trials), wall_s=round(time.monotonic() - start, 3),
-        advice=tuple(advice(graph, result, text, first_bad, stopped, reason, not_separable, terms, pathspec)),
+        advice=(*advice(graph, result, text, first_bad, stopped, reason, not_separable, terms, pathspec),
+                *oracle.stretches[:1]),
         run_s=trials.run_seconds(),
         stop_reason=reason or ("contradiction" if result.contradiction else why), flaky=flaky, mode=result.mode,
         rounds=result.rounds,

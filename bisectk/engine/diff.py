@@ -81,7 +81,7 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
     attempts = [a for o, (r, name) in zip(oracles, passes) for a in attempt_records(o, r, order, name)]
     seconds = [d for o in oracles for d in different_failures(o, lambda p: _ids(sorted(p, key=order)))]
     advice = list(res.advice) + ([{"step": "unbuilt_hybrids", "count": len(res.unresolved)}] if res.unresolved else []) \
-        + ([{"step": "confirm_lines"}] if culprit_lines else [])
+        + ([{"step": "confirm_lines"}] if culprit_lines else []) + [s for o in oracles for s in o.stretches][:1]
     found_set = res.complete and not stopped and res.culprits
     hangs = hang_facts(oracle, check, res.fail_config if found_set else None,
                        "the culprit hunks applied to GOOD (" + _ids(res.culprits) + ")")

@@ -188,6 +188,7 @@ class Oracle:
         self._lock = threading.Lock()
         self._hung_again = 0        # runs given longer (_second_chance) that hung again
         self._stretch_seen = False  # a run given longer ended (_stretched)
+        self.stretches: list[dict] = []     # each as a record's advice step ("first_run_cost")
         if aimed:
             self.aim(target, recheck=recheck, reach=reach)
 
@@ -311,6 +312,9 @@ class Oracle:
         before = runner.policy().seconds
         after = runner.stretch(run.duration_s).seconds
         more = f"; the watchdog is now {after:.1f} s" if after > before else ""
+        with self._lock:
+            self.stretches.append({"step": "first_run_cost", "point": self.space.label(point), "stopped_s": before,
+                                   "ended_s": round(run.duration_s, 3), "given_s": longer, "watchdog_s": after})
         runner.events.emit(Note(
             f"{self.space.label(point)} was called a hang after {before:g} s, and ended in {run.duration_s:.2f} s "
             f"when given {longer:g} s (a first run's cost: a JIT compile, a cold cache, a build){more}"))

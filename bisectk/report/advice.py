@@ -58,6 +58,13 @@ def _isolate_rest(s: dict) -> str:
 WORDS: dict[str, Callable[[dict], str]] = {
     # the set searches (search/result.py advise)
     "stopped": _stopped,
+    "first_run_cost": lambda s: (
+        f"{s['point']} was called a hang after {s['stopped_s']:g} s and ended in {s['ended_s']:.2f} s when given "
+        f"{s['given_s']:g} s: a first run's cost (a JIT compile into a cache, a build) that the endpoints, run "
+        "before, no longer paid. "
+        + (f"The watchdog was set from it ({s['watchdog_s']:.1f} s), so a real hang waits that long"
+           if s["watchdog_s"] > s["stopped_s"] else "Each commit stopped so is given longer the same way")
+        + "; --timeout SECONDS just above one first run (with its compile) makes hangs cheaper."),
     "sets": lambda s: (f"{len(s['sets'])} independent failing sets, each enough to fail on its own: "
                        + "; ".join(f"set {i} {{{_names(m)}}}" for i, m in enumerate(s["sets"], 1))
                        + ". Bad passes only when every set loses a member."),

@@ -51,6 +51,9 @@ def test_a_first_runs_cost_is_given_longer_not_left_unresolved(tmp_path):
     given_longer = [a for a in doc["attempts"][2:] if a["outcome"] != "fail" or a["failure"] != "hang"]
     assert any(a["time_s"] > 1.5 for a in given_longer)                            # a 2 s compile, not stopped
     assert not doc["skipped"] and not doc["ambiguous"]
+    cost = [s for s in doc["advice"] if s["step"] == "first_run_cost"]      # the record says why, as advice
+    assert len(cost) == 1 and cost[0]["ended_s"] > 1.5 and cost[0]["watchdog_s"] > 5
+    assert any("a first run's cost" in words and "--timeout" in words for words in doc["next_steps"])
 
 
 def test_a_first_runs_cost_is_not_taken_for_the_hang_hunted(tmp_path):

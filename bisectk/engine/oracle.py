@@ -90,16 +90,18 @@ class Trials:
         return Trials(self.runner, space, self.policy, label=self.label, _counts=(self._counts, self._count_lock))
 
     def observe(self, point: Any, slot: int = 0, *, snapshot: bool = False,
-                target: Target | None | Callable[[], Target | None] = None, longer: float | None = None) -> Run:
+                target: Target | None | Callable[[], Target | None] = None, longer: float | None = None,
+                until: int | None = None) -> Run:
         """One new run of `point` (its next run index), executed only if the ledger lacks it; the
         trial is judged against `target` (None: as the run came; a call: the target it gives
         once the run is made, for a run begun before the endpoints named the failure).
         `snapshot`: should it hang, read where it waits whatever the budget (engine/hangs.py).
-        `longer`: this run's fixed watch in seconds (a second chance, Oracle.__call__)."""
+        `longer`, `until`: this run's second chance (Oracle.__call__; Runner.observe)."""
         with live():   # the one place a held-back Ctrl-C takes effect (engine/interrupts.py)
-            return self._observe(point, slot, snapshot, target, longer)
+            return self._observe(point, slot, snapshot, target, longer, until)
 
-    def _observe(self, point: Any, slot: int, snapshot: bool, target, longer: float | None = None) -> Run:
+    def _observe(self, point: Any, slot: int, snapshot: bool, target, longer: float | None = None,
+                 until: int | None = None) -> Run:
         key = self.space.key(point)
         workload = self.space.workload(point)
         with self._count_lock:
@@ -109,7 +111,7 @@ class Trials:
             return " ".join(x for x in (self.label, self.space.label(point)) if x)
         if self.runner.has(workload, index):
             label = label_of()
-            run = self.runner.observe(workload, index, label, longer=longer)
+            run = self.runner.observe(workload, index, label, longer=longer, until=until)
         else:
             # a commit's label is read from git (its subject): while git checks the commit out
             label_of = _meanwhile(label_of) if getattr(self.space, "label_reads_git", False) else label_of
@@ -117,7 +119,7 @@ class Trials:
                 label = label_of()
                 if self.policy.gpus:
                     leased = leased.with_env(CUDA_VISIBLE_DEVICES=self.policy.gpus[slot % len(self.policy.gpus)])
-                run = self.runner.observe(leased, index, label, snapshot=snapshot, longer=longer)
+                run = self.runner.observe(leased, index, label, snapshot=snapshot, longer=longer, until=until)
         judged = judged_as(run, target() if callable(target) else target)
         trial = Trial(key, label, index, run, judged, self.runner.was_cached(workload, index))
         with self._lock:
@@ -215,8 +217,10 @@ class Oracle:
         """The --same-failure mode the failures are named under."""
         return self.target.mode if self.target else DEFAULT_SAME_FAILURE
 
-    def observe(self, point: Any, slot: int = 0, *, snapshot: bool = False, longer: float | None = None) -> Run:
-        return self.trials.observe(point, slot, snapshot=snapshot, target=lambda: self._judging, longer=longer)
+    def observe(self, point: Any, slot: int = 0, *, snapshot: bool = False, longer: float | None = None,
+                until: int | None = None) -> Run:
+        return self.trials.observe(point, slot, snapshot=snapshot, target=lambda: self._judging, longer=longer,
+                                   until=until)
 
     def judge(self, verdict: Verdict) -> Outcome:
         return verdict.outcome if self._judging is None else verdict.against(self._judging)
@@ -234,9 +238,9 @@ class Oracle:
         one the calibrated watchdog called a hang is re-run given longer (_second_chance): a hang
         of another failure, a hang stopped short of where the bad endpoint hangs (_short), and,
         where `recheck` allows, a silent hang of the one hunted."""
-        longer = None
+        longer, until = None, None
         for _ in range(1 + max(0, self.policy.retry_different)):
-            run = self.observe(point, slot, longer=longer)
+            run = self.observe(point, slot, longer=longer, until=until)
             short = self._short(run)
             if longer is not None and run.timed_out:
                 if short or self.different(run) or self.reach is None:
@@ -247,6 +251,7 @@ class Oracle:
                 self._stretched(point, run, longer)
             if short or self.different(run):
                 longer = self._second_chance(run)
+                until = self.reach if short else None   # given longer to get there, then the usual pace
                 if longer is None and short:
                     return Outcome.UNRESOLVED   # it never got to show the hang hunted
                 continue

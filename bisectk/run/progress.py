@@ -167,10 +167,14 @@ class ProgressWatch(Recorder):
     """A Recorder whose deadline follows the run's progress through the good run's timeline (see
     the module docstring)."""
 
-    def __init__(self, good: Timeline | None, fixed_s: float, floor_s: float = 1.0, kernel_factor: float = KERNEL_FACTOR):
+    def __init__(self, good: Timeline | None, fixed_s: float, floor_s: float = 1.0, kernel_factor: float = KERNEL_FACTOR,
+                 grace_s: float | None = None, until: int | None = None):
         super().__init__()
         self.good, self.fixed_s, self.floor_s = good, fixed_s, floor_s
         self.kernel_factor = kernel_factor
+        # a second chance (engine/oracle.py): at least `grace_s` to reach point `until` (a first
+        # run's compile lies before it), then the good run's pace from there
+        self.grace_s, self.until = grace_s, until
         self.matched = -1        # index into good.points of the last point this run reached
         self.ref_t = 0.0         # when this run last showed progress
         if good is not None and good.points:
@@ -218,7 +222,10 @@ class ProgressWatch(Recorder):
         # the floor guards a run that has shown nothing yet; past a progress point, the good run's
         # own stretches decide (a spec's timeout_floor for JIT jitter is what the compile weight covers)
         deadline = max(self.floor_s, deadline) if j < 0 else deadline
-        return min(deadline, self.cap())
+        if self.grace_s is None or self.until is None:
+            return min(deadline, self.cap())
+        deadline = min(deadline, self.cap() + self.grace_s)     # the grace's time is not the run's own
+        return max(deadline, self.grace_s) if j < self.until else deadline
 
     def cap(self) -> float:
         """The most any run may take, however much new output it shows: the largest stretch
@@ -239,7 +246,8 @@ class ProgressWatch(Recorder):
 
     def to_dict(self) -> dict:
         return {"kind": "progress", "good": self.good.to_list() if self.good else None, "fixed_s": self.fixed_s,
-                "floor_s": self.floor_s, "kernel_factor": self.kernel_factor}
+                "floor_s": self.floor_s, "kernel_factor": self.kernel_factor, "grace_s": self.grace_s,
+                "until": self.until}
 
     def where(self, now: float) -> str:
         """Where a hung run stopped, in words, or '' without a good timeline."""
@@ -261,7 +269,8 @@ def watch_from_dict(d: dict | None) -> FixedWatch | ProgressWatch | None:
     if d is None:
         return None
     if d.get("kind") == "progress":
-        return ProgressWatch(Timeline.from_list(d["good"]), d["fixed_s"], d["floor_s"], d["kernel_factor"])
+        return ProgressWatch(Timeline.from_list(d["good"]), d["fixed_s"], d["floor_s"], d["kernel_factor"],
+                             d.get("grace_s"), d.get("until"))
     return FixedWatch(d.get("seconds"))
 
 

@@ -209,16 +209,26 @@ class Runner:
             return ProgressWatch(self.good_timeline, seconds, self.floor, self.kernel_factor())
         return FixedWatch(seconds)
 
+    def _grace(self, seconds: float, until: int | None) -> FixedWatch | ProgressWatch:
+        """A second chance's watch: `seconds` fixed, or, with `until` and a watchdog that follows
+        progress, `seconds` to reach point `until` and the good run's pace from there."""
+        if until is None or not self.moving:
+            return FixedWatch(seconds)
+        return ProgressWatch(self.good_timeline, self.policy().seconds, self.floor, self.kernel_factor(),
+                             grace_s=seconds, until=until)
+
     def policy(self) -> TimeoutPolicy:
         return self.timeout or TimeoutPolicy(CALIBRATION_CAP_S, "cap", "no passing good run to calibrate from")
 
     # -- running --------------------------------------------------------------------------
     def observe(self, config: Config | Workload, index: int = 0, label: str = "", *, snapshot: bool = False,
-                longer: float | None = None) -> Run:
+                longer: float | None = None, until: int | None = None) -> Run:
         """The index-th run of a workload: from the ledger if made already, else executed now.
         `snapshot`: if it hangs, read where it waits whatever the snapshot budget says (the
         engines force it for the culprit's confirmation). `longer`: a fixed watch of that many
-        seconds for this run alone (a second chance for a run the calibrated watchdog stopped)."""
+        seconds for this run alone (a second chance for a run the calibrated watchdog stopped);
+        with `until`, that long to reach the good run's progress point `until`, then the progress
+        watch from there (ProgressWatch's grace)."""
         w = self.workload(config)
         key = _key(w)
         invalid = self.spec.violated(w.config)
@@ -237,7 +247,8 @@ class Runner:
             return stored
         seconds = longer or self.policy().seconds
         self.events.emit(RunStarted(label, w.config, index, seconds, self.moving and not longer))
-        run, elsewhere = self._run_once(w, static, key, index, seconds, snapshot, fixed=longer is not None)
+        grace = (longer, until) if longer is not None else None
+        run, elsewhere = self._run_once(w, static, key, index, seconds, snapshot, grace)
         self.events.emit(RunFinished(label, w.config, index, run, cached=elsewhere))
         return run
 
@@ -287,13 +298,13 @@ class Runner:
         return None
 
     def _run_once(self, w: Workload, static: str, key: str, index: int, seconds: float,
-                  snapshot: bool = False, fixed: bool = False) -> tuple[Run, bool]:
+                  snapshot: bool = False, grace: tuple | None = None) -> tuple[Run, bool]:
         """Execute and store the index-th run of a workload -- unless another session sharing the
         ledger is making it right now: then wait for its result rather than repeat the work (the
         ledger's claim protocol; a claim whose process died is taken over). Returns the run and
         whether it came from that other session."""
         if not self.ledger:
-            run, imported = self._execute(w, key, index, seconds, snapshot, fixed)
+            run, imported = self._execute(w, key, index, seconds, snapshot, grace)
             self._record_sources(static, w, imported)
             with self._lock:
                 self.executed += 1
@@ -307,7 +318,7 @@ class Runner:
                     self._memory[(static, key, index)] = claim.run
                     self._preloaded.add((static, key, index))
                 return claim.run, True
-            run, imported = self._execute(w, key, index, seconds, snapshot, fixed)
+            run, imported = self._execute(w, key, index, seconds, snapshot, grace)
             full = self._record_sources(static, w, imported)
             if full == fingerprint:
                 claim.record(run, self.session)
@@ -342,7 +353,7 @@ class Runner:
         return self.snapshots.request(forced) if self.snapshots is not None else None
 
     def _execute(self, w: Workload, key: str, index: int, seconds: float,
-                 snapshot: bool = False, fixed: bool = False) -> tuple[Run, tuple]:
+                 snapshot: bool = False, grace: tuple | None = None) -> tuple[Run, tuple]:
         """One run through the executor, classified. One directory runs one configuration at a
         time when it builds or is prepared: the build and the run must see the same files (an
         executor on another host stages them while the lock is held). Returns the run and the
@@ -352,7 +363,7 @@ class Runner:
             if w.prepare:
                 w.prepare()
             job = self._job(w, key, index, snapshot)
-            raw = self.executor.run(job, FixedWatch(seconds) if fixed else self.watch(seconds))
+            raw = self.executor.run(job, self.watch(seconds) if grace is None else self._grace(*grace))
         if raw.phase == "build":
             return classify_build(raw, _text(job.build.log_dir)), ()
         if self.snapshots is not None:

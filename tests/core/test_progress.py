@@ -109,3 +109,22 @@ def test_repeated_lines_do_not_move_the_deadline_and_new_lines_are_capped():
     for i, word in enumerate(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"] * 3):
         w.feed(f"{word} {'x' * i}", 2.0 + 3 * i)
     assert w.deadline() == w.cap() == max(10.0, 4.0) * 1.2 + 1.2
+
+
+def test_a_grace_holds_until_its_point_then_the_good_runs_pace_decides():
+    """A second chance (engine/oracle.py) for a run stopped after 'compiling kernel', short of
+    the bad endpoint's hang after 'launching kernel': 10 s to get there (a first run's compile),
+    then about a second past where the good run had finished, as any run. The grace is not the
+    run's own time: the cap (the largest weight x the good run) is counted from after it."""
+    tl = Timeline((("compiling kernel", 0.001), ("launching kernel", 0.005)), 0.01)
+    plain = ProgressWatch(tl, fixed_s=1.0, floor_s=1.0)
+    w = ProgressWatch(tl, fixed_s=1.0, floor_s=1.0, grace_s=10.0, until=1)
+    w.feed("compiling kernel", 0.001)
+    plain.feed("compiling kernel", 0.001)
+    assert plain.deadline() < 2.0 and w.deadline() == 10.0
+    w.feed("launching kernel", 4.0)             # the compile took 4 s
+    assert 4.0 + SLACK_S - 1e-6 <= w.deadline() <= 4.0 + 1.5
+    assert "hung after the line 'launching kernel'" in w.where(w.deadline())
+    from bisectk.run.progress import watch_from_dict
+    back = watch_from_dict(w.to_dict())        # a run on another host keeps its grace
+    assert (back.grace_s, back.until) == (10.0, 1)

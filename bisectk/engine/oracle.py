@@ -246,14 +246,14 @@ class Oracle:
                 if short or self.different(run) or self.reach is None:
                     with self._lock:        # stopped again where it was (not at the bad endpoint's
                         self._hung_again += 1   # hang point, given longer): no first run's cost
-                return Outcome.UNRESOLVED if short else self.judge_run(run)
+                return self.judge_run(run)      # still short: a hang hunted that moved earlier
             if longer is not None:
                 self._stretched(point, run, longer)
             if short or self.different(run):
                 longer = self._second_chance(run)
                 until = self.reach if short else None   # given longer to get there, then the usual pace
                 if longer is None and short:
-                    return Outcome.UNRESOLVED   # it never got to show the hang hunted
+                    return self.judge_run(run)  # two hung short again: such hangs are real here
                 continue
             longer = self._second_chance(run, hunted=True) if self.recheck else None
             if longer is None:
@@ -265,7 +265,8 @@ class Oracle:
         hangs (`reach`, in the good run's order): `hung after 'compiling kernel'` where the bad
         endpoint hung after 'launching kernel'. The deadline that follows the good run's
         progress gives each stretch a multiple of the good run's; a first run's JIT compile
-        outgrows any multiple of a cached one. Not the failure hunted, yet: it is given longer."""
+        outgrows any multiple of a cached one. It is given longer first; stopped short again (a
+        deadlock whose place varies from run to run), it is the hang hunted, as it was before."""
         if self.reach is None or not run.timed_out or self.different(run):
             return False
         return reach(run.timeline, self.trials.runner.good_timeline) < self.reach

@@ -81,3 +81,28 @@ def test_a_hang_stopped_short_of_where_the_bad_endpoint_hangs_is_given_longer(tm
     assert doc["endpoints"]["timeout"]["source"] == "progress"
     assert doc["first_bad"]["subject"] == "c4", doc.get("problem")
     assert [g["verdict"] for g in doc["last_good"]] == ["PASS"]
+
+
+def test_a_hang_that_moved_earlier_is_still_the_hang_hunted(tmp_path):
+    """A deadlock need not stop at one place: from c4 on the test hangs, at c4 and c5 before it
+    prints 'launching kernel', at c6 (the bad endpoint) after it. A run stopped short of the bad
+    endpoint's hang point is given longer (it may be a first run's compile); stopped short again,
+    it is the hang hunted, and c4 is the answer (not skipped)."""
+    from tests.fixtures.gitrepo import git
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    for i in range(1, 7):
+        (r / "kernel.txt").write_text(f"{i}\n")
+        git(r, "add", "kernel.txt")
+        git(r, "commit", "-q", "-m", f"c{i}")
+    test = tmp_path / "test.sh"
+    test.write_text("#!/bin/sh\necho compiling kernel\nv=$(cat kernel.txt)\n[ $v -ge 4 ] && [ $v -lt 6 ] && exec sleep 1000\n"
+                    "echo launching kernel\n[ $v -ge 6 ] && exec sleep 1000\nexit 0\n")
+    test.chmod(0o755)
+    p = bisectk("bisect", "--repo", r, "--good", "HEAD~5", "--bad", "HEAD", "--run", str(test), "--json",
+                "--snapshots", "0", timeout=600, check=0)
+    doc = json.loads(p.stdout)
+    assert doc["endpoints"]["timeout"]["source"] == "progress"
+    assert doc["first_bad"]["subject"] == "c4", (doc.get("problem"), doc.get("skipped"))
+    assert not doc["skipped"]

@@ -211,9 +211,7 @@ def _hang_or_slow(trials: Trials, bad_point: Any, bad_runs: list[Run]) -> tuple[
         return [*bad_runs, run], (f"the bad endpoint hung after {short.seconds:g} s and again after {longer:g} s: "
                                   "a hang")
     watchdog = runner.stretch(run.duration_s)
-    key = trials.space.key(bad_point)   # where the short runs "waited" is no hang's place: not shown as one
-    trials.trials[:] = [replace(t, run=replace(t.run, stuck=None)) if t.key == key and t.run.timed_out else t
-                        for t in trials.trials]
+    trials.no_hang(bad_point)   # where the short runs "waited" is no hang's place: not shown as one
     return [run], (f"the bad endpoint was no hang: called one after {short.seconds:g} s, it ended in "
                    f"{run.duration_s:.2f} s when given {longer:g} s ({Verdict.fold([run]).describe()}); "
                    f"the watchdog is now {watchdog.seconds:.1f} s")

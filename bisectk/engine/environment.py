@@ -147,16 +147,19 @@ def missing_paths(run: Run) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _untracked(runs: list[Run], untracked: Callable[[str], str | None]) -> str | None:
-    """A path every run failed to open that `untracked` places in the user's checkout."""
+def _placed(runs: list[Run], place: Callable[[str], str | None] | None) -> tuple[str, str] | None:
+    """A path every run failed to open that `place` finds in the user's own tree: (the path as the
+    runs named it, where `place` puts it), or None."""
+    if place is None:
+        return None
     common = None
     for r in runs:
         paths = set(missing_paths(r))
         common = paths if common is None else common & paths
     for path in sorted(common or ()):
-        where = untracked(path)
+        where = place(path)
         if where:
-            return where
+            return path, where
     return None
 
 
@@ -238,24 +241,23 @@ def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | 
         return None
     sides = [f"{side}: {r.outcome.value.upper()} ({r.signature}), {_where(r)}"
              for side, r in (("good", good_runs[-1]), ("bad", bad_runs[-1]))]
-    where = _untracked(runs, untracked) if untracked is not None else None
-    if where is not None:
-        details = [*sides, f"all {len(runs)} runs of both endpoints failed to open it: the differences between "
-                           "them were never tested"]
+    unopened = (f"all {len(runs)} runs of both endpoints failed to open it: the differences between them were "
+                "never tested")
+    placed = _placed(runs, untracked)
+    if placed is not None:
+        where = placed[1]
         return EnvironmentProblem("untracked-file", where, (
             f"environment problem: the runs cannot open {where}, which your checkout has but git does not track: each "
             "commit runs in a worktree of its own, holding tracked files only; name it by its absolute path in the "
-            "command, or track it"), tuple(details))
-    named = _untracked(runs, lambda p: p if outside(p) else None) if outside is not None else None
-    if named is not None:
-        details = [*sides, f"all {len(runs)} runs of both endpoints failed to open it: the differences between "
-                           "them were never tested"]
-        return EnvironmentProblem("outside-path", outside(named), (
-            f"environment problem: the runs cannot open {named}, which from your own tree is {outside(named)}, "
-            "outside the tree: each commit or hybrid runs in a tree of its own elsewhere (a worktree under the git "
-            f"directory, a scratch copy of GOOD), where {named.split(os.sep)[0]}/ leads elsewhere; name it by its "
-            "absolute path (in the command or the "
-            "script, or through an environment variable)"), tuple(details))
+            "command, or track it"), (*sides, unopened))
+    placed = _placed(runs, outside)
+    if placed is not None:
+        named, where = placed
+        return EnvironmentProblem("outside-path", where, (
+            f"environment problem: the runs cannot open {named}, which from your own tree is {where}, outside the "
+            "tree: each commit or hybrid runs in a tree of its own elsewhere (a worktree under the git directory, a "
+            f"scratch copy of GOOD), where {named.split(os.sep)[0]}/ leads elsewhere; name it by its absolute path "
+            "(in the command or the script, or through an environment variable)"), (*sides, unopened))
     causes = {recognise_cause(r) for r in runs}
     if len(causes) != 1 or None in causes:
         return None

@@ -16,7 +16,8 @@ Trials  -- the runs of one space in one command, in the order made (the reports'
            behind it), and a point is materialised only when its run must really execute. A view
            over another space of the same subject (`view`: diff's line pass) shares the run
            counts, so one configuration has one run index whichever pass asks. Every trial is
-           written to the ledger's event log (`bisectk log` and `replay` read it).
+           written to the ledger's event log (`bisectk log` and `replay` read it). `no_hang`: a
+           point's stopped runs turned out slow, not hung (a second, longer run ended).
 Oracle  -- what a search calls: the target failure it judges against is fixed once
            (engine/endpoints.py `verify` finds it first, through the same Trials); an oracle made
            `unaimed` takes runs before that (the search's first runs beside the bad endpoint's)
@@ -153,6 +154,17 @@ class Trials:
         seen = [t.cached for t in self.trials if t.key == key]
         return bool(seen) and all(seen)
 
+    def no_hang(self, point: Any, *, refold: bool = False) -> None:
+        """`point`'s runs that the watchdog stopped were no hang (given longer, it ended): where
+        they "waited" is no hang's place, and no report shows it as one. `refold`: the point's
+        verdict is then what its other runs did (the reports' "last good: ... [PASS]")."""
+        key = self.space.key(point)
+        with self._lock:
+            self.trials[:] = [replace(t, run=replace(t.run, stuck=None)) if t.key == key and t.run.timed_out
+                              else t for t in self.trials]
+            if refold:
+                self._verdicts[key] = Verdict.fold([t.run for t in self.trials if t.key == key and not t.run.timed_out])
+
     def costs(self) -> tuple[float, float]:
         """(mean seconds of this command's runs judged FAIL, of those judged PASS): what one more
         failing run and one more passing run cost, for the confirmation's plan (search/confirm.py:
@@ -183,7 +195,7 @@ class Oracle:
                  recheck: bool = False, reach: int | None = None):
         self.trials, self.target, self.any_failure = trials, target, any_failure
         self.recheck = recheck      # a silent hang hunted is given longer once (endpoints.recheck_hangs)
-        self.reach = reach          # how far the bad endpoint's hang got (endpoints.hang_reach; _short)
+        self.reach = reach          # how far the bad endpoint's hang got (endpoints.hang_checks; _short)
         self.space, self.policy = trials.space, trials.policy
         self._target_known = threading.Event()
         self._side: SideBySide | None = None
@@ -306,19 +318,13 @@ class Oracle:
     def _stretched(self, point: Any, run: Run, longer: float) -> None:
         """A run given longer ended: the watchdog is set from its time, as from a good run's, so
         the points after it are not stopped at the same first-run cost (Runner.stretch)."""
-        runner, trials = self.trials.runner, self.trials
-        key = self.space.key(point)   # where its short run "waited" is no hang's place: not shown as one
-        with trials._lock:
-            trials.trials[:] = [replace(t, run=replace(t.run, stuck=None)) if t.key == key and t.run.timed_out
-                                else t for t in trials.trials]
-            # and the point's verdict (the reports' "last good: ... [PASS]") is what it did given time
-            trials._verdicts[key] = Verdict.fold([t.run for t in trials.trials if t.key == key and not t.run.timed_out])
-        with self._lock:
-            self._stretch_seen = True
+        runner = self.trials.runner
+        self.trials.no_hang(point, refold=True)
         before = runner.policy().seconds
         after = runner.stretch(run.duration_s).seconds
         more = f"; the watchdog is now {after:.1f} s" if after > before else ""
         with self._lock:
+            self._stretch_seen = True
             self.stretches.append({"step": "first_run_cost", "point": self.space.label(point), "stopped_s": before,
                                    "ended_s": round(run.duration_s, 3), "given_s": longer, "watchdog_s": after})
         runner.events.emit(Note(

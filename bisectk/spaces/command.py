@@ -43,6 +43,8 @@ checkout_build  -- refuses a command that builds the user's checkout (a CMake bu
                    configured on it) instead of each commit.
 run_dir         -- where in each worktree the command runs: the user's directory, relative to the
                    repository root ('.' at the top level or outside the repository).
+outside_tree    -- what a relative path a run named, climbing out of its tree (`../cutlass`),
+                   names from the user's own tree (CommitSpace.outside, HunkSpace.outside).
 """
 
 from __future__ import annotations
@@ -226,6 +228,9 @@ def _shell_script_index(argv: list[str]) -> int | None:
 
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_OPERATOR_CHARS = frozenset("();&|<>")
+_COMPUTED = frozenset("$`'\"*?[~\\")
+_BOUNDARY = r"\s;&|()<>"
 
 
 def _resolve_script(script: str, resolver: _Resolver) -> str:
@@ -263,11 +268,6 @@ def _resolve_script(script: str, resolver: _Resolver) -> str:
         if n == 0:
             resolver.files.remove(found)
     return script
-
-
-_OPERATOR_CHARS = frozenset("();&|<>")
-_COMPUTED = frozenset("$`'\"*?[~\\")
-_BOUNDARY = r"\s;&|()<>"
 
 
 def _resolve_segment(words: list[str], resolver: _Resolver, rewrites: dict[str, CommandFile]) -> bool:
@@ -372,6 +372,20 @@ def _cmake_home(directory: str) -> str | None:
     except OSError:
         return None
     return None
+
+
+def outside_tree(path: str, subdir: str | os.PathLike, base: str | os.PathLike) -> str | None:
+    """`path`, as a run named it from `subdir` of a tree of its own (a worktree, a scratch copy),
+    when it is relative and climbs out of that tree (`../cutlass/include`, a sibling checkout):
+    what it names from `base`, the user's own tree, if anything is there; else None. From the
+    run's tree the same `..` leads elsewhere (engine/environment.py, "outside-path")."""
+    if os.path.isabs(path):
+        return None
+    rel = os.path.normpath(os.path.join(subdir, path))
+    if not rel.startswith(".." + os.sep) and rel != "..":
+        return None
+    mine = os.path.normpath(os.path.join(base, rel))
+    return mine if os.path.lexists(mine) else None
 
 
 def run_dir(user_cwd: Path, root: Path) -> Path:

@@ -17,7 +17,6 @@ GOOD and BAD are only ever read; the scratch tree is removed by `close`.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 from contextlib import nullcontext
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 from bisectk.run.memokey import file_digest, tree_digest
 from bisectk.run.remote import pack_tree
 from bisectk.run.workload import NO_BYTECODE, Origin, Workload, python_first
+from bisectk.spaces.command import outside_tree
 from bisectk.spaces.hunks import Hunk, Scratch, diff_paths, drop_bytecode
 from bisectk.spec import Config, config_key
 
@@ -116,16 +116,9 @@ class HunkSpace:
     def outside(self, path: str) -> str | None:
         """`path`, as a run in the scratch tree named it, when it is relative, climbs out of the
         tree (`../shared/ref.bin`) and names something from GOOD: its path there
-        (engine/environment.py, "outside-path"). From the scratch copy the same `..` leads
-        elsewhere; else None."""
-        if os.path.isabs(path):
-            return None
-        rel = os.path.normpath(os.path.join(str(self.subdir), path))
-        if not rel.startswith(".." + os.sep) and rel != "..":
-            return None
+        (spaces/command.py outside_tree); else None."""
         good = self.good.resolve()
-        mine = os.path.normpath(os.path.join(good if good.is_dir() else good.parent, rel))
-        return mine if os.path.lexists(mine) else None
+        return outside_tree(path, self.subdir, good if good.is_dir() else good.parent)
 
     def close(self) -> None:
         shutil.rmtree(self.scratch.root, ignore_errors=True)

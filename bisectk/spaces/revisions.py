@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bisectk.run.workload import NO_BYTECODE, Origin, Workload, python_first
+from bisectk.spaces.command import outside_tree
 from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, _env, run_git
 from bisectk.spaces.submodules import SubmoduleMissing
 from bisectk.spaces.worktrees import WorktreePool
@@ -128,15 +129,10 @@ class CommitSpace:
     def outside(self, path: str) -> str | None:
         """`path`, as a run in a worktree named it, when it is relative, climbs out of the
         repository (`../cutlass/include`, a sibling checkout) and names a file or directory from
-        the user's checkout: its path there (engine/environment.py, "outside-path"). From a worktree
-        under the git dir the same `..` leads elsewhere, where nothing is; else None."""
-        if self.remote or self.pool is None or os.path.isabs(path):
+        the user's checkout: its path there (spaces/command.py outside_tree); else None."""
+        if self.remote or self.pool is None:
             return None
-        rel = os.path.normpath(os.path.join(self.subdir, path))
-        if not rel.startswith(".." + os.sep) and rel != "..":
-            return None
-        mine = os.path.normpath(os.path.join(self.commits.repo, rel))
-        return mine if os.path.lexists(mine) else None
+        return outside_tree(path, self.subdir, self.commits.repo)
 
     @contextmanager
     def lease(self, point: Any):

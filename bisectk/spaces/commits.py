@@ -72,10 +72,28 @@ def run_git(cwd: Path | str, *args: str) -> str:
     try:
         proc = run_tool(["git", *_SAFE_CONFIG, *args], cwd=cwd, env=_env())
     except OSError as exc:
-        raise SpaceError(f"git {args[0]} cannot start in {cwd}: {exc.strerror or exc}") from None
+        raise SpaceError(f"git {_verb(args)} cannot start in {cwd}: {exc.strerror or exc}") from None
     if proc.returncode != 0:
-        raise SpaceError(f"git {args[0]} failed in {cwd}: {_why(proc.stderr, proc.returncode)}")
+        raise SpaceError(f"git {_verb(args)} failed in {cwd}: {_why(proc.stderr, proc.returncode)}")
     return proc.stdout.strip()
+
+
+def git_ok(cwd: Path | str, *args: str) -> bool:
+    """Whether `git <args>` exits 0 in `cwd` (run_git's environment and config): for git's
+    yes/no questions (`diff-files --quiet`). One that cannot start is a no."""
+    try:
+        return run_tool(["git", *_SAFE_CONFIG, *args], cwd=cwd, env=_env()).returncode == 0
+    except OSError:
+        return False
+
+
+def _verb(args: tuple[str, ...]) -> str:
+    """The git command `args` runs, for a message: the first word past the global options
+    (`-c key=value`, `-C dir`), which would otherwise name the command `git -c`."""
+    rest = list(args)
+    while rest and rest[0].startswith("-"):
+        rest = rest[2:] if rest[0] in ("-c", "-C") else rest[1:]
+    return rest[0] if rest else "git"
 
 
 def _why(stderr: str, code: int) -> str:
@@ -96,9 +114,9 @@ def run_git_bytes(cwd: Path | str, *args: str) -> bytes:
     try:
         proc = run_tool(["git", *_SAFE_CONFIG, *args], cwd=cwd, env=_env(), text=False)
     except OSError as exc:
-        raise SpaceError(f"git {args[0]} cannot start in {cwd}: {exc.strerror or exc}") from None
+        raise SpaceError(f"git {_verb(args)} cannot start in {cwd}: {exc.strerror or exc}") from None
     if proc.returncode != 0:
-        raise SpaceError(f"git {args[0]} failed in {cwd}: {_why(proc.stderr.decode(errors='replace'), proc.returncode)}")
+        raise SpaceError(f"git {_verb(args)} failed in {cwd}: {_why(proc.stderr.decode(errors='replace'), proc.returncode)}")
     return proc.stdout
 
 

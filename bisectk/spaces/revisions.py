@@ -24,6 +24,7 @@ export_tree -- a commit's tree as plain files (`git archive`), outside the user'
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -164,15 +165,20 @@ class CommitSpace:
             if missing:
                 yield self._skipped(sha, missing)
                 return
-            yield Workload(dict(self.config), entry.path / self.subdir, env, revision=self._rev(sha), state=sha)
+            # state: a build made here before a tidy that removed its outputs is made again
+            yield Workload(dict(self.config), entry.path / self.subdir, env, revision=self._rev(sha),
+                           state=f"{sha}+{entry.generation}")
         finally:
             self.pool.release(entry, sha)
+
+
+FILTER_FAILED = re.compile(r"\b(smudge filter|external filter|filter-process)\b.*\bfailed|filter '[^']*' failed")
 
 
 def unreadable(repo: Path, sha: str, error: str = "") -> str | None:
     """Why `sha` cannot be checked out, in git's words (`error`: the failed checkout's message),
     when an object of its tree is missing or corrupt (a damaged repository, a partial clone
-    without its promisor); None when every tree and blob is there, so the checkout failed for
+    without its promisor) or a filter failed on one of its files; None when every tree and blob is there, so the checkout failed for
     another reason (a full disk, a lock) that must stop the command."""
     try:
         listing = run_git(repo, "rev-list", "--objects", "--no-walk", "--missing=print", sha)
@@ -180,7 +186,9 @@ def unreadable(repo: Path, sha: str, error: str = "") -> str | None:
         return _git_line(str(exc))
     missing = [line[1:] for line in listing.splitlines() if line.startswith("?")]
     if not missing:
-        return None
+        # a file's filter (`.gitattributes` filter=lfs, a smudge driver) that fails on this commit's
+        # content: its tree cannot be made, as git's 125 (the next commit's may be fine)
+        return _git_line(error) if FILTER_FAILED.search(error) else None
     said = _git_line(error)
     return (said or f"object {missing[0]} is missing") + (f" ({len(missing)} objects missing)" if len(missing) > 1 else "")
 

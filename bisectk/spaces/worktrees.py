@@ -3,7 +3,8 @@
 A big tree costs one full checkout: the first lease of a repository adds a worktree
 (`git worktree add`, every file written); every later lease, in this command or the next one,
 switches a cached worktree (`git checkout --force --detach`, only the files that differ) or
-finds it at the commit already (nothing written, its build outputs kept).
+finds it at the commit already (its build outputs kept; what the last run added or edited is
+undone first, as a switch undoes it, so that every run of a commit starts from the same tree).
 
 Abstractions
 ------------
@@ -58,7 +59,7 @@ from pathlib import Path
 
 from bisectk.spaces import submodules
 from bisectk.spaces.bytecode import drop_bytecode
-from bisectk.spaces.commits import SpaceError, open_repo, run_git
+from bisectk.spaces.commits import SpaceError, git_ok, open_repo, run_git
 
 # A worktree's first checkout writes the whole tree (10,002 files: 7.3-10.7 s on the 2-core VM in
 # one sitting, 3.1-4.1 s with parallel checkout). 0 = one worker per core; git's own threshold
@@ -178,6 +179,17 @@ def _admin_of(path: Path) -> Path | None:
     return Path(line[len("gitdir: "):]) if line.startswith("gitdir: ") else None
 
 
+def _index_of(path: Path) -> tuple | None:
+    """The stat of a worktree's index file (None if it has none): git rewrites it by a rename, so
+    any command that wrote it (add, stash, checkout, a refreshing status) gives a new one."""
+    admin = _admin_of(path)
+    try:
+        st = os.stat(admin / "index") if admin is not None else None
+    except OSError:
+        return None
+    return None if st is None else (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 @dataclass
 class _Entry:
     path: Path
@@ -186,14 +198,16 @@ class _Entry:
     fresh: bool = True          # taken over from the cache: reset before first use
     stamps: dict[str, int] | None = None    # directory mtimes when last left clean (survey)
     subs: frozenset[str] = frozenset()      # submodule directories checked out in it (submodules.py)
+    index: tuple | None = None  # its index file's stat when last left clean: a run's git command moves it
+    generation: int = 0         # bumped when a lease wrote in it: a build made there before may be gone
 
 
 @dataclass
 class WorktreePool:
     """Detached worktrees from the repository's cache, one per concurrent lease (see module doc).
 
-    A lease of a commit that a free worktree of this pool holds reuses it untouched (its build
-    outputs too); otherwise a held free worktree is switched, or another cached one is taken over,
+    A lease of a commit that a free worktree of this pool holds reuses it, tidied as a switch would
+    leave it (`_tidy`; ignored build outputs stay); otherwise a held free worktree is switched, or another cached one is taken over,
     or one is added, while fewer than `size` are held; else the lease waits. A switch runs
     `checkout --force --detach` and `clean` (`-x` too when `clean_ignored`, which also wipes
     ignored build outputs). `while_preparing()` is called when a lease must wait for a checkout
@@ -293,7 +307,8 @@ class WorktreePool:
                 warm = next((e for e in self._free if e.sha == sha and not e.fresh), None)
                 if warm is not None:
                     self._free.remove(warm)
-                    return warm
+                    entry = warm
+                    break
                 if len(self._held) < self.size:
                     entry = self._take_cached(sha)
                     if entry is None:
@@ -306,7 +321,10 @@ class WorktreePool:
                 self._cond.wait()
         # Switching a worktree touches only that worktree's own index and files: no lock needed.
         try:
-            self._switch(entry, sha)
+            if entry.sha == sha and not entry.fresh:
+                self._tidy(entry, sha)
+            else:
+                self._switch(entry, sha)
         except BaseException:
             entry.stamps = None     # a checkout that failed half-way (a damaged commit) may have left files
             self.release(entry, None)
@@ -361,6 +379,7 @@ class WorktreePool:
             self.release(entry, None)       # held, at no commit: the next lease switches it
             raise
         entry.stamps = survey(path, coarse=self.coarse, skip=entry.subs)
+        entry.index = _index_of(path)
         return entry
 
     def _lock(self, path: Path) -> int | None:
@@ -372,7 +391,7 @@ class WorktreePool:
             return None
         return fd
 
-    def _switch(self, entry: _Entry, sha: str) -> None:
+    def _switch(self, entry: _Entry, sha: str, checkout: bool = True) -> None:
         if entry.fresh:         # another process's leftovers: a killed git's lock, a killed build
             admin = _admin_of(entry.path)
             if admin is not None:
@@ -385,17 +404,40 @@ class WorktreePool:
         moved = (None if entry.fresh or self.clean_ignored or entry.stamps is None
                  else _moved(entry.stamps))
         stamps_before, entry.stamps = entry.stamps, None    # unknown until the switch is done
-        run_git(entry.path, *PARALLEL_CHECKOUT, "checkout", "-q", "--force", "--detach", sha)
+        if checkout:        # False: `_tidy` found the tracked files and HEAD as the checkout left them
+            run_git(entry.path, *PARALLEL_CHECKOUT, "checkout", "-q", "--force", "--detach", sha)
+        removed = ""        # git clean's "Removing PATH" lines
         if moved is None or len(moved) > SCOPED_MAX:
-            run_git(entry.path, "clean", "-ffdq" + ("x" if self.clean_ignored else ""))
+            removed = run_git(entry.path, "clean", "-ffd" + ("x" if self.clean_ignored else ""))
         elif moved:         # each recursively: a new subdirectory moved its parent's mtime
             scope = [":(literal)" + os.path.relpath(d, entry.path) for d in moved]
-            run_git(entry.path, "clean", "-ffdq", "--", *scope)
+            removed = run_git(entry.path, "clean", "-ffd", "--", *scope)
+        if checkout or removed:
+            entry.generation += 1       # a build made in it before is gone or stale
         previous = None if entry.fresh else stamps_before
         self._submodules(entry)
         # another process's leftovers are walked whole; our own worktree only where it changed
         entry.stamps = survey(entry.path, previous, coarse=self.coarse, skip=entry.subs)
+        entry.index = _index_of(entry.path)
         entry.fresh = False
+
+    def _tidy(self, entry: _Entry, sha: str) -> None:
+        """Make a worktree already at `sha` what its checkout left, for another run of the same
+        commit: the last run's untracked files removed and its edits to tracked files undone, as a
+        switch would (ignored build outputs stay, as they do across a switch). A test that is not
+        idempotent (`mkdir out`) otherwise fails at its second run and is taken for a flake.
+
+        Nothing is written when nothing changed: the directories' mtimes say whether an entry was
+        made or removed, git's index whether a tracked file was edited (`diff-files`: a stat of
+        each, no write), and HEAD and the index file's stat whether the run moved either (a test
+        that ran `git checkout`, `git add` or `git stash` in its worktree): then it is switched."""
+        if _head_of(entry.path) != sha or entry.index is None or _index_of(entry.path) != entry.index:
+            self._switch(entry, sha)
+            return
+        moved = None if self.clean_ignored or entry.stamps is None else _moved(entry.stamps)
+        edited = not git_ok(entry.path, "diff-files", "--quiet")
+        if moved != [] or edited:
+            self._switch(entry, sha, checkout=edited)
 
     @functools.cached_property
     def _modules(self) -> Path:

@@ -322,6 +322,25 @@ def test_tracked_script_runs_from_each_commits_tree(hist, tmp_path):
     assert snapshot(r) == before
 
 
+def test_a_test_that_is_not_idempotent_is_not_taken_for_a_flake(user, hist, tmp_path):
+    """`mkdir out` fails when the last run's `out` is still there: every run of a commit, the
+    confirmation's re-runs included, starts from the tree its checkout left, so the answer is
+    git's and deterministic. A build's untracked output that the run needs is made again when
+    the tree was tidied under it."""
+    r, c = user
+    (tmp_path / "t.sh").write_text("#!/bin/sh\nmkdir out || exit 3\necho x > out/log\n! test -f bug\n")
+    (tmp_path / "t.sh").chmod(0o755)
+    before = snapshot(r)
+    doc = jrun(r, "--good", c["c1"], "--bad", c["c8"], "--run", str(tmp_path / "t.sh"))
+    assert doc["first_bad"]["sha"] == c["c5"] == git_bisect(hist, tmp_path, [c["c8"], c["c1"]], ["sh", "-c", "! test -f bug"])
+    assert "intermittent" not in json.dumps(doc)
+    (tmp_path / "u.sh").write_text("#!/bin/sh\ntest -f made.txt || exit 3\nmkdir out || exit 3\n! test -f bug\n")
+    (tmp_path / "u.sh").chmod(0o755)
+    doc = jrun(r, "--good", c["c1"], "--bad", c["c8"], "--build", "touch made.txt", "--run", str(tmp_path / "u.sh"))
+    assert doc["first_bad"]["sha"] == c["c5"] and "intermittent" not in json.dumps(doc)
+    assert snapshot(r) == before
+
+
 # --- 2. merge bases, several goods --------------------------------------------------------------
 
 def test_good_on_a_side_branch_tests_the_merge_base_first(user, hist, tmp_path):
@@ -471,6 +490,33 @@ def test_unreadable_tree_is_skipped_with_gits_reason(hist, tmp_path):
     skipped = [a for a in d["attempts"] if a["applied"][0] == c["c6"]]
     assert skipped and skipped[0]["outcome"] == "unresolved" and "checkout failed" in skipped[0]["verdict"]
     assert blob in skipped[0]["verdict"]          # git's own words name the missing object
+    assert snapshot(r) == before
+
+
+def test_a_commit_whose_filter_fails_is_skipped_with_gits_reason(tmp_path):
+    """A required smudge filter that fails on some commits' files (an LFS object the server lost):
+    those commits are skipped, as git's 125, and the search still answers, not the command."""
+    r = tmp_path / "filtered"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    shas = []
+    for i in range(1, 13):
+        files = {"counter": f"{i}\n", ".gitattributes": "*.req filter=req\n"}
+        if i == 6:
+            files["a.req"] = "x\n"
+        shas.append(commit(r, f"c{i}", files))
+        if i == 8:
+            git(r, "rm", "-q", "a.req")
+            shas.append(commit(r, "drop a.req", {}))
+    git(r, "config", "filter.req.required", "true")
+    git(r, "config", "filter.req.smudge", "false")
+    (r / "test.sh").write_text("#!/bin/sh\n[ $(cat counter) -lt 4 ]\n")
+    (r / "test.sh").chmod(0o755)
+    before = snapshot(r)
+    d = jrun(r, "--good", shas[0], "--run", "./test.sh")
+    assert d["first_bad"]["sha"] == shas[3]         # c4: before the commits that cannot be made
+    filtered = [a for a in d["attempts"] if a["applied"][0] in shas[5:8]]
+    assert filtered and all(a["outcome"] == "unresolved" and "smudge filter req failed" in a["verdict"] for a in filtered), d["attempts"]
     assert snapshot(r) == before
 
 

@@ -306,3 +306,10 @@ def test_parents_are_parsed_from_rev_list_output_without_python_objects_per_comm
     shas = np.array([b"a" * 16 + b"1" * 24, b"a" * 16 + b"2" * 24], dtype="S40")
     _, _, ref, out = _index_parents(shas, [[], [shas[0], b"c" * 40]])
     assert ref.tolist() == [0, -1] and out.tolist() == [b"c" * 40]
+
+
+def test_a_failed_git_command_is_named_by_its_subcommand_not_its_options(repo):
+    from bisectk.spaces.commits import git_ok, run_git
+    with pytest.raises(SpaceError, match=r"^git checkout failed in .*: (error|fatal): "):
+        run_git(repo, "-c", "checkout.workers=0", "checkout", "-q", "no-such-ref")
+    assert git_ok(repo, "rev-parse", "--verify", "-q", "HEAD") and not git_ok(repo, "rev-parse", "--verify", "-q", "no-such-ref")

@@ -44,8 +44,8 @@ def test_leases_hold_their_commit_and_the_cache_serves_the_next_pool(repo):
             assert git(a, "rev-parse", "HEAD") == rng[2]
             assert a.is_relative_to(repo / ".git" / "bisectk-worktrees")
             (a / "build.out").write_text("artifact")
-        with pool.lease(rng[2]) as again:       # warm reuse keeps build outputs
-            assert again == a and (again / "build.out").exists()
+        with pool.lease(rng[2]) as again:       # the same commit again: the same worktree
+            assert again == a and (again / "state.txt").read_text() == "2\n"
         with pool.lease(rng[8]) as c:           # a switch cleans untracked outputs
             assert c in (a, b) and not (c / "build.out").exists()
             assert (c / "state.txt").read_text() == "7\n"
@@ -247,16 +247,17 @@ def test_worktrees_see_what_the_graph_lists(tmp_path):
                 assert (wt / "BUG").exists() == (graph[i].subject in {"c2", "c3", "c4", "c5", "c6", "c7"})
 
 
-def test_a_switch_drops_bytecode_and_a_warm_lease_keeps_it(repo):
+def test_a_switch_drops_bytecode_and_so_does_another_lease_of_the_commit(repo):
+    """Bytecode a run made is the run's own untracked output: gone before the next run, whichever
+    commit it runs (runs write none themselves: PYTHONDONTWRITEBYTECODE)."""
     rng = chain(repo)
     with WorktreePool(repo, size=1) as pool:
-        with pool.lease(rng[2]) as wt:
-            (wt / "pkg" / "__pycache__").mkdir(parents=True)
-            (wt / "pkg" / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"stale")
-        with pool.lease(rng[2]) as wt:
-            assert (wt / "pkg" / "__pycache__").exists()         # same commit: no source changed
-        with pool.lease(rng[3]) as wt:
-            assert not (wt / "pkg" / "__pycache__").exists()
+        for sha in (rng[2], rng[3]):
+            with pool.lease(rng[2]) as wt:
+                (wt / "pkg" / "__pycache__").mkdir(parents=True, exist_ok=True)
+                (wt / "pkg" / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"stale")
+            with pool.lease(sha) as wt:
+                assert not (wt / "pkg" / "__pycache__").exists()
 
 
 def test_each_switch_drops_the_bytecode_made_since_the_last_one_wherever_it_is(repo):
@@ -304,6 +305,49 @@ def test_files_made_anywhere_by_a_run_are_cleaned_and_a_clean_worktree_skips_cle
         with pool.lease(rng[6]):
             pass
         assert calls.count("clean") == 2            # a directory changed: cleaned again, to be safe
+
+
+def test_another_run_of_a_commit_starts_from_the_tree_its_checkout_left(repo, monkeypatch):
+    """A run's untracked files and edits to tracked files are undone before the next run of the
+    same commit, as a switch undoes them (a test that runs `mkdir out` fails at its second run
+    otherwise, and is taken for a flake); ignored build outputs stay; a run that moved HEAD or
+    wrote the index (git checkout, add) in its worktree is reset. Nothing is written when the run
+    changed nothing, and a lease that wrote says so by a new generation (a build made there is
+    made again)."""
+    rng = chain(repo)
+    (repo / ".git" / "info" / "exclude").write_text("*.o\n")
+    calls = []
+    monkeypatch.setattr("bisectk.spaces.worktrees.run_git", lambda *a: calls.append(_subcommand(a[1:])) or run_git(*a))
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[2]) as wt:
+            (wt / "out").mkdir()
+            (wt / "out" / "log.txt").write_text("first run")
+            (wt / "state.txt").write_text("edited by the run\n")
+            (wt / "kernel.o").write_text("ignored build output")
+        first = pool._free[0].generation
+        with pool.lease(rng[2]) as again:
+            assert again == wt and not (wt / "out").exists() and (wt / "kernel.o").exists()
+            assert (wt / "state.txt").read_text() == "2\n"
+        assert pool._free[0].generation > first
+        calls.clear()
+        with pool.lease(rng[2]):                # the last run changed nothing: nothing written
+            pass
+        assert "checkout" not in calls and "clean" not in calls
+        generation = pool._free[0].generation
+        with pool.lease(rng[2]) as wt:          # an edit in place moves no directory's mtime
+            with open(wt / "state.txt", "a") as f:
+                f.write("appended\n")
+        with pool.lease(rng[2]) as wt:
+            assert (wt / "state.txt").read_text() == "2\n" and pool._held[0].generation > generation
+        with pool.lease(rng[2]) as wt:          # the run's own git commands
+            git(wt, "checkout", "-q", "--detach", rng[4])
+        with pool.lease(rng[2]) as wt:
+            assert git(wt, "rev-parse", "HEAD") == rng[2] and (wt / "state.txt").read_text() == "2\n"
+        with pool.lease(rng[2]) as wt:
+            (wt / "state.txt").write_text("staged\n")
+            git(wt, "add", "state.txt")
+        with pool.lease(rng[2]) as wt:
+            assert (wt / "state.txt").read_text() == "2\n" and git(wt, "diff", "--cached", "--name-only") == ""
 
 
 def test_on_a_coarse_clock_an_entry_that_kept_its_directorys_mtime_is_still_cleaned(repo, monkeypatch):

@@ -8,8 +8,9 @@ when it has a slash, any argument) is resolved once, before the search:
 - it names a file in the user's current directory that the commit's tree does not provide as it
   is (untracked there, or modified, or the directory is outside the repository): the user's file
   is run by its absolute path, inside each commit's worktree;
-- it names a file that the --bad commit's tree provides (the user's copy, if any, is the same):
-  each commit's own copy is run, as git does;
+- it names a file that the --bad commit's tree provides (the user's copy, if any, is the same, or
+  is what their checkout's HEAD holds: not modified, only newer than --bad's): each commit's own
+  copy is run, as git does;
 - otherwise it is left as typed (a program on PATH, a file that only some commits have).
 
 Where it runs (`run_dir`): in each commit's worktree, in the directory the command was typed in.
@@ -206,7 +207,10 @@ class _Resolver:
         in_tree = not rel.startswith("..") and rel != "."
         blob = _blob(self.root, self.commit, rel) if in_tree else None
         if mine.is_file():
-            if blob is not None and _same(self.root, mine, blob):
+            # the tree's own copy runs when the user's file is the commit's, or the one their checkout
+            # has committed (unmodified since HEAD: --bad older than HEAD may hold an older copy of it,
+            # and git bisect runs each commit's, as the checkout moves under it)
+            if blob is not None and (_same(self.root, mine, blob) or self._committed(rel, mine)):
                 self.files.append(CommandFile(word, "tree", rel, "tracked", runs))
                 return word             # run where it was typed (run_dir): the word reads the same there
             state = ("outside the repository" if self.inside is None or not mine.is_relative_to(self.root)
@@ -216,6 +220,12 @@ class _Resolver:
         if blob is not None:
             self.files.append(CommandFile(word, "tree", rel, "tracked, not in your directory", runs))
         return word
+
+
+    def _committed(self, rel: str, mine: Path) -> bool:
+        """Whether the user's file is what their checkout's HEAD holds at `rel` (not modified)."""
+        head = _blob(self.root, "HEAD", rel) if self.inside is not None and mine.is_relative_to(self.root) else None
+        return head is not None and _same(self.root, mine, head)
 
 
 def _shell_script_index(argv: list[str]) -> int | None:

@@ -43,6 +43,20 @@ def test_untracked_modified_tracked_and_path_programs(repo, tmp_path):
     assert line == "python -c 'print(1)'" and files == []
 
 
+def test_a_script_unmodified_since_head_runs_each_commits_copy_though_bad_holds_an_older_one(repo):
+    """--bad older than HEAD: the user's tracked script is HEAD's, newer than --bad's. It is not
+    modified, so each commit's own copy runs (git bisect's checkout moves it); an edit since HEAD
+    makes it the user's."""
+    r, old = repo
+    (r / "run.sh").write_text("exit 2\n")
+    git(r, "commit", "-q", "-am", "two")
+    line, files = resolve("./run.sh", r, r, old)
+    assert line == "./run.sh" and (files[0].use, files[0].state) == ("tree", "tracked")
+    (r / "run.sh").write_text("exit 4\n")
+    line, files = resolve("./run.sh", r, r, old)
+    assert shlex.split(line) == [str(r / "run.sh")] and (files[0].use, files[0].state) == ("yours", "modified")
+
+
 def test_subdirectory_spaces_and_outside(repo, tmp_path):
     r, sha = repo
     line, files = resolve("./check.sh", r / "tools", r, sha)      # typed in tools/: the tree's tools/check.sh,

@@ -210,8 +210,9 @@ class Spec:
         return list(self.good)
 
     def differences(self) -> list[str]:
-        """Factors whose good and bad values differ, in file order."""
-        return [f for f in self.good if self.good[f] != self.bad[f]]
+        """Factors whose good and bad values differ, in file order. By type too: `1`, `1.0` and
+        `true` are equal in Python, but the subject receives them as "1", "1.0" and "true"."""
+        return [f for f in self.good if type(self.good[f]) is not type(self.bad[f]) or self.good[f] != self.bad[f]]
 
     def unused_factors(self) -> list[str]:
         """Factors that no `{placeholder}` of the command, the build or the environment names:

@@ -36,6 +36,16 @@ def write(tmp_path: Path, text: str) -> Path:
     return p
 
 
+@pytest.mark.parametrize("good,bad", [("1", "1.0"), ("1", "true"), ("0", "false"), ("2.0", "2")])
+def test_values_equal_in_python_but_written_differently_are_differences(tmp_path, good, bad):
+    """The subject receives "1" and "1.0", "1" and "true": a difference, though Python's == says not."""
+    text = BASE.replace('label = "a"\nmode = "x"', f'label = {good}\nmode = "x"').replace(
+        'label = "a"\nmode = "y"', f'label = {bad}\nmode = "y"')
+    spec = load_spec(write(tmp_path, text))
+    assert spec.differences() == ["depth", "label", "mode"]
+    assert substitute("{label}", spec.endpoint("bad")) == bad
+
+
 def test_loads_and_derives(tmp_path):
     spec = load_spec(write(tmp_path, BASE))
     assert spec.differences() == ["depth", "mode"]

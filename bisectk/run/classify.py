@@ -155,8 +155,24 @@ def parse_result(stdout: str) -> dict | None:
                 value = json.loads(line[len(RESULT_TAG):].strip(), parse_int=_integer)
             except (ValueError, RecursionError):   # JSONDecodeError is a ValueError
                 return None
-            return value if isinstance(value, dict) else None
+            return _scrubbed(value) if isinstance(value, dict) else None
     return None
+
+
+def _scrubbed(value):
+    """A decoded result with every lone surrogate (`"\\ud800"` is valid JSON, not valid UTF-8)
+    written as its escape: the ledger, the reports and the terminal store and print UTF-8."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_scrubbed(k): _scrubbed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(v) for v in value]
+    return value
 
 
 @dataclass

@@ -108,3 +108,15 @@ def test_env_diff_of_deep_or_oversized_json_is_one_line_or_a_diff(tmp_path):
     assert p.returncode == 1, p.stderr[-1000:]
     (row,) = json.loads(p.stdout)["differences"]
     assert (row["key"], row["a"], row["b"]) == ("x" + ".0" * 900, None, 1)
+
+
+def test_a_result_with_a_lone_surrogate_escape_is_a_verdict_not_an_internal_error(tmp_path):
+    """`"\ud800"` is valid JSON but not UTF-8: the subject's error text is kept, escaped, and the
+    run is judged and stored (it crashed the ledger's insert, exit 3)."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.sh").write_text('echo \'BISECTK_RESULT {"ok": false, "error": "bad \\ud800 value", "\\udcff": 1}\'\n')
+    (tmp_path / "spec.toml").write_text('[subject]\ncommand = ["sh", "s.sh", "{a}"]\n[good]\na = 0\n[bad]\na = 1\n')
+    for _ in range(2):      # the second is answered from the ledger
+        p = bisectk("run", tmp_path / "spec.toml", "--config", "bad", "--ledger", tmp_path / "l.db", cwd=tmp_path)
+        assert p.returncode == 1 and "internal error" not in p.stderr, p.stderr
+        assert "FAIL wrong (bad \\ud800 value)" in p.stdout

@@ -19,7 +19,7 @@ from bisectk import exitcodes as X
 from bisectk.cli_common import (BadRefOpt, Deferred, after_first_run, capture_after_first_run, BuildOpt, CalibrateOpt, ConfigOpt, ExecutorOpt, FreshOpt, GitLedgerOpt,
                                 GoodRefOpt, HtmlOpt, JsonOpt, JsonOutOpt, LedgerOpt, PytestOpt, RayAddressOpt,
                                 RayRepoOpt, RepoOpt, ReportOpt, RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, SpecArg,
-                                TimeoutOpt, WarmOpt, _is, cache_ledger, check_strategy, default_spec, emit_json,
+                                TimeoutOpt, WarmOpt, _is, cache_ledger, check_outputs, check_strategy, default_spec, emit_json,
                                 environment_capture, fail, finish, history_subject, open_ledger, out, plain_help,
                                 policy, reporter, say_error, spare_ahead, unused_factor_warnings, usage_error,
                                 write_reports)
@@ -127,6 +127,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  max_runs=max_runs, timeout=timeout, gpus=tuple(gpus.split(",")) if gpus else (), executor=executor,
                  ray_address=ray_address, fresh=fresh, warm=warm, jobs=jobs)
+    check_outputs(report, json_out, html, spec=s, ledger=ledger_location(ledger, spec=s))
     with Session("ablate", s, ledger_location(ledger, spec=s), args={"spec": str(spec), "strategy": strategy},
                  policy=pol, reporter=reporter(as_json, s.good)) as session:
         if resume and session.previous is None:
@@ -191,6 +192,7 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
     s, base = load_subject(spec, run_cmd, cwd=Path.cwd(), build=build, config=config, sets=set_,
                            repeat=repeat, name=f"diff {good.name}..{bad.name}")
     unused_factor_warnings(s)
+    check_outputs(report, json_out, html, spec=s, ledger=ledger_path, trees=(good, bad))
     with Session("diff", s, ledger_path, args={"good": str(good), "bad": str(bad)}, policy=pol,
                  reporter=reporter(as_json, None)) as session:
         space = HunkSpace(good, bad, session.scratch("scratch"), base=base)
@@ -360,6 +362,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  max_runs=max_runs, jobs=jobs, confidence=confidence, gpus=tuple(gpus.split(",")) if gpus else (),
                  executor=executor, ray_address=ray_address, ray_repo=ray_repo, fresh=fresh, warm=warm)
+    check_outputs(report, json_out, html, spec=s, ledger=ledger_location(ledger, repo=root))
     with Session("bisect", s, ledger_location(ledger, repo=root), args=args, policy=pol,
                  reporter=reporter(as_json, None)) as session:
         prev = session.previous
@@ -466,6 +469,7 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
                  jobs=jobs, max_runs=max_runs, confidence=confidence, executor=executor, ray_address=ray_address,
                  ray_repo=ray_repo, fresh=fresh, warm=warm)
     args = {"repo": str(root), "good": commits.good_sha, "bad": commits.bad_sha}
+    check_outputs(report, json_out, html, junit, spec=s, ledger=ledger_location(ledger, repo=root))
     with Session("triage", s, ledger_location(ledger, repo=root), args=args, policy=pol,
                  reporter=reporter(as_json, None)) as session:
         prev = session.previous
@@ -478,9 +482,10 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
             rec = run_triage(session.runner(), space, pol, scratch_root=session.scratch("triage"),
                              environment=capture_after_first_run(session), repo=str(root), first_parent=first_parent,
                              subdir=sub, facts={"command_files": tuple(f.to_dict() for f in files)})
-        if junit:
-            write_junit(junit, "bisectk triage", to_cases(rec, str(spec or run_cmd or pytest_id)))
-        finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html, where=report)
+        cases = ([("--junit", junit, lambda: write_junit(junit, "bisectk triage", to_cases(rec, str(spec or run_cmd or pytest_id))))]
+                 if junit else [])
+        finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html, where=report,
+               more=cases)
 
 
 # -- log / replay / report -------------------------------------------------------------------------
@@ -514,6 +519,7 @@ def replay(logfile: Path = typer.Argument(..., help="A file written from `bisect
     the log stops early. Exit 0: the log determines the first bad commit; 1: it does not yet."""
     from bisectk.engine.replay import replay_record
     from bisectk.report import render
+    check_outputs(html=html, also=[(logfile, "the log to replay")])
     rec = replay_record(logfile, repo)
     written = write_reports(rec, None, None, html) if html else []
     if as_json:

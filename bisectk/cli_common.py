@@ -217,26 +217,63 @@ def write_reports(record, log, markdown: Optional[Path], html: Optional[Path]) -
     return ([write_markdown(markdown, record, log)] if markdown else []) + ([write_html(html, record, log)] if html else [])
 
 
+def check_outputs(report: Optional[Path] = None, json_out: Optional[Path] = None, html: Optional[Path] = None,
+                  junit: Optional[Path] = None, *, spec=None, ledger: Optional[Path] = None, trees=(),
+                  also=()) -> None:
+    """Refuse, before any run, a report path that cannot be written or that names what the command
+    reads: the spec, the ledger, the files the subject's command names, diff's trees
+    (report/outputs.py); `also`: more (path, what) the command reads."""
+    from bisectk.report.outputs import check_outputs as check, ledger_files, named_files
+    outputs = {"--report": report, "--json-out": json_out, "--html": html, "--junit": junit}
+    if not any(outputs.values()):
+        return
+    inputs = [(p, "the ledger") for p in (ledger_files(ledger) if ledger else [])] + list(also)
+    if spec is not None:
+        if spec.path.is_file():
+            inputs.append((spec.path, "the spec"))
+        argv = [*spec.command, *(spec.build or [])]
+        inputs += [(p, "a file the subject's command names") for p in named_files(argv, spec.cwd, Path.cwd())]
+    check(outputs, inputs=inputs, trees=trees)
+
+
 def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = None, as_json: bool = False,
-           session=None, html: Optional[Path] = None, where: str = "(bisectk report --report)") -> None:
-    """Store the record with its session, write the report files, print its JSON or its terminal
-    view (report/render.py), and exit with its code (exitcodes.exit_code). `where`: where triage
-    says its debug log is."""
+           session=None, html: Optional[Path] = None, where: str = "(bisectk report --report)",
+           more=()) -> None:
+    """Store the record with its session, print its JSON or its terminal view (report/render.py),
+    then write the report files (`more`: other (option, path, writer) to write with them), and exit
+    with its code (exitcodes.exit_code). A report that cannot be written is a line after the result,
+    and exit 2 where the result would say 0. `where`: where triage says its debug log is."""
     from bisectk.engine.interrupts import late
     from bisectk.report import render
+    from bisectk.report.outputs import write_outputs
     if session is not None:
         session.record(render.stored(record))
-    written = write_reports(record, render.debuglog(record) if (report or html) else None, report, html)
-    if json_out:
-        json_out.write_text(json.dumps(render.document(record), indent=2, default=str) + "\n", encoding="utf-8")
     if as_json:
         emit_json(render.document(record))
     else:
         render.summary(out, record, report=where)
+    written: list[str] = []
+    writers = list(more)
+    if report or html:
+        from bisectk.report.html import write_html, write_markdown
+        log = render.debuglog(record)
+        if report:
+            writers.append(("--report", report, lambda: written.append(write_markdown(report, record, log))))
+        if html:
+            writers.append(("--html", html, lambda: written.append(write_html(html, record, log))))
+    if json_out:
+        writers.append(("--json-out", json_out, lambda: json_out.write_text(
+            json.dumps(render.document(record), indent=2, default=str) + "\n", encoding="utf-8")))
+    failed = write_outputs(writers)
+    if not as_json:
         for line in written:
             out.print(line, markup=False)
+    for line in failed:
+        say_error(line)
     interrupted_late = late()   # Ctrl-C after the last run, while the result was written (engine/interrupts.py)
     code = X.exit_code(record, interrupted_late=interrupted_late)
+    if failed and code == X.OK:
+        code = X.USAGE
     if interrupted_late and X.exit_code(record) == X.OK:
         say_error("interrupted after the search had finished; the result printed is complete")
     raise typer.Exit(code)

@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 
 from bisectk import exitcodes as X
-from bisectk.cli_common import HtmlOpt, JsonOpt, SpecArg, emit_json, fail, open_ledger, out, write_reports
+from bisectk.cli_common import HtmlOpt, JsonOpt, SpecArg, check_outputs, emit_json, fail, open_ledger, out, write_reports
 from bisectk.errors import BisectkError
 
 
@@ -36,6 +36,7 @@ def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bis
     """Print a finished command's result again from the ledger, running nothing."""
     from bisectk.engine.records import load_record
     from bisectk.report import render
+    check_outputs(report=markdown, html=html, ledger=ledger)
     db = open_ledger(ledger)
     try:
         info = db.session(session) if session else db.last_finished_session()

@@ -87,6 +87,11 @@ def _console_class() -> type:
     class SafeConsole(Console):
         """A Console whose every rendered string is terminal_text'd (see the module docstring)."""
 
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            if self.width < 1:      # COLUMNS=0 (a CI runner's empty terminal): rich then prints nothing at all
+                self.width = 80
+
         def render_str(self, text: str, **kwargs) -> Text:
             return super().render_str(terminal_text(text), **kwargs)
 

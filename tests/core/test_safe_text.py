@@ -42,3 +42,11 @@ def test_the_console_escapes_strings_table_cells_and_plain_text():
     out = buf.getvalue()
     assert not any(c in out for c in ("\x1b", "\x07", "\x9b")), repr(out)
     assert out.count("\\x1b") == 4 and "\\x9bm" in out
+
+
+def test_a_terminal_that_says_it_has_no_columns_still_gets_the_result(monkeypatch):
+    """COLUMNS=0 (some CI runners): rich takes width 0 and prints nothing; the result is printed."""
+    monkeypatch.setenv("COLUMNS", "0")
+    buf = io.StringIO()
+    SafeConsole(file=buf, soft_wrap=True).print("first bad commit: abc")
+    assert buf.getvalue() == "first bad commit: abc\n"

@@ -1,0 +1,105 @@
+"""The report files a command writes (--report, --html, --json-out, --junit): checked before the
+first run, written after the result is printed.
+
+A path that cannot be written, or that names what the command reads, is refused before any run:
+found after a search of minutes, it lost the result, and a report written over the spec, the
+subject's script or the ledger destroyed the user's file (the ledger's runs with it).
+
+check_outputs -- one line (errors.BisectkError) for the first output that is a directory, cannot be
+                 created (its nearest existing ancestor is no directory, or not writable), is one
+                 of the command's inputs (`inputs`: the spec, the ledger and its journals, the files
+                 the subject's command names), lies inside an input tree (`trees`: diff's GOOD and
+                 BAD), or is named by two options.
+write_outputs -- call each writer; a write that fails still (a full disk, /dev/full) is a line
+                 naming the option and the reason, after the result was printed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from bisectk.errors import BisectkError
+
+LEDGER_FILES = ("", "-wal", "-shm", "-journal")     # SQLite's database and its journals
+
+
+def ledger_files(ledger: Path) -> list[Path]:
+    return [Path(f"{ledger}{suffix}") for suffix in LEDGER_FILES]
+
+
+def named_files(argv: Iterable[str], *dirs: Path) -> list[Path]:
+    """The existing files a command's words name, absolute or relative to one of `dirs`."""
+    found = []
+    for word in argv:
+        if not word or len(word) > 4096 or "\0" in word:
+            continue
+        for base in (dirs if not os.path.isabs(word) else (Path("/"),)):
+            p = Path(base) / word
+            try:
+                if p.is_file():
+                    found.append(p)
+            except OSError:
+                continue
+    return found
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _nearest(path: Path) -> Path:
+    p = path
+    while not os.path.lexists(p) and p != p.parent:
+        p = p.parent
+    return p
+
+
+def check_outputs(outputs: dict[str, Path | None], *, inputs: Iterable[tuple[Path, str]] = (),
+                  trees: Iterable[Path] = ()) -> None:
+    """Refuse the first output that cannot be written or names an input (module docstring)."""
+    inputs, trees = list(inputs), [Path(t).resolve() for t in trees]
+    seen: dict[Path, str] = {}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        path = Path(path)
+        absolute = Path(os.path.abspath(path))
+        if absolute in seen:
+            raise BisectkError(f"{option} {path}: {seen[absolute]} names the same file; give each its own")
+        seen[absolute] = option
+        if path.is_dir():
+            raise BisectkError(f"{option} {path}: is a directory; name a file in it")
+        for given, what in inputs:
+            if _same(path, given):
+                raise BisectkError(f"{option} {path}: is {what}, which this command reads; writing the report "
+                                   f"there would destroy it: name another file")
+        real = absolute.resolve()
+        for tree in trees:
+            if real.is_relative_to(tree):
+                raise BisectkError(f"{option} {path}: is inside {tree}, an input of this command; write it elsewhere")
+        if path.exists():
+            if not os.access(path, os.W_OK):
+                raise BisectkError(f"{option} {path}: cannot be written (permission denied)")
+            continue
+        where = _nearest(absolute.parent)
+        if not where.is_dir():
+            raise BisectkError(f"{option} {path}: cannot be created: {where} is not a directory")
+        if not os.access(where, os.W_OK | os.X_OK):
+            raise BisectkError(f"{option} {path}: cannot be created: {where} is not writable")
+
+
+def write_outputs(writers: Iterable[tuple[str, Path, Callable[[], object]]]) -> list[str]:
+    """Run each (option, path, writer); the failures, one line each ('--report X: reason')."""
+    failed = []
+    for option, path, write in writers:
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            write()
+        except OSError as exc:
+            failed.append(f"could not write {option} {path}: {exc.strerror or exc}")
+    return failed

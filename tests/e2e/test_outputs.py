@@ -1,0 +1,64 @@
+"""Report files (--report, --html, --json-out, --junit): a path that cannot be written, or that
+names what the command reads (the spec, the subject's script, the ledger, diff's trees), is one
+line and exit 2 before any run, and nothing of the user's is written over; a write that fails
+after the search (a full disk) comes after the printed result, which is not lost."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from bisectk.errors import BisectkError
+from bisectk.report.outputs import check_outputs
+from tests.conftest import bisectk
+
+
+def _spec(d: Path) -> Path:
+    (d / "pyproject.toml").touch()
+    (d / "s.sh").write_text('[ "$1" = 1 ] && exit 1; exit 0\n')
+    (d / "s.toml").write_text('[subject]\ncommand = ["sh", "s.sh", "{a}", "{b}"]\n[good]\na = 0\nb = 0\n[bad]\na = 1\nb = 1\n')
+    return d / "s.toml"
+
+
+def _digests(d: Path) -> dict[str, str]:
+    return {str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("option,target,says", [
+    ("--report", "s.toml", "is the spec"),
+    ("--json-out", "s.sh", "a file the subject's command names"),
+    ("--html", ".bisectk/ledger.db", "is the ledger"),
+    ("--json-out", "out", "is a directory"),
+    ("--report", "s.sh/x.md", "is not a directory"),
+])
+def test_an_output_that_names_an_input_or_cannot_be_written_is_refused_before_any_run(tmp_path, option, target, says):
+    spec = _spec(tmp_path)
+    (tmp_path / "out").mkdir()
+    bisectk("ablate", spec, cwd=tmp_path, check=0)      # a ledger to protect
+    before = _digests(tmp_path)
+    p = bisectk("ablate", spec, option, target, "--fresh", cwd=tmp_path, check=2)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"bisectk: {option} {target}: ") and says in lines[0], p.stderr
+    assert "PASS" not in p.stdout + p.stderr and _digests(tmp_path) == before
+
+
+def test_a_write_that_fails_after_the_search_comes_after_the_result(tmp_path):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    spec = _spec(tmp_path)
+    p = bisectk("ablate", spec, "--report", "/dev/full", cwd=tmp_path, check=2)
+    assert "culprit: a" in p.stdout
+    assert p.stderr.strip().splitlines()[-1] == "bisectk: could not write --report /dev/full: No space left on device"
+
+
+def test_check_outputs_trees_and_two_options_on_one_file(tmp_path):
+    tree = tmp_path / "good"
+    tree.mkdir()
+    with pytest.raises(BisectkError, match=r"--report .*: is inside .*good, an input"):
+        check_outputs({"--report": tree / "sub" / "r.md"}, trees=[tree])
+    with pytest.raises(BisectkError, match="--json-out r.x: --report names the same file"):
+        check_outputs({"--report": Path("r.x"), "--json-out": Path("r.x")})
+    check_outputs({"--report": tmp_path / "new" / "deeper" / "r.md", "--json-out": None})     # made when written

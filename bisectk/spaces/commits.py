@@ -165,7 +165,7 @@ def resolve(repo: Path, ref: str, what: str = "ref") -> str:
     if known is not None:
         return known
     try:
-        return run_git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+        return run_git(repo, "rev-parse", "--verify", "--quiet", early.peeled(ref))
     except SpaceError:
         cut = f" (a shallow clone: its history is cut; {SHALLOW_HINT})" if is_shallow(repo) else ""
         raise SpaceError(f"{what} {ref!r} is not a commit in {repo}{cut}") from None

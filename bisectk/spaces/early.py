@@ -98,7 +98,7 @@ class _Walk:
         global _known
         repo, bad, goods, first_parent = self._args
         try:
-            refs = [f"{r}^{{commit}}" for r in (bad, *goods)]
+            refs = [peeled(r) for r in (bad, *goods)]
             found = subprocess.run(["git", *GIT_CONFIG, "rev-parse", "--show-toplevel", *refs], cwd=repo,
                                    env=git_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True,
                                    start_new_session=True)
@@ -194,6 +194,13 @@ def toplevel(repo: str | Path) -> str | None:
     """The work tree's top level of the directory `repo`, as the walk's rev-parse found it, or None."""
     known = _found()
     return known[1] if known is not None and known[0] == _place(repo) else None
+
+
+def peeled(ref: str) -> str:
+    """`ref` as rev-parse is to name its commit: `ref^{commit}` (a tag names its commit); a message
+    search (`:/fix the race`) as it is, since there the suffix would be read as part of the
+    pattern, and it finds commits only."""
+    return ref if ref.startswith(":/") else f"{ref}^{{commit}}"
 
 
 def resolved(root: str | Path, ref: str) -> str | None:

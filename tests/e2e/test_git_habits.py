@@ -369,6 +369,14 @@ def test_bad_merge_base_is_one_line_exit_2_suggesting_find_fix(user, hist, tmp_p
     assert snapshot(r) == before
 
 
+def test_a_commit_named_by_its_message_as_git_bisect_takes_it(user):
+    """`:/regex` (the youngest commit whose message matches): `^{commit}` appended to it would be
+    read as part of the pattern."""
+    r, c = user
+    d = jrun(r, "--good", ":/^c2", "--bad", ":/^c7", "--run", "./test.sh")
+    assert d["first_bad"]["sha"] == c["c5"]
+
+
 def test_repeated_good_all_count(user, hist, tmp_path):
     r, c = user
     before = snapshot(r)

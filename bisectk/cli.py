@@ -51,7 +51,7 @@ def run(spec: Path = SpecArg,
     s, cfg = load_subject(spec, cwd=Path.cwd(), config=config, sets=set_)
     unused_factor_warnings(s)
     with Session("run", s, ledger_location(ledger, spec=s), args={"spec": str(spec), "config": cfg},
-                 policy=policy(timeout=timeout, snapshots=snapshots, fresh=fresh),
+                 policy=policy(timeout=timeout, snapshots=snapshots, fresh=fresh, repeat=repeat),
                  reporter=reporter(as_json, s.good)) as session:
         rec = run_one(session.runner(), cfg, repeat=repeat, label=config if not set_ else "custom",
                       environment=environment_capture() if as_json else None)
@@ -151,8 +151,8 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
 # -- diff ------------------------------------------------------------------------------------------
 
 @app.command("diff", short_help="Isolate the hunks of a source difference that cause it.")
-def diff_cmd(good: Path = typer.Argument(..., help="The working file or source tree.", show_default=False),
-             bad: Path = typer.Argument(..., help="The failing file or source tree.", show_default=False),
+def diff_cmd(good: str = typer.Argument(..., help="The working file or source tree.", show_default=False),
+             bad: str = typer.Argument(..., help="The failing file or source tree.", show_default=False),
              spec: Optional[Path] = typer.Argument(None, help="Variant spec whose command runs inside each hybrid tree.", show_default=False),
              run_cmd: Optional[str] = RunOpt, build: Optional[str] = BuildOpt,
              config: str = ConfigOpt, set_: Optional[list[str]] = SetOpt,
@@ -181,6 +181,10 @@ def diff_cmd(good: Path = typer.Argument(..., help="The working file or source t
     from bisectk.engine.subject import load_subject
     from bisectk.report.words import counted
     from bisectk.spaces.hunkspace import HunkSpace
+    for name, given in (("GOOD", good), ("BAD", bad)):
+        if not given:           # Path("") is ".": the current directory, taken for a tree
+            fail(f"{name} is empty: name a file or a source tree")
+    good, bad = Path(good), Path(bad)
     for p in (good, bad):
         if not p.exists():
             fail(f"{p}: no such file or directory")

@@ -32,6 +32,7 @@ from typing import Any
 
 from bisectk.errors import SpecError
 from bisectk.expr import Expr, ExprError, clip
+from bisectk.timeouts import MAX_REPEAT, MAX_TIMEOUT_S
 
 Scalar = str | int | float | bool
 Config = dict[str, Scalar]
@@ -44,7 +45,6 @@ _TOP_KEYS = {"name", "description", "constraints", "subject", "oracle", "factors
 _SUBJECT_KEYS = {"command", "build", "cwd", "env", "timeout", "repeat", "build_timeout", "timeout_floor"}
 _ORACLE_KEYS = {"metric", "min", "max", "metrics", "slow_factor", "slow_metric"}
 MAX_SPEC_BYTES = 16 << 20
-MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: beyond that a "timeout" is a typo (and overflows timers)
 MAX_CONSTRAINTS = 1000
 
 
@@ -462,8 +462,8 @@ def _build(path: Path, raw: dict[str, Any]) -> Spec:
     floor = (_number(subject["timeout_floor"], path, "subject.timeout_floor", True, MAX_TIMEOUT_S)
              if "timeout_floor" in subject else None)
     repeat = subject.get("repeat", 1)
-    _need(isinstance(repeat, int) and not isinstance(repeat, bool) and 1 <= repeat <= 1000,
-          path, "subject.repeat", f"must be an integer from 1 to 1000, got {_show(repeat)}")
+    _need(isinstance(repeat, int) and not isinstance(repeat, bool) and 1 <= repeat <= MAX_REPEAT,
+          path, "subject.repeat", f"must be an integer from 1 to {MAX_REPEAT}, got {_show(repeat)}")
 
     thresholds, slow_factor, slow_metric = _oracle(path, raw.get("oracle", {}))
     ordinal = _ordinal(path, raw.get("factors", {}), good, bad)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from bisectk.errors import BisectkError
 from bisectk.outcome import DEFAULT_SAME_FAILURE, SAME_FAILURE_MODES
+from bisectk.timeouts import MAX_REPEAT, MAX_TIMEOUT_S
 
 DEFAULT_CALIBRATE_RUNS = 10
 DEFAULT_RETRY_DIFFERENT = 2
@@ -64,8 +65,11 @@ class RunPolicy:
             raise BisectkError(f"--snapshots {self.snapshots}: must be 0 (no snapshots) or more")
         if self.calibrate_runs < 1:
             raise BisectkError(f"--calibrate-runs {self.calibrate_runs}: must be at least 1")
-        if self.timeout is not None and not self.timeout > 0:
-            raise BisectkError(f"--timeout {self.timeout:g}: must be more than 0 seconds")
+        if self.timeout is not None and not 0 < self.timeout <= MAX_TIMEOUT_S:
+            raise BisectkError(f"--timeout {self.timeout:g}: must be more than 0 seconds and at most a week "
+                               f"({MAX_TIMEOUT_S:g} s)")
+        if self.repeat is not None and not 1 <= self.repeat <= MAX_REPEAT:
+            raise BisectkError(f"--repeat {self.repeat}: must be from 1 to {MAX_REPEAT}")
         if self.jobs < 1:
             raise BisectkError(f"--jobs {self.jobs}: must be at least 1")
 

@@ -38,6 +38,19 @@ def test_option_parsing_errors_are_one_line(args, tmp_path):
     assert "Usage:" not in p.stderr and "Traceback" not in p.stderr and p.stdout == ""
 
 
+@pytest.mark.parametrize("args, says", [
+    (["diff", "", "b", "--run", "true"], "GOOD is empty"),                      # "" is not "."
+    (["run", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--timeout", "1e400"], "at most a week"),
+    (["run", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--repeat", "99999999999"], "from 1 to 1000"),
+    (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--timeout", "nan"], "must be more than 0"),
+])
+def test_values_no_run_could_honour_are_one_line_before_any_run(args, says, tmp_path):
+    (tmp_path / "b").mkdir()
+    p = cli(*args, cwd=tmp_path)
+    assert p.returncode == 2 and p.stderr.strip().startswith("bisectk: ") and says in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and p.stdout == ""
+
+
 def test_usage_error_names_the_help_to_read(tmp_path):
     p = cli("run", "--nope", "x.toml", cwd=tmp_path)
     assert p.stderr.strip() == "bisectk: No such option: --nope (see 'bisectk run --help')"

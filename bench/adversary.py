@@ -198,7 +198,7 @@ def stale(work: Path) -> tuple[str, bool]:
     checks.append(f"--warm outside module: {'new runs' if warm_ok else 'STALE'}")
     # and nothing changed: everything answered from the ledger, said as such
     again = cli("ablate", "spec.toml", cwd=d, extra_env=lib)
-    reused = "answered from the ledger (same command, timeout, environment and sources" in again.stdout
+    reused = "answered from the ledger (same command, timeout, environment, tree content" in again.stdout
     return f"{stale_answers} stale of {len(checks)} changes ({'; '.join(checks)}); unchanged rerun reused: {reused}", \
         stale_answers == 0 and reused
 

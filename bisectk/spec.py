@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bisectk.contents import named_files
 from bisectk.errors import SpecError
 from bisectk.expr import Expr, ExprError, clip
 from bisectk.timeouts import MAX_REPEAT, MAX_TIMEOUT_S
@@ -40,7 +41,6 @@ Config = dict[str, Scalar]
 # `{name}` is a placeholder; `{{` and `}}` are literal braces; any other brace is literal too, so
 # inline code such as `python -c "d = {'a': 1}"` needs no escaping.
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
-SOURCE_SUFFIXES = {".py", ".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".sh", ".mlir", ".ptx"}
 _TOP_KEYS = {"name", "description", "constraints", "subject", "oracle", "factors", "good", "bad"}
 _SUBJECT_KEYS = {"command", "build", "cwd", "env", "timeout", "repeat", "build_timeout", "timeout_floor"}
 _ORACLE_KEYS = {"metric", "min", "max", "metrics", "slow_factor", "slow_metric"}
@@ -295,22 +295,29 @@ class Spec:
                 self._plan = (ident, None)
         return self._plan[1]
 
+    def named_files(self, cwd: Path | None = None) -> dict[str, str]:
+        """Path -> content digest of the files the command and the build run, name or source
+        (bisectk/contents.py: the program and an interpreter's script whatever their suffix, other
+        arguments with a source suffix, and what those files name, a bounded heuristic). A
+        placeholder is filled with the good and the bad value: each endpoint's file counts."""
+        commands = []
+        for template in (self.command, self.build or []):
+            for config in (self.good, self.bad):
+                try:
+                    commands.append([substitute(a, config) for a in template])
+                except KeyError:   # a placeholder that names no factor (an ad-hoc command's braces)
+                    commands.append([a for a in template if not placeholders(a)])
+        unique = list({json.dumps(c): c for c in commands}.values())
+        return named_files(unique, cwd or self.cwd)
+
     def fingerprint(self, cwd: Path | None = None) -> str:
-        """Identity of the subject for memoisation: what is run, how it is judged, and the
-        contents of the files the command names (so editing the kernel invalidates the memo)."""
-        cwd = cwd or self.cwd
-        files = {}
-        for arg in [*self.command, *(self.build or [])]:
-            if placeholders(arg) or len(arg) > 512 or Path(arg).suffix not in SOURCE_SUFFIXES:
-                continue  # only sources: data and outputs named in argv change on every run
-            candidate = Path(arg) if Path(arg).is_absolute() else cwd / arg
-            try:
-                if candidate.is_file():
-                    files[arg] = hashlib.sha256(candidate.read_bytes()).hexdigest()
-            except OSError:
-                continue
+        """Identity of the subject for memoisation: what is run, where (the spec's directory), how
+        it is built (its build timeout: a build that timed out may finish given more) and judged,
+        and the contents of the files the command names (so editing the kernel, the script or a
+        helper it sources invalidates the memo)."""
         blob = json.dumps({
-            "command": self.command, "build": self.build, "env": self.env, "files": files,
+            "command": self.command, "build": self.build, "env": self.env, "files": self.named_files(cwd),
+            "cwd": str(self.cwd), "build_timeout": self.build_timeout,
             "thresholds": [(t.metric, t.min, t.max) for t in self.thresholds],
             "slow": [self.slow_factor, self.slow_metric], "protocol": self.protocol,
         }, sort_keys=True)

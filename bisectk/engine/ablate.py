@@ -197,7 +197,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     check = verify(trials, frozenset(), frozenset(diffs), repeat=repeat,
                    meanwhile=first if first.wanted() else None)
     oracle.aim(check.target, **hang_checks(check, runner))
-    base = dict(command="ablate", endpoints=check, subject=SubjectRecord.of(spec), strategy=strategy,
+    base = dict(command="ablate", endpoints=check, subject=SubjectRecord.of(spec, len(runner.memo.files)), strategy=strategy,
                 environment=captured(environment), session=runner.session)
     if not check.ok:
         first.wait()

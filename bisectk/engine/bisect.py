@@ -129,7 +129,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
     from bisectk.engine.records import BisectRecord, SubjectRecord, captured
     from bisectk.search.history import Dag, Observation, SearchOptions, SearchStopped, search_dag
     from bisectk.search.rates import ONE_SIDED, SWITCHED, TWO_RATE
-    base = dict(command="bisect", endpoints=check, subject=SubjectRecord.of(runner.spec), repo=repo,
+    base = dict(command="bisect", endpoints=check, subject=SubjectRecord.of(runner.spec, len(runner.memo.files)), repo=repo,
                 good=graph.good.sha, bad=graph.bad.sha, commits=n, first_parent=first_parent,
                 environment={}, session=runner.session, protocol=runner.spec.protocol,
                 goods=graph.goods, paths=graph.paths, terms=(terms.old, terms.new), find_fix=terms.find_fix,

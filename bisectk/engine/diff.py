@@ -43,7 +43,7 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
     trials = Trials(runner, space, policy)
     all_ids = space.differences()
     check = verify(trials, frozenset(), frozenset(all_ids), repeat=policy.repeat or runner.spec.repeat)
-    base = dict(command="diff", endpoints=check, subject=SubjectRecord.of(runner.spec), good=str(space.good),
+    base = dict(command="diff", endpoints=check, subject=SubjectRecord.of(runner.spec, len(runner.memo.files)), good=str(space.good),
                 bad=str(space.bad), hunks=len(space.hunks), environment=captured(environment), session=runner.session,
                 hunk_index=tuple({k: v for k, v in h.to_dict().items() if k != "text"} for h in space.hunks))
     if not check.ok:

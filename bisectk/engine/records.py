@@ -152,22 +152,24 @@ class SubjectRecord:
     description: str = ""
     slow_factor: float | None = None   # the oracle's SLOW rule: metric > slow_factor x the good baseline
     slow_metric: str | None = None     # None: wall seconds
+    named_files: int | None = None     # files the memo key holds by content (Spec.named_files); None: not said
 
     @classmethod
-    def of(cls, spec) -> SubjectRecord:
-        """The record of a spec (bisectk.spec.Spec)."""
+    def of(cls, spec, named_files: int | None = None) -> SubjectRecord:
+        """The record of a spec (bisectk.spec.Spec); `named_files`: how many files its runner's
+        memo key covers (run/memokey.py StaticKey.files)."""
         return cls(spec.name, str(spec.path), tuple(spec.command), dict(spec.good), dict(spec.bad),
-                   tuple(spec.differences()), spec.description, spec.slow_factor, spec.slow_metric)
+                   tuple(spec.differences()), spec.description, spec.slow_factor, spec.slow_metric, named_files)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "path": self.path, "command": list(self.command), "good": self.good,
                 "bad": self.bad, "differences": list(self.differences), "description": self.description,
-                "slow_factor": self.slow_factor, "slow_metric": self.slow_metric}
+                "slow_factor": self.slow_factor, "slow_metric": self.slow_metric, "named_files": self.named_files}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SubjectRecord:
         return cls(d["name"], d["path"], tuple(d["command"]), d["good"], d["bad"], tuple(d["differences"]),
-                   d.get("description", ""), d.get("slow_factor"), d.get("slow_metric"))
+                   d.get("description", ""), d.get("slow_factor"), d.get("slow_metric"), d.get("named_files"))
 
 
 def _base_dump(rec: Any) -> dict[str, Any]:

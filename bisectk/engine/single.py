@@ -37,7 +37,7 @@ def run_one(runner: Runner, config: Config, *, repeat: int | None, label: str,
     return RunRecord(command="run", endpoints=None, ok=verdict.outcome is not Outcome.UNRESOLVED,
                      complete=True, interrupted=False, runs=runner.executed, observations=len(verdict.runs),
                      wall_s=round(time.monotonic() - start, 3), environment=environment or {}, session=runner.session,
-                     subject=SubjectRecord.of(spec), config=config, verdict=verdict.to_dict(),
+                     subject=SubjectRecord.of(spec, len(runner.memo.files)), config=config, verdict=verdict.to_dict(),
                      timeout=runner.timeout.to_dict() if runner.timeout else None, hangs=hangs,
                      ran=spec.command_text(config))
 
@@ -51,4 +51,4 @@ def check_endpoints(runner: Runner, policy: RunPolicy, *, warnings: list[str] | 
     return CheckRecord(command="check", endpoints=check, ok=check.ok, complete=True, interrupted=False,
                        runs=runner.executed, observations=len(trials.trials),
                        wall_s=round(time.monotonic() - start, 3), environment=environment or {},
-                       session=runner.session, subject=SubjectRecord.of(runner.spec), warnings=tuple(warnings or ()))
+                       session=runner.session, subject=SubjectRecord.of(runner.spec, len(runner.memo.files)), warnings=tuple(warnings or ()))

@@ -21,8 +21,8 @@ from bisectk.engine.records import AblationRecord
 from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.words import (SAME_INPUTS, ahead_words, endpoint_lines, failure_line, problem_lines, problem_text, runs_words,
-                                  stop_reason_of, stopped_line, wall_words)
+from bisectk.report.words import (ahead_words, endpoint_lines, failure_line, problem_lines, problem_text, runs_words,
+                                  same_inputs, stop_reason_of, stopped_line, wall_words)
 from bisectk.spec import format_value, render
 
 HEADER = ["factor", "good", "bad", "flipped alone on good", "removed from bad", "verdict"]
@@ -132,7 +132,7 @@ def to_debuglog(rec: AblationRecord) -> DebugLog:
            + (" -- an interaction: each proper subset passes, only all together fail." if rec.interaction else "")]
           if one_set else []),
         *[line[0].upper() + line[1:] + "." for line in sets_lines(rec)],
-        f"{runs_words(rec.runs, rec.observations)} (endpoints included; {rec.search_runs} by the search, "
+        f"{runs_words(rec.runs, rec.observations, rec)} (endpoints included; {rec.search_runs} by the search, "
         f"{rec.strategy}{ahead_words(rec)}); {wall_words(rec, 'wall time')}.",
         *endpoint_lines(check),
     ]
@@ -223,7 +223,7 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
     breakdown = (f"{rec.search_runs} by the search{ahead_words(rec)}, "
                  f"{rec.observations - rec.search_runs} endpoint and threshold runs")
     out.print(f"runs: {rec.runs} executed"
-              + (f", {cached} answered from the ledger ({SAME_INPUTS}; {breakdown})" if cached > 0 else f" ({breakdown})")
+              + (f", {cached} answered from the ledger ({same_inputs(rec)}; {breakdown})" if cached > 0 else f" ({breakdown})")
               + f", {wall_words(rec)}", markup=False)
     for i, s in enumerate(next_steps(rec), 1):
         out.print(f"next {i}. {s}", markup=False)

@@ -16,8 +16,8 @@ from bisectk.report import stuck
 from bisectk.report.ablation import sets_lines
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.words import (SAME_INPUTS, ahead_words, counted, endpoint_lines, failure_line, problem_lines, problem_text,
-                                  runs_words, stop_reason_of, stopped_line, wall_words)
+from bisectk.report.words import (ahead_words, counted, endpoint_lines, failure_line, problem_lines, problem_text,
+                                  runs_words, same_inputs, stop_reason_of, stopped_line, wall_words)
 
 
 def ids_text(ids, limit: int = 8) -> str:
@@ -55,7 +55,7 @@ def to_debuglog(rec: DiffRecord) -> DebugLog:
         + (" -- they fail only together (each proper subset passes)." if rec.interaction else "."),
         f"Line-level pass: {len(rec.culprit_lines)} culprit line unit(s)"
         + (" (an interaction)" if rec.line_interaction else "") + ".",
-        f"{runs_words(rec.runs, rec.observations)}; {wall_words(rec, 'wall time')}.",
+        f"{runs_words(rec.runs, rec.observations, rec)}; {wall_words(rec, 'wall time')}.",
         *endpoint_lines(rec.endpoints),
         f"{len(rec.unresolved)} hybrid(s) were UNRESOLVED (build failures, or a different failure).",
         *([f"Flakiness rule: {rec.flakiness_rule['text']}."] if rec.flakiness_rule else []),
@@ -116,5 +116,5 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
         out.print(line, markup=False, highlight=False)
     cached = rec.observations - rec.runs
     out.print(f"runs: {rec.runs} executed{ahead_words(rec)}"
-              + (f", {cached} answered from the ledger ({SAME_INPUTS})" if cached > 0 else "")
+              + (f", {cached} answered from the ledger ({same_inputs(rec)})" if cached > 0 else "")
               + f", {wall_words(rec)}; {len(rec.unresolved)} unresolved hybrid(s)", markup=False)

@@ -19,7 +19,7 @@ from bisectk.engine.records import BisectRecord
 from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, table
-from bisectk.report.words import (SAME_INPUTS, endpoint_lines, failure_line, problem_lines, problem_text, runs_words,
+from bisectk.report.words import (endpoint_lines, failure_line, problem_lines, problem_text, runs_words, same_inputs,
                                   stopped_line, wall_words)
 
 CONCLUSION = {"fail": "Bad: the first bad commit is this one or one of its ancestors.",
@@ -76,7 +76,7 @@ def to_debuglog(rec: BisectRecord) -> DebugLog:
                            + ", ".join(f"{_short(c)} {c['subject']}" for c in rec.candidates) + ".")
     log.summary += facts_lines(rec)
     log.summary += [
-        f"{rec.commits} commits in range; {rec.observations} observations ({runs_words(rec.runs, rec.observations)}); "
+        f"{rec.commits} commits in range; {rec.observations} observations ({runs_words(rec.runs, rec.observations, rec)}); "
         f"confidence {rec.confidence:.4f}"
         + (f" (flake-aware: estimated P(bad commit fails) = {rec.fail_prob:.2f})" if rec.flaky and rec.fail_prob else "")
         + ".",
@@ -190,7 +190,7 @@ def print_summary(out: Console, rec: BisectRecord, runs: bool = True, brief: boo
         out.print(f"confidence {rec.confidence:.4f}; {len(rec.skipped)} skipped", markup=False)
         return
     out.print(f"confidence {rec.confidence:.4f}; {rec.observations} observations, {rec.runs} executed"
-              + (f", {cached} from the ledger ({SAME_INPUTS})" if cached > 0 else "")
+              + (f", {cached} from the ledger ({same_inputs(rec)})" if cached > 0 else "")
               + f"; {len(rec.skipped)} skipped; {wall_words(rec)}", markup=False)
 
 

@@ -21,7 +21,7 @@ from bisectk.report import diff as diff_report
 from bisectk.report import history as history_report
 from bisectk.report.debuglog import DebugLog
 from bisectk.report.junit import Case
-from bisectk.report.words import SAME_INPUTS, problem_lines, wall_words
+from bisectk.report.words import problem_lines, same_inputs, wall_words
 
 
 def to_debuglog(t: TriageRecord) -> DebugLog:
@@ -56,7 +56,7 @@ def runs_line(t: TriageRecord) -> str:
     bis, d = t.bisect_record(), t.diff_record()
     steps = f" ({bis.runs} bisecting, {d.runs} isolating hunks)" if d is not None and t.runs else ""
     cached = t.observations - t.runs
-    return f"runs: {t.runs} executed{steps}" + (f", {cached} answered from the ledger ({SAME_INPUTS})" if cached > 0 else "")
+    return f"runs: {t.runs} executed{steps}" + (f", {cached} answered from the ledger ({same_inputs(bis)})" if cached > 0 else "")
 
 
 def nothing_words(t: TriageRecord) -> str:

@@ -10,7 +10,7 @@ problem_lines  -- unusable endpoints: one line (`problem: ...`), then the facts 
                   problem_text the same as one paragraph.
 stopped_line   -- how a stopped search is announced (never as a verdict).
 runs_words     -- runs executed now and answered from the ledger, so reused work never reads as
-                  no work.
+                  no work; same_inputs, what a reuse compared (the memo key, run/memokey.py).
 ahead_words    -- the runs made ahead of the search (--jobs): taken when asked, and never taken.
 """
 
@@ -82,7 +82,15 @@ def wall_words(rec, label: str = "wall") -> str:
         text += f" (its {rec.observations} runs took {rec.run_s:.1f} s, the ledger's included)"
     return text
 # what a run answered from the ledger shares with one made now (run/memokey.py: the memo key)
-SAME_INPUTS = "same command, timeout, environment and sources"
+def same_inputs(rec) -> str:
+    """What the memo key compared, in words that claim no more than it holds: the named files are
+    counted (a bounded heuristic, bisectk/contents.py), and a record without the count says none."""
+    n = getattr(getattr(rec, "subject", None), "named_files", None)
+    base = "same command, timeout, environment and tree content"
+    if n is None:
+        return base
+    return base.replace(" and", ",") + (f" and the {counted(n, 'file')} it names or sources" if n
+                                        else ", and it names no file")
 
 
 def ahead_words(rec) -> str:
@@ -94,7 +102,7 @@ def ahead_words(rec) -> str:
     return f", {taken} of them under way before the search asked, {unused} made ahead and not needed"
 
 
-def runs_words(executed: int, observations: int) -> str:
+def runs_words(executed: int, observations: int, rec=None) -> str:
     cached = observations - executed
     return (f"{executed} run{'s' if executed != 1 else ''} executed"
-            + (f", {cached} answered from the ledger ({SAME_INPUTS})" if cached > 0 else ""))
+            + (f", {cached} answered from the ledger ({same_inputs(rec)})" if cached > 0 else ""))

@@ -1,14 +1,17 @@
 """The memo key: every input of a verdict, so a run is answered from the ledger only when nothing
 that could change its verdict has changed.
 
-A verdict depends on (1) what is run and how it is judged -- the spec's command, build, env
-templates, oracle, and the files the command names (`Spec.fingerprint`), the configuration (the
-ledger's configuration key), and the programs the command resolves to (`python` is bisectk's own
-interpreter; another program is found on PATH, and its size and mtime count); (2) the timeout
-policy: a fixed number of seconds (the spec's `timeout`, `--timeout`), or "calibrated from the good
-runs" with the calibration's own inputs (floor, factors, the SLOW factor), since those runs are
-themselves under the same key; (3) the environment the subject receives; (4) the content of the
-subject's tree; (5) for a Python subject, the source files it imports from outside that tree.
+A verdict depends on (1) what is run and how it is judged -- the spec's command, build, build
+timeout, env templates, oracle and directory, and the files the command runs, names or sources
+(`Spec.fingerprint`, bisectk/contents.py: the program and an interpreter's script whatever their
+suffix, other arguments with a source suffix, and the files those name, a bounded heuristic), the
+configuration (the ledger's configuration key), and the programs the command resolves to
+(`python` is bisectk's own interpreter; another program is found on PATH, and its size and mtime
+count); (2) the timeout policy: a fixed number of seconds (the spec's `timeout`, `--timeout`), or
+"calibrated from the good runs" with the calibration's own inputs (floor, factors, the SLOW
+factor), since those runs are themselves under the same key; (3) the environment the subject
+receives; (4) the content of the subject's tree; (5) for a Python subject, the source files it
+imports from outside that tree.
 
 Abstractions
 ------------
@@ -23,12 +26,19 @@ tree_digest        -- the content of a directory's sources. In a git work tree: 
                       ids, which git keeps current by stat data) plus the content of every file
                       `git status` reports modified, and of untracked source files (ignored files
                       never count). Elsewhere: every source file's path and content hash, a file
-                      rehashed only when its size or mtime changed (a stat cache beside the other
-                      caches). Build outputs, `__pycache__` and `.bisectk` (the ledger, logs) are
-                      never part of it.
-file_digest        -- one file's content hash, remembered by (size, mtime, inode) for the process.
+                      rehashed only when its size or mtime changed (file_digest's stat cache, for
+                      the process). Build outputs, `__pycache__` and `.bisectk` (the ledger, logs)
+                      are never part of it.
+content_digest     -- every file of a tree, whatever its name, tracked or not: what `diff` copies
+                      into its scratch tree (all but `.git`, `__pycache__`, `.bisectk`), so the
+                      whole of GOOD and BAD pins a hunk set's runs (spaces/hunkspace.py). Those
+                      trees are only read (the runs execute in the scratch copy), so nothing a run
+                      writes moves it.
+file_digest        -- one file's content hash, remembered by (size, mtime, inode) for the process
+                      (bisectk/contents.py).
 StaticKey          -- (1)-(4) for one Runner: `key(policy, revision)`. A workload pinned by a
-                      revision (a commit, a hunk set over a hashed GOOD tree) does not add the tree.
+                      revision (a commit, a hunk set over GOOD's and BAD's whole content) does not
+                      add the tree. `files`: the named files (1) it covers, for the reports.
 sources_digest     -- (5): a subject's runs record the files they import (run/imports.py); the
                       ledger keeps their union per static key (`Ledger.sources`), and the full key
                       is the static key plus the hash of those files' current content. A run that
@@ -49,6 +59,8 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+
+from bisectk.contents import file_digest
 
 VOLATILE_ENV = frozenset({
     "PWD", "OLDPWD", "SHLVL", "_", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "HISTFILE", "HISTSIZE",
@@ -71,7 +83,7 @@ TREE_NAMES = {"Makefile", "makefile", "CMakeLists.txt", "meson.build", "BUILD", 
 SKIP_DIRS = {".git", ".bisectk", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".mypy_cache",
              ".pytest_cache", ".ruff_cache", "build", "dist", ".eggs"}
 MAX_TREE_FILES = 20000
-MAX_HASHED_BYTES = 64 << 20   # a larger file counts by size and mtime only
+CONTENT_SKIP = {".git", "__pycache__", ".bisectk"}   # what diff's scratch copy leaves out (spaces/hunks.py IGNORED)
 POLICY_VERSION = "progress-v2"   # the watchdog's rules (run/progress.py): a change there is a new key
 
 
@@ -85,36 +97,6 @@ def environment_digest(env: Mapping[str, str]) -> str:
 
 
 # -- files -----------------------------------------------------------------------------------
-_FILE_CACHE: dict[str, tuple[tuple, str]] = {}
-
-
-def file_digest(path: str | os.PathLike) -> str:
-    """sha256 of a file's content ('missing' when it is not a readable file), remembered for the
-    process by (size, mtime, inode, ctime): a file rewritten in place gets a new ctime."""
-    p = os.fspath(path)
-    try:
-        st = os.stat(p)
-    except OSError:
-        return "missing"
-    sig = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
-    hit = _FILE_CACHE.get(p)
-    if hit and hit[0] == sig:
-        return hit[1]
-    if st.st_size > MAX_HASHED_BYTES:
-        digest = f"size{st.st_size}-mtime{st.st_mtime_ns}"
-    else:
-        h = hashlib.sha256()
-        try:
-            with open(p, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
-        except OSError:
-            return "missing"
-        digest = h.hexdigest()
-    _FILE_CACHE[p] = (sig, digest)
-    return digest
-
-
 def sources_digest(paths) -> str:
     """The content of recorded source files, as one hash ('' when there are none)."""
     paths = sorted(set(paths))
@@ -193,6 +175,31 @@ def _walk_tree(root: Path) -> str:
     return "files:" + h.hexdigest()[:16]
 
 
+def content_digest(root: str | os.PathLike) -> str:
+    """Every file and link under `root` (or `root` itself when it is a file): path, permission
+    bits and content hash (a link: its target), skipping `.git`, `__pycache__` and `.bisectk`."""
+    root = Path(root)
+    h = hashlib.sha256()
+    if not root.is_dir():
+        entries = [(root.name, root)]
+    else:
+        entries = []
+        for dirpath, dirnames, filenames in os.walk(root):
+            here = Path(dirpath)
+            links = [d for d in dirnames if (here / d).is_symlink()]   # a linked directory: one entry
+            dirnames[:] = sorted(d for d in dirnames if d not in CONTENT_SKIP and d not in links)
+            entries += [((here / n).relative_to(root).as_posix(), here / n)
+                        for n in sorted(filenames + links) if n not in CONTENT_SKIP]
+    for rel, path in sorted(entries):
+        try:
+            st = path.lstat()
+        except OSError:
+            continue
+        what = f"link:{os.readlink(path)}" if path.is_symlink() else file_digest(path)
+        h.update(f"{rel}\0{st.st_mode & 0o7777:o}\0{what}\n".encode("utf-8", "surrogateescape"))
+    return "content:" + h.hexdigest()[:16]
+
+
 def tree_digest(root: str | os.PathLike) -> str:
     """The content of the sources under `root` (see the module docstring)."""
     root = Path(root)
@@ -232,6 +239,7 @@ class StaticKey:
                 except KeyError:
                     argv0 = template[0]
                 programs.append(program_identity(argv0, env))
+        self.files = spec.named_files(cwd)   # path -> digest, also in the fingerprint: for the reports
         self.base = {"spec": spec.fingerprint(cwd), "programs": programs, "env": environment_digest(env)}
         self._tree: str | None = None
         self._keys: dict[tuple, str] = {}

@@ -5,9 +5,11 @@ Abstractions
 HunkSpace -- the hunks between GOOD and BAD (`diff_paths`), and one scratch copy of GOOD that a
              point (a set of hunk ids) is materialised into just before its build and run. The
              point's configuration is the subject's base configuration plus the applied hunk
-             ids (so the ledger memoises hybrids), its revision pins the whole difference (the
-             digest of every hunk, and of GOOD's content: what the hunks apply to), and the subject runs in the scratch tree (`BISECTK_TREE`
-             names it). `add` registers the line-level sub-hunks of the second, finer pass.
+             ids (so the ledger memoises hybrids), its revision pins every input the trees give
+             (the digest of every hunk, and the whole content of GOOD, what the hunks apply to,
+             and of BAD, whose binary files a hunk only names: memokey.content_digest, every file
+             whatever its name, as the scratch copy holds them all), and the subject runs in the
+             scratch tree (`BISECTK_TREE` names it). `add` registers the line-level sub-hunks of the second, finer pass.
              For an executor on other hosts the Workload's origin packs the scratch tree as it
              is once `prepare` has applied the point's hunks.
 
@@ -22,7 +24,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from bisectk.run.memokey import file_digest, tree_digest
+from bisectk.run.memokey import content_digest
 from bisectk.run.remote import pack_tree
 from bisectk.run.workload import NO_BYTECODE, Origin, Workload, python_first
 from bisectk.spaces.command import outside_tree
@@ -47,8 +49,10 @@ class HunkSpace:
         digest = hashlib.sha256()
         for h in self.hunks:
             digest.update(h.unified().encode("utf-8", "surrogateescape"))
-        # the hybrids are GOOD plus hunks: a file changed in both trees alike changes no hunk
-        digest.update((tree_digest(self.good) if self.good.is_dir() else file_digest(self.good)).encode())
+        # the hybrids are GOOD plus hunks: a file changed in both trees alike changes no hunk, and a
+        # data file (limit.txt) is no source, yet the runs read it from the scratch copy
+        digest.update(content_digest(self.good).encode())
+        digest.update(content_digest(self.bad).encode())
         self.digest = digest.hexdigest()[:16]
         self.revision = f"{tag}-{self.digest}"
         self.fixed: tuple[str, ...] = ()   # hunks applied in every point (the line pass's context)

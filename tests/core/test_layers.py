@@ -9,14 +9,14 @@ PKG = ROOT / "bisectk"
 # layer -> layers it may import (a layer is a module or a package, matched by prefix)
 ALLOWED = {
     "bisectk.errors": {"bisectk.exitcodes"}, "bisectk.exitcodes": set(), "bisectk.outcome": set(), "bisectk.procstat": set(),
-    "bisectk.stuck": set(), "bisectk.timeouts": set(),
+    "bisectk.stuck": set(), "bisectk.timeouts": set(), "bisectk.contents": set(),
     "bisectk.expr": {"bisectk.errors"},
-    "bisectk.spec": {"bisectk.errors", "bisectk.expr"},
+    "bisectk.spec": {"bisectk.errors", "bisectk.expr", "bisectk.contents"},
     "bisectk.events": {"bisectk.outcome"},
     "bisectk.ledger": {"bisectk.errors", "bisectk.outcome", "bisectk.procstat"},
     "bisectk.ledger_check": {"bisectk.errors", "bisectk.ledger"},
     "bisectk.search": {"bisectk.outcome", "bisectk.search"},
-    "bisectk.run": {"bisectk.errors", "bisectk.outcome", "bisectk.spec", "bisectk.events", "bisectk.ledger",
+    "bisectk.run": {"bisectk.errors", "bisectk.outcome", "bisectk.contents", "bisectk.spec", "bisectk.events", "bisectk.ledger",
                     "bisectk.procstat", "bisectk.stuck", "bisectk.timeouts", "bisectk.run"},
     "bisectk.ptx": {"bisectk.errors", "bisectk.outcome", "bisectk.spec", "bisectk.run", "bisectk.ptx"},
     "bisectk.evidence": {"bisectk.errors", "bisectk.outcome", "bisectk.spec", "bisectk.run", "bisectk.ptx"},

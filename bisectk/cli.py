@@ -359,6 +359,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
     from bisectk.engine.bisect import run_bisect
     from bisectk.engine.session import Session, ledger_location
     from bisectk.spaces.command import needed
+    from bisectk.spaces.shared import snapshot
     commits = listing.result()
     args = {"repo": str(root), "good": good_sha, "bad": bad_sha, "first_parent": first_parent, "flaky": flaky,
             "any_failure": any_failure, "subject": str(spec or run_cmd or pytest_id),
@@ -391,6 +392,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
         after_first_run(session.events, environment, parse)
         if pool is not None:    # or earlier, while the first run waits for a big tree's checkout
             pool.while_preparing = parse.start
+        shared = background.submit(snapshot, root)       # refs and config, to say what the runs changed
         with session.commit_space(commits, root, cfg, sub, pool=pool) as space:
             space.needed = needed(files)
             try:
@@ -399,7 +401,19 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
                                  facts={"command_files": tuple(f.to_dict() for f in files)})
             except KeyboardInterrupt:
                 fail("interrupted while verifying the endpoints; runs so far are in the ledger", X.INTERRUPTED)
+        say_shared(shared.result(), root)
         finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
+
+
+def say_shared(before, root: Path) -> None:
+    """A warning when the runs changed what the worktrees share with the user's checkout
+    (spaces/shared.py): refs, the stash, the config."""
+    from bisectk.spaces.shared import changes, snapshot
+    said = changes(before, snapshot(root))
+    if said:
+        say_error(f"warning: the runs changed your repository: {'; '.join(said)}. Each commit runs in a worktree of "
+                  f"its own, but worktrees share refs, the stash and the config with your checkout (as under git "
+                  f"bisect run): a test's own git commands reach them")
 
 
 def _bisect_manual(root, olds, new, names, paths, terms, *, first_parent, confidence, fresh, ledger) -> None:
@@ -464,6 +478,7 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     from bisectk.report.triage import to_cases
     from bisectk.spaces.commits import list_graph, open_repo
     from bisectk.spaces.command import needed, resolve_commands
+    from bisectk.spaces.shared import snapshot
     root = open_repo(repo)
     commits = list_graph(root, good, bad, first_parent=first_parent)
     # --run ./test.sh as bisect reads it: the user's untracked script, or each commit's own
@@ -481,11 +496,13 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
             fail(f"--resume: no earlier triage of {good}..{bad} with this subject in {session.ledger.path}")
         if not as_json:
             say_command(files, spec, sub)
+        shared = snapshot(root)
         with session.commit_space(commits, root, cfg, sub) as space:
             space.needed = needed(files)
             rec = run_triage(session.runner(), space, pol, scratch_root=session.scratch("triage"),
                              environment=capture_after_first_run(session), repo=str(root), first_parent=first_parent,
                              subdir=sub, facts={"command_files": tuple(f.to_dict() for f in files)})
+        say_shared(shared, root)
         cases = ([("--junit", junit, lambda: write_junit(junit, "bisectk triage", to_cases(rec, str(spec or run_cmd or pytest_id))))]
                  if junit else [])
         finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html, where=report,

@@ -11,7 +11,7 @@ ALLOWED = {
     "bisectk.errors": {"bisectk.exitcodes"}, "bisectk.exitcodes": set(), "bisectk.outcome": set(), "bisectk.procstat": set(),
     "bisectk.stuck": set(), "bisectk.timeouts": set(), "bisectk.contents": set(),
     "bisectk.expr": {"bisectk.errors"},
-    "bisectk.spec": {"bisectk.errors", "bisectk.expr", "bisectk.contents"},
+    "bisectk.spec": {"bisectk.errors", "bisectk.expr", "bisectk.contents", "bisectk.timeouts"},
     "bisectk.events": {"bisectk.outcome"},
     "bisectk.ledger": {"bisectk.errors", "bisectk.outcome", "bisectk.procstat"},
     "bisectk.ledger_check": {"bisectk.errors", "bisectk.ledger"},

@@ -369,6 +369,23 @@ def test_bad_merge_base_is_one_line_exit_2_suggesting_find_fix(user, hist, tmp_p
     assert snapshot(r) == before
 
 
+def test_a_test_whose_git_commands_reach_the_shared_refs_and_config_is_said(user, tmp_path):
+    """Worktrees share refs, the stash and the config with the user's checkout: a test that runs
+    `git stash`, `git branch -f` or `git config` changes the user's repository (as under git bisect
+    run). The answer stands, and a warning names what moved; a test that does not is silent."""
+    r, c = user
+    p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./test.sh", check=0)
+    assert "changed your repository" not in p.stderr
+    (tmp_path / "t.sh").write_text("#!/bin/sh\necho x >> hello\ngit -c user.name=t -c user.email=t@t stash -q\n"
+                                   "git branch -f from-test\ngit config test.key 1\n! test -f bug\n")
+    (tmp_path / "t.sh").chmod(0o755)
+    p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", str(tmp_path / "t.sh"), check=0)
+    assert f"first bad commit: {c['c5']}" in p.stdout
+    warned = [line for line in p.stderr.splitlines() if "changed your repository" in line]
+    assert len(warned) == 1 and "created refs/heads/from-test" in warned[0] and "moved refs/stash" in warned[0]
+    assert "config" in warned[0].split("refs/stash", 1)[1]
+
+
 def test_a_commit_named_by_its_message_as_git_bisect_takes_it(user):
     """`:/regex` (the youngest commit whose message matches): `^{commit}` appended to it would be
     read as part of the pattern."""

@@ -1,0 +1,60 @@
+"""What a repository's worktrees share with the user's checkout, read before and after the runs.
+
+Every commit runs in a worktree of its own, but a worktree shares the repository's refs (branches,
+tags, `refs/stash`) and its config with the user's checkout. A test that runs `git stash`,
+`git branch -f`, `git tag` or `git config` in its worktree changes the user's repository, as it
+would under `git bisect run`. bisectk cannot stop it, but says so: the user's next `git stash pop`
+would otherwise pop the test's stash.
+
+snapshot -- the refs (name -> object) and the config files' content digests; None when git
+            cannot list them (the command goes on without the check).
+changes  -- what moved between two snapshots, in words: a line per kind of change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from bisectk.spaces.commits import SpaceError, run_git_bytes
+
+MAX_NAMED = 5       # refs named in a line; the rest are counted
+
+
+def snapshot(root: Path) -> dict | None:
+    try:
+        listing = run_git_bytes(root, "for-each-ref", "--format=%(refname) %(objectname)")
+        common = Path(root) / run_git_bytes(root, "rev-parse", "--git-common-dir").decode().strip()
+    except (SpaceError, UnicodeDecodeError):
+        return None
+    refs = dict(line.split(b" ", 1) for line in listing.splitlines() if b" " in line)
+    config = {}
+    for name in ("config", "config.worktree"):
+        try:
+            config[name] = hashlib.sha256((common / name).read_bytes()).hexdigest()
+        except OSError:
+            config[name] = None
+    return {"refs": refs, "config": config, "git_dir": str(common.resolve())}
+
+
+def _names(refs: list[bytes]) -> str:
+    shown = ", ".join(r.decode(errors="replace") for r in sorted(refs)[:MAX_NAMED])
+    return shown + (f" and {len(refs) - MAX_NAMED} more" if len(refs) > MAX_NAMED else "")
+
+
+def changes(before: dict | None, after: dict | None) -> list[str]:
+    """What the runs changed in the shared refs and config (empty when nothing, or unknown)."""
+    if before is None or after is None:
+        return []
+    old, new = before["refs"], after["refs"]
+    said = []
+    made = [r for r in new if r not in old]
+    gone = [r for r in old if r not in new]
+    moved = [r for r in new if r in old and new[r] != old[r]]
+    for refs, what in ((made, "created"), (moved, "moved"), (gone, "deleted")):
+        if refs:
+            said.append(f"{what} {_names(refs)}")
+    for name, digest in after["config"].items():
+        if digest != before["config"].get(name):
+            said.append(f"changed {Path(after['git_dir']) / name}")
+    return said

@@ -85,12 +85,14 @@ def ledger_check(path: Path = typer.Argument(..., help="The ledger database.", s
 
 
 def ledger_gc(repo: Path = typer.Option(Path("."), "--repo", help="The repository whose cached worktrees to remove.")) -> None:
-    """Remove the worktrees that bisect and triage keep under <git dir>/bisectk-worktrees between
-    commands (those no running command holds). Exit 0."""
+    """Remove the worktrees that bisect and triage keep between commands in
+    $XDG_CACHE_HOME/bisectk/worktrees/ (those no running command holds), those older versions kept
+    in <git dir>/bisectk-worktrees, and the cached worktrees of repositories that are gone. Exit 0."""
     from bisectk.spaces.worktrees import collect
     removed = collect(repo)
+    places = sorted({str(p.parent) for p in removed})
     out.print(f"removed {len(removed)} cached worktree{'s' if len(removed) != 1 else ''}"
-              + (f" from {removed[0].parent}" if removed else ""), markup=False)
+              + (f" from {', '.join(places)}" if removed else ""), markup=False)
     raise typer.Exit(X.OK)
 
 

@@ -66,9 +66,9 @@ def pytest_unconfigure(config):
 @pytest.fixture(scope="session", autouse=True)
 def private_home(tmp_path_factory):
     """The whole suite runs as on a machine that never ran anything, and writes nothing outside
-    its temporary directories: HOME (no ~/.ray, no ~/.cache/bisectk ledger, no git identity),
-    the XDG directories and matplotlib's configuration all point into a fresh directory, for
-    this process and every command it starts."""
+    its temporary directories: HOME (no ~/.ray, no ~/.cache/bisectk ledger or worktrees, no git
+    identity), the XDG directories and matplotlib's configuration all point into a fresh
+    directory, for this process and every command it starts."""
     base = tmp_path_factory.mktemp("user")
     with pytest.MonkeyPatch.context() as mp:
         for var, sub in PRIVATE_DIRS.items():

@@ -58,6 +58,11 @@ _BUILD_PATTERNS = [
 ]
 _EXC_LINE = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception|Interrupt)|AssertionError)\b:?\s*(.*)$")
 
+# A path in one of the pool's worktrees, up to and with the worktree's own directory
+# (spaces/worktrees.py): <cache home>/bisectk/worktrees/<key>/wt-N/, the fallback
+# <tempdir>/bisectk-<uid>/worktrees/<key>/wt-N/, or older versions' <git dir>/bisectk-worktrees/wt-N/.
+WORKTREE_PATH = re.compile(r"\S*/(?:bisectk(?:-\d+)?/worktrees/[^/\s]+|bisectk-worktrees)/wt-\d+/")
+
 
 def _shell_signal(code: int | None) -> str | None:
     """A shell reports a child killed by signal n as exit 128+n (git bisect would abort there)."""
@@ -264,7 +269,7 @@ def classify_pytest(raw: RawRun, text: str, common: dict) -> Run:
     detail = last_exception(text)
     said = re.search(r"^ERROR: ((?:file or directory )?not found: .*)$", text, re.MULTILINE)
     if raw.exit_code in (4, 5) and said:     # a node id this commit does not have: pytest's own words
-        where = re.sub(r"\S*/bisectk-worktrees/[^/\s]+/", "", said.group(1).strip())   # as the user wrote it
+        where = WORKTREE_PATH.sub("", said.group(1).strip())   # as the user wrote it
         detail = f"{where[:300]} (the test may not exist at this commit)"
     return Run(Outcome.UNRESOLVED, reason=reason, signature=f"{what}" + (f": {detail}" if detail else ""), **common)
 

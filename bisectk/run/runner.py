@@ -38,7 +38,7 @@ from bisectk.events import EventBus, RunFinished, RunStarted
 from bisectk.ledger import Ledger
 from bisectk.outcome import Outcome, Reason, Run, Verdict
 from bisectk.run import imports as run_imports
-from bisectk.run.classify import Judge, classify_build, classify_run
+from bisectk.run.classify import WORKTREE_PATH, Judge, classify_build, classify_run
 from bisectk.run.executor import Build, Executor, Job, LocalExecutor
 from bisectk.run.memokey import StaticKey, policy_words, sources_digest
 from bisectk.run.progress import (COMPILE_FACTOR, DEFAULT_FACTOR as STRETCH_FACTOR, KERNEL_FACTOR, SLACK_S,
@@ -394,14 +394,14 @@ def _text(path: Path | None) -> str | None:
     return str(path) if path else None
 
 
-_SCRATCH_MARKS = ("/bisectk-worktrees/", "/bisectk-triage-", "/bisectk-scratch-", "/bisectk-warm-")
+_SCRATCH_MARKS = ("/bisectk-triage-", "/bisectk-scratch-", "/bisectk-warm-")
 
 
 def _scratch(path: str, ledger: Ledger | None) -> bool:
     """A file in one of bisectk's own scratch places (a worktree of the pool, an exported tree, a
     diff's scratch tree beside the ledger): it is gone by the next session, and the revision that
     made it pins its content anyway."""
-    if any(mark in path for mark in _SCRATCH_MARKS):
+    if WORKTREE_PATH.search(path) or any(mark in path for mark in _SCRATCH_MARKS):
         return True
     if ledger is not None:
         try:

@@ -9,7 +9,7 @@ undone first, as a switch undoes it, so that every run of a commit starts from t
 Abstractions
 ------------
 WorktreePool -- a context manager lending detached worktrees, one per concurrent lease, from the
-                cache directory <git-common-dir>/bisectk-worktrees/ (entries wt-0, wt-1, ...).
+                repository's cache directory (entries wt-0, wt-1, ...; cachedir.cache_dir_of).
                 A process holds an entry by an exclusive flock on wt-N.lock, so two commands on
                 one repository never share one, and the kernel drops the lock of a killed run:
                 its worktrees are taken over by the next run, never left in use. On exit
@@ -18,8 +18,12 @@ WorktreePool -- a context manager lending detached worktrees, one per concurrent
 prepare      -- start a lease's checkout in the background, so that the first run's worktree is
                 written while the rest of the set-up (listing the history, imports) goes on;
                 `bisect` begins it before its CLI is even imported (spaces/early.py).
-collect      -- remove the cached worktrees no process holds (and stale sessions of older
-                bisectk versions) and prune: `bisectk ledger gc`.
+collect      -- remove the cached worktrees no process holds, those older bisectk versions kept in
+                <git-common-dir>/bisectk-worktrees/, and the cache directories of repositories
+                that are gone; and prune: `bisectk ledger gc`.
+
+Where: outside every checkout, in $XDG_CACHE_HOME/bisectk/worktrees/<key>/ (spaces/cachedir.py
+says why, and how <key> and the fallback are chosen).
 
 Why the user's checkout stays byte-identical: every git command here runs inside a worktree this
 module created, or is `git worktree add/remove/prune`, whose one write to the shared .git is the
@@ -58,6 +62,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bisectk.spaces import submodules
+from bisectk.spaces.cachedir import (LEGACY, cache_dir_of, cache_roots, claim, git_common_dir, key_of, owner,
+                                     remove_if_unused, slot, writable)
 from bisectk.spaces.bytecode import drop_bytecode
 from bisectk.spaces.commits import SpaceError, git_ok, open_repo, run_git
 
@@ -70,13 +76,6 @@ RACY_NS = 50_000_000     # a stamp this close to its directory's last change can
 RACY = -1                # the stamp of such a directory: never equal to an mtime, so always "changed"
 SCOPED_MAX = 64          # more changed directories than this: one `clean` of the whole worktree
 _SESSION = re.compile(r"^(\d+)-[0-9a-f]+$")       # per-process sessions of bisectk before the cache
-
-
-def cache_dir_of(repo: Path) -> Path:
-    common = Path(run_git(repo, "rev-parse", "--git-common-dir"))
-    return (repo / common).resolve() / "bisectk-worktrees"
-
-
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -228,21 +227,30 @@ class WorktreePool:
 
     def __post_init__(self) -> None:
         self.repo = open_repo(self.repo)
-        self.cache_dir = Path(self.cache_dir) if self.cache_dir else cache_dir_of(self.repo)
+        self._common = git_common_dir(self.repo)
+        self._chosen = not self.cache_dir           # ours to choose: another key if one is taken
+        self.cache_dir = Path(self.cache_dir) if self.cache_dir else cache_dir_of(self.repo, self._common)
         self.size = max(1, self.size)
         self._cond = threading.Condition()
 
     def __enter__(self) -> WorktreePool:
-        try:
-            self.cache_dir.mkdir(parents=True, exist_ok=True)
-            writable = os.access(self.cache_dir, os.W_OK | os.X_OK) and os.access(self.cache_dir.parent, os.W_OK)
-        except OSError:
-            writable = False
-        if not writable:    # a checkout of another user's, a read-only mount: git worktree add writes there too
-            raise SpaceError(f"cannot write in {self.cache_dir.parent}: bisect checks each commit out in a worktree "
+        admin = self._common / "worktrees"
+        # a checkout of another user's, a read-only mount: git worktree add writes its admin dir there
+        if not os.access(admin if admin.is_dir() else self._common, os.W_OK | os.X_OK):
+            raise SpaceError(f"cannot write in {self._common}: bisect checks each commit out in a worktree "
                              f"of its own, which git records there; run as the repository's owner, or bisect a clone "
                              f"of your own (git clone --shared {self.repo} DIR, then --repo DIR)")
-        self.remove_stale()
+        try:
+            # a repository that claimed the chosen key meanwhile: the next one
+            while not claim(self.cache_dir, self._common):
+                if not self._chosen:
+                    raise SpaceError(f"{self.cache_dir} keeps the worktrees of {owner(self.cache_dir)}, "
+                                     f"not of {self._common}")
+                self.cache_dir = slot(self.cache_dir.parent, self._common)
+            writable(self.cache_dir)
+        except OSError as exc:
+            raise SpaceError(f"cannot write in {self.cache_dir}, where bisect keeps its worktrees: "
+                             f"{exc.strerror or exc}") from None
         self._open = True
         return self
 
@@ -254,16 +262,6 @@ class WorktreePool:
         """Whether this file system's clock is coarse: probed at the pool's first checkout, not by
         a pool that checks nothing out (`collect`, an early pool nobody took)."""
         return coarse_mtimes(self.cache_dir)
-
-    def remove_stale(self) -> list[Path]:
-        """Delete per-process sessions left by a dead process (bisectk before the cache)."""
-        stale = [d for d in self.cache_dir.iterdir()
-                 if d.is_dir() and (m := _SESSION.match(d.name)) and not _pid_alive(int(m.group(1)))]
-        for d in stale:
-            shutil.rmtree(d, ignore_errors=True)
-        if stale:
-            run_git(self.repo, "worktree", "prune")
-        return stale
 
     # -- leases -------------------------------------------------------------------------------------
     @contextmanager
@@ -383,13 +381,7 @@ class WorktreePool:
         return entry
 
     def _lock(self, path: Path) -> int | None:
-        fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            return None
-        return fd
+        return _lock(path)
 
     def _switch(self, entry: _Entry, sha: str, checkout: bool = True) -> None:
         if entry.fresh:         # another process's leftovers: a killed git's lock, a killed build
@@ -439,10 +431,10 @@ class WorktreePool:
         if moved != [] or edited:
             self._switch(entry, sha, checkout=edited)
 
-    @functools.cached_property
+    @property
     def _modules(self) -> Path:
         """Where the user's clones of the submodules are: <git-common-dir>/modules."""
-        return (self.repo / run_git(self.repo, "rev-parse", "--git-common-dir")).resolve() / "modules"
+        return self._common / "modules"
 
     def _submodules(self, entry: _Entry) -> None:
         """The worktree's submodules at the commit's recorded commits (spaces/submodules.py); one
@@ -460,12 +452,7 @@ class WorktreePool:
         entry.subs = made
 
     def _discard(self, path: Path) -> None:
-        try:
-            run_git(self.repo, "worktree", "remove", "--force", "--force", str(path))
-        except SpaceError:
-            pass            # half-created or already gone: rmtree + prune settle it
-        shutil.rmtree(path, ignore_errors=True)
-        run_git(self.repo, "worktree", "prune")     # its admin directory, submodules' clones with it
+        _discard(self.repo, path)
 
     def close(self) -> None:
         """Release every worktree (removed too unless `keep`); safe to call twice."""
@@ -485,43 +472,102 @@ class WorktreePool:
         if not self.keep:
             for entry in held:
                 Path(f"{entry.path}.lock").unlink(missing_ok=True)
-            try:
-                self.cache_dir.rmdir()      # only if empty
-            except OSError:
-                pass
+            remove_if_unused(self.cache_dir)
 
 
-def collect(repo: Path | str) -> list[Path]:
-    """Remove the repository's cached worktrees that no process holds, and prune; the removed paths."""
-    root = open_repo(repo)
-    cache = cache_dir_of(root)
-    if not cache.is_dir():
-        return []
-    removed: list[Path] = []
-    pool = WorktreePool(root, cache_dir=cache)
-    with pool:
-        removed += pool.remove_stale()
-        for d in sorted(cache.iterdir()):
-            if not (_ENTRY.match(d.name) and d.is_dir()):
-                continue
-            fd = pool._lock(d)
-            if fd is None:
-                continue                    # in use by a running command
-            try:
-                pool._discard(d)
-                Path(f"{d}.lock").unlink(missing_ok=True)
-                removed.append(d)
-            finally:
-                os.close(fd)
+def _lock(path: Path) -> int | None:
+    """An fd holding the exclusive flock of wt-N.lock; None if another process holds it."""
+    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _discard(repo: Path, path: Path) -> None:
+    try:
+        run_git(repo, "worktree", "remove", "--force", "--force", str(path))
+    except SpaceError:
+        pass            # half-created or already gone: rmtree + prune settle it
+    shutil.rmtree(path, ignore_errors=True)
+    run_git(repo, "worktree", "prune")     # its admin directory, submodules' clones with it
+
+
+def _sweep(repo: Path, cache: Path) -> list[Path]:
+    """Remove the worktrees under `cache` that no process holds (and, in a legacy cache, the
+    per-process sessions of dead processes); the removed paths."""
+    removed = [d for d in cache.iterdir()
+               if d.is_dir() and (m := _SESSION.match(d.name)) and not _pid_alive(int(m.group(1)))]
+    for d in removed:
+        shutil.rmtree(d, ignore_errors=True)
+    for d in sorted(cache.iterdir()):
+        if not (_ENTRY.match(d.name) and d.is_dir()):
+            continue
+        fd = _lock(d)
+        if fd is None:
+            continue                    # in use by a running command
+        try:
+            _discard(repo, d)
+            Path(f"{d}.lock").unlink(missing_ok=True)
+            removed.append(d)
+        finally:
+            os.close(fd)
     for lock in cache.glob("wt-*.lock"):        # locks of entries gone
         if not lock.with_suffix("").exists():
-            fd = pool._lock(lock.with_suffix(""))
+            fd = _lock(lock.with_suffix(""))
             if fd is not None:
                 lock.unlink(missing_ok=True)
                 os.close(fd)
+    return removed
+
+
+def _orphans() -> list[Path]:
+    """Remove the cache directories whose repository is gone (its recorded git dir no longer
+    there) and that no process holds; the worktrees removed with them."""
+    removed: list[Path] = []
+    for root in cache_roots():
+        try:
+            caches = [d for d in root.iterdir() if d.is_dir()]
+        except OSError:
+            continue
+        for cache in caches:
+            recorded = owner(cache)
+            if not recorded or os.path.isdir(recorded):
+                continue
+            fds = [_lock(lock.with_suffix("")) for lock in cache.glob("wt-*.lock")]
+            try:
+                if all(fd is not None for fd in fds):     # none in use by a running command
+                    removed += sorted(d for d in cache.iterdir() if _ENTRY.match(d.name) and d.is_dir())
+                    shutil.rmtree(cache, ignore_errors=True)
+            finally:
+                for fd in fds:
+                    if fd is not None:
+                        os.close(fd)
+    return removed
+
+
+def collect(repo: Path | str) -> list[Path]:
+    """Remove the repository's cached worktrees that no process holds (in each cache root, and in
+    the legacy <git-common-dir>/bisectk-worktrees), the cache directories of repositories that
+    are gone, and prune; the removed worktree paths."""
+    root = open_repo(repo)
+    common = git_common_dir(root)
+    removed: list[Path] = []
+    key = key_of(common)
+    for base in cache_roots():
+        for cache in sorted(base.glob(f"{key}*")):
+            if cache.is_dir() and owner(cache) == str(common):
+                removed += _sweep(root, cache)
+                remove_if_unused(cache)
+    legacy = common / LEGACY
+    if legacy.is_dir():
+        removed += _sweep(root, legacy)
+        try:
+            legacy.rmdir()
+        except OSError:
+            pass                        # a worktree still held by a running (older) bisectk
+    removed += _orphans()
     run_git(root, "worktree", "prune")
-    try:
-        cache.rmdir()
-    except OSError:
-        pass
     return removed

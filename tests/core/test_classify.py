@@ -1,3 +1,5 @@
+import pytest
+
 from bisectk.outcome import FailKind, Outcome, Reason
 from bisectk.run.classify import Judge, classify_build, classify_run, last_exception, parse_result, recognise
 from bisectk.run.process import RawRun
@@ -151,9 +153,12 @@ def test_huge_integer_metrics_are_judged_not_fatal():
     assert parse_result("BISECTK_RESULT " + '{"a": ' * 100000 + "1" + "}" * 100000) is None   # too deep: malformed
 
 
-def test_a_pytest_node_the_commit_does_not_have_is_said_in_pytests_words():
+@pytest.mark.parametrize("wt", ["/home/u/.cache/bisectk/worktrees/repo-0123456789ab/wt-0",   # the cache
+                                "/tmp/bisectk-1000/worktrees/repo-0123456789ab-2/wt-3",    # its fallback
+                                "/home/u/repo/.git/bisectk-worktrees/wt-0"])               # older versions'
+def test_a_pytest_node_the_commit_does_not_have_is_said_in_pytests_words(wt):
     pytest = Judge([], protocol="pytest")
-    missing = ("ERROR: not found: /home/u/repo/.git/bisectk-worktrees/wt-0/tests/test_k.py::test_tile\n"
+    missing = (f"ERROR: not found: {wt}/tests/test_k.py::test_tile\n"
                "(no match in any of [<Module test_k.py>])\n")
     r = classify_run(raw(exit_code=4, stdout="\nno tests ran in 0.14s\n", stderr=missing), pytest)
     assert (r.outcome, r.reason) == (Outcome.UNRESOLVED, Reason.INFRA)

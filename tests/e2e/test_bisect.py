@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bisectk.spaces.worktrees import cache_dir_of
 from tests.conftest import ROOT, bisectk, new_mark, own_processes, wait_until
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
@@ -29,7 +30,7 @@ def snapshot(repo: Path) -> dict:
             "worktrees": [w for w in listed(repo) if CACHE not in w], "files": files}
 
 
-CACHE = "/.git/bisectk-worktrees/"      # bisectk's worktree cache: kept between commands
+CACHE = "/bisectk/worktrees/"      # bisectk's worktree cache ($XDG_CACHE_HOME/bisectk/worktrees/<key>/): kept between commands
 
 
 def listed(repo: Path) -> list[str]:
@@ -124,7 +125,7 @@ def test_second_command_reuses_the_cached_worktree_and_gc_removes_it(tmp_path):
     assert second["first_bad"]["sha"] == shas[7] and cached(r) == entries and snapshot(r) == before
     p = bisectk("ledger", "gc", "--repo", r, timeout=120)
     assert p.returncode == 0 and "removed 1 cached worktree" in p.stdout
-    assert cached(r) == [] and not (r / ".git" / "bisectk-worktrees").exists() and snapshot(r) == before
+    assert cached(r) == [] and not cache_dir_of(r).exists() and snapshot(r) == before
 
 
 def test_pytest_oracle_maps_exit_codes(tmp_path):
@@ -141,6 +142,36 @@ def test_pytest_oracle_maps_exit_codes(tmp_path):
                              "test_kernel.py::test_kernel", "--json", timeout=300).stdout)
     # the test does not exist before the last commit: pytest exits 4 there -> unresolved, not bad
     assert doc["endpoints"]["problem"] and "cannot be tested" in doc["endpoints"]["problem"]
+
+
+def test_the_checkouts_own_configuration_does_not_reach_an_old_commits_run(tmp_path):
+    """pytest looks for pytest.ini (tox.ini, setup.cfg, pyproject.toml, conftest.py) in the parent
+    directories of where it runs, and pyenv, cargo, node and editorconfig do the same: a worktree
+    kept inside the user's checkout (<repo>/.git/bisectk-worktrees/wt-N) ran each old commit under
+    HEAD's pytest.ini. Here only HEAD has `filterwarnings = error::...`; c4-c6 emit a harmless
+    DeprecationWarning, the real regression is c8. Under HEAD's ini, c4-c6 were bad and bisect
+    named c4 (exit 0); `git bisect run` names c8."""
+    r = tmp_path / "r"
+    (r / "tests").mkdir(parents=True)
+    git(r, "init", "-q", "-b", "main")
+    shas = []
+    for i in range(12):
+        warn = '    warnings.warn("old api", DeprecationWarning)\n' if 4 <= i <= 6 else ""
+        (r / "mod.py").write_text(f"import warnings\n\ndef f():\n{warn}    return {2 if i >= 8 else 1}\n")
+        (r / "tests" / "test_mod.py").write_text("import os, sys\nsys.path.insert(0, os.path.dirname(os.path.dirname("
+                                                 "__file__)))\nfrom mod import f\n\ndef test_f():\n    assert f() == 1\n")
+        (r / "n").write_text(f"{i}\n")
+        if i == 10:
+            # DeprecationWarning alone: pytest-benchmark's own warning, under xdist, would be an error too
+            (r / "pytest.ini").write_text("[pytest]\nfilterwarnings =\n    error::DeprecationWarning\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"c{i}")
+        shas.append(git(r, "rev-parse", "HEAD"))
+    before = snapshot(r)
+    doc = json.loads(bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--pytest",
+                             "tests/test_mod.py", "--json", timeout=300, check=0).stdout)
+    assert doc["first_bad"]["sha"] == shas[8], doc["first_bad"]
+    assert all(not Path(w.split(" ", 1)[1]).is_relative_to(r) for w in cached(r)) and snapshot(r) == before
 
 
 def test_jobs_and_flaky(tmp_path):

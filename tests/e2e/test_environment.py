@@ -157,8 +157,8 @@ def test_what_is_not_the_environment():
     ("cat: cfg/local.txt: No such file or directory", ["cfg/local.txt"]),
     ("sh: 1: ./run-me: not found\n./x.sh: 3: ./gen: No such file or directory", ["./gen", "./run-me"]),
     ("sh: 1: make: not found", []),             # a program, not a path: command-not-found's business
-    ("python3: can't open file '/r/.git/bisectk-worktrees/wt-0/tool.py': [Errno 2] No such file or directory",
-     ["/r/.git/bisectk-worktrees/wt-0/tool.py"]),
+    ("python3: can't open file '/u/.cache/bisectk/worktrees/r-0123456789ab/wt-0/tool.py': [Errno 2] No such file "
+     "or directory", ["/u/.cache/bisectk/worktrees/r-0123456789ab/wt-0/tool.py"]),
     ("RuntimeError: tile 3", []),
 ])
 def test_the_paths_a_run_could_not_open(text, paths):

@@ -6,15 +6,17 @@ and reset, background preparation, and `collect` (bisectk ledger gc)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from bisectk.spaces.commits import list_graph, resolve, run_git
+from bisectk.spaces.commits import SpaceError, list_graph, resolve, run_git
 from bisectk.spaces.worktrees import WorktreePool, cache_dir_of, collect
 from tests.fixtures.gitrepo import make_dag_repo
 from tests.search.dags import CRISS_CROSS
@@ -30,7 +32,7 @@ def chain(repo: Path) -> list[str]:
 
 def cached(repo: Path) -> list[str]:
     """The worktrees git lists under the cache, by name."""
-    cache = str(repo / ".git" / "bisectk-worktrees")
+    cache = os.path.join(cache_dir_of(repo), "")
     return sorted(Path(w.split(" ", 1)[1]).name for w in worktrees(repo) if w.split(" ", 1)[1].startswith(cache))
 
 
@@ -42,7 +44,7 @@ def test_leases_hold_their_commit_and_the_cache_serves_the_next_pool(repo):
             assert a != b and (a / "state.txt").read_text() == "2\n"
             assert (b / "state.txt").read_text() == "5\n" and (b / "kernel.py").exists()
             assert git(a, "rev-parse", "HEAD") == rng[2]
-            assert a.is_relative_to(repo / ".git" / "bisectk-worktrees")
+            assert a.is_relative_to(cache_dir_of(repo)) and not a.is_relative_to(repo)
             (a / "build.out").write_text("artifact")
         with pool.lease(rng[2]) as again:       # the same commit again: the same worktree
             assert again == a and (again / "state.txt").read_text() == "2\n"
@@ -220,21 +222,129 @@ def test_keep_false_removes_the_worktrees(repo):
     assert worktrees(repo) == [f"worktree {repo}"] and not cache_dir_of(repo).exists()
 
 
-def test_stale_sessions_of_dead_processes_are_removed(repo, tmp_path):
+def test_worktrees_of_older_versions_in_the_git_dir_are_never_used_and_gc_removes_them(repo, tmp_path, monkeypatch):
+    """bisectk kept its worktrees in <git dir>/bisectk-worktrees/ (wt-N, and per-process sessions
+    <pid>-<hex> before the cache): a pool leaves them alone, and `collect` removes those no live
+    process holds."""
+    import fcntl
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))   # collect also sweeps other tests' orphans
+    before = fingerprint(repo)
+    legacy = repo / ".git" / "bisectk-worktrees"
     dead = subprocess.Popen(["true"])
     dead.wait()
-    cache = tmp_path / "cache"
-    stale = cache / f"{dead.pid}-abcd1234" / "wt-0"
+    stale = legacy / f"{dead.pid}-abcd1234" / "wt-0"
     stale.parent.mkdir(parents=True)
-    run_git(repo, "worktree", "add", "--detach", str(stale), resolve(repo, "HEAD~2"))
-    live = cache / f"{os.getpid()}-beef0000"
+    head2 = resolve(repo, "HEAD~2")
+    for wt in (stale, legacy / "wt-0", legacy / "wt-1"):
+        run_git(repo, "worktree", "add", "--detach", str(wt), head2)
+    live = legacy / f"{os.getpid()}-beef0000"
     live.mkdir()
-    assert len(worktrees(repo)) == 2
-    with WorktreePool(repo, cache_dir=cache) as pool:
-        assert not stale.parent.exists() and live.exists()
+    held = os.open(legacy / "wt-1.lock", os.O_RDWR | os.O_CREAT)       # a running older bisectk's
+    fcntl.flock(held, fcntl.LOCK_EX)
+    try:
+        with WorktreePool(repo, size=1) as pool:
+            with pool.lease(head2) as wt:           # at the very commit: still a worktree of its own
+                assert not wt.is_relative_to(repo) and wt.is_relative_to(cache_dir_of(repo))
+        assert len(worktrees(repo)) == 5 and cached(repo) == ["wt-0"]
+        removed = collect(repo)
+        assert sorted(removed) == sorted([stale.parent, legacy / "wt-0", cache_dir_of(repo) / "wt-0"])
+        assert not stale.parent.exists() and live.exists() and (legacy / "wt-1" / "state.txt").exists()
+    finally:
+        os.close(held)
+    shutil.rmtree(live)
+    assert collect(repo) == [legacy / "wt-1"] and not legacy.exists()
+    assert worktrees(repo) == [f"worktree {repo}"] and fingerprint(repo) == before
+
+
+def test_the_cache_is_outside_the_checkout_and_keyed_per_repository(repo, tmp_path, monkeypatch):
+    """Tools search a run's parent directories for their configuration (pytest.ini, conftest.py,
+    .python-version, Cargo.toml...): no worktree may have the user's checkout among them."""
+    other = tmp_path / "elsewhere" / "repo"                 # the same name, another repository
+    run_git(tmp_path, "clone", "-q", str(repo), str(other))
+    home = Path(os.environ["XDG_CACHE_HOME"]) / "bisectk" / "worktrees"
+    paths = {}
+    for r in (repo, other):
+        with WorktreePool(r, size=1) as pool:
+            with pool.lease(resolve(r, "HEAD")) as wt:
+                paths[r] = wt
+                assert pool.cache_dir.parent == home and pool.cache_dir.name.startswith("repo-")
+                for inside in (r, r / ".git", r.resolve()):
+                    assert not wt.resolve().is_relative_to(inside)
+                assert (pool.cache_dir / "repo").read_text().strip() == str((r / ".git").resolve())
+    assert paths[repo].parent != paths[other].parent and cache_dir_of(repo) == paths[repo].parent
+    # a cache home inside the checkout would put it back among the ancestors: the fallback instead
+    monkeypatch.setenv("XDG_CACHE_HOME", str(repo / ".cache"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    assert cache_dir_of(repo).parent == tmp_path / "tmp" / f"bisectk-{os.getuid()}" / "worktrees"
+    assert not (repo / ".cache").exists()
+
+
+def test_a_key_another_repository_recorded_is_not_shared(repo, tmp_path):
+    """Two repositories whose keys collide (or a cache directory copied from elsewhere): the second
+    takes the next key, never the other's worktrees."""
+    mine = cache_dir_of(repo)
+    mine.mkdir(parents=True)
+    (mine / "repo").write_text(str(tmp_path / "another" / ".git") + "\n")
+    with WorktreePool(repo, size=1) as pool:
         with pool.lease(resolve(repo, "HEAD")) as wt:
-            assert wt.is_relative_to(cache)
-    assert live.exists() and not any("abcd1234" in w for w in worktrees(repo))
+            assert wt.parent == mine.with_name(mine.name + "-2")
+    assert cache_dir_of(repo) == wt.parent and (mine / "repo").read_text().startswith(str(tmp_path / "another"))
+    with pytest.raises(SpaceError, match="keeps the worktrees of .*another"):
+        with WorktreePool(repo, cache_dir=mine):
+            pass
+
+
+@pytest.mark.parametrize("home", ["unwritable", "missing"])
+def test_an_unwritable_cache_home_falls_back_to_a_private_temp_directory(repo, tmp_path, monkeypatch, home):
+    blocker = tmp_path / "file"
+    blocker.write_text("")                  # a path under a file cannot be made, not even by root
+    if home == "unwritable":
+        monkeypatch.setenv("XDG_CACHE_HOME", str(blocker / "cache"))
+    else:                                   # HOME=/nonexistent: no home made for the cache
+        monkeypatch.delenv("XDG_CACHE_HOME")
+        monkeypatch.setenv("HOME", str(tmp_path / "nonexistent"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(resolve(repo, "HEAD")) as wt:
+            assert git(wt, "rev-parse", "HEAD") == resolve(repo, "HEAD")
+    top = tmp_path / "tmp" / f"bisectk-{os.getuid()}"
+    assert wt.parent.parent == top / "worktrees" and (top.stat().st_mode & 0o777) == 0o700
+    assert not (tmp_path / "nonexistent").exists()
+    assert collect(repo) == [wt] and worktrees(repo) == [f"worktree {repo}"]
+
+
+def test_no_writable_place_for_worktrees_is_one_line(repo, tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker / "cache"))
+    monkeypatch.setattr(tempfile, "tempdir", str(blocker))
+    with pytest.raises(SpaceError, match=r"^no place to keep the worktrees .*XDG_CACHE_HOME[^\n]*$"):
+        WorktreePool(repo, size=1)
+    # a fallback directory someone else could enter (made first by another user in /tmp) is not used
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    (tmp_path / f"bisectk-{os.getuid()}").mkdir(mode=0o755)
+    os.chmod(tmp_path / f"bisectk-{os.getuid()}", 0o755)
+    with pytest.raises(SpaceError, match="not a directory of this user's alone"):
+        WorktreePool(repo, size=1)
+
+
+def test_gc_removes_the_cache_of_a_repository_that_is_gone(repo, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))   # no other test's orphans
+    gone = tmp_path / "gone"
+    run_git(tmp_path, "clone", "-q", str(repo), str(gone))
+    with WorktreePool(gone, size=2) as pool:
+        with pool.lease(resolve(gone, "HEAD")), pool.lease(resolve(gone, "HEAD~1")):
+            pass
+    orphan = pool.cache_dir
+    assert sorted(p.name for p in orphan.iterdir()) == ["repo", "wt-0", "wt-0.lock", "wt-1", "wt-1.lock"]
+    with WorktreePool(repo, size=1) as mine:
+        with mine.lease(resolve(repo, "HEAD")):
+            pass
+    shutil.rmtree(gone)
+    assert sorted(collect(repo)) == sorted([orphan / "wt-0", orphan / "wt-1", mine.cache_dir / "wt-0"])
+    assert not orphan.exists() and not mine.cache_dir.exists()
 
 
 def test_worktrees_see_what_the_graph_lists(tmp_path):

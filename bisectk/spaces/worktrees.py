@@ -228,6 +228,11 @@ class WorktreePool:
     def __post_init__(self) -> None:
         self.repo = open_repo(self.repo)
         self._common = git_common_dir(self.repo)
+        ours = [*cache_roots(), self._common / LEGACY]
+        if any(Path(self.repo).resolve().is_relative_to(d.resolve()) for d in ours):
+            # its next switch would `checkout --force` and `clean` what the user put there
+            raise SpaceError(f"{self.repo} is one of bisectk's own cached worktrees (of the repository at "
+                             f"{self._common}): run bisectk from your checkout, or --repo it")
         self._chosen = not self.cache_dir           # ours to choose: another key if one is taken
         self.cache_dir = Path(self.cache_dir) if self.cache_dir else cache_dir_of(self.repo, self._common)
         self.size = max(1, self.size)

@@ -532,3 +532,16 @@ def test_a_git_dir_this_user_cannot_write_is_one_line_not_a_traceback(repo, monk
         with WorktreePool(repo, size=1):
             pass
     assert fingerprint(repo) == before
+
+
+def test_a_pool_of_one_of_its_own_worktrees_is_refused(repo):
+    """Run from inside a cached worktree (the path --manual prints), bisectk took it for the user's
+    checkout, and its next switch deleted what the user had put there."""
+    rng = chain(repo)
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[2]) as wt:
+            pass
+    (wt / "mine.sh").write_text("the user's\n")
+    with pytest.raises(SpaceError, match="own cached worktrees"):
+        WorktreePool(wt)
+    assert (wt / "mine.sh").read_text() == "the user's\n"

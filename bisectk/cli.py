@@ -18,7 +18,7 @@ from bisectk import __version__, cli_tools
 from bisectk import exitcodes as X
 from bisectk.cli_common import (BadRefOpt, Deferred, after_first_run, capture_after_first_run, BuildOpt, CalibrateOpt, ConfigOpt, ExecutorOpt, FreshOpt, GitLedgerOpt,
                                 GoodRefOpt, HtmlOpt, JsonOpt, JsonOutOpt, LedgerOpt, PytestOpt, RayAddressOpt,
-                                RayRepoOpt, RepoOpt, ReportOpt, RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, SpecArg,
+                                CleanIgnoredOpt, RayRepoOpt, RepoOpt, ReportOpt, RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, SpecArg,
                                 TimeoutOpt, WarmOpt, _is, cache_ledger, check_outputs, check_strategy, default_spec, emit_json,
                                 environment_capture, fail, finish, history_subject, open_ledger, out, plain_help,
                                 policy, reporter, say_error, spare_ahead, unused_factor_warnings, usage_error,
@@ -259,6 +259,7 @@ def bisect(repo: Path = RepoOpt,
            jobs: int = typer.Option(1, "--jobs", min=1, max=64, help="Test this many commits per round in parallel (k-way multisection)."),
            gpus: Optional[str] = typer.Option(None, "--gpus", help="Pin parallel workers to GPUs, e.g. 0,1,2,3 (sets CUDA_VISIBLE_DEVICES)."),
            first_parent: bool = typer.Option(False, "--first-parent", help="Only the first-parent chain (merge-heavy history)."),
+           clean_ignored: bool = CleanIgnoredOpt,
            any_failure: bool = typer.Option(False, "--any-failure", help="Count any failure as bad (git bisect's view), not only the bad endpoint's."),
            find_fix: bool = typer.Option(False, "--find-fix", help="Find the first commit where the failure stops (the fix): "
                                                                  "--bad is the older commit, where it fails, --good the newer one."),
@@ -333,7 +334,7 @@ def bisect(repo: Path = RepoOpt,
                 any_failure=any_failure, max_runs=max_runs, resume=resume, fresh=fresh, snapshots=snapshots, warm=warm,
                 executor=executor,
                 ray_address=ray_address, ray_repo=ray_repo, report=report, json_out=json_out, html=html,
-                ledger=ledger, as_json=as_json, terms=terms, files=files)
+                ledger=ledger, as_json=as_json, terms=terms, files=files, clean_ignored=clean_ignored)
 
 
 def say_command(files, spec, sub: Path) -> None:
@@ -352,7 +353,7 @@ def say_command(files, spec, sub: Path) -> None:
 def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, spec, run_cmd, pytest_id, s, cfg, sub, good, bad,
             repeat, flaky, calibrate_runs, same_failure, confidence, jobs, gpus, first_parent, any_failure, max_runs,
             resume, fresh, snapshots, warm, executor, ray_address, ray_repo, report, json_out, html, ledger,
-            as_json, terms, files) -> None:
+            as_json, terms, files, clean_ignored=False) -> None:
     """The rest of `bisect`: the engine loads while git lists the history (`listing`), which is
     waited for before a session opens (a bad range opens none). The shas: refs move. `good_sha`
     is the old end (for a fix, the failing --bad), `bad_sha` the new one."""
@@ -366,7 +367,8 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
             "olds": list(commits.goods), "paths": list(commits.paths), **terms.to_dict()}
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  max_runs=max_runs, jobs=jobs, confidence=confidence, gpus=tuple(gpus.split(",")) if gpus else (),
-                 executor=executor, ray_address=ray_address, ray_repo=ray_repo, fresh=fresh, warm=warm)
+                 executor=executor, ray_address=ray_address, ray_repo=ray_repo, fresh=fresh, warm=warm,
+                 clean_ignored=clean_ignored)
     check_outputs(report, json_out, html, spec=s, ledger=ledger_location(ledger, repo=root))
     with Session("bisect", s, ledger_location(ledger, repo=root), args=args, policy=pol,
                  reporter=reporter(as_json, None)) as session:
@@ -458,6 +460,7 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
            confidence: float = typer.Option(0.99, "--confidence", min=0.5, max=0.999999, help="Stop the bisection when the first bad commit is this probable (flaky mode)."),
            jobs: int = typer.Option(1, "--jobs", min=1, max=64, help="Commits tested per round in parallel."),
            first_parent: bool = typer.Option(False, "--first-parent", help="Only the first-parent chain."),
+           clean_ignored: bool = CleanIgnoredOpt,
            max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop each search (the bisection, then the hunk isolation) after this many runs."),
            resume: bool = typer.Option(False, "--resume", help="Continue the last triage of these refs; nothing already recorded re-runs."),
            fresh: bool = FreshOpt, snapshots: int = SnapshotsOpt, warm: bool = WarmOpt,
@@ -486,7 +489,7 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  jobs=jobs, max_runs=max_runs, confidence=confidence, executor=executor, ray_address=ray_address,
-                 ray_repo=ray_repo, fresh=fresh, warm=warm)
+                 ray_repo=ray_repo, fresh=fresh, warm=warm, clean_ignored=clean_ignored)
     args = {"repo": str(root), "good": commits.good_sha, "bad": commits.bad_sha}
     check_outputs(report, json_out, html, junit, spec=s, ledger=ledger_location(ledger, repo=root))
     with Session("triage", s, ledger_location(ledger, repo=root), args=args, policy=pol,

@@ -57,6 +57,9 @@ BuildOpt = typer.Option(None, "--build", help="Build command run before the subj
                                               "failure = UNRESOLVED(BUILD).")
 ConfigOpt = typer.Option("bad", "--config", help="With a SPEC: which endpoint's factor values to run (good or bad).")
 SetOpt = typer.Option(None, "--set", help="With a SPEC: override a factor, NAME=VALUE (repeatable).")
+CleanIgnoredOpt = typer.Option(False, "--clean-ignored", help="Before each run, remove the files git ignores too "
+                               "(git clean -x): what one commit's run or build left in ignored paths never reaches "
+                               "another's (each --build starts from scratch).")
 TimeoutOpt = typer.Option(None, "--timeout", min=0.01, help="Watchdog seconds, fixed for every run (default: the spec's "
                                                               "`timeout`, else calibrated from the good endpoint).")
 ReportOpt = typer.Option(None, "--report", help="Write the Markdown debug log here (its pictures beside it).")

@@ -41,6 +41,7 @@ class RunPolicy:
     retry_different: int = DEFAULT_RETRY_DIFFERENT
     max_runs: int | None = None
     timeout: float | None = None         # watchdog seconds (None: spec, else calibrated)
+    clean_ignored: bool = False          # bisect/triage: worktrees lose their ignored files too before each run
     jobs: int = 1
     gpus: tuple[str, ...] = ()
     confidence: float = DEFAULT_CONFIDENCE

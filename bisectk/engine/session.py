@@ -189,10 +189,11 @@ class Session:
             yield CommitSpace(commits, None, config, subdir, remote=True, shared_repo=self.policy.ray_repo)
             return
         if pool is not None:
+            pool.clean_ignored = self.policy.clean_ignored      # before its first lease: a prepared one is tidied
             self.run_roots.append(pool.cache_dir)
             yield CommitSpace(commits, pool, config, subdir)
             return
-        with WorktreePool(root, size=self.policy.jobs) as pool:
+        with WorktreePool(root, size=self.policy.jobs, clean_ignored=self.policy.clean_ignored) as pool:
             self.run_roots.append(pool.cache_dir)
             yield CommitSpace(commits, pool, config, subdir)
 

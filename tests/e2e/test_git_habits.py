@@ -386,6 +386,27 @@ def test_a_test_whose_git_commands_reach_the_shared_refs_and_config_is_said(user
     assert "config" in warned[0].split("refs/stash", 1)[1]
 
 
+def test_clean_ignored_keeps_one_commits_ignored_build_outputs_from_anothers_run(tmp_path):
+    """A build that copies plugins into an ignored build/ leaves c7's broken plugin there when an
+    older commit is built next: its run fails, and the answer is too early (as under git bisect
+    run). --clean-ignored removes ignored files before each run: the right commit."""
+    r = tmp_path / "plugins"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    shas = [commit(r, "c1", {".gitignore": "build/\n", "build.sh": "#!/bin/sh\nmkdir -p build && cp p/*.sh build/\n",
+                             "p/p1.sh": "exit 0\n"})]
+    (r / "build.sh").chmod(0o755)
+    git(r, "add", "build.sh")
+    git(r, "commit", "-q", "--amend", "--no-edit")
+    shas = [git(r, "rev-parse", "HEAD")]
+    for i in range(2, 11):
+        shas.append(commit(r, f"c{i}", {f"p/p{i}.sh": "exit 0\n", **({"p/broken.sh": "exit 1\n"} if i == 7 else {})}))
+    (tmp_path / "t.sh").write_text("#!/bin/sh\nfor p in build/*.sh; do sh \"$p\" || exit 1; done\n")
+    (tmp_path / "t.sh").chmod(0o755)
+    args = ("--good", shas[0], "--build", "./build.sh", "--run", str(tmp_path / "t.sh"), "--fresh")
+    assert jrun(r, *args, "--clean-ignored")["first_bad"]["sha"] == shas[6]
+
+
 def test_a_commit_named_by_its_message_as_git_bisect_takes_it(user):
     """`:/regex` (the youngest commit whose message matches): `^{commit}` appended to it would be
     read as part of the pattern."""

@@ -54,7 +54,7 @@ from typing import Any
 
 from bisectk.errors import LedgerError
 from bisectk.outcome import Run
-from bisectk.procstat import process_start
+from bisectk.procstat import give, owner_to_give, process_start
 
 SCHEMA_VERSION = 3
 LONG_KEY = 512     # configuration keys longer than this are stored as their digest (stored_key)
@@ -287,6 +287,11 @@ class Ledger:
     def close(self) -> None:
         with self.lock:
             self.db.close()
+        if not self.readonly:   # root in another user's directory: the ledger and its journals are theirs
+            ours = self.path.parent.name in ("bisectk", ".bisectk")     # made for it: <git dir>/bisectk, .bisectk
+            place = self.path.parent.parent if ours else self.path.parent
+            give([self.path.parent] if ours else [f"{self.path}{s}" for s in ("", "-wal", "-shm", "-journal")],
+                 owner_to_give(place))
 
     # -- a ledger deleted or replaced while in use ------------------------------------------
     def _in_place(self) -> None:

@@ -10,6 +10,7 @@ is ~15-20 ms of every command's start on a 2-core machine.
 from __future__ import annotations
 
 import importlib
+import os
 
 
 class _OnFirstUse:
@@ -62,3 +63,34 @@ def stopped(pid: int) -> bool:
 def gone(pid: int) -> bool:
     """Whether process `pid` has ended: no such process, or a zombie waiting to be reaped."""
     return _state(pid) in (None, b"Z", b"X")
+
+
+def owner_to_give(directory) -> tuple[int, int] | None:
+    """(uid, gid) of `directory` when this process is root and another user owns it: what root
+    writes there must be theirs (a CI container's root in a checkout of another uid, allowed by
+    git's safe.directory), or their own git (`gc`, `worktree add`) can no longer write it. None
+    otherwise."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        st = os.stat(directory)
+    except OSError:
+        return None
+    return (st.st_uid, st.st_gid) if st.st_uid != 0 else None
+
+
+def give(paths, owner: tuple[int, int] | None) -> None:
+    """chown each path, and what is under a directory (links not followed), to `owner`; what is
+    gone or refused is skipped (owner None: nothing to do)."""
+    if owner is None:
+        return
+    for top in map(os.fspath, paths):
+        todo = [top]
+        if os.path.isdir(top) and not os.path.islink(top):
+            for root, dirs, files in os.walk(top):
+                todo += [os.path.join(root, n) for n in dirs + files]
+        for name in todo:
+            try:
+                os.chown(name, *owner, follow_symlinks=False)
+            except OSError:
+                pass

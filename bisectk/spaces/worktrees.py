@@ -61,6 +61,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bisectk.procstat import give, owner_to_give
 from bisectk.spaces import submodules
 from bisectk.spaces.cachedir import (LEGACY, cache_dir_of, cache_roots, claim, git_common_dir, key_of, owner,
                                      remove_if_unused, slot, writable)
@@ -178,6 +179,19 @@ def _admin_of(path: Path) -> Path | None:
     return Path(line[len("gitdir: "):]) if line.startswith("gitdir: ") else None
 
 
+def trust(path: Path) -> None:
+    """Root in a repository another user owns (a CI container's checkout, which the user declared
+    safe to git): the worktree's admin directory is given to that user (release), so git run by
+    root, ours and the runs', must be told the worktree is safe too (`safe.directory` through
+    GIT_CONFIG_COUNT, which this process and every run inherit), once per worktree."""
+    n = int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0)
+    if any(os.environ.get(f"GIT_CONFIG_KEY_{i}") == "safe.directory" and os.environ.get(f"GIT_CONFIG_VALUE_{i}") == str(path)
+           for i in range(n)):
+        return
+    os.environ.update({f"GIT_CONFIG_KEY_{n}": "safe.directory", f"GIT_CONFIG_VALUE_{n}": str(path),
+                       "GIT_CONFIG_COUNT": str(n + 1)})
+
+
 def _index_of(path: Path) -> tuple | None:
     """The stat of a worktree's index file (None if it has none): git rewrites it by a rename, so
     any command that wrote it (add, stash, checkout, a refreshing status) gives a new one."""
@@ -237,6 +251,7 @@ class WorktreePool:
         self.cache_dir = Path(self.cache_dir) if self.cache_dir else cache_dir_of(self.repo, self._common)
         self.size = max(1, self.size)
         self._cond = threading.Condition()
+        self._owner = owner_to_give(self._common)
 
     def __enter__(self) -> WorktreePool:
         admin = self._common / "worktrees"
@@ -322,6 +337,8 @@ class WorktreePool:
                     entry = self._free.pop(0)
                     break
                 self._cond.wait()
+        if self._owner is not None:
+            trust(entry.path)
         # Switching a worktree touches only that worktree's own index and files: no lock needed.
         try:
             if entry.sha == sha and not entry.fresh:
@@ -335,6 +352,8 @@ class WorktreePool:
         return entry
 
     def release(self, entry: _Entry, sha: str | None) -> None:
+        if self._owner is not None:     # root in another user's repository: git's admin files are theirs
+            give([self._common / "worktrees", _admin_of(entry.path) or entry.path], self._owner)
         with self._cond:
             entry.sha = sha
             self._free.append(entry)

@@ -849,3 +849,23 @@ def test_first_parent_with_a_good_on_a_merged_branch_answers_as_git(hist, tmp_pa
     out = subprocess.run(["git", "bisect", "run", "./test.sh"], cwd=r, capture_output=True, text=True).stdout
     subprocess.run(["git", "bisect", "reset"], cwd=r, capture_output=True)
     assert f"{c['c5']} is the first bad commit" in out, out[-1500:]      # real git, after bisectk
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="root in another user's repository")
+def test_root_in_another_users_repository_leaves_nothing_of_roots_in_its_git_dir(hist, tmp_path):
+    """A CI container's root bisecting a checkout of another uid (declared safe to git): what it
+    writes in that .git (the worktree's admin directory, the ledger) is given to the owner, whose
+    own `git gc` could no longer write there; a second command still reads it as root."""
+    base, c = hist
+    r = tmp_path / "theirs"
+    git(tmp_path, "clone", "-q", "--no-local", str(base), str(r))
+    (r / "test.sh").write_text(TEST_SH)
+    (r / "test.sh").chmod(0o755)
+    subprocess.run(["chown", "-R", "54321:54321", str(r)], check=True)
+    (tmp_path / "gitconfig").write_text(f"[safe]\n\tdirectory = {r}\n")
+    env = {"GIT_CONFIG_GLOBAL": str(tmp_path / "gitconfig")}
+    for _ in range(2):
+        p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./test.sh", "--fresh", check=0, env=env)
+        assert f"first bad commit: {c['c5']}" in p.stdout
+        mine = [str(p) for p in (r / ".git").rglob("*") if p.lstat().st_uid == 0]
+        assert mine == []

@@ -58,6 +58,9 @@ class Terms:
 
     @classmethod
     def of(cls, find_fix: bool = False, term_old: str | None = None, term_new: str | None = None) -> Terms:
+        for opt, given in (("--term-old", term_old), ("--term-new", term_new)):
+            if given is not None and not given:     # '' is not "the default"
+                raise BisectkError(f"{opt} is empty: a term is one word")
         old = term_old or ("broken" if find_fix else "good")
         new = term_new or ("fixed" if find_fix else "bad")
         for opt, term in (("--term-old", old), ("--term-new", new)):

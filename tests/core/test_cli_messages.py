@@ -43,9 +43,12 @@ def test_option_parsing_errors_are_one_line(args, tmp_path):
     (["run", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--timeout", "1e400"], "at most a week"),
     (["run", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--repeat", "99999999999"], "from 1 to 1000"),
     (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--timeout", "nan"], "must be more than 0"),
+    (["bisect", "--repo", "b/f.sh", "--good", "HEAD~1", "--run", "true"], "is a file"),     # not its directory
+    (["bisect", "--good", "HEAD~1", "--run", "true", "--term-new", ""], "--term-new is empty"),
 ])
 def test_values_no_run_could_honour_are_one_line_before_any_run(args, says, tmp_path):
     (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "f.sh").write_text("exit 0\n")
     p = cli(*args, cwd=tmp_path)
     assert p.returncode == 2 and p.stderr.strip().startswith("bisectk: ") and says in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and p.stdout == ""

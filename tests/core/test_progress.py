@@ -67,6 +67,20 @@ def test_deadline_follows_the_run():
     assert "hung after 'launch'" in w.where(w.deadline())
 
 
+def test_a_hang_that_goes_on_printing_new_lines_is_described_from_the_point_it_reached():
+    """New lines of its own move the deadline on (up to the cap), but the hang is described from
+    the last point of the good run it reached: never "-0.2 s past" the good run's finish."""
+    w = ProgressWatch(Timeline((("start", 0.02),), 0.25), fixed_s=5.0, floor_s=1.0)
+    w.feed("start", 0.03)
+    for k in range(60):
+        w.feed(f"working on {chr(65 + k % 26)}{k}x", 0.1 + 0.05 * k)
+    stopped = w.deadline()
+    said = w.where(stopped)
+    past = float(said.split("'start', ")[1].split(" s past")[0])
+    assert abs(past - (stopped - 0.03 - 0.23)) < 0.06 and past > 0
+    assert "went on printing lines the good run never printed" in said
+
+
 def test_hang_after_launch_is_called_soon_after_the_good_runs_finish_point():
     tl, good_s = good_timeline()
     t = time.monotonic()

@@ -41,11 +41,13 @@ def drop(repo: Path, trash: Path, how: str = "move", root: Path = ROOT) -> None:
         raise ValueError(f"unknown way to drop worktrees: {how!r} (one of {', '.join(HOWS)})")
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
+    from bisectk.spaces.cachedir import LEGACY, git_common_dir
     from bisectk.spaces.worktrees import cache_dir_of     # where the product keeps them
-    cache = cache_dir_of(repo)
-    if cache.exists():
-        trash.mkdir(parents=True, exist_ok=True)
-        cache.rename(trash / f"worktrees-{len(list(trash.iterdir()))}")
+    # and where a base tree older than the move out of the checkout kept them (<git dir>/bisectk-worktrees)
+    for cache in (cache_dir_of(repo), git_common_dir(repo) / LEGACY):
+        if cache.exists():
+            trash.mkdir(parents=True, exist_ok=True)
+            cache.rename(trash / f"worktrees-{len(list(trash.iterdir()))}")
     subprocess.run(["git", "worktree", "prune"], cwd=repo, check=True)
 
 

@@ -18,8 +18,9 @@ markdown_text -- a Markdown document bisectk composed, with what came from outsi
 markdown_cell -- one table cell: newlines flattened, `|` escaped (with the backslashes before it,
                  so `a\\|b` neither splits the row nor loses its backslash).
 code_span     -- a Markdown code span that holds any text (fenced by a backtick run longer than
-                 any inside); text with `&`, `<` or `>` is written as escaped plain text instead,
-                 since entities are not read inside a code span and markdown_text must escape them.
+                 any inside); text with `&`, `<` or `>` is written as plain text instead, its
+                 other punctuation backslash-escaped, since entities are not read inside a code
+                 span and markdown_text must make those three entities.
 html_text     -- html.escape, with control characters, lone surrogates and noncharacters made
                  visible (an HTML parser reports each as an error; NUL is replaced).
 visible_text  -- html_text without the escaping: what a whole page bisectk wrote is passed through.
@@ -37,10 +38,12 @@ SafeConsole   -- a rich Console that passes every string it renders (printed tex
 
 Why markdown_text escapes at the boundary, when the document is written, and which lines it
 leaves alone: bisectk writes no inline HTML, so every `<` outside code is text. Code spans are
-not told apart (entities inside one show as `&lt;`, hence code_span), fenced blocks are: only
-those that open at column 0, the ones code_block writes. Such a line opens a fence wherever it
-stands in CommonMark (it interrupts a paragraph, a list item or a quote, and no HTML block can
-hold it since `<` is escaped), so what is left unescaped is always code to a renderer too.
+not told apart: a renderer pairs backticks per table cell, per link, across lines, and a pairing
+that differed from its own would leave a `<` unescaped outside code (so entities inside a span
+show as `&lt;`, hence code_span). Fenced blocks are, and only those that open at column 0, the
+ones code_block writes: in CommonMark such a line opens a fence wherever it stands (it ends a
+paragraph, a list item or a quote rather than continuing it, and no HTML block can hold it, `<`
+being escaped), so what is left unescaped is code to a renderer too.
 
 Why here, once: the strings a repository or a subject controls reach the terminal through many
 reports, and a rule applied at each print would be missed at the next one. Rich renders every str
@@ -72,11 +75,13 @@ def xml_text(text: str) -> str:
 
 
 _NONCHARACTERS = re.compile("[\ufdd0-\ufdef\ufffe\uffff]")
-_MARKDOWN_HTML = re.compile(r"\\[!-/:-@\[-`{-~]|[&<>]")     # a backslash escape is kept whole: `\<` is a `<` already
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+# A backslash escape is read whole (`\\<` is a backslash, then a `<`); `\<` becomes `&lt;` too, since
+# Markdown outside CommonMark (Markdown.pl, Python-Markdown) does not read it as an escape.
+_MARKDOWN_HTML = re.compile(r"\\[!-/:-@\[-`{-~]|[&<>]")
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\&": "&amp;", "\\<": "&lt;", "\\>": "&gt;"}
 _FENCE_OPEN = re.compile(r"(`{3,}|~{3,})(.*)")
 _FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
-_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+_PUNCTUATION = re.compile(r"([!-%'-/:;=?@\[-`{-~])")     # but & < >, which markdown_text makes entities
 
 
 def _entity(match: re.Match) -> str:

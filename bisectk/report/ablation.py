@@ -21,6 +21,7 @@ from bisectk.engine.records import AblationRecord
 from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
+from bisectk.report.safe import code_span
 from bisectk.report.words import (ahead_words, endpoint_lines, failure_line, problem_lines, problem_text, runs_words,
                                   same_inputs, stop_reason_of, stopped_line, wall_words)
 from bisectk.spec import format_value, render
@@ -147,7 +148,7 @@ def to_debuglog(rec: AblationRecord) -> DebugLog:
         log.attempts.append(AttemptEntry(
             title=f"{', '.join(a.applied) or 'good'} ({a.stage + ': ' if a.stage else ''}{a.phase})",
             hypothesis=_hypothesis(a.phase, list(a.applied), subj.differences),
-            what=f"`{run_command(rec, a.applied)}`",
+            what=code_span(run_command(rec, a.applied)),
             result=f"{a.verdict} ({a.time_s:.2f} s, {a.runs} run{'s' if a.runs != 1 else ''}"
                    + (", from the ledger" if a.from_ledger else "") + ")",
             conclusion=_conclusion(a.outcome, a.phase, list(a.applied), subj.differences)))

@@ -11,12 +11,20 @@ DebugLog     -- status, symptom, environment, related files, the pictures (writt
 The layout follows the debug protocol in the user's own notes: attempts with hypothesis /
 what you did / result / conclusion, a key-differences table, and a prioritised next-steps list,
 so a report can be pasted into an issue or a project's debug doc unchanged.
+
+The fields hold text from outside bisectk (a subject's error and output, commit subjects, authors,
+file names, factor values) as it came. `to_markdown` makes it inert where the document is written
+(report/safe.py `markdown_text`): a field meant for one line is kept on one line (a newline in a
+commit subject would otherwise start a heading or a code fence of its own), table cells are
+markdown_cell'd, and the whole is passed through markdown_text once.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from bisectk.report.safe import code_span, markdown_cell, markdown_text
 
 
 @dataclass
@@ -45,33 +53,40 @@ class DebugLog:
     figures: list[tuple[str, str]] = field(default_factory=list)    # (title, relative path of the picture)
 
     def to_markdown(self) -> str:
-        out = [f"### {self.title}", "", f"**Status:** {self.status}", f"**Symptom:** {self.symptom}"]
+        one = _line
+        out = [f"### {one(self.title)}", "", f"**Status:** {one(self.status)}", f"**Symptom:** {one(self.symptom)}"]
         if self.environment:
-            out.append("**Environment:** " + short_environment(self.environment))
+            out.append("**Environment:** " + one(short_environment(self.environment)))
         if self.related:
-            out.append("**Related files:** " + ", ".join(f"`{r}`" for r in self.related))
+            out.append("**Related files:** " + ", ".join(code_span(r) for r in self.related))
         if self.summary:
-            out += ["", "#### Summary", ""] + [f"- {s}" for s in self.summary]
+            out += ["", "#### Summary", ""] + [f"- {one(s)}" for s in self.summary]
         if self.figures:
             out += ["", "#### Pictures", ""]
             for title, path in self.figures:
-                out += [f"**{title}**", "", f"![{title}]({path})", ""]
+                out += [f"**{one(title)}**", "", f"![{one(title)}]({path})", ""]
         if self.differences:
-            out += ["", "---", "", f"#### {self.differences_title}", "", _table(self.differences_header, self.differences)]
+            out += ["", "---", "", f"#### {one(self.differences_title)}", "",
+                    _table(self.differences_header, self.differences)]
         if self.attempts:
             out += ["", "---", ""]
             for i, a in enumerate(self.attempts, 1):
-                out += [f"#### Attempt {i}: {a.title}", "",
-                        f"**Hypothesis:** {a.hypothesis}", f"**What we did:** {a.what}",
-                        f"**Result:** {a.result}", f"**Conclusion:** {a.conclusion}", ""]
+                out += [f"#### Attempt {i}: {one(a.title)}", "",
+                        f"**Hypothesis:** {one(a.hypothesis)}", f"**What we did:** {one(a.what)}",
+                        f"**Result:** {one(a.result)}", f"**Conclusion:** {one(a.conclusion)}", ""]
         for heading, body in self.sections:
-            out += ["---", "", f"#### {heading}", "", body.rstrip(), ""]
+            out += ["---", "", f"#### {one(heading)}", "", body.rstrip(), ""]
         if self.next_steps:
-            out += ["---", "", "#### What to Try Next", ""] + [f"{i}. {s}" for i, s in enumerate(self.next_steps, 1)]
+            out += ["---", "", "#### What to Try Next", ""] + [f"{i}. {one(s)}" for i, s in enumerate(self.next_steps, 1)]
         if self.environment:
             rows = [[k, v] for k, v in _flat(self.environment) if v not in (None, "", {}, [])]
             out += ["", "---", "", "#### Environment (captured)", "", _table(["key", "value"], rows)]
-        return "\n".join(out).rstrip() + "\n"
+        return markdown_text("\n".join(out).rstrip() + "\n")
+
+
+def _line(text: Any) -> str:
+    """A field written on one line of the log."""
+    return str(text).replace("\r\n", " ").replace("\n", " ")
 
 
 def short_environment(env: dict[str, Any]) -> str:
@@ -105,13 +120,9 @@ def _flat(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     return items
 
 
-def _cell(v: Any) -> str:
-    return str(v).replace("|", "\\|").replace("\n", " ")
-
-
 def _table(header: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    lines = ["| " + " | ".join(markdown_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
@@ -121,5 +132,7 @@ def table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def code_block(text: str, lang: str = "") -> str:
-    fence = "````" if "```" in text else "```"
+    """A fenced block that no line of `text` closes: its fence is longer than any backtick run in it."""
+    import re
+    fence = "`" * max(3, max(map(len, re.findall("`+", text)), default=0) + 1)
     return f"{fence}{lang}\n{text.rstrip()}\n{fence}"

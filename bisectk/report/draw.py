@@ -10,16 +10,26 @@ matplotlib's object API (`matplotlib.figure.Figure`, never pyplot) draws without
 without global state; text stays text (svg.fonttype none), so names in a picture can be searched
 and read by a browser. Marks that tests look for carry SVG ids (`gid`): `matrix-row-N`,
 `culprit-...`, `commit-N`, `bar-N`, `hunk-...`, `point-N`, `threshold`.
+
+The models carry text from outside (factor names, commit subjects, file names, output lines): `svg`
+passes every string of a model through report/safe.py `picture_text` before drawing, once, so no
+label holds a control character (no glyph, a warning on stderr) or a `$` pair (read as mathtext).
+Equal strings stay equal, so the drawing code's own comparisons of them still hold. A glyph the
+fonts lack otherwise (a CJK commit subject) is measured without it and drawn by the browser, which
+has the font: its warning is not the user's business.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
+import warnings
 from typing import Any
 
 from bisectk.report.figures import (NOT_RUN, CommitLine, HunkStrips, Interaction, Posterior, Progress, RunMatrix,
                                     SlowMetric)
+from bisectk.report.safe import picture_text
 
 COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "unresolved": "#f9a825", NOT_RUN: "#bdbdbd"}
 TINTS = {"pass": "#e8f5e9", "fail": "#ffebee", "unresolved": "#fff8e1", NOT_RUN: "#f5f5f5"}
@@ -48,14 +58,30 @@ def svg(name: str, model: Any) -> str:
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": name, "font.size": 9,
                                 "font.family": "sans-serif",
                                 "font.sans-serif": ["DejaVu Sans", "Liberation Sans", "Arial", "Helvetica"]}):
-        fig = draw(model)
         buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight", pad_inches=0.08)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", r"Glyph \d+ ", UserWarning)     # see the module docstring
+            fig = draw(_labels(model))
+            fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight", pad_inches=0.08)
     text = buf.getvalue()
     text = text[text.index("<svg"):]
     # ids must be unique across the pictures inlined in one page
     return re.sub(r'id="(?!matrix-|culprit-|commit-|bar-|hunk-|point-|threshold)([^"]+)"', rf'id="{name}-\1"',
                   text).replace('url(#', f'url(#{name}-').replace('href="#', f'href="#{name}-')
+
+
+def _labels(value: Any) -> Any:
+    """`value` (a picture model, or a part of one) with every string in it picture_text'd."""
+    if isinstance(value, str):
+        return picture_text(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_labels(v) for v in value)
+    if isinstance(value, dict):
+        return {_labels(k): _labels(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{f.name: _labels(getattr(value, f.name))
+                                             for f in dataclasses.fields(value) if f.init})
+    return value
 
 
 # -- ablation --------------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ draw_pictures  -- every picture that applies to a record (bisectk/report/figures
 to_html        -- the page: title and status, symptom, environment, summary, pictures, key
                   differences, attempts, free sections (culprit diffs coloured), next steps, the
                   captured environment. Markdown in the debug log's fields is rendered by
-                  markdown-it with raw HTML off, so nothing from a subject's output becomes markup.
+                  markdown-it with raw HTML off, so nothing from a subject's output becomes markup;
+                  plain text is html_text'd, and the page is passed whole through visible_text
+                  (report/safe.py), so no control character reaches it from anywhere.
 write_html     -- to_html into a file.
 write_markdown -- the Markdown debug log, its pictures written as SVG files in `<stem>-figures/`
                   beside it and linked by relative path, so it renders on a code host.
@@ -18,14 +20,14 @@ write_markdown -- the Markdown debug log, its pictures written as SVG files in `
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from bisectk.engine.records import Record
 from bisectk.report import render
-from bisectk.report.debuglog import DebugLog, _flat, short_environment
+from bisectk.report.debuglog import DebugLog, _flat, _line, short_environment
+from bisectk.report.safe import html_text, markdown_text, visible_text
 
 MISSING = "pictures need matplotlib, which bisectk installs but this Python cannot import: pip install matplotlib"
 
@@ -61,12 +63,12 @@ def _markdown():
 
 def _pre(text: str, diff: bool = False) -> str:
     if not diff:
-        return f"<pre><code>{html.escape(text)}</code></pre>\n"
+        return f"<pre><code>{html_text(text)}</code></pre>\n"
     lines = []
     for line in text.rstrip("\n").split("\n"):
         cls = ("hunk" if line.startswith("@@") else "file" if line.startswith(("diff ", "--- ", "+++ "))
                else "add" if line.startswith("+") else "del" if line.startswith("-") else "")
-        lines.append(f'<span class="{cls}">{html.escape(line)}</span>' if cls else html.escape(line))
+        lines.append(f'<span class="{cls}">{html_text(line)}</span>' if cls else html_text(line))
     return '<pre class="diff"><code>' + "\n".join(lines) + "</code></pre>\n"
 
 
@@ -120,8 +122,11 @@ def to_html(rec: Record, log: DebugLog | None = None, pictures: list[Picture] | 
     if pictures is None:
         pictures, note = draw_pictures(rec)
     md = _markdown()
-    inline = md.renderInline
-    esc = html.escape
+
+    def inline(text: str) -> str:
+        """A one-line field of the log, its Markdown rendered (as to_markdown writes it)."""
+        return md.renderInline(markdown_text(_line(text)))
+    esc = html_text
     out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>{esc(log.title)}</title>", f"<style>{CSS}</style>", "</head>", "<body>", "<main>",
@@ -162,7 +167,7 @@ def to_html(rec: Record, log: DebugLog | None = None, pictures: list[Picture] | 
                        f"<p><b>Conclusion:</b> {inline(a.conclusion)}</p></details>")
         out.append("</section>")
     for heading, body in log.sections:
-        out.append(f"<section><h2>{esc(heading)}</h2>{md.render(body)}</section>")
+        out.append(f"<section><h2>{esc(heading)}</h2>{md.render(markdown_text(body))}</section>")
     if log.next_steps:
         out += ['<section id="next"><h2>What to try next</h2><ol>',
                 *[f"<li>{inline(s)}</li>" for s in log.next_steps], "</ol></section>"]
@@ -175,7 +180,7 @@ def to_html(rec: Record, log: DebugLog | None = None, pictures: list[Picture] | 
     session = f", session {rec.session}" if rec.session is not None else ""
     out += [f"<footer>bisectk {esc(__version__)}: the {esc(rec.command)} record{session}. "
             "Self-contained: no scripts, nothing loaded from elsewhere.</footer>", "</main>", "</body>", "</html>"]
-    return "\n".join(out) + "\n"
+    return visible_text("\n".join(out) + "\n")
 
 
 def write_html(path: Path, rec: Record, log: DebugLog | None = None) -> str:

@@ -13,6 +13,7 @@ import shlex
 
 from bisectk.engine.records import ReplayRecord
 from bisectk.report.debuglog import DebugLog
+from bisectk.report.safe import code_span
 
 
 def _commit(c: dict) -> str:
@@ -37,7 +38,7 @@ def to_debuglog(rec: ReplayRecord) -> DebugLog:
     if not rec.first_bad and rec.candidates:
         log.summary.append("The first bad commit is one of: " + ", ".join(_commit(c) for c in rec.candidates) + ".")
     if rec.next:
-        log.next_steps.append(f"Test {_commit(rec.next)} next, record it in the log "
-                              f"(`observe {rec.next['sha']} pass|fail|unresolved`) and replay again: "
+        observe = code_span(f"observe {rec.next['sha']} pass|fail|unresolved")
+        log.next_steps.append(f"Test {_commit(rec.next)} next, record it in the log ({observe}) and replay again: "
                               + shlex.join(["bisectk", "replay", rec.log]))
     return log

@@ -1,4 +1,5 @@
-"""Text that comes from outside bisectk, made safe for where it is written: the terminal and XML.
+"""Text that comes from outside bisectk, made safe for where it is written: the terminal, XML,
+Markdown, HTML and the pictures.
 
 Abstractions
 ------------
@@ -10,6 +11,22 @@ terminal_text -- a string with every control character a terminal would act on w
 xml_text      -- a string with every character XML 1.0 forbids written the same way (ElementTree
                  escapes `<`, `&` and quotes, but writes control characters as they are, which no
                  XML parser accepts).
+markdown_text -- a Markdown document bisectk composed, with what came from outside made inert:
+                 control characters visible everywhere (a `cat` of the file is a terminal too),
+                 and `&`, `<`, `>` written as entities outside fenced code blocks, so a subject's
+                 `<script>` is shown, never rendered by a viewer that allows inline HTML.
+markdown_cell -- one table cell: newlines flattened, `|` escaped (with the backslashes before it,
+                 so `a\\|b` neither splits the row nor loses its backslash).
+code_span     -- a Markdown code span that holds any text (fenced by a backtick run longer than
+                 any inside); text with `&`, `<` or `>` is written as plain text instead, its
+                 other punctuation backslash-escaped, since entities are not read inside a code
+                 span and markdown_text must make those three entities.
+html_text     -- html.escape, with control characters, lone surrogates and noncharacters made
+                 visible (an HTML parser reports each as an error; NUL is replaced).
+visible_text  -- html_text without the escaping: what a whole page bisectk wrote is passed through.
+picture_text  -- a label for matplotlib: control characters visible (it has no glyph for them and
+                 warns on stderr) and `$` escaped (an even number of them is read as mathtext,
+                 which draws something else or raises).
 broken_pipe_exit -- how a command leaves when the reader of its output went away (`| head`).
 SafeConsole   -- a rich Console that passes every string it renders (printed text, table cells,
                  titles) and every plain Text through terminal_text. bisectk's consoles are made
@@ -18,6 +35,15 @@ SafeConsole   -- a rich Console that passes every string it renders (printed tex
                  its first use (a module __getattr__): importing this module for the text functions
                  loads no rich, so a --json command, which prints nothing to a terminal, never does
                  (~25 ms of its start).
+
+Why markdown_text escapes at the boundary, when the document is written, and which lines it
+leaves alone: bisectk writes no inline HTML, so every `<` outside code is text. Code spans are
+not told apart: a renderer pairs backticks per table cell, per link, across lines, and a pairing
+that differed from its own would leave a `<` unescaped outside code (so entities inside a span
+show as `&lt;`, hence code_span). Fenced blocks are, and only those that open at column 0, the
+ones code_block writes: in CommonMark such a line opens a fence wherever it stands (it ends a
+paragraph, a list item or a quote rather than continuing it, and no HTML block can hold it, `<`
+being escaped), so what is left unescaped is code to a renderer too.
 
 Why here, once: the strings a repository or a subject controls reach the terminal through many
 reports, and a rule applied at each print would be missed at the next one. Rich renders every str
@@ -46,6 +72,72 @@ def xml_text(text: str) -> str:
     """`text` with the characters XML 1.0 cannot hold made visible (newline, tab and CR kept), and
     with terminal controls escaped too, since CI pages show it to people."""
     return _XML_INVALID.sub(_escape, terminal_text(text))
+
+
+_NONCHARACTERS = re.compile("[\ufdd0-\ufdef\ufffe\uffff]")
+# A backslash escape is read whole (`\\<` is a backslash, then a `<`); `\<` becomes `&lt;` too, since
+# Markdown outside CommonMark (Markdown.pl, Python-Markdown) does not read it as an escape.
+_MARKDOWN_HTML = re.compile(r"\\[!-/:-@\[-`{-~]|[&<>]")
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\&": "&amp;", "\\<": "&lt;", "\\>": "&gt;"}
+_FENCE_OPEN = re.compile(r"(`{3,}|~{3,})(.*)")
+_FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
+_PUNCTUATION = re.compile(r"([!-%'-/:;=?@\[-`{-~])")     # but & < >, which markdown_text makes entities
+
+
+def _entity(match: re.Match) -> str:
+    return _ENTITIES.get(match.group(0), match.group(0))
+
+
+def markdown_text(document: str) -> str:
+    """`document` (Markdown bisectk composed) with control characters visible and `&`, `<`, `>`
+    as entities outside the fenced code blocks that open at column 0 (see the module docstring)."""
+    out, fence = [], ""
+    for line in terminal_text(document).split("\n"):
+        if fence:
+            close = _FENCE_CLOSE.fullmatch(line)
+            if close and close.group(1)[0] == fence[0] and len(close.group(1)) >= len(fence):
+                fence = ""
+        elif (opened := _FENCE_OPEN.match(line)) and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+            fence = opened.group(1)
+        else:
+            line = _MARKDOWN_HTML.sub(_entity, line)
+        out.append(line)
+    return "\n".join(out)
+
+
+def markdown_cell(value) -> str:
+    """One Markdown table cell: newlines flattened, pipes escaped."""
+    text = str(value).replace("\r\n", " ").replace("\n", " ")
+    return re.sub(r"(\\*)\|", lambda m: m.group(1) * 2 + "\\|", text)
+
+
+def code_span(text: str) -> str:
+    """`text` as a Markdown code span (escaped plain text where it holds `&`, `<` or `>`)."""
+    text = str(text).replace("\r\n", " ").replace("\n", " ")
+    if not text:
+        return ""
+    if any(c in text for c in "&<>"):
+        return _PUNCTUATION.sub(r"\\\1", text)
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def html_text(text: str) -> str:
+    """`text` for an HTML page: escaped, with what an HTML parser rejects made visible."""
+    import html
+    return visible_text(html.escape(text))
+
+
+def visible_text(text: str) -> str:
+    """terminal_text, with noncharacters (U+FDD0-U+FDEF, U+FFFE, U+FFFF) made visible too: what an
+    HTML page's text may not hold (a page bisectk writes is passed through it whole)."""
+    return _NONCHARACTERS.sub(_escape, terminal_text(text))
+
+
+def picture_text(text: str) -> str:
+    """`text` for a matplotlib label: control characters visible, `$` escaped (no mathtext)."""
+    return terminal_text(text).replace("$", "\\$") if isinstance(text, str) else text
 
 
 def broken_pipe_exit(stream=None) -> None:

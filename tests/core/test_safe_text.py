@@ -50,3 +50,64 @@ def test_a_terminal_that_says_it_has_no_columns_still_gets_the_result(monkeypatc
     buf = io.StringIO()
     SafeConsole(file=buf, soft_wrap=True).print("first bad commit: abc")
     assert buf.getvalue() == "first bad commit: abc\n"
+
+
+# -- Markdown, HTML, pictures ------------------------------------------------------------------------
+
+def test_markdown_text_escapes_outside_fences_and_keeps_what_bisectk_wrote():
+    from bisectk.report.debuglog import code_block
+    from bisectk.report.safe import markdown_text
+    from tests.report.inert import HOSTILE, inert_markdown
+    doc = (f"### t\n\n**Status:** {HOSTILE}\n- a **bold** `code` item, R&D, \\<kept\\>\n\n"
+           + code_block(f"x < y && {HOSTILE}\n```\n<script>still code</script>", "diff") + "\n\n<b>after</b>\n")
+    out = markdown_text(doc)
+    inert_markdown(out, code=True)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out and "\\x1b]0;pwn\\x07" in out and "\\udcff" in out
+    assert "- a **bold** `code` item, R&amp;D, &lt;kept&gt;" in out and "&lt;b&gt;after&lt;/b&gt;" in out
+    assert "x < y && " in out and "<script>still code</script>" in out     # inside the fence: code, shown as is
+
+
+def test_a_fence_a_subject_opens_where_a_renderer_would_not_leaves_nothing_unescaped():
+    """Only a column-0 fence is taken for code: an indented one inside a list item ends with the
+    item in CommonMark, so what follows it is escaped."""
+    from bisectk.report.safe import markdown_text
+    from tests.report.inert import inert_markdown
+    for doc in ("- item\n  ```\n<script>x</script>\n", "```a`b\n<script>x</script>\n", "~~~\n```\n~~\n<i>in</i>\n~~~\n<s>x</s>\n"):
+        inert_markdown(markdown_text(doc), code=True)
+
+
+def test_markdown_cells_and_code_spans_hold_any_text():
+    from markdown_it import MarkdownIt
+    from bisectk.report.debuglog import table
+    from bisectk.report.safe import code_span, markdown_text
+    from tests.report.inert import HOSTILE, inert_markdown
+    cells = ["a|b", "a\\|b", "x\\", "line\nbreak", HOSTILE, "`a|b`"]
+    text = markdown_text(table(["k", "v"], [[c, c] for c in cells]))
+    inert_markdown(text)
+    page = MarkdownIt("commonmark").enable("table").render(text)
+    assert "<td>a\\|b</td>" in page and "<td>a|b</td>" in page and "<td>line break</td>" in page
+    md = MarkdownIt("commonmark")
+    for s in ["plain", "a`b", "``x``", "`", " lead", "bisectk run s.toml --set 'a=1'"]:
+        assert md.renderInline(markdown_text(code_span(s))) == f"<code>{s}</code>", s
+    assert md.renderInline(markdown_text(code_span("a=<x> & `y`"))) == "a=&lt;x&gt; &amp; `y`"
+
+
+def test_html_text_escapes_markup_and_makes_what_a_parser_rejects_visible():
+    from bisectk.report.safe import html_text
+    from tests.report.inert import HOSTILE, inert_html
+    out = html_text(HOSTILE + "\ufdd0\uffff \"q\"")
+    assert inert_html(f"<p title=\"{out}\">{out}</p>").startswith("\\x00\\x07\\x1b]0;pwn")
+    assert "&lt;script&gt;" in out and "\\udcff" in out and "\\ufdd0" in out and "&quot;q&quot;" in out
+
+
+def test_picture_text_is_drawn_without_a_missing_glyph_or_mathtext():
+    import warnings
+    from matplotlib.figure import Figure
+    from bisectk.report.safe import picture_text
+    label = picture_text("a\x7f\x1b[2J\x00 $x$ \\$y")
+    assert label == "a\\x7f\\x1b[2J\\x00 \\$x\\$ \\\\$y" and label.isprintable()
+    fig = Figure()
+    fig.text(0, 0, label)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig.canvas.draw()

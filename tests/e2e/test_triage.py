@@ -100,3 +100,39 @@ def test_an_untracked_script_of_the_user_runs_in_triage_as_in_bisect(tmp_path):
     assert doc["bisect"]["command_files"] == [{"word": "./test.sh", "use": "yours", "path": str(r / "pkg" / "test.sh"),
                                                "state": "untracked"}]
     assert git(r, "status", "--porcelain").split() == ["??", "pkg/test.sh"]
+
+
+def test_a_hostile_commit_subject_author_and_file_name_reach_no_report_raw(tmp_path):
+    """The first bad commit's subject and author hold control characters (OSC retitle, clear, DEL),
+    <script> and |, and it adds a file whose name holds markup: the Markdown and HTML reports show
+    them as text (no raw control byte, no HTML of their own, tables as wide as their headers)."""
+    import subprocess
+    from tests.report.inert import inert_html, inert_markdown
+    r = tmp_path / "r"
+    r.mkdir()
+    hostile = "\x01\x1b]0;pwn\x07\x1b[2J\x7f <script>alert(1)</script> a|b"
+
+    def commit(msg, author="a"):
+        subprocess.run(["git", "add", "-A"], cwd=r, check=True)
+        subprocess.run(["git", "-c", "user.email=a@b", "-c", f"user.name={author}", "commit", "-qm", msg], cwd=r,
+                       check=True)
+    subprocess.run(["git", "init", "-q"], cwd=r, check=True)
+    (r / "m.py").write_text("v = 1\n")
+    commit("c0")
+    (r / "m.py").write_text("v = 2\n")
+    (r / "notes <b>x|.txt").write_text("n\n")
+    commit(f"tune{hostile}", author=f"A{hostile}")
+    (r / "other.py").write_text("w = 0\n")
+    commit("c2")
+    md, page = tmp_path / "t.md", tmp_path / "t.html"
+    p = bisectk("triage", "--repo", r, "--good", "HEAD~2", "--bad", "HEAD", "--run",
+                'python -c "import m, sys; sys.exit(m.v - 1)"', "--report", md, "--html", page,
+                "--ledger", tmp_path / "l.db", timeout=300)
+    assert p.returncode == 1, (p.stdout[-2000:], p.stderr[-2000:])
+    assert "Glyph" not in p.stderr, p.stderr[-2000:]
+    text = md.read_bytes().decode("utf-8")
+    inert_markdown(text)
+    assert "\\x01\\x1b]0;pwn\\x07\\x1b[2J\\x7f &lt;script&gt;alert(1)&lt;/script&gt; a|b" in text
+    assert "&lt;b&gt;x" in text
+    shown = inert_html(page.read_text(encoding="utf-8"))
+    assert "\\x01\\x1b]0;pwn\\x07\\x1b[2J\\x7f <script>alert(1)</script> a|b" in shown

@@ -104,3 +104,73 @@ def test_commands_in_the_html_are_shell_quoted():
         argv = shlex.split(c)
         assert argv[:3] == ["bisectk", "run", "/tmp/my specs/a;b.toml"]
         assert all(a == "warps=10 $(rm -rf ~)" for a in argv if a.startswith("warps="))
+
+
+def _hostile_records():
+    """An ablation whose factor names, values and failure, a bisection whose commit subjects and
+    authors, and a diff whose file names hold inert.HOSTILE."""
+    from tests.report.inert import HOSTILE
+    from tests.report.records import ablation, attempt, bisect_record, commit, diff_record, hunk
+    factors = ["warps", f"f{HOSTILE}", "$x$"]
+    evil = AttemptRecord(1, "split", tuple(factors[:2]), "hybrid", "fail", f"FAIL wrong ({HOSTILE})", None, 1, 0.1)
+    abl = ablation(factors, factors[:2], [evil, attempt(2, ["warps"], "pass")])
+    subj = abl.subject
+    abl = type(abl)(**{**abl.__dict__, "subject": type(subj)(**{**subj.__dict__, "name": f"k{HOSTILE}",
+                                                                 "bad": {**subj.bad, "warps": f"10{HOSTILE}"}})})
+    bis = bisect_record()
+    bad = {**commit(7), "subject": f"tune{HOSTILE}", "author": f"A{HOSTILE}", "files": [f"k{HOSTILE}.py"]}
+    bis = type(bis)(**{**bis.__dict__, "first_bad": bad, "candidates": (bad,),
+                       "tested": tuple({**t, "subject": f"s{HOSTILE}"} for t in bis.tested)})
+    dif = diff_record([hunk(f"k{HOSTILE}.py", 1, 2), hunk("b.py", 3, 4)], [f"k{HOSTILE}.py:1-1"])
+    return {"ablation": abl, "bisect": bis, "diff": dif}
+
+
+@pytest.mark.parametrize("kind", ["ablation", "bisect", "diff"])
+def test_text_from_outside_is_inert_in_every_report(tmp_path, kind):
+    """Control characters, a lone surrogate, <script>, | and ``` in a failure, a factor, a commit
+    subject, an author or a file name: the Markdown has no raw control byte and no HTML of its own,
+    its tables keep their columns; the HTML page parses and has neither; nor have the pictures,
+    drawn without a missing-glyph warning."""
+    import warnings
+    from tests.report.inert import inert_html, inert_markdown, no_raw_control
+    rec = _hostile_records()[kind]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        H.write_markdown(tmp_path / "r.md", rec)
+        H.write_html(tmp_path / "r.html", rec)
+    assert not [str(w.message) for w in caught if "Glyph" in str(w.message)]
+    text = (tmp_path / "r.md").read_bytes().decode("utf-8")
+    inert_markdown(text, code=kind == "diff")     # the culprit diff is a fenced block: code, shown as is
+    assert "\\x1b]0;pwn\\x07" in text and "&lt;script&gt;" in text
+    shown = inert_html((tmp_path / "r.html").read_text(encoding="utf-8"))
+    assert "\\x1b]0;pwn\\x07" in shown and "<script>alert(1)</script>" in shown    # shown as text
+    for picture in (tmp_path / "r-figures").glob("*.svg"):
+        no_raw_control(picture.read_bytes())
+        assert "<script" not in picture.read_text()
+
+
+HOSTILE_SUBJECT = r"""import json, sys
+print("log line \x1b]0;pwn\x07\x1b[2J\x7f <script>alert(2)</script>", flush=True)
+if sys.argv[1] == "1":
+    print("BISECTK_RESULT " + json.dumps({"ok": False, "error":
+          "\u0000\u0007\u001b]0;pwn\u0007\u001b[2J\u007f\u009b2J\udcff <script>alert(1)</script> a|b ```"}))
+else:
+    print('BISECTK_RESULT {"v": 0}')
+"""
+
+
+def test_a_subjects_hostile_error_reaches_no_report_raw(tmp_path):
+    """The adversarial finding 06: `bisectk ablate` of a subject whose error holds NUL, BEL, ESC
+    sequences, DEL, an 8-bit CSI, a lone surrogate, <script> and |."""
+    from tests.report.inert import inert_html, inert_markdown
+    (tmp_path / "subj.py").write_text(HOSTILE_SUBJECT)
+    (tmp_path / "s.toml").write_text('[subject]\ncommand=["python3","subj.py","{a}"]\n[good]\na=0\n[bad]\na=1\n')
+    p = bisectk("ablate", "s.toml", "--report", "r.md", "--html", "r.html", "--json-out", "r.json", cwd=tmp_path,
+                timeout=300)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    assert "Glyph" not in p.stderr and "Warning" not in p.stderr, p.stderr[-2000:]
+    text = (tmp_path / "r.md").read_bytes().decode("utf-8")
+    inert_markdown(text)
+    assert "\\x1b]0;pwn\\x07\\x1b[2J\\x7f\\x9b2J\\udcff &lt;script&gt;alert(1)&lt;/script&gt; a|b" in text
+    shown = inert_html((tmp_path / "r.html").read_text(encoding="utf-8"))
+    assert "\\x00\\x07\\x1b]0;pwn\\x07\\x1b[2J\\x7f\\x9b2J\\udcff <script>alert(1)</script> a|b ```" in shown

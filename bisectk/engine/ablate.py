@@ -244,7 +244,9 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
         unresolved=tuple(doc["unresolved"]),
         flakiness_rule=rule_doc(rule, policy, res),
         thresholds={f: {"first_fail": t.value, "last_pass": t.values[t.last_pass], "exact": t.exact,
-                        "text": t.describe()} for f, t in found_thresholds.items()},
+                        "monotone": t.monotone, "failing": list(t.failing),
+                        "not_run": [t.values[i] for i in t.not_run], "text": t.describe()}
+                    for f, t in found_thresholds.items()},
         search_runs=res.runs, unused_runs=res.unused, ahead_runs=res.taken_ahead, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)
 
 
@@ -274,7 +276,7 @@ def advice(res: AblationResult, spec: Spec, policy: RunPolicy, order: dict, stop
                       "commands": [fix_command(spec, ordered(f)).removesuffix(" --repeat 5") for f in res.open_fixes],
                       "without": [[str(x) for x in ordered(f)] for f in res.open_fixes]})
     for f, t in found_thresholds.items():
-        steps.append({"step": "threshold", "factor": f, "text": t.describe()})
+        steps.append({"step": "threshold", "factor": f, "text": t.describe(), "monotone": t.monotone})
     if different:
         steps.append({"step": "different_failure"})
     return steps

@@ -318,3 +318,20 @@ def test_no_flaky_confirms_each_claim_once_and_says_so(tmp_path):
     assert steady["runs"] < default["runs"], (steady["runs"], default["runs"])
     text = bisectk("ablate", spec, "--no-flaky", "--ledger", tmp_path / "s" / "ledger.db", timeout=600).stdout
     assert "flakiness: none: --no-flaky declared the failure deterministic" in text
+
+
+def test_a_threshold_that_is_not_monotone_is_not_stated_as_one(tmp_path):
+    """An ordinal n = 1..8 where only 3 and 8 fail: the bisection brackets 7 / 8 and never runs 3.
+    The values below the bracket it skipped are spot-checked, so the answer says n=3 fails and
+    that there is no single threshold, where it said `fails from 8 on (7 passes)`."""
+    spec = tmp_path / "s.toml"
+    (tmp_path / "s.sh").write_text('case "$1" in 3|8) exit 1;; esac; exit 0\n')
+    spec.write_text('[subject]\ncommand = ["sh", "s.sh", "{n}", "{m}"]\n[factors]\nn = [1, 2, 3, 4, 5, 6, 7, 8]\n'
+                    "[good]\nn = 1\nm = 0\n[bad]\nn = 8\nm = 1\n")
+    doc = ablate_json(spec, tmp_path)
+    assert doc["culprits"] == ["n"]
+    th = doc["thresholds"]["n"]
+    assert th["monotone"] is False and th["failing"] == [3, 8] and th["not_run"] == []
+    assert "fails from" not in th["text"] and "not monotone" in th["text"]
+    text = bisectk("ablate", spec, "--ledger", tmp_path / "ledger.db").stdout
+    assert "threshold: n fails at 3, 8 and passes at 1, 2, 4, 5, 6, 7: not monotone" in text

@@ -11,10 +11,14 @@ FirstRuns        -- with --jobs above one, the search's likely first runs, begun
                     endpoint's first run (a GPU hang holds it a second or more) and taken by the
                     search when it asks.
 attempt_records  -- the search's attempts as AttemptRecords, with each configuration's verdict.
+good_suspect     -- what in a search's answer says the good side may fail too (more than one
+                    failing set, or unconfirmed, under the one-sided flake rule): the cue for
+                    endpoints.recheck_good.
 rule_doc         -- the record's flakiness rule: --flaky's, or --no-flaky's declaration (STEADY).
 run_ablation     -- the whole command: verify the endpoints, make the judging oracle with the
                     failure they showed, derive the flakiness rule from the endpoint runs when the
-                    failure is intermittent, search, find thresholds of ordinal culprits, add
+                    failure is intermittent, search, re-check good when the answer says it may
+                    fail too (good_suspect), find thresholds of ordinal culprits, add
                     evidence (PTX, sanitizer), and return an AblationRecord whose next steps are
                     facts (report/advice.py words them).
 """
@@ -28,7 +32,7 @@ from concurrent.futures import Future
 from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
 
-from bisectk.engine.endpoints import hang_checks, verify
+from bisectk.engine.endpoints import hang_checks, recheck_good, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.interrupts import live
 from bisectk.engine.oracle import Oracle, Trials
@@ -76,6 +80,23 @@ def flakiness_rule(check: EndpointCheck, two_rate: bool = False) -> ConfidenceRu
     if not check.flaky or check.bad_rate.fails == 0:
         return None
     return ConfidenceRule.derive(check.bad_rate.fails, check.bad_rate.runs)
+
+
+def good_suspect(res: AblationResult, stopped: bool) -> str | None:
+    """What, in a search's answer, says the good side may fail too (engine/endpoints.py, 6.), in
+    words; None when nothing does. Only under the one-sided flake rule, whose every failure is
+    proof (no rule: a deterministic search whose confirmation held; two rates: good's failures
+    are in the model): more than one independent failing set, or an answer its confirmation
+    contradicted. Not after a Ctrl-C: the user asked to stop."""
+    if not isinstance(res.rule, ConfidenceRule) or (stopped and res.stop_reason == "interrupted"):
+        return None
+    sets = [s.members for s in res.sets if s.members]
+    if len(sets) > 1:
+        return (f"the search found {len(sets)} independent failing sets ("
+                + "; ".join("{" + ", ".join(map(str, m)) + "}" for m in sets) + ")")
+    if res.stop_reason == "unconfirmed":
+        return "the confirmation of the search's answer contradicted it under the flake rule"
+    return None
 
 
 def search_set(oracle: Oracle, differences: list, *, strategy: str, rule: ConfidenceRule | RateRule | None,
@@ -211,6 +232,18 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
                        measure_removal=True, more_sets=MORE_SETS, confidence=policy.confidence,
                        endpoint=(check.bad_rate.fails, check.bad_rate.runs), started=first.started)
     res, stopped, reason = found.result, found.stopped, found.result.stop_reason
+    why = good_suspect(res, stopped)
+    if why:     # the answer is what a good side that fails sometimes produces: good is run again
+        try:
+            check = recheck_good(trials, frozenset(), frozenset(diffs), check,
+                                 max(res.rule.repeats, policy.calibrate_runs), why)
+        except KeyboardInterrupt:   # the search's answer stands as it was, stopped
+            stopped, reason = True, "interrupted while re-checking the good endpoint"
+        base["endpoints"] = check
+        if not check.ok:
+            return AblationRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
+                                  observations=len(trials.trials), wall_s=time.monotonic() - start,
+                                  search_runs=res.runs, **base)
     found_thresholds: dict[str, Threshold] = {}
     if thresholds and not stopped:
         try:
@@ -244,7 +277,9 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
         unresolved=tuple(doc["unresolved"]),
         flakiness_rule=rule_doc(rule, policy, res),
         thresholds={f: {"first_fail": t.value, "last_pass": t.values[t.last_pass], "exact": t.exact,
-                        "text": t.describe()} for f, t in found_thresholds.items()},
+                        "monotone": t.monotone, "failing": list(t.failing),
+                        "not_run": [t.values[i] for i in t.not_run], "text": t.describe()}
+                    for f, t in found_thresholds.items()},
         search_runs=res.runs, unused_runs=res.unused, ahead_runs=res.taken_ahead, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)
 
 
@@ -274,7 +309,7 @@ def advice(res: AblationResult, spec: Spec, policy: RunPolicy, order: dict, stop
                       "commands": [fix_command(spec, ordered(f)).removesuffix(" --repeat 5") for f in res.open_fixes],
                       "without": [[str(x) for x in ordered(f)] for f in res.open_fixes]})
     for f, t in found_thresholds.items():
-        steps.append({"step": "threshold", "factor": f, "text": t.describe()})
+        steps.append({"step": "threshold", "factor": f, "text": t.describe(), "monotone": t.monotone})
     if different:
         steps.append({"step": "different_failure"})
     return steps

@@ -31,9 +31,24 @@ verify         -- the procedure, through the space's Trials (engine/oracle.py; i
                      engine/environment.py) get that cause as their problem, with its facts:
                      the differences were never tested.
 
+recheck_good   -- 6. after a search, when its answer says the good side may fail too (see below):
+                  the good endpoint run again, as often as the search's flake rule asks of a
+                  configuration it clears; one that shows the target failure makes the endpoints
+                  unusable, with its rate and what to do.
+
 announce_watchdog -- a note before the good endpoint's first run when it runs under the
                   uncalibrated watchdog cap (120 s unless --timeout or the spec says otherwise),
                   so a long silent wait is explained before it starts.
+
+Why good is re-checked after a search (6). The one-sided flake rule (search/flaky.py) takes any
+failure as proof that the configuration holds the culprit: it rests on a good side that never
+fails, which step 1 checked with `repeat` runs (one, by default). A good side that fails now and
+then breaks it without a trace at the endpoints: hybrids are run many times each (r passes in a
+row to be cleared), so each one's rare failure turns up, and every difference flipped alone on good
+"fails", while bad without it fails too. The search then finds one-difference failing sets, one
+after another, and its confirmation never holds. The caller (engine/ablate.py) says when the
+answer looks like that; only then is good run again, so a search without a contradiction costs no
+extra runs. The re-check holds good to the search's own rule: r passes in a row.
 
 As mozregression and Pinpoint do, endpoints are re-tested rather than trusted: a "broken"
 configuration that does not fail, or a "working" one that does, makes every later answer wrong.
@@ -144,6 +159,54 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
                         if v.reason is Reason.USAGE)
     return EndpointCheck(good, bad, watchdog, problem, target, is_flaky and problem is None, bad_rate, good_rate,
                          tuple(notes), details, env.to_dict() if env else None)
+
+
+def recheck_good(trials: Trials, good_point: Any, bad_point: Any, check: EndpointCheck, runs: int,
+                 why: str) -> EndpointCheck:
+    """6. of the module docstring: run the good endpoint `runs` more times (`why`: what in the
+    search's answer asked for it, in words); a failure ends the runs once the rate rests on
+    `calibrate_runs` of them. It showed the target failure: the check returned has a problem
+    saying so (the rate with its interval, what the search's answer was, and what to do; bad is
+    measured over `calibrate_runs` runs first if it had fewer, for the two rates to be compared);
+    else a note that it passed them all."""
+    from bisectk.engine.records import Rate
+    from bisectk.search.rates import endpoint_runs_to_separate
+    trials.runner.events.emit(PhaseStarted("recheck", f"{why}: re-checking the good endpoint over {runs} more runs"))
+    good_runs, before = list(check.good.runs), check.good_rate.runs
+    cap = trials.policy.calibrate_runs
+    for _ in range(runs):   # r passes, as the rule asks; a failure ends it once the rate has `cap` runs
+        good_runs.append(trials.observe(good_point))
+        if _target_fails(good_runs, check.target) and _judged(good_runs) >= cap:
+            break
+    good = _folded(trials, good_point, good_runs)
+    rate = Rate(_target_fails(good_runs, check.target), _judged(good_runs))
+    if not rate.fails:
+        return replace(check, good=good, good_rate=rate, notes=(
+            *check.notes, f"{why}; the good endpoint was re-checked and passed {runs} more runs in a row, as many "
+                          "as the search asks of a configuration it clears"))
+    bad_runs = list(check.bad.runs)
+    if len(bad_runs) < cap:     # a deterministic start ran bad once or twice: its rate is to be compared
+        trials.runner.events.emit(PhaseStarted("flakiness", f"measuring the bad endpoint over {cap} runs"))
+        while len(bad_runs) < cap:
+            bad_runs.append(trials.observe(bad_point))
+    bad = Rate(_target_fails(bad_runs, check.target), _judged(bad_runs))
+    more = endpoint_runs_to_separate(rate.fails, rate.runs, bad.fails, bad.runs)
+    if more is None:
+        todo = ("in these runs good failed as often as bad: the failure may not depend on these differences at "
+                "all; make good pass reliably first, or measure both over more runs (`bisectk check SPEC --repeat 40`)")
+    else:
+        each = max(trials.policy.calibrate_runs, min(rate.runs, bad.runs) + more)
+        todo = ("if good fails less often than bad (a race that got more frequent), --flaky weighs both rates "
+                f"(the two-rate model): about {each} runs of each endpoint tell these two apart, "
+                f"`--flaky --calibrate-runs {each}`; else make good pass reliably first")
+    problem = (f"the good configuration fails intermittently: the same failure ({check.target.describe()}) in "
+               f"{rate.describe()}, though its first {'run' if before == 1 else f'{before} runs'} passed")
+    details = (f"the search took every failure as proof (the one-sided flake rule: a good side never fails); {why}, "
+               f"which is what a good side that fails sometimes produces: its answer is set aside",
+               f"the bad endpoint fails in {bad.describe()}",
+               todo)
+    return replace(check, good=good, good_rate=rate, bad=_folded(trials, bad_point, bad_runs), bad_rate=bad,
+                   problem=problem, details=details, flaky=False)
 
 
 def _capped(runner: Runner, good_runs: list[Run]) -> str | None:

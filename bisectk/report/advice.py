@@ -91,7 +91,9 @@ WORDS: dict[str, Callable[[dict], str]] = {
     "verify_fixes": lambda s: "Verify each fix on the bad configuration: " + "; ".join(s["commands"]),
     "verify_fix": lambda s: f"Verify the fix candidate on the bad configuration: {s['command']}",
     "isolate_rest": _isolate_rest,
-    "threshold": lambda s: f"{s['factor']}: {s['text']}; inspect what changes between those two values.",
+    "threshold": lambda s: f"{s['factor']}: {s['text']}; " + (
+        "inspect what changes between those two values." if s.get("monotone", True)
+        else "inspect what the failing values have in common."),
     "different_failure": lambda s: "A different failure appeared in some hybrids (listed above): ablate it separately.",
     # diff (engine/diff.py)
     "unbuilt_hybrids": lambda s: (f"{s['count']} hybrid(s) did not build or failed differently; hunks that only build "

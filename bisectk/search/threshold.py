@@ -11,8 +11,13 @@ find_threshold -- binary search over value indices 0..count-1, where index 0 (th
                   with git bisect's skip-away around UNRESOLVED indices.
 
 The oracle takes an index (the caller maps it to a value such as stages=3). If the failure is
-not monotone in the value, the answer is still a true boundary: a passing index directly
-followed by a failing one.
+not monotone in the value, the bracket is still a true boundary (a passing index directly
+followed by a failing one), but "fails from X on" would claim more than was run: a value below
+X that the bisection skipped may fail too (stages 3 and 8 fail, 1-2 and 4-7 pass). So, once
+bracketed, up to SPOT_CHECKS of the values below the bracket that were not run are run
+(spread evenly over them): the claim a user acts on is "below X it passes". A spot check that
+fails makes the answer say the failure is not monotone and list what failed and passed; values
+still not run are named in the answer with the outcome they were assumed to have.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ from bisectk.outcome import Outcome
 from bisectk.search.flaky import ConfidenceRule
 from bisectk.search.tester import Attempt, SearchStopped, StopSearch, Tester
 
+SPOT_CHECKS = 4     # values below the bracket run after the bisection, at most
+
+
 
 @dataclass(frozen=True)
 class Threshold:
@@ -35,6 +43,26 @@ class Threshold:
     attempts: tuple[Attempt, ...] = field(default=(), repr=False)
     runs: int = 0
     complete: bool = True
+    outcomes: tuple[Outcome | None, ...] = ()   # per index: what its runs said, None if not run
+
+    def _indices(self, outcome: Outcome | None) -> list[int]:
+        return [i for i, o in enumerate(self.outcomes) if o is outcome]
+
+    @property
+    def monotone(self) -> bool:
+        """No value was seen to fail below a value seen to pass (always so without `outcomes`)."""
+        fails, passes = self._indices(Outcome.FAIL), self._indices(Outcome.PASS)
+        return not fails or not passes or min(fails) > max(passes)
+
+    @property
+    def not_run(self) -> tuple[int, ...]:
+        """Indices no run judged (neither run nor among the endpoints): their outcome is assumed."""
+        return tuple(self._indices(None))
+
+    @property
+    def failing(self) -> tuple:
+        """Every value seen to fail."""
+        return tuple(self.values[i] for i in self._indices(Outcome.FAIL))
 
     @property
     def exact(self) -> bool:
@@ -47,11 +75,29 @@ class Threshold:
         return self.values[self.first_fail]
 
     def describe(self) -> str:
+        """The boundary in words, and what it rests on: values not run are named with the outcome
+        assumed for them; a failure below a pass is said to be one (no threshold then)."""
+        def names(indices) -> str:
+            return ", ".join(str(self.values[i]) for i in indices)
         good, bad = self.values[self.last_pass], self.values[self.first_fail]
-        if self.exact:
-            return f"fails from {bad} on ({good} passes)"
-        between = ", ".join(str(self.values[i]) for i in self.unresolved)
-        return f"fails at {bad}, passes at {good}; {between} could not be judged"
+        if not self.monotone:
+            text = (f"fails at {names(self._indices(Outcome.FAIL))} and passes at {names(self._indices(Outcome.PASS))}: "
+                    f"not monotone, so no single threshold")
+        elif self.exact:
+            text = f"fails from {bad} on ({good} passes)"
+        else:
+            text = f"fails at {bad}, passes at {good}"
+        if self.unresolved:
+            text += f"; {names(self.unresolved)} could not be judged"
+        below = [i for i in self.not_run if i < self.last_pass]
+        above = [i for i in self.not_run if i > self.first_fail]
+        if self.monotone and (below or above):
+            assumed = ([f"{names(below)} pass{'es' if len(below) == 1 else ''}"] if below else []) + \
+                      ([f"{names(above)} fail{'s' if len(above) == 1 else ''}"] if above else [])
+            text += f"; not run, assumed: {' and '.join(assumed)}"
+        elif self.not_run:
+            text += f"; not run: {names(self.not_run)}"
+        return text
 
 
 def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome], *,
@@ -59,8 +105,10 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
                    on_attempt: Callable[[Attempt], None] | None = None,
                    should_stop: Callable[[], bool] | None = None,
                    max_runs: int | None = None,
-                   known: Mapping[int, Outcome] | None = None) -> Threshold:
-    """Bisect `values` (ordered, good value first, bad value last) to the failure threshold.
+                   known: Mapping[int, Outcome] | None = None,
+                   spot_checks: int = SPOT_CHECKS) -> Threshold:
+    """Bisect `values` (ordered, good value first, bad value last) to the failure threshold,
+    then run up to `spot_checks` of the values below the bracket it skipped (module docstring).
 
     Invariant: lo PASSes, hi FAILs, lo < hi. Each probe between them moves one end onto an
     index just observed with that outcome; UNRESOLVED probes are skipped (nearest to the
@@ -86,13 +134,26 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
                 hi = probes[0]
             elif outcome is Outcome.PASS:
                 lo = probes[0]
+        for index in spread([i for i in range(1, lo) if tester.outcome_of(i) is None], spot_checks):
+            tester.test(index, "spot-check")
     except (StopSearch, KeyboardInterrupt) as stop:
         raise SearchStopped(_answer(values, tester, lo, hi, complete=False), stop) from stop
     return _answer(values, tester, lo, hi, complete=True)
+
+
+def spread(indices: Sequence[int], k: int) -> list[int]:
+    """At most `k` of `indices`, evenly spread over them (all of them when there are no more)."""
+    if len(indices) <= k:
+        return list(indices)
+    if k <= 0:
+        return []
+    if k == 1:
+        return [indices[len(indices) // 2]]
+    return [indices[round(j * (len(indices) - 1) / (k - 1))] for j in range(k)]
 
 
 def _answer(values: Sequence[Hashable], tester: Tester, lo: int, hi: int,
             complete: bool) -> Threshold:
     unresolved = tuple(i for i in range(lo + 1, hi) if tester.outcome_of(i) is Outcome.UNRESOLVED)
     return Threshold(tuple(values), lo, hi, unresolved, tuple(tester.attempts), tester.runs,
-                     complete)
+                     complete, tuple(tester.outcome_of(i) for i in range(len(values))))

@@ -318,3 +318,82 @@ def test_no_flaky_confirms_each_claim_once_and_says_so(tmp_path):
     assert steady["runs"] < default["runs"], (steady["runs"], default["runs"])
     text = bisectk("ablate", spec, "--no-flaky", "--ledger", tmp_path / "s" / "ledger.db", timeout=600).stdout
     assert "flakiness: none: --no-flaky declared the failure deterministic" in text
+
+
+def test_a_threshold_that_is_not_monotone_is_not_stated_as_one(tmp_path):
+    """An ordinal n = 1..8 where only 3 and 8 fail: the bisection brackets 7 / 8 and never runs 3.
+    The values below the bracket it skipped are spot-checked, so the answer says n=3 fails and
+    that there is no single threshold, where it said `fails from 8 on (7 passes)`."""
+    spec = tmp_path / "s.toml"
+    (tmp_path / "s.sh").write_text('case "$1" in 3|8) exit 1;; esac; exit 0\n')
+    spec.write_text('[subject]\ncommand = ["sh", "s.sh", "{n}", "{m}"]\n[factors]\nn = [1, 2, 3, 4, 5, 6, 7, 8]\n'
+                    "[good]\nn = 1\nm = 0\n[bad]\nn = 8\nm = 1\n")
+    doc = ablate_json(spec, tmp_path)
+    assert doc["culprits"] == ["n"]
+    th = doc["thresholds"]["n"]
+    assert th["monotone"] is False and th["failing"] == [3, 8] and th["not_run"] == []
+    assert "fails from" not in th["text"] and "not monotone" in th["text"]
+    text = bisectk("ablate", spec, "--ledger", tmp_path / "ledger.db").stdout
+    assert "threshold: n fails at 3, 8 and passes at 1, 2, 4, 5, 6, 7: not monotone" in text
+
+
+COUNTED = """import os, sys
+path = sys.argv[1]
+n = int(open(path).read()) if os.path.exists(path) else 0
+open(path, "w").write(str(n + 1))
+f = dict(a.split("=") for a in sys.argv[2:])
+# run number n: the culprits fail on even runs; with `background`, every run 3 mod 7 fails too
+fail = any(f[x] == "1" for x in os.environ["CULPRITS"].split(",")) and n % 2 == 0
+sys.exit(1 if fail or (os.environ["BACKGROUND"] == "1" and n % 7 == 3) else 0)
+"""
+
+
+def counted(tmp_path, culprits: str, background: bool):
+    """Eight factors a..h and a subject whose failures follow a run counter (no randomness): the
+    factors in `culprits` fail every other run (an intermittent failure); with `background`, any
+    configuration, good included, fails on every run numbered 3 mod 7. Its first run (good's) passes."""
+    (tmp_path / "subject.py").write_text(COUNTED)
+    (tmp_path / "count").mkdir()
+    names = "abcdefgh"
+    command = ["python", "subject.py", str(tmp_path / "count" / "n.txt"), *(f"{x}={{{x}}}" for x in names)]
+    spec = tmp_path / "s.toml"
+    spec.write_text(f"[subject]\ncommand = {json.dumps(command)}\n"
+                    f"env = {{CULPRITS = \"{culprits}\", BACKGROUND = \"{int(background)}\"}}\n"
+                    "[good]\n" + "".join(f"{x} = 0\n" for x in names) + "[bad]\n" + "".join(f"{x} = 1\n" for x in names))
+    return spec
+
+
+def test_a_good_side_that_fails_now_and_then_is_named_not_set_after_set(tmp_path):
+    """Good fails 1 run in 7 whatever the factors; c fails more. Good's one endpoint run passes, and the
+    flake rule (any failure is proof) made every factor a one-factor failing set ("culprit in set N"),
+    then stopped unconfirmed with "Resume to finish". Now the answer's shape sends the good endpoint
+    back for re-runs; it fails, and the endpoints are called unusable with good's rate and --flaky."""
+    spec = counted(tmp_path, "c", background=True)
+    doc = ablate_json(spec, tmp_path, code=2)
+    ends = doc["endpoints"]
+    assert not ends["ok"] and ends["problem"].startswith("the good configuration fails intermittently")
+    assert ends["good_rate"]["fails"] >= 1 and ends["good_rate"]["runs"] > 1
+    assert "Wilson interval" in ends["problem"] and "independent failing sets" in " ".join(ends["problem_details"])
+    assert any("--flaky" in d for d in ends["problem_details"])
+    assert not doc["culprits"] and not doc["differences"]
+    text = bisectk("ablate", spec, "--ledger", tmp_path / "ledger.db").stdout
+    assert "problem: the good configuration fails intermittently" in text
+    assert "culprit in set" not in text and "Resume" not in text
+
+
+def test_a_flaky_failure_with_a_good_side_that_holds_costs_no_extra_good_runs(tmp_path):
+    """One intermittent culprit and a good side that never fails: nothing in the answer asks for
+    good again, so it ran once, as before."""
+    doc = ablate_json(counted(tmp_path, "c", background=False), tmp_path)
+    assert doc["culprits"] == ["c"] and doc["complete"] and doc["flakiness_rule"]
+    assert doc["endpoints"]["good_rate"]["runs"] == 1 and not doc["endpoints"]["notes"]
+
+
+def test_two_flaky_sets_with_a_good_side_that_holds_are_kept_after_the_recheck(tmp_path):
+    """Two intermittent culprits, each enough alone (two sets under the flake rule): good is
+    re-checked, passes every run, and the two sets stand, with a note of the re-check."""
+    doc = ablate_json(counted(tmp_path, "c,f", background=False), tmp_path)
+    assert [s["members"] for s in doc["sets"]] == [["c"], ["f"]] and doc["complete"]
+    ends = doc["endpoints"]
+    assert ends["ok"] and ends["good_rate"]["fails"] == 0 and ends["good_rate"]["runs"] > 1
+    assert any("re-checked and passed" in n for n in ends["notes"])

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from bisectk.outcome import Outcome
 from bisectk.search import ConfidenceRule, SearchStopped, StopSearch, find_threshold
+from bisectk.search.threshold import SPOT_CHECKS
 
 
 @settings(max_examples=60, deadline=None, database=None)
@@ -21,9 +22,48 @@ def test_finds_the_first_failing_value_in_log2_runs(count, data):
         return Outcome.FAIL if index >= first else Outcome.PASS
 
     found = find_threshold(list(range(count)), oracle)
-    assert (found.last_pass, found.first_fail) == (first - 1, first) and found.exact
-    assert found.runs == len(calls) <= math.ceil(math.log2(count - 1))
-    assert 0 not in calls and count - 1 not in calls
+    assert (found.last_pass, found.first_fail) == (first - 1, first) and found.exact and found.monotone
+    # the bisection, then at most SPOT_CHECKS of the values below it skipped
+    assert found.runs == len(calls) <= math.ceil(math.log2(count - 1)) + SPOT_CHECKS
+    assert 0 not in calls and count - 1 not in calls and len(set(calls)) == len(calls)
+    if found.not_run:
+        assert "not run, assumed" in found.describe()
+    else:
+        assert found.describe() == f"fails from {first} on ({first - 1} passes)"
+
+
+def test_a_failure_below_the_threshold_is_found_and_said():
+    """n = 1..8, only 3 and 8 fail: the bisection brackets 7 / 8 without running 3; the spot checks
+    of the values it skipped below run 3, and the answer says the failure is not monotone."""
+    values = [1, 2, 3, 4, 5, 6, 7, 8]
+    calls = []
+
+    def oracle(index):
+        calls.append(values[index])
+        return Outcome.FAIL if values[index] in (3, 8) else Outcome.PASS
+
+    found = find_threshold(values, oracle)
+    assert 3 in calls and not found.monotone and found.failing == (3, 8) and not found.not_run
+    assert found.describe() == ("fails at 3, 8 and passes at 1, 2, 4, 5, 6, 7: not monotone, so no single "
+                                "threshold")
+    assert [a.phase for a in found.attempts].count("spot-check") == 3
+
+
+def test_values_not_run_are_named_as_assumed():
+    """Nine values below the bracket were skipped: four spot checks spread over them, the rest
+    named with the outcome assumed for them, as is a value above the first failing one."""
+    values = list(range(1, 17))
+    found = find_threshold(values, lambda i: Outcome.FAIL if values[i] >= 15 else Outcome.PASS)
+    assert found.exact and found.value == 15 and found.monotone
+    checked = [values[a.config] for a in found.attempts if a.phase == "spot-check"]
+    assert len(checked) == SPOT_CHECKS and checked == [2, 5, 9, 13]
+    not_run = [values[i] for i in found.not_run]
+    assert not_run and all(v < 14 for v in not_run)
+    assert found.describe() == (f"fails from 15 on (14 passes); not run, assumed: "
+                                f"{', '.join(map(str, not_run))} pass")
+    up = find_threshold(values, lambda i: Outcome.FAIL if values[i] >= 3 else Outcome.PASS, spot_checks=0)
+    above = [values[i] for i in up.not_run]
+    assert up.describe() == f"fails from 3 on (2 passes); not run, assumed: {', '.join(map(str, above))} fail"
 
 
 def test_skips_unresolved_values():

@@ -72,9 +72,12 @@ class CommitSpace:
         return self.commits.good if point == GOOD else self.commits[point]
 
     def _rev(self, sha: str) -> str:
-        """What pins a run's tree in the memo key: the commit, and where in it the command runs (the
-        same command typed in two directories of one commit is two subjects)."""
-        return sha if str(self.subdir) == "." else f"{sha}:{self.subdir.as_posix()}"
+        """What pins a run's tree in the memo key: the commit, where in it the command runs (the
+        same command typed in two directories of one commit is two subjects), and git's settings
+        that shape its checkout, when any is set (a filter, git-lfs, line endings)."""
+        rev = sha if str(self.subdir) == "." else f"{sha}:{self.subdir.as_posix()}"
+        shape = self.pool.shape if self.pool is not None else ""     # git's checkout settings, when set
+        return f"{rev}@{shape}" if shape else rev
 
     def _skipped(self, sha: str, why: str) -> Workload:
         """A commit that cannot run the command, and why: skipped, as git's 125."""

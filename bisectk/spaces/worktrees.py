@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import hashlib
 import os
 import re
 import shutil
@@ -177,6 +178,44 @@ def _admin_of(path: Path) -> Path | None:
     except OSError:
         return None
     return Path(line[len("gitdir: "):]) if line.startswith("gitdir: ") else None
+
+
+# what decides the bytes a checkout writes besides the commit: filters (git-lfs's smudge among them),
+# line endings, symlinks and modes; and the repository's own attributes file
+_SHAPING = r"^(filter\..*\.(smudge|process|required)|core\.(autocrlf|eol|symlinks|filemode|checkroundtripencoding)|lfs\.)"
+
+
+def checkout_shape(repo: Path, common: Path) -> str:
+    """A digest of what, besides the commit, decides the files a checkout writes ('' when none of
+    it is set, so that a plain repository's keys are what they were): the shaping config
+    (_SHAPING), <git dir>/info/attributes and GIT_LFS_SKIP_SMUDGE."""
+    try:
+        said = run_git(repo, "config", "--get-regexp", _SHAPING)
+    except SpaceError:              # exit 1: no such key
+        said = ""
+    try:
+        attributes = (common / "info" / "attributes").read_text(errors="replace")
+    except OSError:
+        attributes = ""
+    skip = os.environ.get("GIT_LFS_SKIP_SMUDGE", "")
+    if not (said or attributes or skip):
+        return ""
+    return hashlib.sha256("\0".join((said, attributes, skip)).encode()).hexdigest()[:12]
+
+
+def _shape_of(path: Path) -> str:
+    try:
+        return Path(f"{path}.shape").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _record_shape(path: Path, shape: str) -> None:
+    shaped = Path(f"{path}.shape")
+    if shape:
+        shaped.write_text(shape + "\n")
+    else:
+        shaped.unlink(missing_ok=True)
 
 
 def trust(path: Path) -> None:
@@ -371,7 +410,9 @@ class WorktreePool:
             fd = self._lock(path)
             if fd is None:
                 continue
-            if head is None:                # not intact (pruned, half-made): made again
+            if head is None or _shape_of(path) != self.shape:
+                # not intact (pruned, half-made), or its files were written under other checkout
+                # settings (git-lfs installed since, a filter or eol setting changed): made again
                 self._discard(path)
                 os.close(fd)
                 continue
@@ -395,6 +436,7 @@ class WorktreePool:
             raise
         entry = _Entry(path, fd, sha, fresh=False)
         self._held.append(entry)
+        _record_shape(path, self.shape)
         try:
             self._submodules(entry)
         except BaseException:
@@ -478,6 +520,12 @@ class WorktreePool:
     def _discard(self, path: Path) -> None:
         _discard(self.repo, path)
 
+    @functools.cached_property
+    def shape(self) -> str:
+        """git's settings that decide what a checkout writes (checkout_shape): a cached worktree
+        made under others is made again, and the runs' memo key holds them."""
+        return checkout_shape(self.repo, self._common)
+
     def close(self) -> None:
         """Release every worktree (removed too unless `keep`); safe to call twice."""
         with self._cond:
@@ -516,6 +564,7 @@ def _discard(repo: Path, path: Path) -> None:
     except SpaceError:
         pass            # half-created or already gone: rmtree + prune settle it
     shutil.rmtree(path, ignore_errors=True)
+    Path(f"{path}.shape").unlink(missing_ok=True)
     run_git(repo, "worktree", "prune")     # its admin directory, submodules' clones with it
 
 

@@ -407,6 +407,25 @@ def test_clean_ignored_keeps_one_commits_ignored_build_outputs_from_anothers_run
     assert jrun(r, *args, "--clean-ignored")["first_bad"]["sha"] == shas[6]
 
 
+def test_a_filter_configured_since_the_last_command_checks_out_and_runs_again(tmp_path):
+    """git-lfs installed after a first bisection (its files were pointers then): the cached
+    worktree was written under the old settings and the ledger's verdicts judged pointers; both
+    are made again, with no --fresh and no `ledger gc`."""
+    r = tmp_path / "lfsish"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    shas = [commit(r, f"c{i}", {".gitattributes": "*.dat filter=lfsish\n", "model.dat": f"pointer {i}\n",
+                                "counter": f"{i}\n"}) for i in range(1, 11)]
+    (r / "test.sh").write_text('#!/bin/sh\ngrep -q "^real" model.dat || exit 2\n[ $(cat counter) -lt 7 ]\n')
+    (r / "test.sh").chmod(0o755)
+    p = run(r, "--good", shas[0], "--run", "./test.sh", check=2)        # pointers: the good endpoint fails
+    assert "good" in p.stderr + p.stdout
+    git(r, "config", "filter.lfsish.smudge", "sed s/pointer/real/")
+    git(r, "config", "filter.lfsish.clean", "sed s/real/pointer/")
+    d = jrun(r, "--good", shas[0], "--run", "./test.sh")
+    assert d["first_bad"]["sha"] == shas[6]
+
+
 def test_a_commit_named_by_its_message_as_git_bisect_takes_it(user):
     """`:/regex` (the youngest commit whose message matches): `^{commit}` appended to it would be
     read as part of the pattern."""

@@ -180,9 +180,10 @@ def _admin_of(path: Path) -> Path | None:
     return Path(line[len("gitdir: "):]) if line.startswith("gitdir: ") else None
 
 
-# what decides the bytes a checkout writes besides the commit: filters (git-lfs's smudge among them),
-# line endings, symlinks and modes; and the repository's own attributes file
-_SHAPING = r"^(filter\..*\.(smudge|process|required)|core\.(autocrlf|eol|symlinks|filemode|checkroundtripencoding)|lfs\.)"
+# what decides the bytes a checkout writes besides the commit: filters (git-lfs's smudge among them)
+# and line endings; and the repository's own attributes file. Not core.filemode or core.symlinks:
+# `git init` writes them for its file system, and they change no file's content
+_SHAPING = r"^(filter\..*\.(smudge|process|required)|core\.(autocrlf|eol|checkroundtripencoding)|lfs\.)"
 
 
 def checkout_shape(repo: Path, common: Path) -> str:

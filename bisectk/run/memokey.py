@@ -91,8 +91,22 @@ def _volatile(name: str) -> bool:
     return name in VOLATILE_ENV or name.startswith(VOLATILE_PREFIXES)
 
 
+def _trust_only(env: Mapping[str, str]) -> set[str]:
+    """The GIT_CONFIG_* names that only declare a directory safe to git (`safe.directory`: what
+    bisectk adds for its worktrees when root works in another user's repository): they change
+    who git trusts, never what a run computes."""
+    try:
+        n = int(env.get("GIT_CONFIG_COUNT", "0") or 0)
+    except ValueError:
+        return set()
+    safe = [i for i in range(n) if env.get(f"GIT_CONFIG_KEY_{i}") == "safe.directory"]
+    names = {f"GIT_CONFIG_{part}_{i}" for i in safe for part in ("KEY", "VALUE")}
+    return names | ({"GIT_CONFIG_COUNT"} if safe and len(safe) == n else set())
+
+
 def environment_digest(env: Mapping[str, str]) -> str:
-    kept = sorted((k, v) for k, v in env.items() if not _volatile(k))
+    trust = _trust_only(env)
+    kept = sorted((k, v) for k, v in env.items() if not _volatile(k) and k not in trust)
     return hashlib.sha256(json.dumps(kept).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 

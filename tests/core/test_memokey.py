@@ -211,3 +211,16 @@ def test_ablate_after_the_spec_gives_more_time_runs_again_and_names_the_real_cul
         doc = json.loads(p.stdout)
         found.append((doc["culprits"], doc["runs"]))
     assert found[0][0] == ["slow"] and found[1][0] == ["bug"] and found[1][1] > 0, found
+
+
+def test_a_safe_directory_declared_through_the_environment_is_not_in_the_key():
+    """Root in another user's repository: bisectk declares its worktrees safe to git through
+    GIT_CONFIG_COUNT as it goes; a run before and after that is the same run. Other config
+    through the environment still counts."""
+    from bisectk.run.memokey import environment_digest
+    base = {"PATH": "/usr/bin"}
+    trusted = {**base, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "/c/wt-0"}
+    assert environment_digest(trusted) == environment_digest(base)
+    other = {**base, "GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "/c/wt-0",
+             "GIT_CONFIG_KEY_1": "core.autocrlf", "GIT_CONFIG_VALUE_1": "true"}
+    assert environment_digest(other) != environment_digest(base)

@@ -67,6 +67,7 @@ from bisectk.spaces import submodules
 from bisectk.spaces.cachedir import (LEGACY, cache_dir_of, cache_roots, claim, git_common_dir, key_of, owner,
                                      remove_if_unused, slot, writable)
 from bisectk.spaces.bytecode import drop_bytecode
+from bisectk.spaces.dirwatch import DirWatch
 from bisectk.spaces.commits import SpaceError, git_ok, open_repo, run_git
 
 # A worktree's first checkout writes the whole tree (10,002 files: 7.3-10.7 s on the 2-core VM in
@@ -232,6 +233,19 @@ def trust(path: Path) -> None:
                        "GIT_CONFIG_COUNT": str(n + 1)})
 
 
+def _arm(entry: _Entry) -> None:
+    """Watch a worktree just left clean (dirwatch.py), where its survey's directories are all of
+    it: not with submodules, whose own directories the survey leaves to them."""
+    if entry.subs or entry.stamps is None:
+        if entry.watch is not None:
+            entry.watch.close()
+            entry.watch = None
+        return
+    if entry.watch is None:
+        entry.watch = DirWatch()
+    entry.watch.arm(entry.stamps)
+
+
 def _index_of(path: Path) -> tuple | None:
     """The stat of a worktree's index file (None if it has none): git rewrites it by a rename, so
     any command that wrote it (add, stash, checkout, a refreshing status) gives a new one."""
@@ -252,6 +266,7 @@ class _Entry:
     stamps: dict[str, int] | None = None    # directory mtimes when last left clean (survey)
     subs: frozenset[str] = frozenset()      # submodule directories checked out in it (submodules.py)
     index: tuple | None = None  # its index file's stat when last left clean: a run's git command moves it
+    watch: DirWatch | None = None   # its directories, watched since it was last left clean (dirwatch.py)
     generation: int = 0         # bumped when a lease wrote in it: a build made there before may be gone
 
 
@@ -445,6 +460,7 @@ class WorktreePool:
             raise
         entry.stamps = survey(path, coarse=self.coarse, skip=entry.subs)
         entry.index = _index_of(path)
+        _arm(entry)
         return entry
 
     def _lock(self, path: Path) -> int | None:
@@ -479,6 +495,7 @@ class WorktreePool:
         entry.stamps = survey(entry.path, previous, coarse=self.coarse, skip=entry.subs)
         entry.index = _index_of(entry.path)
         entry.fresh = False
+        _arm(entry)
 
     def _tidy(self, entry: _Entry, sha: str) -> None:
         """Make a worktree already at `sha` what its checkout left, for another run of the same
@@ -493,6 +510,8 @@ class WorktreePool:
         if _head_of(entry.path) != sha or entry.index is None or _index_of(entry.path) != entry.index:
             self._switch(entry, sha)
             return
+        if entry.watch is not None and entry.watch.quiet() and not self.clean_ignored:
+            return          # nothing written in it since: no stat of every file
         moved = None if self.clean_ignored or entry.stamps is None else _moved(entry.stamps)
         edited = not git_ok(entry.path, "diff-files", "--quiet")
         if moved != [] or edited:
@@ -539,6 +558,8 @@ class WorktreePool:
         with self._cond:
             held, self._held, self._free = self._held, [], []
         for entry in held:
+            if entry.watch is not None:
+                entry.watch.close()
             if not self.keep:
                 self._discard(entry.path)
             os.close(entry.lock)

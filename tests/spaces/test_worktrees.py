@@ -545,3 +545,47 @@ def test_a_pool_of_one_of_its_own_worktrees_is_refused(repo):
     with pytest.raises(SpaceError, match="own cached worktrees"):
         WorktreePool(wt)
     assert (wt / "mine.sh").read_text() == "the user's\n"
+
+
+def test_a_watched_worktree_that_nothing_wrote_is_not_stat_ed_and_one_written_is(repo, monkeypatch, tmp_path):
+    """inotify (spaces/dirwatch.py) says whether a run wrote anything: a quiet worktree is leased
+    again with no `git diff-files`; any write, in place or in a new directory, is seen; without
+    inotify the stats answer as before."""
+    from bisectk.spaces.dirwatch import DirWatch
+    rng = chain(repo)
+    asked = []
+    real = __import__("bisectk.spaces.worktrees", fromlist=["git_ok"]).git_ok
+    monkeypatch.setattr("bisectk.spaces.worktrees.git_ok", lambda *a: asked.append(a[1:]) or real(*a))
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[2]):
+            pass
+        for _ in range(3):
+            with pool.lease(rng[2]):
+                pass
+        assert asked == [] and pool._free[0].watch.sound
+        with pool.lease(rng[2]) as wt:
+            (wt / "new" / "deeper").mkdir(parents=True)
+            (wt / "new" / "deeper" / "o.txt").write_text("x")
+        with pool.lease(rng[2]) as wt:
+            assert not (wt / "new").exists()
+        with pool.lease(rng[2]) as wt:
+            with open(wt / "state.txt", "a") as f:
+                f.write("in place\n")
+        with pool.lease(rng[2]) as wt:
+            assert (wt / "state.txt").read_text() == "2\n" and len(asked) == 2
+    w = DirWatch()
+    d = tmp_path / "d"
+    (d / "sub").mkdir(parents=True)
+    w.arm([str(d), str(d / "sub")])
+    assert w.quiet()
+    (d / "sub" / "f").write_text("x")
+    assert not w.quiet() and w.quiet()          # seen once; then quiet again
+    w.close()
+    monkeypatch.setattr("bisectk.spaces.dirwatch.sys.platform", "darwin")     # no inotify: never quiet
+    assert not DirWatch().quiet()
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[3]) as wt:
+            with open(wt / "state.txt", "a") as f:
+                f.write("in place\n")
+        with pool.lease(rng[3]) as wt:
+            assert (wt / "state.txt").read_text() == "3\n"

@@ -67,12 +67,13 @@ class DirWatch:
             return
         dirs = list(dirs)
         if len(dirs) > MAX_DIRS:
+            self.close()
             return
         add = _lib().inotify_add_watch
         for d in dirs:
-            if add(self.fd, os.fsencode(d), WRITES) < 0:
-                if _errno() != errno.ENOENT:      # the limit, a file system without inotify
-                    return
+            if add(self.fd, os.fsencode(d), WRITES) < 0 and _errno() != errno.ENOENT:
+                self.close()    # the user's watch limit, a file system without inotify: give the
+                return          # watches back (an editor's own watches share that limit)
         self._drain()
         self.sound = True
 

@@ -13,6 +13,10 @@ DirWatch -- one inotify instance over a worktree's directories (non-recursive wa
             none came since. Anything it cannot vouch for (no inotify: another OS, a network file
             system, the watch limit; a queue overflow) is not quiet, and the caller checks the slow
             way.
+
+What inotify does not see: a write through another hard link to a tree's file, made from a
+directory outside the tree (the event goes to that directory's watchers). A write through mmap is
+seen by the close of the file opened for writing, which comes with it.
 """
 
 from __future__ import annotations

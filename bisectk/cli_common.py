@@ -258,10 +258,16 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
     from bisectk.report.outputs import write_outputs
     if session is not None:
         session.record(render.stored(record))
-    if as_json:
-        emit_json(render.document(record))
-    else:
-        render.summary(out, record, report=where)
+    closed = None           # stdout's reader left (`| head`): the report files are still written
+    try:
+        if as_json:
+            emit_json(render.document(record))
+        else:
+            render.summary(out, record, report=where)
+    except SystemExit as exc:
+        if exc.code != X.OUTPUT_CLOSED:
+            raise
+        closed = exc
     written: list[str] = []
     writers = list(more)
     if report or html:
@@ -275,6 +281,8 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
         writers.append(("--json-out", json_out, lambda: json_out.write_text(
             json.dumps(render.document(record), indent=2, default=str) + "\n", encoding="utf-8")))
     failed = write_outputs(writers)
+    if closed is not None:
+        raise closed
     if not as_json:
         for line in written:
             out.print(line, markup=False)

@@ -82,6 +82,9 @@ def isolate(runner: Runner, commits: CommitSpace, policy: RunPolicy, bis: Bisect
     """The first bad commit's hunks against its (first) parent: (the DiffRecord, or None and why
     the trees could not be diffed). Its runs are its own (the runner is shared)."""
     graph = commits.commits
+    if not bis.last_good:       # a root commit (a vendored history merged in): no parent to diff against
+        return None, (f"{bis.first_bad['sha'][:10]} is a root commit: it has no parent, so its hunks are the "
+                      "whole tree it adds")
     bad_sha, good_sha = bis.first_bad["sha"], bis.last_good[0]["sha"]
     runner.events.emit(PhaseStarted("triage", f"isolating hunks of {bad_sha[:10]} against {good_sha[:10]}"))
     with scratch.temporary_dir("bisectk-triage-") as tmp:   # registered: a SIGKILL cannot leak it

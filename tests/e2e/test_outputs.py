@@ -62,3 +62,18 @@ def test_check_outputs_trees_and_two_options_on_one_file(tmp_path):
     with pytest.raises(BisectkError, match="--json-out r.x: --report names the same file"):
         check_outputs({"--report": Path("r.x"), "--json-out": Path("r.x")})
     check_outputs({"--report": tmp_path / "new" / "deeper" / "r.md", "--json-out": None})     # made when written
+
+
+def test_report_files_are_written_when_stdouts_reader_has_left(tmp_path):
+    """`bisectk ... --junit j.xml | head -1` in CI: the reader leaves after the first line; the
+    command ends as SIGPIPE would (141), but the files it was asked for are written."""
+    import subprocess
+    import sys
+    spec = _spec(tmp_path)
+    p = subprocess.Popen([sys.executable, "-m", "bisectk", "ablate", str(spec), "--report", "r.md", "--json-out",
+                          "r.json"], cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
+    assert p.stdout.readline().startswith(b"s: 2 differences")
+    p.stdout.close()
+    assert p.wait(timeout=120) == 141
+    assert "culprit" in (tmp_path / "r.md").read_text() and (tmp_path / "r.json").read_text().startswith("{")

@@ -136,3 +136,32 @@ def test_a_hostile_commit_subject_author_and_file_name_reach_no_report_raw(tmp_p
     assert "&lt;b&gt;x" in text
     shown = inert_html(page.read_text(encoding="utf-8"))
     assert "\\x01\\x1b]0;pwn\\x07\\x1b[2J\\x7f <script>alert(1)</script> a|b" in shown
+
+
+def test_a_root_commit_as_the_first_bad_is_the_culprit_without_hunks(tmp_path):
+    """A vendored history merged in (--allow-unrelated-histories) whose root commit brings the bug:
+    triage names it and writes its reports (it ended in an internal error on the missing parent)."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    (r / "v").write_text("0\n")
+    git(r, "add", "-A")
+    git(r, "commit", "-q", "-m", "c0")
+    good = git(r, "rev-parse", "HEAD")
+    git(r, "checkout", "-q", "--orphan", "vendor")
+    git(r, "rm", "-q", "-rf", ".")
+    (r / "bug").write_text("bug\n")
+    git(r, "add", "-A")
+    git(r, "commit", "-q", "-m", "vendor root")
+    root = git(r, "rev-parse", "HEAD")
+    git(r, "checkout", "-q", "main")
+    git(r, "merge", "-q", "--allow-unrelated-histories", "--no-edit", "vendor")
+    (tmp_path / "t.sh").write_text("#!/bin/sh\n! test -f bug\n")
+    (tmp_path / "t.sh").chmod(0o755)
+    js, xml = tmp_path / "t.json", tmp_path / "t.xml"
+    p = bisectk("triage", "--repo", r, "--good", good, "--run", tmp_path / "t.sh", "--json-out", js, "--junit", xml,
+                timeout=300)
+    assert p.returncode == 1 and "internal error" not in p.stderr, p.stderr
+    doc = json.loads(js.read_text())
+    assert doc["first_bad"]["sha"] == root and "root commit" in doc["diff_error"]
+    assert ET.parse(xml).getroot().find("testsuite") is not None

@@ -682,8 +682,9 @@ class WorkerPool:
         cuda_error = code != 0 and recognise(seen["stderr"][-8192:]) is not None
         if poisoned or cuda_error or rep.get("retire") or w.runs >= self.max_runs:
             self._retire(slot)  # never let a possibly poisoned CUDA context serve again
-        return RawRun(started=True, exit_code=code, signal=None, timed_out=False, duration_s=duration,
-                      poisoned=poisoned, leftovers=leftovers, imports=tuple(rep.get("imports") or ()),
+        killed = isinstance(code, int) and code < 0     # the subject's KeyboardInterrupt: SIGINT, as cold
+        return RawRun(started=True, exit_code=None if killed else code, signal=signal_name(code) if killed else None,
+                      timed_out=False, duration_s=duration, poisoned=poisoned, leftovers=leftovers, imports=tuple(rep.get("imports") or ()),
                       isolation=isolation, error=f"log not written: {notes[0]}" if notes else "", **seen)
 
 

@@ -198,8 +198,13 @@ def _run_request(req: dict, baseline=None) -> dict:
 
 
 def _exec_script(script: str) -> tuple[int, str]:
-    """Run the script as `python script.py` would, in this process: (exit code, the error line)."""
+    """Run the script as `python script.py` would, in this process: (exit status, the error line).
+    The status is what the interpreter's would be: `sys.exit(n)` is n & 0xff (-1 is 255, 256 is 0,
+    True is 1); an uncaught KeyboardInterrupt ends it by SIGINT, as CPython does since 3.8 (here
+    -SIGINT, a signal's number as subprocess gives it), so that a warm run and a cold one of the
+    same subject are one verdict in the ledger."""
     import runpy
+    import signal
     import traceback
     try:
         runpy.run_path(script, run_name="__main__")
@@ -208,9 +213,12 @@ def _exec_script(script: str) -> tuple[int, str]:
         if c is None:
             return 0, ""
         if isinstance(c, int):
-            return c, ""
+            return c & 0xFF, ""
         print(c, file=sys.stderr)
         return 1, ""
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        return -signal.SIGINT, ""
     except BaseException as exc:  # what the interpreter would print before exiting 1
         traceback.print_exc()
         return 1, f"{type(exc).__name__}: {exc}"[:500]

@@ -115,3 +115,19 @@ def test_ctrl_c_ends_a_warm_session_within_a_second(tmp_path, heavy):
         assert workers == []
     finally:
         proc.kill()
+
+
+@pytest.mark.parametrize("body", ["sys.exit(256)", "sys.exit(381)", "sys.exit(-1)", "sys.exit(True)", "sys.exit(0)",
+                                  "raise KeyboardInterrupt", "sys.exit('said')"])
+def test_a_warm_run_ends_with_the_status_a_cold_interpreter_gives(tmp_path, body):
+    """sys.exit(256) is 0 for a process, -1 is 255, an uncaught KeyboardInterrupt is SIGINT: a warm
+    run says the same, or a cold endpoint and a warm hybrid of one failure were two failures."""
+    from bisectk.run.executor import run_command
+    from bisectk.run.pool import WorkerPool
+    script = tmp_path / "s.py"
+    script.write_text(f"import sys\n{body}\n")
+    cold = subprocess.run([sys.executable, str(script)], capture_output=True)
+    with WorkerPool(gpus=None, preload=(), ready_timeout=60) as pool:
+        raw = run_command(pool, [sys.executable, str(script)], timeout=60)
+    expected = (None, "SIGINT") if cold.returncode == -signal.SIGINT else (cold.returncode, None)
+    assert (raw.exit_code, raw.signal) == expected

@@ -127,9 +127,7 @@ def env_cmd(captures: Optional[list[Path]] = typer.Argument(None, metavar="CAPTU
     """Capture the runtime context to rule out first (GPU, driver, CUDA, packages, CUDA_*/CUTE_DSL_*/TORCH_* variables),
     or list the differences between two saved captures."""
     from bisectk.spaces import env as envmod
-    if captures and not diff:
-        fail(f"unexpected argument {str(captures[0])!r}: captures are compared with --diff A.json B.json")
-    diff = [*(diff or []), *(captures or [])]
+    diff = [*(diff or []), *(captures or [])]      # `env A.json B.json` is `env --diff A.json B.json`
     if diff:
         if len(diff) != 2:
             fail(f"--diff compares exactly two captures (--diff A.json B.json), got {len(diff)}")

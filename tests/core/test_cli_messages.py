@@ -90,13 +90,15 @@ def test_env_diff_takes_both_forms(tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     _capture(a)
     _capture(b, CUDA_LAUNCH_BLOCKING="1")
-    for args in (["--diff", a, b], ["--diff", a, "--diff", b]):
+    for args in (["--diff", a, b], ["--diff", a, "--diff", b], [a, b]):     # the last: as the help says
         p = cli("env", *args, "--json")
         assert p.returncode == 1, p.stderr
         keys = [d["key"] for d in json.loads(p.stdout)["differences"]]
         assert "env.CUDA_LAUNCH_BLOCKING" in keys
     p = cli("env", "--diff", a, a)
     assert p.returncode == 0, p.stderr
+    p = cli("env", a)
+    assert p.returncode == 2 and "exactly two captures" in p.stderr
 
 
 @pytest.mark.parametrize("text, op", [

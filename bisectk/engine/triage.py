@@ -74,7 +74,9 @@ def run_triage(runner: Runner, space: CommitSpace, policy: RunPolicy, *, scratch
         environment=captured(environment), advice=bis.advice + (diff.advice if diff else ()),
         session=runner.session, verdict=verdict, exit_code=TRIAGE_VERDICTS[verdict], failure=failure,
         bisect=bis.to_dict(), diff=diff.to_dict() if diff else None, diff_error=diff_error,
-        first_bad=bis.first_bad, culprit_hunks=diff.culprit_hunks if diff else (), hangs=bis.hangs)
+        # a stopped or ambiguous bisection names no first bad commit: its best guess is no verdict
+        first_bad=bis.first_bad if found(bis) else None, culprit_hunks=diff.culprit_hunks if diff else (),
+        hangs=bis.hangs)
 
 
 def isolate(runner: Runner, commits: CommitSpace, policy: RunPolicy, bis: BisectRecord, *, scratch_root: Path,

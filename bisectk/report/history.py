@@ -197,7 +197,9 @@ def print_summary(out: Console, rec: BisectRecord, runs: bool = True, brief: boo
 def _answer(out: Console, rec: BisectRecord) -> None:
     fb = rec.first_bad
     if fb:
-        out.print(f"{first_words(rec)}: {fb['sha']} {fb['subject']}", markup=False)
+        # a stopped search is no verdict: its best candidate is said as one
+        head = first_words(rec) if rec.complete else f"{first_words(rec)} so far, not confirmed (the search stopped)"
+        out.print(f"{head}: {fb['sha']} {fb['subject']}", markup=False)
         out.print(f"  author {fb['author']}, date {fb['date']}; files: {', '.join(fb.get('files') or ()) or '-'}",
                   markup=False)
     elif rec.stop_reason == "pathspec":

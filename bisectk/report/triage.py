@@ -116,7 +116,7 @@ def to_cases(t: TriageRecord, subject: str) -> list[Case]:
         cases.append(Case("isolate hunks", "passed" if d.ok else "error",
                           message="" if d.ok else (d.endpoints.problem or ""),
                           details=d.diff if d.ok else "", time_s=d.wall_s, classname="bisectk.triage"))
-    culprit = f" since {fb['sha'][:10]} {fb['subject']}" if fb else ""
+    culprit = f" since {fb['sha'][:10]} {fb['subject']}" if fb and bis.complete else ""   # no guess as a verdict
     if d is not None and d.ok:
         culprit += " (" + ", ".join(diff_report.hunk_place(h) for h in d.culprit_hunks) + ")"
     cases.append(Case(subject, "failed",

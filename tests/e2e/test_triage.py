@@ -165,3 +165,28 @@ def test_a_root_commit_as_the_first_bad_is_the_culprit_without_hunks(tmp_path):
     doc = json.loads(js.read_text())
     assert doc["first_bad"]["sha"] == root and "root commit" in doc["diff_error"]
     assert ET.parse(xml).getroot().find("testsuite") is not None
+
+
+def test_a_stopped_triage_names_no_first_bad_commit_as_a_verdict(tmp_path):
+    """--max-runs spent before the answer is confirmed: inconclusive (exit 2), its best candidate
+    said as unconfirmed, and the JUnit failure names no commit it is 'since'."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    shas = []
+    for i in range(20):
+        (r / "v").write_text(f"{i}\n")
+        if i == 13:
+            (r / "bug").write_text("bug\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"c{i}")
+        shas.append(git(r, "rev-parse", "HEAD"))
+    (tmp_path / "t.sh").write_text("#!/bin/sh\n! test -f bug\n")
+    (tmp_path / "t.sh").chmod(0o755)
+    xml = tmp_path / "t.xml"
+    p = bisectk("triage", "--repo", r, "--good", shas[0], "--run", tmp_path / "t.sh", "--max-runs", "6",
+                "--junit", xml, timeout=300)
+    assert p.returncode == 2, p.stderr
+    assert not any(line.startswith("first bad commit:") for line in p.stdout.splitlines()), p.stdout
+    failed = [c.find("failure") for c in ET.parse(xml).getroot().iter("testcase") if c.find("failure") is not None]
+    assert failed and all("since" not in f.get("message") for f in failed)

@@ -81,8 +81,14 @@ def print_summary(out: Console, t: TriageRecord, report=None) -> None:
     d = t.diff_record()
     if d is not None and d.ok:
         places = diff_report.ids_text(diff_report.hunk_place(h) for h in d.culprit_hunks)
-        out.print(f"culprit hunk(s) of {bis.first_bad['sha'][:10]}: {places}"
-                  + ("  (interaction: each proper subset passes)" if d.interaction else ""), markup=False)
+        if d.complete and len(d.sets) > 1:      # as `diff` says it: each set fails alone, not all together
+            out.print(f"{len(d.sets)} independent failing sets of hunks of {bis.first_bad['sha'][:10]}, each fails "
+                      "applied to its parent alone:", markup=False)
+            for line in diff_report.sets_lines(d):
+                out.print(line, markup=False)
+        else:
+            out.print(f"culprit hunk(s) of {bis.first_bad['sha'][:10]}: {places}"
+                      + ("  (interaction: each proper subset passes)" if d.interaction else ""), markup=False)
         out.print((d.lines_diff or d.diff).rstrip(), markup=False, highlight=False)
     elif d is not None:
         for line in problem_lines(d.endpoints, "hunk isolation inconclusive"):
@@ -117,7 +123,9 @@ def to_cases(t: TriageRecord, subject: str) -> list[Case]:
                           message="" if d.ok else (d.endpoints.problem or ""),
                           details=d.diff if d.ok else "", time_s=d.wall_s, classname="bisectk.triage"))
     culprit = f" since {fb['sha'][:10]} {fb['subject']}" if fb and bis.complete else ""   # no guess as a verdict
-    if d is not None and d.ok:
+    if d is not None and d.ok and d.complete and len(d.sets) > 1:
+        culprit += f" ({len(d.sets)} independent failing sets: " + "; ".join(diff_report.sets_lines(d)) + ")"
+    elif d is not None and d.ok:
         culprit += " (" + ", ".join(diff_report.hunk_place(h) for h in d.culprit_hunks) + ")"
     cases.append(Case(subject, "failed",
                       message=f"{history_report.verdict_words(bis, check.bad.describe())}{culprit}",

@@ -190,3 +190,27 @@ def test_a_stopped_triage_names_no_first_bad_commit_as_a_verdict(tmp_path):
     assert not any(line.startswith("first bad commit:") for line in p.stdout.splitlines()), p.stdout
     failed = [c.find("failure") for c in ET.parse(xml).getroot().iter("testcase") if c.find("failure") is not None]
     assert failed and all("since" not in f.get("message") for f in failed)
+
+
+def test_independent_failing_sets_of_a_commit_are_said_as_sets_not_one_culprit(tmp_path):
+    """A commit whose three hunks each fail alone: triage says three failing sets, as diff does,
+    in its terminal view and its JUnit message (it printed them as one three-hunk culprit)."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    for name in "abc":
+        (r / f"{name}.txt").write_text("ok\n")
+    git(r, "add", "-A")
+    git(r, "commit", "-q", "-m", "base")
+    good = git(r, "rev-parse", "HEAD")
+    for name in "abc":
+        (r / f"{name}.txt").write_text("bad\n")
+    git(r, "commit", "-q", "-am", "three at once")
+    (tmp_path / "t.sh").write_text("#!/bin/sh\n! grep -q bad a.txt b.txt c.txt\n")
+    (tmp_path / "t.sh").chmod(0o755)
+    xml = tmp_path / "t.xml"
+    p = bisectk("triage", "--repo", r, "--good", good, "--run", tmp_path / "t.sh", "--junit", xml, timeout=300)
+    assert p.returncode == 1, p.stderr
+    assert "3 independent failing sets" in p.stdout and "culprit hunk(s) of" not in p.stdout
+    failed = [c.find("failure") for c in ET.parse(xml).getroot().iter("testcase") if c.find("failure") is not None]
+    assert "3 independent failing sets" in failed[0].get("message")

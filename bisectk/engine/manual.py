@@ -369,7 +369,7 @@ def _record(graph: CommitGraph, terms: Terms, found: ManualResult, args: dict, s
         next_steps=tuple(steps), session=session, stop_reason=reason, repo=args["repo"], good=graph.good_sha,
         bad=graph.bad_sha, commits=len(graph), first_parent=first_parent, flaky=found.flaky,
         mode=(r.mode if r else ""), first_bad=first,
-        candidates=tuple(doc(i) for i in (r.candidates if r else ())), last_good=tuple(last),
+        candidates=tuple(doc(i, True) for i in (r.candidates if r else ())), last_good=tuple(last),
         confidence=round(r.confidence, 6) if r else 0.0, ambiguous=bool(r) and len(r.candidates) > 1,
         skipped=tuple(doc(i) for i in (r.skipped if r else ())), goods=graph.goods, paths=graph.paths,
         terms=(terms.old, terms.new), find_fix=terms.find_fix, manual=True, merge_bases=tuple(found.merge_bases),

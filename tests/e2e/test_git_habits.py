@@ -675,6 +675,15 @@ def test_manual_verdicts_resume_undo_log_replay(user, tmp_path):
     assert snapshot(r) == before
 
 
+def test_manual_candidates_left_by_skips_name_their_files(user):
+    """Every commit skipped: the candidates are listed with the files they change, as --run lists
+    them (each read 'files: -', as if the commits changed nothing)."""
+    r, c = user
+    rc, text = manual(r, ["--good", c["c3"], "--bad", c["c6"]], lambda wt: "skip")
+    listed = [line for line in text.splitlines() if line.startswith("  ") and "files:" in line]
+    assert rc == 1 and listed and all("files: -" not in line for line in listed), text
+
+
 def test_manual_conflicting_verdicts_go_flake_aware(user):
     """Verdicts that admit no single first bad commit (c6 judged good, its ancestor c5 bad: resumed
     from an earlier session) make the dialogue flake-aware, and it asks again until one holds."""

@@ -545,6 +545,9 @@ class WorkerPool:
         return max(1, min(self.width, have))
 
     def _run_one(self, job: Job, watch: Watch) -> RawRun:
+        if job.argv and not (len(job.argv) >= 2 and job.argv[1].endswith(".py")):    # said once: --warm was asked
+            self._note(f"--warm: {os.path.basename(job.argv[0])} {' '.join(job.argv[1:2])} is not `python SCRIPT.py`, "
+                       "so its runs go cold (a fresh process each): a warm worker runs a Python script only")
         if self.warm_capable(job.argv, job.env):
             for _ in range(MAX_REFUSALS):
                 slot = self._acquire()

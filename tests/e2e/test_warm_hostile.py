@@ -131,3 +131,18 @@ def test_a_warm_run_ends_with_the_status_a_cold_interpreter_gives(tmp_path, body
         raw = run_command(pool, [sys.executable, str(script)], timeout=60)
     expected = (None, "SIGINT") if cold.returncode == -signal.SIGINT else (cold.returncode, None)
     assert (raw.exit_code, raw.signal) == expected
+
+
+def test_a_command_a_warm_worker_cannot_run_is_said_once_and_runs_cold(tmp_path):
+    """`--warm --pytest ID` (python -m pytest) or a shell command: its runs go cold, and the user
+    who asked for --warm is told so once (it ran cold in silence)."""
+    from bisectk.run.executor import run_command
+    from bisectk.run.pool import WorkerPool
+    notes = []
+    with WorkerPool(gpus=None, preload=(), ready_timeout=60, on_note=notes.append) as pool:
+        for _ in range(2):
+            raw = run_command(pool, [sys.executable, "-m", "this"], timeout=60)
+            assert raw.exit_code == 0
+        assert pool.stats["cold_runs"] == 2
+    said = [n for n in notes if "is not `python SCRIPT.py`" in str(n)]
+    assert len(said) == 1

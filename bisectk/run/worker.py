@@ -133,6 +133,7 @@ def _run_request(req: dict, baseline=None) -> dict:
     import gc
     import importlib
 
+    from bisectk.run import lifecycle
     from bisectk.run.imports import loaded_files
 
     argv = req["argv"]
@@ -145,6 +146,7 @@ def _run_request(req: dict, baseline=None) -> dict:
     f_out = open(req["stdout_path"], "wb", buffering=0)
     f_err = open(req["stderr_path"], "wb", buffering=0)
     code, error = 0, ""
+    mapped = lifecycle.mapped_objects()
     t0 = time.perf_counter()
     try:
         sys.stdout.flush()
@@ -192,7 +194,13 @@ def _run_request(req: dict, baseline=None) -> dict:
     gc.freeze()
     poisoned = cuda_health()
     changed, stuck = _restore_state(baseline, saved["modules"], routine)
-    # a native extension of the run's own cannot be unloaded (dlopen keeps it): the worker retires
+    # a native extension of the run's own cannot be unloaded (dlopen keeps it): the worker retires;
+    # so does any other shared object the run mapped (ctypes.CDLL of a library rebuilt per commit)
+    libs = lifecycle.foreign_native(mapped, lifecycle.mapped_objects())
+    if libs:
+        what = f"a shared library the run loaded ({', '.join(map(os.path.basename, libs[:3]))})"
+        changed.append(what)
+        stuck.append(what)
     return {"exit_code": code, "duration_s": duration, "error": error, "poisoned": poisoned,
             "retire": native or bool(stuck), "changed": changed, "stuck": stuck, "imports": imported}
 

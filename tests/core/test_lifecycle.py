@@ -1,0 +1,56 @@
+"""A warm run gets what a fresh process's start and exit give a script (run/lifecycle.py): a shared
+library rebuilt at the same path is the new one, random streams are fresh, the start method can be
+set again, the tree's own module shadows the stdlib's, unflushed output, atexit handlers and
+non-daemon threads end as at an interpreter's exit. Each test names the finding it pins
+(/tmp/adv_warm/findings/NN.sh: a warm verdict that differed from the cold one)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bisectk.run.executor import run_command
+from bisectk.run.pool import WorkerPool
+
+np = pytest.importorskip("numpy")
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def pool():
+    # no spares: every run goes to the one worker (or its replacement), where leaks would show
+    with WorkerPool(gpus=None, preload=("torch",), spares=0, ready_timeout=120) as p:
+        yield p
+
+
+def run(pool, d: Path, code: str, name: str = "t.py"):
+    (d / name).write_text(code)
+    raw = run_command(pool, [sys.executable, name], cwd=d, timeout=120)
+    assert raw.exit_code == 0, (raw.stdout, raw.stderr)
+    return raw
+
+
+def result(raw) -> dict:
+    line = [ln for ln in raw.stdout.splitlines() if ln.startswith("BISECTK_RESULT")][-1]
+    return json.loads(line.split(" ", 1)[1])
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="needs a C compiler")
+def test_a_library_rebuilt_at_the_same_path_is_the_new_one_in_the_next_run(pool, tmp_path):
+    """02: ctypes.CDLL of libk.so, rebuilt between runs at the same path: dlopen would hand the next
+    run the loaded (old) library; the worker that loaded it retires, with a note."""
+    code = ("import ctypes, json, os\nlib = ctypes.CDLL(os.path.abspath('libk.so'))\n"
+            "print('BISECTK_RESULT ' + json.dumps({'v': lib.v()}))\n")
+    seen = []
+    for v in (1, 2):
+        (tmp_path / "k.c").write_text(f"int v(void) {{ return {v}; }}\n")
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", "libk.so", "k.c"], cwd=tmp_path, check=True)
+        raw = run(pool, tmp_path, code)
+        seen.append(result(raw)["v"])
+        assert "shared library the run loaded (libk.so)" in raw.isolation, raw.isolation
+    assert seen == [1, 2]

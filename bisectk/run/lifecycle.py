@@ -10,6 +10,10 @@ mapped_objects / foreign_native -- the shared objects mapped into the worker (/p
              for this one: the worker retires. Objects under the interpreter's installed prefixes
              (an installed package's extension and its libraries) are the same file whatever the
              commit, and do not retire it.
+reseed     -- fresh entropy for `random`, numpy's legacy global RandomState and torch's default
+             generators: a fresh process seeds them from the OS, and forked workers share the
+             template's state (isolation.py puts the baseline back after each run), so without it
+             every warm run draws the same numbers and an intermittent failure never shows as one.
 """
 
 from __future__ import annotations
@@ -53,3 +57,22 @@ def foreign_native(before: set[str], after: set[str]) -> list[str]:
     """Shared objects mapped by the run that are not an installed package's (sorted)."""
     installed = _installed()
     return sorted(p for p in after - before if not os.path.realpath(p).startswith(installed))
+
+
+# -- random number streams ----------------------------------------------------------------------
+def reseed() -> None:
+    """Seed the global random streams from the OS, as a fresh process does."""
+    import random
+    random.seed()
+    np = sys.modules.get("numpy")
+    if np is not None:
+        try:
+            np.random.seed(None)
+        except Exception:
+            pass
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            torch.seed()
+        except Exception:
+            pass

@@ -163,6 +163,7 @@ def _run_request(req: dict, baseline=None) -> dict:
         sys.path.insert(0, os.path.dirname(script))
         sys.dont_write_bytecode = True
         importlib.invalidate_caches()   # a directory listing cached by a finder may be stale
+        lifecycle.reseed()
         code, error = _exec_script(script)
     finally:
         flush_std()

@@ -7,6 +7,7 @@ non-daemon threads end as at an interpreter's exit. Each test names the finding 
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import subprocess
 import sys
@@ -54,3 +55,20 @@ def test_a_library_rebuilt_at_the_same_path_is_the_new_one_in_the_next_run(pool,
         seen.append(result(raw)["v"])
         assert "shared library the run loaded (libk.so)" in raw.isolation, raw.isolation
     assert seen == [1, 2]
+
+
+def test_unseeded_random_numbers_differ_between_warm_runs_and_seeded_ones_repeat(pool, tmp_path):
+    """06: an unseeded draw differs from run to run, as in fresh processes; a seeded one is its seed's."""
+    draw = ("import json, random, sys\nimport numpy as np, torch\n"
+            "if len(sys.argv) > 1:\n    random.seed(5); np.random.seed(5); torch.manual_seed(5)\n"
+            "print('BISECTK_RESULT ' + json.dumps([random.random(), float(np.random.rand()), "
+            "float(torch.rand(1))]))\n")
+    (tmp_path / "draw.py").write_text(draw)
+    draws = [tuple(result(run(pool, tmp_path, draw, "draw.py"))) for _ in range(3)]
+    for i in range(3):   # each stream on its own: every one must be fresh
+        assert len({d[i] for d in draws}) == 3, draws
+    seeded = result(run_command(pool, [sys.executable, "draw.py", "seeded"], cwd=tmp_path, timeout=120))
+    random.seed(5)
+    np.random.seed(5)
+    torch.manual_seed(5)
+    assert seeded == [random.random(), float(np.random.rand()), float(torch.rand(1))]

@@ -40,7 +40,7 @@ import time
 from importlib.machinery import EXTENSION_SUFFIXES
 
 
-SOFT_PRELOAD = ("numpy", "decimal")   # their global flags are probed from a known start (isolation.py)
+SOFT_PRELOAD = ("numpy", "decimal", "multiprocessing")   # their global flags are probed from a known start (isolation.py)
 
 
 def _preload(names: list[str], context: bool = True) -> dict:

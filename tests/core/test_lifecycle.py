@@ -72,3 +72,11 @@ def test_unseeded_random_numbers_differ_between_warm_runs_and_seeded_ones_repeat
     np.random.seed(5)
     torch.manual_seed(5)
     assert seeded == [random.random(), float(np.random.rand()), float(torch.rand(1))]
+
+
+def test_a_start_method_set_by_one_run_can_be_set_again_by_the_next(pool, tmp_path):
+    """03: set_start_method('spawn') twice in a worker raised 'context has already been set'."""
+    code = ("import json, multiprocessing as mp\nmp.set_start_method('spawn')\n"
+            "print('BISECTK_RESULT ' + json.dumps({'m': mp.get_start_method()}))\n")
+    for _ in range(2):
+        assert result(run(pool, tmp_path, code))["m"] == "spawn"

@@ -14,12 +14,22 @@ reseed     -- fresh entropy for `random`, numpy's legacy global RandomState and 
              generators: a fresh process seeds them from the OS, and forked workers share the
              template's state (isolation.py puts the baseline back after each run), so without it
              every warm run draws the same numbers and an intermittent failure never shows as one.
+Shadowing  -- a module of the run's own tree (its `platform.py`) named like a module the worker
+             has imported: a fresh `python t.py` puts the script's directory first and imports the
+             tree's file; the worker's cached module is hidden for the run and put back after.
+             Never hidden: the interpreter's startup modules (a fresh process has them before the
+             script too, so it also gets the stdlib's) and the modules the worker itself imports
+             while a run is in progress (WORKER_NEEDS, bisectk).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+
+# imported by the worker while a run is in progress (worker._exec_script, the finally after it)
+WORKER_NEEDS = ("runpy", "traceback", "linecache", "tokenize", "token", "ctypes", "importlib", "pkgutil",
+                "json", "gc", "threading", "atexit", "bisectk")
 
 
 # -- native libraries ---------------------------------------------------------------------------
@@ -76,3 +86,63 @@ def reseed() -> None:
             torch.seed()
         except Exception:
             pass
+
+
+# -- shadowed modules ---------------------------------------------------------------------------
+_startup: frozenset[str] | None = None
+
+
+def startup_modules() -> frozenset[str]:
+    """The modules a fresh `python script.py` has imported before the script runs (asked once)."""
+    global _startup
+    if _startup is None:
+        import subprocess
+        try:
+            out = subprocess.run([sys.executable, "-c", "import sys; print(' '.join(sys.modules))"],
+                                 capture_output=True, text=True, timeout=30, env={"PATH": os.environ.get("PATH", "")})
+            _startup = frozenset(out.stdout.split())
+        except Exception:
+            _startup = frozenset(sys.builtin_module_names)
+        _startup |= {"sys", "builtins", "os", "io", "abc", "codecs", "encodings", "site"}
+    return _startup
+
+
+def _provided(d: str) -> set[str]:
+    """Top-level module names a directory provides as a module file or a regular package."""
+    from importlib.machinery import all_suffixes
+    out = set()
+    try:
+        entries = os.listdir(d)
+    except OSError:
+        return out
+    suffixes = tuple(all_suffixes())
+    for e in entries:
+        if e.endswith(suffixes):
+            name = e.split(".", 1)[0]
+            if name.isidentifier():
+                out.add(name)
+        elif e.isidentifier() and os.path.isfile(os.path.join(d, e, "__init__.py")):
+            out.add(e)
+    return out
+
+
+class Shadowing:
+    """The worker's cached modules that the run's tree provides, hidden for the run."""
+
+    def __init__(self, dirs: list[str]):
+        keep = startup_modules()
+        names = set()
+        for d in dirs:
+            names |= _provided(d)
+        self.hidden: dict[str, object] = {}
+        for name in names:
+            if name not in sys.modules or name in keep or name in WORKER_NEEDS:
+                continue
+            for k in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
+                self.hidden[k] = sys.modules.pop(k)
+
+    def restore(self) -> None:
+        tops = {k.split(".", 1)[0] for k in self.hidden}
+        for k in [k for k in sys.modules if k.split(".", 1)[0] in tops]:
+            sys.modules.pop(k, None)   # the run's own copies (its tree's files)
+        sys.modules.update(self.hidden)

@@ -48,6 +48,8 @@ def _preload(names: list[str], context: bool = True) -> dict:
     create torch's CUDA context (0.2-0.3 s on an H100; `import torch` itself is 5 s there). A
     template (run/template.py) imports without the context: CUDA must not be initialised in a
     process that forks, and each forked worker makes its own (`make_context`)."""
+    from bisectk.run.lifecycle import startup_modules
+    startup_modules()   # asked once here, so a forked worker inherits the answer
     info: dict = {}
     for name in SOFT_PRELOAD:
         try:
@@ -146,6 +148,7 @@ def _run_request(req: dict, baseline=None) -> dict:
     f_out = open(req["stdout_path"], "wb", buffering=0)
     f_err = open(req["stderr_path"], "wb", buffering=0)
     code, error = 0, ""
+    shadow = None
     mapped = lifecycle.mapped_objects()
     t0 = time.perf_counter()
     try:
@@ -163,9 +166,13 @@ def _run_request(req: dict, baseline=None) -> dict:
         sys.path.insert(0, os.path.dirname(script))
         sys.dont_write_bytecode = True
         importlib.invalidate_caches()   # a directory listing cached by a finder may be stale
+        pp = (req.get("env") or {}).get("PYTHONPATH", "").split(os.pathsep)
+        shadow = lifecycle.Shadowing([os.path.dirname(script), *(p for p in pp if p and p in sys.path)])
         lifecycle.reseed()
         code, error = _exec_script(script)
     finally:
+        if shadow is not None:
+            shadow.restore()
         flush_std()
         try:  # C stdio buffers (device printf lands there)
             import ctypes

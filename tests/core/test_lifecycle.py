@@ -80,3 +80,16 @@ def test_a_start_method_set_by_one_run_can_be_set_again_by_the_next(pool, tmp_pa
             "print('BISECTK_RESULT ' + json.dumps({'m': mp.get_start_method()}))\n")
     for _ in range(2):
         assert result(run(pool, tmp_path, code))["m"] == "spawn"
+
+
+def test_the_trees_own_module_shadows_a_stdlib_module_the_worker_imported(pool, tmp_path):
+    """07: the tree's platform.py, as a fresh `python t.py` imports it; the next run, elsewhere,
+    gets the stdlib's again. A tree's os.py does not shadow os (a fresh process has it already)."""
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "platform.py").write_text("ARCH = 'sm_90a'\n")
+    (tmp_path / "tree" / "os.py").write_text("raise SystemExit('the tree os.py was imported')\n")
+    code = ("import json, os, platform\n"
+            "print('BISECTK_RESULT ' + json.dumps({'arch': getattr(platform, 'ARCH', None), "
+            "'sep': os.sep, 'has_system': hasattr(platform, 'system')}))\n")
+    assert result(run(pool, tmp_path / "tree", code)) == {"arch": "sm_90a", "sep": "/", "has_system": False}
+    assert result(run(pool, tmp_path, code)) == {"arch": None, "sep": "/", "has_system": True}

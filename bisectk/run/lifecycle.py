@@ -20,6 +20,8 @@ Shadowing  -- a module of the run's own tree (its `platform.py`) named like a mo
              Never hidden: the interpreter's startup modules (a fresh process has them before the
              script too, so it also gets the stdlib's) and the modules the worker itself imports
              while a run is in progress (WORKER_NEEDS, bisectk).
+clear_main -- the run's module globals cleared as an interpreter's exit clears them, while fds 1
+             and 2 are still the run's: a file object it never flushed is flushed.
 """
 
 from __future__ import annotations
@@ -146,3 +148,18 @@ class Shadowing:
         for k in [k for k in sys.modules if k.split(".", 1)[0] in tops]:
             sys.modules.pop(k, None)   # the run's own copies (its tree's files)
         sys.modules.update(self.hidden)
+
+
+# -- the exit of the run ------------------------------------------------------------------------
+def clear_main(script: str) -> None:
+    """Clear the run's `__main__` globals as an interpreter's exit clears its modules (underscore
+    names first, then the rest, to None): the objects they alone hold are freed by reference
+    count, in that order. Collected as a cycle instead (its functions' __globals__), a file
+    object's buffer and its raw file are finalized in no order, and what it never flushed is lost.
+    The run's objects are the young ones (the worker's heap is frozen): the search is short."""
+    import gc
+    for d in gc.get_objects():
+        if type(d) is dict and d.get("__name__") == "__main__" and d.get("__file__") == script:
+            for first in (True, False):
+                for k in [k for k in d if k.startswith("_") == first and k != "__builtins__"]:
+                    d[k] = None

@@ -173,6 +173,10 @@ def _run_request(req: dict, baseline=None) -> dict:
     finally:
         if shadow is not None:
             shadow.restore()
+        # the run's globals and garbage, while fds 1 and 2 are still the run's: a file object it
+        # never flushed (held by its globals, which live on in a cycle) flushes where it would at exit
+        lifecycle.clear_main(script)
+        gc.collect()
         flush_std()
         try:  # C stdio buffers (device printf lands there)
             import ctypes

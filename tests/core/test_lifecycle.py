@@ -93,3 +93,11 @@ def test_the_trees_own_module_shadows_a_stdlib_module_the_worker_imported(pool, 
             "'sep': os.sep, 'has_system': hasattr(platform, 'system')}))\n")
     assert result(run(pool, tmp_path / "tree", code)) == {"arch": "sm_90a", "sep": "/", "has_system": False}
     assert result(run(pool, tmp_path, code)) == {"arch": None, "sep": "/", "has_system": True}
+
+
+def test_output_a_script_never_flushed_is_written_as_at_exit(pool, tmp_path):
+    """11: a block-buffered file object on a dup of fd 1, never flushed nor closed."""
+    code = ("import json, os\nout = open(os.dup(1), 'w')\n"
+            "def report(err):\n    out.write('BISECTK_RESULT ' + json.dumps({'err': err}) + '\\n')\n"
+            "report(0.5)\n")
+    assert result(run(pool, tmp_path, code)) == {"err": 0.5}

@@ -22,6 +22,8 @@ Shadowing  -- a module of the run's own tree (its `platform.py`) named like a mo
              while a run is in progress (WORKER_NEEDS, bisectk).
 clear_main -- the run's module globals cleared as an interpreter's exit clears them, while fds 1
              and 2 are still the run's: a file object it never flushed is flushed.
+ExitHooks  -- atexit handlers the run registers, run at its end, last registered first, as an
+             interpreter's exit would (the worker's own handlers are not touched).
 """
 
 from __future__ import annotations
@@ -163,3 +165,37 @@ def clear_main(script: str) -> None:
             for first in (True, False):
                 for k in [k for k in d if k.startswith("_") == first and k != "__builtins__"]:
                     d[k] = None
+
+
+class ExitHooks:
+    """atexit.register/unregister captured for the run (the worker's own handlers untouched)."""
+
+    def __init__(self):
+        import atexit
+        self.atexit = atexit
+        self.saved = (atexit.register, atexit.unregister)
+        self.hooks: list[tuple] = []
+
+        def register(func, *args, **kwargs):
+            self.hooks.append((func, args, kwargs))
+            return func
+
+        def unregister(func):
+            self.hooks[:] = [h for h in self.hooks if h[0] != func]
+        atexit.register, atexit.unregister = register, unregister
+
+    def detach(self) -> None:
+        self.atexit.register, self.atexit.unregister = self.saved
+
+    def run(self) -> None:
+        """The run's handlers, last registered first; an error is printed, as at exit."""
+        import traceback
+        while self.hooks:
+            func, args, kwargs = self.hooks.pop()
+            try:
+                func(*args, **kwargs)
+            except SystemExit:
+                pass
+            except BaseException:
+                print(f"Exception ignored in atexit callback: {func!r}", file=sys.stderr)
+                traceback.print_exc()

@@ -148,7 +148,7 @@ def _run_request(req: dict, baseline=None) -> dict:
     f_out = open(req["stdout_path"], "wb", buffering=0)
     f_err = open(req["stderr_path"], "wb", buffering=0)
     code, error = 0, ""
-    shadow = None
+    shadow = hooks = None
     mapped = lifecycle.mapped_objects()
     t0 = time.perf_counter()
     try:
@@ -168,9 +168,13 @@ def _run_request(req: dict, baseline=None) -> dict:
         importlib.invalidate_caches()   # a directory listing cached by a finder may be stale
         pp = (req.get("env") or {}).get("PYTHONPATH", "").split(os.pathsep)
         shadow = lifecycle.Shadowing([os.path.dirname(script), *(p for p in pp if p and p in sys.path)])
+        hooks = lifecycle.ExitHooks()
         lifecycle.reseed()
         code, error = _exec_script(script)
+        hooks.run()
     finally:
+        if hooks is not None:
+            hooks.detach()
         if shadow is not None:
             shadow.restore()
         # the run's globals and garbage, while fds 1 and 2 are still the run's: a file object it

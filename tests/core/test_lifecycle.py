@@ -101,3 +101,16 @@ def test_output_a_script_never_flushed_is_written_as_at_exit(pool, tmp_path):
             "def report(err):\n    out.write('BISECTK_RESULT ' + json.dumps({'err': err}) + '\\n')\n"
             "report(0.5)\n")
     assert result(run(pool, tmp_path, code)) == {"err": 0.5}
+
+
+def test_atexit_handlers_of_the_run_run_at_its_end_last_first_and_only_once(pool, tmp_path):
+    """05: handlers a run registers run at its end, last registered first; unregistered ones not."""
+    code = ("import atexit, json\n"
+            "atexit.register(print, 'BISECTK_RESULT ' + json.dumps({'order': 'first'}))\n"
+            "atexit.register(print, 'second')\n"
+            "def dropped():\n    print('dropped')\n"
+            "atexit.register(dropped)\natexit.unregister(dropped)\n")
+    raw = run(pool, tmp_path, code)
+    assert raw.stdout.splitlines() == ["second", 'BISECTK_RESULT {"order": "first"}'], raw.stdout
+    again = run(pool, tmp_path, "print('BISECTK_RESULT {}')\n", "other.py")
+    assert again.stdout.splitlines() == ["BISECTK_RESULT {}"] and not again.isolation

@@ -24,12 +24,16 @@ clear_main -- the run's module globals cleared as an interpreter's exit clears t
              and 2 are still the run's: a file object it never flushed is flushed.
 ExitHooks  -- atexit handlers the run registers, run at its end, last registered first, as an
              interpreter's exit would (the worker's own handlers are not touched).
+join_threads -- the run's non-daemon threads waited for, as threading._shutdown does at exit (idle
+             ThreadPoolExecutor workers are woken to exit first, as its exit hook does); the
+             watchdog still bounds the run.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 
 # imported by the worker while a run is in progress (worker._exec_script, the finally after it)
 WORKER_NEEDS = ("runpy", "traceback", "linecache", "tokenize", "token", "ctypes", "importlib", "pkgutil",
@@ -199,3 +203,21 @@ class ExitHooks:
             except BaseException:
                 print(f"Exception ignored in atexit callback: {func!r}", file=sys.stderr)
                 traceback.print_exc()
+
+
+def join_threads(before: set) -> None:
+    """Wait for the non-daemon threads started since `before`, as the interpreter does at exit."""
+    ours = [t for t in threading.enumerate() if t not in before and not t.daemon and t.is_alive()
+            and t is not threading.current_thread() and not isinstance(t, threading._DummyThread)]
+    if not ours:
+        return
+    cft = sys.modules.get("concurrent.futures.thread")
+    if cft is not None:   # idle executor workers wait for work forever: wake them to exit
+        for t, q in list(getattr(cft, "_threads_queues", {}).items()):
+            if t in ours:
+                ex = t._args[0]() if getattr(t, "_args", None) else None
+                if ex is not None:
+                    ex._shutdown = True   # what the executor's exit hook (_python_exit) says to its workers
+                q.put(None)
+    for t in ours:
+        t.join()

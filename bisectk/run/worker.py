@@ -28,6 +28,12 @@ module attributes rebound by a run that also imported new packages) retires the 
 does a native extension of the run's own (dlopen keeps it). Before each run the state is checked
 again: a worker that is not as fresh as after its preload refuses the run (`refused`) rather than
 run it dirty.
+
+What a fresh process's start and exit give a script and a warm run would lack is given to it
+(run/lifecycle.py): fresh random streams, the tree's own modules before the worker's cached ones,
+its non-daemon threads waited for, its atexit handlers run, its globals cleared while its output
+is still its own; a shared library it mapped (ctypes, dlopen) retires the worker, as an extension
+of its own does.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import importlib
 import json
 import os
 import sys
+import threading
 import time
 from importlib.machinery import EXTENSION_SUFFIXES
 
@@ -169,8 +176,11 @@ def _run_request(req: dict, baseline=None) -> dict:
         pp = (req.get("env") or {}).get("PYTHONPATH", "").split(os.pathsep)
         shadow = lifecycle.Shadowing([os.path.dirname(script), *(p for p in pp if p and p in sys.path)])
         hooks = lifecycle.ExitHooks()
+        threads = set(threading.enumerate())
         lifecycle.reseed()
         code, error = _exec_script(script)
+        # the interpreter's exit, in its order: non-daemon threads, then atexit handlers
+        lifecycle.join_threads(threads)
         hooks.run()
     finally:
         if hooks is not None:

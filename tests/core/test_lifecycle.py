@@ -11,6 +11,7 @@ import random
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,19 @@ def test_atexit_handlers_of_the_run_run_at_its_end_last_first_and_only_once(pool
     assert raw.stdout.splitlines() == ["second", 'BISECTK_RESULT {"order": "first"}'], raw.stdout
     again = run(pool, tmp_path, "print('BISECTK_RESULT {}')\n", "other.py")
     assert again.stdout.splitlines() == ["BISECTK_RESULT {}"] and not again.isolation
+
+
+def test_a_non_daemon_thread_is_waited_for_as_at_exit_and_an_idle_executor_ends(pool, tmp_path):
+    """04: the run's work done in a non-daemon thread is reported, and the worker is kept; a
+    ThreadPoolExecutor left without shutdown() ends as at exit, not at the watchdog."""
+    discards = pool.stats["worker_discards"]
+    code = ("import json, threading, time\n"
+            "def main():\n    time.sleep(0.3)\n    print('BISECTK_RESULT ' + json.dumps({'done': True}))\n"
+            "threading.Thread(target=main).start()\n")
+    raw = run(pool, tmp_path, code)
+    assert result(raw) == {"done": True} and not raw.isolation, (raw.stdout, raw.isolation)
+    t0 = time.monotonic()
+    raw = run(pool, tmp_path, "from concurrent.futures import ThreadPoolExecutor\n"
+                              "ex = ThreadPoolExecutor(2)\nprint('BISECTK_RESULT', ex.submit(sum, [1, 2]).result())\n")
+    assert raw.stdout.strip() == "BISECTK_RESULT 3" and time.monotonic() - t0 < 30
+    assert pool.stats["worker_discards"] == discards

@@ -217,6 +217,10 @@ PROBES: list[Probe] = [
           lambda v: _m("faulthandler").enable() if v else _m("faulthandler").disable()),
     Probe("the locale", "locale", lambda: _m("locale").setlocale(_m("locale").LC_ALL, None),
           lambda v: _m("locale").setlocale(_m("locale").LC_ALL, v)),
+    Probe("the multiprocessing start method", "multiprocessing.context",
+          lambda: _m("multiprocessing.context")._default_context._actual_context,
+          lambda v: setattr(_m("multiprocessing.context")._default_context, "_actual_context", v), operator.is_,
+          show=lambda v: getattr(v, "_name", "unset"), quiet=True),   # any run that uses multiprocessing sets it
     Probe("the decimal context", "decimal", _decimal_ctx, _set_decimal_ctx,
           show=lambda v: f"prec={v[0]}, rounding={v[1]}"),
     Probe("numpy error handling (seterr)", "numpy", lambda: _m("numpy").geterr(),

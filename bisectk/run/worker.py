@@ -28,6 +28,12 @@ module attributes rebound by a run that also imported new packages) retires the 
 does a native extension of the run's own (dlopen keeps it). Before each run the state is checked
 again: a worker that is not as fresh as after its preload refuses the run (`refused`) rather than
 run it dirty.
+
+What a fresh process's start and exit give a script and a warm run would lack is given to it
+(run/lifecycle.py): fresh random streams, the tree's own modules before the worker's cached ones,
+its non-daemon threads waited for, its atexit handlers run, its globals cleared while its output
+is still its own; a shared library it mapped (ctypes, dlopen) retires the worker, as an extension
+of its own does.
 """
 
 from __future__ import annotations
@@ -36,11 +42,12 @@ import importlib
 import json
 import os
 import sys
+import threading
 import time
 from importlib.machinery import EXTENSION_SUFFIXES
 
 
-SOFT_PRELOAD = ("numpy", "decimal")   # their global flags are probed from a known start (isolation.py)
+SOFT_PRELOAD = ("numpy", "decimal", "multiprocessing")   # their global flags are probed from a known start (isolation.py)
 
 
 def _preload(names: list[str], context: bool = True) -> dict:
@@ -48,6 +55,8 @@ def _preload(names: list[str], context: bool = True) -> dict:
     create torch's CUDA context (0.2-0.3 s on an H100; `import torch` itself is 5 s there). A
     template (run/template.py) imports without the context: CUDA must not be initialised in a
     process that forks, and each forked worker makes its own (`make_context`)."""
+    from bisectk.run.lifecycle import startup_modules
+    startup_modules()   # asked once here, so a forked worker inherits the answer
     info: dict = {}
     for name in SOFT_PRELOAD:
         try:
@@ -133,6 +142,7 @@ def _run_request(req: dict, baseline=None) -> dict:
     import gc
     import importlib
 
+    from bisectk.run import lifecycle
     from bisectk.run.imports import loaded_files
 
     argv = req["argv"]
@@ -145,6 +155,8 @@ def _run_request(req: dict, baseline=None) -> dict:
     f_out = open(req["stdout_path"], "wb", buffering=0)
     f_err = open(req["stderr_path"], "wb", buffering=0)
     code, error = 0, ""
+    shadow = hooks = None
+    mapped = lifecycle.mapped_objects()
     t0 = time.perf_counter()
     try:
         sys.stdout.flush()
@@ -161,8 +173,24 @@ def _run_request(req: dict, baseline=None) -> dict:
         sys.path.insert(0, os.path.dirname(script))
         sys.dont_write_bytecode = True
         importlib.invalidate_caches()   # a directory listing cached by a finder may be stale
+        pp = (req.get("env") or {}).get("PYTHONPATH", "").split(os.pathsep)
+        shadow = lifecycle.Shadowing([os.path.dirname(script), *(p for p in pp if p and p in sys.path)])
+        hooks = lifecycle.ExitHooks()
+        threads = set(threading.enumerate())
+        lifecycle.reseed()
         code, error = _exec_script(script)
+        # the interpreter's exit, in its order: non-daemon threads, then atexit handlers
+        lifecycle.join_threads(threads)
+        hooks.run()
     finally:
+        if hooks is not None:
+            hooks.detach()
+        if shadow is not None:
+            shadow.restore()
+        # the run's globals and garbage, while fds 1 and 2 are still the run's: a file object it
+        # never flushed (held by its globals, which live on in a cycle) flushes where it would at exit
+        lifecycle.clear_main(script)
+        gc.collect()
         flush_std()
         try:  # C stdio buffers (device printf lands there)
             import ctypes
@@ -192,7 +220,13 @@ def _run_request(req: dict, baseline=None) -> dict:
     gc.freeze()
     poisoned = cuda_health()
     changed, stuck = _restore_state(baseline, saved["modules"], routine)
-    # a native extension of the run's own cannot be unloaded (dlopen keeps it): the worker retires
+    # a native extension of the run's own cannot be unloaded (dlopen keeps it): the worker retires;
+    # so does any other shared object the run mapped (ctypes.CDLL of a library rebuilt per commit)
+    libs = lifecycle.foreign_native(mapped, lifecycle.mapped_objects())
+    if libs:
+        what = f"a shared library the run loaded ({', '.join(map(os.path.basename, libs[:3]))})"
+        changed.append(what)
+        stuck.append(what)
     return {"exit_code": code, "duration_s": duration, "error": error, "poisoned": poisoned,
             "retire": native or bool(stuck), "changed": changed, "stuck": stuck, "imports": imported}
 

@@ -1,0 +1,223 @@
+"""What a fresh interpreter's start and exit give a script, given to a run in a warm worker.
+
+run/isolation.py puts back the state a run changed; this module gives each run what a new process
+would have had and a warm one lacks (the worker, run/worker.py, calls each around `_exec_script`):
+
+mapped_objects / foreign_native -- the shared objects mapped into the worker (/proc/self/maps),
+             before and after a run. dlopen() of a path already loaded returns the loaded handle
+             (ctypes never dlcloses), so a library the run loaded -- `ctypes.CDLL("libk.so")`
+             rebuilt per commit at the same path -- would serve every later run as it was built
+             for this one: the worker retires. Objects under the interpreter's installed prefixes
+             (an installed package's extension and its libraries) are the same file whatever the
+             commit, and do not retire it.
+reseed     -- fresh entropy for `random`, numpy's legacy global RandomState and torch's default
+             generators: a fresh process seeds them from the OS, and forked workers share the
+             template's state (isolation.py puts the baseline back after each run), so without it
+             every warm run draws the same numbers and an intermittent failure never shows as one.
+Shadowing  -- a module of the run's own tree (its `platform.py`) named like a module the worker
+             has imported: a fresh `python t.py` puts the script's directory first and imports the
+             tree's file; the worker's cached module is hidden for the run and put back after.
+             Never hidden: the interpreter's startup modules (a fresh process has them before the
+             script too, so it also gets the stdlib's) and the modules the worker itself imports
+             while a run is in progress (WORKER_NEEDS, bisectk).
+clear_main -- the run's module globals cleared as an interpreter's exit clears them, while fds 1
+             and 2 are still the run's: a file object it never flushed is flushed.
+ExitHooks  -- atexit handlers the run registers, run at its end, last registered first, as an
+             interpreter's exit would (the worker's own handlers are not touched).
+join_threads -- the run's non-daemon threads waited for, as threading._shutdown does at exit (idle
+             ThreadPoolExecutor workers are woken to exit first, as its exit hook does); the
+             watchdog still bounds the run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+# imported by the worker while a run is in progress (worker._exec_script, the finally after it)
+WORKER_NEEDS = ("runpy", "traceback", "linecache", "tokenize", "token", "ctypes", "importlib", "pkgutil",
+                "json", "gc", "threading", "atexit", "bisectk")
+
+
+# -- native libraries ---------------------------------------------------------------------------
+def mapped_objects() -> set[str]:
+    """Regular files mapped executable into this process (shared objects); empty off Linux."""
+    out = set()
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) < 6 or "x" not in parts[1] or parts[4] == "0":
+                    continue   # not executable, or anonymous (inode 0)
+                path = parts[5].rstrip("\n")
+                if path.endswith(" (deleted)"):
+                    path = path[: -len(" (deleted)")]
+                if path.startswith("/"):
+                    out.add(path)
+    except OSError:
+        pass
+    return out
+
+
+def _installed() -> tuple[str, ...]:
+    import site
+    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    try:
+        dirs.update(site.getsitepackages())
+        dirs.add(site.getusersitepackages())
+    except Exception:
+        pass
+    return tuple(os.path.join(os.path.realpath(d), "") for d in dirs if d)
+
+
+def foreign_native(before: set[str], after: set[str]) -> list[str]:
+    """Shared objects mapped by the run that are not an installed package's (sorted)."""
+    installed = _installed()
+    return sorted(p for p in after - before if not os.path.realpath(p).startswith(installed))
+
+
+# -- random number streams ----------------------------------------------------------------------
+def reseed() -> None:
+    """Seed the global random streams from the OS, as a fresh process does."""
+    import random
+    random.seed()
+    np = sys.modules.get("numpy")
+    if np is not None:
+        try:
+            np.random.seed(None)
+        except Exception:
+            pass
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            torch.seed()
+        except Exception:
+            pass
+
+
+# -- shadowed modules ---------------------------------------------------------------------------
+_startup: frozenset[str] | None = None
+
+
+def startup_modules() -> frozenset[str]:
+    """The modules a fresh `python script.py` has imported before the script runs (asked once)."""
+    global _startup
+    if _startup is None:
+        import subprocess
+        try:
+            out = subprocess.run([sys.executable, "-c", "import sys; print(' '.join(sys.modules))"],
+                                 capture_output=True, text=True, timeout=30, env={"PATH": os.environ.get("PATH", "")})
+            _startup = frozenset(out.stdout.split())
+        except Exception:
+            _startup = frozenset(sys.builtin_module_names)
+        _startup |= {"sys", "builtins", "os", "io", "abc", "codecs", "encodings", "site"}
+    return _startup
+
+
+def _provided(d: str) -> set[str]:
+    """Top-level module names a directory provides as a module file or a regular package."""
+    from importlib.machinery import all_suffixes
+    out = set()
+    try:
+        entries = os.listdir(d)
+    except OSError:
+        return out
+    suffixes = tuple(all_suffixes())
+    for e in entries:
+        if e.endswith(suffixes):
+            name = e.split(".", 1)[0]
+            if name.isidentifier():
+                out.add(name)
+        elif e.isidentifier() and os.path.isfile(os.path.join(d, e, "__init__.py")):
+            out.add(e)
+    return out
+
+
+class Shadowing:
+    """The worker's cached modules that the run's tree provides, hidden for the run."""
+
+    def __init__(self, dirs: list[str]):
+        keep = startup_modules()
+        names = set()
+        for d in dirs:
+            names |= _provided(d)
+        self.hidden: dict[str, object] = {}
+        for name in names:
+            if name not in sys.modules or name in keep or name in WORKER_NEEDS:
+                continue
+            for k in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
+                self.hidden[k] = sys.modules.pop(k)
+
+    def restore(self) -> None:
+        tops = {k.split(".", 1)[0] for k in self.hidden}
+        for k in [k for k in sys.modules if k.split(".", 1)[0] in tops]:
+            sys.modules.pop(k, None)   # the run's own copies (its tree's files)
+        sys.modules.update(self.hidden)
+
+
+# -- the exit of the run ------------------------------------------------------------------------
+def clear_main(script: str) -> None:
+    """Clear the run's `__main__` globals as an interpreter's exit clears its modules (underscore
+    names first, then the rest, to None): the objects they alone hold are freed by reference
+    count, in that order. Collected as a cycle instead (its functions' __globals__), a file
+    object's buffer and its raw file are finalized in no order, and what it never flushed is lost.
+    The run's objects are the young ones (the worker's heap is frozen): the search is short."""
+    import gc
+    for d in gc.get_objects():
+        if type(d) is dict and d.get("__name__") == "__main__" and d.get("__file__") == script:
+            for first in (True, False):
+                for k in [k for k in d if k.startswith("_") == first and k != "__builtins__"]:
+                    d[k] = None
+
+
+class ExitHooks:
+    """atexit.register/unregister captured for the run (the worker's own handlers untouched)."""
+
+    def __init__(self):
+        import atexit
+        self.atexit = atexit
+        self.saved = (atexit.register, atexit.unregister)
+        self.hooks: list[tuple] = []
+
+        def register(func, *args, **kwargs):
+            self.hooks.append((func, args, kwargs))
+            return func
+
+        def unregister(func):
+            self.hooks[:] = [h for h in self.hooks if h[0] != func]
+        atexit.register, atexit.unregister = register, unregister
+
+    def detach(self) -> None:
+        self.atexit.register, self.atexit.unregister = self.saved
+
+    def run(self) -> None:
+        """The run's handlers, last registered first; an error is printed, as at exit."""
+        import traceback
+        while self.hooks:
+            func, args, kwargs = self.hooks.pop()
+            try:
+                func(*args, **kwargs)
+            except SystemExit:
+                pass
+            except BaseException:
+                print(f"Exception ignored in atexit callback: {func!r}", file=sys.stderr)
+                traceback.print_exc()
+
+
+def join_threads(before: set) -> None:
+    """Wait for the non-daemon threads started since `before`, as the interpreter does at exit."""
+    ours = [t for t in threading.enumerate() if t not in before and not t.daemon and t.is_alive()
+            and t is not threading.current_thread() and not isinstance(t, threading._DummyThread)]
+    if not ours:
+        return
+    cft = sys.modules.get("concurrent.futures.thread")
+    if cft is not None:   # idle executor workers wait for work forever: wake them to exit
+        for t, q in list(getattr(cft, "_threads_queues", {}).items()):
+            if t in ours:
+                ex = t._args[0]() if getattr(t, "_args", None) else None
+                if ex is not None:
+                    ex._shutdown = True   # what the executor's exit hook (_python_exit) says to its workers
+                q.put(None)
+    for t in ours:
+        t.join()

@@ -1,0 +1,133 @@
+"""A warm run gets what a fresh process's start and exit give a script (run/lifecycle.py): a shared
+library rebuilt at the same path is the new one, random streams are fresh, the start method can be
+set again, the tree's own module shadows the stdlib's, unflushed output, atexit handlers and
+non-daemon threads end as at an interpreter's exit. Each test names the finding it pins
+(/tmp/adv_warm/findings/NN.sh: a warm verdict that differed from the cold one)."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bisectk.run.executor import run_command
+from bisectk.run.pool import WorkerPool
+
+np = pytest.importorskip("numpy")
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def pool():
+    # no spares: every run goes to the one worker (or its replacement), where leaks would show
+    with WorkerPool(gpus=None, preload=("torch",), spares=0, ready_timeout=120) as p:
+        yield p
+
+
+def run(pool, d: Path, code: str, name: str = "t.py"):
+    (d / name).write_text(code)
+    raw = run_command(pool, [sys.executable, name], cwd=d, timeout=120)
+    assert raw.exit_code == 0, (raw.stdout, raw.stderr)
+    return raw
+
+
+def result(raw) -> dict:
+    line = [ln for ln in raw.stdout.splitlines() if ln.startswith("BISECTK_RESULT")][-1]
+    return json.loads(line.split(" ", 1)[1])
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="needs a C compiler")
+def test_a_library_rebuilt_at_the_same_path_is_the_new_one_in_the_next_run(pool, tmp_path):
+    """02: ctypes.CDLL of libk.so, rebuilt between runs at the same path: dlopen would hand the next
+    run the loaded (old) library; the worker that loaded it retires, with a note."""
+    code = ("import ctypes, json, os\nlib = ctypes.CDLL(os.path.abspath('libk.so'))\n"
+            "print('BISECTK_RESULT ' + json.dumps({'v': lib.v()}))\n")
+    seen = []
+    for v in (1, 2):
+        (tmp_path / "k.c").write_text(f"int v(void) {{ return {v}; }}\n")
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", "libk.so", "k.c"], cwd=tmp_path, check=True)
+        raw = run(pool, tmp_path, code)
+        seen.append(result(raw)["v"])
+        assert "shared library the run loaded (libk.so)" in raw.isolation, raw.isolation
+    assert seen == [1, 2]
+
+
+def test_unseeded_random_numbers_differ_between_warm_runs_and_seeded_ones_repeat(pool, tmp_path):
+    """06: an unseeded draw differs from run to run, as in fresh processes; a seeded one is its seed's."""
+    draw = ("import json, random, sys\nimport numpy as np, torch\n"
+            "if len(sys.argv) > 1:\n    random.seed(5); np.random.seed(5); torch.manual_seed(5)\n"
+            "print('BISECTK_RESULT ' + json.dumps([random.random(), float(np.random.rand()), "
+            "float(torch.rand(1))]))\n")
+    (tmp_path / "draw.py").write_text(draw)
+    draws = [tuple(result(run(pool, tmp_path, draw, "draw.py"))) for _ in range(3)]
+    for i in range(3):   # each stream on its own: every one must be fresh
+        assert len({d[i] for d in draws}) == 3, draws
+    seeded = result(run_command(pool, [sys.executable, "draw.py", "seeded"], cwd=tmp_path, timeout=120))
+    random.seed(5)
+    np.random.seed(5)
+    torch.manual_seed(5)
+    assert seeded == [random.random(), float(np.random.rand()), float(torch.rand(1))]
+
+
+def test_a_start_method_set_by_one_run_can_be_set_again_by_the_next(pool, tmp_path):
+    """03: set_start_method('spawn') twice in a worker raised 'context has already been set'."""
+    code = ("import json, multiprocessing as mp\nmp.set_start_method('spawn')\n"
+            "print('BISECTK_RESULT ' + json.dumps({'m': mp.get_start_method()}))\n")
+    for _ in range(2):
+        assert result(run(pool, tmp_path, code))["m"] == "spawn"
+
+
+def test_the_trees_own_module_shadows_a_stdlib_module_the_worker_imported(pool, tmp_path):
+    """07: the tree's platform.py, as a fresh `python t.py` imports it; the next run, elsewhere,
+    gets the stdlib's again. A tree's os.py does not shadow os (a fresh process has it already)."""
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "platform.py").write_text("ARCH = 'sm_90a'\n")
+    (tmp_path / "tree" / "os.py").write_text("raise SystemExit('the tree os.py was imported')\n")
+    code = ("import json, os, platform\n"
+            "print('BISECTK_RESULT ' + json.dumps({'arch': getattr(platform, 'ARCH', None), "
+            "'sep': os.sep, 'has_system': hasattr(platform, 'system')}))\n")
+    assert result(run(pool, tmp_path / "tree", code)) == {"arch": "sm_90a", "sep": "/", "has_system": False}
+    assert result(run(pool, tmp_path, code)) == {"arch": None, "sep": "/", "has_system": True}
+
+
+def test_output_a_script_never_flushed_is_written_as_at_exit(pool, tmp_path):
+    """11: a block-buffered file object on a dup of fd 1, never flushed nor closed."""
+    code = ("import json, os\nout = open(os.dup(1), 'w')\n"
+            "def report(err):\n    out.write('BISECTK_RESULT ' + json.dumps({'err': err}) + '\\n')\n"
+            "report(0.5)\n")
+    assert result(run(pool, tmp_path, code)) == {"err": 0.5}
+
+
+def test_atexit_handlers_of_the_run_run_at_its_end_last_first_and_only_once(pool, tmp_path):
+    """05: handlers a run registers run at its end, last registered first; unregistered ones not."""
+    code = ("import atexit, json\n"
+            "atexit.register(print, 'BISECTK_RESULT ' + json.dumps({'order': 'first'}))\n"
+            "atexit.register(print, 'second')\n"
+            "def dropped():\n    print('dropped')\n"
+            "atexit.register(dropped)\natexit.unregister(dropped)\n")
+    raw = run(pool, tmp_path, code)
+    assert raw.stdout.splitlines() == ["second", 'BISECTK_RESULT {"order": "first"}'], raw.stdout
+    again = run(pool, tmp_path, "print('BISECTK_RESULT {}')\n", "other.py")
+    assert again.stdout.splitlines() == ["BISECTK_RESULT {}"] and not again.isolation
+
+
+def test_a_non_daemon_thread_is_waited_for_as_at_exit_and_an_idle_executor_ends(pool, tmp_path):
+    """04: the run's work done in a non-daemon thread is reported, and the worker is kept; a
+    ThreadPoolExecutor left without shutdown() ends as at exit, not at the watchdog."""
+    discards = pool.stats["worker_discards"]
+    code = ("import json, threading, time\n"
+            "def main():\n    time.sleep(0.3)\n    print('BISECTK_RESULT ' + json.dumps({'done': True}))\n"
+            "threading.Thread(target=main).start()\n")
+    raw = run(pool, tmp_path, code)
+    assert result(raw) == {"done": True} and not raw.isolation, (raw.stdout, raw.isolation)
+    t0 = time.monotonic()
+    raw = run(pool, tmp_path, "from concurrent.futures import ThreadPoolExecutor\n"
+                              "ex = ThreadPoolExecutor(2)\nprint('BISECTK_RESULT', ex.submit(sum, [1, 2]).result())\n")
+    assert raw.stdout.strip() == "BISECTK_RESULT 3" and time.monotonic() - t0 < 30
+    assert pool.stats["worker_discards"] == discards

@@ -3,13 +3,14 @@
 run/isolation.py puts back the state a run changed; this module gives each run what a new process
 would have had and a warm one lacks (the worker, run/worker.py, calls each around `_exec_script`):
 
-mapped_objects / foreign_native -- the shared objects mapped into the worker (/proc/self/maps),
+mapped_objects / own_native -- the shared objects mapped into the worker (/proc/self/maps),
              before and after a run. dlopen() of a path already loaded returns the loaded handle
-             (ctypes never dlcloses), so a library the run loaded -- `ctypes.CDLL("libk.so")`
-             rebuilt per commit at the same path -- would serve every later run as it was built
-             for this one: the worker retires. Objects under the interpreter's installed prefixes
-             (an installed package's extension and its libraries) are the same file whatever the
-             commit, and do not retire it.
+             (ctypes never dlcloses), so a library the run loaded from its own tree --
+             `ctypes.CDLL("libk.so")` rebuilt per commit at the same path -- would serve every
+             later run as it was built for this one: the worker retires. Shared objects elsewhere
+             are the same file for every run (the driver's libcuda that each worker's first CUDA
+             run loads, an installed package's libraries, a kernel cache keyed by its source) and
+             do not retire it: a worker retired for them would serve one run each.
 reseed     -- fresh entropy for `random`, numpy's legacy global RandomState and torch's default
              generators: a fresh process seeds them from the OS, and forked workers share the
              template's state (isolation.py puts the baseline back after each run), so without it
@@ -71,10 +72,13 @@ def _installed() -> tuple[str, ...]:
     return tuple(os.path.join(os.path.realpath(d), "") for d in dirs if d)
 
 
-def foreign_native(before: set[str], after: set[str]) -> list[str]:
-    """Shared objects mapped by the run that are not an installed package's (sorted)."""
+def own_native(before: set[str], after: set[str], roots: list[str]) -> list[str]:
+    """Shared objects the run mapped from its own directories (`roots`: its working directory,
+    its script's, what it put on sys.path), not an installed package's (sorted)."""
     installed = _installed()
-    return sorted(p for p in after - before if not os.path.realpath(p).startswith(installed))
+    own = tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
+    return sorted(p for p in after - before
+                  if os.path.realpath(p).startswith(own) and not os.path.realpath(p).startswith(installed))
 
 
 # -- random number streams ----------------------------------------------------------------------

@@ -221,8 +221,8 @@ def _run_request(req: dict, baseline=None) -> dict:
     poisoned = cuda_health()
     changed, stuck = _restore_state(baseline, saved["modules"], routine)
     # a native extension of the run's own cannot be unloaded (dlopen keeps it): the worker retires;
-    # so does any other shared object the run mapped (ctypes.CDLL of a library rebuilt per commit)
-    libs = lifecycle.foreign_native(mapped, lifecycle.mapped_objects())
+    # so does a shared object the run mapped from its own tree (ctypes.CDLL of a library rebuilt per commit)
+    libs = lifecycle.own_native(mapped, lifecycle.mapped_objects(), roots)
     if libs:
         what = f"a shared library the run loaded ({', '.join(map(os.path.basename, libs[:3]))})"
         changed.append(what)

@@ -58,6 +58,25 @@ def test_a_library_rebuilt_at_the_same_path_is_the_new_one_in_the_next_run(pool,
     assert seen == [1, 2]
 
 
+@pytest.mark.skipif(not shutil.which("cc"), reason="needs a C compiler")
+def test_a_library_from_outside_the_runs_tree_keeps_the_worker(pool, tmp_path, tmp_path_factory):
+    """A shared object from elsewhere (the driver's libcuda at each worker's first CUDA run, a kernel
+    cache keyed by its source) is the same file for every run: the worker is not retired for it,
+    or every GPU subject's worker would serve one run."""
+    lib = tmp_path_factory.mktemp("elsewhere")
+    (lib / "k.c").write_text("int v(void) { return 7; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", "libshared.so", "k.c"], cwd=lib, check=True)
+    code = (f"import ctypes, json\nlib = ctypes.CDLL({str(lib / 'libshared.so')!r})\n"
+            "print('BISECTK_RESULT ' + json.dumps({'v': lib.v()}))\n")
+    run(pool, tmp_path, "pass\n")                  # a worker in place (the last test's retired one)
+    starts = pool.stats["worker_starts"]
+    for _ in range(2):
+        raw = run(pool, tmp_path, code)
+        assert result(raw)["v"] == 7 and "shared library" not in raw.isolation
+    run(pool, tmp_path, "pass\n")
+    assert pool.stats["worker_starts"] == starts
+
+
 def test_unseeded_random_numbers_differ_between_warm_runs_and_seeded_ones_repeat(pool, tmp_path):
     """06: an unseeded draw differs from run to run, as in fresh processes; a seeded one is its seed's."""
     draw = ("import json, random, sys\nimport numpy as np, torch\n"

@@ -42,8 +42,12 @@ class LedgerReport:
     stale_claims: int = 0
     writable: bool = False
     size_bytes: int = 0
+    not_ledger: str | None = None   # a readable SQLite file that is no ledger: what it is instead
 
     def lines(self) -> list[str]:
+        if self.not_ledger:   # nothing damaged and nothing to salvage: say what the file is
+            return [f"{self.path} ({self.size_bytes:,} bytes, {'writable' if self.writable else 'not writable'}): "
+                    f"{self.not_ledger}"]
         head = f"{self.path}: {'ok' if self.ok else 'DAMAGED' if self.problems else 'not usable'}"
         out = [head + f" (schema {self.schema if self.schema is not None else '?'}, {self.size_bytes:,} bytes, "
                       f"{'writable' if self.writable else 'not writable'})"]
@@ -63,7 +67,8 @@ class LedgerReport:
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "ok": self.ok, "problems": self.problems, "schema": self.schema,
                 "rows": self.rows, "unreadable": self.unreadable, "claims": self.claims,
-                "stale_claims": self.stale_claims, "writable": self.writable, "size_bytes": self.size_bytes}
+                "stale_claims": self.stale_claims, "writable": self.writable, "size_bytes": self.size_bytes,
+                "not_ledger": self.not_ledger}
 
 
 def check(path: str | Path) -> LedgerReport:
@@ -86,6 +91,9 @@ def check(path: str | Path) -> LedgerReport:
         report.problems.append(str(exc))
         return report
     try:
+        report.not_ledger = _not_a_ledger(db)
+        if report.not_ledger:
+            return report
         try:
             report.problems += [r[0] for r in db.execute("PRAGMA integrity_check(100)").fetchall() if r[0] != "ok"]
         except (sqlite3.Error, UnicodeDecodeError) as exc:
@@ -119,6 +127,21 @@ def check(path: str | Path) -> LedgerReport:
         db.close()
     report.ok = not report.problems and not any(report.unreadable.values()) and report.schema is not None
     return report
+
+
+def _not_a_ledger(db: sqlite3.Connection) -> str | None:
+    """What a readable SQLite file without a ledger's `meta` table is (as Ledger's opening decides:
+    an empty one becomes a ledger, one with other tables is refused), or None for a ledger. Its
+    rows are not probed: a missing table is no damage."""
+    try:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except (sqlite3.Error, UnicodeDecodeError):
+        return None   # the integrity check says what is wrong
+    if "meta" in tables:
+        return None
+    if not tables:
+        return "empty, not yet a bisectk ledger; a command given it as --ledger makes it one"
+    return f"an SQLite database but not a bisectk ledger (tables: {', '.join(sorted(tables))[:120]})"
 
 
 _MAGIC = b"SQLite format 3\0"
@@ -234,8 +257,10 @@ def _readable_rows(db: sqlite3.Connection, table: str, cols: tuple[str, ...], pr
         (top,) = db.execute(f"SELECT MAX(id) FROM {table}").fetchone()
     except (sqlite3.Error, UnicodeDecodeError) as exc:
         top = None
-        if problems is not None and "no such table" in str(exc):
-            problems.append(f"table {table} is missing")
+        if "no such table" in str(exc):   # not damage to probe past: there are no rows to read
+            if problems is not None:
+                problems.append(f"table {table} is missing")
+            return
     last = 0
     while True:
         try:

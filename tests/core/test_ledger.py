@@ -265,6 +265,24 @@ def test_check_still_reads_a_damaged_header_of_the_main_file(tmp_path):
         report.lines()
 
 
+def test_check_says_plainly_an_empty_or_foreign_file_is_no_ledger(tmp_path):
+    """Before: "unreadable rows: sessions 10000, runs 10000, events 10000" and advice to salvage,
+    from an id probe that ran 10,000 misses on each missing table."""
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    other = tmp_path / "photos.db"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE photos (x)")
+    con.commit()
+    con.close()
+    for path, said in ((empty, "empty, not yet a bisectk ledger"), (other, "not a bisectk ledger (tables: photos)")):
+        report = check(path)
+        text = "\n".join(report.lines())
+        assert not report.ok and said in text, text
+        assert "10000" not in text and "--salvage" not in text and "DAMAGED" not in text, text
+    assert salvage(other, tmp_path / "new.db") == {"sessions": 0, "runs": 0, "events": 0}
+
+
 # -- read-only ----------------------------------------------------------------------------------
 def read_only_place(tmp_path: Path, whole_dir: bool) -> Path:
     """A ledger that cannot be written: by permissions, or (as root, whom permissions do not stop)

@@ -490,7 +490,9 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  jobs=jobs, max_runs=max_runs, confidence=confidence, executor=executor, ray_address=ray_address,
                  ray_repo=ray_repo, fresh=fresh, warm=warm, clean_ignored=clean_ignored)
-    args = {"repo": str(root), "good": commits.good_sha, "bad": commits.bad_sha}
+    # what `bisectk log` needs to write the triage's bisection as a replayable record
+    args = {"repo": str(root), "good": commits.good_sha, "bad": commits.bad_sha, "first_parent": first_parent,
+            "flaky": flaky, "subject": str(spec or run_cmd or pytest_id)}
     check_outputs(report, json_out, html, junit, spec=s, ledger=ledger_location(ledger, repo=root))
     with Session("triage", s, ledger_location(ledger, repo=root), args=args, policy=pol,
                  reporter=reporter(as_json, None)) as session:
@@ -518,16 +520,21 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
 @app.command(short_help="Print the last bisection as a replayable record.")
 def log(repo: Path = typer.Option(Path("."), "--repo", help="The repository whose bisection to print."),
         ledger: Optional[Path] = GitLedgerOpt,
-        session: Optional[int] = typer.Option(None, "--session", help="Session id (default: the last bisection).")) -> None:
-    """Print the last bisection as a replayable record (like git bisect log)."""
+        session: Optional[int] = typer.Option(None, "--session", help="Session id (default: the last bisection, a triage's included).")) -> None:
+    """Print the last bisection (a `bisect`'s, or the one a `triage` ran) as a replayable record
+    (like git bisect log)."""
     from bisectk.engine.session import ledger_location
-    from bisectk.engine.gitlog import log_lines
+    from bisectk.engine.gitlog import LOGGED, log_lines
     from bisectk.spaces.commits import open_repo
     db = open_ledger(ledger or ledger_location(repo=open_repo(repo)))
     try:
-        info = db.session(session) if session else db.last_session("bisect")
-        if info is None or info["command"] != "bisect":
-            fail("no bisection recorded" + (f" with session id {session}" if session else ""))
+        if session:
+            info = db.session(session)
+        else:   # the newest of either kind: a triage after a bisect is the bisection asked for
+            info = max((i for i in map(db.last_session, LOGGED) if i), key=lambda i: i["id"], default=None)
+        if info is None or info["command"] not in LOGGED:
+            fail("no bisection recorded" + (f" with session id {session}" if session else "")
+                 + (f" (session {session} is a {info['command']})" if info else ""))
         for line in log_lines(info, db.events(info["id"], "observation"), db.events(info["id"], "undo")):
             out.print(line, markup=False, highlight=False)
     finally:

@@ -42,8 +42,12 @@ class LedgerReport:
     stale_claims: int = 0
     writable: bool = False
     size_bytes: int = 0
+    not_ledger: str | None = None   # a readable SQLite file that is no ledger: what it is instead
 
     def lines(self) -> list[str]:
+        if self.not_ledger:   # nothing damaged and nothing to salvage: say what the file is
+            return [f"{self.path} ({self.size_bytes:,} bytes, {'writable' if self.writable else 'not writable'}): "
+                    f"{self.not_ledger}"]
         head = f"{self.path}: {'ok' if self.ok else 'DAMAGED' if self.problems else 'not usable'}"
         out = [head + f" (schema {self.schema if self.schema is not None else '?'}, {self.size_bytes:,} bytes, "
                       f"{'writable' if self.writable else 'not writable'})"]
@@ -63,7 +67,8 @@ class LedgerReport:
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "ok": self.ok, "problems": self.problems, "schema": self.schema,
                 "rows": self.rows, "unreadable": self.unreadable, "claims": self.claims,
-                "stale_claims": self.stale_claims, "writable": self.writable, "size_bytes": self.size_bytes}
+                "stale_claims": self.stale_claims, "writable": self.writable, "size_bytes": self.size_bytes,
+                "not_ledger": self.not_ledger}
 
 
 def check(path: str | Path) -> LedgerReport:
@@ -86,6 +91,9 @@ def check(path: str | Path) -> LedgerReport:
         report.problems.append(str(exc))
         return report
     try:
+        report.not_ledger = _not_a_ledger(db)
+        if report.not_ledger:
+            return report
         try:
             report.problems += [r[0] for r in db.execute("PRAGMA integrity_check(100)").fetchall() if r[0] != "ok"]
         except (sqlite3.Error, UnicodeDecodeError) as exc:
@@ -121,16 +129,35 @@ def check(path: str | Path) -> LedgerReport:
     return report
 
 
+def _not_a_ledger(db: sqlite3.Connection) -> str | None:
+    """What a readable SQLite file without a ledger's `meta` table is (as Ledger's opening decides:
+    an empty one becomes a ledger, one with other tables is refused), or None for a ledger. Its
+    rows are not probed: a missing table is no damage."""
+    try:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except (sqlite3.Error, UnicodeDecodeError):
+        return None   # the integrity check says what is wrong
+    if "meta" in tables:
+        return None
+    if not tables:
+        return "empty, not yet a bisectk ledger; a command given it as --ledger makes it one"
+    return f"an SQLite database but not a bisectk ledger (tables: {', '.join(sorted(tables))[:120]})"
+
+
 _MAGIC = b"SQLite format 3\0"
 
 
 def _header_problems(path: Path) -> list[str]:
     """What is wrong with the database header (the first 100 bytes), per SQLite's file format:
     a damaged header can leave the file readable but refuse every write (a read or write version
-    past 2), which a read-only check would otherwise miss."""
+    past 2), which a read-only check would otherwise miss. The header judged is the one SQLite
+    reads: page 1 as last committed to the write-ahead log, where one is (a bisectk killed before
+    a checkpoint leaves the main file's page 1 stale, or never written), else the main file's."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(100)
+        head = _wal_page_one(path)
+        if head is None:
+            with open(path, "rb") as f:
+                head = f.read(100)
     except OSError as exc:
         return [f"header unreadable: {exc.strerror or exc}"]
     if len(head) < 100 or not head.startswith(_MAGIC):
@@ -149,6 +176,56 @@ def _header_problems(path: Path) -> list[str]:
     if int.from_bytes(head[56:60], "big") not in (0, 1, 2, 3):
         problems.append(f"header: text encoding {int.from_bytes(head[56:60], 'big')}")
     return problems
+
+
+_WAL_MAGIC = (0x377F0682, 0x377F0683)   # the low bit: checksums over big-endian words
+
+
+def _wal_page_one(path: Path) -> bytes | None:
+    """The first 100 bytes of page 1 as SQLite reads it from `path`'s write-ahead log: the last
+    copy of page 1 at or before the log's last valid commit, or None when the log holds none
+    (no log, an empty or reset one). A frame is valid, as SQLite's recovery decides, while its
+    salts match the log header's and the running checksum agrees; the first invalid frame ends
+    the log, so frames left over from before a reset are never read."""
+    import struct
+    wal = path.with_name(path.name + "-wal")
+    try:
+        with open(wal, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None
+    if len(data) < 32:
+        return None
+    magic, _version, page, _seq, salt1, salt2, c1, c2 = struct.unpack(">8I", data[:32])
+    if magic not in _WAL_MAGIC or page < 512 or page > 65536 or page & (page - 1):
+        return None
+    words = ">" if magic & 1 else "<"
+
+    def checksum(chunk: bytes, s1: int, s2: int) -> tuple[int, int]:
+        ints = struct.unpack(f"{words}{len(chunk) // 4}I", chunk)
+        for a, b in zip(ints[0::2], ints[1::2]):
+            s1 = (s1 + a + s2) & 0xFFFFFFFF
+            s2 = (s2 + b + s1) & 0xFFFFFFFF
+        return s1, s2
+
+    s = checksum(data[:24], 0, 0)
+    if s != (c1, c2):
+        return None
+    page_one, committed = None, None
+    at = 32
+    while at + 24 + page <= len(data):
+        number, commit, f1, f2, k1, k2 = struct.unpack(">6I", data[at:at + 24])
+        if (f1, f2) != (salt1, salt2):
+            break
+        s = checksum(data[at + 24:at + 24 + page], *checksum(data[at:at + 8], *s))
+        if s != (k1, k2):
+            break
+        if number == 1:
+            page_one = data[at + 24:at + 124]
+        if commit:
+            committed = page_one
+        at += 24 + page
+    return committed
 
 
 # How `check` and `salvage` read a row back: each table's decoder, on the columns in _COPY order.
@@ -180,8 +257,10 @@ def _readable_rows(db: sqlite3.Connection, table: str, cols: tuple[str, ...], pr
         (top,) = db.execute(f"SELECT MAX(id) FROM {table}").fetchone()
     except (sqlite3.Error, UnicodeDecodeError) as exc:
         top = None
-        if problems is not None and "no such table" in str(exc):
-            problems.append(f"table {table} is missing")
+        if "no such table" in str(exc):   # not damage to probe past: there are no rows to read
+            if problems is not None:
+                problems.append(f"table {table} is missing")
+            return
     last = 0
     while True:
         try:

@@ -198,11 +198,18 @@ def _parse_git(lines: list[str]) -> tuple[Header, list[tuple[str, Outcome]]]:
                   paths, "git"), observations
 
 
+LOGGED = ("bisect", "triage")   # the commands whose sessions hold a bisection that `bisectk log` writes
+
+
 def log_lines(session: dict[str, Any], events: list[dict[str, Any]], undos: list[dict[str, Any]] = ()) -> list[str]:
     """`bisectk log`: a bisection's session (its arguments and stored result) and its observation
     events (ledger.py) as the log's lines; `undos`: its undo events (manual mode: the verdicts
-    undone are left out)."""
+    undone are left out). A triage's session holds its bisection's record under "bisect" and,
+    after the commits' observations, those of its hunk isolation, which are no bisection's."""
     args = session["args"]
+    triage = session.get("command") == "triage"
+    if triage:
+        events = [e for e in events if e.get("space", "commits") == "commits"]
     fix = bool(args.get("find_fix"))
     olds = args.get("olds") or [args["good"]]
     cmd = ["bisectk", "bisect", "--repo", args["repo"]]
@@ -219,13 +226,16 @@ def log_lines(session: dict[str, Any], events: list[dict[str, Any]], undos: list
         cmd += ["--term-old", args["old"], "--term-new", args["new"]]
     if args.get("paths"):
         cmd += ["--", *args["paths"]]
-    lines = [f"# bisectk log of session {session['id']}", "# " + shlex.join(cmd)]
+    lines = [f"# bisectk log of session {session['id']}" + (" (the bisection of a triage)" if triage else ""),
+             "# " + shlex.join(cmd)]
     undone = {u.get("seq") for u in undos if u.get("seq") is not None}
     for e in events:
         if e.get("seq") is not None and e["seq"] in undone:
             continue
         lines.append(f"observe {e['sha']} {e['outcome']}  # {e.get('verdict', '')}")
     result = session.get("result") or {}
+    if triage:
+        result = result.get("bisect") or {}
     fb = result.get("first_bad")
     if isinstance(fb, dict) and fb.get("sha"):
         words = f"first {args.get('new') or default[1]} commit"

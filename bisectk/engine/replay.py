@@ -4,16 +4,19 @@ Abstractions
 ------------
 parse_log  -- (engine/gitlog.py, the log format's one owner: it writes `bisectk log` too) the
               bisection a log describes and its observations, from `bisectk log` or `git bisect log`.
-replay_log -- maps shas to candidate indices of the commit graph, feeds the observations to the same
-              DAG search with an oracle that stops at the first commit the log does not cover, and
-              returns the result with that next commit (None when the log is complete). Lines of
-              the --good commit (an endpoint, not a candidate) are checked, not searched.
+replay_log -- maps shas (and ref names, which git bisect replay resolves too) to candidate indices
+              of the commit graph, feeds the observations to the same DAG search with an oracle
+              that stops at the first commit the log does not cover, and returns the result with
+              that next commit (None when the log is complete). Lines of the --good commit (an
+              endpoint, not a candidate) are checked, not searched; skips outside the range are
+              ignored, as git ignores them.
 replay_record -- the same answer as a ReplayRecord (for the HTML report's pictures: the commit line
               of the log and, for a flaky log, the posterior).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -23,14 +26,20 @@ from bisectk.engine.records import ReplayRecord
 from bisectk.errors import BisectkError
 from bisectk.outcome import Outcome
 from bisectk.search.history import Dag, DagResult, Observation, SearchOptions, SearchStopped, StopSearch, search_dag
-from bisectk.spaces.commits import CommitGraph, list_graph
+from bisectk.spaces.commits import CommitGraph, list_graph, resolve
 
 
 def replay_log(path: Path, repo: Path | None = None) -> tuple[DagResult, CommitGraph, int | str | None]:
     """(the answer, the graph, the next commit to test: a candidate's index, or the sha of a merge
     base the log has not tested yet, or None when the log is complete)."""
+    result, graph, nxt, _, _ = _replay(path, repo)
+    return result, graph, nxt
+
+
+def _replay(path: Path, repo: Path | None):
+    """replay_log's answer, with the log's header and its marks (names resolved to shas)."""
     header, observed = parse_log(read_log(path))
-    graph, observations = _observations(header, observed, repo)
+    graph, observations, observed = _observations(header, observed, repo)
     asked: list[int] = []
 
     def oracle(i: int) -> Outcome:
@@ -41,7 +50,7 @@ def replay_log(path: Path, repo: Path | None = None) -> tuple[DagResult, CommitG
             open_ = DagResult(culprit=None, candidates=tuple(range(len(graph))), parents=(), runs=len(observations),
                               new_runs=0, rounds=0, confidence=0.0, skipped=(), observations=tuple(observations),
                               complete=False, mode="replay")
-            return open_, graph, sha
+            return open_, graph, sha, header, observed
     try:
         result = search_dag(Dag.from_csr(*graph.csr()), oracle, options=SearchOptions(flaky=header.flaky,
                             steady=header.steady,
@@ -49,21 +58,26 @@ def replay_log(path: Path, repo: Path | None = None) -> tuple[DagResult, CommitG
                             # answer is the log's, as git gives it (a bisectk log holds its own)
                             confirm=header.source == "bisectk" and not header.manual),
                             observations=observations)
-        return result, graph, None
+        return result, graph, None, header, observed
     except SearchStopped as stop:
-        return stop.result, graph, asked[0] if asked else None
+        return stop.result, graph, asked[0] if asked else None, header, observed
 
 
-def _observations(header: Header, observed, repo: Path | None) -> tuple[CommitGraph, list[Observation]]:
-    """The commit graph the log's bisection searched, and its observations as the search's
-    (FAIL = the new side). Lines of the old ends and of merge bases are checked, not searched."""
+def _observations(header: Header, observed, repo: Path | None):
+    """The commit graph the log's bisection searched, its observations as the search's (FAIL =
+    the new side), and the log's marks with every name resolved to its full sha (a mark may name
+    a tag or a branch, or abbreviate a sha: git bisect replay resolves each). Lines of the old
+    ends and of merge bases are checked, not searched; a skip outside the range is ignored."""
     terms = header.terms
     ends = ("--bad", "--good") if terms.find_fix else ("--good", "--bad")
     graph = list_graph(repo or header.repo or Path.cwd(), header.olds, header.new, first_parent=header.first_parent,
                        paths=header.paths, ends=ends)
-    observations = []
-    for sha, outcome in observed:
+    observations, marks = [], []
+    for name, outcome in observed:
         side = terms.new_side(outcome)
+        word = {Outcome.FAIL: terms.new, Outcome.PASS: terms.old}.get(side, "skip")
+        sha = name if _FULL_SHA.fullmatch(name) else resolve(graph.repo, name, f"the log's {word} mark")
+        marks.append((sha, outcome))
         if any(g.startswith(sha) for g in (*graph.goods, *graph.merge_bases)):
             if side is Outcome.FAIL:
                 what = "merge base" if any(m.startswith(sha) for m in graph.merge_bases) else "old end"
@@ -73,10 +87,15 @@ def _observations(header: Header, observed, repo: Path | None) -> tuple[CommitGr
         try:
             observations.append(Observation(graph.index(sha), side))
         except BisectkError:
-            raise BisectkError(f"the log marks {sha[:10]} {terms.new if side is Outcome.FAIL else terms.old}, but it "
-                               f"is not between the log's ends (an ancestor of a {terms.old} commit): the log "
-                               "contradicts itself") from None
-    return graph, observations
+            if side is Outcome.UNRESOLVED:   # git too: a skip outside the range changes nothing
+                continue
+            shown = name if name != sha else sha[:10]
+            raise BisectkError(f"the log marks {shown} {word}, but it is not between the log's ends (an ancestor "
+                               f"of a {terms.old} commit): the log contradicts itself") from None
+    return graph, observations, marks
+
+
+_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def replay_record(path: Path, repo: Path | None = None) -> ReplayRecord:
@@ -84,8 +103,7 @@ def replay_record(path: Path, repo: Path | None = None) -> ReplayRecord:
     culprit's parents (whenever one candidate is left), the candidates, the commit to test next
     (a candidate, or a merge base the log has not tested yet)."""
     start = time.monotonic()
-    result, graph, nxt = replay_log(path, repo)
-    header, observed = parse_log(read_log(path))
+    result, graph, nxt, header, observed = _replay(path, repo)
 
     def doc(sha_or_index) -> dict:
         if sha_or_index is None or (isinstance(sha_or_index, str) and graph.good.sha.startswith(sha_or_index)):

@@ -229,6 +229,60 @@ def test_check_reports_damage_and_salvage_copies_what_can_be_read(tmp_path):
         salvage(path, tmp_path / "new.db")
 
 
+KILLED = """
+import os, sys
+from bisectk.ledger import Ledger
+from bisectk.outcome import FailKind, Outcome, Run
+db = Ledger(sys.argv[1])
+s = db.open_session("run", "fp", {"spec": "x"})
+for i in range(20):
+    db.add_run("fp", '{"a":%d}' % i, Run(Outcome.FAIL, FailKind.WRONG, signature="r", duration_s=0.1), s)
+os._exit(0)   # as a SIGKILL leaves it: nothing checkpointed, the write-ahead log left beside the file
+"""
+
+
+def test_check_reads_the_header_through_the_write_ahead_log(tmp_path):
+    """Before: a ledger whose writer was killed before its first checkpoint (page 1 only in the
+    -wal file) was called DAMAGED ("header: schema format 0") and sent to --salvage, although
+    SQLite and every command read it intact."""
+    path = tmp_path / "l.db"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    subprocess.run([sys.executable, "-c", KILLED, str(path)], check=True, env=env, timeout=60)
+    assert path.with_name("l.db-wal").stat().st_size > 0
+    assert int.from_bytes(path.read_bytes()[44:48], "big") == 0   # the main file's page 1 is stale
+    report = check(path)
+    assert report.ok, report.lines()
+    assert report.rows["runs"] == 20
+
+
+def test_check_still_reads_a_damaged_header_of_the_main_file(tmp_path):
+    path = populated(tmp_path / "l.db", n=5)   # checkpointed: the main file's header is the one read
+    with open(path, "r+b") as f:
+        f.seek(19)
+        f.write(b"\x03")   # write version 3: readable, but every write refused
+    report = check(path)
+    assert not report.ok and any(p.startswith("header: file format versions") for p in report.problems), \
+        report.lines()
+
+
+def test_check_says_plainly_an_empty_or_foreign_file_is_no_ledger(tmp_path):
+    """Before: "unreadable rows: sessions 10000, runs 10000, events 10000" and advice to salvage,
+    from an id probe that ran 10,000 misses on each missing table."""
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    other = tmp_path / "photos.db"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE photos (x)")
+    con.commit()
+    con.close()
+    for path, said in ((empty, "empty, not yet a bisectk ledger"), (other, "not a bisectk ledger (tables: photos)")):
+        report = check(path)
+        text = "\n".join(report.lines())
+        assert not report.ok and said in text, text
+        assert "10000" not in text and "--salvage" not in text and "DAMAGED" not in text, text
+    assert salvage(other, tmp_path / "new.db") == {"sessions": 0, "runs": 0, "events": 0}
+
+
 # -- read-only ----------------------------------------------------------------------------------
 def read_only_place(tmp_path: Path, whole_dir: bool) -> Path:
     """A ledger that cannot be written: by permissions, or (as root, whom permissions do not stop)

@@ -633,6 +633,35 @@ def test_replays_git_bisect_log(user, hist, tmp_path):
     assert snapshot(r) == before
 
 
+def test_replay_resolves_ref_names_and_ignores_skips_outside_the_range_as_git_does(hist, tmp_path):
+    """Before: a skip of a commit outside the range was refused (and called a good mark), and a
+    bad or skip line naming a tag was refused as "not between the log's ends"."""
+    base, c = hist
+    g = tmp_path / "g"
+    git(tmp_path, "clone", "-q", "--no-local", str(base), str(g))
+    for i in (1, 4, 5, 7):
+        git(g, "tag", f"t{i}", c[f"c{i}"])
+    logs = {"whole.log": f"git bisect start main t1\ngit bisect skip {c['side1']}\ngit bisect good t4\n"
+                         "git bisect skip t1\ngit bisect bad t5\n",
+            "open.log": f"git bisect start {c['c8']} {c['c1']}\ngit bisect skip {c['side1']}\ngit bisect bad t7\n"
+                        "git bisect skip t4\n"}
+    for name, text in logs.items():
+        (tmp_path / name).write_text(text)
+    p = subprocess.run(["git", "bisect", "replay", str(tmp_path / "whole.log")], cwd=g, capture_output=True, text=True)
+    assert p.returncode == 0 and f"{c['c5']} is the first bad commit" in p.stdout, p.stdout + p.stderr
+    git(g, "bisect", "reset")
+    p = subprocess.run(["git", "bisect", "replay", str(tmp_path / "open.log")], cwd=g, capture_output=True, text=True)
+    assert p.returncode == 0 and "is the first bad commit" not in p.stdout, p.stdout + p.stderr
+    git(g, "bisect", "reset")
+    p = bisectk("replay", tmp_path / "whole.log", "--repo", g, check=0)
+    assert f"first bad commit: {c['c5']}" in p.stdout
+    p = bisectk("replay", tmp_path / "open.log", "--repo", g, check=1)
+    assert "not determined yet" in p.stdout and "next commit to test:" in p.stdout
+    (tmp_path / "contra.log").write_text("git bisect start main t4\ngit bisect bad t1\n")
+    p = bisectk("replay", tmp_path / "contra.log", "--repo", g)
+    assert p.returncode == 2 and "marks t1 bad" in p.stderr, p.stderr
+
+
 # --- 6. manual mode -----------------------------------------------------------------------------
 
 def manual(r: Path, args: list[str], answer, stop_after: int | None = None) -> tuple[int, str]:

@@ -214,3 +214,34 @@ def test_independent_failing_sets_of_a_commit_are_said_as_sets_not_one_culprit(t
     assert "3 independent failing sets" in p.stdout and "culprit hunk(s) of" not in p.stdout
     failed = [c.find("failure") for c in ET.parse(xml).getroot().iter("testcase") if c.find("failure") is not None]
     assert "3 independent failing sets" in failed[0].get("message")
+
+
+def test_log_writes_a_triages_bisection_not_an_older_bisect(tmp_path):
+    """Before: after a `bisect` (test A, culprit c3) and a `triage` (test B, culprit c9), `bisectk
+    log` printed the bisect's session with exit 0 and `log --session 2` said "no bisection
+    recorded": a replay of the log gave the other test's culprit."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    shas = []
+    for i in range(13):
+        (r / "v").write_text(f"{i}\n")
+        for at, name in ((3, "bugA"), (9, "bugB")):
+            if i == at:
+                (r / name).touch()
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"c{i}")
+        shas.append(git(r, "rev-parse", "HEAD"))
+    for name in ("A", "B"):
+        (tmp_path / f"test{name}.sh").write_text(f"#!/bin/sh\ntest -f bug{name} && exit 1; exit 0\n")
+        (tmp_path / f"test{name}.sh").chmod(0o755)
+    bisectk("bisect", "--good", shas[0], "--run", tmp_path / "testA.sh", cwd=r, check=0, timeout=300)
+    bisectk("triage", "--good", shas[0], "--run", tmp_path / "testB.sh", cwd=r, check=1, timeout=300)
+    for args in ((), ("--session", "2")):
+        p = bisectk("log", *args, cwd=r, check=0)
+        assert p.stdout.startswith("# bisectk log of session 2 (the bisection of a triage)"), p.stdout
+        assert f"# first bad commit: {shas[9]}" in p.stdout and "hunk" not in p.stdout
+        (tmp_path / "t.log").write_text(p.stdout)
+        assert f"first bad commit: {shas[9]}" in bisectk("replay", tmp_path / "t.log", check=0).stdout
+    p = bisectk("log", "--session", "1", cwd=r, check=0)
+    assert f"# first bad commit: {shas[3]}" in p.stdout

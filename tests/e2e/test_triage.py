@@ -11,6 +11,21 @@ from gitrepo import git, make_repo  # noqa: E402
 RUN = ["--run", "python kernel.py", "--build", "python build.py"]
 
 
+def linear(r, n: int, adds: dict[int, str]) -> list[str]:
+    """A linear history c0..c{n-1} of `v` edits; commit i also adds the file adds[i]; the shas."""
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    shas = []
+    for i in range(n):
+        (r / "v").write_text(f"{i}\n")
+        if i in adds:
+            (r / adds[i]).write_text("bug\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"c{i}")
+        shas.append(git(r, "rev-parse", "HEAD"))
+    return shas
+
+
 def test_triage_finds_commit_and_hunk(tmp_path):
     shas = make_repo(tmp_path / "r", n=20, culprit=11, broken=(4, 15))
     md, js, xml = tmp_path / "t.md", tmp_path / "t.json", tmp_path / "t.xml"
@@ -142,12 +157,7 @@ def test_a_root_commit_as_the_first_bad_is_the_culprit_without_hunks(tmp_path):
     """A vendored history merged in (--allow-unrelated-histories) whose root commit brings the bug:
     triage names it and writes its reports (it ended in an internal error on the missing parent)."""
     r = tmp_path / "r"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    (r / "v").write_text("0\n")
-    git(r, "add", "-A")
-    git(r, "commit", "-q", "-m", "c0")
-    good = git(r, "rev-parse", "HEAD")
+    good = linear(r, 1, {})[0]
     git(r, "checkout", "-q", "--orphan", "vendor")
     git(r, "rm", "-q", "-rf", ".")
     (r / "bug").write_text("bug\n")
@@ -171,16 +181,7 @@ def test_a_stopped_triage_names_no_first_bad_commit_as_a_verdict(tmp_path):
     """--max-runs spent before the answer is confirmed: inconclusive (exit 2), its best candidate
     said as unconfirmed, and the JUnit failure names no commit it is 'since'."""
     r = tmp_path / "r"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    shas = []
-    for i in range(20):
-        (r / "v").write_text(f"{i}\n")
-        if i == 13:
-            (r / "bug").write_text("bug\n")
-        git(r, "add", "-A")
-        git(r, "commit", "-q", "-m", f"c{i}")
-        shas.append(git(r, "rev-parse", "HEAD"))
+    shas = linear(r, 20, {13: "bug"})
     (tmp_path / "t.sh").write_text("#!/bin/sh\n! test -f bug\n")
     (tmp_path / "t.sh").chmod(0o755)
     xml = tmp_path / "t.xml"
@@ -221,17 +222,7 @@ def test_log_writes_a_triages_bisection_not_an_older_bisect(tmp_path):
     log` printed the bisect's session with exit 0 and `log --session 2` said "no bisection
     recorded": a replay of the log gave the other test's culprit."""
     r = tmp_path / "r"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    shas = []
-    for i in range(13):
-        (r / "v").write_text(f"{i}\n")
-        for at, name in ((3, "bugA"), (9, "bugB")):
-            if i == at:
-                (r / name).touch()
-        git(r, "add", "-A")
-        git(r, "commit", "-q", "-m", f"c{i}")
-        shas.append(git(r, "rev-parse", "HEAD"))
+    shas = linear(r, 13, {3: "bugA", 9: "bugB"})
     for name in ("A", "B"):
         (tmp_path / f"test{name}.sh").write_text(f"#!/bin/sh\ntest -f bug{name} && exit 1; exit 0\n")
         (tmp_path / f"test{name}.sh").chmod(0o755)

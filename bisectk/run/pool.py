@@ -52,6 +52,7 @@ from bisectk.run.classify import recognise
 from bisectk.run.executor import Builds, Job, build_then_run
 from bisectk.run.forked import FORK_READY_S, Forked, Replies, Template, kill_alive
 from bisectk.run import tmpfiles
+from bisectk.run.worker import BROKEN
 from bisectk.run.output import Readers
 from bisectk.run.process import (RUN_ID_ENV, SUPERVISOR_CHECK_S, TAIL_BYTES, RawRun, SupervisorLost, captures,
                                  death_words, kill_run, kill_tree, run_process, signal_name, start_contained)
@@ -557,6 +558,8 @@ class WorkerPool:
                     raw = self._run_on(slot, job, watch)
                 finally:
                     self._release(slot)
+                if raw is _COLD:
+                    break           # no warm worker can run it: another would break the same way
                 if raw is not None:
                     return raw
         self.stats["cold_runs"] += 1
@@ -575,8 +578,9 @@ class WorkerPool:
             except Exception:
                 pass
 
-    def _run_on(self, slot: _Slot, job: Job, watch: Watch) -> RawRun | None:
-        """One run in the slot's worker; None when the worker refused it (it was retired)."""
+    def _run_on(self, slot: _Slot, job: Job, watch: Watch):
+        """One run in the slot's worker: its RawRun; None when the worker refused it (it was
+        retired); _COLD when the run broke the worker (it must be done cold)."""
         w = slot.worker
         # the run's fds 1 and 2 are FIFOs read here as a cold run's pipes are (run/output.py):
         # capped logs, the result line wherever it is, lines followed as they come
@@ -605,7 +609,13 @@ class WorkerPool:
             # chatty hang) cannot hold the readers' drain
             self._retire(slot)
         readers.stop()
+        broken = _read(fifos.dir / BROKEN) if died else ""
         fifos.close()
+        if broken:      # the worker's death is not the subject's: the run is done again cold
+            self._retire(slot)
+            self.stats["broken"] = self.stats.get("broken", 0) + 1
+            self._note(f"warm worker: {broken}; that run was done again cold")
+            return _COLD
         self.stats["warm_runs"] += 1
         notes = [c.sink_error for c in caps if c.sink_error]
         seen = dict(stdout=caps[0].text(), stderr=caps[1].text(), result=caps[0].result)
@@ -693,6 +703,16 @@ class WorkerPool:
 
 class _Lost(Exception):
     """The warm worker's supervisor was killed or stopped during a run (why, in words)."""
+
+
+_COLD = object()    # _run_on: the run must be done cold (it broke its warm worker)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace").strip()
+    except OSError:
+        return ""
 
 
 class _Fifos:

@@ -332,10 +332,27 @@ def serve_ready(reply_fd: int, info: dict) -> int:
         except BaseException as exc:  # the worker's own machinery failed: report, then die
             rep = {"exit_code": None, "duration_s": 0.0, "error": f"worker: {exc!r}"[:500],
                    "poisoned": f"the worker's own machinery failed: {exc!r}"[:500]}
-        reply.write(json.dumps(rep) + "\n")
+        try:
+            reply.write(json.dumps(rep) + "\n")
+        except OSError as exc:      # the run closed this worker's own descriptors (os.closerange)
+            _say_broken(req, f"the run closed the warm worker's own descriptors ({exc.strerror or exc})")
+            os._exit(1)
         if rep.get("poisoned"):
             break
     return 0
+
+
+BROKEN = "worker-broken"    # beside the run's FIFOs: the worker could not go on for a reason of the run's
+
+
+def _say_broken(req: dict, why: str) -> None:
+    """Leave `why` where the pool looks when a worker dies (its descriptors may all be gone: a path
+    is opened anew), so that the run is run again cold, not judged by the worker's own death."""
+    try:
+        with open(os.path.join(os.path.dirname(req.get("stdout_path") or "."), BROKEN), "w") as f:
+            f.write(why)
+    except OSError:
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:

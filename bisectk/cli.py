@@ -127,8 +127,9 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  max_runs=max_runs, timeout=timeout, gpus=tuple(gpus.split(",")) if gpus else (), executor=executor,
                  ray_address=ray_address, fresh=fresh, warm=warm, jobs=jobs)
-    check_outputs(report, json_out, html, spec=s, ledger=ledger_location(ledger, spec=s))
-    with Session("ablate", s, ledger_location(ledger, spec=s), args={"spec": str(spec), "strategy": strategy},
+    ledger_path = ledger_location(ledger, spec=s)
+    check_outputs(report, json_out, html, spec=s, ledger=ledger_path)
+    with Session("ablate", s, ledger_path, args={"spec": str(spec), "strategy": strategy},
                  policy=pol, reporter=reporter(as_json, s.good)) as session:
         if resume and session.previous is None:
             fail(f"--resume: no earlier ablation of {spec} in {session.ledger.path}")
@@ -369,8 +370,9 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
                  max_runs=max_runs, jobs=jobs, confidence=confidence, gpus=tuple(gpus.split(",")) if gpus else (),
                  executor=executor, ray_address=ray_address, ray_repo=ray_repo, fresh=fresh, warm=warm,
                  clean_ignored=clean_ignored)
-    check_outputs(report, json_out, html, spec=s, ledger=ledger_location(ledger, repo=root))
-    with Session("bisect", s, ledger_location(ledger, repo=root), args=args, policy=pol,
+    ledger_path = ledger_location(ledger, repo=root)
+    check_outputs(report, json_out, html, spec=s, ledger=ledger_path)
+    with Session("bisect", s, ledger_path, args=args, policy=pol,
                  reporter=reporter(as_json, None)) as session:
         prev = session.previous
         same = prev is not None and all(prev["args"].get(k, d) == args[k] for k, d in
@@ -411,7 +413,7 @@ def say_shared(before, root: Path) -> None:
     """A warning when the runs changed what the worktrees share with the user's checkout
     (spaces/shared.py): refs, the stash, the config."""
     from bisectk.spaces.shared import changes, snapshot
-    said = changes(before, snapshot(root))
+    said = changes(before, snapshot(root, Path(before["git_dir"])) if before else None)
     if said:
         say_error(f"warning: the runs changed your repository: {'; '.join(said)}. Each commit runs in a worktree of "
                   f"its own, but worktrees share refs, the stash and the config with your checkout (as under git "
@@ -493,8 +495,9 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     # what `bisectk log` needs to write the triage's bisection as a replayable record
     args = {"repo": str(root), "good": commits.good_sha, "bad": commits.bad_sha, "first_parent": first_parent,
             "flaky": flaky, "subject": str(spec or run_cmd or pytest_id)}
-    check_outputs(report, json_out, html, junit, spec=s, ledger=ledger_location(ledger, repo=root))
-    with Session("triage", s, ledger_location(ledger, repo=root), args=args, policy=pol,
+    ledger_path = ledger_location(ledger, repo=root)
+    check_outputs(report, json_out, html, junit, spec=s, ledger=ledger_path)
+    with Session("triage", s, ledger_path, args=args, policy=pol,
                  reporter=reporter(as_json, None)) as session:
         prev = session.previous
         if resume and (prev is None or (prev["args"].get("good"), prev["args"].get("bad")) != (args["good"], args["bad"])):

@@ -65,6 +65,8 @@ TimeoutOpt = typer.Option(None, "--timeout", min=0.01, help="Watchdog seconds, f
 ReportOpt = typer.Option(None, "--report", help="Write the Markdown debug log here (its pictures beside it).")
 HtmlOpt = typer.Option(None, "--html", help="Write one self-contained HTML report with pictures here.")
 JsonOutOpt = typer.Option(None, "--json-out", help="Write the JSON result here.")
+
+
 def _a_directory(path: Path) -> Path:
     if path is not None and path.is_file():     # not taken for the repository holding it
         raise typer.BadParameter(f"{path} is a file: give the repository's directory")
@@ -233,7 +235,7 @@ def check_outputs(report: Optional[Path] = None, json_out: Optional[Path] = None
     """Refuse, before any run, a report path that cannot be written or that names what the command
     reads: the spec, the ledger, the files the subject's command names, diff's trees
     (report/outputs.py); `also`: more (path, what) the command reads."""
-    from bisectk.report.outputs import check_outputs as check, ledger_files, named_files
+    from bisectk.report.outputs import argv_files, check_outputs as check, ledger_files
     outputs = {"--report": report, "--json-out": json_out, "--html": html, "--junit": junit}
     if not any(outputs.values()):
         return
@@ -242,7 +244,7 @@ def check_outputs(report: Optional[Path] = None, json_out: Optional[Path] = None
         if spec.path.is_file():
             inputs.append((spec.path, "the spec"))
         argv = [*spec.command, *(spec.build or [])]
-        inputs += [(p, "a file the subject's command names") for p in named_files(argv, spec.cwd, Path.cwd())]
+        inputs += [(p, "a file the subject's command names") for p in argv_files(argv, spec.cwd, Path.cwd())]
     check(outputs, inputs=inputs, trees=trees)
 
 
@@ -258,10 +260,11 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
     from bisectk.report.outputs import write_outputs
     if session is not None:
         session.record(render.stored(record))
+    document = render.document(record) if (as_json or json_out) else None
     closed = None           # stdout's reader left (`| head`): the report files are still written
     try:
         if as_json:
-            emit_json(render.document(record))
+            emit_json(document)
         else:
             render.summary(out, record, report=where)
     except SystemExit as exc:
@@ -279,7 +282,7 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
             writers.append(("--html", html, lambda: written.append(write_html(html, record, log))))
     if json_out:
         writers.append(("--json-out", json_out, lambda: json_out.write_text(
-            json.dumps(render.document(record), indent=2, default=str) + "\n", encoding="utf-8")))
+            json.dumps(document, indent=2, default=str) + "\n", encoding="utf-8")))
     failed = write_outputs(writers)
     if closed is not None:
         raise closed

@@ -72,18 +72,13 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bisectk"
 
 
-def git_dir(repo: Path) -> Path:
-    """The repository's common git directory (where bisect/triage keep their ledger)."""
-    from bisectk.spaces.commits import run_git
-    return (repo / run_git(repo, "rev-parse", "--git-common-dir")).resolve()
-
-
 def ledger_location(explicit: Path | None = None, *, spec: Spec | None = None,
                     repo: Path | None = None) -> Path:
     if explicit is not None:
         return Path(explicit)
     if repo is not None:
-        return git_dir(repo) / "bisectk" / "ledger.db"
+        from bisectk.spaces.commits import git_common_dir
+        return git_common_dir(repo) / "bisectk" / "ledger.db"
     if spec is not None and spec.path.is_file():
         beside = spec.path.resolve().parent / ".bisectk"
         if _writable(beside):

@@ -29,8 +29,10 @@ def ledger_files(ledger: Path) -> list[Path]:
     return [Path(f"{ledger}{suffix}") for suffix in LEDGER_FILES]
 
 
-def named_files(argv: Iterable[str], *dirs: Path) -> list[Path]:
-    """The existing files a command's words name, absolute or relative to one of `dirs`."""
+def argv_files(argv: Iterable[str], *dirs: Path) -> list[Path]:
+    """The existing files any word of a command names, absolute or relative to one of `dirs`: data
+    files too (unlike contents.named_files, which keys a verdict by the program, its scripts and
+    the sources they name, and leaves out what a run may rewrite)."""
     found = []
     for word in argv:
         if not word or len(word) > 4096 or "\0" in word:

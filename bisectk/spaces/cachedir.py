@@ -30,15 +30,11 @@ import stat
 import tempfile
 from pathlib import Path
 
-from bisectk.spaces.commits import SpaceError, run_git
+from bisectk.spaces.commits import SpaceError, git_common_dir
 
 LEGACY = "bisectk-worktrees"    # <git-common-dir>/bisectk-worktrees: where bisectk kept them before
 OWNER = "repo"                  # in a cache directory: the git common dir it belongs to
 KEYS = 100                      # <key>, <key>-2, ... <key>-100: keys tried before giving up
-
-
-def git_common_dir(repo: Path) -> Path:
-    return (Path(repo) / run_git(repo, "rev-parse", "--git-common-dir")).resolve()
 
 
 def cache_roots() -> list[Path]:

@@ -78,6 +78,12 @@ def run_git(cwd: Path | str, *args: str) -> str:
     return proc.stdout.strip()
 
 
+def git_common_dir(repo: Path | str) -> Path:
+    """The repository's common git directory (its .git, shared by all its worktrees): where the
+    ledger, the worktrees' admin directories, the refs and the config are."""
+    return (Path(repo) / run_git(repo, "rev-parse", "--git-common-dir")).resolve()
+
+
 def git_ok(cwd: Path | str, *args: str) -> bool:
     """Whether `git <args>` exits 0 in `cwd` (run_git's environment and config): for git's
     yes/no questions (`diff-files --quiet`). One that cannot start is a no."""
@@ -116,7 +122,8 @@ def run_git_bytes(cwd: Path | str, *args: str) -> bytes:
     except OSError as exc:
         raise SpaceError(f"git {_verb(args)} cannot start in {cwd}: {exc.strerror or exc}") from None
     if proc.returncode != 0:
-        raise SpaceError(f"git {_verb(args)} failed in {cwd}: {_why(proc.stderr.decode(errors='replace'), proc.returncode)}")
+        why = _why(proc.stderr.decode(errors="replace"), proc.returncode)
+        raise SpaceError(f"git {_verb(args)} failed in {cwd}: {why}")
     return proc.stdout
 
 

@@ -7,7 +7,8 @@ would under `git bisect run`. bisectk cannot stop it, but says so: the user's ne
 would otherwise pop the test's stash.
 
 snapshot -- the refs (name -> object) and the config files' content digests; None when git
-            cannot list them (the command goes on without the check).
+            cannot list them (the command goes on without the check). The second is given the
+            first's git directory.
 changes  -- what moved between two snapshots, in words: a line per kind of change.
 """
 
@@ -16,16 +17,17 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from bisectk.spaces.commits import SpaceError, run_git_bytes
+from bisectk.spaces.commits import SpaceError, git_common_dir, run_git_bytes
 
 MAX_NAMED = 5       # refs named in a line; the rest are counted
 
 
-def snapshot(root: Path) -> dict | None:
+def snapshot(root: Path, common: Path | None = None) -> dict | None:
+    """`common`: the git common directory when known (the first snapshot's), saving a git call."""
     try:
         listing = run_git_bytes(root, "for-each-ref", "--format=%(refname) %(objectname)")
-        common = Path(root) / run_git_bytes(root, "rev-parse", "--git-common-dir").decode().strip()
-    except (SpaceError, UnicodeDecodeError):
+        common = common or git_common_dir(root)
+    except SpaceError:
         return None
     refs = dict(line.split(b" ", 1) for line in listing.splitlines() if b" " in line)
     config = {}
@@ -34,7 +36,7 @@ def snapshot(root: Path) -> dict | None:
             config[name] = hashlib.sha256((common / name).read_bytes()).hexdigest()
         except OSError:
             config[name] = None
-    return {"refs": refs, "config": config, "git_dir": str(common.resolve())}
+    return {"refs": refs, "config": config, "git_dir": str(common)}
 
 
 def _names(refs: list[bytes]) -> str:

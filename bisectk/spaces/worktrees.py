@@ -79,6 +79,9 @@ RACY_NS = 50_000_000     # a stamp this close to its directory's last change can
 RACY = -1                # the stamp of such a directory: never equal to an mtime, so always "changed"
 SCOPED_MAX = 64          # more changed directories than this: one `clean` of the whole worktree
 _SESSION = re.compile(r"^(\d+)-[0-9a-f]+$")       # per-process sessions of bisectk before the cache
+_ASK = object()         # _switch: find the moved directories itself
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -226,8 +229,8 @@ def trust(path: Path) -> None:
     root, ours and the runs', must be told the worktree is safe too (`safe.directory` through
     GIT_CONFIG_COUNT, which this process and every run inherit), once per worktree."""
     n = int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0)
-    if any(os.environ.get(f"GIT_CONFIG_KEY_{i}") == "safe.directory" and os.environ.get(f"GIT_CONFIG_VALUE_{i}") == str(path)
-           for i in range(n)):
+    if any(os.environ.get(f"GIT_CONFIG_KEY_{i}") == "safe.directory"
+           and os.environ.get(f"GIT_CONFIG_VALUE_{i}") == str(path) for i in range(n)):
         return
     os.environ.update({f"GIT_CONFIG_KEY_{n}": "safe.directory", f"GIT_CONFIG_VALUE_{n}": str(path),
                        "GIT_CONFIG_COUNT": str(n + 1)})
@@ -275,8 +278,9 @@ class WorktreePool:
     """Detached worktrees from the repository's cache, one per concurrent lease (see module doc).
 
     A lease of a commit that a free worktree of this pool holds reuses it, tidied as a switch would
-    leave it (`_tidy`; ignored build outputs stay); otherwise a held free worktree is switched, or another cached one is taken over,
-    or one is added, while fewer than `size` are held; else the lease waits. A switch runs
+    leave it (`_tidy`; ignored build outputs stay); otherwise a held free worktree is switched, or
+    another cached one is taken over, or one is added, while fewer than `size` are held; else the
+    lease waits. A switch runs
     `checkout --force --detach` and `clean` (`-x` too when `clean_ignored`, which also wipes
     ignored build outputs). `while_preparing()` is called when a lease must wait for a checkout
     begun by `prepare` (the caller's idle time: a big tree's first checkout takes seconds).
@@ -466,7 +470,10 @@ class WorktreePool:
     def _lock(self, path: Path) -> int | None:
         return _lock(path)
 
-    def _switch(self, entry: _Entry, sha: str, checkout: bool = True) -> None:
+    def _switch(self, entry: _Entry, sha: str, checkout: bool = True, moved=_ASK) -> None:
+        """`checkout` False: HEAD and the tracked files are as the checkout left them (`_tidy`
+        found them so). `moved`: the directories changed since the last survey, when the caller
+        has already asked (`_moved`)."""
         if entry.fresh:         # another process's leftovers: a killed git's lock, a killed build
             admin = _admin_of(entry.path)
             if admin is not None:
@@ -476,8 +483,8 @@ class WorktreePool:
         # Untracked files can only have appeared where a directory's mtime moved since the last
         # switch left the worktree clean: creating or deleting an entry updates its directory.
         # None: not known (another process's worktree, -x asked, a directory gone): all of it.
-        moved = (None if entry.fresh or self.clean_ignored or entry.stamps is None
-                 else _moved(entry.stamps))
+        if moved is _ASK:
+            moved = None if entry.fresh or self.clean_ignored or entry.stamps is None else _moved(entry.stamps)
         stamps_before, entry.stamps = entry.stamps, None    # unknown until the switch is done
         if checkout:        # False: `_tidy` found the tracked files and HEAD as the checkout left them
             run_git(entry.path, *PARALLEL_CHECKOUT, "checkout", "-q", "--force", "--detach", sha)
@@ -510,12 +517,12 @@ class WorktreePool:
         if _head_of(entry.path) != sha or entry.index is None or _index_of(entry.path) != entry.index:
             self._switch(entry, sha)
             return
-        if entry.watch is not None and entry.watch.quiet() and not self.clean_ignored:
+        if not self.clean_ignored and entry.watch is not None and entry.watch.quiet():
             return          # nothing written in it since: no stat of every file
         moved = None if self.clean_ignored or entry.stamps is None else _moved(entry.stamps)
         edited = not git_ok(entry.path, "diff-files", "--quiet")
         if moved != [] or edited:
-            self._switch(entry, sha, checkout=edited)
+            self._switch(entry, sha, checkout=edited, moved=moved)
 
     @property
     def _modules(self) -> Path:

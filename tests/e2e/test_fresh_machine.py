@@ -92,9 +92,9 @@ def test_every_option_a_message_or_the_readme_names_exists():
                ROOT / "bisectk" / "run" / "runner.py", *(ROOT / "bisectk" / "engine").glob("*.py"),
                *(p for p in (ROOT / "bisectk" / "report").glob("*.py") if p.name != "html.py")]   # html.py: CSS
     named = set().union(*(OPTION.findall(p.read_text()) for p in talkers))
-    # git's: in a git command line, and the synonyms a `git bisect log` may hold (engine/gitlog.py);
-    # "--term-" is the head of "--term-old"/"--term-new" written with the side's word
-    assert named - known == {"--git-common-dir", "--term-good", "--term-bad", "--term-"}
+    # git's: the synonyms a `git bisect log` may hold (engine/gitlog.py); "--term-" is the head of
+    # "--term-old"/"--term-new" written with the side's word
+    assert named - known == {"--term-good", "--term-bad", "--term-"}
     readme = set(OPTION.findall((ROOT / "README.md").read_text()))
     others = {"--arch", "--arrive", "--consumers", "--depth",     # the README spec's subject's own arguments
               "--head", "--port", "--address",                    # ray start

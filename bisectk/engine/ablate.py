@@ -124,36 +124,81 @@ def search_set(oracle: Oracle, differences: list, *, strategy: str, rule: Confid
 
 
 class FirstRuns:
-    """The search's likely first runs, begun beside the bad endpoint's first run (--jobs above
-    one; verify's `meanwhile`): on a GPU that run is often a hang, a second or more of the
-    watchdog with the other slots idle. Each is a real run of its configuration, submitted to
+    """The search's likely first runs, begun before the endpoints are known (--jobs above one;
+    verify's `meanwhile`): on a GPU the bad endpoint's run is often a hang, a second or more of
+    the watchdog with the other slots idle. Each is a real run of its configuration, submitted to
     the search's oracle before its target failure is known (Oracle.unaimed) and judged once it
     is; the search takes them when it asks (ablate's `started`), and one it never asks counts
-    as made ahead and not needed. Not under --flaky, whose rule comes from the endpoint runs."""
+    as made ahead and not needed. Not under --flaky, whose rule comes from the endpoint runs.
+
+    Where the executor allows (`beside`; endpoints._beside_good), they begin with the bad
+    endpoint's run beside the good endpoint's, their watchdog set once it passed: `early` starts
+    all but one slot's (good and bad hold one each), `then` the last once good has passed, and
+    `drop` ends them unjudged when it did not. Else `__call__` starts them beside the bad
+    endpoint's run, once good has passed."""
 
     def __init__(self, oracle: Oracle, differences: list, *, strategy: str, repeat: int):
         self.oracle, self.differences, self.strategy, self.repeat = oracle, differences, strategy, repeat
         self.started: dict[frozenset, list[Future]] = {}
+        self._later: list[frozenset] = []
 
     def wanted(self) -> bool:
         """Side-by-side slots (--jobs above one), and no --flaky."""
         return self.oracle.policy.jobs > 1 and self.oracle.policy.flaky is not True
 
-    def __call__(self) -> None:
+    @property
+    def beside(self) -> bool:
+        return self.wanted()
+
+    def _keys(self, early: bool = False) -> list[frozenset]:
         policy, runner = self.oracle.policy, self.oracle.trials.runner
-        if not self.wanted():
-            return
         slots = policy.jobs - 1     # the bad endpoint's run holds one
         if policy.max_runs is not None:
             slots = min(slots, policy.max_runs - policy.jobs)
-        keys = first_runs(self.differences, slots, runner.spares(), strategy=self.strategy,
+        risky = runner.spares()
+        if early and risky is not None:     # a warm pool still importing has no spare yet: it will
+            risky = max(risky, slots)
+        return first_runs(self.differences, slots, risky, strategy=self.strategy,
                           measure_removal=True, more_sets=MORE_SETS, confidence=policy.confidence,
                           endpoint=(self.repeat, self.repeat), costs=self.oracle.trials.costs,
                           steady=policy.flaky is False)
+
+    def _submit(self, keys: list[frozenset]) -> None:
         for key in keys:
             self.started.setdefault(key, []).append(self.oracle.submit(key))
+
+    def __call__(self) -> None:
+        if not self.wanted():
+            return
+        keys = self._keys()
+        self._submit(keys)
         if keys:
-            runner.events.emit(Note(f"{len(keys)} of the search's likely first runs start beside the bad endpoint's"))
+            self.oracle.trials.runner.events.emit(
+                Note(f"{len(keys)} of the search's likely first runs start beside the bad endpoint's"))
+
+    def early(self) -> None:
+        keys = self._keys(early=True)
+        now = min(len(keys), self.oracle.policy.jobs - 2)      # the good and bad endpoints' runs hold two
+        self._submit(keys[:now])
+        self._later = keys[now:]
+        also = f" and {now} of the search's likely first runs" if now else ""
+        self.oracle.trials.runner.events.emit(Note(
+            f"the bad endpoint's run{also} start beside the good endpoint's; their watchdog is set once it has passed"))
+
+    def then(self) -> None:
+        """The good endpoint passed: the slot its run held takes the last of the first runs."""
+        self._submit(self._later)
+        self._later = []
+
+    def drop(self) -> None:
+        """The good endpoint did not pass: the first runs end unjudged (the runner's hold ends
+        those begun; those not begun are cancelled), and none is left for the search to take."""
+        futures = [f for fs in self.started.values() for f in fs]
+        for f in futures:
+            f.cancel()
+        futures_wait(futures)
+        self.started.clear()
+        self._later = []
 
     def wait(self) -> None:
         """Let the runs begun end (the endpoints proved unusable: no search takes them)."""

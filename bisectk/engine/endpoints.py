@@ -7,6 +7,11 @@ verify         -- the procedure, through the space's Trials (engine/oracle.py; i
                   then made with):
                   1. good, `repeat` runs; the watchdog and the SLOW baseline are calibrated from
                      its passing runs;
+                  With `meanwhile` able to (--jobs above one, no --flaky: engine/ablate.py
+                  FirstRuns), the bad endpoint's first run and the search's likely first runs
+                  begin beside good's instead of after it; their watchdog is the one calibrated
+                  when good has passed (run/pending.py), and if good did not pass, the runs made
+                  ahead are ended unjudged (the bad endpoint's goes on, as step 2 needs it);
                   2. bad, `repeat` runs; a bad endpoint that passed every time is re-run, up to
                      `calibrate_runs` runs in all (twice that with --flaky), until it fails: one
                      lucky pass of an intermittent failure must not abort the search;
@@ -56,7 +61,9 @@ configuration that does not fail, or a "working" one that does, makes every late
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -100,15 +107,28 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
     cap = max(policy.calibrate_runs, repeat)
     runner.events.emit(PhaseStarted("endpoints", f"verifying good and bad, {repeat} run(s) each"))
     announce_watchdog(runner, trials.space.workload(good_point))
-    good_runs = [trials.observe(good_point) for _ in range(repeat)]
-    watchdog = runner.calibrate(good_runs)
     bad_to_run = not runner.has(trials.space.workload(bad_point))
+    beside = _beside_good(trials, good_point, bad_point, meanwhile) if bad_to_run else None
+    try:
+        good_runs = [trials.observe(good_point) for _ in range(repeat)]
+    except BaseException:
+        runner.settle(False)        # a Ctrl-C: the runs made ahead end with it
+        raise
+    watchdog = runner.calibrate(good_runs)
+    good_passed = all(r.outcome is Outcome.PASS for r in good_runs)
     if runner.timeout is None and bad_to_run:
         runner.events.emit(Note(f"watchdog: the good endpoint never passed, so it stays at {watchdog.seconds:g} s "
                                 "for the bad endpoint; --timeout SECONDS sets it"))
-    if meanwhile is not None and bad_to_run and all(r.outcome is Outcome.PASS for r in good_runs):
+    if beside is not None:
+        runner.settle(good_passed)
+        if good_passed:
+            meanwhile.then()
+        else:                       # nothing to run ahead for: the runs made ahead end unjudged
+            meanwhile.drop()
+            runner.release()
+    elif meanwhile is not None and bad_to_run and good_passed:
         meanwhile()
-    bad_runs = _reproduced(trials, bad_point, repeat, 2 * cap if policy.flaky else cap)
+    bad_runs = _reproduced(trials, bad_point, repeat, 2 * cap if policy.flaky else cap, first=beside)
     target = Target.of(bad_runs, policy.same_failure)
     notes: list[str] = []
     if _silent_hang(runner, bad_runs, target):     # 2b. slow, or hung? given longer once
@@ -280,15 +300,42 @@ def _hang_or_slow(trials: Trials, bad_point: Any, bad_runs: list[Run]) -> tuple[
                    f"the watchdog is now {watchdog.seconds:.1f} s")
 
 
-def _reproduced(trials: Trials, bad_point: Any, repeat: int, cap: int) -> list[Run]:
+def _reproduced(trials: Trials, bad_point: Any, repeat: int, cap: int, first: Future | None = None) -> list[Run]:
     """The bad endpoint's `repeat` runs, and more while it passed every time, up to `cap` in all
     (told the failure is intermittent, --flaky, the cap is doubled: at a 30% failure rate, 10
-    passes in a row still happen 3% of the time)."""
-    runs: list[Run] = []
+    passes in a row still happen 3% of the time). `first`: its first run, begun beside the good
+    endpoint's."""
+    runs: list[Run] = [first.result()] if first is not None else []
     while len(runs) < repeat or (not any(r.outcome is Outcome.FAIL for r in runs)
                                  and len(runs) < cap and runs[-1].outcome is Outcome.PASS):
         runs.append(trials.observe(bad_point))
     return runs
+
+
+def _beside_good(trials: Trials, good_point: Any, bad_point: Any, meanwhile) -> Future | None:
+    """Begin the bad endpoint's first run, and the search's likely first runs (`meanwhile.early`),
+    beside the good endpoint's runs, their watchdog set once those have passed (Runner.hold;
+    run/pending.py). Only where `meanwhile` can (--jobs above one, no --flaky), the good endpoint
+    must run (not in the ledger), no build step holds the directory, and the executor's watch
+    runs in this process (a fresh process or a warm worker; a Ray actor takes its watchdog with
+    the job). Returns the bad run's Future, or None where the runs wait for the good endpoint."""
+    runner = trials.runner
+    if (meanwhile is None or not getattr(meanwhile, "beside", False) or runner.spec.build is not None
+            or not getattr(runner.executor, "watches_here", False)
+            or runner.has(trials.space.workload(good_point))):
+        return None
+    pending = runner.hold()
+    future: Future = Future()
+
+    def work() -> None:
+        pending.keep_here()     # the endpoint check needs this run whatever the good endpoint does
+        try:
+            future.set_result(trials.observe(bad_point, slot=1))
+        except BaseException as exc:      # handed to verify, which waits for it
+            future.set_exception(exc)
+    threading.Thread(target=work, name="bisectk-bad-endpoint", daemon=True).start()
+    meanwhile.early()
+    return future
 
 
 def _folded(trials: Trials, point: Any, runs: list[Run]) -> Verdict:

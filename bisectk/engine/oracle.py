@@ -48,6 +48,7 @@ from bisectk.engine.policy import RunPolicy
 from bisectk.events import Note
 from bisectk.ledger import stored_key
 from bisectk.outcome import DEFAULT_SAME_FAILURE, Outcome, Run, Target, Verdict
+from bisectk.run.pending import RunAbandoned
 from bisectk.run.progress import reach
 from bisectk.run.runner import Runner
 from bisectk.run.workload import Workload
@@ -110,17 +111,23 @@ class Trials:
             self._counts[(workload.revision, key)] += 1
         def label_of() -> str:
             return " ".join(x for x in (self.label, self.space.label(point)) if x)
-        if self.runner.has(workload, index):
-            label = label_of()
-            run = self.runner.observe(workload, index, label, longer=longer, until=until)
-        else:
-            # a commit's label is read from git (its subject): while git checks the commit out
-            label_of = _meanwhile(label_of) if getattr(self.space, "label_reads_git", False) else label_of
-            with self.space.lease(point) as leased:
+        try:
+            if self.runner.has(workload, index):
                 label = label_of()
-                if self.policy.gpus:
-                    leased = leased.with_env(CUDA_VISIBLE_DEVICES=self.policy.gpus[slot % len(self.policy.gpus)])
-                run = self.runner.observe(leased, index, label, snapshot=snapshot, longer=longer, until=until)
+                run = self.runner.observe(workload, index, label, longer=longer, until=until)
+            else:
+                # a commit's label is read from git (its subject): while git checks the commit out
+                label_of = _meanwhile(label_of) if getattr(self.space, "label_reads_git", False) else label_of
+                with self.space.lease(point) as leased:
+                    label = label_of()
+                    if self.policy.gpus:
+                        leased = leased.with_env(CUDA_VISIBLE_DEVICES=self.policy.gpus[slot % len(self.policy.gpus)])
+                    run = self.runner.observe(leased, index, label, snapshot=snapshot, longer=longer, until=until)
+        except RunAbandoned:
+            with self._count_lock:      # never made: its run index is the next one asked again
+                if self._counts[(workload.revision, key)] == index + 1:
+                    self._counts[(workload.revision, key)] = index
+            raise
         judged = judged_as(run, target() if callable(target) else target)
         trial = Trial(key, label, index, run, judged, self.runner.was_cached(workload, index))
         with self._lock:

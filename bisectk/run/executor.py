@@ -13,7 +13,9 @@ Executor      -- the protocol every place keeps: `run(job, watch) -> RawRun` (ne
                  to hand it at once now (k-way multisection's round; a Ray cluster that lost an
                  actor says fewer), `close()`. Implemented by LocalExecutor (a fresh process per
                  run), run/pool.py WorkerPool (warm workers) and run/remote.py RemoteExecutor
-                 (Ray actors in run/cluster.py; a Site in this process for tests).
+                 (Ray actors in run/cluster.py; a Site in this process for tests). One that reads
+                 the Watch in this process says so (`watches_here`): a run may then begin before
+                 its deadline is known (run/pending.py); a remote one takes its watch as data.
 Builds        -- which build each place (a directory, a remote site's copy of the sources) holds.
 build_then_run -- what every executor does with a job: its build first, when the place it runs
                  in does not hold that build yet; a build that fails is returned in place of the
@@ -59,6 +61,8 @@ class Job:
     build: Build | None = None
     origin: Origin | None = field(default=None, compare=False)
     label: str = ""
+    urgent: bool = field(default=False, compare=False)    # others wait on it (the good endpoint's run
+                                                          # that runs beside others: Runner.hold)
 
 
 class Executor(Protocol):
@@ -112,6 +116,8 @@ def run_fresh(job: Job, watch: Watch) -> RawRun:
 
 class LocalExecutor:
     """A fresh contained process per run; `slots` runs at once (--jobs)."""
+
+    watches_here = True     # the Watch is read in this process: a run may begin before its deadline is known
 
     def __init__(self, slots: int = 1):
         self.slots = max(1, slots)

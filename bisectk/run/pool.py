@@ -227,6 +227,8 @@ class WorkerPool:
     the same way, else `spares`).
     """
 
+    watches_here = True     # the Watch is read in this process (LocalExecutor's)
+
     def __init__(self, gpus=None, *, slots: int = 1, python: str | None = None, env: dict[str, str] | None = None,
                  preload: tuple[str, ...] = DEFAULT_PRELOAD, max_runs: int = 200, spares: bool | int = True,
                  max_spares: int | None = None,
@@ -268,6 +270,7 @@ class WorkerPool:
         self.width = max(len(self.slots), slots)
         self.builds = Builds()
         self.cond = threading.Condition()
+        self._urgent = 0        # urgent runs waiting for a worker (_acquire)
         self.stats = {"warm_runs": 0, "cold_runs": 0, "worker_starts": 0, "worker_discards": 0,
                       "spare_promotions": 0, "recovery_s": [], "forked_starts": 0}
         self._closed = False
@@ -497,26 +500,34 @@ class WorkerPool:
                 return False
         return True
 
-    def _acquire(self) -> _Slot | None:
-        """A free slot with a live worker, or None when no worker can be started (run cold)."""
+    def _acquire(self, urgent: bool = False) -> _Slot | None:
+        """A free slot with a live worker, or None when no worker can be started (run cold).
+        `urgent`: the good endpoint's run, begun with others beside it before the pool's first
+        workers are ready: while it waits, the others do not take a worker."""
         t0 = time.monotonic()
         with self.cond:
-            while True:
-                if all(s.failed_starts >= MAX_FAILED_STARTS for s in self.slots):
-                    return None
-                for s in self.slots:
-                    if not s.busy and s.worker is not None and not s.worker.usable():
-                        old = self._discard(s)      # died while idle: its spare takes over
-                        threading.Thread(target=old.kill, args=(0.1,), daemon=True).start()
-                for s in self.slots:
-                    if not s.busy and s.worker is not None:
-                        s.busy = True
-                        _trace("acquired", slot=self.slots.index(s), waited=round(time.monotonic() - t0, 3))
-                        return s
-                for s in self.slots:
-                    if not s.busy:
-                        self._fill(s)
-                self.cond.wait(timeout=1.0)
+            self._urgent += urgent
+            try:
+                while True:
+                    if all(s.failed_starts >= MAX_FAILED_STARTS for s in self.slots):
+                        return None
+                    for s in self.slots:
+                        if not s.busy and s.worker is not None and not s.worker.usable():
+                            old = self._discard(s)      # died while idle: its spare takes over
+                            threading.Thread(target=old.kill, args=(0.1,), daemon=True).start()
+                    for s in self.slots:
+                        if not s.busy and s.worker is not None and (urgent or not self._urgent):
+                            s.busy = True
+                            _trace("acquired", slot=self.slots.index(s), waited=round(time.monotonic() - t0, 3))
+                            return s
+                    for s in self.slots:
+                        if not s.busy:
+                            self._fill(s)
+                    self.cond.wait(timeout=1.0)
+            finally:
+                if urgent:
+                    self._urgent -= 1
+                    self.cond.notify_all()
 
     def _release(self, slot: _Slot) -> None:
         with self.cond:
@@ -551,7 +562,7 @@ class WorkerPool:
                        "so its runs go cold (a fresh process each): a warm worker runs a Python script only")
         if self.warm_capable(job.argv, job.env):
             for _ in range(MAX_REFUSALS):
-                slot = self._acquire()
+                slot = self._acquire(job.urgent)
                 if slot is None:
                     break
                 try:

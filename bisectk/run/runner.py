@@ -41,6 +41,7 @@ from bisectk.run import imports as run_imports
 from bisectk.run.classify import WORKTREE_PATH, Judge, classify_build, classify_run
 from bisectk.run.executor import Build, Executor, Job, LocalExecutor
 from bisectk.run.memokey import StaticKey, policy_words, sources_digest
+from bisectk.run.pending import Pending, PendingWatch
 from bisectk.run.progress import (COMPILE_FACTOR, DEFAULT_FACTOR as STRETCH_FACTOR, KERNEL_FACTOR, SLACK_S,
                                   FixedWatch, ProgressWatch, Timeline)
 from bisectk.run.scratch import PREFIXES as SCRATCH_PREFIXES
@@ -84,6 +85,7 @@ class Runner:
         self._lock = threading.Lock()                        # guards the dicts above and `executed`
         self.executed = 0  # runs actually executed (not answered from the ledger)
         self.snapshots = snapshots      # which hangs are read before the kill (run/snapshot.py)
+        self._pending: Pending | None = None    # runs begun beside the good endpoint's (hold)
 
     @property
     def fingerprint(self) -> str:
@@ -202,9 +204,47 @@ class Runner:
         """Whether the watchdog follows each run's progress (calibrated from a good timeline)."""
         return self.good_timeline is not None and self.timeout is not None and self.timeout.source == "progress"
 
-    def watch(self, seconds: float) -> FixedWatch | ProgressWatch:
+    def hold(self) -> Pending:
+        """Runs begun from now on by threads other than this one get their watchdog when the good
+        endpoint has passed (`settle`): the bad endpoint's run and the search's first runs, begun
+        beside the good run's (engine/endpoints.py; run/pending.py)."""
+        self._pending = Pending(threading.get_ident())
+        return self._pending
+
+    def settle(self, passed: bool) -> None:
+        """The good endpoint's runs are done (`passed`: all of them passed, and the watchdog is
+        calibrated from them): the runs begun beside them get the watchdog made now. Did not pass:
+        runs made ahead are ended unjudged, kept ones go on under the watchdog as it is; the hold
+        stays until `release`, so a run made ahead that begins later is ended too."""
+        pending = self._pending
+        if pending is None:
+            return
+        def make() -> FixedWatch | ProgressWatch:
+            return self._watch(self.policy().seconds)
+        if passed:
+            pending.settle(make)
+            self._pending = None
+        else:
+            pending.abandon(make)
+
+    def release(self) -> None:
+        self._pending = None
+
+    def _held(self) -> Pending | None:
+        """The hold a run begun now on this thread falls under (None: its watchdog is known)."""
+        pending = self._pending
+        return pending if pending is not None and pending.owner != threading.get_ident() else None
+
+    def watch(self, seconds: float) -> FixedWatch | ProgressWatch | PendingWatch:
         """The watch of one run: a ProgressWatch (moving deadline) once a good timeline is known
-        and the watchdog was not fixed by the user, else a FixedWatch of `seconds`."""
+        and the watchdog was not fixed by the user, else a FixedWatch of `seconds`; a PendingWatch
+        for a run begun beside the good endpoint's before its watchdog is known (`hold`)."""
+        pending = self._held()
+        if pending is not None:
+            return PendingWatch(pending, seconds, kept=pending.kept())
+        return self._watch(seconds)
+
+    def _watch(self, seconds: float) -> FixedWatch | ProgressWatch:
         if self.moving:
             return ProgressWatch(self.good_timeline, seconds, self.floor, self.kernel_factor())
         return FixedWatch(seconds)
@@ -246,7 +286,9 @@ class Runner:
             self.events.emit(RunFinished(label, w.config, index, stored, cached=True))
             return stored
         seconds = longer or self.policy().seconds
-        self.events.emit(RunStarted(label, w.config, index, seconds, self.moving and not longer))
+        # a run begun beside the good endpoint's has no watchdog yet: none is announced
+        self.events.emit(RunStarted(label, w.config, index, None if self._held() else seconds,
+                                    self.moving and not longer))
         grace = (longer, until) if longer is not None else None
         run, elsewhere = self._run_once(w, static, key, index, seconds, snapshot, grace)
         self.events.emit(RunFinished(label, w.config, index, run, cached=elsewhere))
@@ -382,7 +424,7 @@ class Runner:
                           f"{w.state}|{w.revision}|{key}|{' '.join(argv)}", self._log_dir(static, key, index, "build"))
         return Job(self.spec.argv(w.config), w.cwd, self._environment(w), self._log_dir(static, key, index, "run"),
                    record_imports=True, snapshot=self._snapshot(snapshot), build=build, origin=w.origin,
-                   label=key[:80])
+                   label=key[:80], urgent=self._pending is not None and self._held() is None)
 
 
 def _key(w: Workload) -> str:

@@ -89,7 +89,7 @@ def test_jobs_start_the_searchs_first_runs_beside_the_bad_endpoints_hang(tmp_pat
     p = bisectk("ablate", VARIANTS / "pipeline-hang.toml", "--jobs", "3", "--json-out", tmp_path / "r.json",
                 "--ledger", tmp_path / "ledger.db", timeout=600)
     assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
-    assert "start beside the bad endpoint's" in p.stdout + p.stderr
+    assert "start beside the good endpoint's" in p.stdout + p.stderr
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["culprits"] == ["producer_phase"] and doc["complete"]
     taken = sum(a["runs"] for a in doc["attempts"])
@@ -97,10 +97,91 @@ def test_jobs_start_the_searchs_first_runs_beside_the_bad_endpoints_hang(tmp_pat
     db = sqlite3.connect(tmp_path / "ledger.db")
     spans = {(k, i): (end - d, end) for k, i, end, d in db.execute("SELECT config_key, idx, created, duration_s FROM runs")}
     bad_start, bad_end = spans[(config_key(spec.bad), 0)]
-    good_start, good_end = spans[(config_key(spec.good), 0)]
     beside = [k for k, (s, e) in spans.items() if k[0] not in (config_key(spec.bad), config_key(spec.good))
               and s < bad_end and e > bad_start]
-    assert good_end <= bad_start + 0.05 and len(beside) >= 1, (spans, bad_start, bad_end)
+    assert len(beside) >= 1, (spans, bad_start, bad_end)
+
+
+SLOW_GOOD = """import sys, time
+hang, a, b = (int(x) for x in sys.argv[1:4])
+print("BISECTK_PHASE start", flush=True)
+time.sleep(1.0)                       # every run's start-up: the good run's too
+print("BISECTK_PHASE launch", flush=True)
+if hang:
+    time.sleep(600)
+print("BISECTK_PHASE synchronized", flush=True)
+"""
+
+
+def _slow_good_spec(tmp_path, code):
+    (tmp_path / "pyproject.toml").touch()
+    spec = tmp_path / "s.toml"
+    spec.write_text(f"[subject]\ncommand = {json.dumps(['python', '-c', code, '{hang}', '{a}', '{b}'])}\n"
+                    "[good]\nhang = 0\na = 0\nb = 0\n[bad]\nhang = 1\na = 1\nb = 1\n")
+    return spec
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+def test_jobs_begin_the_bad_endpoint_beside_the_good_one_and_set_its_watchdog_when_good_passes(tmp_path, warm):
+    """--jobs 3: the bad endpoint's run begins beside the good endpoint's 1 s run, with no
+    watchdog yet; once good has passed, its deadline is the calibrated one (about a second past the
+    point where the good run had finished), not the 120 s cap it began under, and the search's
+    answer is the serial one's."""
+    import sqlite3
+    from bisectk.spec import config_key
+    spec = _slow_good_spec(tmp_path, SLOW_GOOD)
+    p = bisectk("ablate", spec, "--jobs", "3", "--json-out", tmp_path / "r.json", "--ledger", tmp_path / "ledger.db",
+                *(["--warm"] if warm else []), timeout=300)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    assert "start beside the good endpoint's" in p.stdout + p.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["culprits"] == ["hang"] and doc["complete"], doc
+    db = sqlite3.connect(tmp_path / "ledger.db")
+    spans = {(k, i): (end - d, end, d) for k, i, end, d in db.execute(
+        "SELECT config_key, idx, created, duration_s FROM runs")}
+    good = spans[(config_key({"hang": 0, "a": 0, "b": 0}), 0)]
+    bad = spans[(config_key({"hang": 1, "a": 1, "b": 1}), 0)]
+    assert bad[0] < good[1], (good, bad)            # begun before the good run had ended
+    assert doc["endpoints"]["bad"]["kind"] == "hang"
+    assert bad[2] < 10, (good, bad)                 # called by the calibrated watchdog, not the cap
+
+
+ABANDONED = """import sys, time
+hang, a, b = (int(x) for x in sys.argv[1:4])
+if (hang, a, b) == (0, 0, 0):
+    time.sleep(0.8)
+    sys.exit(3)                       # the good endpoint fails: nothing to run ahead for
+if (hang, a, b) == (1, 1, 1):
+    time.sleep(0.3)
+    sys.exit(1)
+time.sleep(600)                       # every hybrid the search would run first hangs
+"""
+
+
+def test_runs_begun_ahead_end_unjudged_when_the_good_endpoint_fails(tmp_path):
+    """The search's first runs begun beside a good endpoint that then fails are ended at once:
+    the command does not wait out their 120 s cap, stores none of them, and leaves no process."""
+    import sqlite3
+    import time
+    from bisectk.spec import config_key
+    from tests.conftest import new_mark, own_processes
+    spec = _slow_good_spec(tmp_path, ABANDONED)
+    mark = new_mark()
+    t0 = time.monotonic()
+    p = bisectk("ablate", spec, "--jobs", "4", "--json-out", tmp_path / "r.json", "--ledger", tmp_path / "ledger.db",
+                "--calibrate-runs", "2", timeout=300, env=mark)
+    wall = time.monotonic() - t0
+    assert p.returncode != 0 and "Traceback" not in p.stderr, (p.stdout[-2000:], p.stderr[-2000:])
+    assert "start beside the good endpoint's" in p.stdout + p.stderr
+    assert wall < 60, wall
+    keys = {k for (k,) in db_rows(tmp_path / "ledger.db")}
+    assert keys == {config_key({"hang": 0, "a": 0, "b": 0}), config_key({"hang": 1, "a": 1, "b": 1})}, keys
+    assert own_processes(mark) == []
+
+
+def db_rows(path):
+    import sqlite3
+    return sqlite3.connect(path).execute("SELECT DISTINCT config_key FROM runs").fetchall()
 
 
 def test_jobs_make_a_flaky_searchs_passes_side_by_side(tmp_path):

@@ -277,7 +277,7 @@ def advice(graph, result: DagResult, text: str | None, first_bad: dict | None, s
 
 def _record(runner: Runner, oracle: Oracle, check: EndpointCheck, result: DagResult, flaky: bool, stopped: bool,
             reason: str, start: float, base: dict, two_rate: bool = False, terms: Terms = Terms()) -> BisectRecord:
-    from bisectk.engine.records import BisectRecord
+    from bisectk.engine.records import BisectRecord, confidence_of
     trials = oracle.trials
     space: CommitSpace = trials.space
     graph = space.commits
@@ -312,6 +312,7 @@ def _record(runner: Runner, oracle: Oracle, check: EndpointCheck, result: DagRes
         first_bad=first_bad, candidates=candidates, contradiction=text if result.contradiction else None,
         last_good=tuple(last_good(trials, check, result.culprit, base["first_parent"], terms)) if found else (),
         confidence=round(result.confidence, 6), ambiguous=len(result.candidates) > 1,
+        confidence_of=confidence_of(first_bad, len(candidates), complete),
         skipped=tuple(commit_doc(space, i) for i in result.skipped), fail_prob=result.fail_prob,
         posterior=tuple({"sha": graph[i].sha, "short": graph[i].short, "p": round(p, 6)} for i, p in result.posterior),
         attempts=tuple(attempts_in_run_order(trials, oracle.mode, terms)),

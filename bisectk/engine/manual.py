@@ -339,7 +339,7 @@ def _record(graph: CommitGraph, terms: Terms, found: ManualResult, args: dict, s
             first_parent: bool):
     """The manual bisection as a BisectRecord (endpoints: none were run; verdicts are the
     observations)."""
-    from bisectk.engine.records import BisectRecord
+    from bisectk.engine.records import BisectRecord, confidence_of
 
     def doc(i: int, full: bool = False) -> dict:
         info = graph.describe(i) if full else graph[i]
@@ -371,6 +371,7 @@ def _record(graph: CommitGraph, terms: Terms, found: ManualResult, args: dict, s
         mode=(r.mode if r else ""), first_bad=first,
         candidates=tuple(doc(i, True) for i in (r.candidates if r else ())), last_good=tuple(last),
         confidence=round(r.confidence, 6) if r else 0.0, ambiguous=bool(r) and len(r.candidates) > 1,
+        confidence_of=confidence_of(first, len(r.candidates) if r else 0, bool(first) and r.complete),
         skipped=tuple(doc(i) for i in (r.skipped if r else ())), goods=graph.goods, paths=graph.paths,
         terms=(terms.old, terms.new), find_fix=terms.find_fix, manual=True, merge_bases=tuple(found.merge_bases),
         protocol="manual")

@@ -172,6 +172,18 @@ class SubjectRecord:
                    d.get("description", ""), d.get("slow_factor"), d.get("slow_metric"), d.get("named_files"))
 
 
+def confidence_of(first_bad: dict | None, candidates: int, complete: bool) -> str:
+    """What a bisection's `confidence` is the probability of: "first_bad" (the commit named, the
+    search complete), "candidates" (that the culprit is one of several left), or "unconfirmed" (one
+    left, but the search stopped: a deterministic search's 1.0 then assumes every run told the
+    truth, which its confirmation was to check)."""
+    if candidates > 1 and not first_bad:
+        return "candidates"
+    if first_bad and not complete:
+        return "unconfirmed"
+    return "first_bad"
+
+
 def _base_dump(rec: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in fields(rec):
@@ -352,6 +364,7 @@ class BisectRecord(Record):
     candidates: tuple[dict, ...] = ()       # each with its own subject, author, files
     last_good: tuple[dict, ...] = ()        # the culprit's parent(s), each with its verdict
     confidence: float = 0.0
+    confidence_of: str = "first_bad"        # what `confidence` is the probability of (records.confidence_of)
     ambiguous: bool = False
     skipped: tuple[dict, ...] = ()
     fail_prob: float | None = None

@@ -19,7 +19,7 @@ from bisectk.engine.records import BisectRecord
 from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, table
-from bisectk.report.words import (endpoint_lines, failure_line, problem_lines, problem_text, runs_words, same_inputs,
+from bisectk.report.words import (confidence_words, endpoint_lines, failure_line, problem_lines, problem_text, runs_words, same_inputs,
                                   stopped_line, wall_words)
 
 CONCLUSION = {"fail": "Bad: the first bad commit is this one or one of its ancestors.",
@@ -77,7 +77,7 @@ def to_debuglog(rec: BisectRecord) -> DebugLog:
     log.summary += facts_lines(rec)
     log.summary += [
         f"{rec.commits} commits in range; {rec.observations} observations ({runs_words(rec.runs, rec.observations, rec)}); "
-        f"confidence {rec.confidence:.4f}"
+        + confidence_words(rec)
         + (f" (flake-aware: estimated P(bad commit fails) = {rec.fail_prob:.2f})" if rec.flaky and rec.fail_prob else "")
         + ".",
         *endpoint_lines(rec.endpoints),
@@ -187,9 +187,9 @@ def print_summary(out: Console, rec: BisectRecord, runs: bool = True, brief: boo
         out.print(line, markup=False, highlight=False)
     cached = rec.observations - rec.runs
     if not runs:
-        out.print(f"confidence {rec.confidence:.4f}; {len(rec.skipped)} skipped", markup=False)
+        out.print(f"{confidence_words(rec)}; {len(rec.skipped)} skipped", markup=False)
         return
-    out.print(f"confidence {rec.confidence:.4f}; {rec.observations} observations, {rec.runs} executed"
+    out.print(f"{confidence_words(rec)}; {rec.observations} observations, {rec.runs} executed"
               + (f", {cached} from the ledger ({same_inputs(rec)})" if cached > 0 else "")
               + f"; {len(rec.skipped)} skipped; {wall_words(rec)}", markup=False)
 
@@ -226,7 +226,7 @@ def _manual_summary(out: Console, rec: BisectRecord) -> None:
         out.print(f"{last_words(rec)}: {p['sha']} {p['subject']} [{p.get('verdict', '')}]", markup=False)
     out.print(f"{rec.observations} verdict(s) of yours"
               + ("; they conflicted, so the search went flake-aware" if rec.flaky else "")
-              + f"; confidence {rec.confidence:.4f}; {len(rec.skipped)} skipped", markup=False)
+              + f"; {confidence_words(rec)}; {len(rec.skipped)} skipped", markup=False)
 
 
 def _manual_debuglog(rec: BisectRecord) -> DebugLog:
@@ -237,6 +237,6 @@ def _manual_debuglog(rec: BisectRecord) -> DebugLog:
     log = DebugLog(f"manual bisect {rec.good[:10]}..{rec.bad[:10]}", status,
                    "verdicts given by hand (bisectk bisect --manual)", rec.environment,
                    related=list(fb.get("files") or ()) if fb else [])
-    log.summary += facts_lines(rec) + [f"{rec.observations} verdict(s); confidence {rec.confidence:.4f}."]
+    log.summary += facts_lines(rec) + [f"{rec.observations} verdict(s); {confidence_words(rec)}."]
     log.next_steps = next_steps(rec)
     return log

@@ -14,6 +14,7 @@ import shlex
 from bisectk.engine.records import ReplayRecord
 from bisectk.report.debuglog import DebugLog
 from bisectk.report.safe import code_span
+from bisectk.report.words import confidence_words
 
 
 def _commit(c: dict) -> str:
@@ -28,7 +29,7 @@ def to_debuglog(rec: ReplayRecord) -> DebugLog:
         status = f"Open -- {len(rec.candidates)} candidate(s) remain"
     log = DebugLog(title, status, f"rebuilt from {rec.observations} logged observation(s); nothing was run")
     log.summary = [f"{rec.commits} commits in range ({'flake-aware' if rec.flaky else 'binary'} search); "
-                   f"confidence {rec.confidence:.4f}."]
+                   f"{confidence_words(rec)}."]
     if rec.contradiction:
         log.summary.append(f"The log contradicts itself: {rec.contradiction}.")
     if rec.last_good:

@@ -21,7 +21,7 @@ from bisectk.report import diff as diff_report
 from bisectk.report import history as history_report
 from bisectk.report.debuglog import DebugLog
 from bisectk.report.junit import Case
-from bisectk.report.words import problem_lines, same_inputs, wall_words
+from bisectk.report.words import confidence_words, problem_lines, same_inputs, wall_words
 
 
 def to_debuglog(t: TriageRecord) -> DebugLog:
@@ -114,7 +114,7 @@ def to_cases(t: TriageRecord, subject: str) -> list[Case]:
     if bis.ok:
         cases.append(Case("bisect", "passed" if fb and bis.complete else "error",
                           message="" if fb and bis.complete else "ambiguous or interrupted",
-                          details=(f"first bad commit {fb['sha']} {fb['subject']}; confidence {bis.confidence:.4f}"
+                          details=(f"first bad commit {fb['sha']} {fb['subject']}; {confidence_words(bis)}"
                                    if fb else f"{len(bis.candidates)} candidates remain"),
                           time_s=bis.wall_s, classname="bisectk.triage"))
     d = t.diff_record()

@@ -12,11 +12,13 @@ stopped_line   -- how a stopped search is announced (never as a verdict).
 runs_words     -- runs executed now and answered from the ledger, so reused work never reads as
                   no work; same_inputs, what a reuse compared (the memo key, run/memokey.py).
 ahead_words    -- the runs made ahead of the search (--jobs): taken when asked, and never taken.
+confidence_words -- a bisection's confidence, said of what it is the probability of: the first bad
+                  commit, the set of candidates left, or a stopped search's unconfirmed best one.
 """
 
 from __future__ import annotations
 
-from bisectk.engine.records import EndpointCheck
+from bisectk.engine.records import EndpointCheck, confidence_of
 from bisectk.outcome import FailKind
 
 
@@ -106,3 +108,15 @@ def runs_words(executed: int, observations: int, rec=None) -> str:
     cached = observations - executed
     return (f"{executed} run{'s' if executed != 1 else ''} executed"
             + (f", {cached} answered from the ledger ({same_inputs(rec)})" if cached > 0 else ""))
+
+
+def confidence_words(rec) -> str:
+    """`confidence 0.9990`, with what it is of when that is not the first bad commit named."""
+    said = f"confidence {rec.confidence:.4f}"
+    of = confidence_of(rec.first_bad, len(getattr(rec, "candidates", ()) or ()), getattr(rec, "complete", True))
+    if of == "candidates":
+        return f"{said} that it is one of the {len(rec.candidates)} candidates"
+    if of == "unconfirmed":
+        model = "the flake model's posterior" if getattr(rec, "flaky", False) else "if every run told the truth"
+        return f"{said} ({model}; not confirmed: the search stopped)"
+    return said

@@ -61,8 +61,8 @@ class Job:
     build: Build | None = None
     origin: Origin | None = field(default=None, compare=False)
     label: str = ""
-    urgent: bool = field(default=False, compare=False)    # others wait on it (the good endpoint's run
-                                                          # that runs beside others: Runner.hold)
+    urgent: int = field(default=0, compare=False)     # runs beside others that the rest wait on: the
+                                                      # good endpoint's 2, the bad endpoint's 1 (Runner.hold)
 
 
 class Executor(Protocol):

@@ -43,18 +43,16 @@ class RunAbandoned(Exception):
 class Pending:
     def __init__(self, owner: int):
         self.owner = owner              # the thread whose runs are the good endpoint's: never pending
-        self._kept: set[int] = set()
+        self._here = threading.local()  # per thread (an ident is reused once its thread has ended)
         self._lock = threading.Lock()
         self._state, self._make = PENDING, None
 
     def keep_here(self) -> None:
         """The calling thread's runs go on when the pending watchdog is abandoned."""
-        with self._lock:
-            self._kept.add(threading.get_ident())
+        self._here.kept = True
 
     def kept(self) -> bool:
-        with self._lock:
-            return threading.get_ident() in self._kept
+        return getattr(self._here, "kept", False)
 
     def settle(self, make: Callable[[], FixedWatch | ProgressWatch]) -> None:
         with self._lock:

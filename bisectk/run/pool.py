@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 import select
 import shutil
 import signal
@@ -270,7 +271,7 @@ class WorkerPool:
         self.width = max(len(self.slots), slots)
         self.builds = Builds()
         self.cond = threading.Condition()
-        self._urgent = 0        # urgent runs waiting for a worker (_acquire)
+        self._urgent: Counter = Counter()      # runs waiting for a worker, by urgency (_acquire)
         self.stats = {"warm_runs": 0, "cold_runs": 0, "worker_starts": 0, "worker_discards": 0,
                       "spare_promotions": 0, "recovery_s": [], "forked_starts": 0}
         self._closed = False
@@ -500,13 +501,14 @@ class WorkerPool:
                 return False
         return True
 
-    def _acquire(self, urgent: bool = False) -> _Slot | None:
+    def _acquire(self, urgent: int = 0) -> _Slot | None:
         """A free slot with a live worker, or None when no worker can be started (run cold).
-        `urgent`: the good endpoint's run, begun with others beside it before the pool's first
-        workers are ready: while it waits, the others do not take a worker."""
+        `urgent`: the good endpoint's run (2) and the bad endpoint's (1), begun with the search's
+        first runs beside them before the pool's first workers are ready (Runner.hold): while
+        one waits, the less urgent do not take a worker."""
         t0 = time.monotonic()
         with self.cond:
-            self._urgent += urgent
+            self._urgent[urgent] += 1
             try:
                 while True:
                     if all(s.failed_starts >= MAX_FAILED_STARTS for s in self.slots):
@@ -515,8 +517,9 @@ class WorkerPool:
                         if not s.busy and s.worker is not None and not s.worker.usable():
                             old = self._discard(s)      # died while idle: its spare takes over
                             threading.Thread(target=old.kill, args=(0.1,), daemon=True).start()
+                    first = max(k for k, n in self._urgent.items() if n) <= urgent
                     for s in self.slots:
-                        if not s.busy and s.worker is not None and (urgent or not self._urgent):
+                        if first and not s.busy and s.worker is not None:
                             s.busy = True
                             _trace("acquired", slot=self.slots.index(s), waited=round(time.monotonic() - t0, 3))
                             return s
@@ -525,8 +528,8 @@ class WorkerPool:
                             self._fill(s)
                     self.cond.wait(timeout=1.0)
             finally:
+                self._urgent[urgent] -= 1
                 if urgent:
-                    self._urgent -= 1
                     self.cond.notify_all()
 
     def _release(self, slot: _Slot) -> None:

@@ -235,6 +235,15 @@ class Runner:
         pending = self._pending
         return pending if pending is not None and pending.owner != threading.get_ident() else None
 
+    def _urgency(self) -> int:
+        """A run's claim on the next free worker while runs are held: the good endpoint's first
+        (every other run's watchdog waits for it), then the bad endpoint's (the search's first
+        round waits for it), then the runs made ahead."""
+        pending = self._pending
+        if pending is None:
+            return 0
+        return 2 if pending.owner == threading.get_ident() else 1 if pending.kept() else 0
+
     def watch(self, seconds: float) -> FixedWatch | ProgressWatch | PendingWatch:
         """The watch of one run: a ProgressWatch (moving deadline) once a good timeline is known
         and the watchdog was not fixed by the user, else a FixedWatch of `seconds`; a PendingWatch
@@ -424,7 +433,7 @@ class Runner:
                           f"{w.state}|{w.revision}|{key}|{' '.join(argv)}", self._log_dir(static, key, index, "build"))
         return Job(self.spec.argv(w.config), w.cwd, self._environment(w), self._log_dir(static, key, index, "run"),
                    record_imports=True, snapshot=self._snapshot(snapshot), build=build, origin=w.origin,
-                   label=key[:80], urgent=self._pending is not None and self._held() is None)
+                   label=key[:80], urgent=self._urgency())
 
 
 def _key(w: Workload) -> str:

@@ -70,18 +70,26 @@ def test_abandoned_runs_made_ahead_end_and_a_kept_one_goes_on():
 
 
 def test_the_runner_holds_runs_of_other_threads_only(toy_spec_path):
-    """Runner.hold: the thread that holds (the good endpoint's) gets its usual watch; another
-    thread's run gets a PendingWatch until `settle`, and a plain watch after."""
+    """Runner.hold: the thread that holds (the good endpoint's) gets its usual watch and the first
+    worker free; another thread's run gets a PendingWatch until `settle`, and a plain watch after;
+    a kept one (the bad endpoint's) the next worker free."""
     from bisectk.run.runner import Runner
     from bisectk.spec import load_spec
     runner = Runner(load_spec(toy_spec_path))
-    runner.hold()
-    assert isinstance(runner.watch(3.0), FixedWatch)
+    pending = runner.hold()
+    assert isinstance(runner.watch(3.0), FixedWatch) and runner._urgency() == 2
     other = {}
-    t = threading.Thread(target=lambda: other.setdefault("w", runner.watch(3.0)))
-    t.start()
-    t.join()
-    assert isinstance(other["w"], PendingWatch)
+
+    def kept() -> None:
+        pending.keep_here()
+        other["kept"] = runner._urgency(), runner.watch(3.0)
+    for target in (lambda: other.setdefault("w", runner.watch(3.0)), kept,
+                   lambda: other.setdefault("ahead", runner._urgency())):
+        t = threading.Thread(target=target)
+        t.start()
+        t.join()
+    assert isinstance(other["w"], PendingWatch) and not other["w"].kept
+    assert other["kept"][0] == 1 and other["kept"][1].kept and other["ahead"] == 0
     runner.settle(True)
     t = threading.Thread(target=lambda: other.__setitem__("w", runner.watch(3.0)))
     t.start()

@@ -65,24 +65,26 @@ def test_a_worker_killed_twice_closes_its_reply_pipe_once(tmp_path):
 
 
 def test_an_urgent_run_takes_the_first_worker_ready_before_runs_that_waited_longer(tmp_path):
-    """The good endpoint's run (Job.urgent) begins with the bad endpoint's and the search's first
-    runs beside it, before the pool's first worker has imported: that worker is the good run's,
-    whoever asked first, since every other run's watchdog waits for it (runner.hold)."""
+    """The good endpoint's run (Job.urgent 2) begins with the bad endpoint's (1) and the search's
+    first runs (0) beside it, before the pool's first worker has imported: that worker is the good
+    run's, whoever asked first (every other run's watchdog waits for it), the next the bad
+    endpoint's (the search's first round waits for it), then the rest."""
     import threading
     (tmp_path / "slowstart.py").write_text("import time\ntime.sleep(2)\n")
     (tmp_path / "mark.py").write_text("import sys\nopen('order.txt', 'a').write(sys.argv[1] + '\\n')\n")
     with WorkerPool(gpus=None, slots=1, preload=("slowstart",), spares=1, max_spares=1,
                     env={"PYTHONPATH": str(tmp_path)}, ready_timeout=60) as pool:
-        def run(name: str, urgent: bool) -> None:
+        def run(name: str, urgent: int) -> None:
             pool.run(Job([sys.executable, "mark.py", name], cwd=tmp_path, urgent=urgent), FixedWatch(60))
-        waiting = [threading.Thread(target=run, args=(f"ahead{i}", False)) for i in range(4)]
+        waiting = [threading.Thread(target=run, args=(f"ahead{i}", 0)) for i in range(3)]
+        waiting.append(threading.Thread(target=run, args=("bad", 1)))
         for t in waiting:
             t.start()
         time.sleep(0.3)         # they asked first
         with pool.cond:
             assert pool.slots[0].worker is None     # still importing
-        run("good", True)
+        run("good", 2)
         for t in waiting:
             t.join()
     order = (tmp_path / "order.txt").read_text().split()
-    assert order[0] == "good" and sorted(order[1:]) == [f"ahead{i}" for i in range(4)], order
+    assert order[:2] == ["good", "bad"] and sorted(order[2:]) == [f"ahead{i}" for i in range(3)], order

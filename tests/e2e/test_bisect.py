@@ -77,6 +77,22 @@ def test_skips_do_not_build_and_reports_ambiguity(tmp_path):
     # commit 7 does not build, so 7 and 8 cannot be told apart: both remain
     assert doc["ambiguous"] and {c["sha"] for c in doc["candidates"]} == {shas[7], shas[8]}
     assert shas[7] in {c["sha"] for c in doc["skipped"]}
+    # its confidence is that the culprit is one of them, and says so: never a bare 1.0000
+    assert doc["confidence"] == 1.0 and doc["confidence_of"] == "candidates"
+    text = bisectk("bisect", "--repo", tmp_path / "r", "--good", shas[0], "--bad", shas[-1], *RUN, timeout=300,
+                   check=1).stdout
+    assert "confidence 1.0000 that it is one of the 2 candidates" in text, text
+
+
+def test_a_stopped_searchs_confidence_is_not_called_certain(tmp_path):
+    """--max-runs stops the search with one candidate left, unconfirmed: the deterministic 1.0
+    is said as what it assumes, and the JSON says what it is of."""
+    shas = make_repo(tmp_path / "r", n=16, culprit=8)
+    args = ("bisect", "--repo", tmp_path / "r", "--good", shas[0], "--bad", shas[-1], *RUN, "--max-runs", "6")
+    doc = json.loads(bisectk(*args, "--json", timeout=300).stdout)
+    assert not doc["complete"] and doc["first_bad"] and doc["confidence_of"] == "unconfirmed", doc
+    text = bisectk(*args, timeout=300).stdout
+    assert "if every run told the truth; not confirmed: the search stopped" in text, text
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])

@@ -116,7 +116,7 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
         raise
     watchdog = runner.calibrate(good_runs)
     good_passed = all(r.outcome is Outcome.PASS for r in good_runs)
-    if runner.timeout is None and bad_to_run:
+    if runner.timeout is None and bad_to_run and (beside is None or not beside.done()):
         runner.events.emit(Note(f"watchdog: the good endpoint never passed, so it stays at {watchdog.seconds:g} s "
                                 "for the bad endpoint; --timeout SECONDS sets it"))
     if beside is not None:

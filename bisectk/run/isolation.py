@@ -23,8 +23,11 @@ Baseline  -- the state right after the worker's preload (what every run must sta
              from its import; the worker preloads numpy so its flags are known from a clean start).
 
 Not covered (documented, not silently assumed): C-level state without a getter (e.g.
-`torch.set_flush_denormal`), state inside extension modules that Python cannot read, and changes
-to mutable objects that keep their identity (a list appended to in a module's namespace).
+`torch.set_flush_denormal`, `codecs.register`), state inside extension modules that Python cannot
+read, changes to mutable objects that keep their identity (a list appended to in a module's
+namespace, `mimetypes.add_type`), and the hash seed (str hashes are fixed per worker: it cannot
+change in a running interpreter). A nice value a run raised cannot be lowered again without
+privileges: the worker then retires.
 """
 
 from __future__ import annotations
@@ -185,8 +188,35 @@ def _set_cuda_stream(v) -> None:
         raise RuntimeError("the current stream is not the default stream")
 
 
+def _logging_root():
+    lg = _m("logging")
+    return list(lg.root.handlers), lg.root.level, lg.root.manager.disable
+
+
+def _set_logging_root(v) -> None:
+    lg = _m("logging")
+    handlers, level, disable = v
+    for h in lg.root.handlers:
+        if h not in handlers:       # a run's basicConfig: its stream is that run's output, gone now
+            lg.root.removeHandler(h)
+            h.close()
+    lg.root.handlers[:] = handlers
+    lg.root.setLevel(level)
+    lg.disable(disable)
+
+
+def _logging_same(a, b) -> bool:
+    return len(a[0]) == len(b[0]) and all(x is y for x, y in zip(a[0], b[0])) and a[1:] == b[1:]
+
+
 PROBES: list[Probe] = [
     Probe("the working directory", "os", os.getcwd, os.chdir),
+    Probe("the CPU affinity", "os", lambda: os.sched_getaffinity(0), lambda v: os.sched_setaffinity(0, v),
+          show=lambda v: f"{len(v)} CPUs"),
+    Probe("the scheduling priority (nice)", "os", lambda: os.getpriority(os.PRIO_PROCESS, 0),
+          lambda v: os.setpriority(os.PRIO_PROCESS, 0, v)),
+    Probe("the root logger (handlers, level, logging.disable)", "logging", _logging_root, _set_logging_root,
+          _logging_same, show=lambda v: f"{len(v[0])} handler(s), level {v[1]}, disable {v[2]}"),
     Probe("the environment (os.environ)", "os", lambda: dict(os.environ),
           lambda v: (os.environ.clear(), os.environ.update(v)), show=lambda v: f"{len(v)} variables"),
     Probe("the umask", "os", _umask, os.umask, show=oct),

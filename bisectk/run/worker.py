@@ -240,6 +240,17 @@ def _exec_script(script: str) -> tuple[int, str]:
     import runpy
     import signal
     import traceback
+    # the script's frame sits `extra` frames deeper than in `python script.py` (this worker's own,
+    # and runpy's three): the recursion limit is raised by that much for the run, and the script
+    # reads and sets it as a fresh process would (the same numbers, the same headroom)
+    extra, f = 3, sys._getframe()
+    while f is not None:
+        extra, f = extra + 1, f.f_back
+    get, set_ = sys.getrecursionlimit, sys.setrecursionlimit
+    limit = get()
+    set_(limit + extra)
+    sys.getrecursionlimit = lambda: get() - extra
+    sys.setrecursionlimit = lambda n: set_(n + extra)
     try:
         runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
@@ -256,6 +267,9 @@ def _exec_script(script: str) -> tuple[int, str]:
     except BaseException as exc:  # what the interpreter would print before exiting 1
         traceback.print_exc()
         return 1, f"{type(exc).__name__}: {exc}"[:500]
+    finally:
+        sys.getrecursionlimit, sys.setrecursionlimit = get, set_
+        set_(get() - extra)     # the limit as the script left it: the baseline's probe compares it
     return 0, ""
 
 

@@ -8,6 +8,7 @@ the probe prints in a fresh process."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from bisectk.run.process import run_process
 pytest.importorskip("torch")
 
 PROBE = """
-import decimal, json, os, signal, socket, threading, warnings
+import decimal, json, logging, os, signal, socket, threading, warnings
 import numpy as np
 import torch
 print("BISECTK_RESULT " + json.dumps({
@@ -35,6 +36,8 @@ print("BISECTK_RESULT " + json.dumps({
     "warnings": [list(map(str, f[:1])) for f in warnings.filters[:3]],
     "json_dumps": json.dumps.__module__, "env": os.environ.get("LEAKED_VAR"),
     "threads_alive": threading.active_count(), "umask": oct(os.umask(0o022)),
+    "affinity": sorted(os.sched_getaffinity(0)), "nice": os.getpriority(os.PRIO_PROCESS, 0),
+    "log": [len(logging.root.handlers), logging.root.level, logging.root.manager.disable],
 }))
 """
 
@@ -54,6 +57,11 @@ DIRTY = [
     ("the decimal context", "import decimal; decimal.getcontext().prec = 5; "
                             "decimal.getcontext().rounding = decimal.ROUND_DOWN", True),
     ("the socket default timeout", "import socket; socket.setdefaulttimeout(0.5)", True),
+    ("the CPU affinity", "import os; os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:1]))", True),
+    # a lower nice value needs privileges: without them the worker cannot be put back, and retires
+    ("the scheduling priority", "import os; os.nice(1)", os.geteuid() == 0),
+    ("the root logger", "import logging; logging.basicConfig(level=logging.DEBUG); logging.disable(logging.INFO)",
+     True),
     ("signal handlers", "import signal; signal.signal(signal.SIGUSR1, lambda *a: None); "
                         "signal.signal(signal.SIGTERM, signal.SIG_IGN)", True),
     ("warnings filters", "import warnings; warnings.simplefilter('error')", True),

@@ -150,3 +150,18 @@ def test_a_non_daemon_thread_is_waited_for_as_at_exit_and_an_idle_executor_ends(
                               "ex = ThreadPoolExecutor(2)\nprint('BISECTK_RESULT', ex.submit(sum, [1, 2]).result())\n")
     assert raw.stdout.strip() == "BISECTK_RESULT 3" and time.monotonic() - t0 < 30
     assert pool.stats["worker_discards"] == discards
+
+
+def test_recursion_that_passes_cold_passes_warm(pool, tmp_path):
+    """A warm run's script starts frames deeper than `python script.py` (the worker's and runpy's):
+    the recursion limit is raised by as much for the run, and put back after it."""
+    code = ("import sys\nsys.setrecursionlimit(1000)\n"
+            "def down(n):\n    return 0 if n == 0 else 1 + down(n - 1)\n"
+            "print('BISECTK_RESULT {\"depth\": %d}' % down(990))\n")
+    (tmp_path / "deep.py").write_text(code)
+    cold = subprocess.run([sys.executable, "deep.py"], cwd=tmp_path, capture_output=True, text=True)
+    assert cold.returncode == 0, cold.stderr
+    assert result(run(pool, tmp_path, code, "deep.py")) == {"depth": 990}
+    probe = "import sys\nprint('BISECTK_RESULT {\"limit\": %d}' % sys.getrecursionlimit())\n"
+    seen = [result(run(pool, tmp_path, probe, "limit.py"))["limit"] for _ in range(3)]
+    assert seen[0] == seen[1] == seen[2], seen    # put back after each run: never raised twice

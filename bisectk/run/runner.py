@@ -18,6 +18,10 @@ Runner        -- owns one subject (a Spec): for a Workload (a configuration, the
                  timeline, run/progress.py, with max(floor, k x slowest good run) for subjects that
                  print nothing; its TimeoutPolicy, bisectk/timeouts.py, says which). The raw run
                  that comes back is classified and stored here, beside the ledger.
+                 `hold()` / `settle(passed)`: runs begun by other threads while the good endpoint
+                 runs (engine/endpoints.py) get their watchdog once it has passed, or end unjudged
+                 when it did not (run/pending.py); the good endpoint's run, then the bad
+                 endpoint's, come first for a worker (Job.urgent).
 
 Constraint-violating configurations are never run: they are UNRESOLVED(INVALID) at once.
 

@@ -186,14 +186,33 @@ def _admin_of(path: Path) -> Path | None:
 
 # what decides the bytes a checkout writes besides the commit: filters (git-lfs's smudge among them)
 # and line endings; and the repository's own attributes file. Not core.filemode or core.symlinks:
-# `git init` writes them for its file system, and they change no file's content
-_SHAPING = r"^(filter\..*\.(smudge|process|required)|core\.(autocrlf|eol|checkroundtripencoding)|lfs\.)"
+# `git init` writes them for its file system, and they change no file's content. Whether git reads
+# its replace refs (core.useReplaceRefs) decides which tree a commit's sha checks out
+_SHAPING = (r"^(filter\..*\.(smudge|process|required)|core\.(autocrlf|eol|checkroundtripencoding|usereplacerefs)"
+            r"|lfs\.)")
+
+
+def _replacements(repo: Path, common: Path) -> str:
+    """The replace refs (`git replace`): each makes a sha check out another object's content, so
+    a commit's sha no longer pins its tree. '' without any (one stat when refs/replace/ is absent
+    and nothing is packed) or when git is told to ignore them (GIT_NO_REPLACE_OBJECTS)."""
+    if os.environ.get("GIT_NO_REPLACE_OBJECTS"):
+        return ""
+    base = os.environ.get("GIT_REPLACE_REF_BASE") or "refs/replace/"
+    if base == "refs/replace/" and not (common / "refs" / "replace").is_dir():
+        try:
+            packed = (common / "packed-refs").read_bytes()
+        except OSError:
+            return ""
+        if b" refs/replace/" not in packed:
+            return ""
+    return run_git(repo, "for-each-ref", "--format=%(refname) %(objectname)", base)
 
 
 def checkout_shape(repo: Path, common: Path) -> str:
     """A digest of what, besides the commit, decides the files a checkout writes ('' when none of
     it is set, so that a plain repository's keys are what they were): the shaping config
-    (_SHAPING), <git dir>/info/attributes and GIT_LFS_SKIP_SMUDGE."""
+    (_SHAPING), <git dir>/info/attributes, GIT_LFS_SKIP_SMUDGE and the replace refs."""
     try:
         said = run_git(repo, "config", "--get-regexp", _SHAPING)
     except SpaceError:              # exit 1: no such key
@@ -203,9 +222,11 @@ def checkout_shape(repo: Path, common: Path) -> str:
     except OSError:
         attributes = ""
     skip = os.environ.get("GIT_LFS_SKIP_SMUDGE", "")
-    if not (said or attributes or skip):
+    replaced = _replacements(repo, common)
+    if not (said or attributes or skip or replaced):
         return ""
-    return hashlib.sha256("\0".join((said, attributes, skip)).encode()).hexdigest()[:12]
+    parts = (said, attributes, skip) + ((replaced,) if replaced else ())    # keys made before it stay
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
 
 
 def _shape_of(path: Path) -> str:

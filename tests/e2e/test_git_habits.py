@@ -426,6 +426,25 @@ def test_a_filter_configured_since_the_last_command_checks_out_and_runs_again(tm
     assert d["first_bad"]["sha"] == shas[6]
 
 
+def test_a_replace_ref_added_or_removed_since_the_last_command_runs_again(tmp_path):
+    """`git replace` makes a commit's sha check out another tree: the ledger's verdicts and the
+    cached worktrees made under one set of replace refs do not answer for another."""
+    r = tmp_path / "replaced"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    shas = [commit(r, f"c{i}", {"counter": f"{i}\n"}) for i in range(12)]
+    (r / "test.sh").write_text("#!/bin/sh\n[ $(cat counter) -lt 7 ]\n")
+    (r / "test.sh").chmod(0o755)
+    tree6 = git(r, "rev-parse", f"{shas[6]}^{{tree}}")
+    fake7 = git(r, "commit-tree", "-p", shas[6], "-m", "c7 as c6", tree6)
+    git(r, "replace", shas[7], fake7)
+    assert jrun(r, "--good", shas[0], "--run", "./test.sh")["first_bad"]["sha"] == shas[8]
+    git(r, "replace", "-d", shas[7])
+    assert jrun(r, "--good", shas[0], "--run", "./test.sh")["first_bad"]["sha"] == shas[7]
+    git(r, "replace", shas[7], fake7)
+    assert jrun(r, "--good", shas[0], "--run", "./test.sh")["first_bad"]["sha"] == shas[8]
+
+
 def test_a_commit_named_by_its_message_as_git_bisect_takes_it(user):
     """`:/regex` (the youngest commit whose message matches): `^{commit}` appended to it would be
     read as part of the pattern."""

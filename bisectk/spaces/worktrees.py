@@ -187,9 +187,21 @@ def _admin_of(path: Path) -> Path | None:
 # what decides the bytes a checkout writes besides the commit: filters (git-lfs's smudge among them)
 # and line endings; and the repository's own attributes file. Not core.filemode or core.symlinks:
 # `git init` writes them for its file system, and they change no file's content. Whether git reads
-# its replace refs (core.useReplaceRefs) decides which tree a commit's sha checks out
-_SHAPING = (r"^(filter\..*\.(smudge|process|required)|core\.(autocrlf|eol|checkroundtripencoding|usereplacerefs)"
-            r"|lfs\.)")
+# its replace refs (core.useReplaceRefs) decides which tree a commit's sha checks out. A sparse
+# checkout: `git worktree add` gives each worktree the patterns of the checkout it is run from
+_SHAPING = (r"^(filter\..*\.(smudge|process|required)|core\.(autocrlf|eol|checkroundtripencoding|usereplacerefs"
+            r"|sparsecheckout|sparsecheckoutcone)|lfs\.)")
+
+
+def _sparse_patterns(repo: Path, said: str) -> str:
+    """The patterns of the user's sparse checkout ('' when it is not sparse): a worktree made
+    under others (`git sparse-checkout set` or `disable` since) has other files."""
+    if not re.search(r"^core\.sparsecheckout true$", said, re.M | re.I):
+        return ""
+    try:
+        return Path(repo, run_git(repo, "rev-parse", "--git-path", "info/sparse-checkout")).read_text(errors="replace")
+    except (OSError, SpaceError):
+        return ""
 
 
 def _replacements(repo: Path, common: Path) -> str:
@@ -212,7 +224,8 @@ def _replacements(repo: Path, common: Path) -> str:
 def checkout_shape(repo: Path, common: Path) -> str:
     """A digest of what, besides the commit, decides the files a checkout writes ('' when none of
     it is set, so that a plain repository's keys are what they were): the shaping config
-    (_SHAPING), <git dir>/info/attributes, GIT_LFS_SKIP_SMUDGE and the replace refs."""
+    (_SHAPING), <git dir>/info/attributes, GIT_LFS_SKIP_SMUDGE, the replace refs and the sparse
+    checkout's patterns."""
     try:
         said = run_git(repo, "config", "--get-regexp", _SHAPING)
     except SpaceError:              # exit 1: no such key
@@ -225,7 +238,8 @@ def checkout_shape(repo: Path, common: Path) -> str:
     replaced = _replacements(repo, common)
     if not (said or attributes or skip or replaced):
         return ""
-    parts = (said, attributes, skip) + ((replaced,) if replaced else ())    # keys made before it stay
+    sparse = _sparse_patterns(repo, said)
+    parts = (said, attributes, skip) + tuple(p for p in (replaced, sparse) if p)   # keys made before stay
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
 
 

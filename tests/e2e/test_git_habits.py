@@ -445,6 +445,27 @@ def test_a_replace_ref_added_or_removed_since_the_last_command_runs_again(tmp_pa
     assert jrun(r, "--good", shas[0], "--run", "./test.sh")["first_bad"]["sha"] == shas[8]
 
 
+def test_a_sparse_checkout_changed_since_the_last_command_is_checked_out_again(tmp_path):
+    """`git worktree add` copies the sparse checkout's patterns of the user's checkout, as `git
+    bisect run` there would see them; after `git sparse-checkout disable` (or another `set`) the
+    cached worktrees and the ledger's verdicts made under the old patterns answer nothing."""
+    r = tmp_path / "sparse"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    shas = [commit(r, f"c{i}", {"a/v": f"{i}\n", "b/w": f"{i}\n"}) for i in range(10)]
+    test = tmp_path / "test.sh"
+    test.write_text("#!/bin/sh\n[ $(cat b/w) -lt 6 ]\n")
+    test.chmod(0o755)
+    git(r, "sparse-checkout", "set", "a")
+    run(r, "--good", shas[0], "--run", str(test), check=2)         # b/ is not checked out: good fails
+    git(r, "sparse-checkout", "set", "b")
+    assert jrun(r, "--good", shas[0], "--run", str(test))["first_bad"]["sha"] == shas[6]
+    git(r, "sparse-checkout", "set", "a")
+    run(r, "--good", shas[0], "--run", str(test), check=2)
+    git(r, "sparse-checkout", "disable")
+    assert jrun(r, "--good", shas[0], "--run", str(test))["first_bad"]["sha"] == shas[6]
+
+
 def test_a_commit_named_by_its_message_as_git_bisect_takes_it(user):
     """`:/regex` (the youngest commit whose message matches): `^{commit}` appended to it would be
     read as part of the pattern."""

@@ -357,7 +357,9 @@ def _append_submodules(at: Path, sha: str, tar: Path, env: dict[str, str], modul
         source, where = gitmodules.source_of(modules, name, user_tree, path), f"{prefix}{path}"
         if source is None:
             continue                        # never cloned: empty, as in the user's checkout
-        own = ("--git-dir", str(source))
+        # the work tree given, never read: the clone's core.worktree may be gone (a submodule
+        # `git rm`-ed since), where git dies before reading an object
+        own = ("--git-dir", str(source), "--work-tree", str(source))
         if _git(source, env, *own, "cat-file", "-e", f"{sub}^{{commit}}") is None:
             raise RuntimeError(f"submodule {where} at {sub[:10]} is not in your clone of it ({source})")
         part = tar.with_name(tar.name + ".sub")

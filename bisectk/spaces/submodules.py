@@ -60,8 +60,12 @@ def gitlinks(tree: Path) -> list[tuple[str, str, str]]:
 
 
 def _has_commit(git_dir: Path, sha: str) -> bool:
+    """Whether the user's clone `git_dir` has commit `sha`. Its core.worktree may name a directory
+    that is gone (a submodule `git rm`-ed since: its clone stays under .git/modules), where git
+    dies before reading an object ("cannot chdir"): the work tree is given, and never read."""
     try:
-        run_git(git_dir, "--git-dir", str(git_dir), "cat-file", "-e", f"{sha}^{{commit}}")
+        run_git(git_dir, "--git-dir", str(git_dir), "--work-tree", str(git_dir), "cat-file", "-e",
+                f"{sha}^{{commit}}")
         return True
     except SpaceError:
         return False

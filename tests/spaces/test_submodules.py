@@ -290,3 +290,31 @@ def test_a_submodule_commit_fetched_after_the_cached_clone_was_made_is_found(pro
         with pool.lease(shas[0]) as wt:
             assert (wt / "third_party/lib/version").read_text() == "lib v1\n"
     collect(c)
+
+
+def test_a_submodule_removed_since_is_still_checked_out_from_the_clone_it_left(project, tmp_path):
+    """`git rm` of a submodule removes its directory and keeps its clone under .git/modules, whose
+    core.worktree now names nothing: git run there dies ("cannot chdir") before reading an object.
+    The older commits that record it are still checked out with it (and archived with it), not
+    skipped as if the clone lacked their commits."""
+    import tarfile
+
+    from bisectk.run.remote import git_archive_to
+    sup, shas, lib_shas, inner = project
+    user = tmp_path / "user"
+    git(tmp_path, "clone", "-q", str(sup), str(user))
+    git(user, *FILE_OK, "submodule", "update", "-q", "--init", "--recursive")
+    git(user, "rm", "-q", "third_party/lib")
+    git(user, "commit", "-qm", "drop lib")
+    assert not (user / "third_party/lib").exists() and (user / ".git/modules/third_party/lib/HEAD").is_file()
+    before = state(user)
+    with WorktreePool(user, size=1) as pool:
+        with pool.lease(shas[3]) as wt:
+            assert (wt / "third_party/lib/version").read_text() == "lib v2\n"
+            assert (wt / "third_party/lib/inner/version").read_text() == "inner v1\n"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    git_archive_to(user, shas[5], tmp_path / "c5.tar", env)
+    with tarfile.open(tmp_path / "c5.tar") as t:
+        assert t.extractfile("third_party/lib/version").read().decode() == "lib v3\n"
+        assert t.extractfile("third_party/lib/inner/version").read().decode() == "inner v2\n"
+    assert state(user) == before

@@ -221,6 +221,12 @@ def _replacements(repo: Path, common: Path) -> str:
     return run_git(repo, "for-each-ref", "--format=%(refname) %(objectname)", base)
 
 
+def _attributes_differ(path: Path, old: str, new: str) -> bool:
+    """Whether any .gitattributes differs between commits `old` and `new` (a tree diff: unchanged
+    directories are not walked)."""
+    return not git_ok(path, "diff-tree", "-r", "--quiet", old, new, "--", ":(glob)**/.gitattributes")
+
+
 def checkout_shape(repo: Path, common: Path) -> str:
     """A digest of what, besides the commit, decides the files a checkout writes ('' when none of
     it is set, so that a plain repository's keys are what they were): the shaping config
@@ -522,7 +528,16 @@ class WorktreePool:
             moved = None if entry.fresh or self.clean_ignored or entry.stamps is None else _moved(entry.stamps)
         stamps_before, entry.stamps = entry.stamps, None    # unknown until the switch is done
         if checkout:        # False: `_tidy` found the tracked files and HEAD as the checkout left them
+            before = _head_of(entry.path)
             run_git(entry.path, *PARALLEL_CHECKOUT, "checkout", "-q", "--force", "--detach", sha)
+            if before is not None and before != sha and _attributes_differ(entry.path, before, sha):
+                # a switch rewrites only the files whose blob changed: one whose line endings or
+                # filter the new .gitattributes changes would keep the old commit's bytes, where a
+                # fresh checkout of this commit (the user's clone) writes others. A checkout of
+                # the same commit from an empty index writes every file (not a switch's: it
+                # keeps them); the untracked ones are left to `clean`, below
+                run_git(entry.path, "read-tree", "--empty")
+                run_git(entry.path, *PARALLEL_CHECKOUT, "checkout", "-q", "--force", "--detach", sha)
         removed = ""        # git clean's "Removing PATH" lines
         if moved is None or len(moved) > SCOPED_MAX:
             removed = run_git(entry.path, "clean", "-ffd" + ("x" if self.clean_ignored else ""))

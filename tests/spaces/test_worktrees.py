@@ -589,3 +589,30 @@ def test_a_watched_worktree_that_nothing_wrote_is_not_stat_ed_and_one_written_is
                 f.write("in place\n")
         with pool.lease(rng[3]) as wt:
             assert (wt / "state.txt").read_text() == "3\n"
+
+
+def test_a_switch_across_a_gitattributes_change_writes_each_file_as_a_fresh_checkout_would(tmp_path):
+    """A commit adds `*.txt text eol=crlf` and data.txt's blob never changes: a switch rewrites
+    only the files whose blob changed, so data.txt kept the other commit's line endings (LF after
+    the old commit, CRLF after the new one, either way) where a fresh checkout writes the commit's."""
+    r = tmp_path / "eol"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    (r / "data.txt").write_bytes(b"a\nb\n")
+    (r / "v").write_text("0\n")
+    git(r, "add", ".")
+    git(r, "commit", "-qm", "c0")
+    (r / "v").write_text("1\n")
+    git(r, "commit", "-qam", "c1")
+    (r / ".gitattributes").write_text("*.txt text eol=crlf\n")
+    git(r, "add", ".gitattributes")
+    git(r, "commit", "-qm", "crlf")
+    (r / "v").write_text("3\n")
+    git(r, "commit", "-qam", "c3")
+    shas = git(r, "rev-list", "--reverse", "HEAD").split()
+    with WorktreePool(r, size=1) as pool:
+        for sha, want in ((shas[0], b"a\nb\n"), (shas[3], b"a\r\nb\r\n"), (shas[1], b"a\nb\n"),
+                          (shas[2], b"a\r\nb\r\n"), (shas[3], b"a\r\nb\r\n"), (shas[0], b"a\nb\n")):
+            with pool.lease(sha) as wt:
+                assert (wt / "data.txt").read_bytes() == want, sha
+                assert git(wt, "status", "--porcelain") == ""

@@ -34,7 +34,9 @@ a killed git removed first), because a killed build may have left it half-writte
 switch the __pycache__ directories go too (as spaces/bytecode.py does), and `clean` runs only
 when some directory changed since the last switch left the worktree clean, and then only in the
 directories that changed. Submodules are checked out after each add and switch, and cleaned there,
-by spaces/submodules.py (the survey and `clean` above leave their directories to it).
+by spaces/submodules.py (the survey and `clean` above leave their directories to it). A `git
+bisect` a run began there and left open (its BISECT_* files and refs/bisect/, the worktree's own)
+is forgotten before the next run, as a `git checkout` would not.
 
 Coarse timestamps. A directory gains an entry only by changing its mtime -- to the kernel's clock
 at that moment. Where that clock is coarse (one tick, 1-10 ms: Linux before 6.13's multigrain
@@ -290,6 +292,25 @@ def _arm(entry: _Entry) -> None:
     entry.watch.arm(entry.stamps)
 
 
+def _bisecting(path: Path) -> bool:
+    """Whether a run left a `git bisect` of its own in the worktree (one stat)."""
+    admin = _admin_of(path)
+    return admin is not None and (admin / "BISECT_START").exists()
+
+
+def _end_bisection(path: Path) -> None:
+    """Forget a `git bisect` a run began in the worktree and did not reset (it failed first): its
+    state is the worktree's own (BISECT_* and refs/bisect/ in its admin directory), and a checkout
+    keeps it, so every later run, of any commit or command, would find itself inside it (a `git
+    bisect start` there first goes back to the commit that bisection began at)."""
+    admin = _admin_of(path)
+    if admin is None or not (admin / "BISECT_START").exists() and not (admin / "refs" / "bisect").exists():
+        return
+    for leftover in admin.glob("BISECT_*"):
+        leftover.unlink(missing_ok=True)
+    shutil.rmtree(admin / "refs" / "bisect", ignore_errors=True)
+
+
 def _index_of(path: Path) -> tuple | None:
     """The stat of a worktree's index file (None if it has none): git rewrites it by a rename, so
     any command that wrote it (add, stash, checkout, a refreshing status) gives a new one."""
@@ -524,6 +545,7 @@ class WorktreePool:
         # Untracked files can only have appeared where a directory's mtime moved since the last
         # switch left the worktree clean: creating or deleting an entry updates its directory.
         # None: not known (another process's worktree, -x asked, a directory gone): all of it.
+        _end_bisection(entry.path)
         if moved is _ASK:
             moved = None if entry.fresh or self.clean_ignored or entry.stamps is None else _moved(entry.stamps)
         stamps_before, entry.stamps = entry.stamps, None    # unknown until the switch is done
@@ -564,7 +586,8 @@ class WorktreePool:
         made or removed, git's index whether a tracked file was edited (`diff-files`: a stat of
         each, no write), and HEAD and the index file's stat whether the run moved either (a test
         that ran `git checkout`, `git add` or `git stash` in its worktree): then it is switched."""
-        if _head_of(entry.path) != sha or entry.index is None or _index_of(entry.path) != entry.index:
+        if (_head_of(entry.path) != sha or entry.index is None or _index_of(entry.path) != entry.index
+                or _bisecting(entry.path)):
             self._switch(entry, sha)
             return
         if not self.clean_ignored and entry.watch is not None and entry.watch.quiet():

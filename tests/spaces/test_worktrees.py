@@ -616,3 +616,23 @@ def test_a_switch_across_a_gitattributes_change_writes_each_file_as_a_fresh_chec
             with pool.lease(sha) as wt:
                 assert (wt / "data.txt").read_bytes() == want, sha
                 assert git(wt, "status", "--porcelain") == ""
+
+
+def test_a_git_bisect_a_run_left_open_is_gone_before_the_next_run(repo):
+    """A test that runs `git bisect start` in its worktree and fails before `git bisect reset`:
+    the bisection's state is the worktree's own and a checkout keeps it, so the next run (another
+    commit, or the same one again) would run inside it. It is forgotten; the user's is untouched."""
+    before = fingerprint(repo)
+    rng = chain(repo)
+    with WorktreePool(repo, size=1) as pool:
+        for first, then in ((rng[2], rng[6]), (rng[6], rng[6])):
+            with pool.lease(first) as wt:
+                git(wt, "bisect", "start")
+                git(wt, "bisect", "bad")            # HEAD and the index stay where they were
+                assert (Path(git(wt, "rev-parse", "--git-dir")) / "BISECT_START").exists()
+            with pool.lease(then) as wt:
+                admin = Path(git(wt, "rev-parse", "--git-dir"))
+                assert not list(admin.glob("BISECT_*")) and not (admin / "refs" / "bisect").exists()
+                assert git(wt, "rev-parse", "HEAD") == then
+                assert subprocess.run(["git", "bisect", "log"], cwd=wt, capture_output=True).returncode != 0
+    assert fingerprint(repo) == before

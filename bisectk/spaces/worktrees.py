@@ -20,15 +20,17 @@ prepare      -- start a lease's checkout in the background, so that the first ru
                 `bisect` begins it before its CLI is even imported (spaces/early.py).
 collect      -- remove the cached worktrees no process holds, those older bisectk versions kept in
                 <git-common-dir>/bisectk-worktrees/, and the cache directories of repositories
-                that are gone; and prune: `bisectk ledger gc`.
+                that are gone; and prune their admin directories (never the user's own
+                worktrees'): `bisectk ledger gc`.
 
 Where: outside every checkout, in $XDG_CACHE_HOME/bisectk/worktrees/<key>/ (spaces/cachedir.py
 says why, and how <key> and the fallback are chosen).
 
 Why the user's checkout stays byte-identical: every git command here runs inside a worktree this
-module created, or is `git worktree add/remove/prune`, whose one write to the shared .git is the
-worktree's admin directory (.git/worktrees/<name>). Hooks are off and the caller's GIT_DIR /
-GIT_INDEX_FILE / GIT_WORK_TREE are dropped (commits.run_git). A worktree taken over from another
+module created, or is `git worktree add/remove`, whose one write to the shared .git is the
+worktree's admin directory (.git/worktrees/<name>), removed with it by prune_ours (not `git
+worktree prune`, which would remove that of a worktree of the user's that is away). Hooks are off
+and the caller's GIT_DIR / GIT_INDEX_FILE / GIT_WORK_TREE are dropped (commits.run_git). A worktree taken over from another
 process is reset before use (`checkout --force` of its commit and `clean`; a stale index.lock of
 a killed git removed first), because a killed build may have left it half-written. After every
 switch the __pycache__ directories go too (as spaces/bytecode.py does), and `clean` runs only
@@ -667,7 +669,32 @@ def _discard(repo: Path, path: Path) -> None:
         pass            # half-created or already gone: rmtree + prune settle it
     shutil.rmtree(path, ignore_errors=True)
     Path(f"{path}.shape").unlink(missing_ok=True)
-    run_git(repo, "worktree", "prune")     # its admin directory, submodules' clones with it
+    prune_ours(git_common_dir(repo))     # its admin directory, submodules' clones with it
+
+
+_OURS = re.compile(r"/(bisectk|bisectk-\d+)/worktrees/[^/]+/wt-\d+/\.git$")
+
+
+def prune_ours(common: Path) -> None:
+    """`git worktree prune` for bisectk's worktrees alone: the admin directory (under
+    <common>/worktrees/) of each worktree of a cache, or of the legacy <common>/bisectk-worktrees,
+    whose directory is gone. `git worktree prune` would also delete the admin directory -- HEAD,
+    index, per-worktree refs -- of a worktree of the user's own that is away for a while (on a
+    disk not mounted now, or moved), leaving it "not a git repository" once it is back."""
+    try:
+        admins = [a for a in (common / "worktrees").iterdir() if a.is_dir()]
+    except OSError:
+        return
+    legacy = os.path.join(os.fspath(common / LEGACY), "")
+    for admin in admins:
+        try:
+            gitfile = (admin / "gitdir").read_text().strip()
+        except OSError:
+            continue                # not one git can name either: left to git's own prune
+        if os.path.exists(gitfile) or (admin / "locked").exists():
+            continue
+        if _OURS.search(gitfile) or gitfile.startswith(legacy):
+            shutil.rmtree(admin, ignore_errors=True)
 
 
 def _sweep(repo: Path, cache: Path) -> list[Path]:
@@ -726,7 +753,7 @@ def _orphans() -> list[Path]:
 def collect(repo: Path | str) -> list[Path]:
     """Remove the repository's cached worktrees that no process holds (in each cache root, and in
     the legacy <git-common-dir>/bisectk-worktrees), the cache directories of repositories that
-    are gone, and prune; the removed worktree paths."""
+    are gone, and prune their admin directories (prune_ours); the removed worktree paths."""
     root = open_repo(repo)
     common = git_common_dir(root)
     removed: list[Path] = []
@@ -744,5 +771,5 @@ def collect(repo: Path | str) -> list[Path]:
         except OSError:
             pass                        # a worktree still held by a running (older) bisectk
     removed += _orphans()
-    run_git(root, "worktree", "prune")
+    prune_ours(common)
     return removed

@@ -636,3 +636,29 @@ def test_a_git_bisect_a_run_left_open_is_gone_before_the_next_run(repo):
                 assert git(wt, "rev-parse", "HEAD") == then
                 assert subprocess.run(["git", "bisect", "log"], cwd=wt, capture_output=True).returncode != 0
     assert fingerprint(repo) == before
+
+
+def test_a_worktree_of_the_users_that_is_away_keeps_its_git_directory(repo, tmp_path, monkeypatch):
+    """A linked worktree of the user's on a disk not mounted now (here: moved away for a while):
+    discarding a cached worktree (other checkout settings) or `collect` removes bisectk's own admin
+    directories only; `git worktree prune` would have removed the user's too (HEAD, staged index)."""
+    rng = chain(repo)
+    mine = tmp_path / "feature"
+    git(repo, "worktree", "add", "-q", "-b", "feature", str(mine), rng[3])
+    (mine / "wip.txt").write_text("wip\n")
+    git(mine, "add", "wip.txt")
+    admin = Path(git(mine, "rev-parse", "--absolute-git-dir"))
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[2]):
+            pass
+    away = tmp_path / "unmounted"
+    mine.rename(away)
+    git(repo, "config", "core.autocrlf", "input")       # the cached worktree is made again
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[4]) as wt:
+            assert (wt / "state.txt").exists()
+    assert admin.is_dir()
+    assert collect(repo) and admin.is_dir()
+    assert sorted(p.name for p in admin.parent.iterdir()) == [admin.name]   # none of ours is left
+    away.rename(mine)
+    assert git(mine, "status", "--porcelain") == "A  wip.txt"

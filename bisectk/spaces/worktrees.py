@@ -225,6 +225,11 @@ def _replacements(repo: Path, common: Path) -> str:
     return run_git(repo, "for-each-ref", "--format=%(refname) %(objectname)", base)
 
 
+def _has_attributes(dirs: list[str]) -> bool:
+    """Whether any of these directories holds a .gitattributes (a stat each)."""
+    return any(os.path.lexists(os.path.join(d, ".gitattributes")) for d in dirs)
+
+
 def _attributes_differ(path: Path, old: str, new: str) -> bool:
     """Whether any .gitattributes differs between commits `old` and `new` (a tree diff: unchanged
     directories are not walked)."""
@@ -553,8 +558,14 @@ class WorktreePool:
         stamps_before, entry.stamps = entry.stamps, None    # unknown until the switch is done
         if checkout:        # False: `_tidy` found the tracked files and HEAD as the checkout left them
             before = _head_of(entry.path)
+            # a file whose blob a switch keeps lies in a directory there before it (the last survey
+            # knows them all); the .gitattributes that apply to it lie there or above: none in any
+            # of them, before the switch or after, and no tree diff is asked (a process a switch)
+            dirs = list(stamps_before) if stamps_before else None
+            had = dirs is None or _has_attributes(dirs)
             run_git(entry.path, *PARALLEL_CHECKOUT, "checkout", "-q", "--force", "--detach", sha)
-            if before is not None and before != sha and _attributes_differ(entry.path, before, sha):
+            if (before is not None and before != sha and (had or _has_attributes(dirs))
+                    and _attributes_differ(entry.path, before, sha)):
                 # a switch rewrites only the files whose blob changed: one whose line endings or
                 # filter the new .gitattributes changes would keep the old commit's bytes, where a
                 # fresh checkout of this commit (the user's clone) writes others. A checkout of

@@ -37,8 +37,9 @@ switch the __pycache__ directories go too (as spaces/bytecode.py does), and `cle
 when some directory changed since the last switch left the worktree clean, and then only in the
 directories that changed. Submodules are checked out after each add and switch, and cleaned there,
 by spaces/submodules.py (the survey and `clean` above leave their directories to it). A `git
-bisect` a run began there and left open (its BISECT_* files and refs/bisect/, the worktree's own)
-is forgotten before the next run, as a `git checkout` would not.
+bisect`, merge, rebase, cherry-pick or revert a run began there and left under way (its state is
+the worktree's own, in its admin directory) is forgotten before the next run, as a `git checkout`
+would not.
 
 Coarse timestamps. A directory gains an entry only by changing its mtime -- to the kernel's clock
 at that moment. Where that clock is coarse (one tick, 1-10 ms: Linux before 6.13's multigrain
@@ -299,23 +300,39 @@ def _arm(entry: _Entry) -> None:
     entry.watch.arm(entry.stamps)
 
 
-def _bisecting(path: Path) -> bool:
-    """Whether a run left a `git bisect` of its own in the worktree (one stat)."""
+# what a git operation left under way keeps in a worktree's admin directory: a `git bisect`, a
+# merge, rebase, cherry-pick or revert that stopped (a conflict, a failing test in `rebase -x`)
+_UNDER_WAY = ("BISECT_START", "BISECT_LOG", "BISECT_TERMS", "BISECT_EXPECTED_REV", "BISECT_ANCESTORS_OK",
+              "BISECT_NAMES", "BISECT_HEAD", "BISECT_FIRST_PARENT", "MERGE_HEAD", "MERGE_MSG", "MERGE_MODE",
+              "MERGE_RR", "AUTO_MERGE", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply",
+              "sequencer", "refs/bisect")
+
+
+def _under_way(path: Path) -> bool:
+    """Whether a run left a git operation under way in the worktree (a stat each)."""
     admin = _admin_of(path)
-    return admin is not None and (admin / "BISECT_START").exists()
+    return admin is not None and any((admin / name).exists() for name in ("BISECT_START", "MERGE_HEAD",
+                                                                           "CHERRY_PICK_HEAD", "REVERT_HEAD",
+                                                                           "rebase-merge", "rebase-apply",
+                                                                           "sequencer"))
 
 
-def _end_bisection(path: Path) -> None:
-    """Forget a `git bisect` a run began in the worktree and did not reset (it failed first): its
-    state is the worktree's own (BISECT_* and refs/bisect/ in its admin directory), and a checkout
-    keeps it, so every later run, of any commit or command, would find itself inside it (a `git
+def _end_under_way(path: Path) -> None:
+    """Forget a git operation a run began in the worktree and did not finish: a `git bisect` it
+    did not reset, a merge, rebase, cherry-pick or revert stopped at a conflict. Its state is the
+    worktree's own (in its admin directory) and a checkout keeps it, so every later run, of any
+    commit or command, would find itself inside it (`git status` says "rebase in progress", a `git
     bisect start` there first goes back to the commit that bisection began at)."""
     admin = _admin_of(path)
-    if admin is None or not (admin / "BISECT_START").exists() and not (admin / "refs" / "bisect").exists():
+    if admin is None:
         return
-    for leftover in admin.glob("BISECT_*"):
-        leftover.unlink(missing_ok=True)
-    shutil.rmtree(admin / "refs" / "bisect", ignore_errors=True)
+    for name in _UNDER_WAY:
+        leftover = admin / name
+        if leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            leftover.unlink(missing_ok=True)
+    (admin / "ORIG_HEAD").unlink(missing_ok=True)
 
 
 def _index_of(path: Path) -> tuple | None:
@@ -552,7 +569,7 @@ class WorktreePool:
         # Untracked files can only have appeared where a directory's mtime moved since the last
         # switch left the worktree clean: creating or deleting an entry updates its directory.
         # None: not known (another process's worktree, -x asked, a directory gone): all of it.
-        _end_bisection(entry.path)
+        _end_under_way(entry.path)
         if moved is _ASK:
             moved = None if entry.fresh or self.clean_ignored or entry.stamps is None else _moved(entry.stamps)
         stamps_before, entry.stamps = entry.stamps, None    # unknown until the switch is done
@@ -600,7 +617,7 @@ class WorktreePool:
         each, no write), and HEAD and the index file's stat whether the run moved either (a test
         that ran `git checkout`, `git add` or `git stash` in its worktree): then it is switched."""
         if (_head_of(entry.path) != sha or entry.index is None or _index_of(entry.path) != entry.index
-                or _bisecting(entry.path)):
+                or _under_way(entry.path)):
             self._switch(entry, sha)
             return
         if not self.clean_ignored and entry.watch is not None and entry.watch.quiet():

@@ -638,6 +638,38 @@ def test_a_git_bisect_a_run_left_open_is_gone_before_the_next_run(repo):
     assert fingerprint(repo) == before
 
 
+def test_a_rebase_a_run_left_stopped_at_a_conflict_is_gone_before_the_next_run(repo):
+    """A test that rebases or merges in its worktree and stops at a conflict leaves that operation
+    under way in the worktree's admin directory. A checkout ends a merge (MERGE_HEAD) but keeps a
+    rebase (rebase-merge/): the next run would find `git status` saying "rebase in progress", and
+    its own rebase refused. It is forgotten before the next run, of another commit or the same
+    one; the user's is untouched."""
+    before = fingerprint(repo)
+    rng = chain(repo)
+    with WorktreePool(repo, size=1) as pool:
+        for op, (first, then) in (("rebase", (rng[2], rng[6])), ("rebase", (rng[6], rng[6])),
+                                  ("merge", (rng[2], rng[6]))):
+            with pool.lease(first) as wt:
+                (wt / "conflict.txt").write_text("ours\n")
+                git(wt, "add", "conflict.txt")
+                git(wt, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "ours")   # detached: no ref
+                side = git(wt, "rev-parse", "HEAD")
+                git(wt, "checkout", "-q", "--detach", first)
+                (wt / "conflict.txt").write_text("theirs\n")
+                git(wt, "add", "conflict.txt")
+                git(wt, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "theirs")
+                stopped = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", op, side],
+                                         cwd=wt, capture_output=True, text=True)
+                admin = Path(git(wt, "rev-parse", "--absolute-git-dir"))
+                left = ("MERGE_HEAD", "MERGE_MSG", "rebase-merge", "rebase-apply")
+                assert stopped.returncode != 0 and any((admin / n).exists() for n in left)
+            with pool.lease(then) as wt:
+                assert not any((admin / n).exists() for n in left)
+                assert "rebase" not in subprocess.run(["git", "status"], cwd=wt, capture_output=True, text=True).stdout
+                assert git(wt, "rev-parse", "HEAD") == then and git(wt, "status", "--porcelain") == ""
+    assert fingerprint(repo) == before
+
+
 def test_a_worktree_of_the_users_that_is_away_keeps_its_git_directory(repo, tmp_path, monkeypatch):
     """A linked worktree of the user's on a disk not mounted now (here: moved away for a while):
     discarding a cached worktree (other checkout settings) or `collect` removes bisectk's own admin

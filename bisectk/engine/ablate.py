@@ -42,6 +42,7 @@ from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import Outcome
 from bisectk.run.runner import Runner
 from bisectk.search.rates import RateRule
+from bisectk.search.result import GOOD_FAILED
 from bisectk.search import (AblationResult, ConfidenceRule, SearchStopped, Threshold, ablate,
                             find_threshold, first_runs)
 from bisectk.spaces.factors import FactorSpace
@@ -87,7 +88,10 @@ def good_suspect(res: AblationResult, stopped: bool) -> str | None:
     words; None when nothing does. Only under the one-sided flake rule, whose every failure is
     proof (no rule: a deterministic search whose confirmation held; two rates: good's failures
     are in the model): more than one independent failing set, or an answer its confirmation
-    contradicted. Not after a Ctrl-C: the user asked to stop."""
+    contradicted. Not after a Ctrl-C: the user asked to stop. Under any rule, or none: an answer
+    that is the empty set (good was seen to fail in the search, search.result.GOOD_FAILED)."""
+    if res.stop_reason == GOOD_FAILED:
+        return "the good configuration failed in the search"
     if not isinstance(res.rule, ConfidenceRule) or (stopped and res.stop_reason == "interrupted"):
         return None
     sets = [s.members for s in res.sets if s.members]
@@ -281,7 +285,8 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     if why:     # the answer is what a good side that fails sometimes produces: good is run again
         try:
             check = recheck_good(trials, frozenset(), frozenset(diffs), check,
-                                 max(res.rule.repeats, policy.calibrate_runs), why)
+                                 max(getattr(res.rule, 'repeats', 1), policy.calibrate_runs), why,
+                                 one_sided=res.stop_reason != GOOD_FAILED)
         except KeyboardInterrupt:   # the search's answer stands as it was, stopped
             stopped, reason = True, "interrupted while re-checking the good endpoint"
         base["endpoints"] = check

@@ -9,6 +9,9 @@ run_diff -- verify (GOOD passes, BAD fails) through the hunk space's oracle, abl
             lines and their unified diff.
 
 A hybrid that does not build is UNRESOLVED(BUILD), never a failure: the search routes around it.
+An answer that is the empty set (GOOD itself failed in the search: a run left state in the scratch
+tree that the next one sees, or GOOD fails sometimes) sends GOOD back for more runs, as ablate
+does (endpoints.recheck_good): one that fails makes the endpoints unusable.
 The subject runs with the scratch tree as its working directory (BISECTK_TREE names it too).
 """
 
@@ -19,7 +22,7 @@ from collections.abc import Callable
 
 from bisectk.engine.ablate import (MORE_SETS, SetSearch, attempt_records, different_failures, flakiness_rule, rule_doc,
                                    search_set)
-from bisectk.engine.endpoints import hang_checks, verify
+from bisectk.engine.endpoints import hang_checks, recheck_good, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import Oracle, Trials
 from bisectk.engine.policy import RunPolicy
@@ -27,6 +30,7 @@ from bisectk.engine.records import DiffRecord, SubjectRecord, captured
 from bisectk.events import EventBus, PhaseStarted
 from bisectk.run.runner import Runner
 from bisectk.search import ConfidenceRule
+from bisectk.search.result import GOOD_FAILED
 from bisectk.spaces.hunks import Hunk, split_lines, unified_diff
 from bisectk.spaces.hunkspace import HunkSpace
 
@@ -56,6 +60,18 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
                        more_sets=MORE_SETS, confidence=policy.confidence,
                        endpoint=(check.bad_rate.fails, check.bad_rate.runs))
     res, stopped, reason = found.result, found.stopped, found.result.stop_reason
+    if res.stop_reason == GOOD_FAILED:     # GOOD itself failed in the search: it is run again (ablate's re-check)
+        try:
+            check = recheck_good(trials, frozenset(), frozenset(all_ids), check,
+                                 max(getattr(res.rule, "repeats", 1), policy.calibrate_runs), GOOD_FAILED,
+                                 one_sided=False)
+        except KeyboardInterrupt:   # the search's answer stands as it was, stopped
+            stopped, reason = True, "interrupted while re-checking the good endpoint"
+        base["endpoints"] = check
+        if not check.ok:
+            return DiffRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
+                              observations=len(trials.trials), wall_s=time.monotonic() - start,
+                              search_runs=res.runs, **base)
     doc = res.to_dict()
     # each failing set's hunks (the first is res.culprits, or a stopped search's smallest failing set)
     groups = [list(res.culprits) + list(res.suspects)] + [sorted(s.members, key=space.order.__getitem__)

@@ -182,13 +182,14 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
 
 
 def recheck_good(trials: Trials, good_point: Any, bad_point: Any, check: EndpointCheck, runs: int,
-                 why: str) -> EndpointCheck:
+                 why: str, one_sided: bool = True) -> EndpointCheck:
     """6. of the module docstring: run the good endpoint `runs` more times (`why`: what in the
     search's answer asked for it, in words); a failure ends the runs once the rate rests on
     `calibrate_runs` of them. It showed the target failure: the check returned has a problem
     saying so (the rate with its interval, what the search's answer was, and what to do; bad is
     measured over `calibrate_runs` runs first if it had fewer, for the two rates to be compared);
-    else a note that it passed them all."""
+    else a note that it passed them all. `one_sided`: the search ran under the one-sided flake rule
+    (else good itself was seen to fail, whatever the rule: search.result.GOOD_FAILED)."""
     from bisectk.engine.records import Rate
     from bisectk.search.rates import endpoint_runs_to_separate
     trials.runner.events.emit(PhaseStarted("recheck", f"{why}: re-checking the good endpoint over {runs} more runs"))
@@ -221,8 +222,11 @@ def recheck_good(trials: Trials, good_point: Any, bad_point: Any, check: Endpoin
                 f"`--flaky --calibrate-runs {each}`; else make good pass reliably first")
     problem = (f"the good configuration fails intermittently: the same failure ({check.target.describe()}) in "
                f"{rate.describe()}, though its first {'run' if before == 1 else f'{before} runs'} passed")
-    details = (f"the search took every failure as proof (the one-sided flake rule: a good side never fails); {why}, "
-               f"which is what a good side that fails sometimes produces: its answer is set aside",
+    first = (f"the search took every failure as proof (the one-sided flake rule: a good side never fails); {why}, "
+             f"which is what a good side that fails sometimes produces: its answer is set aside" if one_sided else
+             f"{why}: its answer is set aside; a run may leave state that the next one sees (a file or directory "
+             f"it creates in the tree, a cache, a lock), or good fails sometimes")
+    details = (first,
                f"the bad endpoint fails in {bad.describe()}",
                todo)
     return replace(check, good=good, good_rate=rate, bad=_folded(trials, bad_point, bad_runs), bad_rate=bad,

@@ -58,6 +58,11 @@ def _isolate_rest(s: dict) -> str:
 WORDS: dict[str, Callable[[dict], str]] = {
     # the set searches (search/result.py advise)
     "stopped": _stopped,
+    "good_failed": lambda s: (
+        f"The good configuration failed in the search (within {s['runs']} runs), so no set of differences is to "
+        "blame: a run may leave state that the next one sees (a file or directory it creates in the tree, a "
+        "cache, a lock), or good fails sometimes. Make good pass on every run (`bisectk run` it a few times), "
+        "then search again."),
     "first_run_cost": lambda s: (
         f"{s['point']} was called a hang after {s['stopped_s']:g} s and ended in {s['ended_s']:.2f} s when given "
         f"{s['given_s']:g} s: a first run's cost (a JIT compile into a cache, a build) that the endpoints, run "

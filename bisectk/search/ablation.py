@@ -11,7 +11,9 @@ ablate     -- run one strategy over the differences and an oracle, settle its an
               switches a deterministic search to the flake rule, which goes on from every run
               made) and build the AblationResult. When the oracle or the stop hook raises
               StopSearch or KeyboardInterrupt, or the run budget is spent, it raises
-              SearchStopped carrying the best result so far.
+              SearchStopped carrying the best result so far. An answer that is the empty set
+              (good itself was seen to fail: state a run leaves for the next, a good side that
+              fails sometimes) is never complete: its stop reason is GOOD_FAILED.
 first_runs -- the configurations a search would most likely run first (ahead.plan over no
               runs): begun before it, beside the bad endpoint's run, and handed to `ablate`.
 
@@ -36,7 +38,7 @@ from bisectk.search.group import adaptive
 from bisectk.search.interaction import is_interaction, settle
 from bisectk.search.names import DEFAULT_STRATEGY, NAMES, strategy_names  # noqa: F401  (re-exported)
 from bisectk.search.ofat import EXHAUSTIVE_MAX, exhaustive, ofat
-from bisectk.search.result import AblationResult, Finding, advise, build_result
+from bisectk.search.result import GOOD_FAILED, AblationResult, Finding, advise, build_result
 from bisectk.search.sets import FailingSet, find_other_sets
 from bisectk.search.tester import Attempt, Rule, SearchStopped, StopSearch, Tester
 
@@ -169,6 +171,10 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
         raise SearchStopped(result, KeyboardInterrupt())
     # every run this search made: the confirmation's, and those made ahead of it (taken or not)
     result.attempts, result.runs = list(tester.attempts), tester.runs
+    if result.complete and not result.culprits and not result.context:
+        # good, seeded PASS, was judged FAIL: the answer says nothing about the differences
+        result.complete, result.stop_reason = False, GOOD_FAILED
+        result.advice = advise(result)
     return result
 
 

@@ -188,6 +188,9 @@ def _effect(d: Hashable, tester: Tester, removed: Outcome | None, found: list[tu
     return Effect(alone, removed, role, member_of)
 
 
+GOOD_FAILED = "the good configuration failed in the search"   # ablate's stop reason for an empty answer
+
+
 def advise(result: AblationResult) -> list[dict]:
     """What to try next, as facts ({"step": kind, ...}); each claim follows from a configuration
     that was run (a fix is offered as shown only when bad without it passed). report/advice.py
@@ -195,7 +198,9 @@ def advise(result: AblationResult) -> list[dict]:
     names = [str(c) for c in result.culprits]
     steps: list[dict] = []
     several = len(result.sets) > 1
-    if not result.complete:
+    if not result.complete and result.stop_reason == GOOD_FAILED:
+        steps.append({"step": "good_failed", "runs": result.runs})
+    elif not result.complete:
         steps.append({"step": "stopped", "runs": result.runs, "reason": result.stop_reason, "shown": names,
                       "unsure": [str(c) for c in result.suspects], "of": len(result.differences)})
     elif several:

@@ -159,3 +159,19 @@ def test_a_path_that_climbs_out_of_the_trees_is_named_not_called_good_fails_too(
     assert endpoints["environment_problem"]["kind"] == "outside-path"
     assert endpoints["environment_problem"]["subject"] == str(tmp_path / "shared.txt")
     assert sorted(x.name for x in tmp_path.iterdir())[:3] == ["bad", "good", "shared.txt"]
+
+
+def test_a_good_tree_that_fails_after_its_first_run_is_no_culprit_found(tmp_path):
+    """A run leaves state the next one sees (`mkdir out` in the scratch tree): GOOD passes its first
+    run and fails every later one. The search's answer is then the empty set, which once came out
+    as exit 0, `culprit hunk(s): none`. GOOD is run again and the endpoints are unusable."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 0), (bad, 1)):
+        side.mkdir()
+        (side / "k.txt").write_text(f"v={v}\n")
+    p = bisectk("diff", good, bad, "--run", "bash -c 'mkdir out && grep -q v=0 k.txt'", "--json",
+                "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=300)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 2 and not doc["culprit_hunks"], (p.stdout[-2000:], p.stderr[-2000:])
+    assert "the good configuration fails intermittently" in doc["endpoints"]["problem"]
+    assert not (good / "out").exists() and not (bad / "out").exists()

@@ -138,3 +138,16 @@ def test_every_strategy_finds_a_planted_set_exactly(strategy, n, data):
         assert set(result.culprits) <= members <= result.fail_config
     else:
         assert set(result.culprits) == members and result.interaction == (k > 1)
+
+
+@pytest.mark.parametrize("strategy", ["adaptive", "ddmin", "ofat"])
+def test_an_answer_that_is_the_empty_set_is_never_complete(strategy):
+    """Good is seeded PASS (the endpoints were verified), but every run fails from then on, good's
+    too (state a run leaves for the next one): the search's answer is the empty set, which names
+    no difference. It is not a culprit found, however the confirmation went."""
+    from bisectk.search.result import GOOD_FAILED
+    res = ablate(["a", "b", "c"], lambda key: Outcome.FAIL, strategy=strategy, confidence=0.99, endpoint=(1, 1),
+                 measure_removal=True, more_sets=4)     # as ablate's and diff's engines call it
+    assert not res.culprits
+    assert res.complete is False and res.stop_reason == GOOD_FAILED
+    assert res.advice[0]["step"] == "good_failed"

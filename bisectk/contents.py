@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from pathlib import Path
 
 SOURCE_SUFFIXES = {".py", ".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".sh", ".mlir", ".ptx"}
@@ -52,12 +53,16 @@ _WORDS_CACHE: dict[tuple[str, str], tuple[str, ...]] = {}
 
 def file_digest(path: str | os.PathLike) -> str:
     """sha256 of a file's content ('missing' when it is not a readable file), remembered for the
-    process by (size, mtime, inode, ctime): a file rewritten in place gets a new ctime."""
+    process by (size, mtime, inode, ctime): a file rewritten in place gets a new ctime. A FIFO, a
+    socket or a device node is not read (a FIFO's read waits for a writer that may never come):
+    'special'."""
     p = os.fspath(path)
     try:
         st = os.stat(p)
     except (OSError, ValueError):
         return "missing"
+    if stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode) or stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+        return "special"
     sig = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
     hit = _FILE_CACHE.get(p)
     if hit and hit[0] == sig:

@@ -15,7 +15,9 @@ Hunk         -- one unit of difference between GOOD and BAD in one file. `kind` 
                 and `where` name the place closed, as people write it: 'a.py:7', 'a.py:3-5',
                 'a.py:before 4'.
 diff_paths   -- GOOD and BAD, two files or two trees -> hunks (ignoring .git, __pycache__,
-                .bisectk), sorted by file and position.
+                .bisectk, and special files: a FIFO, a socket or a device node in a tree has no
+                content to diff or copy, and reading a FIFO would wait forever), sorted by file
+                and position.
 split_lines  -- the finer pass: a text hunk -> one sub-hunk per deleted, inserted or replaced
                 line, so a search can refine inside a culprit hunk.
 Scratch      -- a working copy of GOOD; `apply(hunks)` resets it and applies a subset, rewriting
@@ -169,6 +171,9 @@ def diff_paths(good: str | Path, bad: str | Path) -> list[Hunk]:
     else:
         # A file pair follows symlinks: the user named the files, not links to keep.
         goods, bads = {good.name: good.resolve()}, {good.name: bad.resolve()}
+        for side, p in (("GOOD", good), ("BAD", bad)):
+            if _special(p.resolve(), devices=False):   # /dev/null reads as an empty file
+                raise SpaceError(f"{side} {p} is a FIFO or a socket, not a file: give two files or two directories")
     for rel in sorted(goods.keys() | bads.keys()):
         hunks += _file_hunks(rel, goods.get(rel), bads.get(rel))
     hunks.sort(key=lambda h: h.file)            # by file, each file's hunks in order (the sort is stable)
@@ -178,8 +183,25 @@ def diff_paths(good: str | Path, bad: str | Path) -> list[Hunk]:
     return hunks
 
 
+def _special(path: Path, devices: bool = True) -> bool:
+    """A FIFO, a socket or (`devices`) a device node: no content to diff or copy (a FIFO's read
+    would wait)."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return False
+    return (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+            or (devices and (stat.S_ISCHR(mode) or stat.S_ISBLK(mode))))
+
+
+def _skipped(directory: str, names: list[str]) -> list[str]:
+    """What a copy of GOOD leaves out of `directory` (copytree's `ignore`): IGNORED, special files."""
+    return [n for n in names if n in IGNORED or _special(Path(directory) / n)]
+
+
 def _scan(root: Path) -> dict[str, Path]:
-    """Relative posix path -> path, for every file and symlink under root, pruning IGNORED."""
+    """Relative posix path -> path, for every file and symlink under root, pruning IGNORED and
+    special files."""
     found: dict[str, Path] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
@@ -187,7 +209,7 @@ def _scan(root: Path) -> dict[str, Path]:
         links = [d for d in dirnames if (here / d).is_symlink()]
         dirnames[:] = sorted(d for d in dirnames if d not in IGNORED and d not in links)
         for name in filenames + links:
-            if name not in IGNORED:
+            if name not in IGNORED and not _special(here / name):
                 found[(here / name).relative_to(root).as_posix()] = here / name
     return found
 
@@ -430,8 +452,7 @@ class Scratch:
         if self.is_file:
             shutil.copy2(self.good, self.target, follow_symlinks=False)
         else:
-            shutil.copytree(self.good, self.root, symlinks=True, dirs_exist_ok=True,
-                            ignore=lambda d, names: [n for n in names if n in IGNORED])
+            shutil.copytree(self.good, self.root, symlinks=True, dirs_exist_ok=True, ignore=_skipped)
         marker.parent.mkdir(exist_ok=True)
         marker.write_text(f"{self.good}\n")
         self._stats = {rel: _stat(p) for rel, p in _scan(self.root).items()}

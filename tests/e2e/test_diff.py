@@ -175,3 +175,19 @@ def test_a_good_tree_that_fails_after_its_first_run_is_no_culprit_found(tmp_path
     assert p.returncode == 2 and not doc["culprit_hunks"], (p.stdout[-2000:], p.stderr[-2000:])
     assert "the good configuration fails intermittently" in doc["endpoints"]["problem"]
     assert not (good / "out").exists() and not (bad / "out").exists()
+
+
+def test_a_fifo_in_the_trees_neither_hangs_the_diff_nor_the_memo_key(tmp_path):
+    """A named pipe in GOOD and BAD (and named by the command): it was read to hash it, which
+    waits for a writer forever, before the first run."""
+    import os
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 0), (bad, 1)):
+        side.mkdir()
+        (side / "k.txt").write_text(f"v={v}\n")
+        os.mkfifo(side / "pipe")
+    os.mkfifo(tmp_path / "events")
+    p = bisectk("diff", good, bad, "--run", f"bash -c 'grep -q v=0 k.txt' {tmp_path / 'events'}", "--json",
+                "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=60)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    assert [h["id"] for h in json.loads(p.stdout)["culprit_hunks"]] == ["k.txt:1"]

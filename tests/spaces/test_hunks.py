@@ -4,6 +4,7 @@ import hashlib
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -183,6 +184,31 @@ def test_errors(tmp_path):
     (d2 / "x" / "y").write_text("1\n")
     (d / "x").write_text("1\n")
     assert [(h.file, h.kind) for h in diff_paths(d, d2)] == [("x", "retype")]
+
+
+def test_fifos_and_sockets_in_a_tree_are_skipped_never_read(tmp_path):
+    """A named pipe or a unix socket left in a tree (a test server's, a build daemon's) has no
+    content: reading the FIFO waited forever, the socket was an internal error. Both are left out
+    of the hunks and of the scratch copy; a FIFO given as the file GOOD is a one-line error."""
+    import socket
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 1), (bad, 2)):
+        side.mkdir()
+        (side / "a").write_text(f"{v}\n")
+        os.mkfifo(side / "pipe")
+    s = socket.socket(socket.AF_UNIX)
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("a FIFO was read"))
+    signal.alarm(20)            # a regression hangs in the read: a failure, not a stuck suite
+    try:
+        s.bind(str(good / "sock"))
+        assert [h.id for h in diff_paths(good, bad)] == ["a:1"]
+        scratch = Scratch(good, tmp_path / "scratch")
+        assert sorted(p.name for p in scratch.apply([]).iterdir()) == [".bisectk", "a"]
+    finally:
+        signal.alarm(0)
+        s.close()
+    with pytest.raises(SpaceError, match="FIFO"):
+        diff_paths(good / "pipe", bad / "a")
 
 
 def test_overlapping_subsets_are_refused(tmp_path):

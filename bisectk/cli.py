@@ -181,7 +181,8 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
     from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.subject import load_subject
     from bisectk.report.words import counted
-    from bisectk.spaces.hunkspace import HunkSpace
+    from bisectk.report.safe import terminal_text
+    from bisectk.spaces.hunkspace import HunkSpace, named_inside
     for name, given in (("GOOD", good), ("BAD", bad)):
         if not given:           # Path("") is ".": the current directory, taken for a tree
             fail(f"{name} is empty: name a file or a source tree")
@@ -197,6 +198,13 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
     s, base = load_subject(spec, run_cmd, cwd=Path.cwd(), build=build, config=config, sets=set_,
                            repeat=repeat, name=f"diff {good.name}..{bad.name}")
     unused_factor_warnings(s)
+    named = named_inside([*s.command, *(s.build or [])], good, bad, Path.cwd())
+    if named:       # the hybrids run in a scratch copy of GOOD: this word never reaches them
+        word, side, rel = named
+        sys.stderr.write("bisectk: warning: " + terminal_text(
+            f"the command names {word}, {side if rel == '.' else 'inside ' + side}: every hybrid runs in a scratch "
+            f"copy of GOOD (its working directory, $BISECTK_TREE), never in GOOD or BAD themselves; name it "
+            f"relative to the tree ({rel!r})") + "\n")
     check_outputs(report, json_out, html, spec=s, ledger=ledger_path, trees=(good, bad))
     with Session("diff", s, ledger_path, args={"good": str(good), "bad": str(bad)}, policy=pol,
                  reporter=reporter(as_json, None)) as session:

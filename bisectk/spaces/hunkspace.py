@@ -14,11 +14,17 @@ HunkSpace -- the hunks between GOOD and BAD (`diff_paths`), and one scratch copy
              is once `prepare` has applied the point's hunks.
 
 GOOD and BAD are only ever read; the scratch tree is removed by `close`.
+
+named_inside -- a word of the command that names a file inside GOOD or BAD from the user's own
+                directory (`/home/me/bad/run.py`, `bad/run.py`): every hybrid runs in the scratch
+                tree, so such a word runs GOOD's or BAD's own file, or nothing, never the hybrid's.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import shlex
 import shutil
 from contextlib import nullcontext
 from pathlib import Path
@@ -126,3 +132,30 @@ class HunkSpace:
 
     def close(self) -> None:
         shutil.rmtree(self.scratch.root, ignore_errors=True)
+
+
+def named_inside(words: list[str], good: Path, bad: Path, cwd: Path) -> tuple[str, str, str] | None:
+    """(word, 'GOOD' or 'BAD', the path relative to that tree) for the first word of a command (or
+    of a `bash -c` script, or an `--opt=PATH`'s value) that names an existing file or directory
+    inside GOOD or BAD as seen from `cwd`, where the same word from the scratch tree names something
+    else or nothing: an absolute path, or a relative one GOOD does not have at that place. None
+    when the trees are files, or no word does."""
+    trees = [(name, Path(os.path.realpath(t))) for name, t in (("GOOD", good), ("BAD", bad))]
+    if not all(t.is_dir() for _, t in trees):
+        return None
+    for word in words:
+        try:
+            tokens = [word, *(shlex.split(word) if any(c.isspace() for c in word) else ())]
+        except ValueError:                  # an unbalanced quote: the word alone
+            tokens = [word]
+        for token in tokens:
+            path = token.split("=", 1)[1] if token.startswith("-") and "=" in token else token
+            if not path or path.startswith("-") or (not os.path.isabs(path) and os.path.lexists(trees[0][1] / path)):
+                continue
+            full = Path(os.path.realpath(cwd / path))
+            if not os.path.lexists(full):
+                continue
+            for name, tree in trees:
+                if full.is_relative_to(tree):
+                    return token, name, full.relative_to(tree).as_posix()
+    return None

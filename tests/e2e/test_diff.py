@@ -191,3 +191,22 @@ def test_a_fifo_in_the_trees_neither_hangs_the_diff_nor_the_memo_key(tmp_path):
                 "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=60)
     assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
     assert [h["id"] for h in json.loads(p.stdout)["culprit_hunks"]] == ["k.txt:1"]
+
+
+def test_a_command_that_names_a_file_inside_bad_is_warned_about(tmp_path):
+    """The command as run by hand in BAD (`python3 /abs/bad/run.py`, or `bad/run.py` from the
+    directory above): each hybrid runs in a scratch copy of GOOD, so that word never runs the
+    hybrid's code. Once only "the good configuration fails too" was said; now a warning names the
+    word and the path to use instead."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 0), (bad, 1)):
+        side.mkdir()
+        (side / "k.py").write_text(f"V = {v}\n")
+        (side / "run.py").write_text("import os, sys\nsys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))\n"
+                                     "import k\nsys.exit(k.V)\n")
+    for command in (f"python3 {bad / 'run.py'}", "python3 bad/run.py"):
+        p = bisectk("diff", good, bad, "--run", command, "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+        warning = [line for line in p.stderr.splitlines() if line.startswith("bisectk: warning:")]
+        assert len(warning) == 1 and "inside BAD" in warning[0] and "('run.py')" in warning[0], p.stderr[-2000:]
+    p = bisectk("diff", good, bad, "--run", "python3 run.py", "--ledger", tmp_path / "l.db", cwd=tmp_path, check=0)
+    assert "warning" not in p.stderr

@@ -26,7 +26,7 @@ import typer
 
 from bisectk import exitcodes as X
 from bisectk.outcome import DEFAULT_SAME_FAILURE
-from bisectk.report.safe import terminal_text
+from bisectk.report.safe import json_text, terminal_text
 from bisectk.search.names import strategy_names
 
 
@@ -128,7 +128,7 @@ def unused_factor_warnings(spec) -> list[str]:
 
 
 def emit_json(data: dict) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    sys.stdout.write(json_text(data, indent=2, default=str) + "\n")
 
 
 class Deferred:
@@ -282,7 +282,7 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
             writers.append(("--html", html, lambda: written.append(write_html(html, record, log))))
     if json_out:
         writers.append(("--json-out", json_out, lambda: json_out.write_text(
-            json.dumps(document, indent=2, default=str) + "\n", encoding="utf-8")))
+            json_text(document, indent=2, default=str) + "\n", encoding="utf-8")))
     failed = write_outputs(writers)
     if closed is not None:
         raise closed

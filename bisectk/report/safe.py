@@ -27,6 +27,10 @@ visible_text  -- html_text without the escaping: what a whole page bisectk wrote
 picture_text  -- a label for matplotlib: control characters visible (it has no glyph for them and
                  warns on stderr) and `$` escaped (an even number of them is read as mathtext,
                  which draws something else or raises).
+json_text     -- a JSON document any strict reader reads back: a name made of bytes that are not
+                 UTF-8 (a latin-1 file name, decoded with surrogateescape) has each such byte written
+                 as `\\xNN` text, as the terminal shows it, never as a lone surrogate escape
+                 (`\\udce9`), which is not Unicode.
 broken_pipe_exit -- how a command leaves when the reader of its output went away (`| head`).
 SafeConsole   -- a rich Console that passes every string it renders (printed text, table cells,
                  titles) and every plain Text through terminal_text. bisectk's consoles are made
@@ -208,3 +212,26 @@ def __getattr__(name: str):
         globals()[name] = cls = _console_class()
         return cls
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _unsurrogate(value):
+    if isinstance(value, str):
+        if not any("\ud800" <= c <= "\udfff" for c in value):
+            return value
+        return "".join(f"\\x{ord(c) - 0xDC00:02x}" if "\udc80" <= c <= "\udcff" else
+                       f"\\u{ord(c):04x}" if "\ud800" <= c <= "\udfff" else c for c in value)
+    if isinstance(value, dict):
+        return {_unsurrogate(k): _unsurrogate(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_unsurrogate(v) for v in value]
+    return value
+
+
+def json_text(data, **kwargs) -> str:
+    """json.dumps(data, **kwargs), with no lone surrogate in it (see the module docstring). The
+    document is walked only when its text shows one: a plain document costs one dumps."""
+    import json
+    text = json.dumps(data, **kwargs)
+    if "\\ud" not in text:
+        return text
+    return json.dumps(_unsurrogate(json.loads(text)), **kwargs)

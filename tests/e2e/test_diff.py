@@ -210,3 +210,23 @@ def test_a_command_that_names_a_file_inside_bad_is_warned_about(tmp_path):
         assert len(warning) == 1 and "inside BAD" in warning[0] and "('run.py')" in warning[0], p.stderr[-2000:]
     p = bisectk("diff", good, bad, "--run", "python3 run.py", "--ledger", tmp_path / "l.db", cwd=tmp_path, check=0)
     assert "warning" not in p.stderr
+
+
+def test_a_file_name_that_is_not_utf8_comes_out_of_json_readable_by_a_strict_reader(tmp_path):
+    """A latin-1 file name (`lat\\xe9.py`, bytes no UTF-8 decoder takes) was written into --json and
+    --json-out as a lone surrogate escape (`\\udce9`), which is not Unicode: jq shows U+FFFD and a
+    strict reader refuses it. Its undecodable byte is written as `\\xe9` text instead."""
+    import os
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    name = os.fsdecode(b"lat\xe9.py")
+    for side, v in ((good, 0), (bad, 1)):
+        side.mkdir()
+        (side / name).write_text(f"v = {v}\n")
+    p = bisectk("diff", good, bad, "--run", "bash -c 'grep -q \"v = 0\" lat*.py'", "--json", "--json-out",
+                tmp_path / "r.json", "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    for text in (p.stdout, (tmp_path / "r.json").read_text()):
+        doc = json.loads(text)
+        ids = [h["id"] for h in doc["culprit_hunks"]]
+        assert ids == ["lat\\xe9.py:1"], ids
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")     # strict: no lone surrogate anywhere

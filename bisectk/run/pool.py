@@ -60,9 +60,13 @@ from bisectk.run.process import (RUN_ID_ENV, SUPERVISOR_CHECK_S, TAIL_BYTES, Raw
 from bisectk.run.watchdog import Watch, wait_run
 
 # Environment variables read at import or CUDA-context creation: a request that changes one cannot
-# be honoured by a warm process and runs cold instead.
-PROCESS_LEVEL_ENV = ("CUDA_", "CUTE_DSL_", "CUTLASS_", "PYTHON", "LD_", "TORCH_", "NCCL_",
-                     "NVIDIA_", "OMP_", "MKL_", "BISECTK_COMPILE_ONLY")
+# be honoured by a warm process and runs cold instead. Every family `bisectk env --diff` offers as
+# a factor (spaces/env.py ENV_PREFIXES) is here: PYTORCH_JIT is read when torch is imported,
+# XLA_FLAGS and JAX_PLATFORMS when the backend starts, CUBLAS_WORKSPACE_CONFIG when a handle is
+# made, TRITON_* by the compiler's cache; set in a worker that preloaded them, they change nothing.
+PROCESS_LEVEL_ENV = ("CUDA_", "CUTE_DSL_", "CUTLASS_", "PYTHON", "LD_", "TORCH_", "PYTORCH_", "NCCL_",
+                     "NVIDIA_", "OMP_", "MKL_", "TRITON_", "CUBLAS_", "CUDNN_", "NVCC_", "TVM_", "XLA_",
+                     "JAX_", "CUPY_", "BISECTK_COMPILE_ONLY")
 # ... except what a warm worker does itself for every run (run/worker.py): its stdout and stderr
 # are line-buffered, which is what the runner's PYTHONUNBUFFERED=1 asks of a fresh interpreter,
 # and it writes no bytecode (the commit and hunk spaces' PYTHONDONTWRITEBYTECODE=1)

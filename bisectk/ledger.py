@@ -54,7 +54,7 @@ from typing import Any
 
 from bisectk.errors import LedgerError
 from bisectk.outcome import Run
-from bisectk.procstat import give, owner_to_give, process_start
+from bisectk.procstat import give, owner_to_give, process_start, stopped
 
 SCHEMA_VERSION = 3
 LONG_KEY = 512     # configuration keys longer than this are stored as their digest (stored_key)
@@ -475,12 +475,13 @@ class Ledger:
 
         Returns a Claim with `run` set when the run is (or becomes, while we wait) stored; else a
         held claim: the caller executes, then `record`s (or `release`s, e.g. via `with`). While
-        another live process holds the claim this waits, polling; `on_wait(holder)` is called once
-        with the holder's description. `ttl` bounds a claim held from another host, whose liveness
-        cannot be checked."""
+        another live process holds the claim this waits, polling; `on_wait(holder)` is called with
+        the holder's description, once, and again when it changes (a holder stopped by Ctrl-Z or
+        SIGSTOP is alive, so the wait goes on, but the waiter is told why nothing moves). `ttl`
+        bounds a claim held from another host, whose liveness cannot be checked."""
         config_key = self._key(config_key)
         owner = uuid.uuid4().hex
-        told = False
+        told = None
         delay = poll_s
         while True:
             with self._write("claiming a run"):
@@ -496,9 +497,9 @@ class Ledger:
                                     (fingerprint, config_key, idx, owner, self.host, self.pid, self.pid_start,
                                      time.time(), time.time() + ttl))
                     return Claim(self, fingerprint, config_key, idx, owner)
-            if on_wait and not told:
-                on_wait(f"pid {holder[1]} on {holder[0]}")
-                told = True
+            if on_wait and (words := _holder_words(holder[0], holder[1], this_host=self.host)) != told:
+                on_wait(words)
+                told = words
             time.sleep(delay)
             delay = min(max_poll_s, delay * 1.5)
 
@@ -589,6 +590,15 @@ def _session(row) -> dict[str, Any]:
 
 def _event(row) -> dict[str, Any]:
     return {"kind": row[0], **json.loads(row[1])}
+
+
+def _holder_words(host: str, pid: int, *, this_host: str) -> str:
+    """A claim's holder in words, and, when it is stopped, how it can go on."""
+    words = f"pid {pid} on {host}"
+    if host == this_host and stopped(pid):
+        words += (f", which is stopped (Ctrl-Z, SIGSTOP or a debugger): continue it (`fg`, "
+                  f"`kill -CONT {pid}`) or end it, and this command goes on")
+    return words
 
 
 def _holder_alive(host: str, pid: int, pid_start: float | None, expires: float, *, this_host: str) -> bool:

@@ -38,7 +38,7 @@ import threading
 from contextlib import nullcontext
 from pathlib import Path
 
-from bisectk.events import EventBus, RunFinished, RunStarted
+from bisectk.events import EventBus, Note, RunFinished, RunStarted
 from bisectk.ledger import Ledger
 from bisectk.outcome import Outcome, Reason, Run, Verdict
 from bisectk.run import imports as run_imports
@@ -367,7 +367,10 @@ class Runner:
             return run, False
         build_s = (self.spec.build_timeout or CALIBRATION_CAP_S * 2) if self.spec.build else 0.0
         fingerprint = self._full_key(static)
-        with self.ledger.claim(fingerprint, key, index, ttl=seconds + build_s + 60) as claim:
+        def waiting(holder: str) -> None:
+            self.events.emit(Note(f"another command sharing the ledger {self.ledger.path} is making "
+                                  f"this run; waiting for {holder}"))
+        with self.ledger.claim(fingerprint, key, index, ttl=seconds + build_s + 60, on_wait=waiting) as claim:
             if claim.run is not None:
                 with self._lock:
                     self._memory[(static, key, index)] = claim.run

@@ -122,6 +122,34 @@ def test_a_claimed_run_is_waited_for_not_repeated(tmp_path):
     assert b.db.execute("SELECT COUNT(*) FROM claims").fetchone()[0] == 0
 
 
+def test_a_stopped_holder_is_named_as_stopped_with_how_to_go_on(tmp_path):
+    """A command sharing the ledger with one stopped by Ctrl-Z waited for it silently, forever:
+    the stopped process is alive, so its claim stands, but the waiter now says why nothing moves,
+    and says it again when the holder is stopped after the wait began."""
+    import signal
+    db = Ledger(tmp_path / "l.db")
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        db.db.execute("INSERT INTO claims VALUES (?,?,?,?,?,?,?,?,?)",
+                      (FP, KEY, 0, "x", db.host, holder.pid, ledger_mod.process_start(holder.pid),
+                       time.time(), time.time() + 3600))
+        got, waited = [], []
+        t = threading.Thread(target=lambda: got.append(db.claim(FP, KEY, 0, on_wait=waited.append,
+                                                                max_poll_s=0.1)))
+        t.start()
+        assert wait_until(lambda: waited, timeout=30)
+        assert waited[0] == f"pid {holder.pid} on {db.host}"
+        holder.send_signal(signal.SIGSTOP)
+        assert wait_until(lambda: len(waited) > 1, timeout=30), waited
+        assert "stopped" in waited[1] and f"kill -CONT {holder.pid}" in waited[1]
+        assert not got
+    finally:
+        holder.kill()
+        holder.wait()
+    t.join(10)
+    assert got and got[0].held      # its holder gone, the claim is taken over
+
+
 def test_a_dead_processs_claim_is_taken_over(tmp_path):
     db = Ledger(tmp_path / "l.db")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -2,6 +2,7 @@ import sys
 
 from bisectk.engine.endpoints import verify as verify_points
 from bisectk.engine.oracle import Trials
+from bisectk.events import Note
 from bisectk.ledger import Ledger
 from bisectk.outcome import FailKind, Outcome, Reason
 from bisectk.run.runner import Runner, calibrated
@@ -169,3 +170,22 @@ def test_files_in_the_pools_worktrees_are_scratch_not_sources():
         assert _scratch(f"{wt}/pkg/mod.py", None), wt
     assert not _scratch("/home/u/repo/pkg/mod.py", None)
     assert not _scratch("/home/u/.cache/bisectk/ledger.db", None)
+
+
+def test_a_run_another_command_is_making_is_waited_for_aloud(tmp_path, make_spec, monkeypatch):
+    """Two commands sharing a ledger: the one that waits for the other's run (its claim) says for
+    whom, rather than going silent (with the other stopped by Ctrl-Z it waited without a word)."""
+    spec = load_spec(make_spec({"mode": "ok"}, {"mode": "wrong"}))
+    ledger = Ledger(tmp_path / "l.db")
+    real = ledger.claim
+
+    def claim(*args, on_wait=None, **kwargs):
+        on_wait("pid 1 on elsewhere")      # as Ledger.claim says it when a live holder has it
+        return real(*args, **kwargs)
+    monkeypatch.setattr(ledger, "claim", claim)
+    runner = Runner(spec, ledger)
+    notes = []
+    runner.events.subscribe(lambda e: notes.append(e.text) if isinstance(e, Note) else None)
+    assert runner.verdict(spec.endpoint("good")).outcome is Outcome.PASS
+    assert any(n.startswith("another command sharing the ledger") and n.endswith("waiting for pid 1 on elsewhere")
+               for n in notes), notes

@@ -33,6 +33,9 @@ difference in environment variables is a set of ordinary factors that bisectk ca
     cuda_launch_blocking = "1"
 
 A variable set on one side only is "" (set, empty) on the other: a spec cannot unset a variable.
+Where that changes its meaning it is no factor, and the snippet says why in a comment: a variable
+set empty on one side and unset on the other (as factors, both sides would be ""), and one whose
+empty value is not its unset one (CUDA_VISIBLE_DEVICES="" hides every GPU; unset shows them all).
 Redacted values (names holding TOKEN, SECRET, KEY, ...) are stored as a short hash, so they
 still show up in a diff, but they cannot become factors.
 """
@@ -386,12 +389,33 @@ def factor_name(var: str) -> str:
     return name if name and not name[0].isdigit() else "_" + name
 
 
+# variables whose empty value means something else than unset: "" as a stand-in would change the run
+EMPTY_IS_NOT_UNSET = {
+    "CUDA_VISIBLE_DEVICES": 'hides every GPU, where unset shows them all: to make it a factor, give that '
+                            'side the devices it saw ("0,1" for two GPUs)',
+    "NVIDIA_VISIBLE_DEVICES": 'exposes no GPU to a container, where unset leaves the runtime\'s default: to '
+                              'make it a factor, give that side the value the runtime used ("all")'}
+
+
+def _not_factor(var: str, a: Any, b: Any) -> str | None:
+    """Why a differing variable cannot be a factor (a spec cannot unset a variable), or None."""
+    if (a is None) == (b is None):
+        return None
+    if (a if b is None else b) == "":
+        return f"{var} is set empty on one side and unset on the other: as factors both would be \"\""
+    if var in EMPTY_IS_NOT_UNSET:
+        return f"{var} is unset on one side, and \"\" {EMPTY_IS_NOT_UNSET[var]}"
+    return None
+
+
 def _env_factors(differences: list[tuple[str, Any, Any]]) -> list[tuple[str, str, str, str]]:
     """(factor, variable, good value, bad value) per differing variable, names made unique."""
     out, taken = [], set()
     for key, a, b in differences:
         var = key[len("env."):] if key.startswith("env.") else None
         if not var or any(isinstance(v, str) and v.startswith("<redacted ") for v in (a, b)):
+            continue
+        if _not_factor(var, a, b):
             continue
         name, k = factor_name(var), 2
         while name in taken:
@@ -425,9 +449,11 @@ def factors_toml(differences: list[tuple[str, Any, Any]]) -> str:
     """A spec snippet taking the environment differences as factors (merge its tables into
     the spec's own [subject], [good] and [bad])."""
     rows = _env_factors(differences)
+    why = [w for k, a, b in differences if k.startswith("env.") and (w := _not_factor(k[len("env."):], a, b))]
+    notes = "".join(f"# not a factor: {w}\n" for w in why)
     if not rows:
-        return "# no environment-variable differences\n"
+        return notes or "# no environment-variable differences\n"
     env = ", ".join(f'{_toml_key(var)} = "{{{name}}}"' for name, var, _, _ in rows)
     good = "".join(f"{name} = {_toml_str(g)}\n" for name, _, g, _ in rows)
     bad = "".join(f"{name} = {_toml_str(b)}\n" for name, _, _, b in rows)
-    return f"[subject]\nenv = {{{env}}}\n\n[good]\n{good}\n[bad]\n{bad}"
+    return f"{notes}[subject]\nenv = {{{env}}}\n\n[good]\n{good}\n[bad]\n{bad}"

@@ -139,6 +139,24 @@ def test_env_differences_become_spec_factors(tmp_path):
     assert factors_toml([("packages.torch", "2.4", "2.5")]).startswith("#")
 
 
+def test_a_difference_that_empty_for_unset_would_change_is_no_factor_and_the_snippet_says_why():
+    """A spec cannot unset a variable, so unset becomes "": a variable set empty against unset made a
+    factor whose good and bad were both "", and CUDA_VISIBLE_DEVICES unset on the bad side made a
+    bad value "" that hides every GPU, so the ablation would have blamed it for any failure."""
+    d = [("env.CUDA_E", "", None), ("env.CUDA_LAUNCH_BLOCKING", None, "1"),
+         ("env.CUDA_VISIBLE_DEVICES", "0,1", None), ("env.NVIDIA_VISIBLE_DEVICES", None, "0")]
+    assert as_factors(d) == {"cuda_launch_blocking": ("", "1")}
+    snippet = factors_toml(d)
+    parsed = tomllib.loads(snippet)
+    assert parsed["subject"]["env"] == {"CUDA_LAUNCH_BLOCKING": "{cuda_launch_blocking}"}
+    notes = [line for line in snippet.splitlines() if line.startswith("# not a factor: ")]
+    assert len(notes) == 3 and "CUDA_E is set empty on one side and unset on the other" in notes[0]
+    assert "CUDA_VISIBLE_DEVICES is unset on one side" in notes[1] and "hides every GPU" in notes[1]
+    assert as_factors([("env.CUDA_VISIBLE_DEVICES", "0", "1")]) == {"cuda_visible_devices": ("0", "1")}
+    only = factors_toml([("env.CUDA_VISIBLE_DEVICES", None, "0")])
+    assert only.startswith("# not a factor: CUDA_VISIBLE_DEVICES") and "[subject]" not in only
+
+
 def test_package_versions_read_from_headers_match_a_full_metadata_parse():
     import importlib.metadata
 

@@ -253,13 +253,18 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
            more=()) -> None:
     """Store the record with its session, print its JSON or its terminal view (report/render.py),
     then write the report files (`more`: other (option, path, writer) to write with them), and exit
-    with its code (exitcodes.exit_code). A report that cannot be written is a line after the result,
-    and exit 2 where the result would say 0. `where`: where triage says its debug log is."""
+    with its code (exitcodes.exit_code). A report that cannot be written, or a record the ledger
+    cannot keep (a full disk), is a line after the result, and exit 2 where the result would say 0. `where`: where triage says its debug log is."""
     from bisectk.engine.interrupts import late
     from bisectk.report import render
     from bisectk.report.outputs import write_outputs
+    from bisectk.errors import LedgerError
+    unstored = None         # the ledger could not keep the record (a full disk): the answer is still given
     if session is not None:
-        session.record(render.stored(record))
+        try:
+            session.record(render.stored(record))
+        except LedgerError as exc:
+            unstored = str(exc)
     document = render.document(record) if (as_json or json_out) else None
     closed = None           # stdout's reader left (`| head`): the report files are still written
     try:
@@ -291,6 +296,10 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
             out.print(line, markup=False)
     for line in failed:
         say_error(line)
+    if unstored:
+        failed.append(unstored)
+        say_error(f"{unstored} (the result above is complete; `bisectk report` will not find it, and the runs "
+                  "are in the ledger)")
     interrupted_late = late()   # Ctrl-C after the last run, while the result was written (engine/interrupts.py)
     code = X.exit_code(record, interrupted_late=interrupted_late)
     if failed and code == X.OK:

@@ -72,6 +72,9 @@ def ledger_check(path: Path = typer.Argument(..., help="The ledger database.", s
     from bisectk import ledger_check as L
     if not path.exists():
         fail(f"no ledger at {path}")
+    if not path.is_file():      # a directory, a device: no file to check, nothing to salvage
+        fail(f"{path} is {'a directory' if path.is_dir() else 'not a regular file'}, not a ledger file: "
+             "give the ledger's database file (e.g. .bisectk/ledger.db)")
     rep = L.check(path)
     saved = L.salvage(path, salvage) if salvage else None
     if as_json:

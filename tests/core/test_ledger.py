@@ -672,3 +672,13 @@ def test_a_spec_this_user_cannot_write_beside_keeps_its_ledger_in_the_users_cach
     assert session_mod.ledger_location(spec=spec) == tmp_path / ".bisectk" / "ledger.db"
     monkeypatch.setattr(session_mod.os, "access", lambda path, mode: False)
     assert session_mod.ledger_location(spec=spec) == session_mod.cache_dir() / "ledger.db"
+
+
+def test_ledger_check_of_a_directory_or_a_device_says_it_is_no_ledger_file(tmp_path):
+    """`ledger check /dev/null` and `ledger check DIR` said DAMAGED and offered --salvage: there is
+    no file there to check or salvage, and one line says so."""
+    from tests.conftest import bisectk
+    for path, what in ((tmp_path, "is a directory"), (Path("/dev/null"), "is not a regular file")):
+        p = bisectk("ledger", "check", path)
+        assert p.returncode == 2 and f"{what}, not a ledger file" in p.stderr, (p.stdout, p.stderr)
+        assert "DAMAGED" not in p.stdout + p.stderr and "salvage" not in p.stdout + p.stderr

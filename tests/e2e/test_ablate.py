@@ -478,3 +478,31 @@ def test_two_flaky_sets_with_a_good_side_that_holds_are_kept_after_the_recheck(t
     ends = doc["endpoints"]
     assert ends["ok"] and ends["good_rate"]["fails"] == 0 and ends["good_rate"]["runs"] > 1
     assert any("re-checked and passed" in n for n in ends["notes"])
+
+
+def test_a_result_the_full_disk_cannot_store_is_still_printed(tmp_path):
+    """The disk fills between the last run and the record's storing: the answer is known, so it is
+    printed, then one line says the ledger could not keep it (exit 2); it was not shown at all."""
+    import os
+    import shutil
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("needs root to mount a small tmpfs")
+    full = tmp_path / "full"
+    full.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(full)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        spec = VARIANTS / "pipeline-hang.toml"
+        ledger = tmp_path / "l.db"
+        bisectk("ablate", spec, "--ledger", ledger, timeout=600, check=0)
+        shutil.copy(ledger, full / "l.db")
+        (full / "junk").write_bytes(b"\0" * 200_000)
+        bisectk("ablate", spec, "--fresh", "--ledger", full / "l.db", timeout=600)   # fills the rest
+        (full / "junk").unlink()
+        p = bisectk("ablate", spec, "--resume", "--ledger", full / "l.db", timeout=600)
+        if "disk is full" not in p.stderr:
+            pytest.skip("the disk did not fill where this test needs it to")
+        assert p.returncode == 2 and "producer_phase" in p.stdout, (p.stdout[-1500:], p.stderr[-1500:])
+        assert "the result above is complete" in p.stderr and "Traceback" not in p.stderr
+    finally:
+        subprocess.run(["umount", str(full)])

@@ -349,7 +349,18 @@ def load(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict) or "bisectk_env" not in data:
         raise EnvError(f"{path}: not an environment capture (no 'bisectk_env' key; "
                        "make one with `bisectk env --save FILE`)")
+    env = data.get("env", {})
+    if not isinstance(env, dict):
+        raise EnvError(f"{path}: 'env' is a JSON {_kind(env)}, not an object of variables (NAME: \"value\")")
+    for name, value in env.items():
+        if value is not None and not isinstance(value, str):   # a variable's value is text, or unset
+            raise EnvError(f"{path}: variable {name!r} in 'env' is a JSON {_kind(value)}, not a string: "
+                           "a variable's value is text")
     return data
+
+
+def _kind(value: Any) -> str:
+    return {dict: "object", list: "array", bool: "boolean", int: "number", float: "number"}.get(type(value), "value")
 
 
 def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:

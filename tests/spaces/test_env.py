@@ -1,5 +1,6 @@
 """Environment capture: keys, speed, fake nvidia-smi, save/load, diff, env differences as factors."""
 
+import re
 import json
 import os
 import stat
@@ -260,3 +261,18 @@ def test_ablate_diff_and_triage_capture_once_their_first_run_has_ended(tmp_path,
     first_end = min(float(t) for what, t in when if what == "end")
     smi = [float(t) for what, t in when if what == "smi"]
     assert smi and min(smi) >= first_end
+
+
+@pytest.mark.parametrize("env, said", [({"A": {"b": 1}}, "variable 'A' in 'env' is a JSON object"),
+                                       ({"A": 1}, "variable 'A' in 'env' is a JSON number"),
+                                       ([1], "'env' is a JSON array")])
+def test_a_hand_edited_capture_whose_env_is_not_text_is_refused_in_one_line(tmp_path, env, said):
+    """A nested object or a list under `env` was flattened into variables named `A.b` or `0` and
+    offered as spec factors; a variable's value is text, and a capture that says otherwise is
+    refused by name."""
+    import json
+    from bisectk.spaces.env import EnvError, load
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps({"bisectk_env": 1, "env": env}))
+    with pytest.raises(EnvError, match=re.escape(said)):
+        load(path)

@@ -7,13 +7,14 @@ SetSearch        -- one search over a set space: its result (search.AblationResu
                     was stopped.
 search_set       -- run a strategy over a space's differences through its oracle, with the
                     flakiness rule; a stop (Ctrl-C, the run budget) keeps the best result so far.
-FirstRuns        -- with --jobs above one, the search's likely first runs, begun beside the bad
-                    endpoint's first run (a GPU hang holds it a second or more) and taken by the
-                    search when it asks.
+FirstRuns        -- with --jobs above one, the search's likely first runs, begun beside the good
+                    and bad endpoints' first runs (a GPU hang holds a slot a second or more) and
+                    taken by the search when it asks.
 attempt_records  -- the search's attempts as AttemptRecords, with each configuration's verdict.
 good_suspect     -- what in a search's answer says the good side may fail too (more than one
-                    failing set, or unconfirmed, under the one-sided flake rule): the cue for
-                    endpoints.recheck_good.
+                    failing set, or unconfirmed, under the one-sided flake rule; an empty answer,
+                    under any rule): the cue for endpoints.recheck_good, which recheck_after runs
+                    (diff's search too).
 rule_doc         -- the record's flakiness rule: --flaky's, or --no-flaky's declaration (STEADY).
 run_ablation     -- the whole command: verify the endpoints, make the judging oracle with the
                     failure they showed, derive the flakiness rule from the endpoint runs when the
@@ -125,6 +126,20 @@ def search_set(oracle: Oracle, differences: list, *, strategy: str, rule: Confid
         return SetSearch(stop.result, True)
     finally:
         oracle.close()
+
+
+def recheck_after(trials: Trials, differences, check: EndpointCheck, res: AblationResult, policy: RunPolicy,
+                  why: str) -> tuple[EndpointCheck, str]:
+    """The good endpoint run again after a search whose answer asks for it (`why`, in words:
+    good_suspect), as often as the search's rule asks of a configuration it clears: the check that
+    gives, and why it was cut short ('' when it was not: a Ctrl-C leaves the search's answer as it
+    was, stopped)."""
+    try:
+        return recheck_good(trials, frozenset(), frozenset(differences), check,
+                            max(getattr(res.rule, "repeats", 1), policy.calibrate_runs), why,
+                            one_sided=res.stop_reason != GOOD_FAILED), ""
+    except KeyboardInterrupt:
+        return check, "interrupted while re-checking the good endpoint"
 
 
 class FirstRuns:
@@ -283,12 +298,9 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     res, stopped, reason = found.result, found.stopped, found.result.stop_reason
     why = good_suspect(res, stopped)
     if why:     # the answer is what a good side that fails sometimes produces: good is run again
-        try:
-            check = recheck_good(trials, frozenset(), frozenset(diffs), check,
-                                 max(getattr(res.rule, 'repeats', 1), policy.calibrate_runs), why,
-                                 one_sided=res.stop_reason != GOOD_FAILED)
-        except KeyboardInterrupt:   # the search's answer stands as it was, stopped
-            stopped, reason = True, "interrupted while re-checking the good endpoint"
+        check, halted = recheck_after(trials, diffs, check, res, policy, why)
+        if halted:
+            stopped, reason = True, halted
         base["endpoints"] = check
         if not check.ok:
             return AblationRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,

@@ -20,9 +20,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from bisectk.engine.ablate import (MORE_SETS, SetSearch, attempt_records, different_failures, flakiness_rule, rule_doc,
-                                   search_set)
-from bisectk.engine.endpoints import hang_checks, recheck_good, verify
+from bisectk.engine.ablate import (MORE_SETS, SetSearch, attempt_records, different_failures, flakiness_rule,
+                                   recheck_after, rule_doc, search_set)
+from bisectk.engine.endpoints import hang_checks, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import Oracle, Trials
 from bisectk.engine.policy import RunPolicy
@@ -61,12 +61,9 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
                        endpoint=(check.bad_rate.fails, check.bad_rate.runs))
     res, stopped, reason = found.result, found.stopped, found.result.stop_reason
     if res.stop_reason == GOOD_FAILED:     # GOOD itself failed in the search: it is run again (ablate's re-check)
-        try:
-            check = recheck_good(trials, frozenset(), frozenset(all_ids), check,
-                                 max(getattr(res.rule, "repeats", 1), policy.calibrate_runs), GOOD_FAILED,
-                                 one_sided=False)
-        except KeyboardInterrupt:   # the search's answer stands as it was, stopped
-            stopped, reason = True, "interrupted while re-checking the good endpoint"
+        check, halted = recheck_after(trials, all_ids, check, res, policy, GOOD_FAILED)
+        if halted:
+            stopped, reason = True, halted
         base["endpoints"] = check
         if not check.ok:
             return DiffRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,

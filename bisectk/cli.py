@@ -208,7 +208,8 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
     check_outputs(report, json_out, html, spec=s, ledger=ledger_path, trees=(good, bad))
     with Session("diff", s, ledger_path, args={"good": str(good), "bad": str(bad)}, policy=pol,
                  reporter=reporter(as_json, None)) as session:
-        space = HunkSpace(good, bad, session.scratch("scratch"), base=base)
+        # without a build step each hybrid starts from GOOD and its hunks alone: files a run made go
+        space = HunkSpace(good, bad, session.scratch("scratch"), base=base, keep_created=s.build is not None)
         session.closers.append(space.close)
         if not as_json:
             out.print(f"{counted(len(space.hunks), 'hunk')} between {good} and {bad}", markup=False)

@@ -93,7 +93,8 @@ def isolate(runner: Runner, commits: CommitSpace, policy: RunPolicy, bis: Bisect
         try:
             good_tree = export_tree(graph.repo, good_sha, Path(tmp) / "good")
             bad_tree = export_tree(graph.repo, bad_sha, Path(tmp) / "bad")
-            space = HunkSpace(good_tree, bad_tree, scratch_root, base=commits.config, subdir=subdir, tag="triage")
+            space = HunkSpace(good_tree, bad_tree, scratch_root, base=commits.config, subdir=subdir, tag="triage",
+                              keep_created=runner.spec.build is not None)
             space.python_roots = commits.python_roots   # where the bisection found runs importing the checkout
         except BisectkError as exc:
             return None, str(exc)

@@ -412,13 +412,18 @@ class Scratch:
     `apply(hunks)` makes the copy equal GOOD with exactly `hunks` applied and returns `target`
     (the copied tree, or the copied file for a file pair). It rewrites only files that the
     previous and the new subset touch, plus any copied file whose size, mtime or mode changed
-    since it was written (the subject edited it). Files the subject created (build outputs)
-    are left alone. `.git` is not copied.
+    since it was written (the subject edited it). Files the subject created are left alone when
+    `keep_created` (a build step's outputs, for an incremental build); else they are removed
+    before the next configuration is applied, so each run starts from GOOD and its hunks as a
+    fresh copy would (a test that runs `mkdir out` passes every time). Only the directories whose
+    mtime moved since the last apply are read for them (`_sweep`). `.git` is not copied.
     """
 
     MARKER = ".bisectk/scratch"
 
-    def __init__(self, good: str | Path, root: str | Path | None = None):
+    def __init__(self, good: str | Path, root: str | Path | None = None, keep_created: bool = True):
+        self.keep_created = keep_created
+        self._dirs: dict[str, int] = {}     # rel -> mtime as the last apply left it ('' the root)
         self.good = Path(good).resolve()
         if not self.good.exists():
             raise SpaceError(f"GOOD {good}: no such file or directory")
@@ -458,6 +463,14 @@ class Scratch:
         self._stats = {rel: _stat(p) for rel, p in _scan(self.root).items()}
         self._dirty.clear()
         self._applied.clear()
+        self._dirs = {}
+        if not self.keep_created:
+            for dirpath, dirnames, _ in os.walk(self.root):
+                dirnames[:] = [d for d in dirnames if not (Path(dirpath) == self.root and d == ".bisectk")
+                               and not os.path.islink(os.path.join(dirpath, d))]
+                rel = os.path.relpath(dirpath, self.root)
+                self._dirs["" if rel == "." else Path(rel).as_posix()] = 0
+            self._stamp()
 
     def _good_entry(self, rel: str) -> Entry | None:
         if rel not in self._goods:
@@ -466,7 +479,40 @@ class Scratch:
             self._goods[rel] = _read(path) if there else None
         return self._goods[rel]
 
+    def _stamp(self) -> None:
+        """Each known directory's mtime as this apply leaves it (one gone is forgotten)."""
+        for rel in list(self._dirs):
+            try:
+                self._dirs[rel] = os.lstat(self.root / rel).st_mtime_ns
+            except OSError:
+                del self._dirs[rel]
+
+    def _sweep(self) -> None:
+        """Remove what a run created since the last apply: in each directory whose mtime moved,
+        the entries that are neither a file placed here nor a known directory."""
+        for rel, mtime in list(self._dirs.items()):
+            d = self.root / rel
+            try:
+                if os.lstat(d).st_mtime_ns == mtime:
+                    continue
+                entries = list(os.scandir(d))
+            except OSError:
+                continue        # gone: the files of GOOD under it are put back by their stat
+            for e in entries:
+                sub = f"{rel}/{e.name}" if rel else e.name
+                if sub in self._stats or sub in self._dirs or (not rel and e.name == ".bisectk"):
+                    continue
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        shutil.rmtree(e.path)
+                    else:
+                        os.unlink(e.path)
+                except OSError:
+                    pass        # what cannot be removed stays; the run after it will say so
+
     def apply(self, hunks: Iterable[Hunk]) -> Path:
+        if not self.keep_created and self._dirs:
+            self._sweep()
         groups = _by_file(hunks)
         applied: dict[str, frozenset[str]] = {}     # rel -> the ids of the hunks it holds in this subset
         retyped: dict[str, Entry | None] = {}       # rel under a retype hunk -> BAD's entry there
@@ -495,6 +541,13 @@ class Scratch:
         for rel in removals + writes:
             self._place(rel, want[rel])
             self._applied[rel] = applied.get(rel, frozenset())
+        if not self.keep_created:
+            for rel in writes:          # a hunk's new file may bring new directories: known from now
+                parent = Path(rel).parent
+                while parent != Path(".") and parent.as_posix() not in self._dirs:
+                    self._dirs[parent.as_posix()] = 0
+                    parent = parent.parent
+            self._stamp()
         return self.target
 
     def _place(self, rel: str, entry: Entry | None) -> None:

@@ -44,14 +44,14 @@ class HunkSpace:
     kind = "hunks"
 
     def __init__(self, good: Path, bad: Path, scratch_root: Path, base: Config | None = None,
-                 subdir: Path = Path("."), tag: str = "diff"):
+                 subdir: Path = Path("."), tag: str = "diff", keep_created: bool = True):
         self.good, self.bad = Path(good), Path(bad)
         self.hunks: list[Hunk] = diff_paths(good, bad)
         self.by_id: dict[str, Hunk] = {h.id: h for h in self.hunks}
         self.order: dict[str, int] = {h.id: i for i, h in enumerate(self.hunks)}
         self.base = dict(base or {})
         self.subdir = Path(subdir)
-        self.scratch = Scratch(good, scratch_root)
+        self.scratch = Scratch(good, scratch_root, keep_created=keep_created)
         digest = hashlib.sha256()
         for h in self.hunks:
             digest.update(h.unified().encode("utf-8", "surrogateescape"))

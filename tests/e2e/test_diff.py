@@ -162,14 +162,17 @@ def test_a_path_that_climbs_out_of_the_trees_is_named_not_called_good_fails_too(
 
 
 def test_a_good_tree_that_fails_after_its_first_run_is_no_culprit_found(tmp_path):
-    """A run leaves state the next one sees (`mkdir out` in the scratch tree): GOOD passes its first
-    run and fails every later one. The search's answer is then the empty set, which once came out
-    as exit 0, `culprit hunk(s): none`. GOOD is run again and the endpoints are unusable."""
+    """A run leaves state the next one sees (a counter outside the trees; `mkdir out` in the scratch
+    tree did, before each hybrid started from GOOD and its hunks alone): GOOD passes its first run
+    and fails every later one. The search's answer is then the empty set, which once came out as
+    exit 0, `culprit hunk(s): none`. GOOD is run again and the endpoints are unusable."""
     good, bad = tmp_path / "good", tmp_path / "bad"
     for side, v in ((good, 0), (bad, 1)):
         side.mkdir()
         (side / "k.txt").write_text(f"v={v}\n")
-    p = bisectk("diff", good, bad, "--run", "bash -c 'mkdir out && grep -q v=0 k.txt'", "--json",
+    count = tmp_path / "runs-so-far"
+    script = f'n=$(cat {count} 2>/dev/null || echo 0); echo $((n + 1)) > {count}; [ "$n" = 0 ] && grep -q v=0 k.txt'
+    p = bisectk("diff", good, bad, "--run", f"bash -c '{script}'", "--json",
                 "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=300)
     doc = json.loads(p.stdout)
     assert p.returncode == 2 and not doc["culprit_hunks"], (p.stdout[-2000:], p.stderr[-2000:])
@@ -230,3 +233,19 @@ def test_a_file_name_that_is_not_utf8_comes_out_of_json_readable_by_a_strict_rea
         ids = [h["id"] for h in doc["culprit_hunks"]]
         assert ids == ["lat\\xe9.py:1"], ids
         json.dumps(doc, ensure_ascii=False).encode("utf-8")     # strict: no lone surrogate anywhere
+
+
+def test_a_test_that_makes_a_directory_is_run_on_a_clean_hybrid_each_time(tmp_path):
+    """`mkdir out` in the test: the scratch copy kept the last run's `out`, so every hybrid after
+    the first failed (the good tree included: "the good configuration failed in the search").
+    Without a build step each hybrid starts from GOOD and its hunks alone, as a fresh copy would."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 0), (bad, 1)):
+        side.mkdir()
+        (side / "k.txt").write_text(f"v={v}\n")
+        (side / "other.txt").write_text(f"other {v}\n")
+    p = bisectk("diff", good, bad, "--run", "bash -c 'mkdir out && grep -q v=0 k.txt'", "--json",
+                "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    assert [h["id"] for h in json.loads(p.stdout)["culprit_hunks"]] == ["k.txt:1"]
+    assert sorted(x.name for x in good.iterdir()) == ["k.txt", "other.txt"]     # GOOD itself untouched

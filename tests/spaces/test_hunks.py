@@ -342,6 +342,27 @@ def test_scratch_rewrites_only_what_changes(pair):
     shutil.rmtree(s.root)
 
 
+def test_without_keep_created_each_apply_starts_from_good_and_its_hunks(pair):
+    """No build step to keep outputs for: what a run created (a file, a directory with files, one
+    inside a directory a hunk added) is gone before the next configuration, as a fresh copy of
+    GOOD with those hunks would have it; the tree is exactly the reference each time."""
+    p, hunks, good, bad = pair
+    s = Scratch(p.good, keep_created=False)
+    text = [h for h in hunks if h.file == "kernel/stages_00.py"]
+    for subset in (text[:1], text[1:3], text[1:3], hunks[:7], []):
+        root = s.apply(subset)
+        assert snapshot(root) == reference(good, bad, subset)
+        (root / "out").mkdir()                                   # what a test run leaves
+        (root / "out" / "result.json").write_text("{}")
+        (root / "kernel" / "lock").write_text("held")
+        for rel in reference(good, bad, subset):                  # and a directory a hunk made
+            if "/" in rel and not (Path(p.good) / rel).parent.is_dir():
+                (root / rel).parent.joinpath("made.txt").write_text("x")
+    assert snapshot(s.apply(text[:1])) == reference(good, bad, text[:1])
+    assert (s.root / ".bisectk" / "scratch").exists()
+    shutil.rmtree(s.root)
+
+
 def test_materialise_reuses_dest_and_is_fast(pair, tmp_path):
     p, hunks, good, bad = pair
     dest = tmp_path / "scratch"

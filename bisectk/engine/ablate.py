@@ -33,7 +33,7 @@ from concurrent.futures import Future
 from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
 
-from bisectk.engine.endpoints import hang_checks, recheck_good, verify
+from bisectk.engine.endpoints import hang_checks, recheck_good, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.interrupts import live
 from bisectk.engine.oracle import Oracle, Trials
@@ -150,7 +150,7 @@ class FirstRuns:
     is; the search takes them when it asks (ablate's `started`), and one it never asks counts
     as made ahead and not needed. Not under --flaky, whose rule comes from the endpoint runs.
 
-    Where the executor allows (`beside`; endpoints._beside_good), they begin with the bad
+    Where the executor allows (endpoints._beside_good), they begin with the bad
     endpoint's run beside the good endpoint's, their watchdog set once it passed: `early` starts
     all but one slot's (good and bad hold one each), `then` the last once good has passed, and
     `drop` ends them unjudged when it did not. Else `__call__` starts them beside the bad
@@ -164,10 +164,6 @@ class FirstRuns:
     def wanted(self) -> bool:
         """Side-by-side slots (--jobs above one), and no --flaky."""
         return self.oracle.policy.jobs > 1 and self.oracle.policy.flaky is not True
-
-    @property
-    def beside(self) -> bool:
-        return self.wanted()
 
     def _keys(self, early: bool = False) -> list[frozenset]:
         policy, runner = self.oracle.policy, self.oracle.trials.runner
@@ -287,8 +283,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     if not check.ok:
         first.wait()
         oracle.close()
-        return AblationRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
-                              observations=len(trials.trials), wall_s=time.monotonic() - start, **base)
+        return unusable_record(AblationRecord, trials, start, **base)
     rule = flakiness_rule(check, policy.flaky is True)
     runner.events.emit(PhaseStarted("search", f"{strategy} over {len(diffs)} differences: {', '.join(diffs)}"
                                     + (f"; {rule.describe()}" if rule else "")))
@@ -303,9 +298,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
             stopped, reason = True, halted
         base["endpoints"] = check
         if not check.ok:
-            return AblationRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
-                                  observations=len(trials.trials), wall_s=time.monotonic() - start,
-                                  search_runs=res.runs, **base)
+            return unusable_record(AblationRecord, trials, start, search_runs=res.runs, **base)
     found_thresholds: dict[str, Threshold] = {}
     if thresholds and not stopped:
         try:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bisectk.engine.direction import FixOracle, Terms, repeats_for
-from bisectk.engine.endpoints import hang_checks, verify
+from bisectk.engine.endpoints import hang_checks, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import Oracle, Trials
 from bisectk.engine.policy import RunPolicy
@@ -143,10 +143,9 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
             base["endpoints"] = check
     if not check.ok:
         base["environment"] = captured(environment)
-        return BisectRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
-                            observations=len(trials.trials), wall_s=time.monotonic() - start,
-                            attempts=tuple(attempts_in_run_order(trials, DEFAULT_SAME_FAILURE, terms)),
-                            tested=tested_commits(graph, ((t.key, t.judged) for t in trials.trials)), **base)
+        return unusable_record(BisectRecord, trials, start,
+                               attempts=tuple(attempts_in_run_order(trials, DEFAULT_SAME_FAILURE, terms)),
+                               tested=tested_commits(graph, ((t.key, t.judged) for t in trials.trials)), **base)
     flaky = check.flaky
     two_rate = policy.flaky is True and not terms.find_fix   # --flaky: the good side may fail too, less often
     search, repeats = oracle, 0

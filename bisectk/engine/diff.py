@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from bisectk.engine.ablate import (MORE_SETS, SetSearch, attempt_records, different_failures, flakiness_rule,
                                    recheck_after, rule_doc, search_set)
-from bisectk.engine.endpoints import hang_checks, verify
+from bisectk.engine.endpoints import hang_checks, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import Oracle, Trials
 from bisectk.engine.policy import RunPolicy
@@ -51,8 +51,7 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
                 bad=str(space.bad), hunks=len(space.hunks), environment=captured(environment), session=runner.session,
                 hunk_index=tuple({k: v for k, v in h.to_dict().items() if k != "text"} for h in space.hunks))
     if not check.ok:
-        return DiffRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
-                          observations=len(trials.trials), wall_s=time.monotonic() - start, **base)
+        return unusable_record(DiffRecord, trials, start, **base)
     oracle = Oracle(trials, check.target, **hang_checks(check, runner))
     rule = flakiness_rule(check, policy.flaky is True)
     runner.events.emit(PhaseStarted("hunks", f"{strategy} over {len(all_ids)} hunk{'s' if len(all_ids) != 1 else ''}"))
@@ -66,9 +65,7 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
             stopped, reason = True, halted
         base["endpoints"] = check
         if not check.ok:
-            return DiffRecord(ok=False, complete=False, interrupted=False, runs=runner.executed,
-                              observations=len(trials.trials), wall_s=time.monotonic() - start,
-                              search_runs=res.runs, **base)
+            return unusable_record(DiffRecord, trials, start, search_runs=res.runs, **base)
     doc = res.to_dict()
     # each failing set's hunks (the first is res.culprits, or a stopped search's smallest failing set)
     groups = [list(res.culprits) + list(res.suspects)] + [sorted(s.members, key=space.order.__getitem__)

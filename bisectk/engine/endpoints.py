@@ -41,6 +41,9 @@ recheck_good   -- 6. after a search, when its answer says the good side may fail
                   configuration it clears; one that shows the target failure makes the endpoints
                   unusable, with its rate and what to do.
 
+unusable_record -- the record a command returns when its endpoints proved unusable, before its
+                  search or after it (recheck_good): not complete, the runs made so far.
+
 announce_watchdog -- a note before the good endpoint's first run when it runs under the
                   uncalibrated watchdog cap (120 s unless --timeout or the spec says otherwise),
                   so a long silent wait is explained before it starts.
@@ -62,7 +65,7 @@ configuration that does not fail, or a "working" one that does, makes every late
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+import time
 from concurrent.futures import Future
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -98,11 +101,12 @@ def _judged(runs: list[Run]) -> int:
 
 
 def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, measure: bool = True,
-           meanwhile: Callable[[], None] | None = None) -> EndpointCheck:
+           meanwhile=None) -> EndpointCheck:
     """The procedure of the module docstring; `trials.policy` gives the re-run cap, --flaky and
-    --same-failure. `meanwhile` is called once the good endpoint has passed and just before the
-    bad endpoint's first run, when that run must execute: the search's first runs may start
-    beside it (engine/ablate.py)."""
+    --same-failure. `meanwhile` (engine/ablate.py FirstRuns), when the bad endpoint's first run
+    must execute, starts the search's first runs: with the bad endpoint's beside the good
+    endpoint's (`early`, then `then` once good has passed, or `drop` when it did not: see
+    _beside_good), or else, called, beside the bad endpoint's once good has passed."""
     runner, policy = trials.runner, trials.policy
     cap = max(policy.calibrate_runs, repeat)
     runner.events.emit(PhaseStarted("endpoints", f"verifying good and bad, {repeat} run(s) each"))
@@ -324,7 +328,7 @@ def _beside_good(trials: Trials, good_point: Any, bad_point: Any, meanwhile) -> 
     runs in this process (a fresh process or a warm worker; a Ray actor takes its watchdog with
     the job). Returns the bad run's Future, or None where the runs wait for the good endpoint."""
     runner = trials.runner
-    if (meanwhile is None or not getattr(meanwhile, "beside", False) or runner.spec.build is not None
+    if (meanwhile is None or not hasattr(meanwhile, "early") or runner.spec.build is not None
             or not getattr(runner.executor, "watches_here", False)
             or runner.has(trials.space.workload(good_point))):
         return None
@@ -340,6 +344,14 @@ def _beside_good(trials: Trials, good_point: Any, bad_point: Any, meanwhile) -> 
     threading.Thread(target=work, name="bisectk-bad-endpoint", daemon=True).start()
     meanwhile.early()
     return future
+
+
+def unusable_record(record_type, trials: Trials, start: float, **fields):
+    """A `record_type` (AblationRecord, DiffRecord, BisectRecord) for endpoints that proved unusable:
+    not complete, not interrupted, the runs this command made and the wall time since `start`
+    (time.monotonic); `fields`: the rest of the record."""
+    return record_type(ok=False, complete=False, interrupted=False, runs=trials.runner.executed,
+                       observations=len(trials.trials), wall_s=time.monotonic() - start, **fields)
 
 
 def _folded(trials: Trials, point: Any, runs: list[Run]) -> Verdict:

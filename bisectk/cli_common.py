@@ -254,7 +254,8 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
     """Store the record with its session, print its JSON or its terminal view (report/render.py),
     then write the report files (`more`: other (option, path, writer) to write with them), and exit
     with its code (exitcodes.exit_code). A report that cannot be written, or a record the ledger
-    cannot keep (a full disk), is a line after the result, and exit 2 where the result would say 0. `where`: where triage says its debug log is."""
+    cannot keep (a full disk), is a line after the result, and exit 2 where the result would say
+    0. `where`: where triage says its debug log is."""
     from bisectk.engine.interrupts import late
     from bisectk.report import render
     from bisectk.report.outputs import write_outputs

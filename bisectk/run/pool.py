@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections import Counter
 import select
 import shutil
 import signal
@@ -46,6 +45,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 from bisectk.procstat import psutil

@@ -199,12 +199,15 @@ def _skipped(directory: str, names: list[str]) -> list[str]:
     return [n for n in names if n in IGNORED or _special(Path(directory) / n)]
 
 
-def _scan(root: Path) -> dict[str, Path]:
+def _scan(root: Path, dirs: dict[str, int] | None = None) -> dict[str, Path]:
     """Relative posix path -> path, for every file and symlink under root, pruning IGNORED and
-    special files."""
+    special files; `dirs`: every directory walked is added to it (relative, '' the root)."""
     found: dict[str, Path] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
+        if dirs is not None:
+            rel = here.relative_to(root).as_posix()
+            dirs["" if rel == "." else rel] = 0
         # A symlinked directory is one entry (its target); walking into it could leave the tree.
         links = [d for d in dirnames if (here / d).is_symlink()]
         dirnames[:] = sorted(d for d in dirnames if d not in IGNORED and d not in links)
@@ -460,17 +463,12 @@ class Scratch:
             shutil.copytree(self.good, self.root, symlinks=True, dirs_exist_ok=True, ignore=_skipped)
         marker.parent.mkdir(exist_ok=True)
         marker.write_text(f"{self.good}\n")
-        self._stats = {rel: _stat(p) for rel, p in _scan(self.root).items()}
+        self._dirs = {}     # the one walk finds the directories too, when runs' files are swept
+        found = _scan(self.root, None if self.keep_created else self._dirs)
+        self._stats = {rel: _stat(p) for rel, p in found.items()}
         self._dirty.clear()
         self._applied.clear()
-        self._dirs = {}
-        if not self.keep_created:
-            for dirpath, dirnames, _ in os.walk(self.root):
-                dirnames[:] = [d for d in dirnames if not (Path(dirpath) == self.root and d == ".bisectk")
-                               and not os.path.islink(os.path.join(dirpath, d))]
-                rel = os.path.relpath(dirpath, self.root)
-                self._dirs["" if rel == "." else Path(rel).as_posix()] = 0
-            self._stamp()
+        self._stamp()
 
     def _good_entry(self, rel: str) -> Entry | None:
         if rel not in self._goods:

@@ -311,10 +311,7 @@ _UNDER_WAY = ("BISECT_START", "BISECT_LOG", "BISECT_TERMS", "BISECT_EXPECTED_REV
 def _under_way(path: Path) -> bool:
     """Whether a run left a git operation under way in the worktree (a stat each)."""
     admin = _admin_of(path)
-    return admin is not None and any((admin / name).exists() for name in ("BISECT_START", "MERGE_HEAD",
-                                                                           "CHERRY_PICK_HEAD", "REVERT_HEAD",
-                                                                           "rebase-merge", "rebase-apply",
-                                                                           "sequencer"))
+    return admin is not None and any((admin / name).exists() for name in _UNDER_WAY)
 
 
 def _end_under_way(path: Path) -> None:

@@ -321,9 +321,9 @@ def test_split_lines_pairs_and_order(tmp_path):
 
 # -- scratch reuse --------------------------------------------------------------------------------
 
-def test_scratch_rewrites_only_what_changes(pair):
+def test_scratch_rewrites_only_what_changes(pair, tmp_path):
     p, hunks, good, bad = pair
-    s = Scratch(p.good)
+    s = Scratch(p.good, tmp_path / "scratch")
     text = [h for h in hunks if h.file == "kernel/stages_00.py"]
     s.apply(text[:1])
     untouched = s.root / "kernel" / "stages_01.py"
@@ -342,12 +342,12 @@ def test_scratch_rewrites_only_what_changes(pair):
     shutil.rmtree(s.root)
 
 
-def test_without_keep_created_each_apply_starts_from_good_and_its_hunks(pair):
+def test_without_keep_created_each_apply_starts_from_good_and_its_hunks(pair, tmp_path):
     """No build step to keep outputs for: what a run created (a file, a directory with files, one
     inside a directory a hunk added) is gone before the next configuration, as a fresh copy of
     GOOD with those hunks would have it; the tree is exactly the reference each time."""
     p, hunks, good, bad = pair
-    s = Scratch(p.good, keep_created=False)
+    s = Scratch(p.good, tmp_path / "scratch", keep_created=False)
     text = [h for h in hunks if h.file == "kernel/stages_00.py"]
     for subset in (text[:1], text[1:3], text[1:3], hunks[:7], []):
         root = s.apply(subset)
@@ -479,7 +479,7 @@ _RETYPED: dict = {}
 
 def _retyped_scratch(good: Path) -> Scratch:
     if good not in _RETYPED:
-        _RETYPED[good] = Scratch(good)
+        _RETYPED[good] = Scratch(good, good.parent / "scratch")   # under pytest's tmp, not /tmp
     return _RETYPED[good]
 
 

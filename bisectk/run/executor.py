@@ -48,6 +48,7 @@ class Build:
     timeout: float
     key: str                       # what it builds: a place holding this key needs no new build
     log_dir: Path | None = None
+    built: Callable[[], None] | None = field(default=None, compare=False)   # the place holds it now
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,8 @@ class Builds:
 def build_then_run(job: Job, watch: Watch, builds: Builds, run_one: Callable[[Job, Watch], RawRun]) -> RawRun:
     """The job's build when its place does not hold it yet (run as `run_one` runs anything, under
     a fixed watchdog of the build's own limit), then the job. The place is the job's directory:
-    the build and the run must see the same files, which the runner's directory lock ensures."""
+    the build and the run must see the same files, which the runner's directory lock ensures.
+    `built()` is told when the place holds the build, before the run."""
     b, place = job.build, str(job.cwd)
     if b is not None and not builds.holds(place, b.key):
         raw = run_one(Job(b.argv, job.cwd, job.env, b.log_dir, label=job.label), FixedWatch(b.timeout))
@@ -105,6 +107,8 @@ def build_then_run(job: Job, watch: Watch, builds: Builds, run_one: Callable[[Jo
             builds.made(place, None)
             return replace(raw, phase="build")
         builds.made(place, b.key)
+    if b is not None and b.built is not None:
+        b.built()
     return run_one(job, watch)
 
 

@@ -437,7 +437,8 @@ class Runner:
         if self.spec.build:
             argv = self.spec.argv(w.config, self.spec.build)
             build = Build(argv, self.spec.build_timeout or CALIBRATION_CAP_S * 2,
-                          f"{w.state}|{w.revision}|{key}|{' '.join(argv)}", self._log_dir(static, key, index, "build"))
+                          f"{w.state}|{w.revision}|{key}|{' '.join(argv)}", self._log_dir(static, key, index, "build"),
+                          built=w.built)
         return Job(self.spec.argv(w.config), w.cwd, self._environment(w), self._log_dir(static, key, index, "run"),
                    record_imports=True, snapshot=self._snapshot(snapshot), build=build, origin=w.origin,
                    label=key[:80], urgent=self._urgency())

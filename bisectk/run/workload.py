@@ -24,7 +24,9 @@ Origin   -- where a workload's files come from, for an executor on another host 
             read); the runner answers such a workload UNRESOLVED without running anything.
             `key`: the configuration's memo key (spec.config_key of `config`) when the space has
             it already; with thousands of factors it costs milliseconds to make, and the runner
-            asks for it several times a run.
+            asks for it several times a run. `built()`: called once the build step has run (or
+            its place already held it), before the run: a scratch tree that keeps a build's
+            outputs learns there which files are the build's and which a run's.
 
 Every space (factors, hunks, commits, environments) turns a point of its search into a Workload;
 the runner never learns which space it came from. Parallel runs each carry their own Workload,
@@ -35,7 +37,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +78,7 @@ class Workload:
     origin: Origin | None = field(default=None, compare=False)
     unrunnable: str | None = None
     key: str | None = field(default=None, compare=False)
+    built: Callable[[], None] | None = field(default=None, compare=False)   # the build step has run here
 
     def with_env(self, **extra: str) -> Workload:
-        return Workload(self.config, self.cwd, {**self.env, **extra}, self.revision, self.state, self.prepare,
-                        self.origin, self.unrunnable, self.key)
+        return replace(self, env={**self.env, **extra})

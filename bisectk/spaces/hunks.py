@@ -409,17 +409,26 @@ def _stat(path: Path) -> tuple[int, int, int] | None:
     return None if stat.S_ISDIR(st.st_mode) else (st.st_size, st.st_mtime_ns, st.st_mode)
 
 
+def _mtime(path: Path) -> int | None:
+    try:
+        return os.lstat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
 class Scratch:
     """A reusable copy of GOOD at `root` (a fresh temporary directory when none is given).
 
     `apply(hunks)` makes the copy equal GOOD with exactly `hunks` applied and returns `target`
     (the copied tree, or the copied file for a file pair). It rewrites only files that the
     previous and the new subset touch, plus any copied file whose size, mtime or mode changed
-    since it was written (the subject edited it). Files the subject created are left alone when
-    `keep_created` (a build step's outputs, for an incremental build); else they are removed
-    before the next configuration is applied, so each run starts from GOOD and its hunks as a
-    fresh copy would (a test that runs `mkdir out` passes every time). Only the directories whose
-    mtime moved since the last apply are read for them (`_sweep`). `.git` is not copied.
+    since it was written (the subject edited it). What the subject created is removed before the
+    next configuration is applied, so each run starts from GOOD and its hunks as a fresh copy
+    would (a test that runs `mkdir out` passes every time). With `keep_created` (a build step,
+    for an incremental build) what the build made stays: `mark()`, called once the build has run,
+    takes what the tree then holds beyond GOOD and the hunks as the build's, and only what appears
+    after it (the run's) is removed; before the first mark nothing is. Only the directories whose
+    mtime moved since the last apply (or mark) are read (`_sweep`, `mark`). `.git` is not copied.
     """
 
     MARKER = ".bisectk/scratch"
@@ -427,6 +436,7 @@ class Scratch:
     def __init__(self, good: str | Path, root: str | Path | None = None, keep_created: bool = True):
         self.keep_created = keep_created
         self._dirs: dict[str, int] = {}     # rel -> mtime as the last apply left it ('' the root)
+        self._kept: set[str] = set()        # what a build made (`mark`): never swept
         self.good = Path(good).resolve()
         if not self.good.exists():
             raise SpaceError(f"GOOD {good}: no such file or directory")
@@ -468,6 +478,7 @@ class Scratch:
         self._stats = {rel: _stat(p) for rel, p in found.items()}
         self._dirty.clear()
         self._applied.clear()
+        self._kept.clear()
         self._stamp()
 
     def _good_entry(self, rel: str) -> Entry | None:
@@ -498,7 +509,8 @@ class Scratch:
                 continue        # gone: the files of GOOD under it are put back by their stat
             for e in entries:
                 sub = f"{rel}/{e.name}" if rel else e.name
-                if sub in self._stats or sub in self._dirs or (not rel and e.name == ".bisectk"):
+                if (sub in self._stats or sub in self._dirs or sub in self._kept
+                        or (not rel and e.name == ".bisectk")):
                     continue
                 try:
                     if e.is_dir(follow_symlinks=False):
@@ -508,8 +520,35 @@ class Scratch:
                 except OSError:
                     pass        # what cannot be removed stays; the run after it will say so
 
+    def mark(self) -> None:
+        """The build step has run: what the tree holds now beyond GOOD and the hunks is its output,
+        kept from here on; what appears after this is swept at the next apply. The first mark
+        reads every directory, later ones only those whose mtime moved."""
+        if not self.keep_created:
+            return
+        if not self._dirs:
+            self._dirs[""] = 0
+        moved = [rel for rel, mtime in self._dirs.items() if _mtime(self.root / rel) != mtime]
+        while moved:
+            rel = moved.pop()
+            try:
+                entries = list(os.scandir(self.root / rel))
+            except OSError:
+                continue
+            for e in entries:
+                sub = f"{rel}/{e.name}" if rel else e.name
+                if sub in self._stats or (not rel and e.name == ".bisectk"):
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    if sub not in self._dirs:
+                        self._dirs[sub] = 0
+                        moved.append(sub)
+                else:
+                    self._kept.add(sub)
+        self._stamp()
+
     def apply(self, hunks: Iterable[Hunk]) -> Path:
-        if not self.keep_created and self._dirs:
+        if self._dirs:      # without a build step always; with one, once it has been marked
             self._sweep()
         groups = _by_file(hunks)
         applied: dict[str, frozenset[str]] = {}     # rel -> the ids of the hunks it holds in this subset
@@ -539,7 +578,7 @@ class Scratch:
         for rel in removals + writes:
             self._place(rel, want[rel])
             self._applied[rel] = applied.get(rel, frozenset())
-        if not self.keep_created:
+        if self._dirs:
             for rel in writes:          # a hunk's new file may bring new directories: known from now
                 parent = Path(rel).parent
                 while parent != Path(".") and parent.as_posix() not in self._dirs:

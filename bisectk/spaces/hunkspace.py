@@ -118,7 +118,8 @@ class HunkSpace:
         origin = Origin("", lambda: pack_tree(self.workdir), str(self.subdir), root=self.workdir)
         env = {"BISECTK_TREE": str(self.workdir), **python_first(self.workdir, self.python_roots), **NO_BYTECODE}
         return Workload(self.config(point), self.workdir / self.subdir, env,
-                        revision=self.revision, prepare=prepare, origin=origin, key=self.key(point))
+                        revision=self.revision, prepare=prepare, origin=origin, key=self.key(point),
+                        built=self.scratch.mark)
 
     def lease(self, point: Any):
         return nullcontext(self.workload(point))

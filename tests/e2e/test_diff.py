@@ -249,3 +249,25 @@ def test_a_test_that_makes_a_directory_is_run_on_a_clean_hybrid_each_time(tmp_pa
     assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
     assert [h["id"] for h in json.loads(p.stdout)["culprit_hunks"]] == ["k.txt:1"]
     assert sorted(x.name for x in good.iterdir()) == ["k.txt", "other.txt"]     # GOOD itself untouched
+
+
+def test_with_a_build_step_a_run_starts_on_the_builds_outputs_without_the_last_runs(tmp_path):
+    """`--build` keeps what the build made, for an incremental build, but what a run made went
+    with it: `mkdir out` in the test failed from the second hybrid on ("the good configuration
+    fails"). Now what appears after the build is the run's, and goes before the next hybrid; the
+    build's own output stays from one hybrid to the next (its log grows)."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 0), (bad, 1)):
+        side.mkdir()
+        (side / "k.txt").write_text(f"v={v}\n")
+        (side / "other.txt").write_text(f"other {v}\n")
+    seen = tmp_path / "seen"
+    build = "bash -c 'mkdir -p build && echo built >> build/log'"
+    run = f"bash -c 'wc -l < build/log >> {seen} && mkdir out && touch build/run.txt && grep -q v=0 k.txt'"
+    p = bisectk("diff", good, bad, "--build", build, "--run", run, "--json",
+                "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    assert [h["id"] for h in json.loads(p.stdout)["culprit_hunks"]] == ["k.txt:1"]
+    counts = [int(x) for x in seen.read_text().split()]
+    assert len(counts) >= 3 and max(counts) > 1, counts      # the build's log kept across hybrids
+    assert sorted(x.name for x in good.iterdir()) == ["k.txt", "other.txt"]

@@ -474,6 +474,42 @@ def test_retyped_subsets_match_reference(retyped, data):
                 (out / d / "build.o").write_text("made by the run\n")
 
 
+def test_with_a_build_what_the_build_made_stays_and_what_a_run_made_goes(pair, tmp_path):
+    """keep_created (a build step): before the first mark nothing is swept; after `mark()` what
+    the tree held (the build's outputs, a new directory with files, bytecode a build compiled)
+    stays through every later apply, and what appeared after the mark (the run's `out`, a log in
+    the build's own directory, a file beside GOOD's) is gone; the rest is the reference."""
+    p, hunks, good, bad = pair
+    s = Scratch(p.good, tmp_path / "scratch", keep_created=True)
+    text = [h for h in hunks if h.file == "kernel/stages_00.py"]
+    root = s.apply(text[:1])
+    (root / "early.o").write_text("made before any build was marked")
+    root = s.apply(text[1:2])
+    assert (root / "early.o").exists()                       # no mark yet: nothing is taken away
+    (root / "build").mkdir()
+    (root / "build" / "lib.so").write_text("so")
+    (root / "kernel" / "__pycache__").mkdir(exist_ok=True)
+    (root / "kernel" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"pyc")
+    s.mark()                                                 # the build step has run
+    made = {"early.o", "build/lib.so"}
+    pyc = root / "kernel" / "__pycache__" / "x.cpython-311.pyc"     # snapshot() does not list bytecode
+    for subset in (text[:2], [], hunks[:5], text[:1]):
+        (root / "out").mkdir()                               # what the run leaves
+        (root / "out" / "r.json").write_text("{}")
+        (root / "build" / "test.log").write_text("run")
+        (root / "kernel" / "note.txt").write_text("run")
+        root = s.apply(subset)
+        tree = snapshot(root)
+        assert {k for k in tree if k not in reference(good, bad, subset)} == made, sorted(tree)
+        assert {k: v for k, v in tree.items() if k not in made} == reference(good, bad, subset)
+        assert pyc.exists() and not (root / "out").exists() and not (root / "build" / "test.log").exists()
+        s.mark()                                             # the next build: nothing new
+    (root / "build" / "lib2.so").write_text("a second build's output")
+    s.mark()
+    (root / "late.txt").write_text("run")
+    assert {"build/lib2.so", "build/lib.so"} <= set(snapshot(s.apply([]))) and not (root / "late.txt").exists()
+
+
 _RETYPED: dict = {}
 
 

@@ -8,8 +8,8 @@ verify         -- the procedure, through the space's Trials (engine/oracle.py; i
                   1. good, `repeat` runs; the watchdog and the SLOW baseline are calibrated from
                      its passing runs;
                   With `meanwhile` able to (--jobs above one, no --flaky: engine/ablate.py
-                  FirstRuns), the bad endpoint's first run and the search's likely first runs
-                  begin beside good's instead of after it; their watchdog is the one calibrated
+                  FirstRuns; for a bisection, BadBeside), the bad endpoint's first run and the
+                  search's likely first runs begin beside good's instead of after it; their watchdog is the one calibrated
                   when good has passed (run/pending.py), and if good did not pass, the runs made
                   ahead are ended unjudged (the bad endpoint's goes on, as step 2 needs it);
                   2. bad, `repeat` runs; a bad endpoint that passed every time is re-run, up to
@@ -40,6 +40,9 @@ recheck_good   -- 6. after a search, when its answer says the good side may fail
                   the good endpoint run again, as often as the search's flake rule asks of a
                   configuration it clears; one that shows the target failure makes the endpoints
                   unusable, with its rate and what to do.
+
+BadBeside      -- verify's `meanwhile` for a search that makes no runs ahead (bisect): only the
+                  bad endpoint's first run begins beside the good endpoint's.
 
 unusable_record -- the record a command returns when its endpoints proved unusable, before its
                   search or after it (recheck_good): not complete, the runs made so far.
@@ -324,11 +327,13 @@ def _beside_good(trials: Trials, good_point: Any, bad_point: Any, meanwhile) -> 
     """Begin the bad endpoint's first run, and the search's likely first runs (`meanwhile.early`),
     beside the good endpoint's runs, their watchdog set once those have passed (Runner.hold;
     run/pending.py). Only where `meanwhile` can (--jobs above one, no --flaky), the good endpoint
-    must run (not in the ledger), no build step holds the directory, and the executor's watch
+    must run (not in the ledger), no build step holds the one directory every point runs in (a
+    commit has a worktree of its own: `own_places`), and the executor's watch
     runs in this process (a fresh process or a warm worker; a Ray actor takes its watchdog with
     the job). Returns the bad run's Future, or None where the runs wait for the good endpoint."""
     runner = trials.runner
-    if (meanwhile is None or not hasattr(meanwhile, "early") or runner.spec.build is not None
+    shared = not getattr(trials.space, "own_places", False)     # every point runs in one directory
+    if (meanwhile is None or not hasattr(meanwhile, "early") or (shared and runner.spec.build is not None)
             or not getattr(runner.executor, "watches_here", False)
             or runner.has(trials.space.workload(good_point))):
         return None
@@ -344,6 +349,21 @@ def _beside_good(trials: Trials, good_point: Any, bad_point: Any, meanwhile) -> 
     threading.Thread(target=work, name="bisectk-bad-endpoint", daemon=True).start()
     meanwhile.early()
     return future
+
+
+class BadBeside:
+    """verify's `meanwhile` where the search starts nothing ahead of the endpoints (a bisection at
+    --jobs above one, without --flaky: each commit has a worktree of its own, so the bad endpoint's
+    first run need not wait for the good endpoint's, nor for its build)."""
+
+    @staticmethod
+    def wanted(policy) -> bool:
+        return policy.jobs > 1 and policy.flaky is not True
+
+    def early(self) -> None:
+        pass
+
+    then = drop = __call__ = early
 
 
 def unusable_record(record_type, trials: Trials, start: float, **fields):

@@ -53,6 +53,7 @@ class Outside:
 class CommitSpace:
     kind = "commits"
     label_reads_git = True      # a label is a git call: the oracle makes it while the checkout runs
+    own_places = True           # two commits run in two worktrees: one's build never holds the other's
 
     def __init__(self, commits: CommitGraph, pool: WorktreePool | None, config: Config,
                  subdir: Path = Path("."), *, remote: bool = False, shared_repo: str | None = None):

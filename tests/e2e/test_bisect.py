@@ -198,6 +198,32 @@ def test_jobs_and_flaky(tmp_path):
     assert doc["flaky"] and doc["first_bad"]["sha"] == shas[22] and doc["confidence"] >= 0.99
 
 
+def test_at_jobs_above_one_the_bad_endpoint_runs_beside_the_good_one(tmp_path):
+    """Each commit has a worktree of its own, so at --jobs 2 the bad endpoint's first run need not
+    wait for the good endpoint's (nor for its build): the good endpoint's run here waits (up to
+    60 s) for the bad endpoint's to begin, and says whether it saw it. Run one after the other,
+    good would wait out the 60 s and say it ran alone. The answer is git's."""
+    shas = make_repo(tmp_path / "r", n=8, culprit=5, broken=())
+    r = tmp_path / "r"
+    seen, mark = tmp_path / "seen", tmp_path / "bad-began"
+    script = tmp_path / "t.sh"
+    script.write_text(f"""#!/bin/sh
+sha=$(git rev-parse HEAD)
+if [ "$sha" = "{shas[-1]}" ]; then touch "{mark}"; fi
+if [ "$sha" = "{shas[0]}" ]; then
+  i=0; while [ ! -e "{mark}" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+  if [ -e "{mark}" ]; then echo beside >> "{seen}"; else echo alone >> "{seen}"; fi
+fi
+exec python kernel.py
+""")
+    script.chmod(0o755)
+    p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--run", str(script),
+                "--build", "python build.py", "--jobs", "2", "--json", "--ledger", tmp_path / "l.db", timeout=300)
+    doc = json.loads(p.stdout)
+    assert doc["first_bad"]["sha"] == shas[5], p.stderr[-2000:]
+    assert seen.read_text().split() == ["beside"]
+
+
 def test_bad_refs_are_one_line_errors(repo):
     r, shas = repo
     for args in (["--good", "nope", "--bad", shas[-1]], ["--good", shas[-1], "--bad", shas[0]]):

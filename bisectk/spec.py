@@ -40,7 +40,8 @@ Config = dict[str, Scalar]
 
 # `{name}` is a placeholder; `{{` and `}}` are literal braces; any other brace is literal too, so
 # inline code such as `python -c "d = {'a': 1}"` needs no escaping.
-_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_FACTOR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{(%s)\}" % _FACTOR_NAME.pattern)
 _TOP_KEYS = {"name", "description", "constraints", "subject", "oracle", "factors", "good", "bad"}
 _SUBJECT_KEYS = {"command", "build", "cwd", "env", "timeout", "repeat", "build_timeout", "timeout_floor"}
 _ORACLE_KEYS = {"metric", "min", "max", "metrics", "slow_factor", "slow_metric"}
@@ -432,6 +433,10 @@ def _build(path: Path, raw: dict[str, Any]) -> Spec:
             _need(not isinstance(v, str) or "\0" not in v, path, f"{side}.{k}",
                   "contains a NUL byte (it could not reach argv or the environment)")
     good, bad = raw["good"], raw["bad"]
+    for k in [*good, *(k for k in bad if k not in good)]:
+        _need(_FACTOR_NAME.fullmatch(k) is not None, path, "good" if k in good else "bad",
+              f"factor name {clip(k, 40)} cannot be written as a {{placeholder}}: use letters, digits and _, "
+              "not starting with a digit")
     for k in sorted(good.keys() ^ bad.keys()):
         have, lack = ("good", "bad") if k in good else ("bad", "good")
         _need(False, path, lack, f"factor {k!r} is missing (it is in [{have}]; both sides need every factor)")

@@ -160,3 +160,16 @@ def test_many_factor_environment_equals_plain_substitution(n, seed):
         twin = {k: (float(v) if type(v) is int else v) for k, v in config.items()}
         assert (config_key(twin) == config_key(config)) == (twin == config and all(
             type(twin[k]) is type(config[k]) for k in config))
+
+
+@pytest.mark.parametrize("name", ["x.y", "a b", "tile-m", "dé", "2nd"])
+def test_factor_name_that_no_placeholder_can_name_is_an_error(tmp_path, name):
+    """`{x.y}` is no placeholder (names are letters, digits and _): a factor so named never reaches
+    the subject, whatever the command says, so the spec is refused at load rather than run with
+    the literal text `{x.y}` and a warning that the factor is unused."""
+    text = BASE.replace('"{label}"', f'"{{{name}}}"').replace("label = ", f'"{name}" = ')
+    p = write(tmp_path, text)
+    with pytest.raises(SpecError) as err:
+        load_spec(p)
+    msg = str(err.value)
+    assert repr(name) in msg and "placeholder" in msg and "\n" not in msg

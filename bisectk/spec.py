@@ -65,10 +65,20 @@ class Threshold:
             # an infinity is no measurement: -inf is not "below max", it is an overflow, like +inf
             return f"{'-' if value < 0 else '+'}inf in {self.metric}"
         if self.max is not None and not value <= self.max:
-            return f"{self.metric} {value:.3g} > {self.max:g}"
+            return "{} {} > {}".format(self.metric, *_past(value, self.max))
         if self.min is not None and not value >= self.min:
-            return f"{self.metric} {value:.3g} < {self.min:g}"
+            return "{} {} < {}".format(self.metric, *_past(value, self.min))
         return None
+
+
+def _past(value: float, bound: float) -> tuple[str, str]:
+    """A value and the bound it broke, written short (3 and 6 digits) unless that makes them read
+    equal or in the wrong order (`0.001 > 0.001`): then with the digits that tell them apart."""
+    for digits in (3, 6, 9, 12, 17):
+        shown, limit = f"{value:.{digits}g}", f"{bound:.{max(digits, 6)}g}"
+        if (float(shown) > float(limit)) == (value > bound) and float(shown) != float(limit):
+            return shown, limit
+    return repr(value), repr(bound)
 
 
 def render(value: Scalar) -> str:

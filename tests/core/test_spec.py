@@ -173,3 +173,14 @@ def test_factor_name_that_no_placeholder_can_name_is_an_error(tmp_path, name):
         load_spec(p)
     msg = str(err.value)
     assert repr(name) in msg and "placeholder" in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("bound,value", [("max = 0.001", 0.0010000001), ("max = 1.0000001", 1.00000015),
+                                         ("min = 0.9999", 0.99989999), ("max = 0.0010001", 0.0010004)])
+def test_a_violation_just_past_its_bound_reads_as_one(tmp_path, bound, value):
+    """A value just past the bound is written with the digits that show it past: never `err 0.001 >
+    0.001`, a verdict that contradicts itself."""
+    spec = load_spec(write(tmp_path, BASE.replace("max = 1e-4", bound)))
+    text = spec.thresholds[0].violation(value)
+    shown, limit = (float(x) for x in text.split()[1::2])
+    assert (shown > limit) if bound.startswith("max") else (shown < limit), text

@@ -42,6 +42,7 @@ Config = dict[str, Scalar]
 # inline code such as `python -c "d = {'a': 1}"` needs no escaping.
 _FACTOR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{(%s)\}" % _FACTOR_NAME.pattern)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _TOP_KEYS = {"name", "description", "constraints", "subject", "oracle", "factors", "good", "bad"}
 _SUBJECT_KEYS = {"command", "build", "cwd", "env", "timeout", "repeat", "build_timeout", "timeout_floor"}
 _ORACLE_KEYS = {"metric", "min", "max", "metrics", "slow_factor", "slow_metric"}
@@ -127,9 +128,12 @@ def parse_value(text: str) -> Scalar:
 
 
 def format_value(value: Scalar) -> str:
-    """A value written so that `--set NAME=VALUE` (parse_value) reads it back unchanged."""
-    if isinstance(value, str) and parse_value(value) != value:
-        return json.dumps(value)   # e.g. the string "1": quoted, or it would read as a number
+    """A value written so that `--set NAME=VALUE` (parse_value) reads it back unchanged, on one line."""
+    if isinstance(value, str) and (parse_value(value) != value or _CONTROL.search(value)):
+        # e.g. the string "1": quoted, or it would read as a number; a newline or an escape: written
+        # escaped (a TOML basic string), or a one-line message or a code span would make it a space.
+        # Not ensure_ascii: TOML refuses the surrogate pairs json writes for an emoji.
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
     return render(value)
 
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bisectk.errors import SpecError
-from bisectk.spec import load_spec, parse_value, substitute
+from bisectk.spec import format_value, load_spec, parse_value, substitute
 
 BASE = '''
 name = "toy"
@@ -103,6 +103,17 @@ def test_parse_value():
     assert parse_value("3") == 3 and parse_value("1e-4") == 1e-4
     assert parse_value("true") is True and parse_value("hello world") == "hello world"
     assert parse_value('"3"') == "3"
+
+
+@settings(max_examples=300)
+@given(st.one_of(st.text(), st.sampled_from(["line1\nline2", "a\tb", "\x1b[2J", "x\x7fy", '"\U0001f600"', "1", "true"])))
+def test_format_value_reads_back_unchanged_and_on_one_line(value):
+    """The `--set` of a reproduction command (the debug log's "What we did", the terminal's next
+    step) runs the value it names: a newline or another control character is written escaped, not
+    raw (a Markdown code span or a one-line message would turn it into a space)."""
+    text = format_value(value)
+    assert parse_value(text) == value
+    assert not any(c < " " or c == "\x7f" for c in text)
 
 
 toml_values = st.recursive(

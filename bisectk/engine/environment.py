@@ -9,9 +9,9 @@ with what fixes it.
 Abstractions
 ------------
 EnvironmentProblem -- a named cause: `kind` (missing-module, import-error, command-not-found,
-                      driver-mismatch, no-gpu, cpu-torch, oom-at-start, untracked-file, outside-path), the one
-                      line that says it
-                      and what fixes it, and the facts behind it (details).
+                      driver-mismatch, no-gpu, cpu-torch, oom-at-start, untracked-file, outside-path,
+                      beside-spec), the one line that says it and what fixes it, and the facts
+                      behind it (details).
 recognise_cause    -- what one run's output says about the machine: a (kind, subject) pair, e.g.
                       ("missing-module", "cutlass"), or None. Pure: text in, cause out.
 missing_paths      -- the paths a run's output says could not be opened ("No such file or
@@ -230,12 +230,15 @@ def _where(run: Run) -> str:
 
 def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | None = None,
              untracked: Callable[[str], str | None] | None = None,
-             outside: Callable[[str], str | None] | None = None) -> EnvironmentProblem | None:
+             outside: Callable[[str], str | None] | None = None,
+             beside_spec: Callable[[str], str | None] | None = None) -> EnvironmentProblem | None:
     """The environment as the cause of unusable endpoints (see the module docstring), or None.
     `facts`: the machine's GPU facts (spaces.env.gpu_visibility()), read when a GPU cause is named.
     `untracked`: a path a run could not open -> where the user's checkout has it untracked, or None.
     `outside`: a relative path a run could not open -> what it names from the user's checkout,
-    outside the repository (`../sibling/include`), or None."""
+    outside the repository (`../sibling/include`), or None.
+    `beside_spec`: a path a run could not open -> where the spec's directory has it, when the
+    subject's cwd (the project root, or `[subject] cwd`) does not, or None."""
     runs = [*good_runs, *bad_runs]
     if not good_runs or not bad_runs or any(r.outcome is Outcome.PASS for r in runs):
         return None
@@ -258,6 +261,14 @@ def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | 
             "tree: each commit or hybrid runs in a tree of its own elsewhere (a worktree under the git directory, a "
             f"scratch copy of GOOD), where {named.split(os.sep)[0]}/ leads elsewhere; name it by its absolute path "
             "(in the command or the script, or through an environment variable)"), (*sides, unopened))
+    placed = _placed(runs, beside_spec)
+    if placed is not None:
+        named, where = placed
+        return EnvironmentProblem("beside-spec", where, (
+            f"environment problem: the runs cannot open {named}; the spec's directory has {where}, but the command "
+            "runs from [subject] cwd, which is read from the project root (the nearest directory above the spec "
+            "with .git or pyproject.toml), not from the spec's directory; name the file from there, or set cwd"),
+            (*sides, unopened))
     causes = {recognise_cause(r) for r in runs}
     if len(causes) != 1 or None in causes:
         return None

@@ -12,6 +12,7 @@ FactorSpace -- a point is a set of differences (a frozenset of factor names), st
 from __future__ import annotations
 
 import json
+import os
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -81,3 +82,15 @@ class FactorSpace:
 
     def lease(self, point: Any):
         return nullcontext(self.workload(point))
+
+    def beside_spec(self, path: str) -> str | None:
+        """`path`, as a run named it (relative to the subject's cwd, or absolute inside it), when
+        the cwd has nothing there and the spec's own directory has: its path there; else None.
+        A spec in a subdirectory that names its script by its bare name runs it from the project
+        root, not from beside the spec (engine/environment.py, "beside-spec")."""
+        cwd = Path(os.path.abspath(self.cwd))
+        rel = os.path.relpath(path, cwd) if os.path.isabs(path) else os.path.normpath(path)
+        beside = Path(os.path.abspath(self.spec.path)).parent
+        if rel.startswith(os.pardir) or beside == cwd or os.path.lexists(cwd / rel):
+            return None
+        return str(beside / rel) if os.path.lexists(beside / rel) else None

@@ -189,6 +189,26 @@ def test_a_path_every_run_missed_and_the_checkout_has_untracked_is_named_first()
     assert diagnose([both], [both], facts=GPU_LESS, untracked=lambda path: None) is None  # tracked, or nowhere
 
 
+def test_a_script_beside_the_spec_but_not_in_the_subjects_cwd_is_named(tmp_path):
+    """A spec in a subdirectory runs `python subject.py`, the script beside it: the command runs
+    from the project root (relative to which `cwd` is read), where there is no subject.py. Both
+    endpoints stop with python's "can't open file": not 'the good configuration fails too ... or
+    the good side is flaky', but the file, where it is, and where the command looked."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "subject.py").write_text(SUBJECT)
+    (tmp_path / "sub" / "s.toml").write_text('[subject]\ncommand = ["python", "subject.py", "{when}", "ok"]\n'
+                                             '[good]\nwhen = "early"\n[bad]\nwhen = "late"\n')
+    p = bisectk("check", tmp_path / "sub" / "s.toml", "--ledger", tmp_path / "l.db")
+    assert p.returncode == 2, p.stderr
+    line, _ = problem(p)
+    assert "fails too" not in line and str(tmp_path / "sub" / "subject.py") in line, line
+    assert "[subject] cwd" in line and "Traceback" not in p.stderr
+    doc = json.loads(bisectk("ablate", tmp_path / "sub" / "s.toml", "--json", "--ledger", tmp_path / "l.db",
+                             check=2).stdout)
+    assert doc["endpoints"]["environment_problem"]["kind"] == "beside-spec"
+
+
 def test_module_extras_exist_in_pyproject():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert {extra for extra in MODULE_EXTRAS.values()} <= set(extras)

@@ -629,9 +629,10 @@ def _nearly_full(directory: Path) -> bool:
         return False
 
 
-def _connect_readonly(path: Path) -> sqlite3.Connection:
+def _connect_readonly(path: Path, checking: bool = False) -> sqlite3.Connection:
     """Open without writing anything: `mode=ro`, or `immutable=1` where not even SQLite's shared
-    memory file can be made (a read-only directory)."""
+    memory file can be made (a read-only directory). `checking`: for `ledger check` itself, whose
+    advice for a file SQLite cannot open is not to run `ledger check`."""
     if not path.is_file():
         raise LedgerError(f"no ledger at {path}")
     last = None
@@ -648,4 +649,7 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
         except UnicodeDecodeError:   # SQLite's own message quotes a damaged schema's bytes
             raise LedgerError(f"ledger {path} is damaged (its schema is not readable text); it was not "
                               f"changed") from None
+    if checking:
+        raise LedgerError(f"ledger {path}: SQLite cannot open it ({last}), so none of its rows can be read or "
+                          f"salvaged; start afresh with another --ledger (this file is never changed)")
     raise LedgerError(f"ledger {path}: cannot read it ({last}); see `bisectk ledger check {path}`")

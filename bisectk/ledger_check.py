@@ -59,7 +59,7 @@ class LedgerReport:
         out += [f"problem: {p}" for p in self.problems[:10]]
         if len(self.problems) > 10:
             out.append(f"... and {len(self.problems) - 10} more problems")
-        if not self.ok:
+        if not self.ok and self.rows:   # no rows read: SQLite could not open it, and its problem says so
             out.append(f"what to do: `bisectk ledger check {self.path} --salvage NEW.db` copies every readable "
                        f"row into a new ledger (this file is never changed); then run with --ledger NEW.db")
         return out
@@ -86,7 +86,7 @@ def check(path: str | Path) -> LedgerReport:
     report.writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
     report.problems += _header_problems(path)
     try:
-        db = _connect_readonly(path)
+        db = _connect_readonly(path, checking=True)
     except LedgerError as exc:
         report.problems.append(str(exc))
         return report
@@ -296,7 +296,7 @@ def salvage(path: str | Path, dest: str | Path) -> dict[str, int]:
     path, dest = Path(path), Path(dest)
     if dest.exists():
         raise LedgerError(f"{dest} exists; salvage writes a new ledger and never overwrites one")
-    src = _connect_readonly(path)
+    src = _connect_readonly(path, checking=True)
     new = Ledger(dest)
     copied = {}
     try:

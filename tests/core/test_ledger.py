@@ -257,6 +257,21 @@ def test_check_reports_damage_and_salvage_copies_what_can_be_read(tmp_path):
         salvage(path, tmp_path / "new.db")
 
 
+def test_a_ledger_sqlite_cannot_open_is_not_sent_round_in_a_circle(tmp_path):
+    """A ledger cut to half its size: SQLite cannot open it at all. Before: `ledger check` said
+    "what to do: ... --salvage NEW.db", and the salvage failed with "see `bisectk ledger check`"
+    -- each command sending the user to the other, nothing saved."""
+    path = populated(tmp_path / "l.db")
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])
+    text = "\n".join(check(path).lines())
+    assert "--salvage" not in text and "another --ledger" in text, text
+    with pytest.raises(LedgerError) as err:
+        salvage(path, tmp_path / "new.db")
+    assert "ledger check" not in str(err.value) and "another --ledger" in str(err.value)
+    assert not (tmp_path / "new.db").exists()
+
+
 KILLED = """
 import os, sys
 from bisectk.ledger import Ledger

@@ -48,9 +48,14 @@ def argv_files(argv: Iterable[str], *dirs: Path) -> list[Path]:
 
 
 def _same(a: Path, b: Path) -> bool:
+    """One file, or one path where neither exists yet (a new ledger is made before the report)."""
     try:
-        return a.exists() and b.exists() and os.path.samefile(a, b)
-    except OSError:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+        if a.exists() or b.exists():
+            return False
+        return Path(os.path.abspath(a)).resolve() == Path(os.path.abspath(b)).resolve()
+    except (OSError, RuntimeError):
         return False
 
 

@@ -45,6 +45,18 @@ def test_an_output_that_names_an_input_or_cannot_be_written_is_refused_before_an
     assert "PASS" not in p.stdout + p.stderr and _digests(tmp_path) == before
 
 
+@pytest.mark.parametrize("option", ["--json-out", "--report", "--html"])
+def test_an_output_on_a_new_ledgers_path_is_refused(tmp_path, option):
+    """`--ledger new.db --json-out new.db`: the ledger does not exist yet when the outputs are
+    checked, so it was no input to protect; the command ran, the report was written over the
+    open ledger and lost (exit 0, nothing said)."""
+    spec = _spec(tmp_path)
+    p = bisectk("ablate", spec, "--ledger", "new.db", option, "new.db", cwd=tmp_path, check=2)
+    assert p.stderr.strip() == f"bisectk: {option} new.db: is the ledger, which this command reads; writing the " \
+                               "report there would destroy it: name another file", p.stderr
+    assert not (tmp_path / "new.db").exists()
+
+
 def test_a_write_that_fails_after_the_search_comes_after_the_result(tmp_path):
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")

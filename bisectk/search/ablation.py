@@ -174,6 +174,7 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
     if result.complete and not result.culprits and not result.context:
         # good, seeded PASS, was judged FAIL: the answer says nothing about the differences
         result.complete, result.stop_reason = False, GOOD_FAILED
+    if not result.complete:     # its advice says how many runs it took: all of them, the confirmation's too
         result.advice = advise(result)
     return result
 

@@ -148,3 +148,23 @@ def _runs_per_claim(confirmation):
     for key, _, _ in confirmation.checks:
         counts[key] = counts.get(key, 0) + 1
     return counts.values()
+
+
+def test_an_unconfirmed_answer_counts_every_run_in_its_advice():
+    """An answer the confirmation contradicts under the flake rule stops 'unconfirmed'; its advice
+    ("The search stopped after N runs") counted the runs before the confirmation, so the terminal
+    said 'after 65 search run(s)' above 'The search stopped after 55 runs'."""
+    import random
+    seen = 0
+    for seed in range(40):
+        rng = random.Random(seed)
+
+        def good_fails_sometimes(config: frozenset) -> Outcome:
+            return Outcome.FAIL if "f03" in config or rng.random() < 0.15 else Outcome.PASS
+        result = ablate(ITEMS[:6], good_fails_sometimes, rule=ConfidenceRule.derive(6, 7), confidence=0.99,
+                        endpoint=(6, 7))
+        if result.stop_reason == "unconfirmed":
+            seen += 1
+            stopped = [s for s in result.advice if s["step"] == "stopped"]
+            assert stopped and stopped[0]["runs"] == result.runs, (seed, stopped, result.runs)
+    assert seen

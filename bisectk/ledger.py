@@ -243,6 +243,8 @@ class Ledger:
                               f"use --ledger with a writable place") from None
         if self.path.is_dir():
             raise LedgerError(f"ledger {self.path} is a directory; give --ledger a file name")
+        if self.path.exists() and not self.path.is_file():
+            raise LedgerError(f"ledger {self.path} is not a regular file (a device, a FIFO); give --ledger a file name")
         if self.path.exists() and not os.access(self.path, os.W_OK):
             raise LedgerError(f"ledger {self.path} is read-only; make it writable or use another --ledger "
                               f"(nothing has run)")

@@ -697,3 +697,14 @@ def test_ledger_check_of_a_directory_or_a_device_says_it_is_no_ledger_file(tmp_p
         p = bisectk("ledger", "check", path)
         assert p.returncode == 2 and f"{what}, not a ledger file" in p.stderr, (p.stdout, p.stderr)
         assert "DAMAGED" not in p.stdout + p.stderr and "salvage" not in p.stdout + p.stderr
+
+
+def test_a_ledger_path_that_is_a_device_or_a_fifo_is_named_as_such(tmp_path):
+    """`--ledger /dev/null` (or a FIFO) said "I/O error while opening (disk I/O error); is the disk
+    full or failing?": nothing is wrong with the disk, the path is no regular file."""
+    fifo = tmp_path / "fifo.db"
+    os.mkfifo(fifo)
+    for path in (Path("/dev/null"), fifo):
+        with pytest.raises(LedgerError) as err:
+            Ledger(path)
+        assert "not a regular file" in str(err.value) and "disk" not in str(err.value), str(err.value)

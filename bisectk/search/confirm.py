@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from bisectk.outcome import Outcome
@@ -266,4 +266,5 @@ def switched_rule(tester, endpoint: tuple[int, int] = (0, 0), confidence: float 
             runs += len(judged)
     # the interval is taken at the asked confidence (not the factor rule's 95%): the runs it
     # rests on are few, and a switched search has already been wrong once
-    return ConfidenceRule.derive(max(fails, 1), max(runs, fails, 1), alpha=1.0 - confidence, confidence=confidence)
+    rule = ConfidenceRule.derive(max(fails, 1), max(runs, fails, 1), alpha=1.0 - confidence, confidence=confidence)
+    return replace(rule, basis="the configurations that failed at least once (the bad endpoint's runs included)")

@@ -53,6 +53,7 @@ class ConfidenceRule:
     method: str         # 'wilson' or 'clopper-pearson'
     p_lo: float         # lower end of the interval on the failure probability
     repeats: int        # consecutive passes needed for a PASS verdict
+    basis: str = "bad endpoint"     # whose runs `fails` and `runs` count, as reports name them
 
     @classmethod
     def derive(cls, fails: int, runs: int, *, alpha: float = 0.01, confidence: float = 0.95,
@@ -90,7 +91,7 @@ class ConfidenceRule:
 
     def describe(self) -> str:
         """One line for reports: the observation, the bound, and the repeat count."""
-        return (f"bad endpoint failed {self.fails}/{self.runs}; {METHODS[self.method]} "
+        return (f"{self.basis} failed {self.fails}/{self.runs}; {METHODS[self.method]} "
                 f"{self.confidence:.0%} lower bound p_lo={self.p_lo:.3f}; a configuration is "
                 f"cleared after {self.repeats} consecutive passes, so P(a failing configuration "
                 f"is cleared) <= (1-p_lo)^{self.repeats} = {self.miss_probability:.2g} "

@@ -168,3 +168,23 @@ def test_an_unconfirmed_answer_counts_every_run_in_its_advice():
             stopped = [s for s in result.advice if s["step"] == "stopped"]
             assert stopped and stopped[0]["runs"] == result.runs, (seed, stopped, result.runs)
     assert seen
+
+
+def test_a_switched_rule_does_not_claim_its_counts_are_the_bad_endpoints():
+    """A deterministic search whose confirmation is contradicted goes on under a rule derived from
+    every configuration that failed at least once. Its line said 'bad endpoint failed 7/8' under a
+    report whose bad endpoint had failed 1/1."""
+    import random
+    seen = 0
+    for seed in range(20):
+        rng = random.Random(seed)
+
+        def good_fails_sometimes(config: frozenset) -> Outcome:
+            return Outcome.FAIL if "f03" in config or rng.random() < 0.15 else Outcome.PASS
+        result = ablate(ITEMS[:6], good_fails_sometimes, confidence=0.99, endpoint=(1, 1))
+        if result.switched is not None and (result.rule.fails, result.rule.runs) != (1, 1):
+            seen += 1
+            text = result.rule.describe()
+            assert "bad endpoint failed" not in text, text
+            assert f"failed {result.rule.fails}/{result.rule.runs}" in text
+    assert seen

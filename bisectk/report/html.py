@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from bisectk.engine.records import Record
 from bisectk.report import render
@@ -200,7 +201,8 @@ def write_markdown(path: Path, rec: Record, log: DebugLog | None = None) -> str:
         folder.mkdir(parents=True, exist_ok=True)
         for p in pictures:
             (folder / f"{p.name}.svg").write_text(p.svg, encoding="utf-8")
-        log = replace(log, figures=[(p.title, f"{folder.name}/{p.name}.svg") for p in pictures])
+        # percent-encoded: a space (or a parenthesis) in a Markdown link's destination ends it
+        log = replace(log, figures=[(p.title, quote(f"{folder.name}/{p.name}.svg")) for p in pictures])
     path.write_text(log.to_markdown(), encoding="utf-8")
     return (f"debug log written to {path}" + (f" ({len(pictures)} picture(s) in {folder}/)" if pictures
                                               else "") + (f"; {note}" if note else ""))

@@ -50,6 +50,18 @@ def test_markdown_report_links_pictures_written_beside_it(tmp_path):
     assert "#### Pictures" in text and "2 picture(s)" in line
 
 
+def test_a_report_named_with_spaces_links_its_pictures_as_markdown_reads_links(tmp_path):
+    """`--report "my report (1).md"`: the link `![..](my report (1)-figures/run-matrix.svg)` is no
+    link in Markdown (a space ends its destination): the pictures did not render on a code host."""
+    from urllib.parse import unquote
+    md = tmp_path / "my report (1) é.md"
+    H.write_markdown(md, interaction_record())
+    links = re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", md.read_text())
+    assert len(links) == 2, md.read_text()
+    for link in links:
+        assert (tmp_path / unquote(link)).read_text().startswith("<svg")
+
+
 def test_without_matplotlib_the_reports_are_still_written(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)     # import matplotlib -> ImportError
     out = tmp_path / "r.html"

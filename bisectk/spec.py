@@ -82,6 +82,10 @@ def _past(value: float, bound: float) -> tuple[str, str]:
     return repr(value), repr(bound)
 
 
+def _same_value(a: Scalar, b: Scalar) -> bool:
+    return type(a) is type(b) and (a == b or (a != a and b != b))    # NaN is NaN
+
+
 def render(value: Scalar) -> str:
     """How a factor value is written into argv/env: TOML-style booleans, plain numbers."""
     if isinstance(value, bool):
@@ -226,8 +230,9 @@ class Spec:
 
     def differences(self) -> list[str]:
         """Factors whose good and bad values differ, in file order. By type too: `1`, `1.0` and
-        `true` are equal in Python, but the subject receives them as "1", "1.0" and "true"."""
-        return [f for f in self.good if type(self.good[f]) is not type(self.bad[f]) or self.good[f] != self.bad[f]]
+        `true` are equal in Python, but the subject receives them as "1", "1.0" and "true"; `nan` and
+        `nan` are unequal in Python, but the subject receives "nan" twice."""
+        return [f for f in self.good if not _same_value(self.good[f], self.bad[f])]
 
     def unused_factors(self) -> list[str]:
         """Factors that no `{placeholder}` of the command, the build or the environment names:

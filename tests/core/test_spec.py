@@ -195,3 +195,12 @@ def test_a_violation_just_past_its_bound_reads_as_one(tmp_path, bound, value):
     text = spec.thresholds[0].violation(value)
     shown, limit = (float(x) for x in text.split()[1::2])
     assert (shown > limit) if bound.startswith("max") else (shown < limit), text
+
+
+def test_nan_on_both_sides_is_no_difference(tmp_path):
+    """`x = nan` in [good] and [bad]: the subject gets "nan" on both sides, yet `nan != nan` made x
+    a difference ("x nan -> nan") that the search flipped for nothing."""
+    text = BASE.replace('label = "a"\nmode = "x"', 'label = nan\nmode = "x"').replace(
+        'label = "a"\nmode = "y"', 'label = nan\nmode = "y"')
+    spec = load_spec(write(tmp_path, text))
+    assert spec.differences() == ["depth", "mode"]

@@ -109,6 +109,13 @@ def test_the_environment_is_in_the_key_but_not_the_shells_bookkeeping(env, monke
     assert environment_digest({"A": "1"}) != environment_digest({"A": "2"})
 
 
+def test_pyenvs_echo_of_the_working_directory_is_no_input():
+    """pyenv's shims export PYENV_DIR, the directory the command was typed in (as PWD): with
+    bisectk run through a shim, the same spec run from another directory re-ran every run."""
+    from bisectk.run.memokey import environment_digest
+    assert environment_digest({"A": "1", "PYENV_DIR": "/a"}) == environment_digest({"A": "1", "PYENV_DIR": "/b"})
+
+
 def test_a_module_of_the_subjects_tree_is_in_the_key(env):
     d = project(env)
     assert verdict(d, env / "l.db")[0].outcome is Outcome.PASS

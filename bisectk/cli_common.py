@@ -340,7 +340,11 @@ def open_ledger(path: Path):
     from bisectk.ledger import Ledger
     if not path.exists():
         fail(f"no ledger at {path}: nothing has been recorded there")
-    return Ledger(path, readonly=True)   # printing never writes (and works on a read-only ledger)
+    db = Ledger(path, readonly=True)   # printing never writes (and works on a read-only ledger)
+    if db.schema is None:              # an SQLite file with no table at all: a ledger not yet written
+        db.close()
+        fail(f"no ledger at {path}: an empty file, nothing has been recorded there")
+    return db
 
 
 # Value names shown in help ("--ledger FILE", "diff GOOD BAD [SPEC]"), set on the click command

@@ -708,3 +708,15 @@ def test_a_ledger_path_that_is_a_device_or_a_fifo_is_named_as_such(tmp_path):
         with pytest.raises(LedgerError) as err:
             Ledger(path)
         assert "not a regular file" in str(err.value) and "disk" not in str(err.value), str(err.value)
+
+
+def test_report_of_an_empty_file_says_nothing_was_recorded(tmp_path):
+    """`bisectk report EMPTY.db` said "no such table: sessions (while reading sessions)", where
+    `ledger check` says the file is empty, not yet a ledger."""
+    from tests.conftest import bisectk
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    p = bisectk("report", empty)
+    assert p.returncode == 2 and p.stderr.strip() == f"bisectk: no ledger at {empty}: an empty file, nothing has " \
+                                                     "been recorded there", p.stderr
+    assert empty.read_bytes() == b""

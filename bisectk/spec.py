@@ -547,6 +547,10 @@ def _oracle(path: Path, oracle: Any) -> tuple[list[Threshold], float | None, str
         _need(isinstance(rng, dict) and rng and set(rng) <= {"min", "max"}, path, key, "must be a table with min and/or max")
         thresholds.append(Threshold(metric, _number(rng["min"], path, key + ".min") if "min" in rng else None,
                                     _number(rng["max"], path, key + ".max") if "max" in rng else None))
+    for t in thresholds:        # no value passes min > max: every run, good included, would be WRONG
+        if t.min is not None and t.max is not None and t.min > t.max:
+            _need(False, path, "oracle" if t.metric == oracle.get("metric") else f"oracle.metrics.{t.metric}",
+                  f"min {t.min:g} is above max {t.max:g}: no value of {t.metric} could pass")
     slow_factor = _number(oracle["slow_factor"], path, "oracle.slow_factor", True) if "slow_factor" in oracle else None
     _need(slow_factor is None or slow_factor > 1, path, "oracle.slow_factor", "must be greater than 1")
     slow_metric = oracle.get("slow_metric")

@@ -1,3 +1,4 @@
+import re
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,14 @@ def test_nan_on_both_sides_is_no_difference(tmp_path):
         'label = "a"\nmode = "y"', 'label = nan\nmode = "y"')
     spec = load_spec(write(tmp_path, text))
     assert spec.differences() == ["depth", "mode"]
+
+
+@pytest.mark.parametrize("oracle", ['metric = "err"\nmin = 1.0\nmax = 0.5', 'metrics = { err = { min = 2, max = 1 } }'])
+def test_a_range_no_value_can_be_in_is_refused_at_load(tmp_path, oracle):
+    """min above max: every run, the good endpoint's too, would be WRONG, and the endpoints called
+    unusable after the runs were paid for; the spec is refused as it loads, naming the bounds."""
+    text = re.sub(r"\[oracle\][^\[]*", "[oracle]\n" + oracle + "\n\n", BASE, count=1)
+    assert text != BASE
+    with pytest.raises(SpecError) as err:
+        load_spec(write(tmp_path, text))
+    assert "is above max" in str(err.value) and "\n" not in str(err.value)

@@ -505,12 +505,8 @@ def list_graph(repo: Path | str, good: str | Sequence[str], bad: str, *, first_p
     quick = len(goods) == 1 and not paths and last == b
     strangers = [] if quick and listing.has_parent(goods[0]) else \
         [g for g in goods if not _is_ancestor(root, g, b)]
-    bases: list[str] = []
-    if strangers:
-        if first_parent:
-            g = strangers[0]
-            raise not_an_ancestor(root, named[g], bad, g, b, ends)
-        bases = _merge_bases(root, b, goods, strangers, named, bad, ends)
+    # git checks the merge bases with --first-parent too (check_good_are_ancestors_of_bad)
+    bases = _merge_bases(root, b, goods, strangers, named, bad, ends) if strangers else []
     # with --first-parent, a good off the chain (a commit of a merged branch) is taken as git takes
     # it: the candidates are the chain's commits it does not reach, and the oldest one's parent is
     # an ancestor of good (good, not run)

@@ -369,6 +369,23 @@ def test_bad_merge_base_is_one_line_exit_2_suggesting_find_fix(user, hist, tmp_p
     assert snapshot(r) == before
 
 
+def test_first_parent_with_a_good_on_a_side_branch_tests_the_merge_base_first(user, hist, tmp_path):
+    """`git bisect start --first-parent main side`: git checks the merge base c2 first and bisects
+    the mainline, as without --first-parent. bisectk refused it ("not an ancestor ... swap them",
+    though swapping cannot help)."""
+    r, c = user
+    before = snapshot(r)
+    d = jrun(r, "--first-parent", "--good", "side", "--bad", "main", "--run", "./test.sh")
+    assert [m["sha"] for m in d["merge_bases"]] == [c["c2"]] and d["merge_bases"][0]["side"] == "good"
+    assert d["first_bad"]["sha"] == c["c5"] == git_bisect(hist, tmp_path, ["--first-parent", "main", "side"],
+                                                          ["./test.sh"])
+    p = run(r, "--first-parent", "--good", "rel", "--bad", "main", "--run", "./test.sh")
+    assert p.returncode == 2 and "Traceback" not in p.stderr, (p.stdout, p.stderr)
+    problem = [line for line in p.stdout.splitlines() if line.startswith("problem:")]
+    assert len(problem) == 1 and c["c6"][:10] in problem[0] and "--find-fix" in problem[0]
+    assert snapshot(r) == before
+
+
 def test_a_test_whose_git_commands_reach_the_shared_refs_and_config_is_said(user, tmp_path):
     """Worktrees share refs, the stash and the config with the user's checkout: a test that runs
     `git stash`, `git branch -f` or `git config` changes the user's repository (as under git bisect

@@ -57,7 +57,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bisectk.errors import BisectkError
-from bisectk.spaces.commits import SpaceError, run_git
+from bisectk.spaces.commits import SpaceError, run_git, run_git_bytes
 
 
 @dataclass(frozen=True)
@@ -301,8 +301,10 @@ def _resolve_segment(words: list[str], resolver: _Resolver, rewrites: dict[str, 
 
 def _same(root: Path, path: Path, blob: str) -> bool:
     """Whether the user's file holds what the commit's blob holds (`git hash-object`, no -w:
-    nothing is written)."""
+    nothing is written). A symlink's blob is its target's path, not the bytes it points to."""
     try:
+        if path.is_symlink():
+            return os.fsencode(os.readlink(path)) == run_git_bytes(root, "cat-file", "blob", blob)
         return run_git(root, "hash-object", "--", str(path)) == blob
     except SpaceError:
         return False

@@ -94,3 +94,26 @@ def test_which_tracked_file_the_command_runs(repo):
     assert runs("./tools/check.sh run.sh") == [("./tools/check.sh", True), ("run.sh", False)]
     assert runs("python -m pytest tools/check.sh") == [("tools/check.sh", False)]
     assert runs("sh -c ./run.sh") == [("./run.sh", True)]     # the script's program: a commit needs it
+
+
+def test_a_tracked_symlink_unmodified_is_each_commits_own(repo):
+    """A symlink the tree tracks is its target's path, not its target's bytes: an unmodified one
+    (`./t -> tools/check.sh`, an argument `link -> data`) is each commit's own, as git bisect's
+    checkout moves it. It was compared by the content it points to, so it was always "modified"
+    and every commit read the user's copy (the answer: "the good configuration fails too")."""
+    r, _ = repo
+    (r / "t").symlink_to("tools/check.sh")
+    (r / "data").write_text("good\n")
+    (r / "link").symlink_to("data")
+    git(r, "add", "-A")
+    git(r, "commit", "-q", "-m", "links")
+    sha = git(r, "rev-parse", "HEAD")
+    line, files = resolve("./t", r, r, sha)
+    assert line == "./t" and (files[0].use, files[0].state) == ("tree", "tracked")
+    line, files = resolve("grep -qx good link", r, r, sha)
+    assert line == "grep -qx good link" and [(f.word, f.use, f.state) for f in files] == [
+        ("link", "tree", "tracked")]
+    (r / "link").unlink()
+    (r / "link").symlink_to("tools/check.sh")                  # retargeted: the user's link
+    line, files = resolve("grep -qx good link", r, r, sha)
+    assert shlex.split(line)[-1] == str(r / "link") and (files[0].use, files[0].state) == ("yours", "modified")

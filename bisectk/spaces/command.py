@@ -162,6 +162,24 @@ def _blob(root: Path, commit: str, rel: str) -> str | None:
         return None
 
 
+def _in_submodule(root: Path, commit: str, rel: str) -> tuple[str, str] | None:
+    """(the submodule's path, `rel` inside it) when `rel` lies in a submodule `commit`'s tree
+    records (a gitlink, where the tree holds no blob); None otherwise."""
+    parts = rel.split("/")
+    prefixes = ["/".join(parts[:k]) for k in range(1, len(parts))]
+    if not prefixes:
+        return None
+    try:
+        out = run_git(root, "--literal-pathspecs", "ls-tree", "-z", commit, "--", *prefixes)
+    except SpaceError:
+        return None
+    for entry in out.split("\0"):
+        meta, _, path = entry.partition("\t")
+        if meta.startswith("160000 ") and rel.startswith(path + "/"):
+            return path, rel[len(path) + 1:]
+    return None
+
+
 def _pathlike(word: str, first: bool) -> bool:
     if not word or word.startswith("-") or os.path.isabs(word) or "\n" in word or len(word) > 1024:
         return False
@@ -206,15 +224,22 @@ class _Resolver:
         rel = os.path.normpath(str(self.inside / word)) if self.inside is not None else os.path.normpath(word)
         in_tree = not rel.startswith("..") and rel != "."
         blob = _blob(self.root, self.commit, rel) if in_tree else None
+        # a file of a submodule: the tree records the submodule's commit, not the file, and each
+        # commit's worktree checks the submodule out there; the user's clone of it says whether
+        # their copy is committed (each commit's own runs) or theirs (edited, untracked)
+        sub = _in_submodule(self.root, self.commit, rel) if blob is None and in_tree and self.inside is not None \
+            and mine.is_file() else None
+        sub_blob = _blob(self.root / sub[0], "HEAD", sub[1]) if sub is not None else None
         if mine.is_file():
             # the tree's own copy runs when the user's file is the commit's, or the one their checkout
             # has committed (unmodified since HEAD: --bad older than HEAD may hold an older copy of it,
             # and git bisect runs each commit's, as the checkout moves under it)
-            if blob is not None and (_same(self.root, mine, blob) or self._committed(rel, mine)):
+            if blob is not None and (_same(self.root, mine, blob) or self._committed(rel, mine)) or \
+                    sub_blob is not None and _same(self.root / sub[0], mine, sub_blob):
                 self.files.append(CommandFile(word, "tree", rel, "tracked", runs))
                 return word             # run where it was typed (run_dir): the word reads the same there
             state = ("outside the repository" if self.inside is None or not mine.is_relative_to(self.root)
-                     else "modified" if blob is not None else "untracked")
+                     else "modified" if blob is not None or sub_blob is not None else "untracked")
             self.files.append(CommandFile(word, "yours", str(mine), state))
             return str(mine)
         if blob is not None:

@@ -117,3 +117,32 @@ def test_a_tracked_symlink_unmodified_is_each_commits_own(repo):
     (r / "link").symlink_to("tools/check.sh")                  # retargeted: the user's link
     line, files = resolve("grep -qx good link", r, r, sha)
     assert shlex.split(line)[-1] == str(r / "link") and (files[0].use, files[0].state) == ("yours", "modified")
+
+
+def test_a_file_of_a_submodule_is_each_commits_own_unless_modified_there(tmp_path):
+    """`--run "python lib/test.py"` with lib a submodule: the superproject's tree has no blob at
+    lib/test.py (a gitlink), so the user's file was taken for an untracked one and every commit
+    ran the user's copy, though each commit's worktree checks lib out at the commit it records.
+    A file the user's submodule has committed (unmodified there) is each commit's own; an edit
+    in the submodule makes it the user's."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    git(lib, "init", "-q", "-b", "main")
+    (lib / "test.py").write_text("print(1)\n")
+    git(lib, "add", "-A")
+    git(lib, "commit", "-q", "-m", "lib")
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    git(r, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "lib")
+    git(r, "commit", "-q", "-m", "add lib")
+    sha = git(r, "rev-parse", "HEAD")
+    line, files = resolve("python lib/test.py", r, r, sha)
+    assert line == "python lib/test.py" and [(f.use, f.path, f.state) for f in files] == [
+        ("tree", "lib/test.py", "tracked")]
+    (r / "lib" / "test.py").write_text("print(2)\n")           # edited in the submodule: the user's
+    line, files = resolve("python lib/test.py", r, r, sha)
+    assert shlex.split(line) == ["python", str(r / "lib" / "test.py")] and files[0].state == "modified"
+    (r / "lib" / "mine.py").write_text("print(3)\n")           # untracked there: the user's
+    line, files = resolve("python lib/mine.py", r, r, sha)
+    assert shlex.split(line) == ["python", str(r / "lib" / "mine.py")] and files[0].state == "untracked"

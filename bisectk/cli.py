@@ -311,6 +311,7 @@ def bisect(repo: Path = RepoOpt,
     if manual:
         if spec is not None or run_cmd or pytest_id or build:
             fail("--manual: you are the oracle; give no SPEC, --run, --pytest or --build")
+        policy(confidence=confidence)       # the one validator (NaN passes click's range check)
         _bisect_manual(root, olds, new, names, paths, terms, first_parent=first_parent, confidence=confidence,
                        fresh=fresh, ledger=ledger)
     with ExitStack() as stack:

@@ -326,6 +326,8 @@ def history_subject(spec, run_cmd, pytest_id, build, root: Path, config, sets, t
     (spaces/command.py run_dir)."""
     from bisectk.engine.subject import load_subject
     from bisectk.spaces.command import run_dir
+    if timeout is not None:
+        policy(timeout=timeout)     # the one validator: NaN, inf and more than a week are refused here too
     s, cfg = load_subject(spec, run_cmd, pytest_id, build=build, cwd=root, config=config, sets=sets,
                           timeout=timeout, repeat=repeat, name="bisect")
     unused_factor_warnings(s)

@@ -73,6 +73,8 @@ class RunPolicy:
             raise BisectkError(f"--repeat {self.repeat}: must be from 1 to {MAX_REPEAT}")
         if self.jobs < 1:
             raise BisectkError(f"--jobs {self.jobs}: must be at least 1")
+        if not 0.5 <= self.confidence < 1:      # NaN too: click's range check lets it through
+            raise BisectkError(f"--confidence {self.confidence:g}: must be at least 0.5 and less than 1")
 
     @property
     def remote(self) -> bool:

@@ -54,6 +54,31 @@ def test_values_no_run_could_honour_are_one_line_before_any_run(args, says, tmp_
     assert len(p.stderr.strip().splitlines()) == 1 and p.stdout == ""
 
 
+@pytest.mark.parametrize("command", ["bisect", "triage"])
+@pytest.mark.parametrize("option, value, says", [
+    ("--timeout", "nan", "--timeout nan: must be more than 0"),
+    ("--timeout", "inf", "at most a week"),
+    ("--confidence", "nan", "--confidence nan: "),
+])
+def test_a_history_commands_nan_and_infinite_numbers_are_one_line_before_any_run(command, option, value, says, tmp_path):
+    """click's range check lets NaN through (every comparison with it is false): bisect's
+    --timeout nan ended in the ledger ("NOT NULL constraint failed: claims.expires"), --timeout
+    inf was taken though `run` says "at most a week", and --confidence nan was an internal error
+    (exit 3)."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git = lambda *a: subprocess.run(["git", *a], cwd=r, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    for i in range(3):
+        (r / "n").write_text(f"{i}\n")
+        git("add", "n")
+        git("-c", "user.name=T", "-c", "user.email=t@x", "commit", "-qm", f"c{i}")
+    p = cli(command, "--good", "HEAD~2", "--bad", "HEAD", "--run", "true", option, value, cwd=r)
+    assert p.returncode == 2 and p.stderr.strip().startswith("bisectk: ") and says in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and p.stdout == ""
+    assert not (r / ".git" / "bisectk").exists()          # refused before a session opened
+
+
 def test_usage_error_names_the_help_to_read(tmp_path):
     p = cli("run", "--nope", "x.toml", cwd=tmp_path)
     assert p.stderr.strip() == "bisectk: No such option: --nope (see 'bisectk run --help')"

@@ -136,9 +136,17 @@ def confirm_culprit(dag: Dag, gw: Gateway, culprit: int, confidence: float,
     fails, runs = _bad_side_counts(dag, gw, culprit)
     # runs made already beyond the one the narrowing read (a replayed or resumed log holds the
     # confirmation it made; repeats are the same evidence whenever they were made) count
-    own_fails = sum(1 for o in gw.observations if o.index == culprit and o.outcome is Outcome.FAIL)
-    own_passes = [max(sum(1 for o in gw.observations if o.index == p and o.outcome is Outcome.PASS) - 1, 0)
-                  for p in parents]
+    obs = gw.observations
+    own_fails = sum(1 for o in obs if o.index == culprit and o.outcome is Outcome.FAIL)
+    # where a replayed log's confirmation begins: at the culprit's first failure after the one the
+    # narrowing read (after the leading runs of --bad, when it is the culprit: those are its read).
+    # A parent's passes from there on are all the confirmation's: a parent the narrowing never ran
+    # (good as an ancestor of a passing commit) has no run of its own to leave out
+    seeds = next((k for k, o in enumerate(obs) if o.index != culprit), len(obs))
+    again = [k for k, o in enumerate(obs) if k >= seeds and o.index == culprit and o.outcome is Outcome.FAIL]
+    start = (again[1:] if not seeds else again)[:1] or [len(obs)]
+    passes = [[k < start[0] for k, o in enumerate(obs) if o.index == p and o.outcome is Outcome.PASS] for p in parents]
+    own_passes = [max(sum(before) - 1, 0) + before.count(False) for before in passes]
     extra, repeats = plan_confirmation(fails, runs, len(parents), confidence, costs() if costs else (1.0, 1.0),
                                        made=max(own_fails - 1, 0), passes=own_passes, steady=steady)
     plan = [culprit] * extra + [p for p, have in zip(parents, own_passes) for _ in range(max(repeats - have, 0))]

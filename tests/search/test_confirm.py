@@ -10,7 +10,7 @@ import pytest
 from bisectk.outcome import Outcome
 from bisectk.search.confirm import cost_ratio, plan_confirmation, repeats_for
 from bisectk.search.flaky import ConfidenceRule
-from bisectk.search.history import Observation, SearchOptions, search_dag
+from bisectk.search.history import Observation, SearchOptions, SearchStopped, StopSearch, search_dag
 
 
 def _cost(plan, parents, costs):
@@ -70,6 +70,54 @@ def test_a_bisect_whose_failures_are_dear_re_runs_the_culprit_less_and_replays_f
     log = [Observation(i, Outcome.FAIL if i >= 37 else Outcome.PASS) for i in dear_ran]
     again, again_ran = _chain_search(64, 37, None, log=log)
     assert again.culprit == 37 and again.complete and again_ran == []
+
+
+@pytest.mark.parametrize("shape", ["criss-cross", "octopus", "twice-merged"])
+@pytest.mark.parametrize("costs", [None, (30.0, 1.0)])
+def test_a_complete_log_replays_complete_where_a_parent_was_good_by_ancestry(shape, costs):
+    """A culprit whose parent the narrowing never ran (good as an ancestor of a passing merge):
+    every pass of that parent in the log is the confirmation's. Replayed, one was taken for the
+    narrowing's own run, so the log looked one pass short ("not determined yet", exit 1, for a
+    log `bisectk bisect` had answered from)."""
+    from tests.search.dags import CRISS_CROSS, OCTOPUS, TWICE_MERGED
+    parents = {"criss-cross": CRISS_CROSS, "octopus": OCTOPUS, "twice-merged": TWICE_MERGED}[shape]
+    n = len(parents)
+    descendants = [{j for j in range(n) if _reaches(parents, j, i)} for i in range(n)]
+    for culprit in range(n):
+        ran: list[int] = []
+
+        def oracle(i):
+            ran.append(i)
+            return Outcome.FAIL if i in descendants[culprit] else Outcome.PASS
+        seed = [Observation(n - 1, Outcome.FAIL)]           # the bad endpoint's run, as bisect seeds it
+        options = SearchOptions(costs=(lambda: costs) if costs else None)
+        live = search_dag(parents, oracle, observations=seed, options=options)
+        if live.culprit != culprit or not live.complete:
+            continue                                      # a culprit no search can name here (several roots)
+        log = seed + [Observation(i, Outcome.FAIL if i in descendants[culprit] else Outcome.PASS) for i in ran]
+        asked: list[int] = []
+
+        def replayed(i):
+            asked.append(i)
+            raise StopSearch()
+        try:
+            again = search_dag(parents, replayed, observations=log, options=SearchOptions())
+        except SearchStopped:
+            pytest.fail(f"culprit {culprit}: the replayed log asked for {asked} ({ran})")
+        assert again.culprit == culprit and again.complete
+
+
+def _reaches(parents, j, i) -> bool:
+    """Whether i is j or one of j's ancestors."""
+    todo, seen = [j], set()
+    while todo:
+        k = todo.pop()
+        if k == i:
+            return True
+        if k not in seen:
+            seen.add(k)
+            todo.extend(parents[k])
+    return False
 
 
 def test_costs_within_twice_each_other_plan_as_runs_and_clear_ones_by_powers_of_two():

@@ -78,7 +78,7 @@ _CPU_TORCH = _Lazy(r"Torch not compiled with CUDA enabled")
 # "No such file or directory: 'x'" (Python), "x: No such file or directory" (shells, coreutils, C),
 # "can't open file 'x'" (python x.py)
 _NO_FILE = _Lazy(r"No such file or directory:\s*'([^'\n]+)'|([^\s'\":]+): No such file or directory"
-                 r"|can't open file '([^'\n]+)'")
+                 r"|can't open file '([^'\n]+)'|cannot open ([^\s'\":]+): No such file$", re.MULTILINE)
 # a shell's "command not found" (dash: "x.sh: 2: foo: not found", bash: "x.sh: line 2: foo: command not
 # found", sh -c: "sh: 1: foo: not found"), with the run's exit status 127
 _NOT_FOUND = _Lazy(r"^[^\n:]*: (?:line )?\d+: ([^\n:]+): (?:command )?not found\s*$", re.MULTILINE)

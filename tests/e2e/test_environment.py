@@ -160,6 +160,9 @@ def test_what_is_not_the_environment():
     ("python3: can't open file '/u/.cache/bisectk/worktrees/r-0123456789ab/wt-0/tool.py': [Errno 2] No such file "
      "or directory", ["/u/.cache/bisectk/worktrees/r-0123456789ab/wt-0/tool.py"]),
     ("RuntimeError: tile 3", []),
+    # dash (Debian's /bin/sh) sourcing a helper or redirecting from a file says "No such file" alone
+    ("/u/r/t.sh: 2: .: cannot open ./helper.sh: No such file", ["./helper.sh"]),
+    ("/u/r/t.sh: 3: cannot open ref.txt: No such file", ["ref.txt"]),
 ])
 def test_the_paths_a_run_could_not_open(text, paths):
     assert missing_paths(crash(text)) == paths

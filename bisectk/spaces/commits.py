@@ -572,7 +572,8 @@ def _merge_bases(root: Path, b: str, goods: list[str], strangers: list[str], nam
     if b in found:
         g = next(x for x in strangers if _is_ancestor(root, b, x))
         what = "the failure was fixed" if old == "--good" else "the failure came back"
-        hint = "to find that fix, run with --find-fix" if old == "--good" else "to find that regression, drop --find-fix"
+        hint = ("to find that fix, run bisectk bisect --find-fix" if old == "--good"     # triage has no --find-fix
+                else "to find that regression, drop --find-fix")
         raise SpaceError(f"{old} {named[g]} ({g[:10]}) is not an ancestor of {new} {bad} ({b[:10]}): their merge "
                          f"base is {new} itself, so {what} between {b[:10]} and {g[:10]}; {hint} (or swap them)")
     if not found and is_shallow(root):

@@ -236,3 +236,13 @@ def test_log_writes_a_triages_bisection_not_an_older_bisect(tmp_path):
         assert f"first bad commit: {shas[9]}" in bisectk("replay", tmp_path / "t.log", check=0).stdout
     p = bisectk("log", "--session", "1", cwd=r, check=0)
     assert f"# first bad commit: {shas[3]}" in p.stdout
+
+
+def test_ends_the_wrong_way_round_point_to_the_command_that_finds_the_fix(tmp_path):
+    """--good newer than --bad: the failure was fixed between them. The hint said "run with
+    --find-fix", which triage has no option for ("No such option: --find-fix"); it names the
+    command that has it."""
+    shas = linear(tmp_path / "r", 5, {})
+    p = bisectk("triage", "--repo", tmp_path / "r", "--good", shas[-1], "--bad", shas[1], "--run", "true", check=2)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bisectk: ") and "bisectk bisect --find-fix" in lines[0], p.stderr

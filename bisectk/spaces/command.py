@@ -162,6 +162,28 @@ def _blob(root: Path, commit: str, rel: str) -> str | None:
         return None
 
 
+def _through_links(root: Path, commit: str, rel: str) -> str | None:
+    """`rel` with the directory symlinks on its way resolved as a checkout of `commit` resolves
+    them (`scripts/t.sh` with `scripts -> tools` tracked: `tools/t.sh`); None when no directory
+    on the way is a link `commit` tracks as the user's checkout has it, or one leads out of the tree."""
+    parts = rel.split("/")
+    at, linked = "", False
+    for part in parts[:-1]:
+        step = f"{at}/{part}" if at else part
+        if os.path.islink(root / step):
+            blob = _blob(root, commit, step)
+            if blob is None or not _same(root, root / step, blob):
+                return None             # the user's own link, or another target than the commit's
+            step = os.path.normpath(os.path.join(os.path.dirname(step), os.readlink(root / step)))
+            if step.startswith("..") or os.path.isabs(step):
+                return None
+            linked = True
+        at = "" if step == "." else step
+    if not linked:
+        return None
+    return f"{at}/{parts[-1]}" if at else parts[-1]
+
+
 def _in_submodule(root: Path, commit: str, rel: str) -> tuple[str, str] | None:
     """(the submodule's path, `rel` inside it) when `rel` lies in a submodule `commit`'s tree
     records (a gitlink, where the tree holds no blob); None otherwise."""
@@ -224,6 +246,12 @@ class _Resolver:
         rel = os.path.normpath(str(self.inside / word)) if self.inside is not None else os.path.normpath(word)
         in_tree = not rel.startswith("..") and rel != "."
         blob = _blob(self.root, self.commit, rel) if in_tree else None
+        # a path through a directory symlink the tree tracks (`scripts -> tools`): the tree names
+        # the file by the path the link leads to, and each commit's worktree has the link too
+        real = _through_links(self.root, self.commit, rel) if blob is None and in_tree and \
+            self.inside is not None else None
+        if real is not None:
+            blob = _blob(self.root, self.commit, real)
         # a file of a submodule: the tree records the submodule's commit, not the file, and each
         # commit's worktree checks the submodule out there; the user's clone of it says whether
         # their copy is committed (each commit's own runs) or theirs (edited, untracked)
@@ -234,7 +262,7 @@ class _Resolver:
             # the tree's own copy runs when the user's file is the commit's, or the one their checkout
             # has committed (unmodified since HEAD: --bad older than HEAD may hold an older copy of it,
             # and git bisect runs each commit's, as the checkout moves under it)
-            if blob is not None and (_same(self.root, mine, blob) or self._committed(rel, mine)) or \
+            if blob is not None and (_same(self.root, mine, blob) or self._committed(real or rel, mine)) or \
                     sub_blob is not None and _same(self.root / sub[0], mine, sub_blob):
                 self.files.append(CommandFile(word, "tree", rel, "tracked", runs))
                 return word             # run where it was typed (run_dir): the word reads the same there

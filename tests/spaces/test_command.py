@@ -146,3 +146,21 @@ def test_a_file_of_a_submodule_is_each_commits_own_unless_modified_there(tmp_pat
     (r / "lib" / "mine.py").write_text("print(3)\n")           # untracked there: the user's
     line, files = resolve("python lib/mine.py", r, r, sha)
     assert shlex.split(line) == ["python", str(r / "lib" / "mine.py")] and files[0].state == "untracked"
+
+
+def test_a_tracked_script_named_through_a_tracked_directory_symlink_is_each_commits_own(repo):
+    """`./scripts/check.sh` with `scripts -> tools` tracked: git's tree names the file
+    tools/check.sh, so the typed path had no blob and the user's copy was taken for untracked:
+    every commit ran HEAD's script, and a stricter check committed since --bad gave a wrong first
+    bad commit at exit 0. A directory link the user made themselves (untracked) leaves it theirs."""
+    r, _ = repo
+    (r / "scripts").symlink_to("tools")
+    git(r, "add", "-A")
+    git(r, "commit", "-q", "-m", "link")
+    sha = git(r, "rev-parse", "HEAD")
+    line, files = resolve("./scripts/check.sh", r, r, sha)
+    assert line == "./scripts/check.sh" and [(f.use, f.path, f.state) for f in files] == [
+        ("tree", "scripts/check.sh", "tracked")]
+    (r / "mine").symlink_to("tools")                              # the user's own link: their file
+    line, files = resolve("./mine/check.sh", r, r, sha)
+    assert shlex.split(line) == [str(r / "mine" / "check.sh")] and files[0].use == "yours"

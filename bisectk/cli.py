@@ -517,9 +517,13 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
         shared = snapshot(root)
         with session.commit_space(commits, root, cfg, sub) as space:
             space.needed = needed(files)
-            rec = run_triage(session.runner(), space, pol, scratch_root=session.scratch("triage"),
-                             environment=capture_after_first_run(session), repo=str(root), first_parent=first_parent,
-                             subdir=sub, facts={"command_files": tuple(f.to_dict() for f in files)})
+            try:
+                rec = run_triage(session.runner(), space, pol, scratch_root=session.scratch("triage"),
+                                 environment=capture_after_first_run(session), repo=str(root),
+                                 first_parent=first_parent, subdir=sub,
+                                 facts={"command_files": tuple(f.to_dict() for f in files)})
+            except KeyboardInterrupt:   # as bisect: click would make it a silent Abort (exit 130, nothing said)
+                fail("interrupted while verifying the endpoints; runs so far are in the ledger", X.INTERRUPTED)
         say_shared(shared, root)
         cases = ([("--junit", junit, lambda: write_junit(junit, "bisectk triage", to_cases(rec, str(spec or run_cmd or pytest_id))))]
                  if junit else [])

@@ -156,3 +156,17 @@ def test_a_reader_that_goes_away_ends_the_command_as_sigpipe_would(tmp_path):
         first, code = first_line_then_leave(cmd, "stdout" if cmd[3] == "log" else "stderr", read=cmd[3] != "log")
         assert first and code == 141, (cmd[3], first, code)
     assert git(r, "rev-parse", "HEAD") == head and not git(r, "status", "--porcelain")
+
+
+def test_a_triage_interrupted_during_its_first_run_says_so(tmp_path):
+    """Ctrl-C while triage verifies its endpoints: exit 130, as bisect, with the line bisect
+    prints (click turned the interrupt into a silent Abort: exit 130 and nothing said)."""
+    r = _counting_repo(tmp_path, 8)
+    env = dict(os.environ, INJECT_AT="bisectk.engine.oracle:Trials.observe", INJECT_CALL="1", PYTHONPATH=os.pathsep.join(
+        [str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), "triage", "--repo", str(r),
+                        "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'"],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert p.returncode == 130, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
+    said = [line for line in p.stderr.splitlines() if line.strip()]
+    assert said and said[-1].startswith("bisectk: interrupted") and "ledger" in said[-1], p.stderr

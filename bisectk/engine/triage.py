@@ -74,8 +74,10 @@ def run_triage(runner: Runner, space: CommitSpace, policy: RunPolicy, *, scratch
         environment=captured(environment), advice=bis.advice + (diff.advice if diff else ()),
         session=runner.session, verdict=verdict, exit_code=TRIAGE_VERDICTS[verdict], failure=failure,
         bisect=bis.to_dict(), diff=diff.to_dict() if diff else None, diff_error=diff_error,
-        # a stopped or ambiguous bisection names no first bad commit: its best guess is no verdict
-        first_bad=bis.first_bad if found(bis) else None, culprit_hunks=diff.culprit_hunks if diff else (),
+        # a stopped or ambiguous bisection names no first bad commit, and a stopped isolation no
+        # culprit hunks: their best guess is no verdict (the isolation's record keeps it)
+        first_bad=bis.first_bad if found(bis) else None,
+        culprit_hunks=diff.culprit_hunks if diff and diff.complete else (),
         hangs=bis.hangs)
 
 

@@ -21,7 +21,8 @@ from bisectk.report import diff as diff_report
 from bisectk.report import history as history_report
 from bisectk.report.debuglog import DebugLog
 from bisectk.report.junit import Case
-from bisectk.report.words import confidence_words, problem_lines, same_inputs, wall_words
+from bisectk.report.words import (confidence_words, problem_lines, same_inputs, stop_reason_of, stopped_line,
+                                  wall_words)
 
 
 def to_debuglog(t: TriageRecord) -> DebugLog:
@@ -34,7 +35,8 @@ def to_debuglog(t: TriageRecord) -> DebugLog:
     d = t.diff_record()
     if d is not None and d.ok:
         dl = diff_report.to_debuglog(d)
-        log.status += "; culprit hunk(s): " + diff_report.ids_text(diff_report.hunk_place(h) for h in d.culprit_hunks)
+        log.status += ("; culprit hunk(s): " if d.complete else f"; hunk isolation {stop_reason_of(d)}, smallest "
+                       "failing hunk set so far: ") + diff_report.ids_text(diff_report.hunk_place(h) for h in d.culprit_hunks)
         log.summary += [s for s in dl.summary if not s.startswith(("Watchdog:", "Failure hunted:"))
                         and " wall time " not in s]
         log.differences_title, log.differences_header, log.differences = (
@@ -86,9 +88,13 @@ def print_summary(out: Console, t: TriageRecord, report=None) -> None:
                       "applied to its parent alone:", markup=False)
             for line in diff_report.sets_lines(d):
                 out.print(line, markup=False)
-        else:
+        elif d.complete:
             out.print(f"culprit hunk(s) of {bis.first_bad['sha'][:10]}: {places}"
                       + ("  (interaction: each proper subset passes)" if d.interaction else ""), markup=False)
+        else:   # a stopped isolation: its best so far, as `diff` says it, never as a verdict
+            out.print(f"hunk isolation of {bis.first_bad['sha'][:10]}: "
+                      + stopped_line(stop_reason_of(d), d.search_runs) + f"; smallest failing hunk set so far: {places}",
+                      markup=False)
         out.print((d.lines_diff or d.diff).rstrip(), markup=False, highlight=False)
     elif d is not None:
         for line in problem_lines(d.endpoints, "hunk isolation inconclusive"):
@@ -125,7 +131,7 @@ def to_cases(t: TriageRecord, subject: str) -> list[Case]:
     culprit = f" since {fb['sha'][:10]} {fb['subject']}" if fb and bis.complete else ""   # no guess as a verdict
     if d is not None and d.ok and d.complete and len(d.sets) > 1:
         culprit += f" ({len(d.sets)} independent failing sets: " + "; ".join(diff_report.sets_lines(d)) + ")"
-    elif d is not None and d.ok:
+    elif d is not None and d.ok and d.complete:
         culprit += " (" + ", ".join(diff_report.hunk_place(h) for h in d.culprit_hunks) + ")"
     cases.append(Case(subject, "failed",
                       message=f"{history_report.verdict_words(bis, check.bad.describe())}{culprit}",

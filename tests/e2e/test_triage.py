@@ -246,3 +246,35 @@ def test_ends_the_wrong_way_round_point_to_the_command_that_finds_the_fix(tmp_pa
     p = bisectk("triage", "--repo", tmp_path / "r", "--good", shas[-1], "--bad", shas[1], "--run", "true", check=2)
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("bisectk: ") and "bisectk bisect --find-fix" in lines[0], p.stderr
+
+
+def test_a_hunk_isolation_stopped_early_names_no_culprit_hunks(tmp_path):
+    """Ctrl-C during the isolation of the first bad commit's hunks: the commit is found (exit 1),
+    but the hunks are a search's best so far. They were printed "culprit hunk(s) of X: <every
+    hunk>" and put in the JSON's culprit_hunks, as a verdict; now said as `diff` says them, and
+    the JSON's culprit_hunks (what CI reads) is empty, as first_bad is for a stopped bisection."""
+    import os
+    import subprocess
+    r = tmp_path / "r"
+    shas = linear(r, 6, {})
+    for i in range(8):
+        (r / f"f{i}.py").write_text("v = 0\n")
+    git(r, "add", "-A")
+    git(r, "commit", "-q", "-m", "files")
+    for i in range(8):
+        (r / f"f{i}.py").write_text("v = 1\n")
+    (r / "bug").write_text("bug\n")
+    git(r, "add", "-A")
+    git(r, "commit", "-q", "-m", "culprit")
+    js = tmp_path / "t.json"
+    env = dict(os.environ, INJECT_AT="bisectk.search.tester:Tester._record", INJECT_CALL="2",
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), "triage", "--repo", str(r),
+                        "--good", shas[0], "--bad", "HEAD", "--run", "sh -c '! test -f bug'", "--json-out", str(js)],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert p.returncode == 1, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
+    doc = json.loads(js.read_text())
+    assert doc["first_bad"]["subject"] == "culprit" and doc["diff"]["interrupted"]
+    assert doc["culprit_hunks"] == [], [h["where"] for h in doc["culprit_hunks"]]
+    assert not any(line.startswith("culprit hunk(s)") for line in p.stdout.splitlines()), p.stdout
+    assert "smallest failing hunk set so far" in p.stdout, p.stdout

@@ -203,7 +203,7 @@ def _scan(root: Path, dirs: dict[str, int] | None = None) -> dict[str, Path]:
     """Relative posix path -> path, for every file and symlink under root, pruning IGNORED and
     special files; `dirs`: every directory walked is added to it (relative, '' the root)."""
     found: dict[str, Path] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in os.walk(root, onerror=_unreadable):
         here = Path(dirpath)
         if dirs is not None:
             rel = here.relative_to(root).as_posix()
@@ -225,13 +225,22 @@ def _retyped(goods: dict[str, Path], bads: dict[str, Path]) -> list[str]:
     return sorted((goods.keys() & dirs(bads)) | (bads.keys() & dirs(goods)))
 
 
+def _unreadable(err: OSError) -> None:
+    """A file or directory of GOOD or BAD that cannot be read (mode 000, another user's): bad input,
+    never skipped (a directory walked past would read as its files deleted)."""
+    raise SpaceError(f"{err.filename}: cannot read it ({err.strerror}): GOOD and BAD are read whole")
+
+
 def _read(path: Path | None) -> Entry | None:
     if path is None:
         return None
-    st = path.lstat()
-    if stat.S_ISLNK(st.st_mode):
-        return Entry(os.fsencode(os.readlink(path)), 0o777, link=True)
-    return Entry(path.read_bytes(), stat.S_IMODE(st.st_mode))
+    try:
+        st = path.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            return Entry(os.fsencode(os.readlink(path)), 0o777, link=True)
+        return Entry(path.read_bytes(), stat.S_IMODE(st.st_mode))
+    except OSError as e:
+        _unreadable(e)
 
 
 def _text(entry: Entry | None) -> tuple[str, ...] | None:

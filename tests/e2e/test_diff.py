@@ -271,3 +271,45 @@ def test_with_a_build_step_a_run_starts_on_the_builds_outputs_without_the_last_r
     counts = [int(x) for x in seen.read_text().split()]
     assert len(counts) >= 3 and max(counts) > 1, counts      # the build's log kept across hybrids
     assert sorted(x.name for x in good.iterdir()) == ["k.txt", "other.txt"]
+
+
+def _without_file_permissions_override(args):
+    """argv that runs `args` where mode bits bind: as root, without CAP_DAC_OVERRIDE and
+    CAP_DAC_READ_SEARCH (setpriv), so a mode-000 file is unreadable as it is to any user."""
+    import os
+    import shutil
+    import pytest
+    if os.geteuid() != 0:
+        return args
+    if not shutil.which("setpriv"):
+        pytest.skip("root without setpriv: every file is readable")
+    return ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", *args]
+
+
+def test_an_unreadable_file_or_directory_in_good_or_bad_is_one_line_not_an_internal_error(tmp_path):
+    """A mode-000 file in GOOD was an internal error (PermissionError, exit 3); a mode-000
+    directory in GOOD too (at the scratch copy), and one in BAD was walked past in silence: its
+    files became 'delete' hunks that no one made, which a search could name as the culprit. Each
+    is bad input: one line naming the path, exit 2, the trees untouched."""
+    import os
+    import subprocess
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 0), (bad, 1)):
+        (side / "sub").mkdir(parents=True)
+        (side / "k.txt").write_text(f"v={v}\n")
+        (side / "sub" / "f.txt").write_text("inner\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for locked in (good / "k.txt", good / "sub", bad / "sub"):
+        before = tree_digest(good), tree_digest(bad)
+        os.chmod(locked, 0)
+        try:
+            p = subprocess.run(_without_file_permissions_override(
+                [sys.executable, "-m", "bisectk", "diff", str(good), str(bad), "--run", "grep -q v=0 k.txt", "--json"]),
+                cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+        finally:
+            os.chmod(locked, 0o755 if locked.name == "sub" else 0o644)
+        assert p.returncode == 2, (locked, p.returncode, p.stdout[-2000:], p.stderr[-2000:])
+        assert p.stderr.startswith("bisectk: ") and len(p.stderr.splitlines()) == 1, p.stderr
+        assert str(locked) in p.stderr and "Permission denied" in p.stderr and "internal error" not in p.stderr
+        assert (tree_digest(good), tree_digest(bad)) == before
+    assert not list((tmp_path / "cache").rglob("scratch-*"))

@@ -7,6 +7,8 @@ source tree, leaked every time.
 
 Abstractions
 ------------
+remove_tree    -- rmtree that also removes what a run made unwritable or unreadable (`chmod 555
+                  src`, `chmod 000 out`), which rmtree alone leaves to any user but root.
 register       -- record a directory with its owner (pid and the pid's start time) before it is
                   created: one small JSON file in `$XDG_CACHE_HOME/bisectk/scratch/`.
 Registration   -- the handle: `remove()` deletes the directory and its record (the normal end).
@@ -22,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tempfile
 import uuid
 from contextlib import contextmanager
@@ -37,12 +40,36 @@ def registry_dir() -> Path:
     return Path(base) / "bisectk" / "scratch"
 
 
+def remove_tree(path: str | os.PathLike) -> None:
+    """Remove the directory `path` and everything under it, as far as it can (never raises). What
+    rmtree left (a directory without write or search permission for its owner) is retried after
+    every directory under `path` is given u+rwx; links are never followed, so only the tree's own
+    directories change mode."""
+    shutil.rmtree(path, ignore_errors=True)
+    if not os.path.lexists(path) or os.path.islink(path):
+        return
+    stack = [os.fspath(path)]
+    while stack:
+        d = stack.pop()
+        try:
+            mode = os.lstat(d).st_mode
+            if not stat.S_ISDIR(mode):
+                continue
+            if mode & stat.S_IRWXU != stat.S_IRWXU:
+                os.chmod(d, mode | stat.S_IRWXU)
+            with os.scandir(d) as entries:
+                stack += [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+    shutil.rmtree(path, ignore_errors=True)
+
+
 class Registration:
     def __init__(self, path: Path, record: Path | None):
         self.path, self.record = Path(path), record
 
     def remove(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        remove_tree(self.path)
         if self.record is not None:
             try:
                 self.record.unlink()
@@ -97,7 +124,7 @@ def remove_stale(directory: Path | None = None) -> list[Path]:
         if start is not None and (owner_start is None or start == owner_start):
             continue   # its owner is alive: another session's
         if path.is_absolute() and path.name.startswith(PREFIXES) and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
+            remove_tree(path)
             removed.append(path)
         try:
             record.unlink()

@@ -47,6 +47,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from bisectk.run.scratch import remove_tree
 from bisectk.spaces.bytecode import drop_bytecode  # noqa: F401  (re-exported)
 from bisectk.spaces.commits import SpaceError  # one error type for every space
 
@@ -199,7 +200,7 @@ def _skipped(directory: str, names: list[str]) -> list[str]:
     return [n for n in names if n in IGNORED or _special(Path(directory) / n)]
 
 
-def _scan(root: Path, dirs: dict[str, int] | None = None) -> dict[str, Path]:
+def _scan(root: Path, dirs: dict[str, tuple[int, int]] | None = None) -> dict[str, Path]:
     """Relative posix path -> path, for every file and symlink under root, pruning IGNORED and
     special files; `dirs`: every directory walked is added to it (relative, '' the root)."""
     found: dict[str, Path] = {}
@@ -207,7 +208,7 @@ def _scan(root: Path, dirs: dict[str, int] | None = None) -> dict[str, Path]:
         here = Path(dirpath)
         if dirs is not None:
             rel = here.relative_to(root).as_posix()
-            dirs["" if rel == "." else rel] = 0
+            dirs["" if rel == "." else rel] = (0, 0)
         # A symlinked directory is one entry (its target); walking into it could leave the tree.
         links = [d for d in dirnames if (here / d).is_symlink()]
         dirnames[:] = sorted(d for d in dirnames if d not in IGNORED and d not in links)
@@ -418,34 +419,28 @@ def _stat(path: Path) -> tuple[int, int, int] | None:
     return None if stat.S_ISDIR(st.st_mode) else (st.st_size, st.st_mtime_ns, st.st_mode)
 
 
-def _mtime(path: Path) -> int | None:
-    try:
-        return os.lstat(path).st_mtime_ns
-    except OSError:
-        return None
-
-
 class Scratch:
     """A reusable copy of GOOD at `root` (a fresh temporary directory when none is given).
 
     `apply(hunks)` makes the copy equal GOOD with exactly `hunks` applied and returns `target`
     (the copied tree, or the copied file for a file pair). It rewrites only files that the
     previous and the new subset touch, plus any copied file whose size, mtime or mode changed
-    since it was written (the subject edited it). What the subject created is removed before the
-    next configuration is applied, so each run starts from GOOD and its hunks as a fresh copy
-    would (a test that runs `mkdir out` passes every time). With `keep_created` (a build step,
-    for an incremental build) what the build made stays: `mark()`, called once the build has run,
-    takes what the tree then holds beyond GOOD and the hunks as the build's, and only what appears
-    after it (the run's) is removed; before the first mark nothing is. Only the directories whose
-    mtime moved since the last apply (or mark) are read (`_sweep`, `mark`). `.git` is not copied.
+    since it was written (the subject edited it). Files the subject created are left alone when
+    `keep_created` (a build step's outputs, for an incremental build); else they are removed
+    before the next configuration is applied, so each run starts from GOOD and its hunks as a
+    fresh copy would (a test that runs `mkdir out` passes every time). Only the directories whose
+    mtime moved since the last apply are read for them (`_sweep`). Either way, a directory whose
+    mode a run changed (`chmod 555 src`, `chmod 000 kernel`) gets back the mode it was left with
+    before anything is written: a fresh copy has GOOD's, and as any user but root nothing could be
+    removed or written there. `.git` is not copied.
     """
 
     MARKER = ".bisectk/scratch"
 
     def __init__(self, good: str | Path, root: str | Path | None = None, keep_created: bool = True):
         self.keep_created = keep_created
-        self._dirs: dict[str, int] = {}     # rel -> mtime as the last apply left it ('' the root)
-        self._kept: set[str] = set()        # what a build made (`mark`): never swept
+        # rel -> (mtime, mode) as the last apply left it ('' the root), parents before children
+        self._dirs: dict[str, tuple[int, int]] = {}
         self.good = Path(good).resolve()
         if not self.good.exists():
             raise SpaceError(f"GOOD {good}: no such file or directory")
@@ -473,7 +468,7 @@ class Scratch:
             if child.name == ".bisectk":
                 continue
             if child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child)
+                remove_tree(child)
             else:
                 child.unlink()
         if self.is_file:
@@ -482,12 +477,11 @@ class Scratch:
             shutil.copytree(self.good, self.root, symlinks=True, dirs_exist_ok=True, ignore=_skipped)
         marker.parent.mkdir(exist_ok=True)
         marker.write_text(f"{self.good}\n")
-        self._dirs = {}     # the one walk finds the directories too, when runs' files are swept
-        found = _scan(self.root, None if self.keep_created else self._dirs)
+        self._dirs = {}     # the one walk finds the directories too (top-down: parents first)
+        found = _scan(self.root, self._dirs)
         self._stats = {rel: _stat(p) for rel, p in found.items()}
         self._dirty.clear()
         self._applied.clear()
-        self._kept.clear()
         self._stamp()
 
     def _good_entry(self, rel: str) -> Entry | None:
@@ -498,67 +492,44 @@ class Scratch:
         return self._goods[rel]
 
     def _stamp(self) -> None:
-        """Each known directory's mtime as this apply leaves it (one gone is forgotten)."""
+        """Each known directory's mtime and mode as this apply leaves it (one gone is forgotten)."""
         for rel in list(self._dirs):
             try:
-                self._dirs[rel] = os.lstat(self.root / rel).st_mtime_ns
+                st = os.lstat(self.root / rel)
+                self._dirs[rel] = (st.st_mtime_ns, st.st_mode)
             except OSError:
                 del self._dirs[rel]
 
     def _sweep(self) -> None:
-        """Remove what a run created since the last apply: in each directory whose mtime moved,
-        the entries that are neither a file placed here nor a known directory."""
-        for rel, mtime in list(self._dirs.items()):
+        """Put back each known directory's mode a run changed (parents first, so the children can
+        be reached), and unless `keep_created`, remove what a run created since the last apply: in
+        each directory whose mtime moved, the entries that are neither a file placed here nor a
+        known directory."""
+        for rel, (mtime, mode) in list(self._dirs.items()):
             d = self.root / rel
             try:
-                if os.lstat(d).st_mtime_ns == mtime:
+                st = os.lstat(d)
+                if st.st_mode != mode and stat.S_ISDIR(st.st_mode):
+                    os.chmod(d, stat.S_IMODE(mode))
+                if self.keep_created or st.st_mtime_ns == mtime:
                     continue
                 entries = list(os.scandir(d))
             except OSError:
                 continue        # gone: the files of GOOD under it are put back by their stat
             for e in entries:
                 sub = f"{rel}/{e.name}" if rel else e.name
-                if (sub in self._stats or sub in self._dirs or sub in self._kept
-                        or (not rel and e.name == ".bisectk")):
+                if sub in self._stats or sub in self._dirs or (not rel and e.name == ".bisectk"):
                     continue
                 try:
                     if e.is_dir(follow_symlinks=False):
-                        shutil.rmtree(e.path)
+                        remove_tree(e.path)
                     else:
                         os.unlink(e.path)
                 except OSError:
                     pass        # what cannot be removed stays; the run after it will say so
 
-    def mark(self) -> None:
-        """The build step has run: what the tree holds now beyond GOOD and the hunks is its output,
-        kept from here on; what appears after this is swept at the next apply. The first mark
-        reads every directory, later ones only those whose mtime moved."""
-        if not self.keep_created:
-            return
-        if not self._dirs:
-            self._dirs[""] = 0
-        moved = [rel for rel, mtime in self._dirs.items() if _mtime(self.root / rel) != mtime]
-        while moved:
-            rel = moved.pop()
-            try:
-                entries = list(os.scandir(self.root / rel))
-            except OSError:
-                continue
-            for e in entries:
-                sub = f"{rel}/{e.name}" if rel else e.name
-                if sub in self._stats or (not rel and e.name == ".bisectk"):
-                    continue
-                if e.is_dir(follow_symlinks=False):
-                    if sub not in self._dirs:
-                        self._dirs[sub] = 0
-                        moved.append(sub)
-                else:
-                    self._kept.add(sub)
-        self._stamp()
-
     def apply(self, hunks: Iterable[Hunk]) -> Path:
-        if self._dirs:      # without a build step always; with one, once it has been marked
-            self._sweep()
+        self._sweep()
         groups = _by_file(hunks)
         applied: dict[str, frozenset[str]] = {}     # rel -> the ids of the hunks it holds in this subset
         retyped: dict[str, Entry | None] = {}       # rel under a retype hunk -> BAD's entry there
@@ -587,13 +558,13 @@ class Scratch:
         for rel in removals + writes:
             self._place(rel, want[rel])
             self._applied[rel] = applied.get(rel, frozenset())
-        if self._dirs:
-            for rel in writes:          # a hunk's new file may bring new directories: known from now
-                parent = Path(rel).parent
-                while parent != Path(".") and parent.as_posix() not in self._dirs:
-                    self._dirs[parent.as_posix()] = 0
-                    parent = parent.parent
-            self._stamp()
+        for rel in writes:              # a hunk's new file may bring new directories: known from now
+            new, parent = [], Path(rel).parent
+            while parent != Path(".") and parent.as_posix() not in self._dirs:
+                new.append(parent.as_posix())
+                parent = parent.parent
+            self._dirs.update((d, (0, 0)) for d in reversed(new))      # parents first
+        self._stamp()
         return self.target
 
     def _place(self, rel: str, entry: Entry | None) -> None:
@@ -603,7 +574,7 @@ class Scratch:
             return                                  # already there, untouched since we wrote it
         if path.is_dir() and not path.is_symlink():
             if entry is not None:               # a retyped path's file: the directory, and what a run left in it, goes
-                shutil.rmtree(path)
+                remove_tree(path)
         elif path.is_symlink() or path.exists():
             path.unlink()                           # never write through a link copied from GOOD
         if entry is None:

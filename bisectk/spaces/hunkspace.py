@@ -25,13 +25,13 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
-import shutil
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from bisectk.run.memokey import content_digest
 from bisectk.run.remote import pack_tree
+from bisectk.run.scratch import remove_tree
 from bisectk.run.workload import NO_BYTECODE, Origin, Workload, python_first
 from bisectk.spaces.command import outside_tree
 from bisectk.spaces.hunks import Hunk, Scratch, diff_paths, drop_bytecode
@@ -132,7 +132,7 @@ class HunkSpace:
         return outside_tree(path, self.subdir, good if good.is_dir() else good.parent)
 
     def close(self) -> None:
-        shutil.rmtree(self.scratch.root, ignore_errors=True)
+        remove_tree(self.scratch.root)
 
 
 def named_inside(words: list[str], good: Path, bad: Path, cwd: Path) -> tuple[str, str, str] | None:

@@ -313,3 +313,35 @@ def test_an_unreadable_file_or_directory_in_good_or_bad_is_one_line_not_an_inter
         assert str(locked) in p.stderr and "Permission denied" in p.stderr and "internal error" not in p.stderr
         assert (tree_digest(good), tree_digest(bad)) == before
     assert not list((tmp_path / "cache").rglob("scratch-*"))
+
+
+def test_a_test_that_changes_permissions_in_its_tree_neither_ends_the_diff_nor_leaves_the_scratch_tree(tmp_path):
+    """The test makes its tree read-only (`chmod 555 src`), a file unreadable and a directory it
+    made unreadable. As any user but root the next hybrid's apply could not write there: an
+    internal error, and the scratch tree, which rmtree could not remove, was left in the cache (the
+    next command's clean-up failed the same way). Each hybrid starts with GOOD's modes, the
+    scratch tree goes, with or without a build step."""
+    import os
+    import subprocess
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 0), (bad, 1)):
+        (side / "src").mkdir(parents=True)
+        for k in range(6):
+            (side / "src" / f"m{k}.txt").write_text(f"v{k} = {v if k == 4 else 0}\n" if k == 4 else f"v{k} = {v}{v}\n")
+    test = tmp_path / "t.sh"
+    test.write_text("""[ -w src ] && [ -r src/m0.txt ] || exit 3
+[ -e out ] && [ "$1" != keeps ] && exit 3     # with a build step, what a run made stays
+grep -q 'v4 = 1' src/m4.txt && r=1 || r=0
+mkdir -p out/x; chmod 000 out; chmod 000 src/m0.txt; chmod 555 src
+exit $r
+""")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    before = tree_digest(good), tree_digest(bad)
+    for build, keeps in (([], ""), (["--build", "true"], " keeps")):
+        p = subprocess.run(_without_file_permissions_override(
+            [sys.executable, "-m", "bisectk", "diff", str(good), str(bad), "--run", f"bash {test}{keeps}", "--json", *build]),
+            cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+        assert p.returncode == 0, (build, p.returncode, p.stdout[-2000:], p.stderr[-2000:])
+        assert [h["id"] for h in json.loads(p.stdout)["culprit_hunks"]] == ["src/m4.txt:1"]
+        assert not list((tmp_path / "cache" / "bisectk").glob("scratch-*")), build
+    assert (tree_digest(good), tree_digest(bad)) == before

@@ -363,6 +363,32 @@ def test_without_keep_created_each_apply_starts_from_good_and_its_hunks(pair, tm
     shutil.rmtree(s.root)
 
 
+@pytest.mark.parametrize("keep_created", [False, True])
+def test_a_run_that_changes_directory_modes_is_put_back_before_the_next_apply(pair, tmp_path, keep_created):
+    """A test that runs `chmod 555 kernel` or `chmod 000 kernel` (checking read-only behaviour, or
+    vandalising): the next apply could neither remove nor write a file there (an internal error,
+    as any user but root), and a hybrid ran with a mode GOOD never had. Each known directory gets
+    back the mode it was left with, with or without a build step; a file's mode comes back with
+    the file, and a directory a run made unwritable goes when its run's files go."""
+    p, hunks, good, bad = pair
+    s = Scratch(p.good, tmp_path / "scratch", keep_created=keep_created)
+    text = [h for h in hunks if h.file == "kernel/stages_00.py"]
+    modes = {d: (s.root / d).stat().st_mode for d in ("", "kernel")}
+    for subset in (text[:1], text[1:3], []):
+        root = s.apply(subset)
+        assert snapshot(root) == reference(good, bad, subset)
+        assert {d: (s.root / d).stat().st_mode for d in modes} == modes
+        os.chmod(root / "kernel" / "stages_01.py", 0)
+        if not keep_created:
+            (root / "out" / "x").mkdir(parents=True)
+            os.chmod(root / "out", 0)
+        os.chmod(root / "kernel", 0o555)
+        os.chmod(root, 0o500)
+    assert snapshot(s.apply(text[:1])) == reference(good, bad, text[:1])
+    assert {d: (s.root / d).stat().st_mode for d in modes} == modes
+    shutil.rmtree(s.root)
+
+
 def test_materialise_reuses_dest_and_is_fast(pair, tmp_path):
     p, hunks, good, bad = pair
     dest = tmp_path / "scratch"

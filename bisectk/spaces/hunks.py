@@ -30,7 +30,8 @@ non-empty directory that is not a scratch copy) raise SpaceError with one line n
 Why any subset applies: difflib's opcodes are separated by at least one equal line, so hunks of
 one file never overlap or touch, and every hunk is addressed in GOOD's coordinates only; a subset
 is applied in one forward pass over GOOD's lines. Applying all hunks gives BAD byte for byte,
-none gives GOOD. GOOD and BAD are only ever read.
+none gives GOOD, but for a relative symlink that climbs out of its tree: the copy names what it
+names from its own tree, by its absolute path (Entry.outside). GOOD and BAD are only ever read.
 """
 
 from __future__ import annotations
@@ -59,11 +60,15 @@ _SIMILAR = 0.5          # a deleted and an inserted line pair up in split_lines 
 
 @dataclass(frozen=True)
 class Entry:
-    """One side of a file: its bytes (a symlink's target when `link`) and permission bits."""
+    """One side of a file: its bytes (a symlink's target when `link`) and permission bits.
+    `outside`: for a relative link whose target climbs out of its tree (`logs -> ../logs`), the
+    absolute path it names from there, which the scratch copy writes instead (from a copy
+    elsewhere the same `..` names something else: bisectk's cache); not part of equality."""
 
     data: bytes
     mode: int
     link: bool = False
+    outside: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -167,7 +172,7 @@ def diff_paths(good: str | Path, bad: str | Path) -> list[Hunk]:
         goods, bads = _scan(good), _scan(bad)
         for p in _retyped(goods, bads):
             under = sorted(r for r in goods.keys() | bads.keys() if r == p or r.startswith(p + "/"))
-            hunks.append(Hunk(p, "retype", tree=tuple((r, _read(goods.pop(r, None)), _read(bads.pop(r, None)))
+            hunks.append(Hunk(p, "retype", tree=tuple((r, _read(goods.pop(r, None), good), _read(bads.pop(r, None), bad))
                                                       for r in under)))
     else:
         # A file pair follows symlinks: the user named the files, not links to keep.
@@ -175,8 +180,9 @@ def diff_paths(good: str | Path, bad: str | Path) -> list[Hunk]:
         for side, p in (("GOOD", good), ("BAD", bad)):
             if _special(p.resolve(), devices=False):   # /dev/null reads as an empty file
                 raise SpaceError(f"{side} {p} is a FIFO or a socket, not a file: give two files or two directories")
+    roots = (good, bad) if good.is_dir() else (None, None)
     for rel in sorted(goods.keys() | bads.keys()):
-        hunks += _file_hunks(rel, goods.get(rel), bads.get(rel))
+        hunks += _file_hunks(rel, goods.get(rel), bads.get(rel), roots)
     hunks.sort(key=lambda h: h.file)            # by file, each file's hunks in order (the sort is stable)
     if not hunks:
         raise SpaceError(f"{good} and {bad} are identical (ignoring {', '.join(sorted(IGNORED))}): "
@@ -232,16 +238,30 @@ def _unreadable(err: OSError) -> None:
     raise SpaceError(f"{err.filename}: cannot read it ({err.strerror}): GOOD and BAD are read whole")
 
 
-def _read(path: Path | None) -> Entry | None:
+def _read(path: Path | None, root: Path | None = None) -> Entry | None:
+    """The entry at `path`; a link's `outside` is found when `root`, the tree it is in, is given."""
     if path is None:
         return None
     try:
         st = path.lstat()
         if stat.S_ISLNK(st.st_mode):
-            return Entry(os.fsencode(os.readlink(path)), 0o777, link=True)
+            target = os.readlink(path)
+            return Entry(os.fsencode(target), 0o777, link=True,
+                         outside=_climbs_out(path.relative_to(root).as_posix(), target, root) if root else None)
         return Entry(path.read_bytes(), stat.S_IMODE(st.st_mode))
     except OSError as e:
         _unreadable(e)
+
+
+def _climbs_out(rel: str, target: str, root: Path) -> str | None:
+    """What the link at `rel` under `root` names by its absolute path, when its relative `target`
+    climbs out of the tree (read as written: `sub/../..` never follows a link inside); else None."""
+    if os.path.isabs(target):
+        return None
+    inside = os.path.normpath(os.path.join(os.path.dirname(rel), target))
+    if inside != ".." and not inside.startswith(".." + os.sep):
+        return None
+    return os.path.normpath(os.path.join(os.path.realpath(root), inside))
 
 
 def _text(entry: Entry | None) -> tuple[str, ...] | None:
@@ -264,8 +284,9 @@ def _span(lines: tuple[str, ...] | None) -> tuple[int, int]:
     return (1, len(lines) + 1) if lines is not None else (0, 0)
 
 
-def _file_hunks(rel: str, good: Path | None, bad: Path | None) -> list[Hunk]:
-    ge, be = _read(good), _read(bad)
+def _file_hunks(rel: str, good: Path | None, bad: Path | None,
+                roots: tuple[Path | None, Path | None] = (None, None)) -> list[Hunk]:
+    ge, be = _read(good, roots[0]), _read(bad, roots[1])
     if ge == be:
         return []
     a, b = _text(ge), _text(be)
@@ -479,6 +500,10 @@ class Scratch:
         marker.write_text(f"{self.good}\n")
         self._dirs = {}     # the one walk finds the directories too (top-down: parents first)
         found = _scan(self.root, self._dirs)
+        for rel, p in found.items():    # a link that climbs out of GOOD names, from here, what it does from GOOD
+            if p.is_symlink() and (entry := self._good_entry(rel)) is not None and entry.outside:
+                p.unlink()
+                os.symlink(entry.outside, p)
         self._stats = {rel: _stat(p) for rel, p in found.items()}
         self._dirty.clear()
         self._applied.clear()
@@ -488,7 +513,7 @@ class Scratch:
         if rel not in self._goods:
             path = self.good if self.is_file else self.good / rel
             there = path.is_symlink() or (path.exists() and not path.is_dir())   # a directory: no file of GOOD's
-            self._goods[rel] = _read(path) if there else None
+            self._goods[rel] = _read(path, None if self.is_file else self.good) if there else None
         return self._goods[rel]
 
     def _stamp(self) -> None:
@@ -583,7 +608,7 @@ class Scratch:
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             if entry.link:
-                os.symlink(os.fsdecode(entry.data), path)
+                os.symlink(entry.outside or os.fsdecode(entry.data), path)
             else:
                 path.write_bytes(entry.data)
                 os.chmod(path, entry.mode)

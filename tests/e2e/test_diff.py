@@ -345,3 +345,26 @@ exit $r
         assert [h["id"] for h in json.loads(p.stdout)["culprit_hunks"]] == ["src/m4.txt:1"]
         assert not list((tmp_path / "cache" / "bisectk").glob("scratch-*")), build
     assert (tree_digest(good), tree_digest(bad)) == before
+
+
+def test_a_link_beside_the_trees_reaches_the_same_directory_from_each_hybrid_never_bisectks_cache(tmp_path):
+    """GOOD and BAD hold `logs -> ../logs`, a directory beside them, and the test clears it before
+    it writes. Each hybrid's copy of that link named `../logs` from the scratch tree in bisectk's
+    cache: bisectk's own run logs, which the test emptied; and what the test reads there was never
+    what GOOD's test reads. The link names the user's `logs` from every hybrid."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "limit").write_text("3\n")
+    for side, v in ((good, 2), (bad, 5)):
+        side.mkdir()
+        (side / "k.txt").write_text(f"{v}\n")
+        (side / "other.txt").write_text(f"{v}\n")
+        (side / "logs").symlink_to("../logs")
+    script = 'limit=$(cat logs/limit) && find logs/ -name "run*" -delete && date > logs/run.txt && [ "$(cat k.txt)" -le "$limit" ]'
+    cache = tmp_path / "cache"
+    p = bisectk("diff", good, bad, "--run", f"bash -c '{script}'", "--json", cwd=tmp_path, timeout=120,
+                env={"XDG_CACHE_HOME": str(cache)})
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    assert [h["id"] for h in json.loads(p.stdout)["culprit_hunks"]] == ["k.txt:1"]
+    assert sorted(x.name for x in (tmp_path / "logs").iterdir()) == ["limit", "run.txt"]
+    assert list((cache / "bisectk" / "logs").iterdir())        # bisectk's own run logs are still there

@@ -553,3 +553,39 @@ def test_retyped_all_none_and_back(retyped, tmp_path):
         (tmp_path / "s" / "t" / "build.o").write_text("x")      # left by a run: goes with the directory
         assert snapshot(sc.apply([])) == gsnap
         assert (tmp_path / "s" / "t").is_file() and (tmp_path / "s" / "lnk").is_symlink()
+
+
+# -- symlinks that climb out of their tree -----------------------------------------------------------
+
+def test_a_relative_link_that_climbs_out_of_its_tree_names_the_same_place_from_the_scratch_copy(tmp_path):
+    """`logs -> ../logs` (a directory beside GOOD and BAD) copied as it is named, from the scratch
+    copy under bisectk's cache, `$XDG_CACHE_HOME/bisectk/logs`: bisectk's own run logs, which a test
+    that cleans its logs directory deleted, and never the directory GOOD's test sees. In the scratch
+    copy such a link names, by its absolute path, what it names from its own tree: GOOD's links
+    from GOOD, a hunk's link from BAD; links inside the tree stay as they are."""
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "ref.txt").write_text("ref\n")
+    good, bad = tmp_path / "trees" / "good", tmp_path / "elsewhere" / "bad"
+    for side in (good, bad):
+        (side / "sub").mkdir(parents=True)
+        (side / "k.txt").write_text("k\n")
+    os.symlink("../../shared", good / "shared")                 # the same in both: no hunk
+    os.symlink("../../shared", bad / "shared")
+    os.symlink("../../../shared/ref.txt", good / "sub" / "ref")  # differs: a hunk, named from each side
+    os.symlink("../../bad-data", bad / "sub" / "ref")
+    os.symlink("../k.txt", good / "sub" / "inside")             # stays inside: kept as it is
+    os.symlink("../k.txt", bad / "sub" / "inside")
+    (bad / "k.txt").write_text("k2\n")
+    hunks = diff_paths(good, bad)
+    assert [h.id for h in hunks] == ["k.txt:1", "sub/ref:replace"]
+    assert "+../../bad-data" in unified_diff(hunks)             # the diff shows the links as written
+    s = Scratch(good, tmp_path / "scratch")
+    real = Path(os.path.realpath(tmp_path))
+    for subset, ref in (([], real / "shared" / "ref.txt"), (hunks, real / "elsewhere" / "bad-data"),
+                        ([], real / "shared" / "ref.txt")):
+        root = s.apply(subset)
+        assert os.readlink(root / "shared") == str(real / "shared")
+        assert (root / "shared" / "ref.txt").read_text() == "ref\n"
+        assert os.readlink(root / "sub" / "ref") == str(ref)
+        assert os.readlink(root / "sub" / "inside") == "../k.txt"
+    shutil.rmtree(s.root)

@@ -526,21 +526,35 @@ class Scratch:
                 del self._dirs[rel]
 
     def _sweep(self) -> None:
-        """Put back each known directory's mode a run changed (parents first, so the children can
-        be reached), and unless `keep_created`, remove what a run created since the last apply: in
-        each directory whose mtime moved, the entries that are neither a file placed here nor a
-        known directory."""
+        """Put back each known directory as the last apply left it (parents first, so the children
+        can be reached): one a run removed, or replaced by a file or a link (which is never
+        written through: it may name anything), is made again, empty, and one whose mode a run
+        changed gets it back; and unless `keep_created`, remove what a run created since the last
+        apply: in each directory whose mtime moved, the entries that are neither a file placed
+        here nor a known directory. The files of GOOD under a directory made again are put back by
+        their stat."""
         for rel, (mtime, mode) in list(self._dirs.items()):
             d = self.root / rel
             try:
                 st = os.lstat(d)
-                if st.st_mode != mode and stat.S_ISDIR(st.st_mode):
+            except FileNotFoundError:
+                st = None
+            except OSError:
+                continue
+            try:
+                if st is None or not stat.S_ISDIR(st.st_mode):
+                    if st is not None:
+                        os.unlink(d)
+                    os.mkdir(d)
+                    os.chmod(d, stat.S_IMODE(mode))
+                    continue
+                if st.st_mode != mode:
                     os.chmod(d, stat.S_IMODE(mode))
                 if self.keep_created or st.st_mtime_ns == mtime:
                     continue
                 entries = list(os.scandir(d))
             except OSError:
-                continue        # gone: the files of GOOD under it are put back by their stat
+                continue
             for e in entries:
                 sub = f"{rel}/{e.name}" if rel else e.name
                 if sub in self._stats or sub in self._dirs or (not rel and e.name == ".bisectk"):

@@ -389,6 +389,36 @@ def test_a_run_that_changes_directory_modes_is_put_back_before_the_next_apply(pa
     shutil.rmtree(s.root)
 
 
+@pytest.mark.parametrize("keep_created", [False, True])
+def test_a_directory_a_run_replaced_by_a_file_or_a_link_is_a_directory_again_and_never_written_through(
+        pair, tmp_path, keep_created):
+    """A test that replaced `kernel/` by a file (an internal error at the next apply: mkdir found a
+    file there), or moved it away and left a link to it (`mv kernel k2; ln -s k2 kernel`, or to a
+    directory outside the scratch tree): the next apply unlinked and wrote GOOD's and the hunks'
+    files through that link, in whatever directory it names. The directory is made again, empty,
+    and filled; what the link names is never touched."""
+    p, hunks, good, bad = pair
+    s = Scratch(p.good, tmp_path / "scratch", keep_created=keep_created)
+    text = [h for h in hunks if h.file == "kernel/stages_00.py"]
+    elsewhere = tmp_path / "elsewhere"
+    for subset, vandal in ((text[:1], "file"), (text[1:3], "link out"), ([], "link in"), (text[:2], None)):
+        root = s.apply(subset)
+        kept = {k: v for k, v in snapshot(root).items() if not k.startswith("k2/")}    # a build's stays
+        assert (kept if keep_created else snapshot(root)) == reference(good, bad, subset), vandal
+        if vandal == "file":
+            shutil.rmtree(root / "kernel")
+            (root / "kernel").write_text("not a directory\n")
+        elif vandal == "link out":
+            shutil.move(root / "kernel", elsewhere)
+            os.symlink(elsewhere, root / "kernel")
+            before = digest(elsewhere)
+        elif vandal == "link in":
+            os.rename(root / "kernel", root / "k2")
+            os.symlink("k2", root / "kernel")
+    assert digest(elsewhere) == before
+    shutil.rmtree(s.root)
+
+
 def test_materialise_reuses_dest_and_is_fast(pair, tmp_path):
     p, hunks, good, bad = pair
     dest = tmp_path / "scratch"

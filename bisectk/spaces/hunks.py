@@ -743,10 +743,46 @@ def _render_whole(h: Hunk) -> str:
             + "".join(_line("-", s) for s in old) + "".join(_line("+", s) for s in new))
 
 
-def _render_text(a: list[str] | tuple[str, ...], b: list[str], context: int) -> str:
+def _hunk_opcodes(base: tuple[str, ...], hunks: list[Hunk], result: list[str]) -> list[tuple]:
+    """difflib opcodes over (GOOD's lines, the lines `hunks` give) that put each change where its
+    hunk is: a re-diff of the two could put it elsewhere among repeated lines (`y y y` -> `y z y`,
+    the hunk 'f:2', came out as `+z` after line 1 and `-y` at line 3). GOOD's last line is a change
+    too where the join gave it a newline (a line now follows it); adjacent changes are one."""
+    ops, i, j = [], 0, 0
+    for h in sorted(hunks, key=lambda h: (h.good_lines[0], h.good_lines[1], h.bad_lines[0])):
+        i1, i2 = h.good_lines[0] - 1, h.good_lines[1] - 1
+        ops += [("equal", i, i1, j, j + i1 - i), ("change", i1, i2, j + i1 - i, j + i1 - i + len(h.new))]
+        i, j = i2, j + i1 - i + len(h.new)
+    ops.append(("equal", i, len(base), j, len(result)))
+    merged: list[list] = []
+    for tag, i1, i2, j1, j2 in ops:
+        if tag == "equal" and i2 == i1:
+            continue
+        if tag == "equal" and base[i2 - 1] != result[j2 - 1]:     # the joined last line
+            merged.append(["equal", i1, i2 - 1, j1, j2 - 1])
+            tag, i1, j1 = "change", i2 - 1, j2 - 1
+        if merged and merged[-1][0] == tag == "change":
+            merged[-1][2], merged[-1][4] = i2, j2
+        else:
+            merged.append([tag, i1, i2, j1, j2])
+    return [("equal" if tag == "equal" else "replace" if i2 > i1 and j2 > j1 else "delete" if i2 > i1 else "insert",
+             i1, i2, j1, j2) for tag, i1, i2, j1, j2 in merged if i2 > i1 or j2 > j1]
+
+
+class _Given(difflib.SequenceMatcher):
+    """A matcher whose opcodes are given: difflib groups them with their context."""
+
+    def __init__(self, a, b, opcodes: list[tuple]):
+        super().__init__(None, a, b, autojunk=False)
+        self.given = opcodes
+
+    def get_opcodes(self):
+        return list(self.given)
+
+
+def _render_text(a: list[str] | tuple[str, ...], b: list[str], opcodes: list[tuple], context: int) -> str:
     out = []
-    sm = _matcher(a, b)
-    for group in sm.get_grouped_opcodes(context):
+    for group in _Given(a, b, opcodes).get_grouped_opcodes(context):
         i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
         out.append(f"@@ -{_range(i1 + 1, i2 - i1)} +{_range(j1 + 1, j2 - j1)} @@\n")
         for tag, a1, a2, b1, b2 in group:
@@ -774,6 +810,6 @@ def unified_diff(hunks: Iterable[Hunk], context: int = 3) -> str:
         if text:
             base = text[0].base
             result = split_text(join_lines(apply_lines(base, text)))
-            part += f"--- a/{rel}\n+++ b/{rel}\n" + _render_text(base, result, context)
+            part += f"--- a/{rel}\n+++ b/{rel}\n" + _render_text(base, result, _hunk_opcodes(base, text, result), context)
         out.append(part)
     return "".join(out)

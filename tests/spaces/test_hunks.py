@@ -303,6 +303,46 @@ def test_random_text_pairs(a, b, a_end, b_end, data):
     assert got == want
 
 
+def test_the_printed_diff_of_a_hunk_shows_that_hunk_where_its_id_says():
+    """`y y y` -> `y z y` is the hunk `f:2` (line 2 replaced), but the printed diff re-diffed GOOD
+    against the result, and among repeated lines difflib put the change elsewhere: `+z` after line
+    1 and `-y` at line 3, under a culprit line named `f:2`. The diff is rendered from the hunks."""
+    from bisectk.spaces.hunks import _text_hunks
+    hunks = _text_hunks("f", ("y\n", "y\n", "y\n"), ("y\n", "z\n", "y\n"))
+    assert [h.id for h in hunks] == ["f:2"]
+    assert unified_diff(hunks).endswith("@@ -1,3 +1,3 @@\n y\n-y\n+z\n y\n")
+    hunks = _text_hunks("f", ("\n", "\n", "x\n"), ("\n", "z\n", "\n", "\n", "x\n"))
+    assert [h.id for h in hunks] == ["f:before 2"]
+    assert unified_diff(hunks).endswith("@@ -1,3 +1,5 @@\n \n+z\n+\n \n x\n")
+
+
+@pytest.mark.skipif(shutil.which("patch") is None, reason="needs GNU patch")
+@settings(max_examples=150, deadline=None)
+@given(a=st.lists(st.sampled_from(["}\n", "\n", "x\n", "y\n"]), max_size=12),
+       b=st.lists(st.sampled_from(["}\n", "\n", "x\n", "z\n"]), max_size=12), a_end=ends, b_end=ends,
+       data=st.data())
+def test_each_printed_change_is_its_hunks_and_the_diff_applies(a, b, a_end, b_end, data):
+    """Repeated lines on both sides: each rendered -/+ run is one applied unit's (or adjacent
+    units') lines, and `patch` turns GOOD into what the subset gives."""
+    good_text, bad_text = "".join(a) + a_end, "".join(b) + b_end
+    if good_text == bad_text:
+        return
+    with tempfile.TemporaryDirectory() as d:
+        gp, bp = Path(d, "good", "f"), Path(d, "bad", "f")
+        for path, text in ((gp, good_text), (bp, bad_text)):
+            path.parent.mkdir()
+            path.write_text(text, newline="")
+        hunks = diff_paths(gp.parent, bp.parent)
+        units = [u for h in hunks for u in (split_lines(h) if data.draw(st.booleans()) else [h])]
+        subset = [u for u in units if data.draw(st.booleans())] or units[:1]
+        text = unified_diff(subset)
+        assert _patched(gp.parent, text, Path(d))["f"][0] == join_lines(apply_lines(hunks[0].base, subset)).encode()
+    removed = [line[1:].rstrip("\n") for line in text.splitlines(True)[3:] if line.startswith("-")]
+    olds = [s.rstrip("\n") for u in sorted(subset, key=lambda u: u.good_lines) for s in u.old]
+    # and GOOD's last line without its newline, when a line now follows it
+    assert removed in (olds, olds + [s.rstrip("\n") for s in hunks[0].base[-1:]]), text
+
+
 def test_a_file_whose_only_common_lines_repeat_is_diffed_in_bounded_time(tmp_path):
     """Every statement of a 3,000-line kernel changed, its braces not (a rename, a reformat): the
     only lines the two sides share are the same `}` over and over. difflib without its junk

@@ -368,3 +368,21 @@ def test_a_link_beside_the_trees_reaches_the_same_directory_from_each_hybrid_nev
     assert [h["id"] for h in json.loads(p.stdout)["culprit_hunks"]] == ["k.txt:1"]
     assert sorted(x.name for x in (tmp_path / "logs").iterdir()) == ["limit", "run.txt"]
     assert list((cache / "bisectk" / "logs").iterdir())        # bisectk's own run logs are still there
+
+
+def test_a_ledger_inside_good_or_bad_is_refused_before_anything_is_written_there(tmp_path):
+    """`--ledger good/l.db`, or a cache directory inside GOOD (XDG_CACHE_HOME=good/.cache): the
+    ledger was created in GOOD (and its run logs beside it), then the scratch tree beside it was
+    refused as overlapping GOOD: GOOD was modified by a command that only failed. Refused first."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 0), (bad, 1)):
+        side.mkdir()
+        (side / "k.txt").write_text(f"v={v}\n")
+    before = tree_digest(good), tree_digest(bad)
+    for args, env in ((["--ledger", "good/l.db"], None), (["--ledger", str(bad / "sub" / "l.db")], None),
+                      ([], {"XDG_CACHE_HOME": str(good / ".cache")})):
+        p = bisectk("diff", good, bad, "--run", "grep -q v=0 k.txt", *args, cwd=tmp_path, env=env)
+        assert p.returncode == 2 and p.stderr.startswith("bisectk: ") and len(p.stderr.splitlines()) == 1, p.stderr
+        assert "ledger" in p.stderr and ("inside GOOD" in p.stderr or "inside BAD" in p.stderr), p.stderr
+        assert (tree_digest(good), tree_digest(bad)) == before, args
+        assert sorted(x.name for x in good.iterdir()) == ["k.txt"] and sorted(x.name for x in bad.iterdir()) == ["k.txt"]

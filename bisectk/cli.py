@@ -182,7 +182,7 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
     from bisectk.engine.subject import load_subject
     from bisectk.report.words import counted
     from bisectk.report.safe import terminal_text
-    from bisectk.spaces.hunkspace import HunkSpace, named_inside
+    from bisectk.spaces.hunkspace import HunkSpace, named_beside, named_inside
     for name, given in (("GOOD", good), ("BAD", bad)):
         if not given:           # Path("") is ".": the current directory, taken for a tree
             fail(f"{name} is empty: name a file or a source tree")
@@ -210,6 +210,13 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
             f"the command names {word}, {side if rel == '.' else 'inside ' + side}: every hybrid runs in a scratch "
             f"copy of GOOD (its working directory, $BISECTK_TREE), never in GOOD or BAD themselves; name it "
             f"relative to the tree ({rel!r})") + "\n")
+    beside = None if named else named_beside([*s.command, *(s.build or [])], good, bad, Path.cwd())
+    if beside:      # ./check.sh beside the trees: from the scratch copy it names nothing
+        word, full = beside
+        sys.stderr.write("bisectk: warning: " + terminal_text(
+            f"the command names {word}, which is {full} from here but not in GOOD: every hybrid runs in a scratch "
+            f"copy of GOOD (its working directory, $BISECTK_TREE), where it names nothing; name it by its absolute "
+            f"path ({full!r})") + "\n")
     check_outputs(report, json_out, html, spec=s, ledger=ledger_path, trees=(good, bad))
     with Session("diff", s, ledger_path, args={"good": str(good), "bad": str(bad)}, policy=pol,
                  reporter=reporter(as_json, None)) as session:

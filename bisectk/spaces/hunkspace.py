@@ -18,6 +18,9 @@ GOOD and BAD are only ever read; the scratch tree is removed by `close`.
 named_inside -- a word of the command that names a file inside GOOD or BAD from the user's own
                 directory (`/home/me/bad/run.py`, `bad/run.py`): every hybrid runs in the scratch
                 tree, so such a word runs GOOD's or BAD's own file, or nothing, never the hybrid's.
+named_beside -- a relative word that names a file beside the trees from the user's own directory
+                (`./check.sh`, git bisect run's habit) and nothing in GOOD: from the scratch tree it
+                names nothing.
 """
 
 from __future__ import annotations
@@ -135,6 +138,35 @@ class HunkSpace:
         remove_tree(self.scratch.root)
 
 
+def _paths(words: list[str]):
+    """Each word of a command, each word of a `bash -c` script in it, each `--opt=PATH`'s value."""
+    for word in words:
+        try:
+            tokens = [word, *(shlex.split(word) if any(c.isspace() for c in word) else ())]
+        except ValueError:                  # an unbalanced quote: the word alone
+            tokens = [word]
+        for token in tokens:
+            path = token.split("=", 1)[1] if token.startswith("-") and "=" in token else token
+            if path and not path.startswith("-"):
+                yield token, path
+
+
+def named_beside(words: list[str], good: Path, bad: Path, cwd: Path) -> tuple[str, str] | None:
+    """(word, its absolute path) for the first relative word of a command that names an existing
+    file or directory from `cwd`, outside GOOD and BAD, where GOOD has nothing: the scratch tree,
+    each hybrid's working directory, has nothing there either. None when the trees are files."""
+    trees = [Path(os.path.realpath(t)) for t in (good, bad)]
+    if not all(t.is_dir() for t in trees):
+        return None
+    for token, path in _paths(words):
+        if os.path.isabs(path) or os.path.lexists(trees[0] / path) or not os.path.lexists(cwd / path):
+            continue
+        full = Path(os.path.realpath(cwd / path))
+        if not any(full.is_relative_to(t) or t.is_relative_to(full) for t in trees):
+            return token, str(full)
+    return None
+
+
 def named_inside(words: list[str], good: Path, bad: Path, cwd: Path) -> tuple[str, str, str] | None:
     """(word, 'GOOD' or 'BAD', the path relative to that tree) for the first word of a command (or
     of a `bash -c` script, or an `--opt=PATH`'s value) that names an existing file or directory
@@ -144,19 +176,13 @@ def named_inside(words: list[str], good: Path, bad: Path, cwd: Path) -> tuple[st
     trees = [(name, Path(os.path.realpath(t))) for name, t in (("GOOD", good), ("BAD", bad))]
     if not all(t.is_dir() for _, t in trees):
         return None
-    for word in words:
-        try:
-            tokens = [word, *(shlex.split(word) if any(c.isspace() for c in word) else ())]
-        except ValueError:                  # an unbalanced quote: the word alone
-            tokens = [word]
-        for token in tokens:
-            path = token.split("=", 1)[1] if token.startswith("-") and "=" in token else token
-            if not path or path.startswith("-") or (not os.path.isabs(path) and os.path.lexists(trees[0][1] / path)):
-                continue
-            full = Path(os.path.realpath(cwd / path))
-            if not os.path.lexists(full):
-                continue
-            for name, tree in trees:
-                if full.is_relative_to(tree):
-                    return token, name, full.relative_to(tree).as_posix()
+    for token, path in _paths(words):
+        if not os.path.isabs(path) and os.path.lexists(trees[0][1] / path):
+            continue
+        full = Path(os.path.realpath(cwd / path))
+        if not os.path.lexists(full):
+            continue
+        for name, tree in trees:
+            if full.is_relative_to(tree):
+                return token, name, full.relative_to(tree).as_posix()
     return None

@@ -386,3 +386,23 @@ def test_a_ledger_inside_good_or_bad_is_refused_before_anything_is_written_there
         assert "ledger" in p.stderr and ("inside GOOD" in p.stderr or "inside BAD" in p.stderr), p.stderr
         assert (tree_digest(good), tree_digest(bad)) == before, args
         assert sorted(x.name for x in good.iterdir()) == ["k.txt"] and sorted(x.name for x in bad.iterdir()) == ["k.txt"]
+
+
+def test_a_command_that_names_a_script_beside_the_trees_is_warned_about(tmp_path):
+    """`--run ./check.sh` with check.sh beside GOOD and BAD (git bisect run's habit): every hybrid
+    runs in a scratch copy of GOOD, where ./check.sh names nothing, and all that was said was
+    "cannot start './check.sh': No such file or directory" while the file is right there. A
+    warning names the word and its absolute path."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 0), (bad, 1)):
+        side.mkdir()
+        (side / "k.txt").write_text(f"v={v}\n")
+    check = tmp_path / "check.sh"
+    check.write_text("#!/bin/sh\ngrep -q v=0 k.txt\n")
+    check.chmod(0o755)
+    p = bisectk("diff", good, bad, "--run", "./check.sh", "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+    warning = [line for line in p.stderr.splitlines() if line.startswith("bisectk: warning:")]
+    assert p.returncode == 2 and len(warning) == 1, p.stderr[-2000:]
+    assert "./check.sh" in warning[0] and f"'{check}'" in warning[0] and "not in GOOD" in warning[0]
+    p = bisectk("diff", good, bad, "--run", str(check), "--ledger", tmp_path / "l.db", cwd=tmp_path, check=0)
+    assert "warning" not in p.stderr

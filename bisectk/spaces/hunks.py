@@ -553,12 +553,16 @@ class Scratch:
         return self._goods[rel]
 
     def _stamp(self) -> None:
-        """Each known directory's mtime and mode as this apply leaves it (one gone is forgotten)."""
+        """Each known directory's mtime and mode as this apply leaves it (one gone, or a retyped
+        path's file now, is forgotten)."""
         for rel in list(self._dirs):
             try:
                 st = os.lstat(self.root / rel)
-                self._dirs[rel] = (st.st_mtime_ns, st.st_mode)
             except OSError:
+                st = None
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                self._dirs[rel] = (st.st_mtime_ns, st.st_mode)
+            else:
                 del self._dirs[rel]
 
     def _sweep(self) -> None:

@@ -679,3 +679,20 @@ def test_a_relative_link_that_climbs_out_of_its_tree_names_the_same_place_from_t
         assert os.readlink(root / "sub" / "ref") == str(ref)
         assert os.readlink(root / "sub" / "inside") == "../k.txt"
     shutil.rmtree(s.root)
+
+
+def test_a_directory_a_retype_hunk_made_a_file_is_left_alone_by_the_next_apply(retyped, tmp_path):
+    """`u/` is a file once its retype hunk is applied; the next apply with the same hunks took it
+    for a directory a run had replaced, made `u/` again and wrote the file once more (with a build
+    step, a rebuild of whatever reads it)."""
+    good, bad, hunks, gsnap, bsnap = retyped
+    u = [h for h in hunks if h.file == "u"]
+    s = Scratch(good, tmp_path / "scratch")
+    root = s.apply(u)
+    stamp = (root / "u").stat().st_mtime_ns, (root / "u").stat().st_ino
+    time.sleep(0.01)
+    root = s.apply(u)
+    assert ((root / "u").stat().st_mtime_ns, (root / "u").stat().st_ino) == stamp
+    assert snapshot(root) == reference(gsnap, bsnap, u)
+    assert snapshot(s.apply([])) == gsnap
+    shutil.rmtree(s.root)

@@ -476,17 +476,26 @@ def _stat(path: Path) -> tuple[int, int, int] | None:
     return None if stat.S_ISDIR(st.st_mode) else (st.st_size, st.st_mtime_ns, st.st_mode)
 
 
+def _mtime(path: Path) -> int | None:
+    try:
+        return os.lstat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
 class Scratch:
     """A reusable copy of GOOD at `root` (a fresh temporary directory when none is given).
 
     `apply(hunks)` makes the copy equal GOOD with exactly `hunks` applied and returns `target`
     (the copied tree, or the copied file for a file pair). It rewrites only files that the
     previous and the new subset touch, plus any copied file whose size, mtime or mode changed
-    since it was written (the subject edited it). Files the subject created are left alone when
-    `keep_created` (a build step's outputs, for an incremental build); else they are removed
-    before the next configuration is applied, so each run starts from GOOD and its hunks as a
-    fresh copy would (a test that runs `mkdir out` passes every time). Only the directories whose
-    mtime moved since the last apply are read for them (`_sweep`). Either way, a directory whose
+    since it was written (the subject edited it). What the subject created is removed before the
+    next configuration is applied, so each run starts from GOOD and its hunks as a fresh copy
+    would (a test that runs `mkdir out` passes every time). With `keep_created` (a build step, for
+    an incremental build) what the build made stays: `mark()`, called once the build has run,
+    takes what the tree then holds beyond GOOD and the hunks as the build's, and only what appears
+    after it (the run's) is removed; before the first mark nothing is. Only the directories whose
+    mtime moved since the last apply (or mark) are read (`_sweep`, `mark`). Either way, a directory whose
     mode a run changed (`chmod 555 src`, `chmod 000 kernel`) gets back the mode it was left with
     before anything is written: a fresh copy has GOOD's, and as any user but root nothing could be
     removed or written there. `.git` is not copied.
@@ -498,6 +507,8 @@ class Scratch:
         self.keep_created = keep_created
         # rel -> (mtime, mode) as the last apply left it ('' the root), parents before children
         self._dirs: dict[str, tuple[int, int]] = {}
+        self._kept: set[str] = set()        # what a build made (`mark`): never swept
+        self._marked = False                # keep_created: a build has run since the copy was made
         self.good = Path(good).resolve()
         if not self.good.exists():
             raise SpaceError(f"GOOD {good}: no such file or directory")
@@ -543,6 +554,8 @@ class Scratch:
         self._stats = {rel: _stat(p) for rel, p in found.items()}
         self._dirty.clear()
         self._applied.clear()
+        self._kept.clear()
+        self._marked = False
         self._stamp()
 
     def _good_entry(self, rel: str) -> Entry | None:
@@ -590,14 +603,15 @@ class Scratch:
                     continue
                 if st.st_mode != mode:
                     os.chmod(d, stat.S_IMODE(mode))
-                if self.keep_created or st.st_mtime_ns == mtime:
+                if (self.keep_created and not self._marked) or st.st_mtime_ns == mtime:
                     continue
                 entries = list(os.scandir(d))
             except OSError:
                 continue
             for e in entries:
                 sub = f"{rel}/{e.name}" if rel else e.name
-                if sub in self._stats or sub in self._dirs or (not rel and e.name == ".bisectk"):
+                if (sub in self._stats or sub in self._dirs or sub in self._kept
+                        or (not rel and e.name == ".bisectk")):
                     continue
                 try:
                     if e.is_dir(follow_symlinks=False):
@@ -606,6 +620,34 @@ class Scratch:
                         os.unlink(e.path)
                 except OSError:
                     pass        # what cannot be removed stays; the run after it will say so
+
+    def mark(self) -> None:
+        """The build step has run: what the tree holds now beyond GOOD and the hunks is its output,
+        kept from here on; what appears after this is swept at the next apply. The first mark
+        reads every directory (what a build made before it is the build's too), later ones only
+        those whose mtime moved."""
+        if not self.keep_created or self.is_file:
+            return
+        moved = [rel for rel, (mtime, _) in self._dirs.items()
+                 if not self._marked or _mtime(self.root / rel) != mtime]
+        self._marked = True
+        while moved:
+            rel = moved.pop()
+            try:
+                entries = list(os.scandir(self.root / rel))
+            except OSError:
+                continue
+            for e in entries:
+                sub = f"{rel}/{e.name}" if rel else e.name
+                if sub in self._stats or (not rel and e.name == ".bisectk"):
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    if sub not in self._dirs:
+                        self._dirs[sub] = (0, 0)        # after its parent: parents first
+                        moved.append(sub)
+                else:
+                    self._kept.add(sub)
+        self._stamp()
 
     def apply(self, hunks: Iterable[Hunk]) -> Path:
         self._sweep()

@@ -25,6 +25,8 @@ clear_main -- the run's module globals cleared as an interpreter's exit clears t
              and 2 are still the run's: a file object it never flushed is flushed.
 ExitHooks  -- atexit handlers the run registers, run at its end, last registered first, as an
              interpreter's exit would (the worker's own handlers are not touched).
+c_environ  -- the C library's environment, which os.putenv/os.unsetenv change without os.environ
+             knowing and a child process (subprocess, os.system) inherits: made os.environ's again.
 join_threads -- the run's non-daemon threads waited for, as threading._shutdown does at exit (idle
              ThreadPoolExecutor workers are woken to exit first, as its exit hook does); the
              watchdog still bounds the run.
@@ -98,6 +100,38 @@ def reseed() -> None:
             torch.seed()
         except Exception:
             pass
+
+
+# -- the C environment ---------------------------------------------------------------------------
+def c_environ() -> dict[bytes, bytes] | None:
+    """The C library's `environ` (what a child process inherits); None where it cannot be read."""
+    try:
+        import ctypes
+        env = ctypes.POINTER(ctypes.c_char_p).in_dll(ctypes.CDLL(None), "environ")
+    except Exception:
+        return None
+    out: dict[bytes, bytes] = {}
+    i = 0
+    while env and env[i] is not None:
+        k, _, v = env[i].partition(b"=")
+        out.setdefault(k, v)
+        i += 1
+    return out
+
+
+def sync_c_environ() -> bool:
+    """Make the C environment os.environ's again (a run's os.putenv/os.unsetenv undone); True when
+    it differed."""
+    c = c_environ()
+    want = dict(os.environb)
+    if c is None or c == want:
+        return False
+    for k in c.keys() - want.keys():
+        os.unsetenv(k)
+    for k, v in want.items():
+        if c.get(k) != v:
+            os.putenv(k, v)
+    return True
 
 
 # -- shadowed modules ---------------------------------------------------------------------------

@@ -276,6 +276,7 @@ def _exec_script(script: str) -> tuple[int, str]:
 def _put_back(req: dict, saved: dict, script: str) -> tuple[list[str], list[str]]:
     """Put back what every run may change (cwd, argv, sys.path, environment, bytecode flag):
     (what this run had changed of it, the directories of the run's own modules)."""
+    from bisectk.run import lifecycle
     routine = []   # what the worker puts back after every run anyway, when the run changed it
     if dict(os.environ) != {**saved["env"], **(req.get("env") or {})}:
         routine.append("the environment (os.environ)")
@@ -291,6 +292,8 @@ def _put_back(req: dict, saved: dict, script: str) -> tuple[list[str], list[str]
     sys.path[:] = saved["path"]
     os.environ.clear()
     os.environ.update(saved["env"])
+    if lifecycle.sync_c_environ():
+        routine.append("the C environment (os.putenv, os.unsetenv)")
     sys.dont_write_bytecode = saved["bytecode"]
     return routine, roots
 

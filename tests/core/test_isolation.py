@@ -21,7 +21,7 @@ from bisectk.run.process import run_process
 pytest.importorskip("torch")
 
 PROBE = """
-import decimal, json, logging, os, signal, socket, threading, warnings
+import decimal, json, logging, os, signal, socket, subprocess, threading, warnings
 import numpy as np
 import torch
 print("BISECTK_RESULT " + json.dumps({
@@ -38,6 +38,8 @@ print("BISECTK_RESULT " + json.dumps({
     "threads_alive": threading.active_count(), "umask": oct(os.umask(0o022)),
     "affinity": sorted(os.sched_getaffinity(0)), "nice": os.getpriority(os.PRIO_PROCESS, 0),
     "log": [len(logging.root.handlers), logging.root.level, logging.root.manager.disable],
+    "child_env": subprocess.run(["sh", "-c", "echo ${LEAKED_C_VAR:-unset}"], capture_output=True,
+                                text=True).stdout.strip(),
 }))
 """
 
@@ -68,6 +70,8 @@ DIRTY = [
     ("json.dumps rebound", "import json; json.dumps = lambda *a, **k: 'patched'", True),
     ("the environment", "import os; os.environ['LEAKED_VAR'] = '1'", True),
     ("the umask", "import os; os.umask(0o077)", True),
+    # the C environment a child process inherits, set without os.environ knowing
+    ("the environment by os.putenv", "import os; os.putenv('LEAKED_C_VAR', '1')", True),
     ("a thread left running", "import threading, time; threading.Thread(target=time.sleep, args=(30,), "
                                "daemon=True).start()", False),
 ]

@@ -145,6 +145,25 @@ def _set_filters(v) -> None:
         mutated()   # the C side caches the filters' version
 
 
+_TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
+
+
+def _timers() -> tuple[bool, ...]:
+    """Which interval timers are pending: wall time (SIGALRM), and the CPU-time ones (SIGVTALRM,
+    SIGPROF, a sampling profiler's) that would fire in a later run of the worker."""
+    return tuple(signal.getitimer(t) != (0.0, 0.0) for t in _TIMERS)
+
+
+def _cancel_timers(v: tuple[bool, ...]) -> None:
+    for t, pending in zip(_TIMERS, v):
+        if not pending:
+            signal.setitimer(t, 0)
+
+
+def _show_timers(v: tuple[bool, ...]) -> str:
+    return ", ".join(n for n, pending in zip(("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF"), v) if pending) or "none"
+
+
 def _umask() -> int:
     old = os.umask(0)
     os.umask(old)
@@ -224,8 +243,7 @@ PROBES: list[Probe] = [
     Probe("signal handlers", "signal", _signals, _set_signals, _signals_same, _show_signals),
     Probe("the blocked signal mask", "signal", lambda: signal.pthread_sigmask(signal.SIG_BLOCK, []),
           lambda v: signal.pthread_sigmask(signal.SIG_SETMASK, v), show=lambda v: str(sorted(v))),
-    Probe("a pending alarm (setitimer)", "signal", lambda: signal.getitimer(signal.ITIMER_REAL) != (0.0, 0.0),
-          lambda v: signal.setitimer(signal.ITIMER_REAL, 0) if not v else None),
+    Probe("a pending timer (alarm, setitimer)", "signal", _timers, _cancel_timers, show=_show_timers),
     Probe("the socket default timeout", "socket", lambda: _m("socket").getdefaulttimeout(),
           lambda v: _m("socket").setdefaulttimeout(v)),
     Probe("warnings filters", "warnings", lambda: list(_m("warnings").filters), lambda v: _set_filters(v),

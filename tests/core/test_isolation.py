@@ -40,6 +40,8 @@ print("BISECTK_RESULT " + json.dumps({
     "log": [len(logging.root.handlers), logging.root.level, logging.root.manager.disable],
     "child_env": subprocess.run(["sh", "-c", "echo ${LEAKED_C_VAR:-unset}"], capture_output=True,
                                 text=True).stdout.strip(),
+    "timers": [signal.getitimer(t) != (0.0, 0.0) for t in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL,
+                                                             signal.ITIMER_PROF)],
 }))
 """
 
@@ -72,6 +74,9 @@ DIRTY = [
     ("the umask", "import os; os.umask(0o077)", True),
     # the C environment a child process inherits, set without os.environ knowing
     ("the environment by os.putenv", "import os; os.putenv('LEAKED_C_VAR', '1')", True),
+    # CPU-time timers: left pending, SIGVTALRM/SIGPROF would end a later run in the worker
+    ("a pending CPU-time timer", "import signal; signal.setitimer(signal.ITIMER_VIRTUAL, 100); "
+                                 "signal.setitimer(signal.ITIMER_PROF, 100)", True),
     ("a thread left running", "import threading, time; threading.Thread(target=time.sleep, args=(30,), "
                                "daemon=True).start()", False),
 ]

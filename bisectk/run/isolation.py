@@ -164,6 +164,28 @@ def _show_timers(v: tuple[bool, ...]) -> str:
     return ", ".join(n for n, pending in zip(("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF"), v) if pending) or "none"
 
 
+def _asyncio() -> tuple:
+    """asyncio's event loop policy and, for the default one, the main thread's loop and whether one
+    was set (after asyncio.run() get_event_loop() has none to give). A fresh import has no policy
+    yet: so does a worker where asyncio is not loaded, and a run that first imports it is put back
+    to that."""
+    ev = sys.modules.get("asyncio.events")
+    policy = getattr(ev, "_event_loop_policy", None)
+    local = getattr(policy, "_local", None)
+    return policy, getattr(local, "_loop", None), getattr(local, "_set_called", False)
+
+
+def _set_asyncio(v: tuple) -> None:
+    ev = sys.modules.get("asyncio.events")
+    if ev is None:
+        return
+    policy, loop, set_called = v
+    ev._event_loop_policy = policy
+    local = getattr(policy, "_local", None)
+    if local is not None:
+        local._loop, local._set_called = loop, set_called
+
+
 def _umask() -> int:
     old = os.umask(0)
     os.umask(old)
@@ -244,6 +266,8 @@ PROBES: list[Probe] = [
     Probe("the blocked signal mask", "signal", lambda: signal.pthread_sigmask(signal.SIG_BLOCK, []),
           lambda v: signal.pthread_sigmask(signal.SIG_SETMASK, v), show=lambda v: str(sorted(v))),
     Probe("a pending timer (alarm, setitimer)", "signal", _timers, _cancel_timers, show=_show_timers),
+    Probe("the asyncio event loop policy", "sys", _asyncio, _set_asyncio,
+          lambda a, b: a[0] is b[0] and a[1] is b[1] and a[2] == b[2], quiet=True),
     Probe("the socket default timeout", "socket", lambda: _m("socket").getdefaulttimeout(),
           lambda v: _m("socket").setdefaulttimeout(v)),
     Probe("warnings filters", "warnings", lambda: list(_m("warnings").filters), lambda v: _set_filters(v),

@@ -24,6 +24,13 @@ PROBE = """
 import decimal, json, logging, os, signal, socket, subprocess, threading, warnings
 import numpy as np
 import torch
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    import asyncio
+    try:   # a fresh process makes a loop here; after an asyncio.run() it has none to give
+        aio = [type(asyncio.get_event_loop_policy()).__name__, asyncio.get_event_loop().is_closed()]
+    except RuntimeError as exc:
+        aio = str(exc)
 print("BISECTK_RESULT " + json.dumps({
     "dtype": str(torch.get_default_dtype()), "grad": torch.is_grad_enabled(),
     "deterministic": torch.are_deterministic_algorithms_enabled(), "threads": torch.get_num_threads(),
@@ -40,6 +47,7 @@ print("BISECTK_RESULT " + json.dumps({
     "log": [len(logging.root.handlers), logging.root.level, logging.root.manager.disable],
     "child_env": subprocess.run(["sh", "-c", "echo ${LEAKED_C_VAR:-unset}"], capture_output=True,
                                 text=True).stdout.strip(),
+    "asyncio": aio,
     "timers": [signal.getitimer(t) != (0.0, 0.0) for t in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL,
                                                              signal.ITIMER_PROF)],
 }))
@@ -77,6 +85,13 @@ DIRTY = [
     # CPU-time timers: left pending, SIGVTALRM/SIGPROF would end a later run in the worker
     ("a pending CPU-time timer", "import signal; signal.setitimer(signal.ITIMER_VIRTUAL, 100); "
                                  "signal.setitimer(signal.ITIMER_PROF, 100)", True),
+    # asyncio's event loop policy: its current loop, closed, or none after asyncio.run(); a policy
+    # of the run's own. Put back without a word: every asyncio run changes it
+    ("the asyncio event loop", "import asyncio\nasync def main(): pass\nasyncio.run(main())", None),
+    ("a closed asyncio event loop", "import asyncio\nloop = asyncio.new_event_loop()\n"
+                                    "asyncio.set_event_loop(loop)\nloop.close()", None),
+    ("an asyncio event loop policy", "import asyncio\nclass Policy(asyncio.DefaultEventLoopPolicy): pass\n"
+                                     "asyncio.set_event_loop_policy(Policy())", None),
     ("a thread left running", "import threading, time; threading.Thread(target=time.sleep, args=(30,), "
                                "daemon=True).start()", False),
 ]

@@ -47,7 +47,7 @@ print("BISECTK_RESULT " + json.dumps({
     "log": [len(logging.root.handlers), logging.root.level, logging.root.manager.disable],
     "child_env": subprocess.run(["sh", "-c", "echo ${LEAKED_C_VAR:-unset}"], capture_output=True,
                                 text=True).stdout.strip(),
-    "asyncio": aio,
+    "asyncio": aio, "thread_hooks": [threading._trace_hook is None, threading._profile_hook is None],
     "timers": [signal.getitimer(t) != (0.0, 0.0) for t in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL,
                                                              signal.ITIMER_PROF)],
 }))
@@ -92,6 +92,9 @@ DIRTY = [
                                     "asyncio.set_event_loop(loop)\nloop.close()", None),
     ("an asyncio event loop policy", "import asyncio\nclass Policy(asyncio.DefaultEventLoopPolicy): pass\n"
                                      "asyncio.set_event_loop_policy(Policy())", None),
+    # what every thread started later is traced or profiled with (a coverage tool's, a profiler's)
+    ("threading.settrace and setprofile", "import threading; threading.settrace(lambda *a: None); "
+                                          "threading.setprofile(lambda *a: None)", True),
     ("a thread left running", "import threading, time; threading.Thread(target=time.sleep, args=(30,), "
                                "daemon=True).start()", False),
 ]

@@ -104,6 +104,11 @@ def _show_signals(d: dict) -> str:
                      if v not in (signal.SIG_DFL, signal.SIG_IGN, signal.default_int_handler)) or "defaults"
 
 
+def _show_func(v) -> str:
+    """A hook by its name, not its address: a run that installs a new one each time is one note."""
+    return "None" if v is None else getattr(v, "__qualname__", None) or type(v).__name__
+
+
 def _decimal_ctx():
     c = _m("decimal").getcontext()
     return (c.prec, c.rounding, c.Emin, c.Emax, c.capitals, c.clamp,
@@ -275,16 +280,19 @@ PROBES: list[Probe] = [
     Probe("the recursion limit", "sys", sys.getrecursionlimit, sys.setrecursionlimit),
     Probe("the thread switch interval", "sys", sys.getswitchinterval, sys.setswitchinterval),
     Probe("the int max str digits limit", "sys", sys.get_int_max_str_digits, sys.set_int_max_str_digits),
-    Probe("a trace function (sys.settrace)", "sys", sys.gettrace, sys.settrace, operator.is_),
-    Probe("a profile function (sys.setprofile)", "sys", sys.getprofile, sys.setprofile, operator.is_),
+    Probe("a trace function (sys.settrace)", "sys", sys.gettrace, sys.settrace, operator.is_, _show_func),
+    Probe("a profile function (sys.setprofile)", "sys", sys.getprofile, sys.setprofile, operator.is_,
+          _show_func),
     Probe("a trace function for new threads (threading.settrace)", "threading",
-          lambda: _m("threading")._trace_hook, lambda v: _m("threading").settrace(v), operator.is_),
+          lambda: _m("threading")._trace_hook, lambda v: _m("threading").settrace(v), operator.is_,
+          _show_func),
     Probe("a profile function for new threads (threading.setprofile)", "threading",
-          lambda: _m("threading")._profile_hook, lambda v: _m("threading").setprofile(v), operator.is_),
+          lambda: _m("threading")._profile_hook, lambda v: _m("threading").setprofile(v), operator.is_,
+          _show_func),
     Probe("import hooks (sys.meta_path)", "sys", lambda: list(sys.meta_path),
-          lambda v: sys.meta_path.__setitem__(slice(None), v)),
+          lambda v: sys.meta_path.__setitem__(slice(None), v), show=lambda v: ", ".join(map(_show_func, v))),
     Probe("path hooks (sys.path_hooks)", "sys", lambda: list(sys.path_hooks),
-          lambda v: sys.path_hooks.__setitem__(slice(None), v)),
+          lambda v: sys.path_hooks.__setitem__(slice(None), v), show=lambda v: ", ".join(map(_show_func, v))),
     Probe("the garbage collector switch", "gc", lambda: _m("gc").isenabled(),
           lambda v: _m("gc").enable() if v else _m("gc").disable()),
     Probe("the garbage collector thresholds", "gc", lambda: _m("gc").get_threshold(),

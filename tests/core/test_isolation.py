@@ -212,3 +212,19 @@ def test_with_hang_snapshots_the_warm_workers_compile_with_line_info(tmp_path):
             s.close()
     assert seen[2] == ("1", 0)                      # asked for it: warm, and it has it
     assert seen[0][0] != "1" and seen[0][1] == 0    # snapshots off: warm, without the cost
+
+
+def test_a_change_that_every_run_makes_is_said_once(tmp_path):
+    """Each run installs a new function (a trace hook, a lambda signal handler): the words that say
+    so name it, not its address, so the note is not repeated for every run."""
+    notes: list[str] = []
+    (tmp_path / "hooks.py").write_text(
+        "import signal, sys, threading\nthreading.settrace(lambda *a: None)\n"
+        "sys.setprofile(lambda *a: None)\nsignal.signal(signal.SIGUSR1, lambda *a: None)\n"
+        "class Finder:\n    def find_spec(self, *a):\n        return None\nsys.meta_path.append(Finder())\n"
+        "print('BISECTK_RESULT {}')\n")
+    with WorkerPool(gpus=None, preload=(), spares=1, ready_timeout=120, on_note=notes.append) as p:
+        for _ in range(3):
+            raw = run_command(p, [sys.executable, "hooks.py"], cwd=tmp_path, timeout=120)
+            assert raw.exit_code == 0 and "put back" in raw.isolation, (raw.stderr, raw.isolation)
+    assert len([n for n in notes if "put back" in n]) == 1, notes

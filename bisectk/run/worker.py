@@ -148,6 +148,7 @@ def _run_request(req: dict, baseline=None) -> dict:
     argv = req["argv"]
     script = os.path.abspath(os.path.join(req.get("cwd") or os.getcwd(), argv[0]))
     saved = {"cwd": os.getcwd(), "argv": sys.argv[:], "path": sys.path[:], "env": dict(os.environ),
+             "environ": os.environ,
              "stdout": sys.stdout, "stderr": sys.stderr, "modules": set(sys.modules),
              "bytecode": sys.dont_write_bytecode}
     fd_in, fd_out, fd_err = os.dup(0), os.dup(1), os.dup(2)
@@ -278,6 +279,9 @@ def _put_back(req: dict, saved: dict, script: str) -> tuple[list[str], list[str]
     (what this run had changed of it, the directories of the run's own modules)."""
     from bisectk.run import lifecycle
     routine = []   # what the worker puts back after every run anyway, when the run changed it
+    if os.environ is not saved["environ"]:   # `os.environ = {...}`: no later change would reach a child
+        routine.append("os.environ (replaced)")
+        os.environ = saved["environ"]
     if dict(os.environ) != {**saved["env"], **(req.get("env") or {})}:
         routine.append("the environment (os.environ)")
     try:

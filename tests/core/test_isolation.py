@@ -42,6 +42,7 @@ print("BISECTK_RESULT " + json.dumps({
     "sigterm": str(signal.getsignal(signal.SIGTERM)),
     "warnings": [list(map(str, f[:1])) for f in warnings.filters[:3]],
     "json_dumps": json.dumps.__module__, "env": os.environ.get("LEAKED_VAR"),
+    "environ": [type(os.environ).__name__, os.environ is not os.environb and type(os.environb).__name__],
     "threads_alive": threading.active_count(), "umask": oct(os.umask(0o022)),
     "affinity": sorted(os.sched_getaffinity(0)), "nice": os.getpriority(os.PRIO_PROCESS, 0),
     "log": [len(logging.root.handlers), logging.root.level, logging.root.manager.disable],
@@ -80,6 +81,7 @@ DIRTY = [
     ("json.dumps rebound", "import json; json.dumps = lambda *a, **k: 'patched'", True),
     ("the environment", "import os; os.environ['LEAKED_VAR'] = '1'", True),
     ("the umask", "import os; os.umask(0o077)", True),
+    ("os.environ replaced", "import os; os.environ = dict(os.environ); os.environb = {}", True),
     # the C environment a child process inherits, set without os.environ knowing
     ("the environment by os.putenv", "import os; os.putenv('LEAKED_C_VAR', '1')", True),
     # CPU-time timers: left pending, SIGVTALRM/SIGPROF would end a later run in the worker

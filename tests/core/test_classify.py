@@ -186,3 +186,16 @@ def test_under_git_bisect_runs_protocol_a_source_that_does_not_parse_is_a_failur
     assert Target.of([broken]).matches(broken) and not Target.of([broken]).matches(plain)
     ptxas = classify_run(raw(exit_code=2, stderr="ptxas error   : Entry function uses too much shared data\n"), git)
     assert ptxas.failed == broken.failed
+
+
+@pytest.mark.parametrize("value, bound, kind, shown", [
+    (1.0003e-4, 1e-4, "max", "rel_err 0.00010003 > 0.0001"),
+    (0.0010000000000000002, 1e-3, "max", "rel_err 0.0010000000000000002 > 0.001"),
+    (0.99989, 0.9999, "min", "rel_err 0.99989 < 0.9999"),
+    (0.01000000002, 0.01000000001, "max", "rel_err 0.01000000002 > 0.01000000001"),
+    (2.7, 1e-4, "max", "rel_err 2.7 > 0.0001"),
+])
+def test_a_value_just_past_its_bound_is_shown_with_the_digits_that_tell_them_apart(value, bound, kind, shown):
+    """'rel_err 0.0001 > 0.0001' says nothing: a value near the tolerance gets the digits it needs."""
+    r = classify_run(raw(stdout='BISECTK_RESULT {"rel_err": %r}\n' % value), Judge([Threshold("rel_err", **{kind: bound})]))
+    assert r.kind is FailKind.WRONG and r.signature == shown

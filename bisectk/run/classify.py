@@ -151,6 +151,16 @@ def _integer(text: str) -> int | float:
     return int(text) if len(text.lstrip("-")) <= 308 else float(text)
 
 
+def says_not_ok(ok) -> bool:
+    """Whether the subject's `"ok"` declares a wrong result: false, and the spellings a subject
+    that has no JSON boolean at hand writes for it (`"ok": 0` from a C printf, `"ok": "false"`)."""
+    if ok is False:
+        return True
+    if isinstance(ok, (int, float)) and not isinstance(ok, bool):
+        return ok == 0
+    return isinstance(ok, str) and ok.strip().lower() in ("false", "0")
+
+
 def parse_result(stdout: str) -> dict | None:
     """Metrics from the last `BISECTK_RESULT {json}` line; None if absent or malformed (nested too
     deeply to decode included)."""
@@ -336,7 +346,7 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
             violation = t.violation(metrics[t.metric])
             if violation:
                 violations.append((violation, check_text(t)))
-    if metrics.get("ok") is False:
+    if says_not_ok(metrics.get("ok")):
         # the subject's own verdict, plus whichever thresholds it also broke: a NaN run that says
         # ok=false and an inf run that does not are the same failure when both break rel_err
         return Run(Outcome.FAIL, FailKind.WRONG, signature=str(metrics.get("error") or "subject reported a wrong result"),

@@ -199,3 +199,16 @@ def test_a_value_just_past_its_bound_is_shown_with_the_digits_that_tell_them_apa
     """'rel_err 0.0001 > 0.0001' says nothing: a value near the tolerance gets the digits it needs."""
     r = classify_run(raw(stdout='BISECTK_RESULT {"rel_err": %r}\n' % value), Judge([Threshold("rel_err", **{kind: bound})]))
     assert r.kind is FailKind.WRONG and r.signature == shown
+
+
+@pytest.mark.parametrize("ok", ["false", "0", 0, 0.0, '"false"', '"False"', '"0"'])
+def test_a_subject_that_says_not_ok_in_another_spelling_is_wrong_not_a_pass(ok):
+    """`"ok": 0` (a C or C++ subject's printf of a bool) and `"ok": "false"` say what `"ok": false`
+    says: a wrong result, never a pass."""
+    r = classify_run(raw(stdout='BISECTK_RESULT {"rel_err": 0, "ok": %s}\n' % ok), JUDGE)
+    assert r.kind is FailKind.WRONG, r
+
+
+@pytest.mark.parametrize("ok", ["true", "1", '"true"', "null"])
+def test_a_subject_that_says_ok_passes(ok):
+    assert classify_run(raw(stdout='BISECTK_RESULT {"rel_err": 0, "ok": %s}\n' % ok), JUDGE).outcome is Outcome.PASS

@@ -334,12 +334,15 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
             signature = signature or last_exception(text) or f"exit {raw.exit_code}"
         name = crash_name(signature, raw.signal or shell_signal, raw.exit_code)
         return Run(Outcome.FAIL, FailKind.CRASH, signature=signature, failed=(name,), **common)
-    metrics = parse_result(raw.result or raw.stdout)   # the line caught wherever it was, else the tail
+    out = raw.result or raw.stdout   # the line caught wherever it was, else the tail
+    metrics = parse_result(out)
     if metrics is None:
         metrics = {}
         if judge.thresholds:
-            return Run(Outcome.UNRESOLVED, reason=Reason.INFRA,
-                       signature=f"no {RESULT_TAG} line in stdout", **common)
+            line = next((ln for ln in reversed(out.splitlines()) if ln.startswith(RESULT_TAG)), None)
+            said = (f"{RESULT_TAG} line is not a JSON object: {line[len(RESULT_TAG):].strip()[:60]!r}"
+                    if line is not None else f"no {RESULT_TAG} line in stdout")
+            return Run(Outcome.UNRESOLVED, reason=Reason.INFRA, signature=said, **common)
     violations: list[tuple[str, str]] = []  # (signature text, check)
     for t in judge.thresholds:
         if t.metric in metrics:

@@ -212,3 +212,9 @@ def test_a_subject_that_says_not_ok_in_another_spelling_is_wrong_not_a_pass(ok):
 @pytest.mark.parametrize("ok", ["true", "1", '"true"', "null"])
 def test_a_subject_that_says_ok_passes(ok):
     assert classify_run(raw(stdout='BISECTK_RESULT {"rel_err": 0, "ok": %s}\n' % ok), JUDGE).outcome is Outcome.PASS
+
+
+@pytest.mark.parametrize("line", ['BISECTK_RESULT {"rel_err": 0', "BISECTK_RESULT []", "BISECTK_RESULT rel_err=0"])
+def test_a_result_line_that_is_no_json_object_is_said_as_such_not_missing(line):
+    r = classify_run(raw(stdout=line + "\n"), JUDGE)
+    assert r.reason is Reason.INFRA and "not a JSON object" in r.signature and "no BISECTK_RESULT" not in r.signature

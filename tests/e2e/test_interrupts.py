@@ -170,3 +170,21 @@ def test_a_triage_interrupted_during_its_first_run_says_so(tmp_path):
     assert p.returncode == 130, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
     said = [line for line in p.stderr.splitlines() if line.strip()]
     assert said and said[-1].startswith("bisectk: interrupted") and "ledger" in said[-1], p.stderr
+
+
+def test_an_interrupt_while_the_bad_endpoint_runs_beside_the_good_one_stops_it_at_once(tmp_path):
+    """--jobs 2: the bad endpoint's first run is begun beside the good endpoint's, in a thread, and
+    the endpoint check waits for it. A Ctrl-C then stops the run at once, as it does at --jobs 1
+    (exit 130), not after the run's whole watchdog (here 120 s) and then as an interrupted search."""
+    import time
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text("import sys, time\nif sys.argv[1] == 'bad':\n    time.sleep(600)\n"
+                                   "print('BISECTK_RESULT {\"err\": 0}')\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "beside"\n[subject]\ncommand = ["python", "s.py", "{m}", "{x}"]\ntimeout = 120\n'
+                    '[oracle]\nmetric = "err"\nmax = 0.5\n[good]\nm = "good"\nx = 0\n[bad]\nm = "bad"\nx = 1\n')
+    t0 = time.monotonic()
+    p = ablate_interrupted(spec, tmp_path, "bisectk.engine.endpoints:_reproduced", 1, "--jobs", "2")
+    assert p.returncode == 130 and "interrupted before the endpoints were verified" in p.stderr, p.stderr[-1500:]
+    assert time.monotonic() - t0 < 60, p.stderr[-1500:]
+

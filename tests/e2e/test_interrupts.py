@@ -188,3 +188,22 @@ def test_an_interrupt_while_the_bad_endpoint_runs_beside_the_good_one_stops_it_a
     assert p.returncode == 130 and "interrupted before the endpoints were verified" in p.stderr, p.stderr[-1500:]
     assert time.monotonic() - t0 < 60, p.stderr[-1500:]
 
+
+def test_an_interrupt_that_leaves_runs_under_way_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """--jobs 3: a Ctrl-C in the search leaves by the report without waiting for the runs made
+    ahead (daemon threads; their supervisors end the subjects once bisectk is gone). Their
+    temporary files (a cold run's import record) are bisectk's own: removed as it exits, not left
+    in /tmp for some later bisectk to sweep."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text("import sys, time\nif sys.argv[1] == 'bad':\n    time.sleep(600)\n"
+                                   "print('BISECTK_RESULT {\"err\": 0}')\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "ahead"\n[subject]\ncommand = ["python", "s.py", "{m}", "{x}", "{y}"]\ntimeout = 120\n'
+                    '[oracle]\nmetric = "err"\nmax = 0.5\n[good]\nm = "good"\nx = 0\ny = 0\n'
+                    '[bad]\nm = "bad"\nx = 1\ny = 1\n')
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    p = ablate_interrupted(spec, tmp_path, "bisectk.engine.endpoints:_reproduced", 1, "--jobs", "3")
+    assert p.returncode == 130, p.stderr[-1500:]
+    assert not [e.name for e in tmp.iterdir() if e.name.startswith("bisectk-")], p.stderr[-1500:]

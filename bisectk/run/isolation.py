@@ -384,6 +384,29 @@ class Baseline:
                 self.modules[name] = mod
                 self.spaces[name] = dict(ns)
 
+    def planted(self) -> list[str]:
+        """What the run put into a module it imported first (one not yet in the baseline, whose
+        namespace before the run's changes nobody saw): a public attribute holding a function or
+        class of the run's own script (`colorsys.rgb_to_hsv = lambda ...`), or a mock it left
+        patched in. A later run's import would get the module so patched: it cannot be put back."""
+        out = []
+        for name, mod in list(sys.modules.items()):
+            if name in self.modules or name in SKIP_MODULES:
+                continue
+            ns = getattr(mod, "__dict__", None)
+            if not isinstance(ns, dict):
+                continue
+            for k, v in list(ns.items()):
+                if k.startswith("_") or _is_module(v):
+                    continue
+                try:
+                    mine = getattr(v, "__module__", None) == "__main__" or type(v).__module__ == "unittest.mock"
+                except Exception:
+                    mine = False
+                if mine:
+                    out.append(f"{name}.{k} set by the run in a module it imported")
+        return out
+
     def adopt_new_modules(self) -> None:
         """Modules first imported by the run that stay loaded join the baseline as they are."""
         self._take_namespaces([(n, m) for n, m in list(sys.modules.items()) if n not in self.modules])

@@ -310,6 +310,9 @@ def _restore_state(baseline, modules_before: set[str], routine: list[str]) -> tu
     new_packages = set(sys.modules) - modules_before
     changed, stuck = baseline.restore(adopt_wrappers=bool(new_packages))
     changed = routine + changed
+    planted = baseline.planted()
+    changed += planted
+    stuck += planted
     patched = [c for c in changed if c.endswith((" rebound", " added", " removed", " wrapped"))]
     if patched and new_packages:
         # a package imported by this run may have patched the preloaded ones on import; put back,

@@ -230,3 +230,18 @@ def test_a_change_that_every_run_makes_is_said_once(tmp_path):
             raw = run_command(p, [sys.executable, "hooks.py"], cwd=tmp_path, timeout=120)
             assert raw.exit_code == 0 and "put back" in raw.isolation, (raw.stderr, raw.isolation)
     assert len([n for n in notes if "put back" in n]) == 1, notes
+
+
+@pytest.mark.parametrize("patch", ["colorsys.rgb_to_hsv = lambda r, g, b: (0, 0, 0)",
+                                   "from unittest import mock; mock.patch('colorsys.rgb_to_hsv').start()"])
+def test_a_module_the_run_imported_first_and_patched_is_not_served_to_the_next_run(tmp_path, patch):
+    """The worker never saw the module before the run patched it, so it cannot put it back: the
+    worker retires, and the next run imports the module as a fresh process does."""
+    (tmp_path / "patch.py").write_text(f"import colorsys\n{patch}\nprint('BISECTK_RESULT {{}}')\n")
+    (tmp_path / "probe.py").write_text("import colorsys\nprint('BISECTK_RESULT {\"m\": \"%s\"}' % "
+                                       "(type(colorsys.rgb_to_hsv).__module__ + colorsys.rgb_to_hsv.__module__))\n")
+    with WorkerPool(gpus=None, preload=(), spares=1, ready_timeout=120) as p:
+        dirty = run_command(p, [sys.executable, "patch.py"], cwd=tmp_path, timeout=120)
+        assert dirty.exit_code == 0 and "cannot be put back" in dirty.isolation, (dirty.stderr, dirty.isolation)
+        probe = run_command(p, [sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
+        assert result(probe) == {"m": "builtinscolorsys"}, probe.stdout

@@ -149,7 +149,7 @@ def _run_request(req: dict, baseline=None) -> dict:
     script = os.path.abspath(os.path.join(req.get("cwd") or os.getcwd(), argv[0]))
     saved = {"cwd": os.getcwd(), "argv": sys.argv[:], "path": sys.path[:], "env": dict(os.environ),
              "environ": os.environ,
-             "stdout": sys.stdout, "stderr": sys.stderr, "modules": set(sys.modules),
+             "stdin": sys.stdin, "stdout": sys.stdout, "stderr": sys.stderr, "modules": set(sys.modules),
              "bytecode": sys.dont_write_bytecode}
     fd_in, fd_out, fd_err = os.dup(0), os.dup(1), os.dup(2)
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -165,6 +165,9 @@ def _run_request(req: dict, baseline=None) -> dict:
         os.dup2(devnull, 0)  # the script must not eat the worker's requests
         os.dup2(f_out.fileno(), 1)
         os.dup2(f_err.fileno(), 2)
+        # the run's own sys.stdin (on /dev/null, as a fresh process's): the worker's is its request
+        # stream, which a run must neither close nor leave replaced (`sys.stdin = io.StringIO(...)`)
+        sys.stdin = open(0, "r", closefd=False, encoding="utf-8", errors="replace")
         sys.stdout = open(1, "w", buffering=1, closefd=False, encoding="utf-8", errors="replace")
         sys.stderr = open(2, "w", buffering=1, closefd=False, encoding="utf-8", errors="replace")
         if req.get("cwd"):
@@ -205,7 +208,7 @@ def _run_request(req: dict, baseline=None) -> dict:
             os.close(fd)
         f_out.close()
         f_err.close()
-        sys.stdout, sys.stderr = saved["stdout"], saved["stderr"]
+        sys.stdin, sys.stdout, sys.stderr = saved["stdin"], saved["stdout"], saved["stderr"]
         routine, roots = _put_back(req, saved, script)
         imported = loaded_files() if req.get("imports") else []
         native = False

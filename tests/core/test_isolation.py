@@ -245,3 +245,20 @@ def test_a_module_the_run_imported_first_and_patched_is_not_served_to_the_next_r
         assert dirty.exit_code == 0 and "cannot be put back" in dirty.isolation, (dirty.stderr, dirty.isolation)
         probe = run_command(p, [sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
         assert result(probe) == {"m": "builtinscolorsys"}, probe.stdout
+
+
+@pytest.mark.parametrize("code", ["import io, sys; sys.stdin = io.StringIO('left by the run')",
+                                  "import sys; sys.stdin.close()"])
+def test_a_run_that_replaces_or_closes_sys_stdin_leaves_the_next_run_an_empty_stdin(tmp_path, code):
+    """A fresh process's sys.stdin reads /dev/null: the next run in the worker reads '' too, not
+    the text a run left there, nor a closed file (the worker's own request stream, before)."""
+    (tmp_path / "dirty.py").write_text(code + "\nprint('BISECTK_RESULT {}')\n")
+    (tmp_path / "probe.py").write_text("import json, sys\n"
+                                       "print('BISECTK_RESULT ' + json.dumps({'stdin': sys.stdin.read()}))\n")
+    with WorkerPool(gpus=None, preload=(), spares=1, ready_timeout=120) as p:
+        for _ in range(2):
+            dirty = run_command(p, [sys.executable, "dirty.py"], cwd=tmp_path, timeout=120)
+            assert dirty.exit_code == 0, dirty.stderr
+            probe = run_command(p, [sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
+            assert probe.exit_code == 0 and result(probe) == {"stdin": ""}, (probe.stdout, probe.stderr)
+        assert p.stats["cold_runs"] == 0

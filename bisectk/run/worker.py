@@ -148,7 +148,7 @@ def _run_request(req: dict, baseline=None) -> dict:
     argv = req["argv"]
     script = os.path.abspath(os.path.join(req.get("cwd") or os.getcwd(), argv[0]))
     saved = {"cwd": os.getcwd(), "argv": sys.argv[:], "path": sys.path[:], "env": dict(os.environ),
-             "environ": os.environ,
+             "environ": os.environ, "zone": _zone(),
              "stdin": sys.stdin, "stdout": sys.stdout, "stderr": sys.stderr, "modules": set(sys.modules),
              "bytecode": sys.dont_write_bytecode}
     fd_in, fd_out, fd_err = os.dup(0), os.dup(1), os.dup(2)
@@ -277,6 +277,11 @@ def _exec_script(script: str) -> tuple[int, str]:
     return 0, ""
 
 
+def _zone() -> tuple:
+    """What time.tzset() last set (time's attributes follow the C library's zone)."""
+    return time.timezone, time.altzone, time.daylight, time.tzname
+
+
 def _put_back(req: dict, saved: dict, script: str) -> tuple[list[str], list[str]]:
     """Put back what every run may change (cwd, argv, sys.path, environment, bytecode flag):
     (what this run had changed of it, the directories of the run's own modules)."""
@@ -301,6 +306,9 @@ def _put_back(req: dict, saved: dict, script: str) -> tuple[list[str], list[str]
     os.environ.update(saved["env"])
     if lifecycle.sync_c_environ():
         routine.append("the C environment (os.putenv, os.unsetenv)")
+    if _zone() != saved["zone"]:   # TZ and time.tzset(): the C library's zone, for time.localtime()
+        time.tzset()
+        routine.append("the time zone (time.tzset)")
     sys.dont_write_bytecode = saved["bytecode"]
     return routine, roots
 

@@ -262,3 +262,18 @@ def test_a_run_that_replaces_or_closes_sys_stdin_leaves_the_next_run_an_empty_st
             probe = run_command(p, [sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
             assert probe.exit_code == 0 and result(probe) == {"stdin": ""}, (probe.stdout, probe.stderr)
         assert p.stats["cold_runs"] == 0
+
+
+def test_a_run_that_moves_the_time_zone_leaves_the_next_run_in_the_workers_own(tmp_path):
+    """TZ set and time.tzset() called: the environment and time's attributes are put back, and so
+    is the C library's zone that time.localtime() reads (a later run read Tokyo's hours)."""
+    (tmp_path / "tz.py").write_text("import os, time\nos.environ['TZ'] = 'Asia/Tokyo'\ntime.tzset()\n"
+                                    "print('BISECTK_RESULT {}')\n")
+    (tmp_path / "probe.py").write_text("import json, time\nprint('BISECTK_RESULT ' + json.dumps({'hour': "
+                                       "time.localtime(0).tm_hour, 'zone': list(time.tzname)}))\n")
+    fresh = result(run_process([sys.executable, str(tmp_path / "probe.py")], timeout=120))
+    with WorkerPool(gpus=None, preload=(), spares=1, ready_timeout=120) as p:
+        for script in ("probe.py", "tz.py"):   # the second run imports nothing new: put back, not retired
+            assert run_command(p, [sys.executable, script], cwd=tmp_path, timeout=120).exit_code == 0
+        probe = run_command(p, [sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
+        assert result(probe) == fresh, (probe.stdout, probe.stderr)

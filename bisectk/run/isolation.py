@@ -255,8 +255,26 @@ def _logging_same(a, b) -> bool:
     return len(a[0]) == len(b[0]) and all(x is y for x, y in zip(a[0], b[0])) and a[1:] == b[1:]
 
 
+def _ids() -> tuple:
+    return os.getresuid(), os.getresgid(), sorted(os.getgroups())
+
+
+def _set_ids(v: tuple) -> None:
+    """The user first (a run's seteuid(nobody) leaves the real and saved ids root: root again, it
+    may set the rest); what cannot be had back (setuid as root drops all three) stays, and the
+    worker retires."""
+    uids, gids, groups = v
+    if os.getresuid() != uids:
+        os.setresuid(*uids)
+    if os.getresgid() != gids:
+        os.setresgid(*gids)
+    if sorted(os.getgroups()) != groups:
+        os.setgroups(groups)
+
+
 PROBES: list[Probe] = [
     Probe("the working directory", "os", os.getcwd, os.chdir),
+    Probe("the user and group ids", "os", _ids, _set_ids),
     Probe("the CPU affinity", "os", lambda: os.sched_getaffinity(0), lambda v: os.sched_setaffinity(0, v),
           show=lambda v: f"{len(v)} CPUs"),
     Probe("the scheduling priority (nice)", "os", lambda: os.getpriority(os.PRIO_PROCESS, 0),

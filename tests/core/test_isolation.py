@@ -277,3 +277,21 @@ def test_a_run_that_moves_the_time_zone_leaves_the_next_run_in_the_workers_own(t
             assert run_command(p, [sys.executable, script], cwd=tmp_path, timeout=120).exit_code == 0
         probe = run_command(p, [sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
         assert result(probe) == fresh, (probe.stdout, probe.stderr)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing ids needs root")
+@pytest.mark.parametrize("code, restorable", [("os.seteuid(65534)", True), ("os.setegid(65534)", True),
+                                              ("os.setuid(65534)", False)])
+def test_a_run_that_changes_its_user_or_group_leaves_the_next_run_as_fresh(tmp_path, code, restorable):
+    """As root, seteuid(nobody) leaves the real and saved ids root: the ids are put back; setuid
+    drops all three, and the worker retires. Before, the next run in the worker ran as nobody (or
+    the worker broke: 'crash (exit None)')."""
+    (tmp_path / "ids.py").write_text(f"import os\n{code}\nprint('BISECTK_RESULT {{}}')\n")
+    (tmp_path / "probe.py").write_text("import json, os\nprint('BISECTK_RESULT ' + json.dumps({'ids': "
+                                       "[os.getresuid(), os.getresgid()]}))\n")
+    with WorkerPool(gpus=None, preload=(), spares=1, ready_timeout=120) as p:
+        dirty = run_command(p, [sys.executable, "ids.py"], cwd=tmp_path, timeout=120)
+        assert dirty.exit_code == 0 and ("put back" if restorable else "cannot be put back") in dirty.isolation, \
+            (dirty.stderr, dirty.isolation)
+        probe = run_command(p, [sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
+        assert result(probe) == {"ids": [[0, 0, 0], [0, 0, 0]]}, probe.stdout

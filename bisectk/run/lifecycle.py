@@ -25,6 +25,9 @@ clear_main -- the run's module globals cleared as an interpreter's exit clears t
              and 2 are still the run's: a file object it never flushed is flushed.
 ExitHooks  -- atexit handlers the run registers, run at its end, last registered first, as an
              interpreter's exit would (the worker's own handlers are not touched).
+held_locks -- the file locks (flock, fcntl) this process holds, from /proc/locks: one a run left
+             held on a descriptor it never closed dies with a fresh process, but would outlive the
+             run in a worker, and the next run taking it would wait forever: the worker retires.
 c_environ  -- the C library's environment, which os.putenv/os.unsetenv change without os.environ
              knowing and a child process (subprocess, os.system) inherits: made os.environ's again.
 join_threads -- the run's non-daemon threads waited for, as threading._shutdown does at exit (idle
@@ -100,6 +103,24 @@ def reseed() -> None:
             torch.seed()
         except Exception:
             pass
+
+
+# -- file locks ---------------------------------------------------------------------------------
+def held_locks() -> int:
+    """How many file locks /proc/locks lists for this process (0 off Linux)."""
+    me = str(os.getpid())
+    n = 0
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as f:
+            for line in f:
+                parts = line.split()
+                if "->" in parts:   # a waiter, blocked on a lock: not held
+                    continue
+                if len(parts) > 4 and parts[4] == me:
+                    n += 1
+    except OSError:
+        pass
+    return n
 
 
 # -- the C environment ---------------------------------------------------------------------------

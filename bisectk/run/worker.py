@@ -158,6 +158,7 @@ def _run_request(req: dict, baseline=None) -> dict:
     code, error = 0, ""
     shadow = hooks = None
     mapped = lifecycle.mapped_objects()
+    locks = lifecycle.held_locks()
     t0 = time.perf_counter()
     try:
         sys.stdout.flush()
@@ -229,6 +230,10 @@ def _run_request(req: dict, baseline=None) -> dict:
     libs = lifecycle.own_native(mapped, lifecycle.mapped_objects(), roots)
     if libs:
         what = f"a shared library the run loaded ({', '.join(map(os.path.basename, libs[:3]))})"
+        changed.append(what)
+        stuck.append(what)
+    if lifecycle.held_locks() > locks:
+        what = "a file lock the run left held (on a descriptor it never closed)"
         changed.append(what)
         stuck.append(what)
     return {"exit_code": code, "duration_s": duration, "error": error, "poisoned": poisoned,

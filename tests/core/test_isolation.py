@@ -295,3 +295,17 @@ def test_a_run_that_changes_its_user_or_group_leaves_the_next_run_as_fresh(tmp_p
             (dirty.stderr, dirty.isolation)
         probe = run_command(p, [sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
         assert result(probe) == {"ids": [[0, 0, 0], [0, 0, 0]]}, probe.stdout
+
+
+def test_a_run_that_leaves_a_file_lock_held_retires_its_worker(tmp_path):
+    """A lock taken on a descriptor the run never closed dies with a fresh process; in a worker it
+    would outlive the run and the next run that takes it would wait forever (a hang only warm)."""
+    take = ("import fcntl, os, sys\nfd = os.open('lock', os.O_CREAT | os.O_RDWR)\n"
+            "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\nexcept BlockingIOError:\n    sys.exit(9)\n"
+            "print('BISECTK_RESULT {}')\n")
+    (tmp_path / "take.py").write_text(take)
+    with WorkerPool(gpus=None, preload=(), spares=1, ready_timeout=120) as p:
+        first = run_command(p, [sys.executable, "take.py"], cwd=tmp_path, timeout=120)
+        assert first.exit_code == 0 and "cannot be put back" in first.isolation, (first.stderr, first.isolation)
+        again = run_command(p, [sys.executable, "take.py"], cwd=tmp_path, timeout=120)
+        assert again.exit_code == 0, "the lock outlived its run"

@@ -38,6 +38,7 @@ of its own does.
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import json
 import os
@@ -148,7 +149,7 @@ def _run_request(req: dict, baseline=None) -> dict:
     argv = req["argv"]
     script = os.path.abspath(os.path.join(req.get("cwd") or os.getcwd(), argv[0]))
     saved = {"cwd": os.getcwd(), "argv": sys.argv[:], "path": sys.path[:], "env": dict(os.environ),
-             "environ": os.environ, "zone": _zone(),
+             "environ": os.environ, "zone": _zone(), "import": builtins.__import__,
              "stdin": sys.stdin, "stdout": sys.stdout, "stderr": sys.stderr, "modules": set(sys.modules),
              "bytecode": sys.dont_write_bytecode}
     fd_in, fd_out, fd_err = os.dup(0), os.dup(1), os.dup(2)
@@ -188,6 +189,9 @@ def _run_request(req: dict, baseline=None) -> dict:
         lifecycle.join_threads(threads)
         hooks.run()
     finally:
+        if builtins.__import__ is not saved["import"]:   # before the worker's own imports below
+            builtins.__import__ = saved["import"]
+            saved["import_replaced"] = True
         if hooks is not None:
             hooks.detach()
         if shadow is not None:
@@ -311,6 +315,8 @@ def _put_back(req: dict, saved: dict, script: str) -> tuple[list[str], list[str]
     os.environ.update(saved["env"])
     if lifecycle.sync_c_environ():
         routine.append("the C environment (os.putenv, os.unsetenv)")
+    if saved.get("import_replaced"):
+        routine.append("builtins.__import__ (replaced)")
     if _zone() != saved["zone"]:   # TZ and time.tzset(): the C library's zone, for time.localtime()
         time.tzset()
         routine.append("the time zone (time.tzset)")

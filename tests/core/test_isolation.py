@@ -309,3 +309,20 @@ def test_a_run_that_leaves_a_file_lock_held_retires_its_worker(tmp_path):
         assert first.exit_code == 0 and "cannot be put back" in first.isolation, (first.stderr, first.isolation)
         again = run_command(p, [sys.executable, "take.py"], cwd=tmp_path, timeout=120)
         assert again.exit_code == 0, "the lock outlived its run"
+
+
+def test_a_run_that_replaces_builtins_import_is_judged_as_it_ran_and_leaves_the_next_run_its_own(tmp_path):
+    """builtins.__import__ replaced by a function of the run's script: the worker's own imports
+    after the run went through it (its globals cleared at the run's end: the worker broke and the
+    run read 'exit None'), and later runs would import through it."""
+    (tmp_path / "hook.py").write_text(
+        "import builtins\n_orig = builtins.__import__\n"
+        "def imp(name, *a, **k):\n    if name == 'colorsys':\n        raise ImportError('blocked')\n"
+        "    return _orig(name, *a, **k)\nbuiltins.__import__ = imp\nprint('BISECTK_RESULT {}')\n")
+    (tmp_path / "probe.py").write_text("import colorsys\nprint('BISECTK_RESULT {}')\n")
+    with WorkerPool(gpus=None, preload=(), spares=1, ready_timeout=120) as p:
+        hooked = run_command(p, [sys.executable, "hook.py"], cwd=tmp_path, timeout=120)
+        assert hooked.exit_code == 0 and "put back" in hooked.isolation, (hooked.stderr, hooked.isolation)
+        probe = run_command(p, [sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
+        assert probe.exit_code == 0, probe.stderr
+        assert p.stats["cold_runs"] == 0

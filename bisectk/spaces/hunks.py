@@ -21,7 +21,8 @@ diff_paths   -- GOOD and BAD, two files or two trees -> hunks (ignoring .git, __
 split_lines  -- the finer pass: a text hunk -> one sub-hunk per deleted, inserted or replaced
                 line, so a search can refine inside a culprit hunk.
 Scratch      -- a working copy of GOOD; `apply(hunks)` resets it and applies a subset, rewriting
-                only the files whose content must change. `materialise` is the one-call form.
+                only the files whose content must change; given BAD, a directory a deletion empties
+                goes unless BAD has it too (`old/` renamed `new/`). `materialise` is the one-call form.
 unified_diff -- a set of hunks as one git-style unified diff that `patch -p1` applies to GOOD.
 
 Errors (a missing path, a file given against a directory, identical inputs, overlapping hunks, a
@@ -503,8 +504,10 @@ class Scratch:
 
     MARKER = ".bisectk/scratch"
 
-    def __init__(self, good: str | Path, root: str | Path | None = None, keep_created: bool = True):
+    def __init__(self, good: str | Path, root: str | Path | None = None, keep_created: bool = True,
+                 bad: str | Path | None = None):
         self.keep_created = keep_created
+        self.bad = Path(bad).resolve() if bad is not None else None     # its directories outlive a deletion
         # rel -> (mtime, mode) as the last apply left it ('' the root), parents before children
         self._dirs: dict[str, tuple[int, int]] = {}
         self._kept: set[str] = set()        # what a build made (`mark`): never swept
@@ -720,9 +723,12 @@ class Scratch:
             self._dirty[rel] = entry
 
     def _prune(self, d: Path) -> None:
-        """Remove directories left empty by a deletion, unless GOOD has them."""
-        while (d != self.root and not any(d.iterdir())
-               and not (self.good / d.relative_to(self.root)).is_dir()):
+        """Remove directories left empty by a deletion, unless GOOD has them and BAD (when known)
+        does too: `old/` renamed `new/` goes with its last file, as it is gone from BAD."""
+        def kept(rel: Path) -> bool:
+            return all((tree / rel).is_dir() and not (tree / rel).is_symlink()
+                       for tree in (self.good, self.bad) if tree is not None)
+        while d != self.root and not any(d.iterdir()) and not kept(d.relative_to(self.root)):
             d.rmdir()
             d = d.parent
 

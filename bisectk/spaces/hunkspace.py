@@ -54,7 +54,7 @@ class HunkSpace:
         self.order: dict[str, int] = {h.id: i for i, h in enumerate(self.hunks)}
         self.base = dict(base or {})
         self.subdir = Path(subdir)
-        self.scratch = Scratch(good, scratch_root, keep_created=keep_created)
+        self.scratch = Scratch(good, scratch_root, keep_created=keep_created, bad=bad)
         digest = hashlib.sha256()
         for h in self.hunks:
             digest.update(h.unified().encode("utf-8", "surrogateescape"))

@@ -406,3 +406,25 @@ def test_a_command_that_names_a_script_beside_the_trees_is_warned_about(tmp_path
     assert "./check.sh" in warning[0] and f"'{check}'" in warning[0] and "not in GOOD" in warning[0]
     p = bisectk("diff", good, bad, "--run", str(check), "--ledger", tmp_path / "l.db", cwd=tmp_path, check=0)
     assert "warning" not in p.stderr
+
+
+def test_a_renamed_directory_is_gone_from_the_hybrid_with_all_hunks_as_it_is_from_bad(tmp_path):
+    """`kernels/old/` became `kernels/new/`: a delete hunk and an add hunk. With both applied the
+    scratch copy kept `kernels/old/`, empty, as a directory GOOD has, so the hybrid with every hunk
+    was not BAD: a test that counts the kernels' directories passed on GOOD and on BAD, failed
+    there, and `kernels/new/x.py:add` was named the culprit of a failure BAD does not have. A
+    directory a deletion empties goes unless BAD has it too."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, sub in ((good, "old"), (bad, "new")):
+        for d in ("keep", sub):
+            (side / "kernels" / d).mkdir(parents=True)
+            (side / "kernels" / d / "x.py").write_text(f"# {d}\n" if d == "keep" else "# x\n")
+    (good / "kernels" / "keep" / "y.py").write_text("y = 1\n")       # a deletion from a directory BAD keeps
+    count = "import os, sys; sys.exit(sorted(os.listdir('kernels')) not in (['keep', 'old'], ['keep', 'new']))"
+    p = bisectk("diff", good, bad, "--run", f"{sys.executable} -c \"{count}\"", "--json",
+                "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 2 and not doc["culprit_hunks"], (p.stdout[-2000:], p.stderr[-2000:])
+    assert "does not reproduce" in doc["endpoints"]["problem"]
+    p = bisectk("diff", good, bad, "--run", "test -d kernels/keep", "--ledger", tmp_path / "l.db", cwd=tmp_path)
+    assert p.returncode == 2 and "does not reproduce" in p.stdout     # BAD keeps kernels/keep/

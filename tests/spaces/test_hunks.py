@@ -696,3 +696,23 @@ def test_a_directory_a_retype_hunk_made_a_file_is_left_alone_by_the_next_apply(r
     assert snapshot(root) == reference(gsnap, bsnap, u)
     assert snapshot(s.apply([])) == gsnap
     shutil.rmtree(s.root)
+
+
+def test_a_directory_emptied_by_the_hunks_goes_unless_bad_has_it(tmp_path):
+    """`old/` renamed `new/`, and a file deleted from `keep/`: with every hunk applied the copy has
+    BAD's directories, not `old/` left empty because GOOD has it; with none, GOOD's again."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, sub in ((good, "old"), (bad, "new")):
+        for d in ("keep", sub):
+            (side / d).mkdir(parents=True)
+            (side / d / "x.py").write_text(f"# {d}\n" if d == "keep" else "# x\n")
+    (good / "keep" / "y.py").write_text("y = 1\n")
+
+    def dirs(root):
+        return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_dir() and ".bisectk" not in p.parts)
+    hunks = diff_paths(good, bad)
+    s = Scratch(good, tmp_path / "scratch", bad=bad)
+    for subset, want in ((hunks, bad), ([], good), (hunks, bad)):
+        root = s.apply(subset)
+        assert dirs(root) == dirs(want) and snapshot(root) == snapshot(want)
+    shutil.rmtree(s.root)

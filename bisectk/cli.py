@@ -223,6 +223,11 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
         # without a build step each hybrid starts from GOOD and its hunks alone: files a run made go
         space = HunkSpace(good, bad, session.scratch("scratch"), base=base, keep_created=s.build is not None)
         session.closers.append(space.close)
+        if space.unbisected:    # an empty directory, a directory's mode: every hybrid has GOOD's
+            sys.stderr.write("bisectk: warning: " + terminal_text(
+                f"{good} and {bad} also differ in directories, which no hunk carries (every hybrid has GOOD's): "
+                + ", ".join(space.unbisected[:5]) + (f" (+{len(space.unbisected) - 5} more)" if len(space.unbisected) > 5 else ""))
+                + "\n")
         if not as_json:
             out.print(f"{counted(len(space.hunks), 'hunk')} between {good} and {bad}", markup=False)
         with held():   # as in ablate

@@ -186,10 +186,41 @@ def diff_paths(good: str | Path, bad: str | Path) -> list[Hunk]:
     for rel in sorted(goods.keys() | bads.keys()):
         hunks += _file_hunks(rel, goods.get(rel), bads.get(rel), roots)
     hunks.sort(key=lambda h: h.file)            # by file, each file's hunks in order (the sort is stable)
+    if not hunks and (other := unbisected(good, bad)):
+        raise SpaceError(f"{good} and {bad} differ only in directories, which no hunk carries (every hybrid has "
+                         f"GOOD's): {_listed(other)}")
     if not hunks:
         raise SpaceError(f"{good} and {bad} are identical (ignoring {', '.join(sorted(IGNORED))}): "
                          "nothing to bisect")
     return hunks
+
+
+def unbisected(good: str | Path, bad: str | Path) -> list[str]:
+    """What of two trees no hunk carries, as 'out/ (GOOD only, empty)' and 'd/ (mode 755 -> 700)':
+    a directory one side has with no file under it there (a hunk is a file's; one with files comes
+    and goes with them), and a directory whose mode differs. Every hybrid has GOOD's."""
+    good, bad = Path(good), Path(bad)
+    if not (good.is_dir() and bad.is_dir()):
+        return []
+    (gdirs, gfiles), (bdirs, bfiles) = [(dirs, _scan(root, dirs)) for root, dirs in ((good, {}), (bad, {}))]
+    out, reported = [], []
+    for rel in sorted((gdirs.keys() | bdirs.keys()) - {""}):
+        if any(rel.startswith(r + "/") for r in reported):
+            continue
+        if rel in gdirs and rel in bdirs:
+            modes = [stat.S_IMODE(os.lstat(root / rel).st_mode) for root in (good, bad)]
+            if modes[0] != modes[1]:
+                out.append(f"{rel}/ (mode {modes[0]:o} -> {modes[1]:o})")
+            continue
+        name, files, other = ("GOOD", gfiles, bfiles) if rel in gdirs else ("BAD", bfiles, gfiles)
+        if rel not in other and not any(f.startswith(rel + "/") for f in files):
+            out.append(f"{rel}/ ({name} only, empty)")
+            reported.append(rel)
+    return out
+
+
+def _listed(items: list[str], limit: int = 5) -> str:
+    return ", ".join(items[:limit]) + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
 
 
 def _special(path: Path, devices: bool = True) -> bool:

@@ -37,7 +37,7 @@ from bisectk.run.remote import pack_tree
 from bisectk.run.scratch import remove_tree
 from bisectk.run.workload import NO_BYTECODE, Origin, Workload, python_first
 from bisectk.spaces.command import outside_tree
-from bisectk.spaces.hunks import Hunk, Scratch, diff_paths, drop_bytecode
+from bisectk.spaces.hunks import Hunk, Scratch, diff_paths, drop_bytecode, unbisected
 from bisectk.spec import Config, config_key
 
 HUNKS_KEY = "__hunks__"
@@ -50,6 +50,7 @@ class HunkSpace:
                  subdir: Path = Path("."), tag: str = "diff", keep_created: bool = True):
         self.good, self.bad = Path(good), Path(bad)
         self.hunks: list[Hunk] = diff_paths(good, bad)
+        self.unbisected = unbisected(good, bad)     # directories no hunk carries
         self.by_id: dict[str, Hunk] = {h.id: h for h in self.hunks}
         self.order: dict[str, int] = {h.id: i for i, h in enumerate(self.hunks)}
         self.base = dict(base or {})

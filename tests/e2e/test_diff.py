@@ -428,3 +428,23 @@ def test_a_renamed_directory_is_gone_from_the_hybrid_with_all_hunks_as_it_is_fro
     assert "does not reproduce" in doc["endpoints"]["problem"]
     p = bisectk("diff", good, bad, "--run", "test -d kernels/keep", "--ledger", tmp_path / "l.db", cwd=tmp_path)
     assert p.returncode == 2 and "does not reproduce" in p.stdout     # BAD keeps kernels/keep/
+
+
+def test_directories_no_hunk_carries_are_named_not_passed_over(tmp_path):
+    """An empty directory on one side only (`out/`), or a directory whose mode differs: no hunk
+    carries it, so every hybrid has GOOD's. Trees that differ only so were called identical; beside
+    other hunks, BAD's failure through it read as 'the bad configuration does not reproduce' with
+    no word of why. Either way they are named."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side in (good, bad):
+        (side / "d").mkdir(parents=True)
+        (side / "k.txt").write_text("k\n")
+    (good / "out").mkdir()
+    (bad / "d").chmod(0o700)
+    p = bisectk("diff", good, bad, "--run", "test -d out", cwd=tmp_path, env={"XDG_CACHE_HOME": str(tmp_path / "c")})
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+    assert "out/ (GOOD only, empty)" in p.stderr and "d/ (mode 755 -> 700)" in p.stderr, p.stderr
+    (bad / "k.txt").write_text("k2\n")
+    p = bisectk("diff", good, bad, "--run", "test -d out", cwd=tmp_path, env={"XDG_CACHE_HOME": str(tmp_path / "c")})
+    warning = [line for line in p.stderr.splitlines() if line.startswith("bisectk: warning:")]
+    assert p.returncode == 2 and len(warning) == 1 and "out/ (GOOD only, empty)" in warning[0], p.stderr

@@ -716,3 +716,25 @@ def test_a_directory_emptied_by_the_hunks_goes_unless_bad_has_it(tmp_path):
         root = s.apply(subset)
         assert dirs(root) == dirs(want) and snapshot(root) == snapshot(want)
     shutil.rmtree(s.root)
+
+
+def test_directories_no_hunk_carries_are_listed(tmp_path):
+    """An empty directory on one side (the topmost only), a directory's mode: no hunk carries
+    them. A directory with files (they carry it), a retyped path and a symlinked directory are
+    not listed."""
+    from bisectk.spaces.hunks import unbisected
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side in (good, bad):
+        (side / "same").mkdir(parents=True)
+    (good / "out" / "deep").mkdir(parents=True)             # GOOD only, empty
+    (bad / "new").mkdir()                                   # BAD only, empty
+    (bad / "full").mkdir()
+    (bad / "full" / "f").write_text("f\n")                  # an add hunk carries it
+    (good / "conf").write_text("c\n")
+    (bad / "conf" / "sub").mkdir(parents=True)
+    (bad / "conf" / "sub" / "x").write_text("x\n")          # retype
+    (good / "lnk").mkdir()
+    os.symlink("same", bad / "lnk")                         # retype
+    (bad / "same").chmod(0o700)
+    assert unbisected(good, bad) == ["new/ (BAD only, empty)", "out/ (GOOD only, empty)", "same/ (mode 755 -> 700)"]
+    assert unbisected(good / "same", bad / "same") == []

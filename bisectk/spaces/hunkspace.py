@@ -41,6 +41,10 @@ from bisectk.spaces.hunks import Hunk, Scratch, diff_paths, drop_bytecode, unbis
 from bisectk.spec import Config, config_key
 
 HUNKS_KEY = "__hunks__"
+# how a hunk set becomes a tree (spaces/hunks.py Scratch), in every revision: a change there is a new
+# key, as runs of hybrids made the old way may answer wrongly (made2: a directory the hunks empty goes
+# unless BAD has it; a link that climbs out of its tree names what it names from there)
+MADE = "made2"
 
 
 class HunkSpace:
@@ -64,7 +68,7 @@ class HunkSpace:
         digest.update(content_digest(self.good).encode())
         digest.update(content_digest(self.bad).encode())
         self.digest = digest.hexdigest()[:16]
-        self.revision = f"{tag}-{self.digest}"
+        self.revision = f"{tag}-{MADE}-{self.digest}"
         self.fixed: tuple[str, ...] = ()   # hunks applied in every point (the line pass's context)
         self.python_roots: tuple[str, ...] = ()   # put first on PYTHONPATH (engine/checkout_imports.py)
         self._points: dict[tuple[tuple[str, ...], frozenset], tuple[tuple[str, ...], str, str]] = {}

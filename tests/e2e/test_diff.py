@@ -448,3 +448,19 @@ def test_directories_no_hunk_carries_are_named_not_passed_over(tmp_path):
     p = bisectk("diff", good, bad, "--run", "test -d out", cwd=tmp_path, env={"XDG_CACHE_HOME": str(tmp_path / "c")})
     warning = [line for line in p.stderr.splitlines() if line.startswith("bisectk: warning:")]
     assert p.returncode == 2 and len(warning) == 1 and "out/ (GOOD only, empty)" in warning[0], p.stderr
+
+
+def test_runs_of_hybrids_made_the_old_way_are_not_reused(tmp_path):
+    """How a hunk set becomes a tree changed (a renamed directory's old name gone, a link that
+    climbs out of its tree): a ledger's runs of hybrids made the old way answered again, with the
+    wrong culprit they found then. The hunk space's revision carries the way hybrids are made."""
+    from bisectk.spaces.hunkspace import MADE, HunkSpace
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 0), (bad, 1)):
+        side.mkdir()
+        (side / "k.txt").write_text(f"v={v}\n")
+    space = HunkSpace(good, bad, tmp_path / "scratch")
+    try:
+        assert space.revision.startswith(f"diff-{MADE}-") and MADE == "made2"
+    finally:
+        space.close()

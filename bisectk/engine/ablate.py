@@ -38,7 +38,7 @@ from bisectk.engine.hangs import hang_facts
 from bisectk.engine.interrupts import live
 from bisectk.engine.oracle import Oracle, Trials
 from bisectk.engine.policy import RunPolicy
-from bisectk.engine.records import AblationRecord, AttemptRecord, EndpointCheck, SubjectRecord, captured
+from bisectk.engine.records import AblationRecord, AttemptRecord, EndpointCheck, SubjectRecord, captured, stop_reason_of
 from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import Outcome
 from bisectk.run.runner import Runner
@@ -318,11 +318,12 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     culprit = res.fail_config if res.complete and not stopped and res.culprits else None
     hangs = hang_facts(oracle, check, culprit, "the culprit configuration (" + _names(res.culprits) + ")")
     doc = res.to_dict()
+    rows = (*advice(res, spec, policy, order, stopped, found_thresholds, bool(seconds)), *oracle.stretches[:1])
     return AblationRecord(
         ok=True, complete=res.complete and not stopped, interrupted=stopped, runs=runner.executed,
         observations=len(trials.trials), wall_s=round(time.monotonic() - start, 3), run_s=trials.run_seconds(),
-        advice=(*advice(res, spec, policy, order, stopped, found_thresholds, bool(seconds)), *oracle.stretches[:1]),
-        stop_reason=reason if stopped else "",
+        advice=rows,
+        stop_reason=reason if stopped else "" if res.complete else stop_reason_of("", rows, False),
         culprits=tuple(map(str, res.culprits)), unresolved_factors=tuple(map(str, res.suspects)),
         interaction=res.interaction, differences=tuple(table(res, spec, diffs)),
         attempts=tuple(attempt_records(oracle, res, order.__getitem__)),

@@ -26,7 +26,7 @@ from bisectk.engine.endpoints import hang_checks, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import Oracle, Trials
 from bisectk.engine.policy import RunPolicy
-from bisectk.engine.records import DiffRecord, SubjectRecord, captured
+from bisectk.engine.records import DiffRecord, SubjectRecord, captured, stop_reason_of
 from bisectk.events import EventBus, PhaseStarted
 from bisectk.run.runner import Runner
 from bisectk.search import ConfidenceRule
@@ -98,7 +98,8 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
     return DiffRecord(
         ok=True, complete=res.complete and not stopped, interrupted=stopped, runs=runner.executed,
         observations=sum(len(o.trials.trials) for o in oracles), wall_s=round(time.monotonic() - start, 3),
-        advice=tuple(advice), stop_reason=reason if stopped else "",
+        advice=tuple(advice),
+        stop_reason=reason if stopped else "" if res.complete else stop_reason_of("", advice, False),
         run_s=round(sum(o.trials.run_seconds() for o in oracles), 3),
         culprit_hunks=tuple(h.to_dict() for h in culprit_hunks),
         culprit_lines=tuple(h.to_dict() for h in culprit_lines),

@@ -184,6 +184,16 @@ def confidence_of(first_bad: dict | None, candidates: int, complete: bool) -> st
     return "first_bad"
 
 
+def stop_reason_of(stop_reason: str, advice, interrupted: bool) -> str:
+    """Why an incomplete search stopped: its stop reason; else the reason its advice gives (a
+    confirmation contradicted under the flake rule: 'unconfirmed'); 'interrupted' only for a stop
+    that was one; else 'incomplete'."""
+    if stop_reason:
+        return stop_reason
+    given = next((a.get("reason") for a in advice or () if a.get("step") == "stopped"), None)
+    return given or ("interrupted" if interrupted else "incomplete")
+
+
 def _base_dump(rec: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in fields(rec):

@@ -110,7 +110,7 @@ def sets_lines(rec: AblationRecord) -> list[str]:
 
 def status_words(rec: AblationRecord) -> str:
     if not rec.complete:
-        return f"Open ({rec.stop_reason or 'interrupted'}) -- {culprit_words(rec)}"
+        return f"Open ({stop_reason_of(rec)}) -- {culprit_words(rec)}"
     if rec.sets_complete is False:
         return f"Partly resolved -- {culprit_words(rec)}; another cause may remain ({rec.sets_note})"
     if len(rec.sets) > 1:

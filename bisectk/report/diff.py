@@ -46,7 +46,7 @@ def to_debuglog(rec: DiffRecord) -> DebugLog:
     if not rec.ok:
         return DebugLog(title, "Inconclusive: endpoints unusable", problem_text(rec.endpoints), rec.environment)
     ids = [h["id"] for h in rec.culprit_hunks]
-    status = (("Resolved" if rec.complete else f"Open ({rec.stop_reason or 'interrupted'})")
+    status = (("Resolved" if rec.complete else f"Open ({stop_reason_of(rec)})")
               + f" -- culprit hunk(s): {ids_text(hunk_place(h) for h in rec.culprit_hunks)}")
     log = DebugLog(title, status, f"GOOD passes, BAD fails: {rec.endpoints.bad.describe()}", rec.environment,
                    related=sorted({h["file"] for h in rec.culprit_hunks}))

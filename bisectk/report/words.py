@@ -19,6 +19,7 @@ confidence_words -- a bisection's confidence, said of what it is the probability
 from __future__ import annotations
 
 from bisectk.engine.records import EndpointCheck, confidence_of
+from bisectk.engine.records import stop_reason_of as _reason
 from bisectk.outcome import FailKind
 
 
@@ -53,13 +54,8 @@ def stopped_line(reason: str, runs: int) -> str:
 
 
 def stop_reason_of(rec) -> str:
-    """Why an incomplete search stopped: its stop reason; else the reason its advice gives (a
-    confirmation contradicted under the flake rule: 'unconfirmed'); 'interrupted' only for a stop
-    that was one; else 'incomplete'."""
-    if rec.stop_reason:
-        return rec.stop_reason
-    given = next((a.get("reason") for a in getattr(rec, "advice", ()) if a.get("step") == "stopped"), None)
-    return given or ("interrupted" if getattr(rec, "interrupted", False) else "incomplete")
+    """Why an incomplete search stopped (records.stop_reason_of, from the record)."""
+    return _reason(rec.stop_reason, getattr(rec, "advice", ()), getattr(rec, "interrupted", False))
 
 
 def failure_line(check: EndpointCheck, words=lambda t: t) -> str:

@@ -647,6 +647,11 @@ class WorkerPool:
                           **seen)
         if died:
             return self._died(slot, w, duration, seen)
+        if rep.get("broken"):   # a run that broke what puts the worker back (os.chdir = None): not its crash
+            self._retire(slot)
+            self.stats["broken"] = self.stats.get("broken", 0) + 1
+            self._note(f"warm worker: {rep['broken']}; that run was done again cold")
+            return _COLD
         if rep.get("refused"):
             self._retire(slot)
             self.stats["refused"] = self.stats.get("refused", 0) + 1

@@ -377,7 +377,8 @@ def serve_ready(reply_fd: int, info: dict) -> int:
             rep = _run_request(req, baseline)
         except BaseException as exc:  # the worker's own machinery failed: report, then die
             rep = {"exit_code": None, "duration_s": 0.0, "error": f"worker: {exc!r}"[:500],
-                   "poisoned": f"the worker's own machinery failed: {exc!r}"[:500]}
+                   "poisoned": f"the worker's own machinery failed: {exc!r}"[:500],
+                   "broken": f"the worker's own machinery failed after the run ({exc!r})"[:500]}
         try:
             reply.write(json.dumps(rep) + "\n")
         except OSError as exc:      # the run closed this worker's own descriptors (os.closerange)

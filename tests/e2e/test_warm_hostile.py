@@ -162,3 +162,19 @@ def test_a_run_that_closes_the_workers_own_descriptors_is_done_again_cold(tmp_pa
         assert raw.exit_code == 0 and raw.result.startswith("BISECTK_RESULT"), (raw.exit_code, raw.stderr[-500:])
         assert pool.stats.get("broken") == 1 and pool.stats["cold_runs"] == 1
     assert any("closed the warm worker's own descriptors" in str(n) for n in notes)
+
+
+def test_a_run_that_breaks_the_workers_own_machinery_is_done_again_cold(tmp_path):
+    """A run that rebinds what the worker calls to put the process back (os.chdir = None) passes
+    in a fresh process: the worker's failure after it is not the subject's crash ('exit None');
+    the run is done again cold, whose verdict stands, with a note."""
+    from bisectk.run.executor import run_command
+    from bisectk.run.pool import WorkerPool
+    script = tmp_path / "s.py"
+    script.write_text("import os\nos.chdir = None\nprint('BISECTK_RESULT {\"ok\": true}')\n")
+    notes = []
+    with WorkerPool(gpus=None, preload=(), ready_timeout=60, on_note=notes.append) as pool:
+        raw = run_command(pool, [sys.executable, str(script)], cwd=tmp_path, timeout=60)
+        assert raw.exit_code == 0 and raw.result.startswith("BISECTK_RESULT"), (raw.exit_code, raw.stderr[-500:])
+        assert pool.stats["cold_runs"] == 1
+    assert any("machinery failed" in str(n) for n in notes), notes

@@ -453,7 +453,9 @@ class Baseline:
 
         Private names (`_cache`, `_counter`) are a library's own business and are left as the run
         left them: putting back a counter that names compiled kernels beside a cache that keeps
-        them would hand the next run another configuration's kernel. A public name that was None
+        them would hand the next run another configuration's kernel; but a private name that held
+        one of its module's own functions is a hook (`ssl._create_default_https_context`), and
+        counts as a public one. A public name that was None
         and now holds a value is a lazy initialisation (`tempfile.tempdir`): "lazy", put back
         without a word. A value that wraps the old one (`__wrapped__`, as functools.wraps makes)
         is "wrapped": what a package does to another on import (torch._dynamo wraps
@@ -471,7 +473,7 @@ class Baseline:
                 continue   # the common case, at C speed
             skip = SKIP_ATTRS.get(name, ())
             for k, v in saved.items():
-                if k in skip or k.startswith("_"):
+                if k in skip or (k.startswith("_") and not _own_function(v, name)):
                     continue
                 if k not in ns:
                     out.append((name, k, "removed"))
@@ -547,6 +549,14 @@ class _Absent:
 
 
 _ABSENT = _Absent()
+
+
+def _own_function(v, module: str) -> bool:
+    """A private name that holds one of its module's own functions is a hook, not a cache: a run
+    that rebinds it (`ssl._create_default_https_context = ssl._create_unverified_context`, the
+    known way to turn certificate checks off) changes what every later caller gets."""
+    import types
+    return isinstance(v, types.FunctionType) and v.__module__ == module
 
 
 def _wraps(new, old) -> bool:

@@ -326,3 +326,19 @@ def test_a_run_that_replaces_builtins_import_is_judged_as_it_ran_and_leaves_the_
         probe = run_command(p, [sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
         assert probe.exit_code == 0, probe.stderr
         assert p.stats["cold_runs"] == 0
+
+
+def test_a_private_hook_a_run_rebinds_is_put_back(tmp_path):
+    """The known way to turn certificate checks off rebinds a private name of ssl to another of its
+    functions: a hook, not a cache, and every later run in the worker would skip the checks."""
+    (tmp_path / "off.py").write_text("import ssl\nssl._create_default_https_context = ssl._create_unverified_context\n"
+                                     "print('BISECTK_RESULT {}')\n")
+    (tmp_path / "probe.py").write_text("import json, ssl\nprint('BISECTK_RESULT ' + json.dumps("
+                                       "{'https': ssl._create_default_https_context.__name__}))\n")
+    with WorkerPool(gpus=None, preload=(), spares=1, ready_timeout=120) as p:
+        for script in ("probe.py", "off.py"):
+            raw = run_command(p, [sys.executable, script], cwd=tmp_path, timeout=120)
+            assert raw.exit_code == 0, raw.stderr
+        assert "put back" in raw.isolation, raw.isolation
+        probe = run_command(p, [sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
+        assert result(probe) == {"https": "create_default_context"}, probe.stdout

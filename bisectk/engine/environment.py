@@ -246,29 +246,26 @@ def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | 
              for side, r in (("good", good_runs[-1]), ("bad", bad_runs[-1]))]
     unopened = (f"all {len(runs)} runs of both endpoints failed to open it: the differences between them were "
                 "never tested")
-    placed = _placed(runs, untracked)
-    if placed is not None:
-        where = placed[1]
-        return EnvironmentProblem("untracked-file", where, (
+    said = (
+        (untracked, "untracked-file", lambda named, where: (
             f"environment problem: the runs cannot open {where}, which your checkout has but git does not track: each "
             "commit runs in a worktree of its own, holding tracked files only; name it by its absolute path in the "
-            "command, or track it"), (*sides, unopened))
-    placed = _placed(runs, outside)
-    if placed is not None:
-        named, where = placed
-        return EnvironmentProblem("outside-path", where, (
+            "command, or track it")),
+        (outside, "outside-path", lambda named, where: (
             f"environment problem: the runs cannot open {named}, which from your own tree is {where}, outside the "
             "tree: each commit or hybrid runs in a tree of its own elsewhere (a worktree under the git directory, a "
             f"scratch copy of GOOD), where {named.split(os.sep)[0]}/ leads elsewhere; name it by its absolute path "
-            "(in the command or the script, or through an environment variable)"), (*sides, unopened))
-    placed = _placed(runs, beside_spec)
-    if placed is not None:
-        named, where = placed
-        return EnvironmentProblem("beside-spec", where, (
+            "(in the command or the script, or through an environment variable)")),
+        (beside_spec, "beside-spec", lambda named, where: (
             f"environment problem: the runs cannot open {named}; the spec's directory has {where}, but the command "
             "runs from [subject] cwd, which is read from the project root (the nearest directory above the spec "
-            "with .git or pyproject.toml), not from the spec's directory; name the file from there, or set cwd"),
-            (*sides, unopened))
+            "with .git or pyproject.toml), not from the spec's directory; name the file from there, or set cwd")),
+    )
+    for found, kind, words in said:
+        placed = _placed(runs, found)
+        if placed is not None:
+            named, where = placed
+            return EnvironmentProblem(kind, where, words(named, where), (*sides, unopened))
     causes = {recognise_cause(r) for r in runs}
     if len(causes) != 1 or None in causes:
         return None

@@ -273,8 +273,9 @@ def _set_ids(v: tuple) -> None:
 
 
 PROBES: list[Probe] = [
-    Probe("the working directory", "os", os.getcwd, os.chdir),
+    # the ids first: as nobody, the rest may not be allowed (the worker's directory under a 0700 one)
     Probe("the user and group ids", "os", _ids, _set_ids),
+    Probe("the working directory", "os", os.getcwd, os.chdir),
     Probe("the CPU affinity", "os", lambda: os.sched_getaffinity(0), lambda v: os.sched_setaffinity(0, v),
           show=lambda v: f"{len(v)} CPUs"),
     Probe("the scheduling priority (nice)", "os", lambda: os.getpriority(os.PRIO_PROCESS, 0),

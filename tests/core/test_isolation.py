@@ -282,18 +282,32 @@ def test_a_run_that_moves_the_time_zone_leaves_the_next_run_in_the_workers_own(t
 @pytest.mark.skipif(os.geteuid() != 0, reason="changing ids needs root")
 @pytest.mark.parametrize("code, restorable", [("os.seteuid(65534)", True), ("os.setegid(65534)", True),
                                               ("os.setuid(65534)", False)])
-def test_a_run_that_changes_its_user_or_group_leaves_the_next_run_as_fresh(tmp_path, code, restorable):
+@pytest.mark.parametrize("private", [False, True])
+def test_a_run_that_changes_its_user_or_group_leaves_the_next_run_as_fresh(tmp_path, monkeypatch, code, restorable,
+                                                                          private):
     """As root, seteuid(nobody) leaves the real and saved ids root: the ids are put back; setuid
     drops all three, and the worker retires. Before, the next run in the worker ran as nobody (or
-    the worker broke: 'crash (exit None)')."""
-    (tmp_path / "ids.py").write_text(f"import os\n{code}\nprint('BISECTK_RESULT {{}}')\n")
-    (tmp_path / "probe.py").write_text("import json, os\nprint('BISECTK_RESULT ' + json.dumps({'ids': "
-                                       "[os.getresuid(), os.getresgid()]}))\n")
+    the worker broke: 'crash (exit None)'). `private`: the worker's own directory under a 0700 one
+    (a clone in /root, a fresh clone's tmp): as nobody the worker could not go back to it, and the
+    seteuid run was done again cold, its note lost; the ids now come back first. A setuid run
+    cannot have them back: it is said as not put back, or (where the worker cannot reach its own
+    directory as nobody) done again cold; either way the next run is root's."""
+    where = tmp_path / "private" / "run" if private else tmp_path
+    where.mkdir(parents=True, exist_ok=True)
+    if private:
+        (tmp_path / "private").chmod(0o700)
+        monkeypatch.chdir(where)        # the pool's workers start here
+    (where / "ids.py").write_text(f"import os\n{code}\nprint('BISECTK_RESULT {{}}')\n")
+    (where / "probe.py").write_text("import json, os\nprint('BISECTK_RESULT ' + json.dumps({'ids': "
+                                    "[os.getresuid(), os.getresgid()]}))\n")
     with WorkerPool(gpus=None, preload=(), spares=1, ready_timeout=120) as p:
-        dirty = run_command(p, [sys.executable, "ids.py"], cwd=tmp_path, timeout=120)
-        assert dirty.exit_code == 0 and ("put back" if restorable else "cannot be put back") in dirty.isolation, \
-            (dirty.stderr, dirty.isolation)
-        probe = run_command(p, [sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
+        dirty = run_command(p, [sys.executable, "ids.py"], cwd=where, timeout=120)
+        assert dirty.exit_code == 0, (dirty.stderr, dirty.isolation)
+        if restorable:
+            assert "put back" in dirty.isolation and "cannot" not in dirty.isolation, dirty.isolation
+        else:
+            assert "cannot be put back" in dirty.isolation or not dirty.isolation, dirty.isolation
+        probe = run_command(p, [sys.executable, "probe.py"], cwd=where, timeout=120)
         assert result(probe) == {"ids": [[0, 0, 0], [0, 0, 0]]}, probe.stdout
 
 

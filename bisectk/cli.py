@@ -182,6 +182,7 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
     from bisectk.engine.subject import load_subject
     from bisectk.report.words import counted
     from bisectk.report.safe import terminal_text
+    from bisectk.spaces.hunks import listed
     from bisectk.spaces.hunkspace import HunkSpace, named_beside, named_inside
     for name, given in (("GOOD", good), ("BAD", bad)):
         if not given:           # Path("") is ".": the current directory, taken for a tree
@@ -226,7 +227,7 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
         if space.unbisected:    # an empty directory, a directory's mode: every hybrid has GOOD's
             sys.stderr.write("bisectk: warning: " + terminal_text(
                 f"{good} and {bad} also differ in directories, which no hunk carries (every hybrid has GOOD's): "
-                + ", ".join(space.unbisected[:5]) + (f" (+{len(space.unbisected) - 5} more)" if len(space.unbisected) > 5 else ""))
+                + listed(space.unbisected))
                 + "\n")
         if not as_json:
             out.print(f"{counted(len(space.hunks), 'hunk')} between {good} and {bad}", markup=False)

@@ -17,7 +17,8 @@ Hunk         -- one unit of difference between GOOD and BAD in one file. `kind` 
 diff_paths   -- GOOD and BAD, two files or two trees -> hunks (ignoring .git, __pycache__,
                 .bisectk, and special files: a FIFO, a socket or a device node in a tree has no
                 content to diff or copy, and reading a FIFO would wait forever), sorted by file
-                and position.
+                and position. `diff_trees` gives them with `unbisected` from the same walk.
+unbisected   -- what of two trees no hunk carries: an empty directory on one side, a directory's mode.
 split_lines  -- the finer pass: a text hunk -> one sub-hunk per deleted, inserted or replaced
                 line, so a search can refine inside a culprit hunk.
 Scratch      -- a working copy of GOOD; `apply(hunks)` resets it and applies a subset, rewriting
@@ -161,6 +162,12 @@ class Hunk:
 
 def diff_paths(good: str | Path, bad: str | Path) -> list[Hunk]:
     """The hunks that turn GOOD into BAD: two files, or two directory trees."""
+    return diff_trees(good, bad)[0]
+
+
+def diff_trees(good: str | Path, bad: str | Path) -> tuple[list[Hunk], list[str]]:
+    """The hunks that turn GOOD into BAD, and what of two trees no hunk carries (`unbisected`),
+    from one walk of each."""
     good, bad = Path(good), Path(bad)
     for side, p in (("GOOD", good), ("BAD", bad)):
         if not (p.exists() or p.is_symlink()):
@@ -169,9 +176,12 @@ def diff_paths(good: str | Path, bad: str | Path) -> list[Hunk]:
         which = (good, bad) if good.is_dir() else (bad, good)
         raise SpaceError(f"{which[0]} is a directory but {which[1]} is not: "
                          "give two files or two directories")
-    hunks = []
+    hunks, other = [], []
     if good.is_dir():
-        goods, bads = _scan(good), _scan(bad)
+        gdirs: dict = {}
+        bdirs: dict = {}
+        goods, bads = _scan(good, gdirs), _scan(bad, bdirs)
+        other = _unbisected(good, bad, (gdirs, goods), (bdirs, bads))     # before a retype takes files out
         for p in _retyped(goods, bads):
             under = sorted(r for r in goods.keys() | bads.keys() if r == p or r.startswith(p + "/"))
             hunks.append(Hunk(p, "retype", tree=tuple((r, _read(goods.pop(r, None), good), _read(bads.pop(r, None), bad))
@@ -186,13 +196,13 @@ def diff_paths(good: str | Path, bad: str | Path) -> list[Hunk]:
     for rel in sorted(goods.keys() | bads.keys()):
         hunks += _file_hunks(rel, goods.get(rel), bads.get(rel), roots)
     hunks.sort(key=lambda h: h.file)            # by file, each file's hunks in order (the sort is stable)
-    if not hunks and (other := unbisected(good, bad)):
+    if not hunks and other:
         raise SpaceError(f"{good} and {bad} differ only in directories, which no hunk carries (every hybrid has "
-                         f"GOOD's): {_listed(other)}")
+                         f"GOOD's): {listed(other)}")
     if not hunks:
         raise SpaceError(f"{good} and {bad} are identical (ignoring {', '.join(sorted(IGNORED))}): "
                          "nothing to bisect")
-    return hunks
+    return hunks, other
 
 
 def unbisected(good: str | Path, bad: str | Path) -> list[str]:
@@ -202,7 +212,12 @@ def unbisected(good: str | Path, bad: str | Path) -> list[str]:
     good, bad = Path(good), Path(bad)
     if not (good.is_dir() and bad.is_dir()):
         return []
-    (gdirs, gfiles), (bdirs, bfiles) = [(dirs, _scan(root, dirs)) for root, dirs in ((good, {}), (bad, {}))]
+    return _unbisected(good, bad, *[(dirs, _scan(root, dirs)) for root, dirs in ((good, {}), (bad, {}))])
+
+
+def _unbisected(good: Path, bad: Path, goods: tuple[dict, dict], bads: tuple[dict, dict]) -> list[str]:
+    """`unbisected` from each tree's walk: (its directories, its files)."""
+    (gdirs, gfiles), (bdirs, bfiles) = goods, bads
     out, reported = [], []
     for rel in sorted((gdirs.keys() | bdirs.keys()) - {""}):
         if any(rel.startswith(r + "/") for r in reported):
@@ -219,7 +234,8 @@ def unbisected(good: str | Path, bad: str | Path) -> list[str]:
     return out
 
 
-def _listed(items: list[str], limit: int = 5) -> str:
+def listed(items: list[str], limit: int = 5) -> str:
+    """The first `limit` items, and how many more."""
     return ", ".join(items[:limit]) + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
 
 

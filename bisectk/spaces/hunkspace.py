@@ -2,7 +2,7 @@
 
 Abstractions
 ------------
-HunkSpace -- the hunks between GOOD and BAD (`diff_paths`), and one scratch copy of GOOD that a
+HunkSpace -- the hunks between GOOD and BAD (`diff_trees`), and one scratch copy of GOOD that a
              point (a set of hunk ids) is materialised into just before its build and run. The
              point's configuration is the subject's base configuration plus the applied hunk
              ids (so the ledger memoises hybrids), its revision pins every input the trees give
@@ -37,7 +37,7 @@ from bisectk.run.remote import pack_tree
 from bisectk.run.scratch import remove_tree
 from bisectk.run.workload import NO_BYTECODE, Origin, Workload, python_first
 from bisectk.spaces.command import outside_tree
-from bisectk.spaces.hunks import Hunk, Scratch, diff_paths, drop_bytecode, unbisected
+from bisectk.spaces.hunks import Hunk, Scratch, diff_trees, drop_bytecode
 from bisectk.spec import Config, config_key
 
 HUNKS_KEY = "__hunks__"
@@ -53,8 +53,8 @@ class HunkSpace:
     def __init__(self, good: Path, bad: Path, scratch_root: Path, base: Config | None = None,
                  subdir: Path = Path("."), tag: str = "diff", keep_created: bool = True):
         self.good, self.bad = Path(good), Path(bad)
-        self.hunks: list[Hunk] = diff_paths(good, bad)
-        self.unbisected = unbisected(good, bad)     # directories no hunk carries
+        self.hunks: list[Hunk]
+        self.hunks, self.unbisected = diff_trees(good, bad)     # and the directories no hunk carries
         self.by_id: dict[str, Hunk] = {h.id: h for h in self.hunks}
         self.order: dict[str, int] = {h.id: i for i, h in enumerate(self.hunks)}
         self.base = dict(base or {})

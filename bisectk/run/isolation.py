@@ -255,8 +255,22 @@ def _logging_same(a, b) -> bool:
     return len(a[0]) == len(b[0]) and all(x is y for x, y in zip(a[0], b[0])) and a[1:] == b[1:]
 
 
-def _ids() -> tuple:
+def ids() -> tuple:
+    """The process's real, effective and saved user and group ids, and its groups."""
     return os.getresuid(), os.getresgid(), sorted(os.getgroups())
+
+
+def regain_ids(v: tuple) -> bool:
+    """`ids()` back to `v` where a run changed them: True when it had and they are back. The
+    worker calls it first thing after a run (as nobody it could not reach its own directory under
+    a 0700 one: HOME, a clone in /root); one that cannot be had back is left to the probe."""
+    if ids() == v:
+        return False
+    try:
+        _set_ids(v)
+    except OSError:
+        return False
+    return True
 
 
 def _set_ids(v: tuple) -> None:
@@ -274,7 +288,7 @@ def _set_ids(v: tuple) -> None:
 
 PROBES: list[Probe] = [
     # the ids first: as nobody, the rest may not be allowed (the worker's directory under a 0700 one)
-    Probe("the user and group ids", "os", _ids, _set_ids),
+    Probe("the user and group ids", "os", ids, _set_ids),
     Probe("the working directory", "os", os.getcwd, os.chdir),
     Probe("the CPU affinity", "os", lambda: os.sched_getaffinity(0), lambda v: os.sched_setaffinity(0, v),
           show=lambda v: f"{len(v)} CPUs"),

@@ -143,7 +143,7 @@ def _run_request(req: dict, baseline=None) -> dict:
     import gc
     import importlib
 
-    from bisectk.run import lifecycle
+    from bisectk.run import isolation, lifecycle
     from bisectk.run.imports import loaded_files
 
     argv = req["argv"]
@@ -151,7 +151,7 @@ def _run_request(req: dict, baseline=None) -> dict:
     saved = {"cwd": os.getcwd(), "argv": sys.argv[:], "path": sys.path[:], "env": dict(os.environ),
              "environ": os.environ, "zone": _zone(), "import": builtins.__import__,
              "stdin": sys.stdin, "stdout": sys.stdout, "stderr": sys.stderr, "modules": set(sys.modules),
-             "bytecode": sys.dont_write_bytecode, "ids": (os.geteuid(), os.getegid())}
+             "bytecode": sys.dont_write_bytecode, "ids": isolation.ids()}
     fd_in, fd_out, fd_err = os.dup(0), os.dup(1), os.dup(2)
     devnull = os.open(os.devnull, os.O_RDONLY)
     f_out = open(req["stdout_path"], "wb", buffering=0)
@@ -189,7 +189,7 @@ def _run_request(req: dict, baseline=None) -> dict:
         lifecycle.join_threads(threads)
         hooks.run()
     finally:
-        saved["ids_regained"] = _regain_ids(saved["ids"])   # before anything that opens a file
+        saved["ids_regained"] = isolation.regain_ids(saved["ids"])   # before anything that opens a file
         if builtins.__import__ is not saved["import"]:   # before the worker's own imports below
             builtins.__import__ = saved["import"]
             saved["import_replaced"] = True
@@ -292,24 +292,6 @@ def _zone() -> tuple:
     return time.timezone, time.altzone, time.daylight, time.tzname
 
 
-def _regain_ids(ids: tuple[int, int]) -> bool:
-    """The worker's effective user and group back, first thing after a run (as nobody, it could not
-    reach its own directory under a 0700 one: HOME, a clone in /root). True when the run had
-    changed them and they are back; a run that dropped them for good (setuid as root) leaves them
-    changed, and the baseline's probe retires the worker."""
-    euid, egid = ids
-    if (os.geteuid(), os.getegid()) == ids:
-        return False
-    try:
-        if os.geteuid() != euid:
-            os.seteuid(euid)        # root again first: then the group may be set
-        if os.getegid() != egid:
-            os.setegid(egid)
-    except OSError:
-        return False
-    return True
-
-
 def _put_back(req: dict, saved: dict, script: str) -> tuple[list[str], list[str]]:
     """Put back what every run may change (cwd, argv, sys.path, environment, bytecode flag):
     (what this run had changed of it, the directories of the run's own modules)."""
@@ -337,7 +319,7 @@ def _put_back(req: dict, saved: dict, script: str) -> tuple[list[str], list[str]
     if saved.get("import_replaced"):
         routine.append("builtins.__import__ (replaced)")
     if saved.get("ids_regained"):
-        routine.append("the effective user and group ids (seteuid, setegid)")
+        routine.append("the user and group ids (seteuid, setegid, setgroups)")
     if _zone() != saved["zone"]:   # TZ and time.tzset(): the C library's zone, for time.localtime()
         time.tzset()
         routine.append("the time zone (time.tzset)")

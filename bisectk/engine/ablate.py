@@ -33,7 +33,7 @@ from concurrent.futures import Future
 from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
 
-from bisectk.engine.endpoints import hang_checks, recheck_good, unusable_record, verify
+from bisectk.engine.endpoints import hang_checks, recheck_good, side_by_side, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.interrupts import live
 from bisectk.engine.oracle import Oracle, Trials
@@ -163,7 +163,7 @@ class FirstRuns:
 
     def wanted(self) -> bool:
         """Side-by-side slots (--jobs above one), and no --flaky."""
-        return self.oracle.policy.jobs > 1 and self.oracle.policy.flaky is not True
+        return side_by_side(self.oracle.policy)
 
     def _keys(self, early: bool = False) -> list[frozenset]:
         policy, runner = self.oracle.policy, self.oracle.trials.runner

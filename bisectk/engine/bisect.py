@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bisectk.engine.direction import FixOracle, Terms, repeats_for
-from bisectk.engine.endpoints import BadBeside, hang_checks, unusable_record, verify
+from bisectk.engine.endpoints import BadBeside, hang_checks, side_by_side, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import Oracle, Trials
 from bisectk.engine.policy import RunPolicy
@@ -118,7 +118,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
     # the endpoint that must pass and the one that must fail: for a fix, the new one passes
     passing, failing = (n - 1, GOOD) if terms.find_fix else (GOOD, n - 1)
     check = verify(trials, passing, failing, repeat=policy.repeat or 1, measure=terms.find_fix,
-                   meanwhile=BadBeside() if BadBeside.wanted(policy) else None)
+                   meanwhile=BadBeside() if side_by_side(policy) else None)
     from bisectk.engine import checkout_imports
     leaked = [] if space.remote else checkout_imports.checkout_files(runner.imported_files, Path(graph.repo))
     if leaked and (said := checkout_imports.redirect(runner, space, leaked)):

@@ -9,9 +9,10 @@ verify         -- the procedure, through the space's Trials (engine/oracle.py; i
                      its passing runs;
                   With `meanwhile` able to (--jobs above one, no --flaky: engine/ablate.py
                   FirstRuns; for a bisection, BadBeside), the bad endpoint's first run and the
-                  search's likely first runs begin beside good's instead of after it; their watchdog is the one calibrated
-                  when good has passed (run/pending.py), and if good did not pass, the runs made
-                  ahead are ended unjudged (the bad endpoint's goes on, as step 2 needs it);
+                  search's likely first runs begin beside good's instead of after it; their
+                  watchdog is the one calibrated when good has passed (run/pending.py), and if
+                  good did not pass, the runs made ahead are ended unjudged (the bad endpoint's
+                  goes on, as step 2 needs it);
                   2. bad, `repeat` runs; a bad endpoint that passed every time is re-run, up to
                      `calibrate_runs` runs in all (twice that with --flaky), until it fails: one
                      lucky pass of an intermittent failure must not abort the search;
@@ -41,6 +42,7 @@ recheck_good   -- 6. after a search, when its answer says the good side may fail
                   configuration it clears; one that shows the target failure makes the endpoints
                   unusable, with its rate and what to do.
 
+side_by_side   -- whether runs may begin beside the good endpoint's (--jobs above one, no --flaky).
 BadBeside      -- verify's `meanwhile` for a search that makes no runs ahead (bisect): only the
                   bad endpoint's first run begins beside the good endpoint's.
 
@@ -356,14 +358,16 @@ def _beside_good(trials: Trials, good_point: Any, bad_point: Any, meanwhile) -> 
     return future
 
 
-class BadBeside:
-    """verify's `meanwhile` where the search starts nothing ahead of the endpoints (a bisection at
-    --jobs above one, without --flaky: each commit has a worktree of its own, so the bad endpoint's
-    first run need not wait for the good endpoint's, nor for its build)."""
+def side_by_side(policy) -> bool:
+    """Whether runs may begin beside the good endpoint's (verify's `meanwhile`): slots to spare
+    (--jobs above one), and no --flaky, whose rule comes from the endpoint runs."""
+    return policy.jobs > 1 and policy.flaky is not True
 
-    @staticmethod
-    def wanted(policy) -> bool:
-        return policy.jobs > 1 and policy.flaky is not True
+
+class BadBeside:
+    """verify's `meanwhile` where the search starts nothing ahead of the endpoints (a bisection,
+    where `side_by_side`: each commit has a worktree of its own, so the bad endpoint's first run
+    need not wait for the good endpoint's, nor for its build)."""
 
     def early(self) -> None:
         pass

@@ -632,9 +632,10 @@ class Scratch:
         """Put back each known directory as the last apply left it (parents first, so the children
         can be reached): one a run removed, or replaced by a file or a link (which is never
         written through: it may name anything), is made again, empty, and one whose mode a run
-        changed gets it back; and unless `keep_created`, remove what a run created since the last
-        apply: in each directory whose mtime moved, the entries that are neither a file placed
-        here nor a known directory. The files of GOOD under a directory made again are put back by
+        changed gets it back; and remove what a run created since the last apply (with
+        `keep_created`, only once a build has been marked, and never what the build made): in each
+        directory whose mtime moved, the entries that are neither a file placed here, a known
+        directory, nor a build's output. The files of GOOD under a directory made again are put back by
         their stat."""
         for rel, (mtime, mode) in list(self._dirs.items()):
             d = self.root / rel

@@ -96,7 +96,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
            resume: bool = typer.Option(False, "--resume", help="Continue the last ablation of this spec: runs already in the ledger are not repeated."),
            fresh: bool = FreshOpt, snapshots: int = SnapshotsOpt,
            warm: bool = WarmOpt,
-           gpus: Optional[str] = typer.Option(None, "--gpus", help="With --warm: one worker per GPU, e.g. 0,1."),
+           gpus: Optional[str] = typer.Option(None, "--gpus", help="Pin runs to GPUs, e.g. 0,1: each run under way holds its own (CUDA_VISIBLE_DEVICES); with --warm, one worker per GPU."),
            jobs: int = typer.Option(1, "--jobs", min=1, max=64, help="Make the passes a verdict needs (the confirmation's, a flaky search's repeats) this many at a time, side by side in the spec's directory (for subjects that write no files there)."),
            executor: str = ExecutorOpt, ray_address: Optional[str] = RayAddressOpt,
            ptx: bool = typer.Option(False, "--ptx", help="Add a PTX signature diff of good, bad and the culprit configuration (compile-only, no GPU)."),

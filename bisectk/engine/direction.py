@@ -116,10 +116,10 @@ class FixOracle:
         self.called_new = 0             # probes judged the new side (fixed) by `repeats` passes
         self._lock = threading.Lock()
 
-    def __call__(self, point: Any, slot: int = 0) -> Outcome:
+    def __call__(self, point: Any) -> Outcome:
         outcome = Outcome.UNRESOLVED
         for _ in range(self.repeats):
-            outcome = self.oracle(point, slot)
+            outcome = self.oracle(point)
             if outcome is not Outcome.PASS:
                 break           # still broken (a failure proves it), or untestable
         side = self.terms.new_side(outcome)
@@ -132,7 +132,7 @@ class FixOracle:
         if len(points) <= 1:
             return [self(p) for p in points]
         with ThreadPoolExecutor(max_workers=len(points)) as ex:
-            return list(ex.map(lambda a: self(a[1], a[0]), enumerate(points)))
+            return list(ex.map(self, points))
 
     def confidence(self) -> float:
         """P(no commit called fixed was a broken one that passed all its runs)."""

@@ -350,7 +350,7 @@ def _beside_good(trials: Trials, good_point: Any, bad_point: Any, meanwhile) -> 
     def work() -> None:
         pending.keep_here()     # the endpoint check needs this run whatever the good endpoint does
         try:
-            future.set_result(trials.observe(bad_point, slot=1))
+            future.set_result(trials.observe(bad_point))
         except BaseException as exc:      # handed to verify, which waits for it
             future.set_exception(exc)
     threading.Thread(target=work, name="bisectk-bad-endpoint", daemon=True).start()

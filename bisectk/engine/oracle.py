@@ -45,6 +45,7 @@ from typing import Any, Protocol
 
 from bisectk.engine.interrupts import live
 from bisectk.engine.policy import RunPolicy
+from bisectk.engine.slots import Slots
 from bisectk.events import Note
 from bisectk.ledger import stored_key
 from bisectk.outcome import DEFAULT_SAME_FAILURE, Outcome, Run, Target, Verdict
@@ -79,9 +80,10 @@ class Trial:
 
 class Trials:
     def __init__(self, runner: Runner, space: Space, policy: RunPolicy | None = None, *, label: str = "",
-                 _counts: tuple[Counter, threading.Lock] | None = None):
+                 _counts: tuple[Counter, threading.Lock] | None = None, _slots: Slots | None = None):
         self.runner, self.space, self.policy, self.label = runner, space, policy or RunPolicy(), label
         self._counts, self._count_lock = _counts or (Counter(), threading.Lock())
+        self.slots = _slots or Slots(self.policy.jobs)     # a run's GPU with --gpus (engine/slots.py)
         self.trials: list[Trial] = []                # in the order made
         self.points: dict[str, Hashable] = {}        # key -> point, for reports
         self._verdicts: dict[str, Verdict] = {}      # key -> its runs folded (derived from the trials)
@@ -89,20 +91,22 @@ class Trials:
 
     def view(self, space: Space) -> Trials:
         """The trials of another space over the same subject, sharing the run counts."""
-        return Trials(self.runner, space, self.policy, label=self.label, _counts=(self._counts, self._count_lock))
+        return Trials(self.runner, space, self.policy, label=self.label, _counts=(self._counts, self._count_lock),
+                      _slots=self.slots)
 
-    def observe(self, point: Any, slot: int = 0, *, snapshot: bool = False,
+    def observe(self, point: Any, *, snapshot: bool = False,
                 target: Target | None | Callable[[], Target | None] = None, longer: float | None = None,
                 until: int | None = None) -> Run:
         """One new run of `point` (its next run index), executed only if the ledger lacks it; the
         trial is judged against `target` (None: as the run came; a call: the target it gives
         once the run is made, for a run begun before the endpoints named the failure).
         `snapshot`: should it hang, read where it waits whatever the budget (engine/hangs.py).
-        `longer`, `until`: this run's second chance (Oracle.__call__; Runner.observe)."""
+        `longer`, `until`: this run's second chance (Oracle.__call__; Runner.observe). The run
+        holds one of the --jobs slots while it executes (engine/slots.py): with --gpus, its GPU."""
         with live():   # the one place a held-back Ctrl-C takes effect (engine/interrupts.py)
-            return self._observe(point, slot, snapshot, target, longer, until)
+            return self._observe(point, snapshot, target, longer, until)
 
-    def _observe(self, point: Any, slot: int, snapshot: bool, target, longer: float | None = None,
+    def _observe(self, point: Any, snapshot: bool, target, longer: float | None = None,
                  until: int | None = None) -> Run:
         key = self.space.key(point)
         workload = self.space.workload(point)
@@ -118,7 +122,7 @@ class Trials:
             else:
                 # a commit's label is read from git (its subject): while git checks the commit out
                 label_of = _meanwhile(label_of) if getattr(self.space, "label_reads_git", False) else label_of
-                with self.space.lease(point) as leased:
+                with self.slots.held() as slot, self.space.lease(point) as leased:
                     label = label_of()
                     if self.policy.gpus:
                         leased = leased.with_env(CUDA_VISIBLE_DEVICES=self.policy.gpus[slot % len(self.policy.gpus)])
@@ -236,9 +240,9 @@ class Oracle:
         """The --same-failure mode the failures are named under."""
         return self.target.mode if self.target else DEFAULT_SAME_FAILURE
 
-    def observe(self, point: Any, slot: int = 0, *, snapshot: bool = False, longer: float | None = None,
+    def observe(self, point: Any, *, snapshot: bool = False, longer: float | None = None,
                 until: int | None = None) -> Run:
-        return self.trials.observe(point, slot, snapshot=snapshot, target=lambda: self._judging, longer=longer,
+        return self.trials.observe(point, snapshot=snapshot, target=lambda: self._judging, longer=longer,
                                    until=until)
 
     def judge(self, verdict: Verdict) -> Outcome:
@@ -252,14 +256,14 @@ class Oracle:
         """A failure, but not the target's: a possible second bug, never this one."""
         return run.outcome is Outcome.FAIL and self.judge_run(run) is Outcome.UNRESOLVED
 
-    def __call__(self, point: Any, slot: int = 0) -> Outcome:
+    def __call__(self, point: Any) -> Outcome:
         """The search's single-shot verdict on `point`: a different failure is re-run first, and
         one the calibrated watchdog called a hang is re-run given longer (_second_chance): a hang
         of another failure, a hang stopped short of where the bad endpoint hangs (_short), and,
         where `recheck` allows, a silent hang of the one hunted."""
         longer, until = None, None
         for _ in range(1 + max(0, self.policy.retry_different)):
-            run = self.observe(point, slot, longer=longer, until=until)
+            run = self.observe(point, longer=longer, until=until)
             short = self._short(run)
             if longer is not None and run.timed_out:
                 if short or self.different(run) or self.reach is None:
@@ -345,7 +349,7 @@ class Oracle:
         if len(points) <= 1:
             return [self(p) for p in points]
         with ThreadPoolExecutor(max_workers=len(points)) as ex:
-            return list(ex.map(lambda a: self(a[1], a[0]), enumerate(points)))
+            return list(ex.map(self, points))
 
     def submit(self, point: Any) -> Future:
         """Start the search's next run of `point` side by side with those under way (at most
@@ -353,7 +357,7 @@ class Oracle:
         are daemons: a Ctrl-C leaves by the report without waiting for a run started ahead (the
         runs die with their supervisors when bisectk exits)."""
         if self._side is None:
-            self._side = SideBySide(max(1, self.policy.jobs), lambda p, slot: self(p, slot))
+            self._side = SideBySide(max(1, self.policy.jobs), self)
         return self._side.submit(point)
 
     def close(self) -> None:
@@ -379,14 +383,14 @@ class Oracle:
 
 
 class SideBySide:
-    """`slots` daemon threads that run `call(point, slot)` for each submitted point, in order;
-    each slot number is held by one run at a time (a GPU per slot, engine/policy.py)."""
+    """`slots` daemon threads that run `call(point)` for each submitted point, in order: at most
+    `slots` at once (each run takes its GPU from Trials.slots when it begins, not from its thread)."""
 
-    def __init__(self, slots: int, call: Callable[[Any, int], Outcome]):
+    def __init__(self, slots: int, call: Callable[[Any], Outcome]):
         self._call = call
         self._work: queue.SimpleQueue = queue.SimpleQueue()
-        self._threads = [threading.Thread(target=self._serve, args=(slot,), name=f"bisectk-side-{slot}", daemon=True)
-                         for slot in range(slots)]
+        self._threads = [threading.Thread(target=self._serve, name=f"bisectk-side-{k}", daemon=True)
+                         for k in range(slots)]
         for t in self._threads:
             t.start()
 
@@ -395,7 +399,7 @@ class SideBySide:
         self._work.put((future, point))
         return future
 
-    def _serve(self, slot: int) -> None:
+    def _serve(self) -> None:
         while True:
             item = self._work.get()
             if item is None:
@@ -404,7 +408,7 @@ class SideBySide:
             if not future.set_running_or_notify_cancel():
                 continue
             try:
-                future.set_result(self._call(point, slot))
+                future.set_result(self._call(point))
             except BaseException as exc:      # handed to whoever waits on it
                 future.set_exception(exc)
 

@@ -275,7 +275,7 @@ class WorkerPool:
         self.width = max(len(self.slots), slots)
         self.builds = Builds()
         self.cond = threading.Condition()
-        self._urgent: Counter = Counter()      # runs waiting for a worker, by urgency (_acquire)
+        self._urgent: Counter = Counter()      # runs waiting for a worker, by (GPU asked, urgency) (_acquire)
         self.stats = {"warm_runs": 0, "cold_runs": 0, "worker_starts": 0, "worker_discards": 0,
                       "spare_promotions": 0, "recovery_s": [], "forked_starts": 0}
         self._closed = False
@@ -500,29 +500,43 @@ class WorkerPool:
         exe = os.path.basename(argv[0])
         if not (exe.startswith("python") or os.path.realpath(argv[0]) == os.path.realpath(self.python)):
             return False
+        pinned = self._pinned(env)
         for k, v in (env or {}).items():
-            if k.startswith(PROCESS_LEVEL_ENV) and k not in WARM_HONOURS_ENV and self.base_env.get(k) != v:
+            if (k.startswith(PROCESS_LEVEL_ENV) and k not in WARM_HONOURS_ENV and self.base_env.get(k) != v
+                    and not (k == "CUDA_VISIBLE_DEVICES" and pinned is not None)):
                 return False
         return True
 
-    def _acquire(self, urgent: int = 0) -> _Slot | None:
+    def _pinned(self, env) -> str | None:
+        """The GPU a run is pinned to (its CUDA_VISIBLE_DEVICES, --gpus: engine/slots.py) when
+        this pool has workers on it; their own CUDA_VISIBLE_DEVICES is that value (_worker_env),
+        so the run is theirs to take. None: not pinned, or to a GPU no worker here has."""
+        want = (env or {}).get("CUDA_VISIBLE_DEVICES")
+        if want is None or not any(s.gpu is not None for s in self.slots):
+            return None
+        return want if any(str(s.gpu) == want for s in self.slots) else None
+
+    def _acquire(self, urgent: int = 0, gpu: str | None = None) -> _Slot | None:
         """A free slot with a live worker, or None when no worker can be started (run cold).
         `urgent`: the good endpoint's run (2) and the bad endpoint's (1), begun with the search's
         first runs beside them before the pool's first workers are ready (Runner.hold): while
-        one waits, the less urgent do not take a worker."""
+        one waits, the less urgent do not take a worker. `gpu`: only a worker on that GPU."""
         t0 = time.monotonic()
+        slots = [s for s in self.slots if gpu is None or str(s.gpu) == gpu]
         with self.cond:
-            self._urgent[urgent] += 1
+            self._urgent[gpu, urgent] += 1
             try:
                 while True:
-                    if all(s.failed_starts >= MAX_FAILED_STARTS for s in self.slots):
+                    if all(s.failed_starts >= MAX_FAILED_STARTS for s in slots):
                         return None
                     for s in self.slots:
                         if not s.busy and s.worker is not None and not s.worker.usable():
                             old = self._discard(s)      # died while idle: its spare takes over
                             threading.Thread(target=old.kill, args=(0.1,), daemon=True).start()
-                    first = max(k for k, n in self._urgent.items() if n) <= urgent
-                    for s in self.slots:
+                    # a more urgent run waiting for a worker this one could take goes first
+                    first = max(k for (g, k), n in self._urgent.items()
+                                if n and (g is None or gpu is None or g == gpu)) <= urgent
+                    for s in slots:
                         if first and not s.busy and s.worker is not None:
                             s.busy = True
                             _trace("acquired", slot=self.slots.index(s), waited=round(time.monotonic() - t0, 3))
@@ -532,7 +546,7 @@ class WorkerPool:
                             self._fill(s)
                     self.cond.wait(timeout=1.0)
             finally:
-                self._urgent[urgent] -= 1
+                self._urgent[gpu, urgent] -= 1
                 if urgent:
                     self.cond.notify_all()
 
@@ -569,7 +583,7 @@ class WorkerPool:
                        "so its runs go cold (a fresh process each): a warm worker runs a Python script only")
         if self.warm_capable(job.argv, job.env):
             for _ in range(MAX_REFUSALS):
-                slot = self._acquire(job.urgent)
+                slot = self._acquire(job.urgent, self._pinned(job.env))
                 if slot is None:
                     break
                 try:

@@ -146,6 +146,50 @@ def test_jobs_begin_the_bad_endpoint_beside_the_good_one_and_set_its_watchdog_wh
     assert bad[2] < 10, (good, bad)                 # called by the calibrated watchdog, not the cap
 
 
+GPU_SLOTS = """import fcntl, os, sys, time
+hang, a, b, where = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "none")
+with open(os.path.join(where, "gpus.log"), "a") as log:
+    log.write(gpu + "\\n")
+with open(os.path.join(where, "gpu-" + gpu), "w") as lock:
+    try:                              # a GPU's lock: taken by another run under way = a shared GPU
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        open(os.path.join(where, "shared-" + gpu + "-" + str(os.getpid())), "w").close()
+    print("BISECTK_PHASE start", flush=True)
+    time.sleep(0.6)                   # every run's start-up: the runs made ahead begin beside good's
+    print("BISECTK_PHASE launch", flush=True)
+    if hang:
+        time.sleep(600)
+    print("BISECTK_PHASE synchronized", flush=True)
+"""
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+def test_with_gpus_no_two_runs_under_way_share_a_gpu_and_warm_runs_stay_warm(tmp_path, warm):
+    """--jobs 3 --gpus 0,1,2: the good endpoint's run, the bad endpoint's begun beside it and the
+    search's first run made ahead hold three different GPUs (each run's CUDA_VISIBLE_DEVICES),
+    never two on one while another GPU sits idle; every GPU is used. With --warm the runs are
+    warm ones, on the worker of their GPU (a run pinned to a GPU used to go cold, every one)."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "g.py").write_text(GPU_SLOTS)
+    spec = tmp_path / "s.toml"
+    spec.write_text(f"[subject]\ncommand = {json.dumps(['python', 'g.py', '{hang}', '{a}', '{b}', str(tmp_path)])}\n"
+                    "[good]\nhang = 0\na = 0\nb = 0\n[bad]\nhang = 1\na = 1\nb = 1\n")
+    trace = tmp_path / "pool.trace"
+    p = bisectk("ablate", spec, "--jobs", "3", "--gpus", "0,1,2", "--json-out", tmp_path / "r.json",
+                "--ledger", tmp_path / "ledger.db", *(["--warm"] if warm else []), timeout=300,
+                env={"BISECTK_POOL_TRACE": str(trace)})
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["culprits"] == ["hang"] and doc["complete"], doc
+    assert sorted(f.name for f in tmp_path.glob("shared-*")) == []
+    assert set((tmp_path / "gpus.log").read_text().split()) == {"0", "1", "2"}
+    if warm:
+        events = [json.loads(line) for line in trace.read_text().splitlines()]
+        assert sum(e["event"] == "acquired" for e in events) >= doc["runs"] - 1, (doc["runs"], events)
+
+
 ABANDONED = """import sys, time
 hang, a, b = (int(x) for x in sys.argv[1:4])
 if (hang, a, b) == (0, 0, 0):

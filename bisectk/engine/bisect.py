@@ -16,6 +16,9 @@ run_bisect   -- verify both endpoints through the commit space's trials (the bad
                 facts: report/advice.py words them). A contradiction (a good commit that
                 descends from a bad one) is reported as such, never answered.
 commit_doc   -- a commit as the record stores it (sha, subject, author, date, files).
+FirstProbes  -- verify's `meanwhile` at --jobs above one (no --flaky, not --find-fix): the bad
+                endpoint's first run and the search's likely first round begin beside the good
+                endpoint's, and the search starts from their outcomes as observations.
 
 merge_bases  -- a --good that is not an ancestor of --bad (a release branch, a sibling) leaves the
                 merge bases of bad and the goods to test first, as git does: each runs (in flaky
@@ -31,8 +34,10 @@ terms ("first fixed commit").
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, wait as futures_wait
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,9 +45,10 @@ from typing import TYPE_CHECKING, Any
 from bisectk.engine.direction import FixOracle, Terms, repeats_for
 from bisectk.engine.endpoints import BadBeside, hang_checks, side_by_side, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
+from bisectk.engine.interrupts import live
 from bisectk.engine.oracle import Oracle, Trials
 from bisectk.engine.policy import RunPolicy
-from bisectk.events import PhaseStarted
+from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import DEFAULT_SAME_FAILURE, Outcome, Verdict
 from bisectk.run.runner import Runner
 from bisectk.spaces.commits import SpaceError
@@ -76,6 +82,101 @@ def attempts_in_run_order(trials: Trials, mode: str, terms: Terms = Terms()) -> 
                                  v.describe(), failure.describe() if failure else None, 1,
                                  round(t.run.duration_s, 3), t.cached, metrics=dict(t.run.metrics)))
     return out
+
+
+class FirstProbes:
+    """The search's likely first round, begun before the endpoints are known (verify's `meanwhile`,
+    where `side_by_side`): each commit has a worktree of its own, so nothing of the endpoints'
+    runs need finish first. The round is one a k-way search would send after the bad endpoint's
+    failure (search/dag_bisect.first_round), over the slots the endpoints' runs leave: `early`
+    starts jobs - 2 probes beside the good and bad endpoints' runs (nothing at --jobs 2), or
+    `__call__` (good ran first: the ledger had it) jobs - 1 beside the bad endpoint's; `drop`
+    ends them unjudged when good did not pass. The slot good's run frees is left idle (`then`):
+    a probe begun there would end a run's time after the bad endpoint's, and the search waits for
+    every probe. Each is a real run of its commit, judged once the oracle is aimed;
+    `observations()` waits for them and gives the search its start, whatever mode the endpoints
+    decide (a flaky start's posterior takes them too).
+
+    The round is chosen in a thread of its own (the DAG is built from the listing: numpy and a
+    pass over the history), so the good endpoint's run never waits for it."""
+
+    def __init__(self, oracle: Oracle, graph, policy: RunPolicy):
+        self.oracle, self.graph, self.policy = oracle, graph, policy
+        self.started: dict[int, Future] = {}
+        self.dag = None
+        self._chosen: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._dropped = False
+
+    def _round(self, k: int) -> None:
+        """Choose a round of `k` probes (fewer under --max-runs) and start them."""
+        from bisectk.search.dag_bisect import first_round
+        from bisectk.search.history import Dag, Observation
+        if self.policy.max_runs is not None:
+            k = min(k, self.policy.max_runs - 2)    # the endpoints' runs come first
+        try:
+            self.dag = Dag.from_csr(*self.graph.csr())
+            probes = first_round(self.dag, [Observation(len(self.graph) - 1, Outcome.FAIL)], k)
+        except Exception:        # nothing ahead: the search chooses its own first round
+            probes = []
+        with self._lock:
+            if not self._dropped:
+                for i in probes:
+                    self.started[i] = self.oracle.submit(i)
+
+    def _choose(self, k: int) -> None:
+        if k < 1:
+            return
+        self._chosen = threading.Thread(target=self._round, args=(k,), name="bisectk-first-round", daemon=True)
+        self._chosen.start()
+
+    def early(self) -> None:
+        self._choose(self.policy.jobs - 2)      # the good and bad endpoints' runs hold two slots
+        also = " and the search's likely first commits" if self.policy.jobs > 2 else ""
+        self.oracle.trials.runner.events.emit(Note(
+            f"the bad endpoint's run{also} start beside the good endpoint's; their watchdog is set once it has passed"))
+
+    def then(self) -> None:
+        pass
+
+    def __call__(self) -> None:
+        self._choose(self.policy.jobs - 1)
+
+    def drop(self) -> None:
+        """The good endpoint did not pass (or the runs ran the checkout's code): the probes end
+        unjudged (the runner's hold ends those begun; those not begun are cancelled)."""
+        with self._lock:
+            self._dropped = True
+            futures = list(self.started.values())
+            self.started.clear()
+        for f in futures:
+            f.cancel()
+        futures_wait(futures)
+
+    def wait(self) -> None:
+        """Let the runs begun end (the endpoints proved unusable: no search takes them)."""
+        self._join()
+        futures_wait(list(self.started.values()))
+
+    def _join(self) -> None:
+        if self._chosen is not None:
+            self._chosen.join()
+
+    def observations(self) -> list:
+        """Each probe's outcome, as the aimed oracle judged it, in the order started; a probe whose
+        run did not come to an outcome (ended unjudged) is left to the search."""
+        from bisectk.search.history import Observation
+        self._join()
+        out = []
+        with live():   # waiting for a run is a run: a Ctrl-C stops it at once (engine/interrupts.py)
+            for i, f in list(self.started.items()):
+                try:
+                    out.append(Observation(i, f.result()))
+                except KeyboardInterrupt:
+                    raise
+                except BaseException:      # cancelled, abandoned: the search asks again if it must
+                    continue
+        return out
 
 
 def tested_commits(graph, observed) -> tuple[dict, ...]:
@@ -117,12 +218,22 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
     n = len(graph)
     # the endpoint that must pass and the one that must fail: for a fix, the new one passes
     passing, failing = (n - 1, GOOD) if terms.find_fix else (GOOD, n - 1)
+    oracle = Oracle(trials, None, any_failure=any_failure, aimed=False)
+    # --jobs above one: the search's first round begins beside the endpoints (a fix's search
+    # repeats its passes, FixOracle: it chooses its own)
+    ahead = FirstProbes(oracle, graph, policy) if side_by_side(policy) and not terms.find_fix else None
     check = verify(trials, passing, failing, repeat=policy.repeat or 1, measure=terms.find_fix,
-                   meanwhile=BadBeside() if side_by_side(policy) else None)
+                   meanwhile=ahead or (BadBeside() if side_by_side(policy) else None))
     from bisectk.engine import checkout_imports
     leaked = [] if space.remote else checkout_imports.checkout_files(runner.imported_files, Path(graph.repo))
     if leaked and (said := checkout_imports.redirect(runner, space, leaked)):
+        if ahead is not None:       # they ran the checkout's code too
+            ahead.drop()
+            ahead = None
+        oracle.aim(None)
+        oracle.close()
         trials = Trials(runner, space, policy)      # the runs so far ran the checkout's code: none counts
+        oracle = Oracle(trials, None, any_failure=any_failure, aimed=False)
         check = verify(trials, passing, failing, repeat=policy.repeat or 1, measure=terms.find_fix)
         check = replace(check, notes=(said, *check.notes))
         if problem := checkout_imports.still_leaking(runner, space):
@@ -135,7 +246,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
                 environment={}, session=runner.session, protocol=runner.spec.protocol,
                 goods=graph.goods, paths=graph.paths, terms=(terms.old, terms.new), find_fix=terms.find_fix,
                 **(facts or {}))
-    oracle = Oracle(trials, check.target, any_failure=any_failure, **hang_checks(check, runner))
+    oracle.aim(check.target, **hang_checks(check, runner))
     if check.ok:
         bases, problem = merge_bases(runner, oracle, check, terms)
         base["merge_bases"] = tuple(bases)
@@ -143,6 +254,9 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
             check = replace(check, problem=problem)
             base["endpoints"] = check
     if not check.ok:
+        if ahead is not None:
+            ahead.wait()
+        oracle.close()
         base["environment"] = captured(environment)
         return unusable_record(BisectRecord, trials, start,
                                attempts=tuple(attempts_in_run_order(trials, DEFAULT_SAME_FAILURE, terms)),
@@ -158,6 +272,8 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
     else:
         bad_runs = [r for r in check.bad.runs if r.outcome is not Outcome.UNRESOLVED]
         seed = [Observation(n - 1, oracle.judge_run(r)) for r in bad_runs] or [Observation(n - 1, Outcome.FAIL)]
+        if ahead is not None:
+            seed += ahead.observations()
     bayes = flaky and not terms.find_fix
     merges = graph.merges()
     mode = ("Bayesian, two rates" if two_rate else "Bayesian, flake-aware" if bayes
@@ -177,11 +293,14 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
                             steady=policy.flaky is False)   # --no-flaky: declared deterministic
     stopped, reason = False, ""
     try:
-        result = search_dag(Dag.from_csr(*graph.csr()), search if policy.jobs == 1 else None,
+        dag = ahead.dag if ahead is not None and ahead.dag is not None else Dag.from_csr(*graph.csr())
+        result = search_dag(dag, search if policy.jobs == 1 else None,
                             batch_oracle=search.batch if policy.jobs > 1 else None,
                             options=options, observations=seed)
     except SearchStopped as stop:
         result, stopped, reason = stop.result, True, REASONS.get(stop.reason, stop.reason)
+    finally:
+        oracle.close()
     if repeats > 1:
         result = replace(result, confidence=min(result.confidence, search.confidence()))
         base["repeats"] = repeats

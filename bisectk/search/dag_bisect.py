@@ -13,6 +13,8 @@ split_probes()  -- the K probes of one multisection round. Each allowed culprit 
                    (which of the probes it makes bad); the probes maximise the expected entropy
                    of that partition: started at weight quantiles j/(K+1) (on a chain: K+1
                    near-equal segments), then improved one probe at a time while any swap helps.
+first_round()   -- the probes a K-way round sends from the observations so far: the search's
+                   likely first round, begun beside the endpoints' runs (engine/bisect.py).
 dag_bisect()    -- the sequential search.
 dag_multisect() -- K probes per round, for K parallel workers.
 
@@ -201,6 +203,14 @@ def dag_bisect(dag: Dag, oracle: Oracle, *, observations: Iterable[Observation |
         confirming.run()
 
     return gw.guarded(loop, lambda finished: confirming.result(finished, "dag-binary"))
+
+
+def first_round(dag: Dag, observations: Iterable[Observation | Sequence[Any]], k: int) -> list[int]:
+    """The K probes (`split_probes`) a multisection sends first after `observations` (the bad
+    endpoint's failure): what can be run before the search is asked, its outcomes then handed to
+    it as observations; [] when nothing is left to split."""
+    state = Narrowing(dag, observations)
+    return split_probes(dag, state.allowed, state.eligible, state.odds(), k) if k >= 1 else []
 
 
 def dag_multisect(dag: Dag, batch_oracle: BatchOracle, *, jobs: int,

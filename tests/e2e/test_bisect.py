@@ -224,6 +224,34 @@ exec python kernel.py
     assert seen.read_text().split() == ["beside"]
 
 
+def test_at_jobs_four_the_searchs_first_commits_run_beside_the_good_endpoint(tmp_path):
+    """At --jobs 4 the good and bad endpoints hold two slots and the search's likely first round
+    (two commits that split the range: dag_bisect.first_round) begins in the other two: the good
+    endpoint's run here waits (up to 60 s) for a run of a commit that is neither endpoint to
+    begin. The search starts from their outcomes, and the answer is git's."""
+    shas = make_repo(tmp_path / "r", n=24, culprit=13, broken=())
+    r = tmp_path / "r"
+    seen, marks = tmp_path / "seen", tmp_path / "marks"
+    marks.mkdir()
+    script = tmp_path / "t.sh"
+    script.write_text(f"""#!/bin/sh
+sha=$(git rev-parse HEAD)
+if [ "$sha" != "{shas[0]}" ] && [ "$sha" != "{shas[-1]}" ]; then touch "{marks}/$sha"; fi
+if [ "$sha" = "{shas[0]}" ]; then
+  i=0; while [ -z "$(ls "{marks}")" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+  if [ -n "$(ls "{marks}")" ]; then echo beside >> "{seen}"; else echo alone >> "{seen}"; fi
+fi
+exec python kernel.py
+""")
+    script.chmod(0o755)
+    p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--run", str(script),
+                "--jobs", "4", "--json", "--ledger", tmp_path / "l.db", timeout=300)
+    doc = json.loads(p.stdout)
+    assert doc["first_bad"]["sha"] == shas[13], p.stderr[-2000:]
+    assert seen.read_text().split() == ["beside"]
+    assert doc["complete"] and doc["confidence"] >= 0.99
+
+
 def test_bad_refs_are_one_line_errors(repo):
     r, shas = repo
     for args in (["--good", "nope", "--bad", shas[-1]], ["--good", shas[-1], "--bad", shas[0]]):

@@ -388,3 +388,27 @@ def test_multisect_rounds_follow_the_workers_alive():
     assert result.culprit == 201 and result.complete
     assert sizes[:4] == [3, 2, 2, 1]          # never more than --jobs, never more than alive
     assert all(1 <= s <= 3 for s in sizes)
+
+
+@settings(max_examples=40, deadline=None)
+@given(problem=problems(max_n=30), k=st.integers(1, 4))
+def test_first_round_is_the_round_a_multisection_sends_first_and_its_outcomes_give_the_same_answer(problem, k):
+    """dag_bisect.first_round: the probes a k-way search sends after the bad endpoint's failure
+    (what `bisect --jobs` starts beside the endpoints' runs); a search handed their outcomes as
+    observations answers as one that ran them itself."""
+    from bisectk.search.dag_bisect import first_round
+    parents, culprit, untestable = problem
+    dag = Dag(parents)
+    anc = ancestors(parents)
+    asked: list[list[int]] = []
+
+    def oracle(points):
+        asked.append(list(points))
+        return [U if i in untestable else F if culprit in anc[i] else P for i in points]
+    seed = [Observation(len(parents) - 1, F)]
+    plain = dag_multisect(dag, oracle, jobs=k, observations=seed)
+    probes = first_round(dag, seed, k)
+    assert probes == (asked[0] if asked else [])
+    given_first = seed + [Observation(i, o) for i, o in zip(probes, oracle(probes))]
+    again = dag_multisect(dag, oracle, jobs=k, observations=given_first)
+    assert (again.culprit, again.candidates) == (plain.culprit, plain.candidates)

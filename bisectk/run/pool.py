@@ -218,7 +218,8 @@ class _Slot:
 
 
 class WorkerPool:
-    """Warm workers, one per GPU (or per CPU slot), each with hot spares.
+    """Warm workers, one per slot (`slots`; with `gpus`, slot k on GPU gpus[k % len(gpus)], and
+    at least one per GPU), each with hot spares.
 
         with WorkerPool(gpus=[0, 1]) as pool:
             raw = pool.run(Job([sys.executable, "kernels/cutedsl/ws_pipeline.py", "--stages", "2"], cwd=root),
@@ -259,7 +260,11 @@ class WorkerPool:
         self.template_starts: dict = {}     # gpu -> templates started (MAX_FAILED_STARTS at most)
         self._templates_lock = threading.Lock()
         self.max_runs = max_runs
-        self.slots = [_Slot(g) for g in (list(gpus) if gpus else [None] * max(1, slots))]
+        # slot k runs on gpus[k % len(gpus)], as a run pinned to slot k's GPU is (engine/slots.py):
+        # --jobs 4 --gpus 0,1 keeps two workers on each GPU, never fewer workers than --jobs
+        gpus = list(gpus) if gpus else []
+        self.slots = ([_Slot(gpus[k % len(gpus)]) for k in range(max(len(gpus), slots))] if gpus
+                      else [_Slot(None) for _ in range(max(1, slots))])
         base, most = default_spares() if spares is True else (int(spares), int(spares))
         if spares is True and len(self.slots) > 1:
             # several slots serve one another: a hang's worker is replaced by its slot's spare

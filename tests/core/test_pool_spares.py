@@ -88,3 +88,24 @@ def test_an_urgent_run_takes_the_first_worker_ready_before_runs_that_waited_long
             t.join()
     order = (tmp_path / "order.txt").read_text().split()
     assert order[:2] == ["good", "bad"] and sorted(order[2:]) == [f"ahead{i}" for i in range(3)], order
+
+
+def test_runs_pinned_to_one_gpu_run_warm_and_side_by_side_in_that_gpus_workers(tmp_path):
+    """--jobs 3 --gpus 0: every run is pinned to GPU 0 (its CUDA_VISIBLE_DEVICES, engine/slots.py).
+    The pool keeps --jobs workers on it (slot k on gpus[k % len]) and takes the pinned runs there:
+    three at once, warm. A pinned run used to be refused by every worker (a process-level
+    variable the workers lacked) and ran cold; with one worker per GPU the three would queue."""
+    from concurrent.futures import ThreadPoolExecutor
+    (tmp_path / "nap.py").write_text(
+        "import os, sys, time\ntime.sleep(0.8)\nsys.exit(0 if os.environ.get('CUDA_VISIBLE_DEVICES') == '0' else 3)\n")
+    with WorkerPool(gpus=["0"], slots=3, preload=(), spares=0, fork=False, ready_timeout=60) as pool:
+        _ready(pool, 0)
+        assert [s.gpu for s in pool.slots] == ["0", "0", "0"]
+        job = Job([sys.executable, "nap.py"], cwd=tmp_path, env={"CUDA_VISIBLE_DEVICES": "0"})
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(3) as ex:
+            raws = list(ex.map(lambda _: pool.run(job, FixedWatch(60)), range(3)))
+        wall = time.monotonic() - t0
+        assert [r.exit_code for r in raws] == [0, 0, 0], raws
+        assert pool.stats["warm_runs"] == 3 and pool.stats["cold_runs"] == 0, pool.stats
+        assert wall < 2.0, wall         # side by side: one after the other would take 2.4 s

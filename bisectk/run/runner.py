@@ -422,6 +422,10 @@ class Runner:
                 w.prepare()
             job = self._job(w, key, index, snapshot)
             raw = self.executor.run(job, self.watch(seconds) if grace is None else self._grace(*grace))
+        broke = w.damaged() if w.damaged is not None else None
+        if broke:       # what it did may have been done elsewhere (git walking up): no verdict on it
+            return Run(Outcome.UNRESOLVED, reason=Reason.INFRA,
+                       signature=f"the run broke its worktree: {broke}"), ()
         if raw.phase == "build":
             return classify_build(raw, _text(job.build.log_dir)), ()
         if self.snapshots is not None:

@@ -79,6 +79,9 @@ class Workload:
     unrunnable: str | None = None
     key: str | None = field(default=None, compare=False)
     built: Callable[[], None] | None = field(default=None, compare=False)   # the build step has run here
+    # what the run broke of its place, in words, asked once it has ended (a worktree's .git file
+    # removed: spaces/worktrees.py damage); None: nothing, and its verdict stands
+    damaged: Callable[[], str | None] | None = field(default=None, compare=False)
 
     def with_env(self, **extra: str) -> Workload:
         return replace(self, env={**self.env, **extra})

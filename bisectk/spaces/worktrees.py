@@ -18,6 +18,10 @@ WorktreePool -- a context manager lending detached worktrees, one per concurrent
 prepare      -- start a lease's checkout in the background, so that the first run's worktree is
                 written while the rest of the set-up (listing the history, imports) goes on;
                 `bisect` begins it before its CLI is even imported (spaces/early.py).
+damage       -- what a run broke of a worktree's link to its git directory (its .git file removed,
+                replaced, or naming another repository's): asked before a lease runs git in it,
+                which then makes it again instead, and after each run (the run is UNRESOLVED
+                INFRA, run/runner.py), since git run there would reach another repository.
 collect      -- remove the cached worktrees no process holds, those older bisectk versions kept in
                 <git-common-dir>/bisectk-worktrees/, and the cache directories of repositories
                 that are gone; and prune their admin directories (never the user's own
@@ -187,6 +191,34 @@ def _admin_of(path: Path) -> Path | None:
     except OSError:
         return None
     return Path(line[len("gitdir: "):]) if line.startswith("gitdir: ") else None
+
+
+def damage(path: Path, common: Path) -> str | None:
+    """What a run broke of a worktree's link to its git directory, in words; None when intact: a
+    .git file (no link, no directory) naming an admin directory under <common>/worktrees/ whose
+    `gitdir` names this .git file back, with a commit in its HEAD. Asked before any git command
+    runs in a cached worktree: with the link gone, git there walks up to whatever repository
+    encloses the cache (a home directory kept in git); with the file rewritten (`gitdir:
+    ~/repo/.git`) it reaches another repository, the user's own among them, where a `checkout
+    --force`, a `clean` and the removal of a git operation under way would all write."""
+    dotgit = path / ".git"
+    if not os.path.lexists(dotgit):
+        return "its .git file was removed"
+    if dotgit.is_symlink() or not dotgit.is_file():
+        return "its .git file was replaced by a " + ("link" if dotgit.is_symlink() else "directory")
+    admin = _admin_of(path)
+    if admin is None:
+        return "its .git file no longer names a git directory"
+    admin = path / admin           # as git reads it: relative to the worktree (worktree.useRelativePaths)
+    try:
+        back = (admin / "gitdir").read_text().strip()
+        ours = (admin.resolve().parent == (common / "worktrees").resolve()
+                and (admin / back).resolve() == dotgit.resolve())
+    except OSError:
+        ours = False
+    if not ours:
+        return f"its .git file names {admin}, not the git directory bisectk made for it"
+    return None if _head_of(path) is not None else "its HEAD names no commit"
 
 
 # what decides the bytes a checkout writes besides the commit: filters (git-lfs's smudge among them)
@@ -483,7 +515,9 @@ class WorktreePool:
             trust(entry.path)
         # Switching a worktree touches only that worktree's own index and files: no lock needed.
         try:
-            if entry.sha == sha and not entry.fresh:
+            if self.damage(entry.path) is not None:
+                self._remake(entry, sha)    # a run broke its link to git: no git command runs there
+            elif entry.sha == sha and not entry.fresh:
                 self._tidy(entry, sha)
             else:
                 self._switch(entry, sha)
@@ -513,7 +547,7 @@ class WorktreePool:
             fd = self._lock(path)
             if fd is None:
                 continue
-            if head is None or _shape_of(path) != self.shape:
+            if head is None or damage(path, self._common) is not None or _shape_of(path) != self.shape:
                 # not intact (pruned, half-made), or its files were written under other checkout
                 # settings (git-lfs installed since, a filter or eol setting changed): made again
                 self._discard(path)
@@ -539,16 +573,38 @@ class WorktreePool:
             raise
         entry = _Entry(path, fd, sha, fresh=False)
         self._held.append(entry)
-        _record_shape(path, self.shape)
         try:
-            self._submodules(entry)
+            self._made(entry)
         except BaseException:
             self.release(entry, None)       # held, at no commit: the next lease switches it
             raise
-        entry.stamps = survey(path, coarse=self.coarse, skip=entry.subs)
-        entry.index = _index_of(path)
-        _arm(entry)
         return entry
+
+    def _made(self, entry: _Entry) -> None:
+        """A worktree `git worktree add` has just written: its shape, submodules and survey."""
+        _record_shape(entry.path, self.shape)
+        self._submodules(entry)
+        entry.stamps = survey(entry.path, coarse=self.coarse, skip=entry.subs)
+        entry.index = _index_of(entry.path)
+        _arm(entry)
+
+    def damage(self, path: Path) -> str | None:
+        """What a run broke of this pool's worktree at `path` (module function `damage`), or None."""
+        return damage(path, self._common)
+
+    def _remake(self, entry: _Entry, sha: str) -> None:
+        """A held worktree whose link to its git directory a run broke (`damage`): removed (its
+        directory and admin directory, never through git run inside it) and added again at `sha`,
+        under the same lock."""
+        if entry.watch is not None:
+            entry.watch.close()
+            entry.watch = None
+        entry.sha, entry.stamps, entry.index, entry.subs = None, None, None, frozenset()
+        entry.generation += 1           # a build made in it is gone with it
+        self._discard(entry.path)
+        run_git(self.repo, *PARALLEL_CHECKOUT, "worktree", "add", "--detach", "--force", str(entry.path), sha)
+        entry.sha, entry.fresh = sha, False
+        self._made(entry)
 
     def _lock(self, path: Path) -> int | None:
         return _lock(path)

@@ -983,3 +983,25 @@ def test_root_in_another_users_repository_leaves_nothing_of_roots_in_its_git_dir
         assert f"first bad commit: {c['c5']}" in p.stdout
         mine = [str(p) for p in (r / ".git").rglob("*") if p.lstat().st_uid == 0]
         assert mine == []
+
+
+def test_a_script_that_breaks_its_worktrees_git_link_is_unresolved_there_and_the_search_goes_on(user, hist, tmp_path):
+    """A test script that removes its worktree's .git file, or rewrites it to name the user's
+    .git, on some commits (c3, c6): those runs are UNRESOLVED (infra) and skipped around, each
+    worktree is made again, and the answer is git's; no git command of bisectk's reaches the
+    user's HEAD, index or their own bisection through the rewritten file."""
+    r, c = user
+    script = tmp_path / "breaks.sh"
+    script.write_text("#!/bin/sh\ncase \"$(cat hello)\" in\n"
+                      "  'Hello 3') rm -f .git ;;\n"
+                      f"  'Hello 6') echo 'gitdir: {r / '.git'}' > .git ;;\nesac\n! test -f bug\n")
+    script.chmod(0o755)
+    before = snapshot(r)
+    d = jrun(r, "--good", c["c1"], "--bad", "main", "--run", str(script), "--fresh")
+    assert d["first_bad"]["sha"] == c["c5"] == git_bisect(hist, tmp_path, ["main", c["c1"]], ["./test.sh"])
+    broken = [t for t in d["tested"] if t["sha"] in (c["c3"], c["c6"])]
+    assert broken and all(t["unresolved"] and not t["pass"] and not t["fail"] for t in broken), d["tested"]
+    assert snapshot(r) == before
+    # the next command finds the worktrees intact
+    assert jrun(r, "--good", c["c1"], "--bad", "main", "--run", "./test.sh", "--fresh")["first_bad"]["sha"] == c["c5"]
+    assert snapshot(r) == before

@@ -694,3 +694,45 @@ def test_a_worktree_of_the_users_that_is_away_keeps_its_git_directory(repo, tmp_
     assert sorted(p.name for p in admin.parent.iterdir()) == [admin.name]   # none of ours is left
     away.rename(mine)
     assert git(mine, "status", "--porcelain") == "A  wip.txt"
+
+
+def gitdir_names(repo: Path) -> list[str]:
+    """What the user's .git holds (a git bisect's state among it), less the worktrees' admin."""
+    return sorted(p.name for p in (repo / ".git").iterdir() if p.name != "worktrees")
+
+
+@pytest.mark.parametrize("breaks", ["removed", "directory", "users"])
+def test_a_worktree_whose_link_to_git_a_run_broke_is_made_again_and_no_git_runs_through_it(repo, breaks):
+    """A test that deletes its worktree's .git file, makes a repository of its own there, or
+    rewrites the file to name the user's .git (`gitdir: ~/repo/.git`): the next lease, of another
+    commit or the same one, makes the worktree again rather than running git there, which would
+    find an enclosing repository or check out and clean through the user's HEAD, index and git
+    bisect in progress. `damage` says what happened."""
+    git(repo, "bisect", "start", "--no-checkout", "HEAD", "HEAD~3")     # the user's own, kept
+    before = fingerprint(repo), gitdir_names(repo)
+    rng = chain(repo)
+    with WorktreePool(repo, size=1) as pool:
+        for first, then in ((rng[2], rng[6]), (rng[6], rng[6])):
+            with pool.lease(first) as wt:
+                dotgit = wt / ".git"
+                dotgit.unlink()
+                if breaks == "directory":
+                    git(wt, "init", "-q")
+                elif breaks == "users":
+                    dotgit.write_text(f"gitdir: {repo / '.git'}\n")
+                said = pool.damage(wt)
+                assert said == {"removed": "its .git file was removed",
+                                "directory": "its .git file was replaced by a directory"}.get(breaks, said)
+                assert said and (breaks != "users" or str(repo / ".git") in said)
+            with pool.lease(then) as again:
+                assert again == wt and pool.damage(again) is None
+                assert git(again, "rev-parse", "HEAD") == then and not git(again, "status", "--porcelain")
+    assert (fingerprint(repo), gitdir_names(repo)) == before
+    # the next command takes the cached worktree over only when intact: broken, it is made again
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[2]) as wt:
+            (wt / ".git").write_text(f"gitdir: {repo / '.git'}\n")
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[2]) as wt:
+            assert pool.damage(wt) is None and git(wt, "rev-parse", "HEAD") == rng[2]
+    assert (fingerprint(repo), gitdir_names(repo)) == before

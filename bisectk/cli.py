@@ -352,7 +352,8 @@ def bisect(repo: Path = RepoOpt,
                 pool = stack.enter_context(WorktreePool(root, size=jobs))
                 pool.prepare(first)
         try:
-            run_cmd, build, files = resolve_commands(run_cmd, build, user_cwd=Path.cwd(), root=root, commit=bad_sha)
+            run_cmd, build, files = resolve_commands(run_cmd, build, user_cwd=Path.cwd(), root=root, commit=bad_sha,
+                                                     olds=olds)
             s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
         except BaseException:
             listing.result()                # a bad range is reported first, as before
@@ -515,7 +516,8 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     root = open_repo(repo)
     commits = list_graph(root, good, bad, first_parent=first_parent)
     # --run ./test.sh as bisect reads it: the user's untracked script, or each commit's own
-    run_cmd, build, files = resolve_commands(run_cmd, build, user_cwd=Path.cwd(), root=root, commit=commits.bad_sha)
+    run_cmd, build, files = resolve_commands(run_cmd, build, user_cwd=Path.cwd(), root=root, commit=commits.bad_sha,
+                                             olds=[commits.good_sha])
     s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  jobs=jobs, max_runs=max_runs, confidence=confidence, executor=executor, ray_address=ray_address,

@@ -33,7 +33,9 @@ Abstractions
 CommandFile     -- one resolved path: the word as typed, which copy runs ("yours" or "tree"), the
                    path run, and the file's state ("untracked", "modified", "outside the
                    repository", "tracked" (your copy is the tree's), "tracked, not in your
-                   directory"): facts for the reports, which say which copy ran.
+                   directory", and for a file the commit lacks that git did track, "deleted:
+                   tracked at OLD, not at NEW" or "tracked at HEAD, not at NEW"): facts for the
+                   reports, which say which copy ran.
 split_command   -- a quoted command line split into argv with shell rules, or a one-line error
                    when it holds shell syntax (`&&`, `|`, a redirection) that the split would turn
                    into arguments; runs_shell and shell_syntax, its two tests.
@@ -53,6 +55,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -66,6 +69,7 @@ class CommandFile:
     use: str         # "yours": the user's file, by absolute path; "tree": each commit's own copy
     path: str        # what runs: an absolute path, or the tree's file relative to the worktree root
     state: str       # untracked | modified | outside the repository | tracked | tracked, not in your directory
+                     # | deleted: tracked at OLD, not at NEW | tracked at HEAD, not at NEW
     runs: bool = False   # the program, or the script an interpreter runs (`python t.py`, `sh t.sh`): a
                          # commit without it cannot run the command; any other path is an argument
 
@@ -162,6 +166,14 @@ def _blob(root: Path, commit: str, rel: str) -> str | None:
         return None
 
 
+def _short(root: Path, ref: str) -> str:
+    """A commit's sha as the reports print it (10 digits), whatever ref named it."""
+    try:
+        return run_git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")[:10] or ref
+    except SpaceError:
+        return ref
+
+
 def _through_links(root: Path, commit: str, rel: str) -> str | None:
     """`rel` with the directory symlinks on its way resolved as a checkout of `commit` resolves
     them (`scripts/t.sh` with `scripts -> tools` tracked: `tools/t.sh`); None when no directory
@@ -208,14 +220,16 @@ def _pathlike(word: str, first: bool) -> bool:
     return "/" in word if first else True   # the program: a PATH lookup unless it has a slash
 
 
-def resolve_command(text: str, option: str, *, user_cwd: Path, root: Path, commit: str) -> tuple[str, list[CommandFile]]:
+def resolve_command(text: str, option: str, *, user_cwd: Path, root: Path, commit: str,
+                    olds: Sequence[str] = ()) -> tuple[str, list[CommandFile]]:
     """`text` (a --run or --build command line) with its relative paths resolved against the
     user's directory and the `commit`'s tree; the rewritten line (split by the same shell rules
     gives the resolved words) and what was resolved. The script of `sh -c SCRIPT` has its words
     resolved as well (_resolve_script), so that the form a refused `&&` asks for runs the user's
-    untracked script as a plain command would."""
+    untracked script as a plain command would. `olds`: the other end's commits (the goods), which
+    say that a file of the user's that `commit` lacks was deleted on the way, not never tracked."""
     argv = split_command(text, option)   # shell syntax refused before a rewrite could quote it into a word
-    resolver = _Resolver(user_cwd, root, commit)
+    resolver = _Resolver(user_cwd, root, commit, olds)
     inner, script = _shell_script_index(argv), _script_index(argv)
     out = [_resolve_script(word, resolver) if k == inner else resolver.word(word, k == 0, k == script)
            for k, word in enumerate(argv)]
@@ -225,9 +239,9 @@ def resolve_command(text: str, option: str, *, user_cwd: Path, root: Path, commi
 class _Resolver:
     """One command's words resolved (see the module docstring), the CommandFiles collected."""
 
-    def __init__(self, user_cwd: Path, root: Path, commit: str):
+    def __init__(self, user_cwd: Path, root: Path, commit: str, olds: Sequence[str] = ()):
         self.user_cwd = Path(os.path.abspath(user_cwd))
-        self.root, self.commit = root, commit
+        self.root, self.commit, self.olds = root, commit, tuple(olds)
         try:
             self.inside: Path | None = self.user_cwd.relative_to(root)
         except ValueError:
@@ -267,13 +281,25 @@ class _Resolver:
                 self.files.append(CommandFile(word, "tree", rel, "tracked", runs))
                 return word             # run where it was typed (run_dir): the word reads the same there
             state = ("outside the repository" if self.inside is None or not mine.is_relative_to(self.root)
-                     else "modified" if blob is not None or sub_blob is not None else "untracked")
+                     else "modified" if blob is not None or sub_blob is not None else self._absent(rel))
             self.files.append(CommandFile(word, "yours", str(mine), state))
             return str(mine)
         if blob is not None:
             self.files.append(CommandFile(word, "tree", rel, "tracked, not in your directory", runs))
         return word
 
+
+    def _absent(self, rel: str) -> str:
+        """The state of the user's file at `rel`, which `commit`'s tree lacks: "untracked" only when
+        git never had it at either end or at HEAD; a file the old end tracks was deleted on the way
+        (a test script moved or dropped), one HEAD tracks is newer than `commit`."""
+        new = self.commit[:10]
+        for old in self.olds:
+            if _blob(self.root, old, rel) is not None:
+                return f"deleted: tracked at {_short(self.root, old)}, not at {new}"
+        if _blob(self.root, "HEAD", rel) is not None:
+            return f"tracked at HEAD, not at {new}"
+        return "untracked"
 
     def _committed(self, rel: str, mine: Path) -> bool:
         """Whether the user's file is what their checkout's HEAD holds at `rel` (not modified)."""
@@ -364,7 +390,7 @@ def _same(root: Path, path: Path, blob: str) -> bool:
 
 
 def resolve_commands(run_cmd: str | None, build: str | None, *, user_cwd: Path, root: Path,
-                     commit: str) -> tuple[str | None, str | None, list[CommandFile]]:
+                     commit: str, olds: Sequence[str] = ()) -> tuple[str | None, str | None, list[CommandFile]]:
     """--run and --build as bisect and triage read them: each refused if it builds the checkout
     (checkout_build), else resolved (resolve_command); the rewritten commands and their files."""
     files: list[CommandFile] = []
@@ -372,7 +398,7 @@ def resolve_commands(run_cmd: str | None, build: str | None, *, user_cwd: Path, 
     for text, option in ((run_cmd, "--run"), (build, "--build")):
         if text:
             checkout_build(text, option, user_cwd=user_cwd, root=root)
-            text, found = resolve_command(text, option, user_cwd=user_cwd, root=root, commit=commit)
+            text, found = resolve_command(text, option, user_cwd=user_cwd, root=root, commit=commit, olds=olds)
             files += found
         out.append(text)
     return out[0], out[1], files

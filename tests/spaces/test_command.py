@@ -57,6 +57,28 @@ def test_a_script_unmodified_since_head_runs_each_commits_copy_though_bad_holds_
     assert shlex.split(line) == [str(r / "run.sh")] and (files[0].use, files[0].state) == ("yours", "modified")
 
 
+def test_a_script_git_tracked_at_good_or_at_head_but_not_at_bad_is_said_deleted_not_untracked(repo):
+    """The user's copy runs (the --bad commit lacks the file), but the report says what happened:
+    tracked at --good and deleted on the way, or tracked at HEAD (newer than --bad); "untracked"
+    only for a file git never had at either end or at HEAD."""
+    r, good = repo
+    git(r, "rm", "-q", "--cached", "run.sh")            # deleted by the next commit, the user's copy kept
+    git(r, "commit", "-q", "-m", "drop run.sh")
+    bad = git(r, "rev-parse", "HEAD")
+    line, files = resolve_command("./run.sh", "--run", user_cwd=r, root=r, commit=bad, olds=[good])
+    assert shlex.split(line) == [str(r / "run.sh")] and files[0].use == "yours"
+    assert files[0].state == f"deleted: tracked at {good[:10]}, not at {bad[:10]}"
+    _, files = resolve_command("./run.sh", "--run", user_cwd=r, root=r, commit=bad, olds=["main~1"])
+    assert files[0].state == f"deleted: tracked at {good[:10]}, not at {bad[:10]}"    # a ref named the good
+    git(r, "add", "run.sh")                            # HEAD tracks it again; --bad is the commit without it
+    git(r, "commit", "-q", "-m", "run.sh back")
+    _, files = resolve_command("./run.sh", "--run", user_cwd=r, root=r, commit=bad, olds=[bad])
+    assert (files[0].use, files[0].state) == ("yours", f"tracked at HEAD, not at {bad[:10]}")
+    (r / "new.sh").write_text("exit 0\n")
+    _, files = resolve_command("./new.sh", "--run", user_cwd=r, root=r, commit=bad, olds=[good])
+    assert files[0].state == "untracked"
+
+
 def test_subdirectory_spaces_and_outside(repo, tmp_path):
     r, sha = repo
     line, files = resolve("./check.sh", r / "tools", r, sha)      # typed in tools/: the tree's tools/check.sh,

@@ -477,7 +477,10 @@ def _ask_line(prompt: str) -> Optional[str]:
 
 
 @app.command(short_help="For CI: classify, bisect, isolate the culprit hunks.")
-def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run (or use --run / --pytest).", show_default=False),
+def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [-- PATHSPEC...]", show_default=False,
+                                                         help="Variant spec to run (or use --run / --pytest), then git's "
+                                                              "pathspec: only commits that touch these paths are candidates "
+                                                              "(as bisect reads it)."),
            repo: Path = RepoOpt,
            good: str = GoodRefOpt,
            bad: str = BadRefOpt,
@@ -511,10 +514,12 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
     from bisectk.report.junit import write_junit
     from bisectk.report.triage import to_cases
     from bisectk.spaces.commits import list_graph, open_repo
-    from bisectk.spaces.command import needed, resolve_commands
+    from bisectk.spaces.command import needed, pathspec_of, resolve_commands
     from bisectk.spaces.shared import snapshot
+    spec, paths = history_targets(targets, bool(run_cmd or pytest_id))
     root = open_repo(repo)
-    commits = list_graph(root, good, bad, first_parent=first_parent)
+    paths = pathspec_of(paths, Path.cwd(), root)    # as bisect reads it: relative to where it is typed
+    commits = list_graph(root, good, bad, first_parent=first_parent, paths=paths)
     # --run ./test.sh as bisect reads it: the user's untracked script, or each commit's own
     run_cmd, build, files = resolve_commands(run_cmd, build, user_cwd=Path.cwd(), root=root, commit=commits.bad_sha,
                                              olds=[commits.good_sha])
@@ -524,13 +529,14 @@ def triage(spec: Optional[Path] = typer.Argument(None, help="Variant spec to run
                  ray_repo=ray_repo, fresh=fresh, warm=warm, clean_ignored=clean_ignored)
     # what `bisectk log` needs to write the triage's bisection as a replayable record
     args = {"repo": str(root), "good": commits.good_sha, "bad": commits.bad_sha, "first_parent": first_parent,
-            "flaky": flaky, "subject": str(spec or run_cmd or pytest_id)}
+            "flaky": flaky, "subject": str(spec or run_cmd or pytest_id), "paths": list(commits.paths)}
     ledger_path = ledger_location(ledger, repo=root)
     check_outputs(report, json_out, html, junit, spec=s, ledger=ledger_path)
     with Session("triage", s, ledger_path, args=args, policy=pol,
                  reporter=reporter(as_json, None)) as session:
         prev = session.previous
-        if resume and (prev is None or (prev["args"].get("good"), prev["args"].get("bad")) != (args["good"], args["bad"])):
+        if resume and (prev is None or (prev["args"].get("good"), prev["args"].get("bad"), prev["args"].get("paths", []))
+                       != (args["good"], args["bad"], args["paths"])):
             fail(f"--resume: no earlier triage of {good}..{bad} with this subject in {session.ledger.path}")
         if not as_json:
             say_command(files, spec, sub)

@@ -1005,3 +1005,25 @@ def test_a_script_that_breaks_its_worktrees_git_link_is_unresolved_there_and_the
     # the next command finds the worktrees intact
     assert jrun(r, "--good", c["c1"], "--bad", "main", "--run", "./test.sh", "--fresh")["first_bad"]["sha"] == c["c5"]
     assert snapshot(r) == before
+
+
+def test_triage_takes_the_pathspec_as_bisect_does(user, hist, tmp_path):
+    """`triage ... -- PATHS`: the bisection's candidates are the commits touching the paths, as
+    `git bisect start BAD GOOD -- PATHS` has them (d/f0: c2, c4, c6, c8; git names c6), read from
+    where it is typed; the culprit's hunks are that commit's; the user's checkout is untouched."""
+    r, c = user
+    before = snapshot(r)
+    p = bisectk("triage", "--json", "--good", c["c1"], "--bad", "main", "--run", "./test.sh", "--", "d/f0",
+                cwd=r, check=1, timeout=120)
+    d = json.loads(p.stdout)
+    theirs = git_bisect(hist, tmp_path, ["main", c["c1"], "--", "d/f0"], ["./test.sh"])
+    assert d["first_bad"]["sha"] == theirs == c["c6"]
+    assert d["bisect"]["paths"] == ["d/f0"] and d["bisect"]["commits"] == 4
+    p = bisectk("triage", "--json", "--good", c["c1"], "--bad", "main", "--run", "sh -c '! test -f ../bug'", "--", "f0",
+                cwd=r / "d", check=1, timeout=120)          # typed in d/: f0 is d/f0
+    assert json.loads(p.stdout)["first_bad"]["sha"] == c["c6"]
+    log = bisectk("log", "--repo", str(r), cwd=r, check=0).stdout
+    assert log.splitlines()[1].endswith(" -- d/f0")         # the log replays the same range
+    p = bisectk("triage", "--good", c["c1"], "--bad", "main", "--run", "./test.sh", "--", "nowhere/", cwd=r)
+    assert p.returncode == 2 and p.stderr.startswith("bisectk: ") and "nowhere/" in p.stderr
+    assert snapshot(r) == before

@@ -145,7 +145,7 @@ def open_repo(path: Path | str) -> Path:
     except SpaceError as exc:
         if "dubious ownership" in str(exc):     # git refuses a repository another user owns (CI containers)
             raise SpaceError(f"git refuses {p}: {str(exc).partition(': ')[2]}") from None
-        raise SpaceError(f"{p} is not inside a git repository") from None
+        raise SpaceError(f"{p} is not inside a git repository{early.repo_env_note()}") from None
     if bare == "true":
         # a bare repository has no work tree to leave alone: its git directory stands for it, and
         # the commits are checked out in worktrees made from it (git worktree add works there)

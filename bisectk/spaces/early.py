@@ -17,7 +17,9 @@ GIT_CONFIG, git_env -- how bisectk runs git everywhere (spaces/commits.py's run_
 start  -- read `bisect --repo R --good G... --bad B [--first-parent]` from argv and begin the walk.
 take   -- list_graph's question: the walk's output if it ran exactly `argv` in `root`, else None
           (a walk that does not match is ended at once, never waited for).
-drop_repo_env -- the same variables out of the runs' environment (bisect, triage, diff).
+drop_repo_env -- the same variables out of the runs' environment (bisect, triage, diff);
+          repo_env_note, the words for a directory that is no repository while a GIT_DIR was
+          set, which git would have followed: the --repo to give instead.
 toplevel, resolved -- what the walk's one `git rev-parse` found (the --repo's top level, each
           ref's sha), so that open_repo and resolve do not ask git again.
 take_pool -- the CLI's question: the WorktreePool whose first checkout was begun here, if it is
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import shlex
 import signal
 import subprocess
 import threading
@@ -57,13 +60,31 @@ REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT
 WALK = ["rev-list", "--topo-order", "--reverse", "--parents"]   # list_graph's listing, before its refs
 
 
+DROPPED: dict[str, str] = {}     # what drop_repo_env took out, for repo_env_note
+
+
 def drop_repo_env() -> None:
     """Take the caller's GIT_DIR & co out of this process's environment, and so out of every run's:
     set by a git hook, `git rebase -x` or a wrapper, they would point a subject's own git (a build's
     `git describe`, setuptools-scm, a test calling git) at the user's repository, its HEAD and its
     index, instead of the worktree or tree the run is in. bisectk's own git calls never read them."""
     for k in REPO_ENV:
-        os.environ.pop(k, None)
+        if k in os.environ:
+            DROPPED[k] = os.environ.pop(k)
+
+
+def repo_env_note() -> str:
+    """For a directory that is no repository: the caller's GIT_DIR, which git would have followed
+    there and bisectk does not (drop_repo_env), and the --repo that names what it points at (its
+    GIT_WORK_TREE, the directory above a `.git`, or a bare repository itself); "" without one."""
+    env = {**DROPPED, **{k: os.environ[k] for k in REPO_ENV if k in os.environ}}
+    git_dir = env.get("GIT_DIR")
+    if not git_dir:
+        return ""
+    full = os.path.abspath(git_dir)
+    top = env.get("GIT_WORK_TREE") or (os.path.dirname(full) if os.path.basename(full) == ".git" else full)
+    return (f"; GIT_DIR={git_dir} in your environment is not followed (each run's own git must see its "
+            f"worktree): give --repo {shlex.quote(os.path.abspath(top))}")
 
 
 def git_env() -> dict[str, str]:

@@ -906,6 +906,26 @@ def test_a_git_hooks_git_dir_does_not_point_the_runs_at_the_checkout(user, tmp_p
     assert snapshot(r) == before
 
 
+@pytest.mark.parametrize("work_tree", [False, True])
+def test_a_git_dir_set_outside_the_repository_names_the_repo_to_give(user, tmp_path, work_tree):
+    """`GIT_DIR=~/r/.git git bisect ...` typed in another directory works for git, which follows
+    GIT_DIR. bisectk drops it (its runs' git must see their worktrees), and said only ". is not
+    inside a git repository": the line now says GIT_DIR was set and not followed, with the --repo
+    to give; that --repo finds git's answer."""
+    r, c = user
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {"GIT_DIR": str(r / ".git"), **({"GIT_WORK_TREE": str(r)} if work_tree else {})}
+    p = bisectk("bisect", "--good", c["c1"], "--bad", "main", "--run", str(r / "test.sh"), cwd=elsewhere, env=env,
+                timeout=120)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert f"GIT_DIR={r / '.git'} in your environment is not followed" in p.stderr
+    assert p.stderr.rstrip().endswith(f"give --repo {r}"), p.stderr
+    d = json.loads(bisectk("bisect", "--json", "--repo", str(r), "--good", c["c1"], "--bad", "main", "--run",
+                           str(r / "test.sh"), cwd=elsewhere, env=env, check=0, timeout=120).stdout)
+    assert d["first_bad"]["sha"] == c["c5"]
+
+
 @pytest.mark.skipif(not (shutil.which("cmake") and shutil.which("cc")), reason="cmake and a C compiler are needed")
 def test_a_cmake_build_of_the_checkout_in_the_command_is_refused_with_what_to_write(tmp_path):
     """`git bisect run sh -c 'cmake --build ../build && ../build/t'` works: git moves the checkout

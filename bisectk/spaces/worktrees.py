@@ -517,15 +517,33 @@ class WorktreePool:
         try:
             if self.damage(entry.path) is not None:
                 self._remake(entry, sha)    # a run broke its link to git: no git command runs there
-            elif entry.sha == sha and not entry.fresh:
-                self._tidy(entry, sha)
             else:
-                self._switch(entry, sha)
+                _drop_locks(entry.path)
+                try:
+                    if entry.sha == sha and not entry.fresh:
+                        self._tidy(entry, sha)
+                    else:
+                        self._switch(entry, sha)
+                except submodules.SubmoduleMissing:
+                    raise               # the commit's, not the worktree's: a new one lacks it too
+                except SpaceError as exc:
+                    self._remake_or_raise(entry, sha, exc)
         except BaseException:
             entry.stamps = None     # a checkout that failed half-way (a damaged commit) may have left files
             self.release(entry, None)
             raise
         return entry
+
+    def _remake_or_raise(self, entry: _Entry, sha: str, failed: SpaceError) -> None:
+        """After a switch of `entry` to `sha` failed: what a run left in the worktree (a tree it
+        made read-only, a `git init` or `git worktree remove` of its own) is no reason to stop the
+        command, so the worktree is made again; if that fails too, the commit (a missing object,
+        a failing filter) or the disk is the reason, and the switch's own error is raised, in
+        git's words, for the caller to judge (CommitSpace.lease: skipped, or the command stops)."""
+        try:
+            self._remake(entry, sha)
+        except SpaceError:
+            raise failed from None
 
     def release(self, entry: _Entry, sha: str | None) -> None:
         if self._owner is not None:     # root in another user's repository: git's admin files are theirs
@@ -748,9 +766,42 @@ def _discard(repo: Path, path: Path) -> None:
         run_git(repo, "worktree", "remove", "--force", "--force", str(path))
     except SpaceError:
         pass            # half-created or already gone: rmtree + prune settle it
-    shutil.rmtree(path, ignore_errors=True)
+    shutil.rmtree(path, onerror=_writable_then_remove)
     Path(f"{path}.shape").unlink(missing_ok=True)
     prune_ours(git_common_dir(repo))     # its admin directory, submodules' clones with it
+
+
+def _writable_then_remove(func: Callable, name: str, _exc: object) -> None:
+    """rmtree's second try at what it could not remove: a run may have made its worktree read-only
+    (`chmod -R a-w .`); its directory is made writable again (ours: under the cache) and the
+    removal retried once; what still resists is left to `git worktree add --force`'s error."""
+    try:
+        parent = os.path.dirname(name)
+        os.chmod(parent, os.stat(parent).st_mode | stat.S_IWUSR | stat.S_IXUSR)
+        if os.path.isdir(name) and not os.path.islink(name):
+            os.chmod(name, os.stat(name).st_mode | stat.S_IWUSR | stat.S_IXUSR | stat.S_IRUSR)
+            shutil.rmtree(name, ignore_errors=True)
+        else:
+            func(name)
+    except OSError:
+        pass
+
+
+def _drop_locks(path: Path) -> None:
+    """git's lock files left in a worktree's own admin directory (`index.lock`, `HEAD.lock`, a
+    per-worktree ref's): the git that made them was a run's (killed by the watchdog mid-commit, or
+    a test that made one), and every process of a run has ended when its lease is over, so none is
+    held. Left, every later checkout of the worktree fails ("Unable to create .../index.lock: File
+    exists"), in this command and the next. Called once `damage` has found the admin directory ours."""
+    admin = _admin_of(path)
+    if admin is None:
+        return
+    admin = path / admin
+    for lock in [*admin.glob("*.lock"), *(admin / "refs").rglob("*.lock")]:
+        try:
+            lock.unlink()
+        except OSError:
+            pass
 
 
 _OURS = re.compile(r"/(bisectk|bisectk-\d+)/worktrees/[^/]+/wt-\d+/\.git$")

@@ -736,3 +736,31 @@ def test_a_worktree_whose_link_to_git_a_run_broke_is_made_again_and_no_git_runs_
         with pool.lease(rng[2]) as wt:
             assert pool.damage(wt) is None and git(wt, "rev-parse", "HEAD") == rng[2]
     assert (fingerprint(repo), gitdir_names(repo)) == before
+
+
+@pytest.mark.parametrize("leaves", ["index.lock", "HEAD.lock", "read-only", "worktree remove"])
+def test_what_a_run_leaves_that_would_fail_the_next_checkout_does_not_stop_the_command(repo, leaves):
+    """A run's git killed mid-commit leaves `index.lock` (or `HEAD.lock`) in the worktree's admin
+    directory; a test may make its tree read-only or `git worktree remove` itself. Every later
+    checkout of the worktree failed ("Unable to create .../index.lock: File exists"), in this
+    command and the next (the lock stayed). A stale lock is removed (the run has ended); a
+    worktree the switch still cannot use is made again; the user's checkout is untouched."""
+    before = fingerprint(repo)
+    rng = chain(repo)
+    with WorktreePool(repo, size=1) as pool:
+        for first, then in ((rng[2], rng[6]), (rng[6], rng[6]), (rng[6], rng[2])):
+            with pool.lease(first) as wt:
+                admin = Path(git(wt, "rev-parse", "--absolute-git-dir"))
+                if leaves.endswith(".lock"):
+                    (admin / leaves).write_text("")
+                    (wt / "state.txt").write_text("edited\n")     # the tidy of the same commit checks out too
+                elif leaves == "read-only":
+                    (wt / "new.txt").write_text("x\n")
+                    subprocess.run(["chmod", "-R", "a-w", str(wt)], check=True)
+                else:
+                    git(wt, "worktree", "remove", "--force", str(wt))
+            with pool.lease(then) as again:
+                assert again == wt and pool.damage(again) is None
+                assert git(again, "rev-parse", "HEAD") == then and not git(again, "status", "--porcelain")
+                assert not list(Path(git(again, "rev-parse", "--absolute-git-dir")).glob("*.lock"))
+    assert fingerprint(repo) == before

@@ -376,7 +376,8 @@ def say_command(files, spec, sub: Path) -> None:
         if f.state == "tracked, not in your directory":
             continue
         out.print(f"command: {f.word} is your file {f.path} ({f.state}), run in each commit's worktree"
-                  if f.use == "yours" else f"command: {f.word} is tracked: each commit's own {f.path} runs",
+                  if f.use == "yours" else f"command: {f.word} is tracked: each commit's own {f.path} "
+                  + ("runs" if f.runs else "is named"),
                   markup=False)
 
 

@@ -316,6 +316,10 @@ def test_tracked_script_runs_from_each_commits_tree(hist, tmp_path):
     before = snapshot(r)
     p = run(r, "--good", good, "--bad", bad, "--run", "./check.sh", check=0)
     assert "command: ./check.sh is tracked: each commit's own check.sh runs" in p.stdout
+    # a tracked file the command only names (an argument, here inside `sh -c`) is not said to run
+    p = run(r, "--good", good, "--bad", bad, "--run", "sh -c '! test -f bug'", check=0)
+    assert "command: bug is tracked: each commit's own bug is named" in p.stdout, p.stdout
+    assert f"first bad commit: {culprit}" in p.stdout
     assert f"first bad commit: {culprit}" in p.stdout
     ran = log.read_text().splitlines()
     assert ran and all(not os.path.isabs(x) for x in ran)     # never the user's file by absolute path

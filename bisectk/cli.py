@@ -187,10 +187,10 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
     for name, given in (("GOOD", good), ("BAD", bad)):
         if not given:           # Path("") is ".": the current directory, taken for a tree
             fail(f"{name} is empty: name a file or a source tree")
+    for word in (good, bad):
+        if not Path(word).exists():
+            fail(f"{word}: no such file or directory" + _a_commit(word))
     good, bad = Path(good), Path(bad)
-    for p in (good, bad):
-        if not p.exists():
-            fail(f"{p}: no such file or directory")
     check_strategy(strategy)
     # never in the user's tree: the ledger lives in their cache (or --ledger), scratch trees beside it
     ledger_path = ledger_location(ledger)
@@ -235,6 +235,17 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
             rec = run_diff(session.runner(cwd=space.workdir), space, pol, strategy=strategy, refine=lines,
                            environment=capture_after_first_run(session))
             finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
+
+
+def _a_commit(word: str) -> str:
+    """For a diff argument that is no path: what to do instead when git here reads it as a commit
+    (`bisectk diff HEAD~3 HEAD`, as `git diff` takes them); "" otherwise."""
+    from bisectk.spaces.commits import git_ok
+    if word.startswith("-") or not git_ok(Path.cwd(), "rev-parse", "--verify", "--quiet", f"{word}^{{commit}}"):
+        return ""
+    return (f"; {word} is a commit here, and diff compares two files or source trees: check it out with "
+            f"`git worktree add DIR {word}` and give DIR, or let `bisectk triage` isolate the hunks of the "
+            f"first bad commit against its parent")
 
 
 # -- bisect / triage -------------------------------------------------------------------------------

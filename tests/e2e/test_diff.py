@@ -6,6 +6,7 @@ from pathlib import Path
 
 
 from tests.conftest import ROOT, bisectk
+from tests.fixtures.gitrepo import git
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "diffsrc"))
 from kernelpair import make_pair  # noqa: E402
@@ -78,6 +79,22 @@ def test_bad_inputs(tmp_path):
     (tmp_path / "b").mkdir()
     p = bisectk("diff", tmp_path / "a", tmp_path / "b", "--run", "true", cwd=tmp_path)
     assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.splitlines()) == 1
+
+
+def test_two_commits_given_as_git_diff_takes_them_say_what_diff_compares(tmp_path):
+    """`bisectk diff HEAD~1 HEAD` in a repository, as `git diff` takes them: one line that says
+    they are commits and what to give instead; a word that names nothing stays plain."""
+    r = tmp_path / "r"
+    r.mkdir()
+    for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "one"],
+                 ["commit", "-q", "--allow-empty", "-m", "two"]):
+        git(r, *args)
+    p = bisectk("diff", "HEAD~1", "HEAD", "--run", "true", cwd=r)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+    assert p.stderr.startswith("bisectk: HEAD~1: no such file or directory; HEAD~1 is a commit here")
+    assert "git worktree add DIR HEAD~1" in p.stderr and "bisectk triage" in p.stderr
+    p = bisectk("diff", "nothing", "HEAD", "--run", "true", cwd=r)
+    assert p.returncode == 2 and p.stderr == "bisectk: nothing: no such file or directory\n"
 
 
 def test_env_capture_and_diff(tmp_path):

@@ -104,11 +104,11 @@ def _pid_alive(pid: int) -> bool:
 def _head_of(path: Path) -> str | None:
     """The commit a worktree has checked out (detached), read from its admin dir; None if the
     worktree is not intact (its .git file or admin dir gone, e.g. pruned)."""
+    admin = _admin_of(path)
+    if admin is None:
+        return None
     try:
-        line = (path / ".git").read_text().strip()
-        if not line.startswith("gitdir: "):
-            return None
-        head = (Path(line[len("gitdir: "):]) / "HEAD").read_text().strip()
+        head = (admin / "HEAD").read_text().strip()
     except OSError:
         return None
     return head if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head) else None
@@ -186,11 +186,13 @@ def _moved(stamps: dict[str, int]) -> list[str] | None:
 
 
 def _admin_of(path: Path) -> Path | None:
+    """A worktree's admin directory, as its .git file names it: absolute, or relative to the
+    worktree (git's worktree.useRelativePaths), read as git reads it; None without such a file."""
     try:
         line = (path / ".git").read_text().strip()
     except OSError:
         return None
-    return Path(line[len("gitdir: "):]) if line.startswith("gitdir: ") else None
+    return path / line[len("gitdir: "):] if line.startswith("gitdir: ") else None
 
 
 def damage(path: Path, common: Path) -> str | None:
@@ -209,7 +211,6 @@ def damage(path: Path, common: Path) -> str | None:
     admin = _admin_of(path)
     if admin is None:
         return "its .git file no longer names a git directory"
-    admin = path / admin           # as git reads it: relative to the worktree (worktree.useRelativePaths)
     try:
         back = (admin / "gitdir").read_text().strip()
         ours = (admin.resolve().parent == (common / "worktrees").resolve()
@@ -796,7 +797,6 @@ def _drop_locks(path: Path) -> None:
     admin = _admin_of(path)
     if admin is None:
         return
-    admin = path / admin
     for lock in [*admin.glob("*.lock"), *(admin / "refs").rglob("*.lock")]:
         try:
             lock.unlink()

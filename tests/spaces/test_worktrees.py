@@ -764,3 +764,19 @@ def test_what_a_run_leaves_that_would_fail_the_next_checkout_does_not_stop_the_c
                 assert git(again, "rev-parse", "HEAD") == then and not git(again, "status", "--porcelain")
                 assert not list(Path(git(again, "rev-parse", "--absolute-git-dir")).glob("*.lock"))
     assert fingerprint(repo) == before
+
+
+def test_a_worktree_linked_to_git_by_relative_paths_is_intact_and_switched_not_made_again(repo, monkeypatch):
+    """git's worktree.useRelativePaths writes the .git file and the admin directory's `gitdir`
+    relative to where they are; git reads them so, and so must `damage` and the admin lookups,
+    or every lease would take an intact worktree for a broken one and check it out whole again."""
+    rng = chain(repo)
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[2]) as wt:
+            admin = Path(git(wt, "rev-parse", "--absolute-git-dir"))
+            (wt / ".git").write_text(f"gitdir: {os.path.relpath(admin, wt)}\n")
+            (admin / "gitdir").write_text(os.path.relpath(wt / ".git", admin) + "\n")
+            assert pool.damage(wt) is None
+        monkeypatch.setattr(pool, "_remake", lambda *a: pytest.fail("an intact worktree was made again"))
+        with pool.lease(rng[6]) as again:
+            assert again == wt and git(again, "rev-parse", "HEAD") == rng[6]

@@ -111,12 +111,23 @@ def runs_shell(argv: list[str]) -> bool:
     return False
 
 
+_EXPANSION = re.compile(r"\$(\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!])")   # $HOME, ${X}, $1, $@
+_ASSIGNMENT_FIRST = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)=")                    # `CUDA_X=1 ./t.sh`
+
+
 def shell_syntax(text: str, *, shell_script: bool = False) -> str | None:
     """The first shell operator outside quotes in `text` (`&&`, `|`, `;`, a redirection, a command
     substitution), or None. shlex.split reads such an operator as one more argument: `--run 'make
     && ./t.sh'` would run `make` with the arguments `&&` and `./t.sh`, and the answer would rest
     on `make` alone. A substitution inside double quotes counts too (nothing would expand it),
-    unless `shell_script`: the quoted text goes to `sh -c`, which does."""
+    unless `shell_script`: the quoted text goes to `sh -c`, which does. So do what a shell would
+    expand or drop, and no program reads: a parameter (`$TESTS/t.sh`, `"${X}"`), a `~` starting a
+    word, a `#` starting a comment, and an assignment before the program (`CUDA_X=1 ./t.sh`):
+    each would reach the program as typed (`cannot start '$TESTS/t.sh'` at the good endpoint, or a
+    variable never set), never as the shell the user wrote them for reads them."""
+    first = _ASSIGNMENT_FIRST.match(text)
+    if first:
+        return first.group(1) + "="
     quote, i = "", 0
     while i < len(text):
         c = text[i]
@@ -125,12 +136,18 @@ def shell_syntax(text: str, *, shell_script: bool = False) -> str | None:
                 quote = ""
             elif quote == '"' and not shell_script and (c == "`" or text.startswith("$(", i)):
                 return c if c == "`" else "$("      # a substitution runs inside double quotes too
+            elif quote == '"' and not shell_script and c == "$" and _EXPANSION.match(text, i):
+                return _EXPANSION.match(text, i).group(0)
             elif c == "\\" and quote == '"':
                 i += 1
         elif c in "'\"":
             quote = c
         elif c == "\\":
             i += 1
+        elif c in "~#" and (i == 0 or text[i - 1].isspace()):
+            return c
+        elif c == "$" and _EXPANSION.match(text, i):
+            return _EXPANSION.match(text, i).group(0)
         else:
             op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
             if op == "2>" and i > 0 and not text[i - 1].isspace():

@@ -130,6 +130,10 @@ def test_env_diff_takes_both_forms(tmp_path):
     ("true && grep -q 4 code", "&&"), ("./t.sh > out.log", ">"), ("./build.sh; ./t.sh", ";"), ("./t.sh | tee x", "|"),
     ("./t.sh 2>/dev/null", "2>"), ("./t.sh $(cat args)", "$("), ('echo "`id`"', "`"), ("make&&./t.sh", "&&"),
     ('./t.sh "$(cat args)"', "$("), ('sh -c "make" && ./t.sh', "&&"), ('sh -c "./t.sh" $(cat args)', "$("),
+    # what a shell expands or drops, which git bisect run's shell would: a parameter, ~, a comment,
+    # an assignment before the program (each reached the program as typed: "cannot start '$T/t.sh'")
+    ("$TESTS/t.sh", "$TESTS"), ('./t.sh "${DATA}/ref.bin"', "${DATA}"), ("sh -c './t.sh' $ARGS", "$ARGS"),
+    ("~/t.sh", "~"), ("./t.sh # quick one", "#"), ("CUDA_LAUNCH_BLOCKING=1 ./t.sh", "CUDA_LAUNCH_BLOCKING="),
 ])
 def test_shell_syntax_in_a_command_is_refused_not_passed_as_arguments(text, op, tmp_path):
     """`--run 'true && grep -q 4 code'` split into argv would run `true` with four arguments:
@@ -153,7 +157,8 @@ def test_shell_syntax_in_a_command_is_refused_not_passed_as_arguments(text, op, 
 @pytest.mark.parametrize("text", ["python -c 'import k, sys; sys.exit(k.x - 1)'", "sh -c '! test -f bug && true'",
                                   "grep 'a|b' f", 'grep "a;b>c" f', r"echo a\;b", "echo '$(x)' \"\\$(y)\"",
                                   "./t.sh --mode=x", 'sh -c "test $(cat val) -lt 5"', 'bash -euc "make && ./t `nproc`"',
-                                  'env A=1 /bin/bash -lc "./t.sh $(cat args)"'])
+                                  'env A=1 /bin/bash -lc "./t.sh $(cat args)"', "./t.sh a$ b#c",
+                                  "sh -c '~/t.sh $HOME # x'", 'bash -c "CUDA_X=1 ./t.sh ${N}"'])
 def test_quoted_or_escaped_operators_are_words(text):
     """Quoted or escaped, an operator is a word; a substitution in the double-quoted script of
     `sh -c` is the shell's to expand (`sh -c "test $(cat val) -lt 5"` is what the user meant)."""

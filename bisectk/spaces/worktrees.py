@@ -198,7 +198,7 @@ def _admin_of(path: Path) -> Path | None:
 def damage(path: Path, common: Path) -> str | None:
     """What a run broke of a worktree's link to its git directory, in words; None when intact: a
     .git file (no link, no directory) naming an admin directory under <common>/worktrees/ whose
-    `gitdir` names this .git file back, with a commit in its HEAD. Asked before any git command
+    `gitdir` names this .git file back, with a commit or a branch in its HEAD. Asked before any git command
     runs in a cached worktree: with the link gone, git there walks up to whatever repository
     encloses the cache (a home directory kept in git); with the file rewritten (`gitdir:
     ~/repo/.git`) it reaches another repository, the user's own among them, where a `checkout
@@ -211,6 +211,8 @@ def damage(path: Path, common: Path) -> str | None:
     admin = _admin_of(path)
     if admin is None:
         return "its .git file no longer names a git directory"
+    if not os.path.lexists(admin):
+        return f"its git directory {admin} was removed"
     try:
         back = (admin / "gitdir").read_text().strip()
         ours = (admin.resolve().parent == (common / "worktrees").resolve()
@@ -219,7 +221,13 @@ def damage(path: Path, common: Path) -> str | None:
         ours = False
     if not ours:
         return f"its .git file names {admin}, not the git directory bisectk made for it"
-    return None if _head_of(path) is not None else "its HEAD names no commit"
+    try:        # a commit, or a branch a run checked out (`git checkout -b`: the next switch resets it)
+        head = (admin / "HEAD").read_text().strip()
+    except OSError:
+        head = ""
+    # git takes a directory whose HEAD is neither for no repository, and walks up from there
+    valid = re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head) or head.startswith("ref: refs/")
+    return None if valid else "its HEAD names no commit"
 
 
 # what decides the bytes a checkout writes besides the commit: filters (git-lfs's smudge among them)

@@ -701,7 +701,7 @@ def gitdir_names(repo: Path) -> list[str]:
     return sorted(p.name for p in (repo / ".git").iterdir() if p.name != "worktrees")
 
 
-@pytest.mark.parametrize("breaks", ["removed", "directory", "users"])
+@pytest.mark.parametrize("breaks", ["removed", "directory", "users", "admin", "head"])
 def test_a_worktree_whose_link_to_git_a_run_broke_is_made_again_and_no_git_runs_through_it(repo, breaks):
     """A test that deletes its worktree's .git file, makes a repository of its own there, or
     rewrites the file to name the user's .git (`gitdir: ~/repo/.git`): the next lease, of another
@@ -715,14 +715,22 @@ def test_a_worktree_whose_link_to_git_a_run_broke_is_made_again_and_no_git_runs_
         for first, then in ((rng[2], rng[6]), (rng[6], rng[6])):
             with pool.lease(first) as wt:
                 dotgit = wt / ".git"
-                dotgit.unlink()
+                admin = Path(git(wt, "rev-parse", "--absolute-git-dir"))
+                if breaks == "head":            # git takes the directory for no repository
+                    (admin / "HEAD").write_text("junk\n")
+                elif breaks == "admin":
+                    shutil.rmtree(admin)
+                else:
+                    dotgit.unlink()
                 if breaks == "directory":
                     git(wt, "init", "-q")
                 elif breaks == "users":
                     dotgit.write_text(f"gitdir: {repo / '.git'}\n")
                 said = pool.damage(wt)
                 assert said == {"removed": "its .git file was removed",
-                                "directory": "its .git file was replaced by a directory"}.get(breaks, said)
+                                "directory": "its .git file was replaced by a directory",
+                                "admin": f"its git directory {admin} was removed",
+                                "head": "its HEAD names no commit"}.get(breaks, said)
                 assert said and (breaks != "users" or str(repo / ".git") in said)
             with pool.lease(then) as again:
                 assert again == wt and pool.damage(again) is None
@@ -780,3 +788,15 @@ def test_a_worktree_linked_to_git_by_relative_paths_is_intact_and_switched_not_m
         monkeypatch.setattr(pool, "_remake", lambda *a: pytest.fail("an intact worktree was made again"))
         with pool.lease(rng[6]) as again:
             assert again == wt and git(again, "rev-parse", "HEAD") == rng[6]
+
+
+def test_a_run_that_checks_a_branch_out_in_its_worktree_did_not_break_it(repo):
+    """`git checkout -b mine` (or `git switch`) in a test: HEAD names a branch, which git reads as
+    well as a commit; the worktree is intact (the next lease switches it back), never UNRESOLVED."""
+    rng = chain(repo)
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[2]) as wt:
+            git(wt, "checkout", "-q", "-b", "mine")
+            assert pool.damage(wt) is None
+        with pool.lease(rng[2]) as again:
+            assert git(again, "rev-parse", "HEAD") == rng[2] and git(again, "branch", "--show-current") == ""

@@ -120,8 +120,8 @@ def shell_syntax(text: str, *, shell_script: bool = False) -> str | None:
     substitution), or None. shlex.split reads such an operator as one more argument: `--run 'make
     && ./t.sh'` would run `make` with the arguments `&&` and `./t.sh`, and the answer would rest
     on `make` alone. A substitution inside double quotes counts too (nothing would expand it),
-    unless `shell_script`: the quoted text goes to `sh -c`, which does. So do what a shell would
-    expand or drop, and no program reads: a parameter (`$TESTS/t.sh`, `"${X}"`), a `~` starting a
+    unless `shell_script`: the quoted text goes to `sh -c`, which does. So does what only a shell
+    expands or drops: a parameter (`$TESTS/t.sh`, `"${X}"`), a `~` starting a
     word, a `#` starting a comment, and an assignment before the program (`CUDA_X=1 ./t.sh`):
     each would reach the program as typed (`cannot start '$TESTS/t.sh'` at the good endpoint, or a
     variable never set), never as the shell the user wrote them for reads them."""

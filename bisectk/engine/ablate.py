@@ -11,6 +11,7 @@ FirstRuns        -- with --jobs above one, the search's likely first runs, begun
                     and bad endpoints' first runs (a GPU hang holds a slot a second or more) and
                     taken by the search when it asks.
 attempt_records  -- the search's attempts as AttemptRecords, with each configuration's verdict.
+counted          -- the search's steps with the runs it made, as the trials count them.
 good_suspect     -- what in a search's answer says the good side may fail too (more than one
                     failing set, or unconfirmed, under the one-sided flake rule; an empty answer,
                     under any rule): the cue for endpoints.recheck_good, which recheck_after runs
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from bisectk.engine.endpoints import hang_checks, recheck_good, side_by_side, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.interrupts import live
-from bisectk.engine.oracle import Oracle, Trials
+from bisectk.engine.oracle import SEARCH, THRESHOLD, Oracle, Trials
 from bisectk.engine.policy import RunPolicy
 from bisectk.engine.records import AblationRecord, AttemptRecord, EndpointCheck, SubjectRecord, captured, stop_reason_of
 from bisectk.events import Note, PhaseStarted
@@ -298,7 +299,8 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
             stopped, reason = True, halted
         base["endpoints"] = check
         if not check.ok:
-            return unusable_record(AblationRecord, trials, start, search_runs=res.runs, **base)
+            return unusable_record(AblationRecord, trials, start, search_runs=trials.phase_runs().get(SEARCH, 0),
+                                   **base)
     found_thresholds: dict[str, Threshold] = {}
     if thresholds and not stopped:
         try:
@@ -318,11 +320,13 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     culprit = res.fail_config if res.complete and not stopped and res.culprits else None
     hangs = hang_facts(oracle, check, culprit, "the culprit configuration (" + _names(res.culprits) + ")")
     doc = res.to_dict()
-    rows = (*advice(res, spec, policy, order, stopped, found_thresholds, bool(seconds)), *oracle.stretches[:1])
+    phases = trials.phase_runs()
+    rows = (*counted(advice(res, spec, policy, order, stopped, found_thresholds, bool(seconds)), phases.get(SEARCH, 0)),
+            *oracle.stretches[:1])
     return AblationRecord(
         ok=True, complete=res.complete and not stopped, interrupted=stopped, runs=runner.executed,
         observations=len(trials.trials), wall_s=round(time.monotonic() - start, 3), run_s=trials.run_seconds(),
-        advice=rows,
+        advice=rows, phase_runs=phases,
         stop_reason=reason if stopped else "" if res.complete else stop_reason_of("", rows, False),
         culprits=tuple(map(str, res.culprits)), unresolved_factors=tuple(map(str, res.suspects)),
         interaction=res.interaction, differences=tuple(table(res, spec, diffs)),
@@ -336,7 +340,16 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
                         "monotone": t.monotone, "failing": list(t.failing),
                         "not_run": [t.values[i] for i in t.not_run], "text": t.describe()}
                     for f, t in found_thresholds.items()},
-        search_runs=res.runs, unused_runs=res.unused, ahead_runs=res.taken_ahead, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)
+        search_runs=phases.get(SEARCH, 0), unused_runs=res.unused, ahead_runs=res.taken_ahead, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)
+
+
+def counted(steps: list[dict], search_runs: int) -> list[dict]:
+    """The search's steps with the runs they name ("stopped", "good_failed") as the search made
+    them: the search counts the questions it asked (one each, a run cut short by a Ctrl-C
+    included), the oracle may run one several times (a different failure re-run, a second
+    chance); `search_runs` counts the runs themselves (Trials.phase_runs)."""
+    return [{**s, "runs": search_runs} if s.get("step") in ("stopped", "good_failed") and "runs" in s else s
+            for s in steps]
 
 
 def table(res: AblationResult, spec: Spec, diffs: list[str]) -> list[dict]:
@@ -391,7 +404,8 @@ def find_thresholds(oracle: Oracle, result: AblationResult,
 
         def judge(i: int, factor=factor, others=others, path=path) -> Outcome:
             return oracle({**others, factor: path[i]})
-        found[factor] = find_threshold(path, judge, rule=rule)
+        with oracle.asking(THRESHOLD):
+            found[factor] = find_threshold(path, judge, rule=rule)
         runner.events.emit(Note(f"threshold of {factor}: {found[factor].describe()}"))
     return found
 

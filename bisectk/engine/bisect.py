@@ -46,7 +46,7 @@ from bisectk.engine.direction import FixOracle, Terms, repeats_for
 from bisectk.engine.endpoints import BadBeside, hang_checks, side_by_side, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.interrupts import live
-from bisectk.engine.oracle import Oracle, Trials
+from bisectk.engine.oracle import MERGE_BASES, Oracle, Trials
 from bisectk.engine.policy import RunPolicy
 from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import DEFAULT_SAME_FAILURE, Outcome, Verdict
@@ -323,7 +323,8 @@ def merge_bases(runner: Runner, oracle: Oracle, check: EndpointCheck, terms: Ter
         point = Outside(sha)
         side = Outcome.UNRESOLVED
         for _ in range(tries):
-            side = terms.new_side(oracle(point))
+            with oracle.asking(MERGE_BASES):
+                side = terms.new_side(oracle(point))
             if side is Outcome.FAIL or (side is Outcome.PASS and terms.find_fix):
                 break       # the new side's behaviour, or (for a fix) a failure that proves the old one
         info = graph.info(sha)
@@ -422,7 +423,7 @@ def _record(runner: Runner, oracle: Oracle, check: EndpointCheck, result: DagRes
                        f"the first bad commit ({graph[result.culprit].short})" if found else "")
     return BisectRecord(
         ok=True, complete=complete, interrupted=stopped, runs=runner.executed,
-        observations=len(trials.trials), wall_s=round(time.monotonic() - start, 3),
+        observations=len(trials.trials), phase_runs=trials.phase_runs(), wall_s=round(time.monotonic() - start, 3),
         advice=(*advice(graph, result, text, first_bad, stopped, reason, not_separable, terms, pathspec),
                 *oracle.stretches[:1]),
         run_s=trials.run_seconds(),

@@ -18,13 +18,14 @@ The subject runs with the scratch tree as its working directory (BISECTK_TREE na
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 
-from bisectk.engine.ablate import (MORE_SETS, SetSearch, attempt_records, different_failures, flakiness_rule,
-                                   recheck_after, rule_doc, search_set)
+from bisectk.engine.ablate import (MORE_SETS, SetSearch, attempt_records, counted, different_failures,
+                                   flakiness_rule, recheck_after, rule_doc, search_set)
 from bisectk.engine.endpoints import hang_checks, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
-from bisectk.engine.oracle import Oracle, Trials
+from bisectk.engine.oracle import PHASES, SEARCH, Oracle, Trials
 from bisectk.engine.policy import RunPolicy
 from bisectk.engine.records import DiffRecord, SubjectRecord, captured, stop_reason_of
 from bisectk.events import EventBus, PhaseStarted
@@ -65,7 +66,7 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
             stopped, reason = True, halted
         base["endpoints"] = check
         if not check.ok:
-            return unusable_record(DiffRecord, trials, start, search_runs=res.runs, **base)
+            return unusable_record(DiffRecord, trials, start, search_runs=trials.phase_runs().get(SEARCH, 0), **base)
     doc = res.to_dict()
     # each failing set's hunks (the first is res.culprits, or a stopped search's smallest failing set)
     groups = [list(res.culprits) + list(res.suspects)] + [sorted(s.members, key=space.order.__getitem__)
@@ -90,15 +91,19 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
     order = space.order.__getitem__
     attempts = [a for o, (r, name) in zip(oracles, passes) for a in attempt_records(o, r, order, name)]
     seconds = [d for o in oracles for d in different_failures(o, lambda p: _ids(sorted(p, key=order)))]
-    advice = list(res.advice) + ([{"step": "unbuilt_hybrids", "count": len(res.unresolved)}] if res.unresolved else []) \
-        + ([{"step": "confirm_lines"}] if culprit_lines else []) + [s for o in oracles for s in o.stretches][:1]
     found_set = res.complete and not stopped and res.culprits
     hangs = hang_facts(oracle, check, res.fail_config if found_set else None,
                        "the culprit hunks applied to GOOD (" + _ids(res.culprits) + ")")
+    phases: Counter[str] = Counter()   # after the hang's picture: its run counts too
+    for o in oracles:       # the line pass's trials are a view: its runs are its own list
+        phases.update(o.trials.phase_runs())
+    advice = counted(list(res.advice), trials.phase_runs().get(SEARCH, 0)) \
+        + ([{"step": "unbuilt_hybrids", "count": len(res.unresolved)}] if res.unresolved else []) \
+        + ([{"step": "confirm_lines"}] if culprit_lines else []) + [s for o in oracles for s in o.stretches][:1]
     return DiffRecord(
         ok=True, complete=res.complete and not stopped, interrupted=stopped, runs=runner.executed,
         observations=sum(len(o.trials.trials) for o in oracles), wall_s=round(time.monotonic() - start, 3),
-        advice=tuple(advice),
+        advice=tuple(advice), phase_runs={p: phases[p] for p in PHASES if phases[p]},
         stop_reason=reason if stopped else "" if res.complete else stop_reason_of("", advice, False),
         run_s=round(sum(o.trials.run_seconds() for o in oracles), 3),
         culprit_hunks=tuple(h.to_dict() for h in culprit_hunks),
@@ -107,7 +112,7 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
         attempts=tuple(attempts), unresolved=tuple(sorted(a.config, key=order) for a in res.unresolved),
         different_failures=tuple(seconds), diff=unified_diff(culprit_hunks),
         lines_diff=unified_diff(culprit_lines) if lines is not None else "",
-        search_runs=res.runs + sum(r.runs for r in line_results),
+        search_runs=phases[SEARCH],
         unused_runs=res.unused + sum(r.unused for r in line_results),
         ahead_runs=res.taken_ahead + sum(r.taken_ahead for r in line_results), hangs=hangs,
         flakiness_rule=rule_doc(rule, policy, res),

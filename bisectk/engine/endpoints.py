@@ -377,10 +377,11 @@ class BadBeside:
 
 def unusable_record(record_type, trials: Trials, start: float, **fields):
     """A `record_type` (AblationRecord, DiffRecord, BisectRecord) for endpoints that proved unusable:
-    not complete, not interrupted, the runs this command made and the wall time since `start`
-    (time.monotonic); `fields`: the rest of the record."""
+    not complete, not interrupted, the runs this command made (by phase) and the wall time since
+    `start` (time.monotonic); `fields`: the rest of the record."""
     return record_type(ok=False, complete=False, interrupted=False, runs=trials.runner.executed,
-                       observations=len(trials.trials), wall_s=time.monotonic() - start, **fields)
+                       observations=len(trials.trials), wall_s=time.monotonic() - start,
+                       phase_runs=trials.phase_runs(), **fields)
 
 
 def _folded(trials: Trials, point: Any, runs: list[Run]) -> Verdict:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bisectk.engine.oracle import Oracle
+from bisectk.engine.oracle import HANG_PICTURE, Oracle
 from bisectk.outcome import FailKind, Run
 from bisectk.stuck import Snapshot, same_place
 
@@ -61,7 +61,7 @@ def hang_facts(oracle: Oracle, check: EndpointCheck, culprit=None,
         # that the answer already given did not weigh (issue 23's confirmation runs do that).
         steady = not check.flaky and check.bad_rate.fails == check.bad_rate.runs
         if read is None and steady and any(_hung(r) for r in runs) and policy is not None and policy.enabled:
-            again = oracle.observe(culprit, snapshot=True)
+            again = oracle.observe(culprit, snapshot=True, phase=HANG_PICTURE)
             read = again if _hung(again) and again.stuck else None
             if read is None:
                 facts["culprit_note"] = (f"{culprit_label} was run once more to read where it waits: "

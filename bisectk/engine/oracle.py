@@ -8,7 +8,7 @@ Space   -- what a search ranges over (the protocol every space in `bisectk/space
            ledger lookup (nothing materialised), and `lease(point)` a context manager yielding
            the runnable Workload (a worktree checked out, hunks applied).
 Trial   -- one run as it was made: point key, label, run index, the Run, how the search judged
-           it, and whether the ledger answered it.
+           it, whether the ledger answered it, and the phase that asked for it (PHASES).
 Trials  -- the runs of one space in one command, in the order made (the reports' attempt list),
            and each point's runs folded (its verdict, derived from them). The k-th run asked of a
            point is the runner's k-th run of its workload, so repeats are new observations and a
@@ -18,6 +18,9 @@ Trials  -- the runs of one space in one command, in the order made (the reports'
            counts, so one configuration has one run index whichever pass asks. Every trial is
            written to the ledger's event log (`bisectk log` and `replay` read it). `no_hang`: a
            point's stopped runs turned out slow, not hung (a second, longer run ended).
+           `phase_runs`: how many runs each phase made, counted from the trials themselves, so
+           every run (a re-run of a different failure, a second chance, a run cut short by a
+           Ctrl-C and never made) is counted once, where it ran: the reports' breakdown.
 Oracle  -- what a search calls: the target failure it judges against is fixed once
            (engine/endpoints.py `verify` finds it first, through the same Trials); an oracle made
            `unaimed` takes runs before that (the search's first runs beside the bad endpoint's)
@@ -28,7 +31,8 @@ Oracle  -- what a search calls: the target failure it judges against is fixed on
            parallel, each with its own directory and environment; `width` is how many a batch
            should hold now (--jobs, or fewer when the executor has fewer workers alive);
            `submit` starts one run in a slot and gives its Future (the runs a search makes ahead
-           of its questions, search/ahead.py).
+           of its questions, search/ahead.py). Its runs are the search's; `asking(phase)` names
+           another phase for the runs asked within it (thresholds, merge bases).
 SideBySide -- the daemon threads behind `submit`.
 """
 
@@ -37,9 +41,9 @@ from __future__ import annotations
 import queue
 import threading
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -68,6 +72,14 @@ class Space(Protocol):
     def lease(self, point: Any) -> AbstractContextManager[Workload]: ...
 
 
+# the phases a run is made in, in the order the reports name them: the endpoints' checks (and
+# re-checks), the search's runs (its confirmation's and those made ahead included), the merge
+# bases bisect tests first, an ordinal culprit's threshold, and a hung culprit run once more to
+# read where it waits (engine/hangs.py)
+ENDPOINTS, SEARCH, MERGE_BASES, THRESHOLD, HANG_PICTURE = "endpoints", "search", "merge bases", "threshold", "hang picture"
+PHASES = (ENDPOINTS, SEARCH, MERGE_BASES, THRESHOLD, HANG_PICTURE)
+
+
 @dataclass(frozen=True)
 class Trial:
     key: str
@@ -76,6 +88,7 @@ class Trial:
     run: Run
     judged: Outcome
     cached: bool
+    phase: str = ENDPOINTS
 
 
 class Trials:
@@ -96,18 +109,20 @@ class Trials:
 
     def observe(self, point: Any, *, snapshot: bool = False,
                 target: Target | None | Callable[[], Target | None] = None, longer: float | None = None,
-                until: int | None = None) -> Run:
+                until: int | None = None, phase: str = ENDPOINTS) -> Run:
         """One new run of `point` (its next run index), executed only if the ledger lacks it; the
         trial is judged against `target` (None: as the run came; a call: the target it gives
         once the run is made, for a run begun before the endpoints named the failure).
         `snapshot`: should it hang, read where it waits whatever the budget (engine/hangs.py).
-        `longer`, `until`: this run's second chance (Oracle.__call__; Runner.observe). The run
-        holds one of the --jobs slots while it executes (engine/slots.py): with --gpus, its GPU."""
+        `longer`, `until`: this run's second chance (Oracle.__call__; Runner.observe). `phase`:
+        which phase asked (PHASES; the endpoints' checks call this directly, the rest through an
+        Oracle). The run holds one of the --jobs slots while it executes (engine/slots.py): with
+        --gpus, its GPU."""
         with live():   # the one place a held-back Ctrl-C takes effect (engine/interrupts.py)
-            return self._observe(point, snapshot, target, longer, until)
+            return self._observe(point, snapshot, target, longer, until, phase)
 
     def _observe(self, point: Any, snapshot: bool, target, longer: float | None = None,
-                 until: int | None = None) -> Run:
+                 until: int | None = None, phase: str = ENDPOINTS) -> Run:
         key = self.space.key(point)
         workload = self.space.workload(point)
         with self._count_lock:
@@ -133,7 +148,7 @@ class Trials:
                     self._counts[(workload.revision, key)] = index
             raise
         judged = judged_as(run, target() if callable(target) else target)
-        trial = Trial(key, label, index, run, judged, self.runner.was_cached(workload, index))
+        trial = Trial(key, label, index, run, judged, self.runner.was_cached(workload, index), phase)
         with self._lock:
             self.points.setdefault(key, point)
             self.trials.append(trial)
@@ -187,6 +202,14 @@ class Trials:
         fail = mean.get(Outcome.FAIL, mean.get(Outcome.PASS, 1.0))
         return fail, mean.get(Outcome.PASS, fail)
 
+    def phase_runs(self) -> dict[str, int]:
+        """How many runs each phase made (those answered from the ledger included), in PHASES'
+        order, phases that made none left out: one count per trial, so they add up to the
+        command's observations whatever re-ran or was cut short."""
+        with self._lock:
+            counts = Counter(t.phase for t in self.trials)
+        return {p: counts[p] for p in (*PHASES, *sorted(set(counts) - set(PHASES))) if counts[p]}
+
     def run_seconds(self) -> float:
         """What the trials cost when they ran, those answered from the ledger included."""
         with self._lock:
@@ -214,6 +237,7 @@ class Oracle:
         self._hung_again = 0        # runs given longer (_second_chance) that hung again
         self._stretch_seen = False  # a run given longer ended (_stretched)
         self.stretches: list[dict] = []     # each as a record's advice step ("first_run_cost")
+        self.phase = SEARCH         # the phase its runs are counted in (asking)
         if aimed:
             self.aim(target, recheck=recheck, reach=reach)
 
@@ -240,10 +264,21 @@ class Oracle:
         """The --same-failure mode the failures are named under."""
         return self.target.mode if self.target else DEFAULT_SAME_FAILURE
 
+    @contextmanager
+    def asking(self, phase: str) -> Iterator[None]:
+        """The runs asked within count in `phase` (PHASES), not in the search's: a threshold's, a
+        merge base's. Only between searches: runs a search made ahead of itself are still its own,
+        and none is under way then (its side-by-side threads are closed)."""
+        before, self.phase = self.phase, phase
+        try:
+            yield
+        finally:
+            self.phase = before
+
     def observe(self, point: Any, *, snapshot: bool = False, longer: float | None = None,
-                until: int | None = None) -> Run:
+                until: int | None = None, phase: str | None = None) -> Run:
         return self.trials.observe(point, snapshot=snapshot, target=lambda: self._judging, longer=longer,
-                                   until=until)
+                                   until=until, phase=phase or self.phase)
 
     def judge(self, verdict: Verdict) -> Outcome:
         return verdict.outcome if self._judging is None else verdict.against(self._judging)

@@ -297,6 +297,9 @@ class Record:
     session: int | None = None
     stop_reason: str = ""
     hangs: dict | None = None      # where the hangs were stuck (engine/hangs.py), when any was read
+    phase_runs: dict[str, int] = field(default_factory=dict)   # observations by the phase that made them
+                                   # (engine/oracle.py PHASES): they add up to `observations`; {} in a
+                                   # record stored before they were counted
 
     def to_dict(self) -> dict[str, Any]:
         return _base_dump(self)

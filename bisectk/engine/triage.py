@@ -15,6 +15,7 @@ verdict_of   -- the triage's conclusion: "nothing to triage" (the bad ref passes
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -70,6 +71,7 @@ def run_triage(runner: Runner, space: CommitSpace, policy: RunPolicy, *, scratch
         command="triage", endpoints=e, ok=bis.ok, complete=bis.complete and (diff is None or diff.complete),
         interrupted=bis.interrupted or bool(diff and diff.interrupted), runs=runner.executed,
         observations=bis.observations + (diff.observations if diff else 0), wall_s=round(time.monotonic() - start, 3),
+        phase_runs=dict(Counter(bis.phase_runs) + Counter(diff.phase_runs if diff else {})),
         run_s=round(bis.run_s + (diff.run_s if diff else 0.0), 3),
         environment=captured(environment), advice=bis.advice + (diff.advice if diff else ()),
         session=runner.session, verdict=verdict, exit_code=TRIAGE_VERDICTS[verdict], failure=failure,

@@ -22,8 +22,8 @@ from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.report.safe import code_span
-from bisectk.report.words import (ahead_words, endpoint_lines, failure_line, problem_lines, problem_text, runs_words,
-                                  same_inputs, stop_reason_of, stopped_line, wall_words)
+from bisectk.report.words import (endpoint_lines, failure_line, phase_words, problem_lines, problem_text, runs_words,
+                                  same_inputs, search_runs_of, stop_reason_of, stopped_line, wall_words)
 from bisectk.spec import format_value, render
 
 HEADER = ["factor", "good", "bad", "flipped alone on good", "removed from bad", "verdict"]
@@ -133,8 +133,8 @@ def to_debuglog(rec: AblationRecord) -> DebugLog:
            + (" -- an interaction: each proper subset passes, only all together fail." if rec.interaction else "")]
           if one_set else []),
         *[line[0].upper() + line[1:] + "." for line in sets_lines(rec)],
-        f"{runs_words(rec.runs, rec.observations, rec)} (endpoints included; {rec.search_runs} by the search, "
-        f"{rec.strategy}{ahead_words(rec)}); {wall_words(rec, 'wall time')}.",
+        f"{runs_words(rec.runs, rec.observations, rec)} ({phase_words(rec)}; strategy {rec.strategy}); "
+        f"{wall_words(rec, 'wall time')}.",
         *endpoint_lines(check),
     ]
     if rec.flakiness_rule:
@@ -198,7 +198,7 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
         for line in sets_lines(rec):
             out.print(line, markup=False)
     else:
-        out.print(stopped_line(stop_reason_of(rec), rec.search_runs) + f"; {culprit_words(rec)}", markup=False)
+        out.print(stopped_line(stop_reason_of(rec), search_runs_of(rec)) + f"; {culprit_words(rec)}", markup=False)
     out.print(failure_line(rec.endpoints), markup=False)
     for line in stuck.terminal_lines(rec.hangs):
         out.print(line, markup=False, highlight=False)
@@ -221,8 +221,7 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
     if rec.sanitizer:
         out.print(rec.sanitizer.get("text", ""), markup=False)
     cached = rec.observations - rec.runs
-    breakdown = (f"{rec.search_runs} by the search{ahead_words(rec)}, "
-                 f"{rec.observations - rec.search_runs} endpoint and threshold runs")
+    breakdown = phase_words(rec)
     out.print(f"runs: {rec.runs} executed"
               + (f", {cached} answered from the ledger ({same_inputs(rec)}; {breakdown})" if cached > 0 else f" ({breakdown})")
               + f", {wall_words(rec)}", markup=False)

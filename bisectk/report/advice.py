@@ -35,7 +35,7 @@ def _fix(fix: Sequence[str]) -> str:
 
 def _stopped(s: dict) -> str:
     shown, unsure = s["shown"], s["unsure"]
-    return (f"The search stopped after {s['runs']} runs ({s['reason'] or 'interrupted'}); the smallest failing "
+    return (f"The search stopped after {s['runs']} run{'' if s['runs'] == 1 else 's'} ({s['reason'] or 'interrupted'}); the smallest failing "
             f"configuration so far has {len(shown) + len(unsure)} of {s['of']} differences"
             + (f", of which {_names(shown)} shown necessary" if shown else "")
             + (f"; not yet resolved: {_names(unsure)}" if unsure else "") + ". Resume to finish.")

@@ -17,7 +17,7 @@ from bisectk.report.ablation import sets_lines
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.report.words import (ahead_words, counted, endpoint_lines, failure_line, problem_lines, problem_text,
-                                  runs_words, same_inputs, stop_reason_of, stopped_line, wall_words)
+                                  runs_words, same_inputs, search_runs_of, stop_reason_of, stopped_line, wall_words)
 
 
 def ids_text(ids, limit: int = 8) -> str:
@@ -104,7 +104,7 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
         out.print(f"{counted(rec.hunks, 'hunk')}; culprit hunk(s): {where}"
                   + ("  (interaction: each proper subset passes)" if rec.interaction else ""), markup=False)
     else:
-        out.print(stopped_line(stop_reason_of(rec), rec.search_runs) + f"; smallest failing hunk set so far: {where}",
+        out.print(stopped_line(stop_reason_of(rec), search_runs_of(rec)) + f"; smallest failing hunk set so far: {where}",
                   markup=False)
     for line in sets_lines(rec):
         out.print(line, markup=False)

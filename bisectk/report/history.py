@@ -20,7 +20,7 @@ from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, table
 from bisectk.report.words import (confidence_words, endpoint_lines, failure_line, problem_lines, problem_text, runs_words, same_inputs,
-                                  stopped_line, wall_words)
+                                  search_runs_of, stopped_line, wall_words)
 
 CONCLUSION = {"fail": "Bad: the first bad commit is this one or one of its ancestors.",
               "pass": "Good: the first bad commit is not among its ancestors.",
@@ -173,9 +173,7 @@ def print_summary(out: Console, rec: BisectRecord, runs: bool = True, brief: boo
     if switched := rec.switched:
         out.print(f"the failure is intermittent ({switched}): the search went on in the flake model", markup=False)
     if rec.interrupted:
-        e = rec.endpoints
-        endpoint_runs = len(e.good.runs) + len(e.bad.runs) if e else 0
-        out.print(stopped_line(rec.stop_reason, rec.observations - endpoint_runs), markup=False)
+        out.print(stopped_line(rec.stop_reason, search_runs_of(rec)), markup=False)
     _answer(out, rec)
     for p in rec.last_good:
         out.print(f"{last_words(rec)}: {p['sha']} {p['subject']} [{verdict_words(rec, p.get('verdict', ''))}]",

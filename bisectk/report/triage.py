@@ -21,7 +21,7 @@ from bisectk.report import diff as diff_report
 from bisectk.report import history as history_report
 from bisectk.report.debuglog import DebugLog
 from bisectk.report.junit import Case
-from bisectk.report.words import (confidence_words, problem_lines, same_inputs, stop_reason_of, stopped_line,
+from bisectk.report.words import (confidence_words, problem_lines, same_inputs, search_runs_of, stop_reason_of, stopped_line,
                                   wall_words)
 
 
@@ -93,7 +93,7 @@ def print_summary(out: Console, t: TriageRecord, report=None) -> None:
                       + ("  (interaction: each proper subset passes)" if d.interaction else ""), markup=False)
         else:   # a stopped isolation: its best so far, as `diff` says it, never as a verdict
             out.print(f"hunk isolation of {bis.first_bad['sha'][:10]}: "
-                      + stopped_line(stop_reason_of(d), d.search_runs) + f"; smallest failing hunk set so far: {places}",
+                      + stopped_line(stop_reason_of(d), search_runs_of(d)) + f"; smallest failing hunk set so far: {places}",
                       markup=False)
         out.print((d.lines_diff or d.diff).rstrip(), markup=False, highlight=False)
     elif d is not None:

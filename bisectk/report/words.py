@@ -12,6 +12,9 @@ stopped_line   -- how a stopped search is announced (never as a verdict).
 runs_words     -- runs executed now and answered from the ledger, so reused work never reads as
                   no work; same_inputs, what a reuse compared (the memo key, run/memokey.py).
 ahead_words    -- the runs made ahead of the search (--jobs): taken when asked, and never taken.
+phase_words    -- a command's runs by the phase that made them (the search's, the endpoints', a
+                  threshold's...), each run once: they add up to its observations; search_runs_of,
+                  the search's alone (what a stopped search says it made).
 confidence_words -- a bisection's confidence, said of what it is the probability of: the first bad
                   commit, the set of candidates left, or a stopped search's unconfirmed best one.
 """
@@ -98,6 +101,39 @@ def ahead_words(rec) -> str:
     if not taken and not unused:
         return ""
     return f", {taken} of them under way before the search asked, {unused} made ahead and not needed"
+
+
+# a phase's runs in words (engine/oracle.py PHASES); the search's come first, with the runs made ahead
+PHASE_WORDS = {"endpoints": "endpoint", "merge bases": "merge-base", "threshold": "threshold"}
+
+
+def search_runs_of(rec) -> int:
+    """The runs the search made (its confirmation's and those made ahead included): counted by
+    phase where the record has the count, else its `search_runs` (a record stored before), else
+    what is not an endpoint's run."""
+    phases = getattr(rec, "phase_runs", None) or {}
+    if phases:
+        return phases.get("search", 0)
+    if hasattr(rec, "search_runs"):
+        return rec.search_runs
+    e = rec.endpoints
+    return rec.observations - (len(e.good.runs) + len(e.bad.runs) if e else 0)
+
+
+def phase_words(rec) -> str:
+    """`24 by the search, 2 endpoint runs, 3 threshold runs, 1 run to read where the culprit
+    hangs`: every observation once, in the phase it ran in. A record stored before the phases
+    were counted says it as it did (the search's, and the rest)."""
+    phases = dict(getattr(rec, "phase_runs", None) or {})
+    if not phases:
+        search = search_runs_of(rec)
+        return f"{search} by the search{ahead_words(rec)}, {rec.observations - search} endpoint and threshold runs"
+    parts = [f"{phases.pop('search', 0)} by the search{ahead_words(rec)}"]
+    picture = phases.pop("hang picture", 0)
+    parts += [counted(n, f"{PHASE_WORDS.get(p, p)} run") for p, n in phases.items()]
+    if picture:
+        parts.append(f"{counted(picture, 'run')} to read where the culprit hangs")
+    return ", ".join(parts)
 
 
 def runs_words(executed: int, observations: int, rec=None) -> str:

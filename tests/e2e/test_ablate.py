@@ -550,3 +550,34 @@ def test_a_result_the_full_disk_cannot_store_is_still_printed(tmp_path):
         assert "the result above is complete" in p.stderr and "Traceback" not in p.stderr
     finally:
         subprocess.run(["umount", str(full)])
+
+
+RETRIES = """
+import json, sys
+a = dict(x.split("=") for x in sys.argv[1:])
+if a["a"] == "1" and a["b"] == "1":
+    raise SystemExit("the target: a crash")
+print("BISECTK_RESULT " + json.dumps({"err": 1.0 if a["a"] == "1" else 0.0}))   # a alone: wrong, a different failure
+"""
+
+
+def test_a_different_failure_re_run_counts_in_the_search_as_the_ledger_does(tmp_path):
+    """The target is a crash; `a` alone gives a wrong result, which the oracle re-runs (twice)
+    before leaving it unresolved. Those re-runs are the search's: the breakdown adds up to the
+    ledger's rows, 2 of them the endpoints' (the re-runs were counted as endpoint runs)."""
+    import sqlite3
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text(RETRIES)
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "retries"\n[subject]\ncommand = ["python", "s.py", "a={a}", "b={b}", "c={c}"]\n'
+                    '[oracle]\nmetric = "err"\nmax = 0.5\n[good]\na = 0\nb = 0\nc = 0\n[bad]\na = 1\nb = 1\nc = 1\n')
+    doc = ablate_json(spec, tmp_path)
+    assert doc["culprits"] == ["a", "b"] and doc["different_failures"], doc["culprits"]
+    (rows,) = sqlite3.connect(tmp_path / "ledger.db").execute("SELECT COUNT(*) FROM runs").fetchone()
+    assert doc["runs"] == doc["observations"] == rows, (doc["runs"], rows)
+    assert doc["search_runs"] == rows - 2, (doc["search_runs"], rows)
+    assert doc["phase_runs"] == {"endpoints": 2, "search": rows - 2}, doc.get("phase_runs")
+    # again, every run answered from the ledger: the same breakdown, of the ledger's rows
+    p = bisectk("ablate", spec, "--ledger", tmp_path / "ledger.db", timeout=600)
+    assert f"runs: 0 executed, {rows} answered from the ledger" in p.stdout, p.stdout[-800:]
+    assert f"; {rows - 2} by the search, 2 endpoint runs)" in p.stdout, p.stdout[-800:]

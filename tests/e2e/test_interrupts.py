@@ -76,6 +76,26 @@ def test_an_interrupt_during_the_first_run_is_130_with_nothing_to_report(spec, t
     assert p.returncode == 130 and "interrupted before the endpoints were verified" in p.stderr, p.stderr
 
 
+def test_an_interrupted_search_counts_the_runs_the_ledger_holds(spec, tmp_path):
+    """Ctrl-C during the search's second run: that run was never made (no ledger row), so the
+    search made 1 run and the endpoints 2. The search counts a run as it asks it, so the report
+    said 2 by the search and 1 endpoint run, and 'stopped after 2 runs'."""
+    import sqlite3
+    p = ablate_interrupted(spec, tmp_path, "bisectk.run.runner:Runner._execute", 4, "--json")
+    assert p.returncode == 1, (p.returncode, p.stderr[-1500:])
+    doc = json.loads(p.stdout)
+    (rows,) = sqlite3.connect(tmp_path / "l.db").execute("SELECT COUNT(*) FROM runs").fetchone()
+    assert doc["observations"] == doc["runs"] == rows == 3, (doc["runs"], rows)
+    stopped = next(s for s in doc["advice"] if s["step"] == "stopped")
+    assert doc["search_runs"] == stopped["runs"] == 1, (doc["search_runs"], stopped)
+    assert doc["phase_runs"] == {"endpoints": 2, "search": 1}, doc.get("phase_runs")
+    p = subprocess.run([sys.executable, "-m", "bisectk", "report", str(tmp_path / "l.db")],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert "search stopped (interrupted) after 1 search run(s)" in p.stdout, (p.stdout[-1500:], p.stderr[-800:])
+    assert "runs: 3 executed (1 by the search, 2 endpoint runs)" in p.stdout, p.stdout[-800:]
+
+
 def _counting_repo(tmp_path, commits: int):
     """A repository whose file `v` holds the commit's number (c1, c2, ...)."""
     from tests.fixtures.gitrepo import git

@@ -10,7 +10,8 @@ search_set       -- run a strategy over a space's differences through its oracle
 FirstRuns        -- with --jobs above one, the search's likely first runs, begun beside the good
                     and bad endpoints' first runs (a GPU hang holds a slot a second or more) and
                     taken by the search when it asks.
-attempt_records  -- the search's attempts as AttemptRecords, with each configuration's verdict.
+attempt_records  -- the search's attempts as AttemptRecords, with each configuration's verdict and
+                    the runs each attempt took (as the oracle made them).
 counted          -- the search's steps with the runs it made, as the trials count them.
 good_suspect     -- what in a search's answer says the good side may fail too (more than one
                     failing set, or unconfirmed, under the one-sided flake rule; an empty answer,
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
@@ -222,15 +223,23 @@ class FirstRuns:
 
 
 def attempt_records(oracle: Oracle, result: AblationResult, order: Callable, pass_name: str = "") -> list[AttemptRecord]:
+    """Each attempt with its configuration's verdict (every run of it this command saw, folded),
+    and the runs it took itself, with their time: the search counts one run a question, and each
+    attempt takes the next of its configuration's questions, in the order asked
+    (Oracle.questions), whose runs the oracle made (one, more when it re-ran a different failure
+    or gave a second chance, none when a Ctrl-C cut it short)."""
     rows = []
+    asked: dict[str, Iterator[list]] = {}
     for a in result.attempts:   # a set search's points are sets of differences
         v = oracle.trials.verdict(a.config)
         applied = tuple(str(x) for x in sorted(a.config, key=order))
         failure = v.failure(oracle.mode) if v else None
+        questions = asked.setdefault(oracle.space.key(a.config), iter(oracle.questions(a.config)))
+        own = [r for _ in range(a.runs) for r in next(questions, ())]
         rows.append(AttemptRecord(a.index, a.phase, applied, oracle.space.label(a.config), a.outcome.value,
                                   v.describe() if v else a.outcome.value.upper(),
-                                  failure.describe() if failure else None, a.runs,
-                                  round(v.duration_s, 3) if v else 0.0, oracle.trials.from_ledger(a.config),
+                                  failure.describe() if failure else None, len(own),
+                                  round(sum(r.duration_s for r in own), 3), oracle.trials.from_ledger(a.config),
                                   pass_name, dict(v.metrics) if v else {}, a.stage))
     return rows
 
@@ -321,6 +330,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     hangs = hang_facts(oracle, check, culprit, "the culprit configuration (" + _names(res.culprits) + ")")
     doc = res.to_dict()
     phases = trials.phase_runs()
+    attempts = tuple(attempt_records(oracle, res, order.__getitem__))
     rows = (*counted(advice(res, spec, policy, order, stopped, found_thresholds, bool(seconds)), phases.get(SEARCH, 0)),
             *oracle.stretches[:1])
     return AblationRecord(
@@ -330,7 +340,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
         stop_reason=reason if stopped else "" if res.complete else stop_reason_of("", rows, False),
         culprits=tuple(map(str, res.culprits)), unresolved_factors=tuple(map(str, res.suspects)),
         interaction=res.interaction, differences=tuple(table(res, spec, diffs)),
-        attempts=tuple(attempt_records(oracle, res, order.__getitem__)),
+        attempts=attempts,
         proof=tuple(doc["proof"]), different_failures=tuple(seconds),
         sets=tuple(doc["sets"]), fixes=tuple(doc["fixes"]), open_fixes=tuple(doc["open_fixes"]),
         sets_complete=doc["sets_complete"], sets_note=doc["sets_note"],
@@ -340,7 +350,13 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
                         "monotone": t.monotone, "failing": list(t.failing),
                         "not_run": [t.values[i] for i in t.not_run], "text": t.describe()}
                     for f, t in found_thresholds.items()},
-        search_runs=phases.get(SEARCH, 0), unused_runs=res.unused, ahead_runs=res.taken_ahead, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)
+        search_runs=phases.get(SEARCH, 0), unused_runs=unused_runs(phases, attempts), ahead_runs=res.taken_ahead, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)
+
+
+def unused_runs(phases: dict[str, int], attempts) -> int:
+    """The search's runs no attempt took: those made ahead of it (--jobs) and never asked for,
+    counted as runs (a question made ahead may have been run more than once)."""
+    return max(0, phases.get(SEARCH, 0) - sum(a.runs for a in attempts))
 
 
 def counted(steps: list[dict], search_runs: int) -> list[dict]:

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from bisectk.engine.ablate import (MORE_SETS, SetSearch, attempt_records, counted, different_failures,
-                                   flakiness_rule, recheck_after, rule_doc, search_set)
+                                   flakiness_rule, recheck_after, rule_doc, search_set, unused_runs)
 from bisectk.engine.endpoints import hang_checks, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import PHASES, SEARCH, Oracle, Trials
@@ -113,7 +113,7 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
         different_failures=tuple(seconds), diff=unified_diff(culprit_hunks),
         lines_diff=unified_diff(culprit_lines) if lines is not None else "",
         search_runs=phases[SEARCH],
-        unused_runs=res.unused + sum(r.unused for r in line_results),
+        unused_runs=unused_runs(phases, attempts),
         ahead_runs=res.taken_ahead + sum(r.taken_ahead for r in line_results), hangs=hangs,
         flakiness_rule=rule_doc(rule, policy, res),
         sets=tuple(doc["sets"]), fixes=tuple(doc["fixes"]), open_fixes=tuple(doc["open_fixes"]),

@@ -32,7 +32,9 @@ Oracle  -- what a search calls: the target failure it judges against is fixed on
            should hold now (--jobs, or fewer when the executor has fewer workers alive);
            `submit` starts one run in a slot and gives its Future (the runs a search makes ahead
            of its questions, search/ahead.py). Its runs are the search's; `asking(phase)` names
-           another phase for the runs asked within it (thresholds, merge bases).
+           another phase for the runs asked within it (thresholds, merge bases). `questions`:
+           the runs that answered each question asked of a point, in the order asked (a search
+           counts one run a question; the reports count the runs).
 SideBySide -- the daemon threads behind `submit`.
 """
 
@@ -238,6 +240,7 @@ class Oracle:
         self._stretch_seen = False  # a run given longer ended (_stretched)
         self.stretches: list[dict] = []     # each as a record's advice step ("first_run_cost")
         self.phase = SEARCH         # the phase its runs are counted in (asking)
+        self._questions: dict[str, list[list[Run]]] = {}   # point key -> each question's runs (questions)
         if aimed:
             self.aim(target, recheck=recheck, reach=reach)
 
@@ -291,14 +294,32 @@ class Oracle:
         """A failure, but not the target's: a possible second bug, never this one."""
         return run.outcome is Outcome.FAIL and self.judge_run(run) is Outcome.UNRESOLVED
 
-    def __call__(self, point: Any) -> Outcome:
+    def _question(self, point: Any) -> list[Run]:
+        """A new question about `point`, in the order asked: the runs that answer it go in it."""
+        runs: list[Run] = []
+        with self._lock:
+            self._questions.setdefault(self.space.key(point), []).append(runs)
+        return runs
+
+    def questions(self, point: Any) -> list[list[Run]]:
+        """The runs that answered each question asked of `point` (a call, a batch's or a
+        submitted one), in the order asked: a search counts one run a question, and the oracle may
+        make more (a different failure re-run, a second chance) or none (a question cut short by
+        a Ctrl-C, or cancelled before it began)."""
+        with self._lock:
+            return [list(q) for q in self._questions.get(self.space.key(point), ())]
+
+    def __call__(self, point: Any, question: list[Run] | None = None) -> Outcome:
         """The search's single-shot verdict on `point`: a different failure is re-run first, and
         one the calibrated watchdog called a hang is re-run given longer (_second_chance): a hang
         of another failure, a hang stopped short of where the bad endpoint hangs (_short), and,
-        where `recheck` allows, a silent hang of the one hunted."""
+        where `recheck` allows, a silent hang of the one hunted. `question`: where its runs go
+        (questions), when it was asked before it began (batch, submit)."""
+        question = self._question(point) if question is None else question
         longer, until = None, None
         for _ in range(1 + max(0, self.policy.retry_different)):
             run = self.observe(point, longer=longer, until=until)
+            question.append(run)
             short = self._short(run)
             if longer is not None and run.timed_out:
                 if short or self.different(run) or self.reach is None:
@@ -383,8 +404,9 @@ class Oracle:
         directory; factor points share the spec's (ablate --jobs says so)."""
         if len(points) <= 1:
             return [self(p) for p in points]
+        asked = [(p, self._question(p)) for p in points]    # in the order given
         with ThreadPoolExecutor(max_workers=len(points)) as ex:
-            return list(ex.map(self, points))
+            return list(ex.map(lambda a: self(*a), asked))
 
     def submit(self, point: Any) -> Future:
         """Start the search's next run of `point` side by side with those under way (at most
@@ -392,8 +414,8 @@ class Oracle:
         are daemons: a Ctrl-C leaves by the report without waiting for a run started ahead (the
         runs die with their supervisors when bisectk exits)."""
         if self._side is None:
-            self._side = SideBySide(max(1, self.policy.jobs), self)
-        return self._side.submit(point)
+            self._side = SideBySide(max(1, self.policy.jobs), lambda asked: self(*asked))
+        return self._side.submit((point, self._question(point)))   # asked now: in the order submitted
 
     def close(self) -> None:
         """Stop the side-by-side threads (runs not begun are cancelled; none is waited for)."""

@@ -577,6 +577,10 @@ def test_a_different_failure_re_run_counts_in_the_search_as_the_ledger_does(tmp_
     assert doc["runs"] == doc["observations"] == rows, (doc["runs"], rows)
     assert doc["search_runs"] == rows - 2, (doc["search_runs"], rows)
     assert doc["phase_runs"] == {"endpoints": 2, "search": rows - 2}, doc.get("phase_runs")
+    # and each attempt says the runs it took: `a` alone, 3 (where it said 1 beside "[3/3 failed]")
+    alone = next(a for a in doc["attempts"] if a["applied"] == ["a"])
+    assert alone["runs"] == 3 and "[3/3 failed]" in alone["verdict"], alone
+    assert sum(a["runs"] for a in doc["attempts"]) + doc["unused_runs"] == doc["search_runs"], doc["attempts"]
     # again, every run answered from the ledger: the same breakdown, of the ledger's rows
     p = bisectk("ablate", spec, "--ledger", tmp_path / "ledger.db", timeout=600)
     assert f"runs: 0 executed, {rows} answered from the ledger" in p.stdout, p.stdout[-800:]

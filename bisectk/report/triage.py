@@ -125,8 +125,11 @@ def to_cases(t: TriageRecord, subject: str) -> list[Case]:
                           time_s=bis.wall_s, classname="bisectk.triage"))
     d = t.diff_record()
     if d is not None:
-        cases.append(Case("isolate hunks", "passed" if d.ok else "error",
-                          message="" if d.ok else (d.endpoints.problem or ""),
+        # a stopped isolation (Ctrl-C, --max-runs) is no verdict, as a stopped bisection is not
+        stopped = d.ok and not d.complete
+        cases.append(Case("isolate hunks", "passed" if d.ok and d.complete else "error",
+                          message=stopped_line(stop_reason_of(d), search_runs_of(d)) if stopped
+                          else "" if d.ok else (d.endpoints.problem or ""),
                           details=d.diff if d.ok else "", time_s=d.wall_s, classname="bisectk.triage"))
     culprit = f" since {fb['sha'][:10]} {fb['subject']}" if fb and bis.complete else ""   # no guess as a verdict
     if d is not None and d.ok and d.complete and len(d.sets) > 1:

@@ -1,0 +1,33 @@
+"""The triage's JUnit cases say what each step showed: a stopped step is never a passed one."""
+
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+
+from bisectk.engine.records import TriageRecord
+from bisectk.report.junit import to_xml
+from bisectk.report.triage import to_cases
+from tests.report.records import bisect_record, diff_record, hunk
+
+
+def triage(diff) -> TriageRecord:
+    bis = bisect_record()
+    return TriageRecord(command="triage", endpoints=bis.endpoints, ok=True, complete=diff.complete,
+                        interrupted=diff.interrupted, runs=9, observations=9, wall_s=2.0, verdict="culprit found",
+                        exit_code=1, bisect=bis.to_dict(), diff=diff.to_dict(), first_bad=bis.first_bad)
+
+
+def test_an_interrupted_hunk_isolation_is_an_error_case_not_a_passed_one():
+    """Ctrl-C during the triage's hunk isolation: its JUnit case was 'passed' (no element under
+    it), where the terminal said 'search stopped (interrupted) ... no verdict yet'."""
+    index = [hunk("k.py", 1, 2), hunk("k.py", 9, 10)]
+    stopped = replace(diff_record(index, {"k.py:1-1"}), complete=False, interrupted=True, stop_reason="interrupted",
+                      phase_runs={"endpoints": 2, "search": 3})
+    root = ET.fromstring(to_xml("bisectk triage", to_cases(triage(stopped), "python k.py")))
+    case = next(c for c in root.iter("testcase") if c.get("name") == "isolate hunks")
+    error = case.find("error")
+    assert error is not None, ET.tostring(case)
+    assert error.get("message") == "search stopped (interrupted) after 3 search run(s): no verdict yet"
+    assert root.find("testsuite").get("errors") == "1"
+    done = ET.fromstring(to_xml("t", to_cases(triage(diff_record(index, {"k.py:1-1"})), "python k.py")))
+    case = next(c for c in done.iter("testcase") if c.get("name") == "isolate hunks")
+    assert case.find("error") is None and case.find("system-out") is not None

@@ -13,6 +13,7 @@ markdown       -- the same as a debug-log section (a table per snapshot).
 
 from __future__ import annotations
 
+from bisectk.report.safe import terminal_text
 from bisectk.stuck import Snapshot
 
 HEADER = ["where", "who", "count", "waiting at", "instruction / code", "wait"]
@@ -43,6 +44,9 @@ def _heading(entry: dict, snap: Snapshot, good_last: str | None) -> str:
 
 
 def _aligned(table: list[list[str]]) -> list[str]:
+    # the cells as the terminal will show them (a thread name's ESC is written `\x1b`, four
+    # columns): padded after the console escaped them, a row was pushed out of line
+    table = [[terminal_text(c) for c in r] for r in table]
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))] if table else []
     return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
 

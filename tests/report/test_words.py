@@ -29,3 +29,18 @@ def test_an_incomplete_answer_is_not_called_interrupted_in_the_debug_log_status(
     ablation = SimpleNamespace(complete=False, stop_reason="", advice=advice, interrupted=False, culprits=("a",),
                                unresolved_factors=(), sets=(), interaction=False)
     assert status_words(ablation).startswith("Open (unconfirmed)"), status_words(ablation)
+
+
+def test_the_stuck_table_stays_aligned_when_a_thread_name_holds_a_control_character():
+    """A subject names a thread with an ESC in it: the console writes it `\\x1b` (4 columns) after
+    the table was padded by its raw length (1), pushing that row's columns 3 places right."""
+    from bisectk.report.stuck import terminal_lines
+    from bisectk.stuck import Group, Snapshot
+    snap = Snapshot((Group("thr\x1b[31m", 1, "k.py:5 w", "ev.wait()", "event wait", "process 1 (python3)"),
+                     Group("MainThread", 1, "k.py:8 <module>", "t.join()", "join", "process 1 (python3)")),
+                    ("py-spy",), 0.02)
+    facts = {"bad": {"label": "the bad endpoint", "snapshot": snap.to_dict(), "progress": "", "at_s": 1.0},
+             "culprit": None, "others": [], "good_last_point": None, "bad_hung": True, "same": None}
+    rows = [line for line in terminal_lines(facts) if "k.py:" in line]
+    assert len(rows) == 2 and "\x1b" not in "".join(rows), rows
+    assert rows[0].index("k.py:5") == rows[1].index("k.py:8"), rows

@@ -62,8 +62,11 @@ STEADY = {"kind": "steady", "text": "none: --no-flaky declared the failure deter
 
 
 def rule_doc(rule, policy: RunPolicy, res: AblationResult) -> dict | None:
-    """The record's `flakiness_rule`: --flaky's rule, or --no-flaky's declaration while no
-    contradiction switched the search to the flake rule."""
+    """The record's `flakiness_rule`: --flaky's rule (or the endpoints'), the one a contradiction
+    switched the search to (a failure nobody declared intermittent), or --no-flaky's declaration
+    while no contradiction switched it."""
+    if res.switched and res.rule is not None:
+        return res.rule.to_dict()
     if rule is not None:
         return rule.to_dict()
     return STEADY if policy.flaky is False and not res.switched else None

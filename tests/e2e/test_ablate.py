@@ -585,3 +585,30 @@ def test_a_different_failure_re_run_counts_in_the_search_as_the_ledger_does(tmp_
     p = bisectk("ablate", spec, "--ledger", tmp_path / "ledger.db", timeout=600)
     assert f"runs: 0 executed, {rows} answered from the ledger" in p.stdout, p.stdout[-800:]
     assert f"; {rows - 2} by the search, 2 endpoint runs)" in p.stdout, p.stdout[-800:]
+
+
+ODD_RUNS_FAIL = """
+import json, os, sys
+a = dict(x.split("=", 1) for x in sys.argv[1:])
+counter = "runs-" + "-".join(f"{k}{v}" for k, v in sorted(a.items()))
+n = (int(open(counter).read()) if os.path.exists(counter) else 0) + 1
+open(counter, "w").write(str(n))
+print("BISECTK_RESULT " + json.dumps({"err": 1.0 if a["a"] == "1" and n % 2 else 0.0}))   # every other run
+"""
+
+
+def test_an_undeclared_flake_names_the_rule_the_search_switched_to(tmp_path):
+    """`a` fails on its odd runs only, and nobody said --flaky: the bad endpoint failed once, the
+    confirmation's re-run passed and the search went on under the flake rule. The record's
+    flakiness_rule was null (the terminal printed no 'flakiness:' line) though that rule judged
+    every configuration after the switch."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text(ODD_RUNS_FAIL)
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "odd"\n[subject]\ncommand = ["python", "s.py", "a={a}", "b={b}", "c={c}"]\n'
+                    '[oracle]\nmetric = "err"\nmax = 0.5\n[good]\na = 0\nb = 0\nc = 0\n[bad]\na = 1\nb = 1\nc = 1\n')
+    doc = ablate_json(spec, tmp_path)
+    assert doc["culprits"] == ["a"] and doc["complete"], doc["culprits"]
+    assert any(s["step"] == "intermittent" for s in doc["advice"]), doc["advice"]
+    assert doc["flakiness_rule"] and doc["flakiness_rule"].get("kind") != "steady", doc["flakiness_rule"]
+    assert doc["flakiness_rule"]["text"] in next(s["rule"] for s in doc["advice"] if s["step"] == "intermittent")

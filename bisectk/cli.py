@@ -111,7 +111,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     from bisectk.engine.interrupts import held
     from bisectk.engine.session import Session, ledger_location
     from bisectk.spaces.factors import FactorSpace
-    from bisectk.spec import load_spec, render
+    from bisectk.spec import load_spec, one_line
     strategy = "exhaustive" if exhaustive else strategy
     check_strategy(strategy)
     spec = spec or default_spec()
@@ -137,7 +137,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
             strategy = session.previous["args"]["strategy"]
         if not as_json:
             out.print(f"{s.name}: {n} differences between good and bad: "
-                      + ", ".join(f"{f} {render(s.good[f])} -> {render(s.bad[f])}" for f in s.differences()),
+                      + ", ".join(f"{f} {one_line(s.good[f])} -> {one_line(s.bad[f])}" for f in s.differences()),
                       markup=False)
         with held():   # Ctrl-C stops runs, never the writing of a result (engine/interrupts.py)
             try:

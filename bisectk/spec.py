@@ -141,6 +141,13 @@ def format_value(value: Scalar) -> str:
     return render(value)
 
 
+def one_line(value: Scalar) -> str:
+    """A value in a line of text (progress, the differences line): as substituted (render), or,
+    where it holds a newline or another control character, escaped as format_value writes it, so
+    it stays on its line."""
+    return format_value(value) if isinstance(value, str) and _CONTROL.search(value) else render(value)
+
+
 def project_root(path: Path) -> Path:
     for parent in path.resolve().parents:
         if (parent / ".git").exists() or (parent / "pyproject.toml").exists():

@@ -27,7 +27,7 @@ from rich.text import Text
 
 from bisectk.events import Event, Note, PhaseStarted, RunFinished, RunStarted
 from bisectk.outcome import Outcome, Run
-from bisectk.spec import render
+from bisectk.spec import one_line
 from bisectk.report.safe import SafeConsole, terminal_text
 
 STYLE = {Outcome.PASS: "green", Outcome.FAIL: "red", Outcome.UNRESOLVED: "yellow"}
@@ -38,7 +38,7 @@ def fmt_config(config: dict[str, Any], reference: dict[str, Any] | None = None, 
              if not k.startswith("__") and (reference is None or ((r := reference.get(k)) is not v and r != v))]
     if not items:
         return "(as good)" if reference is not None else ""
-    text = " ".join(f"{k}={render(v)}" for k, v in items[:limit])   # as substituted: true, not True
+    text = " ".join(f"{k}={one_line(v)}" for k, v in items[:limit])   # as substituted: true, not True
     return text + (f" +{len(items) - limit} more" if len(items) > limit else "")
 
 

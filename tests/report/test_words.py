@@ -44,3 +44,13 @@ def test_the_stuck_table_stays_aligned_when_a_thread_name_holds_a_control_charac
     rows = [line for line in terminal_lines(facts) if "k.py:" in line]
     assert len(rows) == 2 and "\x1b" not in "".join(rows), rows
     assert rows[0].index("k.py:5") == rows[1].index("k.py:8"), rows
+
+
+def test_a_factor_value_with_a_newline_stays_on_its_progress_line():
+    """A string factor's value holding a newline broke the progress line (and the command's first
+    line, 'N differences between good and bad: ...') in two: one-line text writes it escaped, as
+    `--set` reads it back; a value without control characters is written as substituted."""
+    from bisectk.report.terminal import fmt_config
+    from bisectk.spec import one_line
+    assert fmt_config({"m": "bad\nnew", "k": True}, {"m": "ok", "k": False}) == 'm="bad\\nnew" k=true'
+    assert one_line("ok|<b>") == "ok|<b>" and one_line("1") == "1" and one_line(2) == "2"

@@ -7,7 +7,8 @@ hang_facts -- after a search, collect the snapshots its hangs carry (bisectk/stu
               configuration's (the minimal failing set, the first bad commit), and the others taken
               within --snapshots. When the culprit hung but none of its runs was read (the budget
               was spent, or its runs came from the ledger) and the failure is not intermittent, it is
-              run once more with a snapshot forced: a confirmation run recorded like any other. The good run's
+              run once more with a snapshot forced: a run recorded like any other, counted in its own
+              phase (oracle.HANG_PICTURE). Another hung run is named by what it applied. The good run's
               last progress point is set beside the bad endpoint's, and `same` says whether the bad
               endpoint and the culprit wait at the same places (False: two different hangs).
 Returns plain data (a dict) for the records; report/stuck.py words it.
@@ -45,6 +46,15 @@ def last_point(runs) -> str | None:
     return None
 
 
+def _named(label: str, point: Any) -> str:
+    """A hung run's label, with what it applied when the label alone does not say (a set
+    space's 'hybrid': its differences, the first five and how many more)."""
+    if label != "hybrid" or not isinstance(point, frozenset):
+        return label
+    names = sorted(map(str, point))
+    return f"{label} ({', '.join(names[:5])}" + (f" +{len(names) - 5} more" if len(names) > 5 else "") + ")"
+
+
 def hang_facts(oracle: Oracle, check: EndpointCheck, culprit=None,
                culprit_label: str = "the culprit configuration") -> dict | None:
     """See the module docstring. `culprit`: the search's answer as a point of the oracle's space."""
@@ -52,6 +62,7 @@ def hang_facts(oracle: Oracle, check: EndpointCheck, culprit=None,
     facts: dict[str, Any] = {"bad": _entry("the bad endpoint", bad) if bad else None, "culprit": None,
                              "others": [], "good_last_point": last_point(check.good.runs),
                              "bad_hung": any(_hung(r) for r in check.bad.runs), "same": None}
+    read: Run | None = None     # the culprit's run whose picture is shown
     if culprit is not None:
         v = oracle.trials.verdict(culprit)
         runs = list(v.runs) if v else []
@@ -70,10 +81,18 @@ def hang_facts(oracle: Oracle, check: EndpointCheck, culprit=None,
         if read is not None:
             facts["culprit"] = _entry(culprit_label, read)
     shown = [e["snapshot"] for e in (facts["bad"], facts["culprit"]) if e]
+    # the point each shown picture is of: another hang of the same point at the same places (the
+    # culprit's confirmation run) is no other hang, and was listed as one ('hybrid')
+    pictured = [r for r in (bad, read if facts["culprit"] else None) if r is not None]
+    key_of = {id(t.run): t.key for t in oracle.trials.trials}
+    places = {key_of[id(r)]: Snapshot.from_dict(r.stuck) for r in pictured if id(r) in key_of}
     for t in oracle.trials.trials:
-        if _hung(t.run) and t.run.stuck and t.run.stuck not in shown:
-            shown.append(t.run.stuck)
-            facts["others"].append(_entry(t.label or t.key, t.run))
+        if not (_hung(t.run) and t.run.stuck) or t.run.stuck in shown:
+            continue
+        if t.key in places and same_place(places[t.key], Snapshot.from_dict(t.run.stuck)) is True:
+            continue
+        shown.append(t.run.stuck)
+        facts["others"].append(_entry(_named(t.label, oracle.trials.points.get(t.key)) or t.key, t.run))
     if facts["bad"] is None and facts["culprit"] is None and not facts["others"]:
         return None if not facts["bad_hung"] else facts
     a = Snapshot.from_dict(facts["bad"]["snapshot"]) if facts["bad"] else None

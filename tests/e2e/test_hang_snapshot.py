@@ -77,3 +77,33 @@ def test_a_snapshot_that_times_out_leaves_the_verdict_a_hang(tmp_path):
     snap = Snapshot.from_dict(raw.stuck)
     assert snap.groups == () and any("timed out" in n or "time ran out" in n for n in snap.notes), snap.notes
     assert snap.took_s < 5
+
+
+TWO_PLACES = """
+import json, sys, threading
+a = dict(x.split("=", 1) for x in sys.argv[1:])
+def place_a():
+    threading.Event().wait()
+def place_b():
+    threading.Event().wait()
+if a["a"] == "1":
+    place_a() if a["b"] == "1" else place_b()
+print("BISECTK_RESULT " + json.dumps({"err": 0.0}))
+"""
+
+
+@needs_pyspy
+def test_the_culprits_own_re_run_is_not_listed_as_another_hang(tmp_path):
+    """`a` alone hangs at place_b, bad (a and b) at place_a. The culprit's confirmation re-run
+    hung where its first run did; it was listed as one more hang, named 'hybrid' (the README's
+    pipeline-hang said '1 more hang(s) read (hybrid)': producer_phase again). Another hang that
+    is listed is named by what it applied."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "k.py").write_text(TWO_PLACES)
+    p = tmp_path / "spec.toml"
+    p.write_text('name = "two-places"\n[subject]\ncommand = ["python", "k.py", "a={a}", "b={b}", "z={z}"]\n'
+                 '[good]\na = 0\nb = 0\nz = 0\n[bad]\na = 1\nb = 1\nz = 1\n')
+    rec = json.loads(bisectk("ablate", p, "--json", "--ledger", tmp_path / "l.db", timeout=180, check=0).stdout)
+    assert rec["culprits"] == ["a"] and rec["hangs"]["same"] is False, rec["hangs"]
+    assert places(rec["hangs"]["culprit"]) == {"MainThread": "k.py:7 place_b"}, rec["hangs"]["culprit"]
+    assert [o["label"] for o in rec["hangs"]["others"]] == [], rec["hangs"]["others"]

@@ -109,9 +109,12 @@ def print_summary(out: Console, t: TriageRecord, report=None) -> None:
 def to_cases(t: TriageRecord, subject: str) -> list[Case]:
     bis = t.bisect_record()
     check, code = bis.endpoints, t.exit_code
+    # the endpoints' runs are the first of the bisection's: its case takes the rest of its wall time,
+    # so the cases add up to the triage's (the suite's time read as the sum of its cases')
+    endpoints_s = sum(r.duration_s for r in check.good.runs + check.bad.runs)
     cases = [Case("endpoints", "passed" if check.ok or code == TRIAGE_NOTHING else "error",
                   message="" if check.ok else (check.problem or ""),
-                  time_s=sum(r.duration_s for r in check.good.runs + check.bad.runs),
+                  time_s=endpoints_s,
                   details=f"good: {check.good.describe()}\nbad: {check.bad.describe()}", classname="bisectk.triage")]
     if code == TRIAGE_NOTHING:
         cases.append(Case(subject, "passed", details=nothing_words(t), classname="bisectk.triage"))
@@ -122,7 +125,7 @@ def to_cases(t: TriageRecord, subject: str) -> list[Case]:
                           message="" if fb and bis.complete else "ambiguous or interrupted",
                           details=(f"first bad commit {fb['sha']} {fb['subject']}; {confidence_words(bis)}"
                                    if fb else f"{len(bis.candidates)} candidates remain"),
-                          time_s=bis.wall_s, classname="bisectk.triage"))
+                          time_s=max(0.0, bis.wall_s - endpoints_s), classname="bisectk.triage"))
     d = t.diff_record()
     if d is not None:
         # a stopped isolation (Ctrl-C, --max-runs) is no verdict, as a stopped bisection is not

@@ -31,3 +31,15 @@ def test_an_interrupted_hunk_isolation_is_an_error_case_not_a_passed_one():
     done = ET.fromstring(to_xml("t", to_cases(triage(diff_record(index, {"k.py:1-1"})), "python k.py")))
     case = next(c for c in done.iter("testcase") if c.get("name") == "isolate hunks")
     assert case.find("error") is None and case.find("system-out") is not None
+
+
+def test_the_cases_times_add_up_to_the_triage_not_the_endpoints_twice():
+    """The bisect case's time was the bisection's whole wall time, the endpoints' runs included,
+    which the endpoints case counts too: the suite's time exceeded the triage's."""
+    index = [hunk("k.py", 1, 2)]
+    t = triage(replace(diff_record(index, {"k.py:1-1"}), wall_s=1.0))
+    bis_wall = t.bisect_record().wall_s
+    suite = ET.fromstring(to_xml("bisectk triage", to_cases(t, "python k.py"))).find("testsuite")
+    times = {c.get("name"): float(c.get("time")) for c in suite.iter("testcase")}
+    assert times["endpoints"] > 0 and abs(times["endpoints"] + times["bisect"] - bis_wall) < 0.002, times
+    assert abs(float(suite.get("time")) - (bis_wall + 1.0)) < 0.002, (suite.get("time"), times)

@@ -46,7 +46,7 @@ from bisectk.engine.direction import FixOracle, Terms, repeats_for
 from bisectk.engine.endpoints import BadBeside, hang_checks, side_by_side, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.interrupts import live
-from bisectk.engine.oracle import MERGE_BASES, Oracle, Trials
+from bisectk.engine.oracle import ENDPOINTS, MERGE_BASES, SEARCH, Oracle, Trials
 from bisectk.engine.policy import RunPolicy
 from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import DEFAULT_SAME_FAILURE, Outcome, Verdict
@@ -69,16 +69,17 @@ def commit_doc(space: CommitSpace, i: Any, full: bool = False) -> dict[str, Any]
 
 def attempts_in_run_order(trials: Trials, mode: str, terms: Terms = Terms()) -> list[AttemptRecord]:
     """Every run the bisection made (or read from the ledger), in the order made; failures named
-    under the --same-failure `mode`."""
+    under the --same-failure `mode`; each named by the phase that made it (a run of the --bad
+    commit the search asked for is the search's, not an endpoint check)."""
     from bisectk.engine.records import AttemptRecord
     graph = trials.space.commits
-    ends = {**{m: "merge base" for m in graph.merge_bases},
-            graph.good_sha: f"endpoint ({terms.old})", graph.bad_sha: f"endpoint ({terms.new})"}
+    ends = {graph.good_sha: f"endpoint ({terms.old})", graph.bad_sha: f"endpoint ({terms.new})"}
     out = []
     for n, t in enumerate(trials.trials, 1):
         v = Verdict.fold([t.run])
         failure = v.failure(mode)
-        out.append(AttemptRecord(n, ends.get(t.key, "bisect"), (t.key,), t.label, t.judged.value,
+        phase = {ENDPOINTS: ends.get(t.key, "endpoint"), MERGE_BASES: "merge base", SEARCH: "bisect"}.get(t.phase, t.phase)
+        out.append(AttemptRecord(n, phase, (t.key,), t.label, t.judged.value,
                                  v.describe(), failure.describe() if failure else None, 1,
                                  round(t.run.duration_s, 3), t.cached, metrics=dict(t.run.metrics)))
     return out

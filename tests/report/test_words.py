@@ -54,3 +54,20 @@ def test_a_factor_value_with_a_newline_stays_on_its_progress_line():
     from bisectk.spec import one_line
     assert fmt_config({"m": "bad\nnew", "k": True}, {"m": "ok", "k": False}) == 'm="bad\\nnew" k=true'
     assert one_line("ok|<b>") == "ok|<b>" and one_line("1") == "1" and one_line(2) == "2"
+
+
+def test_a_bisections_attempts_are_named_by_the_phase_that_made_them():
+    """The --bad commit run again by the search was called 'endpoint (bad)', and the first bad
+    commit run once more to read where it hangs was one more 'bisect' step."""
+    from bisectk.engine.bisect import attempts_in_run_order
+    from bisectk.engine.oracle import Trial
+    from bisectk.outcome import Outcome
+    from tests.report.records import ok, wrong
+    graph = SimpleNamespace(good_sha="g" * 40, bad_sha="b" * 40, merge_bases=("m" * 40,))
+    made = [("g" * 40, ok(), "endpoints"), ("b" * 40, wrong(), "endpoints"), ("m" * 40, ok(), "merge bases"),
+            ("c" * 40, wrong(), "search"), ("b" * 40, wrong(), "search"), ("c" * 40, wrong(), "hang picture")]
+    trials = SimpleNamespace(space=SimpleNamespace(commits=graph), trials=[
+        Trial(key, key[:10], 0, run, run.outcome, False, phase) for key, run, phase in made])
+    assert [a.phase for a in attempts_in_run_order(trials, "check")] == [
+        "endpoint (good)", "endpoint (bad)", "merge base", "bisect", "bisect", "hang picture"]
+    assert all(a.outcome in {o.value for o in Outcome} for a in attempts_in_run_order(trials, "check"))

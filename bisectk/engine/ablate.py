@@ -126,7 +126,7 @@ def search_set(oracle: Oracle, differences: list, *, strategy: str, rule: Confid
                                 endpoint=endpoint, costs=oracle.trials.costs, width=oracle.ready_width if side else None,
                                 submit=oracle.submit if side else None, waiting=live,
                                 risky=oracle.trials.runner.spares, started=started if side else None,
-                                steady=oracle.policy.flaky is False), False)
+                                steady=oracle.policy.flaky is False, more_runs=oracle.more_runs), False)
     except SearchStopped as stop:
         return SetSearch(stop.result, True)
     finally:

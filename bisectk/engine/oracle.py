@@ -241,6 +241,7 @@ class Oracle:
         self.stretches: list[dict] = []     # each as a record's advice step ("first_run_cost")
         self.phase = SEARCH         # the phase its runs are counted in (asking)
         self._questions: dict[str, list[list[Run]]] = {}   # point key -> each question's runs (questions)
+        self._more = 0              # runs made beyond one a question (more_runs)
         if aimed:
             self.aim(target, recheck=recheck, reach=reach)
 
@@ -301,6 +302,12 @@ class Oracle:
             self._questions.setdefault(self.space.key(point), []).append(runs)
         return runs
 
+    def more_runs(self) -> int:
+        """The runs made beyond one a question (a different failure re-run, a second chance):
+        what a search's run budget counts besides its questions (Tester.more_runs)."""
+        with self._lock:
+            return self._more
+
     def questions(self, point: Any) -> list[list[Run]]:
         """The runs that answered each question asked of `point` (a call, a batch's or a
         submitted one), in the order asked: a search counts one run a question, and the oracle may
@@ -320,6 +327,9 @@ class Oracle:
         for _ in range(1 + max(0, self.policy.retry_different)):
             run = self.observe(point, longer=longer, until=until)
             question.append(run)
+            if len(question) > 1:
+                with self._lock:
+                    self._more += 1
             short = self._short(run)
             if longer is not None and run.timed_out:
                 if short or self.different(run) or self.reach is None:

@@ -95,7 +95,8 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
            waiting: Callable[[], AbstractContextManager] | None = None,
            risky: Callable[[], int | None] | None = None,
            started: Mapping[frozenset, Sequence[Future]] | None = None,
-           steady: bool = False) -> AblationResult:
+           steady: bool = False,
+           more_runs: Callable[[], int] | None = None) -> AblationResult:
     """Find the 1-minimal set of differences that causes the failure.
 
     `rule` turns single-shot noisy verdicts into confident ones (ConfidenceRule.derive, or
@@ -122,6 +123,8 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
     `started`: runs begun before the search (first_runs, while the bad endpoint ran), per
     configuration, taken like runs made ahead (with `submit`). `steady`: the failure was declared
     deterministic (--no-flaky), and the confirmation runs each claim once (confirm.py).
+    `more_runs()`: the runs the oracle made beyond one a question (it re-runs a different
+    failure), which `max_runs` counts too (Tester).
     """
     items = list(differences)
     if not items:
@@ -145,7 +148,7 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
             return plan(replayed, runs_of, slots, risky)
     tester = Tester(oracle, rule=rule, on_attempt=on_attempt, should_stop=should_stop,
                     max_runs=max_runs, known=known, batch=batch, width=width, submit=submit, ahead=ahead,
-                    waiting=waiting, risky=risky)
+                    waiting=waiting, risky=risky, more_runs=more_runs)
     tester.seed(frozenset(), Outcome.PASS)
     tester.seed(frozenset(items), Outcome.FAIL)
     if started and submit is None:

@@ -6,7 +6,9 @@ Attempt           -- one configuration judged: its key, outcome, phase label and
                      observations (one per run) that produced the outcome.
 Tester            -- wraps the oracle: memoises by key, counts runs, records attempts, emits each
                      attempt to `on_attempt`, applies the flakiness rule, honours stop requests and
-                     a run budget. Every algorithm in this package talks to the oracle through it.
+                     a run budget (one run a question, plus the runs the oracle reports it made
+                     beyond: `more_runs`). Every algorithm in this package talks to the oracle
+                     through it.
                      It keeps every single-run outcome per key (`history`): a switch to another
                      rule (`switch`, after a contradiction) re-reads the verdicts from it, so a
                      search run again on the same Tester goes on from what was observed and only
@@ -127,6 +129,8 @@ class Tester:
     waiting: Callable[[], AbstractContextManager] | None = None   # held while waiting on runs (a Ctrl-C's place)
     unused: int = 0                    # runs made ahead of the search that it never took
     taken_ahead: int = 0               # runs made ahead of the search that it took (asked later)
+    more_runs: Callable[[], int] | None = None   # runs the oracle made beyond one a question, as it
+                                       # reports them (a re-run of a different failure): the budget's too
 
     def __post_init__(self) -> None:
         self._known = dict(self.known or {})
@@ -295,7 +299,7 @@ class Tester:
         width = self._width()
         free = width - reserve - len(self._under_way())
         if self.max_runs is not None:
-            free = min(free, self.max_runs - self.runs - width)
+            free = min(free, self.max_runs - self._spent() - width)
         if free <= 0 or (self.should_stop is not None and self.should_stop()):
             return
         risky = self.risky() if self.risky is not None else None
@@ -332,11 +336,17 @@ class Tester:
         if self.should_stop is not None and self.should_stop():
             raise StopSearch("stop requested")
         if self.max_runs is not None:
-            if self.runs >= self.max_runs:
+            spent = self._spent()
+            if spent >= self.max_runs:
                 raise StopSearch(f"run budget of {self.max_runs} spent")
-            n = min(n, self.max_runs - self.runs)
+            n = min(n, self.max_runs - spent)
         self.runs += n
         return n
+
+    def _spent(self) -> int:
+        """The runs the budget has paid for: one a question asked, and those the oracle reports
+        it made beyond (`more_runs`)."""
+        return self.runs + (self.more_runs() if self.more_runs is not None else 0)
 
     def _run_once(self, key: Hashable) -> Outcome:
         self._spend(1)

@@ -581,6 +581,9 @@ def test_a_different_failure_re_run_counts_in_the_search_as_the_ledger_does(tmp_
     alone = next(a for a in doc["attempts"] if a["applied"] == ["a"])
     assert alone["runs"] == 3 and "[3/3 failed]" in alone["verdict"], alone
     assert sum(a["runs"] for a in doc["attempts"]) + doc["unused_runs"] == doc["search_runs"], doc["attempts"]
+    # --max-runs counts runs too, the oracle's re-runs included (it counted questions: 5 were 9 runs)
+    budget = ablate_json(spec, tmp_path / "budget", "--max-runs", "5", code=1)
+    assert budget["stop_reason"] == "run budget of 5 spent" and budget["search_runs"] == 5, budget["phase_runs"]
     # again, every run answered from the ledger: the same breakdown, of the ledger's rows
     p = bisectk("ablate", spec, "--ledger", tmp_path / "ledger.db", timeout=600)
     assert f"runs: 0 executed, {rows} answered from the ledger" in p.stdout, p.stdout[-800:]

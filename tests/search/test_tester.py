@@ -66,6 +66,22 @@ def test_budget_and_stop_hook_raise_stop_search_before_running():
     assert oracle.calls == [A]
 
 
+def test_the_budget_counts_the_runs_the_oracle_reports_beyond_one_a_question():
+    """An oracle that re-runs a configuration (a different failure, twice more) says so through
+    `more_runs`: a budget of 4 is spent after two questions, not four."""
+    more = [0]
+
+    def rerunning(key):
+        more[0] += 2            # three runs for this question
+        return Outcome.UNRESOLVED
+    tester = Tester(rerunning, max_runs=4, more_runs=lambda: more[0])
+    tester.test(A, "x")
+    tester.test(B, "x")
+    with pytest.raises(StopSearch, match="run budget of 4 spent"):
+        tester.test(frozenset({"c"}), "x")
+    assert tester.runs == 2 and more[0] == 4
+
+
 def test_oracle_must_return_an_outcome():
     with pytest.raises(TypeError):
         Tester(lambda config: "fail").test(A, "x")

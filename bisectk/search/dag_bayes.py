@@ -133,14 +133,16 @@ def dag_bayes_bisect(dag: Dag, oracle: Oracle, *, confidence: float = 0.99,
                      observations: Iterable[Observation | Sequence[Any]] = (),
                      on_observation: Callable[[Observation], None] | None = None,
                      max_runs: int | None = None, fail_prob: float | None = None,
+                     more_runs: Callable[[], int] | None = None,
                      q_prior: tuple[float, float] | None = None, grid: int | None = None,
                      prior: RatePrior | None = None, base: tuple[int, int] = (0, 0)) -> DagResult:
     """Sequential flake-aware search. Ends at `confidence` (confirmed), when no run is
     informative, or on a contradiction; the run budget (default default_budget(n)) raises
-    SearchStopped. `base`: fails and passes of the good endpoint (old-side runs whatever the
-    culprit: they measure p_old)."""
+    SearchStopped; `more_runs()`: the runs the oracle made beyond one a probe, which the budget
+    counts too (Gateway). `base`: fails and passes of the good endpoint (old-side runs whatever
+    the culprit: they measure p_old)."""
     gw = Gateway(dag.n, oracle, observations=observations, repeat=True,
-                 on_observation=on_observation, min_n=1)
+                 on_observation=on_observation, min_n=1, more_runs=more_runs)
     model, guard = _setup(dag, gw, confidence, dict(prior=make_prior(prior, fail_prob, q_prior, grid), base=base))
     budget = default_budget(dag.n) if max_runs is None else max_runs
     stuck = False
@@ -166,6 +168,7 @@ def dag_bayes_multisect(dag: Dag, batch_oracle: BatchOracle, *, jobs: int, confi
                         observations: Iterable[Observation | Sequence[Any]] = (),
                         on_observation: Callable[[Observation], None] | None = None,
                         max_runs: int | None = None, fail_prob: float | None = None,
+                        more_runs: Callable[[], int] | None = None,
                         q_prior: tuple[float, float] | None = None, grid: int | None = None,
                         width: Callable[[], int] | None = None, prior: RatePrior | None = None,
                         base: tuple[int, int] = (0, 0)) -> DagResult:
@@ -174,7 +177,7 @@ def dag_bayes_multisect(dag: Dag, batch_oracle: BatchOracle, *, jobs: int, confi
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
     gw = Gateway(dag.n, batch_oracle=batch_oracle, observations=observations, repeat=True,
-                 on_observation=on_observation, min_n=1)
+                 on_observation=on_observation, min_n=1, more_runs=more_runs)
     model, guard = _setup(dag, gw, confidence, dict(prior=make_prior(prior, fail_prob, q_prior, grid), base=base))
     budget = default_budget(dag.n) if max_runs is None else max_runs
     stuck = False

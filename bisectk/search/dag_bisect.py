@@ -184,11 +184,14 @@ class _Confirming:
 def dag_bisect(dag: Dag, oracle: Oracle, *, observations: Iterable[Observation | Sequence[Any]] = (),
                on_observation: Callable[[Observation], None] | None = None,
                max_runs: int | None = None, confidence: float | None = None,
-               costs: Costs | None = None, steady: bool = False) -> DagResult:
+               costs: Costs | None = None, steady: bool = False,
+               more_runs: Callable[[], int] | None = None) -> DagResult:
     """Sequential deterministic search, then the confirmation of its answer at `confidence`
     (planned at the least cost under `costs`, or once each when the failure is declared
-    `steady`: confirm.py); raises SearchStopped (best result so far) when stopped."""
-    gw = Gateway(dag.n, oracle, observations=observations, on_observation=on_observation, min_n=1)
+    `steady`: confirm.py); raises SearchStopped (best result so far) when stopped. `more_runs()`:
+    the runs the oracle made beyond one a probe, which `max_runs` counts too (Gateway)."""
+    gw = Gateway(dag.n, oracle, observations=observations, on_observation=on_observation, min_n=1,
+                 more_runs=more_runs)
     state = Narrowing(dag, gw.observations)
     gw.listeners.append(state.observe)
     confirming = _Confirming(dag, gw, state, confidence, max_runs, lambda: 1, costs, steady)
@@ -217,11 +220,12 @@ def dag_multisect(dag: Dag, batch_oracle: BatchOracle, *, jobs: int,
                   observations: Iterable[Observation | Sequence[Any]] = (),
                   on_observation: Callable[[Observation], None] | None = None,
                   max_runs: int | None = None, width: Callable[[], int] | None = None,
-                  confidence: float | None = None, costs: Costs | None = None, steady: bool = False) -> DagResult:
+                  confidence: float | None = None, costs: Costs | None = None, steady: bool = False,
+                  more_runs: Callable[[], int] | None = None) -> DagResult:
     """Deterministic k-way search; `result.rounds` counts the batches sent to the oracle. With
     `width`, each round sends min(jobs, width()) probes (the workers alive then)."""
     gw = Gateway(dag.n, batch_oracle=batch_oracle, observations=observations,
-                 on_observation=on_observation, min_n=1)
+                 on_observation=on_observation, min_n=1, more_runs=more_runs)
     state = Narrowing(dag, gw.observations)
     gw.listeners.append(state.observe)
     confirming = _Confirming(dag, gw, state, confidence, max_runs, lambda: round_width(jobs, width), costs, steady)

@@ -5,7 +5,8 @@ Abstractions
 Observation     -- one run of one candidate, (index, Outcome). The only thing a history search
                    persists; bounds, posteriors and results are all derived from a list of them,
                    which is why every search accepts `observations=` to resume or replay a log.
-Gateway         -- the one door to the oracle: memoises, counts runs and rounds, records
+Gateway         -- the one door to the oracle: memoises, counts runs and rounds (and, against the
+                   budget, the runs the oracle reports it made beyond one a probe), records
                    observations, feeds listeners (the search's model) and then `on_observation`,
                    and turns a stop into SearchStopped carrying the best result so far.
 StopSearch      -- raise it from the oracle or `on_observation` to end a search early. It is the
@@ -75,7 +76,8 @@ class Gateway:
 
     def __init__(self, n: int, oracle: Oracle | None = None, *, batch_oracle: BatchOracle | None = None,
                  observations: Iterable[Observation | Sequence[Any]] = (), repeat: bool = False,
-                 on_observation: Callable[[Observation], None] | None = None, min_n: int = 2):
+                 on_observation: Callable[[Observation], None] | None = None, min_n: int = 2,
+                 more_runs: Callable[[], int] | None = None):
         if n < min_n:
             raise ValueError(f"need at least {min_n} candidates, got {n}")
         self.n, self.oracle, self.batch_oracle, self.repeat = n, oracle, batch_oracle, repeat
@@ -86,6 +88,7 @@ class Gateway:
         self.on_observation = on_observation
         self.new_runs = 0
         self.rounds = 0
+        self.more_runs = more_runs      # runs the oracle made beyond one a probe, as it reports them
 
     def _check_index(self, i: int) -> None:
         if not 0 <= i < self.n:
@@ -154,7 +157,7 @@ class Gateway:
         """
         if max_runs is None:
             return wanted
-        left = max_runs - self.new_runs
+        left = max_runs - self.new_runs - (self.more_runs() if self.more_runs is not None else 0)
         if left <= 0:
             raise BudgetSpent(f"run budget of {max_runs} spent")
         return min(wanted, left)

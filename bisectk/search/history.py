@@ -60,6 +60,8 @@ class SearchOptions:
                                             # run: the confirmation's plan costs least time (confirm.py)
     steady: bool = False                # the failure declared deterministic (--no-flaky): the
                                         # confirmation runs each claim once (confirm.py)
+    more_runs: Callable[[], int] | None = None   # runs the oracle made beyond one a probe (it re-runs
+                                        # a different failure), as it reports them: max_runs counts them
 
 
 def _batched(oracle: Oracle | None, batch_oracle: BatchOracle | None) -> BatchOracle:
@@ -80,7 +82,7 @@ def search_dag(dag: Dag | Sequence[Iterable[int]], oracle: Oracle | None = None,
     if oracle is None and batch_oracle is None:
         raise ValueError("search_dag needs an oracle or a batch oracle")
     graph = dag if isinstance(dag, Dag) else Dag(dag)
-    common: dict[str, Any] = dict(on_observation=on_observation, max_runs=opt.max_runs)
+    common: dict[str, Any] = dict(on_observation=on_observation, max_runs=opt.max_runs, more_runs=opt.more_runs)
     flaky = dict(confidence=opt.confidence, fail_prob=opt.fail_prob, q_prior=opt.q_prior,
                  prior=opt.prior, base=opt.base)
     parallel = opt.jobs > 1 or oracle is None

@@ -331,6 +331,25 @@ def test_interrupt_and_budget_raise_search_stopped_with_the_best_so_far():
     assert len(best.candidates) < 256 // 4 and not best.complete
 
 
+def test_the_budget_counts_the_runs_the_oracle_reports_beyond_one_a_probe():
+    """An oracle that runs each probe three times (a failure other than the one hunted, re-run
+    before it is left unresolved) reports the extra runs: a budget of 6 runs is 2 probes, not 6,
+    sequential or k-way, deterministic or flake-aware."""
+    dag, chain = Dag.chain(256), [set(range(i + 1)) for i in range(256)]
+    for flaky, jobs in ((False, 1), (False, 2), (True, 1), (True, 2)):
+        more = [0]
+        truth = deterministic(chain, 77)
+
+        def thrice(i):
+            more[0] += 2
+            return truth(i)
+        with pytest.raises(SearchStopped) as info:
+            search_dag(dag, None if jobs > 1 else thrice, batch_oracle=batch(thrice) if jobs > 1 else None,
+                       options=SearchOptions(flaky=flaky, jobs=jobs, max_runs=6, more_runs=lambda: more[0]))
+        assert info.value.reason == "budget" and info.value.result.new_runs + more[0] <= 6 + 2 * (jobs - 1), \
+            (flaky, jobs, info.value.result.new_runs, more[0])
+
+
 def test_search_dag_dispatches_and_result_serialises():
     parents = history(300, random.Random(4))
     anc = ancestors(parents)

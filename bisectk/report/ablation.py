@@ -93,6 +93,14 @@ def fix_words(fix: list) -> str:
     return ("both " if len(fix) == 2 else "all of ") + ", ".join(fix[:-1]) + " and " + fix[-1]
 
 
+def reverted_words(fixes) -> str:
+    """What was run of the fixes: one fix of two differences is both reverted at once (each alone
+    did not pass), which 'with each reverted' said otherwise."""
+    if len(fixes) > 1:
+        return "bad passed with each of these reverted"
+    return "bad passed with " + ("it" if len(fixes[0]) == 1 else "both" if len(fixes[0]) == 2 else "all") + " reverted"
+
+
 def sets_lines(rec: AblationRecord) -> list[str]:
     """The failing sets, the fixes shown, and what may remain, in sentences (terminal and log)."""
     lines = []
@@ -102,7 +110,7 @@ def sets_lines(rec: AblationRecord) -> list[str]:
                          + ("  (interaction: each proper subset passes)" if s.get("interaction") else ""))
         if rec.fixes:
             lines.append("fix: " + ", or ".join(fix_words(list(f)) for f in rec.fixes)
-                         + " (bad passed with each reverted)")
+                         + f" ({reverted_words(rec.fixes)})")
     if rec.sets_complete is False and rec.complete:
         lines.append(f"another cause may remain: {rec.sets_note}")
     return lines

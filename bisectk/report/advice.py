@@ -79,7 +79,9 @@ WORDS: dict[str, Callable[[dict], str]] = {
     "proof_incomplete": lambda s: (f"{_names(s['culprits'])} form a 1-minimal failing set, but the interaction proof "
                                    f"is incomplete: {s['unresolved']} proper subset(s) stayed unresolved after their "
                                    "re-runs (they do not build, are invalid, or fail differently every time)."),
-    "fixes": lambda s: "Fix " + ", or ".join(_fix(f) for f in s["fixes"]) + ": bad passed with each of these reverted.",
+    "fixes": lambda s: "Fix " + ", or ".join(_fix(f) for f in s["fixes"]) + ": bad passed with "
+                       + ("each of these reverted." if len(s["fixes"]) > 1 else
+                          "it reverted." if len(s["fixes"][0]) == 1 else "these reverted together."),
     "not_enough": lambda s: ("Reverting " + " or ".join(s["members"]) + " alone is not enough: bad still failed "
                              "without it (another set does not need it)."),
     "another_cause": lambda s: f"Another cause may remain: {s['note']}.",

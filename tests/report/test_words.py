@@ -71,3 +71,17 @@ def test_a_bisections_attempts_are_named_by_the_phase_that_made_them():
     assert [a.phase for a in attempts_in_run_order(trials, "check")] == [
         "endpoint (good)", "endpoint (bad)", "merge base", "bisect", "bisect", "hang picture"]
     assert all(a.outcome in {o.value for o in Outcome} for a in attempts_in_run_order(trials, "check"))
+
+
+def test_one_fix_of_two_differences_is_said_as_both_reverted_not_each():
+    """Two failing sets, {leader_sync} and {release_before_read}: bad passed with both reverted
+    at once, and still failed with either alone; 'fix: both ... (bad passed with each reverted)'
+    and 'bad passed with each of these reverted' said the opposite."""
+    from bisectk.report.ablation import sets_lines
+    from bisectk.report.advice import WORDS
+    rec = SimpleNamespace(sets=({"members": ["leader_sync"]}, {"members": ["release_before_read"]}),
+                          fixes=(["leader_sync", "release_before_read"],), sets_complete=True, complete=True)
+    assert sets_lines(rec)[-1] == "fix: both leader_sync and release_before_read (bad passed with both reverted)"
+    assert WORDS["fixes"]({"fixes": [["leader_sync", "release_before_read"]]}).endswith(
+        "bad passed with these reverted together.")
+    assert WORDS["fixes"]({"fixes": [["a"], ["b"]]}).endswith("bad passed with each of these reverted.")

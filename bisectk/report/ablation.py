@@ -192,7 +192,9 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
         return
     t = Table(title=f"{rec.subject.name}: key differences", title_justify="left")
     for h in HEADER:
-        t.add_column(h)
+        # a narrow terminal folds a long factor name or value onto more lines, never cuts it to
+        # 'release_befor…' (the name is what the reader types next)
+        t.add_column(h, overflow="fold")
     for row in effect_rows(rec):
         style = ("bold red" if row[5] == "CULPRIT" else "red" if row[5].startswith("culprit in")
                  else "yellow" if row[5].startswith("UNRESOLVED") else None)

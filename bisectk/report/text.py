@@ -44,9 +44,8 @@ def print_check(out: Console, rec: CheckRecord) -> None:
     """The key differences, both endpoints' verdicts, and the warnings of the spec."""
     subj, result = rec.subject, rec.endpoints
     table = Table(title=f"{subj.name}: key differences", title_justify="left")
-    table.add_column("factor")
-    table.add_column("good")
-    table.add_column("bad")
+    for h in ("factor", "good", "bad"):
+        table.add_column(h, overflow="fold")   # never cut to '…': the name is what the reader types next
     for f in subj.differences:
         table.add_row(f, render(subj.good[f]), render(subj.bad[f]))
     out.print(table)

@@ -85,3 +85,18 @@ def test_one_fix_of_two_differences_is_said_as_both_reverted_not_each():
     assert WORDS["fixes"]({"fixes": [["leader_sync", "release_before_read"]]}).endswith(
         "bad passed with these reverted together.")
     assert WORDS["fixes"]({"fixes": [["a"], ["b"]]}).endswith("bad passed with each of these reverted.")
+
+
+def test_a_long_factor_name_is_folded_in_the_key_differences_table_never_cut():
+    """On an 80-column terminal pipeline-two-culprits' table showed 'release_befor…': the one
+    factor the reader had to type next was cut."""
+    import io
+    from rich.console import Console
+    from bisectk.report.ablation import print_summary
+    from tests.report.records import ablation, attempt
+    rec = ablation(["leader_sync", "release_before_read_with_a_long_name"], ["release_before_read_with_a_long_name"],
+                   [attempt(1, ["release_before_read_with_a_long_name"], "fail")])
+    buf = io.StringIO()
+    print_summary(Console(file=buf, width=60, color_system=None), rec)
+    cells = "".join(line.split("│")[1].strip() for line in buf.getvalue().splitlines() if line.startswith("│"))
+    assert "release_before_read_with_a_long_name" in cells and "…" not in buf.getvalue(), buf.getvalue()

@@ -128,6 +128,9 @@ def search_set(oracle: Oracle, differences: list, *, strategy: str, rule: Confid
                                 risky=oracle.trials.runner.spares, started=started if side else None,
                                 steady=oracle.policy.flaky is False, more_runs=oracle.more_runs), False)
     except SearchStopped as stop:
+        # runs made ahead and still under way end with the command, after the record is made:
+        # they are not stored, so the ledger holds the runs the record counts
+        oracle.trials.runner.drop_under_way()
         return SetSearch(stop.result, True)
     finally:
         oracle.close()

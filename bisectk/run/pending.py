@@ -37,7 +37,8 @@ PENDING, SETTLED, ABANDONED = "pending", "settled", "abandoned"
 
 
 class RunAbandoned(Exception):
-    """A run made ahead, begun before the good endpoint passed, which then did not."""
+    """A run made ahead, begun before the good endpoint passed, which then did not; or one still
+    under way when the search it was made for stopped (Runner.drop_under_way)."""
 
 
 class Pending:

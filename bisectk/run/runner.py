@@ -22,6 +22,9 @@ Runner        -- owns one subject (a Spec): for a Workload (a configuration, the
                  runs (engine/endpoints.py) get their watchdog once it has passed, or end unjudged
                  when it did not (run/pending.py); the good endpoint's run, then the bad
                  endpoint's, come first for a worker (Job.urgent).
+                 `drop_under_way()`: the runs under way now (a stopped search's, made ahead) are
+                 not stored nor counted when they end: the record made at the stop holds what
+                 the ledger holds.
 
 Constraint-violating configurations are never run: they are UNRESOLVED(INVALID) at once.
 
@@ -45,7 +48,7 @@ from bisectk.run import imports as run_imports
 from bisectk.run.classify import WORKTREE_PATH, Judge, classify_build, classify_run
 from bisectk.run.executor import Build, Executor, Job, LocalExecutor
 from bisectk.run.memokey import StaticKey, policy_words, sources_digest
-from bisectk.run.pending import Pending, PendingWatch
+from bisectk.run.pending import Pending, PendingWatch, RunAbandoned
 from bisectk.run.progress import (COMPILE_FACTOR, DEFAULT_FACTOR as STRETCH_FACTOR, KERNEL_FACTOR, SLACK_S,
                                   FixedWatch, ProgressWatch, Timeline)
 from bisectk.run.scratch import PREFIXES as SCRATCH_PREFIXES
@@ -90,6 +93,7 @@ class Runner:
         self.executed = 0  # runs actually executed (not answered from the ledger)
         self.snapshots = snapshots      # which hangs are read before the kill (run/snapshot.py)
         self._pending: Pending | None = None    # runs begun beside the good endpoint's (hold)
+        self._era = 0                   # runs begun before drop_under_way() ended another era
 
     @property
     def fingerprint(self) -> str:
@@ -234,6 +238,19 @@ class Runner:
     def release(self) -> None:
         self._pending = None
 
+    def drop_under_way(self) -> None:
+        """A search stopped (Ctrl-C, the run budget) with runs it made ahead still under way on
+        other threads: they are left to end with the command, and the record is made now, so one
+        that ends is neither stored nor counted as executed (RunAbandoned), where it was stored
+        after the record and the ledger held a run the report did not count. Runs begun after
+        this (a re-check of the good endpoint) are stored as ever."""
+        with self._lock:
+            self._era += 1
+
+    def _dropped(self, era: int) -> bool:
+        with self._lock:
+            return era != self._era
+
     def _held(self) -> Pending | None:
         """The hold a run begun now on this thread falls under (None: its watchdog is known)."""
         pending = self._pending
@@ -358,8 +375,11 @@ class Runner:
         ledger is making it right now: then wait for its result rather than repeat the work (the
         ledger's claim protocol; a claim whose process died is taken over). Returns the run and
         whether it came from that other session."""
+        era = self._era
         if not self.ledger:
             run, imported = self._execute(w, key, index, seconds, snapshot, grace)
+            if self._dropped(era):
+                raise RunAbandoned("the search stopped while this run was under way: not stored")
             self._record_sources(static, w, imported)
             with self._lock:
                 self.executed += 1
@@ -377,6 +397,8 @@ class Runner:
                     self._preloaded.add((static, key, index))
                 return claim.run, True
             run, imported = self._execute(w, key, index, seconds, snapshot, grace)
+            if self._dropped(era):     # the claim is released: the slot is left to the next command
+                raise RunAbandoned("the search stopped while this run was under way: not stored")
             full = self._record_sources(static, w, imported)
             if full == fingerprint:
                 claim.record(run, self.session)

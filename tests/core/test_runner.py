@@ -189,3 +189,37 @@ def test_a_run_another_command_is_making_is_waited_for_aloud(tmp_path, make_spec
     assert runner.verdict(spec.endpoint("good")).outcome is Outcome.PASS
     assert any(n.startswith("another command sharing the ledger") and n.endswith("waiting for pid 1 on elsewhere")
                for n in notes), notes
+
+
+def test_a_run_under_way_when_the_search_stopped_is_neither_stored_nor_counted(tmp_path, make_spec):
+    """--jobs: a search stopped (Ctrl-C, the budget) with a run made ahead still under way on
+    another thread; the record is made at once. That run ended before the command exited and was
+    stored after the record had counted its runs: the ledger held a run the report did not.
+    A run begun after the stop (a re-check of the good endpoint) is stored as ever."""
+    import threading
+
+    from bisectk.run.pending import RunAbandoned
+    from tests.conftest import wait_until
+    hold = tmp_path / "hold"
+    hold.touch()
+    spec = load_spec(make_spec({"mode": "ok"}, {"mode": "wrong"}, args=["--hold", str(hold), "--counter", str(tmp_path / "n.txt")]))
+    ledger = Ledger(tmp_path / "l.db")
+    runner = Runner(spec, ledger)
+    ended: dict = {}
+
+    def ahead():
+        try:
+            ended["run"] = runner.observe(spec.endpoint("bad"), 0)
+        except RunAbandoned as exc:
+            ended["abandoned"] = exc
+    t = threading.Thread(target=ahead)
+    t.start()
+    assert wait_until(lambda: (tmp_path / "hold.held").exists(), timeout=60)
+    runner.drop_under_way()          # the search stopped here
+    hold.unlink()                    # the run ends now, after the stop
+    t.join(60)
+    assert "abandoned" in ended and runner.executed == 0, ended
+    assert ledger.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    again = runner.observe(spec.endpoint("bad"), 0)
+    assert again.outcome is Outcome.FAIL and runner.executed == 1
+    assert ledger.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1

@@ -248,6 +248,8 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
                 goods=graph.goods, paths=graph.paths, terms=(terms.old, terms.new), find_fix=terms.find_fix,
                 **(facts or {}))
     oracle.aim(check.target, **hang_checks(check, runner))
+    # the first round's outcomes, before any merge base runs (its runs count in the search's phase)
+    probed = ahead.observations() if ahead is not None and check.ok and not terms.find_fix else []
     if check.ok:
         bases, problem = merge_bases(runner, oracle, check, terms)
         base["merge_bases"] = tuple(bases)
@@ -273,8 +275,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
     else:
         bad_runs = [r for r in check.bad.runs if r.outcome is not Outcome.UNRESOLVED]
         seed = [Observation(n - 1, oracle.judge_run(r)) for r in bad_runs] or [Observation(n - 1, Outcome.FAIL)]
-        if ahead is not None:
-            seed += ahead.observations()
+        seed += probed
     bayes = flaky and not terms.find_fix
     merges = graph.merges()
     mode = ("Bayesian, two rates" if two_rate else "Bayesian, flake-aware" if bayes

@@ -7,6 +7,7 @@ options every command shares are bisectk/cli_common.py's; the commands that run 
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from pathlib import Path
@@ -627,10 +628,6 @@ def main(version: bool = typer.Option(False, "--version", help="Print the versio
         raise typer.Exit(X.OK)
 
 
-def _terminate(signum, frame) -> None:
-    raise KeyboardInterrupt  # SIGTERM cleans up like Ctrl-C: subjects killed, worktrees removed
-
-
 def command(only: str | None = None):
     """The click command behind the typer app, with plain value names in its help. `only`: the
     name of the command this process runs; the group then holds that command alone. Building
@@ -655,11 +652,17 @@ def command(only: str | None = None):
 def _leaving_quietly_on_a_closed_pipe(invoke):
     """click answers a write to a closed pipe (`bisectk log | head -1`) with exit 1, which says
     "ambiguous" for bisect and "culprit found" for triage: bisectk leaves with OUTPUT_CLOSED, as
-    a process killed by SIGPIPE (git) does."""
+    a process killed by SIGPIPE (git) does; so does a write to a terminal that hung up (EIO), unless
+    its SIGHUP arrived (HANGUP then)."""
     def guarded(ctx):
         try:
             return invoke(ctx)
         except BrokenPipeError:
+            from bisectk.report.safe import broken_pipe_exit
+            broken_pipe_exit()
+        except OSError as exc:     # EIO: the terminal hung up before its SIGHUP reached bisectk
+            if exc.errno != errno.EIO:
+                raise
             from bisectk.report.safe import broken_pipe_exit
             broken_pipe_exit()
     return guarded
@@ -671,8 +674,15 @@ def entry() -> None:
     try:
         _entry()
     except SystemExit as exc:
-        _leave(exc.code)
-    _leave(0)
+        _leave(_hangup_says(exc.code))
+    _leave(_hangup_says(0))
+
+
+def _hangup_says(code):
+    """After a SIGHUP (the terminal closed), the exit status says so, whatever the command had
+    printed by then (engine/interrupts.py): HANGUP, as a shell reports a process it hung up."""
+    from bisectk.engine.interrupts import hung_up
+    return X.HANGUP if hung_up() else code
 
 
 def _leave(code) -> None:
@@ -705,8 +715,8 @@ def _leave(code) -> None:
 
 
 def _entry() -> None:
-    import signal
-    signal.signal(signal.SIGTERM, _terminate)
+    from bisectk.engine.interrupts import install
+    install()   # SIGTERM and SIGHUP clean up as Ctrl-C does
     try:
         first = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None
         code = command(first).main(prog_name="bisectk", standalone_mode=False)  # returns typer.Exit's code

@@ -4,7 +4,7 @@ git bisect's protocol is kept where it applies: a subject's 125 means "cannot te
 
 exit_code -- the one function that maps a command's result record to its exit code (it reads the
              record's facts by name: this module imports nothing). Errors have theirs below
-             (errors.BisectkError: USAGE; Ctrl-C before a result: INTERRUPTED; a bug: INTERNAL).
+             (errors.BisectkError: USAGE; Ctrl-C before a result: INTERRUPTED; a hangup: HANGUP; a bug: INTERNAL).
 """
 
 OK = 0
@@ -14,6 +14,9 @@ USAGE = 2               # bad input, or endpoints unusable (one `bisectk:` line 
 INTERNAL = 3            # a bug in bisectk (never expected: report it)
 UNRESOLVED = 125        # run: the configuration could not be tested (git bisect's skip)
 INTERRUPTED = 130       # Ctrl-C / SIGTERM before any result existed
+HANGUP = 129            # SIGHUP (the terminal closed, the ssh session dropped), at any point: 128 +
+                        # SIGHUP, what a shell reports for a process a hangup killed, and git's; the
+                        # command cleaned up as for Ctrl-C first (its result, if any, is in the ledger)
 OUTPUT_CLOSED = 141     # stdout or stderr closed under the command (`| head`, `less` quit): what a
                         # process killed by SIGPIPE reports, as git does; never 1, which says
                         # "ambiguous" for bisect and "culprit found" for triage

@@ -1,8 +1,18 @@
-"""Ctrl-C and SIGTERM during a search: they stop runs at once, never the writing of a result.
+"""Ctrl-C, SIGTERM and SIGHUP during a command: they stop runs at once, never the writing of a result.
 
 Abstractions
 ------------
-held     -- a context (the command's search and its reporting) in which SIGINT and SIGTERM are
+install  -- at the start of every command (cli.py): SIGTERM and SIGHUP (the terminal closed, the
+            ssh session dropped) raise KeyboardInterrupt, as Ctrl-C does, so that each ends the
+            subjects, removes temporary files and worktrees and keeps the ledger as Ctrl-C leaves
+            it, instead of killing bisectk where it stands. A signal the command was started with
+            ignored (`nohup` ignores SIGHUP; a shell ignores SIGINT and SIGQUIT in a background
+            job) stays ignored, here and in `held`, as POSIX asks of programs that catch them.
+hung_up  -- whether a SIGHUP arrived: the command then exits HANGUP (129, 128 + SIGHUP, what a
+            shell reports for a process it killed, and git's), whatever it printed. On its arrival
+            stdout and stderr, where they are a terminal that hung up, are pointed at /dev/null:
+            what is printed on the way out is dropped instead of failing (EIO).
+held     -- a context (the command's search and its reporting) in which SIGINT, SIGTERM and SIGHUP are
             held back everywhere except inside a run: one that arrives while bisectk builds a
             record, stores it or prints it is kept pending instead of tearing the half-written
             result away. A second signal while one is pending is obeyed at once (the way out of
@@ -26,7 +36,54 @@ import signal
 import threading
 from contextlib import contextmanager
 
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_hung_up = [False]
+
+
+def _arrived(signum: int) -> None:
+    """What every handler does first: note a hangup, and stop writing to a terminal that is gone."""
+    if signum == signal.SIGHUP:
+        _hung_up[0] = True
+        _quiet_dead_terminal()
+
+
+def _quiet_dead_terminal() -> None:
+    """stdout and stderr, where each is a terminal that hung up (poll says POLLHUP), onto /dev/null
+    (a character device: isatty is already false on a terminal that hung up, its ioctls fail)."""
+    import os
+    import select
+    import stat
+    for fd in (1, 2):
+        try:
+            if not stat.S_ISCHR(os.fstat(fd).st_mode):
+                continue
+            poller = select.poll()
+            poller.register(fd, select.POLLOUT)
+            if not any(events & select.POLLHUP for _, events in poller.poll(0)):
+                continue
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, fd)
+            os.close(null)
+        except OSError:
+            pass
+
+
+def _stop(signum, frame) -> None:
+    _arrived(signum)
+    raise KeyboardInterrupt  # cleans up as Ctrl-C does: subjects ended, worktrees removed
+
+
+def install() -> None:
+    """SIGTERM and SIGHUP end the command as Ctrl-C does (main thread; a signal ignored at the
+    start stays ignored)."""
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(s) is not signal.SIG_IGN:
+            signal.signal(s, _stop)
+
+
+def hung_up() -> bool:
+    """A SIGHUP arrived (the command exits HANGUP)."""
+    return _hung_up[0]
 
 
 class _State:
@@ -35,6 +92,7 @@ class _State:
         self.pending: int | None = None
 
     def handler(self, signum, frame) -> None:
+        _arrived(signum)
         if self.live or self.pending is not None:   # a run to stop, or the user insists
             self.pending = None
             raise KeyboardInterrupt
@@ -46,7 +104,8 @@ _state: _State | None = None
 
 @contextmanager
 def held():
-    """Hold SIGINT/SIGTERM back outside runs for the duration (main thread only; else nothing)."""
+    """Hold SIGINT/SIGTERM/SIGHUP back outside runs for the duration (main thread only; else
+    nothing); one ignored when the command started stays ignored."""
     global _state
     if threading.current_thread() is not threading.main_thread() or _state is not None:
         yield
@@ -54,8 +113,9 @@ def held():
     state = _State()
     previous = {s: signal.getsignal(s) for s in _SIGNALS}
     _state = state
-    for s in _SIGNALS:
-        signal.signal(s, state.handler)
+    for s, h in previous.items():
+        if h is not signal.SIG_IGN:
+            signal.signal(s, state.handler)
     try:
         yield
     finally:

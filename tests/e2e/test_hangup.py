@@ -1,0 +1,146 @@
+"""SIGHUP (the terminal closed, the ssh session dropped) ends a command as Ctrl-C does -- subjects
+ended, temporary files removed, the user's repository untouched, the ledger closed and resumable
+-- and its exit status says "hangup" (129); a signal ignored when bisectk started stays ignored
+(engine/interrupts.py)."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+from tests.conftest import ROOT
+from tests.e2e.test_interrupts import _counting_repo
+
+SUBJECT = """
+import json, os, sys, time
+open(os.environ["MARK"], "a").write("x")
+time.sleep(float(os.environ.get("NAP", "0.2")))
+a = dict(x.split("=") for x in sys.argv[1:])
+print("BISECTK_RESULT " + json.dumps({"err": 1.0 if a["a"] == "1" and a["c"] == "1" else 0.0}))
+"""
+
+
+def _spec(d):
+    (d / "pyproject.toml").touch()
+    (d / "s.py").write_text(SUBJECT)
+    p = d / "spec.toml"
+    p.write_text('name = "hup"\n[subject]\ncommand = ["python", "s.py", "a={a}", "b={b}", "c={c}", "d={d}"]\n'
+                 '[oracle]\nmetric = "err"\nmax = 0.5\n[good]\na = 0\nb = 0\nc = 0\nd = 0\n'
+                 '[bad]\na = 1\nb = 1\nc = 1\nd = 1\n')
+    return p
+
+
+def _env(tmp_path, **more):
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "fixtures")]),
+                XDG_CACHE_HOME=str(tmp_path / "cache"), TMPDIR=str(tmp_path / "tmp"), MARK=str(tmp_path / "mark"),
+                **more)
+
+
+def _ours_left(tmp_path) -> list[str]:
+    """bisectk's temporary files, and the processes that still carry this test's MARK."""
+    mark = str(tmp_path / "mark").encode()
+    left = [e.name for e in (tmp_path / "tmp").iterdir() if e.name.startswith("bisectk-")]
+    deadline = time.monotonic() + 5      # a supervisor ends its subject within its grace
+    while True:
+        procs = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    if mark in f.read():
+                        procs.append(pid)
+            except OSError:
+                pass
+        if not procs or time.monotonic() > deadline:
+            return left + [f"process {p}" for p in procs]
+        time.sleep(0.1)
+
+
+def _injected_env(tmp_path, at, call, sig="HUP"):
+    """The environment of an injected command (a resume uses it too: it is part of the memo key)."""
+    return _env(tmp_path, INJECT_AT=at, INJECT_CALL=str(call), INJECT_SIGNAL=sig)
+
+
+def _injected(args, tmp_path, at, call, sig="HUP"):
+    env = _injected_env(tmp_path, at, call, sig)
+    return subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), *map(str, args)],
+                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+
+
+def test_a_hangup_in_the_search_cleans_up_and_exits_129(tmp_path):
+    spec = _spec(tmp_path)
+    args = ["ablate", spec, "--ledger", tmp_path / "l.db", "--jobs", "3"]
+    p = _injected(args, tmp_path, "bisectk.engine.oracle:Trials.observe", 4)
+    assert p.returncode == 129, (p.returncode, p.stderr[-1500:])
+    assert "Traceback" not in p.stderr and "internal error" not in p.stderr
+    assert not _ours_left(tmp_path)
+    assert sorted(f.name for f in tmp_path.iterdir() if f.name.startswith("l.db")) == ["l.db"]   # closed
+    q = subprocess.run([sys.executable, "-m", "bisectk", *map(str, args), "--resume"], capture_output=True, text=True,
+                       env=_injected_env(tmp_path, "bisectk.engine.oracle:Trials.observe", 4), timeout=300,
+                       cwd=tmp_path)
+    assert q.returncode == 0 and "answered from the ledger" in q.stdout, q.stdout[-1500:]
+
+
+def test_a_hangup_of_a_bisection_leaves_the_repository_as_it_was(tmp_path):
+    from tests.fixtures.gitrepo import git
+    r = _counting_repo(tmp_path, 12)
+    (r / "v").write_text("edited, not committed\n")
+    before = [git(r, *a) for a in (("rev-parse", "HEAD"), ("status", "--porcelain"), ("stash", "list"))]
+    p = _injected(["bisect", "--repo", r, "--good", "HEAD~11", "--bad", "HEAD",
+                   "--run", f"sh -c ': > {tmp_path / 'mark'}; sleep 0.2; [ $(cat v) -lt 5 ]'"],
+                  tmp_path, "bisectk.engine.oracle:Trials.observe", 3)
+    assert p.returncode == 129, (p.returncode, p.stderr[-1500:])
+    assert [git(r, *a) for a in (("rev-parse", "HEAD"), ("status", "--porcelain"), ("stash", "list"))] == before
+    assert not [e.name for e in (tmp_path / "tmp").iterdir() if e.name.startswith("bisectk-")]
+
+
+def test_a_terminal_that_hung_up_takes_what_is_printed_without_an_error(tmp_path):
+    """The terminal closes (its master side), then SIGHUP comes: the best result so far is printed
+    to nowhere, not an internal error for the EIO of a write to a terminal that hung up."""
+    spec = _spec(tmp_path)
+    master, slave = os.openpty()
+    with open(tmp_path / "stderr.txt", "w") as err:
+        p = subprocess.Popen([sys.executable, "-m", "bisectk", "ablate", str(spec), "--ledger", str(tmp_path / "l.db")],
+                             cwd=tmp_path, env=_env(tmp_path), stdin=subprocess.DEVNULL, stdout=slave, stderr=err,
+                             start_new_session=True)
+    os.close(slave)
+    deadline = time.monotonic() + 120
+    try:
+        while not ((tmp_path / "mark").exists() and len((tmp_path / "mark").read_text()) >= 4):
+            assert time.monotonic() < deadline and p.poll() is None, "the search never began"
+            if select.select([master], [], [], 0.05)[0]:
+                os.read(master, 65536)
+    finally:
+        os.close(master)
+        p.send_signal(signal.SIGHUP)
+    assert p.wait(120) == 129
+    said = (tmp_path / "stderr.txt").read_text()
+    assert "internal error" not in said and "Traceback" not in said, said[-1500:]
+    assert not _ours_left(tmp_path)
+
+
+def test_signals_ignored_at_the_start_stay_ignored(tmp_path):
+    """`nohup bisectk ...` (SIGHUP ignored) or a shell's background job (SIGINT ignored): the
+    command goes on to its answer, every command alike (ablate's and diff's own handlers too)."""
+    spec = _spec(tmp_path)
+
+    def ignoring():
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    p = subprocess.Popen([sys.executable, "-m", "bisectk", "ablate", str(spec), "--ledger", str(tmp_path / "l.db")],
+                         cwd=tmp_path, env=_env(tmp_path, NAP="0.4"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, preexec_fn=ignoring)
+    deadline = time.monotonic() + 120
+    while not ((tmp_path / "mark").exists() and len((tmp_path / "mark").read_text()) >= 3):
+        assert time.monotonic() < deadline and p.poll() is None, "the search never began"
+        time.sleep(0.05)
+    for sig in (signal.SIGHUP, signal.SIGINT):
+        p.send_signal(sig)
+        time.sleep(0.2)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0 and "culprit" in out, (p.returncode, err[-1500:])

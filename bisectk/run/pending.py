@@ -37,8 +37,9 @@ PENDING, SETTLED, ABANDONED = "pending", "settled", "abandoned"
 
 
 class RunAbandoned(Exception):
-    """A run made ahead, begun before the good endpoint passed, which then did not; or one still
-    under way when the search it was made for stopped (Runner.drop_under_way)."""
+    """A run made ahead, begun before the good endpoint passed, which then did not; one still
+    under way when the search it was made for stopped (Runner.drop_under_way); or one whose warm
+    worker was killed by the pool's close, the command leaving (run/pool.py): never stored."""
 
 
 class Pending:

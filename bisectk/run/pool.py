@@ -55,6 +55,7 @@ from bisectk.run.forked import FORK_READY_S, Forked, Replies, Template, kill_ali
 from bisectk.run import tmpfiles
 from bisectk.run.worker import BROKEN
 from bisectk.run.output import Readers
+from bisectk.run.pending import RunAbandoned
 from bisectk.run.process import (RUN_ID_ENV, SUPERVISOR_CHECK_S, TAIL_BYTES, RawRun, SupervisorLost, captures,
                                  death_words, kill_run, kill_tree, run_process, signal_name, start_contained)
 from bisectk.run.watchdog import Watch, wait_run
@@ -637,6 +638,14 @@ class WorkerPool:
             readers.stop(0.5)
             fifos.close()
             raise
+        if self._closed and rep is None and (died or lost):
+            # closed under the run: the command is leaving (Ctrl-C, SIGTERM, a hangup, in the main
+            # thread while this run, made ahead, went on in its own) and close() killed the
+            # worker, not the subject: nothing to judge, and a crash stored would be a lie
+            readers.stop(0.5)
+            fifos.close()
+            raise RunAbandoned("the warm workers were closed during the run (the command is leaving): "
+                               "ended unjudged")
         duration = hung.at_s if hung else time.monotonic() - t0
         if not lost and rep is not None:
             lost = w.supervisor_lost()   # a run may kill or stop the supervisor and then return

@@ -227,3 +227,42 @@ def test_an_interrupt_that_leaves_runs_under_way_leaves_no_temporary_file(tmp_pa
     p = ablate_interrupted(spec, tmp_path, "bisectk.engine.endpoints:_reproduced", 1, "--jobs", "3")
     assert p.returncode == 130, p.stderr[-1500:]
     assert not [e.name for e in tmp.iterdir() if e.name.startswith("bisectk-")], p.stderr[-1500:]
+
+
+
+def test_runs_under_way_in_warm_workers_at_an_interrupt_are_not_stored_as_crashes(tmp_path):
+    """--jobs 3 --warm: a Ctrl-C while runs made ahead go on in their threads closes the warm
+    pool, which kills their workers. Those runs were ended by bisectk, not by the subject: none
+    is stored (a `crash (SIGTERM)` in the ledger would answer a later --resume wrongly)."""
+    import signal
+    import sqlite3
+    import time
+    (tmp_path / "pyproject.toml").touch()
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (tmp_path / "s.py").write_text(
+        "import json, os, sys, time\na = [int(x) for x in sys.argv[1:]]\n"
+        "if 0 < sum(a) < len(a):\n"        # a hybrid: under way when the interrupt comes
+        f"    open(os.path.join({str(marks)!r}, str(os.getpid())), 'w').close()\n    time.sleep(30)\n"
+        "print('BISECTK_RESULT ' + json.dumps({'err': float(a[0] and a[2])}))\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "warm"\n[subject]\ncommand = ["python", "s.py", "{a}", "{b}", "{c}", "{d}"]\ntimeout = 60\n'
+                    '[oracle]\nmetric = "err"\nmax = 0.5\n[good]\na = 0\nb = 0\nc = 0\nd = 0\n'
+                    '[bad]\na = 1\nb = 1\nc = 1\nd = 1\n')
+    p = subprocess.Popen([sys.executable, "-m", "bisectk", "ablate", str(spec), "--ledger", str(tmp_path / "l.db"),
+                          "--jobs", "3", "--warm"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    deadline = time.monotonic() + 120
+    while len(os.listdir(marks)) < 2:
+        assert time.monotonic() < deadline and p.poll() is None, "the runs made ahead never began"
+        time.sleep(0.05)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode in (1, 130), err[-1500:]
+    assert "crash" not in err, err[-1500:]
+    db = sqlite3.connect(tmp_path / "l.db")
+    try:
+        kinds = db.execute("SELECT outcome, kind, signature FROM runs").fetchall()
+    finally:
+        db.close()
+    assert kinds and not [k for k in kinds if k[1] == "crash"], kinds

@@ -5,7 +5,8 @@ Abstractions
 Ledger   -- one database file (WAL mode; on a network file system, the rollback journal; safe to
             kill at any point: each run is committed, in a transaction of its own, as soon as it
             finishes); `Ledger(path, readonly=True)` reads
-            one without writing anything (for `log`, or a ledger on read-only media). Tables:
+            one without writing anything (for `log`, or a ledger on read-only media), and leaves
+            no -wal or -shm file behind that was not in use before (_Reader). Tables:
             `runs`     -- every classified run: (subject fingerprint, configuration key, index
                           among that configuration's runs, the Run as JSON, session, time);
             `sessions` -- one row per command invocation (kind, spec, arguments, result JSON),
@@ -631,21 +632,64 @@ def _nearly_full(directory: Path) -> bool:
         return False
 
 
+class _Reader(sqlite3.Connection):
+    """A read-only connection that leaves the ledger's directory as it found it. SQLite makes a
+    WAL ledger's -wal and -shm files for any reader, and only the last read-write connection to
+    close removes them (a read-only one cannot checkpoint), so `bisectk report`, `log` or `ledger
+    check` left both beside the file. Once closed, `_tidy` has SQLite do what a writer's close
+    does, and nothing more: see there."""
+    ledger: Path | None = None      # set once open in mode=ro (immutable=1 makes no such file)
+
+    def close(self) -> None:
+        super().close()
+        if self.ledger is not None:
+            _tidy(self.ledger)
+            self.ledger = None
+
+
+def _tidy(path: Path) -> None:
+    """Remove the -wal and -shm files a reader's connection left, through SQLite: a read-write
+    connection is opened, reads the schema's version (which opens the log) and is closed. SQLite
+    removes both on that close only if it is the last connection of any process (it must take the
+    file's exclusive lock), so a command writing the ledger meanwhile keeps them, and no new
+    connection can open the log while they go. Only where the -wal file is empty (a writer killed
+    before its checkpoint left frames: they stay for the next writer, and `ledger check` never
+    writes the file) and the file and its directory are writable. Never raises."""
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    try:
+        if not (wal.exists() or shm.exists()) or (wal.exists() and wal.stat().st_size) \
+                or not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+            return
+        db = sqlite3.connect(path, timeout=0, isolation_level=None)
+        try:
+            db.execute("PRAGMA schema_version").fetchone()
+        finally:
+            db.close()
+    except (OSError, sqlite3.Error):
+        pass
+
+
 def _connect_readonly(path: Path, checking: bool = False) -> sqlite3.Connection:
     """Open without writing anything: `mode=ro`, or `immutable=1` where not even SQLite's shared
-    memory file can be made (a read-only directory). `checking`: for `ledger check` itself, whose
-    advice for a file SQLite cannot open is not to run `ledger check`."""
+    memory file can be made (a read-only directory); closing it removes the -wal and -shm files it
+    made (_Reader). `checking`: for `ledger check` itself, whose advice for a file SQLite cannot
+    open is not to run `ledger check`."""
     if not path.is_file():
         raise LedgerError(f"no ledger at {path}")
     last = None
     for query in ("mode=ro", "immutable=1"):
+        db = None
         try:
             db = sqlite3.connect(f"{path.resolve().as_uri()}?{query}", uri=True, check_same_thread=False,
-                                 isolation_level=None, timeout=BUSY_TIMEOUT_S)
+                                 isolation_level=None, timeout=BUSY_TIMEOUT_S, factory=_Reader)
+            if query == "mode=ro":
+                db.ledger = path.resolve()
             db.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return db
         except sqlite3.Error as exc:
             last = exc
+            if db is not None:
+                db.close()
             if "malformed" in str(exc) or "not a database" in str(exc):
                 break
         except UnicodeDecodeError:   # SQLite's own message quotes a damaged schema's bytes

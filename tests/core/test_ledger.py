@@ -720,3 +720,55 @@ def test_report_of_an_empty_file_says_nothing_was_recorded(tmp_path):
     assert p.returncode == 2 and p.stderr.strip() == f"bisectk: no ledger at {empty}: an empty file, nothing has " \
                                                      "been recorded there", p.stderr
     assert empty.read_bytes() == b""
+
+
+def test_reading_a_ledger_leaves_its_directory_as_it_found_it(tmp_path):
+    """`bisectk report`, `log`, `ledger check`: SQLite made -wal and -shm beside the file for the
+    reader and left them (only a read-write connection's close removes them); the file itself is
+    never written."""
+    path = tmp_path / "l.db"
+    ledger = Ledger(path)
+    ledger.add_run(FP, KEY, a_run(1), ledger.open_session("run", FP, {}))
+    ledger.close()
+    before = (path.read_bytes(), path.stat().st_mtime_ns)
+    reader = Ledger(path, readonly=True)
+    assert reader.runs(FP, KEY)[0].signature == "run 1"
+    reader.close()
+    assert check(path).ok
+    assert "Traceback" not in bisectk("report", str(path)).stderr    # no result stored: said in one line
+    assert sorted(os.listdir(tmp_path)) == ["l.db"]
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+
+
+def test_a_reader_leaves_the_write_ahead_log_to_a_writer_that_has_the_ledger_open(tmp_path):
+    """A report while a command writes the ledger: the reader's close keeps the writer's -wal and
+    -shm (SQLite removes them only for the last connection), the writer goes on, and its own
+    close removes them."""
+    path = tmp_path / "l.db"
+    writer = Ledger(path)
+    session = writer.open_session("run", FP, {})
+    writer.add_run(FP, KEY, a_run(1), session)
+    reader = Ledger(path, readonly=True)
+    assert len(reader.runs(FP, KEY)) == 1
+    reader.close()
+    assert {"l.db-wal", "l.db-shm"} <= set(os.listdir(tmp_path))
+    writer.add_run(FP, KEY, a_run(2), session)
+    reader = Ledger(path, readonly=True)
+    assert [r.signature for r in reader.runs(FP, KEY)] == ["run 1", "run 2"]
+    reader.close()
+    writer.close()
+    assert sorted(os.listdir(tmp_path)) == ["l.db"]
+    assert len(Ledger(path, readonly=True).runs(FP, KEY)) == 2
+
+
+def test_a_reader_keeps_what_a_killed_writer_left_in_the_write_ahead_log(tmp_path):
+    """Frames a killed writer left in -wal are the next writer's to checkpoint: a reader (and
+    `ledger check`, which never writes the file) leaves them as they are."""
+    path = tmp_path / "l.db"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    subprocess.run([sys.executable, "-c", KILLED, str(path)], check=True, env=env, timeout=60)
+    wal = path.with_name("l.db-wal").read_bytes()
+    assert wal and check(path).ok
+    reader = Ledger(path, readonly=True)
+    reader.close()
+    assert path.with_name("l.db-wal").read_bytes() == wal

@@ -401,6 +401,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
     waited for before a session opens (a bad range opens none). The shas: refs move. `good_sha`
     is the old end (for a fix, the failing --bad), `bad_sha` the new one."""
     from bisectk.engine.bisect import run_bisect
+    from bisectk.engine.interrupts import held
     from bisectk.engine.session import Session, ledger_location
     from bisectk.spaces.command import needed
     from bisectk.spaces.shared import snapshot
@@ -439,16 +440,17 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
         if pool is not None:    # or earlier, while the first run waits for a big tree's checkout
             pool.while_preparing = parse.start
         shared = background.submit(snapshot, root)       # refs and config, to say what the runs changed
-        with session.commit_space(commits, root, cfg, sub, pool=pool) as space:
-            space.needed = needed(files)
-            try:
-                rec = run_bisect(session.runner(), space, pol, environment=environment, repo=str(root),
-                                 first_parent=first_parent, any_failure=any_failure, terms=terms,
-                                 facts={"command_files": tuple(f.to_dict() for f in files)})
-            except KeyboardInterrupt:
-                fail("interrupted while verifying the endpoints; runs so far are in the ledger", X.INTERRUPTED)
-        say_shared(shared.result(), root)
-        finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
+        with held():   # as in ablate: Ctrl-C stops runs, never the writing of a result
+            with session.commit_space(commits, root, cfg, sub, pool=pool) as space:
+                space.needed = needed(files)
+                try:
+                    rec = run_bisect(session.runner(), space, pol, environment=environment, repo=str(root),
+                                     first_parent=first_parent, any_failure=any_failure, terms=terms,
+                                     facts={"command_files": tuple(f.to_dict() for f in files)})
+                except KeyboardInterrupt:
+                    fail("interrupted while verifying the endpoints; runs so far are in the ledger", X.INTERRUPTED)
+            say_shared(shared.result(), root)
+            finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
 
 
 def say_shared(before, root: Path) -> None:
@@ -522,6 +524,7 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
     Exit 0: nothing to triage (bad does not fail); 1: culprit found; 2: inconclusive."""
     from bisectk.spaces.early import drop_repo_env
     drop_repo_env()     # a run's git must see its worktree, not the checkout
+    from bisectk.engine.interrupts import held
     from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.triage import run_triage
     from bisectk.report.junit import write_junit
@@ -554,20 +557,22 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
         if not as_json:
             say_command(files, spec, sub)
         shared = snapshot(root)
-        with session.commit_space(commits, root, cfg, sub) as space:
-            space.needed = needed(files)
-            try:
-                rec = run_triage(session.runner(), space, pol, scratch_root=session.scratch("triage"),
-                                 environment=capture_after_first_run(session), repo=str(root),
-                                 first_parent=first_parent, subdir=sub,
-                                 facts={"command_files": tuple(f.to_dict() for f in files)})
-            except KeyboardInterrupt:   # as bisect: click would make it a silent Abort (exit 130, nothing said)
-                fail("interrupted while verifying the endpoints; runs so far are in the ledger", X.INTERRUPTED)
-        say_shared(shared, root)
-        cases = ([("--junit", junit, lambda: write_junit(junit, "bisectk triage", to_cases(rec, str(spec or run_cmd or pytest_id))))]
-                 if junit else [])
-        finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html, where=report,
-               more=cases)
+        with held():   # as in ablate: Ctrl-C stops runs, never the writing of a result
+            with session.commit_space(commits, root, cfg, sub) as space:
+                space.needed = needed(files)
+                try:
+                    rec = run_triage(session.runner(), space, pol, scratch_root=session.scratch("triage"),
+                                     environment=capture_after_first_run(session), repo=str(root),
+                                     first_parent=first_parent, subdir=sub,
+                                     facts={"command_files": tuple(f.to_dict() for f in files)})
+                except KeyboardInterrupt:   # as bisect: click would make it a silent Abort (exit 130, nothing said)
+                    fail("interrupted while verifying the endpoints; runs so far are in the ledger", X.INTERRUPTED)
+            say_shared(shared, root)
+            cases = ([("--junit", junit, lambda: write_junit(junit, "bisectk triage",
+                                                             to_cases(rec, str(spec or run_cmd or pytest_id))))]
+                     if junit else [])
+            finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html, where=report,
+                   more=cases)
 
 
 # -- log / replay / report -------------------------------------------------------------------------

@@ -44,7 +44,7 @@ import queue
 import threading
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, wait
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -415,8 +415,21 @@ class Oracle:
         if len(points) <= 1:
             return [self(p) for p in points]
         asked = [(p, self._question(p)) for p in points]    # in the order given
-        with ThreadPoolExecutor(max_workers=len(points)) as ex:
-            return list(ex.map(lambda a: self(*a), asked))
+        futures = [Future() for _ in points]
+        for k, (a, future) in enumerate(zip(asked, futures)):
+            threading.Thread(target=_settle, args=(future, self, *a), name=f"bisectk-batch-{k}",
+                             daemon=True).start()
+        try:
+            with live():    # waiting for runs is a run: a Ctrl-C stops it at once (engine/interrupts.py)
+                return [f.result() for f in futures]
+        except KeyboardInterrupt:
+            # left at once, not after every run of the batch has ended (up to its watchdog): the
+            # runs still under way end as bisectk cleans up, and are not stored (Runner.stop)
+            self.trials.runner.stop()
+            raise
+        except BaseException:
+            wait(futures)   # another error (the budget spent): the batch's other runs end first
+            raise
 
     def submit(self, point: Any) -> Future:
         """Start the search's next run of `point` side by side with those under way (at most
@@ -447,6 +460,14 @@ class Oracle:
         """(point, verdict) of every point that failed only differently: possible second bugs."""
         return [(p, v) for p, v in self.trials.verdicts()
                 if v.outcome is Outcome.FAIL and self.judge(v) is Outcome.UNRESOLVED]
+
+
+def _settle(future: Future, call: Callable[..., Outcome], *args: Any) -> None:
+    """One run of a batch, on a thread of its own: its outcome, or its error, to `future`."""
+    try:
+        future.set_result(call(*args))
+    except BaseException as exc:      # handed to the batch, which waits for it
+        future.set_exception(exc)
 
 
 class SideBySide:

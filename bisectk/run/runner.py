@@ -94,6 +94,7 @@ class Runner:
         self.snapshots = snapshots      # which hangs are read before the kill (run/snapshot.py)
         self._pending: Pending | None = None    # runs begun beside the good endpoint's (hold)
         self._era = 0                   # runs begun before drop_under_way() ended another era
+        self._stopped = threading.Event()       # stop(): a run that ends from now on is not stored
 
     @property
     def fingerprint(self) -> str:
@@ -290,6 +291,18 @@ class Runner:
     def policy(self) -> TimeoutPolicy:
         return self.timeout or TimeoutPolicy(CALIBRATION_CAP_S, "cap", "no passing good run to calibrate from")
 
+    def stop(self) -> None:
+        """The command is leaving (Ctrl-C, SIGTERM, a hangup) with runs still under way in other
+        threads (a batch of --jobs): a run that ends from now on ends unjudged (RunAbandoned) and
+        is never stored, whatever it ended with. Its end may be bisectk's doing -- its worktree
+        removed, its warm worker killed, as the command cleans up -- and a subject failing for
+        that would be stored as the commit's own failure, which --resume would then reuse."""
+        self._stopped.set()
+
+    def _unless_stopped(self) -> None:
+        if self._stopped.is_set():
+            raise RunAbandoned("the command was interrupted while this run was under way: ended unjudged")
+
     # -- running --------------------------------------------------------------------------
     def observe(self, config: Config | Workload, index: int = 0, label: str = "", *, snapshot: bool = False,
                 longer: float | None = None, until: int | None = None) -> Run:
@@ -380,6 +393,7 @@ class Runner:
             run, imported = self._execute(w, key, index, seconds, snapshot, grace)
             if self._dropped(era):
                 raise RunAbandoned("the search stopped while this run was under way: not stored")
+            self._unless_stopped()
             self._record_sources(static, w, imported)
             with self._lock:
                 self.executed += 1
@@ -399,6 +413,7 @@ class Runner:
             run, imported = self._execute(w, key, index, seconds, snapshot, grace)
             if self._dropped(era):     # the claim is released: the slot is left to the next command
                 raise RunAbandoned("the search stopped while this run was under way: not stored")
+            self._unless_stopped()      # the claim is given back (`with`): the next command makes it
             full = self._record_sources(static, w, imported)
             if full == fingerprint:
                 claim.record(run, self.session)

@@ -266,3 +266,50 @@ def test_runs_under_way_in_warm_workers_at_an_interrupt_are_not_stored_as_crashe
     finally:
         db.close()
     assert kinds and not [k for k in kinds if k[1] == "crash"], kinds
+
+
+@pytest.mark.parametrize("at", ["bisectk.engine.session:Session.record", "bisectk.report.history:print_summary"])
+def test_a_bisection_interrupted_while_its_answer_is_written_still_gives_it(tmp_path, at):
+    """bisect (and triage) hold a Ctrl-C back outside runs, as ablate and diff do: one that comes
+    while the answer is stored or printed lets it out whole (exit 1, said), where before it ended
+    the command with 130 and no answer, although the search had found it."""
+    r = _counting_repo(tmp_path, 8)
+    env = dict(os.environ, INJECT_AT=at, INJECT_CALL="1", PYTHONPATH=os.pathsep.join(
+        [str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), "bisect", "--repo", str(r),
+                        "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'"],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert p.returncode == 1, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
+    assert "first bad commit" in p.stdout and "c5" in p.stdout, p.stdout
+    assert "interrupted after the search had finished" in p.stderr
+
+
+def test_an_interrupt_during_a_batch_of_runs_leaves_at_once_and_stores_none_of_them(tmp_path):
+    """bisect --jobs 3: a Ctrl-C while a round's runs go on leaves at once, not once every run
+    of the round has ended (a hang's whole watchdog), and none of those runs is stored: they end
+    as bisectk cleans up (their worktrees, their processes), which says nothing of their commits."""
+    import signal
+    import sqlite3
+    import time
+    r = _counting_repo(tmp_path, 12)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    run = f"sh -c 'n=$(cat v); if [ $n -ne 1 ] && [ $n -ne 12 ]; then : > {marks}/$n; sleep 40; fi; [ $n -lt 5 ]'"
+    p = subprocess.Popen([sys.executable, "-m", "bisectk", "bisect", "--repo", str(r), "--good", "HEAD~11", "--bad", "HEAD",
+                          "--run", run, "--jobs", "3", "--timeout", "120"], cwd=tmp_path, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    deadline = time.monotonic() + 120
+    while len(os.listdir(marks)) < 2:
+        assert time.monotonic() < deadline and p.poll() is None, "the search's runs never began"
+        time.sleep(0.05)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert time.monotonic() - t0 < 20, err[-1500:]
+    assert p.returncode == 1, (p.returncode, err[-1500:])
+    db = sqlite3.connect(r / ".git" / "bisectk" / "ledger.db")
+    try:
+        stored = db.execute("SELECT outcome FROM runs").fetchall()
+    finally:
+        db.close()
+    assert len(stored) == 2, stored          # the endpoints' runs alone

@@ -35,6 +35,8 @@ def _fill_closed_std() -> None:
 
 def main() -> None:
     _fill_closed_std()
+    from bisectk.engine import interrupts
+    interrupts.defer()      # a Ctrl-C during the start's imports is noted, and acted on once they are done
     from bisectk.spaces import early
     early.start(sys.argv[1:], _open_pool)
     from bisectk.cli import entry

@@ -721,10 +721,11 @@ def _leave(code) -> None:
 
 def _entry() -> None:
     from bisectk.engine.interrupts import install
-    install()   # SIGTERM and SIGHUP clean up as Ctrl-C does
     try:
         first = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None
-        code = command(first).main(prog_name="bisectk", standalone_mode=False)  # returns typer.Exit's code
+        cmd = command(first)
+        install()   # SIGTERM and SIGHUP clean up as Ctrl-C does; one that came during the start ends it here
+        code = cmd.main(prog_name="bisectk", standalone_mode=False)  # returns typer.Exit's code
         sys.exit(code if isinstance(code, int) else 0)
     except BisectkError as exc:
         say_error(str(exc))

@@ -2,6 +2,8 @@
 
 Abstractions
 ------------
+defer    -- from the process's first line (__main__) until `install`: a signal is noted and raised
+            at `install`, never inside the start's imports (see there).
 install  -- at the start of every command (cli.py): SIGTERM and SIGHUP (the terminal closed, the
             ssh session dropped) raise KeyboardInterrupt, as Ctrl-C does, so that each ends the
             subjects, removes temporary files and worktrees and keeps the ledger as Ctrl-C leaves
@@ -32,7 +34,10 @@ Python's defaults.
 
 from __future__ import annotations
 
+import os
+import select
 import signal
+import stat
 import threading
 from contextlib import contextmanager
 
@@ -49,10 +54,8 @@ def _arrived(signum: int) -> None:
 
 def _quiet_dead_terminal() -> None:
     """stdout and stderr, where each is a terminal that hung up (poll says POLLHUP), onto /dev/null
-    (a character device: isatty is already false on a terminal that hung up, its ioctls fail)."""
-    import os
-    import select
-    import stat
+    (a character device: isatty is already false on a terminal that hung up, its ioctls fail).
+    Imports nothing: a handler may run in the middle of an import (see `defer`)."""
     for fd in (1, 2):
         try:
             if not stat.S_ISCHR(os.fstat(fd).st_mode):
@@ -73,12 +76,37 @@ def _stop(signum, frame) -> None:
     raise KeyboardInterrupt  # cleans up as Ctrl-C does: subjects ended, worktrees removed
 
 
+_deferred: list[int] = []     # signals that arrived while deferred (defer)
+
+
+def _note(signum, frame) -> None:
+    _arrived(signum)
+    if _deferred:                # the user insists
+        raise KeyboardInterrupt
+    _deferred.append(signum)
+
+
+def defer() -> None:
+    """From the process's first line (__main__) to `install`: a signal is noted, not raised. The
+    CLI's modules load then, while the early history walk's thread imports its own (spaces/
+    early.py), and a KeyboardInterrupt raised inside one import's module lock broke importlib's
+    locks: the command hung for good, both threads waiting on them (1 start in 9 with a Ctrl-C
+    at 0.13 s), or died with a traceback. A second signal is raised at once."""
+    for s in _SIGNALS:
+        if signal.getsignal(s) is not signal.SIG_IGN:
+            signal.signal(s, _note)
+
+
 def install() -> None:
     """SIGTERM and SIGHUP end the command as Ctrl-C does (main thread; a signal ignored at the
-    start stays ignored)."""
-    for s in (signal.SIGTERM, signal.SIGHUP):
+    start stays ignored); Ctrl-C raises KeyboardInterrupt again. A signal noted since `defer`
+    is raised here, where the command's `except KeyboardInterrupt` says so."""
+    for s in _SIGNALS:
         if signal.getsignal(s) is not signal.SIG_IGN:
-            signal.signal(s, _stop)
+            signal.signal(s, signal.default_int_handler if s == signal.SIGINT else _stop)
+    if _deferred:
+        _deferred.clear()
+        raise KeyboardInterrupt
 
 
 def hung_up() -> bool:

@@ -144,3 +144,29 @@ def test_signals_ignored_at_the_start_stay_ignored(tmp_path):
         time.sleep(0.2)
     out, err = p.communicate(timeout=300)
     assert p.returncode == 0 and "culprit" in out, (p.returncode, err[-1500:])
+
+
+def test_a_signal_while_bisectk_starts_ends_it_cleanly(tmp_path):
+    """Ctrl-C, SIGTERM or SIGHUP in the first fraction of a second, while the CLI's modules load
+    beside the early history walk's thread: exit 130 (129 for a hangup) and one line, where
+    before a Ctrl-C gave a traceback (or hung the command for good: importlib's module locks
+    broken by the KeyboardInterrupt, both threads waiting on them) and SIGTERM or SIGHUP killed
+    bisectk where it stood."""
+    from tests.fixtures.gitrepo import git
+    r = _counting_repo(tmp_path, 8)
+    head = git(r, "rev-parse", "HEAD")
+    # the delay counts from the interpreter's first line of bisectk's (`python -m bisectk`'s own
+    # start, before Python has a handler, is the interpreter's business)
+    start = ("import os, sys, threading\nfrom bisectk.__main__ import main\n"
+             "threading.Timer(float(sys.argv[1]), os.kill, (os.getpid(), int(sys.argv[2]))).start()\n"
+             "sys.argv = ['bisectk', *sys.argv[3:]]\nmain()\n")
+    for sig, code in ((signal.SIGINT, 130), (signal.SIGHUP, 129), (signal.SIGTERM, 130)):
+        for delay in (0.01, 0.03, 0.08, 0.15):
+            p = subprocess.Popen([sys.executable, "-c", start, str(delay), str(int(sig)), "bisect", "--repo", str(r),
+                                  "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'", "--fresh"],
+                                 cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 text=True)
+            _, err = p.communicate(timeout=60)
+            assert p.returncode == code and "Traceback" not in err, (sig, delay, p.returncode, err[-1500:])
+    assert git(r, "rev-parse", "HEAD") == head and not git(r, "status", "--porcelain")
+    assert not _ours_left(tmp_path)

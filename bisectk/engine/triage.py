@@ -60,16 +60,21 @@ def run_triage(runner: Runner, space: CommitSpace, policy: RunPolicy, *, scratch
                      facts=facts)
     diff: DiffRecord | None = None
     diff_error = None
+    stopped = False
     if found(bis):
-        diff, diff_error = isolate(runner, space, policy, bis, scratch_root=scratch_root, environment=environment,
-                                   subdir=subdir)
+        try:
+            diff, diff_error = isolate(runner, space, policy, bis, scratch_root=scratch_root,
+                                       environment=environment, subdir=subdir)
+        except KeyboardInterrupt:   # before the isolation had a result: the bisection's answer stands
+            stopped, diff_error = True, "interrupted while it verified its endpoints (the runs so far are in the ledger)"
     verdict = verdict_of(bis)
     e = bis.endpoints
     failure = {"kind": e.bad.kind.value if e and e.bad.kind else None, "signature": e.bad.signature if e else "",
                "identity": e.target.describe() if e and e.target else None}
     return TriageRecord(
-        command="triage", endpoints=e, ok=bis.ok, complete=bis.complete and (diff is None or diff.complete),
-        interrupted=bis.interrupted or bool(diff and diff.interrupted), runs=runner.executed,
+        command="triage", endpoints=e, ok=bis.ok,
+        complete=bis.complete and not stopped and (diff is None or diff.complete),
+        interrupted=bis.interrupted or stopped or bool(diff and diff.interrupted), runs=runner.executed,
         observations=bis.observations + (diff.observations if diff else 0), wall_s=round(time.monotonic() - start, 3),
         phase_runs=dict(Counter(bis.phase_runs) + Counter(diff.phase_runs if diff else {})),
         run_s=round(bis.run_s + (diff.run_s if diff else 0.0), 3),

@@ -25,6 +25,11 @@ from bisectk.report.words import (confidence_words, problem_lines, same_inputs, 
                                   wall_words)
 
 
+def _not_started(t: TriageRecord) -> str:
+    """Why no hunk isolation ran: it was interrupted before it had a result, or it could not start."""
+    return "stopped" if t.interrupted and t.diff is None else "could not start"
+
+
 def to_debuglog(t: TriageRecord) -> DebugLog:
     bis = t.bisect_record()
     log = history_report.to_debuglog(bis)
@@ -47,7 +52,7 @@ def to_debuglog(t: TriageRecord) -> DebugLog:
     elif d is not None:
         log.summary.append(f"Hunk isolation inside the first bad commit was inconclusive: {d.endpoints.problem}")
     if t.diff_error:
-        log.summary.append(f"Hunk isolation could not start: {t.diff_error}")
+        log.summary.append(f"Hunk isolation {_not_started(t)}: {t.diff_error}")
     log.summary = [s for s in log.summary if " wall time " not in s] + [
         f"Triage {runs_line(t)}; {wall_words(t, 'wall time')}."]
     return log
@@ -100,7 +105,7 @@ def print_summary(out: Console, t: TriageRecord, report=None) -> None:
         for line in problem_lines(d.endpoints, "hunk isolation inconclusive"):
             out.print(line, markup=False)
     if t.diff_error:
-        out.print(f"hunk isolation could not start: {t.diff_error}", markup=False)
+        out.print(f"hunk isolation {_not_started(t)}: {t.diff_error}", markup=False)
     out.print(f"{runs_line(t)}; {wall_words(t)}", markup=False)
     if report is None:
         out.print("the debug log (every attempt, the environment): add --report FILE.md", markup=False)

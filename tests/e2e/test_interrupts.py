@@ -313,3 +313,17 @@ def test_an_interrupt_during_a_batch_of_runs_leaves_at_once_and_stores_none_of_t
     finally:
         db.close()
     assert len(stored) == 2, stored          # the endpoints' runs alone
+
+
+def test_a_triage_interrupted_as_its_hunk_isolation_begins_keeps_the_first_bad_commit(tmp_path):
+    """Ctrl-C once the bisection has its answer, while the hunk isolation verifies its endpoints:
+    the triage says the culprit commit it found (exit 1, culprit found) and that the isolation
+    stopped, where before it ended with 130 and "interrupted while verifying the endpoints"."""
+    r = _counting_repo(tmp_path, 8)
+    env = dict(os.environ, INJECT_AT="bisectk.engine.triage:isolate", INJECT_CALL="1", PYTHONPATH=os.pathsep.join(
+        [str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), "triage", "--repo", str(r),
+                        "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'"],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert p.returncode == 1, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
+    assert "first bad commit" in p.stdout and "c5" in p.stdout and "hunk isolation stopped" in p.stdout, p.stdout

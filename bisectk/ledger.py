@@ -214,6 +214,7 @@ class Ledger:
         self.pid_start = process_start(self.pid)
         self.notices: list[str] = []
         self.on_notice = None   # called with each notice (the session prints it)
+        self._claimed: set[str] = set()     # owners of the claims this object holds (given back at close)
         if readonly:
             self.db = _connect_readonly(self.path)
         else:
@@ -288,6 +289,8 @@ class Ledger:
             return version
 
     def close(self) -> None:
+        if not self.readonly:
+            self._give_back_claims()
         with self.lock:
             self.db.close()
         if not self.readonly:   # root in another user's directory: the ledger and its journals are theirs
@@ -469,6 +472,8 @@ class Ledger:
             if claim is not None:
                 self.db.execute("DELETE FROM claims WHERE fingerprint=? AND config_key=? AND idx=? AND owner=?",
                                 (claim.fingerprint, claim.config_key, claim.idx, claim.owner))
+        if claim is not None:
+            self._claimed.discard(claim.owner)
         return n
 
     # -- claims -------------------------------------------------------------------------
@@ -499,6 +504,7 @@ class Ledger:
                     self.db.execute("INSERT OR REPLACE INTO claims VALUES (?,?,?,?,?,?,?,?,?)",
                                     (fingerprint, config_key, idx, owner, self.host, self.pid, self.pid_start,
                                      time.time(), time.time() + ttl))
+                    self._claimed.add(owner)
                     return Claim(self, fingerprint, config_key, idx, owner)
             if on_wait and (words := _holder_words(holder[0], holder[1], this_host=self.host)) != told:
                 on_wait(words)
@@ -511,8 +517,23 @@ class Ledger:
             with self._write("releasing a claim"):
                 self.db.execute("DELETE FROM claims WHERE fingerprint=? AND config_key=? AND idx=? AND owner=?",
                                 (claim.fingerprint, claim.config_key, claim.idx, claim.owner))
+            self._claimed.discard(claim.owner)
         except LedgerError:
             pass  # a claim left behind expires with its process
+
+    def _give_back_claims(self) -> None:
+        """At close: the claims still held are of runs this command leaves unrecorded (an interrupt
+        with runs under way in other threads, which cannot record once the ledger is closed);
+        they go, rather than stay as stale rows for another command to take over. Never raises."""
+        owners = list(self._claimed)
+        if not owners:
+            return
+        try:
+            with self._write("giving back claims"):
+                self.db.executemany("DELETE FROM claims WHERE owner=?", [(o,) for o in owners])
+            self._claimed.clear()
+        except (LedgerError, sqlite3.Error):
+            pass
 
     # -- sessions -----------------------------------------------------------------------
     def open_session(self, command: str, fingerprint: str, args: dict[str, Any]) -> int:

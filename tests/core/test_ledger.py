@@ -772,3 +772,21 @@ def test_a_reader_keeps_what_a_killed_writer_left_in_the_write_ahead_log(tmp_pat
     reader = Ledger(path, readonly=True)
     reader.close()
     assert path.with_name("l.db-wal").read_bytes() == wal
+
+
+def test_claims_still_held_at_close_are_given_back(tmp_path):
+    """A command interrupted with runs under way in other threads closes its ledger while they
+    still hold their claims: those go with it, rather than stay as stale rows (`ledger check`:
+    "3 stale") for another command to take over; a claim recorded or released is untouched."""
+    path = tmp_path / "l.db"
+    first = Ledger(path)
+    held = first.claim(FP, KEY, 0)
+    done = first.claim(FP, KEY, 1)
+    done.record(a_run(1))
+    assert held.held and first.db.execute("SELECT count(*) FROM claims").fetchone()[0] == 1
+    other = Ledger(path)
+    other_claim = other.claim(FP, '{"b":1}', 0)
+    first.close()
+    assert [r[0] for r in other.db.execute("SELECT owner FROM claims")] == [other_claim.owner]
+    other.close()
+    assert check(path).stale_claims == 0 and len(Ledger(path, readonly=True).runs(FP, KEY)) == 1

@@ -18,7 +18,8 @@ held     -- a context (the command's search and its reporting) in which SIGINT, 
             held back everywhere except inside a run: one that arrives while bisectk builds a
             record, stores it or prints it is kept pending instead of tearing the half-written
             result away. A second signal while one is pending is obeyed at once (the way out of
-            anything that hangs).
+            anything that hangs), unless it is a SIGHUP: a hangup may be said twice (the kernel's
+            and the shell's) and is nobody insisting.
 live     -- the part that stays interruptible: a run (Trials.observe, engine/oracle.py). A signal during it is a
             KeyboardInterrupt there, as without `held`; one held back is raised on entering the
             next run, where the search turns it into its best result so far (SearchStopped).
@@ -81,7 +82,7 @@ _deferred: list[int] = []     # signals that arrived while deferred (defer)
 
 def _note(signum, frame) -> None:
     _arrived(signum)
-    if _deferred:                # the user insists
+    if _deferred and signum != signal.SIGHUP:   # the user insists (a hangup said twice does not)
         raise KeyboardInterrupt
     _deferred.append(signum)
 
@@ -121,6 +122,8 @@ class _State:
 
     def handler(self, signum, frame) -> None:
         _arrived(signum)
+        if self.pending is not None and not self.live and signum == signal.SIGHUP:
+            return      # a hangup said twice (the kernel's, the shell's) is not the user insisting
         if self.live or self.pending is not None:   # a run to stop, or the user insists
             self.pending = None
             raise KeyboardInterrupt

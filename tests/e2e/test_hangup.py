@@ -170,3 +170,16 @@ def test_a_signal_while_bisectk_starts_ends_it_cleanly(tmp_path):
             assert p.returncode == code and "Traceback" not in err, (sig, delay, p.returncode, err[-1500:])
     assert git(r, "rev-parse", "HEAD") == head and not git(r, "status", "--porcelain")
     assert not _ours_left(tmp_path)
+
+
+def test_a_hangup_said_twice_still_lets_the_answer_out(tmp_path):
+    """A hangup may come twice (the kernel's to the shell, the shell's to its jobs, a second
+    from a launcher): the second is not the user insisting, as a second Ctrl-C is. The answer
+    the search found is stored and printed (exit 129), where the second SIGHUP tore it away."""
+    r = _counting_repo(tmp_path, 8)
+    env = dict(_injected_env(tmp_path, "bisectk.engine.session:Session.record", 1), INJECT_TIMES="2")
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), "bisect", "--repo", str(r),
+                        "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'"],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert p.returncode == 129, (p.returncode, p.stderr[-1500:])
+    assert "first bad commit" in p.stdout and "c5" in p.stdout, p.stdout[-1500:]

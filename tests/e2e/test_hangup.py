@@ -155,13 +155,16 @@ def test_a_signal_while_bisectk_starts_ends_it_cleanly(tmp_path):
     from tests.fixtures.gitrepo import git
     r = _counting_repo(tmp_path, 8)
     head = git(r, "rev-parse", "HEAD")
-    # the delay counts from the interpreter's first line of bisectk's (`python -m bisectk`'s own
-    # start, before Python has a handler, is the interpreter's business)
-    start = ("import os, sys, threading\nfrom bisectk.__main__ import main\n"
-             "threading.Timer(float(sys.argv[1]), os.kill, (os.getpid(), int(sys.argv[2]))).start()\n"
+    # the delay counts from bisectk's first handler (interrupts.defer, __main__'s first step): before
+    # it, the interpreter's own start and the import of that module take Python's default action
+    start = ("import os, sys, threading\nfrom bisectk.__main__ import main\nfrom bisectk.engine import interrupts\n"
+             "defer, delay, sig = getattr(interrupts, 'defer', lambda: None), float(sys.argv[1]), int(sys.argv[2])\n"
+             "def timed():\n    defer()\n"
+             "    threading.Timer(delay, os.kill, (os.getpid(), sig)).start()\n"
+             "if hasattr(interrupts, 'defer'):\n    interrupts.defer = timed\nelse:\n    timed()\n"
              "sys.argv = ['bisectk', *sys.argv[3:]]\nmain()\n")
     for sig, code in ((signal.SIGINT, 130), (signal.SIGHUP, 129), (signal.SIGTERM, 130)):
-        for delay in (0.01, 0.03, 0.08, 0.15):
+        for delay in (0.0, 0.03, 0.08, 0.15):
             p = subprocess.Popen([sys.executable, "-c", start, str(delay), str(int(sig)), "bisect", "--repo", str(r),
                                   "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'", "--fresh"],
                                  cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

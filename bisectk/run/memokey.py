@@ -132,8 +132,10 @@ def _git(root: Path, *args: str) -> bytes | None:
     for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
         env.pop(k, None)
     try:
+        # a session of its own, as run_tool's: a Ctrl-C or a hangup sent to the terminal's process
+        # group is bisectk's to act on; a git it killed would turn the digest into the file walk's
         p = subprocess.run(["git", "--no-optional-locks", *args], cwd=root, env=env, stdin=subprocess.DEVNULL,
-                           capture_output=True, timeout=120)
+                           capture_output=True, timeout=120, start_new_session=True)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return p.stdout if p.returncode == 0 else None

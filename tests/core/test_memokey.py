@@ -231,3 +231,29 @@ def test_a_safe_directory_declared_through_the_environment_is_not_in_the_key():
     other = {**base, "GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "/c/wt-0",
              "GIT_CONFIG_KEY_1": "core.autocrlf", "GIT_CONFIG_VALUE_1": "true"}
     assert environment_digest(other) != environment_digest(base)
+
+
+def test_a_signal_to_the_terminals_process_group_leaves_the_tree_digest_to_git(tmp_path):
+    """The tree's digest asks git (`status`, `ls-files`); a Ctrl-C or a hangup the terminal sends
+    to bisectk's whole process group killed that git, and the digest fell back to the file walk:
+    another key for the same tree. git runs in a session of its own, as bisectk's other tools."""
+    from tests.fixtures.gitrepo import git
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "k.py").write_text("x = 1\n")
+    git(repo, "add", "k.py")
+    git(repo, "commit", "-q", "-m", "k")
+    slow = tmp_path / "bin"
+    slow.mkdir()
+    real = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
+    (slow / "git").write_text(f"#!/bin/sh\nsleep 0.5\nexec {real} \"$@\"\n")
+    (slow / "git").chmod(0o755)
+    code = ("import os, signal, sys, threading\nfrom pathlib import Path\nfrom bisectk.run import memokey\n"
+            "signal.signal(signal.SIGINT, lambda *a: None)\n"          # bisectk's own handler: it goes on
+            "threading.Timer(0.2, os.killpg, (os.getpgid(0), signal.SIGINT)).start()\n"
+            "print(memokey._git_tree(Path(sys.argv[1])))\n")
+    p = subprocess.run([sys.executable, "-c", code, str(repo)], capture_output=True, text=True, timeout=60,
+                       start_new_session=True,      # a process group of its own, as a terminal's job
+                       env={**os.environ, "PATH": f"{slow}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(ROOT)})
+    assert p.stdout.startswith("git:"), (p.stdout, p.stderr[-800:])

@@ -241,8 +241,8 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
 def _a_commit(word: str) -> str:
     """For a diff argument that is no path: what to do instead when git here reads it as a commit
     (`bisectk diff HEAD~3 HEAD`, as `git diff` takes them); "" otherwise."""
-    from bisectk.spaces.commits import git_ok
-    if word.startswith("-") or not git_ok(Path.cwd(), "rev-parse", "--verify", "--quiet", f"{word}^{{commit}}"):
+    from bisectk.spaces.commits import names_commit
+    if not names_commit(Path.cwd(), word):
         return ""
     return (f"; {word} is a commit here, and diff compares two files or source trees: check it out with "
             f"`git worktree add DIR {word}` and give DIR, or let `bisectk triage` isolate the hunks of the "

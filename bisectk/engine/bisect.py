@@ -174,6 +174,9 @@ class FirstProbes:
                 try:
                     out.append(Observation(i, f.result()))
                 except KeyboardInterrupt:
+                    # left at once; the probes still under way end as bisectk cleans up, and are not
+                    # stored (Runner.stop), as a batch's are
+                    self.oracle.trials.runner.stop()
                     raise
                 except BaseException:      # cancelled, abandoned: the search asks again if it must
                     continue

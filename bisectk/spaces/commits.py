@@ -93,6 +93,11 @@ def git_ok(cwd: Path | str, *args: str) -> bool:
         return False
 
 
+def names_commit(cwd: Path | str, word: str) -> bool:
+    """Whether git in `cwd` reads `word` as a commit (`HEAD~3`, a tag, a sha); never an option."""
+    return not word.startswith("-") and git_ok(cwd, "rev-parse", "--verify", "--quiet", f"{word}^{{commit}}")
+
+
 def _verb(args: tuple[str, ...]) -> str:
     """The git command `args` runs, for a message: the first word past the global options
     (`-c key=value`, `-C dir`), which would otherwise name the command `git -c`."""

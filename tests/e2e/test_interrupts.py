@@ -284,10 +284,13 @@ def test_a_bisection_interrupted_while_its_answer_is_written_still_gives_it(tmp_
     assert "interrupted after the search had finished" in p.stderr
 
 
-def test_an_interrupt_during_a_batch_of_runs_leaves_at_once_and_stores_none_of_them(tmp_path):
-    """bisect --jobs 3: a Ctrl-C while a round's runs go on leaves at once, not once every run
+@pytest.mark.parametrize("jobs,begun", [(2, 2), (3, 1)], ids=["round", "first-round-beside-the-endpoints"])
+def test_an_interrupt_during_a_batch_of_runs_leaves_at_once_and_stores_none_of_them(tmp_path, jobs, begun):
+    """bisect --jobs 2: a Ctrl-C while a round's runs go on leaves at once, not once every run
     of the round has ended (a hang's whole watchdog), and none of those runs is stored: they end
-    as bisectk cleans up (their worktrees, their processes), which says nothing of their commits."""
+    as bisectk cleans up (their worktrees, their processes), which says nothing of their commits.
+    At --jobs 3 the same holds for the first-round commit begun beside the endpoints' runs
+    (engine/bisect.py FirstProbes), which the search waits for."""
     import signal
     import sqlite3
     import time
@@ -296,23 +299,24 @@ def test_an_interrupt_during_a_batch_of_runs_leaves_at_once_and_stores_none_of_t
     marks.mkdir()
     run = f"sh -c 'n=$(cat v); if [ $n -ne 1 ] && [ $n -ne 12 ]; then : > {marks}/$n; sleep 40; fi; [ $n -lt 5 ]'"
     p = subprocess.Popen([sys.executable, "-m", "bisectk", "bisect", "--repo", str(r), "--good", "HEAD~11", "--bad", "HEAD",
-                          "--run", run, "--jobs", "3", "--timeout", "120"], cwd=tmp_path, stdout=subprocess.PIPE,
+                          "--run", run, "--jobs", str(jobs), "--timeout", "120"], cwd=tmp_path, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     deadline = time.monotonic() + 120
-    while len(os.listdir(marks)) < 2:
+    while len(os.listdir(marks)) < begun:
         assert time.monotonic() < deadline and p.poll() is None, "the search's runs never began"
         time.sleep(0.05)
     t0 = time.monotonic()
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=120)
     assert time.monotonic() - t0 < 20, err[-1500:]
-    assert p.returncode == 1, (p.returncode, err[-1500:])
+    # the first-round commit begins beside the endpoints' runs: the Ctrl-C may come before they end
+    assert p.returncode == 1 or (jobs == 3 and p.returncode == 130), (p.returncode, err[-1500:])
     db = sqlite3.connect(r / ".git" / "bisectk" / "ledger.db")
     try:
         stored = db.execute("SELECT outcome FROM runs").fetchall()
     finally:
         db.close()
-    assert len(stored) == 2, stored          # the endpoints' runs alone
+    assert len(stored) == 2, stored          # the endpoints' runs alone (an interrupted run is never stored)
 
 
 def test_a_triage_interrupted_as_its_hunk_isolation_begins_keeps_the_first_bad_commit(tmp_path):

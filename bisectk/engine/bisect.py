@@ -91,8 +91,9 @@ class FirstProbes:
     runs need finish first. The round is one a k-way search would send after the bad endpoint's
     failure (search/dag_bisect.first_round), over the slots the endpoints' runs leave: `early`
     starts jobs - 2 probes beside the good and bad endpoints' runs (nothing at --jobs 2), or
-    `__call__` (good ran first: the ledger had it) jobs - 1 beside the bad endpoint's; `drop`
-    ends them unjudged when good did not pass. The slot good's run frees is left idle (`then`):
+    `__call__` (good ran first: the ledger had it, or the executor keeps its watchdog with the job,
+    Ray) the same round beside the bad endpoint's, so that every executor makes the same
+    decisions; `drop` ends them unjudged when good did not pass. The slot good's run frees is left idle (`then`):
     a probe begun there would end a run's time after the bad endpoint's, and the search waits for
     every probe. Each is a real run of its commit, judged once the oracle is aimed;
     `observations()` waits for them and gives the search its start, whatever mode the endpoints
@@ -141,7 +142,7 @@ class FirstProbes:
         pass
 
     def __call__(self) -> None:
-        self._choose(self.policy.jobs - 1)
+        self._choose(self.policy.jobs - 2)
 
     def drop(self) -> None:
         """The good endpoint did not pass (or the runs ran the checkout's code): the probes end

@@ -176,7 +176,8 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
     problem = diagnose(good, bad, target, good_rate, bad_rate, two_rate)
     env = (environment.diagnose(good_runs, bad_runs, untracked=getattr(trials.space, "untracked", None),
                                 outside=getattr(trials.space, "outside", None),
-                                beside_spec=getattr(trials.space, "beside_spec", None))
+                                beside_spec=getattr(trials.space, "beside_spec", None),
+                                missing=getattr(trials.space, "missing", None))
            if problem is not None else None)
     details: tuple[str, ...] = ()
     capped = _capped(runner, good_runs)

@@ -10,7 +10,7 @@ Abstractions
 ------------
 EnvironmentProblem -- a named cause: `kind` (missing-module, import-error, command-not-found,
                       driver-mismatch, no-gpu, cpu-torch, oom-at-start, untracked-file, outside-path,
-                      beside-spec), the one line that says it and what fixes it, and the facts
+                      beside-spec, missing-file), the one line that says it and what fixes it, and the facts
                       behind it (details).
 recognise_cause    -- what one run's output says about the machine: a (kind, subject) pair, e.g.
                       ("missing-module", "cutlass"), or None. Pure: text in, cause out.
@@ -22,7 +22,10 @@ missing_paths      -- the paths a run's output says could not be opened ("No suc
                       (CommitSpace.untracked), and `diagnose` says so ("untracked-file"). A relative
                       path that climbs out of the repository (`../cutlass/include`) names, from a
                       worktree, a place beside the worktree, not beside the checkout
-                      (CommitSpace.outside; "outside-path").
+                      (CommitSpace.outside; "outside-path"). A path the command itself names
+                      (`python kernels/rnu.py`, a typo) that is nowhere is named too (FactorSpace.missing;
+                      "missing-file"): both sides stop at python's "can't open file" before any of
+                      the kernel ran, which is not "the good configuration fails too".
 diagnose           -- the endpoints' runs -> an EnvironmentProblem, or None. A cause is named only
                       when every run of both endpoints failed (or could not be tested) and every
                       one of them shows the same cause: one side that passed, or the two sides
@@ -231,14 +234,17 @@ def _where(run: Run) -> str:
 def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | None = None,
              untracked: Callable[[str], str | None] | None = None,
              outside: Callable[[str], str | None] | None = None,
-             beside_spec: Callable[[str], str | None] | None = None) -> EnvironmentProblem | None:
+             beside_spec: Callable[[str], str | None] | None = None,
+             missing: Callable[[str], str | None] | None = None) -> EnvironmentProblem | None:
     """The environment as the cause of unusable endpoints (see the module docstring), or None.
     `facts`: the machine's GPU facts (spaces.env.gpu_visibility()), read when a GPU cause is named.
     `untracked`: a path a run could not open -> where the user's checkout has it untracked, or None.
     `outside`: a relative path a run could not open -> what it names from the user's checkout,
     outside the repository (`../sibling/include`), or None.
     `beside_spec`: a path a run could not open -> where the spec's directory has it, when the
-    subject's cwd (the project root, or `[subject] cwd`) does not, or None."""
+    subject's cwd (the project root, or `[subject] cwd`) does not, or None.
+    `missing`: a path a run could not open -> where it would be, when the command names it and
+    nothing is there, or None (asked last: the three above say where the file is instead)."""
     runs = [*good_runs, *bad_runs]
     if not good_runs or not bad_runs or any(r.outcome is Outcome.PASS for r in runs):
         return None
@@ -260,6 +266,10 @@ def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | 
             f"environment problem: the runs cannot open {named}; the spec's directory has {where}, but the command "
             "runs from [subject] cwd, which is read from the project root (the nearest directory above the spec "
             "with .git or pyproject.toml), not from the spec's directory; name the file from there, or set cwd")),
+        (missing, "missing-file", lambda named, where: (
+            f"environment problem: the runs cannot open {named}, which the command names: there is no such file"
+            + ("" if os.path.normpath(named) == where else f" ({where})")
+            + "; correct the path in the spec's command, or create the file")),
     )
     for found, kind, words in said:
         placed = _placed(runs, found)

@@ -94,3 +94,18 @@ class FactorSpace:
         if rel.startswith(os.pardir) or beside == cwd or os.path.lexists(cwd / rel):
             return None
         return str(beside / rel) if os.path.lexists(beside / rel) else None
+
+    def missing(self, path: str) -> str | None:
+        """`path`, as a run named it, when it is a word of the command or the build at either
+        endpoint and nothing is there from the subject's cwd: its absolute path; else None. Only a
+        word of the command: a path the subject itself failed to open may be one it should have
+        made, and is the subject's story to tell (engine/environment.py, "missing-file")."""
+        cwd = Path(os.path.abspath(self.cwd))
+        where = os.path.normpath(cwd / path)
+        if os.path.lexists(where):
+            return None
+        words = {os.path.normpath(cwd / word)
+                 for template in (self.spec.command, self.spec.build or [])
+                 for config in (self.spec.good, self.spec.bad)
+                 for word in self.spec.argv(config, template)}
+        return where if where in words else None

@@ -246,3 +246,28 @@ def test_ptx_without_the_cute_dsl_names_the_module(tmp_path):
     hint = re.escape(f"pip install -e '{ROOT}[kernels]'")
     assert re.search(rf"^good: missing Python module '(torch|cutlass)': {hint} "
                      r"\(the compile-only run of ws_pipeline.py needs it\)$", p.stdout, re.MULTILINE), p.stdout
+
+
+def test_a_script_the_command_names_that_is_nowhere_is_named(tmp_path):
+    """A first spec with a typo in the script's path (`subjct.py`): both endpoints stop at
+    python's "can't open file", before any of the kernel ran. Not 'the good configuration fails
+    too ... or the good side is flaky', but the path the command names, and that it is nowhere."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "subject.py").write_text(SUBJECT)
+    (tmp_path / "s.toml").write_text('[subject]\ncommand = ["python", "subjct.py", "{when}", "ok"]\n'
+                                     '[good]\nwhen = "early"\n[bad]\nwhen = "late"\n')
+    p = bisectk("check", tmp_path / "s.toml", "--ledger", tmp_path / "l.db")
+    assert p.returncode == 2, p.stderr
+    line, _ = problem(p)
+    assert "fails too" not in line and str(tmp_path / "subjct.py") in line and "no such file" in line, line
+    assert "Traceback" not in p.stderr
+
+
+def test_a_missing_path_is_named_only_when_the_command_names_it():
+    both = crash("python3: can't open file '/w/subjct.py': [Errno 2] No such file or directory")
+    named = {"/w/subjct.py": "/w/subjct.py"}
+    got = diagnose([both], [both], facts=GPU_LESS, missing=named.get)
+    assert got.kind == "missing-file" and "cannot open /w/subjct.py, which the command names" in got.line
+    assert diagnose([both], [both], facts=GPU_LESS, missing=lambda path: None) is None     # the subject's own file
+    found = {"/w/subjct.py": "/w/sub/subjct.py"}
+    assert diagnose([both], [both], facts=GPU_LESS, beside_spec=found.get, missing=named.get).kind == "beside-spec"

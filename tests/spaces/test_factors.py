@@ -42,3 +42,15 @@ def _toml(v) -> str:
     if isinstance(v, str):
         return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return repr(v)
+
+
+def test_missing_names_a_path_of_the_command_that_is_nowhere(tmp_path):
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "here.py").write_text("")
+    (tmp_path / "s.toml").write_text('[subject]\ncommand = ["python", "gone.py", "here.py", "{n}"]\n'
+                                     '[good]\nn = 1\n[bad]\nn = 2\n')
+    space = FactorSpace(load_spec(tmp_path / "s.toml"))
+    assert space.missing(str(tmp_path / "gone.py")) == str(tmp_path / "gone.py")
+    assert space.missing("gone.py") == str(tmp_path / "gone.py")
+    assert space.missing("here.py") is None             # it is there
+    assert space.missing("out/result.txt") is None      # the command does not name it

@@ -32,6 +32,8 @@ verify         -- the procedure, through the space's Trials (engine/oracle.py; i
                      settles the pair as unusable without re-checks (a hanging good side -- swapped
                      endpoints, or a test slower than the cap -- must not wait out the cap
                      `calibrate_runs` times); the cap is then named as the problem, with --timeout.
+                     A good endpoint whose every run outlasted a fixed watchdog (the spec's
+                     `timeout`, --timeout) has that watchdog named as the problem the same way.
                   5. unusable endpoints whose every run shows the same environment cause (a missing
                      module, no GPU, a driver/runtime mismatch, out of memory at start:
                      engine/environment.py) get that cause as their problem, with its facts:
@@ -180,7 +182,7 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
                                 missing=getattr(trials.space, "missing", None))
            if problem is not None else None)
     details: tuple[str, ...] = ()
-    capped = _capped(runner, good_runs)
+    capped = _capped(runner, good_runs) or _outlasted(runner, good_runs)
     if problem is not None and env is None and capped:
         problem = capped
     if env is not None:   # 5. the machine, not the differences: named, with what fixes it
@@ -255,6 +257,22 @@ def _capped(runner: Runner, good_runs: list[Run]) -> str | None:
     return (f"the good endpoint did not finish within {cap:g} s, the watchdog's cap before any good run has passed "
             f"(nothing to calibrate from yet): if one run takes longer than that, give --timeout SECONDS (or the "
             f"spec's `timeout`) above its time; if it really hangs, check that --good and --bad are not swapped")
+
+
+def _outlasted(runner: Runner, good_runs: list[Run]) -> str | None:
+    """Every good run outlasted a fixed watchdog (the spec's `timeout`, or --timeout) and none
+    passed: a `timeout` below the test's own time makes every run a hang, good's too, and "good
+    fails too (hang) ... the good side is flaky" would send the user after a flake. Says so, with
+    what to do; None otherwise (a good side that passed once, or hung under a calibrated watchdog)."""
+    fixed = runner.timeout
+    if fixed is None or fixed.source not in ("spec", "option") or not good_runs \
+            or not all(r.timed_out for r in good_runs):
+        return None
+    where = "the spec's `timeout`" if fixed.source == "spec" else "--timeout"
+    return (f"the good endpoint did not finish within {fixed.seconds:g} s, the fixed watchdog set by {where}, "
+            f"({len(good_runs)}/{len(good_runs)} runs): if one run takes longer than that, raise it above the run's "
+            f"time (or leave it out: the watchdog is then calibrated from the good run); if it really hangs, "
+            f"check that [good] and [bad] are not swapped")
 
 
 def hang_checks(check: EndpointCheck, runner: Runner) -> dict:

@@ -106,3 +106,21 @@ def test_a_hang_that_moved_earlier_is_still_the_hang_hunted(tmp_path):
     assert doc["endpoints"]["timeout"]["source"] == "progress"
     assert doc["first_bad"]["subject"] == "c4", (doc.get("problem"), doc.get("skipped"))
     assert not doc["skipped"]
+
+
+def test_a_fixed_timeout_below_the_good_runs_time_is_named_not_called_a_flaky_good_side(tmp_path):
+    """A first spec that sets `timeout = 0.2` on a test taking 0.6 s: every run is a hang, good's
+    too. The problem is the watchdog the spec fixed, not 'good fails too ... or the good side is
+    flaky'; --timeout the same way."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "t.py").write_text("import sys, time\ntime.sleep(0.6)\nsys.exit(int(sys.argv[1]))\n")
+    (tmp_path / "s.toml").write_text('[subject]\ncommand = ["python", "t.py", "{code}"]\ntimeout = 0.2\n'
+                                     '[good]\ncode = 0\n[bad]\ncode = 3\n')
+    p = bisectk("check", tmp_path / "s.toml", "--ledger", tmp_path / "l.db", check=2)
+    line = next(x for x in p.stdout.splitlines() if x.startswith("problem: "))
+    assert "fails too" not in line and "within 0.2 s, the fixed watchdog set by the spec's `timeout`" in line, line
+    (tmp_path / "s.toml").write_text('[subject]\ncommand = ["python", "t.py", "{code}"]\n'
+                                     '[good]\ncode = 0\n[bad]\ncode = 3\n')
+    p = bisectk("check", tmp_path / "s.toml", "--timeout", "0.2", "--ledger", tmp_path / "l.db", check=2)
+    line = next(x for x in p.stdout.splitlines() if x.startswith("problem: "))
+    assert "within 0.2 s, the fixed watchdog set by --timeout" in line, line

@@ -74,6 +74,9 @@ def check(spec: Path = SpecArg,
     from bisectk.engine.subject import load_subject
     s, _ = load_subject(spec, cwd=Path.cwd())
     warnings = unused_factor_warnings(s)
+    if s.good and not s.differences():     # bad would run as good does: ten runs to say it passes
+        fail(f"{spec}: [good] and [bad] are identical" + (" as the subject receives them" if s.written_alike() else "")
+             + ": the bad configuration is the good one")
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure,
                  timeout=timeout, snapshots=snapshots, fresh=fresh, warm=warm)
     with Session("check", s, ledger_location(ledger, spec=s), args={"spec": str(spec)}, policy=pol,
@@ -120,7 +123,8 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     unused_factor_warnings(s)
     n = len(s.differences())
     if n == 0:
-        fail(f"{spec}: [good] and [bad] are identical: nothing to ablate")
+        fail(f"{spec}: [good] and [bad] are identical" + (" as the subject receives them" if s.written_alike() else "")
+             + ": nothing to ablate")
     from bisectk.search.ablation import STRATEGIES
     limit = STRATEGIES[strategy].max_n
     if limit is not None and n > limit:

@@ -119,9 +119,14 @@ def fail(message: str, code: int = X.USAGE) -> None:
 
 
 def unused_factor_warnings(spec) -> list[str]:
-    """A warning per factor that reaches no placeholder (printed on stderr; `check` repeats it)."""
+    """A warning per factor that reaches no placeholder, or whose two values reach the subject as
+    the same text (printed on stderr; `check` repeats it)."""
+    from bisectk.spec import format_value, render     # loaded already: the spec was
     lines = [f"factor {f!r} is used by no placeholder of [subject] command, build or env: its values never "
              f"reach the subject ({spec.path})" for f in spec.unused_factors()]
+    lines += [f"factor {f!r} is {format_value(spec.good[f])} ({type(spec.good[f]).__name__}) in [good] and "
+              f"{format_value(spec.bad[f])} ({type(spec.bad[f]).__name__}) in [bad]: both reach the subject as "
+              f"{render(spec.good[f])!r}, so it is no difference ({spec.path})" for f in spec.written_alike()]
     for line in lines:
         sys.stderr.write(f"bisectk: warning: {terminal_text(line)}\n")
     return lines

@@ -83,7 +83,9 @@ def _past(value: float, bound: float) -> tuple[str, str]:
 
 
 def _same_value(a: Scalar, b: Scalar) -> bool:
-    return type(a) is type(b) and (a == b or (a != a and b != b))    # NaN is NaN
+    """Whether the subject receives the same text: `{name}` reaches argv and the environment only
+    as render() writes it, so `0` and `"0"`, `true` and `"true"` are one value to it."""
+    return (type(a) is type(b) and (a == b or (a != a and b != b))) or render(a) == render(b)   # NaN is NaN
 
 
 def render(value: Scalar) -> str:
@@ -236,10 +238,18 @@ class Spec:
         return list(self.good)
 
     def differences(self) -> list[str]:
-        """Factors whose good and bad values differ, in file order. By type too: `1`, `1.0` and
-        `true` are equal in Python, but the subject receives them as "1", "1.0" and "true"; `nan` and
-        `nan` are unequal in Python, but the subject receives "nan" twice."""
+        """Factors whose good and bad values reach the subject differently, in file order. By the
+        text it receives: `1`, `1.0` and `true` are equal in Python, but the subject receives them as
+        "1", "1.0" and "true"; `nan` and `nan` are unequal in Python, but the subject receives "nan"
+        twice; `0` and `"0"` are unequal in Python and in TOML, but the subject receives "0" twice
+        (written_alike: a warning names them)."""
         return [f for f in self.good if not _same_value(self.good[f], self.bad[f])]
+
+    def written_alike(self) -> list[str]:
+        """Factors whose good and bad values are written differently in the spec (`0` and `"0"`)
+        but reach the subject as the same text: no difference to it, so none to search."""
+        return [f for f in self.good if self.good[f] is not self.bad[f] and type(self.good[f]) is not type(self.bad[f])
+                and render(self.good[f]) == render(self.bad[f])]
 
     def unused_factors(self) -> list[str]:
         """Factors that no `{placeholder}` of the command, the build or the environment names:

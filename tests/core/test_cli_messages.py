@@ -202,3 +202,19 @@ def test_the_words_of_a_shell_script_are_resolved_as_a_commands_are(tmp_path):
         assert [f.word for f in files] == words, (text, files)
     _, files = resolve_command("sh -c './tracked.sh; ./t.sh'", "--run", user_cwd=r, root=r, commit=head)
     assert [(f.use, f.runs) for f in files] == [("tree", True), ("yours", False)]
+
+
+def test_a_good_side_equal_to_the_bad_side_is_one_line_without_a_run(tmp_path):
+    """`check` of a spec whose [bad] is its [good] (as the subject receives them: 3 and "3") says
+    so in one line, before ten runs of bad that 'does not reproduce'; `ablate` too, after a
+    warning that names the factor written two ways."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.toml").write_text('[subject]\ncommand = ["python", "-c", "pass", "{n}", "{m}"]\n'
+                                     '[good]\nn = 3\nm = "a"\n[bad]\nn = "3"\nm = "a"\n')
+    for command in ("check", "ablate"):
+        p = cli(command, tmp_path / "s.toml", "--ledger", tmp_path / "l.db", cwd=tmp_path)
+        assert p.returncode == 2 and p.stdout == "", (p.returncode, p.stdout, p.stderr)
+        lines = p.stderr.strip().splitlines()
+        assert lines[-1].startswith("bisectk: ") and "are identical as the subject receives them" in lines[-1], lines
+        assert any("factor 'n' is 3 (int) in [good] and \"3\" (str) in [bad]" in line for line in lines), lines
+        assert "Traceback" not in p.stderr and not (tmp_path / "l.db").exists()

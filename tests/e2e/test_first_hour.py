@@ -83,9 +83,10 @@ def test_progress_on_stderr_when_piped_never_in_json(tmp_path):
 
 def test_good_endpoint_with_the_target_failure_is_not_rechecked(tmp_path):
     """Both sides crash the same way: unusable at once, without re-running good up to
-    --calibrate-runs times (with a hanging good side, each re-run would wait out the watchdog)."""
+    --calibrate-runs times (with a hanging good side, each re-run would wait out the watchdog).
+    (A difference the subject ignores: identical endpoints are refused before any run.)"""
     counter = tmp_path / "runs.txt"
-    s = spec(tmp_path, "segv", "segv")
+    s = spec(tmp_path, "segv", "segv", extra_factor="seed")
     p = cli("check", s, "--json", cwd=tmp_path, env={"COUNTER": str(counter)})
     doc = json.loads(p.stdout)
     assert p.returncode == 2 and "fails too" in doc["problem"]

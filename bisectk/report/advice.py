@@ -70,9 +70,13 @@ WORDS: dict[str, Callable[[dict], str]] = {
         + (f"The watchdog was set from it ({s['watchdog_s']:.1f} s), so a real hang waits that long"
            if s["watchdog_s"] > s["stopped_s"] else "Each commit stopped so is given longer the same way")
         + "; --timeout SECONDS just above one first run (with its compile) makes hangs cheaper."),
-    "sets": lambda s: (f"{len(s['sets'])} independent failing sets, each enough to fail on its own: "
+    "sets": lambda s: (f"{len(s['sets'])} " + ("independent failing sets, each enough to fail on its own: "
+                                               if not s.get("masked") else "failing sets, each enough to fail on good: ")
                        + "; ".join(f"set {i} {{{_names(m)}}}" for i, m in enumerate(s["sets"], 1))
-                       + ". Bad passes only when every set loses a member."),
+                       + (". Bad passes only when every set loses a member." if not s.get("masked") else
+                          "; but not every set needs to lose a member: " + "; ".join(
+                              f"{{{_names(m)}}} fails on good, yet bad without {_names(f)} passed with it in "
+                              "(another difference of bad masks it)" for m, f in s["masked"]) + ".")),
     "alone": lambda s: (f"{s['culprit']} alone on the good configuration reproduces the failure: start from the "
                         "code paths it changes."),
     "together": _together,

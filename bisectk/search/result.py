@@ -78,6 +78,8 @@ class AblationResult:
                                          # UNRESOLVED, and no set behind that was isolated
     sets_complete: bool | None = None    # the sets explain every failure (None: not searched)
     sets_note: str = ""                  # why they may not
+    masked: list[tuple[frozenset, frozenset]] = field(default_factory=list)  # (a set, a fix that
+                                         # leaves it in bad): a set another difference of bad masks
     confirmation: Any = None             # confirm.SetConfirmation: the runs that confirmed the answer
     switched: tuple | None = None        # (configuration, outcome) whose re-run contradicted a
                                          # deterministic answer: the search went on under the flake rule
@@ -164,6 +166,7 @@ def build_result(strategy: str, differences: Sequence[Hashable], tester: Tester,
         result.sets, result.fixes = list(sets.found), list(sets.fixes)
         result.open_fixes = [*sets.remaining, *sets.unjudged]
         result.sets_complete, result.sets_note = sets.complete, sets.note
+        result.masked = list(sets.masked)
     result.advice = advise(result)
     return result
 
@@ -204,7 +207,10 @@ def advise(result: AblationResult) -> list[dict]:
         steps.append({"step": "stopped", "runs": result.runs, "reason": result.stop_reason, "shown": names,
                       "unsure": [str(c) for c in result.suspects], "of": len(result.differences)})
     elif several:
-        steps.append({"step": "sets", "sets": [[str(m) for m in s.members] for s in result.sets]})
+        ordered = [d for d in result.differences]
+        steps.append({"step": "sets", "sets": [[str(m) for m in s.members] for s in result.sets],
+                      "masked": [[[str(d) for d in ordered if d in m], [str(d) for d in ordered if d in f]]
+                                 for m, f in result.masked]})
     elif len(result.culprits) == 1 and not result.context:
         steps.append({"step": "alone", "culprit": names[0]})
     elif result.interaction:

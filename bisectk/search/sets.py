@@ -24,6 +24,13 @@ checked by running bad without it:
   proved). The family grows and its hitting sets are recomputed;
 - it is UNRESOLVED: the fix cannot be judged, and the list may be incomplete.
 
+A failure need not be monotone: a set that fails alone on good may pass with another difference
+of bad beside it (b masks a). Then a reversal smaller than any hitting set fixes bad, and the
+family's fixes are not the minimal ones. So when the loop ends, every configuration of bad's
+differences seen to PASS with a set found inside it is read back as a fix (`observed`): the fixes
+kept are the minimal ones of both kinds, and a set found inside a passing configuration is `masked` (with that fix), so
+the report never says that bad passes only when every set loses a member.
+
 When every minimal hitting set of the family has been shown to fix bad, no other failing set
 exists (for a failing set S outside the family, no member of the family lies inside S, so one
 element of each member outside S makes a hitting set disjoint from S; its minimal part h leaves S
@@ -61,6 +68,8 @@ class Sets:
     unjudged: list[frozenset] = field(default_factory=list)    # bad without it was UNRESOLVED
     remaining: list[frozenset] = field(default_factory=list)   # bad without it FAILED, and the set
                                                                # behind that was not isolated
+    masked: list[tuple[frozenset, frozenset]] = field(default_factory=list)  # (set found, a fix that
+                                                               # leaves it in bad): bad masks that set
     complete: bool = True
     note: str = ""                                             # why the list may be incomplete
     interrupted: bool = False                                  # Ctrl-C ended it (the caller re-raises)
@@ -131,6 +140,7 @@ def find_other_sets(tester: Tester, items: Sequence[Hashable], first: FailingSet
                     for later in sets.found[1:]:
                         for member in later.members:
                             tester.test(everything - {member}, "confirm-removal")
+                observed(tester, items, sets)
                 if sets.unjudged:
                     return _incomplete(sets, "bad without " + " / ".join(_words(f, items) for f in sets.unjudged)
                                        + " could not be judged")
@@ -147,6 +157,28 @@ def find_other_sets(tester: Tester, items: Sequence[Hashable], first: FailingSet
         tester.stage = ""
         sets.interrupted = True
         return _incomplete(sets, "interrupted")
+
+
+def observed(tester: Tester, items: Sequence[Hashable], sets: Sets) -> None:
+    """Read back each configuration of bad's differences judged PASS that holds a set found whole:
+    bad without the rest passed, so the rest is a fix that no hitting set of the family gives (one
+    that meets every set holds a minimal hitting set, already checked), and that set is masked in
+    bad. Keeps the minimal fixes of those and the family's, smallest first (see the module
+    docstring). Runs nothing."""
+    everything, order = frozenset(items), {d: i for i, d in enumerate(items)}
+    found = [frozenset(f.members) for f in sets.found]
+    masking = [(key, everything - key) for key, outcome in tester.memo.items()
+               if outcome is Outcome.PASS and isinstance(key, frozenset) and key < everything
+               and any(members <= key for members in found)]
+    if not masking:
+        return
+    fixes = list(dict.fromkeys([*sets.fixes, *(fix for _, fix in masking)]))
+    sets.fixes = sorted((f for f in fixes if not any(other < f for other in fixes)),
+                        key=lambda f: (len(f), sorted(order[d] for d in f)))
+    for members in found:
+        inside = [fix for key, fix in masking if members <= key]
+        if inside:
+            sets.masked.append((members, min(inside, key=len)))
 
 
 def _settled(tester: Tester, items: Sequence[Hashable], culprits: Sequence[Hashable]) -> FailingSet:

@@ -170,3 +170,25 @@ def test_without_more_sets_nothing_changes_for_a_single_cause():
 def test_exhaustive_names_every_other_set():
     result = ablate(list("abcde"), planted({"a", "c"}, {"e"}), strategy="exhaustive")
     assert "{a, c}" in " ".join(said(result))
+
+
+def masked(config: frozenset) -> Outcome:
+    """a fails alone, but b (also in bad) masks it; c and d fail together: bad fails through c and d
+    only, so reverting c alone fixes it. Not monotone: {a} fails and {a, b} passes."""
+    fails = ("a" in config and "b" not in config) or {"c", "d"} <= config
+    return Outcome.FAIL if fails else Outcome.PASS
+
+
+@pytest.mark.parametrize("strategy", ["adaptive", "ddmin", "ofat"])
+def test_a_set_another_difference_masks_in_bad_is_said_and_the_smaller_fixes_are_given(strategy):
+    """The sets found ({a}, {c, d}) make 'a and c' look like the fix, and 'bad passes only when every
+    set loses a member' -- but bad without c alone was seen to pass, with a still in: that run is
+    the fix (and d's), and {a} is a set bad masks."""
+    result = ablate(list("acbd"), masked, strategy=strategy, measure_removal=True, more_sets=7)
+    assert {frozenset(s.members) for s in result.sets} == {frozenset("a"), frozenset("cd")}
+    assert set(result.fixes) == {frozenset("c"), frozenset("d")}, result.fixes
+    assert [(set(s), set(f)) for s, f in result.masked] in ([({"a"}, {"c"})], [({"a"}, {"d"})])
+    check_table(result)
+    words = " ".join(said(result))
+    assert "Fix c, or d" in words and "both a and" not in words
+    assert "every set loses a member" not in words and "bad masks it" in words, words

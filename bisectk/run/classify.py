@@ -223,6 +223,15 @@ def _common(raw: RawRun, log_path: str | None) -> dict:
                 timeline=tuple(tuple(p) for p in raw.timeline) if raw.timeline else None)
 
 
+def _unreported(metric: str, metrics: dict, common: dict) -> Run:
+    """UNRESOLVED: the oracle judges by `metric` and the run did not report it; the names it did
+    report make a typo in the spec plain."""
+    names = [k for k in metrics if k not in ("ok", "error")]
+    said = f"it reported {', '.join(names[:6])}{', ...' if len(names) > 6 else ''}" if names else "it reported none"
+    return Run(Outcome.UNRESOLVED, reason=Reason.INFRA, signature=f"metric {metric} not reported ({said})",
+               metrics=metrics, **common)
+
+
 def check_text(t: Threshold) -> str:
     """A threshold as the check it states, without values seen: 'rel_err <= 0.001'."""
     if t.min is not None and t.max is not None:
@@ -354,13 +363,16 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
         # ok=false and an inf run that does not are the same failure when both break rel_err
         return Run(Outcome.FAIL, FailKind.WRONG, signature=str(metrics.get("error") or "subject reported a wrong result"),
                    metrics=metrics, failed=tuple(sorted({SUBJECT_CHECK, *(c for _, c in violations)})), **common)
+    # a metric the oracle judges by (thresholds, then slow_metric: a wrong result need not time
+    # itself) that the run did not report: a typo in the spec or a subject that never prints it
     missing = [t.metric for t in judge.thresholds if t.metric not in metrics]
     if missing:
-        return Run(Outcome.UNRESOLVED, reason=Reason.INFRA, signature=f"metric {missing[0]} not reported",
-                   metrics=metrics, **common)
+        return _unreported(missing[0], metrics, common)
     if violations:
         return Run(Outcome.FAIL, FailKind.WRONG, signature="; ".join(v for v, _ in violations), metrics=metrics,
                    failed=tuple(sorted({c for _, c in violations})), **common)
+    if judge.slow_factor and judge.slow_metric and judge.slow_metric not in metrics:
+        return _unreported(judge.slow_metric, metrics, common)   # else SLOW is undecidable: a slow bad side "passes"
     nan = [k for k, v in metrics.items() if isinstance(v, float) and math.isnan(v)]
     if nan and not judge.thresholds:
         return Run(Outcome.FAIL, FailKind.WRONG, signature=f"NaN in {nan[0]}", metrics=metrics,

@@ -218,3 +218,19 @@ def test_a_subject_that_says_ok_passes(ok):
 def test_a_result_line_that_is_no_json_object_is_said_as_such_not_missing(line):
     r = classify_run(raw(stdout=line + "\n"), JUDGE)
     assert r.reason is Reason.INFRA and "not a JSON object" in r.signature and "no BISECTK_RESULT" not in r.signature
+
+
+def test_a_metric_the_oracle_judges_by_that_the_run_did_not_report_names_what_it_did_report():
+    """A typo in the spec's metric (`errr`) or slow_metric (`t_mss`): unresolved, and the names the
+    run reported make the typo plain. A slow_metric no run reports once left SLOW undecidable:
+    the slow bad side 'did not reproduce'."""
+    r = classify_run(raw(stdout='BISECTK_RESULT {"err": 0.0, "t_ms": 3}'), Judge([Threshold("errr", max=1)]))
+    assert (r.outcome, r.reason) == (Outcome.UNRESOLVED, Reason.INFRA)
+    assert r.signature == "metric errr not reported (it reported err, t_ms)"
+    slow = Judge([], slow_factor=2.0, slow_metric="t_mss", baseline=None)
+    r = classify_run(raw(stdout='BISECTK_RESULT {"err": 0.0, "t_ms": 3}'), slow)
+    assert r.outcome is Outcome.UNRESOLVED and r.signature == "metric t_mss not reported (it reported err, t_ms)"
+    r = classify_run(raw(stdout='BISECTK_RESULT {"ok": true}'), Judge([Threshold("err", max=1)]))
+    assert r.signature == "metric err not reported (it reported none)"
+    wrong = Judge([Threshold("err", max=0.5)], slow_factor=2.0, slow_metric="t_ms", baseline=1.0)
+    assert classify_run(raw(stdout='BISECTK_RESULT {"err": 1.0}'), wrong).kind is FailKind.WRONG   # untimed garbage

@@ -84,15 +84,21 @@ def is_compile_error(text: str) -> bool:
 
 
 COMPILE_FAILED = "does not compile"
+_TRACEBACK = "Traceback (most recent call last):"
 _PY_SYNTAX = re.compile(r"^\s*((?:SyntaxError|IndentationError|TabError)\b.*)$", re.MULTILINE)
 
 
 def does_not_compile(text: str) -> str | None:
     """What says the source did not compile or parse (a Python SyntaxError, a compiler's error),
-    in a few words; None when nothing does."""
+    or did not link (a Python traceback that ends in an ImportError: a diff hybrid that imports a
+    module, or a name, that only another hunk brings), in a few words; None when nothing does."""
     said = _PY_SYNTAX.search(text)
     if said:
         return said.group(1).strip()[:160]
+    if _TRACEBACK in text:
+        last = last_exception(text)
+        if last is not None and last.split(":")[0] in ("ImportError", "ModuleNotFoundError"):
+            return last
     if is_compile_error(text):
         return last_exception(text) or "compile error"
     return None

@@ -234,3 +234,19 @@ def test_a_metric_the_oracle_judges_by_that_the_run_did_not_report_names_what_it
     assert r.signature == "metric err not reported (it reported none)"
     wrong = Judge([Threshold("err", max=0.5)], slow_factor=2.0, slow_metric="t_ms", baseline=1.0)
     assert classify_run(raw(stdout='BISECTK_RESULT {"err": 1.0}'), wrong).kind is FailKind.WRONG   # untimed garbage
+
+
+def test_under_git_bisect_runs_protocol_an_import_that_fails_is_a_failure_of_its_own():
+    """A diff hybrid with a rename's use and not its file (`from helpers2 import f`, helpers2.py
+    still only in BAD) dies at the import with exit 1: not the assertion the bad endpoint failed,
+    which named these two hunks the failing sets."""
+    from bisectk.outcome import Target
+    git = Judge([], protocol="git")
+    bad = classify_run(raw(exit_code=1, stderr='Traceback (most recent call last):\n  File "run.py", line 4\n'
+                                               "AssertionError: wrong\n"), git)
+    hybrid = classify_run(raw(exit_code=1, stderr='Traceback (most recent call last):\n  File "run.py", line 3\n'
+                                                  "ModuleNotFoundError: No module named 'helpers2'\n"), git)
+    assert hybrid.signature == "exit 1: ModuleNotFoundError: No module named 'helpers2'" and hybrid.failed
+    assert not Target.of([bad]).matches(hybrid) and Target.of([hybrid]).matches(hybrid)
+    said = classify_run(raw(exit_code=1, stdout="ImportError: not a traceback, a message\n"), git)
+    assert said.signature == "exit 1" and Target.of([bad]).matches(said)

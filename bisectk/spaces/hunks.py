@@ -142,11 +142,16 @@ class Hunk:
         before = self.base[max(0, gs - 1 - context):gs - 1]
         after = self.base[ge - 1:ge - 1 + context]
         n = len(before)
+        old, new = list(self.old), list(self.new)
+        if before and not before[-1].endswith("\n") and new:
+            # lines added after GOOD's last line, which has no newline: applied, the join gives it
+            # one (apply_lines), so the patch changes it too; as context it would read `B = 2Z = 9`
+            before, old, new = before[:-1], [before[-1], *old], [before[-1] + "\n", *new]
         body = [f"--- a/{self.file}\n+++ b/{self.file}\n",
                 f"@@ -{_range(gs - n, n + len(self.old) + len(after))} "
                 f"+{_range(self.bad_lines[0] - n, n + len(self.new) + len(after))} @@\n"]
-        body += [_line(" ", s) for s in before] + [_line("-", s) for s in self.old]
-        body += [_line("+", s) for s in self.new] + [_line(" ", s) for s in after]
+        body += [_line(" ", s) for s in before] + [_line("-", s) for s in old]
+        body += [_line("+", s) for s in new] + [_line(" ", s) for s in after]
         return head + "".join(body)
 
     def to_dict(self) -> dict:

@@ -738,3 +738,26 @@ def test_directories_no_hunk_carries_are_listed(tmp_path):
     (bad / "same").chmod(0o700)
     assert unbisected(good, bad) == ["new/ (BAD only, empty)", "out/ (GOOD only, empty)", "same/ (mode 755 -> 700)"]
     assert unbisected(good / "same", bad / "same") == []
+
+
+def test_a_line_added_after_a_last_line_without_newline_is_shown_as_the_hybrid_has_it(tmp_path):
+    """GOOD ends `B = 2` (no newline); BAD changes it and adds `Z = 9`. The line unit that adds
+    `Z = 9` alone gives `B = 2\\nZ = 9` (the join puts a newline after B): its own patch, the one
+    the report shows for a culprit line, must say so, not leave `B = 2` unchanged as context
+    (`git apply` made `B = 2Z = 9` of it; GNU patch guessed the newline)."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.mkdir()
+    bad.mkdir()
+    (good / "k.py").write_text("A = 1\nB = 2")
+    (bad / "k.py").write_text("A = 1\nB = 3\nZ = 9")
+    units = split_lines(diff_paths(good, bad)[0])
+    added = next(u for u in units if not u.old)
+    assert (materialise(good, [added], tmp_path / "m") / "k.py").read_text() == "A = 1\nB = 2\nZ = 9"
+    for unit in units:
+        copy = tmp_path / f"patched-{units.index(unit)}"
+        shutil.copytree(good, copy)
+        proc = subprocess.run(["git", "apply", "-"], input=unit.unified(), text=True, cwd=copy, capture_output=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr + unit.unified()
+        shutil.rmtree(tmp_path / "m")
+        expected = (materialise(good, [unit], tmp_path / "m") / "k.py").read_text()
+        assert (copy / "k.py").read_text() == expected, unit.unified()

@@ -229,6 +229,18 @@ def _common(raw: RawRun, log_path: str | None) -> dict:
                 timeline=tuple(tuple(p) for p in raw.timeline) if raw.timeline else None)
 
 
+def _numeric_text(value: object) -> bool:
+    """A string that reads as a finite number ("1e-9", " 0.5"): a metric printed in quotes. "inf"
+    and "nan" are not: JSON has no word for them, so a subject may well write them as strings,
+    and they are the wrong result they say."""
+    if not isinstance(value, str) or len(value) > 64:
+        return False
+    try:
+        return math.isfinite(float(value))
+    except ValueError:
+        return False
+
+
 def _unreported(metric: str, metrics: dict, common: dict) -> Run:
     """UNRESOLVED: the oracle judges by `metric` and the run did not report it; the names it did
     report make a typo in the spec plain."""
@@ -374,6 +386,11 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
     missing = [t.metric for t in judge.thresholds if t.metric not in metrics]
     if missing:
         return _unreported(missing[0], metrics, common)
+    quoted = [t.metric for t in judge.thresholds if _numeric_text(metrics[t.metric])]
+    if quoted:      # "1e-9" in quotes: the subject's printing, not a wrong result of its kernel
+        return Run(Outcome.UNRESOLVED, reason=Reason.INFRA, signature=(
+            f"metric {quoted[0]} is the string {metrics[quoted[0]]!r}, not a number: print it without quotes"),
+            metrics=metrics, **common)
     if violations:
         return Run(Outcome.FAIL, FailKind.WRONG, signature="; ".join(v for v, _ in violations), metrics=metrics,
                    failed=tuple(sorted({c for _, c in violations})), **common)

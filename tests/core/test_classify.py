@@ -250,3 +250,14 @@ def test_under_git_bisect_runs_protocol_an_import_that_fails_is_a_failure_of_its
     assert not Target.of([bad]).matches(hybrid) and Target.of([hybrid]).matches(hybrid)
     said = classify_run(raw(exit_code=1, stdout="ImportError: not a traceback, a message\n"), git)
     assert said.signature == "exit 1" and Target.of([bad]).matches(said)
+
+
+def test_a_metric_printed_in_quotes_is_the_subjects_printing_not_a_wrong_result():
+    """`{"err": "1e-9"}` (a string: a printf with quotes) on both sides made good 'fail too' with a
+    wrong result, and the problem said the failure did not depend on the differences."""
+    r = classify_run(raw(stdout='BISECTK_RESULT {"rel_err": "1e-9"}'), JUDGE)
+    assert (r.outcome, r.reason) == (Outcome.UNRESOLVED, Reason.INFRA)
+    assert r.signature == "metric rel_err is the string '1e-9', not a number: print it without quotes"
+    r = classify_run(raw(stdout='BISECTK_RESULT {"rel_err": "garbage"}'), JUDGE)
+    assert r.kind is FailKind.WRONG        # not a number at all: what the kernel gave
+    assert classify_run(raw(stdout='BISECTK_RESULT {"rel_err": "nan"}'), JUDGE).kind is FailKind.WRONG

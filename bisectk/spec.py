@@ -412,6 +412,7 @@ def load_spec(path: str | Path) -> Spec:
     except (OSError, ValueError) as exc:
         raise SpecError(path, None, f"cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
     import tomllib
+    text = text.removeprefix("\ufeff")     # a byte-order mark, as some editors write: tomllib reads it as a statement
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

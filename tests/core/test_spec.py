@@ -229,3 +229,11 @@ def test_values_written_differently_that_reach_the_subject_as_the_same_text_are_
     assert spec.differences() == ["depth", "mode"]
     assert spec.written_alike() == ["label"]
     assert load_spec(write(tmp_path, BASE)).written_alike() == []
+
+
+def test_a_spec_saved_with_a_byte_order_mark_loads(tmp_path):
+    """An editor that saves UTF-8 with a BOM: tomllib called it 'Invalid statement (at line 1,
+    column 1)', a line that names nothing the user can see."""
+    p = write(tmp_path, BASE)
+    p.write_bytes(b"\xef\xbb\xbf" + p.read_bytes())
+    assert load_spec(p).differences() == ["depth", "mode"]

@@ -1,6 +1,7 @@
 """A small, safe expression evaluator for spec constraints (never `eval`).
 
-Grammar: numbers, strings, True/False, factor names, arithmetic (+ - * / // % **), comparisons
+Grammar: numbers, strings, True/False (and true/false, as TOML and the spec's values write them,
+unless a factor is so named), factor names, arithmetic (+ - * / // % **), comparisons
 (chained too), `and`/`or`/`not`, `in`/`not in` over tuple or list literals, parentheses, and the
 functions min, max, abs. Anything else (attributes, calls to other names, subscripts, lambdas)
 is rejected when the spec is loaded, so a constraint can never run code.
@@ -34,6 +35,7 @@ _CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.Lt
         ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_}
 _FUNCS = {"min": min, "max": max, "abs": abs}
+_TOML_BOOLS = {"true": True, "false": False}    # `fast == true`: the spec's own spelling of a boolean
 
 
 class ExprError(ValueError):
@@ -84,7 +86,8 @@ class Expr:
             case ast.Name(id=name):
                 if name in _FUNCS:
                     raise ExprError(f"{clip(self.source)}: {name!r} is a function; call it, e.g. {name}(a, b)")
-                self.names.add(name)
+                if name not in _TOML_BOOLS:
+                    self.names.add(name)
                 return
             case ast.BinOp(left=a, op=op, right=b) if type(op) in _BIN:
                 parts = [a, b]
@@ -129,7 +132,7 @@ class _Evaluator:
             case ast.Constant(value=v):
                 return v
             case ast.Name(id=name):
-                return self.env[name]
+                return self.env[name] if name in self.env or name not in _TOML_BOOLS else _TOML_BOOLS[name]
             case ast.BinOp(left=a, op=op, right=b):
                 return _bounded(self._binop(op, self.eval(a), self.eval(b)))
             case ast.UnaryOp(op=op, operand=a):

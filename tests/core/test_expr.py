@@ -66,3 +66,13 @@ def test_bounds_leave_ordinary_arithmetic_alone():
     assert Expr("9 ** 64 > 0").evaluate({}) is True  # one power of a small base is fine
     assert Expr("tag + '-x' == 'a-x'").evaluate({"tag": "a"}) is True  # concatenation is not repetition
     assert Expr("v > 5").evaluate({"v": 10 ** 4000}) is True  # huge factor values compare fine
+
+
+def test_booleans_may_be_written_as_toml_writes_them():
+    """The spec's values say `fast = true`; a constraint `fast == true` was refused as naming an
+    unknown factor 'true'. A factor named `true` keeps its own value."""
+    e = Expr("fast == true or n > 1000")
+    assert e.names == {"fast", "n"}
+    assert e.evaluate({"fast": True, "n": 1}) is True and e.evaluate({"fast": False, "n": 1}) is False
+    assert Expr("not false").evaluate({}) is True
+    assert Expr("true").evaluate({"true": 0}) == 0

@@ -168,19 +168,22 @@ class FirstProbes:
         """Each probe's outcome, as the aimed oracle judged it, in the order started; a probe whose
         run did not come to an outcome (ended unjudged) is left to the search."""
         from bisectk.search.history import Observation
-        self._join()
         out = []
-        with live():   # waiting for a run is a run: a Ctrl-C stops it at once (engine/interrupts.py)
-            for i, f in list(self.started.items()):
-                try:
-                    out.append(Observation(i, f.result()))
-                except KeyboardInterrupt:
-                    # left at once; the probes still under way end as bisectk cleans up, and are not
-                    # stored (Runner.stop), as a batch's are
-                    self.oracle.trials.runner.stop()
-                    raise
-                except BaseException:      # cancelled, abandoned: the search asks again if it must
-                    continue
+        try:
+            self._join()
+            with live():   # waiting for a run is a run: a Ctrl-C stops it at once (engine/interrupts.py)
+                for i, f in list(self.started.items()):
+                    try:
+                        out.append(Observation(i, f.result()))
+                    except KeyboardInterrupt:
+                        raise
+                    except BaseException:      # cancelled, abandoned: the search asks again if it must
+                        continue
+        except KeyboardInterrupt:
+            # left at once (one held back is raised on entering `live`); the probes still under way
+            # end as bisectk cleans up, and are not stored (Runner.stop), as a batch's are
+            self.oracle.trials.runner.stop()
+            raise
         return out
 
 

@@ -421,6 +421,8 @@ class WorktreePool:
     while_preparing: Callable[[], object] | None = None
     _threads: list[threading.Thread] = field(default_factory=list)
     _open: bool = False
+    # entries removed to be made again, their locks still held (_take_cached): the next add's places
+    _emptied: list[tuple[Path, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.repo = open_repo(self.repo)
@@ -576,9 +578,12 @@ class WorktreePool:
                 continue
             if head is None or damage(path, self._common) is not None or _shape_of(path) != self.shape:
                 # not intact (pruned, half-made), or its files were written under other checkout
-                # settings (git-lfs installed since, a filter or eol setting changed): made again
+                # settings (git-lfs installed since, a filter or eol setting changed): made again,
+                # by the next add, under the lock held now. Let go and taken again, the lock could
+                # be found held: a child that another thread forked meanwhile (any git command)
+                # holds a copy of this descriptor until it execs
                 self._discard(path)
-                os.close(fd)
+                self._emptied.append((path, fd))
                 continue
             entry = _Entry(path, fd, head)
             self._held.append(entry)
@@ -586,12 +591,15 @@ class WorktreePool:
         return None
 
     def _add(self, sha: str) -> _Entry:
-        taken = {int(m.group(1)) for d in self.cache_dir.iterdir() if (m := _ENTRY.match(d.name))}
-        k = next(k for k in range(len(taken) + 1) if k not in taken)
-        path = self.cache_dir / f"wt-{k}"
-        fd = self._lock(path)
-        if fd is None:          # another process is making the same one: take the next
-            raise SpaceError(f"worktree {path} is being created by another bisectk; try again")
+        if self._emptied:       # an entry removed to be made again, still locked
+            path, fd = self._emptied.pop(0)
+        else:
+            taken = {int(m.group(1)) for d in self.cache_dir.iterdir() if (m := _ENTRY.match(d.name))}
+            k = next(k for k in range(len(taken) + 1) if k not in taken)
+            path = self.cache_dir / f"wt-{k}"
+            fd = self._lock(path)
+            if fd is None:          # another process is making the same one
+                raise SpaceError(f"worktree {path} is being created by another bisectk; try again")
         try:
             run_git(self.repo, *PARALLEL_CHECKOUT, "worktree", "add", "--detach", "--force", str(path), sha)
         except BaseException:
@@ -747,6 +755,11 @@ class WorktreePool:
             t.join()
         with self._cond:
             held, self._held, self._free = self._held, [], []
+            emptied, self._emptied = self._emptied, []
+        for path, fd in emptied:        # removed and not made again: nothing is left of them but the lock
+            os.close(fd)
+            if not self.keep:
+                Path(f"{path}.lock").unlink(missing_ok=True)
         for entry in held:
             if entry.watch is not None:
                 entry.watch.close()

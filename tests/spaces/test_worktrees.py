@@ -77,6 +77,37 @@ def test_a_half_built_worktree_is_reset_before_the_next_use(repo, exc):
             assert again == wt and (wt / "state.txt").read_text() == "1\n" and not (wt / "half.o").exists()
 
 
+def test_a_worktree_made_again_under_new_settings_keeps_its_lock_while_a_fork_holds_a_copy(repo, monkeypatch):
+    """A cached worktree written under other checkout settings (a sparse checkout `set` since) is
+    removed and made again in its place. Its flock must not be let go in between: a child another
+    thread forks meanwhile (any git command) holds a copy of every descriptor until it execs, and
+    the lock, taken again, would be found held: "being created by another bisectk" (a bisect after
+    `git sparse-checkout set` failed so under load). Here each lock's descriptor is duplicated as
+    such a child's copy is, and kept open throughout."""
+    from bisectk.spaces import worktrees
+    rng = chain(repo)
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[1]):
+            pass
+    git(repo, "config", "core.autocrlf", "false")          # a shaping setting: wt-0 is made again
+    forked: list[int] = []
+    taken = worktrees._lock
+
+    def lock_copied_by_a_fork(path):
+        fd = taken(path)
+        if fd is not None:
+            forked.append(os.dup(fd))
+        return fd
+    monkeypatch.setattr(worktrees, "_lock", lock_copied_by_a_fork)
+    try:
+        with WorktreePool(repo, size=1) as pool:
+            with pool.lease(rng[2]) as wt:
+                assert wt.name == "wt-0" and (wt / "state.txt").read_text() == "2\n"
+    finally:
+        for fd in forked:
+            os.close(fd)
+    assert cached(repo) == ["wt-0"]
+
 def test_repo_environment_cannot_redirect_commands(repo, monkeypatch):
     before = fingerprint(repo)
     monkeypatch.setenv("GIT_INDEX_FILE", str(repo / ".git" / "index"))

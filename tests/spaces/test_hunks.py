@@ -197,18 +197,21 @@ def test_fifos_and_sockets_in_a_tree_are_skipped_never_read(tmp_path):
         (side / "a").write_text(f"{v}\n")
         os.mkfifo(side / "pipe")
     s = socket.socket(socket.AF_UNIX)
-    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("a FIFO was read"))
-    signal.alarm(20)            # a regression hangs in the read: a failure, not a stuck suite
+    # a regression hangs in the read: a failure, not a stuck suite; the handler is the worker
+    # process's, put back after (a later test's SIGALRM would otherwise fail it as "a FIFO was read")
+    before = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("a FIFO was read"))
+    signal.alarm(20)
     try:
         s.bind(str(good / "sock"))
         assert [h.id for h in diff_paths(good, bad)] == ["a:1"]
         scratch = Scratch(good, tmp_path / "scratch")
         assert sorted(p.name for p in scratch.apply([]).iterdir()) == [".bisectk", "a"]
+        with pytest.raises(SpaceError, match="FIFO"):
+            diff_paths(good / "pipe", bad / "a")
     finally:
         signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
         s.close()
-    with pytest.raises(SpaceError, match="FIFO"):
-        diff_paths(good / "pipe", bad / "a")
 
 
 def test_overlapping_subsets_are_refused(tmp_path):

@@ -83,13 +83,15 @@ def test_slow_uses_good_baseline(tmp_path, make_spec):
 
 
 def test_a_bad_endpoint_that_is_slow_not_hung_is_judged_by_its_end(tmp_path, make_spec):
-    """Good takes 0.05 s, so the watchdog is its 1 s floor; bad takes 1.6 s and gives a wrong
+    """Good takes 0.05 s, so the watchdog is its 1 s floor; bad takes 4 s and gives a wrong
     result. Called a hang at 1 s, it is run once more with longer: it ends, wrong, and the
-    watchdog is set from its time (the search must not call every slow configuration a hang)."""
-    spec = load_spec(make_spec({"mode": "ok", "sleep": 0.05}, {"mode": "wrong", "sleep": 1.6}))
+    watchdog is set from its time (the search must not call every slow configuration a hang).
+    Bad's 4 s stays past the watchdog of a good run slowed by load up to 0.8 s (5 x it): a
+    1.6 s bad was not stopped when the good run took 0.36 s (watchdog 1.78 s)."""
+    spec = load_spec(make_spec({"mode": "ok", "sleep": 0.05}, {"mode": "wrong", "sleep": 4.0}))
     check = verify(Runner(spec))
     assert check.ok and check.bad.kind is FailKind.WRONG, check.bad.describe()
-    assert check.timeout.seconds >= 5 * 1.6 and check.timeout.source == "calibrated", check.timeout
+    assert check.timeout.seconds >= 5 * 4.0 and check.timeout.source == "calibrated", check.timeout
     assert any("was no hang" in n for n in check.notes), check.notes
 
 

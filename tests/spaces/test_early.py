@@ -17,7 +17,7 @@ from bisectk.spaces import early
 from bisectk.spaces.commits import SpaceError, list_graph, open_repo, resolve
 from bisectk.__main__ import _open_pool
 from bisectk.spaces.worktrees import cache_dir_of
-from tests.conftest import ROOT, bisectk
+from tests.conftest import ROOT, bisectk, wait_until
 from tests.fixtures.gitrepo import make_repo
 
 
@@ -114,14 +114,21 @@ def _alive(marker: str) -> str:
     return subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.strip()
 
 
+def _started(marker: str) -> str:
+    """The slow rev-list, once it runs: the walk's Popen returns as the script starts, and the
+    marker is only on a command line once its shell has exec'd python3 (on a loaded machine,
+    well after `keyed` is set)."""
+    return wait_until(lambda: _alive(marker), timeout=60)
+
+
 def test_a_walk_that_does_not_match_is_ended_while_it_runs(repo, tmp_path, monkeypatch):
     r, shas = repo
     marker = f"early-probe-{uuid.uuid4().hex}"   # unique on the machine: another session may run this test
     monkeypatch.setenv("PATH", f"{_slow_git(tmp_path, marker)}:{os.environ['PATH']}")
     early.start(["bisect", "--repo", str(r), "--good", shas[0], "--bad", shas[-1]])
     walk = early._walk
-    walk.keyed.wait(10)
-    assert walk.proc is not None and walk.proc.poll() is None and _alive(marker)
+    assert walk.keyed.wait(60)
+    assert walk.proc is not None and walk.proc.poll() is None and _started(marker)
     assert early.take(r, [*early.WALK, shas[-1], f"^{shas[1]}"]) is None      # another range: ended
     assert walk.proc.poll() is not None and not _alive(marker)
 
@@ -233,7 +240,8 @@ def test_a_pool_that_could_not_be_opened_is_answered_at_once_not_after_the_walk(
     def cannot(root, size):
         raise OSError("read-only file system")
     early.start(["bisect", "--repo", str(r), "--good", shas[0], "--bad", shas[-1]], open_pool=cannot)
-    early._walk.keyed.wait(10)
+    assert early._walk.keyed.wait(60)
     t = time.monotonic()
     assert early.take_pool(r, 1, shas[0]) is None
-    assert time.monotonic() - t < 10 and _alive(marker)      # the walk (60 s) still runs
+    assert time.monotonic() - t < 10
+    assert early._walk.proc.poll() is None and _started(marker)      # the walk (60 s) still runs

@@ -5,6 +5,7 @@ a command starts and stops its own local instance; they skip when ray is not ins
 import json
 import math
 import os
+import signal
 import sys
 import threading
 import time
@@ -36,6 +37,20 @@ def head():
     h = LocalHead(num_cpus=4)
     yield h
     h.close()
+
+
+@pytest.fixture(autouse=True)
+def driver_leaves_nothing():
+    """`ray.init` in this process (the tests that drive a RayExecutor here) installs Ray's SIGTERM
+    handler and sets PYTHONBREAKPOINT, and `ray.shutdown` keeps both: the xdist worker's later
+    tests, of other modules, ran with them (a per-test watch of the worker's state saw both)."""
+    handler, env = signal.getsignal(signal.SIGTERM), dict(os.environ)
+    yield
+    if handler is not None:         # None: installed from C, nothing Python could put back
+        signal.signal(signal.SIGTERM, handler)
+    for k in os.environ.keys() - env.keys():
+        del os.environ[k]
+    os.environ.update({k: v for k, v in env.items() if os.environ.get(k) != v})
 
 
 def cli_env(head) -> dict:

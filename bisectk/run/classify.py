@@ -28,6 +28,12 @@ import re
 from dataclasses import dataclass
 
 from bisectk.outcome import FailKind, Outcome, Reason, Run
+
+# The rules above, as a memo key's part (run/memokey.py StaticKey): a change that can move a stored
+# run's verdict (an import failure read as a hybrid that does not link, a quoted metric as
+# unresolved: stop 50) is a new version, so a ledger written under the old rules is not answered
+# from, as a changed timeout policy is not (memokey.POLICY_VERSION).
+RULES_VERSION = "classify-v3"
 from bisectk.run.process import RawRun, signal_name
 from bisectk.spec import Threshold
 

@@ -256,7 +256,9 @@ class StaticKey:
                     argv0 = template[0]
                 programs.append(program_identity(argv0, env))
         self.files = spec.named_files(cwd)   # path -> digest, also in the fingerprint: for the reports
-        self.base = {"spec": spec.fingerprint(cwd), "programs": programs, "env": environment_digest(env)}
+        from bisectk.run.classify import RULES_VERSION
+        self.base = {"spec": spec.fingerprint(cwd), "programs": programs, "env": environment_digest(env),
+                     "rules": RULES_VERSION}
         self._tree: str | None = None
         self._keys: dict[tuple, str] = {}
 

@@ -93,6 +93,19 @@ def test_the_specs_timeout_and_the_timeout_option_are_in_the_key(env, monkeypatc
     assert ok.outcome is Outcome.PASS and n == 1
 
 
+def test_a_run_stored_under_other_classification_rules_is_made_again(env, monkeypatch):
+    """The ledger keeps verdicts, not raw output: when the rules that turn a run's output into a
+    verdict change (run/classify.py RULES_VERSION), a stored verdict may be one the new rules would
+    not give, so the run is made again; unchanged rules answer from the ledger."""
+    from bisectk.run import classify
+    d = project(env)
+    _, n1 = verdict(d, env / "l.db")
+    _, n2 = verdict(d, env / "l.db")
+    monkeypatch.setattr(classify, "RULES_VERSION", classify.RULES_VERSION + "-next")
+    again, n3 = verdict(d, env / "l.db")
+    assert (n1, n2, n3) == (1, 0, 1) and not again.cached
+
+
 def test_the_environment_is_in_the_key_but_not_the_shells_bookkeeping(env, monkeypatch):
     d = project(env)
     assert verdict(d, env / "l.db")[0].outcome is Outcome.PASS

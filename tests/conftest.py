@@ -2,12 +2,22 @@
 runner that calls bisectk as users do."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 
 import pytest
+
+# The suite's signal dispositions as a terminal gives them. A runner started in the background by
+# a non-interactive shell (`cmd &`: a CI script, fresh-clone-check) begins with SIGINT ignored, and
+# every command a test starts would inherit that: bisectk keeps an inherited SIG_IGN, as POSIX asks
+# (engine/interrupts.py), so each test's Ctrl-C would be ignored and its command run to the end.
+# A test that wants a signal ignored sets it in its child.
+for _sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    if signal.getsignal(_sig) == signal.SIG_IGN:
+        signal.signal(_sig, signal.default_int_handler if _sig == signal.SIGINT else signal.SIG_DFL)
 
 ROOT = Path(__file__).resolve().parents[1]
 TOY = ROOT / "tests" / "fixtures" / "toy.py"

@@ -178,15 +178,21 @@ def test_a_reader_that_goes_away_ends_the_command_as_sigpipe_would(tmp_path):
     assert git(r, "rev-parse", "HEAD") == head and not git(r, "status", "--porcelain")
 
 
+def _triage_interrupted_at(tmp_path, r, at: str) -> subprocess.CompletedProcess:
+    """`bisectk triage` of the counting repository `r` (c1..c8, bad from c5), a SIGINT injected at
+    the first call of `at` (tests/fixtures/inject_sigint.py)."""
+    env = dict(os.environ, INJECT_AT=at, INJECT_CALL="1", PYTHONPATH=os.pathsep.join(
+        [str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), "triage", "--repo",
+                           str(r), "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'"],
+                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+
+
 def test_a_triage_interrupted_during_its_first_run_says_so(tmp_path):
     """Ctrl-C while triage verifies its endpoints: exit 130, as bisect, with the line bisect
     prints (click turned the interrupt into a silent Abort: exit 130 and nothing said)."""
     r = _counting_repo(tmp_path, 8)
-    env = dict(os.environ, INJECT_AT="bisectk.engine.oracle:Trials.observe", INJECT_CALL="1", PYTHONPATH=os.pathsep.join(
-        [str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
-    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), "triage", "--repo", str(r),
-                        "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'"],
-                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    p = _triage_interrupted_at(tmp_path, r, "bisectk.engine.oracle:Trials.observe")
     assert p.returncode == 130, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
     said = [line for line in p.stderr.splitlines() if line.strip()]
     assert said and said[-1].startswith("bisectk: interrupted") and "ledger" in said[-1], p.stderr
@@ -323,10 +329,6 @@ def test_a_triage_interrupted_as_its_hunk_isolation_begins_keeps_the_first_bad_c
     the triage says the culprit commit it found (exit 1, culprit found) and that the isolation
     stopped, where before it ended with 130 and "interrupted while verifying the endpoints"."""
     r = _counting_repo(tmp_path, 8)
-    env = dict(os.environ, INJECT_AT="bisectk.engine.triage:isolate", INJECT_CALL="1", PYTHONPATH=os.pathsep.join(
-        [str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
-    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), "triage", "--repo", str(r),
-                        "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'"],
-                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    p = _triage_interrupted_at(tmp_path, r, "bisectk.engine.triage:isolate")
     assert p.returncode == 1, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
     assert "first bad commit" in p.stdout and "c5" in p.stdout and "hunk isolation stopped" in p.stdout, p.stdout

@@ -148,19 +148,26 @@ def test_a_command_a_warm_worker_cannot_run_is_said_once_and_runs_cold(tmp_path)
     assert len(said) == 1
 
 
-def test_a_run_that_closes_the_workers_own_descriptors_is_done_again_cold(tmp_path):
-    """os.closerange(3, 1024), as daemonising or sandboxing code does, closes the warm worker's
-    reply pipe and saved stdio: the worker's own death is not the subject's crash; the run is done
-    again cold, whose verdict stands, with a note."""
+def _passes_warm(tmp_path, code: str):
+    """One run, in a warm pool, of a script that runs `code` and then prints a passing result; it
+    must pass (exit 0, its result read) however the worker fared. (The pool's stats, its notes.)"""
     from bisectk.run.executor import run_command
     from bisectk.run.pool import WorkerPool
     script = tmp_path / "s.py"
-    script.write_text("import os\nos.closerange(3, 1024)\nprint('BISECTK_RESULT {\"ok\": true}')\n")
+    script.write_text(code + "print('BISECTK_RESULT {\"ok\": true}')\n")
     notes = []
     with WorkerPool(gpus=None, preload=(), ready_timeout=60, on_note=notes.append) as pool:
         raw = run_command(pool, [sys.executable, str(script)], cwd=tmp_path, timeout=60)
         assert raw.exit_code == 0 and raw.result.startswith("BISECTK_RESULT"), (raw.exit_code, raw.stderr[-500:])
-        assert pool.stats.get("broken") == 1 and pool.stats["cold_runs"] == 1
+        return dict(pool.stats), notes
+
+
+def test_a_run_that_closes_the_workers_own_descriptors_is_done_again_cold(tmp_path):
+    """os.closerange(3, 1024), as daemonising or sandboxing code does, closes the warm worker's
+    reply pipe and saved stdio: the worker's own death is not the subject's crash; the run is done
+    again cold, whose verdict stands, with a note."""
+    stats, notes = _passes_warm(tmp_path, "import os\nos.closerange(3, 1024)\n")
+    assert stats.get("broken") == 1 and stats["cold_runs"] == 1
     assert any("closed the warm worker's own descriptors" in str(n) for n in notes)
 
 
@@ -168,13 +175,6 @@ def test_a_run_that_breaks_the_workers_own_machinery_is_done_again_cold(tmp_path
     """A run that rebinds what the worker calls to put the process back (os.chdir = None) passes
     in a fresh process: the worker's failure after it is not the subject's crash ('exit None');
     the run is done again cold, whose verdict stands, with a note."""
-    from bisectk.run.executor import run_command
-    from bisectk.run.pool import WorkerPool
-    script = tmp_path / "s.py"
-    script.write_text("import os\nos.chdir = None\nprint('BISECTK_RESULT {\"ok\": true}')\n")
-    notes = []
-    with WorkerPool(gpus=None, preload=(), ready_timeout=60, on_note=notes.append) as pool:
-        raw = run_command(pool, [sys.executable, str(script)], cwd=tmp_path, timeout=60)
-        assert raw.exit_code == 0 and raw.result.startswith("BISECTK_RESULT"), (raw.exit_code, raw.stderr[-500:])
-        assert pool.stats["cold_runs"] == 1
+    stats, notes = _passes_warm(tmp_path, "import os\nos.chdir = None\n")
+    assert stats["cold_runs"] == 1
     assert any("machinery failed" in str(n) for n in notes), notes

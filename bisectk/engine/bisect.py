@@ -93,9 +93,9 @@ class FirstProbes:
     starts jobs - 2 probes beside the good and bad endpoints' runs (nothing at --jobs 2), or
     `__call__` (good ran first: the ledger had it, or the executor keeps its watchdog with the job,
     Ray) the same round beside the bad endpoint's, so that every executor makes the same
-    decisions; `drop` ends them unjudged when good did not pass. The slot good's run frees is left idle (`then`):
-    a probe begun there would end a run's time after the bad endpoint's, and the search waits for
-    every probe. Each is a real run of its commit, judged once the oracle is aimed;
+    decisions; `drop` ends them unjudged when good did not pass. The slot good's run frees is
+    left idle (`then`): a probe begun there would end a run's time after the bad endpoint's, and
+    the search waits for every probe. Each is a real run of its commit, judged once the oracle is aimed;
     `observations()` waits for them and gives the search its start, whatever mode the endpoints
     decide (a flaky start's posterior takes them too).
 
@@ -256,7 +256,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
                 **(facts or {}))
     oracle.aim(check.target, **hang_checks(check, runner))
     # the first round's outcomes, before any merge base runs (its runs count in the search's phase)
-    probed = ahead.observations() if ahead is not None and check.ok and not terms.find_fix else []
+    probed = ahead.observations() if ahead is not None and check.ok else []
     if check.ok:
         bases, problem = merge_bases(runner, oracle, check, terms)
         base["merge_bases"] = tuple(bases)

@@ -115,10 +115,14 @@ class Hunk:
 
     @functools.cached_property
     def where(self) -> str:
-        """'file:place' in GOOD for any hunk (a split line: the line itself)."""
-        if self.kind == "text":
-            return f"{self.file}:{self.good_place}"
-        return f"{self.file}:{self.kind}"
+        """'file:place' in GOOD for any hunk (a split line: the line itself). The lines a split
+        insertion adds all sit before one line of GOOD, so each is told apart by its line in BAD:
+        'a.py:before 4 (BAD line 6)'."""
+        if self.kind != "text":
+            return f"{self.file}:{self.kind}"
+        if self.parent and self.good_lines[0] == self.good_lines[1]:
+            return f"{self.file}:{self.good_place} (BAD line {self.bad_lines[0]})"
+        return f"{self.file}:{self.good_place}"
 
     def summary(self) -> str:
         """One line for tables: 'kernel.py:10-12 -2 +3'."""

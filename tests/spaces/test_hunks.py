@@ -232,6 +232,18 @@ def test_overlapping_subsets_are_refused(tmp_path):
         Scratch(tmp_path, tmp_path / "inside")
 
 
+def test_the_lines_one_split_insertion_adds_have_places_of_their_own(tmp_path):
+    """Every line a split insertion adds sits before the same line of GOOD; the report's lines list
+    names each by its place, so each says which of them it is (its line in BAD)."""
+    good, bad = tmp_path / "g.py", tmp_path / "b.py"
+    good.write_text("a = 1\nb = 2\nc = 3\n")
+    bad.write_text("a = 1\nx = 7\ny = 8\nb = 2\nd = 4\nc = 3\n")
+    units = [u for h in diff_paths(good, bad) for u in split_lines(h)]
+    assert [u.where for u in units] == ["g.py:before 2 (BAD line 2)", "g.py:before 2 (BAD line 3)",
+                                        "g.py:before 3"]
+    assert len({u.id for u in units}) == len(units)
+
+
 # -- applying subsets -----------------------------------------------------------------------------
 
 def test_all_and_none(pair, tmp_path):

@@ -70,6 +70,7 @@ class HunkSpace:
         self.digest = digest.hexdigest()[:16]
         self.revision = f"{tag}-{MADE}-{self.digest}"
         self.fixed: tuple[str, ...] = ()   # hunks applied in every point (the line pass's context)
+        self.lines = False                 # a view of the line pass: its points are line units
         self.python_roots: tuple[str, ...] = ()   # put first on PYTHONPATH (engine/checkout_imports.py)
         self._points: dict[tuple[tuple[str, ...], frozenset], tuple[tuple[str, ...], str, str]] = {}
 
@@ -86,10 +87,11 @@ class HunkSpace:
             self.order.setdefault(h.id, len(self.order))
 
     def with_fixed(self, ids: list[str]) -> HunkSpace:
-        """A view of this space whose points are applied on top of `ids` (same scratch tree)."""
+        """A view of this space for the line pass: its points are line units, applied on top of
+        `ids` (the culprit hunks that do not split; same scratch tree)."""
         view = object.__new__(HunkSpace)
         view.__dict__.update(self.__dict__)
-        view.fixed = tuple(ids)
+        view.fixed, view.lines = tuple(ids), True
         return view
 
     def ids(self, point: Any) -> list[str]:
@@ -114,7 +116,7 @@ class HunkSpace:
 
     def label(self, point: Any) -> str:
         n = len(set(point))
-        return f"{n} of {len(self.hunks)} hunk(s)" if not self.fixed else f"{n} line unit(s)"
+        return f"{n} line unit(s)" if self.lines else f"{n} of {len(self.hunks)} hunk(s)"
 
     def workload(self, point: Any) -> Workload:
         ids = self.ids(point)

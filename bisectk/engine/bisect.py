@@ -256,8 +256,12 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
                 **(facts or {}))
     oracle.aim(check.target, **hang_checks(check, runner))
     # the first round's outcomes, before any merge base runs (its runs count in the search's phase)
-    probed = ahead.observations() if ahead is not None and check.ok else []
-    if check.ok:
+    interrupted = False
+    try:
+        probed = ahead.observations() if ahead is not None and check.ok else []
+    except KeyboardInterrupt:   # the endpoints are verified: the search stops before its first step
+        probed, interrupted = [], True
+    if check.ok and not interrupted:
         bases, problem = merge_bases(runner, oracle, check, terms)
         base["merge_bases"] = tuple(bases)
         if problem:
@@ -304,8 +308,9 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
     stopped, reason = False, ""
     try:
         dag = ahead.dag if ahead is not None and ahead.dag is not None else Dag.from_csr(*graph.csr())
-        result = search_dag(dag, search if policy.jobs == 1 else None,
-                            batch_oracle=search.batch if policy.jobs > 1 else None,
+        ask, batch = (_interrupted, _interrupted) if interrupted else (search, search.batch)
+        result = search_dag(dag, ask if policy.jobs == 1 else None,
+                            batch_oracle=batch if policy.jobs > 1 else None,
                             options=options, observations=seed)
     except SearchStopped as stop:
         result, stopped, reason = stop.result, True, REASONS.get(stop.reason, stop.reason)
@@ -316,6 +321,13 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
         base["repeats"] = repeats
     base["environment"] = captured(environment)
     return _record(runner, oracle, check, result, flaky, stopped, reason, start, base, two_rate, terms)
+
+
+def _interrupted(*_, **__):
+    """The search's oracle once a Ctrl-C came while the first round's runs were awaited: its first
+    question raises it, so the search stops with its best so far (SearchStopped), as it does
+    when one comes during its own runs."""
+    raise KeyboardInterrupt
 
 
 def merge_bases(runner: Runner, oracle: Oracle, check: EndpointCheck, terms: Terms) -> tuple[list[dict], str | None]:

@@ -290,17 +290,31 @@ def test_a_bisection_interrupted_while_its_answer_is_written_still_gives_it(tmp_
     assert "interrupted after the search had finished" in p.stderr
 
 
-def test_an_interrupt_during_a_batch_of_runs_leaves_at_once_and_stores_none_of_them(tmp_path):
-    """bisect --jobs 2: a Ctrl-C while a round's runs go on leaves at once, not once every run
-    of the round has ended (a hang's whole watchdog), and none of those runs is stored: they end
-    as bisectk cleans up (their worktrees, their processes), which says nothing of their commits.
-    (--jobs 2: no commit of the first round begins beside the endpoints, engine/bisect.py
-    FirstProbes, so the first runs that hang are a round's.)"""
-    jobs, begun = 2, 2
-    import signal
+def _stored_runs(ledger: Path) -> list:
     import sqlite3
+    try:
+        db = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True, timeout=5)
+        try:
+            return db.execute("SELECT * FROM runs").fetchall()
+        finally:
+            db.close()
+    except sqlite3.OperationalError:        # not made yet, or being made
+        return []
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_an_interrupt_during_a_batch_of_runs_leaves_at_once_and_stores_none_of_them(tmp_path, jobs):
+    """bisect --jobs K: a Ctrl-C while the search's runs go on leaves at once, not once every run
+    under way has ended (a hang's whole watchdog), and none of those runs is stored: they end as
+    bisectk cleans up (their worktrees, their processes), which says nothing of their commits.
+    At --jobs 2 the first such runs are a round's, begun once the endpoints have ended; at
+    --jobs 3 one commit begins beside the endpoints (engine/bisect.py FirstProbes, Runner.stop
+    as its own), and the search waits for it: the Ctrl-C comes once it has begun and the
+    endpoints' runs (fast) are stored."""
+    import signal
     import time
     r = _counting_repo(tmp_path, 12)
+    ledger = r / ".git" / "bisectk" / "ledger.db"
     marks = tmp_path / "marks"
     marks.mkdir()
     run = f"sh -c 'n=$(cat v); if [ $n -ne 1 ] && [ $n -ne 12 ]; then : > {marks}/$n; sleep 40; fi; [ $n -lt 5 ]'"
@@ -308,7 +322,7 @@ def test_an_interrupt_during_a_batch_of_runs_leaves_at_once_and_stores_none_of_t
                           "--run", run, "--jobs", str(jobs), "--timeout", "120"], cwd=tmp_path, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     deadline = time.monotonic() + 120
-    while len(os.listdir(marks)) < begun:
+    while len(os.listdir(marks)) < (2 if jobs == 2 else 1) or len(_stored_runs(ledger)) < 2:
         assert time.monotonic() < deadline and p.poll() is None, "the search's runs never began"
         time.sleep(0.05)
     t0 = time.monotonic()
@@ -316,12 +330,9 @@ def test_an_interrupt_during_a_batch_of_runs_leaves_at_once_and_stores_none_of_t
     out, err = p.communicate(timeout=120)
     assert time.monotonic() - t0 < 20, err[-1500:]
     assert p.returncode == 1, (p.returncode, err[-1500:])
-    db = sqlite3.connect(r / ".git" / "bisectk" / "ledger.db")
-    try:
-        stored = db.execute("SELECT outcome FROM runs").fetchall()
-    finally:
-        db.close()
-    assert len(stored) == 2, stored          # the endpoints' runs alone (an interrupted run is never stored)
+    stored = _stored_runs(ledger)
+    assert len(stored) == 2, (stored, err[-1500:])   # the endpoints' runs alone (an interrupted run is never stored)
+    assert len(os.listdir(marks)) == (2 if jobs == 2 else 1), os.listdir(marks)
 
 
 def test_a_triage_interrupted_as_its_hunk_isolation_begins_keeps_the_first_bad_commit(tmp_path):

@@ -45,7 +45,10 @@ class _Terminal:
         return getattr(self._console, name)
 
 
-out = _Terminal(highlight=False, soft_wrap=True)
+# markup off: what stdout shows is text from outside (factor values, spec names, environment
+# values, file names) that rich would otherwise read as markup, where `[bf16]` vanishes from a
+# table and `[/bold]` is a MarkupError; nothing printed here is styled by markup
+out = _Terminal(highlight=False, soft_wrap=True, markup=False)
 
 
 SpecArg = typer.Argument(..., help="Variant spec (TOML).", show_default=False)

@@ -218,3 +218,22 @@ def test_a_good_side_equal_to_the_bad_side_is_one_line_without_a_run(tmp_path):
         assert lines[-1].startswith("bisectk: ") and "are identical as the subject receives them" in lines[-1], lines
         assert any("factor 'n' is 3 (int) in [good] and \"3\" (str) in [bad]" in line for line in lines), lines
         assert "Traceback" not in p.stderr and not (tmp_path / "l.db").exists()
+
+
+def test_values_that_read_as_rich_markup_are_shown_as_they_are(tmp_path):
+    """Environment values, factor values and a spec's name are text from outside: `[bf16]` was
+    dropped from the tables (read as a style) and `[/bold]` ended the command with a MarkupError."""
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps({"bisectk_env": 1, "env": {"CUDA_X": "[bf16]"}}))
+    b.write_text(json.dumps({"bisectk_env": 1, "env": {"CUDA_X": "[/bold]"}}))
+    p = cli("env", "--diff", a, b, env={"COLUMNS": "200"})
+    assert p.returncode == 1, p.stderr
+    assert "[bf16]" in p.stdout and "[/bold]" in p.stdout
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "spec.toml").write_text(
+        'name = "[/k]"\n[subject]\ncommand = ["python", "-c", "import sys; sys.exit(sys.argv[1] != \'[bf16]\')", "{dtype}"]\n'
+        '[good]\ndtype = "[bf16]"\n[bad]\ndtype = "[fp8]"\n')
+    p = cli("check", tmp_path / "spec.toml", env={"COLUMNS": "200"}, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "[/k]: key differences" in p.stdout
+    assert "[bf16]" in p.stdout and "[fp8]" in p.stdout

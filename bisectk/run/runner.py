@@ -17,7 +17,10 @@ Runner        -- owns one subject (a Spec): for a Workload (a configuration, the
                  runs: a deadline that follows each run's progress through the good run's
                  timeline, run/progress.py, with max(floor, k x slowest good run) for subjects that
                  print nothing; its TimeoutPolicy, bisectk/timeouts.py, says which). The raw run
-                 that comes back is classified and stored here, beside the ledger.
+                 that comes back is classified and stored here, beside the ledger -- unless it
+                 never started (its program or build step could not be executed): what fixes
+                 that (`chmod +x`, an interpreter installed, a directory made a file) changes no
+                 input of the memo key, so such a run is kept for this command only.
                  `hold()` / `settle(passed)`: runs begun by other threads while the good endpoint
                  runs (engine/endpoints.py) get their watchdog once it has passed, or end unjudged
                  when it did not (run/pending.py); the good endpoint's run, then the bad
@@ -390,7 +393,7 @@ class Runner:
         whether it came from that other session."""
         era = self._era
         if not self.ledger:
-            run, imported = self._execute(w, key, index, seconds, snapshot, grace)
+            run, imported, _ = self._execute(w, key, index, seconds, snapshot, grace)
             if self._dropped(era):
                 raise RunAbandoned("the search stopped while this run was under way: not stored")
             self._unless_stopped()
@@ -410,12 +413,14 @@ class Runner:
                     self._memory[(static, key, index)] = claim.run
                     self._preloaded.add((static, key, index))
                 return claim.run, True
-            run, imported = self._execute(w, key, index, seconds, snapshot, grace)
+            run, imported, started = self._execute(w, key, index, seconds, snapshot, grace)
             if self._dropped(era):     # the claim is released: the slot is left to the next command
                 raise RunAbandoned("the search stopped while this run was under way: not stored")
             self._unless_stopped()      # the claim is given back (`with`): the next command makes it
             full = self._record_sources(static, w, imported)
-            if full == fingerprint:
+            if not started:
+                pass    # not stored (see the module docstring): the claim is given back (`with`)
+            elif full == fingerprint:
                 claim.record(run, self.session)
             else:   # the run imported sources not recorded before: stored where the next session looks
                 self.ledger.add_run(full, key, run, self.session, claim=claim)
@@ -448,11 +453,11 @@ class Runner:
         return self.snapshots.request(forced) if self.snapshots is not None else None
 
     def _execute(self, w: Workload, key: str, index: int, seconds: float,
-                 snapshot: bool = False, grace: tuple | None = None) -> tuple[Run, tuple]:
+                 snapshot: bool = False, grace: tuple | None = None) -> tuple[Run, tuple, bool]:
         """One run through the executor, classified. One directory runs one configuration at a
         time when it builds or is prepared: the build and the run must see the same files (an
-        executor on another host stages them while the lock is held). Returns the run and the
-        source files it imported (when the executor records them)."""
+        executor on another host stages them while the lock is held). Returns the run, the
+        source files it imported (when the executor records them), and whether it started."""
         exclusive = self.spec.build is not None or w.prepare is not None
         with self._dir_lock(w.cwd) if exclusive else nullcontext():
             if w.prepare:
@@ -462,12 +467,12 @@ class Runner:
         broke = w.damaged() if w.damaged is not None else None
         if broke:       # what it did may have been done elsewhere (git walking up): no verdict on it
             return Run(Outcome.UNRESOLVED, reason=Reason.INFRA,
-                       signature=f"the run broke its worktree: {broke}"), ()
+                       signature=f"the run broke its worktree: {broke}"), (), True
         if raw.phase == "build":
-            return classify_build(raw, _text(job.build.log_dir)), ()
+            return classify_build(raw, _text(job.build.log_dir)), (), raw.started
         if self.snapshots is not None:
             self.snapshots.settle(raw.stuck, snapshot)
-        return classify_run(raw, self.judge, _text(job.log_dir)), tuple(raw.imports or ())
+        return classify_run(raw, self.judge, _text(job.log_dir)), tuple(raw.imports or ()), raw.started
 
     def _job(self, w: Workload, key: str, index: int, snapshot: bool) -> Job:
         """The Job of the index-th run of a workload: its command, directory, environment, logs,

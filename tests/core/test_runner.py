@@ -225,3 +225,23 @@ def test_a_run_under_way_when_the_search_stopped_is_neither_stored_nor_counted(t
     again = runner.observe(spec.endpoint("bad"), 0)
     assert again.outcome is Outcome.FAIL and runner.executed == 1
     assert ledger.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
+
+
+def test_a_run_that_could_not_start_is_not_answered_from_the_ledger_once_it_can(tmp_path):
+    """A script missing its execute bit (or its #! interpreter, or a directory where a program
+    should be) cannot start; `chmod +x` changes no input of the memo key, so a stored 'Permission
+    denied' was the answer to every later command, the script fixed or not."""
+    script = tmp_path / "t.sh"
+    script.write_text('#!/bin/sh\necho \'BISECTK_RESULT {"ok": true}\'\n')
+    script.chmod(0o644)
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "spec.toml").write_text('name = "x"\n[subject]\ncommand = ["./t.sh", "{n}"]\n'
+                                        '[good]\nn = 1\n[bad]\nn = 2\n')
+    spec = load_spec(tmp_path / "spec.toml")
+    first = Runner(spec, Ledger(tmp_path / "l.db")).verdict(spec.endpoint("good"))
+    assert first.reason is Reason.INFRA and "cannot start" in first.signature
+    script.chmod(0o755)
+    r = Runner(spec, Ledger(tmp_path / "l.db"))
+    assert r.verdict(spec.endpoint("good")).outcome is Outcome.PASS and r.executed == 1
+    again = Runner(spec, Ledger(tmp_path / "l.db"))
+    assert again.verdict(spec.endpoint("good")).outcome is Outcome.PASS and again.executed == 0   # stored now

@@ -170,7 +170,8 @@ def _describe(exc: BaseException, argv0: str = "", cwd: str | os.PathLike | None
     named without a slash that no PATH directory has is said so: the error's own file name is
     only the last directory execvpe tried. A script that is there, but whose `#!` interpreter is
     not, is said so too (the kernel's ENOENT names the script): most often a first line that ends
-    in a carriage return, a script saved with Windows line endings."""
+    in a carriage return, a script saved with Windows line endings. A "Permission denied" is
+    said as what it is: a directory, or a file without its execute bit."""
     filename = getattr(exc, "filename", None)
     if (isinstance(exc, FileNotFoundError) and argv0 and not os.path.dirname(argv0)
             and (filename is None or os.path.basename(os.fspath(filename)) == argv0)):
@@ -182,6 +183,13 @@ def _describe(exc: BaseException, argv0: str = "", cwd: str | os.PathLike | None
                 return (f"its first line, #!{interpreter[:-1]}, ends in a carriage return (Windows line endings): "
                         f"no interpreter '{interpreter[:-1]}\\r' exists; convert the script (dos2unix {argv0})")
             return f"its interpreter (#!{interpreter}) does not exist"
+    if isinstance(exc, PermissionError) and argv0 and os.path.dirname(argv0):
+        # the kernel's EACCES says neither which: a directory, or a file without its execute bit
+        where = os.path.join(os.fspath(cwd or "."), argv0)
+        if os.path.isdir(where):
+            return "it is a directory, not a program"
+        if os.path.isfile(where) and not os.access(where, os.X_OK):
+            return f"it is not executable (chmod +x {argv0})"
     what = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
     return f"{what}: {filename}" if filename else what
 

@@ -116,6 +116,20 @@ def test_a_script_whose_interpreter_is_missing_says_so_not_no_such_file(tmp_path
     assert "No such file or directory" in raw.error, raw.error
 
 
+def test_a_program_that_is_a_directory_or_not_executable_says_which(tmp_path):
+    """The kernel's EACCES, "Permission denied: ./t.sh", says neither that the file lacks its
+    execute bit nor that the path is a directory."""
+    from bisectk.run.process import run_process
+    script = tmp_path / "t.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o644)
+    raw = run_process(["./t.sh"], cwd=tmp_path, timeout=10)
+    assert not raw.started and "it is not executable (chmod +x ./t.sh)" in raw.error, raw.error
+    (tmp_path / "kernel").mkdir()
+    raw = run_process(["./kernel"], cwd=tmp_path, timeout=10)
+    assert not raw.started and "it is a directory, not a program" in raw.error, raw.error
+
+
 def test_a_script_without_a_shebang_runs_with_sh_as_a_shell_would(tmp_path):
     """`git bisect run ./t.sh` goes through the shell, which runs a script without `#!` with sh
     (POSIX's rule for ENOEXEC). bisectk executes the command itself: it stopped at "Exec format

@@ -348,13 +348,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("a")
     ap.add_argument("b", nargs="?")
     ns = ap.parse_args(argv)
-    sa = signature(Path(ns.a).read_text())
-    if ns.b is None:
+    try:
+        sa = signature(_read_ptx(ns.a))
+        sb = None if ns.b is None else signature(_read_ptx(ns.b))
+    except PtxError as exc:
+        print(f"bisectk: {exc}", file=sys.stderr)
+        return 2
+    if sb is None:
         print(json.dumps(sa.flat(), indent=1, sort_keys=True))
         return 0
-    sb = signature(Path(ns.b).read_text())
     print(format_diff(diff(sa, sb), Path(ns.a).name, Path(ns.b).name))
     return 0
+
+
+def _read_ptx(path: str) -> str:
+    """A PTX file's text; PtxError, in one line, when it is missing, a directory or not text
+    (a cubin given for its PTX)."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PtxError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise PtxError(f"{path}: is a directory, not a PTX file") from None
+    except UnicodeDecodeError:
+        raise PtxError(f"{path}: not a text file (PTX is text; a cubin or an ELF binary is not)") from None
+    except (OSError, ValueError) as exc:
+        raise PtxError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
 
 
 if __name__ == "__main__":

@@ -204,3 +204,17 @@ def test_barrier_ids_in_registers_and_immediates_sort_together():
     text = "bar.sync 1, 256;\nbar.sync %r18, 256;\nbar.arrive 2, 256;\n"
     f = ptx.signature(text).flat()
     assert f["bar.sync[id=1,threads=256]"] == 1 and f["bar.sync[id=%r18,threads=256]"] == 1
+
+
+def test_the_ptx_diff_tool_says_in_one_line_what_is_wrong_with_a_file(tmp_path, capsys):
+    """`python -m bisectk.ptx A.ptx B.ptx` ended with a traceback on a missing file, a directory
+    or a binary (a cubin given for its PTX)."""
+    good = tmp_path / "a.ptx"
+    good.write_text("mbarrier.init.shared.b64 [bar], 128;\n")
+    (tmp_path / "k.cubin").write_bytes(b"\x7fELF\x02\x01\x01\x00\xff\xfe")
+    for bad, says in ((tmp_path / "none.ptx", "no such file"), (tmp_path, "is a directory"),
+                      (tmp_path / "k.cubin", "not a text file")):
+        assert ptx.main([str(good), str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("bisectk: ") and says in err and len(err.strip().splitlines()) == 1, err
+    assert ptx.main([str(good), str(good)]) == 0

@@ -151,6 +151,9 @@ def env_cmd(captures: Optional[list[Path]] = typer.Argument(None, metavar="CAPTU
                 out.print("as spec factors (environment variables applied per run):", markup=False)
                 out.print(snippet, markup=False, highlight=False)
         raise typer.Exit(X.ENV_DIFFER if rows else X.ENV_EQUAL)
+    if save:     # refused before the capture (a torch probe may take seconds)
+        from bisectk.report.outputs import check_outputs
+        check_outputs({"--save": save})
     data = envmod.capture(torch=True if torch else None)
     if save:
         envmod.save(save, data)

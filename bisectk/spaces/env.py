@@ -325,10 +325,14 @@ def capture(*, torch: bool | None = None, cwd: str | Path | None = None,
 
 
 def save(path: str | Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Write `data` (default: a fresh capture) as JSON; returns what was written."""
+    """Write `data` (default: a fresh capture) as JSON; returns what was written. EnvError, in
+    one line, when the file cannot be written (a directory, a file where a folder should be)."""
     data = capture() if data is None else data
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    except OSError as exc:
+        raise EnvError(f"{path}: cannot be written ({exc.strerror or exc})") from None
     return data
 
 

@@ -237,3 +237,20 @@ def test_values_that_read_as_rich_markup_are_shown_as_they_are(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "[/k]: key differences" in p.stdout
     assert "[bf16]" in p.stdout and "[fp8]" in p.stdout
+
+
+def test_env_save_where_no_file_can_be_written_is_one_line(tmp_path):
+    """`env --save` to a directory, or under a file, ended with an internal error (exit 3)."""
+    (tmp_path / "a.json").write_text("{}")
+    for where, says in ((tmp_path, "is a directory"), (tmp_path / "a.json" / "x.json", "is not a directory")):
+        p = cli("env", "--save", where)
+        assert p.returncode == 2 and p.stderr.startswith("bisectk: ") and says in p.stderr, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert (tmp_path / "a.json").read_text() == "{}"
+
+
+def test_env_save_that_fails_while_writing_is_one_line(tmp_path):
+    from bisectk.spaces import env as envmod
+    (tmp_path / "a.json").write_text("{}")
+    with pytest.raises(envmod.EnvError, match="cannot be written"):
+        envmod.save(tmp_path / "a.json" / "x.json", {"bisectk_env": 1})

@@ -413,7 +413,10 @@ EMPTY_IS_NOT_UNSET = {
 
 
 def _not_factor(var: str, a: Any, b: Any) -> str | None:
-    """Why a differing variable cannot be a factor (a spec cannot unset a variable), or None."""
+    """Why a differing variable cannot be a factor (a spec cannot unset a variable, nor set a
+    value the capture does not hold), or None."""
+    if any(isinstance(v, str) and v.startswith("<redacted ") for v in (a, b)):
+        return f"{var} is redacted in the captures (its name reads as a secret's): set its values by hand"
     if (a is None) == (b is None):
         return None
     if (a if b is None else b) == "":
@@ -428,9 +431,7 @@ def _env_factors(differences: list[tuple[str, Any, Any]]) -> list[tuple[str, str
     out, taken = [], set()
     for key, a, b in differences:
         var = key[len("env."):] if key.startswith("env.") else None
-        if not var or any(isinstance(v, str) and v.startswith("<redacted ") for v in (a, b)):
-            continue
-        if _not_factor(var, a, b):
+        if not var or _not_factor(var, a, b):
             continue
         name, k = factor_name(var), 2
         while name in taken:

@@ -158,6 +158,17 @@ def test_a_difference_that_empty_for_unset_would_change_is_no_factor_and_the_sni
     assert only.startswith("# not a factor: CUDA_VISIBLE_DEVICES") and "[subject]" not in only
 
 
+def test_a_redacted_variable_that_differs_is_named_as_no_factor_not_hidden():
+    """A secret's values are hashed in a capture, so they cannot be factors; the snippet said
+    "# no environment-variable differences" under a table listing that very difference."""
+    d = [("env.CUDA_AUTH_TOKEN", "<redacted 1234abcd>", "<redacted 99999999>")]
+    assert as_factors(d) == {}
+    snippet = factors_toml(d)
+    assert "no environment-variable differences" not in snippet
+    assert snippet.startswith("# not a factor: CUDA_AUTH_TOKEN is redacted") and "[subject]" not in snippet
+    assert "CUDA_AUTH_TOKEN is redacted" in factors_toml([("env.CUDA_AUTH_TOKEN", None, "<redacted 99999999>")])
+
+
 def test_package_versions_read_from_headers_match_a_full_metadata_parse():
     import importlib.metadata
 

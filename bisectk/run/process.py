@@ -165,13 +165,16 @@ def _short(text: str, n: int = 60) -> str:
     return text if len(text) <= n else text[:n] + "..."
 
 
-def _describe(exc: BaseException, argv0: str = "", cwd: str | os.PathLike | None = None) -> str:
+def _describe(exc: BaseException, argv0: str = "", cwd: str | os.PathLike | None = None,
+              argv: list[str] | None = None, env: dict[str, str] | None = None) -> str:
     """An OSError's or ValueError's reason in one line (a ValueError has no strerror). A program
     named without a slash that no PATH directory has is said so: the error's own file name is
     only the last directory execvpe tried. A script that is there, but whose `#!` interpreter is
     not, is said so too (the kernel's ENOENT names the script): most often a first line that ends
     in a carriage return, a script saved with Windows line endings. A "Permission denied" is
-    said as what it is: a directory, or a file without its execute bit."""
+    said as what it is: a directory, or a file without its execute bit. "Argument list too long"
+    names the argument or environment variable over Linux's limit on one string (MAX_ARG_STRLEN),
+    most often a variable, which the kernel's words do not suggest."""
     filename = getattr(exc, "filename", None)
     if (isinstance(exc, FileNotFoundError) and argv0 and not os.path.dirname(argv0)
             and (filename is None or os.path.basename(os.fspath(filename)) == argv0)):
@@ -190,8 +193,25 @@ def _describe(exc: BaseException, argv0: str = "", cwd: str | os.PathLike | None
             return "it is a directory, not a program"
         if os.path.isfile(where) and not os.access(where, os.X_OK):
             return f"it is not executable (chmod +x {argv0})"
+    if isinstance(exc, OSError) and exc.errno == errno.E2BIG and (long := _too_long(argv or (), env or {})):
+        return (f"Argument list too long: {long}; Linux refuses one argument or NAME=VALUE "
+                f"over {MAX_ARG_STRLEN} bytes (MAX_ARG_STRLEN)")
     what = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
     return f"{what}: {filename}" if filename else what
+
+
+MAX_ARG_STRLEN = 32 * 4096      # Linux: one argument, or one NAME=VALUE of the environment
+
+
+def _too_long(argv: list[str], env: dict[str, str]) -> str | None:
+    """The first argument or environment variable the kernel refuses for its length, in words."""
+    for i, arg in enumerate(argv):
+        if len(os.fsencode(arg)) + 1 > MAX_ARG_STRLEN:
+            return f"argument {i} holds {len(os.fsencode(arg))} bytes"
+    for k, v in env.items():
+        if len(os.fsencode(k)) + len(os.fsencode(v)) + 2 > MAX_ARG_STRLEN:
+            return f"the environment variable {_short(k)} holds {len(os.fsencode(v))} bytes"
+    return None
 
 
 def _shebang(path: str) -> str | None:
@@ -460,7 +480,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     except (OSError, ValueError) as exc:
         if recording:
             recording.close()
-        return RawRun(started=False, error=f"cannot start {argv[0]!r}: {_describe(exc, argv[0], cwd)}")
+        return RawRun(started=False, error=f"cannot start {argv[0]!r}: {_describe(exc, argv[0], cwd, argv, full_env)}")
     try:
         SPARES.refill(_RUNNING.add(1))     # the next run's supervisor starts while this one runs
         record = _write_record(run_id, c)

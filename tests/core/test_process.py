@@ -130,6 +130,16 @@ def test_a_program_that_is_a_directory_or_not_executable_says_which(tmp_path):
     assert not raw.started and "it is a directory, not a program" in raw.error, raw.error
 
 
+def test_a_variable_over_the_kernels_limit_on_one_string_is_named(tmp_path):
+    """A 200 KB environment value (a factor carried by `[subject] env`) made the kernel's E2BIG,
+    "Argument list too long: .../python", which points at the arguments, not at the variable."""
+    from bisectk.run.process import run_process
+    raw = run_process(["/bin/sh", "-c", "exit 0"], cwd=tmp_path, env={"BIG_VAR": "y" * 200_000}, timeout=10)
+    assert not raw.started and "the environment variable 'BIG_VAR' holds 200000 bytes" in raw.error, raw.error
+    raw = run_process(["/bin/sh", "-c", "exit 0", "x" * 200_000], cwd=tmp_path, timeout=10)
+    assert not raw.started and "argument 3 holds 200000 bytes" in raw.error, raw.error
+
+
 def test_a_script_without_a_shebang_runs_with_sh_as_a_shell_would(tmp_path):
     """`git bisect run ./t.sh` goes through the shell, which runs a script without `#!` with sh
     (POSIX's rule for ENOEXEC). bisectk executes the command itself: it stopped at "Exec format

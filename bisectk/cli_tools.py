@@ -134,6 +134,9 @@ def env_cmd(captures: Optional[list[Path]] = typer.Argument(None, metavar="CAPTU
     if diff:
         if len(diff) != 2:
             fail(f"--diff compares exactly two captures (--diff A.json B.json), got {len(diff)}")
+        if save or torch:   # a diff captures nothing: either would be dropped without a word
+            fail(f"{'--save' if save else '--torch'} goes with a capture, not with --diff: "
+                 "capture with `bisectk env --save FILE`, then compare")
         a, b = envmod.load(diff[0]), envmod.load(diff[1])
         rows = envmod.diff(a, b)
         if as_json:

@@ -254,3 +254,13 @@ def test_env_save_that_fails_while_writing_is_one_line(tmp_path):
     (tmp_path / "a.json").write_text("{}")
     with pytest.raises(envmod.EnvError, match="cannot be written"):
         envmod.save(tmp_path / "a.json" / "x.json", {"bisectk_env": 1})
+
+
+def test_env_diff_refuses_the_options_of_a_capture_rather_than_dropping_them(tmp_path):
+    """`env --diff A B --save C` compared and exited, writing no C and saying nothing."""
+    a = tmp_path / "a.json"
+    a.write_text(json.dumps({"bisectk_env": 1, "env": {}}))
+    for extra in (["--save", tmp_path / "c.json"], ["--torch"]):
+        p = cli("env", "--diff", a, a, *extra)
+        assert p.returncode == 2 and "not with --diff" in p.stderr, p.stderr
+    assert not (tmp_path / "c.json").exists()

@@ -47,10 +47,11 @@ class PtxEvidence:
 
     def table(self) -> str:
         labels = list(self.signatures)
-        lines = ["| PTX signature | " + " | ".join(labels) + " |", "|---" * (len(labels) + 1) + "|"]
+        lines = ["| " + " | ".join(["PTX signature", *labels]) + " |", "|---" * (len(labels) + 1) + "|"]
         lines += [f"| {k} | " + " | ".join(str(x) for x in v) + " |" for k, v in self.rows]
-        if not self.rows:
-            lines.append("| (no difference) |" + " |" * len(labels))
+        if not self.rows:   # "no difference" only between two signatures that were compared
+            said = "(no difference)" if len(labels) >= 2 else "(nothing compared: fewer than two compiled)"
+            lines.append(f"| {said} |" + " |" * len(labels))
         return "\n".join(lines) + "".join(f"\n\n{k}: {e}" for k, e in self.errors.items())
 
 

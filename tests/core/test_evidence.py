@@ -51,6 +51,19 @@ def test_ptx_command_shows_barrier_count_difference(tmp_path):
     assert keys["mbarrier.init[count=128]"]["good+arrive_unit"] > 0
 
 
+def test_a_ptx_table_with_nothing_compiled_does_not_say_no_difference():
+    """When neither side compiled (not a `python SCRIPT.py` command, a compile error), the table
+    said "(no difference)" between signatures it never had."""
+    from bisectk.evidence import PtxEvidence
+    ev = PtxEvidence(errors={"good": "no PTX", "bad": "no PTX"})
+    assert "(no difference)" not in ev.table() and "nothing compared" in ev.table()
+    assert ev.table().startswith("| PTX signature |\n|---|\n")     # a header as wide as its table
+    ev = PtxEvidence(signatures={"good": {"threads": 128}}, errors={"bad": "no PTX"})
+    assert "(no difference)" not in ev.table()
+    ev = PtxEvidence(signatures={"good": {"threads": 128}, "bad": {"threads": 128}})
+    assert "| (no difference) | | |" in ev.table()
+
+
 def test_warm_workers_isolate_the_same_culprit(tmp_path):
     mark = new_mark()
     p = bisectk("ablate", ROOT / "variants" / "cpu" / "pipeline-hang.toml", "--warm", "--json", "--ledger",

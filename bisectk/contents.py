@@ -214,12 +214,14 @@ def named_files(commands: list[list[str]], cwd: str | os.PathLike) -> dict[str, 
     cwd = os.fspath(cwd)
     roots: list[str] = []      # depth 0: what argv names
     inline: list[str] = []
+    programs: set[str] = set()  # run by path: a lost execute bit makes another run (see below)
     for argv in commands:
         if not argv:
             continue
         first = argv[0]
         if "/" in first and (hit := _regular(os.path.join(cwd, first))):
             roots.append(hit)
+            programs.add(hit)
         script, code = _script(argv)
         if script and (hit := _regular(os.path.join(cwd, script))):
             roots.append(hit)
@@ -239,6 +241,10 @@ def named_files(commands: list[list[str]], cwd: str | os.PathLike) -> dict[str, 
             if path in files or len(files) >= MAX_NAMED:
                 continue
             files[path] = file_digest(path)
+            if path in programs and not os.access(path, os.X_OK):
+                # `chmod -x ./t.sh` changes no byte, but the run no longer starts: a stored pass
+                # must not answer it. An executable's digest stays as it was (stored keys hold)
+                files[path] += " not-executable"
             if depth < SCAN_DEPTH:
                 bases = list(dict.fromkeys([os.path.dirname(path), cwd]))
                 following += [hit for w in _text(path, files[path]) if (hit := _resolve(w, bases)) and hit not in files]

@@ -55,6 +55,24 @@ def test_the_program_and_an_interpreters_script_count_whatever_their_suffix(tmp_
     assert spec_run(d, d / "l.db") == (Outcome.FAIL, True)
 
 
+def test_a_program_that_lost_its_execute_bit_is_run_again_not_answered_from_the_ledger(tmp_path):
+    """`chmod -x ./t.sh` after a pass changes no byte of it, yet the run no longer starts: the
+    stored pass answered it. An executable program's key is what it was, so stored runs still
+    answer (the first two lines), and the run that cannot start is never stored."""
+    d = tmp_path
+    (d / "pyproject.toml").touch()
+    (d / "t.sh").write_text("#!/bin/sh\nexit 0\n")
+    (d / "t.sh").chmod(0o755)
+    (d / "s.toml").write_text('[subject]\ncommand = ["./t.sh", "{a}"]\n[good]\na = 1\n[bad]\na = 2\n')
+    assert spec_run(d, d / "l.db") == (Outcome.PASS, False)
+    assert spec_run(d, d / "l.db") == (Outcome.PASS, True)
+    (d / "t.sh").chmod(0o644)
+    assert spec_run(d, d / "l.db") == (Outcome.UNRESOLVED, False)
+    assert spec_run(d, d / "l.db") == (Outcome.UNRESOLVED, False)
+    (d / "t.sh").chmod(0o755)
+    assert spec_run(d, d / "l.db") == (Outcome.PASS, True)
+
+
 def test_a_helper_the_script_sources_is_in_the_key(tmp_path):
     """The script and its helper live outside the directory the command runs in (whose tree is
     keyed anyway): only following what the script sources finds the helper."""

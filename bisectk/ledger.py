@@ -548,6 +548,15 @@ class Ledger:
             self.db.execute("UPDATE sessions SET finished=?, result_json=? WHERE id=?",
                             (time.time(), json.dumps(result, default=str), session))
 
+    def drop_session_if_empty(self, session: int) -> None:
+        """Remove a session that stored nothing (no result, run or event): one a command opened and
+        then left before its first run (a refused `--resume`, a usage error found late, Ctrl-C),
+        which would otherwise be the `--resume` a retry finds, and the bisection `log` prints."""
+        with self._write("removing an empty session"):
+            self.db.execute("DELETE FROM sessions WHERE id=? AND result_json IS NULL"
+                            " AND NOT EXISTS (SELECT 1 FROM runs WHERE session=?)"
+                            " AND NOT EXISTS (SELECT 1 FROM events WHERE session=?)", (session, session, session))
+
     def last_session(self, command: str, fingerprint: str | None = None) -> dict[str, Any] | None:
         q = "SELECT id, command, fingerprint, args_json, created, finished, result_json FROM sessions WHERE command=?"
         args: tuple = (command,)

@@ -209,6 +209,10 @@ class Session:
             except Exception:   # closing must not hide the error that brought us here
                 pass
         self.closers.clear()
+        try:    # a session left before it stored anything is no session to resume or log
+            self.ledger.drop_session_if_empty(self.id)
+        except Exception:
+            pass
         self.ledger.close()
 
     def __enter__(self) -> Session:

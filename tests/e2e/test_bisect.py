@@ -335,3 +335,21 @@ def test_a_test_that_became_slow_is_not_a_hang_and_the_real_failure_is_found(tmp
                              f"{sys.executable} t.py", "--no-flaky", "--json", timeout=300).stdout)
     assert doc["first_bad"]["sha"] == shas[4], (doc["first_bad"], doc["endpoints"]["notes"])
     assert doc["endpoints"]["bad"]["kind"] == "bad" and any("was no hang" in n for n in doc["endpoints"]["notes"])
+
+
+def test_a_refused_resume_leaves_no_session_to_resume_or_log(tmp_path):
+    """A CI step that retries `bisect --resume`: the refused first attempt ("no earlier bisection")
+    left the session it had opened, empty. The retry then found it, passed the check and bisected
+    from scratch as a resumption, and `bisectk log` printed the empty session instead of the real
+    bisection before it."""
+    r = tmp_path / "r"
+    shas = make_repo(r, n=6, culprit=3, broken=())
+    (tmp_path / "t.sh").write_text("#!/bin/sh\n[ $(cat version.txt) -lt 3 ]\n")
+    (tmp_path / "t.sh").chmod(0o755)
+    run = ["--run", tmp_path / "t.sh"]
+    bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], *run, check=0)
+    for attempt in (1, 2):
+        p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-2], *run, "--resume")
+        assert p.returncode == 2 and "--resume: no earlier bisection" in p.stderr, (attempt, p.stdout, p.stderr)
+    p = bisectk("log", "--repo", r, check=0)
+    assert f"--bad {shas[-1]}" in p.stdout and f"# first bad commit: {shas[3]}" in p.stdout, p.stdout

@@ -16,7 +16,9 @@ The fields hold text from outside bisectk (a subject's error and output, commit 
 file names, factor values) as it came. `to_markdown` makes it inert where the document is written
 (report/safe.py `markdown_text`): a field meant for one line is kept on one line (a newline in a
 commit subject would otherwise start a heading or a code fence of its own), table cells are
-markdown_cell'd, and the whole is passed through markdown_text once.
+markdown_cell'd, and the whole is passed through markdown_text once. `to_markdown(entities=False)`
+is the same text for a reader that shows it as it is, never renders it (the body of a JUnit
+failure, which its XML writer escapes): there `&lt;` would be read as four characters.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bisectk.report.safe import code_span, markdown_cell, markdown_text
+from bisectk.report.safe import code_span, markdown_cell, markdown_text, terminal_text
 
 
 @dataclass
@@ -52,7 +54,7 @@ class DebugLog:
     next_steps: list[str] = field(default_factory=list)
     figures: list[tuple[str, str]] = field(default_factory=list)    # (title, relative path of the picture)
 
-    def to_markdown(self) -> str:
+    def to_markdown(self, *, entities: bool = True) -> str:
         one = _line
         out = [f"### {one(self.title)}", "", f"**Status:** {one(self.status)}", f"**Symptom:** {one(self.symptom)}"]
         if self.environment:
@@ -81,7 +83,8 @@ class DebugLog:
         if self.environment:
             rows = [[k, v] for k, v in _flat(self.environment) if v not in (None, "", {}, [])]
             out += ["", "---", "", "#### Environment (captured)", "", _table(["key", "value"], rows)]
-        return markdown_text("\n".join(out).rstrip() + "\n")
+        text = "\n".join(out).rstrip() + "\n"
+        return markdown_text(text) if entities else terminal_text(text)
 
 
 def _line(text: Any) -> str:

@@ -146,5 +146,5 @@ def to_cases(t: TriageRecord, subject: str) -> list[Case]:
         culprit += " (" + ", ".join(diff_report.hunk_place(h) for h in d.culprit_hunks) + ")"
     cases.append(Case(subject, "failed",
                       message=f"{history_report.verdict_words(bis, check.bad.describe())}{culprit}",
-                      details=to_debuglog(t).to_markdown(), classname="bisectk.triage"))
+                      details=to_debuglog(t).to_markdown(entities=False), classname="bisectk.triage"))
     return cases

@@ -43,3 +43,18 @@ def test_the_cases_times_add_up_to_the_triage_not_the_endpoints_twice():
     times = {c.get("name"): float(c.get("time")) for c in suite.iter("testcase")}
     assert times["endpoints"] > 0 and abs(times["endpoints"] + times["bisect"] - bis_wall) < 0.002, times
     assert abs(float(suite.get("time")) - (bis_wall + 1.0)) < 0.002, (suite.get("time"), times)
+
+
+def test_the_failure_body_shows_a_subjects_markup_as_written_not_as_entities():
+    """The failing case's body is the debug log, whose Markdown has `<` and `&` written as entities
+    for Markdown viewers; the XML writer escaped them again, so every CI page read `Kernel Author
+    &lt;ka@example.com&gt;` and a subject `a < b && c` as `a &lt; b &amp;&amp; c`."""
+    index = [hunk("k.py", 1, 2)]
+    t = triage(diff_record(index, {"k.py:1-1"}))
+    bis = t.bisect_record()
+    fb = {**bis.first_bad, "subject": "fix a < b && c ]]> \x1b[2J", "author": "K <k@x>"}
+    t = replace(t, bisect=replace(bis, first_bad=fb).to_dict(), first_bad=fb)
+    root = ET.fromstring(to_xml("bisectk triage", to_cases(t, "python k.py")))
+    body = next(c for c in root.iter("testcase") if c.get("name") == "python k.py").find("failure").text
+    assert "fix a < b && c ]]> \\x1b[2J" in body and "K <k@x>" in body, body
+    assert "&lt;" not in body and "&amp;" not in body and "\x1b" not in body, body

@@ -10,8 +10,10 @@ Config      -- a plain dict factor -> value; `Spec.hybrid(applied)` makes one fr
                with the `applied` factors set to their bad values.
 
 Values reach the program through argv elements and environment values by `{name}` substitution,
-never through a shell, so `;`, `$()` and quotes arrive literally. Every loading problem raises
-SpecError naming the file, the key and what is wrong.
+never through a shell, so `;`, `$()` and quotes arrive literally. A command typed on the command
+line (`--run`, `--pytest`: `adhoc_spec`) has no factors and no templates: its words reach the
+program as typed, braces included (`Spec.literal`), as `git bisect run` passes them. Every
+loading problem raises SpecError naming the file, the key and what is wrong.
 """
 
 from __future__ import annotations
@@ -231,6 +233,7 @@ class Spec:
     constraints: list[Expr] = field(default_factory=list)
     protocol: str = "bisectk"  # or "pytest": how exit codes are read (see run/classify.py)
     timeout_floor: float | None = None  # least calibrated watchdog (JIT compiles jitter); default 1 s
+    literal: bool = False   # command and build are words as typed, not templates (adhoc_spec)
     _plan: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -277,14 +280,15 @@ class Spec:
         return None
 
     def argv(self, config: Config, template: list[str] | None = None) -> list[str]:
-        args = [substitute(a, config) for a in (template or self.command)]
+        words = template or self.command
+        args = list(words) if self.literal else [substitute(a, config) for a in words]
         if args and args[0] in ("python", "python3"):
             args[0] = sys.executable  # the interpreter bisectk runs in: same packages
         return args
 
     def command_text(self, config: Config) -> str:
         """The command as typed, with this configuration substituted (for messages)."""
-        return shlex.join(substitute(a, config) for a in self.command)
+        return shlex.join(self.command if self.literal else (substitute(a, config) for a in self.command))
 
     def environment(self, config: Config) -> dict[str, str]:
         """The subject's environment values for a configuration. With many of them (a factor per
@@ -339,6 +343,9 @@ class Spec:
         placeholder is filled with the good and the bad value: each endpoint's file counts."""
         commands = []
         for template in (self.command, self.build or []):
+            if self.literal:
+                commands.append(list(template))
+                continue
             for config in (self.good, self.bad):
                 try:
                     commands.append([substitute(a, config) for a in template])
@@ -357,6 +364,9 @@ class Spec:
             "cwd": str(self.cwd), "build_timeout": self.build_timeout,
             "thresholds": [(t.metric, t.min, t.max) for t in self.thresholds],
             "slow": [self.slow_factor, self.slow_metric], "protocol": self.protocol,
+            # only where it changes what runs (a `{name}`, `{{` or `}}` typed): every other key stays
+            **({"literal": True} if self.literal and any(_PLACEHOLDER.search(a)
+                                                       for a in [*self.command, *(self.build or [])]) else {}),
         }, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -365,11 +375,11 @@ def adhoc_spec(command: list[str], *, name: str, cwd: Path, build: list[str] | N
                timeout: float | None = None, repeat: int = 1, path: Path | None = None,
                protocol: str = "bisectk") -> Spec:
     """A spec for `--run CMD` / `--pytest ID`: no factors, no thresholds (exit codes and the
-    BISECTK_RESULT protocol only)."""
+    BISECTK_RESULT protocol only), its words run as typed (`literal`)."""
     return Spec(path=path or cwd / "(command line)", name=name, description="", command=list(command),
                 build=list(build) if build else None, cwd=cwd, env={}, timeout=timeout, build_timeout=None,
                 repeat=repeat, thresholds=[], slow_factor=None, slow_metric=None, good={}, bad={},
-                protocol=protocol)
+                protocol=protocol, literal=True)
 
 
 _MISSING = object()

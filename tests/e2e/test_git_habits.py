@@ -189,6 +189,20 @@ def test_shell_syntax_around_the_users_script_is_refused_and_its_sh_c_form_runs_
     assert snapshot(r) == before
 
 
+def test_braces_in_the_command_arrive_as_typed_as_git_bisect_run_passes_them(user, hist, tmp_path):
+    """`--run "sh -c 'test -f {bug}'"` (or awk's `'{print}'`, a `--build` with `{x}`): a word in
+    braces was read as a spec's factor placeholder, and the first run ended the command in an
+    internal error (KeyError, exit 3); `{{` was halved. A command typed on the command line has no
+    factors: git bisect run passes each word as it is, and so does bisectk."""
+    r, c = user
+    (tmp_path / "t.sh").write_text('#!/bin/sh\n[ "$1" = "{bug}" ] && [ "$2" = "{{x}}" ] && ! test -f bug\n')
+    (tmp_path / "t.sh").chmod(0o755)
+    d = jrun(r, "--good", c["c1"], "--bad", c["c8"], "--run", f"{tmp_path / 't.sh'} {{bug}} {{{{x}}}}",
+             "--build", "sh -c 'test {x} = {x}'")
+    assert d["first_bad"]["sha"] == c["c5"], d
+    assert d["subject"]["command"][1:] == ["{bug}", "{{x}}"], d["subject"]
+
+
 def test_a_path_that_climbs_out_of_the_repository_is_named_not_called_good_fails_too(tmp_path):
     """A test reading a sibling checkout by a relative path (`../sibling/h.h`, as a build names
     `../cutlass/include`) works with `git bisect run` in the checkout; from a worktree under the git

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bisectk.errors import BisectkError
 from bisectk.spaces.command import runs_shell, shell_syntax, split_command  # noqa: F401 (this module's API)
-from bisectk.spec import Config, Spec, adhoc_spec, load_spec, parse_value
+from bisectk.spec import Config, Spec, adhoc_spec, load_spec, parse_value, placeholders
 
 
 def apply_sets(spec: Spec, config: Config, sets: list[str] | None) -> Config:
@@ -73,6 +73,12 @@ def load_subject(spec_path: Path | None, run: str | None = None, pytest_id: str 
                           repeat=repeat or 1, protocol="git"), {}
     spec = load_spec(spec_path)
     if build_argv:
+        # a template as the spec's own build is: a placeholder naming no factor is refused, as
+        # load_spec refuses one there (it ended the first run in an internal error)
+        unknown = sorted({n for word in build_argv for n in placeholders(word)} - set(spec.good))
+        if unknown:
+            raise BisectkError(f"--build: placeholder {{{unknown[0]}}} names no factor of {spec.path} "
+                               f"(factors: {', '.join(spec.factors) or 'none'}); write {{{{ and }}}} for a literal brace")
         spec.build = build_argv
     if timeout:
         spec.timeout = timeout

@@ -111,6 +111,16 @@ def print_summary(out: Console, t: TriageRecord, report=None) -> None:
         out.print("the debug log (every attempt, the environment): add --report FILE.md", markup=False)
 
 
+def _open_words(bis) -> str:
+    """Why the bisection gave no verdict, as the terminal says it: stopped (Ctrl-C, --max-runs),
+    rates not separable, or several candidates left (skips)."""
+    if bis.interrupted:
+        return stopped_line(stop_reason_of(bis), search_runs_of(bis))
+    if bis.separable is False:
+        return history_report.separation_line(bis)
+    return f"ambiguous: the first bad commit is one of {len(bis.candidates)} candidates"
+
+
 def to_cases(t: TriageRecord, subject: str) -> list[Case]:
     bis = t.bisect_record()
     check, code = bis.endpoints, t.exit_code
@@ -127,7 +137,7 @@ def to_cases(t: TriageRecord, subject: str) -> list[Case]:
     fb = bis.first_bad
     if bis.ok:
         cases.append(Case("bisect", "passed" if fb and bis.complete else "error",
-                          message="" if fb and bis.complete else "ambiguous or interrupted",
+                          message="" if fb and bis.complete else _open_words(bis),
                           details=(f"first bad commit {fb['sha']} {fb['subject']}; {confidence_words(bis)}"
                                    if fb else f"{len(bis.candidates)} candidates remain"),
                           time_s=max(0.0, bis.wall_s - endpoints_s), classname="bisectk.triage"))

@@ -58,3 +58,22 @@ def test_the_failure_body_shows_a_subjects_markup_as_written_not_as_entities():
     body = next(c for c in root.iter("testcase") if c.get("name") == "python k.py").find("failure").text
     assert "fix a < b && c ]]> \\x1b[2J" in body and "K <k@x>" in body, body
     assert "&lt;" not in body and "&amp;" not in body and "\x1b" not in body, body
+
+
+def test_a_bisection_stopped_by_its_budget_says_so_not_ambiguous_or_interrupted():
+    """`triage --max-runs 3`: the terminal said "search stopped (run budget spent) after 3 search
+    run(s)", the JUnit bisect case "ambiguous or interrupted", which neither happened. A bisection
+    left ambiguous by skips names its candidates instead."""
+    bis = bisect_record()
+    stopped = replace(bis, complete=False, interrupted=True, stop_reason="run budget spent", first_bad=None,
+                      candidates=tuple(bis.candidates) * 3, phase_runs={"endpoints": 2, "search": 3})
+    skipped = replace(bis, complete=False, first_bad=None, candidates=tuple(bis.candidates) * 2)
+    messages = []
+    for rec in (stopped, skipped):
+        t = replace(triage(diff_record([hunk("k.py", 1, 2)], {"k.py:1-1"})), bisect=rec.to_dict(), diff=None,
+                    first_bad=None, complete=False, exit_code=2, verdict="inconclusive")
+        root = ET.fromstring(to_xml("bisectk triage", to_cases(t, "python k.py")))
+        case = next(c for c in root.iter("testcase") if c.get("name") == "bisect")
+        messages.append(case.find("error").get("message"))
+    assert messages == ["search stopped (run budget spent) after 3 search run(s): no verdict yet",
+                        "ambiguous: the first bad commit is one of 2 candidates"], messages

@@ -165,10 +165,15 @@ class Session:
         return project_root(self.spec.path) if ships else None
 
     def runner(self, cwd: Path | None = None) -> Runner:
-        """The one Runner factory: this session's ledger, events, logs, executor and namespace."""
+        """The one Runner factory: this session's ledger, events, logs, executor and namespace.
+        Runs made with --clean-ignored are kept apart from those made without: a worktree's
+        ignored files (stale build outputs) are in no memo key, and --clean-ignored is the remedy
+        for an answer they made wrong, which the ledger would otherwise give again."""
+        namespace = ("#clean-ignored" if self.policy.clean_ignored else "") + (
+            f"#fresh-{self.id}-{time.time_ns()}" if self.policy.fresh else "")
         return Runner(self.spec, self.ledger, events=self.events, session=self.id, cwd=cwd, log_root=self.log_root,
                       executor=self.executor(), snapshots=self.snapshots, timeout=self.policy.timeout,
-                      namespace=f"#fresh-{self.id}-{time.time_ns()}" if self.policy.fresh else "")
+                      namespace=namespace)
 
     @contextmanager
     def commit_space(self, commits, root: Path, config: dict, subdir: Path, pool=None):

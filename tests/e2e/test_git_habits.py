@@ -442,6 +442,31 @@ def test_clean_ignored_keeps_one_commits_ignored_build_outputs_from_anothers_run
     assert jrun(r, *args, "--clean-ignored")["first_bad"]["sha"] == shas[6]
 
 
+def test_clean_ignored_after_a_bisection_without_it_runs_again_not_from_the_ledger(tmp_path):
+    """The remedy the README gives for a wrong answer from stale ignored build outputs is
+    --clean-ignored; run after the bisection that answered wrong (as a user, or a second CI job
+    on the same ledger, would), every commit was answered from that bisection's runs, made with
+    the stale outputs: the same wrong commit again, "from the ledger". Runs made with ignored
+    files removed are kept apart from those made with them kept."""
+    r = tmp_path / "plugins"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    shas = [commit(r, "c1", {".gitignore": "build/\n", "build.sh": "#!/bin/sh\nmkdir -p build && cp p/*.sh build/\n",
+                             "p/p1.sh": "exit 0\n"})]
+    (r / "build.sh").chmod(0o755)
+    git(r, "add", "build.sh")
+    git(r, "commit", "-q", "--amend", "--no-edit")
+    shas = [git(r, "rev-parse", "HEAD")]
+    for i in range(2, 11):
+        shas.append(commit(r, f"c{i}", {f"p/p{i}.sh": "exit 0\n", **({"p/broken.sh": "exit 1\n"} if i == 7 else {})}))
+    (tmp_path / "t.sh").write_text("#!/bin/sh\nfor p in build/*.sh; do sh \"$p\" || exit 1; done\n")
+    (tmp_path / "t.sh").chmod(0o755)
+    args = ("--good", shas[0], "--build", "./build.sh", "--run", str(tmp_path / "t.sh"))
+    assert jrun(r, *args)["first_bad"]["sha"] != shas[6]         # the premise: the stale outputs mislead it
+    cleaned = jrun(r, *args, "--clean-ignored")
+    assert cleaned["first_bad"]["sha"] == shas[6] and cleaned["runs"] > 0, cleaned["first_bad"]
+
+
 def test_a_filter_configured_since_the_last_command_checks_out_and_runs_again(tmp_path):
     """git-lfs installed after a first bisection (its files were pointers then): the cached
     worktree was written under the old settings and the ledger's verdicts judged pointers; both

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from bisectk.engine.records import TriageRecord
 from bisectk.exitcodes import TRIAGE_NOTHING
+from bisectk.outcome import Outcome
 from bisectk.report import diff as diff_report
 from bisectk.report import history as history_report
 from bisectk.report.debuglog import DebugLog
@@ -154,7 +155,10 @@ def to_cases(t: TriageRecord, subject: str) -> list[Case]:
         culprit += f" ({len(d.sets)} independent failing sets: " + "; ".join(diff_report.sets_lines(d)) + ")"
     elif d is not None and d.ok and d.complete:
         culprit += " (" + ", ".join(diff_report.hunk_place(h) for h in d.culprit_hunks) + ")"
+    # a bad endpoint that passed (swapped refs) is no failure to name: the problem is
+    what = (history_report.verdict_words(bis, check.bad.describe()) if check.bad.outcome is not Outcome.PASS
+            else f"{t.verdict}: {check.problem}")
     cases.append(Case(subject, "failed",
-                      message=f"{history_report.verdict_words(bis, check.bad.describe())}{culprit}",
+                      message=f"{what}{culprit}",
                       details=to_debuglog(t).to_markdown(entities=False), classname="bisectk.triage"))
     return cases

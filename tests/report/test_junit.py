@@ -77,3 +77,16 @@ def test_a_bisection_stopped_by_its_budget_says_so_not_ambiguous_or_interrupted(
         messages.append(case.find("error").get("message"))
     assert messages == ["search stopped (run budget spent) after 3 search run(s): no verdict yet",
                         "ambiguous: the first bad commit is one of 2 candidates"], messages
+
+
+def test_inverted_endpoints_fail_the_subjects_case_with_the_problem_not_with_pass():
+    """--good fails and --bad passes (swapped refs): the case named after the subject failed with
+    the message "PASS", what the bad endpoint did; a CI page read "python t.sh failed: PASS"."""
+    from tests.report.records import check, ok, wrong
+    inverted = replace(check([wrong()], [ok()]), problem="endpoints are inverted: good fails and bad passes")
+    bis = replace(bisect_record(), endpoints=inverted, ok=False, complete=False, first_bad=None)
+    t = replace(triage(diff_record([hunk("k.py", 1, 2)], {"k.py:1-1"})), endpoints=inverted, ok=False,
+                bisect=bis.to_dict(), diff=None, first_bad=None, complete=False, exit_code=2, verdict="inconclusive")
+    root = ET.fromstring(to_xml("bisectk triage", to_cases(t, "python k.py")))
+    failure = next(c for c in root.iter("testcase") if c.get("name") == "python k.py").find("failure")
+    assert failure.get("message") == "inconclusive: endpoints are inverted: good fails and bad passes", failure.attrib

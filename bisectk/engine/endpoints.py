@@ -175,7 +175,8 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
     from bisectk.engine.records import EndpointCheck, Rate
     bad_rate = Rate(_target_fails(bad_runs, target), _judged(bad_runs))
     good_rate = Rate(_target_fails(good_runs, target), _judged(good_runs))
-    problem = diagnose(good, bad, target, good_rate, bad_rate, two_rate)
+    problem = diagnose(good, bad, target, good_rate, bad_rate, two_rate,
+                       fixes=_fixes(getattr(trials.space, "kind", ""), bool(trials.runner.spec.thresholds)))
     env = (environment.diagnose(good_runs, bad_runs, untracked=getattr(trials.space, "untracked", None),
                                 outside=getattr(trials.space, "outside", None),
                                 beside_spec=getattr(trials.space, "beside_spec", None),
@@ -408,8 +409,17 @@ def _folded(trials: Trials, point: Any, runs: list[Run]) -> Verdict:
     return replace(Verdict.fold(runs), cached=trials.from_ledger(point))
 
 
+def _fixes(kind: str, thresholds: bool) -> tuple[str, str]:
+    """(how the endpoints are swapped in this command, what else decides pass and fail): a spec's
+    [good] and [bad], diff's GOOD and BAD arguments, bisect's --good and --bad; the thresholds
+    where the spec has any, else the command's exit status."""
+    swap = {"hunks": "swap GOOD and BAD", "commits": "swap --good and --bad"}.get(kind, "swap [good] and [bad]")
+    return swap, ("check the oracle thresholds" if thresholds else
+                  "check the command's exit status (0 passes; 1-127 but 125 fail)")
+
+
 def diagnose(good: Verdict, bad: Verdict, target: Target | None, good_rate: Rate, bad_rate: Rate,
-             two_rate: bool = False) -> str | None:
+             two_rate: bool = False, fixes: tuple[str, str] = _fixes("factors", True)) -> str | None:
     if good.outcome is Outcome.UNRESOLVED and not (two_rate and good.n_pass):
         also = (f"; and the bad configuration does not reproduce: it passed {bad.n_pass}/{bad.n_pass} runs"
                 if bad.outcome is Outcome.PASS else "")
@@ -418,10 +428,10 @@ def diagnose(good: Verdict, bad: Verdict, target: Target | None, good_rate: Rate
         return f"the bad configuration cannot be tested: {bad.describe()}"
     if good.outcome is Outcome.FAIL and bad.outcome is Outcome.PASS:
         return ("endpoints are inverted: good fails and bad passes "
-                f"(good: {good.describe()}); swap [good] and [bad] or check the oracle thresholds")
+                f"(good: {good.describe()}); {fixes[0]} or {fixes[1]}")
     if bad.outcome is Outcome.PASS:
         return (f"the bad configuration does not reproduce: it passed {bad.n_pass}/{bad.n_pass} runs; "
-                "raise --calibrate-runs if the failure is rarer than that, or check the oracle thresholds")
+                f"raise --calibrate-runs if the failure is rarer than that, or {fixes[1]}")
     if good_rate.fails and two_rate and good.n_pass:
         return None     # a race that got more frequent: the search weighs both rates
     if good_rate.fails:

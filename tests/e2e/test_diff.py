@@ -481,3 +481,19 @@ def test_runs_of_hybrids_made_the_old_way_are_not_reused(tmp_path):
         assert space.revision.startswith(f"diff-{MADE}-") and MADE == "made2"
     finally:
         space.close()
+
+
+def test_swapped_trees_are_told_to_swap_good_and_bad_as_diff_names_them(tmp_path):
+    """A diff whose GOOD fails and BAD passes is told how diff's endpoints are swapped (its two
+    arguments), and, with a --run command and no thresholds, to check the command's exit status:
+    it said 'swap [good] and [bad] or check the oracle thresholds', a spec's words."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 2), (bad, 1)):
+        side.mkdir()
+        (side / "v.txt").write_text(f"{v}\n")
+    p = bisectk("diff", str(good), str(bad), "--run", "sh -c '[ $(cat v.txt) -lt 2 ]'",
+                "--ledger", str(tmp_path / "l.db"), cwd=tmp_path)
+    assert p.returncode == 2, (p.returncode, p.stderr[-1500:])
+    said = p.stdout + p.stderr
+    assert "endpoints are inverted" in said and "swap GOOD and BAD or check the command's exit status" in said, said
+    assert "[good]" not in said and "thresholds" not in said, said

@@ -33,9 +33,11 @@ json_text     -- a JSON document any strict reader reads back: a name made of by
                  (`\\udce9`), which is not Unicode.
 broken_pipe_exit -- how a command leaves when the reader of its output went away (`| head`).
 SafeConsole   -- a rich Console that passes every string it renders (printed text, table cells,
-                 titles) and every plain Text through terminal_text. bisectk's consoles are made
-                 here, so a commit subject, author, file name, factor value, metric name or subject
-                 output cannot retitle, clear or rewrite the user's terminal. The class is made at
+                 titles) and every plain Text through terminal_text, and reads no string as rich
+                 markup or emoji code. bisectk's consoles are made here, so a commit subject,
+                 author, file name, factor value, metric name or subject output cannot retitle,
+                 clear or rewrite the user's terminal, nor be shown as other text than it is (a
+                 value `[red]x[/]` printed as `x`, a gitmoji subject `:bug: fix` as `🐛 fix`). The class is made at
                  its first use (a module __getattr__): importing this module for the text functions
                  loads no rich, so a --json command, which prints nothing to a terminal, never does
                  (~25 ms of its start).
@@ -184,6 +186,10 @@ def _console_class() -> type:
         """A Console whose every rendered string is terminal_text'd (see the module docstring)."""
 
         def __init__(self, *args, **kwargs):
+            # markup and emoji codes are read in every str rich renders (a table's cells and title
+            # too, where no print(markup=False) reaches): bisectk styles with Text, never markup
+            kwargs.setdefault("markup", False)
+            kwargs.setdefault("emoji", False)
             super().__init__(*args, **kwargs)
             if self.width < 1:      # COLUMNS=0 (a CI runner's empty terminal): rich then prints nothing at all
                 self.width = 80

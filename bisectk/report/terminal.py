@@ -22,7 +22,6 @@ import time
 from typing import Any, TextIO
 
 from rich.console import Console
-from rich.markup import escape
 from rich.text import Text
 
 from bisectk.events import Event, Note, PhaseStarted, RunFinished, RunStarted
@@ -82,6 +81,13 @@ class _Running:
                     no_wrap=True, overflow="ellipsis")
 
 
+def _styled(*parts: str | tuple[str, str]) -> Text:
+    """A line of text and (text, style) parts, as rich Text: the text is never read as markup or
+    emoji codes (a subject's `[/]` or `:bug:` shows as it is), and its control characters are
+    escaped part by part, so the styles stay where they were."""
+    return Text.assemble(*(terminal_text(p) if isinstance(p, str) else (terminal_text(p[0]), p[1]) for p in parts))
+
+
 class TerminalReporter:
     def __init__(self, console: Console | None = None, reference: dict[str, Any] | None = None):
         self.console = console or SafeConsole(stderr=True)
@@ -97,7 +103,7 @@ class TerminalReporter:
         match event:
             case PhaseStarted(name=name, detail=detail):
                 self._stop()
-                self.console.print(f"[bold]== {escape(name)}[/] {escape(detail)}", highlight=False)
+                self.console.print(_styled((f"== {name}", "bold"), f" {detail}"), highlight=False)
             case RunStarted(label=label, config=config, index=index, timeout=timeout,
                             follows_progress=moving):
                 self._stop()
@@ -108,10 +114,11 @@ class TerminalReporter:
                 self._stop()
                 what = what_ran(label, config, self.reference)
                 src = "ledger" if cached else f"{run.duration_s:6.2f} s"
-                self.console.print(f"  [{STYLE[run.outcome]}]{escape(run_label(run))}[/]  {escape(what)}  [dim]{src}[/]", highlight=False)
+                self.console.print(_styled("  ", (run_label(run), STYLE[run.outcome]), f"  {what}  ", (src, "dim")),
+                                   highlight=False)
             case Note(text=text):
                 self._stop()
-                self.console.print(escape(text), highlight=False)
+                self.console.print(_styled(text), highlight=False)
 
     def _stop(self) -> None:
         if self.status is not None:

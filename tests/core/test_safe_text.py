@@ -44,6 +44,40 @@ def test_the_console_escapes_strings_table_cells_and_plain_text():
     assert out.count("\\x1b") == 4 and "\\x9bm" in out
 
 
+def test_the_console_shows_markup_and_emoji_codes_as_they_are():
+    """A spec's value `[bold red]good[/]` was shown as `good` in the key-differences table (rich read
+    the cell as markup), a name `h[bold]ost[/]ile` as `hostile` in its title, and a gitmoji commit
+    subject `:bug: fix` as `🐛 fix` in every printed line (emoji codes are read even with
+    markup=False). Now every string shows as it is, in lines, cells and titles."""
+    buf = io.StringIO()
+    console = SafeConsole(file=buf, width=200, force_terminal=False)
+    table = Table(title="h[bold]ost[/]ile", title_justify="left")
+    table.add_column("good")
+    table.add_row("[bold red]good[/] :bug:")
+    console.print(":bug: fix [/] the [red]barrier[/]")
+    console.print(table)
+    out = buf.getvalue()
+    for shown in (":bug: fix [/] the [red]barrier[/]", "h[bold]ost[/]ile", "[bold red]good[/] :bug:"):
+        assert shown in out, out
+    assert "\U0001f41b" not in ascii(out)
+
+
+def test_progress_shows_a_subjects_markup_and_emoji_codes_as_they_are():
+    """The live progress (TerminalReporter) printed run labels through markup: a signature ending in
+    a backslash showed it twice, `:bug:` as an emoji. Now the text is as the subject wrote it, and
+    control characters are escaped without losing the verdict's colour."""
+    from bisectk.events import RunFinished
+    from bisectk.outcome import FailKind, Outcome, Run
+    from bisectk.report.terminal import TerminalReporter
+    buf = io.StringIO()
+    console = SafeConsole(file=buf, width=200, force_terminal=True, color_system="standard")
+    run = Run(Outcome.FAIL, FailKind.WRONG, signature=":bug: [/] [bold]x\\\x1b]0;t\x07", duration_s=0.5)
+    TerminalReporter(console)(RunFinished("hybrid", {"v": "[red]y[/]"}, 0, run))
+    out = Text.from_ansi(buf.getvalue()).plain
+    assert "FAIL wrong (:bug: [/] [bold]x\\\\x1b]0;t\\x07)  hybrid v=[red]y[/]" in out, out
+    assert "\x1b[31m" in buf.getvalue()          # the verdict keeps its colour
+
+
 def test_a_terminal_that_says_it_has_no_columns_still_gets_the_result(monkeypatch):
     """COLUMNS=0 (some CI runners): rich takes width 0 and prints nothing; the result is printed."""
     monkeypatch.setenv("COLUMNS", "0")

@@ -8,6 +8,7 @@ classify_build -- a build step's RawRun: only UNRESOLVED(BUILD/INFRA) or None (b
 classify_run   -- the subject's RawRun: PASS, FAIL(HANG/CRASH/WRONG/SLOW), UNRESOLVED.
 parse_result   -- the `BISECTK_RESULT {json}` line of the subject protocol (the reader keeps the
                   last one of the whole stream in `RawRun.result`, wherever it was).
+own_words      -- a subject's own `error` as a signature: one line, at most 200 characters.
 skip_reason    -- why a subject exited 125 (its own `error`, else its last stderr line).
 usage_error    -- the subject rejected its arguments (exit 2 with a `usage:` line, as argparse,
                   click and typer do): UNRESOLVED(USAGE), never a crash of the kernel.
@@ -31,9 +32,10 @@ from bisectk.outcome import FailKind, Outcome, Reason, Run
 
 # The rules above, as a memo key's part (run/memokey.py StaticKey): a change that can move a stored
 # run's verdict (an import failure read as a hybrid that does not link, a quoted metric as
-# unresolved: stop 50) is a new version, so a ledger written under the old rules is not answered
+# unresolved: stop 50; a subject's own error cut to one line, which a signature-identity target
+# compares) is a new version, so a ledger written under the old rules is not answered
 # from, as a changed timeout policy is not (memokey.POLICY_VERSION).
-RULES_VERSION = "classify-v3"
+RULES_VERSION = "classify-v4"
 from bisectk.run.process import RawRun, signal_name
 from bisectk.spec import Threshold
 
@@ -125,13 +127,20 @@ def last_line(text: str) -> str:
     return lines[-1][:200] if lines else ""
 
 
+def own_words(text) -> str:
+    """What a subject said of itself (its `error`), as one line of at most 200 characters: the
+    signature is stored with every run and printed in every progress line, attempt and report,
+    so a 1 MB or multi-line message would be copied into each of them."""
+    return " ".join(str(text).split())[:200]
+
+
 def skip_reason(raw: RawRun) -> str:
     """Why a subject said "cannot test" (exit 125): the `error` of its BISECTK_RESULT line, else the
     last line it wrote to stderr -- e.g. 'no CUDA device: this kernel needs a GPU ...'."""
     result = parse_result(raw.result or raw.stdout) or {}
     error = result.get("error")
     if isinstance(error, str) and error.strip():
-        return " ".join(error.split())[:200]
+        return own_words(error)
     return last_line(raw.stderr)
 
 
@@ -385,7 +394,8 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
     if says_not_ok(metrics.get("ok")):
         # the subject's own verdict, plus whichever thresholds it also broke: a NaN run that says
         # ok=false and an inf run that does not are the same failure when both break rel_err
-        return Run(Outcome.FAIL, FailKind.WRONG, signature=str(metrics.get("error") or "subject reported a wrong result"),
+        said = own_words(metrics.get("error") or "subject reported a wrong result")
+        return Run(Outcome.FAIL, FailKind.WRONG, signature=said,
                    metrics=metrics, failed=tuple(sorted({SUBJECT_CHECK, *(c for _, c in violations)})), **common)
     # a metric the oracle judges by (thresholds, then slow_metric: a wrong result need not time
     # itself) that the run did not report: a typo in the spec or a subject that never prints it

@@ -24,6 +24,16 @@ def test_pass_and_wrong_and_nan():
     assert r.kind is FailKind.WRONG and "row stripes" in r.signature
 
 
+def test_a_subjects_own_error_is_one_line_of_at_most_200_characters():
+    """`"ok": false` with a 1 MB or multi-line `error` became the signature whole: 45 MB of ledger,
+    7 MB of debug log and 6 MB of progress for an 18-run ablation, and a `# heading` line of its
+    own in every progress line. Now it is cut and flattened as an exit 125's reason is."""
+    r = classify_run(raw(stdout='BISECTK_RESULT {"ok": false, "error": "%s"}' % ("E" * 1_000_000)), Judge([]))
+    assert r.kind is FailKind.WRONG and r.signature == "E" * 200
+    r = classify_run(raw(stdout='BISECTK_RESULT {"ok": false, "error": "rows\\n# wrong\\r\\n  here"}'), Judge([]))
+    assert r.signature == "rows # wrong here"
+
+
 def test_hang_crash_signals_and_cuda_texts():
     r = classify_run(raw(timed_out=True, exit_code=None, duration_s=2.1), JUDGE)
     assert (r.kind, r.signature) == (FailKind.HANG, "timeout after 2.1 s")

@@ -63,10 +63,11 @@ class DebugLog:
             out.append("**Related files:** " + ", ".join(code_span(r) for r in self.related))
         if self.summary:
             out += ["", "#### Summary", ""] + [f"- {one(s)}" for s in self.summary]
+        links = [f"![{one(title)}]({path})" for title, path in self.figures]
         if self.figures:
             out += ["", "#### Pictures", ""]
-            for title, path in self.figures:
-                out += [f"**{one(title)}**", "", f"![{one(title)}]({path})", ""]
+            for (title, _), link in zip(self.figures, links):
+                out += [f"**{one(title)}**", "", link, ""]
         if self.differences:
             out += ["", "---", "", f"#### {one(self.differences_title)}", "",
                     _table(self.differences_header, self.differences)]
@@ -84,7 +85,7 @@ class DebugLog:
             rows = [[k, v] for k, v in _flat(self.environment) if v not in (None, "", {}, [])]
             out += ["", "---", "", "#### Environment (captured)", "", _table(["key", "value"], rows)]
         text = "\n".join(out).rstrip() + "\n"
-        return markdown_text(text) if entities else terminal_text(text)
+        return markdown_text(text, links=links) if entities else terminal_text(text)
 
 
 def _line(text: Any) -> str:

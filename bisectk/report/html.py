@@ -10,7 +10,9 @@ draw_pictures  -- every picture that applies to a record (bisectk/report/figures
 to_html        -- the page: title and status, symptom, environment, summary, pictures, key
                   differences, attempts, free sections (culprit diffs coloured), next steps, the
                   captured environment. Markdown in the debug log's fields is rendered by
-                  markdown-it with raw HTML off, so nothing from a subject's output becomes markup;
+                  markdown-it with raw HTML, links and images off (bisectk writes none there; a
+                  commit subject's `![x](https://...)` would be a picture the page fetches), so
+                  nothing from a subject's output becomes markup;
                   plain text is html_text'd, and the page is passed whole through visible_text
                   (report/safe.py), so no control character reaches it from anywhere.
 write_html     -- to_html into a file.
@@ -54,7 +56,7 @@ def draw_pictures(rec: Record) -> tuple[list[Picture], str | None]:
 
 def _markdown():
     from markdown_it import MarkdownIt
-    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    md = MarkdownIt("commonmark", {"html": False}).enable("table").disable(["link", "image"])
 
     def fence(self, tokens, idx, options, env):
         return _pre(tokens[idx].content, diff=tokens[idx].info.strip() == "diff")

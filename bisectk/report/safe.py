@@ -14,13 +14,17 @@ xml_text      -- a string with every character XML 1.0 forbids written the same 
 markdown_text -- a Markdown document bisectk composed, with what came from outside made inert:
                  control characters visible everywhere (a `cat` of the file is a terminal too),
                  and `&`, `<`, `>` written as entities outside fenced code blocks, so a subject's
-                 `<script>` is shown, never rendered by a viewer that allows inline HTML.
+                 `<script>` is shown, never rendered by a viewer that allows inline HTML; and
+                 `](` written `]\\(` there, so a commit subject's `![x](https://...)` is no
+                 picture a viewer fetches (nor `[x](...)` a link), but on the lines bisectk
+                 wrote as its own links (the pictures beside the log).
 markdown_cell -- one table cell: newlines flattened, `|` escaped (with the backslashes before it,
                  so `a\\|b` neither splits the row nor loses its backslash).
 code_span     -- a Markdown code span that holds any text (fenced by a backtick run longer than
-                 any inside); text with `&`, `<` or `>` is written as plain text instead, its
-                 other punctuation backslash-escaped, since entities are not read inside a code
-                 span and markdown_text must make those three entities.
+                 any inside); text with `&`, `<`, `>` or `](` is written as plain text instead,
+                 its other punctuation backslash-escaped, since neither entities nor escapes are
+                 read inside a code span and markdown_text must make those three entities and
+                 escape that bracket's parenthesis.
 html_text     -- html.escape, with control characters, lone surrogates and noncharacters made
                  visible (an HTML parser reports each as an error; NUL is replaced).
 visible_text  -- html_text without the escaping: what a whole page bisectk wrote is passed through.
@@ -59,6 +63,7 @@ through `Console.render_str`, before layout, so escaping there keeps tables alig
 from __future__ import annotations
 
 import re
+from collections.abc import Container
 
 _TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -94,19 +99,22 @@ def _entity(match: re.Match) -> str:
     return _ENTITIES.get(match.group(0), match.group(0))
 
 
-def markdown_text(document: str) -> str:
-    """`document` (Markdown bisectk composed) with control characters visible and `&`, `<`, `>`
-    as entities outside the fenced code blocks that open at column 0 (see the module docstring)."""
+def markdown_text(document: str, links: Container[str] = ()) -> str:
+    """`document` (Markdown bisectk composed) with control characters visible, and `&`, `<`, `>`
+    as entities and `](` as `]\\(` outside the fenced code blocks that open at column 0 and the
+    lines in `links` (bisectk's own links; see the module docstring)."""
     out, fence = [], ""
     for line in terminal_text(document).split("\n"):
-        if fence:
+        if line in links:
+            pass
+        elif fence:
             close = _FENCE_CLOSE.fullmatch(line)
             if close and close.group(1)[0] == fence[0] and len(close.group(1)) >= len(fence):
                 fence = ""
         elif (opened := _FENCE_OPEN.match(line)) and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
             fence = opened.group(1)
         else:
-            line = _MARKDOWN_HTML.sub(_entity, line)
+            line = _MARKDOWN_HTML.sub(_entity, line).replace("](", "]\\(")
         out.append(line)
     return "\n".join(out)
 
@@ -122,7 +130,7 @@ def code_span(text: str) -> str:
     text = str(text).replace("\r\n", " ").replace("\n", " ")
     if not text:
         return ""
-    if any(c in text for c in "&<>"):
+    if any(c in text for c in "&<>") or "](" in text:
         return _PUNCTUATION.sub(r"\\\1", text)
     fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
     pad = " " if text[0] in "` " or text[-1] in "` " else ""

@@ -124,6 +124,25 @@ def test_markdown_cells_and_code_spans_hold_any_text():
     for s in ["plain", "a`b", "``x``", "`", " lead", "bisectk run s.toml --set 'a=1'"]:
         assert md.renderInline(markdown_text(code_span(s))) == f"<code>{s}</code>", s
     assert md.renderInline(markdown_text(code_span("a=<x> & `y`"))) == "a=&lt;x&gt; &amp; `y`"
+    assert md.renderInline(markdown_text(code_span("--set 'a=![p](x.png)'"))) == "--set 'a=![p](x.png)'"
+
+
+def test_a_picture_or_link_from_outside_is_text_and_bisectks_own_pictures_stay():
+    """A commit subject `![p](https://...)` was a picture in the debug log and an <img> in the HTML
+    report, which says it fetches nothing; `[go](https://...)` a link. Now both are text; the
+    pictures bisectk links beside the log stay pictures."""
+    from markdown_it import MarkdownIt
+    from bisectk.report.debuglog import DebugLog
+    from tests.report.inert import inert_markdown
+    evil = "c10 ![p](https://evil.example/p.png) [go](https://evil.example/)"
+    log = DebugLog(f"bisect: {evil}", f"Resolved -- {evil}", evil, summary=[evil],
+                   differences_header=["commit", "subject"], differences=[["abc", evil]],
+                   figures=[("Commit line", "r-figures/commit-line.svg")])
+    text = log.to_markdown()
+    inert_markdown(text)
+    page = MarkdownIt("commonmark").enable("table").render(text)
+    assert page.count("<img") == 1 and '<img src="r-figures/commit-line.svg"' in page
+    assert page.count("![p](https://evil.example/p.png) [go](https://evil.example/)") == 5
 
 
 def test_html_text_escapes_markup_and_makes_what_a_parser_rejects_visible():

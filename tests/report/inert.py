@@ -6,8 +6,10 @@ import re
 from html.parser import HTMLParser
 
 # A subject's error or output, a commit subject: NUL, BEL, ESC sequences (retitle, clear), DEL, an
-# 8-bit CSI, a lone surrogate (an undecodable byte), inline HTML, a table's pipe and a code fence.
-HOSTILE = "\x00\x07\x1b]0;pwn\x07\x1b[2J\x7f\x9b2J\udcff <script>alert(1)</script> a|b \\| ```"
+# 8-bit CSI, a lone surrogate (an undecodable byte), inline HTML, a table's pipe and a code fence,
+# and a Markdown picture and link (a viewer would fetch the one and follow the other).
+HOSTILE = ("\x00\x07\x1b]0;pwn\x07\x1b[2J\x7f\x9b2J\udcff <script>alert(1)</script> a|b \\| ```"
+           " ![p](https://evil.example/p.png) [go](https://evil.example/)")
 
 RAW_CONTROL = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]")
 
@@ -34,6 +36,9 @@ def inert_markdown(text: str, code: bool = False) -> None:
     assert code or "<script" not in text.lower()
     tokens = list(markdown_tokens(text))
     assert not [t.content for t in tokens if t.type in ("html_inline", "html_block")]
+    # no link, and no picture but bisectk's own (its SVGs beside the log, by relative path)
+    assert not [t.attrs for t in tokens if t.type == "link_open"]
+    assert not [t.attrs for t in tokens if t.type == "image" and "://" in str(t.attrs.get("src", ""))]
     from markdown_it import MarkdownIt
     page = MarkdownIt("commonmark", {"html": True}).enable("table").render(text)
     for table in re.findall(r"<table>.*?</table>", page, re.S):
@@ -61,4 +66,5 @@ def inert_html(page: str) -> str:
     parser.feed(page)
     parser.close()
     assert "script" not in parser.tags and "<script" not in page.lower()
+    assert not {"img", "a", "link", "iframe"} & set(parser.tags)      # nothing fetched, nothing followed
     return "".join(parser.text)

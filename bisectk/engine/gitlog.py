@@ -239,6 +239,8 @@ def log_lines(session: dict[str, Any], events: list[dict[str, Any]], undos: list
     fb = result.get("first_bad")
     if isinstance(fb, dict) and fb.get("sha"):
         words = f"first {args.get('new') or default[1]} commit"
+        if result.get("complete") is False:     # a stopped search's one candidate: never confirmed
+            words += " so far, not confirmed (the search stopped)"
         lines.append(f"# {words}: {fb['sha']} (confidence {result.get('confidence')})")
     return lines
 

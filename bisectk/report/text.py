@@ -9,7 +9,7 @@ from bisectk.engine.records import CheckRecord, EndpointCheck, ReplayRecord, Run
 from bisectk.outcome import Reason, Verdict
 from bisectk.report.stuck import terminal_lines
 from bisectk.report.terminal import fmt_config
-from bisectk.report.words import problem_lines, watchdog_text
+from bisectk.report.words import problem_lines, remaining, watchdog_text
 from bisectk.spec import render
 
 
@@ -34,7 +34,7 @@ def print_replay(out: Console, rec: ReplayRecord) -> None:
         out.print(f"the log contradicts itself: {rec.contradiction}", markup=False)
     fb = rec.first_bad
     out.print(f"first {rec.terms[-1]} commit: {fb['sha']} {fb['subject']}" if fb and rec.complete else
-              f"not determined yet; {len(rec.candidates)} candidates remain", markup=False)
+              f"not determined yet; {remaining(len(rec.candidates))}", markup=False)
     if rec.next:
         out.print(f"next commit to test: {rec.next['sha']} {rec.next['subject']}"
                   + ("" if rec.next.get("index") is not None else " (a merge base: git tests it first)"), markup=False)

@@ -22,8 +22,8 @@ from bisectk.report import diff as diff_report
 from bisectk.report import history as history_report
 from bisectk.report.debuglog import DebugLog
 from bisectk.report.junit import Case
-from bisectk.report.words import (confidence_words, problem_lines, same_inputs, search_runs_of, stop_reason_of, stopped_line,
-                                  wall_words)
+from bisectk.report.words import (confidence_words, problem_lines, remaining, same_inputs, search_runs_of, stop_reason_of,
+                                  stopped_line, wall_words)
 
 
 def _not_started(t: TriageRecord) -> str:
@@ -140,7 +140,7 @@ def to_cases(t: TriageRecord, subject: str) -> list[Case]:
         cases.append(Case("bisect", "passed" if fb and bis.complete else "error",
                           message="" if fb and bis.complete else _open_words(bis),
                           details=(f"first bad commit {fb['sha']} {fb['subject']}; {confidence_words(bis)}"
-                                   if fb else f"{len(bis.candidates)} candidates remain"),
+                                   if fb else remaining(len(bis.candidates))),
                           time_s=max(0.0, bis.wall_s - endpoints_s), classname="bisectk.triage"))
     d = t.diff_record()
     if d is not None:

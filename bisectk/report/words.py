@@ -75,6 +75,11 @@ def counted(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def remaining(n: int) -> str:
+    """'1 candidate remains', '3 candidates remain'."""
+    return f"{counted(n, 'candidate')} {'remains' if n == 1 else 'remain'}"
+
+
 def wall_words(rec, label: str = "wall") -> str:
     """A command's wall time; when answers came from the ledger (a run that took minutes then
     takes nothing now), also what its runs took when they ran."""

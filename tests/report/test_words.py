@@ -100,3 +100,19 @@ def test_a_long_factor_name_is_folded_in_the_key_differences_table_never_cut():
     print_summary(Console(file=buf, width=60, color_system=None), rec)
     cells = "".join(line.split("│")[1].strip() for line in buf.getvalue().splitlines() if line.startswith("│"))
     assert "release_before_read_with_a_long_name" in cells and "…" not in buf.getvalue(), buf.getvalue()
+
+
+def test_a_replay_that_stops_early_counts_its_candidates_in_words():
+    """`bisectk replay` of a stopped bisection's log said 'not determined yet; 1 candidates remain'."""
+    import io
+
+    from rich.console import Console
+
+    from bisectk.report.text import print_replay
+    one = {"sha": "c" * 40, "subject": "barrier: count arrivals", "index": 3}
+    for candidates, said in (((one,), "not determined yet; 1 candidate remains"),
+                             ((one, one, one), "not determined yet; 3 candidates remain")):
+        buf = io.StringIO()
+        print_replay(Console(file=buf, width=200), SimpleNamespace(contradiction=None, first_bad=one, complete=False,
+                                                                   candidates=candidates, terms=("good", "bad"), next=one))
+        assert buf.getvalue().splitlines()[0] == said

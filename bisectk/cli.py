@@ -412,7 +412,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
     commits = listing.result()
     args = {"repo": str(root), "good": good_sha, "bad": bad_sha, "first_parent": first_parent, "flaky": flaky,
             "any_failure": any_failure, "subject": str(spec or run_cmd or pytest_id),
-            "olds": list(commits.goods), "paths": list(commits.paths), **terms.to_dict()}
+            "olds": list(commits.goods), "paths": list(commits.paths), "confidence": confidence, **terms.to_dict()}
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  max_runs=max_runs, jobs=jobs, confidence=confidence, gpus=tuple(gpus.split(",")) if gpus else (),
                  executor=executor, ray_address=ray_address, ray_repo=ray_repo, fresh=fresh, warm=warm,
@@ -549,7 +549,8 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
                  ray_repo=ray_repo, fresh=fresh, warm=warm, clean_ignored=clean_ignored)
     # what `bisectk log` needs to write the triage's bisection as a replayable record
     args = {"repo": str(root), "good": commits.good_sha, "bad": commits.bad_sha, "first_parent": first_parent,
-            "flaky": flaky, "subject": str(spec or run_cmd or pytest_id), "paths": list(commits.paths)}
+            "flaky": flaky, "subject": str(spec or run_cmd or pytest_id), "paths": list(commits.paths),
+            "confidence": confidence}
     ledger_path = ledger_location(ledger, repo=root)
     check_outputs(report, json_out, html, junit, spec=s, ledger=ledger_path)
     with Session("triage", s, ledger_path, args=args, policy=pol,

@@ -1,9 +1,12 @@
 """Logs that `bisectk replay` reads: its own (`bisectk log`) and git's (`git bisect log`).
 
 bisectk's log: a header `# bisectk bisect --repo R --good G [--good G2] --bad B [--find-fix]
-[--term-old O --term-new N] [--manual] [--first-parent] [--flaky | --no-flaky] [-- PATHSPEC...]` and one
+[--term-old O --term-new N] [--manual] [--first-parent] [--flaky | --no-flaky] [--confidence P]
+[-- PATHSPEC...]`, `# flake-aware: ...` where no --flaky was given but the bad endpoint's failure
+was intermittent (the search then weighed every run, as --flaky's does, with one rate), and one
 `observe SHA pass|fail|unresolved` line per observation (the subject's outcome; with --find-fix a
-failure is the old side).
+failure is the old side). Both say which search the observations were fed to: without them a
+replay would rebuild another model's answer (a flake-aware search's 0.997 as "not determined").
 
 git's log: `git bisect start [options] [BAD [GOOD...]] [-- PATHSPEC...]`, then one `git bisect
 <term> SHA` line per mark (good/bad, old/new, the terms of `--term-old/--term-new`, skip), with
@@ -36,6 +39,8 @@ from bisectk.errors import BisectkError
 from bisectk.outcome import Outcome
 
 _COMMENT_MARK = re.compile(r"^#\s*([A-Za-z0-9_.-]+): \[([0-9a-f]{7,64})\]")
+FLAKE_AWARE = "# flake-aware:"
+DEFAULT_CONFIDENCE = 0.99          # engine/policy.py's; a header names another
 
 
 @dataclass
@@ -50,6 +55,8 @@ class Header:
     paths: list[str] = field(default_factory=list)
     source: str = "bisectk"
     steady: bool = False        # --no-flaky: the failure was declared deterministic (confirmed once)
+    intermittent: bool = False  # no --flaky, but the endpoints showed the failure intermittent
+    confidence: float = DEFAULT_CONFIDENCE
 
     @property
     def good(self) -> str:
@@ -86,7 +93,8 @@ def _options(argv: list[str], n: int) -> tuple[dict, list[str], list[str]]:
             paths = argv[k + 1:]
             break
         name, eq, value = a.partition("=")
-        if name in ("--good", "--bad", "--repo", "--term-old", "--term-new", "--term-good", "--term-bad"):
+        if name in ("--good", "--bad", "--repo", "--term-old", "--term-new", "--term-good", "--term-bad",
+                    "--confidence"):
             if not eq:
                 if k + 1 >= len(argv):
                     raise BisectkError(f"line {n}: {name} has no value")
@@ -120,7 +128,11 @@ def _parse_bisectk(lines: list[str]) -> tuple[Header, list[tuple[str, Outcome]]]
             except BisectkError as exc:
                 raise BisectkError(f"line {n}: {exc}") from None
             header = Header(flags["repo"], olds, news[0], bool(flags.get("first_parent")), bool(flags.get("flaky")),
-                            bool(flags.get("manual")), terms, paths, steady=bool(flags.get("no_flaky")))
+                            bool(flags.get("manual")), terms, paths, steady=bool(flags.get("no_flaky")),
+                            confidence=_confidence(flags.get("confidence", DEFAULT_CONFIDENCE), n))
+            continue
+        if line.startswith(FLAKE_AWARE) and header is not None:
+            header.intermittent = True
             continue
         body = line.split("#", 1)[0].strip()
         if not body:
@@ -136,6 +148,16 @@ def _parse_bisectk(lines: list[str]) -> tuple[Header, list[tuple[str, Outcome]]]
         raise BisectkError("not a bisectk log: the '# bisectk bisect --repo ... --good ... --bad ...' header is "
                            "missing (a `git bisect log` starts with 'git bisect start')")
     return header, observations
+
+
+def _confidence(value, n: int) -> float:
+    try:
+        p = float(value)
+    except (TypeError, ValueError):
+        p = float("nan")
+    if not 0.5 <= p < 1.0:
+        raise BisectkError(f"line {n}: --confidence {value!r} is not a probability in [0.5, 1)")
+    return p
 
 
 def _parse_git(lines: list[str]) -> tuple[Header, list[tuple[str, Outcome]]]:
@@ -224,18 +246,23 @@ def log_lines(session: dict[str, Any], events: list[dict[str, Any]], undos: list
     default = ("broken", "fixed") if fix else ("good", "bad")
     if (args.get("old"), args.get("new")) not in ((None, None), default):
         cmd += ["--term-old", args["old"], "--term-new", args["new"]]
+    confidence = args.get("confidence")
+    if confidence is not None and confidence != DEFAULT_CONFIDENCE:
+        cmd += ["--confidence", repr(confidence)]
     if args.get("paths"):
         cmd += ["--", *args["paths"]]
     lines = [f"# bisectk log of session {session['id']}" + (" (the bisection of a triage)" if triage else ""),
              "# " + shlex.join(cmd)]
+    result = session.get("result") or {}
+    if triage:
+        result = result.get("bisect") or {}
+    if result.get("flaky") and args.get("flaky") is None and not fix:
+        lines.append(f"{FLAKE_AWARE} the bad endpoint's failure was intermittent, so the search weighed every run")
     undone = {u.get("seq") for u in undos if u.get("seq") is not None}
     for e in events:
         if e.get("seq") is not None and e["seq"] in undone:
             continue
         lines.append(f"observe {e['sha']} {e['outcome']}  # {e.get('verdict', '')}")
-    result = session.get("result") or {}
-    if triage:
-        result = result.get("bisect") or {}
     fb = result.get("first_bad")
     if isinstance(fb, dict) and fb.get("sha"):
         words = f"first {args.get('new') or default[1]} commit"

@@ -304,7 +304,7 @@ def run_manual_session(root, olds: list[str], new: str, names: tuple[str, str], 
     fp = fingerprint_of(list(graph.goods), graph.bad_sha, list(graph.paths), first_parent, terms)
     args = {"repo": str(root), "good": graph.good_sha, "bad": graph.bad_sha, "first_parent": first_parent,
             "manual": True, "olds": list(graph.goods), "paths": list(graph.paths), **terms.to_dict(),
-            "subject": "(you)"}
+            "subject": "(you)", "confidence": confidence}
     spec = adhoc_spec(["(you)"], name="manual", cwd=root, protocol="git")
     with Session("bisect", spec, ledger_location(ledger, repo=root), fingerprint=fp, args=args) as session:
         db, prev = session.ledger, session.previous

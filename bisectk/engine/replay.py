@@ -26,6 +26,7 @@ from bisectk.engine.records import ReplayRecord
 from bisectk.errors import BisectkError
 from bisectk.outcome import Outcome
 from bisectk.search.history import Dag, DagResult, Observation, SearchOptions, SearchStopped, StopSearch, search_dag
+from bisectk.search.rates import TWO_RATE
 from bisectk.spaces.commits import CommitGraph, list_graph, resolve
 
 
@@ -52,15 +53,27 @@ def _replay(path: Path, repo: Path | None):
                               complete=False, mode="replay")
             return open_, graph, sha, header, observed
     try:
-        result = search_dag(Dag.from_csr(*graph.csr()), oracle, options=SearchOptions(flaky=header.flaky,
-                            steady=header.steady,
-                            # git's log and a person's verdicts hold no confirmation runs: their
-                            # answer is the log's, as git gives it (a bisectk log holds its own)
-                            confirm=header.source == "bisectk" and not header.manual),
+        result = search_dag(Dag.from_csr(*graph.csr()), oracle, options=_options(header, graph, observed),
                             observations=observations)
         return result, graph, None, header, observed
     except SearchStopped as stop:
         return stop.result, graph, asked[0] if asked else None, header, observed
+
+
+def _options(header: Header, graph: CommitGraph, observed) -> SearchOptions:
+    """The search the log's observations were fed to (engine/bisect.py's choice): with --flaky the
+    two-rate model, its base the old end's runs; flake-aware with one rate where the endpoints
+    showed the failure intermittent (or a person's verdicts contradicted each other); the
+    confidence asked. A fix is searched as the engine searches it (its runs were not weighed)."""
+    two_rate = header.flaky and not header.terms.find_fix and not header.manual
+    old_end = [outcome for sha, outcome in observed if graph.good.sha.startswith(sha)]
+    base = (sum(o is Outcome.FAIL for o in old_end), sum(o is Outcome.PASS for o in old_end)) if two_rate else (0, 0)
+    return SearchOptions(flaky=header.flaky or (header.intermittent and not header.terms.find_fix),
+                         confidence=header.confidence, steady=header.steady,
+                         prior=TWO_RATE if two_rate else None, base=base,
+                         # git's log and a person's verdicts hold no confirmation runs: their
+                         # answer is the log's, as git gives it (a bisectk log holds its own)
+                         confirm=header.source == "bisectk" and not header.manual)
 
 
 def _observations(header: Header, observed, repo: Path | None):

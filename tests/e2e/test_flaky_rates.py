@@ -4,6 +4,8 @@ told apart (exit 2, both rates), never a wrong commit at exit 0."""
 import json
 import sys
 
+import pytest
+
 from tests.conftest import ROOT, bisectk
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
@@ -127,3 +129,29 @@ def test_no_flaky_confirms_once_and_its_log_replays_the_same(tmp_path):
     (tmp_path / "b.log").write_text(log)
     again = bisectk("replay", tmp_path / "b.log", "--json", cwd=tmp_path / "r")
     assert json.loads(again.stdout)["first_bad"]["sha"] == shas[11]
+
+
+def alternating_run(count) -> list[str]:
+    """A subject that fails every other run where the BUG marker is, its first such run passing:
+    the bad endpoint passes, then fails (an intermittent failure, known to the run)."""
+    code = (f"import os, sys; p = {str(count)!r}; n = int(open(p).read()) if os.path.exists(p) else 0; "
+            "bug = os.path.exists('BUG'); bug and open(p, 'w').write(str(n + 1)); sys.exit(1 if bug and n % 2 else 0)")
+    return ["--run", f"{sys.executable} -c \"{code}\""]
+
+
+@pytest.mark.parametrize("flags", [[], ["--flaky", "--confidence", "0.95"]], ids=["intermittent", "declared"])
+def test_a_flaky_bisections_log_replays_to_the_same_answer(tmp_path, flags):
+    """The log said nothing of the model the search ran in: a bisection made flake-aware by an
+    intermittent bad endpoint replayed as a deterministic one ("not determined yet", exit 1, where
+    the command had said 0.997), --flaky's replayed with one rate and no good-endpoint runs, and
+    --confidence was lost. Now the log carries all three and the replay rebuilds the answer."""
+    good, shas = make_dag_repo(tmp_path / "r", chain(12), culprit=7)
+    p = bisectk("bisect", "--repo", tmp_path / "r", "--good", good, "--bad", shas[-1], *alternating_run(tmp_path / "n"),
+                *flags, "--json", timeout=300, check=None)
+    doc = json.loads(p.stdout)
+    assert doc["flaky"] and doc["first_bad"] and doc["complete"], (p.returncode, p.stderr[-2000:])
+    log = bisectk("log", "--repo", tmp_path / "r").stdout
+    (tmp_path / "b.log").write_text(log)
+    again = json.loads(bisectk("replay", tmp_path / "b.log", "--json", check=None).stdout)
+    assert (again["first_bad"]["sha"], again["complete"]) == (doc["first_bad"]["sha"], True)
+    assert again["confidence"] == pytest.approx(doc["confidence"], abs=1e-6)

@@ -52,9 +52,12 @@ from typing import Any
 
 # a user's settings that would change what bisectk reads or does: log.showSignature puts "No signature"
 # / "Good signature" lines into `git log --format` output (a signer's common setting), color.ui=always
-# colours it, submodule.recurse makes a checkout update submodules that spaces/submodules.py syncs itself
+# colours it, submodule.recurse makes a checkout update submodules that spaces/submodules.py syncs itself,
+# and a repository's i18n.commitEncoding (latin1) is also its log's output encoding unless one is
+# named: its subjects and authors would come in bytes that bisectk reads as UTF-8 ('café' as 'caf�')
 GIT_CONFIG = ["-c", "core.hooksPath=/dev/null", "-c", "advice.detachedHead=false", "-c", "gc.auto=0",
-              "-c", "log.showSignature=false", "-c", "color.ui=false", "-c", "submodule.recurse=false"]
+              "-c", "log.showSignature=false", "-c", "color.ui=false", "-c", "submodule.recurse=false",
+              "-c", "i18n.logOutputEncoding=UTF-8"]
 REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX",
             "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
 WALK = ["rev-list", "--topo-order", "--reverse", "--parents"]   # list_graph's listing, before its refs

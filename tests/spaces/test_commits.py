@@ -84,6 +84,23 @@ def test_graph_is_good_to_bad_in_order(repo):
     assert graph.index(shas[-1][:8]) == 7 and graph[3].author == "T <t@x>" and graph[3].date[:2] == "20"
 
 
+def test_subjects_and_authors_in_a_declared_encoding_are_read_as_written(tmp_path):
+    """A repository with i18n.commitEncoding latin1 (its commits say `encoding latin1`): git's log
+    wrote their messages in latin1, read as UTF-8, so 'café' was shown 'caf\ufffd' in every report."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    git(r, "config", "i18n.commitEncoding", "latin1")
+    for i in range(3):
+        (r / "v.txt").write_text(f"{i}\n")
+        git(r, "add", "v.txt")
+        subprocess.run(["git", "commit", "-q", "-F", "-"], cwd=r, check=True, input=f"c{i} caf\xe9".encode("latin1"),
+                       env={**ENV, "GIT_AUTHOR_NAME": "Jos\xe9".encode("latin1").decode("utf-8", "surrogateescape")})
+    graph = list_graph(r, "HEAD~2", "HEAD")
+    assert [c.subject for c in graph.commits] == ["c1 caf\xe9", "c2 caf\xe9"]
+    assert describe(r, graph.bad.sha).author.startswith("Jos\xe9 <")
+
+
 def test_describe_lists_changed_files(repo):
     graph = list_graph(repo, "HEAD~8", "HEAD")
     kernel = next(i for i, c in enumerate(graph.commits) if c.subject.startswith("c5b"))

@@ -7,7 +7,9 @@ terminal_text -- a string with every control character a terminal would act on w
                  escape (`\\x1b`, `\\x9b`, `\\u202e`): C0 controls but newline and tab, DEL, the C1
                  range (U+0080-U+009F: an 8-bit CSI is an escape sequence too), the bidirectional
                  overrides (text that reads differently from what it is) and lone surrogates
-                 (undecodable bytes, which no terminal encoding can write).
+                 (undecodable bytes, which no terminal encoding can write: a file name's byte
+                 0xE9, decoded with surrogateescape, is `\\xe9`, as json_text writes it, so a hunk
+                 id read on the terminal is the one --json holds).
 xml_text      -- a string with every character XML 1.0 forbids written the same way (ElementTree
                  escapes `<`, `&` and quotes, but writes control characters as they are, which no
                  XML parser accepts).
@@ -71,6 +73,8 @@ _XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff
 
 def _escape(match: re.Match) -> str:
     c = ord(match.group(0))
+    if 0xDC80 <= c <= 0xDCFF:       # an undecodable byte (surrogateescape): the byte, as json_text has it
+        c -= 0xDC00
     return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
 
 

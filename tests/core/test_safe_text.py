@@ -20,6 +20,16 @@ def test_terminal_text_escapes_what_a_terminal_acts_on_and_keeps_the_rest():
     assert terminal_text("\x1b[31m") == "\\x1b[31m" and terminal_text("\u202e") == "\\u202e"
 
 
+def test_an_undecodable_byte_is_shown_as_the_byte_json_writes():
+    """A latin-1 file name's byte 0xE9 (decoded with surrogateescape) was `\\udce9` on the terminal
+    and in the reports, `\\xe9` in --json: a hunk id read on the terminal was not the JSON's."""
+    import json
+    from bisectk.report.safe import json_text
+    name = "lat\udce9.py:1"
+    assert terminal_text(name) == json.loads(json_text(name)) == "lat\\xe9.py:1"
+    assert terminal_text("\ud800") == "\\ud800"            # a lone surrogate that is no byte stays one
+
+
 def test_xml_text_makes_any_string_a_valid_xml_character_run():
     everything = "".join(map(chr, range(0, 0x250))) + "\ufffe\uffff\ud800\U0001f600"
     xml = to_xml("suite\x00", [Case(f"name{everything}", "failed", message=everything, details=everything)])
@@ -96,7 +106,7 @@ def test_markdown_text_escapes_outside_fences_and_keeps_what_bisectk_wrote():
            + code_block(f"x < y && {HOSTILE}\n```\n<script>still code</script>", "diff") + "\n\n<b>after</b>\n")
     out = markdown_text(doc)
     inert_markdown(out, code=True)
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out and "\\x1b]0;pwn\\x07" in out and "\\udcff" in out
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out and "\\x1b]0;pwn\\x07" in out and "\\xff" in out
     assert "- a **bold** `code` item, R&amp;D, &lt;kept&gt;" in out and "&lt;b&gt;after&lt;/b&gt;" in out
     assert "x < y && " in out and "<script>still code</script>" in out     # inside the fence: code, shown as is
 
@@ -150,7 +160,7 @@ def test_html_text_escapes_markup_and_makes_what_a_parser_rejects_visible():
     from tests.report.inert import HOSTILE, inert_html
     out = html_text(HOSTILE + "\ufdd0\uffff \"q\"")
     assert inert_html(f"<p title=\"{out}\">{out}</p>").startswith("\\x00\\x07\\x1b]0;pwn")
-    assert "&lt;script&gt;" in out and "\\udcff" in out and "\\ufdd0" in out and "&quot;q&quot;" in out
+    assert "&lt;script&gt;" in out and "\\xff" in out and "\\ufdd0" in out and "&quot;q&quot;" in out
 
 
 def test_picture_text_is_drawn_without_a_missing_glyph_or_mathtext():

@@ -3,7 +3,8 @@
 bisectk's log: a header `# bisectk bisect --repo R --good G [--good G2] --bad B [--find-fix]
 [--term-old O --term-new N] [--manual] [--first-parent] [--flaky | --no-flaky] [--confidence P]
 [-- PATHSPEC...]`, `# flake-aware: ...` where no --flaky was given but the bad endpoint's failure
-was intermittent (the search then weighed every run, as --flaky's does, with one rate), and one
+was intermittent (the search then weighed every run, as --flaky's does, with one rate; a fix's
+confirmed each pass by repeated runs), and one
 `observe SHA pass|fail|unresolved` line per observation (the subject's outcome; with --find-fix a
 failure is the old side). Both say which search the observations were fed to: without them a
 replay would rebuild another model's answer (a flake-aware search's 0.997 as "not determined").
@@ -256,7 +257,7 @@ def log_lines(session: dict[str, Any], events: list[dict[str, Any]], undos: list
     result = session.get("result") or {}
     if triage:
         result = result.get("bisect") or {}
-    if result.get("flaky") and args.get("flaky") is None and not fix:
+    if result.get("flaky") and args.get("flaky") is None:
         lines.append(f"{FLAKE_AWARE} the bad endpoint's failure was intermittent, so the search weighed every run")
     undone = {u.get("seq") for u in undos if u.get("seq") is not None}
     for e in events:

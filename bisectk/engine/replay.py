@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bisectk.engine.bisect import marginal_doc, tested_commits
+from bisectk.engine.direction import repeats_for
 from bisectk.engine.gitlog import Header, parse_log, read_log
 from bisectk.engine.records import ReplayRecord
 from bisectk.errors import BisectkError
@@ -41,6 +43,9 @@ def _replay(path: Path, repo: Path | None):
     """replay_log's answer, with the log's header and its marks (names resolved to shas)."""
     header, observed = parse_log(read_log(path))
     graph, observations, observed = _observations(header, observed, repo)
+    fix = _FixRuns.of(header, graph, observed)
+    if fix is not None:
+        observations = fix.fold(observations, len(graph) - 1)
     asked: list[int] = []
 
     def oracle(i: int) -> Outcome:
@@ -53,22 +58,67 @@ def _replay(path: Path, repo: Path | None):
                               complete=False, mode="replay")
             return open_, graph, sha, header, observed
     try:
-        result = search_dag(Dag.from_csr(*graph.csr()), oracle, options=_options(header, graph, observed),
-                            observations=observations)
-        return result, graph, None, header, observed
+        result, nxt = search_dag(Dag.from_csr(*graph.csr()), oracle, options=_options(header, graph, observed),
+                                 observations=observations), None
     except SearchStopped as stop:
-        return stop.result, graph, asked[0] if asked else None, header, observed
+        result, nxt = stop.result, asked[0] if asked else None
+    if fix is not None:
+        result = replace(result, confidence=min(result.confidence, fix.confidence()))
+    return result, graph, nxt, header, observed
+
+
+@dataclass
+class _FixRuns:
+    """A fix searched with an intermittent old side (engine/direction.py FixOracle): a commit is
+    called fixed only after `repeats` passes in a row, and broken at its first failure, so the
+    log's runs are folded into those calls before the search reads them (read one by one, a
+    broken commit's lucky pass would be a fix, and the old end's own passes a contradiction)."""
+
+    repeats: int
+    fail_rate: float
+    called_new: int = 0
+
+    @classmethod
+    def of(cls, header: Header, graph: CommitGraph, observed) -> _FixRuns | None:
+        if not header.terms.find_fix or header.manual or not (header.flaky or header.intermittent):
+            return None
+        old_end = [o for sha, o in observed if graph.good.sha.startswith(sha) and o is not Outcome.UNRESOLVED]
+        rate = sum(o is Outcome.FAIL for o in old_end) / len(old_end) if old_end else 1.0
+        return cls(repeats_for(rate, header.confidence), rate)
+
+    def fold(self, observations: list[Observation], new_end: int) -> list[Observation]:
+        folded, passes = [], {}
+        for o in observations:
+            if o.index == new_end:      # the engine seeds the new end once, not run by run
+                folded.append(o)
+            elif o.outcome is Outcome.FAIL:         # a pass: the new side
+                passes[o.index] = passes.get(o.index, 0) + 1
+                if passes[o.index] == self.repeats:
+                    folded.append(o)
+                    passes[o.index] = 0
+                    self.called_new += self.repeats > 1
+            else:
+                folded.append(o)
+                passes[o.index] = 0
+        return folded      # passes short of `repeats`: a call the log stops inside, asked again
+
+    def confidence(self) -> float:
+        """FixOracle.confidence: P(no commit called fixed was a broken one that passed every run)."""
+        if self.repeats <= 1:
+            return 1.0
+        return (1.0 - (1.0 - self.fail_rate) ** self.repeats) ** self.called_new
 
 
 def _options(header: Header, graph: CommitGraph, observed) -> SearchOptions:
     """The search the log's observations were fed to (engine/bisect.py's choice): with --flaky the
     two-rate model, its base the old end's runs; flake-aware with one rate where the endpoints
     showed the failure intermittent (or a person's verdicts contradicted each other); the
-    confidence asked. A fix is searched as the engine searches it (its runs were not weighed)."""
+    confidence asked. A fix is searched as the engine searches it: binary, its runs folded
+    (_FixRuns), never weighed."""
     two_rate = header.flaky and not header.terms.find_fix and not header.manual
     old_end = [outcome for sha, outcome in observed if graph.good.sha.startswith(sha)]
     base = (sum(o is Outcome.FAIL for o in old_end), sum(o is Outcome.PASS for o in old_end)) if two_rate else (0, 0)
-    return SearchOptions(flaky=header.flaky or (header.intermittent and not header.terms.find_fix),
+    return SearchOptions(flaky=(header.flaky or header.intermittent) and (header.manual or not header.terms.find_fix),
                          confidence=header.confidence, steady=header.steady,
                          prior=TWO_RATE if two_rate else None, base=base,
                          # git's log and a person's verdicts hold no confirmation runs: their
@@ -85,6 +135,9 @@ def _observations(header: Header, observed, repo: Path | None):
     ends = ("--bad", "--good") if terms.find_fix else ("--good", "--bad")
     graph = list_graph(repo or header.repo or Path.cwd(), header.olds, header.new, first_parent=header.first_parent,
                        paths=header.paths, ends=ends)
+    # an old end seen on the new side is a contradiction, but where the model allows it: --flaky's
+    # good side may fail now and then, an intermittent fix's broken side may pass
+    mixed = header.flaky or (terms.find_fix and header.intermittent)
     observations, marks = [], []
     for name, outcome in observed:
         side = terms.new_side(outcome)
@@ -92,7 +145,7 @@ def _observations(header: Header, observed, repo: Path | None):
         sha = name if _FULL_SHA.fullmatch(name) else resolve(graph.repo, name, f"the log's {word} mark")
         marks.append((sha, outcome))
         if any(g.startswith(sha) for g in (*graph.goods, *graph.merge_bases)):
-            if side is Outcome.FAIL:
+            if side is Outcome.FAIL and not mixed:
                 what = "merge base" if any(m.startswith(sha) for m in graph.merge_bases) else "old end"
                 raise BisectkError(f"the log records {sha[:10]} (the {what}) as {terms.new}: the first {terms.new} "
                                    f"commit is not between the log's ends")

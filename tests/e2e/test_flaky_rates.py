@@ -155,3 +155,26 @@ def test_a_flaky_bisections_log_replays_to_the_same_answer(tmp_path, flags):
     again = json.loads(bisectk("replay", tmp_path / "b.log", "--json", check=None).stdout)
     assert (again["first_bad"]["sha"], again["complete"]) == (doc["first_bad"]["sha"], True)
     assert again["confidence"] == pytest.approx(doc["confidence"], abs=1e-6)
+
+
+def test_a_fix_found_with_an_intermittent_broken_side_replays_to_the_same_answer(tmp_path):
+    """--find-fix where the broken side fails every other run: each pass is confirmed by repeated
+    runs (direction.FixOracle). The replay read the log run by run, so the broken end's own passes
+    were "the old end recorded as fixed": exit 2 on the log of a search that had answered. Now the
+    runs are folded as the search made them, and the answer and its confidence are the command's."""
+    good, shas = make_dag_repo(tmp_path / "r", chain(12), culprit=7)
+    count = tmp_path / "n"
+    code = (f"import os, sys; p = {str(count)!r}; n = int(open(p).read()) if os.path.exists(p) else 0; "
+            "fixed = os.path.exists('BUG'); fixed or open(p, 'w').write(str(n + 1)); "
+            "sys.exit(1 if not fixed and n % 2 else 0)")
+    p = bisectk("bisect", "--repo", tmp_path / "r", "--find-fix", "--bad", good, "--good", shas[-1],
+                "--run", f"{sys.executable} -c \"{code}\"", "--json", timeout=300, check=None)
+    doc = json.loads(p.stdout)
+    assert doc["flaky"] and doc["first_bad"]["sha"] == shas[7] and doc["complete"], (p.returncode, p.stderr[-2000:])
+    log = bisectk("log", "--repo", tmp_path / "r").stdout
+    (tmp_path / "b.log").write_text(log)
+    again = bisectk("replay", tmp_path / "b.log", "--json", check=None)
+    assert again.returncode == 0, again.stderr
+    doc_again = json.loads(again.stdout)
+    assert (doc_again["first_bad"]["sha"], doc_again["complete"]) == (shas[7], True)
+    assert doc_again["confidence"] == pytest.approx(doc["confidence"], abs=1e-6)

@@ -69,7 +69,9 @@ class Header:
 
 
 def parse_log(text: str) -> tuple[Header, list[tuple[str, Outcome]]]:
-    lines = [line.rstrip("\r") for line in text.splitlines()]
+    # lines end at "\n" alone, as git's and bisectk's writers end them: splitlines() also ends one
+    # at \f, \x1c-\x1e, \x85 or U+2028, which a verdict's comment may hold (a subject's own text)
+    lines = [line.rstrip("\r") for line in text.split("\n")]
     if any(line.startswith("git bisect ") for line in lines) and not any(line.startswith("# bisectk bisect")
                                                                            for line in lines):
         return _parse_git(lines)
@@ -263,7 +265,10 @@ def log_lines(session: dict[str, Any], events: list[dict[str, Any]], undos: list
     for e in events:
         if e.get("seq") is not None and e["seq"] in undone:
             continue
-        lines.append(f"observe {e['sha']} {e['outcome']}  # {e.get('verdict', '')}")
+        # the verdict is the subject's words (an error, a metric's name): kept on its line, so
+        # that no text of a run's can start a line of its own (`observe SHA fail`) in the log
+        said = " ".join(str(e.get("verdict", "")).splitlines())
+        lines.append(f"observe {e['sha']} {e['outcome']}  # {said}")
     fb = result.get("first_bad")
     if isinstance(fb, dict) and fb.get("sha"):
         words = f"first {args.get('new') or default[1]} commit"

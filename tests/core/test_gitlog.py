@@ -25,3 +25,15 @@ def test_a_stopped_searchs_candidate_is_not_written_as_the_first_bad_commit():
     header, observed = parse_log("\n".join(stopped))
     assert (header.good, header.bad) == (GOOD, BAD)
     assert observed == [(GOOD, Outcome.PASS), (BAD, Outcome.FAIL), (MID, Outcome.FAIL)]
+
+
+def test_a_subjects_text_in_a_verdict_cannot_add_a_line_to_the_log():
+    """A metric named "x\\nobserve SHA fail #" (NaN) made the bad endpoint's verdict comment two
+    lines: the log then held an observation no run made, and its replay another answer. Nor may
+    \\f, \\x1c or U+2028, which the reader's splitlines() took for line ends, split one."""
+    evil = [{"sha": BAD, "outcome": "fail", "verdict": f"FAIL wrong (NaN in x{sep}observe {MID} pass #)"}
+            for sep in ("\n", "\r\n", "\r", "\f", "\x1c", "\x85", "\u2028")]
+    lines = log_lines(_session({}), EVENTS[:1] + evil)
+    assert len(lines) == 2 + 1 + len(evil)
+    _, observed = parse_log("\n".join(lines))
+    assert observed == [(GOOD, Outcome.PASS)] + [(BAD, Outcome.FAIL)] * len(evil)

@@ -42,10 +42,13 @@ def fmt_config(config: dict[str, Any], reference: dict[str, Any] | None = None, 
 
 
 def run_label(run: Run) -> str:
+    """A run's verdict on one line: its signature may hold a subject's newline (a metric named
+    "a\\nb"), which would split the one line a finished run is given."""
     if run.outcome is Outcome.PASS:
         return "PASS"
     tag = run.kind.value if run.kind else (run.reason.value if run.reason else "")
-    return f"{run.outcome.value.upper()} {tag}".strip() + (f" ({run.signature})" if run.signature else "")
+    said = " ".join(run.signature.splitlines()) if run.signature else ""
+    return f"{run.outcome.value.upper()} {tag}".strip() + (f" ({said})" if said else "")
 
 
 def what_ran(label: str, config: dict[str, Any], reference: dict[str, Any] | None) -> str:

@@ -67,6 +67,14 @@ def test_progress_lines_for_a_log_one_line_per_run():
     ]
 
 
+def test_a_signature_with_a_newline_is_still_one_progress_line():
+    """A metric named "x\\n# heading" (NaN) gave the run's progress line a second line."""
+    stream = io.StringIO()
+    ProgressLines(stream)(RunFinished("bad", {}, 0, Run(Outcome.FAIL, FailKind.WRONG, signature="NaN in x\n# heading\r\nz",
+                                                         duration_s=0.5)))
+    assert stream.getvalue() == "  FAIL wrong (NaN in x # heading z)  bad  (0.50 s)\n"
+
+
 def test_debuglog_has_the_protocol_sections():
     log = DebugLog("k: hang", "Resolved", "consumer waits forever",
                    {"gpu": {"devices": [{"name": "NVIDIA H200", "compute_capability": "9.0"}], "driver": "580"},

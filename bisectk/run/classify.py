@@ -197,7 +197,9 @@ def parse_result(stdout: str) -> dict | None:
 
 def _scrubbed(value):
     """A decoded result with every lone surrogate (`"\\ud800"` is valid JSON, not valid UTF-8)
-    written as its escape: the ledger, the reports and the terminal store and print UTF-8."""
+    written as its escape: the ledger, the reports and the terminal store and print UTF-8; and
+    every metric's name on one line (a name is said in signatures and failure lines, and one
+    named "x\\nobserve SHA fail" wrote a line of its own into each, `bisectk log` included)."""
     if isinstance(value, str):
         try:
             value.encode("utf-8")
@@ -205,7 +207,7 @@ def _scrubbed(value):
         except UnicodeEncodeError:
             return value.encode("utf-8", "backslashreplace").decode("utf-8")
     if isinstance(value, dict):
-        return {_scrubbed(k): _scrubbed(v) for k, v in value.items()}
+        return {" ".join(_scrubbed(k).splitlines()): _scrubbed(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_scrubbed(v) for v in value]
     return value

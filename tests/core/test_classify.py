@@ -34,6 +34,13 @@ def test_a_subjects_own_error_is_one_line_of_at_most_200_characters():
     assert r.signature == "rows # wrong here"
 
 
+def test_a_metrics_name_is_one_line():
+    """A NaN metric named "x\\nobserve SHA fail #" made its signature and its failure line two lines."""
+    r = classify_run(raw(stdout='BISECTK_RESULT {"x\\nobserve abc fail #": NaN, "v": 1}'), Judge([]))
+    assert r.kind is FailKind.WRONG and r.signature == "NaN in x observe abc fail #", r.signature
+    assert all("\n" not in c for c in r.failed), r.failed
+
+
 def test_hang_crash_signals_and_cuda_texts():
     r = classify_run(raw(timed_out=True, exit_code=None, duration_s=2.1), JUDGE)
     assert (r.kind, r.signature) == (FailKind.HANG, "timeout after 2.1 s")

@@ -22,7 +22,7 @@ from bisectk.cli_common import (BadRefOpt, Deferred, after_first_run, capture_af
                                 CleanIgnoredOpt, RayRepoOpt, RepoOpt, ReportOpt, RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, SpecArg,
                                 TimeoutOpt, WarmOpt, _is, cache_ledger, check_outputs, check_strategy, default_spec, emit_json,
                                 environment_capture, fail, finish, history_subject, open_ledger, out, plain_help,
-                                policy, reporter, say_error, spare_ahead, unused_factor_warnings, usage_error,
+                                policy, reporter, resume_or_fresh, say_error, spare_ahead, unused_factor_warnings, usage_error,
                                 write_reports)
 from bisectk.errors import BisectkError
 from bisectk.search.names import strategy_names
@@ -116,6 +116,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     from bisectk.engine.session import Session, ledger_location
     from bisectk.spaces.factors import FactorSpace
     from bisectk.spec import load_spec, one_line
+    resume_or_fresh(resume, fresh)
     strategy = "exhaustive" if exhaustive else strategy
     check_strategy(strategy)
     spec = spec or default_spec()
@@ -335,6 +336,7 @@ def bisect(repo: Path = RepoOpt,
     from bisectk.spaces.command import pathspec_of, resolve_commands
     from bisectk.spaces.commits import list_graph, open_repo, resolve
     from bisectk.spaces.worktrees import WorktreePool
+    resume_or_fresh(resume, fresh)
     terms = Terms.of(find_fix, term_old, term_new)
     olds, new, names = history_ends(good or [], bad or [], find_fix)
     if not (good if find_fix else bad) and not as_json:
@@ -526,6 +528,7 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
     culprit hunks, and write one report.
 
     Exit 0: nothing to triage (bad does not fail); 1: culprit found; 2: inconclusive."""
+    resume_or_fresh(resume, fresh)
     from bisectk.spaces.early import drop_repo_env
     drop_repo_env()     # a run's git must see its worktree, not the checkout
     from bisectk.engine.interrupts import held

@@ -121,6 +121,14 @@ def fail(message: str, code: int = X.USAGE) -> None:
     raise typer.Exit(code)
 
 
+def resume_or_fresh(resume: bool, fresh: bool) -> None:
+    """--resume reuses the ledger's runs, --fresh ignores them: given together, one is refused
+    rather than dropped without a word."""
+    if resume and fresh:
+        fail("--resume and --fresh contradict each other: --resume reuses the ledger's runs, "
+             "--fresh runs everything again; give one")
+
+
 def unused_factor_warnings(spec) -> list[str]:
     """A warning per factor that reaches no placeholder, or whose two values reach the subject as
     the same text (printed on stderr; `check` repeats it)."""

@@ -49,6 +49,10 @@ def test_option_parsing_errors_are_one_line(args, tmp_path):
     # ended the first run in an internal error (KeyError, exit 3)
     ([*("diff", *(str(ROOT / "variants/cpu/diff-softmax" / x) for x in ("good", "bad", "spec.toml"))),
       "--build", "echo {zz}"], "--build: placeholder {zz} names no factor"),
+    # --resume and --fresh together: one was dropped without a word
+    (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--resume", "--fresh"], "contradict each other"),
+    (["bisect", "--good", "HEAD~1", "--run", "true", "--resume", "--fresh"], "contradict each other"),
+    (["triage", "--good", "HEAD~1", "--run", "true", "--fresh", "--resume"], "contradict each other"),
 ])
 def test_values_no_run_could_honour_are_one_line_before_any_run(args, says, tmp_path):
     (tmp_path / "b").mkdir()

@@ -23,7 +23,7 @@ from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.report.safe import code_span
 from bisectk.report.words import (endpoint_lines, failure_line, phase_words, problem_lines, problem_text, runs_words,
-                                  same_inputs, search_runs_of, stop_reason_of, stopped_line, wall_words)
+                                  same_inputs, search_runs_of, stop_reason_of, stopped_line, title_words, wall_words)
 from bisectk.spec import format_value, render
 
 HEADER = ["factor", "good", "bad", "flipped alone on good", "removed from bad", "verdict"]
@@ -130,7 +130,7 @@ def status_words(rec: AblationRecord) -> str:
 
 def to_debuglog(rec: AblationRecord) -> DebugLog:
     check, subj = rec.endpoints, rec.subject
-    title = f"{subj.name}: {check.bad.describe()}"
+    title = f"{subj.name}: {title_words(check)}"
     if not rec.ok:
         return DebugLog(title, "Inconclusive: endpoints unusable", problem_text(check), rec.environment)
     log = DebugLog(title, status_words(rec), f"good passes, bad fails: {check.bad.describe()}", rec.environment,

@@ -17,7 +17,7 @@ from bisectk.report.ablation import sets_lines
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.report.words import (ahead_words, counted, endpoint_lines, failure_line, problem_lines, problem_text,
-                                  runs_words, same_inputs, search_runs_of, stop_reason_of, stopped_line, wall_words)
+                                  runs_words, same_inputs, search_runs_of, stop_reason_of, stopped_line, title_words, wall_words)
 
 
 def ids_text(ids, limit: int = 8) -> str:
@@ -42,7 +42,7 @@ def hunk_place(h: dict) -> str:
 
 
 def to_debuglog(rec: DiffRecord) -> DebugLog:
-    title = f"diff {rec.good} vs {rec.bad}: {rec.endpoints.bad.describe()}"
+    title = f"diff {rec.good} vs {rec.bad}: {title_words(rec.endpoints)}"
     if not rec.ok:
         return DebugLog(title, "Inconclusive: endpoints unusable", problem_text(rec.endpoints), rec.environment)
     ids = [h["id"] for h in rec.culprit_hunks]

@@ -20,7 +20,7 @@ from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, table
 from bisectk.report.words import (confidence_words, endpoint_lines, failure_line, problem_lines, problem_text, runs_words, same_inputs,
-                                  search_runs_of, stopped_line, wall_words)
+                                  search_runs_of, stopped_line, title_words, wall_words)
 
 CONCLUSION = {"fail": "Bad: the first bad commit is this one or one of its ancestors.",
               "pass": "Good: the first bad commit is not among its ancestors.",
@@ -59,7 +59,7 @@ def _short(c: dict) -> str:
 def to_debuglog(rec: BisectRecord) -> DebugLog:
     if rec.manual:
         return _manual_debuglog(rec)
-    title = f"bisect {rec.good[:10]}..{rec.bad[:10]}: {verdict_words(rec, rec.endpoints.bad.describe())}"
+    title = f"bisect {rec.good[:10]}..{rec.bad[:10]}: {title_words(rec.endpoints, lambda t: verdict_words(rec, t))}"
     if not rec.ok:
         return DebugLog(title, "Inconclusive: endpoints unusable", problem_text(rec.endpoints), rec.environment)
     fb = rec.first_bad

@@ -23,7 +23,7 @@ from bisectk.report import history as history_report
 from bisectk.report.debuglog import DebugLog
 from bisectk.report.junit import Case
 from bisectk.report.words import (confidence_words, problem_lines, remaining, same_inputs, search_runs_of, stop_reason_of,
-                                  stopped_line, wall_words)
+                                  stopped_line, title_words, wall_words)
 
 
 def _not_started(t: TriageRecord) -> str:
@@ -34,7 +34,7 @@ def _not_started(t: TriageRecord) -> str:
 def to_debuglog(t: TriageRecord) -> DebugLog:
     bis = t.bisect_record()
     log = history_report.to_debuglog(bis)
-    log.title = f"triage: {history_report.verdict_words(bis, bis.endpoints.bad.describe())}"
+    log.title = f"triage: {title_words(bis.endpoints, lambda t: history_report.verdict_words(bis, t))}"
     if t.exit_code == TRIAGE_NOTHING:
         log.status = f"Nothing to triage: {nothing_words(t)}"
         return log

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from bisectk.engine.records import EndpointCheck, confidence_of
 from bisectk.engine.records import stop_reason_of as _reason
-from bisectk.outcome import FailKind
+from bisectk.outcome import FailKind, Outcome
 
 
 def watchdog_text(check: EndpointCheck) -> str:
@@ -59,6 +59,13 @@ def stopped_line(reason: str, runs: int) -> str:
 def stop_reason_of(rec) -> str:
     """Why an incomplete search stopped (records.stop_reason_of, from the record)."""
     return _reason(rec.stop_reason, getattr(rec, "advice", ()), getattr(rec, "interrupted", False))
+
+
+def title_words(check: EndpointCheck, words=lambda t: t) -> str:
+    """What a debug log's title says of the failure: the bad endpoint's verdict, or, where bad
+    passed (swapped endpoints, a failure that did not show), that nothing was found, not 'PASS'."""
+    bad = check.bad.describe()
+    return f"inconclusive (bad: {bad})" if check.bad.outcome is Outcome.PASS else words(bad)
 
 
 def failure_line(check: EndpointCheck, words=lambda t: t) -> str:

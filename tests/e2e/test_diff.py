@@ -492,8 +492,11 @@ def test_swapped_trees_are_told_to_swap_good_and_bad_as_diff_names_them(tmp_path
         side.mkdir()
         (side / "v.txt").write_text(f"{v}\n")
     p = bisectk("diff", str(good), str(bad), "--run", "sh -c '[ $(cat v.txt) -lt 2 ]'",
-                "--ledger", str(tmp_path / "l.db"), cwd=tmp_path)
+                "--ledger", str(tmp_path / "l.db"), "--report", str(tmp_path / "r.md"), cwd=tmp_path)
     assert p.returncode == 2, (p.returncode, p.stderr[-1500:])
     said = p.stdout + p.stderr
     assert "endpoints are inverted" in said and "swap GOOD and BAD or check the command's exit status" in said, said
     assert "[good]" not in said and "thresholds" not in said, said
+    # the debug log's title said the bad endpoint's verdict alone: 'diff good vs bad: PASS'
+    title = (tmp_path / "r.md").read_text().splitlines()[0]
+    assert title.endswith(": inconclusive (bad: PASS)"), title

@@ -124,6 +124,10 @@ class Run:
         return cls(**d)
 
 
+# the check a NaN breaks where a subject reports metrics and the spec has no thresholds
+# (run/classify.py): 'x is a number' is what failed; it is said 'NaN in x'
+NAN_CHECK = " is a number"
+
 KIND_WORDS = {FailKind.HANG: "hang", FailKind.CRASH: "crash", FailKind.WRONG: "wrong result",
               FailKind.SLOW: "slow", FailKind.BAD: "bad (non-zero exit)"}
 
@@ -142,7 +146,10 @@ class Failure:
             return words
         items = sorted(self.what)
         if self.kind is FailKind.WRONG:
-            return f"{words} ({', '.join(items)} violated)"
+            nan = [i.removesuffix(NAN_CHECK) for i in items if i.endswith(NAN_CHECK)]
+            checks = [i for i in items if not i.endswith(NAN_CHECK)]
+            said = ([f"{', '.join(checks)} violated"] if checks else []) + ([f"NaN in {', '.join(nan)}"] if nan else [])
+            return f"{words} ({'; '.join(said)})"
         return f"{words} ({', '.join(items)})"
 
 

@@ -28,7 +28,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from bisectk.outcome import FailKind, Outcome, Reason, Run
+from bisectk.outcome import NAN_CHECK, FailKind, Outcome, Reason, Run
 
 # The rules above, as a memo key's part (run/memokey.py StaticKey): a change that can move a stored
 # run's verdict (an import failure read as a hybrid that does not link, a quoted metric as
@@ -417,7 +417,7 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
     nan = [k for k, v in metrics.items() if isinstance(v, float) and math.isnan(v)]
     if nan and not judge.thresholds:
         return Run(Outcome.FAIL, FailKind.WRONG, signature=f"NaN in {nan[0]}", metrics=metrics,
-                   failed=tuple(f"{k} is a number" for k in sorted(nan)), **common)
+                   failed=tuple(f"{k}{NAN_CHECK}" for k in sorted(nan)), **common)
     slow = judge.slow(metrics, raw.duration_s)
     if slow:
         return Run(Outcome.FAIL, FailKind.SLOW, signature=slow, metrics=metrics,

@@ -63,3 +63,16 @@ def test_signature_mode_is_strict_and_target_roundtrips():
     assert Verdict.fold([b]).against(strict) is Outcome.UNRESOLVED
     assert Target.from_dict(strict.to_dict()) == strict
     assert "wrong result (rel_err <= 0.001 violated)" == Target.of([a]).describe()
+
+
+def test_a_nan_where_the_spec_has_no_thresholds_is_said_as_a_nan():
+    """A subject that reports metrics without thresholds fails on a NaN (run/classify.py): the
+    check it broke was said 'wrong result (x is a number violated)'."""
+    from bisectk.run.classify import Judge, classify_run
+    from bisectk.run.process import RawRun
+    raw = RawRun(started=True, exit_code=0, stdout='BISECTK_RESULT {"x": NaN, "y": 1.0, "z": NaN}\n', duration_s=0.1)
+    run = classify_run(raw, Judge([]))
+    assert run.outcome is Outcome.FAIL and run.kind is FailKind.WRONG, run
+    assert Target.of([run]).describe() == "wrong result (NaN in x, z)"
+    mixed = Target.of([wrong("rel_err <= 0.001", "x is a number")])
+    assert mixed.describe() == "wrong result (rel_err <= 0.001 violated; NaN in x)"

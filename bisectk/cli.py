@@ -134,7 +134,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
                  max_runs=max_runs, timeout=timeout, gpus=tuple(gpus.split(",")) if gpus else (), executor=executor,
                  ray_address=ray_address, fresh=fresh, warm=warm, jobs=jobs)
     ledger_path = ledger_location(ledger, spec=s)
-    check_outputs(report, json_out, html, spec=s, ledger=ledger_path)
+    check_outputs(report, json_out, html, spec=s, ledger=ledger_path, as_json=as_json)
     with Session("ablate", s, ledger_path, args={"spec": str(spec), "strategy": strategy},
                  policy=pol, reporter=reporter(as_json, s.good)) as session:
         if resume and session.previous is None:
@@ -224,7 +224,7 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
             f"the command names {word}, which is {full} from here but not in GOOD: every hybrid runs in a scratch "
             f"copy of GOOD (its working directory, $BISECTK_TREE), where it names nothing; name it by its absolute "
             f"path ({full!r})") + "\n")
-    check_outputs(report, json_out, html, spec=s, ledger=ledger_path, trees=(good, bad))
+    check_outputs(report, json_out, html, spec=s, ledger=ledger_path, trees=(good, bad), as_json=as_json)
     with Session("diff", s, ledger_path, args={"good": str(good), "bad": str(bad)}, policy=pol,
                  reporter=reporter(as_json, None)) as session:
         # without a build step each hybrid starts from GOOD and its hunks alone: files a run made go
@@ -420,7 +420,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
                  executor=executor, ray_address=ray_address, ray_repo=ray_repo, fresh=fresh, warm=warm,
                  clean_ignored=clean_ignored)
     ledger_path = ledger_location(ledger, repo=root)
-    check_outputs(report, json_out, html, spec=s, ledger=ledger_path)
+    check_outputs(report, json_out, html, spec=s, ledger=ledger_path, as_json=as_json)
     with Session("bisect", s, ledger_path, args=args, policy=pol,
                  reporter=reporter(as_json, None)) as session:
         prev = session.previous
@@ -555,7 +555,7 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
             "flaky": flaky, "subject": str(spec or run_cmd or pytest_id), "paths": list(commits.paths),
             "confidence": confidence}
     ledger_path = ledger_location(ledger, repo=root)
-    check_outputs(report, json_out, html, junit, spec=s, ledger=ledger_path)
+    check_outputs(report, json_out, html, junit, spec=s, ledger=ledger_path, as_json=as_json)
     with Session("triage", s, ledger_path, args=args, policy=pol,
                  reporter=reporter(as_json, None)) as session:
         prev = session.previous

@@ -247,10 +247,11 @@ def write_reports(record, log, markdown: Optional[Path], html: Optional[Path]) -
 
 def check_outputs(report: Optional[Path] = None, json_out: Optional[Path] = None, html: Optional[Path] = None,
                   junit: Optional[Path] = None, *, spec=None, ledger: Optional[Path] = None, trees=(),
-                  also=()) -> None:
+                  also=(), as_json: bool = False) -> None:
     """Refuse, before any run, a report path that cannot be written or that names what the command
     reads: the spec, the ledger, the files the subject's command names, diff's trees
-    (report/outputs.py); `also`: more (path, what) the command reads."""
+    (report/outputs.py); `also`: more (path, what) the command reads. With --json, a path that is
+    stdout (/dev/stdout) too: the file would follow the JSON document there."""
     from bisectk.report.outputs import argv_files, check_outputs as check, ledger_files
     outputs = {"--report": report, "--json-out": json_out, "--html": html, "--junit": junit}
     if not any(outputs.values()):
@@ -261,7 +262,7 @@ def check_outputs(report: Optional[Path] = None, json_out: Optional[Path] = None
             inputs.append((spec.path, "the spec"))
         argv = [*spec.command, *(spec.build or [])]
         inputs += [(p, "a file the subject's command names") for p in argv_files(argv, spec.cwd, Path.cwd())]
-    check(outputs, inputs=inputs, trees=trees)
+    check(outputs, inputs=inputs, trees=trees, stdout_taken="--json" if as_json else "")
 
 
 def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = None, as_json: bool = False,

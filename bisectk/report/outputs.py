@@ -67,8 +67,10 @@ def _nearest(path: Path) -> Path:
 
 
 def check_outputs(outputs: dict[str, Path | None], *, inputs: Iterable[tuple[Path, str]] = (),
-                  trees: Iterable[Path] = ()) -> None:
-    """Refuse the first output that cannot be written or names an input (module docstring)."""
+                  trees: Iterable[Path] = (), stdout_taken: str = "") -> None:
+    """Refuse the first output that cannot be written or names an input (module docstring), or,
+    where `stdout_taken` names the option that prints a document on stdout (--json), one that is
+    stdout: a parser of that document would find the file's text after it."""
     inputs, trees = list(inputs), [Path(t).resolve() for t in trees]
     seen: dict[Path, str] = {}
     for option, path in outputs.items():
@@ -81,6 +83,9 @@ def check_outputs(outputs: dict[str, Path | None], *, inputs: Iterable[tuple[Pat
         seen[absolute] = option
         if path.is_dir():
             raise BisectkError(f"{option} {path}: is a directory; name a file in it")
+        if stdout_taken and _is_stdout(path):
+            raise BisectkError(f"{option} {path}: is stdout, where {stdout_taken} prints its document; the file would "
+                               f"follow it there and the document would not parse: name a file")
         for given, what in inputs:
             if _same(path, given):
                 raise BisectkError(f"{option} {path}: is {what}, which this command reads; writing the report "
@@ -98,6 +103,14 @@ def check_outputs(outputs: dict[str, Path | None], *, inputs: Iterable[tuple[Pat
             raise BisectkError(f"{option} {path}: cannot be created: {where} is not a directory")
         if not os.access(where, os.W_OK | os.X_OK):
             raise BisectkError(f"{option} {path}: cannot be created: {where} is not writable")
+
+
+def _is_stdout(path: Path) -> bool:
+    """`path` is the file this process's stdout is (/dev/stdout, /dev/fd/1, or its very file)."""
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(1))
+    except (OSError, ValueError):
+        return False
 
 
 def write_outputs(writers: Iterable[tuple[str, Path, Callable[[], object]]]) -> list[str]:

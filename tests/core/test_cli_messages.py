@@ -49,6 +49,10 @@ def test_option_parsing_errors_are_one_line(args, tmp_path):
     # ended the first run in an internal error (KeyError, exit 3)
     ([*("diff", *(str(ROOT / "variants/cpu/diff-softmax" / x) for x in ("good", "bad", "spec.toml"))),
       "--build", "echo {zz}"], "--build: placeholder {zz} names no factor"),
+    # --json prints its document on stdout: a report written to stdout too followed it there
+    (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--json", "--json-out", "/dev/stdout"], "is stdout"),
+    ([*("diff", *(str(ROOT / "variants/cpu/diff-softmax" / x) for x in ("good", "bad"))), "--run", "true", "--json",
+      "--report", "/dev/fd/1"], "is stdout"),
     # --resume and --fresh together: one was dropped without a word
     (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--resume", "--fresh"], "contradict each other"),
     (["bisect", "--good", "HEAD~1", "--run", "true", "--resume", "--fresh"], "contradict each other"),

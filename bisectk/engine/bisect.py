@@ -248,7 +248,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
             check = replace(check, problem=problem)
     from bisectk.engine.records import BisectRecord, SubjectRecord, captured
     from bisectk.search.history import Dag, Observation, SearchOptions, SearchStopped, search_dag
-    from bisectk.search.rates import ONE_SIDED, SWITCHED, TWO_RATE
+    from bisectk.search.rates import SWITCHED, flake_model
     base = dict(command="bisect", endpoints=check, subject=SubjectRecord.of(runner.spec, len(runner.memo.files)), repo=repo,
                 good=graph.good.sha, bad=graph.bad.sha, commits=n, first_parent=first_parent,
                 environment={}, session=runner.session, protocol=runner.spec.protocol,
@@ -298,7 +298,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
                                        if flaky else "")))
     options = SearchOptions(flaky=bayes, jobs=policy.jobs, confidence=policy.confidence, max_runs=policy.max_runs,
                             width=oracle.width if policy.jobs > 1 else None,
-                            prior=TWO_RATE if two_rate else ONE_SIDED, switch_prior=SWITCHED,
+                            prior=flake_model(two_rate), switch_prior=SWITCHED,
                             base=(check.good_rate.fails, check.good_rate.runs - check.good_rate.fails)
                             if two_rate else (0, 0),
                             # what a failing and a passing run cost (find-fix: the search's "bad" passes)

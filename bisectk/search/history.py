@@ -51,7 +51,7 @@ class SearchOptions:
     fail_prob: float | None = None      # known q; else estimated (Beta prior over a grid)
     q_prior: tuple[float, float] | None = None   # the Beta of p_new (None: the prior's own)
     width: Callable[[], int] | None = None   # probes per round now (workers alive), at most jobs
-    prior: RatePrior | None = None      # the flake model: ONE_SIDED (default) or TWO_RATE (--flaky)
+    prior: RatePrior | None = None      # the flake model (None: ONE_SIDED); the CLI's: rates.flake_model
     base: tuple[int, int] = (0, 0)      # fails and passes of the good endpoint (old-side runs)
     confirm: bool = True                # deterministic answers are confirmed (confirm.py)
     switch_prior: RatePrior | None = None   # the flake model a contradicted deterministic search

@@ -11,19 +11,24 @@ Prior (RatePrior): p_old is 0 with probability `old_zero`, a rare spurious failu
 mean 0.01) with probability `rare`, else Beta(old); p_new is Beta(new); the pair is conditioned on
 p_old < p_new. The presets are the modes of the commands:
 
-- ONE_SIDED (old_zero = 1): p_old = 0, so a failure is proof and only passes are evidence. It is
-  the flake-aware model used when the bad endpoint shows an intermittent failure and --flaky was
-  not given (Beta(1, 2) on p_new: a few lucky early failures must not make passes read as proof).
+- ONE_SIDED (old_zero = 1): p_old = 0, so a failure is proof and only passes are evidence
+  (Beta(1, 2) on p_new: a few lucky early failures must not make passes read as proof). No
+  command searches in it any more: the search's own default, and the base of a known p_new.
 - TWO_RATE (--flaky): half the prior mass on p_old = 0, half on Beta(1, 4) (mean 0.2; a good side
   that fails more than half the time gets little prior belief), p_new Beta(1, 2) above it. A
   failure on the old side is evidence, not proof.
-- SWITCHED: the model a deterministic bisection goes on in once its own confirmation contradicted
-  it (search/history.py). Nothing was declared, and the contradiction does not say which side is
-  unsteady: a good commit's one spurious failure (a run starved past its watchdog, the OOM
-  killer), a flaky culprit, or an undeclared race on both sides. 0.4 on p_old = 0, 0.4 on a rare
-  spurious failure, 0.2 on Beta(1, 4). Under ONE_SIDED there, one spurious failure of the
-  culprit's parent was named the culprit at 0.99 in 40 of 40 simulated histories, and a race
-  (0.3 -> 0.9) at 1.0 in 20 of 20 (bench/switch_prior_sim.py, docs/debug/flake-switch-prior.md).
+- SWITCHED: the model of an intermittent failure nobody declared (flake_model): the one a
+  deterministic bisection goes on in once its own confirmation contradicted it
+  (search/history.py), and the one a bisection starts in when the bad endpoint passed sometimes
+  and --flaky was not given. Nothing was declared, and neither the contradiction nor bad's passes
+  say which side is unsteady: a good commit's one spurious failure (a run starved past its
+  watchdog, the OOM killer), a flaky culprit, or an undeclared race on both sides (the good
+  endpoint's one passing run says little). 0.4 on p_old = 0, 0.4 on a rare spurious failure, 0.2
+  on Beta(1, 4). Under ONE_SIDED there, one spurious failure of the culprit's parent was named the
+  culprit at 0.99 in 40 of 40 simulated histories, and a race (0.3 -> 0.9) at 1.0 in 20 of 20
+  (bench/switch_prior_sim.py, docs/debug/flake-switch-prior.md); a race (0.1 -> 0.4) whose bad
+  endpoint passed first was named wrongly at >= 0.99 in 487 of 802 answers, 8 of 380 under
+  SWITCHED (bench/flaky_calibration.py).
 
 Rates are kept on a grid of (p_old, p_new) pairs (RateGrid): midpoints of `grid` cells for each,
 p_old also at 0, pairs with p_old below p_new. A posterior is a weight per pair; everything a
@@ -32,6 +37,7 @@ search or a report says about the rates (means, 95% intervals) is read from thos
 Abstractions
 ------------
 RatePrior        -- the prior above; ONE_SIDED, TWO_RATE and SWITCHED.
+flake_model      -- the prior a Bayesian bisection starts in: TWO_RATE under --flaky, else SWITCHED.
 RateGrid         -- the prior on the grid, and the log likelihood of (fails, passes) counts on each
                     side for every pair (an outer product: U count rows x K pairs).
 Rates            -- both rates as a posterior states them: means and 95% intervals, and the runs
@@ -118,6 +124,13 @@ class RatePrior:
 ONE_SIDED = RatePrior()
 TWO_RATE = RatePrior(old_zero=0.5, grid=50)
 SWITCHED = RatePrior(old_zero=0.4, rare=0.4, grid=50)
+
+
+def flake_model(declared: bool) -> RatePrior:
+    """The prior of a flake-aware bisection: TWO_RATE when --flaky declared a race that got more
+    frequent, else SWITCHED (the bad endpoint passed sometimes, and nothing says the good side
+    never fails: ONE_SIDED would read an undeclared race's first old-side failure as proof)."""
+    return TWO_RATE if declared else SWITCHED
 
 
 class RateGrid:

@@ -63,6 +63,35 @@ def test_undeclared_half_flake_is_never_wrong_at_exit_0(tmp_path):
             assert p.returncode in (1, 2) and "Traceback" not in p.stderr
 
 
+SEEDED_RACE = """import os, random, sys
+from pathlib import Path
+name = open('id.txt').read().strip()
+count = Path(sys.argv[1]) / name         # the k-th run of each commit draws its own number
+k = int(count.read_text()) if count.exists() else 0
+count.write_text(str(k + 1))
+p = 0.6 if os.path.exists('BUG') else 0.1
+sys.exit(1 if random.Random(f"13:{name}:{k}").random() < p else 0)
+"""
+
+
+def test_an_undeclared_race_whose_bad_endpoint_passed_first_is_not_named_wrongly(tmp_path):
+    """A race that the culprit made more frequent (0.1 -> 0.6), no --flaky: the good endpoint
+    passed its one run, the bad one passed before it failed, so the search started flake-aware.
+    It read the first old-side failure as proof (the good side never fails) and named c0 at
+    confidence 1.0, exit 0. The draws are seeded per commit and run, so this history is that one."""
+    good, shas = make_dag_repo(tmp_path / "r", chain(12), culprit=6)
+    (tmp_path / "race.py").write_text(SEEDED_RACE)
+    (tmp_path / "counts").mkdir()
+    p = bisectk("bisect", "--repo", tmp_path / "r", "--good", good, "--bad", shas[-1],
+                "--run", f"{sys.executable} {tmp_path / 'race.py'} {tmp_path / 'counts'}", "--json",
+                timeout=600, check=None)
+    doc = json.loads(p.stdout)
+    assert doc["flaky"], "bad did not pass first: the case tests nothing"
+    assert p.returncode in (0, 2) and "Traceback" not in p.stderr, p.stderr
+    if p.returncode == 0:
+        assert doc["first_bad"]["sha"] == shas[6], (doc["first_bad"], doc["confidence"])
+
+
 FLAKY_SUBJECT = '''import json, random, sys
 args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
 bad = args["--f3"] == "1" and random.random() < 0.5     # a race: half the runs with f3 fail

@@ -17,7 +17,7 @@ from bisectk.outcome import Outcome
 from bisectk.search.ablation import ablate
 from bisectk.search.history import Dag, Observation, SearchOptions, SearchStopped, search_dag
 from bisectk.search.posterior import CulpritPosterior
-from bisectk.search.rates import ONE_SIDED, SWITCHED, TWO_RATE, RatePrior, RateRule
+from bisectk.search.rates import ONE_SIDED, SWITCHED, TWO_RATE, RatePrior, RateRule, flake_model
 
 from .dags import ancestors, dags, history
 from .oracles import flaky, planted
@@ -233,6 +233,37 @@ def test_an_undeclared_race_is_right_or_unsure(p_old, p_new):
     # answers at >= 0.99 may be wrong 1% of the time: one in 16 is luck (bench/switch_prior_sim.py:
     # 1 of 193 across five rate pairs), ONE_SIDED's half is not
     assert answered >= 12 and wrong <= 1, (answered, wrong)
+
+
+def test_an_undeclared_race_whose_bad_endpoint_passed_is_right_or_unsure():
+    """The bisection's own start when the bad endpoint passed before it failed and nobody said
+    --flaky (engine/bisect.py: flaky, in rates.flake_model(False)): the good endpoint's one passing
+    run says nothing about the good side. Under ONE_SIDED (p_old = 0) the first old-side failure of
+    a race (0.05 -> 0.7) was proof, and 16 of these 22 answers named a wrong commit at >= 0.99."""
+    wrong = answered = tried = 0
+    for seed in range(60):
+        rng = random.Random(700 + seed)
+        parents = history(32, rng) if seed % 2 else [()] + [(i - 1,) for i in range(1, 32)]
+        culprit = rng.randrange(1, 32)
+        anc = ancestors(parents)
+
+        def oracle(i):
+            return F if rng.random() < (0.7 if culprit in anc[i] else 0.05) else P
+        bad = [Observation(31, oracle(31))]
+        while bad[-1].outcome is P and len(bad) < 10:
+            bad.append(Observation(31, oracle(31)))
+        if len(bad) == 1 or bad[-1].outcome is P:       # not the intermittent start, or unusable
+            continue
+        tried += 1
+        opt = SearchOptions(flaky=True, prior=flake_model(False), switch_prior=SWITCHED, max_runs=400)
+        try:
+            result = search_dag(Dag(parents), oracle, options=opt, observations=bad)
+        except SearchStopped:
+            continue
+        if result.complete and len(result.candidates) == 1:
+            answered += 1
+            wrong += result.culprit != culprit
+    assert tried == 22 and answered >= 18 and wrong <= 1, (tried, answered, wrong)
 
 
 def test_the_switched_prior_puts_its_mass_where_it_says():

@@ -204,11 +204,17 @@ def set_claims(everything: frozenset, found: Sequence, fixes: Sequence[frozenset
                ) -> tuple[list[frozenset], list[frozenset]]:
     """What an answer of a sets search rests on: the configurations that must FAIL (each set on
     good, with the context) and those that must PASS (bad without each fix shown, or without the
-    whole set when no fix was looked for; every proper subset behind an interaction claim)."""
+    whole set when no fix was looked for; the context alone, the passing side of a difference
+    that dd isolated; every proper subset behind an interaction claim)."""
     fail = [context | frozenset(s.members) for s in found if s.members]
     passing: list[frozenset] = [everything - f for f in fixes]
     if not fixes and found and found[0].members and not context:
         passing.append(everything - frozenset(found[0].members))
+    if context and any(s.members for s in found):
+        # dd's answer is a pair: context passes, context plus the difference fails. One lucky
+        # pass of a configuration that holds the cause made the context; its failing side runs
+        # again and fails, so only a re-run of the passing side can show it
+        passing.append(context)
     for s in found:
         if s.interaction:
             passing += [context | p for p, o in s.proof.items() if o is Outcome.PASS]

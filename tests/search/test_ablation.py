@@ -143,6 +143,25 @@ def test_a_failure_declared_steady_confirms_each_claim_once():
         assert default.confirmation.repeats > 1 and default.runs > steady.runs
 
 
+def test_an_undeclared_flake_does_not_slip_through_dd_s_confirmation():
+    """dd answers with a pair: the context passes, context plus the difference fails. The
+    confirmation re-ran the failing side only, so a context made by one lucky pass of a
+    configuration holding the cause (the pair f03, f11 failing 70% of the time, nobody said so)
+    stood: 19 of these 100 answers were wrong at exit 0. The context is a PASS claim too."""
+    from bisectk.search.confirm import set_claims
+    from bisectk.search.sets import FailingSet
+    _, passing = set_claims(frozenset(ITEMS), [FailingSet(("f03",), {}, False)], [], frozenset({"f11"}))
+    assert frozenset({"f11"}) in passing
+    wrong = 0
+    for seed in range(100):
+        oracle = flaky(planted(PAIR), pass_rate=0.3, seed=seed)
+        result = ablate(ITEMS[:12], oracle, strategy="dd", confidence=0.99, endpoint=(1, 1))
+        if result.complete:
+            failing = result.context | frozenset(result.culprits)
+            wrong += not (PAIR <= failing and not PAIR <= result.context)
+    assert wrong == 0
+
+
 def _runs_per_claim(confirmation):
     counts: dict = {}
     for key, _, _ in confirmation.checks:

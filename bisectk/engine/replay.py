@@ -28,7 +28,7 @@ from bisectk.engine.records import ReplayRecord
 from bisectk.errors import BisectkError
 from bisectk.outcome import Outcome
 from bisectk.search.history import Dag, DagResult, Observation, SearchOptions, SearchStopped, StopSearch, search_dag
-from bisectk.search.rates import TWO_RATE
+from bisectk.search.rates import TWO_RATE, flake_model
 from bisectk.spaces.commits import CommitGraph, list_graph, resolve
 
 
@@ -111,8 +111,9 @@ class _FixRuns:
 
 def _options(header: Header, graph: CommitGraph, observed) -> SearchOptions:
     """The search the log's observations were fed to (engine/bisect.py's choice): with --flaky the
-    two-rate model, its base the old end's runs; flake-aware with one rate where the endpoints
-    showed the failure intermittent (or a person's verdicts contradicted each other); the
+    two-rate model, its base the old end's runs; flake-aware, in rates.flake_model's undeclared
+    model, where the endpoints showed the failure intermittent (one rate where a person's verdicts
+    contradicted each other, as engine/manual.py searches); the
     confidence asked. A fix is searched as the engine searches it: binary, its runs folded
     (_FixRuns), never weighed."""
     two_rate = header.flaky and not header.terms.find_fix and not header.manual
@@ -120,7 +121,8 @@ def _options(header: Header, graph: CommitGraph, observed) -> SearchOptions:
     base = (sum(o is Outcome.FAIL for o in old_end), sum(o is Outcome.PASS for o in old_end)) if two_rate else (0, 0)
     return SearchOptions(flaky=(header.flaky or header.intermittent) and (header.manual or not header.terms.find_fix),
                          confidence=header.confidence, steady=header.steady,
-                         prior=TWO_RATE if two_rate else None, base=base,
+                         # a person's contradicting verdicts: the manual search's own one-rate model
+                         prior=TWO_RATE if two_rate else None if header.manual else flake_model(False), base=base,
                          # git's log and a person's verdicts hold no confirmation runs: their
                          # answer is the log's, as git gives it (a bisectk log holds its own)
                          confirm=header.source == "bisectk" and not header.manual)

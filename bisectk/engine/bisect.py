@@ -364,10 +364,12 @@ def merge_bases(runner: Runner, oracle: Oracle, check: EndpointCheck, terms: Ter
 
 
 def last_good(trials: Trials, check: EndpointCheck, culprit: int,
-              first_parent: bool = False, terms: Terms = Terms()) -> list[dict[str, Any]]:
+              first_parent: bool = False, terms: Terms = Terms(), flaky: bool = False) -> list[dict[str, Any]]:
     """The culprit's parents, each with its verdict: a tested candidate's runs, the --good
     endpoint's, or good by ancestry (an ancestor of --good, never run). With --first-parent only
-    the first parent: a merge's other parents are the branch it brought in, not last good."""
+    the first parent: a merge's other parents are the branch it brought in, not last good. A
+    flake-aware answer puts a parent's failures on the old side: they are said as its rate, not
+    as the verdict 'bad (exit 1) [7/60 failed]' that read as a contradiction of 'last good'."""
     space: CommitSpace = trials.space
     graph = space.commits
     out = []
@@ -388,7 +390,9 @@ def last_good(trials: Trials, check: EndpointCheck, culprit: int,
                         "verdict": f"{terms.old}: {word}" + (f" [{v.describe()}]" if v and sha in graph.merge_bases else "")})
             continue
         v = trials.verdict(i)
-        out.append({**commit_doc(space, i), "verdict": v.describe() if v else "not run"})
+        said = "not run" if not v else v.describe() if not (flaky and v.n_fail) else (
+            f"{v.n_fail}/{v.n_fail + v.n_pass} runs failed: the rate before the first {terms.new} commit")
+        out.append({**commit_doc(space, i), "verdict": said})
     return out
 
 
@@ -452,7 +456,8 @@ def _record(runner: Runner, oracle: Oracle, check: EndpointCheck, result: DagRes
         stop_reason=reason or ("contradiction" if result.contradiction else why), flaky=flaky, mode=result.mode,
         rounds=result.rounds,
         first_bad=first_bad, candidates=candidates, contradiction=text if result.contradiction else None,
-        last_good=tuple(last_good(trials, check, result.culprit, base["first_parent"], terms)) if found else (),
+        last_good=tuple(last_good(trials, check, result.culprit, base["first_parent"], terms,
+                                  flaky="bayes" in result.mode)) if found else (),
         confidence=round(result.confidence, 6), ambiguous=len(result.candidates) > 1,
         confidence_of=confidence_of(first_bad, len(candidates), complete),
         skipped=tuple(commit_doc(space, i) for i in result.skipped), fail_prob=result.fail_prob,

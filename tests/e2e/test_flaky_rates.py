@@ -36,6 +36,11 @@ def test_rate_change_under_flaky_is_right_and_shows_both_rates(tmp_path):
     r = doc["rates"]
     assert r["p_old_ci95"][0] <= 0.1 <= r["p_old_ci95"][1] + 0.05 and r["p_new_ci95"][0] - 0.05 <= 0.7
     assert r["p_old_ci95"][1] < r["p_new_ci95"][0]
+    # the culprit's parent ran often enough to fail at 0.1: its failures are the old side's rate,
+    # where its line read 'last good: ... [bad (exit 1) [7/60 failed]]', a contradiction in words
+    (parent,) = doc["last_good"]
+    assert parent["sha"] == shas[8] and "bad (" not in parent["verdict"], parent
+    assert "PASS" in parent["verdict"] or "the rate before the first bad commit" in parent["verdict"], parent
 
 
 def test_rates_too_close_for_the_budget_are_not_separable(tmp_path):

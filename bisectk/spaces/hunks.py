@@ -38,9 +38,11 @@ names from its own tree, by its absolute path (Entry.outside). GOOD and BAD are 
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import functools
 import glob
+import itertools
 import os
 import shutil
 import stat
@@ -57,7 +59,8 @@ from bisectk.spaces.commits import SpaceError  # one error type for every space
 IGNORED = frozenset({".git", "__pycache__", ".bisectk"})
 WHOLE = frozenset({"add", "delete", "replace", "retype"})
 _ALIGN_LIMIT = 4000     # old x new line pairs scored when aligning a hunk of unequal sides
-_MATCH_BUDGET = 25_000_000  # line pairs difflib may look at for one file (~2.5 s) before its junk heuristic
+_MATCH_BUDGET = 25_000_000  # steps difflib may take on one file (~2.5 s) before anchors and its junk heuristic
+_LINE_STEPS = 3            # what a line of a searched range costs, in line pairs looked at (_Budgeted)
 _SIMILAR = 0.5          # a deleted and an inserted line pair up in split_lines at this ratio
 
 
@@ -379,18 +382,23 @@ class _Costly(Exception):
 
 class _Budgeted(difflib.SequenceMatcher):
     """difflib's matcher with autojunk off, which gives up (_Costly) once its longest-match
-    searches would have looked at more than _MATCH_BUDGET line pairs. Where the only lines the
-    two sides share are one line repeated all over (`}`, a blank line: every statement changed),
-    each search scans every pair of its copies and splits off one pair: cubic (2,000 lines in
-    46 s, 4,000 in 4 minutes)."""
+    searches would have cost more than _MATCH_BUDGET steps: a line pair looked at is one step, a
+    line of the searched range LINE_STEPS (it costs that much more: a file whose lines all
+    differ but for one copy each spends its time on lines). Where the only lines the two sides
+    share are one line repeated all over (`}`, a blank line: every statement changed), each
+    search scans every pair of its copies and splits off one pair: cubic (2,000 lines in 46 s,
+    4,000 in 4 minutes). A search's charge is read off running sums (`upto`), so charging costs
+    nothing per line: summed line by line, it cost as much as the search itself."""
 
     def __init__(self, a, b):
         self.budget = _MATCH_BUDGET
         super().__init__(None, a, b, autojunk=False)
+        b2j = self.b2j
+        self.upto = list(itertools.accumulate((len(b2j.get(x, ())) + _LINE_STEPS for x in self.a), initial=0))
 
     def find_longest_match(self, alo=0, ahi=None, blo=0, bhi=None):
-        b2j = self.b2j
-        self.budget -= sum(len(b2j.get(x, ())) for x in self.a[alo:ahi])   # at most this many pairs
+        hi = len(self.a) if ahi is None else ahi
+        self.budget -= self.upto[hi] - self.upto[alo]     # at most this many pairs, and the lines
         if self.budget < 0:
             raise _Costly
         return super().find_longest_match(alo, ahi, blo, bhi)
@@ -399,15 +407,78 @@ class _Budgeted(difflib.SequenceMatcher):
 def _matcher(a, b) -> difflib.SequenceMatcher:
     """A matcher of two line lists with its opcodes computed. Autojunk is off: on files over 200
     lines it treats frequent lines ('}', blanks) as junk and makes coarser, stranger hunks; but
-    past the budget (_Budgeted) that heuristic is what keeps the time linear."""
+    past the budget (_Budgeted) the file is cut at its anchors (_anchored) and that heuristic is
+    what keeps the time linear between them."""
     sm = _Budgeted(a, b)
     try:
         sm.get_opcodes()            # kept by the matcher (get_grouped_opcodes reads them)
         return sm
     except _Costly:
-        sm = difflib.SequenceMatcher(None, a, b)
-        sm.get_opcodes()
-        return sm
+        return _anchored(a, b)
+
+
+def _anchors(a, b) -> list[tuple[int, int]]:
+    """(i, j) pairs of lines found once in `a` and once in `b`, the longest run of them in the same
+    order on both sides (patience diff's anchors), by patience sorting: O(n log n)."""
+    once_a, once_b = _once(a), _once(b)
+    pairs = [(i, once_b[line]) for line, i in once_a.items() if line in once_b]
+    pairs.sort()
+    tails: list[int] = []            # tails[k]: the smallest j ending an increasing run of length k + 1
+    ends: list[int] = []             # the pair index holding tails[k]
+    back = [-1] * len(pairs)
+    for n, (_, j) in enumerate(pairs):
+        k = bisect.bisect_left(tails, j)
+        back[n] = ends[k - 1] if k else -1
+        if k == len(tails):
+            tails.append(j)
+            ends.append(n)
+        else:
+            tails[k], ends[k] = j, n
+    out, n = [], ends[-1] if ends else -1
+    while n >= 0:
+        out.append(pairs[n])
+        n = back[n]
+    return out[::-1]
+
+
+def _once(lines) -> dict[str, int]:
+    """Each line found exactly once, with its index."""
+    seen: dict[str, int] = {}
+    twice: set[str] = set()
+    for i, line in enumerate(lines):
+        if line in seen:
+            twice.add(line)
+        else:
+            seen[line] = i
+    return {line: i for line, i in seen.items() if line not in twice}
+
+
+def _anchored(a, b) -> difflib.SequenceMatcher:
+    """The matcher of a file past the budget: its lines found once on each side, in order, are
+    matched first, and each stretch between two of them is diffed by difflib with its junk
+    heuristic. difflib alone, on a file whose matches are all one line long (every other line
+    edited: thousands of tiny hunks), splits one line off the whole range per search, scanning
+    it each time: quadratic (8,000 hunks in 23 s, 50,000 in hours). Without such lines (every
+    statement changed, the same `}` shared), the whole file is one stretch, as before."""
+    blocks = []
+    i0 = j0 = 0
+    for i, j in [*_anchors(a, b), (len(a), len(b))]:
+        if i > i0 and j > j0:
+            gap = difflib.SequenceMatcher(None, a[i0:i], b[j0:j])
+            blocks += [(i0 + x, j0 + y, n) for x, y, n in gap.get_matching_blocks() if n]
+        if i < len(a):
+            blocks.append((i, j, 1))
+        i0, j0 = i + 1, j + 1
+    sm = difflib.SequenceMatcher(None, a, b)
+    merged: list[difflib.Match] = []
+    for i, j, n in blocks:          # adjacent blocks are one, as get_matching_blocks gives them
+        if merged and merged[-1].a + merged[-1].size == i and merged[-1].b + merged[-1].size == j:
+            merged[-1] = difflib.Match(merged[-1].a, merged[-1].b, merged[-1].size + n)
+        else:
+            merged.append(difflib.Match(i, j, n))
+    sm.matching_blocks = [*merged, difflib.Match(len(a), len(b), 0)]
+    sm.get_opcodes()
+    return sm
 
 
 # -- the finer pass ----------------------------------------------------------------------------

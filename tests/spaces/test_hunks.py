@@ -1,5 +1,6 @@
 """Hunks: splitting GOOD/BAD differences, applying subsets, the line pass, unified diffs."""
 
+import difflib
 import hashlib
 import importlib.util
 import os
@@ -378,6 +379,46 @@ def test_a_file_whose_only_common_lines_repeat_is_diffed_in_bounded_time(tmp_pat
     t = time.process_time()
     unified_diff(split_lines(hunks[0])[::7])
     assert time.process_time() - t < 20
+
+
+def test_a_file_of_thousands_of_tiny_hunks_is_diffed_in_linear_steps(tmp_path, monkeypatch):
+    """Every other line of one big file edited (a generated table, a sweep of constants): each
+    match is one line long, and difflib splits one line off the whole range per search, scanning
+    it each time, so its searches visit n^2/4 lines (8,000 hunks took 23 s, 50,000 hours). Past
+    the budget the lines found once on each side anchor the file, and the stretches between them
+    are small. Counted: the lines every longest-match search of the diff scanned."""
+    from bisectk.spaces import hunks as H
+    n = 3000
+    good, bad = tmp_path / "table.c", tmp_path / "table-bad.c"
+    good.write_text("".join(f"// entry {k}\nv{k} = 0;\n" for k in range(n)))
+    bad.write_text("".join(f"// entry {k}\nv{k} = {'BUG' if k == 1234 else 1};\n" for k in range(n)))
+    budget = 200_000
+    monkeypatch.setattr(H, "_MATCH_BUDGET", budget)
+    scanned = []
+    search = difflib.SequenceMatcher.find_longest_match
+
+    def counted(self, alo=0, ahi=None, blo=0, bhi=None):
+        scanned.append((len(self.a) if ahi is None else ahi) - alo)
+        return search(self, alo, ahi, blo, bhi)
+    monkeypatch.setattr(difflib.SequenceMatcher, "find_longest_match", counted)
+    hunks = diff_paths(good, bad)
+    assert [h.good_lines for h in hunks] == [(2 * k + 2, 2 * k + 3) for k in range(n)]
+    assert hunks[1234].new == ("v1234 = BUG;\n",)
+    # a scanned line is charged as several pairs (_LINE_STEPS), so the budget buys at most half as
+    # many lines as pairs; past it, a few scans per line
+    assert sum(scanned) <= budget // 2 + 4 * 2 * n, sum(scanned)
+    assert materialise(good, hunks, tmp_path / "all").read_bytes() == bad.read_bytes()
+
+
+@settings(max_examples=150, deadline=None)
+@given(a=lines, b=lines, a_end=ends, b_end=ends, data=st.data())
+def test_random_text_pairs_past_the_budget_anchor_on_lines_found_once(a, b, a_end, b_end, data):
+    """With no budget at all, every file goes through the anchors: any subset still applies."""
+    from unittest import mock
+
+    from bisectk.spaces import hunks as H
+    with mock.patch.object(H, "_MATCH_BUDGET", 0):
+        test_random_text_pairs.hypothesis.inner_test(a, b, a_end, b_end, data)
 
 
 def test_split_lines_pairs_and_order(tmp_path):

@@ -90,19 +90,22 @@ def run_matrix(m: RunMatrix):
     nf, nr = max(len(m.factors), 1), len(m.rows)
     fig = _figure(min(2.6 + 0.55 * nf + 1.2, 14), 1.3 + 0.26 * nr)
     ax = fig.add_subplot()
+    from matplotlib.collections import PatchCollection
     from matplotlib.patches import Rectangle
+    cells, inks = [], []
     for r, row in enumerate(m.rows):
         y = nr - 1 - r
         band = Rectangle((-0.5, y - 0.5), nf + 1.6, 1, color=TINTS.get(row.outcome, TINTS[NOT_RUN]), zorder=0)
         band.set_gid(f"matrix-row-{r}")
         ax.add_patch(band)
         for c, on in enumerate(row.applied):
-            cell = Rectangle((c - 0.38, y - 0.38), 0.76, 0.76, facecolor=INK if on else "white",
-                             edgecolor=MUTED, linewidth=0.6, zorder=2)
-            ax.add_patch(cell)
+            cells.append(Rectangle((c - 0.38, y - 0.38), 0.76, 0.76))
+            inks.append(INK if on else "white")
         ax.add_patch(Rectangle((nf + 0.1, y - 0.38), 0.9, 0.76, color=COLOURS.get(row.outcome, MUTED), zorder=2))
         ax.text(nf + 0.55, y, WORDS.get(row.outcome, row.outcome)[:5], ha="center", va="center", color="white",
                 fontsize=7, fontweight="bold", zorder=3)
+    # the cells as one artist: a patch each cost matplotlib a millisecond or more per cell
+    ax.add_collection(PatchCollection(cells, facecolors=inks, edgecolors=MUTED, linewidths=0.6, zorder=2))
     for c, f in enumerate(m.factors):
         if f in m.culprits:
             box = Rectangle((c - 0.48, -0.55), 0.96, nr + 0.1, fill=False, edgecolor=COLOURS["fail"], linewidth=2,
@@ -122,7 +125,10 @@ def run_matrix(m: RunMatrix):
     ax.tick_params(length=0)
     for s in ax.spines.values():
         s.set_visible(False)
-    ax.set_xlabel("black = the factor at its bad value; row colour = outcome; ★ culprit", color=MUTED)
+    left = [f"{m.hidden_factors} more factor(s) without a culprit not shown"] if m.hidden_factors else []
+    left += [f"{m.hidden_rows} attempt(s) in the middle not shown"] if m.hidden_rows else []
+    ax.set_xlabel("black = the factor at its bad value; row colour = outcome; ★ culprit"
+                  + "".join(f"\n{words}" for words in left), color=MUTED)
     return fig
 
 

@@ -5,7 +5,10 @@ Abstractions
 ------------
 RunMatrix    -- ablation: one row per configuration run (the two endpoints, then every attempt in
                 the order run), one column per factor, a cell per factor applied or not, the row's
-                outcome; the culprit columns named.
+                outcome; the culprit columns named. Past MAX_COLUMNS factors the culprits and the
+                unresolved factors are kept first, past MAX_ROWS attempts the first and the last
+                ones, and what is left out is counted (a 30,000-factor picture is 30,000 unreadable
+                columns, and took minutes and gigabytes to draw).
 Interaction  -- ablation: every subset of the culprit set (up to 5 culprits) with the outcome seen
                 for it: `exact` when that subset alone was run on the good configuration, else
                 read off a run that applied it with other, non-culprit differences.
@@ -32,7 +35,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import chain, combinations
 from typing import Any
 
 from bisectk.engine.records import (AblationRecord, BisectRecord, DiffRecord, EndpointCheck, Record, ReplayRecord,
@@ -42,6 +45,8 @@ from bisectk.outcome import FailKind, Outcome, Run
 NOT_RUN = "not run"
 MAX_INTERACTION = 5      # 2^5 subsets; past that only the proof's levels would be readable
 MAX_FILES = 40           # strips; files without culprit hunks are dropped first
+MAX_COLUMNS = 40         # run matrix factors; cleared ones are dropped first
+MAX_ROWS = 60            # run matrix attempts (besides the endpoints); the middle ones are dropped
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,8 @@ class RunMatrix:
     factors: tuple[str, ...]
     rows: tuple[MatrixRow, ...]
     culprits: tuple[str, ...]
+    hidden_factors: int = 0        # columns left out (MAX_COLUMNS)
+    hidden_rows: int = 0           # attempts left out (MAX_ROWS), between the first and the last
 
 
 @dataclass(frozen=True)
@@ -172,16 +179,36 @@ def _endpoint_outcomes(check: EndpointCheck | None) -> tuple[str, str]:
 
 
 def run_matrix(rec: AblationRecord) -> RunMatrix:
-    factors = tuple(rec.subject.differences) if rec.subject else ()
+    every = tuple(rec.subject.differences) if rec.subject else ()
+    factors = _columns(rec, every)
     good, bad = _endpoint_outcomes(rec.endpoints)
     rows = []
     if rec.endpoints is not None:
         rows += [MatrixRow("good (endpoint)", (False,) * len(factors), good, rec.endpoints.good.describe()),
                  MatrixRow("bad (endpoint)", (True,) * len(factors), bad, rec.endpoints.bad.describe())]
-    for a in rec.attempts:
+    attempts = list(rec.attempts)
+    hidden_rows = max(0, len(attempts) - MAX_ROWS)
+    if hidden_rows:
+        first = MAX_ROWS // 2
+        attempts = attempts[:first] + attempts[first + hidden_rows:]
+    for a in attempts:
         applied = set(a.applied)
         rows.append(MatrixRow(f"{a.index}. {a.phase}", tuple(f in applied for f in factors), a.outcome, a.verdict))
-    return RunMatrix(factors, tuple(rows), tuple(rec.culprits))
+    return RunMatrix(factors, tuple(rows), tuple(rec.culprits), len(every) - len(factors), hidden_rows)
+
+
+def _columns(rec: AblationRecord, every: tuple[str, ...]) -> tuple[str, ...]:
+    """The factors a run matrix shows, in the differences' order: all of them, or every culprit
+    and then up to MAX_COLUMNS in all, the unresolved factors first."""
+    if len(every) <= MAX_COLUMNS:
+        return every
+    culprits, unresolved = set(rec.culprits), set(rec.unresolved_factors)
+    keep = {f for f in every if f in culprits}
+    for f in chain((f for f in every if f in unresolved), every):
+        if len(keep) >= MAX_COLUMNS:
+            break
+        keep.add(f)
+    return tuple(f for f in every if f in keep)
 
 
 def _fold(outcomes: list[str]) -> str:
@@ -364,7 +391,9 @@ def pictures(rec: Record, prefix: str = "") -> list[tuple[str, str, Any]]:
             out += pictures(d, "diff-")
         return out
     if isinstance(rec, AblationRecord):
-        add("run-matrix", "Run matrix: every configuration tried", run_matrix(rec))
+        m = run_matrix(rec)
+        add("run-matrix", "Run matrix: " + ("the configurations tried, in part" if m.hidden_factors or m.hidden_rows
+                                            else "every configuration tried"), m)
         add("interaction", "The culprit set: what each subset of it did", interaction(rec))
     if isinstance(rec, DiffRecord):
         add("hunks", "Files and hunks, culprits marked", hunk_strips(rec))

@@ -59,6 +59,7 @@ from bisectk.spaces.commits import SpaceError  # one error type for every space
 IGNORED = frozenset({".git", "__pycache__", ".bisectk"})
 WHOLE = frozenset({"add", "delete", "replace", "retype"})
 _ALIGN_LIMIT = 4000     # old x new line pairs scored when aligning a hunk of unequal sides
+_ALIGN_CHARS = 2_000_000  # characters those pairs may read in all (~0.7 s)
 _MATCH_BUDGET = 25_000_000  # steps difflib may take on one file (~2.5 s) before anchors and its junk heuristic
 _LINE_STEPS = 3            # what a line of a searched range costs, in line pairs looked at (_Budgeted)
 _SIMILAR = 0.5          # a deleted and an inserted line pair up in split_lines at this ratio
@@ -507,7 +508,10 @@ def split_lines(hunk: Hunk) -> list[Hunk]:
 def _align(old: tuple[str, ...], new: tuple[str, ...]) -> list[tuple[int | None, int | None]]:
     """Pairs (i, j) in order; (i, None) deletes old[i], (None, j) inserts new[j]."""
     m, n = len(old), len(new)
-    if m == n or not m or not n or m * n > _ALIGN_LIMIT:
+    # scoring a pair reads both lines whole: bounded by characters too, or three 1 MB lines
+    # against four (an embedded table, minified code) took 6 s
+    if m == n or not m or not n or m * n > _ALIGN_LIMIT or \
+            n * sum(map(len, old)) + m * sum(map(len, new)) > _ALIGN_CHARS:
         k = min(m, n)   # positional pairs, then the longer side's remainder
         return ([(i, i) for i in range(k)] + [(i, None) for i in range(k, m)]
                 + [(None, j) for j in range(k, n)])

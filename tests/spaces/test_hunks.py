@@ -421,6 +421,28 @@ def test_random_text_pairs_past_the_budget_anchor_on_lines_found_once(a, b, a_en
         test_random_text_pairs.hypothesis.inner_test(a, b, a_end, b_end, data)
 
 
+def test_split_lines_of_a_hunk_of_megabyte_lines_reads_a_bounded_number_of_characters(tmp_path, monkeypatch):
+    """Three long lines replaced by four (an embedded table, minified code): pairing them by
+    similarity scored every old x new pair with difflib over both lines whole, 6 s for 1 MB
+    lines, more with each line. Past a budget of characters they pair up by position. Counted:
+    the characters handed to difflib."""
+    long = ["".join(chr(97 + (k * 7 + i * 13) % 26) for i in range(200_000)) for k in range(5)]
+    good, bad = tmp_path / "t.c", tmp_path / "t-bad.c"
+    good.write_text("head\n" + "".join(line + "\n" for line in long[:3]) + "tail\n")
+    bad.write_text("head\n" + "".join(line[:-1] + "!\n" for line in long[:3]) + long[4] + "\ntail\n")
+    (hunk,) = diff_paths(good, bad)
+    read = []
+    seqs = difflib.SequenceMatcher.set_seqs
+
+    def counted(self, a, b):
+        read.append(len(a) + len(b) if isinstance(a, str) else 0)
+        return seqs(self, a, b)
+    monkeypatch.setattr(difflib.SequenceMatcher, "set_seqs", counted)
+    subs = split_lines(hunk)
+    assert sum(read) <= 2_000_000, sum(read)
+    assert len(subs) == 4 and join_lines(apply_lines(hunk.base, subs)) == bad.read_text()
+
+
 def test_split_lines_pairs_and_order(tmp_path):
     good, bad = tmp_path / "g", tmp_path / "b"
     good.write_text("keep\nalpha = 1\nbeta = 2\nkeep2\none\ntwo\nend\n")

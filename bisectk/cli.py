@@ -114,8 +114,9 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     from bisectk.engine.ablate import run_ablation
     from bisectk.engine.interrupts import held
     from bisectk.engine.session import Session, ledger_location
+    from bisectk.report.terminal import differences_line
     from bisectk.spaces.factors import FactorSpace
-    from bisectk.spec import load_spec, one_line
+    from bisectk.spec import load_spec
     resume_or_fresh(resume, fresh)
     strategy = "exhaustive" if exhaustive else strategy
     check_strategy(strategy)
@@ -142,9 +143,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
         if resume and session.previous["args"].get("strategy") and strategy == "adaptive":
             strategy = session.previous["args"]["strategy"]
         if not as_json:
-            out.print(f"{s.name}: {n} differences between good and bad: "
-                      + ", ".join(f"{f} {one_line(s.good[f])} -> {one_line(s.bad[f])}" for f in s.differences()),
-                      markup=False)
+            out.print(differences_line(s.name, s.good, s.bad, list(s.differences())), markup=False)
         with held():   # Ctrl-C stops runs, never the writing of a result (engine/interrupts.py)
             try:
                 rec = run_ablation(session.runner(), FactorSpace(s), pol, strategy=strategy, ptx=ptx,

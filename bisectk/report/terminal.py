@@ -41,6 +41,15 @@ def fmt_config(config: dict[str, Any], reference: dict[str, Any] | None = None, 
     return text + (f" +{len(items) - limit} more" if len(items) > limit else "")
 
 
+def differences_line(name: str, good: dict[str, Any], bad: dict[str, Any], factors: list[str],
+                     limit: int = 12) -> str:
+    """An ablation's first line: how many differences, the first `limit` of them (a spec of 30,000
+    factors made it one 400 kB line)."""
+    shown = ", ".join(f"{f} {one_line(good[f])} -> {one_line(bad[f])}" for f in factors[:limit])
+    more = f", +{len(factors) - limit} more" if len(factors) > limit else ""
+    return f"{name}: {len(factors)} differences between good and bad: {shown}{more}"
+
+
 def run_label(run: Run) -> str:
     """A run's verdict on one line: its signature may hold a subject's newline (a metric named
     "a\\nb"), which would split the one line a finished run is given."""

@@ -146,3 +146,16 @@ def test_the_debug_log_of_a_removal_among_thousands_of_factors_compares_each_fac
     assert log.attempts[2].hypothesis.startswith("Reverting f700 from bad fixes it")
     assert log.attempts[2].conclusion.startswith("Bad passes without f700")
     assert compared[0] <= 10 * n, compared[0]
+
+
+def test_an_ablations_first_line_names_the_first_differences_and_counts_the_rest():
+    """A spec of 30,000 factors printed every one of them on the command's first line (400 kB);
+    a spec of a few still lists them all, as the README shows."""
+    from bisectk.report.terminal import differences_line
+    few = ["depth", "seed"]
+    assert differences_line("toy", {"depth": 4, "seed": 0}, {"depth": 2, "seed": 1}, few) == \
+        "toy: 2 differences between good and bad: depth 4 -> 2, seed 0 -> 1"
+    many = [f"f{k}" for k in range(30_000)]
+    line = differences_line("big", dict.fromkeys(many, 0), dict.fromkeys(many, 1), many)
+    assert line.startswith("big: 30000 differences between good and bad: f0 0 -> 1, f1 0 -> 1, ")
+    assert line.endswith(", f11 0 -> 1, +29988 more") and len(line) < 300

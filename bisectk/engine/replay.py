@@ -172,6 +172,9 @@ def replay_record(path: Path, repo: Path | None = None) -> ReplayRecord:
     (a candidate, or a merge base the log has not tested yet)."""
     start = time.monotonic()
     result, graph, nxt, header, observed = _replay(path, repo)
+    # every candidate and skipped commit is named with its subject: read in batches, not one git
+    # process each (a log that had only started a 30,000-commit range took 80 s)
+    graph.prefetch([*result.candidates, *result.skipped])
 
     def doc(sha_or_index) -> dict:
         if sha_or_index is None or (isinstance(sha_or_index, str) and graph.good.sha.startswith(sha_or_index)):

@@ -40,3 +40,24 @@ def test_thirty_thousand_commits_with_merges_in_bounded_memory(tmp_path: Path):
     # and its parent's passes, few after ~15 failures seen
     assert doc["commits"] == 30_000 and doc["runs"] <= 2 + 18 + 6
     assert peak_mb < 250, f"the bisect process peaked at {peak_mb:.0f} MB"
+
+
+def test_a_replay_names_thousands_of_candidates_and_skips_in_a_few_git_calls(tmp_path: Path, monkeypatch):
+    """`bisectk replay` of a log that had only started a 30,000-commit range (or skipped 5,000
+    commits) took 80 s: each candidate and each skipped commit was named through a git process
+    of its own. Counted: the git commands the replay runs, on 1,500 commits with 300 skipped."""
+    from bisectk.engine.replay import replay_record
+    from bisectk.spaces import commits
+    g = generate(tmp_path / "r", 1_500, shape="linear", culprit=700)
+    shas = subprocess.run(["git", "rev-list", "--reverse", f"{g.good}..{g.bad}"], cwd=g.path, capture_output=True,
+                          text=True, check=True).stdout.split()
+    log = tmp_path / "bisect.log"
+    log.write_text(f"git bisect start\ngit bisect bad {g.bad}\ngit bisect good {g.good}\n"
+                   + "".join(f"git bisect skip {s}\n" for s in shas[600:900]))
+    calls = []
+    run_git = commits.run_git
+    monkeypatch.setattr(commits, "run_git", lambda *a, **kw: calls.append(a[1:3]) or run_git(*a, **kw))
+    rec = replay_record(log, g.path)
+    assert not rec.complete and len(rec.candidates) == 1_500 and len(rec.skipped) == 300
+    assert rec.candidates[700]["sha"] == g.culprit and rec.candidates[700]["subject"] == "commit 700"
+    assert len(calls) <= 20, calls[:30]

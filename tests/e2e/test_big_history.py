@@ -7,6 +7,7 @@ come from bench/scale_bench.py; this test only bounds memory."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -61,3 +62,25 @@ def test_a_replay_names_thousands_of_candidates_and_skips_in_a_few_git_calls(tmp
     assert not rec.complete and len(rec.candidates) == 1_500 and len(rec.skipped) == 300
     assert rec.candidates[700]["sha"] == g.culprit and rec.candidates[700]["subject"] == "commit 700"
     assert len(calls) <= 20, calls[:30]
+
+
+def test_a_bisection_stopped_among_hundreds_of_candidates_names_them_in_a_few_git_calls(tmp_path: Path):
+    """A bisection stopped early (--max-runs, Ctrl-C, a band of skips) names every candidate left
+    with its subject; each beyond the first few was read through a git process of its own (a
+    2,001-commit band: ~2,000 git calls at the end of the command). Counted: the `git log`
+    commands of the bisection (GIT_TRACE; a run's label is one too), 600 commits, one search run."""
+    g = generate(tmp_path / "r", 600, shape="linear", culprit=300)
+    test = tmp_path / "test.sh"
+    test.write_text("#!/bin/sh\n[ -e BUG ] && exit 1\nexit 0\n")
+    test.chmod(0o755)
+    trace = tmp_path / "trace"
+    p = subprocess.run([sys.executable, "-m", "bisectk", "bisect", "--repo", str(g.path), "--good", g.good,
+                        "--bad", g.bad, "--run", str(test), "--max-runs", "1", "--json",
+                        "--ledger", str(tmp_path / "l.db")],
+                       capture_output=True, text=True, timeout=600, env={**os.environ, "GIT_TRACE": str(trace)})
+    doc = json.loads(p.stdout)
+    assert p.returncode == 1 and not doc["complete"] and len(doc["candidates"]) >= 250, (p.returncode, p.stderr[-1500:])
+    assert g.culprit in {c["sha"] for c in doc["candidates"]}
+    assert all(c["subject"].startswith("commit ") for c in doc["candidates"])
+    logs = [line for line in trace.read_text().splitlines() if "trace: built-in: git log" in line]
+    assert len(logs) < 40, len(logs)

@@ -790,3 +790,27 @@ def test_claims_still_held_at_close_are_given_back(tmp_path):
     assert [r[0] for r in other.db.execute("SELECT owner FROM claims")] == [other_claim.owner]
     other.close()
     assert check(path).stale_claims == 0 and len(Ledger(path, readonly=True).runs(FP, KEY)) == 1
+
+
+def test_a_big_ledger_is_checked_whole_at_opening_once_a_day_not_at_every_command(tmp_path, monkeypatch):
+    """SQLite's quick_check reads the whole file: 0.22 s a command at 120 MB, so every command
+    grew with its ledger. Past FULL_CHECK_BYTES (0 here) it runs at the first opening, and again
+    only once its day is over; a small ledger is checked at every opening, as before."""
+    checks = []
+    real = ledger_mod._quick_check
+    monkeypatch.setattr(ledger_mod, "_quick_check", lambda db: checks.append(1) or real(db))
+    path = tmp_path / "l.db"
+    Ledger(path).close()
+    assert len(checks) == 1
+    monkeypatch.setattr(ledger_mod, "FULL_CHECK_BYTES", 0)
+    Ledger(path).close()            # not checked lately: checked, and the time kept
+    Ledger(path).close()
+    Ledger(path, readonly=True).close()
+    assert len(checks) == 2
+    monkeypatch.setattr(ledger_mod, "CHECK_EVERY_S", 0)
+    Ledger(path).close()            # its day is over
+    assert len(checks) == 3
+    monkeypatch.setattr(ledger_mod, "FULL_CHECK_BYTES", 1 << 40)
+    monkeypatch.setattr(ledger_mod, "CHECK_EVERY_S", 24 * 3600)
+    Ledger(path).close()            # small again: every opening
+    assert len(checks) == 4

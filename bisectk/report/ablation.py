@@ -34,6 +34,26 @@ def effect_rows(rec: AblationRecord) -> list[list[str]]:
             for r in rec.differences]
 
 
+TABLE_ROWS = 50     # the terminal's table: past this many factors, cleared ones are counted, not listed
+
+
+def terminal_rows(rec: AblationRecord, limit: int = TABLE_ROWS) -> tuple[list[list[str]], int]:
+    """The table's rows on the terminal, and how many cleared factors it leaves out: every factor up
+    to `limit`; past it every factor that is not cleared (culprits, context, the unresolved) and
+    cleared ones while the limit allows. 30,000 rows took 28 s to print and scrolled the answer
+    away; the debug log and --json keep every row."""
+    rows = effect_rows(rec)
+    if len(rows) <= limit:
+        return rows, 0
+    room = limit - sum(r[5] != "cleared" for r in rows)      # what the cleared may still fill
+    kept = []
+    for r in rows:
+        if r[5] != "cleared" or room > 0:
+            kept.append(r)
+            room -= r[5] == "cleared"
+    return kept, len(rows) - len(kept)
+
+
 def run_command(rec: AblationRecord, applied) -> str:
     """The `bisectk run` command that reproduces one attempt, quoted."""
     argv = ["bisectk", "run", rec.subject.path, "--config", "good"]
@@ -196,11 +216,17 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
         # a narrow terminal folds a long factor name or value onto more lines, never cuts it to
         # 'release_befor…' (the name is what the reader types next)
         t.add_column(h, overflow="fold")
-    for row in effect_rows(rec):
+    rows, left_out = terminal_rows(rec)
+    for row in rows:
         style = ("bold red" if row[5] == "CULPRIT" else "red" if row[5].startswith("culprit in")
                  else "yellow" if row[5].startswith("UNRESOLVED") else None)
         t.add_row(*row, style=style)
+    if left_out:
+        t.add_row(f"... {left_out} more", "", "", "", "", "cleared")
     out.print(t)
+    if left_out:
+        out.print(f"{left_out} more factors were cleared; every factor is in the debug log (--report FILE.md) "
+                  "and in --json", markup=False)
     if rec.complete:
         if len(rec.sets) <= 1:
             label = "culprits" if len(rec.culprits) != 1 else "culprit"

@@ -159,3 +159,31 @@ def test_an_ablations_first_line_names_the_first_differences_and_counts_the_rest
     line = differences_line("big", dict.fromkeys(many, 0), dict.fromkeys(many, 1), many)
     assert line.startswith("big: 30000 differences between good and bad: f0 0 -> 1, f1 0 -> 1, ")
     assert line.endswith(", f11 0 -> 1, +29988 more") and len(line) < 300
+
+
+def test_a_huge_ablations_terminal_table_keeps_every_factor_that_matters_and_counts_the_cleared():
+    """30,000 factors printed 30,000 rows (28 s, the answer scrolled away). Past TABLE_ROWS the
+    table keeps the culprits and fills with cleared factors, then counts the rest; the debug log
+    keeps every row."""
+    import io
+
+    from rich.console import Console
+
+    from bisectk.report.ablation import TABLE_ROWS, print_summary, to_debuglog
+    from tests.report.records import ablation, attempt
+    factors = [f"f{k}" for k in range(3000)]
+    culprits = ["f2999", "f1500"]
+    rec = ablation(factors, culprits, [attempt(1, culprits, "fail")])
+    buf = io.StringIO()
+    print_summary(Console(file=buf, width=200, color_system=None), rec)
+    text = buf.getvalue()
+    shown = [line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│")]
+    assert "f2999" in shown and "f1500" in shown and len(shown) == TABLE_ROWS + 1, shown[-3:]
+    assert shown[-1] == f"... {3000 - TABLE_ROWS} more", shown[-1]
+    assert f"{3000 - TABLE_ROWS} more factors were cleared" in text
+    assert len(to_debuglog(rec).differences) == 3000
+    small = ablation(factors[:TABLE_ROWS], ["f3"], [attempt(1, ["f3"], "fail")])
+    buf = io.StringIO()
+    print_summary(Console(file=buf, width=200, color_system=None), small)
+    assert "more factors were cleared" not in buf.getvalue()
+    assert sum(line.startswith("│") for line in buf.getvalue().splitlines()) == TABLE_ROWS

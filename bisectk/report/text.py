@@ -46,8 +46,11 @@ def print_check(out: Console, rec: CheckRecord) -> None:
     table = Table(title=f"{subj.name}: key differences", title_justify="left")
     for h in ("factor", "good", "bad"):
         table.add_column(h, overflow="fold")   # never cut to '…': the name is what the reader types next
-    for f in subj.differences:
+    limit = 50      # as ablate's table (report/ablation.py TABLE_ROWS): thousands of rows bury the verdicts
+    for f in subj.differences[:limit]:
         table.add_row(f, render(subj.good[f]), render(subj.bad[f]))
+    if len(subj.differences) > limit:
+        table.add_row(f"... {len(subj.differences) - limit} more", "", "")
     out.print(table)
     print_endpoints(out, result)
     for line in rec.warnings:

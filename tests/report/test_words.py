@@ -187,3 +187,20 @@ def test_a_huge_ablations_terminal_table_keeps_every_factor_that_matters_and_cou
     print_summary(Console(file=buf, width=200, color_system=None), small)
     assert "more factors were cleared" not in buf.getvalue()
     assert sum(line.startswith("│") for line in buf.getvalue().splitlines()) == TABLE_ROWS
+
+
+def test_checks_table_lists_fifty_factors_and_counts_the_rest():
+    """`check` of a 30,000-factor spec printed 30,000 rows before the endpoints' verdicts."""
+    import io
+
+    from rich.console import Console
+
+    from bisectk.engine.records import CheckRecord
+    from bisectk.report.text import print_check
+    from tests.report.records import check, ok, subject, wrong
+    rec = CheckRecord(command="check", endpoints=check([ok()], [wrong()]), ok=True, complete=True, interrupted=False,
+                      runs=2, observations=2, wall_s=0.1, subject=subject([f"f{k}" for k in range(120)]))
+    buf = io.StringIO()
+    print_check(Console(file=buf, width=200, color_system=None), rec)
+    names = [line.split("│")[1].strip() for line in buf.getvalue().splitlines() if line.startswith("│")]
+    assert names[:50] == [f"f{k}" for k in range(50)] and names[50:] == ["... 70 more"], names[-3:]

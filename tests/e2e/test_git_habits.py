@@ -421,10 +421,9 @@ def test_a_test_whose_git_commands_reach_the_shared_refs_and_config_is_said(user
     assert "config" in warned[0].split("refs/stash", 1)[1]
 
 
-def test_clean_ignored_keeps_one_commits_ignored_build_outputs_from_anothers_run(tmp_path):
-    """A build that copies plugins into an ignored build/ leaves c7's broken plugin there when an
-    older commit is built next: its run fails, and the answer is too early (as under git bisect
-    run). --clean-ignored removes ignored files before each run: the right commit."""
+def _plugins_repo(tmp_path):
+    """Ten commits whose build copies p/*.sh into an ignored build/; c7 adds a broken plugin. The
+    test script (tmp_path/t.sh) runs every plugin in build/. Returns (repo, shas)."""
     r = tmp_path / "plugins"
     r.mkdir()
     git(r, "init", "-q", "-b", "main")
@@ -438,6 +437,14 @@ def test_clean_ignored_keeps_one_commits_ignored_build_outputs_from_anothers_run
         shas.append(commit(r, f"c{i}", {f"p/p{i}.sh": "exit 0\n", **({"p/broken.sh": "exit 1\n"} if i == 7 else {})}))
     (tmp_path / "t.sh").write_text("#!/bin/sh\nfor p in build/*.sh; do sh \"$p\" || exit 1; done\n")
     (tmp_path / "t.sh").chmod(0o755)
+    return r, shas
+
+
+def test_clean_ignored_keeps_one_commits_ignored_build_outputs_from_anothers_run(tmp_path):
+    """A build that copies plugins into an ignored build/ leaves c7's broken plugin there when an
+    older commit is built next: its run fails, and the answer is too early (as under git bisect
+    run). --clean-ignored removes ignored files before each run: the right commit."""
+    r, shas = _plugins_repo(tmp_path)
     args = ("--good", shas[0], "--build", "./build.sh", "--run", str(tmp_path / "t.sh"), "--fresh")
     assert jrun(r, *args, "--clean-ignored")["first_bad"]["sha"] == shas[6]
 
@@ -448,19 +455,7 @@ def test_clean_ignored_after_a_bisection_without_it_runs_again_not_from_the_ledg
     on the same ledger, would), every commit was answered from that bisection's runs, made with
     the stale outputs: the same wrong commit again, "from the ledger". Runs made with ignored
     files removed are kept apart from those made with them kept."""
-    r = tmp_path / "plugins"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    shas = [commit(r, "c1", {".gitignore": "build/\n", "build.sh": "#!/bin/sh\nmkdir -p build && cp p/*.sh build/\n",
-                             "p/p1.sh": "exit 0\n"})]
-    (r / "build.sh").chmod(0o755)
-    git(r, "add", "build.sh")
-    git(r, "commit", "-q", "--amend", "--no-edit")
-    shas = [git(r, "rev-parse", "HEAD")]
-    for i in range(2, 11):
-        shas.append(commit(r, f"c{i}", {f"p/p{i}.sh": "exit 0\n", **({"p/broken.sh": "exit 1\n"} if i == 7 else {})}))
-    (tmp_path / "t.sh").write_text("#!/bin/sh\nfor p in build/*.sh; do sh \"$p\" || exit 1; done\n")
-    (tmp_path / "t.sh").chmod(0o755)
+    r, shas = _plugins_repo(tmp_path)
     args = ("--good", shas[0], "--build", "./build.sh", "--run", str(tmp_path / "t.sh"))
     assert jrun(r, *args)["first_bad"]["sha"] != shas[6]         # the premise: the stale outputs mislead it
     cleaned = jrun(r, *args, "--clean-ignored")

@@ -11,10 +11,11 @@ confirmed, and switched to the flake model on a contradiction (search/history.py
 
 Factor sets (`ablate`): n differences, k planted ones that fail only together (at p_new; every
 other configuration at p_old). The endpoints as for a bisection, bad measured over 10 runs when it
-passed first (then the one-sided rule of search/flaky.py); the answer confirmed at 0.99; good
-re-checked after the shapes engine/ablate.good_suspect names. Right: the set found is the planted
-one and no other set is named (dd: context and difference hold the planted set, the context alone
-does not).
+passed first (then the one-sided rule of search/flaky.py); the answer confirmed at 0.99 (under
+that rule its FAIL claims as evidence, from good's one run: confirm.claim_rule, as the engine
+does without --flaky); good re-checked after the shapes engine/ablate.good_suspect names.
+Right: the set found is the planted one and no other set is named (dd: context and difference
+hold the planted set, the context alone does not).
 
 Each cell prints what was answered at exit 0 (right / WRONG, by path: `det` the deterministic
 search confirmed, `switched` gone on in the flake model, `bayes` the flake-aware start),
@@ -112,7 +113,7 @@ def ablate_one(n: int, k: int, p_old: float, p_new: float, seed: int, strategy: 
         rule = ConfidenceRule.derive(bad.count(F), len(bad))
     try:
         res = ablate(items, oracle, strategy=strategy, rule=rule, max_runs=2000, measure_removal=True,
-                     more_sets=7, confidence=0.99, endpoint=(bad.count(F), len(bad)))
+                     more_sets=7, confidence=0.99, endpoint=(bad.count(F), len(bad)), good=(0, len(ends[0])))
         stopped = False
     except SearchStopped as stop:
         res, stopped = stop.result, True

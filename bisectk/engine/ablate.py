@@ -12,6 +12,8 @@ FirstRuns        -- with --jobs above one, the search's likely first runs, begun
                     taken by the search when it asks.
 attempt_records  -- the search's attempts as AttemptRecords, with each configuration's verdict and
                     the runs each attempt took (as the oracle made them).
+good_runs        -- the good endpoint's runs, for a confirmation that weighs a failure as evidence
+                    when no --flaky was given.
 counted          -- the search's steps with the runs it made, as the trials count them.
 good_suspect     -- what in a search's answer says the good side may fail too (more than one
                     failing set, or unconfirmed, under the one-sided flake rule; an empty answer,
@@ -89,6 +91,14 @@ def flakiness_rule(check: EndpointCheck, two_rate: bool = False) -> ConfidenceRu
     return ConfidenceRule.derive(check.bad_rate.fails, check.bad_rate.runs)
 
 
+def good_runs(check: EndpointCheck, policy: RunPolicy) -> tuple[int, int] | None:
+    """The good endpoint's (fails, runs) for the search's confirmation when no --flaky was given:
+    nothing then says the good side never fails, and an answer reached under the one-sided rule
+    (bad passed sometimes, or a contradiction switched the search) has its FAIL claims confirmed
+    under two rates (search.confirm.claim_rule). Under --flaky the rule is the model already."""
+    return None if policy.flaky is True else (check.good_rate.fails, check.good_rate.runs)
+
+
 def good_suspect(res: AblationResult, stopped: bool) -> str | None:
     """What, in a search's answer, says the good side may fail too (engine/endpoints.py, 6.), in
     words; None when nothing does. Only under the one-sided flake rule, whose every failure is
@@ -112,13 +122,14 @@ def good_suspect(res: AblationResult, stopped: bool) -> str | None:
 def search_set(oracle: Oracle, differences: list, *, strategy: str, rule: ConfidenceRule | RateRule | None,
                max_runs: int | None, measure_removal: bool = False, more_sets: int = 0,
                confidence: float | None = None, endpoint: tuple[int, int] = (0, 0),
-               started: dict | None = None) -> SetSearch:
+               started: dict | None = None, good: tuple[int, int] | None = None) -> SetSearch:
     """`confidence`: the answer is confirmed before it is given (search.confirm: no confidence
     without confirmation), at the least cost in time from what this command's failing and passing
     runs took; `endpoint`: the bad endpoint's (fails, runs). With --jobs above one, that many
     runs go side by side: those the search asks, and in the slots it leaves idle those it will
     likely ask next (search/ahead.py; Oracle.submit); `started`: the runs FirstRuns began beside
-    the bad endpoint's."""
+    the bad endpoint's. `good`: the good endpoint's (fails, runs) where no --flaky declared how
+    good fails (good_runs): a FAIL claim the search took on one failure is confirmed as evidence."""
     side = oracle.policy.jobs > 1
     try:
         return SetSearch(ablate(differences, oracle, strategy=strategy, rule=rule, max_runs=max_runs,
@@ -126,7 +137,7 @@ def search_set(oracle: Oracle, differences: list, *, strategy: str, rule: Confid
                                 endpoint=endpoint, costs=oracle.trials.costs, width=oracle.ready_width if side else None,
                                 submit=oracle.submit if side else None, waiting=live,
                                 risky=oracle.trials.runner.spares, started=started if side else None,
-                                steady=oracle.policy.flaky is False, more_runs=oracle.more_runs), False)
+                                steady=oracle.policy.flaky is False, more_runs=oracle.more_runs, good=good), False)
     except SearchStopped as stop:
         # runs made ahead and still under way end with the command, after the record is made:
         # they are not stored, so the ledger holds the runs the record counts
@@ -305,7 +316,8 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
                                     + (f"; {rule.describe()}" if rule else "")))
     found = search_set(oracle, diffs, strategy=strategy, rule=rule, max_runs=policy.max_runs,
                        measure_removal=True, more_sets=MORE_SETS, confidence=policy.confidence,
-                       endpoint=(check.bad_rate.fails, check.bad_rate.runs), started=first.started)
+                       endpoint=(check.bad_rate.fails, check.bad_rate.runs), started=first.started,
+                       good=good_runs(check, policy))
     res, stopped, reason = found.result, found.stopped, found.result.stop_reason
     why = good_suspect(res, stopped)
     if why:     # the answer is what a good side that fails sometimes produces: good is run again

@@ -22,7 +22,8 @@ from collections import Counter
 from collections.abc import Callable
 
 from bisectk.engine.ablate import (MORE_SETS, SetSearch, attempt_records, counted, different_failures,
-                                   flakiness_rule, recheck_after, rule_doc, search_set, unused_runs)
+                                   flakiness_rule, good_runs, recheck_after, rule_doc, search_set,
+                                   unused_runs)
 from bisectk.engine.endpoints import hang_checks, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import PHASES, SEARCH, Oracle, Trials
@@ -58,7 +59,7 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
     runner.events.emit(PhaseStarted("hunks", f"{strategy} over {len(all_ids)} hunk{'s' if len(all_ids) != 1 else ''}"))
     found = search_set(oracle, all_ids, strategy=strategy, rule=rule, max_runs=policy.max_runs,
                        more_sets=MORE_SETS, confidence=policy.confidence,
-                       endpoint=(check.bad_rate.fails, check.bad_rate.runs))
+                       endpoint=(check.bad_rate.fails, check.bad_rate.runs), good=good_runs(check, policy))
     res, stopped, reason = found.result, found.stopped, found.result.stop_reason
     if res.stop_reason == GOOD_FAILED:     # GOOD itself failed in the search: it is run again (ablate's re-check)
         check, halted = recheck_after(trials, all_ids, check, res, policy, GOOD_FAILED)

@@ -96,7 +96,8 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
            risky: Callable[[], int | None] | None = None,
            started: Mapping[frozenset, Sequence[Future]] | None = None,
            steady: bool = False,
-           more_runs: Callable[[], int] | None = None) -> AblationResult:
+           more_runs: Callable[[], int] | None = None,
+           good: tuple[int, int] | None = None) -> AblationResult:
     """Find the 1-minimal set of differences that causes the failure.
 
     `rule` turns single-shot noisy verdicts into confident ones (ConfidenceRule.derive, or
@@ -123,7 +124,10 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
     `started`: runs begun before the search (first_runs, while the bad endpoint ran), per
     configuration, taken like runs made ahead (with `submit`). `steady`: the failure was declared
     deterministic (--no-flaky), and the confirmation runs each claim once (confirm.py).
-    `more_runs()`: the runs the oracle made beyond one a question (it re-runs a different
+    `good`: the good endpoint's (fails, runs) where nothing declared how the good side fails
+    (no --flaky): an answer reached under the one-sided rule (an intermittent start, or after a
+    contradiction) has each FAIL claim confirmed as evidence under two rates (confirm.claim_rule),
+    not taken as proven by one more failure. `more_runs()`: the runs the oracle made beyond one a question (it re-runs a different
     failure), which `max_runs` counts too (Tester).
     """
     items = list(differences)
@@ -138,7 +142,7 @@ def ablate(differences: Sequence[Hashable], oracle: Callable[[frozenset], Outcom
         raise ValueError(f"strategy {strategy!r} handles at most {chosen.max_n} differences")
 
     def whole(t: Tester) -> tuple[AblationResult, bool, tuple | None]:
-        return _whole(t, chosen, items, measure_removal, more_sets, confidence, endpoint, costs, steady)
+        return _whole(t, chosen, items, measure_removal, more_sets, confidence, endpoint, costs, steady, good)
 
     ahead = None
     if submit is not None:
@@ -197,7 +201,8 @@ def _replayer(whole: Callable[[Tester], object], items: list, rule: Rule | None,
 def first_runs(differences: Sequence[Hashable], slots: int, risky: int | None = None, *,
                strategy: str = DEFAULT_STRATEGY, rule: Rule | None = None, measure_removal: bool = False,
                more_sets: int = 0, confidence: float | None = None, endpoint: tuple[int, int] = (1, 1),
-               costs: Callable[[], tuple[float, float]] | None = None, steady: bool = False) -> list[frozenset]:
+               costs: Callable[[], tuple[float, float]] | None = None, steady: bool = False,
+               good: tuple[int, int] | None = None) -> list[frozenset]:
     """The configurations `ablate` with these arguments would most likely run first, at most
     `slots` (ahead.plan over no runs): started while the bad endpoint's run is still under way
     (its failure supposed), they are taken by the search through `ablate(started=...)` when it
@@ -208,14 +213,14 @@ def first_runs(differences: Sequence[Hashable], slots: int, risky: int | None = 
 
     def whole(t: Tester) -> object:
         return _whole(t, STRATEGIES[strategy], items, measure_removal, more_sets, confidence, endpoint, costs,
-                      steady)
+                      steady, good)
     return plan(_replayer(whole, items, rule, None), lambda key: (), slots, risky)
 
 
 def _whole(tester: Tester, chosen: Strategy, items: list, measure_removal: bool, more_sets: int,
            confidence: float | None, endpoint: tuple[int, int],
            costs: Callable[[], tuple[float, float]] | None,
-           steady: bool = False) -> tuple[AblationResult, bool, tuple | None]:
+           steady: bool = False, good: tuple[int, int] | None = None) -> tuple[AblationResult, bool, tuple | None]:
     """The search, settled and confirmed (ablate's docstring): (result, whether a Ctrl-C ended its
     sets part, the contradiction that switched it to the flake rule). A stop raised in the switched
     part carries the switch (`switched` on the exception)."""
@@ -226,7 +231,7 @@ def _whole(tester: Tester, chosen: Strategy, items: list, measure_removal: bool,
             must_fail, must_pass = set_claims(frozenset(items), result.sets or [FailingSet(result.culprits, result.proof,
                                                                                           result.interaction)],
                                               result.fixes, result.context)
-            check = confirm_sets(tester, must_fail, must_pass, confidence, endpoint, costs, steady)
+            check = confirm_sets(tester, must_fail, must_pass, confidence, endpoint, costs, steady, good)
             result.confirmation, result.switched = check, switched
             if check.ok:
                 break

@@ -48,6 +48,7 @@ plan_confirmation -- how often the culprit runs again and how many passes each p
 confirm_culprit  -- run the confirmation of a DAG answer through the search's gateway; returns
                     the facts (dag.Confirmation).
 set_claims       -- the configurations a sets search's answer rests on, FAIL and PASS claims.
+claim_rule       -- the two-rate rule a FAIL claim is confirmed by when good may fail too.
 confirm_sets     -- run them again through the Tester; returns the facts (SetConfirmation).
 switched_rule    -- the one-sided rule a contradicted deterministic sets search goes on with.
 """
@@ -221,20 +222,57 @@ def set_claims(everything: frozenset, found: Sequence, fixes: Sequence[frozenset
     return list(dict.fromkeys(fail)), list(dict.fromkeys(passing))
 
 
+def claim_rule(tester, must_fail: Sequence[frozenset], endpoint: tuple[int, int], good: tuple[int, int],
+               alpha: float):
+    """The rule a FAIL claim is confirmed by where nothing declared that good never fails
+    (confirm_sets' `good`): the two rates under rates.SWITCHED, the old side measured by good's
+    runs and every run of a configuration that holds none of the claims (the old side, if the
+    answer is right: a spurious failure there shows good's rate), the new side by the bad
+    endpoint's `endpoint` = (fails, runs). A failure is then evidence, not proof."""
+    from bisectk.search.rates import SWITCHED, RateRule     # numpy: only a flake-ruled confirmation needs it
+    old_fails, old_runs = good
+    for key, history in tester.history.items():
+        if isinstance(key, frozenset) and not any(claim <= key for claim in must_fail):
+            judged = [o for o in history if o is not Outcome.UNRESOLVED]
+            old_fails += sum(o is Outcome.FAIL for o in judged)
+            old_runs += len(judged)
+    return RateRule(old_fails, old_runs, *endpoint, alpha=alpha, prior=SWITCHED)
+
+
+def _unselected(runs: Sequence[Outcome]) -> list[Outcome]:
+    """A claim's runs as evidence: all of them but one failure, the one that made the search pick
+    it (of the many configurations a search runs, one on the good side fails now and then: its
+    failure is why it is a claim, and says nothing more), as repeats_for counts n + 1 runs."""
+    judged = [o for o in runs if o is not Outcome.UNRESOLVED]
+    if Outcome.FAIL in judged:
+        judged.remove(Outcome.FAIL)
+    return judged
+
+
 def confirm_sets(tester, must_fail: Sequence[frozenset], must_pass: Sequence[frozenset],
                  confidence: float, endpoint: tuple[int, int] = (0, 0), costs: Costs | None = None,
-                 steady: bool = False) -> SetConfirmation:
+                 steady: bool = False, good: tuple[int, int] | None = None) -> SetConfirmation:
     """Run each claim again through the Tester (Tester.confirm): FAIL claims first, then the
     number of passes a PASS claim needs follows from the failure rate observed at configurations
     judged FAIL (their runs, plus the bad endpoint's `endpoint` = (fails, runs)), or is one when
     the failure was declared `steady` (and no flake rule took over). Stops at the first
-    contradiction."""
+    contradiction.
+
+    `good`: the good endpoint's (fails, runs), given where nothing declared how the good side
+    fails (no --flaky). Under the one-sided rule then (an intermittent start, or a contradiction's
+    switch) one failure of a FAIL claim is no proof: a good side that fails sometimes fails once
+    at some configuration of the many a search runs, and the search, taking it as proof, built
+    its answer on it (a spurious extra set, a culprit that is not one). Each FAIL claim is then
+    run afresh until the two-rate rule (claim_rule) decides, the claims sharing 1 - confidence."""
     checks: list[tuple[frozenset, str, str]] = []
     # a configuration the search could not judge (a different failure, a build error) is no
     # claim the answer rests on: the report lists it as unresolved
     must_pass = [k for k in must_pass if tester.outcome_of(k) is not Outcome.UNRESOLVED]
+    judge = None
+    if good is not None and isinstance(tester.rule, ConfidenceRule) and must_fail:
+        judge = claim_rule(tester, must_fail, endpoint, good, (1.0 - confidence) / len(must_fail))
     for key in must_fail:
-        got = tester.confirm(key, Outcome.FAIL, 1)
+        got = tester.confirm(key, Outcome.FAIL, 1, judge, _unselected(tester.history.get(key, ())) if judge else ())
         checks.append((key, "fail", got.value))
         if got is not Outcome.FAIL:
             return SetConfirmation(0, tuple(checks), (key, got.value))

@@ -178,20 +178,24 @@ class Tester:
             else:
                 self.memo[key] = verdict
 
-    def confirm(self, key: Hashable, expect: Outcome, passes: int) -> Outcome:
+    def confirm(self, key: Hashable, expect: Outcome, passes: int, judge: Rule | None = None,
+                given: Sequence[Outcome] = ()) -> Outcome:
         """Run `key` again for its verdict `expect`; returns what the new runs say. A FAIL is
         confirmed by a failure within the runs the rule in force needs to decide afresh (one
         without a rule); a PASS by `passes` new passes in a row, with a rule too: its verdict was
         one of many the search made, each with its own small chance of clearing a failing
         configuration, and the answer rests on this one. The passes go in rounds of `width()`
         runs where a `batch` oracle is given (a round is whole: a failure in it ends the
-        confirmation after the round, and the first failure is the answer). The runs join the
-        history; the verdict in the memo stays (the caller decides what a contradiction means)."""
+        confirmation after the round, and the first failure is the answer). With a `judge` (a
+        rule of this confirmation alone: a failure that is evidence, not proof), runs are made one
+        by one until it decides on `given` (runs made before that it reads too) and the new runs.
+        The runs join the history; the verdict in the memo stays (the caller decides what a
+        contradiction means)."""
         runs = self.history.setdefault(key, [])
         fresh: list[Outcome] = []
         want = passes if expect is Outcome.PASS else 1
         while True:
-            n = min(self._round(), want - len(fresh)) if expect is Outcome.PASS else 1
+            n = min(self._round(), want - len(fresh)) if expect is Outcome.PASS and judge is None else 1
             self.expecting = expect
             try:
                 outcomes = self._run_round(key, n)
@@ -199,6 +203,11 @@ class Tester:
                 self.expecting = None
             fresh.extend(outcomes)
             runs.extend(outcomes)
+            if judge is not None:
+                result = judge.verdict([*given, *fresh])
+                if result is None:
+                    continue
+                break
             failed = next((o for o in outcomes if o is not Outcome.PASS), None)
             if failed is not None:
                 result = failed

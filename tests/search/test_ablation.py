@@ -207,3 +207,58 @@ def test_a_switched_rule_does_not_claim_its_counts_are_the_bad_endpoints():
             assert "bad endpoint failed" not in text, text
             assert f"failed {result.rule.fails}/{result.rule.runs}" in text
     assert seen
+
+
+def _good_fails_sometimes(seed: int, start: str, good: tuple[int, int] | None):
+    """One search of 8 factors where f3 fails 70% of its runs and every other configuration (good
+    among them) 5%, nothing declared: `start` 'intermittent' (bad passed: the one-sided rule from
+    its 10 runs) or 'deterministic' (bad failed first: no rule until a contradiction). None when
+    the bad endpoint never failed or the search stopped; else (complete, the sets named)."""
+    import random
+    rng = random.Random(seed)
+    items = [f"f{i}" for i in range(8)]
+
+    def oracle(config: frozenset) -> Outcome:
+        return Outcome.FAIL if rng.random() < (0.7 if "f3" in config else 0.05) else Outcome.PASS
+    rule, endpoint = None, (1, 1)
+    if start == "intermittent":
+        bad = [oracle(frozenset(items)) for _ in range(10)]
+        if Outcome.FAIL not in bad:
+            return None
+        endpoint = (bad.count(Outcome.FAIL), 10)
+        rule = ConfidenceRule.derive(*endpoint)
+    try:
+        res = ablate(items, oracle, rule=rule, measure_removal=True, more_sets=7, confidence=0.99,
+                     endpoint=endpoint, max_runs=2000, good=good)
+    except SearchStopped:
+        return None
+    return res.complete, [sorted(s.members) for s in res.sets if s.members]
+
+
+def test_a_good_side_that_fails_sometimes_is_not_named_a_culprit_at_exit_0():
+    """adv51b U1: under the one-sided rule (an intermittent start, or after a contradiction) one
+    failure was proof, and the confirmation took one more failure within its runs as the FAIL
+    claim's: a configuration without the cause that failed once (good fails 5%) became a culprit
+    or a second failing set ('set 2: f7') in 28 of 800 seeded searches, 13% of the answers given.
+    With the good endpoint's runs the FAIL claims are confirmed as evidence under two rates."""
+    given = wrong = 0
+    for start in ("intermittent", "deterministic"):
+        for seed in range(400):
+            got = _good_fails_sometimes(seed, start, good=(0, 1))
+            if got is None or not got[0]:
+                continue
+            given += 1
+            wrong += got[1] != [["f3"]]
+    assert given >= 150, given          # still answers: the right set is confirmed
+    assert wrong <= 4, (wrong, given)   # 2 of 176 here (1%, as the confidence says); 28 of 211 before
+
+
+def test_the_good_endpoint_s_runs_change_nothing_for_a_deterministic_subject():
+    """A deterministic search whose confirmation holds runs no rule: its answer and runs stay."""
+    for causes in ({"f03"}, PAIR):
+        plain = ablate(ITEMS, planted(causes), measure_removal=True, more_sets=7, confidence=0.99, endpoint=(1, 1))
+        told = ablate(ITEMS, planted(causes), measure_removal=True, more_sets=7, confidence=0.99, endpoint=(1, 1),
+                      good=(0, 1))
+        assert told.culprits == plain.culprits == tuple(sorted(causes))
+        assert [(a.config, a.phase, a.observations) for a in told.attempts] == \
+            [(a.config, a.phase, a.observations) for a in plain.attempts]

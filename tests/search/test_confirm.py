@@ -163,3 +163,25 @@ def test_a_steady_declaration_does_not_outweigh_a_contradiction():
     result = search_dag(parents, oracle, observations=[(63, Outcome.FAIL)], options=SearchOptions(steady=True))
     assert result.switched is not None and result.switched[0] == "culprit-passed"
     assert result.culprit == 37 and result.confidence >= 0.99
+
+
+def test_one_more_failure_of_a_fail_claim_is_evidence_when_good_may_fail_too():
+    """Under the one-sided rule a FAIL claim was confirmed by any failure within its runs: a
+    configuration of the good side that fails now and then (its second spurious failure, after
+    two passes) held. Given the good endpoint's runs, the claim is judged under two rates on its
+    runs but the one that picked it, and the passes that follow clear it: a contradiction."""
+    from bisectk.search.confirm import confirm_sets
+    from bisectk.search.tester import Tester
+    claim, bad_without = frozenset({"a"}), frozenset({"b"})
+    script = {claim: iter([Outcome.PASS, Outcome.PASS, Outcome.FAIL] + [Outcome.PASS] * 60)}
+
+    def oracle(key):
+        return next(script[key]) if key in script else Outcome.PASS
+    rule = ConfidenceRule.derive(7, 10)
+    for good, contradicted in ((None, None), ((0, 1), (claim, "pass"))):
+        script[claim] = iter([Outcome.PASS, Outcome.PASS, Outcome.FAIL] + [Outcome.PASS] * 60)
+        tester = Tester(oracle, rule=rule)
+        tester.history[claim] = [Outcome.FAIL]      # the search's run that made it a claim
+        tester.memo[claim] = Outcome.FAIL
+        check = confirm_sets(tester, [claim], [bad_without], 0.99, endpoint=(7, 10), good=good)
+        assert check.contradicted == contradicted, (good, check)

@@ -35,6 +35,18 @@ def _fix(fix: Sequence[str]) -> str:
 
 def _stopped(s: dict) -> str:
     shown, unsure = s["shown"], s["unsure"]
+    against = s.get("contradicted")
+    if against:     # resuming would roll the same confirmation again: say what did not hold
+        what = _names(against["config"]) if against["config"] else "good"
+        did = {"pass": "passed", "fail": "failed"}.get(against["got"], "gave no clear verdict")
+        claimed = "fail" if against["got"] != "fail" else "pass"
+        head = (f"The search's answer was not confirmed after {s['runs']} run{'' if s['runs'] == 1 else 's'}: "
+                f"{what} {did} when run again, where the answer needs it to {claimed}.")
+        if against.get("two_rate"):
+            return (f"{head} The two failure rates are too close to tell configurations apart over these runs: "
+                    "measure the endpoints over more runs (--calibrate-runs), or make the failure steadier first.")
+        return (f"{head} The failure is intermittent, and a failure was taken as proof (good may fail too, now "
+                "and then): --flaky weighs both rates (the two-rate model), or make the failure steadier first.")
     return (f"The search stopped after {s['runs']} run{'' if s['runs'] == 1 else 's'} ({s['reason'] or 'interrupted'}); the smallest failing "
             f"configuration so far has {len(shown) + len(unsure)} of {s['of']} differences"
             + (f", of which {_names(shown)} shown necessary" if shown else "")

@@ -204,8 +204,16 @@ def advise(result: AblationResult) -> list[dict]:
     if not result.complete and result.stop_reason == GOOD_FAILED:
         steps.append({"step": "good_failed", "runs": result.runs})
     elif not result.complete:
-        steps.append({"step": "stopped", "runs": result.runs, "reason": result.stop_reason, "shown": names,
-                      "unsure": [str(c) for c in result.suspects], "of": len(result.differences)})
+        step = {"step": "stopped", "runs": result.runs, "reason": result.stop_reason, "shown": names,
+                "unsure": [str(c) for c in result.suspects], "of": len(result.differences)}
+        against = getattr(result.confirmation, "contradicted", None)
+        if result.stop_reason == "unconfirmed" and against is not None:
+            # a resume would run the same confirmation again: the contradiction is the news
+            step["contradicted"] = {"config": [str(d) for d in result.differences if d in against[0]],
+                                    "got": against[1],
+                                    "two_rate": (result.rule.to_dict().get("kind") == "two-rate"
+                                                 if result.rule is not None else False)}
+        steps.append(step)
     elif several:
         ordered = [d for d in result.differences]
         steps.append({"step": "sets", "sets": [[str(m) for m in s.members] for s in result.sets],

@@ -204,3 +204,20 @@ def test_checks_table_lists_fifty_factors_and_counts_the_rest():
     print_check(Console(file=buf, width=200, color_system=None), rec)
     names = [line.split("│")[1].strip() for line in buf.getvalue().splitlines() if line.startswith("│")]
     assert names[:50] == [f"f{k}" for k in range(50)] and names[50:] == ["... 70 more"], names[-3:]
+
+
+def test_an_unconfirmed_answer_says_what_did_not_hold_not_resume_to_finish():
+    """An answer whose confirmation was contradicted said 'Resume to finish': a resume runs the
+    same confirmation again, a new roll of the same dice. It names what did not hold, and --flaky
+    (or, under --flaky, more endpoint runs)."""
+    from bisectk.report.advice import WORDS
+    step = {"step": "stopped", "runs": 123, "reason": "unconfirmed", "shown": ["f3"], "unsure": [], "of": 8,
+            "contradicted": {"config": ["f7"], "got": "pass", "two_rate": False}}
+    text = WORDS["stopped"](step)
+    assert "Resume" not in text and "f7 passed when run again, where the answer needs it to fail" in text
+    assert "--flaky" in text
+    step["contradicted"] = {"config": ["f7"], "got": "unresolved", "two_rate": True}
+    text = WORDS["stopped"](step)
+    assert "f7 gave no clear verdict" in text and "--calibrate-runs" in text and "--flaky weighs" not in text
+    del step["contradicted"]
+    assert WORDS["stopped"](step).endswith("Resume to finish.")     # a stop: resuming does finish it

@@ -262,3 +262,22 @@ def test_the_good_endpoint_s_runs_change_nothing_for_a_deterministic_subject():
         assert told.culprits == plain.culprits == tuple(sorted(causes))
         assert [(a.config, a.phase, a.observations) for a in told.attempts] == \
             [(a.config, a.phase, a.observations) for a in plain.attempts]
+
+
+def test_the_search_gives_the_contradiction_as_a_fact():
+    """An unconfirmed answer's 'stopped' step carries what contradicted it (report/advice.py words it)."""
+    import random
+    for seed in range(40):
+        rng = random.Random(seed)
+
+        def oracle(config, rng=rng):
+            return Outcome.FAIL if rng.random() < (0.7 if "f3" in config else 0.05) else Outcome.PASS
+        res = ablate([f"f{i}" for i in range(8)], oracle, rule=ConfidenceRule.derive(7, 10), more_sets=7,
+                     confidence=0.99, endpoint=(7, 10), good=(0, 1), max_runs=2000)
+        if res.stop_reason == "unconfirmed":
+            stopped = [s for s in res.advice if s["step"] == "stopped"][0]
+            against = res.confirmation.contradicted
+            assert stopped["contradicted"]["config"] == sorted(map(str, against[0]))
+            assert stopped["contradicted"]["got"] == against[1] and stopped["contradicted"]["two_rate"] is False
+            return
+    raise AssertionError("no seed gave an unconfirmed answer")

@@ -35,7 +35,7 @@ from bisectk.outcome import NAN_CHECK, FailKind, Outcome, Reason, Run
 # unresolved: stop 50; a subject's own error cut to one line, which a signature-identity target
 # compares) is a new version, so a ledger written under the old rules is not answered
 # from, as a changed timeout policy is not (memokey.POLICY_VERSION).
-RULES_VERSION = "classify-v4"
+RULES_VERSION = "classify-v5"
 from bisectk.run.process import RawRun, signal_name
 from bisectk.spec import Threshold
 
@@ -306,13 +306,27 @@ _PYTEST_EXITS = {2: (Reason.BUILD, "pytest: interrupted or collection error"),
                  5: (Reason.INFRA, "pytest: no tests collected")}
 
 
+# A line of pytest's short test summary: `FAILED tests/k.py::test_x[a b - c] - AssertionError: ...`,
+# or `ERROR ...` for a test whose setup or teardown raised (or a file that did not collect, no
+# `::`). A parametrized id keeps its spaces, and any ' - ', inside its brackets.
+_SUMMARY = re.compile(r"^(FAILED|ERROR) ([^\s\[]+(?:\[.*?\])?)(?: - (.*))?$", re.MULTILINE)
+
+
+def _summary(stdout: str) -> list[tuple[str, str]]:
+    """(what failed, pytest's message) for each test the short test summary names: a failed test
+    by its node id, one that errored in setup or teardown as 'ID (error)' (it never ran its body:
+    not the failure of one that did), a file that did not collect by its path."""
+    return [(test + (" (error)" if word == "ERROR" and "::" in test else ""), said or "")
+            for word, test, said in _SUMMARY.findall(stdout)]
+
+
 def classify_pytest(raw: RawRun, text: str, common: dict) -> Run:
     """pytest's exit codes: 0 pass, 1 tests failed (the target), 2-5 the test could not be judged
     (interrupted/collection error, internal error, usage error, nothing collected) -- never 'bad'."""
     if raw.exit_code == 0:
         return Run(Outcome.PASS, **common)
+    failed = _summary(raw.stdout)
     if raw.exit_code == 1:
-        failed = re.findall(r"^FAILED (\S+)(?: - (.*))?$", raw.stdout, re.MULTILINE)
         detail = (failed[0][1] or failed[0][0]) if failed else (last_exception(text) or "test failed")
         cuda = recognise(text)
         if cuda:

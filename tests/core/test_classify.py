@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from bisectk.outcome import FailKind, Outcome, Reason
@@ -278,3 +280,53 @@ def test_a_metric_printed_in_quotes_is_the_subjects_printing_not_a_wrong_result(
     r = classify_run(raw(stdout='BISECTK_RESULT {"rel_err": "garbage"}'), JUDGE)
     assert r.kind is FailKind.WRONG        # not a number at all: what the kernel gave
     assert classify_run(raw(stdout='BISECTK_RESULT {"rel_err": "nan"}'), JUDGE).kind is FailKind.WRONG
+
+
+def _pytest_run(tmp_path, source: str, *args: str) -> RawRun:
+    """A real pytest run as --pytest makes it (`-q -x -p no:cacheprovider`), as a RawRun."""
+    import subprocess
+    import sys
+    (tmp_path / "test_k.py").write_text(source)
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *args],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    return raw(exit_code=p.returncode, stdout=p.stdout, stderr=p.stderr)
+
+
+PARAMETRIZED = ('import pytest\n@pytest.mark.parametrize("s", ["a b - c", "d"])\n'
+                'def test_x(s):\n    assert s == "d", "wrong [x]"\n'
+                '@pytest.mark.parametrize("s", ["e f"])\ndef test_y(s):\n    assert 0, "other"\n')
+
+
+def test_a_failed_parametrized_id_with_spaces_is_named_whole(tmp_path):
+    """`FAILED tests/k.py::test_x[a b - c] - ...`: the summary line was read with `\\S+` and did not
+    match at all, so the failure was named 'pytest' ("wrong result (pytest violated)") and any
+    two failing tests with a space in their ids were taken for the same failure."""
+    from bisectk.outcome import Target
+    pytest = Judge([], protocol="pytest")
+    x = classify_run(_pytest_run(tmp_path, PARAMETRIZED, "test_k.py::test_x"), pytest)
+    y = classify_run(_pytest_run(tmp_path, PARAMETRIZED, "test_k.py::test_y"), pytest)
+    assert (x.outcome, x.kind) == (Outcome.FAIL, FailKind.WRONG)
+    assert x.failed == ("test_k.py::test_x[a b - c]",), x.failed
+    assert x.signature.startswith("AssertionError: wrong [x]"), x.signature
+    assert y.failed == ("test_k.py::test_y[e f]",)
+    assert not Target.of([x]).matches(y)
+
+
+def test_a_test_whose_fixture_raises_is_not_the_failure_of_one_that_ran(tmp_path):
+    """exit 1 with `ERROR tests/k.py::test_x` (a fixture that raised, a conftest's fixture gone at
+    an old commit): named as that test's error, not as 'pytest', nor as its failure."""
+    from bisectk.outcome import Target
+    pytest = Judge([], protocol="pytest")
+    source = ("import os, pytest\n@pytest.fixture\ndef f():\n    if os.environ.get('SETUP_FAILS'):\n"
+              "        raise RuntimeError('no device')\ndef test_x(f):\n    assert 0\n")
+    failed = classify_run(_pytest_run(tmp_path, source, "test_k.py::test_x"), pytest)
+    os.environ["SETUP_FAILS"] = "1"
+    try:
+        errored = classify_run(_pytest_run(tmp_path, source, "test_k.py::test_x"), pytest)
+    finally:
+        del os.environ["SETUP_FAILS"]
+    assert failed.failed == ("test_k.py::test_x",)
+    assert (errored.outcome, errored.failed) == (Outcome.FAIL, ("test_k.py::test_x (error)",)), errored.failed
+    assert "RuntimeError: no device" in errored.signature
+    assert not Target.of([failed]).matches(errored)
+

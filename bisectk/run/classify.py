@@ -35,7 +35,7 @@ from bisectk.outcome import NAN_CHECK, FailKind, Outcome, Reason, Run
 # unresolved: stop 50; a subject's own error cut to one line, which a signature-identity target
 # compares) is a new version, so a ledger written under the old rules is not answered
 # from, as a changed timeout policy is not (memokey.POLICY_VERSION).
-RULES_VERSION = "classify-v5"
+RULES_VERSION = "classify-v6"
 from bisectk.run.process import RawRun, signal_name
 from bisectk.spec import Threshold
 
@@ -310,6 +310,9 @@ _PYTEST_EXITS = {2: (Reason.BUILD, "pytest: interrupted or collection error"),
 # or `ERROR ...` for a test whose setup or teardown raised (or a file that did not collect, no
 # `::`). A parametrized id keeps its spaces, and any ' - ', inside its brackets.
 _SUMMARY = re.compile(r"^(FAILED|ERROR) ([^\s\[]+(?:\[.*?\])?)(?: - (.*))?$", re.MULTILINE)
+# pytest-xdist ends a run that `-x` (which --pytest gives) stopped at its first failure as
+# interrupted, exit 2, where pytest alone exits 1 (a project's `addopts = -n auto`)
+_XDIST_STOPPED = re.compile(r"^!+ xdist\.dsession\.Interrupted: stopping after \d+ failures? !+$", re.MULTILINE)
 
 
 def _summary(stdout: str) -> list[tuple[str, str]]:
@@ -326,7 +329,8 @@ def classify_pytest(raw: RawRun, text: str, common: dict) -> Run:
     if raw.exit_code == 0:
         return Run(Outcome.PASS, **common)
     failed = _summary(raw.stdout)
-    if raw.exit_code == 1:
+    stopped = raw.exit_code == 2 and _XDIST_STOPPED.search(text) and failed and all("::" in t for t, _ in failed)
+    if raw.exit_code == 1 or stopped:
         detail = (failed[0][1] or failed[0][0]) if failed else (last_exception(text) or "test failed")
         cuda = recognise(text)
         if cuda:

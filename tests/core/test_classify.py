@@ -330,3 +330,17 @@ def test_a_test_whose_fixture_raises_is_not_the_failure_of_one_that_ran(tmp_path
     assert "RuntimeError: no device" in errored.signature
     assert not Target.of([failed]).matches(errored)
 
+
+def test_a_failing_test_under_xdist_is_a_failure_not_an_interruption(tmp_path):
+    """A project's `addopts = -n auto`: with --pytest's `-x`, pytest-xdist ends a failing test's run
+    as interrupted (exit 2), which was read as a collection error: the bad endpoint "cannot be
+    tested" in every such project. A file that does not collect stays unresolved."""
+    pytest_ = Judge([], protocol="pytest")
+    pytest.importorskip("xdist")
+    failing = _pytest_run(tmp_path, "def test_x():\n    assert 0, 'boom'\n", "-n", "2", "test_k.py::test_x")
+    assert failing.exit_code == 2
+    r = classify_run(failing, pytest_)
+    assert (r.outcome, r.kind, r.failed) == (Outcome.FAIL, FailKind.WRONG, ("test_k.py::test_x",)), r
+    broken = _pytest_run(tmp_path, "import no_such_module_here\ndef test_x():\n    pass\n", "-n", "2", "test_k.py")
+    r = classify_run(broken, pytest_)
+    assert (r.outcome, r.reason) == (Outcome.UNRESOLVED, Reason.BUILD), r

@@ -35,7 +35,7 @@ from bisectk.outcome import NAN_CHECK, FailKind, Outcome, Reason, Run
 # unresolved: stop 50; a subject's own error cut to one line, which a signature-identity target
 # compares) is a new version, so a ledger written under the old rules is not answered
 # from, as a changed timeout policy is not (memokey.POLICY_VERSION).
-RULES_VERSION = "classify-v6"
+RULES_VERSION = "classify-v7"
 from bisectk.run.process import RawRun, signal_name
 from bisectk.spec import Threshold
 
@@ -69,7 +69,7 @@ _EXC_LINE = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception|Interrupt)|Asserti
 # A path in one of the pool's worktrees, up to and with the worktree's own directory
 # (spaces/worktrees.py): <cache home>/bisectk/worktrees/<key>/wt-N/, the fallback
 # <tempdir>/bisectk-<uid>/worktrees/<key>/wt-N/, or older versions' <git dir>/bisectk-worktrees/wt-N/.
-WORKTREE_PATH = re.compile(r"\S*/(?:bisectk(?:-\d+)?/worktrees/[^/\s]+|bisectk-worktrees)/wt-\d+/")
+WORKTREE_PATH = re.compile(r"[^\s'\"]*/(?:bisectk(?:-\d+)?/worktrees/[^/\s]+|bisectk-worktrees)/wt-\d+/")
 
 
 def _shell_signal(code: int | None) -> str | None:
@@ -315,6 +315,19 @@ _SUMMARY = re.compile(r"^(FAILED|ERROR) ([^\s\[]+(?:\[.*?\])?)(?: - (.*))?$", re
 _XDIST_STOPPED = re.compile(r"^!+ xdist\.dsession\.Interrupted: stopping after \d+ failures? !+$", re.MULTILINE)
 
 
+# pytest's usage errors (exit 4) in its own words: `ERROR: Wrong expression passed to '-k': ...`,
+# or argparse's line under `ERROR: usage: ...` (`pytest: error: unrecognized arguments: -n`, an
+# addopts option whose plugin the commit's environment lacks)
+_USAGE_SAID = re.compile(r"^ERROR: (?!usage:)(.+)$", re.MULTILINE)
+_PARSER_SAID = re.compile(r"^\S+: error: (.+)$", re.MULTILINE)
+
+
+def _as_typed(line: str) -> str:
+    """A line of pytest's with the worktree's own path taken out of the paths it names: as the
+    user wrote them, and the same in every worktree (a conftest that fails to import)."""
+    return WORKTREE_PATH.sub("", line.strip())
+
+
 def _summary(stdout: str) -> list[tuple[str, str]]:
     """(what failed, pytest's message) for each test the short test summary names: a failed test
     by its node id, one that errored in setup or teardown as 'ID (error)' (it never ran its body:
@@ -340,9 +353,13 @@ def classify_pytest(raw: RawRun, text: str, common: dict) -> Run:
     reason, what = _PYTEST_EXITS.get(raw.exit_code, (Reason.INFRA, f"pytest: exit {raw.exit_code}"))
     detail = last_exception(text)
     said = re.search(r"^ERROR: ((?:file or directory )?not found: .*)$", text, re.MULTILINE)
+    refused = _USAGE_SAID.search(text) or _PARSER_SAID.search(text)
     if raw.exit_code in (4, 5) and said:     # a node id this commit does not have: pytest's own words
-        where = WORKTREE_PATH.sub("", said.group(1).strip())   # as the user wrote it
-        detail = f"{where[:300]} (the test may not exist at this commit)"
+        detail = f"{_as_typed(said.group(1))[:300]} (the test may not exist at this commit)"
+    elif raw.exit_code == 4 and refused:     # what it refused: a -k expression, an addopts option
+        detail = " ".join(_as_typed(refused.group(1)).split())[:300]
+    elif detail:
+        detail = _as_typed(detail)
     return Run(Outcome.UNRESOLVED, reason=reason, signature=f"{what}" + (f": {detail}" if detail else ""), **common)
 
 

@@ -344,3 +344,18 @@ def test_a_failing_test_under_xdist_is_a_failure_not_an_interruption(tmp_path):
     broken = _pytest_run(tmp_path, "import no_such_module_here\ndef test_x():\n    pass\n", "-n", "2", "test_k.py")
     r = classify_run(broken, pytest_)
     assert (r.outcome, r.reason) == (Outcome.UNRESOLVED, Reason.BUILD), r
+
+
+def test_a_usage_error_says_what_pytest_refused(tmp_path):
+    """exit 4 was said as 'pytest: usage error' alone: a -k expression pytest cannot read, or an
+    addopts option whose plugin a commit lacks, left the user guessing at every endpoint."""
+    pytest_ = Judge([], protocol="pytest")
+    r = classify_run(_pytest_run(tmp_path, "def test_x():\n    pass\n", "test_k.py", "-k", "a-b c"), pytest_)
+    assert (r.outcome, r.reason) == (Outcome.UNRESOLVED, Reason.INFRA)
+    assert r.signature.startswith("pytest: usage error: Wrong expression passed to '-k': a-b c"), r.signature
+    r = classify_run(_pytest_run(tmp_path, "def test_x():\n    pass\n", "test_k.py", "--no-such-option"), pytest_)
+    assert r.signature == "pytest: usage error: unrecognized arguments: --no-such-option", r.signature
+    wt = "/home/u/.cache/bisectk/worktrees/repo-0123456789ab/wt-1"
+    r = classify_run(raw(exit_code=4, stderr=f"ImportError while loading conftest '{wt}/tests/conftest.py'.\n"
+                                             "E   SyntaxError: invalid syntax\n"), pytest_)
+    assert r.signature == "pytest: usage error: ImportError: while loading conftest 'tests/conftest.py'.", r.signature

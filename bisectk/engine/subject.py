@@ -33,12 +33,34 @@ def apply_sets(spec: Spec, config: Config, sets: list[str] | None) -> Config:
     return config
 
 
+def _escapes_kept(text: str) -> str:
+    """`text` with each backslash inside an id's unquoted brackets doubled, so that the shell-rule
+    split keeps it: pytest prints a parameter's non-ASCII or control characters as escapes
+    (`test_x[z\\xe9]`, `test_x[a\\nb]`), and the id matches only with them, where the split would
+    read `z\\xe9` as `zxe9`. A backslash before a space stays the shell's (`test_x[a\\ b]`)."""
+    out, quote, depth = [], "", 0
+    for k, c in enumerate(text):
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c == "[":
+            depth += 1
+        elif c == "]":
+            depth = max(0, depth - 1)
+        elif c == "\\" and depth and not text[k + 1:k + 2].isspace():
+            out.append(c)
+        out.append(c)
+    return "".join(out)
+
+
 def pytest_args(text: str) -> list[str]:
     """`--pytest`'s value as pytest's arguments: node ids and options, split as a shell would
     (`tests/k.py -k 'tile and not slow'`, two node ids), except that a parametrized id's brackets
-    keep what is inside them whole (`tests/k.py::test_x[a b]`, as pytest prints it)."""
+    keep what is inside them whole (`tests/k.py::test_x[a b]`, as pytest prints it), its escapes
+    included (`tests/k.py::test_x[z\\xe9]`, _escapes_kept)."""
     try:
-        words = shlex.split(text)
+        words = shlex.split(_escapes_kept(text))
     except ValueError as exc:
         raise BisectkError(f"--pytest {text!r}: {exc}") from None
     args: list[str] = []

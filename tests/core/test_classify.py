@@ -359,3 +359,19 @@ def test_a_usage_error_says_what_pytest_refused(tmp_path):
     r = classify_run(raw(exit_code=4, stderr=f"ImportError while loading conftest '{wt}/tests/conftest.py'.\n"
                                              "E   SyntaxError: invalid syntax\n"), pytest_)
     assert r.signature == "pytest: usage error: ImportError: while loading conftest 'tests/conftest.py'.", r.signature
+
+
+def test_a_parametrized_id_keeps_pytests_escapes(tmp_path):
+    """pytest prints a parameter's non-ASCII characters as escapes (`test_x[z\\xe9]`) and selects the
+    test by that id; --pytest split the id with shell rules, read `z\\xe9` as `zxe9`, and every
+    commit said 'not found'. A backslash the shell would keep (in double quotes) or one before a
+    space (`[a\\ b]`) reads as it did."""
+    from bisectk.engine.subject import pytest_args
+    assert pytest_args(r"t.py::test_x[z\xe9]") == [r"t.py::test_x[z\xe9]"]
+    assert pytest_args(r"t.py::test_x[a\\b] -k x") == [r"t.py::test_x[a\\b]", "-k", "x"]
+    assert pytest_args(r'"t.py::test_x[z\xe9]"') == [r"t.py::test_x[z\xe9]"]
+    assert pytest_args(r"t.py::test_x[a\ b]") == ["t.py::test_x[a b]"]
+    source = 'import pytest\n@pytest.mark.parametrize("s", ["z\\u00e9"])\ndef test_x(s):\n    assert 0\n'
+    r = classify_run(_pytest_run(tmp_path, source, *pytest_args(r"test_k.py::test_x[z\xe9]")),
+                     Judge([], protocol="pytest"))
+    assert (r.outcome, r.failed) == (Outcome.FAIL, (r"test_k.py::test_x[z\xe9]",)), r.signature

@@ -35,7 +35,7 @@ from bisectk.outcome import NAN_CHECK, FailKind, Outcome, Reason, Run
 # unresolved: stop 50; a subject's own error cut to one line, which a signature-identity target
 # compares) is a new version, so a ledger written under the old rules is not answered
 # from, as a changed timeout policy is not (memokey.POLICY_VERSION).
-RULES_VERSION = "classify-v7"
+RULES_VERSION = "classify-v8"
 from bisectk.run.process import RawRun, signal_name
 from bisectk.spec import Threshold
 
@@ -331,8 +331,11 @@ def _as_typed(line: str) -> str:
 def _summary(stdout: str) -> list[tuple[str, str]]:
     """(what failed, pytest's message) for each test the short test summary names: a failed test
     by its node id, one that errored in setup or teardown as 'ID (error)' (it never ran its body:
-    not the failure of one that did), a file that did not collect by its path."""
-    return [(test + (" (error)" if word == "ERROR" and "::" in test else ""), said or "")
+    not the failure of one that did), one marked `xfail(strict=True)` that passed as 'ID
+    (XPASS(strict))' (its body passed: a fix that came before the mark's removal, not the failure
+    of a body that fails), a file that did not collect by its path."""
+    return [(test + (" (error)" if word == "ERROR" and "::" in test else
+                     " (XPASS(strict))" if said.startswith("[XPASS(strict)]") else ""), said or "")
             for word, test, said in _SUMMARY.findall(stdout)]
 
 

@@ -375,3 +375,20 @@ def test_a_parametrized_id_keeps_pytests_escapes(tmp_path):
     r = classify_run(_pytest_run(tmp_path, source, *pytest_args(r"test_k.py::test_x[z\xe9]")),
                      Judge([], protocol="pytest"))
     assert (r.outcome, r.failed) == (Outcome.FAIL, (r"test_k.py::test_x[z\xe9]",)), r.signature
+
+
+def test_a_strict_xfail_that_passed_is_not_the_failure_of_its_body(tmp_path):
+    """`FAILED t.py::test_x - [XPASS(strict)]`: the body passed under a strict xfail mark (a fix
+    committed before the mark was removed). It was named test_x, as a body that fails is, so
+    such a commit counted as the failure hunted."""
+    from bisectk.outcome import Target
+    pytest_ = Judge([], protocol="pytest")
+    xpass = classify_run(_pytest_run(tmp_path, "import pytest\n@pytest.mark.xfail(strict=True)\n"
+                                               "def test_x():\n    pass\n", "test_k.py::test_x"), pytest_)
+    fails = classify_run(_pytest_run(tmp_path, "def test_x():\n    assert 0\n", "test_k.py::test_x"), pytest_)
+    assert (xpass.outcome, xpass.failed) == (Outcome.FAIL, ("test_k.py::test_x (XPASS(strict))",)), xpass.failed
+    assert fails.failed == ("test_k.py::test_x",)
+    assert not Target.of([fails]).matches(xpass)
+    passes = classify_run(_pytest_run(tmp_path, "import pytest\n@pytest.mark.xfail\ndef test_x():\n    pass\n",
+                                      "test_k.py::test_x"), pytest_)
+    assert passes.outcome is Outcome.PASS       # not strict: an XPASS passes, as pytest says

@@ -244,7 +244,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
         oracle = Oracle(trials, None, any_failure=any_failure, aimed=False)
         check = verify(trials, passing, failing, repeat=policy.repeat or 1, measure=terms.find_fix)
         check = replace(check, notes=(said, *check.notes))
-        if problem := checkout_imports.still_leaking(runner, space):
+        if problem := checkout_imports.still_leaking(runner, space, (facts or {}).get("command_files", ())):
             check = replace(check, problem=problem)
     from bisectk.engine.records import BisectRecord, SubjectRecord, captured
     from bisectk.search.history import Dag, Observation, SearchOptions, SearchStopped, search_dag

@@ -94,12 +94,25 @@ def redirect(runner, space, files: list[str]) -> str | None:
     return text
 
 
-def still_leaking(runner, space) -> str | None:
+def still_leaking(runner, space, command_files=()) -> str | None:
+    """The problem line when the runs, redirected, still import the checkout. `command_files`
+    (CommandFile dicts, spaces/command.py): a file of the user's that the command runs from
+    their checkout (an untracked test script) is why, where it is one: Python puts a script's
+    own directory first on sys.path, and pytest loads the conftest.py files above a test file,
+    from the checkout, whatever PYTHONPATH says."""
     checkout = Path(space.commits.repo)
     files = checkout_files(runner.imported_files, checkout)
     if not files:
         return None
     shown = ", ".join(os.path.relpath(f, checkout) for f in files[:SHOWN])
+    root = os.path.join(os.path.realpath(checkout), "")
+    mine = [f for f in command_files if f.get("use") == "yours" and os.path.realpath(f["path"]).startswith(root)]
+    if mine:
+        return (f"the runs import Python from your checkout ({shown} in {checkout}), not from the commit being "
+                f"tested: your {mine[0]['word']} ({mine[0]['state']}) runs from your checkout, and what it loads "
+                "beside it comes from there (Python puts a script's directory first on sys.path; pytest loads the "
+                "conftest.py files above a test): every commit would run your checkout's code; keep the script "
+                "outside the repository, importing from its working directory (each commit's worktree)")
     return (f"the runs import Python from your checkout ({shown} in {checkout}), not from the commit being "
             "tested, even with the commit's copy first on PYTHONPATH (does the test put your checkout on sys.path "
             "itself?): every commit would run your checkout's code; run the test so that it imports the commit's "

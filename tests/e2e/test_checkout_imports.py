@@ -95,3 +95,29 @@ def test_triage_isolates_the_hunk_in_the_commits_own_sources(tmp_path):
     _, shas, doc = _with_pythonpath_at_the_checkout(tmp_path, "triage")
     assert doc["bisect"]["first_bad"]["sha"] == shas[3], doc["bisect"]["endpoints"]
     assert [h["file"] for h in doc["diff"]["culprit_hunks"]] == ["src/mypkg/sub/core.py"], doc["diff"]
+
+
+def test_a_conftest_that_pytest_loads_from_the_checkout_is_seen_and_said(tmp_path):
+    """An untracked test file of the user's, run by its path in the checkout (`--run 'python -m
+    pytest tests/test_new.py'`): pytest loads tests/conftest.py beside it, from the checkout,
+    through its own finder, which the import record did not see. Every commit ran HEAD's fixture:
+    "the good configuration fails too", with nothing said of why. Now the conftest is recorded
+    (at the run's exit) and the refusal names it, and the user's own file as the reason."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git = lambda *a: subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True, text=True).stdout  # noqa: E731
+    git("init", "-q")
+    (repo / "tests").mkdir()
+    shas = []
+    for i in range(4):
+        (repo / "tests" / "conftest.py").write_text(f"import pytest\n@pytest.fixture\ndef val():\n    return {int(i >= 2)}\n# rev {i}\n")
+        git("add", "-A")
+        git("-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", f"rev {i}")
+        shas.append(git("rev-parse", "HEAD").strip())
+    (repo / "tests" / "test_new.py").write_text("def test_x(val):\n    assert val == 0\n")
+    p = bisectk("bisect", "--good", shas[0], "--bad", shas[-1], "--run", "python -m pytest -q tests/test_new.py",
+                "--json", cwd=repo, timeout=300, check=None)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 2 and doc["first_bad"] is None
+    problem = doc["endpoints"]["problem"]
+    assert "tests/conftest.py" in problem and "your tests/test_new.py (untracked) runs from your checkout" in problem, problem

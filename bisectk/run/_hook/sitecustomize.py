@@ -2,7 +2,8 @@
 
 It puts a finder first on `sys.meta_path` that asks the other finders, notes the file each module
 comes from (unless it is the standard library or an installed package), and appends it at once to
-the file named by BISECTK_IMPORTS, so a run that crashes or calls os._exit still leaves its record.
+the file named by BISECTK_IMPORTS, so a run that crashes or calls os._exit still leaves its record;
+at exit, the files of the modules that finders put ahead of it loaded (pytest's) are noted too.
 Then it takes its own directory off `sys.path` and imports the `sitecustomize` that this one
 shadows, if there is one: the subject sees the path and the site hooks it would have seen.
 Before that, where BISECTK_TRACER asks it (Yama's ptrace_scope 1), it lets bisectk's stack readers
@@ -64,6 +65,19 @@ def _install() -> None:
             pass
 
     sys.meta_path.insert(0, _BisectkImportRecorder)
+
+    def _sweep() -> None:
+        """At exit, every module loaded by a finder put ahead of this one later: pytest's
+        assertion rewriter loads the test files and the conftest.py files itself, which
+        this finder never sees (a conftest of the user's checkout, loaded beside their own
+        test file there, changed every commit's verdict unseen)."""
+        for module in list(sys.modules.values()):
+            origin = getattr(module, "__file__", None)
+            if isinstance(origin, str) and origin.endswith(".py"):
+                _note(origin)
+
+    import atexit
+    atexit.register(_sweep)
 
 
 def _chain() -> None:

@@ -317,9 +317,10 @@ _XDIST_STOPPED = re.compile(r"^!+ xdist\.dsession\.Interrupted: stopping after \
 
 # pytest's usage errors (exit 4) in its own words: `ERROR: Wrong expression passed to '-k': ...`,
 # or argparse's line under `ERROR: usage: ...` (`pytest: error: unrecognized arguments: -n`, an
-# addopts option whose plugin the commit's environment lacks)
+# addopts option whose plugin the commit's environment lacks; pytest 9.2 names the program as run,
+# `python -m pytest: error: ...`)
 _USAGE_SAID = re.compile(r"^ERROR: (?!usage:)(.+)$", re.MULTILINE)
-_PARSER_SAID = re.compile(r"^\S+: error: (.+)$", re.MULTILINE)
+_PARSER_SAID = re.compile(r"^[^\s:]+(?: -m [^\s:]+)?: error: (.+)$", re.MULTILINE)
 
 
 def _as_typed(line: str) -> str:

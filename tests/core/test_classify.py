@@ -355,6 +355,10 @@ def test_a_usage_error_says_what_pytest_refused(tmp_path):
     assert r.signature.startswith("pytest: usage error: Wrong expression passed to '-k': a-b c"), r.signature
     r = classify_run(_pytest_run(tmp_path, "def test_x():\n    pass\n", "test_k.py", "--no-such-option"), pytest_)
     assert r.signature == "pytest: usage error: unrecognized arguments: --no-such-option", r.signature
+    for prog in ("pytest", "python -m pytest", "__main__.py"):   # pytest 9.2 names the program as it was run
+        r = classify_run(raw(exit_code=4, stderr=f"ERROR: usage: {prog} [options] [file_or_dir]\n"
+                                                 f"{prog}: error: unrecognized arguments: -n\n  inifile: None\n"), pytest_)
+        assert r.signature == "pytest: usage error: unrecognized arguments: -n", (prog, r.signature)
     wt = "/home/u/.cache/bisectk/worktrees/repo-0123456789ab/wt-1"
     r = classify_run(raw(exit_code=4, stderr=f"ImportError while loading conftest '{wt}/tests/conftest.py'.\n"
                                              "E   SyntaxError: invalid syntax\n"), pytest_)

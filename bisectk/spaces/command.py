@@ -250,7 +250,31 @@ def resolve_command(text: str, option: str, *, user_cwd: Path, root: Path, commi
     inner, script = _shell_script_index(argv), _script_index(argv)
     out = [_resolve_script(word, resolver) if k == inner else resolver.word(word, k == 0, k == script)
            for k, word in enumerate(argv)]
+    if (makefile := _makefile(argv, resolver)) is not None:
+        resolver.files.append(makefile)
     return (shlex.join(out) if resolver.files else text), resolver.files
+
+
+_MAKES = frozenset({"make", "gmake"})
+_MAKEFILES = ("GNUmakefile", "makefile", "Makefile")      # in the order make looks for them
+_MAKEFILE_OPTIONS = ("-f", "--file", "--makefile", "-C", "--directory")
+
+
+def _makefile(argv: list[str], resolver: _Resolver) -> CommandFile | None:
+    """The makefile `make` runs though the command names none (`make test`), as a file the tree
+    must have: a commit without it is skipped, as git's 125 and as a missing script is, where
+    make's own exit 2 ("No rule to make target") read as the failure. None for another program,
+    a makefile or directory given (-f, -C), a user outside the repository, or no makefile in the
+    commit where the user stands."""
+    if not argv or os.path.basename(argv[0]) not in _MAKES or resolver.inside is None:
+        return None
+    if any(w.startswith(_MAKEFILE_OPTIONS) for w in argv[1:]):
+        return None
+    for name in _MAKEFILES:
+        rel = os.path.normpath(str(resolver.inside / name))
+        if _blob(resolver.root, resolver.commit, rel) is not None:
+            return CommandFile(name, "tree", rel, "tracked", True)
+    return None
 
 
 class _Resolver:

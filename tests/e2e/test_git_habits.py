@@ -1085,3 +1085,26 @@ def test_triage_takes_the_pathspec_as_bisect_does(user, hist, tmp_path):
     p = bisectk("triage", "--good", c["c1"], "--bad", "main", "--run", "./test.sh", "--", "nowhere/", cwd=r)
     assert p.returncode == 2 and p.stderr.startswith("bisectk: ") and "nowhere/" in p.stderr
     assert snapshot(r) == before
+
+
+def test_make_test_skips_a_commit_without_the_makefile_as_a_missing_script_is(tmp_path):
+    """`--run 'make test'` where the Makefile was gone for a while: make exits 2 there ("No rule to
+    make target"), which the git protocol reads as bad, so the answer was that commit. The makefile
+    is a file the command runs: a commit without it is skipped, as git's 125."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    make = "test:\n\t! test -f bug\n"
+    shas = [commit(r, "c1", {"Makefile": make, "a": "1\n"})]
+    shas.append(commit(r, "c2 drops the Makefile", {"Makefile": None}))
+    shas += [commit(r, f"c{i}", {"a": f"{i}\n"}) for i in (3, 4, 5)]
+    shas.append(commit(r, "c6 brings it back", {"Makefile": make}))
+    shas.append(commit(r, "c7 the bug", {"bug": "x\n"}))
+    shas += [commit(r, f"c{i}", {"a": f"{i}\n"}) for i in (8, 9)]
+    p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--run", "make test", "--json",
+                cwd=r, timeout=300, check=None)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and doc["first_bad"]["sha"] == shas[6], (p.returncode, doc.get("first_bad"), p.stderr[-1500:])
+    without = set(shas[1:5])
+    assert {c["sha"] for c in doc["skipped"]} and {c["sha"] for c in doc["skipped"]} <= without, doc["skipped"]
+    assert git(r, "status", "--porcelain") == "" and git(r, "rev-parse", "HEAD") == shas[-1]

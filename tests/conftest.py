@@ -115,6 +115,18 @@ def bisectk(*args, cwd=None, timeout=120, check=None, env=None) -> subprocess.Co
     return proc
 
 
+def err_spec(d: Path, name: str, code: str, factors: str = "abc") -> Path:
+    """A spec over `code` (s.py in `d`, given NAME=value for each one-letter factor of `factors`, 0 on
+    good and 1 on bad), judged by its `err` metric (at most 0.5)."""
+    (d / "pyproject.toml").touch()
+    (d / "s.py").write_text(code)
+    spec = d / "spec.toml"
+    spec.write_text(f'name = "{name}"\n[subject]\ncommand = {json.dumps(["python", "s.py", *(f"{f}={{{f}}}" for f in factors)])}\n'
+                    '[oracle]\nmetric = "err"\nmax = 0.5\n'
+                    + "[good]\n" + "".join(f"{f} = 0\n" for f in factors) + "[bad]\n" + "".join(f"{f} = 1\n" for f in factors))
+    return spec
+
+
 @pytest.fixture
 def make_spec(tmp_path):
     return lambda *a, **kw: toy_spec(tmp_path, *a, **kw)

@@ -20,7 +20,7 @@ from bisectk import ledger as ledger_mod
 from bisectk.ledger import LONG_KEY, SCHEMA_VERSION, Ledger, LedgerError
 from bisectk.ledger_check import check, salvage
 from bisectk.outcome import FailKind, Outcome, Run
-from tests.conftest import bisectk, wait_until
+from tests.conftest import bisectk, err_spec, wait_until
 
 FP, KEY = "fp", '{"a":1}'
 
@@ -599,12 +599,7 @@ print("BISECTK_RESULT " + json.dumps({"err": 1.0 if a["a"] == "1" else 0.0}))
 
 def test_a_ledger_deleted_mid_run_keeps_every_observation(tmp_path):
     """Before: the command ended 0 and the ledger was gone with every run in it."""
-    (tmp_path / "pyproject.toml").touch()
-    (tmp_path / "s.py").write_text(DELETER)
-    spec = tmp_path / "spec.toml"
-    spec.write_text('name = "del"\n[subject]\ncommand = ["python", "s.py", "a={a}", "b={b}", "c={c}", "d={d}"]\n'
-                    '[oracle]\nmetric = "err"\nmax = 0.5\n[good]\na = 0\nb = 0\nc = 0\nd = 0\n'
-                    '[bad]\na = 1\nb = 1\nc = 1\nd = 1\n')
+    spec = err_spec(tmp_path, "del", DELETER, "abcd")
     led = tmp_path / "led" / "l.db"
     env = dict(os.environ, DELETE_AT=str(led.parent))
     p = subprocess.run([sys.executable, "-m", "bisectk", "ablate", str(spec), "--exhaustive", "--json",

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, bisectk
+from tests.conftest import ROOT, bisectk, err_spec
 
 VARIANTS = ROOT / "variants" / "cpu"
 
@@ -552,17 +552,6 @@ def test_a_result_the_full_disk_cannot_store_is_still_printed(tmp_path):
         subprocess.run(["umount", str(full)])
 
 
-def _abc_spec(tmp_path, name, code):
-    """A spec of three factors a, b, c (0 on good, 1 on bad) over `code` (s.py, given a=.. b=.. c=..),
-    judged by its `err` metric (at most 0.5)."""
-    (tmp_path / "pyproject.toml").touch()
-    (tmp_path / "s.py").write_text(code)
-    spec = tmp_path / "spec.toml"
-    spec.write_text(f'name = "{name}"\n[subject]\ncommand = ["python", "s.py", "a={{a}}", "b={{b}}", "c={{c}}"]\n'
-                    '[oracle]\nmetric = "err"\nmax = 0.5\n[good]\na = 0\nb = 0\nc = 0\n[bad]\na = 1\nb = 1\nc = 1\n')
-    return spec
-
-
 RETRIES = """
 import json, sys
 a = dict(x.split("=") for x in sys.argv[1:])
@@ -577,7 +566,7 @@ def test_a_different_failure_re_run_counts_in_the_search_as_the_ledger_does(tmp_
     before leaving it unresolved. Those re-runs are the search's: the breakdown adds up to the
     ledger's rows, 2 of them the endpoints' (the re-runs were counted as endpoint runs)."""
     import sqlite3
-    spec = _abc_spec(tmp_path, "retries", RETRIES)
+    spec = err_spec(tmp_path, "retries", RETRIES)
     doc = ablate_json(spec, tmp_path)
     assert doc["culprits"] == ["a", "b"] and doc["different_failures"], doc["culprits"]
     (rows,) = sqlite3.connect(tmp_path / "ledger.db").execute("SELECT COUNT(*) FROM runs").fetchone()
@@ -612,7 +601,7 @@ def test_an_undeclared_flake_names_the_rule_the_search_switched_to(tmp_path):
     confirmation's re-run passed and the search went on under the flake rule. The record's
     flakiness_rule was null (the terminal printed no 'flakiness:' line) though that rule judged
     every configuration after the switch."""
-    spec = _abc_spec(tmp_path, "odd", ODD_RUNS_FAIL)
+    spec = err_spec(tmp_path, "odd", ODD_RUNS_FAIL)
     doc = ablate_json(spec, tmp_path)
     assert doc["culprits"] == ["a"] and doc["complete"], doc["culprits"]
     assert any(s["step"] == "intermittent" for s in doc["advice"]), doc["advice"]

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, err_spec
 from tests.e2e.test_interrupts import _counting_repo
 
 SUBJECT = """
@@ -25,13 +25,7 @@ print("BISECTK_RESULT " + json.dumps({"err": 1.0 if a["a"] == "1" and a["c"] == 
 
 
 def _spec(d):
-    (d / "pyproject.toml").touch()
-    (d / "s.py").write_text(SUBJECT)
-    p = d / "spec.toml"
-    p.write_text('name = "hup"\n[subject]\ncommand = ["python", "s.py", "a={a}", "b={b}", "c={c}", "d={d}"]\n'
-                 '[oracle]\nmetric = "err"\nmax = 0.5\n[good]\na = 0\nb = 0\nc = 0\nd = 0\n'
-                 '[bad]\na = 1\nb = 1\nc = 1\nd = 1\n')
-    return p
+    return err_spec(d, "hup", SUBJECT, "abcd")
 
 
 def _env(tmp_path, **more):

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, err_spec
 
 SUBJECT = """
 import json, sys
@@ -22,14 +22,7 @@ print("BISECTK_RESULT " + json.dumps({"err": 1.0 if a["a"] == "1" and a["c"] == 
 
 @pytest.fixture(scope="module")
 def spec(tmp_path_factory):
-    d = tmp_path_factory.mktemp("sigint")
-    (d / "pyproject.toml").touch()
-    (d / "s.py").write_text(SUBJECT)
-    p = d / "spec.toml"
-    p.write_text('name = "sigint"\n[subject]\ncommand = ["python", "s.py", "a={a}", "b={b}", "c={c}", "d={d}", "e={e}"]\n'
-                 '[oracle]\nmetric = "err"\nmax = 0.5\n[good]\na = 0\nb = 0\nc = 0\nd = 0\ne = 0\n'
-                 '[bad]\na = 1\nb = 1\nc = 1\nd = 1\ne = 1\n')
-    return p
+    return err_spec(tmp_path_factory.mktemp("sigint"), "sigint", SUBJECT, "abcde")
 
 
 def ablate_interrupted(spec, tmp_path, at: str, call: int = 1, *extra):

@@ -22,6 +22,7 @@ from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.report.safe import code_span
+from bisectk.report.terminal import TABLE_ROWS
 from bisectk.report.words import (endpoint_lines, failure_line, phase_words, problem_lines, problem_text, runs_words,
                                   same_inputs, search_runs_of, stop_reason_of, stopped_line, title_words, wall_words)
 from bisectk.spec import format_value, render
@@ -32,9 +33,6 @@ HEADER = ["factor", "good", "bad", "flipped alone on good", "removed from bad", 
 def effect_rows(rec: AblationRecord) -> list[list[str]]:
     return [[r["factor"], render(r["good"]), render(r["bad"]), r["alone"], r["removed"], r["verdict"]]
             for r in rec.differences]
-
-
-TABLE_ROWS = 50     # the terminal's table: past this many factors, cleared ones are counted, not listed
 
 
 def terminal_rows(rec: AblationRecord, limit: int = TABLE_ROWS) -> tuple[list[list[str]], int]:

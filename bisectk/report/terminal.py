@@ -41,6 +41,9 @@ def fmt_config(config: dict[str, Any], reference: dict[str, Any] | None = None, 
     return text + (f" +{len(items) - limit} more" if len(items) > limit else "")
 
 
+TABLE_ROWS = 50     # a key-differences table on the terminal lists this many factors; past it, it counts the rest
+
+
 def differences_line(name: str, good: dict[str, Any], bad: dict[str, Any], factors: list[str],
                      limit: int = 12) -> str:
     """An ablation's first line: how many differences, the first `limit` of them (a spec of 30,000

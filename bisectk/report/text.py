@@ -8,7 +8,7 @@ from rich.table import Table
 from bisectk.engine.records import CheckRecord, EndpointCheck, ReplayRecord, RunRecord
 from bisectk.outcome import Reason, Verdict
 from bisectk.report.stuck import terminal_lines
-from bisectk.report.terminal import fmt_config
+from bisectk.report.terminal import TABLE_ROWS, fmt_config
 from bisectk.report.words import problem_lines, remaining, watchdog_text
 from bisectk.spec import render
 
@@ -46,11 +46,11 @@ def print_check(out: Console, rec: CheckRecord) -> None:
     table = Table(title=f"{subj.name}: key differences", title_justify="left")
     for h in ("factor", "good", "bad"):
         table.add_column(h, overflow="fold")   # never cut to '…': the name is what the reader types next
-    limit = 50      # as ablate's table (report/ablation.py TABLE_ROWS): thousands of rows bury the verdicts
-    for f in subj.differences[:limit]:
+    # thousands of rows would bury the verdicts: the first TABLE_ROWS, then a count (as ablate's)
+    for f in subj.differences[:TABLE_ROWS]:
         table.add_row(f, render(subj.good[f]), render(subj.bad[f]))
-    if len(subj.differences) > limit:
-        table.add_row(f"... {len(subj.differences) - limit} more", "", "")
+    if len(subj.differences) > TABLE_ROWS:
+        table.add_row(f"... {len(subj.differences) - TABLE_ROWS} more", "", "")
     out.print(table)
     print_endpoints(out, result)
     for line in rec.warnings:

@@ -223,11 +223,9 @@ def _quick_check(db: sqlite3.Connection) -> list:
     return [r[0] for r in _retry_busy(lambda: db.execute("PRAGMA quick_check(5)").fetchall())]
 
 
-def _checked_lately(db: sqlite3.Connection, path: Path) -> bool:
-    """A ledger past FULL_CHECK_BYTES whose last whole check at opening passed within CHECK_EVERY_S
-    (a clock set back counts as not lately)."""
-    if _size(path) <= FULL_CHECK_BYTES:
-        return False
+def _checked_lately(db: sqlite3.Connection) -> bool:
+    """A ledger whose last whole check at opening passed within CHECK_EVERY_S (a clock set back
+    counts as not lately)."""
     try:
         row = db.execute("SELECT value FROM meta WHERE key='checked'").fetchone()
         return row is not None and 0 <= time.time() - float(row[0]) < CHECK_EVERY_S
@@ -261,12 +259,13 @@ class Ledger:
             self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
             if not readonly:
                 _use_wal(self.db, self.path)
-            lately = _checked_lately(self.db, self.path)
+            big = _size(self.path) > FULL_CHECK_BYTES
+            lately = big and _checked_lately(self.db)
             bad = ["ok"] if lately else _quick_check(self.db)
         if bad != ["ok"]:
             raise self._damaged("; ".join(map(str, bad)))
         self.schema = self._prepare() if not readonly else self._version()
-        if not readonly and not lately and _size(self.path) > FULL_CHECK_BYTES:
+        if not readonly and big and not lately:
             with self._write("noting when the ledger was checked"):
                 self.db.execute("INSERT OR REPLACE INTO meta VALUES ('checked', ?)", (repr(time.time()),))
 

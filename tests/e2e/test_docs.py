@@ -1,0 +1,29 @@
+"""The docs beside the README, read as a newcomer reads them: their examples load as written and
+their tables name what the repository holds."""
+import re
+
+from bisectk.spec import load_spec
+from tests.e2e import readme as R
+
+DOCS = R.ROOT / "docs"
+
+
+def test_the_contracts_spec_example_loads_as_written(tmp_path):
+    """docs/CONTRACTS.md's spec named a placeholder {arrive} that no factor had, an ordinal factor
+    (`stages`) outside [good]/[bad] and metrics pipeline.py never prints: it did not load."""
+    (block,) = re.findall(r"```toml\n(.*?)```", (DOCS / "CONTRACTS.md").read_text(), re.S)
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "spec.toml").write_text(block)
+    spec = load_spec(tmp_path / "spec.toml")
+    assert spec.ordinal == {"depth": [1, 2, 3, 4]} and spec.build_timeout == 600
+    assert {t.metric for t in spec.thresholds} == {"mismatches"} and spec.slow_metric == "us_per_tile"
+    # the metrics it names are the ones its subject prints
+    assert all(m in (R.ROOT / "kernels/cpu/pipeline.py").read_text() for m in ("mismatches", "us_per_tile"))
+
+
+def test_the_contracts_links_lead_somewhere():
+    """Every relative link of docs/CONTRACTS.md names a file of the repository (it named
+    ../shared/DESIGN.md, outside it)."""
+    text = (DOCS / "CONTRACTS.md").read_text()
+    for target in re.findall(r"\(see ([\w./-]+\.md)\)", text):
+        assert (DOCS / target).resolve().is_file(), target

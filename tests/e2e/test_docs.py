@@ -27,3 +27,10 @@ def test_the_contracts_links_lead_somewhere():
     text = (DOCS / "CONTRACTS.md").read_text()
     for target in re.findall(r"\(see ([\w./-]+\.md)\)", text):
         assert (DOCS / target).resolve().is_file(), target
+
+
+def test_the_variants_readme_names_every_cpu_pair():
+    """variants/cpu/README.md's table has a row for every spec there (attention-garbage had none)."""
+    text = (R.ROOT / "variants/cpu/README.md").read_text()
+    rows = set(re.findall(r"^\| `([\w-]+)` \|", text, re.M))
+    assert rows == {p.stem for p in (R.ROOT / "variants/cpu").glob("*.toml")}

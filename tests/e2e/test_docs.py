@@ -34,3 +34,26 @@ def test_the_variants_readme_names_every_cpu_pair():
     text = (R.ROOT / "variants/cpu/README.md").read_text()
     rows = set(re.findall(r"^\| `([\w-]+)` \|", text, re.M))
     assert rows == {p.stem for p in (R.ROOT / "variants/cpu").glob("*.toml")}
+
+
+def test_the_commands_said_to_take_json_take_it():
+    """'All commands but ... take `--json`': every other command and subcommand has the option,
+    and none of those named has it (the README said all did; `log --json` was a usage error)."""
+    import typer.main
+
+    from bisectk.cli import app
+    said = re.search(r"All commands but (.*?) take `--json`", R.README.read_text()).group(1)
+    without = set(re.findall(r"`([\w ]+)`", said))
+
+    def leaves(group, prefix=""):
+        for name, cmd in group.commands.items():
+            if hasattr(cmd, "commands"):
+                yield from leaves(cmd, prefix + name + " ")
+            else:
+                yield prefix + name, cmd
+    seen = dict(leaves(typer.main.get_command(app)))
+    assert len(seen) >= 14 and "ledger check" in seen, sorted(seen)
+    for name, cmd in seen.items():
+        has = any("--json" in p.opts for p in cmd.params)
+        named = name in without or name.split()[0] in without
+        assert has != named, (name, has)

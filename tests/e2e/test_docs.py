@@ -57,3 +57,15 @@ def test_the_commands_said_to_take_json_take_it():
         has = any("--json" in p.opts for p in cmd.params)
         named = name in without or name.split()[0] in without
         assert has != named, (name, has)
+
+
+def test_ablate_jobs_help_says_what_the_readme_says():
+    """`ablate --jobs` runs ahead of the search (issue 25); its help still said it only made the
+    confirmation's and a flaky search's passes side by side."""
+    import typer.main
+
+    from bisectk.cli import app
+    ablate = typer.main.get_command(app).commands["ablate"]
+    (jobs,) = [p for p in ablate.params if "--jobs" in p.opts]
+    assert "likely ask next" in jobs.help and "likely ask next" in R.README.read_text()
+    assert "confirmation's, a flaky search's repeats" not in jobs.help

@@ -439,7 +439,7 @@ def find_thresholds(oracle: Oracle, result: AblationResult,
         def judge(i: int, factor=factor, others=others, path=path) -> Outcome:
             return oracle({**others, factor: path[i]})
         with oracle.asking(THRESHOLD):
-            found[factor] = find_threshold(path, judge, rule=rule)
+            found[factor] = find_threshold(path, judge, rule=rule, descending=lo > hi)
         runner.events.emit(Note(f"threshold of {factor}: {found[factor].describe()}"))
     return found
 

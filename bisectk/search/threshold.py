@@ -44,6 +44,7 @@ class Threshold:
     runs: int = 0
     complete: bool = True
     outcomes: tuple[Outcome | None, ...] = ()   # per index: what its runs said, None if not run
+    descending: bool = False             # `values` run down the declared order (the bad value first in it)
 
     def _indices(self, outcome: Outcome | None) -> list[int]:
         return [i for i, o in enumerate(self.outcomes) if o is outcome]
@@ -83,8 +84,8 @@ class Threshold:
         if not self.monotone:
             text = (f"fails at {names(self._indices(Outcome.FAIL))} and passes at {names(self._indices(Outcome.PASS))}: "
                     f"not monotone, so no single threshold")
-        elif self.exact:
-            text = f"fails from {bad} on ({good} passes)"
+        elif self.exact:    # `values` run from good to bad: "on" is up the declared order, unless they run down it
+            text = f"fails from {bad} {'down' if self.descending else 'on'} ({good} passes)"
         else:
             text = f"fails at {bad}, passes at {good}"
         if self.unresolved:
@@ -106,9 +107,11 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
                    should_stop: Callable[[], bool] | None = None,
                    max_runs: int | None = None,
                    known: Mapping[int, Outcome] | None = None,
-                   spot_checks: int = SPOT_CHECKS) -> Threshold:
+                   spot_checks: int = SPOT_CHECKS, descending: bool = False) -> Threshold:
     """Bisect `values` (ordered, good value first, bad value last) to the failure threshold,
     then run up to `spot_checks` of the values below the bracket it skipped (module docstring).
+    `descending`: `values` are the declared order reversed (the bad value comes first in it), so
+    the answer says the failure goes down from the threshold, not on from it.
 
     Invariant: lo PASSes, hi FAILs, lo < hi. Each probe between them moves one end onto an
     index just observed with that outcome; UNRESOLVED probes are skipped (nearest to the
@@ -137,8 +140,8 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
         for index in spread([i for i in range(1, lo) if tester.outcome_of(i) is None], spot_checks):
             tester.test(index, "spot-check")
     except (StopSearch, KeyboardInterrupt) as stop:
-        raise SearchStopped(_answer(values, tester, lo, hi, complete=False), stop) from stop
-    return _answer(values, tester, lo, hi, complete=True)
+        raise SearchStopped(_answer(values, tester, lo, hi, complete=False, descending=descending), stop) from stop
+    return _answer(values, tester, lo, hi, complete=True, descending=descending)
 
 
 def spread(indices: Sequence[int], k: int) -> list[int]:
@@ -153,7 +156,7 @@ def spread(indices: Sequence[int], k: int) -> list[int]:
 
 
 def _answer(values: Sequence[Hashable], tester: Tester, lo: int, hi: int,
-            complete: bool) -> Threshold:
+            complete: bool, descending: bool = False) -> Threshold:
     unresolved = tuple(i for i in range(lo + 1, hi) if tester.outcome_of(i) is Outcome.UNRESOLVED)
     return Threshold(tuple(values), lo, hi, unresolved, tuple(tester.attempts), tester.runs,
-                     complete, tuple(tester.outcome_of(i) for i in range(len(values))))
+                     complete, tuple(tester.outcome_of(i) for i in range(len(values))), descending)

@@ -607,3 +607,16 @@ def test_an_undeclared_flake_names_the_rule_the_search_switched_to(tmp_path):
     assert any(s["step"] == "intermittent" for s in doc["advice"]), doc["advice"]
     assert doc["flakiness_rule"] and doc["flakiness_rule"].get("kind") != "steady", doc["flakiness_rule"]
     assert doc["flakiness_rule"]["text"] in next(s["rule"] for s in doc["advice"] if s["step"] == "intermittent")
+
+
+def test_a_threshold_below_the_good_value_is_said_to_go_down(tmp_path):
+    """An ordinal factor whose bad value is below its good one (depth = [1, 2, 3, 4], good 4,
+    bad 1, failing at 1 only): the threshold said `fails from 1 on (2 passes)`, which reads as
+    every value from 1 up failing, the good value 4 included."""
+    spec = tmp_path / "s.toml"
+    (tmp_path / "s.sh").write_text('[ "$1" = 1 ] && exit 1; exit 0\n')
+    spec.write_text('[subject]\ncommand = ["sh", "s.sh", "{depth}", "{m}"]\n[factors]\ndepth = [1, 2, 3, 4]\n'
+                    "[good]\ndepth = 4\nm = 0\n[bad]\ndepth = 1\nm = 1\n")
+    doc = ablate_json(spec, tmp_path)
+    assert doc["culprits"] == ["depth"]
+    assert doc["thresholds"]["depth"]["text"] == "fails from 1 down (2 passes)", doc["thresholds"]

@@ -100,3 +100,12 @@ def test_stop_keeps_the_bracket_so_far():
 def test_needs_two_values():
     with pytest.raises(ValueError):
         find_threshold([1], lambda i: Outcome.FAIL)
+
+
+def test_a_threshold_down_the_declared_order_is_said_so():
+    """depth = [1, 2, 3, 4], good 4, bad 1: the values are bisected 4, 3, 2, 1, and the answer
+    said `fails from 1 on (2 passes)`, which reads as 1, 2, 3 and 4 failing."""
+    found = find_threshold([4, 3, 2, 1], lambda i: Outcome.FAIL if i == 3 else Outcome.PASS, descending=True)
+    assert found.describe() == "fails from 1 down (2 passes)"
+    up = find_threshold([1, 2, 3, 4], lambda i: Outcome.FAIL if i == 3 else Outcome.PASS)
+    assert up.describe() == "fails from 4 on (3 passes)"

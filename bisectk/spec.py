@@ -148,7 +148,10 @@ def format_value(value: Scalar) -> str:
 def one_line(value: Scalar) -> str:
     """A value in a line of text (progress, the differences line): as substituted (render), or,
     where it holds a newline or another control character, escaped as format_value writes it, so
-    it stays on its line."""
+    it stays on its line. The empty string is written `""`: as substituted it is nothing, and
+    `subj_x  -> 1` or a blank table cell reads as a value left out."""
+    if value == "" and isinstance(value, str):
+        return '""'
     return format_value(value) if isinstance(value, str) and _CONTROL.search(value) else render(value)
 
 

@@ -25,13 +25,13 @@ from bisectk.report.safe import code_span
 from bisectk.report.terminal import TABLE_ROWS
 from bisectk.report.words import (endpoint_lines, failure_line, phase_words, problem_lines, problem_text, runs_words,
                                   same_inputs, search_runs_of, stop_reason_of, stopped_line, title_words, wall_words)
-from bisectk.spec import format_value, render
+from bisectk.spec import format_value, one_line
 
 HEADER = ["factor", "good", "bad", "flipped alone on good", "removed from bad", "verdict"]
 
 
 def effect_rows(rec: AblationRecord) -> list[list[str]]:
-    return [[r["factor"], render(r["good"]), render(r["bad"]), r["alone"], r["removed"], r["verdict"]]
+    return [[r["factor"], one_line(r["good"]), one_line(r["bad"]), r["alone"], r["removed"], r["verdict"]]
             for r in rec.differences]
 
 

@@ -10,7 +10,7 @@ from bisectk.outcome import Reason, Verdict
 from bisectk.report.stuck import terminal_lines
 from bisectk.report.terminal import TABLE_ROWS, fmt_config
 from bisectk.report.words import problem_lines, remaining, watchdog_text
-from bisectk.spec import render
+from bisectk.spec import one_line
 
 
 def print_run(out: Console, rec: RunRecord, brief: bool = False) -> None:
@@ -48,7 +48,7 @@ def print_check(out: Console, rec: CheckRecord) -> None:
         table.add_column(h, overflow="fold")   # never cut to '…': the name is what the reader types next
     # thousands of rows would bury the verdicts: the first TABLE_ROWS, then a count (as ablate's)
     for f in subj.differences[:TABLE_ROWS]:
-        table.add_row(f, render(subj.good[f]), render(subj.bad[f]))
+        table.add_row(f, one_line(subj.good[f]), one_line(subj.bad[f]))
     if len(subj.differences) > TABLE_ROWS:
         table.add_row(f"... {len(subj.differences) - TABLE_ROWS} more", "", "")
     out.print(table)

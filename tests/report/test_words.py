@@ -221,3 +221,23 @@ def test_an_unconfirmed_answer_says_what_did_not_hold_not_resume_to_finish():
     assert "f7 gave no clear verdict" in text and "--calibrate-runs" in text and "--flaky weighs" not in text
     del step["contradicted"]
     assert WORDS["stopped"](step).endswith("Resume to finish.")     # a stop: resuming does finish it
+
+
+def test_an_empty_string_value_is_shown_as_one():
+    """A factor set to "" on one side (an environment variable unset there, as `bisectk env --diff`
+    writes it) was printed as nothing: `subj_x  -> 1` on the first line, a blank table cell."""
+    import dataclasses
+    import io
+
+    from rich.console import Console
+
+    from bisectk.report.ablation import print_summary
+    from bisectk.report.terminal import differences_line
+    from tests.report.records import ablation, attempt
+    assert differences_line("toy", {"x": ""}, {"x": "1"}, ["x"]) == 'toy: 1 differences between good and bad: x "" -> 1'
+    rec = ablation(["x"], ["x"], [attempt(1, ["x"], "fail")])
+    rec = dataclasses.replace(rec, differences=({**rec.differences[0], "good": ""},))
+    buf = io.StringIO()
+    print_summary(Console(file=buf, width=200, color_system=None), rec)
+    (row,) = [line for line in buf.getvalue().splitlines() if line.startswith("│")]
+    assert [c.strip() for c in row.split("│")[1:4]] == ["x", '""', "1"], row

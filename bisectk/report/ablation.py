@@ -257,8 +257,13 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
         out.print(rec.sanitizer.get("text", ""), markup=False)
     cached = rec.observations - rec.runs
     breakdown = phase_words(rec)
-    out.print(f"runs: {rec.runs} executed"
-              + (f", {cached} answered from the ledger ({same_inputs(rec)}; {breakdown})" if cached > 0 else f" ({breakdown})")
-              + f", {wall_words(rec)}", markup=False)
+    # the breakdown counts every observation: inside the ledger's parentheses only when the
+    # ledger answered them all, else `2 answered from the ledger (...; 27 by the search, ...)`
+    # reads as 27 of the 2 coming from it
+    if cached > 0 and rec.runs > 0:
+        runs = f", {cached} answered from the ledger ({same_inputs(rec)}), {rec.observations} in all ({breakdown})"
+    else:
+        runs = f", {cached} answered from the ledger ({same_inputs(rec)}; {breakdown})" if cached > 0 else f" ({breakdown})"
+    out.print(f"runs: {rec.runs} executed{runs}, {wall_words(rec)}", markup=False)
     for i, s in enumerate(next_steps(rec), 1):
         out.print(f"next {i}. {s}", markup=False)

@@ -241,3 +241,28 @@ def test_an_empty_string_value_is_shown_as_one():
     print_summary(Console(file=buf, width=200, color_system=None), rec)
     (row,) = [line for line in buf.getvalue().splitlines() if line.startswith("│")]
     assert [c.strip() for c in row.split("│")[1:4]] == ["x", '""', "1"], row
+
+
+def test_an_ablations_runs_line_keeps_the_breakdown_out_of_the_ledgers_share():
+    """27 runs made now and the 2 endpoint runs answered from the ledger printed `2 answered from
+    the ledger (...; 27 by the search, 2 endpoint runs)`: 27 of the 2 from the ledger."""
+    import dataclasses
+    import io
+
+    from rich.console import Console
+
+    from bisectk.report.ablation import print_summary
+    from tests.report.records import ablation, attempt
+
+    def runs_line(executed, observations):
+        rec = dataclasses.replace(ablation(["x"], ["x"], [attempt(1, ["x"], "fail")]), runs=executed,
+                                  observations=observations, phase_runs={"endpoints": 2, "search": 27})
+        buf = io.StringIO()
+        print_summary(Console(file=buf, width=400, color_system=None), rec)
+        return next(line for line in buf.getvalue().splitlines() if line.startswith("runs: "))
+    mixed = runs_line(27, 29)
+    assert mixed.startswith("runs: 27 executed, 2 answered from the ledger (") and "; 27 by the search" not in mixed
+    assert "), 29 in all (27 by the search, 2 endpoint runs), wall" in mixed, mixed
+    assert "(27 by the search, 2 endpoint runs), wall" in runs_line(29, 29)
+    every = runs_line(0, 29)
+    assert every.startswith("runs: 0 executed, 29 answered from the ledger (") and "; 27 by the search, 2 endpoint runs)" in every

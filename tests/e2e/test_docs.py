@@ -69,3 +69,15 @@ def test_ablate_jobs_help_says_what_the_readme_says():
     (jobs,) = [p for p in ablate.params if "--jobs" in p.opts]
     assert "likely ask next" in jobs.help and "likely ask next" in R.README.read_text()
     assert "confirmation's, a flaky search's repeats" not in jobs.help
+
+
+def test_gpu_md_says_which_kernels_use_wgmma():
+    """docs/gpu.md's PTX section said 'Neither kernel uses wgmma or setmaxnreg' after
+    fmha_wgmma.py, which uses both, joined ws_pipeline.py and attention.py in
+    tests/gpu/ptx_report.py: the paragraph names each CuTe DSL kernel and what it uses."""
+    text = (DOCS / "gpu.md").read_text()
+    start = text.index("## PTX evidence")
+    section = text[start:text.index("\n## ", start + 1)]
+    assert "Neither kernel uses wgmma" not in section
+    for kernel in (R.ROOT / "kernels/cutedsl").glob("[!_]*.py"):
+        assert f"`{kernel.name}`" in section, kernel.name

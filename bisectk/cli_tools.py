@@ -143,11 +143,14 @@ def env_cmd(captures: Optional[list[Path]] = typer.Argument(None, metavar="CAPTU
             emit_json({"a": str(diff[0]), "b": str(diff[1]), "differences": [{"key": k, "a": x, "b": y} for k, x, y in rows]})
         else:
             from rich.table import Table
+            if not rows:    # an empty table read as a capture that failed to load
+                out.print(f"{diff[0]} vs {diff[1]}: the captures are equal", markup=False)
+                raise typer.Exit(X.ENV_EQUAL)
             t = Table(title=f"{diff[0]} vs {diff[1]}", title_justify="left")
             for col in ("key", str(diff[0].name), str(diff[1].name)):
                 t.add_column(col)
-            for k, x, y in rows:
-                t.add_row(k, str(x), str(y))
+            for k, x, y in rows:    # a variable set empty is "" (a blank cell read as a value left out)
+                t.add_row(k, '""' if x == "" else str(x), '""' if y == "" else str(y))
             out.print(t)
             snippet = envmod.factors_toml(rows)
             if snippet.strip():

@@ -276,3 +276,16 @@ def test_env_diff_refuses_the_options_of_a_capture_rather_than_dropping_them(tmp
         p = cli("env", "--diff", a, a, *extra)
         assert p.returncode == 2 and "not with --diff" in p.stderr, p.stderr
     assert not (tmp_path / "c.json").exists()
+
+
+def test_env_diff_says_equal_captures_are_equal_and_shows_an_empty_value(tmp_path):
+    """Two equal captures printed an empty table with no word (exit 0 the only sign); a variable
+    set empty on one side printed a blank cell beside `None`."""
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    _capture(a, CUDA_FOO="")
+    _capture(b)
+    p = cli("env", a, a)
+    assert p.returncode == 0 and p.stdout.strip() == f"{a} vs {a}: the captures are equal", p.stdout
+    p = cli("env", a, b)
+    (row,) = [line for line in p.stdout.splitlines() if "env.CUDA_FOO" in line]
+    assert p.returncode == 1 and [c.strip() for c in row.split("│")[1:4]] == ["env.CUDA_FOO", '""', "None"], row

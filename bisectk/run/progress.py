@@ -178,6 +178,7 @@ class ProgressWatch(Recorder):
         self.matched = -1        # index into good.points of the last point this run reached
         self.ref_t = 0.0         # when this run last showed progress
         self.matched_t = 0.0     # when it reached good.points[matched]
+        self.own_t = 0.0         # when it last printed a new line the good run never printed
         if good is not None and good.points:
             self.index = {}
             for i, (k, _) in enumerate(good.points):
@@ -192,6 +193,8 @@ class ProgressWatch(Recorder):
         j = self.index.get(key)
         if j is not None and j > self.matched:
             self.matched, self.matched_t = j, t
+        if j is None:
+            self.own_t = max(self.own_t, t)
         self.ref_t = max(self.ref_t, t)
 
     def _factor(self, key: str) -> float:
@@ -255,7 +258,7 @@ class ProgressWatch(Recorder):
         if self.good is None or not self.good.points:
             return ""
         with self.lock:
-            j, at, last = self.matched, self.matched_t, self.ref_t
+            j, at, last = self.matched, self.matched_t, self.own_t
         if j < 0:
             return f"hung before its first progress point (the good run reached {describe_point(self.good.points[0][0])} " \
                    f"after {self.good.points[0][1]:.1f} s)"
@@ -263,7 +266,9 @@ class ProgressWatch(Recorder):
         finish = at + (self.good.end - t_good)    # where this run would have finished, at the good run's pace
         said = (f"hung after {describe_point(key)}, {now - finish:.1f} s past the point where the good run had "
                 f"finished ({self.good.end - t_good:.2f} s after that point)")
-        if last > at:       # lines of its own after the point: they moved the deadline on, up to the cap
+        # lines of its own after the point: they moved the deadline on, up to the cap. A line of the
+        # good run's read out of its order (stdout and stderr are two pipes, read apart) is not one
+        if last > at:
             said += (f"; it went on printing lines the good run never printed, the last {max(0.0, now - last):.1f} s "
                      f"before it was stopped")
         return said

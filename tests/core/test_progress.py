@@ -142,3 +142,17 @@ def test_a_grace_holds_until_its_point_then_the_good_runs_pace_decides():
     from bisectk.run.progress import watch_from_dict
     back = watch_from_dict(w.to_dict())        # a run on another host keeps its grace
     assert (back.grace_s, back.until) == (10.0, 1)
+
+
+def test_a_good_runs_lines_read_out_of_order_are_not_lines_of_its_own():
+    """A subject that writes a line to stderr and a phase to stdout back to back: the two pipes
+    are read apart, so the hung run may show them in the other order than the good run did. The
+    hang then said `it went on printing lines the good run never printed`, of lines the good run
+    printed too."""
+    w = ProgressWatch(Timeline(((point_key("BISECTK_PHASE launch"), 0.01), ("argv #", 0.011)), 0.1), fixed_s=5.0)
+    w.feed("argv 1", 0.010)
+    w.feed("BISECTK_PHASE launch", 0.0105)
+    said = w.where(w.deadline())
+    assert said.startswith("hung after the line 'argv #'") and "never printed" not in said, said
+    w.feed("spinning 7x", 0.3)           # a line of its own: said
+    assert "went on printing lines the good run never printed" in w.where(w.deadline())

@@ -118,7 +118,12 @@ def ptx_cmd(spec: Path = SpecArg,
         emit_json(ev.to_dict())
     else:
         out.print(ev.table(), markup=False, highlight=False)
-    raise typer.Exit(X.OK if ev.signatures and not ev.errors else X.USAGE)
+    if ev.signatures and not ev.errors:
+        raise typer.Exit(X.OK)
+    # the reasons are in the table (stdout); a script that keeps only stderr gets the first of them
+    label, why = next(iter(ev.errors.items()), ("", "fewer than two configurations compiled"))
+    fail(f"ptx {spec}: {label + ': ' if label else ''}{why}"
+         + (f" (and {len(ev.errors) - 1} more)" if len(ev.errors) > 1 else ""))
 
 
 def env_cmd(captures: Optional[list[Path]] = typer.Argument(None, metavar="CAPTURE", show_default=False,

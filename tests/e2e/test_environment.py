@@ -248,6 +248,16 @@ def test_ptx_without_the_cute_dsl_names_the_module(tmp_path):
                      r"\(the compile-only run of ws_pipeline.py needs it\)$", p.stdout, re.MULTILINE), p.stdout
 
 
+def test_ptx_of_a_spec_that_is_no_cute_dsl_kernel_says_why_on_stderr():
+    """The reasons are in the stdout table; a script keeping stderr only (`2>err.log`, CI) still
+    gets the one `bisectk:` line every refused input gives, not an exit 2 without a word."""
+    p = bisectk("ptx", ROOT / "variants" / "cpu" / "crash-oob.toml")
+    assert p.returncode == 2
+    (line,) = p.stderr.splitlines()
+    assert line.startswith("bisectk: ptx ") and "not a CuTe DSL kernel" in line and "(and 1 more)" in line, p.stderr
+    assert "Traceback" not in p.stderr
+
+
 def test_a_script_the_command_names_that_is_nowhere_is_named(tmp_path):
     """A first spec with a typo in the script's path (`subjct.py`): both endpoints stop at
     python's "can't open file", before any of the kernel ran. Not 'the good configuration fails

@@ -95,6 +95,10 @@ WarmOpt = typer.Option(False, "--warm", help="Run Python subjects in warm worker
 SnapshotsOpt = typer.Option(2, "--snapshots", min=0, help="Hangs to read before the kill beyond the bad endpoint's "
                                                           "first and the culprit's (where each thread and warp waits: "
                                                           "py-spy, gdb, cuda-gdb); 0: none.")
+# `run` has no search and no culprit: the first hang of its runs, then this many more
+RunSnapshotsOpt = typer.Option(2, "--snapshots", min=0, help="Hangs to read before the kill (where each thread and warp "
+                                                             "waits: py-spy, gdb, cuda-gdb): the first of the runs, then "
+                                                             "this many more of --repeat's; 0: none.")
 FreshOpt = typer.Option(False, "--fresh", help="Ignore runs stored in the ledger (run everything again).")
 ExecutorOpt = typer.Option("local", "--executor", help="Where runs execute: 'local' (processes here) or 'ray' (one warm "
                                                        "actor per GPU or CPU slot on a Ray cluster; pip install -e '.[ray]').")

@@ -106,6 +106,13 @@ def test_help_fits_80_columns(command):
     assert "…" not in p.stdout and "<list[" not in p.stdout and "<str>" not in p.stdout
 
 
+def test_run_help_describes_snapshots_without_a_search():
+    """`run` has no search and no culprit: its --snapshots help says what it reads of its own runs."""
+    text = " ".join(cli("run", "--help", env={"COLUMNS": "200"}).stdout.split())
+    said = text[text.index("--snapshots"):]
+    assert "culprit" not in said.split("--ledger")[0] and "--repeat" in said.split("--ledger")[0], said[:300]
+
+
 def test_diff_help_names_the_ledger_diff_uses(tmp_path):
     cache = tmp_path / "cache"
     p = cli("diff", "--help", env={"COLUMNS": "200", "XDG_CACHE_HOME": str(cache)})

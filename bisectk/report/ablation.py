@@ -160,7 +160,10 @@ def to_debuglog(rec: AblationRecord) -> DebugLog:
            + (" -- an interaction: each proper subset passes, only all together fail." if rec.interaction else "")]
           if one_set else []),
         *[line[0].upper() + line[1:] + "." for line in sets_lines(rec)],
-        f"{runs_words(rec.runs, rec.observations, rec)} ({phase_words(rec)}; strategy {rec.strategy}); "
+        # with some answered from the ledger, the breakdown counts them all: "N in all" says so
+        f"{runs_words(rec.runs, rec.observations, rec)}"
+        f"{f', {rec.observations} in all' if 0 < rec.runs < rec.observations else ''} ({phase_words(rec)}; "
+        f"strategy {rec.strategy}); "
         f"{wall_words(rec, 'wall time')}.",
         *endpoint_lines(check),
     ]

@@ -266,3 +266,21 @@ def test_an_ablations_runs_line_keeps_the_breakdown_out_of_the_ledgers_share():
     assert "(27 by the search, 2 endpoint runs), wall" in runs_line(29, 29)
     every = runs_line(0, 29)
     assert every.startswith("runs: 0 executed, 29 answered from the ledger (") and "; 27 by the search, 2 endpoint runs)" in every
+
+
+def test_an_ablations_debug_log_summary_says_how_many_in_all_before_the_breakdown():
+    """The Markdown summary had the terminal line's old fault: `27 runs executed, 2 answered from
+    the ledger (...) (27 by the search, 2 endpoint runs; ...)`, two parentheses, the second
+    counting runs the first did not."""
+    import dataclasses
+
+    from bisectk.report.ablation import to_debuglog
+    from tests.report.records import ablation, attempt
+
+    def summary(executed, observations):
+        rec = dataclasses.replace(ablation(["x"], ["x"], [attempt(1, ["x"], "fail")]), runs=executed,
+                                  observations=observations, phase_runs={"endpoints": 2, "search": 27})
+        return next(line for line in to_debuglog(rec).summary if "executed" in line)
+    mixed = summary(27, 29)
+    assert "), 29 in all (27 by the search, 2 endpoint runs; strategy" in mixed, mixed
+    assert "in all" not in summary(29, 29) and "in all" not in summary(0, 29)

@@ -383,6 +383,7 @@ class Ledger:
 
     # -- errors -------------------------------------------------------------------------
     def _damaged(self, detail: str) -> LedgerError:
+        detail = " ".join(detail.split())     # quick_check's findings come as lines: the error is one
         return LedgerError(f"ledger {self.path} is damaged ({detail}); it was not changed. See what can be "
                            f"saved with `bisectk ledger check {self.path}`, or start afresh with another --ledger")
 

@@ -809,3 +809,14 @@ def test_a_big_ledger_is_checked_whole_at_opening_once_a_day_not_at_every_comman
     monkeypatch.setattr(ledger_mod, "CHECK_EVERY_S", 24 * 3600)
     Ledger(path).close()            # small again: every opening
     assert len(checks) == 4
+
+
+def test_damage_found_by_the_opening_check_is_one_line(tmp_path, monkeypatch):
+    """quick_check reports a damaged page as lines ('*** in database main ***\\nOn tree page ...'):
+    the error printed for it is one line all the same."""
+    path = populated(tmp_path / "l.db", n=3)
+    monkeypatch.setattr(ledger_mod, "_quick_check", lambda db: ["*** in database main ***\nOn tree page 45 cell 0: "
+                                                                "Rowid 61 out of order"])
+    with pytest.raises(LedgerError) as err:
+        Ledger(path)
+    assert "\n" not in str(err.value) and "Rowid 61 out of order" in str(err.value)

@@ -147,6 +147,23 @@ def unused_factor_warnings(spec) -> list[str]:
     return lines
 
 
+def logs_gone(data, ledger) -> None:
+    """In a JSON document (in place): each run whose log is gone (pruned by the cap on run logs,
+    run/logcap.py, or removed) has no `log_path`, and `log_gone` says what became of it."""
+    from bisectk.report.words import log_gone_words
+    from bisectk.run.logcap import gone
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            path = item.get("log_path")
+            if isinstance(path, str) and (why := gone(ledger, path)):
+                item["log_path"], item["log_gone"] = None, log_gone_words(why, path)
+            stack.extend(v for v in item.values() if isinstance(v, (dict, list)))
+        elif isinstance(item, list):
+            stack.extend(v for v in item if isinstance(v, (dict, list)))
+
+
 def emit_json(data: dict) -> None:
     sys.stdout.write(json_text(data, indent=2, default=str) + "\n")
 
@@ -288,6 +305,8 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
         except LedgerError as exc:
             unstored = str(exc)
     document = render.document(record) if (as_json or json_out) else None
+    if document is not None and session is not None:
+        logs_gone(document, session.ledger)
     closed = None           # stdout's reader left (`| head`): the report files are still written
     try:
         if as_json:
@@ -359,11 +378,11 @@ def history_subject(spec, run_cmd, pytest_id, build, root: Path, config, sets, t
     return s, cfg, sub
 
 
-def open_ledger(path: Path):
+def open_ledger(path: Path, writable: bool = False):
     from bisectk.ledger import Ledger
     if not path.exists():
         fail(f"no ledger at {path}: nothing has been recorded there")
-    db = Ledger(path, readonly=True)   # printing never writes (and works on a read-only ledger)
+    db = Ledger(path, readonly=not writable)   # printing never writes (and works on a read-only ledger)
     if db.schema is None:              # an SQLite file with no table at all: a ledger not yet written
         db.close()
         fail(f"no ledger at {path}: an empty file, nothing has been recorded there")

@@ -11,7 +11,8 @@ from typing import Optional
 import typer
 
 from bisectk import exitcodes as X
-from bisectk.cli_common import HtmlOpt, JsonOpt, SpecArg, check_outputs, emit_json, fail, open_ledger, out, write_reports
+from bisectk.cli_common import (HtmlOpt, JsonOpt, SpecArg, check_outputs, emit_json, fail, logs_gone, open_ledger, out,
+                                write_reports)
 from bisectk.errors import BisectkError
 
 
@@ -40,6 +41,8 @@ def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bis
     db = open_ledger(ledger)
     try:
         info = db.session(session) if session else db.last_finished_session()
+        if as_json and info and isinstance(info.get("result"), dict):
+            logs_gone(info["result"], db)
     finally:
         db.close()
     result = info.get("result") if info else None
@@ -87,15 +90,34 @@ def ledger_check(path: Path = typer.Argument(..., help="The ledger database.", s
     raise typer.Exit(X.OK if rep.ok or saved is not None else X.USAGE)
 
 
-def ledger_gc(repo: Path = typer.Option(Path("."), "--repo", help="The repository whose cached worktrees to remove.")) -> None:
+def ledger_gc(repo: Optional[Path] = typer.Option(None, "--repo", help="The repository whose cached worktrees to remove "
+                                                  "(default: the current directory's, unless --ledger is given alone)."),
+              ledger: Optional[Path] = typer.Option(None, "--ledger", help="Also prune this ledger's run logs to their cap "
+                                                    "(BISECTK_LOG_CAP_MB, default 512), oldest commands' first.")) -> None:
     """Remove the worktrees that bisect and triage keep between commands in
     $XDG_CACHE_HOME/bisectk/worktrees/ (those no running command holds), those older versions kept
-    in <git dir>/bisectk-worktrees, and the cached worktrees of repositories that are gone. Exit 0."""
+    in <git dir>/bisectk-worktrees, and the cached worktrees of repositories that are gone; with
+    --ledger, that ledger's run logs over their cap (and those of the logs' older layout). Exit 0."""
+    from bisectk.run import logcap
     from bisectk.spaces.worktrees import collect
-    removed = collect(repo)
-    places = sorted({str(p.parent) for p in removed})
-    out.print(f"removed {len(removed)} cached worktree{'s' if len(removed) != 1 else ''}"
-              + (f" from {', '.join(places)}" if removed else ""), markup=False)
+    cap = logcap.cap_bytes()
+    if ledger is not None and not ledger.is_file():
+        fail(f"--ledger {ledger}: no ledger file there (e.g. .bisectk/ledger.db)")
+    if repo is not None or ledger is None:
+        removed = collect(repo or Path("."))
+        places = sorted({str(p.parent) for p in removed})
+        out.print(f"removed {len(removed)} cached worktree{'s' if len(removed) != 1 else ''}"
+                  + (f" from {', '.join(places)}" if removed else ""), markup=False)
+    if ledger is not None:
+        db = open_ledger(ledger, writable=True)
+        try:
+            legacy, pruned = logcap.collect(db, cap)
+        finally:
+            db.close()
+        out.print(f"pruned the run logs of {len(pruned)} command{'s' if len(pruned) != 1 else ''} from "
+                  f"{logcap.logs_root(ledger)} (cap {cap >> 20} MiB)"
+                  + (f", and {len(legacy)} director{'ies' if len(legacy) != 1 else 'y'} of an older bisectk's "
+                     "logs" if legacy else ""), markup=False)
     raise typer.Exit(X.OK)
 
 

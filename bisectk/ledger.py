@@ -14,7 +14,10 @@ Ledger   -- one database file (WAL mode; on a network file system, the rollback 
             `events`   -- what a session observed, in order (e.g. each commit's outcome in a
                           bisection, also when answered from the ledger), for `log` and `replay`;
             `claims`   -- (schema 2) which process is running which (fingerprint, configuration,
-                          index) right now, so sessions sharing a ledger share the work.
+                          index) right now, so sessions sharing a ledger share the work;
+            `logs`     -- (schema 4) the run logs of each session: their bytes once it ended, the
+                          process that writes them until then, and when they were pruned (the
+                          total cap on run logs, run/logcap.py, reads this index, not the disk).
             A configuration key longer than LONG_KEY characters (thousands of factors, a listing
             of thousands of hunks) is stored as its SHA-256 (schema 3; `stored_key`): written and
             looked up several times a run, the whole text cost milliseconds per run in SQLite's
@@ -57,7 +60,7 @@ from bisectk.errors import LedgerError
 from bisectk.outcome import Run
 from bisectk.procstat import give, owner_to_give, process_start, stopped
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 LONG_KEY = 512     # configuration keys longer than this are stored as their digest (stored_key)
 BUSY_TIMEOUT_S = 30.0
 
@@ -101,11 +104,21 @@ _TABLES = {
         created REAL NOT NULL,
         expires REAL NOT NULL,
         PRIMARY KEY (fingerprint, config_key, idx))""",
+    "logs": """CREATE TABLE IF NOT EXISTS logs (
+        session INTEGER PRIMARY KEY,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        pid_start REAL,
+        created REAL NOT NULL,
+        bytes INTEGER NOT NULL DEFAULT 0,
+        settled REAL,
+        pruned REAL)""",
 }
 # schema N -> N+1: what to run on a ledger written by an older bisectk (its data stays as it is)
 _MIGRATIONS = {1: [_TABLES["claims"]],
                2: [f"UPDATE runs SET config_key = bisectk_key(config_key) WHERE length(config_key) > {LONG_KEY}",
-                   f"UPDATE claims SET config_key = bisectk_key(config_key) WHERE length(config_key) > {LONG_KEY}"]}
+                   f"UPDATE claims SET config_key = bisectk_key(config_key) WHERE length(config_key) > {LONG_KEY}"],
+               3: [_TABLES["logs"]]}
 
 
 def stored_key(key: str) -> str:
@@ -576,6 +589,9 @@ class Ledger:
             cur = self.db.execute(
                 "INSERT INTO sessions (command, fingerprint, args_json, created) VALUES (?,?,?,?)",
                 (command, fingerprint, json.dumps(args, sort_keys=True, default=str), time.time()))
+            # its logs are this process's until it settles them (a concurrent command's cap spares them)
+            self.db.execute("INSERT OR REPLACE INTO logs (session, host, pid, pid_start, created) VALUES (?,?,?,?,?)",
+                            (cur.lastrowid, self.host, self.pid, self.pid_start, time.time()))
         return cur.lastrowid
 
     def close_session(self, session: int, result: dict[str, Any]) -> None:
@@ -591,6 +607,8 @@ class Ledger:
             self.db.execute("DELETE FROM sessions WHERE id=? AND result_json IS NULL"
                             " AND NOT EXISTS (SELECT 1 FROM runs WHERE session=?)"
                             " AND NOT EXISTS (SELECT 1 FROM events WHERE session=?)", (session, session, session))
+            self.db.execute("DELETE FROM logs WHERE session=? AND NOT EXISTS (SELECT 1 FROM sessions WHERE id=?)",
+                            (session, session))
 
     def last_session(self, command: str, fingerprint: str | None = None) -> dict[str, Any] | None:
         q = "SELECT id, command, fingerprint, args_json, created, finished, result_json FROM sessions WHERE command=?"
@@ -613,6 +631,36 @@ class Ledger:
             row = self.db.execute("SELECT id, command, fingerprint, args_json, created, finished, result_json"
                                   " FROM sessions WHERE id=?", (session_id,)).fetchone()
         return self._decode(_session, row) if row else None
+
+    # -- the run logs' index (run/logcap.py keeps their total under a cap) -------------------
+    def settle_logs(self, session: int, size: int) -> None:
+        """A session's logs are complete: `size` bytes, no longer its process's to write."""
+        with self._write("indexing run logs"):
+            self.db.execute("UPDATE logs SET bytes=?, settled=? WHERE session=?", (size, time.time(), session))
+
+    def log_total(self) -> int:
+        """The bytes of the settled, unpruned sessions' logs: one indexed sum, no walk of the disk."""
+        with self.lock, self._read("reading the run logs' index"):
+            return int(self.db.execute("SELECT COALESCE(SUM(bytes), 0) FROM logs WHERE pruned IS NULL").fetchone()[0])
+
+    def log_sessions(self, unsettled: bool = False) -> list[tuple[int, int, bool, bool]]:
+        """(session, bytes, settled, writer alive) of every unpruned session's logs (`unsettled`:
+        of those not settled yet), oldest first. A writer on another host is taken to be alive:
+        its process cannot be looked at from here."""
+        with self.lock, self._read("reading the run logs' index"):
+            rows = self.db.execute("SELECT session, bytes, settled, host, pid, pid_start FROM logs WHERE pruned IS NULL"
+                                   + (" AND settled IS NULL" if unsettled else "") + " ORDER BY created, session").fetchall()
+        return [(s, b, settled is not None, settled is None and _holder_alive(h, p, st, float("inf"), this_host=self.host))
+                for s, b, settled, h, p, st in rows]
+
+    def pruned_logs(self, session: int) -> None:
+        with self._write("indexing run logs"):
+            self.db.execute("UPDATE logs SET pruned=? WHERE session=?", (time.time(), session))
+
+    def was_pruned(self, session: int) -> bool:
+        with self.lock, self._read("reading the run logs' index"):
+            row = self.db.execute("SELECT pruned FROM logs WHERE session=?", (session,)).fetchone()
+        return bool(row and row[0] is not None)
 
     # -- events -------------------------------------------------------------------------
     def add_event(self, session: int, kind: str, data: dict[str, Any]) -> None:

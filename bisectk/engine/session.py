@@ -35,7 +35,7 @@ from typing import Any
 from bisectk.engine.policy import RunPolicy
 from bisectk.events import EventBus, Note
 from bisectk.ledger import Ledger
-from bisectk.run import scratch
+from bisectk.run import logcap, scratch
 from bisectk.run.executor import Executor, LocalExecutor
 from bisectk.run.runner import Runner
 from bisectk.spec import Spec
@@ -102,6 +102,7 @@ class Session:
         self.command = command
         self.spec = spec
         self.policy = policy or RunPolicy()
+        self.log_cap = logcap.cap_bytes()      # a bad BISECTK_LOG_CAP_MB is said before anything runs
         self.ledger = Ledger(ledger_path)
         # a ledger deleted or replaced mid-run is written again (ledger.Ledger._in_place): say so
         self.ledger.on_notice = lambda text: sys.stderr.write(f"bisectk: warning: {text}\n")
@@ -127,7 +128,7 @@ class Session:
 
     @property
     def log_root(self) -> Path:
-        return self.ledger.path.parent / "logs"
+        return logcap.session_dir(self.ledger.path, self.id)
 
     def scratch(self, name: str) -> Path:
         """A private directory beside the ledger (never in the user's tree), registered before it
@@ -216,6 +217,10 @@ class Session:
         self.closers.clear()
         try:    # a session left before it stored anything is no session to resume or log
             self.ledger.drop_session_if_empty(self.id)
+        except Exception:
+            pass
+        try:    # its logs counted; the oldest finished commands' pruned when over the cap
+            logcap.settle(self.ledger, self.id, self.log_cap)
         except Exception:
             pass
         self.ledger.close()

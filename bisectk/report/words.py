@@ -15,6 +15,8 @@ ahead_words    -- the runs made ahead of the search (--jobs): taken when asked, 
 phase_words    -- a command's runs by the phase that made them (the search's, the endpoints', a
                   threshold's...), each run once: they add up to its observations; search_runs_of,
                   the search's alone (what a stopped search says it made).
+log_gone_words -- a run whose stored log path names nothing: pruned by the cap on run logs, or
+                  removed some other way (what `--json` says in place of the path).
 confidence_words -- a bisection's confidence, said of what it is the probability of: the first bad
                   commit, the set of candidates left, or a stopped search's unconfirmed best one.
 """
@@ -164,3 +166,11 @@ def confidence_words(rec) -> str:
         model = "the flake model's posterior" if getattr(rec, "flaky", False) else "if every run told the truth"
         return f"{said} ({model}; not confirmed: the search stopped)"
     return said
+
+
+def log_gone_words(why: str, path: str) -> str:
+    """What a report says in place of a run's log that is gone (`why`: run/logcap.py `gone`)."""
+    if why == "pruned":
+        return (f"pruned: {path} was removed to keep run logs under their total cap (BISECTK_LOG_CAP_MB, "
+                "oldest commands' first); the run's verdict and output tails are kept")
+    return f"missing: {path} was removed since the run (its verdict and output tails are kept)"

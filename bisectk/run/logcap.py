@@ -1,0 +1,136 @@
+"""Run logs under a total cap: each run keeps up to 8 MiB a stream (run/output.py), and a CI job
+running bisectk on every push would otherwise fill the disk with them.
+
+Abstractions
+------------
+session_dir -- where one session's run logs go: `logs/<ledger name>-<session>/` beside the ledger.
+               A directory per session (not one per configuration, shared by every command) is
+               what lets a session's logs be counted, kept while it runs, and removed whole; and
+               an old run's log is never overwritten by a later command's run of the same
+               configuration (`--fresh`, sources changed), so the path the ledger holds for it
+               names its own output or nothing.
+cap_bytes   -- the cap: BISECTK_LOG_CAP_MB (MiB; 0 keeps only the last command's logs), else
+               DEFAULT_CAP_MB. A value that is not a whole number is a one-line error before
+               anything runs.
+settle      -- at the end of a command: its own logs measured (a walk of its own directory only)
+               and indexed in the ledger (`logs` table), then the indexed total read back (one
+               SQL sum); over the cap, `prune`.
+prune       -- oldest sessions' logs first, until the total is under the cap. Never a session
+               whose process is still writing (a concurrent command; its row names its pid),
+               never the `keep` session (the command pruning): a session is counted only once it
+               has ended, so a running command's logs are not in the total it is measured by.
+               A session killed before it settled is measured then (its process is gone) and
+               counted like the others. The ledger's rows stay: a pruned run keeps its verdict
+               and tails, and `gone` tells its report the log was pruned.
+collect     -- `bisectk ledger gc --ledger FILE`: the same, and the directories of the logs'
+               older layout (`logs/<digest>/`, one per configuration, before this index), which
+               no session owns, go first.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+from bisectk.errors import BisectkError
+from bisectk.ledger import Ledger, LedgerError
+
+CAP_VAR = "BISECTK_LOG_CAP_MB"
+DEFAULT_CAP_MB = 512
+_LEGACY = re.compile(r"[0-9a-f]{12}")      # run/runner.py's digest directories before sessions had their own
+
+
+def logs_root(ledger_path: Path) -> Path:
+    return Path(ledger_path).parent / "logs"
+
+
+def session_dir(ledger_path: Path, session: int) -> Path:
+    return logs_root(ledger_path) / f"{Path(ledger_path).stem}-{session}"
+
+
+def cap_bytes(environ=os.environ) -> int:
+    text = environ.get(CAP_VAR, "").strip()
+    if not text:
+        return DEFAULT_CAP_MB << 20
+    if not text.isdigit():
+        raise BisectkError(f"{CAP_VAR}={text!r}: give the cap on run logs as a whole number of MiB "
+                           f"(0 keeps only the last command's; unset: {DEFAULT_CAP_MB})")
+    return int(text) << 20
+
+
+def dir_size(path: Path) -> int:
+    """Bytes of the files under `path` (0 when it is gone); links are not followed."""
+    total = 0
+    for top, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(top, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def settle(ledger: Ledger, session: int, cap: int) -> list[Path]:
+    """This session's logs indexed; then, over the cap, the oldest pruned. Returns what was removed."""
+    ledger.settle_logs(session, dir_size(session_dir(ledger.path, session)))
+    _settle_killed(ledger)
+    if ledger.log_total() <= cap:
+        return []
+    return prune(ledger, cap, keep=session)
+
+
+def _settle_killed(ledger: Ledger) -> None:
+    """Sessions whose process died before they settled (SIGKILL, a crash): measured, and counted
+    from now on. Usually none: only the unsettled rows are read, and each one's pid looked at."""
+    for s, _size, _settled, alive in ledger.log_sessions(unsettled=True):
+        if not alive:
+            ledger.settle_logs(s, dir_size(session_dir(ledger.path, s)))
+
+
+def prune(ledger: Ledger, cap: int, keep: int | None = None) -> list[Path]:
+    _settle_killed(ledger)
+    rows = ledger.log_sessions()
+    total = ledger.log_total()
+    removed = []
+    for s, _size, _settled, alive in rows:
+        if total <= cap:
+            break
+        if s == keep or alive:
+            continue
+        path = session_dir(ledger.path, s)
+        shutil.rmtree(path, ignore_errors=True)
+        ledger.pruned_logs(s)
+        total = ledger.log_total()
+        removed.append(path)
+    return removed
+
+
+def collect(ledger: Ledger, cap: int) -> tuple[list[Path], list[Path]]:
+    """`ledger gc`: the older layout's directories go first (no session owns them), then `prune`.
+    Returns the older layout's directories removed, and the sessions' pruned."""
+    root = logs_root(ledger.path)
+    legacy = sorted((p for p in (root.iterdir() if root.is_dir() else ()) if p.is_dir() and _LEGACY.fullmatch(p.name)),
+                    key=lambda p: p.stat().st_mtime)
+    removed = []
+    for path in legacy:
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed, prune(ledger, cap)
+
+
+def gone(ledger: Ledger | None, log_path: str) -> str | None:
+    """Why a run's stored log path names nothing: 'pruned' (by the cap), 'missing' (removed some
+    other way), or None when it is there."""
+    if not log_path or os.path.exists(log_path):
+        return None
+    root = Path(os.path.abspath(log_path)).parent.parent
+    m = re.fullmatch(r"(.+)-(\d+)", root.name)
+    try:
+        if (ledger is not None and m and m[1] == ledger.path.stem
+                and root.parent == Path(os.path.abspath(logs_root(ledger.path))) and ledger.was_pruned(int(m[2]))):
+            return "pruned"
+    except LedgerError:
+        pass   # a ledger older than the index
+    return "missing"

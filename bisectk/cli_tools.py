@@ -35,7 +35,7 @@ def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bis
            markdown: Optional[Path] = typer.Option(None, "--report", help="Write the Markdown debug log here (its pictures beside it)."),
            html: Optional[Path] = HtmlOpt, as_json: bool = JsonOpt) -> None:
     """Print a finished command's result again from the ledger, running nothing."""
-    from bisectk.engine.records import load_record
+    from bisectk.engine.records import full_form, load_record
     from bisectk.report import render
     check_outputs(report=markdown, html=html, ledger=ledger)
     db = open_ledger(ledger)
@@ -59,7 +59,7 @@ def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bis
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:   # a field of the wrong shape
         fail(f"{damaged} ({type(exc).__name__}: {exc})"[:300])
     if as_json:
-        emit_json(result)
+        emit_json(full_form(result))
     else:
         sys.stdout.write(shown.get())
         for line in written:

@@ -199,8 +199,10 @@ class Session:
             yield CommitSpace(commits, pool, config, subdir)
 
     def record(self, result: dict[str, Any]) -> None:
-        """Store the result record with the session (what `bisectk report` prints again)."""
-        self.ledger.close_session(self.id, result)
+        """Store the result record with the session (what `bisectk report` prints again), its
+        attempts in the ledger's form (engine/records.py stored_form)."""
+        from bisectk.engine.records import stored_form
+        self.ledger.close_session(self.id, stored_form(result))
 
     def close(self) -> None:
         if self.run_roots:

@@ -10,9 +10,11 @@ nothing to tidy.
 DirWatch -- one inotify instance over a worktree's directories (non-recursive watches, one per
             directory; a directory made since is seen by its parent's watch). `arm(dirs)` watches
             them and forgets every event so far (the switch's own writes); `quiet()` says whether
-            none came since. Anything it cannot vouch for (no inotify: another OS, a network file
-            system, the watch limit; a queue overflow) is not quiet, and the caller checks the slow
-            way.
+            none came since; `written()` which entries of the watched directories were (diff's
+            scratch copy, hunks.py Scratch: what a run edited is put back by a stat of those, not
+            of every file). Anything it cannot vouch for (no inotify: another OS, a network file
+            system, the watch limit; a queue overflow; a watched directory removed or moved) is
+            not quiet and has no list, and the caller checks the slow way.
 
 What inotify does not see: a write through another hard link to a tree's file, made from a
 directory outside the tree (the event goes to that directory's watchers). A write through mmap is
@@ -23,11 +25,15 @@ from __future__ import annotations
 
 import errno
 import os
+import struct
 import sys
 
 IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x2, 0x4, 0x8
 IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x40, 0x80, 0x100, 0x200
 IN_DELETE_SELF, IN_MOVE_SELF, IN_ONLYDIR = 0x400, 0x800, 0x01000000
+IN_Q_OVERFLOW, IN_IGNORED = 0x4000, 0x8000
+UNSURE = IN_DELETE_SELF | IN_MOVE_SELF | IN_Q_OVERFLOW | IN_IGNORED    # what no list of names can say
+_EVENT = struct.Struct("iIII")      # struct inotify_event: wd, mask, cookie, len; then len bytes of name
 IN_NONBLOCK, IN_CLOEXEC = os.O_NONBLOCK, os.O_CLOEXEC
 WRITES = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
           | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
@@ -63,9 +69,9 @@ class DirWatch:
             return
         self.fd = fd if fd >= 0 else -1
 
-    def arm(self, dirs) -> None:
+    def arm(self, dirs, tags=None) -> None:
         """Watch `dirs` (the tree's directories, as its survey found them) and forget what was
-        written so far."""
+        written so far. `tags`: what `written()` names each directory by (default: as given)."""
         self.sound = False
         if self.fd < 0:
             return
@@ -74,12 +80,44 @@ class DirWatch:
             self.close()
             return
         add = _lib().inotify_add_watch
-        for d in dirs:
-            if add(self.fd, os.fsencode(d), WRITES) < 0 and _errno() != errno.ENOENT:
+        self.tags: dict[int, object] = {}
+        for i, d in enumerate(dirs):
+            wd = add(self.fd, os.fsencode(d), WRITES)
+            if wd < 0 and _errno() != errno.ENOENT:
                 self.close()    # the user's watch limit, a file system without inotify: give the
                 return          # watches back (an editor's own watches share that limit)
+            if wd >= 0:
+                self.tags[wd] = tags[i] if tags is not None else d
         self._drain()
         self.sound = True
+
+    def written(self) -> set[tuple[object, str]] | None:
+        """(directory's tag, entry name) of each entry created, written, moved, removed or changed
+        in mode in a watched directory since `arm`, and forgets them; None when that cannot be
+        vouched for (see the module docstring)."""
+        if not self.sound or self.fd < 0:
+            return None
+        names: set[tuple[object, str]] = set()
+        while True:
+            try:
+                buf = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return names
+            except OSError:
+                buf = b""
+            if not buf:
+                self.sound = False
+                return None
+            pos = 0
+            while pos + _EVENT.size <= len(buf):
+                wd, mask, _cookie, size = _EVENT.unpack_from(buf, pos)
+                name = buf[pos + _EVENT.size:pos + _EVENT.size + size].rstrip(b"\0")
+                pos += _EVENT.size + size
+                if mask & UNSURE or wd not in self.tags:
+                    self._drain()
+                    self.sound = False
+                    return None
+                names.add((self.tags[wd], os.fsdecode(name)))
 
     def quiet(self) -> bool:
         """True when nothing was written in the watched tree since `arm`."""

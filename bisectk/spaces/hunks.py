@@ -53,6 +53,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bisectk.run.scratch import remove_tree
+from bisectk.spaces.dirwatch import DirWatch
 from bisectk.spaces.bytecode import drop_bytecode  # noqa: F401  (re-exported)
 from bisectk.spaces.commits import SpaceError  # one error type for every space
 
@@ -655,6 +656,7 @@ class Scratch:
         self._dirty: dict[str, Entry | None] = {}          # rel -> what we wrote, where != GOOD
         self._goods: dict[str, Entry | None] = {}
         self._applied: dict[str, frozenset[str]] = {}    # rel -> ids of the hunks it holds now
+        self._watch = DirWatch() if not self.is_file else None   # what a run wrote, by name (dirwatch.py)
         self._reset()
 
     @property
@@ -691,6 +693,24 @@ class Scratch:
         self._kept.clear()
         self._marked = False
         self._stamp()
+        self._arm()
+
+    def _arm(self) -> None:
+        """Watch the known directories from here: the next apply stats only the files a run wrote."""
+        if self._watch is not None:
+            self._watch.arm([self.root / rel for rel in self._dirs], tags=list(self._dirs))
+
+    def _written(self) -> Iterable[str]:
+        """The copied files a run may have edited since the last apply: those the watch saw
+        written, or, where it cannot say, every one (a stat each: 0.13 s a run at 20,000 files)."""
+        seen = self._watch.written() if self._watch is not None else None
+        if seen is None:
+            return list(self._stats)
+        return [rel for tag, name in seen if (rel := f"{tag}/{name}" if tag else name) in self._stats]
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
 
     def _good_entry(self, rel: str) -> Entry | None:
         if rel not in self._goods:
@@ -785,6 +805,7 @@ class Scratch:
         self._stamp()
 
     def apply(self, hunks: Iterable[Hunk]) -> Path:
+        written = self._written()
         self._sweep()
         groups = _by_file(hunks)
         applied: dict[str, frozenset[str]] = {}     # rel -> the ids of the hunks it holds in this subset
@@ -804,8 +825,8 @@ class Scratch:
         for rel in self._dirty:                     # touched last time, not now: back to GOOD
             if rel not in applied:
                 want.setdefault(rel, self._good_entry(rel))
-        for rel, st in self._stats.items():         # edited by the subject: back to GOOD
-            if rel not in applied and rel not in want and _stat(self.root / rel) != st:
+        for rel in written:                         # edited by the subject: back to GOOD
+            if rel not in applied and rel not in want and _stat(self.root / rel) != self._stats.get(rel):
                 want[rel] = self._good_entry(rel)
         # removals first, the deepest first, then writes, the shallowest first: a retyped path's
         # file and the directory of the same name are never there at once
@@ -821,6 +842,7 @@ class Scratch:
                 parent = parent.parent
             self._dirs.update((d, (0, 0)) for d in reversed(new))      # parents first
         self._stamp()
+        self._arm()
         return self.target
 
     def _place(self, rel: str, entry: Entry | None) -> None:

@@ -142,6 +142,7 @@ class HunkSpace:
         return outside_tree(path, self.subdir, good if good.is_dir() else good.parent)
 
     def close(self) -> None:
+        self.scratch.close()
         remove_tree(self.scratch.root)
 
 

@@ -841,3 +841,72 @@ def test_a_line_added_after_a_last_line_without_newline_is_shown_as_the_hybrid_h
         shutil.rmtree(tmp_path / "m")
         expected = (materialise(good, [unit], tmp_path / "m") / "k.py").read_text()
         assert (copy / "k.py").read_text() == expected, unit.unified()
+
+
+# -- what a run edited, found by name (dirwatch.py), not by a stat of every copied file ---------
+
+def _wide(tmp_path: Path, n: int = 300) -> tuple[Path, Path]:
+    for side in ("good", "bad"):
+        for i in range(n):
+            p = tmp_path / side / f"d{i % 7}" / f"f{i}.txt"
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(f"file {i}\n")
+    (tmp_path / "bad" / "d0" / "f0.txt").write_text("changed\n")
+    return tmp_path / "good", tmp_path / "bad"
+
+
+def _counting_stat(monkeypatch):
+    from bisectk.spaces import hunks as H
+    calls = []
+    real = H._stat
+    monkeypatch.setattr(H, "_stat", lambda p: calls.append(p) or real(p))
+    return calls
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")
+def test_an_apply_stats_only_what_the_run_wrote_and_still_puts_every_edit_back(tmp_path, monkeypatch):
+    good, bad = _wide(tmp_path)
+    hunks = diff_paths(good, bad)
+    s = Scratch(good, tmp_path / "s", keep_created=False, bad=bad)
+    s.apply(hunks)
+    calls = _counting_stat(monkeypatch)
+    s.apply([])
+    assert len(calls) < 10, len(calls)        # 300 files copied: a stat of each was the old way
+    root = tmp_path / "s"
+    (root / "d3" / "f10.txt").write_text("edited in place\n")
+    (root / "d4" / "f11.txt").unlink()
+    os.chmod(root / "d5" / "f12.txt", 0o755)
+    (root / "d6" / "new.txt").write_text("made by the run\n")
+    calls.clear()
+    s.apply(hunks)
+    assert len(calls) < 20, len(calls)
+    assert snapshot(root) == snapshot(bad)
+    assert not (os.stat(root / "d5" / "f12.txt").st_mode & 0o111)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")
+def test_a_directory_a_run_removed_and_made_again_is_checked_the_slow_way(tmp_path, monkeypatch):
+    good, bad = _wide(tmp_path)
+    s = Scratch(good, tmp_path / "s", keep_created=False, bad=bad)
+    s.apply([])
+    root = tmp_path / "s"
+    kept = {p.name: p.read_text() for p in (root / "d2").iterdir()}
+    shutil.rmtree(root / "d2")                # its watch is gone with it: no list of names to trust
+    (root / "d2").mkdir()
+    for name in kept:
+        (root / "d2" / name).write_text("rewritten by the run\n")
+    calls = _counting_stat(monkeypatch)
+    s.apply([])
+    assert len(calls) >= 300
+    assert snapshot(root) == snapshot(good)
+
+
+def test_without_a_watch_every_copied_file_is_checked(tmp_path, monkeypatch):
+    from bisectk.spaces import dirwatch
+    monkeypatch.setattr(dirwatch.DirWatch, "written", lambda self: None)   # another OS, a network file system
+    good, bad = _wide(tmp_path, 50)
+    s = Scratch(good, tmp_path / "s", keep_created=False, bad=bad)
+    s.apply([])
+    (tmp_path / "s" / "d1" / "f8.txt").write_text("edited\n")
+    s.apply([])
+    assert snapshot(tmp_path / "s") == snapshot(good)

@@ -116,8 +116,8 @@ def ledger_gc(repo: Optional[Path] = typer.Option(None, "--repo", help="The repo
             db.close()
         out.print(f"pruned the run logs of {len(pruned)} command{'s' if len(pruned) != 1 else ''} from "
                   f"{logcap.logs_root(ledger)} (cap {cap >> 20} MiB)"
-                  + (f", and {len(legacy)} director{'ies' if len(legacy) != 1 else 'y'} of an older bisectk's "
-                     "logs" if legacy else ""), markup=False)
+                  + (f", and {len(legacy)} director{'ies' if len(legacy) != 1 else 'y'} no session of it "
+                     "holds (an older bisectk's layout, a salvaged ledger's)" if legacy else ""), markup=False)
     raise typer.Exit(X.OK)
 
 

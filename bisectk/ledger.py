@@ -653,6 +653,11 @@ class Ledger:
         return [(s, b, settled is not None, settled is None and _holder_alive(h, p, st, float("inf"), this_host=self.host))
                 for s, b, settled, h, p, st in rows]
 
+    def indexed_logs(self) -> set[int]:
+        """The sessions the index holds (pruned or not)."""
+        with self.lock, self._read("reading the run logs' index"):
+            return {r[0] for r in self.db.execute("SELECT session FROM logs")}
+
     def pruned_logs(self, session: int) -> None:
         with self._write("indexing run logs"):
             self.db.execute("UPDATE logs SET pruned=? WHERE session=?", (time.time(), session))

@@ -22,9 +22,12 @@ prune       -- oldest sessions' logs first, until the total is under the cap. Ne
                A session killed before it settled is measured then (its process is gone) and
                counted like the others. The ledger's rows stay: a pruned run keeps its verdict
                and tails, and `gone` tells its report the log was pruned.
-collect     -- `bisectk ledger gc --ledger FILE`: the same, and the directories of the logs'
-               older layout (`logs/<digest>/`, one per configuration, before this index), which
-               no session owns, go first.
+collect     -- `bisectk ledger gc --ledger FILE`: the same, and first what no indexed session
+               owns: the directories of the logs' older layout (`logs/<digest>/`, one per
+               configuration, before this index), and a session's the index does not hold (one
+               dropped as empty after a run that never started, a ledger salvaged into a new file:
+               every session this ledger opens is indexed in the same transaction, so none of
+               these is a running command's).
 """
 
 from __future__ import annotations
@@ -111,7 +114,11 @@ def collect(ledger: Ledger, cap: int) -> tuple[list[Path], list[Path]]:
     """`ledger gc`: the older layout's directories go first (no session owns them), then `prune`.
     Returns the older layout's directories removed, and the sessions' pruned."""
     root = logs_root(ledger.path)
-    legacy = sorted((p for p in (root.iterdir() if root.is_dir() else ()) if p.is_dir() and _LEGACY.fullmatch(p.name)),
+    indexed = ledger.indexed_logs()
+    def unowned(p: Path) -> bool:
+        m = re.fullmatch(r"(.+)-(\d+)", p.name)
+        return bool(_LEGACY.fullmatch(p.name) or (m and m[1] == ledger.path.stem and int(m[2]) not in indexed))
+    legacy = sorted((p for p in (root.iterdir() if root.is_dir() else ()) if p.is_dir() and not p.is_symlink() and unowned(p)),
                     key=lambda p: p.stat().st_mtime)
     removed = []
     for path in legacy:

@@ -135,8 +135,13 @@ def test_ledger_gc_prunes_to_the_cap_and_removes_the_older_layout(tmp_path):
     db.close()
     legacy = tmp_path / "logs" / "0123456789ab" / "0-run"
     legacy.mkdir(parents=True)
+    unindexed = tmp_path / "logs" / "ledger-77" / "0123456789ab" / "0-run"      # e.g. a salvaged ledger's
+    unindexed.mkdir(parents=True)
+    other = tmp_path / "logs" / "other-1"       # another ledger's in the same directory: not this one's to judge
+    other.mkdir()
     p = bisectk("ledger", "gc", "--ledger", tmp_path / "ledger.db", env={logcap.CAP_VAR: "1"}, check=0)
-    assert "pruned the run logs of 1 command" in p.stdout and "1 directory of an older" in p.stdout
-    assert not log1.exists() and log2.exists() and not legacy.parent.exists()
+    assert "pruned the run logs of 1 command" in p.stdout and "2 directories no session of it holds" in p.stdout
+    assert not log1.exists() and log2.exists() and not legacy.parent.exists() and not (tmp_path / "logs" / "ledger-77").exists()
+    assert other.exists()
     p = bisectk("ledger", "gc", "--ledger", tmp_path / "nothing.db")
     assert p.returncode == 2 and "no ledger file" in p.stderr

@@ -633,10 +633,12 @@ class Ledger:
         return self._decode(_session, row) if row else None
 
     # -- the run logs' index (run/logcap.py keeps their total under a cap) -------------------
-    def settle_logs(self, session: int, size: int) -> None:
-        """A session's logs are complete: `size` bytes, no longer its process's to write."""
+    def settle_logs(self, session: int, size: int) -> bool:
+        """A session's logs are complete: `size` bytes, no longer its process's to write. False
+        when the index holds no such session (one dropped as empty)."""
         with self._write("indexing run logs"):
-            self.db.execute("UPDATE logs SET bytes=?, settled=? WHERE session=?", (size, time.time(), session))
+            return self.db.execute("UPDATE logs SET bytes=?, settled=? WHERE session=?",
+                                   (size, time.time(), session)).rowcount > 0
 
     def log_total(self) -> int:
         """The bytes of the settled, unpruned sessions' logs: one indexed sum, no walk of the disk."""

@@ -77,7 +77,9 @@ def dir_size(path: Path) -> int:
 
 def settle(ledger: Ledger, session: int, cap: int) -> list[Path]:
     """This session's logs indexed; then, over the cap, the oldest pruned. Returns what was removed."""
-    ledger.settle_logs(session, dir_size(session_dir(ledger.path, session)))
+    own = session_dir(ledger.path, session)
+    if not ledger.settle_logs(session, dir_size(own)):
+        shutil.rmtree(own, ignore_errors=True)    # a session dropped as empty: what its unstarted runs left
     _settle_killed(ledger)
     if ledger.log_total() <= cap:
         return []

@@ -64,6 +64,14 @@ def test_under_the_cap_nothing_is_walked_but_the_commands_own_logs(tmp_path, mon
     assert walked == [logcap.session_dir(db.path, s)]
 
 
+def test_a_session_dropped_as_empty_leaves_no_log_directory(tmp_path):
+    db = Ledger(tmp_path / "ledger.db")
+    s = db.open_session("run", "fp", {})
+    log = _logs(db, s, 0)       # a run that never started: no row is stored for it
+    db.drop_session_if_empty(s)
+    assert logcap.settle(db, s, MIB) == [] and not logcap.session_dir(db.path, s).exists() and not log.exists()
+
+
 HOLD = """
 import sys
 from bisectk.ledger import Ledger

@@ -128,7 +128,8 @@ class Session:
 
     @property
     def log_root(self) -> Path:
-        return logcap.session_dir(self.ledger.path, self.id)
+        # absolute: a relative --ledger gave each run a log path that named nothing from elsewhere
+        return logcap.session_dir(Path(os.path.abspath(self.ledger.path)), self.id)
 
     def scratch(self, name: str) -> Path:
         """A private directory beside the ledger (never in the user's tree), registered before it

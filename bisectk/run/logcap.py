@@ -131,10 +131,17 @@ def collect(ledger: Ledger, cap: int) -> tuple[list[Path], list[Path]]:
 
 def gone(ledger: Ledger | None, log_path: str) -> str | None:
     """Why a run's stored log path names nothing: 'pruned' (by the cap), 'missing' (removed some
-    other way), or None when it is there."""
+    other way), or None when it is there. A relative path (stored by a command given a relative
+    --ledger, before the paths were made absolute) is looked for under this ledger's logs too."""
     if not log_path or os.path.exists(log_path):
         return None
-    root = Path(os.path.abspath(log_path)).parent.parent
+    path = Path(os.path.abspath(log_path))
+    if not Path(log_path).is_absolute() and ledger is not None and "logs" in Path(log_path).parts:
+        parts = Path(log_path).parts
+        path = Path(os.path.abspath(logs_root(ledger.path))).joinpath(*parts[len(parts) - parts[::-1].index("logs"):])
+        if path.exists():
+            return None
+    root = path.parent.parent
     m = re.fullmatch(r"(.+)-(\d+)", root.name)
     try:
         if (ledger is not None and m and m[1] == ledger.path.stem

@@ -153,3 +153,17 @@ def test_ledger_gc_prunes_to_the_cap_and_removes_the_older_layout(tmp_path):
     assert other.exists()
     p = bisectk("ledger", "gc", "--ledger", tmp_path / "nothing.db")
     assert p.returncode == 2 and "no ledger file" in p.stderr
+
+
+def test_a_relative_ledger_stores_absolute_log_paths_and_an_old_relative_one_is_found(tmp_path):
+    spec = err_spec(tmp_path, "noisy", NOISY, factors="a")
+    bisectk("run", spec, "--config", "bad", "--ledger", "sub/l.db", cwd=tmp_path, check=1)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    p = bisectk("report", tmp_path / "sub" / "l.db", "--json", cwd=elsewhere, check=0)
+    (run,) = json.loads(p.stdout)["verdict"]["runs"]
+    assert Path(run["log_path"]).is_absolute() and (Path(run["log_path"]) / "stdout.log").is_file()
+    db = Ledger(tmp_path / "sub" / "l.db")       # as a record stored before: relative to its command's directory
+    relative = str(Path("sub") / Path(run["log_path"]).relative_to(tmp_path / "sub"))
+    assert logcap.gone(db, relative) is None
+    assert logcap.gone(db, relative.replace("0-run", "9-run")) == "missing"

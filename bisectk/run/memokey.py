@@ -6,12 +6,13 @@ timeout, env templates, oracle and directory, and the files the command runs, na
 (`Spec.fingerprint`, bisectk/contents.py: the program and an interpreter's script whatever their
 suffix, other arguments with a source suffix, and the files those name, a bounded heuristic), the
 configuration (the ledger's configuration key), and the programs the command resolves to
-(`python` is bisectk's own interpreter; another program is found on PATH, and its size and mtime
-count); (2) the timeout policy: a fixed number of seconds (the spec's `timeout`, `--timeout`), or
-"calibrated from the good runs" with the calibration's own inputs (floor, factors, the SLOW
-factor), since those runs are themselves under the same key; (3) the environment the subject
-receives; (4) the content of the subject's tree; (5) for a Python subject, the source files it
-imports from outside that tree.
+(`python` is bisectk's own interpreter, with the distributions it has installed by name and
+version; another program is found on PATH, and its size and mtime count); (2) the timeout
+policy: a fixed number of seconds (the spec's `timeout`, `--timeout`), or "calibrated from the
+good runs" with the calibration's own inputs (floor, factors, the SLOW factor), since those
+runs are themselves under the same key; (3) the environment the subject receives; (4) the
+content of the subject's tree; (5) for a Python subject, the source files it imports from
+outside that tree.
 
 Abstractions
 ------------
@@ -225,12 +226,41 @@ def tree_digest(root: str | os.PathLike) -> str:
 
 
 # -- the key ---------------------------------------------------------------------------------
+_INSTALLED: list[str] = []   # installed_digest, made once for the process
+
+
+def installed_digest() -> str:
+    """The distributions bisectk's interpreter has installed, by name and version: the
+    site-packages directories it reads (a virtual environment's are its own, so two venvs of one
+    base interpreter differ) and the `*.dist-info` / `*.egg-info` entries there, whose names carry
+    the version (`pip install -U` renames them). A local install (a dist-info with PEP 610's
+    direct_url.json: `pip install -e .`, `pip install .`, a VCS URL) does not count: it is the
+    subject's own code, which the tree, the revision or the recorded imports key, and a build
+    step that re-installs it must not move the next command's key. An installed file edited in
+    place is not seen (names only)."""
+    if not _INSTALLED:
+        import site
+        dirs = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+        h = hashlib.sha256()
+        for d in dict.fromkeys(os.path.realpath(d) for d in dirs):
+            try:
+                names = sorted(e.name for e in os.scandir(d) if e.name.endswith((".dist-info", ".egg-info")))
+            except OSError:
+                continue
+            h.update(f"{d}\0".encode("utf-8", "surrogateescape"))
+            for name in names:
+                if not (name.endswith(".dist-info") and os.path.exists(os.path.join(d, name, "direct_url.json"))):
+                    h.update(f"{name}\0".encode("utf-8", "surrogateescape"))
+        _INSTALLED.append(h.hexdigest()[:16])
+    return _INSTALLED[0]
+
+
 def program_identity(argv0: str, env: Mapping[str, str]) -> str:
-    """What a command's program resolves to: bisectk's interpreter (with its version) for
-    `python`, else the file found on PATH, with its size and mtime (an upgraded compiler is
-    another program)."""
+    """What a command's program resolves to: bisectk's interpreter for `python` (its version and
+    what it has installed, `installed_digest`), else the file found on PATH, with its size and
+    mtime (an upgraded compiler is another program)."""
     if argv0 == sys.executable:
-        return f"python:{os.path.realpath(sys.executable)}:{sys.version.split()[0]}"
+        return f"python:{os.path.realpath(sys.executable)}:{sys.version.split()[0]}:{installed_digest()}"
     found = shutil.which(argv0, path=env.get("PATH")) if not os.path.dirname(argv0) else argv0
     if not found:
         return f"unresolved:{argv0}"

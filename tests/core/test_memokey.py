@@ -270,3 +270,51 @@ def test_a_signal_to_the_terminals_process_group_leaves_the_tree_digest_to_git(t
                        start_new_session=True,      # a process group of its own, as a terminal's job
                        env={**os.environ, "PATH": f"{slow}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(ROOT)})
     assert p.stdout.startswith("git:"), (p.stdout, p.stderr[-800:])
+
+
+def _venv(where: Path, version: str, err: float) -> Path:
+    """A virtual environment over bisectk's interpreter (its packages seen through
+    --system-site-packages) with a distribution `fakepkg` of `version` installed, whose ERR is `err`."""
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(where)],
+                   check=True, timeout=120)
+    (site_dir,) = where.glob("lib/python3*/site-packages")
+    _install(site_dir, version, err)
+    return where / "bin" / "python"
+
+
+def _install(site_dir: Path, version: str, err: float) -> None:
+    for old in site_dir.glob("fakepkg-*.dist-info"):
+        (old / "METADATA").unlink()
+        old.rmdir()
+    (site_dir / "fakepkg").mkdir(exist_ok=True)
+    (site_dir / "fakepkg" / "__init__.py").write_text(f"ERR = {err}\n")
+    (site_dir / f"fakepkg-{version}.dist-info").mkdir()
+    (site_dir / f"fakepkg-{version}.dist-info" / "METADATA").write_text(f"Name: fakepkg\nVersion: {version}\n")
+
+
+def test_an_installed_packages_upgrade_and_another_venv_are_new_observations(tmp_path):
+    """An installed package (site-packages) is no recorded import; what bisectk's interpreter has
+    installed is keyed by the distributions' names and versions and the directories they are in:
+    `pip install -U` and bisectk run from another venv of the same base interpreter each make the
+    run again, where the stored PASS of the old version answered (confidently wrong)."""
+    d = tmp_path / "proj"
+    d.mkdir()
+    (d / "pyproject.toml").touch()
+    (d / "s.py").write_text('import json, fakepkg\nprint("BISECTK_RESULT " + json.dumps({"err": fakepkg.ERR}))\n')
+    (d / "spec.toml").write_text('name = "pkg"\n[subject]\ncommand = ["python", "s.py"]\n'
+                                 '[oracle]\nmetric = "err"\nmax = 0.5\n')
+    a = _venv(tmp_path / "a", "1.0", 0.0)
+    b = _venv(tmp_path / "b", "2.0", 0.0)
+
+    def good(python: Path) -> str:
+        p = subprocess.run([str(python), "-m", "bisectk", "run", "spec.toml", "--config", "good"], cwd=d,
+                           capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        return p.stdout + p.stderr
+
+    assert "PASS" in good(a) and "from the ledger" in good(a)          # unchanged: answered
+    (site_a,) = (tmp_path / "a").glob("lib/python3*/site-packages")
+    _install(site_a, "2.0", 1.0)                                      # pip install -U fakepkg
+    upgraded = good(a)
+    assert "FAIL" in upgraded and "from the ledger" not in upgraded, upgraded
+    other = good(b)                                                   # the same name and version, elsewhere
+    assert "PASS" in other and "from the ledger" not in other, other

@@ -37,6 +37,8 @@ content_digest     -- every file of a tree, whatever its name, tracked or not: w
                       writes moves it.
 file_digest        -- one file's content hash, remembered by (size, mtime, inode) for the process
                       (bisectk/contents.py).
+gpu_facts          -- the driver's version and each GPU's model (/proc/driver/nvidia), in the
+                      key where the driver is loaded: a run is an observation of one machine.
 StaticKey          -- (1)-(4) for one Runner: `key(policy, revision)`. A workload pinned by a
                       revision (a commit, a hunk set over GOOD's and BAD's whole content) does not
                       add the tree. `files`: the named files (1) it covers, for the reports.
@@ -271,6 +273,30 @@ def program_identity(argv0: str, env: Mapping[str, str]) -> str:
         return f"unresolved:{argv0}"
 
 
+NVIDIA_PROC = "/proc/driver/nvidia"   # the driver's own files: version, gpus/<bus id>/information
+
+
+def gpu_facts() -> str:
+    """The machine's GPUs as the driver states them, '' without NVIDIA's driver: its version line
+    and each GPU's bus id and model (/proc, no nvidia-smi: well under a millisecond). A driver
+    upgraded since the runs, or a ledger shared by hosts of other GPUs (beside the spec on a
+    network home), is another machine, whose runs are new observations."""
+    try:
+        with open(os.path.join(NVIDIA_PROC, "version"), errors="replace") as f:
+            facts = [f.readline().strip()]
+        gpus = sorted(os.listdir(os.path.join(NVIDIA_PROC, "gpus")))
+    except OSError:
+        return ""
+    for bus in gpus:
+        try:
+            with open(os.path.join(NVIDIA_PROC, "gpus", bus, "information"), errors="replace") as f:
+                model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("Model:")), "")
+        except OSError:
+            model = "?"
+        facts.append(f"{bus}={model}")
+    return "; ".join(facts)
+
+
 class StaticKey:
     """The memo key of one Runner, less the recorded sources (see the module docstring)."""
 
@@ -289,6 +315,9 @@ class StaticKey:
         from bisectk.run.classify import RULES_VERSION
         self.base = {"spec": spec.fingerprint(cwd), "programs": programs, "env": environment_digest(env),
                      "rules": RULES_VERSION}
+        gpus = gpu_facts()
+        if gpus:    # a machine without NVIDIA's driver keeps the key it had
+            self.base["gpus"] = gpus
         self._tree: str | None = None
         self._keys: dict[tuple, str] = {}
 

@@ -318,3 +318,27 @@ def test_an_installed_packages_upgrade_and_another_venv_are_new_observations(tmp
     assert "FAIL" in upgraded and "from the ledger" not in upgraded, upgraded
     other = good(b)                                                   # the same name and version, elsewhere
     assert "PASS" in other and "from the ledger" not in other, other
+
+
+def _driver(root: Path, version: str, model: str) -> None:
+    (root / "gpus" / "0000:18:00.0").mkdir(parents=True, exist_ok=True)
+    (root / "version").write_text(f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}  Tue Jan 1 2026\n"
+                                  "GCC version:  gcc version 12.3.0\n")
+    (root / "gpus" / "0000:18:00.0" / "information").write_text(f"Model: \t\t {model}\nIRQ:   \t\t 42\n")
+
+
+def test_the_gpus_and_the_driver_are_in_the_key(env, monkeypatch):
+    """A run observes one machine: after a driver upgrade, or from a host with other GPUs sharing
+    the ledger (beside the spec on a network home), the stored verdict is not the answer."""
+    from bisectk.run import memokey
+    proc = env / "proc-nvidia"
+    monkeypatch.setattr(memokey, "NVIDIA_PROC", str(proc), raising=False)
+    d = project(env)
+    _driver(proc, "550.54.15", "NVIDIA H100 80GB HBM3")
+    _, n1 = verdict(d, env / "l.db")
+    again, n2 = verdict(d, env / "l.db")
+    _driver(proc, "570.86.10", "NVIDIA H100 80GB HBM3")        # the driver upgraded
+    _, n3 = verdict(d, env / "l.db")
+    _driver(proc, "570.86.10", "NVIDIA H200")                  # another host's GPU
+    _, n4 = verdict(d, env / "l.db")
+    assert (n1, n2, n3, n4) == (1, 0, 1, 1) and again.cached

@@ -73,6 +73,9 @@ VOLATILE_ENV = frozenset({
     "INVOCATION_ID", "JOURNAL_STREAM", "MANAGERPID", "SYSTEMD_EXEC_PID", "SECURITYSESSIONID",
     "PYTEST_CURRENT_TEST", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "BISECTK_RUN_ID", "BISECTK_TRACER",
     "BISECTK_TREE", "BISECTK_IMPORTS", "BISECTK_IMPORTS_SKIP",
+    # bisectk's own switches: a traceback on an internal error, no early history walk, the warm
+    # pool's trace file; they change what bisectk says, never what a run computes
+    "BISECTK_DEBUG", "BISECTK_NO_EARLY", "BISECTK_POOL_TRACE",
 })
 VOLATILE_PREFIXES = ("SSH_", "XDG_SESSION_", "XDG_VTNR", "XDG_SEAT", "TMUX", "KITTY_", "VSCODE_", "ITERM_",
                      "WEZTERM_", "ALACRITTY_", "KONSOLE_", "GNOME_TERMINAL_", "LC_TERMINAL", "TERM_",

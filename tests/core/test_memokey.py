@@ -342,3 +342,14 @@ def test_the_gpus_and_the_driver_are_in_the_key(env, monkeypatch):
     _driver(proc, "570.86.10", "NVIDIA H200")                  # another host's GPU
     _, n4 = verdict(d, env / "l.db")
     assert (n1, n2, n3, n4) == (1, 0, 1, 1) and again.cached
+
+
+def test_bisectks_own_switches_are_no_input(env, monkeypatch):
+    """BISECTK_DEBUG=1 (set for a traceback to report), BISECTK_NO_EARLY and BISECTK_POOL_TRACE
+    change what bisectk says or does, not a run's verdict: the whole search ran again."""
+    d = project(env)
+    _, n1 = verdict(d, env / "l.db")
+    for name, value in (("BISECTK_DEBUG", "1"), ("BISECTK_NO_EARLY", "1"), ("BISECTK_POOL_TRACE", str(env / "t"))):
+        monkeypatch.setenv(name, value)
+    again, n2 = verdict(d, env / "l.db")
+    assert (n1, n2) == (1, 0) and again.cached

@@ -22,9 +22,11 @@ Which files a command names (named_files)
    absolute: `"$(dirname "$0")/helper.sh"`, `source ./env.sh`, `python3 "$DIR/check.py"`,
    `#include "tile.cuh"`, `open("limit.txt")`. A word counts only when it holds a dot or a slash
    (bare words are commands and keywords); `$VAR/x` and `$(...)/x` are tried as `x`; a word right
-   after a `>` redirection is an output, not an input. Files found so count, data files too (they
-   are named by the script, not by a run's argv), and are scanned in turn: at most SCAN_DEPTH
-   levels and MAX_NAMED files in all. Directories are never followed.
+   after a `>` redirection is an output, not an input, and so is one the script opens to write or
+   append (`open("log.txt", "a")`, `Path("r.json").write_text(...)`, `tee -a run.log`): a run
+   rewrites it, and a key holding it would miss at every command. Files found so count, data
+   files too (they are named by the script, not by a run's argv), and are scanned in turn: at
+   most SCAN_DEPTH levels and MAX_NAMED files in all. Directories are never followed.
 
 This is a heuristic: a file a script names only through a computed string (`"${NAME}.sh"`), or a
 module a program imports, is not found here. Python subjects' imports are recorded as they run
@@ -145,17 +147,23 @@ def _script(argv: list[str]) -> tuple[str | None, str | None]:
 # -- scanning --------------------------------------------------------------------------------
 _WORD = re.compile(r"[\w.@%+,~/-]+")
 _REDIRECT = re.compile(r"[0-9&]?>>?\s*['\"]?$")
+# what a script writes by name: `open("log.txt", "a")`, `open('r.json', mode="w")`,
+# `Path("out.txt").write_text(...)`, `| tee -a run.log`
+_WRITTEN = re.compile(r"""\bopen\(\s*(['"])([^'"\n]{1,512})\1\s*,\s*(?:mode\s*=\s*)?[rbt]*['"][rbt+]*[wax]"""
+                      r"""|\bPath\(\s*(['"])([^'"\n]{1,512})\3\s*\)\s*\.\s*write_(?:text|bytes)\b"""
+                      r"""|\btee\s+(?:-\w+\s+)*(['"]?)([\w.@%+,~/-]{1,512})\5""")
 
 
 def _words(text: str) -> tuple[str, ...]:
     """The words of a script that may name a file (see the module docstring, 3.)."""
     found: dict[str, None] = {}
+    written = {m.group(2) or m.group(4) or m.group(6) for m in _WRITTEN.finditer(text)}
     for m in _WORD.finditer(text):
         word = m.group().rstrip(".,:")
         if not word or ("." not in word and "/" not in word) or len(word) > 512:
             continue
-        if _REDIRECT.search(text, max(0, m.start() - 4), m.start()):
-            continue   # `> out.txt`: what the script writes
+        if _REDIRECT.search(text, max(0, m.start() - 4), m.start()) or word in written:
+            continue   # `> out.txt`, `open("out.txt", "w")`: what the script writes
         found.setdefault(word, None)
     return tuple(found)
 

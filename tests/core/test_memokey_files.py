@@ -194,3 +194,29 @@ def test_named_files_follow_scripts_boundedly_and_skip_outputs_modules_and_binar
     assert set(named_files([["./blob.bin"]], d)) == {"blob.bin"}           # the program, never scanned
     assert set(named_files([["sh", "-c", "sh lib/c.sh"]], d)) == {"lib/c.sh", "lib/d.sh"}   # inline code too
     assert set(named_files([["bash", "-xc", "cat in.txt"]], d)) == {"in.txt"}
+
+
+def test_a_file_the_script_writes_by_name_is_no_input_and_the_next_command_is_answered(tmp_path):
+    """A subject that appends each run to a log it names (`open("runs.log", "a")`) or writes its
+    last result (`Path("last.json").write_text`): both files change with every run, and keyed as
+    named data files every later command ran everything again. A file it only reads still counts."""
+    d = tmp_path
+    (d / "pyproject.toml").touch()
+    (d / "limit.txt").write_text("0.5\n")
+    (d / "t.py").write_text(
+        "import json, sys\nfrom pathlib import Path\n"
+        "err = float(sys.argv[1])\nlimit = float(open('limit.txt').read())\n"
+        "with open('runs.log', 'a') as f:\n    f.write(sys.argv[1] + '\\n')\n"
+        "Path('last.json').write_text(json.dumps({'err': err}))\n"
+        "print('BISECTK_RESULT ' + json.dumps({'ok': err <= limit}))\n")
+    (d / "s.toml").write_text('[subject]\ncommand = ["python", "t.py", "{e}"]\n[good]\ne = 0\n[bad]\ne = 1\n')
+    spec = load_spec(d / "s.toml")
+    assert verdict(spec, d / "l.db", spec.endpoint("good")) == (Outcome.PASS, False)
+    assert verdict(spec, d / "l.db", spec.endpoint("bad")) == (Outcome.FAIL, False)
+    assert set(named_files([["python", "t.py", "1"]], d)) == {"t.py", "limit.txt"}
+    spec = load_spec(d / "s.toml")      # the next command: runs.log and last.json have moved
+    assert verdict(spec, d / "l.db", spec.endpoint("good")) == (Outcome.PASS, True)
+    assert verdict(spec, d / "l.db", spec.endpoint("bad")) == (Outcome.FAIL, True)
+    (d / "limit.txt").write_text("2\n")
+    spec = load_spec(d / "s.toml")
+    assert verdict(spec, d / "l.db", spec.endpoint("bad")) == (Outcome.PASS, False)

@@ -57,6 +57,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -231,23 +232,33 @@ def tree_digest(root: str | os.PathLike) -> str:
 
 
 # -- the key ---------------------------------------------------------------------------------
-_INSTALLED: list[str] = []   # installed_digest, made once for the process
+_INSTALLED: dict[tuple[str, ...], str] = {}   # site directories -> installed_digest, for the process
+_PYTHON = re.compile(r"(python|pypy)[0-9.]*$")
 
 
-def installed_digest() -> str:
-    """The distributions bisectk's interpreter has installed, by name and version: the
-    site-packages directories it reads (a virtual environment's are its own, so two venvs of one
-    base interpreter differ) and the `*.dist-info` / `*.egg-info` entries there, whose names carry
-    the version (`pip install -U` renames them). A local install (a dist-info with PEP 610's
-    direct_url.json: `pip install -e .`, `pip install .`, a VCS URL) does not count: it is the
-    subject's own code, which the tree, the revision or the recorded imports key, and a build
-    step that re-installs it must not move the next command's key. An installed file edited in
-    place is not seen (names only)."""
-    if not _INSTALLED:
+def site_dirs(program: str | None = None) -> list[str]:
+    """The site-packages directories of bisectk's interpreter (`program` None), or of another
+    Python's executable by where it lies: PREFIX/bin/python3 reads PREFIX/lib/python3*/
+    site-packages (a venv, conda, pyenv, /usr/local) or dist-packages (Debian's /usr)."""
+    if program is None:
         import site
-        dirs = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+        return [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    prefix = Path(program).parent.parent
+    return [str(p) for kind in ("site-packages", "dist-packages") for p in sorted(prefix.glob(f"lib/python3*/{kind}"))]
+
+
+def installed_digest(dirs: list[str]) -> str:
+    """The distributions installed in `dirs` (site_dirs), by name and version: the directories
+    themselves (a virtual environment's are its own, so two venvs of one base interpreter differ)
+    and the `*.dist-info` / `*.egg-info` entries there, whose names carry the version (`pip
+    install -U` renames them). A local install (a dist-info with PEP 610's direct_url.json: `pip
+    install -e .`, `pip install .`, a VCS URL) does not count: it is the subject's own code, which
+    the tree, the revision or the recorded imports key, and a build step that re-installs it must
+    not move the next command's key. An installed file edited in place is not seen (names only)."""
+    real = tuple(dict.fromkeys(os.path.realpath(d) for d in dirs))
+    if real not in _INSTALLED:
         h = hashlib.sha256()
-        for d in dict.fromkeys(os.path.realpath(d) for d in dirs):
+        for d in real:
             try:
                 names = sorted(e.name for e in os.scandir(d) if e.name.endswith((".dist-info", ".egg-info")))
             except OSError:
@@ -256,24 +267,26 @@ def installed_digest() -> str:
             for name in names:
                 if not (name.endswith(".dist-info") and os.path.exists(os.path.join(d, name, "direct_url.json"))):
                     h.update(f"{name}\0".encode("utf-8", "surrogateescape"))
-        _INSTALLED.append(h.hexdigest()[:16])
-    return _INSTALLED[0]
+        _INSTALLED[real] = h.hexdigest()[:16]
+    return _INSTALLED[real]
 
 
 def program_identity(argv0: str, env: Mapping[str, str]) -> str:
     """What a command's program resolves to: bisectk's interpreter for `python` (its version and
     what it has installed, `installed_digest`), else the file found on PATH, with its size and
-    mtime (an upgraded compiler is another program)."""
+    mtime (an upgraded compiler is another program), and for another Python what its prefix has
+    installed."""
     if argv0 == sys.executable:
-        return f"python:{os.path.realpath(sys.executable)}:{sys.version.split()[0]}:{installed_digest()}"
+        return f"python:{os.path.realpath(sys.executable)}:{sys.version.split()[0]}:{installed_digest(site_dirs())}"
     found = shutil.which(argv0, path=env.get("PATH")) if not os.path.dirname(argv0) else argv0
     if not found:
         return f"unresolved:{argv0}"
     try:
         st = os.stat(found)
-        return f"{os.path.realpath(found)}:{st.st_size}:{st.st_mtime_ns}"
     except OSError:
         return f"unresolved:{argv0}"
+    installed = f":{installed_digest(site_dirs(found))}" if _PYTHON.match(os.path.basename(found)) else ""
+    return f"{os.path.realpath(found)}:{st.st_size}:{st.st_mtime_ns}{installed}"
 
 
 NVIDIA_PROC = "/proc/driver/nvidia"   # the driver's own files: version, gpus/<bus id>/information

@@ -320,6 +320,20 @@ def test_an_installed_packages_upgrade_and_another_venv_are_new_observations(tmp
     assert "PASS" in other and "from the ledger" not in other, other
 
 
+def test_another_python_named_by_the_command_is_keyed_by_what_it_has_installed(tmp_path):
+    """`command = ["/path/to/venv/bin/python3", ...]` (or `python3` found on PATH): that Python's
+    prefix's site-packages count as bisectk's own do."""
+    from bisectk.run import memokey
+    python = _venv(tmp_path / "a", "1.0", 0.0)
+    before = memokey.program_identity(str(python), os.environ)
+    memokey._INSTALLED.clear()            # made once per process: a new command sees the upgrade
+    assert memokey.program_identity(str(python), os.environ) == before
+    (site_dir,) = (tmp_path / "a").glob("lib/python3*/site-packages")
+    _install(site_dir, "2.0", 1.0)
+    memokey._INSTALLED.clear()
+    assert memokey.program_identity(str(python), os.environ) != before
+
+
 def _driver(root: Path, version: str, model: str) -> None:
     (root / "gpus" / "0000:18:00.0").mkdir(parents=True, exist_ok=True)
     (root / "version").write_text(f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}  Tue Jan 1 2026\n"

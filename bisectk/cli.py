@@ -139,7 +139,11 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     with Session("ablate", s, ledger_path, args={"spec": str(spec), "strategy": strategy},
                  policy=pol, reporter=reporter(as_json, s.good)) as session:
         if resume and session.previous is None:
-            fail(f"--resume: no earlier ablation of {spec} in {session.ledger.path}")
+            other = session.ledger.last_session("ablate", before=session.id)
+            fail(f"--resume: no earlier ablation of {spec} in {session.ledger.path}" + (
+                f" as it is now: the last one there (session {other['id']}) ran another command, oracle or "
+                f"named file; without --resume every run whose inputs are unchanged is still answered from the "
+                f"ledger" if other is not None and other["args"].get("spec") == str(spec) else ""))
         if resume and session.previous["args"].get("strategy") and strategy == "adaptive":
             strategy = session.previous["args"]["strategy"]
         if not as_json:

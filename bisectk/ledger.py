@@ -610,11 +610,15 @@ class Ledger:
             self.db.execute("DELETE FROM logs WHERE session=? AND NOT EXISTS (SELECT 1 FROM sessions WHERE id=?)",
                             (session, session))
 
-    def last_session(self, command: str, fingerprint: str | None = None) -> dict[str, Any] | None:
+    def last_session(self, command: str, fingerprint: str | None = None,
+                     before: int | None = None) -> dict[str, Any] | None:
+        """The newest session of `command` (of that subject fingerprint; older than session `before`)."""
         q = "SELECT id, command, fingerprint, args_json, created, finished, result_json FROM sessions WHERE command=?"
         args: tuple = (command,)
         if fingerprint:
-            q, args = q + " AND fingerprint=?", (command, fingerprint)
+            q, args = q + " AND fingerprint=?", (*args, fingerprint)
+        if before is not None:
+            q, args = q + " AND id<?", (*args, before)
         with self.lock, self._read("reading sessions"):
             row = self.db.execute(q + " ORDER BY id DESC LIMIT 1", args).fetchone()
         return self._decode(_session, row) if row else None

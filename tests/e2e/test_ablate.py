@@ -620,3 +620,17 @@ def test_a_threshold_below_the_good_value_is_said_to_go_down(tmp_path):
     doc = ablate_json(spec, tmp_path)
     assert doc["culprits"] == ["depth"]
     assert doc["thresholds"]["depth"]["text"] == "fails from 1 down (2 passes)", doc["thresholds"]
+
+
+def test_resume_after_the_spec_changed_is_refused_saying_why_not_that_there_was_none(tmp_path):
+    """A changed spec (here its oracle) must not resume the old ablation, and is refused; the
+    refusal said 'no earlier ablation of spec.toml' when there was one, of the spec before its edit."""
+    spec = err_spec(tmp_path, "changed", 'import json, sys\nprint("BISECTK_RESULT " + json.dumps('
+                    '{"err": float("a=1" in sys.argv)}))\n', factors="ab")
+    p = bisectk("ablate", spec, "--resume", cwd=tmp_path, check=2)
+    assert "no earlier ablation of" in p.stderr and "as it is now" not in p.stderr, p.stderr
+    bisectk("ablate", spec, cwd=tmp_path, check=0)
+    spec.write_text(spec.read_text().replace("max = 0.5", "max = 0.25"))
+    p = bisectk("ablate", spec, "--resume", cwd=tmp_path, check=2)
+    (line,) = p.stderr.strip().splitlines()
+    assert "as it is now" in line and "without --resume" in line and "Traceback" not in p.stderr, p.stderr

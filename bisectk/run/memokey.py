@@ -42,7 +42,8 @@ gpu_facts          -- the driver's version and each GPU's model (/proc/driver/nv
 StaticKey          -- (1)-(4) for one Runner: `key(policy, revision)`. A workload pinned by a
                       revision (a commit, a hunk set over GOOD's and BAD's whole content) does not
                       add the tree. `files`: the named files (1) it covers, for the reports.
-sources_digest     -- (5): a subject's runs record the files they import (run/imports.py); the
+sources_digest     -- (5): a subject's runs record the files they import (run/imports.py; and, in
+                      the user's tree with no build step, the ones git ignores: `ignored`); the
                       ledger keeps their union per static key (`Ledger.sources`), and the full key
                       is the static key plus the hash of those files' current content. A run that
                       imported a file not yet recorded is stored under the key that includes it,
@@ -336,6 +337,23 @@ class StaticKey:
             self.base["gpus"] = gpus
         self._tree: str | None = None
         self._keys: dict[tuple, str] = {}
+        self._ignored: dict[str, bool] = {}    # file -> whether git ignores it (ignored)
+
+    def ignored(self, paths) -> list[str]:
+        """The files of `paths` (what a run imported) inside the subject's tree that git ignores:
+        the tree digest leaves ignored files out (a build's outputs), yet a run that imports one
+        (a local settings module, a generated module left in place) depends on it, and it is
+        keyed as an import from outside the tree is. Asked of git once per file, for the process."""
+        from bisectk.run.imports import outside
+        root = os.path.join(os.path.realpath(self.cwd), "")
+        inside = [p for p in outside(paths) if p.startswith(root)]
+        new = [p for p in inside if p not in self._ignored]
+        for i in range(0, len(new), 200):
+            chunk = new[i:i + 200]
+            out = _git(self.cwd, "-c", "core.quotePath=false", "check-ignore", "--", *chunk)   # None: none ignored
+            said = {os.path.realpath(os.path.join(self.cwd, os.fsdecode(n))) for n in (out or b"").split(b"\n") if n}
+            self._ignored.update({p: p in said for p in chunk})
+        return [p for p in inside if self._ignored.get(p)]
 
     def tree(self) -> str:
         if self._tree is None:

@@ -367,3 +367,33 @@ def test_bisectks_own_switches_are_no_input(env, monkeypatch):
         monkeypatch.setenv(name, value)
     again, n2 = verdict(d, env / "l.db")
     assert (n1, n2) == (1, 0) and again.cached
+
+
+def test_a_module_of_the_tree_that_git_ignores_is_in_the_key(env):
+    """A local settings module the subject imports, ignored by git: the tree digest leaves ignored
+    files out (build outputs), so after an edit of it the stored PASS answered. It is keyed as a
+    module from outside the tree is; tracked modules stay keyed by the tree alone."""
+    d = env / "repo"
+    d.mkdir()
+    subprocess.run(["git", "init", "-q", str(d)], check=True)
+    (d / ".gitignore").write_text("local_cfg.py\n.bisectk/\n")
+    (d / "pyproject.toml").touch()
+    (d / "local_cfg.py").write_text("ERR = 0.0\n")
+    (d / "tracked.py").write_text("ERR = 0.0\n")
+    (d / "s.py").write_text('import json, local_cfg, tracked\n'
+                            'print("BISECTK_RESULT " + json.dumps({"err": local_cfg.ERR + tracked.ERR}))\n')
+    (d / "spec.toml").write_text('name = "ignored"\n[subject]\ncommand = ["python", "s.py"]\n'
+                                 '[oracle]\nmetric = "err"\nmax = 0.5\n')
+    subprocess.run(["git", "-C", str(d), "add", "-A"], check=True)
+    first, n1 = verdict(d, env / "l.db")
+    again, n2 = verdict(d, env / "l.db")
+    (d / "local_cfg.py").write_text("ERR = 1.0\n")
+    edited, n3 = verdict(d, env / "l.db")
+    assert (first.outcome, again.outcome, edited.outcome) == (Outcome.PASS, Outcome.PASS, Outcome.FAIL)
+    assert (n1, n2, n3) == (1, 0, 1) and again.cached
+    ledger = Ledger(env / "l.db")
+    try:
+        rows = ledger.db.execute("SELECT value FROM meta WHERE key LIKE 'sources:%'").fetchall()
+    finally:
+        ledger.close()
+    assert {p for (value,) in rows for p in json.loads(value)} == {str((d / "local_cfg.py").resolve())}

@@ -387,7 +387,7 @@ def test_a_module_of_the_tree_that_git_ignores_is_in_the_key(env):
     subprocess.run(["git", "-C", str(d), "add", "-A"], check=True)
     first, n1 = verdict(d, env / "l.db")
     again, n2 = verdict(d, env / "l.db")
-    (d / "local_cfg.py").write_text("ERR = 1.0\n")
+    (d / "local_cfg.py").write_text("ERR = 1.00\n")     # another size: within the second, a same-size edit reads the old .pyc
     edited, n3 = verdict(d, env / "l.db")
     assert (first.outcome, again.outcome, edited.outcome) == (Outcome.PASS, Outcome.PASS, Outcome.FAIL)
     assert (n1, n2, n3) == (1, 0, 1) and again.cached

@@ -524,6 +524,11 @@ class Ledger:
             self._claimed.discard(claim.owner)
         return n
 
+    def forget_session_runs(self, session: int) -> int:
+        """Remove the runs a session stored (their inputs changed under them); returns how many."""
+        with self._write("removing runs"):
+            return self.db.execute("DELETE FROM runs WHERE session=?", (session,)).rowcount
+
     # -- claims -------------------------------------------------------------------------
     def claim(self, fingerprint: str, config_key: str, idx: int, *, ttl: float = 3600.0,
               poll_s: float = 0.05, max_poll_s: float = 1.0, on_wait=None) -> Claim:

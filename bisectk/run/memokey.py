@@ -42,6 +42,8 @@ gpu_facts          -- the driver's version and each GPU's model (/proc/driver/nv
 StaticKey          -- (1)-(4) for one Runner: `key(policy, revision)`. A workload pinned by a
                       revision (a commit, a hunk set over GOOD's and BAD's whole content) does not
                       add the tree. `files`: the named files (1) it covers, for the reports.
+                      `moved()`: which of (1) and (4) changed since it was made (the runner
+                      stores no run made after that, run/runner.py).
 sources_digest     -- (5): a subject's runs record the files they import (run/imports.py; and, in
                       the user's tree with no build step, the ones git ignores: `ignored`); the
                       ledger keeps their union per static key (`Ledger.sources`), and the full key
@@ -354,6 +356,17 @@ class StaticKey:
             said = {os.path.realpath(os.path.join(self.cwd, os.fsdecode(n))) for n in (out or b"").split(b"\n") if n}
             self._ignored.update({p: p in said for p in chunk})
         return [p for p in inside if self._ignored.get(p)]
+
+    def moved(self, tree: bool = True) -> list[str]:
+        """What of this key's inputs changed since it was made: the named files, by path, and
+        (with `tree`, where a key included it) the subject's tree. A run made after such a change
+        is no observation of this key: stored under it, a later command with the files put back
+        would be answered by it."""
+        now = self.spec.named_files(self.cwd)
+        out = sorted(p for p in {*self.files, *now} if self.files.get(p) != now.get(p))
+        if tree and self._tree is not None and tree_digest(self.cwd) != self._tree:
+            out.append(f"the sources under {self.cwd}")
+        return out
 
     def tree(self) -> str:
         if self._tree is None:

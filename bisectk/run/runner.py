@@ -25,6 +25,8 @@ Runner        -- owns one subject (a Spec): for a Workload (a configuration, the
                  runs (engine/endpoints.py) get their watchdog once it has passed, or end unjudged
                  when it did not (run/pending.py); the good endpoint's run, then the bad
                  endpoint's, come first for a worker (Job.urgent).
+                 A run is not stored once a file the memo key covers changed since the key was
+                 made (`_inputs_moved`), and the runs stored before are taken back out.
                  `drop_under_way()`: the runs under way now (a stopped search's, made ahead) are
                  not stored nor counted when they end: the record made at the stop holds what
                  the ledger holds.
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -59,6 +62,12 @@ from bisectk.run.snapshot import LINEINFO_ENV, SnapshotPolicy, SnapshotRequest
 from bisectk.run.workload import Workload
 from bisectk.spec import Config, Spec, config_key
 from bisectk.timeouts import CALIBRATION_CAP_S, DEFAULT_FACTOR, DEFAULT_FLOOR_S, TimeoutPolicy, calibrated
+
+
+# the subject's tree is compared (_inputs_moved) at most every MOVED_EVERY_S, and at most every
+# MOVED_COST x the time one comparison takes (git runs three processes: a few % of a run at most)
+MOVED_EVERY_S = 1.0
+MOVED_COST = 20
 
 
 class Runner:
@@ -98,6 +107,8 @@ class Runner:
         self._pending: Pending | None = None    # runs begun beside the good endpoint's (hold)
         self._era = 0                   # runs begun before drop_under_way() ended another era
         self._stopped = threading.Event()       # stop(): a run that ends from now on is not stored
+        self._moved_since: list[str] | None = None  # what changed under the memo key (_inputs_moved)
+        self._tree_check_at = 0.0                   # when the tree is next compared (monotonic)
 
     @property
     def fingerprint(self) -> str:
@@ -422,7 +433,7 @@ class Runner:
                 raise RunAbandoned("the search stopped while this run was under way: not stored")
             self._unless_stopped()      # the claim is given back (`with`): the next command makes it
             full = self._record_sources(static, w, imported)
-            if not started:
+            if not started or self._inputs_moved():
                 pass    # not stored (see the module docstring): the claim is given back (`with`)
             elif full == fingerprint:
                 claim.record(run, self.session)
@@ -433,6 +444,36 @@ class Runner:
                 self.executed += 1
                 self._memory[(static, key, index)] = run
             return run, False
+
+    def _inputs_moved(self) -> bool:
+        """Whether the subject's files changed since the memo key was made (StaticKey.moved): the
+        named files at every run, the tree at most every MOVED_EVERY_S (or MOVED_COST x the time
+        a comparison takes, if longer). At the first change the
+        runs this session stored are taken back out of the ledger and no later run is stored: a
+        run of the edited files filed under the old key would answer a later command once the
+        files are put back. The command goes on, and says so."""
+        with self._lock:
+            if self._moved_since is not None:
+                return True
+            due = time.monotonic() >= self._tree_check_at
+        t0 = time.monotonic()
+        moved = self.memo.moved(tree=due)
+        if due:
+            with self._lock:
+                self._tree_check_at = time.monotonic() + max(MOVED_EVERY_S, MOVED_COST * (time.monotonic() - t0))
+        if not moved:
+            return False
+        with self._lock:
+            if self._moved_since is not None:
+                return True
+            self._moved_since = moved
+        dropped = (self.ledger.forget_session_runs(self.session)
+                   if self.ledger and not self.ledger.readonly and self.session is not None else 0)
+        shown = ", ".join(moved[:3]) + (f" and {len(moved) - 3} more" if len(moved) > 3 else "")
+        self.events.emit(Note(f"{shown} changed while this command ran (edited, or written by its runs): its "
+                              f"answer may rest on runs of either version, and none of its runs is kept for "
+                              f"reuse ({dropped} taken back out of the ledger)"))
+        return True
 
     def _log_dir(self, static: str, key: str, index: int, phase: str) -> Path | None:
         if not self.log_root:

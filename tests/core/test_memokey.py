@@ -397,3 +397,33 @@ def test_a_module_of_the_tree_that_git_ignores_is_in_the_key(env):
     finally:
         ledger.close()
     assert {p for (value,) in rows for p in json.loads(value)} == {str((d / "local_cfg.py").resolve())}
+
+
+def test_runs_made_after_the_subjects_files_changed_mid_command_are_not_kept(env, monkeypatch):
+    """The key is made when the command starts. A helper edited while it ran (and put back after)
+    left the runs of the edited helper filed under the original key, and the next command, the
+    helper as it was, was answered by them: the wrong culprit, from the ledger."""
+    from bisectk.events import Note
+    from bisectk.run import runner as runner_module
+    monkeypatch.setattr(runner_module, "MOVED_EVERY_S", 0.0, raising=False)     # the tree compared at every run
+    monkeypatch.setattr(runner_module, "MOVED_COST", 0, raising=False)
+    d = project(env)
+    spec = load_spec(d / "spec.toml")
+    ledger = Ledger(env / "l.db")
+    try:
+        session = ledger.open_session("run", spec.fingerprint(), {})
+        runner = Runner(spec, ledger, session=session)
+        notes = []
+        runner.events.subscribe(lambda e: notes.append(e.text) if isinstance(e, Note) else None)
+        assert runner.verdict(spec.endpoint("good")).outcome is Outcome.PASS
+        (d / "helper.py").write_text("ERR = 1.00\n")         # edited while the command runs (another size: no stale .pyc)
+        assert runner.observe(spec.endpoint("good"), 1).outcome is Outcome.FAIL     # a second run, of the edit
+        assert any("changed while this command ran" in n for n in notes), notes
+    finally:
+        ledger.close()
+    (d / "helper.py").write_text("ERR = 0.0\n")              # put back
+    again, n = verdict(d, env / "l.db")
+    assert again.outcome is Outcome.PASS and n == 1 and not again.cached
+    (d / "helper.py").write_text("ERR = 1.00\n")
+    edited, n = verdict(d, env / "l.db")
+    assert edited.outcome is Outcome.FAIL and n == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -287,6 +288,7 @@ def _install(site_dir: Path, version: str, err: float) -> None:
         (old / "METADATA").unlink()
         old.rmdir()
     (site_dir / "fakepkg").mkdir(exist_ok=True)
+    shutil.rmtree(site_dir / "fakepkg" / "__pycache__", ignore_errors=True)   # as pip's upgrade: no stale .pyc
     (site_dir / "fakepkg" / "__init__.py").write_text(f"ERR = {err}\n")
     (site_dir / f"fakepkg-{version}.dist-info").mkdir()
     (site_dir / f"fakepkg-{version}.dist-info" / "METADATA").write_text(f"Name: fakepkg\nVersion: {version}\n")

@@ -45,11 +45,12 @@ StaticKey          -- (1)-(4) for one Runner: `key(policy, revision)`. A workloa
                       `moved()`: which of (1) and (4) changed since it was made (the runner
                       stores no run made after that, run/runner.py).
 sources_digest     -- (5): a subject's runs record the files they import (run/imports.py; and, in
-                      the user's tree with no build step, the ones git ignores: `ignored`); the
-                      ledger keeps their union per static key (`Ledger.sources`), and the full key
-                      is the static key plus the hash of those files' current content. A run that
-                      imported a file not yet recorded is stored under the key that includes it,
-                      which is what the next session computes.
+                      the user's tree with no build step, those the tree digest leaves out:
+                      `uncovered`); the ledger keeps their union per static key
+                      (`Ledger.sources`), and the full key is the static key plus the hash of
+                      those files' current content. A run that imported a file not yet recorded
+                      is stored under the key that includes it, which is what the next session
+                      computes.
 
 Old ledgers stay readable: their runs were stored under the old key, which no new key equals, so
 they are simply not answered again.
@@ -339,23 +340,28 @@ class StaticKey:
             self.base["gpus"] = gpus
         self._tree: str | None = None
         self._keys: dict[tuple, str] = {}
-        self._ignored: dict[str, bool] = {}    # file -> whether git ignores it (ignored)
+        self._uncovered: dict[str, bool] = {}  # file -> whether the tree digest leaves it out (uncovered)
 
-    def ignored(self, paths) -> list[str]:
-        """The files of `paths` (what a run imported) inside the subject's tree that git ignores:
-        the tree digest leaves ignored files out (a build's outputs), yet a run that imports one
-        (a local settings module, a generated module left in place) depends on it, and it is
-        keyed as an import from outside the tree is. Asked of git once per file, for the process."""
+    def uncovered(self, paths) -> list[str]:
+        """The files of `paths` (what a run imported) inside the subject's tree that the tree
+        digest leaves out: ignored by git, under a skipped or (outside git) hidden directory, or
+        with no source suffix (a compiled extension). A run that imports one (a local settings
+        module, a module left in `build/`, a `.so`) depends on it, so it is keyed as an import
+        from outside the tree is. Git is asked once per file, for the process."""
         from bisectk.run.imports import outside
         root = os.path.join(os.path.realpath(self.cwd), "")
         inside = [p for p in outside(paths) if p.startswith(root)]
-        new = [p for p in inside if p not in self._ignored]
-        for i in range(0, len(new), 200):
-            chunk = new[i:i + 200]
-            out = _git(self.cwd, "-c", "core.quotePath=false", "check-ignore", "--", *chunk)   # None: none ignored
-            said = {os.path.realpath(os.path.join(self.cwd, os.fsdecode(n))) for n in (out or b"").split(b"\n") if n}
-            self._ignored.update({p: p in said for p in chunk})
-        return [p for p in inside if self._ignored.get(p)]
+        new = [p for p in inside if p not in self._uncovered]
+        in_git = self.tree().startswith("git:")
+        ignored: set[str] = set()
+        for i in range(0, len(new), 200) if in_git else ():
+            out = _git(self.cwd, "-c", "core.quotePath=false", "check-ignore", "--", *new[i:i + 200])
+            ignored |= {os.path.realpath(os.path.join(self.cwd, os.fsdecode(n))) for n in (out or b"").split(b"\n") if n}
+        for p in new:
+            dirs = Path(p[len(root):]).parts[:-1]
+            skipped = any(d in SKIP_DIRS or (not in_git and d.startswith(".")) for d in dirs)
+            self._uncovered[p] = p in ignored or skipped or not _is_source(os.path.basename(p))
+        return [p for p in inside if self._uncovered[p]]
 
     def moved(self, tree: bool = True) -> list[str]:
         """What of this key's inputs changed since it was made: the named files, by path, and

@@ -149,9 +149,10 @@ class Runner:
             self.imported_files.update(imported)
         files = [f for f in run_imports.outside(imported, roots) if not _scratch(f, self.ledger)]
         if not w.revision and not self.spec.build and Path(w.cwd) == Path(self.cwd):
-            # a git-ignored module of the user's tree is in no tree digest; with a build step an
-            # ignored file is its output, made again for each configuration
-            files += self.memo.ignored(imported)
+            # a module of the user's tree that its digest leaves out (git-ignored, under build/ or a
+            # hidden directory, a .so); with a build step such files are its outputs, made again for
+            # each configuration
+            files += self.memo.uncovered(imported)
         new = sorted(set(files) - set(self._sources_of(static)))
         if new:
             if self.ledger and not self.ledger.readonly:

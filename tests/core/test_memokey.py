@@ -429,3 +429,27 @@ def test_runs_made_after_the_subjects_files_changed_mid_command_are_not_kept(env
     (d / "helper.py").write_text("ERR = 1.00\n")
     edited, n = verdict(d, env / "l.db")
     assert edited.outcome is Outcome.FAIL and n == 1
+
+
+def test_a_module_the_tree_digest_leaves_out_is_in_the_key_outside_git_too(env):
+    """Outside git the tree digest walks source files, skipping hidden and build directories: a
+    module the subject imports from `.cfg/` or `build/lib/` was in no key, and its edit answered
+    from the ledger."""
+    d = env / "plain"
+    for sub in (".cfg", "build/lib"):
+        (d / sub).mkdir(parents=True)
+    (d / "pyproject.toml").touch()
+    (d / ".cfg" / "local_cfg.py").write_text("ERR = 0.0\n")
+    (d / "build" / "lib" / "kern.py").write_text("ERR = 0.0\n")
+    (d / "s.py").write_text('import json, sys\nsys.path[:0] = [".cfg", "build/lib"]\nimport kern, local_cfg\n'
+                            'print("BISECTK_RESULT " + json.dumps({"err": local_cfg.ERR + kern.ERR}))\n')
+    (d / "spec.toml").write_text('name = "left out"\n[subject]\ncommand = ["python", "s.py"]\n'
+                                 '[oracle]\nmetric = "err"\nmax = 0.5\n')
+    found = [verdict(d, env / "l.db")]
+    found.append(verdict(d, env / "l.db"))
+    for f in (d / ".cfg" / "local_cfg.py", d / "build" / "lib" / "kern.py"):
+        f.write_text("ERR = 1.00\n")        # another size: no stale .pyc within the second
+        found.append(verdict(d, env / "l.db"))
+        f.write_text("ERR = 0\n")
+    assert [(v.outcome, n) for v, n in found] == [(Outcome.PASS, 1), (Outcome.PASS, 0), (Outcome.FAIL, 1),
+                                                  (Outcome.FAIL, 1)], found

@@ -374,7 +374,8 @@ def bisect(repo: Path = RepoOpt,
                 pool.prepare(first)
         try:
             run_cmd, build, files = resolve_commands(run_cmd, build, user_cwd=Path.cwd(), root=root, commit=bad_sha,
-                                                     olds=olds)
+                                                     olds=olds, pytest=pytest_words(pytest_id),
+                                                     copy=executor == "local")
             s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
         except BaseException:
             listing.result()                # a bad range is reported first, as before
@@ -388,18 +389,24 @@ def bisect(repo: Path = RepoOpt,
                 ledger=ledger, as_json=as_json, terms=terms, files=files, clean_ignored=clean_ignored)
 
 
+def pytest_words(pytest_id: Optional[str]) -> list[str]:
+    """--pytest's node ids and options, split as pytest gets them (none without --pytest)."""
+    from bisectk.engine.subject import pytest_args
+    return pytest_args(pytest_id) if pytest_id else []
+
+
 def say_command(files, spec, sub: Path) -> None:
     """Where the command runs and which copy of each file it names: the user's file, or each
     commit's own (said when the user has a copy: one that only the tree has did not run)."""
     if spec is None and str(sub) != ".":
         out.print(f"runs in each commit's {sub}/, where the command was typed", markup=False)
+    from bisectk.report.history import command_lines
     for f in files:
-        if f.state == "tracked, not in your directory":
-            continue
-        out.print(f"command: {f.word} is your file {f.path} ({f.state}), run in each commit's worktree"
-                  if f.use == "yours" else f"command: {f.word} is tracked: each commit's own {f.path} "
-                  + ("runs" if f.runs else "is named"),
-                  markup=False)
+        if f.use == "tree" and f.state != "tracked, not in your directory":
+            out.print(f"command: {f.word} is tracked: each commit's own {f.path} " + ("runs" if f.runs else "is named"),
+                      markup=False)
+    for line in command_lines([f.to_dict() for f in files if f.use != "tree"]):
+        out.print(line, markup=False)
 
 
 def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, spec, run_cmd, pytest_id, s, cfg, sub, good, bad,
@@ -412,7 +419,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
     from bisectk.engine.bisect import run_bisect
     from bisectk.engine.interrupts import held
     from bisectk.engine.session import Session, ledger_location
-    from bisectk.spaces.command import needed
+    from bisectk.spaces.command import carried, needed
     from bisectk.spaces.shared import snapshot
     commits = listing.result()
     args = {"repo": str(root), "good": good_sha, "bad": bad_sha, "first_parent": first_parent, "flaky": flaky,
@@ -452,6 +459,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
         with held():   # as in ablate: Ctrl-C stops runs, never the writing of a result
             with session.commit_space(commits, root, cfg, sub, pool=pool) as space:
                 space.needed = needed(files)
+                space.carry(carried(files))
                 try:
                     rec = run_bisect(session.runner(), space, pol, environment=environment, repo=str(root),
                                      first_parent=first_parent, any_failure=any_failure, terms=terms,
@@ -540,7 +548,7 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
     from bisectk.report.junit import write_junit
     from bisectk.report.triage import to_cases
     from bisectk.spaces.commits import list_graph, open_repo
-    from bisectk.spaces.command import needed, pathspec_of, resolve_commands
+    from bisectk.spaces.command import carried, needed, pathspec_of, resolve_commands
     from bisectk.spaces.shared import snapshot
     spec, paths = history_targets(targets, bool(run_cmd or pytest_id))
     root = open_repo(repo)
@@ -548,7 +556,8 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
     commits = list_graph(root, good, bad, first_parent=first_parent, paths=paths)
     # --run ./test.sh as bisect reads it: the user's untracked script, or each commit's own
     run_cmd, build, files = resolve_commands(run_cmd, build, user_cwd=Path.cwd(), root=root, commit=commits.bad_sha,
-                                             olds=[commits.good_sha])
+                                             olds=[commits.good_sha], pytest=pytest_words(pytest_id),
+                                             copy=executor == "local")
     s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  jobs=jobs, max_runs=max_runs, confidence=confidence, executor=executor, ray_address=ray_address,
@@ -571,6 +580,7 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
         with held():   # as in ablate: Ctrl-C stops runs, never the writing of a result
             with session.commit_space(commits, root, cfg, sub) as space:
                 space.needed = needed(files)
+                space.carry(carried(files))
                 try:
                     rec = run_triage(session.runner(), space, pol, scratch_root=session.scratch("triage"),
                                      environment=capture_after_first_run(session), repo=str(root),

@@ -97,16 +97,19 @@ def redirect(runner, space, files: list[str]) -> str | None:
 def still_leaking(runner, space, command_files=()) -> str | None:
     """The problem line when the runs, redirected, still import the checkout. `command_files`
     (CommandFile dicts, spaces/command.py): a file of the user's that the command runs from
-    their checkout (an untracked test script) is why, where it is one: Python puts a script's
-    own directory first on sys.path, and pytest loads the conftest.py files above a test file,
-    from the checkout, whatever PYTHONPATH says."""
+    their checkout (an untracked test script named from outside the repository, or with an
+    executor elsewhere; one inside it is copied into each commit's worktree and runs there,
+    spaces/yours.py) is why, where it is one: Python puts a script's own directory first on
+    sys.path, and pytest loads the conftest.py files above a test file, from the checkout,
+    whatever PYTHONPATH says."""
     checkout = Path(space.commits.repo)
     files = checkout_files(runner.imported_files, checkout)
     if not files:
         return None
     shown = ", ".join(os.path.relpath(f, checkout) for f in files[:SHOWN])
     root = os.path.join(os.path.realpath(checkout), "")
-    mine = [f for f in command_files if f.get("use") == "yours" and os.path.realpath(f["path"]).startswith(root)]
+    mine = [f for f in command_files if f.get("use") == "yours" and not f.get("copy")
+            and os.path.realpath(f["path"]).startswith(root)]
     if mine:
         return (f"the runs import Python from your checkout ({shown} in {checkout}), not from the commit being "
                 f"tested: your {mine[0]['word']} ({mine[0]['state']}) runs from your checkout, and what it loads "

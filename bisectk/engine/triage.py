@@ -5,8 +5,9 @@ Abstractions
 ------------
 run_triage   -- the three steps; each later step runs only if the earlier one found something.
                 The isolation diffs the first bad commit against its (first) parent, both exported
-                with `git archive` outside the user's checkout, through the same runner (so the
-                calibrated watchdog carries over).
+                with `git archive` outside the user's checkout, the user's files the command names
+                copied into both as into each commit's worktree (spaces/yours.py), through the same
+                runner (so the calibrated watchdog carries over).
 verdict_of   -- the triage's conclusion: "nothing to triage" (the bad ref passes), "culprit found",
                 or "inconclusive" (endpoints unusable, ambiguous history, interrupted); its CI
                 exit code is bisectk/exitcodes.py's (0, 1, 2).
@@ -32,6 +33,7 @@ from bisectk.run import scratch
 from bisectk.run.runner import Runner
 from bisectk.spaces.hunkspace import HunkSpace
 from bisectk.spaces.revisions import CommitSpace, export_tree
+from bisectk.spaces.yours import place
 
 NOTHING, CULPRIT, INCONCLUSIVE = TRIAGE_VERDICTS
 
@@ -102,6 +104,10 @@ def isolate(runner: Runner, commits: CommitSpace, policy: RunPolicy, bis: Bisect
         try:
             good_tree = export_tree(graph.repo, good_sha, Path(tmp) / "good")
             bad_tree = export_tree(graph.repo, bad_sha, Path(tmp) / "bad")
+            for tree in (good_tree, bad_tree):      # the user's files, as in each commit's worktree
+                why = place(tree, commits.carried)[2] if commits.carried else None
+                if why is not None:
+                    return None, f"your file could not be copied into the exported tree: {why}"
             space = HunkSpace(good_tree, bad_tree, scratch_root, base=commits.config, subdir=subdir, tag="triage",
                               keep_created=runner.spec.build is not None)
             space.python_roots = commits.python_roots   # where the bisection found runs importing the checkout

@@ -128,6 +128,36 @@ def separation_line(rec: BisectRecord) -> str:
                                 if rec.more_runs else ""))
 
 
+BESIDE = "untracked, beside "     # the state of a file copied because it lies beside the script
+SHOWN_BESIDE = 5
+
+
+def command_lines(files) -> list[str]:
+    """Which copy of each file a command names runs (spaces/command.py CommandFile dicts): the
+    user's, copied into each commit's worktree (spaces/yours.py) or run by its path, or each
+    commit's own; the untracked files copied beside a script in one line."""
+    lines, beside = [], {}
+    for f in files:
+        if f["use"] == "yours" and f["state"].startswith(BESIDE):
+            beside.setdefault(f["state"][len(BESIDE):], []).append(f["word"])
+        elif f["use"] == "yours":
+            lines.append(f"command: {f['word']} is your file {f['path']} ({f['state']}), "
+                         + (f"copied into each commit's worktree at {f['copy']} and run there, as git bisect run "
+                            "sees it in your checkout" if f.get("copy") else "run in each commit's worktree"))
+        elif f["use"] == "left":
+            lines.append(f"command: {f['state'].replace('beside it', 'beside ' + f['word'], 1)} into the worktrees "
+                         f"(git bisect run would see them in {f['path']}): a helper your script needs there must be "
+                         "tracked, or named by its absolute path")
+        else:
+            lines.append(f"command: {f['word']} is tracked: each commit's own {f['path']} runs")
+    for word, names in beside.items():
+        shown = ", ".join(names[:SHOWN_BESIDE]) + (f" and {len(names) - SHOWN_BESIDE} more" if len(names) > SHOWN_BESIDE
+                                                    else "")
+        lines.append(f"command: {len(names)} untracked file{'s' if len(names) > 1 else ''} beside {word} "
+                     f"copied with it, as git bisect run would see {'them' if len(names) > 1 else 'it'}: {shown}")
+    return lines
+
+
 def facts_lines(rec: BisectRecord) -> list[str]:
     """How the range and the command were read: several goods, merge bases, the pathspec, which
     copy of a --run file ran; a line each (the terminal and the debug log both say them)."""
@@ -140,9 +170,7 @@ def facts_lines(rec: BisectRecord) -> list[str]:
                      + (f" [{verdict_words(rec, m['verdict'])}]" if m.get("verdict") else ""))
     if rec.paths:
         lines.append(f"pathspec: {' '.join(rec.paths)} ({rec.commits} candidate commits touch it or are --bad)")
-    for f in rec.command_files:
-        lines.append(f"command: {f['word']} is your file {f['path']} ({f['state']}), run in each commit's worktree"
-                     if f["use"] == "yours" else f"command: {f['word']} is tracked: each commit's own {f['path']} runs")
+    lines += command_lines(rec.command_files)
     if rec.repeats > 1:
         lines.append(f"each pass confirmed by up to {rec.repeats} runs (the failure is intermittent)")
     if (rec.confirmation or {}).get("steady") and not rec.switched:

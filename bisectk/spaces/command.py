@@ -6,8 +6,11 @@ which holds the commit's tracked files only. So each relative path of the comman
 when it has a slash, any argument) is resolved once, before the search:
 
 - it names a file in the user's current directory that the commit's tree does not provide as it
-  is (untracked there, or modified, or the directory is outside the repository): the user's file
-  is run by its absolute path, inside each commit's worktree;
+  is (untracked there, or modified): the user's file is copied into each commit's worktree at its
+  own path and the word is left as typed (spaces/yours.py: what lies around it is then the
+  commit's, as git bisect run sees it; the untracked files beside a script that runs go with it,
+  bounded); where the directory is outside the repository, or the runs happen on other hosts
+  (`copy` False), it is run by its absolute path instead;
 - it names a file that the --bad commit's tree provides (the user's copy, if any, is the same, or
   is what their checkout's HEAD holds: not modified, only newer than --bad's): each commit's own
   copy is run, as git does;
@@ -30,8 +33,10 @@ resolved word by word the same way where a word stands plain as a program or an 
 
 Abstractions
 ------------
-CommandFile     -- one resolved path: the word as typed, which copy runs ("yours" or "tree"), the
-                   path run, and the file's state ("untracked", "modified", "outside the
+CommandFile     -- one resolved path: the word as typed, which copy runs ("yours" or "tree";
+                   "left": the untracked files beside a script, past yours.py's bounds, not
+                   copied), the user's path or the tree's, where a copy of the user's goes, and
+                   the file's state ("untracked", "modified", "outside the
                    repository", "tracked" (your copy is the tree's), "tracked, not in your
                    directory", and for a file the commit lacks that git did track, "deleted:
                    tracked at OLD, not at NEW" or "tracked at HEAD, not at NEW"): facts for the
@@ -40,8 +45,10 @@ split_command   -- a quoted command line split into argv with shell rules, or a 
                    when it holds shell syntax (`&&`, `|`, a redirection) that the split would turn
                    into arguments; runs_shell and shell_syntax, its two tests.
 resolve_command -- the command line with its words resolved, and the CommandFiles.
-resolve_commands -- --run and --build together, as bisect and triage take them; `needed`, the
-                   tree's files among them that a commit must have.
+resolve_commands -- --run and --build together, as bisect and triage take them, with --pytest's
+                   test files (resolve_pytest) and the untracked files beside the user's scripts;
+                   `needed`, the tree's files among them that a commit must have; `carried`, the
+                   user's files to copy into each commit's tree (CommitSpace.carry).
 checkout_build  -- refuses a command that builds the user's checkout (a CMake build directory
                    configured on it) instead of each commit.
 run_dir         -- where in each worktree the command runs: the user's directory, relative to the
@@ -56,7 +63,7 @@ import os
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from bisectk.errors import BisectkError
@@ -72,10 +79,14 @@ class CommandFile:
                      # | deleted: tracked at OLD, not at NEW | tracked at HEAD, not at NEW
     runs: bool = False   # the program, or the script an interpreter runs (`python t.py`, `sh t.sh`): a
                          # commit without it cannot run the command; any other path is an argument
+    copy: str = ""       # "yours" inside the repository: copied into each commit's tree at this path
+                         # (relative to its top level, spaces/yours.py) and run from there
 
     def to_dict(self) -> dict[str, str]:
         d = asdict(self)
         del d["runs"]
+        if not self.copy:
+            del d["copy"]
         return d
 
 
@@ -238,21 +249,35 @@ def _pathlike(word: str, first: bool) -> bool:
 
 
 def resolve_command(text: str, option: str, *, user_cwd: Path, root: Path, commit: str,
-                    olds: Sequence[str] = ()) -> tuple[str, list[CommandFile]]:
+                    olds: Sequence[str] = (), copy: bool = True) -> tuple[str, list[CommandFile]]:
     """`text` (a --run or --build command line) with its relative paths resolved against the
     user's directory and the `commit`'s tree; the rewritten line (split by the same shell rules
     gives the resolved words) and what was resolved. The script of `sh -c SCRIPT` has its words
     resolved as well (_resolve_script), so that the form a refused `&&` asks for runs the user's
     untracked script as a plain command would. `olds`: the other end's commits (the goods), which
-    say that a file of the user's that `commit` lacks was deleted on the way, not never tracked."""
+    say that a file of the user's that `commit` lacks was deleted on the way, not never tracked.
+    `copy`: the user's files inside the repository are copied into each commit's tree (their
+    words stay as typed); False, they are named by their absolute paths (a remote executor)."""
     argv = split_command(text, option)   # shell syntax refused before a rewrite could quote it into a word
-    resolver = _Resolver(user_cwd, root, commit, olds)
+    resolver = _Resolver(user_cwd, root, commit, olds, copy)
     inner, script = _shell_script_index(argv), _script_index(argv)
     out = [_resolve_script(word, resolver) if k == inner else resolver.word(word, k == 0, k == script)
            for k, word in enumerate(argv)]
     if (makefile := _makefile(argv, resolver)) is not None:
         resolver.files.append(makefile)
-    return (shlex.join(out) if resolver.files else text), resolver.files
+    # a word rewritten (the user's file by its absolute path): the line as the words now read
+    return (shlex.join(out) if out != argv else text), _once(resolver.files)
+
+
+def _once(files: list[CommandFile]) -> list[CommandFile]:
+    """One CommandFile per word and path (`./t.sh > log && ./t.sh x` names one file twice), a
+    file that runs anywhere in the line running."""
+    first: dict[tuple[str, str], CommandFile] = {}
+    for f in files:
+        had = first.setdefault((f.word, f.path), f)
+        if had is not f and f.runs and not had.runs:
+            first[(f.word, f.path)] = replace(had, runs=True)
+    return list(first.values())
 
 
 _MAKES = frozenset({"make", "gmake"})
@@ -280,8 +305,9 @@ def _makefile(argv: list[str], resolver: _Resolver) -> CommandFile | None:
 class _Resolver:
     """One command's words resolved (see the module docstring), the CommandFiles collected."""
 
-    def __init__(self, user_cwd: Path, root: Path, commit: str, olds: Sequence[str] = ()):
+    def __init__(self, user_cwd: Path, root: Path, commit: str, olds: Sequence[str] = (), copy: bool = True):
         self.user_cwd = Path(os.path.abspath(user_cwd))
+        self.copy = copy        # False: the user's files run by their absolute path (an executor elsewhere)
         self.root, self.commit, self.olds = root, commit, tuple(olds)
         try:
             self.inside: Path | None = self.user_cwd.relative_to(root)
@@ -321,10 +347,17 @@ class _Resolver:
                     sub_blob is not None and _same(self.root / sub[0], mine, sub_blob):
                 self.files.append(CommandFile(word, "tree", rel, "tracked", runs))
                 return word             # run where it was typed (run_dir): the word reads the same there
-            state = ("outside the repository" if self.inside is None or not mine.is_relative_to(self.root)
-                     else "modified" if blob is not None or sub_blob is not None else self._absent(rel))
-            self.files.append(CommandFile(word, "yours", str(mine), state))
-            return str(mine)
+            if self.inside is None or not mine.is_relative_to(self.root):
+                self.files.append(CommandFile(word, "yours", str(mine), "outside the repository"))
+                return str(mine)        # run by its absolute path, as git bisect run runs it
+            state = "modified" if blob is not None or sub_blob is not None else self._absent(rel)
+            if not self.copy:
+                self.files.append(CommandFile(word, "yours", str(mine), state))
+                return str(mine)
+            # copied into each commit's tree at its own path (spaces/yours.py): the word reads the
+            # same from the run's directory there, and what lies around it is the commit's
+            self.files.append(CommandFile(word, "yours", str(mine), state, runs, mine.relative_to(self.root).as_posix()))
+            return word
         if blob is not None:
             self.files.append(CommandFile(word, "tree", rel, "tracked, not in your directory", runs))
         return word
@@ -431,18 +464,73 @@ def _same(root: Path, path: Path, blob: str) -> bool:
 
 
 def resolve_commands(run_cmd: str | None, build: str | None, *, user_cwd: Path, root: Path,
-                     commit: str, olds: Sequence[str] = ()) -> tuple[str | None, str | None, list[CommandFile]]:
+                     commit: str, olds: Sequence[str] = (), pytest: Sequence[str] = (),
+                     copy: bool = True) -> tuple[str | None, str | None, list[CommandFile]]:
     """--run and --build as bisect and triage read them: each refused if it builds the checkout
-    (checkout_build), else resolved (resolve_command); the rewritten commands and their files."""
+    (checkout_build), else resolved (resolve_command); `pytest`, --pytest's words (node ids and
+    options, engine/subject.py pytest_args): their test files (resolve_pytest);
+    then the untracked files beside the user's files that run (spaces/yours.py beside). The
+    rewritten commands and their files. `copy`: as resolve_command's (False: nothing is copied)."""
     files: list[CommandFile] = []
     out = []
     for text, option in ((run_cmd, "--run"), (build, "--build")):
         if text:
             checkout_build(text, option, user_cwd=user_cwd, root=root)
-            text, found = resolve_command(text, option, user_cwd=user_cwd, root=root, commit=commit, olds=olds)
+            text, found = resolve_command(text, option, user_cwd=user_cwd, root=root, commit=commit, olds=olds,
+                                          copy=copy)
             files += found
         out.append(text)
-    return out[0], out[1], files
+    if pytest and copy:
+        files += resolve_pytest(pytest, user_cwd=user_cwd, root=root, commit=commit, olds=olds)
+    return out[0], out[1], files + _beside(files, user_cwd, root)
+
+
+def resolve_pytest(args: Sequence[str], *, user_cwd: Path, root: Path, commit: str,
+                   olds: Sequence[str] = ()) -> list[CommandFile]:
+    """The test files --pytest's node ids (`args`, split) name (`tests/test_k.py::test_x`) that are the user's
+    (untracked, modified: copied into each commit's tree, as a script of --run is), and the
+    untracked conftest.py files on the way from the repository's top level to each (pytest loads
+    them; git bisect run would find them in the checkout). The node ids stay as typed: from the
+    run's directory of each worktree they name the copies."""
+    resolver = _Resolver(user_cwd, root, commit, olds)
+    for arg in args:
+        path = arg.split("::", 1)[0]
+        if path and not arg.startswith("-") and not os.path.isabs(path):
+            resolver.word(path, False, True)
+    files = [f for f in resolver.files if f.copy]
+    for f in list(files):
+        parts = f.copy.split("/")[:-1]
+        for k in range(len(parts) + 1):
+            rel = "/".join([*parts[:k], "conftest.py"])
+            if any(g.copy == rel for g in files) or not (root / rel).is_file() or _blob(root, commit, rel) is not None:
+                continue
+            if resolver._absent(rel) == "untracked":
+                files.append(CommandFile(os.path.relpath(root / rel, user_cwd), "yours", str(root / rel), "untracked",
+                                         False, rel))
+    return files
+
+
+def _beside(files: list[CommandFile], user_cwd: Path, root: Path) -> list[CommandFile]:
+    """The untracked files beside the user's files that run, copied with them (spaces/yours.py);
+    or, past its bounds, one CommandFile of use "left" saying how many were not."""
+    from bisectk.spaces.yours import MAX_BESIDE, MAX_BESIDE_BYTES, beside
+    running = {f.copy: f for f in files if f.copy and f.runs}
+    found, over = beside(root, list(running), [f.copy for f in files if f.copy])
+    if over is not None:
+        n, size = over
+        first = next(iter(running.values()))
+        return [CommandFile(first.word, "left", str(Path(first.path).parent),
+                            f"{n} untracked files beside it, {size} bytes: more than {MAX_BESIDE} files or "
+                            f"{MAX_BESIDE_BYTES >> 20} MiB, so none is copied")]
+    by_dir = {os.path.dirname(rel): f for rel, f in running.items()}
+    return [CommandFile(os.path.relpath(root / rel, user_cwd), "yours", str(root / rel),
+                        f"untracked, beside {by_dir[os.path.dirname(rel)].word}", False, rel) for rel in found]
+
+
+def carried(files: Sequence[CommandFile]):
+    """The files to copy into each commit's tree (spaces/yours.py Carried), one per path."""
+    from bisectk.spaces.yours import Carried
+    return list({f.copy: Carried(f.copy, f.path) for f in files if f.copy and f.use == "yours"}.values())
 
 
 def needed(files: list[CommandFile]) -> tuple[str, ...]:

@@ -12,6 +12,9 @@ CommitSpace -- a point is a candidate's index in a CommitGraph, GOOD (the --good
                an executor on other hosts) nothing is checked out here at all: the Workload's
                origin is the commit, which the remote worker materialises from the `git archive`
                it is sent (or from `shared_repo`, a path of the repository every host can read).
+               The user's files the command names (an untracked test script, spaces/yours.py)
+               are copied into each leased worktree (`carry`), and what they hold is part of
+               each commit's revision.
                A commit whose tree cannot be read (a damaged or partial clone: a tree or blob
                missing) cannot be checked out: its Workload is `unrunnable`, with git's reason,
                and the runner answers it UNRESOLVED, as git skips it, instead of ending the command.
@@ -66,6 +69,19 @@ class CommitSpace:
         # relative to the repository root: a commit without one cannot run the command (skipped,
         # as git's 125) -- it is not a commit where the failure appeared
         self.needed: tuple[str, ...] = ()
+        # the user's files copied into each commit's worktree before its runs (spaces/yours.py),
+        # and what they hold, part of each commit's revision: `carry`
+        self.carried: tuple = ()
+        self._carried_digest = ""
+
+    def carry(self, carried) -> None:
+        """Copy these files of the user's (spaces/yours.py Carried) into each commit's worktree,
+        at their paths, before its build and runs; what they hold now pins the memo key. Not with
+        an executor on other hosts: each commit's tree is made there, and the command runs the
+        user's file by the path the user has it (as before this copy was made)."""
+        from bisectk.spaces.yours import digest
+        self.carried = tuple(carried)
+        self._carried_digest = digest(self.carried) if self.carried and not self.remote else ""
 
     def info(self, point: Any) -> CommitInfo:
         if isinstance(point, Outside):
@@ -78,6 +94,7 @@ class CommitSpace:
         that shape its checkout, when any is set (a filter, git-lfs, line endings)."""
         rev = sha if str(self.subdir) == "." else f"{sha}:{self.subdir.as_posix()}"
         shape = self.pool.shape if self.pool is not None else ""     # git's checkout settings, when set
+        rev = f"{rev}+yours-{self._carried_digest}" if self._carried_digest else rev
         return f"{rev}@{shape}" if shape else rev
 
     def _skipped(self, sha: str, why: str) -> Workload:
@@ -168,6 +185,10 @@ class CommitSpace:
             missing = self._missing(entry.path)
             if missing:
                 yield self._skipped(sha, missing)
+                return
+            why = self.pool.carry(entry, self.carried) if self.carried else None
+            if why is not None:         # a directory of the commit's where the user's file goes
+                yield self._skipped(sha, f"your file could not be copied into this commit's worktree: {why}")
                 return
             # state: a build made here before a tidy that removed its outputs is made again
             yield Workload(dict(self.config), entry.path / self.subdir, env, revision=self._rev(sha),

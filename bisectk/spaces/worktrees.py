@@ -18,6 +18,9 @@ WorktreePool -- a context manager lending detached worktrees, one per concurrent
 prepare      -- start a lease's checkout in the background, so that the first run's worktree is
                 written while the rest of the set-up (listing the history, imports) goes on;
                 `bisect` begins it before its CLI is even imported (spaces/early.py).
+carry        -- copy the user's files a command names into a leased worktree (spaces/yours.py),
+                noted beside its lock (wt-N.carried): `release` removes them, and so does the
+                next lease after a killed command (an ignored copy survives `git clean`).
 damage       -- what a run broke of a worktree's link to its git directory (its .git file removed,
                 replaced, or naming another repository's): asked before a lease runs git in it,
                 which then makes it again instead, and after each run (the run is UNRESOLVED
@@ -59,6 +62,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -396,6 +400,11 @@ class _Entry:
     watch: DirWatch | None = None   # its directories, watched since it was last left clean (dirwatch.py)
     generation: int = 0         # bumped when a lease wrote in it: a build made there before may be gone
 
+    @property
+    def note(self) -> Path:
+        """Beside its lock: the user's files copied into it (`carry`), until they are removed."""
+        return Path(f"{self.path}.carried")
+
 
 @dataclass
 class WorktreePool:
@@ -526,6 +535,7 @@ class WorktreePool:
             trust(entry.path)
         # Switching a worktree touches only that worktree's own index and files: no lock needed.
         try:
+            _drop_carried(entry)        # a killed command's copies (an ignored one survives `clean`)
             if self.damage(entry.path) is not None:
                 self._remake(entry, sha)    # a run broke its link to git: no git command runs there
             else:
@@ -556,7 +566,19 @@ class WorktreePool:
         except SpaceError:
             raise failed from None
 
+    def carry(self, entry: _Entry, carried) -> str | None:
+        """Copy the user's files (spaces/yours.py Carried) into a leased worktree, noting them
+        first beside its lock: `release` removes them, and so does the next lease of the worktree
+        after a command was killed (`git clean` would leave an ignored one, and a stale copy would
+        run for a script the user has since deleted). None, or why one could not be placed."""
+        from bisectk.spaces.yours import place
+        entry.note.write_text(json.dumps({"files": [c.rel for c in carried], "dirs": []}))
+        written, made, why = place(entry.path, carried)
+        entry.note.write_text(json.dumps({"files": written, "dirs": made}))
+        return why
+
     def release(self, entry: _Entry, sha: str | None) -> None:
+        _drop_carried(entry)
         if self._owner is not None:     # root in another user's repository: git's admin files are theirs
             give([self._common / "worktrees", _admin_of(entry.path) or entry.path], self._owner)
         with self._cond:
@@ -772,6 +794,19 @@ class WorktreePool:
             remove_if_unused(self.cache_dir)
 
 
+def _drop_carried(entry: _Entry) -> None:
+    """Remove the user's files `carry` copied into a worktree, as its note lists them (a stat
+    when there are none). Removing them is a write the worktree's watch sees: the next lease's
+    `_tidy` checks the tree, and a tracked file a copy replaced is checked out again."""
+    try:
+        listed = json.loads(entry.note.read_text())
+    except (OSError, ValueError):
+        return
+    from bisectk.spaces.yours import remove
+    remove(entry.path, listed.get("files", ()), listed.get("dirs", ()))
+    entry.note.unlink(missing_ok=True)
+
+
 def _lock(path: Path) -> int | None:
     """An fd holding the exclusive flock of wt-N.lock; None if another process holds it."""
     fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -866,6 +901,7 @@ def _sweep(repo: Path, cache: Path) -> list[Path]:
         try:
             _discard(repo, d)
             Path(f"{d}.lock").unlink(missing_ok=True)
+            Path(f"{d}.carried").unlink(missing_ok=True)
             removed.append(d)
         finally:
             os.close(fd)

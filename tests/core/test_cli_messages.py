@@ -188,8 +188,9 @@ def test_quoted_or_escaped_operators_are_words(text):
 
 
 def test_the_words_of_a_shell_script_are_resolved_as_a_commands_are(tmp_path):
-    """`sh -c '...'` (the form a refused `&&` asks for): the user's untracked script is run by its
-    absolute path wherever it stands as a program or an interpreter's script; what the shell
+    """`sh -c '...'` (the form a refused `&&` asks for): the user's untracked script is copied into
+    each commit's worktree (or, for an executor elsewhere, run by its absolute path) wherever it
+    stands as a program or an interpreter's script; what the shell
     computes or opens (a quoted word, `$X`, a redirection's file, anything after `cd`) is left as
     typed, and only what was rewritten is reported as the user's file."""
     import shlex
@@ -215,12 +216,20 @@ def test_the_words_of_a_shell_script_are_resolved_as_a_commands_are(tmp_path):
         "sh -c \"'./t.sh'\"": ("sh -c \"'./t.sh'\"", []),
         "sh -c './tracked.sh; ./t.sh'": (f"sh -c './tracked.sh; {mine}'", ["./tracked.sh", "./t.sh"]),
     }
-    for text, (want, words) in cases.items():
-        out, files = resolve_command(text, "--run", user_cwd=r, root=r, commit=head)
+    for text, (want, words) in cases.items():      # by absolute path: an executor on other hosts
+        out, files = resolve_command(text, "--run", user_cwd=r, root=r, commit=head, copy=False)
         assert shlex.split(out) == shlex.split(want), text
         assert [f.word for f in files] == words, (text, files)
-    _, files = resolve_command("sh -c './tracked.sh; ./t.sh'", "--run", user_cwd=r, root=r, commit=head)
+        # on this host the user's files are copied into each commit's worktree: the script stays as
+        # typed, and each file is said once (`./t.sh` twice in the line: one copy)
+        out, files = resolve_command(text, "--run", user_cwd=r, root=r, commit=head)
+        quoted = ["./t.sh"] if text == "sh -c \"'./t.sh'\"" else words   # copied: the quoted word reads it too
+        assert out == text and [f.word for f in files] == quoted, (text, files)
+        assert all(f.copy == f.word.removeprefix("./") for f in files if f.use == "yours"), files
+    _, files = resolve_command("sh -c './tracked.sh; ./t.sh'", "--run", user_cwd=r, root=r, commit=head, copy=False)
     assert [(f.use, f.runs) for f in files] == [("tree", True), ("yours", False)]
+    _, files = resolve_command("sh -c './tracked.sh; ./t.sh'", "--run", user_cwd=r, root=r, commit=head)
+    assert [(f.use, f.runs) for f in files] == [("tree", True), ("yours", True)]
 
 
 def test_a_good_side_equal_to_the_bad_side_is_one_line_without_a_run(tmp_path):

@@ -98,11 +98,13 @@ def test_triage_isolates_the_hunk_in_the_commits_own_sources(tmp_path):
 
 
 def test_a_conftest_that_pytest_loads_from_the_checkout_is_seen_and_said(tmp_path):
-    """An untracked test file of the user's, run by its path in the checkout (`--run 'python -m
-    pytest tests/test_new.py'`): pytest loads tests/conftest.py beside it, from the checkout,
-    through its own finder, which the import record did not see. Every commit ran HEAD's fixture:
-    "the good configuration fails too", with nothing said of why. Now the conftest is recorded
-    (at the run's exit) and the refusal names it, and the user's own file as the reason."""
+    """An untracked test file of the user's (`--run 'python -m pytest tests/test_new.py'`): run by
+    its path in the checkout, pytest loaded tests/conftest.py beside it, from the checkout, and
+    every commit ran HEAD's fixture ("the good configuration fails too"). Typed in the checkout,
+    the file is now copied into each commit's worktree and pytest loads each commit's conftest,
+    as under git bisect run. Named from outside the repository (`--repo`), it still runs by its
+    path in the checkout: the conftest is recorded (at the run's exit) and the refusal names it,
+    and the user's own file as the reason."""
     repo = tmp_path / "r"
     repo.mkdir()
     git = lambda *a: subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True, text=True).stdout  # noqa: E731
@@ -116,8 +118,12 @@ def test_a_conftest_that_pytest_loads_from_the_checkout_is_seen_and_said(tmp_pat
         shas.append(git("rev-parse", "HEAD").strip())
     (repo / "tests" / "test_new.py").write_text("def test_x(val):\n    assert val == 0\n")
     p = bisectk("bisect", "--good", shas[0], "--bad", shas[-1], "--run", "python -m pytest -q tests/test_new.py",
-                "--json", cwd=repo, timeout=300, check=None)
+                "--json", cwd=repo, timeout=300, check=0)
+    assert json.loads(p.stdout)["first_bad"]["sha"] == shas[2]
+    p = bisectk("bisect", "--repo", "r", "--good", shas[0], "--bad", shas[-1], "--run",
+                "python -m pytest -q r/tests/test_new.py", "--json", cwd=tmp_path, timeout=300, check=None)
     doc = json.loads(p.stdout)
     assert p.returncode == 2 and doc["first_bad"] is None
     problem = doc["endpoints"]["problem"]
-    assert "tests/conftest.py" in problem and "your tests/test_new.py (untracked) runs from your checkout" in problem, problem
+    assert "tests/conftest.py" in problem and "your r/tests/test_new.py (outside the repository) runs from your " \
+        "checkout" in problem, problem

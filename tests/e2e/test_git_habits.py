@@ -134,14 +134,23 @@ def git_bisect(hist, tmp_path, start: list[str], cmd: list[str], bare=False) -> 
 
 # --- 1. `--run ./test.sh` ----------------------------------------------------------------------
 
-def test_untracked_script_in_cwd_runs_by_absolute_path(user, hist, tmp_path):
+def test_untracked_script_in_cwd_is_copied_into_each_commits_worktree(user, hist, tmp_path):
+    """The user's untracked ./test.sh runs from each commit's worktree, where it is copied at its
+    own path, and with it the untracked files beside it (notes.txt; not staged.txt, which git
+    tracks in the index), as git bisect run finds them in the checkout (spaces/yours.py)."""
     r, c = user
     before = snapshot(r)
     d = jrun(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./test.sh")
     assert d["first_bad"]["sha"] == c["c5"] == git_bisect(hist, tmp_path, [c["c8"], c["c1"]], ["./test.sh"])
-    assert d["command_files"] == [{"word": "./test.sh", "use": "yours", "path": str(r / "test.sh"), "state": "untracked"}]
+    assert d["command_files"] == [
+        {"word": "./test.sh", "use": "yours", "path": str(r / "test.sh"), "state": "untracked", "copy": "test.sh"},
+        {"word": "notes.txt", "use": "yours", "path": str(r / "notes.txt"), "state": "untracked, beside ./test.sh",
+         "copy": "notes.txt"}]
     p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./test.sh", "--fresh", check=0)
-    assert f"command: ./test.sh is your file {r / 'test.sh'} (untracked), run in each commit's worktree" in p.stdout
+    assert (f"command: ./test.sh is your file {r / 'test.sh'} (untracked), copied into each commit's worktree at "
+            "test.sh and run there, as git bisect run sees it in your checkout") in p.stdout
+    assert "command: 1 untracked file beside ./test.sh copied with it, as git bisect run would see it: notes.txt" \
+        in p.stdout
     assert snapshot(r) == before
 
 
@@ -183,7 +192,8 @@ def test_shell_syntax_around_the_users_script_is_refused_and_its_sh_c_form_runs_
     assert p.stdout == "" and "'&&' is shell syntax" in p.stderr and len(p.stderr.strip().splitlines()) == 1
     d = jrun(r, "--good", c["c1"], "--bad", c["c8"], "--run", "sh -c './test.sh && true'")
     assert d["first_bad"]["sha"] == c["c5"]
-    assert d["command_files"] == [{"word": "./test.sh", "use": "yours", "path": str(r / "test.sh"), "state": "untracked"}]
+    assert d["command_files"][0] == {"word": "./test.sh", "use": "yours", "path": str(r / "test.sh"),
+                                     "state": "untracked", "copy": "test.sh"}
     p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "sh -c './test.sh && false'", "--json", check=2)
     assert "the good configuration fails too" in json.loads(p.stdout)["endpoints"]["problem"]
     assert snapshot(r) == before
@@ -895,11 +905,18 @@ def test_a_tool_the_script_calls_that_is_missing_is_named(user, tmp_path):
     (r / "t127.sh").chmod(0o755)
     p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./t127.sh", check=2)
     assert "runs 'no_such_tool_xyz', which the shell did not find (exit 127)" in p.stdout + p.stderr
-    (r / "gen.sh").write_text("#!/bin/sh\nexit 0\n")
+    (r / "tools").mkdir()
+    (r / "tools" / "gen.sh").write_text("#!/bin/sh\nexit 0\n")
+    (r / "tools" / "gen.sh").chmod(0o755)
+    (r / "t127.sh").write_text("#!/bin/sh\ntools/gen.sh || exit 1\n! test -f bug\n")
+    p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./t127.sh", check=2)
+    assert f"the runs cannot open {r / 'tools' / 'gen.sh'}, which your checkout has but git does not track" \
+        in p.stdout + p.stderr
+    (r / "gen.sh").write_text("#!/bin/sh\nexit 0\n")      # beside the script: copied with it, as git would see it
     (r / "gen.sh").chmod(0o755)
     (r / "t127.sh").write_text("#!/bin/sh\n./gen.sh || exit 1\n! test -f bug\n")
-    p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./t127.sh", check=2)
-    assert f"the runs cannot open {r / 'gen.sh'}, which your checkout has but git does not track" in p.stdout + p.stderr
+    p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./t127.sh", check=0)
+    assert f"first bad commit: {c['c5']}" in p.stdout
 
 
 def test_a_commit_without_the_tracked_test_the_command_names_is_skipped_not_bad(tmp_path):

@@ -93,9 +93,10 @@ def test_a_culprit_commit_that_turns_a_file_into_a_directory_is_isolated_to_its_
 
 
 def test_an_untracked_script_of_the_user_runs_in_triage_as_in_bisect(tmp_path):
-    """`triage --run ./test.sh` with the user's untracked script, typed in a subdirectory: it runs
-    by its absolute path in each commit's (and each hunk tree's) same subdirectory, as bisect's
-    does. Before, every run failed to start it, and triage was "inconclusive"."""
+    """`triage --run ./test.sh` with the user's untracked script, typed in a subdirectory: it is
+    copied into each commit's worktree (and each hunk tree) at pkg/test.sh and runs in the same
+    subdirectory, as bisect's does. Before, every run failed to start it, and triage was
+    "inconclusive"."""
     r = tmp_path / "r"
     (r / "pkg").mkdir(parents=True)
     git(r, "init", "-q", "-b", "main")
@@ -113,7 +114,7 @@ def test_an_untracked_script_of_the_user_runs_in_triage_as_in_bisect(tmp_path):
     assert doc["verdict"] == "culprit found" and doc["first_bad"]["sha"] == shas[3]
     assert [h["file"] for h in doc["culprit_hunks"]] == ["pkg/a.py"]
     assert doc["bisect"]["command_files"] == [{"word": "./test.sh", "use": "yours", "path": str(r / "pkg" / "test.sh"),
-                                               "state": "untracked"}]
+                                               "state": "untracked", "copy": "pkg/test.sh"}]
     assert git(r, "status", "--porcelain").split() == ["??", "pkg/test.sh"]
 
 

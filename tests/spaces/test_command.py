@@ -32,11 +32,13 @@ def resolve(text, cwd, r, sha):
 def test_untracked_modified_tracked_and_path_programs(repo, tmp_path):
     r, sha = repo
     (r / "mine.sh").write_text("exit 1\n")
-    line, files = resolve("./mine.sh", r, r, sha)
-    assert shlex.split(line) == [str(r / "mine.sh")] and [(f.use, f.state) for f in files] == [("yours", "untracked")]
+    line, files = resolve("./mine.sh", r, r, sha)       # copied into each commit's tree, run from there as typed
+    assert line == "./mine.sh" and [(f.use, f.state, f.copy) for f in files] == [("yours", "untracked", "mine.sh")]
     (r / "run.sh").write_text("exit 3\n")                       # modified: the user's copy runs
     line, files = resolve("sh run.sh", r, r, sha)
-    assert shlex.split(line) == ["sh", str(r / "run.sh")] and files[0].state == "modified"
+    assert line == "sh run.sh" and (files[0].state, files[0].copy, files[0].runs) == ("modified", "run.sh", True)
+    line, files = resolve_command("./mine.sh", "--run", user_cwd=r, root=r, commit=sha, copy=False)
+    assert shlex.split(line) == [str(r / "mine.sh")] and files[0].copy == ""    # a remote executor: by its path
     line, files = resolve("./tools/check.sh --fast", r, r, sha)    # the same as the tree's: each commit's own
     assert line == "./tools/check.sh --fast" and (files[0].use, files[0].state) == ("tree", "tracked")
     line, files = resolve("python -c 'print(1)'", r, r, sha)    # a program on PATH, a non-path argument
@@ -54,7 +56,7 @@ def test_a_script_unmodified_since_head_runs_each_commits_copy_though_bad_holds_
     assert line == "./run.sh" and (files[0].use, files[0].state) == ("tree", "tracked")
     (r / "run.sh").write_text("exit 4\n")
     line, files = resolve("./run.sh", r, r, old)
-    assert shlex.split(line) == [str(r / "run.sh")] and (files[0].use, files[0].state) == ("yours", "modified")
+    assert line == "./run.sh" and (files[0].use, files[0].state, files[0].copy) == ("yours", "modified", "run.sh")
 
 
 def test_a_script_git_tracked_at_good_or_at_head_but_not_at_bad_is_said_deleted_not_untracked(repo):
@@ -66,7 +68,7 @@ def test_a_script_git_tracked_at_good_or_at_head_but_not_at_bad_is_said_deleted_
     git(r, "commit", "-q", "-m", "drop run.sh")
     bad = git(r, "rev-parse", "HEAD")
     line, files = resolve_command("./run.sh", "--run", user_cwd=r, root=r, commit=bad, olds=[good])
-    assert shlex.split(line) == [str(r / "run.sh")] and files[0].use == "yours"
+    assert line == "./run.sh" and (files[0].use, files[0].copy) == ("yours", "run.sh")
     assert files[0].state == f"deleted: tracked at {good[:10]}, not at {bad[:10]}"
     _, files = resolve_command("./run.sh", "--run", user_cwd=r, root=r, commit=bad, olds=["main~1"])
     assert files[0].state == f"deleted: tracked at {good[:10]}, not at {bad[:10]}"    # a ref named the good
@@ -138,7 +140,7 @@ def test_a_tracked_symlink_unmodified_is_each_commits_own(repo):
     (r / "link").unlink()
     (r / "link").symlink_to("tools/check.sh")                  # retargeted: the user's link
     line, files = resolve("grep -qx good link", r, r, sha)
-    assert shlex.split(line)[-1] == str(r / "link") and (files[0].use, files[0].state) == ("yours", "modified")
+    assert line == "grep -qx good link" and (files[0].use, files[0].state, files[0].copy) == ("yours", "modified", "link")
 
 
 def test_a_file_of_a_submodule_is_each_commits_own_unless_modified_there(tmp_path):
@@ -164,10 +166,10 @@ def test_a_file_of_a_submodule_is_each_commits_own_unless_modified_there(tmp_pat
         ("tree", "lib/test.py", "tracked")]
     (r / "lib" / "test.py").write_text("print(2)\n")           # edited in the submodule: the user's
     line, files = resolve("python lib/test.py", r, r, sha)
-    assert shlex.split(line) == ["python", str(r / "lib" / "test.py")] and files[0].state == "modified"
+    assert line == "python lib/test.py" and (files[0].state, files[0].copy) == ("modified", "lib/test.py")
     (r / "lib" / "mine.py").write_text("print(3)\n")           # untracked there: the user's
     line, files = resolve("python lib/mine.py", r, r, sha)
-    assert shlex.split(line) == ["python", str(r / "lib" / "mine.py")] and files[0].state == "untracked"
+    assert line == "python lib/mine.py" and (files[0].state, files[0].copy) == ("untracked", "lib/mine.py")
 
 
 def test_a_tracked_script_named_through_a_tracked_directory_symlink_is_each_commits_own(repo):
@@ -185,4 +187,4 @@ def test_a_tracked_script_named_through_a_tracked_directory_symlink_is_each_comm
         ("tree", "scripts/check.sh", "tracked")]
     (r / "mine").symlink_to("tools")                              # the user's own link: their file
     line, files = resolve("./mine/check.sh", r, r, sha)
-    assert shlex.split(line) == [str(r / "mine" / "check.sh")] and files[0].use == "yours"
+    assert line == "./mine/check.sh" and (files[0].use, files[0].copy) == ("yours", "mine/check.sh")

@@ -1,0 +1,155 @@
+"""The user's own files a command names, copied into each commit's tree, as `git bisect run` sees them.
+
+`git bisect run ./test.sh` runs in the user's checkout: git checks each commit out around the
+untracked (or modified) test script, which stays put among the commit's tracked files. So the
+script's `$(dirname "$0")/lib.sh`, Python's sys.path[0] (the script's own directory) and pytest's
+rootdir and conftest.py discovery all see the commit's files. bisectk runs each commit in a
+worktree of its own; run from the checkout by its absolute path, the same script would see the
+checkout's files around it instead (every commit would import the checkout's sibling module). So
+each such file is copied into every commit's tree at its own path in the repository, mode bits
+kept (a symlink as the link), before the commit's build and runs, and the command runs it from
+there: the word typed (`./test.sh`) reads the same in the worktree's directory as in the user's.
+
+What is copied (spaces/command.py decides, once, before the search):
+- every file of the user's inside the repository that the command names (`--run`, `--build`: the
+  program, an interpreter's script, an argument; `--pytest`: the test file of each node id) and
+  that the --bad commit does not provide as it is: untracked (ignored ones too: the user named
+  them), modified, or deleted on the way;
+- beside each file that runs (the program, the script, the pytest file), the untracked files of
+  its own directory that git does not ignore (`git ls-files --others --exclude-standard`: what
+  git bisect run would find there too, a helper.sh or helper.py the script sources or imports),
+  at most MAX_BESIDE files and MAX_BESIDE_BYTES in all; more than that and none of them is copied,
+  and the command says so. Never a subdirectory's files, never an ignored file (build outputs, a
+  virtual environment): those are not the script's, and each commit's tree keeps its own;
+- for a pytest file, the untracked conftest.py files on its path from the repository's top level
+  (pytest loads them, and git bisect run would see them).
+A file of the user's outside the repository (or named from outside it) is not copied: it runs by
+its absolute path, as git bisect run runs it.
+
+The copies are bisectk's own writes: a worktree's copies are removed when its lease ends, and a
+pool that finds copies another process left (killed) removes them before the next checkout
+(spaces/worktrees.py `carry`), so that a stale copy never answers for a script the user has since
+edited or deleted. What they hold is part of each commit's revision in the memo key (`digest`).
+
+Abstractions
+------------
+Carried  -- one file to copy: its path relative to the repository's top level and the user's file.
+beside   -- the untracked, non-ignored files beside the files that run, bounded (see above).
+digest   -- the content of the carried files, for the memo key.
+place    -- copy them into a tree (a worktree, an exported tree); the paths written and the
+            directories made, or why a file cannot be placed there.
+remove   -- undo a `place` (the files, then the directories it made, if empty).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_BESIDE = 32                 # untracked files beside a script copied with it, at most
+MAX_BESIDE_BYTES = 8 << 20      # and at most this many bytes in all
+
+
+@dataclass(frozen=True)
+class Carried:
+    rel: str        # where it goes, relative to the repository's top level
+    source: str     # the user's file, absolute
+
+
+def beside(root: Path, running: Sequence[str], named: Iterable[str] = ()) -> tuple[list[str], tuple[int, int] | None]:
+    """The untracked, non-ignored files (relative to `root`) in the directories of `running` (the
+    files that run, relative to `root`), less those `named` already; and, when they are more than
+    MAX_BESIDE files or MAX_BESIDE_BYTES, no file and (how many, their bytes)."""
+    from bisectk.spaces.commits import SpaceError, run_git
+    dirs = sorted({os.path.dirname(r) for r in running})
+    if not dirs:
+        return [], None
+    try:
+        listed = run_git(root, "ls-files", "-z", "--others", "--exclude-standard", "--",
+                         *(":(literal)" + (d + "/" if d else ".") for d in dirs))
+    except SpaceError:
+        return [], None
+    skip = set(named) | set(running)
+    found = []
+    for rel in listed.split("\0"):
+        if rel and os.path.dirname(rel) in dirs and rel not in skip and not rel.endswith("/") and \
+                (os.path.islink(root / rel) or os.path.isfile(root / rel)):
+            found.append(rel)
+    size = sum(0 if os.path.islink(root / r) else os.path.getsize(root / r) for r in found)
+    if len(found) > MAX_BESIDE or size > MAX_BESIDE_BYTES:
+        return [], (len(found), size)
+    return sorted(found), None
+
+
+def digest(carried: Sequence[Carried]) -> str:
+    """What the carried files hold (path, mode, content; a link's target), 16 hex digits."""
+    h = hashlib.sha256()
+    for c in sorted(carried, key=lambda c: c.rel):
+        try:
+            st = os.lstat(c.source)
+            what = f"link:{os.readlink(c.source)}" if os.path.islink(c.source) else _content(c.source)
+            mode = f"{st.st_mode & 0o777:o}"
+        except OSError:
+            what, mode = "missing", ""
+        h.update(f"{c.rel}\0{mode}\0{what}\n".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()[:16]
+
+
+def _content(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def place(tree: Path, carried: Sequence[Carried]) -> tuple[list[str], list[str], str | None]:
+    """Copy each carried file into `tree` at its path (the commit's own file there, if any, is
+    replaced; checkout and clean put it back): (the paths written, the directories made, deepest
+    last, and None) or, when one cannot be placed (the tree has a directory there, or a link on
+    the way leads out of the tree, or the user's file is gone), what was placed so far and why."""
+    top = os.path.realpath(tree)
+    written: list[str] = []
+    made: list[str] = []
+    for c in carried:
+        dest = os.path.join(tree, c.rel)
+        parent = os.path.dirname(dest)
+        missing = []
+        at = parent
+        while not os.path.lexists(at):
+            missing.append(at)
+            at = os.path.dirname(at)
+        real = os.path.realpath(at)
+        if real != top and not real.startswith(top + os.sep):
+            return written, made, f"{os.path.dirname(c.rel)}/ leads out of the commit's tree"
+        try:
+            for d in reversed(missing):
+                os.mkdir(d)
+                made.append(os.path.relpath(d, tree))
+            if os.path.isdir(dest) and not os.path.islink(dest):
+                return written, made, f"the commit's tree has a directory at {c.rel}"
+            if os.path.lexists(dest):
+                os.unlink(dest)
+            written.append(c.rel)
+            shutil.copy2(c.source, dest, follow_symlinks=False)
+        except OSError as exc:
+            return written, made, f"{c.rel} could not be copied: {exc.strerror or exc}"
+    return written, made, None
+
+
+def remove(tree: Path, written: Iterable[str], made: Sequence[str]) -> None:
+    """Undo `place`: the files written, then the directories it made (deepest first) where empty."""
+    for rel in written:
+        try:
+            os.unlink(os.path.join(tree, rel))
+        except OSError:
+            pass
+    for rel in reversed(made):
+        try:
+            os.rmdir(os.path.join(tree, rel))
+        except OSError:
+            pass

@@ -1,0 +1,88 @@
+"""spaces/yours.py and WorktreePool.carry: the user's files copied into a commit's worktree at
+their paths (mode kept), removed when the lease ends and after a killed command, never written
+outside the worktree; the untracked files beside a script, bounded."""
+
+from __future__ import annotations
+
+from bisectk.spaces import yours
+from bisectk.spaces.command import resolve_commands
+from bisectk.spaces.worktrees import WorktreePool
+from bisectk.spaces.yours import Carried, beside, digest, place
+from tests.spaces.test_commits import fingerprint, git, repo  # noqa: F401  (repo: a fixture)
+from tests.spaces.test_worktrees import chain
+
+
+def test_a_lease_carries_the_users_file_and_its_end_removes_it(repo):
+    rng = chain(repo)
+    (repo / "t.sh").write_text("#!/bin/sh\nexit 0\n")
+    (repo / "t.sh").chmod(0o750)
+    (repo / ".git" / "info" / "exclude").write_text("t.sh\n")     # ignored: `git clean` would leave it
+    before = fingerprint(repo)
+    mine = [Carried("t.sh", str(repo / "t.sh")), Carried("sub/dir/x.py", str(repo / "t.sh")),
+            Carried("state.txt", str(repo / "t.sh"))]                # replaces a tracked file
+    with WorktreePool(repo, size=1) as pool:
+        entry = pool.acquire(rng[2])
+        assert pool.carry(entry, mine) is None
+        wt = entry.path
+        assert (wt / "t.sh").read_text() == "#!/bin/sh\nexit 0\n" and (wt / "t.sh").stat().st_mode & 0o777 == 0o750
+        assert (wt / "sub" / "dir" / "x.py").exists() and (wt / "state.txt").read_text().startswith("#!")
+        pool.release(entry, rng[2])
+        assert not (wt / "t.sh").exists() and not (wt / "sub").exists() and not entry.note.exists()
+        with pool.lease(rng[2]) as again:           # the same commit: its tracked file checked out again
+            assert again == wt and (wt / "state.txt").read_text() == "2\n"
+        # a killed command's copies: its note names them, and the next lease removes them
+        entry = pool.acquire(rng[2])
+        assert pool.carry(entry, mine[:1]) is None
+        left = entry.note.read_text()
+        pool.release(entry, rng[2])
+        (wt / "t.sh").write_text("stale\n")
+        entry.note.write_text(left)
+        with pool.lease(rng[2]) as again:
+            assert not (again / "t.sh").exists() and not entry.note.exists()
+    assert fingerprint(repo) == before
+
+
+def test_a_copy_is_never_written_through_a_link_out_of_the_tree(tmp_path):
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    tree.mkdir()
+    outside.mkdir()
+    (tree / "out").symlink_to(outside)
+    (tree / "d").mkdir()
+    (tree / "d" / "x.py").mkdir()                  # the commit has a directory where the file goes
+    src = tmp_path / "t.py"
+    src.write_text("print(1)\n")
+    written, made, why = place(tree, [Carried("out/t.py", str(src))])
+    assert written == [] and "leads out of the commit's tree" in why and not (outside / "t.py").exists()
+    written, made, why = place(tree, [Carried("d/x.py", str(src))])
+    assert "a directory at d/x.py" in why and (tree / "d" / "x.py").is_dir()
+
+
+def test_the_untracked_files_beside_a_script_are_bounded_and_ignored_ones_never_go(repo, monkeypatch):
+    rng = chain(repo)
+    (repo / "tools").mkdir()
+    for name in ("t.sh", "helper.sh", "lib.py"):
+        (repo / "tools" / name).write_text(f"# {name}\n")
+    (repo / "tools" / "deeper").mkdir()
+    (repo / "tools" / "deeper" / "no.sh").write_text("\n")          # a subdirectory's: not copied
+    (repo / "tools" / "build.o").write_text("\n")
+    (repo / ".gitignore").write_text("*.o\n")                        # ignored: a build output, not copied
+    _, _, files = resolve_commands("./tools/t.sh", None, user_cwd=repo, root=repo, commit=rng[-1])
+    assert [(f.word, f.state, f.copy) for f in files] == [
+        ("./tools/t.sh", "untracked", "tools/t.sh"),
+        ("tools/helper.sh", "untracked, beside ./tools/t.sh", "tools/helper.sh"),
+        ("tools/lib.py", "untracked, beside ./tools/t.sh", "tools/lib.py")]
+    monkeypatch.setattr(yours, "MAX_BESIDE", 1)
+    _, _, files = resolve_commands("./tools/t.sh", None, user_cwd=repo, root=repo, commit=rng[-1])
+    assert [(f.use, f.copy) for f in files] == [("yours", "tools/t.sh"), ("left", "")]
+    assert files[1].state.startswith("2 untracked files beside it") and "none is copied" in files[1].state
+    assert beside(repo, ["tools/t.sh"])[1] == (2, len("# helper.sh\n") + len("# lib.py\n"))
+
+
+def test_the_copies_digest_changes_with_content_and_mode(tmp_path):
+    f = tmp_path / "t.sh"
+    f.write_text("a\n")
+    one = digest([Carried("t.sh", str(f))])
+    f.chmod(0o755)
+    two = digest([Carried("t.sh", str(f))])
+    f.write_text("b\n")
+    assert len({one, two, digest([Carried("t.sh", str(f))])}) == 3

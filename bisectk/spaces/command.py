@@ -480,9 +480,20 @@ def resolve_commands(run_cmd: str | None, build: str | None, *, user_cwd: Path, 
                                           copy=copy)
             files += found
         out.append(text)
+    pytest = [*pytest, *(_pytest_words(split_command(run_cmd, "--run")) if run_cmd else ())]
     if pytest and copy:
-        files += resolve_pytest(pytest, user_cwd=user_cwd, root=root, commit=commit, olds=olds)
+        files = _once(files + resolve_pytest(pytest, user_cwd=user_cwd, root=root, commit=commit, olds=olds))
     return out[0], out[1], files + _beside(files, user_cwd, root)
+
+
+def _pytest_words(argv: list[str]) -> list[str]:
+    """pytest's arguments in a --run command that runs it (`pytest tests/t.py`, `python -m pytest
+    -q tests/t.py`): its test files are read as --pytest's are (their conftest.py files go too)."""
+    if argv and os.path.basename(argv[0]) in ("pytest", "py.test"):
+        return argv[1:]
+    if argv and _INTERPRETER.fullmatch(os.path.basename(argv[0])) and argv[1:3] == ["-m", "pytest"]:
+        return argv[3:]
+    return []
 
 
 def resolve_pytest(args: Sequence[str], *, user_cwd: Path, root: Path, commit: str,
@@ -520,7 +531,8 @@ def _beside(files: list[CommandFile], user_cwd: Path, root: Path) -> list[Comman
         n, size = over
         first = next(iter(running.values()))
         return [CommandFile(first.word, "left", str(Path(first.path).parent),
-                            f"{n} untracked files beside it, {size} bytes: more than {MAX_BESIDE} files or "
+                            f"{n} untracked file{'s' if n != 1 else ''} beside it, {size} bytes: more than "
+                            f"{MAX_BESIDE} files or "
                             f"{MAX_BESIDE_BYTES >> 20} MiB, so none is copied")]
     by_dir = {os.path.dirname(rel): f for rel, f in running.items()}
     return [CommandFile(os.path.relpath(root / rel, user_cwd), "yours", str(root / rel),

@@ -21,8 +21,9 @@ What is copied (spaces/command.py decides, once, before the search):
   at most MAX_BESIDE files and MAX_BESIDE_BYTES in all; more than that and none of them is copied,
   and the command says so. Never a subdirectory's files, never an ignored file (build outputs, a
   virtual environment): those are not the script's, and each commit's tree keeps its own;
-- for a pytest file, the untracked conftest.py files on its path from the repository's top level
-  (pytest loads them, and git bisect run would see them).
+- for a pytest file (`--pytest`'s node ids, or the files a `--run 'pytest ...'` or `--run 'python
+  -m pytest ...'` names), the untracked conftest.py files on its path from the repository's top
+  level (pytest loads them, and git bisect run would see them).
 A file of the user's outside the repository (or named from outside it) is not copied: it runs by
 its absolute path, as git bisect run runs it.
 

@@ -114,6 +114,16 @@ def test_an_untracked_pytest_file_runs_with_each_commits_conftest(tmp_path):
     assert d["first_bad"]["sha"] == shas[3], d["endpoints"]
     assert [(f["word"], f.get("copy")) for f in d["command_files"]] == [("tests/test_new.py", "tests/test_new.py")]
     assert state(r) == before
+    # an untracked conftest.py on the test's path goes with it, --pytest or pytest under --run
+    (r / "tests" / "test_new.py").write_text("def test_lim(lim, bound):\n    assert lim > bound\n")
+    (r / "conftest.py").write_text("import pytest\n@pytest.fixture\ndef bound():\n    return 4\n")
+    truth = git_bisect_run(r, tmp_path, shas[0], ["python", "-m", "pytest", "-q", "tests/test_new.py"],
+                           ["tests/test_new.py", "conftest.py"])
+    for how in (["--pytest", "tests/test_new.py::test_lim"], ["--run", "python -m pytest -q tests/test_new.py"]):
+        d = run_json(r, "--good", shas[0], *how)
+        assert d["first_bad"]["sha"] == shas[3] == truth, (how, d["endpoints"])
+        assert ("conftest.py", "untracked", "conftest.py") in {(f["word"], f["state"], f.get("copy"))
+                                                               for f in d["command_files"]}, d["command_files"]
 
 
 def test_an_edit_of_the_script_or_of_a_helper_beside_it_runs_again(tmp_path):

@@ -19,8 +19,10 @@ What is copied (spaces/command.py decides, once, before the search):
   its own directory that git does not ignore (`git ls-files --others --exclude-standard`: what
   git bisect run would find there too, a helper.sh or helper.py the script sources or imports),
   at most MAX_BESIDE files and MAX_BESIDE_BYTES in all; more than that and none of them is copied,
-  and the command says so. Never a subdirectory's files, never an ignored file (build outputs, a
-  virtual environment): those are not the script's, and each commit's tree keeps its own;
+  and the command says so. Never a subdirectory's files, and an ignored file only beside a script
+  git ignores itself (one kept in an ignored `local/` with its helpers): elsewhere ignored files
+  are build outputs, a virtual environment, data, not the script's, and each commit's tree keeps
+  its own;
 - for a pytest file (`--pytest`'s node ids, or the files a `--run 'pytest ...'` or `--run 'python
   -m pytest ...'` names), the untracked conftest.py files on its path from the repository's top
   level (pytest loads them, and git bisect run would see them).
@@ -62,28 +64,46 @@ class Carried:
 
 
 def beside(root: Path, running: Sequence[str], named: Iterable[str] = ()) -> tuple[list[str], tuple[int, int] | None]:
-    """The untracked, non-ignored files (relative to `root`) in the directories of `running` (the
-    files that run, relative to `root`), less those `named` already; and, when they are more than
-    MAX_BESIDE files or MAX_BESIDE_BYTES, no file and (how many, their bytes)."""
-    from bisectk.spaces.commits import SpaceError, run_git
-    dirs = sorted({os.path.dirname(r) for r in running})
-    if not dirs:
-        return [], None
-    try:
-        listed = run_git(root, "ls-files", "-z", "--others", "--exclude-standard", "--",
-                         *(":(literal)" + (d + "/" if d else ".") for d in dirs))
-    except SpaceError:
-        return [], None
+    """The untracked files (relative to `root`) in the directories of `running` (the files that
+    run, relative to `root`), less those `named` already: those git does not ignore, and, beside
+    a running file git ignores itself (a script kept in an ignored `local/`), the ignored ones
+    too; and, when they are more than MAX_BESIDE files or MAX_BESIDE_BYTES, no file and (how
+    many, their bytes). Only a directory's own files are looked at (never a subdirectory)."""
+    from bisectk.spaces.commits import git_ok
     skip = set(named) | set(running)
-    found = []
-    for rel in listed.split("\0"):
-        if rel and os.path.dirname(rel) in dirs and rel not in skip and not rel.endswith("/") and \
-                (os.path.islink(root / rel) or os.path.isfile(root / rel)):
-            found.append(rel)
+    found: set[str] = set()
+    for d in sorted({os.path.dirname(r) for r in running}):
+        try:
+            entries = [f"{d}/{e.name}" if d else e.name for e in os.scandir(root / d)
+                       if e.is_symlink() or e.is_file(follow_symlinks=False)]
+        except OSError:
+            continue
+        entries = [rel for rel in entries if rel not in skip]
+        found.update(_others(root, entries))
+        if any(os.path.dirname(r) == d and git_ok(root, "check-ignore", "-q", "--", r) for r in running):
+            found.update(_others(root, entries, "--ignored"))
     size = sum(0 if os.path.islink(root / r) else os.path.getsize(root / r) for r in found)
     if len(found) > MAX_BESIDE or size > MAX_BESIDE_BYTES:
         return [], (len(found), size)
     return sorted(found), None
+
+
+ASKED = 500     # paths given to one `git ls-files` (its command line)
+
+
+def _others(root: Path, paths: Sequence[str], *how: str) -> list[str]:
+    """Those of `paths` that `git ls-files --others --exclude-standard` lists (with `how`:
+    `--ignored`, the ignored ones)."""
+    from bisectk.spaces.commits import SpaceError, run_git
+    out: list[str] = []
+    for k in range(0, len(paths), ASKED):
+        try:
+            listed = run_git(root, "ls-files", "-z", "--others", *how, "--exclude-standard", "--",
+                             *(":(literal)" + p for p in paths[k:k + ASKED]))
+        except SpaceError:
+            continue
+        out += [rel for rel in listed.split("\0") if rel]
+    return out
 
 
 def digest(carried: Sequence[Carried]) -> str:

@@ -86,3 +86,22 @@ def test_the_copies_digest_changes_with_content_and_mode(tmp_path):
     two = digest([Carried("t.sh", str(f))])
     f.write_text("b\n")
     assert len({one, two, digest([Carried("t.sh", str(f))])}) == 3
+
+
+def test_beside_a_script_git_ignores_its_ignored_helpers_go_too(repo):
+    """A script kept in an ignored directory (`local/`) with its helper: git bisect run finds the
+    helper beside it; the ignored files beside a tracked or merely untracked script stay behind."""
+    rng = chain(repo)
+    (repo / ".gitignore").write_text("local/\n*.o\n")
+    (repo / "local").mkdir()
+    for name in ("t.sh", "helper.sh"):
+        (repo / "local" / name).write_text(f"# {name}\n")
+    (repo / "local" / "cache").mkdir()                                # a directory: never walked
+    (repo / "local" / "cache" / "x").write_text("\n")
+    _, _, files = resolve_commands("./local/t.sh", None, user_cwd=repo, root=repo, commit=rng[-1])
+    assert [(f.copy, f.state) for f in files] == [("local/t.sh", "untracked"),
+                                                   ("local/helper.sh", "untracked, beside ./local/t.sh")]
+    (repo / "t.sh").write_text("# t\n")
+    (repo / "k.o").write_text("\n")
+    _, _, files = resolve_commands("./t.sh", None, user_cwd=repo, root=repo, commit=rng[-1])
+    assert "k.o" not in [f.copy for f in files] and ("t.sh", "untracked") in [(f.copy, f.state) for f in files]

@@ -351,7 +351,9 @@ class _Resolver:
                 self.files.append(CommandFile(word, "yours", str(mine), "outside the repository"))
                 return str(mine)        # run by its absolute path, as git bisect run runs it
             state = "modified" if blob is not None or sub_blob is not None else self._absent(rel)
-            if not self.copy:
+            if not self.copy or ".git" in mine.relative_to(self.root).parts:
+                # in the git directory (a script kept in .git/ to stay out of every checkout): no
+                # tree has it, and git bisect run runs it from there too
                 self.files.append(CommandFile(word, "yours", str(mine), state))
                 return str(mine)
             # copied into each commit's tree at its own path (spaces/yours.py): the word reads the

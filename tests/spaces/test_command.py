@@ -39,6 +39,9 @@ def test_untracked_modified_tracked_and_path_programs(repo, tmp_path):
     assert line == "sh run.sh" and (files[0].state, files[0].copy, files[0].runs) == ("modified", "run.sh", True)
     line, files = resolve_command("./mine.sh", "--run", user_cwd=r, root=r, commit=sha, copy=False)
     assert shlex.split(line) == [str(r / "mine.sh")] and files[0].copy == ""    # a remote executor: by its path
+    (r / ".git" / "t.sh").write_text("exit 0\n")        # kept in .git/ to stay out of every checkout: no tree
+    line, files = resolve(".git/t.sh", r, r, sha)          # can hold a copy there; git bisect runs it from there
+    assert shlex.split(line) == [str(r / ".git" / "t.sh")] and files[0].copy == ""
     line, files = resolve("./tools/check.sh --fast", r, r, sha)    # the same as the tree's: each commit's own
     assert line == "./tools/check.sh --fast" and (files[0].use, files[0].state) == ("tree", "tracked")
     line, files = resolve("python -c 'print(1)'", r, r, sha)    # a program on PATH, a non-path argument

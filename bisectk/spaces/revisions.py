@@ -79,8 +79,8 @@ class CommitSpace:
         at their paths, before its build and runs; what they hold now pins the memo key. Not with
         an executor on other hosts: each commit's tree is made there, and the command runs the
         user's file by the path the user has it (as before this copy was made)."""
-        from bisectk.spaces.yours import digest
-        self.carried = tuple(carried)
+        from bisectk.spaces.yours import digest, taken
+        self.carried = taken(carried)
         self._carried_digest = digest(self.carried) if self.carried and not self.remote else ""
 
     def info(self, point: Any) -> CommitInfo:

@@ -36,7 +36,9 @@ edited or deleted. What they hold is part of each commit's revision in the memo 
 
 Abstractions
 ------------
-Carried  -- one file to copy: its path relative to the repository's top level and the user's file.
+Carried  -- one file to copy: its path relative to the repository's top level, the user's file,
+            and what it held when `taken` (the command's start).
+taken    -- the carried files' bytes, mode and link targets read once: what every lease copies.
 beside   -- the untracked, non-ignored files beside the files that run, bounded (see above).
 digest   -- the content of the carried files, for the memo key.
 place    -- copy them into a tree (a worktree, an exported tree); the paths written and the
@@ -49,18 +51,45 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 MAX_BESIDE = 32                 # untracked files beside a script copied with it, at most
 MAX_BESIDE_BYTES = 8 << 20      # and at most this many bytes in all
+MAX_TAKEN_BYTES = 16 << 20      # a larger file named by the command is copied from the user's at each lease
 
 
 @dataclass(frozen=True)
 class Carried:
     rel: str        # where it goes, relative to the repository's top level
     source: str     # the user's file, absolute
+    # what it held when taken (`taken`): its bytes (None: larger than MAX_TAKEN_BYTES, copied from
+    # `source` at each lease), its mode bits, a link's target instead
+    data: bytes | None = field(default=None, repr=False, compare=False)
+    mode: int = 0
+    link: str | None = None
+
+
+def taken(carried: Sequence[Carried]) -> tuple[Carried, ...]:
+    """The carried files as they are now: every lease copies these bytes, the ones the memo key
+    holds (`digest`), though the user edits the script while the search runs (the ledger would
+    otherwise keep the edited script's verdicts under the first one's key). A file larger than
+    MAX_TAKEN_BYTES is read from `source` at each lease. A file that cannot be read is left out
+    (the command then finds it missing, as it would by hand)."""
+    out = []
+    for c in carried:
+        try:
+            st = os.lstat(c.source)
+            if stat.S_ISLNK(st.st_mode):
+                out.append(Carried(c.rel, c.source, link=os.readlink(c.source)))
+            elif stat.S_ISREG(st.st_mode):
+                data = Path(c.source).read_bytes() if st.st_size <= MAX_TAKEN_BYTES else None
+                out.append(Carried(c.rel, c.source, data, st.st_mode & 0o7777))
+        except OSError:
+            continue
+    return tuple(out)
 
 
 def beside(root: Path, running: Sequence[str], named: Iterable[str] = ()) -> tuple[list[str], tuple[int, int] | None]:
@@ -110,22 +139,18 @@ def digest(carried: Sequence[Carried]) -> str:
     """What the carried files hold (path, mode, content; a link's target), 16 hex digits."""
     h = hashlib.sha256()
     for c in sorted(carried, key=lambda c: c.rel):
-        try:
-            st = os.lstat(c.source)
-            what = f"link:{os.readlink(c.source)}" if os.path.islink(c.source) else _content(c.source)
-            mode = f"{st.st_mode & 0o777:o}"
-        except OSError:
-            what, mode = "missing", ""
-        h.update(f"{c.rel}\0{mode}\0{what}\n".encode("utf-8", "surrogateescape"))
+        if c.link is not None:
+            what = f"link:{c.link}"
+        elif c.data is not None:
+            what = hashlib.sha256(c.data).hexdigest()
+        else:
+            try:
+                st = os.stat(c.source)
+                what = f"size{st.st_size}-mtime{st.st_mtime_ns}"     # too large to hold: as memokey does
+            except OSError:
+                what = "missing"
+        h.update(f"{c.rel}\0{c.mode:o}\0{what}\n".encode("utf-8", "surrogateescape"))
     return h.hexdigest()[:16]
-
-
-def _content(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def place(tree: Path, carried: Sequence[Carried]) -> tuple[list[str], list[str], str | None]:
@@ -156,7 +181,15 @@ def place(tree: Path, carried: Sequence[Carried]) -> tuple[list[str], list[str],
             if os.path.lexists(dest):
                 os.unlink(dest)
             written.append(c.rel)
-            shutil.copy2(c.source, dest, follow_symlinks=False)
+            if c.link is not None:
+                os.symlink(c.link, dest)
+            elif c.data is not None:
+                fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(c.data)
+                os.chmod(dest, c.mode)      # as the user has it, whatever the umask
+            else:
+                shutil.copy2(c.source, dest, follow_symlinks=False)
         except OSError as exc:
             return written, made, f"{c.rel} could not be copied: {exc.strerror or exc}"
     return written, made, None

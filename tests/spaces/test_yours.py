@@ -7,7 +7,7 @@ from __future__ import annotations
 from bisectk.spaces import yours
 from bisectk.spaces.command import resolve_commands
 from bisectk.spaces.worktrees import WorktreePool
-from bisectk.spaces.yours import Carried, beside, digest, place
+from bisectk.spaces.yours import Carried, beside, digest, place, taken
 from tests.spaces.test_commits import fingerprint, git, repo  # noqa: F401  (repo: a fixture)
 from tests.spaces.test_worktrees import chain
 
@@ -78,14 +78,21 @@ def test_the_untracked_files_beside_a_script_are_bounded_and_ignored_ones_never_
     assert beside(repo, ["tools/t.sh"])[1] == (2, len("# helper.sh\n") + len("# lib.py\n"))
 
 
-def test_the_copies_digest_changes_with_content_and_mode(tmp_path):
+def test_the_copies_are_taken_once_and_their_digest_changes_with_content_and_mode(tmp_path):
+    """The bytes are read at the command's start: a script edited while the search runs does not
+    reach the later leases (the memo key holds the first content), and the digest moves with an
+    edit or a chmod."""
     f = tmp_path / "t.sh"
     f.write_text("a\n")
-    one = digest([Carried("t.sh", str(f))])
+    one = taken([Carried("t.sh", str(f))])
     f.chmod(0o755)
-    two = digest([Carried("t.sh", str(f))])
+    two = taken([Carried("t.sh", str(f))])
     f.write_text("b\n")
-    assert len({one, two, digest([Carried("t.sh", str(f))])}) == 3
+    assert len({digest(one), digest(two), digest(taken([Carried("t.sh", str(f))]))}) == 3
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    assert place(tree, two) == (["t.sh"], [], None)
+    assert (tree / "t.sh").read_text() == "a\n" and (tree / "t.sh").stat().st_mode & 0o777 == 0o755
 
 
 def test_beside_a_script_git_ignores_its_ignored_helpers_go_too(repo):

@@ -10,11 +10,12 @@ nothing to tidy.
 DirWatch -- one inotify instance over a worktree's directories (non-recursive watches, one per
             directory; a directory made since is seen by its parent's watch). `arm(dirs)` watches
             them and forgets every event so far (the switch's own writes); `quiet()` says whether
-            none came since; `written()` which entries of the watched directories were (diff's
-            scratch copy, hunks.py Scratch: what a run edited is put back by a stat of those, not
-            of every file). Anything it cannot vouch for (no inotify: another OS, a network file
-            system, the watch limit; a queue overflow; a watched directory removed or moved) is
-            not quiet and has no list, and the caller checks the slow way.
+            none came since; `doubt()` makes it not quiet until the next arm; `written()` which
+            entries of the watched directories were (diff's scratch copy, hunks.py Scratch: what a
+            run edited is put back by a stat of those, not of every file). Anything it cannot vouch
+            for (no inotify: another OS, a network file system, the watch limit; a queue overflow; a
+            watched directory removed or moved) is not quiet and has no list, and the caller checks
+            the slow way.
 
 What inotify does not see: a write through another hard link to a tree's file, made from a
 directory outside the tree (the event goes to that directory's watchers). A write through mmap is
@@ -122,6 +123,10 @@ class DirWatch:
     def quiet(self) -> bool:
         """True when nothing was written in the watched tree since `arm`."""
         return self.sound and self.fd >= 0 and not self._drain()
+
+    def doubt(self) -> None:
+        """Vouch for nothing until the next `arm` (events read and forgotten by the caller)."""
+        self.sound = False
 
     def _drain(self) -> bool:
         """Read every queued event; whether there was one."""

@@ -573,8 +573,12 @@ class WorktreePool:
         run for a script the user has since deleted). None, or why one could not be placed."""
         from bisectk.spaces.yours import place
         entry.note.write_text(json.dumps({"files": [c.rel for c in carried], "dirs": []}))
+        # replacing none of the commit's files, the copies' removal leaves the tree as it was
+        alone = not any(os.path.lexists(entry.path / c.rel) for c in carried)
         written, made, why = place(entry.path, carried)
-        entry.note.write_text(json.dumps({"files": written, "dirs": made}))
+        entry.note.write_text(json.dumps({"files": written, "dirs": made, "alone": alone}))
+        if entry.watch is not None:
+            entry.watch.quiet()     # the copies' own writes, forgotten: what the watch sees from now is the run's
         return why
 
     def release(self, entry: _Entry, sha: str | None) -> None:
@@ -796,15 +800,23 @@ class WorktreePool:
 
 def _drop_carried(entry: _Entry) -> None:
     """Remove the user's files `carry` copied into a worktree, as its note lists them (a stat
-    when there are none). Removing them is a write the worktree's watch sees: the next lease's
-    `_tidy` checks the tree, and a tracked file a copy replaced is checked out again."""
+    when there are none). When the run wrote nothing (the watch quiet since the copies were
+    made) and the copies replaced none of the commit's files, their removal leaves the tree as
+    its checkout left it: the watch forgets it, and the next lease of the commit skips `git
+    clean` as it would without copies. Otherwise the watch is doubted, and the next lease's
+    `_tidy` checks the tree the slow way (a tracked file a copy replaced is checked out again)."""
     try:
         listed = json.loads(entry.note.read_text())
     except (OSError, ValueError):
         return
     from bisectk.spaces.yours import remove
+    untouched = entry.watch is not None and entry.watch.quiet()
     remove(entry.path, listed.get("files", ()), listed.get("dirs", ()))
     entry.note.unlink(missing_ok=True)
+    if entry.watch is not None:
+        entry.watch.quiet()                 # the removals' own writes
+        if not (untouched and listed.get("alone")):
+            entry.watch.doubt()             # what the run wrote was read above: the slow way must find it
 
 
 def _lock(path: Path) -> int | None:

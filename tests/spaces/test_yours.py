@@ -112,3 +112,33 @@ def test_beside_a_script_git_ignores_its_ignored_helpers_go_too(repo):
     (repo / "k.o").write_text("\n")
     _, _, files = resolve_commands("./t.sh", None, user_cwd=repo, root=repo, commit=rng[-1])
     assert "k.o" not in [f.copy for f in files] and ("t.sh", "untracked") in [(f.copy, f.state) for f in files]
+
+
+def test_copies_a_run_left_alone_cost_the_next_lease_no_clean_and_a_runs_writes_are_still_found(repo, monkeypatch):
+    """The copy and its removal are bisectk's own writes: a run that wrote nothing leaves the tree
+    as its checkout did, and the next lease of the commit skips `git clean` (the watch's fast
+    path, spaces/dirwatch.py) as without copies; a run that wrote a file is still cleaned up."""
+    from bisectk.spaces import worktrees
+    rng = chain(repo)
+    (repo / "t.sh").write_text("exit 0\n")
+    mine = [Carried("t.sh", str(repo / "t.sh")), Carried("new/x.sh", str(repo / "t.sh"))]
+    calls = []
+    real = worktrees.run_git
+    monkeypatch.setattr(worktrees, "run_git", lambda cwd, *a: calls.append(a) or real(cwd, *a))
+    with WorktreePool(repo, size=1) as pool:
+        with pool.lease(rng[3]):
+            pass
+        entry = pool.acquire(rng[3])
+        if entry.watch is None or not entry.watch.sound:
+            pool.release(entry, rng[3])
+            return                          # no inotify here: every lease checks the slow way
+        assert pool.carry(entry, mine) is None
+        pool.release(entry, rng[3])
+        calls.clear()
+        entry = pool.acquire(rng[3])
+        assert not [a for a in calls if "clean" in a] and not (entry.path / "t.sh").exists()
+        assert pool.carry(entry, mine) is None
+        (entry.path / "out.log").write_text("a run's output\n")
+        pool.release(entry, rng[3])
+        with pool.lease(rng[3]) as wt:
+            assert not (wt / "out.log").exists() and not (wt / "new").exists()

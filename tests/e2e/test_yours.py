@@ -89,6 +89,10 @@ def test_an_untracked_python_script_imports_each_commits_sibling_module(tmp_path
         ("t.py", "untracked", "t.py"), ("helper.txt", "untracked, beside t.py", "helper.txt")}
     assert state(r) == before
     assert not worktree_files(r, "t.py") and not worktree_files(r, "helper.txt")   # removed when each lease ended
+    # warm workers run the script by its path in each worktree, several at once
+    d = run_json(r, "--good", shas[0], "--run", "python t.py", "--warm", "--jobs", "2", "--fresh")
+    assert d["first_bad"]["sha"] == shas[3] and d["runs"] > 0, d["endpoints"]
+    assert state(r) == before and not worktree_files(r, "t.py")
 
 
 def test_an_untracked_shell_script_sources_each_commits_lib_beside_it(tmp_path):

@@ -86,7 +86,7 @@ def taken(carried: Sequence[Carried]) -> tuple[Carried, ...]:
                 out.append(Carried(c.rel, c.source, link=os.readlink(c.source)))
             elif stat.S_ISREG(st.st_mode):
                 data = Path(c.source).read_bytes() if st.st_size <= MAX_TAKEN_BYTES else None
-                out.append(Carried(c.rel, c.source, data, st.st_mode & 0o7777))
+                out.append(Carried(c.rel, c.source, data, st.st_mode & 0o777))   # no setuid, setgid, sticky
         except OSError:
             continue
     return tuple(out)
@@ -190,6 +190,8 @@ def place(tree: Path, carried: Sequence[Carried]) -> tuple[list[str], list[str],
                 os.chmod(dest, c.mode)      # as the user has it, whatever the umask
             else:
                 shutil.copy2(c.source, dest, follow_symlinks=False)
+                if not os.path.islink(dest):
+                    os.chmod(dest, os.stat(dest).st_mode & 0o777)
         except OSError as exc:
             return written, made, f"{c.rel} could not be copied: {exc.strerror or exc}"
     return written, made, None

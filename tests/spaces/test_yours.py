@@ -93,6 +93,8 @@ def test_the_copies_are_taken_once_and_their_digest_changes_with_content_and_mod
     tree.mkdir()
     assert place(tree, two) == (["t.sh"], [], None)
     assert (tree / "t.sh").read_text() == "a\n" and (tree / "t.sh").stat().st_mode & 0o777 == 0o755
+    f.chmod(0o4755)                 # the permission bits go; a setuid bit never does
+    assert taken([Carried("t.sh", str(f))])[0].mode == 0o755
 
 
 def test_beside_a_script_git_ignores_its_ignored_helpers_go_too(repo):

@@ -500,19 +500,27 @@ def _pytest_words(argv: list[str]) -> list[str]:
 
 def resolve_pytest(args: Sequence[str], *, user_cwd: Path, root: Path, commit: str,
                    olds: Sequence[str] = ()) -> list[CommandFile]:
-    """The test files --pytest's node ids (`args`, split) name (`tests/test_k.py::test_x`) that are the user's
-    (untracked, modified: copied into each commit's tree, as a script of --run is), and the
-    untracked conftest.py files on the way from the repository's top level to each (pytest loads
-    them; git bisect run would find them in the checkout). The node ids stay as typed: from the
-    run's directory of each worktree they name the copies."""
+    """The test files --pytest's node ids (`args`, split) name (`tests/test_k.py::test_x`) that
+    are the user's (untracked, modified: copied into each commit's tree, as a script of --run
+    is), and the untracked conftest.py files on the way from the repository's top level to each
+    test file or directory named, whoever's the test file is (pytest loads them; git bisect run
+    would find them in the checkout). The node ids stay as typed: from the run's directory of
+    each worktree they name the copies."""
     resolver = _Resolver(user_cwd, root, commit, olds)
+    dirs: list[str] = []
     for arg in args:
         path = arg.split("::", 1)[0]
-        if path and not arg.startswith("-") and not os.path.isabs(path):
-            resolver.word(path, False, True)
+        if not path or arg.startswith("-") or os.path.isabs(path) or "\n" in path:
+            continue
+        mine = Path(os.path.normpath(resolver.user_cwd / path))
+        if resolver.inside is None or not mine.is_relative_to(root) or ".git" in mine.relative_to(root).parts:
+            continue
+        resolver.word(path, False, True)
+        rel = mine.relative_to(root).as_posix()
+        dirs.append(rel if mine.is_dir() else os.path.dirname(rel))
     files = [f for f in resolver.files if f.copy]
-    for f in list(files):
-        parts = f.copy.split("/")[:-1]
+    for d in dict.fromkeys(dirs):
+        parts = [p for p in d.split("/") if p and p != "."]
         for k in range(len(parts) + 1):
             rel = "/".join([*parts[:k], "conftest.py"])
             if any(g.copy == rel for g in files) or not (root / rel).is_file() or _blob(root, commit, rel) is not None:

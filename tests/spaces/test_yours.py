@@ -144,3 +144,20 @@ def test_copies_a_run_left_alone_cost_the_next_lease_no_clean_and_a_runs_writes_
         pool.release(entry, rng[3])
         with pool.lease(rng[3]) as wt:
             assert not (wt / "out.log").exists() and not (wt / "new").exists()
+
+
+def test_an_untracked_conftest_above_a_tracked_test_goes_with_it(repo):
+    """`--pytest tests/test_k.py` with the test tracked (each commit's own) and an untracked
+    conftest.py of the user's above it: pytest in the checkout loads it under git bisect run, so
+    it is copied; a tracked conftest is each commit's own, and a directory node id counts too."""
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_k.py").write_text("def test_k():\n    pass\n")
+    git(repo, "add", "tests/test_k.py")
+    git(repo, "commit", "-q", "-m", "test")
+    head = git(repo, "rev-parse", "HEAD")
+    (repo / "conftest.py").write_text("# mine\n")
+    for words in (["tests/test_k.py::test_k", "-q"], ["tests"]):
+        _, _, files = resolve_commands(None, None, user_cwd=repo, root=repo, commit=head, pytest=words)
+        assert [(f.use, f.copy) for f in files if f.use == "yours"] == [("yours", "conftest.py")], (words, files)
+    _, _, files = resolve_commands(None, None, user_cwd=repo / "tests", root=repo, commit=head, pytest=["test_k.py"])
+    assert [(f.word, f.copy) for f in files if f.use == "yours"] == [("../conftest.py", "conftest.py")]

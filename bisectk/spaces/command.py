@@ -14,6 +14,9 @@ when it has a slash, any argument) is resolved once, before the search:
 - it names a file that the --bad commit's tree provides (the user's copy, if any, is the same, or
   is what their checkout's HEAD holds: not modified, only newer than --bad's): each commit's own
   copy is run, as git does;
+- typed outside the repository (`--repo proj`), a word that climbs into it (`proj/ci/t.sh`) is
+  read as the same path typed at the top level, where the command then runs, and rewritten so
+  (`ci/t.sh`): each commit's own copy, or the user's copied, by the two rules above;
 - otherwise it is left as typed (a program on PATH, a file that only some commits have).
 
 Where it runs (`run_dir`): in each commit's worktree, in the directory the command was typed in.
@@ -322,6 +325,9 @@ class _Resolver:
             return word
         runs = runs or first
         mine = Path(os.path.normpath(self.user_cwd / word))
+        if self.inside is None and mine != self.root and mine.is_relative_to(self.root) and \
+                ".git" not in mine.relative_to(self.root).parts:
+            return self._climbed_in(word, mine, first, runs)
         # where the word points in the tree: the same file of the repository when the user is
         # inside it, else the word as the worktree root would read it
         rel = os.path.normpath(str(self.inside / word)) if self.inside is not None else os.path.normpath(word)
@@ -364,6 +370,31 @@ class _Resolver:
             self.files.append(CommandFile(word, "tree", rel, "tracked, not in your directory", runs))
         return word
 
+
+    def _climbed_in(self, word: str, mine: Path, first: bool, runs: bool) -> str:
+        """A word typed outside the repository that names a path inside it (`--repo proj --run
+        'proj/ci/t.sh'`): read as the same path typed at the top level (where the command runs,
+        run_dir), rewritten so (`./ci/t.sh`): each commit's own copy where the user's is the
+        tree's, else the user's, copied into each worktree. Before, the tree was asked for
+        `proj/ci/t.sh`, found nothing, and HEAD's file ran by its absolute path on every commit."""
+        rel = mine.relative_to(self.root).as_posix()
+        typed = f"./{rel}" if first and "/" not in rel else rel      # `t.sh` alone would be looked up on PATH
+        blob = _blob(self.root, self.commit, rel)
+        if mine.is_file():
+            head = _blob(self.root, "HEAD", rel)
+            if blob is not None and (_same(self.root, mine, blob) or head is not None and _same(self.root, mine, head)):
+                self.files.append(CommandFile(word, "tree", rel, "tracked", runs))
+                return typed
+            state = "modified" if blob is not None else self._absent(rel)
+            if not self.copy:
+                self.files.append(CommandFile(word, "yours", str(mine), state))
+                return str(mine)
+            self.files.append(CommandFile(word, "yours", str(mine), state, runs, rel))
+            return typed
+        if blob is not None:
+            self.files.append(CommandFile(word, "tree", rel, "tracked, not in your directory", runs))
+            return typed
+        return word
 
     def _absent(self, rel: str) -> str:
         """The state of the user's file at `rel`, which `commit`'s tree lacks: "untracked" only when
@@ -412,7 +443,7 @@ def _resolve_script(script: str, resolver: _Resolver) -> str:
     except ValueError:
         return script
     segment: list[str] = []
-    rewrites: dict[str, CommandFile] = {}
+    rewrites: dict[str, tuple[CommandFile, str]] = {}
     k = 0
     while k < len(tokens):
         token = tokens[k]
@@ -427,15 +458,15 @@ def _resolve_script(script: str, resolver: _Resolver) -> str:
         else:                           # a word the shell computes keeps its place (the program's index)
             segment.append("" if set(token) & _COMPUTED else token)
         k += 1
-    for word, found in rewrites.items():
+    for word, (found, new) in rewrites.items():
         pattern = rf"(?<![^{_BOUNDARY}]){re.escape(word)}(?=$|[{_BOUNDARY}])"
-        script, n = re.subn(pattern, lambda _: shlex.quote(found.path), script)
+        script, n = re.subn(pattern, lambda _, new=new: shlex.quote(new), script)
         if n == 0:
             resolver.files.remove(found)
     return script
 
 
-def _resolve_segment(words: list[str], resolver: _Resolver, rewrites: dict[str, CommandFile]) -> bool:
+def _resolve_segment(words: list[str], resolver: _Resolver, rewrites: dict[str, tuple[CommandFile, str]]) -> bool:
     """One simple command of a shell script resolved into `rewrites`; True when it is a `cd`."""
     while words and _ASSIGNMENT.match(words[0]):
         words = words[1:]               # `A=1 ./t.sh`: the program follows the assignments
@@ -445,10 +476,10 @@ def _resolve_segment(words: list[str], resolver: _Resolver, rewrites: dict[str, 
         return True
     script = _script_index(words)
     for k, word in enumerate(words):
-        if word and resolver.word(word, k == 0, k == script) != word:
+        if word and (new := resolver.word(word, k == 0, k == script)) != word:
             found = resolver.files[-1]
             if shlex.quote(word) == word and word not in rewrites:
-                rewrites[word] = found
+                rewrites[word] = (found, new)
             else:
                 resolver.files.remove(found)    # not rewritten: not the user's file in the run
     return False

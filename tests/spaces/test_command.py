@@ -101,6 +101,25 @@ def test_subdirectory_spaces_and_outside(repo, tmp_path):
         resolve("./t.sh 'unclosed", r, r, sha)
 
 
+def test_a_path_typed_outside_that_climbs_into_the_repository_reads_as_typed_at_its_top(repo, tmp_path):
+    """`--repo r --run 'sh r/run.sh'` typed in r's parent: the tree was asked for `r/run.sh`,
+    found nothing, and the user's file (HEAD's, for a tracked script) ran by its absolute path on
+    every commit. The word names r's run.sh: each commit's own where the user's is the tree's,
+    the user's copied into each worktree where it is not (the command runs at the worktree's
+    top, run_dir), and its absolute path for an executor elsewhere."""
+    r, sha = repo
+    line, files = resolve("sh r/run.sh", tmp_path, r, sha)
+    assert line == "sh run.sh" and [(f.use, f.path, f.state) for f in files] == [("tree", "run.sh", "tracked")]
+    line, files = resolve("r/tools/check.sh", tmp_path, r, sha)
+    assert line == "tools/check.sh" and files[0].use == "tree"
+    (r / "mine.sh").write_text("exit 1\n")
+    line, files = resolve("r/mine.sh", tmp_path, r, sha)       # a program without a slash would be looked up
+    assert line == "./mine.sh" and (files[0].use, files[0].state, files[0].copy) == ("yours", "untracked", "mine.sh")
+    (r / "run.sh").write_text("exit 3\n")
+    line, files = resolve_command("sh r/run.sh", "--run", user_cwd=tmp_path, root=r, commit=sha, copy=False)
+    assert shlex.split(line) == ["sh", str(r / "run.sh")] and files[0].state == "modified"
+
+
 def test_pathspec_as_git_reads_it(repo, tmp_path):
     r, _ = repo
     assert pathspec_of(["check.sh", "../run.sh", "sub/"], r / "tools", r) == ["tools/check.sh", "run.sh", "tools/sub/"]

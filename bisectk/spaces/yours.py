@@ -6,8 +6,8 @@ script's `$(dirname "$0")/lib.sh`, Python's sys.path[0] (the script's own direct
 rootdir and conftest.py discovery all see the commit's files. bisectk runs each commit in a
 worktree of its own; run from the checkout by its absolute path, the same script would see the
 checkout's files around it instead (every commit would import the checkout's sibling module). So
-each such file is copied into every commit's tree at its own path in the repository, mode bits
-kept (a symlink as the link), before the commit's build and runs, and the command runs it from
+each such file is copied into every commit's tree at its own path in the repository, permission
+bits kept (a symlink as the link), as it was at the command's start, before the commit's build and runs, and the command runs it from
 there: the word typed (`./test.sh`) reads the same in the worktree's directory as in the user's.
 
 What is copied (spaces/command.py decides, once, before the search):
@@ -23,11 +23,11 @@ What is copied (spaces/command.py decides, once, before the search):
   git ignores itself (one kept in an ignored `local/` with its helpers): elsewhere ignored files
   are build outputs, a virtual environment, data, not the script's, and each commit's tree keeps
   its own;
-- for a pytest file (`--pytest`'s node ids, or the files a `--run 'pytest ...'` or `--run 'python
-  -m pytest ...'` names), the untracked conftest.py files on its path from the repository's top
-  level (pytest loads them, and git bisect run would see them).
-A file of the user's outside the repository (or named from outside it) is not copied: it runs by
-its absolute path, as git bisect run runs it.
+- for a pytest file or directory (`--pytest`'s node ids, or the files a `--run 'pytest ...'` or
+  `--run 'python -m pytest ...'` names), tracked or not, the untracked conftest.py files on its
+  path from the repository's top level (pytest loads them, and git bisect run would see them).
+A file of the user's outside the repository, or in its .git directory, is not copied: it runs by
+its absolute path, as git bisect run runs it. Nor is anything for an executor on other hosts.
 
 The copies are bisectk's own writes: a worktree's copies are removed when its lease ends, and a
 pool that finds copies another process left (killed) removes them before the next checkout
@@ -39,7 +39,7 @@ Abstractions
 Carried  -- one file to copy: its path relative to the repository's top level, the user's file,
             and what it held when `taken` (the command's start).
 taken    -- the carried files' bytes, mode and link targets read once: what every lease copies.
-beside   -- the untracked, non-ignored files beside the files that run, bounded (see above).
+beside   -- the untracked files beside the files that run, bounded (see above).
 digest   -- the content of the carried files, for the memo key.
 place    -- copy them into a tree (a worktree, an exported tree); the paths written and the
             directories made, or why a file cannot be placed there.

@@ -345,6 +345,12 @@ class _Resolver:
         sub = _in_submodule(self.root, self.commit, rel) if blob is None and in_tree and self.inside is not None \
             and mine.is_file() else None
         sub_blob = _blob(self.root / sub[0], "HEAD", sub[1]) if sub is not None else None
+        link = self._own_link(rel) if blob is None and sub is None and in_tree and self.copy else None
+        if link is not None and mine.is_file():
+            # through a directory link of the user's own (`mine -> tools`): git bisect run follows it
+            # to each commit's files, so the link is what goes into each worktree, not the bytes
+            self.files.append(CommandFile(word, "yours", str(self.root / link), "untracked link", False, link))
+            return word
         if mine.is_file():
             # the tree's own copy runs when the user's file is the commit's, or the one their checkout
             # has committed (unmodified since HEAD: --bad older than HEAD may hold an older copy of it,
@@ -370,6 +376,22 @@ class _Resolver:
             self.files.append(CommandFile(word, "tree", rel, "tracked, not in your directory", runs))
         return word
 
+
+    def _own_link(self, rel: str) -> str | None:
+        """The first directory on `rel`'s way that is a symlink of the user's (git tracks none
+        there at `commit` or at HEAD) leading to a place inside the tree by a relative target
+        (`mine -> tools`): its path; None when there is none."""
+        parts = rel.split("/")[:-1]
+        for k in range(1, len(parts) + 1):
+            step = "/".join(parts[:k])
+            if not os.path.islink(self.root / step):
+                continue
+            if _blob(self.root, self.commit, step) is not None or _blob(self.root, "HEAD", step) is not None:
+                return None
+            target = os.readlink(self.root / step)
+            inside = os.path.normpath(os.path.join(os.path.dirname(step), target))
+            return None if os.path.isabs(target) or inside == ".." or inside.startswith("../") else step
+        return None
 
     def _climbed_in(self, word: str, mine: Path, first: bool, runs: bool) -> str:
         """A word typed outside the repository that names a path inside it (`--repo proj --run

@@ -14,7 +14,9 @@ What is copied (spaces/command.py decides, once, before the search):
 - every file of the user's inside the repository that the command names (`--run`, `--build`: the
   program, an interpreter's script, an argument; `--pytest`: the test file of each node id) and
   that the --bad commit does not provide as it is: untracked (ignored ones too: the user named
-  them), modified, or deleted on the way;
+  them), modified, or deleted on the way; reached through a directory link of the user's own
+  (`mine -> tools`, untracked, a relative target inside the tree), the link instead, which leads
+  to each commit's files there, as git bisect run follows it;
 - beside each file that runs (the program, the script, the pytest file), the untracked files of
   its own directory that git does not ignore (`git ls-files --others --exclude-standard`: what
   git bisect run would find there too, a helper.sh or helper.py the script sources or imports),

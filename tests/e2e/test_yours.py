@@ -165,3 +165,31 @@ def test_a_deleted_script_never_runs_from_a_stale_copy(tmp_path):
     (r / "t.sh").unlink()
     p = bisectk("bisect", "--json", "--good", shas[0], "--run", "./t.sh", cwd=r, timeout=180)
     assert p.returncode == 2 and json.loads(p.stdout)["first_bad"] is None, p.stdout[-1500:]
+
+
+def test_a_directory_link_of_the_users_leads_to_each_commits_script(tmp_path):
+    """`mine -> tools` (the user's own link, untracked) and `--run ./mine/check.sh`, tools/check.sh
+    tracked and failing from c4: git bisect run follows the link to each commit's script. The
+    user's bytes of it (HEAD's) ran on every commit: "the good configuration fails too"."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    (r / "tools").mkdir()
+    shas = []
+    for i in range(1, 7):
+        (r / "tools" / "check.sh").write_text(f"#!/bin/sh\nexit {int(i >= 4)}\n")
+        (r / "tools" / "check.sh").chmod(0o755)
+        (r / "n").write_text(f"{i}\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"c{i}")
+        shas.append(git(r, "rev-parse", "HEAD"))
+    (r / "mine").symlink_to("tools")
+    before = state(r)
+    d = run_json(r, "--good", shas[0], "--run", "./mine/check.sh")
+    g = tmp_path / "git-clone"
+    git(tmp_path, "clone", "-q", "--no-local", str(r), str(g))
+    (g / "mine").symlink_to("tools")
+    subprocess.run(["git", "bisect", "start", "HEAD", shas[0]], cwd=g, check=True, capture_output=True)
+    out = subprocess.run(["git", "bisect", "run", "./mine/check.sh"], cwd=g, capture_output=True, text=True).stdout
+    assert d["first_bad"]["sha"] == shas[3] and f"{shas[3]} is the first bad commit" in out, d["endpoints"]
+    assert state(r) == before and not worktree_files(r, "mine")

@@ -198,7 +198,9 @@ def test_a_tracked_script_named_through_a_tracked_directory_symlink_is_each_comm
     """`./scripts/check.sh` with `scripts -> tools` tracked: git's tree names the file
     tools/check.sh, so the typed path had no blob and the user's copy was taken for untracked:
     every commit ran HEAD's script, and a stricter check committed since --bad gave a wrong first
-    bad commit at exit 0. A directory link the user made themselves (untracked) leaves it theirs."""
+    bad commit at exit 0. A directory link the user made themselves (untracked) is copied as the
+    link (git bisect run follows it to each commit's files); one by an absolute path, into the
+    checkout, leaves the file theirs."""
     r, _ = repo
     (r / "scripts").symlink_to("tools")
     git(r, "add", "-A")
@@ -207,6 +209,9 @@ def test_a_tracked_script_named_through_a_tracked_directory_symlink_is_each_comm
     line, files = resolve("./scripts/check.sh", r, r, sha)
     assert line == "./scripts/check.sh" and [(f.use, f.path, f.state) for f in files] == [
         ("tree", "scripts/check.sh", "tracked")]
-    (r / "mine").symlink_to("tools")                              # the user's own link: their file
+    (r / "mine").symlink_to("tools")         # the user's own link: copied, it leads to each commit's tools/
     line, files = resolve("./mine/check.sh", r, r, sha)
-    assert line == "./mine/check.sh" and (files[0].use, files[0].copy) == ("yours", "mine/check.sh")
+    assert line == "./mine/check.sh" and [(f.use, f.state, f.copy) for f in files] == [("yours", "untracked link", "mine")]
+    (r / "away").symlink_to(r / "tools")     # by an absolute path: into the checkout, the user's file
+    line, files = resolve("./away/check.sh", r, r, sha)
+    assert (files[0].use, files[0].copy) == ("yours", "away/check.sh")

@@ -47,7 +47,7 @@ _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{(%s)\}" % _FACTOR_NAME.pattern)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _TOP_KEYS = {"name", "description", "constraints", "subject", "oracle", "factors", "good", "bad"}
 _SUBJECT_KEYS = {"command", "build", "cwd", "env", "timeout", "repeat", "build_timeout", "timeout_floor"}
-_ORACLE_KEYS = {"metric", "min", "max", "metrics", "slow_factor", "slow_metric"}
+_ORACLE_KEYS = {"metric", "min", "max", "metrics", "slow_factor", "slow_metric", "slow_better"}
 MAX_SPEC_BYTES = 16 << 20
 MAX_CONSTRAINTS = 1000
 
@@ -235,6 +235,7 @@ class Spec:
     ordinal: dict[str, list[Scalar]] = field(default_factory=dict)
     constraints: list[Expr] = field(default_factory=list)
     protocol: str = "bisectk"  # or "pytest": how exit codes are read (see run/classify.py)
+    slow_better: str = "lower"  # the slow metric's better direction: "lower" (a time) or "higher" (a throughput)
     timeout_floor: float | None = None  # least calibrated watchdog (JIT compiles jitter); default 1 s
     literal: bool = False   # command and build are words as typed, not templates (adhoc_spec)
     _plan: tuple | None = field(default=None, init=False, repr=False, compare=False)
@@ -367,6 +368,8 @@ class Spec:
             "cwd": str(self.cwd), "build_timeout": self.build_timeout,
             "thresholds": [(t.metric, t.min, t.max) for t in self.thresholds],
             "slow": [self.slow_factor, self.slow_metric], "protocol": self.protocol,
+            # only where declared: a spec without it keeps the key its runs were stored under
+            **({"slow_better": self.slow_better} if self.slow_better != "lower" else {}),
             # only where it changes what runs (a `{name}`, `{{` or `}}` typed): every other key stays
             **({"literal": True} if self.literal and any(_PLACEHOLDER.search(a)
                                                        for a in [*self.command, *(self.build or [])]) else {}),
@@ -527,7 +530,7 @@ def _build(path: Path, raw: dict[str, Any]) -> Spec:
     _need(isinstance(repeat, int) and not isinstance(repeat, bool) and 1 <= repeat <= MAX_REPEAT,
           path, "subject.repeat", f"must be an integer from 1 to {MAX_REPEAT}, got {_show(repeat)}")
 
-    thresholds, slow_factor, slow_metric = _oracle(path, raw.get("oracle", {}))
+    thresholds, slow_factor, slow_metric, slow_better = _oracle(path, raw.get("oracle", {}))
     ordinal = _ordinal(path, raw.get("factors", {}), good, bad)
     constraints = raw.get("constraints", [])
     _need(isinstance(constraints, list) and all(isinstance(c, str) for c in constraints),
@@ -554,11 +557,11 @@ def _build(path: Path, raw: dict[str, Any]) -> Spec:
     _need(isinstance(description, str), path, "description", "must be a string")
     return Spec(path=path, name=name, description=description, command=command, build=build, cwd=cwd,
                 env=dict(env), timeout=timeout, build_timeout=build_timeout, repeat=repeat,
-                thresholds=thresholds, slow_factor=slow_factor, slow_metric=slow_metric,
+                thresholds=thresholds, slow_factor=slow_factor, slow_metric=slow_metric, slow_better=slow_better,
                 good=dict(good), bad=dict(bad), ordinal=ordinal, constraints=exprs, timeout_floor=floor)
 
 
-def _oracle(path: Path, oracle: Any) -> tuple[list[Threshold], float | None, str | None]:
+def _oracle(path: Path, oracle: Any) -> tuple[list[Threshold], float | None, str | None, str]:
     _need(isinstance(oracle, dict), path, "oracle", "must be a table")
     unknown = set(oracle) - _ORACLE_KEYS
     _need(not unknown, path, "oracle." + ",".join(sorted(unknown)), f"unknown key (expected {', '.join(sorted(_ORACLE_KEYS))})")
@@ -586,7 +589,14 @@ def _oracle(path: Path, oracle: Any) -> tuple[list[Threshold], float | None, str
     _need(slow_factor is None or slow_factor > 1, path, "oracle.slow_factor", "must be greater than 1")
     slow_metric = oracle.get("slow_metric")
     _need(slow_metric is None or isinstance(slow_metric, str), path, "oracle.slow_metric", "must be a metric name")
-    return thresholds, slow_factor, slow_metric
+    # a throughput (TFLOP/s, GB/s) is slower when lower: judged as a time, its regression passed and
+    # the factor that made it faster was named the SLOW culprit
+    slow_better = oracle.get("slow_better", "lower")
+    _need(slow_better in ("lower", "higher"), path, "oracle.slow_better",
+          f"must be \"lower\" (a time, the default) or \"higher\" (a throughput), got {_show(slow_better)}")
+    _need(slow_better == "lower" or slow_metric is not None, path, "oracle.slow_better",
+          "\"higher\" needs a slow_metric (wall time is better lower)")
+    return thresholds, slow_factor, slow_metric, slow_better
 
 
 def _ordinal(path: Path, factors: Any, good: dict, bad: dict) -> dict[str, list[Scalar]]:

@@ -162,23 +162,27 @@ class SubjectRecord:
     slow_factor: float | None = None   # the oracle's SLOW rule: metric > slow_factor x the good baseline
     slow_metric: str | None = None     # None: wall seconds
     named_files: int | None = None     # files the memo key holds by content (Spec.named_files); None: not said
+    slow_better: str = "lower"         # "higher": a throughput, SLOW below the baseline / slow_factor
 
     @classmethod
     def of(cls, spec, named_files: int | None = None) -> SubjectRecord:
         """The record of a spec (bisectk.spec.Spec); `named_files`: how many files its runner's
         memo key covers (run/memokey.py StaticKey.files)."""
         return cls(spec.name, str(spec.path), tuple(spec.command), dict(spec.good), dict(spec.bad),
-                   tuple(spec.differences()), spec.description, spec.slow_factor, spec.slow_metric, named_files)
+                   tuple(spec.differences()), spec.description, spec.slow_factor, spec.slow_metric, named_files,
+                   getattr(spec, "slow_better", "lower"))
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "path": self.path, "command": list(self.command), "good": self.good,
                 "bad": self.bad, "differences": list(self.differences), "description": self.description,
-                "slow_factor": self.slow_factor, "slow_metric": self.slow_metric, "named_files": self.named_files}
+                "slow_factor": self.slow_factor, "slow_metric": self.slow_metric, "named_files": self.named_files,
+                "slow_better": self.slow_better}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SubjectRecord:
         return cls(d["name"], d["path"], tuple(d["command"]), d["good"], d["bad"], tuple(d["differences"]),
-                   d.get("description", ""), d.get("slow_factor"), d.get("slow_metric"), d.get("named_files"))
+                   d.get("description", ""), d.get("slow_factor"), d.get("slow_metric"), d.get("named_files"),
+                   d.get("slow_better", "lower"))
 
 
 def confidence_of(first_bad: dict | None, candidates: int, complete: bool) -> str:

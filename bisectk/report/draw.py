@@ -333,7 +333,8 @@ def slow_metric(m: SlowMetric):
     line = ax.axvline(m.threshold, color=COLOURS["fail"], linestyle="--", linewidth=1.5, zorder=3)
     line.set_gid("threshold")
     ax.axvline(m.baseline, color=COLOURS["pass"], linestyle=":", linewidth=1.2, zorder=3)
-    ax.text(m.threshold, n - 0.35, f" threshold {m.factor:g} x {m.baseline:.4g} = {m.threshold:.4g}",
+    rule = f"{m.baseline:.4g} / {m.factor:g}" if m.higher else f"{m.factor:g} x {m.baseline:.4g}"
+    ax.text(m.threshold, n - 0.35, f" threshold {rule} = {m.threshold:.4g}",
             color=COLOURS["fail"], fontsize=8, va="bottom")
     ax.set_yticks(range(n), [_short(p.label, 48) for p in reversed(m.points)])
     ax.set_ylim(-0.6, n + 0.4)

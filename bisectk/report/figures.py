@@ -164,10 +164,11 @@ class SlowMetric:
     points: tuple[MetricPoint, ...]
     baseline: float
     factor: float
+    higher: bool = False    # a throughput: SLOW below baseline / factor
 
     @property
     def threshold(self) -> float:
-        return self.factor * self.baseline
+        return self.baseline / self.factor if self.higher else self.factor * self.baseline
 
 
 # -- ablation ------------------------------------------------------------------------------------
@@ -373,7 +374,8 @@ def slow_metric(rec: Record) -> SlowMetric | None:
         if v is not None:
             points.append(MetricPoint(f"{a.index}. {a.label if rec.command == 'bisect' else ', '.join(a.applied)}",
                                       v, a.outcome))
-    return SlowMetric(metric or "wall s", tuple(points), statistics.median(base), float(subject.slow_factor))
+    return SlowMetric(metric or "wall s", tuple(points), statistics.median(base), float(subject.slow_factor),
+                      subject.slow_better == "higher")
 
 
 # -- which pictures a record gets -----------------------------------------------------------------

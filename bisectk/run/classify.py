@@ -221,6 +221,8 @@ class Judge:
     baseline: float | None = None  # good endpoint's time (slow_metric, or wall seconds)
     protocol: str = "bisectk"      # "pytest": exit codes are pytest's (see classify_pytest);
                                    # "git": a `--run` command, git bisect run's exit codes
+    higher: bool = False           # the slow metric is better higher (a throughput): SLOW below
+                                   # the baseline / slow_factor, not above slow_factor x it
 
     def elapsed(self, metrics: dict, duration_s: float) -> float | None:
         if self.slow_metric:
@@ -232,8 +234,13 @@ class Judge:
         if not self.slow_factor or not self.baseline:
             return None
         t = self.elapsed(metrics, duration_s)
+        unit = self.slow_metric or "wall s"
+        if self.higher:
+            if t is not None and t * self.slow_factor < self.baseline:
+                slower = f"{self.baseline / t:.2f}x slower" if t > 0 else "none at all"
+                return f"{unit} {t:.3g} < baseline {self.baseline:.3g} / {self.slow_factor:g} ({slower})"
+            return None
         if t is not None and t > self.slow_factor * self.baseline:
-            unit = self.slow_metric or "wall s"
             return (f"{unit} {t:.3g} > {self.slow_factor:g} x baseline {self.baseline:.3g} "
                     f"({t / self.baseline:.2f}x)")
         return None

@@ -92,7 +92,8 @@ class Runner:
         self.imported_files: set[str] = set()      # every source file a run of this runner imported
                                                    # (engine/checkout_imports.py reads it)
         self.namespace = namespace  # e.g. '#fresh-7': runs kept apart from earlier sessions
-        self.judge = Judge(spec.thresholds, spec.slow_factor, spec.slow_metric, protocol=spec.protocol)
+        self.judge = Judge(spec.thresholds, spec.slow_factor, spec.slow_metric, protocol=spec.protocol,
+                           higher=spec.slow_better == "higher")
         self.timeout = TimeoutPolicy(spec.timeout, "spec", f"{spec.timeout:g} s from the spec") if spec.timeout \
             else None
         if timeout:

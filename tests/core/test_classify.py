@@ -90,6 +90,17 @@ def test_slow_against_baseline():
     assert classify_run(raw(duration_s=0.5), wall).kind is FailKind.SLOW
 
 
+def test_slow_of_a_throughput_is_a_lower_value():
+    """slow_better = "higher" (TFLOP/s, GB/s): SLOW below baseline / slow_factor. Judged as a time,
+    the throughput's regression passed and a speed-up was called SLOW."""
+    j = Judge([], slow_factor=1.1, slow_metric="tflops", baseline=1000.0, higher=True)
+    assert classify_run(raw(stdout='BISECTK_RESULT {"tflops": 1400}'), j).outcome is Outcome.PASS
+    assert classify_run(raw(stdout='BISECTK_RESULT {"tflops": 950}'), j).outcome is Outcome.PASS
+    r = classify_run(raw(stdout='BISECTK_RESULT {"tflops": 770}'), j)
+    assert r.kind is FailKind.SLOW and r.signature == "tflops 770 < baseline 1e+03 / 1.1 (1.30x slower)", r.signature
+    assert classify_run(raw(stdout='BISECTK_RESULT {"tflops": 0}'), j).kind is FailKind.SLOW
+
+
 def test_helpers():
     assert parse_result("BISECTK_RESULT [1]") is None and parse_result("BISECTK_RESULT {bad") is None
     assert recognise("all fine") is None

@@ -237,3 +237,23 @@ def test_a_spec_saved_with_a_byte_order_mark_loads(tmp_path):
     p = write(tmp_path, BASE)
     p.write_bytes(b"\xef\xbb\xbf" + p.read_bytes())
     assert load_spec(p).differences() == ["depth", "mode"]
+
+
+def test_slow_better_is_lower_or_higher_and_higher_needs_a_metric(tmp_path):
+    """A throughput's slow_better = "higher"; anything else, or "higher" on wall time (better lower
+    by nature), is a one-line error; leaving it out keeps the spec's fingerprint (stored runs reused)."""
+    def spec(oracle):
+        p = tmp_path / "s.toml"
+        p.write_text(f'[subject]\ncommand = ["true", "{{a}}"]\n[oracle]\nslow_factor = 1.1\n{oracle}\n'
+                     '[good]\na = 0\n[bad]\na = 1\n')
+        return p
+    assert load_spec(spec('slow_metric = "tflops"\nslow_better = "higher"')).slow_better == "higher"
+    plain = load_spec(spec('slow_metric = "tflops"'))
+    assert plain.slow_better == "lower"
+    lower = load_spec(spec('slow_metric = "tflops"\nslow_better = "lower"'))
+    higher = load_spec(spec('slow_metric = "tflops"\nslow_better = "higher"'))
+    assert plain.fingerprint(tmp_path) == lower.fingerprint(tmp_path) != higher.fingerprint(tmp_path)
+    with pytest.raises(SpecError, match='oracle.slow_better.*must be "lower".*got \'up\''):
+        load_spec(spec('slow_metric = "tflops"\nslow_better = "up"'))
+    with pytest.raises(SpecError, match="needs a slow_metric"):
+        load_spec(spec('slow_better = "higher"'))

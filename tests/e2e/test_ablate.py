@@ -32,6 +32,26 @@ def test_single_culprits(tmp_path, variant, culprits, kind):
     assert rows[culprits[0]]["verdict"] == "CULPRIT" and rows[culprits[0]]["alone"] == "FAILS"
 
 
+def test_a_throughputs_slow_culprit_is_the_factor_that_lowered_it(tmp_path):
+    """slow_metric = "tflops" with slow_better = "higher": c lowers it 1.3x (the regression), e
+    raises it 2x (a speed-up elsewhere). Judged as a time, the culprit named was e."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text(
+        "import sys\nargs = dict(a.split('=') for a in sys.argv[1:])\n"
+        "t = 1000 / (1.3 if args['c'] == '1' else 1) * (2 if args['e'] == '1' else 1)\n"
+        "print('BISECTK_RESULT {\"tflops\": %r}' % t)\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[subject]\ncommand = ["python", "s.py", "a={a}", "c={c}", "e={e}"]\n'
+                    '[oracle]\nslow_factor = 1.1\nslow_metric = "tflops"\nslow_better = "higher"\n'
+                    '[good]\na = 0\nc = 0\ne = 0\n[bad]\na = 1\nc = 1\ne = 0\n')
+    doc = ablate_json(spec, tmp_path)
+    assert doc["culprits"] == ["c"] and doc["endpoints"]["bad"]["kind"] == "slow", doc["culprits"]
+    assert "tflops 769 < baseline 1e+03 / 1.1 (1.30x slower)" in doc["endpoints"]["bad"]["signature"]
+    spec.write_text(spec.read_text().replace("e = 0\n[bad]", "e = 0\n[bad]").replace("c = 1\ne = 0", "c = 1\ne = 1"))
+    faster = ablate_json(spec, tmp_path, code=2)   # bad is faster overall: not a regression
+    assert "does not reproduce" in faster["endpoints"]["problem"], faster["endpoints"]["problem"]
+
+
 def test_two_factor_interaction(tmp_path):
     # --warm: the torch subject's 49 runs (confirmation included) in seconds, not minutes
     doc = ablate_json(VARIANTS / "attention-warps.toml", tmp_path, "--warm")

@@ -6,7 +6,9 @@ verify         -- the procedure, through the space's Trials (engine/oracle.py; i
                   EndpointCheck, a record: see records.py, whose `target` the judging Oracle is
                   then made with):
                   1. good, `repeat` runs; the watchdog and the SLOW baseline are calibrated from
-                     its passing runs;
+                     its passing runs; under a SLOW oracle, where every one of them failed (a first
+                     run's crash), good is run again until it passes, up to `calibrate_runs` runs
+                     (1b): without its time a bad run passes unjudged;
                   With `meanwhile` able to (--jobs above one, no --flaky: engine/ablate.py
                   FirstRuns; for a bisection, BadBeside), the bad endpoint's first run and the
                   search's likely first runs begin beside good's instead of after it; their
@@ -127,6 +129,12 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
         runner.settle(False)        # a Ctrl-C: the runs made ahead end with it
         raise
     watchdog = runner.calibrate(good_runs)
+    if beside is None and _unmeasured(runner, good_runs):     # 1b. SLOW needs good's time
+        runner.events.emit(PhaseStarted("recheck", f"the good endpoint failed, and SLOW is judged against its "
+                                                   f"time: re-running it until it passes, up to {cap} runs"))
+        while len(good_runs) < cap and not any(r.outcome is Outcome.PASS for r in good_runs):
+            good_runs.append(trials.observe(good_point))
+        watchdog = runner.calibrate(good_runs)
     good_passed = all(r.outcome is Outcome.PASS for r in good_runs)
     if runner.timeout is None and bad_to_run and (beside is None or not beside.done()):
         runner.events.emit(Note(f"watchdog: the good endpoint never passed, so it stays at {watchdog.seconds:g} s "
@@ -186,6 +194,10 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
     capped = _capped(runner, good_runs) or _outlasted(runner, good_runs)
     if problem is not None and env is None and capped:
         problem = capped
+    elif problem is not None and bad.n_pass and runner.judge.slow_factor and runner.judge.baseline is None:
+        problem = (f"the good configuration never passed ({good.describe()}), so the SLOW rule has no baseline "
+                   f"and the bad configuration's runs could not be judged slow (they passed unjudged); make good "
+                   f"pass first")
     if env is not None:   # 5. the machine, not the differences: named, with what fixes it
         problem, details = env.line, env.details
     elif problem is not None:   # a subject that refused its arguments: the command it was given
@@ -246,6 +258,15 @@ def recheck_good(trials: Trials, good_point: Any, bad_point: Any, check: Endpoin
                todo)
     return replace(check, good=good, good_rate=rate, bad=_folded(trials, bad_point, bad_runs), bad_rate=bad,
                    problem=problem, details=details, flaky=False)
+
+
+def _unmeasured(runner: Runner, good_runs: list[Run]) -> bool:
+    """A SLOW oracle has no baseline because every good run failed (a first run's crash, a JIT
+    that failed once): the bad endpoint's runs would pass unjudged, and its "passes" beside good's
+    failure were read as swapped endpoints. A good run stopped by the cap or left unresolved is
+    not run again here (120 s each; a missing metric stays missing)."""
+    return (bool(runner.judge.slow_factor) and runner.judge.baseline is None and bool(good_runs)
+            and all(r.outcome is Outcome.FAIL for r in good_runs) and _capped(runner, good_runs) is None)
 
 
 def _capped(runner: Runner, good_runs: list[Run]) -> str | None:

@@ -52,6 +52,38 @@ def test_a_throughputs_slow_culprit_is_the_factor_that_lowered_it(tmp_path):
     assert "does not reproduce" in faster["endpoints"]["problem"], faster["endpoints"]["problem"]
 
 
+def _first_run_crashes_spec(tmp_path):
+    """c makes time_ms 1.3x; the command's very first run (good's) crashes, every later one runs."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text(
+        "import os, sys\nargs = dict(a.split('=') for a in sys.argv[1:])\n"
+        "if not os.path.exists('ran'):\n    open('ran', 'w').close()\n    sys.exit(3)\n"
+        "print('BISECTK_RESULT {\"time_ms\": %r}' % (100 * (1.3 if args['c'] == '1' else 1)))\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[subject]\ncommand = ["python", "s.py", "a={a}", "c={c}"]\n'
+                    '[oracle]\nslow_factor = 1.15\nslow_metric = "time_ms"\n'
+                    '[good]\na = 0\nc = 0\n[bad]\na = 1\nc = 1\n')
+    return spec
+
+
+def test_a_good_endpoint_that_crashed_once_is_run_again_for_the_slow_baseline(tmp_path):
+    """SLOW is judged against good's time: with good's only run crashed there was none, every bad
+    run passed unjudged, and the answer was "endpoints are inverted ... swap [good] and [bad]"."""
+    doc = ablate_json(_first_run_crashes_spec(tmp_path), tmp_path)
+    assert doc["culprits"] == ["c"] and doc["endpoints"]["bad"]["kind"] == "slow", doc["endpoints"]["problem"]
+
+
+def test_a_bad_endpoint_begun_beside_a_failing_good_one_is_not_called_swapped(tmp_path):
+    """--jobs 2: bad's first run began beside good's, before there was a baseline; where good
+    never passed the problem says the bad runs went unjudged, not that the endpoints are swapped."""
+    spec = _first_run_crashes_spec(tmp_path)
+    (tmp_path / "s.py").write_text("import sys\nif 'c=0' in sys.argv:\n    sys.exit(3)\n"
+                                   "print('BISECTK_RESULT {\"time_ms\": 130}')\n")
+    doc = ablate_json(spec, tmp_path, "--jobs", "2", code=2)
+    problem = doc["endpoints"]["problem"]
+    assert "SLOW rule has no baseline" in problem and "swap" not in problem, problem
+
+
 def test_two_factor_interaction(tmp_path):
     # --warm: the torch subject's 49 runs (confirmation included) in seconds, not minutes
     doc = ablate_json(VARIANTS / "attention-warps.toml", tmp_path, "--warm")

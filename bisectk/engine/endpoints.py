@@ -198,6 +198,8 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
         problem = (f"the good configuration never passed ({good.describe()}), so the SLOW rule has no baseline "
                    f"and the bad configuration's runs could not be judged slow (they passed unjudged); make good "
                    f"pass first")
+    elif problem is not None and bad.outcome is Outcome.PASS and target is None:
+        problem += _slow_measured(runner, good_runs, bad_runs)
     if env is not None:   # 5. the machine, not the differences: named, with what fixes it
         problem, details = env.line, env.details
     elif problem is not None:   # a subject that refused its arguments: the command it was given
@@ -258,6 +260,31 @@ def recheck_good(trials: Trials, good_point: Any, bad_point: Any, check: Endpoin
                todo)
     return replace(check, good=good, good_rate=rate, bad=_folded(trials, bad_point, bad_runs), bad_rate=bad,
                    problem=problem, details=details, flaky=False)
+
+
+def _slow_measured(runner: Runner, good_runs: list[Run], bad_runs: list[Run]) -> str:
+    """What a bad endpoint that never failed measured under a SLOW oracle, against the threshold
+    and what the baseline rests on ("" without one): "check the command's exit status" alone says
+    nothing of a regression below slow_factor, or of a throughput judged as a time."""
+    judge = runner.judge
+    if not judge.slow_factor or not judge.baseline:
+        return ""
+    import statistics
+    unit, base, f = judge.slow_metric or "wall s", judge.baseline, judge.slow_factor
+    vals = [v for r in bad_runs if r.outcome is Outcome.PASS and (v := judge.elapsed(r.metrics, r.duration_s)) is not None]
+    n_good = sum(r.outcome is Outcome.PASS for r in good_runs)
+    if not vals:
+        return ""
+    mid = statistics.median(vals)
+    rule = f"below {base:.3g} / {f:g} = {base / f:.3g}" if judge.higher else f"above {f:g} x {base:.3g} = {f * base:.3g}"
+    rests = "good's one run" if n_good == 1 else f"good's median over {n_good} runs"
+    said = (f"; SLOW is {unit} {rule} (the baseline: {rests}), and bad's {unit} was "
+            f"{min(vals):.3g}-{max(vals):.3g} (median {mid:.3g}, {mid / base:.2f}x good's)")
+    if judge.slow_metric and (mid * f < base if not judge.higher else mid > f * base):
+        seen, better = ("higher", "lower") if judge.higher else ("lower", "higher")
+        said += (f"; bad's {unit} is {seen} than good's by more than the factor: if a {better} {unit} is better "
+                 f"({'a throughput' if better == 'higher' else 'a time'}), say slow_better = \"{better}\" in [oracle]")
+    return said
 
 
 def _unmeasured(runner: Runner, good_runs: list[Run]) -> bool:

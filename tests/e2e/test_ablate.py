@@ -84,6 +84,25 @@ def test_a_bad_endpoint_begun_beside_a_failing_good_one_is_not_called_swapped(tm
     assert "SLOW rule has no baseline" in problem and "swap" not in problem, problem
 
 
+@pytest.mark.parametrize("metric,bad,said", [
+    ("time_ms", 105, "SLOW is time_ms above 1.1 x 100 = 110 (the baseline: good's one run), and bad's time_ms "
+                     "was 105-105 (median 105, 1.05x good's)"),
+    ("tflops", 77, "bad's tflops is lower than good's by more than the factor: if a higher tflops is better "
+                   "(a throughput), say slow_better = \"higher\" in [oracle]"),
+])
+def test_a_slow_bad_endpoint_that_does_not_reproduce_says_what_it_measured(tmp_path, metric, bad, said):
+    """A regression below slow_factor, or a throughput judged as a time: "does not reproduce ...
+    check the command's exit status" named neither the numbers nor the threshold."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text(f"import sys\nv = {bad} if 'c=1' in sys.argv else 100\n"
+                                   f"print('BISECTK_RESULT {{\"{metric}\": %r}}' % v)\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f'[subject]\ncommand = ["python", "s.py", "c={{c}}"]\n[oracle]\nslow_factor = 1.1\n'
+                    f'slow_metric = "{metric}"\n[good]\nc = 0\n[bad]\nc = 1\n')
+    problem = ablate_json(spec, tmp_path, code=2)["endpoints"]["problem"]
+    assert "does not reproduce" in problem and said in problem, problem
+
+
 def test_two_factor_interaction(tmp_path):
     # --warm: the torch subject's 49 runs (confirmation included) in seconds, not minutes
     doc = ablate_json(VARIANTS / "attention-warps.toml", tmp_path, "--warm")

@@ -267,10 +267,13 @@ def _slow_measured(runner: Runner, good_runs: list[Run], bad_runs: list[Run]) ->
     and what the baseline rests on ("" without one): "check the command's exit status" alone says
     nothing of a regression below slow_factor, or of a throughput judged as a time."""
     judge = runner.judge
-    if not judge.slow_factor or not judge.baseline:
+    if not judge.slow_factor or judge.baseline is None:
         return ""
     import statistics
     unit, base, f = judge.slow_metric or "wall s", judge.baseline, judge.slow_factor
+    if base <= 0:
+        return (f"; the good endpoint's {unit} is {base:g}, and SLOW compares against a multiple of it: no value "
+                f"is judged slower; report a positive {unit} (a time in finer units: us, ns)")
     vals = [v for r in bad_runs if r.outcome is Outcome.PASS and (v := judge.elapsed(r.metrics, r.duration_s)) is not None]
     n_good = sum(r.outcome is Outcome.PASS for r in good_runs)
     if not vals:

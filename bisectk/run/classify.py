@@ -231,7 +231,9 @@ class Judge:
         return duration_s
 
     def slow(self, metrics: dict, duration_s: float) -> str | None:
-        if not self.slow_factor or not self.baseline:
+        # a baseline of 0 or below (a time printed in too coarse a unit, a signed metric) has no
+        # multiple to exceed: a negative one made good's own runs SLOW; the endpoint check says so
+        if not self.slow_factor or not self.baseline or self.baseline < 0:
             return None
         t = self.elapsed(metrics, duration_s)
         unit = self.slow_metric or "wall s"

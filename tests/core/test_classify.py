@@ -407,3 +407,11 @@ def test_a_strict_xfail_that_passed_is_not_the_failure_of_its_body(tmp_path):
     passes = classify_run(_pytest_run(tmp_path, "import pytest\n@pytest.mark.xfail\ndef test_x():\n    pass\n",
                                       "test_k.py::test_x"), pytest_)
     assert passes.outcome is Outcome.PASS       # not strict: an XPASS passes, as pytest says
+
+
+def test_no_slow_against_a_baseline_of_zero_or_below():
+    """time_ms printed as 0 (too coarse a unit) or a signed metric: no multiple of the baseline to
+    exceed. Against -5 x 1.5, good's own -5 was SLOW: "good fails intermittently" in 9/10 runs."""
+    for base, value in ((0.0, 1), (-5.0, -5), (-5.0, -4)):
+        j = Judge([], slow_factor=1.5, slow_metric="time_ms", baseline=base)
+        assert classify_run(raw(stdout=f'BISECTK_RESULT {{"time_ms": {value}}}'), j).outcome is Outcome.PASS

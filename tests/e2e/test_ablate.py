@@ -89,12 +89,14 @@ def test_a_bad_endpoint_begun_beside_a_failing_good_one_is_not_called_swapped(tm
                      "was 105-105 (median 105, 1.05x good's)"),
     ("tflops", 77, "bad's tflops is lower than good's by more than the factor: if a higher tflops is better "
                    "(a throughput), say slow_better = \"higher\" in [oracle]"),
+    ("time_ms", 1, "the good endpoint's time_ms is 0, and SLOW compares against a multiple of it: no value is "
+                   "judged slower; report a positive time_ms"),
 ])
 def test_a_slow_bad_endpoint_that_does_not_reproduce_says_what_it_measured(tmp_path, metric, bad, said):
     """A regression below slow_factor, or a throughput judged as a time: "does not reproduce ...
     check the command's exit status" named neither the numbers nor the threshold."""
     (tmp_path / "pyproject.toml").touch()
-    (tmp_path / "s.py").write_text(f"import sys\nv = {bad} if 'c=1' in sys.argv else 100\n"
+    (tmp_path / "s.py").write_text(f"import sys\nv = {bad} if 'c=1' in sys.argv else {100 if bad > 1 else 0}\n"
                                    f"print('BISECTK_RESULT {{\"{metric}\": %r}}' % v)\n")
     spec = tmp_path / "spec.toml"
     spec.write_text(f'[subject]\ncommand = ["python", "s.py", "c={{c}}"]\n[oracle]\nslow_factor = 1.1\n'

@@ -207,7 +207,7 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
                         for side, point, v in (("good", good_point, good), ("bad", bad_point, bad))
                         if v.reason is Reason.USAGE)
     return EndpointCheck(good, bad, watchdog, problem, target, is_flaky and problem is None, bad_rate, good_rate,
-                         tuple(notes), details, env.to_dict() if env else None)
+                         tuple(notes), details, env.to_dict() if env else None, runner.judge.baseline)
 
 
 def recheck_good(trials: Trials, good_point: Any, bad_point: Any, check: EndpointCheck, runs: int,

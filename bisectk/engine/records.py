@@ -92,6 +92,7 @@ class EndpointCheck:
     notes: tuple[str, ...] = ()
     details: tuple[str, ...] = ()              # what the problem line rests on, a line each
     environment: dict[str, Any] | None = None   # the named environment cause (engine/environment.py)
+    baseline: float | None = None               # the SLOW rule's baseline (the runner's Judge), if any
 
     @property
     def ok(self) -> bool:
@@ -107,6 +108,7 @@ class EndpointCheck:
             "bad_fail_rate": round(self.bad_rate.value, 4), "bad_fail_rate_ci95": self.bad_rate.to_dict()["ci95"],
             "bad_rate": self.bad_rate.to_dict(), "good_rate": self.good_rate.to_dict(),
             "notes": list(self.notes), "good": self.good.to_dict(), "bad": self.bad.to_dict(),
+            "slow_baseline": self.baseline,
         }
 
     @classmethod
@@ -116,7 +118,7 @@ class EndpointCheck:
                    Target.from_dict(d.get("target_identity")), d.get("flaky", False),
                    Rate(d["bad_rate"]["fails"], d["bad_rate"]["runs"]),
                    Rate(d["good_rate"]["fails"], d["good_rate"]["runs"]), tuple(d.get("notes", ())),
-                   tuple(d.get("problem_details", ())), d.get("environment_problem"))
+                   tuple(d.get("problem_details", ())), d.get("environment_problem"), d.get("slow_baseline"))
 
 
 

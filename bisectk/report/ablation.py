@@ -23,7 +23,7 @@ from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.report.safe import code_span
 from bisectk.report.terminal import TABLE_ROWS
-from bisectk.report.words import (endpoint_lines, failure_line, phase_words, problem_lines, problem_text, runs_words,
+from bisectk.report.words import (endpoint_lines, failure_line, slow_line, phase_words, problem_lines, problem_text, runs_words,
                                   same_inputs, search_runs_of, stop_reason_of, stopped_line, title_words, wall_words)
 from bisectk.spec import format_value, one_line
 
@@ -238,6 +238,8 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
     else:
         out.print(stopped_line(stop_reason_of(rec), search_runs_of(rec)) + f"; {culprit_words(rec)}", markup=False)
     out.print(failure_line(rec.endpoints), markup=False)
+    if (slow := slow_line(rec.endpoints, getattr(rec, "subject", None))) is not None:
+        out.print(slow, markup=False)
     for line in stuck.terminal_lines(rec.hangs):
         out.print(line, markup=False, highlight=False)
     for f, th in rec.thresholds.items():

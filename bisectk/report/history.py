@@ -19,7 +19,7 @@ from bisectk.engine.records import BisectRecord
 from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, table
-from bisectk.report.words import (confidence_words, endpoint_lines, failure_line, problem_lines, problem_text, runs_words, same_inputs,
+from bisectk.report.words import (confidence_words, endpoint_lines, failure_line, slow_line, problem_lines, problem_text, runs_words, same_inputs,
                                   search_runs_of, stopped_line, title_words, wall_words)
 
 CONCLUSION = {"fail": "Bad: the first bad commit is this one or one of its ancestors.",
@@ -207,6 +207,8 @@ def print_summary(out: Console, rec: BisectRecord, runs: bool = True, brief: boo
         out.print(f"{last_words(rec)}: {p['sha']} {p['subject']} [{verdict_words(rec, p.get('verdict', ''))}]",
                   markup=False)
     out.print(failure_line(rec.endpoints, lambda t: verdict_words(rec, t)), markup=False)
+    if (slow := slow_line(rec.endpoints, getattr(rec, "subject", None))) is not None:
+        out.print(slow, markup=False)
     if line := rates_line(rec):
         out.print(line, markup=False)
     for line in stuck.terminal_lines(rec.hangs, brief):

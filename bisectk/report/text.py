@@ -9,7 +9,7 @@ from bisectk.engine.records import CheckRecord, EndpointCheck, ReplayRecord, Run
 from bisectk.outcome import Reason, Verdict
 from bisectk.report.stuck import terminal_lines
 from bisectk.report.terminal import TABLE_ROWS, fmt_config
-from bisectk.report.words import problem_lines, remaining, watchdog_text
+from bisectk.report.words import problem_lines, remaining, slow_line, watchdog_text
 from bisectk.spec import one_line
 
 
@@ -53,6 +53,8 @@ def print_check(out: Console, rec: CheckRecord) -> None:
         table.add_row(f"... {len(subj.differences) - TABLE_ROWS} more", "", "")
     out.print(table)
     print_endpoints(out, result)
+    if (slow := slow_line(result, subj)) is not None:
+        out.print(slow, markup=False)
     for line in rec.warnings:
         out.print(f"warning: {line}", markup=False)
 

@@ -6,6 +6,7 @@ watchdog_text  -- the watchdog in words (the uncalibrated cap with its seconds).
 endpoint_lines -- the watchdog, the failure hunted in plain words (and the --same-failure mode),
                   the bad endpoint's failure rate with its Wilson interval, notes from re-checks.
 failure_line   -- one terminal line: the failure hunted and how often the bad endpoint showed it.
+slow_line      -- a SLOW rule's numbers: the threshold, what its baseline rests on, what bad measured.
 problem_lines  -- unusable endpoints: one line (`problem: ...`), then the facts it rests on;
                   problem_text the same as one paragraph.
 stopped_line   -- how a stopped search is announced (never as a verdict).
@@ -77,6 +78,37 @@ def failure_line(check: EndpointCheck, words=lambda t: t) -> str:
         what = check.bad.describe().removeprefix("FAIL ")
     return (f"failure: {words(what)}; the bad endpoint showed it in {check.bad_rate.describe()}"
             + (" (intermittent)" if check.flaky else ""))
+
+
+def slow_line(check: EndpointCheck | None, subject) -> str | None:
+    """The SLOW rule in numbers, where the failure hunted is slow: the metric's threshold, the
+    baseline and the good runs it rests on, and what bad measured; each run is judged alone
+    against the threshold (no test across runs), so a noisy metric shows as an intermittent
+    failure. None elsewhere."""
+    if (check is None or check.target is None or check.baseline is None or subject is None
+            or not getattr(subject, "slow_factor", None)
+            or not any(f.kind is FailKind.SLOW for f in check.target.failures)):
+        return None
+    import statistics
+    metric, f, base = subject.slow_metric, subject.slow_factor, check.baseline
+    higher = getattr(subject, "slow_better", "lower") == "higher"
+
+    def values(runs) -> list[float]:
+        if metric is None:
+            return [r.duration_s for r in runs]
+        return [float(v) for r in runs if isinstance(v := r.metrics.get(metric), (int, float)) and not isinstance(v, bool)]
+    good = values([r for r in check.good.runs if r.outcome is Outcome.PASS])
+    bad = values([r for r in check.bad.runs if r.kind is FailKind.SLOW])
+    unit = metric or "wall s"
+    rule = f"below {base:.3g} / {f:g} = {base / f:.3g}" if higher else f"above {f:g} x {base:.3g} = {f * base:.3g}"
+    line = (f"slow: {unit} {rule}, each run judged alone against it (the baseline: the median of good's "
+            f"calibrating run(s); good passed with {', '.join(f'{v:.3g}' for v in good[:10])}"
+            f"{', ...' if len(good) > 10 else ''})")
+    if bad:
+        mid = statistics.median(bad)
+        line += (f"; bad's slow runs {', '.join(f'{v:.3g}' for v in bad[:10])}{', ...' if len(bad) > 10 else ''} "
+                 f"(median {mid:.3g}, {mid / base:.2f}x the baseline)")
+    return line
 
 
 def counted(n: int, word: str) -> str:

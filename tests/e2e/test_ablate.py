@@ -105,6 +105,24 @@ def test_a_slow_bad_endpoint_that_does_not_reproduce_says_what_it_measured(tmp_p
     assert "does not reproduce" in problem and said in problem, problem
 
 
+def test_a_slow_answer_says_its_threshold_baseline_and_measurements(tmp_path):
+    """The SLOW rule in numbers under the failure line (ablate) and the endpoints (check): the
+    threshold, what the baseline rests on, and what bad measured; before, only 'failure: slow
+    (time_ms)' and the runs' own signatures."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text("import sys\nv = 130 if 'c=1' in sys.argv else 100\n"
+                                   "print('BISECTK_RESULT {\"time_ms\": %r}' % v)\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[subject]\ncommand = ["python", "s.py", "a={a}", "c={c}"]\n[oracle]\nslow_factor = 1.1\n'
+                    'slow_metric = "time_ms"\n[good]\na = 0\nc = 0\n[bad]\na = 1\nc = 1\n')
+    said = ("slow: time_ms above 1.1 x 100 = 110, each run judged alone against it (the baseline: the median of "
+            "good's calibrating run(s); good passed with 100); bad's slow runs 130 (median 130, 1.30x the baseline)")
+    for command in ("ablate", "check"):
+        p = bisectk(command, spec, "--ledger", tmp_path / "ledger.db", timeout=600)
+        assert p.returncode == 0 and said in p.stdout, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
+    assert ablate_json(spec, tmp_path)["endpoints"]["slow_baseline"] == 100
+
+
 def test_two_factor_interaction(tmp_path):
     # --warm: the torch subject's 49 runs (confirmation included) in seconds, not minutes
     doc = ablate_json(VARIANTS / "attention-warps.toml", tmp_path, "--warm")

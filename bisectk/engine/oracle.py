@@ -54,7 +54,7 @@ from bisectk.engine.policy import RunPolicy
 from bisectk.engine.slots import Slots
 from bisectk.events import Note
 from bisectk.ledger import stored_key
-from bisectk.outcome import DEFAULT_SAME_FAILURE, Outcome, Run, Target, Verdict
+from bisectk.outcome import DEFAULT_SAME_FAILURE, FailKind, Outcome, Run, Target, Verdict
 from bisectk.run.pending import RunAbandoned
 from bisectk.run.progress import reach
 from bisectk.run.runner import Runner
@@ -193,6 +193,13 @@ class Trials:
             if refold:
                 self._verdicts[key] = Verdict.fold([t.run for t in self.trials if t.key == key and not t.run.timed_out])
 
+    def set_aside(self, point: Any, run: Run) -> None:
+        """`point`'s verdict is refolded without `run` (a first run's cost: Oracle._first_run_cost);
+        the run stays in the attempts, as it was made."""
+        key = self.space.key(point)
+        with self._lock:
+            self._verdicts[key] = Verdict.fold([t.run for t in self.trials if t.key == key and t.run is not run])
+
     def costs(self) -> tuple[float, float]:
         """(mean seconds of this command's runs judged FAIL, of those judged PASS): what one more
         failing run and one more passing run cost, for the confirmation's plan (search/confirm.py:
@@ -330,6 +337,17 @@ class Oracle:
             if len(question) > 1:
                 with self._lock:
                     self._more += 1
+            if len(question) == 1 and self._first_run_cost(point, run):
+                first, run = run, self.observe(point)      # the second run decides
+                question.append(run)
+                with self._lock:
+                    self._more += 1
+                if run.outcome is Outcome.PASS:
+                    self.trials.set_aside(point, first)
+                    self.trials.runner.events.emit(Note(
+                        f"{self.space.label(point)}: its first run was slow ({first.duration_s:.2f} s) and its second "
+                        f"passed ({run.duration_s:.2f} s): a first run's cost (a JIT compile, a cold cache), judged "
+                        "by the second"))
             short = self._short(run)
             if longer is not None and run.timed_out:
                 if short or self.different(run) or self.reach is None:
@@ -348,6 +366,20 @@ class Oracle:
             if longer is None:
                 return self.judge_run(run)
         return Outcome.UNRESOLVED
+
+    def _first_run_cost(self, point: Any, run: Run) -> bool:
+        """Whether `run`, the first of `point` this command made, is SLOW by wall time, the failure
+        hunted: it is run once more and the second run decides. The endpoints were usually run by
+        hand before, so a JIT cache keyed by the source or the configuration holds their kernels and
+        the baseline is a cached run; every other point compiles on its first run, and its wall time
+        is SLOW for that alone. Each such point was taken for a culprit (the search then stopped
+        unconfirmed, "the failure is intermittent"). A metric the subject reports times the kernel
+        alone, and is judged as it comes."""
+        if run.kind is not FailKind.SLOW or self.trials.runner.judge.slow_metric is not None \
+                or self.judge_run(run) is not Outcome.FAIL:
+            return False
+        seen = self.trials.verdict(point)
+        return seen is not None and len(seen.runs) == 1
 
     def _short(self, run: Run) -> bool:
         """A hang of the kind hunted, stopped before the progress point where the bad endpoint

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from bisectk.engine.endpoints import announce_watchdog, verify
+from bisectk.engine.endpoints import announce_watchdog, baseline_runs, verify
 from bisectk.engine.oracle import Trials
 from bisectk.engine.policy import RunPolicy
 from bisectk.engine.records import CheckRecord, RunRecord, SubjectRecord
@@ -28,7 +28,9 @@ def run_one(runner: Runner, config: Config, *, repeat: int | None, label: str,
     announce_watchdog(runner, spec.endpoint("good"))
     if runner.timeout is None and config != spec.good:
         # calibrate the watchdog from the good endpoint (memoised: usually from the ledger)
-        runner.calibrate(list(runner.verdict(spec.endpoint("good"), label="good (calibration)").runs))
+        # (as the endpoint check does: a wall-time SLOW baseline rests on 3 runs, the same 3)
+        good = runner.verdict(spec.endpoint("good"), max(spec.repeat, baseline_runs(runner)), label="good (calibration)")
+        runner.calibrate(list(good.runs))
     verdict = runner.verdict(config, repeat, label=label)
     hung = next((r for r in verdict.runs if r.stuck), None)
     hangs = {"bad": {"label": "the run", "snapshot": hung.stuck, "progress": hung.progress,

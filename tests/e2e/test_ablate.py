@@ -123,6 +123,23 @@ def test_a_slow_answer_says_its_threshold_baseline_and_measurements(tmp_path):
     assert ablate_json(spec, tmp_path)["endpoints"]["slow_baseline"] == 100
 
 
+def test_a_wall_time_slow_baseline_rests_on_three_good_runs(tmp_path):
+    """A command's first run pays its cold start; one run was the baseline, and a 1.25x regression
+    passed against 1.15 x it. Under a wall-time SLOW rule good runs 3 times (their median); a
+    reported metric keeps one run."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text("import sys\nprint('BISECTK_RESULT {\"t\": %d}' % (9 if 'c=1' in sys.argv else 1))\n")
+    spec = tmp_path / "spec.toml"
+    body = '[subject]\ncommand = ["python", "s.py", "c={c}"]\n[oracle]\nslow_factor = 1000\n@[good]\nc = 0\n[bad]\nc = 1\n'
+    spec.write_text(body.replace("@", ""))
+    p = bisectk("check", spec, "--json", "--ledger", tmp_path / "wall.db", timeout=600)
+    doc = json.loads(p.stdout)
+    assert len(doc["good"]["runs"]) == 3, doc["good"]["runs"]
+    spec.write_text(body.replace("@", 'slow_metric = "t"\n'))
+    p = bisectk("check", spec, "--json", "--ledger", tmp_path / "metric.db", timeout=600)
+    assert len(json.loads(p.stdout)["good"]["runs"]) == 1
+
+
 def test_a_first_runs_wall_time_cost_is_not_taken_for_the_slow_culprit(tmp_path):
     """Each configuration compiles on its first run (a JIT cache keyed by it; the endpoints' were
     run by hand before): that run is SLOW by wall time for the compile alone. It is run once more

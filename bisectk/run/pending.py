@@ -17,7 +17,8 @@ Abstractions
 ------------
 Pending      -- the watchdog to come: `settle(make)` when the good endpoint passed (`make()` builds
                 a run's watch as the runner would now), `abandon(make)` when it did not;
-                `keep_here()` marks the calling thread's runs as kept when abandoned.
+                `keep_here()` marks the calling thread's runs as kept when abandoned; `decided()`
+                waits for either (a run judged by the SLOW rule needs good's baseline first).
 PendingWatch -- a Watch (run/watchdog.py) for a run begun while pending: it records the run's
                 lines as any watch does; its deadline is the one the run began under until the
                 pending watchdog is settled, then that of the watch made then, fed this run's
@@ -48,6 +49,7 @@ class Pending:
         self._here = threading.local()  # per thread (an ident is reused once its thread has ended)
         self._lock = threading.Lock()
         self._state, self._make = PENDING, None
+        self._decided = threading.Event()   # settled or abandoned
 
     def keep_here(self) -> None:
         """The calling thread's runs go on when the pending watchdog is abandoned."""
@@ -59,10 +61,19 @@ class Pending:
     def settle(self, make: Callable[[], FixedWatch | ProgressWatch]) -> None:
         with self._lock:
             self._state, self._make = SETTLED, make
+        self._decided.set()
 
     def abandon(self, make: Callable[[], FixedWatch | ProgressWatch]) -> None:
         with self._lock:
             self._state, self._make = ABANDONED, make
+        self._decided.set()
+
+    def decided(self) -> str:
+        """Wait until the good endpoint's runs are done (settled or abandoned); the state then.
+        A run that ended before them waits here to be judged (Runner._execute: a SLOW verdict
+        needs the baseline they give)."""
+        self._decided.wait()
+        return self.state()[0]
 
     def state(self) -> tuple[str, Callable | None]:
         with self._lock:

@@ -54,7 +54,7 @@ from bisectk.run import imports as run_imports
 from bisectk.run.classify import WORKTREE_PATH, Judge, classify_build, classify_run
 from bisectk.run.executor import Build, Executor, Job, LocalExecutor
 from bisectk.run.memokey import StaticKey, policy_words, sources_digest
-from bisectk.run.pending import Pending, PendingWatch, RunAbandoned
+from bisectk.run.pending import ABANDONED, Pending, PendingWatch, RunAbandoned
 from bisectk.run.progress import (COMPILE_FACTOR, DEFAULT_FACTOR as STRETCH_FACTOR, KERNEL_FACTOR, SLACK_S,
                                   FixedWatch, ProgressWatch, Timeline)
 from bisectk.run.scratch import PREFIXES as SCRATCH_PREFIXES
@@ -510,7 +510,8 @@ class Runner:
             if w.prepare:
                 w.prepare()
             job = self._job(w, key, index, snapshot)
-            raw = self.executor.run(job, self.watch(seconds) if grace is None else self._grace(*grace))
+            watch = self.watch(seconds) if grace is None else self._grace(*grace)
+            raw = self.executor.run(job, watch)
         broke = w.damaged() if w.damaged is not None else None
         if broke:       # what it did may have been done elsewhere (git walking up): no verdict on it
             return Run(Outcome.UNRESOLVED, reason=Reason.INFRA,
@@ -519,6 +520,12 @@ class Runner:
             return classify_build(raw, _text(job.build.log_dir)), (), raw.started
         if self.snapshots is not None:
             self.snapshots.settle(raw.stuck, snapshot)
+        if isinstance(watch, PendingWatch) and self.judge.slow_factor:
+            # begun beside the good endpoint's runs and ended first: judged once they have given
+            # the SLOW baseline (before, it passed unjudged: bad's first run "passed", and the
+            # failure was called intermittent; a hybrid's pass cleared its factors)
+            if watch.pending.decided() == ABANDONED and not watch.kept:
+                raise RunAbandoned("the good endpoint did not pass: a run made ahead of the search is ended unjudged")
         return classify_run(raw, self.judge, _text(job.log_dir)), tuple(raw.imports or ()), raw.started
 
     def _job(self, w: Workload, key: str, index: int, snapshot: bool) -> Job:

@@ -161,6 +161,24 @@ def test_a_first_runs_wall_time_cost_is_not_taken_for_the_slow_culprit(tmp_path)
     assert doc["culprits"] == ["c"] and doc["endpoints"]["bad"]["kind"] == "slow", (doc["culprits"], doc["stop_reason"])
 
 
+def test_runs_begun_beside_the_good_endpoint_are_judged_slow_against_its_baseline(tmp_path):
+    """--jobs 2: bad's first run (and the search's first) begin beside good's; good takes 1.5 s, so
+    they end first, when there is no baseline yet. They passed unjudged: bad "failed 9/10"
+    (intermittent), and its run 0 was stored as a pass. Now judged once good has passed."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text(
+        "import sys, time\nif 'a=0' in sys.argv and 'c=0' in sys.argv:\n    time.sleep(1.5)\n"
+        "print('BISECTK_RESULT {\"time_ms\": %d}' % (130 if 'c=1' in sys.argv else 100))\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[subject]\ncommand = ["python", "s.py", "a={a}", "b={b}", "c={c}"]\n[oracle]\n'
+                    'slow_factor = 1.15\nslow_metric = "time_ms"\n'
+                    '[good]\na = 0\nb = 0\nc = 0\n[bad]\na = 1\nb = 1\nc = 1\n')
+    doc = ablate_json(spec, tmp_path, "--jobs", "2")
+    bad = doc["endpoints"]["bad"]
+    assert doc["culprits"] == ["c"] and not doc["endpoints"]["flaky"], doc["endpoints"]["bad_rate"]
+    assert [r["kind"] for r in bad["runs"]] == ["slow"], [r["signature"] for r in bad["runs"]]
+
+
 def test_two_factor_interaction(tmp_path):
     # --warm: the torch subject's 49 runs (confirmation included) in seconds, not minutes
     doc = ablate_json(VARIANTS / "attention-warps.toml", tmp_path, "--warm")

@@ -262,6 +262,7 @@ def recheck_good(trials: Trials, good_point: Any, bad_point: Any, check: Endpoin
              f"it creates in the tree, a cache, a lock), or good fails sometimes")
     details = (first,
                f"the bad endpoint fails in {bad.describe()}",
+               *_slow_spread(trials.runner, good_runs, check.target),
                todo)
     return replace(check, good=good, good_rate=rate, bad=_folded(trials, bad_point, bad_runs), bad_rate=bad,
                    problem=problem, details=details, flaky=False)
@@ -304,6 +305,28 @@ def baseline_runs(runner: Runner) -> int:
     caches: 0.27 s where the next ones took 0.24 s), and one run was the baseline: a 1.25x
     regression passed against 1.15 x it. The median of three leaves the cold one out."""
     return WALL_BASELINE_RUNS if runner.judge.slow_factor and runner.judge.slow_metric is None else 1
+
+
+def _slow_spread(runner: Runner, good_runs: list[Run], target: Target | None) -> tuple[str, ...]:
+    """Where good's own runs show the SLOW failure: the spread of its metric against the threshold,
+    a line (none otherwise). A regression smaller than the metric's run-to-run noise makes good
+    fail as a race would, and "a race that got more frequent" alone sent a perf regression's
+    reader after a race."""
+    judge = runner.judge
+    if (target is None or not judge.slow_factor or not judge.baseline or judge.baseline <= 0
+            or not any(f.kind is FailKind.SLOW for f in target.failures)):
+        return ()
+    import statistics
+    vals = [v for r in good_runs if r.outcome is not Outcome.UNRESOLVED
+            and (v := judge.elapsed(r.metrics, r.duration_s)) is not None]
+    if not vals:
+        return ()
+    unit, base, f = judge.slow_metric or "wall s", judge.baseline, judge.slow_factor
+    threshold = f"{base:.3g} / {f:g} = {base / f:.3g}" if judge.higher else f"{f:g} x {base:.3g} = {f * base:.3g}"
+    return (f"good's {unit} ranged {min(vals):.3g}-{max(vals):.3g} over {len(vals)} runs (median "
+            f"{statistics.median(vals):.3g}) against the SLOW threshold {threshold}: the metric's run-to-run spread "
+            f"reaches slow_factor, so one run cannot tell good from bad; raise slow_factor above that spread, or make "
+            f"the metric steadier (more iterations a run, a quieter machine, --jobs 1)",)
 
 
 def _unmeasured(runner: Runner, good_runs: list[Run]) -> bool:

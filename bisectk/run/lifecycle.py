@@ -3,14 +3,17 @@
 run/isolation.py puts back the state a run changed; this module gives each run what a new process
 would have had and a warm one lacks (the worker, run/worker.py, calls each around `_exec_script`):
 
-mapped_objects / own_native -- the shared objects mapped into the worker (/proc/self/maps),
+mapped_objects / own_native / replaced -- the shared objects mapped into the worker (/proc/self/maps),
              before and after a run. dlopen() of a path already loaded returns the loaded handle
              (ctypes never dlcloses), so a library the run loaded from its own tree --
              `ctypes.CDLL("libk.so")` rebuilt per commit at the same path -- would serve every
              later run as it was built for this one: the worker retires. Shared objects elsewhere
              are the same file for every run (the driver's libcuda that each worker's first CUDA
              run loads, an installed package's libraries, a kernel cache keyed by its source) and
-             do not retire it: a worker retired for them would serve one run each.
+             do not retire it: a worker retired for them would serve one run each. One rebuilt at
+             its path since a run mapped it (a build that puts its library in `../out` or $HOME;
+             `identities` taken when mapped, `replaced` asked before each run) makes the worker
+             refuse the next run.
 reseed     -- fresh entropy for `random`, numpy's legacy global RandomState and torch's default
              generators: a fresh process seeds them from the OS, and forked workers share the
              template's state (isolation.py puts the baseline back after each run), so without it
@@ -84,6 +87,25 @@ def own_native(before: set[str], after: set[str], roots: list[str]) -> list[str]
     own = tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
     return sorted(p for p in after - before
                   if os.path.realpath(p).startswith(own) and not os.path.realpath(p).startswith(installed))
+
+
+def identities(paths) -> dict[str, tuple]:
+    """What each file at `paths` is now (device, inode, size, mtime); a path gone is left out."""
+    out = {}
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        out[p] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return out
+
+
+def replaced(held: dict[str, tuple]) -> list[str]:
+    """The paths of `held` (identities taken when a run mapped them) whose file is no longer the
+    one mapped: rebuilt at the same path (a new inode, or rewritten in place) or removed (sorted)."""
+    now = identities(held)
+    return sorted(p for p, ident in held.items() if now.get(p) != ident)
 
 
 # -- random number streams ----------------------------------------------------------------------

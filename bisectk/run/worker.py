@@ -33,7 +33,8 @@ What a fresh process's start and exit give a script and a warm run would lack is
 (run/lifecycle.py): fresh random streams, the tree's own modules before the worker's cached ones,
 its non-daemon threads waited for, its atexit handlers run, its globals cleared while its output
 is still its own; a shared library it mapped (ctypes, dlopen) retires the worker, as an extension
-of its own does.
+of its own does; one it mapped from elsewhere, rebuilt at its path since, makes the worker refuse
+the next run.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ import time
 from importlib.machinery import EXTENSION_SUFFIXES
 
 
+# shared objects runs mapped from elsewhere than their own directories, as they were when mapped
+# (run/lifecycle.py `identities`): one rebuilt at its path since makes the worker refuse the next run
+HELD: dict[str, tuple] = {}
 SOFT_PRELOAD = ("numpy", "decimal", "multiprocessing")   # their global flags are probed from a known start (isolation.py)
 
 
@@ -232,7 +236,9 @@ def _run_request(req: dict, baseline=None) -> dict:
     changed, stuck = _restore_state(baseline, saved["modules"], routine)
     # a native extension of the run's own cannot be unloaded (dlopen keeps it): the worker retires;
     # so does a shared object the run mapped from its own tree (ctypes.CDLL of a library rebuilt per commit)
-    libs = lifecycle.own_native(mapped, lifecycle.mapped_objects(), roots)
+    now = lifecycle.mapped_objects()
+    libs = lifecycle.own_native(mapped, now, roots)
+    HELD.update(lifecycle.identities(now - mapped - set(libs)))    # elsewhere: kept while not rebuilt
     if libs:
         what = f"a shared library the run loaded ({', '.join(map(os.path.basename, libs[:3]))})"
         changed.append(what)
@@ -354,6 +360,7 @@ def serve(reply_fd: int, preload: list[str]) -> int:
 def serve_ready(reply_fd: int, info: dict) -> int:
     """Serve requests on stdin, replying on `reply_fd`, in a process whose preload is done (`info`
     says what it took): a fresh worker after its imports, a forked one after its CUDA context."""
+    from bisectk.run import lifecycle
     from bisectk.run.isolation import Baseline
 
     from bisectk.run.snapshot import allow_reader
@@ -375,6 +382,11 @@ def serve_ready(reply_fd: int, info: dict) -> int:
         if dirty:   # never run in a state a fresh process would not have
             reply.write(json.dumps({"refused": f"the worker is not as fresh as after its preload: "
                                                f"{', '.join(dirty[:5])}"}) + "\n")
+            break
+        rebuilt = lifecycle.replaced(HELD)
+        if rebuilt:  # dlopen of its path would hand the run the library loaded before, not the new one
+            reply.write(json.dumps({"refused": "a shared library it loaded was rebuilt since "
+                                               f"({', '.join(map(os.path.basename, rebuilt[:3]))})"}) + "\n")
             break
         try:
             rep = _run_request(req, baseline)

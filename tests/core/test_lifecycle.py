@@ -77,6 +77,23 @@ def test_a_library_from_outside_the_runs_tree_keeps_the_worker(pool, tmp_path, t
     assert pool.stats["worker_starts"] == starts
 
 
+@pytest.mark.skipif(not shutil.which("cc"), reason="needs a C compiler")
+def test_a_library_rebuilt_outside_the_runs_tree_is_the_new_one_in_the_next_run(pool, tmp_path, tmp_path_factory):
+    """A build that puts its library outside the run's directories (`make OUT=../out`, $HOME/lib):
+    rebuilt at the same path between two runs, dlopen would hand the next run the loaded (old) one.
+    The worker that holds it refuses the next run, and another worker loads the new library."""
+    lib = tmp_path_factory.mktemp("out")
+    code = (f"import ctypes, json\nlib = ctypes.CDLL({str(lib / 'libk.so')!r})\n"
+            "print('BISECTK_RESULT ' + json.dumps({'v': lib.v()}))\n")
+    seen = []
+    for v in (1, 2, 2):
+        if v not in seen:
+            (lib / "k.c").write_text(f"int v(void) {{ return {v}; }}\n")
+            subprocess.run(["cc", "-shared", "-fPIC", "-o", "libk.so", "k.c"], cwd=lib, check=True)
+        seen.append(result(run(pool, tmp_path, code))["v"])
+    assert seen == [1, 2, 2]
+
+
 def test_unseeded_random_numbers_differ_between_warm_runs_and_seeded_ones_repeat(pool, tmp_path):
     """06: an unseeded draw differs from run to run, as in fresh processes; a seeded one is its seed's."""
     draw = ("import json, random, sys\nimport numpy as np, torch\n"

@@ -64,6 +64,7 @@ class Job:
     label: str = ""
     urgent: int = field(default=0, compare=False)     # runs beside others that the rest wait on: the
                                                       # good endpoint's 2, the bad endpoint's 1 (Runner.hold)
+    building: bool = field(default=False, compare=False)   # a build step (build_then_run's), not the subject
 
 
 class Executor(Protocol):
@@ -102,7 +103,7 @@ def build_then_run(job: Job, watch: Watch, builds: Builds, run_one: Callable[[Jo
     `built()` is told when the place holds the build, before the run."""
     b, place = job.build, str(job.cwd)
     if b is not None and not builds.holds(place, b.key):
-        raw = run_one(Job(b.argv, job.cwd, job.env, b.log_dir, label=job.label), FixedWatch(b.timeout))
+        raw = run_one(Job(b.argv, job.cwd, job.env, b.log_dir, label=job.label, building=True), FixedWatch(b.timeout))
         if classify_build(raw) is not None:
             builds.made(place, None)
             return replace(raw, phase="build")

@@ -584,8 +584,10 @@ class WorkerPool:
         return max(1, min(self.width, have))
 
     def _run_one(self, job: Job, watch: Watch) -> RawRun:
-        if job.argv and not (len(job.argv) >= 2 and job.argv[1].endswith(".py")):    # said once: --warm was asked
-            self._note(f"--warm: {os.path.basename(job.argv[0])} {' '.join(job.argv[1:2])} is not `python SCRIPT.py`, "
+        # said once, of the subject, for which --warm was asked (a build step that is not a Python
+        # script runs in a fresh process as it would without --warm: nothing to say)
+        if job.argv and not job.building and not (len(job.argv) >= 2 and job.argv[1].endswith(".py")):
+            self._note(f"--warm: {' '.join([os.path.basename(job.argv[0]), *job.argv[1:2]])} is not `python SCRIPT.py`, "
                        "so its runs go cold (a fresh process each): a warm worker runs a Python script only")
         if self.warm_capable(job.argv, job.env):
             for _ in range(MAX_REFUSALS):

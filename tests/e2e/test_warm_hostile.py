@@ -148,6 +148,32 @@ def test_a_command_a_warm_worker_cannot_run_is_said_once_and_runs_cold(tmp_path)
     assert len(said) == 1
 
 
+def test_a_build_step_that_is_not_python_is_not_said_to_send_the_runs_cold(tmp_path):
+    """`--warm --build make --run 'python run.py'`: the build runs in a fresh process, as it always
+    does, and the subject warm. The note that said `make is not python SCRIPT.py, so its runs go
+    cold` told the user the opposite of what happened."""
+    from bisectk.run.executor import Build, Job
+    from bisectk.run.pool import WorkerPool
+    from bisectk.run.progress import FixedWatch
+    (tmp_path / "s.py").write_text("print('BISECTK_RESULT {\"ok\": true}')\n")
+    notes = []
+    with WorkerPool(gpus=None, preload=(), ready_timeout=60, on_note=notes.append) as pool:
+        job = Job([sys.executable, "s.py"], tmp_path, build=Build(["sh", "-c", "true"], 60, "k"))
+        raw = pool.run(job, FixedWatch(60))
+        assert raw.exit_code == 0 and pool.stats["warm_runs"] == 1
+    assert not [n for n in notes if "SCRIPT.py" in str(n)], notes
+
+
+def test_the_cold_note_names_a_one_word_command_as_typed(tmp_path):
+    """`--warm --run ./k` (a native binary): the note names `k`, not `k ` with a stray space."""
+    from bisectk.run.executor import run_command
+    from bisectk.run.pool import WorkerPool
+    notes = []
+    with WorkerPool(gpus=None, preload=(), ready_timeout=60, on_note=notes.append) as pool:
+        assert run_command(pool, ["true"], timeout=60).exit_code == 0
+    assert [str(n) for n in notes if "SCRIPT.py" in str(n)][0].startswith("--warm: true is not "), notes
+
+
 def _passes_warm(tmp_path, code: str):
     """One run, in a warm pool, of a script that runs `code` and then prints a passing result; it
     must pass (exit 0, its result read) however the worker fared. (The pool's stats, its notes.)"""

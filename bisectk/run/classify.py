@@ -64,6 +64,15 @@ _BUILD_PATTERNS = [
     r"ptxas (?:error|fatal)", r"nvcc (?:error|fatal)", r"error: compilation failed",
     r"MLIR (?:verification|pass) (?:failed|error)",
 ]
+# A C, C++ or CUDA compiler's own error line, as make or cmake passes it on: gcc's and clang's
+# `k.c:12:5: error: ...` (`fatal error: k.h: No such file ...`), nvcc's front end's `k.cu(12):
+# error: ...`, the linker's through the driver (`undefined reference to`, `collect2: error: ld
+# returned 1 exit status`, clang's `linker command failed`). A test's own words (`error: 3
+# mismatches`, `k.c:12: check failed`) carry no line and column, and are none of them.
+_CC_ERROR = re.compile(r"^(?:[^\s:][^:\n]*:\d+:(?:\d+:)? (?:fatal )?error: .*"
+                       r"|[^\s(][^(\n]*\(\d+\): (?:catastrophic )?error: .*"
+                       r"|.*: undefined reference to .*|collect2: error: ld returned .*"
+                       r"|\S*clang\S*: error: linker command failed.*)$", re.MULTILINE)
 _EXC_LINE = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception|Interrupt)|AssertionError)\b:?\s*(.*)$")
 
 # A path in one of the pool's worktrees, up to and with the worktree's own directory
@@ -109,7 +118,14 @@ def does_not_compile(text: str) -> str | None:
             return last
     if is_compile_error(text):
         return last_exception(text) or "compile error"
-    return None
+    return compiler_error(text)
+
+
+def compiler_error(text: str) -> str | None:
+    """A C, C++ or CUDA compiler's (or linker's) first error line in `text`, shortened; None when
+    there is none."""
+    said = _CC_ERROR.search(text)
+    return said.group(0).strip()[:160] if said else None
 
 
 def last_exception(text: str) -> str | None:
@@ -305,7 +321,8 @@ def classify_build(raw: RawRun, log_path: str | None = None) -> Run | None:
                    **_common(raw, log_path))
     if raw.exit_code != 0:
         text = raw.stderr + "\n" + raw.stdout
-        detail = last_exception(text) or last_line(text) or (raw.signal or f"exit {raw.exit_code}")
+        detail = (last_exception(text) or compiler_error(text) or last_line(text)
+                  or (raw.signal or f"exit {raw.exit_code}"))
         return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature=f"build failed: {detail}", **_common(raw, log_path))
     return None
 
@@ -414,8 +431,8 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
                        failed=(COMPILE_FAILED,), **common)
         return Run(Outcome.FAIL, FailKind.BAD, signature=f"exit {raw.exit_code}", **common)
     if raw.exit_code != 0:
-        if is_compile_error(text):
-            detail = last_exception(text) or "compile error"
+        if is_compile_error(text) or compiler_error(text):
+            detail = last_exception(text) or compiler_error(text) or "compile error"
             return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature=f"compile failed: {detail}", **common)
         signature = recognise(text)
         shell_signal = _shell_signal(raw.exit_code)

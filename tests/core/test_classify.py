@@ -415,3 +415,34 @@ def test_no_slow_against_a_baseline_of_zero_or_below():
     for base, value in ((0.0, 1), (-5.0, -5), (-5.0, -4)):
         j = Judge([], slow_factor=1.5, slow_metric="time_ms", baseline=base)
         assert classify_run(raw(stdout=f'BISECTK_RESULT {{"time_ms": {value}}}'), j).outcome is Outcome.PASS
+
+
+@pytest.mark.parametrize("said, line", [
+    ("cc -o build/t a.c\n", "a.c:2:30: error: expected ';' before 'return'"),
+    ("", "src/k.cpp:7:1: fatal error: k.h: No such file or directory"),
+    ("", "kernel.cu(12): error: identifier \"warps\" is undefined"),
+    ("", "collect2: error: ld returned 1 exit status"),
+])
+def test_a_c_compilers_error_is_a_source_that_does_not_compile(said, line):
+    """`--run "sh -c 'make && ./t'"`: a commit whose C, C++ or CUDA source gcc, clang or nvcc
+    rejects made make exit 2, read as bad by git's protocol, and was named the first bad commit
+    (as a Python SyntaxError or a ptxas error is not); a --build that fails so says the
+    compiler's line, not the command make echoed last."""
+    from bisectk.outcome import Target
+    git = Judge([], protocol="git")
+    text = f"{line}\nmake: *** [Makefile:3: build/t] Error 1\n"
+    broken = classify_run(raw(exit_code=2, stdout=said, stderr=text), git)
+    plain = classify_run(raw(exit_code=1, stdout="f=43\n"), git)
+    assert broken.kind is FailKind.BAD and broken.signature == f"exit 2: {line}"
+    assert not Target.of([plain]).matches(broken)
+    b = classify_build(raw(exit_code=2, stdout=said, stderr=text))
+    assert b.reason is Reason.BUILD and b.signature == f"build failed: {line}"
+    spec = classify_run(raw(exit_code=1, stdout=said, stderr=text), Judge([]))     # sh -c 'cc ... && ./k'
+    assert spec.reason is Reason.BUILD and spec.signature == f"compile failed: {line}"
+
+
+def test_a_test_that_prints_error_words_is_not_a_compile_failure():
+    """`error: 3 mismatches` or `k.c:12: check failed` is a test's own words, not a compiler's."""
+    git = Judge([], protocol="git")
+    for text in ("error: 3 mismatches\n", "k.c:12: check failed\n", "result: error: 0.5\n"):
+        assert classify_run(raw(exit_code=1, stderr=text), git).signature == "exit 1"

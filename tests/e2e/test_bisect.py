@@ -2,6 +2,7 @@
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -353,3 +354,41 @@ def test_a_refused_resume_leaves_no_session_to_resume_or_log(tmp_path):
         assert p.returncode == 2 and "--resume: no earlier bisection" in p.stderr, (attempt, p.stdout, p.stderr)
     p = bisectk("log", "--repo", r, check=0)
     assert f"--bad {shas[-1]}" in p.stdout and f"# first bad commit: {shas[3]}" in p.stdout, p.stdout
+
+
+def c_history(root: Path, steps: list[tuple[str, dict[str, str]]]) -> list[str]:
+    """A C project's history: each step (message, files written) a commit; its shas, oldest first."""
+    root.mkdir()
+    git(root, "init", "-q")
+    shas = []
+    for message, files in steps:
+        for name, text in files.items():
+            (root / name).write_text(text)
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", message)
+        shas.append(git(root, "rev-parse", "HEAD"))
+    return shas
+
+
+MAIN_C = '#include <stdio.h>\nint main(void){{puts("{word}"){semi} return {code};}}\n'
+
+
+@pytest.mark.skipif(not shutil.which("cc") or not shutil.which("make"), reason="needs cc and make")
+def test_a_commit_that_does_not_compile_is_routed_around_under_make_and_run(tmp_path):
+    """`--run "sh -c 'make && ./t'"` (as the README says to write a build with --run): a commit
+    that gcc rejects made make exit 2, bad by git's protocol, and bisect named it the first bad
+    commit with confidence 1. It is a failure of its own now: the answer is the culprit or the
+    commit before it that did not build, as git bisect run says with `make || exit 125`."""
+    r = tmp_path / "repo"
+    shas = c_history(r, [
+        ("good", {"Makefile": "t: a.c\n\tcc -o t a.c\n", ".gitignore": "t\n", "a.c": MAIN_C.format(word="ok", semi=";", code=0)}),
+        ("notes", {"notes.txt": "1\n"}),
+        ("does not compile", {"a.c": MAIN_C.format(word="ok", semi="", code=0)}),
+        ("culprit", {"a.c": MAIN_C.format(word="bad", semi=";", code=1)}),
+        ("more notes", {"notes.txt": "2\n"}),
+    ])
+    p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--run", "sh -c 'make && ./t'",
+                "--json", cwd=r, check=None)
+    out = json.loads(p.stdout)
+    assert p.returncode == 1, (p.stdout, p.stderr)         # ambiguous: one of two
+    assert sorted(c["sha"] for c in out["candidates"]) == sorted(shas[2:4]), out

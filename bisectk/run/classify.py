@@ -313,7 +313,17 @@ def crash_name(signature: str, sig: str | None, exit_code: int | None) -> str:
     return f"exit {exit_code}"
 
 
-def classify_build(raw: RawRun, log_path: str | None = None) -> Run | None:
+# make's and ninja's own words for a build with nothing to do
+_NOTHING_MADE = re.compile(r"^(?:g?make(?:\[\d+\])?: (?:'[^'\n]*' is up to date|Nothing to be done for '[^'\n]*')\."
+                           r"|ninja: no work to do\.)$", re.MULTILINE)
+
+
+def classify_build(raw: RawRun, log_path: str | None = None, carries_config: bool = False) -> Run | None:
+    """UNRESOLVED(INFRA) when the build could not start, UNRESOLVED(BUILD) when it failed or timed
+    out, None when it built. `carries_config`: a factor's value reaches the run through the build
+    alone (`make CFLAGS=-DWARPS={warps}`); make or ninja saying it had nothing to do then means
+    the run would use the outputs of whatever was built there before (make does not rebuild for a
+    changed variable), another configuration's: that build did not happen either."""
     if not raw.started:
         return Run(Outcome.UNRESOLVED, reason=Reason.INFRA, signature=f"build: {raw.error}", **_common(raw, log_path))
     if raw.timed_out:
@@ -324,6 +334,11 @@ def classify_build(raw: RawRun, log_path: str | None = None) -> Run | None:
         detail = (last_exception(text) or compiler_error(text) or last_line(text)
                   or (raw.signal or f"exit {raw.exit_code}"))
         return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature=f"build failed: {detail}", **_common(raw, log_path))
+    said = _NOTHING_MADE.search(raw.stdout + "\n" + raw.stderr) if carries_config else None
+    if said:
+        return Run(Outcome.UNRESOLVED, reason=Reason.BUILD,
+                   signature=f"the build made nothing ({said.group(0)}): the run would get an earlier "
+                             f"configuration's build; rebuild each time (make -B)", **_common(raw, log_path))
     return None
 
 

@@ -49,6 +49,7 @@ class Build:
     key: str                       # what it builds: a place holding this key needs no new build
     log_dir: Path | None = None
     built: Callable[[], None] | None = field(default=None, compare=False)   # the place holds it now
+    carries_config: bool = False   # a factor reaches the run through this build alone (classify_build)
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def build_then_run(job: Job, watch: Watch, builds: Builds, run_one: Callable[[Jo
     b, place = job.build, str(job.cwd)
     if b is not None and not builds.holds(place, b.key):
         raw = run_one(Job(b.argv, job.cwd, job.env, b.log_dir, label=job.label, building=True), FixedWatch(b.timeout))
-        if classify_build(raw) is not None:
+        if classify_build(raw, carries_config=b.carries_config) is not None:
             builds.made(place, None)
             return replace(raw, phase="build")
         builds.made(place, b.key)

@@ -68,6 +68,7 @@ class RemoteJob:
     build: list[str] | None = None
     build_timeout: float = 240.0
     build_key: str = ""
+    build_carries_config: bool = False  # executor.Build's carries_config
     snapshot: dict | None = None        # run/snapshot.py SnapshotRequest: read a hang before the kill
     interpreter: str = sys.executable
     local_root: str = ""
@@ -122,6 +123,7 @@ class RemoteExecutor:
         raw = self.run_job(RemoteJob(
             source=source, argv=list(job.argv), env=dict(job.env), watch=watch.to_dict(),
             build=list(b.argv) if b else None, build_timeout=b.timeout if b else 0.0, build_key=b.key if b else "",
+            build_carries_config=b.carries_config if b else False,
             snapshot=job.snapshot.to_dict() if job.snapshot else None, local_root=source.get("local_root", ""),
             label=job.label))
         write_logs(raw, b.log_dir if raw.phase == "build" and b else job.log_dir)
@@ -274,7 +276,8 @@ class Site:
         cwd = root / job.source.get("subdir", ".")
         mapped = _Mapper(job.local_root, str(root), job.interpreter)
         env = {k: mapped.path(v) for k, v in job.env.items()}
-        build = Build(mapped.argv(job.build), job.build_timeout, job.build_key) if job.build else None
+        build = (Build(mapped.argv(job.build), job.build_timeout, job.build_key, carries_config=job.build_carries_config)
+                 if job.build else None)
         watch = watch_from_dict(job.watch) or FixedWatch(None)
         # the backstop's deadline allows the build too (it runs first, under its own limit)
         self.current = {"t0": time.monotonic(), "watch": watch, "build_s": job.build_timeout if build else 0.0}

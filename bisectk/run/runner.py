@@ -60,7 +60,7 @@ from bisectk.run.progress import (COMPILE_FACTOR, DEFAULT_FACTOR as STRETCH_FACT
 from bisectk.run.scratch import PREFIXES as SCRATCH_PREFIXES
 from bisectk.run.snapshot import LINEINFO_ENV, SnapshotPolicy, SnapshotRequest
 from bisectk.run.workload import Workload
-from bisectk.spec import Config, Spec, config_key
+from bisectk.spec import Config, Spec, config_key, placeholders
 from bisectk.timeouts import CALIBRATION_CAP_S, DEFAULT_FACTOR, DEFAULT_FLOOR_S, TimeoutPolicy, calibrated
 
 
@@ -92,6 +92,11 @@ class Runner:
         self.imported_files: set[str] = set()      # every source file a run of this runner imported
                                                    # (engine/checkout_imports.py reads it)
         self.namespace = namespace  # e.g. '#fresh-7': runs kept apart from earlier sessions
+        # a factor that reaches the run through the build alone (`make CFLAGS=-DW={w}`, `./k`): a
+        # build that made nothing for a configuration left another's outputs (classify_build)
+        self._build_alone = bool(spec.build) and not spec.literal and bool(
+            set().union(*map(placeholders, spec.build))
+            - set().union(*map(placeholders, [*spec.command, *spec.env.values()])))
         self.judge = Judge(spec.thresholds, spec.slow_factor, spec.slow_metric, protocol=spec.protocol,
                            higher=spec.slow_better == "higher")
         self.timeout = TimeoutPolicy(spec.timeout, "spec", f"{spec.timeout:g} s from the spec") if spec.timeout \
@@ -517,7 +522,7 @@ class Runner:
             return Run(Outcome.UNRESOLVED, reason=Reason.INFRA,
                        signature=f"the run broke its worktree: {broke}"), (), True
         if raw.phase == "build":
-            return classify_build(raw, _text(job.build.log_dir)), (), raw.started
+            return classify_build(raw, _text(job.build.log_dir), job.build.carries_config), (), raw.started
         if self.snapshots is not None:
             self.snapshots.settle(raw.stuck, snapshot)
         if isinstance(watch, PendingWatch) and self.judge.slow_factor:
@@ -538,7 +543,7 @@ class Runner:
             argv = self.spec.argv(w.config, self.spec.build)
             build = Build(argv, self.spec.build_timeout or CALIBRATION_CAP_S * 2,
                           f"{w.state}|{w.revision}|{key}|{' '.join(argv)}", self._log_dir(static, key, index, "build"),
-                          built=w.built)
+                          built=w.built, carries_config=self._build_alone)
         return Job(self.spec.argv(w.config), w.cwd, self._environment(w), self._log_dir(static, key, index, "run"),
                    record_imports=True, snapshot=self._snapshot(snapshot), build=build, origin=w.origin,
                    label=key[:80], urgent=self._urgency())

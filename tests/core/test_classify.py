@@ -446,3 +446,15 @@ def test_a_test_that_prints_error_words_is_not_a_compile_failure():
     git = Judge([], protocol="git")
     for text in ("error: 3 mismatches\n", "k.c:12: check failed\n", "result: error: 0.5\n"):
         assert classify_run(raw(exit_code=1, stderr=text), git).signature == "exit 1"
+
+
+@pytest.mark.parametrize("said", ["make: 'k' is up to date.\n", "make[1]: Nothing to be done for 'all'.\n",
+                                  "ninja: no work to do.\n"])
+def test_a_build_that_made_nothing_is_unresolved_where_a_factor_reaches_the_run_through_it_alone(said):
+    """`make CFLAGS=-DWARPS={warps}`: make does not rebuild for a changed variable, so the run
+    would get the last configuration's binary. Where the build takes no factor of its own (bisect's
+    `--build make` at a commit that changed nothing it builds), nothing built is a build."""
+    assert classify_build(raw(exit_code=0, stdout=said)) is None
+    b = classify_build(raw(exit_code=0, stdout=said), carries_config=True)
+    assert b.reason is Reason.BUILD and said.strip() in b.signature and "make -B" in b.signature
+    assert classify_build(raw(exit_code=0, stdout="cc -DWARPS=10 -o k k.c\n"), carries_config=True) is None

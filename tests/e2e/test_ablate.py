@@ -801,3 +801,32 @@ def test_resume_after_the_spec_changed_is_refused_saying_why_not_that_there_was_
     p = bisectk("ablate", spec, "--resume", cwd=tmp_path, check=2)
     (line,) = p.stderr.strip().splitlines()
     assert "as it is now" in line and "without --resume" in line and "Traceback" not in p.stderr, p.stderr
+
+
+MACRO_C = ('#include <stdio.h>\nint main(void) { printf("BISECTK_RESULT {\\"err\\": %d}\\n", '
+           'WARPS == 10 && TILE == 32); return 0; }\n')
+
+
+@pytest.mark.skipif(subprocess.run(["sh", "-c", "command -v cc && command -v make"],
+                                   capture_output=True).returncode != 0, reason="needs cc and make")
+def test_a_make_build_that_makes_nothing_for_a_configuration_is_said_not_run_stale(tmp_path):
+    """`build = ["make", "CFLAGS=-DWARPS={warps}"]` over a Makefile whose target depends on k.c
+    alone: make rebuilt nothing for the bad configuration ('k' is up to date), the bad endpoint ran
+    good's binary and "did not reproduce" (10/10 passes). A factor that reaches the build alone,
+    whose build made nothing, is a build that did not happen: UNRESOLVED(BUILD), saying so."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "k.c").write_text(MACRO_C)
+    (tmp_path / "Makefile").write_text("k: k.c\n\tcc $(CFLAGS) -o k k.c\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "macros"\n[subject]\nbuild = ["make", "CFLAGS=-DWARPS={warps} -DTILE={tile}"]\n'
+                    'command = ["./k"]\n[oracle]\nmetric = "err"\nmax = 0\n'
+                    '[good]\nwarps = 6\ntile = 16\n[bad]\nwarps = 10\ntile = 32\n')
+    p = bisectk("ablate", spec, "--ledger", tmp_path / "ledger.db", cwd=tmp_path, timeout=300)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    said = p.stdout + p.stderr
+    assert "does not reproduce" not in said
+    assert "the build made nothing" in said and "'k' is up to date" in said, said
+    # `make -B` rebuilds every time: the same spec then finds both macros (they fail only together)
+    spec.write_text(spec.read_text().replace('["make", ', '["make", "-B", '))
+    doc = ablate_json(spec, tmp_path)
+    assert sorted(doc["culprits"]) == ["tile", "warps"] and doc["interaction"] is True

@@ -42,6 +42,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bisectk.engine import fresh_build
 from bisectk.engine.direction import FixOracle, Terms, repeats_for
 from bisectk.engine.endpoints import BadBeside, hang_checks, side_by_side, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
@@ -319,6 +320,10 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
     if repeats > 1:
         result = replace(result, confidence=min(result.confidence, search.confidence()))
         base["repeats"] = repeats
+    if (not stopped and result.culprit is not None and not result.contradiction and len(result.candidates) == 1
+            and fresh_build.needed(runner, space, policy, flaky, terms.find_fix)):
+        # the builds were incremental over other commits' outputs: the answer, from scratch
+        base["fresh_build"] = fresh_build.check(trials, None if any_failure else check.target, result.culprit)
     base["environment"] = captured(environment)
     return _record(runner, oracle, check, result, flaky, stopped, reason, start, base, two_rate, terms)
 
@@ -447,7 +452,9 @@ def _record(runner: Runner, oracle: Oracle, check: EndpointCheck, result: DagRes
         text = result.contradiction
         for i in result.conflict:
             text = text.replace(f"#{i}", graph[i].short)
-    complete = result.complete and not stopped and not why
+    # built from scratch, the first bad commit passed or a parent failed: the answer is not shown
+    stale = bool((base.get("fresh_build") or {}).get("stale"))
+    complete = result.complete and not stopped and not why and not stale
     hangs = hang_facts(oracle, check, result.culprit if found and complete and not terms.find_fix else None,
                        f"the first bad commit ({graph[result.culprit].short})" if found else "")
     return BisectRecord(

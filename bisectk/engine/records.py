@@ -423,6 +423,8 @@ class BisectRecord(Record):
     repeats: int = 0                        # a fix with an intermittent failure: runs that confirm a pass
     command_files: tuple[dict, ...] = ()    # how --run's relative paths were resolved (spaces/command.py)
     manual: bool = False                    # verdicts given by a person (engine/manual.py), nothing run
+    fresh_build: dict | None = None         # the answer run again from builds made from scratch (engine/fresh_build.py):
+                                            # points (sha, short, searched, fresh outcome), stale
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,8 @@ def to_debuglog(rec: BisectRecord) -> DebugLog:
     if fb:
         log.summary.append(f"{first_words(rec).capitalize()}: **{_short(fb)}** {fb['subject']} ({fb['author']}, "
                            f"{fb['date']}); {last_words(rec)}: {', '.join(_short(p) for p in rec.last_good) or '-'}.")
+        if line := fresh_build_line(rec):
+            log.summary.append(line[0].upper() + line[1:] + ".")
     else:
         log.summary.append(f"The {first_words(rec)} is one of: "
                            + ", ".join(f"{_short(c)} {c['subject']}" for c in rec.candidates) + ".")
@@ -179,6 +181,22 @@ def facts_lines(rec: BisectRecord) -> list[str]:
     return lines
 
 
+_FRESH = {"pass": "passes", "fail": "fails", "unresolved": "could not be tested"}
+
+
+def fresh_build_line(rec: BisectRecord) -> str | None:
+    """Where the answer, run again from builds made from scratch (engine/fresh_build.py), did not
+    hold: which commit gave the other outcome, and what to do; None where it held or was not run."""
+    fresh = rec.fresh_build or {}
+    if not fresh.get("stale"):
+        return None
+    said = ", ".join(f"{p['short']} {_FRESH.get(p['fresh'], p['fresh'])}" for p in fresh.get("points", ())
+                     if p["fresh"] != p["searched"])
+    return (f"built from scratch (its worktree's ignored files removed), {said}: the answer rests on what other "
+            "commits' builds left there (a build that misses a change, such as a Makefile without header "
+            "dependencies); run again with --clean-ignored, which builds every commit from scratch")
+
+
 def print_summary(out: Console, rec: BisectRecord, runs: bool = True, brief: bool = False) -> None:
     """The bisection's end-of-run view; `runs=False` leaves out its runs and wall time (triage
     counts them once, for all its steps)."""
@@ -203,6 +221,8 @@ def print_summary(out: Console, rec: BisectRecord, runs: bool = True, brief: boo
     if rec.interrupted:
         out.print(stopped_line(rec.stop_reason, search_runs_of(rec)), markup=False)
     _answer(out, rec)
+    if line := fresh_build_line(rec):
+        out.print(line, markup=False)
     for p in rec.last_good:
         out.print(f"{last_words(rec)}: {p['sha']} {p['subject']} [{verdict_words(rec, p.get('verdict', ''))}]",
                   markup=False)
@@ -226,7 +246,8 @@ def _answer(out: Console, rec: BisectRecord) -> None:
     fb = rec.first_bad
     if fb:
         # a stopped search is no verdict: its best candidate is said as one
-        head = first_words(rec) if rec.complete else f"{first_words(rec)} so far, not confirmed (the search stopped)"
+        head = (first_words(rec) if rec.complete else f"{first_words(rec)} by incremental builds, not confirmed"
+                if fresh_build_line(rec) else f"{first_words(rec)} so far, not confirmed (the search stopped)")
         out.print(f"{head}: {fb['sha']} {fb['subject']}", markup=False)
         out.print(f"  author {fb['author']}, date {fb['date']}; files: {', '.join(fb.get('files') or ()) or '-'}",
                   markup=False)

@@ -196,6 +196,8 @@ def confidence_words(rec) -> str:
         return f"{said} that it is one of the {len(rec.candidates)} candidates"
     if of == "unconfirmed":
         model = "the flake model's posterior" if getattr(rec, "flaky", False) else "if every run told the truth"
+        if (getattr(rec, "fresh_build", None) or {}).get("stale"):
+            return f"{said} ({model}; not confirmed: built from scratch, the answer did not hold)"
         return f"{said} ({model}; not confirmed: the search stopped)"
     return said
 

@@ -18,6 +18,11 @@ CommitSpace -- a point is a candidate's index in a CommitGraph, GOOD (the --good
                A commit whose tree cannot be read (a damaged or partial clone: a tree or blob
                missing) cannot be checked out: its Workload is `unrunnable`, with git's reason,
                and the runner answers it UNRESOLVED, as git skips it, instead of ending the command.
+FreshBuilds -- the same commits, each run from a build made from scratch: its worktree loses its
+               ignored files (`git clean -x`, a `build/` kept for incremental builds) before the
+               run, so the build sees nothing another commit's build left (engine/fresh_build.py).
+               Its runs are kept apart from the cached worktree's in the ledger (the revision says
+               `#fresh-build`) and out of the bisect log (its kind).
 Outside     -- a commit outside the candidates, named by its sha and its role ("merge base").
 unreadable  -- git's reason why a commit cannot be checked out, or None when its objects are all there.
 export_tree -- a commit's tree as plain files (`git archive`), outside the user's checkout;
@@ -30,7 +35,7 @@ import os
 import re
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +200,37 @@ class CommitSpace:
                            state=f"{sha}+{entry.generation}", damaged=lambda: self.pool.damage(entry.path))
         finally:
             self.pool.release(entry, sha)
+
+
+FRESH_BUILD = "#fresh-build"     # a revision run from a build made from scratch (FreshBuilds)
+
+
+class FreshBuilds:
+    kind = "fresh-build"        # not "commits": `bisectk log` and `replay` read those alone
+    label_reads_git = True
+    own_places = True
+
+    def __init__(self, space: CommitSpace):
+        self.space = space
+
+    def key(self, point: Any) -> str:
+        return self.space.key(point)
+
+    def label(self, point: Any) -> str:
+        return self.space.label(point)
+
+    def workload(self, point: Any) -> Workload:
+        w = self.space.workload(point)
+        return replace(w, revision=w.revision + FRESH_BUILD)
+
+    @contextmanager
+    def lease(self, point: Any):
+        with self.space.lease(point) as w:
+            if w.unrunnable is None:
+                # the whole worktree's, from its root (`:/`), whatever subdirectory the command runs in
+                run_git(w.cwd, "clean", "-ffdqx", "--", ":/")
+            # state: the build a worktree held is gone, so it is made again
+            yield replace(w, revision=w.revision + FRESH_BUILD, state=w.state + FRESH_BUILD)
 
 
 FILTER_FAILED = re.compile(r"\b(smudge filter|external filter|filter-process)\b.*\bfailed|filter '[^']*' failed")

@@ -741,6 +741,19 @@ class WorktreePool:
         if moved != [] or edited:
             self._switch(entry, sha, checkout=edited, moved=moved)
 
+    def holds_ignored(self) -> bool:
+        """Whether a worktree of this pool holds ignored files now (a `build/` kept between
+        commits for incremental builds): what one commit's build left that another's run saw."""
+        with self._cond:
+            paths = [e.path for e in (*self._free, *self._held)]
+        for path in paths:
+            try:
+                if run_git(path, "ls-files", "--others", "--ignored", "--exclude-standard", "--directory"):
+                    return True
+            except SpaceError:
+                continue        # a worktree gone or broken: it holds nothing a run will see
+        return False
+
     @property
     def _modules(self) -> Path:
         """Where the user's clones of the submodules are: <git-common-dir>/modules."""

@@ -392,3 +392,57 @@ def test_a_commit_that_does_not_compile_is_routed_around_under_make_and_run(tmp_
     out = json.loads(p.stdout)
     assert p.returncode == 1, (p.stdout, p.stderr)         # ambiguous: one of two
     assert sorted(c["sha"] for c in out["candidates"]) == sorted(shas[2:4]), out
+
+
+SLOPPY_MAKEFILE = ("build/t: build/a.o build/b.o\n\tcc -o build/t build/a.o build/b.o\n"
+                   "build/%.o: %.c\n\t@mkdir -p build\n\tcc -c $< -o $@\n")     # no header dependencies
+A_C = '#include "k.h"\nint f(void);\nint main(void) { return f() != 42; }\n'
+B_C = '#include "k.h"\nint f(void) { return N; }\n'
+
+
+def header_history(root: Path, makefile: str) -> list[str]:
+    """k.h's N goes from 42 to 43 at commit 4 (the culprit); commit 8 touches b.c, which includes it."""
+    steps = [("good", {"Makefile": makefile, ".gitignore": "build/\n", "k.h": "#define N 42\n", "a.c": A_C, "b.c": B_C})]
+    steps += [(f"notes {i}", {"notes.txt": f"{i}\n"}) for i in range(1, 4)]
+    steps += [("culprit: N is 43", {"k.h": "#define N 43\n"})]
+    steps += [(f"notes {i}", {"notes.txt": f"{i}\n"}) for i in range(5, 8)]
+    steps += [("touch b.c", {"b.c": B_C + "/* touched */\n"}), ("notes 9", {"notes.txt": "9\n"})]
+    return c_history(root, steps)
+
+
+@pytest.mark.skipif(not shutil.which("cc") or not shutil.which("make"), reason="needs cc and make")
+def test_an_answer_that_rests_on_stale_build_outputs_is_said_and_not_confirmed(tmp_path):
+    """A Makefile without header dependencies, its objects in an ignored build/ kept between
+    commits: a header's change at the culprit is never compiled where b.o was built before, and
+    bisect named a commit that touched only notes.txt, with confidence 1 (git bisect run in one
+    checkout is as wrong). The answer is run again from scratch: the named commit passes there,
+    so it is said, not confirmed (exit 1), and --clean-ignored finds the culprit."""
+    r = tmp_path / "repo"
+    shas = header_history(r, SLOPPY_MAKEFILE)
+    args = ("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--build", "make", "--run", "./build/t")
+    p = bisectk(*args, "--json", cwd=r)
+    out = json.loads(p.stdout)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert out["first_bad"]["sha"] != shas[4] and out["fresh_build"]["stale"] is True, out["fresh_build"]
+    named = [pt for pt in out["fresh_build"]["points"] if pt["sha"] == out["first_bad"]["sha"]]
+    assert named == [{"sha": out["first_bad"]["sha"], "short": out["first_bad"]["sha"][:10], "searched": "fail",
+                      "fresh": "pass"}]
+    said = bisectk(*args, cwd=r).stdout
+    assert "not confirmed" in said and "run again with --clean-ignored" in said, said
+    p = bisectk(*args, "--clean-ignored", "--json", cwd=r)
+    out = json.loads(p.stdout)
+    assert p.returncode == 0 and out["first_bad"]["sha"] == shas[4] and out["fresh_build"] is None
+
+
+@pytest.mark.skipif(not shutil.which("cc") or not shutil.which("make"), reason="needs cc and make")
+def test_an_answer_from_builds_that_see_every_change_holds_from_scratch(tmp_path):
+    """The same history with the header a prerequisite of each object: the incremental builds are
+    right, the check from scratch agrees, and the answer stands (exit 0)."""
+    r = tmp_path / "repo"
+    shas = header_history(r, SLOPPY_MAKEFILE.replace("build/%.o: %.c\n", "build/%.o: %.c k.h\n"))
+    p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--build", "make", "--run", "./build/t",
+                "--json", cwd=r)
+    out = json.loads(p.stdout)
+    assert p.returncode == 0 and out["first_bad"]["sha"] == shas[4], (p.stdout, p.stderr)
+    assert out["fresh_build"]["stale"] is False
+    assert [pt["fresh"] for pt in out["fresh_build"]["points"]] == ["fail", "pass"]

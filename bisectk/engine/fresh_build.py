@@ -1,0 +1,58 @@
+"""A bisection's answer checked from builds made from scratch, where its builds were incremental.
+
+Each commit's worktree keeps its ignored files from one commit to the next (spaces/worktrees.py),
+so a `--build` is incremental over whatever the last commit built there, as `git bisect run` in
+one checkout is. A build whose dependencies are incomplete -- a Makefile without its header
+dependencies, whose object files are not rebuilt when a header they include changes -- then runs
+what another commit built, and the search names, with full confidence, a commit that changed
+nothing the build reads (or misses the one that did).
+
+needed -- whether there is anything to check: a build step, no --clean-ignored (every build is
+          from scratch then), worktrees of this machine (a remote host's is a fresh copy each),
+          a deterministic search in git's direction, and ignored files in the worktrees now
+          (none: no build left anything another commit's run could see).
+check  -- the first bad commit and each parent that was run, once more each, in a worktree that
+          lost its ignored files first (spaces/revisions.py FreshBuilds): the first bad commit
+          must still fail and each parent still pass. Facts for the record (`fresh_build`):
+          each point's outcome from scratch, and `stale` when one of them disagrees with the
+          search (the answer rests on stale build outputs; report/history.py says so, and the
+          command's exit is that of an ambiguous answer).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bisectk.engine.oracle import SEARCH, Trials
+from bisectk.engine.policy import RunPolicy
+from bisectk.outcome import Outcome, Target
+from bisectk.run.runner import Runner
+from bisectk.spaces.revisions import GOOD, CommitSpace, FreshBuilds
+
+
+def needed(runner: Runner, space: CommitSpace, policy: RunPolicy, flaky: bool, find_fix: bool) -> bool:
+    return (runner.spec.build is not None and not policy.clean_ignored and not space.remote
+            and space.pool is not None and not flaky and not find_fix and space.pool.holds_ignored())
+
+
+def check(trials: Trials, target: Target | None, culprit: int) -> dict[str, Any]:
+    space: CommitSpace = trials.space
+    graph = space.commits
+    fresh = trials.view(FreshBuilds(space))
+    points: list[tuple[Any, Outcome]] = [(culprit, Outcome.FAIL)]
+    for sha in graph.parent_shas_of(culprit):
+        if sha == graph.good.sha:
+            points.append((GOOD, Outcome.PASS))
+        else:
+            try:
+                points.append((graph.index(sha), Outcome.PASS))
+            except Exception:
+                continue        # an ancestor of --good, good by ancestry and never run: nothing to redo
+    seen = []
+    for point, searched in points:
+        fresh.observe(point, target=target, phase=SEARCH)
+        judged = fresh.trials[-1].judged
+        info = space.info(point)
+        seen.append({"sha": info.sha, "short": info.short, "searched": searched.value, "fresh": judged.value})
+    stale = any(s["fresh"] != s["searched"] and s["fresh"] != Outcome.UNRESOLVED.value for s in seen)
+    return {"points": seen, "stale": stale}

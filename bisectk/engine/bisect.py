@@ -154,6 +154,7 @@ class FirstProbes:
             self.started.clear()
         for f in futures:
             f.cancel()
+        self.oracle.abandon()       # a probe's run over already waits to be judged: it ends too
         futures_wait(futures)
 
     def wait(self) -> None:

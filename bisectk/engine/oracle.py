@@ -241,6 +241,7 @@ class Oracle:
         self.reach = reach          # how far the bad endpoint's hang got (endpoints.hang_checks; _short)
         self.space, self.policy = trials.space, trials.policy
         self._target_known = threading.Event()
+        self._abandoned = False     # the good endpoint did not pass: no target will be named (abandon)
         self._side: SideBySide | None = None
         self._lock = threading.Lock()
         self._hung_again = 0        # runs given longer (_second_chance) that hung again
@@ -264,10 +265,20 @@ class Oracle:
         self.target, self.recheck, self.reach = target, recheck, reach
         self._target_known.set()
 
+    def abandon(self) -> None:
+        """No target will be named (the good endpoint did not pass): runs made ahead that wait to
+        be judged end unjudged (RunAbandoned), as those still under way do (run/pending.py). A run
+        that could not start is not held back by the runner, and ended before the good endpoint:
+        it waited for `aim` for good, and so did the command that waited for it."""
+        self._abandoned = True
+        self._target_known.set()
+
     @property
     def _judging(self) -> Target | None:
         """The target runs are judged against (None: every failure counts); waits for `aim`."""
         self._target_known.wait()
+        if self._abandoned:
+            raise RunAbandoned("the good endpoint did not pass: a run made ahead is not judged")
         return None if self.any_failure else self.target
 
     @property

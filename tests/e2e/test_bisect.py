@@ -446,3 +446,25 @@ def test_an_answer_from_builds_that_see_every_change_holds_from_scratch(tmp_path
     assert p.returncode == 0 and out["first_bad"]["sha"] == shas[4], (p.stdout, p.stderr)
     assert out["fresh_build"]["stale"] is False
     assert [pt["fresh"] for pt in out["fresh_build"]["points"]] == ["fail", "pass"]
+
+
+def test_a_good_endpoint_that_fails_while_a_run_made_ahead_could_not_start_ends_the_command(tmp_path):
+    """--jobs 3: a commit's run begins beside the endpoints (FirstProbes). One that could not even
+    start (its script not executable, a binary another worktree's build was writing: 'Text file
+    busy') ended before the good endpoint had, and waited to be judged against a failure that the
+    good endpoint, failing, never named: bisect hung for good, deaf to SIGTERM. It ends unjudged."""
+    r = tmp_path / "repo"
+    r.mkdir()
+    git(r, "init", "-q")
+    shas = []
+    for i in range(11):          # not executable between the endpoints: those runs cannot start
+        (r / "t.sh").write_text("#!/bin/sh\nsleep 2\nexit 1\n")
+        (r / "n.txt").write_text(f"{i}\n")
+        os.chmod(r / "t.sh", 0o644 if 0 < i < 10 else 0o755)
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"c{i}")
+        shas.append(git(r, "rev-parse", "HEAD"))
+    p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--run", "./t.sh", "--jobs", "3",
+                cwd=r, timeout=90)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert "good" in (p.stdout + p.stderr) and "fails" in (p.stdout + p.stderr), (p.stdout, p.stderr)

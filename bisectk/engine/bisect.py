@@ -248,6 +248,12 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
         check = replace(check, notes=(said, *check.notes))
         if problem := checkout_imports.still_leaking(runner, space, (facts or {}).get("command_files", ())):
             check = replace(check, problem=problem)
+    if (not check.ok and not terms.find_fix and check.good.n_fail
+            and fresh_build.needed(runner, space, policy, False, False)):
+        # the good commit failed over ignored files its cached worktree kept (another commit's
+        # build, in this command or an earlier one): built from scratch, does it pass?
+        if said := fresh_build.good_from_scratch(trials, check.target):
+            check = replace(check, details=(*check.details, said))
     from bisectk.engine.records import BisectRecord, SubjectRecord, captured
     from bisectk.search.history import Dag, Observation, SearchOptions, SearchStopped, search_dag
     from bisectk.search.rates import SWITCHED, flake_model

@@ -11,6 +11,9 @@ needed -- whether there is anything to check: a build step, no --clean-ignored (
           from scratch then), worktrees of this machine (a remote host's is a fresh copy each),
           a deterministic search in git's direction, and ignored files in the worktrees now
           (none: no build left anything another commit's run could see).
+good_from_scratch -- the good commit once more from scratch, where it failed: a worktree keeps its
+          ignored files between commands too, so its build may have run over what another
+          commit's build left there; a pass from scratch is said beside the problem.
 check  -- the first bad commit and each parent that was run, once more each, in a worktree that
           lost its ignored files first (spaces/revisions.py FreshBuilds): the first bad commit
           must still fail and each parent still pass. Facts for the record (`fresh_build`):
@@ -33,6 +36,15 @@ from bisectk.spaces.revisions import GOOD, CommitSpace, FreshBuilds
 def needed(runner: Runner, space: CommitSpace, policy: RunPolicy, flaky: bool, find_fix: bool) -> bool:
     return (runner.spec.build is not None and not policy.clean_ignored and not space.remote
             and space.pool is not None and not flaky and not find_fix and space.pool.holds_ignored())
+
+
+def good_from_scratch(trials: Trials, target: Target | None) -> str | None:
+    fresh = trials.view(FreshBuilds(trials.space))
+    fresh.observe(GOOD, target=target)
+    if fresh.trials[-1].judged is not Outcome.PASS:
+        return None
+    return ("built from scratch (its worktree's ignored files removed), the good commit passes: its build ran "
+            "over what another commit's build left in bisectk's cached worktree; run again with --clean-ignored")
 
 
 def check(trials: Trials, target: Target | None, culprit: int) -> dict[str, Any]:

@@ -468,3 +468,29 @@ def test_a_good_endpoint_that_fails_while_a_run_made_ahead_could_not_start_ends_
                 cwd=r, timeout=90)
     assert p.returncode == 2, (p.stdout, p.stderr)
     assert "good" in (p.stdout + p.stderr) and "fails" in (p.stdout + p.stderr), (p.stdout, p.stderr)
+
+
+@pytest.mark.skipif(not shutil.which("cc") or not shutil.which("make"), reason="needs cc and make")
+def test_a_good_commit_that_fails_over_an_earlier_commands_build_outputs_says_it_passes_from_scratch(tmp_path):
+    """The cached worktrees keep their ignored files between commands: an object file an earlier
+    command built at another commit (b.o with N = 43, newer than every source) made the good
+    commit fail, and the command said "the good configuration fails too ... or the good side is
+    flaky". Built from scratch the good commit passes: that is said under the problem."""
+    r = tmp_path / "repo"
+    shas = header_history(r, SLOPPY_MAKEFILE)
+    args = ("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--build", "make", "--run", "./build/t")
+    bisectk(*args, cwd=r)
+    (worktree,) = [Path(w.split(" ", 1)[1]) for w in cached(r)]
+    build = worktree / "build"
+    build.mkdir(exist_ok=True)
+    (tmp_path / "k.h").write_text("#define N 43\n")
+    (tmp_path / "b.c").write_text(B_C)
+    subprocess.run(["cc", "-c", str(tmp_path / "b.c"), "-o", str(build / "b.o")], check=True)
+    later = 4_000_000_000     # 2096: newer than anything a checkout writes, so make never rebuilds it
+    for name in ("a.o", "b.o"):
+        if (build / name).exists():
+            os.utime(build / name, (later, later))
+    p = bisectk(*args, "--fresh", cwd=r)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert "the good configuration fails too" in p.stdout + p.stderr
+    assert "built from scratch (its worktree's ignored files removed), the good commit passes" in p.stdout, p.stdout

@@ -33,9 +33,10 @@ from bisectk.outcome import NAN_CHECK, FailKind, Outcome, Reason, Run
 # The rules above, as a memo key's part (run/memokey.py StaticKey): a change that can move a stored
 # run's verdict (an import failure read as a hybrid that does not link, a quoted metric as
 # unresolved: stop 50; a subject's own error cut to one line, which a signature-identity target
-# compares) is a new version, so a ledger written under the old rules is not answered
-# from, as a changed timeout policy is not (memokey.POLICY_VERSION).
-RULES_VERSION = "classify-v8"
+# compares; a C compiler's error line read as a build failure, a SLOW metric better higher or a
+# baseline of zero or below: stop 52) is a new version, so a ledger written under the old rules
+# is not answered from, as a changed timeout policy is not (memokey.POLICY_VERSION).
+RULES_VERSION = "classify-v9"
 from bisectk.run.process import RawRun, signal_name
 from bisectk.spec import Threshold
 

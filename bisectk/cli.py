@@ -336,7 +336,8 @@ def bisect(repo: Path = RepoOpt,
 
     from bisectk.engine.direction import Terms
     from bisectk.spaces import early
-    from bisectk.spaces.command import pathspec_of, resolve_commands
+    from bisectk.spaces.checkout import pathspec_of
+    from bisectk.spaces.runfiles import resolve_commands
     from bisectk.spaces.commits import list_graph, open_repo, resolve
     from bisectk.spaces.worktrees import WorktreePool
     resume_or_fresh(resume, fresh)
@@ -419,7 +420,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
     from bisectk.engine.bisect import run_bisect
     from bisectk.engine.interrupts import held
     from bisectk.engine.session import Session, ledger_location
-    from bisectk.spaces.command import carried, needed
+    from bisectk.spaces.runfiles import carried, needed
     from bisectk.spaces.shared import snapshot
     commits = listing.result()
     args = {"repo": str(root), "good": good_sha, "bad": bad_sha, "first_parent": first_parent, "flaky": flaky,
@@ -548,7 +549,8 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
     from bisectk.report.junit import write_junit
     from bisectk.report.triage import to_cases
     from bisectk.spaces.commits import list_graph, open_repo
-    from bisectk.spaces.command import carried, needed, pathspec_of, resolve_commands
+    from bisectk.spaces.checkout import pathspec_of
+    from bisectk.spaces.runfiles import carried, needed, resolve_commands
     from bisectk.spaces.shared import snapshot
     spec, paths = history_targets(targets, bool(run_cmd or pytest_id))
     root = open_repo(repo)

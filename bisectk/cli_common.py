@@ -363,9 +363,9 @@ def default_spec() -> Path:
 def history_subject(spec, run_cmd, pytest_id, build, root: Path, config, sets, timeout, repeat):
     """(Spec, configuration, the subject's cwd relative to the repository root) for bisect/triage:
     a spec's own directory; for --run/--pytest, the directory the command was typed in
-    (spaces/command.py run_dir)."""
+    (spaces/checkout.py run_dir)."""
     from bisectk.engine.subject import load_subject
-    from bisectk.spaces.command import run_dir
+    from bisectk.spaces.checkout import run_dir
     if timeout is not None:
         policy(timeout=timeout)     # the one validator: NaN, inf and more than a week are refused here too
     s, cfg = load_subject(spec, run_cmd, pytest_id, build=build, cwd=root, config=config, sets=sets,

@@ -15,7 +15,7 @@ import shlex
 from pathlib import Path
 
 from bisectk.errors import BisectkError
-from bisectk.spaces.command import runs_shell, shell_syntax, split_command  # noqa: F401 (this module's API)
+from bisectk.spaces.shellwords import runs_shell, shell_syntax, split_command  # noqa: F401 (this module's API)
 from bisectk.spec import Config, Spec, adhoc_spec, load_spec, parse_value, placeholders
 
 

@@ -19,20 +19,22 @@ when it has a slash, any argument) is resolved once, before the search:
   (`ci/t.sh`): each commit's own copy, or the user's copied, by the two rules above;
 - otherwise it is left as typed (a program on PATH, a file that only some commits have).
 
-Where it runs (`run_dir`): in each commit's worktree, in the directory the command was typed in.
-Typed at the repository's top level (git bisect's own place) that is the worktree's root; typed
-in a subdirectory, it is that subdirectory of each worktree, so the command sees what it saw when
-the user tried it there by hand (`cd kernels && ./check.sh` reading `./ref.bin`). git itself
-gives no precedent there: 2.39 refuses to bisect from a subdirectory, and later versions run the
-command from the top level, where a path typed in the subdirectory no longer names anything.
+Where it runs (spaces/checkout.py run_dir): in each commit's worktree, in the directory the
+command was typed in. Typed at the repository's top level (git bisect's own place) that is the
+worktree's root; typed in a subdirectory, it is that subdirectory of each worktree, so the
+command sees what it saw when the user tried it there by hand (`cd kernels && ./check.sh` reading
+`./ref.bin`). git itself gives no precedent there: 2.39 refuses to bisect from a subdirectory,
+and later versions run the command from the top level, where a path typed in the subdirectory no
+longer names anything.
 Typed outside the repository (`--repo PATH`): the worktree's root.
 
 A program without a slash (`python`, `make`) is looked up on PATH, as the shell does. Quoting,
 spaces and arguments keep their meaning: the command is split with shell rules once, and its
 words are given to the program as they are, never through a shell (as `git bisect run` quotes
-each of its words). Shell syntax in the line (`&&`, `|`, a redirection) is refused before any word
-is resolved: a rewritten line would quote it into an argument. The script of `sh -c '...'` is
-resolved word by word the same way where a word stands plain as a program or an argument.
+each of its words; spaces/shellwords.py). Shell syntax in the line (`&&`, `|`, a redirection) is
+refused before any word is resolved: a rewritten line would quote it into an argument. The
+script of `sh -c '...'` is resolved word by word the same way where a word stands plain as a
+program or an argument.
 
 Abstractions
 ------------
@@ -44,20 +46,14 @@ CommandFile     -- one resolved path: the word as typed, which copy runs ("yours
                    directory", and for a file the commit lacks that git did track, "deleted:
                    tracked at OLD, not at NEW" or "tracked at HEAD, not at NEW"): facts for the
                    reports, which say which copy ran.
-split_command   -- a quoted command line split into argv with shell rules, or a one-line error
-                   when it holds shell syntax (`&&`, `|`, a redirection) that the split would turn
-                   into arguments; runs_shell and shell_syntax, its two tests.
-resolve_command -- the command line with its words resolved, and the CommandFiles.
-resolve_commands -- --run and --build together, as bisect and triage take them, with --pytest's
-                   test files (resolve_pytest) and the untracked files beside the user's scripts;
-                   `needed`, the tree's files among them that a commit must have; `carried`, the
-                   user's files to copy into each commit's tree (CommitSpace.carry).
-checkout_build  -- refuses a command that builds the user's checkout (a CMake build directory
-                   configured on it) instead of each commit.
-run_dir         -- where in each worktree the command runs: the user's directory, relative to the
-                   repository root ('.' at the top level or outside the repository).
-outside_tree    -- what a relative path a run named, climbing out of its tree (`../cutlass`),
-                   names from the user's own tree (CommitSpace.outside, HunkSpace.outside).
+resolve_command -- the command line with its words resolved, and the CommandFiles (the line split
+                   and its shell syntax refused by spaces/shellwords.py split_command).
+resolve_pytest  -- the user's test files --pytest's node ids name, and the untracked conftest.py
+                   files on their way.
+unique_files    -- one CommandFile per word and path.
+
+--run, --build and --pytest together, and the files beside the user's scripts: spaces/runfiles.py
+resolve_commands. Where in each worktree the command runs: spaces/checkout.py run_dir.
 """
 
 from __future__ import annotations
@@ -69,8 +65,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from bisectk.errors import BisectkError
 from bisectk.spaces.commits import SpaceError, run_git, run_git_bytes
+from bisectk.spaces.shellwords import script_index, shell_script_index, split_command
 
 
 @dataclass(frozen=True)
@@ -91,101 +87,6 @@ class CommandFile:
         if not self.copy:
             del d["copy"]
         return d
-
-
-# programs whose first operand is the file they run (`python t.py`, `bash -x t.sh`)
-_INTERPRETER = re.compile(r"(?:python[\d.]*|pypy[\d.]*|sh|bash|dash|zsh|ksh|perl|ruby|node|Rscript)")
-
-
-def _script_index(argv: list[str]) -> int | None:
-    """The index of the file an interpreter command runs (its first operand), or None (not an
-    interpreter, `python -m mod`, `sh -c '...'`, no operand)."""
-    if not argv or not _INTERPRETER.fullmatch(os.path.basename(argv[0])):
-        return None
-    for k, word in enumerate(argv[1:], 1):
-        if word in ("-m", "-c", "-e", "--eval", "-"):
-            return None
-        if not word.startswith("-"):
-            return k
-    return None
-
-
-_OPERATORS = ("&&", "||", ";;", ">>", "<<", "2>", "$(", "|", "&", ";", ">", "<", "`")
-
-
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
-
-
-def runs_shell(argv: list[str]) -> bool:
-    """Whether argv hands a script to a shell (`sh -c ...`, `bash -euc ...`, `env X=1 bash -lc ...`):
-    then a substitution inside double quotes is the shell's to expand, as the user meant."""
-    for i, word in enumerate(argv):
-        if Path(word).name in _SHELLS:
-            return any(w == "-c" or (re.fullmatch(r"-[a-z]+", w) and "c" in w) for w in argv[i + 1:i + 4])
-    return False
-
-
-_EXPANSION = re.compile(r"\$(\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!])")   # $HOME, ${X}, $1, $@
-_ASSIGNMENT_FIRST = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)=")                    # `CUDA_X=1 ./t.sh`
-
-
-def shell_syntax(text: str, *, shell_script: bool = False) -> str | None:
-    """The first shell operator outside quotes in `text` (`&&`, `|`, `;`, a redirection, a command
-    substitution), or None. shlex.split reads such an operator as one more argument: `--run 'make
-    && ./t.sh'` would run `make` with the arguments `&&` and `./t.sh`, and the answer would rest
-    on `make` alone. A substitution inside double quotes counts too (nothing would expand it),
-    unless `shell_script`: the quoted text goes to `sh -c`, which does. So does what only a shell
-    expands or drops: a parameter (`$TESTS/t.sh`, `"${X}"`), a `~` starting a
-    word, a `#` starting a comment, and an assignment before the program (`CUDA_X=1 ./t.sh`):
-    each would reach the program as typed (`cannot start '$TESTS/t.sh'` at the good endpoint, or a
-    variable never set), never as the shell the user wrote them for reads them."""
-    first = _ASSIGNMENT_FIRST.match(text)
-    if first:
-        return first.group(1) + "="
-    quote, i = "", 0
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == quote:
-                quote = ""
-            elif quote == '"' and not shell_script and (c == "`" or text.startswith("$(", i)):
-                return c if c == "`" else "$("      # a substitution runs inside double quotes too
-            elif quote == '"' and not shell_script and c == "$" and _EXPANSION.match(text, i):
-                return _EXPANSION.match(text, i).group(0)
-            elif c == "\\" and quote == '"':
-                i += 1
-        elif c in "'\"":
-            quote = c
-        elif c == "\\":
-            i += 1
-        elif c in "~#" and (i == 0 or text[i - 1].isspace()):
-            return c
-        elif c == "$" and _EXPANSION.match(text, i):
-            return _EXPANSION.match(text, i).group(0)
-        else:
-            op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
-            if op == "2>" and i > 0 and not text[i - 1].isspace():
-                op = None               # "a2>b" is one word with a redirection in it; the ">" finds it
-            if op is not None:
-                return op
-        i += 1
-    return None
-
-
-def split_command(text: str, option: str) -> list[str]:
-    try:
-        argv = shlex.split(text)
-    except ValueError as exc:
-        raise BisectkError(f"{option} {text!r}: {exc}") from None
-    if not argv:
-        raise BisectkError(f"{option}: empty command")
-    op = shell_syntax(text, shell_script=runs_shell(argv))
-    if op is not None:
-        how = (f"""{option} "sh -c '{text}'" """.rstrip() if not any(q in text for q in "'\"\\$`")
-               else f"{option} \"sh -c '...'\"")
-        raise BisectkError(f"{option} {text!r}: {op!r} is shell syntax, but the command runs without a shell (as "
-                           f"git bisect run's does): write {how}, or put the commands in a script")
-    return argv
 
 
 def _blob(root: Path, commit: str, rel: str) -> str | None:
@@ -263,16 +164,16 @@ def resolve_command(text: str, option: str, *, user_cwd: Path, root: Path, commi
     words stay as typed); False, they are named by their absolute paths (a remote executor)."""
     argv = split_command(text, option)   # shell syntax refused before a rewrite could quote it into a word
     resolver = _Resolver(user_cwd, root, commit, olds, copy)
-    inner, script = _shell_script_index(argv), _script_index(argv)
+    inner, script = shell_script_index(argv), script_index(argv)
     out = [_resolve_script(word, resolver) if k == inner else resolver.word(word, k == 0, k == script)
            for k, word in enumerate(argv)]
     if (makefile := _makefile(argv, resolver)) is not None:
         resolver.files.append(makefile)
     # a word rewritten (the user's file by its absolute path): the line as the words now read
-    return (shlex.join(out) if out != argv else text), _once(resolver.files)
+    return (shlex.join(out) if out != argv else text), unique_files(resolver.files)
 
 
-def _once(files: list[CommandFile]) -> list[CommandFile]:
+def unique_files(files: list[CommandFile]) -> list[CommandFile]:
     """One CommandFile per word and path (`./t.sh > log && ./t.sh x` names one file twice), a
     file that runs anywhere in the line running."""
     first: dict[tuple[str, str], CommandFile] = {}
@@ -436,15 +337,6 @@ class _Resolver:
         return head is not None and _same(self.root, mine, head)
 
 
-def _shell_script_index(argv: list[str]) -> int | None:
-    """The index of the script in `sh -c SCRIPT` (`bash -euc SCRIPT`, `env A=1 bash -lc SCRIPT`):
-    the first operand after the shell's options; None when argv runs no shell script."""
-    if not runs_shell(argv):
-        return None
-    shell = next(i for i, w in enumerate(argv) if Path(w).name in _SHELLS)
-    return next((j for j in range(shell + 1, len(argv)) if not argv[j].startswith("-")), None)
-
-
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _OPERATOR_CHARS = frozenset("();&|<>")
 _COMPUTED = frozenset("$`'\"*?[~\\")
@@ -496,7 +388,7 @@ def _resolve_segment(words: list[str], resolver: _Resolver, rewrites: dict[str, 
         return False
     if words[0] in ("cd", "pushd", "popd"):
         return True
-    script = _script_index(words)
+    script = script_index(words)
     for k, word in enumerate(words):
         if word and (new := resolver.word(word, k == 0, k == script)) != word:
             found = resolver.files[-1]
@@ -516,39 +408,6 @@ def _same(root: Path, path: Path, blob: str) -> bool:
         return run_git(root, "hash-object", "--", str(path)) == blob
     except SpaceError:
         return False
-
-
-def resolve_commands(run_cmd: str | None, build: str | None, *, user_cwd: Path, root: Path,
-                     commit: str, olds: Sequence[str] = (), pytest: Sequence[str] = (),
-                     copy: bool = True) -> tuple[str | None, str | None, list[CommandFile]]:
-    """--run and --build as bisect and triage read them: each refused if it builds the checkout
-    (checkout_build), else resolved (resolve_command); `pytest`, --pytest's words (node ids and
-    options, engine/subject.py pytest_args): their test files (resolve_pytest);
-    then the untracked files beside the user's files that run (spaces/yours.py beside). The
-    rewritten commands and their files. `copy`: as resolve_command's (False: nothing is copied)."""
-    files: list[CommandFile] = []
-    out = []
-    for text, option in ((run_cmd, "--run"), (build, "--build")):
-        if text:
-            checkout_build(text, option, user_cwd=user_cwd, root=root)
-            text, found = resolve_command(text, option, user_cwd=user_cwd, root=root, commit=commit, olds=olds,
-                                          copy=copy)
-            files += found
-        out.append(text)
-    pytest = [*pytest, *(_pytest_words(split_command(run_cmd, "--run")) if run_cmd else ())]
-    if pytest and copy:
-        files = _once(files + resolve_pytest(pytest, user_cwd=user_cwd, root=root, commit=commit, olds=olds))
-    return out[0], out[1], files + _beside(files, user_cwd, root)
-
-
-def _pytest_words(argv: list[str]) -> list[str]:
-    """pytest's arguments in a --run command that runs it (`pytest tests/t.py`, `python -m pytest
-    -q tests/t.py`): its test files are read as --pytest's are (their conftest.py files go too)."""
-    if argv and os.path.basename(argv[0]) in ("pytest", "py.test"):
-        return argv[1:]
-    if argv and _INTERPRETER.fullmatch(os.path.basename(argv[0])) and argv[1:3] == ["-m", "pytest"]:
-        return argv[3:]
-    return []
 
 
 def resolve_pytest(args: Sequence[str], *, user_cwd: Path, root: Path, commit: str,
@@ -582,134 +441,3 @@ def resolve_pytest(args: Sequence[str], *, user_cwd: Path, root: Path, commit: s
                 files.append(CommandFile(os.path.relpath(root / rel, user_cwd), "yours", str(root / rel), "untracked",
                                          False, rel))
     return files
-
-
-def _beside(files: list[CommandFile], user_cwd: Path, root: Path) -> list[CommandFile]:
-    """The untracked files beside the user's files that run, copied with them (spaces/yours.py);
-    or, past its bounds, one CommandFile of use "left" saying how many were not."""
-    from bisectk.spaces.yours import MAX_BESIDE, MAX_BESIDE_BYTES, beside
-    running = {f.copy: f for f in files if f.copy and f.runs}
-    found, over = beside(root, list(running), [f.copy for f in files if f.copy])
-    if over is not None:
-        n, size = over
-        first = next(iter(running.values()))
-        return [CommandFile(first.word, "left", str(Path(first.path).parent),
-                            f"{n} untracked file{'s' if n != 1 else ''} beside it, {size} bytes: more than "
-                            f"{MAX_BESIDE} files or "
-                            f"{MAX_BESIDE_BYTES >> 20} MiB, so none is copied")]
-    by_dir = {os.path.dirname(rel): f for rel, f in running.items()}
-    return [CommandFile(os.path.relpath(root / rel, user_cwd), "yours", str(root / rel),
-                        f"untracked, beside {by_dir[os.path.dirname(rel)].word}", False, rel) for rel in found]
-
-
-def carried(files: Sequence[CommandFile]):
-    """The files to copy into each commit's tree (spaces/yours.py Carried), one per path."""
-    from bisectk.spaces.yours import Carried
-    return list({f.copy: Carried(f.copy, f.path) for f in files if f.copy and f.use == "yours"}.values())
-
-
-def needed(files: list[CommandFile]) -> tuple[str, ...]:
-    """The tree's files a commit must have to run the command (CommitSpace.needed): each commit's
-    own copy of the program or of the script an interpreter runs."""
-    return tuple(f.path for f in files if f.use == "tree" and f.runs)
-
-
-def _within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root + os.sep)
-
-
-def checkout_build(text: str, option: str, *, user_cwd: Path, root: Path) -> None:
-    """Refuse a command that builds the user's checkout instead of each commit: a CMake build
-    directory configured on the checkout (its CMakeCache.txt's CMAKE_HOME_DIRECTORY is inside the
-    repository), named by the command or by a file in it (`cmake --build ../build && ../build/t`,
-    also inside `sh -c '...'`). `git bisect run` builds it right, in the checkout it moves;
-    bisectk's commits are in worktrees of their own, so every run would build and test the same
-    code (or miss the directory, relative to a worktree). BisectkError, saying what to write."""
-    try:
-        words = shlex.split(text)
-    except ValueError:
-        return
-    for w in list(words):               # `sh -c 'cmake --build ../b && ../b/t'`: its words too
-        if " " in w:
-            try:
-                words += shlex.split(w)
-            except ValueError:
-                pass
-    checkout = os.path.realpath(root)
-    for word in words:
-        if not word or word.startswith("-") or len(word) > 1024 or "\n" in word:
-            continue
-        path = os.path.realpath(os.path.join(os.path.abspath(user_cwd), word))
-        if _within(path, checkout) and not os.path.isabs(word):
-            continue    # `build/t` inside the repository: each worktree reads its own build/ there
-        for candidate in [path, *list(Path(path).parents)[:4]]:
-            home = _cmake_home(os.fspath(candidate))
-            if home is None:
-                continue
-            home = os.path.realpath(home)
-            if _within(home, checkout):
-                raise BisectkError(
-                    f"{option} names {candidate}, a CMake build directory of your checkout (its CMakeCache.txt: "
-                    f"CMAKE_HOME_DIRECTORY={home}): each commit runs in a worktree of its own, so every run would "
-                    f"build your checkout (or not find the directory), not the commit; build in each commit's "
-                    f"worktree instead, e.g. --build 'cmake -S . -B build' --run \"sh -c 'cmake --build build && "
-                    f"build/YOUR_TEST'\" (a build directory your .gitignore names is kept between commits)")
-            break                       # the nearest build directory decides
-
-
-def _cmake_home(directory: str) -> str | None:
-    """The source directory a CMake build directory was configured for, or None."""
-    try:
-        with open(os.path.join(directory, "CMakeCache.txt"), encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("CMAKE_HOME_DIRECTORY:"):
-                    return line.partition("=")[2].strip() or None
-    except OSError:
-        return None
-    return None
-
-
-def outside_tree(path: str, subdir: str | os.PathLike, base: str | os.PathLike) -> str | None:
-    """`path`, as a run named it from `subdir` of a tree of its own (a worktree, a scratch copy),
-    when it is relative and climbs out of that tree (`../cutlass/include`, a sibling checkout):
-    what it names from `base`, the user's own tree, if anything is there; else None. From the
-    run's tree the same `..` leads elsewhere (engine/environment.py, "outside-path")."""
-    if os.path.isabs(path):
-        return None
-    rel = os.path.normpath(os.path.join(subdir, path))
-    if not rel.startswith(".." + os.sep) and rel != "..":
-        return None
-    mine = os.path.normpath(os.path.join(base, rel))
-    return mine if os.path.lexists(mine) else None
-
-
-def run_dir(user_cwd: Path, root: Path) -> Path:
-    """The directory of each worktree the command runs in: `user_cwd` relative to `root` when it
-    is inside the repository (never its .git), else the worktree's root."""
-    try:
-        inside = Path(os.path.abspath(user_cwd)).relative_to(root)
-    except ValueError:
-        return Path(".")
-    return Path(".") if inside.parts[:1] == (".git",) else inside
-
-
-def pathspec_of(paths: list[str], user_cwd: Path, root: Path) -> list[str]:
-    """git's pathspec as typed in the user's directory, made relative to the repository root (git
-    reads a pathspec relative to where it is typed; bisectk runs git at the root). Magic
-    pathspecs (':(top)dir', ':!dir') are left to git; a path outside the repository is refused."""
-    user_cwd = Path(os.path.abspath(user_cwd))
-    try:
-        inside = user_cwd.relative_to(root)
-    except ValueError:
-        inside = Path(".")      # typed elsewhere (--repo PATH): read from the repository root
-    out = []
-    for p in paths:
-        if not p or p.startswith(":"):
-            out.append(p)
-            continue
-        rel = os.path.normpath(os.path.join(str(inside), p))
-        if rel.startswith(".."):
-            raise BisectkError(f"pathspec {p!r} is outside the repository {root}")
-        # a trailing slash keeps git's meaning (a directory only), which normpath would drop
-        out.append(rel + "/" if p.endswith("/") and rel != "." else rel)
-    return [p for p in out if p]

@@ -36,7 +36,7 @@ from bisectk.run.memokey import content_digest
 from bisectk.run.remote import pack_tree
 from bisectk.run.scratch import remove_tree
 from bisectk.run.workload import NO_BYTECODE, Origin, Workload, python_first
-from bisectk.spaces.command import outside_tree
+from bisectk.spaces.checkout import outside_tree
 from bisectk.spaces.hunks import Hunk, Scratch, diff_trees, drop_bytecode
 from bisectk.spec import Config, config_key
 
@@ -137,7 +137,7 @@ class HunkSpace:
     def outside(self, path: str) -> str | None:
         """`path`, as a run in the scratch tree named it, when it is relative, climbs out of the
         tree (`../shared/ref.bin`) and names something from GOOD: its path there
-        (spaces/command.py outside_tree); else None."""
+        (spaces/checkout.py outside_tree); else None."""
         good = self.good.resolve()
         return outside_tree(path, self.subdir, good if good.is_dir() else good.parent)
 

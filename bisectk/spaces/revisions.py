@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from bisectk.run.workload import NO_BYTECODE, Origin, Workload, python_first
-from bisectk.spaces.command import outside_tree
+from bisectk.spaces.checkout import outside_tree
 from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, _env, run_git
 from bisectk.spaces.submodules import SubmoduleMissing
 from bisectk.spaces.worktrees import WorktreePool
@@ -156,7 +156,7 @@ class CommitSpace:
     def outside(self, path: str) -> str | None:
         """`path`, as a run in a worktree named it, when it is relative, climbs out of the
         repository (`../cutlass/include`, a sibling checkout) and names a file or directory from
-        the user's checkout: its path there (spaces/command.py outside_tree); else None."""
+        the user's checkout: its path there (spaces/checkout.py outside_tree); else None."""
         if self.remote or self.pool is None:
             return None
         return outside_tree(path, self.subdir, self.commits.repo)

@@ -10,7 +10,7 @@ each such file is copied into every commit's tree at its own path in the reposit
 bits kept (a symlink as the link), as it was at the command's start, before the commit's build and runs, and the command runs it from
 there: the word typed (`./test.sh`) reads the same in the worktree's directory as in the user's.
 
-What is copied (spaces/command.py decides, once, before the search):
+What is copied (spaces/command.py and spaces/runfiles.py decide, once, before the search):
 - every file of the user's inside the repository that the command names (`--run`, `--build`: the
   program, an interpreter's script, an argument; `--pytest`: the test file of each node id) and
   that the --bad commit does not provide as it is: untracked (ignored ones too: the user named

@@ -1,4 +1,5 @@
-"""spaces/command.py: --run's relative paths and the pathspec, resolved as a git user means them."""
+"""spaces/command.py and spaces/checkout.py: --run's relative paths, where it runs and the pathspec,
+resolved as a git user means them."""
 import shlex
 import sys
 from pathlib import Path
@@ -6,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from bisectk.errors import BisectkError
-from bisectk.spaces.command import pathspec_of, resolve_command, run_dir
+from bisectk.spaces.checkout import pathspec_of, run_dir
+from bisectk.spaces.command import resolve_command
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))

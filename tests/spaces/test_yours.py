@@ -5,7 +5,7 @@ outside the worktree; the untracked files beside a script, bounded."""
 from __future__ import annotations
 
 from bisectk.spaces import yours
-from bisectk.spaces.command import resolve_commands
+from bisectk.spaces.runfiles import resolve_commands
 from bisectk.spaces.worktrees import WorktreePool
 from bisectk.spaces.yours import Carried, beside, digest, place, taken
 from tests.spaces.test_commits import fingerprint, git, repo  # noqa: F401  (repo: a fixture)

@@ -109,6 +109,7 @@ class Session:
         self.events = EventBus()
         self.reporter = None
         self.closers: list[Callable[[], None]] = []
+        self.runners: list[Runner] = []        # made by runner(): their inputs compared once more at close
         self._executor: Executor | None = None
         # where runs build in directories of bisectk's (worktrees, scratch copies): a build that
         # installs from there is named at close (engine/installs.py), with the user's own copy
@@ -173,9 +174,11 @@ class Session:
         for an answer they made wrong, which the ledger would otherwise give again."""
         namespace = ("#clean-ignored" if self.policy.clean_ignored else "") + (
             f"#fresh-{self.id}-{time.time_ns()}" if self.policy.fresh else "")
-        return Runner(self.spec, self.ledger, events=self.events, session=self.id, cwd=cwd, log_root=self.log_root,
-                      executor=self.executor(), snapshots=self.snapshots, timeout=self.policy.timeout,
-                      namespace=namespace)
+        runner = Runner(self.spec, self.ledger, events=self.events, session=self.id, cwd=cwd, log_root=self.log_root,
+                        executor=self.executor(), snapshots=self.snapshots, timeout=self.policy.timeout,
+                        namespace=namespace)
+        self.runners.append(runner)
+        return runner
 
     @contextmanager
     def commit_space(self, commits, root: Path, config: dict, subdir: Path, pool=None):
@@ -206,6 +209,12 @@ class Session:
         self.ledger.close_session(self.id, stored_form(result))
 
     def close(self) -> None:
+        for runner in self.runners:   # an edit during the last run: its runs taken back out, said before the reporter closes
+            try:
+                runner.last_check()
+            except Exception:   # closing must not hide the error that brought us here
+                pass
+        self.runners.clear()
         if self.run_roots:
             try:
                 from bisectk.engine.installs import check

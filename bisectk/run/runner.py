@@ -26,7 +26,8 @@ Runner        -- owns one subject (a Spec): for a Workload (a configuration, the
                  when it did not (run/pending.py); the good endpoint's run, then the bad
                  endpoint's, come first for a worker (Job.urgent).
                  A run is not stored once a file the memo key covers changed since the key was
-                 made (`_inputs_moved`), and the runs stored before are taken back out.
+                 made (`_inputs_moved`, and `last_check()` as the command ends), and the runs
+                 stored before are taken back out.
                  `drop_under_way()`: the runs under way now (a stopped search's, made ahead) are
                  not stored nor counted when they end: the record made at the stop holds what
                  the ledger holds.
@@ -481,6 +482,18 @@ class Runner:
                               f"answer may rest on runs of either version, and none of its runs is kept for "
                               f"reuse ({dropped} taken back out of the ledger)"))
         return True
+
+    def last_check(self) -> None:
+        """`_inputs_moved` once more as the command ends (Session.close), the tree compared
+        whatever the clock says: between runs it is compared at most every MOVED_EVERY_S, so an
+        edit made during the last run, or in the command's last second, would leave that run filed
+        under the old key. Free when this runner made no run; where no key held the tree (runs
+        pinned by a commit or a hunk set) only the named files are compared."""
+        with self._lock:
+            if not self.executed or self._moved_since is not None:
+                return
+            self._tree_check_at = 0.0
+        self._inputs_moved()
 
     def _log_dir(self, static: str, key: str, index: int, phase: str) -> Path | None:
         if not self.log_root:

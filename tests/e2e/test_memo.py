@@ -1,0 +1,45 @@
+"""The ledger's memo across commands, end to end: what one command stores must answer the next
+only when the inputs it keyed were the files its runs read."""
+import os
+
+from tests.conftest import bisectk
+
+SUBJECT = '''import json, os, pathlib
+stamps = pathlib.Path(os.environ["STAMPS"])
+n = len(stamps.read_text().splitlines()) + 1 if stamps.exists() else 1
+stamps.write_text("run\\n" * n)
+edit = pathlib.Path(os.environ["STAMPS"] + ".edit")
+if edit.exists() and n == int(edit.read_text()):
+    pathlib.Path("helper.py").write_text("ERR = 1.00\\n")   # the kernel edited while this run goes on
+import helper
+print("BISECTK_RESULT " + json.dumps({"err": helper.ERR}))
+'''
+
+
+def test_an_edit_during_the_last_run_is_not_answered_from_the_ledger(tmp_path):
+    """The tree is compared between runs at most once a second: an edit made during a command's
+    last run (the runs a few tenths of a second apart) went unseen, the run of the edited kernel
+    stayed filed under the key of the kernel as it was, and the next command, the kernel put
+    back, was answered by it: FAIL, from the ledger, for a kernel that passes."""
+    d = tmp_path / "p"
+    d.mkdir()
+    (d / "pyproject.toml").touch()
+    (d / "helper.py").write_text("ERR = 0.0\n")
+    (d / "s.py").write_text(SUBJECT)
+    (d / "spec.toml").write_text('name = "self-edit"\n[subject]\ncommand = ["python", "s.py"]\n'
+                                 '[oracle]\nmetric = "err"\nmax = 0.5\n')
+    stamps = tmp_path / "stamps"
+    (tmp_path / "stamps.edit").write_text("2")      # the second, and last, run edits helper.py
+    env = {"STAMPS": str(stamps)}
+    args = ("run", d / "spec.toml", "--config", "good", "--repeat", "2", "--ledger", tmp_path / "l.db")
+    first = bisectk(*args, cwd=d, env=env, check=1)
+    assert (d / "helper.py").read_text() == "ERR = 1.00\n"
+    assert "changed while this command ran" in first.stderr, first.stderr
+    assert "2 taken back out of the ledger" in first.stderr, first.stderr
+    (d / "helper.py").write_text("ERR = 0.0\n")     # put back
+    os.unlink(tmp_path / "stamps.edit")
+    again = bisectk(*args, cwd=d, env=env, check=0)
+    assert "from the ledger" not in again.stdout + again.stderr, again.stderr
+    assert len(stamps.read_text().splitlines()) == 4
+    third = bisectk(*args, cwd=d, env=env, check=0)   # nothing moved: answered from the ledger
+    assert "from the ledger" in third.stdout and len(stamps.read_text().splitlines()) == 4

@@ -5,7 +5,7 @@ Abstractions
 Spec        -- the loaded, validated file: how to build and run the subject, the oracle's
                thresholds, the factors with their good and bad values, declared ordinal ranges,
                and constraints that mark invalid hybrids.
-Threshold   -- one metric's accepted range (min and/or max).
+Threshold   -- one metric's accepted range (min and/or max); a Spec holds them by metric name.
 Config      -- a plain dict factor -> value; `Spec.hybrid(applied)` makes one from the good side
                with the `applied` factors set to their bad values.
 
@@ -239,6 +239,14 @@ class Spec:
     timeout_floor: float | None = None  # least calibrated watchdog (JIT compiles jitter); default 1 s
     literal: bool = False   # command and build are words as typed, not templates (adhoc_spec)
     _plan: tuple | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # thresholds by metric name, not as the file lists them: the fingerprint and a run's
+        # signature (its violations joined in this order, run/classify.py) are then the same for a
+        # `metrics` table written in any order, so reordering it neither re-runs everything nor
+        # files one failure under two signature texts (stable: `metric` before a `metrics` entry
+        # of the same name)
+        self.thresholds = sorted(self.thresholds, key=lambda t: t.metric)
 
     @property
     def factors(self) -> list[str]:

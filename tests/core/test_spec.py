@@ -257,3 +257,23 @@ def test_slow_better_is_lower_or_higher_and_higher_needs_a_metric(tmp_path):
         load_spec(spec('slow_metric = "tflops"\nslow_better = "up"'))
     with pytest.raises(SpecError, match="needs a slow_metric"):
         load_spec(spec('slow_better = "higher"'))
+
+
+def test_a_metrics_table_in_another_order_is_the_same_key_and_the_same_signature(tmp_path):
+    """The thresholds kept the file's order: `metrics = {err = ..., cos = ...}` swapped re-ran every
+    configuration (another fingerprint), and a run breaking both was 'err ...; cos ...' under one
+    order and 'cos ...; err ...' under the other, two texts for one failure under --same-failure
+    signature. Both follow the metric names now, whatever the file's order."""
+    from bisectk.run.classify import Judge, classify_run
+    from bisectk.run.process import RawRun
+    found = []
+    for order in ("err = {max = 0.5}, cos = {min = 0.9}", "cos = {min = 0.9}, err = {max = 0.5}"):
+        text = BASE.replace('metric = "rel_err"\nmax = 1e-4', f"metrics = {{{order}}}")
+        spec = load_spec(write(tmp_path, text))
+        run = classify_run(RawRun(started=True, exit_code=0, duration_s=0.1,
+                                  stdout='BISECTK_RESULT {"err": 1.0, "cos": 0.1}\n'), Judge(spec.thresholds))
+        unreported = classify_run(RawRun(started=True, exit_code=0, duration_s=0.1, stdout='BISECTK_RESULT {}\n'),
+                                  Judge(spec.thresholds))
+        found.append((spec.fingerprint(), run.signature, unreported.signature))
+    assert found[0] == found[1], found
+    assert found[0][1] == "cos 0.1 < 0.9; err 1 > 0.5"

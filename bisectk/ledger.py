@@ -16,8 +16,10 @@ Ledger   -- one database file (WAL mode; on a network file system, the rollback 
             `claims`   -- (schema 2) which process is running which (fingerprint, configuration,
                           index) right now, so sessions sharing a ledger share the work;
             `logs`     -- (schema 4) the run logs of each session: their bytes once it ended, the
-                          process that writes them until then, and when they were pruned (the
-                          total cap on run logs, run/logcap.py, reads this index, not the disk).
+                          process that writes them until then, when they were last used (opened,
+                          or answered from by a later command: `created`) and when they were
+                          pruned (the total cap on run logs, run/logcap.py, reads this index,
+                          not the disk).
             A configuration key longer than LONG_KEY characters (thousands of factors, a listing
             of thousands of hunks) is stored as its SHA-256 (schema 3; `stored_key`): written and
             looked up several times a run, the whole text cost milliseconds per run in SQLite's
@@ -648,6 +650,14 @@ class Ledger:
         with self._write("indexing run logs"):
             return self.db.execute("UPDATE logs SET bytes=?, settled=? WHERE session=?",
                                    (size, time.time(), session)).rowcount > 0
+
+    def used_logs(self, sessions) -> None:
+        """Sessions whose runs a command answered from: their logs count as used now (`created`
+        is when they were opened or last so used; the cap prunes the least recently used first)."""
+        now = time.time()
+        with self._write("indexing run logs"):
+            self.db.executemany("UPDATE logs SET created=? WHERE session=? AND pruned IS NULL",
+                                [(now, s) for s in sorted(sessions)])
 
     def log_total(self) -> int:
         """The bytes of the settled, unpruned sessions' logs: one indexed sum, no walk of the disk."""

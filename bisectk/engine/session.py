@@ -209,9 +209,11 @@ class Session:
         self.ledger.close_session(self.id, stored_form(result))
 
     def close(self) -> None:
+        answered: set[str] = set()    # log paths of runs answered from the ledger: their sessions' logs are kept
         for runner in self.runners:   # an edit during the last run: its runs taken back out, said before the reporter closes
             try:
                 runner.last_check()
+                answered |= runner.answered_logs()
             except Exception:   # closing must not hide the error that brought us here
                 pass
         self.runners.clear()
@@ -231,8 +233,9 @@ class Session:
             self.ledger.drop_session_if_empty(self.id)
         except Exception:
             pass
-        try:    # its logs counted; the oldest finished commands' pruned when over the cap
-            logcap.settle(self.ledger, self.id, self.log_cap)
+        try:    # its logs counted; the least recently used finished commands' pruned when over the cap
+            used = {s for s in (logcap.session_of(self.ledger.path, p) for p in answered) if s is not None}
+            logcap.settle(self.ledger, self.id, self.log_cap, used)
         except Exception:
             pass
         self.ledger.close()

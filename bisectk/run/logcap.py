@@ -9,15 +9,18 @@ session_dir -- where one session's run logs go: `logs/<ledger name>-<session>/` 
                an old run's log is never overwritten by a later command's run of the same
                configuration (`--fresh`, sources changed), so the path the ledger holds for it
                names its own output or nothing.
-cap_bytes   -- the cap: BISECTK_LOG_CAP_MB (MiB; 0 keeps only the last command's logs), else
-               DEFAULT_CAP_MB. A value that is not a whole number is a one-line error before
-               anything runs.
+cap_bytes   -- the cap: BISECTK_LOG_CAP_MB (MiB; 0 keeps only the last command's logs and those
+               its answer points at), else DEFAULT_CAP_MB. A value that is not a whole number
+               is a one-line error before anything runs.
+session_of  -- the session a run's log path belongs to (its directory's name).
 settle      -- at the end of a command: its own logs measured (a walk of its own directory only)
-               and indexed in the ledger (`logs` table), then the indexed total read back (one
-               SQL sum); over the cap, `prune`.
-prune       -- oldest sessions' logs first, until the total is under the cap. Never a session
-               whose process is still writing (a concurrent command; its row names its pid),
-               never the `keep` session (the command pruning): a session is counted only once it
+               and indexed in the ledger (`logs` table), the sessions whose runs it answered from
+               the ledger marked used now (one UPDATE each: their logs are where its report points),
+               then the indexed total read back (one SQL sum); over the cap, `prune`.
+prune       -- the least recently used sessions' logs first (opened, or last answered from),
+               until the total is under the cap. Never a session whose process is still writing
+               (a concurrent command; its row names its pid), never the `keep` sessions (the
+               command pruning, and those it answered from): a session is counted only once it
                has ended, so a running command's logs are not in the total it is measured by.
                A session killed before it settled is measured then (its process is gone) and
                counted like the others. The ledger's rows stay: a pruned run keeps its verdict
@@ -53,6 +56,18 @@ def session_dir(ledger_path: Path, session: int) -> Path:
     return logs_root(ledger_path) / f"{Path(ledger_path).stem}-{session}"
 
 
+def session_of(ledger_path: Path, log_path: str | None) -> int | None:
+    """The session whose directory under this ledger's logs holds `log_path` (None: another
+    ledger's, the older layout's, or none)."""
+    if not log_path:
+        return None
+    root = Path(os.path.abspath(log_path)).parent.parent
+    m = re.fullmatch(r"(.+)-(\d+)", root.name)
+    if m and m[1] == Path(ledger_path).stem and root.parent == Path(os.path.abspath(logs_root(ledger_path))):
+        return int(m[2])
+    return None
+
+
 def cap_bytes(environ=os.environ) -> int:
     text = environ.get(CAP_VAR, "").strip()
     if not text:
@@ -75,15 +90,21 @@ def dir_size(path: Path) -> int:
     return total
 
 
-def settle(ledger: Ledger, session: int, cap: int) -> list[Path]:
-    """This session's logs indexed; then, over the cap, the oldest pruned. Returns what was removed."""
+def settle(ledger: Ledger, session: int, cap: int, used: set[int] = frozenset()) -> list[Path]:
+    """This session's logs indexed; then, over the cap, the least recently used pruned. `used`: the sessions
+    whose runs this one answered from (their log paths are in what it printed): kept now, as its
+    own are, and counted as used now, so a later command prunes them after those used less
+    recently. Returns what was removed."""
     own = session_dir(ledger.path, session)
     if not ledger.settle_logs(session, dir_size(own)):
         shutil.rmtree(own, ignore_errors=True)    # a session dropped as empty: what its unstarted runs left
+    used = set(used) - {session}
+    if used:
+        ledger.used_logs(used)
     _settle_killed(ledger)
     if ledger.log_total() <= cap:
         return []
-    return prune(ledger, cap, keep=session)
+    return prune(ledger, cap, keep={session, *used})
 
 
 def _settle_killed(ledger: Ledger) -> None:
@@ -94,15 +115,16 @@ def _settle_killed(ledger: Ledger) -> None:
             ledger.settle_logs(s, dir_size(session_dir(ledger.path, s)))
 
 
-def prune(ledger: Ledger, cap: int, keep: int | None = None) -> list[Path]:
+def prune(ledger: Ledger, cap: int, keep: int | set[int] | None = None) -> list[Path]:
     _settle_killed(ledger)
     rows = ledger.log_sessions()
     total = ledger.log_total()
+    keep = {keep} if isinstance(keep, int) else set(keep or ())
     removed = []
     for s, _size, _settled, alive in rows:
         if total <= cap:
             break
-        if s == keep or alive:
+        if s in keep or alive:
             continue
         path = session_dir(ledger.path, s)
         shutil.rmtree(path, ignore_errors=True)

@@ -483,6 +483,12 @@ class Runner:
                               f"reuse ({dropped} taken back out of the ledger)"))
         return True
 
+    def answered_logs(self) -> set[str]:
+        """The log paths of the runs this runner answered from the ledger (an earlier session's,
+        or another command's through a claim): Session.close keeps their sessions' logs."""
+        with self._lock:
+            return {r.log_path for k in self._preloaded if (r := self._memory.get(k)) is not None and r.log_path}
+
     def last_check(self) -> None:
         """`_inputs_moved` once more as the command ends (Session.close), the tree compared
         whatever the clock says: between runs it is compared at most every MOVED_EVERY_S, so an

@@ -167,3 +167,31 @@ def test_a_relative_ledger_stores_absolute_log_paths_and_an_old_relative_one_is_
     relative = str(Path("sub") / Path(run["log_path"]).relative_to(tmp_path / "sub"))
     assert logcap.gone(db, relative) is None
     assert logcap.gone(db, relative.replace("0-run", "9-run")) == "missing"
+
+
+QUIET = "import sys\nprint('x' * 400_000)\nprint('BISECTK_RESULT {\"err\": %d}' % int(sys.argv[1][2:]))\n"
+
+
+def test_a_command_keeps_the_logs_of_the_runs_it_answered_from_the_ledger(tmp_path):
+    """A run answered from the ledger keeps its old session's log path, and the cap pruned by age
+    alone: a command whose new runs went past the cap removed, as it ended, the log its first run
+    (from the ledger) had just been printed with."""
+    spec = err_spec(tmp_path, "noisy", QUIET, factors="a")
+    env = {logcap.CAP_VAR: "1"}
+    one = ("run", spec, "--set", "a=2", "--timeout", "30")     # a fixed watchdog: one run, 0.4 MB of log
+    bisectk(*one, cwd=tmp_path, env=env, check=1)                                               # ledger-1
+    p = bisectk(*one, "--repeat", "3", "--json", cwd=tmp_path, env=env, check=1)                # 2: two more runs
+    first, *made = json.loads(p.stdout)["runs"]
+    assert "ledger-1" in first["log_path"] and all("ledger-2" in r["log_path"] for r in made), p.stdout
+    assert Path(first["log_path"]).is_dir()         # 1.2 MB in all, past the 1 MiB cap: kept all the same
+
+
+def test_the_cap_prunes_the_least_recently_used_commands_logs_first(tmp_path):
+    """A command answered from an old session's runs counts as using its logs: a later command over
+    the cap prunes a session used longer ago first, though it was opened after."""
+    spec = err_spec(tmp_path, "noisy", QUIET, factors="a")
+    env = {logcap.CAP_VAR: "1"}
+    for a in (2, 3, 2, 4):      # 0.4 MB each, but the third, answered from the first's run
+        bisectk("run", spec, "--set", f"a={a}", "--timeout", "30", cwd=tmp_path, env=env, check=1)
+    logs = tmp_path / ".bisectk" / "logs"
+    assert sorted(x.name for x in logs.iterdir()) == ["ledger-1", "ledger-4"]   # 1.2 MB: ledger-2 went

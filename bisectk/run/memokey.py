@@ -43,7 +43,8 @@ StaticKey          -- (1)-(4) for one Runner: `key(policy, revision)`. A workloa
                       revision (a commit, a hunk set over GOOD's and BAD's whole content) does not
                       add the tree. `files`: the named files (1) it covers, for the reports.
                       `moved()`: which of (1) and (4) changed since it was made (the runner
-                      stores no run made after that, run/runner.py).
+                      stores no run made after that, run/runner.py); in a scratch tree every
+                      run rewrites (`pinned`: diff's), not the files in it.
 sources_digest     -- (5): a subject's runs record the files they import (run/imports.py; and, in
                       the user's tree with no build step, those the tree digest leaves out:
                       `uncovered`); the ledger keeps their union per static key
@@ -320,9 +321,12 @@ def gpu_facts() -> str:
 class StaticKey:
     """The memo key of one Runner, less the recorded sources (see the module docstring)."""
 
-    def __init__(self, spec, cwd: Path, env: Mapping[str, str] | None = None):
+    def __init__(self, spec, cwd: Path, env: Mapping[str, str] | None = None, *, pinned: bool = False):
+        """`pinned`: `cwd` is a tree of bisectk's own that every run rewrites (diff's scratch
+        tree), its content pinned by each workload's revision: `moved()` leaves out what lies
+        in it."""
         env = os.environ if env is None else env
-        self.spec, self.cwd = spec, Path(cwd)
+        self.spec, self.cwd, self.pinned = spec, Path(cwd), pinned
         programs = []
         for template in (spec.command, spec.build):
             if template:
@@ -369,7 +373,8 @@ class StaticKey:
         is no observation of this key: stored under it, a later command with the files put back
         would be answered by it."""
         now = self.spec.named_files(self.cwd)
-        out = sorted(p for p in {*self.files, *now} if self.files.get(p) != now.get(p))
+        out = sorted(p for p in {*self.files, *now} if self.files.get(p) != now.get(p)
+                     and not (self.pinned and not os.path.isabs(p)))   # relative: in cwd (contents.named_files)
         if tree and self._tree is not None and tree_digest(self.cwd) != self._tree:
             out.append(f"the sources under {self.cwd}")
         return out

@@ -43,3 +43,19 @@ def test_an_edit_during_the_last_run_is_not_answered_from_the_ledger(tmp_path):
     assert len(stamps.read_text().splitlines()) == 4
     third = bisectk(*args, cwd=d, env=env, check=0)   # nothing moved: answered from the ledger
     assert "from the ledger" in third.stdout and len(stamps.read_text().splitlines()) == 4
+
+
+def test_a_diff_of_the_script_its_command_runs_is_answered_from_the_ledger_again(tmp_path):
+    """diff's runs rewrite the script the command names (`--run "python run.py"`, run.py differs
+    between GOOD and BAD) in its scratch tree at every run, by design: the in-run check took that
+    for an edit, said 'run.py changed while this command ran', and kept none of the runs, so
+    every later diff of the same pair ran everything again."""
+    body = "A = {a}\nB = 2\n" + "\n" * 5 + "import sys\nsys.exit(1 if A == 5 else 0)\n"
+    for side, a in (("good", 1), ("bad", 5)):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "run.py").write_text(body.format(a=a))
+    args = ("diff", "good", "bad", "--run", "python run.py", "--ledger", tmp_path / "l.db")
+    first = bisectk(*args, cwd=tmp_path, check=0)
+    assert "changed while this command ran" not in first.stderr, first.stderr
+    again = bisectk(*args, cwd=tmp_path, check=0)
+    assert "runs: 0 executed" in again.stdout, again.stdout

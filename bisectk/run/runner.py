@@ -89,8 +89,10 @@ class Runner:
         # every input of a verdict but the timeout policy (which --timeout may still set) and the
         # sources the runs import (recorded as they run): run/memokey.py
         # in diff's scratch tree (rewritten by every run, pinned by each run's revision) the files
-        # the command names change between runs by design: no edit of the user's
-        self.memo = StaticKey(spec, self.cwd, pinned=_scratch(str(Path(self.cwd).resolve()), ledger))
+        # the command names change between runs by design: no edit of the user's. Only a directory
+        # given for the runs (never the spec's own: a project named `scratch-x` is the user's)
+        self.memo = StaticKey(spec, self.cwd, pinned=Path(self.cwd) != Path(spec.cwd)
+                              and _scratch(str(Path(self.cwd).resolve()), ledger))
         self._sources: dict[str, list[str]] = {}   # static key -> source files its runs imported
         self.imported_files: set[str] = set()      # every source file a run of this runner imported
                                                    # (engine/checkout_imports.py reads it)

@@ -453,3 +453,21 @@ def test_a_module_the_tree_digest_leaves_out_is_in_the_key_outside_git_too(env):
         f.write_text("ERR = 0\n")
     assert [(v.outcome, n) for v, n in found] == [(Outcome.PASS, 1), (Outcome.PASS, 0), (Outcome.FAIL, 1),
                                                   (Outcome.FAIL, 1)], found
+
+
+def test_only_a_scratch_tree_given_for_the_runs_is_left_out_of_the_mid_command_check(env):
+    """diff's scratch tree is rewritten by every run (what the command names there changes by
+    design); a project of the user's whose directory happens to be named like one is not."""
+    d = project(env)
+    ledger = Ledger(env / "l.db")
+    try:
+        spec = load_spec(d / "spec.toml")
+        assert not Runner(spec, ledger).memo.pinned
+        scratch_tree = env / "scratch-7-1234"
+        scratch_tree.mkdir()
+        assert Runner(spec, ledger, cwd=scratch_tree).memo.pinned
+        named = env / "scratch-mine"
+        d.rename(named)
+        assert not Runner(load_spec(named / "spec.toml"), ledger).memo.pinned
+    finally:
+        ledger.close()

@@ -631,14 +631,21 @@ class Scratch:
     mtime moved since the last apply (or mark) are read (`_sweep`, `mark`). Either way, a directory whose
     mode a run changed (`chmod 555 src`, `chmod 000 kernel`) gets back the mode it was left with
     before anything is written: a fresh copy has GOOD's, and as any user but root nothing could be
-    removed or written there. `.git` is not copied.
+    removed or written there. `.git` is not copied. With `fresh_builds` too, what the builds made
+    stays only while the same hunks are applied again (their build is not run again): an apply of
+    another set removes it first, so each hybrid's build starts from GOOD and its hunks alone, as
+    in a fresh copy (make with a Makefile without header dependencies rebuilt nothing for a
+    changed header, and BAD ran GOOD's objects).
     """
 
     MARKER = ".bisectk/scratch"
 
     def __init__(self, good: str | Path, root: str | Path | None = None, keep_created: bool = True,
-                 bad: str | Path | None = None):
+                 bad: str | Path | None = None, fresh_builds: bool = False):
         self.keep_created = keep_created
+        self.fresh_builds = fresh_builds
+        self._made_dirs: set[str] = set()   # the directories a build made (`mark`)
+        self._set: frozenset[str] | None = None     # the ids of the hunks the last apply applied
         self.bad = Path(bad).resolve() if bad is not None else None     # its directories outlive a deletion
         # rel -> (mtime, mode) as the last apply left it ('' the root), parents before children
         self._dirs: dict[str, tuple[int, int]] = {}
@@ -691,6 +698,8 @@ class Scratch:
         self._dirty.clear()
         self._applied.clear()
         self._kept.clear()
+        self._made_dirs.clear()
+        self._set = None
         self._marked = False
         self._stamp()
         self._arm()
@@ -799,14 +808,37 @@ class Scratch:
                 if e.is_dir(follow_symlinks=False):
                     if sub not in self._dirs:
                         self._dirs[sub] = (0, 0)        # after its parent: parents first
+                        self._made_dirs.add(sub)
                         moved.append(sub)
                 else:
                     self._kept.add(sub)
         self._stamp()
 
+    def _drop_builds(self) -> None:
+        """Remove what the builds made (`mark`): their files, then their directories that are
+        empty then, the deepest first (one that holds a hunk's file stays, as does what cannot be
+        removed: the build after it will say so). The next build starts from GOOD and the hunks."""
+        for rel in self._kept:
+            try:
+                os.unlink(self.root / rel)
+            except OSError:
+                pass
+        for rel in sorted(self._made_dirs, key=lambda r: r.count("/"), reverse=True):
+            try:
+                os.rmdir(self.root / rel)
+            except OSError:
+                pass
+        self._kept.clear()
+        self._made_dirs.clear()     # the apply's stamp forgets the directories now gone
+
     def apply(self, hunks: Iterable[Hunk]) -> Path:
+        hunks = list(hunks)
         written = self._written()
         self._sweep()
+        ids = frozenset(h.id for h in hunks)
+        if self.fresh_builds and self._set is not None and ids != self._set:
+            self._drop_builds()
+        self._set = ids
         groups = _by_file(hunks)
         applied: dict[str, frozenset[str]] = {}     # rel -> the ids of the hunks it holds in this subset
         retyped: dict[str, Entry | None] = {}       # rel under a retype hunk -> BAD's entry there

@@ -43,8 +43,9 @@ from bisectk.spec import Config, config_key
 HUNKS_KEY = "__hunks__"
 # how a hunk set becomes a tree (spaces/hunks.py Scratch), in every revision: a change there is a new
 # key, as runs of hybrids made the old way may answer wrongly (made2: a directory the hunks empty goes
-# unless BAD has it; a link that climbs out of its tree names what it names from there)
-MADE = "made2"
+# unless BAD has it; a link that climbs out of its tree names what it names from there; made3: a
+# build step's outputs go when another hybrid is applied, where they stayed for an incremental build)
+MADE = "made3"
 
 
 class HunkSpace:
@@ -59,7 +60,8 @@ class HunkSpace:
         self.order: dict[str, int] = {h.id: i for i, h in enumerate(self.hunks)}
         self.base = dict(base or {})
         self.subdir = Path(subdir)
-        self.scratch = Scratch(good, scratch_root, keep_created=keep_created, bad=bad)
+        # with a build step, what it made stays for the same hybrid's runs, never for another's
+        self.scratch = Scratch(good, scratch_root, keep_created=keep_created, bad=bad, fresh_builds=keep_created)
         digest = hashlib.sha256()
         for h in self.hunks:
             digest.update(h.unified().encode("utf-8", "surrogateescape"))

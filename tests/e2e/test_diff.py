@@ -269,10 +269,11 @@ def test_a_test_that_makes_a_directory_is_run_on_a_clean_hybrid_each_time(tmp_pa
 
 
 def test_with_a_build_step_a_run_starts_on_the_builds_outputs_without_the_last_runs(tmp_path):
-    """`--build` keeps what the build made, for an incremental build, but what a run made went
-    with it: `mkdir out` in the test failed from the second hybrid on ("the good configuration
-    fails"). Now what appears after the build is the run's, and goes before the next hybrid; the
-    build's own output stays from one hybrid to the next (its log grows)."""
+    """`--build` kept what the build made, but what a run made went with it: `mkdir out` in the
+    test failed from the second hybrid on ("the good configuration fails"). Now what appears after
+    the build is the run's, and goes before the next hybrid; the build's own output stays for the
+    same hybrid's runs (its build is not run again) and goes before another hybrid's build (its
+    log restarts: each hybrid is built from GOOD and its hunks alone)."""
     good, bad = tmp_path / "good", tmp_path / "bad"
     for side, v in ((good, 0), (bad, 1)):
         side.mkdir()
@@ -286,8 +287,33 @@ def test_with_a_build_step_a_run_starts_on_the_builds_outputs_without_the_last_r
     assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
     assert [h["id"] for h in json.loads(p.stdout)["culprit_hunks"]] == ["k.txt:1"]
     counts = [int(x) for x in seen.read_text().split()]
-    assert len(counts) >= 3 and max(counts) > 1, counts      # the build's log kept across hybrids
+    assert len(counts) >= 3 and set(counts) == {1}, counts   # each hybrid's build from scratch
     assert sorted(x.name for x in good.iterdir()) == ["k.txt", "other.txt"]
+
+
+def test_a_make_build_without_header_dependencies_builds_each_hybrid_from_scratch(tmp_path):
+    """GOOD and BAD differ in a header (and a comment in a .c file); the Makefile does not know
+    the objects depend on it. The scratch copy kept GOOD's objects when BAD's hunks were applied,
+    make rebuilt only a.o, and BAD ran GOOD's b.o: "the bad configuration does not reproduce"
+    (exit 2). Each hybrid's build now starts from GOOD and its hunks alone: the header is named."""
+    import shutil
+    import pytest
+    if not (shutil.which("make") and shutil.which("cc")):
+        pytest.skip("make and cc are needed")
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    make = ("build/t: build/a.o build/b.o\n\tcc -o build/t build/a.o build/b.o\n"
+            "build/%.o: %.c\n\t@mkdir -p build\n\tcc -c $< -o $@\n")
+    for side, n, note in ((good, 42, ""), (bad, 43, "/* cosmetic */\n")):
+        side.mkdir()
+        (side / "Makefile").write_text(make)
+        (side / "k.h").write_text(f"#define N {n}\n")
+        (side / "a.c").write_text(f"int f(void);\n{note}int main(void) {{ return f() != 42; }}\n")
+        (side / "b.c").write_text('#include "k.h"\nint f(void) { return N; }\n')
+    p = bisectk("diff", good, bad, "--build", "make", "--run", "./build/t", "--json", "--no-lines",
+                "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    assert [h["id"] for h in json.loads(p.stdout)["culprit_hunks"]] == ["k.h:1"]
+    assert sorted(x.name for x in good.iterdir()) == ["Makefile", "a.c", "b.c", "k.h"]     # GOOD untouched
 
 
 def _without_file_permissions_override(args):
@@ -478,7 +504,7 @@ def test_runs_of_hybrids_made_the_old_way_are_not_reused(tmp_path):
         (side / "k.txt").write_text(f"v={v}\n")
     space = HunkSpace(good, bad, tmp_path / "scratch")
     try:
-        assert space.revision.startswith(f"diff-{MADE}-") and MADE == "made2"
+        assert space.revision.startswith(f"diff-{MADE}-") and MADE == "made3"
     finally:
         space.close()
 

@@ -910,3 +910,29 @@ def test_without_a_watch_every_copied_file_is_checked(tmp_path, monkeypatch):
     (tmp_path / "s" / "d1" / "f8.txt").write_text("edited\n")
     s.apply([])
     assert snapshot(tmp_path / "s") == snapshot(good)
+
+
+def test_with_fresh_builds_what_a_build_made_goes_when_another_hybrid_is_applied(pair, tmp_path):
+    """fresh_builds (diff's build step): the build's outputs stay while the same hunks are applied
+    again (their build is not run again) and go, files and the directories the build made, before
+    another set is applied, so the next build starts from GOOD and its hunks alone (make with a
+    Makefile without header dependencies rebuilt nothing for a changed header)."""
+    p, hunks, good, bad = pair
+    s = Scratch(p.good, tmp_path / "scratch", keep_created=True, fresh_builds=True)
+    text = [h for h in hunks if h.file == "kernel/stages_00.py"]
+    root = s.apply(text[:1])
+    (root / "build" / "obj").mkdir(parents=True)
+    (root / "build" / "obj" / "a.o").write_text("o")
+    (root / "kernel" / "k.o").write_text("o")            # beside GOOD's files
+    s.mark()
+    root = s.apply(text[:1])                              # the same hybrid: its build stays
+    assert (root / "build" / "obj" / "a.o").exists() and (root / "kernel" / "k.o").exists()
+    s.mark()
+    root = s.apply(text[1:3])                             # another: built from scratch
+    assert snapshot(root) == reference(good, bad, text[1:3])
+    assert not (root / "build").exists() and not (root / "kernel" / "k.o").exists()
+    (root / "build").mkdir()
+    (root / "build" / "b.o").write_text("o")
+    s.mark()
+    assert snapshot(s.apply(text[:1])) == reference(good, bad, text[:1])
+    shutil.rmtree(s.root)

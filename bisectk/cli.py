@@ -17,7 +17,7 @@ import typer
 
 from bisectk import __version__, cli_tools
 from bisectk import exitcodes as X
-from bisectk.cli_common import (BadRefOpt, Deferred, after_first_run, capture_after_first_run, BuildOpt, CalibrateOpt, ConfigOpt, ExecutorOpt, FreshOpt, GitLedgerOpt,
+from bisectk.cli_common import (BadRefOpt, Deferred, after_first_run, capture_after_first_run, BuildOpt, BuildTimeoutOpt, CalibrateOpt, ConfigOpt, ExecutorOpt, FreshOpt, GitLedgerOpt,
                                 GoodRefOpt, HtmlOpt, JsonOpt, JsonOutOpt, LedgerOpt, PytestOpt, RayAddressOpt,
                                 CleanIgnoredOpt, RayRepoOpt, RepoOpt, ReportOpt, RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, RunSnapshotsOpt, SpecArg,
                                 TimeoutOpt, WarmOpt, _is, cache_ledger, check_outputs, check_strategy, default_spec, emit_json,
@@ -165,6 +165,7 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
              bad: str = typer.Argument(..., help="The failing file or source tree.", show_default=False),
              spec: Optional[Path] = typer.Argument(None, help="Variant spec whose command runs inside each hybrid tree.", show_default=False),
              run_cmd: Optional[str] = RunOpt, build: Optional[str] = BuildOpt,
+             build_timeout: Optional[float] = BuildTimeoutOpt,
              config: str = ConfigOpt, set_: Optional[list[str]] = SetOpt,
              repeat: Optional[int] = typer.Option(None, "--repeat", min=1, help="Runs per endpoint check."),
              flaky: Optional[bool] = typer.Option(None, "--flaky/--no-flaky", help="Flake-aware search (default: decided by the endpoint runs); --no-flaky: the failure is deterministic, and the answer is confirmed by one more run of each configuration it rests on."),
@@ -211,7 +212,7 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  max_runs=max_runs, timeout=timeout, executor=executor, ray_address=ray_address, fresh=fresh, warm=warm)
     s, base = load_subject(spec, run_cmd, cwd=Path.cwd(), build=build, config=config, sets=set_,
-                           repeat=repeat, name=f"diff {good.name}..{bad.name}")
+                           repeat=repeat, name=f"diff {good.name}..{bad.name}", build_timeout=build_timeout)
     unused_factor_warnings(s)
     named = named_inside([*s.command, *(s.build or [])], good, bad, Path.cwd())
     if named:       # the hybrids run in a scratch copy of GOOD: this word never reaches them
@@ -298,7 +299,8 @@ def bisect(repo: Path = RepoOpt,
                                                               "then git's pathspec: only commits that touch these paths are candidates."),
            run_cmd: Optional[str] = RunOpt,
            pytest_id: Optional[str] = PytestOpt,
-           build: Optional[str] = BuildOpt, config: str = ConfigOpt, set_: Optional[list[str]] = SetOpt,
+           build: Optional[str] = BuildOpt, build_timeout: Optional[float] = BuildTimeoutOpt,
+           config: str = ConfigOpt, set_: Optional[list[str]] = SetOpt,
            timeout: Optional[float] = TimeoutOpt,
            repeat: int = typer.Option(1, "--repeat", min=1, help="Runs of each endpoint; more runs reveal an intermittent failure."),
            flaky: Optional[bool] = typer.Option(None, "--flaky/--no-flaky", help="Flake-aware Bayesian search (default: when the endpoint runs show the failure is intermittent); --no-flaky: the failure is deterministic, and the first bad commit is confirmed by one more run of it and of each parent."),
@@ -377,7 +379,7 @@ def bisect(repo: Path = RepoOpt,
             run_cmd, build, files = resolve_commands(run_cmd, build, user_cwd=Path.cwd(), root=root, commit=bad_sha,
                                                      olds=olds, pytest=pytest_words(pytest_id),
                                                      copy=executor == "local")
-            s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
+            s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat, build_timeout)
         except BaseException:
             listing.result()                # a bad range is reported first, as before
             raise
@@ -519,7 +521,8 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
            bad: str = BadRefOpt,
            run_cmd: Optional[str] = RunOpt,
            pytest_id: Optional[str] = PytestOpt,
-           build: Optional[str] = BuildOpt, config: str = ConfigOpt, set_: Optional[list[str]] = SetOpt,
+           build: Optional[str] = BuildOpt, build_timeout: Optional[float] = BuildTimeoutOpt,
+           config: str = ConfigOpt, set_: Optional[list[str]] = SetOpt,
            timeout: Optional[float] = TimeoutOpt,
            repeat: int = typer.Option(1, "--repeat", min=1, help="Runs of each endpoint."),
            flaky: Optional[bool] = typer.Option(None, "--flaky/--no-flaky", help="Flake-aware search; --no-flaky: the failure is deterministic, and each answer is confirmed by one more run of each configuration it rests on."),
@@ -560,7 +563,7 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
     run_cmd, build, files = resolve_commands(run_cmd, build, user_cwd=Path.cwd(), root=root, commit=commits.bad_sha,
                                              olds=[commits.good_sha], pytest=pytest_words(pytest_id),
                                              copy=executor == "local")
-    s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat)
+    s, cfg, sub = history_subject(spec, run_cmd, pytest_id, build, root, config, set_, timeout, repeat, build_timeout)
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  jobs=jobs, max_runs=max_runs, confidence=confidence, executor=executor, ray_address=ray_address,
                  ray_repo=ray_repo, fresh=fresh, warm=warm, clean_ignored=clean_ignored)

@@ -58,6 +58,8 @@ RunOpt = typer.Option(None, "--run", help="Subject command instead of a SPEC, as
                                           "exit codes: 0 good, 125 skip, 1-127 bad).")
 BuildOpt = typer.Option(None, "--build", help="Build command run before the subject, as one quoted string; "
                                               "failure = UNRESOLVED(BUILD).")
+BuildTimeoutOpt = typer.Option(None, "--build-timeout", help="The build step's time limit in seconds (default: the "
+                               "spec's `build_timeout`, else 240); a build that runs longer is UNRESOLVED(BUILD).")
 ConfigOpt = typer.Option("bad", "--config", help="With a SPEC: which endpoint's factor values to run (good or bad).")
 SetOpt = typer.Option(None, "--set", help="With a SPEC: override a factor, NAME=VALUE (repeatable).")
 CleanIgnoredOpt = typer.Option(False, "--clean-ignored", help="Before each run, remove the files git ignores too "
@@ -360,7 +362,7 @@ def default_spec() -> Path:
         return path
 
 
-def history_subject(spec, run_cmd, pytest_id, build, root: Path, config, sets, timeout, repeat):
+def history_subject(spec, run_cmd, pytest_id, build, root: Path, config, sets, timeout, repeat, build_timeout=None):
     """(Spec, configuration, the subject's cwd relative to the repository root) for bisect/triage:
     a spec's own directory; for --run/--pytest, the directory the command was typed in
     (spaces/checkout.py run_dir)."""
@@ -369,7 +371,7 @@ def history_subject(spec, run_cmd, pytest_id, build, root: Path, config, sets, t
     if timeout is not None:
         policy(timeout=timeout)     # the one validator: NaN, inf and more than a week are refused here too
     s, cfg = load_subject(spec, run_cmd, pytest_id, build=build, cwd=root, config=config, sets=sets,
-                          timeout=timeout, repeat=repeat, name="bisect")
+                          timeout=timeout, repeat=repeat, name="bisect", build_timeout=build_timeout)
     unused_factor_warnings(s)
     try:
         sub = s.cwd.resolve().relative_to(root) if spec is not None else run_dir(Path.cwd(), root)
@@ -393,7 +395,7 @@ def open_ledger(path: Path, writable: bool = False):
 # once instead of on every option; an option not named here gets one from its type.
 METAVARS = {"--term-old": "TERM", "--term-new": "TERM", "--run": "'CMD'", "--build": "'CMD'", "--set": "NAME=VALUE", "--pytest": "NODEID", "--good": "REF",
             "--bad": "REF", "--repo": "PATH", "--gpus": "IDS", "--with": "FACTOR", "--strategy": "NAME",
-            "--same-failure": "MODE", "--config": "good|bad", "--timeout": "SECONDS", "--confidence": "P",
+            "--same-failure": "MODE", "--config": "good|bad", "--timeout": "SECONDS", "--build-timeout": "SECONDS", "--confidence": "P",
             "--session": "ID", "--report": "FILE.md", "--junit": "FILE.xml", "--html": "FILE.html",
             "--executor": "local|ray", "--ray-address": "HOST:PORT", "--ray-repo": "PATH", "--save": "FILE.json",
             "--diff": "FILE.json", "--ledger": "FILE.db", "--json-out": "FILE.json", "--salvage": "FILE.db"}

@@ -47,6 +47,16 @@ class RunFinished(Event):
 
 
 @dataclass(frozen=True)
+class BuildRunning(Event):
+    """A run's build step is still running after `seconds` (its limit: `limit`)."""
+    label: str
+    config: dict[str, Any]
+    index: int
+    seconds: float
+    limit: float
+
+
+@dataclass(frozen=True)
 class Note(Event):
     text: str
     data: dict[str, Any] = field(default_factory=dict)

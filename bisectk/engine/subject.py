@@ -6,17 +6,20 @@ apply_sets    -- `--set NAME=VALUE` overrides applied to a configuration, valida
 split_command -- a quoted command line (`--run`, `--build`) split into argv, or a one-line error.
 load_subject  -- (Spec, configuration) for any command: a spec (with the endpoint to run and
                  overrides), `--run CMD` (git bisect run's exit codes), or `--pytest NODEID`
-                 (pytest's exit codes); exactly one of them.
+                 (pytest's exit codes); exactly one of them. `build_timeout` (--build-timeout)
+                 is the build step's limit, as the spec's `build_timeout` is.
 """
 
 from __future__ import annotations
 
+import math
 import shlex
 from pathlib import Path
 
 from bisectk.errors import BisectkError
 from bisectk.spaces.shellwords import runs_shell, shell_syntax, split_command  # noqa: F401 (this module's API)
 from bisectk.spec import Config, Spec, adhoc_spec, load_spec, parse_value, placeholders
+from bisectk.timeouts import MAX_TIMEOUT_S
 
 
 def apply_sets(spec: Spec, config: Config, sets: list[str] | None) -> Config:
@@ -77,7 +80,24 @@ def pytest_args(text: str) -> list[str]:
 
 def load_subject(spec_path: Path | None, run: str | None = None, pytest_id: str | None = None, *,
                  build: str | None = None, cwd: Path, config: str = "bad", sets: list[str] | None = None,
-                 timeout: float | None = None, repeat: int | None = None, name: str = "subject") -> tuple[Spec, Config]:
+                 timeout: float | None = None, repeat: int | None = None, name: str = "subject",
+                 build_timeout: float | None = None) -> tuple[Spec, Config]:
+    spec, config_ = _load_subject(spec_path, run, pytest_id, build=build, cwd=cwd, config=config, sets=sets,
+                                  timeout=timeout, repeat=repeat, name=name)
+    if build_timeout is not None:   # --build-timeout: the spec's `build_timeout` as the command line gives it
+        if not (math.isfinite(build_timeout) and 0 < build_timeout <= MAX_TIMEOUT_S):
+            raise BisectkError(f"--build-timeout {build_timeout:g}: must be more than 0 seconds and at most a week "
+                               f"({MAX_TIMEOUT_S:g})")
+        if not spec.build:
+            raise BisectkError("--build-timeout: there is no build step to limit (give --build 'CMD', or a spec "
+                               "with `build`)")
+        spec.build_timeout = float(build_timeout)
+    return spec, config_
+
+
+def _load_subject(spec_path: Path | None, run: str | None, pytest_id: str | None, *, build: str | None,
+                  cwd: Path, config: str, sets: list[str] | None, timeout: float | None, repeat: int | None,
+                  name: str) -> tuple[Spec, Config]:
     given = [x for x in (spec_path, run, pytest_id) if x is not None]
     if len(given) != 1:
         raise BisectkError("give exactly one subject: a SPEC file, --run 'CMD' or --pytest NODEID")

@@ -9,7 +9,10 @@ ProgressLines    -- the same progress as plain lines for a log or a pipe (CI): o
                     finished run (verdict, label and what differs, time or "from the ledger"),
                     phases and notes, and a line before any run whose watchdog allows a long
                     wait, so a silent minute is never a mystery. Flushed line by line.
+                    Both say a build step still running after a few seconds, against its
+                    limit: a hung build was minutes of silence.
 fmt_config       -- a configuration written as the differences from a reference one.
+building         -- the line for a build step still running.
 
 Both write to stderr only: stdout holds the result (and only the JSON document with --json).
 """
@@ -24,7 +27,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.text import Text
 
-from bisectk.events import Event, Note, PhaseStarted, RunFinished, RunStarted
+from bisectk.events import BuildRunning, Event, Note, PhaseStarted, RunFinished, RunStarted
 from bisectk.outcome import Outcome, Run
 from bisectk.spec import one_line
 from bisectk.report.safe import SafeConsole, terminal_text
@@ -80,6 +83,12 @@ def watchdog_words(timeout: float | None, follows_progress: bool) -> str:
     return f"watchdog {timeout:g} s" if timeout else ""
 
 
+def building(what: str, index: int, seconds: float, limit: float) -> str:
+    """A build step still running: for how long, against its limit and how to set that."""
+    return (f"  ... still building for {what} (run {index + 1}): {seconds:.0f} s so far; the build's limit is "
+            f"{limit:g} s (--build-timeout, or the spec's `build_timeout`)")
+
+
 class _Running:
     """The live status line: re-rendered by rich on every refresh, so the elapsed time ticks. One
     line whatever the width: the time and the watchdog first, then what runs, cut with an
@@ -131,6 +140,10 @@ class TerminalReporter:
                 src = "ledger" if cached else f"{run.duration_s:6.2f} s"
                 self.console.print(_styled("  ", (run_label(run), STYLE[run.outcome]), f"  {what}  ", (src, "dim")),
                                    highlight=False)
+            case BuildRunning(label=label, config=config, index=index, seconds=seconds, limit=limit):
+                # above the live status line, which goes on ticking
+                self.console.print(_styled(building(what_ran(label, config, self.reference), index, seconds, limit)),
+                                   highlight=False)
             case Note(text=text):
                 self._stop()
                 self.console.print(_styled(text), highlight=False)
@@ -175,5 +188,7 @@ class ProgressLines:
             case RunFinished(label=label, config=config, run=run, cached=cached):
                 src = "from the ledger" if cached else f"{run.duration_s:.2f} s"
                 self._say(f"  {run_label(run)}  {self._what(label, config)}  ({src})")
+            case BuildRunning(label=label, config=config, index=index, seconds=seconds, limit=limit):
+                self._say(building(self._what(label, config), index, seconds, limit))
             case Note(text=text):
                 self._say(text)

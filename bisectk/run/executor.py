@@ -19,7 +19,9 @@ Executor      -- the protocol every place keeps: `run(job, watch) -> RawRun` (ne
 Builds        -- which build each place (a directory, a remote site's copy of the sources) holds.
 build_then_run -- what every executor does with a job: its build first, when the place it runs
                  in does not hold that build yet; a build that fails is returned in place of the
-                 run (`RawRun.phase == "build"`), and the run never starts.
+                 run (`RawRun.phase == "build"`), and the run never starts. A build still running
+                 after BUILD_NOTE_S is told to its `running` (then every BUILD_NOTE_EVERY_S): a
+                 hung build is minutes of its limit, never silent ones.
 LocalExecutor -- a fresh contained process per run (run/process.py).
 
 The runner (run/runner.py) calls nothing else: which executor serves a command is decided once,
@@ -29,7 +31,9 @@ where the session is opened (engine/session.py), from the run policy.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -50,6 +54,7 @@ class Build:
     log_dir: Path | None = None
     built: Callable[[], None] | None = field(default=None, compare=False)   # the place holds it now
     carries_config: bool = False   # a factor reaches the run through this build alone (classify_build)
+    running: Callable[[float], None] | None = field(default=None, compare=False)   # still building after s
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,34 @@ class Builds:
                 self.count += 1
 
 
+BUILD_NOTE_S = 5.0          # a build running this long is told (Build.running) ...
+BUILD_NOTE_EVERY_S = 30.0   # ... and again this often while it runs
+
+
+@contextmanager
+def _told_while_long(tell: Callable[[float], None] | None) -> Iterator[None]:
+    """Call `tell(seconds so far)` from a thread once the body has run BUILD_NOTE_S, then every
+    BUILD_NOTE_EVERY_S, until it ends; never after it has ended."""
+    if tell is None:
+        yield
+        return
+    done, lock, start = threading.Event(), threading.Lock(), time.monotonic()
+
+    def watch() -> None:
+        wait = BUILD_NOTE_S
+        while not done.wait(wait):
+            with lock:
+                if not done.is_set():
+                    tell(time.monotonic() - start)
+            wait = BUILD_NOTE_EVERY_S
+    threading.Thread(target=watch, name="bisectk-build-note", daemon=True).start()
+    try:
+        yield
+    finally:
+        with lock:      # a note being told is finished first: none follows the build's end
+            done.set()
+
+
 def build_then_run(job: Job, watch: Watch, builds: Builds, run_one: Callable[[Job, Watch], RawRun]) -> RawRun:
     """The job's build when its place does not hold it yet (run as `run_one` runs anything, under
     a fixed watchdog of the build's own limit), then the job. The place is the job's directory:
@@ -104,7 +137,8 @@ def build_then_run(job: Job, watch: Watch, builds: Builds, run_one: Callable[[Jo
     `built()` is told when the place holds the build, before the run."""
     b, place = job.build, str(job.cwd)
     if b is not None and not builds.holds(place, b.key):
-        raw = run_one(Job(b.argv, job.cwd, job.env, b.log_dir, label=job.label, building=True), FixedWatch(b.timeout))
+        with _told_while_long(b.running):
+            raw = run_one(Job(b.argv, job.cwd, job.env, b.log_dir, label=job.label, building=True), FixedWatch(b.timeout))
         if classify_build(raw, carries_config=b.carries_config) is not None:
             builds.made(place, None)
             return replace(raw, phase="build")

@@ -48,7 +48,7 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
-from bisectk.events import EventBus, Note, RunFinished, RunStarted
+from bisectk.events import BuildRunning, EventBus, Note, RunFinished, RunStarted
 from bisectk.ledger import Ledger
 from bisectk.outcome import Outcome, Reason, Run, Verdict
 from bisectk.run import imports as run_imports
@@ -363,7 +363,7 @@ class Runner:
         self.events.emit(RunStarted(label, w.config, index, None if self._held() else seconds,
                                     self.moving and not longer))
         grace = (longer, until) if longer is not None else None
-        run, elsewhere = self._run_once(w, static, key, index, seconds, snapshot, grace)
+        run, elsewhere = self._run_once(w, static, key, index, seconds, snapshot, grace, label)
         self.events.emit(RunFinished(label, w.config, index, run, cached=elsewhere))
         return run
 
@@ -413,14 +413,14 @@ class Runner:
         return None
 
     def _run_once(self, w: Workload, static: str, key: str, index: int, seconds: float,
-                  snapshot: bool = False, grace: tuple | None = None) -> tuple[Run, bool]:
+                  snapshot: bool = False, grace: tuple | None = None, label: str = "") -> tuple[Run, bool]:
         """Execute and store the index-th run of a workload -- unless another session sharing the
         ledger is making it right now: then wait for its result rather than repeat the work (the
         ledger's claim protocol; a claim whose process died is taken over). Returns the run and
         whether it came from that other session."""
         era = self._era
         if not self.ledger:
-            run, imported, _ = self._execute(w, key, index, seconds, snapshot, grace)
+            run, imported, _ = self._execute(w, key, index, seconds, snapshot, grace, label)
             if self._dropped(era):
                 raise RunAbandoned("the search stopped while this run was under way: not stored")
             self._unless_stopped()
@@ -440,7 +440,7 @@ class Runner:
                     self._memory[(static, key, index)] = claim.run
                     self._preloaded.add((static, key, index))
                 return claim.run, True
-            run, imported, started = self._execute(w, key, index, seconds, snapshot, grace)
+            run, imported, started = self._execute(w, key, index, seconds, snapshot, grace, label)
             if self._dropped(era):     # the claim is released: the slot is left to the next command
                 raise RunAbandoned("the search stopped while this run was under way: not stored")
             self._unless_stopped()      # the claim is given back (`with`): the next command makes it
@@ -528,7 +528,7 @@ class Runner:
         return self.snapshots.request(forced) if self.snapshots is not None else None
 
     def _execute(self, w: Workload, key: str, index: int, seconds: float,
-                 snapshot: bool = False, grace: tuple | None = None) -> tuple[Run, tuple, bool]:
+                 snapshot: bool = False, grace: tuple | None = None, label: str = "") -> tuple[Run, tuple, bool]:
         """One run through the executor, classified. One directory runs one configuration at a
         time when it builds or is prepared: the build and the run must see the same files (an
         executor on another host stages them while the lock is held). Returns the run, the
@@ -537,7 +537,7 @@ class Runner:
         with self._dir_lock(w.cwd) if exclusive else nullcontext():
             if w.prepare:
                 w.prepare()
-            job = self._job(w, key, index, snapshot)
+            job = self._job(w, key, index, snapshot, label)
             watch = self.watch(seconds) if grace is None else self._grace(*grace)
             raw = self.executor.run(job, watch)
         broke = w.damaged() if w.damaged is not None else None
@@ -556,17 +556,19 @@ class Runner:
                 raise RunAbandoned("the good endpoint did not pass: a run made ahead of the search is ended unjudged")
         return classify_run(raw, self.judge, _text(job.log_dir)), tuple(raw.imports or ()), raw.started
 
-    def _job(self, w: Workload, key: str, index: int, snapshot: bool) -> Job:
+    def _job(self, w: Workload, key: str, index: int, snapshot: bool, label: str = "") -> Job:
         """The Job of the index-th run of a workload: its command, directory, environment, logs,
         the build it needs (keyed by what the directory holds, the revision, the configuration
-        and the build command), and the snapshot to take should it hang."""
+        and the build command; a build still running after a few seconds is an event), and the
+        snapshot to take should it hang."""
         static = self.static_key(w.revision)
         build = None
         if self.spec.build:
             argv = self.spec.argv(w.config, self.spec.build)
-            build = Build(argv, self.spec.build_timeout or CALIBRATION_CAP_S * 2,
-                          f"{w.state}|{w.revision}|{key}|{' '.join(argv)}", self._log_dir(static, key, index, "build"),
-                          built=w.built, carries_config=self._build_alone)
+            limit = self.spec.build_timeout or CALIBRATION_CAP_S * 2
+            build = Build(argv, limit, f"{w.state}|{w.revision}|{key}|{' '.join(argv)}",
+                          self._log_dir(static, key, index, "build"), built=w.built, carries_config=self._build_alone,
+                          running=lambda s: self.events.emit(BuildRunning(label, w.config, index, s, limit)))
         return Job(self.spec.argv(w.config), w.cwd, self._environment(w), self._log_dir(static, key, index, "run"),
                    record_imports=True, snapshot=self._snapshot(snapshot), build=build, origin=w.origin,
                    label=key[:80], urgent=self._urgency())

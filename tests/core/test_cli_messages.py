@@ -305,3 +305,31 @@ def test_env_diff_says_equal_captures_are_equal_and_shows_an_empty_value(tmp_pat
     p = cli("env", a, b)
     (row,) = [line for line in p.stdout.splitlines() if "env.CUDA_FOO" in line]
     assert p.returncode == 1 and [c.strip() for c in row.split("│")[1:4]] == ["env.CUDA_FOO", '""', "None"], row
+
+
+@pytest.mark.parametrize("command", ["diff", "bisect", "triage"])
+@pytest.mark.parametrize("value,said", [("0", "--build-timeout 0: must be more than 0 seconds"),
+                                        ("-3", "--build-timeout -3: must be more than 0 seconds"),
+                                        ("nan", "--build-timeout nan: must be more than 0 seconds"),
+                                        ("1e9", "--build-timeout 1e+09: must be more than 0 seconds and at most a week"),
+                                        ("5", "--build-timeout: there is no build step to limit")])
+def test_build_timeout_is_validated_in_one_line(command, value, said, tmp_path):
+    """--build-timeout, where --build is accepted: a limit that cannot hold, or one with no build
+    step to limit (the last case gives no --build), is one line before any run."""
+    from tests.fixtures.gitrepo import git
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    for i in range(2):
+        (repo / "v.txt").write_text(f"{i}\n")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"c{i}")
+    (tmp_path / "good").mkdir()
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "v.txt").write_text("1\n")
+    where = ["good", "bad"] if command == "diff" else ["--repo", repo, "--good", "HEAD~1", "--bad", "HEAD"]
+    build = [] if value == "5" else ["--build", "true"]
+    p = cli(command, *where, "--run", "true", *build, "--build-timeout", value, cwd=tmp_path)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("bisectk: " + said), p.stderr
+    assert "Traceback" not in p.stderr

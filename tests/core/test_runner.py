@@ -245,3 +245,32 @@ def test_a_run_that_could_not_start_is_not_answered_from_the_ledger_once_it_can(
     assert r.verdict(spec.endpoint("good")).outcome is Outcome.PASS and r.executed == 1
     again = Runner(spec, Ledger(tmp_path / "l.db"))
     assert again.verdict(spec.endpoint("good")).outcome is Outcome.PASS and again.executed == 0   # stored now
+
+
+def test_a_build_still_running_after_a_few_seconds_is_said_with_its_limit(tmp_path, make_spec, monkeypatch):
+    """A build that hangs was its whole limit (240 s) of silence: nothing was said until it timed
+    out. A build still running after BUILD_NOTE_S is an event with its time and limit (the spec's
+    `build_timeout`), said by the progress lines; a fast build says nothing, and no note follows
+    a build's end."""
+    import io
+    import time
+    from bisectk.events import BuildRunning
+    from bisectk.report.terminal import ProgressLines
+    from bisectk.run import executor
+    monkeypatch.setattr(executor, "BUILD_NOTE_S", 1.0)
+    monkeypatch.setattr(executor, "BUILD_NOTE_EVERY_S", 60.0)
+    sleep = 'import time; time.sleep(3 if \\"{mode}\\" == \\"wrong\\" else 0)'
+    build = f'build = ["{sys.executable}", "-c", "{sleep}"]\nbuild_timeout = 30'
+    spec = load_spec(make_spec({"mode": "ok"}, {"mode": "wrong"}, extra_subject=build))
+    runner = Runner(spec)
+    seen, stream = [], io.StringIO()
+    runner.events.subscribe(lambda e: seen.append(e) if isinstance(e, BuildRunning) else None)
+    runner.events.subscribe(ProgressLines(stream))
+    assert runner.verdict(spec.endpoint("good"), label="good").outcome is Outcome.PASS
+    assert seen == []                                   # a fast build: no word
+    runner.verdict(spec.endpoint("bad"), label="bad")
+    time.sleep(0.5)                                     # a late note would come now
+    assert len(seen) == 1 and seen[0].label == "bad" and seen[0].limit == 30 and seen[0].seconds >= 1.0, seen
+    lines = [line for line in stream.getvalue().splitlines() if "building" in line]
+    assert len(lines) == 1 and lines[0].startswith("  ... still building for bad (run 1): ") and lines[0].endswith(
+        " s so far; the build's limit is 30 s (--build-timeout, or the spec's `build_timeout`)"), stream.getvalue()

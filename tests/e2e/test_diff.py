@@ -526,3 +526,22 @@ def test_swapped_trees_are_told_to_swap_good_and_bad_as_diff_names_them(tmp_path
     # the debug log's title said the bad endpoint's verdict alone: 'diff good vs bad: PASS'
     title = (tmp_path / "r.md").read_text().splitlines()[0]
     assert title.endswith(": inconclusive (bad: PASS)"), title
+
+
+def test_build_timeout_limits_the_build_step(tmp_path):
+    """--build had no way to set the build's limit (240 s; only a spec's `build_timeout`): BAD's
+    build that hangs was four silent minutes. --build-timeout 1 makes it UNRESOLVED at once, named
+    as a build that timed out, and the hung build's processes are gone."""
+    from tests.conftest import new_mark, own_processes
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, build in ((good, "true\n"), (bad, "sleep 600\n")):
+        side.mkdir()
+        (side / "build.sh").write_text(build)
+        (side / "run.sh").write_text("echo ok\n")
+    mark = new_mark()
+    p = bisectk("diff", good, bad, "--build", "sh build.sh", "--run", "sh run.sh", "--build-timeout", "1", "--json",
+                "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120, env=mark)
+    assert p.returncode == 2, (p.stdout[-2000:], p.stderr[-2000:])
+    problem = json.loads(p.stdout)["endpoints"]["problem"]
+    assert problem == "the bad configuration cannot be tested: UNRESOLVED build (build timed out after 1.0 s)", problem
+    assert own_processes(mark) == []

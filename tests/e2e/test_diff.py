@@ -545,3 +545,24 @@ def test_build_timeout_limits_the_build_step(tmp_path):
     problem = json.loads(p.stdout)["endpoints"]["problem"]
     assert problem == "the bad configuration cannot be tested: UNRESOLVED build (build timed out after 1.0 s)", problem
     assert own_processes(mark) == []
+
+
+def test_a_hunk_in_the_script_the_command_names_is_no_edit_of_it(tmp_path):
+    """`diff good bad --run 'sh t.sh'` where t.sh itself differs: the memo key read t.sh from the
+    scratch copy, where the hunks rewrite it, so the first hybrid with its hunk said "t.sh changed
+    while this command ran ... none of its runs is kept for reuse", and the same command again ran
+    everything again. The key reads the named files from GOOD; the hunk space's revision pins the
+    hybrids: no such note, and the second command is answered from the ledger."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, code in ((good, 0), (bad, 1)):
+        side.mkdir()
+        (side / "t.sh").write_text(f"exit {code}\n")
+        (side / "notes.txt").write_text(f"{code}\n")
+    runs = []
+    for _ in range(2):
+        p = bisectk("diff", good, bad, "--run", "sh t.sh", "--json", "--ledger", tmp_path / "l.db", cwd=tmp_path)
+        assert p.returncode == 0 and "changed while this command ran" not in p.stderr, (p.stdout[-2000:], p.stderr)
+        doc = json.loads(p.stdout)
+        assert [h["id"] for h in doc["culprit_hunks"]] == ["t.sh:1"]
+        runs.append(doc["runs"])
+    assert runs[0] > 0 and runs[1] == 0, runs

@@ -635,7 +635,8 @@ class Scratch:
     stays only while the same hunks are applied again (their build is not run again): an apply of
     another set removes it first, so each hybrid's build starts from GOOD and its hunks alone, as
     in a fresh copy (make with a Makefile without header dependencies rebuilt nothing for a
-    changed header, and BAD ran GOOD's objects).
+    changed header, and BAD ran GOOD's objects); what a build that failed left (it was never
+    marked) goes at the next apply, before the first mark too.
     """
 
     MARKER = ".bisectk/scratch"
@@ -767,7 +768,9 @@ class Scratch:
                     continue
                 if st.st_mode != mode:
                     os.chmod(d, stat.S_IMODE(mode))
-                if (self.keep_created and not self._marked) or st.st_mtime_ns == mtime:
+                # before the first mark nothing is swept, unless each hybrid builds afresh: what a
+                # build that failed left (no mark) would reach the next hybrid's build
+                if (self.keep_created and not self._marked and not self.fresh_builds) or st.st_mtime_ns == mtime:
                     continue
                 entries = list(os.scandir(d))
             except OSError:

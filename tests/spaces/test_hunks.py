@@ -936,3 +936,20 @@ def test_with_fresh_builds_what_a_build_made_goes_when_another_hybrid_is_applied
     s.mark()
     assert snapshot(s.apply(text[:1])) == reference(good, bad, text[:1])
     shutil.rmtree(s.root)
+
+
+def test_with_fresh_builds_what_a_failed_build_left_goes_before_the_first_mark_too(pair, tmp_path):
+    """A build that failed is never marked: before any mark (the endpoints answered from the
+    ledger, the first hybrid's build failing after it compiled one object) what it left stayed,
+    and the next hybrid's build ran over that object (a Makefile without header dependencies kept
+    it). With fresh_builds it goes at the next apply like any run's leftovers."""
+    p, hunks, good, bad = pair
+    s = Scratch(p.good, tmp_path / "scratch", keep_created=True, fresh_builds=True)
+    text = [h for h in hunks if h.file == "kernel/stages_00.py"]
+    root = s.apply(text[:1])
+    (root / "build").mkdir()
+    (root / "build" / "b.o").write_text("half a build")      # no mark: the build failed
+    (root / "kernel" / "a.o").write_text("o")
+    assert snapshot(s.apply(text[1:2])) == reference(good, bad, text[1:2])
+    assert not (root / "build").exists() and not (root / "kernel" / "a.o").exists()
+    shutil.rmtree(s.root)

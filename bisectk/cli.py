@@ -193,7 +193,7 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
     from bisectk.report.words import counted
     from bisectk.report.safe import terminal_text
     from bisectk.spaces.hunks import listed
-    from bisectk.spaces.hunkspace import HunkSpace, named_beside, named_inside
+    from bisectk.spaces.hunkspace import HunkSpace, built_files, named_beside, named_inside
     for name, given in (("GOOD", good), ("BAD", bad)):
         if not given:           # Path("") is ".": the current directory, taken for a tree
             fail(f"{name} is empty: name a file or a source tree")
@@ -239,6 +239,13 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
                 f"{good} and {bad} also differ in directories, which no hunk carries (every hybrid has GOOD's): "
                 + listed(space.unbisected))
                 + "\n")
+        built = built_files(space.hunks, space.scratch.copied()) if s.build else []
+        if built:       # the trees hold what a build made: GOOD's copy is built over it, its hunks searched
+            sys.stderr.write("bisectk: warning: " + terminal_text(
+                f"{good} and {bad} hold compiled files ({listed(built)}): where they differ they are hunks like "
+                f"the sources, and each hybrid's build starts over GOOD's, so a build that does not rebuild them "
+                f"(make without header dependencies) can hide a source hunk; remove the build outputs from both "
+                f"trees (make clean) or give copies without them") + "\n")
         if not as_json:
             out.print(f"{counted(len(space.hunks), 'hunk')} between {good} and {bad}", markup=False)
         with held():   # as in ablate

@@ -671,6 +671,10 @@ class Scratch:
     def target(self) -> Path:
         return self.root / self.name if self.is_file else self.root
 
+    def copied(self) -> list[str]:
+        """The files the copy holds now as placed (GOOD's and the hunks'), relative."""
+        return list(self._stats)
+
     def _reset(self) -> None:
         marker = self.root / self.MARKER
         if self.root.exists() and any(self.root.iterdir()) and not marker.exists():

@@ -18,6 +18,11 @@ GOOD and BAD are only ever read; the scratch tree is removed by `close`.
 named_inside -- a word of the command that names a file inside GOOD or BAD from the user's own
                 directory (`/home/me/bad/run.py`, `bad/run.py`): every hybrid runs in the scratch
                 tree, so such a word runs GOOD's or BAD's own file, or nothing, never the hybrid's.
+built_files  -- the hunks' files that are compiled output on a side (an object file, an executable,
+                a library or archive, by their magic bytes), then GOOD's other files named so
+                (`.o`, `.a`, `.so`, ...): with a build step, the trees hold what a build made,
+                those hunks are searched as if they were sources, and each hybrid is built over
+                GOOD's outputs.
 named_beside -- a relative word that names a file beside the trees from the user's own directory
                 (`./check.sh`, git bisect run's habit) and nothing in GOOD: from the scratch tree it
                 names nothing.
@@ -196,3 +201,26 @@ def named_inside(words: list[str], good: Path, bad: Path, cwd: Path) -> tuple[st
             if full.is_relative_to(tree):
                 return token, name, full.relative_to(tree).as_posix()
     return None
+
+
+# ELF (objects, executables, .so), ar archives (.a), Mach-O (32/64, both byte orders, universal),
+# a CUDA fatbinary
+_BUILT_MAGIC = (b"\x7fELF", b"!<arch>\n", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe",
+                b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"\x50\xed\x55\xba")
+
+
+_BUILT_SUFFIXES = {".o", ".obj", ".a", ".so", ".dylib", ".lib", ".cubin", ".fatbin"}
+
+
+def built_files(hunks: list[Hunk], good_files=()) -> list[str]:
+    """The files of `hunks` (in order, once) whose GOOD or BAD side is compiled output, then those
+    of `good_files` (GOOD's, relative) named as compiled output."""
+    found: dict[str, None] = {}
+    for h in hunks:
+        for e in (h.good_entry, h.bad_entry):
+            if e is not None and not e.link and e.data.startswith(_BUILT_MAGIC):
+                found[h.file] = None
+    for rel in good_files:
+        if os.path.splitext(rel)[1] in _BUILT_SUFFIXES:
+            found[rel] = None
+    return list(found)

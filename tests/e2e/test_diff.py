@@ -566,3 +566,33 @@ def test_a_hunk_in_the_script_the_command_names_is_no_edit_of_it(tmp_path):
         assert [h["id"] for h in doc["culprit_hunks"]] == ["t.sh:1"]
         runs.append(doc["runs"])
     assert runs[0] > 0 and runs[1] == 0, runs
+
+
+def test_trees_that_hold_their_own_build_outputs_are_said_with_a_build_step(tmp_path):
+    """good/ and bad/ built in place (`make` run in each): their objects and executable were hunks
+    like the sources, and the answer named `build/b.o:replace` and `build/t:replace`, never the
+    header (applied alone it passed: GOOD's b.o is in the copy and make rebuilds nothing), with no
+    word why. A warning names the compiled files; without a build step nothing is said."""
+    import shutil
+    import subprocess
+    import pytest
+    if not (shutil.which("make") and shutil.which("cc")):
+        pytest.skip("make and cc are needed")
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    make = ("build/t: build/a.o build/b.o\n\tcc -o build/t build/a.o build/b.o\n"
+            "build/%.o: %.c\n\t@mkdir -p build\n\tcc -c $< -o $@\n")
+    for side, n in ((good, 42), (bad, 43)):
+        side.mkdir()
+        (side / "Makefile").write_text(make)
+        (side / "k.h").write_text(f"#define N {n}\n")
+        (side / "a.c").write_text("int f(void);\nint main(void) { return f() != 42; }\n")
+        (side / "b.c").write_text('#include "k.h"\nint f(void) { return N; }\n')
+        subprocess.run(["make", "-s"], cwd=side, check=True, capture_output=True)
+    for build in (["--build", "make"], []):
+        p = bisectk("diff", good, bad, *build, "--run", "./build/t", "--json", "--no-lines", "--max-runs", "30",
+                    "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+        warning = [line for line in p.stderr.splitlines() if "hold compiled files" in line]
+        if build:
+            assert len(warning) == 1 and "build/b.o" in warning[0] and "build/t" in warning[0], p.stderr
+        else:
+            assert warning == [], p.stderr

@@ -249,11 +249,7 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
         if not as_json:
             out.print(f"{counted(len(space.hunks), 'hunk')} between {good} and {bad}", markup=False)
         with held():   # as in ablate
-            # the memo key reads the files the command names from GOOD, never from the scratch copy:
-            # there the hunks rewrite them (`sh t.sh` with t.sh a hunk's file), which read as the
-            # user editing them ("t.sh changed while this command ran", no run kept); the hunk
-            # space's revision pins what a hybrid holds
-            rec = run_diff(session.runner(cwd=good if good.is_dir() else good.parent), space, pol, strategy=strategy, refine=lines,
+            rec = run_diff(session.runner(cwd=space.workdir), space, pol, strategy=strategy, refine=lines,
                            environment=capture_after_first_run(session))
             finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
 

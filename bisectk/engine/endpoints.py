@@ -23,6 +23,13 @@ verify         -- the procedure, through the space's Trials (engine/oracle.py; i
                      search needs the rate up front (`measure`: an ablation's flakiness rule), bad
                      is run up to `calibrate_runs` runs to measure its failure rate; a bisection's
                      posterior learns the rate as it goes, from these runs and every later one;
+                  3b. a SLOW failure on a reported metric (no --flaky): does one run tell good from
+                     bad? Both run to SEPARATION_EARLY runs, and on to `calibrate_runs` unless
+                     those settle it (search/separation.py: the threshold's margin to either side's
+                     spread, Mann-Whitney). Where not, the pair is unusable with a problem that
+                     gives both sides' numbers and what to do (a slow_factor between them, a
+                     steadier metric): a regression of the order of the noise otherwise made
+                     good "fail intermittently", ~115 runs and a race's wording;
                   4. a good endpoint that failed differently from the target is re-checked the
                      same way (up to `calibrate_runs` runs): it is unusable if it ever shows the
                      target failure, or never passes; a different failure seen once is reported,
@@ -168,6 +175,10 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
         while len(bad_runs) < cap:
             bad_runs.append(trials.observe(bad_point))
         target = Target.of(bad_runs, policy.same_failure)
+    separation = None
+    if policy.flaky is not True and _slow_target(runner, target):     # 3b. does one run tell them apart?
+        separation = _separate(trials, good_point, bad_point, good_runs, bad_runs, cap)
+        target = Target.of(bad_runs, policy.same_failure)
     two_rate = policy.flaky is True and target is not None
     if two_rate and measure and len(good_runs) < cap:
         runner.events.emit(PhaseStarted("flakiness", f"measuring the good endpoint over {cap} runs (--flaky: "
@@ -205,6 +216,11 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
                    f"pass first")
     elif problem is not None and bad.outcome is Outcome.PASS and target is None:
         problem += _slow_measured(runner, good_runs, bad_runs)
+    elif separation is not None and not separation.clear:
+        problem = _inseparable(runner, separation, good_runs, bad_runs)
+    if separation is not None and separation.clear and separation.p_shift is not None:
+        notes.append(f"SLOW: good and bad told apart run by run over {separation.n[0]} runs each (the threshold "
+                     f"{separation.margin:.1f} standard deviations of the run-to-run spread from either side)")
     if env is not None:   # 5. the machine, not the differences: named, with what fixes it
         problem, details = env.line, env.details
     elif problem is not None:   # a subject that refused its arguments: the command it was given
@@ -327,6 +343,78 @@ def _slow_spread(runner: Runner, good_runs: list[Run], target: Target | None) ->
             f"{statistics.median(vals):.3g}) against the SLOW threshold {threshold}: the metric's run-to-run spread "
             f"reaches slow_factor, so one run cannot tell good from bad; raise slow_factor above that spread, or make "
             f"the metric steadier (more iterations a run, a quieter machine, --jobs 1)",)
+
+
+SEPARATION_EARLY = 3   # runs a side that may settle 3b at once (no spread, or a wide margin)
+
+
+def _slow_target(runner: Runner, target: Target | None) -> bool:
+    """The failure hunted is SLOW on a metric the subject reports, against a positive baseline.
+    Wall time is left out: its first runs pay cold starts and JIT compiles (the rules above), so
+    its spread is not the metric's."""
+    judge = runner.judge
+    return (target is not None and bool(judge.slow_factor) and bool(judge.slow_metric)
+            and judge.baseline is not None and judge.baseline > 0
+            and all(f.kind is FailKind.SLOW for f in target.failures))
+
+
+def _values(runner: Runner, runs: list[Run]) -> list[float]:
+    """The SLOW metric of the runs it judged (passes and SLOW failures), positive ones."""
+    return [v for r in runs if r.outcome is Outcome.PASS or r.kind is FailKind.SLOW
+            if (v := runner.judge.elapsed(r.metrics, r.duration_s)) is not None and v > 0]
+
+
+def _separate(trials: Trials, good_point: Any, bad_point: Any, good_runs: list[Run], bad_runs: list[Run],
+              cap: int):
+    """3b. of the module docstring: both endpoints run up to SEPARATION_EARLY runs, and on to
+    `cap` unless those settle it (search/separation.py); the runs are appended to the lists.
+    Returns the Separation, or None where a side has fewer than two values."""
+    from bisectk.search.separation import separate
+    runner, judge = trials.runner, trials.runner.judge
+    early = True
+    for n in (SEPARATION_EARLY, max(cap, SEPARATION_EARLY)):
+        if len(good_runs) < n or len(bad_runs) < n:
+            runner.events.emit(PhaseStarted("separation", f"SLOW judges each run alone: measuring how far the "
+                                                          f"threshold lies from good's and bad's spread, {n} runs each"))
+        while len(good_runs) < n:
+            good_runs.append(trials.observe(good_point))
+        while len(bad_runs) < n:
+            bad_runs.append(trials.observe(bad_point))
+        good, bad = _values(runner, good_runs), _values(runner, bad_runs)
+        if len(good) < 2 or len(bad) < 2:
+            return None
+        found = separate(good, bad, judge.baseline, judge.slow_factor, judge.higher, early=early)
+        if found.clear or not early:
+            return found
+        early = False
+    return found
+
+
+def _inseparable(runner: Runner, found, good_runs: list[Run], bad_runs: list[Run]) -> str:
+    """The problem line of a SLOW failure that one run does not tell from good's own spread (3b)."""
+    import statistics
+    from bisectk.search.separation import SHIFT_ALPHA
+    judge = runner.judge
+    unit, base, f = judge.slow_metric, judge.baseline, judge.slow_factor
+    good, bad = _values(runner, good_runs), _values(runner, bad_runs)
+    threshold = f"below {base:.3g} / {f:g} = {base / f:.3g}" if judge.higher else f"above {f:g} x {base:.3g} = {f * base:.3g}"
+    spread = (f"good's {unit} {min(good):.3g}-{max(good):.3g} (median {statistics.median(good):.3g}) and bad's "
+              f"{min(bad):.3g}-{max(bad):.3g} (median {statistics.median(bad):.3g}) over {len(good)} and {len(bad)} runs")
+    steadier = "make the metric steadier (more iterations a run, a quieter machine, --jobs 1)"
+    if found.p_shift is not None and found.p_shift > SHIFT_ALPHA:
+        return (f"the bad configuration's {unit} is not told apart from the good one's: {spread}, Mann-Whitney "
+                f"p = {found.p_shift:.2g}; a difference this size is within the run-to-run noise, and a search "
+                f"judging one run at a time would chase it as an intermittent failure; {steadier}")
+    crossed = [f"{found.crossed[0]} of good's runs are SLOW" if found.crossed[0] else "",
+               f"{found.crossed[1]} of bad's runs pass" if found.crossed[1] else ""]
+    why = " and ".join(c for c in crossed if c) or (f"the threshold lies {found.margin:.1f} standard deviations of "
+                                                    f"the run-to-run spread from one side's median")
+    fix = (f"slow_factor = {found.factor:.3g} lies halfway between them (over good's median; the baseline is "
+           f"the median of good's calibrating run(s))" if found.factor is not None
+           else "no slow_factor splits single runs")
+    return (f"good and bad differ (Mann-Whitney p = {found.p_shift:.2g}) but one run is not judged alone against "
+            f"the SLOW threshold ({unit} {threshold}): {spread}; {why}, so the search would take the noise for "
+            f"an intermittent failure; {fix}; or {steadier}")
 
 
 def _unmeasured(runner: Runner, good_runs: list[Run]) -> bool:

@@ -1,0 +1,42 @@
+"""search/separation.py: whether one run tells good from bad under a SLOW rule, on seeded samples."""
+import random
+
+from bisectk.search.separation import separate
+
+
+def _sample(seed, n, centre, noise):
+    rng = random.Random(seed)
+    return [centre * (1 + rng.gauss(0, noise)) for _ in range(n)]
+
+
+def test_a_regression_well_beyond_the_noise_is_clear():
+    good, bad = _sample(1, 10, 100, 0.02), _sample(2, 10, 130, 0.02)
+    found = separate(good, bad, 100, 1.15, higher=False)
+    assert found.clear and found.crossed == (0, 0) and found.p_shift < 1e-3 and found.margin > 3
+
+
+def test_a_shift_of_the_order_of_the_noise_is_not_separable_run_by_run():
+    """+10% with 3% noise under slow_factor 1.05: the two differ as distributions (Mann-Whitney),
+    but the threshold lies within 2 standard deviations of both medians; a factor halfway exists."""
+    good, bad = _sample(3, 10, 100, 0.03), _sample(4, 10, 110, 0.03)
+    found = separate(good, bad, 100, 1.05, higher=False)
+    assert not found.clear and found.p_shift < 0.01 and found.margin < 2
+    assert found.factor is None or 1.0 < found.factor < 1.1
+
+
+def test_a_shift_inside_the_noise_is_not_told_apart():
+    good, bad = _sample(5, 10, 100, 0.05), _sample(6, 10, 101, 0.05)
+    found = separate(good, bad, 100, 1.02, higher=False)
+    assert not found.clear and found.p_shift > 0.01 and found.factor is None
+
+
+def test_a_throughput_is_worse_lower():
+    good, bad = _sample(7, 10, 1000, 0.01), _sample(8, 10, 700, 0.01)
+    assert separate(good, bad, 1000, 1.1, higher=True).clear
+    assert not separate(bad, good, 700, 1.1, higher=True).clear     # "bad" faster: not this failure
+
+
+def test_no_spread_settles_on_the_first_runs():
+    found = separate([100.0] * 3, [130.0] * 3, 100, 1.1, higher=False, early=True)
+    assert found.clear and found.p_shift is None
+    assert not separate([100.0, 100, 112], [130.0] * 3, 100, 1.1, higher=False, early=True).clear

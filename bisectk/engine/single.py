@@ -28,7 +28,7 @@ def run_one(runner: Runner, config: Config, *, repeat: int | None, label: str,
     announce_watchdog(runner, spec.endpoint("good"))
     if runner.timeout is None and config != spec.good:
         # calibrate the watchdog from the good endpoint (memoised: usually from the ledger)
-        # (as the endpoint check does: a wall-time SLOW baseline rests on 3 runs, the same 3)
+        # (as the endpoint check does: a SLOW baseline rests on 3 runs, the same 3)
         good = runner.verdict(spec.endpoint("good"), max(spec.repeat, baseline_runs(runner)), label="good (calibration)")
         runner.calibrate(list(good.runs))
     verdict = runner.verdict(config, repeat, label=label)

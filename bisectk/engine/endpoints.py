@@ -412,9 +412,12 @@ def _inseparable(runner: Runner, found, good_runs: list[Run], bad_runs: list[Run
                f"{found.crossed[1]} of bad's runs pass" if found.crossed[1] else ""]
     why = " and ".join(c for c in crossed if c) or (f"the threshold lies {found.margin:.1f} standard deviations of "
                                                     f"the run-to-run spread from one side's median")
-    fix = (f"slow_factor = {found.factor:.3g} lies halfway between them (over good's median; the baseline is "
-           f"the median of good's calibrating run(s))" if found.factor is not None
-           else "no slow_factor splits single runs")
+    fix = "no slow_factor splits single runs"
+    if found.factor is not None:    # over good's median: made a factor of the baseline the rule multiplies
+        mid = statistics.median(good)
+        to = base * found.factor / mid if judge.higher else mid * found.factor / base
+        fix = (f"slow_factor = {to:.3g} puts the threshold halfway between the two medians (against this "
+               f"baseline, {base:.3g}, the median of good's calibrating runs, which the ledger keeps)")
     return (f"good and bad differ (Mann-Whitney p = {found.p_shift:.2g}) but one run is not judged alone against "
             f"the SLOW threshold ({unit} {threshold}): {spread}; {why}, so the search would take the noise for "
             f"an intermittent failure; {fix}; or {steadier}")

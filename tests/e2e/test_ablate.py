@@ -232,6 +232,25 @@ def test_a_regression_of_the_order_of_the_noise_is_said_at_the_endpoints(tmp_pat
     assert "no slow_factor splits single runs" in problem, problem     # 10% is 3.3 standard deviations
 
 
+def test_the_slow_factor_advised_splits_the_two_sides_against_the_baseline(tmp_path):
+    """+30% under 3% seeded noise, SLOW above 1.03 x good: the threshold sits in good's spread,
+    and a factor halfway between the medians exists. It is said as a factor of the baseline the
+    rule multiplies; before, over good's median, which the baseline (good's first three runs) is
+    not: 1.06 advised over a baseline of 97.2 put the threshold at 103, inside good's 95.7-105
+    (seeded 10% regression, 3% noise, slow_factor 1.05)."""
+    spec = _seeded(tmp_path, 4, 0.30, 0.03, 1.03)
+    s = tmp_path / "s.py"    # good's first two runs draw 90: the baseline (their median of 3) is 90
+    s.write_text(s.read_text().replace("print(", "v = 90.0 if k < 2 else v\nprint("))
+    doc = ablate_json(spec, tmp_path, code=2)
+    ends, problem = doc["endpoints"], doc["endpoints"]["problem"]
+    factor = float(re.search(r"slow_factor = ([0-9.]+) (?:puts|lies)", problem).group(1))
+    good = sorted(r["metrics"]["time_ms"] for r in ends["good"]["runs"])
+    bad = sorted(r["metrics"]["time_ms"] for r in ends["bad"]["runs"])
+    threshold = factor * ends["slow_baseline"]
+    assert ends["slow_baseline"] == 90
+    assert good[len(good) // 2] * 1.05 < threshold < bad[len(bad) // 2] / 1.05, (good, bad, threshold, problem)
+
+
 def test_a_slow_metric_baseline_is_not_one_low_draw(tmp_path):
     """+30% under 3% seeded noise, SLOW above 1.1 x good, and good's first run draws 94 (2
     standard deviations low). That run alone was the baseline: threshold 103, inside good's

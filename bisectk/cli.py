@@ -134,6 +134,9 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  max_runs=max_runs, timeout=timeout, gpus=tuple(gpus.split(",")) if gpus else (), executor=executor,
                  ray_address=ray_address, fresh=fresh, warm=warm, jobs=jobs)
+    pol, timed = pol.timed(s)
+    if timed:
+        sys.stderr.write(f"bisectk: warning: {timed}\n")
     ledger_path = ledger_location(ledger, spec=s)
     check_outputs(report, json_out, html, spec=s, ledger=ledger_path, as_json=as_json)
     with Session("ablate", s, ledger_path, args={"spec": str(spec), "strategy": strategy},

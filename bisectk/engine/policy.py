@@ -19,7 +19,7 @@ RunPolicy -- repeats per endpoint, flakiness (forced on, off, or decided by the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bisectk.errors import BisectkError
 from bisectk.outcome import DEFAULT_SAME_FAILURE, SAME_FAILURE_MODES
@@ -75,6 +75,24 @@ class RunPolicy:
             raise BisectkError(f"--jobs {self.jobs}: must be at least 1")
         if not 0.5 <= self.confidence < 1:      # NaN too: click's range check lets it through
             raise BisectkError(f"--confidence {self.confidence:g}: must be at least 0.5 and less than 1")
+
+    def timed(self, spec) -> tuple[RunPolicy, str | None]:
+        """This policy for a spec whose failure may be SLOW, and what was changed, in words. A
+        SLOW verdict rests on each run's time, and runs side by side share the machine: on one
+        GPU their kernels take turns (a hybrid measured 0.19-0.26 ms where it takes 0.14 ms
+        alone, 1.4-1.9x a baseline of 0.14 under slow_factor 1.3: failures that were never
+        there), on the CPUs their processes do. So they run one at a time, unless each job has a
+        GPU of its own (--gpus with as many GPUs as --jobs) and the time is one the subject
+        measures there (slow_metric: its own CUDA-event timing, not the wall clock)."""
+        if self.jobs <= 1 or not getattr(spec, "slow_factor", None) or self.remote:
+            return self, None
+        if getattr(spec, "slow_metric", None) and len(set(self.gpus)) >= self.jobs:
+            return self, None
+        return replace(self, jobs=1), (
+            f"--jobs {self.jobs}: the oracle judges SLOW by each run's "
+            f"{spec.slow_metric or 'wall time'}, and runs side by side would share "
+            f"{'the GPU and the CPUs' if not self.gpus else 'a GPU'}, timing each other; they run one at a time"
+            + ("" if not spec.slow_metric else " (--gpus with a GPU per job times them side by side)"))
 
     @property
     def remote(self) -> bool:

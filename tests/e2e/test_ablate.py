@@ -52,6 +52,28 @@ def test_a_throughputs_slow_culprit_is_the_factor_that_lowered_it(tmp_path):
     assert "does not reproduce" in faster["endpoints"]["problem"], faster["endpoints"]["problem"]
 
 
+def test_runs_judged_slow_are_not_run_side_by_side(tmp_path):
+    """--jobs 3 with a SLOW oracle: runs side by side time each other (on one GPU a hybrid read
+    1.4-1.9x its own time, failures never there). They run one at a time, and the command says
+    so; the subject stamps each run's start and end, and no two overlap."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text(
+        "import sys, time\nargs = dict(a.split('=') for a in sys.argv[1:])\n"
+        "t0 = time.time(); time.sleep(0.15); t1 = time.time()\n"
+        "open('stamps', 'a').write(f'{t0} {t1}\\n')\n"
+        "print('BISECTK_RESULT {\"time_ms\": %r}' % (100 * (1.3 if args['c'] == '1' else 1)))\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[subject]\ncommand = ["python", "s.py", "a={a}", "b={b}", "c={c}"]\n'
+                    '[oracle]\nslow_factor = 1.15\nslow_metric = "time_ms"\n'
+                    '[good]\na = 0\nb = 0\nc = 0\n[bad]\na = 1\nb = 1\nc = 1\n')
+    p = bisectk("ablate", spec, "--json", "--jobs", "3", "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert json.loads(p.stdout)["culprits"] == ["c"]
+    assert "bisectk: warning: --jobs 3: the oracle judges SLOW by each run's time_ms" in p.stderr, p.stderr
+    spans = sorted(tuple(map(float, ln.split())) for ln in (tmp_path / "stamps").read_text().splitlines())
+    assert len(spans) >= 5 and all(b[0] >= a[1] for a, b in zip(spans, spans[1:])), spans
+
+
 def _first_run_crashes_spec(tmp_path):
     """c makes time_ms 1.3x; the command's very first run (good's) crashes, every later one runs."""
     (tmp_path / "pyproject.toml").touch()

@@ -115,16 +115,26 @@ def bisectk(*args, cwd=None, timeout=120, check=None, env=None) -> subprocess.Co
     return proc
 
 
-def err_spec(d: Path, name: str, code: str, factors: str = "abc") -> Path:
+def factor_spec(d: Path, code: str, factors: str, oracle: str, head: str = "") -> Path:
     """A spec over `code` (s.py in `d`, given NAME=value for each one-letter factor of `factors`, 0 on
-    good and 1 on bad), judged by its `err` metric (at most 0.5)."""
+    good and 1 on bad), judged by `oracle` (the [oracle] table's lines); `head`: lines above [subject]."""
     (d / "pyproject.toml").touch()
     (d / "s.py").write_text(code)
     spec = d / "spec.toml"
-    spec.write_text(f'name = "{name}"\n[subject]\ncommand = {json.dumps(["python", "s.py", *(f"{f}={{{f}}}" for f in factors)])}\n'
-                    '[oracle]\nmetric = "err"\nmax = 0.5\n'
+    spec.write_text(f'{head}[subject]\ncommand = {json.dumps(["python", "s.py", *(f"{f}={{{f}}}" for f in factors)])}\n'
+                    f'[oracle]\n{oracle}'
                     + "[good]\n" + "".join(f"{f} = 0\n" for f in factors) + "[bad]\n" + "".join(f"{f} = 1\n" for f in factors))
     return spec
+
+
+def err_spec(d: Path, name: str, code: str, factors: str = "abc") -> Path:
+    """factor_spec judged by the `err` metric (at most 0.5), named `name`."""
+    return factor_spec(d, code, factors, 'metric = "err"\nmax = 0.5\n', head=f'name = "{name}"\n')
+
+
+def slow_spec(d: Path, code: str, factors: str = "abc", factor: float = 1.15, metric: str = "time_ms") -> Path:
+    """factor_spec judged SLOW by `metric` above `factor` x good's."""
+    return factor_spec(d, code, factors, f'slow_factor = {factor}\nslow_metric = "{metric}"\n')
 
 
 @pytest.fixture

@@ -316,14 +316,9 @@ def test_env_diff_says_equal_captures_are_equal_and_shows_an_empty_value(tmp_pat
 def test_build_timeout_is_validated_in_one_line(command, value, said, tmp_path):
     """--build-timeout, where --build is accepted: a limit that cannot hold, or one with no build
     step to limit (the last case gives no --build), is one line before any run."""
-    from tests.fixtures.gitrepo import git
+    from tests.fixtures.gitrepo import counter_repo
     repo = tmp_path / "r"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    for i in range(2):
-        (repo / "v.txt").write_text(f"{i}\n")
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", f"c{i}")
+    counter_repo(repo, 2)
     (tmp_path / "good").mkdir()
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "v.txt").write_text("1\n")

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, bisectk, err_spec
+from tests.conftest import ROOT, bisectk, err_spec, slow_spec
 
 VARIANTS = ROOT / "variants" / "cpu"
 
@@ -56,16 +56,10 @@ def test_runs_judged_slow_are_not_run_side_by_side(tmp_path):
     """--jobs 3 with a SLOW oracle: runs side by side time each other (on one GPU a hybrid read
     1.4-1.9x its own time, failures never there). They run one at a time, and the command says
     so; the subject stamps each run's start and end, and no two overlap."""
-    (tmp_path / "pyproject.toml").touch()
-    (tmp_path / "s.py").write_text(
-        "import sys, time\nargs = dict(a.split('=') for a in sys.argv[1:])\n"
-        "t0 = time.time(); time.sleep(0.15); t1 = time.time()\n"
-        "open('stamps', 'a').write(f'{t0} {t1}\\n')\n"
-        "print('BISECTK_RESULT {\"time_ms\": %r}' % (100 * (1.3 if args['c'] == '1' else 1)))\n")
-    spec = tmp_path / "spec.toml"
-    spec.write_text('[subject]\ncommand = ["python", "s.py", "a={a}", "b={b}", "c={c}"]\n'
-                    '[oracle]\nslow_factor = 1.15\nslow_metric = "time_ms"\n'
-                    '[good]\na = 0\nb = 0\nc = 0\n[bad]\na = 1\nb = 1\nc = 1\n')
+    spec = slow_spec(tmp_path, "import sys, time\nargs = dict(a.split('=') for a in sys.argv[1:])\n"
+                               "t0 = time.time(); time.sleep(0.15); t1 = time.time()\n"
+                               "open('stamps', 'a').write(f'{t0} {t1}\\n')\n"
+                               "print('BISECTK_RESULT {\"time_ms\": %r}' % (100 * (1.3 if args['c'] == '1' else 1)))\n")
     p = bisectk("ablate", spec, "--json", "--jobs", "3", "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     assert json.loads(p.stdout)["culprits"] == ["c"]
@@ -76,16 +70,10 @@ def test_runs_judged_slow_are_not_run_side_by_side(tmp_path):
 
 def _first_run_crashes_spec(tmp_path):
     """c makes time_ms 1.3x; the command's very first run (good's) crashes, every later one runs."""
-    (tmp_path / "pyproject.toml").touch()
-    (tmp_path / "s.py").write_text(
-        "import os, sys\nargs = dict(a.split('=') for a in sys.argv[1:])\n"
-        "if not os.path.exists('ran'):\n    open('ran', 'w').close()\n    sys.exit(3)\n"
-        "print('BISECTK_RESULT {\"time_ms\": %r}' % (100 * (1.3 if args['c'] == '1' else 1)))\n")
-    spec = tmp_path / "spec.toml"
-    spec.write_text('[subject]\ncommand = ["python", "s.py", "a={a}", "c={c}"]\n'
-                    '[oracle]\nslow_factor = 1.15\nslow_metric = "time_ms"\n'
-                    '[good]\na = 0\nc = 0\n[bad]\na = 1\nc = 1\n')
-    return spec
+    return slow_spec(tmp_path, "import os, sys\nargs = dict(a.split('=') for a in sys.argv[1:])\n"
+                               "if not os.path.exists('ran'):\n    open('ran', 'w').close()\n    sys.exit(3)\n"
+                               "print('BISECTK_RESULT {\"time_ms\": %r}' % (100 * (1.3 if args['c'] == '1' else 1)))\n",
+                     "ac")
 
 
 def test_a_good_endpoint_that_crashed_once_is_run_again_for_the_slow_baseline(tmp_path):
@@ -117,12 +105,8 @@ def test_a_bad_endpoint_begun_beside_a_failing_good_one_is_not_called_swapped(tm
 def test_a_slow_bad_endpoint_that_does_not_reproduce_says_what_it_measured(tmp_path, metric, bad, said):
     """A regression below slow_factor, or a throughput judged as a time: "does not reproduce ...
     check the command's exit status" named neither the numbers nor the threshold."""
-    (tmp_path / "pyproject.toml").touch()
-    (tmp_path / "s.py").write_text(f"import sys\nv = {bad} if 'c=1' in sys.argv else {100 if bad > 1 else 0}\n"
-                                   f"print('BISECTK_RESULT {{\"{metric}\": %r}}' % v)\n")
-    spec = tmp_path / "spec.toml"
-    spec.write_text(f'[subject]\ncommand = ["python", "s.py", "c={{c}}"]\n[oracle]\nslow_factor = 1.1\n'
-                    f'slow_metric = "{metric}"\n[good]\nc = 0\n[bad]\nc = 1\n')
+    spec = slow_spec(tmp_path, f"import sys\nv = {bad} if 'c=1' in sys.argv else {100 if bad > 1 else 0}\n"
+                               f"print('BISECTK_RESULT {{\"{metric}\": %r}}' % v)\n", "c", 1.1, metric)
     problem = ablate_json(spec, tmp_path, code=2)["endpoints"]["problem"]
     assert "does not reproduce" in problem and said in problem, problem
 
@@ -131,12 +115,8 @@ def test_a_slow_answer_says_its_threshold_baseline_and_measurements(tmp_path):
     """The SLOW rule in numbers under the failure line (ablate) and the endpoints (check): the
     threshold, what the baseline rests on, and what bad measured; before, only 'failure: slow
     (time_ms)' and the runs' own signatures."""
-    (tmp_path / "pyproject.toml").touch()
-    (tmp_path / "s.py").write_text("import sys\nv = 130 if 'c=1' in sys.argv else 100\n"
-                                   "print('BISECTK_RESULT {\"time_ms\": %r}' % v)\n")
-    spec = tmp_path / "spec.toml"
-    spec.write_text('[subject]\ncommand = ["python", "s.py", "a={a}", "c={c}"]\n[oracle]\nslow_factor = 1.1\n'
-                    'slow_metric = "time_ms"\n[good]\na = 0\nc = 0\n[bad]\na = 1\nc = 1\n')
+    spec = slow_spec(tmp_path, "import sys\nv = 130 if 'c=1' in sys.argv else 100\n"
+                               "print('BISECTK_RESULT {\"time_ms\": %r}' % v)\n", "ac", 1.1)
     said = ("slow: time_ms above 1.1 x 100 = 110, each run judged alone against it (the baseline: the median of "
             "good's calibrating run(s); good passed with 100, 100, 100); bad's slow runs 130, 130, 130 (median 130, "
             "1.30x the baseline)")   # three runs a side: no spread, so one run tells them apart
@@ -188,14 +168,8 @@ def test_runs_begun_beside_the_good_endpoint_are_judged_slow_against_its_baselin
     """--jobs 2: bad's first run (and the search's first) begin beside good's; good takes 1.5 s, so
     they end first, when there is no baseline yet. They passed unjudged: bad "failed 9/10"
     (intermittent), and its run 0 was stored as a pass. Now judged once good has passed."""
-    (tmp_path / "pyproject.toml").touch()
-    (tmp_path / "s.py").write_text(
-        "import sys, time\nif 'a=0' in sys.argv and 'c=0' in sys.argv:\n    time.sleep(1.5)\n"
-        "print('BISECTK_RESULT {\"time_ms\": %d}' % (130 if 'c=1' in sys.argv else 100))\n")
-    spec = tmp_path / "spec.toml"
-    spec.write_text('[subject]\ncommand = ["python", "s.py", "a={a}", "b={b}", "c={c}"]\n[oracle]\n'
-                    'slow_factor = 1.15\nslow_metric = "time_ms"\n'
-                    '[good]\na = 0\nb = 0\nc = 0\n[bad]\na = 1\nb = 1\nc = 1\n')
+    spec = slow_spec(tmp_path, "import sys, time\nif 'a=0' in sys.argv and 'c=0' in sys.argv:\n    time.sleep(1.5)\n"
+                               "print('BISECTK_RESULT {\"time_ms\": %d}' % (130 if 'c=1' in sys.argv else 100))\n")
     doc = ablate_json(spec, tmp_path, "--jobs", "2")
     bad = doc["endpoints"]["bad"]
     assert doc["culprits"] == ["c"] and not doc["endpoints"]["flaky"], doc["endpoints"]["bad_rate"]
@@ -207,16 +181,10 @@ def test_a_regression_inside_the_metrics_noise_stops_at_the_endpoints(tmp_path):
     the threshold. The endpoint check measures both sides' spread and stops there, saying one run
     is not judged alone; before, the search took the noise for a race and set its answer aside
     after ~100 runs."""
-    (tmp_path / "pyproject.toml").touch()
-    (tmp_path / "s.py").write_text(
-        "import os, sys\nk = len(os.listdir('runs'))\nopen(os.path.join('runs', str(k)), 'w').close()\n"
-        "v = 100 * (1.03 if 'c=1' in sys.argv else 1) * (1.05 if k % 3 == 2 else 1)\n"
-        "print('BISECTK_RESULT {\"time_ms\": %r}' % v)\n")
     (tmp_path / "runs").mkdir()
-    spec = tmp_path / "spec.toml"
-    spec.write_text('[subject]\ncommand = ["python", "s.py", "a={a}", "b={b}", "c={c}"]\n[oracle]\n'
-                    'slow_factor = 1.02\nslow_metric = "time_ms"\n'
-                    '[good]\na = 0\nb = 0\nc = 0\n[bad]\na = 1\nb = 1\nc = 1\n')
+    spec = slow_spec(tmp_path, "import os, sys\nk = len(os.listdir('runs'))\nopen(os.path.join('runs', str(k)), 'w').close()\n"
+                               "v = 100 * (1.03 if 'c=1' in sys.argv else 1) * (1.05 if k % 3 == 2 else 1)\n"
+                               "print('BISECTK_RESULT {\"time_ms\": %r}' % v)\n", factor=1.02)
     doc = ablate_json(spec, tmp_path, code=2)
     problem = doc["endpoints"]["problem"]
     assert doc["culprits"] == [] and doc["runs"] <= 20, (doc["runs"], problem)
@@ -232,14 +200,8 @@ SEEDED = ("import os, random, sys\nk = len(os.listdir('runs'))\nopen(os.path.joi
 
 
 def _seeded(tmp_path, seed, effect, noise, factor):
-    (tmp_path / "pyproject.toml").touch()
     (tmp_path / "runs").mkdir()
-    (tmp_path / "s.py").write_text(SEEDED % (seed, 1 + effect, noise))
-    spec = tmp_path / "spec.toml"
-    spec.write_text('[subject]\ncommand = ["python", "s.py", "a={a}", "b={b}", "c={c}"]\n[oracle]\n'
-                    f'slow_factor = {factor}\nslow_metric = "time_ms"\n'
-                    '[good]\na = 0\nb = 0\nc = 0\n[bad]\na = 1\nb = 1\nc = 1\n')
-    return spec
+    return slow_spec(tmp_path, SEEDED % (seed, 1 + effect, noise), factor=factor)
 
 
 def test_a_regression_of_the_order_of_the_noise_is_said_at_the_endpoints(tmp_path):

@@ -14,6 +14,7 @@ from bisectk.spaces import env
 from bisectk.spaces.env import EnvError, as_factors, capture, diff, factor_name, factors_toml, load, save
 from bisectk.spaces.hunks import SpaceError
 from bisectk.spec import load_spec
+from tests.fixtures.gitrepo import counter_repo
 
 
 def _script(path, body):
@@ -182,18 +183,6 @@ def test_package_versions_read_from_headers_match_a_full_metadata_parse():
     assert "numpy" in full      # the environment has at least one package that matters
 
 
-def _three_commits(repo):
-    """A repository of three commits whose v.txt holds 0, 1, 2; their shas, oldest first."""
-    from tests.fixtures.gitrepo import git
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    for i in range(3):
-        (repo / "v.txt").write_text(f"{i}\n")
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", f"c{i}")
-    return git(repo, "rev-list", "--reverse", "HEAD").split()
-
-
 def _stamping_smi(bin_dir, log):
     """An nvidia-smi first on PATH that stamps when it was asked and finds no device."""
     _script(bin_dir / "nvidia-smi", f'echo "smi $(date +%s.%N)" >> {log}\necho "No devices were found"\nexit 6\n')
@@ -206,7 +195,7 @@ def test_a_bisections_capture_begins_once_its_first_run_has_ended(tmp_path):
     from tests.conftest import bisectk
     repo, bin_dir, log = tmp_path / "repo", tmp_path / "bin", tmp_path / "when.log"
     bin_dir.mkdir()
-    shas = _three_commits(repo)
+    shas = counter_repo(repo, 3)
     _stamping_smi(bin_dir, log)
     test = _script(tmp_path / "test.sh", f'[ "$(cat v.txt)" = 2 ] && r=1 || r=0\necho "end $(date +%s.%N)" >> {log}\nexit $r\n')
     p = bisectk("bisect", "--repo", repo, "--good", shas[0], "--bad", shas[2], "--run", test, "--json",
@@ -253,7 +242,7 @@ def test_ablate_diff_and_triage_capture_once_their_first_run_has_ended(tmp_path,
         args = ["ablate", tmp_path / "s.toml"]
     elif command == "triage":
         repo = tmp_path / "repo"
-        shas = _three_commits(repo)
+        shas = counter_repo(repo, 3)
         check = _script(tmp_path / "check.sh", f'{stamp}[ "$(cat v.txt)" = 2 ] && exit 1\nexit 0\n')
         args = ["triage", "--repo", repo, "--good", shas[0], "--bad", shas[2], "--run", str(check)]
     else:

@@ -19,7 +19,7 @@ from bisectk import __version__, cli_tools
 from bisectk import exitcodes as X
 from bisectk.cli_common import (BadRefOpt, Deferred, after_first_run, capture_after_first_run, BuildOpt, BuildTimeoutOpt, CalibrateOpt, ConfigOpt, ExecutorOpt, FreshOpt, GitLedgerOpt,
                                 GoodRefOpt, HtmlOpt, JsonOpt, JsonOutOpt, LedgerOpt, PytestOpt, RayAddressOpt,
-                                CleanIgnoredOpt, RayRepoOpt, RepoOpt, ReportOpt, RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, RunSnapshotsOpt, SpecArg,
+                                CleanIgnoredOpt, RayRepoOpt, RepoOpt, ReportOpt, RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, RunSnapshotsOpt, SpecArg, say_warning,
                                 TimeoutOpt, WarmOpt, _is, cache_ledger, check_outputs, check_strategy, default_spec, emit_json,
                                 environment_capture, fail, finish, history_subject, open_ledger, out, plain_help,
                                 policy, reporter, resume_or_fresh, say_error, spare_ahead, unused_factor_warnings, usage_error,
@@ -136,7 +136,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
                  ray_address=ray_address, fresh=fresh, warm=warm, jobs=jobs)
     pol, timed = pol.timed(s)
     if timed:
-        sys.stderr.write(f"bisectk: warning: {timed}\n")
+        say_warning(timed)
     ledger_path = ledger_location(ledger, spec=s)
     check_outputs(report, json_out, html, spec=s, ledger=ledger_path, as_json=as_json)
     with Session("ablate", s, ledger_path, args={"spec": str(spec), "strategy": strategy},
@@ -194,7 +194,6 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
     from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.subject import load_subject
     from bisectk.report.words import counted
-    from bisectk.report.safe import terminal_text
     from bisectk.spaces.hunks import listed
     from bisectk.spaces.hunkspace import HunkSpace, built_files, named_beside, named_inside
     for name, given in (("GOOD", good), ("BAD", bad)):
@@ -220,17 +219,17 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
     named = named_inside([*s.command, *(s.build or [])], good, bad, Path.cwd())
     if named:       # the hybrids run in a scratch copy of GOOD: this word never reaches them
         word, side, rel = named
-        sys.stderr.write("bisectk: warning: " + terminal_text(
+        say_warning(
             f"the command names {word}, {side if rel == '.' else 'inside ' + side}: every hybrid runs in a scratch "
             f"copy of GOOD (its working directory, $BISECTK_TREE), never in GOOD or BAD themselves; name it "
-            f"relative to the tree ({rel!r})") + "\n")
+            f"relative to the tree ({rel!r})")
     beside = None if named else named_beside([*s.command, *(s.build or [])], good, bad, Path.cwd())
     if beside:      # ./check.sh beside the trees: from the scratch copy it names nothing
         word, full = beside
-        sys.stderr.write("bisectk: warning: " + terminal_text(
+        say_warning(
             f"the command names {word}, which is {full} from here but not in GOOD: every hybrid runs in a scratch "
             f"copy of GOOD (its working directory, $BISECTK_TREE), where it names nothing; name it by its absolute "
-            f"path ({full!r})") + "\n")
+            f"path ({full!r})")
     check_outputs(report, json_out, html, spec=s, ledger=ledger_path, trees=(good, bad), as_json=as_json)
     with Session("diff", s, ledger_path, args={"good": str(good), "bad": str(bad)}, policy=pol,
                  reporter=reporter(as_json, None)) as session:
@@ -238,17 +237,16 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
         space = HunkSpace(good, bad, session.scratch("scratch"), base=base, keep_created=s.build is not None)
         session.closers.append(space.close)
         if space.unbisected:    # an empty directory, a directory's mode: every hybrid has GOOD's
-            sys.stderr.write("bisectk: warning: " + terminal_text(
+            say_warning(
                 f"{good} and {bad} also differ in directories, which no hunk carries (every hybrid has GOOD's): "
                 + listed(space.unbisected))
-                + "\n")
         built = built_files(space.hunks, space.scratch.copied()) if s.build else []
         if built:       # the trees hold what a build made: GOOD's copy is built over it, its hunks searched
-            sys.stderr.write("bisectk: warning: " + terminal_text(
+            say_warning(
                 f"{good} and {bad} hold compiled files ({listed(built)}): where they differ they are hunks like "
                 f"the sources, and each hybrid's build starts over GOOD's, so a build that does not rebuild them "
                 f"(make without header dependencies) can hide a source hunk; remove the build outputs from both "
-                f"trees (make clean) or give copies without them") + "\n")
+                f"trees (make clean) or give copies without them")
         if not as_json:
             out.print(f"{counted(len(space.hunks), 'hunk')} between {good} and {bad}", markup=False)
         with held():   # as in ablate

@@ -122,6 +122,11 @@ def say_error(message: str) -> None:
     sys.stderr.write(f"bisectk: {terminal_text(' '.join(str(message).split()))}\n")
 
 
+def say_warning(message: str) -> None:
+    """`bisectk: warning: ...` on stderr, one line, as the subject's own text is made safe."""
+    sys.stderr.write(f"bisectk: warning: {terminal_text(message)}\n")
+
+
 def fail(message: str, code: int = X.USAGE) -> None:
     say_error(message)
     raise typer.Exit(code)
@@ -145,7 +150,7 @@ def unused_factor_warnings(spec) -> list[str]:
               f"{format_value(spec.bad[f])} ({type(spec.bad[f]).__name__}) in [bad]: both reach the subject as "
               f"{render(spec.good[f])!r}, so it is no difference ({spec.path})" for f in spec.written_alike()]
     for line in lines:
-        sys.stderr.write(f"bisectk: warning: {terminal_text(line)}\n")
+        say_warning(line)
     return lines
 
 

@@ -319,16 +319,20 @@ _NOTHING_MADE = re.compile(r"^(?:g?make(?:\[\d+\])?: (?:'[^'\n]*' is up to date|
                            r"|ninja: no work to do\.)$", re.MULTILINE)
 
 
-def classify_build(raw: RawRun, log_path: str | None = None, carries_config: bool = False) -> Run | None:
+def classify_build(raw: RawRun, log_path: str | None = None, carries_config: bool = False,
+                   limit_s: float | None = None) -> Run | None:
     """UNRESOLVED(INFRA) when the build could not start, UNRESOLVED(BUILD) when it failed or timed
     out, None when it built. `carries_config`: a factor's value reaches the run through the build
     alone (`make CFLAGS=-DWARPS={warps}`); make or ninja saying it had nothing to do then means
     the run would use the outputs of whatever was built there before (make does not rebuild for a
-    changed variable), another configuration's: that build did not happen either."""
+    changed variable), another configuration's: that build did not happen either. `limit_s`: the
+    build's limit, named in a timeout's signature (the same for every run that hit it; the
+    measured duration overshoots it by the watchdog's poll and kill)."""
     if not raw.started:
         return Run(Outcome.UNRESOLVED, reason=Reason.INFRA, signature=f"build: {raw.error}", **_common(raw, log_path))
     if raw.timed_out:
-        return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature=f"build timed out after {raw.duration_s:.1f} s",
+        limit = limit_s if limit_s is not None else raw.duration_s
+        return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature=f"build timed out after {limit:.1f} s",
                    **_common(raw, log_path))
     if raw.exit_code != 0:
         text = raw.stderr + "\n" + raw.stdout

@@ -545,7 +545,7 @@ class Runner:
             return Run(Outcome.UNRESOLVED, reason=Reason.INFRA,
                        signature=f"the run broke its worktree: {broke}"), (), True
         if raw.phase == "build":
-            return classify_build(raw, _text(job.build.log_dir), job.build.carries_config), (), raw.started
+            return classify_build(raw, _text(job.build.log_dir), job.build.carries_config, job.build.timeout), (), raw.started
         if self.snapshots is not None:
             self.snapshots.settle(raw.stuck, snapshot)
         if isinstance(watch, PendingWatch) and self.judge.slow_factor:

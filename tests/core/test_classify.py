@@ -75,6 +75,14 @@ def test_python_exception_signature_and_build_and_skip():
     assert b.reason is Reason.BUILD and "sm_80" in b.signature
 
 
+def test_build_timeout_signature_names_the_limit():
+    """The measured duration overshoots the limit by the watchdog's poll and kill (1.1 s for a 1 s
+    limit under load): the signature names the limit, the same for every build that hit it."""
+    for took in (1.0, 1.14, 1.37):
+        b = classify_build(raw(timed_out=True, duration_s=took), limit_s=1.0)
+        assert b.reason is Reason.BUILD and b.signature == "build timed out after 1.0 s", b.signature
+
+
 def test_missing_result_line_is_unresolved_when_judged():
     r = classify_run(raw(stdout="done\n"), JUDGE)
     assert r.outcome is Outcome.UNRESOLVED and r.reason is Reason.INFRA

@@ -67,11 +67,11 @@ def test_each_hostile_spec_is_one_spec_error(tmp_path, name):
     path = tmp_path / "spec.toml"
     text = HOSTILE[name]
     path.write_bytes(text.encode() if text is not None else b"\xff\xfe" + os.urandom(200))
-    t = time.perf_counter()
+    t = time.process_time()      # the work done (a loaded machine adds waiting, not CPU): ~0.01 s
     with pytest.raises(SpecError) as err:
         load_spec(path)
     message = str(err.value)
-    assert time.perf_counter() - t < 2
+    assert time.process_time() - t < 2
     assert "\n" not in message and message.startswith(str(path)) and len(message) < 700
 
 

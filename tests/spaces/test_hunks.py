@@ -563,10 +563,10 @@ def test_materialise_reuses_dest_and_is_fast(pair, tmp_path):
     p, hunks, good, bad = pair
     dest = tmp_path / "scratch"
     materialise(p.good, hunks, dest)
-    t = time.perf_counter()
+    t = time.process_time()      # the work done: a loaded machine adds waiting for a core, not CPU
     for k in range(20):
         materialise(p.good, hunks[k:k + 10], dest)
-    assert (time.perf_counter() - t) / 20 < 0.05
+    assert (time.process_time() - t) / 20 < 0.05
     assert snapshot(dest) == reference(good, bad, hunks[19:29])
     assert (dest / ".bisectk" / "scratch").exists()
     # a new process (here: a new Scratch) may take the directory over: it is marked as ours

@@ -33,15 +33,23 @@ def fake_smi(tmp_path, monkeypatch):
     return bin_dir
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process and of its children waited for (capture's git, nvidia-smi): the
+    work done, where the wall clock also counted waiting for a core on a loaded machine (CI: 3
+    workers on 2 cores; 0.8 s of wall for 0.07 s of CPU here at a load of 17)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def test_capture_keys_and_speed(monkeypatch):
     monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
     monkeypatch.setenv("CUTE_DSL_ARCH", "sm_100a")
     monkeypatch.setenv("NVIDIA_API_KEY", "hunter2")
     monkeypatch.setenv("UNRELATED_THING", "x")
     imported = "torch" in sys.modules
-    t = time.perf_counter()
+    t = _cpu_s()
     data = capture()
-    assert time.perf_counter() - t < 3.0
+    assert _cpu_s() - t < 3.0
     assert {"bisectk_env", "captured_at", "host", "python", "gpu", "cuda_toolkit", "packages",
             "modules", "env", "git"} <= data.keys()
     assert data["python"]["executable"] == sys.executable

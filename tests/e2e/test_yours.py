@@ -70,7 +70,7 @@ def worktree_files(r: Path, name: str) -> list[Path]:
 
 
 def run_json(r: Path, *args, cwd=None) -> dict:
-    p = bisectk("bisect", "--json", *args, cwd=cwd or r, timeout=180)
+    p = bisectk("bisect", "--json", *args, cwd=cwd or r, timeout=600)   # each run starts pytest: slow under load
     assert p.returncode in (0, 1), (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
     return json.loads(p.stdout)
 

@@ -357,6 +357,7 @@ def bisect(repo: Path = RepoOpt,
         out.print(f"{names[1]} not given: HEAD, as `git bisect {terms.new}` marks it", markup=False)
     spec, paths = history_targets(targets, bool(run_cmd or pytest_id or manual))
     root = open_repo(repo)
+    say_ambiguous(root, olds, new, names)
     paths = pathspec_of(paths, Path.cwd(), root)
     if manual:
         if spec is not None or run_cmd or pytest_id or build:
@@ -398,6 +399,14 @@ def bisect(repo: Path = RepoOpt,
                 executor=executor,
                 ray_address=ray_address, ray_repo=ray_repo, report=report, json_out=json_out, html=html,
                 ledger=ledger, as_json=as_json, terms=terms, files=files, clean_ignored=clean_ignored)
+
+
+def say_ambiguous(root: Path, olds: list[str], new: str, names: tuple[str, str]) -> None:
+    """A warning for each ref whose name git reads as one of several (a tag and a branch of one
+    name): git's own warning, which bisectk had dropped with its stderr (spaces/refnames.py)."""
+    from bisectk.spaces.refnames import ambiguities
+    for line in ambiguities(root, [*((names[0], g) for g in olds), (names[1], new)]):
+        say_warning(line)
 
 
 def pytest_words(pytest_id: Optional[str]) -> list[str]:
@@ -565,6 +574,7 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
     from bisectk.spaces.shared import snapshot
     spec, paths = history_targets(targets, bool(run_cmd or pytest_id))
     root = open_repo(repo)
+    say_ambiguous(root, [good], bad, ("--good", "--bad"))
     paths = pathspec_of(paths, Path.cwd(), root)    # as bisect reads it: relative to where it is typed
     commits = list_graph(root, good, bad, first_parent=first_parent, paths=paths)
     # --run ./test.sh as bisect reads it: the user's untracked script, or each commit's own

@@ -22,6 +22,8 @@ drop_repo_env -- the same variables out of the runs' environment (bisect, triage
           set, which git would have followed: the --repo to give instead.
 toplevel, resolved -- what the walk's one `git rev-parse` found (the --repo's top level, each
           ref's sha), so that open_repo and resolve do not ask git again.
+ambiguous -- the names that rev-parse warned are ambiguous (a tag and a branch of one name), for
+          spaces/refnames.py to say (git's warning is not printed through).
 take_pool -- the CLI's question: the WorktreePool whose first checkout was begun here, if it is
           the one the command would open, else None (see below).
 A walk still under way when the command leaves is ended by an exit handler: no git is left behind.
@@ -131,6 +133,7 @@ class _Walk:
                 return
             root, b, shas = str(Path(lines[0]).resolve()), lines[1], list(dict.fromkeys(lines[2:]))
             _known = (_place(repo), root, dict(zip((bad, *goods), lines[1:])))
+            _warned[:] = [root, *ambiguous_names(found.stderr)]
             if b in shas:
                 return
             argv = (*WALK, *(["--first-parent"] if first_parent else []), b, *(f"^{g}" for g in shas))
@@ -200,6 +203,8 @@ _walk: _Walk | None = None
 _taken: _Walk | None = None       # the walk list_graph took (its pool, if any, not yet asked for)
 # what the walk's rev-parse found: (the --repo directory, its top level, {ref: sha})
 _known: tuple[str, str, dict[str, str]] | None = None
+# the names that rev-parse warned are ambiguous (a tag and a branch of one name): [top level, name...]
+_warned: list[str] = []
 
 
 def _place(repo: str | Path) -> str:
@@ -231,6 +236,22 @@ def resolved(root: str | Path, ref: str) -> str | None:
     """The sha the walk's rev-parse resolved `ref^{commit}` to in the repository `root`, or None."""
     known = _found()
     return known[2].get(ref) if known is not None and known[1] == str(Path(root).resolve()) else None
+
+
+def ambiguous_names(stderr: str) -> list[str]:
+    """The names of git's `warning: refname 'NAME' is ambiguous.` lines, once each."""
+    head, tail = "warning: refname '", "' is ambiguous."
+    return list(dict.fromkeys(line[len(head):-len(tail)] for line in stderr.splitlines()
+                              if line.startswith(head) and line.endswith(tail) and len(line) > len(head + tail)))
+
+
+def ambiguous(root: str | Path, refs) -> tuple[str, ...] | None:
+    """The names the walk's rev-parse warned are ambiguous, if it read every one of `refs` in the
+    repository `root`; else None (spaces/refnames.py asks git itself)."""
+    known = _found()
+    if known is None or known[1] != str(Path(root).resolve()) or not set(refs) <= known[2].keys():
+        return None
+    return tuple(_warned[1:]) if _warned and _warned[0] == known[1] else ()
 
 
 def start(argv: list[str], open_pool: Callable[[str, int], Any] | None = None) -> None:

@@ -1128,3 +1128,32 @@ def test_make_test_skips_a_commit_without_the_makefile_as_a_missing_script_is(tm
     without = set(shas[1:5])
     assert {c["sha"] for c in doc["skipped"]} and {c["sha"] for c in doc["skipped"]} <= without, doc["skipped"]
     assert git(r, "status", "--porcelain") == "" and git(r, "rev-parse", "HEAD") == shas[-1]
+
+
+def test_an_ambiguous_ref_is_read_as_git_reads_it_and_said(user, hist, tmp_path):
+    """A tag and a branch of one name (`amb`), or a branch named like an abbreviated sha: git
+    reads the tag (the ref before the sha) and warns `refname 'amb' is ambiguous`; bisectk read it
+    the same way without a word, so a user who meant the branch got an answer for another range at
+    exit 0. It is read as git reads it, and a warning names what was taken and what was not."""
+    r, c = user
+    git(r, "tag", "amb", c["c2"])
+    git(r, "branch", "amb", c["c4"])
+    short = c["c8"][:7]
+    git(r, "branch", short, c["c6"])
+    before = snapshot(r)
+    p = run(r, "--good", "amb", "--bad", c["c8"], "--run", "./test.sh", check=0)
+    assert f"first bad commit: {c['c5']}" in p.stdout
+    assert "2 candidate" not in p.stdout and "6 candidate commits" in p.stdout    # c2's range, as git reads it
+    warned = [line for line in p.stderr.splitlines() if "ambiguous" in line]
+    assert len(warned) == 1 and warned[0].startswith("bisectk: warning: --good amb is ambiguous"), p.stderr
+    assert f"refs/tags/amb ({c['c2'][:10]})" in warned[0] and f"refs/heads/amb ({c['c4'][:10]})" in warned[0]
+    # a branch named like the abbreviated sha the user typed: git takes the branch
+    p = run(r, "--good", c["c1"], "--bad", short, "--run", "./test.sh", check=0)
+    warned = [line for line in p.stderr.splitlines() if "ambiguous" in line]
+    assert len(warned) == 1 and f"--bad {short} is ambiguous" in warned[0], p.stderr
+    assert f"refs/heads/{short} ({c['c6'][:10]})" in warned[0] and f"the commit {c['c8'][:10]}" in warned[0]
+    assert "5 candidate commits" in p.stdout       # c1..c6: the branch, as git reads it
+    # plain names say nothing
+    p = run(r, "--good", c["c1"][:8], "--bad", "main", "--run", "./test.sh", check=0)
+    assert "ambiguous" not in p.stderr
+    assert snapshot(r) == before

@@ -41,7 +41,7 @@ from typing import Any
 
 from bisectk.run.workload import NO_BYTECODE, Origin, Workload, python_first
 from bisectk.spaces.checkout import outside_tree
-from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, _env, run_git
+from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, _env, git_ok, run_git
 from bisectk.spaces.submodules import SubmoduleMissing
 from bisectk.spaces.worktrees import WorktreePool
 from bisectk.spec import Config
@@ -78,6 +78,7 @@ class CommitSpace:
         # and what they hold, part of each commit's revision: `carry`
         self.carried: tuple = ()
         self._carried_digest = ""
+        self._own_dir: bool | None = None   # _users_own_dir, asked of git once
 
     def carry(self, carried) -> None:
         """Copy these files of the user's (spaces/yours.py Carried) into each commit's worktree,
@@ -109,10 +110,23 @@ class CommitSpace:
     def _missing(self, tree: Path) -> str | None:
         """Why a checked-out commit cannot run the command: the directory it runs in, or a file it
         runs (`needed`), is not in the commit's tree; None when both are there."""
-        if not (tree / self.subdir).is_dir():
+        if not (tree / self.subdir).is_dir() and not self._users_own_dir():
             return f"the directory {self.subdir}/ is not in this commit's tree"
         absent = next((p for p in self.needed if not os.path.lexists(tree / p)), None)
         return f"{absent}, which the command names, is not in this commit's tree" if absent else None
+
+    def _users_own_dir(self) -> bool:
+        """Whether the directory the command runs in is the user's own (`mkdir mine && cd mine`):
+        neither the user's HEAD nor the --bad commit has it, and the user's files copied into each
+        worktree lie in it, so their copy makes it there. `git bisect run` keeps such a directory
+        in the checkout at every commit; a directory of the project's that a commit lacks is still
+        skipped there."""
+        if self._own_dir is None:
+            sub = self.subdir.as_posix()
+            self._own_dir = str(self.subdir) != "." and any(self.subdir in Path(c.rel).parents for c in self.carried) \
+                and not any(git_ok(self.commits.repo, "cat-file", "-e", f"{rev}:{sub}")
+                            for rev in (self.commits.bad_sha, "HEAD"))
+        return self._own_dir
 
     def key(self, point: Any) -> str:
         """The commit's sha: the ledger's key, read from the graph's arrays (no metadata fetched)."""

@@ -1157,3 +1157,21 @@ def test_an_ambiguous_ref_is_read_as_git_reads_it_and_said(user, hist, tmp_path)
     p = run(r, "--good", c["c1"][:8], "--bad", "main", "--run", "./test.sh", check=0)
     assert "ambiguous" not in p.stderr
     assert snapshot(r) == before
+
+
+def test_a_script_in_an_untracked_directory_of_the_users_runs_there_in_every_commit(user, tmp_path):
+    """`mkdir mine && cd mine && git bisect run ./t.sh`: the user's own directory, in no commit,
+    stays in the checkout at every commit git checks out, so the script runs there. bisectk copied
+    the script into each worktree at mine/t.sh, but first skipped every commit whose tree lacks
+    mine/ -- every commit: 'the good configuration cannot be tested' (exit 2). A directory the
+    --bad commit lacks is the user's own; the copy makes it in each worktree. A tracked directory
+    that an older commit lacks is still skipped there (test_a_command_typed_in_a_subdirectory...)."""
+    r, c = user
+    (r / "mine").mkdir()
+    (r / "mine" / "t.sh").write_text("#!/bin/sh\n! test -f ../bug\n")
+    (r / "mine" / "t.sh").chmod(0o755)
+    before = snapshot(r)
+    p = bisectk("bisect", "--good", c["c1"], "--bad", c["c8"], "--run", "./t.sh", cwd=r / "mine", check=0, timeout=120)
+    assert f"first bad commit: {c['c5']}" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
+    assert "; 0 skipped;" in p.stdout
+    assert snapshot(r) == before

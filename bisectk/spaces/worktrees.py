@@ -583,12 +583,38 @@ class WorktreePool:
 
     def release(self, entry: _Entry, sha: str | None) -> None:
         _drop_carried(entry)
+        self._off_branch(entry)
         if self._owner is not None:     # root in another user's repository: git's admin files are theirs
             give([self._common / "worktrees", _admin_of(entry.path) or entry.path], self._owner)
         with self._cond:
             entry.sha = sha
             self._free.append(entry)
             self._cond.notify_all()
+
+    def _off_branch(self, entry: _Entry) -> None:
+        """A run that checked a branch out in its worktree (`git checkout side`, `git switch -c x`)
+        left the worktree on it: git refuses the user `git checkout side`, `git branch -f/-D side`
+        ('already checked out at' the cached worktree) for as long as it stays so, between commands
+        too. HEAD is detached at the commit the branch is at (written as git writes it, never by a
+        git command run through a worktree whose link a run may have broken); the branch is not
+        moved. An unborn one (`checkout --orphan`) leaves HEAD naming no commit: made again."""
+        admin = _admin_of(entry.path)
+        try:
+            head = (admin / "HEAD").read_text().strip() if admin is not None else ""
+        except OSError:
+            return
+        if not head.startswith("ref: refs/") or self.damage(entry.path) is not None:
+            return
+        try:
+            at = run_git(self.repo, "rev-parse", "--verify", "--quiet", f"{head[5:]}^{{commit}}")
+        except SpaceError:
+            return      # unborn: _head_of reads no commit there, and the next lease makes it again
+        lock = admin / "HEAD.lock"
+        try:
+            lock.write_text(at + "\n")
+            os.replace(lock, admin / "HEAD")
+        except OSError:
+            lock.unlink(missing_ok=True)
 
     def _take_cached(self, sha: str) -> _Entry | None:
         """Lock a cached worktree no process holds, preferring one at `sha`; None if none is free."""

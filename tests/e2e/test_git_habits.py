@@ -1175,3 +1175,22 @@ def test_a_script_in_an_untracked_directory_of_the_users_runs_there_in_every_com
     assert f"first bad commit: {c['c5']}" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
     assert "; 0 skipped;" in p.stdout
     assert snapshot(r) == before
+
+
+def test_a_test_that_checks_out_a_branch_leaves_no_worktree_holding_it(user, tmp_path):
+    """A test that runs `git checkout side` in its worktree (a script that looks at another
+    branch) left bisectk's cached worktree on the user's branch when the command ended: git then
+    refused the user `git checkout side`, `git branch -f side` and `git branch -D side` ('already
+    checked out at .../bisectk/worktrees/...') until the worktree was next used, where under git
+    bisect run `git bisect reset` gives the branch back. A worktree let go by a run is detached at
+    the commit the branch is at; the branch is not moved."""
+    r, c = user
+    (tmp_path / "t.sh").write_text("#!/bin/sh\n! test -f bug; ok=$?\ngit checkout -q side 2>/dev/null\nexit $ok\n")
+    (tmp_path / "t.sh").chmod(0o755)
+    before = snapshot(r)
+    p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", str(tmp_path / "t.sh"), check=0)
+    assert f"first bad commit: {c['c5']}" in p.stdout
+    held = [w for w in git(r, "worktree", "list", "--porcelain").split("\n\n") if "branch refs/heads/side" in w]
+    assert held == [], held
+    assert snapshot(r) == before
+    git(r, "branch", "-f", "side", c["side1"])      # git lets the user move it: no worktree holds it

@@ -694,8 +694,21 @@ def command(only: str | None = None):
         source.registered_commands, source.registered_groups = [info], []
     cmd = typer.main.get_command(source)
     plain_help(cmd)
-    cmd.invoke = _leaving_quietly_on_a_closed_pipe(cmd.invoke)
+    cmd.invoke = _saying_interrupts(_leaving_quietly_on_a_closed_pipe(cmd.invoke))
     return cmd
+
+
+def _saying_interrupts(invoke):
+    """A Ctrl-C that no command caught (one during the endpoints' setup, or the command's own lazy
+    imports) is said, as `entry` says one before the command starts: typer turns a
+    KeyboardInterrupt out of the command into exit 130 without a word."""
+    def saying(ctx):
+        try:
+            return invoke(ctx)
+        except KeyboardInterrupt:
+            say_error("interrupted")
+            raise typer.Exit(X.INTERRUPTED) from None
+    return saying
 
 
 def _leaving_quietly_on_a_closed_pipe(invoke):
@@ -763,6 +776,19 @@ def _leave(code) -> None:
     os._exit(status)
 
 
+def _interrupted(exc: BaseException) -> bool:
+    """Whether `exc` is a Ctrl-C something else wrapped: one that arrives while the command's own
+    lazy imports define a dataclass is raised as RuntimeError('Error calling __set_name__ ...')
+    from the KeyboardInterrupt; it is no internal error."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def _entry() -> None:
     from bisectk.engine.interrupts import install
     try:
@@ -779,10 +805,12 @@ def _entry() -> None:
         sys.exit(X.INTERRUPTED)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except typer.Abort:
+    except typer.Abort:         # click's word for a Ctrl-C it caught
+        say_error("interrupted")
         sys.exit(X.INTERRUPTED)
     except Exception as exc:
-        if _is(exc, "Abort"):
+        if _is(exc, "Abort") or _interrupted(exc):
+            say_error("interrupted")
             sys.exit(X.INTERRUPTED)
         if _is(exc, "NoArgsIsHelpError"):
             exc.show()   # a bare `bisectk` (or `bisectk ledger`) asks for help: show it

@@ -328,3 +328,41 @@ def test_build_timeout_is_validated_in_one_line(command, value, said, tmp_path):
     lines = p.stderr.strip().splitlines()
     assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("bisectk: " + said), p.stderr
     assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("raised", ["plain", "abort", "during_import"])
+def test_a_ctrl_c_that_typer_or_an_import_wraps_is_said_as_interrupted(monkeypatch, capsys, raised):
+    """A Ctrl-C that no command catches (during bisect's setup, before its runs) is turned by
+    typer into exit 130 without a word; one inside the command's own lazy imports (bisect's
+    engine, loaded once the command runs) reaches `entry` wrapped: a dataclass being defined
+    turns it into RuntimeError('Error calling __set_name__ ...'), reported as 'bisectk: internal
+    error: RuntimeError ...' (exit 3); click's Abort left with exit 130 and no word. Each is said
+    as the interrupt it is: 'bisectk: interrupted', exit 130."""
+    import typer
+
+    from bisectk import cli
+
+    app = typer.Typer()
+
+    @app.command()
+    def boom():
+        if raised == "abort":
+            raise typer.Abort()
+        if raised == "plain":
+            raise KeyboardInterrupt
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance 'env' in 'Job'") from exc
+
+    @app.callback()
+    def group():        # a group, as bisectk's app is (its --version callback)
+        pass
+
+    monkeypatch.setattr(cli, "app", app)        # built and wrapped as bisectk's own commands are
+    monkeypatch.setattr(sys, "argv", ["bisectk", "boom"])
+    monkeypatch.delenv("BISECTK_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as exit_:
+        cli._entry()
+    assert exit_.value.code == 130
+    assert capsys.readouterr().err == "bisectk: interrupted\n"

@@ -415,9 +415,16 @@ def pytest_words(pytest_id: Optional[str]) -> list[str]:
     return pytest_args(pytest_id) if pytest_id else []
 
 
-def say_command(files, spec, sub: Path) -> None:
+def say_command(files, spec, sub: Path, root: Path | None = None) -> None:
     """Where the command runs and which copy of each file it names: the user's file, or each
-    commit's own (said when the user has a copy: one that only the tree has did not run)."""
+    commit's own (said when the user has a copy: one that only the tree has did not run); and a
+    post-checkout hook of the user's, which git bisect would run at each commit and bisectk does not."""
+    if root is not None:
+        from bisectk.spaces.checkout import post_checkout_hook
+        hook = post_checkout_hook(root)
+        if hook is not None:
+            out.print(f"hooks: your post-checkout hook {hook} does not run in bisectk's worktrees (git bisect runs it "
+                      "at each checkout): what a run needs of it, make in --build", markup=False)
     if spec is None and str(sub) != ".":
         out.print(f"runs in each commit's {sub}/, where the command was typed", markup=False)
     from bisectk.report.history import command_lines
@@ -466,7 +473,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
                       + (f", {merges} of them {'a merge' if merges == 1 else 'merges'}" if merges else "")
                       + (" (first-parent chain)" if first_parent else "")
                       + (f", touching {' '.join(commits.paths)}" if commits.paths else ""), markup=False)
-            say_command(files, spec, sub)
+            say_command(files, spec, sub, root)
         # Once the first run has ended, the environment is captured and the listing parsed (numpy
         # loaded) beside the runs after it: before, their Python took the GIL from the path to the
         # first launch. With no run, the record asks for both. The parse starts sooner when the
@@ -598,7 +605,7 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
                        != (args["good"], args["bad"], args["paths"])):
             fail(f"--resume: no earlier triage of {good}..{bad} with this subject in {session.ledger.path}")
         if not as_json:
-            say_command(files, spec, sub)
+            say_command(files, spec, sub, root)
         shared = snapshot(root)
         with held():   # as in ablate: Ctrl-C stops runs, never the writing of a result
             with session.commit_space(commits, root, cfg, sub) as space:

@@ -16,6 +16,8 @@ outside_tree   -- what a relative path a run named, climbing out of its tree (`.
                   names from the user's own tree (CommitSpace.outside, HunkSpace.outside).
 checkout_build -- refuses a command that builds the user's checkout (a CMake build directory
                   configured on it) instead of each commit.
+post_checkout_hook -- the user's post-checkout hook, which `git bisect` runs at every checkout and
+                  bisectk's checkouts never run.
 """
 
 from __future__ import annotations
@@ -126,3 +128,21 @@ def pathspec_of(paths: list[str], user_cwd: Path, root: Path) -> list[str]:
         # a trailing slash keeps git's meaning (a directory only), which normpath would drop
         out.append(rel + "/" if p.endswith("/") and rel != "." else rel)
     return [p for p in out if p]
+
+
+def post_checkout_hook(root: Path) -> Path | None:
+    """The user's post-checkout hook, when git would run one (an executable file where
+    core.hooksPath or the git directory puts it): `git bisect` checks each commit out with hooks
+    on, so what the hook makes (generated code, a fetched tool) is there for each run; every git
+    command of bisectk's runs with hooks off (spaces/early.py GIT_CONFIG), so the worktrees lack it."""
+    from bisectk.run.process import run_tool
+    from bisectk.spaces import early
+    from bisectk.spaces.commits import SpaceError, git_common_dir
+    try:        # the user's own setting: run_git's config turns hooks off with this very key
+        where = run_tool(["git", "config", "--get", "core.hooksPath"], cwd=root, env=early.git_env()).stdout.strip()
+        where = where or os.path.join(git_common_dir(root), "hooks")
+    except (OSError, SpaceError):
+        return None
+    hook = Path(os.path.expanduser(where))
+    hook = (hook if hook.is_absolute() else Path(root) / hook) / "post-checkout"
+    return hook if hook.is_file() and os.access(hook, os.X_OK) else None

@@ -1194,3 +1194,26 @@ def test_a_test_that_checks_out_a_branch_leaves_no_worktree_holding_it(user, tmp
     assert held == [], held
     assert snapshot(r) == before
     git(r, "branch", "-f", "side", c["side1"])      # git lets the user move it: no worktree holds it
+
+
+def test_a_post_checkout_hook_that_git_bisect_would_run_is_said(user, tmp_path):
+    """`git bisect` checks each commit out with the user's hooks on, so a post-checkout hook
+    (generated code, a vendored tool, hooks that core.hooksPath names) runs at every commit it
+    tests; bisectk's checkouts run no hook. A test that needed what the hook makes failed on both
+    endpoints ('the good configuration fails too') with no word of the hook. The first lines say
+    that the hook does not run in the worktrees, and what to do instead."""
+    r, c = user
+    p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./test.sh", check=0)
+    assert "post-checkout" not in p.stdout + p.stderr
+    hooks = tmp_path / "myhooks"
+    hooks.mkdir()
+    (hooks / "post-checkout").write_text("#!/bin/sh\ntouch generated.h\n")
+    (hooks / "post-checkout").chmod(0o755)
+    git(r, "config", "core.hooksPath", str(hooks))
+    before = snapshot(r)
+    p = run(r, "--good", c["c1"], "--bad", c["c8"], "--run", "./test.sh", check=0)
+    said = [line for line in p.stdout.splitlines() if "post-checkout" in line]
+    assert len(said) == 1 and str(hooks / "post-checkout") in said[0] and "--build" in said[0], p.stdout
+    assert f"first bad commit: {c['c5']}" in p.stdout
+    assert snapshot(r) == before
+    assert not list(r.glob("generated.h"))

@@ -43,7 +43,9 @@ def _warned(root: Path, refs: Sequence[str]) -> list[str]:
 def _readings(root: Path, name: str) -> list[str]:
     """What `name` can be, in git's order: each ref of that name, then the object its hex names."""
     found = []
-    for rule in _RULES:
+    # git's first rule is the name itself: HEAD, FETCH_HEAD, ORIG_HEAD (files in the git directory)
+    rules = ("{}", *_RULES) if re.fullmatch(r"[A-Z_]*HEAD", name) else _RULES
+    for rule in rules:
         full = rule.format(name)
         proc = _git(root, "rev-parse", "--verify", "--quiet", f"{full}^{{commit}}")
         if proc.returncode == 0 and proc.stdout.strip():

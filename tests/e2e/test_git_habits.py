@@ -1157,6 +1157,12 @@ def test_an_ambiguous_ref_is_read_as_git_reads_it_and_said(user, hist, tmp_path)
     p = run(r, "--good", c["c1"][:8], "--bad", "main", "--run", "./test.sh", check=0)
     assert "ambiguous" not in p.stderr
     assert snapshot(r) == before
+    # a branch named HEAD (git branch refuses the name; update-ref makes it): --bad's default
+    git(r, "update-ref", "refs/heads/HEAD", c["c2"])
+    p = run(r, "--good", c["c1"], "--run", "./test.sh", check=0)
+    warned = [line for line in p.stderr.splitlines() if "ambiguous" in line]
+    assert len(warned) == 1 and f"git reads it as HEAD ({c['c8'][:10]})" in warned[0], p.stderr
+    assert f"refs/heads/HEAD ({c['c2'][:10]})" in warned[0]
 
 
 def test_a_script_in_an_untracked_directory_of_the_users_runs_there_in_every_commit(user, tmp_path):

@@ -32,7 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bisectk.spaces.hunks import Hunk, Scratch, diff_paths, split_lines  # noqa: E402
+from bisectk.spaces.hunks import Hunk  # noqa: E402
+from bisectk.spaces.hybrid import Scratch  # noqa: E402
+from bisectk.spaces.linediff import split_lines  # noqa: E402
+from bisectk.spaces.treediff import diff_paths  # noqa: E402
 
 
 def _kernelpair():

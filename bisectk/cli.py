@@ -194,7 +194,7 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
     from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.subject import load_subject
     from bisectk.report.words import counted
-    from bisectk.spaces.hunks import listed
+    from bisectk.spaces.treediff import listed
     from bisectk.spaces.hunkspace import HunkSpace, built_files, named_beside, named_inside
     for name, given in (("GOOD", good), ("BAD", bad)):
         if not given:           # Path("") is ".": the current directory, taken for a tree

@@ -33,7 +33,8 @@ from bisectk.events import EventBus, PhaseStarted
 from bisectk.run.runner import Runner
 from bisectk.search import ConfidenceRule
 from bisectk.search.result import GOOD_FAILED
-from bisectk.spaces.hunks import Hunk, split_lines, unified_diff
+from bisectk.spaces.hunks import Hunk, unified_diff
+from bisectk.spaces.linediff import split_lines
 from bisectk.spaces.hunkspace import HunkSpace
 
 

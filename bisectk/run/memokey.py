@@ -95,7 +95,7 @@ TREE_NAMES = {"Makefile", "makefile", "CMakeLists.txt", "meson.build", "BUILD", 
 SKIP_DIRS = {".git", ".bisectk", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".mypy_cache",
              ".pytest_cache", ".ruff_cache", "build", "dist", ".eggs"}
 MAX_TREE_FILES = 20000
-CONTENT_SKIP = {".git", "__pycache__", ".bisectk"}   # what diff's scratch copy leaves out (spaces/hunks.py IGNORED)
+CONTENT_SKIP = {".git", "__pycache__", ".bisectk"}   # what diff's scratch copy leaves out (spaces/treediff.py IGNORED)
 POLICY_VERSION = "progress-v2"   # the watchdog's rules (run/progress.py): a change there is a new key
 
 

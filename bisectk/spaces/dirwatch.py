@@ -11,7 +11,7 @@ DirWatch -- one inotify instance over a worktree's directories (non-recursive wa
             directory; a directory made since is seen by its parent's watch). `arm(dirs)` watches
             them and forgets every event so far (the switch's own writes); `quiet()` says whether
             none came since; `doubt()` makes it not quiet until the next arm; `written()` which
-            entries of the watched directories were (diff's scratch copy, hunks.py Scratch: what a
+            entries of the watched directories were (diff's scratch copy, hybrid.py Scratch: what a
             run edited is put back by a stat of those, not of every file). Anything it cannot vouch
             for (no inotify: another OS, a network file system, the watch limit; a queue overflow; a
             watched directory removed or moved) is not quiet and has no list, and the caller checks

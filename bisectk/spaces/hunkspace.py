@@ -41,12 +41,15 @@ from bisectk.run.memokey import content_digest
 from bisectk.run.remote import pack_tree
 from bisectk.run.scratch import remove_tree
 from bisectk.run.workload import NO_BYTECODE, Origin, Workload, python_first
+from bisectk.spaces.bytecode import drop_bytecode
 from bisectk.spaces.checkout import outside_tree
-from bisectk.spaces.hunks import Hunk, Scratch, diff_trees, drop_bytecode
+from bisectk.spaces.hunks import Hunk
+from bisectk.spaces.hybrid import Scratch
+from bisectk.spaces.treediff import diff_trees
 from bisectk.spec import Config, config_key
 
 HUNKS_KEY = "__hunks__"
-# how a hunk set becomes a tree (spaces/hunks.py Scratch), in every revision: a change there is a new
+# how a hunk set becomes a tree (spaces/hybrid.py Scratch), in every revision: a change there is a new
 # key, as runs of hybrids made the old way may answer wrongly (made2: a directory the hunks empty goes
 # unless BAD has it; a link that climbs out of its tree names what it names from there; made3: a
 # build step's outputs go when another hybrid is applied, where they stayed for an incremental build)

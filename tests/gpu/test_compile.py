@@ -94,7 +94,7 @@ def test_fmha_diff_trees_match_regen():
     import tempfile
     from pathlib import Path
 
-    from bisectk.spaces.hunks import diff_paths
+    from bisectk.spaces.treediff import diff_paths
 
     here = ROOT / "variants" / "gpu" / "fmha-diff"
     spec = importlib.util.spec_from_file_location("fmha_diff_regen", here / "regen.py")

@@ -12,7 +12,7 @@ import pytest
 
 from bisectk.spaces import env
 from bisectk.spaces.env import EnvError, as_factors, capture, diff, factor_name, factors_toml, load, save
-from bisectk.spaces.hunks import SpaceError
+from bisectk.spaces.commits import SpaceError
 from bisectk.spec import load_spec
 from tests.fixtures.gitrepo import counter_repo
 

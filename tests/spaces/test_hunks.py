@@ -15,8 +15,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from bisectk.spaces.hunks import (IGNORED, Scratch, SpaceError, apply_lines, diff_paths, join_lines,
-                                  materialise, split_lines, unified_diff)
+from bisectk.spaces.commits import SpaceError
+from bisectk.spaces.hunks import apply_lines, join_lines, unified_diff
+from bisectk.spaces.hybrid import Scratch, materialise
+from bisectk.spaces.linediff import split_lines
+from bisectk.spaces.treediff import IGNORED, diff_paths
 
 _GEN = Path(__file__).resolve().parents[1] / "fixtures" / "diffsrc" / "kernelpair.py"
 _spec = importlib.util.spec_from_file_location("kernelpair", _GEN)
@@ -323,7 +326,7 @@ def test_the_printed_diff_of_a_hunk_shows_that_hunk_where_its_id_says():
     """`y y y` -> `y z y` is the hunk `f:2` (line 2 replaced), but the printed diff re-diffed GOOD
     against the result, and among repeated lines difflib put the change elsewhere: `+z` after line
     1 and `-y` at line 3, under a culprit line named `f:2`. The diff is rendered from the hunks."""
-    from bisectk.spaces.hunks import _text_hunks
+    from bisectk.spaces.treediff import _text_hunks
     hunks = _text_hunks("f", ("y\n", "y\n", "y\n"), ("y\n", "z\n", "y\n"))
     assert [h.id for h in hunks] == ["f:2"]
     assert unified_diff(hunks).endswith("@@ -1,3 +1,3 @@\n y\n-y\n+z\n y\n")
@@ -387,7 +390,7 @@ def test_a_file_of_thousands_of_tiny_hunks_is_diffed_in_linear_steps(tmp_path, m
     it each time, so its searches visit n^2/4 lines (8,000 hunks took 23 s, 50,000 hours). Past
     the budget the lines found once on each side anchor the file, and the stretches between them
     are small. Counted: the lines every longest-match search of the diff scanned."""
-    from bisectk.spaces import hunks as H
+    from bisectk.spaces import linediff as H
     n = 3000
     good, bad = tmp_path / "table.c", tmp_path / "table-bad.c"
     good.write_text("".join(f"// entry {k}\nv{k} = 0;\n" for k in range(n)))
@@ -416,7 +419,7 @@ def test_random_text_pairs_past_the_budget_anchor_on_lines_found_once(a, b, a_en
     """With no budget at all, every file goes through the anchors: any subset still applies."""
     from unittest import mock
 
-    from bisectk.spaces import hunks as H
+    from bisectk.spaces import linediff as H
     with mock.patch.object(H, "_MATCH_BUDGET", 0):
         test_random_text_pairs.hypothesis.inner_test(a, b, a_end, b_end, data)
 
@@ -802,7 +805,7 @@ def test_directories_no_hunk_carries_are_listed(tmp_path):
     """An empty directory on one side (the topmost only), a directory's mode: no hunk carries
     them. A directory with files (they carry it), a retyped path and a symlinked directory are
     not listed."""
-    from bisectk.spaces.hunks import unbisected
+    from bisectk.spaces.treediff import unbisected
     good, bad = tmp_path / "good", tmp_path / "bad"
     for side in (good, bad):
         (side / "same").mkdir(parents=True)
@@ -856,7 +859,7 @@ def _wide(tmp_path: Path, n: int = 300) -> tuple[Path, Path]:
 
 
 def _counting_stat(monkeypatch):
-    from bisectk.spaces import hunks as H
+    from bisectk.spaces import hybrid as H
     calls = []
     real = H._stat
     monkeypatch.setattr(H, "_stat", lambda p: calls.append(p) or real(p))

@@ -1,6 +1,6 @@
 """The hunk space's points as the progress lines name them (bisectk/spaces/hunkspace.py)."""
 
-from bisectk.spaces.hunks import split_lines
+from bisectk.spaces.linediff import split_lines
 from bisectk.spaces.hunkspace import HunkSpace
 
 

@@ -6,7 +6,7 @@ LedgerReport -- what `check` found: problems, schema, readable and unreadable ro
                 claims (and how many are stale), whether the file is writable.
 check        -- inspect a ledger without changing it: its file header, SQLite's full integrity
                 check, the schema version, and every row of every table read back exactly as the
-                commands read it (ledger._run, _session, _event). At least as strict as opening
+                commands read it (ledger.schema's _run, _session, _event). At least as strict as opening
                 it: a ledger some command would call damaged is never "ok" here.
 salvage      -- copy every row that reads back into a new ledger (the damaged file is never written).
 """
@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from bisectk.errors import LedgerError
-from bisectk.ledger import (SCHEMA_VERSION, Ledger, _connect_readonly, _event, _holder_alive, _run, _session,
-                            stored_key)
+from bisectk.ledger import Ledger
+from bisectk.ledger.runs import _holder_alive
+from bisectk.ledger.schema import SCHEMA_VERSION, _event, _run, _session, stored_key
+from bisectk.ledger.sqlitefile import _connect_readonly
 
 _COPY = {"sessions": ("id", "command", "fingerprint", "args_json", "created", "finished", "result_json"),
          "runs": ("id", "fingerprint", "config_key", "idx", "session", "created", "outcome", "kind", "signature",

@@ -228,7 +228,7 @@ LOGGED = ("bisect", "triage")   # the commands whose sessions hold a bisection t
 
 def log_lines(session: dict[str, Any], events: list[dict[str, Any]], undos: list[dict[str, Any]] = ()) -> list[str]:
     """`bisectk log`: a bisection's session (its arguments and stored result) and its observation
-    events (ledger.py) as the log's lines; `undos`: its undo events (manual mode: the verdicts
+    events (ledger/sessions.py) as the log's lines; `undos`: its undo events (manual mode: the verdicts
     undone are left out). A triage's session holds its bisection's record under "bisect" and,
     after the commits' observations, those of its hunk isolation, which are no bisection's."""
     args = session["args"]

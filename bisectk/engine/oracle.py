@@ -53,7 +53,7 @@ from bisectk.engine.interrupts import live
 from bisectk.engine.policy import RunPolicy
 from bisectk.engine.slots import Slots
 from bisectk.events import Note
-from bisectk.ledger import stored_key
+from bisectk.ledger.schema import stored_key
 from bisectk.outcome import DEFAULT_SAME_FAILURE, FailKind, Outcome, Run, Target, Verdict
 from bisectk.run.pending import RunAbandoned
 from bisectk.run.progress import reach

@@ -104,7 +104,7 @@ class Session:
         self.policy = policy or RunPolicy()
         self.log_cap = logcap.cap_bytes()      # a bad BISECTK_LOG_CAP_MB is said before anything runs
         self.ledger = Ledger(ledger_path)
-        # a ledger deleted or replaced mid-run is written again (ledger.Ledger._in_place): say so
+        # a ledger deleted or replaced mid-run is written again (ledger/store.py Store._in_place): say so
         self.ledger.on_notice = lambda text: sys.stderr.write(f"bisectk: warning: {text}\n")
         self.events = EventBus()
         self.reporter = None

@@ -40,8 +40,8 @@ import re
 import shutil
 from pathlib import Path
 
-from bisectk.errors import BisectkError
-from bisectk.ledger import Ledger, LedgerError
+from bisectk.errors import BisectkError, LedgerError
+from bisectk.ledger import Ledger
 
 CAP_VAR = "BISECTK_LOG_CAP_MB"
 DEFAULT_CAP_MB = 512

@@ -13,7 +13,7 @@ ALLOWED = {
     "bisectk.expr": {"bisectk.errors"},
     "bisectk.spec": {"bisectk.errors", "bisectk.expr", "bisectk.contents", "bisectk.timeouts"},
     "bisectk.events": {"bisectk.outcome"},
-    "bisectk.ledger": {"bisectk.errors", "bisectk.outcome", "bisectk.procstat"},
+    "bisectk.ledger": {"bisectk.errors", "bisectk.outcome", "bisectk.procstat", "bisectk.ledger"},
     "bisectk.ledger_check": {"bisectk.errors", "bisectk.ledger"},
     "bisectk.search": {"bisectk.outcome", "bisectk.search"},
     "bisectk.run": {"bisectk.errors", "bisectk.outcome", "bisectk.contents", "bisectk.spec", "bisectk.events", "bisectk.ledger",

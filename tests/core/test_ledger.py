@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from bisectk import ledger as ledger_mod
-from bisectk.ledger import LONG_KEY, SCHEMA_VERSION, Ledger, LedgerError
+from bisectk.errors import LedgerError
+from bisectk.ledger import Ledger, schema, sqlitefile, store
+from bisectk.ledger.schema import LONG_KEY, SCHEMA_VERSION
 from bisectk.ledger_check import check, salvage
 from bisectk.outcome import FailKind, Outcome, Run
+from bisectk.procstat import process_start
 from tests.conftest import bisectk, err_spec, wait_until
 
 FP, KEY = "fp", '{"a":1}'
@@ -97,7 +99,7 @@ for i in range(int(sys.argv[2])):
 def test_concurrent_writers_append_without_collisions(tmp_path):
     path = tmp_path / "l.db"
     Ledger(path).close()
-    root = str(Path(ledger_mod.__file__).resolve().parents[1])
+    root = str(Path(store.__file__).resolve().parents[2])
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), "40", f"w{w}"], stderr=subprocess.PIPE,
                               env={**os.environ, "PYTHONPATH": root}) for w in range(6)]
     errors = [p.communicate()[1].decode() for p in procs]
@@ -131,7 +133,7 @@ def test_a_stopped_holder_is_named_as_stopped_with_how_to_go_on(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         db.db.execute("INSERT INTO claims VALUES (?,?,?,?,?,?,?,?,?)",
-                      (FP, KEY, 0, "x", db.host, holder.pid, ledger_mod.process_start(holder.pid),
+                      (FP, KEY, 0, "x", db.host, holder.pid, process_start(holder.pid),
                        time.time(), time.time() + 3600))
         got, waited = [], []
         t = threading.Thread(target=lambda: got.append(db.claim(FP, KEY, 0, on_wait=waited.append,
@@ -470,7 +472,7 @@ def test_a_schema_2_ledger_keeps_its_runs_of_long_keys(tmp_path):
     path = tmp_path / "old.db"
     con = sqlite3.connect(path)
     con.executescript(V1.replace("'schema', '1'", "'schema', '2'"))
-    con.execute(ledger_mod._TABLES["claims"])
+    con.execute(schema._TABLES["claims"])
     for idx, key in enumerate((LONG, KEY)):
         con.execute("INSERT INTO runs (fingerprint, config_key, idx, created, outcome, run_json) VALUES (?,?,?,?,?,?)",
                     (FP, key, 0, 1.0, "fail", json.dumps(a_run(idx).to_dict())))
@@ -661,13 +663,12 @@ def test_a_ledger_on_a_network_file_system_keeps_the_rollback_journal(tmp_path, 
     """A cluster's home directory is NFS, Lustre or GPFS: SQLite's WAL keeps its index in shared
     memory, which two hosts (a login node and a GPU node, or Ray actors) never share. There the
     ledger keeps the rollback journal; elsewhere, WAL."""
-    import bisectk.ledger as ledger_mod
     net = tmp_path / "net dir"
     net.mkdir()
     mounts = tmp_path / "mounts"
     mounts.write_text(f"/dev/root / ext4 rw 0 0\nserver:/home {str(net).replace(' ', chr(92) + '040')} nfs4 rw 0 0\n")
-    monkeypatch.setattr(ledger_mod, "MOUNTS", str(mounts))
-    assert ledger_mod.network_fs(net / "l.db") == "nfs4" and ledger_mod.network_fs(tmp_path / "l.db") is None
+    monkeypatch.setattr(sqlitefile, "MOUNTS", str(mounts))
+    assert sqlitefile.network_fs(net / "l.db") == "nfs4" and sqlitefile.network_fs(tmp_path / "l.db") is None
     for where, mode in ((net, "delete"), (tmp_path, "wal")):
         led = Ledger(where / "l.db")
         assert led.db.execute("PRAGMA journal_mode").fetchone()[0].lower() == mode
@@ -795,21 +796,21 @@ def test_a_big_ledger_is_checked_whole_at_opening_once_a_day_not_at_every_comman
     grew with its ledger. Past FULL_CHECK_BYTES (0 here) it runs at the first opening, and again
     only once its day is over; a small ledger is checked at every opening, as before."""
     checks = []
-    real = ledger_mod._quick_check
-    monkeypatch.setattr(ledger_mod, "_quick_check", lambda db: checks.append(1) or real(db))
+    real = store._quick_check
+    monkeypatch.setattr(store, "_quick_check", lambda db: checks.append(1) or real(db))
     path = tmp_path / "l.db"
     Ledger(path).close()
     assert len(checks) == 1
-    monkeypatch.setattr(ledger_mod, "FULL_CHECK_BYTES", 0)
+    monkeypatch.setattr(store, "FULL_CHECK_BYTES", 0)
     Ledger(path).close()            # not checked lately: checked, and the time kept
     Ledger(path).close()
     Ledger(path, readonly=True).close()
     assert len(checks) == 2
-    monkeypatch.setattr(ledger_mod, "CHECK_EVERY_S", 0)
+    monkeypatch.setattr(store, "CHECK_EVERY_S", 0)
     Ledger(path).close()            # its day is over
     assert len(checks) == 3
-    monkeypatch.setattr(ledger_mod, "FULL_CHECK_BYTES", 1 << 40)
-    monkeypatch.setattr(ledger_mod, "CHECK_EVERY_S", 24 * 3600)
+    monkeypatch.setattr(store, "FULL_CHECK_BYTES", 1 << 40)
+    monkeypatch.setattr(store, "CHECK_EVERY_S", 24 * 3600)
     Ledger(path).close()            # small again: every opening
     assert len(checks) == 4
 
@@ -818,7 +819,7 @@ def test_damage_found_by_the_opening_check_is_one_line(tmp_path, monkeypatch):
     """quick_check reports a damaged page as lines ('*** in database main ***\\nOn tree page ...'):
     the error printed for it is one line all the same."""
     path = populated(tmp_path / "l.db", n=3)
-    monkeypatch.setattr(ledger_mod, "_quick_check", lambda db: ["*** in database main ***\nOn tree page 45 cell 0: "
+    monkeypatch.setattr(store, "_quick_check", lambda db: ["*** in database main ***\nOn tree page 45 cell 0: "
                                                                 "Rowid 61 out of order"])
     with pytest.raises(LedgerError) as err:
         Ledger(path)

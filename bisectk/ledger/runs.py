@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 
 from bisectk.errors import LedgerError
-from bisectk.ledger.schema import stored_key
+from bisectk.ledger.schema import _sources, stored_key
 from bisectk.outcome import Run
 from bisectk.procstat import process_start, stopped
 
@@ -60,21 +60,13 @@ class Runs:
         without them); kept in `meta` as `sources:<key>`, so no schema change."""
         with self.lock, self._read("reading recorded sources"):
             row = self.db.execute("SELECT value FROM meta WHERE key=?", (f"sources:{key}",)).fetchone()
-        try:
-            value = json.loads(row[0]) if row else []
-        except ValueError:
-            return []
-        return [p for p in value if isinstance(p, str)] if isinstance(value, list) else []
+        return _sources(row[0] if row else None)
 
     def add_sources(self, key: str, paths: list[str]) -> list[str]:
         """Add to a subject's recorded sources (merged with what other sessions added); returns all."""
         with self._write("recording sources"):
             row = self.db.execute("SELECT value FROM meta WHERE key=?", (f"sources:{key}",)).fetchone()
-            try:
-                have = set(json.loads(row[0])) if row else set()
-            except (ValueError, TypeError):
-                have = set()
-            merged = sorted(have | set(paths))
+            merged = sorted(set(_sources(row[0] if row else None)) | set(paths))
             self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"sources:{key}", json.dumps(merged)))
         return merged
 

@@ -99,3 +99,13 @@ def _session(row) -> dict[str, Any]:
 
 def _event(row) -> dict[str, Any]:
     return {"kind": row[0], **json.loads(row[1])}
+
+
+def _sources(text: str | None) -> list[str]:
+    """A subject's recorded sources (a `meta` row, Runs.sources): the paths of a JSON list; any
+    other value, or an item that is not text, reads as nothing (they are a hint, re-learnt)."""
+    try:
+        value = json.loads(text) if text is not None else []
+    except ValueError:
+        return []
+    return [p for p in value if isinstance(p, str)] if isinstance(value, list) else []

@@ -824,3 +824,19 @@ def test_damage_found_by_the_opening_check_is_one_line(tmp_path, monkeypatch):
     with pytest.raises(LedgerError) as err:
         Ledger(path)
     assert "\n" not in str(err.value) and "Rowid 61 out of order" in str(err.value)
+
+
+@pytest.mark.parametrize("stored, read", [('["a.py", 1, null, {"x": 1}]', ["a.py"]), ('"a.py"', []),
+                                          ('{"a.py": 1}', []), ("not json", [])])
+def test_recorded_sources_are_read_one_way_when_reading_and_when_adding(tmp_path, stored, read):
+    """A subject's recorded sources (a `meta` row, its JSON not checked by SQLite) were read twice:
+    `sources` kept a list's paths only, `add_sources` took any JSON it could make a set of. A list
+    holding a number or null stopped the run with a TypeError (sorting str against int), a dict
+    in it lost every path, a string became its characters ('a', '.', 'p', 'y' recorded as
+    sources), a dict its keys. Both now read the row as `sources` did."""
+    db = Ledger(tmp_path / "l.db")
+    db.db.execute("INSERT INTO meta VALUES ('sources:k', ?)", (stored,))
+    assert db.sources("k") == read
+    assert db.add_sources("k", ["b.py"]) == sorted({*read, "b.py"})
+    assert db.sources("k") == sorted({*read, "b.py"})
+    db.close()

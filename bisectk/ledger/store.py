@@ -246,26 +246,21 @@ class Store:
     @contextmanager
     def _write(self, doing: str):
         """One transaction, holding SQLite's write lock from the start (BEGIN IMMEDIATE): what it
-        reads cannot change under it, and on any error it is rolled back whole."""
+        reads cannot change under it, and on any error it is rolled back whole, then said as a read's
+        is (`_read`)."""
         with self.lock:
             self._in_place()
-            try:
+            with self._read(doing):
                 self.db.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise self._error(exc, doing) from None
-            try:
-                yield
-                self.db.execute("COMMIT")
-            except BaseException as exc:
                 try:
-                    self.db.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass  # SQLite already rolled back (e.g. after SQLITE_FULL)
-                if isinstance(exc, sqlite3.Error):
-                    raise self._error(exc, doing) from None
-                if isinstance(exc, UnicodeDecodeError):
-                    raise self._damaged(f"a stored text is not UTF-8 ({exc.reason})") from None
-                raise
+                    yield
+                    self.db.execute("COMMIT")
+                except BaseException:
+                    try:
+                        self.db.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass  # SQLite already rolled back (e.g. after SQLITE_FULL)
+                    raise
 
     # -- decoding: SQLite checks its pages, not the JSON inside them ------------------------
     def _decode(self, fn, row):

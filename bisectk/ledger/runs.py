@@ -107,8 +107,7 @@ class Runs:
                  run.kind.value if run.kind else None, run.signature, run.duration_s,
                  json.dumps(run.to_dict())))
             if claim is not None:
-                self.db.execute("DELETE FROM claims WHERE fingerprint=? AND config_key=? AND idx=? AND owner=?",
-                                (claim.fingerprint, claim.config_key, claim.idx, claim.owner))
+                self._drop_claim(claim)
         if claim is not None:
             self._claimed.discard(claim.owner)
         return n
@@ -157,11 +156,16 @@ class Runs:
     def _release(self, claim: Claim) -> None:
         try:
             with self._write("releasing a claim"):
-                self.db.execute("DELETE FROM claims WHERE fingerprint=? AND config_key=? AND idx=? AND owner=?",
-                                (claim.fingerprint, claim.config_key, claim.idx, claim.owner))
+                self._drop_claim(claim)
             self._claimed.discard(claim.owner)
         except LedgerError:
             pass  # a claim left behind expires with its process
+
+    def _drop_claim(self, claim: Claim) -> None:
+        """Inside a write: the claim's row goes, while it is still this claim's (one taken over,
+        its holder having been found dead, is another owner's row)."""
+        self.db.execute("DELETE FROM claims WHERE fingerprint=? AND config_key=? AND idx=? AND owner=?",
+                        (claim.fingerprint, claim.config_key, claim.idx, claim.owner))
 
     def _give_back_claims(self) -> None:
         """At close: the claims still held are of runs this command leaves unrecorded (an interrupt

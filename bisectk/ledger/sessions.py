@@ -48,27 +48,26 @@ class Sessions:
     def last_session(self, command: str, fingerprint: str | None = None,
                      before: int | None = None) -> dict[str, Any] | None:
         """The newest session of `command` (of that subject fingerprint; older than session `before`)."""
-        q = "SELECT id, command, fingerprint, args_json, created, finished, result_json FROM sessions WHERE command=?"
+        q = "command=?"
         args: tuple = (command,)
         if fingerprint:
             q, args = q + " AND fingerprint=?", (*args, fingerprint)
         if before is not None:
             q, args = q + " AND id<?", (*args, before)
-        with self.lock, self._read("reading sessions"):
-            row = self.db.execute(q + " ORDER BY id DESC LIMIT 1", args).fetchone()
-        return self._decode(_session, row) if row else None
+        return self._newest_session(q, args, "reading sessions")
 
     def last_finished_session(self) -> dict[str, Any] | None:
         """The newest session that stored a result (any command)."""
-        with self.lock, self._read("reading sessions"):
-            row = self.db.execute("SELECT id, command, fingerprint, args_json, created, finished, result_json"
-                                  " FROM sessions WHERE result_json IS NOT NULL ORDER BY id DESC LIMIT 1").fetchone()
-        return self._decode(_session, row) if row else None
+        return self._newest_session("result_json IS NOT NULL", (), "reading sessions")
 
     def session(self, session_id: int) -> dict[str, Any] | None:
-        with self.lock, self._read("reading a session"):
+        return self._newest_session("id=?", (session_id,), "reading a session")
+
+    def _newest_session(self, where: str, args: tuple, doing: str) -> dict[str, Any] | None:
+        """The newest session row `where` holds, read as every command reads one (_session)."""
+        with self.lock, self._read(doing):
             row = self.db.execute("SELECT id, command, fingerprint, args_json, created, finished, result_json"
-                                  " FROM sessions WHERE id=?", (session_id,)).fetchone()
+                                  f" FROM sessions WHERE {where} ORDER BY id DESC LIMIT 1", args).fetchone()
         return self._decode(_session, row) if row else None
 
     # -- the run logs' index (run/logcap.py keeps their total under a cap) -------------------

@@ -180,6 +180,12 @@ def _by_file(hunks: Iterable[Hunk]) -> dict[str, list[Hunk]]:
     return groups
 
 
+def _in_order(hunks: Iterable[Hunk]) -> list[Hunk]:
+    """Text hunks of one file in the order they are applied (apply_lines) and rendered
+    (_hunk_opcodes): by (good start, good end, bad start)."""
+    return sorted(hunks, key=lambda h: (h.good_lines[0], h.good_lines[1], h.bad_lines[0]))
+
+
 def apply_lines(base: tuple[str, ...] | list[str], hunks: Iterable[Hunk]) -> list[str]:
     """GOOD's lines with the given text hunks of one file applied, in one forward pass.
 
@@ -188,7 +194,7 @@ def apply_lines(base: tuple[str, ...] | list[str], hunks: Iterable[Hunk]) -> lis
     """
     out: list[str] = []
     cursor = 1
-    for h in sorted(hunks, key=lambda h: (h.good_lines[0], h.good_lines[1], h.bad_lines[0])):
+    for h in _in_order(hunks):
         start, end = h.good_lines
         if start < cursor:
             raise SpaceError(f"hunks overlap in {h.file}: {h.id}")
@@ -256,7 +262,7 @@ def _hunk_opcodes(base: tuple[str, ...], hunks: list[Hunk], result: list[str]) -
     the hunk 'f:2', came out as `+z` after line 1 and `-y` at line 3). GOOD's last line is a change
     too where the join gave it a newline (a line now follows it); adjacent changes are one."""
     ops, i, j = [], 0, 0
-    for h in sorted(hunks, key=lambda h: (h.good_lines[0], h.good_lines[1], h.bad_lines[0])):
+    for h in _in_order(hunks):
         i1, i2 = h.good_lines[0] - 1, h.good_lines[1] - 1
         ops += [("equal", i, i1, j, j + i1 - i), ("change", i1, i2, j + i1 - i, j + i1 - i + len(h.new))]
         i, j = i2, j + i1 - i + len(h.new)

@@ -124,7 +124,7 @@ class Hunk:
                                 good_entry=g, bad_entry=b).unified(context) for rel, g, b in self.tree if g != b)
         head = f"diff --git a/{self.file} b/{self.file}\n"
         if self.kind == "mode":
-            return head + f"old mode {_git_mode(self.modes[0])}\nnew mode {_git_mode(self.modes[1])}\n"
+            return head + _mode_change(_git_mode(self.modes[0]), _git_mode(self.modes[1]))
         if self.kind in WHOLE:
             return head + _render_whole(self)
         gs, ge = self.good_lines
@@ -219,6 +219,11 @@ def _git_mode(mode: int, link: bool = False) -> str:
     return "120000" if link else "100755" if mode & 0o111 else "100644"
 
 
+def _mode_change(old: str, new: str) -> str:
+    """A patch's lines for a mode changed (git's modes: '100644', '100755', '120000')."""
+    return f"old mode {old}\nnew mode {new}\n"
+
+
 def _range(start: int, length: int) -> str:
     """A unified-diff range: 'start,length', 'start' for one line, 'start-1,0' when empty."""
     if length == 1:
@@ -243,7 +248,7 @@ def _render_whole(h: Hunk) -> str:
     elif b is None:
         head = f"deleted file mode {_git_mode(g.mode, g.link)}\n"
     elif _git_mode(g.mode, g.link) != _git_mode(b.mode, b.link):
-        head = f"old mode {_git_mode(g.mode, g.link)}\nnew mode {_git_mode(b.mode, b.link)}\n"
+        head = _mode_change(_git_mode(g.mode, g.link), _git_mode(b.mode, b.link))
     else:
         head = ""
     old, new = _entry_lines(g), _entry_lines(b)
@@ -319,7 +324,7 @@ def unified_diff(hunks: Iterable[Hunk], context: int = 3) -> str:
         mode = [h for h in hs if h.kind == "mode"]
         part = f"diff --git a/{rel} b/{rel}\n"
         if mode:
-            part += f"old mode {_git_mode(mode[0].modes[0])}\nnew mode {_git_mode(mode[0].modes[1])}\n"
+            part += _mode_change(_git_mode(mode[0].modes[0]), _git_mode(mode[0].modes[1]))
         if text:
             base = text[0].base
             result = split_text(join_lines(apply_lines(base, text)))

@@ -120,8 +120,8 @@ class Hunk:
     def unified(self, context: int = 3) -> str:
         """This hunk alone as a git-style patch against GOOD (BAD's line numbers on the + side)."""
         if self.kind == "retype":       # as git shows it: the file deleted, the directory's files added
-            return "".join(Hunk(rel, "add" if g is None else "delete" if b is None else "replace",
-                                good_entry=g, bad_entry=b).unified(context) for rel, g, b in self.tree if g != b)
+            return "".join(Hunk(rel, whole_kind(g, b), good_entry=g, bad_entry=b).unified(context)
+                           for rel, g, b in self.tree if g != b)
         head = f"diff --git a/{self.file} b/{self.file}\n"
         if self.kind == "mode":
             return head + _mode_change(_git_mode(self.modes[0]), _git_mode(self.modes[1]))
@@ -150,6 +150,11 @@ class Hunk:
         if self.parent:
             d["parent"] = self.parent
         return d
+
+
+def whole_kind(good: Entry | None, bad: Entry | None) -> str:
+    """The kind of a hunk that replaces one file whole: 'add', 'delete' or 'replace'."""
+    return "add" if good is None else "delete" if bad is None else "replace"
 
 
 def _text(entry: Entry | None) -> tuple[str, ...] | None:

@@ -21,7 +21,7 @@ import stat
 from pathlib import Path
 
 from bisectk.spaces.commits import SpaceError  # one error type for every space
-from bisectk.spaces.hunks import Entry, Hunk, _text
+from bisectk.spaces.hunks import Entry, Hunk, _text, whole_kind
 from bisectk.spaces.linediff import _matcher
 
 IGNORED = frozenset({".git", "__pycache__", ".bisectk"})
@@ -197,8 +197,7 @@ def _file_hunks(rel: str, good: Path | None, bad: Path | None,
         return hunks
     if ge is not None and be is not None and ge.data == be.data and ge.link == be.link:
         return [Hunk(rel, "mode", modes=(ge.mode, be.mode))]
-    kind = "add" if ge is None else "delete" if be is None else "replace"
-    return [Hunk(rel, kind, _span(a), _span(b), a or (), b or (), good_entry=ge, bad_entry=be)]
+    return [Hunk(rel, whole_kind(ge, be), _span(a), _span(b), a or (), b or (), good_entry=ge, bad_entry=be)]
 
 
 def _text_hunks(rel: str, a: tuple[str, ...], b: tuple[str, ...]) -> list[Hunk]:

@@ -3,7 +3,7 @@
 Abstractions
 ------------
 Replies  -- what every warm worker handle shares: the reply pipe read line by line, the ready
-            message, the exit request, close. The pool's fresh worker (pool._Worker) and the
+            message, the exit request, close. The pool's fresh worker (poolworker._Worker) and the
             forked one (Forked) are both Replies.
 Template -- the pool's handle on one template process: started under a supervisor (so it, and
             every worker forked from it, dies with bisectk), waited for once (its imports), then

@@ -2,9 +2,7 @@
 
 Abstractions
 ------------
-_Worker    -- one live worker process, started under a supervisor (so it dies with bisectk), its
-              reply pipe and its request stream.
-_Slot      -- a place in the pool (a GPU, or a CPU slot): the worker serving it and its hot spares,
+_Slot      -- (run/poolworker.py, with _Worker: one live worker process) a place in the pool (a GPU, or a CPU slot): the worker serving it and its hot spares,
               started and warmed in the background. A worker killed by a hang, a crash, a non-zero
               exit or a poisoned context is replaced by a spare at once (no imports to wait for),
               and a new spare is started behind it. Where a GPU is visible a slot keeps four
@@ -29,36 +27,28 @@ WorkerPool -- an Executor (run/executor.py): `run(job, watch) -> RawRun`, `alive
               `stats` counts warm and cold runs, worker starts and discards, state restored
               (`leaks_restored`) or retired for (`leaks_retired`), and how long each slot went
               without a ready worker after a discard (`recovery_s`). `close` kills a worker that is
-              mid-run at once (Ctrl-C must not wait for the run).
+              mid-run at once (Ctrl-C must not wait for the run). One run in a slot's worker, from
+              its request to its RawRun, is run/warmrun.py's (WarmRun, which WorkerPool is too).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import select
-import shutil
-import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 
-from bisectk.procstat import psutil
-from bisectk.run.classify import recognise
-from bisectk.run.executor import Builds, Job, build_then_run
-from bisectk.run.forked import FORK_READY_S, Forked, Replies, Template, kill_alive
 from bisectk.run import tmpfiles
-from bisectk.run.worker import BROKEN
-from bisectk.run.output import Readers
-from bisectk.run.pending import RunAbandoned
-from bisectk.run.process import (RUN_ID_ENV, SUPERVISOR_CHECK_S, TAIL_BYTES, RawRun, SupervisorLost, captures,
-                                 death_words, kill_run, kill_tree, run_process, signal_name, start_contained)
-from bisectk.run.watchdog import Watch, wait_run
+from bisectk.run.executor import Builds, Job, build_then_run
+from bisectk.run.forked import FORK_READY_S, Forked, Template
+from bisectk.run.poolworker import _Slot, _Worker, default_spares
+from bisectk.run.process import RawRun, run_process
+from bisectk.run.warmrun import _COLD, WarmRun
+from bisectk.run.watchdog import Watch
 
 # Environment variables read at import or CUDA-context creation: a request that changes one cannot
 # be honoured by a warm process and runs cold instead. Every family `bisectk env --diff` offers as
@@ -94,131 +84,7 @@ def _trace(event: str, **facts) -> None:
         pass
 
 
-def default_spares() -> tuple[int, int]:
-    """(hot spares per slot, most spares after a retirement): (4, 5) where a GPU is visible (see
-    _Slot), else (1, 1)."""
-    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
-        return 1, 1
-    return (4, 5) if Path("/dev/nvidia0").exists() or Path("/dev/nvidiactl").exists() else (1, 1)
-
-
-class _Worker(Replies):
-    """One live worker process started fresh (parent-side handle); run/forked.py has the forked one."""
-
-    def __init__(self, python: str, env: dict[str, str], preload: tuple[str, ...], log: Path | None):
-        super().__init__()
-        r, w = os.pipe()
-        self.log = open(log, "ab") if log else subprocess.DEVNULL
-        # the run id marks every process of this worker's tree, so one that escaped it (after its
-        # supervisor was killed) is still found (process.kill_run)
-        self.run_id = uuid.uuid4().hex
-        try:  # under a supervisor: the worker's tree dies with bisectk, even on SIGKILL
-            self.contained = start_contained(
-                # -P: the current directory is not put on sys.path, so the worker imports the pool's
-                # own bisectk (PYTHONPATH), never a checkout that happens to be the cwd
-                [python, "-P", "-m", "bisectk.run.worker", "--serve", "--reply-fd", str(w),
-                 "--preload", ",".join(preload)],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.log,
-                env={**env, RUN_ID_ENV: self.run_id}, pass_fds=(w,), cwd=os.getcwd(), grace=0.5)
-        finally:
-            os.close(w)
-        self.proc = self.contained.proc
-        self.pid = self.contained.pid   # the worker itself (proc is its supervisor)
-        self.tree_pid = self.proc.pid   # where a hang's snapshot reads the worker's tree
-        self.reply_fd = r
-        self._report: dict | None = None   # the supervisor's final report, once read (_reported)
-
-    def send(self, req: dict) -> None:
-        self.proc.stdin.write((json.dumps(req) + "\n").encode())
-        self.proc.stdin.flush()
-
-    def _reported(self) -> bool:
-        """Whether the supervisor ended after its final report: then the worker itself ended (a run
-        that crashed it, e.g. SIGSEGV) and the supervisor's exit only mirrors the worker's signal
-        (run/supervise.py); one killed from outside ends without a report."""
-        if self._report is None:
-            try:
-                self._report = self.contained.wait(time.monotonic() + 0.5) or {}
-            except (TimeoutError, SupervisorLost, OSError, ValueError):   # no report, or the worker was closed
-                self._report = {}
-        return bool(self._report)
-
-    def supervisor_lost(self) -> str:
-        """Why this worker's containment is gone ('' while its supervisor is alive and running):
-        a run may kill or stop the supervisor (it is the worker's parent)."""
-        if self.proc.poll() is not None:
-            if self._reported():
-                return ""
-            return f"the warm worker's supervisor {death_words(self.proc.returncode)}"
-        return self.contained.stopped().replace("the run's supervisor", "the warm worker's supervisor")
-
-    def usable(self) -> bool:
-        """Alive, and its supervisor alive and running (an idle spare may be killed too)."""
-        return self.proc.poll() is None and not self.contained.stopped()
-
-    def leftovers(self) -> int:
-        """Kill what a run left running in the worker's tree (children of the worker, and orphans
-        its supervisor adopted), as a fresh process's supervisor would after the run; how many."""
-        try:
-            sup = psutil.Process(self.proc.pid)
-            return kill_alive([p for p in sup.children(recursive=True) if p.pid != self.pid])
-        except psutil.Error:
-            return 0
-
-    def kill(self, grace_s: float = 0.5) -> None:
-        """End the worker and everything of its tree now, whether its supervisor is alive or not."""
-        try:
-            os.kill(self.pid, signal.SIGCONT)
-        except OSError:
-            pass
-        kill_tree(self.proc.pid, grace_s=grace_s)
-        if self.proc.poll() is not None or self.contained.stopped():
-            try:
-                os.kill(self.proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            kill_tree(self.pid, grace_s=0.0)
-            kill_run(self.run_id)
-        self.contained.close()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        for closing in (lambda: self.proc.stdin.close(), self.close_reply):
-            try:
-                closing()
-            except (OSError, ValueError):
-                pass
-        if self.log is not subprocess.DEVNULL:
-            self.log.close()
-
-    def _wait_exit(self, timeout: float) -> None:
-        self.proc.wait(timeout=timeout)
-
-    def returncode(self, timeout: float) -> int | None:
-        """How the worker ended (its supervisor mirrors it); None if it has not within `timeout`."""
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
-
-
-class _Slot:
-    """A place in the pool: its worker, its hot spares, and the threads starting them."""
-
-    def __init__(self, gpu):
-        self.gpu = gpu
-        self.worker: _Worker | None = None
-        self.spares: list[_Worker] = []   # ready, oldest first
-        self.starting = 0              # starts in flight (worker or spare)
-        self.pending: list[_Worker] = []   # started, not yet ready (closing kills them at once)
-        self.busy = False
-        self.failed_starts = 0         # consecutive; after MAX_FAILED_STARTS the slot runs cold
-        self.lost_at: float | None = None   # when the slot lost its worker with no spare ready
-        self.want = 0                  # spares kept ready: the pool's base, raised by retirements
-
-
-class WorkerPool:
+class WorkerPool(WarmRun):
     """Warm workers, one per slot (`slots`; with `gpus`, slot k on GPU gpus[k % len(gpus)], and
     at least one per GPU), each with hot spares.
 
@@ -617,172 +483,3 @@ class WorkerPool:
                 self.on_note(text)
             except Exception:
                 pass
-
-    def _run_on(self, slot: _Slot, job: Job, watch: Watch):
-        """One run in the slot's worker: its RawRun; None when the worker refused it (it was
-        retired); _COLD when the run broke the worker (it must be done cold)."""
-        w = slot.worker
-        # the run's fds 1 and 2 are FIFOs read here as a cold run's pipes are (run/output.py):
-        # capped logs, the result line wherever it is, lines followed as they come
-        fifos = _Fifos()
-        t0 = time.monotonic()
-        caps = captures(job.log_dir, TAIL_BYTES, lambda text: watch.feed(text, time.monotonic() - t0))
-        readers = Readers(list(zip(fifos.fds, caps)))
-        req = {"argv": list(job.argv[1:]), "env": dict(job.env),
-               "cwd": str(Path(job.cwd).resolve()) if job.cwd else os.getcwd(),
-               "stdout_path": str(fifos.dir / "stdout"), "stderr_path": str(fifos.dir / "stderr"),
-               "imports": bool(job.record_imports)}
-        try:
-            hung, rep, died, lost = self._wait(w, req, watch, t0, job.snapshot)
-        except BaseException:
-            # Ctrl-C: the worker is mid-run; end it now rather than wait for the run
-            self._retire(slot, grace_s=0.1)
-            readers.stop(0.5)
-            fifos.close()
-            raise
-        if self._closed and rep is None and (died or lost):
-            # closed under the run: the command is leaving (Ctrl-C, SIGTERM, a hangup, in the main
-            # thread while this run, made ahead, went on in its own) and close() killed the
-            # worker, not the subject: nothing to judge, and a crash stored would be a lie
-            readers.stop(0.5)
-            fifos.close()
-            raise RunAbandoned("the warm workers were closed during the run (the command is leaving): "
-                               "ended unjudged")
-        duration = hung.at_s if hung else time.monotonic() - t0
-        if not lost and rep is not None:
-            lost = w.supervisor_lost()   # a run may kill or stop the supervisor and then return
-        leftovers = 0 if lost else w.leftovers()
-        if lost or hung:
-            # containment gone, or a hang: end the worker first, so a tree that keeps printing (a
-            # chatty hang) cannot hold the readers' drain
-            self._retire(slot)
-        readers.stop()
-        broken = _read(fifos.dir / BROKEN) if died else ""
-        fifos.close()
-        if broken:      # the worker's death is not the subject's: the run is done again cold
-            self._retire(slot)
-            self.stats["broken"] = self.stats.get("broken", 0) + 1
-            self._note(f"warm worker: {broken}; that run was done again cold")
-            return _COLD
-        self.stats["warm_runs"] += 1
-        notes = [c.sink_error for c in caps if c.sink_error]
-        seen = dict(stdout=caps[0].text(), stderr=caps[1].text(), result=caps[0].result)
-        if lost:   # containment is gone: the worker's whole tree was ended by hand; no verdict
-            self.stats["worker_lost"] = self.stats.get("worker_lost", 0) + 1
-            return RawRun(started=False, error=f"{lost} during the run; the worker and its processes were "
-                                               "ended; the run cannot be judged", **seen)
-        seen["timeline"] = watch.timeline(duration).to_list()
-        if hung:
-            return RawRun(started=True, timed_out=True, duration_s=duration, stalled=hung.stalled, stuck=hung.stuck,
-                          **seen)
-        if died:
-            return self._died(slot, w, duration, seen)
-        if rep.get("broken"):   # a run that broke what puts the worker back (os.chdir = None): not its crash
-            self._retire(slot)
-            self.stats["broken"] = self.stats.get("broken", 0) + 1
-            self._note(f"warm worker: {rep['broken']}; that run was done again cold")
-            return _COLD
-        if rep.get("refused"):
-            self._retire(slot)
-            self.stats["refused"] = self.stats.get("refused", 0) + 1
-            self._note(f"warm worker retired before a run: {rep['refused']}")
-            return None
-        return self._replied(slot, w, rep, duration, leftovers, notes, seen)
-
-    def _wait(self, w: _Worker, req: dict, watch: Watch, t0: float, snapshot):
-        """(Hung or None, the worker's reply or None, whether the worker died, why its containment
-        was lost or ''): the one wait loop (run/watchdog.py), the supervisor looked at every
-        SUPERVISOR_CHECK_S between its steps. A hang's snapshot reads the worker's tree (its
-        supervisor's pid) before it is retired."""
-        rep, checked = None, t0
-
-        def step(seconds: float) -> bool:
-            nonlocal rep, checked
-            if time.monotonic() - checked >= SUPERVISOR_CHECK_S:
-                checked = time.monotonic()
-                lost = w.supervisor_lost()
-                if lost:
-                    raise _Lost(lost)
-            rep = w.read_line(seconds)
-            return rep is not None
-        try:
-            w.send(req)
-            return (wait_run(step, watch, t0, pid=w.tree_pid, snapshot=snapshot, older=(w.tree_pid, w.pid)),
-                    rep, False, "")
-        except _Lost as exc:
-            return None, None, False, str(exc)
-        except (BrokenPipeError, OSError, EOFError):
-            return None, None, True, w.supervisor_lost()
-
-    def _died(self, slot: _Slot, w: _Worker, duration: float, seen: dict) -> RawRun:
-        """The worker died under the script (a segfault, os._exit, abort): its exit is the run's."""
-        rc = w.returncode(10)
-        rc = -9 if rc is None else rc
-        self._retire(slot)
-        return RawRun(started=True, exit_code=None if rc < 0 else rc, signal=signal_name(rc), duration_s=duration,
-                      error="" if rc < 0 else "the warm worker exited during the run", **seen)
-
-    def _replied(self, slot: _Slot, w: _Worker, rep: dict, duration: float, leftovers: int, notes: list[str],
-                 seen: dict) -> RawRun:
-        """The run as the worker reported it, and whether that worker may serve again."""
-        w.runs += 1
-        code = rep.get("exit_code")
-        poisoned = rep.get("poisoned") or ""
-        changed, stuck = rep.get("changed") or [], rep.get("stuck") or []
-        isolation = ""
-        if stuck:
-            self.stats["leaks_retired"] = self.stats.get("leaks_retired", 0) + 1
-            isolation = f"left state that cannot be put back: {'; '.join(stuck[:3])}; its worker was retired"
-            self._note(f"warm worker: a run {isolation}")
-        elif changed:
-            self.stats["leaks_restored"] = self.stats.get("leaks_restored", 0) + 1
-            isolation = f"changed {'; '.join(changed[:3])}; put back before the next run"
-            self._note(f"warm worker: a run {isolation}")
-        if leftovers:
-            self._note(f"warm worker: a run left {leftovers} process(es) running; they were killed")
-        # An ordinary failing exit (an assertion, a wrong result, sys.exit(1)) leaves a worker as good
-        # as it was: its state was checked and put back above, and its CUDA context checked. Only a
-        # process state in doubt retires it: a poisoned context, a failure that reports a CUDA
-        # error (the context may be poisoned where the check cannot see it), state that cannot be
-        # put back, a native extension of the run's own (`retire`), or its run budget.
-        cuda_error = code != 0 and recognise(seen["stderr"][-8192:]) is not None
-        if poisoned or cuda_error or rep.get("retire") or w.runs >= self.max_runs:
-            self._retire(slot)  # never let a possibly poisoned CUDA context serve again
-        killed = isinstance(code, int) and code < 0     # the subject's KeyboardInterrupt: SIGINT, as cold
-        return RawRun(started=True, exit_code=None if killed else code, signal=signal_name(code) if killed else None,
-                      timed_out=False, duration_s=duration, poisoned=poisoned, leftovers=leftovers, imports=tuple(rep.get("imports") or ()),
-                      isolation=isolation, error=f"log not written: {notes[0]}" if notes else "", **seen)
-
-
-class _Lost(Exception):
-    """The warm worker's supervisor was killed or stopped during a run (why, in words)."""
-
-
-_COLD = object()    # _run_on: the run must be done cold (it broke its warm worker)
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace").strip()
-    except OSError:
-        return ""
-
-
-class _Fifos:
-    """The two FIFOs a warm run writes its stdout and stderr to, in a private directory. Opened
-    read-write, so they exist before the worker opens them and never read as EOF early."""
-
-    def __init__(self) -> None:
-        self.dir = Path(tmpfiles.make_dir("warm"))
-        self.fds = []
-        for name in ("stdout", "stderr"):
-            os.mkfifo(self.dir / name, 0o600)
-            self.fds.append(os.open(self.dir / name, os.O_RDWR | os.O_NONBLOCK))
-
-    def close(self) -> None:
-        for fd in self.fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        shutil.rmtree(self.dir, ignore_errors=True)

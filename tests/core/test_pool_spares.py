@@ -49,7 +49,7 @@ def test_a_worker_killed_twice_closes_its_reply_pipe_once(tmp_path):
     (a psutil read of /proc failed with EBADF in a test run so)."""
     import os
 
-    from bisectk.run.pool import _Worker
+    from bisectk.run.poolworker import _Worker
     w = _Worker(sys.executable, dict(os.environ), (), None)
     number = w.reply_fd
     w.kill(0.1)

@@ -228,7 +228,7 @@ def test_workers_forked_from_the_template_replace_a_hang_without_the_imports(scr
 
 
 def test_default_spares_follow_gpu_visibility(monkeypatch):
-    from bisectk.run import pool as poolmod
+    from bisectk.run import poolworker as poolmod
     monkeypatch.setattr(poolmod.Path, "exists", lambda self: str(self).startswith("/dev/nvidia"))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert poolmod.default_spares() == (4, 5)

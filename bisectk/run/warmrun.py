@@ -70,10 +70,7 @@ class WarmRun:
         broken = _read(fifos.dir / BROKEN) if died else ""
         fifos.close()
         if broken:      # the worker's death is not the subject's: the run is done again cold
-            self._retire(slot)
-            self.stats["broken"] = self.stats.get("broken", 0) + 1
-            self._note(f"warm worker: {broken}; that run was done again cold")
-            return _COLD
+            return self._broke(slot, broken)
         self.stats["warm_runs"] += 1
         notes = [c.sink_error for c in caps if c.sink_error]
         seen = dict(stdout=caps[0].text(), stderr=caps[1].text(), result=caps[0].result)
@@ -88,16 +85,21 @@ class WarmRun:
         if died:
             return self._died(slot, w, duration, seen)
         if rep.get("broken"):   # a run that broke what puts the worker back (os.chdir = None): not its crash
-            self._retire(slot)
-            self.stats["broken"] = self.stats.get("broken", 0) + 1
-            self._note(f"warm worker: {rep['broken']}; that run was done again cold")
-            return _COLD
+            return self._broke(slot, rep["broken"])
         if rep.get("refused"):
             self._retire(slot)
             self.stats["refused"] = self.stats.get("refused", 0) + 1
             self._note(f"warm worker retired before a run: {rep['refused']}")
             return None
         return self._replied(slot, w, rep, duration, leftovers, notes, seen)
+
+    def _broke(self, slot: _Slot, why: str):
+        """The run broke its warm worker (its death, or what puts it back), not the subject: the
+        worker is retired, said once, and the run is done again cold (_COLD)."""
+        self._retire(slot)
+        self.stats["broken"] = self.stats.get("broken", 0) + 1
+        self._note(f"warm worker: {why}; that run was done again cold")
+        return _COLD
 
     def _wait(self, w: _Worker, req: dict, watch: Watch, t0: float, snapshot):
         """(Hung or None, the worker's reply or None, whether the worker died, why its containment

@@ -47,6 +47,9 @@ SCAN_BYTES = 1 << 20          # a larger counted file is hashed, not scanned for
 SCAN_DEPTH = 3
 MAX_NAMED = 64
 SKIP_PARTS = {".git", ".bisectk", "__pycache__"}
+# what diff's scratch copy of a tree leaves out (spaces/treediff.py), and so what a tree's content
+# digest skips (run/memokey.py): one set, or a hybrid's key could hold what its copy lacks
+NOT_COPIED = frozenset({".git", "__pycache__", ".bisectk"})
 VIRTUAL = ("/proc/", "/sys/", "/dev/")   # the kernel's files: their content is the moment's, not an input
 
 _FILE_CACHE: dict[str, tuple[tuple, str]] = {}

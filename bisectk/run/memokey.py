@@ -69,7 +69,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from bisectk.contents import file_digest
+from bisectk.contents import NOT_COPIED, file_digest
 
 VOLATILE_ENV = frozenset({
     "PWD", "OLDPWD", "PYENV_DIR", "SHLVL", "_", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "HISTFILE", "HISTSIZE",
@@ -95,7 +95,6 @@ TREE_NAMES = {"Makefile", "makefile", "CMakeLists.txt", "meson.build", "BUILD", 
 SKIP_DIRS = {".git", ".bisectk", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".mypy_cache",
              ".pytest_cache", ".ruff_cache", "build", "dist", ".eggs"}
 MAX_TREE_FILES = 20000
-CONTENT_SKIP = {".git", "__pycache__", ".bisectk"}   # what diff's scratch copy leaves out (spaces/treediff.py IGNORED)
 POLICY_VERSION = "progress-v2"   # the watchdog's rules (run/progress.py): a change there is a new key
 
 
@@ -215,9 +214,9 @@ def content_digest(root: str | os.PathLike) -> str:
         for dirpath, dirnames, filenames in os.walk(root):
             here = Path(dirpath)
             links = [d for d in dirnames if (here / d).is_symlink()]   # a linked directory: one entry
-            dirnames[:] = sorted(d for d in dirnames if d not in CONTENT_SKIP and d not in links)
+            dirnames[:] = sorted(d for d in dirnames if d not in NOT_COPIED and d not in links)
             entries += [((here / n).relative_to(root).as_posix(), here / n)
-                        for n in sorted(filenames + links) if n not in CONTENT_SKIP]
+                        for n in sorted(filenames + links) if n not in NOT_COPIED]
     for rel, path in sorted(entries):
         try:
             st = path.lstat()

@@ -20,11 +20,12 @@ import os
 import stat
 from pathlib import Path
 
+from bisectk.contents import NOT_COPIED
 from bisectk.spaces.commits import SpaceError  # one error type for every space
 from bisectk.spaces.hunks import Entry, Hunk, _text, whole_kind
 from bisectk.spaces.linediff import _matcher
 
-IGNORED = frozenset({".git", "__pycache__", ".bisectk"})
+IGNORED = NOT_COPIED    # .git, __pycache__, .bisectk: the tree's content digest skips them too (contents.py)
 
 
 def diff_paths(good: str | Path, bad: str | Path) -> list[Hunk]:

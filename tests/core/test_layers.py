@@ -20,7 +20,7 @@ ALLOWED = {
                     "bisectk.procstat", "bisectk.stuck", "bisectk.timeouts", "bisectk.run"},
     "bisectk.ptx": {"bisectk.errors", "bisectk.outcome", "bisectk.spec", "bisectk.run", "bisectk.ptx"},
     "bisectk.evidence": {"bisectk.errors", "bisectk.outcome", "bisectk.spec", "bisectk.run", "bisectk.ptx"},
-    "bisectk.spaces": {"bisectk.errors", "bisectk.outcome", "bisectk.procstat", "bisectk.spec", "bisectk.run",
+    "bisectk.spaces": {"bisectk.errors", "bisectk.outcome", "bisectk.procstat", "bisectk.contents", "bisectk.spec", "bisectk.run",
                        "bisectk.spaces"},
     "bisectk.engine": {"bisectk.errors", "bisectk.exitcodes", "bisectk.outcome", "bisectk.expr", "bisectk.spec",
                        "bisectk.procstat", "bisectk.stuck", "bisectk.timeouts",

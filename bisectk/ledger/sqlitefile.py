@@ -60,6 +60,16 @@ def _use_wal(db: sqlite3.Connection, path: Path | None = None) -> None:
         db.execute("PRAGMA synchronous=NORMAL")
 
 
+def _connect_writer(path: Path) -> sqlite3.Connection:
+    """A read-write connection to the ledger at `path`, as opening makes it and as a ledger
+    written again from its open copy (store.py _in_place) is reopened: SQLite's busy wait, and
+    WAL where the file system allows it (_use_wal)."""
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+    db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+    _use_wal(db, path)
+    return db
+
+
 def _retry_busy(step, limit_s: float | None = None):
     """Run one statement, retrying while another process holds a lock it cannot wait for: switching
     a new file to WAL, or reading it while another connection does, can answer SQLITE_BUSY at once

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from bisectk.errors import LedgerError
 from bisectk.ledger.schema import _MIGRATIONS, _TABLES, SCHEMA_VERSION, _run, stored_key
-from bisectk.ledger.sqlitefile import (BUSY_TIMEOUT_S, _connect_readonly, _file_id, _nearly_full, _retry_busy,
-                                       _use_wal)
+from bisectk.ledger.sqlitefile import (BUSY_TIMEOUT_S, _connect_readonly, _connect_writer, _file_id, _nearly_full,
+                                       _retry_busy)
 from bisectk.outcome import Run
 from bisectk.procstat import give, owner_to_give, process_start
 
@@ -69,19 +69,15 @@ class Store:
         self._claimed: set[str] = set()     # owners of the claims this object holds (given back at close)
         if readonly:
             self.db = _connect_readonly(self.path)
+            with self._read("opening"):
+                self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         else:
             self._check_writable()
-            try:
-                self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
-                                          timeout=BUSY_TIMEOUT_S)
-            except sqlite3.Error as exc:
-                raise self._error(exc, "opening") from None
+            with self._read("opening"):
+                self.db = _connect_writer(self.path)
         self.identity = _file_id(self.path)   # which file this connection writes (see _in_place)
         self.db.create_function("bisectk_key", 1, stored_key, deterministic=True)   # migration 2 -> 3
         with self._read("opening"):
-            self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-            if not readonly:
-                _use_wal(self.db, self.path)
             big = _size(self.path) > FULL_CHECK_BYTES
             lately = big and _checked_lately(self.db)
             bad = ["ok"] if lately else _quick_check(self.db)
@@ -186,9 +182,7 @@ class Store:
                 os.replace(scratch, target)
             else:
                 os.unlink(scratch)
-            self.db = sqlite3.connect(target, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S)
-            self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-            _use_wal(self.db, Path(target))
+            self.db = _connect_writer(Path(target))
         except (OSError, sqlite3.Error) as exc:
             raise LedgerError(f"ledger {self.path} was {'replaced' if replaced else 'deleted'} while this command "
                               f"ran, and it could not be written again ({exc}); what this command observed is "

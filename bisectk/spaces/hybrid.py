@@ -26,6 +26,7 @@ from bisectk.spaces.dirwatch import DirWatch
 from bisectk.spaces.hunks import WHOLE, Entry, Hunk, _by_file, apply_lines, join_lines
 from bisectk.spaces.treediff import _read, _scan, _skipped
 
+
 def _result(good: Entry | None, hunks: list[Hunk]) -> Entry | None:
     """The entry of one file with `hunks` (all of that file) applied to GOOD's entry."""
     whole = [h for h in hunks if h.kind in WHOLE]

@@ -94,6 +94,7 @@ from bisectk.engine.oracle import Trials
 from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import FailKind, Outcome, Reason, Run, Target, Verdict
 from bisectk.run.runner import Runner
+from bisectk.slowrule import BASELINE_RUNS, rule_words, value
 
 
 if TYPE_CHECKING:   # loaded after the endpoints ran: the first run does not wait for it (issue 27)
@@ -296,12 +297,12 @@ def _slow_measured(runner: Runner, good_runs: list[Run], bad_runs: list[Run]) ->
     if base <= 0:
         return (f"; the good endpoint's {unit} is {base:g}, and SLOW compares against a multiple of it: no value "
                 f"is judged slower; report a positive {unit} (a time in finer units: us, ns)")
-    vals = [v for r in bad_runs if r.outcome is Outcome.PASS and (v := judge.elapsed(r.metrics, r.duration_s)) is not None]
+    vals = _values(runner, [r for r in bad_runs if r.outcome is Outcome.PASS])
     n_good = sum(r.outcome is Outcome.PASS for r in good_runs)
     if not vals:
         return ""
     mid = statistics.median(vals)
-    rule = f"below {base:.3g} / {f:g} = {base / f:.3g}" if judge.higher else f"above {f:g} x {base:.3g} = {f * base:.3g}"
+    rule = rule_words(base, f, judge.higher)
     rests = "good's one run" if n_good == 1 else f"good's median over {n_good} runs"
     said = (f"; SLOW is {unit} {rule} (the baseline: {rests}), and bad's {unit} was "
             f"{min(vals):.3g}-{max(vals):.3g} (median {mid:.3g}, {mid / base:.2f}x good's)")
@@ -312,18 +313,15 @@ def _slow_measured(runner: Runner, good_runs: list[Run], bad_runs: list[Run]) ->
     return said
 
 
-WALL_BASELINE_RUNS = 3   # good runs a SLOW baseline rests on, at least (wall time or a metric)
-
-
 def baseline_runs(runner: Runner) -> int:
-    """How many good runs step 1 makes at least: WALL_BASELINE_RUNS under a SLOW rule, else 1.
+    """How many good runs step 1 makes at least: slowrule.BASELINE_RUNS under a SLOW rule, else 1.
     A command's first run pays its cold start (no spare supervisor yet, cold file caches: 0.27 s
     where the next ones took 0.24 s), and one run was the baseline: a 1.25x regression passed
     against 1.15 x it. A reported metric has its noise: one good run 1.6 standard deviations low
     (3% noise) put the threshold of a +30% regression under slow_factor 1.1 inside good's spread,
     and the search ended rc 2 after 241 runs. The median of three leaves either out; 3b (above)
     runs three a side anyway."""
-    return WALL_BASELINE_RUNS if runner.judge.slow_factor else 1
+    return BASELINE_RUNS if runner.judge.slow_factor else 1
 
 
 def _slow_spread(runner: Runner, good_runs: list[Run], target: Target | None) -> tuple[str, ...]:
@@ -336,14 +334,12 @@ def _slow_spread(runner: Runner, good_runs: list[Run], target: Target | None) ->
             or not any(f.kind is FailKind.SLOW for f in target.failures)):
         return ()
     import statistics
-    vals = [v for r in good_runs if r.outcome is not Outcome.UNRESOLVED
-            and (v := judge.elapsed(r.metrics, r.duration_s)) is not None]
+    vals = _values(runner, good_runs)
     if not vals:
         return ()
     unit, base, f = judge.slow_metric or "wall s", judge.baseline, judge.slow_factor
-    threshold = f"{base:.3g} / {f:g} = {base / f:.3g}" if judge.higher else f"{f:g} x {base:.3g} = {f * base:.3g}"
     return (f"good's {unit} ranged {min(vals):.3g}-{max(vals):.3g} over {len(vals)} runs (median "
-            f"{statistics.median(vals):.3g}) against the SLOW threshold {threshold}: the metric's run-to-run spread "
+            f"{statistics.median(vals):.3g}) against the SLOW threshold ({rule_words(base, f, judge.higher)}): the metric's run-to-run spread "
             f"reaches slow_factor, so one run cannot tell good from bad; raise slow_factor above that spread, or make "
             f"the metric steadier (more iterations a run, a quieter machine, --jobs 1)",)
 
@@ -362,9 +358,11 @@ def _slow_target(runner: Runner, target: Target | None) -> bool:
 
 
 def _values(runner: Runner, runs: list[Run]) -> list[float]:
-    """The SLOW metric of the runs it judged (passes and SLOW failures), positive ones."""
+    """The SLOW values (slowrule.value) of the runs the rule judged, passes and SLOW failures,
+    positive ones: the one reading every SLOW problem and note here rests on."""
+    metric = runner.judge.slow_metric
     return [v for r in runs if r.outcome is Outcome.PASS or r.kind is FailKind.SLOW
-            if (v := runner.judge.elapsed(r.metrics, r.duration_s)) is not None and v > 0]
+            if (v := value(r.metrics, r.duration_s, metric)) is not None and v > 0]
 
 
 def _separate(trials: Trials, good_point: Any, bad_point: Any, good_runs: list[Run], bad_runs: list[Run],
@@ -400,7 +398,6 @@ def _inseparable(runner: Runner, found, good_runs: list[Run], bad_runs: list[Run
     judge = runner.judge
     unit, base, f = judge.slow_metric, judge.baseline, judge.slow_factor
     good, bad = _values(runner, good_runs), _values(runner, bad_runs)
-    threshold = f"below {base:.3g} / {f:g} = {base / f:.3g}" if judge.higher else f"above {f:g} x {base:.3g} = {f * base:.3g}"
     spread = (f"good's {unit} {min(good):.3g}-{max(good):.3g} (median {statistics.median(good):.3g}) and bad's "
               f"{min(bad):.3g}-{max(bad):.3g} (median {statistics.median(bad):.3g}) over {len(good)} and {len(bad)} runs")
     steadier = "make the metric steadier (more iterations a run, a quieter machine, --jobs 1)"
@@ -419,7 +416,7 @@ def _inseparable(runner: Runner, found, good_runs: list[Run], bad_runs: list[Run
         fix = (f"slow_factor = {to:.3g} puts the threshold halfway between the two medians (against this "
                f"baseline, {base:.3g}, the median of good's calibrating runs, which the ledger keeps)")
     return (f"good and bad differ (Mann-Whitney p = {found.p_shift:.2g}) but one run is not judged alone against "
-            f"the SLOW threshold ({unit} {threshold}): {spread}; {why}, so the search would take the noise for "
+            f"the SLOW threshold ({unit} {rule_words(base, f, judge.higher)}): {spread}; {why}, so the search would take the noise for "
             f"an intermittent failure; {fix}; or {steadier}")
 
 

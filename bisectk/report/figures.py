@@ -41,6 +41,7 @@ from typing import Any
 from bisectk.engine.records import (AblationRecord, BisectRecord, DiffRecord, EndpointCheck, Record, ReplayRecord,
                                     TriageRecord)
 from bisectk.outcome import FailKind, Outcome, Run
+from bisectk import slowrule
 
 NOT_RUN = "not run"
 MAX_INTERACTION = 5      # 2^5 subsets; past that only the proof's levels would be readable
@@ -347,30 +348,23 @@ def progress(check: EndpointCheck | None) -> Progress | None:
 
 # -- slow ----------------------------------------------------------------------------------------
 
-def _value(metrics: dict, duration_s: float, metric: str | None) -> float | None:
-    if metric is None:
-        return duration_s
-    v = metrics.get(metric)
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
 def slow_metric(rec: Record) -> SlowMetric | None:
     check, subject = rec.endpoints, getattr(rec, "subject", None)
     if check is None or subject is None or not subject.slow_factor or check.bad.kind is not FailKind.SLOW:
         return None
     metric = subject.slow_metric
     base = [v for r in check.good.runs if r.outcome is Outcome.PASS
-            and (v := _value(r.metrics, r.duration_s, metric)) is not None]
+            and (v := slowrule.value(r.metrics, r.duration_s, metric)) is not None]
     if not base:
         return None
     points = []
     for side, verdict, outcome in (("good", check.good, check.good.outcome.value),
                                    ("bad", check.bad, check.bad.against(check.target).value)):
-        vals = [v for r in verdict.runs if (v := _value(r.metrics, r.duration_s, metric)) is not None]
+        vals = [v for r in verdict.runs if (v := slowrule.value(r.metrics, r.duration_s, metric)) is not None]
         if vals:
             points.append(MetricPoint(f"{side} (endpoint)", statistics.median(vals), outcome))
     for a in getattr(rec, "attempts", ()):
-        v = _value(a.metrics, a.time_s / max(a.runs, 1), metric)
+        v = slowrule.value(a.metrics, a.time_s / max(a.runs, 1), metric)
         if v is not None:
             points.append(MetricPoint(f"{a.index}. {a.label if rec.command == 'bisect' else ', '.join(a.applied)}",
                                       v, a.outcome))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from bisectk.engine.records import EndpointCheck, confidence_of
 from bisectk.engine.records import stop_reason_of as _reason
+from bisectk import slowrule
 from bisectk.outcome import FailKind, Outcome
 
 
@@ -94,14 +95,11 @@ def slow_line(check: EndpointCheck | None, subject) -> str | None:
     higher = getattr(subject, "slow_better", "lower") == "higher"
 
     def values(runs) -> list[float]:
-        if metric is None:
-            return [r.duration_s for r in runs]
-        return [float(v) for r in runs if isinstance(v := r.metrics.get(metric), (int, float)) and not isinstance(v, bool)]
+        return [v for r in runs if (v := slowrule.value(r.metrics, r.duration_s, metric)) is not None]
     good = values([r for r in check.good.runs if r.outcome is Outcome.PASS])
     bad = values([r for r in check.bad.runs if r.kind is FailKind.SLOW])
     unit = metric or "wall s"
-    rule = f"below {base:.3g} / {f:g} = {base / f:.3g}" if higher else f"above {f:g} x {base:.3g} = {f * base:.3g}"
-    line = (f"slow: {unit} {rule}, each run judged alone against it (the baseline: the median of good's "
+    line = (f"slow: {unit} {slowrule.rule_words(base, f, higher)}, each run judged alone against it (the baseline: the median of good's "
             f"calibrating run(s); good passed with {', '.join(f'{v:.3g}' for v in good[:10])}"
             f"{', ...' if len(good) > 10 else ''})")
     if bad:

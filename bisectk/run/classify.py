@@ -28,6 +28,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from bisectk import slowrule
 from bisectk.outcome import NAN_CHECK, FailKind, Outcome, Reason, Run
 
 # The rules above, as a memo key's part (run/memokey.py StaticKey): a change that can move a stored
@@ -242,10 +243,7 @@ class Judge:
                                    # the baseline / slow_factor, not above slow_factor x it
 
     def elapsed(self, metrics: dict, duration_s: float) -> float | None:
-        if self.slow_metric:
-            value = metrics.get(self.slow_metric)
-            return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-        return duration_s
+        return slowrule.value(metrics, duration_s, self.slow_metric)
 
     def slow(self, metrics: dict, duration_s: float) -> str | None:
         # a baseline of 0 or below (a time printed in too coarse a unit, a signed metric) has no

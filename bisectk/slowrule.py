@@ -5,6 +5,7 @@ Abstractions
 ------------
 BASELINE_RUNS -- how many good runs the SLOW baseline is the median of, at least (wall time or a
                  metric).
+unreadable    -- why a reported SLOW metric is no value to judge (a string, a bool or null, NaN).
 value         -- the SLOW value of one run: its `slow_metric` where the rule names one (a number,
                  bools and strings aside), else its wall seconds.
 threshold     -- the value past which one run is SLOW: slow_factor x the baseline, or for a
@@ -29,6 +30,18 @@ def value(metrics: dict, duration_s: float, metric: str | None) -> float | None:
         return duration_s
     v = metrics.get(metric)
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def unreadable(v: object) -> str | None:
+    """Why a reported SLOW metric is no value to judge (None: it is one): a string (quoted
+    "130" as much as "fast"), a bool or null, or NaN. Each was read as no value and the run
+    passed: a hybrid holding the culprit that printed its time in quotes cleared it, and the
+    culprit came out as an interaction of every factor. An infinity is a value (the slowest
+    time, or a throughput of none); so is a signed one (a baseline at or below zero is said at
+    the endpoint check)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return f"the string {v[:40]!r}" if isinstance(v, str) else ("null" if v is None else f"{type(v).__name__} {v!r}"[:60])
+    return "NaN" if v != v else None
 
 
 def threshold(baseline: float, factor: float, higher: bool) -> float:

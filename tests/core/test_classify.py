@@ -466,3 +466,20 @@ def test_a_build_that_made_nothing_is_unresolved_where_a_factor_reaches_the_run_
     b = classify_build(raw(exit_code=0, stdout=said), carries_config=True)
     assert b.reason is Reason.BUILD and said.strip() in b.signature and "make -B" in b.signature
     assert classify_build(raw(exit_code=0, stdout="cc -DWARPS=10 -o k k.c\n"), carries_config=True) is None
+
+
+@pytest.mark.parametrize("printed, said", [
+    ('"130"', "the string '130'"), ('"fast"', "the string 'fast'"), ("true", "bool True"), ("null", "null"),
+    ("NaN", "NaN"), ("[130]", "list [130]"),
+])
+def test_a_slow_metric_that_is_no_number_is_unresolved_not_a_pass(printed, said):
+    """time_ms printed in quotes (or as null, NaN, a list): read as no value, the run passed; a
+    hybrid holding the culprit cleared it, and ablate named every factor as an interaction at rc 0.
+    With a threshold on another metric too (NaN alone in a run without thresholds is WRONG)."""
+    j = Judge([Threshold("err", max=0.5)], slow_factor=1.1, slow_metric="time_ms", baseline=100.0)
+    r = classify_run(raw(stdout=f'BISECTK_RESULT {{"err": 0, "time_ms": {printed}}}'), j)
+    assert r.outcome is Outcome.UNRESOLVED and r.reason is Reason.INFRA, (r.outcome, r.signature)
+    assert r.signature.startswith(f"slow_metric time_ms is {said}, not a value SLOW can judge"), r.signature
+    for fine in ("130", "Infinity", "0"):     # a number (the slowest time of all, none at all) is judged
+        assert classify_run(raw(stdout=f'BISECTK_RESULT {{"err": 0, "time_ms": {fine}}}'), j).outcome \
+            is not Outcome.UNRESOLVED

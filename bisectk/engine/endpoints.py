@@ -24,7 +24,7 @@ verify         -- the procedure, through the space's Trials (engine/oracle.py; i
                      is run up to `calibrate_runs` runs to measure its failure rate; a bisection's
                      posterior learns the rate as it goes, from these runs and every later one;
                   3b. a SLOW failure on a reported metric (no --flaky): does one run tell good from
-                     bad? Both run to SEPARATION_EARLY runs, and on to `calibrate_runs` unless
+                     bad? Both run to SEPARATION_EARLY runs (engine/slowends.py), and on to `calibrate_runs` unless
                      those settle it (search/separation.py: the threshold's margin to either side's
                      spread, Mann-Whitney). Where not, the pair is unusable with a problem that
                      gives both sides' numbers and what to do (a slow_factor between them, a
@@ -55,7 +55,6 @@ recheck_good   -- 6. after a search, when its answer says the good side may fail
                   unusable, with its rate and what to do.
 
 side_by_side   -- whether runs may begin beside the good endpoint's (--jobs above one, no --flaky).
-baseline_runs  -- how many good runs step 1 makes at least (3 under a SLOW rule).
 BadBeside      -- verify's `meanwhile` for a search that makes no runs ahead (bisect): only the
                   bad endpoint's first run begins beside the good endpoint's.
 
@@ -94,7 +93,7 @@ from bisectk.engine.oracle import Trials
 from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import FailKind, Outcome, Reason, Run, Target, Verdict
 from bisectk.run.runner import Runner
-from bisectk.slowrule import BASELINE_RUNS, rule_words, value
+from bisectk.engine import slowends
 
 
 if TYPE_CHECKING:   # loaded after the endpoints ran: the first run does not wait for it (issue 27)
@@ -129,7 +128,7 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
     _beside_good), or else, called, beside the bad endpoint's once good has passed."""
     runner, policy = trials.runner, trials.policy
     cap = max(policy.calibrate_runs, repeat)
-    good_repeat = max(repeat, baseline_runs(runner))
+    good_repeat = max(repeat, slowends.baseline_runs(runner))
     runner.events.emit(PhaseStarted("endpoints", f"verifying good and bad, {repeat} run(s) each" if good_repeat == repeat
                                     else f"verifying good ({good_repeat} runs: the SLOW baseline is their "
                                          f"median) and bad ({repeat} run(s))"))
@@ -177,8 +176,8 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
             bad_runs.append(trials.observe(bad_point))
         target = Target.of(bad_runs, policy.same_failure)
     separation = None
-    if policy.flaky is not True and _slow_target(runner, target):     # 3b. does one run tell them apart?
-        separation = _separate(trials, good_point, bad_point, good_runs, bad_runs, cap)
+    if policy.flaky is not True and slowends.hunted(runner, target):     # 3b. does one run tell them apart?
+        separation = slowends.separate_sides(trials, good_point, bad_point, good_runs, bad_runs, cap)
         target = Target.of(bad_runs, policy.same_failure)
     two_rate = policy.flaky is True and target is not None
     if two_rate and measure and len(good_runs) < cap:
@@ -216,9 +215,9 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
                    f"and the bad configuration's runs could not be judged slow (they passed unjudged); make good "
                    f"pass first")
     elif problem is not None and bad.outcome is Outcome.PASS and target is None:
-        problem += _slow_measured(runner, good_runs, bad_runs)
+        problem += slowends.measured(runner, good_runs, bad_runs)
     elif separation is not None and not separation.clear:
-        problem = _inseparable(runner, separation, good_runs, bad_runs)
+        problem = slowends.inseparable(runner, separation, good_runs, bad_runs)
     if separation is not None and separation.clear and separation.p_shift is not None:
         notes.append(f"SLOW: good and bad told apart run by run over {separation.n[0]} runs each (the threshold "
                      f"{separation.margin:.1f} standard deviations of the run-to-run spread from either side)")
@@ -279,145 +278,10 @@ def recheck_good(trials: Trials, good_point: Any, bad_point: Any, check: Endpoin
              f"it creates in the tree, a cache, a lock), or good fails sometimes")
     details = (first,
                f"the bad endpoint fails in {bad.describe()}",
-               *_slow_spread(trials.runner, good_runs, check.target),
+               *slowends.spread(trials.runner, good_runs, check.target),
                todo)
     return replace(check, good=good, good_rate=rate, bad=_folded(trials, bad_point, bad_runs), bad_rate=bad,
                    problem=problem, details=details, flaky=False)
-
-
-def _slow_measured(runner: Runner, good_runs: list[Run], bad_runs: list[Run]) -> str:
-    """What a bad endpoint that never failed measured under a SLOW oracle, against the threshold
-    and what the baseline rests on ("" without one): "check the command's exit status" alone says
-    nothing of a regression below slow_factor, or of a throughput judged as a time."""
-    judge = runner.judge
-    if not judge.slow_factor or judge.baseline is None:
-        return ""
-    import statistics
-    unit, base, f = judge.slow_metric or "wall s", judge.baseline, judge.slow_factor
-    if base <= 0:
-        return (f"; the good endpoint's {unit} is {base:g}, and SLOW compares against a multiple of it: no value "
-                f"is judged slower; report a positive {unit} (a time in finer units: us, ns)")
-    vals = _values(runner, [r for r in bad_runs if r.outcome is Outcome.PASS])
-    n_good = sum(r.outcome is Outcome.PASS for r in good_runs)
-    if not vals:
-        return ""
-    mid = statistics.median(vals)
-    rule = rule_words(base, f, judge.higher)
-    rests = "good's one run" if n_good == 1 else f"good's median over {n_good} runs"
-    said = (f"; SLOW is {unit} {rule} (the baseline: {rests}), and bad's {unit} was "
-            f"{min(vals):.3g}-{max(vals):.3g} (median {mid:.3g}, {mid / base:.2f}x good's)")
-    if judge.slow_metric and (mid * f < base if not judge.higher else mid > f * base):
-        seen, better = ("higher", "lower") if judge.higher else ("lower", "higher")
-        said += (f"; bad's {unit} is {seen} than good's by more than the factor: if a {better} {unit} is better "
-                 f"({'a throughput' if better == 'higher' else 'a time'}), say slow_better = \"{better}\" in [oracle]")
-    return said
-
-
-def baseline_runs(runner: Runner) -> int:
-    """How many good runs step 1 makes at least: slowrule.BASELINE_RUNS under a SLOW rule, else 1.
-    A command's first run pays its cold start (no spare supervisor yet, cold file caches: 0.27 s
-    where the next ones took 0.24 s), and one run was the baseline: a 1.25x regression passed
-    against 1.15 x it. A reported metric has its noise: one good run 1.6 standard deviations low
-    (3% noise) put the threshold of a +30% regression under slow_factor 1.1 inside good's spread,
-    and the search ended rc 2 after 241 runs. The median of three leaves either out; 3b (above)
-    runs three a side anyway."""
-    return BASELINE_RUNS if runner.judge.slow_factor else 1
-
-
-def _slow_spread(runner: Runner, good_runs: list[Run], target: Target | None) -> tuple[str, ...]:
-    """Where good's own runs show the SLOW failure: the spread of its metric against the threshold,
-    a line (none otherwise). A regression smaller than the metric's run-to-run noise makes good
-    fail as a race would, and "a race that got more frequent" alone sent a perf regression's
-    reader after a race."""
-    judge = runner.judge
-    if (target is None or not judge.slow_factor or not judge.baseline or judge.baseline <= 0
-            or not any(f.kind is FailKind.SLOW for f in target.failures)):
-        return ()
-    import statistics
-    vals = _values(runner, good_runs)
-    if not vals:
-        return ()
-    unit, base, f = judge.slow_metric or "wall s", judge.baseline, judge.slow_factor
-    return (f"good's {unit} ranged {min(vals):.3g}-{max(vals):.3g} over {len(vals)} runs (median "
-            f"{statistics.median(vals):.3g}) against the SLOW threshold ({rule_words(base, f, judge.higher)}): the metric's run-to-run spread "
-            f"reaches slow_factor, so one run cannot tell good from bad; raise slow_factor above that spread, or make "
-            f"the metric steadier (more iterations a run, a quieter machine, --jobs 1)",)
-
-
-SEPARATION_EARLY = 3   # runs a side that may settle 3b at once (no spread, or a wide margin)
-
-
-def _slow_target(runner: Runner, target: Target | None) -> bool:
-    """The failure hunted is SLOW on a metric the subject reports, against a positive baseline.
-    Wall time is left out: its first runs pay cold starts and JIT compiles (the rules above), so
-    its spread is not the metric's."""
-    judge = runner.judge
-    return (target is not None and bool(judge.slow_factor) and bool(judge.slow_metric)
-            and judge.baseline is not None and judge.baseline > 0
-            and all(f.kind is FailKind.SLOW for f in target.failures))
-
-
-def _values(runner: Runner, runs: list[Run]) -> list[float]:
-    """The SLOW values (slowrule.value) of the runs the rule judged, passes and SLOW failures,
-    positive ones: the one reading every SLOW problem and note here rests on."""
-    metric = runner.judge.slow_metric
-    return [v for r in runs if r.outcome is Outcome.PASS or r.kind is FailKind.SLOW
-            if (v := value(r.metrics, r.duration_s, metric)) is not None and v > 0]
-
-
-def _separate(trials: Trials, good_point: Any, bad_point: Any, good_runs: list[Run], bad_runs: list[Run],
-              cap: int):
-    """3b. of the module docstring: both endpoints run up to SEPARATION_EARLY runs, and on to
-    `cap` unless those settle it (search/separation.py); the runs are appended to the lists.
-    Returns the Separation, or None where a side has fewer than two values."""
-    from bisectk.search.separation import separate
-    runner, judge = trials.runner, trials.runner.judge
-    early = True
-    for n in (SEPARATION_EARLY, max(cap, SEPARATION_EARLY)):
-        if len(good_runs) < n or len(bad_runs) < n:
-            runner.events.emit(PhaseStarted("separation", f"SLOW judges each run alone: measuring how far the "
-                                                          f"threshold lies from good's and bad's spread, {n} runs each"))
-        while len(good_runs) < n:
-            good_runs.append(trials.observe(good_point))
-        while len(bad_runs) < n:
-            bad_runs.append(trials.observe(bad_point))
-        good, bad = _values(runner, good_runs), _values(runner, bad_runs)
-        if len(good) < 2 or len(bad) < 2:
-            return None
-        found = separate(good, bad, judge.baseline, judge.slow_factor, judge.higher, early=early)
-        if found.clear or not early:
-            return found
-        early = False
-    return found
-
-
-def _inseparable(runner: Runner, found, good_runs: list[Run], bad_runs: list[Run]) -> str:
-    """The problem line of a SLOW failure that one run does not tell from good's own spread (3b)."""
-    import statistics
-    from bisectk.search.separation import SHIFT_ALPHA
-    judge = runner.judge
-    unit, base, f = judge.slow_metric, judge.baseline, judge.slow_factor
-    good, bad = _values(runner, good_runs), _values(runner, bad_runs)
-    spread = (f"good's {unit} {min(good):.3g}-{max(good):.3g} (median {statistics.median(good):.3g}) and bad's "
-              f"{min(bad):.3g}-{max(bad):.3g} (median {statistics.median(bad):.3g}) over {len(good)} and {len(bad)} runs")
-    steadier = "make the metric steadier (more iterations a run, a quieter machine, --jobs 1)"
-    if found.p_shift is not None and found.p_shift > SHIFT_ALPHA:
-        return (f"the bad configuration's {unit} is not told apart from the good one's: {spread}, Mann-Whitney "
-                f"p = {found.p_shift:.2g}; a difference this size is within the run-to-run noise, and a search "
-                f"judging one run at a time would chase it as an intermittent failure; {steadier}")
-    crossed = [f"{found.crossed[0]} of good's runs are SLOW" if found.crossed[0] else "",
-               f"{found.crossed[1]} of bad's runs pass" if found.crossed[1] else ""]
-    why = " and ".join(c for c in crossed if c) or (f"the threshold lies {found.margin:.1f} standard deviations of "
-                                                    f"the run-to-run spread from one side's median")
-    fix = "no slow_factor splits single runs"
-    if found.factor is not None:    # over good's median: made a factor of the baseline the rule multiplies
-        mid = statistics.median(good)
-        to = base * found.factor / mid if judge.higher else mid * found.factor / base
-        fix = (f"slow_factor = {to:.3g} puts the threshold halfway between the two medians (against this "
-               f"baseline, {base:.3g}, the median of good's calibrating runs, which the ledger keeps)")
-    return (f"good and bad differ (Mann-Whitney p = {found.p_shift:.2g}) but one run is not judged alone against "
-            f"the SLOW threshold ({unit} {rule_words(base, f, judge.higher)}): {spread}; {why}, so the search would take the noise for "
-            f"an intermittent failure; {fix}; or {steadier}")
 
 
 def _unmeasured(runner: Runner, good_runs: list[Run]) -> bool:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import time
 
-from bisectk.engine.endpoints import announce_watchdog, baseline_runs, verify
+from bisectk.engine.endpoints import announce_watchdog, verify
+from bisectk.engine.slowends import baseline_runs
 from bisectk.engine.oracle import Trials
 from bisectk.engine.policy import RunPolicy
 from bisectk.engine.records import CheckRecord, RunRecord, SubjectRecord

@@ -10,6 +10,11 @@ verify         -- the procedure, through the space's Trials (engine/oracle.py; i
                      are calibrated from its passing runs; under a SLOW oracle, where every one of them failed (a first
                      run's crash), good is run again until it passes, up to `calibrate_runs` runs
                      (1b): without its time a bad run passes unjudged;
+                  1c. under a SLOW rule, where good's runs all came from the ledger (another
+                     sitting: a resume, or `check` before `ablate`), BASELINE_RUNS fresh good runs:
+                     their median moved well past the stored runs' (the machine got faster or
+                     slower) makes the pair unusable with --fresh as the fix, since the stored runs,
+                     bad's and the hybrids' too, were timed on the old machine (engine/slowends.py);
                   With `meanwhile` able to (--jobs above one, no --flaky: engine/ablate.py
                   FirstRuns; for a bisection, BadBeside), the bad endpoint's first run and the
                   search's likely first runs begin beside good's instead of after it; their
@@ -141,6 +146,9 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
         runner.settle(False)        # a Ctrl-C: the runs made ahead end with it
         raise
     watchdog = runner.calibrate(good_runs)
+    moved = slowends.remeasured(trials, good_point, good_runs)    # 1c. a baseline from another sitting
+    if moved is not None or len(good_runs) > good_repeat:
+        watchdog = runner.calibrate(good_runs)
     if beside is None and _unmeasured(runner, good_runs):     # 1b. SLOW needs good's time
         runner.events.emit(PhaseStarted("recheck", f"the good endpoint failed, and SLOW is judged against its "
                                                    f"time: re-running it until it passes, up to {cap} runs"))
@@ -176,7 +184,7 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
             bad_runs.append(trials.observe(bad_point))
         target = Target.of(bad_runs, policy.same_failure)
     separation = None
-    if policy.flaky is not True and slowends.hunted(runner, target):     # 3b. does one run tell them apart?
+    if policy.flaky is not True and moved is None and slowends.hunted(runner, target):     # 3b. does one run tell them apart?
         separation = slowends.separate_sides(trials, good_point, bad_point, good_runs, bad_runs, cap)
         target = Target.of(bad_runs, policy.same_failure)
     two_rate = policy.flaky is True and target is not None
@@ -218,6 +226,8 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
         problem += slowends.measured(runner, good_runs, bad_runs)
     elif separation is not None and not separation.clear:
         problem = slowends.inseparable(runner, separation, good_runs, bad_runs)
+    if moved is not None:
+        problem = moved
     if separation is not None and separation.clear and separation.p_shift is not None:
         notes.append(f"SLOW: good and bad told apart run by run over {separation.n[0]} runs each (the threshold "
                      f"{separation.margin:.1f} standard deviations of the run-to-run spread from either side)")

@@ -9,6 +9,8 @@ hunted         -- whether the failure hunted is SLOW on a reported metric agains
 values         -- the SLOW values of the runs the rule judged: the one reading every line here rests on.
 separate_sides -- 3b: both endpoints run on until their spread settles whether one run is judged alone.
 inseparable    -- the problem line where it is not (search/separation.py's answer in words).
+remeasured     -- 1c: a baseline from the ledger checked against fresh good runs (a machine that got
+                  faster or slower since).
 measured       -- what a bad endpoint that never failed measured against the threshold.
 spread         -- good's own spread against the threshold, where good showed the SLOW failure.
 """
@@ -159,3 +161,44 @@ def inseparable(runner: Runner, found, good_runs: list[Run], bad_runs: list[Run]
     return (f"good and bad differ (Mann-Whitney p = {found.p_shift:.2g}) but one run is not judged alone against "
             f"the SLOW threshold ({unit} {rule_words(base, f, judge.higher)}): {spread}; {why}, so the search would take the noise for "
             f"an intermittent failure; {fix}; or {steadier}")
+
+
+def remeasured(trials: Trials, good_point: Any, good_runs: list[Run]) -> str | None:
+    """1c. of endpoints.py's procedure. Under a SLOW rule, where every good run came from the
+    ledger, run good until BASELINE_RUNS of its runs are fresh (appended to `good_runs`). Their
+    median moved from the stored runs' by more than half of slow_factor (in log space), and out of
+    the stored runs' range: the problem, with --fresh; else None. A resume after the machine got
+    twice as fast judged every run against the old baseline: nothing was slow any more, and the
+    search ran 190 runs to "unconfirmed ... the failure is intermittent" with every factor
+    named; a slower machine makes every run slow."""
+    import math
+    import statistics
+    runner = trials.runner
+    judge = runner.judge
+    if not judge.slow_factor or not trials.from_ledger(good_point):
+        return None
+    stored = values(runner, good_runs)
+    if not stored:
+        return None
+    runner.events.emit(PhaseStarted("endpoints", f"the SLOW baseline's {len(stored)} good run(s) came from the "
+                                                 f"ledger (another sitting): {BASELINE_RUNS} fresh good runs to "
+                                                 f"check it still holds"))
+    fresh: list[Run] = []
+    while len(fresh) < BASELINE_RUNS:
+        before = runner.executed
+        run = trials.observe(good_point)
+        good_runs.append(run)
+        if runner.executed > before:
+            fresh.append(run)
+    now = values(runner, fresh)
+    if not now:
+        return None
+    old, new = statistics.median(stored), statistics.median(now)
+    unit = judge.slow_metric or "wall s"
+    if abs(math.log(new / old)) <= math.log(judge.slow_factor) / 2 or min(stored) <= new <= max(stored):
+        return None
+    return (f"the good endpoint's {unit} is {new:.3g} now (median of {len(now)} fresh runs) against {old:.3g} in "
+            f"the ledger ({new / old:.2f}x): the machine got {'faster' if new < old else 'slower'} since those runs "
+            f"by more than half of slow_factor {judge.slow_factor:g}, and every stored run (the baseline, bad's, "
+            f"the hybrids') was timed there, so judged against them this command's runs would be wrong; --fresh "
+            f"runs everything again on this machine")

@@ -120,8 +120,8 @@ def test_a_slow_answer_says_its_threshold_baseline_and_measurements(tmp_path):
     said = ("slow: time_ms above 1.1 x 100 = 110, each run judged alone against it (the baseline: the median of "
             "good's calibrating run(s); good passed with 100, 100, 100); bad's slow runs 130, 130, 130 (median 130, "
             "1.30x the baseline)")   # three runs a side: no spread, so one run tells them apart
-    for command in ("ablate", "check"):
-        p = bisectk(command, spec, "--ledger", tmp_path / "ledger.db", timeout=600)
+    for command in ("ablate", "check"):     # a ledger each: from another sitting, good is run afresh too
+        p = bisectk(command, spec, "--ledger", tmp_path / f"{command}.db", timeout=600)
         assert p.returncode == 0 and said in p.stdout, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
     assert ablate_json(spec, tmp_path)["endpoints"]["slow_baseline"] == 100
 
@@ -254,6 +254,26 @@ def test_a_regression_well_beyond_the_noise_keeps_its_culprit(tmp_path):
     doc = ablate_json(_seeded(tmp_path, 2, 0.30, 0.01, 1.1), tmp_path)
     assert doc["culprits"] == ["c"] and doc["endpoints"]["problem"] is None, doc["endpoints"]["problem"]
     assert len(doc["endpoints"]["good"]["runs"]) == 3
+
+
+def test_a_resume_after_the_machine_got_faster_is_not_judged_against_the_ledgers_baseline(tmp_path):
+    """`check` stores the endpoints' runs; the machine then gets twice as fast (the `speed` file)
+    and `ablate` reuses them: every run was judged against the old baseline, nothing was slow any
+    more, and the search ran 190 runs to "unconfirmed ... the failure is intermittent" with every
+    factor named. Fresh good runs now show the move, the problem says so with --fresh, and --fresh
+    names c."""
+    spec = slow_spec(tmp_path, "import sys\nspeed = float(open('speed').read())\n"
+                               "print('BISECTK_RESULT {\"time_ms\": %r}' % (100 * speed * (1.6 if 'c=1' in sys.argv else 1)))\n",
+                     "abcd", 1.3)
+    (tmp_path / "speed").write_text("2")
+    bisectk("check", spec, "--ledger", tmp_path / "ledger.db", timeout=600, check=0)
+    (tmp_path / "speed").write_text("1")
+    doc = ablate_json(spec, tmp_path, code=2)
+    problem = doc["endpoints"]["problem"]
+    assert doc["runs"] <= 12 and problem.startswith("the good endpoint's time_ms is 100 now (median of 3 fresh runs) "
+                                                    "against 200 in the ledger (0.50x): the machine got faster"), problem
+    assert "--fresh" in problem, problem
+    assert ablate_json(spec, tmp_path, "--fresh")["culprits"] == ["c"]
 
 
 def test_two_factor_interaction(tmp_path):

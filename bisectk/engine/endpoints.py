@@ -24,6 +24,10 @@ verify         -- the procedure, through the space's Trials (engine/oracle.py; i
                   2. bad, `repeat` runs; a bad endpoint that passed every time is re-run, up to
                      `calibrate_runs` runs in all (twice that with --flaky), until it fails: one
                      lucky pass of an intermittent failure must not abort the search;
+                  2c. under a SLOW rule, a bad endpoint that failed otherwise (a crash) in every
+                     run so far is run up to BASELINE_RUNS runs for a SLOW one to show; where
+                     bad's runs show SLOW, SLOW alone is the failure hunted, and bad's other
+                     failures are said as a possible second bug (engine/slowends.py: target_of);
                   3. if the failure is intermittent (bad passed at least once) or --flaky, and the
                      search needs the rate up front (`measure`: an ablation's flakiness rule), bad
                      is run up to `calibrate_runs` runs to measure its failure rate; a bisection's
@@ -169,11 +173,12 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
     elif meanwhile is not None and bad_to_run and good_passed:
         meanwhile()
     bad_runs = _reproduced(trials, bad_point, repeat, 2 * cap if policy.flaky else cap, first=beside)
-    target = Target.of(bad_runs, policy.same_failure)
+    bad_runs = slowends.slow_seen(trials, bad_point, bad_runs)     # 2c. SLOW hidden behind a crash?
+    target = slowends.target_of(runner, bad_runs, policy.same_failure)
     notes: list[str] = []
     if _silent_hang(runner, bad_runs, target):     # 2b. slow, or hung? given longer once
         bad_runs, said = _hang_or_slow(trials, bad_point, bad_runs)
-        target = Target.of(bad_runs, policy.same_failure)
+        target = slowends.target_of(runner, bad_runs, policy.same_failure)
         watchdog = runner.policy()
         notes.append(said)
     passed = any(r.outcome is Outcome.PASS for r in bad_runs)
@@ -182,11 +187,12 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
         runner.events.emit(PhaseStarted("flakiness", f"measuring the bad endpoint over {cap} runs"))
         while len(bad_runs) < cap:
             bad_runs.append(trials.observe(bad_point))
-        target = Target.of(bad_runs, policy.same_failure)
+        target = slowends.target_of(runner, bad_runs, policy.same_failure)
     separation = None
     if policy.flaky is not True and moved is None and slowends.hunted(runner, target):     # 3b. does one run tell them apart?
         separation = slowends.separate_sides(trials, good_point, bad_point, good_runs, bad_runs, cap)
-        target = Target.of(bad_runs, policy.same_failure)
+        target = slowends.target_of(runner, bad_runs, policy.same_failure)
+    notes += slowends.besides_slow(runner, bad_runs, target)
     two_rate = policy.flaky is True and target is not None
     if two_rate and measure and len(good_runs) < cap:
         runner.events.emit(PhaseStarted("flakiness", f"measuring the good endpoint over {cap} runs (--flaky: "
@@ -203,7 +209,7 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
             good_runs.append(trials.observe(good_point))
         notes.append(f"the good endpoint failed {sum(r.outcome is Outcome.FAIL for r in good_runs)}"
                      f"/{len(good_runs)} runs and was re-checked")
-    good, bad = _folded(trials, good_point, good_runs), _folded(trials, bad_point, bad_runs)
+    good, bad = _folded(trials, good_point, good_runs), slowends.as_hunted(_folded(trials, bad_point, bad_runs), target)
     from bisectk.engine.records import EndpointCheck, Rate
     bad_rate = Rate(_target_fails(bad_runs, target), _judged(bad_runs))
     good_rate = Rate(_target_fails(good_runs, target), _judged(good_runs))

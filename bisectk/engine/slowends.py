@@ -9,6 +9,10 @@ hunted         -- whether the failure hunted is SLOW on a reported metric agains
 values         -- the SLOW values of the runs the rule judged: the one reading every line here rests on.
 separate_sides -- 3b: both endpoints run on until their spread settles whether one run is judged alone.
 inseparable    -- the problem line where it is not (search/separation.py's answer in words).
+slow_seen      -- 2c: a bad endpoint that failed otherwise in every run is run for SLOW to show.
+target_of      -- the failure hunted: SLOW alone where bad's runs show it, whatever else they show.
+as_hunted      -- bad's verdict worded by the failure hunted, not by a crash that came first.
+besides_slow   -- the note on bad's other failures where SLOW is hunted.
 remeasured     -- 1c: a baseline from the ledger checked against fresh good runs (a machine that got
                   faster or slower since).
 measured       -- what a bad endpoint that never failed measured against the threshold.
@@ -17,10 +21,11 @@ spread         -- good's own spread against the threshold, where good showed the
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bisectk.events import PhaseStarted
-from bisectk.outcome import FailKind, Outcome, Run, Target
+from bisectk.outcome import FailKind, Outcome, Run, Target, Verdict
 from bisectk.slowrule import BASELINE_RUNS, rule_words, value
 
 if TYPE_CHECKING:
@@ -202,3 +207,51 @@ def remeasured(trials: Trials, good_point: Any, good_runs: list[Run]) -> str | N
             f"by more than half of slow_factor {judge.slow_factor:g}, and every stored run (the baseline, bad's, "
             f"the hybrids') was timed there, so judged against them this command's runs would be wrong; --fresh "
             f"runs everything again on this machine")
+
+
+def slow_seen(trials: Trials, bad_point: Any, bad_runs: list[Run]) -> list[Run]:
+    """2c. Under a SLOW rule, a bad endpoint whose every run so far failed other than SLOW (a
+    crash, which leaves no time to judge) is run on up to BASELINE_RUNS runs, until one is SLOW:
+    one crash first made the crash the failure hunted, one slow run first made it SLOW, and the
+    two answers of one pair told apart by the order its runs came in."""
+    runner = trials.runner
+    if not runner.judge.slow_factor or runner.judge.baseline is None:
+        return bad_runs
+    runs = list(bad_runs)
+    while (len(runs) < BASELINE_RUNS and all(r.outcome is Outcome.FAIL for r in runs)
+           and not any(r.kind is FailKind.SLOW for r in runs) and not any(r.timed_out for r in runs)):
+        runs.append(trials.observe(bad_point))
+    return runs
+
+
+def target_of(runner: Runner, bad_runs: list[Run], mode: str) -> Target | None:
+    """The failure hunted (Target.of bad's failing runs), SLOW alone where the rule is on and bad
+    showed it: a crashed run has no time, so it is no evidence of the slowness, and with both in
+    the target the search took the difference behind the crash (one failure in a hybrid is
+    proof) for the regression's culprit, or cleared it by a lucky pass. A hybrid that crashes is
+    then a different failure: run again (--retry-different), and said as a possible second bug."""
+    if runner.judge.slow_factor and any(r.kind is FailKind.SLOW for r in bad_runs):
+        return Target.of([r for r in bad_runs if r.kind is FailKind.SLOW], mode)
+    return Target.of(bad_runs, mode)
+
+
+def besides_slow(runner: Runner, bad_runs: list[Run], target: Target | None) -> tuple[str, ...]:
+    """Where SLOW is hunted and bad's runs also failed otherwise: a note saying so ("" otherwise)."""
+    if target is None or not all(f.kind is FailKind.SLOW for f in target.failures):
+        return ()
+    other = [r for r in bad_runs if r.outcome is Outcome.FAIL and r.kind is not FailKind.SLOW]
+    if not other:
+        return ()
+    return (f"the bad endpoint also failed otherwise in {len(other)}/{len(bad_runs)} runs "
+            f"({Verdict.fold(other[:1]).describe()}): SLOW is the failure hunted, since a run that fails so "
+            f"leaves no time to judge; a hybrid that fails so is run again, and shown as a possible second bug",)
+
+
+def as_hunted(bad: Verdict, target: Target | None) -> Verdict:
+    """Bad's verdict with the kind, signature and metrics of its first run of the failure hunted:
+    folded, it takes its first failing run's, and where SLOW is hunted past a crash (target_of)
+    that was the crash ("bad: FAIL crash", no SLOW figure)."""
+    first = next((r for r in bad.runs if target is not None and target.matches(r)), None)
+    if first is None or first.kind is bad.kind:
+        return bad
+    return replace(bad, kind=first.kind, signature=first.signature, metrics=first.metrics)

@@ -276,6 +276,25 @@ def test_a_resume_after_the_machine_got_faster_is_not_judged_against_the_ledgers
     assert ablate_json(spec, tmp_path, "--fresh")["culprits"] == ["c"]
 
 
+def test_a_slow_bad_endpoint_that_crashes_sometimes_hunts_the_slowness(tmp_path):
+    """c makes time_ms 1.3x; a crashes every third run of the command (a second bug). Bad's first
+    run crashed, so the crash was the failure hunted: the slow runs were "different failures",
+    and the search ended unconfirmed (rc 1) naming a. SLOW is hunted where bad shows it (a crash
+    leaves no time to judge): c is named, and the crash is said beside it."""
+    (tmp_path / "runs").mkdir()
+    spec = slow_spec(tmp_path, "import os, sys\nk = len(os.listdir('runs'))\nopen(os.path.join('runs', str(k)), 'w').close()\n"
+                               "if 'a=1' in sys.argv and k % 3 == 0:\n"
+                               "    raise SystemExit('CUDA error: an illegal memory access was encountered')\n"
+                               "print('BISECTK_RESULT {\"time_ms\": %r}' % (100 * (1.3 if 'c=1' in sys.argv else 1)))\n",
+                     "abcd")
+    doc = ablate_json(spec, tmp_path)
+    ends = doc["endpoints"]
+    assert doc["culprits"] == ["c"] and ends["bad"]["kind"] == "slow", (doc["culprits"], ends["bad"]["signature"])
+    assert ends["bad"]["runs"][0]["kind"] == "crash"     # the order that made the crash the target
+    assert any(n.startswith("the bad endpoint also failed otherwise in 1/") and "SLOW is the failure hunted" in n
+               for n in ends["notes"]), ends["notes"]
+
+
 def test_two_factor_interaction(tmp_path):
     # --warm: the torch subject's 49 runs (confirmation included) in seconds, not minutes
     doc = ablate_json(VARIANTS / "attention-warps.toml", tmp_path, "--warm")

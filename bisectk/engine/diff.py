@@ -140,7 +140,8 @@ def refine_lines(oracle: Oracle, space: HunkSpace, culprit_hunks: list[Hunk], st
     if not units:
         return None
     space.add(units)
-    line_oracle = Oracle(oracle.trials.view(space.with_fixed(whole)), oracle.target, recheck=oracle.recheck, reach=oracle.reach)
+    line_oracle = Oracle(oracle.trials.view(space.with_fixed(whole)), oracle.target, recheck=oracle.recheck, reach=oracle.reach,
+                         steady_slow=oracle.steady_slow)
     events.emit(PhaseStarted("lines", f"{strategy} over {len(units)} line-level units of the culprit hunks"))
     found = search_set(line_oracle, [u.id for u in units], strategy=strategy, rule=rule, max_runs=policy.max_runs)
     return line_oracle, whole, found

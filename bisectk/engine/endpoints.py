@@ -340,11 +340,15 @@ def _outlasted(runner: Runner, good_runs: list[Run]) -> str | None:
 def hang_checks(check: EndpointCheck, runner: Runner) -> dict:
     """What a search's Oracle needs to give a hang a second, longer run (Oracle.__call__):
     `recheck` (recheck_hangs) and `reach`, how far through the good run's progress points the
-    bad endpoint's hangs got (None: it did not hang, or followed no progress)."""
+    bad endpoint's hangs got (None: it did not hang, or followed no progress); and a lone SLOW
+    run a median of three: `steady_slow`, SLOW on a metric that bad showed every run."""
     from bisectk.run.progress import reach
     hung = [r for r in check.bad.runs if r.kind is FailKind.HANG and r.timeline]
     far = min((reach(r.timeline, runner.good_timeline) for r in hung), default=-1)
-    return {"recheck": recheck_hangs(check), "reach": far if runner.moving and far >= 0 else None}
+    steady_slow = (not check.flaky and bool(runner.judge.slow_metric) and check.target is not None
+                   and all(f.kind is FailKind.SLOW for f in check.target.failures))
+    return {"recheck": recheck_hangs(check), "reach": far if runner.moving and far >= 0 else None,
+            "steady_slow": steady_slow}
 
 
 def recheck_hangs(check: EndpointCheck) -> bool:

@@ -235,8 +235,9 @@ class Oracle:
     bisect's view); the target still names the failure in the reports."""
 
     def __init__(self, trials: Trials, target: Target | None, *, any_failure: bool = False, aimed: bool = True,
-                 recheck: bool = False, reach: int | None = None):
+                 recheck: bool = False, reach: int | None = None, steady_slow: bool = False):
         self.trials, self.target, self.any_failure = trials, target, any_failure
+        self.steady_slow = steady_slow  # a metric's SLOW the bad endpoint showed every run: a lone SLOW run re-run
         self.recheck = recheck      # a silent hang hunted is given longer once (endpoints.recheck_hangs)
         self.reach = reach          # how far the bad endpoint's hang got (endpoints.hang_checks; _short)
         self.space, self.policy = trials.space, trials.policy
@@ -251,7 +252,7 @@ class Oracle:
         self._questions: dict[str, list[list[Run]]] = {}   # point key -> each question's runs (questions)
         self._more = 0              # runs made beyond one a question (more_runs)
         if aimed:
-            self.aim(target, recheck=recheck, reach=reach)
+            self.aim(target, recheck=recheck, reach=reach, steady_slow=steady_slow)
 
     @classmethod
     def unaimed(cls, trials: Trials) -> Oracle:
@@ -259,10 +260,11 @@ class Oracle:
         submitted to it start now, and are judged once `aim` names the target."""
         return cls(trials, None, aimed=False)
 
-    def aim(self, target: Target | None, *, recheck: bool = False, reach: int | None = None) -> None:
-        """Fix the failure this oracle judges against (once); `recheck`, `reach`: see
-        endpoints.hang_checks."""
-        self.target, self.recheck, self.reach = target, recheck, reach
+    def aim(self, target: Target | None, *, recheck: bool = False, reach: int | None = None,
+            steady_slow: bool = False) -> None:
+        """Fix the failure this oracle judges against (once); `recheck`, `reach`, `steady_slow`:
+        see endpoints.hang_checks."""
+        self.target, self.recheck, self.reach, self.steady_slow = target, recheck, reach, steady_slow
         self._target_known.set()
 
     def abandon(self) -> None:
@@ -359,6 +361,8 @@ class Oracle:
                         f"{self.space.label(point)}: its first run was slow ({first.duration_s:.2f} s) and its second "
                         f"passed ({run.duration_s:.2f} s): a first run's cost (a JIT compile, a cold cache), judged "
                         "by the second"))
+            elif len(question) == 1 and self._lone_slow(point, run):
+                run = self._median_of_three(point, run, question)
             short = self._short(run)
             if longer is not None and run.timed_out:
                 if short or self.different(run) or self.reach is None:
@@ -385,12 +389,43 @@ class Oracle:
         the baseline is a cached run; every other point compiles on its first run, and its wall time
         is SLOW for that alone. Each such point was taken for a culprit (the search then stopped
         unconfirmed, "the failure is intermittent"). A metric the subject reports times the kernel
-        alone, and is judged as it comes."""
+        alone: its lone SLOW runs are judged by the median of three instead (_lone_slow)."""
         if run.kind is not FailKind.SLOW or self.trials.runner.judge.slow_metric is not None \
                 or self.judge_run(run) is not Outcome.FAIL:
             return False
         seen = self.trials.verdict(point)
         return seen is not None and len(seen.runs) == 1
+
+    def _lone_slow(self, point: Any, run: Run) -> bool:
+        """Whether `run` is SLOW by a reported metric where the bad endpoint was SLOW every time
+        (`steady_slow`), and the first failure of `point` (its runs before, if any, passed): one
+        run is one draw of a noisy metric, and a point without the culprit drawn past the
+        threshold once (a bimodal metric, an outlier the endpoints' few runs did not show) was
+        proof, under the one-sided flake rule, that it held the culprit: the search chased it
+        ~60 runs and ended unconfirmed, "the failure is intermittent". Such a run is judged by
+        the median of three (_median_of_three)."""
+        if not self.steady_slow or run.kind is not FailKind.SLOW or self.judge_run(run) is not Outcome.FAIL:
+            return False
+        seen = self.trials.verdict(point)
+        return seen is not None and all(r.outcome is Outcome.PASS for r in seen.runs if r is not run)
+
+    def _median_of_three(self, point: Any, first: Run, question: list[Run]) -> Run:
+        """A second run of `point`, and a third where the two disagree: the run that decides. A
+        first run outvoted by two passes is set aside from the point's verdict, and said."""
+        runs = [first]
+        while len(runs) < 3 and not (len(runs) == 2 and self.judge_run(runs[1]) is Outcome.FAIL):
+            runs.append(self.observe(point))
+            question.append(runs[-1])
+            with self._lock:
+                self._more += 1
+        passes = [r for r in runs if self.judge_run(r) is Outcome.PASS]
+        if len(passes) < 2:
+            return runs[1] if self.judge_run(runs[1]) is Outcome.FAIL else first
+        self.trials.set_aside(point, first)
+        self.trials.runner.events.emit(Note(
+            f"{self.space.label(point)}: its first run was SLOW and the next two passed: a lone draw of the "
+            f"metric past the threshold, judged by the median of three"))
+        return passes[-1]
 
     def _short(self, run: Run) -> bool:
         """A hang of the kind hunted, stopped before the progress point where the bad endpoint

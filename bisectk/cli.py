@@ -456,6 +456,9 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
                  max_runs=max_runs, jobs=jobs, confidence=confidence, gpus=tuple(gpus.split(",")) if gpus else (),
                  executor=executor, ray_address=ray_address, ray_repo=ray_repo, fresh=fresh, warm=warm,
                  clean_ignored=clean_ignored)
+    pol, timed = pol.timed(s)       # a SPEC's SLOW rule: commits timed side by side time each other
+    if timed:
+        say_warning(timed)
     ledger_path = ledger_location(ledger, repo=root)
     check_outputs(report, json_out, html, spec=s, ledger=ledger_path, as_json=as_json)
     with Session("bisect", s, ledger_path, args=args, policy=pol,

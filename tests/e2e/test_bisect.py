@@ -494,3 +494,28 @@ def test_a_good_commit_that_fails_over_an_earlier_commands_build_outputs_says_it
     assert p.returncode == 2, (p.stdout, p.stderr)
     assert "the good configuration fails too" in p.stdout + p.stderr
     assert "built from scratch (its worktree's ignored files removed), the good commit passes" in p.stdout, p.stdout
+
+
+def test_a_slow_spec_bisects_one_commit_at_a_time_under_jobs(tmp_path):
+    """A SPEC judged SLOW by wall time, `bisect --jobs 3`: three commits timed side by side time
+    each other (on 2 cores, good's own commits read slow), and the bad endpoint's first run began
+    beside good's; ablate ran such runs one at a time, bisect did not. Each run stamps its start
+    and end: no two overlap, and the command says why."""
+    repo, stamps = tmp_path / "r", tmp_path / "stamps"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "pyproject.toml").touch()
+    (repo / "spec.toml").write_text('[subject]\ncommand = ["python", "s.py"]\n[oracle]\nslow_factor = 1.5\n')
+    (repo / "s.py").write_text(f"import time\nt0 = time.time()\ntime.sleep(0.6 if int(open('v.txt').read()) >= 5 else 0.2)\n"
+                               f"open({str(stamps)!r}, 'a').write(f'{{t0}} {{time.time()}}\\n')\n")
+    for i in range(8):
+        (repo / "v.txt").write_text(f"{i}\n")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"c{i}")
+    shas = git(repo, "rev-list", "--reverse", "HEAD").split()
+    p = bisectk("bisect", "spec.toml", "--good", shas[0], "--bad", shas[-1], "--jobs", "3", "--json",
+                "--ledger", tmp_path / "l.db", cwd=repo, timeout=600)
+    assert p.returncode == 0 and json.loads(p.stdout)["first_bad"]["sha"] == shas[5], (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
+    assert "bisectk: warning: --jobs 3: the oracle judges SLOW by each run's wall time" in p.stderr, p.stderr
+    spans = sorted(tuple(map(float, ln.split())) for ln in stamps.read_text().splitlines())
+    assert len(spans) >= 5 and all(b[0] >= a[1] for a, b in zip(spans, spans[1:])), spans

@@ -84,10 +84,13 @@ def _past(value: float, bound: float) -> tuple[str, str]:
     return repr(value), repr(bound)
 
 
-def _same_value(a: Scalar, b: Scalar) -> bool:
+def same_value(a: Scalar, b: Scalar) -> bool:
     """Whether the subject receives the same text: `{name}` reaches argv and the environment only
-    as render() writes it, so `0` and `"0"`, `true` and `"true"` are one value to it."""
-    return (type(a) is type(b) and (a == b or (a != a and b != b))) or render(a) == render(b)   # NaN is NaN
+    as render() writes it, so `0` and `"0"`, `true` and `"true"` are one value to it, and `nan` is
+    `nan`. Floats by their text alone: `0.0 == -0.0` in Python, but the subject reads "-0.0"."""
+    if type(a) is type(b) and type(a) is not float:
+        return a == b
+    return render(a) == render(b)
 
 
 def render(value: Scalar) -> str:
@@ -258,7 +261,7 @@ class Spec:
         "1", "1.0" and "true"; `nan` and `nan` are unequal in Python, but the subject receives "nan"
         twice; `0` and `"0"` are unequal in Python and in TOML, but the subject receives "0" twice
         (written_alike: a warning names them)."""
-        return [f for f in self.good if not _same_value(self.good[f], self.bad[f])]
+        return [f for f in self.good if not same_value(self.good[f], self.bad[f])]
 
     def written_alike(self) -> list[str]:
         """Factors whose good and bad values are written differently in the spec (`0` and `"0"`)

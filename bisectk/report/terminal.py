@@ -29,7 +29,7 @@ from rich.text import Text
 
 from bisectk.events import BuildRunning, Event, Note, PhaseStarted, RunFinished, RunStarted
 from bisectk.outcome import Outcome, Run
-from bisectk.spec import one_line
+from bisectk.spec import one_line, same_value
 from bisectk.report.safe import SafeConsole, terminal_text
 
 STYLE = {Outcome.PASS: "green", Outcome.FAIL: "red", Outcome.UNRESOLVED: "yellow"}
@@ -37,7 +37,7 @@ STYLE = {Outcome.PASS: "green", Outcome.FAIL: "red", Outcome.UNRESOLVED: "yellow
 
 def fmt_config(config: dict[str, Any], reference: dict[str, Any] | None = None, limit: int = 6) -> str:
     items = [(k, v) for k, v in config.items()
-             if not k.startswith("__") and (reference is None or ((r := reference.get(k)) is not v and r != v))]
+             if not k.startswith("__") and (reference is None or k not in reference or not same_value(reference[k], v))]
     if not items:
         return "(as good)" if reference is not None else ""
     text = " ".join(f"{k}={one_line(v)}" for k, v in items[:limit])   # as substituted: true, not True

@@ -207,6 +207,17 @@ def test_nan_on_both_sides_is_no_difference(tmp_path):
     assert spec.differences() == ["depth", "mode"]
 
 
+def test_negative_zero_and_zero_are_a_difference(tmp_path):
+    """`alpha = 0.0` in [good], `-0.0` in [bad]: the subject receives "0.0" and "-0.0", yet
+    `0.0 == -0.0` made them one value: `ablate` said "[good] and [bad] are identical" and `run
+    --config bad` printed "(as good)" above a failing verdict."""
+    text = BASE.replace('label = "a"\nmode = "x"', 'label = 0.0\nmode = "x"').replace(
+        'label = "a"\nmode = "y"', 'label = -0.0\nmode = "y"')
+    spec = load_spec(write(tmp_path, text))
+    assert spec.differences() == ["depth", "label", "mode"]
+    assert spec.written_alike() == []
+
+
 @pytest.mark.parametrize("oracle", ['metric = "err"\nmin = 1.0\nmax = 0.5', 'metrics = { err = { min = 2, max = 1 } }'])
 def test_a_range_no_value_can_be_in_is_refused_at_load(tmp_path, oracle):
     """min above max: every run, the good endpoint's too, would be WRONG, and the endpoints called

@@ -292,6 +292,9 @@ def fix_command(spec: Spec, fix) -> str:
     return shlex.join([*argv, "--repeat", "5"])
 
 
+NAMED = 12      # differences the search's progress line names (3,000 made it one 20 kB line), as the differences line does
+
+
 def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strategy: str = "adaptive",
                  thresholds: bool = True, ptx: bool = False, sanitize: bool = False,
                  environment: dict | Callable[[], dict] | None = None) -> AblationRecord:
@@ -312,7 +315,8 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
         oracle.close()
         return unusable_record(AblationRecord, trials, start, **base)
     rule = flakiness_rule(check, policy.flaky is True)
-    runner.events.emit(PhaseStarted("search", f"{strategy} over {len(diffs)} differences: {', '.join(diffs)}"
+    shown = ", ".join(diffs[:NAMED]) + (f", +{len(diffs) - NAMED} more" if len(diffs) > NAMED else "")
+    runner.events.emit(PhaseStarted("search", f"{strategy} over {len(diffs)} differences: {shown}"
                                     + (f"; {rule.describe()}" if rule else "")))
     found = search_set(oracle, diffs, strategy=strategy, rule=rule, max_runs=policy.max_runs,
                        measure_removal=True, more_sets=MORE_SETS, confidence=policy.confidence,

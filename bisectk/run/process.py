@@ -174,8 +174,14 @@ def _describe(exc: BaseException, argv0: str = "", cwd: str | os.PathLike | None
     in a carriage return, a script saved with Windows line endings. A "Permission denied" is
     said as what it is: a directory, or a file without its execute bit. "Argument list too long"
     names the argument or environment variable over Linux's limit on one string (MAX_ARG_STRLEN),
-    most often a variable, which the kernel's words do not suggest."""
+    most often a variable, which the kernel's words do not suggest. A working directory that is
+    missing, or a file, is named as that."""
     filename = getattr(exc, "filename", None)
+    if filename is not None and cwd is not None and os.fspath(filename) == os.fspath(cwd):
+        # the directory the run starts in, not the program (a spec's `cwd` with a typo): the
+        # kernel's words "No such file or directory" read as a missing interpreter
+        missing = isinstance(exc, FileNotFoundError)
+        return f"its working directory {os.fspath(cwd)} {'does not exist' if missing else 'is not a directory'} (the spec's `cwd`)"
     if (isinstance(exc, FileNotFoundError) and argv0 and not os.path.dirname(argv0)
             and (filename is None or os.path.basename(os.fspath(filename)) == argv0)):
         return "not found on the run's PATH"

@@ -145,13 +145,22 @@ def unused_factor_warnings(spec) -> list[str]:
     the same text (printed on stderr; `check` repeats it)."""
     from bisectk.spec import format_value, render     # loaded already: the spec was
     lines = [f"factor {f!r} is used by no placeholder of [subject] command, build or env: its values never "
-             f"reach the subject ({spec.path})" for f in spec.unused_factors()]
+             f"reach the subject{_near(spec, f)} ({spec.path})" for f in spec.unused_factors()]
     lines += [f"factor {f!r} is {format_value(spec.good[f])} ({type(spec.good[f]).__name__}) in [good] and "
               f"{format_value(spec.bad[f])} ({type(spec.bad[f]).__name__}) in [bad]: both reach the subject as "
               f"{render(spec.good[f])!r}, so it is no difference ({spec.path})" for f in spec.written_alike()]
     for line in lines:
         say_warning(line)
     return lines
+
+
+def _near(spec, factor: str) -> str:
+    """What the spec wrote where it meant {factor}, which reaches the subject as typed."""
+    near = spec.near_placeholders(factor)
+    if not near:
+        return ""
+    said = ", ".join(repr(n) for n in near) + (" is no placeholder" if len(near) == 1 else " are no placeholders")
+    return f"; {said}, passed on as typed (a placeholder is {{{factor}}}: the name alone, no spaces or format)"
 
 
 def logs_gone(data, ledger) -> None:

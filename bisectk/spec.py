@@ -45,6 +45,8 @@ Config = dict[str, Scalar]
 _FACTOR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{(%s)\}" % _FACTOR_NAME.pattern)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_BRACED = re.compile(r"\{[^{}]*\}")                # what a placeholder was meant to be: near_placeholders
+_WORD = re.compile(r"[A-Za-z0-9_]+")
 _TOP_KEYS = {"name", "description", "constraints", "subject", "oracle", "factors", "good", "bad"}
 _SUBJECT_KEYS = {"command", "build", "cwd", "env", "timeout", "repeat", "build_timeout", "timeout_floor"}
 _ORACLE_KEYS = {"metric", "min", "max", "metrics", "slow_factor", "slow_metric", "slow_better"}
@@ -276,6 +278,18 @@ class Spec:
         for template in [*self.command, *(self.build or []), *self.env.values()]:
             used |= placeholders(template)
         return [f for f in self.good if f not in used]
+
+    def near_placeholders(self, factor: str) -> list[str]:
+        """Braces in the command, the build or the environment that name `factor` but are no
+        placeholder (`{ x }`, `{x:>3}`, `{x!r}`: left alone, so the subject receives them as
+        typed): what an unused factor's warning points at."""
+        near: list[str] = []
+        for template in [*self.command, *(self.build or []), *self.env.values()]:
+            for m in _BRACED.finditer(template.replace("{{", "").replace("}}", "")):
+                if _PLACEHOLDER.fullmatch(m.group(0)) is None and factor in _WORD.findall(m.group(0)) \
+                        and m.group(0) not in near:
+                    near.append(m.group(0))
+        return near
 
     def hybrid(self, applied) -> Config:
         return {f: (self.bad[f] if f in applied else self.good[f]) for f in self.good}

@@ -16,3 +16,18 @@ def test_the_search_line_of_many_differences_stays_one_short_line(tmp_path):
     line = next(x for x in p.stderr.splitlines() if x.startswith("== search"))
     assert "over 40 differences: a, b, c" in line and "+28 more" in line and ", z," not in line, line
     assert "culprit: a" in p.stdout
+
+
+def test_an_unused_factors_warning_points_at_braces_meant_as_its_placeholder(tmp_path):
+    """`"n={ n }"` or `"{n:>4}"` (Python's format habits) are left alone, so the subject receives
+    them as typed; the warning said only that n is used by no placeholder, not where the spec
+    meant one."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text("print('BISECTK_RESULT {\"err\": 0}')\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[subject]\ncommand = ["python", "s.py", "n={ n }", "{n:>4}", "{{n}}", "{m}"]\n'
+                    '[oracle]\nmetric = "err"\nmax = 0\n[good]\nn = 1\nm = 1\n[bad]\nn = 2\nm = 2\n')
+    p = bisectk("run", spec, "--ledger", tmp_path / "l.db", timeout=120, check=0)
+    warning = next(x for x in p.stderr.splitlines() if x.startswith("bisectk: warning: factor 'n'"))
+    assert "'{ n }', '{n:>4}' are no placeholders, passed on as typed (a placeholder is {n}" in warning, warning
+    assert "factor 'm'" not in p.stderr, p.stderr

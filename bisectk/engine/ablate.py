@@ -42,6 +42,7 @@ from bisectk.engine.hangs import hang_facts
 from bisectk.engine.interrupts import live
 from bisectk.engine.oracle import SEARCH, THRESHOLD, Oracle, Trials
 from bisectk.engine.policy import RunPolicy
+from bisectk.engine.shared_dir import Listing, collision_words
 from bisectk.engine.records import AblationRecord, AttemptRecord, EndpointCheck, SubjectRecord, captured, stop_reason_of
 from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import Outcome
@@ -305,6 +306,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     repeat = policy.repeat or spec.repeat
     oracle = Oracle.unaimed(trials)
     first = FirstRuns(oracle, diffs, strategy=strategy, repeat=repeat)
+    shared = Listing(space.cwd, runner.ledger and runner.ledger.path) if policy.jobs > 1 and not policy.remote else None
     check = verify(trials, frozenset(), frozenset(diffs), repeat=repeat,
                    meanwhile=first if first.wanted() else None)
     oracle.aim(check.target, **hang_checks(check, runner))
@@ -314,6 +316,8 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
         first.wait()
         oracle.close()
         return unusable_record(AblationRecord, trials, start, **base)
+    if shared is not None and (written := shared.written()):
+        runner.events.emit(Note(collision_words(policy.jobs, shared.root, written)))
     rule = flakiness_rule(check, policy.flaky is True)
     shown = ", ".join(diffs[:NAMED]) + (f", +{len(diffs) - NAMED} more" if len(diffs) > NAMED else "")
     runner.events.emit(PhaseStarted("search", f"{strategy} over {len(diffs)} differences: {shown}"

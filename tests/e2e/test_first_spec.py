@@ -31,3 +31,19 @@ def test_an_unused_factors_warning_points_at_braces_meant_as_its_placeholder(tmp
     warning = next(x for x in p.stderr.splitlines() if x.startswith("bisectk: warning: factor 'n'"))
     assert "'{ n }', '{n:>4}' are no placeholders, passed on as typed (a placeholder is {n}" in warning, warning
     assert "factor 'm'" not in p.stderr, p.stderr
+
+
+def test_jobs_says_when_the_runs_write_files_in_the_directory_they_share(tmp_path):
+    """`--jobs 2` with a subject that writes out.bin where it starts: the run beside it overwrites
+    the file, and a run reads another configuration's (a wrong or crashing good endpoint now and
+    then, different failures that come and go), with nothing said. The endpoint runs' writes are
+    named before the search; a subject that writes nothing there (the ledger beside it is
+    bisectk's) gets no such line."""
+    writer = ("import sys\nargs = dict(a.split('=') for a in sys.argv[1:])\nopen('out.bin', 'w').write(str(args))\n"
+              "print('BISECTK_RESULT {\"err\": %s}' % args['a'])\n")
+    for code, said in ((JUDGE, False), (writer, True)):
+        spec = err_spec(tmp_path, "shared", code)
+        p = bisectk("ablate", spec, "--jobs", "2", "--fresh", "--ledger", tmp_path / "l.db", timeout=300, check=0)
+        line = [x for x in p.stderr.splitlines() if x.startswith("warning: --jobs 2:")]
+        assert bool(line) is said, p.stderr[-3000:]
+        assert not said or f"wrote out.bin in {tmp_path}, the directory every run starts in" in line[0], line

@@ -23,7 +23,7 @@ from bisectk.timeouts import MAX_TIMEOUT_S
 
 
 def apply_sets(spec: Spec, config: Config, sets: list[str] | None) -> Config:
-    config = dict(config)
+    config, given = dict(config), {}
     for item in sets or []:
         name, sep, value = item.partition("=")
         name = name.strip()
@@ -32,6 +32,9 @@ def apply_sets(spec: Spec, config: Config, sets: list[str] | None) -> Config:
         if name not in spec.good:
             known = ", ".join(spec.factors) or "none: a --run command has no factors"
             raise BisectkError(f"--set {item!r}: {name!r} is not a factor of {spec.path} (factors: {known})")
+        if name in given and given[name] != item:      # the last silently won: a typo of another name
+            raise BisectkError(f"--set {item!r}: {name!r} is set twice (--set {given[name]!r} before it); give each factor once")
+        given[name] = item
         config[name] = parse_value(value)
     return config
 

@@ -47,3 +47,11 @@ def test_jobs_says_when_the_runs_write_files_in_the_directory_they_share(tmp_pat
         line = [x for x in p.stderr.splitlines() if x.startswith("warning: --jobs 2:")]
         assert bool(line) is said, p.stderr[-3000:]
         assert not said or f"wrote out.bin in {tmp_path}, the directory every run starts in" in line[0], line
+
+
+def test_a_factor_set_twice_is_refused(tmp_path):
+    """`run --set a=0 --set a=1` (a copy-paste meant for another factor) ran a=1 with nothing said."""
+    spec = err_spec(tmp_path, "twice", JUDGE)
+    p = bisectk("run", spec, "--set", "a=0", "--set", "a=1", "--ledger", tmp_path / "l.db", check=2)
+    assert p.stderr == "bisectk: --set 'a=1': 'a' is set twice (--set 'a=0' before it); give each factor once\n", p.stderr
+    bisectk("run", spec, "--set", "a=0", "--set", "a=0", "--ledger", tmp_path / "l.db", check=0)

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bisectk.errors import install_hint
-from bisectk.outcome import Outcome, Run
+from bisectk.outcome import Outcome, Reason, Run
 from bisectk.run.progress import describe_point
 
 
@@ -250,6 +250,7 @@ def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | 
         return None
     sides = [f"{side}: {r.outcome.value.upper()} ({r.signature}), {_where(r)}"
              for side, r in (("good", good_runs[-1]), ("bad", bad_runs[-1]))]
+    step = "build" if all(r.reason is Reason.BUILD for r in runs) else "command"   # the step that failed to open it
     unopened = (f"all {len(runs)} runs of both endpoints failed to open it: the differences between them were "
                 "never tested")
     said = (
@@ -267,9 +268,9 @@ def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | 
             "runs from [subject] cwd, which is read from the project root (the nearest directory above the spec "
             "with .git or pyproject.toml), not from the spec's directory; name the file from there, or set cwd")),
         (missing, "missing-file", lambda named, where: (
-            f"environment problem: the runs cannot open {named}, which the command names: there is no such file"
+            f"environment problem: the runs cannot open {named}, which the {step} names: there is no such file"
             + ("" if os.path.normpath(named) == where else f" ({where})")
-            + "; correct the path in the spec's command, or create the file")),
+            + f"; correct the path in the spec's {step}, or create the file")),
     )
     for found, kind, words in said:
         placed = _placed(runs, found)

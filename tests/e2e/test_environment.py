@@ -281,3 +281,14 @@ def test_a_missing_path_is_named_only_when_the_command_names_it():
     assert diagnose([both], [both], facts=GPU_LESS, missing=lambda path: None) is None     # the subject's own file
     found = {"/w/subjct.py": "/w/sub/subjct.py"}
     assert diagnose([both], [both], facts=GPU_LESS, beside_spec=found.get, missing=named.get).kind == "beside-spec"
+
+
+def test_a_missing_path_the_build_names_is_said_of_the_build():
+    """`build = ["python", "nobuild.py"]` with no nobuild.py: both endpoints' builds fail to open
+    it, and the problem said "which the command names ... correct the path in the spec's command",
+    where the command was right."""
+    text = "python3: can't open file '/w/nobuild.py': [Errno 2] No such file or directory"
+    built = Run(Outcome.UNRESOLVED, None, Reason.BUILD, signature=f"build failed: {text}", stderr_tail=text, exit_code=2)
+    got = diagnose([built], [built], facts=GPU_LESS, missing={"/w/nobuild.py": "/w/nobuild.py"}.get)
+    assert got.kind == "missing-file" and "cannot open /w/nobuild.py, which the build names" in got.line, got.line
+    assert "correct the path in the spec's build," in got.line, got.line

@@ -369,7 +369,15 @@ class Oracle:
                     with self._lock:        # stopped again where it was (not at the bad endpoint's
                         self._hung_again += 1   # hang point, given longer): no first run's cost
                 return self.judge_run(run)      # still short: a hang hunted that moved earlier
-            if longer is not None:
+            if longer is not None and run.duration_s < question[-2].duration_s:
+                # ended sooner than the run stopped before it had already run: no first run's cost
+                # (that makes a run longer, not shorter), but a point that hangs only sometimes;
+                # its hang is kept, the watchdog left as it is
+                self.trials.runner.events.emit(Note(
+                    f"{self.space.label(point)} was called a hang after {question[-2].duration_s:.2f} s, and given "
+                    f"{longer:g} s it ended in {run.duration_s:.2f} s, sooner: no slow first run, it hangs only "
+                    "sometimes (its hang is kept)"))
+            elif longer is not None:
                 self._stretched(point, run, longer)
             if short or self.different(run):
                 longer = self._second_chance(run)

@@ -1,4 +1,6 @@
 """End-to-end: what a kernel author's first specs get wrong, and what bisectk says of them."""
+import json
+import re
 import string
 
 from tests.conftest import bisectk, err_spec
@@ -55,3 +57,27 @@ def test_a_factor_set_twice_is_refused(tmp_path):
     p = bisectk("run", spec, "--set", "a=0", "--set", "a=1", "--ledger", tmp_path / "l.db", check=2)
     assert p.stderr == "bisectk: --set 'a=1': 'a' is set twice (--set 'a=0' before it); give each factor once\n", p.stderr
     bisectk("run", spec, "--set", "a=0", "--set", "a=0", "--ledger", tmp_path / "l.db", check=0)
+
+
+def test_a_hang_that_ends_sooner_when_given_longer_is_no_first_runs_cost(tmp_path):
+    """b=1 hangs on its first run only (a race, a lock held by chance), hunting a's crash: given
+    10 s it ended in 0.1 s, and the report said it "was called a hang after 1.07482 s and ended
+    in 0.10 s when given 10 s: a first run's cost (a JIT compile into a cache, a build)", set its
+    hang aside and advised --timeout. A run that ends sooner than its stopped run had already run
+    paid no first run's cost: it hangs only sometimes, and is said so."""
+    code = ("import os, sys, time\nargs = dict(a.split('=') for a in sys.argv[1:])\n"
+            "if args['a'] == '1':\n    raise RuntimeError('a')\n"
+            "if args['b'] == '1' and not os.path.exists('hung'):\n"
+            "    open('hung', 'w').close()\n    time.sleep(60)\n"
+            "print('BISECTK_RESULT {\"err\": 0}')\n")
+    spec = err_spec(tmp_path, "sometimes", code, "ab")
+    p = bisectk("ablate", spec, "--json-out", tmp_path / "o.json", "--snapshots", "0", "--ledger", tmp_path / "l.db",
+                timeout=300, check=0)
+    doc = json.loads((tmp_path / "o.json").read_text())
+    assert doc["culprits"] == ["a"], doc["culprits"]
+    assert (tmp_path / "hung").exists()
+    assert not [s for s in doc["advice"] if s["step"] == "first_run_cost"], doc["advice"]
+    assert not any("first run's cost" in words for words in doc["next_steps"]), doc["next_steps"]
+    assert "different failure (possible second bug): b -> FAIL hang" in p.stdout, p.stdout
+    assert re.search(r"hybrid was called a hang after \d+\.\d\d s, and given 10 s it ended in \d+\.\d\d s, "
+                     r"sooner: no slow first run, it hangs only sometimes", p.stderr), p.stderr[-3000:]

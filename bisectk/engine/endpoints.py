@@ -383,7 +383,7 @@ def _hang_or_slow(trials: Trials, bad_point: Any, bad_runs: list[Run]) -> tuple[
     runner = trials.runner
     short = runner.timeout
     longer = second_chance(short.seconds)
-    runner.events.emit(Note(f"the bad endpoint was called a hang after {short.seconds:g} s ({short.detail}), and "
+    runner.events.emit(Note(f"the bad endpoint was called a hang after {round(short.seconds, 2):g} s ({short.detail}), and "
                             f"it printed nothing that tells a hang from a slow run: once more with {longer:g} s"))
     runner.timeout = TimeoutPolicy(longer, "extended", f"{longer:g} s: the bad endpoint's second chance")
     try:

@@ -491,7 +491,7 @@ class Oracle:
             self.stretches.append({"step": "first_run_cost", "point": self.space.label(point), "stopped_s": before,
                                    "ended_s": round(run.duration_s, 3), "given_s": longer, "watchdog_s": after})
         runner.events.emit(Note(
-            f"{self.space.label(point)} was called a hang after {before:g} s, and ended in {run.duration_s:.2f} s "
+            f"{self.space.label(point)} was called a hang after {round(before, 2):g} s, and ended in {run.duration_s:.2f} s "
             f"when given {longer:g} s (a first run's cost: a JIT compile, a cold cache, a build){more}"))
 
     def batch(self, points: Sequence[Any]) -> list[Outcome]:

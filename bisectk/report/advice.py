@@ -76,7 +76,7 @@ WORDS: dict[str, Callable[[dict], str]] = {
         "cache, a lock), or good fails sometimes. Make good pass on every run (`bisectk run` it a few times), "
         "then search again."),
     "first_run_cost": lambda s: (
-        f"{s['point']} was called a hang after {s['stopped_s']:g} s and ended in {s['ended_s']:.2f} s when given "
+        f"{s['point']} was called a hang after {round(s['stopped_s'], 2):g} s and ended in {s['ended_s']:.2f} s when given "
         f"{s['given_s']:g} s: a first run's cost (a JIT compile into a cache, a build) that the endpoints, run "
         "before, no longer paid. "
         + (f"The watchdog was set from it ({s['watchdog_s']:.1f} s), so a real hang waits that long"

@@ -81,3 +81,14 @@ def test_a_hang_that_ends_sooner_when_given_longer_is_no_first_runs_cost(tmp_pat
     assert "different failure (possible second bug): b -> FAIL hang" in p.stdout, p.stdout
     assert re.search(r"hybrid was called a hang after \d+\.\d\d s, and given 10 s it ended in \d+\.\d\d s, "
                      r"sooner: no slow first run, it hangs only sometimes", p.stderr), p.stderr[-3000:]
+
+
+def test_a_calibrated_watchdog_is_said_in_hundredths(tmp_path):
+    """A silent bad endpoint called a hang by a calibrated watchdog (5 x the good run's 0.31496 s)
+    was said to be "called a hang after 1.5748 s"."""
+    code = ("import sys, time\nargs = dict(a.split('=') for a in sys.argv[1:])\n"
+            "time.sleep(60 if args['a'] == '1' else 0.3)\nprint('BISECTK_RESULT {\"err\": 0}')\n")
+    spec = err_spec(tmp_path, "silent", code, "a")      # good's 0.3 s: the watchdog is 5 x its time, above the 1 s floor
+    p = bisectk("check", spec, "--snapshots", "0", "--ledger", tmp_path / "l.db", timeout=300)
+    said = re.search(r"the bad endpoint was called a hang after ([\d.]+) s", p.stderr)
+    assert said and re.fullmatch(r"\d+(\.\d{1,2})?", said.group(1)), p.stderr[-2000:]

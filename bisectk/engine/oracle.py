@@ -369,14 +369,16 @@ class Oracle:
                     with self._lock:        # stopped again where it was (not at the bad endpoint's
                         self._hung_again += 1   # hang point, given longer): no first run's cost
                 return self.judge_run(run)      # still short: a hang hunted that moved earlier
-            if longer is not None and run.duration_s < question[-2].duration_s:
-                # ended sooner than the run stopped before it had already run: no first run's cost
-                # (that makes a run longer, not shorter), but a point that hangs only sometimes;
-                # its hang is kept, the watchdog left as it is
+            if longer is not None and self.different(question[-2]) and run.duration_s < question[-2].duration_s:
+                # ended sooner than the run stopped before it had already run: a first run's cost
+                # makes a run longer, not shorter (unless the stopped run filled its cache while it
+                # was read before the kill), so most likely a point that hangs only sometimes; its
+                # hang is kept, the watchdog left as it is. A hang of the failure hunted stays as it
+                # was: set aside (_stretched), the verdict the one its search answer was made from
                 self.trials.runner.events.emit(Note(
                     f"{self.space.label(point)} was called a hang after {question[-2].duration_s:.2f} s, and given "
-                    f"{longer:g} s it ended in {run.duration_s:.2f} s, sooner: no slow first run, it hangs only "
-                    "sometimes (its hang is kept)"))
+                    f"{longer:g} s it ended in {run.duration_s:.2f} s, sooner: no slow first run (unless the stopped "
+                    "run filled a cache before it was ended), so it may hang only sometimes (its hang is kept)"))
             elif longer is not None:
                 self._stretched(point, run, longer)
             if short or self.different(run):

@@ -180,8 +180,8 @@ def _describe(exc: BaseException, argv0: str = "", cwd: str | os.PathLike | None
     if filename is not None and cwd is not None and os.fspath(filename) == os.fspath(cwd):
         # the directory the run starts in, not the program (a spec's `cwd` with a typo): the
         # kernel's words "No such file or directory" read as a missing interpreter
-        missing = isinstance(exc, FileNotFoundError)
-        return f"its working directory {os.fspath(cwd)} {'does not exist' if missing else 'is not a directory'} (the spec's `cwd`)"
+        what = "does not exist" if isinstance(exc, FileNotFoundError) else "is not a directory"
+        return f"its working directory {os.fspath(cwd)} {what}"
     if (isinstance(exc, FileNotFoundError) and argv0 and not os.path.dirname(argv0)
             and (filename is None or os.path.basename(os.fspath(filename)) == argv0)):
         return "not found on the run's PATH"

@@ -55,10 +55,10 @@ def test_a_working_directory_that_is_missing_or_a_file_is_named_as_such(tmp_path
     """A spec's `cwd = "buld"`: the run said `cannot start '.../python': No such file or directory:
     .../buld`, which reads as a missing interpreter."""
     raw = run_process([sys.executable, "-c", "pass"], cwd=tmp_path / "gone")
-    assert not raw.started and raw.error.endswith(f"its working directory {tmp_path / 'gone'} does not exist (the spec's `cwd`)"), raw.error
+    assert not raw.started and raw.error.endswith(f"its working directory {tmp_path / 'gone'} does not exist"), raw.error
     (tmp_path / "f").write_text("")
     raw = run_process([sys.executable, "-c", "pass"], cwd=tmp_path / "f")
-    assert not raw.started and raw.error.endswith(f"its working directory {tmp_path / 'f'} is not a directory (the spec's `cwd`)"), raw.error
+    assert not raw.started and raw.error.endswith(f"its working directory {tmp_path / 'f'} is not a directory"), raw.error
 
 
 def test_fifty_hangs_leave_no_process_behind():

@@ -100,10 +100,10 @@ def test_a_spare_that_died_while_it_waited_is_passed_over():
 def test_a_subject_that_cannot_start_on_a_spare_is_reported(tmp_path):
     _ready_spares()
     raw = run_process(["true"], cwd=tmp_path / "missing")
-    assert not raw.started and "No such file or directory" in raw.error
+    assert not raw.started and f"its working directory {tmp_path / 'missing'} does not exist" in raw.error, raw.error
     _ready_spares()
     raw = run_process([str(tmp_path / "no-such-program")])
-    assert not raw.started and "No such file or directory" in raw.error
+    assert not raw.started and "No such file or directory" in raw.error, raw.error
 
 
 def test_spares_end_with_the_process_that_made_them_even_when_it_is_killed():

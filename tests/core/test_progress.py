@@ -37,7 +37,9 @@ def test_a_plain_spoken_subject_is_called_soon_after_the_good_runs_finish_point(
     good = run_process([*JIT, "--plain"], timeout=60, watch=rec)
     tl, good_s = Timeline.from_list(good.timeline), good.duration_s
     raw = run_process([*JIT, "--plain", "--hang", "1"], timeout=60, watch=ProgressWatch(tl, 5 * good_s, 1.0))
-    assert raw.timed_out and raw.duration_s - good_s <= 1.5, (raw.duration_s, good_s, raw.stalled)
+    # 2.5, not 1.5: under load (3 suites on 2 cores) the start and the kill added 0.15 s to the 1.5 s the
+    # watchdog waited; the whole-run limit, 5 x good's run, would be seconds more
+    assert raw.timed_out and raw.duration_s - good_s <= 2.5, (raw.duration_s, good_s, raw.stalled)
     assert "hung after the line 'launching kernel" in raw.stalled
     raw = run_process([*JIT, "--plain", "--slow-compile", "1"], timeout=60, watch=ProgressWatch(tl, 5 * good_s, 1.0))
     assert not raw.timed_out and raw.exit_code == 0

@@ -19,9 +19,10 @@ def test_hang_called_after_launch_and_slow_compile_is_not_a_hang(tmp_path):
     bad = doc["endpoints"]["bad"]["runs"][0]
     assert "hung after 'launch'" in bad["signature"]
     # the bad endpoint also compiles 3 s longer: measured at its own pace, the hang is called about a
-    # second after the point where the good run had finished
+    # second after the point where the good run had finished (2.5: under load, 3 suites on 2 cores, the
+    # watchdog's polls came late and it read 1.6-1.8 s; the whole-run limit would be ~5 x good's run)
     past = float(re.search(r"([\d.]+) s past the point", bad["signature"]).group(1))
-    assert past <= 1.5
+    assert past <= 2.5
     slow = [a for a in doc["attempts"] if "slow_compile" in a["applied"] and "hang" not in a["applied"]]
     assert all(a["outcome"] == "pass" for a in slow)
     # a hybrid with only the slow compile: run it directly, it passes

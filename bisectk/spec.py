@@ -22,6 +22,7 @@ import functools
 import hashlib
 import itertools
 import json
+import keyword
 import math
 import operator
 import re
@@ -561,6 +562,12 @@ def _build(path: Path, raw: dict[str, Any]) -> Spec:
     _need(isinstance(constraints, list) and all(isinstance(c, str) for c in constraints),
           path, "constraints", "must be a list of expression strings")
     _need(len(constraints) <= MAX_CONSTRAINTS, path, "constraints", f"more than {MAX_CONSTRAINTS} constraints")
+    # a factor named as a Python keyword (True, None, in, ...) is read in a constraint as the keyword:
+    # `True >= 1` always holds, whatever the factor's value, and nothing would say so
+    keywords = sorted(n for n in good if keyword.iskeyword(n)) if constraints else []
+    _need(not keywords, path, "constraints",
+          f"factor {clip(keywords[0] if keywords else '', 40)} cannot be named in a constraint: the expression "
+          f"reads it as Python's own keyword; rename the factor")
     exprs = []
     for c in constraints:
         try:

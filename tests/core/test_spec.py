@@ -89,6 +89,19 @@ def test_errors_name_file_and_key(tmp_path, edit, key):
     assert str(p) in msg and key in msg and "\n" not in msg
 
 
+@pytest.mark.parametrize("name", ["True", "None", "in"])
+def test_a_factor_named_as_a_python_keyword_is_refused_where_constraints_would_read_it(tmp_path, name):
+    """`constraints = ["True >= 1"]` over a factor named True read Python's True (always >= 1): the
+    constraint held for every value, silently. Without constraints the name is only a placeholder,
+    which str.format reads by name, and stays allowed."""
+    text = BASE.replace("depth", name)
+    with pytest.raises(SpecError) as err:
+        load_spec(write(tmp_path, text))
+    assert f"factor '{name}' cannot be named in a constraint" in str(err.value), str(err.value)
+    spec = load_spec(write(tmp_path, text.replace(f'constraints = ["{name} >= 1"]\n', "")))
+    assert spec.good[name] == 4 and not spec.constraints
+
+
 def test_missing_and_invalid_files(tmp_path):
     with pytest.raises(SpecError, match="no such file"):
         load_spec(tmp_path / "nope.toml")

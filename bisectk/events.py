@@ -3,7 +3,8 @@
 Abstractions
 ------------
 Event subclasses -- plain records of what happened (a run started or finished, a phase began,
-                    a note worth showing). They carry data, never formatting.
+                    a note worth showing). They carry data, never formatting. A run's events
+                    (RunEvent) name it alike: label, configuration, index.
 EventBus         -- a list of subscribers; `emit` calls each. No subscriber means silence, which
                     is what `--json` and non-TTY output want.
 """
@@ -28,30 +29,30 @@ class PhaseStarted(Event):
 
 
 @dataclass(frozen=True)
-class RunStarted(Event):
+class RunEvent(Event):
+    """An event of one run: its label, its configuration and its index among that
+    configuration's runs."""
     label: str
     config: dict[str, Any]
     index: int
+
+
+@dataclass(frozen=True)
+class RunStarted(RunEvent):
     timeout: float | None
     follows_progress: bool = False   # the deadline moves with the run's progress; `timeout` is its
                                      # rule for a subject that prints nothing, not this run's limit
 
 
 @dataclass(frozen=True)
-class RunFinished(Event):
-    label: str
-    config: dict[str, Any]
-    index: int
+class RunFinished(RunEvent):
     run: Run
     cached: bool = False
 
 
 @dataclass(frozen=True)
-class BuildRunning(Event):
+class BuildRunning(RunEvent):
     """A run's build step is still running after `seconds` (its limit: `limit`)."""
-    label: str
-    config: dict[str, Any]
-    index: int
     seconds: float
     limit: float
 

@@ -10,6 +10,7 @@ TimeoutPolicy -- seconds, source ("spec", "option": --timeout, "calibrated", "pr
                  nothing calibrated yet) and a detail in words.
 calibrated    -- max(floor, factor x the slowest good run), stated with its inputs.
 second_chance -- the watch of a run given longer once: EXTEND x the watchdog, within its bounds.
+limit_problem -- what is wrong with a time limit the command line gives (--timeout, --build-timeout).
 """
 
 from __future__ import annotations
@@ -23,6 +24,14 @@ MAX_REPEAT = 1000       # runs of one configuration a spec or --repeat may ask f
 CALIBRATION_CAP_S = 120.0  # the first good run has no baseline yet; --timeout overrides
 EXTEND = 4.0            # a second chance for a run the calibrated watchdog stopped: this many times
 EXTEND_MIN_S = 10.0     # the watchdog, at least this long, at most the cap (second_chance)
+
+
+def limit_problem(option: str, seconds: float) -> str | None:
+    """What is wrong with `seconds` given as the time limit `option` (--timeout, --build-timeout):
+    not more than 0, more than MAX_TIMEOUT_S, or NaN; None when it is a limit."""
+    if 0 < seconds <= MAX_TIMEOUT_S:
+        return None
+    return f"{option} {seconds:g}: must be more than 0 seconds and at most a week ({MAX_TIMEOUT_S:g} s)"
 
 
 @dataclass(frozen=True)

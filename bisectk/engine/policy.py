@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from bisectk.errors import BisectkError
 from bisectk.outcome import DEFAULT_SAME_FAILURE, SAME_FAILURE_MODES
-from bisectk.timeouts import MAX_REPEAT, MAX_TIMEOUT_S
+from bisectk.timeouts import MAX_REPEAT, limit_problem
 
 DEFAULT_CALIBRATE_RUNS = 10
 DEFAULT_RETRY_DIFFERENT = 2
@@ -66,9 +66,8 @@ class RunPolicy:
             raise BisectkError(f"--snapshots {self.snapshots}: must be 0 (no snapshots) or more")
         if self.calibrate_runs < 1:
             raise BisectkError(f"--calibrate-runs {self.calibrate_runs}: must be at least 1")
-        if self.timeout is not None and not 0 < self.timeout <= MAX_TIMEOUT_S:
-            raise BisectkError(f"--timeout {self.timeout:g}: must be more than 0 seconds and at most a week "
-                               f"({MAX_TIMEOUT_S:g} s)")
+        if self.timeout is not None and (problem := limit_problem("--timeout", self.timeout)):
+            raise BisectkError(problem)
         if self.repeat is not None and not 1 <= self.repeat <= MAX_REPEAT:
             raise BisectkError(f"--repeat {self.repeat}: must be from 1 to {MAX_REPEAT}")
         if self.jobs < 1:

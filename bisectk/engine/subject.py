@@ -12,14 +12,13 @@ load_subject  -- (Spec, configuration) for any command: a spec (with the endpoin
 
 from __future__ import annotations
 
-import math
 import shlex
 from pathlib import Path
 
 from bisectk.errors import BisectkError
 from bisectk.spaces.shellwords import runs_shell, shell_syntax, split_command  # noqa: F401 (this module's API)
 from bisectk.spec import Config, Spec, adhoc_spec, load_spec, parse_value, placeholders
-from bisectk.timeouts import MAX_TIMEOUT_S
+from bisectk.timeouts import limit_problem
 
 
 def apply_sets(spec: Spec, config: Config, sets: list[str] | None) -> Config:
@@ -88,9 +87,8 @@ def load_subject(spec_path: Path | None, run: str | None = None, pytest_id: str 
     spec, config_ = _load_subject(spec_path, run, pytest_id, build=build, cwd=cwd, config=config, sets=sets,
                                   timeout=timeout, repeat=repeat, name=name)
     if build_timeout is not None:   # --build-timeout: the spec's `build_timeout` as the command line gives it
-        if not (math.isfinite(build_timeout) and 0 < build_timeout <= MAX_TIMEOUT_S):
-            raise BisectkError(f"--build-timeout {build_timeout:g}: must be more than 0 seconds and at most a week "
-                               f"({MAX_TIMEOUT_S:g})")
+        if problem := limit_problem("--build-timeout", build_timeout):
+            raise BisectkError(problem)
         if not spec.build:
             raise BisectkError("--build-timeout: there is no build step to limit (give --build 'CMD', or a spec "
                                "with `build`)")

@@ -345,8 +345,7 @@ def hang_checks(check: EndpointCheck, runner: Runner) -> dict:
     from bisectk.run.progress import reach
     hung = [r for r in check.bad.runs if r.kind is FailKind.HANG and r.timeline]
     far = min((reach(r.timeline, runner.good_timeline) for r in hung), default=-1)
-    steady_slow = (not check.flaky and bool(runner.judge.slow_metric) and check.target is not None
-                   and all(f.kind is FailKind.SLOW for f in check.target.failures))
+    steady_slow = not check.flaky and bool(runner.judge.slow_metric) and slowends.slow_only(check.target)
     return {"recheck": recheck_hangs(check), "reach": far if runner.moving and far >= 0 else None,
             "steady_slow": steady_slow}
 

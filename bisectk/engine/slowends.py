@@ -5,6 +5,7 @@ the numbers a SLOW problem gives.
 Abstractions
 ------------
 baseline_runs  -- how many good runs step 1 makes at least (slowrule.BASELINE_RUNS under a SLOW rule).
+slow_only      -- whether the failure hunted is SLOW alone.
 hunted         -- whether the failure hunted is SLOW on a reported metric against a positive baseline.
 values         -- the SLOW values of the runs the rule judged: the one reading every line here rests on.
 separate_sides -- 3b: both endpoints run on until their spread settles whether one run is judged alone.
@@ -95,14 +96,18 @@ def spread(runner: Runner, good_runs: list[Run], target: Target | None) -> tuple
 SEPARATION_EARLY = 3   # runs a side that may settle 3b at once (no spread, or a wide margin)
 
 
+def slow_only(target: Target | None) -> bool:
+    """Whether the failure hunted is SLOW alone (target_of makes it so wherever bad showed SLOW)."""
+    return target is not None and all(f.kind is FailKind.SLOW for f in target.failures)
+
+
 def hunted(runner: Runner, target: Target | None) -> bool:
     """The failure hunted is SLOW on a metric the subject reports, against a positive baseline.
     Wall time is left out: its first runs pay cold starts and JIT compiles (the rules above), so
     its spread is not the metric's."""
     judge = runner.judge
-    return (target is not None and bool(judge.slow_factor) and bool(judge.slow_metric)
-            and judge.baseline is not None and judge.baseline > 0
-            and all(f.kind is FailKind.SLOW for f in target.failures))
+    return (bool(judge.slow_factor) and bool(judge.slow_metric) and judge.baseline is not None
+            and judge.baseline > 0 and slow_only(target))
 
 
 def values(runner: Runner, runs: list[Run]) -> list[float]:
@@ -236,8 +241,8 @@ def target_of(runner: Runner, bad_runs: list[Run], mode: str) -> Target | None:
 
 
 def besides_slow(runner: Runner, bad_runs: list[Run], target: Target | None) -> tuple[str, ...]:
-    """Where SLOW is hunted and bad's runs also failed otherwise: a note saying so ("" otherwise)."""
-    if target is None or not all(f.kind is FailKind.SLOW for f in target.failures):
+    """Where SLOW is hunted and bad's runs also failed otherwise: a note saying so (none otherwise)."""
+    if not slow_only(target):
         return ()
     other = [r for r in bad_runs if r.outcome is Outcome.FAIL and r.kind is not FailKind.SLOW]
     if not other:

@@ -22,7 +22,7 @@ from bisectk.cli_common import (BadRefOpt, Deferred, after_first_run, capture_af
                                 CleanIgnoredOpt, RayRepoOpt, RepoOpt, ReportOpt, RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, RunSnapshotsOpt, SpecArg, say_warning,
                                 TimeoutOpt, WarmOpt, _is, cache_ledger, check_outputs, check_strategy, default_spec, emit_json,
                                 environment_capture, fail, finish, history_subject, open_ledger, out, plain_help,
-                                policy, reporter, resume_or_fresh, say_error, spare_ahead, unused_factor_warnings, usage_error,
+                                policy, reporter, resume_or_fresh, say_error, spare_ahead, timed_policy, unused_factor_warnings, usage_error,
                                 write_reports)
 from bisectk.errors import BisectkError
 from bisectk.search.names import strategy_names
@@ -134,9 +134,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  max_runs=max_runs, timeout=timeout, gpus=tuple(gpus.split(",")) if gpus else (), executor=executor,
                  ray_address=ray_address, fresh=fresh, warm=warm, jobs=jobs)
-    pol, timed = pol.timed(s)
-    if timed:
-        say_warning(timed)
+    pol = timed_policy(pol, s)
     ledger_path = ledger_location(ledger, spec=s)
     check_outputs(report, json_out, html, spec=s, ledger=ledger_path, as_json=as_json)
     with Session("ablate", s, ledger_path, args={"spec": str(spec), "strategy": strategy},
@@ -456,9 +454,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
                  max_runs=max_runs, jobs=jobs, confidence=confidence, gpus=tuple(gpus.split(",")) if gpus else (),
                  executor=executor, ray_address=ray_address, ray_repo=ray_repo, fresh=fresh, warm=warm,
                  clean_ignored=clean_ignored)
-    pol, timed = pol.timed(s)       # a SPEC's SLOW rule: commits timed side by side time each other
-    if timed:
-        say_warning(timed)
+    pol = timed_policy(pol, s)      # a SPEC's SLOW rule: commits timed side by side time each other
     ledger_path = ledger_location(ledger, repo=root)
     check_outputs(report, json_out, html, spec=s, ledger=ledger_path, as_json=as_json)
     with Session("bisect", s, ledger_path, args=args, policy=pol,

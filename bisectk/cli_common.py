@@ -127,6 +127,15 @@ def say_warning(message: str) -> None:
     sys.stderr.write(f"bisectk: warning: {terminal_text(message)}\n")
 
 
+def timed_policy(pol, spec):
+    """`pol` for a spec whose failure may be SLOW (RunPolicy.timed: its runs one at a time where
+    side by side they would time each other), and the warning that says so when it changed."""
+    pol, said = pol.timed(spec)
+    if said:
+        say_warning(said)
+    return pol
+
+
 def fail(message: str, code: int = X.USAGE) -> None:
     say_error(message)
     raise typer.Exit(code)

@@ -422,20 +422,23 @@ class Oracle:
     def _median_of_three(self, point: Any, first: Run, question: list[Run]) -> Run:
         """A second run of `point`, and a third where the two disagree: the run that decides. A
         first run outvoted by two passes is set aside from the point's verdict, and said."""
-        runs = [first]
-        while len(runs) < 3 and not (len(runs) == 2 and self.judge_run(runs[1]) is Outcome.FAIL):
-            runs.append(self.observe(point))
-            question.append(runs[-1])
+        def again() -> Run:
+            run = self.observe(point)
+            question.append(run)
             with self._lock:
                 self._more += 1
-        passes = [r for r in runs if self.judge_run(r) is Outcome.PASS]
-        if len(passes) < 2:
-            return runs[1] if self.judge_run(runs[1]) is Outcome.FAIL else first
+            return run
+        second = again()
+        if self.judge_run(second) is Outcome.FAIL:
+            return second           # the failure again: two of two
+        third = again()
+        if self.judge_run(second) is not Outcome.PASS or self.judge_run(third) is not Outcome.PASS:
+            return first            # not outvoted by two passes: the first decides
         self.trials.set_aside(point, first)
         self.trials.runner.events.emit(Note(
             f"{self.space.label(point)}: its first run was SLOW and the next two passed: a lone draw of the "
             f"metric past the threshold, judged by the median of three"))
-        return passes[-1]
+        return third
 
     def _short(self, run: Run) -> bool:
         """A hang of the kind hunted, stopped before the progress point where the bad endpoint

@@ -33,10 +33,25 @@ def _fill_closed_std() -> None:
         setattr(sys, name, open(fd, mode, closefd=False, encoding="utf-8", errors="replace"))
 
 
+_early: list[int] = []      # signals that arrived before engine/interrupts.py had loaded
+
+
+def _noted_early(signum, frame) -> None:
+    _early.append(signum)
+
+
 def main() -> None:
-    _fill_closed_std()
+    # first, with the built-in _signal (no file read; signal.py imports enum): a Ctrl-C during the
+    # start is noted, and acted on once the CLI has loaded. Before, one that came while
+    # interrupts.py and what it imports were read from disk (milliseconds on a loaded machine) was
+    # a traceback.
+    import _signal
+    for s in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP):
+        if _signal.getsignal(s) is not _signal.SIG_IGN:
+            _signal.signal(s, _noted_early)
     from bisectk.engine import interrupts
-    interrupts.defer()      # a Ctrl-C during the start's imports is noted, and acted on once they are done
+    interrupts.defer(_early)
+    _fill_closed_std()
     from bisectk.spaces import early
     early.start(sys.argv[1:], _open_pool)
     from bisectk.cli import entry

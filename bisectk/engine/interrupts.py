@@ -3,7 +3,7 @@
 Abstractions
 ------------
 defer    -- from the process's first line (__main__) until `install`: a signal is noted and raised
-            at `install`, never inside the start's imports (see there).
+            at `install`, never inside the start's imports (see there); a third leaves at once.
 install  -- at the start of every command (cli.py): SIGTERM and SIGHUP (the terminal closed, the
             ssh session dropped) raise KeyboardInterrupt, as Ctrl-C does, so that each ends the
             subjects, removes temporary files and worktrees and keeps the ledger as Ctrl-C leaves
@@ -41,6 +41,8 @@ import signal
 import stat
 import threading
 from contextlib import contextmanager
+
+from bisectk.exitcodes import HANGUP, INTERRUPTED
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _hung_up = [False]
@@ -82,20 +84,36 @@ _deferred: list[int] = []     # signals that arrived while deferred (defer)
 
 def _note(signum, frame) -> None:
     _arrived(signum)
-    if _deferred and signum != signal.SIGHUP:   # the user insists (a hangup said twice does not)
-        raise KeyboardInterrupt
+    if signum != signal.SIGHUP and sum(s != signal.SIGHUP for s in _deferred) >= 2:
+        _leave_now()        # the user insists (a hangup said twice does not)
     _deferred.append(signum)
 
 
-def defer() -> None:
+def _leave_now() -> None:
+    """The way out of a start that hangs (a third signal while deferred): one line, and exit at
+    once, from inside whatever import the handler interrupted (nothing is raised there)."""
+    try:
+        os.write(2, b"bisectk: interrupted\n")
+    except OSError:
+        pass
+    os._exit(HANGUP if _hung_up[0] else INTERRUPTED)
+
+
+def defer(early: list[int] | None = None) -> None:
     """From the process's first line (__main__) to `install`: a signal is noted, not raised. The
     CLI's modules load then, while the early history walk's thread imports its own (spaces/
     early.py), and a KeyboardInterrupt raised inside one import's module lock broke importlib's
     locks: the command hung for good, both threads waiting on them (1 start in 9 with a Ctrl-C
-    at 0.13 s), or died with a traceback. A second signal is raised at once."""
+    at 0.13 s), or died with a traceback. A second one is noted too: the start takes a fraction
+    of a second, and raised at once it came out of the import it landed in as a traceback (or
+    as "Exception ignored in" importlib's module-lock callback, and was lost). A third leaves
+    at once (`_leave_now`): the way out of a start that hangs. `early`: the signals __main__'s
+    first handler noted before this module had loaded, counted as if noted here."""
     for s in _SIGNALS:
         if signal.getsignal(s) is not signal.SIG_IGN:
             signal.signal(s, _note)
+    for signum in early or ():
+        _note(signum, None)
 
 
 def install() -> None:

@@ -153,7 +153,7 @@ def test_a_signal_while_bisectk_starts_ends_it_cleanly(tmp_path):
     # it, the interpreter's own start and the import of that module take Python's default action
     start = ("import os, sys, threading\nfrom bisectk.__main__ import main\nfrom bisectk.engine import interrupts\n"
              "defer, delay, sig = getattr(interrupts, 'defer', lambda: None), float(sys.argv[1]), int(sys.argv[2])\n"
-             "def timed():\n    defer()\n"
+             "def timed(*early):\n    defer(*early)\n"
              "    threading.Timer(delay, os.kill, (os.getpid(), sig)).start()\n"
              "if hasattr(interrupts, 'defer'):\n    interrupts.defer = timed\nelse:\n    timed()\n"
              "sys.argv = ['bisectk', *sys.argv[3:]]\nmain()\n")

@@ -762,6 +762,7 @@ def _leave(code) -> None:
     a thread that is no daemon still runs (the interpreter would wait for it)."""
     import atexit
     import threading
+    from bisectk.engine.interrupts import leaving
     others = [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
     if sys.gettrace() or sys.getprofile() or os.environ.get("BISECTK_DEBUG") or others:
         sys.exit(code)
@@ -772,6 +773,7 @@ def _leave(code) -> None:
     else:
         print(code, file=sys.stderr)
         status = 1
+    leaving(status)     # a Ctrl-C now (the second of two) waits for the exit handlers (engine/interrupts.py)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -25,6 +25,11 @@ live     -- the part that stays interruptible: a run (Trials.observe, engine/ora
             next run, where the search turns it into its best result so far (SearchStopped).
 late     -- whether a signal is still pending: it arrived after the last run, while the result
             was being built or written; the caller prints that result and exits as interrupted.
+leaving  -- from the command's last word to the process's end (the exit handlers: subjects and
+            spares ended, the early walk's git waited for, temporary files removed): a signal is
+            noted, not raised, so a Ctrl-C pressed twice (the second landing after "bisectk:
+            interrupted") no longer tore an exit handler away half-done, with "Exception ignored
+            in atexit callback" and a traceback; a second one there ends the process at once.
 
 Why: a KeyboardInterrupt raised at an arbitrary bytecode of the bookkeeping between runs, or of
 the record building after the search, escapes every `except SearchStopped` and ends the command
@@ -126,6 +131,22 @@ def install() -> None:
     if _deferred:
         _deferred.clear()
         raise KeyboardInterrupt
+
+
+def leaving(status: int) -> None:
+    """The exit handlers are about to run, and the process then exits `status` (see the module
+    docstring). A signal ignored at the start stays ignored; a hangup notes itself as everywhere.
+    A second signal while they run (a cleanup that hangs) leaves at once with `status`, or
+    HANGUP after a hangup: os._exit, since the handler may run inside any exit handler."""
+    def note(signum, frame) -> None:
+        _arrived(signum)
+        if noted and signum != signal.SIGHUP:
+            os._exit(HANGUP if _hung_up[0] else status)
+        noted.append(signum)
+    noted: list[int] = []
+    for s in _SIGNALS:
+        if signal.getsignal(s) is not signal.SIG_IGN:
+            signal.signal(s, note)
 
 
 def hung_up() -> bool:

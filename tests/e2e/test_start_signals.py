@@ -56,3 +56,43 @@ def test_a_ctrl_c_while_bisectk_starts_is_one_line_and_130(tmp_path, modules):
     assert p.stderr.strip().splitlines()[-1] == "bisectk: interrupted", p.stderr[-2000:]
     assert after == before
     assert not _ours_left(tmp_path)
+
+
+# an exit handler that stands for bisectk's own (spares ended, the early walk's git waited for):
+# it is hit by a Ctrl-C, and finishes its work, which marks a file
+SIGNAL_IN_EXIT_HANDLER = """
+import atexit, os, signal, sys, time
+mark = sys.argv[1]
+def cleanup():
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.2)
+    open(mark, "w").write("cleaned up")
+atexit.register(cleanup)
+from bisectk.cli import entry
+sys.argv = ["bisectk", "bisect", "--repo", sys.argv[2], "--good", "HEAD", "--run", "true"]
+entry()
+"""
+
+
+def test_a_ctrl_c_during_the_exit_handlers_lets_them_finish(tmp_path):
+    """The second of two Ctrl-C lands after the command's last word, on its exit handlers: it is
+    noted, the handler finishes its cleanup and the command's own exit code stands, where before
+    the handler was torn away half-done with "Exception ignored in atexit callback" and a
+    traceback."""
+    mark = tmp_path / "cleaned"
+    p = subprocess.run([sys.executable, "-c", SIGNAL_IN_EXIT_HANDLER, str(mark), str(tmp_path / "no-such-repo")],
+                       cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and p.stderr.startswith("bisectk: "), (p.returncode, p.stderr[-2000:])
+    assert "Traceback" not in p.stderr and "Exception ignored" not in p.stderr, p.stderr[-2000:]
+    assert mark.read_text() == "cleaned up"
+
+
+def test_a_second_ctrl_c_during_the_exit_handlers_leaves_at_once(tmp_path):
+    """An exit handler that hangs: the second Ctrl-C there ends the process at once, with the
+    command's exit code and no traceback (a signal handler runs inside the hanging handler)."""
+    script = SIGNAL_IN_EXIT_HANDLER.replace(
+        "    time.sleep(0.2)\n", "    os.kill(os.getpid(), signal.SIGINT)\n    time.sleep(600)\n")
+    p = subprocess.run([sys.executable, "-c", script, str(tmp_path / "cleaned"), str(tmp_path / "no-such-repo")],
+                       cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, (p.returncode, p.stderr[-2000:])
+    assert not (tmp_path / "cleaned").exists()

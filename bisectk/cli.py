@@ -356,6 +356,7 @@ def bisect(repo: Path = RepoOpt,
     spec, paths = history_targets(targets, bool(run_cmd or pytest_id or manual))
     root = open_repo(repo)
     say_ambiguous(root, olds, new, names)
+    say_your_bisect(root, olds, new, names)
     paths = pathspec_of(paths, Path.cwd(), root)
     if manual:
         if spec is not None or run_cmd or pytest_id or build:
@@ -405,6 +406,15 @@ def say_ambiguous(root: Path, olds: list[str], new: str, names: tuple[str, str])
     from bisectk.spaces.refnames import ambiguities
     for line in ambiguities(root, [*((names[0], g) for g in olds), (names[1], new)]):
         say_warning(line)
+
+
+def say_your_bisect(root: Path, olds: list[str], new: str, names: tuple[str, str]) -> None:
+    """A warning where --good or --bad names HEAD while a `git bisect` of the user's has moved it
+    (spaces/yourbisect.py): HEAD is then that bisection's commit, not the user's branch."""
+    from bisectk.spaces.yourbisect import head_note
+    note = head_note(root, [*((names[0], g) for g in olds), (names[1], new)])
+    if note:
+        say_warning(note)
 
 
 def pytest_words(pytest_id: Optional[str]) -> list[str]:

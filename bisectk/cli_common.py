@@ -55,7 +55,8 @@ SpecArg = typer.Argument(..., help="Variant spec (TOML).", show_default=False)
 LedgerOpt = typer.Option(None, "--ledger", help="Ledger database (default: .bisectk/ledger.db beside the spec).")
 JsonOpt = typer.Option(False, "--json", help="Print the result as one JSON document on stdout (progress on stderr only when it is a terminal).")
 RunOpt = typer.Option(None, "--run", help="Subject command instead of a SPEC, as one quoted string (git bisect run's "
-                                          "exit codes: 0 good, 125 skip, 1-127 bad).")
+                                          "exit codes: 0 good, 125 skip, 1-127 bad; a signal or 128-255, where git "
+                                          "aborts, a crash).")
 BuildOpt = typer.Option(None, "--build", help="Build command run before the subject, as one quoted string; "
                                               "failure = UNRESOLVED(BUILD).")
 BuildTimeoutOpt = typer.Option(None, "--build-timeout", help="The build step's time limit in seconds (default: the "

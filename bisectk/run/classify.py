@@ -35,9 +35,10 @@ from bisectk.outcome import NAN_CHECK, FailKind, Outcome, Reason, Run
 # run's verdict (an import failure read as a hybrid that does not link, a quoted metric as
 # unresolved: stop 50; a subject's own error cut to one line, which a signature-identity target
 # compares; a C compiler's error line read as a build failure, a SLOW metric better higher or a
-# baseline of zero or below: stop 52) is a new version, so a ledger written under the old rules
+# baseline of zero or below: stop 52; an exit 129-192 named as that exit, not as the script's own
+# death by the signal) is a new version, so a ledger written under the old rules
 # is not answered from, as a changed timeout policy is not (memokey.POLICY_VERSION).
-RULES_VERSION = "classify-v9"
+RULES_VERSION = "classify-v10"
 from bisectk.run.process import RawRun, signal_name
 from bisectk.spec import Threshold
 
@@ -84,11 +85,15 @@ WORKTREE_PATH = re.compile(r"[^\s'\"]*/(?:bisectk(?:-\d+)?/worktrees/[^/\s]+|bis
 
 
 def _shell_signal(code: int | None) -> str | None:
-    """A shell reports a child killed by signal n as exit 128+n (git bisect would abort there)."""
+    """A shell reports a child killed by signal n as exit 128+n (git bisect would abort there):
+    `exit 139 = 128+SIGSEGV`. Not the signal's own name: the script itself exited (waitpid says
+    so), where a script killed by SIGSEGV is `SIGSEGV`, and the two are not one failure (a test
+    that runs `exit 139` on its own, a wrapper that reports a child's death, are told apart from
+    a script that died)."""
     if code is None or not 128 < code < 128 + 65:
         return None
     name = signal_name(128 - code)
-    return None if name.startswith("signal ") else name
+    return None if name.startswith("signal ") else f"exit {code} = 128+{name}"
 
 
 def recognise(text: str) -> str | None:
@@ -455,7 +460,7 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
         signature = recognise(text)
         shell_signal = _shell_signal(raw.exit_code)
         if raw.signal or shell_signal:
-            name = raw.signal or f"{shell_signal} (exit {raw.exit_code})"
+            name = raw.signal or shell_signal
             signature = f"{name}: {signature}" if signature else name
         else:
             signature = signature or last_exception(text) or f"exit {raw.exit_code}"

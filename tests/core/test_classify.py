@@ -483,3 +483,22 @@ def test_a_slow_metric_that_is_no_number_is_unresolved_not_a_pass(printed, said)
     for fine in ("130", "Infinity", "0"):     # a number (the slowest time of all, none at all) is judged
         assert classify_run(raw(stdout=f'BISECTK_RESULT {{"err": 0, "time_ms": {fine}}}'), j).outcome \
             is not Outcome.UNRESOLVED
+
+
+@pytest.mark.parametrize("protocol", ["git", "bisectk"])
+def test_a_script_killed_by_a_signal_and_one_that_exits_128_plus_n_are_two_failures(protocol):
+    """`kill -SEGV $$` (waitpid: killed by SIGSEGV) and `exit 139` (waitpid: exited 139, as a shell
+    reports a child's SIGSEGV): both crashes, git bisect run would abort on either, but not one
+    failure. Both were `SIGSEGV`, so a bisection hunting the script's own SIGSEGV took a commit
+    that exits 139 for it (and named the first bad commit too early)."""
+    from bisectk.outcome import Target
+    judge = Judge([], protocol=protocol)
+    killed = classify_run(raw(exit_code=-11, signal="SIGSEGV"), judge)
+    exited = classify_run(raw(exit_code=139), judge)
+    assert (killed.kind, killed.failed, killed.signature) == (FailKind.CRASH, ("SIGSEGV",), "SIGSEGV")
+    assert (exited.kind, exited.failed, exited.signature) == (FailKind.CRASH, ("exit 139 = 128+SIGSEGV",),
+                                                             "exit 139 = 128+SIGSEGV")
+    assert not Target.of([killed]).matches(exited) and not Target.of([exited]).matches(killed)
+    assert Target.of([exited]).matches(classify_run(raw(exit_code=139), judge))
+    assert classify_run(raw(exit_code=200), judge).failed == ("exit 200",)
+    assert classify_run(raw(exit_code=128), judge).failed == ("exit 128",)

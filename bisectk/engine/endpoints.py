@@ -101,6 +101,7 @@ from bisectk.engine.interrupts import live
 from bisectk.engine.oracle import Trials
 from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import FailKind, Outcome, Reason, Run, Target, Verdict
+from bisectk.run.classify import SKIP_SIGNATURE
 from bisectk.run.runner import Runner
 from bisectk.engine import slowends
 
@@ -215,6 +216,7 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
     good_rate = Rate(_target_fails(good_runs, target), _judged(good_runs))
     problem = diagnose(good, bad, target, good_rate, bad_rate, two_rate,
                        fixes=_fixes(getattr(trials.space, "kind", ""), bool(trials.runner.spec.thresholds)))
+    problem = _asked_to_skip(trials, good_point, bad_point, good, bad) or problem
     env = (environment.diagnose(good_runs, bad_runs, untracked=getattr(trials.space, "untracked", None),
                                 outside=getattr(trials.space, "outside", None),
                                 beside_spec=getattr(trials.space, "beside_spec", None),
@@ -480,6 +482,27 @@ def _fixes(kind: str, thresholds: bool) -> tuple[str, str]:
     swap = {"hunks": "swap GOOD and BAD", "commits": "swap --good and --bad"}.get(kind, "swap [good] and [bad]")
     return swap, ("check the oracle thresholds" if thresholds else
                   "check the command's exit status (0 passes; 1-127 but 125 fail)")
+
+
+def _asked_to_skip(trials: Trials, good_point: Any, bad_point: Any, good: Verdict, bad: Verdict) -> str | None:
+    """An endpoint every run of which exited 125 (git bisect run's "skip"), in words of what
+    happened: the test asked to skip that commit (or configuration), which one, its own reason,
+    and what the user can do; before, "cannot be tested: UNRESOLVED build (skip (exit 125) ...)",
+    a build failure that never was. None where neither endpoint was skipped so."""
+    commits = getattr(trials.space, "kind", "") == "commits"
+    for side, point, verdict, option in (("good", good_point, good, "--good"), ("bad", bad_point, bad, "--bad")):
+        if verdict.outcome is not Outcome.UNRESOLVED or not verdict.signature.startswith(SKIP_SIGNATURE):
+            continue
+        why = verdict.signature[len(SKIP_SIGNATURE):].removeprefix(":").strip()
+        said = f"exit 125: {why}" if why else "exit 125"
+        needs = "passes" if side == "good" else "fails"
+        if commits:
+            return (f"the test asked to skip the {side} commit {trials.space.label(point)} ({said}); a bisection "
+                    f"needs a {side} commit that the test runs and that {needs}: give {option} another commit, "
+                    f"or have the test exit 125 only where it cannot test")
+        return (f"the subject asked to skip the {side} configuration ({said}); the search needs a {side} "
+                f"configuration that runs and {needs}")
+    return None
 
 
 def diagnose(good: Verdict, bad: Verdict, target: Target | None, good_rate: Rate, bad_rate: Rate,

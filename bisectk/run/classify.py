@@ -45,6 +45,7 @@ from bisectk.spec import Threshold
 RESULT_TAG = "BISECTK_RESULT"
 SUBJECT_CHECK = "the subject's own check (ok = false)"
 SKIP_EXIT = 125
+SKIP_SIGNATURE = "skip (exit 125)"      # a run that asked to be skipped (engine/endpoints.py words it)
 
 # (pattern, signature). First match wins; CUDA texts come from the runtime, torch, and the DSL.
 _CUDA_PATTERNS = [
@@ -434,7 +435,7 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
         return classify_pytest(raw, text, common)
     if raw.exit_code == SKIP_EXIT:
         why = skip_reason(raw)
-        return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature="skip (exit 125)" + (f": {why}" if why else ""),
+        return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature=SKIP_SIGNATURE + (f": {why}" if why else ""),
                    **common)
     usage = usage_error(raw)
     if usage:   # the configuration never reached the kernel: it cannot be judged, and is no crash

@@ -56,7 +56,8 @@ def test_untestable_endpoint_says_why(tmp_path, mode, reason):
     p = cli("check", s, cwd=tmp_path)
     assert p.returncode == 2, p.stderr
     problem = [ln for ln in p.stdout.splitlines() if ln.startswith("problem:")]
-    assert problem == [f"problem: the good configuration cannot be tested: UNRESOLVED build (skip (exit 125): {reason})"]
+    assert problem == [f"problem: the subject asked to skip the good configuration (exit 125: {reason}); the search "
+                       "needs a good configuration that runs and passes"]
     doc = json.loads(cli("check", s, "--json", cwd=tmp_path).stdout)
     assert reason in doc["problem"] and doc["good"]["signature"] == f"skip (exit 125): {reason}"
 

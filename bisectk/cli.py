@@ -508,13 +508,13 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
 
 def say_shared(before, root: Path) -> None:
     """A warning when the runs changed what the worktrees share with the user's checkout
-    (spaces/shared.py): refs, the stash, the config."""
+    (spaces/shared.py): refs, the stash, the config, the list of worktrees."""
     from bisectk.spaces.shared import changes, snapshot
     said = changes(before, snapshot(root, Path(before["git_dir"])) if before else None)
     if said:
         say_error(f"warning: the runs changed your repository: {'; '.join(said)}. Each commit runs in a worktree of "
-                  f"its own, but worktrees share refs, the stash and the config with your checkout (as under git "
-                  f"bisect run): a test's own git commands reach them")
+                  f"its own, but worktrees share refs, the stash, the config and the list of worktrees with your "
+                  f"checkout (as under git bisect run): a test's own git commands reach them")
 
 
 def _bisect_manual(root, olds, new, names, paths, terms, *, first_parent, confidence, fresh, ledger) -> None:

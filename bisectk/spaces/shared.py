@@ -4,11 +4,13 @@ Every commit runs in a worktree of its own, but a worktree shares the repository
 tags, `refs/stash`) and its config with the user's checkout. A test that runs `git stash`,
 `git branch -f`, `git tag` or `git config` in its worktree changes the user's repository, as it
 would under `git bisect run`. bisectk cannot stop it, but says so: the user's next `git stash pop`
-would otherwise pop the test's stash.
+would otherwise pop the test's stash. So does a test's `git worktree add` (a worktree registered
+in the user's repository, listed by their `git worktree list` and kept from their branch) or
+`git worktree prune` (one of theirs forgotten while its disk was away).
 
-snapshot -- the refs (name -> object) and the config files' content digests; None when git
-            cannot list them (the command goes on without the check). The second is given the
-            first's git directory.
+snapshot -- the refs (name -> object), the config files' content digests and the linked worktrees
+            other than bisectk's own; None when git cannot list them (the command goes on without
+            the check). The second is given the first's git directory.
 changes  -- what moved between two snapshots, in words: a line per kind of change.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from bisectk.run.classify import WORKTREE_PATH
 from bisectk.spaces.commits import SpaceError, git_common_dir, run_git_bytes
 
 MAX_NAMED = 5       # refs named in a line; the rest are counted
@@ -36,7 +39,25 @@ def snapshot(root: Path, common: Path | None = None) -> dict | None:
             config[name] = hashlib.sha256((common / name).read_bytes()).hexdigest()
         except OSError:
             config[name] = None
-    return {"refs": refs, "config": config, "git_dir": str(common)}
+    return {"refs": refs, "config": config, "git_dir": str(common), "worktrees": _worktrees(common)}
+
+
+def _worktrees(common: Path) -> dict[str, str]:
+    """The linked worktrees registered in the repository (admin directory name -> the worktree's
+    path, as its `gitdir` file names it), less bisectk's own (spaces/worktrees.py: a pool's wt-N)."""
+    found = {}
+    try:
+        admins = sorted((common / "worktrees").iterdir())
+    except OSError:
+        return found
+    for admin in admins:
+        try:
+            gitdir = (admin / "gitdir").read_text(errors="replace").strip()
+        except OSError:
+            gitdir = str(admin)
+        if not WORKTREE_PATH.search(gitdir.removesuffix(".git")):
+            found[admin.name] = gitdir.removesuffix("/.git")
+    return found
 
 
 def _names(refs: list[bytes]) -> str:
@@ -56,6 +77,12 @@ def changes(before: dict | None, after: dict | None) -> list[str]:
     for refs, what in ((made, "created"), (moved, "moved"), (gone, "deleted")):
         if refs:
             said.append(f"{what} {_names(refs)}")
+    wts_old, wts_new = before.get("worktrees", {}), after.get("worktrees", {})
+    for names, where, what in (([n for n in wts_new if n not in wts_old], wts_new, "added worktrees"),
+                               ([n for n in wts_old if n not in wts_new], wts_old, "removed worktrees")):
+        if names:
+            paths = [where[n].encode() for n in names]
+            said.append(f"{what} {_names(paths)} (git worktree list)")
     for name, digest in after["config"].items():
         if digest != before["config"].get(name):
             said.append(f"changed {Path(after['git_dir']) / name}")

@@ -474,7 +474,13 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
                                         (("good", None), ("bad", None), ("olds", [good_sha]), ("paths", []),
                                          ("find_fix", False)))
         if resume and not same:
-            fail(f"--resume: no earlier bisection of {good}..{bad} with this subject in {session.ledger.path}")
+            other = session.ledger.last_session("bisect", before=session.id)
+            fail(f"--resume: no earlier bisection of {good}..{bad} with this subject in {session.ledger.path}" + (
+                f": the last one (session {other['id']}) ran {args['subject']} as it was then, and a file it "
+                f"names or sources, its build or its environment has changed since (an edited test script is "
+                f"another test); without --resume every run whose inputs are unchanged is still answered from "
+                f"the ledger" if other is not None and all(other["args"].get(k) == args[k] for k in
+                                                         ("good", "bad", "olds", "paths", "subject")) else ""))
         if not as_json:
             merges = commits.merges()
             old_word, new_word = ("bad", "good") if terms.find_fix else ("good", "bad")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
@@ -267,16 +268,18 @@ def _a_commit(word: str) -> str:
 # -- bisect / triage -------------------------------------------------------------------------------
 
 
-def history_ends(good: list[str], bad: list[str], find_fix: bool) -> tuple[list[str], str, tuple[str, str]]:
+def history_ends(good: list[str], bad: list[str], find_fix: bool,
+                 hint: Callable[[], str] = lambda: "") -> tuple[list[str], str, tuple[str, str]]:
     """(the old side's refs, the new end's ref, the options that named them) from --good/--bad:
     a regression goes from the goods (all count) to one bad; a fix (--find-fix) from the bads,
     where it fails, to one good, where it passes again. The new end defaults to HEAD, as `git
-    bisect bad` (`git bisect fixed`) without a commit marks HEAD."""
+    bisect bad` (`git bisect fixed`) without a commit marks HEAD. `hint`: words for a missing
+    old side (the marks of a `git bisect` of the user's in progress)."""
     olds, news, names = (bad, good, ("--bad", "--good")) if find_fix else (good, bad, ("--good", "--bad"))
     if not olds:
         fail(f"give {names[0]} REF" + (" (--find-fix: --bad is the older commit, where it fails, --good the newer "
                                        "one, where it passes; it defaults to HEAD)" if find_fix else
-                                       " (and --bad REF, which defaults to HEAD)"))
+                                       " (and --bad REF, which defaults to HEAD)" + hint()))
     news = news or ["HEAD"]
     if len(news) > 1:
         fail(f"{names[1]} is given {len(news)} times: one {names[1]} commit ({names[0]} may be repeated"
@@ -348,9 +351,10 @@ def bisect(repo: Path = RepoOpt,
     from bisectk.spaces.runfiles import resolve_commands
     from bisectk.spaces.commits import list_graph, open_repo, resolve
     from bisectk.spaces.worktrees import WorktreePool
+    from bisectk.spaces.yourbisect import marks_hint
     resume_or_fresh(resume, fresh)
     terms = Terms.of(find_fix, term_old, term_new)
-    olds, new, names = history_ends(good or [], bad or [], find_fix)
+    olds, new, names = history_ends(good or [], bad or [], find_fix, lambda: marks_hint(Path(repo)))
     if not (good if find_fix else bad) and not as_json:
         out.print(f"{names[1]} not given: HEAD, as `git bisect {terms.new}` marks it", markup=False)
     spec, paths = history_targets(targets, bool(run_cmd or pytest_id or manual))

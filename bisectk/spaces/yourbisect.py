@@ -13,6 +13,8 @@ Abstractions
 names_head -- whether a ref the user gave is read from HEAD (`HEAD`, `@`, `HEAD~3`, `@{1}`).
 head_note  -- the one line for the --good/--bad that name HEAD while a bisection of the user's
               moved it, or "" (no such ref, no bisection, or one that left HEAD alone).
+marks_hint -- for `bisectk bisect --run ./t.sh` typed without --good in the middle of one (as
+              `git bisect run` would be): the options that name the commits it has marked.
 """
 
 from __future__ import annotations
@@ -70,3 +72,28 @@ def head_note(root: Path, given: Sequence[tuple[str, str]]) -> str:
     theirs = f"; your bisection's {term_bad} commit is {bad[:10]}, refs/bisect/{term_bad} names it" if bad else ""
     return (f"{named}: HEAD is {head[:10]}, the commit your `git bisect` in progress checked out "
             f"(it began on {began_on}), not your branch{theirs}; your bisection is left as it is")
+
+
+def marks_hint(repo: Path) -> str:
+    """The --good/--bad options that name the commits a `git bisect` of the user's in progress in
+    `repo` has marked (refs/bisect/<term>, refs/bisect/<term>-<sha>: its own terms), or "" where
+    none is in progress (or it has no good commit yet). Skipped commits are not given: bisectk
+    runs them itself."""
+    paths = _git(repo, "rev-parse", "--git-path", "BISECT_START", "--git-path", "BISECT_TERMS")
+    if paths is None:
+        return ""
+    start, terms_file = (Path(repo) / p for p in paths.splitlines())
+    if not start.is_file():
+        return ""
+    try:
+        words = terms_file.read_text(errors="replace").split() if terms_file.is_file() else []
+    except OSError:
+        words = []
+    term_bad, term_good = words if len(words) == 2 else ("bad", "good")
+    listed = _git(repo, "for-each-ref", "--format=%(refname)", f"refs/bisect/{term_good}-*") or ""
+    goods = listed.split()
+    if not goods:
+        return ""
+    bad = _git(repo, "rev-parse", "--verify", "-q", f"refs/bisect/{term_bad}")
+    options = " ".join([*(f"--good {g}" for g in goods), *([f"--bad refs/bisect/{term_bad}"] if bad else [])])
+    return f"; your `git bisect` in progress has marked them: {options}"

@@ -53,3 +53,19 @@ def test_no_word_where_head_is_the_users_branch(hist, tmp_path):
     r2, c = _mid_bisect(hist, tmp_path / "2")
     p = run(r2, "--good", c["c1"], "--bad", c["c8"], "--run", "./test.sh")
     assert "git bisect` in progress" not in p.stderr, p.stderr[-2000:]
+
+
+def test_without_good_in_the_middle_of_the_users_bisection_its_marks_are_named(hist, tmp_path):
+    """`bisectk bisect --run ./test.sh` typed as `git bisect run ./test.sh` would be, in the middle
+    of the user's own bisection: the one line that asks for --good names the options that give
+    the commits that bisection has marked (its own terms), where it asked for --good alone."""
+    r, c = _mid_bisect(hist, tmp_path, "--term-old", "fine", "--term-new", "broken")
+    before = snapshot(r)
+    p = run(r, "--run", "./test.sh")
+    assert p.returncode == 2 and p.stderr.strip().splitlines()[-1] == (
+        "bisectk: give --good REF (and --bad REF, which defaults to HEAD); your `git bisect` in progress has "
+        f"marked them: --good refs/bisect/fine-{c['c1']} --bad refs/bisect/broken"), p.stderr[-1500:]
+    assert snapshot(r) == before
+    p = run(r, "--good", f"refs/bisect/fine-{c['c1']}", "--bad", "refs/bisect/broken", "--run", "./test.sh")
+    assert f"first bad commit: {c['c5']}" in p.stdout and p.returncode == 0, p.stdout[-1500:]
+    assert snapshot(r) == before

@@ -9,8 +9,8 @@ with what fixes it.
 Abstractions
 ------------
 EnvironmentProblem -- a named cause: `kind` (missing-module, import-error, command-not-found,
-                      driver-mismatch, no-gpu, cpu-torch, oom-at-start, untracked-file, outside-path,
-                      beside-spec, missing-file), the one line that says it and what fixes it, and the facts
+                      bisect-head, driver-mismatch, no-gpu, cpu-torch, oom-at-start, untracked-file,
+                      outside-path, beside-spec, missing-file), the one line that says it and what fixes it, and the facts
                       behind it (details).
 recognise_cause    -- what one run's output says about the machine: a (kind, subject) pair, e.g.
                       ("missing-module", "cutlass"), or None. Pure: text in, cause out.
@@ -85,6 +85,9 @@ _NO_FILE = _Lazy(r"No such file or directory:\s*'([^'\n]+)'|([^\s'\":]+): No suc
 # a shell's "command not found" (dash: "x.sh: 2: foo: not found", bash: "x.sh: line 2: foo: command not
 # found", sh -c: "sh: 1: foo: not found"), with the run's exit status 127
 _NOT_FOUND = _Lazy(r"^[^\n:]*: (?:line )?\d+: ([^\n:]+): (?:command )?not found\s*$", re.MULTILINE)
+# git's words for a ref it does not have, naming BISECT_HEAD: the ref `git bisect start --no-checkout`
+# moves to each commit instead of checking it out, which a test written for that mode reads
+_BISECT_HEAD = _Lazy(r"^(?:fatal|error): .*\bBISECT_HEAD\b.*$", re.MULTILINE)
 _OOM = _Lazy(r"CUDA out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|out of memory",
              re.IGNORECASE)
 
@@ -126,6 +129,9 @@ def recognise_cause(run: Run) -> tuple[str, str] | None:
     m = _NOT_FOUND.search(text) if run.exit_code == 127 else None
     if m:
         return "command-not-found", m.group(1).strip()
+    m = _BISECT_HEAD.search(text)
+    if m:
+        return "bisect-head", m.group(0).strip()
     m = _MISMATCH.search(text)
     if m:
         return "driver-mismatch", m.group(0)
@@ -211,6 +217,10 @@ def _words(kind: str, subject: str, facts: dict[str, Any]) -> tuple[str, list[st
     if kind == "command-not-found":
         return (f"the command runs '{subject}', which the shell did not find (exit 127): install it or put it on "
                 "the PATH bisectk runs with, or name it by its absolute path"), []
+    if kind == "bisect-head":
+        return (f"the test reads BISECT_HEAD ({subject}), the ref `git bisect start --no-checkout` moves to each "
+                "commit: bisectk checks each commit out in a worktree of its own, where HEAD is that commit; "
+                "write HEAD in the test"), []
     if kind == "driver-mismatch":
         driver = facts.get("driver_cuda")
         return (f"the CUDA driver and runtime do not match ({subject}"

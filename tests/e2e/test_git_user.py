@@ -23,3 +23,20 @@ def test_resume_after_editing_the_test_script_says_why_it_cannot(tmp_path):
     assert "ran ./t.sh as it was then" in line and "an edited test script is another test" in line, line
     p = bisectk("bisect", "--good", "HEAD~14", "--run", "./t.sh", "--resume", cwd=r, check=2)
     assert "as it was then" not in p.stderr       # another range: no earlier bisection, plainly
+
+
+def test_a_test_written_for_git_bisect_no_checkout_is_told_to_read_head(tmp_path):
+    """A test written for `git bisect start --no-checkout` reads the commit through BISECT_HEAD
+    (`git show BISECT_HEAD:v`); bisectk checks each commit out in a worktree, where git has no
+    BISECT_HEAD, so both endpoints fail: that was 'the good configuration fails too ... --flaky
+    applies'. It is named now, with what to write instead (exit 2)."""
+    r = _counting_repo(tmp_path, 8)
+    (tmp_path / "t.sh").write_text("#!/bin/sh\nv=$(git show BISECT_HEAD:v) || exit 128\n[ \"$v\" -lt 5 ]\n")
+    (tmp_path / "t.sh").chmod(0o755)
+    p = bisectk("bisect", "--repo", str(r), "--good", "HEAD~7", "--run", str(tmp_path / "t.sh"), cwd=tmp_path, check=2)
+    problem = [ln for ln in p.stdout.splitlines() if ln.startswith("problem:")]
+    assert len(problem) == 1 and "the test reads BISECT_HEAD" in problem[0] and "write HEAD" in problem[0], p.stdout
+    assert "fails too" not in p.stdout
+    (tmp_path / "t.sh").write_text("#!/bin/sh\nv=$(git show HEAD:v) || exit 128\n[ \"$v\" -lt 5 ]\n")
+    p = bisectk("bisect", "--repo", str(r), "--good", "HEAD~7", "--run", str(tmp_path / "t.sh"), cwd=tmp_path, check=0)
+    assert "first bad commit" in p.stdout and " c5" in p.stdout

@@ -29,7 +29,7 @@ from bisectk.errors import BisectkError
 from bisectk.outcome import Outcome
 from bisectk.search.history import Dag, DagResult, Observation, SearchOptions, SearchStopped, StopSearch, search_dag
 from bisectk.search.rates import TWO_RATE, flake_model
-from bisectk.spaces.commits import CommitGraph, list_graph, resolve
+from bisectk.spaces.commits import CommitGraph, SpaceError, list_graph, open_repo, resolve
 
 
 def replay_log(path: Path, repo: Path | None = None) -> tuple[DagResult, CommitGraph, int | str | None]:
@@ -135,7 +135,14 @@ def _observations(header: Header, observed, repo: Path | None):
     ends and of merge bases are checked, not searched; a skip outside the range is ignored."""
     terms = header.terms
     ends = ("--bad", "--good") if terms.find_fix else ("--good", "--bad")
-    graph = list_graph(repo or header.repo or Path.cwd(), header.olds, header.new, first_parent=header.first_parent,
+    where = repo or header.repo or Path.cwd()
+    if repo is None and header.repo is None:    # git's own log: the repository is the one it is read in
+        try:
+            open_repo(where)
+        except SpaceError as exc:
+            raise SpaceError(f"{exc}: a `git bisect log` names no repository; run bisectk replay in the "
+                             "repository, or give --repo") from None
+    graph = list_graph(where, header.olds, header.new, first_parent=header.first_parent,
                        paths=header.paths, ends=ends)
     # an old end seen on the new side is a contradiction, but where the model allows it: --flaky's
     # good side may fail now and then, an intermittent fix's broken side may pass

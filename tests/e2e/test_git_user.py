@@ -40,3 +40,20 @@ def test_a_test_written_for_git_bisect_no_checkout_is_told_to_read_head(tmp_path
     (tmp_path / "t.sh").write_text("#!/bin/sh\nv=$(git show HEAD:v) || exit 128\n[ \"$v\" -lt 5 ]\n")
     p = bisectk("bisect", "--repo", str(r), "--good", "HEAD~7", "--run", str(tmp_path / "t.sh"), cwd=tmp_path, check=0)
     assert "first bad commit" in p.stdout and " c5" in p.stdout
+
+
+def test_replaying_gits_own_log_outside_the_repository_says_to_give_repo(tmp_path):
+    """`git bisect log > f` then `bisectk replay f` from elsewhere: git's log names no repository,
+    and the line said only '... is not inside a git repository'."""
+    import subprocess
+    r = _counting_repo(tmp_path, 8)
+    subprocess.run(["git", "bisect", "start", "HEAD", "HEAD~7"], cwd=r, check=True, capture_output=True)
+    log = tmp_path / "git-bisect.log"
+    log.write_text(subprocess.run(["git", "bisect", "log"], cwd=r, check=True, capture_output=True, text=True).stdout)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    p = bisectk("replay", str(log), cwd=elsewhere, check=2)
+    assert p.stderr.strip() == (f"bisectk: {elsewhere} is not inside a git repository: a `git bisect log` names no "
+                                "repository; run bisectk replay in the repository, or give --repo"), p.stderr
+    p = bisectk("replay", str(log), "--repo", str(r), cwd=elsewhere, check=1)
+    assert "next commit to test" in p.stdout

@@ -216,7 +216,8 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
     good_rate = Rate(_target_fails(good_runs, target), _judged(good_runs))
     problem = diagnose(good, bad, target, good_rate, bad_rate, two_rate,
                        fixes=_fixes(getattr(trials.space, "kind", ""), bool(trials.runner.spec.thresholds)))
-    problem = _asked_to_skip(trials, good_point, bad_point, good, bad) or problem
+    problem = _asked_to_skip(trials, good_point, bad_point, good, bad) or _commit_untestable(
+        trials, good_point, bad_point, good, bad, problem)
     env = (environment.diagnose(good_runs, bad_runs, untracked=getattr(trials.space, "untracked", None),
                                 outside=getattr(trials.space, "outside", None),
                                 beside_spec=getattr(trials.space, "beside_spec", None),
@@ -503,6 +504,23 @@ def _asked_to_skip(trials: Trials, good_point: Any, bad_point: Any, good: Verdic
         return (f"the subject asked to skip the {side} configuration ({said}); the search needs a {side} "
                 f"configuration that runs and {needs}")
     return None
+
+
+def _commit_untestable(trials: Trials, good_point: Any, bad_point: Any, good: Verdict, bad: Verdict,
+                       problem: str | None) -> str | None:
+    """`problem` for a bisection's endpoint that cannot be tested, said of the commit it is (which
+    one, and why in the run's own words) where diagnose says "configuration" and "UNRESOLVED build"
+    of every reason a commit is skipped for (the directory the command was typed in, or the file
+    it runs, is not in its tree; its build failed). Any other problem is returned as it is."""
+    if problem is None or getattr(trials.space, "kind", "") != "commits":
+        return problem
+    for side, point, verdict, option in (("good", good_point, good, "--good"), ("bad", bad_point, bad, "--bad")):
+        said = f"the {side} configuration cannot be tested: {verdict.describe()}"
+        if verdict.outcome is Outcome.UNRESOLVED and problem.startswith(said):
+            why = verdict.signature if verdict.reason is Reason.BUILD and verdict.signature else verdict.describe()
+            return (f"the {side} commit {trials.space.label(point)} cannot be tested: {why}"
+                    f"{problem[len(said):]}; give {option} a commit the test can run on")
+    return problem
 
 
 def diagnose(good: Verdict, bad: Verdict, target: Target | None, good_rate: Rate, bad_rate: Rate,

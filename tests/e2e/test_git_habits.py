@@ -281,7 +281,7 @@ def test_a_command_typed_in_a_subdirectory_runs_there(tmp_path):
     assert d["first_bad"]["sha"] == shas[5]
     d = json.loads(bisectk("bisect", "--json", "--good", shas[0], "--bad", shas[2], "--run", "./check.sh",
                            cwd=r / "kern", check=2, timeout=120).stdout)
-    assert d["endpoints"]["problem"].startswith("the bad configuration cannot be tested")
+    assert d["endpoints"]["problem"].startswith(f"the bad commit {shas[2][:10]} c3 cannot be tested")
     assert "the directory kern/ is not in this commit's tree" in d["endpoints"]["problem"]
     d = json.loads(bisectk("bisect", "--json", "--good", shas[0], "--bad", "main", "--pytest", "test_k.py",
                            "--no-flaky", cwd=r / "kern", check=0, timeout=120).stdout)
@@ -937,7 +937,7 @@ def test_a_commit_without_the_tracked_test_the_command_names_is_skipped_not_bad(
             files["tests/t.py"] = None if i == 4 else t
         shas.append(commit(r, f"c{i}", files))
     p = bisectk("bisect", "--good", shas[0], "--run", "python tests/t.py", cwd=r, check=2, timeout=120)
-    assert "the good configuration cannot be tested" in p.stdout
+    assert f"the good commit {shas[0][:10]} c1 cannot be tested" in p.stdout
     assert "tests/t.py, which the command names, is not in this commit's tree" in p.stdout
     d = json.loads(bisectk("bisect", "--json", "--good", shas[2], "--run", "python tests/t.py", cwd=r,
                            check=0, timeout=120).stdout)

@@ -57,3 +57,20 @@ def test_replaying_gits_own_log_outside_the_repository_says_to_give_repo(tmp_pat
                                 "repository; run bisectk replay in the repository, or give --repo"), p.stderr
     p = bisectk("replay", str(log), "--repo", str(r), cwd=elsewhere, check=1)
     assert "next commit to test" in p.stdout
+
+
+def test_a_good_commit_that_does_not_build_is_named_as_the_commit_it_is(tmp_path):
+    """A --build that fails on the good commit: 'the good configuration cannot be tested: UNRESOLVED
+    build (build failed: ...)' named no commit; the commit is named, with the build's own words."""
+    r = _counting_repo(tmp_path, 8)
+    build = tmp_path / "build.sh"
+    build.write_text("#!/bin/sh\n[ $(cat v) -gt 1 ] || { echo 'cc: error: too old' >&2; exit 1; }\n")
+    build.chmod(0o755)
+    p = bisectk("bisect", "--repo", str(r), "--good", "HEAD~7", "--build", str(build), "--run",
+                "sh -c '[ $(cat v) -lt 5 ]'", cwd=tmp_path, check=2)
+    problem = [ln for ln in p.stdout.splitlines() if ln.startswith("problem:")]
+    from tests.fixtures.gitrepo import git
+    c1 = git(r, "rev-parse", "--short=10", "HEAD~7")
+    assert len(problem) == 1 and problem[0].startswith(f"problem: the good commit {c1} c1 cannot be tested: build failed"), \
+        p.stdout[-1500:]
+    assert "too old" in problem[0] and problem[0].endswith("; give --good a commit the test can run on")

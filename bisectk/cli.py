@@ -123,7 +123,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     check_strategy(strategy)
     spec = spec or default_spec()
     s = load_spec(spec)
-    unused_factor_warnings(s)
+    warnings = unused_factor_warnings(s)
     n = len(s.differences())
     if n == 0:
         fail(f"{spec}: [good] and [bad] are identical" + (" as the subject receives them" if s.written_alike() else "")
@@ -135,7 +135,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  max_runs=max_runs, timeout=timeout, gpus=tuple(gpus.split(",")) if gpus else (), executor=executor,
                  ray_address=ray_address, fresh=fresh, warm=warm, jobs=jobs)
-    pol = timed_policy(pol, s)
+    pol = timed_policy(pol, s, warnings)
     ledger_path = ledger_location(ledger, spec=s)
     check_outputs(report, json_out, html, spec=s, ledger=ledger_path, as_json=as_json)
     with Session("ablate", s, ledger_path, args={"spec": str(spec), "strategy": strategy},
@@ -153,7 +153,8 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
         with held():   # Ctrl-C stops runs, never the writing of a result (engine/interrupts.py)
             try:
                 rec = run_ablation(session.runner(), FactorSpace(s), pol, strategy=strategy, ptx=ptx,
-                                   sanitize=sanitize, environment=capture_after_first_run(session))
+                                   sanitize=sanitize, environment=capture_after_first_run(session),
+                                   warnings=warnings)
             except KeyboardInterrupt:
                 fail("interrupted before the endpoints were verified; nothing to report (runs so far are in the "
                      "ledger)", X.INTERRUPTED)

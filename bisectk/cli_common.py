@@ -128,12 +128,15 @@ def say_warning(message: str) -> None:
     sys.stderr.write(f"bisectk: warning: {terminal_text(message)}\n")
 
 
-def timed_policy(pol, spec):
+def timed_policy(pol, spec, warnings: list[str] | None = None):
     """`pol` for a spec whose failure may be SLOW (RunPolicy.timed: its runs one at a time where
-    side by side they would time each other), and the warning that says so when it changed."""
+    side by side they would time each other), and the warning that says so when it changed (added
+    to `warnings` too, where given: the record keeps it)."""
     pol, said = pol.timed(spec)
     if said:
         say_warning(said)
+        if warnings is not None:
+            warnings.append(said)
     return pol
 
 

@@ -298,7 +298,11 @@ NAMED = 12      # differences the search's progress line names (3,000 made it on
 
 def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strategy: str = "adaptive",
                  thresholds: bool = True, ptx: bool = False, sanitize: bool = False,
-                 environment: dict | Callable[[], dict] | None = None) -> AblationRecord:
+                 environment: dict | Callable[[], dict] | None = None,
+                 warnings: tuple[str, ...] | list[str] = ()) -> AblationRecord:
+    """`warnings`: what the command warned of before it began (cli: the spec's factors, the
+    runs made one at a time), kept in the record with those said here (a shared directory), so a
+    reader of --json or the debug log sees what the terminal's stderr said."""
     start = time.monotonic()
     spec: Spec = runner.spec
     trials = Trials(runner, space, policy)
@@ -310,14 +314,17 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     check = verify(trials, frozenset(), frozenset(diffs), repeat=repeat,
                    meanwhile=first if first.wanted() else None)
     oracle.aim(check.target, **hang_checks(check, runner))
+    said = list(warnings)
     base = dict(command="ablate", endpoints=check, subject=SubjectRecord.of(spec, len(runner.memo.files)), strategy=strategy,
-                environment=captured(environment), session=runner.session)
+                environment=captured(environment), session=runner.session, warnings=tuple(said))
     if not check.ok:
         first.wait()
         oracle.close()
         return unusable_record(AblationRecord, trials, start, **base)
     if shared is not None and (written := shared.written()):
-        runner.events.emit(Note(collision_words(policy.jobs, shared.root, written)))
+        collision = collision_words(policy.jobs, shared.root, written)
+        runner.events.emit(Note(collision))
+        base["warnings"] = (*said, collision.removeprefix("warning: "))
     rule = flakiness_rule(check, policy.flaky is True)
     shown = ", ".join(diffs[:NAMED]) + (f", +{len(diffs) - NAMED} more" if len(diffs) > NAMED else "")
     runner.events.emit(PhaseStarted("search", f"{strategy} over {len(diffs)} differences: {shown}"

@@ -355,6 +355,8 @@ class AblationRecord(Record):
     open_fixes: tuple[list, ...] = ()       # bad without them failed (or was unresolved); not followed
     sets_complete: bool | None = None       # the sets explain every failure of bad (None: not searched)
     sets_note: str = ""                     # why they may not
+    warnings: tuple[str, ...] = ()          # what the command warned of on stderr (the spec's unused or
+                                            # alike factors, runs made one at a time, a shared directory)
 
 
 @dataclass(frozen=True)

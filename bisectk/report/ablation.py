@@ -150,8 +150,10 @@ def status_words(rec: AblationRecord) -> str:
 def to_debuglog(rec: AblationRecord) -> DebugLog:
     check, subj = rec.endpoints, rec.subject
     title = f"{subj.name}: {title_words(check)}"
+    warned = [f"Warning: {w}" for w in rec.warnings]      # said on stderr when the command ran
     if not rec.ok:
-        return DebugLog(title, "Inconclusive: endpoints unusable", problem_text(check), rec.environment)
+        return DebugLog(title, "Inconclusive: endpoints unusable", problem_text(check), rec.environment,
+                        summary=warned)
     log = DebugLog(title, status_words(rec), f"good passes, bad fails: {check.bad.describe()}", rec.environment,
                    related=[subj.path, *[a for a in subj.command if a.endswith(".py")]])
     one_set = len(rec.sets) <= 1
@@ -166,6 +168,7 @@ def to_debuglog(rec: AblationRecord) -> DebugLog:
         f"strategy {rec.strategy}); "
         f"{wall_words(rec, 'wall time')}.",
         *endpoint_lines(check),
+        *warned,
     ]
     if rec.flakiness_rule:
         log.summary.append(f"Flakiness rule: {rec.flakiness_rule['text']}.")

@@ -147,6 +147,26 @@ def test_unused_factor_is_warned_and_check_says_so(tmp_path):
     assert "warning" not in cli("check", ok, cwd=tmp_path).stderr
 
 
+def test_ablates_warnings_reach_its_json_and_debug_log(tmp_path):
+    """A CI job reads `ablate --json` (or --json-out) and the debug log, not stderr: the warnings
+    said there (an unused factor; --jobs runs sharing a directory the endpoint runs wrote in)
+    were in neither. They are `warnings` in the document and lines of the log's summary."""
+    s = spec(tmp_path, "ok", "bad", extra_factor="seed")
+    md, out = tmp_path / "a.md", tmp_path / "a.json"
+    p = cli("ablate", s, "--json", "--jobs", "2", "--json-out", out, "--report", md, "--ledger", tmp_path / "l.db",
+            cwd=tmp_path, env={"COUNTER": str(tmp_path / "counter")})
+    assert p.returncode == 0, p.stderr[-2000:]
+    unused = "factor 'seed' is used by no placeholder of [subject] command, build or env"
+    shared = "--jobs 2: the endpoint runs wrote counter in "
+    for doc in (json.loads(p.stdout), json.loads(out.read_text())):
+        assert doc["culprits"] == ["mode"]
+        assert len(doc["warnings"]) == 2 and unused in doc["warnings"][0], doc["warnings"]
+        assert doc["warnings"][1].startswith(shared), doc["warnings"]
+    assert f"bisectk: warning: {unused}" in p.stderr
+    text = md.read_text()
+    assert f"- Warning: {unused}" in text and f"- Warning: {shared}" in text, text[:3000]
+
+
 def test_ptx_on_a_cpu_variant_says_why_it_did_nothing(tmp_path):
     p = cli("ablate", ROOT / "variants" / "cpu" / "crash-oob.toml", "--ptx", "--ledger", tmp_path / "l.db",
             cwd=tmp_path)

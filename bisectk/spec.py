@@ -501,6 +501,12 @@ def _show(value: Any) -> str:
     return clip(value, 60) if isinstance(value, str) else clip(repr(value), 60)[1:-1]
 
 
+def _written(value: Scalar) -> str:
+    """A factor's value for an error message, as a spec or --set writes it (`true`, `"2"`), short."""
+    text = format_value(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _build(path: Path, raw: dict[str, Any]) -> Spec:
     unknown = set(raw) - _TOP_KEYS
     _need(not unknown, path, ",".join(sorted(unknown)), f"unknown key (expected one of {', '.join(sorted(_TOP_KEYS))})")
@@ -639,7 +645,17 @@ def _ordinal(path: Path, factors: Any, good: dict, bad: dict) -> dict[str, list[
         _need(name in good, path, key, "is not a factor of [good]/[bad]")
         _need(isinstance(values, list) and len(values) >= 2 and all(isinstance(v, (str, int, float, bool)) for v in values),
               path, key, "must be a list of at least two values, in order")
+        # by the text the subject receives (same_value), as differences are: `3` listed twice (or `3`
+        # and "3") made one step of the threshold's bisection no step at all, and `true` was found in
+        # [1, 2] by Python's ==, though the subject receives "true", never "1"
+        for i, v in enumerate(values):
+            twin = next((j for j in range(i) if same_value(values[j], v)), None)
+            if twin is not None:
+                raise SpecError(path, key, f"lists {_written(v)} twice (values {twin + 1} and {i + 1}, as "
+                                           "the subject receives them): each value once, in order")
         for side, cfg in (("good", good), ("bad", bad)):
-            _need(cfg[name] in values, path, key, f"does not contain the {side} value {_show(cfg[name])}")
+            _need(any(same_value(v, cfg[name]) for v in values), path, key,
+                  f"does not contain the {side} value {_written(cfg[name])} (a value is matched by "
+                  f"the text the subject receives: 4 and 4.0 differ, 4 and \"4\" do not)")
         out[name] = list(values)
     return out

@@ -52,7 +52,7 @@ from bisectk.search.result import GOOD_FAILED
 from bisectk.search import (AblationResult, ConfidenceRule, SearchStopped, Threshold, ablate,
                             find_threshold, first_runs)
 from bisectk.spaces.factors import FactorSpace
-from bisectk.spec import Spec, format_value
+from bisectk.spec import Spec, format_value, same_value
 
 OUTCOME_WORDS = {None: "-", Outcome.PASS: "passes", Outcome.FAIL: "FAILS", Outcome.UNRESOLVED: "unresolved"}
 ROLE_TEXT = {"culprit": "CULPRIT", "context": "context", "cleared": "cleared", "unknown": "not isolated",
@@ -444,7 +444,8 @@ def find_thresholds(oracle: Oracle, result: AblationResult,
         values = spec.ordinal.get(factor)
         if not values:
             continue
-        lo, hi = values.index(spec.good[factor]), values.index(spec.bad[factor])
+        # where the endpoints' values are, by the text the subject receives (spec._ordinal: 4 and "4" are one)
+        lo, hi = (next(i for i, v in enumerate(values) if same_value(v, side[factor])) for side in (spec.good, spec.bad))
         path = values[lo:hi + 1] if lo <= hi else values[hi:lo + 1][::-1]
         if len(path) < 3:
             continue  # good and bad are neighbours: nothing between them to bisect

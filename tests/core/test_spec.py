@@ -89,6 +89,31 @@ def test_errors_name_file_and_key(tmp_path, edit, key):
     assert str(p) in msg and key in msg and "\n" not in msg
 
 
+@pytest.mark.parametrize("values,said", [
+    ('[1, 2, 2, 3, 4]', "lists 2 twice (values 2 and 3"),
+    ('[1, 2, "2", 3, 4]', 'lists "2" twice (values 2 and 3'),      # the subject receives "2" both times
+    ('[1, 2, 3.0, 3.0, 4]', "lists 3.0 twice (values 3 and 4"),
+])
+def test_an_ordinal_value_listed_twice_is_refused(tmp_path, values, said):
+    """`depth = [1, 2, 2, 3, 4]` was accepted: the threshold's bisection steps over the same value
+    as over two, and its report names a value twice. Refused, naming the factor and the value."""
+    with pytest.raises(SpecError) as err:
+        load_spec(write(tmp_path, BASE.replace("depth = [1, 2, 3, 4]", f"depth = {values}")))
+    msg = str(err.value)
+    assert "[factors.depth]" in msg and said in msg and "\n" not in msg, msg
+
+
+def test_an_ordinal_list_holds_the_endpoints_by_the_text_the_subject_receives(tmp_path):
+    """`true` was found in [1, 2] by Python's == (True == 1), though the subject receives "true"
+    and never "1"; 1 and 1.0 are two values to it. "4" and 4 are one."""
+    with pytest.raises(SpecError, match=r"\[factors.depth\]: does not contain the bad value true"):
+        load_spec(write(tmp_path, BASE.replace("[bad]\ndepth = 1", "[bad]\ndepth = true")))
+    with pytest.raises(SpecError, match=r"does not contain the good value 4.0"):
+        load_spec(write(tmp_path, BASE.replace("[good]\ndepth = 4", "[good]\ndepth = 4.0")))
+    spec = load_spec(write(tmp_path, BASE.replace("depth = [1, 2, 3, 4]", 'depth = ["1", "2", "3", "4"]')))
+    assert spec.ordinal["depth"] == ["1", "2", "3", "4"]
+
+
 @pytest.mark.parametrize("name", ["True", "None", "in"])
 def test_a_factor_named_as_a_python_keyword_is_refused_where_constraints_would_read_it(tmp_path, name):
     """`constraints = ["True >= 1"]` over a factor named True read Python's True (always >= 1): the

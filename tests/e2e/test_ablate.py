@@ -899,6 +899,19 @@ def test_a_threshold_below_the_good_value_is_said_to_go_down(tmp_path):
     assert doc["thresholds"]["depth"]["text"] == "fails from 1 down (2 passes)", doc["thresholds"]
 
 
+def test_an_ordinal_list_written_as_strings_takes_endpoints_written_as_numbers(tmp_path):
+    """depth = ["1", "2", "3", "4"] with good 4 and bad 1: the subject receives "4" and "1" either
+    way (as for any difference, 4 and "4" are one value to it), but the list was searched with
+    Python's ==, and the spec refused ("does not contain the good value 4")."""
+    spec = tmp_path / "s.toml"
+    (tmp_path / "s.sh").write_text('[ "$1" -le 2 ] && exit 1; exit 0\n')
+    spec.write_text('[subject]\ncommand = ["sh", "s.sh", "{depth}", "{m}"]\n[factors]\ndepth = ["1", "2", "3", "4"]\n'
+                    "[good]\ndepth = 4\nm = 0\n[bad]\ndepth = 1\nm = 1\n")
+    doc = ablate_json(spec, tmp_path)
+    assert doc["culprits"] == ["depth"]
+    assert doc["thresholds"]["depth"]["text"] == "fails from 2 down (3 passes)", doc["thresholds"]
+
+
 def test_resume_after_the_spec_changed_is_refused_saying_why_not_that_there_was_none(tmp_path):
     """A changed spec (here its oracle) must not resume the old ablation, and is refused; the
     refusal said 'no earlier ablation of spec.toml' when there was one, of the spec before its edit."""

@@ -5,7 +5,9 @@ Abstractions
 ------------
 BASELINE_RUNS -- how many good runs the SLOW baseline is the median of, at least (wall time or a
                  metric).
-unreadable    -- why a reported SLOW metric is no value to judge (a string, a bool or null, NaN).
+unreadable    -- why a reported SLOW metric is no value to judge (a string, a bool or null, NaN, a
+                 value below zero).
+unjudged      -- the signature of a run whose SLOW metric is no value: what it was, and what to print.
 value         -- the SLOW value of one run: its `slow_metric` where the rule names one (a number,
                  bools and strings aside), else its wall seconds.
 threshold     -- the value past which one run is SLOW: slow_factor x the baseline, or for a
@@ -34,14 +36,28 @@ def value(metrics: dict, duration_s: float, metric: str | None) -> float | None:
 
 def unreadable(v: object) -> str | None:
     """Why a reported SLOW metric is no value to judge (None: it is one): a string (quoted
-    "130" as much as "fast"), a bool or null, or NaN. Each was read as no value and the run
-    passed: a hybrid holding the culprit that printed its time in quotes cleared it, and the
-    culprit came out as an interaction of every factor. An infinity is a value (the slowest
-    time, or a throughput of none); so is a signed one (a baseline at or below zero is said at
-    the endpoint check)."""
+    "130" as much as "fast"), a bool or null, NaN, or a value below zero. Each was read as no
+    value and the run passed, or judged and passed: a hybrid holding the culprit that printed its
+    time in quotes cleared it, and the culprit came out as an interaction of every factor; -1, a
+    subject's "not measured", passed every threshold of a time. No time and no throughput is
+    below zero, so such a value is no measurement, as NaN is (its run unresolved, the same for a
+    time and a throughput). An infinity is a value (the slowest time, or a throughput of none),
+    and so is zero (a baseline of zero is said at the endpoint check)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return f"the string {v[:40]!r}" if isinstance(v, str) else ("null" if v is None else f"{type(v).__name__} {v!r}"[:60])
-    return "NaN" if v != v else None
+    if v != v:
+        return "NaN"
+    return f"{v:g}, below zero (no time or throughput is: a subject's \"not measured\")" if v < 0 else None
+
+
+def unjudged(metric: str, v: object) -> str | None:
+    """The signature of a run whose `metric`, SLOW's, is no value to judge (None: it is one)."""
+    bad = unreadable(v)
+    if bad is None:
+        return None
+    what = ("print the value measured, or exit 125 where nothing was (a run that cannot be measured)"
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0 else "print it as a number, without quotes")
+    return f"slow_metric {metric} is {bad}, not a value SLOW can judge: {what}"
 
 
 def threshold(baseline: float, factor: float, higher: bool) -> float:

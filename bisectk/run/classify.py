@@ -507,11 +507,9 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
     if nan and not judge.thresholds:
         return Run(Outcome.FAIL, FailKind.WRONG, signature=f"NaN in {nan[0]}", metrics=metrics,
                    failed=tuple(f"{k}{NAN_CHECK}" for k in sorted(nan)), **common)
-    if judge.slow_factor and judge.slow_metric and (bad := slowrule.unreadable(metrics[judge.slow_metric])):
+    if judge.slow_factor and judge.slow_metric and (bad := slowrule.unjudged(judge.slow_metric, metrics[judge.slow_metric])):
         # read as no value, the run passed: a slow hybrid that printed its time in quotes cleared the culprit
-        return Run(Outcome.UNRESOLVED, reason=Reason.INFRA, metrics=metrics, **common, signature=(
-            f"slow_metric {judge.slow_metric} is {bad}, not a value SLOW can judge: print it as a number, "
-            f"without quotes"))
+        return Run(Outcome.UNRESOLVED, reason=Reason.INFRA, metrics=metrics, **common, signature=bad)
     slow = judge.slow(metrics, raw.duration_s)
     if slow:
         return Run(Outcome.FAIL, FailKind.SLOW, signature=slow, metrics=metrics,

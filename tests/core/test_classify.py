@@ -418,11 +418,13 @@ def test_a_strict_xfail_that_passed_is_not_the_failure_of_its_body(tmp_path):
 
 
 def test_no_slow_against_a_baseline_of_zero_or_below():
-    """time_ms printed as 0 (too coarse a unit) or a signed metric: no multiple of the baseline to
-    exceed. Against -5 x 1.5, good's own -5 was SLOW: "good fails intermittently" in 9/10 runs."""
-    for base, value in ((0.0, 1), (-5.0, -5), (-5.0, -4)):
+    """time_ms printed as 0 (too coarse a unit): no multiple of the baseline to exceed. Against
+    -5 x 1.5, good's own -5 was SLOW: "good fails intermittently" in 9/10 runs. A value below zero
+    is no time (a subject's "not measured"): its run is unresolved, good's too, whatever the
+    baseline (it passed before, judged by nothing)."""
+    for base, value, outcome in ((0.0, 1, Outcome.PASS), (-5.0, -5, Outcome.UNRESOLVED), (-5.0, -4, Outcome.UNRESOLVED)):
         j = Judge([], slow_factor=1.5, slow_metric="time_ms", baseline=base)
-        assert classify_run(raw(stdout=f'BISECTK_RESULT {{"time_ms": {value}}}'), j).outcome is Outcome.PASS
+        assert classify_run(raw(stdout=f'BISECTK_RESULT {{"time_ms": {value}}}'), j).outcome is outcome
 
 
 @pytest.mark.parametrize("said, line", [
@@ -471,6 +473,8 @@ def test_a_build_that_made_nothing_is_unresolved_where_a_factor_reaches_the_run_
 @pytest.mark.parametrize("printed, said", [
     ('"130"', "the string '130'"), ('"fast"', "the string 'fast'"), ("true", "bool True"), ("null", "null"),
     ("NaN", "NaN"), ("[130]", "list [130]"),
+    *((v, f'{v.replace("Infinity", "inf")}, below zero (no time or throughput is: a subject\'s "not measured")')
+      for v in ("-1", "-Infinity", "-0.5")),
 ])
 def test_a_slow_metric_that_is_no_number_is_unresolved_not_a_pass(printed, said):
     """time_ms printed in quotes (or as null, NaN, a list): read as no value, the run passed; a
@@ -483,6 +487,11 @@ def test_a_slow_metric_that_is_no_number_is_unresolved_not_a_pass(printed, said)
     for fine in ("130", "Infinity", "0"):     # a number (the slowest time of all, none at all) is judged
         assert classify_run(raw(stdout=f'BISECTK_RESULT {{"err": 0, "time_ms": {fine}}}'), j).outcome \
             is not Outcome.UNRESOLVED
+    # a throughput below zero is no measurement either (-1 passed a time's every threshold; judged
+    # against a throughput's, it was SLOW, a failure made of a missing number)
+    higher = Judge([], slow_factor=1.1, slow_metric="time_ms", baseline=100.0, higher=True)
+    if printed != "NaN":    # NaN where no threshold judges a metric is WRONG (its own rule)
+        assert classify_run(raw(stdout=f'BISECTK_RESULT {{"time_ms": {printed}}}'), higher).outcome is Outcome.UNRESOLVED
 
 
 @pytest.mark.parametrize("protocol", ["git", "bisectk"])

@@ -12,6 +12,8 @@ value         -- the SLOW value of one run: its `slow_metric` where the rule nam
                  bools and strings aside), else its wall seconds.
 threshold     -- the value past which one run is SLOW: slow_factor x the baseline, or for a
                  throughput (better higher) the baseline / slow_factor.
+halfway       -- the mark halfway (in log space) between the baseline and the threshold: a pass
+                 past it, where bad was SLOW every run, is run again (engine/slowvotes.py).
 rule_words    -- that threshold in words ("above 1.3 x 0.12 = 0.156"), the one phrase every
                  message and report line uses.
 
@@ -63,6 +65,12 @@ def unjudged(metric: str, v: object) -> str | None:
 def threshold(baseline: float, factor: float, higher: bool) -> float:
     """The value one run is judged against: past it (above, or below for `higher`), SLOW."""
     return baseline / factor if higher else factor * baseline
+
+
+def halfway(baseline: float, factor: float, higher: bool) -> float:
+    """The value halfway between the baseline and the threshold, in log space (noise on a time is
+    multiplicative): baseline x sqrt(factor), or / for a throughput."""
+    return baseline / factor ** 0.5 if higher else baseline * factor ** 0.5
 
 
 def rule_words(baseline: float, factor: float, higher: bool) -> str:

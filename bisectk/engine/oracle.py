@@ -49,6 +49,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from bisectk.engine import slowvotes
 from bisectk.engine.interrupts import live
 from bisectk.engine.policy import RunPolicy
 from bisectk.engine.slots import Slots
@@ -237,7 +238,7 @@ class Oracle:
     def __init__(self, trials: Trials, target: Target | None, *, any_failure: bool = False, aimed: bool = True,
                  recheck: bool = False, reach: int | None = None, steady_slow: bool = False):
         self.trials, self.target, self.any_failure = trials, target, any_failure
-        self.steady_slow = steady_slow  # a metric's SLOW the bad endpoint showed every run: a lone SLOW run re-run
+        self.steady_slow = steady_slow  # a metric's SLOW the bad endpoint showed every run: a lone run re-run (slowvotes)
         self.recheck = recheck      # a silent hang hunted is given longer once (endpoints.recheck_hangs)
         self.reach = reach          # how far the bad endpoint's hang got (endpoints.hang_checks; _short)
         self.space, self.policy = trials.space, trials.policy
@@ -361,8 +362,8 @@ class Oracle:
                         f"{self.space.label(point)}: its first run was slow ({first.duration_s:.2f} s) and its second "
                         f"passed ({run.duration_s:.2f} s): a first run's cost (a JIT compile, a cold cache), judged "
                         "by the second"))
-            elif len(question) == 1 and self._lone_slow(point, run):
-                run = self._median_of_three(point, run, question)
+            elif len(question) == 1 and (slowvotes.lone_slow(self, point, run) or slowvotes.lone_pass(self, point, run)):
+                run = slowvotes.median_of_three(self, point, run, question)
             short = self._short(run)
             if longer is not None and run.timed_out:
                 if short or self.different(run) or self.reach is None:
@@ -399,46 +400,17 @@ class Oracle:
         the baseline is a cached run; every other point compiles on its first run, and its wall time
         is SLOW for that alone. Each such point was taken for a culprit (the search then stopped
         unconfirmed, "the failure is intermittent"). A metric the subject reports times the kernel
-        alone: its lone SLOW runs are judged by the median of three instead (_lone_slow)."""
+        alone: its lone SLOW runs are judged by the median of three instead (engine/slowvotes.py)."""
         if run.kind is not FailKind.SLOW or self.trials.runner.judge.slow_metric is not None \
                 or self.judge_run(run) is not Outcome.FAIL:
             return False
         seen = self.trials.verdict(point)
         return seen is not None and len(seen.runs) == 1
 
-    def _lone_slow(self, point: Any, run: Run) -> bool:
-        """Whether `run` is SLOW by a reported metric where the bad endpoint was SLOW every time
-        (`steady_slow`), and the first failure of `point` (its runs before, if any, passed): one
-        run is one draw of a noisy metric, and a point without the culprit drawn past the
-        threshold once (a bimodal metric, an outlier the endpoints' few runs did not show) was
-        proof, under the one-sided flake rule, that it held the culprit: the search chased it
-        ~60 runs and ended unconfirmed, "the failure is intermittent". Such a run is judged by
-        the median of three (_median_of_three)."""
-        if not self.steady_slow or run.kind is not FailKind.SLOW or self.judge_run(run) is not Outcome.FAIL:
-            return False
-        seen = self.trials.verdict(point)
-        return seen is not None and all(r.outcome is Outcome.PASS for r in seen.runs if r is not run)
-
-    def _median_of_three(self, point: Any, first: Run, question: list[Run]) -> Run:
-        """A second run of `point`, and a third where the two disagree: the run that decides. A
-        first run outvoted by two passes is set aside from the point's verdict, and said."""
-        def again() -> Run:
-            run = self.observe(point)
-            question.append(run)
-            with self._lock:
-                self._more += 1
-            return run
-        second = again()
-        if self.judge_run(second) is Outcome.FAIL:
-            return second           # the failure again: two of two
-        third = again()
-        if self.judge_run(second) is not Outcome.PASS or self.judge_run(third) is not Outcome.PASS:
-            return first            # not outvoted by two passes: the first decides
-        self.trials.set_aside(point, first)
-        self.trials.runner.events.emit(Note(
-            f"{self.space.label(point)}: its first run was SLOW and the next two passed: a lone draw of the "
-            f"metric past the threshold, judged by the median of three"))
-        return third
+    def count_more(self) -> None:
+        """One more run made for a question (slowvotes.median_of_three): more_runs counts it."""
+        with self._lock:
+            self._more += 1
 
     def _short(self, run: Run) -> bool:
         """A hang of the kind hunted, stopped before the progress point where the bad endpoint

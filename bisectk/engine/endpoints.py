@@ -32,7 +32,7 @@ verify         -- the procedure, through the space's Trials (engine/oracle.py; i
                      search needs the rate up front (`measure`: an ablation's flakiness rule), bad
                      is run up to `calibrate_runs` runs to measure its failure rate; a bisection's
                      posterior learns the rate as it goes, from these runs and every later one;
-                  3b. a SLOW failure on a reported metric (no --flaky): does one run tell good from
+                  3b. a SLOW failure, on a reported metric or wall time (no --flaky): does one run tell good from
                      bad? Both run to SEPARATION_EARLY runs (engine/slowends.py), and on to `calibrate_runs` unless
                      those settle it (search/separation.py: the threshold's margin to either side's
                      spread, Mann-Whitney). Where not, the pair is unusable with a problem that
@@ -344,11 +344,12 @@ def hang_checks(check: EndpointCheck, runner: Runner) -> dict:
     """What a search's Oracle needs to give a hang a second, longer run (Oracle.__call__):
     `recheck` (recheck_hangs) and `reach`, how far through the good run's progress points the
     bad endpoint's hangs got (None: it did not hang, or followed no progress); and a lone SLOW
-    run a median of three: `steady_slow`, SLOW on a metric that bad showed every run."""
+    run (or pass near the threshold) a median of three: `steady_slow`, SLOW that bad showed every
+    run, on a metric or wall time (engine/slowvotes.py)."""
     from bisectk.run.progress import reach
     hung = [r for r in check.bad.runs if r.kind is FailKind.HANG and r.timeline]
     far = min((reach(r.timeline, runner.good_timeline) for r in hung), default=-1)
-    steady_slow = not check.flaky and bool(runner.judge.slow_metric) and slowends.slow_only(check.target)
+    steady_slow = not check.flaky and slowends.slow_only(check.target)
     return {"recheck": recheck_hangs(check), "reach": far if runner.moving and far >= 0 else None,
             "steady_slow": steady_slow}
 

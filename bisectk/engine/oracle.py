@@ -238,7 +238,7 @@ class Oracle:
     def __init__(self, trials: Trials, target: Target | None, *, any_failure: bool = False, aimed: bool = True,
                  recheck: bool = False, reach: int | None = None, steady_slow: bool = False):
         self.trials, self.target, self.any_failure = trials, target, any_failure
-        self.steady_slow = steady_slow  # a metric's SLOW the bad endpoint showed every run: a lone run re-run (slowvotes)
+        self.steady_slow = steady_slow  # SLOW the bad endpoint showed every run: a lone run re-run (slowvotes)
         self.recheck = recheck      # a silent hang hunted is given longer once (endpoints.recheck_hangs)
         self.reach = reach          # how far the bad endpoint's hang got (endpoints.hang_checks; _short)
         self.space, self.policy = trials.space, trials.policy
@@ -400,9 +400,10 @@ class Oracle:
         the baseline is a cached run; every other point compiles on its first run, and its wall time
         is SLOW for that alone. Each such point was taken for a culprit (the search then stopped
         unconfirmed, "the failure is intermittent"). A metric the subject reports times the kernel
-        alone: its lone SLOW runs are judged by the median of three instead (engine/slowvotes.py)."""
+        alone, and a steady SLOW hunt by wall time judges like it: its lone SLOW runs are judged by the
+        median of three instead (engine/slowvotes.py)."""
         if run.kind is not FailKind.SLOW or self.trials.runner.judge.slow_metric is not None \
-                or self.judge_run(run) is not Outcome.FAIL:
+                or self.steady_slow or self.judge_run(run) is not Outcome.FAIL:
             return False
         seen = self.trials.verdict(point)
         return seen is not None and len(seen.runs) == 1

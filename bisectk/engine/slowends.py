@@ -6,7 +6,8 @@ Abstractions
 ------------
 baseline_runs  -- how many good runs step 1 makes at least (slowrule.BASELINE_RUNS under a SLOW rule).
 slow_only      -- whether the failure hunted is SLOW alone.
-hunted         -- whether the failure hunted is SLOW on a reported metric against a positive baseline.
+hunted         -- whether the failure hunted is SLOW (a reported metric or wall time) against a positive baseline.
+spread_values  -- the values 3b weighs (wall time: each side's first run left out).
 values         -- the SLOW values of the runs the rule judged: the one reading every line here rests on.
 separate_sides -- 3b: both endpoints run on until their spread settles whether one run is judged alone.
 inseparable    -- the problem line where it is not (search/separation.py's answer in words).
@@ -102,12 +103,19 @@ def slow_only(target: Target | None) -> bool:
 
 
 def hunted(runner: Runner, target: Target | None) -> bool:
-    """The failure hunted is SLOW on a metric the subject reports, against a positive baseline.
-    Wall time is left out: its first runs pay cold starts and JIT compiles (the rules above), so
-    its spread is not the metric's."""
+    """The failure hunted is SLOW, on a metric the subject reports or on wall time, against a
+    positive baseline. Wall time was left out, and a search by it judged one run alone against a
+    threshold inside good's own spread (each noisy run a failure of a configuration without the
+    culprit); its first runs pay cold starts and JIT compiles, so 3b leaves each side's first run
+    out of the spread (spread_values)."""
     judge = runner.judge
-    return (bool(judge.slow_factor) and bool(judge.slow_metric) and judge.baseline is not None
-            and judge.baseline > 0 and slow_only(target))
+    return (bool(judge.slow_factor) and judge.baseline is not None and judge.baseline > 0 and slow_only(target))
+
+
+def spread_values(runner: Runner, runs: list[Run]) -> list[float]:
+    """The values 3b weighs: values(), less the side's first run on wall time (a command's first
+    run pays its cold start, a configuration's first its JIT compile; the baseline is a median)."""
+    return values(runner, runs[1:] if runner.judge.slow_metric is None else runs)
 
 
 def values(runner: Runner, runs: list[Run]) -> list[float]:
@@ -134,7 +142,7 @@ def separate_sides(trials: Trials, good_point: Any, bad_point: Any, good_runs: l
             good_runs.append(trials.observe(good_point))
         while len(bad_runs) < n:
             bad_runs.append(trials.observe(bad_point))
-        good, bad = values(runner, good_runs), values(runner, bad_runs)
+        good, bad = spread_values(runner, good_runs), spread_values(runner, bad_runs)
         if len(good) < 2 or len(bad) < 2:
             return None
         found = separate(good, bad, judge.baseline, judge.slow_factor, judge.higher, early=early)
@@ -149,8 +157,8 @@ def inseparable(runner: Runner, found, good_runs: list[Run], bad_runs: list[Run]
     import statistics
     from bisectk.search.separation import SHIFT_ALPHA
     judge = runner.judge
-    unit, base, f = judge.slow_metric, judge.baseline, judge.slow_factor
-    good, bad = values(runner, good_runs), values(runner, bad_runs)
+    unit, base, f = judge.slow_metric or "wall s", judge.baseline, judge.slow_factor
+    good, bad = spread_values(runner, good_runs), spread_values(runner, bad_runs)
     spread = (f"good's {unit} {min(good):.3g}-{max(good):.3g} (median {statistics.median(good):.3g}) and bad's "
               f"{min(bad):.3g}-{max(bad):.3g} (median {statistics.median(bad):.3g}) over {len(good)} and {len(bad)} runs")
     steadier = "make the metric steadier (more iterations a run, a quieter machine, --jobs 1)"

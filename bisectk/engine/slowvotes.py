@@ -18,7 +18,9 @@ hybrid with the culprit drawn just short of the threshold once cleared it, and t
 that followed switched the search to the flake rule: 43-49 runs in place of 23, and "the failure
 is intermittent" said of a regression that was not. A pass is re-run only where it lies past the
 halfway mark (between the baseline and the threshold, in log space): a configuration without the
-culprit lands near the baseline, so a search's passes mostly cost nothing more.
+culprit lands near the baseline, so a search's passes mostly cost nothing more. Wall time is
+judged the same way as a metric (a steady SLOW hunt by wall time used to let a point's second run
+decide alone: a first run's compile is outvoted by two passes all the same).
 """
 
 from __future__ import annotations

@@ -43,11 +43,11 @@ Config = dict[str, Scalar]
 
 # `{name}` is a placeholder; `{{` and `}}` are literal braces; any other brace is literal too, so
 # inline code such as `python -c "d = {'a': 1}"` needs no escaping.
-_FACTOR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FACTOR_NAME = re.compile(r"[^\W\d]\w*")      # a letter (any script's: `ñ`, `α`) or _, then letters, digits, _
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{(%s)\}" % _FACTOR_NAME.pattern)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _BRACED = re.compile(r"\{[^{}]*\}")                # what a placeholder was meant to be: near_placeholders
-_WORD = re.compile(r"[A-Za-z0-9_]+")
+_WORD = re.compile(r"\w+")
 _TOP_KEYS = {"name", "description", "constraints", "subject", "oracle", "factors", "good", "bad"}
 _SUBJECT_KEYS = {"command", "build", "cwd", "env", "timeout", "repeat", "build_timeout", "timeout_floor"}
 _ORACLE_KEYS = {"metric", "min", "max", "metrics", "slow_factor", "slow_metric", "slow_better"}

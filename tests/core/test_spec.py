@@ -114,6 +114,22 @@ def test_an_ordinal_list_holds_the_endpoints_by_the_text_the_subject_receives(tm
     assert spec.ordinal["depth"] == ["1", "2", "3", "4"]
 
 
+def test_a_factor_named_in_another_script_is_a_factor(tmp_path):
+    """`"ñ" = 1` (TOML quotes a key outside ASCII): the docs name factors with letters, digits and
+    _, and `{ñ}` is a placeholder as str.format reads one, but the name was refused with "use
+    letters, digits and _". Placeholders, constraints and the unused-factor hint take it now."""
+    text = ('constraints = ["ñ >= 1"]\n[subject]\ncommand = ["prog", "{ñ}", "{ α1 }"]\nenv = {N = "{α1}"}\n'
+            '[good]\n"ñ" = 1\n"α1" = "a"\n"_x" = 0\n[bad]\n"ñ" = 2\n"α1" = "b"\n"_x" = 1\n')
+    spec = load_spec(write(tmp_path, text))
+    assert spec.differences() == ["ñ", "α1", "_x"] and spec.unused_factors() == ["_x"]
+    assert spec.argv(spec.endpoint("bad")) == ["prog", "2", "{ α1 }"] and spec.environment(spec.endpoint("bad")) == {"N": "b"}
+    assert spec.violated({"ñ": 0, "α1": "a", "_x": 0}) == "ñ >= 1"
+    assert spec.near_placeholders("α1") == ["{ α1 }"]
+    for bad in ("1ñ", "ñ-x", "x.ñ"):        # a digit first, or a character no placeholder holds
+        with pytest.raises(SpecError, match="cannot be written as a"):
+            load_spec(write(tmp_path, text.replace('"ñ" = 2', f'"ñ" = 2\n"{bad}" = 1').replace('"ñ" = 1', f'"ñ" = 1\n"{bad}" = 1')))
+
+
 @pytest.mark.parametrize("name", ["True", "None", "in"])
 def test_a_factor_named_as_a_python_keyword_is_refused_where_constraints_would_read_it(tmp_path, name):
     """`constraints = ["True >= 1"]` over a factor named True read Python's True (always >= 1): the
@@ -212,7 +228,7 @@ def test_many_factor_environment_equals_plain_substitution(n, seed):
             type(twin[k]) is type(config[k]) for k in config))
 
 
-@pytest.mark.parametrize("name", ["x.y", "a b", "tile-m", "dé", "2nd"])
+@pytest.mark.parametrize("name", ["x.y", "a b", "tile-m", "d\u00e9-x", "2nd", "\u0663x"])   # "٣x": an Arabic-Indic digit first
 def test_factor_name_that_no_placeholder_can_name_is_an_error(tmp_path, name):
     """`{x.y}` is no placeholder (names are letters, digits and _): a factor so named never reaches
     the subject, whatever the command says, so the spec is refused at load rather than run with

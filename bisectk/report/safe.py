@@ -36,7 +36,11 @@ picture_text  -- a label for matplotlib: control characters visible (it has no g
 json_text     -- a JSON document any strict reader reads back: a name made of bytes that are not
                  UTF-8 (a latin-1 file name, decoded with surrogateescape) has each such byte written
                  as `\\xNN` text, as the terminal shows it, never as a lone surrogate escape
-                 (`\\udce9`), which is not Unicode.
+                 (`\\udce9`), which is not Unicode;
+                 and a metric that is NaN or an infinity (a subject's `{"err": NaN}`) is
+                 written as the string "NaN", "Infinity" or "-Infinity" (as protobuf's JSON
+                 mapping writes them), never as json.dumps's bare NaN, which is no JSON: jq,
+                 JavaScript's JSON.parse and every strict parser reject the whole document.
 broken_pipe_exit -- how a command leaves when the reader of its output went away (`| head`).
 SafeConsole   -- a rich Console that passes every string it renders (printed text, table cells,
                  titles) and every plain Text through terminal_text, and reads no string as rich
@@ -64,6 +68,7 @@ through `Console.render_str`, before layout, so escaping there keeps tables alig
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Container
 
@@ -245,11 +250,25 @@ def _unsurrogate(value):
     return value
 
 
+def _finite(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
 def json_text(data, **kwargs) -> str:
-    """json.dumps(data, **kwargs), with no lone surrogate in it (see the module docstring). The
-    document is walked only when its text shows one: a plain document costs one dumps."""
+    """json.dumps(data, **kwargs), with no lone surrogate and no NaN or infinity in it (see the
+    module docstring). The document is walked only when dumps finds one of them: a plain document
+    costs one dumps."""
     import json
-    text = json.dumps(data, **kwargs)
+    try:
+        text = json.dumps(data, allow_nan=False, **kwargs)
+    except ValueError:      # a float that is no number: each written as a string
+        text = json.dumps(_finite(json.loads(json.dumps(data, **kwargs))), allow_nan=False, **kwargs)
     if "\\ud" not in text:
         return text
-    return json.dumps(_unsurrogate(json.loads(text)), **kwargs)
+    return json.dumps(_unsurrogate(json.loads(text)), allow_nan=False, **kwargs)

@@ -1,0 +1,42 @@
+"""The reports as their consumers read them, fed hostile content through real runs: JSON read by a
+strict parser (jq, JavaScript's JSON.parse), JUnit XML read by a CI system, the Markdown debug log,
+the HTML report and the `bisectk ledger` commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bisectk.report.safe import json_text
+from tests.conftest import bisectk, err_spec
+
+
+def _strict(text: str):
+    """json.loads as a strict reader (jq, JSON.parse) reads: NaN and the infinities are no JSON."""
+    def refuse(word):
+        raise ValueError(f"not JSON: {word}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_text_writes_a_float_that_is_no_number_as_a_string():
+    doc = {"metrics": {"err": float("nan"), "hi": float("inf"), "lo": float("-inf"), "ok": 0.5},
+           "runs": [[float("nan")]], "name": "lat\udce9"}
+    for kw in ({}, {"indent": 2, "default": str}):
+        assert _strict(json_text(doc, **kw)) == {"metrics": {"err": "NaN", "hi": "Infinity", "lo": "-Infinity",
+                                                             "ok": 0.5}, "runs": [["NaN"]], "name": "lat\\xe9"}
+
+
+def test_a_subjects_nan_metric_leaves_json_and_json_out_valid(tmp_path):
+    """A subject printing `{"err": NaN, "peak": Infinity}` (Python's json.dumps writes that): `run
+    --json` and `ablate --json-out` wrote bare NaN and Infinity, which jq and every strict parser
+    reject, so CI lost the whole document."""
+    spec = err_spec(tmp_path, "nan", 'import sys\nbad = "a=1" in sys.argv\n'
+                    'print("BISECTK_RESULT {\\"err\\": %s, \\"peak\\": Infinity}" % ("NaN" if bad else "0.0"))\n')
+    p = bisectk("run", spec, "--config", "bad", "--json", cwd=tmp_path, check=1)
+    doc = _strict(p.stdout)
+    assert doc["metrics"] == {"err": "NaN", "peak": "Infinity"} and doc["signature"] == "NaN in err"
+    bisectk("ablate", spec, "--json-out", "r.json", cwd=tmp_path, check=0)
+    doc = _strict((tmp_path / "r.json").read_text())
+    assert doc["culprits"] == ["a"]
+    p = bisectk("report", tmp_path / ".bisectk" / "ledger.db", "--json", cwd=tmp_path, check=0)
+    assert _strict(p.stdout)["culprits"] == ["a"]

@@ -411,10 +411,13 @@ def open_ledger(path: Path, writable: bool = False):
     from bisectk.ledger import Ledger
     if not path.exists():
         fail(f"no ledger at {path}: nothing has been recorded there")
-    db = Ledger(path, readonly=not writable)   # printing never writes (and works on a read-only ledger)
+    db = Ledger(path, readonly=True)   # printing never writes (and works on a read-only ledger)
     if db.schema is None:              # an SQLite file with no table at all: a ledger not yet written
         db.close()
         fail(f"no ledger at {path}: an empty file, nothing has been recorded there")
+    if writable:    # opened for writing only once it is a ledger: that opening makes one of an empty file
+        db.close()
+        db = Ledger(path)
     return db
 
 

@@ -40,3 +40,15 @@ def test_a_subjects_nan_metric_leaves_json_and_json_out_valid(tmp_path):
     assert doc["culprits"] == ["a"]
     p = bisectk("report", tmp_path / ".bisectk" / "ledger.db", "--json", cwd=tmp_path, check=0)
     assert _strict(p.stdout)["culprits"] == ["a"]
+
+
+def test_ledger_gc_on_an_empty_file_says_so_and_leaves_it_empty(tmp_path):
+    """`bisectk ledger gc --ledger x.db` on an empty file (a `touch`, a mistyped name made by a
+    redirect): gc opened it for writing, which made it a bisectk ledger of six tables, and said
+    `pruned the run logs of 0 commands` (exit 0), where `report` and `ledger check` say there is no
+    ledger there."""
+    (tmp_path / "x.db").touch()
+    p = bisectk("ledger", "gc", "--ledger", "x.db", cwd=tmp_path, check=2)
+    assert p.stderr == "bisectk: no ledger at x.db: an empty file, nothing has been recorded there\n", p.stderr
+    assert p.stdout == "" and (tmp_path / "x.db").stat().st_size == 0
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["x.db"]

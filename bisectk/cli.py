@@ -19,7 +19,7 @@ import typer
 from bisectk import __version__, cli_tools
 from bisectk import exitcodes as X
 from bisectk.cli_common import (BadRefOpt, Deferred, after_first_run, capture_after_first_run, BuildOpt, BuildTimeoutOpt, CalibrateOpt, ConfigOpt, ExecutorOpt, FreshOpt, GitLedgerOpt,
-                                GoodRefOpt, HtmlOpt, JsonOpt, JsonOutOpt, LedgerOpt, PytestOpt, RayAddressOpt,
+                                GoodRefOpt, HtmlOpt, JsonOpt, JsonOutOpt, LedgerOpt, SESSION_IDS, PytestOpt, RayAddressOpt,
                                 CleanIgnoredOpt, RayRepoOpt, RepoOpt, ReportOpt, RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, RunSnapshotsOpt, SpecArg, say_warning,
                                 TimeoutOpt, WarmOpt, _is, cache_ledger, check_outputs, check_strategy, default_spec, emit_json,
                                 environment_capture, fail, finish, history_subject, open_ledger, out, plain_help,
@@ -652,7 +652,7 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
 @app.command(short_help="Print the last bisection as a replayable record.")
 def log(repo: Path = typer.Option(Path("."), "--repo", help="The repository whose bisection to print."),
         ledger: Optional[Path] = GitLedgerOpt,
-        session: Optional[int] = typer.Option(None, "--session", help="Session id (default: the last bisection, a triage's included).")) -> None:
+        session: Optional[int] = typer.Option(None, "--session", **SESSION_IDS, help="Session id (default: the last bisection, a triage's included).")) -> None:
     """Print the last bisection (a `bisect`'s, or the one a `triage` ran) as a replayable record
     (like git bisect log)."""
     from bisectk.engine.session import ledger_location
@@ -660,12 +660,12 @@ def log(repo: Path = typer.Option(Path("."), "--repo", help="The repository whos
     from bisectk.spaces.commits import open_repo
     db = open_ledger(ledger or ledger_location(repo=open_repo(repo)))
     try:
-        if session:
+        if session is not None:
             info = db.session(session)
         else:   # the newest of either kind: a triage after a bisect is the bisection asked for
             info = max((i for i in map(db.last_session, LOGGED) if i), key=lambda i: i["id"], default=None)
         if info is None or info["command"] not in LOGGED:
-            fail("no bisection recorded" + (f" with session id {session}" if session else "")
+            fail("no bisection recorded" + (f" with session id {session}" if session is not None else "")
                  + (f" (session {session} is a {info['command']})" if info else ""))
         for line in log_lines(info, db.events(info["id"], "observation"), db.events(info["id"], "undo")):
             out.print(line, markup=False, highlight=False)

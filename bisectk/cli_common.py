@@ -70,6 +70,17 @@ TimeoutOpt = typer.Option(None, "--timeout", min=0.01, help="Watchdog seconds, f
                                                               "`timeout`, else calibrated from the good endpoint).")
 ReportOpt = typer.Option(None, "--report", help="Write the Markdown debug log here (its pictures beside it).")
 HtmlOpt = typer.Option(None, "--html", help="Write one self-contained HTML report with pictures here.")
+
+
+def _session_id(value: Optional[int]) -> Optional[int]:
+    """--session: a ledger row's id, an SQLite INTEGER from 1 (0 was read as no --session, the last
+    session shown in its place; past 2**63 - 1 the lookup raised OverflowError, an internal error)."""
+    if value is not None and not 1 <= value < 2**63:
+        raise typer.BadParameter(f"{value} is no session id (ids count from 1)")
+    return value
+
+
+SESSION_IDS = dict(callback=_session_id)
 JsonOutOpt = typer.Option(None, "--json-out", help="Write the JSON result here.")
 
 

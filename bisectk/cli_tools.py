@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 
 from bisectk import exitcodes as X
-from bisectk.cli_common import (HtmlOpt, JsonOpt, SpecArg, check_outputs, emit_json, fail, logs_gone, open_ledger, out,
+from bisectk.cli_common import (SESSION_IDS, HtmlOpt, JsonOpt, SpecArg, check_outputs, emit_json, fail, logs_gone, open_ledger, out,
                                 write_reports)
 from bisectk.errors import BisectkError
 
@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
 
 
 def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bisectk/ledger.db, <git dir>/bisectk/ledger.db).", show_default=False),
-           session: Optional[int] = typer.Option(None, "--session", help="Session id (default: the last finished one)."),
+           session: Optional[int] = typer.Option(None, "--session", **SESSION_IDS, help="Session id (default: the last finished one)."),
            markdown: Optional[Path] = typer.Option(None, "--report", help="Write the Markdown debug log here (its pictures beside it)."),
            html: Optional[Path] = HtmlOpt, as_json: bool = JsonOpt) -> None:
     """Print a finished command's result again from the ledger, running nothing."""
@@ -40,14 +40,14 @@ def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bis
     check_outputs(report=markdown, html=html, ledger=ledger)
     db = open_ledger(ledger)
     try:
-        info = db.session(session) if session else db.last_finished_session()
+        info = db.session(session) if session is not None else db.last_finished_session()
         if as_json and info and isinstance(info.get("result"), dict):
             logs_gone(info["result"], db)
     finally:
         db.close()
     result = info.get("result") if info else None
     if not isinstance(result, dict) or "command" not in result:
-        fail(f"{ledger}: no finished session" + (f" with id {session}" if session else "") + " with a stored result")
+        fail(f"{ledger}: no finished session" + (f" with id {session}" if session is not None else "") + " with a stored result")
     damaged = f"{ledger}: the stored result of session {info['id']} is damaged"
     try:
         rec = load_record(result)

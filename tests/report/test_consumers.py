@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bisectk.report.safe import json_text
 from tests.conftest import bisectk, err_spec
 
@@ -52,3 +54,16 @@ def test_ledger_gc_on_an_empty_file_says_so_and_leaves_it_empty(tmp_path):
     assert p.stderr == "bisectk: no ledger at x.db: an empty file, nothing has been recorded there\n", p.stderr
     assert p.stdout == "" and (tmp_path / "x.db").stat().st_size == 0
     assert sorted(q.name for q in tmp_path.iterdir()) == ["x.db"]
+
+
+@pytest.mark.parametrize("session", ["0", "99999999999999999999"])
+@pytest.mark.parametrize("command", ["report", "log"])
+def test_a_session_id_that_names_no_row_is_one_line(tmp_path, command, session):
+    """`--session 0` was read as no --session: `report` printed the last session's result, exit 0,
+    as if it were session 0's; an id past SQLite's integers was an internal error (exit 3)."""
+    spec = err_spec(tmp_path, "s", 'import sys\nprint("BISECTK_RESULT {\\"err\\": %d}" % ("a=1" in sys.argv))\n', "a")
+    bisectk("ablate", spec, cwd=tmp_path, check=0)
+    where = [".bisectk/ledger.db"] if command == "report" else ["--ledger", ".bisectk/ledger.db"]
+    p = bisectk(command, *where, "--session", session, cwd=tmp_path, check=2)
+    assert p.stdout == "" and p.stderr == (f"bisectk: Invalid value for '--session': {session} is no session id "
+                                           f"(ids count from 1) (see 'bisectk {command} --help')\n"), p.stderr

@@ -298,6 +298,11 @@ def salvage(path: str | Path, dest: str | Path) -> dict[str, int]:
     path, dest = Path(path), Path(dest)
     if dest.exists():
         raise LedgerError(f"{dest} exists; salvage writes a new ledger and never overwrites one")
+    journal = next((j for j in ("-wal", "-shm", "-journal")
+                    if Path(os.path.abspath(dest)).resolve() == Path(os.path.abspath(f"{path}{j}")).resolve()), None)
+    if journal:     # a ledger there is no journal of `path`: SQLite resets it at `path`'s next write
+        raise LedgerError(f"{dest} is where SQLite keeps {path}'s journal ({journal}); the salvaged ledger would be "
+                          "lost at the next command on it: name another file")
     src = _connect_readonly(path, checking=True)
     new = Ledger(dest)
     copied = {}

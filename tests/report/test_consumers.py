@@ -67,3 +67,17 @@ def test_a_session_id_that_names_no_row_is_one_line(tmp_path, command, session):
     p = bisectk(command, *where, "--session", session, cwd=tmp_path, check=2)
     assert p.stdout == "" and p.stderr == (f"bisectk: Invalid value for '--session': {session} is no session id "
                                            f"(ids count from 1) (see 'bisectk {command} --help')\n"), p.stderr
+
+
+@pytest.mark.parametrize("journal", ["-wal", "-journal"])
+def test_salvage_into_the_ledgers_own_journal_is_refused(tmp_path, journal):
+    """`ledger check L --salvage L-wal` wrote the salvaged ledger where SQLite keeps L's journal:
+    the next command on L took it for its write-ahead log and deleted it, the salvage lost."""
+    spec = err_spec(tmp_path, "s", 'import sys\nprint("BISECTK_RESULT {\\"err\\": %d}" % ("a=1" in sys.argv))\n', "a")
+    bisectk("ablate", spec, cwd=tmp_path, check=0)
+    dest = f".bisectk/ledger.db{journal}"
+    p = bisectk("ledger", "check", ".bisectk/ledger.db", "--salvage", dest, cwd=tmp_path, check=2)
+    assert p.stderr == (f"bisectk: {dest} is where SQLite keeps .bisectk/ledger.db's journal ({journal}); the "
+                        "salvaged ledger would be lost at the next command on it: name another file\n"), p.stderr
+    assert not (tmp_path / dest).exists()
+    bisectk("ledger", "check", ".bisectk/ledger.db", "--salvage", "saved.db", cwd=tmp_path, check=0)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import math
 import re
 import warnings
 from typing import Any
@@ -324,17 +325,34 @@ def progress(m: Progress):
 # -- slow ------------------------------------------------------------------------------------------
 
 def slow_metric(m: SlowMetric):
+    """A bar per configuration against the threshold. A value that is no finite number (a subject
+    that printed Infinity, the slowest a time can be) is drawn hatched to the edge of the axis and
+    named: matplotlib draws a bar of infinite length as nothing, with a warning on stderr, so the
+    slowest configuration was the one missing from the picture."""
     n = len(m.points)
     fig = _figure(8.5, 1.2 + 0.26 * n)
     ax = fig.add_subplot()
+    finite = [v for v in (*(p.value for p in m.points), m.threshold, m.baseline) if math.isfinite(v)]
+    low, high = min(0.0, *finite), max(0.0, *finite)
+    span = (high - low) or 1.0
+    edges = {1: high + 0.12 * span, -1: low - 0.12 * span if low < 0 else 0.0}
     for r, p in enumerate(m.points):
-        bar = ax.barh(n - 1 - r, p.value, 0.7, color=COLOURS.get(p.outcome, MUTED), zorder=2)
+        colour = COLOURS.get(p.outcome, MUTED)
+        if math.isfinite(p.value):
+            bar = ax.barh(n - 1 - r, p.value, 0.7, color=colour, zorder=2)
+        else:       # inf to the right edge, -inf to the left one, NaN no length: each named
+            end = 0.0 if p.value != p.value else edges[1 if p.value > 0 else -1]
+            bar = ax.barh(n - 1 - r, end, 0.7, color=colour, hatch="//", edgecolor="white", zorder=2)
+            ax.text(end, n - 1 - r, f" {p.value:g} ", color=INK, fontsize=8, va="center",
+                    ha="right" if end < 0 else "left", zorder=4)     # past the bar's end
         bar.patches[0].set_gid(f"point-{r}")
-    line = ax.axvline(m.threshold, color=COLOURS["fail"], linestyle="--", linewidth=1.5, zorder=3)
-    line.set_gid("threshold")
-    ax.axvline(m.baseline, color=COLOURS["pass"], linestyle=":", linewidth=1.2, zorder=3)
+    if math.isfinite(m.threshold):
+        line = ax.axvline(m.threshold, color=COLOURS["fail"], linestyle="--", linewidth=1.5, zorder=3)
+        line.set_gid("threshold")
+    if math.isfinite(m.baseline):
+        ax.axvline(m.baseline, color=COLOURS["pass"], linestyle=":", linewidth=1.2, zorder=3)
     rule = f"{m.baseline:.4g} / {m.factor:g}" if m.higher else f"{m.factor:g} x {m.baseline:.4g}"
-    ax.text(m.threshold, n - 0.35, f" threshold {rule} = {m.threshold:.4g}",
+    ax.text(m.threshold if math.isfinite(m.threshold) else edges[1], n - 0.35, f" threshold {rule} = {m.threshold:.4g}",
             color=COLOURS["fail"], fontsize=8, va="bottom")
     ax.set_yticks(range(n), [_short(p.label, 48) for p in reversed(m.points)])
     ax.set_ylim(-0.6, n + 0.4)

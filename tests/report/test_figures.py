@@ -247,3 +247,20 @@ def test_no_font_warnings_where_only_matplotlibs_own_fonts_exist(tmp_path):
     assert "HTML report written to" in p.stdout and "(2 picture(s))" in p.stdout
     assert [line for line in p.stderr.splitlines() if "font" in line.lower()] == []
     assert "font-family: 'DejaVu Sans'" in (tmp_path / "w.html").read_text()
+
+
+def test_a_slow_metric_that_is_no_finite_number_is_drawn_to_the_edge_and_named():
+    """A subject that printed `{"t": Infinity}` (the slowest a time can be): matplotlib drew its
+    bar as an empty path with RuntimeWarnings on stderr, so the slowest configuration was the one
+    missing from the picture."""
+    import warnings
+    s = F.SlowMetric("t", (F.MetricPoint("good (endpoint)", 1.0, "pass"), F.MetricPoint("bad (endpoint)", float("inf"), "fail"),
+                           F.MetricPoint("1. a", float("nan"), "unresolved"), F.MetricPoint("2. b", 2.0, "fail")),
+                     baseline=1.0, factor=1.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        drawn = svg("slow-metric", s)
+    bars = {i: re.search(rf'<g id="{i}">\s*<path d="([^"]*)"', drawn).group(1) for i in ids(drawn, "point-")}
+    assert len(bars) == 4 and "L" in bars["point-1"], bars        # the infinite bar has a length
+    assert re.search(r">\s*inf\s*</text>", drawn) and re.search(r">\s*nan\s*</text>", drawn)
+    assert ids(drawn, "threshold") and "threshold 1.5 x 1 = 1.5" in drawn

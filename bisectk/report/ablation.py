@@ -22,7 +22,7 @@ from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.report.safe import code_span
-from bisectk.report.terminal import TABLE_ROWS
+from bisectk.report.terminal import TABLE_ROWS, cut_value
 from bisectk.report.words import (endpoint_lines, failure_line, slow_line, phase_words, problem_lines, problem_text, runs_words,
                                   same_inputs, search_runs_of, stop_reason_of, stopped_line, title_words, wall_words)
 from bisectk.spec import format_value, one_line
@@ -40,7 +40,7 @@ def terminal_rows(rec: AblationRecord, limit: int = TABLE_ROWS) -> tuple[list[li
     to `limit`; past it every factor that is not cleared (culprits, context, the unresolved) and
     cleared ones while the limit allows. 30,000 rows took 28 s to print and scrolled the answer
     away; the debug log and --json keep every row."""
-    rows = effect_rows(rec)
+    rows = [[f, cut_value(good), cut_value(bad), *rest] for f, good, bad, *rest in effect_rows(rec)]
     if len(rows) <= limit:
         return rows, 0
     room = limit - sum(r[5] != "cleared" for r in rows)      # what the cleared may still fill

@@ -12,6 +12,7 @@ ProgressLines    -- the same progress as plain lines for a log or a pipe (CI): o
                     Both say a build step still running after a few seconds, against its
                     limit: a hung build was minutes of silence.
 fmt_config       -- a configuration written as the differences from a reference one.
+shown_value      -- a factor's value on the terminal: cut past VALUE_CHARS, saying how long it was.
 building         -- the line for a build step still running.
 
 Both write to stderr only: stdout holds the result (and only the JSON document with --json).
@@ -35,12 +36,28 @@ from bisectk.report.safe import SafeConsole, terminal_text
 STYLE = {Outcome.PASS: "green", Outcome.FAIL: "red", Outcome.UNRESOLVED: "yellow"}
 
 
+# A factor's value longer than this is cut on the terminal (the debug log and --json keep it whole):
+# a value of 20,000 characters (a list of flags, an inlined source) made the key-differences table
+# 1,400 lines, which scrolled the culprit away, and the differences line and each progress line 20 kB
+VALUE_CHARS = 120
+
+
+def cut_value(text: str) -> str:
+    """`text` (a value as one_line writes it) cut past VALUE_CHARS, with how long it was."""
+    return text if len(text) <= VALUE_CHARS else f"{text[:VALUE_CHARS - 1]}… ({len(text):,} characters)"
+
+
+def shown_value(value: Any) -> str:
+    """A factor's value on the terminal: as substituted (one_line), cut past VALUE_CHARS."""
+    return cut_value(one_line(value))
+
+
 def fmt_config(config: dict[str, Any], reference: dict[str, Any] | None = None, limit: int = 6) -> str:
     items = [(k, v) for k, v in config.items()
              if not k.startswith("__") and (reference is None or k not in reference or not same_value(reference[k], v))]
     if not items:
         return "(as good)" if reference is not None else ""
-    text = " ".join(f"{k}={one_line(v)}" for k, v in items[:limit])   # as substituted: true, not True
+    text = " ".join(f"{k}={shown_value(v)}" for k, v in items[:limit])   # as substituted: true, not True
     return text + (f" +{len(items) - limit} more" if len(items) > limit else "")
 
 
@@ -51,7 +68,7 @@ def differences_line(name: str, good: dict[str, Any], bad: dict[str, Any], facto
                      limit: int = 12) -> str:
     """An ablation's first line: how many differences, the first `limit` of them (a spec of 30,000
     factors made it one 400 kB line)."""
-    shown = ", ".join(f"{f} {one_line(good[f])} -> {one_line(bad[f])}" for f in factors[:limit])
+    shown = ", ".join(f"{f} {shown_value(good[f])} -> {shown_value(bad[f])}" for f in factors[:limit])
     more = f", +{len(factors) - limit} more" if len(factors) > limit else ""
     return f"{name}: {len(factors)} differences between good and bad: {shown}{more}"
 

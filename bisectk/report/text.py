@@ -8,9 +8,8 @@ from rich.table import Table
 from bisectk.engine.records import CheckRecord, EndpointCheck, ReplayRecord, RunRecord
 from bisectk.outcome import Reason, Verdict
 from bisectk.report.stuck import terminal_lines
-from bisectk.report.terminal import TABLE_ROWS, fmt_config
+from bisectk.report.terminal import TABLE_ROWS, fmt_config, shown_value
 from bisectk.report.words import problem_lines, remaining, slow_line, watchdog_text
-from bisectk.spec import one_line
 
 
 def print_run(out: Console, rec: RunRecord, brief: bool = False) -> None:
@@ -46,9 +45,10 @@ def print_check(out: Console, rec: CheckRecord) -> None:
     table = Table(title=f"{subj.name}: key differences", title_justify="left")
     for h in ("factor", "good", "bad"):
         table.add_column(h, overflow="fold")   # never cut to '…': the name is what the reader types next
+    # (a value is, past VALUE_CHARS: a value of 20,000 characters was a table of 1,400 lines)
     # thousands of rows would bury the verdicts: the first TABLE_ROWS, then a count (as ablate's)
     for f in subj.differences[:TABLE_ROWS]:
-        table.add_row(f, one_line(subj.good[f]), one_line(subj.bad[f]))
+        table.add_row(f, shown_value(subj.good[f]), shown_value(subj.bad[f]))
     if len(subj.differences) > TABLE_ROWS:
         table.add_row(f"... {len(subj.differences) - TABLE_ROWS} more", "", "")
     out.print(table)

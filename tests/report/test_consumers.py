@@ -81,3 +81,22 @@ def test_salvage_into_the_ledgers_own_journal_is_refused(tmp_path, journal):
                         "salvaged ledger would be lost at the next command on it: name another file\n"), p.stderr
     assert not (tmp_path / dest).exists()
     bisectk("ledger", "check", ".bisectk/ledger.db", "--salvage", "saved.db", cwd=tmp_path, check=0)
+
+
+def test_a_long_factor_value_is_cut_on_the_terminal_and_whole_in_the_reports(tmp_path):
+    """A factor whose value is 20,000 characters (a list of flags, an inlined source): the
+    key-differences table folded it into 1,400 lines, which scrolled the culprit away, and the
+    differences line was 20 kB; `check`'s table the same. The debug log and --json keep it whole."""
+    long = "Q" * 20000
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text('import sys\nprint("BISECTK_RESULT {\\"err\\": %d}" % ("a=1" in sys.argv))\n')
+    (tmp_path / "spec.toml").write_text(
+        'name = "v"\n[subject]\ncommand = ["python", "s.py", "a={a}", "c={c}"]\n[oracle]\nmetric = "err"\nmax = 0.5\n'
+        f'[good]\na = 0\nc = "{long}"\n[bad]\na = 1\nc = "short"\n')
+    for command, reports in (("ablate", ["--report", "r.md", "--json-out", "r.json"]), ("check", [])):
+        p = bisectk(command, "spec.toml", *reports, cwd=tmp_path, check=0)
+        lines = p.stdout.splitlines()
+        assert len(lines) < 60 and max(map(len, lines)) < 400, (len(lines), max(map(len, lines)))
+        assert "(20,000 characters)" in p.stdout and (command == "check" or "culprit: a" in p.stdout)
+        assert max(map(len, p.stderr.splitlines())) < 400
+    assert long in (tmp_path / "r.md").read_text() and long in (tmp_path / "r.json").read_text()

@@ -23,7 +23,7 @@ from typing import Any
 from bisectk.errors import LedgerError
 from bisectk.ledger import Ledger
 from bisectk.ledger.runs import _holder_alive
-from bisectk.ledger.schema import SCHEMA_VERSION, _event, _run, _session, stored_key
+from bisectk.ledger.schema import SCHEMA_VERSION, _event, _run, _session, foreign_tables, stored_key
 from bisectk.ledger.sqlitefile import _connect_readonly
 
 _COPY = {"sessions": ("id", "command", "fingerprint", "args_json", "created", "finished", "result_json"),
@@ -132,16 +132,21 @@ def check(path: str | Path) -> LedgerReport:
 
 
 def _not_a_ledger(db: sqlite3.Connection) -> str | None:
-    """What a readable SQLite file without a ledger's `meta` table is (as Ledger's opening decides:
+    """What a readable SQLite file that is no ledger is (as Ledger's opening decides:
     an empty one becomes a ledger, one with other tables is refused), or None for a ledger. Its
     rows are not probed: a missing table is no damage."""
     try:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except (sqlite3.Error, UnicodeDecodeError):
         return None   # the integrity check says what is wrong
-    if "meta" in tables:
-        return None
-    if not tables:
+    if "meta" in tables:    # a ledger, unless another program's `meta`: no schema row, tables of its own
+        try:
+            if not foreign_tables(tables) or db.execute("SELECT 1 FROM meta WHERE key='schema'").fetchone():
+                return None
+        except sqlite3.OperationalError as exc:
+            if "no such column" not in str(exc):
+                return None     # the integrity check says what is wrong
+    elif not tables:
         return "empty, not yet a bisectk ledger; a command given it as --ledger makes it one"
     return f"an SQLite database but not a bisectk ledger (tables: {', '.join(sorted(tables))[:120]})"
 

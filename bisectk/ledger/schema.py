@@ -66,6 +66,13 @@ _TABLES = {
         settled REAL,
         pruned REAL)""",
 }
+
+
+def foreign_tables(tables: set[str]) -> set[str]:
+    """The tables of a database that no bisectk ledger has (SQLite's own aside)."""
+    return {t for t in tables if t not in _TABLES and not t.startswith("sqlite_")}
+
+
 # schema N -> N+1: what to run on a ledger written by an older bisectk (its data stays as it is)
 _MIGRATIONS = {1: [_TABLES["claims"]],
                2: [f"UPDATE runs SET config_key = bisectk_key(config_key) WHERE length(config_key) > {LONG_KEY}",

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bisectk.errors import LedgerError
-from bisectk.ledger.schema import _MIGRATIONS, _TABLES, SCHEMA_VERSION, _run, stored_key
+from bisectk.ledger.schema import _MIGRATIONS, _TABLES, SCHEMA_VERSION, _run, foreign_tables, stored_key
 from bisectk.ledger.sqlitefile import (BUSY_TIMEOUT_S, _connect_readonly, _connect_writer, _file_id, _nearly_full,
                                        _retry_busy)
 from bisectk.outcome import Run
@@ -54,6 +54,23 @@ def _checked_lately(db: sqlite3.Connection) -> bool:
         return False
 
 
+def _schema_row(db: sqlite3.Connection) -> tuple | None:
+    """The `meta` table's schema row; None where it has none, or has no such columns."""
+    try:
+        return db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+    except sqlite3.OperationalError as exc:     # no such column: a `meta` of another shape
+        if "no such column" in str(exc):
+            return None
+        raise
+
+
+def _not_a_ledger(tables: set[str], schema_row: tuple | None) -> bool:
+    """Whether a database of these tables is another program's: tables but no `meta`, or (another
+    program's database may well have a `meta` table) no schema row and tables no ledger has. Such
+    a database was taken for an empty ledger: bisectk's tables created in it, its rows written."""
+    return bool(tables) and ("meta" not in tables or (schema_row is None and bool(foreign_tables(tables))))
+
+
 class Store:
     """A ledger file opened: the connection, its lock, and the transactions the rest of Ledger uses."""
 
@@ -73,6 +90,7 @@ class Store:
                 self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         else:
             self._check_writable()
+            self._refuse_another_programs()
             with self._read("opening"):
                 self.db = _connect_writer(self.path)
         self.identity = _file_id(self.path)   # which file this connection writes (see _in_place)
@@ -110,16 +128,39 @@ class Store:
     def _version(self) -> int | None:
         with self._read("reading the schema version"):
             tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if "meta" not in tables:
-                if tables:
-                    raise LedgerError(f"{self.path} is an SQLite database but not a bisectk ledger "
-                                      f"(tables: {', '.join(sorted(tables))[:120]}); use another --ledger")
+            row = _schema_row(self.db) if "meta" in tables else None
+            if _not_a_ledger(tables, row):
+                raise self._not_ledger(tables)
+            if row is None:
                 return None
-            row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
         try:
             return int(row[0]) if row else None
         except ValueError:
             raise self._damaged(f"schema version {row[0]!r}") from None
+
+    def _not_ledger(self, tables: set[str]) -> LedgerError:
+        return LedgerError(f"{self.path} is an SQLite database but not a bisectk ledger "
+                           f"(tables: {', '.join(sorted(tables))[:120]}); use another --ledger")
+
+    def _refuse_another_programs(self) -> None:
+        """Another program's database is refused before the writer's connection opens it: that
+        one puts the file in WAL mode (its header rewritten, -wal and -shm files beside it). Any
+        other trouble is left to the writer's opening to say, as it always has."""
+        if _size(self.path) == 0:
+            return
+        try:
+            probe = _connect_readonly(self.path)
+        except LedgerError:
+            return
+        try:
+            tables = {r[0] for r in probe.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            row = _schema_row(probe) if "meta" in tables else None
+        except (sqlite3.Error, UnicodeDecodeError):
+            return
+        finally:
+            probe.close()
+        if _not_a_ledger(tables, row):
+            raise self._not_ledger(tables)
 
     def _prepare(self) -> int:
         """Create the tables of a new ledger, or migrate an older one; a write either way, so a

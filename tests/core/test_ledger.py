@@ -243,6 +243,31 @@ def test_a_file_that_is_not_a_ledger_is_left_alone(project):
     assert sqlite3.connect(other).execute("SELECT name FROM sqlite_master").fetchall() == [("photos",)]
 
 
+@pytest.mark.parametrize("tables", [["meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)", "users (name TEXT)"],
+                                    ["meta (k TEXT, v TEXT)", "users (name TEXT)"], ["photos (x)"]])
+def test_another_programs_database_is_refused_unchanged_even_with_a_meta_table(project, tables):
+    """Another program's SQLite database with a `meta` table (a common name) but no bisectk schema
+    row was taken for an empty ledger: `run --ledger app.db` created bisectk's six tables in it
+    and wrote its runs there, `report` called it an empty file; and any database refused was
+    first put in WAL mode (its header rewritten, -wal and -shm files left beside it)."""
+    app = project / "app.db"
+    con = sqlite3.connect(app)
+    for table in tables:
+        con.execute(f"CREATE TABLE {table}")
+    con.commit()
+    con.close()
+    before = sha(app)
+    said = f"not a bisectk ledger (tables: {', '.join(sorted(t.split()[0] for t in tables))})"
+    for args in (["run", project / "spec.toml", "--ledger", app], ["report", app], ["ledger", "gc", "--ledger", app]):
+        p = bisectk(*args, cwd=project, check=2)
+        assert p.stderr.count("\n") == 1 and said in p.stderr, p.stderr
+    assert said in bisectk("ledger", "check", app, cwd=project, check=2).stdout
+    with pytest.raises(LedgerError, match="not a bisectk ledger"):
+        Ledger(app)
+    assert sha(app) == before and sorted(q.name for q in project.glob("app.db*")) == ["app.db"]
+    assert not executions(project)
+
+
 def test_check_reports_damage_and_salvage_copies_what_can_be_read(tmp_path):
     good = populated(tmp_path / "good.db")
     report = check(good)

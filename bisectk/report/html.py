@@ -30,6 +30,7 @@ from urllib.parse import quote
 from bisectk.engine.records import Record
 from bisectk.report import render
 from bisectk.report.debuglog import DebugLog, _flat, _line, short_environment
+from bisectk.report.outputs import figures_folder
 from bisectk.report.safe import html_text, markdown_text, visible_text
 
 MISSING = "pictures need matplotlib, which bisectk installs but this Python cannot import: pip install matplotlib"
@@ -199,7 +200,7 @@ def write_markdown(path: Path, rec: Record, log: DebugLog | None = None) -> str:
     log = log or render.debuglog(rec)
     pictures, note = draw_pictures(rec)
     if pictures:
-        folder = path.with_name(f"{path.stem}-figures")
+        folder = figures_folder(path)
         folder.mkdir(parents=True, exist_ok=True)
         for p in pictures:
             (folder / f"{p.name}.svg").write_text(p.svg, encoding="utf-8")

@@ -9,7 +9,9 @@ check_outputs -- one line (errors.BisectkError) for the first output that is a d
                  created (its nearest existing ancestor is no directory, or not writable), is one
                  of the command's inputs (`inputs`: the spec, the ledger and its journals, the files
                  the subject's command names), lies inside an input tree (`trees`: diff's GOOD and
-                 BAD), or is named by two options.
+                 BAD), is named by two options, or is where --report FILE.md puts its pictures
+                 (FILE-figures/, made after the search: an --html there was lost to "Is a
+                 directory", and a file of that name lost the debug log).
 write_outputs -- call each writer; a write that fails still (a full disk, /dev/full) is a line
                  naming the option and the reason, after the result was printed.
 """
@@ -103,6 +105,29 @@ def check_outputs(outputs: dict[str, Path | None], *, inputs: Iterable[tuple[Pat
             raise BisectkError(f"{option} {path}: cannot be created: {where} is not a directory")
         if not os.access(where, os.W_OK | os.X_OK):
             raise BisectkError(f"{option} {path}: cannot be created: {where} is not writable")
+    _check_figures(outputs)
+
+
+def figures_folder(report: Path) -> Path:
+    """Where --report FILE.md writes its pictures: FILE-figures/ beside it."""
+    return Path(report).with_name(f"{Path(report).stem}-figures")
+
+
+def _check_figures(outputs: dict[str, Path | None]) -> None:
+    """Refuse an output that is, or lies in, the --report's pictures folder, and a pictures folder
+    that a file (or a link to one) already holds the place of."""
+    report = outputs.get("--report")
+    if report is None:
+        return
+    folder = figures_folder(report)
+    if os.path.lexists(folder) and not folder.is_dir():
+        raise BisectkError(f"--report {report}: its pictures go in {folder}/, which is a file; name another report "
+                           f"or move that file")
+    inside = Path(os.path.abspath(folder))
+    for option, path in outputs.items():
+        if path is not None and option != "--report" and Path(os.path.abspath(path)).is_relative_to(inside):
+            raise BisectkError(f"{option} {path}: is where --report {report} writes its pictures ({folder}/); "
+                               f"name another file")
 
 
 def _is_stdout(path: Path) -> bool:

@@ -89,3 +89,21 @@ def test_report_files_are_written_when_stdouts_reader_has_left(tmp_path):
     p.stdout.close()
     assert p.wait(timeout=120) == 141
     assert "culprit" in (tmp_path / "r.md").read_text() and (tmp_path / "r.json").read_text().startswith("{")
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--report", "r.md", "--html", "r-figures"], "--html r-figures: is where --report r.md writes its pictures"),
+    (["--report", "r.md", "--json-out", "r-figures/run-matrix.svg"], "--json-out r-figures/run-matrix.svg: is where"),
+    (["--report", "f.md"], "--report f.md: its pictures go in f-figures/, which is a file"),
+])
+def test_an_output_where_the_reports_pictures_go_is_refused_before_any_run(tmp_path, args, says):
+    """--report r.md writes its pictures in r-figures/, made after the search: `--html r-figures`
+    was lost to "Is a directory" after the runs (exit 2), a --json-out in it was overwritten by a
+    picture, and a file named f-figures lost the debug log itself."""
+    spec = _spec(tmp_path)
+    (tmp_path / "f-figures").write_text("mine")
+    before = _digests(tmp_path)
+    p = bisectk("ablate", spec, *args, cwd=tmp_path, check=2)
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith(f"bisectk: {says}"), p.stderr
+    assert "PASS" not in p.stdout + p.stderr and _digests(tmp_path) == before
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["f-figures", "pyproject.toml", "s.sh", "s.toml"]

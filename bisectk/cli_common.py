@@ -26,7 +26,7 @@ import typer
 
 from bisectk import exitcodes as X
 from bisectk.outcome import DEFAULT_SAME_FAILURE
-from bisectk.report.safe import json_text, terminal_text
+from bisectk.report.safe import disk_full, json_text, terminal_text
 from bisectk.search.names import strategy_names
 
 
@@ -131,12 +131,22 @@ def cache_ledger() -> str:
 
 def say_error(message: str) -> None:
     """One line on stderr, unwrapped whatever the terminal width."""
-    sys.stderr.write(f"bisectk: {terminal_text(' '.join(str(message).split()))}\n")
+    _to_stderr(f"bisectk: {terminal_text(' '.join(str(message).split()))}\n")
 
 
 def say_warning(message: str) -> None:
     """`bisectk: warning: ...` on stderr, one line, as the subject's own text is made safe."""
-    sys.stderr.write(f"bisectk: warning: {terminal_text(message)}\n")
+    _to_stderr(f"bisectk: warning: {terminal_text(message)}\n")
+
+
+def _to_stderr(line: str) -> None:
+    """A line on stderr, dropped where stderr is a file on a full disk (the exit code still says it)."""
+    try:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+    except OSError as exc:
+        if not disk_full(exc):
+            raise
 
 
 def timed_policy(pol, spec, warnings: list[str] | None = None):

@@ -42,6 +42,7 @@ json_text     -- a JSON document any strict reader reads back: a name made of by
                  mapping writes them), never as json.dumps's bare NaN, which is no JSON: jq,
                  JavaScript's JSON.parse and every strict parser reject the whole document.
 broken_pipe_exit -- how a command leaves when the reader of its output went away (`| head`).
+disk_full     -- whether a write failed for want of space (ENOSPC, EDQUOT, EFBIG).
 SafeConsole   -- a rich Console that passes every string it renders (printed text, table cells,
                  titles) and every plain Text through terminal_text, and reads no string as rich
                  markup or emoji code. bisectk's consoles are made here, so a commit subject,
@@ -161,6 +162,14 @@ def visible_text(text: str) -> str:
 def picture_text(text: str) -> str:
     """`text` for a matplotlib label: control characters visible, `$` escaped (no mathtext)."""
     return terminal_text(text).replace("$", "\\$") if isinstance(text, str) else text
+
+
+def disk_full(exc: OSError) -> bool:
+    """Whether a write failed because the file it goes to can take no more (a full disk or quota,
+    /dev/full, a file past its size limit): a stream of diagnostics is then dropped, never the
+    command's result with it."""
+    import errno
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def broken_pipe_exit(stream=None) -> None:

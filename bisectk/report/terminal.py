@@ -31,7 +31,7 @@ from rich.text import Text
 from bisectk.events import BuildRunning, Event, Note, PhaseStarted, RunFinished, RunStarted
 from bisectk.outcome import Outcome, Run
 from bisectk.spec import one_line, same_value
-from bisectk.report.safe import SafeConsole, terminal_text
+from bisectk.report.safe import SafeConsole, disk_full, terminal_text
 
 STYLE = {Outcome.PASS: "green", Outcome.FAIL: "red", Outcome.UNRESOLVED: "yellow"}
 
@@ -187,8 +187,17 @@ class ProgressLines:
 
     def _say(self, text: str) -> None:
         with self.lock:
-            self.stream.write(terminal_text(text) + "\n")
-            self.stream.flush()
+            if self.stream is None:
+                return
+            try:
+                self.stream.write(terminal_text(text) + "\n")
+                self.stream.flush()
+            except OSError as exc:
+                # a log file on a full disk (`2>ci.log`): the progress stops there, the search and
+                # its result go on (it ended the command, the result and the report files lost)
+                if not disk_full(exc):
+                    raise
+                self.stream = None
 
     def _what(self, label: str, config: dict[str, Any]) -> str:
         return what_ran(label, config, self.reference)

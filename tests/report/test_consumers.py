@@ -5,6 +5,9 @@ the HTML report and the `bisectk ledger` commands."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,3 +103,19 @@ def test_a_long_factor_value_is_cut_on_the_terminal_and_whole_in_the_reports(tmp
         assert "(20,000 characters)" in p.stdout and (command == "check" or "culprit: a" in p.stdout)
         assert max(map(len, p.stderr.splitlines())) < 400
     assert long in (tmp_path / "r.md").read_text() and long in (tmp_path / "r.json").read_text()
+
+
+def _ablate_into(tmp_path: Path, *, stdout, stderr, extra=()) -> subprocess.CompletedProcess:
+    spec = err_spec(tmp_path, "s", 'import sys\nprint("BISECTK_RESULT {\\"err\\": %d}" % ("a=1" in sys.argv))\n', "ab")
+    return subprocess.run([sys.executable, "-m", "bisectk", "ablate", str(spec), "--json-out", "r.json", *extra],
+                          cwd=tmp_path, stdout=stdout, stderr=stderr, text=True, timeout=120)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_progress_on_a_full_disk_stops_and_the_search_and_its_result_go_on(tmp_path):
+    """`bisectk ablate 2>ci.log` with the log's disk full: the first progress line's ENOSPC ended
+    the command (exit 1, as if interrupted) after the differences line: no result, no report."""
+    with open("/dev/full", "w") as full:
+        p = _ablate_into(tmp_path, stdout=subprocess.PIPE, stderr=full)
+    assert p.returncode == 0 and "culprit: a" in p.stdout, (p.returncode, p.stdout)
+    assert json.loads((tmp_path / "r.json").read_text())["culprits"] == ["a"]

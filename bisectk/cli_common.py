@@ -38,6 +38,11 @@ class _Terminal:
     def __init__(self, **options):
         self._options, self._console = options, None
 
+    @property
+    def unwritten(self) -> str | None:
+        """Why the console dropped its output (stdout on a full disk), asked without making one."""
+        return self._console.unwritten if self._console is not None else None
+
     def __getattr__(self, name: str):
         if self._console is None:
             from bisectk.report.safe import SafeConsole
@@ -216,6 +221,7 @@ def logs_gone(data, ledger) -> None:
 
 def emit_json(data: dict) -> None:
     sys.stdout.write(json_text(data, indent=2, default=str) + "\n")
+    sys.stdout.flush()      # a write that fails (a full disk) fails here, not unseen at the exit
 
 
 class Deferred:
@@ -358,6 +364,7 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
     if document is not None and session is not None:
         logs_gone(document, session.ledger)
     closed = None           # stdout's reader left (`| head`): the report files are still written
+    unprinted = None        # stdout is a file on a full disk: so are they, and the failure is said
     try:
         if as_json:
             emit_json(document)
@@ -367,6 +374,13 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
         if exc.code != X.OUTPUT_CLOSED:
             raise
         closed = exc
+    except OSError as exc:  # it was an internal error (exit 3) that lost the report files too
+        if not disk_full(exc):
+            raise
+        unprinted = exc.strerror or str(exc)
+    unprinted = unprinted or out.unwritten     # the console drops what it cannot write (report/safe.py)
+    if unprinted:
+        unprinted = f"could not write the result to stdout: {unprinted}"
     written: list[str] = []
     writers = list(more)
     if report or html:
@@ -379,10 +393,10 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
     if json_out:
         writers.append(("--json-out", json_out, lambda: json_out.write_text(
             json_text(document, indent=2, default=str) + "\n", encoding="utf-8")))
-    failed = write_outputs(writers)
+    failed = write_outputs(writers) + ([unprinted] if unprinted else [])
     if closed is not None:
         raise closed
-    if not as_json:
+    if not as_json and not unprinted:
         for line in written:
             out.print(line, markup=False)
     for line in failed:

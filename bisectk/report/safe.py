@@ -219,6 +219,7 @@ def _console_class() -> type:
             super().__init__(*args, **kwargs)
             if self.width < 1:      # COLUMNS=0 (a CI runner's empty terminal): rich then prints nothing at all
                 self.width = 80
+            self.unwritten: str | None = None      # why output was dropped (a full disk)
 
         def render_str(self, text: str, **kwargs) -> Text:
             return super().render_str(terminal_text(text), **kwargs)
@@ -227,6 +228,19 @@ def _console_class() -> type:
             if isinstance(renderable, Text) and _TERMINAL.search(renderable.plain):
                 renderable = Text(terminal_text(renderable.plain), style=renderable.style)   # spans lost: rare
             return super().render(renderable, options)
+
+        def _check_buffer(self) -> None:
+            """rich's write of what was printed: where the file is on a full disk (`> out.txt`), the
+            rest of this console's output is dropped and `unwritten` says why, so the command goes
+            on to its report files and says the failure (it was an internal error, exit 3, that
+            lost them too)."""
+            try:
+                super()._check_buffer()
+            except OSError as exc:
+                if not disk_full(exc):
+                    raise
+                self.unwritten = exc.strerror or str(exc)
+                self.quiet = True
 
         def on_broken_pipe(self) -> None:
             """The reader of this console's stream went away (`| head`, `less` quit): rich's own

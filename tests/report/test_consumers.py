@@ -119,3 +119,17 @@ def test_progress_on_a_full_disk_stops_and_the_search_and_its_result_go_on(tmp_p
         p = _ablate_into(tmp_path, stdout=subprocess.PIPE, stderr=full)
     assert p.returncode == 0 and "culprit: a" in p.stdout, (p.returncode, p.stdout)
     assert json.loads((tmp_path / "r.json").read_text())["culprits"] == ["a"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+@pytest.mark.parametrize("as_json", [[], ["--json"]])
+def test_a_result_that_cannot_be_printed_still_gets_its_report_files(tmp_path, as_json):
+    """`bisectk ablate > out.txt --json-out r.json` with the disk full: the first stdout line's
+    ENOSPC was an internal error (exit 3) before the search, and --json's document failed unseen
+    at the exit; now the search runs, the report files are written and the failure is one line."""
+    with open("/dev/full", "w") as full:
+        p = _ablate_into(tmp_path, stdout=full, stderr=subprocess.PIPE, extra=[*as_json, "--report", "r.md"])
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert p.stderr.splitlines()[-1] == "bisectk: could not write the result to stdout: No space left on device"
+    assert json.loads((tmp_path / "r.json").read_text())["culprits"] == ["a"]
+    assert "culprit: a" in (tmp_path / "r.md").read_text()

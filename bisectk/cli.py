@@ -750,11 +750,29 @@ def _leaving_quietly_on_a_closed_pipe(invoke):
             from bisectk.report.safe import broken_pipe_exit
             broken_pipe_exit()
         except OSError as exc:     # EIO: the terminal hung up before its SIGHUP reached bisectk
+            from bisectk.report.safe import broken_pipe_exit, disk_full
+            if disk_full(exc):     # `bisectk report L > out.txt` on a full disk: no internal error
+                _say_unwritten(exc.strerror or str(exc))
+                raise typer.Exit(X.USAGE) from None
             if exc.errno != errno.EIO:
                 raise
-            from bisectk.report.safe import broken_pipe_exit
             broken_pipe_exit()
     return guarded
+
+
+def _say_unwritten(why: str) -> None:
+    say_error(f"could not write the output to stdout: {why}")
+    out.said_unwritten = True
+
+
+def _unwritten_says(code):
+    """A command whose stdout console dropped output (a full disk, report/safe.py) and that did
+    not say so itself (finish does) says it here, and does not exit 0: `ledger check L > f` on a
+    full disk printed nothing and said all was well."""
+    if out.unwritten and not getattr(out, "said_unwritten", False):
+        _say_unwritten(out.unwritten)
+        return code if code not in (None, 0) else X.USAGE
+    return code
 
 
 def entry() -> None:
@@ -763,8 +781,8 @@ def entry() -> None:
     try:
         _entry()
     except SystemExit as exc:
-        _leave(_hangup_says(exc.code))
-    _leave(_hangup_says(0))
+        _leave(_hangup_says(_unwritten_says(exc.code)))
+    _leave(_hangup_says(_unwritten_says(0)))
 
 
 def _hangup_says(code):
@@ -800,7 +818,12 @@ def _leave(code) -> None:
         try:
             if stream is not None:      # None: started with that descriptor closed (`>&-`)
                 stream.flush()
-        except (OSError, ValueError):     # a closed pipe (`| head`): nothing more can be said
+        except OSError as exc:          # a closed pipe (`| head`): nothing more can be said
+            from bisectk.report.safe import disk_full
+            if stream is sys.stdout and disk_full(exc) and not getattr(out, "said_unwritten", False):
+                _say_unwritten(exc.strerror or str(exc))     # what stayed in its buffer till now
+                status = status or X.USAGE
+        except ValueError:
             pass
     os._exit(status)
 

@@ -381,6 +381,7 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
     unprinted = unprinted or out.unwritten     # the console drops what it cannot write (report/safe.py)
     if unprinted:
         unprinted = f"could not write the result to stdout: {unprinted}"
+        out.said_unwritten = True
     written: list[str] = []
     writers = list(more)
     if report or html:

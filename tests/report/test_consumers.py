@@ -133,3 +133,17 @@ def test_a_result_that_cannot_be_printed_still_gets_its_report_files(tmp_path, a
     assert p.stderr.splitlines()[-1] == "bisectk: could not write the result to stdout: No space left on device"
     assert json.loads((tmp_path / "r.json").read_text())["culprits"] == ["a"]
     assert "culprit: a" in (tmp_path / "r.md").read_text()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_the_commands_that_run_nothing_say_a_full_stdout_too(tmp_path):
+    """`bisectk report L > f` on a full disk was an internal error (exit 3); `ledger check L > f`
+    printed nothing and said it was well (exit 0) once the console dropped what it could not write."""
+    _ablate_into(tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for args in (["report", ".bisectk/ledger.db"], ["report", ".bisectk/ledger.db", "--json"],
+                 ["ledger", "check", ".bisectk/ledger.db"]):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([sys.executable, "-m", "bisectk", *args], cwd=tmp_path, stdout=full,
+                               stderr=subprocess.PIPE, text=True, timeout=120)
+        assert p.returncode == 2 and p.stderr == "bisectk: could not write the output to stdout: No space left on " \
+                                                 "device\n", (args, p.returncode, p.stderr)

@@ -45,12 +45,15 @@ class LedgerReport:
     writable: bool = False
     size_bytes: int = 0
     not_ledger: str | None = None   # a readable SQLite file that is no ledger: what it is instead
+    newer: bool = False             # written by a newer bisectk (a schema past SCHEMA_VERSION): no damage
 
     def lines(self) -> list[str]:
         if self.not_ledger:   # nothing damaged and nothing to salvage: say what the file is
             return [f"{self.path} ({self.size_bytes:,} bytes, {'writable' if self.writable else 'not writable'}): "
                     f"{self.not_ledger}"]
-        head = f"{self.path}: {'ok' if self.ok else 'DAMAGED' if self.problems else 'not usable'}"
+        state = ("ok" if self.ok else "DAMAGED" if self.problems
+                 else "written by a newer bisectk" if self.newer else "not usable")
+        head = f"{self.path}: {state}"
         out = [head + f" (schema {self.schema if self.schema is not None else '?'}, {self.size_bytes:,} bytes, "
                       f"{'writable' if self.writable else 'not writable'})"]
         if self.rows:
@@ -61,7 +64,10 @@ class LedgerReport:
         out += [f"problem: {p}" for p in self.problems[:10]]
         if len(self.problems) > 10:
             out.append(f"... and {len(self.problems) - 10} more problems")
-        if not self.ok and self.rows:   # no rows read: SQLite could not open it, and its problem says so
+        if self.newer:      # its rows are a newer bisectk's to read: a salvage here would lose what this one cannot
+            out.append(f"what to do: upgrade bisectk (this one reads ledgers of schema 1 to {SCHEMA_VERSION}); "
+                       "the file was not changed")
+        elif not self.ok and self.rows:   # no rows read: SQLite could not open it, and its problem says so
             out.append(f"what to do: `bisectk ledger check {self.path} --salvage NEW.db` copies every readable "
                        f"row into a new ledger (this file is never changed); then run with --ledger NEW.db")
         return out
@@ -70,7 +76,7 @@ class LedgerReport:
         return {"path": str(self.path), "ok": self.ok, "problems": self.problems, "schema": self.schema,
                 "rows": self.rows, "unreadable": self.unreadable, "claims": self.claims,
                 "stale_claims": self.stale_claims, "writable": self.writable, "size_bytes": self.size_bytes,
-                "not_ledger": self.not_ledger}
+                "not_ledger": self.not_ledger, "newer": self.newer}
 
 
 def check(path: str | Path) -> LedgerReport:
@@ -103,7 +109,8 @@ def check(path: str | Path) -> LedgerReport:
         try:
             row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
             report.schema = int(row[0]) if row else None
-            if report.schema is not None and not 1 <= report.schema <= SCHEMA_VERSION:
+            report.newer = report.schema is not None and report.schema > SCHEMA_VERSION
+            if report.schema is not None and report.schema < 1:
                 report.problems.append(f"schema version {report.schema} (this bisectk reads 1 to {SCHEMA_VERSION})")
         except (sqlite3.Error, ValueError, TypeError) as exc:   # UnicodeDecodeError is a ValueError
             report.problems.append(f"schema version unreadable: {exc}"[:200])
@@ -127,7 +134,8 @@ def check(path: str | Path) -> LedgerReport:
             report.problems.append(f"claims: a row cannot be read ({exc})"[:200])
     finally:
         db.close()
-    report.ok = not report.problems and not any(report.unreadable.values()) and report.schema is not None
+    report.ok = (not report.problems and not any(report.unreadable.values()) and report.schema is not None
+                 and not report.newer)
     return report
 
 

@@ -521,6 +521,22 @@ def test_a_newer_schema_is_refused(tmp_path):
         Ledger(tmp_path / "l.db")
 
 
+def test_check_calls_a_newer_bisectks_ledger_newer_not_damaged(tmp_path):
+    """`ledger check` of a ledger a newer bisectk wrote said DAMAGED and advised a salvage, which
+    copies its rows into this bisectk's older schema, where opening it says to upgrade bisectk."""
+    path = populated(tmp_path / "l.db", n=3)
+    con = sqlite3.connect(path)
+    con.execute(f"UPDATE meta SET value='{SCHEMA_VERSION + 1}' WHERE key='schema'")
+    con.commit()
+    con.close()
+    before = sha(path)
+    report = check(path)
+    text = "\n".join(report.lines())
+    assert not report.ok and report.newer and not report.problems, text
+    assert "written by a newer bisectk" in text and "upgrade bisectk" in text, text
+    assert "DAMAGED" not in text and "--salvage" not in text and sha(path) == before
+
+
 @pytest.mark.parametrize("where", [0.0, 0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9, 0.99])
 def test_damage_anywhere_is_a_ledger_error_never_a_crash(tmp_path, where):
     path = populated(tmp_path / "l.db", n=100)

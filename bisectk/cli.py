@@ -23,7 +23,7 @@ from bisectk.cli_common import (BadRefOpt, Deferred, after_first_run, capture_af
                                 CleanIgnoredOpt, RayRepoOpt, RepoOpt, ReportOpt, RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, RunSnapshotsOpt, SpecArg, say_warning,
                                 TimeoutOpt, WarmOpt, _is, cache_ledger, check_outputs, check_strategy, default_spec, emit_json,
                                 environment_capture, fail, finish, history_subject, open_ledger, out, plain_help,
-                                policy, reporter, resume_or_fresh, say_error, spare_ahead, timed_policy, unused_factor_warnings, usage_error,
+                                policy, reporter, resume_or_fresh, say_error, say_unwritten, spare_ahead, timed_policy, unused_factor_warnings, unwritten_says, usage_error,
                                 write_reports)
 from bisectk.errors import BisectkError
 from bisectk.search.names import strategy_names
@@ -752,27 +752,13 @@ def _leaving_quietly_on_a_closed_pipe(invoke):
         except OSError as exc:     # EIO: the terminal hung up before its SIGHUP reached bisectk
             from bisectk.report.safe import broken_pipe_exit, disk_full
             if disk_full(exc):     # `bisectk report L > out.txt` on a full disk: no internal error
-                _say_unwritten(exc.strerror or str(exc))
+                say_unwritten(exc.strerror or str(exc))
                 raise typer.Exit(X.USAGE) from None
             if exc.errno != errno.EIO:
                 raise
             broken_pipe_exit()
     return guarded
 
-
-def _say_unwritten(why: str) -> None:
-    say_error(f"could not write the output to stdout: {why}")
-    out.said_unwritten = True
-
-
-def _unwritten_says(code):
-    """A command whose stdout console dropped output (a full disk, report/safe.py) and that did
-    not say so itself (finish does) says it here, and does not exit 0: `ledger check L > f` on a
-    full disk printed nothing and said all was well."""
-    if out.unwritten and not getattr(out, "said_unwritten", False):
-        _say_unwritten(out.unwritten)
-        return code if code not in (None, 0) else X.USAGE
-    return code
 
 
 def entry() -> None:
@@ -781,8 +767,8 @@ def entry() -> None:
     try:
         _entry()
     except SystemExit as exc:
-        _leave(_hangup_says(_unwritten_says(exc.code)))
-    _leave(_hangup_says(_unwritten_says(0)))
+        _leave(_hangup_says(unwritten_says(exc.code)))
+    _leave(_hangup_says(unwritten_says(0)))
 
 
 def _hangup_says(code):
@@ -821,7 +807,7 @@ def _leave(code) -> None:
         except OSError as exc:          # a closed pipe (`| head`): nothing more can be said
             from bisectk.report.safe import disk_full
             if stream is sys.stdout and disk_full(exc) and not getattr(out, "said_unwritten", False):
-                _say_unwritten(exc.strerror or str(exc))     # what stayed in its buffer till now
+                say_unwritten(exc.strerror or str(exc))     # what stayed in its buffer till now
                 status = status or X.USAGE
         except ValueError:
             pass

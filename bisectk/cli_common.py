@@ -144,6 +144,22 @@ def say_warning(message: str) -> None:
     _to_stderr(f"bisectk: warning: {terminal_text(message)}\n")
 
 
+def say_unwritten(why: str) -> None:
+    """That stdout could not take the output (a full disk), once."""
+    say_error(f"could not write the output to stdout: {why}")
+    out.said_unwritten = True
+
+
+def unwritten_says(code):
+    """A command whose stdout console dropped output (a full disk, report/safe.py) and that did
+    not say so itself (finish does) says it here, and does not exit 0: `ledger check L > f` on a
+    full disk printed nothing and said all was well."""
+    if out.unwritten and not getattr(out, "said_unwritten", False):
+        say_unwritten(out.unwritten)
+        return code if code not in (None, 0) else X.USAGE
+    return code
+
+
 def _to_stderr(line: str) -> None:
     """A line on stderr, dropped where stderr is a file on a full disk (the exit code still says it)."""
     try:

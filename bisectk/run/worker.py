@@ -34,7 +34,8 @@ What a fresh process's start and exit give a script and a warm run would lack is
 its non-daemon threads waited for, its atexit handlers run, its globals cleared while its output
 is still its own; a shared library it mapped (ctypes, dlopen) retires the worker, as an extension
 of its own does; one it mapped from elsewhere, rebuilt at its path since, makes the worker refuse
-the next run.
+the next run. A module a run imported from elsewhere stays loaded: a later run that sets a variable
+its source names otherwise is refused (run/importenv.py: it may have read it at import).
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ from importlib.machinery import EXTENSION_SUFFIXES
 # shared objects runs mapped from elsewhere than their own directories, as they were when mapped
 # (run/lifecycle.py `identities`): one rebuilt at its path since makes the worker refuse the next run
 HELD: dict[str, tuple] = {}
+# the modules runs imported from outside their trees (kept loaded), and the environment each run set
+# (run/importenv.py): a run that sets a variable one of them names otherwise is refused
+IMPORTED = None
 SOFT_PRELOAD = ("numpy", "decimal", "multiprocessing")   # their global flags are probed from a known start (isolation.py)
 
 
@@ -226,6 +230,9 @@ def _run_request(req: dict, baseline=None) -> dict:
         for name in own:
             mod = sys.modules.pop(name, None)
             native = native or str(getattr(mod, "__file__", "")).endswith(tuple(EXTENSION_SUFFIXES))
+        if IMPORTED is not None:
+            IMPORTED.record([n for n in set(sys.modules) - saved["modules"] if n.partition(".")[0] != "bisectk"],
+                            req.get("env") or {})
     duration = time.perf_counter() - t0
     # the run's garbage is collected now (its finalizers free device memory before the next run);
     # what survives is the worker's, frozen out of later collections: a full collection of a heap
@@ -360,13 +367,16 @@ def serve(reply_fd: int, preload: list[str]) -> int:
 def serve_ready(reply_fd: int, info: dict) -> int:
     """Serve requests on stdin, replying on `reply_fd`, in a process whose preload is done (`info`
     says what it took): a fresh worker after its imports, a forked one after its CUDA context."""
+    global IMPORTED
     from bisectk.run import lifecycle
+    from bisectk.run.importenv import Imported, refusal
     from bisectk.run.isolation import Baseline
 
     from bisectk.run.snapshot import allow_reader
     allow_reader()          # a hang's stack readers, bisectk's children, may attach (Yama)
     reply = os.fdopen(reply_fd, "w", buffering=1)
     baseline = Baseline()   # the state every run starts from: as right after the preload
+    IMPORTED = Imported()
     import gc
     gc.collect()
     gc.freeze()             # the preloaded heap is never scanned again (see _run_request)
@@ -387,6 +397,10 @@ def serve_ready(reply_fd: int, info: dict) -> int:
         if rebuilt:  # dlopen of its path would hand the run the library loaded before, not the new one
             reply.write(json.dumps({"refused": "a shared library it loaded was rebuilt since "
                                                f"({', '.join(map(os.path.basename, rebuilt[:3]))})"}) + "\n")
+            break
+        stale = IMPORTED.stale(req.get("env") or {})
+        if stale:    # a module it kept read another value of a variable this run sets (importenv.py)
+            reply.write(json.dumps({"refused": refusal(stale)}) + "\n")
             break
         try:
             rep = _run_request(req, baseline)

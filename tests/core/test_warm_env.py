@@ -34,3 +34,36 @@ def test_pytorch_jit_read_at_torch_import_is_not_given_to_a_worker_that_imported
     """The case found: PYTORCH_JIT=0 as a factor, a worker that preloaded torch, and the bad
     endpoint passing 10/10 warm runs (cold: it fails every time)."""
     assert not pool.warm_capable([sys.executable, "sub.py"], {"PYTORCH_JIT": "0"})
+
+
+def test_a_variable_a_kept_module_read_at_import_is_this_runs_value_warm_as_cold(tmp_path_factory):
+    """A module from outside the run's tree (an installed package, a PYTHONPATH directory) stays
+    loaded in the worker; one that reads the spec's env variable at import kept the first run's
+    value, and the bad endpoint (ENVLIB_MODE=broken) passed 10/10 warm runs where every cold run
+    failed. Now the worker refuses a run that sets it otherwise (run/importenv.py): warm = cold."""
+    import json
+
+    from bisectk.run.executor import LocalExecutor, run_command
+
+    lib, tree = tmp_path_factory.mktemp("lib"), tmp_path_factory.mktemp("tree")
+    (lib / "envlib.py").write_text('import os\nMODE = os.environ.get("ENVLIB_MODE", "fast")\n')
+    (tree / "sub.py").write_text('import envlib, json\nprint("BISECTK_RESULT " + json.dumps({"mode": envlib.MODE}))\n')
+    pp = {"PYTHONPATH": str(lib)}
+
+    def modes(executor, base):
+        out = []
+        for mode in ("fast", "broken", "fast", "broken"):
+            raw = run_command(executor, [sys.executable, "sub.py"], cwd=tree, env={**base, "ENVLIB_MODE": mode},
+                              timeout=60)
+            assert raw.exit_code == 0, (raw.stdout, raw.stderr)
+            out.append(json.loads(raw.result.split(" ", 1)[1])["mode"])
+        return out
+
+    notes = []
+    with WorkerPool(gpus=None, preload=(), spares=0, env=pp, ready_timeout=60, on_note=notes.append) as pool:
+        warm = modes(pool, {})
+        assert pool.stats["cold_runs"] == 0, pool.stats   # each run warm, in a worker that had not imported envlib
+    cold = modes(LocalExecutor(), pp)
+    assert cold == ["fast", "broken", "fast", "broken"]
+    assert warm == cold
+    assert any("envlib.py, imported by an earlier run and kept loaded, names ENVLIB_MODE" in n for n in notes), notes

@@ -236,11 +236,14 @@ def _run_request(req: dict, baseline=None) -> dict:
     duration = time.perf_counter() - t0
     # the run's garbage is collected now (its finalizers free device memory before the next run);
     # what survives is the worker's, frozen out of later collections: a full collection of a heap
-    # holding torch and cutlass costs 0.3-0.9 s a run on 2 cores, the young objects only ~0 s
+    # holding torch and cutlass costs 0.3-0.9 s a run on 2 cores, the young objects only ~0 s.
+    # Frozen only once the state is put back: what the restore lets go (an event loop the run left
+    # set, a cycle holding an epoll descriptor and a self-pipe) is collected, not kept for good
     gc.collect()
-    gc.freeze()
     poisoned = cuda_health()
     changed, stuck = _restore_state(baseline, saved["modules"], routine)
+    gc.collect()
+    gc.freeze()
     # a native extension of the run's own cannot be unloaded (dlopen keeps it): the worker retires;
     # so does a shared object the run mapped from its own tree (ctypes.CDLL of a library rebuilt per commit)
     now = lifecycle.mapped_objects()

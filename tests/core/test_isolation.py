@@ -356,3 +356,26 @@ def test_a_private_hook_a_run_rebinds_is_put_back(tmp_path):
         assert "put back" in raw.isolation, raw.isolation
         probe = run_command(p, [sys.executable, "probe.py"], cwd=tmp_path, timeout=120)
         assert result(probe) == {"https": "create_default_context"}, probe.stdout
+
+
+def test_an_event_loop_a_run_left_set_is_closed_with_its_descriptors_not_kept_by_the_worker(tmp_path):
+    """asyncio.get_event_loop() makes a loop (an epoll descriptor and a self-pipe: 3 descriptors)
+    that a fresh process drops at exit. The worker put the policy back after freezing the run's
+    survivors out of the collector (gc.freeze), so the loop, a cycle, was never collected: every
+    such run left 3 descriptors in the worker for good."""
+    (tmp_path / "loop.py").write_text("import asyncio, warnings\nwarnings.simplefilter('ignore')\n"
+                                      "asyncio.get_event_loop()\nprint('BISECTK_RESULT {}')\n")
+    (tmp_path / "fds.py").write_text("import json, os\n"
+                                     "print('BISECTK_RESULT ' + json.dumps({'fds': len(os.listdir('/proc/self/fd'))}))\n")
+
+    def fds(p) -> int:
+        raw = run_command(p, [sys.executable, "fds.py"], cwd=tmp_path, timeout=120)
+        return result(raw)["fds"]
+
+    with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=120) as p:
+        run_command(p, [sys.executable, "loop.py"], cwd=tmp_path, timeout=120)   # asyncio loaded once
+        before = fds(p)
+        for _ in range(5):
+            assert run_command(p, [sys.executable, "loop.py"], cwd=tmp_path, timeout=120).exit_code == 0
+        assert fds(p) == before
+        assert p.stats["worker_discards"] == 0 and p.stats["cold_runs"] == 0, p.stats

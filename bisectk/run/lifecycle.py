@@ -31,6 +31,10 @@ ExitHooks  -- atexit handlers the run registers, run at its end, last registered
 held_locks -- the file locks (flock, fcntl) this process holds, from /proc/locks: one a run left
              held on a descriptor it never closed dies with a fresh process, but would outlive the
              run in a worker, and the next run taking it would wait forever: the worker retires.
+open_descriptors -- how many file descriptors this process has open: those a run never closed
+             (`os.open`, `tempfile.mkstemp`'s fd) close with a fresh process, but pile up in a
+             worker until a later run fails with EMFILE ('Too many open files') where a fresh
+             process of it passes: past LEFT_OPEN more than the worker had when ready, it retires.
 c_environ  -- the C library's environment, which os.putenv/os.unsetenv change without os.environ
              knowing and a child process (subprocess, os.system) inherits: made os.environ's again.
 join_threads -- the run's non-daemon threads waited for, as threading._shutdown does at exit (idle
@@ -143,6 +147,21 @@ def held_locks() -> int:
     except OSError:
         pass
     return n
+
+
+# -- file descriptors ---------------------------------------------------------------------------
+# descriptors the runs may leave open in a worker before it retires: a library that opens a few once,
+# in the first run that uses it (a device's, a cache's), keeps the worker; a run that leaks one each
+# time, or hundreds at once, takes a later run that much nearer its limit than a fresh process
+LEFT_OPEN = 64
+
+
+def open_descriptors() -> int:
+    """How many file descriptors this process has open (0 where /proc/self/fd cannot be read)."""
+    try:
+        return len(os.listdir("/proc/self/fd")) - 1     # less the one listdir itself opened
+    except OSError:
+        return 0
 
 
 # -- the C environment ---------------------------------------------------------------------------

@@ -56,6 +56,7 @@ HELD: dict[str, tuple] = {}
 # the modules runs imported from outside their trees (kept loaded), and the environment each run set
 # (run/importenv.py): a run that sets a variable one of them names otherwise is refused
 IMPORTED = None
+FDS_READY = None        # descriptors open when the worker was ready (run/lifecycle.py open_descriptors)
 SOFT_PRELOAD = ("numpy", "decimal", "multiprocessing")   # their global flags are probed from a known start (isolation.py)
 
 
@@ -257,6 +258,11 @@ def _run_request(req: dict, baseline=None) -> dict:
         what = "a file lock the run left held (on a descriptor it never closed)"
         changed.append(what)
         stuck.append(what)
+    left = lifecycle.open_descriptors() - FDS_READY if FDS_READY is not None else 0
+    if left > lifecycle.LEFT_OPEN:
+        what = f"{left} file descriptors its runs left open (a fresh process starts without them)"
+        changed.append(what)
+        stuck.append(what)
     return {"exit_code": code, "duration_s": duration, "error": error, "poisoned": poisoned,
             "retire": native or bool(stuck), "changed": changed, "stuck": stuck, "imports": imported}
 
@@ -370,7 +376,7 @@ def serve(reply_fd: int, preload: list[str]) -> int:
 def serve_ready(reply_fd: int, info: dict) -> int:
     """Serve requests on stdin, replying on `reply_fd`, in a process whose preload is done (`info`
     says what it took): a fresh worker after its imports, a forked one after its CUDA context."""
-    global IMPORTED
+    global IMPORTED, FDS_READY
     from bisectk.run import lifecycle
     from bisectk.run.importenv import Imported, refusal
     from bisectk.run.isolation import Baseline
@@ -380,6 +386,7 @@ def serve_ready(reply_fd: int, info: dict) -> int:
     reply = os.fdopen(reply_fd, "w", buffering=1)
     baseline = Baseline()   # the state every run starts from: as right after the preload
     IMPORTED = Imported()
+    FDS_READY = lifecycle.open_descriptors()
     import gc
     gc.collect()
     gc.freeze()             # the preloaded heap is never scanned again (see _run_request)

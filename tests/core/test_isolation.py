@@ -379,3 +379,22 @@ def test_an_event_loop_a_run_left_set_is_closed_with_its_descriptors_not_kept_by
             assert run_command(p, [sys.executable, "loop.py"], cwd=tmp_path, timeout=120).exit_code == 0
         assert fds(p) == before
         assert p.stats["worker_discards"] == 0 and p.stats["cold_runs"] == 0, p.stats
+
+
+def test_descriptors_runs_leave_open_do_not_pile_up_into_a_later_runs_emfile_warm_as_cold(tmp_path):
+    """A run that never closes what it opens (os.open, tempfile.mkstemp's fd): each fresh process
+    starts without them, but a worker kept them, and from its third run on a subject that opens 100
+    files under a limit of 256 failed with EMFILE (OSError: Too many open files) where every cold
+    run passed. Past lifecycle.LEFT_OPEN descriptors left open the worker retires: warm = cold."""
+    from bisectk.run.executor import LocalExecutor
+    (tmp_path / "leak.py").write_text(
+        "import os, resource\n_, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))\n"
+        "fds = [os.open(os.devnull, os.O_RDONLY) for _ in range(100)]\nprint('BISECTK_RESULT {}')\n")
+    cold = [run_command(LocalExecutor(), [sys.executable, "leak.py"], cwd=tmp_path, timeout=120) for _ in range(4)]
+    assert [r.exit_code for r in cold] == [0] * 4, cold[-1].stderr
+    with WorkerPool(gpus=None, preload=(), spares=1, ready_timeout=120) as p:
+        warm = [run_command(p, [sys.executable, "leak.py"], cwd=tmp_path, timeout=120) for _ in range(4)]
+        assert p.stats["cold_runs"] == 0, p.stats
+    assert [r.exit_code for r in warm] == [0] * 4, warm[-1].stderr
+    assert "file descriptors its runs left open" in warm[0].isolation, warm[0].isolation

@@ -37,6 +37,9 @@ open_descriptors -- how many file descriptors this process has open: those a run
              process of it passes: past LEFT_OPEN more than the worker had when ready, it retires.
 c_environ  -- the C library's environment, which os.putenv/os.unsetenv change without os.environ
              knowing and a child process (subprocess, os.system) inherits: made os.environ's again.
+exit_forked -- a process the run forked (os.fork) that comes back from the script: it exits there,
+             as that process of `python script.py` would, rather than go on as a second worker
+             (answering the pool, taking the next run's request).
 join_threads -- the run's non-daemon threads waited for, as threading._shutdown does at exit (idle
              ThreadPoolExecutor workers are woken to exit first, as its exit hook does); the
              watchdog still bounds the run.
@@ -321,3 +324,31 @@ def join_threads(before: set) -> None:
                 q.put(None)
     for t in ours:
         t.join()
+
+
+def exit_forked(code: int, threads: set, hooks: ExitHooks) -> None:
+    """End a process the run forked that has run the script to its end (`pid = os.fork()`, the
+    child's branch falling off the script or calling sys.exit): an interpreter's exit, in its order
+    (non-daemon threads, atexit handlers, the standard streams flushed), then its status. Never
+    returns: it must not go back into the worker, whose request and reply descriptors it shares."""
+    try:
+        join_threads(threads)
+        hooks.run()
+        for f in (sys.stdout, sys.stderr):
+            try:
+                f.flush()
+            except Exception:
+                pass
+        import ctypes
+        ctypes.CDLL(None).fflush(None)
+    except BaseException:
+        pass
+    if code < 0:   # a KeyboardInterrupt: ended by SIGINT, as CPython does (worker._exec_script)
+        import signal
+        try:
+            signal.signal(-code, signal.SIG_DFL)
+            os.kill(os.getpid(), -code)
+        except BaseException:
+            pass
+        os._exit(128 - code)
+    os._exit(code & 0xFF)

@@ -32,7 +32,7 @@ run it dirty.
 What a fresh process's start and exit give a script and a warm run would lack is given to it
 (run/lifecycle.py): fresh random streams, the tree's own modules before the worker's cached ones,
 its non-daemon threads waited for, its atexit handlers run, its globals cleared while its output
-is still its own; a shared library it mapped (ctypes, dlopen) retires the worker, as an extension
+is still its own, a child it forked (os.fork) ended where the script ends for it; a shared library it mapped (ctypes, dlopen) retires the worker, as an extension
 of its own does; one it mapped from elsewhere, rebuilt at its path since, makes the worker refuse
 the next run. A module a run imported from elsewhere stays loaded: a later run that sets a variable
 its source names otherwise is refused (run/importenv.py: it may have read it at import).
@@ -193,7 +193,10 @@ def _run_request(req: dict, baseline=None) -> dict:
         hooks = lifecycle.ExitHooks()
         threads = set(threading.enumerate())
         lifecycle.reseed()
+        me = os.getpid()
         code, error = _exec_script(script)
+        if os.getpid() != me:   # a child the script forked, back from it: it exits as a fresh one would
+            lifecycle.exit_forked(code, threads, hooks)
         # the interpreter's exit, in its order: non-daemon threads, then atexit handlers
         lifecycle.join_threads(threads)
         hooks.run()

@@ -182,3 +182,30 @@ def test_recursion_that_passes_cold_passes_warm(pool, tmp_path):
     probe = "import sys\nprint('BISECTK_RESULT {\"limit\": %d}' % sys.getrecursionlimit())\n"
     seen = [result(run(pool, tmp_path, probe, "limit.py"))["limit"] for _ in range(3)]
     assert seen[0] == seen[1] == seen[2], seen    # put back after each run: never raised twice
+
+
+def test_a_child_the_script_forks_exits_at_the_scripts_end_and_never_serves_as_a_worker(pool, tmp_path):
+    """`pid = os.fork()` with the child's branch running off the end of the script (or calling
+    sys.exit): in a fresh process the child exits there. In a worker it came back into the worker's
+    loop, answered the pool in the parent's stead and took the next request: the bad endpoint
+    (exit status 1 of the child, err 1) 'passed' and two runs of 0.00 s had no result line."""
+    code = ("import atexit, json, os, sys\nPARENT = os.getpid()\n"
+            "atexit.register(lambda: print('atexit', os.getpid() == PARENT))\npid = os.fork()\nif pid == 0:\n    print('child', flush=True)\n"
+            "    if sys.argv[1] == '3':\n        sys.exit(3)\nelse:\n    _, st = os.waitpid(pid, 0)\n"
+            "    print('BISECTK_RESULT ' + json.dumps({'child': os.waitstatus_to_exitcode(st)}))\n")
+    (tmp_path / "f.py").write_text(code)
+
+    def seen(executor):
+        out = []
+        for arg in ("0", "3", "0"):
+            raw = run_command(executor, [sys.executable, "f.py", arg], cwd=tmp_path, timeout=60)
+            out.append((raw.exit_code, raw.result, sorted(raw.stdout.splitlines())))
+        return out
+
+    from bisectk.run.executor import LocalExecutor
+    cold = seen(LocalExecutor())
+    before = dict(pool.stats)
+    warm = seen(pool)
+    assert cold[1][:2] == (0, 'BISECTK_RESULT {"child": 3}') and "atexit False" in cold[1][2], cold
+    assert warm == cold
+    assert pool.stats["cold_runs"] == before["cold_runs"]

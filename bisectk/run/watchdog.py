@@ -17,6 +17,8 @@ wait_run -- wait for a run to end, step by step, looking at the watch's deadline
             here, once, at the moment the deadline passes and before anything is killed.
             A deadline that passes while the run's tree was kept off a CPU moves by the time
             it waited (run/starvation.py): a busy machine slows a run, it does not hang it.
+stopped_in -- the processes of a hung tree found stopped (SIGSTOP, SIGTSTP), in words: said with
+            the hang, whose words then say where it stands (a stopped run is no slow one).
 
 Why steps: a ProgressWatch's deadline moves while the run prints, so it is looked at again every
 STEP_S; a step is also when an executor checks what it must (a warm worker's supervisor).
@@ -29,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from bisectk.procstat import psutil, stopped
 from bisectk.run.progress import Timeline
 from bisectk.run.snapshot import SnapshotRequest, taken
 from bisectk.run.starvation import Starvation
@@ -73,6 +76,30 @@ def wait_run(step: Callable[[float], bool], watch: Watch, t0: float, *, pid: int
                 credit = owed
                 continue
             at = time.monotonic() - t0
-            return Hung(at, watch.where(at), taken(snapshot, pid, at))
+            where = "; ".join(w for w in (watch.where(at), stopped_in(pid)) if w)
+            return Hung(at, where, taken(snapshot, pid, at))
         if step(STEP_S if left is None else min(STEP_S, left)):
             return None
+
+
+def stopped_in(pid: int) -> str:
+    """The processes of the tree under `pid` found stopped (SIGSTOP, SIGTSTP, a debugger), in
+    words; '' when none is. Such a run is no slow one that a longer watch would see end: it goes
+    on only once another process continues it, so its hang says so (and, saying where it stands,
+    gets no second, longer run: engine/endpoints.py, engine/oracle.py)."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return ""
+    names = []
+    for p in procs:
+        try:
+            if stopped(p.pid):
+                names.append(p.name())
+        except psutil.Error:
+            pass
+    if not names:
+        return ""
+    who = names[0] if len(names) == 1 else f"{len(names)} processes ({', '.join(sorted(set(names))[:3])})"
+    return f"{who} stopped by a signal (SIGSTOP or SIGTSTP) or a debugger, and never continued"

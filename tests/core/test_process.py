@@ -165,3 +165,21 @@ def test_a_script_without_a_shebang_runs_with_sh_as_a_shell_would(tmp_path):
     fake.chmod(0o755)
     raw = run_process(["./bin"], cwd=tmp_path, timeout=10)
     assert not raw.started and "Exec format error" in raw.error, raw.error
+
+
+def test_a_subject_that_stops_itself_is_a_hang_that_says_it_was_stopped_cold_and_warm(tmp_path):
+    """A subject stopped by SIGSTOP (its own, a `kill -STOP`, a shell's job control) goes on only
+    once another process continues it: it was called a silent hang, given a second run of 10 s
+    that could not end either, and the report's 'stuck at' read 'py-spy: 9: main'. Now its hang
+    says it was stopped, cold and warm alike (and the engine gives it no second, longer run)."""
+    from bisectk.run.executor import LocalExecutor, run_command
+    from bisectk.run.pool import WorkerPool
+    (tmp_path / "stop.py").write_text("import os, signal\nprint('launch', flush=True)\n"
+                                      "os.kill(os.getpid(), signal.SIGSTOP)\n")
+    cold = run_command(LocalExecutor(), [sys.executable, "stop.py"], cwd=tmp_path, timeout=1.0)
+    with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=60) as pool:
+        warm = run_command(pool, [sys.executable, "stop.py"], cwd=tmp_path, timeout=1.0)
+        assert pool.stats["cold_runs"] == 0, pool.stats
+    for raw in (cold, warm):
+        assert raw.timed_out and raw.stalled == ("python stopped by a signal (SIGSTOP or SIGTSTP) or a debugger, "
+                                                 "and never continued"), raw

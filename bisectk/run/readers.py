@@ -5,7 +5,8 @@ Abstractions
 which -- a reader on PATH, or beside this interpreter.
 call  -- run a reader to completion within `timeout` seconds, in its own session; on timeout its
          whole tree is killed (a debugger that hangs on a hung process must not hang bisectk).
-         Returns (stdout, problem): problem is '' when it exited 0, else one line saying why not.
+         Returns (stdout, problem): problem is '' when it exited 0, else one line saying why not
+         (`failure`: py-spy's own error and its first cause, not the Rust backtrace after them).
 """
 
 from __future__ import annotations
@@ -53,9 +54,21 @@ def call(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> 
         proc.communicate()
         raise
     if proc.returncode != 0:
-        why = (err.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        return out, f"{name}: {why[:200]}"
+        return out, f"{name}: {failure(err, proc.returncode)[:200]}"
     return out, ""
+
+
+def failure(err: str, code: int) -> str:
+    """A reader's failure in one line. py-spy (anyhow) prints `Error: ...`, `Caused by:` and
+    numbered causes, then a `Stack backtrace:` of its own whose last line ('9: main') was the
+    whole of what a report said; that error and its first cause are said instead. Another
+    tool's: its last line on stderr."""
+    lines = [ln.strip() for ln in err.split("Stack backtrace:", 1)[0].splitlines() if ln.strip()]
+    head = next((ln for ln in lines if ln.startswith("Error:")), "")
+    if head:
+        causes = [ln.partition(": ")[2] for ln in lines if ln.partition(": ")[0].isdigit()]
+        return head[len("Error:"):].strip() + (f": {causes[0]}" if causes else "")
+    return lines[-1] if lines else f"exit {code}"
 
 
 def _kill_tree(pid: int) -> None:

@@ -166,3 +166,18 @@ def test_under_yamas_ptrace_scope_1_runs_name_bisectk_as_their_reader(tmp_path, 
         assert "tracer None" in raw.stdout
     finally:
         snapshot._yama_restricts.cache_clear()
+
+
+def test_a_readers_failure_is_its_own_error_not_the_last_line_of_its_backtrace(tmp_path):
+    """py-spy on a stopped process (or any it cannot read) prints its error, the causes, then a
+    Rust backtrace: the report's 'stuck at' said only 'py-spy:    9: main'."""
+    spy = tmp_path / "py-spy"
+    spy.write_text("#!/bin/sh\ncat >&2 <<'EOF'\nError: Failed to get stack traces\n\nCaused by:\n"
+                   "    0: Failed to suspend process\n    1: unexpected waitpid result PtraceEvent(Pid(17663), SIGSTOP, 128)\n\n"
+                   "Stack backtrace:\n   0: <E as anyhow::context::ext::StdError>::ext_context\n   9: main\nEOF\nexit 1\n")
+    spy.chmod(0o755)
+    gdb = tmp_path / "gdb"
+    gdb.write_text("#!/bin/sh\necho 'ptrace: Operation not permitted.' >&2\nexit 1\n")
+    gdb.chmod(0o755)
+    assert readers.call([str(spy), "dump"], 10) == ("", "py-spy: Failed to get stack traces: Failed to suspend process")
+    assert readers.call([str(gdb), "-p", "1"], 10) == ("", "gdb: ptrace: Operation not permitted.")

@@ -178,9 +178,12 @@ def _run_request(req: dict, baseline=None) -> dict:
         os.dup2(f_err.fileno(), 2)
         # the run's own sys.stdin (on /dev/null, as a fresh process's): the worker's is its request
         # stream, which a run must neither close nor leave replaced (`sys.stdin = io.StringIO(...)`)
-        sys.stdin = open(0, "r", closefd=False, encoding="utf-8", errors="replace")
-        sys.stdout = open(1, "w", buffering=1, closefd=False, encoding="utf-8", errors="replace")
-        sys.stderr = open(2, "w", buffering=1, closefd=False, encoding="utf-8", errors="replace")
+        # in the encoding and error handler a fresh interpreter gives its streams here (the locale,
+        # PYTHONIOENCODING: the worker's own, started in the same environment): 'replace' made a
+        # lone surrogate print as '?' where a fresh process's strict stdout raised UnicodeEncodeError
+        sys.stdin = _stream(0, "r", saved["stdin"])
+        sys.stdout = _stream(1, "w", saved["stdout"])
+        sys.stderr = _stream(2, "w", saved["stderr"])
         if req.get("cwd"):
             os.chdir(req["cwd"])
         os.environ.update(req.get("env") or {})
@@ -268,6 +271,14 @@ def _run_request(req: dict, baseline=None) -> dict:
         stuck.append(what)
     return {"exit_code": code, "duration_s": duration, "error": error, "poisoned": poisoned,
             "retire": native or bool(stuck), "changed": changed, "stuck": stuck, "imports": imported}
+
+
+def _stream(fd: int, mode: str, like):
+    """A text stream on `fd` for the run, with the encoding and errors of the worker's own `like`
+    (what the interpreter gave it at start), line-buffered when written."""
+    encoding = getattr(like, "encoding", None) or "utf-8"
+    errors = getattr(like, "errors", None) or "strict"
+    return open(fd, mode, buffering=1 if "w" in mode else -1, closefd=False, encoding=encoding, errors=errors)
 
 
 def _exec_script(script: str) -> tuple[int, str]:

@@ -67,3 +67,21 @@ def test_a_variable_a_kept_module_read_at_import_is_this_runs_value_warm_as_cold
     assert cold == ["fast", "broken", "fast", "broken"]
     assert warm == cold
     assert any("envlib.py, imported by an earlier run and kept loaded, names ENVLIB_MODE" in n for n in notes), notes
+
+
+@pytest.mark.parametrize("io", ["utf-8:strict", "ascii"])
+def test_the_runs_standard_streams_encode_as_a_fresh_interpreters_warm_as_cold(tmp_path, io):
+    """A warm run's stdout was utf-8 with errors='replace' whatever the environment said: a lone
+    surrogate (a file name read with surrogateescape) or a character the locale cannot encode
+    printed as '?', and the run passed, where a fresh process's strict stdout raised
+    UnicodeEncodeError (exit 1). The streams now take the encoding a fresh interpreter gets."""
+    from bisectk.run.executor import LocalExecutor, run_command
+    (tmp_path / "p.py").write_text("import sys\nprint('BISECTK_RESULT {}')\nprint(sys.argv[1] == 's' and 'caf\\udce9' or 'caf\\xe9')\n")
+    env = {"PYTHONIOENCODING": io}
+    argvs = ([sys.executable, "p.py", "s"], [sys.executable, "p.py", "e"])
+    cold = [run_command(LocalExecutor(), a, cwd=tmp_path, env=env, timeout=60).exit_code for a in argvs]
+    with WorkerPool(gpus=None, preload=(), spares=0, env=env, ready_timeout=60) as pool:
+        warm = [run_command(pool, a, cwd=tmp_path, timeout=60).exit_code for a in argvs]
+        assert pool.stats["cold_runs"] == 0, pool.stats
+    assert cold == [1, 1 if io == "ascii" else 0]
+    assert warm == cold

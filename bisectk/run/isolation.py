@@ -191,6 +191,24 @@ def _set_asyncio(v: tuple) -> None:
         local._loop, local._set_called = loop, set_called
 
 
+# a subnormal double, and the smallest normal one: read from globals, so no constant is folded
+_SUBNORMAL, _NORMAL_MIN = 5e-324, 2.2250738585072014e-308
+
+
+def _denormals() -> tuple[bool, bool]:
+    """Whether the CPU reads subnormal inputs as zero (DAZ) and flushes subnormal results to zero
+    (FTZ): the floating-point control register of this thread (MXCSR on x86), which
+    torch.set_flush_denormal(True) sets and no library reads back."""
+    return _SUBNORMAL * 1.0 == 0.0, _NORMAL_MIN / 4 == 0.0
+
+
+def _set_denormals(v: tuple[bool, bool]) -> None:
+    torch = sys.modules.get("torch")
+    if torch is None:       # set by other means (ctypes, a native library): not put back here
+        raise RuntimeError("set without torch, which alone can put it back here")
+    torch.set_flush_denormal(any(v))
+
+
 def _umask() -> int:
     old = os.umask(0)
     os.umask(old)
@@ -310,6 +328,7 @@ PROBES: list[Probe] = [
           lambda v: _m("socket").setdefaulttimeout(v)),
     Probe("warnings filters", "warnings", lambda: list(_m("warnings").filters), lambda v: _set_filters(v),
           show=lambda v: f"{len(v)} filters"),
+    Probe("subnormal floats flushed to zero (torch.set_flush_denormal)", "sys", _denormals, _set_denormals),
     Probe("the recursion limit", "sys", sys.getrecursionlimit, sys.setrecursionlimit),
     Probe("the thread switch interval", "sys", sys.getswitchinterval, sys.setswitchinterval),
     Probe("the int max str digits limit", "sys", sys.get_int_max_str_digits, sys.set_int_max_str_digits),

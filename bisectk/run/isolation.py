@@ -209,6 +209,28 @@ def _set_denormals(v: tuple[bool, bool]) -> None:
     torch.set_flush_denormal(any(v))
 
 
+# the attention backends torch.nn.functional.scaled_dot_product_attention may choose from, each a
+# (getter, setter) of torch.backends.cuda (CPU runs too: math and flash off leave no backend at all)
+_SDP = ("flash_sdp_enabled", "mem_efficient_sdp_enabled", "math_sdp_enabled", "cudnn_sdp_enabled",
+        "fp16_bf16_reduction_math_sdp_allowed")
+_SDP_SET = ("enable_flash_sdp", "enable_mem_efficient_sdp", "enable_math_sdp", "enable_cudnn_sdp",
+            "allow_fp16_bf16_reduction_math_sdp")
+
+
+def _sdp() -> tuple:
+    cuda = _m("torch").backends.cuda
+    sdp = tuple(getattr(cuda, g)() if hasattr(cuda, g) else None for g in _SDP)
+    return (*sdp, _m("torch").backends.mha.get_fastpath_enabled())
+
+
+def _set_sdp(v: tuple) -> None:
+    cuda = _m("torch").backends.cuda
+    for name, on in zip(_SDP_SET, v):
+        if on is not None and hasattr(cuda, name):
+            getattr(cuda, name)(on)
+    _m("torch").backends.mha.set_fastpath_enabled(v[-1])
+
+
 def _umask() -> int:
     old = os.umask(0)
     os.umask(old)
@@ -393,6 +415,7 @@ PROBES: list[Probe] = [
           lambda v: _m("torch").cuda.set_rng_state_all(v) if v is not None else None,
           lambda a, b: (a is None) == (b is None) and (a is None or all(map(_m("torch").equal, a, b))),
           quiet=True),
+    Probe("torch attention backends (enable_flash_sdp, enable_math_sdp, ..., mha fastpath)", "torch", _sdp, _set_sdp),
     *[_torch_flag(p) for p in ("torch.backends.cudnn.enabled", "torch.backends.cudnn.benchmark",
                                "torch.backends.cudnn.deterministic", "torch.backends.cudnn.allow_tf32",
                                "torch.backends.cuda.matmul.allow_tf32",

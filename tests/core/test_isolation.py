@@ -34,6 +34,7 @@ with warnings.catch_warnings():
 print("BISECTK_RESULT " + json.dumps({
     "dtype": str(torch.get_default_dtype()), "grad": torch.is_grad_enabled(),
     "subnormal": float((torch.tensor([1e-40]) * 1.0)[0]),
+    "sdpa": [float(torch.nn.functional.scaled_dot_product_attention(*[torch.ones(1, 1, 2, 4)] * 3).sum())],
     "deterministic": torch.are_deterministic_algorithms_enabled(), "threads": torch.get_num_threads(),
     "device": str(torch.get_default_device()), "seed_1234": torch.initial_seed() == 1234,
     "anomaly": torch.is_anomaly_enabled(), "matmul": torch.get_float32_matmul_precision(),
@@ -66,6 +67,11 @@ DIRTY = [
     ("torch float32 matmul precision", "import torch; torch.set_float32_matmul_precision('medium')", True),
     # no getter: a float32 1e-40 times 1 read 0.0 in every later warm run, and good failed 9/10
     ("torch flush denormal", "import torch; torch.set_flush_denormal(True)", True),
+    # SDPA's backends: with math and flash off, every later warm run's attention raised 'No viable backend'
+    ("torch attention backends", "import torch; torch.backends.cuda.enable_math_sdp(False); "
+                                 "torch.backends.cuda.enable_flash_sdp(False); "
+                                 "torch.backends.mha.set_fastpath_enabled(False)",
+     True),
     # random streams are put back without a word (every run draws from them): only the probe tells
     ("torch's CPU random state", "import torch; torch.manual_seed(1234); torch.rand(5)", None),
     ("numpy error handling", "import numpy as np; np.seterr(all='raise')", True),

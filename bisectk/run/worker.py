@@ -41,6 +41,7 @@ its source names otherwise is refused (run/importenv.py: it may have read it at 
 from __future__ import annotations
 
 import builtins
+import contextvars
 import importlib
 import json
 import os
@@ -197,12 +198,16 @@ def _run_request(req: dict, baseline=None) -> dict:
         threads = set(threading.enumerate())
         lifecycle.reseed()
         me = os.getpid()
-        code, error = _exec_script(script)
+        # in a copy of the worker's context (its contextvars): a ContextVar the run sets (a library's
+        # mode, `var.set(...)`, numpy's errstate) is gone with the run, as with a fresh process; an
+        # object a variable holds and the run changes in place (decimal's context) is a probe's
+        ctx = contextvars.copy_context()
+        code, error = ctx.run(_exec_script, script)
         if os.getpid() != me:   # a child the script forked, back from it: it exits as a fresh one would
-            lifecycle.exit_forked(code, threads, hooks)
+            ctx.run(lifecycle.exit_forked, code, threads, hooks)
         # the interpreter's exit, in its order: non-daemon threads, then atexit handlers
         lifecycle.join_threads(threads)
-        hooks.run()
+        ctx.run(hooks.run)
     finally:
         saved["ids_regained"] = isolation.regain_ids(saved["ids"])   # before anything that opens a file
         if builtins.__import__ is not saved["import"]:   # before the worker's own imports below

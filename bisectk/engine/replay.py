@@ -167,7 +167,21 @@ def _observations(header: Header, observed, repo: Path | None):
             shown = name if name != sha else sha[:10]
             raise BisectkError(f"the log marks {shown} {word}, but it is not between the log's ends (an ancestor "
                                f"of a {terms.old} commit): the log contradicts itself") from None
+    _new_end_failed(graph, observations, terms)
     return graph, observations, marks
+
+
+def _new_end_failed(graph: CommitGraph, observations: list[Observation], terms) -> None:
+    """A log whose new end ran and was never on the new side (a triage's 'nothing to triage', a
+    bisect whose bad endpoint did not reproduce) stopped at its endpoints: there is no failure to
+    bisect, whatever the search would make of it. A new end never run (git's log names it on its
+    start line) is the log's word."""
+    end = len(graph) - 1
+    sides = [o.outcome for o in observations if o.index == end]
+    if sides and Outcome.FAIL not in sides and Outcome.PASS in sides:
+        raise BisectkError(f"the log records {graph.bad_sha[:10]} (the {terms.new} end) as {terms.old} in "
+                           f"{sides.count(Outcome.PASS)} run(s) and never failed there: the bisection stopped at its "
+                           f"endpoints, so there is no first {terms.new} commit to find")
 
 
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")

@@ -164,6 +164,8 @@ def _observations(header: Header, observed, repo: Path | None):
         except BisectkError:
             if side is Outcome.UNRESOLVED:   # git too: a skip outside the range changes nothing
                 continue
+            if sha == name:     # a full sha is not looked up above: one of no commit here is not a contradiction
+                resolve(graph.repo, name, f"the log's {word} mark")
             shown = name if name != sha else sha[:10]
             raise BisectkError(f"the log marks {shown} {word}, but it is not between the log's ends (an ancestor "
                                f"of a {terms.old} commit): the log contradicts itself") from None

@@ -30,3 +30,20 @@ def test_a_log_whose_bad_end_only_passed_holds_no_failure_to_bisect(tmp_path):
                                      f"observe {shas[-1]} fail"]))
     p = bisectk("replay", log)
     assert p.returncode == 1 and "next commit to test" in p.stdout, (p.returncode, p.stdout, p.stderr)
+
+
+def test_a_full_sha_of_no_commit_in_the_repository_is_named_as_such(tmp_path):
+    """Before: an `observe SHA` line whose full sha is no commit here (a log edited by hand, or
+    replayed in a clone that lacks it) was called 'not between the log's ends (an ancestor of a
+    good commit): the log contradicts itself'. Now: not a commit in the repository."""
+    repo = tmp_path / "r"
+    shas = counter_repo(repo, 4)
+    log = tmp_path / "u.log"
+    log.write_text(_log(repo, shas, [f"observe {shas[0]} pass", f"observe {shas[-1]} fail", f"observe {'d' * 40} fail"]))
+    p = bisectk("replay", log)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, (p.returncode, p.stdout, p.stderr)
+    assert "is not a commit in" in p.stderr and "contradicts" not in p.stderr, p.stderr
+    # a commit of the repository outside the range is still the log contradicting itself
+    log.write_text(_log(repo, shas[1:], [f"observe {shas[1]} pass", f"observe {shas[-1]} fail", f"observe {shas[0]} fail"]))
+    p = bisectk("replay", log)
+    assert p.returncode == 2 and "contradicts itself" in p.stderr, (p.returncode, p.stdout, p.stderr)

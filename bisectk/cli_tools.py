@@ -175,7 +175,7 @@ def env_cmd(captures: Optional[list[Path]] = typer.Argument(None, metavar="CAPTU
                 raise typer.Exit(X.ENV_EQUAL)
             t = Table(title=f"{diff[0]} vs {diff[1]}", title_justify="left")
             for col in ("key", str(diff[0].name), str(diff[1].name)):
-                t.add_column(col)
+                t.add_column(col, overflow="fold")    # never cut to '…': the key is the variable to set
             for k, x, y in rows:    # a variable set empty is "" (a blank cell read as a value left out)
                 t.add_row(k, '""' if x == "" else str(x), '""' if y == "" else str(y))
             out.print(t)

@@ -145,6 +145,25 @@ def test_env_diff_takes_both_forms(tmp_path):
     assert p.returncode == 2 and "exactly two captures" in p.stderr
 
 
+def test_env_diff_on_a_narrow_terminal_shows_every_key_and_value_whole(tmp_path):
+    """Before: the table cut a key or a value that did not fit to '…' ('env.CUDA_LAUNCH_BLOCKI…'
+    at 80 columns; a module's path cut before the part that differs), so the variable to set
+    could not be read off it. Now cells wrap, as the other tables' names do."""
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    _capture(a)
+    data = json.loads(a.read_text())
+    data["env"]["CUDA_LAUNCH_BLOCKING"] = "1"
+    data["modules"]["torch"] = "/opt/venvs/kernel-bench-py311-cuda13/lib/python3.11/site-packages/torch/__init__.py"
+    b.write_text(json.dumps(data))
+    p = cli("env", "--diff", a, b, env={"COLUMNS": "60"})
+    assert p.returncode == 1, p.stderr
+    assert "\u2026" not in p.stdout, p.stdout
+    rows = [line.split("\u2502")[1:-1] for line in p.stdout.splitlines() if line.startswith("\u2502")]
+    columns = ["".join(row[k].strip() for row in rows) for k in range(3)]    # each column read down, wraps joined
+    assert "env.CUDA_LAUNCH_BLOCKING" in columns[0] and "modules.torch" in columns[0], p.stdout
+    assert data["modules"]["torch"] in columns[2], p.stdout
+
+
 @pytest.mark.parametrize("text, op", [
     ("true && grep -q 4 code", "&&"), ("./t.sh > out.log", ">"), ("./build.sh; ./t.sh", ";"), ("./t.sh | tee x", "|"),
     ("./t.sh 2>/dev/null", "2>"), ("./t.sh $(cat args)", "$("), ('echo "`id`"', "`"), ("make&&./t.sh", "&&"),

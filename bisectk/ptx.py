@@ -324,8 +324,12 @@ def ptx_of_script(script: str | os.PathLike, argv: list[str] | tuple[str, ...] =
             raise PtxError(f"missing Python module '{module}': {install_hint(module)} (the compile-only run of "
                            f"{Path(script).name} needs it)")
         if p.exit_code != 0:
-            tail = (p.stderr or p.stdout)[-1500:]
-            raise PtxError(f"compile-only run exited {p.exit_code or p.signal}: {' '.join(cmd)}\n{tail}")
+            text = p.stderr or p.stdout
+            # the reason on the first line, which the table and the one-line error keep: a
+            # traceback's last line, argparse's complaint
+            why = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "no output")
+            raise PtxError(f"compile-only run of {Path(script).name} exited {p.exit_code or p.signal}: {why[:300]}\n"
+                           f"{' '.join(cmd)}\n{text[-1500:]}")
         if not out.exists():
             raise PtxError(f"compile-only run wrote no PTX: {' '.join(cmd)}")
         return out.read_text(), result

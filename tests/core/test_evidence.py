@@ -72,3 +72,30 @@ def test_warm_workers_isolate_the_same_culprit(tmp_path):
     # this command's warm workers (and the hung one) are gone; another command's are not counted
     left = wait_until(lambda: not own_processes(mark), timeout=10) or own_processes(mark)
     assert left is True, [q.cmdline() for q in left]
+
+
+KERNEL = '''import argparse, sys
+p = argparse.ArgumentParser()
+p.add_argument("--mode", required=True)
+p.add_argument("--compile-only", action="store_true")
+p.add_argument("--ptx-out")
+a = p.parse_args()
+if a.mode == "bad":
+    raise ValueError("tile_n 48 is not a multiple of the warp's 32 lanes")
+open(a.ptx_out, "w").write(".visible .entry k()\\n{\\n\\tbar.sync 0;\\n}\\n")
+'''
+
+
+def test_ptx_says_why_a_configuration_did_not_compile(tmp_path):
+    """Before: a configuration whose compile-only run failed was 'compile-only run exited 1:
+    python k.py ...' in the table and on stderr, its error (the traceback's last line, an argparse
+    complaint) cut off with every line after the first. Now the reason is on that line."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "k.py").write_text(KERNEL)
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[subject]\ncommand = ["python", "k.py", "--mode", "{mode}"]\n[oracle]\nmetric = "err"\nmax = 0\n'
+                    '[good]\nmode = "good"\n[bad]\nmode = "bad"\n')
+    p = bisectk("ptx", spec)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, (p.returncode, p.stderr)
+    assert "ValueError: tile_n 48 is not a multiple of the warp's 32 lanes" in p.stderr, p.stderr
+    assert "bad: compile-only run of k.py exited 1: ValueError: tile_n 48" in p.stdout, p.stdout

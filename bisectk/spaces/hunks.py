@@ -122,7 +122,7 @@ class Hunk:
         if self.kind == "retype":       # as git shows it: the file deleted, the directory's files added
             return "".join(Hunk(rel, whole_kind(g, b), good_entry=g, bad_entry=b).unified(context)
                            for rel, g, b in self.tree if g != b)
-        head = f"diff --git a/{self.file} b/{self.file}\n"
+        head = _diff_git(self.file)
         if self.kind == "mode":
             return head + _mode_change(_git_mode(self.modes[0]), _git_mode(self.modes[1]))
         if self.kind in WHOLE:
@@ -136,7 +136,7 @@ class Hunk:
             # lines added after GOOD's last line, which has no newline: applied, the join gives it
             # one (apply_lines), so the patch changes it too; as context it would read `B = 2Z = 9`
             before, old, new = before[:-1], [before[-1], *old], [before[-1] + "\n", *new]
-        body = [f"--- a/{self.file}\n+++ b/{self.file}\n",
+        body = [f"--- {_name('a/', self.file)}\n+++ {_name('b/', self.file)}\n",
                 f"@@ -{_range(gs - n, n + len(self.old) + len(after))} "
                 f"+{_range(self.bad_lines[0] - n, n + len(self.new) + len(after))} @@\n"]
         body += [_line(" ", s) for s in before] + [_line("-", s) for s in old]
@@ -224,6 +224,25 @@ def _git_mode(mode: int, link: bool = False) -> str:
     return "120000" if link else "100755" if mode & 0o111 else "100644"
 
 
+_C_ESCAPES = {7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r", 34: '\\"', 92: "\\\\"}
+
+
+def _name(prefix: str, rel: str) -> str:
+    """`prefix + rel` as a patch names it: C-quoted as git quotes it ("a/new\\nline.py", octal
+    bytes) where the name holds a control character, '"', '\\' or a byte that is no UTF-8 (read
+    back as a surrogate): written plain, a newline would end the header line and such a byte
+    cannot be written at all. git apply and GNU patch read the quoted form."""
+    name = prefix + rel
+    raw = os.fsencode(name)
+    if not any(b < 0x20 or b == 0x7f or b in (34, 92) for b in raw) and raw.decode("utf-8", "replace") == name:
+        return name
+    return '"' + "".join(_C_ESCAPES.get(b) or (chr(b) if 0x20 <= b < 0x7f else f"\\{b:03o}") for b in raw) + '"'
+
+
+def _diff_git(rel: str) -> str:
+    return f"diff --git {_name('a/', rel)} {_name('b/', rel)}\n"
+
+
 def _mode_change(old: str, new: str) -> str:
     """A patch's lines for a mode changed (git's modes: '100644', '100755', '120000')."""
     return f"old mode {old}\nnew mode {new}\n"
@@ -246,8 +265,8 @@ def _entry_lines(e: Entry | None) -> tuple[str, ...] | None:
 
 def _render_whole(h: Hunk) -> str:
     g, b = h.good_entry, h.bad_entry
-    a_name = "/dev/null" if g is None else f"a/{h.file}"
-    b_name = "/dev/null" if b is None else f"b/{h.file}"
+    a_name = "/dev/null" if g is None else _name("a/", h.file)
+    b_name = "/dev/null" if b is None else _name("b/", h.file)
     if g is None:
         head = f"new file mode {_git_mode(b.mode, b.link)}\n"
     elif b is None:
@@ -327,12 +346,12 @@ def unified_diff(hunks: Iterable[Hunk], context: int = 3) -> str:
             continue
         text = [h for h in hs if h.kind == "text"]
         mode = [h for h in hs if h.kind == "mode"]
-        part = f"diff --git a/{rel} b/{rel}\n"
+        part = _diff_git(rel)
         if mode:
             part += _mode_change(_git_mode(mode[0].modes[0]), _git_mode(mode[0].modes[1]))
         if text:
             base = text[0].base
             result = split_text(join_lines(apply_lines(base, text)))
-            part += f"--- a/{rel}\n+++ b/{rel}\n" + _render_text(base, result, _hunk_opcodes(base, text, result), context)
+            part += f"--- {_name('a/', rel)}\n+++ {_name('b/', rel)}\n" + _render_text(base, result, _hunk_opcodes(base, text, result), context)
         out.append(part)
     return "".join(out)

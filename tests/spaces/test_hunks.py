@@ -956,3 +956,37 @@ def test_with_fresh_builds_what_a_failed_build_left_goes_before_the_first_mark_t
     assert snapshot(s.apply(text[1:2])) == reference(good, bad, text[1:2])
     assert not (root / "build").exists() and not (root / "kernel" / "a.o").exists()
     shutil.rmtree(s.root)
+
+
+# -- file names that git quotes in a patch ------------------------------------------------------
+
+QUOTED_NAMES = ["new\nline.py", 'say "hi".py', "back\\slash.py", "tab\there.py", os.fsdecode(b"latin\xe9.py")]
+
+
+@pytest.mark.parametrize("tool", ["git", "patch"])
+def test_a_patch_names_a_file_whose_name_holds_a_newline_quote_or_odd_byte_as_git_does(tmp_path, tool):
+    """Before: names went into the patch as they are, so `diff --git a/new<newline>line.py` was two
+    lines and `git apply` refused the culprit's patch ('git diff header lacks filename
+    information'); an undecodable byte became a character no file has. Now such a name is
+    C-quoted as git quotes it ("a/new\\nline.py", octal bytes), which git apply and patch read."""
+    if shutil.which(tool) is None:
+        pytest.skip(f"needs {tool}")
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side in (good, bad):
+        side.mkdir()
+    for k, name in enumerate(QUOTED_NAMES):
+        (good / name).write_text(f"a = {k}\nb = 0\n")
+        (bad / name).write_text(f"a = {k}\nb = 1\n")
+    (bad / "new\nfile.py").write_text("c = 2\n")          # added: a whole-file hunk
+    (good / 'gone "x".py').write_text("d = 3\n")           # deleted
+    hunks = diff_paths(good, bad)
+    assert len(hunks) == len(QUOTED_NAMES) + 2
+    for subset in (hunks, hunks[:1]):
+        copy = tmp_path / "copy"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(good, copy)
+        cmd = ["git", "apply", "-"] if tool == "git" else ["patch", "-p1", "-s", "-t", "-N"]
+        proc = subprocess.run(cmd, input=unified_diff(subset).encode(), cwd=copy, capture_output=True)
+        assert proc.returncode == 0, (proc.stderr, unified_diff(subset))
+        assert snapshot(copy) == snapshot(materialise(good, subset, tmp_path / "m")), unified_diff(subset)
+        shutil.rmtree(tmp_path / "m")

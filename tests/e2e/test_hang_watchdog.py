@@ -10,6 +10,9 @@ from tests.conftest import ROOT, bisectk
 sys.path.insert(0, str(ROOT / "bench"))
 from hang_bench import spec  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+from gitrepo import git  # noqa: E402
+
 
 def test_hang_called_after_launch_and_slow_compile_is_not_a_hang(tmp_path):
     doc = json.loads(bisectk("ablate", spec(tmp_path, 0.5, quiet=False), "--json", "--ledger", tmp_path / "l.db",
@@ -128,3 +131,28 @@ def test_a_fixed_timeout_below_the_good_runs_time_is_named_not_called_a_flaky_go
     p = bisectk("check", tmp_path / "s.toml", "--timeout", "0.2", "--ledger", tmp_path / "l.db", check=2)
     line = next(x for x in p.stdout.splitlines() if x.startswith("problem: "))
     assert "within 0.2 s, the fixed watchdog set by --timeout" in line, line
+
+
+def test_a_timeout_below_the_good_runs_time_under_run_names_the_option_not_a_spec(tmp_path):
+    """`bisectk diff GOOD BAD --run CMD --timeout 0.2` (or triage's): there is no spec, but the
+    problem said 'the fixed watchdog set by the spec's `timeout`' and to check that '[good] and
+    [bad]' (a spec's tables) were not swapped: --timeout puts its seconds into the command's
+    stand-in spec. Now it names --timeout."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, code in ((good, 0), (bad, 3)):
+        side.mkdir()
+        (side / "t.py").write_text(f"import sys, time\ntime.sleep(0.6)\nsys.exit({code})\n")
+    p = bisectk("diff", good, bad, "--run", "python t.py", "--timeout", "0.2", "--ledger", tmp_path / "l.db", check=2)
+    line = next(x for x in p.stdout.splitlines() if x.startswith("problem: "))
+    assert "within 0.2 s, the fixed watchdog set by --timeout" in line and "spec" not in line, line
+    assert "[good]" not in line, line
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    for k, code in enumerate((0, 3)):
+        (r / "t.py").write_text(f"import sys, time\ntime.sleep(0.6)\nsys.exit({code})\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"c{k}")
+    p = bisectk("triage", "--repo", r, "--good", "HEAD~1", "--run", "python t.py", "--timeout", "0.2", check=2)
+    line = next(x for x in p.stdout.splitlines() if x.startswith("problem: "))
+    assert "within 0.2 s, the fixed watchdog set by --timeout" in line and "spec" not in line, line

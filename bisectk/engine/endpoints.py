@@ -333,9 +333,8 @@ def _outlasted(runner: Runner, good_runs: list[Run]) -> str | None:
     if fixed is None or fixed.source not in ("spec", "option") or not good_runs \
             or not all(r.timed_out for r in good_runs):
         return None
-    # a --run or --pytest subject has no spec: its stand-in (spec.adhoc_spec, `literal`) holds --timeout
-    adhoc = runner.spec.literal
-    where = "the spec's `timeout`" if fixed.source == "spec" and not adhoc else "--timeout"
+    where = "the spec's `timeout`" if fixed.source == "spec" else "--timeout"
+    adhoc = runner.spec.literal     # a --run or --pytest subject: no spec, no [good] and [bad] tables
     return (f"the good endpoint did not finish within {fixed.seconds:g} s, the fixed watchdog set by {where}, "
             f"({len(good_runs)}/{len(good_runs)} runs): if one run takes longer than that, raise it above the run's "
             f"time (or leave it out: the watchdog is then calibrated from the good run); if it really hangs, "

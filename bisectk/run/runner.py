@@ -104,7 +104,9 @@ class Runner:
             - set().union(*map(placeholders, [*spec.command, *spec.env.values()])))
         self.judge = Judge(spec.thresholds, spec.slow_factor, spec.slow_metric, protocol=spec.protocol,
                            higher=spec.slow_better == "higher")
-        self.timeout = TimeoutPolicy(spec.timeout, "spec", f"{spec.timeout:g} s from the spec") if spec.timeout \
+        # a --run or --pytest subject's stand-in spec (`literal`) holds --timeout, which is no spec's
+        self.timeout = (TimeoutPolicy(spec.timeout, "option", f"{spec.timeout:g} s from --timeout") if spec.literal
+                        else TimeoutPolicy(spec.timeout, "spec", f"{spec.timeout:g} s from the spec")) if spec.timeout \
             else None
         if timeout:
             self.timeout = TimeoutPolicy(timeout, "option", f"{timeout:g} s from --timeout")

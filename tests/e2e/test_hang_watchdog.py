@@ -153,6 +153,10 @@ def test_a_timeout_below_the_good_runs_time_under_run_names_the_option_not_a_spe
         (r / "t.py").write_text(f"import sys, time\ntime.sleep(0.6)\nsys.exit({code})\n")
         git(r, "add", "-A")
         git(r, "commit", "-q", "-m", f"c{k}")
-    p = bisectk("triage", "--repo", r, "--good", "HEAD~1", "--run", "python t.py", "--timeout", "0.2", check=2)
+    p = bisectk("triage", "--repo", r, "--good", "HEAD~1", "--run", "python t.py", "--timeout", "0.2",
+                "--json-out", tmp_path / "t.json", check=2)
     line = next(x for x in p.stdout.splitlines() if x.startswith("problem: "))
     assert "within 0.2 s, the fixed watchdog set by --timeout" in line and "spec" not in line, line
+    # the record too: its watchdog came from --timeout, not 'from the spec'
+    watchdog = json.loads((tmp_path / "t.json").read_text())["endpoints"]["timeout"]
+    assert watchdog["source"] == "option" and "--timeout" in watchdog["detail"], watchdog

@@ -48,6 +48,7 @@ from typing import Any, Callable
 
 from bisectk.run import gitmodules
 from bisectk.run.executor import Build, Job, LocalExecutor
+from bisectk.run.gitexport import checkout_attributes
 from bisectk.run.process import RawRun, run_process
 from bisectk.run.progress import FixedWatch, watch_from_dict
 from bisectk.run.snapshot import SnapshotRequest
@@ -332,8 +333,10 @@ def git_archive_to(repo: str | Path, sha: str, tar: Path, env: dict[str, str]) -
     touched), with each submodule the repository has cloned (its git dir under <git-common-dir>/
     modules/<name>, as spaces/submodules.py reads them) at its recorded commit, nested ones too; a
     RuntimeError says why git could not (its last line). `env` is git's whole environment."""
-    raw = run_process(["git", "-c", "core.hooksPath=/dev/null", "archive", "--format=tar", "-o", str(tar), sha],
-                      cwd=repo, base_env=env, timeout=600)
+    with tempfile.TemporaryDirectory(prefix="bisectk-export-") as tmp:    # as checked out (run/gitexport.py)
+        plain = checkout_attributes(repo, env, Path(tmp) / "git")
+        raw = run_process(["git", *plain, "-c", "core.hooksPath=/dev/null", "archive", "--format=tar", "-o", str(tar),
+                           sha], cwd=repo, base_env=env, timeout=600)
     if not raw.started or raw.exit_code != 0:
         why = raw.error or (raw.stderr.strip().splitlines() or [f"exit {raw.exit_code}"])[-1]
         raise RuntimeError(why[-200:])

@@ -36,9 +36,10 @@ from bisectk.outcome import NAN_CHECK, FailKind, Outcome, Reason, Run
 # unresolved: stop 50; a subject's own error cut to one line, which a signature-identity target
 # compares; a C compiler's error line read as a build failure, a SLOW metric better higher or a
 # baseline of zero or below: stop 52; an exit 129-192 named as that exit, not as the script's own
-# death by the signal) is a new version, so a ledger written under the old rules
-# is not answered from, as a changed timeout policy is not (memokey.POLICY_VERSION).
-RULES_VERSION = "classify-v10"
+# death by the signal, and a NameError read as a hybrid that does not link: stop 54) is a new
+# version, so a ledger written under the old rules is not answered from, as a changed timeout
+# policy is not (memokey.POLICY_VERSION).
+RULES_VERSION = "classify-v11"
 from bisectk.run.process import RawRun, signal_name
 from bisectk.spec import Threshold
 
@@ -115,14 +116,18 @@ _PY_SYNTAX = re.compile(r"^\s*((?:SyntaxError|IndentationError|TabError)\b.*)$",
 
 def does_not_compile(text: str) -> str | None:
     """What says the source did not compile or parse (a Python SyntaxError, a compiler's error),
-    or did not link (a Python traceback that ends in an ImportError: a diff hybrid that imports a
-    module, or a name, that only another hunk brings), in a few words; None when nothing does."""
+    or did not link (a Python traceback that ends in an ImportError or a NameError: a diff hybrid
+    that imports a module, or uses a name, that only another hunk brings), in a few words; None
+    when nothing does."""
     said = _PY_SYNTAX.search(text)
     if said:
         return said.group(1).strip()[:160]
     if _TRACEBACK in text:
         last = last_exception(text)
-        if last is not None and last.split(":")[0] in ("ImportError", "ModuleNotFoundError"):
+        # an import, or a name, that only another hunk defines (NameError: a rename's definition
+        # tried without its use, as the line pass splits them)
+        if last is not None and last.split(":")[0] in ("ImportError", "ModuleNotFoundError", "NameError",
+                                                       "UnboundLocalError"):
             return last
     if is_compile_error(text):
         return last_exception(text) or "compile error"

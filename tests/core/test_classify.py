@@ -290,6 +290,22 @@ def test_under_git_bisect_runs_protocol_an_import_that_fails_is_a_failure_of_its
     assert said.signature == "exit 1" and Target.of([bad]).matches(said)
 
 
+def test_under_git_bisect_runs_protocol_a_name_used_without_its_definition_is_a_failure_of_its_own():
+    """The line pass of a hunk that renames `x = 1` to `xx = 3` and its use `y = x + 1` to
+    `y = xx + 1` tries the definition alone: `NameError: name 'x' is not defined`, exit 1. It
+    counted as the bad endpoint's plain exit 1, and the culprit 'line' was half a rename. A name
+    without its definition is a source that does not link, as an ImportError is."""
+    from bisectk.outcome import Target
+    git = Judge([], protocol="git")
+    bad = classify_run(raw(exit_code=1), git)
+    for last in ("NameError: name 'x' is not defined. Did you mean: 'xx'?",
+                 "UnboundLocalError: cannot access local variable 'x' where it is not associated with a value"):
+        hybrid = classify_run(raw(exit_code=1, stderr='Traceback (most recent call last):\n  File "r.py", line 3\n'
+                                                      f"{last}\n"), git)
+        assert hybrid.signature.startswith(f"exit 1: {last[:40]}") and hybrid.failed, hybrid.signature
+        assert not Target.of([bad]).matches(hybrid) and Target.of([hybrid]).matches(hybrid)
+
+
 def test_a_metric_printed_in_quotes_is_the_subjects_printing_not_a_wrong_result():
     """`{"err": "1e-9"}` (a string: a printf with quotes) on both sides made good 'fail too' with a
     wrong result, and the problem said the failure did not depend on the differences."""

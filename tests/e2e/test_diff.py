@@ -596,3 +596,19 @@ def test_trees_that_hold_their_own_build_outputs_are_said_with_a_build_step(tmp_
             assert len(warning) == 1 and "build/b.o" in warning[0] and "build/t" in warning[0], p.stderr
         else:
             assert warning == [], p.stderr
+
+
+def test_the_line_pass_keeps_a_renamed_definition_with_its_use(tmp_path):
+    """A hunk renames `x = 1` to `xx = 3` and its use on the next line; the failure needs both
+    (`--run`, exit 1). Before: the line pass answered the definition's line alone, whose hybrid
+    dies of `NameError: name 'x' is not defined` (exit 1 too), half a rename that is no culprit.
+    Now that NameError is a different failure, and the answer is both lines."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side in (good, bad):
+        side.mkdir()
+    (good / "r.py").write_text("import sys\nx = 1\ny = x + 1\nz = 5\nsys.exit(0 if y + z < 8 else 1)\n")
+    (bad / "r.py").write_text("import sys\nxx = 3\ny = xx + 1\nz = 4\nsys.exit(0 if y + z < 8 else 1)\n")
+    p = bisectk("diff", good, bad, "--run", "python r.py", "--json", "--ledger", tmp_path / "l.db", check=0)
+    doc = json.loads(p.stdout)
+    changed = {line for line in doc["lines_diff"].splitlines() if line[:1] in "+-" and line[:3] not in ("---", "+++")}
+    assert changed == {"-x = 1", "-y = x + 1", "+xx = 3", "+y = xx + 1"}, doc["lines_diff"]

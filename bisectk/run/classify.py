@@ -36,7 +36,8 @@ from bisectk.outcome import NAN_CHECK, FailKind, Outcome, Reason, Run
 # unresolved: stop 50; a subject's own error cut to one line, which a signature-identity target
 # compares; a C compiler's error line read as a build failure, a SLOW metric better higher or a
 # baseline of zero or below: stop 52; an exit 129-192 named as that exit, not as the script's own
-# death by the signal, and a NameError read as a hybrid that does not link: stop 54) is a new
+# death by the signal, a NameError read as a hybrid that does not link, a slow_metric below zero
+# left UNRESOLVED (slowrule): stop 54) is a new
 # version, so a ledger written under the old rules is not answered from, as a changed timeout
 # policy is not (memokey.POLICY_VERSION).
 RULES_VERSION = "classify-v11"

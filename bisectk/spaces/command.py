@@ -222,6 +222,8 @@ class _Resolver:
     def word(self, word: str, first: bool, runs: bool) -> str:
         """The word as the command is to hold it. `first`: the program; `runs`: the program or
         the script an interpreter runs."""
+        if os.path.isabs(word) and _pathlike(word.lstrip("/") or ".", False):
+            return self._absolute(word, first, runs or first)
         if not _pathlike(word, first):
             return word
         runs = runs or first
@@ -277,6 +279,28 @@ class _Resolver:
             self.files.append(CommandFile(word, "tree", rel, "tracked, not in your directory", runs))
         return word
 
+
+    def _absolute(self, word: str, first: bool, runs: bool) -> str:
+        """An absolute path into the repository's work tree (`git bisect run $PWD/check.sh`):
+        git bisect run reads it in the checkout, which git moves to each commit, so it names each
+        commit's own file; it is read as the same path typed relative to where the command runs,
+        by the rules above (each commit's copy, or the user's copied in). Before, it was left as
+        typed: the user's checkout's file, and what it sources beside it, ran at every commit. A
+        path elsewhere, or in the git directory, stays as typed."""
+        mine = Path(os.path.realpath(os.path.dirname(word))) / os.path.basename(word)
+        if not mine.is_relative_to(self.root) or mine == self.root or ".git" in mine.relative_to(self.root).parts:
+            return word
+        if self.inside is None:     # typed outside the repository: the command runs at the root
+            out, first_file = self._climbed_in(word, mine, first, runs), len(self.files) - 1
+        else:
+            rel = os.path.relpath(mine, self.user_cwd)
+            rel = f"./{rel}" if first and "/" not in rel else rel    # `t.sh` alone would be looked up on PATH
+            before = len(self.files)
+            out = self.word(rel, first, runs)
+            first_file = before if len(self.files) > before else len(self.files)
+        # the reports say the word as typed: the absolute path
+        self.files[first_file:] = [replace(f, word=word) for f in self.files[first_file:]]
+        return out
 
     def _own_link(self, rel: str) -> str | None:
         """The first directory on `rel`'s way that is a symlink of the user's (git tracks none

@@ -217,3 +217,28 @@ def test_a_tracked_script_named_through_a_tracked_directory_symlink_is_each_comm
     (r / "away").symlink_to(r / "tools")     # by an absolute path: into the checkout, the user's file
     line, files = resolve("./away/check.sh", r, r, sha)
     assert (files[0].use, files[0].copy) == ("yours", "away/check.sh")
+
+
+def test_an_absolute_path_into_the_work_tree_is_read_as_git_bisect_run_reads_it(repo, tmp_path):
+    """`git bisect run $PWD/tools/check.sh`: git moves the checkout to each commit, so the absolute
+    path names each commit's own file. It was left as typed, and the user's checkout's copy (with
+    whatever it sources beside it) ran at every commit. Now it is read as the same path typed
+    relative to where the command runs: the tree's copy, or the user's copied in; a path outside
+    the work tree (or in .git) stays as typed."""
+    r, sha = repo
+    line, files = resolve(f"{r}/tools/check.sh --fast", r, r, sha)
+    assert line == "tools/check.sh --fast" and [(f.word, f.use, f.path, f.state, f.runs) for f in files] == [
+        (f"{r}/tools/check.sh", "tree", "tools/check.sh", "tracked", True)]
+    line, files = resolve(f"{r}/run.sh", r / "tools", r, sha)      # typed in a subdirectory: relative to it
+    assert line == "../run.sh" and (files[0].use, files[0].path) == ("tree", "run.sh")
+    (r / "mine.sh").write_text("exit 1\n")
+    line, files = resolve(f"sh {r}/mine.sh", r, r, sha)            # untracked: the user's, copied in
+    assert line == "sh mine.sh" and (files[0].use, files[0].copy, files[0].word) == ("yours", "mine.sh", f"{r}/mine.sh")
+    line, files = resolve(f"{r}/tools/check.sh", tmp_path, r, sha)   # typed outside: the command runs at the root
+    assert line == "tools/check.sh" and (files[0].use, files[0].path) == ("tree", "tools/check.sh")
+    (r / ".git" / "t.sh").write_text("exit 0\n")
+    outside = tmp_path / "elsewhere.sh"
+    outside.write_text("exit 0\n")
+    for word in (f"{r}/.git/t.sh", str(outside), "/bin/true"):
+        line, files = resolve(word, r, r, sha)
+        assert line == word and files == [], (word, line, files)

@@ -602,6 +602,7 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
     spec, paths = history_targets(targets, bool(run_cmd or pytest_id))
     root = open_repo(repo)
     say_ambiguous(root, [good], bad, ("--good", "--bad"))
+    say_your_bisect(root, [good], bad, ("--good", "--bad"))
     paths = pathspec_of(paths, Path.cwd(), root)    # as bisect reads it: relative to where it is typed
     commits = list_graph(root, good, bad, first_parent=first_parent, paths=paths)
     # --run ./test.sh as bisect reads it: the user's untracked script, or each commit's own

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import bisectk
 from tests.e2e.test_git_habits import TEST_SH, git, hist, run, snapshot  # noqa: F401 (hist: a fixture)
 
 
@@ -68,4 +69,13 @@ def test_without_good_in_the_middle_of_the_users_bisection_its_marks_are_named(h
     assert snapshot(r) == before
     p = run(r, "--good", f"refs/bisect/fine-{c['c1']}", "--bad", "refs/bisect/broken", "--run", "./test.sh")
     assert f"first bad commit: {c['c5']}" in p.stdout and p.returncode == 0, p.stdout[-1500:]
+    assert snapshot(r) == before
+
+
+def test_triage_says_it_too(hist, tmp_path):
+    """`bisectk triage` takes --bad HEAD by default as bisect does: the same one line."""
+    r, c = _mid_bisect(hist, tmp_path)
+    before = snapshot(r)
+    p = bisectk("triage", "--repo", str(r), "--good", c["c1"], "--run", "./test.sh", cwd=r, timeout=300)
+    assert sum("your `git bisect` in progress" in line for line in p.stderr.splitlines()) == 1, p.stderr[-2000:]
     assert snapshot(r) == before

@@ -634,6 +634,11 @@ def _oracle(path: Path, oracle: Any) -> tuple[list[Threshold], float | None, str
           f"must be \"lower\" (a time, the default) or \"higher\" (a throughput), got {_show(slow_better)}")
     _need(slow_better == "lower" or slow_metric is not None, path, "oracle.slow_better",
           "\"higher\" needs a slow_metric (wall time is better lower)")
+    # without slow_factor there is no SLOW rule: the metric named was never judged, silently
+    for key in ("slow_metric", "slow_better"):
+        _need(key not in oracle or slow_factor is not None, path, f"oracle.{key}",
+              "needs slow_factor (SLOW: a run slower than slow_factor x the good endpoint's); without it nothing "
+              "is judged slow")
     return thresholds, slow_factor, slow_metric, slow_better
 
 

@@ -605,7 +605,8 @@ def _oracle(path: Path, oracle: Any) -> tuple[list[Threshold], float | None, str
     _need(not unknown, path, "oracle." + ",".join(sorted(unknown)), f"unknown key (expected {', '.join(sorted(_ORACLE_KEYS))})")
     thresholds = []
     if "metric" in oracle:
-        _need(isinstance(oracle["metric"], str), path, "oracle.metric", "must be a metric name")
+        _need(isinstance(oracle["metric"], str) and oracle["metric"].strip() != "", path, "oracle.metric",
+              "must be a metric name (a key of the BISECTK_RESULT line)")
         _need("min" in oracle or "max" in oracle, path, "oracle", "a metric needs min or max")
         thresholds.append(Threshold(oracle["metric"],
                                     _number(oracle["min"], path, "oracle.min") if "min" in oracle else None,
@@ -616,6 +617,8 @@ def _oracle(path: Path, oracle: Any) -> tuple[list[Threshold], float | None, str
     _need(isinstance(metrics, dict), path, "oracle.metrics", "must be a table: metric = { min = ..., max = ... }")
     for metric, rng in metrics.items():
         key = f"oracle.metrics.{metric}"
+        _need(metric.strip() != "", path, "oracle.metrics", f"{metric!r} is no metric name: every run would be "
+                                                            "UNRESOLVED, the metric not reported")
         _need(isinstance(rng, dict) and rng and set(rng) <= {"min", "max"}, path, key, "must be a table with min and/or max")
         thresholds.append(Threshold(metric, _number(rng["min"], path, key + ".min") if "min" in rng else None,
                                     _number(rng["max"], path, key + ".max") if "max" in rng else None))
@@ -626,7 +629,8 @@ def _oracle(path: Path, oracle: Any) -> tuple[list[Threshold], float | None, str
     slow_factor = _number(oracle["slow_factor"], path, "oracle.slow_factor", True) if "slow_factor" in oracle else None
     _need(slow_factor is None or slow_factor > 1, path, "oracle.slow_factor", "must be greater than 1")
     slow_metric = oracle.get("slow_metric")
-    _need(slow_metric is None or isinstance(slow_metric, str), path, "oracle.slow_metric", "must be a metric name")
+    _need(slow_metric is None or (isinstance(slow_metric, str) and slow_metric.strip() != ""), path,
+          "oracle.slow_metric", "must be a metric name (a key of the BISECTK_RESULT line)")
     # a throughput (TFLOP/s, GB/s) is slower when lower: judged as a time, its regression passed and
     # the factor that made it faster was named the SLOW culprit
     slow_better = oracle.get("slow_better", "lower")

@@ -78,6 +78,10 @@ def test_shell_metacharacters_are_literal(tmp_path):
     (lambda s: s.replace('depth = [1, 2, 3, 4]', 'depth = [2, 3]'), "factors.depth"),
     (lambda s: s + '\nfrobnicate = 1\n', "frobnicate"),
     (lambda s: s.replace('[subject]', '[subject]\ntimeout = -3'), "subject.timeout"),
+    # an empty metric name: every run UNRESOLVED, "metric  not reported"
+    (lambda s: s.replace('metric = "rel_err"', 'metric = ""'), "oracle.metric]: must be a metric name"),
+    (lambda s: s.replace('metric = "rel_err"\nmax = 1e-4', 'metrics = {"" = {max = 1}}'), "oracle.metrics]: '' is no"),
+    (lambda s: s.replace('max = 1e-4', 'max = 1e-4\nslow_factor = 2\nslow_metric = " "'), "oracle.slow_metric]: must be"),
     # a SLOW metric without slow_factor was never judged, and nothing said so
     (lambda s: s.replace('max = 1e-4', 'max = 1e-4\nslow_metric = "t"'), "oracle.slow_metric]: needs slow_factor"),
     (lambda s: s.replace('max = 1e-4', 'max = 1e-4\nslow_better = "lower"'), "oracle.slow_better]: needs slow_factor"),

@@ -501,6 +501,14 @@ def _show(value: Any) -> str:
     return clip(value, 60) if isinstance(value, str) else clip(repr(value), 60)[1:-1]
 
 
+def _misplaced(keys, table: str) -> str:
+    """Where a top-level key (`constraints`, `name`) was written below a [table] header, which TOML
+    reads as that table's key: what to do, as words to add to the problem ("" for other keys)."""
+    top = sorted(k for k in keys if k in _TOP_KEYS - {"subject", "oracle", "factors", "good", "bad"})
+    return (f"; {top[0]} is a top-level key: write it above the first [table] header (TOML puts every key "
+            f"below [{table}] in that table)") if top else ""
+
+
 def _written(value: Scalar) -> str:
     """A factor's value for an error message, as a spec or --set writes it (`true`, `"2"`), short."""
     text = format_value(value)
@@ -514,7 +522,8 @@ def _build(path: Path, raw: dict[str, Any]) -> Spec:
         raw.setdefault(side, {})  # a spec for diff/bisect may have no factors at all
         _need(isinstance(raw.get(side), dict), path, side, "must be a table (the working/broken configuration)")
         for k, v in raw[side].items():
-            _need(isinstance(v, (str, int, float, bool)), path, f"{side}.{k}", f"must be a string, number or boolean, got {type(v).__name__}")
+            _need(isinstance(v, (str, int, float, bool)), path, f"{side}.{k}",
+                  f"must be a string, number or boolean, got {type(v).__name__}" + _misplaced([k], side))
             _need(not isinstance(v, str) or "\0" not in v, path, f"{side}.{k}",
                   "contains a NUL byte (it could not reach argv or the environment)")
     good, bad = raw["good"], raw["bad"]
@@ -524,12 +533,13 @@ def _build(path: Path, raw: dict[str, Any]) -> Spec:
               "not starting with a digit")
     for k in sorted(good.keys() ^ bad.keys()):
         have, lack = ("good", "bad") if k in good else ("bad", "good")
-        _need(False, path, lack, f"factor {k!r} is missing (it is in [{have}]; both sides need every factor)")
+        _need(False, path, lack, f"factor {k!r} is missing (it is in [{have}]; both sides need every factor)"
+              + _misplaced([k], have))
 
     subject = raw.get("subject")
     _need(isinstance(subject, dict), path, "subject", "missing table")
     unknown = set(subject) - _SUBJECT_KEYS
-    _need(not unknown, path, "subject." + ",".join(sorted(unknown)), "unknown key")
+    _need(not unknown, path, "subject." + ",".join(sorted(unknown)), "unknown key" + _misplaced(unknown, "subject"))
     _need("command" in subject, path, "subject.command", "missing")
     command = _strings(subject["command"], path, "subject.command")
     build = _strings(subject["build"], path, "subject.build") if "build" in subject else None
@@ -602,7 +612,8 @@ def _build(path: Path, raw: dict[str, Any]) -> Spec:
 def _oracle(path: Path, oracle: Any) -> tuple[list[Threshold], float | None, str | None, str]:
     _need(isinstance(oracle, dict), path, "oracle", "must be a table")
     unknown = set(oracle) - _ORACLE_KEYS
-    _need(not unknown, path, "oracle." + ",".join(sorted(unknown)), f"unknown key (expected {', '.join(sorted(_ORACLE_KEYS))})")
+    _need(not unknown, path, "oracle." + ",".join(sorted(unknown)),
+          f"unknown key (expected {', '.join(sorted(_ORACLE_KEYS))})" + _misplaced(unknown, "oracle"))
     thresholds = []
     if "metric" in oracle:
         _need(isinstance(oracle["metric"], str) and oracle["metric"].strip() != "", path, "oracle.metric",

@@ -137,6 +137,22 @@ def test_a_factor_named_in_another_script_is_a_factor(tmp_path):
             load_spec(write(tmp_path, text.replace('"ñ" = 2', f'"ñ" = 2\n"{bad}" = 1').replace('"ñ" = 1', f'"ñ" = 1\n"{bad}" = 1')))
 
 
+@pytest.mark.parametrize("move,key", [
+    ('constraints = ["depth >= 1"]\n', "subject.constraints]: unknown key"),
+    ('constraints = ["depth >= 1"]\n', "bad.constraints]: must be a string, number or boolean, got list"),
+    ('name = "toy"\n', "good]: factor 'name' is missing (it is in [bad]"),
+])
+def test_a_top_level_key_written_below_a_table_says_where_it_belongs(tmp_path, move, key):
+    """TOML puts every key after [subject] (or at the end, after [bad]) in that table: the problem
+    said "unknown key", or took `name` for a factor missing from [good]; it says where it goes."""
+    text = BASE.replace(move, "")
+    text = text.replace("[subject]\n", "[subject]\n" + move) if key.startswith("subject") else text + move
+    with pytest.raises(SpecError) as err:
+        load_spec(write(tmp_path, text))
+    msg = str(err.value)
+    assert key in msg and f"{move.split()[0]} is a top-level key: write it above the first [table] header" in msg, msg
+
+
 @pytest.mark.parametrize("name", ["True", "None", "in"])
 def test_a_factor_named_as_a_python_keyword_is_refused_where_constraints_would_read_it(tmp_path, name):
     """`constraints = ["True >= 1"]` over a factor named True read Python's True (always >= 1): the

@@ -5,7 +5,8 @@ Abstractions
 Spec        -- the loaded, validated file: how to build and run the subject, the oracle's
                thresholds, the factors with their good and bad values, declared ordinal ranges,
                and constraints that mark invalid hybrids.
-Threshold   -- one metric's accepted range (min and/or max); a Spec holds them by metric name.
+Threshold   -- one metric's accepted range (min and/or max); a Spec holds them by metric name
+               (bisectk/specvalues.py, with a value's text: render, same_value, format_value, ...).
 Config      -- a plain dict factor -> value; `Spec.hybrid(applied)` makes one from the good side
                with the `applied` factors set to their bad values.
 
@@ -36,16 +37,18 @@ from typing import Any
 from bisectk.contents import named_files
 from bisectk.errors import SpecError
 from bisectk.expr import Expr, ExprError, clip
+from bisectk.specvalues import Scalar, Threshold, format_value, one_line, parse_value, render, same_value
 from bisectk.timeouts import MAX_REPEAT, MAX_TIMEOUT_S
 
-Scalar = str | int | float | bool
+__all__ = ["Config", "Scalar", "Spec", "Threshold", "adhoc_spec", "config_key", "format_value", "load_spec",
+           "one_line", "parse_value", "placeholders", "project_root", "render", "same_value", "substitute"]
+
 Config = dict[str, Scalar]
 
 # `{name}` is a placeholder; `{{` and `}}` are literal braces; any other brace is literal too, so
 # inline code such as `python -c "d = {'a': 1}"` needs no escaping.
 _FACTOR_NAME = re.compile(r"[^\W\d]\w*")      # a letter (any script's: `ñ`, `α`) or _, then letters, digits, _
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{(%s)\}" % _FACTOR_NAME.pattern)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _BRACED = re.compile(r"\{[^{}]*\}")                # what a placeholder was meant to be: near_placeholders
 _WORD = re.compile(r"\w+")
 _TOP_KEYS = {"name", "description", "constraints", "subject", "oracle", "factors", "good", "bad"}
@@ -53,54 +56,6 @@ _SUBJECT_KEYS = {"command", "build", "cwd", "env", "timeout", "repeat", "build_t
 _ORACLE_KEYS = {"metric", "min", "max", "metrics", "slow_factor", "slow_metric", "slow_better"}
 MAX_SPEC_BYTES = 16 << 20
 MAX_CONSTRAINTS = 1000
-
-
-@dataclass(frozen=True)
-class Threshold:
-    metric: str
-    min: float | None = None
-    max: float | None = None
-
-    def violation(self, value: Any) -> str | None:
-        """None if `value` is acceptable, else the signature of the violation."""
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f"{self.metric} is not a number ({value!r})"
-        if math.isnan(value):
-            return f"NaN in {self.metric}"
-        if math.isinf(value):
-            # an infinity is no measurement: -inf is not "below max", it is an overflow, like +inf
-            return f"{'-' if value < 0 else '+'}inf in {self.metric}"
-        if self.max is not None and not value <= self.max:
-            return "{} {} > {}".format(self.metric, *_past(value, self.max))
-        if self.min is not None and not value >= self.min:
-            return "{} {} < {}".format(self.metric, *_past(value, self.min))
-        return None
-
-
-def _past(value: float, bound: float) -> tuple[str, str]:
-    """A value and the bound it broke, written short (3 and 6 digits) unless that makes them read
-    equal or in the wrong order (`0.001 > 0.001`): then with the digits that tell them apart."""
-    for digits in (3, 6, 9, 12, 17):
-        shown, limit = f"{value:.{digits}g}", f"{bound:.{max(digits, 6)}g}"
-        if (float(shown) > float(limit)) == (value > bound) and float(shown) != float(limit):
-            return shown, limit
-    return repr(value), repr(bound)
-
-
-def same_value(a: Scalar, b: Scalar) -> bool:
-    """Whether the subject receives the same text: `{name}` reaches argv and the environment only
-    as render() writes it, so `0` and `"0"`, `true` and `"true"` are one value to it, and `nan` is
-    `nan`. Floats by their text alone: `0.0 == -0.0` in Python, but the subject reads "-0.0"."""
-    if type(a) is type(b) and type(a) is not float:
-        return a == b
-    return render(a) == render(b)
-
-
-def render(value: Scalar) -> str:
-    """How a factor value is written into argv/env: TOML-style booleans, plain numbers."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -129,36 +84,6 @@ def substitute(template: str, config: Config) -> str:
 
 def placeholders(template: str) -> set[str]:
     return {m.group(1) for m in _PLACEHOLDER.finditer(template) if m.group(1)}
-
-
-def parse_value(text: str) -> Scalar:
-    """A `--set` value: a TOML scalar (3, 1e-4, true, "x") or else the bare string."""
-    import tomllib      # here, not at import: a --run command's spec reads no TOML (~4 ms of a start)
-    try:
-        value = tomllib.loads(f"v = {text}")["v"]
-    except (tomllib.TOMLDecodeError, ValueError, RecursionError, MemoryError):
-        return text  # ValueError: an integer past Python's int-string limit
-    return value if isinstance(value, (str, int, float, bool)) else text
-
-
-def format_value(value: Scalar) -> str:
-    """A value written so that `--set NAME=VALUE` (parse_value) reads it back unchanged, on one line."""
-    if isinstance(value, str) and (parse_value(value) != value or _CONTROL.search(value)):
-        # e.g. the string "1": quoted, or it would read as a number; a newline or an escape: written
-        # escaped (a TOML basic string), or a one-line message or a code span would make it a space.
-        # Not ensure_ascii: TOML refuses the surrogate pairs json writes for an emoji.
-        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
-    return render(value)
-
-
-def one_line(value: Scalar) -> str:
-    """A value in a line of text (progress, the differences line): as substituted (render), or,
-    where it holds a newline or another control character, escaped as format_value writes it, so
-    it stays on its line. The empty string is written `""`: as substituted it is nothing, and
-    `subj_x  -> 1` or a blank table cell reads as a value left out."""
-    if value == "" and isinstance(value, str):
-        return '""'
-    return format_value(value) if isinstance(value, str) and _CONTROL.search(value) else render(value)
 
 
 def project_root(path: Path) -> Path:

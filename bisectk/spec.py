@@ -397,8 +397,11 @@ def _need(cond: bool, path: Path, key: str, problem: str) -> None:
 
 
 def _strings(value: Any, path: Path, key: str) -> list[str]:
-    _need(isinstance(value, list) and value and all(isinstance(a, str) for a in value),
-          path, key, "must be a non-empty list of strings (argv, no shell)")
+    _need(isinstance(value, list) and value, path, key, "must be a non-empty list of strings (argv, no shell)"
+          + ("; a string is run through no shell: split it into its words" if isinstance(value, str) else ""))
+    for i, a in enumerate(value):   # `3` for "3": which element, and how to write it
+        _need(isinstance(a, str), path, key, f"must be a list of strings (argv, no shell): element {i} is "
+                                             f"{_kind(a)} {_show(a)}; write it in quotes")
     _need(value[0] != "", path, key, "the program (its first element) is empty")
     for i, a in enumerate(value):
         _need("\0" not in a, path, key, f"element {i} ({clip(a, 40)}) contains a NUL byte")
@@ -424,6 +427,12 @@ def _show(value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and abs(value).bit_length() > 200:
         return f"an integer of {len(str(abs(value))) if abs(value).bit_length() < 14000 else 'thousands of'} digits"
     return clip(value, 60) if isinstance(value, str) else clip(repr(value), 60)[1:-1]
+
+
+def _kind(value: Any) -> str:
+    """A TOML value's kind, in a problem's words."""
+    return {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "an array",
+            dict: "a table"}.get(type(value), type(value).__name__)
 
 
 def _misplaced(keys, table: str) -> str:
@@ -469,8 +478,10 @@ def _build(path: Path, raw: dict[str, Any]) -> Spec:
     command = _strings(subject["command"], path, "subject.command")
     build = _strings(subject["build"], path, "subject.build") if "build" in subject else None
     env = subject.get("env", {})
-    _need(isinstance(env, dict) and all(isinstance(v, str) for v in env.values()),
-          path, "subject.env", "must be a table of strings")
+    _need(isinstance(env, dict), path, "subject.env", "must be a table of strings")
+    for k, v in env.items():        # OMP_NUM_THREADS = 1: which variable, and how to write it
+        _need(isinstance(v, str), path, f"subject.env.{k}", f"must be a string (an environment value), got "
+                                                            f"{_kind(v)} {_show(v)}; write it in quotes")
     for k, v in env.items():
         _need(k != "" and "=" not in k and "\0" not in k, path, "subject.env",
               f"{clip(k, 40)} is not a valid environment variable name (empty, or contains '=' or NUL)")

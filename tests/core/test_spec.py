@@ -78,6 +78,10 @@ def test_shell_metacharacters_are_literal(tmp_path):
     (lambda s: s.replace('depth = [1, 2, 3, 4]', 'depth = [2, 3]'), "factors.depth"),
     (lambda s: s + '\nfrobnicate = 1\n', "frobnicate"),
     (lambda s: s.replace('[subject]', '[subject]\ntimeout = -3'), "subject.timeout"),
+    # a number in argv or the environment: which element or variable, and how to write it
+    (lambda s: s.replace('"--depth", "{depth}"', '"--depth", 4'), "subject.command]: must be a list of strings (argv, no shell): element 3 is an integer 4; write it in quotes"),
+    (lambda s: s.replace('TOY_MODE = "{mode}"', 'TOY_MODE = "{mode}", OMP_NUM_THREADS = 1'), "subject.env.OMP_NUM_THREADS]: must be a string (an environment value), got an integer 1"),
+    (lambda s: s.replace('command = ["python", "prog.py", "--depth", "{depth}", "--name", "{label}"]', 'command = "python prog.py {depth} {label}"'), "no shell: split it into its words"),
     # an empty metric name: every run UNRESOLVED, "metric  not reported"
     (lambda s: s.replace('metric = "rel_err"', 'metric = ""'), "oracle.metric]: must be a metric name"),
     (lambda s: s.replace('metric = "rel_err"\nmax = 1e-4', 'metrics = {"" = {max = 1}}'), "oracle.metrics]: '' is no"),

@@ -37,6 +37,10 @@ open_descriptors -- how many file descriptors this process has open: those a run
              process of it passes: past LEFT_OPEN more than the worker had when ready, it retires.
 c_environ  -- the C library's environment, which os.putenv/os.unsetenv change without os.environ
              knowing and a child process (subprocess, os.system) inherits: made os.environ's again.
+Permanent  -- hooks no call takes back, added by the run: an audit hook (sys.addaudithook) and
+             fork handlers (os.register_at_fork). A fresh process's end drops them; in a worker
+             they would act in every later run (a hook refusing to open `*.secret` made a good
+             configuration fail warm): the run's are counted, and the worker retires.
 exit_forked -- a process the run forked (os.fork) that comes back from the script: it exits there,
              as that process of `python script.py` would, rather than go on as a second worker
              (answering the pool, taking the next run's request).
@@ -306,6 +310,36 @@ class ExitHooks:
             except BaseException:
                 print(f"Exception ignored in atexit callback: {func!r}", file=sys.stderr)
                 traceback.print_exc()
+
+
+class Permanent:
+    """sys.addaudithook and os.register_at_fork, passed through, each call noted with the file that
+    made it: the run's own code (its script, its tree's modules) counts; a module that stays loaded
+    registering its own on import (random, logging) does what a fresh process's import would, once."""
+
+    def __init__(self):
+        self.saved = (sys.addaudithook, os.register_at_fork)
+        self.added: list[tuple[str, str]] = []      # (what, the caller's file)
+        audit, at_fork = self.saved
+
+        def addaudithook(hook):
+            self.added.append(("an audit hook (sys.addaudithook)", sys._getframe(1).f_code.co_filename))
+            return audit(hook)
+
+        def register_at_fork(**kwargs):
+            self.added.append(("a fork handler (os.register_at_fork)", sys._getframe(1).f_code.co_filename))
+            return at_fork(**kwargs)
+        sys.addaudithook, os.register_at_fork = addaudithook, register_at_fork
+
+    def detach(self) -> None:
+        sys.addaudithook, os.register_at_fork = self.saved
+
+    def words(self, roots: list[str]) -> str:
+        """What the run's own code (files under `roots`) added that no call removes, in words ('' for
+        nothing)."""
+        under = tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
+        own = [what for what, f in self.added if under and os.path.realpath(f).startswith(under)]
+        return f"{' and '.join(dict.fromkeys(own))} the run added, which nothing removes" if own else ""
 
 
 def join_threads(before: set) -> None:

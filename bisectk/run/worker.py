@@ -167,7 +167,7 @@ def _run_request(req: dict, baseline=None) -> dict:
     f_out = open(req["stdout_path"], "wb", buffering=0)
     f_err = open(req["stderr_path"], "wb", buffering=0)
     code, error = 0, ""
-    shadow = hooks = None
+    shadow = hooks = permanent = None
     mapped = lifecycle.mapped_objects()
     locks = lifecycle.held_locks()
     t0 = time.perf_counter()
@@ -195,6 +195,7 @@ def _run_request(req: dict, baseline=None) -> dict:
         pp = (req.get("env") or {}).get("PYTHONPATH", "").split(os.pathsep)
         shadow = lifecycle.Shadowing([os.path.dirname(script), *(p for p in pp if p and p in sys.path)])
         hooks = lifecycle.ExitHooks()
+        permanent = lifecycle.Permanent()
         threads = set(threading.enumerate())
         lifecycle.reseed()
         me = os.getpid()
@@ -215,6 +216,8 @@ def _run_request(req: dict, baseline=None) -> dict:
             saved["import_replaced"] = True
         if hooks is not None:
             hooks.detach()
+        if permanent is not None:
+            permanent.detach()
         if shadow is not None:
             shadow.restore()
         # the run's globals and garbage, while fds 1 and 2 are still the run's: a file object it
@@ -269,6 +272,10 @@ def _run_request(req: dict, baseline=None) -> dict:
         what = "a file lock the run left held (on a descriptor it never closed)"
         changed.append(what)
         stuck.append(what)
+    added = permanent.words(roots) if permanent is not None else ""
+    if added:
+        changed.append(added)
+        stuck.append(added)
     left = lifecycle.open_descriptors() - FDS_READY if FDS_READY is not None else 0
     if left > lifecycle.LEFT_OPEN:
         what = f"{left} file descriptors its runs left open (a fresh process starts without them)"

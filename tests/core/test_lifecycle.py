@@ -209,3 +209,29 @@ def test_a_child_the_script_forks_exits_at_the_scripts_end_and_never_serves_as_a
     assert cold[1][:2] == (0, 'BISECTK_RESULT {"child": 3}') and "atexit False" in cold[1][2], cold
     assert warm == cold
     assert pool.stats["cold_runs"] == before["cold_runs"]
+
+
+@pytest.mark.parametrize("adds", ["sys.addaudithook(hook)", "os.register_at_fork(after_in_child=lambda: None)"])
+def test_a_hook_nothing_removes_retires_the_worker_so_the_next_run_is_as_cold(tmp_path, adds):
+    """An audit hook the bad configuration adds (refusing to open `*.secret`) outlived its run in
+    the worker: every later good run failed to open its file ('the good configuration fails
+    intermittently', 9/10) where cold found the culprit. Nothing removes such a hook, so the worker
+    retires (a fork handler alike)."""
+    from bisectk.run.executor import LocalExecutor
+    (tmp_path / "a.py").write_text(
+        "import json, os, sys\ndef hook(event, args):\n    if event == 'open' and str(args[0]).endswith('.secret'):\n"
+        "        raise PermissionError('refused')\n"
+        f"if sys.argv[1] == '1':\n    {adds}\n"
+        "try:\n    open('k.secret', 'w').close()\n    err = 0\nexcept PermissionError:\n    err = 1\n"
+        "print('BISECTK_RESULT ' + json.dumps({'err': err}))\n")
+
+    def errs(executor):
+        return [result(run_command(executor, [sys.executable, "a.py", k], cwd=tmp_path, timeout=120))["err"]
+                for k in ("0", "1", "0")]
+
+    cold = errs(LocalExecutor())
+    with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=120) as p:
+        warm = errs(p)
+        assert p.stats["cold_runs"] == 0 and p.stats["worker_discards"] == 1, p.stats
+    assert cold == ([0, 1, 0] if "audit" in adds else [0, 0, 0])
+    assert warm == cold

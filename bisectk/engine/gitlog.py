@@ -15,7 +15,7 @@ git's log: `git bisect start [options] [BAD [GOOD...]] [-- PATHSPEC...]`, then o
 the comments above the start line name their shas, so those shas are what is replayed: a
 branch that moved since does not change the answer. The range is the first new-side revision
 (start's BAD, else the first new mark) and every old-side one; the other marks are observations.
-CRLF line ends (a log edited on Windows) are read as well.
+CRLF line ends and a leading byte order mark (a log edited on Windows) are read as well.
 
 Abstractions
 ------------
@@ -71,7 +71,8 @@ class Header:
 def parse_log(text: str) -> tuple[Header, list[tuple[str, Outcome]]]:
     # lines end at "\n" alone, as git's and bisectk's writers end them: splitlines() also ends one
     # at \f, \x1c-\x1e, \x85 or U+2028, which a verdict's comment may hold (a subject's own text)
-    lines = [line.rstrip("\r") for line in text.split("\n")]
+    # a log saved on Windows may begin with a UTF-8 byte order mark, as it may end lines with CRLF
+    lines = [line.rstrip("\r") for line in text.removeprefix("\ufeff").split("\n")]
     if any(line.startswith("git bisect ") for line in lines) and not any(line.startswith("# bisectk bisect")
                                                                            for line in lines):
         return _parse_git(lines)

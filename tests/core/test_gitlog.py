@@ -37,3 +37,16 @@ def test_a_subjects_text_in_a_verdict_cannot_add_a_line_to_the_log():
     assert len(lines) == 2 + 1 + len(evil)
     _, observed = parse_log("\n".join(lines))
     assert observed == [(GOOD, Outcome.PASS)] + [(BAD, Outcome.FAIL)] * len(evil)
+
+
+def test_a_log_saved_with_a_byte_order_mark_reads_as_without_it():
+    """A log edited on Windows is saved with CRLF line ends, which were read, and often with a
+    UTF-8 byte order mark, which was not: 'line 1: expected 'git bisect ...', got '\\ufeff# bad:
+    ...'' (exit 2). Now the mark is dropped, in both formats."""
+    sha, other = "a" * 40, "b" * 40
+    ours = (f"# bisectk log of session 1\n# bisectk bisect --repo /r --good {sha} --bad {other}\n"
+            f"observe {sha} pass\nobserve {other} fail\n")
+    gits = (f"# bad: [{other}] c7\n# good: [{sha}] c0\ngit bisect start '{other}' '{sha}'\n"
+            f"# good: [{sha}] c0\ngit bisect good {sha}\n")
+    for text in (ours, gits):
+        assert parse_log("\ufeff" + text.replace("\n", "\r\n")) == parse_log(text)

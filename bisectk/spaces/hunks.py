@@ -39,7 +39,7 @@ import functools
 import os
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bisectk.spaces.commits import SpaceError  # one error type for every space
 
@@ -265,6 +265,11 @@ def _entry_lines(e: Entry | None) -> tuple[str, ...] | None:
 
 def _render_whole(h: Hunk) -> str:
     g, b = h.good_entry, h.bad_entry
+    if g is not None and b is not None and g.link != b.link:
+        # a link that became a file, or the reverse: git writes the type change as the path
+        # deleted and added again (as 'old mode 120000 / new mode 100644' git apply refuses it)
+        return (_render_whole(replace(h, bad_entry=None)) + _diff_git(h.file)
+                + _render_whole(replace(h, good_entry=None)))
     a_name = "/dev/null" if g is None else _name("a/", h.file)
     b_name = "/dev/null" if b is None else _name("b/", h.file)
     if g is None:

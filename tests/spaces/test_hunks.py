@@ -990,3 +990,28 @@ def test_a_patch_names_a_file_whose_name_holds_a_newline_quote_or_odd_byte_as_gi
         assert proc.returncode == 0, (proc.stderr, unified_diff(subset))
         assert snapshot(copy) == snapshot(materialise(good, subset, tmp_path / "m")), unified_diff(subset)
         shutil.rmtree(tmp_path / "m")
+
+
+def test_a_symlink_that_became_a_file_or_the_reverse_is_a_patch_git_applies(tmp_path):
+    """Before: a link replaced by a file (or a file by a link) was written 'old mode 120000 / new
+    mode 100644' over a text change, which git refuses ('new mode (100644) of lnk does not match
+    old mode (120000)'): the culprit's patch did not apply. git writes such a type change as the
+    path deleted and added again; so does the patch now."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side in (good, bad):
+        side.mkdir()
+        (side / "keep").write_text("k\n")
+    (good / "lnk").symlink_to("keep")
+    (bad / "lnk").write_text("x\n")
+    (good / "was_file").write_text("y\n")
+    (bad / "was_file").symlink_to("keep")
+    hunks = diff_paths(good, bad)
+    assert sorted(h.id for h in hunks) == ["lnk:replace", "was_file:replace"]
+    for subset in (hunks, hunks[:1], hunks[1:]):
+        copy = tmp_path / "copy"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(good, copy, symlinks=True)
+        proc = subprocess.run(["git", "apply", "-"], input=unified_diff(subset).encode(), cwd=copy, capture_output=True)
+        assert proc.returncode == 0, (proc.stderr, unified_diff(subset))
+        assert snapshot(copy) == snapshot(materialise(good, subset, tmp_path / "m")), unified_diff(subset)
+        shutil.rmtree(tmp_path / "m")

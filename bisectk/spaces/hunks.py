@@ -135,7 +135,7 @@ class Hunk:
         if before and not before[-1].endswith("\n") and new:
             # lines added after GOOD's last line, which has no newline: applied, the join gives it
             # one (apply_lines), so the patch changes it too; as context it would read `B = 2Z = 9`
-            before, old, new = before[:-1], [before[-1], *old], [before[-1] + "\n", *new]
+            before, old, new = before[:-1], [before[-1], *old], [before[-1] + line_end(apply_lines(self.base, [self])), *new]
         body = [f"--- {_name('a/', self.file)}\n+++ {_name('b/', self.file)}\n",
                 f"@@ -{_range(gs - n, n + len(self.old) + len(after))} "
                 f"+{_range(self.bad_lines[0] - n, n + len(self.new) + len(after))} @@\n"]
@@ -212,9 +212,17 @@ def apply_lines(base: tuple[str, ...] | list[str], hunks: Iterable[Hunk]) -> lis
 
 def join_lines(lines: list[str]) -> str:
     """Lines to text. A line without its newline (only ever the last line of GOOD or BAD) gets
-    one when split hunks put another line after it, so every subset stays a valid text."""
-    return "".join(s if s.endswith("\n") or k == len(lines) - 1 else s + "\n"
+    one when split hunks put another line after it, so every subset stays a valid text: the
+    file's own (`line_end`), never a `\n` amid CRLF lines that neither side has."""
+    eol = line_end(lines)
+    return "".join(s if s.endswith("\n") or k == len(lines) - 1 else s + eol
                    for k, s in enumerate(lines))
+
+
+def line_end(lines: Iterable[str]) -> str:
+    """'\r\n' where every line that ends ends so (a CRLF file), else '\n'."""
+    ends = [s.endswith("\r\n") for s in lines if s.endswith("\n")]
+    return "\r\n" if ends and all(ends) else "\n"
 
 
 

@@ -1015,3 +1015,23 @@ def test_a_symlink_that_became_a_file_or_the_reverse_is_a_patch_git_applies(tmp_
         assert proc.returncode == 0, (proc.stderr, unified_diff(subset))
         assert snapshot(copy) == snapshot(materialise(good, subset, tmp_path / "m")), unified_diff(subset)
         shutil.rmtree(tmp_path / "m")
+
+
+def test_a_line_added_after_a_crlf_files_last_line_without_newline_ends_it_with_crlf(tmp_path):
+    """GOOD `a\\r\\nb` (CRLF, no newline at the end), BAD `a\\r\\nb\\r\\nc`. The line unit that adds
+    `c` alone gives GOOD's `b` a line end: it was `\\n`, a hybrid of mixed line ends that neither
+    side has (`a\\r\\nb\\nc`: a CRLF-strict reader fails on it differently). Now the file's own
+    `\\r\\n`; the unit's patch says the same and applies."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.mkdir()
+    bad.mkdir()
+    (good / "k.bat").write_bytes(b"a\r\nb")
+    (bad / "k.bat").write_bytes(b"a\r\nb\r\nc")
+    units = split_lines(diff_paths(good, bad)[0])
+    added = next(u for u in units if not u.old)
+    assert (materialise(good, [added], tmp_path / "m") / "k.bat").read_bytes() == b"a\r\nb\r\nc"
+    copy = tmp_path / "patched"
+    shutil.copytree(good, copy)
+    proc = subprocess.run(["git", "apply", "-"], input=added.unified().encode(), cwd=copy, capture_output=True)
+    assert proc.returncode == 0, (proc.stderr, added.unified())
+    assert (copy / "k.bat").read_bytes() == b"a\r\nb\r\nc", added.unified()

@@ -46,6 +46,9 @@ def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bis
     finally:
         db.close()
     result = info.get("result") if info else None
+    if session and info and result is None and info.get("finished") is None:   # begun, nothing stored yet
+        fail(f"{ledger}: session {session} ({info['command']}) has stored no result yet: it is still running, "
+             "or it was killed before it could (its runs so far are in the ledger: `bisectk log` for a bisection)")
     if not isinstance(result, dict) or "command" not in result:
         fail(f"{ledger}: no finished session" + (f" with id {session}" if session is not None else "") + " with a stored result")
     damaged = f"{ledger}: the stored result of session {info['id']} is damaged"

@@ -385,3 +385,18 @@ def test_a_ctrl_c_that_typer_or_an_import_wraps_is_said_as_interrupted(monkeypat
         cli._entry()
     assert exit_.value.code == 130
     assert capsys.readouterr().err == "bisectk: interrupted\n"
+
+
+def test_report_of_a_session_still_running_says_so(tmp_path):
+    """`bisectk report LEDGER --session N` while that command runs (or after it was killed) said
+    'no finished session with id N with a stored result', as if N did not exist; now it names
+    the session's command and that it has stored no result yet."""
+    from bisectk.ledger import Ledger
+    db = Ledger(tmp_path / "l.db")
+    sid = db.open_session("triage", "fp", {"repo": "/r", "good": "a", "bad": "b"})
+    db.close()
+    p = cli("report", tmp_path / "l.db", "--session", sid)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert f"session {sid} (triage)" in p.stderr and "still running" in p.stderr, p.stderr
+    p = cli("report", tmp_path / "l.db", "--session", sid + 1)
+    assert p.returncode == 2 and f"no finished session with id {sid + 1}" in p.stderr, p.stderr

@@ -85,7 +85,7 @@ _NO_FILE = _Lazy(r"No such file or directory:\s*'([^'\n]+)'|([^\s'\":]+): No suc
 # a shell's "command not found" (dash: "x.sh: 2: foo: not found", bash: "x.sh: line 2: foo: command not
 # found", sh -c: "sh: 1: foo: not found"), with the run's exit status 127
 _NOT_FOUND = _Lazy(r"^[^\n:]*: (?:line )?\d+: ([^\n:]+): (?:command )?not found\s*$", re.MULTILINE)
-# git's words for a ref it does not have, naming BISECT_HEAD: the ref `git bisect start --no-checkout`
+# git's words for a ref it does not have, naming BISECT_HEAD: the ref git bisect, in its no-checkout mode,
 # moves to each commit instead of checking it out, which a test written for that mode reads
 _BISECT_HEAD = _Lazy(r"^(?:fatal|error): .*\bBISECT_HEAD\b.*$", re.MULTILINE)
 _OOM = _Lazy(r"CUDA out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|out of memory",
@@ -218,8 +218,8 @@ def _words(kind: str, subject: str, facts: dict[str, Any]) -> tuple[str, list[st
         return (f"the command runs '{subject}', which the shell did not find (exit 127): install it or put it on "
                 "the PATH bisectk runs with, or name it by its absolute path"), []
     if kind == "bisect-head":
-        return (f"the test reads BISECT_HEAD ({subject}), the ref `git bisect start --no-checkout` moves to each "
-                "commit: bisectk checks each commit out in a worktree of its own, where HEAD is that commit; "
+        return (f"the test reads BISECT_HEAD ({subject}), the ref git bisect moves to each commit in its no-checkout mode "
+                "(instead of checking it out): bisectk checks each commit out in a worktree of its own, where HEAD is that commit; "
                 "write HEAD in the test"), []
     if kind == "driver-mismatch":
         driver = facts.get("driver_cuda")

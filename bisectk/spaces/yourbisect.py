@@ -1,6 +1,6 @@
 """A `git bisect` of the user's own, in progress in the checkout bisectk is given.
 
-While one runs (and was not started with --no-checkout), HEAD is the commit git bisect checked
+While one runs (and was not started in its no-checkout mode), HEAD is the commit git bisect checked
 out last, detached, not the user's branch: `--bad HEAD`, bisectk's default as `git bisect bad`
 marks the commit checked out, takes that commit, which is rarely what a user who typed `bisectk
 bisect --good v1.0` in the middle of their session meant. bisectk reads the session (git's own
@@ -55,7 +55,7 @@ def head_note(root: Path, given: Sequence[tuple[str, str]]) -> str:
     if paths is None:
         return ""
     start, terms_file, bisect_head = (root / p for p in paths.splitlines())
-    if not start.is_file() or bisect_head.exists():   # none, or --no-checkout: HEAD was left alone
+    if not start.is_file() or bisect_head.exists():   # none, or no-checkout mode: HEAD was left alone
         return ""
     if _git(root, "symbolic-ref", "-q", "HEAD") is not None:
         return ""       # back on a branch of theirs: HEAD is what they checked out

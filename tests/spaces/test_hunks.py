@@ -92,7 +92,11 @@ def reference(good: dict, bad: dict, hunks) -> dict:
                 continue
             s, e = h.good_lines
             lines[s - 1:e - 1] = list(h.new)
-        text = "".join(s if s.endswith("\n") or i == len(lines) - 1 else s + "\n" for i, s in enumerate(lines))
+        # a line given a newline (GOOD's last, with lines put after it) gets the file's own end:
+        # CRLF where every line that ends ends so, else LF
+        ends = [s.endswith("\r\n") for s in lines if s.endswith("\n")]
+        eol = "\r\n" if ends and all(ends) else "\n"
+        text = "".join(s if s.endswith("\n") or i == len(lines) - 1 else s + eol for i, s in enumerate(lines))
         out[rel] = (text.encode(), exe)
     return out
 

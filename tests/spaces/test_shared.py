@@ -4,24 +4,15 @@ import shutil
 from pathlib import Path
 
 from bisectk.spaces.shared import changes, snapshot
-from tests.fixtures.gitrepo import git
-
-
-def _repo(tmp_path: Path) -> Path:
-    r = tmp_path / "r"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    (r / "f").write_text("1\n")
-    git(r, "add", "f")
-    git(r, "commit", "-q", "-m", "c1")
-    return r
+from tests.fixtures.gitrepo import counter_repo, git
 
 
 def test_a_worktree_a_test_added_or_pruned_is_said_and_bisectks_own_are_not(tmp_path):
     """A test's `git worktree add` registers a worktree in the user's repository (their `git
     worktree list` shows it, and git refuses them its branch), and `git worktree prune` forgets
     one of theirs whose directory is away: neither was said, where a test's `git tag` was."""
-    r = _repo(tmp_path)
+    r = tmp_path / "r"
+    counter_repo(r, 1)
     git(r, "worktree", "add", "-q", "--detach", str(tmp_path / "mine-away"), "HEAD")
     pool = tmp_path / "cache" / "bisectk" / "worktrees" / "r-0123456789ab"
     pool.mkdir(parents=True)

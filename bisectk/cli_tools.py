@@ -102,7 +102,7 @@ def ledger_gc(repo: Optional[Path] = typer.Option(None, "--repo", help="The repo
     in <git dir>/bisectk-worktrees, and the cached worktrees of repositories that are gone; with
     --ledger, that ledger's run logs over their cap (and those of the logs' older layout). Exit 0."""
     from bisectk.run import logcap
-    from bisectk.spaces.worktrees import collect
+    from bisectk.spaces.wtcollect import collect
     cap = logcap.cap_bytes()
     if ledger is not None and not ledger.is_file():
         fail(f"--ledger {ledger}: no ledger file there (e.g. .bisectk/ledger.db)")

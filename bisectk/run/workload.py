@@ -80,7 +80,7 @@ class Workload:
     key: str | None = field(default=None, compare=False)
     built: Callable[[], None] | None = field(default=None, compare=False)   # the build step has run here
     # what the run broke of its place, in words, asked once it has ended (a worktree's .git file
-    # removed: spaces/worktrees.py damage); None: nothing, and its verdict stands
+    # removed: spaces/wtdisk.py damage); None: nothing, and its verdict stands
     damaged: Callable[[], str | None] | None = field(default=None, compare=False)
 
     def with_env(self, **extra: str) -> Workload:

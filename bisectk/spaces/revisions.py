@@ -200,7 +200,7 @@ class CommitSpace:
         # no bytecode written: a switch drops the worktree's anyway (spaces/bytecode.py), and a run that
         # imports the user's checkout (an editable install) must not leave __pycache__ there
         env = {**python_first(entry.path, self.python_roots), **NO_BYTECODE}
-        try:                    # switched worktrees lose their .pyc (worktrees.survey)
+        try:                    # switched worktrees lose their .pyc (wtdisk.survey)
             missing = self._missing(entry.path)
             if missing:
                 yield self._skipped(sha, missing)

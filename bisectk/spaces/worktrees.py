@@ -21,14 +21,10 @@ prepare      -- start a lease's checkout in the background, so that the first ru
 carry        -- copy the user's files a command names into a leased worktree (spaces/yours.py),
                 noted beside its lock (wt-N.carried): `release` removes them, and so does the
                 next lease after a killed command (an ignored copy survives `git clean`).
-damage       -- what a run broke of a worktree's link to its git directory (its .git file removed,
-                replaced, or naming another repository's): asked before a lease runs git in it,
-                which then makes it again instead, and after each run (the run is UNRESOLVED
-                INFRA, run/runner.py), since git run there would reach another repository.
-collect      -- remove the cached worktrees no process holds, those older bisectk versions kept in
-                <git-common-dir>/bisectk-worktrees/, and the cache directories of repositories
-                that are gone; and prune their admin directories (never the user's own
-                worktrees'): `bisectk ledger gc`.
+damage, collect -- what a run broke of a worktree's link to its git directory (asked before a
+                lease runs git in it, and after each run: run/runner.py), and `bisectk ledger gc`'s
+                removal of the cached worktrees: in spaces/wtdisk.py and spaces/wtcollect.py, with
+                the entry's other state on disk (wtdisk) and the checkout's shape (wtshape).
 
 Where: outside every checkout, in $XDG_CACHE_HOME/bisectk/worktrees/<key>/ (spaces/cachedir.py
 says why, and how <key> and the fallback are chosen).
@@ -59,17 +55,11 @@ as modified).
 
 from __future__ import annotations
 
-import fcntl
 import functools
-import hashlib
 import json
 import os
-import re
 import shutil
-import stat
-import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -77,259 +67,21 @@ from pathlib import Path
 
 from bisectk.procstat import give, owner_to_give
 from bisectk.spaces import submodules
-from bisectk.spaces.cachedir import (LEGACY, cache_dir_of, cache_roots, claim, git_common_dir, key_of, owner,
+from bisectk.spaces.cachedir import (LEGACY, cache_dir_of, cache_roots, claim, git_common_dir, owner,
                                      remove_if_unused, slot, writable)
-from bisectk.spaces.bytecode import drop_bytecode
 from bisectk.spaces.dirwatch import DirWatch
 from bisectk.spaces.commits import SpaceError, git_ok, open_repo, run_git
+from bisectk.spaces.wtcollect import discard
+from bisectk.spaces.wtdisk import (ENTRY, admin_of, coarse_mtimes, damage, drop_locks, end_under_way, head_of,
+                                   index_of, lock_entry, moved_since, survey, under_way)
+from bisectk.spaces.wtshape import attributes_differ, checkout_shape, has_attributes, record_shape, shape_of, trust
 
 # A worktree's first checkout writes the whole tree (10,002 files: 7.3-10.7 s on the 2-core VM in
 # one sitting, 3.1-4.1 s with parallel checkout). 0 = one worker per core; git's own threshold
 # (100 files) keeps a small switch serial; a git before 2.32 ignores the key.
 PARALLEL_CHECKOUT = ("-c", "checkout.workers=0")
-_ENTRY = re.compile(r"^wt-(\d+)$")
-RACY_NS = 50_000_000     # a stamp this close to its directory's last change cannot vouch for it (coarse clocks)
-RACY = -1                # the stamp of such a directory: never equal to an mtime, so always "changed"
 SCOPED_MAX = 64          # more changed directories than this: one `clean` of the whole worktree
-_SESSION = re.compile(r"^(\d+)-[0-9a-f]+$")       # per-process sessions of bisectk before the cache
 _ASK = object()         # _switch: find the moved directories itself
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _head_of(path: Path) -> str | None:
-    """The commit a worktree has checked out (detached), read from its admin dir; None if the
-    worktree is not intact (its .git file or admin dir gone, e.g. pruned)."""
-    admin = _admin_of(path)
-    if admin is None:
-        return None
-    try:
-        head = (admin / "HEAD").read_text().strip()
-    except OSError:
-        return None
-    return head if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head) else None
-
-
-def coarse_mtimes(where: Path) -> bool:
-    """Whether a directory under `where` can gain an entry without its mtime moving: two entries
-    made microseconds apart fall in one tick of a coarse clock. A fine-grained one (multigrain
-    timestamps) moves it every time. A probe that cannot be made says coarse: the safe answer."""
-    try:
-        probe = tempfile.mkdtemp(prefix=".mtime-probe-", dir=where)
-    except OSError:
-        return True
-    try:
-        for i in range(4):
-            before = os.stat(probe).st_mtime_ns
-            os.close(os.open(os.path.join(probe, str(i)), os.O_CREAT | os.O_WRONLY, 0o644))
-            if os.stat(probe).st_mtime_ns == before:
-                return True
-        return False
-    except OSError:
-        return True
-    finally:
-        shutil.rmtree(probe, ignore_errors=True)
-
-
-def survey(root: Path, previous: dict[str, int] | None = None, coarse: bool = False,
-           skip: frozenset[str] = frozenset()) -> dict[str, int]:
-    """Drop the __pycache__ directories of a just-switched worktree (spaces/bytecode.py says why),
-    and return the mtime of every directory left, for `_moved`.
-
-    With `previous` (what the last survey of this worktree returned), only the directories whose
-    mtime moved since are read again: a directory gains an entry (a __pycache__, a subdirectory,
-    a file) only by changing its mtime, so one that kept it holds nothing new. A 10,000-file tree
-    of 102 directories: 11-20 ms for the whole walk, ~1 ms for the stat of each. `coarse`: the
-    file system's clock is coarse, and a directory changed within RACY_NS is stamped RACY. `skip`:
-    directories not entered (submodules: each is checked out and cleaned on its own)."""
-    if previous is None:
-        kept = drop_bytecode(root, known=skip)
-    else:
-        kept = []
-        for d, mtime in previous.items():
-            try:
-                st = os.lstat(d)
-            except OSError:
-                continue            # gone: a switch or a clean removed it
-            if not stat.S_ISDIR(st.st_mode):
-                continue
-            # moved: its entries again, and every directory new in it (each known one is looked
-            # at by this loop itself)
-            kept += [d] if st.st_mtime_ns == mtime else drop_bytecode(d, known=previous.keys() | skip)
-    stamps: dict[str, int] = {}
-    for d in kept:
-        try:
-            stamps[d] = os.stat(d).st_mtime_ns
-        except OSError:
-            pass
-    if coarse:
-        recent = time.time_ns() - RACY_NS
-        stamps = {d: RACY if mtime >= recent else mtime for d, mtime in stamps.items()}
-    return stamps
-
-
-def _moved(stamps: dict[str, int]) -> list[str] | None:
-    """The directories whose mtime moved since `stamps` (or stamped RACY); None if one is gone
-    (a run removed a directory: the whole worktree is cleaned)."""
-    moved = []
-    for d, mtime in stamps.items():
-        try:
-            if os.stat(d).st_mtime_ns != mtime:
-                moved.append(d)
-        except OSError:
-            return None
-    return moved
-
-
-def _admin_of(path: Path) -> Path | None:
-    """A worktree's admin directory, as its .git file names it: absolute, or relative to the
-    worktree (git's worktree.useRelativePaths), read as git reads it; None without such a file."""
-    try:
-        line = (path / ".git").read_text().strip()
-    except OSError:
-        return None
-    return path / line[len("gitdir: "):] if line.startswith("gitdir: ") else None
-
-
-def damage(path: Path, common: Path) -> str | None:
-    """What a run broke of a worktree's link to its git directory, in words; None when intact: a
-    .git file (no link, no directory) naming an admin directory under <common>/worktrees/ whose
-    `gitdir` names this .git file back, with a commit or a branch in its HEAD. Asked before any git command
-    runs in a cached worktree: with the link gone, git there walks up to whatever repository
-    encloses the cache (a home directory kept in git); with the file rewritten (`gitdir:
-    ~/repo/.git`) it reaches another repository, the user's own among them, where a `checkout
-    --force`, a `clean` and the removal of a git operation under way would all write."""
-    dotgit = path / ".git"
-    if not os.path.lexists(dotgit):
-        return "its .git file was removed"
-    if dotgit.is_symlink() or not dotgit.is_file():
-        return "its .git file was replaced by a " + ("link" if dotgit.is_symlink() else "directory")
-    admin = _admin_of(path)
-    if admin is None:
-        return "its .git file no longer names a git directory"
-    if not os.path.lexists(admin):
-        return f"its git directory {admin} was removed"
-    try:
-        back = (admin / "gitdir").read_text().strip()
-        ours = (admin.resolve().parent == (common / "worktrees").resolve()
-                and (admin / back).resolve() == dotgit.resolve())
-    except OSError:
-        ours = False
-    if not ours:
-        return f"its .git file names {admin}, not the git directory bisectk made for it"
-    try:        # a commit, or a branch a run checked out (`git checkout -b`: the next switch resets it)
-        head = (admin / "HEAD").read_text().strip()
-    except OSError:
-        head = ""
-    # git takes a directory whose HEAD is neither for no repository, and walks up from there
-    valid = re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head) or head.startswith("ref: refs/")
-    return None if valid else "its HEAD names no commit"
-
-
-# what decides the bytes a checkout writes besides the commit: filters (git-lfs's smudge among them)
-# and line endings; and the repository's own attributes file. Not core.filemode or core.symlinks:
-# `git init` writes them for its file system, and they change no file's content. Whether git reads
-# its replace refs (core.useReplaceRefs) decides which tree a commit's sha checks out. A sparse
-# checkout: `git worktree add` gives each worktree the patterns of the checkout it is run from
-_SHAPING = (r"^(filter\..*\.(smudge|process|required)|core\.(autocrlf|eol|checkroundtripencoding|usereplacerefs"
-            r"|sparsecheckout|sparsecheckoutcone)|lfs\.)")
-
-
-def _sparse_patterns(repo: Path, said: str) -> str:
-    """The patterns of the user's sparse checkout ('' when it is not sparse): a worktree made
-    under others (`git sparse-checkout set` or `disable` since) has other files."""
-    if not re.search(r"^core\.sparsecheckout true$", said, re.M | re.I):
-        return ""
-    try:
-        return Path(repo, run_git(repo, "rev-parse", "--git-path", "info/sparse-checkout")).read_text(errors="replace")
-    except (OSError, SpaceError):
-        return ""
-
-
-def _replacements(repo: Path, common: Path) -> str:
-    """The replace refs (`git replace`): each makes a sha check out another object's content, so
-    a commit's sha no longer pins its tree. '' without any (one stat when refs/replace/ is absent
-    and nothing is packed) or when git is told to ignore them (GIT_NO_REPLACE_OBJECTS)."""
-    if os.environ.get("GIT_NO_REPLACE_OBJECTS"):
-        return ""
-    base = os.environ.get("GIT_REPLACE_REF_BASE") or "refs/replace/"
-    if base == "refs/replace/" and not (common / "refs" / "replace").is_dir():
-        try:
-            packed = (common / "packed-refs").read_bytes()
-        except OSError:
-            return ""
-        if b" refs/replace/" not in packed:
-            return ""
-    return run_git(repo, "for-each-ref", "--format=%(refname) %(objectname)", base)
-
-
-def _has_attributes(dirs: list[str]) -> bool:
-    """Whether any of these directories holds a .gitattributes (a stat each)."""
-    return any(os.path.lexists(os.path.join(d, ".gitattributes")) for d in dirs)
-
-
-def _attributes_differ(path: Path, old: str, new: str) -> bool:
-    """Whether any .gitattributes differs between commits `old` and `new` (a tree diff: unchanged
-    directories are not walked)."""
-    return not git_ok(path, "diff-tree", "-r", "--quiet", old, new, "--", ":(glob)**/.gitattributes")
-
-
-def checkout_shape(repo: Path, common: Path) -> str:
-    """A digest of what, besides the commit, decides the files a checkout writes ('' when none of
-    it is set, so that a plain repository's keys are what they were): the shaping config
-    (_SHAPING), <git dir>/info/attributes, GIT_LFS_SKIP_SMUDGE, the replace refs and the sparse
-    checkout's patterns."""
-    try:
-        said = run_git(repo, "config", "--get-regexp", _SHAPING)
-    except SpaceError:              # exit 1: no such key
-        said = ""
-    try:
-        attributes = (common / "info" / "attributes").read_text(errors="replace")
-    except OSError:
-        attributes = ""
-    skip = os.environ.get("GIT_LFS_SKIP_SMUDGE", "")
-    replaced = _replacements(repo, common)
-    if not (said or attributes or skip or replaced):
-        return ""
-    sparse = _sparse_patterns(repo, said)
-    parts = (said, attributes, skip) + tuple(p for p in (replaced, sparse) if p)   # keys made before stay
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
-
-
-def _shape_of(path: Path) -> str:
-    try:
-        return Path(f"{path}.shape").read_text().strip()
-    except OSError:
-        return ""
-
-
-def _record_shape(path: Path, shape: str) -> None:
-    shaped = Path(f"{path}.shape")
-    if shape:
-        shaped.write_text(shape + "\n")
-    else:
-        shaped.unlink(missing_ok=True)
-
-
-def trust(path: Path) -> None:
-    """Root in a repository another user owns (a CI container's checkout, which the user declared
-    safe to git): the worktree's admin directory is given to that user (release), so git run by
-    root, ours and the runs', must be told the worktree is safe too (`safe.directory` through
-    GIT_CONFIG_COUNT, which this process and every run inherit), once per worktree."""
-    n = int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0)
-    if any(os.environ.get(f"GIT_CONFIG_KEY_{i}") == "safe.directory"
-           and os.environ.get(f"GIT_CONFIG_VALUE_{i}") == str(path) for i in range(n)):
-        return
-    os.environ.update({f"GIT_CONFIG_KEY_{n}": "safe.directory", f"GIT_CONFIG_VALUE_{n}": str(path),
-                       "GIT_CONFIG_COUNT": str(n + 1)})
 
 
 def _arm(entry: _Entry) -> None:
@@ -343,49 +95,6 @@ def _arm(entry: _Entry) -> None:
     if entry.watch is None:
         entry.watch = DirWatch()
     entry.watch.arm(entry.stamps)
-
-
-# what a git operation left under way keeps in a worktree's admin directory: a `git bisect`, a
-# merge, rebase, cherry-pick or revert that stopped (a conflict, a failing test in `rebase -x`)
-_UNDER_WAY = ("BISECT_START", "BISECT_LOG", "BISECT_TERMS", "BISECT_EXPECTED_REV", "BISECT_ANCESTORS_OK",
-              "BISECT_NAMES", "BISECT_HEAD", "BISECT_FIRST_PARENT", "MERGE_HEAD", "MERGE_MSG", "MERGE_MODE",
-              "MERGE_RR", "AUTO_MERGE", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply",
-              "sequencer", "refs/bisect")
-
-
-def _under_way(path: Path) -> bool:
-    """Whether a run left a git operation under way in the worktree (a stat each)."""
-    admin = _admin_of(path)
-    return admin is not None and any((admin / name).exists() for name in _UNDER_WAY)
-
-
-def _end_under_way(path: Path) -> None:
-    """Forget a git operation a run began in the worktree and did not finish: a `git bisect` it
-    did not reset, a merge, rebase, cherry-pick or revert stopped at a conflict. Its state is the
-    worktree's own (in its admin directory) and a checkout keeps it, so every later run, of any
-    commit or command, would find itself inside it (`git status` says "rebase in progress", a `git
-    bisect start` there first goes back to the commit that bisection began at)."""
-    admin = _admin_of(path)
-    if admin is None:
-        return
-    for name in _UNDER_WAY:
-        leftover = admin / name
-        if leftover.is_dir() and not leftover.is_symlink():
-            shutil.rmtree(leftover, ignore_errors=True)
-        else:
-            leftover.unlink(missing_ok=True)
-    (admin / "ORIG_HEAD").unlink(missing_ok=True)
-
-
-def _index_of(path: Path) -> tuple | None:
-    """The stat of a worktree's index file (None if it has none): git rewrites it by a rename, so
-    any command that wrote it (add, stash, checkout, a refreshing status) gives a new one."""
-    admin = _admin_of(path)
-    try:
-        st = os.stat(admin / "index") if admin is not None else None
-    except OSError:
-        return None
-    return None if st is None else (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 @dataclass
@@ -539,7 +248,7 @@ class WorktreePool:
             if self.damage(entry.path) is not None:
                 self._remake(entry, sha)    # a run broke its link to git: no git command runs there
             else:
-                _drop_locks(entry.path)
+                drop_locks(entry.path)
                 try:
                     if entry.sha == sha and not entry.fresh:
                         self._tidy(entry, sha)
@@ -585,7 +294,7 @@ class WorktreePool:
         _drop_carried(entry)
         self._off_branch(entry)
         if self._owner is not None:     # root in another user's repository: git's admin files are theirs
-            give([self._common / "worktrees", _admin_of(entry.path) or entry.path], self._owner)
+            give([self._common / "worktrees", admin_of(entry.path) or entry.path], self._owner)
         with self._cond:
             entry.sha = sha
             self._free.append(entry)
@@ -598,7 +307,7 @@ class WorktreePool:
         too. HEAD is detached at the commit the branch is at (written as git writes it, never by a
         git command run through a worktree whose link a run may have broken); the branch is not
         moved. An unborn one (`checkout --orphan`) leaves HEAD naming no commit: made again."""
-        admin = _admin_of(entry.path)
+        admin = admin_of(entry.path)
         try:
             head = (admin / "HEAD").read_text().strip() if admin is not None else ""
         except OSError:
@@ -608,7 +317,7 @@ class WorktreePool:
         try:
             at = run_git(self.repo, "rev-parse", "--verify", "--quiet", f"{head[5:]}^{{commit}}")
         except SpaceError:
-            return      # unborn: _head_of reads no commit there, and the next lease makes it again
+            return      # unborn: head_of reads no commit there, and the next lease makes it again
         lock = admin / "HEAD.lock"
         try:
             lock.write_text(at + "\n")
@@ -621,14 +330,14 @@ class WorktreePool:
         mine = {e.path for e in self._held}
         found: list[tuple[Path, str | None]] = []
         for d in sorted(self.cache_dir.iterdir(), key=lambda p: p.name):
-            if _ENTRY.match(d.name) and d.is_dir() and d not in mine:
-                found.append((d, _head_of(d)))
+            if ENTRY.match(d.name) and d.is_dir() and d not in mine:
+                found.append((d, head_of(d)))
         found.sort(key=lambda item: item[1] != sha)
         for path, head in found:
             fd = self._lock(path)
             if fd is None:
                 continue
-            if head is None or damage(path, self._common) is not None or _shape_of(path) != self.shape:
+            if head is None or damage(path, self._common) is not None or shape_of(path) != self.shape:
                 # not intact (pruned, half-made), or its files were written under other checkout
                 # settings (git-lfs installed since, a filter or eol setting changed): made again,
                 # by the next add, under the lock held now. Let go and taken again, the lock could
@@ -646,7 +355,7 @@ class WorktreePool:
         if self._emptied:       # an entry removed to be made again, still locked
             path, fd = self._emptied.pop(0)
         else:
-            taken = {int(m.group(1)) for d in self.cache_dir.iterdir() if (m := _ENTRY.match(d.name))}
+            taken = {int(m.group(1)) for d in self.cache_dir.iterdir() if (m := ENTRY.match(d.name))}
             k = next(k for k in range(len(taken) + 1) if k not in taken)
             path = self.cache_dir / f"wt-{k}"
             fd = self._lock(path)
@@ -669,10 +378,10 @@ class WorktreePool:
 
     def _made(self, entry: _Entry) -> None:
         """A worktree `git worktree add` has just written: its shape, submodules and survey."""
-        _record_shape(entry.path, self.shape)
+        record_shape(entry.path, self.shape)
         self._submodules(entry)
         entry.stamps = survey(entry.path, coarse=self.coarse, skip=entry.subs)
-        entry.index = _index_of(entry.path)
+        entry.index = index_of(entry.path)
         _arm(entry)
 
     def damage(self, path: Path) -> str | None:
@@ -694,14 +403,14 @@ class WorktreePool:
         self._made(entry)
 
     def _lock(self, path: Path) -> int | None:
-        return _lock(path)
+        return lock_entry(path)
 
     def _switch(self, entry: _Entry, sha: str, checkout: bool = True, moved=_ASK) -> None:
         """`checkout` False: HEAD and the tracked files are as the checkout left them (`_tidy`
         found them so). `moved`: the directories changed since the last survey, when the caller
-        has already asked (`_moved`)."""
+        has already asked (`moved_since`)."""
         if entry.fresh:         # another process's leftovers: a killed git's lock, a killed build
-            admin = _admin_of(entry.path)
+            admin = admin_of(entry.path)
             if admin is not None:
                 (admin / "index.lock").unlink(missing_ok=True)
         # -q: a checkout that leaves a detached HEAD otherwise walks the history to warn about
@@ -709,20 +418,20 @@ class WorktreePool:
         # Untracked files can only have appeared where a directory's mtime moved since the last
         # switch left the worktree clean: creating or deleting an entry updates its directory.
         # None: not known (another process's worktree, -x asked, a directory gone): all of it.
-        _end_under_way(entry.path)
+        end_under_way(entry.path)
         if moved is _ASK:
-            moved = None if entry.fresh or self.clean_ignored or entry.stamps is None else _moved(entry.stamps)
+            moved = None if entry.fresh or self.clean_ignored or entry.stamps is None else moved_since(entry.stamps)
         stamps_before, entry.stamps = entry.stamps, None    # unknown until the switch is done
         if checkout:        # False: `_tidy` found the tracked files and HEAD as the checkout left them
-            before = _head_of(entry.path)
+            before = head_of(entry.path)
             # a file whose blob a switch keeps lies in a directory there before it (the last survey
             # knows them all); the .gitattributes that apply to it lie there or above: none in any
             # of them, before the switch or after, and no tree diff is asked (a process a switch)
             dirs = list(stamps_before) if stamps_before else None
-            had = dirs is None or _has_attributes(dirs)
+            had = dirs is None or has_attributes(dirs)
             run_git(entry.path, *PARALLEL_CHECKOUT, "checkout", "-q", "--force", "--detach", sha)
-            if (before is not None and before != sha and (had or _has_attributes(dirs))
-                    and _attributes_differ(entry.path, before, sha)):
+            if (before is not None and before != sha and (had or has_attributes(dirs))
+                    and attributes_differ(entry.path, before, sha)):
                 # a switch rewrites only the files whose blob changed: one whose line endings or
                 # filter the new .gitattributes changes would keep the old commit's bytes, where a
                 # fresh checkout of this commit (the user's clone) writes others. A checkout of
@@ -742,7 +451,7 @@ class WorktreePool:
         self._submodules(entry)
         # another process's leftovers are walked whole; our own worktree only where it changed
         entry.stamps = survey(entry.path, previous, coarse=self.coarse, skip=entry.subs)
-        entry.index = _index_of(entry.path)
+        entry.index = index_of(entry.path)
         entry.fresh = False
         _arm(entry)
 
@@ -756,13 +465,13 @@ class WorktreePool:
         made or removed, git's index whether a tracked file was edited (`diff-files`: a stat of
         each, no write), and HEAD and the index file's stat whether the run moved either (a test
         that ran `git checkout`, `git add` or `git stash` in its worktree): then it is switched."""
-        if (_head_of(entry.path) != sha or entry.index is None or _index_of(entry.path) != entry.index
-                or _under_way(entry.path)):
+        if (head_of(entry.path) != sha or entry.index is None or index_of(entry.path) != entry.index
+                or under_way(entry.path)):
             self._switch(entry, sha)
             return
         if not self.clean_ignored and entry.watch is not None and entry.watch.quiet():
             return          # nothing written in it since: no stat of every file
-        moved = None if self.clean_ignored or entry.stamps is None else _moved(entry.stamps)
+        moved = None if self.clean_ignored or entry.stamps is None else moved_since(entry.stamps)
         edited = not git_ok(entry.path, "diff-files", "--quiet")
         if moved != [] or edited:
             self._switch(entry, sha, checkout=edited, moved=moved)
@@ -790,7 +499,7 @@ class WorktreePool:
         the new commit no longer records is removed whole."""
         made = frozenset()
         if (entry.path / ".gitmodules").is_file():
-            admin = _admin_of(entry.path)
+            admin = admin_of(entry.path)
             if admin is None:
                 raise SpaceError(f"worktree {entry.path} has no git directory")
             made = frozenset(os.fspath(p) for p in submodules.sync(entry.path, admin, self._modules,
@@ -801,7 +510,7 @@ class WorktreePool:
         entry.subs = made
 
     def _discard(self, path: Path) -> None:
-        _discard(self.repo, path)
+        discard(self.repo, path)
 
     @functools.cached_property
     def shape(self) -> str:
@@ -858,158 +567,3 @@ def _drop_carried(entry: _Entry) -> None:
             entry.watch.doubt()             # what the run wrote was read above: the slow way must find it
 
 
-def _lock(path: Path) -> int | None:
-    """An fd holding the exclusive flock of wt-N.lock; None if another process holds it."""
-    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
-
-
-def _discard(repo: Path, path: Path) -> None:
-    try:
-        run_git(repo, "worktree", "remove", "--force", "--force", str(path))
-    except SpaceError:
-        pass            # half-created or already gone: rmtree + prune settle it
-    shutil.rmtree(path, onerror=_writable_then_remove)
-    Path(f"{path}.shape").unlink(missing_ok=True)
-    prune_ours(git_common_dir(repo))     # its admin directory, submodules' clones with it
-
-
-def _writable_then_remove(func: Callable, name: str, _exc: object) -> None:
-    """rmtree's second try at what it could not remove: a run may have made its worktree read-only
-    (`chmod -R a-w .`); its directory is made writable again (ours: under the cache) and the
-    removal retried once; what still resists is left to `git worktree add --force`'s error."""
-    try:
-        parent = os.path.dirname(name)
-        os.chmod(parent, os.stat(parent).st_mode | stat.S_IWUSR | stat.S_IXUSR)
-        if os.path.isdir(name) and not os.path.islink(name):
-            os.chmod(name, os.stat(name).st_mode | stat.S_IWUSR | stat.S_IXUSR | stat.S_IRUSR)
-            shutil.rmtree(name, ignore_errors=True)
-        else:
-            func(name)
-    except OSError:
-        pass
-
-
-def _drop_locks(path: Path) -> None:
-    """git's lock files left in a worktree's own admin directory (`index.lock`, `HEAD.lock`, a
-    per-worktree ref's): the git that made them was a run's (killed by the watchdog mid-commit, or
-    a test that made one), and every process of a run has ended when its lease is over, so none is
-    held. Left, every later checkout of the worktree fails ("Unable to create .../index.lock: File
-    exists"), in this command and the next. Called once `damage` has found the admin directory ours."""
-    admin = _admin_of(path)
-    if admin is None:
-        return
-    for lock in [*admin.glob("*.lock"), *(admin / "refs").rglob("*.lock")]:
-        try:
-            lock.unlink()
-        except OSError:
-            pass
-
-
-_OURS = re.compile(r"/(bisectk|bisectk-\d+)/worktrees/[^/]+/wt-\d+/\.git$")
-
-
-def prune_ours(common: Path) -> None:
-    """`git worktree prune` for bisectk's worktrees alone: the admin directory (under
-    <common>/worktrees/) of each worktree of a cache, or of the legacy <common>/bisectk-worktrees,
-    whose directory is gone. `git worktree prune` would also delete the admin directory -- HEAD,
-    index, per-worktree refs -- of a worktree of the user's own that is away for a while (on a
-    disk not mounted now, or moved), leaving it "not a git repository" once it is back."""
-    try:
-        admins = [a for a in (common / "worktrees").iterdir() if a.is_dir()]
-    except OSError:
-        return
-    legacy = os.path.join(os.fspath(common / LEGACY), "")
-    for admin in admins:
-        try:
-            gitfile = (admin / "gitdir").read_text().strip()
-        except OSError:
-            continue                # not one git can name either: left to git's own prune
-        if os.path.exists(gitfile) or (admin / "locked").exists():
-            continue
-        if _OURS.search(gitfile) or gitfile.startswith(legacy):
-            shutil.rmtree(admin, ignore_errors=True)
-
-
-def _sweep(repo: Path, cache: Path) -> list[Path]:
-    """Remove the worktrees under `cache` that no process holds (and, in a legacy cache, the
-    per-process sessions of dead processes); the removed paths."""
-    removed = [d for d in cache.iterdir()
-               if d.is_dir() and (m := _SESSION.match(d.name)) and not _pid_alive(int(m.group(1)))]
-    for d in removed:
-        shutil.rmtree(d, ignore_errors=True)
-    for d in sorted(cache.iterdir()):
-        if not (_ENTRY.match(d.name) and d.is_dir()):
-            continue
-        fd = _lock(d)
-        if fd is None:
-            continue                    # in use by a running command
-        try:
-            _discard(repo, d)
-            Path(f"{d}.lock").unlink(missing_ok=True)
-            Path(f"{d}.carried").unlink(missing_ok=True)
-            removed.append(d)
-        finally:
-            os.close(fd)
-    for lock in cache.glob("wt-*.lock"):        # locks of entries gone
-        if not lock.with_suffix("").exists():
-            fd = _lock(lock.with_suffix(""))
-            if fd is not None:
-                lock.unlink(missing_ok=True)
-                os.close(fd)
-    return removed
-
-
-def _orphans() -> list[Path]:
-    """Remove the cache directories whose repository is gone (its recorded git dir no longer
-    there) and that no process holds; the worktrees removed with them."""
-    removed: list[Path] = []
-    for root in cache_roots():
-        try:
-            caches = [d for d in root.iterdir() if d.is_dir()]
-        except OSError:
-            continue
-        for cache in caches:
-            recorded = owner(cache)
-            if not recorded or os.path.isdir(recorded):
-                continue
-            fds = [_lock(lock.with_suffix("")) for lock in cache.glob("wt-*.lock")]
-            try:
-                if all(fd is not None for fd in fds):     # none in use by a running command
-                    removed += sorted(d for d in cache.iterdir() if _ENTRY.match(d.name) and d.is_dir())
-                    shutil.rmtree(cache, ignore_errors=True)
-            finally:
-                for fd in fds:
-                    if fd is not None:
-                        os.close(fd)
-    return removed
-
-
-def collect(repo: Path | str) -> list[Path]:
-    """Remove the repository's cached worktrees that no process holds (in each cache root, and in
-    the legacy <git-common-dir>/bisectk-worktrees), the cache directories of repositories that
-    are gone, and prune their admin directories (prune_ours); the removed worktree paths."""
-    root = open_repo(repo)
-    common = git_common_dir(root)
-    removed: list[Path] = []
-    key = key_of(common)
-    for base in cache_roots():
-        for cache in sorted(base.glob(f"{key}*")):
-            if cache.is_dir() and owner(cache) == str(common):
-                removed += _sweep(root, cache)
-                remove_if_unused(cache)
-    legacy = common / LEGACY
-    if legacy.is_dir():
-        removed += _sweep(root, legacy)
-        try:
-            legacy.rmdir()
-        except OSError:
-            pass                        # a worktree still held by a running (older) bisectk
-    removed += _orphans()
-    prune_ours(common)
-    return removed

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from bisectk.spaces.submodules import SubmoduleMissing, gitlinks
-from bisectk.spaces.worktrees import WorktreePool, collect
+from bisectk.spaces.worktrees import WorktreePool
+from bisectk.spaces.wtcollect import collect
 from tests.fixtures.gitrepo import git
 
 ROOT = Path(__file__).resolve().parents[2]

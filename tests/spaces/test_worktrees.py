@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from bisectk.spaces.commits import SpaceError, list_graph, resolve, run_git
-from bisectk.spaces.worktrees import WorktreePool, cache_dir_of, collect
+from bisectk.spaces.worktrees import WorktreePool, cache_dir_of
+from bisectk.spaces.wtcollect import collect
 from tests.fixtures.gitrepo import make_dag_repo
 from tests.search.dags import CRISS_CROSS
 from tests.spaces.test_commits import fingerprint, git, repo, worktrees  # noqa: F401  (repo: a fixture)
@@ -91,14 +92,14 @@ def test_a_worktree_made_again_under_new_settings_keeps_its_lock_while_a_fork_ho
             pass
     git(repo, "config", "core.autocrlf", "false")          # a shaping setting: wt-0 is made again
     forked: list[int] = []
-    taken = worktrees._lock
+    taken = worktrees.lock_entry
 
     def lock_copied_by_a_fork(path):
         fd = taken(path)
         if fd is not None:
             forked.append(os.dup(fd))
         return fd
-    monkeypatch.setattr(worktrees, "_lock", lock_copied_by_a_fork)
+    monkeypatch.setattr(worktrees, "lock_entry", lock_copied_by_a_fork)
     try:
         with WorktreePool(repo, size=1) as pool:
             with pool.lease(rng[2]) as wt:
@@ -497,7 +498,7 @@ def test_on_a_coarse_clock_an_entry_that_kept_its_directorys_mtime_is_still_clea
     pool's probe says the clock is fine-grained the file would survive the switch (the premise);
     where it says coarse, the recently changed directories are cleaned at the next switch."""
     rng = chain(repo)
-    monkeypatch.setattr("bisectk.spaces.worktrees.RACY_NS", 3600 * 10**9)   # "recent": however loaded the machine
+    monkeypatch.setattr("bisectk.spaces.wtdisk.RACY_NS", 3600 * 10**9)   # "recent": however loaded the machine
     survived = {}
     for coarse in (False, True):
         collect(repo)
@@ -544,7 +545,7 @@ def test_a_switch_cleans_only_the_directories_that_changed(tmp_path, monkeypatch
 
 
 def test_the_clock_probe_answers_and_leaves_nothing(tmp_path):
-    from bisectk.spaces.worktrees import coarse_mtimes
+    from bisectk.spaces.wtdisk import coarse_mtimes
     assert coarse_mtimes(tmp_path) in (True, False)
     assert list(tmp_path.iterdir()) == []
     assert coarse_mtimes(tmp_path / "missing") is True      # no probe possible: assume the worst

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bisectk.errors import SpecError
-from bisectk.run.process import invalid_command
+from bisectk.run.startcheck import invalid_command
 from bisectk.spec import config_key, load_spec, parse_value
 
 SUBJECT = '[subject]\ncommand = ["python", "-c", "print(1)"]\n'

@@ -116,8 +116,9 @@ def announce_watchdog(runner: Runner, workload) -> None:
     if runner.timeout is not None or runner.has(workload):
         return
     cap = runner.policy()
+    sets = "--timeout SECONDS sets it" if runner.spec.literal else "--timeout SECONDS or the spec's `timeout` sets it"
     runner.events.emit(Note(f"watchdog: {cap.seconds:g} s until the good endpoint has passed once (then "
-                            "calibrated from it); --timeout SECONDS or the spec's `timeout` sets it",
+                            f"calibrated from it); {sets}",
                             {"watchdog_s": cap.seconds, "source": cap.source}))
 
 

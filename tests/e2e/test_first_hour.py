@@ -72,6 +72,7 @@ def test_progress_on_stderr_when_piped_never_in_json(tmp_path):
     note = "watchdog: 120 s until the good endpoint has passed once"
     first_good = next(i for i, ln in enumerate(lines) if ln.startswith("  PASS  good"))
     assert any(ln.startswith(note) for ln in lines[:first_good]), p.stderr   # said before the long wait
+    assert any(ln.startswith(note) and ln.endswith("or the spec's `timeout` sets it") for ln in lines), p.stderr
     assert lines[first_good - 1] == "  ... running good (run 1); watchdog 120 s"
     assert any(ln.startswith("  FAIL wrong (err 1 > 0)  bad  (") for ln in lines), p.stderr
     assert "==" not in p.stdout and "running" not in p.stdout          # progress never on stdout
@@ -80,6 +81,18 @@ def test_progress_on_stderr_when_piped_never_in_json(tmp_path):
     assert "(from the ledger)" in again.stdout
     j = cli("check", s, "--json", "--fresh", cwd=tmp_path)
     assert j.stderr == "" and json.loads(j.stdout)["ok"]                # --json: one document, nothing else
+
+
+def test_the_watchdog_note_of_a_run_command_names_only_the_option(tmp_path):
+    """`diff GOOD BAD --run CMD` has no spec: its first note named "the spec's `timeout`" beside
+    --timeout, a file the user never wrote."""
+    for side, code in (("g", 0), ("b", 1)):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "t.sh").write_text(f"exit {code}\n")
+    p = cli("diff", "g", "b", "--run", "sh t.sh", cwd=tmp_path)
+    notes = [ln for ln in p.stderr.splitlines() if ln.startswith("watchdog: 120 s until the good endpoint")]
+    assert notes and all(ln.endswith("; --timeout SECONDS sets it") for ln in notes), p.stderr
+    assert "spec" not in notes[0]
 
 
 def test_good_endpoint_with_the_target_failure_is_not_rechecked(tmp_path):

@@ -922,30 +922,24 @@ def test_an_undeclared_flake_names_the_rule_the_search_switched_to(tmp_path):
     assert doc["flakiness_rule"]["text"] in next(s["rule"] for s in doc["advice"] if s["step"] == "intermittent")
 
 
-def test_a_threshold_below_the_good_value_is_said_to_go_down(tmp_path):
-    """An ordinal factor whose bad value is below its good one (depth = [1, 2, 3, 4], good 4,
-    bad 1, failing at 1 only): the threshold said `fails from 1 on (2 passes)`, which reads as
-    every value from 1 up failing, the good value 4 included."""
+@pytest.mark.parametrize("script,values,said", [
+    # an ordinal factor whose bad value is below its good one, failing at 1 only: the threshold said
+    # `fails from 1 on (2 passes)`, which reads as every value from 1 up failing, good's 4 included
+    ('[ "$1" = 1 ] && exit 1; exit 0', '[1, 2, 3, 4]', "fails from 1 down (2 passes)"),
+    # the list written as strings, the endpoints as numbers: the subject receives "4" and "1"
+    # either way, but the list was searched with Python's ==, and the spec was refused ("does not
+    # contain the good value 4")
+    ('[ "$1" -le 2 ] && exit 1; exit 0', '["1", "2", "3", "4"]', "fails from 2 down (3 passes)"),
+])
+def test_an_ordinal_threshold_below_the_good_value_is_found_and_said_to_go_down(tmp_path, script, values, said):
+    """depth = VALUES with good 4 and bad 1: the culprit is depth, its threshold said downwards."""
     spec = tmp_path / "s.toml"
-    (tmp_path / "s.sh").write_text('[ "$1" = 1 ] && exit 1; exit 0\n')
-    spec.write_text('[subject]\ncommand = ["sh", "s.sh", "{depth}", "{m}"]\n[factors]\ndepth = [1, 2, 3, 4]\n'
+    (tmp_path / "s.sh").write_text(script + "\n")
+    spec.write_text(f'[subject]\ncommand = ["sh", "s.sh", "{{depth}}", "{{m}}"]\n[factors]\ndepth = {values}\n'
                     "[good]\ndepth = 4\nm = 0\n[bad]\ndepth = 1\nm = 1\n")
     doc = ablate_json(spec, tmp_path)
     assert doc["culprits"] == ["depth"]
-    assert doc["thresholds"]["depth"]["text"] == "fails from 1 down (2 passes)", doc["thresholds"]
-
-
-def test_an_ordinal_list_written_as_strings_takes_endpoints_written_as_numbers(tmp_path):
-    """depth = ["1", "2", "3", "4"] with good 4 and bad 1: the subject receives "4" and "1" either
-    way (as for any difference, 4 and "4" are one value to it), but the list was searched with
-    Python's ==, and the spec refused ("does not contain the good value 4")."""
-    spec = tmp_path / "s.toml"
-    (tmp_path / "s.sh").write_text('[ "$1" -le 2 ] && exit 1; exit 0\n')
-    spec.write_text('[subject]\ncommand = ["sh", "s.sh", "{depth}", "{m}"]\n[factors]\ndepth = ["1", "2", "3", "4"]\n'
-                    "[good]\ndepth = 4\nm = 0\n[bad]\ndepth = 1\nm = 1\n")
-    doc = ablate_json(spec, tmp_path)
-    assert doc["culprits"] == ["depth"]
-    assert doc["thresholds"]["depth"]["text"] == "fails from 2 down (3 passes)", doc["thresholds"]
+    assert doc["thresholds"]["depth"]["text"] == said, doc["thresholds"]
 
 
 def test_resume_after_the_spec_changed_is_refused_saying_why_not_that_there_was_none(tmp_path):

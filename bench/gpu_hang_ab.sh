@@ -9,7 +9,8 @@
 # and the gaps between runs after it (waits for a worker), from the ledger (bench/ledger_timeline.py).
 set -u
 BASE=${1:?usage: gpu_hang_ab.sh BASE ROUNDS SPEC...}; ROUNDS=${2:?}; shift 2
-W=$(mktemp -d)
+W=${KEEP:-$(mktemp -d)}   # KEEP=DIR: the ledgers, JSON and pool traces stay there (e.g. under $OUT)
+mkdir -p "$W"
 HERE=$PWD
 for r in $(seq "$ROUNDS"); do
   for s in "$@"; do

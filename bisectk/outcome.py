@@ -127,6 +127,10 @@ class Run:
 # the check a NaN breaks where a subject reports metrics and the spec has no thresholds
 # (run/classify.py): 'x is a number' is what failed; it is said 'NaN in x'
 NAN_CHECK = " is a number"
+# what failed where a test under git bisect run's protocol never ran because its source did not
+# link (run/classify.py: an ImportError, a NameError, a module's missing attribute): the test's own
+# verdict is unknown there, so a hybrid that ran and exited bad is that failure too (Target.matches)
+LINK_FAILED = "does not link"
 
 KIND_WORDS = {FailKind.HANG: "hang", FailKind.CRASH: "crash", FailKind.WRONG: "wrong result",
               FailKind.SLOW: "slow", FailKind.BAD: "bad (non-zero exit)"}
@@ -185,6 +189,11 @@ class Target:
         if f is None or all(t.kind is not f.kind for t in self.failures):
             return False
         seen = self.what(f.kind)
+        if not f.what and LINK_FAILED in seen:
+            # the bad endpoint never ran its test (a name it calls does not exist): a run whose test
+            # ran and exited bad cannot be told from what bad's test would have said. The other way
+            # round stays apart: half a rename that does not link is no plain exit 1 of bad's
+            return True
         return (not f.what and not seen) or bool(f.what & seen)
 
     def describe(self) -> str:

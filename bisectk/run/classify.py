@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 
 from bisectk import slowrule
-from bisectk.outcome import NAN_CHECK, FailKind, Outcome, Reason, Run
+from bisectk.outcome import LINK_FAILED, NAN_CHECK, FailKind, Outcome, Reason, Run
 
 # The rules above, as a memo key's part (run/memokey.py StaticKey): a change that can move a stored
 # run's verdict (an import failure read as a hybrid that does not link, a quoted metric as
@@ -37,10 +37,11 @@ from bisectk.outcome import NAN_CHECK, FailKind, Outcome, Reason, Run
 # compares; a C compiler's error line read as a build failure, a SLOW metric better higher or a
 # baseline of zero or below: stop 52; an exit 129-192 named as that exit, not as the script's own
 # death by the signal, a NameError read as a hybrid that does not link, a slow_metric below zero
-# left UNRESOLVED (slowrule): stop 54) is a new
+# left UNRESOLVED (slowrule): stop 54; a module's or a class's missing attribute read as a hybrid
+# that does not link: stop 55) is a new
 # version, so a ledger written under the old rules is not answered from, as a changed timeout
 # policy is not (memokey.POLICY_VERSION).
-RULES_VERSION = "classify-v11"
+RULES_VERSION = "classify-v12"
 from bisectk.run.process import RawRun, signal_name
 from bisectk.spec import Threshold
 
@@ -112,27 +113,33 @@ def is_compile_error(text: str) -> bool:
 
 COMPILE_FAILED = "does not compile"
 _TRACEBACK = "Traceback (most recent call last):"
+# what a module or a class its source defines lacks; an instance's missing attribute (None.shape)
+# is the program's own failure
+_UNLINKED_ATTRIBUTE = re.compile(r"AttributeError: (?:module|type object) '[\w.]+' has no attribute ")
 _PY_SYNTAX = re.compile(r"^\s*((?:SyntaxError|IndentationError|TabError)\b.*)$", re.MULTILINE)
 
 
-def does_not_compile(text: str) -> str | None:
-    """What says the source did not compile or parse (a Python SyntaxError, a compiler's error),
-    or did not link (a Python traceback that ends in an ImportError or a NameError: a diff hybrid
-    that imports a module, or uses a name, that only another hunk brings), in a few words; None
-    when nothing does."""
+def does_not_build(text: str) -> tuple[str, str] | None:
+    """(COMPILE_FAILED or LINK_FAILED, a few words) where the output says the source did not compile
+    or parse (a Python SyntaxError, a compiler's error: COMPILE_FAILED), or did not link (a Python
+    traceback that ends in an ImportError, a NameError, or an AttributeError of a module or a
+    class: a diff hybrid or a commit that imports a module, or uses a name, that only another hunk
+    brings: LINK_FAILED); None when nothing does."""
     said = _PY_SYNTAX.search(text)
     if said:
-        return said.group(1).strip()[:160]
+        return COMPILE_FAILED, said.group(1).strip()[:160]
     if _TRACEBACK in text:
         last = last_exception(text)
         # an import, or a name, that only another hunk defines (NameError: a rename's definition
-        # tried without its use, as the line pass splits them)
-        if last is not None and last.split(":")[0] in ("ImportError", "ModuleNotFoundError", "NameError",
-                                                       "UnboundLocalError"):
-            return last
+        # tried without its use, as the line pass splits them; a module's or a class's attribute:
+        # the same rename across two files, `def f` in one and `a.f()` in another)
+        if last is not None and (last.split(":")[0] in ("ImportError", "ModuleNotFoundError", "NameError",
+                                                        "UnboundLocalError") or _UNLINKED_ATTRIBUTE.match(last)):
+            return LINK_FAILED, last
     if is_compile_error(text):
-        return last_exception(text) or "compile error"
-    return compiler_error(text)
+        return COMPILE_FAILED, last_exception(text) or "compile error"
+    said_cc = compiler_error(text)
+    return (COMPILE_FAILED, said_cc) if said_cc else None
 
 
 def compiler_error(text: str) -> str | None:
@@ -453,12 +460,14 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
         cuda = recognise(text)
         if cuda:
             return Run(Outcome.FAIL, FailKind.CRASH, signature=cuda, failed=(cuda,), **common)
-        if unbuilt := does_not_compile(text):
+        if unbuilt := does_not_build(text):
             # bad by the protocol, but a failure of its own: a hybrid of `diff` (or a commit) that
             # does not even parse is not the failure a test that ran saw, and is only the target
-            # where the bad endpoint did not compile either ("when did the build break")
-            return Run(Outcome.FAIL, FailKind.BAD, signature=f"exit {raw.exit_code}: {unbuilt}",
-                       failed=(COMPILE_FAILED,), **common)
+            # where the bad endpoint did not compile either ("when did the build break"); one that
+            # does not link is the target where bad did not link (outcome.Target.matches)
+            tag, words = unbuilt
+            return Run(Outcome.FAIL, FailKind.BAD, signature=f"exit {raw.exit_code}: {words}",
+                       failed=(tag,), **common)
         return Run(Outcome.FAIL, FailKind.BAD, signature=f"exit {raw.exit_code}", **common)
     if raw.exit_code != 0:
         if is_compile_error(text) or compiler_error(text):

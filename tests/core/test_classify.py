@@ -306,6 +306,33 @@ def test_under_git_bisect_runs_protocol_a_name_used_without_its_definition_is_a_
         assert not Target.of([bad]).matches(hybrid) and Target.of([hybrid]).matches(hybrid)
 
 
+def test_under_git_bisect_runs_protocol_a_module_or_class_attribute_only_another_hunk_defines_is_a_failure_of_its_own():
+    """A rename across two files (`def f` -> `def g` in a.py, `a.f(3)` -> `a.g(3)` in b.py) tried one
+    half at a time dies of `AttributeError: module 'a' has no attribute 'f'` (exit 1). Under --run
+    that counted as the bad endpoint's own exit 1, and diff answered each half of the rename as a
+    failing set of its own beside the real culprit. A module's or a class's missing attribute is a
+    source that does not link, as a NameError is; an instance's missing attribute (None.shape) is
+    the program's own failure and stays the protocol's plain exit 1."""
+    from bisectk.outcome import Target
+    git = Judge([], protocol="git")
+    bad = classify_run(raw(exit_code=1), git)
+    for last in ("AttributeError: module 'a' has no attribute 'f'",
+                 "AttributeError: module 'pkg.ops' has no attribute 'scale'. Did you mean: 'scales'?",
+                 "AttributeError: type object 'Kernel' has no attribute 'launch'"):
+        hybrid = classify_run(raw(exit_code=1, stderr='Traceback (most recent call last):\n  File "b.py", line 5\n'
+                                                      f"{last}\n"), git)
+        assert hybrid.signature.startswith(f"exit 1: {last[:40]}") and hybrid.failed, hybrid.signature
+        assert not Target.of([bad]).matches(hybrid) and Target.of([hybrid]).matches(hybrid)
+    own = classify_run(raw(exit_code=1, stderr='Traceback (most recent call last):\n  File "b.py", line 5\n'
+                                               "AttributeError: 'NoneType' object has no attribute 'shape'\n"), git)
+    assert own.signature == "exit 1" and Target.of([bad]).matches(own)
+    # where bad itself did not link (a removed function it calls), its test never ran: a hybrid whose
+    # test ran and exited 1 is that failure too, as git bisect run would say
+    assert Target.of([hybrid]).matches(bad) and Target.of([hybrid]).matches(own)
+    syntax = classify_run(raw(exit_code=1, stderr='  File "b.py", line 5\n    def f(\nSyntaxError: invalid syntax\n'), git)
+    assert not Target.of([syntax]).matches(bad)       # "when did the build break" stays the build
+
+
 def test_a_metric_printed_in_quotes_is_the_subjects_printing_not_a_wrong_result():
     """`{"err": "1e-9"}` (a string: a printf with quotes) on both sides made good 'fail too' with a
     wrong result, and the problem said the failure did not depend on the differences."""

@@ -612,3 +612,23 @@ def test_the_line_pass_keeps_a_renamed_definition_with_its_use(tmp_path):
     doc = json.loads(p.stdout)
     changed = {line for line in doc["lines_diff"].splitlines() if line[:1] in "+-" and line[:3] not in ("---", "+++")}
     assert changed == {"-x = 1", "-y = x + 1", "+xx = 3", "+y = xx + 1"}, doc["lines_diff"]
+
+
+def test_a_rename_across_two_files_is_no_failing_set_beside_the_real_culprit(tmp_path):
+    """bad renames `f` to `g` in a.py and its call in b.py (benign together), and raises SCALE, which
+    alone makes the check fail (`--run`, exit 1). Each half of the rename tried alone dies of
+    `AttributeError: module 'a' has no attribute ...`, exit 1 too: diff answered three independent
+    failing sets (both halves of the rename and SCALE). The answer is SCALE's line alone."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, name, scale, lim in ((good, "f", 2, 10), (bad, "g", 3, 11)):
+        side.mkdir()
+        (side / "a.py").write_text(f"def {name}(x):\n    return x + 1\n\n\nSCALE = {scale}\n")
+        (side / "b.py").write_text(f"import a\n\n\ndef main():\n    v = a.{name}(3) * a.SCALE\n    lim = {lim}\n"
+                                   "    return v, lim\n")
+        (side / "t.py").write_text("import b\nv, lim = b.main()\nraise SystemExit(1 if v > lim else 0)\n")
+    p = bisectk("diff", good, bad, "--run", "python t.py", "--json", "--ledger", tmp_path / "l.db", check=0)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and [h["id"] for h in doc["culprit_hunks"]] == ["a.py:5"], (p.stdout, p.stderr[-2000:])
+    changed = {line for line in doc["culprit_hunks"][0]["text"].splitlines() if line[:1] in "+-"
+               and line[:3] not in ("---", "+++")}
+    assert changed == {"-SCALE = 2", "+SCALE = 3"} and len(doc["sets"]) <= 1, doc

@@ -8,7 +8,9 @@ Hunk         -- one unit of difference between GOOD and BAD in one file. `kind` 
                 of lines replaced, deleted or inserted: one difflib opcode), "add" / "delete"
                 (a file present on one side only), "replace" (a binary file or symlink that
                 differs: replaced whole; text means UTF-8 without NUL bytes), "mode" (the
-                permission bits changed) or "retype" (a path that is a file on one side and a
+                permission bits changed), "rename" (the file moved to `to`: renames.py; its
+                content's hunks are text and mode hunks under GOOD's name, each apart from the
+                move) or "retype" (a path that is a file on one side and a
                 directory on the other: the file and every file under the directory, replaced
                 together, as no subset of them can be written). Line ranges are 1-based and
                 half-open: `good_lines = (s, e)` covers GOOD's lines s..e-1, and s == e is an
@@ -64,7 +66,7 @@ class Hunk:
     """One unit of difference; hashable, so a search can use hunks as its items."""
 
     file: str                                  # relative posix path (GOOD's name for a file pair)
-    kind: str                                  # text | add | delete | replace | mode
+    kind: str                                  # text | add | delete | replace | mode | rename | retype
     good_lines: tuple[int, int] = (0, 0)
     bad_lines: tuple[int, int] = (0, 0)
     old: tuple[str, ...] = ()                  # GOOD's lines, each with its line ending
@@ -72,6 +74,7 @@ class Hunk:
     parent: str | None = None                  # the hunk split_lines made this one from
     sub: int = 0                               # position among the parent's sub-hunks
     modes: tuple[int, int] | None = None       # (good, bad) permission bits, for "mode"
+    to: str | None = None                      # BAD's path, for "rename"
     good_entry: Entry | None = field(default=None, repr=False)
     bad_entry: Entry | None = field(default=None, repr=False)
     # "retype": (path, GOOD's entry, BAD's entry) for the path and every file under it
@@ -115,6 +118,8 @@ class Hunk:
             return f"{self.id} -{len(self.old)} +{len(self.new)}"
         if self.kind == "mode":
             return f"{self.id} {_git_mode(self.modes[0])} -> {_git_mode(self.modes[1])}"
+        if self.kind == "rename":
+            return f"{self.id} -> {self.to}"
         return self.id
 
     def unified(self, context: int = 3) -> str:
@@ -122,6 +127,8 @@ class Hunk:
         if self.kind == "retype":       # as git shows it: the file deleted, the directory's files added
             return "".join(Hunk(rel, whole_kind(g, b), good_entry=g, bad_entry=b).unified(context)
                            for rel, g, b in self.tree if g != b)
+        if self.kind == "rename":       # the move alone: the content as GOOD has it
+            return _diff_git(self.file, self.to) + _moved(self.file, self.to, 100)
         head = _diff_git(self.file)
         if self.kind == "mode":
             return head + _mode_change(_git_mode(self.modes[0]), _git_mode(self.modes[1]))
@@ -149,6 +156,8 @@ class Hunk:
              "text": self.unified()}
         if self.parent:
             d["parent"] = self.parent
+        if self.to:
+            d["to"] = self.to
         return d
 
 
@@ -247,8 +256,13 @@ def _name(prefix: str, rel: str) -> str:
     return '"' + "".join(_C_ESCAPES.get(b) or (chr(b) if 0x20 <= b < 0x7f else f"\\{b:03o}") for b in raw) + '"'
 
 
-def _diff_git(rel: str) -> str:
-    return f"diff --git {_name('a/', rel)} {_name('b/', rel)}\n"
+def _diff_git(rel: str, to: str | None = None) -> str:
+    return f"diff --git {_name('a/', rel)} {_name('b/', to or rel)}\n"
+
+
+def _moved(rel: str, to: str, similar: int) -> str:
+    """A patch's lines for a file moved (git's form, which git apply and GNU patch read)."""
+    return f"similarity index {similar}%\nrename from {_name('', rel)}\nrename to {_name('', to)}\n"
 
 
 def _mode_change(old: str, new: str) -> str:
@@ -359,12 +373,19 @@ def unified_diff(hunks: Iterable[Hunk], context: int = 3) -> str:
             continue
         text = [h for h in hs if h.kind == "text"]
         mode = [h for h in hs if h.kind == "mode"]
-        part = _diff_git(rel)
+        moved = next((h for h in hs if h.kind == "rename"), None)
+        to = moved.to if moved else rel
+        part = _diff_git(rel, to)
         if mode:
             part += _mode_change(_git_mode(mode[0].modes[0]), _git_mode(mode[0].modes[1]))
+        result = split_text(join_lines(apply_lines(text[0].base, text))) if text else []
+        if moved:
+            from bisectk.spaces.renames import similarity     # renames imports this module
+            similar = 100 if not text else similarity(Entry("".join(text[0].base).encode("utf-8", "surrogateescape"), 0),
+                                                      Entry("".join(result).encode("utf-8", "surrogateescape"), 0))
+            part += _moved(rel, to, similar)
         if text:
             base = text[0].base
-            result = split_text(join_lines(apply_lines(base, text)))
-            part += f"--- {_name('a/', rel)}\n+++ {_name('b/', rel)}\n" + _render_text(base, result, _hunk_opcodes(base, text, result), context)
+            part += f"--- {_name('a/', rel)}\n+++ {_name('b/', to)}\n" + _render_text(base, result, _hunk_opcodes(base, text, result), context)
         out.append(part)
     return "".join(out)

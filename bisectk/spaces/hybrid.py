@@ -40,8 +40,8 @@ def _result(good: Entry | None, hunks: list[Hunk]) -> Entry | None:
     for h in hunks:
         if h.kind == "mode":
             mode = h.modes[1]
-        else:
-            texts.append(h)
+        elif h.kind == "text":
+            texts.append(h)         # a rename moves the result (Scratch.apply), not its bytes
     data = join_lines(apply_lines(texts[0].base, texts)).encode("utf-8") if texts else good.data
     return Entry(data, mode, good.link)
 
@@ -296,18 +296,29 @@ class Scratch:
         groups = _by_file(hunks)
         applied: dict[str, frozenset[str]] = {}     # rel -> the ids of the hunks it holds in this subset
         retyped: dict[str, Entry | None] = {}       # rel under a retype hunk -> BAD's entry there
+        moved: dict[str, str] = {}                  # a renamed file: GOOD's path <-> BAD's, both ways
         for rel, hs in groups.items():
             if hs[0].kind == "retype":
                 for sub, _, bad in hs[0].tree:
                     applied[sub], retyped[sub] = frozenset({hs[0].id}), bad
             else:
                 applied[rel] = frozenset(h.id for h in hs)
+                to = next((h.to for h in hs if h.kind == "rename"), None)
+                if to:      # GOOD's path goes, BAD's holds GOOD's file with the file's other hunks
+                    applied[to], moved[rel], moved[to] = applied[rel], to, rel
         want = {}
         for rel, ids in applied.items():
             # a file that holds exactly these hunks and is as we left it costs no rewrite (and no
             # re-rendering: a run's cost follows what changed since the last run, not the subset)
             if self._applied.get(rel) != ids or _stat(self.root / rel) != self._stats.get(rel):
-                want[rel] = retyped[rel] if rel in retyped else _result(self._good_entry(rel), groups[rel])
+                if rel in retyped:
+                    want[rel] = retyped[rel]
+                elif rel in moved and rel in groups:
+                    want[rel] = None
+                elif rel in moved:
+                    want[rel] = _result(self._good_entry(moved[rel]), groups[moved[rel]])
+                else:
+                    want[rel] = _result(self._good_entry(rel), groups[rel])
         for rel in self._dirty:                     # touched last time, not now: back to GOOD
             if rel not in applied:
                 want.setdefault(rel, self._good_entry(rel))

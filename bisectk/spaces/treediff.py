@@ -7,6 +7,7 @@ diff_paths   -- GOOD and BAD, two files or two trees -> hunks (ignoring .git, __
                 content to diff or copy, and reading a FIFO would wait forever), sorted by file
                 and position. `diff_trees` gives them with `unbisected` from the same walk.
 unbisected   -- what of two trees no hunk carries: an empty directory on one side, a directory's mode.
+rename_hunks -- a file moved (renames.py pairs them): the move, then its content's hunks.
 
 A text file's hunks are difflib's opcodes over its lines (linediff.py's matcher, which bounds
 the time one file may take). Errors (a missing path, a file given against a directory,
@@ -21,6 +22,7 @@ import stat
 from pathlib import Path
 
 from bisectk.contents import NOT_COPIED
+from bisectk.spaces import renames
 from bisectk.spaces.commits import SpaceError  # one error type for every space
 from bisectk.spaces.hunks import Entry, Hunk, _text, whole_kind
 from bisectk.spaces.linediff import _matcher
@@ -61,6 +63,12 @@ def diff_trees(good: str | Path, bad: str | Path) -> tuple[list[Hunk], list[str]
             if _special(p.resolve(), devices=False):   # /dev/null reads as an empty file
                 raise SpaceError(f"{side} {p} is a FIFO or a socket, not a file: give two files or two directories")
     roots = (good, bad) if good.is_dir() else (None, None)
+    if good.is_dir():       # a file only GOOD has and one only BAD has, alike: a move (renames.py)
+        gone = {r: _read(goods[r], good) for r in goods.keys() - bads.keys()}
+        new = {r: _read(bads[r], bad) for r in bads.keys() - goods.keys()}
+        for old, moved in renames.pairs(gone, new):
+            del goods[old], bads[moved]
+            hunks += rename_hunks(old, moved, gone[old], new[moved])
     for rel in sorted(goods.keys() | bads.keys()):
         hunks += _file_hunks(rel, goods.get(rel), bads.get(rel), roots)
     hunks.sort(key=lambda h: h.file)            # by file, each file's hunks in order (the sort is stable)
@@ -199,6 +207,18 @@ def _file_hunks(rel: str, good: Path | None, bad: Path | None,
     if ge is not None and be is not None and ge.data == be.data and ge.link == be.link:
         return [Hunk(rel, "mode", modes=(ge.mode, be.mode))]
     return [Hunk(rel, whole_kind(ge, be), _span(a), _span(b), a or (), b or (), good_entry=ge, bad_entry=be)]
+
+
+def rename_hunks(old: str, new: str, ge: Entry, be: Entry) -> list[Hunk]:
+    """A file moved from `old` (GOOD's path) to `new` (BAD's): the move, then its content's hunks
+    under GOOD's name (its lines, its mode), each apart from the move (renames.py)."""
+    hunks = [Hunk(old, "rename", to=new, good_entry=ge, bad_entry=be)]
+    a, b = _text(ge), _text(be)
+    if a is not None and b is not None and a != b:
+        hunks += _text_hunks(old, a, b)
+    if ge.mode != be.mode:
+        hunks.append(Hunk(old, "mode", modes=(ge.mode, be.mode)))
+    return hunks
 
 
 def _text_hunks(rel: str, a: tuple[str, ...], b: tuple[str, ...]) -> list[Hunk]:

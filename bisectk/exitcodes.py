@@ -44,14 +44,17 @@ def search_code(ok: bool, complete: bool, interrupted: bool, ambiguous: bool = F
 
 def exit_code(record, *, interrupted_late: bool = False) -> int:
     """A result record's exit code. `interrupted_late`: Ctrl-C came after the last run, while the
-    result was written: a result that would say 0 says 1 (it is complete, but the user stopped it)."""
+    result was written: a result that would say 0 says 1 (it is complete, but the user stopped it).
+    A triage's code is its verdict, interrupted or not: its 1 says "culprit found", so a stop can
+    make it no code of its own (an interrupt before the first bad commit is known leaves the verdict
+    inconclusive, 2; after it, the commit stands, 1; once the triage is over, its verdict stands)."""
     command = record.command
     if command == "run":
         code = RUN_OUTCOMES[record.verdict["outcome"]]
     elif command == "check":
         code = OK if record.ok else USAGE
     elif command == "triage":
-        code = TRIAGE_VERDICTS[record.verdict]
+        return TRIAGE_VERDICTS[record.verdict]
     elif command == "replay":
         code = OK if record.first_bad and record.complete else INCOMPLETE
     elif command == "bisect":

@@ -92,3 +92,11 @@ def test_one_function_maps_a_record_to_its_exit_code(rec, code):
 def test_ctrl_c_after_the_result_turns_success_into_incomplete_only():
     assert X.exit_code(_rec("ablate"), interrupted_late=True) == X.INCOMPLETE
     assert X.exit_code(_rec("diff", ok=False), interrupted_late=True) == X.USAGE
+
+
+@pytest.mark.parametrize("verdict", ["nothing to triage", "culprit found", "inconclusive"])
+def test_a_triage_interrupted_late_keeps_its_verdicts_code(verdict):
+    """A Ctrl-C while a triage's result was written turned "nothing to triage" (0) into 1, which
+    says "culprit found" to CI: a triage's code is its verdict, whenever the interrupt came."""
+    rec = _rec("triage", verdict=verdict)
+    assert X.exit_code(rec, interrupted_late=True) == X.exit_code(rec) == X.TRIAGE_VERDICTS[verdict]

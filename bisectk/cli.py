@@ -23,10 +23,11 @@ from bisectk.cli_common import (BadRefOpt, Deferred, after_first_run, capture_af
                                 CleanIgnoredOpt, RayRepoOpt, RepoOpt, ReportOpt, RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, RunSnapshotsOpt, SpecArg, say_warning,
                                 TimeoutOpt, WarmOpt, _is, cache_ledger, check_outputs, check_strategy, default_spec, emit_json,
                                 environment_capture, fail, finish, history_subject, open_ledger, out, plain_help,
-                                policy, reporter, resume_or_fresh, say_error, say_unwritten, spare_ahead, timed_policy, unused_factor_warnings, unwritten_says, usage_error,
+                                policy, reporter, resume_or_fresh, say_error, say_unwritten, spare_ahead, timed_policy, spec_warnings, unwritten_says, usage_error,
                                 write_reports)
 from bisectk.errors import BisectkError
 from bisectk.search.names import strategy_names
+from bisectk.timeouts import MIN_TIMEOUT_S
 
 # -h as well as --help, on every command (click passes it down to the subcommands' contexts); help
 # as wide as the terminal allows up to 120 columns (click's own cap is 80)
@@ -44,14 +45,14 @@ def run(spec: Path = SpecArg,
         config: str = typer.Option("bad", "--config", help="Which endpoint to start from: good or bad."),
         set_: Optional[list[str]] = typer.Option(None, "--set", help="Override a factor: NAME=VALUE (repeatable)."),
         repeat: Optional[int] = typer.Option(None, "--repeat", min=1, help="Runs of the configuration (default: the spec's)."),
-        timeout: Optional[float] = typer.Option(None, "--timeout", min=0.01, help="Watchdog seconds (default: spec, else calibrated from good)."),
+        timeout: Optional[float] = typer.Option(None, "--timeout", min=MIN_TIMEOUT_S, help="Watchdog seconds (default: spec, else calibrated from good)."),
         fresh: bool = FreshOpt, snapshots: int = RunSnapshotsOpt, ledger: Optional[Path] = LedgerOpt, as_json: bool = JsonOpt) -> None:
     """Run one configuration and classify it. Exit 0 pass, 1 fail, 125 unresolved."""
     from bisectk.engine.session import Session, ledger_location
     from bisectk.engine.single import run_one
     from bisectk.engine.subject import load_subject
     s, cfg = load_subject(spec, cwd=Path.cwd(), config=config, sets=set_)
-    unused_factor_warnings(s)
+    spec_warnings(s, timeout)
     with Session("run", s, ledger_location(ledger, spec=s), args={"spec": str(spec), "config": cfg},
                  policy=policy(timeout=timeout, snapshots=snapshots, fresh=fresh, repeat=repeat),
                  reporter=reporter(as_json, s.good)) as session:
@@ -74,7 +75,7 @@ def check(spec: Path = SpecArg,
     from bisectk.engine.single import check_endpoints
     from bisectk.engine.subject import load_subject
     s, _ = load_subject(spec, cwd=Path.cwd())
-    warnings = unused_factor_warnings(s)
+    warnings = spec_warnings(s, timeout)
     if s.good and not s.differences():     # bad would run as good does: ten runs to say it passes
         fail(f"{spec}: [good] and [bad] are identical" + (" as the subject receives them" if s.written_alike() else "")
              + ": the bad configuration is the good one")
@@ -123,7 +124,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     check_strategy(strategy)
     spec = spec or default_spec()
     s = load_spec(spec)
-    warnings = unused_factor_warnings(s)
+    warnings = spec_warnings(s, timeout)
     n = len(s.differences())
     if n == 0:
         fail(f"{spec}: [good] and [bad] are identical" + (" as the subject receives them" if s.written_alike() else "")
@@ -215,7 +216,7 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
                  max_runs=max_runs, timeout=timeout, executor=executor, ray_address=ray_address, fresh=fresh, warm=warm)
     s, base = load_subject(spec, run_cmd, cwd=Path.cwd(), build=build, config=config, sets=set_,
                            repeat=repeat, name=f"diff {good.name}..{bad.name}", build_timeout=build_timeout)
-    unused_factor_warnings(s)
+    spec_warnings(s, timeout)
     named = named_inside([*s.command, *(s.build or [])], good, bad, Path.cwd())
     if named:       # the hybrids run in a scratch copy of GOOD: this word never reaches them
         word, side, rel = named

@@ -28,6 +28,7 @@ from bisectk import exitcodes as X
 from bisectk.outcome import DEFAULT_SAME_FAILURE
 from bisectk.report.safe import disk_full, json_text, terminal_text
 from bisectk.search.names import strategy_names
+from bisectk.timeouts import MIN_TIMEOUT_S
 
 
 class _Terminal:
@@ -71,7 +72,7 @@ SetOpt = typer.Option(None, "--set", help="With a SPEC: override a factor, NAME=
 CleanIgnoredOpt = typer.Option(False, "--clean-ignored", help="Before each run, remove the files git ignores too "
                                "(git clean -x): what one commit's run or build left in ignored paths never reaches "
                                "another's (each --build starts from scratch).")
-TimeoutOpt = typer.Option(None, "--timeout", min=0.01, help="Watchdog seconds, fixed for every run (default: the spec's "
+TimeoutOpt = typer.Option(None, "--timeout", min=MIN_TIMEOUT_S, help="Watchdog seconds, fixed for every run (default: the spec's "
                                                               "`timeout`, else calibrated from the good endpoint).")
 ReportOpt = typer.Option(None, "--report", help="Write the Markdown debug log here (its pictures beside it).")
 HtmlOpt = typer.Option(None, "--html", help="Write one self-contained HTML report with pictures here.")
@@ -195,15 +196,17 @@ def resume_or_fresh(resume: bool, fresh: bool) -> None:
              "--fresh runs everything again; give one")
 
 
-def unused_factor_warnings(spec) -> list[str]:
+def spec_warnings(spec, timeout: float | None = None) -> list[str]:
     """A warning per factor that reaches no placeholder, or whose two values reach the subject as
-    the same text (printed on stderr; `check` repeats it)."""
+    the same text, and per setting nothing uses (Spec.ignored_settings; `timeout`: --timeout's)
+    (printed on stderr; `check` repeats it)."""
     from bisectk.spec import format_value, render     # loaded already: the spec was
     lines = [f"factor {f!r} is used by no placeholder of [subject] command, build or env: its values never "
              f"reach the subject{_near(spec, f)} ({spec.path})" for f in spec.unused_factors()]
     lines += [f"factor {f!r} is {format_value(spec.good[f])} ({type(spec.good[f]).__name__}) in [good] and "
               f"{format_value(spec.bad[f])} ({type(spec.bad[f]).__name__}) in [bad]: both reach the subject as "
               f"{render(spec.good[f])!r}, so it is no difference ({spec.path})" for f in spec.written_alike()]
+    lines += spec.ignored_settings(timeout)
     for line in lines:
         say_warning(line)
     return lines
@@ -451,7 +454,7 @@ def history_subject(spec, run_cmd, pytest_id, build, root: Path, config, sets, t
         policy(timeout=timeout)     # the one validator: NaN, inf and more than a week are refused here too
     s, cfg = load_subject(spec, run_cmd, pytest_id, build=build, cwd=root, config=config, sets=sets,
                           timeout=timeout, repeat=repeat, name="bisect", build_timeout=build_timeout)
-    unused_factor_warnings(s)
+    spec_warnings(s, timeout)
     try:
         sub = s.cwd.resolve().relative_to(root) if spec is not None else run_dir(Path.cwd(), root)
     except ValueError:

@@ -38,7 +38,7 @@ from bisectk.contents import named_files
 from bisectk.errors import SpecError
 from bisectk.expr import Expr, ExprError, clip
 from bisectk.specvalues import Scalar, Threshold, format_value, one_line, parse_value, render, same_value
-from bisectk.timeouts import MAX_REPEAT, MAX_TIMEOUT_S
+from bisectk.timeouts import MAX_REPEAT, MAX_TIMEOUT_S, MIN_TIMEOUT_S
 
 __all__ = ["Config", "Scalar", "Spec", "Threshold", "adhoc_spec", "config_key", "format_value", "load_spec",
            "one_line", "parse_value", "placeholders", "project_root", "render", "same_value", "substitute"]
@@ -204,6 +204,20 @@ class Spec:
         for template in [*self.command, *(self.build or []), *self.env.values()]:
             used |= placeholders(template)
         return [f for f in self.good if f not in used]
+
+    def ignored_settings(self, timeout: float | None = None) -> list[str]:
+        """What the spec sets that nothing uses, in words (warned of, not refused: a spec that
+        worked before still loads): `timeout_floor` where the watchdog is fixed (by the spec's
+        `timeout`, or by `timeout`, --timeout, given here), `build_timeout` without a build step."""
+        said = []
+        if self.timeout_floor is not None and (timeout or self.timeout):
+            by = f"--timeout {timeout:g}" if timeout else f"subject.timeout = {self.timeout:g}"
+            said.append(f"subject.timeout_floor = {self.timeout_floor:g} is ignored: {by} fixes the watchdog, and "
+                        f"the floor bounds only the one calibrated from the good runs ({self.path})")
+        if self.build_timeout is not None and not self.build:
+            said.append(f"subject.build_timeout = {self.build_timeout:g} is ignored: the spec has no build step "
+                        f"(subject.build) to limit ({self.path})")
+        return said
 
     def near_placeholders(self, factor: str) -> list[str]:
         """Braces in the command, the build or the environment that name `factor` but are no
@@ -408,7 +422,9 @@ def _strings(value: Any, path: Path, key: str) -> list[str]:
     return list(value)
 
 
-def _number(value: Any, path: Path, key: str, positive: bool = False, most: float | None = None) -> float:
+def _number(value: Any, path: Path, key: str, positive: bool = False, most: float | None = None, *,
+            least: float | None = None) -> float:
+    """`least`: the smallest value taken (the bound --timeout's option has, for the spec's `timeout`)."""
     number = None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
@@ -416,8 +432,9 @@ def _number(value: Any, path: Path, key: str, positive: bool = False, most: floa
         except OverflowError:
             number = None
     ok = number is not None and math.isfinite(number) and (number > 0 or not positive) \
-        and (most is None or number <= most)
-    what = f"a {'positive ' if positive else ''}number" + (f" up to {most:g}" if most is not None else "")
+        and (most is None or number <= most) and (least is None or number >= least)
+    what = (f"a number from {least:g}" if least is not None else f"a {'positive ' if positive else ''}number") \
+        + (f" up to {most:g}" if most is not None else "")
     _need(ok, path, key, f"must be {what}, got {_show(value)}")
     return number
 
@@ -498,7 +515,7 @@ def _build(path: Path, raw: dict[str, Any]) -> Spec:
         cwd = (project_root(path) / cwd_raw).resolve()
     except (OSError, RuntimeError, ValueError) as exc:
         raise SpecError(path, "subject.cwd", f"cannot be resolved ({getattr(exc, 'strerror', None) or exc})") from None
-    timeout = (_number(subject["timeout"], path, "subject.timeout", True, MAX_TIMEOUT_S)
+    timeout = (_number(subject["timeout"], path, "subject.timeout", True, MAX_TIMEOUT_S, least=MIN_TIMEOUT_S)
                if "timeout" in subject else None)
     build_timeout = (_number(subject["build_timeout"], path, "subject.build_timeout", True, MAX_TIMEOUT_S)
                      if "build_timeout" in subject else None)

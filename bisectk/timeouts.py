@@ -20,6 +20,7 @@ from dataclasses import dataclass
 DEFAULT_FLOOR_S = 1.0
 DEFAULT_FACTOR = 5.0
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: beyond that a "timeout" is a typo (and overflows timers)
+MIN_TIMEOUT_S = 0.01    # the least fixed watchdog, --timeout's and the spec's `timeout`'s
 MAX_REPEAT = 1000       # runs of one configuration a spec or --repeat may ask for
 CALIBRATION_CAP_S = 120.0  # the first good run has no baseline yet; --timeout overrides
 EXTEND = 4.0            # a second chance for a run the calibrated watchdog stopped: this many times

@@ -78,6 +78,8 @@ def test_shell_metacharacters_are_literal(tmp_path):
     (lambda s: s.replace('depth = [1, 2, 3, 4]', 'depth = [2, 3]'), "factors.depth"),
     (lambda s: s + '\nfrobnicate = 1\n', "frobnicate"),
     (lambda s: s.replace('[subject]', '[subject]\ntimeout = -3'), "subject.timeout"),
+    # below --timeout's 0.01: a watchdog that fires before any process can start
+    (lambda s: s.replace('[subject]', '[subject]\ntimeout = 0.001'), "subject.timeout]: must be a number from 0.01"),
     # a number in argv or the environment: which element or variable, and how to write it
     (lambda s: s.replace('"--depth", "{depth}"', '"--depth", 4'), "subject.command]: must be a list of strings (argv, no shell): element 3 is an integer 4; write it in quotes"),
     (lambda s: s.replace('TOY_MODE = "{mode}"', 'TOY_MODE = "{mode}", OMP_NUM_THREADS = 1'), "subject.env.OMP_NUM_THREADS]: must be a string (an environment value), got an integer 1"),
@@ -369,3 +371,18 @@ def test_a_metrics_table_in_another_order_is_the_same_key_and_the_same_signature
         found.append((spec.fingerprint(), run.signature, unreported.signature))
     assert found[0] == found[1], found
     assert found[0][1] == "cos 0.1 < 0.9; err 1 > 0.5"
+
+
+@pytest.mark.parametrize("lines,said", [
+    ('timeout = 5\ntimeout_floor = 2', ["subject.timeout_floor = 2 is ignored: subject.timeout = 5 fixes the watchdog"]),
+    ('build_timeout = 60', ["subject.build_timeout = 60 is ignored: the spec has no build step"]),
+    ('timeout_floor = 2\nbuild = ["true"]\nbuild_timeout = 60', []),
+])
+def test_a_setting_nothing_uses_is_said_not_refused(tmp_path, lines, said):
+    """`timeout_floor` beside a fixed `timeout`, and `build_timeout` without a build, were ignored
+    without a word: the spec still loads (it worked before), and ignored_settings names them."""
+    spec = load_spec(write(tmp_path, BASE.replace('[subject]', '[subject]\n' + lines)))
+    got = spec.ignored_settings()
+    assert len(got) == len(said) and all(g.startswith(w) and "\n" not in g for g, w in zip(got, said)), got
+    if "timeout_floor = 2\n" in lines + "\n" and said == []:     # a floor, calibrated: --timeout fixes it
+        assert spec.ignored_settings(timeout=3)[0].startswith("subject.timeout_floor = 2 is ignored: --timeout 3")

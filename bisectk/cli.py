@@ -23,7 +23,7 @@ from bisectk.cli_common import (BadRefOpt, Deferred, after_first_run, capture_af
                                 CleanIgnoredOpt, RayRepoOpt, RepoOpt, ReportOpt, RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, RunSnapshotsOpt, SpecArg, say_warning,
                                 TimeoutOpt, WarmOpt, _is, cache_ledger, check_outputs, check_strategy, default_spec, emit_json,
                                 environment_capture, fail, finish, history_subject, open_ledger, out, plain_help,
-                                policy, reporter, resume_or_fresh, say_error, say_unwritten, spare_ahead, timed_policy, spec_warnings, unwritten_says, usage_error,
+                                policy, reporter, resume_or_fresh, say_error, said_warnings, say_unwritten, spare_ahead, timed_policy, spec_warnings, unwritten_says, usage_error,
                                 write_reports)
 from bisectk.errors import BisectkError
 from bisectk.search.names import strategy_names
@@ -524,7 +524,7 @@ def say_shared(before, root: Path) -> None:
     from bisectk.spaces.shared import changes, snapshot
     said = changes(before, snapshot(root, Path(before["git_dir"])) if before else None)
     if said:
-        say_error(f"warning: the runs changed your repository: {'; '.join(said)}. Each commit runs in a worktree of "
+        say_warning(f"the runs changed your repository: {'; '.join(said)}. Each commit runs in a worktree of "
                   f"its own, but worktrees share refs, the stash, the config and the list of worktrees with your "
                   f"checkout (as under git bisect run): a test's own git commands reach them")
 
@@ -701,6 +701,7 @@ cli_tools.register(app)   # report, ledger, ptx, env, demo: after replay in --he
 
 @app.callback(invoke_without_command=True)
 def main(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
+    said_warnings().clear()     # each command's record holds its own warnings (cli_common.with_warnings)
     if version:
         out.print(f"bisectk {__version__}")
         raise typer.Exit(X.OK)

@@ -141,8 +141,31 @@ def say_error(message: str) -> None:
 
 
 def say_warning(message: str) -> None:
-    """`bisectk: warning: ...` on stderr, one line, as the subject's own text is made safe."""
+    """`bisectk: warning: ...` on stderr, one line, as the subject's own text is made safe; kept
+    (raw) for the command's result record too (said_warnings), so --json and the reports hold
+    what stderr said."""
     _to_stderr(f"bisectk: warning: {terminal_text(message)}\n")
+    said_warnings().append(message)
+
+
+def said_warnings() -> list[str]:
+    """The warnings said (say_warning) since the command began, in order (`main`, the app's
+    callback, forgets those of an earlier command run in the same process: a test's)."""
+    return _SAID
+
+
+_SAID: list[str] = []
+
+
+def with_warnings(record):
+    """`record` with the warnings said while the command ran added to its own `warnings` (a record
+    with that field: ablate, diff, bisect, triage, check), each once, the record's first."""
+    import dataclasses
+    if not any(f.name == "warnings" for f in dataclasses.fields(record)):
+        return record
+    kept = list(record.warnings)
+    kept += [w for w in said_warnings() if w not in kept]
+    return dataclasses.replace(record, warnings=tuple(kept)) if len(kept) != len(record.warnings) else record
 
 
 def say_unwritten(why: str) -> None:
@@ -373,6 +396,7 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
     from bisectk.report import render
     from bisectk.report.outputs import write_outputs
     from bisectk.errors import LedgerError
+    record = with_warnings(record)
     unstored = None         # the ledger could not keep the record (a full disk): the answer is still given
     if session is not None:
         try:

@@ -384,6 +384,7 @@ class DiffRecord(Record):
     open_fixes: tuple[list, ...] = ()       # bad without them failed (or was unresolved); not followed
     sets_complete: bool | None = None       # the sets explain every failure of bad (None: not searched)
     sets_note: str = ""                     # why they may not
+    warnings: tuple[str, ...] = ()          # each `bisectk: warning:` the command said on stderr (cli_common.say_warning)
 
 
 @dataclass(frozen=True)
@@ -427,6 +428,7 @@ class BisectRecord(Record):
     manual: bool = False                    # verdicts given by a person (engine/manual.py), nothing run
     fresh_build: dict | None = None         # the answer run again from builds made from scratch (engine/fresh_build.py):
                                             # points (sha, short, searched, fresh outcome), stale
+    warnings: tuple[str, ...] = ()          # each `bisectk: warning:` the command said on stderr (cli_common.say_warning)
 
 
 @dataclass(frozen=True)
@@ -439,6 +441,7 @@ class TriageRecord(Record):
     diff_error: str | None = None
     first_bad: dict | None = None
     culprit_hunks: tuple[dict, ...] = ()
+    warnings: tuple[str, ...] = ()          # each `bisectk: warning:` the command said on stderr (cli_common.say_warning)
 
     def bisect_record(self) -> BisectRecord:
         return BisectRecord.from_dict(self.bisect)

@@ -43,8 +43,10 @@ def hunk_place(h: dict) -> str:
 
 def to_debuglog(rec: DiffRecord) -> DebugLog:
     title = f"diff {rec.good} vs {rec.bad}: {title_words(rec.endpoints)}"
+    warned = [f"Warning: {w}" for w in rec.warnings]      # said on stderr when the command ran
     if not rec.ok:
-        return DebugLog(title, "Inconclusive: endpoints unusable", problem_text(rec.endpoints), rec.environment)
+        return DebugLog(title, "Inconclusive: endpoints unusable", problem_text(rec.endpoints), rec.environment,
+                        summary=warned)
     ids = [h["id"] for h in rec.culprit_hunks]
     status = (("Resolved" if rec.complete else f"Open ({stop_reason_of(rec)})")
               + f" -- culprit hunk(s): {ids_text(hunk_place(h) for h in rec.culprit_hunks)}")
@@ -60,6 +62,7 @@ def to_debuglog(rec: DiffRecord) -> DebugLog:
         f"{len(rec.unresolved)} hybrid(s) were UNRESOLVED (build failures, or a different failure).",
         *([f"Flakiness rule: {rec.flakiness_rule['text']}."] if rec.flakiness_rule else []),
         *[line[0].upper() + line[1:] + "." for line in sets_lines(rec)],
+        *warned,
     ]
     log.differences_title = "Key Differences: culprit hunks"
     log.differences_header = ["hunk", "kind", "GOOD lines", "BAD lines", "verdict"]

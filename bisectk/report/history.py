@@ -60,8 +60,10 @@ def to_debuglog(rec: BisectRecord) -> DebugLog:
     if rec.manual:
         return _manual_debuglog(rec)
     title = f"bisect {rec.good[:10]}..{rec.bad[:10]}: {title_words(rec.endpoints, lambda t: verdict_words(rec, t))}"
+    warned = [f"Warning: {w}" for w in rec.warnings]      # said on stderr when the command ran
     if not rec.ok:
-        return DebugLog(title, "Inconclusive: endpoints unusable", problem_text(rec.endpoints), rec.environment)
+        return DebugLog(title, "Inconclusive: endpoints unusable", problem_text(rec.endpoints), rec.environment,
+                        summary=warned)
     fb = rec.first_bad
     status = (f"Resolved -- {first_words(rec)} {_short(fb)}" if fb and rec.complete
               else f"Open -- {len(rec.candidates)} candidate(s) remain" if not rec.interrupted
@@ -88,6 +90,7 @@ def to_debuglog(rec: BisectRecord) -> DebugLog:
     ]
     if rec.skipped:
         log.summary.append(f"Skipped (untestable): {', '.join(_short(c) for c in rec.skipped)}.")
+    log.summary += warned
     log.differences_title = f"Key Differences: {last_words(rec)} vs {first_words(rec)[:-7]}"
     log.differences_header = ["", "commit", "subject", "files changed", "verdict"]
     log.differences = [[f"{last_words(rec)} (parent)", _short(p), p["subject"], "", p.get("verdict", "")]

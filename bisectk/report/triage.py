@@ -55,7 +55,8 @@ def to_debuglog(t: TriageRecord) -> DebugLog:
     if t.diff_error:
         log.summary.append(f"Hunk isolation {_not_started(t)}: {t.diff_error}")
     log.summary = [s for s in log.summary if " wall time " not in s] + [
-        f"Triage {runs_line(t)}; {wall_words(t, 'wall time')}."]
+        f"Triage {runs_line(t)}; {wall_words(t, 'wall time')}."] + [
+        f"Warning: {w}" for w in t.warnings if f"Warning: {w}" not in log.summary]
     return log
 
 

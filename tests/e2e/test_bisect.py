@@ -519,3 +519,27 @@ def test_a_slow_spec_bisects_one_commit_at_a_time_under_jobs(tmp_path):
     assert "bisectk: warning: --jobs 3: the oracle judges SLOW by each run's wall time" in p.stderr, p.stderr
     spans = sorted(tuple(map(float, ln.split())) for ln in stamps.read_text().splitlines())
     assert len(spans) >= 5 and all(b[0] >= a[1] for a, b in zip(spans, spans[1:])), spans
+
+
+def test_bisect_with_a_spec_keeps_its_warnings_in_the_json(tmp_path):
+    """`bisect SPEC --json` had no `warnings`: a factor no placeholder uses was said on stderr only.
+    It is the document's `warnings` now, as ablate's and diff's, and said on stderr as before."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "pyproject.toml").touch()
+    (repo / "spec.toml").write_text('[subject]\ncommand = ["python", "s.py"]\n[good]\nseed = 0\n[bad]\nseed = 1\n')
+    (repo / "s.py").write_text("import sys\nsys.exit(int(open('v.txt').read()) >= 3)\n")
+    for i in range(6):
+        (repo / "v.txt").write_text(f"{i}\n")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"c{i}")
+    shas = git(repo, "rev-list", "--reverse", "HEAD").split()
+    p = bisectk("bisect", "spec.toml", "--good", shas[0], "--bad", shas[-1], "--json",
+                "--ledger", tmp_path / "l.db", cwd=repo, timeout=300)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and doc["first_bad"]["sha"] == shas[3], (p.returncode, p.stderr[-1500:])
+    said = [line.removeprefix("bisectk: warning: ") for line in p.stderr.splitlines()
+            if line.startswith("bisectk: warning:")]
+    assert said and "factor 'seed' is used by no placeholder" in said[0], p.stderr[-1500:]
+    assert doc["warnings"] == said, doc.get("warnings")

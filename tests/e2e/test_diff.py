@@ -632,3 +632,23 @@ def test_a_rename_across_two_files_is_no_failing_set_beside_the_real_culprit(tmp
     changed = {line for line in doc["culprit_hunks"][0]["text"].splitlines() if line[:1] in "+-"
                and line[:3] not in ("---", "+++")}
     assert changed == {"-SCALE = 2", "+SCALE = 3"} and len(doc["sets"]) <= 1, doc
+
+
+def test_diffs_warnings_reach_its_json_json_out_and_debug_log(tmp_path):
+    """`ablate --json` had `warnings`; `diff --json` had none, so a CI reader of the document never
+    saw what stderr warned of (here: a command naming a file inside BAD). The same warning is the
+    document's `warnings` (--json and --json-out) and a line of the debug log's summary."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 0), (bad, 1)):
+        side.mkdir()
+        (side / "run.py").write_text(f"import sys\nsys.exit({v})\n")
+    out, md = tmp_path / "d.json", tmp_path / "d.md"
+    p = bisectk("diff", good, bad, "--run", "python3 run.py bad/run.py", "--json", "--json-out", out, "--report", md,
+                "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+    said = [line.removeprefix("bisectk: warning: ") for line in p.stderr.splitlines()
+            if line.startswith("bisectk: warning:")]
+    assert len(said) == 1 and "inside BAD" in said[0], p.stderr[-2000:]
+    for doc in (json.loads(p.stdout), json.loads(out.read_text())):
+        assert doc["warnings"] == said, doc.get("warnings")
+    assert f"- Warning: {said[0]}" in md.read_text()
+

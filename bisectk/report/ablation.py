@@ -21,7 +21,7 @@ from bisectk.engine.records import AblationRecord
 from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.safe import code_span
+from bisectk.report.safe import c_quoted, code_span
 from bisectk.report.terminal import TABLE_ROWS, cut_value
 from bisectk.report.words import (endpoint_lines, failure_line, slow_line, phase_words, problem_lines, problem_text, runs_words,
                                   same_inputs, search_runs_of, stop_reason_of, stopped_line, title_words, wall_words)
@@ -106,7 +106,8 @@ def culprit_words(rec: AblationRecord) -> str:
 
 
 def fix_words(fix: list) -> str:
-    """'fast', 'both n and block', 'all of a, b and c'."""
+    """'fast', 'both n and block', 'all of a, b and c' (hunk ids C-quoted, as ids_text has them)."""
+    fix = [c_quoted(f) for f in fix]
     if len(fix) == 1:
         return fix[0]
     return ("both " if len(fix) == 2 else "all of ") + ", ".join(fix[:-1]) + " and " + fix[-1]
@@ -125,7 +126,7 @@ def sets_lines(rec: AblationRecord) -> list[str]:
     lines = []
     if len(rec.sets) > 1:
         for i, s in enumerate(rec.sets, 1):
-            lines.append(f"failing set {i}: {', '.join(s['members'])}"
+            lines.append(f"failing set {i}: {', '.join(map(c_quoted, s['members']))}"
                          + ("  (interaction: each proper subset passes)" if s.get("interaction") else ""))
         if rec.fixes:
             lines.append("fix: " + ", or ".join(fix_words(list(f)) for f in rec.fixes)

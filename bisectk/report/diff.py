@@ -16,12 +16,15 @@ from bisectk.report import stuck
 from bisectk.report.ablation import sets_lines
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
+from bisectk.report.safe import c_quoted
 from bisectk.report.words import (ahead_words, counted, endpoint_lines, failure_line, slow_line, problem_lines, problem_text,
                                   runs_words, same_inputs, search_runs_of, stop_reason_of, stopped_line, title_words, wall_words)
 
 
 def ids_text(ids, limit: int = 8) -> str:
-    ids = list(ids)
+    """Hunk ids (or places) joined for a line of text, each C-quoted as git quotes a path (a file
+    name with a newline would split the line); JSON keeps them raw."""
+    ids = [c_quoted(i) for i in ids]
     text = ", ".join(ids[:limit])
     return text + (f" (+{len(ids) - limit} more)" if len(ids) > limit else "") if ids else "none"
 
@@ -66,7 +69,7 @@ def to_debuglog(rec: DiffRecord) -> DebugLog:
     ]
     log.differences_title = "Key Differences: culprit hunks"
     log.differences_header = ["hunk", "kind", "GOOD lines", "BAD lines", "verdict"]
-    log.differences = [[h["id"], h["kind"], lines_text(h["good_lines"]), lines_text(h["bad_lines"]), "CULPRIT"]
+    log.differences = [[c_quoted(h["id"]), h["kind"], lines_text(h["good_lines"]), lines_text(h["bad_lines"]), "CULPRIT"]
                        for h in rec.culprit_hunks]
     for a in rec.attempts:
         n = len(a.applied)

@@ -155,7 +155,7 @@ def to_cases(t: TriageRecord, subject: str) -> list[Case]:
     if d is not None and d.ok and d.complete and len(d.sets) > 1:
         culprit += f" ({len(d.sets)} independent failing sets: " + "; ".join(diff_report.sets_lines(d)) + ")"
     elif d is not None and d.ok and d.complete:
-        culprit += " (" + ", ".join(diff_report.hunk_place(h) for h in d.culprit_hunks) + ")"
+        culprit += " (" + diff_report.ids_text((diff_report.hunk_place(h) for h in d.culprit_hunks), limit=10**9) + ")"
     # a bad endpoint that passed (swapped refs) is no failure to name: the problem is
     what = (history_report.verdict_words(bis, check.bad.describe()) if check.bad.outcome is not Outcome.PASS
             else f"{t.verdict}: {check.problem}")

@@ -3,6 +3,7 @@
 import io
 import xml.etree.ElementTree as ET
 
+import pytest
 from rich.table import Table
 from rich.text import Text
 
@@ -174,3 +175,17 @@ def test_picture_text_is_drawn_without_a_missing_glyph_or_mathtext():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fig.canvas.draw()
+
+
+@pytest.mark.parametrize("name,shown", [
+    ("kernel.py:19", "kernel.py:19"),
+    ("ñ/k.py:3", "ñ/k.py:3"),                      # git with core.quotePath off: left as it is
+    ("a\nb.py:2", '"a\\nb.py:2"'),
+    ('q"t.py', '"q\\"t.py"'),
+    ("back\\slash", '"back\\\\slash"'),
+    ("tab\there", '"tab\\there"'),
+    ("esc\x1b[2J", '"esc\\033[2J"'),               # as git writes it: octal
+])
+def test_a_file_name_is_c_quoted_as_git_quotes_a_path(name, shown):
+    from bisectk.report.safe import c_quoted
+    assert c_quoted(name) == shown and "\n" not in c_quoted(name)

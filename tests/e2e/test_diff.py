@@ -652,3 +652,21 @@ def test_diffs_warnings_reach_its_json_json_out_and_debug_log(tmp_path):
         assert doc["warnings"] == said, doc.get("warnings")
     assert f"- Warning: {said[0]}" in md.read_text()
 
+
+def test_a_file_name_with_a_newline_is_one_line_on_the_terminal_and_raw_in_json(tmp_path):
+    """A file named 'a<newline>b.py': its hunk id split the result line in two ('culprit hunk(s): a'
+    and then 'b.py:2' as a line of its own). The terminal C-quotes it as git quotes the path in the
+    diff below it ("a\\nb.py:2"); --json keeps the name as it is."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 0), (bad, 1)):
+        side.mkdir()
+        (side / "a\nb.py").write_text(f"import sys\nsys.exit({v})\n")
+        (side / "run.py").write_text("import glob, runpy\nrunpy.run_path(glob.glob('a*b.py')[0])\n")
+    p = bisectk("diff", good, bad, "--run", "python3 run.py", "--no-lines", "--ledger", tmp_path / "l.db",
+                cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert '1 hunk; culprit hunk(s): "a\\nb.py:2"' in p.stdout.splitlines(), p.stdout
+    assert not any(line.startswith("b.py") for line in (p.stdout + p.stderr).splitlines()), p.stdout
+    p = bisectk("diff", good, bad, "--run", "python3 run.py", "--no-lines", "--json", "--ledger", tmp_path / "l.db",
+                cwd=tmp_path, timeout=120)
+    assert [h["id"] for h in json.loads(p.stdout)["culprit_hunks"]] == ["a\nb.py:2"]

@@ -364,12 +364,13 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     doc = res.to_dict()
     phases = trials.phase_runs()
     attempts = tuple(attempt_records(oracle, res, order.__getitem__))
-    rows = (*counted(advice(res, spec, policy, order, stopped, found_thresholds, bool(seconds)), phases.get(SEARCH, 0)),
-            *oracle.stretches[:1])
+    made = trials.made(SEARCH)
+    rows = (*counted(advice(res, spec, policy, order, stopped, found_thresholds, bool(seconds)), phases.get(SEARCH, 0),
+                     made), *oracle.stretches[:1])
     return AblationRecord(
         ok=True, complete=res.complete and not stopped, interrupted=stopped, runs=runner.executed,
         observations=len(trials.trials), wall_s=round(time.monotonic() - start, 3), run_s=trials.run_seconds(),
-        advice=rows, phase_runs=phases,
+        advice=rows, phase_runs=phases, search_made=made,
         stop_reason=reason if stopped else "" if res.complete else stop_reason_of("", rows, False),
         culprits=tuple(map(str, res.culprits)), unresolved_factors=tuple(map(str, res.suspects)),
         interaction=res.interaction, differences=tuple(table(res, spec, diffs)),
@@ -392,13 +393,14 @@ def unused_runs(phases: dict[str, int], attempts) -> int:
     return max(0, phases.get(SEARCH, 0) - sum(a.runs for a in attempts))
 
 
-def counted(steps: list[dict], search_runs: int) -> list[dict]:
+def counted(steps: list[dict], search_runs: int, made: int | None = None) -> list[dict]:
     """The search's steps with the runs they name ("stopped", "good_failed") as the search made
     them: the search counts the questions it asked (one each, a run cut short by a Ctrl-C
     included), the oracle may run one several times (a different failure re-run, a second
-    chance); `search_runs` counts the runs themselves (Trials.phase_runs)."""
-    return [{**s, "runs": search_runs} if s.get("step") in ("stopped", "good_failed") and "runs" in s else s
-            for s in steps]
+    chance); `search_runs` counts the runs themselves (Trials.phase_runs), `made` those of them
+    made now, not answered from the ledger (what --max-runs counts; Trials.made)."""
+    return [{**s, "runs": search_runs, **({"made": made} if made is not None else {})}
+            if s.get("step") in ("stopped", "good_failed") and "runs" in s else s for s in steps]
 
 
 def table(res: AblationResult, spec: Spec, diffs: list[str]) -> list[dict]:

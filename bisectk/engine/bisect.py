@@ -322,6 +322,8 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
                             options=options, observations=seed)
     except SearchStopped as stop:
         result, stopped, reason = stop.result, True, REASONS.get(stop.reason, stop.reason)
+        if stop.reason == "budget" and policy.max_runs is not None:    # as ablate's and diff's say it
+            reason = f"run budget of {policy.max_runs} spent"
     finally:
         oracle.close()
     if repeats > 1:
@@ -446,7 +448,7 @@ def _record(runner: Runner, oracle: Oracle, check: EndpointCheck, result: DagRes
     candidates = tuple(described + [commit_doc(space, i) for i in result.candidates[MAX_DESCRIBED:]])
     # --flaky with the budget spent short of the confidence: the two rates were not told apart,
     # and no commit is named (the posterior over the candidates is in the record)
-    not_separable = two_rate and stopped and reason == REASONS["budget"] and result.separable is False
+    not_separable = two_rate and stopped and reason.startswith("run budget") and result.separable is False
     found = result.culprit is not None and not result.contradiction and not not_separable
     # every candidate that touches the pathspec is on the old side: --bad stands for the commits
     # after them, which touch none of the paths; none of them can be named
@@ -466,7 +468,8 @@ def _record(runner: Runner, oracle: Oracle, check: EndpointCheck, result: DagRes
                        f"the first bad commit ({graph[result.culprit].short})" if found else "")
     return BisectRecord(
         ok=True, complete=complete, interrupted=stopped, runs=runner.executed,
-        observations=len(trials.trials), phase_runs=trials.phase_runs(), wall_s=round(time.monotonic() - start, 3),
+        observations=len(trials.trials), phase_runs=trials.phase_runs(), search_made=trials.made(SEARCH),
+        wall_s=round(time.monotonic() - start, 3),
         advice=(*advice(graph, result, text, first_bad, stopped, reason, not_separable, terms, pathspec),
                 *oracle.stretches[:1]),
         run_s=trials.run_seconds(),

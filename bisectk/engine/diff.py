@@ -99,13 +99,14 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
     phases: Counter[str] = Counter()   # after the hang's picture: its run counts too
     for o in oracles:       # the line pass's trials are a view: its runs are its own list
         phases.update(o.trials.phase_runs())
-    advice = counted(list(res.advice), trials.phase_runs().get(SEARCH, 0)) \
+    made = trials.made(SEARCH)
+    advice = counted(list(res.advice), trials.phase_runs().get(SEARCH, 0), made) \
         + ([{"step": "unbuilt_hybrids", "count": len(res.unresolved)}] if res.unresolved else []) \
         + ([{"step": "confirm_lines"}] if culprit_lines else []) + [s for o in oracles for s in o.stretches][:1]
     return DiffRecord(
         ok=True, complete=res.complete and not stopped, interrupted=stopped, runs=runner.executed,
         observations=sum(len(o.trials.trials) for o in oracles), wall_s=round(time.monotonic() - start, 3),
-        advice=tuple(advice), phase_runs={p: phases[p] for p in PHASES if phases[p]},
+        advice=tuple(advice), phase_runs={p: phases[p] for p in PHASES if phases[p]}, search_made=made,
         stop_reason=reason if stopped else "" if res.complete else stop_reason_of("", advice, False),
         run_s=round(sum(o.trials.run_seconds() for o in oracles), 3),
         culprit_hunks=tuple(h.to_dict() for h in culprit_hunks),

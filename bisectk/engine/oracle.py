@@ -220,6 +220,16 @@ class Trials:
             counts = Counter(t.phase for t in self.trials)
         return {p: counts[p] for p in (*PHASES, *sorted(set(counts) - set(PHASES))) if counts[p]}
 
+    def made(self, phase: str) -> int:
+        """How many of `phase`'s runs were made by this command (not answered from the ledger)."""
+        with self._lock:
+            return sum(1 for t in self.trials if t.phase == phase and not t.cached)
+
+    def was_cached(self, run: Run) -> bool:
+        """Whether `run` (one this command observed) was answered from the ledger."""
+        with self._lock:
+            return next((t.cached for t in reversed(self.trials) if t.run is run), False)
+
     def run_seconds(self) -> float:
         """What the trials cost when they ran, those answered from the ledger included."""
         with self._lock:
@@ -252,6 +262,7 @@ class Oracle:
         self.phase = SEARCH         # the phase its runs are counted in (asking)
         self._questions: dict[str, list[list[Run]]] = {}   # point key -> each question's runs (questions)
         self._more = 0              # runs made beyond one a question (more_runs)
+        self._free = 0              # runs of questions the ledger answered: they cost no time (more_runs)
         if aimed:
             self.aim(target, recheck=recheck, reach=reach, steady_slow=steady_slow)
 
@@ -302,8 +313,12 @@ class Oracle:
 
     def observe(self, point: Any, *, snapshot: bool = False, longer: float | None = None,
                 until: int | None = None, phase: str | None = None) -> Run:
-        return self.trials.observe(point, snapshot=snapshot, target=lambda: self._judging, longer=longer,
-                                   until=until, phase=phase or self.phase)
+        run = self.trials.observe(point, snapshot=snapshot, target=lambda: self._judging, longer=longer,
+                                  until=until, phase=phase or self.phase)
+        if self.trials.was_cached(run):     # the ledger answered: it costs the run budget nothing (more_runs)
+            with self._lock:
+                self._free += 1
+        return run
 
     def judge(self, verdict: Verdict) -> Outcome:
         return verdict.outcome if self._judging is None else verdict.against(self._judging)
@@ -324,10 +339,12 @@ class Oracle:
         return runs
 
     def more_runs(self) -> int:
-        """The runs made beyond one a question (a different failure re-run, a second chance):
-        what a search's run budget counts besides its questions (Tester.more_runs)."""
+        """The runs made beyond one a question (a different failure re-run, a second chance), less
+        the runs the ledger answered: what a search's run budget (--max-runs) counts besides its
+        questions (Tester.more_runs), so that it counts the runs made, what costs time; negative
+        when the ledger answered more than were re-run (a --resume goes on from where it stopped)."""
         with self._lock:
-            return self._more
+            return self._more - self._free
 
     def questions(self, point: Any) -> list[list[Run]]:
         """The runs that answered each question asked of `point` (a call, a batch's or a

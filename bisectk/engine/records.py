@@ -355,6 +355,7 @@ class AblationRecord(Record):
     open_fixes: tuple[list, ...] = ()       # bad without them failed (or was unresolved); not followed
     sets_complete: bool | None = None       # the sets explain every failure of bad (None: not searched)
     sets_note: str = ""                     # why they may not
+    search_made: int | None = None          # of the search's runs, those made now (not from the ledger): what --max-runs counts
     warnings: tuple[str, ...] = ()          # what the command warned of on stderr (the spec's unused or
                                             # alike factors, runs made one at a time, a shared directory)
 
@@ -384,6 +385,7 @@ class DiffRecord(Record):
     open_fixes: tuple[list, ...] = ()       # bad without them failed (or was unresolved); not followed
     sets_complete: bool | None = None       # the sets explain every failure of bad (None: not searched)
     sets_note: str = ""                     # why they may not
+    search_made: int | None = None          # of the search's runs, those made now (not from the ledger): what --max-runs counts
     warnings: tuple[str, ...] = ()          # each `bisectk: warning:` the command said on stderr (cli_common.say_warning)
 
 
@@ -428,6 +430,7 @@ class BisectRecord(Record):
     manual: bool = False                    # verdicts given by a person (engine/manual.py), nothing run
     fresh_build: dict | None = None         # the answer run again from builds made from scratch (engine/fresh_build.py):
                                             # points (sha, short, searched, fresh outcome), stale
+    search_made: int | None = None          # of the search's runs, those made now (not from the ledger): what --max-runs counts
     warnings: tuple[str, ...] = ()          # each `bisectk: warning:` the command said on stderr (cli_common.say_warning)
 
 

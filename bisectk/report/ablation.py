@@ -240,7 +240,7 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
         for line in sets_lines(rec):
             out.print(line, markup=False)
     else:
-        out.print(stopped_line(stop_reason_of(rec), search_runs_of(rec)) + f"; {culprit_words(rec)}", markup=False)
+        out.print(stopped_line(stop_reason_of(rec), search_runs_of(rec), rec.search_made) + f"; {culprit_words(rec)}", markup=False)
     out.print(failure_line(rec.endpoints), markup=False)
     if (slow := slow_line(rec.endpoints, getattr(rec, "subject", None))) is not None:
         out.print(slow, markup=False)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bisectk.engine.records import Record
+from bisectk.report.words import made_words
 
 
 def _names(items: Sequence[Any]) -> str:
@@ -47,7 +48,8 @@ def _stopped(s: dict) -> str:
                     "measure the endpoints over more runs (--calibrate-runs), or make the failure steadier first.")
         return (f"{head} The failure is intermittent, and a failure was taken as proof (good may fail too, now "
                 "and then): --flaky weighs both rates (the two-rate model), or make the failure steadier first.")
-    return (f"The search stopped after {s['runs']} run{'' if s['runs'] == 1 else 's'} ({s['reason'] or 'interrupted'}); the smallest failing "
+    return (f"The search stopped after {s['runs']} run{'' if s['runs'] == 1 else 's'}{made_words(s['runs'], s.get('made'))} "
+            f"({s['reason'] or 'interrupted'}); the smallest failing "
             f"configuration so far has {len(shown) + len(unsure)} of {s['of']} differences"
             + (f", of which {_names(shown)} shown necessary" if shown else "")
             + (f"; not yet resolved: {_names(unsure)}" if unsure else "") + ". Resume to finish.")

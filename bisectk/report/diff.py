@@ -110,7 +110,7 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
         out.print(f"{counted(rec.hunks, 'hunk')}; culprit hunk(s): {where}"
                   + ("  (interaction: each proper subset passes)" if rec.interaction else ""), markup=False)
     else:
-        out.print(stopped_line(stop_reason_of(rec), search_runs_of(rec)) + f"; smallest failing hunk set so far: {where}",
+        out.print(stopped_line(stop_reason_of(rec), search_runs_of(rec), rec.search_made) + f"; smallest failing hunk set so far: {where}",
                   markup=False)
     for line in sets_lines(rec):
         out.print(line, markup=False)

@@ -222,7 +222,7 @@ def print_summary(out: Console, rec: BisectRecord, runs: bool = True, brief: boo
     if switched := rec.switched:
         out.print(f"the failure is intermittent ({switched}): the search went on in the flake model", markup=False)
     if rec.interrupted:
-        out.print(stopped_line(rec.stop_reason, search_runs_of(rec)), markup=False)
+        out.print(stopped_line(rec.stop_reason, search_runs_of(rec), rec.search_made), markup=False)
     _answer(out, rec)
     if line := fresh_build_line(rec):
         out.print(line, markup=False)

@@ -100,7 +100,7 @@ def print_summary(out: Console, t: TriageRecord, report=None) -> None:
                       + ("  (interaction: each proper subset passes)" if d.interaction else ""), markup=False)
         else:   # a stopped isolation: its best so far, as `diff` says it, never as a verdict
             out.print(f"hunk isolation of {bis.first_bad['sha'][:10]}: "
-                      + stopped_line(stop_reason_of(d), search_runs_of(d)) + f"; smallest failing hunk set so far: {places}",
+                      + stopped_line(stop_reason_of(d), search_runs_of(d), d.search_made) + f"; smallest failing hunk set so far: {places}",
                       markup=False)
         out.print((d.lines_diff or d.diff).rstrip(), markup=False, highlight=False)
     elif d is not None:
@@ -117,7 +117,7 @@ def _open_words(bis) -> str:
     """Why the bisection gave no verdict, as the terminal says it: stopped (Ctrl-C, --max-runs),
     rates not separable, or several candidates left (skips)."""
     if bis.interrupted:
-        return stopped_line(stop_reason_of(bis), search_runs_of(bis))
+        return stopped_line(stop_reason_of(bis), search_runs_of(bis), bis.search_made)
     if bis.separable is False:
         return history_report.separation_line(bis)
     return f"ambiguous: the first bad commit is one of {len(bis.candidates)} candidates"
@@ -148,7 +148,7 @@ def to_cases(t: TriageRecord, subject: str) -> list[Case]:
         # a stopped isolation (Ctrl-C, --max-runs) is no verdict, as a stopped bisection is not
         stopped = d.ok and not d.complete
         cases.append(Case("isolate hunks", "passed" if d.ok and d.complete else "error",
-                          message=stopped_line(stop_reason_of(d), search_runs_of(d)) if stopped
+                          message=stopped_line(stop_reason_of(d), search_runs_of(d), d.search_made) if stopped
                           else "" if d.ok else (d.endpoints.problem or ""),
                           details=d.diff if d.ok else "", time_s=d.wall_s, classname="bisectk.triage"))
     culprit = f" since {fb['sha'][:10]} {fb['subject']}" if fb and bis.complete else ""   # no guess as a verdict

@@ -56,8 +56,15 @@ def problem_text(check: EndpointCheck) -> str:
     return " ".join([check.problem or "", *(f"{d}." if not d.endswith(".") else d for d in check.details)]).strip()
 
 
-def stopped_line(reason: str, runs: int) -> str:
-    return f"search stopped ({reason or 'interrupted'}) after {runs} search run(s): no verdict yet"
+def stopped_line(reason: str, runs: int, made: int | None = None) -> str:
+    """`made`: of the `runs`, those made by the command (the rest the ledger answered): what
+    --max-runs counts (None: a record stored before it was kept)."""
+    return f"search stopped ({reason or 'interrupted'}) after {runs} search run(s){made_words(runs, made)}: no verdict yet"
+
+
+def made_words(runs: int, made: int | None) -> str:
+    """' (2 made now, 4 answered from the ledger)' where the ledger answered some of `runs`."""
+    return f" ({made} made now, {runs - made} answered from the ledger)" if made is not None and made < runs else ""
 
 
 def stop_reason_of(rec) -> str:

@@ -130,7 +130,8 @@ class Tester:
     unused: int = 0                    # runs made ahead of the search that it never took
     taken_ahead: int = 0               # runs made ahead of the search that it took (asked later)
     more_runs: Callable[[], int] | None = None   # runs the oracle made beyond one a question, as it
-                                       # reports them (a re-run of a different failure): the budget's too
+                                       # reports them (a re-run of a different failure), less those the
+                                       # ledger answered (no cost; may be < 0): the budget's too
 
     def __post_init__(self) -> None:
         self._known = dict(self.known or {})

@@ -601,6 +601,23 @@ def test_resume_reruns_nothing(tmp_path):
     assert second["observations"] == total
 
 
+def test_max_runs_counts_the_runs_made_so_the_same_command_again_goes_further(tmp_path):
+    """--max-runs counted the search's questions, those the ledger answered included: `ablate
+    --max-runs 2` run again stopped where the first had, having made no run at all. It counts
+    the runs made (what costs a CI job time), and the stop line says how many the ledger gave."""
+    counter = tmp_path / "n.txt"
+    spec = toy(tmp_path, counter)
+    first = ablate_json(spec, tmp_path, "--max-runs", "2", code=1)
+    assert first["search_made"] == first["phase_runs"]["search"] == 2, first["phase_runs"]
+    done = len(counter.read_text().splitlines())
+    p = bisectk("ablate", spec, "--ledger", tmp_path / "ledger.db", "--max-runs", "2", timeout=600)
+    assert p.returncode == 1, p.stderr[-2000:]
+    assert len(counter.read_text().splitlines()) - done == 2     # two more runs, the endpoints from the ledger
+    searched = int(re.search(r"search stopped \(run budget of 2 spent\) after (\d+) search run\(s\) "
+                             r"\(2 made now, (\d+) answered from the ledger\)", p.stdout).group(1))
+    assert searched >= 4, p.stdout[-1500:]
+
+
 def test_different_failure_is_not_the_target(tmp_path):
     """b hangs (the target); a without b crashes: a second bug, reported, never blamed."""
     code = ("import os, sys, time, json\n"

@@ -33,6 +33,9 @@ ALLOWED = {
                        "bisectk.engine.records", "bisectk.report"},
     "bisectk.demo": {"bisectk.errors"},
     "bisectk.cli": {"bisectk"}, "bisectk.cli_common": {"bisectk"}, "bisectk.cli_tools": {"bisectk"},
+    "bisectk.cli_run": {"bisectk"}, "bisectk.cli_ablate": {"bisectk"}, "bisectk.cli_diff": {"bisectk"},
+    "bisectk.cli_history": {"bisectk"}, "bisectk.cli_bisect": {"bisectk"}, "bisectk.cli_triage": {"bisectk"},
+    "bisectk.cli_replay": {"bisectk"},
     "bisectk.__main__": {"bisectk"}, "bisectk": {"bisectk"},
 }
 

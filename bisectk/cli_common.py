@@ -28,7 +28,6 @@ from bisectk import exitcodes as X
 from bisectk.outcome import DEFAULT_SAME_FAILURE
 from bisectk.report.safe import disk_full, json_text, terminal_text
 from bisectk.search.names import strategy_names
-from bisectk.timeouts import MIN_TIMEOUT_S
 
 
 class _Terminal:
@@ -56,6 +55,11 @@ class _Terminal:
 # table and `[/bold]` is a MarkupError; nothing printed here is styled by markup
 out = _Terminal(highlight=False, soft_wrap=True, markup=False)
 
+
+# --timeout's least value: timeouts.MIN_TIMEOUT_S, the spec's `timeout`'s bound too, written here
+# rather than imported: the start loads no module it does not need (tests/core/test_cli.py holds
+# the two equal)
+MIN_TIMEOUT_S = 0.01
 
 SpecArg = typer.Argument(..., help="Variant spec (TOML).", show_default=False)
 LedgerOpt = typer.Option(None, "--ledger", help="Ledger database (default: .bisectk/ledger.db beside the spec).")

@@ -8,10 +8,9 @@ from typing import Optional
 
 import typer
 
-from bisectk.cli_common import (CalibrateOpt, FreshOpt, JsonOpt, LedgerOpt, SameFailureOpt, SnapshotsOpt,
+from bisectk.cli_common import (MIN_TIMEOUT_S, CalibrateOpt, FreshOpt, JsonOpt, LedgerOpt, SameFailureOpt, SnapshotsOpt,
                                 RunSnapshotsOpt, SpecArg, TimeoutOpt, WarmOpt, environment_capture, fail, finish,
                                 policy, reporter, spare_ahead, spec_warnings)
-from bisectk.timeouts import MIN_TIMEOUT_S
 
 
 def run(spec: Path = SpecArg,

@@ -73,3 +73,11 @@ def test_the_import_records_skip_what_sysconfig_names_without_loading_it():
                        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}, timeout=120)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout) == [False, []]
+
+
+def test_the_start_loads_no_module_for_the_timeout_bound():
+    """--timeout's least value is the spec's `timeout`'s (timeouts.MIN_TIMEOUT_S); the CLI writes it
+    rather than importing timeouts, which its start did not load before the bound was shared."""
+    from bisectk import cli_common, timeouts
+    assert cli_common.MIN_TIMEOUT_S == timeouts.MIN_TIMEOUT_S
+    assert "bisectk.timeouts" not in _loaded()["start"]

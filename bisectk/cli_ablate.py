@@ -58,7 +58,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     if limit is not None and n > limit:
         fail(f"--strategy {strategy} handles at most {limit} differences; {spec} has {n}")
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
-                 max_runs=max_runs, timeout=timeout, gpus=tuple(gpus.split(",")) if gpus else (), executor=executor,
+                 max_runs=max_runs, timeout=timeout, gpus=tuple(gpus.split(",")) if gpus is not None else (), executor=executor,
                  ray_address=ray_address, fresh=fresh, warm=warm, jobs=jobs)
     pol = timed_policy(pol, s, warnings)
     ledger_path = ledger_location(ledger, spec=s)

@@ -77,6 +77,8 @@ def bisect(repo: Path = RepoOpt,
     from bisectk.spaces.worktrees import WorktreePool
     from bisectk.spaces.yourbisect import marks_hint
     resume_or_fresh(resume, fresh)
+    # the one validator, before git lists the history or a worktree is checked out for the first run
+    policy(gpus=tuple(gpus.split(",")) if gpus is not None else (), calibrate_runs=calibrate_runs)
     terms = Terms.of(find_fix, term_old, term_new)
     olds, new, names = history_ends(good or [], bad or [], find_fix, lambda: marks_hint(Path(repo)))
     if not (good if find_fix else bad) and not as_json:
@@ -145,7 +147,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
             "any_failure": any_failure, "subject": str(spec or run_cmd or pytest_id),
             "olds": list(commits.goods), "paths": list(commits.paths), "confidence": confidence, **terms.to_dict()}
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
-                 max_runs=max_runs, jobs=jobs, confidence=confidence, gpus=tuple(gpus.split(",")) if gpus else (),
+                 max_runs=max_runs, jobs=jobs, confidence=confidence, gpus=tuple(gpus.split(",")) if gpus is not None else (),
                  executor=executor, ray_address=ray_address, ray_repo=ray_repo, fresh=fresh, warm=warm,
                  clean_ignored=clean_ignored)
     pol = timed_policy(pol, s)      # a SPEC's SLOW rule: commits timed side by side time each other

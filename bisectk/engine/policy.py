@@ -64,8 +64,12 @@ class RunPolicy:
                                "leave --gpus out (bisect and triage take the number of actors from --jobs)")
         if self.snapshots < 0:
             raise BisectkError(f"--snapshots {self.snapshots}: must be 0 (no snapshots) or more")
-        if self.calibrate_runs < 1:
-            raise BisectkError(f"--calibrate-runs {self.calibrate_runs}: must be at least 1")
+        if not 1 <= self.calibrate_runs <= MAX_REPEAT:     # as --repeat: 10**8 runs is a typo, not a plan
+            raise BisectkError(f"--calibrate-runs {self.calibrate_runs}: must be from 1 to {MAX_REPEAT}")
+        for gpu in self.gpus:   # CUDA_VISIBLE_DEVICES: an index or a UUID; '' (from ',,') would hide every GPU
+            if not (gpu.isdigit() or gpu.startswith(("GPU-", "MIG-"))):
+                raise BisectkError(f"--gpus {','.join(self.gpus)!r}: {gpu!r} is no GPU; name each by its index "
+                                   f"or its UUID (GPU-..., MIG-...), separated by commas: --gpus 0,1")
         if self.timeout is not None and (problem := limit_problem("--timeout", self.timeout)):
             raise BisectkError(problem)
         if self.repeat is not None and not 1 <= self.repeat <= MAX_REPEAT:

@@ -53,6 +53,13 @@ def test_option_parsing_errors_are_one_line(args, tmp_path):
     (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--json", "--json-out", "/dev/stdout"], "is stdout"),
     ([*("diff", *(str(ROOT / "variants/cpu/diff-softmax" / x) for x in ("good", "bad"))), "--run", "true", "--json",
       "--report", "/dev/fd/1"], "is stdout"),
+    # --gpus ',,' set CUDA_VISIBLE_DEVICES='' on every run (no GPU visible), 'a,b' a name CUDA ignores,
+    # '' no pinning at all; --calibrate-runs had no bound where --repeat has one
+    (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--gpus", ",,"], "'' is no GPU"),
+    (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--gpus", ""], "'' is no GPU"),
+    (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--gpus", "0,a"], "'a' is no GPU"),
+    (["bisect", "--good", "HEAD~1", "--run", "true", "--gpus", "1,,2"], "'' is no GPU"),
+    (["check", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--calibrate-runs", "100000000"], "from 1 to 1000"),
     # --resume and --fresh together: one was dropped without a word
     (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--resume", "--fresh"], "contradict each other"),
     (["bisect", "--good", "HEAD~1", "--run", "true", "--resume", "--fresh"], "contradict each other"),

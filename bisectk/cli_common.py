@@ -227,7 +227,7 @@ def spec_warnings(spec, timeout: float | None = None) -> list[str]:
     """A warning per factor that reaches no placeholder, or whose two values reach the subject as
     the same text, and per setting nothing uses (Spec.ignored_settings; `timeout`: --timeout's)
     (printed on stderr; `check` repeats it)."""
-    from bisectk.spec import format_value, render     # loaded already: the spec was
+    from bisectk.specvalues import format_value, render     # loaded already: the spec was
     lines = [f"factor {f!r} is used by no placeholder of [subject] command, build or env: its values never "
              f"reach the subject{_near(spec, f)} ({spec.path})" for f in spec.unused_factors()]
     lines += [f"factor {f!r} is {format_value(spec.good[f])} ({type(spec.good[f]).__name__}) in [good] and "

@@ -6,7 +6,8 @@ Spec        -- the loaded, validated file: how to build and run the subject, the
                thresholds, the factors with their good and bad values, declared ordinal ranges,
                and constraints that mark invalid hybrids.
 Threshold   -- one metric's accepted range (min and/or max); a Spec holds them by metric name
-               (bisectk/specvalues.py, with a value's text: render, same_value, format_value, ...).
+               (bisectk/specvalues.py, with a value's text: render, same_value, format_value, ...:
+               import them from there).
 Config      -- a plain dict factor -> value; `Spec.hybrid(applied)` makes one from the good side
                with the `applied` factors set to their bad values.
 
@@ -37,11 +38,10 @@ from typing import Any
 from bisectk.contents import named_files
 from bisectk.errors import SpecError
 from bisectk.expr import Expr, ExprError, clip
-from bisectk.specvalues import Scalar, Threshold, format_value, one_line, parse_value, render, same_value
+from bisectk.specvalues import Scalar, Threshold, format_value, render, same_value
 from bisectk.timeouts import MAX_REPEAT, MAX_TIMEOUT_S, MIN_TIMEOUT_S
 
-__all__ = ["Config", "Scalar", "Spec", "Threshold", "adhoc_spec", "config_key", "format_value", "load_spec",
-           "one_line", "parse_value", "placeholders", "project_root", "render", "same_value", "substitute"]
+__all__ = ["Config", "Spec", "adhoc_spec", "config_key", "load_spec", "placeholders", "project_root", "substitute"]
 
 Config = dict[str, Scalar]
 

@@ -52,7 +52,8 @@ from bisectk.search.result import GOOD_FAILED
 from bisectk.search import (AblationResult, ConfidenceRule, SearchStopped, Threshold, ablate,
                             find_threshold, first_runs)
 from bisectk.spaces.factors import FactorSpace
-from bisectk.spec import Spec, format_value, same_value
+from bisectk.spec import Spec
+from bisectk.specvalues import format_value, same_value
 
 OUTCOME_WORDS = {None: "-", Outcome.PASS: "passes", Outcome.FAIL: "FAILS", Outcome.UNRESOLVED: "unresolved"}
 ROLE_TEXT = {"culprit": "CULPRIT", "context": "context", "cleared": "cleared", "unknown": "not isolated",

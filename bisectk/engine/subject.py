@@ -17,7 +17,8 @@ from pathlib import Path
 
 from bisectk.errors import BisectkError
 from bisectk.spaces.shellwords import runs_shell, shell_syntax, split_command  # noqa: F401 (this module's API)
-from bisectk.spec import Config, Spec, adhoc_spec, load_spec, parse_value, placeholders
+from bisectk.spec import Config, Spec, adhoc_spec, load_spec, placeholders
+from bisectk.specvalues import parse_value
 from bisectk.timeouts import limit_problem
 
 

@@ -25,7 +25,7 @@ from bisectk.report.safe import c_quoted, code_span
 from bisectk.report.terminal import TABLE_ROWS, cut_value
 from bisectk.report.words import (endpoint_lines, failure_line, slow_line, phase_words, problem_lines, problem_text, runs_words,
                                   same_inputs, search_runs_of, stop_reason_of, stopped_line, title_words, wall_words)
-from bisectk.spec import format_value, one_line
+from bisectk.specvalues import format_value, one_line
 
 HEADER = ["factor", "good", "bad", "flipped alone on good", "removed from bad", "verdict"]
 

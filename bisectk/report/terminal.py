@@ -30,7 +30,7 @@ from rich.text import Text
 
 from bisectk.events import BuildRunning, Event, Note, PhaseStarted, RunFinished, RunStarted
 from bisectk.outcome import Outcome, Run
-from bisectk.spec import one_line, same_value
+from bisectk.specvalues import one_line, same_value
 from bisectk.report.safe import SafeConsole, disk_full, terminal_text
 
 STYLE = {Outcome.PASS: "green", Outcome.FAIL: "red", Outcome.UNRESOLVED: "yellow"}

@@ -43,7 +43,7 @@ from bisectk.outcome import LINK_FAILED, NAN_CHECK, FailKind, Outcome, Reason, R
 # policy is not (memokey.POLICY_VERSION).
 RULES_VERSION = "classify-v12"
 from bisectk.run.process import RawRun, signal_name
-from bisectk.spec import Threshold
+from bisectk.specvalues import Threshold
 
 RESULT_TAG = "BISECTK_RESULT"
 SUBJECT_CHECK = "the subject's own check (ok = false)"

@@ -5,7 +5,7 @@ import pytest
 from bisectk.outcome import FailKind, Outcome, Reason
 from bisectk.run.classify import Judge, classify_build, classify_run, last_exception, parse_result, recognise
 from bisectk.run.process import RawRun
-from bisectk.spec import Threshold
+from bisectk.specvalues import Threshold
 
 JUDGE = Judge([Threshold("rel_err", max=1e-4)])
 

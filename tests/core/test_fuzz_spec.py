@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bisectk.errors import SpecError
 from bisectk.run.startcheck import invalid_command
-from bisectk.spec import config_key, load_spec, parse_value
+from bisectk.spec import config_key, load_spec
+from bisectk.specvalues import parse_value
 
 SUBJECT = '[subject]\ncommand = ["python", "-c", "print(1)"]\n'
 ENDPOINTS = "[good]\nv = 1\n[bad]\nv = 2\n"

@@ -20,7 +20,7 @@ from bisectk.run.executor import run_command
 from bisectk.outcome import Outcome, Reason
 from bisectk.run.classify import Judge, classify_run
 from bisectk.run.process import run_process
-from bisectk.spec import Threshold
+from bisectk.specvalues import Threshold
 from tests.conftest import ROOT
 from tests.core.test_containment import kill_marked, marker, with_marker
 

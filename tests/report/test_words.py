@@ -51,7 +51,7 @@ def test_a_factor_value_with_a_newline_stays_on_its_progress_line():
     line, 'N differences between good and bad: ...') in two: one-line text writes it escaped, as
     `--set` reads it back; a value without control characters is written as substituted."""
     from bisectk.report.terminal import fmt_config
-    from bisectk.spec import one_line
+    from bisectk.specvalues import one_line
     assert fmt_config({"m": "bad\nnew", "k": True}, {"m": "ok", "k": False}) == 'm="bad\\nnew" k=true'
     assert one_line("ok|<b>") == "ok|<b>" and one_line("1") == "1" and one_line(2) == "2"
 

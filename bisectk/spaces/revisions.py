@@ -78,7 +78,7 @@ class CommitSpace:
         # and what they hold, part of each commit's revision: `carry`
         self.carried: tuple = ()
         self._carried_digest = ""
-        self._own_dir: bool | None = None   # _users_own_dir, asked of git once
+        self._own_dir: bool | None = None   # own_dirs, asked of git once
 
     def carry(self, carried) -> None:
         """Copy these files of the user's (spaces/yours.py Carried) into each commit's worktree,
@@ -110,23 +110,24 @@ class CommitSpace:
     def _missing(self, tree: Path) -> str | None:
         """Why a checked-out commit cannot run the command: the directory it runs in, or a file it
         runs (`needed`), is not in the commit's tree; None when both are there."""
-        if not (tree / self.subdir).is_dir() and not self._users_own_dir():
+        if not (tree / self.subdir).is_dir() and not self.own_dirs():
             return f"the directory {self.subdir}/ is not in this commit's tree"
         absent = next((p for p in self.needed if not os.path.lexists(tree / p)), None)
         return f"{absent}, which the command names, is not in this commit's tree" if absent else None
 
-    def _users_own_dir(self) -> bool:
-        """Whether the directory the command runs in is the user's own (`mkdir mine && cd mine`):
-        neither the user's HEAD nor the --bad commit has it, and the user's files copied into each
-        worktree lie in it, so their copy makes it there. `git bisect run` keeps such a directory
-        in the checkout at every commit; a directory of the project's that a commit lacks is still
-        skipped there."""
+    def own_dirs(self) -> tuple[str, ...]:
+        """The directory the command runs in, when it is the user's own (`mkdir build && cd build`,
+        `cd mine` holding an untracked script), to be made in each worktree that lacks it: the
+        user's checkout has it and neither their HEAD nor the --bad commit does. `git bisect run`
+        keeps such a directory in the checkout at every commit (git never removes an untracked
+        directory, nor the one it runs in); a directory of the project's that a commit lacks is
+        still skipped there. Asked of git once."""
         if self._own_dir is None:
             sub = self.subdir.as_posix()
-            self._own_dir = str(self.subdir) != "." and any(self.subdir in Path(c.rel).parents for c in self.carried) \
+            self._own_dir = str(self.subdir) != "." and (Path(self.commits.repo) / self.subdir).is_dir() \
                 and not any(git_ok(self.commits.repo, "cat-file", "-e", f"{rev}:{sub}")
                             for rev in (self.commits.bad_sha, "HEAD"))
-        return self._own_dir
+        return (self.subdir.as_posix(),) if self._own_dir else ()
 
     def key(self, point: Any) -> str:
         """The commit's sha: the ledger's key, read from the graph's arrays (no metadata fetched)."""
@@ -205,7 +206,8 @@ class CommitSpace:
             if missing:
                 yield self._skipped(sha, missing)
                 return
-            why = self.pool.carry(entry, self.carried) if self.carried else None
+            made = self.own_dirs() if not (entry.path / self.subdir).is_dir() else ()
+            why = self.pool.carry(entry, self.carried, made) if self.carried or made else None
             if why is not None:         # a directory of the commit's where the user's file goes
                 yield self._skipped(sha, f"your file could not be copied into this commit's worktree: {why}")
                 return

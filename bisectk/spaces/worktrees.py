@@ -275,16 +275,17 @@ class WorktreePool:
         except SpaceError:
             raise failed from None
 
-    def carry(self, entry: _Entry, carried) -> str | None:
-        """Copy the user's files (spaces/yours.py Carried) into a leased worktree, noting them
+    def carry(self, entry: _Entry, carried, dirs=()) -> str | None:
+        """Copy the user's files (spaces/yours.py Carried) into a leased worktree (and make `dirs`,
+        the user's own directory the command runs in, where the commit lacks it), noting them
         first beside its lock: `release` removes them, and so does the next lease of the worktree
         after a command was killed (`git clean` would leave an ignored one, and a stale copy would
         run for a script the user has since deleted). None, or why one could not be placed."""
         from bisectk.spaces.yours import place
-        entry.note.write_text(json.dumps({"files": [c.rel for c in carried], "dirs": []}))
+        entry.note.write_text(json.dumps({"files": [c.rel for c in carried], "dirs": list(dirs)}))
         # replacing none of the commit's files, the copies' removal leaves the tree as it was
         alone = not any(os.path.lexists(entry.path / c.rel) for c in carried)
-        written, made, why = place(entry.path, carried)
+        written, made, why = place(entry.path, carried, dirs)
         entry.note.write_text(json.dumps({"files": written, "dirs": made, "alone": alone}))
         if entry.watch is not None:
             entry.watch.quiet()     # the copies' own writes, forgotten: what the watch sees from now is the run's

@@ -155,29 +155,26 @@ def digest(carried: Sequence[Carried]) -> str:
     return h.hexdigest()[:16]
 
 
-def place(tree: Path, carried: Sequence[Carried]) -> tuple[list[str], list[str], str | None]:
+def place(tree: Path, carried: Sequence[Carried], dirs: Sequence[str] = ()) -> tuple[list[str], list[str], str | None]:
     """Copy each carried file into `tree` at its path (the commit's own file there, if any, is
-    replaced; checkout and clean put it back): (the paths written, the directories made, deepest
-    last, and None) or, when one cannot be placed (the tree has a directory there, or a link on
-    the way leads out of the tree, or the user's file is gone), what was placed so far and why."""
+    replaced; checkout and clean put it back), after making each of `dirs` (relative, the user's
+    own directory the command runs in, which git bisect run's checkout keeps) where the tree
+    lacks it: (the paths written, the directories made, deepest last, and None) or, when one
+    cannot be placed (the tree has a directory there, or a link on the way leads out of the tree,
+    or the user's file is gone), what was placed so far and why."""
     top = os.path.realpath(tree)
     written: list[str] = []
     made: list[str] = []
+    for d in dirs:
+        why = _make_dirs(tree, top, os.path.join(tree, d), made)
+        if why is not None:
+            return written, made, why
     for c in carried:
         dest = os.path.join(tree, c.rel)
-        parent = os.path.dirname(dest)
-        missing = []
-        at = parent
-        while not os.path.lexists(at):
-            missing.append(at)
-            at = os.path.dirname(at)
-        real = os.path.realpath(at)
-        if real != top and not real.startswith(top + os.sep):
-            return written, made, f"{os.path.dirname(c.rel)}/ leads out of the commit's tree"
+        why = _make_dirs(tree, top, os.path.dirname(dest), made)
+        if why is not None:
+            return written, made, why
         try:
-            for d in reversed(missing):
-                os.mkdir(d)
-                made.append(os.path.relpath(d, tree))
             if os.path.isdir(dest) and not os.path.islink(dest):
                 return written, made, f"the commit's tree has a directory at {c.rel}"
             if os.path.lexists(dest):
@@ -197,6 +194,26 @@ def place(tree: Path, carried: Sequence[Carried]) -> tuple[list[str], list[str],
         except OSError as exc:
             return written, made, f"{c.rel} could not be copied: {exc.strerror or exc}"
     return written, made, None
+
+
+def _make_dirs(tree: Path, top: str, directory: str, made: list[str]) -> str | None:
+    """Make `directory` and its missing parents in `tree`, noting each in `made`; None, or why not
+    (a link on the way leads out of the tree, or the tree has a file there)."""
+    missing = []
+    at = directory
+    while not os.path.lexists(at):
+        missing.append(at)
+        at = os.path.dirname(at)
+    real = os.path.realpath(at)
+    if real != top and not real.startswith(top + os.sep):
+        return f"{os.path.relpath(directory, tree)}/ leads out of the commit's tree"
+    try:
+        for d in reversed(missing):
+            os.mkdir(d)
+            made.append(os.path.relpath(d, tree))
+    except OSError as exc:
+        return f"{os.path.relpath(directory, tree)}/ could not be made: {exc.strerror or exc}"
+    return None
 
 
 def remove(tree: Path, written: Iterable[str], made: Sequence[str]) -> None:

@@ -1,0 +1,79 @@
+"""End-to-end: repositories as users have them (a directory of their own, a partial clone, ...),
+under `bisectk bisect` and `triage`, each compared with what `git bisect run` does there. Every
+test also checks that the user's checkout is exactly as it was (spaces/worktrees.py)."""
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT, bisectk
+
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+from gitrepo import git  # noqa: E402
+
+# the bug appears at c4 of six commits: v.txt holds the commit's number
+TEST_SH = "#!/bin/sh\nv=$(cat \"$(dirname \"$0\")/v.txt\")\ntest \"$v\" -lt 4\n"
+
+
+def history(r: Path, n: int = 6) -> list[str]:
+    r.mkdir(parents=True)
+    git(r, "init", "-q", "-b", "main")
+    shas = []
+    for i in range(1, n + 1):
+        (r / "v.txt").write_text(f"{i}\n")
+        git(r, "add", "v.txt")
+        git(r, "commit", "-q", "-m", f"c{i}")
+        shas.append(git(r, "rev-parse", "HEAD"))
+    return shas
+
+
+def snapshot(r: Path) -> dict:
+    files = {str(p.relative_to(r)): hashlib.sha256(p.read_bytes()).hexdigest()
+             for p in sorted(r.rglob("*")) if p.is_file() and ".git" not in p.relative_to(r).parts}
+    dirs = sorted(str(p.relative_to(r)) for p in r.rglob("*") if p.is_dir() and ".git" not in p.relative_to(r).parts)
+    g = r / ".git"
+    return {"HEAD": (g / "HEAD").read_bytes(), "index": (g / "index").read_bytes(), "files": files, "dirs": dirs,
+            "refs": git(r, "for-each-ref", "--format=%(refname) %(objectname)"), "stash": git(r, "stash", "list"),
+            "worktrees": git(r, "worktree", "list", "--porcelain").split("\n\n")[0],
+            "config": (g / "config").read_bytes()}
+
+
+def git_bisect_answer(r: Path, good: str, bad: str, cmd: list[str], cwd: Path | None = None) -> str:
+    """Real git's first bad commit, run in `cwd` of the checkout `r`, which is left as it was."""
+    subprocess.run(["git", "bisect", "start", bad, good], cwd=r, check=True, capture_output=True)
+    try:
+        p = subprocess.run(["git", "bisect", "run", *cmd], cwd=cwd or r, capture_output=True, text=True)
+        first = [line.split()[0] for line in p.stdout.splitlines() if "is the first bad commit" in line]
+        return first[0] if first else "NO ANSWER: " + p.stdout + p.stderr
+    finally:
+        subprocess.run(["git", "bisect", "reset"], cwd=r, check=True, capture_output=True)
+
+
+def test_a_command_typed_in_an_empty_directory_of_the_users_runs_there_in_every_commit(tmp_path):
+    """`mkdir build && cd build && bisectk bisect --run ../test.sh`: the user's own directory is
+    in no commit and holds nothing bisectk copies (the script lies above it), so no copy made it
+    in the worktrees and every commit was skipped ('the directory build/ is not in this commit's
+    tree', exit 2), where git bisect run keeps the directory in the checkout at every commit and
+    finds c4. The directory is made in each worktree that lacks it, and removed after the run."""
+    r = tmp_path / "r"
+    shas = history(r)
+    (r / "test.sh").write_text(TEST_SH)
+    (r / "test.sh").chmod(0o755)
+    (r / "build").mkdir()
+    before = snapshot(r)
+    p = bisectk("bisect", "--good", shas[0], "--bad", shas[-1], "--run", "../test.sh", cwd=r / "build",
+                check=0, timeout=120)
+    assert f"first bad commit: {shas[3]}" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
+    assert "; 0 skipped;" in p.stdout
+    assert snapshot(r) == before
+    # git's answer, the command run in build/ (git 2.39 runs `git bisect` at the top level only)
+    assert git_bisect_answer(r, shas[0], shas[-1], ["sh", "-c", "cd build && ../test.sh"]) == shas[3]
+    # no worktree keeps the directory made for the runs
+    trees = [Path(w.split()[1]) for w in git(r, "worktree", "list", "--porcelain").split("\n\n")[1:]]
+    assert trees and not any((t / "build").exists() for t in trees)
+    # nested, and the same under triage: each exported tree gets it too
+    (r / "build" / "a" / "b").mkdir(parents=True)
+    p = bisectk("triage", "--good", shas[0], "--bad", shas[-1], "--run", "../../../test.sh",
+                cwd=r / "build" / "a" / "b", check=None, timeout=180)
+    assert f"first bad commit: {shas[3]}" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
+    assert "hunk" in p.stdout and "could not" not in p.stdout + p.stderr, p.stdout[-1500:] + p.stderr[-1500:]

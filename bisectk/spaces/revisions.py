@@ -266,8 +266,10 @@ def unreadable(repo: Path, sha: str, error: str = "") -> str | None:
         # a file's filter (`.gitattributes` filter=lfs, a smudge driver) that fails on this commit's
         # content: its tree cannot be made, as git's 125 (the next commit's may be fine)
         return _git_line(error) if FILTER_FAILED.search(error) else None
-    said = _git_line(error)
-    return (said or f"object {missing[0]} is missing") + (f" ({len(missing)} objects missing)" if len(missing) > 1 else "")
+    said = (_git_line(error) or f"object {missing[0]} is missing") + (f" ({len(missing)} objects missing)" if len(missing) > 1 else "")
+    from bisectk.spaces.promisor import promisor_note
+    note = promisor_note(repo)
+    return f"{said}: {note}" if note else said
 
 
 def _git_line(message: str) -> str:

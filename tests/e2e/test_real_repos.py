@@ -77,3 +77,33 @@ def test_a_command_typed_in_an_empty_directory_of_the_users_runs_there_in_every_
                 cwd=r / "build" / "a" / "b", check=None, timeout=180)
     assert f"first bad commit: {shas[3]}" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
     assert "hunk" in p.stdout and "could not" not in p.stdout + p.stderr, p.stdout[-1500:] + p.stderr[-1500:]
+
+
+def test_a_partial_clone_whose_remote_is_gone_says_which_remote_and_what_to_do(tmp_path):
+    """A `git clone --filter=blob:none` fetches each commit's files from its remote at checkout.
+    With the remote gone, git bisect stops at its first checkout ('could not fetch ... from
+    promisor remote'); bisectk said the same of the good commit, then 'give --good a commit the
+    test can run on', which no commit is. The reason now names the partial clone and its remote,
+    and says what to do (make it reachable, or a full clone), without the --good advice; nothing
+    of the user's changed. With the remote back, the same command finds the first bad commit."""
+    origin = tmp_path / "origin"
+    shas = history(origin)
+    git(origin, "config", "uploadpack.allowfilter", "true")
+    r = tmp_path / "r"
+    git(tmp_path, "clone", "-q", "--filter=blob:none", origin.as_uri(), str(r))
+    (r / "test.sh").write_text(TEST_SH)
+    (r / "test.sh").chmod(0o755)
+    before = snapshot(r)
+    origin.rename(tmp_path / "gone")
+    p = bisectk("bisect", "--good", shas[0], "--bad", "HEAD", "--run", "./test.sh", cwd=r, check=2, timeout=120)
+    problem = [line for line in p.stdout.splitlines() if line.startswith("problem:")]
+    assert len(problem) == 1, p.stdout + p.stderr
+    assert f"good commit {shas[0][:10]}" in problem[0] and "partial clone" in problem[0], problem[0]
+    assert f"remote origin ({origin.as_uri()})" in problem[0] and "make that remote reachable" in problem[0]
+    assert "give --good" not in problem[0]
+    assert "Traceback" not in p.stderr
+    assert snapshot(r) == before
+    (tmp_path / "gone").rename(origin)
+    p = bisectk("bisect", "--good", shas[0], "--bad", "HEAD", "--run", "./test.sh", cwd=r, check=0, timeout=120)
+    assert f"first bad commit: {shas[3]}" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
+    assert git_bisect_answer(r, shas[0], shas[-1], ["./test.sh"]) == shas[3]

@@ -179,6 +179,10 @@ def resolve(repo: Path, ref: str, what: str = "ref") -> str:
     try:
         return run_git(repo, "rev-parse", "--verify", "--quiet", early.peeled(ref))
     except SpaceError:
+        from bisectk.spaces.alternates import gone_note
+        gone = gone_note(repo)      # every object it borrowed is unreadable: the ref is there all the same
+        if gone:
+            raise SpaceError(f"{what} {ref!r} cannot be read in {repo}: {gone}") from None
         cut = f" (a shallow clone: its history is cut; {SHALLOW_HINT})" if is_shallow(repo) else ""
         raise SpaceError(f"{what} {ref!r} is not a commit in {repo}{cut}") from None
 

@@ -107,3 +107,31 @@ def test_a_partial_clone_whose_remote_is_gone_says_which_remote_and_what_to_do(t
     p = bisectk("bisect", "--good", shas[0], "--bad", "HEAD", "--run", "./test.sh", cwd=r, check=0, timeout=120)
     assert f"first bad commit: {shas[3]}" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
     assert git_bisect_answer(r, shas[0], shas[-1], ["./test.sh"]) == shas[3]
+
+
+def test_a_clone_whose_borrowed_objects_are_gone_says_so_not_that_the_tag_is_no_commit(tmp_path):
+    """`git clone --shared` reads its objects from the repository it was cloned from (its
+    objects/info/alternates). With that one deleted, git reads no commit (`git bisect start` dies:
+    'missing object'), and bisectk said "--good 'v1' is not a commit", which it is: the user looks
+    for a typo. It now says the objects are borrowed from a directory that is gone, and what to do."""
+    origin = tmp_path / "origin"
+    shas = history(origin)
+    git(origin, "tag", "v1", shas[0])
+    r = tmp_path / "r"
+    git(tmp_path, "clone", "-q", "--shared", str(origin), str(r))
+    (r / "test.sh").write_text(TEST_SH)
+    (r / "test.sh").chmod(0o755)
+    origin.rename(tmp_path / "gone")
+    g = r / ".git"
+    before = {p: (g / p).read_bytes() for p in ("HEAD", "index", "config", "packed-refs") if (g / p).exists()}
+    for command in ("bisect", "triage"):
+        p = bisectk(command, "--good", "v1", "--run", "./test.sh", cwd=r, check=2, timeout=120)
+        assert [line for line in p.stderr.splitlines() if line.startswith("bisectk:")] == p.stderr.splitlines()[-1:]
+        assert "'v1' cannot be read" in p.stderr and "is not a commit" not in p.stderr, p.stderr
+        assert f"borrowed from {origin / '.git' / 'objects'}, which no longer exists" in p.stderr, p.stderr
+        assert "put that repository back" in p.stderr and "Traceback" not in p.stderr
+    assert {p: (g / p).read_bytes() for p in before} == before
+    assert not (g / "worktrees").exists() or list((g / "worktrees").iterdir()) == []
+    (tmp_path / "gone").rename(origin)
+    p = bisectk("bisect", "--good", "v1", "--run", "./test.sh", cwd=r, check=0, timeout=120)
+    assert f"first bad commit: {shas[3]}" in p.stdout

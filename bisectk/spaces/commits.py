@@ -587,6 +587,10 @@ def _merge_bases(root: Path, b: str, goods: list[str], strangers: list[str], nam
                          f"base is {new} itself, so {what} between {b[:10]} and {g[:10]}; {hint} (or swap them)")
     if not found and is_shallow(root):
         raise not_an_ancestor(root, named[g], bad, g, b, ends)
+    from bisectk.spaces.unrelated import unrelated
+    stranger = unrelated(root, b, strangers, named, bad, ends)
+    if stranger is not None:
+        raise stranger
     return [m for m in found if m not in goods]
 
 

@@ -135,3 +135,36 @@ def test_a_clone_whose_borrowed_objects_are_gone_says_so_not_that_the_tag_is_no_
     (tmp_path / "gone").rename(origin)
     p = bisectk("bisect", "--good", "v1", "--run", "./test.sh", cwd=r, check=0, timeout=120)
     assert f"first bad commit: {shas[3]}" in p.stdout
+
+
+def test_a_good_from_a_history_of_its_own_is_refused_naming_it(tmp_path):
+    """`--good refs/notes/commits` (git notes' commits) or an orphan `pages` branch shares no
+    commit with --bad. git bisect excludes nothing with it and bisects all of bad's history,
+    never running it; bisectk ran it as the good endpoint, saw the test fail in a tree that is not
+    the project's, and said 'the good configuration fails too ... the failure does not depend on
+    these differences' (exit 2), sending the user after flakiness. Such a good is now refused
+    before any run, saying it shares no commit with --bad, and a notes ref as what it is."""
+    r = tmp_path / "r"
+    shas = history(r)
+    (r / "test.sh").write_text(TEST_SH)
+    (r / "test.sh").chmod(0o755)
+    git(r, "notes", "add", "-m", "reviewed", shas[2])
+    git(r, "checkout", "-q", "--orphan", "pages")
+    git(r, "rm", "-q", "-rf", "--cached", ".")
+    (r / "index.html").write_text("page\n")
+    git(r, "add", "index.html")
+    git(r, "commit", "-q", "-m", "pages")
+    (r / "index.html").unlink()
+    git(r, "checkout", "-q", "-f", "main")
+    before = snapshot(r)
+    for good, what in (("refs/notes/commits", "git notes' own history"), ("pages", "a history of its own")):
+        for args in (("bisect", "--good", good, "--good", shas[0]), ("triage", "--good", good)):
+            p = bisectk(*args, "--run", "./test.sh", cwd=r, check=2, timeout=120)
+            assert p.stderr.splitlines()[-1].startswith(f"bisectk: --good {good} ("), p.stderr
+            assert f"shares no commit with --bad HEAD ({shas[-1][:10]})" in p.stderr and what in p.stderr, p.stderr
+            assert "fails too" not in p.stdout and "Traceback" not in p.stderr
+    assert snapshot(r) == before
+    # a good that is no ancestor of bad but shares history (a sibling branch) is still taken, as git takes it
+    git(r, "branch", "side", shas[1])
+    p = bisectk("bisect", "--good", "side", "--run", "./test.sh", cwd=r, check=0, timeout=120)
+    assert f"first bad commit: {shas[3]}" in p.stdout

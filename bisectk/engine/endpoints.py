@@ -104,7 +104,7 @@ from bisectk.outcome import FailKind, Outcome, Reason, Run, Target, Verdict
 from bisectk.run.classify import SKIP_SIGNATURE
 from bisectk.run.runner import Runner
 from bisectk.engine import slowends
-from bisectk.spaces.promisor import PARTIAL_CLONE
+from bisectk.spaces.promisor import EVERY_COMMIT
 
 
 if TYPE_CHECKING:   # loaded after the endpoints ran: the first run does not wait for it (issue 27)
@@ -522,9 +522,9 @@ def _commit_untestable(trials: Trials, good_point: Any, bad_point: Any, good: Ve
         said = f"the {side} configuration cannot be tested: {verdict.describe()}"
         if verdict.outcome is Outcome.UNRESOLVED and problem.startswith(said):
             why = verdict.signature if verdict.reason is Reason.BUILD and verdict.signature else verdict.describe()
-            # a partial clone whose remote is gone: another commit's files are missing too, and its
-            # reason already says what to do (spaces/promisor.py)
-            advice = "" if PARTIAL_CLONE in why else f"; give {option} a commit the test can run on"
+            # a partial clone whose remote is gone, a filter's program not installed: another commit
+            # fails the same, and the reason already says what to do (spaces/promisor.py)
+            advice = "" if EVERY_COMMIT in why else f"; give {option} a commit the test can run on"
             return f"the {side} commit {trials.space.label(point)} cannot be tested: {why}{problem[len(said):]}{advice}"
     return problem
 

@@ -8,7 +8,9 @@ says which remote it is and what to do rather than "give --good another commit".
 
 Abstractions
 ------------
-PARTIAL_CLONE -- the words that open `promisor_note`, by which the engine knows the reason.
+PARTIAL_CLONE -- the words that open `promisor_note`.
+EVERY_COMMIT  -- the words of a reason that another commit would not avoid (here and in
+                 spaces/filtertool.py), by which the engine knows not to advise another --good.
 promisor_note -- for a repository that is a partial clone: which remote its files come from,
                  and what to do; "" otherwise.
 """
@@ -18,6 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 
 PARTIAL_CLONE = "this repository is a partial clone"
+# said of a reason that no other --good or --bad avoids (engine/endpoints.py gives no such advice)
+EVERY_COMMIT = "every commit that needs them fails the same way"
 
 
 def promisor_note(repo: Path | str) -> str:
@@ -45,4 +49,4 @@ def promisor_note(repo: Path | str) -> str:
         url = ""
     where = f"its remote {name} ({url})" if url else f"its remote {name}"
     return (f"{PARTIAL_CLONE}: a checkout fetches the commit's files from {where}, which could not give "
-            f"them; make that remote reachable, or bisect in a full clone (git clone without --filter)")
+            f"them, so {EVERY_COMMIT}: make that remote reachable, or bisect in a full clone (git clone without --filter)")

@@ -265,7 +265,11 @@ def unreadable(repo: Path, sha: str, error: str = "") -> str | None:
     if not missing:
         # a file's filter (`.gitattributes` filter=lfs, a smudge driver) that fails on this commit's
         # content: its tree cannot be made, as git's 125 (the next commit's may be fine)
-        return _git_line(error) if FILTER_FAILED.search(error) else None
+        if not FILTER_FAILED.search(error):
+            return None
+        from bisectk.spaces.filtertool import missing_tool
+        tool = missing_tool(repo, error)       # git-lfs named by the config, not installed
+        return f"{_git_line(error)}: {tool}" if tool else _git_line(error)
     said = (_git_line(error) or f"object {missing[0]} is missing") + (f" ({len(missing)} objects missing)" if len(missing) > 1 else "")
     from bisectk.spaces.promisor import promisor_note
     note = promisor_note(repo)

@@ -168,3 +168,32 @@ def test_a_good_from_a_history_of_its_own_is_refused_naming_it(tmp_path):
     git(r, "branch", "side", shas[1])
     p = bisectk("bisect", "--good", "side", "--run", "./test.sh", cwd=r, check=0, timeout=120)
     assert f"first bad commit: {shas[3]}" in p.stdout
+
+
+def test_lfs_files_with_git_lfs_configured_but_not_installed_say_what_to_install(tmp_path):
+    """`git lfs install` set filter.lfs.* (a shared ~/.gitconfig), but this machine has no git-lfs:
+    every checkout of a commit holding a `filter=lfs` file fails, git bisect's as bisectk's. bisectk
+    said git's 'smudge filter lfs failed', then 'give --bad a commit the test can run on', which no
+    such commit is. It now says git-lfs is not installed and what to do; with the filter no longer
+    required (the advice), the pointer files are checked out as stored and the search runs."""
+    r = tmp_path / "r"
+    shas = history(r)
+    (r / ".gitattributes").write_text("*.bin filter=lfs diff=lfs merge=lfs -text\n")
+    (r / "w.bin").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:" + "4" * 64 + "\nsize 12\n")
+    git(r, "add", ".gitattributes", "w.bin")
+    git(r, "commit", "-q", "-m", "weights")
+    (r / "test.sh").write_text(TEST_SH)
+    (r / "test.sh").chmod(0o755)
+    missing = "git-lfs-not-installed-here"
+    git(r, "config", "filter.lfs.smudge", f"{missing} smudge -- %f")
+    git(r, "config", "filter.lfs.required", "true")
+    before = snapshot(r)
+    p = bisectk("bisect", "--good", shas[0], "--run", "./test.sh", cwd=r, check=2, timeout=120)
+    problem = [line for line in p.stdout.splitlines() if line.startswith("problem:")]
+    assert len(problem) == 1 and "bad commit" in problem[0], p.stdout + p.stderr
+    assert f"{missing} is not installed" in problem[0] and f"install {missing}" in problem[0], problem[0]
+    assert "give --bad" not in problem[0] and "Traceback" not in p.stderr
+    assert snapshot(r) == before
+    git(r, "config", "filter.lfs.required", "false")
+    p = bisectk("bisect", "--good", shas[0], "--run", "./test.sh", cwd=r, check=0, timeout=120)
+    assert f"first bad commit: {shas[3]}" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]

@@ -139,12 +139,16 @@ def open_repo(path: Path | str) -> Path:
         raise SpaceError(f"repository {p} does not exist")
     where = p if p.is_dir() else p.parent
     known = early.toplevel(p) if p.is_dir() else None
-    if known is not None:
-        return Path(known)
     try:
-        return Path(run_git(where, "rev-parse", "--show-toplevel")).resolve()
+        top = Path(known) if known is not None else Path(run_git(where, "rev-parse", "--show-toplevel")).resolve()
     except SpaceError:      # not a repository, a bare one, or inside a .git directory
-        pass
+        top = None
+    if top is not None:
+        from bisectk.spaces.repoenv import other_repository
+        other = other_repository(top, p)
+        if other is not None:
+            raise other
+        return top
     try:
         bare = run_git(where, "rev-parse", "--is-bare-repository")
     except SpaceError as exc:

@@ -197,3 +197,31 @@ def test_lfs_files_with_git_lfs_configured_but_not_installed_say_what_to_install
     git(r, "config", "filter.lfs.required", "false")
     p = bisectk("bisect", "--good", shas[0], "--run", "./test.sh", cwd=r, check=0, timeout=120)
     assert f"first bad commit: {shas[3]}" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
+
+
+def test_git_dir_naming_another_repository_is_refused_not_silently_ignored(tmp_path):
+    """`GIT_DIR=~/clean/.git bisectk bisect ...` typed in ~/wip (a clone of the same project):
+    git bisects ~/clean, bisectk dropped GIT_DIR and bisected ~/wip, another history than the one
+    the user named (here it ran wip's HEAD, where the bug is fixed: 'the bad configuration does not
+    reproduce'; where wip still fails, an answer at exit 0 from wip). A GIT_DIR naming another repository is now
+    refused, saying which and the --repo to give; one naming the repository typed in (a hook's
+    GIT_DIR=.git) runs as before."""
+    clean = tmp_path / "clean"
+    shas = history(clean)
+    wip = tmp_path / "wip"
+    git(tmp_path, "clone", "-q", str(clean), str(wip))
+    (wip / "v.txt").write_text("1\n")            # wip's own history: the bug is fixed there
+    git(wip, "commit", "-q", "-am", "fix")
+    test = tmp_path / "test.sh"
+    test.write_text("#!/bin/sh\ntest \"$(cat v.txt)\" -lt 4\n")
+    test.chmod(0o755)
+    before = snapshot(wip)
+    p = bisectk("bisect", "--good", shas[0], "--run", str(test), cwd=wip, check=2, timeout=120,
+                env={"GIT_DIR": str(clean / ".git")})
+    said = p.stderr.splitlines()[-1]
+    assert said.startswith(f"bisectk: GIT_DIR={clean / '.git'} in your environment names the repository"), p.stderr
+    assert f"give --repo {clean}" in said and "Traceback" not in p.stderr
+    assert snapshot(wip) == before
+    p = bisectk("bisect", "--good", shas[0], "--bad", shas[-1], "--run", str(test), cwd=clean / "", check=0,
+                timeout=120, env={"GIT_DIR": ".git"})
+    assert f"first bad commit: {shas[3]}" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]

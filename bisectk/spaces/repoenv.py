@@ -1,0 +1,44 @@
+"""GIT_DIR in the caller's environment naming another repository than the one bisectk opens.
+
+git follows GIT_DIR wherever it is typed: `GIT_DIR=~/clean/.git git bisect start` in ~/wip
+bisects ~/clean's history. bisectk drops GIT_DIR & co (spaces/early.py drop_repo_env: each run's
+own git must see its worktree) and opens the repository it is typed in. Where GIT_DIR names
+that same repository (a hook's `GIT_DIR=.git`) nothing changes; where it names another, bisectk
+searched a different history than git would, and could answer at exit 0 for the wrong
+repository. That is refused, naming both and the --repo that gives git's.
+
+Abstractions
+------------
+other_repository -- the SpaceError for a GIT_DIR that names another repository than `root`, when
+                    the command was typed in place (no --repo elsewhere), or None.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+
+def other_repository(root: Path, typed: Path | str):
+    """A SpaceError when the caller's GIT_DIR (dropped at start, spaces/early.py) names a git
+    directory other than `root`'s, and `typed` (the repository path given) is the current
+    directory, where git would have followed GIT_DIR; else None."""
+    from bisectk.spaces import early
+    from bisectk.spaces.commits import SpaceError, run_git
+    git_dir = early.DROPPED.get("GIT_DIR") or os.environ.get("GIT_DIR")
+    if not git_dir or os.path.abspath(os.fspath(typed)) != os.path.abspath(os.curdir):
+        return None
+    named = os.path.realpath(git_dir)
+    try:
+        ours = {os.path.realpath(run_git(root, "rev-parse", "--absolute-git-dir")),
+                os.path.realpath(Path(root) / run_git(root, "rev-parse", "--git-common-dir"))}
+    except SpaceError:
+        return None
+    if named in ours:
+        return None
+    work = early.DROPPED.get("GIT_WORK_TREE") or os.environ.get("GIT_WORK_TREE")
+    top = os.path.abspath(work) if work else (os.path.dirname(named) if os.path.basename(named) == ".git" else named)
+    return SpaceError(f"GIT_DIR={git_dir} in your environment names the repository {named}, not {root} where "
+                      f"the command was typed (git would bisect that one; bisectk does not follow GIT_DIR): "
+                      f"unset GIT_DIR, or give --repo {shlex.quote(top)}")

@@ -177,7 +177,9 @@ class CommitSpace:
         return outside_tree(path, self.subdir, self.commits.repo)
 
     @contextmanager
-    def lease(self, point: Any):
+    def lease(self, point: Any, fresh: bool = False):
+        """The commit's Workload in a leased worktree. `fresh` (FreshBuilds): the worktree's
+        untracked and ignored files are removed first, before the user's files are copied in."""
         sha = self.key(point)
         if self.remote:
             repo = self.commits.repo
@@ -206,6 +208,8 @@ class CommitSpace:
             if missing:
                 yield self._skipped(sha, missing)
                 return
+            if fresh:           # the whole worktree's, from its root (`:/`), whatever subdirectory the command runs in
+                run_git(entry.path, "clean", "-ffdqx", "--", ":/")
             made = self.own_dirs() if not (entry.path / self.subdir).is_dir() else ()
             why = self.pool.carry(entry, self.carried, made) if self.carried or made else None
             if why is not None:         # a directory of the commit's where the user's file goes
@@ -241,10 +245,9 @@ class FreshBuilds:
 
     @contextmanager
     def lease(self, point: Any):
-        with self.space.lease(point) as w:
-            if w.unrunnable is None:
-                # the whole worktree's, from its root (`:/`), whatever subdirectory the command runs in
-                run_git(w.cwd, "clean", "-ffdqx", "--", ":/")
+        # cleaned before the user's files are copied in: after, `clean -x` removed the copies
+        # (an untracked ./test.sh), and every run from scratch failed to start
+        with self.space.lease(point, fresh=True) as w:
             # state: the build a worktree held is gone, so it is made again
             yield replace(w, revision=w.revision + FRESH_BUILD, state=w.state + FRESH_BUILD)
 

@@ -2,9 +2,13 @@
 under `bisectk bisect` and `triage`, each compared with what `git bisect run` does there. Every
 test also checks that the user's checkout is exactly as it was (spaces/worktrees.py)."""
 import hashlib
+import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import ROOT, bisectk
 
@@ -225,3 +229,26 @@ def test_git_dir_naming_another_repository_is_refused_not_silently_ignored(tmp_p
     p = bisectk("bisect", "--good", shas[0], "--bad", shas[-1], "--run", str(test), cwd=clean / "", check=0,
                 timeout=120, env={"GIT_DIR": ".git"})
     assert f"first bad commit: {shas[3]}" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
+
+
+@pytest.mark.skipif(not shutil.which("cc") or not shutil.which("make"), reason="needs cc and make")
+def test_the_check_from_scratch_runs_the_users_untracked_script_too(tmp_path):
+    """A Makefile without header dependencies makes the search name a wrong commit from stale
+    objects; bisectk checks the answer once more from scratch (`git clean -x` of the worktree).
+    That clean ran after the user's untracked ./check.sh had been copied in, removing it: every run
+    from scratch was 'cannot start ./check.sh' (UNRESOLVED), the check saw nothing, and the wrong
+    commit was named at exit 0. The worktree is now cleaned before the copy: the named commit
+    passes from scratch, so the answer is said to rest on stale outputs (exit 1), as with a
+    tracked script (tests/e2e/test_bisect.py)."""
+    from tests.e2e.test_bisect import SLOPPY_MAKEFILE, header_history
+    r = tmp_path / "repo"
+    shas = header_history(r, SLOPPY_MAKEFILE)
+    (r / "check.sh").write_text("#!/bin/sh\nexec ./build/t\n")
+    (r / "check.sh").chmod(0o755)
+    before = snapshot(r)
+    p = bisectk("bisect", "--json", "--good", shas[0], "--bad", shas[-1], "--build", "make", "--run", "./check.sh",
+                cwd=r, timeout=180)
+    out = json.loads(p.stdout)
+    assert [pt["fresh"] for pt in out["fresh_build"]["points"]][:1] == ["pass"], out["fresh_build"]
+    assert out["first_bad"]["sha"] != shas[4] and out["fresh_build"]["stale"] is True and p.returncode == 1
+    assert snapshot(r) == before

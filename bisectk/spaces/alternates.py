@@ -19,15 +19,13 @@ import os
 from pathlib import Path
 
 
-def gone_note(repo: Path | str) -> str:
-    """'its objects are borrowed from DIR, which no longer exists: ...' when the repository's
-    alternates file (`git rev-parse --git-path objects/info/alternates`) names a directory that is
-    gone; "" otherwise."""
-    from bisectk.spaces.commits import SpaceError, run_git
+def gone_note(listing: Path) -> str:
+    """'its objects are borrowed from DIR, which no longer exists: ...' when the alternates file
+    `listing` (`git rev-parse --git-path objects/info/alternates`) names a directory that is gone;
+    "" otherwise (no such file, or every directory it names is there)."""
     try:
-        listing = Path(repo, run_git(repo, "rev-parse", "--git-path", "objects/info/alternates"))
         lines = listing.read_text(errors="replace").splitlines()
-    except (SpaceError, OSError):
+    except OSError:
         return ""
     objects = listing.parent.parent     # relative entries are read from the objects directory
     for line in lines:

@@ -144,10 +144,12 @@ def open_repo(path: Path | str) -> Path:
     except SpaceError:      # not a repository, a bare one, or inside a .git directory
         top = None
     if top is not None:
-        from bisectk.spaces.repoenv import other_repository
-        other = other_repository(top, p)
-        if other is not None:
-            raise other
+        from bisectk.spaces.repoenv import given_git_dir, other_repository
+        if given_git_dir():     # git would follow it: it must name this repository (spaces/repoenv.py)
+            dirs = {str((top / run_git(top, "rev-parse", what)).resolve()) for what in ("--git-dir", "--git-common-dir")}
+            other = other_repository(top, p, dirs)
+            if other is not None:
+                raise SpaceError(other)
         return top
     try:
         bare = run_git(where, "rev-parse", "--is-bare-repository")
@@ -184,7 +186,10 @@ def resolve(repo: Path, ref: str, what: str = "ref") -> str:
         return run_git(repo, "rev-parse", "--verify", "--quiet", early.peeled(ref))
     except SpaceError:
         from bisectk.spaces.alternates import gone_note
-        gone = gone_note(repo)      # every object it borrowed is unreadable: the ref is there all the same
+        try:    # every object it borrowed is unreadable: the ref is there all the same
+            gone = gone_note(Path(repo, run_git(repo, "rev-parse", "--git-path", "objects/info/alternates")))
+        except SpaceError:
+            gone = ""
         if gone:
             raise SpaceError(f"{what} {ref!r} cannot be read in {repo}: {gone}") from None
         cut = f" (a shallow clone: its history is cut; {SHALLOW_HINT})" if is_shallow(repo) else ""
@@ -592,10 +597,18 @@ def _merge_bases(root: Path, b: str, goods: list[str], strangers: list[str], nam
     if not found and is_shallow(root):
         raise not_an_ancestor(root, named[g], bad, g, b, ends)
     from bisectk.spaces.unrelated import unrelated
-    stranger = unrelated(root, b, strangers, named, bad, ends)
-    if stranger is not None:
-        raise stranger
+    for g in strangers:     # no merge base at all: a history of its own (a notes ref, gh-pages)
+        if not git_ok(root, "merge-base", b, g):
+            raise SpaceError(unrelated(named[g], g, bad, b, ends, _full_name(root, named[g])))
     return [m for m in found if m not in goods]
+
+
+def _full_name(root: Path, name: str) -> str:
+    """The full ref name git reads `name` as (`refs/notes/commits`), or "" (a sha)."""
+    try:
+        return run_git(root, "rev-parse", "--symbolic-full-name", name)
+    except SpaceError:
+        return ""
 
 
 def _append_head(shas: np.ndarray, ptr: np.ndarray, ref: np.ndarray, sha: str):

@@ -9,8 +9,9 @@ repository. That is refused, naming both and the --repo that gives git's.
 
 Abstractions
 ------------
-other_repository -- the SpaceError for a GIT_DIR that names another repository than `root`, when
+other_repository -- the words refusing a GIT_DIR that names another repository than `root`, when
                     the command was typed in place (no --repo elsewhere), or None.
+given_git_dir    -- the caller's GIT_DIR, if any.
 """
 
 from __future__ import annotations
@@ -20,25 +21,26 @@ import shlex
 from pathlib import Path
 
 
-def other_repository(root: Path, typed: Path | str):
-    """A SpaceError when the caller's GIT_DIR (dropped at start, spaces/early.py) names a git
-    directory other than `root`'s, and `typed` (the repository path given) is the current
-    directory, where git would have followed GIT_DIR; else None."""
+def other_repository(root: Path, typed: Path | str, git_dirs: set[str]) -> str | None:
+    """The words refusing the caller's GIT_DIR (dropped at start, spaces/early.py) when it names a
+    git directory other than `git_dirs` (`root`'s own and common git directories, real paths) and
+    `typed` (the repository path given) is the current directory, where git would have followed
+    GIT_DIR; else None."""
     from bisectk.spaces import early
-    from bisectk.spaces.commits import SpaceError, run_git
-    git_dir = early.DROPPED.get("GIT_DIR") or os.environ.get("GIT_DIR")
+    git_dir = given_git_dir()
     if not git_dir or os.path.abspath(os.fspath(typed)) != os.path.abspath(os.curdir):
         return None
     named = os.path.realpath(git_dir)
-    try:
-        ours = {os.path.realpath(run_git(root, "rev-parse", "--absolute-git-dir")),
-                os.path.realpath(Path(root) / run_git(root, "rev-parse", "--git-common-dir"))}
-    except SpaceError:
-        return None
-    if named in ours:
+    if named in git_dirs:
         return None
     work = early.DROPPED.get("GIT_WORK_TREE") or os.environ.get("GIT_WORK_TREE")
     top = os.path.abspath(work) if work else (os.path.dirname(named) if os.path.basename(named) == ".git" else named)
-    return SpaceError(f"GIT_DIR={git_dir} in your environment names the repository {named}, not {root} where "
-                      f"the command was typed (git would bisect that one; bisectk does not follow GIT_DIR): "
-                      f"unset GIT_DIR, or give --repo {shlex.quote(top)}")
+    return (f"GIT_DIR={git_dir} in your environment names the repository {named}, not {root} where the command "
+            f"was typed (git would bisect that one; bisectk does not follow GIT_DIR): unset GIT_DIR, or give "
+            f"--repo {shlex.quote(top)}")
+
+
+def given_git_dir() -> str | None:
+    """The GIT_DIR the caller set (taken out of the environment at start, or still there)."""
+    from bisectk.spaces import early
+    return early.DROPPED.get("GIT_DIR") or os.environ.get("GIT_DIR")

@@ -10,31 +10,17 @@ too ... the failure does not depend on these differences", which sends the user 
 
 Abstractions
 ------------
-unrelated -- the SpaceError for the first good that shares no commit with bad, or None.
+unrelated -- the words refusing a good that shares no commit with bad (a notes ref named as such).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Sequence
 
-
-def unrelated(root: Path, b: str, strangers: Sequence[str], named: dict[str, str], bad: str,
-              ends: tuple[str, str]):
-    """For the first of `strangers` (goods that are not ancestors of bad) that has no merge base
-    with `b`: a SpaceError saying so (a notes ref named as such), for the caller to raise; None
-    when every one shares history with bad."""
-    from bisectk.spaces.commits import SpaceError, git_ok, run_git
+def unrelated(good: str, g: str, bad: str, b: str, ends: tuple[str, str], full_name: str) -> str:
+    """The words refusing the good `good` (sha `g`, its full ref name `full_name` or "") that
+    shares no commit with the bad `bad` (sha `b`); spaces/commits.py asks git which one that is."""
     old, new = ends
-    for g in strangers:
-        if git_ok(root, "merge-base", b, g):
-            continue
-        try:
-            full = run_git(root, "rev-parse", "--symbolic-full-name", named[g])
-        except SpaceError:
-            full = ""
-        what = ("git notes' own history (the notes attached to commits), not the project's"
-                if full.startswith("refs/notes/") else "a history of its own (an orphan branch, another project's)")
-        return SpaceError(f"{old} {named[g]} ({g[:10]}) shares no commit with {new} {bad} ({b[:10]}): it is "
-                          f"{what}, so it says nothing about {new}'s commits; give {old} a commit of {new}'s history")
-    return None
+    what = ("git notes' own history (the notes attached to commits), not the project's"
+            if full_name.startswith("refs/notes/") else "a history of its own (an orphan branch, another project's)")
+    return (f"{old} {good} ({g[:10]}) shares no commit with {new} {bad} ({b[:10]}): it is {what}, so it says "
+            f"nothing about {new}'s commits; give {old} a commit of {new}'s history")

@@ -222,6 +222,7 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
         trials, good_point, bad_point, good, bad, problem)
     env = (environment.diagnose(good_runs, bad_runs, untracked=getattr(trials.space, "untracked", None),
                                 outside=getattr(trials.space, "outside", None),
+                                uncloned=getattr(trials.space, "uncloned", None),
                                 beside_spec=getattr(trials.space, "beside_spec", None),
                                 missing=getattr(trials.space, "missing", None))
            if problem is not None else None)

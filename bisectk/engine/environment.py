@@ -10,7 +10,7 @@ Abstractions
 ------------
 EnvironmentProblem -- a named cause: `kind` (missing-module, import-error, command-not-found,
                       bisect-head, driver-mismatch, no-gpu, cpu-torch, oom-at-start, untracked-file,
-                      outside-path, beside-spec, missing-file), the one line that says it and what fixes it, and the facts
+                      outside-path, uncloned-submodule, beside-spec, missing-file), the one line that says it and what fixes it, and the facts
                       behind it (details).
 recognise_cause    -- what one run's output says about the machine: a (kind, subject) pair, e.g.
                       ("missing-module", "cutlass"), or None. Pure: text in, cause out.
@@ -244,6 +244,7 @@ def _where(run: Run) -> str:
 def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | None = None,
              untracked: Callable[[str], str | None] | None = None,
              outside: Callable[[str], str | None] | None = None,
+             uncloned: Callable[[str], str | None] | None = None,
              beside_spec: Callable[[str], str | None] | None = None,
              missing: Callable[[str], str | None] | None = None) -> EnvironmentProblem | None:
     """The environment as the cause of unusable endpoints (see the module docstring), or None.
@@ -251,6 +252,8 @@ def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | 
     `untracked`: a path a run could not open -> where the user's checkout has it untracked, or None.
     `outside`: a relative path a run could not open -> what it names from the user's checkout,
     outside the repository (`../sibling/include`), or None.
+    `uncloned`: a path a run could not open -> the submodule it lies in, when the user's checkout
+    never cloned that one (spaces/emptysub.py), or None.
     `beside_spec`: a path a run could not open -> where the spec's directory has it, when the
     subject's cwd (the project root, or `[subject] cwd`) does not, or None.
     `missing`: a path a run could not open -> where it would be, when the command names it and
@@ -273,6 +276,10 @@ def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | 
             "tree: each commit or hybrid runs in a tree of its own elsewhere (a worktree under the git directory, a "
             f"scratch copy of GOOD), where {named.split(os.sep)[0]}/ leads elsewhere; name it by its absolute path "
             "(in the command or the script, or through an environment variable)")),
+        (uncloned, "uncloned-submodule", lambda named, where: (
+            f"environment problem: the runs cannot open {named}, in the submodule {where}/, which your checkout never "
+            f"cloned: each commit's worktree gets the submodules your checkout has cloned, and leaves the others "
+            f"empty, as in your checkout; clone it (git submodule update --init {where}) and run again")),
         (beside_spec, "beside-spec", lambda named, where: (
             f"environment problem: the runs cannot open {named}; the spec's directory has {where}, but the command "
             "runs from [subject] cwd, which is read from the project root (the nearest directory above the spec "

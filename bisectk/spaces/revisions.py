@@ -168,6 +168,14 @@ class CommitSpace:
         except SpaceError:
             return str(checkout / rel)
 
+    def uncloned(self, path: str) -> str | None:
+        """`path`, as a run named it, when it lies in a submodule the user's checkout never cloned
+        (spaces/emptysub.py): that submodule's path; else None."""
+        if self.remote or self.pool is None:
+            return None
+        from bisectk.spaces.emptysub import uncloned
+        return uncloned(Path(self.commits.repo), self.subdir, path)
+
     def outside(self, path: str) -> str | None:
         """`path`, as a run in a worktree named it, when it is relative, climbs out of the
         repository (`../cutlass/include`, a sibling checkout) and names a file or directory from

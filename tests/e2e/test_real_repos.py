@@ -252,3 +252,37 @@ def test_the_check_from_scratch_runs_the_users_untracked_script_too(tmp_path):
     assert [pt["fresh"] for pt in out["fresh_build"]["points"]][:1] == ["pass"], out["fresh_build"]
     assert out["first_bad"]["sha"] != shas[4] and out["fresh_build"]["stale"] is True and p.returncode == 1
     assert snapshot(r) == before
+
+
+def test_a_test_reading_a_submodule_the_checkout_never_cloned_names_the_submodule(tmp_path):
+    """A clone made without --recurse-submodules: lib/ is empty in the checkout, and so in each
+    worktree (bisectk gives a worktree the submodules the checkout has cloned). A test reading
+    lib/v.txt fails on both endpoints, and bisectk said 'the good configuration fails too ... or
+    the good side is flaky' (git bisect run there names the first commit after good, at exit 0).
+    It now names the submodule and the command that clones it; once cloned, the search finds the
+    commit that moved the submodule to the bad version."""
+    lib = tmp_path / "lib"
+    history(lib)
+    sup = tmp_path / "super"
+    sup.mkdir()
+    git(sup, "init", "-q", "-b", "main")
+    git(sup, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "lib")
+    git(sup, "commit", "-q", "-m", "lib at c6")
+    shas = [git(sup, "rev-parse", "HEAD")]
+    for i in range(5, 0, -1):              # lib walks back: c5 ... c1 (v.txt 5 ... 1)
+        git(sup / "lib", "checkout", "-q", "HEAD~1")
+        git(sup, "commit", "-q", "-am", f"lib at c{i}")
+        shas.append(git(sup, "rev-parse", "HEAD"))
+    r = tmp_path / "r"
+    git(tmp_path, "clone", "-q", str(sup), str(r))          # lib/ not cloned
+    (r / "test.sh").write_text("#!/bin/sh\nv=$(cat lib/v.txt) || exit 9\ntest \"$v\" -gt 3\n")
+    (r / "test.sh").chmod(0o755)
+    before = snapshot(r)
+    p = bisectk("bisect", "--good", shas[0], "--run", "./test.sh", cwd=r, check=2, timeout=120)
+    problem = [line for line in p.stdout.splitlines() if line.startswith("problem:")]
+    assert len(problem) == 1 and "in the submodule lib/, which your checkout never cloned" in problem[0], p.stdout
+    assert "git submodule update --init lib" in problem[0] and "fails too" not in problem[0]
+    assert snapshot(r) == before
+    git(r, "-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init", "lib")
+    p = bisectk("bisect", "--good", shas[0], "--run", "./test.sh", cwd=r, check=0, timeout=120)
+    assert f"first bad commit: {shas[3]}" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]

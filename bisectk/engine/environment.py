@@ -88,7 +88,7 @@ _NOT_FOUND = _Lazy(r"^[^\n:]*: (?:line )?\d+: ([^\n:]+): (?:command )?not found\
 # git's words for a ref it does not have, naming BISECT_HEAD: the ref git bisect, in its no-checkout mode,
 # moves to each commit instead of checking it out, which a test written for that mode reads
 _BISECT_HEAD = _Lazy(r"^(?:fatal|error): .*\bBISECT_HEAD\b.*$", re.MULTILINE)
-_OOM = _Lazy(r"CUDA out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|out of memory",
+_OOM = _Lazy(r"CUDA out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|out of memory(?!\?| \(the OOM killer\))",
              re.IGNORECASE)
 
 

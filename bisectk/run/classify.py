@@ -38,7 +38,8 @@ from bisectk.outcome import LINK_FAILED, NAN_CHECK, FailKind, Outcome, Reason, R
 # baseline of zero or below: stop 52; an exit 129-192 named as that exit, not as the script's own
 # death by the signal, a NameError read as a hybrid that does not link, a slow_metric below zero
 # left UNRESOLVED (slowrule): stop 54; a module's or a class's missing attribute read as a hybrid
-# that does not link: stop 55) is a new
+# that does not link, a SIGKILL death said as the OOM killer's or another's, a C++ std::bad_alloc
+# named: stop 55) is a new
 # version, so a ledger written under the old rules is not answered from, as a changed timeout
 # policy is not (memokey.POLICY_VERSION).
 RULES_VERSION = "classify-v12"
@@ -58,7 +59,7 @@ _CUDA_PATTERNS = [
      "CUDA: operation not supported on global/shared address space"),
     (r"unspecified launch failure|cudaErrorLaunchFailure", "CUDA: unspecified launch failure"),
     (r"too many resources requested for launch", "CUDA: too many resources requested for launch"),
-    (r"CUDA out of memory|cudaErrorMemoryAllocation|out of memory", "CUDA: out of memory"),
+    (r"CUDA out of memory|cudaErrorMemoryAllocation|out of memory(?!\?| \(the OOM killer\))", "CUDA: out of memory"),
     (r"illegal instruction", "CUDA: an illegal instruction was encountered"),
     (r"device-side assert triggered", "CUDA: device-side assert triggered"),
     (r"launch timed out", "CUDA: the launch timed out"),
@@ -98,6 +99,21 @@ def _shell_signal(code: int | None) -> str | None:
         return None
     name = signal_name(128 - code)
     return None if name.startswith("signal ") else f"exit {code} = 128+{name}"
+
+
+# A SIGKILL death that bisectk did not send (it sends one only after calling a hang), by what the
+# machine could tell of the OOM killer (run/oomkill.py: RawRun.oom True, False, None). The first is
+# the host's memory, not the GPU's: the CUDA pattern above does not read it as `CUDA: out of memory`.
+OOM_KILLED = "killed: out of memory (the OOM killer)"
+_KILLED = {True: OOM_KILLED,
+           False: "killed by SIGKILL (not by bisectk, nor by the OOM killer: another process?)",
+           None: "killed by SIGKILL (not by bisectk: out of memory? another process?)"}
+_BAD_ALLOC = re.compile(r"std::bad_alloc")
+
+
+def killed_words(oom: bool | None) -> str:
+    """A SIGKILL death in words: the OOM killer's only with evidence of it."""
+    return _KILLED[oom]
 
 
 def recognise(text: str) -> str | None:
@@ -474,9 +490,15 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
             detail = last_exception(text) or compiler_error(text) or "compile error"
             return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature=f"compile failed: {detail}", **common)
         signature = recognise(text)
+        if signature is None and _BAD_ALLOC.search(text):     # an RLIMIT_AS / ulimit -v failure in C++
+            signature = "std::bad_alloc (a C++ allocation failed)"
         shell_signal = _shell_signal(raw.exit_code)
-        if raw.signal or shell_signal:
+        if raw.signal == "SIGKILL" and signature is None:
+            signature = killed_words(raw.oom)
+        elif raw.signal or shell_signal:
             name = raw.signal or shell_signal
+            if shell_signal and raw.oom:      # `sh -c` reporting a child the OOM killer ended
+                signature = f"{signature}; {OOM_KILLED}" if signature else OOM_KILLED
             signature = f"{name}: {signature}" if signature else name
         else:
             signature = signature or last_exception(text) or f"exit {raw.exit_code}"

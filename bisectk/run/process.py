@@ -52,6 +52,7 @@ from bisectk.procstat import process_start, psutil, stopped  # noqa: F401  (proc
 
 from bisectk.run import supervise, tmpfiles
 from bisectk.run.spares import SPARES, SUPERVISOR, SUPERVISOR_ARGV  # noqa: F401  (SUPERVISOR re-exported)
+from bisectk.run.oomkill import OomWatch
 from bisectk.run.output import Capture, LineFeed, Readers  # noqa: F401  (LineFeed re-exported)
 from bisectk.run.progress import FixedWatch
 from bisectk.run.startcheck import exec_paths, invalid_command, shell_script, why_not_started
@@ -84,6 +85,8 @@ class RawRun:
     imports: tuple = ()            # source files the run imported (see run/imports.py), when recorded
     isolation: str = ""            # a warm worker: interpreter state the run changed (restored, or why not)
     stuck: dict | None = None      # where it waited when the watchdog fired (run/snapshot.py), if asked
+    oom: bool | None = None        # a SIGKILL death (or exit 137): the OOM killer's (True), not (False),
+                                   # or nothing here could tell (None); run/oomkill.py
     phase: str = "run"             # "build": the job's build failed, and this is it (the run never started)
 
 
@@ -320,7 +323,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
                 env: dict[str, str] | None = None, timeout: float | None = None,
                 log_dir: Path | None = None, tail_bytes: int = TAIL_BYTES,
                 base_env: dict[str, str] | None = None, watch=None, record_imports: bool = False,
-                snapshot=None) -> RawRun:
+                snapshot=None, oom_counter: str | None = None) -> RawRun:
     """Run argv to completion or until its watchdog calls a hang. Never raises for the subject's
     behaviour (nor for a command the kernel refuses: that is `RawRun(started=False, error=...)`).
 
@@ -334,7 +337,10 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     A supervisor that dies (SIGKILL) or is stopped (SIGSTOP) during the run -- a hostile subject
     can do either to its parent -- is noticed within SUPERVISOR_CHECK_S: the run's processes are
     ended by hand (its tree, and any process carrying its run id) and the run is not judged
-    (`started=False`, the reason in `error`: UNRESOLVED infra)."""
+    (`started=False`, the reason in `error`: UNRESOLVED infra).
+
+    A subject that dies of SIGKILL is asked about the OOM killer (run/oomkill.py, `RawRun.oom`);
+    `oom_counter` names the counter file to read instead of its cgroup's (a test's seam)."""
     problem = invalid_command(argv, cwd, env)
     if problem:
         return RawRun(started=False, error=f"cannot start: {problem}")
@@ -353,6 +359,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
         return (_start_on_spare(argv, cwd, full_env)
                 or start_contained(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
 
+    oom = OomWatch(counter=oom_counter)     # before the start: what the run's time adds is its own
     try:
         try:
             c = start(argv)
@@ -364,6 +371,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
             argv = ["/bin/sh", *argv]
             c = start(argv)
     except (OSError, ValueError) as exc:
+        oom.close()
         if recording:
             recording.close()
         return RawRun(started=False, error=f"cannot start {argv[0]!r}: {why_not_started(exc, argv[0], cwd, argv, full_env)}")
@@ -374,6 +382,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
         readers = Readers([(c.stdout.fileno(), caps[0]), (c.stderr.fileno(), caps[1])])
     except BaseException:      # Ctrl-C between the start and the wait: the run ends all the same
         _RUNNING.add(-1)
+        oom.close()
         c.abandon(run_id)
         if recording:
             recording.close()
@@ -383,6 +392,7 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     except BaseException:
         # Ctrl-C or an error in bisectk itself: never leave the subject behind, and be quick
         c.end(interrupt=True)
+        oom.close()
         _finish(c, readers, record, run_id, quick=True)
         if recording:
             recording.close()
@@ -394,16 +404,20 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
     imported = recording.read_and_close() if recording else ()
     notes = [cap.sink_error for cap in caps if cap.sink_error]
     if lost:  # the supervisor is gone: what it watched over was ended by hand; no verdict
+        oom.close()
         return RawRun(started=False, error=f"{lost}; its processes were ended; the run cannot be judged",
                       stdout=caps[0].text(), stderr=caps[1].text(), result=caps[0].result)
     status = report.get("status")
     code = None if hung or status is None else os.waitstatus_to_exitcode(status)
+    # bisectk sends SIGKILL only after a hang (or on a lost supervisor, never judged): this is another's
+    killed = oom.killed(c.pid) if code in (-signal.SIGKILL, 128 + signal.SIGKILL) else None
+    oom.close()
     duration = hung.at_s if hung else report.get("duration", 0.0)
     return RawRun(started=True, exit_code=code, signal=None if code is None else signal_name(code),
                   timed_out=hung is not None, duration_s=duration, stdout=caps[0].text(), stderr=caps[1].text(),
                   error=f"log not written: {notes[0]}" if notes else "", leftovers=report.get("leftovers", 0),
                   timeline=watch.timeline(duration).to_list(), stalled=hung.stalled if hung else "",
-                  result=caps[0].result, imports=imported, stuck=hung.stuck if hung else None)
+                  result=caps[0].result, imports=imported, stuck=hung.stuck if hung else None, oom=killed)
 
 
 def captures(log_dir: Path | None, tail_bytes: int, on_line) -> list[Capture]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from bisectk.run import tmpfiles
 from bisectk.run.classify import recognise
 from bisectk.run.executor import Job
+from bisectk.run.oomkill import OomWatch
 from bisectk.run.output import Readers
 from bisectk.run.pending import RunAbandoned
 from bisectk.run.poolworker import _Slot, _Worker
@@ -27,6 +28,8 @@ from bisectk.run.worker import BROKEN
 
 class WarmRun:
     """One run in a slot's warm worker: WorkerPool's, over its `_retire`, `_note`, `stats`."""
+
+    oom_counter: str | None = None    # the OOM-kill counter to read instead of the cgroup's (a test's seam)
 
     def _run_on(self, slot: _Slot, job: Job, watch: Watch):
         """One run in the slot's worker: its RawRun; None when the worker refused it (it was
@@ -42,6 +45,14 @@ class WarmRun:
                "cwd": str(Path(job.cwd).resolve()) if job.cwd else os.getcwd(),
                "stdout_path": str(fifos.dir / "stdout"), "stderr_path": str(fifos.dir / "stderr"),
                "imports": bool(job.record_imports)}
+        oom = OomWatch(counter=self.oom_counter)   # the worker's death by SIGKILL: whose? (run/oomkill.py)
+        try:
+            return self._judge(slot, w, job, req, watch, t0, fifos, caps, readers, oom)
+        finally:
+            oom.close()
+
+    def _judge(self, slot, w, job, req, watch, t0, fifos, caps, readers, oom):
+        """_run_on's wait on the worker and its result (`oom` asked if the worker died)."""
         try:
             hung, rep, died, lost = self._wait(w, req, watch, t0, job.snapshot)
         except BaseException:
@@ -83,7 +94,7 @@ class WarmRun:
             return RawRun(started=True, timed_out=True, duration_s=duration, stalled=hung.stalled, stuck=hung.stuck,
                           **seen)
         if died:
-            return self._died(slot, w, duration, seen)
+            return self._died(slot, w, duration, seen, oom)
         if rep.get("broken"):   # a run that broke what puts the worker back (os.chdir = None): not its crash
             return self._broke(slot, rep["broken"])
         if rep.get("refused"):
@@ -126,13 +137,15 @@ class WarmRun:
         except (BrokenPipeError, OSError, EOFError):
             return None, None, True, w.supervisor_lost()
 
-    def _died(self, slot: _Slot, w: _Worker, duration: float, seen: dict) -> RawRun:
-        """The worker died under the script (a segfault, os._exit, abort): its exit is the run's."""
+    def _died(self, slot: _Slot, w: _Worker, duration: float, seen: dict, oom: OomWatch) -> RawRun:
+        """The worker died under the script (a segfault, os._exit, abort, SIGKILL): its exit is the
+        run's, and a SIGKILL is asked about the OOM killer as a cold run's is."""
         rc = w.returncode(10)
+        killed = oom.killed(w.pid) if rc in (-9, 137) else None
         rc = -9 if rc is None else rc
         self._retire(slot)
         return RawRun(started=True, exit_code=None if rc < 0 else rc, signal=signal_name(rc), duration_s=duration,
-                      error="" if rc < 0 else "the warm worker exited during the run", **seen)
+                      error="" if rc < 0 else "the warm worker exited during the run", oom=killed, **seen)
 
     def _replied(self, slot: _Slot, w: _Worker, rep: dict, duration: float, leftovers: int, notes: list[str],
                  seen: dict) -> RawRun:

@@ -126,11 +126,16 @@ def ledger_gc(repo: Optional[Path] = typer.Option(None, "--repo", help="The repo
 
 def ptx_cmd(spec: Path = SpecArg,
             with_: Optional[list[str]] = typer.Option(None, "--with", help="Also compile good with these factors at their bad values (e.g. the culprits); repeatable."),
+            timeout: Optional[float] = typer.Option(None, "--timeout", min=0.01, help="Seconds each compile-only run may take "
+                                                    "(default 600); a compile still running then is a build hang, its processes killed."),
             as_json: bool = JsonOpt) -> None:
     """PTX evidence without a GPU: compile good, bad (and good + --with factors) in compile-only mode
     and print the differences of their PTX signatures (mbarrier, bar.sync ids/counts, TMA, wgmma, smem)."""
-    from bisectk.evidence import ptx_evidence
+    from bisectk.evidence import COMPILE_TIMEOUT_S, ptx_evidence
     from bisectk.spec import load_spec
+    from bisectk.timeouts import limit_problem
+    if timeout is not None and (problem := limit_problem("--timeout", timeout)):
+        fail(problem)
     s = load_spec(spec)
     configs = {"good": s.good, "bad": s.bad}
     if with_:
@@ -138,7 +143,7 @@ def ptx_cmd(spec: Path = SpecArg,
         if unknown:
             fail(f"--with {', '.join(unknown)}: not a factor of {spec} (factors: {', '.join(s.factors)})")
         configs["good+" + "+".join(with_)] = s.hybrid(set(with_))
-    ev = ptx_evidence(s, configs)
+    ev = ptx_evidence(s, configs, timeout=COMPILE_TIMEOUT_S if timeout is None else timeout)
     if as_json:
         emit_json(ev.to_dict())
     else:

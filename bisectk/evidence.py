@@ -55,7 +55,10 @@ class PtxEvidence:
         return "\n".join(lines) + "".join(f"\n\n{k}: {e}" for k, e in self.errors.items())
 
 
-def ptx_evidence(spec: Spec, configs: dict[str, Config], timeout: float = 600.0) -> PtxEvidence:
+COMPILE_TIMEOUT_S = 600.0     # a compile-only run's limit unless `bisectk ptx --timeout` sets one
+
+
+def ptx_evidence(spec: Spec, configs: dict[str, Config], timeout: float = COMPILE_TIMEOUT_S) -> PtxEvidence:
     from bisectk import ptx
     ev = PtxEvidence()
     for label, cfg in configs.items():

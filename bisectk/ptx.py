@@ -306,8 +306,9 @@ def ptx_of_script(script: str | os.PathLike, argv: list[str] | tuple[str, ...] =
         p = run_process(cmd, cwd=cwd, env=e, timeout=timeout)   # contained like every subject run
         if not p.started:
             raise PtxError(f"compile-only run could not start: {p.error}")
-        if p.timed_out:
-            raise PtxError(f"compile-only run timed out after {timeout:.0f} s: {cmd}")
+        if p.timed_out:     # its whole process tree was ended (run_process), the compiler's children too
+            raise PtxError(f"build hang: the compile-only run of {Path(script).name} was still running after "
+                           f"{timeout:g} s (--timeout); its processes were killed: {' '.join(cmd)}")
         result: dict = {}
         for line in p.stdout.splitlines():
             if line.startswith("BISECTK_RESULT "):

@@ -99,3 +99,28 @@ def test_ptx_says_why_a_configuration_did_not_compile(tmp_path):
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, (p.returncode, p.stderr)
     assert "ValueError: tile_n 48 is not a multiple of the warp's 32 lanes" in p.stderr, p.stderr
     assert "bad: compile-only run of k.py exited 1: ValueError: tile_n 48" in p.stdout, p.stdout
+
+
+def test_a_compile_that_hangs_is_a_build_hang_within_ptx_timeout_and_leaves_nothing(tmp_path):
+    """`bisectk ptx` had no --timeout: a compile-only run that hung (a JIT deadlocked, a compiler
+    waiting on a lock) held the command 600 s per configuration, three of them. Now --timeout,
+    bounded as every command's, ends it as a build hang, with its whole process tree."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "k.py").write_text(KERNEL.replace('if a.mode == "bad":', 'if a.mode == "bad":\n'
+                                                  '    import subprocess, time\n'
+                                                  '    subprocess.Popen(["sleep", "300"])\n'
+                                                  '    time.sleep(300)\n'
+                                                  'if False:'))
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[subject]\ncommand = ["python", "k.py", "--mode", "{mode}"]\n[oracle]\nmetric = "err"\nmax = 0\n'
+                    '[good]\nmode = "good"\n[bad]\nmode = "bad"\n')
+    mark = new_mark()
+    p = bisectk("ptx", spec, "--timeout", "2", env=mark, timeout=200)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, (p.returncode, p.stderr)
+    assert "bad: build hang: the compile-only run of k.py was still running after 2 s (--timeout)" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+    left = wait_until(lambda: not own_processes(mark), timeout=10) or own_processes(mark)
+    assert left is True, [q.cmdline() for q in left]
+    for bad in ("0", "nan", "inf", "1e9"):
+        p = bisectk("ptx", spec, "--timeout", bad)
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, p.stderr

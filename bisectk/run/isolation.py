@@ -169,6 +169,19 @@ def _show_timers(v: tuple[bool, ...]) -> str:
     return ", ".join(n for n, pending in zip(("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF"), v) if pending) or "none"
 
 
+def _wakeup_fd() -> int:
+    """The signal wakeup fd (set_wakeup_fd is its only getter: it sets, so it is put back at once).
+    Left set by a run, its number closed and reused, every later signal wrote a byte into the file a
+    later run opened there."""
+    fd = signal.set_wakeup_fd(-1)
+    if fd != -1:
+        try:
+            signal.set_wakeup_fd(fd)
+        except (OSError, ValueError):   # its descriptor is closed: left unset, as it is put back
+            pass
+    return fd
+
+
 def _asyncio() -> tuple:
     """asyncio's event loop policy and, for the default one, the main thread's loop and whether one
     was set (after asyncio.run() get_event_loop() has none to give). A fresh import has no policy
@@ -371,6 +384,14 @@ PROBES: list[Probe] = [
           lambda v: _m("gc").enable() if v else _m("gc").disable()),
     Probe("the garbage collector thresholds", "gc", lambda: _m("gc").get_threshold(),
           lambda v: _m("gc").set_threshold(*v)),
+    # a run's callback, called at every later run's collections (a leak check that exits, a profiler's)
+    Probe("garbage collector callbacks (gc.callbacks)", "gc", lambda: list(_m("gc").callbacks),
+          lambda v: _m("gc").callbacks.__setitem__(slice(None), v),
+          lambda a, b: len(a) == len(b) and all(map(operator.is_, a, b)), lambda v: ", ".join(map(_show_func, v))),
+    # RTLD_LAZY | RTLD_GLOBAL: a later run's extension with an undefined symbol imports, or binds another's
+    Probe("the dlopen flags of extension imports (sys.setdlopenflags)", "sys", sys.getdlopenflags,
+          sys.setdlopenflags),
+    Probe("the signal wakeup fd (signal.set_wakeup_fd)", "signal", _wakeup_fd, signal.set_wakeup_fd),
     Probe("faulthandler", "faulthandler", lambda: _m("faulthandler").is_enabled(),
           lambda v: _m("faulthandler").enable() if v else _m("faulthandler").disable()),
     Probe("the locale", "locale", lambda: _m("locale").setlocale(_m("locale").LC_ALL, None),

@@ -35,7 +35,7 @@ NP_ERR = None if _context_local(lambda: np.seterr(all="raise"), np.geterr) else 
 NP_PRINT = None if _context_local(lambda: np.set_printoptions(precision=2), np.get_printoptions) else True
 
 PROBE = """
-import decimal, json, logging, os, signal, socket, subprocess, threading, warnings
+import decimal, gc, json, logging, os, signal, socket, subprocess, sys, threading, warnings
 import numpy as np
 import torch
 with warnings.catch_warnings():
@@ -65,6 +65,8 @@ print("BISECTK_RESULT " + json.dumps({
     "child_env": subprocess.run(["sh", "-c", "echo ${LEAKED_C_VAR:-unset}"], capture_output=True,
                                 text=True).stdout.strip(),
     "asyncio": aio, "thread_hooks": [threading._trace_hook is None, threading._profile_hook is None],
+    "gc_callbacks": len(gc.callbacks), "dlopenflags": sys.getdlopenflags(),
+    "wakeup_fd": signal.set_wakeup_fd(-1),
     "timers": [signal.getitimer(t) != (0.0, 0.0) for t in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL,
                                                              signal.ITIMER_PROF)],
 }))
@@ -120,6 +122,11 @@ DIRTY = [
     # what every thread started later is traced or profiled with (a coverage tool's, a profiler's)
     ("threading.settrace and setprofile", "import threading; threading.settrace(lambda *a: None); "
                                           "threading.setprofile(lambda *a: None)", True),
+    # state with no probe before stop 55: each stayed set for every later run of the worker
+    ("gc.callbacks", "import gc; gc.callbacks.append(lambda phase, info: None)", True),
+    ("sys.setdlopenflags", "import os, sys; sys.setdlopenflags(os.RTLD_LAZY | os.RTLD_GLOBAL)", True),
+    ("signal.set_wakeup_fd", "import os, signal; r, w = os.pipe(); os.set_blocking(w, False); "
+                             "signal.set_wakeup_fd(w)", True),
     ("a thread left running", "import threading, time; threading.Thread(target=time.sleep, args=(30,), "
                                "daemon=True).start()", False),
 ]

@@ -32,6 +32,7 @@ privileges: the worker then retires.
 
 from __future__ import annotations
 
+import importlib
 import operator
 import os
 import signal
@@ -40,6 +41,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
+# the standard modules of probes, cheap to import and with no effect on import: loaded before the
+# baseline, so a run that loads one first is compared with the state before it, not after
+STATE_MODULES = ("decimal", "faulthandler", "gc", "locale", "logging", "resource", "signal", "socket",
+                 "threading", "warnings")
 # namespaces the worker manages itself, or that change by design between runs
 SKIP_MODULES = {"__main__", "__mp_main__", "bisectk.run.worker", "bisectk.run.template", "bisectk.run.isolation"}
 SKIP_ATTRS = {
@@ -450,6 +455,11 @@ class Baseline:
     """The state every run must start from (see the module docstring)."""
 
     def __init__(self, probes: list[Probe] = PROBES):
+        # state these hold is the process's or the interpreter's, there before any import: loaded
+        # first by a run, the probe read after it adopted the run's change (`import gc;
+        # gc.callbacks.append(...)`, `signal.signal(...)` in a worker's first run stayed for good)
+        for name in STATE_MODULES:
+            importlib.import_module(name)
         self.probes = []
         self.readings: dict[str, Any] = {}
         for p in probes:

@@ -1,0 +1,62 @@
+"""Warm runs judged as cold ones when a run leaves process state that a later run's verdict reads:
+each case a pair of subjects, run cold and then in one warm worker (the first run the worker's
+first, as in a search's first configuration), whose verdicts must agree.
+
+Before stop 55, a run that loaded `gc` or `signal` first (the worker had not imported them) had
+its changes adopted as the worker's baseline, and three kinds of state had no probe at all."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from bisectk.run.classify import Judge, classify_run
+from bisectk.run.executor import LocalExecutor, run_command
+from bisectk.run.pool import WorkerPool
+
+# a leak check (as a test harness installs one): any later full collection with LEAKCHECK set exits 3
+LEAK_CHECK = ("import gc, os\n"
+              "def check(phase, info, _exit=os._exit, env=os.environ):\n"
+              "    if phase == 'stop' and info['generation'] == 2 and env.get('LEAKCHECK'):\n"
+              "        _exit(3)\n"
+              "gc.callbacks.append(check)\nprint('BISECTK_RESULT {}')\n")
+COLLECTS = "import gc, os\nos.environ['LEAKCHECK'] = '1'\ngc.collect()\nprint('BISECTK_RESULT {}')\n"
+# a wakeup fd left set on a descriptor the run closed: the number is the next open()'s
+WAKEUP = ("import os, signal\nr, w = os.pipe()\nos.set_blocking(w, False)\nsignal.set_wakeup_fd(w)\n"
+          "os.close(r)\nos.close(w)\nprint('BISECTK_RESULT {}')\n")
+WRITES = ("import json, os, signal\nsignal.signal(signal.SIGUSR1, lambda *a: None)\n"
+          "fds = [os.open(f'out{i}', os.O_RDWR | os.O_CREAT | os.O_TRUNC) for i in range(4)]\n"
+          "os.kill(os.getpid(), signal.SIGUSR1)\n"
+          "print('BISECTK_RESULT ' + json.dumps({'stray_bytes': sum(os.fstat(fd).st_size for fd in fds)}))\n")
+JUDGE = Judge([])
+
+
+def _verdicts(executor, d: Path, scripts: list[str]) -> list[tuple]:
+    out = []
+    for name in scripts:
+        run = classify_run(run_command(executor, [sys.executable, name], cwd=d, timeout=120), JUDGE)
+        out.append((name, run.outcome.name, run.signature, json.dumps(run.metrics, sort_keys=True)))
+    return out
+
+
+def _cold_and_warm(d: Path, files: dict[str, str]) -> tuple[list, list]:
+    for name, code in files.items():
+        (d / name).write_text(code)
+    cold = _verdicts(LocalExecutor(), d, list(files))
+    with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=120) as pool:
+        warm = _verdicts(pool, d, list(files))
+        assert pool.stats["cold_runs"] == 0, pool.stats
+    return cold, warm
+
+
+def test_a_gc_callback_a_first_run_left_does_not_end_a_later_run(tmp_path):
+    cold, warm = _cold_and_warm(tmp_path, {"leakcheck.py": LEAK_CHECK, "collects.py": COLLECTS})
+    assert [v[1] for v in cold] == ["PASS", "PASS"]
+    assert warm == cold
+
+
+def test_a_wakeup_fd_a_first_run_left_writes_nothing_into_a_later_runs_files(tmp_path):
+    cold, warm = _cold_and_warm(tmp_path, {"wakeup.py": WAKEUP, "writes.py": WRITES})
+    assert cold[1][3] == json.dumps({"stray_bytes": 0})
+    assert warm == cold

@@ -301,7 +301,6 @@ def _exec_script(script: str) -> tuple[int, str]:
     same subject are one verdict in the ledger."""
     import runpy
     import signal
-    import traceback
     # the script's frame sits `extra` frames deeper than in `python script.py` (this worker's own,
     # and runpy's three): the recursion limit is raised by that much for the run, and the script
     # reads and sets it as a fresh process would (the same numbers, the same headroom)
@@ -323,16 +322,36 @@ def _exec_script(script: str) -> tuple[int, str]:
             return c & 0xFF, ""
         print(c, file=sys.stderr)
         return 1, ""
-    except KeyboardInterrupt:
-        traceback.print_exc()
+    except KeyboardInterrupt as exc:
+        _uncaught(exc, script)
         return -signal.SIGINT, ""
     except BaseException as exc:  # what the interpreter would print before exiting 1
-        traceback.print_exc()
+        _uncaught(exc, script)
         return 1, f"{type(exc).__name__}: {exc}"[:500]
     finally:
         sys.getrecursionlimit, sys.setrecursionlimit = get, set_
         set_(get() - extra)     # the limit as the script left it: the baseline's probe compares it
     return 0, ""
+
+
+def _uncaught(exc: BaseException, script: str) -> None:
+    """What the interpreter does with an exception nothing caught: hand it to sys.excepthook, the
+    script's own if it set one (rich's, a logger's, one that prints a line of its own), with the
+    traceback from the script's frame on, as `python script.py` shows it. Before, the worker printed
+    the traceback itself: a script whose hook printed one line (no `ValueError: ...`) crashed
+    `exit 1` cold and `ValueError` warm, two failures."""
+    import traceback
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != script:
+        tb = tb.tb_next
+    exc = exc.with_traceback(tb or exc.__traceback__)
+    try:
+        sys.excepthook(type(exc), exc, exc.__traceback__)
+    except BaseException as err:   # the interpreter's own words for a hook that fails
+        print("Error in sys.excepthook:", file=sys.stderr)
+        traceback.print_exception(type(err), err, err.__traceback__.tb_next, chain=False)   # from the hook on
+        print("\nOriginal exception was:", file=sys.stderr)
+        traceback.print_exception(exc)
 
 
 def _zone() -> tuple:

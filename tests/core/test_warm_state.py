@@ -60,3 +60,22 @@ def test_a_wakeup_fd_a_first_run_left_writes_nothing_into_a_later_runs_files(tmp
     cold, warm = _cold_and_warm(tmp_path, {"wakeup.py": WAKEUP, "writes.py": WRITES})
     assert cold[1][3] == json.dumps({"stray_bytes": 0})
     assert warm == cold
+
+
+def test_an_uncaught_exception_goes_through_the_scripts_own_excepthook_warm_as_cold(tmp_path):
+    """The worker printed an uncaught exception's traceback itself, past the script's
+    sys.excepthook: a script whose hook prints its own line crashed `exit 1` cold and `ValueError`
+    warm (two failures to a search), and one whose hook raised printed none of its words."""
+    hooked = ("import sys\ndef hook(kind, value, tb):\n    print('custom hook:', kind.__name__, file=sys.stderr)\n"
+              "sys.excepthook = hook\nraise ValueError('boom')\n")
+    broken = "import sys\ndef hook(*a):\n    raise RuntimeError('hook broke')\nsys.excepthook = hook\nraise KeyError('k')\n"
+    plain = "def f():\n    raise ValueError('boom')\nf()\n"
+    cold, warm = _cold_and_warm(tmp_path, {"hooked.py": hooked, "broken.py": broken, "plain.py": plain})
+    assert [v[2] for v in cold] == ["exit 1", "KeyError: 'k'", "ValueError: boom"]
+    assert warm == cold
+    (tmp_path / "s.py").write_text(broken)
+    with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=120) as pool:
+        raw = run_command(pool, [sys.executable, "s.py"], cwd=tmp_path, timeout=120)
+    cold_raw = run_command(LocalExecutor(), [sys.executable, "s.py"], cwd=tmp_path, timeout=120)
+    said = [ln for ln in cold_raw.stderr.splitlines() if not ln.startswith(" ")]
+    assert [ln for ln in raw.stderr.splitlines() if not ln.startswith(" ")] == said, (raw.stderr, cold_raw.stderr)

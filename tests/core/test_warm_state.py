@@ -8,6 +8,7 @@ its changes adopted as the worker's baseline, and three kinds of state had no pr
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -79,3 +80,34 @@ def test_an_uncaught_exception_goes_through_the_scripts_own_excepthook_warm_as_c
     cold_raw = run_command(LocalExecutor(), [sys.executable, "s.py"], cwd=tmp_path, timeout=120)
     said = [ln for ln in cold_raw.stderr.splitlines() if not ln.startswith(" ")]
     assert [ln for ln in raw.stderr.splitlines() if not ln.startswith(" ")] == said, (raw.stderr, cold_raw.stderr)
+
+
+def test_a_command_naming_another_python_runs_in_that_python_warm_as_cold(tmp_path):
+    """Any program whose name began `python` was run by a warm worker in bisectk's own
+    interpreter: a `python` on PATH that wraps it (here setting a variable the script reads;
+    elsewhere a module path, another build), `python3` being another installation, another virtual
+    environment's `bin/python` (a link to the same binary, with its own site-packages) all went
+    warm as if they were bisectk's, and the script's verdict was the one of an interpreter its
+    command never named. They run cold now; bisectk's own interpreter still runs warm."""
+    from bisectk.run.pool import same_python
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "python").write_text(f"#!/bin/sh\nexport KERNEL_MODE=wrapped\nexec {sys.executable} \"$@\"\n")
+    (bin_ / "python").chmod(0o755)
+    (tmp_path / "k.py").write_text("import json, os, sys\nmode = os.environ.get('KERNEL_MODE', 'plain')\n"
+                                   "print('BISECTK_RESULT ' + json.dumps({'ok': mode == 'wrapped', 'mode': mode}))\n")
+    env = {"PATH": f"{bin_}{os.pathsep}{os.environ.get('PATH', '')}"}
+    cold = run_command(LocalExecutor(), ["python", "k.py"], cwd=tmp_path, env=env, timeout=120)
+    with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=120) as pool:
+        warm = run_command(pool, ["python", "k.py"], cwd=tmp_path, env=env, timeout=120)
+        assert pool.stats["cold_runs"] == 1, pool.stats
+        assert run_command(pool, [sys.executable, "k.py"], cwd=tmp_path, timeout=120).exit_code == 0
+        assert pool.stats["warm_runs"] == 1, pool.stats
+    assert classify_run(cold, JUDGE).outcome.name == "PASS", cold.stdout
+    assert (classify_run(warm, JUDGE).outcome, warm.result) == (classify_run(cold, JUDGE).outcome, cold.result)
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {os.path.dirname(sys.executable)}\n")
+    (venv / "bin" / "python").symlink_to(os.path.realpath(sys.executable))
+    assert same_python(sys.executable, None, sys.executable)
+    assert not same_python(str(venv / "bin" / "python"), None, sys.executable)

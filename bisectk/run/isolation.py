@@ -48,7 +48,7 @@ STATE_MODULES = ("decimal", "faulthandler", "gc", "locale", "logging", "resource
 # namespaces the worker manages itself, or that change by design between runs
 SKIP_MODULES = {"__main__", "__mp_main__", "bisectk.run.worker", "bisectk.run.template", "bisectk.run.isolation"}
 SKIP_ATTRS = {
-    "sys": {"argv", "stdout", "stderr", "stdin", "dont_write_bytecode", "path_importer_cache", "last_type",
+    "sys": {"argv", "orig_argv", "stdout", "stderr", "stdin", "dont_write_bytecode", "path_importer_cache", "last_type",
             "last_value", "last_traceback", "last_exc", "exc_info", "_git"},
     "os": {"environ"},
 }

@@ -158,7 +158,10 @@ def _run_request(req: dict, baseline=None) -> dict:
 
     argv = req["argv"]
     script = os.path.abspath(os.path.join(req.get("cwd") or os.getcwd(), argv[0]))
-    saved = {"cwd": os.getcwd(), "argv": sys.argv[:], "path": sys.path[:], "env": dict(os.environ),
+    # the script's __file__ as `python ./k.py` gives it: absolute, not normalised (run/lifecycle.py
+    # finds the run's globals by it)
+    main_file = os.path.join(req.get("cwd") or os.getcwd(), argv[0])
+    saved = {"cwd": os.getcwd(), "argv": sys.argv[:], "orig_argv": sys.orig_argv, "path": sys.path[:], "env": dict(os.environ),
              "environ": os.environ, "zone": _zone(), "import": builtins.__import__,
              "stdin": sys.stdin, "stdout": sys.stdout, "stderr": sys.stderr, "modules": set(sys.modules),
              "bytecode": sys.dont_write_bytecode, "ids": isolation.ids()}
@@ -188,7 +191,10 @@ def _run_request(req: dict, baseline=None) -> dict:
         if req.get("cwd"):
             os.chdir(req["cwd"])
         os.environ.update(req.get("env") or {})
-        sys.argv = [script, *argv[1:]]
+        sys.argv = [main_file, *argv[1:]]     # runpy sets argv[0] to the path it runs
+        # orig_argv as a fresh `python k.py ...` has it: a script that started itself again with
+        # sys.orig_argv (a reloader, a re-exec under other variables) started a worker instead
+        sys.orig_argv = [sys.executable, *argv]
         sys.path.insert(0, os.path.dirname(script))
         sys.dont_write_bytecode = True
         importlib.invalidate_caches()   # a directory listing cached by a finder may be stale
@@ -203,7 +209,7 @@ def _run_request(req: dict, baseline=None) -> dict:
         # mode, `var.set(...)`, numpy's errstate) is gone with the run, as with a fresh process; an
         # object a variable holds and the run changes in place (decimal's context) is a probe's
         ctx = contextvars.copy_context()
-        code, error = ctx.run(_exec_script, script)
+        code, error = ctx.run(_exec_script, main_file)
         if os.getpid() != me:   # a child the script forked, back from it: it exits as a fresh one would
             ctx.run(lifecycle.exit_forked, code, threads, hooks)
         # the interpreter's exit, in its order: non-daemon threads, then atexit handlers
@@ -222,7 +228,7 @@ def _run_request(req: dict, baseline=None) -> dict:
             shadow.restore()
         # the run's globals and garbage, while fds 1 and 2 are still the run's: a file object it
         # never flushed (held by its globals, which live on in a cycle) flushes where it would at exit
-        lifecycle.clear_main(script)
+        lifecycle.clear_main(main_file)
         gc.collect()
         flush_std()
         try:  # C stdio buffers (device printf lands there)
@@ -377,7 +383,7 @@ def _put_back(req: dict, saved: dict, script: str) -> tuple[list[str], list[str]
         routine.append("the working directory")
     roots = [req.get("cwd") or "", os.path.dirname(script), *(p for p in sys.path if p not in saved["path"])]
     os.chdir(saved["cwd"])
-    sys.argv = saved["argv"]
+    sys.argv, sys.orig_argv = saved["argv"], saved["orig_argv"]
     sys.path[:] = saved["path"]
     os.environ.clear()
     os.environ.update(saved["env"])

@@ -111,3 +111,17 @@ def test_a_command_naming_another_python_runs_in_that_python_warm_as_cold(tmp_pa
     (venv / "bin" / "python").symlink_to(os.path.realpath(sys.executable))
     assert same_python(sys.executable, None, sys.executable)
     assert not same_python(str(venv / "bin" / "python"), None, sys.executable)
+
+
+def test_a_script_that_starts_itself_again_from_sys_orig_argv_starts_itself_warm_as_cold(tmp_path):
+    """sys.orig_argv in a warm run was the worker's own command line (`-m bisectk.run.worker
+    --serve --reply-fd 4 ...`): a script that re-executes itself with it (a reloader, a re-run
+    under other variables) started a worker, which failed on a descriptor it was never given, and
+    the run crashed warm where it passed cold. A warm run now has a fresh `python k.py`'s."""
+    again = ("import json, os, subprocess, sys\n"
+             "if os.environ.get('CHILD'):\n    print('child ran')\n    sys.exit(0)\n"
+             "r = subprocess.run(sys.orig_argv, env={**os.environ, 'CHILD': '1'}, capture_output=True, text=True,"
+             " timeout=60)\n"
+             "print('BISECTK_RESULT ' + json.dumps({'ok': 'child ran' in r.stdout, 'orig': sys.orig_argv[1:]}))\n")
+    cold, warm = _cold_and_warm(tmp_path, {"again.py": again})
+    assert cold[0][1] == "PASS" and warm == cold

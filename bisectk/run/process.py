@@ -99,7 +99,7 @@ def kill_tree(pid: int, grace_s: float = GRACE_S) -> None:
         procs = []
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.killpg(pid, sig)  # the session leader's pid is its group id
+            os.killpg(pid, sig)  # a group leader's pid is its group id
         except (ProcessLookupError, PermissionError):
             pass
         for p in procs:

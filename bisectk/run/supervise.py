@@ -21,7 +21,7 @@ frame        -- one message on the socket: 4-byte big-endian length, then `marsh
 supervisor   -- a child subreaper (prctl PR_SET_CHILD_SUBREAPER, Linux): every orphan in the
                 subject's tree, a double-forked `setsid` daemon included, is reparented to it
                 rather than to init, so the tree below it is complete and can always be walked.
-                It starts the subject in a session of its own, waits, and then kills every
+                It starts the subject as the leader of a process group of its own, in its own session (with no terminal), waits, and then kills every
                 descendant that is left (SIGTERM, a grace period, SIGKILL until none remains): after
                 a normal exit, after a timeout or interruption (EOF on the socket), or on SIGTERM.
                 Its own exit status mirrors the subject's, so a `Popen` of the supervisor reads like
@@ -95,7 +95,7 @@ def prctl(option: int, value: int) -> bool:
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(option, value, 0, 0, 0) == 0
-    except Exception:  # not Linux, or no libc symbol: containment falls back to the session
+    except Exception:  # not Linux, or no libc symbol: containment falls back to the process group
         return False
 
 
@@ -186,7 +186,7 @@ def end_tree(me: int, reap: _Reaper, grace: float, subject: int | None = None) -
     targets = descendants(me)
     if subject is not None:
         try:
-            os.killpg(subject, signal.SIGTERM)  # the subject leads its own session and group
+            os.killpg(subject, signal.SIGTERM)  # the subject leads its own group
         except OSError:
             pass
     if not targets:
@@ -219,7 +219,10 @@ _DEFAULT_SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGPIPE, getattr(sign
 
 
 def _spawn(cfg: dict) -> int:
-    """posix_spawn the subject in a new session, trying each candidate path as execvpe would."""
+    """posix_spawn the subject as the leader of a process group of its own, in this supervisor's
+    session (which has no terminal), trying each candidate path as execvpe would: as a shell's job
+    control starts `python k.py`. The leader of a session of its own, as it was, could not
+    `os.setpgrp()` (EPERM: a session leader cannot move its group), which works in a terminal."""
     first_other = last = None
     for path in cfg["paths"]:
         if not os.path.lexists(path):
@@ -228,11 +231,7 @@ def _spawn(cfg: dict) -> int:
             last = last or FileNotFoundError(2, "No such file or directory", path)
             continue
         try:
-            kwargs = dict(setsigdef=_DEFAULT_SIGNALS)
-            try:
-                return os.posix_spawn(path, cfg["argv"], cfg["env"], setsid=True, **kwargs)
-            except NotImplementedError:  # libc without POSIX_SPAWN_SETSID: a group of its own
-                return os.posix_spawn(path, cfg["argv"], cfg["env"], setpgroup=0, **kwargs)
+            return os.posix_spawn(path, cfg["argv"], cfg["env"], setpgroup=0, setsigdef=_DEFAULT_SIGNALS)
         except OSError as exc:
             last = exc
             if exc.errno not in (2, 20) and first_other is None:  # ENOENT, ENOTDIR: try the next

@@ -184,7 +184,7 @@ def _fork(sock: socket.socket, fds: list[int], env: dict, info: dict, template: 
     code = 1
     try:
         sock.close()
-        os.setsid()
+        os.setpgid(0, 0)    # a group of its own, in the template's session, as a fresh worker has
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != template:    # the template died between the fork and the prctl
             os._exit(1)

@@ -15,6 +15,7 @@ from pathlib import Path
 from bisectk.run.classify import Judge, classify_run
 from bisectk.run.executor import LocalExecutor, run_command
 from bisectk.run.pool import WorkerPool
+from tests.conftest import wait_until
 
 # a leak check (as a test harness installs one): any later full collection with LEAKCHECK set exits 3
 LEAK_CHECK = ("import gc, os\n"
@@ -125,3 +126,30 @@ def test_a_script_that_starts_itself_again_from_sys_orig_argv_starts_itself_warm
              "print('BISECTK_RESULT ' + json.dumps({'ok': 'child ran' in r.stdout, 'orig': sys.orig_argv[1:]}))\n")
     cold, warm = _cold_and_warm(tmp_path, {"again.py": again})
     assert cold[0][1] == "PASS" and warm == cold
+
+
+def test_a_script_that_makes_its_own_process_group_runs_as_from_a_terminal_warm_as_cold(tmp_path):
+    """A subject started as the leader of a session of its own could not `os.setpgrp()` (EPERM: a
+    session leader cannot move its group), which a job runner does to end its own group later, and
+    which works in a terminal (a shell starts `python k.py` as a group leader in its session): the
+    run crashed with PermissionError under bisectk, cold and warm, and passed by hand. Subjects
+    (and warm workers) now lead a group of their own in their supervisor's session, as a terminal's
+    jobs do; os.setsid() is refused there as it is in a terminal."""
+    own = ("import json, os, subprocess, sys\nos.setpgrp()\n"
+           "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+           "open('children', 'a').write(f'{child.pid}\\n')\n"
+           "try:\n    os.setsid()\n    sid = 'made'\nexcept PermissionError:\n    sid = 'refused'\n"
+           "print('BISECTK_RESULT ' + json.dumps({'group_leader': os.getpgrp() == os.getpid(), 'setsid': sid}))\n")
+    cold, warm = _cold_and_warm(tmp_path, {"own.py": own})
+    assert cold[0][1:] == ("PASS", "", json.dumps({"group_leader": True, "setsid": "refused"})), cold
+    assert warm == cold
+    children = [int(pid) for pid in (tmp_path / "children").read_text().split()]
+    assert wait_until(lambda: not [p for p in children if _alive(p)], timeout=10), children   # ended
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

@@ -145,6 +145,24 @@ def descendants(root: int) -> list[int]:
     return out
 
 
+PTRACE_DETACH = 17
+
+
+def untrace(pid: int, sig: int) -> None:
+    """Let go of a child that made this supervisor its tracer (PTRACE_TRACEME, as an anti-debugging
+    check does) and is stopped for it: waitpid reports a tracee's stops, and one was read as its
+    end, the subject SIGKILLed and said to be killed 'not by bisectk'. Detached, it goes on as an
+    untraced process would: the signal it stopped for delivered, but the SIGTRAP a tracee gets at
+    an execve, which an untraced process never sees."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.ptrace.argtypes = (ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+        libc.ptrace(PTRACE_DETACH, pid, None, ctypes.c_void_p(0 if sig == signal.SIGTRAP else sig))
+    except Exception:   # no libc symbol: it stays stopped, and the watchdog calls the hang
+        pass
+
+
 def _zombie(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -176,6 +194,9 @@ class _Reaper:
                 return
             if pid == 0:
                 return
+            if os.WIFSTOPPED(status):   # a child that made this supervisor its tracer: not its end
+                untrace(pid, os.WSTOPSIG(status))
+                continue
             if pid == self.subject:
                 self.status = status
 

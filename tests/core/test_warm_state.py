@@ -153,3 +153,22 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+def test_a_script_that_ptraces_itself_runs_on_warm_as_cold(tmp_path):
+    """PTRACE_TRACEME (an anti-debugging check) makes the parent, the run's supervisor, the
+    script's tracer: each signal then stops it for the tracer, and waitpid reports the stop. The
+    supervisor read it as the subject's end, killed it and reported 'killed by SIGKILL (not by
+    bisectk ...)'. It now lets go of such a child, which goes on as an untraced process would."""
+    traced = ("import ctypes, json, os, signal, subprocess\nlibc = ctypes.CDLL(None)\n"
+              "libc.ptrace.argtypes = (ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)\n"
+              "seen = []\nsignal.signal(signal.SIGUSR1, lambda *a: seen.append(1))\n"
+              "traceme = libc.ptrace(0, 0, None, None)\nos.kill(os.getpid(), signal.SIGUSR1)\n"
+              "print('BISECTK_RESULT ' + json.dumps({'traceme': traceme, 'handled': len(seen)}))\n")
+    execs = ("import ctypes, os\nlibc = ctypes.CDLL(None)\n"
+             "libc.ptrace.argtypes = (ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)\n"
+             "libc.ptrace(0, 0, None, None)\nprint('BISECTK_RESULT {}', flush=True)\n"
+             "os.execv('/bin/sh', ['sh', '-c', 'exit 0'])\n")
+    cold, warm = _cold_and_warm(tmp_path, {"traced.py": traced, "execs.py": execs})
+    assert [v[1:] for v in cold] == [("PASS", "", json.dumps({"handled": 1, "traceme": 0})), ("PASS", "", "{}")], cold
+    assert warm == cold

@@ -41,12 +41,15 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from bisectk.run import torchstate
+
 # the standard modules of probes, cheap to import and with no effect on import: loaded before the
 # baseline, so a run that loads one first is compared with the state before it, not after
 STATE_MODULES = ("decimal", "faulthandler", "gc", "locale", "logging", "resource", "signal", "socket",
                  "threading", "warnings")
 # namespaces the worker manages itself, or that change by design between runs
-SKIP_MODULES = {"__main__", "__mp_main__", "bisectk.run.worker", "bisectk.run.template", "bisectk.run.isolation"}
+SKIP_MODULES = {"__main__", "__mp_main__", "bisectk.run.worker", "bisectk.run.template", "bisectk.run.isolation",
+                "bisectk.run.torchstate"}
 SKIP_ATTRS = {
     "sys": {"argv", "orig_argv", "stdout", "stderr", "stdin", "dont_write_bytecode", "path_importer_cache", "last_type",
             "last_value", "last_traceback", "last_exc", "exc_info", "_git"},
@@ -67,10 +70,6 @@ class Probe:
 
 def _m(name: str):
     return sys.modules[name]
-
-
-def _torch_rng_same(a, b) -> bool:
-    return _m("torch").equal(a, b)
 
 
 def _np_state_same(a, b) -> bool:
@@ -209,46 +208,6 @@ def _set_asyncio(v: tuple) -> None:
         local._loop, local._set_called = loop, set_called
 
 
-# a subnormal double, and the smallest normal one: read from globals, so no constant is folded
-_SUBNORMAL, _NORMAL_MIN = 5e-324, 2.2250738585072014e-308
-
-
-def _denormals() -> tuple[bool, bool]:
-    """Whether the CPU reads subnormal inputs as zero (DAZ) and flushes subnormal results to zero
-    (FTZ): the floating-point control register of this thread (MXCSR on x86), which
-    torch.set_flush_denormal(True) sets and no library reads back."""
-    return _SUBNORMAL * 1.0 == 0.0, _NORMAL_MIN / 4 == 0.0
-
-
-def _set_denormals(v: tuple[bool, bool]) -> None:
-    torch = sys.modules.get("torch")
-    if torch is None:       # set by other means (ctypes, a native library): not put back here
-        raise RuntimeError("set without torch, which alone can put it back here")
-    torch.set_flush_denormal(any(v))
-
-
-# the attention backends torch.nn.functional.scaled_dot_product_attention may choose from, each a
-# (getter, setter) of torch.backends.cuda (CPU runs too: math and flash off leave no backend at all)
-_SDP = ("flash_sdp_enabled", "mem_efficient_sdp_enabled", "math_sdp_enabled", "cudnn_sdp_enabled",
-        "fp16_bf16_reduction_math_sdp_allowed")
-_SDP_SET = ("enable_flash_sdp", "enable_mem_efficient_sdp", "enable_math_sdp", "enable_cudnn_sdp",
-            "allow_fp16_bf16_reduction_math_sdp")
-
-
-def _sdp() -> tuple:
-    cuda = _m("torch").backends.cuda
-    sdp = tuple(getattr(cuda, g)() if hasattr(cuda, g) else None for g in _SDP)
-    return (*sdp, _m("torch").backends.mha.get_fastpath_enabled())
-
-
-def _set_sdp(v: tuple) -> None:
-    cuda = _m("torch").backends.cuda
-    for name, on in zip(_SDP_SET, v):
-        if on is not None and hasattr(cuda, name):
-            getattr(cuda, name)(on)
-    _m("torch").backends.mha.set_fastpath_enabled(v[-1])
-
-
 def _umask() -> int:
     old = os.umask(0)
     os.umask(old)
@@ -264,32 +223,6 @@ def _torch_flag(path: str) -> Probe:
     def write(v):
         setattr(_m(mod), attr, v)
     return Probe(path, mod, read, write)
-
-
-def _cuda_ready() -> bool:
-    """Whether torch has a CUDA context to read state from. is_initialized() first: it asks torch
-    alone, where is_available() asks the CUDA driver, which initialises it in this process, and a
-    process whose driver is initialised cannot fork workers that use CUDA (run/template.py: the
-    template's baseline read this, and on an H200 no forked worker ever came up)."""
-    t = sys.modules.get("torch")
-    return bool(t is not None and t.cuda.is_initialized() and t.cuda.is_available())
-
-
-def _cuda_stream():
-    t = _m("torch")
-    if not _cuda_ready():
-        return None
-    return (t.cuda.current_device(), t.cuda.current_stream().cuda_stream)
-
-
-def _set_cuda_stream(v) -> None:
-    if v is None:
-        return
-    t = _m("torch")
-    t.cuda.set_device(v[0])
-    t.cuda.set_stream(t.cuda.default_stream(v[0]))
-    if t.cuda.current_stream().cuda_stream != v[1]:
-        raise RuntimeError("the current stream is not the default stream")
 
 
 def _logging_root():
@@ -368,7 +301,8 @@ PROBES: list[Probe] = [
           lambda v: _m("socket").setdefaulttimeout(v)),
     Probe("warnings filters", "warnings", lambda: list(_m("warnings").filters), lambda v: _set_filters(v),
           show=lambda v: f"{len(v)} filters"),
-    Probe("subnormal floats flushed to zero (torch.set_flush_denormal)", "sys", _denormals, _set_denormals),
+    Probe("subnormal floats flushed to zero (torch.set_flush_denormal)", "sys", torchstate.denormals,
+          torchstate.set_denormals),
     Probe("the recursion limit", "sys", sys.getrecursionlimit, sys.setrecursionlimit),
     Probe("the thread switch interval", "sys", sys.getswitchinterval, sys.setswitchinterval),
     Probe("the int max str digits limit", "sys", sys.get_int_max_str_digits, sys.set_int_max_str_digits),
@@ -432,16 +366,17 @@ PROBES: list[Probe] = [
     Probe("torch float32 matmul precision", "torch", lambda: _m("torch").get_float32_matmul_precision(),
           lambda v: _m("torch").set_float32_matmul_precision(v)),
     Probe("torch's CPU random state", "torch", lambda: _m("torch").get_rng_state(),
-          lambda v: _m("torch").set_rng_state(v), _torch_rng_same, quiet=True),
+          lambda v: _m("torch").set_rng_state(v), torchstate.torch_rng_same, quiet=True),
     Probe("torch print options", "torch", lambda: dict(vars(_m("torch")._tensor_str.PRINT_OPTS)),
           lambda v: vars(_m("torch")._tensor_str.PRINT_OPTS).update(v)),
-    Probe("the CUDA current device and stream", "torch", _cuda_stream, _set_cuda_stream),
+    Probe("the CUDA current device and stream", "torch", torchstate.cuda_stream, torchstate.set_cuda_stream),
     Probe("torch's CUDA random state", "torch",
-          lambda: _m("torch").cuda.get_rng_state_all() if _cuda_ready() else None,
+          lambda: _m("torch").cuda.get_rng_state_all() if torchstate.cuda_ready() else None,
           lambda v: _m("torch").cuda.set_rng_state_all(v) if v is not None else None,
           lambda a, b: (a is None) == (b is None) and (a is None or all(map(_m("torch").equal, a, b))),
           quiet=True),
-    Probe("torch attention backends (enable_flash_sdp, enable_math_sdp, ..., mha fastpath)", "torch", _sdp, _set_sdp),
+    Probe("torch attention backends (enable_flash_sdp, enable_math_sdp, ..., mha fastpath)", "torch", torchstate.sdp,
+          torchstate.set_sdp),
     *[_torch_flag(p) for p in ("torch.backends.cudnn.enabled", "torch.backends.cudnn.benchmark",
                                "torch.backends.cudnn.deterministic", "torch.backends.cudnn.allow_tf32",
                                "torch.backends.cuda.matmul.allow_tf32",

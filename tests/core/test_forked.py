@@ -209,13 +209,13 @@ def test_the_baseline_never_asks_the_cuda_driver_in_a_process_without_a_context(
     initialised the driver on an H200 and no forked worker came up."""
     import types
 
-    from bisectk.run import isolation
+    from bisectk.run import torchstate
 
     def driver():
         raise AssertionError("the CUDA driver was asked")
     fake = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: False, is_available=driver))
     monkeypatch.setitem(sys.modules, "torch", fake)
-    assert isolation._cuda_ready() is False
+    assert torchstate.cuda_ready() is False
 
 
 def test_workers_that_a_template_forks_but_never_come_up_are_replaced_by_fresh_ones(scripts):

@@ -1,0 +1,90 @@
+"""torch's process-global state, read and put back for a warm worker's probes (run/isolation.py):
+the torch side of `isolation.PROBES`, the readers and writers that need more than one call.
+
+Abstractions
+------------
+denormals / set_denormals -- subnormal floats read as zero and flushed to zero (the CPU's
+                               control register, which torch.set_flush_denormal sets).
+sdp / set_sdp             -- the attention backends scaled_dot_product_attention may choose from.
+cuda_stream / set_cuda_stream -- the current CUDA device and stream, read only where torch has
+                               a CUDA context already (cuda_ready: never initialised here).
+torch_rng_same              -- two random states equal.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def _m(name: str):
+    return sys.modules[name]
+
+
+def torch_rng_same(a, b) -> bool:
+    return _m("torch").equal(a, b)
+
+
+# a subnormal double, and the smallest normal one: read from globals, so no constant is folded
+_SUBNORMAL, _NORMAL_MIN = 5e-324, 2.2250738585072014e-308
+
+
+def denormals() -> tuple[bool, bool]:
+    """Whether the CPU reads subnormal inputs as zero (DAZ) and flushes subnormal results to zero
+    (FTZ): the floating-point control register of this thread (MXCSR on x86), which
+    torch.set_flush_denormal(True) sets and no library reads back."""
+    return _SUBNORMAL * 1.0 == 0.0, _NORMAL_MIN / 4 == 0.0
+
+
+def set_denormals(v: tuple[bool, bool]) -> None:
+    torch = sys.modules.get("torch")
+    if torch is None:       # set by other means (ctypes, a native library): not put back here
+        raise RuntimeError("set without torch, which alone can put it back here")
+    torch.set_flush_denormal(any(v))
+
+
+# the attention backends torch.nn.functional.scaled_dot_product_attention may choose from, each a
+# (getter, setter) of torch.backends.cuda (CPU runs too: math and flash off leave no backend at all)
+_SDP = ("flash_sdp_enabled", "mem_efficient_sdp_enabled", "math_sdp_enabled", "cudnn_sdp_enabled",
+        "fp16_bf16_reduction_math_sdp_allowed")
+_SDP_SET = ("enable_flash_sdp", "enable_mem_efficient_sdp", "enable_math_sdp", "enable_cudnn_sdp",
+            "allow_fp16_bf16_reduction_math_sdp")
+
+
+def sdp() -> tuple:
+    cuda = _m("torch").backends.cuda
+    sdp = tuple(getattr(cuda, g)() if hasattr(cuda, g) else None for g in _SDP)
+    return (*sdp, _m("torch").backends.mha.get_fastpath_enabled())
+
+
+def set_sdp(v: tuple) -> None:
+    cuda = _m("torch").backends.cuda
+    for name, on in zip(_SDP_SET, v):
+        if on is not None and hasattr(cuda, name):
+            getattr(cuda, name)(on)
+    _m("torch").backends.mha.set_fastpath_enabled(v[-1])
+
+
+def cuda_ready() -> bool:
+    """Whether torch has a CUDA context to read state from. is_initialized() first: it asks torch
+    alone, where is_available() asks the CUDA driver, which initialises it in this process, and a
+    process whose driver is initialised cannot fork workers that use CUDA (run/template.py: the
+    template's baseline read this, and on an H200 no forked worker ever came up)."""
+    t = sys.modules.get("torch")
+    return bool(t is not None and t.cuda.is_initialized() and t.cuda.is_available())
+
+
+def cuda_stream():
+    t = _m("torch")
+    if not cuda_ready():
+        return None
+    return (t.cuda.current_device(), t.cuda.current_stream().cuda_stream)
+
+
+def set_cuda_stream(v) -> None:
+    if v is None:
+        return
+    t = _m("torch")
+    t.cuda.set_device(v[0])
+    t.cuda.set_stream(t.cuda.default_stream(v[0]))
+    if t.cuda.current_stream().cuda_stream != v[1]:
+        raise RuntimeError("the current stream is not the default stream")

@@ -220,8 +220,16 @@ def environment(copy: Path, scratch: Path) -> dict[str, str]:
     return env
 
 
+def placeholder(line: str, copy: Path) -> str:
+    """`line` with the copy's directory written as PLACEHOLDER_ROOT. Where that directory has a space
+    (a TMPDIR with one), bisectk quotes the words it prints ('/tmp/a b/bisectk/out/demo'); the
+    README's placeholder needs no quotes, so a quoted word under the copy loses them."""
+    line = re.sub("'" + re.escape(str(copy)) + r"(/[\w./-]*)?'", lambda m: PLACEHOLDER_ROOT + (m[1] or ""), line)
+    return line.replace(str(copy), PLACEHOLDER_ROOT)
+
+
 def normalise(line: str, copy: Path) -> str:
-    line = line.replace(str(copy), PLACEHOLDER_ROOT).rstrip()
+    line = placeholder(line, copy).rstrip()
     line = _WALL_S.sub("wall s: <t>", line)
     line = _SECONDS.sub("<t> s", line)
     if line.startswith(_HANGS_LINE):
@@ -342,7 +350,7 @@ def main(argv: list[str]) -> int:
                 shown = [normalise(ln, copy) for ln in r.stdout.splitlines()]
                 shown += [normalise(ln, copy) for ln in r.stderr.splitlines() if ln.startswith("bisectk:")]
                 print("\n".join(shown))
-                real = [ln.replace(str(copy), PLACEHOLDER_ROOT).rstrip() for ln in r.stdout.splitlines()]
+                real = [placeholder(ln, copy).rstrip() for ln in r.stdout.splitlines()]
                 real += [ln.rstrip() for ln in r.stderr.splitlines() if ln.startswith("bisectk:")]
                 outputs[(block.line, n)] = real
                 if r.problem:

@@ -31,8 +31,11 @@ PRIVATE_DIRS = {"HOME": "home", "XDG_CACHE_HOME": "home/.cache", "XDG_CONFIG_HOM
 # Python's own switches that a development or CI shell may set and a user's usually does not: with
 # them, a subject's print() reached bisectk line by line and nothing wrote bytecode, which hid a
 # block-buffered progress line and a __pycache__ left in the user's checkout.
+# A terminal's size exported by the shell that started the suite (a CI runner's narrow COLUMNS): rich
+# wrapped every table bisectk printed to it, and pytest run as a subject (--pytest) cut its summary
+# line to it ('FAILED test_k.py::test_x - A...'); a test that wants a width sets COLUMNS itself.
 USER_ONLY_VARS = ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH",
-                  "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")
+                  "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "COLUMNS", "LINES")
 
 try:   # hypothesis keeps its examples in ./.hypothesis by default: nothing is written into the checkout
     from hypothesis import settings

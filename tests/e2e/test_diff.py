@@ -483,6 +483,7 @@ def test_directories_no_hunk_carries_are_named_not_passed_over(tmp_path):
         (side / "d").mkdir(parents=True)
         (side / "k.txt").write_text("k\n")
     (good / "out").mkdir()
+    (good / "d").chmod(0o755)                   # not the umask's (077 made both 700)
     (bad / "d").chmod(0o700)
     p = bisectk("diff", good, bad, "--run", "test -d out", cwd=tmp_path, env={"XDG_CACHE_HOME": str(tmp_path / "c")})
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr

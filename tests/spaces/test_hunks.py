@@ -822,6 +822,7 @@ def test_directories_no_hunk_carries_are_listed(tmp_path):
     (bad / "conf" / "sub" / "x").write_text("x\n")          # retype
     (good / "lnk").mkdir()
     os.symlink("same", bad / "lnk")                         # retype
+    (good / "same").chmod(0o755)                            # not the umask's (077 made both 700)
     (bad / "same").chmod(0o700)
     assert unbisected(good, bad) == ["new/ (BAD only, empty)", "out/ (GOOD only, empty)", "same/ (mode 755 -> 700)"]
     assert unbisected(good / "same", bad / "same") == []

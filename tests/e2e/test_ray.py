@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import ROOT, bisectk, new_mark, own_processes, wait_until
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
-from gitrepo import git, make_repo  # noqa: E402
+from gitrepo import counter_repo, git, make_repo  # noqa: E402
 
 try:
     import ray  # noqa: F401
@@ -90,8 +90,10 @@ def test_ray_missing_is_one_line(tmp_path):
 
 @needs_ray
 def test_unreachable_cluster_is_one_line_at_once(tmp_path):
+    # a history of its own: bisectk's checkout may be a shallow clone (CI's), where HEAD~1 is no commit
+    good, bad = counter_repo(tmp_path / "r", 2)
     t0 = time.monotonic()
-    p = bisectk("bisect", "--repo", ROOT, "--good", "HEAD~1", "--bad", "HEAD", "--run", "true", "--executor", "ray",
+    p = bisectk("bisect", "--repo", tmp_path / "r", "--good", good, "--bad", bad, "--run", "true", "--executor", "ray",
                 "--ray-address", "127.0.0.1:9", "--ledger", tmp_path / "l.db")
     assert p.returncode == 2 and "Traceback" not in p.stderr
     lines = p.stderr.strip().splitlines()

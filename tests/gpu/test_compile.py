@@ -118,3 +118,18 @@ def test_barrier_count_in_warps_is_a_build_error(compile_cache):
     rec = compile_cache.get("kernels/cutedsl/fmha_wgmma.py", ["--order-bar-threads", "8"])
     assert rec["exit_code"] == 1
     assert "multiple of warp size" in rec["error"]
+
+
+def test_a_compile_under_a_temporary_directory_with_a_space_keeps_its_ptx(tmp_path):
+    """The PTX dump directory is made in TMPDIR and handed to cute.compile in its options string,
+    which cute.compile splits as a shell does: under a TMPDIR with a space every compile failed
+    ('Compiler options string is malformed'), and `bisectk ptx` with it."""
+    tmp = tmp_path / "temp dir"
+    tmp.mkdir()
+    ptx = tmp_path / "k.ptx"
+    p = subprocess.run([sys.executable, str(ROOT / "kernels" / "cutedsl" / "ws_pipeline.py"), "--compile-only",
+                        "--ptx-out", str(ptx)], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "TMPDIR": str(tmp), "CUTE_DSL_ARCH": "sm_90a"})
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert ".target sm_90a" in ptx.read_text()
+    assert not list(tmp.glob("bisectk-ptx-*"))   # its dump directory there, removed at exit

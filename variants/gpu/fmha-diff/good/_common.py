@@ -60,16 +60,19 @@ _DUMP_DIR = None
 
 
 def ptx_options() -> str:
-    """cute.compile options that keep the PTX (dumped into a private temp dir, not the cwd)."""
+    """cute.compile options that keep the PTX (dumped into a private temp dir, not the cwd). The
+    options are one string that cute.compile splits as a shell does: the directory is quoted (a
+    TMPDIR with a space made the options 'malformed' and every compile fail)."""
     global _DUMP_DIR
     import atexit
+    import shlex
     import shutil
     import tempfile
 
     if _DUMP_DIR is None:
         _DUMP_DIR = tempfile.mkdtemp(prefix="bisectk-ptx-")
         atexit.register(shutil.rmtree, _DUMP_DIR, True)
-    return f"--keep-ptx --dump-dir {_DUMP_DIR}"
+    return f"--keep-ptx --dump-dir {shlex.quote(_DUMP_DIR)}"
 
 
 def write_ptx(compiled, path: str | None) -> int:

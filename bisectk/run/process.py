@@ -375,6 +375,11 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
         if recording:
             recording.close()
         return RawRun(started=False, error=f"cannot start {argv[0]!r}: {why_not_started(exc, argv[0], cwd, argv, full_env)}")
+    except BaseException:      # Ctrl-C during the start: the kernel log's descriptor goes with it
+        oom.close()
+        if recording:
+            recording.close()
+        raise
     try:
         SPARES.refill(_RUNNING.add(1))     # the next run's supervisor starts while this one runs
         record = _write_record(run_id, c)

@@ -104,3 +104,26 @@ def test_a_run_the_oom_killer_ended_says_so_cold_and_warm(tmp_path):
         pool.oom_counter = None
         assert _signature(pool, tmp_path, KILLED_SUBJECT) == cold_killed
         assert pool.stats["cold_runs"] == 0, pool.stats
+
+
+def test_a_ctrl_c_during_the_start_leaves_no_kernel_log_descriptor_open(tmp_path, monkeypatch):
+    """The watch opens the kernel log before the subject starts; a KeyboardInterrupt raised by the
+    start itself went past the `except (OSError, ValueError)` that closes it, and every such
+    Ctrl-C (in a long-lived caller: a warm worker's parent, a test run) left one descriptor open."""
+    import os
+
+    import bisectk.run.process as P
+    log = tmp_path / "kmsg"
+    log.write_text("")
+    real = P.OomWatch
+    monkeypatch.setattr(P, "OomWatch", lambda counter=None: real(counter=counter, kmsg=str(log)))
+    monkeypatch.setattr(P, "_start_on_spare", lambda *a, **k: None)
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(P, "start_contained", interrupted)
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        with pytest.raises(KeyboardInterrupt):
+            run_process([sys.executable, "-c", "pass"], cwd=tmp_path, timeout=10)
+    assert len(os.listdir("/proc/self/fd")) == before

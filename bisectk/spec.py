@@ -344,11 +344,11 @@ class Spec:
 
 def adhoc_spec(command: list[str], *, name: str, cwd: Path, build: list[str] | None = None,
                timeout: float | None = None, repeat: int = 1, path: Path | None = None,
-               protocol: str = "bisectk") -> Spec:
+               protocol: str = "bisectk", env: dict[str, str] | None = None) -> Spec:
     """A spec for `--run CMD` / `--pytest ID`: no factors, no thresholds (exit codes and the
     BISECTK_RESULT protocol only), its words run as typed (`literal`)."""
     return Spec(path=path or cwd / "(command line)", name=name, description="", command=list(command),
-                build=list(build) if build else None, cwd=cwd, env={}, timeout=timeout, build_timeout=None,
+                build=list(build) if build else None, cwd=cwd, env=dict(env or {}), timeout=timeout, build_timeout=None,
                 repeat=repeat, thresholds=[], slow_factor=None, slow_metric=None, good={}, bad={},
                 protocol=protocol, literal=True)
 

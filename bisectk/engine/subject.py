@@ -21,6 +21,8 @@ from bisectk.spec import Config, Spec, adhoc_spec, load_spec, placeholders
 from bisectk.specvalues import parse_value
 from bisectk.timeouts import limit_problem
 
+PYTEST_COLUMNS = "4000"   # a --pytest run's terminal width: the summary line whole (_load_subject)
+
 
 def apply_sets(spec: Spec, config: Config, sets: list[str] | None) -> Config:
     config, given = dict(config), {}
@@ -111,8 +113,10 @@ def _load_subject(spec_path: Path | None, run: str | None, pytest_id: str | None
             raise BisectkError("--set needs a SPEC (a --run or --pytest command has no factors)")
         if pytest_id is not None:
             argv = ["python", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *pytest_args(pytest_id)]
+            # pytest cuts its short summary line to the terminal's width (80 through a pipe): a long
+            # node id left no room for the message, which is the failure's signature
             return adhoc_spec(argv, name=f"pytest {pytest_id}", cwd=cwd, build=build_argv, timeout=timeout,
-                              repeat=repeat or 1, protocol="pytest"), {}
+                              repeat=repeat or 1, protocol="pytest", env={"COLUMNS": PYTEST_COLUMNS}), {}
         return adhoc_spec(split_command(run, "--run"), name=name, cwd=cwd, build=build_argv, timeout=timeout,
                           repeat=repeat or 1, protocol="git"), {}
     spec = load_spec(spec_path)

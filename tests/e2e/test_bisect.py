@@ -543,3 +543,26 @@ def test_bisect_with_a_spec_keeps_its_warnings_in_the_json(tmp_path):
             if line.startswith("bisectk: warning:")]
     assert said and "factor 'seed' is used by no placeholder" in said[0], p.stderr[-1500:]
     assert doc["warnings"] == said, doc.get("warnings")
+
+
+def test_a_pytest_failures_message_is_read_whole_behind_a_long_node_id(tmp_path):
+    """pytest cuts its short summary line to the terminal's width, 80 columns through a pipe: behind
+    a 90-character node id nothing of the message was left, so every failure of that test read as
+    its id alone (two different assertion messages alike). A --pytest run now has room for it."""
+    r = tmp_path / "r"
+    (r / "tests").mkdir(parents=True)
+    git(r, "init", "-q", "-b", "main")
+    shas = []
+    for i in range(3):
+        (r / "tests" / "test_long.py").write_text(
+            "def test_a_test_whose_node_id_is_long_enough_to_matter_in_the_summary_line():\n"
+            f"    value = {2 if i else 1}\n"
+            f"    assert value == 1, 'the value computed by the kernel went wrong at the very end: TAIL{i}'\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"c{i}")
+        shas.append(git(r, "rev-parse", "HEAD"))
+    doc = json.loads(bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--pytest",
+                             "tests/test_long.py", "--json", timeout=300, check=0).stdout)
+    verdicts = {a["label"].split()[1]: a["verdict"] for a in doc["attempts"] if a["outcome"] == "fail"}
+    assert doc["first_bad"]["sha"] == shas[1], doc["first_bad"]
+    assert "went wrong at the very end: TAIL2" in verdicts["c2"] and "TAIL1" in verdicts["c1"], verdicts

@@ -207,7 +207,7 @@ toml_values = st.recursive(
     max_leaves=8)
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(st.dictionaries(st.sampled_from(["name", "subject", "good", "bad", "oracle", "factors", "constraints", "x"]),
                        toml_values, max_size=6),
        st.binary(max_size=60))

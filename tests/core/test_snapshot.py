@@ -142,7 +142,10 @@ def test_under_yamas_ptrace_scope_1_runs_name_bisectk_as_their_reader(tmp_path, 
     from bisectk.run.snapshot import SnapshotRequest
     scope = tmp_path / "ptrace_scope"
     monkeypatch.setattr(snapshot, "YAMA_SCOPE", str(scope))
-    monkeypatch.setattr(snapshot.os, "geteuid", lambda: 1000)
+    status = tmp_path / "status"
+    monkeypatch.setattr(snapshot, "PROC_STATUS", str(status))
+    user, root = "CapEff:\t0000000000000000\n", "CapEff:\t000001ffffffffff\n"
+    status.write_text(user)
 
     def env():      # Yama's setting is read once per process: read again for each case here
         snapshot._yama_restricts.cache_clear()
@@ -154,9 +157,13 @@ def test_under_yamas_ptrace_scope_1_runs_name_bisectk_as_their_reader(tmp_path, 
         assert env() == {}
         scope.write_text("1\n")
         assert env() == {"BISECTK_TRACER": str(os.getpid())}
-        monkeypatch.setattr(snapshot.os, "geteuid", lambda: 0)             # root: CAP_SYS_PTRACE
+        status.write_text(root)                                             # root: CAP_SYS_PTRACE
         assert env() == {}
-        monkeypatch.setattr(snapshot.os, "geteuid", lambda: 1000)
+        # a container's root that was started without CAP_SYS_PTRACE (Docker's default) is bound
+        # by Yama as any user is: it was taken for unrestricted, and every snapshot was refused
+        status.write_text("CapEff:\t00000000a80425fb\n")
+        assert env() == {"BISECTK_TRACER": str(os.getpid())}
+        status.write_text(user)
         assert env() == {"BISECTK_TRACER": str(os.getpid())}
         probe = "import os; print('tracer', os.environ.get('BISECTK_TRACER'))"
         raw = run_process([sys.executable, "-c", probe], timeout=30, record_imports=True,

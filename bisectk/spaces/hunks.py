@@ -39,7 +39,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
@@ -228,6 +228,26 @@ def join_lines(lines: list[str]) -> str:
                    for k, s in enumerate(lines))
 
 
+MIN_SIMILARITY = 50     # a move's two files share at least half their lines (git's -M default; renames.py)
+
+
+def line_counts(lines: Iterable[str]) -> Counter:
+    """Lines as a multiset, each without its ending (a file moved to CRLF line endings is still
+    itself): what `alike` compares."""
+    return Counter(line.rstrip("\r\n") for line in lines)
+
+
+def alike(a: Counter | None, b: Counter | None) -> int:
+    """0-100: the share of lines two texts hold in common (line_counts of each; None: no text)."""
+    if not a or not b:
+        return 0
+    na, nb = a.total(), b.total()
+    if 200 * min(na, nb) < MIN_SIMILARITY * (na + nb):
+        return 0        # sizes too far apart for half of the lines to be shared
+    # the lines both hold, found by a set operation (C speed: most candidate pairs share few)
+    return int(200 * sum(min(a[line], b[line]) for line in a.keys() & b.keys()) / (na + nb))
+
+
 def line_end(lines: Iterable[str]) -> str:
     """'\r\n' where every line that ends ends so (a CRLF file), else '\n'."""
     ends = [s.endswith("\r\n") for s in lines if s.endswith("\n")]
@@ -380,9 +400,7 @@ def unified_diff(hunks: Iterable[Hunk], context: int = 3) -> str:
             part += _mode_change(_git_mode(mode[0].modes[0]), _git_mode(mode[0].modes[1]))
         result = split_text(join_lines(apply_lines(text[0].base, text))) if text else []
         if moved:
-            from bisectk.spaces.renames import similarity     # renames imports this module
-            similar = 100 if not text else similarity(Entry("".join(text[0].base).encode("utf-8", "surrogateescape"), 0),
-                                                      Entry("".join(result).encode("utf-8", "surrogateescape"), 0))
+            similar = 100 if not text else alike(line_counts(text[0].base), line_counts(result))
             part += _moved(rel, to, similar)
         if text:
             base = text[0].base

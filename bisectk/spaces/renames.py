@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections import Counter, defaultdict
+from collections import defaultdict
 
-from bisectk.spaces.hunks import Entry, _text
+from bisectk.spaces.hunks import MIN_SIMILARITY, Entry, _text, alike, line_counts
 
-MIN_SIMILARITY = 50
 MAX_COMPARED = 4096
 
 
@@ -34,24 +33,14 @@ def similarity(good: Entry, bad: Entry) -> int:
     """0-100: how alike the two entries are (100: equal bytes)."""
     if good.data == bad.data:
         return 100
-    return _alike(_lines(good), _lines(bad))
+    return alike(_lines(good), _lines(bad))
 
 
-def _lines(entry: Entry) -> Counter | None:
-    """A text file's lines as a multiset, each without its ending (a file moved to CRLF line
-    endings is still itself); None for a binary file, a link or an empty file."""
+def _lines(entry: Entry):
+    """A text file's lines as a multiset (hunks.line_counts); None for a binary file, a link or an
+    empty file."""
     lines = None if entry.link else _text(entry)
-    return Counter(line.rstrip("\r\n") for line in lines) if lines else None
-
-
-def _alike(a: Counter | None, b: Counter | None) -> int:
-    if a is None or b is None:
-        return 0
-    na, nb = a.total(), b.total()
-    if 200 * min(na, nb) < MIN_SIMILARITY * (na + nb):
-        return 0        # sizes too far apart for half of the lines to be shared
-    # the lines both hold, found by a set operation (C speed: most candidate pairs share few)
-    return int(200 * sum(min(a[line], b[line]) for line in a.keys() & b.keys()) / (na + nb))
+    return line_counts(lines) if lines else None
 
 
 def pairs(gone: dict[str, Entry], new: dict[str, Entry]) -> list[tuple[str, str]]:
@@ -77,7 +66,7 @@ def pairs(gone: dict[str, Entry], new: dict[str, Entry]) -> list[tuple[str, str]
     scored = []
     for g in left_gone:
         for b in left_new:
-            score = _alike(counted["g", g], counted["b", b])
+            score = alike(counted["g", g], counted["b", b])
             if score >= MIN_SIMILARITY:
                 scored.append((-score, not _near(g, b), g, b))
     taken: set[str] = set()

@@ -43,6 +43,7 @@ from collections import Counter
 from pathlib import Path
 
 from bisectk.run import tmpfiles
+from bisectk.run.interpreter import same_python
 from bisectk.run.executor import Builds, Job, build_then_run
 from bisectk.run.forked import FORK_READY_S, Forked, Template
 from bisectk.run.poolworker import _Slot, _Worker, default_spares
@@ -82,25 +83,6 @@ def _trace(event: str, **facts) -> None:
             f.write(json.dumps({"t": round(time.time(), 4), "event": event, **facts}) + "\n")
     except OSError:
         pass
-
-
-def same_python(program: str, path: str | None, python: str) -> bool:
-    """Whether `program` (as a command names it, found on `path`) is the interpreter `python` of
-    the warm workers, in the same environment. Any name starting `python` was taken for it: a
-    wrapper script called `python` (that sets variables, or picks a build) was skipped, and
-    `python3` on PATH, or another virtual environment's `bin/python` (a link to the same binary,
-    with its own site-packages), ran in bisectk's interpreter, with bisectk's packages."""
-    import shutil
-    found = program if os.sep in program else shutil.which(program, path=path if path is not None else os.defpath)
-    if not found or os.path.realpath(found) != os.path.realpath(python):
-        return False
-    return _venv(found) == _venv(python)
-
-
-def _venv(executable: str) -> str | None:
-    """The virtual environment an interpreter's path is in (its pyvenv.cfg), None outside one."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(executable)))
-    return os.path.realpath(root) if os.path.isfile(os.path.join(root, "pyvenv.cfg")) else None
 
 
 class WorkerPool(WarmRun):
@@ -385,10 +367,10 @@ class WorkerPool(WarmRun):
         self.close()
 
     # -- running -------------------------------------------------------------------------------
-    def warm_capable(self, argv: list[str], env) -> bool:
+    def warm_capable(self, argv: list[str], env, cwd=None) -> bool:
         if len(argv) < 2 or not argv[1].endswith(".py"):
             return False
-        if not same_python(argv[0], {**self.base_env, **(env or {})}.get("PATH"), self.python):
+        if not same_python(argv[0], {**self.base_env, **(env or {})}, self.python, cwd):
             return False
         pinned = self._pinned(env)
         for k, v in (env or {}).items():
@@ -471,13 +453,13 @@ class WorkerPool(WarmRun):
         # said once, of the subject, for which --warm was asked (a build step that is not a Python
         # script runs in a fresh process as it would without --warm: nothing to say)
         if job.argv and not job.building and len(job.argv) >= 2 and job.argv[1].endswith(".py") and \
-                not same_python(job.argv[0], {**self.base_env, **(job.env or {})}.get("PATH"), self.python):
+                not same_python(job.argv[0], {**self.base_env, **(job.env or {})}, self.python, job.cwd):
             self._note(f"--warm: {job.argv[0]} is not the Python the warm workers run ({self.python}), so its runs "
                        "go cold (a fresh process each): a worker would run the script in its own interpreter")
         elif job.argv and not job.building and not (len(job.argv) >= 2 and job.argv[1].endswith(".py")):
             self._note(f"--warm: {' '.join([os.path.basename(job.argv[0]), *job.argv[1:2]])} is not `python SCRIPT.py`, "
                        "so its runs go cold (a fresh process each): a warm worker runs a Python script only")
-        if self.warm_capable(job.argv, job.env):
+        if self.warm_capable(job.argv, job.env, job.cwd):
             for _ in range(MAX_REFUSALS):
                 slot = self._acquire(job.urgent, self._pinned(job.env))
                 if slot is None:

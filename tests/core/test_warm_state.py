@@ -90,7 +90,7 @@ def test_a_command_naming_another_python_runs_in_that_python_warm_as_cold(tmp_pa
     environment's `bin/python` (a link to the same binary, with its own site-packages) all went
     warm as if they were bisectk's, and the script's verdict was the one of an interpreter its
     command never named. They run cold now; bisectk's own interpreter still runs warm."""
-    from bisectk.run.pool import same_python
+    from bisectk.run.interpreter import same_python
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     (bin_ / "python").write_text(f"#!/bin/sh\nexport KERNEL_MODE=wrapped\nexec {sys.executable} \"$@\"\n")
@@ -112,6 +112,44 @@ def test_a_command_naming_another_python_runs_in_that_python_warm_as_cold(tmp_pa
     (venv / "bin" / "python").symlink_to(os.path.realpath(sys.executable))
     assert same_python(sys.executable, None, sys.executable)
     assert not same_python(str(venv / "bin" / "python"), None, sys.executable)
+
+
+def test_a_pyenv_shim_is_the_interpreter_pyenv_picks_there_and_runs_warm_where_that_is_the_workers(tmp_path):
+    """A pyenv user's `python` is a shim: a bash script that asks pyenv which interpreter the run's
+    directory uses (`.python-version`, PYENV_VERSION) and execs it. Taken for a wrapper, every
+    `python k.py` of a pyenv user went cold under --warm. The shim is resolved through pyenv: warm
+    where pyenv picks the workers' own interpreter, cold where it picks another."""
+    from bisectk.run.interpreter import same_python
+    root = tmp_path / "pyenv"
+    (root / "shims").mkdir(parents=True)
+    (root / "libexec").mkdir()
+    pyenv = root / "libexec" / "pyenv"
+    # a stand-in for pyenv: `which` and `exec` pick bisectk's interpreter for version 'mine' (the
+    # directory's .python-version, or PYENV_VERSION), /bin/false's for any other
+    pyenv.write_text("#!/bin/sh\ncmd=$1; shift; prog=$1; shift\n"
+                     "v=${PYENV_VERSION:-$(cat .python-version 2>/dev/null)}\n"
+                     f"if [ \"$v\" = mine ]; then py={sys.executable}; else py=/bin/false; fi\n"
+                     "if [ \"$cmd\" = which ]; then echo \"$py\"; else exec \"$py\" \"$@\"; fi\n")
+    shim = root / "shims" / "python"
+    shim.write_text('#!/usr/bin/env bash\nset -e\nprogram="${0##*/}"\n'
+                    f'exec "{pyenv}" exec "$program" "$@"\n')
+    for f in (pyenv, shim):
+        f.chmod(0o755)
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    for d, v in ((mine, "mine"), (other, "3.9.1")):
+        d.mkdir()
+        (d / ".python-version").write_text(v + "\n")
+        (d / "k.py").write_text("import sys\nprint('BISECTK_RESULT {\"ok\": true}')\n")
+    # no version asked for (a pyenv-started bisectk has PYENV_VERSION set: the runs inherit it)
+    env = {"PATH": f"{root / 'shims'}{os.pathsep}{os.environ.get('PATH', '')}", "PYENV_VERSION": ""}
+    assert same_python("python", env, sys.executable, mine)
+    assert not same_python("python", env, sys.executable, other)
+    assert same_python("python", {**env, "PYENV_VERSION": "mine"}, sys.executable, other)
+    with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=120) as pool:
+        warm = run_command(pool, ["python", "k.py"], cwd=mine, env=env, timeout=120)
+        assert warm.exit_code == 0 and pool.stats["warm_runs"] == 1 and pool.stats["cold_runs"] == 0, pool.stats
+        cold = run_command(pool, ["python", "k.py"], cwd=other, env=env, timeout=120)
+        assert cold.exit_code == 1 and pool.stats["cold_runs"] == 1, pool.stats     # /bin/false, as pyenv picked
 
 
 def test_a_script_that_starts_itself_again_from_sys_orig_argv_starts_itself_warm_as_cold(tmp_path):

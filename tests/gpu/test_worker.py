@@ -165,8 +165,13 @@ def test_pool_keeps_the_executor_protocol():
 
 
 def test_pool_runs_cold_when_workers_cannot_start(scripts):
-    with WorkerPool(gpus=None, python="/bin/false", preload=(), ready_timeout=10) as p:
-        raw = run_command(p, [sys.executable, "echo.py"], cwd=scripts, timeout=30)
+    # an interpreter that runs a script but cannot start a worker (`-m bisectk.run.worker`): the
+    # command names the workers' own Python, so only the failed starts can send it cold
+    python = scripts / "python"
+    python.write_text(f'#!/bin/sh\ncase "$1" in -P|-m|-c) exit 1;; esac\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    with WorkerPool(gpus=None, python=str(python), preload=(), ready_timeout=10) as p:
+        raw = run_command(p, [str(python), "echo.py"], cwd=scripts, timeout=30)
         assert raw.exit_code == 0 and result(raw) is not None
         assert p.stats["cold_runs"] == 1 and p.stats.get("failed_starts", 0) >= 3
 

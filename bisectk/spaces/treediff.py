@@ -63,14 +63,17 @@ def diff_trees(good: str | Path, bad: str | Path) -> tuple[list[Hunk], list[str]
             if _special(p.resolve(), devices=False):   # /dev/null reads as an empty file
                 raise SpaceError(f"{side} {p} is a FIFO or a socket, not a file: give two files or two directories")
     roots = (good, bad) if good.is_dir() else (None, None)
+    read: dict[str, tuple[Entry | None, Entry | None]] = {}    # a file one side has, read for the pairing
     if good.is_dir():       # a file only GOOD has and one only BAD has, alike: a move (renames.py)
         gone = {r: _read(goods[r], good) for r in goods.keys() - bads.keys()}
         new = {r: _read(bads[r], bad) for r in bads.keys() - goods.keys()}
         for old, moved in renames.pairs(gone, new):
+            hunks += rename_hunks(old, moved, gone.pop(old), new.pop(moved))
             del goods[old], bads[moved]
-            hunks += rename_hunks(old, moved, gone[old], new[moved])
+        read = {**{r: (e, None) for r, e in gone.items()}, **{r: (None, e) for r, e in new.items()}}
     for rel in sorted(goods.keys() | bads.keys()):
-        hunks += _file_hunks(rel, goods.get(rel), bads.get(rel), roots)
+        ge, be = read[rel] if rel in read else (_read(goods.get(rel), roots[0]), _read(bads.get(rel), roots[1]))
+        hunks += _entry_hunks(rel, ge, be)
     hunks.sort(key=lambda h: h.file)            # by file, each file's hunks in order (the sort is stable)
     if not hunks and other:
         raise SpaceError(f"{good} and {bad} differ only in directories, which no hunk carries (every hybrid has "
@@ -193,9 +196,8 @@ def _span(lines: tuple[str, ...] | None) -> tuple[int, int]:
     return (1, len(lines) + 1) if lines is not None else (0, 0)
 
 
-def _file_hunks(rel: str, good: Path | None, bad: Path | None,
-                roots: tuple[Path | None, Path | None] = (None, None)) -> list[Hunk]:
-    ge, be = _read(good, roots[0]), _read(bad, roots[1])
+def _entry_hunks(rel: str, ge: Entry | None, be: Entry | None) -> list[Hunk]:
+    """The hunks of one path, from GOOD's and BAD's entries there (None: that side has none)."""
     if ge == be:
         return []
     a, b = _text(ge), _text(be)

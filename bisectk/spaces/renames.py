@@ -9,13 +9,13 @@ each whole: a one-line change in a renamed file was answered as the whole new fi
 
 Abstractions
 ------------
-similarity -- how alike two files are, 0-100: the share of lines both hold (as a multiset); two
-              binary files or links are alike only when equal.
 pairs      -- (GOOD's path, BAD's path) for each rename among the files only GOOD has (`gone`) and
               only BAD has (`new`): equal contents first, then the most alike text files, each
               file in one pair at most; a pair in one directory, or of one file name, is preferred
               among equals. Past MAX_COMPARED candidate pairs only equal contents are paired (git's
-              diff.renameLimit plays that part).
+              diff.renameLimit plays that part). How alike two text files are is hunks.alike: the
+              share of lines both hold (as a multiset), 0-100; two binary files are a move only
+              when equal.
 """
 
 from __future__ import annotations
@@ -27,13 +27,6 @@ from collections import defaultdict
 from bisectk.spaces.hunks import MIN_SIMILARITY, Entry, _text, alike, line_counts
 
 MAX_COMPARED = 4096
-
-
-def similarity(good: Entry, bad: Entry) -> int:
-    """0-100: how alike the two entries are (100: equal bytes)."""
-    if good.data == bad.data:
-        return 100
-    return alike(_lines(good), _lines(bad))
 
 
 def _lines(entry: Entry):

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bisectk.spaces.hunks import Entry, unified_diff
+from bisectk.spaces.hunks import Entry, alike, line_counts, split_text, unified_diff
 from bisectk.spaces.hybrid import Scratch
 from bisectk.spaces.linediff import split_lines
-from bisectk.spaces.renames import pairs, similarity
+from bisectk.spaces.renames import pairs
 from bisectk.spaces.treediff import diff_paths
 from tests.spaces.test_hunks import _patched, snapshot
 from tests.conftest import bisectk
@@ -24,6 +24,11 @@ BODY = "".join(f"V{i} = {i}\n" for i in range(1, 21))
 
 def _entry(text: str, mode: int = 0o644) -> Entry:
     return Entry(text.encode(), mode)
+
+
+def similarity(a: Entry, b: Entry) -> int:
+    """How alike two text entries are, as a move is judged (hunks.alike over their lines)."""
+    return alike(*(line_counts(split_text(e.data.decode())) for e in (a, b)))
 
 
 def test_pairs_take_equal_contents_first_then_the_most_alike_and_each_file_once():

@@ -85,6 +85,11 @@ def _trace(event: str, **facts) -> None:
         pass
 
 
+def _python_script(argv: list[str]) -> bool:
+    """`PROGRAM SCRIPT.py ...`: the only shape a warm worker runs (which program: WorkerPool._ours)."""
+    return len(argv) >= 2 and argv[1].endswith(".py")
+
+
 class WorkerPool(WarmRun):
     """Warm workers, one per slot (`slots`; with `gpus`, slot k on GPU gpus[k % len(gpus)], and
     at least one per GPU), each with hot spares.
@@ -368,10 +373,15 @@ class WorkerPool(WarmRun):
 
     # -- running -------------------------------------------------------------------------------
     def warm_capable(self, argv: list[str], env, cwd=None) -> bool:
-        if len(argv) < 2 or not argv[1].endswith(".py"):
-            return False
-        if not same_python(argv[0], {**self.base_env, **(env or {})}, self.python, cwd):
-            return False
+        return _python_script(argv) and self._ours(argv[0], env, cwd) and self._env_allows(env)
+
+    def _ours(self, program: str, env, cwd) -> bool:
+        """Whether `program` is the workers' own Python (run/interpreter.py) in the run's environment."""
+        return same_python(program, {**self.base_env, **(env or {})}, self.python, cwd)
+
+    def _env_allows(self, env) -> bool:
+        """Whether the run's environment leaves nothing a worker cannot give it (a process-level
+        variable set otherwise than the workers have it, but for a GPU pin of theirs)."""
         pinned = self._pinned(env)
         for k, v in (env or {}).items():
             if (k.startswith(PROCESS_LEVEL_ENV) and k not in WARM_HONOURS_ENV and self.base_env.get(k) != v
@@ -452,14 +462,15 @@ class WorkerPool(WarmRun):
     def _run_one(self, job: Job, watch: Watch) -> RawRun:
         # said once, of the subject, for which --warm was asked (a build step that is not a Python
         # script runs in a fresh process as it would without --warm: nothing to say)
-        if job.argv and not job.building and len(job.argv) >= 2 and job.argv[1].endswith(".py") and \
-                not same_python(job.argv[0], {**self.base_env, **(job.env or {})}, self.python, job.cwd):
+        script = _python_script(job.argv)
+        ours = script and self._ours(job.argv[0], job.env, job.cwd)      # asked once a run: a PATH search
+        if job.argv and not job.building and script and not ours:
             self._note(f"--warm: {job.argv[0]} is not the Python the warm workers run ({self.python}), so its runs "
                        "go cold (a fresh process each): a worker would run the script in its own interpreter")
-        elif job.argv and not job.building and not (len(job.argv) >= 2 and job.argv[1].endswith(".py")):
+        elif job.argv and not job.building and not script:
             self._note(f"--warm: {' '.join([os.path.basename(job.argv[0]), *job.argv[1:2]])} is not `python SCRIPT.py`, "
                        "so its runs go cold (a fresh process each): a warm worker runs a Python script only")
-        if self.warm_capable(job.argv, job.env, job.cwd):
+        if ours and self._env_allows(job.env):
             for _ in range(MAX_REFUSALS):
                 slot = self._acquire(job.urgent, self._pinned(job.env))
                 if slot is None:

@@ -370,16 +370,13 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
             # does `git bisect run`, whose command goes through the shell
             argv = ["/bin/sh", *argv]
             c = start(argv)
-    except (OSError, ValueError) as exc:
+    except BaseException as exc:   # a start refused, or Ctrl-C during it: the kernel log's descriptor goes too
         oom.close()
         if recording:
             recording.close()
+        if not isinstance(exc, (OSError, ValueError)):
+            raise
         return RawRun(started=False, error=f"cannot start {argv[0]!r}: {why_not_started(exc, argv[0], cwd, argv, full_env)}")
-    except BaseException:      # Ctrl-C during the start: the kernel log's descriptor goes with it
-        oom.close()
-        if recording:
-            recording.close()
-        raise
     try:
         SPARES.refill(_RUNNING.add(1))     # the next run's supervisor starts while this one runs
         record = _write_record(run_id, c)

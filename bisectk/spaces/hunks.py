@@ -238,7 +238,8 @@ def line_counts(lines: Iterable[str]) -> Counter:
 
 
 def alike(a: Counter | None, b: Counter | None) -> int:
-    """0-100: the share of lines two texts hold in common (line_counts of each; None: no text)."""
+    """0-100: the share of lines two texts hold in common (line_counts of each; None: no text);
+    0 too where their sizes alone put it below MIN_SIMILARITY (no move, whatever they share)."""
     if not a or not b:
         return 0
     na, nb = a.total(), b.total()

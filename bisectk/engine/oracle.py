@@ -202,15 +202,17 @@ class Trials:
             self._verdicts[key] = Verdict.fold([t.run for t in self.trials if t.key == key and t.run is not run])
 
     def costs(self) -> tuple[float, float]:
-        """(mean seconds of this command's runs judged FAIL, of those judged PASS): what one more
+        """(median seconds of this command's runs judged FAIL, of those judged PASS): what one more
         failing run and one more passing run cost, for the confirmation's plan (search/confirm.py:
         a hang costs its watchdog, so it is re-run less and its parents' passes more). A kind not
-        seen yet costs what the other does; neither seen: 1 each."""
+        seen yet costs what the other does; neither seen: 1 each. The median: one run slowed by
+        the machine's load does not move it."""
+        import statistics
         with self._lock:
             walls = {o: [t.run.duration_s for t in self.trials if t.judged is o] for o in (Outcome.FAIL, Outcome.PASS)}
-        mean = {o: sum(w) / len(w) for o, w in walls.items() if w}
-        fail = mean.get(Outcome.FAIL, mean.get(Outcome.PASS, 1.0))
-        return fail, mean.get(Outcome.PASS, fail)
+        typical = {o: statistics.median(w) for o, w in walls.items() if w}
+        fail = typical.get(Outcome.FAIL, typical.get(Outcome.PASS, 1.0))
+        return fail, typical.get(Outcome.PASS, fail)
 
     def phase_runs(self) -> dict[str, int]:
         """How many runs each phase made (those answered from the ledger included), in PHASES'

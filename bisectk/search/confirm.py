@@ -88,15 +88,19 @@ def _bad_side_counts(dag: Dag, gw: Gateway, culprit: int) -> tuple[int, int]:
     return fails, runs
 
 
+CLEAR_S = 0.5   # a cost difference per run below this is scheduling noise (search/confirm.py cost_ratio)
+
+
 def cost_ratio(costs: tuple[float, float]) -> tuple[float, float]:
     """(failing, passing) costs as the plan weighs them: 1 each unless one kind costs at least
-    twice the other, else the ratio rounded to a power of two (at most 16). Measured run times
-    jitter; a plan that followed every jitter would differ between two runs of the same command
-    (and between a command and its concurrent twin sharing a ledger). Only a clear difference,
-    a hang against a pass, changes the split."""
+    twice the other and at least CLEAR_S seconds more, else the ratio rounded to a power of two
+    (at most 16). Measured run times jitter: a run of a tenth of a second takes twice that on a
+    loaded machine. A plan that followed every jitter would differ between two runs of the same
+    command (and between a command and its concurrent twin sharing a ledger). Only a clear
+    difference, a hang against a pass, changes the split."""
     fail, ok = (max(float(c), 1e-3) for c in costs)
     ratio = fail / ok
-    if 0.5 < ratio < 2.0:
+    if 0.5 < ratio < 2.0 or abs(fail - ok) < CLEAR_S:
         return 1.0, 1.0
     step = min(max(round(math.log2(ratio)), -4), 4)
     return (2.0 ** step, 1.0) if step > 0 else (1.0, 2.0 ** -step)

@@ -276,3 +276,23 @@ def test_a_build_still_running_after_a_few_seconds_is_said_with_its_limit(tmp_pa
     lines = [line for line in stream.getvalue().splitlines() if "building" in line]
     assert len(lines) == 1 and lines[0].startswith("  ... still building for bad (run 1): ") and lines[0].endswith(
         " s so far; the build's limit is 30 s (--build-timeout, or the spec's `build_timeout`)"), stream.getvalue()
+
+
+def test_the_confirmations_costs_are_medians_so_one_slowed_run_does_not_move_them(tmp_path, make_spec):
+    """Trials.costs feeds the confirmation's plan (search/confirm.py): a failing run slowed once by
+    the machine's load must not make failing runs look dear; a hang's watchdog, every time, does."""
+    from bisectk.engine.oracle import Trial
+    from bisectk.outcome import Run
+    spec = load_spec(make_spec({"mode": "ok"}, {"mode": "wrong"}))
+    trials = Trials(Runner(spec), FactorSpace(spec))
+    def add(outcome, seconds):
+        trials.trials.append(Trial("k", "", len(trials.trials), Run(outcome, duration_s=seconds), outcome, False))
+    for s in (0.1, 0.12, 0.11):
+        add(Outcome.PASS, s)
+    for s in (0.1, 0.11, 3.0):      # one failing run slowed to 3 s
+        add(Outcome.FAIL, s)
+    fail, ok = trials.costs()
+    assert abs(fail - 0.11) < 1e-9 and abs(ok - 0.11) < 1e-9
+    for _ in range(3):              # hangs: each costs its watchdog
+        add(Outcome.FAIL, 3.0)
+    assert trials.costs()[0] == 3.0

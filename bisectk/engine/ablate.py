@@ -45,6 +45,7 @@ from bisectk.engine.policy import RunPolicy
 from bisectk.engine.shared_dir import Listing, collision_words
 from bisectk.engine.records import AblationRecord, AttemptRecord, EndpointCheck, SubjectRecord, captured, stop_reason_of
 from bisectk.events import Note, PhaseStarted
+from bisectk.names import c_quoted
 from bisectk.outcome import Outcome
 from bisectk.run.runner import Runner
 from bisectk.search.rates import RateRule
@@ -273,7 +274,7 @@ def different_failures(oracle: Oracle, describe_point: Callable) -> list[dict]:
 
 
 def _names(items) -> str:
-    return ", ".join(map(str, items)) if items else "-"
+    return ", ".join(c_quoted(str(i)) for i in items) if items else "-"
 
 
 def role_text(effect, n_sets: int) -> str:

@@ -30,6 +30,7 @@ from bisectk.engine.oracle import PHASES, SEARCH, Oracle, Trials
 from bisectk.engine.policy import RunPolicy
 from bisectk.engine.records import DiffRecord, SubjectRecord, captured, stop_reason_of
 from bisectk.events import EventBus, PhaseStarted
+from bisectk.names import c_quoted
 from bisectk.run.runner import Runner
 from bisectk.search import ConfidenceRule
 from bisectk.search.result import GOOD_FAILED
@@ -39,7 +40,7 @@ from bisectk.spaces.hunkspace import HunkSpace
 
 
 def _ids(ids, limit: int = 8) -> str:
-    ids = list(ids)
+    ids = [c_quoted(i) for i in ids]    # a file name with a newline would split the hang's line
     text = ", ".join(ids[:limit])
     return text + (f" (+{len(ids) - limit} more)" if len(ids) > limit else "") if ids else "none"
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from bisectk.engine.oracle import HANG_PICTURE, Oracle
+from bisectk.names import c_quoted
 from bisectk.outcome import FailKind, Run
 from bisectk.stuck import Snapshot, same_place
 
@@ -51,7 +52,7 @@ def _named(label: str, point: Any) -> str:
     space's 'hybrid': its differences, the first five and how many more)."""
     if label != "hybrid" or not isinstance(point, frozenset):
         return label
-    names = sorted(map(str, point))
+    names = [c_quoted(n) for n in sorted(map(str, point))]
     return f"{label} ({', '.join(names[:5])}" + (f" +{len(names) - 5} more" if len(names) > 5 else "") + ")"
 
 

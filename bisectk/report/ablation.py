@@ -21,7 +21,8 @@ from bisectk.engine.records import AblationRecord
 from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.safe import c_quoted, code_span
+from bisectk.names import c_quoted
+from bisectk.report.safe import code_span
 from bisectk.report.terminal import TABLE_ROWS, cut_value
 from bisectk.report.words import (endpoint_lines, failure_line, slow_line, phase_words, problem_lines, problem_text, runs_words,
                                   same_inputs, search_runs_of, stop_reason_of, stopped_line, title_words, wall_words)

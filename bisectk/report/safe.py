@@ -89,19 +89,6 @@ def terminal_text(text: str) -> str:
     return _TERMINAL.sub(_escape, text) if isinstance(text, str) else text
 
 
-_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r",
-              '"': '\\"', "\\": "\\\\"}
-_C_QUOTED = re.compile('["\\\\\x00-\x1f\x7f]')
-
-
-def c_quoted(name: str) -> str:
-    """A file name (or a hunk id that begins with one) as git writes a path it must quote
-    (core.quotePath off): unchanged unless it holds a control character, `"` or a backslash; then in
-    double quotes, with \\n, \\t, \\", \\\\ and octal escapes. A newline in a name would otherwise
-    split one line of a report in two (terminal_text keeps newlines: they end lines of text)."""
-    if not isinstance(name, str) or not _C_QUOTED.search(name):
-        return name
-    return '"' + _C_QUOTED.sub(lambda m: _C_ESCAPES.get(m.group(0), f"\\{ord(m.group(0)):03o}"), name) + '"'
 
 
 def xml_text(text: str) -> str:

@@ -13,6 +13,9 @@ markdown       -- the same as a debug-log section (a table per snapshot).
 
 from __future__ import annotations
 
+import re
+
+from bisectk.names import c_quoted
 from bisectk.report.safe import terminal_text
 from bisectk.stuck import Snapshot
 
@@ -24,12 +27,29 @@ def _snap(entry: dict | None) -> Snapshot | None:
     return Snapshot.from_dict(entry.get("snapshot")) if entry else None
 
 
+_PLACE = re.compile(r"^(.*?):(\d+)(\s.*)?$", re.DOTALL)
+_BREAKS = {"\n": "\\n", "\r": "\\r", "\t": " "}
+
+
+def _one_line(text: str) -> str:
+    """A cell on one line: a thread's name, a source line may hold a newline or a tab."""
+    return "".join(_BREAKS.get(c, c) for c in text) if any(c in text for c in _BREAKS) else text
+
+
+def _place(place: str) -> str:
+    """'file:line function' with the file C-quoted as git quotes a path ("a\\nb.py":2 f)."""
+    m = _PLACE.match(place)
+    if m is None:
+        return _one_line(place)
+    return c_quoted(m.group(1)) + ":" + m.group(2) + _one_line(m.group(3) or "")
+
+
 def rows(snap: Snapshot) -> list[list[str]]:
     out = []
     for g in snap.groups:
         unit = "warp" if g.device else "thread"
-        out.append([g.scope, g.role, f"{g.count} {unit}{'s' if g.count != 1 else ''}", g.place,
-                    g.instruction, g.wait or "-"])
+        out.append([_one_line(g.scope), _one_line(g.role), f"{g.count} {unit}{'s' if g.count != 1 else ''}",
+                    _place(g.place), _one_line(g.instruction), _one_line(g.wait or "-")])
     return out
 
 

@@ -187,5 +187,5 @@ def test_picture_text_is_drawn_without_a_missing_glyph_or_mathtext():
     ("esc\x1b[2J", '"esc\\033[2J"'),               # as git writes it: octal
 ])
 def test_a_file_name_is_c_quoted_as_git_quotes_a_path(name, shown):
-    from bisectk.report.safe import c_quoted
+    from bisectk.names import c_quoted
     assert c_quoted(name) == shown and "\n" not in c_quoted(name)

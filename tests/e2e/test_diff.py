@@ -671,3 +671,21 @@ def test_a_file_name_with_a_newline_is_one_line_on_the_terminal_and_raw_in_json(
     p = bisectk("diff", good, bad, "--run", "python3 run.py", "--no-lines", "--json", "--ledger", tmp_path / "l.db",
                 cwd=tmp_path, timeout=120)
     assert [h["id"] for h in json.loads(p.stdout)["culprit_hunks"]] == ["a\nb.py:2"]
+
+
+def test_a_hang_in_a_file_whose_name_holds_a_newline_keeps_the_stuck_at_line_whole(tmp_path):
+    """The hang's picture names the culprit hunks it applied to GOOD: the ids were joined raw, so
+    'a<newline>b.py:2' split the 'stuck at' line in two. They are C-quoted there as everywhere, and
+    so is the file of the place where the thread waits (py-spy's frame), in the picture's rows."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, body in ((good, "pass"), (bad, "time.sleep(60)")):
+        side.mkdir()
+        (side / "a\nb.py").write_text(f"import time\n{body}\n")
+        (side / "run.py").write_text("import glob, runpy\nrunpy.run_path(glob.glob('a*b.py')[0])\n")
+    p = bisectk("diff", good, bad, "--run", "python3 run.py", "--no-lines", "--timeout", "2",
+                "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=180)
+    assert p.returncode == 0, p.stderr[-2000:]
+    lines = p.stdout.splitlines()
+    assert any('the culprit hunks applied to GOOD ("a\\nb.py:2")' in line for line in lines), p.stdout
+    assert any('"a\\nb.py":2 <module>' in line for line in lines), p.stdout
+    assert not any(line.startswith("b.py") for line in (p.stdout + p.stderr).splitlines()), p.stdout

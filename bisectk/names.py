@@ -1,0 +1,23 @@
+"""A name (a file's, a hunk id beginning with one, a factor's) as text on one line: git's C-quoting.
+
+c_quoted -- unchanged unless the name holds a control character, `"` or a backslash; then in
+            double quotes, with \\n, \\t, \\", \\\\ and octal escapes, as git writes a path it must
+            quote (core.quotePath off). A newline in a name would otherwise split a line of a
+            report in two. The engines word labels with it (a hang's "the culprit hunks applied to
+            GOOD (...)"), the reports their lists of ids; JSON keeps names raw.
+"""
+
+from __future__ import annotations
+
+import re
+
+_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r",
+              '"': '\\"', "\\": "\\\\"}
+_C_QUOTED = re.compile('["\\\\\x00-\x1f\x7f]')
+
+
+def c_quoted(name: str) -> str:
+    """See the module docstring."""
+    if not isinstance(name, str) or not _C_QUOTED.search(name):
+        return name
+    return '"' + _C_QUOTED.sub(lambda m: _C_ESCAPES.get(m.group(0), f"\\{ord(m.group(0)):03o}"), name) + '"'

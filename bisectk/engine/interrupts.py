@@ -7,7 +7,9 @@ defer    -- from the process's first line (__main__) until `install`: a signal i
 install  -- at the start of every command (cli.py): SIGTERM and SIGHUP (the terminal closed, the
             ssh session dropped) raise KeyboardInterrupt, as Ctrl-C does, so that each ends the
             subjects, removes temporary files and worktrees and keeps the ledger as Ctrl-C leaves
-            it, instead of killing bisectk where it stands. A signal the command was started with
+            it, instead of killing bisectk where it stands. Never inside importlib's own code,
+            where it would leave the import lock held (`_in_import`): the signal is sent again
+            20 ms later. A signal the command was started with
             ignored (`nohup` ignores SIGHUP; a shell ignores SIGINT and SIGQUIT in a background
             job) stays ignored, here and in `held`, as POSIX asks of programs that catch them.
 hung_up  -- whether a SIGHUP arrived: the command then exits HANGUP (129, 128 + SIGHUP, what a
@@ -79,8 +81,31 @@ def _quiet_dead_terminal() -> None:
             pass
 
 
+def _in_import(frame) -> bool:
+    """Whether the main thread was stopped inside importlib's own code (a module lock taken, the
+    global import lock held, a lock's weakref callback). A KeyboardInterrupt raised there leaves
+    the import lock held or a module lock half-released: the next import of another thread (the
+    early walk's, the checkouts', an exit handler's) waits for good, and the command hangs (CI
+    saw it once: "Exception ignored in: <function _get_module_lock.<locals>.cb>", then nothing
+    for 60 s). Raised in the module being imported it is an ordinary exception importlib unwinds."""
+    name = frame.f_code.co_filename if frame is not None else ""
+    return name.startswith("<frozen importlib") or "importlib/_bootstrap" in name.replace("\\", "/")
+
+
+def _again_soon(signum: int) -> None:
+    """The signal sent to this process once more in 20 ms, for a handler that must not raise where
+    it landed (`_in_import`): it is acted on then, wherever the main thread is (a daemon timer:
+    a command that ends before it fires is not held up)."""
+    timer = threading.Timer(0.02, os.kill, (os.getpid(), signum))
+    timer.daemon = True
+    timer.start()
+
+
 def _stop(signum, frame) -> None:
     _arrived(signum)
+    if _in_import(frame):
+        _again_soon(signum)
+        return
     raise KeyboardInterrupt  # cleans up as Ctrl-C does: subjects ended, worktrees removed
 
 
@@ -127,7 +152,7 @@ def install() -> None:
     is raised here, where the command's `except KeyboardInterrupt` says so."""
     for s in _SIGNALS:
         if signal.getsignal(s) is not signal.SIG_IGN:
-            signal.signal(s, signal.default_int_handler if s == signal.SIGINT else _stop)
+            signal.signal(s, _stop)     # Ctrl-C too: a KeyboardInterrupt, but never inside importlib
     if _deferred:
         _deferred.clear()
         raise KeyboardInterrupt
@@ -163,6 +188,9 @@ class _State:
         _arrived(signum)
         if self.pending is not None and not self.live and signum == signal.SIGHUP:
             return      # a hangup said twice (the kernel's, the shell's) is not the user insisting
+        if (self.live or self.pending is not None) and _in_import(frame):
+            _again_soon(signum)     # a run's lazy import (psutil, a snapshot tool's module)
+            return
         if self.live or self.pending is not None:   # a run to stop, or the user insists
             self.pending = None
             raise KeyboardInterrupt

@@ -5,6 +5,8 @@ c_quoted -- unchanged unless the name holds a control character, `"` or a backsl
             quote (core.quotePath off). A newline in a name would otherwise split a line of a
             report in two. The engines word labels with it (a hang's "the culprit hunks applied to
             GOOD (...)"), the reports their lists of ids; JSON keeps names raw.
+ids_text -- ids (hunk ids, places) joined for a line of text, each c_quoted, the first `limit`
+            and how many more; "none" for none.
 """
 
 from __future__ import annotations
@@ -21,3 +23,10 @@ def c_quoted(name: str) -> str:
     if not isinstance(name, str) or not _C_QUOTED.search(name):
         return name
     return '"' + _C_QUOTED.sub(lambda m: _C_ESCAPES.get(m.group(0), f"\\{ord(m.group(0)):03o}"), name) + '"'
+
+
+def ids_text(ids, limit: int = 8) -> str:
+    """See the module docstring."""
+    ids = [c_quoted(i) for i in ids]
+    text = ", ".join(ids[:limit])
+    return text + (f" (+{len(ids) - limit} more)" if len(ids) > limit else "") if ids else "none"

@@ -30,19 +30,13 @@ from bisectk.engine.oracle import PHASES, SEARCH, Oracle, Trials
 from bisectk.engine.policy import RunPolicy
 from bisectk.engine.records import DiffRecord, SubjectRecord, captured, stop_reason_of
 from bisectk.events import EventBus, PhaseStarted
-from bisectk.names import c_quoted
+from bisectk.names import ids_text
 from bisectk.run.runner import Runner
 from bisectk.search import ConfidenceRule
 from bisectk.search.result import GOOD_FAILED
 from bisectk.spaces.hunks import Hunk, unified_diff
 from bisectk.spaces.linediff import split_lines
 from bisectk.spaces.hunkspace import HunkSpace
-
-
-def _ids(ids, limit: int = 8) -> str:
-    ids = [c_quoted(i) for i in ids]    # a file name with a newline would split the hang's line
-    text = ", ".join(ids[:limit])
-    return text + (f" (+{len(ids) - limit} more)" if len(ids) > limit else "") if ids else "none"
 
 
 def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: str = "adaptive",
@@ -93,10 +87,10 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
             break
     order = space.order.__getitem__
     attempts = [a for o, (r, name) in zip(oracles, passes) for a in attempt_records(o, r, order, name)]
-    seconds = [d for o in oracles for d in different_failures(o, lambda p: _ids(sorted(p, key=order)))]
+    seconds = [d for o in oracles for d in different_failures(o, lambda p: ids_text(sorted(p, key=order)))]
     found_set = res.complete and not stopped and res.culprits
     hangs = hang_facts(oracle, check, res.fail_config if found_set else None,
-                       "the culprit hunks applied to GOOD (" + _ids(res.culprits) + ")")
+                       "the culprit hunks applied to GOOD (" + ids_text(res.culprits) + ")")
     phases: Counter[str] = Counter()   # after the hang's picture: its run counts too
     for o in oracles:       # the line pass's trials are a view: its runs are its own list
         phases.update(o.trials.phase_runs())

@@ -24,7 +24,7 @@ from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.names import c_quoted
 from bisectk.report.safe import code_span
 from bisectk.report.terminal import TABLE_ROWS, cut_value
-from bisectk.report.words import (endpoint_lines, failure_line, slow_line, phase_words, problem_lines, problem_text, runs_words,
+from bisectk.report.words import (warning_lines, endpoint_lines, failure_line, slow_line, phase_words, problem_lines, problem_text, runs_words,
                                   same_inputs, search_runs_of, stop_reason_of, stopped_line, title_words, wall_words)
 from bisectk.specvalues import format_value, one_line
 
@@ -152,7 +152,7 @@ def status_words(rec: AblationRecord) -> str:
 def to_debuglog(rec: AblationRecord) -> DebugLog:
     check, subj = rec.endpoints, rec.subject
     title = f"{subj.name}: {title_words(check)}"
-    warned = [f"Warning: {w}" for w in rec.warnings]      # said on stderr when the command ran
+    warned = warning_lines(rec.warnings)
     if not rec.ok:
         return DebugLog(title, "Inconclusive: endpoints unusable", problem_text(check), rec.environment,
                         summary=warned)

@@ -16,17 +16,9 @@ from bisectk.report import stuck
 from bisectk.report.ablation import sets_lines
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.names import c_quoted
-from bisectk.report.words import (ahead_words, counted, endpoint_lines, failure_line, slow_line, problem_lines, problem_text,
+from bisectk.names import c_quoted, ids_text
+from bisectk.report.words import (warning_lines, ahead_words, counted, endpoint_lines, failure_line, slow_line, problem_lines, problem_text,
                                   runs_words, same_inputs, search_runs_of, stop_reason_of, stopped_line, title_words, wall_words)
-
-
-def ids_text(ids, limit: int = 8) -> str:
-    """Hunk ids (or places) joined for a line of text, each C-quoted as git quotes a path (a file
-    name with a newline would split the line); JSON keeps them raw."""
-    ids = [c_quoted(i) for i in ids]
-    text = ", ".join(ids[:limit])
-    return text + (f" (+{len(ids) - limit} more)" if len(ids) > limit else "") if ids else "none"
 
 
 def lines_text(span) -> str:
@@ -46,7 +38,7 @@ def hunk_place(h: dict) -> str:
 
 def to_debuglog(rec: DiffRecord) -> DebugLog:
     title = f"diff {rec.good} vs {rec.bad}: {title_words(rec.endpoints)}"
-    warned = [f"Warning: {w}" for w in rec.warnings]      # said on stderr when the command ran
+    warned = warning_lines(rec.warnings)
     if not rec.ok:
         return DebugLog(title, "Inconclusive: endpoints unusable", problem_text(rec.endpoints), rec.environment,
                         summary=warned)

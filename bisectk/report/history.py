@@ -19,7 +19,7 @@ from bisectk.engine.records import BisectRecord
 from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, table
-from bisectk.report.words import (confidence_words, endpoint_lines, failure_line, slow_line, problem_lines, problem_text, runs_words, same_inputs,
+from bisectk.report.words import (warning_lines, confidence_words, endpoint_lines, failure_line, slow_line, problem_lines, problem_text, runs_words, same_inputs,
                                   search_runs_of, stopped_line, title_words, wall_words)
 
 CONCLUSION = {"fail": "Bad: the first bad commit is this one or one of its ancestors.",
@@ -60,7 +60,7 @@ def to_debuglog(rec: BisectRecord) -> DebugLog:
     if rec.manual:
         return _manual_debuglog(rec)
     title = f"bisect {rec.good[:10]}..{rec.bad[:10]}: {title_words(rec.endpoints, lambda t: verdict_words(rec, t))}"
-    warned = [f"Warning: {w}" for w in rec.warnings]      # said on stderr when the command ran
+    warned = warning_lines(rec.warnings)
     if not rec.ok:
         return DebugLog(title, "Inconclusive: endpoints unusable", problem_text(rec.endpoints), rec.environment,
                         summary=warned)

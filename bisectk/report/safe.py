@@ -89,8 +89,6 @@ def terminal_text(text: str) -> str:
     return _TERMINAL.sub(_escape, text) if isinstance(text, str) else text
 
 
-
-
 def xml_text(text: str) -> str:
     """`text` with the characters XML 1.0 cannot hold made visible (newline, tab and CR kept), and
     with terminal controls escaped too, since CI pages show it to people."""

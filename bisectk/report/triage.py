@@ -22,7 +22,7 @@ from bisectk.report import diff as diff_report
 from bisectk.report import history as history_report
 from bisectk.report.debuglog import DebugLog
 from bisectk.report.junit import Case
-from bisectk.report.words import (confidence_words, problem_lines, remaining, same_inputs, search_runs_of, stop_reason_of,
+from bisectk.report.words import (warning_lines, confidence_words, problem_lines, remaining, same_inputs, search_runs_of, stop_reason_of,
                                   stopped_line, title_words, wall_words)
 
 
@@ -56,7 +56,7 @@ def to_debuglog(t: TriageRecord) -> DebugLog:
         log.summary.append(f"Hunk isolation {_not_started(t)}: {t.diff_error}")
     log.summary = [s for s in log.summary if " wall time " not in s] + [
         f"Triage {runs_line(t)}; {wall_words(t, 'wall time')}."] + [
-        f"Warning: {w}" for w in t.warnings if f"Warning: {w}" not in log.summary]
+        w for w in warning_lines(t.warnings) if w not in log.summary]
     return log
 
 

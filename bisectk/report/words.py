@@ -10,6 +10,7 @@ slow_line      -- a SLOW rule's numbers: the threshold, what its baseline rests 
 problem_lines  -- unusable endpoints: one line (`problem: ...`), then the facts it rests on;
                   problem_text the same as one paragraph.
 stopped_line   -- how a stopped search is announced (never as a verdict).
+warning_lines  -- the warnings said on stderr, as debug-log summary lines.
 runs_words     -- runs executed now and answered from the ledger, so reused work never reads as
                   no work; same_inputs, what a reuse compared (the memo key, run/memokey.py).
 ahead_words    -- the runs made ahead of the search (--jobs): taken when asked, and never taken.
@@ -60,6 +61,11 @@ def stopped_line(reason: str, runs: int, made: int | None = None) -> str:
     """`made`: of the `runs`, those made by the command (the rest the ledger answered): what
     --max-runs counts (None: a record stored before it was kept)."""
     return f"search stopped ({reason or 'interrupted'}) after {runs} search run(s){made_words(runs, made)}: no verdict yet"
+
+
+def warning_lines(warnings) -> list[str]:
+    """The debug log's summary lines for the warnings the command said on stderr when it ran."""
+    return [f"Warning: {w}" for w in warnings]
 
 
 def made_words(runs: int, made: int | None) -> str:

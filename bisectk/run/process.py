@@ -360,66 +360,64 @@ def run_process(argv: list[str], *, cwd: str | os.PathLike | None = None,
                 or start_contained(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
 
     oom = OomWatch(counter=oom_counter)     # before the start: what the run's time adds is its own
-    try:
+    try:    # the kernel log's descriptor is closed however the run ends (a start refused, Ctrl-C)
         try:
-            c = start(argv)
-        except OSError as exc:
-            if exc.errno != errno.ENOEXEC or not shell_script(argv[0], cwd):
+            try:
+                c = start(argv)
+            except OSError as exc:
+                if exc.errno != errno.ENOEXEC or not shell_script(argv[0], cwd):
+                    raise
+                # a script without `#!`: a shell runs it with sh (POSIX's rule for ENOEXEC), and so
+                # does `git bisect run`, whose command goes through the shell
+                argv = ["/bin/sh", *argv]
+                c = start(argv)
+        except BaseException as exc:   # a start refused, or Ctrl-C during it
+            if recording:
+                recording.close()
+            if not isinstance(exc, (OSError, ValueError)):
                 raise
-            # a script without `#!`: a shell runs it with sh (POSIX's rule for ENOEXEC), and so
-            # does `git bisect run`, whose command goes through the shell
-            argv = ["/bin/sh", *argv]
-            c = start(argv)
-    except BaseException as exc:   # a start refused, or Ctrl-C during it: the kernel log's descriptor goes too
-        oom.close()
-        if recording:
-            recording.close()
-        if not isinstance(exc, (OSError, ValueError)):
+            return RawRun(started=False, error=f"cannot start {argv[0]!r}: {why_not_started(exc, argv[0], cwd, argv, full_env)}")
+        try:
+            SPARES.refill(_RUNNING.add(1))     # the next run's supervisor starts while this one runs
+            record = _write_record(run_id, c)
+            caps = captures(log_dir, tail_bytes, lambda text: watch.feed(text, time.monotonic() - c.t0))
+            readers = Readers([(c.stdout.fileno(), caps[0]), (c.stderr.fileno(), caps[1])])
+        except BaseException:      # Ctrl-C between the start and the wait: the run ends all the same
+            _RUNNING.add(-1)
+            c.abandon(run_id)
+            if recording:
+                recording.close()
             raise
-        return RawRun(started=False, error=f"cannot start {argv[0]!r}: {why_not_started(exc, argv[0], cwd, argv, full_env)}")
-    try:
-        SPARES.refill(_RUNNING.add(1))     # the next run's supervisor starts while this one runs
-        record = _write_record(run_id, c)
-        caps = captures(log_dir, tail_bytes, lambda text: watch.feed(text, time.monotonic() - c.t0))
-        readers = Readers([(c.stdout.fileno(), caps[0]), (c.stderr.fileno(), caps[1])])
-    except BaseException:      # Ctrl-C between the start and the wait: the run ends all the same
-        _RUNNING.add(-1)
+        try:
+            hung, report, lost = _wait(c, watch, snapshot)
+        except BaseException:
+            # Ctrl-C or an error in bisectk itself: never leave the subject behind, and be quick
+            c.end(interrupt=True)
+            _finish(c, readers, record, run_id, quick=True)
+            if recording:
+                recording.close()
+            raise
+        if report is None and not lost:
+            c.proc.wait()
+            lost = f"the run's supervisor {death_words(c.proc.returncode)} during the run"
+        _finish(c, readers, record, run_id, lost=bool(lost), keep=c.reusable(report))
+        imported = recording.read_and_close() if recording else ()
+        notes = [cap.sink_error for cap in caps if cap.sink_error]
+        if lost:  # the supervisor is gone: what it watched over was ended by hand; no verdict
+            return RawRun(started=False, error=f"{lost}; its processes were ended; the run cannot be judged",
+                          stdout=caps[0].text(), stderr=caps[1].text(), result=caps[0].result)
+        status = report.get("status")
+        code = None if hung or status is None else os.waitstatus_to_exitcode(status)
+        # bisectk sends SIGKILL only after a hang (or on a lost supervisor, never judged): this is another's
+        killed = oom.killed(c.pid) if code in (-signal.SIGKILL, 128 + signal.SIGKILL) else None
+        duration = hung.at_s if hung else report.get("duration", 0.0)
+        return RawRun(started=True, exit_code=code, signal=None if code is None else signal_name(code),
+                      timed_out=hung is not None, duration_s=duration, stdout=caps[0].text(), stderr=caps[1].text(),
+                      error=f"log not written: {notes[0]}" if notes else "", leftovers=report.get("leftovers", 0),
+                      timeline=watch.timeline(duration).to_list(), stalled=hung.stalled if hung else "",
+                      result=caps[0].result, imports=imported, stuck=hung.stuck if hung else None, oom=killed)
+    finally:
         oom.close()
-        c.abandon(run_id)
-        if recording:
-            recording.close()
-        raise
-    try:
-        hung, report, lost = _wait(c, watch, snapshot)
-    except BaseException:
-        # Ctrl-C or an error in bisectk itself: never leave the subject behind, and be quick
-        c.end(interrupt=True)
-        oom.close()
-        _finish(c, readers, record, run_id, quick=True)
-        if recording:
-            recording.close()
-        raise
-    if report is None and not lost:
-        c.proc.wait()
-        lost = f"the run's supervisor {death_words(c.proc.returncode)} during the run"
-    _finish(c, readers, record, run_id, lost=bool(lost), keep=c.reusable(report))
-    imported = recording.read_and_close() if recording else ()
-    notes = [cap.sink_error for cap in caps if cap.sink_error]
-    if lost:  # the supervisor is gone: what it watched over was ended by hand; no verdict
-        oom.close()
-        return RawRun(started=False, error=f"{lost}; its processes were ended; the run cannot be judged",
-                      stdout=caps[0].text(), stderr=caps[1].text(), result=caps[0].result)
-    status = report.get("status")
-    code = None if hung or status is None else os.waitstatus_to_exitcode(status)
-    # bisectk sends SIGKILL only after a hang (or on a lost supervisor, never judged): this is another's
-    killed = oom.killed(c.pid) if code in (-signal.SIGKILL, 128 + signal.SIGKILL) else None
-    oom.close()
-    duration = hung.at_s if hung else report.get("duration", 0.0)
-    return RawRun(started=True, exit_code=code, signal=None if code is None else signal_name(code),
-                  timed_out=hung is not None, duration_s=duration, stdout=caps[0].text(), stderr=caps[1].text(),
-                  error=f"log not written: {notes[0]}" if notes else "", leftovers=report.get("leftovers", 0),
-                  timeline=watch.timeline(duration).to_list(), stalled=hung.stalled if hung else "",
-                  result=caps[0].result, imports=imported, stuck=hung.stuck if hung else None, oom=killed)
 
 
 def captures(log_dir: Path | None, tail_bytes: int, on_line) -> list[Capture]:

@@ -16,8 +16,8 @@ from bisectk.cli_common import (Deferred, after_first_run, BuildOpt, BuildTimeou
                                 SameFailureOpt, SetOpt, SnapshotsOpt, TimeoutOpt, WarmOpt, check_outputs,
                                 environment_capture, fail, finish, history_subject, out, policy, reporter,
                                 resume_or_fresh, spare_ahead, timed_policy)
-from bisectk.cli_history import (history_ends, history_targets, pytest_words, say_ambiguous, say_command, say_shared,
-                                 say_your_bisect)
+from bisectk.cli_history import (checkout_path, history_ends, history_targets, pytest_words, say_ambiguous, say_command,
+                                 say_path, say_shared, say_your_bisect)
 from bisectk.errors import BisectkError
 
 
@@ -175,6 +175,9 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
                       + (" (first-parent chain)" if first_parent else "")
                       + (f", touching {' '.join(commits.paths)}" if commits.paths else ""), markup=False)
             say_command(files, spec, sub, root)
+        on_path = checkout_path(root, bad_sha, s, executor == "local")
+        if not as_json:
+            say_path(*on_path)
         # Once the first run has ended, the environment is captured and the listing parsed (numpy
         # loaded) beside the runs after it: before, their Python took the GIL from the path to the
         # first launch. With no run, the record asks for both. The parse starts sooner when the
@@ -188,6 +191,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
             with session.commit_space(commits, root, cfg, sub, pool=pool) as space:
                 space.needed = needed(files)
                 space.carry(carried(files))
+                space.path_dirs, space.path = on_path
                 try:
                     rec = run_bisect(session.runner(), space, pol, environment=environment, repo=str(root),
                                      first_parent=first_parent, any_failure=any_failure, terms=terms,

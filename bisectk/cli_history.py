@@ -83,6 +83,29 @@ def say_command(files, spec, sub: Path, root: Path | None = None) -> None:
         out.print(line, markup=False)
 
 
+def checkout_path(root: Path, bad_sha: str, spec, local: bool) -> tuple[tuple[tuple[int, str], ...], str]:
+    """(PATH's directories in the user's checkout that git tracks, the PATH they are in): each
+    commit's own directory takes each one's place on the runs' PATH (spaces/checkout.py
+    path_dirs), as `git bisect run` finds each commit's programs there. None where the spec sets
+    PATH itself, or the runs are on other hosts."""
+    import os
+    from bisectk.spaces.checkout import path_dirs
+    path = os.environ.get("PATH", "")
+    if not local or "PATH" in spec.env:
+        return (), path
+    return path_dirs(root, ("HEAD", bad_sha), path), path
+
+
+def say_path(dirs, path: str) -> None:
+    """A line for each PATH directory of the checkout that each commit's own replaces."""
+    import os
+    entries = path.split(os.pathsep)
+    for i, rel in dirs:
+        own = "tree" if rel == "." else f"{rel}/"
+        out.print(f"PATH: {entries[i]} is in your checkout: each commit's own {own} takes its place on the runs' "
+                  "PATH, as git bisect run finds its programs there", markup=False)
+
+
 def say_shared(before, root: Path) -> None:
     """A warning when the runs changed what the worktrees share with the user's checkout
     (spaces/shared.py): refs, the stash, the config, the list of worktrees."""

@@ -14,7 +14,8 @@ from bisectk.cli_common import (BadRefOpt, capture_after_first_run, BuildOpt, Bu
                                 JsonOutOpt, PytestOpt, RayAddressOpt, CleanIgnoredOpt, RayRepoOpt, RepoOpt, ReportOpt,
                                 RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, TimeoutOpt, WarmOpt, check_outputs,
                                 fail, finish, history_subject, policy, reporter, resume_or_fresh)
-from bisectk.cli_history import history_targets, pytest_words, say_ambiguous, say_command, say_shared, say_your_bisect
+from bisectk.cli_history import (checkout_path, history_targets, pytest_words, say_ambiguous, say_command, say_path,
+                                 say_shared, say_your_bisect)
 
 
 def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [-- PATHSPEC...]", show_default=False,
@@ -88,11 +89,15 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
             fail(f"--resume: no earlier triage of {good}..{bad} with this subject in {session.ledger.path}")
         if not as_json:
             say_command(files, spec, sub, root)
+        on_path = checkout_path(root, commits.bad_sha, s, executor == "local")
+        if not as_json:
+            say_path(*on_path)
         shared = snapshot(root)
         with held():   # as in ablate: Ctrl-C stops runs, never the writing of a result
             with session.commit_space(commits, root, cfg, sub) as space:
                 space.needed = needed(files)
                 space.carry(carried(files))
+                space.path_dirs, space.path = on_path
                 try:
                     rec = run_triage(session.runner(), space, pol, scratch_root=session.scratch("triage"),
                                      environment=capture_after_first_run(session), repo=str(root),

@@ -111,6 +111,7 @@ def isolate(runner: Runner, commits: CommitSpace, policy: RunPolicy, bis: Bisect
             space = HunkSpace(good_tree, bad_tree, scratch_root, base=commits.config, subdir=subdir, tag="triage",
                               keep_created=runner.spec.build is not None)
             space.python_roots = commits.python_roots   # where the bisection found runs importing the checkout
+            space.path_dirs, space.path = commits.path_dirs, commits.path   # the checkout's PATH directories
         except BisectkError as exc:
             return None, str(exc)
         try:

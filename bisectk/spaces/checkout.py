@@ -18,12 +18,16 @@ checkout_build -- refuses a command that builds the user's checkout (a CMake bui
                   configured on it) instead of each commit.
 post_checkout_hook -- the user's post-checkout hook, which `git bisect` runs at every checkout and
                   bisectk's checkouts never run.
+path_dirs      -- the directories of PATH that lie in the user's checkout and that git tracks
+                  (`PATH_add scripts`): each commit's own takes its place on the runs' PATH
+                  (on_path), as `git bisect run` finds each commit's programs there.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 
 from bisectk.errors import BisectkError
@@ -146,3 +150,41 @@ def post_checkout_hook(root: Path) -> Path | None:
     hook = Path(os.path.expanduser(where))
     hook = (hook if hook.is_absolute() else Path(root) / hook) / "post-checkout"
     return hook if hook.is_file() and os.access(hook, os.X_OK) else None
+
+
+def path_dirs(root: Path, revs: Sequence[str], path: str | None) -> tuple[tuple[int, str], ...]:
+    """The entries of `path` (a PATH) that name a directory of the user's work tree (its links
+    resolved; never in .git) that git tracks at one of `revs` (HEAD, the --bad commit): (the
+    entry's index, the directory relative to the root). `git bisect run check.sh` with
+    `$PWD/scripts` on PATH (direnv's `PATH_add scripts`) finds each commit's own check.sh, as git
+    moves the checkout under it; the runs in bisectk's worktrees would find the checkout's copy at
+    every commit. A directory git never tracked (a .venv/bin, an ignored build/bin) stays the
+    user's, as the checkout keeps it under git bisect run too. Relative entries are read from
+    where each run starts, in its worktree, already."""
+    from bisectk.spaces.commits import git_ok
+    if not path:
+        return ()
+    top = os.path.realpath(root)
+    found: list[tuple[int, str]] = []
+    for i, entry in enumerate(path.split(os.pathsep)):
+        if not os.path.isabs(entry):
+            continue
+        real = os.path.realpath(entry)
+        if not _within(real, top):
+            continue
+        rel = os.path.relpath(real, top)
+        if rel == ".":
+            found.append((i, "."))
+        elif ".git" not in Path(rel).parts and any(
+                git_ok(root, "cat-file", "-e", f"{rev}:{Path(rel).as_posix()}") for rev in revs):
+            found.append((i, Path(rel).as_posix()))
+    return tuple(found)
+
+
+def on_path(path: str, dirs: Sequence[tuple[int, str]], tree: Path) -> str:
+    """`path` (a PATH) with each entry `path_dirs` found replaced by the same directory of `tree`
+    (a commit's worktree)."""
+    entries = path.split(os.pathsep)
+    for i, rel in dirs:
+        entries[i] = os.path.normpath(os.path.join(tree, rel))
+    return os.pathsep.join(entries)

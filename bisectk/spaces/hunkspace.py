@@ -42,7 +42,7 @@ from bisectk.run.remote import pack_tree
 from bisectk.run.scratch import remove_tree
 from bisectk.run.workload import NO_BYTECODE, Origin, Workload, python_first
 from bisectk.spaces.bytecode import drop_bytecode
-from bisectk.spaces.checkout import outside_tree
+from bisectk.spaces.checkout import on_path, outside_tree
 from bisectk.spaces.hunks import Hunk
 from bisectk.spaces.hybrid import Scratch
 from bisectk.spaces.treediff import diff_trees
@@ -82,6 +82,9 @@ class HunkSpace:
         self.fixed: tuple[str, ...] = ()   # hunks applied in every point (the line pass's context)
         self.lines = False                 # a view of the line pass: its points are line units
         self.python_roots: tuple[str, ...] = ()   # put first on PYTHONPATH (engine/checkout_imports.py)
+        # PATH's directories in the user's checkout (spaces/checkout.py path_dirs), replaced by the scratch tree's
+        self.path_dirs: tuple[tuple[int, str], ...] = ()
+        self.path = ""
         self._points: dict[tuple[tuple[str, ...], frozenset], tuple[tuple[str, ...], str, str]] = {}
 
     @property
@@ -137,8 +140,12 @@ class HunkSpace:
         # on another host: the scratch tree as it is after `prepare`, packed whole
         origin = Origin("", lambda: pack_tree(self.workdir), str(self.subdir), root=self.workdir)
         env = {"BISECTK_TREE": str(self.workdir), **python_first(self.workdir, self.python_roots), **NO_BYTECODE}
+        revision = self.revision
+        if self.path_dirs:      # its programs on PATH are the hybrid's own (a commit's, in triage)
+            env["PATH"] = on_path(self.path, self.path_dirs, self.workdir)
+            revision = f"{revision}+path-{':'.join(rel for _, rel in self.path_dirs)}"
         return Workload(self.config(point), self.workdir / self.subdir, env,
-                        revision=self.revision, prepare=prepare, origin=origin, key=self.key(point),
+                        revision=revision, prepare=prepare, origin=origin, key=self.key(point),
                         built=self.scratch.mark)
 
     def lease(self, point: Any):

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from bisectk.run.workload import NO_BYTECODE, Origin, Workload, python_first
-from bisectk.spaces.checkout import outside_tree
+from bisectk.spaces.checkout import on_path, outside_tree
 from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, _env, git_ok, run_git
 from bisectk.spaces.submodules import SubmoduleMissing
 from bisectk.spaces.worktrees import WorktreePool
@@ -79,6 +79,10 @@ class CommitSpace:
         self.carried: tuple = ()
         self._carried_digest = ""
         self._own_dir: bool | None = None   # own_dirs, asked of git once
+        # PATH's directories in the user's checkout that git tracks (spaces/checkout.py path_dirs),
+        # and the PATH the runs inherit: each worktree's own directory takes each one's place
+        self.path_dirs: tuple[tuple[int, str], ...] = ()
+        self.path = ""
 
     def carry(self, carried) -> None:
         """Copy these files of the user's (spaces/yours.py Carried) into each commit's worktree,
@@ -101,6 +105,8 @@ class CommitSpace:
         rev = sha if str(self.subdir) == "." else f"{sha}:{self.subdir.as_posix()}"
         shape = self.pool.shape if self.pool is not None else ""     # git's checkout settings, when set
         rev = f"{rev}+yours-{self._carried_digest}" if self._carried_digest else rev
+        if self.path_dirs and not self.remote:      # its programs on PATH are the commit's own
+            rev = f"{rev}+path-{':'.join(rel for _, rel in self.path_dirs)}"
         return f"{rev}@{shape}" if shape else rev
 
     def _skipped(self, sha: str, why: str) -> Workload:
@@ -211,6 +217,8 @@ class CommitSpace:
         # no bytecode written: a switch drops the worktree's anyway (spaces/bytecode.py), and a run that
         # imports the user's checkout (an editable install) must not leave __pycache__ there
         env = {**python_first(entry.path, self.python_roots), **NO_BYTECODE}
+        if self.path_dirs:
+            env["PATH"] = on_path(self.path, self.path_dirs, entry.path)
         try:                    # switched worktrees lose their .pyc (wtdisk.survey)
             missing = self._missing(entry.path)
             if missing:

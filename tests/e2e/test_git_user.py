@@ -94,3 +94,49 @@ def test_a_tracked_script_by_its_absolute_path_runs_each_commits_copy_as_under_g
     p = bisectk("bisect", "--good", "HEAD~7", "--run", str(r / "check.sh"), cwd=r, check=0)
     assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:]
     assert f"command: {r / 'check.sh'} is tracked: each commit's own check.sh runs" in p.stdout
+
+
+def _scripts_repo(tmp_path):
+    """c1..c8 with a tracked scripts/check.sh that starts failing at c5 (the script itself changed)."""
+    from tests.fixtures.gitrepo import git
+    r = tmp_path / "r"
+    (r / "scripts").mkdir(parents=True)
+    git(r, "init", "-q", "-b", "main")
+    for i in range(1, 9):
+        (r / "scripts" / "check.sh").write_text("#!/bin/sh\nexit %d\n" % (1 if i >= 5 else 0))
+        (r / "scripts" / "check.sh").chmod(0o755)
+        (r / "v").write_text(f"{i}\n")
+        git(r, "add", "scripts/check.sh", "v")
+        git(r, "commit", "-q", "-m", f"c{i}")
+    return r
+
+
+def test_a_program_found_on_a_path_entry_in_the_checkout_is_each_commits_own(tmp_path):
+    """PATH holds a directory of the checkout (direnv's `PATH_add scripts`, `export
+    PATH=$PWD/scripts:$PATH`) and the command names a program there by its bare name: `git bisect
+    run check.sh` finds, through PATH, the checkout git moves to each commit, so each commit's own
+    check.sh runs (c5). bisectk's runs kept the user's PATH, which leads to the checkout's HEAD
+    copy at every commit: 'the good configuration fails too' (exit 2); a script changed the other
+    way would give a wrong first bad commit at exit 0. A PATH directory git does not track (a
+    .venv/bin) stays the user's, as git bisect run leaves it."""
+    import os
+    r = _scripts_repo(tmp_path)
+    venv = r / ".venv" / "bin"      # untracked: left on PATH as it is
+    venv.mkdir(parents=True)
+    (venv / "helper").write_text("#!/bin/sh\nexit 0\n")
+    (venv / "helper").chmod(0o755)
+    path = os.pathsep.join([str(r / "scripts"), str(venv), os.environ["PATH"]])
+    p = bisectk("bisect", "--good", "HEAD~7", "--run", "sh -c 'helper && check.sh'", cwd=r, check=0,
+                env={"PATH": path})
+    assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
+    assert (f"PATH: {r / 'scripts'} is in your checkout: each commit's own scripts/ takes its place on the "
+            "runs' PATH") in p.stdout, p.stdout
+    assert str(venv) not in p.stdout
+    # typed outside the repository (--repo), and from a subdirectory: the same answer
+    p = bisectk("bisect", "--repo", str(r), "--good", "HEAD~7", "--run", "check.sh", cwd=tmp_path, check=0,
+                env={"PATH": path})
+    assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
+    # triage: its bisection, and its hunk isolation, whose hybrids' check.sh is found on PATH too
+    p = bisectk("triage", "--good", "HEAD~7", "--run", "check.sh", cwd=r, check=1, env={"PATH": path})
+    assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
+    assert "culprit hunk(s) of" in p.stdout and "scripts/check.sh:2" in p.stdout, p.stdout[-1500:]

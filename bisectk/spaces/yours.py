@@ -7,7 +7,7 @@ rootdir and conftest.py discovery all see the commit's files. bisectk runs each 
 worktree of its own; run from the checkout by its absolute path, the same script would see the
 checkout's files around it instead (every commit would import the checkout's sibling module). So
 each such file is copied into every commit's tree at its own path in the repository, permission
-bits kept (a symlink as the link), as it was at the command's start, before the commit's build and runs, and the command runs it from
+bits kept (a symlink as the link, its target made to lead where the user's leads: `_link_in_tree`), as it was at the command's start, before the commit's build and runs, and the command runs it from
 there: the word typed (`./test.sh`) reads the same in the worktree's directory as in the user's.
 
 What is copied (spaces/command.py and spaces/runfiles.py decide, once, before the search):
@@ -85,13 +85,32 @@ def taken(carried: Sequence[Carried]) -> tuple[Carried, ...]:
         try:
             st = os.lstat(c.source)
             if stat.S_ISLNK(st.st_mode):
-                out.append(Carried(c.rel, c.source, link=os.readlink(c.source)))
+                out.append(Carried(c.rel, c.source, link=_link_in_tree(c, os.readlink(c.source))))
             elif stat.S_ISREG(st.st_mode):
                 data = Path(c.source).read_bytes() if st.st_size <= MAX_TAKEN_BYTES else None
                 out.append(Carried(c.rel, c.source, data, st.st_mode & 0o777))   # no setuid, setgid, sticky
         except OSError:
             continue
     return tuple(out)
+
+
+def _link_in_tree(c: Carried, target: str) -> str:
+    """The target a copy of the user's link `c` (pointing at `target`) gets in a commit's tree, so
+    that it leads where the user's leads under git bisect run, whose checkout moves to each commit:
+    into the tree (`t -> /home/me/proj/check.sh`, by an absolute path; or `t -> check.sh`), to the
+    same path of the commit's tree, by a relative target; out of it (`t -> ../tools/check.sh`, a
+    sibling directory of the checkout), or into its .git directory, to that file of the user's, by
+    its absolute path. Copied as written, an absolute target led every commit to the checkout's
+    HEAD copy, and a relative one out of the tree to nothing beside the worktree."""
+    root = Path(c.source).parents[len(Path(c.rel).parts) - 1]
+    full = os.path.normpath(os.path.join(os.path.realpath(os.path.dirname(c.source)), target))
+    for base in dict.fromkeys((os.path.normpath(root), os.path.realpath(root))):
+        if full == base or full.startswith(base + os.sep):
+            inside = os.path.relpath(full, base)
+            if ".git" in Path(inside).parts:
+                return full
+            return os.path.relpath(os.path.join(base, inside), os.path.dirname(os.path.join(base, c.rel)))
+    return full
 
 
 def beside(root: Path, running: Sequence[str], named: Iterable[str] = ()) -> tuple[list[str], tuple[int, int] | None]:

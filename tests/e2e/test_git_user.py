@@ -140,3 +140,25 @@ def test_a_program_found_on_a_path_entry_in_the_checkout_is_each_commits_own(tmp
     p = bisectk("triage", "--good", "HEAD~7", "--run", "check.sh", cwd=r, check=1, env={"PATH": path})
     assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
     assert "culprit hunk(s) of" in p.stdout and "scripts/check.sh:2" in p.stdout, p.stdout[-1500:]
+
+
+def test_an_untracked_link_to_a_script_leads_where_it_leads_under_git(tmp_path):
+    """An untracked link of the user's names the test script: `check -> /home/me/proj/scripts/check.sh`
+    (absolute, into the checkout) or `t -> ../tools/t.sh` (relative, to a directory beside the
+    checkout). Under git bisect run the first leads to each commit's check.sh (c5), the second to
+    the user's t.sh. The link was copied into each worktree as written: the absolute one led every
+    commit to the checkout's HEAD copy ('the good configuration fails too', exit 2), the relative
+    one to nothing beside the worktree ('cannot start ./t', exit 2)."""
+    import os
+    r = _scripts_repo(tmp_path)
+    os.symlink(r / "scripts" / "check.sh", r / "check")
+    p = bisectk("bisect", "--good", "HEAD~7", "--run", "./check", cwd=r, check=0)
+    assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "t.sh").write_text("#!/bin/sh\nexec scripts/check.sh\n")
+    (tools / "t.sh").chmod(0o755)
+    os.symlink("../tools/t.sh", r / "t")
+    p = bisectk("bisect", "--good", "HEAD~7", "--run", "./t", cwd=r, check=0)
+    assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
+    assert os.readlink(r / "check") == str(r / "scripts" / "check.sh") and os.readlink(r / "t") == "../tools/t.sh"

@@ -274,6 +274,7 @@ class _Resolver:
             # copied into each commit's tree at its own path (spaces/yours.py): the word reads the
             # same from the run's directory there, and what lies around it is the commit's
             self.files.append(CommandFile(word, "yours", str(mine), state, runs, mine.relative_to(self.root).as_posix()))
+            self._behind_link(word, mine)
             return word
         if blob is not None:
             self.files.append(CommandFile(word, "tree", rel, "tracked, not in your directory", runs))
@@ -337,11 +338,30 @@ class _Resolver:
                 self.files.append(CommandFile(word, "yours", str(mine), state))
                 return str(mine)
             self.files.append(CommandFile(word, "yours", str(mine), state, runs, rel))
+            self._behind_link(word, mine)
             return typed
         if blob is not None:
             self.files.append(CommandFile(word, "tree", rel, "tracked, not in your directory", runs))
             return typed
         return word
+
+    def _behind_link(self, word: str, mine: Path) -> None:
+        """Where `mine`, a file link of the user's the command names (copied as a link, whose copy
+        leads where the user's does: spaces/yours.py), leads to a file in the tree that the commit
+        does not hold as the user has it (`t -> local/t.sh`, untracked; or modified): that file is
+        copied too, as git bisect run finds it in the checkout. Before, the copied link led to
+        nothing in the worktree ('cannot start ./t' at every commit)."""
+        if not os.path.islink(mine):
+            return
+        real, top = Path(os.path.realpath(mine)), Path(os.path.realpath(self.root))
+        if real == top or not real.is_relative_to(top) or ".git" in real.relative_to(top).parts or not real.is_file():
+            return
+        rel = real.relative_to(top).as_posix()
+        blob = _blob(self.root, self.commit, rel)
+        if blob is not None and (_same(self.root, real, blob) or self._committed(rel, real)):
+            return          # the commit's own, as in the checkout
+        state = "modified" if blob is not None else self._absent(rel)
+        self.files.append(CommandFile(word, "yours", str(real), state, False, rel))
 
     def _absent(self, rel: str) -> str:
         """The state of the user's file at `rel`, which `commit`'s tree lacks: "untracked" only when

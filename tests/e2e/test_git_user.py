@@ -162,3 +162,14 @@ def test_an_untracked_link_to_a_script_leads_where_it_leads_under_git(tmp_path):
     p = bisectk("bisect", "--good", "HEAD~7", "--run", "./t", cwd=r, check=0)
     assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
     assert os.readlink(r / "check") == str(r / "scripts" / "check.sh") and os.readlink(r / "t") == "../tools/t.sh"
+    # a link to an untracked script of the user's inside the checkout (relative or absolute): git
+    # bisect run finds that file in the checkout at every commit; the copied link led to nothing
+    (r / "local").mkdir()
+    (r / "local" / "t.sh").write_text("#!/bin/sh\nexec scripts/check.sh\n")
+    (r / "local" / "t.sh").chmod(0o755)
+    for name, target in (("u", "local/t.sh"), ("w", str(r / "local" / "t.sh"))):
+        os.symlink(target, r / name)
+        p = bisectk("bisect", "--good", "HEAD~7", "--run", f"./{name}", cwd=r, check=0)
+        assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
+        assert f"is your file {r / 'local' / 't.sh'} (untracked), copied into each commit's worktree at local/t.sh" \
+            in p.stdout, p.stdout

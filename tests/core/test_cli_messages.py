@@ -64,6 +64,11 @@ def test_option_parsing_errors_are_one_line(args, tmp_path):
     (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--resume", "--fresh"], "contradict each other"),
     (["bisect", "--good", "HEAD~1", "--run", "true", "--resume", "--fresh"], "contradict each other"),
     (["triage", "--good", "HEAD~1", "--run", "true", "--fresh", "--resume"], "contradict each other"),
+    # --exhaustive beside another --strategy: the --strategy was dropped without a word
+    (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--exhaustive", "--strategy", "dd"],
+     "--exhaustive and --strategy dd contradict each other"),
+    (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--strategy", "adaptive", "--exhaustive"],
+     "--exhaustive and --strategy adaptive contradict each other"),
 ])
 def test_values_no_run_could_honour_are_one_line_before_any_run(args, says, tmp_path):
     (tmp_path / "b").mkdir()

@@ -16,7 +16,7 @@ from bisectk.search.names import strategy_names
 
 
 def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (default: the embedded CPU pipeline-hang pair).", show_default=False),
-           strategy: str = typer.Option("adaptive", "--strategy", help="Search strategy: " + ", ".join(strategy_names()) + "."),
+           strategy: Optional[str] = typer.Option(None, "--strategy", show_default=False, help="Search strategy: " + ", ".join(strategy_names()) + ".  [default: adaptive]"),
            exhaustive: bool = typer.Option(False, "--exhaustive", help="Full factorial (n <= 8); same as --strategy exhaustive."),
            repeat: Optional[int] = typer.Option(None, "--repeat", min=1, help="Runs per endpoint check (default: the spec's)."),
            flaky: Optional[bool] = typer.Option(None, "--flaky/--no-flaky", help="Treat the failure as intermittent even if the endpoint checks did not show it (default: decided by the endpoint runs); --no-flaky: it is deterministic, and the answer is confirmed by one more run of each configuration it rests on."),
@@ -44,8 +44,8 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
     from bisectk.spaces.factors import FactorSpace
     from bisectk.spec import load_spec
     resume_or_fresh(resume, fresh)
-    strategy = "exhaustive" if exhaustive else strategy
-    check_strategy(strategy)
+    given_strategy = strategy is not None or exhaustive
+    strategy = check_strategy(strategy, exhaustive)
     spec = spec or default_spec()
     s = load_spec(spec)
     warnings = spec_warnings(s, timeout)
@@ -71,7 +71,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
                 f" as it is now: the last one there (session {other['id']}) ran another command, oracle or "
                 f"named file; without --resume every run whose inputs are unchanged is still answered from the "
                 f"ledger" if other is not None and other["args"].get("spec") == str(spec) else ""))
-        if resume and session.previous["args"].get("strategy") and strategy == "adaptive":
+        if resume and session.previous["args"].get("strategy") and not given_strategy:
             strategy = session.previous["args"]["strategy"]
         if not as_json:
             out.print(differences_line(s.name, s.good, s.bad, list(s.differences())), markup=False)

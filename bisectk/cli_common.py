@@ -355,9 +355,18 @@ def policy(**kw):
     return RunPolicy(**kw)
 
 
-def check_strategy(strategy: str) -> None:
+def check_strategy(strategy: str | None, exhaustive: bool = False) -> str:
+    """The strategy named (None: not given, adaptive): --exhaustive is --strategy exhaustive, and a
+    --strategy beside it that names another is refused, not dropped without a word."""
+    if exhaustive:
+        if strategy not in (None, "exhaustive"):
+            fail(f"--exhaustive and --strategy {strategy} contradict each other: --exhaustive is --strategy "
+                 f"exhaustive; give one")
+        strategy = "exhaustive"
+    strategy = strategy or "adaptive"
     if strategy not in strategy_names():
         fail(f"--strategy {strategy!r}: choose one of {', '.join(strategy_names())}")
+    return strategy
 
 
 def write_reports(record, log, markdown: Optional[Path], html: Optional[Path]) -> list[str]:

@@ -44,7 +44,7 @@ def replay(logfile: Path = typer.Argument(..., help="A file written from `bisect
     the log stops early. Exit 0: the log determines the first bad commit; 1: it does not yet."""
     from bisectk.engine.replay import replay_record
     from bisectk.report import render
-    check_outputs(html=html, also=[(logfile, "the log to replay")])
+    check_outputs(html=html, also=[(logfile, "the log to replay")], as_json=as_json)
     rec = replay_record(logfile, repo)
     written = write_reports(rec, None, None, html) if html else []
     if as_json:

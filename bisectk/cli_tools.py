@@ -37,7 +37,7 @@ def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bis
     """Print a finished command's result again from the ledger, running nothing."""
     from bisectk.engine.records import full_form, load_record
     from bisectk.report import render
-    check_outputs(report=markdown, html=html, ledger=ledger)
+    check_outputs(report=markdown, html=html, ledger=ledger, as_json=as_json)
     db = open_ledger(ledger)
     try:
         info = db.session(session) if session is not None else db.last_finished_session()
@@ -194,7 +194,7 @@ def env_cmd(captures: Optional[list[Path]] = typer.Argument(None, metavar="CAPTU
         raise typer.Exit(X.ENV_DIFFER if rows else X.ENV_EQUAL)
     if save:     # refused before the capture (a torch probe may take seconds)
         from bisectk.report.outputs import check_outputs
-        check_outputs({"--save": save})
+        check_outputs({"--save": save}, stdout_taken="--json" if as_json else "")
     data = envmod.capture(torch=True if torch else None)
     if save:
         envmod.save(save, data)

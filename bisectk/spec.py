@@ -579,6 +579,8 @@ def _oracle(path: Path, oracle: Any) -> tuple[list[Threshold], float | None, str
         _need("min" not in oracle and "max" not in oracle, path, "oracle", "min/max given without metric")
     metrics = oracle.get("metrics", {})
     _need(isinstance(metrics, dict), path, "oracle.metrics", "must be a table: metric = { min = ..., max = ... }")
+    _need(metrics != {} or "metrics" not in oracle, path, "oracle.metrics", "is empty, so it judges nothing: name "
+          "each metric with its bounds (metrics = { rel_err = { max = 0.001 } }), or leave it out")
     for metric, rng in metrics.items():
         key = f"oracle.metrics.{metric}"
         _need(metric.strip() != "", path, "oracle.metrics", f"{metric!r} is no metric name: every run would be "

@@ -18,6 +18,7 @@ write_outputs -- call each writer; a write that fails still (a full disk, /dev/f
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -61,6 +62,16 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
+def _loops(path: Path) -> bool:
+    """Whether `path`, or a link on the way to it, is a symbolic link loop (the write would fail with
+    ELOOP, and Path.resolve raises RuntimeError on it before Python 3.13)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
+
+
 def _nearest(path: Path) -> Path:
     p = path
     while not os.path.lexists(p) and p != p.parent:
@@ -92,7 +103,10 @@ def check_outputs(outputs: dict[str, Path | None], *, inputs: Iterable[tuple[Pat
             if _same(path, given):
                 raise BisectkError(f"{option} {path}: is {what}, which this command reads; writing the report "
                                    f"there would destroy it: name another file")
-        real = absolute.resolve()
+        if _loops(absolute):
+            raise BisectkError(f"{option} {path}: its path goes through a symbolic link that loops (a link that "
+                               f"leads back to itself); name another file")
+        real = Path(os.path.realpath(absolute))     # a link's target: what the write will create
         for tree in trees:
             if real.is_relative_to(tree):
                 raise BisectkError(f"{option} {path}: is inside {tree}, an input of this command; write it elsewhere")
@@ -100,7 +114,7 @@ def check_outputs(outputs: dict[str, Path | None], *, inputs: Iterable[tuple[Pat
             if not os.access(path, os.W_OK):
                 raise BisectkError(f"{option} {path}: cannot be written (permission denied)")
             continue
-        where = _nearest(absolute.parent)
+        where = _nearest(real.parent)
         if not where.is_dir():
             raise BisectkError(f"{option} {path}: cannot be created: {where} is not a directory")
         if not os.access(where, os.W_OK | os.X_OK):
@@ -143,7 +157,7 @@ def write_outputs(writers: Iterable[tuple[str, Path, Callable[[], object]]]) -> 
     failed = []
     for option, path, write in writers:
         try:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(os.path.realpath(path)).parent.mkdir(parents=True, exist_ok=True)    # a link's target's
             write()
         except OSError as exc:
             failed.append(f"could not write {option} {path}: {exc.strerror or exc}")

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 from bisectk.errors import BisectkError, LedgerError
@@ -46,6 +45,8 @@ from bisectk.ledger import Ledger
 CAP_VAR = "BISECTK_LOG_CAP_MB"
 DEFAULT_CAP_MB = 512
 _LEGACY = re.compile(r"[0-9a-f]{12}")      # run/runner.py's digest directories before sessions had their own
+_DIGEST, _RUN = _LEGACY, re.compile(r"\d+-[a-z]+")    # a session's <digest>/<n>-<phase>/ (runner._log_dir)
+_LOG_FILES = {"stdout.log", "stderr.log"}             # what a run writes there (process.captures, remote)
 
 
 def logs_root(ledger_path: Path) -> Path:
@@ -97,7 +98,7 @@ def settle(ledger: Ledger, session: int, cap: int, used: set[int] = frozenset())
     recently. Returns what was removed."""
     own = session_dir(ledger.path, session)
     if not ledger.settle_logs(session, dir_size(own)):
-        shutil.rmtree(own, ignore_errors=True)    # a session dropped as empty: what its unstarted runs left
+        _clear(own, (_DIGEST, _RUN))    # a session dropped as empty: what its unstarted runs left
     used = set(used) - {session}
     if used:
         ledger.used_logs(used)
@@ -127,7 +128,7 @@ def prune(ledger: Ledger, cap: int, keep: int | set[int] | None = None) -> list[
         if s in keep or alive:
             continue
         path = session_dir(ledger.path, s)
-        shutil.rmtree(path, ignore_errors=True)
+        _clear(path, (_DIGEST, _RUN))
         ledger.pruned_logs(s)
         total = ledger.log_total()
         removed.append(path)
@@ -146,9 +147,35 @@ def collect(ledger: Ledger, cap: int) -> tuple[list[Path], list[Path]]:
                     key=lambda p: p.stat().st_mtime)
     removed = []
     for path in legacy:
-        shutil.rmtree(path, ignore_errors=True)
-        removed.append(path)
+        if _clear(path, (_RUN,) if _LEGACY.fullmatch(path.name) else (_DIGEST, _RUN)):
+            removed.append(path)
     return removed, prune(ledger, cap)
+
+
+def _clear(path: Path, levels: tuple[re.Pattern, ...]) -> bool:
+    """Remove the run logs under `path` in bisectk's layout (`levels`: the name of each directory
+    level down to the runs' stdout.log and stderr.log), then each directory left empty; any other
+    file stays, with the directories that hold it. The logs live beside the ledger, in `logs/`: with
+    --ledger in a project, a folder of the user's own, whose `logs/3f2a9c1b7d4e/` (a commit's short
+    sha) or `logs/bisect-3/` took the shape of a directory of the logs and was removed whole by
+    `ledger gc`. True when `path` is gone."""
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return not os.path.lexists(path)
+    for e in entries:
+        if levels and e.is_dir(follow_symlinks=False) and levels[0].fullmatch(e.name):
+            _clear(Path(e.path), levels[1:])
+        elif not levels and e.name in _LOG_FILES and e.is_file(follow_symlinks=False):
+            try:
+                os.unlink(e.path)
+            except OSError:
+                pass
+    try:
+        os.rmdir(path)      # only when nothing else was in it
+    except OSError:
+        return False
+    return True
 
 
 def gone(ledger: Ledger | None, log_path: str) -> str | None:

@@ -64,6 +64,16 @@ def test_option_parsing_errors_are_one_line(args, tmp_path):
     (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--resume", "--fresh"], "contradict each other"),
     (["bisect", "--good", "HEAD~1", "--run", "true", "--resume", "--fresh"], "contradict each other"),
     (["triage", "--good", "HEAD~1", "--run", "true", "--fresh", "--resume"], "contradict each other"),
+    # report, replay and env printed their --json document and the file named after or before it on
+    # stdout too (ablate's and diff's were refused): the document did not parse
+    (["report", "ledger.db", "--json", "--html", "/dev/stdout"], "--html /dev/stdout: is stdout, where --json"),
+    (["replay", "bisect.log", "--json", "--html", "/dev/fd/1"], "--html /dev/fd/1: is stdout, where --json"),
+    (["env", "--json", "--save", "/dev/stdout"], "--save /dev/stdout: is stdout, where --json"),
+    # --exhaustive beside another --strategy: the --strategy was dropped without a word
+    (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--exhaustive", "--strategy", "dd"],
+     "--exhaustive and --strategy dd contradict each other"),
+    (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--strategy", "adaptive", "--exhaustive"],
+     "--exhaustive and --strategy adaptive contradict each other"),
 ])
 def test_values_no_run_could_honour_are_one_line_before_any_run(args, says, tmp_path):
     (tmp_path / "b").mkdir()

@@ -37,6 +37,7 @@ HOSTILE = {
     "a function as a value": 'constraints = ["min > 3"]\n' + SUBJECT + ENDPOINTS,
     "oracle metrics a string": SUBJECT + '[oracle]\nmetrics = "x"\n' + ENDPOINTS,
     "oracle metrics a number": SUBJECT + "[oracle]\nmetrics = 3\n" + ENDPOINTS,
+    "oracle metrics empty": SUBJECT + "[oracle]\nmetrics = {}\n" + ENDPOINTS,     # judged nothing, silently
     "400-digit timeout": SUBJECT + "timeout = " + "9" * 400 + "\n" + ENDPOINTS,
     "huge float timeout": SUBJECT + "timeout = 1e300\n" + ENDPOINTS,
     "400-digit bound": SUBJECT + '[oracle]\nmetric = "x"\nmax = ' + "9" * 400 + "\n" + ENDPOINTS,

@@ -155,6 +155,31 @@ def test_ledger_gc_prunes_to_the_cap_and_removes_the_older_layout(tmp_path):
     assert p.returncode == 2 and "no ledger file" in p.stderr
 
 
+def test_ledger_gc_and_the_cap_leave_the_users_files_in_a_logs_folder_beside_the_ledger(tmp_path):
+    """--ledger bisect.db in a project puts the run logs in its `logs/`, often a folder of the
+    user's own: `ledger gc` removed `logs/3f2a9c1b7d4e/` (a commit's short sha, the older layout's
+    shape) and `logs/bisect-3/` (a session's shape, none indexed) whole, the user's files with them.
+    Only run logs in bisectk's layout go; a file of anyone else's stays, with its directories."""
+    db = Ledger(tmp_path / "bisect.db")
+    (s1, log1), (s2, log2) = _finished(db, MIB), _finished(db, MIB)
+    db.close()
+    sha = tmp_path / "logs" / "3f2a9c1b7d4e"
+    sha.mkdir(parents=True)
+    (sha / "results.csv").write_text("mine\n")
+    (tmp_path / "logs" / "bisect-3").mkdir()
+    (tmp_path / "logs" / "bisect-3" / "notes.txt").write_text("mine\n")
+    (log1.parent.parent / "mine.txt").write_text("mine too\n")          # beside the oldest session's logs
+    legacy = tmp_path / "logs" / "0123456789ab" / "0-run"                 # bisectk's own older layout
+    legacy.mkdir(parents=True)
+    (legacy / "stdout.log").write_text("out\n")
+    p = bisectk("ledger", "gc", "--ledger", tmp_path / "bisect.db", env={logcap.CAP_VAR: "1"}, check=0)
+    assert "pruned the run logs of 1 command" in p.stdout
+    assert (sha / "results.csv").read_text() == "mine\n"
+    assert (tmp_path / "logs" / "bisect-3" / "notes.txt").read_text() == "mine\n"
+    assert (log1.parent.parent / "mine.txt").read_text() == "mine too\n" and not log1.exists()
+    assert not legacy.parent.exists() and log2.exists()
+
+
 def test_a_relative_ledger_stores_absolute_log_paths_and_an_old_relative_one_is_found(tmp_path):
     spec = err_spec(tmp_path, "noisy", NOISY, factors="a")
     bisectk("run", spec, "--config", "bad", "--ledger", "sub/l.db", cwd=tmp_path, check=1)

@@ -76,6 +76,26 @@ def test_check_outputs_trees_and_two_options_on_one_file(tmp_path):
     check_outputs({"--report": tmp_path / "new" / "deeper" / "r.md", "--json-out": None})     # made when written
 
 
+
+def test_an_output_through_a_link_loop_or_a_dangling_link_is_checked_where_the_link_leads(tmp_path):
+    """A link loop as --json-out was an internal error (RuntimeError from Path.resolve, exit 3);
+    a link into a directory that does not exist yet passed the check and the write failed after the
+    search ('could not write --json-out ...: No such file or directory'): the target is what is
+    created, as for a plain path, its directories made."""
+    spec = _spec(tmp_path)
+    (tmp_path / "loop").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop")
+    for target in ("loop", "loop/r.json"):
+        p = bisectk("ablate", spec, "--json-out", target, cwd=tmp_path, check=2)
+        assert p.stderr.strip() == f"bisectk: --json-out {target}: its path goes through a symbolic link that loops " \
+                                   "(a link that leads back to itself); name another file", p.stderr
+        assert "PASS" not in p.stdout + p.stderr
+    (tmp_path / "latest.json").symlink_to(tmp_path / "runs" / "today" / "r.json")
+    p = bisectk("ablate", spec, "--json-out", "latest.json", cwd=tmp_path, check=0)
+    assert "could not write" not in p.stderr, p.stderr
+    assert '"culprits"' in (tmp_path / "runs" / "today" / "r.json").read_text()
+
+
 def test_report_files_are_written_when_stdouts_reader_has_left(tmp_path):
     """`bisectk ... --junit j.xml | head -1` in CI: the reader leaves after the first line; the
     command ends as SIGPIPE would (141), but the files it was asked for are written."""

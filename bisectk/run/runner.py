@@ -158,9 +158,13 @@ class Runner:
         subject's recorded sources; returns the full key the run belongs under."""
         # the run's own tree is keyed by its content (or pinned by its revision), not file by file
         roots = [w.cwd, self.cwd]
+        sites = run_imports.installed_dirs(imported)
         if len(self.imported_files) < run_imports.MAX_FILES:
-            self.imported_files.update(imported)
+            self.imported_files.update(set(imported) - set(sites))
         files = [f for f in run_imports.outside(imported, roots) if not _scratch(f, self.ledger)]
+        # the installed packages of a Python the key's programs do not stand for (`sh run.sh` that
+        # runs python, `pytest` on PATH): their site directory, keyed by what it has installed
+        files += [d for d in sites if d not in self.memo.sites]
         if not w.revision and not self.spec.build and Path(w.cwd) == Path(self.cwd):
             # a module of the user's tree that its digest leaves out (git-ignored, under build/ or a
             # hidden directory, a .so); with a build step such files are its outputs, made again for

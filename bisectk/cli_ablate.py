@@ -73,6 +73,8 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
                 f"ledger" if other is not None and other["args"].get("spec") == str(spec) else ""))
         if resume and session.previous["args"].get("strategy") and not given_strategy:
             strategy = session.previous["args"]["strategy"]
+            # stored as run: a second --resume (this one interrupted too) goes on with it, not adaptive
+            session.ledger.set_args(session.id, {"spec": str(spec), "strategy": strategy})
         if not as_json:
             out.print(differences_line(s.name, s.good, s.bad, list(s.differences())), markup=False)
         with held():   # Ctrl-C stops runs, never the writing of a result (engine/interrupts.py)

@@ -172,11 +172,10 @@ class Session:
         Runs made with --clean-ignored are kept apart from those made without: a worktree's
         ignored files (stale build outputs) are in no memo key, and --clean-ignored is the remedy
         for an answer they made wrong, which the ledger would otherwise give again."""
-        namespace = ("#clean-ignored" if self.policy.clean_ignored else "") + (
-            f"#fresh-{self.id}-{time.time_ns()}" if self.policy.fresh else "")
+        namespace = "#clean-ignored" if self.policy.clean_ignored else ""
         runner = Runner(self.spec, self.ledger, events=self.events, session=self.id, cwd=cwd, log_root=self.log_root,
                         executor=self.executor(), snapshots=self.snapshots, timeout=self.policy.timeout,
-                        namespace=namespace)
+                        namespace=namespace, fresh=self.policy.fresh)
         self.runners.append(runner)
         return runner
 

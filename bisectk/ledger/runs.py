@@ -112,6 +112,15 @@ class Runs:
             self._claimed.discard(claim.owner)
         return n
 
+    def supersede(self, fingerprint: str, config_key: str, session: int | None) -> int:
+        """`--fresh`: a configuration's runs that other sessions stored go, so the runs this one
+        makes take their place (a later command answers from them, never from the runs --fresh
+        set aside); returns how many went."""
+        config_key = self._key(config_key)
+        with self._write("removing runs"):
+            return self.db.execute("DELETE FROM runs WHERE fingerprint=? AND config_key=? AND session IS NOT ?",
+                                   (fingerprint, config_key, session)).rowcount
+
     def forget_session_runs(self, session: int) -> int:
         """Remove the runs a session stored (their inputs changed under them); returns how many."""
         with self._write("removing runs"):

@@ -29,6 +29,13 @@ class Sessions:
                             (cur.lastrowid, self.host, self.pid, self.pid_start, time.time()))
         return cur.lastrowid
 
+    def set_args(self, session: int, args: dict[str, Any]) -> None:
+        """The arguments a session ran with, once the command settled them (an ablation resumed
+        goes on with the strategy it was started with): the next `--resume` reads these."""
+        with self._write("recording a session's arguments"):
+            self.db.execute("UPDATE sessions SET args_json=? WHERE id=?",
+                            (json.dumps(args, sort_keys=True, default=str), session))
+
     def close_session(self, session: int, result: dict[str, Any]) -> None:
         with self._write("closing a session"):
             self.db.execute("UPDATE sessions SET finished=?, result_json=? WHERE id=?",

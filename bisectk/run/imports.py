@@ -12,6 +12,8 @@ loaded_files  -- the same record taken inside a warm worker: the files of the mo
 outside       -- what counts: files neither in the standard library, nor in an installed package
                  (site-packages), nor under the given roots (the run's own tree, whose content the
                  memo key covers by itself).
+installed_dirs -- the site-packages directories a run imported installed packages from (the
+                 record names the directory, not the files): keyed by what they have installed.
 
 The record is made by the run, after the fact: the memo key (run/memokey.py) keeps the files
 recorded for a subject and checks their content before it reuses a run.
@@ -62,6 +64,19 @@ def outside(paths, roots=()) -> list[str]:
     return sorted(out)
 
 
+def installed_dirs(paths) -> list[str]:
+    """The site-packages (or dist-packages) directories among `paths`: a run's record names the
+    one each installed package it imported came from (the hook notes the directory, not the
+    files), so that whichever Python imported it (`sh run.sh` running `python`, a `pytest` on
+    PATH), what is installed there keys the run (memokey.sources_digest)."""
+    out = set()
+    for p in paths:
+        real = os.path.realpath(p)
+        if os.path.basename(real) in ("site-packages", "dist-packages") and os.path.isdir(real):
+            out.add(real)
+    return sorted(out)
+
+
 def loaded_files() -> list[str]:
     """The files of the modules loaded in this process (a warm worker, after a run)."""
     files = []
@@ -92,7 +107,7 @@ class Recording:
             data = b""
         self.close()
         lines = {ln.decode("utf-8", "surrogateescape") for ln in data.splitlines() if ln}
-        return tuple(outside(lines))
+        return tuple(outside(lines)) + tuple(installed_dirs(lines))
 
     def close(self) -> None:
         try:

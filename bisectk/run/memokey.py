@@ -47,7 +47,10 @@ StaticKey          -- (1)-(4) for one Runner: `key(policy, revision)`. A workloa
                       run rewrites (`pinned`: diff's), not the files in it.
 sources_digest     -- (5): a subject's runs record the files they import (run/imports.py; and, in
                       the user's tree with no build step, those the tree digest leaves out:
-                      `uncovered`); the ledger keeps their union per static key
+                      `uncovered`), and the site-packages directories they imported installed
+                      packages from where no program of the key stands for them (a Python that
+                      `sh run.sh` or `pytest` runs: keyed by what is installed there, as
+                      installed_digest keys the programs'); the ledger keeps their union per static key
                       (`Ledger.sources`), and the full key is the static key plus the hash of
                       those files' current content. A run that imported a file not yet recorded
                       is stored under the key that includes it, which is what the next session
@@ -129,7 +132,9 @@ def sources_digest(paths) -> str:
         return ""
     h = hashlib.sha256()
     for p in paths:
-        h.update(f"{p}\0{file_digest(p)}\n".encode("utf-8", "surrogateescape"))
+        # a site-packages directory (imports.installed_dirs): what it has installed, by name and version
+        what = f"installed:{installed_digest([p])}" if os.path.isdir(p) else file_digest(p)
+        h.update(f"{p}\0{what}\n".encode("utf-8", "surrogateescape"))
     return h.hexdigest()[:12]
 
 
@@ -275,6 +280,21 @@ def installed_digest(dirs: list[str]) -> str:
     return _INSTALLED[real]
 
 
+def _found(argv0: str, env: Mapping[str, str]) -> str | None:
+    return shutil.which(argv0, path=env.get("PATH")) if not os.path.dirname(argv0) else argv0
+
+
+def program_sites(argv0: str, env: Mapping[str, str]) -> list[str]:
+    """The site directories whose installed distributions `program_identity` keys (real paths):
+    bisectk's interpreter's for `python`, another Python's prefix's; none for another program."""
+    if argv0 == sys.executable:
+        return [os.path.realpath(d) for d in site_dirs()]
+    found = _found(argv0, env)
+    if not found or not _PYTHON.match(os.path.basename(found)):
+        return []
+    return [os.path.realpath(d) for d in site_dirs(found)]
+
+
 def program_identity(argv0: str, env: Mapping[str, str]) -> str:
     """What a command's program resolves to: bisectk's interpreter for `python` (its version and
     what it has installed, `installed_digest`), else the file found on PATH, with its size and
@@ -282,7 +302,7 @@ def program_identity(argv0: str, env: Mapping[str, str]) -> str:
     installed."""
     if argv0 == sys.executable:
         return f"python:{os.path.realpath(sys.executable)}:{sys.version.split()[0]}:{installed_digest(site_dirs())}"
-    found = shutil.which(argv0, path=env.get("PATH")) if not os.path.dirname(argv0) else argv0
+    found = _found(argv0, env)
     if not found:
         return f"unresolved:{argv0}"
     try:
@@ -327,6 +347,7 @@ class StaticKey:
         env = os.environ if env is None else env
         self.spec, self.cwd, self.pinned = spec, Path(cwd), pinned
         programs = []
+        self.sites: set[str] = set()    # site directories the programs' identities key already
         for template in (spec.command, spec.build):
             if template:
                 try:
@@ -334,6 +355,7 @@ class StaticKey:
                 except KeyError:
                     argv0 = template[0]
                 programs.append(program_identity(argv0, env))
+                self.sites.update(program_sites(argv0, env))
         self.files = spec.named_files(cwd)   # path -> digest, also in the fingerprint: for the reports
         from bisectk.run.classify import RULES_VERSION
         self.base = {"spec": spec.fingerprint(cwd), "programs": programs, "env": environment_digest(env),

@@ -52,13 +52,13 @@ from bisectk.events import BuildRunning, EventBus, Note, RunFinished, RunStarted
 from bisectk.ledger import Ledger
 from bisectk.outcome import Outcome, Reason, Run, Verdict
 from bisectk.run import imports as run_imports
-from bisectk.run.classify import WORKTREE_PATH, Judge, classify_build, classify_run
+from bisectk.run.classify import Judge, classify_build, classify_run
 from bisectk.run.executor import Build, Executor, Job, LocalExecutor
 from bisectk.run.memokey import StaticKey, policy_words, sources_digest
 from bisectk.run.pending import ABANDONED, Pending, PendingWatch, RunAbandoned
 from bisectk.run.progress import (COMPILE_FACTOR, DEFAULT_FACTOR as STRETCH_FACTOR, KERNEL_FACTOR, SLACK_S,
                                   FixedWatch, ProgressWatch, Timeline)
-from bisectk.run.scratch import PREFIXES as SCRATCH_PREFIXES
+from bisectk.run.scratch import ledger_scratch
 from bisectk.run.snapshot import LINEINFO_ENV, SnapshotPolicy, SnapshotRequest
 from bisectk.run.workload import Workload
 from bisectk.spec import Config, Spec, config_key, placeholders
@@ -76,8 +76,10 @@ class Runner:
                  session: int | None = None, cwd: Path | None = None, log_root: Path | None = None,
                  executor: Executor | None = None, floor: float = DEFAULT_FLOOR_S,
                  factor: float = DEFAULT_FACTOR, namespace: str = "", snapshots: SnapshotPolicy | None = None,
-                 timeout: float | None = None):
-        """`timeout`: --timeout, a fixed watchdog that overrides the spec's and calibration."""
+                 timeout: float | None = None, fresh: bool = False):
+        """`timeout`: --timeout, a fixed watchdog that overrides the spec's and calibration. `fresh`:
+        --fresh, no run is answered from the ledger, and each configuration's runs made take the
+        place of those stored before (Ledger.supersede)."""
         self.spec = spec
         self.ledger = ledger
         self.events = events or EventBus()
@@ -92,11 +94,12 @@ class Runner:
         # the command names change between runs by design: no edit of the user's. Only a directory
         # given for the runs (never the spec's own: a project named `scratch-x` is the user's)
         self.memo = StaticKey(spec, self.cwd, pinned=Path(self.cwd) != Path(spec.cwd)
-                              and _scratch(str(Path(self.cwd).resolve()), ledger))
+                              and ledger_scratch(str(Path(self.cwd).resolve()), ledger))
         self._sources: dict[str, list[str]] = {}   # static key -> source files its runs imported
         self.imported_files: set[str] = set()      # every source file a run of this runner imported
                                                    # (engine/checkout_imports.py reads it)
-        self.namespace = namespace  # e.g. '#fresh-7': runs kept apart from earlier sessions
+        self.namespace = namespace  # e.g. '#clean-ignored': runs kept apart from other sessions'
+        self.fresh, self._superseded = fresh, set()   # --fresh: (full key, configuration) replaced
         # a factor that reaches the run through the build alone (`make CFLAGS=-DW={w}`, `./k`): a
         # build that made nothing for a configuration left another's outputs (classify_build)
         self._build_alone = bool(spec.build) and not spec.literal and bool(
@@ -158,9 +161,13 @@ class Runner:
         subject's recorded sources; returns the full key the run belongs under."""
         # the run's own tree is keyed by its content (or pinned by its revision), not file by file
         roots = [w.cwd, self.cwd]
+        sites = run_imports.installed_dirs(imported)
         if len(self.imported_files) < run_imports.MAX_FILES:
-            self.imported_files.update(imported)
-        files = [f for f in run_imports.outside(imported, roots) if not _scratch(f, self.ledger)]
+            self.imported_files.update(set(imported) - set(sites))
+        files = [f for f in run_imports.outside(imported, roots) if not ledger_scratch(f, self.ledger)]
+        # the installed packages of a Python the key's programs do not stand for (`sh run.sh` that
+        # runs python, `pytest` on PATH): their site directory, keyed by what it has installed
+        files += [d for d in sites if d not in self.memo.sites]
         if not w.revision and not self.spec.build and Path(w.cwd) == Path(self.cwd):
             # a module of the user's tree that its digest leaves out (git-ignored, under build/ or a
             # hidden directory, a .so); with a build step such files are its outputs, made again for
@@ -404,7 +411,7 @@ class Runner:
         with self._lock:
             if (static, key, index) in self._memory:
                 return self._memory[(static, key, index)]
-        if self.ledger:
+        if self.ledger and not self.fresh:
             runs = self.ledger.runs(self._full_key(static), key)
             with self._lock:
                 for i, r in enumerate(runs):
@@ -436,6 +443,7 @@ class Runner:
         def waiting(holder: str) -> None:
             self.events.emit(Note(f"another command sharing the ledger {self.ledger.path} is making "
                                   f"this run; waiting for {holder}"))
+        self._supersede(fingerprint, key)
         with self.ledger.claim(fingerprint, key, index, ttl=seconds + build_s + 60, on_wait=waiting) as claim:
             if claim.run is not None:
                 with self._lock:
@@ -452,12 +460,19 @@ class Runner:
             elif full == fingerprint:
                 claim.record(run, self.session)
             else:   # the run imported sources not recorded before: stored where the next session looks
+                self._supersede(full, key)
                 self.ledger.add_run(full, key, run, self.session, claim=claim)
                 claim.held = False
             with self._lock:
                 self.executed += 1
                 self._memory[(static, key, index)] = run
             return run, False
+
+    def _supersede(self, full: str, key: str) -> None:
+        """--fresh: the runs other sessions stored of this configuration go, once, before its first."""
+        if self.fresh and not self.ledger.readonly and (full, key) not in self._superseded:
+            self._superseded.add((full, key))
+            self.ledger.supersede(full, key, self.session)
 
     def _inputs_moved(self) -> bool:
         """Whether the subject's files changed since the memo key was made (StaticKey.moved): the
@@ -583,21 +598,3 @@ def _key(w: Workload) -> str:
 
 def _text(path: Path | None) -> str | None:
     return str(path) if path else None
-
-
-_SCRATCH_MARKS = ("/bisectk-triage-", "/bisectk-scratch-", "/bisectk-warm-")
-
-
-def _scratch(path: str, ledger: Ledger | None) -> bool:
-    """A file in one of bisectk's own scratch places (a worktree of the pool, an exported tree, a
-    diff's scratch tree beside the ledger): it is gone by the next session, and the revision that
-    made it pins its content anyway."""
-    if WORKTREE_PATH.search(path) or any(mark in path for mark in _SCRATCH_MARKS):
-        return True
-    if ledger is not None:
-        try:
-            first = Path(path).relative_to(ledger.path.parent.resolve()).parts[0]
-        except (ValueError, IndexError):
-            return False
-        return first.startswith(SCRATCH_PREFIXES)
-    return False

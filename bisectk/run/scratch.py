@@ -17,6 +17,9 @@ remove_stale   -- called when a command starts: the directories of records whose
                   (or whose pid now names another process) are deleted, and their records. Only a
                   directory whose name has one of bisectk's own prefixes is ever deleted, so a
                   damaged or forged record cannot point it at the user's files.
+ledger_scratch -- whether a file lies in one of bisectk's own scratch places (a pool's worktree,
+                  an exported tree, a scratch tree beside the ledger): what the runner leaves out
+                  of a run's recorded imports (run/runner.py).
 """
 
 from __future__ import annotations
@@ -131,3 +134,22 @@ def remove_stale(directory: Path | None = None) -> list[Path]:
         except OSError:
             pass
     return removed
+
+
+_SCRATCH_MARKS = ("/bisectk-triage-", "/bisectk-scratch-", "/bisectk-warm-")
+
+
+def ledger_scratch(path: str, ledger) -> bool:
+    """A file in one of bisectk's own scratch places (a worktree of the pool, an exported tree, a
+    diff's scratch tree beside `ledger`, a Ledger or None): it is gone by the next session, and the
+    revision that made it pins its content anyway."""
+    from bisectk.run.classify import WORKTREE_PATH
+    if WORKTREE_PATH.search(path) or any(mark in path for mark in _SCRATCH_MARKS):
+        return True
+    if ledger is not None:
+        try:
+            first = Path(path).relative_to(ledger.path.parent.resolve()).parts[0]
+        except (ValueError, IndexError):
+            return False
+        return first.startswith(PREFIXES)
+    return False

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -320,6 +321,43 @@ def test_an_installed_packages_upgrade_and_another_venv_are_new_observations(tmp
     assert "FAIL" in upgraded and "from the ledger" not in upgraded, upgraded
     other = good(b)                                                   # the same name and version, elsewhere
     assert "PASS" in other and "from the ledger" not in other, other
+
+
+def test_an_installed_packages_upgrade_is_seen_through_a_wrapper_script(tmp_path):
+    """`command = ["sh", "run.sh"]` whose script runs `python s.py` (or a `pytest` found on PATH):
+    the program keyed is sh, whose identity holds nothing of what Python has installed, and the
+    import record left installed packages out, so after `pip install -U fakepkg` the stored PASS
+    answered the run that now fails. The record names the site-packages directory a run imported
+    an installed package from, keyed by what it has installed; a `python` subject, whose program
+    keys its site-packages already, records none (its key unchanged)."""
+    d = tmp_path / "proj"
+    d.mkdir()
+    (d / "pyproject.toml").touch()
+    (d / "s.py").write_text('import json, fakepkg\nprint("BISECTK_RESULT " + json.dumps({"err": fakepkg.ERR}))\n')
+    (d / "run.sh").write_text("python s.py\n")
+    (d / "spec.toml").write_text('name = "wrapped"\n[subject]\ncommand = ["sh", "run.sh"]\n'
+                                 '[oracle]\nmetric = "err"\nmax = 0.5\n')
+    (d / "plain.toml").write_text('name = "plain"\n[subject]\ncommand = ["python", "s.py"]\n'
+                                  '[oracle]\nmetric = "err"\nmax = 0.5\n')
+    a = _venv(tmp_path / "a", "1.0", 0.0)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{a.parent}{os.pathsep}{os.environ['PATH']}"}
+
+    def good(spec: str) -> str:
+        p = subprocess.run([str(a), "-m", "bisectk", "run", spec, "--config", "good", "--ledger", str(tmp_path / "l.db")],
+                           cwd=d, capture_output=True, text=True, timeout=120, env=env)
+        return p.stdout + p.stderr
+
+    assert "PASS" in good("spec.toml") and "from the ledger" in good("spec.toml")     # unchanged: answered
+    assert "PASS" in good("plain.toml")
+    (site_a,) = (tmp_path / "a").glob("lib/python3*/site-packages")
+    _install(site_a, "2.0", 1.0)                                                    # pip install -U fakepkg
+    upgraded = good("spec.toml")
+    assert "FAIL" in upgraded and "from the ledger" not in upgraded, upgraded
+    assert "FAIL" in good("plain.toml")
+    with sqlite3.connect(tmp_path / "l.db") as db:
+        recorded = [json.loads(v) for (v,) in db.execute("SELECT value FROM meta WHERE key LIKE 'sources:%'")]
+    # the wrapped subject's (with the base interpreter's, whose .pth hooks load at start); none for python s.py
+    assert len(recorded) == 1 and os.path.realpath(site_a) in recorded[0], recorded
 
 
 def test_another_python_named_by_the_command_is_keyed_by_what_it_has_installed(tmp_path):

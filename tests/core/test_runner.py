@@ -168,7 +168,7 @@ def test_a_picture_of_every_thread_waiting_on_a_primitive_is_a_deadlock():
 def test_files_in_the_pools_worktrees_are_scratch_not_sources():
     """A run imports the commit's own files from its worktree: pinned by the revision, never
     recorded as a source of the subject, wherever the pool keeps its worktrees (spaces/worktrees.py)."""
-    from bisectk.run.runner import _scratch
+    from bisectk.run.scratch import ledger_scratch as _scratch
     for wt in ("/home/u/.cache/bisectk/worktrees/repo-0123456789ab/wt-0",
                "/tmp/bisectk-1000/worktrees/repo-0123456789ab-2/wt-11", "/home/u/repo/.git/bisectk-worktrees/wt-0"):
         assert _scratch(f"{wt}/pkg/mod.py", None), wt

@@ -1000,3 +1000,17 @@ def test_a_make_build_that_makes_nothing_for_a_configuration_is_said_not_run_sta
     spec.write_text(spec.read_text().replace('["make", ', '["make", "-B", '))
     doc = ablate_json(spec, tmp_path)
     assert sorted(doc["culprits"]) == ["tile", "warps"] and doc["interaction"] is True
+
+
+def test_a_resumed_ablation_resumed_again_keeps_the_strategy_it_was_started_with(tmp_path):
+    """`ablate --strategy ofat` stopped, `--resume` goes on with ofat (the default, adaptive, gives
+    way to the stored strategy), and so must a second `--resume` after that one stopped too: the
+    resumed session was stored with the strategy as typed (adaptive), and the second resume ran an
+    adaptive search over the ofat one's runs."""
+    spec = err_spec(tmp_path, "again", 'import json, sys\nprint("BISECTK_RESULT " + json.dumps('
+                    '{"err": float("b=1" in sys.argv)}))\n', factors="abcd")
+    docs = [ablate_json(spec, tmp_path, "--strategy", "ofat", "--max-runs", "1", code=1)]
+    for _ in range(2):
+        docs.append(ablate_json(spec, tmp_path, "--resume", "--max-runs", "1", code=1))
+    assert [d["strategy"] for d in docs] == ["ofat"] * 3, [(d["session"], d["strategy"]) for d in docs]
+    assert all(not d["complete"] for d in docs)

@@ -59,3 +59,34 @@ def test_a_diff_of_the_script_its_command_runs_is_answered_from_the_ledger_again
     assert "changed while this command ran" not in first.stderr, first.stderr
     again = bisectk(*args, cwd=tmp_path, check=0)
     assert "runs: 0 executed" in again.stdout, again.stdout
+
+
+def test_the_runs_of_fresh_take_the_place_of_those_it_set_aside(tmp_path):
+    """`--fresh` is the remedy for an answer the ledger gives wrongly (what changed is no input the
+    key covers: here a data file the command passes by name). Its runs were filed under a key of
+    their own (`#fresh-<session>`), which no later command computes: the next command without
+    --fresh was answered again by the run --fresh had set aside (PASS, from the ledger, right
+    after --fresh said FAIL), and a --resume of an interrupted --fresh search reused none of
+    its runs. The runs --fresh makes now replace the stored ones of each configuration."""
+    d = tmp_path / "p"
+    d.mkdir()
+    (d / "pyproject.toml").touch()
+    (d / "s.py").write_text('import json, sys\nerr = float(open(sys.argv[1]).read())\n'
+                            'print("BISECTK_RESULT " + json.dumps({"err": err}))\n')
+    (d / "limit.dat").write_text("0\n")
+    (d / "spec.toml").write_text('name = "data"\n[subject]\ncommand = ["python", "s.py", "limit.dat"]\n'
+                                 '[oracle]\nmetric = "err"\nmax = 0.5\n')
+    args = ("run", d / "spec.toml", "--config", "good", "--ledger", tmp_path / "l.db")
+    assert "PASS" in bisectk(*args, cwd=d, check=0).stdout
+    (d / "limit.dat").write_text("1\n")             # no input of the key: the stored PASS answers
+    assert "from the ledger" in bisectk(*args, cwd=d, check=0).stdout
+    fresh = bisectk(*args, "--fresh", cwd=d, check=1).stdout
+    assert "FAIL" in fresh and "from the ledger" not in fresh, fresh
+    again = bisectk(*args, cwd=d, check=1).stdout
+    assert "FAIL" in again and "from the ledger" in again, again
+    # three runs asked: the first is --fresh's, two are made now, and --fresh again replaces all three
+    assert "[3/3 failed]" in bisectk(*args, "--repeat", "3", cwd=d, check=1).stdout
+    (d / "limit.dat").write_text("0\n")
+    assert "PASS" in bisectk(*args, "--repeat", "2", "--fresh", cwd=d, check=0).stdout
+    last = bisectk(*args, "--repeat", "2", cwd=d, check=0).stdout
+    assert "PASS" in last and "from the ledger" in last, last

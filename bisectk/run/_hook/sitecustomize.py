@@ -1,7 +1,8 @@
 """bisectk's import recorder, loaded by Python's `site` in a subject's processes (run/imports.py).
 
 It puts a finder first on `sys.meta_path` that asks the other finders, notes the file each module
-comes from (unless it is the standard library or an installed package), and appends it at once to
+comes from (unless it is the standard library; for an installed package, the site-packages
+directory it is in, once), and appends it at once to
 the file named by BISECTK_IMPORTS, so a run that crashes or calls os._exit still leaves its record;
 at exit, the files of the modules that finders put ahead of it loaded (pytest's) are noted too.
 Then it takes its own directory off `sys.path` and imports the `sitecustomize` that this one
@@ -50,19 +51,35 @@ def _install() -> None:
             finally:
                 busy.discard(me)
 
+    def _write(line) -> None:
+        try:
+            os.write(fd, (line + "\n").encode("utf-8", "surrogateescape"))
+        except OSError:
+            pass
+
+    def _installed(origin) -> bool:
+        """A module of an installed package: its site directory is noted once (bisectk keys it by
+        what it has installed, whichever Python of the run imported from it), not the file."""
+        for mark in ("/site-packages/", "/dist-packages/"):
+            i = origin.find(mark)
+            if i >= 0:
+                site_dir = origin[:i + len(mark) - 1]
+                if site_dir not in seen:
+                    seen.add(site_dir)
+                    _write(site_dir)
+                return True
+        return False
+
     def _note(origin) -> None:
         if not origin or origin in seen:
             return
         seen.add(origin)
-        if origin.startswith(skip) or "/site-packages/" in origin or "/dist-packages/" in origin:
+        if _installed(origin) or origin.startswith(skip):
             return   # the common case, decided without a system call
         real = os.path.realpath(origin)
-        if real.startswith(skip) or "/site-packages/" in real or "/dist-packages/" in real:
+        if _installed(real) or real.startswith(skip):
             return
-        try:
-            os.write(fd, (real + "\n").encode("utf-8", "surrogateescape"))
-        except OSError:
-            pass
+        _write(real)
 
     sys.meta_path.insert(0, _BisectkImportRecorder)
 

@@ -52,7 +52,10 @@ def _stopped(s: dict) -> str:
             f"({s['reason'] or 'interrupted'}); the smallest failing "
             f"configuration so far has {len(shown) + len(unsure)} of {s['of']} differences"
             + (f", of which {_names(shown)} shown necessary" if shown else "")
-            + (f"; not yet resolved: {_names(unsure)}" if unsure else "") + ". Resume to finish.")
+            + (f"; not yet resolved: {_names(unsure)}" if unsure else "")
+            + (". The two failure rates are too close to tell those configurations apart over these runs: measure "
+               "the endpoints over more runs (--calibrate-runs), or make the failure steadier first."
+               if s.get("undecided") else ". Resume to finish."))
 
 
 def _together(s: dict) -> str:

@@ -192,6 +192,8 @@ def _effect(d: Hashable, tester: Tester, removed: Outcome | None, found: list[tu
 
 
 GOOD_FAILED = "the good configuration failed in the search"   # ablate's stop reason for an empty answer
+UNDECIDED = ("the flake rule could not tell whether a configuration without a member fails at the bad or "
+             "the good rate")   # ablate's stop reason for a set kept by a verdict the rule never gave
 
 
 def advise(result: AblationResult) -> list[dict]:
@@ -206,6 +208,8 @@ def advise(result: AblationResult) -> list[dict]:
     elif not result.complete:
         step = {"step": "stopped", "runs": result.runs, "reason": result.stop_reason, "shown": names,
                 "unsure": [str(c) for c in result.suspects], "of": len(result.differences)}
+        if result.stop_reason == UNDECIDED:     # a resume would roll the same verdicts again
+            step["undecided"] = True
         against = getattr(result.confirmation, "contradicted", None)
         if result.stop_reason == "unconfirmed" and against is not None:
             # a resume would run the same confirmation again: the contradiction is the news

@@ -300,3 +300,38 @@ def test_a_factor_that_raises_a_hang_rate_is_found_under_the_rate_rule():
         result = ablate(items, oracle, rule=rule)
         if result.complete:
             assert result.culprits == ("f05",), seed
+
+
+def test_a_set_kept_by_a_verdict_the_rate_rule_never_gave_is_no_answer():
+    """--flaky, a race 10% -> 40% in one factor of eight, both endpoints measured over ten runs, as
+    engine/ablate runs it. The rates are known only roughly, so the rule may leave the lone
+    culprit UNRESOLVED after its most runs; minimisation then kept an innocent member beside it,
+    and the set was answered at exit 0 as 1-minimal ("proof incomplete"): 7 of 15 answers over
+    these seeds. Such a set is now a stopped search's answer: the members shown necessary, the
+    rest not yet resolved, and why (result.UNDECIDED)."""
+    from bisectk.search.tester import SearchStopped as Stopped
+    items = [f"f{i}" for i in range(8)]
+    right = undecided = 0
+    for seed in range(100):
+        rng = random.Random(seed)
+        cause = rng.choice(items)
+
+        def oracle(config):
+            return F if rng.random() < (0.4 if cause in config else 0.1) else P
+        good = [oracle(frozenset()) for _ in range(10)]
+        bad = [oracle(frozenset(items)) for _ in range(10)]
+        if F not in good or F not in bad:
+            continue        # the one-sided rule, or unusable endpoints: not this rule's case
+        try:
+            result = ablate(items, oracle, rule=RateRule(good.count(F), 10, bad.count(F), 10), max_runs=3000,
+                            measure_removal=True, more_sets=7, confidence=0.99, endpoint=(bad.count(F), 10))
+        except Stopped:
+            continue
+        if result.complete:
+            assert [s.members for s in result.sets] == [(cause,)], (seed, cause, result.sets)
+            right += 1
+        elif result.stop_reason.startswith("the flake rule could not tell"):     # result.UNDECIDED
+            undecided += 1
+            assert result.suspects, seed        # the members never shown necessary
+            assert any(step.get("undecided") for step in result.advice)
+    assert right >= 2 and undecided >= 4, (right, undecided)

@@ -44,6 +44,11 @@ Permanent  -- hooks no call takes back, added by the run: an audit hook (sys.add
 exit_forked -- a process the run forked (os.fork) that comes back from the script: it exits there,
              as that process of `python script.py` would, rather than go on as a second worker
              (answering the pool, taking the next run's request).
+faulthandler_off -- what a run armed in faulthandler and no getter shows: a timer
+             (`dump_traceback_later(N, exit=True)`, a script's own watchdog) ticks on in a worker
+             and ended a later run N seconds on; a handler `register(SIGUSR1)` installed in C
+             kept a later run alive through a signal that kills a fresh process. A fresh process
+             has neither: the timer is cancelled and the handlers unregistered after every run.
 join_threads -- the run's non-daemon threads waited for, as threading._shutdown does at exit (idle
              ThreadPoolExecutor workers are woken to exit first, as its exit hook does); the
              watchdog still bounds the run.
@@ -136,6 +141,25 @@ def reseed() -> None:
             torch.seed()
         except Exception:
             pass
+
+
+# -- faulthandler --------------------------------------------------------------------------------
+def faulthandler_off() -> list[str]:
+    """Cancel a faulthandler timer the run may have armed (there is no getter: cancelled always)
+    and unregister the signals it registered: the words for the latter."""
+    fh = sys.modules.get("faulthandler")
+    if fh is None:
+        return []
+    import signal
+    fh.cancel_dump_traceback_later()
+    out = []
+    for sig in signal.valid_signals():
+        try:
+            if fh.unregister(sig):
+                out.append(f"faulthandler.register({signal.Signals(sig).name})")
+        except (ValueError, RuntimeError, OSError):   # the fatal signals: enable()'s, not register()'s
+            pass
+    return out
 
 
 # -- file locks ---------------------------------------------------------------------------------

@@ -216,6 +216,7 @@ def _run_request(req: dict, baseline=None) -> dict:
         lifecycle.join_threads(threads)
         ctx.run(hooks.run)
     finally:
+        saved["faulthandler"] = lifecycle.faulthandler_off()   # first: its timer may end the worker
         saved["ids_regained"] = isolation.regain_ids(saved["ids"])   # before anything that opens a file
         if builtins.__import__ is not saved["import"]:   # before the worker's own imports below
             builtins.__import__ = saved["import"]
@@ -391,6 +392,7 @@ def _put_back(req: dict, saved: dict, script: str) -> tuple[list[str], list[str]
         routine.append("the C environment (os.putenv, os.unsetenv)")
     if saved.get("import_replaced"):
         routine.append("builtins.__import__ (replaced)")
+    routine += saved.get("faulthandler") or []
     if saved.get("ids_regained"):
         routine.append("the user and group ids (seteuid, setegid, setgroups)")
     if _zone() != saved["zone"]:   # TZ and time.tzset(): the C library's zone, for time.localtime()

@@ -210,3 +210,31 @@ def test_a_script_that_ptraces_itself_runs_on_warm_as_cold(tmp_path):
     cold, warm = _cold_and_warm(tmp_path, {"traced.py": traced, "execs.py": execs})
     assert [v[1:] for v in cold] == [("PASS", "", json.dumps({"handled": 1, "traceme": 0})), ("PASS", "", "{}")], cold
     assert warm == cold
+
+
+def test_a_faulthandler_timer_a_first_run_armed_does_not_end_a_later_run(tmp_path):
+    """faulthandler.dump_traceback_later(N, exit=True) (a script's own watchdog) arms a C timer
+    that no probe could read: a fresh process's ends with it, a warm worker's went on ticking, and
+    a later run still going N seconds after the first run armed it was ended by it (`exit 1` warm,
+    a pass cold). The worker cancels it after every run."""
+    arms = "import faulthandler\nfaulthandler.dump_traceback_later(2, exit=True)\nprint('BISECTK_RESULT {}')\n"
+    slow = "import time\ntime.sleep(4)\nprint('BISECTK_RESULT {}')\n"
+    cold, warm = _cold_and_warm(tmp_path, {"arms.py": arms, "slow.py": slow})
+    assert [v[1] for v in cold] == ["PASS", "PASS"]
+    assert warm == cold
+
+
+def test_a_faulthandler_signal_handler_a_first_run_registered_is_gone_in_a_later_run(tmp_path):
+    """faulthandler.register(SIGUSR1) installs a C handler that signal.getsignal does not show: a
+    later run that sent itself SIGUSR1 died of it cold and dumped a traceback and went on warm
+    (PASS where cold was `SIGUSR1`). The worker unregisters what a run registered, and says so."""
+    registers = ("import faulthandler, signal\nfaulthandler.register(signal.SIGUSR1)\n"
+                 "print('BISECTK_RESULT {}')\n")
+    signals = "import os, signal, time\nos.kill(os.getpid(), signal.SIGUSR1)\ntime.sleep(0.5)\nprint('BISECTK_RESULT {}')\n"
+    cold, warm = _cold_and_warm(tmp_path, {"registers.py": registers, "signals.py": signals})
+    assert [v[1:3] for v in cold] == [("PASS", ""), ("FAIL", "SIGUSR1")]
+    assert warm == cold
+    (tmp_path / "r.py").write_text(registers)
+    with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=120) as pool:
+        raw = run_command(pool, [sys.executable, "r.py"], cwd=tmp_path, timeout=120)
+    assert "faulthandler.register(SIGUSR1)" in (raw.isolation or ""), raw.isolation

@@ -49,6 +49,10 @@ faulthandler_off -- what a run armed in faulthandler and no getter shows: a time
              and ended a later run N seconds on; a handler `register(SIGUSR1)` installed in C
              kept a later run alive through a signal that kills a fresh process. A fresh process
              has neither: the timer is cancelled and the handlers unregistered after every run.
+flush_at_exit -- the run's sys.stdout and sys.stderr flushed as an interpreter's exit flushes them:
+             one that fails (a Tee with no flush method, a detached stream) is said as 'Exception
+             ignored in: ...' and makes the status 120 (CPython's Py_RunMain), in the run and in a
+             child it forked; the worker swallowed it, and such a run passed warm, crashed cold.
 join_threads -- the run's non-daemon threads waited for, as threading._shutdown does at exit (idle
              ThreadPoolExecutor workers are woken to exit first, as its exit hook does); the
              watchdog still bounds the run.
@@ -384,6 +388,39 @@ def join_threads(before: set) -> None:
         t.join()
 
 
+def flush_at_exit(code: int) -> int:
+    """Flush the run's sys.stdout and sys.stderr (each not None and not closed), as the interpreter's
+    exit does: the status the process would then exit with (120 where a flush failed, the same
+    otherwise; an exit by SIGINT, a negative code, stays one)."""
+    failed = False
+    for f in (sys.stdout, sys.stderr):
+        if f is None:
+            continue
+        try:
+            if f.closed:
+                continue
+        except Exception:   # no 'closed' (a detached stream's raises): flushed, as the C side does
+            pass
+        try:
+            f.flush()
+        except Exception as exc:
+            failed = True
+            _unraisable(f, exc)
+    return 120 if failed and code >= 0 else code
+
+
+def _unraisable(obj, exc: BaseException) -> None:
+    """What sys.unraisablehook's default prints, on the run's sys.stderr (nothing if that fails too)."""
+    import traceback
+    try:
+        text = f"Exception ignored in: {obj!r}\n" + "".join(
+            traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None))
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
 def exit_forked(code: int, threads: set, hooks: ExitHooks) -> None:
     """End a process the run forked that has run the script to its end (`pid = os.fork()`, the
     child's branch falling off the script or calling sys.exit): an interpreter's exit, in its order
@@ -392,11 +429,7 @@ def exit_forked(code: int, threads: set, hooks: ExitHooks) -> None:
     try:
         join_threads(threads)
         hooks.run()
-        for f in (sys.stdout, sys.stderr):
-            try:
-                f.flush()
-            except Exception:
-                pass
+        code = flush_at_exit(code)
         import ctypes
         ctypes.CDLL(None).fflush(None)
     except BaseException:

@@ -215,6 +215,7 @@ def _run_request(req: dict, baseline=None) -> dict:
         # the interpreter's exit, in its order: non-daemon threads, then atexit handlers
         lifecycle.join_threads(threads)
         ctx.run(hooks.run)
+        code = ctx.run(lifecycle.flush_at_exit, code)
     finally:
         saved["faulthandler"] = lifecycle.faulthandler_off()   # first: its timer may end the worker
         saved["ids_regained"] = isolation.regain_ids(saved["ids"])   # before anything that opens a file

@@ -238,3 +238,28 @@ def test_a_faulthandler_signal_handler_a_first_run_registered_is_gone_in_a_later
     with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=120) as pool:
         raw = run_command(pool, [sys.executable, "r.py"], cwd=tmp_path, timeout=120)
     assert "faulthandler.register(SIGUSR1)" in (raw.isolation or ""), raw.isolation
+
+
+def test_a_standard_stream_that_cannot_be_flushed_at_exit_ends_a_warm_run_as_it_ends_a_cold_one(tmp_path):
+    """An interpreter's exit flushes sys.stdout and sys.stderr as the script left them, and one
+    that fails (a Tee without a flush method, a detached stream, a flush that raises) is said as
+    'Exception ignored in: ...' and makes the status 120, whatever the script's own. The worker
+    swallowed it: the run passed warm where it crashed cold, a sys.exit(4) said 'exit 4', and a
+    forked child's status was 0 instead of 120."""
+    tee = ("import sys\nclass Tee:\n    def __init__(self, f):\n        self.f = f\n"
+           "    def write(self, x):\n        return self.f.write(x)\nsys.stdout = Tee(sys.stdout)\n"
+           "print('BISECTK_RESULT {}')\n")
+    detached = "import sys\nb = sys.stdout.detach()\nb.write(b'BISECTK_RESULT {}\\n')\nb.flush()\n"
+    raises = ("import sys\nclass W:\n    def write(self, x):\n        return sys.__stdout__.write(x)\n"
+              "    def flush(self):\n        raise RuntimeError('flush broke')\nsys.stderr = W()\nsys.exit(4)\n")
+    forked = ("import os, sys\nclass W:\n    def write(self, x):\n        return len(x)\n"
+              "if os.fork() == 0:\n    sys.stdout = W()\n    sys.exit(0)\n_, st = os.wait()\n"
+              "print('BISECTK_RESULT {\"child\": %d}' % os.waitstatus_to_exitcode(st))\n")
+    closed = "import sys\nprint('BISECTK_RESULT {}')\nsys.stdout.close()\n"
+    cold, warm = _cold_and_warm(tmp_path, {"tee.py": tee, "detached.py": detached, "raises.py": raises,
+                                           "forked.py": forked, "closed.py": closed})
+    assert [v[1:3] for v in cold] == [("FAIL", "AttributeError: 'Tee' object has no attribute 'flush'"),
+                                      ("FAIL", "ValueError: underlying buffer has been detached"),
+                                      ("FAIL", "exit 120"), ("PASS", ""), ("PASS", "")], cold
+    assert cold[3][3] == json.dumps({"child": 120})
+    assert warm == cold

@@ -164,6 +164,7 @@ def _run_request(req: dict, baseline=None) -> dict:
     saved = {"cwd": os.getcwd(), "argv": sys.argv[:], "orig_argv": sys.orig_argv, "path": sys.path[:], "env": dict(os.environ),
              "environ": os.environ, "zone": _zone(), "import": builtins.__import__,
              "stdin": sys.stdin, "stdout": sys.stdout, "stderr": sys.stderr, "modules": set(sys.modules),
+             "dunder": (sys.__stdin__, sys.__stdout__, sys.__stderr__),
              "bytecode": sys.dont_write_bytecode, "ids": isolation.ids()}
     fd_in, fd_out, fd_err = os.dup(0), os.dup(1), os.dup(2)
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -188,6 +189,9 @@ def _run_request(req: dict, baseline=None) -> dict:
         sys.stdin = _stream(0, "r", saved["stdin"])
         sys.stdout = _stream(1, "w", saved["stdout"])
         sys.stderr = _stream(2, "w", saved["stderr"])
+        # and its sys.__stdout__ (...) as a fresh process's: the same objects, not the worker's, which
+        # a run that reconfigured or closed them would have changed for the worker and later runs
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = saved["streams"] = sys.stdin, sys.stdout, sys.stderr
         if req.get("cwd"):
             os.chdir(req["cwd"])
         os.environ.update(req.get("env") or {})
@@ -233,6 +237,11 @@ def _run_request(req: dict, baseline=None) -> dict:
         lifecycle.clear_main(main_file)
         gc.collect()
         flush_std()
+        for stream in saved.get("streams", ())[1:]:   # written through sys.__stdout__ after sys.stdout was replaced
+            try:
+                stream.flush()
+            except Exception:
+                pass
         try:  # C stdio buffers (device printf lands there)
             import ctypes
             ctypes.CDLL(None).fflush(None)
@@ -246,6 +255,7 @@ def _run_request(req: dict, baseline=None) -> dict:
         f_out.close()
         f_err.close()
         sys.stdin, sys.stdout, sys.stderr = saved["stdin"], saved["stdout"], saved["stderr"]
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = saved["dunder"]
         routine, roots = _put_back(req, saved, script)
         imported = loaded_files() if req.get("imports") else []
         native = False

@@ -250,7 +250,7 @@ def test_a_standard_stream_that_cannot_be_flushed_at_exit_ends_a_warm_run_as_it_
            "    def write(self, x):\n        return self.f.write(x)\nsys.stdout = Tee(sys.stdout)\n"
            "print('BISECTK_RESULT {}')\n")
     detached = "import sys\nb = sys.stdout.detach()\nb.write(b'BISECTK_RESULT {}\\n')\nb.flush()\n"
-    raises = ("import sys\nclass W:\n    def write(self, x):\n        return sys.__stdout__.write(x)\n"
+    raises = ("import sys\nclass W:\n    def write(self, x):\n        return len(x)\n"
               "    def flush(self):\n        raise RuntimeError('flush broke')\nsys.stderr = W()\nsys.exit(4)\n")
     forked = ("import os, sys\nclass W:\n    def write(self, x):\n        return len(x)\n"
               "if os.fork() == 0:\n    sys.stdout = W()\n    sys.exit(0)\n_, st = os.wait()\n"
@@ -262,4 +262,20 @@ def test_a_standard_stream_that_cannot_be_flushed_at_exit_ends_a_warm_run_as_it_
                                       ("FAIL", "ValueError: underlying buffer has been detached"),
                                       ("FAIL", "exit 120"), ("PASS", ""), ("PASS", "")], cold
     assert cold[3][3] == json.dumps({"child": 120})
+    assert warm == cold
+
+
+def test_sys_dunder_streams_are_the_runs_own_warm_as_cold(tmp_path):
+    """sys.__stdout__ (and __stderr__, __stdin__) in a warm run were the worker's own streams: a
+    script that reconfigured it (`sys.__stdout__.reconfigure(errors='replace')`) crashed warm
+    ('Illegal seek') where it passed cold, and its errors handler was every later run's
+    sys.stdout's; `sys.stdout is sys.__stdout__` was False. A run's dunder streams are its own."""
+    reconf = "import sys\nsys.__stdout__.reconfigure(errors='replace')\nprint('BISECTK_RESULT {}')\n"
+    reads = ("import json, sys\nprint('BISECTK_RESULT ' + json.dumps({'errors': sys.stdout.errors, "
+             "'same': [sys.stdin is sys.__stdin__, sys.stdout is sys.__stdout__, sys.stderr is sys.__stderr__]}))\n")
+    # what it writes there after replacing sys.stdout, with no newline, reaches its output all the same
+    partial = "import io, sys\nsys.stdout = io.StringIO()\nsys.__stdout__.write('BISECTK_RESULT {\"n\": 1}')\n"
+    cold, warm = _cold_and_warm(tmp_path, {"reconf.py": reconf, "reads.py": reads, "partial.py": partial})
+    assert [v[1] for v in cold] == ["PASS"] * 3 and json.loads(cold[1][3])["same"] == [True, True, True]
+    assert cold[2][3] == json.dumps({"n": 1})
     assert warm == cold

@@ -24,6 +24,10 @@ Shadowing  -- a module of the run's own tree (its `platform.py`) named like a mo
              Never hidden: the interpreter's startup modules (a fresh process has them before the
              script too, so it also gets the stdlib's) and the modules the worker itself imports
              while a run is in progress (WORKER_NEEDS, bisectk).
+run_main   -- the script run in a `__main__` with the globals `python k.py` gives it: `__builtins__`
+             the module (runpy's exec gave a dict: `__builtins__.profile = ...` failed warm), a
+             SourceFileLoader as `__loader__`, `__package__` None, `__annotations__` {}; a directory
+             or a zip archive (its `__main__.py`) goes through runpy, as `python DIR` does.
 clear_main -- the run's module globals cleared as an interpreter's exit clears them, while fds 1
              and 2 are still the run's: a file object it never flushed is flushed.
 ExitHooks  -- atexit handlers the run registers, run at its end, last registered first, as an
@@ -292,6 +296,28 @@ class Shadowing:
 
 
 # -- the exit of the run ------------------------------------------------------------------------
+def run_main(script: str) -> None:
+    """Run the source file `script` as the interpreter runs `python script`, in a new `__main__`
+    (the module it replaces is put back after, as runpy does)."""
+    import builtins
+    import io
+    import types
+    from importlib.machinery import SourceFileLoader
+    with io.open_code(script) as f:
+        source = f.read()
+    code = compile(source, script, "exec", dont_inherit=True)   # not this module's __future__ flags
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=script, __cached__=None, __loader__=SourceFileLoader("__main__", script),
+                         __builtins__=builtins, __annotations__={})
+    before = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if before is not None:
+            sys.modules["__main__"] = before
+
+
 def clear_main(script: str) -> None:
     """Clear the run's `__main__` globals as an interpreter's exit clears its modules (underscore
     names first, then the rest, to None): the objects they alone hold are freed by reference

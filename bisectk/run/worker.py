@@ -2,7 +2,8 @@
 
 A cold process per configuration costs ~6-7 s on a Hopper machine, almost all of it `import torch`
 and `import cutlass`; the kernel itself runs in microseconds. A warm worker pays the imports once,
-then runs each configuration's script in-process (`runpy.run_path` with a patched `sys.argv`).
+then runs each configuration's script in-process (in a fresh `__main__`, lifecycle.run_main, with a
+patched `sys.argv`).
 The parent side (the pool, hot spares, the watchdog) is `run/pool.py`.
 
 Protocol: `python -m bisectk.run.worker --serve --reply-fd N [--preload torch,cutlass]`; the worker
@@ -195,7 +196,7 @@ def _run_request(req: dict, baseline=None) -> dict:
         if req.get("cwd"):
             os.chdir(req["cwd"])
         os.environ.update(req.get("env") or {})
-        sys.argv = [main_file, *argv[1:]]     # runpy sets argv[0] to the path it runs
+        sys.argv = [main_file, *argv[1:]]     # argv[0] the path it runs, as runpy sets it
         # orig_argv as a fresh `python k.py ...` has it: a script that started itself again with
         # sys.orig_argv (a reloader, a re-exec under other variables) started a worker instead
         sys.orig_argv = [sys.executable, *argv]
@@ -319,10 +320,15 @@ def _exec_script(script: str) -> tuple[int, str]:
     same subject are one verdict in the ledger."""
     import runpy
     import signal
+
+    from bisectk.run import lifecycle
+    # a source file runs in a fresh interpreter's __main__ (lifecycle.run_main); a directory or a
+    # zip archive as runpy runs it, as `python DIR` does
+    source = os.path.isfile(script)
     # the script's frame sits `extra` frames deeper than in `python script.py` (this worker's own,
-    # and runpy's three): the recursion limit is raised by that much for the run, and the script
-    # reads and sets it as a fresh process would (the same numbers, the same headroom)
-    extra, f = 3, sys._getframe()
+    # and run_main's one or runpy's three): the recursion limit is raised by that much for the
+    # run, and the script reads and sets it as a fresh process would (the same numbers, the same headroom)
+    extra, f = (1 if source else 3), sys._getframe()
     while f is not None:
         extra, f = extra + 1, f.f_back
     get, set_ = sys.getrecursionlimit, sys.setrecursionlimit
@@ -331,7 +337,10 @@ def _exec_script(script: str) -> tuple[int, str]:
     sys.getrecursionlimit = lambda: get() - extra
     sys.setrecursionlimit = lambda n: set_(n + extra)
     try:
-        runpy.run_path(script, run_name="__main__")
+        if source:
+            lifecycle.run_main(script)
+        else:
+            runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
         c = exc.code
         if c is None:

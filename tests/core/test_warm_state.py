@@ -230,7 +230,8 @@ def test_a_faulthandler_signal_handler_a_first_run_registered_is_gone_in_a_later
     (PASS where cold was `SIGUSR1`). The worker unregisters what a run registered, and says so."""
     registers = ("import faulthandler, signal\nfaulthandler.register(signal.SIGUSR1)\n"
                  "print('BISECTK_RESULT {}')\n")
-    signals = "import os, signal, time\nos.kill(os.getpid(), signal.SIGUSR1)\ntime.sleep(0.5)\nprint('BISECTK_RESULT {}')\n"
+    signals = ("import os, signal, time\nos.kill(os.getpid(), signal.SIGUSR1)\ntime.sleep(0.5)\n"
+               "print('BISECTK_RESULT {}')\n")
     cold, warm = _cold_and_warm(tmp_path, {"registers.py": registers, "signals.py": signals})
     assert [v[1:3] for v in cold] == [("PASS", ""), ("FAIL", "SIGUSR1")]
     assert warm == cold
@@ -278,4 +279,21 @@ def test_sys_dunder_streams_are_the_runs_own_warm_as_cold(tmp_path):
     cold, warm = _cold_and_warm(tmp_path, {"reconf.py": reconf, "reads.py": reads, "partial.py": partial})
     assert [v[1] for v in cold] == ["PASS"] * 3 and json.loads(cold[1][3])["same"] == [True, True, True]
     assert cold[2][3] == json.dumps({"n": 1})
+    assert warm == cold
+
+
+def test_a_scripts_main_module_globals_are_a_fresh_interpreters_warm_as_cold(tmp_path):
+    """runpy.run_path gave a warm run's `__main__` other globals than `python k.py` gives: a dict
+    for `__builtins__` (the module, cold), no `__loader__` (a SourceFileLoader, cold), `__package__`
+    '' (None) and no `__annotations__`. `__builtins__.profile = ...` (the kernprof fallback) crashed
+    warm with AttributeError where it passed cold, and so did `__loader__.get_data(__file__)`."""
+    profile = ("try:\n    profile\nexcept NameError:\n    __builtins__.profile = lambda f: f\n"
+               "@profile\ndef f():\n    return 1\nprint('BISECTK_RESULT {\"f\": %d}' % f())\n")
+    names = ("import json, sys\nprint('BISECTK_RESULT ' + json.dumps({'builtins': type(__builtins__).__name__, "
+             "'loader': type(__loader__).__name__, 'data': len(__loader__.get_data(__file__)), "
+             "'package': __package__, 'annotations': __annotations__, 'spec': __spec__, "
+             "'main': sys.modules['__main__'].__dict__ is globals()}))\n")
+    cold, warm = _cold_and_warm(tmp_path, {"profile.py": profile, "names.py": names})
+    assert [v[1] for v in cold] == ["PASS", "PASS"], cold
+    assert json.loads(cold[1][3])["builtins"] == "module"
     assert warm == cold

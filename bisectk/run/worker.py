@@ -328,9 +328,7 @@ def _exec_script(script: str) -> tuple[int, str]:
     # the script's frame sits `extra` frames deeper than in `python script.py` (this worker's own,
     # and run_main's one or runpy's three): the recursion limit is raised by that much for the
     # run, and the script reads and sets it as a fresh process would (the same numbers, the same headroom)
-    extra, f = (1 if source else 3), sys._getframe()
-    while f is not None:
-        extra, f = extra + 1, f.f_back
+    extra = _recursion_used() + (1 if source else 3)
     get, set_ = sys.getrecursionlimit, sys.setrecursionlimit
     limit = get()
     set_(limit + extra)
@@ -359,6 +357,28 @@ def _exec_script(script: str) -> tuple[int, str]:
         sys.getrecursionlimit, sys.setrecursionlimit = get, set_
         set_(get() - extra)     # the limit as the script left it: the baseline's probe compares it
     return 0, ""
+
+
+def _recursion_used() -> int:
+    """How deep the caller's frame is, as the recursion limit counts: its frames, and the calls
+    between them made from C that count as one more each (three in a worker, which a walk of the
+    frames missed: a script recursed three frames less deep warm than cold). Read by recursing
+    under a limit just above the frames' own count, put back after."""
+    def down(n: int) -> int:
+        try:
+            return down(n + 1)
+        except RecursionError:
+            return n
+    frames, f = 0, sys._getframe(1)
+    while f is not None:
+        frames, f = frames + 1, f.f_back
+    limit = sys.getrecursionlimit()
+    probe = frames + 200
+    sys.setrecursionlimit(probe)
+    try:
+        return probe - down(1)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def _uncaught(exc: BaseException, script: str) -> None:

@@ -297,3 +297,24 @@ def test_a_scripts_main_module_globals_are_a_fresh_interpreters_warm_as_cold(tmp
     assert [v[1] for v in cold] == ["PASS", "PASS"], cold
     assert json.loads(cold[1][3])["builtins"] == "module"
     assert warm == cold
+
+
+def test_a_script_recurses_as_deep_warm_as_cold(tmp_path):
+    """The recursion limit is raised for a warm run by how deep its script starts; that was read by
+    walking the worker's frames, which missed the calls made from C that the limit counts too: a
+    script recursed three frames less deep warm than cold (995 against 998), so one that recursed
+    to within three frames of the limit crashed warm only. The depth is now measured."""
+    deep = ("import json, sys\nif len(sys.argv) > 1:\n    sys.setrecursionlimit(int(sys.argv[1]))\n"
+            "def down(n):\n    try:\n        return down(n + 1)\n    except RecursionError:\n        return n\n"
+            "print('BISECTK_RESULT ' + json.dumps({'depth': down(0), 'limit': sys.getrecursionlimit()}))\n")
+    (tmp_path / "deep.py").write_text(deep)
+
+    def depths(executor):
+        return [run_command(executor, [sys.executable, "deep.py", *arg], cwd=tmp_path, timeout=120).result
+                for arg in ([], ["120"], [])]
+    cold = depths(LocalExecutor())
+    with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=120) as pool:
+        warm = depths(pool)
+        assert pool.stats["cold_runs"] == 0, pool.stats
+    assert all(r.startswith("BISECTK_RESULT") for r in cold), cold
+    assert warm == cold

@@ -200,11 +200,13 @@ def _run_request(req: dict, baseline=None) -> dict:
         # orig_argv as a fresh `python k.py ...` has it: a script that started itself again with
         # sys.orig_argv (a reloader, a re-exec under other variables) started a worker instead
         sys.orig_argv = [sys.executable, *argv]
-        sys.path.insert(0, os.path.dirname(script))
+        # sys.path[0] as the interpreter makes it: the directory of the file the script's path
+        # leads to (a linked k.py imports the modules beside its target, not beside the link)
+        sys.path.insert(0, _path0(script))
         sys.dont_write_bytecode = True
         importlib.invalidate_caches()   # a directory listing cached by a finder may be stale
         pp = (req.get("env") or {}).get("PYTHONPATH", "").split(os.pathsep)
-        shadow = lifecycle.Shadowing([os.path.dirname(script), *(p for p in pp if p and p in sys.path)])
+        shadow = lifecycle.Shadowing([_path0(script), *(p for p in pp if p and p in sys.path)])
         hooks = lifecycle.ExitHooks()
         permanent = lifecycle.Permanent()
         threads = set(threading.enumerate())
@@ -302,6 +304,11 @@ def _run_request(req: dict, baseline=None) -> dict:
         stuck.append(what)
     return {"exit_code": code, "duration_s": duration, "error": error, "poisoned": poisoned,
             "retire": native or bool(stuck), "changed": changed, "stuck": stuck, "imports": imported}
+
+
+def _path0(script: str) -> str:
+    """The directory `python script` puts first on sys.path: its real path's (links resolved)."""
+    return os.path.dirname(os.path.realpath(script))
 
 
 def _stream(fd: int, mode: str, like):
@@ -422,7 +429,8 @@ def _put_back(req: dict, saved: dict, script: str) -> tuple[list[str], list[str]
         moved = True
     if moved:
         routine.append("the working directory")
-    roots = [req.get("cwd") or "", os.path.dirname(script), *(p for p in sys.path if p not in saved["path"])]
+    roots = [req.get("cwd") or "", os.path.dirname(script), _path0(script),
+             *(p for p in sys.path if p not in saved["path"])]
     os.chdir(saved["cwd"])
     sys.argv, sys.orig_argv = saved["argv"], saved["orig_argv"]
     sys.path[:] = saved["path"]

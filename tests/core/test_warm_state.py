@@ -318,3 +318,29 @@ def test_a_script_recurses_as_deep_warm_as_cold(tmp_path):
         assert pool.stats["cold_runs"] == 0, pool.stats
     assert all(r.startswith("BISECTK_RESULT") for r in cold), cold
     assert warm == cold
+
+
+def test_a_linked_script_imports_beside_its_target_warm_as_cold(tmp_path):
+    """`python k.py` where k.py is a symbolic link puts the directory of the file it leads to
+    first on sys.path (the interpreter resolves the script's path): a linked script imports the
+    modules beside its target. The worker put the link's own directory there: the same script
+    failed ModuleNotFoundError warm where it passed cold, or imported a same-named module from
+    beside the link. The module it imports is the run's own, not kept for the next run."""
+    real, link = tmp_path / "tools", tmp_path / "kernel"
+    real.mkdir()
+    link.mkdir()
+    (real / "k.py").write_text("import json, helper\nprint('BISECTK_RESULT ' + json.dumps({'from': helper.WHERE}))\n")
+    (real / "helper.py").write_text("WHERE = 'tools'\n")
+    (link / "k.py").symlink_to(real / "k.py")
+
+    def results(executor):
+        return [run_command(executor, [sys.executable, "k.py"], cwd=link, timeout=120).result for _ in range(2)]
+    cold = results(LocalExecutor())
+    assert cold == ['BISECTK_RESULT {"from": "tools"}'] * 2, cold
+    with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=120) as pool:
+        first = results(pool)
+        (real / "helper.py").write_text("WHERE = 'edited'\n")
+        second = results(pool)
+        assert pool.stats["cold_runs"] == 0, pool.stats
+    assert first == cold
+    assert second == ['BISECTK_RESULT {"from": "edited"}'] * 2

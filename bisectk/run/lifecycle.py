@@ -57,6 +57,9 @@ flush_at_exit -- the run's sys.stdout and sys.stderr flushed as an interpreter's
              one that fails (a Tee with no flush method, a detached stream) is said as 'Exception
              ignored in: ...' and makes the status 120 (CPython's Py_RunMain), in the run and in a
              child it forked; the worker swallowed it, and such a run passed warm, crashed cold.
+reap_children -- the children an earlier run left that have ended (a fork it never waited for,
+             what the pool ended after it) collected before the next run: they stayed the
+             worker's zombies, and a later run's os.wait() took one, where a fresh process has none.
 join_threads -- the run's non-daemon threads waited for, as threading._shutdown does at exit (idle
              ThreadPoolExecutor workers are woken to exit first, as its exit hook does); the
              watchdog still bounds the run.
@@ -394,6 +397,19 @@ class Permanent:
         under = tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
         own = [what for what, f in self.added if under and os.path.realpath(f).startswith(under)]
         return f"{' and '.join(dict.fromkeys(own))} the run added, which nothing removes" if own else ""
+
+
+def reap_children() -> int:
+    """Collect every ended child of this process (never waiting for a live one): how many."""
+    n = 0
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return n
+        if pid == 0:
+            return n
+        n += 1
 
 
 def join_threads(before: set) -> None:

@@ -499,6 +499,7 @@ def serve_ready(reply_fd: int, info: dict) -> int:
         req = json.loads(line)
         if req.get("op") == "exit":
             break
+        lifecycle.reap_children()   # what the last run left, ended by the pool since: a fresh process has no child
         dirty = baseline.check()
         if dirty:   # never run in a state a fresh process would not have
             reply.write(json.dumps({"refused": f"the worker is not as fresh as after its preload: "

@@ -344,3 +344,17 @@ def test_a_linked_script_imports_beside_its_target_warm_as_cold(tmp_path):
         assert pool.stats["cold_runs"] == 0, pool.stats
     assert first == cold
     assert second == ['BISECTK_RESULT {"from": "edited"}'] * 2
+
+
+def test_a_child_a_run_never_waited_for_is_not_the_next_runs_child(tmp_path):
+    """A child a run forked and never waited for (or one the pool ended after it) stayed the warm
+    worker's zombie child: a later run's os.wait() collected it, where a fresh process has no
+    child to wait for (ChildProcessError), and psutil counted it among the run's children."""
+    forks = "import os\nif os.fork() == 0:\n    os._exit(0)\nprint('BISECTK_RESULT {}')\n"
+    spawns = "import subprocess\nsubprocess.Popen(['sleep', '0.1'])\nprint('BISECTK_RESULT {}')\n"
+    waits = ("import json, os, time\ntime.sleep(0.3)\ntry:\n    os.wait()\n    w = 'a child'\n"
+             "except ChildProcessError:\n    w = 'none'\nprint('BISECTK_RESULT ' + json.dumps({'waited': w}))\n")
+    cold, warm = _cold_and_warm(tmp_path, {"forks.py": forks, "waits.py": waits, "spawns.py": spawns,
+                                           "waits_again.py": waits})
+    assert [v[3] for v in cold] == ["{}", json.dumps({"waited": "none"}), "{}", json.dumps({"waited": "none"})]
+    assert warm == cold

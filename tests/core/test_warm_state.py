@@ -358,3 +358,25 @@ def test_a_child_a_run_never_waited_for_is_not_the_next_runs_child(tmp_path):
                                            "waits_again.py": waits})
     assert [v[3] for v in cold] == ["{}", json.dumps({"waited": "none"}), "{}", json.dumps({"waited": "none"})]
     assert warm == cold
+
+
+def test_loggers_a_run_made_or_configured_are_a_fresh_processs_in_the_next_run(tmp_path):
+    """Only the root logger was put back: a named logger lived on in the worker with what a run
+    gave it. A script that adds a handler to logging.getLogger(__name__) had two handlers in the
+    second warm run and three in the third (each line logged once per earlier run, into that
+    run's output), and a level or `propagate = False` set on a library's logger held for every
+    later run."""
+    logs = ("import json, logging, sys\nlog = logging.getLogger(__name__)\n"
+            "log.addHandler(logging.StreamHandler(sys.stderr))\nlog.setLevel(logging.INFO)\nlog.info('hello')\n"
+            "print('BISECTK_RESULT ' + json.dumps({'handlers': len(log.handlers), 'level': log.level}))\n")
+    quiets = ("import logging\nlib = logging.getLogger('kernels.lib')\nlib.setLevel(logging.ERROR)\n"
+              "lib.propagate = False\nlib.addHandler(logging.NullHandler())\nprint('BISECTK_RESULT {}')\n")
+    reads = ("import json, logging\nlib = logging.getLogger('kernels.lib')\n"
+             "print('BISECTK_RESULT ' + json.dumps({'handlers': len(lib.handlers), 'level': lib.level, "
+             "'propagate': lib.propagate, 'disabled': lib.disabled}))\n")
+    cold, warm = _cold_and_warm(tmp_path, {"logs.py": logs, "logs2.py": logs, "logs3.py": logs,
+                                           "quiets.py": quiets, "reads.py": reads})
+    assert {v[3] for v in cold[:3]} == {json.dumps({"handlers": 1, "level": 20})}, cold
+    assert json.loads(cold[4][3])["propagate"] is True
+    assert warm == cold
+    assert [v[2] for v in warm] == [""] * 5

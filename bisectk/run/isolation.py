@@ -41,7 +41,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from bisectk.run import torchstate
+from bisectk.run import loggers, torchstate
 
 # the standard modules of probes, cheap to import and with no effect on import: loaded before the
 # baseline, so a run that loads one first is compared with the state before it, not after
@@ -66,6 +66,7 @@ class Probe:
     same: Callable[[Any, Any], bool] = operator.eq
     show: Callable[[Any], str] = repr
     quiet: bool = False    # put back without a word: every run changes it (random number streams)
+    adopt: bool = False    # read again after each run: what a package's first import made joins it
 
 
 def _m(name: str):
@@ -287,6 +288,8 @@ PROBES: list[Probe] = [
           lambda v: os.setpriority(os.PRIO_PROCESS, 0, v)),
     Probe("the root logger (handlers, level, logging.disable)", "logging", _logging_root, _set_logging_root,
           _logging_same, show=lambda v: f"{len(v[0])} handler(s), level {v[1]}, disable {v[2]}"),
+    Probe("named loggers (level, handlers, propagate)", "logging", loggers.read, loggers.write, loggers.same,
+          loggers.show, quiet=True, adopt=True),   # every `logging.getLogger(__name__)` makes one
     Probe("the environment (os.environ)", "os", lambda: dict(os.environ),
           lambda v: (os.environ.clear(), os.environ.update(v)), show=lambda v: f"{len(v)} variables"),
     Probe("the umask", "os", _umask, os.umask, show=oct),
@@ -452,10 +455,10 @@ class Baseline:
         """Modules first imported by the run that stay loaded join the baseline as they are."""
         self._take_namespaces([(n, m) for n, m in list(sys.modules.items()) if n not in self.modules])
         for p in PROBES:   # a probe whose module the run loaded (numpy, decimal) starts to count
-            if p.name not in self.readings:
+            if p.name not in self.readings or p.adopt:
                 value = self._read(p)
                 if value is not _ABSENT:
-                    self.probes.append(p)
+                    self.probes += [p] if p.name not in self.readings else []
                     self.readings[p.name] = value
 
     # -- what differs ---------------------------------------------------------------------

@@ -24,6 +24,10 @@ Shadowing  -- a module of the run's own tree (its `platform.py`) named like a mo
              Never hidden: the interpreter's startup modules (a fresh process has them before the
              script too, so it also gets the stdlib's) and the modules the worker itself imports
              while a run is in progress (WORKER_NEEDS, bisectk).
+run_main   -- the script run in a `__main__` with the globals `python k.py` gives it: `__builtins__`
+             the module (runpy's exec gave a dict: `__builtins__.profile = ...` failed warm), a
+             SourceFileLoader as `__loader__`, `__package__` None, `__annotations__` {}; a directory
+             or a zip archive (its `__main__.py`) goes through runpy, as `python DIR` does.
 clear_main -- the run's module globals cleared as an interpreter's exit clears them, while fds 1
              and 2 are still the run's: a file object it never flushed is flushed.
 ExitHooks  -- atexit handlers the run registers, run at its end, last registered first, as an
@@ -44,6 +48,18 @@ Permanent  -- hooks no call takes back, added by the run: an audit hook (sys.add
 exit_forked -- a process the run forked (os.fork) that comes back from the script: it exits there,
              as that process of `python script.py` would, rather than go on as a second worker
              (answering the pool, taking the next run's request).
+faulthandler_off -- what a run armed in faulthandler and no getter shows: a timer
+             (`dump_traceback_later(N, exit=True)`, a script's own watchdog) ticks on in a worker
+             and ended a later run N seconds on; a handler `register(SIGUSR1)` installed in C
+             kept a later run alive through a signal that kills a fresh process. A fresh process
+             has neither: the timer is cancelled and the handlers unregistered after every run.
+flush_at_exit -- the run's sys.stdout and sys.stderr flushed as an interpreter's exit flushes them:
+             one that fails (a Tee with no flush method, a detached stream) is said as 'Exception
+             ignored in: ...' and makes the status 120 (CPython's Py_RunMain), in the run and in a
+             child it forked; the worker swallowed it, and such a run passed warm, crashed cold.
+reap_children -- the children an earlier run left that have ended (a fork it never waited for,
+             what the pool ended after it) collected before the next run: they stayed the
+             worker's zombies, and a later run's os.wait() took one, where a fresh process has none.
 join_threads -- the run's non-daemon threads waited for, as threading._shutdown does at exit (idle
              ThreadPoolExecutor workers are woken to exit first, as its exit hook does); the
              watchdog still bounds the run.
@@ -136,6 +152,25 @@ def reseed() -> None:
             torch.seed()
         except Exception:
             pass
+
+
+# -- faulthandler --------------------------------------------------------------------------------
+def faulthandler_off() -> list[str]:
+    """Cancel a faulthandler timer the run may have armed (there is no getter: cancelled always)
+    and unregister the signals it registered: the words for the latter."""
+    fh = sys.modules.get("faulthandler")
+    if fh is None:
+        return []
+    import signal
+    fh.cancel_dump_traceback_later()
+    out = []
+    for sig in signal.valid_signals():
+        try:
+            if fh.unregister(sig):
+                out.append(f"faulthandler.register({signal.Signals(sig).name})")
+        except (ValueError, RuntimeError, OSError):   # the fatal signals: enable()'s, not register()'s
+            pass
+    return out
 
 
 # -- file locks ---------------------------------------------------------------------------------
@@ -264,6 +299,28 @@ class Shadowing:
 
 
 # -- the exit of the run ------------------------------------------------------------------------
+def run_main(script: str) -> None:
+    """Run the source file `script` as the interpreter runs `python script`, in a new `__main__`
+    (the module it replaces is put back after, as runpy does)."""
+    import builtins
+    import io
+    import types
+    from importlib.machinery import SourceFileLoader
+    with io.open_code(script) as f:
+        source = f.read()
+    code = compile(source, script, "exec", dont_inherit=True)   # not this module's __future__ flags
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=script, __cached__=None, __loader__=SourceFileLoader("__main__", script),
+                         __builtins__=builtins, __annotations__={})
+    before = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if before is not None:
+            sys.modules["__main__"] = before
+
+
 def clear_main(script: str) -> None:
     """Clear the run's `__main__` globals as an interpreter's exit clears its modules (underscore
     names first, then the rest, to None): the objects they alone hold are freed by reference
@@ -342,6 +399,19 @@ class Permanent:
         return f"{' and '.join(dict.fromkeys(own))} the run added, which nothing removes" if own else ""
 
 
+def reap_children() -> int:
+    """Collect every ended child of this process (never waiting for a live one): how many."""
+    n = 0
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return n
+        if pid == 0:
+            return n
+        n += 1
+
+
 def join_threads(before: set) -> None:
     """Wait for the non-daemon threads started since `before`, as the interpreter does at exit."""
     ours = [t for t in threading.enumerate() if t not in before and not t.daemon and t.is_alive()
@@ -360,6 +430,39 @@ def join_threads(before: set) -> None:
         t.join()
 
 
+def flush_at_exit(code: int) -> int:
+    """Flush the run's sys.stdout and sys.stderr (each not None and not closed), as the interpreter's
+    exit does: the status the process would then exit with (120 where a flush failed, the same
+    otherwise; an exit by SIGINT, a negative code, stays one)."""
+    failed = False
+    for f in (sys.stdout, sys.stderr):
+        if f is None:
+            continue
+        try:
+            if f.closed:
+                continue
+        except Exception:   # no 'closed' (a detached stream's raises): flushed, as the C side does
+            pass
+        try:
+            f.flush()
+        except Exception as exc:
+            failed = True
+            _unraisable(f, exc)
+    return 120 if failed and code >= 0 else code
+
+
+def _unraisable(obj, exc: BaseException) -> None:
+    """What sys.unraisablehook's default prints, on the run's sys.stderr (nothing if that fails too)."""
+    import traceback
+    try:
+        text = f"Exception ignored in: {obj!r}\n" + "".join(
+            traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None))
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
 def exit_forked(code: int, threads: set, hooks: ExitHooks) -> None:
     """End a process the run forked that has run the script to its end (`pid = os.fork()`, the
     child's branch falling off the script or calling sys.exit): an interpreter's exit, in its order
@@ -368,11 +471,7 @@ def exit_forked(code: int, threads: set, hooks: ExitHooks) -> None:
     try:
         join_threads(threads)
         hooks.run()
-        for f in (sys.stdout, sys.stderr):
-            try:
-                f.flush()
-            except Exception:
-                pass
+        code = flush_at_exit(code)
         import ctypes
         ctypes.CDLL(None).fflush(None)
     except BaseException:

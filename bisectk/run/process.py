@@ -306,7 +306,7 @@ def _start_on_spare(argv: list[str], cwd, env: dict[str, str], grace: float = GR
     c = Contained(proc, parent, -1, 0.0, streams=tuple(open(r, "rb", buffering=0) for r, _ in pipes))
     try:
         reply = _handshake(c, _config(argv, env, grace, leftover_grace, reuse=True,
-                                      cwd=os.fspath(cwd) if cwd else os.getcwd()))
+                                      cwd=os.path.abspath(cwd) if cwd else os.getcwd()))   # it waits in /
     except (OSError, SupervisorLost):   # it died, or was stopped, while it waited: passed over
         reply = None
     if reply is None:       # nothing of the run started on it (_handshake ended anything that might have)

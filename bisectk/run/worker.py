@@ -2,7 +2,8 @@
 
 A cold process per configuration costs ~6-7 s on a Hopper machine, almost all of it `import torch`
 and `import cutlass`; the kernel itself runs in microseconds. A warm worker pays the imports once,
-then runs each configuration's script in-process (`runpy.run_path` with a patched `sys.argv`).
+then runs each configuration's script in-process (in a fresh `__main__`, lifecycle.run_main, with a
+patched `sys.argv`).
 The parent side (the pool, hot spares, the watchdog) is `run/pool.py`.
 
 Protocol: `python -m bisectk.run.worker --serve --reply-fd N [--preload torch,cutlass]`; the worker
@@ -164,6 +165,7 @@ def _run_request(req: dict, baseline=None) -> dict:
     saved = {"cwd": os.getcwd(), "argv": sys.argv[:], "orig_argv": sys.orig_argv, "path": sys.path[:], "env": dict(os.environ),
              "environ": os.environ, "zone": _zone(), "import": builtins.__import__,
              "stdin": sys.stdin, "stdout": sys.stdout, "stderr": sys.stderr, "modules": set(sys.modules),
+             "dunder": (sys.__stdin__, sys.__stdout__, sys.__stderr__),
              "bytecode": sys.dont_write_bytecode, "ids": isolation.ids()}
     fd_in, fd_out, fd_err = os.dup(0), os.dup(1), os.dup(2)
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -188,18 +190,23 @@ def _run_request(req: dict, baseline=None) -> dict:
         sys.stdin = _stream(0, "r", saved["stdin"])
         sys.stdout = _stream(1, "w", saved["stdout"])
         sys.stderr = _stream(2, "w", saved["stderr"])
+        # and its sys.__stdout__ (...) as a fresh process's: the same objects, not the worker's, which
+        # a run that reconfigured or closed them would have changed for the worker and later runs
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = saved["streams"] = sys.stdin, sys.stdout, sys.stderr
         if req.get("cwd"):
             os.chdir(req["cwd"])
         os.environ.update(req.get("env") or {})
-        sys.argv = [main_file, *argv[1:]]     # runpy sets argv[0] to the path it runs
+        sys.argv = [main_file, *argv[1:]]     # argv[0] the path it runs, as runpy sets it
         # orig_argv as a fresh `python k.py ...` has it: a script that started itself again with
         # sys.orig_argv (a reloader, a re-exec under other variables) started a worker instead
         sys.orig_argv = [sys.executable, *argv]
-        sys.path.insert(0, os.path.dirname(script))
+        # sys.path[0] as the interpreter makes it: the directory of the file the script's path
+        # leads to (a linked k.py imports the modules beside its target, not beside the link)
+        sys.path.insert(0, _path0(script))
         sys.dont_write_bytecode = True
         importlib.invalidate_caches()   # a directory listing cached by a finder may be stale
         pp = (req.get("env") or {}).get("PYTHONPATH", "").split(os.pathsep)
-        shadow = lifecycle.Shadowing([os.path.dirname(script), *(p for p in pp if p and p in sys.path)])
+        shadow = lifecycle.Shadowing([_path0(script), *(p for p in pp if p and p in sys.path)])
         hooks = lifecycle.ExitHooks()
         permanent = lifecycle.Permanent()
         threads = set(threading.enumerate())
@@ -215,7 +222,9 @@ def _run_request(req: dict, baseline=None) -> dict:
         # the interpreter's exit, in its order: non-daemon threads, then atexit handlers
         lifecycle.join_threads(threads)
         ctx.run(hooks.run)
+        code = ctx.run(lifecycle.flush_at_exit, code)
     finally:
+        saved["faulthandler"] = lifecycle.faulthandler_off()   # first: its timer may end the worker
         saved["ids_regained"] = isolation.regain_ids(saved["ids"])   # before anything that opens a file
         if builtins.__import__ is not saved["import"]:   # before the worker's own imports below
             builtins.__import__ = saved["import"]
@@ -231,6 +240,11 @@ def _run_request(req: dict, baseline=None) -> dict:
         lifecycle.clear_main(main_file)
         gc.collect()
         flush_std()
+        for stream in saved.get("streams", ())[1:]:   # written through sys.__stdout__ after sys.stdout was replaced
+            try:
+                stream.flush()
+            except Exception:
+                pass
         try:  # C stdio buffers (device printf lands there)
             import ctypes
             ctypes.CDLL(None).fflush(None)
@@ -244,6 +258,7 @@ def _run_request(req: dict, baseline=None) -> dict:
         f_out.close()
         f_err.close()
         sys.stdin, sys.stdout, sys.stderr = saved["stdin"], saved["stdout"], saved["stderr"]
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = saved["dunder"]
         routine, roots = _put_back(req, saved, script)
         imported = loaded_files() if req.get("imports") else []
         native = False
@@ -291,6 +306,11 @@ def _run_request(req: dict, baseline=None) -> dict:
             "retire": native or bool(stuck), "changed": changed, "stuck": stuck, "imports": imported}
 
 
+def _path0(script: str) -> str:
+    """The directory `python script` puts first on sys.path: its real path's (links resolved)."""
+    return os.path.dirname(os.path.realpath(script))
+
+
 def _stream(fd: int, mode: str, like):
     """A text stream on `fd` for the run, with the encoding and errors of the worker's own `like`
     (what the interpreter gave it at start), line-buffered when written."""
@@ -307,19 +327,25 @@ def _exec_script(script: str) -> tuple[int, str]:
     same subject are one verdict in the ledger."""
     import runpy
     import signal
+
+    from bisectk.run import lifecycle
+    # a source file runs in a fresh interpreter's __main__ (lifecycle.run_main); a directory or a
+    # zip archive as runpy runs it, as `python DIR` does
+    source = os.path.isfile(script)
     # the script's frame sits `extra` frames deeper than in `python script.py` (this worker's own,
-    # and runpy's three): the recursion limit is raised by that much for the run, and the script
-    # reads and sets it as a fresh process would (the same numbers, the same headroom)
-    extra, f = 3, sys._getframe()
-    while f is not None:
-        extra, f = extra + 1, f.f_back
+    # and run_main's one or runpy's three): the recursion limit is raised by that much for the
+    # run, and the script reads and sets it as a fresh process would (the same numbers, the same headroom)
+    extra = _recursion_used() + (1 if source else 3)
     get, set_ = sys.getrecursionlimit, sys.setrecursionlimit
     limit = get()
     set_(limit + extra)
     sys.getrecursionlimit = lambda: get() - extra
     sys.setrecursionlimit = lambda n: set_(n + extra)
     try:
-        runpy.run_path(script, run_name="__main__")
+        if source:
+            lifecycle.run_main(script)
+        else:
+            runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
         c = exc.code
         if c is None:
@@ -338,6 +364,28 @@ def _exec_script(script: str) -> tuple[int, str]:
         sys.getrecursionlimit, sys.setrecursionlimit = get, set_
         set_(get() - extra)     # the limit as the script left it: the baseline's probe compares it
     return 0, ""
+
+
+def _recursion_used() -> int:
+    """How deep the caller's frame is, as the recursion limit counts: its frames, and the calls
+    between them made from C that count as one more each (three in a worker, which a walk of the
+    frames missed: a script recursed three frames less deep warm than cold). Read by recursing
+    under a limit just above the frames' own count, put back after."""
+    def down(n: int) -> int:
+        try:
+            return down(n + 1)
+        except RecursionError:
+            return n
+    frames, f = 0, sys._getframe(1)
+    while f is not None:
+        frames, f = frames + 1, f.f_back
+    limit = sys.getrecursionlimit()
+    probe = frames + 200
+    sys.setrecursionlimit(probe)
+    try:
+        return probe - down(1)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def _uncaught(exc: BaseException, script: str) -> None:
@@ -381,7 +429,8 @@ def _put_back(req: dict, saved: dict, script: str) -> tuple[list[str], list[str]
         moved = True
     if moved:
         routine.append("the working directory")
-    roots = [req.get("cwd") or "", os.path.dirname(script), *(p for p in sys.path if p not in saved["path"])]
+    roots = [req.get("cwd") or "", os.path.dirname(script), _path0(script),
+             *(p for p in sys.path if p not in saved["path"])]
     os.chdir(saved["cwd"])
     sys.argv, sys.orig_argv = saved["argv"], saved["orig_argv"]
     sys.path[:] = saved["path"]
@@ -391,6 +440,7 @@ def _put_back(req: dict, saved: dict, script: str) -> tuple[list[str], list[str]
         routine.append("the C environment (os.putenv, os.unsetenv)")
     if saved.get("import_replaced"):
         routine.append("builtins.__import__ (replaced)")
+    routine += saved.get("faulthandler") or []
     if saved.get("ids_regained"):
         routine.append("the user and group ids (seteuid, setegid, setgroups)")
     if _zone() != saved["zone"]:   # TZ and time.tzset(): the C library's zone, for time.localtime()
@@ -449,6 +499,7 @@ def serve_ready(reply_fd: int, info: dict) -> int:
         req = json.loads(line)
         if req.get("op") == "exit":
             break
+        lifecycle.reap_children()   # what the last run left, ended by the pool since: a fresh process has no child
         dirty = baseline.check()
         if dirty:   # never run in a state a fresh process would not have
             reply.write(json.dumps({"refused": f"the worker is not as fresh as after its preload: "

@@ -147,3 +147,16 @@ def test_a_spare_stopped_while_it_waited_is_passed_over():
     assert raw.started and raw.exit_code == 4 and int(raw.stdout.split()[0]) not in spares
     SPARES.close()      # what is still idle ends, a stopped one too (killed), as at exit
     assert not any(_alive(p) for p in spares)
+
+
+def test_a_relative_cwd_is_the_callers_on_every_run_whichever_supervisor_serves_it(tmp_path, monkeypatch):
+    """A relative cwd is read from the caller's directory, as subprocess reads it. A spare that
+    served a run waits in / for the next, and a relative cwd handed to it was read from there:
+    every other run of `run_process(argv, cwd="sub")` failed 'its working directory sub does not
+    exist' (the runs on a fresh spare or supervisor, started in the caller's directory, ran)."""
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    runs = [run_process(ENV_AND_PLACE, cwd="sub") for _ in range(4)]
+    assert [(r.started, r.error) for r in runs] == [(True, "")] * 4
+    assert {os.path.realpath(r.stdout.split()[1]) for r in runs} == {os.path.realpath(tmp_path / "sub")}
+    assert len({r.stdout.split()[0] for r in runs}) < 4      # some ran on a spare served again

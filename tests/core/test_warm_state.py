@@ -210,3 +210,173 @@ def test_a_script_that_ptraces_itself_runs_on_warm_as_cold(tmp_path):
     cold, warm = _cold_and_warm(tmp_path, {"traced.py": traced, "execs.py": execs})
     assert [v[1:] for v in cold] == [("PASS", "", json.dumps({"handled": 1, "traceme": 0})), ("PASS", "", "{}")], cold
     assert warm == cold
+
+
+def test_a_faulthandler_timer_a_first_run_armed_does_not_end_a_later_run(tmp_path):
+    """faulthandler.dump_traceback_later(N, exit=True) (a script's own watchdog) arms a C timer
+    that no probe could read: a fresh process's ends with it, a warm worker's went on ticking, and
+    a later run still going N seconds after the first run armed it was ended by it (`exit 1` warm,
+    a pass cold). The worker cancels it after every run."""
+    arms = "import faulthandler\nfaulthandler.dump_traceback_later(2, exit=True)\nprint('BISECTK_RESULT {}')\n"
+    slow = "import time\ntime.sleep(4)\nprint('BISECTK_RESULT {}')\n"
+    cold, warm = _cold_and_warm(tmp_path, {"arms.py": arms, "slow.py": slow})
+    assert [v[1] for v in cold] == ["PASS", "PASS"]
+    assert warm == cold
+
+
+def test_a_faulthandler_signal_handler_a_first_run_registered_is_gone_in_a_later_run(tmp_path):
+    """faulthandler.register(SIGUSR1) installs a C handler that signal.getsignal does not show: a
+    later run that sent itself SIGUSR1 died of it cold and dumped a traceback and went on warm
+    (PASS where cold was `SIGUSR1`). The worker unregisters what a run registered, and says so."""
+    registers = ("import faulthandler, signal\nfaulthandler.register(signal.SIGUSR1)\n"
+                 "print('BISECTK_RESULT {}')\n")
+    signals = ("import os, signal, time\nos.kill(os.getpid(), signal.SIGUSR1)\ntime.sleep(0.5)\n"
+               "print('BISECTK_RESULT {}')\n")
+    cold, warm = _cold_and_warm(tmp_path, {"registers.py": registers, "signals.py": signals})
+    assert [v[1:3] for v in cold] == [("PASS", ""), ("FAIL", "SIGUSR1")]
+    assert warm == cold
+    (tmp_path / "r.py").write_text(registers)
+    with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=120) as pool:
+        raw = run_command(pool, [sys.executable, "r.py"], cwd=tmp_path, timeout=120)
+    assert "faulthandler.register(SIGUSR1)" in (raw.isolation or ""), raw.isolation
+
+
+def test_a_standard_stream_that_cannot_be_flushed_at_exit_ends_a_warm_run_as_it_ends_a_cold_one(tmp_path):
+    """An interpreter's exit flushes sys.stdout and sys.stderr as the script left them, and one
+    that fails (a Tee without a flush method, a detached stream, a flush that raises) is said as
+    'Exception ignored in: ...' and makes the status 120, whatever the script's own. The worker
+    swallowed it: the run passed warm where it crashed cold, a sys.exit(4) said 'exit 4', and a
+    forked child's status was 0 instead of 120."""
+    tee = ("import sys\nclass Tee:\n    def __init__(self, f):\n        self.f = f\n"
+           "    def write(self, x):\n        return self.f.write(x)\nsys.stdout = Tee(sys.stdout)\n"
+           "print('BISECTK_RESULT {}')\n")
+    detached = "import sys\nb = sys.stdout.detach()\nb.write(b'BISECTK_RESULT {}\\n')\nb.flush()\n"
+    raises = ("import sys\nclass W:\n    def write(self, x):\n        return len(x)\n"
+              "    def flush(self):\n        raise RuntimeError('flush broke')\nsys.stderr = W()\nsys.exit(4)\n")
+    forked = ("import os, sys\nclass W:\n    def write(self, x):\n        return len(x)\n"
+              "if os.fork() == 0:\n    sys.stdout = W()\n    sys.exit(0)\n_, st = os.wait()\n"
+              "print('BISECTK_RESULT {\"child\": %d}' % os.waitstatus_to_exitcode(st))\n")
+    closed = "import sys\nprint('BISECTK_RESULT {}')\nsys.stdout.close()\n"
+    cold, warm = _cold_and_warm(tmp_path, {"tee.py": tee, "detached.py": detached, "raises.py": raises,
+                                           "forked.py": forked, "closed.py": closed})
+    assert [v[1:3] for v in cold] == [("FAIL", "AttributeError: 'Tee' object has no attribute 'flush'"),
+                                      ("FAIL", "ValueError: underlying buffer has been detached"),
+                                      ("FAIL", "exit 120"), ("PASS", ""), ("PASS", "")], cold
+    assert cold[3][3] == json.dumps({"child": 120})
+    assert warm == cold
+
+
+def test_sys_dunder_streams_are_the_runs_own_warm_as_cold(tmp_path):
+    """sys.__stdout__ (and __stderr__, __stdin__) in a warm run were the worker's own streams: a
+    script that reconfigured it (`sys.__stdout__.reconfigure(errors='replace')`) crashed warm
+    ('Illegal seek') where it passed cold, and its errors handler was every later run's
+    sys.stdout's; `sys.stdout is sys.__stdout__` was False. A run's dunder streams are its own."""
+    reconf = "import sys\nsys.__stdout__.reconfigure(errors='replace')\nprint('BISECTK_RESULT {}')\n"
+    reads = ("import json, sys\nprint('BISECTK_RESULT ' + json.dumps({'errors': sys.stdout.errors, "
+             "'same': [sys.stdin is sys.__stdin__, sys.stdout is sys.__stdout__, sys.stderr is sys.__stderr__]}))\n")
+    # what it writes there after replacing sys.stdout, with no newline, reaches its output all the same
+    partial = "import io, sys\nsys.stdout = io.StringIO()\nsys.__stdout__.write('BISECTK_RESULT {\"n\": 1}')\n"
+    cold, warm = _cold_and_warm(tmp_path, {"reconf.py": reconf, "reads.py": reads, "partial.py": partial})
+    assert [v[1] for v in cold] == ["PASS"] * 3 and json.loads(cold[1][3])["same"] == [True, True, True]
+    assert cold[2][3] == json.dumps({"n": 1})
+    assert warm == cold
+
+
+def test_a_scripts_main_module_globals_are_a_fresh_interpreters_warm_as_cold(tmp_path):
+    """runpy.run_path gave a warm run's `__main__` other globals than `python k.py` gives: a dict
+    for `__builtins__` (the module, cold), no `__loader__` (a SourceFileLoader, cold), `__package__`
+    '' (None) and no `__annotations__`. `__builtins__.profile = ...` (the kernprof fallback) crashed
+    warm with AttributeError where it passed cold, and so did `__loader__.get_data(__file__)`."""
+    profile = ("try:\n    profile\nexcept NameError:\n    __builtins__.profile = lambda f: f\n"
+               "@profile\ndef f():\n    return 1\nprint('BISECTK_RESULT {\"f\": %d}' % f())\n")
+    names = ("import json, sys\nprint('BISECTK_RESULT ' + json.dumps({'builtins': type(__builtins__).__name__, "
+             "'loader': type(__loader__).__name__, 'data': len(__loader__.get_data(__file__)), "
+             "'package': __package__, 'annotations': __annotations__, 'spec': __spec__, "
+             "'main': sys.modules['__main__'].__dict__ is globals()}))\n")
+    cold, warm = _cold_and_warm(tmp_path, {"profile.py": profile, "names.py": names})
+    assert [v[1] for v in cold] == ["PASS", "PASS"], cold
+    assert json.loads(cold[1][3])["builtins"] == "module"
+    assert warm == cold
+
+
+def test_a_script_recurses_as_deep_warm_as_cold(tmp_path):
+    """The recursion limit is raised for a warm run by how deep its script starts; that was read by
+    walking the worker's frames, which missed the calls made from C that the limit counts too: a
+    script recursed three frames less deep warm than cold (995 against 998), so one that recursed
+    to within three frames of the limit crashed warm only. The depth is now measured."""
+    deep = ("import json, sys\nif len(sys.argv) > 1:\n    sys.setrecursionlimit(int(sys.argv[1]))\n"
+            "def down(n):\n    try:\n        return down(n + 1)\n    except RecursionError:\n        return n\n"
+            "print('BISECTK_RESULT ' + json.dumps({'depth': down(0), 'limit': sys.getrecursionlimit()}))\n")
+    (tmp_path / "deep.py").write_text(deep)
+
+    def depths(executor):
+        return [run_command(executor, [sys.executable, "deep.py", *arg], cwd=tmp_path, timeout=120).result
+                for arg in ([], ["120"], [])]
+    cold = depths(LocalExecutor())
+    with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=120) as pool:
+        warm = depths(pool)
+        assert pool.stats["cold_runs"] == 0, pool.stats
+    assert all(r.startswith("BISECTK_RESULT") for r in cold), cold
+    assert warm == cold
+
+
+def test_a_linked_script_imports_beside_its_target_warm_as_cold(tmp_path):
+    """`python k.py` where k.py is a symbolic link puts the directory of the file it leads to
+    first on sys.path (the interpreter resolves the script's path): a linked script imports the
+    modules beside its target. The worker put the link's own directory there: the same script
+    failed ModuleNotFoundError warm where it passed cold, or imported a same-named module from
+    beside the link. The module it imports is the run's own, not kept for the next run."""
+    real, link = tmp_path / "tools", tmp_path / "kernel"
+    real.mkdir()
+    link.mkdir()
+    (real / "k.py").write_text("import json, helper\nprint('BISECTK_RESULT ' + json.dumps({'from': helper.WHERE}))\n")
+    (real / "helper.py").write_text("WHERE = 'tools'\n")
+    (link / "k.py").symlink_to(real / "k.py")
+
+    def results(executor):
+        return [run_command(executor, [sys.executable, "k.py"], cwd=link, timeout=120).result for _ in range(2)]
+    cold = results(LocalExecutor())
+    assert cold == ['BISECTK_RESULT {"from": "tools"}'] * 2, cold
+    with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=120) as pool:
+        first = results(pool)
+        (real / "helper.py").write_text("WHERE = 'edited'\n")
+        second = results(pool)
+        assert pool.stats["cold_runs"] == 0, pool.stats
+    assert first == cold
+    assert second == ['BISECTK_RESULT {"from": "edited"}'] * 2
+
+
+def test_a_child_a_run_never_waited_for_is_not_the_next_runs_child(tmp_path):
+    """A child a run forked and never waited for (or one the pool ended after it) stayed the warm
+    worker's zombie child: a later run's os.wait() collected it, where a fresh process has no
+    child to wait for (ChildProcessError), and psutil counted it among the run's children."""
+    forks = "import os\nif os.fork() == 0:\n    os._exit(0)\nprint('BISECTK_RESULT {}')\n"
+    spawns = "import subprocess\nsubprocess.Popen(['sleep', '0.1'])\nprint('BISECTK_RESULT {}')\n"
+    waits = ("import json, os, time\ntime.sleep(0.3)\ntry:\n    os.wait()\n    w = 'a child'\n"
+             "except ChildProcessError:\n    w = 'none'\nprint('BISECTK_RESULT ' + json.dumps({'waited': w}))\n")
+    cold, warm = _cold_and_warm(tmp_path, {"forks.py": forks, "waits.py": waits, "spawns.py": spawns,
+                                           "waits_again.py": waits})
+    assert [v[3] for v in cold] == ["{}", json.dumps({"waited": "none"}), "{}", json.dumps({"waited": "none"})]
+    assert warm == cold
+
+
+def test_loggers_a_run_made_or_configured_are_a_fresh_processs_in_the_next_run(tmp_path):
+    """Only the root logger was put back: a named logger lived on in the worker with what a run
+    gave it. A script that adds a handler to logging.getLogger(__name__) had two handlers in the
+    second warm run and three in the third (each line logged once per earlier run, into that
+    run's output), and a level or `propagate = False` set on a library's logger held for every
+    later run."""
+    logs = ("import json, logging, sys\nlog = logging.getLogger(__name__)\n"
+            "log.addHandler(logging.StreamHandler(sys.stderr))\nlog.setLevel(logging.INFO)\nlog.info('hello')\n"
+            "print('BISECTK_RESULT ' + json.dumps({'handlers': len(log.handlers), 'level': log.level}))\n")
+    quiets = ("import logging\nlib = logging.getLogger('kernels.lib')\nlib.setLevel(logging.ERROR)\n"
+              "lib.propagate = False\nlib.addHandler(logging.NullHandler())\nprint('BISECTK_RESULT {}')\n")
+    reads = ("import json, logging\nlib = logging.getLogger('kernels.lib')\n"
+             "print('BISECTK_RESULT ' + json.dumps({'handlers': len(lib.handlers), 'level': lib.level, "
+             "'propagate': lib.propagate, 'disabled': lib.disabled}))\n")
+    cold, warm = _cold_and_warm(tmp_path, {"logs.py": logs, "logs2.py": logs, "logs3.py": logs,
+                                           "quiets.py": quiets, "reads.py": reads})
+    assert {v[3] for v in cold[:3]} == {json.dumps({"handlers": 1, "level": 20})}, cold
+    assert json.loads(cold[4][3])["propagate"] is True
+    assert warm == cold
+    assert [v[2] for v in warm] == [""] * 5

@@ -286,16 +286,19 @@ def confirm_sets(tester, must_fail: Sequence[frozenset], must_pass: Sequence[fro
             judged = [o for o in tester.history[key] if o is not Outcome.UNRESOLVED]
             fails += sum(o is Outcome.FAIL for o in judged)
             runs += len(judged)
-    # every PASS claim is a chance for a wrong answer to slip through: they share 1 - confidence
-    # (Bonferroni), so an answer resting on three claims is as sure as one resting on one
-    share = 1.0 - (1.0 - confidence) / max(len(must_pass), 1)
-    repeats = 1 if steady and tester.rule is None else repeats_for(fails, runs, share)
+    # each PASS claim is asked the passes of one claim at the full confidence, not a share of it:
+    # the answer is given only if every claim passes, so a wrong answer (one of its claims a
+    # failing configuration) slips through only if that claim passes all of its fresh runs,
+    # (1 - p_lo)^repeats <= 1 - confidence however many right claims stand beside it. Splitting
+    # 1 - confidence among the claims (a union bound, for an answer given if any claim held)
+    # asked an interaction's four claims 19 passes each where 12 give the same bound
+    repeats = 1 if steady and tester.rule is None else repeats_for(fails, runs, confidence)
     if tester.rule is not None:     # fresh passes, at least as many as the rule's verdicts needed
         repeats = max(repeats, getattr(tester.rule, "repeats", 1))
     elif must_fail and must_pass and not steady:
         # as for a commit (plan_confirmation): each more failure of the culprit set raises the
         # observed rate and lowers the passes every PASS claim needs; the cheapest split is run
-        again, repeats = plan_confirmation(fails - 1, runs - 1, len(must_pass), share,
+        again, repeats = plan_confirmation(fails - 1, runs - 1, len(must_pass), confidence,
                                            costs() if costs else (1.0, 1.0))   # again >= 1: one made
         for _ in range(again - 1):
             got = tester.confirm(must_fail[0], Outcome.FAIL, 1)

@@ -346,7 +346,7 @@ def test_one_outlying_wall_time_run_of_a_hybrid_without_the_culprit_is_not_proof
 
 
 def test_two_factor_interaction(tmp_path):
-    # --warm: the torch subject's 49 runs (confirmation included) in seconds, not minutes
+    # --warm: the torch subject's 39 runs (confirmation included) in seconds, not minutes
     doc = ablate_json(VARIANTS / "attention-warps.toml", tmp_path, "--warm")
     assert sorted(doc["culprits"]) == ["mma_warp", "warps"] and doc["interaction"] is True
     assert all(p["outcome"] == "pass" for p in doc["proof"])

@@ -187,3 +187,39 @@ def test_one_more_failure_of_a_fail_claim_is_evidence_when_good_may_fail_too():
         tester.memo[claim] = Outcome.FAIL
         check = confirm_sets(tester, [claim], [bad_without], 0.99, endpoint=(7, 10), good=good)
         assert check.contradicted == contradicted, (good, check)
+
+
+@pytest.mark.parametrize("costs", [None, (16.0, 1.0)])
+def test_an_interaction_asks_each_claim_the_passes_one_claim_needs(costs):
+    """The answer is given only if every PASS claim passes, so a wrong one (a failing
+    configuration among its claims) slips through only if that claim passes all of its fresh runs:
+    (1 - p_lo)^repeats <= 1 - confidence bounds it however many right claims stand beside it. The
+    four claims of a pair that fails only together (bad without a, bad without c, a alone, c alone)
+    are each asked the passes one claim needs at the rate the failures showed; split among the
+    claims (Bonferroni), a hang pair was asked 19 passes of each, 77 confirming runs where 49 give
+    the same bound (a reviewer's 4-factor ablation: 89 runs in all)."""
+    from bisectk.search.confirm import confirm_sets
+    from bisectk.search.tester import Tester
+    everything = frozenset("abcd")
+
+    def confirmation(culprits, must_pass):
+        bad = frozenset(culprits)
+        tester = Tester(lambda key: Outcome.FAIL if bad <= key else Outcome.PASS)
+        for key in (everything - {"d"}, bad):       # what the search saw fail: once each
+            tester.history[key], tester.memo[key] = [Outcome.FAIL], Outcome.FAIL
+        check = confirm_sets(tester, [bad], must_pass, 0.99, endpoint=(2, 2),
+                             costs=(lambda: costs) if costs else None)
+        assert check.ok
+        return check.repeats, tester.runs, len(tester.history[bad])
+
+    pair = confirmation("ac", [everything - {"a"}, everything - {"c"}, frozenset("a"), frozenset("c")])
+    lone = confirmation("a", [everything - {"a"}])
+    for repeats, runs, culprit_runs in (pair, lone):
+        # 2 + 1 failures before the culprit's runs: each claim's passes meet the asked bound at the
+        # rate they show (counted over one run more: repeats_for), and no more than that
+        assert repeats == repeats_for(3 + culprit_runs, 3 + culprit_runs, 0.99), (pair, lone)
+        rule = ConfidenceRule.derive(3 + culprit_runs, 4 + culprit_runs, alpha=0.01, confidence=0.99)
+        assert repeats == rule.repeats and (1 - rule.p_lo) ** repeats <= 0.01
+    assert pair[1] == pair[2] - 1 + 4 * pair[0]         # the culprit's re-runs, each claim's passes
+    if costs:       # a hang is re-run once and its claims pass more: 12 each, as a lone culprit's
+        assert pair == (12, 49, 2) and lone[0] == 12

@@ -196,7 +196,8 @@ def _run_request(req: dict, baseline=None) -> dict:
         if req.get("cwd"):
             os.chdir(req["cwd"])
         os.environ.update(req.get("env") or {})
-        sys.argv = [main_file, *argv[1:]]     # argv[0] the path it runs, as runpy sets it
+        # argv[0] as typed, as `python k.py` leaves it ('k.py', not the absolute path __file__ is)
+        sys.argv = list(argv)
         # orig_argv as a fresh `python k.py ...` has it: a script that started itself again with
         # sys.orig_argv (a reloader, a re-exec under other variables) started a worker instead
         sys.orig_argv = [sys.executable, *argv]

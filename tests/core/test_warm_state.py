@@ -401,3 +401,17 @@ def test_sys_argv0_is_the_script_as_typed_warm_as_cold(tmp_path):
         assert pool.stats["cold_runs"] == 0, pool.stats
     assert [json.loads(r.split(" ", 1)[1])["argv0"] for r in cold] == ["k.py", "./sub/k.py", str(tmp_path / "k.py")]
     assert warm == cold
+
+
+def test_sys_orig_argv0_is_the_program_as_typed_warm_as_cold(tmp_path):
+    """A warm run's sys.orig_argv[0] was the worker's sys.executable (an absolute path) where a
+    fresh `python3 k.py` has 'python3', the program as the command names it."""
+    (tmp_path / "k.py").write_text("import json, sys\nprint('BISECTK_RESULT ' + json.dumps({'orig': sys.orig_argv}))\n")
+    program = os.path.basename(sys.executable)
+    env = {"PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])}
+    cold = run_command(LocalExecutor(), [program, "k.py", "x"], cwd=tmp_path, env=env, timeout=120).result
+    with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=120) as pool:
+        warm = run_command(pool, [program, "k.py", "x"], cwd=tmp_path, env=env, timeout=120).result
+        assert pool.stats["cold_runs"] == 0, pool.stats
+    assert json.loads(cold.split(" ", 1)[1])["orig"] == [program, "k.py", "x"]
+    assert warm == cold

@@ -175,7 +175,7 @@ class Session:
         namespace = "#clean-ignored" if self.policy.clean_ignored else ""
         runner = Runner(self.spec, self.ledger, events=self.events, session=self.id, cwd=cwd, log_root=self.log_root,
                         executor=self.executor(), snapshots=self.snapshots, timeout=self.policy.timeout,
-                        namespace=namespace, fresh=self.policy.fresh)
+                        namespace=namespace, fresh=self.policy.fresh, gpus=self.policy.gpus)
         self.runners.append(runner)
         return runner
 

@@ -38,7 +38,8 @@ content_digest     -- every file of a tree, whatever its name, tracked or not: w
 file_digest        -- one file's content hash, remembered by (size, mtime, inode) for the process
                       (bisectk/contents.py).
 gpu_facts          -- the driver's version and each GPU's model (/proc/driver/nvidia), in the
-                      key where the driver is loaded: a run is an observation of one machine.
+                      key where the driver is loaded: a run is an observation of one machine; with
+                      --gpus, the models of the GPUs the runs are pinned to, not the machine's.
 StaticKey          -- (1)-(4) for one Runner: `key(policy, revision)`. A workload pinned by a
                       revision (a commit, a hunk set over GOOD's and BAD's whole content) does not
                       add the tree. `files`: the named files (1) it covers, for the reports.
@@ -316,34 +317,65 @@ def program_identity(argv0: str, env: Mapping[str, str]) -> str:
 NVIDIA_PROC = "/proc/driver/nvidia"   # the driver's own files: version, gpus/<bus id>/information
 
 
-def gpu_facts() -> str:
+def gpu_facts(visible: tuple[str, ...] = (), order: str | None = None) -> str:
     """The machine's GPUs as the driver states them, '' without NVIDIA's driver: its version line
     and each GPU's bus id and model (/proc, no nvidia-smi: well under a millisecond). A driver
     upgraded since the runs, or a ledger shared by hosts of other GPUs (beside the spec on a
-    network home), is another machine, whose runs are new observations."""
+    network home), is another machine, whose runs are new observations.
+
+    `visible`: the GPUs the runs are pinned to (--gpus: each run's CUDA_VISIBLE_DEVICES is one of
+    them): then the driver's line and the models of those GPUs alone, as a set (a run sees one of
+    them), so a run on one GPU never answers for a run on a GPU of another model. An index names
+    the GPU CUDA counts there: in bus order under `order` (CUDA_DEVICE_ORDER) PCI_BUS_ID, or where
+    every GPU is one model; else (CUDA's default, fastest first, on GPUs of several models), and
+    for a UUID /proc does not list (MIG-...), the entry itself beside the whole machine's facts."""
     try:
         with open(os.path.join(NVIDIA_PROC, "version"), errors="replace") as f:
-            facts = [f.readline().strip()]
+            version = f.readline().strip()
         gpus = sorted(os.listdir(os.path.join(NVIDIA_PROC, "gpus")))
     except OSError:
         return ""
-    for bus in gpus:
-        try:
-            with open(os.path.join(NVIDIA_PROC, "gpus", bus, "information"), errors="replace") as f:
-                model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("Model:")), "")
-        except OSError:
-            model = "?"
-        facts.append(f"{bus}={model}")
-    return "; ".join(facts)
+    info = {bus: _gpu_information(bus) for bus in gpus}
+    models = {bus: "?" if i is None else i.get("Model", "") for bus, i in info.items()}
+    machine = "; ".join([version, *(f"{bus}={models[bus]}" for bus in gpus)])
+    if not visible:
+        return machine
+    by_index = order == "PCI_BUS_ID" or len(set(models.values())) == 1
+    seen = set()
+    for entry in visible:
+        if entry.isdigit():
+            buses = [gpus[int(entry)]] if by_index and int(entry) < len(gpus) else []
+        else:
+            buses = [bus for bus in gpus if entry.upper().startswith("GPU-")
+                     and (info[bus] or {}).get("GPU UUID", "").lower().startswith(entry.lower())]
+        seen.add(models[buses[0]] if len(buses) == 1 else f"{entry} of {machine}")
+    return "; ".join([version, "pinned to " + ", ".join(sorted(seen))])
+
+
+def _gpu_information(bus: str) -> dict[str, str] | None:
+    """A GPU's /proc/driver/nvidia/gpus/<bus>/information as {field: value} (Model, GPU UUID, ...);
+    None where it cannot be read."""
+    try:
+        with open(os.path.join(NVIDIA_PROC, "gpus", bus, "information"), errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    fields: dict[str, str] = {}
+    for ln in lines:
+        name, sep, value = ln.partition(":")
+        if sep:
+            fields.setdefault(name.strip(), value.strip())
+    return fields
 
 
 class StaticKey:
     """The memo key of one Runner, less the recorded sources (see the module docstring)."""
 
-    def __init__(self, spec, cwd: Path, env: Mapping[str, str] | None = None, *, pinned: bool = False):
+    def __init__(self, spec, cwd: Path, env: Mapping[str, str] | None = None, *, pinned: bool = False,
+                 gpus: tuple[str, ...] = ()):
         """`pinned`: `cwd` is a tree of bisectk's own that every run rewrites (diff's scratch
         tree), its content pinned by each workload's revision: `moved()` leaves out what lies
-        in it."""
+        in it. `gpus`: --gpus, the GPUs the runs are pinned to (gpu_facts keys those alone)."""
         env = os.environ if env is None else env
         self.spec, self.cwd, self.pinned = spec, Path(cwd), pinned
         programs = []
@@ -360,7 +392,7 @@ class StaticKey:
         from bisectk.run.classify import RULES_VERSION
         self.base = {"spec": spec.fingerprint(cwd), "programs": programs, "env": environment_digest(env),
                      "rules": RULES_VERSION}
-        gpus = gpu_facts()
+        gpus = gpu_facts(tuple(gpus), (getattr(spec, "env", None) or {}).get("CUDA_DEVICE_ORDER", env.get("CUDA_DEVICE_ORDER")))
         if gpus:    # a machine without NVIDIA's driver keeps the key it had
             self.base["gpus"] = gpus
         self._tree: str | None = None

@@ -15,7 +15,8 @@ _Slot      -- (run/poolworker.py, with _Worker: one live worker process) a place
               costs the first one 0.2-0.6 s of its 9.3 s (bench/preload_contention.py).
 WorkerPool -- an Executor (run/executor.py): `run(job, watch) -> RawRun`, `alive()`, `close()`.
               A job that cannot run in-process (not `python script.py ...`, or an env override of a process-level
-              variable such as CUDA_* / CUTE_DSL_*) runs in a fresh process instead. The run's
+              variable such as CUDA_* / CUTE_DSL_* / PYTHON*, or of a locale variable the interpreter reads at
+              its start: LC_ALL, LC_CTYPE, LANG) runs in a fresh process instead. The run's
               output comes through two FIFOs read exactly as a cold run's pipes are
               (run/output.py: capped logs, the result line wherever it is); its lines feed the
               `watch`, and the one wait loop (run/watchdog.py) decides a hang. After each run the
@@ -63,6 +64,11 @@ PROCESS_LEVEL_ENV = ("CUDA_", "CUTE_DSL_", "CUTLASS_", "PYTHON", "LD_", "TORCH_"
 # are line-buffered, which is what the runner's PYTHONUNBUFFERED=1 asks of a fresh interpreter,
 # and it writes no bytecode (the commit and hunk spaces' PYTHONDONTWRITEBYTECODE=1)
 WARM_HONOURS_ENV = frozenset({"PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"})
+# The locale variables the interpreter reads at its start, by name (the other LC_* categories are
+# read only when a script calls setlocale, from the run's environment: a worker honours them):
+# they set LC_CTYPE, and under the C or POSIX locale UTF-8 mode, which fixes open()'s default
+# encoding, the preferred and filesystem encodings and the streams' errors for the process's life
+STARTUP_LOCALE_ENV = frozenset({"LC_ALL", "LC_CTYPE", "LANG"})
 DEFAULT_PRELOAD = ("torch", "cutlass")
 READY_TIMEOUT_S = 180.0
 MAX_FAILED_STARTS = 3
@@ -384,7 +390,8 @@ class WorkerPool(WarmRun):
         variable set otherwise than the workers have it, but for a GPU pin of theirs)."""
         pinned = self._pinned(env)
         for k, v in (env or {}).items():
-            if (k.startswith(PROCESS_LEVEL_ENV) and k not in WARM_HONOURS_ENV and self.base_env.get(k) != v
+            if ((k.startswith(PROCESS_LEVEL_ENV) or k in STARTUP_LOCALE_ENV) and k not in WARM_HONOURS_ENV
+                    and self.base_env.get(k) != v
                     and not (k == "CUDA_VISIBLE_DEVICES" and pinned is not None)):
                 return False
         return True

@@ -76,10 +76,10 @@ class Runner:
                  session: int | None = None, cwd: Path | None = None, log_root: Path | None = None,
                  executor: Executor | None = None, floor: float = DEFAULT_FLOOR_S,
                  factor: float = DEFAULT_FACTOR, namespace: str = "", snapshots: SnapshotPolicy | None = None,
-                 timeout: float | None = None, fresh: bool = False):
-        """`timeout`: --timeout, a fixed watchdog that overrides the spec's and calibration. `fresh`:
-        --fresh, no run is answered from the ledger, and each configuration's runs made take the
-        place of those stored before (Ledger.supersede)."""
+                 timeout: float | None = None, fresh: bool = False, gpus: tuple[str, ...] = ()):
+        """`timeout`: --timeout, a fixed watchdog that overrides the spec's and calibration. `gpus`:
+        --gpus, the GPUs the runs are pinned to (the memo key's). `fresh`: --fresh, no run is answered
+        from the ledger, and each configuration's runs made take the place of those stored before."""
         self.spec = spec
         self.ledger = ledger
         self.events = events or EventBus()
@@ -94,7 +94,7 @@ class Runner:
         # the command names change between runs by design: no edit of the user's. Only a directory
         # given for the runs (never the spec's own: a project named `scratch-x` is the user's)
         self.memo = StaticKey(spec, self.cwd, pinned=Path(self.cwd) != Path(spec.cwd)
-                              and ledger_scratch(str(Path(self.cwd).resolve()), ledger))
+                              and ledger_scratch(str(Path(self.cwd).resolve()), ledger), gpus=gpus)
         self._sources: dict[str, list[str]] = {}   # static key -> source files its runs imported
         self.imported_files: set[str] = set()      # every source file a run of this runner imported
                                                    # (engine/checkout_imports.py reads it)

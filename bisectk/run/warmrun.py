@@ -41,7 +41,7 @@ class WarmRun:
         t0 = time.monotonic()
         caps = captures(job.log_dir, TAIL_BYTES, lambda text: watch.feed(text, time.monotonic() - t0))
         readers = Readers(list(zip(fifos.fds, caps)))
-        req = {"argv": list(job.argv[1:]), "env": dict(job.env),
+        req = {"argv": list(job.argv[1:]), "program": job.argv[0], "env": dict(job.env),
                "cwd": str(Path(job.cwd).resolve()) if job.cwd else os.getcwd(),
                "stdout_path": str(fifos.dir / "stdout"), "stderr_path": str(fifos.dir / "stderr"),
                "imports": bool(job.record_imports)}

@@ -8,7 +8,7 @@ The parent side (the pool, hot spares, the watchdog) is `run/pool.py`.
 
 Protocol: `python -m bisectk.run.worker --serve --reply-fd N [--preload torch,cutlass]`; the worker
 preloads, replies `{"ready": true, ...}` on the reply fd, then reads one JSON request per line on
-stdin `{argv, env, cwd, stdout_path, stderr_path}` and replies one JSON line per request
+stdin `{argv, program, env, cwd, stdout_path, stderr_path}` and replies one JSON line per request
 `{exit_code, duration_s, error, poisoned, retire, changed, stuck, imports}` (or `{refused}`).
 fds 1 and 2 are redirected into the request's paths for the run (pipes the parent reads, so
 C-level output such as device printf is captured and followed as it is written). `poisoned` holds
@@ -196,10 +196,11 @@ def _run_request(req: dict, baseline=None) -> dict:
         if req.get("cwd"):
             os.chdir(req["cwd"])
         os.environ.update(req.get("env") or {})
-        sys.argv = [main_file, *argv[1:]]     # argv[0] the path it runs, as runpy sets it
-        # orig_argv as a fresh `python k.py ...` has it: a script that started itself again with
-        # sys.orig_argv (a reloader, a re-exec under other variables) started a worker instead
-        sys.orig_argv = [sys.executable, *argv]
+        # argv[0] as typed, as `python k.py` leaves it ('k.py', not the absolute path __file__ is)
+        sys.argv = list(argv)
+        # orig_argv as a fresh `python k.py ...` has it, the program as typed: a script that started
+        # itself again with sys.orig_argv (a reloader, a re-exec under other variables) started a worker instead
+        sys.orig_argv = [req.get("program") or sys.executable, *argv]
         # sys.path[0] as the interpreter makes it: the directory of the file the script's path
         # leads to (a linked k.py imports the modules beside its target, not beside the link)
         sys.path.insert(0, _path0(script))

@@ -5,6 +5,7 @@ variable `bisectk env --diff` offers as a factor is one of them."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -85,3 +86,39 @@ def test_the_runs_standard_streams_encode_as_a_fresh_interpreters_warm_as_cold(t
         assert pool.stats["cold_runs"] == 0, pool.stats
     assert cold == [1, 1 if io == "ascii" else 0]
     assert warm == cold
+
+
+def test_a_locale_variable_read_at_interpreter_start_runs_cold_warm_as_cold(tmp_path):
+    """LC_ALL, LC_CTYPE and LANG are read when the interpreter starts: a fresh process under
+    LC_ALL=C (or LANG=C) has UTF-8 mode on (sys.flags.utf8_mode, open()'s default encoding, the
+    preferred encoding), and LC_CTYPE 'C' under LC_ALL=C; a worker, started under the machine's
+    C.UTF-8, kept UTF-8 mode off and its own LC_CTYPE, which no setlocale puts right (UTF-8 mode
+    and the filesystem encoding are fixed at start). Such a run now goes to a fresh process, as a
+    PYTHON* variable's does; a category read only when the script calls setlocale stays warm."""
+    from bisectk.run.executor import LocalExecutor, run_command
+    (tmp_path / "loc.py").write_text(
+        "import json, locale, sys\nprint('BISECTK_RESULT ' + json.dumps({'utf8': sys.flags.utf8_mode, "
+        "'ctype': locale.setlocale(locale.LC_CTYPE), 'preferred': locale.getpreferredencoding(False), "
+        "'out': sys.stdout.encoding, 'fs': sys.getfilesystemencoding()}))\n")
+    base = {"LANG": "C.UTF-8", "LC_ALL": "", "LC_CTYPE": ""}    # the worker's, whatever this machine's
+    envs = [{}, {"LC_ALL": "C"}, {"LANG": "C"}, {"LC_CTYPE": "C"}, {"LC_NUMERIC": "C"}]
+
+    def results(executor, extra):
+        return [run_command(executor, [sys.executable, "loc.py"], cwd=tmp_path, env={**extra, **e}, timeout=60).result
+                for e in envs]
+    cold = results(LocalExecutor(), base)
+    with WorkerPool(gpus=None, preload=(), spares=0, env=base, ready_timeout=60) as pool:
+        warm = results(pool, {})
+        assert pool.stats["cold_runs"] == 3 and pool.stats["warm_runs"] == 2, pool.stats
+    assert json.loads(cold[0].split(" ", 1)[1])["utf8"] == 0
+    assert json.loads(cold[1].split(" ", 1)[1])["utf8"] == 1
+    assert warm == cold
+
+
+@pytest.mark.parametrize("var", ["LC_ALL", "LC_CTYPE", "LANG"])
+def test_a_locale_variable_set_otherwise_than_the_workers_runs_cold(pool, var):
+    argv = [sys.executable, "sub.py"]
+    assert not pool.warm_capable(argv, {var: "C" if pool.base_env.get(var) != "C" else "C.UTF-8"})
+    assert pool.warm_capable(argv, {var: pool.base_env[var]} if var in pool.base_env else {})
+    # read only when the script calls setlocale (it reads the run's environment): warm
+    assert pool.warm_capable(argv, {"LC_NUMERIC": "C", "LC_TIME": "C", "LANGUAGE": "fr", "LC_TERMINAL": "x"})

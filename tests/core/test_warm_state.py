@@ -380,3 +380,38 @@ def test_loggers_a_run_made_or_configured_are_a_fresh_processs_in_the_next_run(t
     assert json.loads(cold[4][3])["propagate"] is True
     assert warm == cold
     assert [v[2] for v in warm] == [""] * 5
+
+
+def test_sys_argv0_is_the_script_as_typed_warm_as_cold(tmp_path):
+    """A warm run's sys.argv[0] was the script's absolute path where `python k.py` gives it as
+    typed ('k.py', './sub/k.py'): a subject that prints it, names an output after it or compares it
+    with a relative path read another value warm. `__file__` stays absolute, as the interpreter makes it."""
+    (tmp_path / "sub").mkdir()
+    shows = ("import json, os, sys\nprint('BISECTK_RESULT ' + json.dumps({'argv0': sys.argv[0], "
+             "'file': os.path.relpath(__file__), 'abs': os.path.isabs(__file__)}))\n")
+    (tmp_path / "sub" / "k.py").write_text(shows)
+    (tmp_path / "k.py").write_text(shows)
+    argvs = ([sys.executable, "k.py"], [sys.executable, "./sub/k.py", "x"], [sys.executable, str(tmp_path / "k.py")])
+
+    def results(executor):
+        return [run_command(executor, a, cwd=tmp_path, timeout=120).result for a in argvs]
+    cold = results(LocalExecutor())
+    with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=120) as pool:
+        warm = results(pool)
+        assert pool.stats["cold_runs"] == 0, pool.stats
+    assert [json.loads(r.split(" ", 1)[1])["argv0"] for r in cold] == ["k.py", "./sub/k.py", str(tmp_path / "k.py")]
+    assert warm == cold
+
+
+def test_sys_orig_argv0_is_the_program_as_typed_warm_as_cold(tmp_path):
+    """A warm run's sys.orig_argv[0] was the worker's sys.executable (an absolute path) where a
+    fresh `python3 k.py` has 'python3', the program as the command names it."""
+    (tmp_path / "k.py").write_text("import json, sys\nprint('BISECTK_RESULT ' + json.dumps({'orig': sys.orig_argv}))\n")
+    program = os.path.basename(sys.executable)
+    env = {"PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])}
+    cold = run_command(LocalExecutor(), [program, "k.py", "x"], cwd=tmp_path, env=env, timeout=120).result
+    with WorkerPool(gpus=None, preload=(), spares=0, ready_timeout=120) as pool:
+        warm = run_command(pool, [program, "k.py", "x"], cwd=tmp_path, env=env, timeout=120).result
+        assert pool.stats["cold_runs"] == 0, pool.stats
+    assert json.loads(cold.split(" ", 1)[1])["orig"] == [program, "k.py", "x"]
+    assert warm == cold

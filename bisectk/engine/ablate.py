@@ -390,7 +390,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
         flakiness_rule=rule_doc(rule, policy, res),
         thresholds={f: {"first_fail": t.value, "last_pass": t.values[t.last_pass], "exact": t.exact,
                         "monotone": t.monotone, "failing": list(t.failing),
-                        "not_run": [t.values[i] for i in t.not_run], "text": t.describe()}
+                        "not_run": list(t.not_run_values), "text": t.describe()}
                     for f, t in found_thresholds.items()},
         search_runs=phases.get(SEARCH, 0), unused_runs=unused_runs(phases, attempts), ahead_runs=res.taken_ahead, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)
 
@@ -457,6 +457,8 @@ def find_thresholds(oracle: Oracle, result: AblationResult,
         # where the endpoints' values are, by the text the subject receives (spec._ordinal: 4 and "4" are one)
         lo, hi = (next(i for i, v in enumerate(values) if same_value(v, side[factor])) for side in (spec.good, spec.bad))
         path = values[lo:hi + 1] if lo <= hi else values[hi:lo + 1][::-1]
+        # the declared values past good and past bad, in the path's direction: never run
+        before, beyond = (values[:lo], values[hi + 1:]) if lo <= hi else (values[lo + 1:][::-1], values[:hi][::-1])
         if len(path) < 3:
             continue  # good and bad are neighbours: nothing between them to bisect
         others = space.config(result.fail_config - {factor})
@@ -465,7 +467,7 @@ def find_thresholds(oracle: Oracle, result: AblationResult,
         def judge(i: int, factor=factor, others=others, path=path) -> Outcome:
             return oracle({**others, factor: path[i]})
         with oracle.asking(THRESHOLD):
-            found[factor] = find_threshold(path, judge, rule=rule, descending=lo > hi)
+            found[factor] = find_threshold(path, judge, rule=rule, descending=lo > hi, before=before, beyond=beyond)
         runner.events.emit(Note(f"threshold of {factor}: {found[factor].describe()}"))
     return found
 

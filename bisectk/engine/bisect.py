@@ -411,7 +411,8 @@ def last_good(trials: Trials, check: EndpointCheck, culprit: int,
 
 
 def advice(graph, result: DagResult, text: str | None, first_bad: dict | None, stopped: bool, reason: str,
-           not_separable: bool = False, terms: Terms = Terms(), pathspec: bool = False) -> list[dict]:
+           not_separable: bool = False, terms: Terms = Terms(), pathspec: bool = False,
+           first_parent: bool = False) -> list[dict]:
     """What to try next, as facts (report/advice.py words them)."""
     steps: list[dict] = []
     if not_separable:
@@ -426,10 +427,16 @@ def advice(graph, result: DagResult, text: str | None, first_bad: dict | None, s
         steps.append({"step": "other_path", "paths": list(graph.paths), "term": terms.new})
     if result.contradiction:
         steps.append({"step": "contradiction", "text": text})
+    parents = graph.parent_shas_of(result.culprit) if first_bad else ()
     if first_bad:
-        steps.append({"step": "inspect", "sha": first_bad["sha"][:10], "term": terms.new})
+        # `git show` of a merge shows only what it resolved (nothing, for a clean merge): what a
+        # merge brought in is its diff against its first parent
+        steps.append({"step": "inspect", "sha": first_bad["sha"][:10], "term": terms.new,
+                      **({"parent": parents[0][:10]} if len(parents) > 1 else {})})
+    if first_bad and len(parents) > 1 and first_parent:
+        steps.append({"step": "inside_merge", "parent": parents[0][:10], "merge": first_bad["sha"][:10],
+                      "term": terms.new, "find_fix": terms.find_fix})
     if first_bad and not terms.find_fix:
-        parents = graph.parent_shas_of(result.culprit)
         steps.append({"step": "isolate_lines", "good": parents[0][:10] if parents else graph.good.short,
                       "bad": first_bad["sha"][:10]})
     return steps
@@ -470,7 +477,8 @@ def _record(runner: Runner, oracle: Oracle, check: EndpointCheck, result: DagRes
         ok=True, complete=complete, interrupted=stopped, runs=runner.executed,
         observations=len(trials.trials), phase_runs=trials.phase_runs(), search_made=trials.made(SEARCH),
         wall_s=round(time.monotonic() - start, 3),
-        advice=(*advice(graph, result, text, first_bad, stopped, reason, not_separable, terms, pathspec),
+        advice=(*advice(graph, result, text, first_bad, stopped, reason, not_separable, terms, pathspec,
+                          base["first_parent"]),
                 *oracle.stretches[:1]),
         run_s=trials.run_seconds(),
         stop_reason=reason or ("contradiction" if result.contradiction else why), flaky=flaky, mode=result.mode,

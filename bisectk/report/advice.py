@@ -137,7 +137,14 @@ WORDS: dict[str, Callable[[dict], str]] = {
     "fix_skipped": lambda s: "Make the skipped commits testable (fix their build) to resolve the ambiguity.",
     "contradiction": lambda s: (f"The observations contradict each other: {s['text']}. The failure may be flaky (try "
                                 "--flaky) or depend on more than the commit (the environment, the build cache)."),
-    "inspect": lambda s: f"Inspect the diff of the first {s.get('term', 'bad')} commit: git show {s['sha']}",
+    "inspect": lambda s: (f"Inspect the diff of the first {s.get('term', 'bad')} commit: git show {s['sha']}"
+                          if not s.get("parent") else
+                          f"Inspect what the first {s.get('term', 'bad')} commit, a merge, brought in: git diff "
+                          f"{s['parent']} {s['sha']} (git show of a merge shows only what it resolved)"),
+    "inside_merge": lambda s: (f"The first {s.get('term', 'bad')} commit is a merge on the first-parent chain: the change "
+                               "came in with the branch it merged. Find the commit inside that branch: bisectk bisect "
+                               + (f"--find-fix --bad {s['parent']} --good {s['merge']}" if s.get("find_fix") else
+                                  f"--good {s['parent']} --bad {s['merge']}") + " ... (without --first-parent)"),
     "other_path": lambda s: (f"No commit that touches {' '.join(s['paths'])} is {s['term']}: the change is in another "
                              "path; run again without the pathspec."),
     "isolate_lines": lambda s: (f"Isolate the culprit lines inside it: bisectk triage ... --good {s['good']} "

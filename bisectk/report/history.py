@@ -17,7 +17,7 @@ from rich.console import Console
 
 from bisectk.engine.records import BisectRecord
 from bisectk.report import stuck
-from bisectk.report.advice import next_steps
+from bisectk.report.advice import next_steps, step_words
 from bisectk.report.debuglog import AttemptEntry, DebugLog, table
 from bisectk.report.words import (warning_lines, confidence_words, endpoint_lines, failure_line, slow_line, problem_lines, problem_text, runs_words, same_inputs,
                                   search_runs_of, stopped_line, title_words, wall_words)
@@ -254,6 +254,9 @@ def _answer(out: Console, rec: BisectRecord) -> None:
         out.print(f"{head}: {fb['sha']} {fb['subject']}", markup=False)
         out.print(f"  author {fb['author']}, date {fb['date']}; files: {', '.join(fb.get('files') or ()) or '-'}",
                   markup=False)
+        for step in rec.advice:     # a merge named by --first-parent: the change is inside its branch
+            if step.get("step") == "inside_merge":
+                out.print(f"  {step_words(step)}", markup=False)
     elif rec.stop_reason == "pathspec":
         out.print(f"no commit that touches {' '.join(rec.paths)} is {rec.terms[-1]}: the change is in another path "
                   "(run again without the pathspec)", markup=False)

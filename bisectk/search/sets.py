@@ -164,21 +164,49 @@ def observed(tester: Tester, items: Sequence[Hashable], sets: Sets) -> None:
     bad without the rest passed, so the rest is a fix that no hitting set of the family gives (one
     that meets every set holds a minimal hitting set, already checked), and that set is masked in
     bad. Keeps the minimal fixes of those and the family's, smallest first (see the module
-    docstring). Runs nothing."""
+    docstring). A fix read back so is whatever a run happened to leave out (bad without c and d,
+    where reverting c alone fixes it), and once a set is seen masked the family's fixes are no
+    longer minimal by reasoning either (a and c, where c alone does): so each fix is then shrunk,
+    one member at a time, while bad without the rest still passes (`shrunk`). Runs nothing when
+    no set is masked."""
     everything, order = frozenset(items), {d: i for i, d in enumerate(items)}
     found = [frozenset(f.members) for f in sets.found]
-    masking = [(key, everything - key) for key, outcome in tester.memo.items()
-               if outcome is Outcome.PASS and isinstance(key, frozenset) and key < everything
-               and any(members <= key for members in found)]
+
+    def masking_runs() -> list[tuple[frozenset, frozenset]]:
+        return [(key, everything - key) for key, outcome in tester.memo.items()
+                if outcome is Outcome.PASS and isinstance(key, frozenset) and key < everything
+                and any(members <= key for members in found)]
+    masking = masking_runs()
     if not masking:
         return
     fixes = list(dict.fromkeys([*sets.fixes, *(fix for _, fix in masking)]))
-    sets.fixes = sorted((f for f in fixes if not any(other < f for other in fixes)),
-                        key=lambda f: (len(f), sorted(order[d] for d in f)))
+    done: set[frozenset] = set()
+    while todo := [f for f in _minimal(fixes, order) if f not in done]:
+        for fix in todo:        # a shrinking run that passes may read back as a fix of its own
+            done.add(fix)
+            fixes.append(_shrunk(tester, everything, fix, order))
+        masking = masking_runs()
+        fixes = list(dict.fromkeys([*fixes, *(fix for _, fix in masking)]))
+    sets.fixes = _minimal(fixes, order)
     for members in found:
         inside = [fix for key, fix in masking if members <= key]
         if inside:
             sets.masked.append((members, min(inside, key=len)))
+
+
+def _minimal(fixes: Sequence[frozenset], order: dict) -> list[frozenset]:
+    """The fixes no other one lies inside, smallest first (ties in input order)."""
+    return sorted((f for f in fixes if not any(other < f for other in fixes)),
+                  key=lambda f: (len(f), sorted(order[d] for d in f)))
+
+
+def _shrunk(tester: Tester, everything: frozenset, fix: frozenset, order: dict) -> frozenset:
+    """`fix` (bad without it PASSes) with each member dropped, in input order, while bad without
+    what is left still PASSes: a 1-minimal fix. Each question is a fix-check run (memoised)."""
+    for d in sorted(fix, key=order.__getitem__):
+        if len(fix) > 1 and tester.test(everything - (fix - {d}), "fix-check") is Outcome.PASS:
+            fix = fix - {d}
+    return fix
 
 
 def _settled(tester: Tester, items: Sequence[Hashable], culprits: Sequence[Hashable]) -> FailingSet:

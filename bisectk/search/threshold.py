@@ -45,6 +45,8 @@ class Threshold:
     complete: bool = True
     outcomes: tuple[Outcome | None, ...] = ()   # per index: what its runs said, None if not run
     descending: bool = False             # `values` run down the declared order (the bad value first in it)
+    before: tuple = ()                   # declared values past the good end of `values`, never run: the
+    beyond: tuple = ()                   # search runs between good and bad only; these past the bad end
 
     def _indices(self, outcome: Outcome | None) -> list[int]:
         return [i for i, o in enumerate(self.outcomes) if o is outcome]
@@ -59,6 +61,12 @@ class Threshold:
     def not_run(self) -> tuple[int, ...]:
         """Indices no run judged (neither run nor among the endpoints): their outcome is assumed."""
         return tuple(self._indices(None))
+
+    @property
+    def not_run_values(self) -> tuple:
+        """Every declared value no run judged, in the order `values` runs: those past the good
+        end, those between good and bad not run, those past the bad end."""
+        return (*self.before, *(self.values[i] for i in self.not_run), *self.beyond)
 
     @property
     def failing(self) -> tuple:
@@ -78,8 +86,8 @@ class Threshold:
     def describe(self) -> str:
         """The boundary in words, and what it rests on: values not run are named with the outcome
         assumed for them; a failure below a pass is said to be one (no threshold then)."""
-        def names(indices) -> str:
-            return ", ".join(str(self.values[i]) for i in indices)
+        def names(indices, before=(), beyond=()) -> str:
+            return ", ".join([*map(str, before), *(str(self.values[i]) for i in indices), *map(str, beyond)])
         good, bad = self.values[self.last_pass], self.values[self.first_fail]
         if not self.monotone:
             text = (f"fails at {names(self._indices(Outcome.FAIL))} and passes at {names(self._indices(Outcome.PASS))}: "
@@ -90,14 +98,17 @@ class Threshold:
             text = f"fails at {bad}, passes at {good}"
         if self.unresolved:
             text += f"; {names(self.unresolved)} could not be judged"
+        # the declared values past the good and the bad value are never run: "fails from X on"
+        # speaks of them too, so they are named with the outcome it assumes for them
         below = [i for i in self.not_run if i < self.last_pass]
         above = [i for i in self.not_run if i > self.first_fail]
-        if self.monotone and (below or above):
-            assumed = ([f"{names(below)} pass{'es' if len(below) == 1 else ''}"] if below else []) + \
-                      ([f"{names(above)} fail{'s' if len(above) == 1 else ''}"] if above else [])
+        n_below, n_above = len(below) + len(self.before), len(above) + len(self.beyond)
+        if self.monotone and (n_below or n_above):
+            assumed = ([f"{names(below, before=self.before)} pass{'es' if n_below == 1 else ''}"] if n_below else []) + \
+                      ([f"{names(above, beyond=self.beyond)} fail{'s' if n_above == 1 else ''}"] if n_above else [])
             text += f"; not run, assumed: {' and '.join(assumed)}"
-        elif self.not_run:
-            text += f"; not run: {names(self.not_run)}"
+        elif self.not_run_values:
+            text += f"; not run: {names(self.not_run, self.before, self.beyond)}"
         return text
 
 
@@ -107,11 +118,14 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
                    should_stop: Callable[[], bool] | None = None,
                    max_runs: int | None = None,
                    known: Mapping[int, Outcome] | None = None,
-                   spot_checks: int = SPOT_CHECKS, descending: bool = False) -> Threshold:
+                   spot_checks: int = SPOT_CHECKS, descending: bool = False,
+                   before: Sequence[Hashable] = (), beyond: Sequence[Hashable] = ()) -> Threshold:
     """Bisect `values` (ordered, good value first, bad value last) to the failure threshold,
     then run up to `spot_checks` of the values below the bracket it skipped (module docstring).
     `descending`: `values` are the declared order reversed (the bad value comes first in it), so
-    the answer says the failure goes down from the threshold, not on from it.
+    the answer says the failure goes down from the threshold, not on from it. `before` and
+    `beyond`: the declared values past the good and the bad end (in the order `values` runs),
+    never run; the answer names them with the outcome it assumes.
 
     Invariant: lo PASSes, hi FAILs, lo < hi. Each probe between them moves one end onto an
     index just observed with that outcome; UNRESOLVED probes are skipped (nearest to the
@@ -140,8 +154,10 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
         for index in spread([i for i in range(1, lo) if tester.outcome_of(i) is None], spot_checks):
             tester.test(index, "spot-check")
     except (StopSearch, KeyboardInterrupt) as stop:
-        raise SearchStopped(_answer(values, tester, lo, hi, complete=False, descending=descending), stop) from stop
-    return _answer(values, tester, lo, hi, complete=True, descending=descending)
+        raise SearchStopped(_answer(values, tester, lo, hi, complete=False, descending=descending,
+                                    before=tuple(before), beyond=tuple(beyond)), stop) from stop
+    return _answer(values, tester, lo, hi, complete=True, descending=descending,
+                   before=tuple(before), beyond=tuple(beyond))
 
 
 def spread(indices: Sequence[int], k: int) -> list[int]:
@@ -156,7 +172,8 @@ def spread(indices: Sequence[int], k: int) -> list[int]:
 
 
 def _answer(values: Sequence[Hashable], tester: Tester, lo: int, hi: int,
-            complete: bool, descending: bool = False) -> Threshold:
+            complete: bool, descending: bool = False, before: tuple = (), beyond: tuple = ()) -> Threshold:
     unresolved = tuple(i for i in range(lo + 1, hi) if tester.outcome_of(i) is Outcome.UNRESOLVED)
     return Threshold(tuple(values), lo, hi, unresolved, tuple(tester.attempts), tester.runs,
-                     complete, tuple(tester.outcome_of(i) for i in range(len(values))), descending)
+                     complete, tuple(tester.outcome_of(i) for i in range(len(values))), descending,
+                     before, beyond)

@@ -1014,3 +1014,16 @@ def test_a_resumed_ablation_resumed_again_keeps_the_strategy_it_was_started_with
         docs.append(ablate_json(spec, tmp_path, "--resume", "--max-runs", "1", code=1))
     assert [d["strategy"] for d in docs] == ["ofat"] * 3, [(d["session"], d["strategy"]) for d in docs]
     assert all(not d["complete"] for d in docs)
+
+
+def test_a_threshold_names_the_declared_values_past_the_bad_value_as_never_run(tmp_path):
+    """warps = [4, 6, 8, 10, 12], good 4, bad 8, and only 8 fails: the answer said `fails from 8 on
+    (6 passes)`, a claim on 10 and 12, which pass and were never run, and --json's not_run was []."""
+    spec = tmp_path / "s.toml"
+    (tmp_path / "s.sh").write_text('[ "$1" = 8 ] && [ "$2" = 1 ] && exit 1; exit 0\n')
+    spec.write_text('[subject]\ncommand = ["sh", "s.sh", "{warps}", "{m}"]\n[factors]\nwarps = [4, 6, 8, 10, 12]\n'
+                    "[good]\nwarps = 4\nm = 0\n[bad]\nwarps = 8\nm = 1\n")
+    doc = ablate_json(spec, tmp_path)
+    th = doc["thresholds"]["warps"]
+    assert th["first_fail"] == 8 and th["last_pass"] == 6 and th["not_run"] == [10, 12]
+    assert th["text"] == "fails from 8 on (6 passes); not run, assumed: 10, 12 fail"

@@ -60,3 +60,31 @@ def test_first_parent_names_the_merge(tmp_path):
     doc = json.loads(bisectk("bisect", "--repo", tmp_path / "r", "--good", shas[0], "--bad", shas[-1], "--run", TEST,
                              "--first-parent", "--json", timeout=300, check=0).stdout)
     assert doc["first_bad"]["subject"] == "merge" and doc["first_parent"]
+
+
+def test_first_parent_says_the_merge_is_one_and_how_to_see_and_bisect_what_it_brought_in(tmp_path):
+    """--first-parent names the merge whose branch brought the change in; its next step was
+    `git show MERGE`, which shows nothing of a clean merge, and nothing said that the change
+    lies inside the merged branch. Now: `git diff PARENT MERGE`, and the bisect inside the branch."""
+    parents = [(), (), (1,), (0, 2), (3,)]
+    names = ["m0", "side-a", "side-b", "merge", "tip"]
+    repo = tmp_path / "r"
+    good, shas = make_dag_repo(repo, parents, culprit=2, names=names)
+    args = ["bisect", "--repo", repo, "--good", shas[0], "--bad", shas[-1], "--run", TEST, "--first-parent"]
+    doc = json.loads(bisectk(*args, "--json", timeout=300, check=0).stdout)
+    merge, parent = doc["first_bad"]["sha"], shas[0]
+    steps = {s["step"]: s for s in doc["advice"]}
+    assert steps["inspect"]["parent"] == parent[:10]
+    assert steps["inside_merge"]["parent"] == parent[:10] and steps["inside_merge"]["merge"] == merge[:10]
+    shown = subprocess.run(["git", "show", "--format=", merge], cwd=repo, capture_output=True, text=True).stdout
+    brought = subprocess.run(["git", "diff", parent[:10], merge[:10]], cwd=repo, capture_output=True, text=True).stdout
+    assert "BUG" not in shown and "BUG" in brought     # what the old advice showed, and what the new one shows
+    text = bisectk(*args, "--ledger", tmp_path / "l2.db", timeout=300, check=0).stdout
+    assert "is a merge on the first-parent chain" in text
+    assert f"bisectk bisect --good {parent[:10]} --bad {merge[:10]} ... (without --first-parent)" in text
+    inside = json.loads(bisectk("bisect", "--repo", repo, "--good", parent, "--bad", merge, "--run", TEST, "--json",
+                                "--ledger", tmp_path / "l3.db", timeout=300, check=0).stdout)
+    assert inside["first_bad"]["subject"] == "side-b"
+    plain = json.loads(bisectk("bisect", "--repo", repo, "--good", shas[0], "--bad", shas[-1], "--run", TEST,
+                               "--json", "--ledger", tmp_path / "l4.db", timeout=300, check=0).stdout)
+    assert "inside_merge" not in {s["step"] for s in plain["advice"]} and "parent" not in plain["advice"][0]

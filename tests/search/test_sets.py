@@ -1,6 +1,7 @@
 """Every independent failing set (search/sets.py): the search goes on while bad without a fix of the
 sets found still fails, and the table never contradicts its own cells."""
 
+import itertools
 import random
 
 import pytest
@@ -192,3 +193,28 @@ def test_a_set_another_difference_masks_in_bad_is_said_and_the_smaller_fixes_are
     words = " ".join(said(result))
     assert "Fix c, or d" in words and "both a and" not in words
     assert "every set loses a member" not in words and "bad masks it" in words, words
+
+
+def b_masks_a(config: frozenset) -> Outcome:
+    """a fails alone and b masks it; b and c fail together. Bad fails through b and c only, so
+    reverting c alone fixes it; the fixes are exactly {c} and {a, b} (brute force over all 16)."""
+    fails = ("a" in config and "b" not in config) or {"b", "c"} <= config
+    return Outcome.FAIL if fails else Outcome.PASS
+
+
+@pytest.mark.parametrize("strategy", ["adaptive", "ddmin", "ofat"])
+@pytest.mark.parametrize("measure_removal", [False, True])
+def test_a_fix_read_back_from_a_masking_run_is_shrunk_to_the_members_it_needs(strategy, measure_removal):
+    """diff searches without measuring each removal: the only masking run it had was bad without
+    c and d, and 'fix: both a and c, or both c and d' was printed, d irrelevant and neither of them
+    the smallest fix. Each fix is shrunk while bad without the rest still passes."""
+    items = list("abcd")
+    result = ablate(items, b_masks_a, strategy=strategy, measure_removal=measure_removal, more_sets=7)
+    everything = frozenset(items)
+    truth = [frozenset(f) for r in range(1, 5) for f in itertools.combinations(items, r)
+             if b_masks_a(everything - frozenset(f)) is Outcome.PASS]
+    minimal = {f for f in truth if not any(g < f for g in truth)}
+    assert minimal == {frozenset("c"), frozenset("ab")}
+    assert set(result.fixes) == minimal, result.fixes
+    assert [(set(s), set(f)) for s, f in result.masked] == [({"a"}, {"c"})]
+    assert "both c and d" not in " ".join(said(result))

@@ -109,3 +109,18 @@ def test_a_threshold_down_the_declared_order_is_said_so():
     assert found.describe() == "fails from 1 down (2 passes)"
     up = find_threshold([1, 2, 3, 4], lambda i: Outcome.FAIL if i == 3 else Outcome.PASS)
     assert up.describe() == "fails from 4 on (3 passes)"
+
+
+def test_declared_values_past_the_good_and_the_bad_value_are_named_as_assumed():
+    """warps = [2, 4, 6, 8, 10, 12], good 4, bad 8: only 4..8 is bisected, and the answer said
+    `fails from 8 on (6 passes)`, a claim on 10 and 12 (and, by its bracket, on 2) that no run
+    made and no word marked as assumed. They are named as the other values never run are."""
+    found = find_threshold([4, 6, 8], lambda i: Outcome.FAIL if i == 2 else Outcome.PASS,
+                           before=(2,), beyond=(10, 12))
+    assert found.describe() == "fails from 8 on (6 passes); not run, assumed: 2 passes and 10, 12 fail"
+    assert found.not_run_values == (2, 10, 12)
+    down = find_threshold([10, 8, 6, 4], lambda i: Outcome.FAIL if i >= 2 else Outcome.PASS,
+                          descending=True, before=(12,), beyond=(2,))
+    assert down.describe() == "fails from 6 down (8 passes); not run, assumed: 12 passes and 2 fails"
+    odd = find_threshold([1, 2, 3, 4, 5], lambda i: Outcome.FAIL if i in (1, 4) else Outcome.PASS, beyond=(6,))
+    assert not odd.monotone and odd.describe().endswith("not monotone, so no single threshold; not run: 6")

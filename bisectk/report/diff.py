@@ -4,7 +4,7 @@ Abstractions
 ------------
 to_debuglog   -- summary, the culprit diff, a table of culprit hunks, one attempt per
                  configuration (with the failure it showed), build-broken hybrids, what to try next.
-print_summary -- the end-of-run terminal view.
+print_summary -- the end-of-run terminal view, ending with the numbered next steps (as ablate's).
 """
 
 from __future__ import annotations
@@ -118,3 +118,5 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
     out.print(f"runs: {rec.runs} executed{ahead_words(rec)}"
               + (f", {cached} answered from the ledger ({same_inputs(rec)})" if cached > 0 else "")
               + f", {wall_words(rec)}; {len(rec.unresolved)} unresolved hybrid(s)", markup=False)
+    for i, s in enumerate(next_steps(rec), 1):     # as ablate's terminal ends, and the report's list
+        out.print(f"next {i}. {s}", markup=False)

@@ -284,3 +284,24 @@ def test_an_ablations_debug_log_summary_says_how_many_in_all_before_the_breakdow
     mixed = summary(27, 29)
     assert "), 29 in all (27 by the search, 2 endpoint runs; strategy" in mixed, mixed
     assert "in all" not in summary(29, 29) and "in all" not in summary(0, 29)
+
+
+def test_a_diffs_terminal_output_ends_with_its_next_steps_as_ablates_does():
+    """The record's next steps were in --json and --report only: diff's terminal printed none,
+    where ablate's ends with numbered `next N.` lines."""
+    import io
+    from dataclasses import replace
+    from rich.console import Console
+    from bisectk.report.advice import next_steps
+    from bisectk.report.diff import print_summary
+    from tests.report.records import diff_record, hunk
+    index = [hunk("a.py", 3, 4), hunk("b.py", 7, 9)]
+    rec = replace(diff_record(index, ["a.py:3-3"]),
+                  advice=({"step": "alone", "culprit": "a.py:3-3"}, {"step": "confirm_lines"}))
+    buf = io.StringIO()
+    print_summary(Console(file=buf, width=200, color_system=None), rec)
+    lines = buf.getvalue().splitlines()
+    steps = next_steps(rec)
+    assert len(steps) == 2
+    assert lines[-2:] == [f"next 1. {steps[0]}", f"next 2. {steps[1]}"]
+    assert lines[-3].startswith("runs: ")

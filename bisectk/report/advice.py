@@ -6,7 +6,9 @@ step_words -- one step of a record's `advice` ({"step": kind, facts...}, made by
               search/result.py `advise`, and by the engines) as one sentence, in the voice of a
               debug log.
 next_steps -- a record's steps in words (a record stored by an older bisectk kept its words:
-              they are used as they are).
+              they are used as they are). `one_line`: each name in a step that holds a control
+              character (a file named 'a<newline>b.py') C-quoted, as the terminal writes it
+              elsewhere, so a step is one line; --json and the reports keep names raw.
 document   -- a record's JSON document (`--json`, `--json-out`, the ledger's copy): its facts
               (`to_dict`) with its next steps in words beside them, its parts' too (triage's
               bisection and isolation).
@@ -14,11 +16,15 @@ document   -- a record's JSON document (`--json`, `--json-out`, the ledger's cop
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from bisectk.engine.records import Record
+from bisectk.names import c_quoted
 from bisectk.report.words import made_words
+
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 
 def _names(items: Sequence[Any]) -> str:
@@ -157,8 +163,21 @@ def step_words(step: dict) -> str:
     return words(step) if words else str(step.get("text", step))
 
 
-def next_steps(rec: Record) -> list[str]:
-    return [step_words(s) for s in rec.advice] if rec.advice else list(rec.next_steps)
+def next_steps(rec: Record, one_line: bool = False) -> list[str]:
+    if not rec.advice:
+        return [_quoted(s) for s in rec.next_steps] if one_line else list(rec.next_steps)
+    return [step_words(_quoted(s) if one_line else s) for s in rec.advice]
+
+
+def _quoted(value):
+    """`value` (a step, its facts) with each string that holds a control character C-quoted."""
+    if isinstance(value, str):
+        return c_quoted(value) if _CONTROL.search(value) else value
+    if isinstance(value, dict):
+        return {k: _quoted(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_quoted(v) for v in value)
+    return value
 
 
 def document(rec: Record) -> dict[str, Any]:

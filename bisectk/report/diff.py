@@ -118,5 +118,5 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
     out.print(f"runs: {rec.runs} executed{ahead_words(rec)}"
               + (f", {cached} answered from the ledger ({same_inputs(rec)})" if cached > 0 else "")
               + f", {wall_words(rec)}; {len(rec.unresolved)} unresolved hybrid(s)", markup=False)
-    for i, s in enumerate(next_steps(rec), 1):     # as ablate's terminal ends, and the report's list
+    for i, s in enumerate(next_steps(rec, one_line=True), 1):     # as ablate's terminal ends, and the report's list
         out.print(f"next {i}. {s}", markup=False)

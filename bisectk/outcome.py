@@ -96,6 +96,16 @@ class Run:
     def family(self) -> str:
         return signature_family(self.kind, self.signature)
 
+    @property
+    def unbuilt(self) -> bool:
+        """Whether its own output says the source did not compile, parse or link (run/classify.py:
+        under git bisect's protocol tagged COMPILE_FAILED or LINK_FAILED; a Python parse error's
+        crash otherwise): a fact of the tree it ran, the same each run, never a flake."""
+        if self.outcome is not Outcome.FAIL:
+            return False
+        return bool({COMPILE_FAILED, LINK_FAILED} & set(self.failed)) or (
+            self.kind is FailKind.CRASH and bool(self.failed) and set(self.failed) <= PARSE_ERRORS)
+
     def failure(self, mode: str = DEFAULT_SAME_FAILURE) -> Failure | None:
         """This run's failure identity under `mode`, or None when it did not fail."""
         if self.outcome is not Outcome.FAIL or self.kind is None:
@@ -131,6 +141,11 @@ NAN_CHECK = " is a number"
 # link (run/classify.py: an ImportError, a NameError, a module's missing attribute): the test's own
 # verdict is unknown there, so a hybrid that ran and exited bad is that failure too (Target.matches)
 LINK_FAILED = "does not link"
+# what failed where a test under git bisect run's protocol never ran because its source did not
+# compile or parse (a Python SyntaxError, a compiler's error line: run/classify.py does_not_build)
+COMPILE_FAILED = "does not compile"
+# a Python crash that is its source not parsing (crash_name's exception type, outside that protocol)
+PARSE_ERRORS = frozenset({"SyntaxError", "IndentationError", "TabError"})
 
 KIND_WORDS = {FailKind.HANG: "hang", FailKind.CRASH: "crash", FailKind.WRONG: "wrong result",
               FailKind.SLOW: "slow", FailKind.BAD: "bad (non-zero exit)"}

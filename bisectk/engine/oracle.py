@@ -27,14 +27,16 @@ Oracle  -- what a search calls: the target failure it judges against is fixed on
            and judges them when `aim` names the target. It answers
            PASS, FAIL (the target failure) or UNRESOLVED (a build failure, an invalid hybrid, or
            a different failure, re-run up to `policy.retry_different` times first: garbage whose
-           form changes from run to run must not block a proof). `batch` runs distinct points in
-           parallel, each with its own directory and environment; `width` is how many a batch
-           should hold now (--jobs, or fewer when the executor has fewer workers alive);
-           `submit` starts one run in a slot and gives its Future (the runs a search makes ahead
-           of its questions, search/ahead.py). Its runs are the search's; `asking(phase)` names
-           another phase for the runs asked within it (thresholds, merge bases). `questions`:
-           the runs that answered each question asked of a point, in the order asked (a search
-           counts one run a question; the reports count the runs).
+           form changes from run to run must not block a proof; not one whose output says its
+           source did not compile, parse or link (Run.unbuilt), the same every run of its
+           tree). `batch` runs distinct points in parallel, each with its own directory and
+           environment; `width` is how many a batch should hold now (--jobs, or fewer when the
+           executor has fewer workers alive); `submit` starts one run in a slot and gives its
+           Future (the runs a search makes ahead of its questions, search/ahead.py). Its runs
+           are the search's; `asking(phase)` names another phase for the runs asked within it
+           (thresholds, merge bases). `questions`: the runs that answered each question asked of
+           a point, in the order asked (a search counts one run a question; the reports count
+           the runs).
 SideBySide -- the daemon threads behind `submit`.
 """
 
@@ -401,6 +403,9 @@ class Oracle:
                     "run filled a cache before it was ended), so it may hang only sometimes (its hang is kept)"))
             elif longer is not None:
                 self._stretched(point, run, longer)
+            if self.different(run) and run.unbuilt and not short:
+                # its source did not compile, parse or link: another run of the same tree says so again
+                return self.judge_run(run)
             if short or self.different(run):
                 longer = self._second_chance(run)
                 until = self.reach if short else None   # given longer to get there, then the usual pace

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 
 from bisectk import slowrule
-from bisectk.outcome import LINK_FAILED, NAN_CHECK, FailKind, Outcome, Reason, Run
+from bisectk.outcome import COMPILE_FAILED, LINK_FAILED, NAN_CHECK, FailKind, Outcome, Reason, Run
 
 # The rules above, as a memo key's part (run/memokey.py StaticKey): a change that can move a stored
 # run's verdict (an import failure read as a hybrid that does not link, a quoted metric as
@@ -127,7 +127,6 @@ def is_compile_error(text: str) -> bool:
     return any(re.search(p, text) for p in _BUILD_PATTERNS)
 
 
-COMPILE_FAILED = "does not compile"
 _TRACEBACK = "Traceback (most recent call last):"
 # what a module or a class its source defines lacks; an instance's missing attribute (None.shape)
 # is the program's own failure

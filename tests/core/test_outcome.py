@@ -76,3 +76,17 @@ def test_a_nan_where_the_spec_has_no_thresholds_is_said_as_a_nan():
     assert Target.of([run]).describe() == "wrong result (NaN in x, z)"
     mixed = Target.of([wrong("rel_err <= 0.001", "x is a number")])
     assert mixed.describe() == "wrong result (rel_err <= 0.001 violated; NaN in x)"
+
+
+def test_a_run_whose_source_did_not_compile_parse_or_link_is_unbuilt():
+    """The oracle re-runs a different failure (garbage that changes form); not an unbuilt one."""
+    from bisectk.outcome import COMPILE_FAILED, LINK_FAILED
+    git = dict(kind=FailKind.BAD, signature="exit 1: ...")
+    assert Run(Outcome.FAIL, failed=(COMPILE_FAILED,), **git).unbuilt
+    assert Run(Outcome.FAIL, failed=(LINK_FAILED,), **git).unbuilt
+    assert Run(Outcome.FAIL, FailKind.CRASH, signature="IndentationError: expected an indented block",
+               failed=("IndentationError",)).unbuilt
+    assert not Run(Outcome.FAIL, **git).unbuilt                      # bad's own exit 1
+    assert not Run(Outcome.FAIL, FailKind.CRASH, signature="ValueError: x", failed=("ValueError",)).unbuilt
+    assert not Run(Outcome.FAIL, FailKind.CRASH, signature="SIGSEGV", failed=("SIGSEGV",)).unbuilt
+    assert not Run(Outcome.PASS).unbuilt

@@ -615,6 +615,39 @@ def test_the_line_pass_keeps_a_renamed_definition_with_its_use(tmp_path):
     assert changed == {"-x = 1", "-y = x + 1", "+xx = 3", "+y = xx + 1"}, doc["lines_diff"]
 
 
+def test_a_hybrid_that_does_not_parse_or_link_is_run_once_not_three_times(tmp_path):
+    """The line pass splits a block into lines, and most of its hybrids do not parse
+    (IndentationError) or link (an AttributeError of a module, a NameError): a different failure
+    under `--run`, which the oracle re-ran twice before leaving it unresolved, though the same tree
+    says the same again (a hunk pair of 2: 155 runs, 120 of them such hybrids'). Now each is run
+    once, and the answer is the same."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side in (good, bad):
+        side.mkdir()
+        (side / "run.py").write_text("import sys\nimport kern\n\nout = kern.launch([1, 2, 3, 4], 2)\n"
+                                     "sys.exit(0 if out == [2, 4, 6, 8] else 1)\n")
+    (good / "kern.py").write_text("import tiles\n\n\ndef launch(xs, k):\n    res = []\n"
+                                  "    for t in tiles.split(xs):\n        res.extend(tiles.apply(t, k))\n"
+                                  "    return res\n")
+    (good / "tiles.py").write_text("def split(xs):\n    return [xs[i:i + 2] for i in range(0, len(xs), 2)]\n\n\n"
+                                   "def apply(t, k):\n    return [x * k for x in t]\n")
+    (bad / "kern.py").write_text("import tiles\n\n\ndef launch(xs, k):\n    res = []\n    width = tiles.WIDTH\n"
+                                 "    for t in tiles.split_tiles(xs, width):\n        if len(t) == width:\n"
+                                 "            res.extend(tiles.apply(t, k))\n        else:\n"
+                                 "            res.extend(tiles.apply(t[:-1], k))\n    return res\n")
+    (bad / "tiles.py").write_text("WIDTH = 3\n\n\ndef split_tiles(xs, width):\n    out = []\n"
+                                  "    for i in range(0, len(xs), width):\n        out.append(xs[i:i + width])\n"
+                                  "    return out\n\n\ndef apply(t, k):\n    return [x * k for x in t]\n")
+    p = bisectk("diff", good, bad, "--run", "python run.py", "--json", "--ledger", tmp_path / "l.db", check=0)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and [h["id"] for h in doc["culprit_hunks"]] == ["kern.py:6-7", "tiles.py:1-2"], doc
+    unbuilt = [a for a in doc["attempts"] if a["outcome"] == "unresolved"]
+    assert unbuilt and all("Error" in a["verdict"] for a in unbuilt), doc["attempts"]
+    assert all(a["runs"] == 1 for a in unbuilt), [(a["applied"], a["runs"], a["verdict"]) for a in unbuilt]
+    assert [h["id"] for h in doc["culprit_lines"]] == ["kern.py:6-7#0", "kern.py:6-7#2", "kern.py:6-7#3",
+                                                        "tiles.py:1-2#0"], doc["lines_diff"]
+
+
 def test_a_rename_across_two_files_is_no_failing_set_beside_the_real_culprit(tmp_path):
     """bad renames `f` to `g` in a.py and its call in b.py (benign together), and raises SCALE, which
     alone makes the check fail (`--run`, exit 1). Each half of the rename tried alone dies of

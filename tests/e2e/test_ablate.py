@@ -13,6 +13,7 @@ VARIANTS = ROOT / "variants" / "cpu"
 
 
 def ablate_json(spec, tmp_path, *extra, code=0):
+    tmp_path.mkdir(parents=True, exist_ok=True)     # a --ledger's directory is not made (engine/session.py)
     p = bisectk("ablate", spec, "--json", "--ledger", tmp_path / "ledger.db", *extra, timeout=600)
     assert p.returncode == code, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
     return json.loads(p.stdout)

@@ -58,12 +58,14 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
     good, bad = Path(good), Path(bad)
     check_strategy(strategy)
     # never in the user's tree: the ledger lives in their cache (or --ledger), scratch trees beside it
-    ledger_path = ledger_location(ledger)
+    # where a --ledger is inside GOOD or BAD, that is said first, before whether its directory exists
+    ledger_path = Path(ledger) if ledger is not None else ledger_location()
     for name, tree in (("GOOD", good), ("BAD", bad)):
         if tree.is_dir() and Path(os.path.realpath(ledger_path.parent)).is_relative_to(os.path.realpath(tree)):
             fail(f"the ledger {ledger_path} is inside {name} {tree}: its run logs and the scratch trees go beside it, "
                  f"and GOOD and BAD are never written; give --ledger a path outside both"
                  + ("" if ledger else " (this one is in your cache: XDG_CACHE_HOME)"))
+    ledger_path = ledger_location(ledger)
     pol = policy(repeat=repeat, flaky=flaky, calibrate_runs=calibrate_runs, same_failure=same_failure, snapshots=snapshots,
                  max_runs=max_runs, timeout=timeout, executor=executor, ray_address=ray_address, fresh=fresh, warm=warm)
     s, base = load_subject(spec, run_cmd, cwd=Path.cwd(), build=build, config=config, sets=set_,

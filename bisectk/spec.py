@@ -38,7 +38,7 @@ from typing import Any
 from bisectk.contents import named_files
 from bisectk.errors import SpecError
 from bisectk.expr import Expr, ExprError, clip
-from bisectk.specvalues import Scalar, Threshold, format_value, render, same_value
+from bisectk.specvalues import Scalar, Threshold, format_value, mixed_order, render, same_value
 from bisectk.timeouts import MAX_REPEAT, MAX_TIMEOUT_S, MIN_TIMEOUT_S
 
 __all__ = ["Config", "Spec", "adhoc_spec", "config_key", "load_spec", "placeholders", "project_root", "substitute"]
@@ -628,6 +628,7 @@ def _ordinal(path: Path, factors: Any, good: dict, bad: dict) -> dict[str, list[
             if twin is not None:
                 raise SpecError(path, key, f"lists {_written(v)} twice (values {twin + 1} and {i + 1}, as "
                                            "the subject receives them): each value once, in order")
+        _need(not (mixed := mixed_order(values)), path, key, mixed or "")
         for side, cfg in (("good", good), ("bad", bad)):
             _need(any(same_value(v, cfg[name]) for v in values), path, key,
                   f"does not contain the {side} value {_written(cfg[name])} (a value is matched by "

@@ -10,6 +10,7 @@ same_value   -- whether two values reach the subject as the same text (differenc
 parse_value  -- a `--set` value read back (a TOML scalar, else the bare string).
 format_value -- a value written so that parse_value reads it back unchanged, on one line.
 one_line     -- a value in a line of text (progress, the differences line).
+mixed_order  -- why an ordinal list's values are no order (numbers beside strings or booleans), or None.
 """
 
 from __future__ import annotations
@@ -100,3 +101,28 @@ def one_line(value: Scalar) -> str:
     if value == "" and isinstance(value, str):
         return '""'
     return format_value(value) if isinstance(value, str) and _CONTROL.search(value) else render(value)
+
+
+def _order_kind(value: Scalar) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    return "number" if isinstance(value, (int, float)) else "string"
+
+
+def mixed_order(values: list[Scalar]) -> str | None:
+    """Why an ordinal list (`[factors] x = [...]`, "in order") is no order, or None: its values
+    must be of one kind, numbers (integers and floats together), strings or booleans. `[1, true,
+    2]` or `[1, "2", 3.0]` was accepted, and a threshold (engine/ablate.py find_thresholds) takes
+    the listed positions for an order that such values do not have. Strings alone are an order as listed (the subject reads text), and are what to
+    write where the values are meant as text in that order: a string matches a number by its text."""
+    def shown(v: Scalar) -> str:    # a string quoted, as the spec writes it
+        text = json.dumps(v, ensure_ascii=False) if isinstance(v, str) else render(v)
+        return text if len(text) <= 40 else text[:37] + "..."
+    first = _order_kind(values[0])
+    for i, v in enumerate(values):
+        if _order_kind(v) != first:
+            return (f"mixes kinds of value: value 1 is a {first} ({shown(values[0])}), value {i + 1} a "
+                    f"{_order_kind(v)} ({shown(v)}); an order is over numbers (integers and "
+                    f"floats together), strings or booleans: write them all as strings (\"1\", \"true\") to order "
+                    f"them as text, as listed")
+    return None

@@ -390,7 +390,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
         flakiness_rule=rule_doc(rule, policy, res),
         thresholds={f: {"first_fail": t.value, "last_pass": t.values[t.last_pass], "exact": t.exact,
                         "monotone": t.monotone, "failing": list(t.failing),
-                        "not_run": list(t.not_run_values), "text": t.describe()}
+                        "not_run": list(t.not_run_values), "assumed": t.assumed, "text": t.describe()}
                     for f, t in found_thresholds.items()},
         search_runs=phases.get(SEARCH, 0), unused_runs=unused_runs(phases, attempts), ahead_runs=res.taken_ahead, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)
 

@@ -1,8 +1,9 @@
 """Logs that `bisectk replay` reads: its own (`bisectk log`) and git's (`git bisect log`).
 
 bisectk's log: a header `# bisectk bisect --repo R --good G [--good G2] --bad B [--find-fix]
-[--term-old O --term-new N] [--manual] [--first-parent] [--flaky | --no-flaky] [--confidence P]
-[-- PATHSPEC...]`, `# flake-aware: ...` where no --flaky was given but the bad endpoint's failure
+[--term-old O --term-new N] [--manual] [--first-parent] [--any-failure] [--flaky | --no-flaky]
+[--confidence P] [-- PATHSPEC...]` (these options alone, each once but the old side's; any other
+word is refused, not skipped: a replay would rebuild another bisection), `# flake-aware: ...` where no --flaky was given but the bad endpoint's failure
 was intermittent (the search then weighed every run, as --flaky's does, with one rate; a fix's
 confirmed each pass by repeated runs), and one
 `observe SHA pass|fail|unresolved` line per observation (the subject's outcome; with --find-fix a
@@ -86,9 +87,11 @@ def _split(line: str, n: int, what: str) -> list[str]:
         raise BisectkError(f"line {n}: the {what} cannot be read ({exc})") from None
 
 
-def _options(argv: list[str], n: int) -> tuple[dict, list[str], list[str]]:
-    """(flags and values, revisions, pathspec) of a `bisectk bisect` or `git bisect start` argv."""
+def _options(argv: list[str], n: int, seen: list[str] | None = None) -> tuple[dict, list[str], list[str]]:
+    """(flags and values, revisions, pathspec) of a `bisectk bisect` or `git bisect start` argv;
+    `seen`, where given, gets each option's name as written (`--manual=yes` whole: no value)."""
     flags: dict = {"good": [], "bad": []}
+    seen = [] if seen is None else seen
     revs, paths = [], []
     k = 0
     while k < len(argv):
@@ -99,6 +102,7 @@ def _options(argv: list[str], n: int) -> tuple[dict, list[str], list[str]]:
         name, eq, value = a.partition("=")
         if name in ("--good", "--bad", "--repo", "--term-old", "--term-new", "--term-good", "--term-bad",
                     "--confidence"):
+            seen.append(name)
             if not eq:
                 if k + 1 >= len(argv):
                     raise BisectkError(f"line {n}: {name} has no value")
@@ -110,6 +114,7 @@ def _options(argv: list[str], n: int) -> tuple[dict, list[str], list[str]]:
             else:
                 flags[key] = value
         elif a.startswith("--"):
+            seen.append(a)
             flags[a[2:].replace("-", "_")] = True
         else:
             revs.append(a)
@@ -122,11 +127,18 @@ def _parse_bisectk(lines: list[str]) -> tuple[Header, list[tuple[str, Outcome]]]
     observations = []
     for n, line in enumerate(lines, 1):
         if line.startswith("# bisectk bisect"):
-            flags, _, paths = _options(_split(line[2:], n, "header")[2:], n)
+            if header is not None:
+                raise BisectkError(f"line {n}: a second '# bisectk bisect' header (a log holds one bisection)")
+            seen: list[str] = []
+            flags, revs, paths = _options(_split(line[2:], n, "header")[2:], n, seen)
+            _check_header(seen, revs, bool(flags.get("find_fix")), n)
             fix = bool(flags.get("find_fix"))
             olds, news = (flags["bad"], flags["good"]) if fix else (flags["good"], flags["bad"])
-            if "repo" not in flags or not olds or not news:
-                break
+            missing = [name for name, given in (("--repo", "repo" in flags), ("--good", flags["good"]),
+                                                ("--bad", flags["bad"])) if not given]
+            if missing:
+                raise BisectkError(f"line {n}: the header names no {' and no '.join(missing)} (`bisectk log` "
+                                   "writes '# bisectk bisect --repo ... --good ... --bad ...')")
             try:
                 terms = Terms.of(fix, flags.get("term_old"), flags.get("term_new"))
             except BisectkError as exc:
@@ -152,6 +164,34 @@ def _parse_bisectk(lines: list[str]) -> tuple[Header, list[tuple[str, Outcome]]]
         raise BisectkError("not a bisectk log: the '# bisectk bisect --repo ... --good ... --bad ...' header is "
                            "missing (a `git bisect log` starts with 'git bisect start')")
     return header, observations
+
+
+# the options `log_lines` writes in a header: what a replay reads back (--any-failure, which it
+# writes too, is accepted and, as before, not read: the replay takes the observe lines' outcomes)
+_HEADER_VALUES = ("--repo", "--good", "--bad", "--term-old", "--term-new", "--confidence")
+_HEADER_FLAGS = ("--manual", "--find-fix", "--first-parent", "--flaky", "--no-flaky", "--any-failure")
+
+
+def _check_header(seen: list[str], revs: list[str], fix: bool, n: int) -> None:
+    """A header's options are those `bisectk log` writes, each once (the old side's --good, with
+    --find-fix --bad, may be repeated), as `bisectk bisect` takes them: an option it does not
+    know, a second new end or a word that is no option would replay another bisection than the
+    one logged, so each is refused."""
+    for name in seen:
+        if name not in _HEADER_VALUES + _HEADER_FLAGS:
+            raise BisectkError(f"line {n}: the header's {name!r} is not an option of a bisectk log (its options: "
+                               f"{', '.join(_HEADER_VALUES + _HEADER_FLAGS)})")
+    if revs:
+        raise BisectkError(f"line {n}: the header's {revs[0]!r} is no option: a bisectk log names its commits "
+                           "with --good and --bad, a pathspec after '--'")
+    repeatable = "--bad" if fix else "--good"
+    for name in dict.fromkeys(seen):
+        if name != repeatable and seen.count(name) > 1:
+            raise BisectkError(f"line {n}: the header gives {name} {seen.count(name)} times"
+                               + (f": one {name} commit ({repeatable} may be repeated)" if name in ("--good", "--bad")
+                                  else ""))
+    if "--flaky" in seen and "--no-flaky" in seen:
+        raise BisectkError(f"line {n}: the header gives both --flaky and --no-flaky")
 
 
 def _confidence(value, n: int) -> float:

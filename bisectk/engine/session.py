@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bisectk.engine.policy import RunPolicy
+from bisectk.errors import BisectkError
 from bisectk.events import EventBus, Note
 from bisectk.ledger import Ledger
 from bisectk.run import logcap, scratch
@@ -75,7 +76,7 @@ def cache_dir() -> Path:
 def ledger_location(explicit: Path | None = None, *, spec: Spec | None = None,
                     repo: Path | None = None) -> Path:
     if explicit is not None:
-        return Path(explicit)
+        return _named_ledger(Path(explicit), lambda: ledger_location(spec=spec, repo=repo))
     if repo is not None:
         from bisectk.spaces.commits import git_common_dir
         return git_common_dir(repo) / "bisectk" / "ledger.db"
@@ -86,6 +87,23 @@ def ledger_location(explicit: Path | None = None, *, spec: Spec | None = None,
         # a spec this user cannot write beside (bisectk's own variants in a system-wide install, a
         # shared read-only directory): the user's cache, as for no spec
     return cache_dir() / "ledger.db"
+
+
+def _named_ledger(path: Path, default: Callable[[], Path]) -> Path:
+    """A --ledger path, its directory already there: the ledger's file is made where missing, as
+    a default ledger's directory is (.bisectk/, <git dir>/bisectk/, the cache: bisectk's own
+    places, `default()` this command's, made when named too), but a directory the user names is
+    theirs: a typo there made directories, and a new ledger no --resume of the intended one finds."""
+    parent = path.parent
+    if parent.is_dir() or os.path.realpath(parent) == os.path.realpath(default().parent):
+        return path
+    there = parent
+    while not there.exists() and there.parent != there:
+        there = there.parent
+    if there.exists() and not there.is_dir():
+        raise BisectkError(f"--ledger {path}: {there} is not a directory; nothing has run")
+    raise BisectkError(f"--ledger {path}: the directory {parent} does not exist (bisectk makes a ledger file, not the "
+                       f"directories named above it: create {parent} first, or check the path); nothing has run")
 
 
 def _writable(directory: Path) -> bool:

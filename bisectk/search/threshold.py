@@ -53,9 +53,21 @@ class Threshold:
 
     @property
     def monotone(self) -> bool:
-        """No value was seen to fail below a value seen to pass (always so without `outcomes`)."""
+        """No value was seen to fail below a value seen to pass (always so without `outcomes`): what
+        the runs show, not a claim on the values no run judged (`assumed` names those)."""
         fails, passes = self._indices(Outcome.FAIL), self._indices(Outcome.PASS)
         return not fails or not passes or min(fails) > max(passes)
+
+    @property
+    def assumed(self) -> dict[str, list]:
+        """The outcomes the answer assumes for values no run judged, as describe() names them:
+        {"pass": those below the boundary and past the good end, "fail": those above it and past
+        the bad end}. `monotone` says only that no run contradicts the boundary; these values are
+        what it rests on besides the runs. Nothing is assumed where the runs show no threshold."""
+        if not self.monotone:
+            return {"pass": [], "fail": []}
+        return {"pass": [*self.before, *(self.values[i] for i in self.not_run if i < self.last_pass)],
+                "fail": [*(self.values[i] for i in self.not_run if i > self.first_fail), *self.beyond]}
 
     @property
     def not_run(self) -> tuple[int, ...]:

@@ -50,3 +50,43 @@ def test_a_log_saved_with_a_byte_order_mark_reads_as_without_it():
             f"# good: [{sha}] c0\ngit bisect good {sha}\n")
     for text in (ours, gits):
         assert parse_log("\ufeff" + text.replace("\n", "\r\n")) == parse_log(text)
+
+
+def test_a_header_option_bisectk_log_does_not_write_or_a_second_end_is_refused():
+    """Before: a header's unknown option (`--frobnicate`), a word that is no option, a second
+    --bad (with --find-fix a second --good), a second --repo or a second header were read
+    silently (the first --bad, the last --repo kept): the replay rebuilt another bisection than
+    the one logged. Each is now one line naming what is wrong; what `bisectk log` writes reads."""
+    import pytest
+
+    from bisectk.errors import BisectkError
+
+    def header(opts: str) -> str:
+        return f"# bisectk bisect --repo /r {opts}\nobserve {GOOD} pass\n"
+    for opts, said in ((f"--good {GOOD} --bad {BAD} --frobnicate", "'--frobnicate' is not an option"),
+                       (f"--good {GOOD} --bad {BAD} --manual=yes", "'--manual=yes' is not an option"),
+                       (f"--good {GOOD} --bad {BAD} --term-good x", "'--term-good' is not an option"),
+                       (f"--good {GOOD} --bad {BAD} {MID}", f"{MID!r} is no option"),
+                       (f"--good {GOOD} --bad {BAD} --bad {MID}", "gives --bad 2 times"),
+                       (f"--bad {GOOD} --good {BAD} --good {MID} --find-fix", "gives --good 2 times"),
+                       (f"--repo /s --good {GOOD} --bad {BAD}", "gives --repo 2 times"),
+                       (f"--good {GOOD} --bad {BAD} --flaky --no-flaky", "both --flaky and --no-flaky"),
+                       (f"--good {GOOD}", "names no --bad")):
+        with pytest.raises(BisectkError, match="^line 1: ") as caught:
+            parse_log(header(opts))
+        assert said in str(caught.value), (opts, str(caught.value))
+    with pytest.raises(BisectkError, match="^line 2: a second"):
+        parse_log(f"# bisectk bisect --repo /r --good {GOOD} --bad {BAD}\n"
+                  f"# bisectk bisect --repo /r --good {GOOD} --bad {MID}\n")
+    # the old side is repeatable (--good; with --find-fix --bad), and every option log_lines writes reads
+    h, _ = parse_log(header(f"--good {GOOD} --good {MID} --bad {BAD} --manual --first-parent --any-failure "
+                            "--no-flaky --term-old ok --term-new broke --confidence 0.9 -- src"))
+    assert (h.olds, h.new, h.paths, h.confidence, h.manual, h.steady) == ([GOOD, MID], BAD, ["src"], 0.9, True, True)
+    h, _ = parse_log(header(f"--bad {GOOD} --bad {MID} --good {BAD} --find-fix --flaky"))
+    assert (h.olds, h.new, h.flaky, h.terms.find_fix) == ([GOOD, MID], BAD, True, True)
+    session = {"id": 3, "command": "bisect", "result": {},
+               "args": {"repo": "/r", "good": GOOD, "bad": BAD, "olds": [GOOD, MID], "manual": True, "first_parent": True,
+                        "flaky": False, "any_failure": True, "old": "ok", "new": "broke", "confidence": 0.9,
+                        "paths": ["src"]}}
+    h, _ = parse_log("\n".join(log_lines(session, EVENTS)))
+    assert (h.olds, h.new, h.terms.old, h.confidence, h.steady) == ([GOOD, MID], BAD, "ok", 0.9, True)

@@ -243,6 +243,27 @@ def test_a_file_that_is_not_a_ledger_is_left_alone(project):
     assert sqlite3.connect(other).execute("SELECT name FROM sqlite_master").fetchall() == [("photos",)]
 
 
+def test_a_ledger_in_a_directory_that_does_not_exist_is_refused_not_made(project):
+    """`--ledger /nonexist/dir/l.db` made /nonexist/dir/ (a typo in the path made directories, and
+    a new ledger there that no --resume of the intended one finds), ran, and said nothing. A named
+    ledger's directory must exist now (its file is made, as before); the default places are
+    bisectk's own and are still made (.bisectk/ beside the spec, <git dir>/bisectk/, the cache)."""
+    spec = project / "spec.toml"
+    (project / "afile").write_text("x\n")
+    for path, said in ((project / "nonexist" / "dir" / "l.db", f"the directory {project / 'nonexist' / 'dir'} does not exist"),
+                       (project / "afile" / "l.db", f"{project / 'afile'} is not a directory")):
+        p = bisectk("run", spec, "--ledger", path, cwd=project, check=2)
+        assert p.stderr == f"bisectk: --ledger {path}: {said}" + p.stderr.split(said, 1)[1], p.stderr
+        assert p.stderr.count("\n") == 1 and p.stderr.strip().endswith("nothing has run"), p.stderr
+    assert not (project / "nonexist").exists() and (project / "afile").read_text() == "x\n"
+    assert not executions(project)
+    bisectk("run", spec, "--ledger", "new.db", cwd=project, check=None)     # a new file in a directory there
+    assert (project / "new.db").is_file()
+    assert not (project / ".bisectk").exists()     # the default place beside the spec, named: bisectk's, made
+    bisectk("run", spec, "--ledger", ".bisectk/ledger.db", cwd=project, check=None)
+    assert (project / ".bisectk" / "ledger.db").is_file()
+
+
 @pytest.mark.parametrize("tables", [["meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)", "users (name TEXT)"],
                                     ["meta (k TEXT, v TEXT)", "users (name TEXT)"], ["photos (x)"]])
 def test_another_programs_database_is_refused_unchanged_even_with_a_meta_table(project, tables):
@@ -647,6 +668,7 @@ def test_a_ledger_deleted_mid_run_keeps_every_observation(tmp_path):
     """Before: the command ended 0 and the ledger was gone with every run in it."""
     spec = err_spec(tmp_path, "del", DELETER, "abcd")
     led = tmp_path / "led" / "l.db"
+    led.parent.mkdir()      # the subject deletes it mid-run; a --ledger's directory must be there at the start
     env = dict(os.environ, DELETE_AT=str(led.parent))
     p = subprocess.run([sys.executable, "-m", "bisectk", "ablate", str(spec), "--exhaustive", "--json",
                         "--ledger", str(led)], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)

@@ -407,3 +407,23 @@ def test_a_values_names_are_imported_from_specvalues_where_they_are_defined():
             if isinstance(node, ast.ImportFrom) and node.module == "bisectk.spec":
                 wrong += [f"{path.relative_to(root)}: {a.name}" for a in node.names if a.name in values]
     assert wrong == [], wrong
+
+
+@pytest.mark.parametrize("values,said", [
+    ('[1, true, 4]', "value 1 is a number (1), value 2 a boolean (true)"),
+    ('[1, "2", 3.0, 4]', 'value 1 is a number (1), value 2 a string ("2")'),
+    ('["a", 1, 4]', 'value 1 is a string ("a"), value 2 a number (1)'),
+    ('[false, "x", 1, 4]', 'value 1 is a boolean (false), value 2 a string ("x")'),
+])
+def test_an_ordinal_list_of_mixed_kinds_is_refused(tmp_path, values, said):
+    """`depth = [1, true, 4]` and `[1, "2", 3.0, 4]` were accepted as a list "in order", and a
+    threshold's bisection (engine/ablate.py) takes the listed positions for their order. An ordinal list is
+    of numbers (integers and floats together), strings or booleans; strings alone are the way to
+    order any text as listed, and match an endpoint by its text."""
+    with pytest.raises(SpecError) as err:
+        load_spec(write(tmp_path, BASE.replace("depth = [1, 2, 3, 4]", f"depth = {values}")))
+    msg = str(err.value)
+    assert "[factors.depth]: mixes kinds of value" in msg and said in msg and "\n" not in msg, msg
+    for fine in ('[1, 2.5, 3, 4]', '["1", "true", "3", "4"]'):
+        spec = load_spec(write(tmp_path, BASE.replace("depth = [1, 2, 3, 4]", f"depth = {fine}")))
+        assert len(spec.ordinal["depth"]) == 4

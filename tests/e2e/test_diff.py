@@ -35,6 +35,7 @@ def tree_digest(root: Path) -> str:
 def run_diff(tmp_path, pair, *extra, code=0):
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)
+    (tmp_path / "cache").mkdir(exist_ok=True)    # a --ledger's directory is not made (engine/session.py)
     p = bisectk("diff", pair.good, pair.bad, spec, "--json", "--ledger", tmp_path / "cache" / "l.db", *extra,
                 cwd=tmp_path, timeout=600)
     assert p.returncode == code, (p.stdout[-3000:], p.stderr[-3000:])

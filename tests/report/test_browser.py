@@ -98,6 +98,7 @@ def pages(tmp_path_factory):
     pair = make_pair(tmp / "src", hunks=20, culprit="pair", breakers=1, seed=3)
     (tmp / "kp.toml").write_text('name = "kernelpair"\n[subject]\ncommand = ["python", "run.py"]\n'
                                  'build = ["python", "-m", "compileall", "-q", "kernel"]\n[oracle]\nmetric = "err"\nmax = 0\n')
+    (tmp / "cache").mkdir(exist_ok=True)    # a --ledger's directory is not made (engine/session.py)
     run("diff", pair.good, pair.bad, tmp / "kp.toml", "--ledger", tmp / "cache" / "d.db", "--html", tmp / "diff.html",
         "--json-out", tmp / "d.json", cwd=tmp)
     first_hunk = culprit_of(tmp / "d.json")["culprit_hunks"][0]

@@ -124,3 +124,23 @@ def test_declared_values_past_the_good_and_the_bad_value_are_named_as_assumed():
     assert down.describe() == "fails from 6 down (8 passes); not run, assumed: 12 passes and 2 fails"
     odd = find_threshold([1, 2, 3, 4, 5], lambda i: Outcome.FAIL if i in (1, 4) else Outcome.PASS, beyond=(6,))
     assert not odd.monotone and odd.describe().endswith("not monotone, so no single threshold; not run: 6")
+
+
+def test_the_outcomes_assumed_for_values_not_run_are_named_apart_from_monotone():
+    """`fails from 8 on (6 passes); not run, assumed: 10, 12 fail`: --json said `monotone: true`
+    and `not_run: [10, 12]`, but not which outcome the answer assumed for them, so `monotone`
+    read as a fact about 10 and 12. `monotone` is what the runs show; `assumed` names the rest."""
+    found = find_threshold([4, 6, 8], lambda i: Outcome.FAIL if i == 2 else Outcome.PASS,
+                           before=(2,), beyond=(10, 12))
+    assert found.monotone and found.assumed == {"pass": [2], "fail": [10, 12]}
+    values = list(range(1, 21))
+    wide = find_threshold(values, lambda i: Outcome.FAIL if values[i] >= 15 else Outcome.PASS)
+    below, above = ([values[i] for i in wide.not_run if side(values[i])] for side in (lambda v: v < 14, lambda v: v > 15))
+    assert below and above and len(below) + len(above) == len(wide.not_run)
+    assert wide.assumed == {"pass": below, "fail": above}
+    assert wide.describe().endswith(f"not run, assumed: {', '.join(map(str, below))} pass and "
+                                    f"{', '.join(map(str, above))} fail")
+    odd = find_threshold([1, 2, 3, 4, 5], lambda i: Outcome.FAIL if i in (1, 4) else Outcome.PASS, beyond=(6,))
+    assert not odd.monotone and odd.assumed == {"pass": [], "fail": []}     # no threshold: nothing assumed
+    whole = find_threshold([1, 2], lambda i: Outcome.FAIL if i == 1 else Outcome.PASS)
+    assert whole.assumed == {"pass": [], "fail": []}

@@ -99,12 +99,22 @@ class Run:
     @property
     def unbuilt(self) -> bool:
         """Whether its own output says the source did not compile, parse or link (run/classify.py:
-        under git bisect's protocol tagged COMPILE_FAILED or LINK_FAILED; a Python parse error's
-        crash otherwise): a fact of the tree it ran, the same each run, never a flake."""
+        under git bisect's protocol tagged COMPILE_FAILED or LINK_FAILED; under a spec a Python
+        crash of a parse error, or of a source that does not link by the same rule, `unlinked`):
+        a fact of the tree it ran, the same each run, never a flake. It names no failure: a crash
+        is still the one of its exception's type (a bad endpoint that dies of a NameError at run
+        time hunts that crash, and a hybrid that dies of it is the target); the oracle reads it
+        only for a different failure, which it then does not re-run."""
         if self.outcome is not Outcome.FAIL:
             return False
-        return bool({COMPILE_FAILED, LINK_FAILED} & set(self.failed)) or (
-            self.kind is FailKind.CRASH and bool(self.failed) and set(self.failed) <= PARSE_ERRORS)
+        if {COMPILE_FAILED, LINK_FAILED} & set(self.failed):
+            return True
+        if self.kind is not FailKind.CRASH or not self.failed:
+            return False
+        # a spec's crash is named by its exception's type (run/classify.py crash_name); one that
+        # says the source did not link is read by the rule --run's protocol reads it by
+        return set(self.failed) <= PARSE_ERRORS or (
+            self.failed == (self.signature.split(":")[0],) and unlinked(self.signature))
 
     def failure(self, mode: str = DEFAULT_SAME_FAILURE) -> Failure | None:
         """This run's failure identity under `mode`, or None when it did not fail."""
@@ -146,6 +156,19 @@ LINK_FAILED = "does not link"
 COMPILE_FAILED = "does not compile"
 # a Python crash that is its source not parsing (crash_name's exception type, outside that protocol)
 PARSE_ERRORS = frozenset({"SyntaxError", "IndentationError", "TabError"})
+# a Python traceback's last exception that says its source did not link: an import, or a name, that
+# only another hunk brings (a rename's definition tried without its use, as the line pass splits
+# them), a module's or a class's missing attribute (the same rename across two files); an
+# instance's missing attribute (None.shape) is the program's own failure. run/classify.py reads it
+# under --run's protocol (LINK_FAILED), Run.unbuilt in a spec's crash: the one rule for both
+LINK_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "NameError", "UnboundLocalError"})
+_UNLINKED_ATTRIBUTE = re.compile(r"AttributeError: (?:module|type object) '[\w.]+' has no attribute ")
+
+
+def unlinked(exception: str) -> bool:
+    """Whether a traceback's last exception line ('NameError: name 'x' is not defined') says that
+    its source did not link (LINK_ERRORS)."""
+    return exception.split(":")[0] in LINK_ERRORS or bool(_UNLINKED_ATTRIBUTE.match(exception))
 
 KIND_WORDS = {FailKind.HANG: "hang", FailKind.CRASH: "crash", FailKind.WRONG: "wrong result",
               FailKind.SLOW: "slow", FailKind.BAD: "bad (non-zero exit)"}

@@ -131,14 +131,17 @@ def good_suspect(res: AblationResult, stopped: bool) -> str | None:
 def search_set(oracle: Oracle, differences: list, *, strategy: str, rule: ConfidenceRule | RateRule | None,
                max_runs: int | None, measure_removal: bool = False, more_sets: int = 0,
                confidence: float | None = None, endpoint: tuple[int, int] = (0, 0),
-               started: dict | None = None, good: tuple[int, int] | None = None) -> SetSearch:
+               started: dict | None = None, good: tuple[int, int] | None = None,
+               known: dict | None = None) -> SetSearch:
     """`confidence`: the answer is confirmed before it is given (search.confirm: no confidence
     without confirmation), at the least cost in time from what this command's failing and passing
     runs took; `endpoint`: the bad endpoint's (fails, runs). With --jobs above one, that many
     runs go side by side: those the search asks, and in the slots it leaves idle those it will
     likely ask next (search/ahead.py; Oracle.submit); `started`: the runs FirstRuns began beside
     the bad endpoint's. `good`: the good endpoint's (fails, runs) where no --flaky declared how
-    good fails (good_runs): a FAIL claim the search took on one failure is confirmed as evidence."""
+    good fails (good_runs): a FAIL claim the search took on one failure is confirmed as evidence.
+    `known`: verdicts judged before, not run again (diff's line pass: the hunk pass's, on the same
+    trees)."""
     side = oracle.policy.jobs > 1
     try:
         return SetSearch(ablate(differences, oracle, strategy=strategy, rule=rule, max_runs=max_runs,
@@ -146,7 +149,8 @@ def search_set(oracle: Oracle, differences: list, *, strategy: str, rule: Confid
                                 endpoint=endpoint, costs=oracle.trials.costs, width=oracle.ready_width if side else None,
                                 submit=oracle.submit if side else None, waiting=live,
                                 risky=oracle.trials.runner.spares, started=started if side else None,
-                                steady=oracle.policy.flaky is False, more_runs=oracle.more_runs, good=good), False)
+                                steady=oracle.policy.flaky is False, more_runs=oracle.more_runs, good=good,
+                                known=known), False)
     except SearchStopped as stop:
         # runs made ahead and still under way end with the command, after the record is made:
         # they are not stored, so the ledger holds the runs the record counts

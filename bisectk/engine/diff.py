@@ -18,6 +18,7 @@ The subject runs with the scratch tree as its working directory (BISECTK_TREE na
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from collections import Counter
 from collections.abc import Callable
 
@@ -28,12 +29,13 @@ from bisectk.engine.endpoints import hang_checks, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.oracle import PHASES, SEARCH, Oracle, Trials
 from bisectk.engine.policy import RunPolicy
-from bisectk.engine.records import DiffRecord, SubjectRecord, captured, stop_reason_of
+from bisectk.engine.records import AttemptRecord, DiffRecord, SubjectRecord, captured, stop_reason_of
 from bisectk.events import EventBus, PhaseStarted
 from bisectk.names import ids_text
+from bisectk.outcome import Outcome
 from bisectk.run.runner import Runner
 from bisectk.search import ConfidenceRule
-from bisectk.search.result import GOOD_FAILED
+from bisectk.search.result import GOOD_FAILED, AblationResult
 from bisectk.spaces.hunks import Hunk, unified_diff
 from bisectk.spaces.linediff import split_lines
 from bisectk.spaces.hunkspace import HunkSpace
@@ -70,13 +72,16 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
                                                           for s in res.sets[1:]]
     culprit_hunks = [space.by_id[i] for g in groups for i in g]
     oracles, passes = [oracle], [(res, "hunks")]
+    judged: dict[frozenset, frozenset] = {}     # a line-pass point -> the hunks the hunk pass ran it as
     lines, culprit_lines, line_results = None, [], []
     for group in groups if refine and not stopped else ():
-        line_pass = refine_lines(oracle, space, [space.by_id[i] for i in group], strategy, rule, policy, runner.events)
+        line_pass = refine_lines(oracle, space, [space.by_id[i] for i in group], strategy, rule, policy, runner.events,
+                                 res)
         if line_pass is None:
             culprit_lines += [space.by_id[i] for i in group]
             continue
-        line_oracle, whole, lfound = line_pass
+        line_oracle, whole, lfound, same = line_pass
+        judged.update(same)
         lines, stopped = lfound.result, lfound.stopped
         line_results.append(lines)
         reason = reason or lines.stop_reason
@@ -86,7 +91,8 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
         if stopped:
             break
     order = space.order.__getitem__
-    attempts = [a for o, (r, name) in zip(oracles, passes) for a in attempt_records(o, r, order, name)]
+    attempts = [as_judged(a, oracle, judged) for o, (r, name) in zip(oracles, passes)
+                for a in attempt_records(o, r, order, name)]
     seconds = [d for o in oracles for d in different_failures(o, lambda p: ids_text(sorted(p, key=order)))]
     found_set = res.complete and not stopped and res.culprits
     hangs = hang_facts(oracle, check, res.fail_config if found_set else None,
@@ -119,18 +125,23 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
 
 
 def refine_lines(oracle: Oracle, space: HunkSpace, culprit_hunks: list[Hunk], strategy: str,
-                 rule: ConfidenceRule | None, policy: RunPolicy, events: EventBus
-                 ) -> tuple[Oracle, list[str], SetSearch] | None:
+                 rule: ConfidenceRule | None, policy: RunPolicy, events: EventBus,
+                 hunk_pass: AblationResult | None = None
+                 ) -> tuple[Oracle, list[str], SetSearch, dict[frozenset, frozenset]] | None:
     """The second, finer pass: the culprit hunks split into line-level units, searched with the
     hunks that do not split applied on both sides (the same target, and one run index per
-    configuration: the line oracle's trials share the hunk oracle's counts). None when no
+    configuration: the line oracle's trials share the hunk oracle's counts). The trees the hunk
+    pass judged already (`hunk_pass`'s attempts: every line of a hunk is that hunk) are known to it,
+    not run again (same_trees: each such point and its hunks, the fourth item). None when no
     culprit hunk splits."""
     units: list[Hunk] = []
     whole: list[str] = []
+    split: dict[str, frozenset[str]] = {}
     for h in culprit_hunks:
         parts = split_lines(h)
         if len(parts) > 1:
             units += parts
+            split[h.id] = frozenset(u.id for u in parts)
         else:
             whole.append(h.id)
     if not units:
@@ -139,5 +150,39 @@ def refine_lines(oracle: Oracle, space: HunkSpace, culprit_hunks: list[Hunk], st
     line_oracle = Oracle(oracle.trials.view(space.with_fixed(whole)), oracle.target, recheck=oracle.recheck, reach=oracle.reach,
                          steady_slow=oracle.steady_slow)
     events.emit(PhaseStarted("lines", f"{strategy} over {len(units)} line-level units of the culprit hunks"))
-    found = search_set(line_oracle, [u.id for u in units], strategy=strategy, rule=rule, max_runs=policy.max_runs)
-    return line_oracle, whole, found
+    same = same_trees(hunk_pass, split, frozenset(whole)) if hunk_pass is not None else {}
+    found = search_set(line_oracle, [u.id for u in units], strategy=strategy, rule=rule, max_runs=policy.max_runs,
+                       known={point: outcome for point, (outcome, _) in same.items()})
+    return line_oracle, whole, found, {point: hunks for point, (_, hunks) in same.items()}
+
+
+def same_trees(hunk_pass: AblationResult, split: dict[str, frozenset[str]], whole: frozenset[str]
+               ) -> dict[frozenset, tuple[Outcome, frozenset]]:
+    """The hunk pass's verdicts, keyed as the line pass names the same trees. A line-pass point is
+    its units on top of `whole` (the culprit hunks that do not split) over GOOD, and every unit of
+    a hunk applied is that hunk applied, line for line (split_lines partitions it): a set of hunks
+    the hunk pass ran that holds all of `whole` and otherwise only hunks that split (`split`: a
+    hunk's id -> its units' ids) is the same files, built and run by the same command, as those
+    hunks' units. A set the hunk pass judged two ways (a confirmation that contradicted it) is
+    left out: the line pass runs it for itself. Each point: (the verdict, the hunks)."""
+    seen: dict[frozenset, tuple[set[Outcome], frozenset]] = {}
+    for a in hunk_pass.attempts:
+        hunks = frozenset(a.config)
+        if not whole <= hunks or not hunks - whole <= split.keys():
+            continue
+        point = frozenset().union(*(split[h] for h in hunks - whole))
+        seen.setdefault(point, (set(), hunks))[0].add(a.outcome)
+    return {point: (outcomes.pop(), hunks) for point, (outcomes, hunks) in seen.items() if len(outcomes) == 1}
+
+
+def as_judged(record: AttemptRecord, oracle: Oracle, judged: dict[frozenset, frozenset]) -> AttemptRecord:
+    """A line-pass attempt the hunk pass's verdict answered (no run of its own) with that verdict's
+    words, said as the hunk pass's: the line pass's trials never saw the point."""
+    hunks = judged.get(frozenset(record.applied)) if record.pass_name == "lines" and not record.runs else None
+    v = oracle.trials.verdict(hunks) if hunks is not None else None
+    if v is None:
+        return record
+    failure = v.failure(oracle.mode)
+    return replace(record, verdict=f"{v.describe()} (the hunk pass's, as {ids_text(sorted(hunks, key=oracle.space.order.__getitem__))})",
+                   failure=failure.describe() if failure else None, metrics=dict(v.metrics),
+                   from_ledger=oracle.trials.from_ledger(hunks))

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 
 from bisectk import slowrule
-from bisectk.outcome import COMPILE_FAILED, LINK_FAILED, NAN_CHECK, FailKind, Outcome, Reason, Run
+from bisectk.outcome import COMPILE_FAILED, LINK_FAILED, NAN_CHECK, FailKind, Outcome, Reason, Run, unlinked
 
 # The rules above, as a memo key's part (run/memokey.py StaticKey): a change that can move a stored
 # run's verdict (an import failure read as a hybrid that does not link, a quoted metric as
@@ -128,9 +128,6 @@ def is_compile_error(text: str) -> bool:
 
 
 _TRACEBACK = "Traceback (most recent call last):"
-# what a module or a class its source defines lacks; an instance's missing attribute (None.shape)
-# is the program's own failure
-_UNLINKED_ATTRIBUTE = re.compile(r"AttributeError: (?:module|type object) '[\w.]+' has no attribute ")
 _PY_SYNTAX = re.compile(r"^\s*((?:SyntaxError|IndentationError|TabError)\b.*)$", re.MULTILINE)
 
 
@@ -148,8 +145,7 @@ def does_not_build(text: str) -> tuple[str, str] | None:
         # an import, or a name, that only another hunk defines (NameError: a rename's definition
         # tried without its use, as the line pass splits them; a module's or a class's attribute:
         # the same rename across two files, `def f` in one and `a.f()` in another)
-        if last is not None and (last.split(":")[0] in ("ImportError", "ModuleNotFoundError", "NameError",
-                                                        "UnboundLocalError") or _UNLINKED_ATTRIBUTE.match(last)):
+        if last is not None and unlinked(last):
             return LINK_FAILED, last
     if is_compile_error(text):
         return COMPILE_FAILED, last_exception(text) or "compile error"

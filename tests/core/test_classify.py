@@ -554,3 +554,29 @@ def test_a_script_killed_by_a_signal_and_one_that_exits_128_plus_n_are_two_failu
     assert Target.of([exited]).matches(classify_run(raw(exit_code=139), judge))
     assert classify_run(raw(exit_code=200), judge).failed == ("exit 200",)
     assert classify_run(raw(exit_code=128), judge).failed == ("exit 128",)
+
+
+def test_under_a_spec_a_crash_whose_source_does_not_link_is_unbuilt_by_the_rule_run_reads():
+    """Under --run a traceback ending in an ImportError, a NameError or a module's missing attribute
+    is LINK_FAILED, and the oracle runs such a hybrid once; under a spec the same crash was a plain
+    CRASH, re-run twice as a different failure though its tree says the same every time. It is
+    unbuilt now by the same rule, and still the crash of its exception type (a bad endpoint whose
+    bug is a NameError hunts that crash: Target.matches is unchanged)."""
+    from bisectk.outcome import Target
+    tb = 'Traceback (most recent call last):\n  File "run.py", line 2, in <module>\n    import kern\n'
+    git = Judge([], protocol="git")
+    for last, name in (("NameError: name 'width' is not defined", "NameError"),
+                       ("UnboundLocalError: cannot access local variable 'x' where it is not associated with a value",
+                        "UnboundLocalError"),
+                       ("ModuleNotFoundError: No module named 'tiles'", "ModuleNotFoundError"),
+                       ("ImportError: cannot import name 'WIDTH' from 'tiles' (/w/tiles.py)", "ImportError"),
+                       ("AttributeError: module 'tiles' has no attribute 'WIDTH'", "AttributeError")):
+        spec = classify_run(raw(exit_code=1, stderr=tb + last + "\n"), JUDGE)
+        assert (spec.kind, spec.failed) == (FailKind.CRASH, (name,)) and spec.unbuilt, (last, spec)
+        assert Target.of([spec]).matches(spec)
+        run = classify_run(raw(exit_code=1, stderr=tb + last + "\n"), git)
+        assert run.unbuilt, last                                       # the same rule under --run
+    for last in ("AttributeError: 'NoneType' object has no attribute 'shape'", "ValueError: bad tile",
+                 "RuntimeError: name 'x' is not defined"):
+        for judge in (JUDGE, git):
+            assert not classify_run(raw(exit_code=1, stderr=tb + last + "\n"), judge).unbuilt, last

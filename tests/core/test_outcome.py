@@ -86,6 +86,14 @@ def test_a_run_whose_source_did_not_compile_parse_or_link_is_unbuilt():
     assert Run(Outcome.FAIL, failed=(LINK_FAILED,), **git).unbuilt
     assert Run(Outcome.FAIL, FailKind.CRASH, signature="IndentationError: expected an indented block",
                failed=("IndentationError",)).unbuilt
+    # a spec's crash of a source that does not link, read by --run's rule (classify does_not_build)
+    assert Run(Outcome.FAIL, FailKind.CRASH, signature="NameError: name 'width' is not defined",
+               failed=("NameError",)).unbuilt
+    assert Run(Outcome.FAIL, FailKind.CRASH, signature="AttributeError: module 'tiles' has no attribute 'WIDTH'",
+               failed=("AttributeError",)).unbuilt
+    assert not Run(Outcome.FAIL, FailKind.CRASH, signature="AttributeError: 'NoneType' object has no attribute 'x'",
+                   failed=("AttributeError",)).unbuilt
+    assert not Run(Outcome.FAIL, FailKind.CRASH, signature="SIGSEGV: NameError: x", failed=("SIGSEGV",)).unbuilt
     assert not Run(Outcome.FAIL, **git).unbuilt                      # bad's own exit 1
     assert not Run(Outcome.FAIL, FailKind.CRASH, signature="ValueError: x", failed=("ValueError",)).unbuilt
     assert not Run(Outcome.FAIL, FailKind.CRASH, signature="SIGSEGV", failed=("SIGSEGV",)).unbuilt

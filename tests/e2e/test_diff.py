@@ -616,17 +616,14 @@ def test_the_line_pass_keeps_a_renamed_definition_with_its_use(tmp_path):
     assert changed == {"-x = 1", "-y = x + 1", "+xx = 3", "+y = xx + 1"}, doc["lines_diff"]
 
 
-def test_a_hybrid_that_does_not_parse_or_link_is_run_once_not_three_times(tmp_path):
-    """The line pass splits a block into lines, and most of its hybrids do not parse
-    (IndentationError) or link (an AttributeError of a module, a NameError): a different failure
-    under `--run`, which the oracle re-ran twice before leaving it unresolved, though the same tree
-    says the same again (a hunk pair of 2: 155 runs, 120 of them such hybrids'). Now each is run
-    once, and the answer is the same."""
+def _tiles_pair(tmp_path, run_py: str):
+    """GOOD splits into tiles of 2; BAD's kern.py:6-7 and tiles.py:1-2 rework it into tiles of 3 that
+    drop each short tile's last element. Splitting the two blocks into lines, most hybrids do not
+    parse (IndentationError) or link (a module's missing attribute, a NameError)."""
     good, bad = tmp_path / "good", tmp_path / "bad"
     for side in (good, bad):
         side.mkdir()
-        (side / "run.py").write_text("import sys\nimport kern\n\nout = kern.launch([1, 2, 3, 4], 2)\n"
-                                     "sys.exit(0 if out == [2, 4, 6, 8] else 1)\n")
+        (side / "run.py").write_text(run_py)
     (good / "kern.py").write_text("import tiles\n\n\ndef launch(xs, k):\n    res = []\n"
                                   "    for t in tiles.split(xs):\n        res.extend(tiles.apply(t, k))\n"
                                   "    return res\n")
@@ -639,14 +636,70 @@ def test_a_hybrid_that_does_not_parse_or_link_is_run_once_not_three_times(tmp_pa
     (bad / "tiles.py").write_text("WIDTH = 3\n\n\ndef split_tiles(xs, width):\n    out = []\n"
                                   "    for i in range(0, len(xs), width):\n        out.append(xs[i:i + width])\n"
                                   "    return out\n\n\ndef apply(t, k):\n    return [x * k for x in t]\n")
+    return good, bad
+
+
+def test_a_hybrid_that_does_not_parse_or_link_is_run_once_not_three_times(tmp_path):
+    """The line pass splits a block into lines, and most of its hybrids do not parse
+    (IndentationError) or link (an AttributeError of a module, a NameError): a different failure
+    under `--run`, which the oracle re-ran twice before leaving it unresolved, though the same tree
+    says the same again (a hunk pair of 2: 155 runs, 120 of them such hybrids'). Now each is run
+    once, and the answer is the same."""
+    good, bad = _tiles_pair(tmp_path, "import sys\nimport kern\n\nout = kern.launch([1, 2, 3, 4], 2)\n"
+                                      "sys.exit(0 if out == [2, 4, 6, 8] else 1)\n")
     p = bisectk("diff", good, bad, "--run", "python run.py", "--json", "--ledger", tmp_path / "l.db", check=0)
     doc = json.loads(p.stdout)
     assert p.returncode == 0 and [h["id"] for h in doc["culprit_hunks"]] == ["kern.py:6-7", "tiles.py:1-2"], doc
     unbuilt = [a for a in doc["attempts"] if a["outcome"] == "unresolved"]
     assert unbuilt and all("Error" in a["verdict"] for a in unbuilt), doc["attempts"]
-    assert all(a["runs"] == 1 for a in unbuilt), [(a["applied"], a["runs"], a["verdict"]) for a in unbuilt]
+    # one run each (none where the hunk pass's run of the same tree answered: same_trees)
+    assert all(a["runs"] <= 1 for a in unbuilt), [(a["applied"], a["runs"], a["verdict"]) for a in unbuilt]
     assert [h["id"] for h in doc["culprit_lines"]] == ["kern.py:6-7#0", "kern.py:6-7#2", "kern.py:6-7#3",
                                                         "tiles.py:1-2#0"], doc["lines_diff"]
+
+
+def test_under_a_spec_a_hybrid_that_does_not_link_is_run_once_too(tmp_path):
+    """The same pair under a spec (a metric, not --run's exit code): a hybrid dying of `NameError:
+    name 'width' is not defined` or `AttributeError: module 'tiles' has no attribute 'WIDTH'` is a
+    CRASH there, and only parse errors were run once: each of the others was run three times (123
+    runs, lines 102). It is read by --run's rule now (outcome.unlinked): 69 runs (68 once the line
+    pass took the hunk pass's verdicts: same_trees), the same answer."""
+    good, bad = _tiles_pair(tmp_path, "import json\nimport kern\n\nout = kern.launch([1, 2, 3, 4], 2)\n"
+                                      "err = sum(abs(a - b) for a, b in zip(out, [2, 4, 6, 8])) + abs(len(out) - 4)\n"
+                                      "print('BISECTK_RESULT ' + json.dumps({'err': err}))\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "tiles"\n[subject]\ncommand = ["python", "run.py"]\n[oracle]\nmetric = "err"\nmax = 0.5\n')
+    p = bisectk("diff", good, bad, spec, "--json", "--ledger", tmp_path / "l.db", check=0)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and [h["id"] for h in doc["culprit_hunks"]] == ["kern.py:6-7", "tiles.py:1-2"], doc
+    unlinked = [a for a in doc["attempts"] if a["outcome"] == "unresolved" and "Error" in a["verdict"]
+                and "IndentationError" not in a["verdict"]]
+    assert any("NameError" in a["verdict"] for a in unlinked) and any("AttributeError" in a["verdict"]
+                                                                       for a in unlinked), doc["attempts"]
+    assert all(a["runs"] <= 1 for a in unlinked), [(a["applied"], a["runs"], a["verdict"]) for a in unlinked]
+    assert [h["id"] for h in doc["culprit_lines"]] == ["kern.py:6-7#0", "kern.py:6-7#2", "kern.py:6-7#3",
+                                                        "tiles.py:1-2#0"], doc["lines_diff"]
+
+
+def test_the_line_pass_does_not_run_again_a_tree_the_hunk_pass_ran(tmp_path):
+    """Every line of kern.py:6-7 applied is kern.py:6-7 applied: the same files, built and run the
+    same way. The line pass asked for it under its units' ids and ran it again (a point of its own,
+    a different failure: one run, three before Run.unbuilt). The hunk pass's verdict answers it now
+    (engine/diff.py same_trees): no run, its words the hunk pass's, the same answer."""
+    good, bad = _tiles_pair(tmp_path, "import sys\nimport kern\n\nout = kern.launch([1, 2, 3, 4], 2)\n"
+                                      "sys.exit(0 if out == [2, 4, 6, 8] else 1)\n")
+    p = bisectk("diff", good, bad, "--run", "python run.py", "--json", "--ledger", tmp_path / "l.db", check=0)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and [h["id"] for h in doc["culprit_hunks"]] == ["kern.py:6-7", "tiles.py:1-2"], doc
+    units = [f"kern.py:6-7#{i}" for i in range(6)]
+    asked = [a for a in doc["attempts"] if a["pass_name"] == "lines" and a["applied"] == units]
+    ran = [a for a in doc["attempts"] if a["pass_name"] == "hunks" and a["applied"] == ["kern.py:6-7"]]
+    assert asked and ran and ran[0]["runs"] == 1, doc["attempts"]
+    assert [(a["runs"], a["outcome"]) for a in asked] == [(0, ran[0]["outcome"])], asked
+    assert asked[0]["verdict"] == ran[0]["verdict"] + " (the hunk pass's, as kern.py:6-7)", asked
+    assert [h["id"] for h in doc["culprit_lines"]] == ["kern.py:6-7#0", "kern.py:6-7#2", "kern.py:6-7#3",
+                                                        "tiles.py:1-2#0"], doc["lines_diff"]
+    assert sum(a["runs"] for a in doc["attempts"] if a["pass_name"] == "lines") == 51, doc["attempts"]
 
 
 def test_a_rename_across_two_files_is_no_failing_set_beside_the_real_culprit(tmp_path):

@@ -386,15 +386,19 @@ class WorkerPool(WarmRun):
         return same_python(program, {**self.base_env, **(env or {})}, self.python, cwd)
 
     def _env_allows(self, env) -> bool:
-        """Whether the run's environment leaves nothing a worker cannot give it (a process-level
-        variable set otherwise than the workers have it, but for a GPU pin of theirs)."""
+        """Whether the run's environment leaves nothing a worker cannot give it."""
+        return self._env_blocker(env) is None
+
+    def _env_blocker(self, env) -> str | None:
+        """The first variable of the run's environment a worker cannot give it (a process-level
+        one set otherwise than the workers have it, but for a GPU pin of theirs), or None."""
         pinned = self._pinned(env)
         for k, v in (env or {}).items():
             if ((k.startswith(PROCESS_LEVEL_ENV) or k in STARTUP_LOCALE_ENV) and k not in WARM_HONOURS_ENV
                     and self.base_env.get(k) != v
                     and not (k == "CUDA_VISIBLE_DEVICES" and pinned is not None)):
-                return False
-        return True
+                return k
+        return None
 
     def _pinned(self, env) -> str | None:
         """The GPU a run is pinned to (its CUDA_VISIBLE_DEVICES, --gpus: engine/slots.py) when
@@ -477,7 +481,11 @@ class WorkerPool(WarmRun):
         elif job.argv and not job.building and not script:
             self._note(f"--warm: {' '.join([os.path.basename(job.argv[0]), *job.argv[1:2]])} is not `python SCRIPT.py`, "
                        "so its runs go cold (a fresh process each): a warm worker runs a Python script only")
-        if ours and self._env_allows(job.env):
+        blocker = self._env_blocker(job.env) if ours else None
+        if blocker and not job.building:
+            self._note(f"--warm: runs that set {blocker} otherwise than the warm workers have it go cold (a fresh "
+                       "process each): it is read when a process starts or a library is imported, before a run")
+        if ours and blocker is None:
             for _ in range(MAX_REFUSALS):
                 slot = self._acquire(job.urgent, self._pinned(job.env))
                 if slot is None:

@@ -122,3 +122,24 @@ def test_a_locale_variable_set_otherwise_than_the_workers_runs_cold(pool, var):
     assert pool.warm_capable(argv, {var: pool.base_env[var]} if var in pool.base_env else {})
     # read only when the script calls setlocale (it reads the run's environment): warm
     assert pool.warm_capable(argv, {"LC_NUMERIC": "C", "LC_TIME": "C", "LANGUAGE": "fr", "LC_TERMINAL": "x"})
+
+
+def test_a_run_the_environment_sends_cold_is_said_once_naming_the_variable(tmp_path):
+    """`--warm` with a factor that sets LC_ALL (or PYTORCH_JIT, a CUDA_* variable): every such run
+    went to a fresh process in silence, and the user who asked for warm runs saw no reason for
+    their cost. The pool says it once a variable, naming it; a run that sets nothing of the kind
+    stays warm and says nothing."""
+    from bisectk.run.executor import run_command
+    (tmp_path / "s.py").write_text("print('BISECTK_RESULT {\"ok\": 1}')\n")
+    base = {"LANG": "C.UTF-8", "LC_ALL": ""}
+    notes = []
+    with WorkerPool(gpus=None, preload=(), spares=0, env=base, ready_timeout=60, on_note=notes.append) as pool:
+        run_command(pool, [sys.executable, "s.py"], cwd=tmp_path, env={"MY_FLAG": "1"}, timeout=60)
+        assert notes == [] and pool.stats["warm_runs"] == 1, (notes, pool.stats)
+        for env in ({"LC_ALL": "C"}, {"LC_ALL": "C"}, {"PYTORCH_JIT": "0"}):
+            raw = run_command(pool, [sys.executable, "s.py"], cwd=tmp_path, env=env, timeout=60)
+            assert raw.exit_code == 0
+        assert pool.stats["cold_runs"] == 3, pool.stats
+    said = [str(n) for n in notes]
+    assert len(said) == 2, said
+    assert "LC_ALL" in said[0] and "go cold" in said[0] and "PYTORCH_JIT" in said[1], said

@@ -281,37 +281,33 @@ def installed_digest(dirs: list[str]) -> str:
     return _INSTALLED[real]
 
 
-def _found(argv0: str, env: Mapping[str, str]) -> str | None:
-    return shutil.which(argv0, path=env.get("PATH")) if not os.path.dirname(argv0) else argv0
-
-
-def program_sites(argv0: str, env: Mapping[str, str]) -> list[str]:
-    """The site directories whose installed distributions `program_identity` keys (real paths):
-    bisectk's interpreter's for `python`, another Python's prefix's; none for another program."""
-    if argv0 == sys.executable:
-        return [os.path.realpath(d) for d in site_dirs()]
-    found = _found(argv0, env)
-    if not found or not _PYTHON.match(os.path.basename(found)):
-        return []
-    return [os.path.realpath(d) for d in site_dirs(found)]
-
-
 def program_identity(argv0: str, env: Mapping[str, str]) -> str:
     """What a command's program resolves to: bisectk's interpreter for `python` (its version and
     what it has installed, `installed_digest`), else the file found on PATH, with its size and
     mtime (an upgraded compiler is another program), and for another Python what its prefix has
     installed."""
+    return program_key(argv0, env)[0]
+
+
+def program_key(argv0: str, env: Mapping[str, str]) -> tuple[str, list[str]]:
+    """(program_identity, the site directories whose installed distributions it keys, as real
+    paths: bisectk's interpreter's for `python`, another Python's prefix's, none for another
+    program), from one search of PATH."""
     if argv0 == sys.executable:
-        return f"python:{os.path.realpath(sys.executable)}:{sys.version.split()[0]}:{installed_digest(site_dirs())}"
-    found = _found(argv0, env)
+        dirs = site_dirs()
+        return (f"python:{os.path.realpath(sys.executable)}:{sys.version.split()[0]}:{installed_digest(dirs)}",
+                [os.path.realpath(d) for d in dirs])
+    found = shutil.which(argv0, path=env.get("PATH")) if not os.path.dirname(argv0) else argv0
     if not found:
-        return f"unresolved:{argv0}"
+        return f"unresolved:{argv0}", []
     try:
         st = os.stat(found)
     except OSError:
-        return f"unresolved:{argv0}"
-    installed = f":{installed_digest(site_dirs(found))}" if _PYTHON.match(os.path.basename(found)) else ""
-    return f"{os.path.realpath(found)}:{st.st_size}:{st.st_mtime_ns}{installed}"
+        return f"unresolved:{argv0}", []
+    python = bool(_PYTHON.match(os.path.basename(found)))
+    dirs = site_dirs(found) if python else []
+    installed = f":{installed_digest(dirs)}" if python else ""
+    return f"{os.path.realpath(found)}:{st.st_size}:{st.st_mtime_ns}{installed}", [os.path.realpath(d) for d in dirs]
 
 
 NVIDIA_PROC = "/proc/driver/nvidia"   # the driver's own files: version, gpus/<bus id>/information
@@ -386,8 +382,9 @@ class StaticKey:
                     argv0 = spec.argv(spec.good, template)[0]
                 except KeyError:
                     argv0 = template[0]
-                programs.append(program_identity(argv0, env))
-                self.sites.update(program_sites(argv0, env))
+                identity, sites = program_key(argv0, env)
+                programs.append(identity)
+                self.sites.update(sites)
         self.files = spec.named_files(cwd)   # path -> digest, also in the fingerprint: for the reports
         from bisectk.run.classify import RULES_VERSION
         self.base = {"spec": spec.fingerprint(cwd), "programs": programs, "env": environment_digest(env),

@@ -203,11 +203,12 @@ def _run_request(req: dict, baseline=None) -> dict:
         sys.orig_argv = [req.get("program") or sys.executable, *argv]
         # sys.path[0] as the interpreter makes it: the directory of the file the script's path
         # leads to (a linked k.py imports the modules beside its target, not beside the link)
-        sys.path.insert(0, _path0(script))
+        saved["path0"] = _path0(script)    # _put_back counts its modules the run's own
+        sys.path.insert(0, saved["path0"])
         sys.dont_write_bytecode = True
         importlib.invalidate_caches()   # a directory listing cached by a finder may be stale
         pp = (req.get("env") or {}).get("PYTHONPATH", "").split(os.pathsep)
-        shadow = lifecycle.Shadowing([_path0(script), *(p for p in pp if p and p in sys.path)])
+        shadow = lifecycle.Shadowing([saved["path0"], *(p for p in pp if p and p in sys.path)])
         hooks = lifecycle.ExitHooks()
         permanent = lifecycle.Permanent()
         threads = set(threading.enumerate())
@@ -430,7 +431,7 @@ def _put_back(req: dict, saved: dict, script: str) -> tuple[list[str], list[str]
         moved = True
     if moved:
         routine.append("the working directory")
-    roots = [req.get("cwd") or "", os.path.dirname(script), _path0(script),
+    roots = [req.get("cwd") or "", os.path.dirname(script), saved.get("path0") or _path0(script),
              *(p for p in sys.path if p not in saved["path"])]
     os.chdir(saved["cwd"])
     sys.argv, sys.orig_argv = saved["argv"], saved["orig_argv"]

@@ -29,7 +29,8 @@ import re
 from dataclasses import dataclass
 
 from bisectk import slowrule
-from bisectk.outcome import COMPILE_FAILED, LINK_FAILED, NAN_CHECK, FailKind, Outcome, Reason, Run, unlinked
+from bisectk.outcome import (COMPILE_FAILED, LINK_FAILED, NAN_CHECK, PARSE_ERRORS, FailKind, Outcome, Reason, Run,
+                             unlinked)
 
 # The rules above, as a memo key's part (run/memokey.py StaticKey): a change that can move a stored
 # run's verdict (an import failure read as a hybrid that does not link, a quoted metric as
@@ -128,7 +129,7 @@ def is_compile_error(text: str) -> bool:
 
 
 _TRACEBACK = "Traceback (most recent call last):"
-_PY_SYNTAX = re.compile(r"^\s*((?:SyntaxError|IndentationError|TabError)\b.*)$", re.MULTILINE)
+_PY_SYNTAX = re.compile(rf"^\s*((?:{'|'.join(sorted(PARSE_ERRORS))})\b.*)$", re.MULTILINE)   # outcome's one list
 
 
 def does_not_build(text: str) -> tuple[str, str] | None:

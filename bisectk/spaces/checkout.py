@@ -181,6 +181,12 @@ def path_dirs(root: Path, revs: Sequence[str], path: str | None) -> tuple[tuple[
     return tuple(found)
 
 
+def path_mark(dirs: Sequence[tuple[int, str]]) -> str:
+    """What a run's revision adds where `dirs` (path_dirs) are replaced on its PATH: its runs are
+    not those of a PATH that led to the checkout's copies (CommitSpace's and HunkSpace's keys)."""
+    return "+path-" + ":".join(rel for _, rel in dirs)
+
+
 def on_path(path: str, dirs: Sequence[tuple[int, str]], tree: Path) -> str:
     """`path` (a PATH) with each entry `path_dirs` found replaced by the same directory of `tree`
     (a commit's worktree)."""

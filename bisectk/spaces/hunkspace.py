@@ -42,7 +42,7 @@ from bisectk.run.remote import pack_tree
 from bisectk.run.scratch import remove_tree
 from bisectk.run.workload import NO_BYTECODE, Origin, Workload, python_first
 from bisectk.spaces.bytecode import drop_bytecode
-from bisectk.spaces.checkout import on_path, outside_tree
+from bisectk.spaces.checkout import on_path, outside_tree, path_mark
 from bisectk.spaces.hunks import Hunk
 from bisectk.spaces.hybrid import Scratch
 from bisectk.spaces.treediff import diff_trees
@@ -143,7 +143,7 @@ class HunkSpace:
         revision = self.revision
         if self.path_dirs:      # its programs on PATH are the hybrid's own (a commit's, in triage)
             env["PATH"] = on_path(self.path, self.path_dirs, self.workdir)
-            revision = f"{revision}+path-{':'.join(rel for _, rel in self.path_dirs)}"
+            revision += path_mark(self.path_dirs)
         return Workload(self.config(point), self.workdir / self.subdir, env,
                         revision=revision, prepare=prepare, origin=origin, key=self.key(point),
                         built=self.scratch.mark)

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from bisectk.run.workload import NO_BYTECODE, Origin, Workload, python_first
-from bisectk.spaces.checkout import on_path, outside_tree
+from bisectk.spaces.checkout import on_path, outside_tree, path_mark
 from bisectk.spaces.commits import CommitGraph, CommitInfo, SpaceError, _env, git_ok, run_git
 from bisectk.spaces.submodules import SubmoduleMissing
 from bisectk.spaces.worktrees import WorktreePool
@@ -106,7 +106,7 @@ class CommitSpace:
         shape = self.pool.shape if self.pool is not None else ""     # git's checkout settings, when set
         rev = f"{rev}+yours-{self._carried_digest}" if self._carried_digest else rev
         if self.path_dirs and not self.remote:      # its programs on PATH are the commit's own
-            rev = f"{rev}+path-{':'.join(rel for _, rel in self.path_dirs)}"
+            rev += path_mark(self.path_dirs)
         return f"{rev}@{shape}" if shape else rev
 
     def _skipped(self, sha: str, why: str) -> Workload:

@@ -279,3 +279,25 @@ def test_a_hunk_isolation_stopped_early_names_no_culprit_hunks(tmp_path):
     assert doc["culprit_hunks"] == [], [h["where"] for h in doc["culprit_hunks"]]
     assert not any(line.startswith("culprit hunk(s)") for line in p.stdout.splitlines()), p.stdout
     assert "smallest failing hunk set so far" in p.stdout, p.stdout
+
+
+def test_under_a_pathspec_the_culprits_hunks_are_its_own_diff_not_the_ones_since_the_last_candidate(tmp_path):
+    """`-- a`: the bug comes from c2, which does not touch `a`, so git's answer is c3, the next
+    commit that does. Its hunks were isolated against the previous candidate c1 (the parent git's
+    pathspec rewrites it to), and triage said "culprit hunk(s) of c3: bug:1", a file c3 never
+    touches; now against c3's own parent, which fails already: no hunk of c3 is named."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    shas = []
+    for i, name in enumerate(["a", "a", "bug", "a", "a"]):
+        (r / name).write_text(f"{i}\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"c{i}")
+        shas.append(git(r, "rev-parse", "HEAD"))
+    p = bisectk("triage", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--run", "sh -c '! test -f bug'",
+                "--json", "--ledger", tmp_path / "l.db", "--", "a", timeout=300)
+    doc = json.loads(p.stdout)
+    assert doc["first_bad"]["sha"] == shas[3], (p.stdout[-2000:], p.stderr[-2000:])
+    assert doc["culprit_hunks"] == [], [h["where"] for h in doc["culprit_hunks"]]
+    assert doc["diff"]["good"] != doc["diff"]["bad"] and not doc["diff"]["ok"]

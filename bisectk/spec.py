@@ -31,6 +31,7 @@ import re
 import shlex
 import sys
 import threading
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -537,6 +538,13 @@ def _build(path: Path, raw: dict[str, Any]) -> Spec:
     _need(not keywords, path, "constraints",
           f"factor {clip(keywords[0] if keywords else '', 40)} cannot be named in a constraint: the expression "
           f"reads it as Python's own keyword; rename the factor")
+    # Python reads an identifier in its NFKC form: `ﬁ` (a ligature) or a fullwidth `ａ` as `fi` or `a`,
+    # another factor's name or none, so a constraint would read another value or refuse its own factor
+    renamed = [n for n in good if unicodedata.normalize("NFKC", n) != n] if constraints else []
+    _need(not renamed, path, "constraints",
+          f"factor {clip(renamed[0] if renamed else '', 40)} cannot be named in a constraint: the expression reads "
+          f"it as {clip(unicodedata.normalize('NFKC', renamed[0]) if renamed else '', 40)} (Python reads names in "
+          f"their NFKC form); rename the factor")
     exprs = []
     for c in constraints:
         try:

@@ -108,8 +108,10 @@ class Threshold:
             text = f"fails from {bad} {'down' if self.descending else 'on'} ({good} passes)"
         else:
             text = f"fails at {bad}, passes at {good}"
-        if self.unresolved:
-            text += f"; {names(self.unresolved)} could not be judged"
+        # every value run that could not be judged, not only those between the bracket: one the
+        # bisection met before the bracket narrowed past it, or a spot check below it
+        if unjudged := self._indices(Outcome.UNRESOLVED):
+            text += f"; {names(unjudged)} could not be judged"
         # the declared values past the good and the bad value are never run: "fails from X on"
         # speaks of them too, so they are named with the outcome it assumes for them
         below = [i for i in self.not_run if i < self.last_pass]

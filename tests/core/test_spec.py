@@ -173,6 +173,21 @@ def test_a_factor_named_as_a_python_keyword_is_refused_where_constraints_would_r
     assert spec.good[name] == 4 and not spec.constraints
 
 
+def test_a_factor_name_python_reads_as_another_is_refused_where_constraints_would_read_it(tmp_path):
+    """Python reads an identifier in its NFKC form: in `constraints = ["ﬁ < 2"]` the ligature ﬁ is
+    read as `fi`, so beside a factor `fi` the constraint judged every configuration by fi's value
+    (good called invalid), and alone it was refused as naming an unknown factor 'fi'. The name is
+    refused where constraints would read it, like a keyword; without constraints it stays allowed."""
+    text = BASE.replace('"--name", "{label}"', '"--name", "{label}", "--x", "{ﬁ}", "--y", "{fi}"') \
+        .replace('constraints = ["depth >= 1"]', 'constraints = ["ﬁ < 2"]') \
+        .replace('label = "a"\n', 'label = "a"\n"ﬁ" = 1\nfi = 5\n')
+    with pytest.raises(SpecError) as err:
+        load_spec(write(tmp_path, text))
+    assert "factor 'ﬁ' cannot be named in a constraint" in str(err.value) and "'fi'" in str(err.value), str(err.value)
+    spec = load_spec(write(tmp_path, text.replace('constraints = ["ﬁ < 2"]\n', "")))
+    assert spec.good["ﬁ"] == 1 and spec.good["fi"] == 5 and not spec.constraints
+
+
 def test_missing_and_invalid_files(tmp_path):
     with pytest.raises(SpecError, match="no such file"):
         load_spec(tmp_path / "nope.toml")

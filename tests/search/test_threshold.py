@@ -78,6 +78,21 @@ def test_skips_unresolved_values():
     assert "4, 5 could not be judged" in found.describe()
 
 
+def test_a_value_that_could_not_be_judged_outside_the_bracket_is_said():
+    """An UNRESOLVED value was named only between the last pass and the first failure: one the
+    bisection met before the bracket narrowed past it (4, under "fails from 3 on"), or a spot check
+    below it (3, under "4 passes"), was in no part of the answer, which then read as covering it."""
+    values = [1, 2, 3, 4, 5, 6, 7, 8]
+    above = find_threshold(values, lambda i: Outcome.UNRESOLVED if values[i] == 4
+                           else Outcome.FAIL if values[i] >= 3 else Outcome.PASS)
+    assert (above.values[above.last_pass], above.value) == (2, 3) and above.exact
+    assert "4 could not be judged" in above.describe(), above.describe()
+    below = find_threshold(values, lambda i: Outcome.UNRESOLVED if values[i] == 3
+                           else Outcome.FAIL if values[i] >= 5 else Outcome.PASS)
+    assert (below.values[below.last_pass], below.value) == (4, 5) and below.exact and below.monotone
+    assert "3 could not be judged" in below.describe(), below.describe()
+
+
 def test_exact_description_and_flaky_rule():
     rule = ConfidenceRule.derive(6, 10)
     found = find_threshold([128, 256, 512, 1024], lambda i: [Outcome.PASS, Outcome.PASS,

@@ -11,7 +11,8 @@ RunMatrix    -- ablation: one row per configuration run (the two endpoints, then
                 columns, and took minutes and gigabytes to draw).
 Interaction  -- ablation: every subset of the culprit set (up to 5 culprits) with the outcome seen
                 for it: `exact` when that subset alone was run on the good configuration, else
-                read off a run that applied it with other, non-culprit differences.
+                read off a run that applied it with other, non-culprit differences; one picture
+                per failing set where there are several.
 CommitLine   -- bisect/replay/triage: the candidate commits in topological order (--good at -1),
                 each tested commit with its pass / fail / unresolved counts, the first bad commit
                 (or the candidates), the last good (the culprit's parents), skips, and the next
@@ -221,26 +222,29 @@ def _fold(outcomes: list[str]) -> str:
     return NOT_RUN
 
 
-def interaction(rec: AblationRecord) -> Interaction | None:
-    culprits = tuple(rec.culprits)
+def interaction(rec: AblationRecord, failing_set: dict | None = None) -> Interaction | None:
+    """The culprit set's subsets, or those of one of several failing sets (`failing_set`, one of
+    `rec.sets`). A subset not run alone is read off a run whose other differences are no culprit
+    of any set: one with another set's member in it fails for that set."""
+    culprits = tuple(failing_set["members"]) if failing_set else tuple(rec.culprits)
     if not culprits or len(culprits) > MAX_INTERACTION:
         return None
-    cset = frozenset(culprits)
+    every_culprit = frozenset(culprits).union(*(s["members"] for s in rec.sets))
     seen: list[tuple[frozenset, str]] = []
     good, bad = _endpoint_outcomes(rec.endpoints)
     if rec.subject:
         seen += [(frozenset(), good), (frozenset(rec.subject.differences), bad)]
     seen += [(frozenset(a.applied), a.outcome) for a in rec.attempts]
-    seen += [(frozenset(p["config"]), p["outcome"]) for p in rec.proof]
+    seen += [(frozenset(p["config"]), p["outcome"]) for p in (failing_set["proof"] if failing_set else rec.proof)]
     nodes = []
     for k in range(len(culprits) + 1):
         for members in combinations(culprits, k):
             s = frozenset(members)
             exact = [o for applied, o in seen if applied == s]
-            near = [o for applied, o in seen if applied & cset == s]
+            near = [o for applied, o in seen if applied & every_culprit == s]
             outcome = _fold(exact) if exact else _fold(near)
             nodes.append(SubsetNode(members, outcome, bool(exact)))
-    return Interaction(culprits, tuple(nodes), rec.interaction)
+    return Interaction(culprits, tuple(nodes), failing_set["interaction"] if failing_set else rec.interaction)
 
 
 # -- history -------------------------------------------------------------------------------------
@@ -390,7 +394,11 @@ def pictures(rec: Record, prefix: str = "") -> list[tuple[str, str, Any]]:
         m = run_matrix(rec)
         add("run-matrix", "Run matrix: " + ("the configurations tried, in part" if m.hidden_factors or m.hidden_rows
                                             else "every configuration tried"), m)
-        add("interaction", "The culprit set: what each subset of it did", interaction(rec))
+        if len(rec.sets) > 1:       # each failing set its own picture: the culprits are the first set's
+            for i, failing in enumerate(rec.sets, 1):
+                add(f"interaction-set-{i}", f"Failing set {i}: what each subset of it did", interaction(rec, failing))
+        else:
+            add("interaction", "The culprit set: what each subset of it did", interaction(rec))
     if isinstance(rec, DiffRecord):
         add("hunks", "Files and hunks, culprits marked", hunk_strips(rec))
     if isinstance(rec, (BisectRecord, ReplayRecord)):

@@ -75,6 +75,30 @@ def test_interaction_picture_reads_each_subset_of_the_culprit_set():
     assert ids(drawn, "culprit-set") and "warps + mma_warp" in drawn and "(with cleared factors)" in drawn
 
 
+def test_each_of_two_failing_sets_gets_its_interaction_picture():
+    """softmax-two-sets ({fast, n} and {fast, block}): the one picture titled 'The culprit set' showed
+    {fast, n} alone (the record's culprits are the first set's), and block, a culprit of set 2, was
+    in no picture. Each set has its own now, its subsets never read off a run holding the other
+    set's member (fast with n fails for set 1, which says nothing of fast with block)."""
+    sets = ({"members": ["fast", "n"], "interaction": True, "proof": [{"config": ["n"], "outcome": "pass"}]},
+            {"members": ["fast", "block"], "interaction": True, "proof": [{"config": ["block"], "outcome": "pass"}]})
+    rec = ablation(["fast", "n", "block", "rows"], ["fast", "n"], [
+        attempt(1, ["fast", "n"], "fail"),
+        attempt(2, ["fast"], "pass"),
+        attempt(3, ["fast", "n", "block"], "fail", phase="confirm-removal"),
+        attempt(4, ["fast", "block", "rows"], "fail", phase="split-check"),
+    ], interaction=True, proof=sets[0]["proof"], sets=sets)
+    named = {n: (title, model) for n, title, model in F.pictures(rec)}
+    assert list(named) == ["run-matrix", "interaction-set-1", "interaction-set-2"], list(named)
+    title, second = named["interaction-set-2"]
+    assert title.startswith("Failing set 2") and second.culprits == ("fast", "block") and second.interaction
+    by = {n.members: (n.outcome, n.exact) for n in second.nodes}
+    assert by[("block",)] == ("pass", True) and by[("fast",)] == ("pass", True)
+    assert by[("fast", "block")] == ("fail", False)     # read off attempt 4 (rows is cleared); attempt 3 holds n
+    assert named["interaction-set-1"][1].culprits == ("fast", "n")
+    assert "fast + block" in svg("interaction", second)
+
+
 def test_interaction_subset_never_run_is_not_run():
     rec = ablation(["a", "b", "c"], ["a", "b", "c"], [attempt(1, ["a", "b", "c"], "fail")], interaction=True)
     by = {n.members: n.outcome for n in F.interaction(rec).nodes}

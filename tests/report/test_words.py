@@ -102,6 +102,34 @@ def test_a_long_factor_name_is_folded_in_the_key_differences_table_never_cut():
     assert "release_before_read_with_a_long_name" in cells and "…" not in buf.getvalue(), buf.getvalue()
 
 
+def test_a_terminal_too_narrow_for_the_key_differences_table_still_shows_every_cell():
+    """At COLUMNS=20 (a split pane) rich gave five of the ablation table's six columns no width:
+    the factor names, both values and 'FAILS' were gone, only the verdicts were left, one letter a
+    line; at 24, 'removed from bad' was gone. `check`'s table of three columns the same at 10.
+    Too narrow for a table, each row is a line of its own."""
+    import io
+    from dataclasses import replace
+    from rich.console import Console
+    from bisectk.engine.records import CheckRecord
+    from bisectk.report.ablation import print_summary
+    from bisectk.report.text import print_check
+    from tests.report.records import ablation, attempt, check, ok, subject, wrong
+    rec = ablation(["depth", "producer_phase"], ["producer_phase"], [attempt(1, ["producer_phase"], "fail")])
+    rec = replace(rec, differences=(rec.differences[0], {**rec.differences[1], "alone": "FAILS", "removed": "passes"}))
+    for width in (20, 24, 30):
+        buf = io.StringIO()
+        print_summary(Console(file=buf, width=width, color_system=None), rec)
+        flat = " ".join(buf.getvalue().split())
+        assert "producer_phase: good 0, bad 1, flipped alone on good FAILS, removed from bad passes, verdict CULPRIT" in flat, \
+            buf.getvalue()
+        assert "depth: good 0, bad 1" in flat
+    checked = CheckRecord(command="check", endpoints=check([ok()], [wrong()]), ok=True, complete=True, interrupted=False,
+                          runs=2, observations=2, wall_s=0.1, subject=subject(["n", "depth"]))
+    buf = io.StringIO()
+    print_check(Console(file=buf, width=10, color_system=None), checked)
+    assert "depth: good 0, bad 1" in " ".join(buf.getvalue().split()), buf.getvalue()
+
+
 def test_a_replay_that_stops_early_counts_its_candidates_in_words():
     """`bisectk replay` of a stopped bisection's log said 'not determined yet; 1 candidates remain'."""
     import io

@@ -396,13 +396,16 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
                         "monotone": t.monotone, "failing": list(t.failing),
                         "not_run": list(t.not_run_values), "assumed": t.assumed, "text": t.describe()}
                     for f, t in found_thresholds.items()},
-        search_runs=phases.get(SEARCH, 0), unused_runs=unused_runs(phases, attempts), ahead_runs=res.taken_ahead, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)
+        search_runs=phases.get(SEARCH, 0), unused_runs=unused_runs(phases, attempts, res.unused), ahead_runs=res.taken_ahead, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)
 
 
-def unused_runs(phases: dict[str, int], attempts) -> int:
+def unused_runs(phases: dict[str, int], attempts, untaken: int) -> int:
     """The search's runs no attempt took: those made ahead of it (--jobs) and never asked for,
-    counted as runs (a question made ahead may have been run more than once)."""
-    return max(0, phases.get(SEARCH, 0) - sum(a.runs for a in attempts))
+    counted as runs (a question made ahead may have been run more than once). `untaken`: the
+    questions made ahead and never taken, as the search counts them (AblationResult.unused);
+    none, and no run was made ahead: the runs of a question a Ctrl-C cut short (a confirmation's
+    passes so far) belong to no attempt, and are not runs made ahead."""
+    return max(0, phases.get(SEARCH, 0) - sum(a.runs for a in attempts)) if untaken else 0
 
 
 def counted(steps: list[dict], search_runs: int, made: int | None = None) -> list[dict]:

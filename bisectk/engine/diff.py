@@ -117,7 +117,7 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
         different_failures=tuple(seconds), diff=unified_diff(culprit_hunks),
         lines_diff=unified_diff(culprit_lines) if lines is not None else "",
         search_runs=phases[SEARCH],
-        unused_runs=unused_runs(phases, attempts),
+        unused_runs=unused_runs(phases, attempts, res.unused + sum(r.unused for r in line_results)),
         ahead_runs=res.taken_ahead + sum(r.taken_ahead for r in line_results), hangs=hangs,
         flakiness_rule=rule_doc(rule, policy, res),
         sets=tuple(doc["sets"]), fixes=tuple(doc["fixes"]), open_fixes=tuple(doc["open_fixes"]),

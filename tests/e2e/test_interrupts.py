@@ -336,3 +336,19 @@ def test_a_triage_interrupted_as_its_hunk_isolation_begins_keeps_the_first_bad_c
     p = _triage_interrupted_at(tmp_path, r, "bisectk.engine.triage:isolate")
     assert p.returncode == 1, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
     assert "first bad commit" in p.stdout and "c5" in p.stdout and "hunk isolation stopped" in p.stdout, p.stdout
+
+
+def test_an_interrupt_during_the_confirmation_says_no_run_was_made_ahead(spec, tmp_path):
+    """Ctrl-C inside the confirmation's passes (one run at a time, no --jobs): the passes already
+    made belong to no attempt, and the report counted them as '12 made ahead and not needed' --
+    runs made ahead of a search that made none ahead."""
+    (tmp_path / "whole").mkdir()
+    whole = ablate_interrupted(spec, tmp_path / "whole", "bisectk.search.tester:Tester.confirm", 999, "--json")
+    doc = json.loads(whole.stdout)
+    runs = [a["runs"] for a in doc["attempts"]]
+    confirm = next(i for i, a in enumerate(doc["attempts"]) if a["phase"] == "confirm" and a["runs"] > 2)
+    at = 2 + sum(runs[:confirm]) + 2     # the endpoints, the attempts before, two of its passes
+    p = ablate_interrupted(spec, tmp_path, "bisectk.run.runner:Runner._execute", at + 1, "--json")
+    assert p.returncode == 1, (p.returncode, p.stderr[-1500:])
+    doc = json.loads(p.stdout)
+    assert doc["ahead_runs"] == doc["unused_runs"] == 0, (doc["unused_runs"], doc["search_runs"])

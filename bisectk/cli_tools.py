@@ -4,7 +4,9 @@ to the app of bisectk/cli.py (in this order: the order of `bisectk --help`)."""
 
 from __future__ import annotations
 
+import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
@@ -52,15 +54,14 @@ def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bis
     if not isinstance(result, dict) or "command" not in result:
         fail(f"{ledger}: no finished session" + (f" with id {session}" if session is not None else "") + " with a stored result")
     damaged = f"{ledger}: the stored result of session {info['id']} is damaged"
-    try:
+    with _said_damaged(damaged):
         rec = load_record(result)
+    # the session's spec and the files its command names are known only now
+    check_outputs(report=markdown, html=html, ledger=ledger, also=stored_inputs(rec, ledger), as_json=as_json)
+    with _said_damaged(damaged):
         with out.capture() as shown:   # printed whole or not at all; rendered for --json too, to read it all
             render.summary(out, rec)
         written = write_reports(rec, None, markdown, html)
-    except BisectkError as exc:
-        fail(f"{damaged} ({exc})")
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:   # a field of the wrong shape
-        fail(f"{damaged} ({type(exc).__name__}: {exc})"[:300])
     if as_json:
         emit_json(full_form(result))
     else:
@@ -68,6 +69,32 @@ def report(ledger: Path = typer.Argument(..., help="A ledger database (e.g. .bis
         for line in written:
             out.print(line, markup=False)
     raise typer.Exit(X.OK)
+
+
+@contextmanager
+def _said_damaged(damaged: str):
+    """A stored result that cannot be read or rendered: one line saying it is damaged, and why."""
+    try:
+        yield
+    except BisectkError as exc:
+        fail(f"{damaged} ({exc})")
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:   # a field of the wrong shape
+        fail(f"{damaged} ({type(exc).__name__}: {exc})"[:300])
+
+
+def stored_inputs(rec, ledger: Path) -> list[tuple[Path, str]]:
+    """The files a stored session read that a report must not overwrite: its spec and the files its
+    subject's command names. The record keeps them as the command was given, relative to where it
+    ran, which the ledger does not keep: they are read from here, from the ledger's directory and
+    from the one above it (the default ledger is `DIR/.bisectk/ledger.db`, for a command run in DIR)."""
+    from bisectk.report.outputs import argv_files
+    subject = getattr(rec, "subject", None)
+    if subject is None:
+        return []
+    home = Path(os.path.abspath(ledger)).parent
+    bases = list(dict.fromkeys([Path.cwd(), home, home.parent]))
+    found = [(p, "the spec") for p in argv_files([subject.path], *bases)]
+    return found + [(p, "a file the subject's command names") for p in argv_files(subject.command, *bases)]
 
 
 def ledger_check(path: Path = typer.Argument(..., help="The ledger database.", show_default=False),

@@ -45,6 +45,27 @@ def test_an_output_that_names_an_input_or_cannot_be_written_is_refused_before_an
     assert "PASS" not in p.stdout + p.stderr and _digests(tmp_path) == before
 
 
+@pytest.mark.parametrize("target,says,where", [
+    ("s.toml", "is the spec", "."), ("s.sh", "is a file the subject's command names", "."),
+    ("../s.toml", "is the spec", "sub"),        # elsewhere: the spec is found from the ledger's home
+])
+@pytest.mark.parametrize("option", ["--report", "--html"])
+def test_report_of_a_stored_session_never_writes_over_its_spec_or_script(tmp_path, option, target, says, where):
+    """`bisectk report LEDGER --report s.toml` wrote the debug log over the session's spec (exit
+    0): report protected the ledger alone, the spec being known only once the record is read."""
+    spec = _spec(tmp_path)
+    bisectk("ablate", spec, cwd=tmp_path, check=0)
+    (tmp_path / "sub").mkdir()
+    before = _digests(tmp_path)
+    p = bisectk("report", os.path.relpath(tmp_path / ".bisectk" / "ledger.db", tmp_path / where), option, target,
+                cwd=tmp_path / where, check=2)
+    assert p.stderr.strip().splitlines() == [f"bisectk: {option} {target}: {says}, which this command reads; writing "
+                                             "the report there would destroy it: name another file"], p.stderr
+    assert _digests(tmp_path) == before
+    ok = bisectk("report", ".bisectk/ledger.db", option, "r.out", cwd=tmp_path, check=0)   # any other file is written
+    assert (tmp_path / "r.out").is_file() and "culprit" in ok.stdout
+
+
 @pytest.mark.parametrize("option", ["--json-out", "--report", "--html"])
 def test_an_output_on_a_new_ledgers_path_is_refused(tmp_path, option):
     """`--ledger new.db --json-out new.db`: the ledger does not exist yet when the outputs are

@@ -179,6 +179,9 @@ def resolve(repo: Path, ref: str, what: str = "ref") -> str:
     """The full sha of the commit `ref` names, or SpaceError naming the option."""
     if not ref or ref.startswith("-"):
         raise SpaceError(f"{what} {ref!r} is not a revision")
+    if ref.startswith("^"):     # rev-parse prints ^SHA for it: half of a range, git bisect refuses it
+        raise SpaceError(f"{what} {ref!r} is not a commit in {repo}: a leading ^ excludes the commits "
+                         f"it reaches (half of a range); name the commit itself")
     known = early.resolved(repo, ref)
     if known is not None:
         return known

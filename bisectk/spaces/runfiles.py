@@ -71,7 +71,8 @@ def _beside(files: list[CommandFile], user_cwd: Path, root: Path) -> list[Comman
 
 def carried(files: Sequence[CommandFile]):
     """The files to copy into each commit's tree (spaces/yours.py Carried), one per path."""
-    return list({f.copy: Carried(f.copy, f.path) for f in files if f.copy and f.use == "yours"}.values())
+    return list({f.copy: Carried(f.copy, f.path, beside=f.state.startswith("untracked, beside"))
+                 for f in files if f.copy and f.use == "yours"}.values())
 
 
 def needed(files: list[CommandFile]) -> tuple[str, ...]:

@@ -72,6 +72,9 @@ class Carried:
     data: bytes | None = field(default=None, repr=False, compare=False)
     mode: int = 0
     link: str | None = None
+    # an untracked file beside a script (`beside`), not one the command names: it never replaces a
+    # file the commit has, where git bisect run's checkout would refuse to overwrite it
+    beside: bool = False
 
 
 def taken(carried: Sequence[Carried]) -> tuple[Carried, ...]:
@@ -85,10 +88,10 @@ def taken(carried: Sequence[Carried]) -> tuple[Carried, ...]:
         try:
             st = os.lstat(c.source)
             if stat.S_ISLNK(st.st_mode):
-                out.append(Carried(c.rel, c.source, link=_link_in_tree(c, os.readlink(c.source))))
+                out.append(Carried(c.rel, c.source, link=_link_in_tree(c, os.readlink(c.source)), beside=c.beside))
             elif stat.S_ISREG(st.st_mode):
                 data = Path(c.source).read_bytes() if st.st_size <= MAX_TAKEN_BYTES else None
-                out.append(Carried(c.rel, c.source, data, st.st_mode & 0o777))   # no setuid, setgid, sticky
+                out.append(Carried(c.rel, c.source, data, st.st_mode & 0o777, beside=c.beside))   # no setuid, setgid, sticky
         except OSError:
             continue
     return tuple(out)
@@ -170,13 +173,15 @@ def digest(carried: Sequence[Carried]) -> str:
                 what = f"size{st.st_size}-mtime{st.st_mtime_ns}"     # too large to hold: as memokey does
             except OSError:
                 what = "missing"
-        h.update(f"{c.rel}\0{c.mode:o}\0{what}\n".encode("utf-8", "surrogateescape"))
+        # beside: such a copy no longer replaces the commit's own file (a run made before did)
+        h.update(f"{c.rel}\0{c.mode:o}\0{what}{' beside' if c.beside else ''}\n".encode("utf-8", "surrogateescape"))
     return h.hexdigest()[:16]
 
 
 def place(tree: Path, carried: Sequence[Carried], dirs: Sequence[str] = ()) -> tuple[list[str], list[str], str | None]:
     """Copy each carried file into `tree` at its path (the commit's own file there, if any, is
-    replaced; checkout and clean put it back), after making each of `dirs` (relative, the user's
+    replaced, unless the carried file is one found `beside` a script: then why not; checkout and
+    clean put it back), after making each of `dirs` (relative, the user's
     own directory the command runs in, which git bisect run's checkout keeps) where the tree
     lacks it: (the paths written, the directories made, deepest last, and None) or, when one
     cannot be placed (the tree has a directory there, or a link on the way leads out of the tree,
@@ -196,6 +201,10 @@ def place(tree: Path, carried: Sequence[Carried], dirs: Sequence[str] = ()) -> t
         try:
             if os.path.isdir(dest) and not os.path.islink(dest):
                 return written, made, f"the commit's tree has a directory at {c.rel}"
+            if c.beside and os.path.lexists(dest):
+                return written, made, (f"the commit has {c.rel}, which your untracked {c.rel} beside the script "
+                                       f"would replace (git bisect's checkout refuses to overwrite it): "
+                                       f"move your copy away")
             if os.path.lexists(dest):
                 os.unlink(dest)
             written.append(c.rel)

@@ -193,3 +193,34 @@ def test_a_directory_link_of_the_users_leads_to_each_commits_script(tmp_path):
     out = subprocess.run(["git", "bisect", "run", "./mine/check.sh"], cwd=g, capture_output=True, text=True).stdout
     assert d["first_bad"]["sha"] == shas[3] and f"{shas[3]} is the first bad commit" in out, d["endpoints"]
     assert state(r) == before and not worktree_files(r, "mine")
+
+
+def test_an_untracked_file_beside_the_script_never_replaces_a_file_the_commit_tracks(tmp_path):
+    """helper.py is tracked from c3 on (its bug comes in at c5); the user's checkout is at c1, with an
+    untracked copy of c5's helper.py beside the script. git bisect run's checkout of c3 refuses to
+    overwrite it; copying it over each commit's own helper.py tested c3 and c4 with c5's bug and
+    named c3 with confidence 1.0."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    shas = []
+    for i in range(1, 7):
+        if i >= 3:
+            (r / "helper.py").write_text(f"OK = {i < 5}\n")
+        (r / "main.py").write_text("import sys\nfrom helper import OK\nsys.exit(0 if OK else 1)\n" if i >= 3
+                                   else "print('no helper yet')\n")
+        (r / "n").write_text(f"{i}\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"c{i}")
+        shas.append(git(r, "rev-parse", "HEAD"))
+    git(r, "checkout", "-q", shas[0])
+    (r / "helper.py").write_text("OK = False\n")            # the user's stray copy of the new helper
+    (r / "t.sh").write_text("#!/bin/sh\nexec python main.py\n")
+    (r / "t.sh").chmod(0o755)
+    before = state(r)
+    p = bisectk("bisect", "--good", shas[0], "--bad", "main", "--run", "./t.sh", "--json", cwd=r, timeout=180,
+                check=None)
+    d = json.loads(p.stdout) if p.stdout.strip() else {}
+    assert (d.get("first_bad") or {}).get("sha") != shas[2], p.stdout + p.stderr
+    assert p.returncode != 0 and "helper.py" in p.stdout + p.stderr, p.stdout + p.stderr
+    assert state(r) == before

@@ -137,6 +137,10 @@ def test_first_parent_skips_merged_side_commits(tmp_path):
     ("HEAD", "HEAD~3", "is not an ancestor of --bad"),
     ("HEAD", "main", "same commit"),
     ("--all", "HEAD", "not a revision"),
+    # rev-parse reads a leading ^ as "not reachable from" and prints ^SHA: a range's half, no commit
+    # (git bisect: "'^main' does not appear to be a valid revision")
+    ("^HEAD~3", "HEAD", "--good '\\^HEAD~3' is not a commit"),
+    ("HEAD~3", "^HEAD", "--bad '\\^HEAD' is not a commit"),
 ])
 def test_bad_ranges_are_one_line_errors(repo, good, bad, match):
     with pytest.raises(SpaceError, match=match) as info:

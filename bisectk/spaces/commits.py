@@ -631,12 +631,12 @@ def describe(repo: Path | str, sha: str) -> CommitInfo:
     root = Path(repo)
     info = _parse_log(run_git(root, "log", "-1", f"--format={_FIELDS}", sha))[0]
     parents = run_git(root, "rev-list", "--parents", "-n", "1", sha).split()[1:]
+    # -z: each name as it is (without it git quotes a name with a byte past ASCII, a quote or a
+    # newline: '"f\\351.txt"', quotes and escapes in the name)
+    against = [parents[0]] if parents else ["--root"]
     try:
-        if parents:
-            names = run_git(root, "diff-tree", "-r", "--name-only", "--no-commit-id", parents[0], sha)
-        else:
-            names = run_git(root, "diff-tree", "-r", "--name-only", "--no-commit-id", "--root", sha)
+        names = run_git_bytes(root, "diff-tree", "-r", "-z", "--name-only", "--no-commit-id", *against, sha)
     except SpaceError:      # a tree git cannot read (a damaged repository): the commit is still named
         return info
     return CommitInfo(info.sha, info.subject, info.author, info.date,
-                      tuple(n for n in names.splitlines() if n))
+                      tuple(n.decode("utf-8", "replace") for n in names.split(b"\0") if n))

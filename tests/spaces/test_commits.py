@@ -101,6 +101,23 @@ def test_subjects_and_authors_in_a_declared_encoding_are_read_as_written(tmp_pat
     assert describe(r, graph.bad.sha).author.startswith("Jos\xe9 <")
 
 
+
+def test_describe_gives_file_names_as_they_are_not_in_gits_quoted_form(tmp_path):
+    """diff-tree without -z quotes a name with a byte past ASCII, a quote or a newline: the first
+    bad commit's `files` (--json, the report) held '"caf\\303\\251.py"', quotes and escapes in the name."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    (r / "a.txt").write_text("0\n")
+    git(r, "add", ".")
+    git(r, "commit", "-q", "-m", "c0")
+    names = ["caf\xe9.py", 'say "hi".txt', "two\nlines.txt", " lead.txt"]
+    for n in names:
+        (r / n).write_text("x\n")
+    git(r, "add", ".")
+    git(r, "commit", "-q", "-m", "c1")
+    assert sorted(describe(r, git(r, "rev-parse", "HEAD")).files) == sorted(names)
+
 def test_describe_lists_changed_files(repo):
     graph = list_graph(repo, "HEAD~8", "HEAD")
     kernel = next(i for i, c in enumerate(graph.commits) if c.subject.startswith("c5b"))

@@ -39,7 +39,7 @@ from typing import Any
 from bisectk.contents import named_files
 from bisectk.errors import SpecError
 from bisectk.expr import Expr, ExprError, clip
-from bisectk.specvalues import Scalar, Threshold, format_value, mixed_order, render, same_value
+from bisectk.specvalues import Scalar, Threshold, finite_float, format_value, mixed_order, render, same_value
 from bisectk.timeouts import MAX_REPEAT, MAX_TIMEOUT_S, MIN_TIMEOUT_S
 
 __all__ = ["Config", "Spec", "adhoc_spec", "config_key", "load_spec", "placeholders", "project_root", "substitute"]
@@ -396,10 +396,10 @@ def load_spec(path: str | Path) -> Spec:
     import tomllib
     text = text.removeprefix("\ufeff")     # a byte-order mark, as some editors write: tomllib reads it as a statement
     try:
-        raw = tomllib.loads(text)
+        raw = tomllib.loads(text, parse_float=finite_float)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(path, None, f"invalid TOML: {exc}") from None
-    except ValueError as exc:  # an integer past Python's int-string limit (4,300 digits)
+    except ValueError as exc:  # an integer past Python's int-string limit (4,300 digits), a float past its range
         raise SpecError(path, None, f"invalid TOML: {exc}") from None
     except (RecursionError, MemoryError):
         raise SpecError(path, None, "invalid TOML: nested too deeply") from None

@@ -73,11 +73,23 @@ def render(value: Scalar) -> str:
     return str(value)
 
 
+def finite_float(text: str) -> float:
+    """tomllib's parse_float: a TOML float past a double's range is refused (ValueError), where
+    float() would give inf (1e400) or 0.0 (1e-400) and the subject receive what no one wrote."""
+    value = float(text)
+    literal = text.lower().lstrip("+-")
+    if math.isinf(value) and literal != "inf":
+        raise ValueError(f"{text} is past a float's range: it would be read as {value}")
+    if value == 0 and any(c in "123456789" for c in literal.split("e")[0]):
+        raise ValueError(f"{text} is too small for a float: it would be read as {value}")
+    return value
+
+
 def parse_value(text: str) -> Scalar:
     """A `--set` value: a TOML scalar (3, 1e-4, true, "x") or else the bare string."""
     import tomllib      # here, not at import: a --run command's spec reads no TOML (~4 ms of a start)
     try:
-        value = tomllib.loads(f"v = {text}")["v"]
+        value = tomllib.loads(f"v = {text}", parse_float=finite_float)["v"]
     except (tomllib.TOMLDecodeError, ValueError, RecursionError, MemoryError):
         return text  # ValueError: an integer past Python's int-string limit
     return value if isinstance(value, (str, int, float, bool)) else text

@@ -442,3 +442,17 @@ def test_an_ordinal_list_of_mixed_kinds_is_refused(tmp_path, values, said):
     for fine in ('[1, 2.5, 3, 4]', '["1", "true", "3", "4"]'):
         spec = load_spec(write(tmp_path, BASE.replace("depth = [1, 2, 3, 4]", f"depth = {fine}")))
         assert len(spec.ordinal["depth"]) == 4
+
+
+@pytest.mark.parametrize("written,said", [("1e400", "past a float's range: it would be read as inf"),
+                                          ("-1.5e999", "past a float's range: it would be read as -inf"),
+                                          ("2e-400", "too small for a float: it would be read as 0.0")])
+def test_a_float_past_a_doubles_range_is_refused_not_sent_as_inf_or_zero(tmp_path, written, said):
+    """tomllib reads 1e400 as inf and 1e-400 as 0.0: the spec loaded without a word and the subject
+    received `--e inf`, a value no one wrote."""
+    p = write(tmp_path, BASE.replace('label = "a"\nmode = "y"', f'label = {written}\nmode = "y"'))
+    with pytest.raises(SpecError, match=re.escape(f"{written} is {said}")):
+        load_spec(p)
+    assert parse_value(written) == written      # --set e=1e400: the text as typed, not inf
+    for fine in ("inf", "-inf", "nan", "0.0", "-0e5", "1e308", "5e-324"):
+        assert parse_value(fine) == float(fine) or fine == "nan"

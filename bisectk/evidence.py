@@ -67,9 +67,9 @@ def ptx_evidence(spec: Spec, configs: dict[str, Config], timeout: float = COMPIL
             ev.errors[label] = "the command is not `python SCRIPT.py ...`: no PTX to compile"
             continue
         script, args = found
-        try:
-            ev.signatures[label] = ptx.signature_of_script(script, args, cwd=spec.cwd, timeout=timeout,
-                                                           env=spec.environment(cfg))
+        try:   # with the interpreter the command names (a project's venv), as the runs are made
+            ev.signatures[label] = ptx.signature_of_script(script, args, python=spec.argv(cfg)[0], cwd=spec.cwd,
+                                                           timeout=timeout, env=spec.environment(cfg))
         except ptx.PtxError as exc:
             ev.errors[label] = str(exc).splitlines()[0]
     keys = sorted({k for s in ev.signatures.values() for k in s})

@@ -52,21 +52,28 @@ SUBJECT_CHECK = "the subject's own check (ok = false)"
 SKIP_EXIT = 125
 SKIP_SIGNATURE = "skip (exit 125)"      # a run that asked to be skipped (engine/endpoints.py words it)
 
-# (pattern, signature). First match wins; CUDA texts come from the runtime, torch, and the DSL.
+# (pattern, signature). First match wins; CUDA texts come from the runtime, torch, and the DSL,
+# which (with cuda-python) names an error by its driver or runtime enum alone:
+# `CUDA_ERROR_ILLEGAL_ADDRESS (error code: 700)`, `cudaErrorIllegalAddress`.
 _CUDA_PATTERNS = [
-    (r"illegal memory access", "CUDA: an illegal memory access was encountered"),
-    (r"misaligned address", "CUDA: misaligned address"),
-    (r"operation not supported on global/shared address space|cudaErrorInvalidAddressSpace|invalid address space",
-     "CUDA: operation not supported on global/shared address space"),
-    (r"unspecified launch failure|cudaErrorLaunchFailure", "CUDA: unspecified launch failure"),
-    (r"too many resources requested for launch", "CUDA: too many resources requested for launch"),
-    (r"CUDA out of memory|cudaErrorMemoryAllocation|out of memory(?!\?| \(the OOM killer\))", "CUDA: out of memory"),
-    (r"illegal instruction", "CUDA: an illegal instruction was encountered"),
-    (r"device-side assert triggered", "CUDA: device-side assert triggered"),
-    (r"launch timed out", "CUDA: the launch timed out"),
+    (r"illegal memory access|CUDA_ERROR_ILLEGAL_ADDRESS|cudaErrorIllegalAddress",
+     "CUDA: an illegal memory access was encountered"),
+    (r"misaligned address|CUDA_ERROR_MISALIGNED_ADDRESS|cudaErrorMisalignedAddress", "CUDA: misaligned address"),
+    (r"operation not supported on global/shared address space|cudaErrorInvalidAddressSpace|invalid address space"
+     r"|CUDA_ERROR_INVALID_ADDRESS_SPACE", "CUDA: operation not supported on global/shared address space"),
+    (r"unspecified launch failure|cudaErrorLaunchFailure|CUDA_ERROR_LAUNCH_FAILED", "CUDA: unspecified launch failure"),
+    (r"too many resources requested for launch|CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES|cudaErrorLaunchOutOfResources",
+     "CUDA: too many resources requested for launch"),
+    (r"CUDA out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|out of memory(?!\?| \(the OOM killer\))",
+     "CUDA: out of memory"),
+    (r"illegal instruction|CUDA_ERROR_ILLEGAL_INSTRUCTION|cudaErrorIllegalInstruction",
+     "CUDA: an illegal instruction was encountered"),
+    (r"device-side assert triggered|CUDA_ERROR_ASSERT\b|cudaErrorAssert\b", "CUDA: device-side assert triggered"),
+    (r"launch timed out|CUDA_ERROR_LAUNCH_TIMEOUT|cudaErrorLaunchTimeout", "CUDA: the launch timed out"),
     (r"shared memory (?:size|usage)?.{0,40}(?:exceed|too large)|exceeds? .{0,30}shared memory",
      "launch: too much shared memory"),
-    (r"no kernel image is available", "CUDA: no kernel image is available for the device"),
+    (r"no kernel image is available|CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice",
+     "CUDA: no kernel image is available for the device"),
 ]
 _BUILD_PATTERNS = [
     r"CompilerDiagnosticError", r"DSLOperationBuildError", r"DSLAstPreprocessorError",

@@ -60,6 +60,29 @@ def test_hang_crash_signals_and_cuda_texts():
         assert r.kind is FailKind.CRASH and sig in r.signature and r.signature.startswith(("CUDA", "launch")), text
 
 
+
+def test_cuda_errors_by_their_driver_names_as_the_cute_dsl_reports_them():
+    """The CuTe DSL (nvidia-cutlass-dsl 4.8's DSLCudaRuntimeError) and cuda-python name a CUDA error
+    by its enum, with no text of the error string: `error: CUDA_ERROR_ILLEGAL_ADDRESS (error code:
+    700)`. Before, none of these was recognised: an illegal address and a misaligned address were
+    both `exit 1`, one failure to a search hunting either. Now each is the CUDA error it names."""
+    dsl = ("\x1b[91m\x1b[1merror:\x1b[0m {name} (error code: {code}) \n \n\n\x1b[0m\n"
+           "  \x1b[94m= note:\x1b[0m error code {code}\n- \x1b[1mError name: {name}\n- Error code: {code}\n")
+    for name, code, sig in [
+        ("CUDA_ERROR_ILLEGAL_ADDRESS", 700, "CUDA: an illegal memory access was encountered"),
+        ("CUDA_ERROR_MISALIGNED_ADDRESS", 716, "CUDA: misaligned address"),
+        ("CUDA_ERROR_INVALID_ADDRESS_SPACE", 717, "CUDA: operation not supported on global/shared address space"),
+        ("CUDA_ERROR_LAUNCH_FAILED", 719, "CUDA: unspecified launch failure"),
+        ("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", 701, "CUDA: too many resources requested for launch"),
+        ("CUDA_ERROR_ILLEGAL_INSTRUCTION", 715, "CUDA: an illegal instruction was encountered"),
+        ("CUDA_ERROR_ASSERT", 710, "CUDA: device-side assert triggered"),
+        ("CUDA_ERROR_LAUNCH_TIMEOUT", 702, "CUDA: the launch timed out"),
+        ("cudaErrorIllegalAddress", 700, "CUDA: an illegal memory access was encountered"),
+        ("CUresult.CUDA_ERROR_MISALIGNED_ADDRESS", 716, "CUDA: misaligned address"),
+    ]:
+        r = classify_run(raw(exit_code=1, stderr=dsl.format(name=name, code=code)), JUDGE)
+        assert (r.kind, r.signature, r.failed) == (FailKind.CRASH, sig, (sig,)), name
+
 def test_python_exception_signature_and_build_and_skip():
     tb = "Traceback (most recent call last):\n  File \"x\", line 1\nValueError: tile index 7 out of range\n"
     r = classify_run(raw(exit_code=1, stderr=tb), JUDGE)

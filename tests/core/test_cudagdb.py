@@ -40,6 +40,18 @@ def test_named_barrier_hang_names_the_barrier_and_its_thread_count():
     assert "barrier(barrier_id=1" in line
 
 
+
+def test_a_named_barrier_hang_is_a_deadlock():
+    """cuda-gdb's reading names a named barrier with its id and thread count ('named barrier 1,
+    160 threads'), and `deadlocked` looked the wait up whole: the captured named-barrier hang was
+    no deadlock, so a GPU subject without progress lines had its hang run again for longer
+    (a silent hang) though the picture showed where it deadlocked. An arrive never blocks."""
+    from bisectk.stuck import deadlocked
+    found, _ = groups("gpu-ws-hang-nbar")
+    assert deadlocked(Snapshot(groups=tuple(found)).to_dict())
+    arrive = [g.__class__(**{**g.to_dict(), "stack": (), "wait": "named barrier arrive 3, 256 threads"}) for g in found]
+    assert not deadlocked(Snapshot(groups=tuple(arrive)).to_dict())
+
 def test_without_the_source_the_line_info_is_kept():
     data = json.loads((CAPTURED / "gpu-ws-hang-nbar.json").read_text())
     found, _ = cudagdb.parse(data, resolve=lambda p: "/nonexistent/" + Path(p).name)

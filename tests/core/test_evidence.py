@@ -1,6 +1,7 @@
 import json
 import os
 import stat
+import sys
 
 import pytest
 
@@ -124,3 +125,26 @@ def test_a_compile_that_hangs_is_a_build_hang_within_ptx_timeout_and_leaves_noth
     for bad in ("0", "nan", "inf", "1e9"):
         p = bisectk("ptx", spec, "--timeout", bad)
         assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, p.stderr
+
+
+def test_ptx_compiles_with_the_interpreter_the_spec_names(tmp_path):
+    """Before: `bisectk ptx` ran every compile-only run with bisectk's own interpreter, whatever
+    the spec's command named (`.venv/bin/python k.py`): the runs used the project's environment,
+    the PTX came from another one (another CuTe DSL, or none: 'missing Python module' with an
+    install hint for bisectk's). Now the compile runs with the spec's interpreter, as the runs do."""
+    (tmp_path / "pyproject.toml").touch()
+    venv = tmp_path / "venv" / "bin" / "python"
+    venv.parent.mkdir(parents=True)
+    venv.write_text(f"#!/bin/sh\nTHIS_VENV=1 exec {sys.executable} \"$@\"\n")
+    venv.chmod(0o755)
+    (tmp_path / "k.py").write_text(KERNEL.replace("a = p.parse_args()\n", "a = p.parse_args()\n"
+                                                  "import os\n"
+                                                  "if not os.environ.get('THIS_VENV'):\n"
+                                                  "    raise ModuleNotFoundError(\"No module named 'cutlass'\")\n")
+                                   .replace('if a.mode == "bad":', "if False:"))
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[subject]\ncommand = ["venv/bin/python", "k.py", "--mode", "{mode}"]\n'
+                    '[good]\nmode = "good"\n[bad]\nmode = "bad"\n')
+    p = bisectk("ptx", spec, "--json")
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert set(json.loads(p.stdout)["signatures"]) == {"good", "bad"}

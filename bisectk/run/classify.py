@@ -40,10 +40,11 @@ from bisectk.outcome import (COMPILE_FAILED, LINK_FAILED, NAN_CHECK, PARSE_ERROR
 # death by the signal, a NameError read as a hybrid that does not link, a slow_metric below zero
 # left UNRESOLVED (slowrule): stop 54; a module's or a class's missing attribute read as a hybrid
 # that does not link, a SIGKILL death said as the OOM killer's or another's, a C++ std::bad_alloc
-# named: stop 55) is a new
+# named: stop 55; a CUDA error named by its driver or runtime enum alone, CUDA_ERROR_ILLEGAL_ADDRESS
+# as the CuTe DSL prints it, read as that error and no longer as a plain crash: stop 58) is a new
 # version, so a ledger written under the old rules is not answered from, as a changed timeout
 # policy is not (memokey.POLICY_VERSION).
-RULES_VERSION = "classify-v12"
+RULES_VERSION = "classify-v13"
 from bisectk.run.process import RawRun, signal_name
 from bisectk.specvalues import Threshold
 

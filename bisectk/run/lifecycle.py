@@ -31,7 +31,8 @@ run_main   -- the script run in a `__main__` with the globals `python k.py` give
 clear_main -- the run's module globals cleared as an interpreter's exit clears them, while fds 1
              and 2 are still the run's: a file object it never flushed is flushed.
 ExitHooks  -- atexit handlers the run registers, run at its end, last registered first, as an
-             interpreter's exit would (the worker's own handlers are not touched).
+             interpreter's exit would (the worker's own handlers are not touched); multiprocessing's,
+             which runs once a process, is armed again for the next run.
 held_locks -- the file locks (flock, fcntl) this process holds, from /proc/locks: one a run left
              held on a descriptor it never closed dies with a fresh process, but would outlive the
              run in a worker, and the next run taking it would wait forever: the worker retires.
@@ -367,6 +368,12 @@ class ExitHooks:
             except BaseException:
                 print(f"Exception ignored in atexit callback: {func!r}", file=sys.stderr)
                 traceback.print_exc()
+        # multiprocessing's exit function (registered on import, so run here when a run imported it)
+        # runs once a process: the module stays loaded, and a later run's forked Process, which
+        # calls it at its own end to send its Queue's data, would find it done and send nothing
+        util = sys.modules.get("multiprocessing.util")
+        if util is not None and getattr(util, "_exiting", False) is True:
+            util._exiting = False
 
 
 class Permanent:

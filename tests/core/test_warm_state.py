@@ -432,3 +432,15 @@ def test_a_multiprocessing_child_sends_its_queue_data_in_every_warm_run_as_cold(
     cold, warm = _cold_and_warm(tmp_path, {"first.py": code, "second.py": code})
     assert [v[3] for v in cold] == [json.dumps({"exit": 0, "v": 42})] * 2, cold
     assert warm == cold
+
+
+def test_a_weakref_finalizer_fires_in_every_warm_run_as_cold(tmp_path):
+    """weakref.finalize registers its exit function on the first finalizer a process makes, and
+    that function marks the class shut down (`finalize._shutdown`): made first by a warm run, it
+    ran as that run's atexit handler, and no finalizer of a later run of the worker ever fired
+    (a TemporaryDirectory left to the garbage collector was never removed)."""
+    code = ("import json, weakref\nclass A:\n    pass\nfired = []\na = A()\nweakref.finalize(a, fired.append, 1)\n"
+            "del a\nprint('BISECTK_RESULT ' + json.dumps({'fired': len(fired)}))\n")
+    cold, warm = _cold_and_warm(tmp_path, {"first.py": code, "second.py": code})
+    assert [v[3] for v in cold] == [json.dumps({"fired": 1})] * 2, cold
+    assert warm == cold

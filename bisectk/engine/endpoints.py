@@ -399,7 +399,9 @@ def _hang_or_slow(trials: Trials, bad_point: Any, bad_runs: list[Run]) -> tuple[
     runner = trials.runner
     short = runner.timeout
     longer = second_chance(short.seconds)
-    runner.events.emit(Note(f"the bad endpoint was called a hang after {round(short.seconds, 2):g} s ({short.detail}), and "
+    # a watchdog that follows progress called it at the good run's start-up, not at its seconds
+    called = max(r.duration_s for r in bad_runs if r.timed_out) if runner.moving else short.seconds
+    runner.events.emit(Note(f"the bad endpoint was called a hang after {round(called, 2):g} s ({short.detail}), and "
                             f"it printed nothing that tells a hang from a slow run: once more with {longer:g} s"))
     runner.timeout = TimeoutPolicy(longer, "extended", f"{longer:g} s: the bad endpoint's second chance")
     try:
@@ -411,9 +413,10 @@ def _hang_or_slow(trials: Trials, bad_point: Any, bad_runs: list[Run]) -> tuple[
                                   "a hang")
     watchdog = runner.stretch(run.duration_s)
     trials.no_hang(bad_point)   # where the short runs "waited" is no hang's place: not shown as one
-    return [run], (f"the bad endpoint was no hang: called one after {short.seconds:g} s, it ended in "
-                   f"{run.duration_s:.2f} s when given {longer:g} s ({Verdict.fold([run]).describe()}); "
-                   f"the watchdog is now {watchdog.seconds:.1f} s")
+    now = ("the watchdog still follows the good run's progress" if runner.moving
+           else f"the watchdog is now {watchdog.seconds:.1f} s")
+    return [run], (f"the bad endpoint was no hang: called one after {round(called, 2):g} s, it ended in "
+                   f"{run.duration_s:.2f} s when given {longer:g} s ({Verdict.fold([run]).describe()}); {now}")
 
 
 def _reproduced(trials: Trials, bad_point: Any, repeat: int, cap: int, first: Future | None = None) -> list[Run]:

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 SNAPSHOT_VERSION = 1
+ON_CPU = "running (on CPU)"   # the wait of a thread that waits on nothing, read while on the CPU
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,9 @@ class Snapshot:
         return tuple(g for g in self.groups if g.device)
 
     def places(self) -> frozenset[str]:
-        return frozenset(f"{'gpu' if g.device else 'host'}:{g.place}:{g.wait}" for g in self.groups)
+        # a thread that waits on nothing is at its place whether or not it held the CPU when read
+        return frozenset(f"{'gpu' if g.device else 'host'}:{g.place}:{'' if g.wait == ON_CPU else g.wait}"
+                         for g in self.groups)
 
     def headline(self) -> str:
         """One line: where most of it waits (the GPU's groups first: a hung kernel's host thread

@@ -370,14 +370,23 @@ def recheck_hangs(check: EndpointCheck) -> bool:
 
 def _silent_hang(runner: Runner, runs: list[Run], target: Target | None) -> bool:
     """The bad endpoint's failure is a hang that only the good run's duration called: the
-    watchdog was calibrated (not the user's, not the spec's, not following progress output), no
-    run said where it stopped, and no picture read at the kill shows a deadlock. A test that
-    became slower looks the same."""
+    watchdog was calibrated (not the user's, not the spec's), no run said where it stopped (under
+    a watchdog that follows the good run's progress: none printed a line before it was stopped,
+    so it was called before its first progress point by the good run's start-up alone), and no
+    picture read at the kill shows a deadlock. A test that became slower, or slower to start,
+    looks the same."""
+    from bisectk.run.progress import Timeline, before_first_point
     from bisectk.stuck import deadlocked
     hung = [r for r in runs if r.kind is FailKind.HANG]
-    return (target is not None and runner.timeout is not None and runner.timeout.source == "calibrated"
+
+    def silent(r: Run) -> bool:
+        if not runner.moving:
+            return not r.progress
+        return (r.progress == before_first_point(runner.good_timeline)
+                and not getattr(Timeline.from_list(r.timeline), "points", ()))
+    return (target is not None and runner.timeout is not None and runner.timeout.source in ("calibrated", "progress")
             and all(f.kind is FailKind.HANG for f in target.failures)
-            and not any(r.progress for r in hung) and not any(deadlocked(r.stuck) for r in hung))
+            and all(silent(r) for r in hung) and not any(deadlocked(r.stuck) for r in hung))
 
 
 def _hang_or_slow(trials: Trials, bad_point: Any, bad_runs: list[Run]) -> tuple[list[Run], str]:
@@ -390,7 +399,9 @@ def _hang_or_slow(trials: Trials, bad_point: Any, bad_runs: list[Run]) -> tuple[
     runner = trials.runner
     short = runner.timeout
     longer = second_chance(short.seconds)
-    runner.events.emit(Note(f"the bad endpoint was called a hang after {round(short.seconds, 2):g} s ({short.detail}), and "
+    # a watchdog that follows progress called it at the good run's start-up, not at its seconds
+    called = max(r.duration_s for r in bad_runs if r.timed_out) if runner.moving else short.seconds
+    runner.events.emit(Note(f"the bad endpoint was called a hang after {round(called, 2):g} s ({short.detail}), and "
                             f"it printed nothing that tells a hang from a slow run: once more with {longer:g} s"))
     runner.timeout = TimeoutPolicy(longer, "extended", f"{longer:g} s: the bad endpoint's second chance")
     try:
@@ -402,9 +413,10 @@ def _hang_or_slow(trials: Trials, bad_point: Any, bad_runs: list[Run]) -> tuple[
                                   "a hang")
     watchdog = runner.stretch(run.duration_s)
     trials.no_hang(bad_point)   # where the short runs "waited" is no hang's place: not shown as one
-    return [run], (f"the bad endpoint was no hang: called one after {short.seconds:g} s, it ended in "
-                   f"{run.duration_s:.2f} s when given {longer:g} s ({Verdict.fold([run]).describe()}); "
-                   f"the watchdog is now {watchdog.seconds:.1f} s")
+    now = ("the watchdog still follows the good run's progress" if runner.moving
+           else f"the watchdog is now {watchdog.seconds:.1f} s")
+    return [run], (f"the bad endpoint was no hang: called one after {round(called, 2):g} s, it ended in "
+                   f"{run.duration_s:.2f} s when given {longer:g} s ({Verdict.fold([run]).describe()}); {now}")
 
 
 def _reproduced(trials: Trials, bad_point: Any, repeat: int, cap: int, first: Future | None = None) -> list[Run]:

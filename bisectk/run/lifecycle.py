@@ -31,7 +31,8 @@ run_main   -- the script run in a `__main__` with the globals `python k.py` give
 clear_main -- the run's module globals cleared as an interpreter's exit clears them, while fds 1
              and 2 are still the run's: a file object it never flushed is flushed.
 ExitHooks  -- atexit handlers the run registers, run at its end, last registered first, as an
-             interpreter's exit would (the worker's own handlers are not touched).
+             interpreter's exit would (the worker's own handlers are not touched); multiprocessing's
+             and weakref.finalize's, which run once a process, are armed again for the next run.
 held_locks -- the file locks (flock, fcntl) this process holds, from /proc/locks: one a run left
              held on a descriptor it never closed dies with a fresh process, but would outlive the
              run in a worker, and the next run taking it would wait forever: the worker retires.
@@ -367,6 +368,22 @@ class ExitHooks:
             except BaseException:
                 print(f"Exception ignored in atexit callback: {func!r}", file=sys.stderr)
                 traceback.print_exc()
+        rearm_exit_functions()
+
+
+def rearm_exit_functions() -> None:
+    """The standard library's exit functions that run once a process, armed again after a run's
+    handlers ran them (registered when a run first needed them, they ran here; the modules stay
+    loaded in the worker, so later runs would find them done):
+    - multiprocessing's: a later run's forked Process, which calls it at its own end to send its
+      Queue's data, found it done and sent nothing;
+    - weakref.finalize's: it marks every finalizer shut down, and none of a later run fired."""
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None and getattr(util, "_exiting", False) is True:
+        util._exiting = False
+    weakref = sys.modules.get("weakref")
+    if weakref is not None and getattr(weakref.finalize, "_shutdown", False) is True:
+        weakref.finalize._shutdown = False
 
 
 class Permanent:

@@ -260,8 +260,7 @@ class ProgressWatch(Recorder):
         with self.lock:
             j, at, last = self.matched, self.matched_t, self.own_t
         if j < 0:
-            return f"hung before its first progress point (the good run reached {describe_point(self.good.points[0][0])} " \
-                   f"after {self.good.points[0][1]:.1f} s)"
+            return before_first_point(self.good)
         key, t_good = self.good.points[j]
         finish = at + (self.good.end - t_good)    # where this run would have finished, at the good run's pace
         said = (f"hung after {describe_point(key)}, {now - finish:.1f} s past the point where the good run had "
@@ -272,6 +271,12 @@ class ProgressWatch(Recorder):
             said += (f"; it went on printing lines the good run never printed, the last {max(0.0, now - last):.1f} s "
                      f"before it was stopped")
         return said
+
+
+def before_first_point(good: Timeline) -> str:
+    """Where a run stopped before the first of the good run's progress points, in words."""
+    return (f"hung before its first progress point (the good run reached {describe_point(good.points[0][0])} "
+            f"after {good.points[0][1]:.1f} s)")
 
 
 def watch_from_dict(d: dict | None) -> FixedWatch | ProgressWatch | None:

@@ -20,7 +20,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from bisectk.stuck import Group
+from bisectk.stuck import ON_CPU, Group
 
 BISECTK_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LIB_MARKERS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/lib64/python3")
@@ -121,7 +121,7 @@ def wait_kind(frames: list[Frame], code: str, active: bool) -> str:
         return "join"
     if ".wait(" in text:
         return "wait"
-    return "running (on CPU)" if active else ""
+    return ON_CPU if active else ""
 
 
 def source_line(path: str, line: int, cache: dict[str, list[str]] | None = None) -> str:

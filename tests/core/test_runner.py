@@ -296,3 +296,19 @@ def test_the_confirmations_costs_are_medians_so_one_slowed_run_does_not_move_the
     for _ in range(3):              # hangs: each costs its watchdog
         add(Outcome.FAIL, 3.0)
     assert trials.costs()[0] == 3.0
+
+
+def test_a_bad_endpoint_slow_to_start_where_good_prints_progress_is_judged_by_its_end(tmp_path):
+    """The good run says 'launch' at once, so the watchdog follows progress; the bad one takes 3 s
+    before it prints anything, then gives a wrong result. It was called a hang 'before its first
+    progress point' (1.4 s) and the search hunted that hang, confidently: a run that printed
+    nothing tells a hang from a slow start no better than a silent subject's, so it is given
+    longer once too."""
+    from tests.conftest import err_spec
+    code = ("import json, sys, time\nbad = sys.argv[1] == 's=1'\nif bad:\n    time.sleep(3)\n"
+            "print('BISECTK_PHASE launch', flush=True)\n"
+            "print('BISECTK_RESULT ' + json.dumps({'err': 1.0 if bad else 0.0}))\n")
+    check = verify(Runner(load_spec(err_spec(tmp_path, "slowstart", code, factors="s"))))
+    assert check.timeout.source == "progress", check.timeout
+    assert check.ok and check.bad.kind is FailKind.WRONG, check.bad.describe()
+    assert any("was no hang" in n for n in check.notes), check.notes

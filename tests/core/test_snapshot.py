@@ -133,6 +133,16 @@ def test_same_place_tells_two_hangs_apart():
     assert same_place(a, Snapshot(notes=("no gdb",))) is None
 
 
+def test_a_busy_thread_read_on_and_off_the_cpu_is_one_place():
+    """A hang that spins (a busy loop that prints) is read at one line, its thread on the CPU at one
+    read and between time slices at the next: whether it held the CPU at that instant is no wait of
+    its own. The bad endpoint and the culprit were called 'two different hangs' at the same line."""
+    on = Snapshot(groups=(Group("MainThread", 1, "subj.py:56 <module>", wait="running (on CPU)"),))
+    off = Snapshot(groups=(Group("MainThread", 1, "subj.py:56 <module>", wait=""),))
+    assert same_place(on, off) is True
+    assert same_place(on, Snapshot(groups=(Group("MainThread", 1, "subj.py:56 <module>", wait="lock"),))) is False
+
+
 def test_under_yamas_ptrace_scope_1_runs_name_bisectk_as_their_reader(tmp_path, monkeypatch):
     """Ubuntu's default ptrace_scope 1 lets a process read only its descendants: py-spy and gdb are
     bisectk's children, not the hung run's parents, so as a non-root user every snapshot was

@@ -415,3 +415,32 @@ def test_sys_orig_argv0_is_the_program_as_typed_warm_as_cold(tmp_path):
         assert pool.stats["cold_runs"] == 0, pool.stats
     assert json.loads(cold.split(" ", 1)[1])["orig"] == [program, "k.py", "x"]
     assert warm == cold
+
+
+def test_a_multiprocessing_child_sends_its_queue_data_in_every_warm_run_as_cold(tmp_path):
+    """multiprocessing's exit function runs once a process (`util._exiting`): imported by a warm
+    run, it ran as that run's atexit handler and stayed loaded, so in every later run of the worker
+    a forked Process skipped its own at its end, its Queue's feeder thread never sent, and the
+    parent waited on `q.get()`: a subject passing cold hung in every second warm run."""
+    code = ("import json, multiprocessing as mp\n"
+            "def work(q):\n    q.put(42)\n"
+            "if __name__ == '__main__':\n"
+            "    ctx = mp.get_context('fork')\n    q = ctx.Queue()\n"
+            "    p = ctx.Process(target=work, args=(q,))\n    p.start()\n"
+            "    v = q.get(timeout=20)\n    p.join()\n"
+            "    print('BISECTK_RESULT ' + json.dumps({'v': v, 'exit': p.exitcode}))\n")
+    cold, warm = _cold_and_warm(tmp_path, {"first.py": code, "second.py": code})
+    assert [v[3] for v in cold] == [json.dumps({"exit": 0, "v": 42})] * 2, cold
+    assert warm == cold
+
+
+def test_a_weakref_finalizer_fires_in_every_warm_run_as_cold(tmp_path):
+    """weakref.finalize registers its exit function on the first finalizer a process makes, and
+    that function marks the class shut down (`finalize._shutdown`): made first by a warm run, it
+    ran as that run's atexit handler, and no finalizer of a later run of the worker ever fired
+    (a TemporaryDirectory left to the garbage collector was never removed)."""
+    code = ("import json, weakref\nclass A:\n    pass\nfired = []\na = A()\nweakref.finalize(a, fired.append, 1)\n"
+            "del a\nprint('BISECTK_RESULT ' + json.dumps({'fired': len(fired)}))\n")
+    cold, warm = _cold_and_warm(tmp_path, {"first.py": code, "second.py": code})
+    assert [v[3] for v in cold] == [json.dumps({"fired": 1})] * 2, cold
+    assert warm == cold

@@ -39,6 +39,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+import stat
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -117,7 +118,7 @@ class Hunk:
         if self.kind in ("text", "add", "delete") and (self.old or self.new):
             return f"{self.id} -{len(self.old)} +{len(self.new)}"
         if self.kind == "mode":
-            return f"{self.id} {_git_mode(self.modes[0])} -> {_git_mode(self.modes[1])}"
+            return f"{self.id} {' -> '.join(_patch_modes(*self.modes))}"
         if self.kind == "rename":
             return f"{self.id} -> {self.to}"
         return self.id
@@ -131,7 +132,7 @@ class Hunk:
             return _diff_git(self.file, self.to) + _moved(self.file, self.to, 100)
         head = _diff_git(self.file)
         if self.kind == "mode":
-            return head + _mode_change(_git_mode(self.modes[0]), _git_mode(self.modes[1]))
+            return head + _mode_change(*_patch_modes(*self.modes))
         if self.kind in WHOLE:
             return head + _render_whole(self)
         gs, ge = self.good_lines
@@ -260,6 +261,15 @@ def line_end(lines: Iterable[str]) -> str:
 
 def _git_mode(mode: int, link: bool = False) -> str:
     return "120000" if link else "100755" if mode & 0o111 else "100644"
+
+
+def _patch_modes(old: int, new: int) -> tuple[str, str]:
+    """A mode hunk's two modes as its patch writes them: git's where they differ, else the
+    permission bits themselves ('100644' -> '100444': a file made read-only, which git does not
+    record; patch -p1 sets them, git apply takes them). Written as git's, that change read
+    'old mode 100644 / new mode 100644': a patch that changes nothing."""
+    a, b = _git_mode(old), _git_mode(new)
+    return (a, b) if a != b else (f"{stat.S_IFREG | old:o}", f"{stat.S_IFREG | new:o}")
 
 
 _C_ESCAPES = {7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r", 34: '\\"', 92: "\\\\"}
@@ -398,7 +408,7 @@ def unified_diff(hunks: Iterable[Hunk], context: int = 3) -> str:
         to = moved.to if moved else rel
         part = _diff_git(rel, to)
         if mode:
-            part += _mode_change(_git_mode(mode[0].modes[0]), _git_mode(mode[0].modes[1]))
+            part += _mode_change(*_patch_modes(*mode[0].modes))
         result = split_text(join_lines(apply_lines(text[0].base, text))) if text else []
         if moved:
             similar = 100 if not text else alike(line_counts(text[0].base), line_counts(result))

@@ -144,7 +144,7 @@ class Hunk:
             # lines added after GOOD's last line, which has no newline: applied, the join gives it
             # one (apply_lines), so the patch changes it too; as context it would read `B = 2Z = 9`
             before, old, new = before[:-1], [before[-1], *old], [before[-1] + line_end(apply_lines(self.base, [self])), *new]
-        body = [f"--- {_name('a/', self.file)}\n+++ {_name('b/', self.file)}\n",
+        body = [f"--- {_label('a/', self.file)}\n+++ {_label('b/', self.file)}\n",
                 f"@@ -{_range(gs - n, n + len(self.old) + len(after))} "
                 f"+{_range(self.bad_lines[0] - n, n + len(self.new) + len(after))} @@\n"]
         body += [_line(" ", s) for s in before] + [_line("-", s) for s in old]
@@ -275,20 +275,29 @@ def _patch_modes(old: int, new: int) -> tuple[str, str]:
 _C_ESCAPES = {7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r", 34: '\\"', 92: "\\\\"}
 
 
-def _name(prefix: str, rel: str) -> str:
+def _name(prefix: str, rel: str, space: bool = False) -> str:
     """`prefix + rel` as a patch names it: C-quoted as git quotes it ("a/new\\nline.py", octal
     bytes) where the name holds a control character, '"', '\\' or a byte that is no UTF-8 (read
     back as a surrogate): written plain, a newline would end the header line and such a byte
-    cannot be written at all. git apply and GNU patch read the quoted form."""
+    cannot be written at all. git apply and GNU patch read the quoted form. With `space` (the
+    `diff --git` line, whose two names GNU patch cannot tell apart where they hold a space: a
+    moved file's patch named none) a name with a space is quoted too."""
     name = prefix + rel
     raw = os.fsencode(name)
-    if not any(b < 0x20 or b == 0x7f or b in (34, 92) for b in raw) and raw.decode("utf-8", "replace") == name:
+    if (not any(b < 0x20 or b == 0x7f or b in (34, 92) or (space and b == 32) for b in raw)
+            and raw.decode("utf-8", "replace") == name):
         return name
     return '"' + "".join(_C_ESCAPES.get(b) or (chr(b) if 0x20 <= b < 0x7f else f"\\{b:03o}") for b in raw) + '"'
 
 
+def _label(prefix: str, rel: str) -> str:
+    """A `---`/`+++` line's name: ended by a tab where it holds a space, as git writes it (GNU
+    patch reads such a name up to its first space or tab: `--- a/sp ace.py` named no file)."""
+    return _name(prefix, rel) + ("\t" if " " in rel else "")
+
+
 def _diff_git(rel: str, to: str | None = None) -> str:
-    return f"diff --git {_name('a/', rel)} {_name('b/', to or rel)}\n"
+    return f"diff --git {_name('a/', rel, space=True)} {_name('b/', to or rel, space=True)}\n"
 
 
 def _moved(rel: str, to: str, similar: int) -> str:
@@ -339,7 +348,8 @@ def _render_whole(h: Hunk) -> str:
     old, new = old or (), new or ()
     if not old and not new:
         return head
-    return (head + f"--- {a_name}\n+++ {b_name}\n@@ -{_range(1, len(old))} +{_range(1, len(new))} @@\n"
+    labels = ["/dev/null" if e is None else _label(side, h.file) for side, e in (("a/", g), ("b/", b))]
+    return (head + f"--- {labels[0]}\n+++ {labels[1]}\n@@ -{_range(1, len(old))} +{_range(1, len(new))} @@\n"
             + "".join(_line("-", s) for s in old) + "".join(_line("+", s) for s in new))
 
 
@@ -415,6 +425,6 @@ def unified_diff(hunks: Iterable[Hunk], context: int = 3) -> str:
             part += _moved(rel, to, similar)
         if text:
             base = text[0].base
-            part += f"--- {_name('a/', rel)}\n+++ {_name('b/', to)}\n" + _render_text(base, result, _hunk_opcodes(base, text, result), context)
+            part += f"--- {_label('a/', rel)}\n+++ {_label('b/', to)}\n" + _render_text(base, result, _hunk_opcodes(base, text, result), context)
         out.append(part)
     return "".join(out)

@@ -776,3 +776,33 @@ def test_a_hang_in_a_file_whose_name_holds_a_newline_keeps_the_stuck_at_line_who
     assert any('the culprit hunks applied to GOOD ("a\\nb.py:2")' in line for line in lines), p.stdout
     assert any('"a\\nb.py":2 <module>' in line for line in lines), p.stdout
     assert not any(line.startswith("b.py") for line in (p.stdout + p.stderr).splitlines()), p.stdout
+
+
+def test_the_printed_culprit_diff_keeps_its_tabs_and_applies_to_good(tmp_path):
+    """A Makefile (a recipe line starts with a tab; so does C indented with tabs): the terminal's
+    culprit diff had every tab expanded to spaces (rich's printing), so its context matched no line
+    of GOOD and neither `patch -p1` nor `git apply` took it ('Hunk #1 FAILED'). It is printed as it
+    is, tabs kept, and applied to a copy of GOOD it gives BAD's file."""
+    import shutil
+    import subprocess
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, step in ((good, "two"), (bad, "2")):
+        side.mkdir()
+        (side / "Makefile").write_text(f"all:\n\techo one\n\techo {step}\n\techo three\n")
+    p = bisectk("diff", good, bad, "--run", "grep -q two Makefile", "--ledger", tmp_path / "l.db",
+                cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    lines = p.stdout.splitlines(keepends=True)
+    start = next(k for k, line in enumerate(lines) if line.startswith("diff --git"))
+    end = next(k for k, line in enumerate(lines) if line.startswith("failure:"))
+    patch = "".join(lines[start:end])
+    assert "\techo 2\n" in patch, patch
+    for tool in (["patch", "-p1", "-s"], ["git", "apply", "-"]):
+        if shutil.which(tool[0]) is None:
+            continue
+        copy = tmp_path / "copy"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(good, copy)
+        proc = subprocess.run(tool, input=patch, text=True, cwd=copy, capture_output=True)
+        assert proc.returncode == 0, (tool, proc.stdout, proc.stderr, patch)
+        assert (copy / "Makefile").read_text() == (bad / "Makefile").read_text()

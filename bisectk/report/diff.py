@@ -107,7 +107,7 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
                   markup=False)
     for line in sets_lines(rec):
         out.print(line, markup=False)
-    out.print(verbatim((rec.lines_diff or rec.diff).rstrip()), soft_wrap=True)   # tabs kept: it applies
+    out.print(verbatim((rec.lines_diff or rec.diff).rstrip("\n")), soft_wrap=True)   # as it is: it applies
     out.print(failure_line(rec.endpoints), markup=False)
     if (slow := slow_line(rec.endpoints, getattr(rec, "subject", None))) is not None:
         out.print(slow, markup=False)

@@ -92,15 +92,17 @@ def terminal_text(text: str) -> str:
 
 def verbatim(text: str):
     """`text` as rich prints it unchanged but for terminal_text: its tabs kept, its lines never cut
-    (printed with soft_wrap). A string rich prints has every tab expanded to spaces, and a patch
-    printed so no longer applies (a Makefile's recipe line, C indented with tabs: the context
+    (printed with soft_wrap), and a CR that ends a line (CRLF: it moves nothing a newline does not).
+    A string rich prints has every tab expanded to spaces, and a patch printed so no longer applies
+    (a Makefile's recipe line, C indented with tabs, a CRLF file's lines as `a\\x0d`: the context
     matches no line of GOOD)."""
     from rich.segment import Segment
 
     class Verbatim:
         def __rich_console__(self, console, options):
-            for line in terminal_text(text).split("\n"):
-                yield Segment(line)
+            for line in text.split("\n"):
+                end = "\r" if line.endswith("\r") else ""
+                yield Segment(terminal_text(line[:len(line) - len(end)]) + end)
                 yield Segment.line()
     return Verbatim()
 

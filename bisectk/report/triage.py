@@ -103,7 +103,7 @@ def print_summary(out: Console, t: TriageRecord, report=None) -> None:
             out.print(f"hunk isolation of {bis.first_bad['sha'][:10]}: "
                       + stopped_line(stop_reason_of(d), search_runs_of(d), d.search_made) + f"; smallest failing hunk set so far: {places}",
                       markup=False)
-        out.print(verbatim((d.lines_diff or d.diff).rstrip()), soft_wrap=True)   # tabs kept: it applies
+        out.print(verbatim((d.lines_diff or d.diff).rstrip("\n")), soft_wrap=True)   # as it is: it applies
     elif d is not None:
         for line in problem_lines(d.endpoints, "hunk isolation inconclusive"):
             out.print(line, markup=False)

@@ -806,3 +806,28 @@ def test_the_printed_culprit_diff_keeps_its_tabs_and_applies_to_good(tmp_path):
         proc = subprocess.run(tool, input=patch, text=True, cwd=copy, capture_output=True)
         assert proc.returncode == 0, (tool, proc.stdout, proc.stderr, patch)
         assert (copy / "Makefile").read_text() == (bad / "Makefile").read_text()
+
+
+def test_the_printed_culprit_diff_of_a_crlf_file_keeps_its_line_ends_and_applies_to_good(tmp_path):
+    """A file with CRLF line ends (sources from Windows): the terminal's culprit diff wrote each
+    line's CR as the text `\\x0d` (control characters are escaped there), so the printed patch
+    matched no line of GOOD. A CR that ends a line moves nothing a newline would not: it is
+    printed as it is, and the patch applies; a CR inside a line is still escaped."""
+    import shutil
+    import subprocess
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, b in ((good, 2), (bad, 5)):
+        side.mkdir()
+        (side / "k.py").write_bytes(f"a = 1\r\nb = {b}\r\nc = '\r'\r\n".encode())
+    # the bytes as printed (conftest's bisectk reads text, where CRLF is a newline)
+    p = subprocess.run([sys.executable, "-m", "bisectk", "diff", good, bad, "--run", "grep -q 'b = 2' k.py",
+                        "--ledger", tmp_path / "l.db"], cwd=tmp_path, capture_output=True, timeout=120)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    out = p.stdout
+    patch = out[out.index(b"diff --git"):out.index(b"failure:")]
+    assert b"-b = 2\r\n+b = 5\r\n" in patch and b"c = '\\x0d'\r\n" in patch, patch
+    copy = tmp_path / "copy"
+    shutil.copytree(good, copy)
+    proc = subprocess.run(["git", "apply", "-"], input=patch.replace(b"\\x0d", b"\r"), cwd=copy, capture_output=True)
+    assert proc.returncode == 0, (proc.stderr, patch)
+    assert (copy / "k.py").read_bytes() == (bad / "k.py").read_bytes()

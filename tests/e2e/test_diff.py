@@ -831,3 +831,23 @@ def test_the_printed_culprit_diff_of_a_crlf_file_keeps_its_line_ends_and_applies
     proc = subprocess.run(["git", "apply", "-"], input=patch.replace(b"\\x0d", b"\r"), cwd=copy, capture_output=True)
     assert proc.returncode == 0, (proc.stderr, patch)
     assert (copy / "k.py").read_bytes() == (bad / "k.py").read_bytes()
+
+
+def test_two_failing_sets_that_share_a_hunk_list_it_once_among_the_culprit_hunks(tmp_path):
+    """GOOD fails with lines 1 and 4 changed, or with lines 4 and 7: two failing sets that share
+    `k.py:4`. --json's culprit_hunks listed each set's hunks one after the other, so `k.py:4` came
+    twice (4 culprit hunks of 3). Each hunk is listed once, in the sets' order."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 0), (bad, 1)):
+        side.mkdir()
+        (side / "k.py").write_text("".join(f"k{i} = {v if i % 3 == 0 else 0}\n" for i in range(9)))
+    (tmp_path / "check.py").write_text(
+        "import sys\nsys.path.insert(0, '.')\nimport k\n"
+        "sys.exit(1 if (k.k0 and k.k3) or (k.k3 and k.k6) else 0)\n")
+    p = bisectk("diff", good, bad, "--run", f"{sys.executable} {tmp_path / 'check.py'}", "--json",
+                "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=300)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and doc["complete"], (p.stdout[-2000:], p.stderr[-2000:])
+    assert sorted(sorted(s["members"]) for s in doc["sets"]) == [["k.py:1", "k.py:4"], ["k.py:4", "k.py:7"]]
+    assert sorted(h["id"] for h in doc["culprit_hunks"]) == ["k.py:1", "k.py:4", "k.py:7"]
+    assert sorted(h["id"] for h in doc["culprit_lines"]) == ["k.py:1", "k.py:4", "k.py:7"]

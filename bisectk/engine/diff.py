@@ -70,7 +70,7 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
     # each failing set's hunks (the first is res.culprits, or a stopped search's smallest failing set)
     groups = [list(res.culprits) + list(res.suspects)] + [sorted(s.members, key=space.order.__getitem__)
                                                           for s in res.sets[1:]]
-    culprit_hunks = [space.by_id[i] for g in groups for i in g]
+    culprit_hunks = [space.by_id[i] for i in dict.fromkeys(i for g in groups for i in g)]   # two sets may share one
     oracles, passes = [oracle], [(res, "hunks")]
     judged: dict[frozenset, frozenset] = {}     # a line-pass point -> the hunks the hunk pass ran it as
     lines, culprit_lines, line_results = None, [], []
@@ -90,6 +90,7 @@ def run_diff(runner: Runner, space: HunkSpace, policy: RunPolicy, *, strategy: s
         passes.append((lines, "lines"))
         if stopped:
             break
+    culprit_lines = list({h.id: h for h in culprit_lines}.values())     # each once, as culprit_hunks
     order = space.order.__getitem__
     attempts = [as_judged(a, oracle, judged) for o, (r, name) in zip(oracles, passes)
                 for a in attempt_records(o, r, order, name)]

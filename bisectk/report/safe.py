@@ -10,6 +10,7 @@ terminal_text -- a string with every control character a terminal would act on w
                  (undecodable bytes, which no terminal encoding can write: a file name's byte
                  0xE9, decoded with surrogateescape, is `\\xe9`, as json_text writes it, so a hunk
                  id read on the terminal is the one --json holds).
+verbatim      -- text rich prints as terminal_text makes it, tabs and all (a patch: diff, triage).
 xml_text      -- a string with every character XML 1.0 forbids written the same way (ElementTree
                  escapes `<`, `&` and quotes, but writes control characters as they are, which no
                  XML parser accepts).
@@ -87,6 +88,23 @@ def _escape(match: re.Match) -> str:
 def terminal_text(text: str) -> str:
     """`text` with control characters a terminal acts on made visible (newline and tab kept)."""
     return _TERMINAL.sub(_escape, text) if isinstance(text, str) else text
+
+
+def verbatim(text: str):
+    """`text` as rich prints it unchanged but for terminal_text: its tabs kept, its lines never cut
+    (printed with soft_wrap), and a CR that ends a line (CRLF: it moves nothing a newline does not).
+    A string rich prints has every tab expanded to spaces, and a patch printed so no longer applies
+    (a Makefile's recipe line, C indented with tabs, a CRLF file's lines as `a\\x0d`: the context
+    matches no line of GOOD)."""
+    from rich.segment import Segment
+
+    class Verbatim:
+        def __rich_console__(self, console, options):
+            for line in text.split("\n"):
+                end = "\r" if line.endswith("\r") else ""
+                yield Segment(terminal_text(line[:len(line) - len(end)]) + end)
+                yield Segment.line()
+    return Verbatim()
 
 
 def xml_text(text: str) -> str:

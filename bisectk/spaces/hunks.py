@@ -39,6 +39,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+import stat
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -117,7 +118,7 @@ class Hunk:
         if self.kind in ("text", "add", "delete") and (self.old or self.new):
             return f"{self.id} -{len(self.old)} +{len(self.new)}"
         if self.kind == "mode":
-            return f"{self.id} {_git_mode(self.modes[0])} -> {_git_mode(self.modes[1])}"
+            return f"{self.id} {' -> '.join(_patch_modes(*self.modes))}"
         if self.kind == "rename":
             return f"{self.id} -> {self.to}"
         return self.id
@@ -131,7 +132,7 @@ class Hunk:
             return _diff_git(self.file, self.to) + _moved(self.file, self.to, 100)
         head = _diff_git(self.file)
         if self.kind == "mode":
-            return head + _mode_change(_git_mode(self.modes[0]), _git_mode(self.modes[1]))
+            return head + _mode_change(*_patch_modes(*self.modes))
         if self.kind in WHOLE:
             return head + _render_whole(self)
         gs, ge = self.good_lines
@@ -143,7 +144,7 @@ class Hunk:
             # lines added after GOOD's last line, which has no newline: applied, the join gives it
             # one (apply_lines), so the patch changes it too; as context it would read `B = 2Z = 9`
             before, old, new = before[:-1], [before[-1], *old], [before[-1] + line_end(apply_lines(self.base, [self])), *new]
-        body = [f"--- {_name('a/', self.file)}\n+++ {_name('b/', self.file)}\n",
+        body = [f"--- {_label('a/', self.file)}\n+++ {_label('b/', self.file)}\n",
                 f"@@ -{_range(gs - n, n + len(self.old) + len(after))} "
                 f"+{_range(self.bad_lines[0] - n, n + len(self.new) + len(after))} @@\n"]
         body += [_line(" ", s) for s in before] + [_line("-", s) for s in old]
@@ -262,23 +263,41 @@ def _git_mode(mode: int, link: bool = False) -> str:
     return "120000" if link else "100755" if mode & 0o111 else "100644"
 
 
+def _patch_modes(old: int, new: int) -> tuple[str, str]:
+    """A mode hunk's two modes as its patch writes them: git's where they differ, else the
+    permission bits themselves ('100644' -> '100444': a file made read-only, which git does not
+    record; patch -p1 sets them, git apply takes them). Written as git's, that change read
+    'old mode 100644 / new mode 100644': a patch that changes nothing."""
+    a, b = _git_mode(old), _git_mode(new)
+    return (a, b) if a != b else (f"{stat.S_IFREG | old:o}", f"{stat.S_IFREG | new:o}")
+
+
 _C_ESCAPES = {7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r", 34: '\\"', 92: "\\\\"}
 
 
-def _name(prefix: str, rel: str) -> str:
+def _name(prefix: str, rel: str, space: bool = False) -> str:
     """`prefix + rel` as a patch names it: C-quoted as git quotes it ("a/new\\nline.py", octal
     bytes) where the name holds a control character, '"', '\\' or a byte that is no UTF-8 (read
     back as a surrogate): written plain, a newline would end the header line and such a byte
-    cannot be written at all. git apply and GNU patch read the quoted form."""
+    cannot be written at all. git apply and GNU patch read the quoted form. With `space` (the
+    `diff --git` line, whose two names GNU patch cannot tell apart where they hold a space: a
+    moved file's patch named none) a name with a space is quoted too."""
     name = prefix + rel
     raw = os.fsencode(name)
-    if not any(b < 0x20 or b == 0x7f or b in (34, 92) for b in raw) and raw.decode("utf-8", "replace") == name:
+    if (not any(b < 0x20 or b == 0x7f or b in (34, 92) or (space and b == 32) for b in raw)
+            and raw.decode("utf-8", "replace") == name):
         return name
     return '"' + "".join(_C_ESCAPES.get(b) or (chr(b) if 0x20 <= b < 0x7f else f"\\{b:03o}") for b in raw) + '"'
 
 
+def _label(prefix: str, rel: str) -> str:
+    """A `---`/`+++` line's name: ended by a tab where it holds a space, as git writes it (GNU
+    patch reads such a name up to its first space or tab: `--- a/sp ace.py` named no file)."""
+    return _name(prefix, rel) + ("\t" if " " in rel else "")
+
+
 def _diff_git(rel: str, to: str | None = None) -> str:
-    return f"diff --git {_name('a/', rel)} {_name('b/', to or rel)}\n"
+    return f"diff --git {_name('a/', rel, space=True)} {_name('b/', to or rel, space=True)}\n"
 
 
 def _moved(rel: str, to: str, similar: int) -> str:
@@ -329,7 +348,8 @@ def _render_whole(h: Hunk) -> str:
     old, new = old or (), new or ()
     if not old and not new:
         return head
-    return (head + f"--- {a_name}\n+++ {b_name}\n@@ -{_range(1, len(old))} +{_range(1, len(new))} @@\n"
+    labels = ["/dev/null" if e is None else _label(side, h.file) for side, e in (("a/", g), ("b/", b))]
+    return (head + f"--- {labels[0]}\n+++ {labels[1]}\n@@ -{_range(1, len(old))} +{_range(1, len(new))} @@\n"
             + "".join(_line("-", s) for s in old) + "".join(_line("+", s) for s in new))
 
 
@@ -398,13 +418,13 @@ def unified_diff(hunks: Iterable[Hunk], context: int = 3) -> str:
         to = moved.to if moved else rel
         part = _diff_git(rel, to)
         if mode:
-            part += _mode_change(_git_mode(mode[0].modes[0]), _git_mode(mode[0].modes[1]))
+            part += _mode_change(*_patch_modes(*mode[0].modes))
         result = split_text(join_lines(apply_lines(text[0].base, text))) if text else []
         if moved:
             similar = 100 if not text else alike(line_counts(text[0].base), line_counts(result))
             part += _moved(rel, to, similar)
         if text:
             base = text[0].base
-            part += f"--- {_name('a/', rel)}\n+++ {_name('b/', to)}\n" + _render_text(base, result, _hunk_opcodes(base, text, result), context)
+            part += f"--- {_label('a/', rel)}\n+++ {_label('b/', to)}\n" + _render_text(base, result, _hunk_opcodes(base, text, result), context)
         out.append(part)
     return "".join(out)

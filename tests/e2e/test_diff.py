@@ -776,3 +776,78 @@ def test_a_hang_in_a_file_whose_name_holds_a_newline_keeps_the_stuck_at_line_who
     assert any('the culprit hunks applied to GOOD ("a\\nb.py:2")' in line for line in lines), p.stdout
     assert any('"a\\nb.py":2 <module>' in line for line in lines), p.stdout
     assert not any(line.startswith("b.py") for line in (p.stdout + p.stderr).splitlines()), p.stdout
+
+
+def test_the_printed_culprit_diff_keeps_its_tabs_and_applies_to_good(tmp_path):
+    """A Makefile (a recipe line starts with a tab; so does C indented with tabs): the terminal's
+    culprit diff had every tab expanded to spaces (rich's printing), so its context matched no line
+    of GOOD and neither `patch -p1` nor `git apply` took it ('Hunk #1 FAILED'). It is printed as it
+    is, tabs kept, and applied to a copy of GOOD it gives BAD's file."""
+    import shutil
+    import subprocess
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, step in ((good, "two"), (bad, "2")):
+        side.mkdir()
+        (side / "Makefile").write_text(f"all:\n\techo one\n\techo {step}\n\techo three\n")
+    p = bisectk("diff", good, bad, "--run", "grep -q two Makefile", "--ledger", tmp_path / "l.db",
+                cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    lines = p.stdout.splitlines(keepends=True)
+    start = next(k for k, line in enumerate(lines) if line.startswith("diff --git"))
+    end = next(k for k, line in enumerate(lines) if line.startswith("failure:"))
+    patch = "".join(lines[start:end])
+    assert "\techo 2\n" in patch, patch
+    for tool in (["patch", "-p1", "-s"], ["git", "apply", "-"]):
+        if shutil.which(tool[0]) is None:
+            continue
+        copy = tmp_path / "copy"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(good, copy)
+        proc = subprocess.run(tool, input=patch, text=True, cwd=copy, capture_output=True)
+        assert proc.returncode == 0, (tool, proc.stdout, proc.stderr, patch)
+        assert (copy / "Makefile").read_text() == (bad / "Makefile").read_text()
+
+
+def test_the_printed_culprit_diff_of_a_crlf_file_keeps_its_line_ends_and_applies_to_good(tmp_path):
+    """A file with CRLF line ends (sources from Windows): the terminal's culprit diff wrote each
+    line's CR as the text `\\x0d` (control characters are escaped there), so the printed patch
+    matched no line of GOOD. A CR that ends a line moves nothing a newline would not: it is
+    printed as it is, and the patch applies; a CR inside a line is still escaped."""
+    import shutil
+    import subprocess
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, b in ((good, 2), (bad, 5)):
+        side.mkdir()
+        (side / "k.py").write_bytes(f"a = 1\r\nb = {b}\r\nc = '\r'\r\n".encode())
+    # the bytes as printed (conftest's bisectk reads text, where CRLF is a newline)
+    p = subprocess.run([sys.executable, "-m", "bisectk", "diff", good, bad, "--run", "grep -q 'b = 2' k.py",
+                        "--ledger", tmp_path / "l.db"], cwd=tmp_path, capture_output=True, timeout=120)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    out = p.stdout
+    patch = out[out.index(b"diff --git"):out.index(b"failure:")]
+    assert b"-b = 2\r\n+b = 5\r\n" in patch and b"c = '\\x0d'\r\n" in patch, patch
+    copy = tmp_path / "copy"
+    shutil.copytree(good, copy)
+    proc = subprocess.run(["git", "apply", "-"], input=patch.replace(b"\\x0d", b"\r"), cwd=copy, capture_output=True)
+    assert proc.returncode == 0, (proc.stderr, patch)
+    assert (copy / "k.py").read_bytes() == (bad / "k.py").read_bytes()
+
+
+def test_two_failing_sets_that_share_a_hunk_list_it_once_among_the_culprit_hunks(tmp_path):
+    """GOOD fails with lines 1 and 4 changed, or with lines 4 and 7: two failing sets that share
+    `k.py:4`. --json's culprit_hunks listed each set's hunks one after the other, so `k.py:4` came
+    twice (4 culprit hunks of 3). Each hunk is listed once, in the sets' order."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 0), (bad, 1)):
+        side.mkdir()
+        (side / "k.py").write_text("".join(f"k{i} = {v if i % 3 == 0 else 0}\n" for i in range(9)))
+    (tmp_path / "check.py").write_text(
+        "import sys\nsys.path.insert(0, '.')\nimport k\n"
+        "sys.exit(1 if (k.k0 and k.k3) or (k.k3 and k.k6) else 0)\n")
+    p = bisectk("diff", good, bad, "--run", f"{sys.executable} {tmp_path / 'check.py'}", "--json",
+                "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=300)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and doc["complete"], (p.stdout[-2000:], p.stderr[-2000:])
+    assert sorted(sorted(s["members"]) for s in doc["sets"]) == [["k.py:1", "k.py:4"], ["k.py:4", "k.py:7"]]
+    assert sorted(h["id"] for h in doc["culprit_hunks"]) == ["k.py:1", "k.py:4", "k.py:7"]
+    assert sorted(h["id"] for h in doc["culprit_lines"]) == ["k.py:1", "k.py:4", "k.py:7"]

@@ -1040,3 +1040,61 @@ def test_a_line_added_after_a_crlf_files_last_line_without_newline_ends_it_with_
     proc = subprocess.run(["git", "apply", "-"], input=added.unified().encode(), cwd=copy, capture_output=True)
     assert proc.returncode == 0, (proc.stderr, added.unified())
     assert (copy / "k.bat").read_bytes() == b"a\r\nb\r\nc", added.unified()
+
+
+@pytest.mark.skipif(shutil.which("patch") is None, reason="needs GNU patch")
+def test_a_mode_change_git_does_not_record_is_written_with_its_permission_bits(tmp_path):
+    """BAD's copy of a file is read-only (644 -> 444, a tree unpacked from a read-only store).
+    The mode hunk is a real change (the hybrid gets 444, and a run that writes the file fails),
+    but its patch read 'old mode 100644 / new mode 100644' (git's two regular-file modes): the
+    culprit printed was a patch that changes nothing. Where git's modes cannot tell the two apart,
+    the patch now writes the permission bits themselves, which patch -p1 sets and git apply takes."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side in (good, bad):
+        side.mkdir()
+        (side / "c.json").write_text("{}\n")
+    (bad / "c.json").chmod(0o444)
+    [hunk] = diff_paths(good, bad)
+    assert hunk.id == "c.json:mode"
+    assert "old mode 100644\nnew mode 100444\n" in unified_diff([hunk]) == hunk.unified()
+    copy = tmp_path / "patched"
+    shutil.copytree(good, copy)
+    proc = subprocess.run(["patch", "-p1", "-s"], input=hunk.unified(), text=True, cwd=copy, capture_output=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (copy / "c.json").stat().st_mode & 0o777 == 0o444
+    assert (materialise(good, [hunk], tmp_path / "m") / "c.json").stat().st_mode & 0o777 == 0o444
+    if shutil.which("git"):
+        shutil.rmtree(copy)
+        shutil.copytree(good, copy)
+        proc = subprocess.run(["git", "apply", "-"], input=hunk.unified(), text=True, cwd=copy, capture_output=True)
+        assert proc.returncode == 0 and not proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("tool", ["git", "patch"])
+def test_a_patch_names_a_file_whose_name_holds_a_space_as_patch_reads_it(tmp_path, tool):
+    """Before: `--- a/sp ace.py` was written as is, and GNU patch reads a name up to its first
+    space or tab: `patch -p1` found no file to patch ('No file to patch. Skipping patch.') and
+    the culprit's patch did not apply. git ends such a name with a tab; so does the patch now."""
+    if shutil.which(tool) is None:
+        pytest.skip(f"needs {tool}")
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side in (good, bad):
+        (side / "my dir").mkdir(parents=True)
+    (good / "sp ace.py").write_text("a = 0\nb = 0\n")
+    (bad / "sp ace.py").write_text("a = 0\nb = 1\n")
+    (good / "my dir" / "old file.txt").write_text("gone\n")
+    (bad / "my dir" / "new file.txt").write_text("came\n")
+    body = "".join(f"V{i} = {i}\n" for i in range(1, 21))
+    (good / "moved from.py").write_text(body)
+    (bad / "moved to.py").write_text(body.replace("V3 = 3\n", "V3 = 30\n"))
+    hunks = diff_paths(good, bad)
+    assert len(hunks) == 5, [h.id for h in hunks]
+    for subset in (hunks, *([h] for h in hunks)):
+        copy = tmp_path / "copy"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(good, copy)
+        cmd = ["git", "apply", "-"] if tool == "git" else ["patch", "-p1", "-s", "-t", "-N"]
+        proc = subprocess.run(cmd, input=unified_diff(subset).encode(), cwd=copy, capture_output=True)
+        assert proc.returncode == 0, (proc.stdout, proc.stderr, unified_diff(subset))
+        assert snapshot(copy) == snapshot(materialise(good, subset, tmp_path / "m")), unified_diff(subset)
+        shutil.rmtree(tmp_path / "m")

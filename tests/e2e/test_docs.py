@@ -81,3 +81,17 @@ def test_gpu_md_says_which_kernels_use_wgmma():
     assert "Neither kernel uses wgmma" not in section
     for kernel in (R.ROOT / "kernels/cutedsl").glob("[!_]*.py"):
         assert f"`{kernel.name}`" in section, kernel.name
+
+
+def test_the_readme_names_every_brace_a_spec_turns_into_one():
+    """README, spec format: it said "`{{` is a literal brace; other braces are left alone", but
+    `}}` reaches the subject as `}` too (str.format's rule): inline code closing two braces at once
+    (`-c "d = {'a': {'b': 1}}"`) lost one and died of a SyntaxError the README said could not come."""
+    from bisectk.spec import substitute
+    text = " ".join(R.README.read_text().split())
+    said = re.search(r"`\{\{` [^;]*literal brace.*?other braces are left alone", text).group(0)
+    for typed in ("{{", "}}"):
+        assert (f"`{typed}`" in said) == (substitute(f"a{typed}b", {}) != f"a{typed}b"), (typed, said)
+    example = re.search(r"`-c \"(.*?)\"`", said).group(1)
+    assert substitute(example, {}) == "d = {'a': {'b': 1}}", example
+

@@ -370,11 +370,19 @@ def check_strategy(strategy: str | None, exhaustive: bool = False) -> str:
 
 
 def write_reports(record, log, markdown: Optional[Path], html: Optional[Path]) -> list[str]:
-    """The Markdown debug log (pictures beside it) and the HTML report; a line for each."""
+    """The Markdown debug log (pictures beside it) and the HTML report; a line for each. Their
+    directories are made, as finish() makes them; a file that cannot be written is one line, exit 2."""
     if not (markdown or html):
         return []
     from bisectk.report.html import write_html, write_markdown
-    return ([write_markdown(markdown, record, log)] if markdown else []) + ([write_html(html, record, log)] if html else [])
+    from bisectk.report.outputs import write_outputs
+    written: list[str] = []
+    writers = ([("--report", markdown, lambda: written.append(write_markdown(markdown, record, log)))] if markdown else []) \
+        + ([("--html", html, lambda: written.append(write_html(html, record, log)))] if html else [])
+    failed = write_outputs(writers)
+    if failed:
+        fail("; ".join(failed))
+    return written
 
 
 def check_outputs(report: Optional[Path] = None, json_out: Optional[Path] = None, html: Optional[Path] = None,

@@ -30,7 +30,7 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
            build: Optional[str] = BuildOpt, build_timeout: Optional[float] = BuildTimeoutOpt,
            config: str = ConfigOpt, set_: Optional[list[str]] = SetOpt,
            timeout: Optional[float] = TimeoutOpt,
-           repeat: int = typer.Option(1, "--repeat", min=1, help="Runs of each endpoint."),
+           repeat: Optional[int] = typer.Option(None, "--repeat", min=1, help="Runs of each endpoint (default: the spec's, else 1)."),
            flaky: Optional[bool] = typer.Option(None, "--flaky/--no-flaky", help="Flake-aware search; --no-flaky: the failure is deterministic, and each answer is confirmed by one more run of each configuration it rests on."),
            calibrate_runs: int = CalibrateOpt, same_failure: str = SameFailureOpt,
            confidence: float = typer.Option(0.99, "--confidence", min=0.5, max=0.999999, help="Stop the bisection when the first bad commit is this probable (flaky mode)."),

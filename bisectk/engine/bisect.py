@@ -232,7 +232,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
     # --jobs above one: the search's first round begins beside the endpoints (a fix's search
     # repeats its passes, FixOracle: it chooses its own)
     ahead = FirstProbes(oracle, graph, policy) if side_by_side(policy) and not terms.find_fix else None
-    check = verify(trials, passing, failing, repeat=policy.repeat or 1, measure=terms.find_fix,
+    check = verify(trials, passing, failing, repeat=policy.repeat or runner.spec.repeat, measure=terms.find_fix,
                    meanwhile=ahead or (BadBeside() if side_by_side(policy) else None))
     from bisectk.engine import checkout_imports
     leaked = [] if space.remote else checkout_imports.checkout_files(runner.imported_files, Path(graph.repo))
@@ -244,7 +244,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
         oracle.close()
         trials = Trials(runner, space, policy)      # the runs so far ran the checkout's code: none counts
         oracle = Oracle(trials, None, any_failure=any_failure, aimed=False)
-        check = verify(trials, passing, failing, repeat=policy.repeat or 1, measure=terms.find_fix)
+        check = verify(trials, passing, failing, repeat=policy.repeat or runner.spec.repeat, measure=terms.find_fix)
         check = replace(check, notes=(said, *check.notes))
         if problem := checkout_imports.still_leaking(runner, space, (facts or {}).get("command_files", ())):
             check = replace(check, problem=problem)

@@ -566,3 +566,24 @@ def test_a_pytest_failures_message_is_read_whole_behind_a_long_node_id(tmp_path)
     verdicts = {a["label"].split()[1]: a["verdict"] for a in doc["attempts"] if a["outcome"] == "fail"}
     assert doc["first_bad"]["sha"] == shas[1], doc["first_bad"]
     assert "went wrong at the very end: TAIL2" in verdicts["c2"] and "TAIL1" in verdicts["c1"], verdicts
+
+
+def test_a_specs_repeat_sets_the_endpoint_runs_of_bisect_and_triage(tmp_path):
+    """README, spec format: `repeat` is the spec's runs per endpoint check. Before, bisect and
+    triage gave --repeat a default of 1 that replaced it: a spec with `repeat = 3` (to show an
+    intermittent failure before the search) ran each endpoint once there, and 3 times under
+    run, check, ablate and diff. Now the spec's count holds unless --repeat is given."""
+    from gitrepo import counter_repo
+    shas = counter_repo(tmp_path / "r", 4)
+    (tmp_path / "pyproject.toml").touch()
+    spec = tmp_path / "s.toml"
+    spec.write_text('[subject]\ncommand = ["python", "-c", "import sys; sys.exit(int(open(\'v.txt\').read()) >= 2)"]\n'
+                    'repeat = 3\n')
+    for command in ("bisect", "triage"):
+        p = bisectk(command, spec, "--repo", tmp_path / "r", "--good", shas[0], "--bad", shas[-1],
+                    "--ledger", tmp_path / f"{command}.db", timeout=300)
+        assert p.returncode in (0, 1), (command, p.returncode, p.stdout, p.stderr)
+        assert "verifying good and bad, 3 run(s) each" in p.stderr, (command, p.stderr)
+    p = bisectk("bisect", spec, "--repo", tmp_path / "r", "--good", shas[0], "--bad", shas[-1], "--repeat", "2",
+                "--ledger", tmp_path / "again.db", timeout=300, check=0)
+    assert "verifying good and bad, 2 run(s) each" in p.stderr, p.stderr

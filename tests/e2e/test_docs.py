@@ -81,3 +81,41 @@ def test_gpu_md_says_which_kernels_use_wgmma():
     assert "Neither kernel uses wgmma" not in section
     for kernel in (R.ROOT / "kernels/cutedsl").glob("[!_]*.py"):
         assert f"`{kernel.name}`" in section, kernel.name
+
+
+def test_the_readme_names_every_brace_a_spec_turns_into_one():
+    """README, spec format: it said "`{{` is a literal brace; other braces are left alone", but
+    `}}` reaches the subject as `}` too (str.format's rule): inline code closing two braces at once
+    (`-c "d = {'a': {'b': 1}}"`) lost one and died of a SyntaxError the README said could not come."""
+    from bisectk.spec import substitute
+    text = " ".join(R.README.read_text().split())
+    said = re.search(r"`\{\{` [^;]*literal brace.*?other braces are left alone", text).group(0)
+    for typed in ("{{", "}}"):
+        assert (f"`{typed}`" in said) == (substitute(f"a{typed}b", {}) != f"a{typed}b"), (typed, said)
+    example = re.search(r"`-c \"(.*?)\"`", said).group(1)
+    assert substitute(example, {}) == "d = {'a': {'b': 1}}", example
+
+
+def test_what_the_readme_says_of_json_with_stderr_merged_holds(tmp_path):
+    """README: "With `--json`, progress is shown only on a terminal, so `--json 2>&1` stays one
+    JSON document." A spec warning (`bisectk: warning: factor 'seed' is used by no placeholder`)
+    is said on stderr all the same, and `ablate --json 2>&1 | jq` read a line that is no JSON."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import err_spec
+    spec = err_spec(tmp_path, "w", "import json, sys\nprint('BISECTK_RESULT ' + json.dumps({'err': float(sys.argv[1][-1])}))\n",
+                    factors="a")
+    spec.write_text(spec.read_text().replace("[good]\n", "[good]\nseed = 0\n").replace("[bad]\n", "[bad]\nseed = 1\n"))
+    p = subprocess.run([sys.executable, "-m", "bisectk", "ablate", spec, "--json", "--ledger", tmp_path / "l.db"],
+                       cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout
+    text = " ".join(R.README.read_text().split())
+    try:
+        json.loads(p.stdout)
+    except ValueError:
+        assert "`--json 2>&1` stays one JSON document" not in text, p.stdout[:300]
+        assert "bisectk: warning:" in p.stdout
+        said = re.search(r"With `--json`, progress is shown only on a terminal[^.]*\.", text).group(0)
+        assert "warning" in said, said

@@ -103,6 +103,26 @@ def test_report_command_rebuilds_the_same_html_from_the_ledger(tmp_path):
     assert (tmp_path / "a-figures" / "run-matrix.svg").read_text() == (tmp_path / "b-figures" / "run-matrix.svg").read_text()
 
 
+def test_report_and_replay_make_the_directory_of_their_report_files(tmp_path):
+    """README: --report's, --html's and --json-out's directories "are made when written". Before,
+    `bisectk report LEDGER --html out/r.html` and `bisectk replay LOG --html out/r.html` with no
+    `out/` yet ended in `internal error: FileNotFoundError` (exit 3), as the search commands do not."""
+    spec = interaction_spec(tmp_path)
+    ledger = tmp_path / "l.db"
+    bisectk("ablate", spec, "--ledger", ledger, check=0)
+    p = bisectk("report", ledger, "--html", tmp_path / "new" / "b.html", check=0)
+    assert "HTML report written to" in p.stdout and (tmp_path / "new" / "b.html").is_file(), p.stderr
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+    from gitrepo import counter_repo
+    repo = tmp_path / "r"
+    shas = counter_repo(repo, 4)
+    log = tmp_path / "b.log"
+    log.write_text(f"# bisectk bisect --repo {repo} --good {shas[0]} --bad {shas[-1]}\n"
+                   + "".join(f"observe {s} {v}\n" for s, v in zip(shas, ["pass", "pass", "fail", "fail"])))
+    p = bisectk("replay", log, "--html", tmp_path / "newer" / "r.html")
+    assert p.returncode in (0, 1) and (tmp_path / "newer" / "r.html").is_file(), (p.returncode, p.stderr)
+
+
 def test_commands_in_the_html_are_shell_quoted():
     import shlex
     rec = interaction_record()

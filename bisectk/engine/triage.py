@@ -31,7 +31,7 @@ from bisectk.exitcodes import TRIAGE_VERDICTS
 from bisectk.outcome import Outcome
 from bisectk.run import scratch
 from bisectk.run.runner import Runner
-from bisectk.spaces.commits import run_git
+from bisectk.spaces.commits import parents_of
 from bisectk.spaces.hunkspace import HunkSpace
 from bisectk.spaces.revisions import CommitSpace, export_tree
 from bisectk.spaces.yours import place
@@ -99,8 +99,7 @@ def isolate(runner: Runner, commits: CommitSpace, policy: RunPolicy, bis: Bisect
     bad_sha = bis.first_bad["sha"]
     # under a pathspec git rewrites a candidate's parents to the last commits that touch the paths:
     # the diff to those holds the commits between too, so the commit's own parents are asked of git
-    parents = (run_git(graph.repo, "rev-list", "--parents", "-n", "1", bad_sha).split()[1:] if graph.paths
-               else [p["sha"] for p in bis.last_good])
+    parents = parents_of(graph.repo, bad_sha) if graph.paths else [p["sha"] for p in bis.last_good]
     if not parents:       # a root commit (a vendored history merged in): no parent to diff against
         return None, (f"{bad_sha[:10]} is a root commit: it has no parent, so its hunks are the "
                       "whole tree it adds")

@@ -626,11 +626,17 @@ def _append_head(shas: np.ndarray, ptr: np.ndarray, ref: np.ndarray, sha: str):
     return shas, ptr, np.concatenate([ref, heads]).astype(np.int64)
 
 
+def parents_of(repo: Path | str, sha: str) -> list[str]:
+    """The commit's own parents, first parent first (under a pathspec a listing rewrites them to
+    the last commits touching the paths; these are the commit's)."""
+    return run_git(repo, "rev-list", "--parents", "-n", "1", sha).split()[1:]
+
+
 def describe(repo: Path | str, sha: str) -> CommitInfo:
     """Full metadata of one commit, with the paths it changed (against its first parent)."""
     root = Path(repo)
     info = _parse_log(run_git(root, "log", "-1", f"--format={_FIELDS}", sha))[0]
-    parents = run_git(root, "rev-list", "--parents", "-n", "1", sha).split()[1:]
+    parents = parents_of(root, sha)
     # -z: each name as it is (without it git quotes a name with a byte past ASCII, a quote or a
     # newline: '"f\\351.txt"', quotes and escapes in the name)
     against = [parents[0]] if parents else ["--root"]

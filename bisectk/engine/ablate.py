@@ -358,7 +358,8 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     found_thresholds: dict[str, Threshold] = {}
     if thresholds and not stopped:
         try:
-            found_thresholds = find_thresholds(oracle, res, rule)
+            # the search's rule as it ended: a contradiction may have switched it to the flake rule
+            found_thresholds = find_thresholds(oracle, res, res.rule)
         except SearchStopped:
             stopped, reason = True, "interrupted while finding thresholds"
     ptx_doc = sanitizer_doc = None
@@ -451,7 +452,7 @@ def advice(res: AblationResult, spec: Spec, policy: RunPolicy, order: dict, stop
 
 
 def find_thresholds(oracle: Oracle, result: AblationResult,
-                    rule: ConfidenceRule | None) -> dict[str, Threshold]:
+                    rule: ConfidenceRule | RateRule | None) -> dict[str, Threshold]:
     """For each culprit declared ordinal, the value at which the failure appears, with the
     other culprits (and any context) held at their bad values."""
     runner, space = oracle.trials.runner, oracle.space

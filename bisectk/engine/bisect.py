@@ -312,7 +312,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
                             # what a failing and a passing run cost (find-fix: the search's "bad" passes)
                             costs=(lambda: trials.costs()[::-1]) if terms.find_fix else trials.costs,
                             steady=policy.flaky is False,   # --no-flaky: declared deterministic
-                            more_runs=oracle.more_runs)     # a different failure's re-runs: the budget's too
+                            more_runs=search.more_runs)     # a different failure's re-runs, a fix's repeats: the budget's too
     stopped, reason = False, ""
     try:
         dag = ahead.dag if ahead is not None and ahead.dag is not None else Dag.from_csr(*graph.csr())

@@ -26,7 +26,8 @@ FixOracle    -- the search's oracle for a fix: a run that passes is the new side
                 R = ceil(log(1 - confidence) / log(1 - q)) for the old side's failure rate q.
                 The one-rate Bayesian model (search/dag_bayes.py) assumes the opposite (a failure
                 is proof of the new side), so it is not used for a fix; `confidence()` is the
-                probability that no probe called fixed was a broken commit passing R times.
+                probability that no probe called fixed was a broken commit passing R times;
+                `more_runs()` the repeats beyond one a probe, which --max-runs counts too.
 repeats_for  -- that R, clamped to [2, MAX_REPEATS].
 """
 
@@ -114,11 +115,15 @@ class FixOracle:
     def __init__(self, oracle, terms: Terms, repeats: int = 1, fail_rate: float = 1.0):
         self.oracle, self.terms, self.repeats, self.fail_rate = oracle, terms, max(1, repeats), fail_rate
         self.called_new = 0             # probes judged the new side (fixed) by `repeats` passes
+        self.repeated = 0               # runs made beyond one a probe: --max-runs counts them too
         self._lock = threading.Lock()
 
     def __call__(self, point: Any) -> Outcome:
         outcome = Outcome.UNRESOLVED
-        for _ in range(self.repeats):
+        for made in range(self.repeats):
+            if made:
+                with self._lock:
+                    self.repeated += 1
             outcome = self.oracle(point)
             if outcome is not Outcome.PASS:
                 break           # still broken (a failure proves it), or untestable
@@ -127,6 +132,12 @@ class FixOracle:
             with self._lock:
                 self.called_new += 1
         return side
+
+    def more_runs(self) -> int:
+        """The runs made beyond one a probe (the repeats here, and the oracle's own): what the
+        search's run budget counts besides its probes (SearchOptions.more_runs)."""
+        with self._lock:
+            return self.repeated + self.oracle.more_runs()
 
     def batch(self, points: Sequence[Any]) -> list[Outcome]:
         if len(points) <= 1:

@@ -137,10 +137,12 @@ class Tester:
         self._known = dict(self.known or {})
         self._pending: dict[Hashable, deque[Future]] = {}   # runs started and not yet taken, per key
         self._started_ahead: set[Future] = set()
+        self._seeds: dict[Hashable, Outcome] = {}   # the verified endpoints, as `seed` was told
 
     def seed(self, key: Hashable, outcome: Outcome) -> None:
         """Record an outcome established outside the search (a verified endpoint)."""
         self.memo[key] = outcome
+        self._seeds[key] = outcome
 
     def outcome_of(self, key: Hashable) -> Outcome | None:
         """The verdict on `key` if it was judged already, else None (never runs anything)."""
@@ -170,10 +172,14 @@ class Tester:
 
     def switch(self, rule: Rule) -> None:
         """Judge by `rule` from now on: every verdict made from runs is re-read from its runs, and
-        one the new rule cannot give yet is forgotten (testing it again tops its runs up)."""
+        one the new rule cannot give yet is forgotten (testing it again tops its runs up). A seeded
+        endpoint keeps its verified outcome unless its runs here show a failure (the confirmation
+        re-runs bad where the answer is every difference: a pass there is not a verdict on it)."""
         self.rule = rule
         for key, runs in self.history.items():
             verdict = self.decide(runs)
+            if key in self._seeds and verdict is not Outcome.FAIL:
+                verdict = self._seeds[key]
             if verdict is None:
                 self.memo.pop(key, None)
             else:

@@ -793,6 +793,34 @@ def test_a_threshold_that_is_not_monotone_is_not_stated_as_one(tmp_path):
     assert "threshold: n fails at 3, 8 and passes at 1, 2, 4, 5, 6, 7: not monotone" in text
 
 
+PER_CONFIG = """import os, sys
+d, n, m = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+path = os.path.join(d, f"{n}-{m}")
+k = int(open(path).read()) if os.path.exists(path) else 0
+open(path, "w").write(str(k + 1))
+# n = 8 fails its first run, passes its second, ...; n = 5..7 pass their first run, fail the second
+sys.exit(1 if n >= 5 and k % 2 == (0 if n == 8 else 1) else 0)
+"""
+
+
+def test_a_threshold_after_the_search_switched_to_the_flake_rule_clears_by_that_rule(tmp_path):
+    """n = 5..8 fail every other run (a counter per configuration, no randomness); bad fails its
+    first run, so the search starts deterministic, its confirmation's re-run of n passes, and it
+    goes on under the flake rule ('cleared after 30 consecutive passes', said in the report). The
+    threshold search was still given the rule of the start (none): 5, 6 and 7 each passed their
+    one run and the answer was 'fails from 8 on (7 passes)'."""
+    (tmp_path / "count").mkdir()
+    (tmp_path / "s.py").write_text(PER_CONFIG)
+    (tmp_path / "pyproject.toml").touch()
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'[subject]\ncommand = ["python", "s.py", "{tmp_path / "count"}", "{{n}}", "{{m}}"]\n'
+                    "[factors]\nn = [1, 2, 3, 4, 5, 6, 7, 8]\n[good]\nn = 1\nm = 0\n[bad]\nn = 8\nm = 1\n")
+    doc = ablate_json(spec, tmp_path)
+    assert doc["culprits"] == ["n"] and doc["flakiness_rule"]["repeats"] > 1
+    th = doc["thresholds"]["n"]
+    assert (th["first_fail"], th["last_pass"]) == (5, 4) and th["text"].startswith("fails from 5 on (4 passes)"), th
+
+
 COUNTED = """import os, sys
 path = sys.argv[1]
 n = int(open(path).read()) if os.path.exists(path) else 0

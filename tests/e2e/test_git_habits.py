@@ -597,6 +597,23 @@ def test_find_fix_with_an_intermittent_failure_confirms_passes(user, tmp_path):
     assert snapshot(r) == before
 
 
+def test_find_fix_max_runs_counts_every_repeat_of_a_probe(user, tmp_path):
+    """--max-runs counts the runs a search makes; under --find-fix with an intermittent failure
+    each probe is run up to `repeats` times (direction.FixOracle), and the budget counted one run
+    a probe: --max-runs 2 made 15 search runs (a broken commit's pass and failure, then a fixed
+    commit's 13 passes). The budget is checked between probes: once f1's two runs spent it, the
+    search stops."""
+    r, c = user
+    (r / "flaky.py").write_text(INTERMITTENT)
+    (r / "flaky.py").chmod(0o755)
+    counts = tmp_path / "counts"
+    counts.mkdir()
+    d = jrun(r, "--find-fix", "--flaky", "--repeat", "4", "--bad", "main", "--good", "fixline",
+             "--max-runs", "2", "--run", f"./flaky.py {counts}", check=1)
+    assert d["repeats"] > 2 and "run budget of 2 spent" in d["stop_reason"]
+    assert d["phase_runs"]["search"] == 2, d["phase_runs"]
+
+
 def test_find_fix_from_a_release_branch_after_a_bad_merge_base(user):
     r, c = user
     d = jrun(r, "--find-fix", "--bad", "main", "--good", "rel", "--run", "./test.sh")

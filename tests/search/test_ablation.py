@@ -281,3 +281,26 @@ def test_the_search_gives_the_contradiction_as_a_fact():
             assert stopped["contradicted"]["got"] == against[1] and stopped["contradicted"]["two_rate"] is False
             return
     raise AssertionError("no seed gave an unconfirmed answer")
+
+
+def test_a_switch_keeps_the_bad_endpoint_failing_when_its_re_run_passed():
+    """When every difference is needed (an interaction of all of them), the confirmation re-runs
+    the bad endpoint itself; an intermittent failure that passed there switched the search to the
+    flake rule, which re-read bad's one passing run as 'not decided yet' and forgot its verified
+    failure. The search then asked bad again as if it were a hybrid, and a stop with nothing else
+    seen failing raised ValueError (min() of no failing configuration) instead of SearchStopped."""
+    import random
+    stopped = 0
+    for seed in range(40):
+        rng = random.Random(seed)
+
+        def both_needed(config: frozenset) -> Outcome:
+            return Outcome.FAIL if config == frozenset("ab") and rng.random() < 0.5 else Outcome.PASS
+        calls = Counting(both_needed)
+        try:
+            result = ablate(["a", "b"], calls, confidence=0.99, endpoint=(1, 1), max_runs=5)
+        except SearchStopped as stop:
+            result, stopped = stop.result, stopped + 1
+        assert result.runs == len(calls.calls)
+        assert set(result.culprits) <= {"a", "b"} and frozenset("ab") >= result.fail_config
+    assert stopped

@@ -238,7 +238,8 @@ def _whole(tester: Tester, chosen: Strategy, items: list, measure_removal: bool,
             must_fail, must_pass = set_claims(frozenset(items), result.sets or [FailingSet(result.culprits, result.proof,
                                                                                           result.interaction)],
                                               result.fixes, result.context)
-            check = confirm_sets(tester, must_fail, must_pass, confidence, endpoint, costs, steady, good)
+            check = confirm_sets(tester, must_fail, must_pass, confidence, endpoint, costs, steady, good,
+                                 result.context)
             result.confirmation, result.switched = check, switched
             if check.ok:
                 break

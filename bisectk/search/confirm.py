@@ -245,14 +245,39 @@ def claim_rule(tester, must_fail: Sequence[frozenset], good: tuple[int, int], co
     wrong (bench/flaky_calibration.py). The claims do not share 1 - confidence: the answer is
     given only if every claim is confirmed, as for the PASS claims."""
     from bisectk.search.rates import SWITCHED, RateRule     # numpy: only a flake-ruled confirmation needs it
+    old_fails, old_runs = _old_side(tester, must_fail, good)
+    return RateRule(old_fails + 1, old_runs + 1, tester.rule.fails, tester.rule.runs, alpha=1.0 - confidence,
+                    prior=SWITCHED)
+
+
+def _old_side(tester, must_fail: Sequence[frozenset], good: tuple[int, int]) -> tuple[int, int]:
+    """(fails, runs) of the old side: good's runs and those of every configuration holding no claim."""
     old_fails, old_runs = good
     for key, history in tester.history.items():
         if isinstance(key, frozenset) and not any(claim <= key for claim in must_fail):
             judged = [o for o in history if o is not Outcome.UNRESOLVED]
             old_fails += sum(o is Outcome.FAIL for o in judged)
             old_runs += len(judged)
-    return RateRule(old_fails + 1, old_runs + 1, tester.rule.fails, tester.rule.runs, alpha=1.0 - confidence,
-                    prior=SWITCHED)
+    return old_fails, old_runs
+
+
+def _measuring(tester, must_fail: Sequence[frozenset], good: tuple[int, int], confidence: float,
+               old: frozenset, given: int, made: list[Outcome], judge):
+    """Tester.confirm's `rejudge` for a FAIL claim the two-rate rule cannot decide yet: the old
+    side is run too (`old`, the configuration holding no claim: good, or dd's context), once each
+    time it has had fewer runs than the claim, and the rule is taken again from every run. A
+    claim is evidence only against a measured old side: with good run once (a deterministic
+    start), p_old stayed anywhere near 1/2 and no run of the claim could separate the two rates
+    (a 50% flake of one hunk, good clean: 60 runs of the claim, then `unconfirmed`). The runs
+    of `old` are added to `made`; `judge`: the rule before any of them."""
+    current = [judge]
+
+    def rejudge(fresh: Sequence[Outcome]):
+        if _old_side(tester, must_fail, good)[1] < given + len(fresh):
+            made.append(tester.confirm(old, Outcome.PASS, 1))
+            current[0] = claim_rule(tester, must_fail, good, confidence)
+        return current[0]
+    return rejudge
 
 
 def _unselected(runs: Sequence[Outcome]) -> list[Outcome]:
@@ -267,7 +292,8 @@ def _unselected(runs: Sequence[Outcome]) -> list[Outcome]:
 
 def confirm_sets(tester, must_fail: Sequence[frozenset], must_pass: Sequence[frozenset],
                  confidence: float, endpoint: tuple[int, int] = (0, 0), costs: Costs | None = None,
-                 steady: bool = False, good: tuple[int, int] | None = None) -> SetConfirmation:
+                 steady: bool = False, good: tuple[int, int] | None = None,
+                 old: frozenset = frozenset()) -> SetConfirmation:
     """Run each claim again through the Tester (Tester.confirm): FAIL claims first, then the
     number of passes a PASS claim needs follows from the failure rate observed at configurations
     judged FAIL (their runs, plus the bad endpoint's `endpoint` = (fails, runs)), or is one when
@@ -279,16 +305,25 @@ def confirm_sets(tester, must_fail: Sequence[frozenset], must_pass: Sequence[fro
     switch) one failure of a FAIL claim is no proof: a good side that fails sometimes fails once
     at some configuration of the many a search runs, and the search, taking it as proof, built
     its answer on it (a spurious extra set, a culprit that is not one). Each FAIL claim is then
-    run afresh until the two-rate rule (claim_rule) decides."""
+    run afresh until the two-rate rule (claim_rule) decides, and while it cannot, `old` (the
+    configuration holding no claim: good, or dd's context) is run too, so that both rates are
+    measured (_measuring). Those runs are fresh runs of `old` made after the answer: where all
+    of them passed, they count among the passes a PASS claim on `old` asks (a failing `old`
+    passes them and the rest in a row as rarely as it would the rest alone)."""
     checks: list[tuple[frozenset, str, str]] = []
     # a configuration the search could not judge (a different failure, a build error) is no
     # claim the answer rests on: the report lists it as unresolved
     must_pass = [k for k in must_pass if tester.outcome_of(k) is not Outcome.UNRESOLVED]
-    judge = None
-    if good is not None and isinstance(tester.rule, ConfidenceRule) and must_fail:
-        judge = claim_rule(tester, must_fail, good, confidence)
+    judged = good is not None and isinstance(tester.rule, ConfidenceRule)
+    made: list[Outcome] = []        # the runs of `old` made to measure the old side
     for key in must_fail:
-        got = tester.confirm(key, Outcome.FAIL, 1, judge, _unselected(tester.history.get(key, ())) if judge else ())
+        if judged:
+            given = _unselected(tester.history.get(key, ()))
+            judge = claim_rule(tester, must_fail, good, confidence)
+            got = tester.confirm(key, Outcome.FAIL, 1, judge, given,
+                                 _measuring(tester, must_fail, good, confidence, old, len(given), made, judge))
+        else:
+            got = tester.confirm(key, Outcome.FAIL, 1)
         checks.append((key, "fail", got.value))
         if got is not Outcome.FAIL:
             return SetConfirmation(0, tuple(checks), (key, got.value))
@@ -318,7 +353,8 @@ def confirm_sets(tester, must_fail: Sequence[frozenset], must_pass: Sequence[fro
             if got is not Outcome.FAIL:
                 return SetConfirmation(0, tuple(checks), (must_fail[0], got.value))
     for key in must_pass:
-        got = tester.confirm(key, Outcome.PASS, repeats)
+        ask = repeats - len(made) if key == old and all(o is Outcome.PASS for o in made) else repeats
+        got = tester.confirm(key, Outcome.PASS, ask) if ask > 0 else Outcome.PASS
         checks.append((key, "pass", got.value))
         if got is not Outcome.PASS:
             return SetConfirmation(repeats, tuple(checks), (key, got.value))

@@ -186,7 +186,8 @@ class Tester:
                 self.memo[key] = verdict
 
     def confirm(self, key: Hashable, expect: Outcome, passes: int, judge: Rule | None = None,
-                given: Sequence[Outcome] = ()) -> Outcome:
+                given: Sequence[Outcome] = (),
+                rejudge: Callable[[Sequence[Outcome]], Rule] | None = None) -> Outcome:
         """Run `key` again for its verdict `expect`; returns what the new runs say. A FAIL is
         confirmed by a failure within the runs the rule in force needs to decide afresh (one
         without a rule); a PASS by `passes` new passes in a row, with a rule too: its verdict was
@@ -195,7 +196,9 @@ class Tester:
         runs where a `batch` oracle is given (a round is whole: a failure in it ends the
         confirmation after the round, and the first failure is the answer). With a `judge` (a
         rule of this confirmation alone: a failure that is evidence, not proof), runs are made one
-        by one until it decides on `given` (runs made before that it reads too) and the new runs.
+        by one until it decides on `given` (runs made before that it reads too) and the new runs;
+        while it cannot, `rejudge(new runs)` (if given) may run other configurations through this
+        Tester (measure a rate the judge rests on) and returns the judge to read them with now.
         The runs join the history; the verdict in the memo stays (the caller decides what a
         contradiction means)."""
         runs = self.history.setdefault(key, [])
@@ -212,6 +215,9 @@ class Tester:
             runs.extend(outcomes)
             if judge is not None:
                 result = judge.verdict([*given, *fresh])
+                if result is None and rejudge is not None:
+                    judge = rejudge(fresh)
+                    result = judge.verdict([*given, *fresh])
                 if result is None:
                     continue
                 break

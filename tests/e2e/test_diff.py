@@ -851,3 +851,33 @@ def test_two_failing_sets_that_share_a_hunk_list_it_once_among_the_culprit_hunks
     assert sorted(sorted(s["members"]) for s in doc["sets"]) == [["k.py:1", "k.py:4"], ["k.py:4", "k.py:7"]]
     assert sorted(h["id"] for h in doc["culprit_hunks"]) == ["k.py:1", "k.py:4", "k.py:7"]
     assert sorted(h["id"] for h in doc["culprit_lines"]) == ["k.py:1", "k.py:4", "k.py:7"]
+
+
+HALF_FLAKE = """import random, sys
+from pathlib import Path
+P = {p}
+seed, counts = sys.argv[1], Path(sys.argv[2])
+count = counts / str(P)                  # the k-th run of each tree draws its own number
+k = int(count.read_text()) if count.exists() else 0
+count.write_text(str(k + 1))
+sys.exit(1 if random.Random(f"{{seed}}:{{P}}:{{k}}").random() < P else 0)
+"""
+
+
+def test_a_hunk_that_makes_a_clean_test_fail_half_the_time_is_named_without_flaky(tmp_path):
+    """One hunk raises a test's failure rate from 0 to 50%, nothing declared (no --flaky), the
+    draws seeded: the bad endpoint passed first and failed 6 of its 10 runs. The confirmation
+    judged the hunk's failures against the good side's one run, could never tell the two rates
+    apart and stopped after 60 runs of the hunk, `unconfirmed`, exit 1 (with --max-runs 40: the
+    budget spent, no verdict). Good is run in the confirmation too now: the hunk is named within
+    a budget of 40 runs."""
+    for side, p in (("good", 0.0), ("bad", 0.5)):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "t.py").write_text(HALF_FLAKE.format(p=p))
+    (tmp_path / "counts").mkdir()
+    p = bisectk("diff", "good", "bad", "--run", f"{sys.executable} t.py 1 {tmp_path / 'counts'}", "--max-runs", "40",
+                "--json", "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=300)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    assert [h["file"] for h in doc["culprit_hunks"]] == ["t.py"] and "P = 0.5" in doc["culprit_hunks"][0]["text"]
+    assert doc["endpoints"]["bad_rate"]["runs"] == 10 and doc["phase_runs"]["search"] < 40, doc["phase_runs"]

@@ -254,6 +254,13 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
         # build, in this command or an earlier one): built from scratch, does it pass?
         if said := fresh_build.good_from_scratch(trials, check.target):
             check = replace(check, details=(*check.details, said))
+    if (not check.ok and not terms.find_fix and not check.bad.n_fail and check.bad.n_pass
+            and fresh_build.needed(runner, space, policy, False, False)):
+        # the bad commit passed over ignored files its cached worktree kept (the good commit's
+        # build, run there first): built from scratch, does it fail?
+        if fresh_bad := fresh_build.bad_from_scratch(trials, failing):
+            check = replace(check, details=(*check.details, fresh_build.BAD_FAILS))
+            facts = {**(facts or {}), "fresh_build": fresh_bad}
     from bisectk.engine.records import BisectRecord, SubjectRecord, captured
     from bisectk.search.history import Dag, Observation, SearchOptions, SearchStopped, search_dag
     from bisectk.search.rates import SWITCHED, flake_model

@@ -14,6 +14,8 @@ needed -- whether there is anything to check: a build step, no --clean-ignored (
 good_from_scratch -- the good commit once more from scratch, where it failed: a worktree keeps its
           ignored files between commands too, so its build may have run over what another
           commit's build left there; a pass from scratch is said beside the problem.
+bad_from_scratch -- the same for a bad commit that never failed (the good commit's build ran
+          first in the same worktree); a failure from scratch is said beside the problem.
 check  -- the first bad commit and each parent that was run, once more each, in a worktree that
           lost its ignored files first (spaces/revisions.py FreshBuilds): the first bad commit
           must still fail and each parent still pass. Facts for the record (`fresh_build`):
@@ -45,6 +47,24 @@ def good_from_scratch(trials: Trials, target: Target | None) -> str | None:
         return None
     return ("built from scratch (its worktree's ignored files removed), the good commit passes: its build ran "
             "over what another commit's build left in bisectk's cached worktree; run again with --clean-ignored")
+
+
+def bad_from_scratch(trials: Trials, bad: Any) -> dict[str, Any] | None:
+    """The bad commit once more from scratch, where it never failed: its build ran over what the
+    good commit's (or an earlier command's) build left in the same cached worktree, and a build
+    that misses a header's change runs the good commit's objects there. Where it fails, the facts
+    for the record (`fresh_build`, as check's: triage then does not call it nothing to triage)."""
+    fresh = trials.view(FreshBuilds(trials.space))
+    fresh.observe(bad)
+    if fresh.trials[-1].judged is not Outcome.FAIL:
+        return None
+    info = trials.space.info(bad)
+    return {"points": [{"sha": info.sha, "short": info.short, "searched": Outcome.PASS.value,
+                        "fresh": Outcome.FAIL.value}], "stale": True}
+
+
+BAD_FAILS = ("built from scratch (its worktree's ignored files removed), the bad commit fails: its build ran "
+             "over what another commit's build left in bisectk's cached worktree; run again with --clean-ignored")
 
 
 def check(trials: Trials, target: Target | None, culprit: int) -> dict[str, Any]:

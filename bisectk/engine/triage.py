@@ -41,7 +41,9 @@ NOTHING, CULPRIT, INCONCLUSIVE = TRIAGE_VERDICTS
 
 def nothing_to_triage(b: BisectRecord) -> bool:
     e = b.endpoints
-    return bool(e and not e.ok and e.good.outcome is Outcome.PASS and e.bad.outcome is Outcome.PASS)
+    # a bad commit that passed only over another commit's build outputs (engine/fresh_build.py)
+    stale = bool((b.fresh_build or {}).get("stale"))
+    return bool(e and not e.ok and e.good.outcome is Outcome.PASS and e.bad.outcome is Outcome.PASS and not stale)
 
 
 def found(b: BisectRecord) -> bool:

@@ -149,6 +149,8 @@ def command_lines(files) -> list[str]:
             lines.append(f"command: {f['word']} is your file {f['path']} ({f['state']}), "
                          + (f"copied into each commit's worktree at {f['copy']} and run there, as git bisect run "
                             "sees it in your checkout" if f.get("copy") else "run in each commit's worktree"))
+        elif f["use"] == "built":
+            lines.append(f"command: {f['word']} in your checkout is {f['state']}")
         elif f["use"] == "left":
             lines.append(f"command: {f['state'].replace('beside it', 'beside ' + f['word'], 1)} into the worktrees "
                          f"(git bisect run would see them in {f['path']}): a helper your script needs there must be "

@@ -40,7 +40,7 @@ Abstractions
 ------------
 CommandFile     -- one resolved path: the word as typed, which copy runs ("yours" or "tree";
                    "left": the untracked files beside a script, past yours.py's bounds, not
-                   copied), the user's path or the tree's, where a copy of the user's goes, and
+                   copied; "built": a compiled file git ignores, each commit's build's own), the user's path or the tree's, where a copy of the user's goes, and
                    the file's state ("untracked", "modified", "outside the
                    repository", "tracked" (your copy is the tree's), "tracked, not in your
                    directory", and for a file the commit lacks that git did track, "deleted:
@@ -65,14 +65,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from bisectk.spaces.commits import SpaceError, run_git, run_git_bytes
+from bisectk.spaces.commits import SpaceError, git_ok, run_git, run_git_bytes
 from bisectk.spaces.shellwords import script_index, shell_script_index, split_command
 
 
 @dataclass(frozen=True)
 class CommandFile:
     word: str        # as typed
-    use: str         # "yours": the user's file, by absolute path; "tree": each commit's own copy
+    use: str         # "yours": the user's file, by absolute path; "tree": each commit's own copy;
+                     # "built": a compiled file git ignores in the user's checkout, left to each commit's build
     path: str        # what runs: an absolute path, or the tree's file relative to the worktree root
     state: str       # untracked | modified | outside the repository | tracked | tracked, not in your directory
                      # | deleted: tracked at OLD, not at NEW | tracked at HEAD, not at NEW
@@ -265,6 +266,10 @@ class _Resolver:
             if self.inside is None or not mine.is_relative_to(self.root):
                 self.files.append(CommandFile(word, "yours", str(mine), "outside the repository"))
                 return str(mine)        # run by its absolute path, as git bisect run runs it
+            if blob is None and sub_blob is None and _built(self.root, mine):
+                # what make wrote in the user's checkout (`build/k`): each commit's build makes its own
+                self.files.append(CommandFile(word, "built", rel, BUILT))
+                return word
             state = "modified" if blob is not None or sub_blob is not None else self._absent(rel)
             if not self.copy or ".git" in mine.relative_to(self.root).parts:
                 # in the git directory (a script kept in .git/ to stay out of every checkout): no
@@ -441,6 +446,22 @@ def _resolve_segment(words: list[str], resolver: _Resolver, rewrites: dict[str, 
             else:
                 resolver.files.remove(found)    # not rewritten: not the user's file in the run
     return False
+
+
+BUILT = "a compiled file git ignores: each commit's build makes its own, yours is not copied"
+
+
+def _built(root: Path, path: Path) -> bool:
+    """A compiled file (a NUL byte in its first 4 KiB, as an executable or object file has) that
+    git ignores: what a build wrote in the user's checkout, not a script of theirs (one in an
+    ignored `local/` is text); copied into each worktree, it would be up to date there for make,
+    and every commit would run the checkout's build."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return b"\0" in head and git_ok(root, "check-ignore", "-q", "--", path.relative_to(root).as_posix())
 
 
 def _same(root: Path, path: Path, blob: str) -> bool:

@@ -496,6 +496,23 @@ def test_a_good_commit_that_fails_over_an_earlier_commands_build_outputs_says_it
     assert "built from scratch (its worktree's ignored files removed), the good commit passes" in p.stdout, p.stdout
 
 
+@pytest.mark.skipif(not shutil.which("cc") or not shutil.which("make"), reason="needs cc and make")
+def test_a_bad_commit_that_passes_over_the_good_commits_build_outputs_says_it_fails_from_scratch(tmp_path):
+    """A header-only regression (k.h's N 42 -> 43), a Makefile without header dependencies, and
+    --bad a commit that touches no .c file: the good endpoint's build left build/b.o (N = 42) in
+    the one cached worktree, make at the bad commit rebuilt nothing, and the first command ever
+    said "the bad configuration does not reproduce: it passed 10/10 runs" with nothing more,
+    though a build of that commit from scratch fails. Built from scratch it fails: that is said."""
+    r = tmp_path / "repo"
+    shas = header_history(r, SLOPPY_MAKEFILE)
+    p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[7], "--build", "make", "--run",
+                "./build/t", cwd=r, check=None)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert "the bad configuration does not reproduce" in p.stdout + p.stderr
+    assert "built from scratch (its worktree's ignored files removed), the bad commit fails" in p.stdout, p.stdout
+    assert "--clean-ignored" in p.stdout, p.stdout
+
+
 def test_a_slow_spec_bisects_one_commit_at_a_time_under_jobs(tmp_path):
     """A SPEC judged SLOW by wall time, `bisect --jobs 3`: three commits timed side by side time
     each other (on 2 cores, good's own commits read slow), and the bad endpoint's first run began

@@ -1,7 +1,10 @@
 """End-to-end: `bisectk triage` finds the commit and the hunk, writes Markdown, JSON and JUnit."""
 import json
+import shutil
 import sys
 import xml.etree.ElementTree as ET
+
+import pytest
 
 from tests.conftest import ROOT, bisectk
 
@@ -301,3 +304,20 @@ def test_under_a_pathspec_the_culprits_hunks_are_its_own_diff_not_the_ones_since
     assert doc["first_bad"]["sha"] == shas[3], (p.stdout[-2000:], p.stderr[-2000:])
     assert doc["culprit_hunks"] == [], [h["where"] for h in doc["culprit_hunks"]]
     assert doc["diff"]["good"] != doc["diff"]["bad"] and not doc["diff"]["ok"]
+
+
+@pytest.mark.skipif(not shutil.which("cc") or not shutil.which("make"), reason="needs cc and make")
+def test_a_bad_commit_that_passes_only_over_the_good_commits_objects_is_not_nothing_to_triage(tmp_path):
+    """A header-only regression under a Makefile without header dependencies: the good commit's
+    build, run first in the same cached worktree, left build/b.o (N = 42), make at --bad rebuilt
+    nothing, and triage said "nothing to triage -- the bad revision passed" with exit 0 (CI reads
+    it as no regression), though --bad built from scratch fails. Inconclusive now (exit 2), saying
+    so."""
+    from tests.e2e.test_bisect import SLOPPY_MAKEFILE, header_history
+    r = tmp_path / "repo"
+    shas = header_history(r, SLOPPY_MAKEFILE)
+    p = bisectk("triage", "--repo", r, "--good", shas[0], "--bad", shas[7], "--build", "make", "--run", "./build/t",
+                cwd=r, check=None)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert "nothing to triage" not in p.stdout, p.stdout
+    assert "built from scratch (its worktree's ignored files removed), the bad commit fails" in p.stdout, p.stdout

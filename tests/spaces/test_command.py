@@ -242,3 +242,24 @@ def test_an_absolute_path_into_the_work_tree_is_read_as_git_bisect_run_reads_it(
     for word in (f"{r}/.git/t.sh", str(outside), "/bin/true"):
         line, files = resolve(word, r, r, sha)
         assert line == word and files == [], (word, line, files)
+
+
+def test_a_compiled_program_git_ignores_is_each_commits_build_not_a_file_of_yours(repo):
+    """`--build make --run build/k` typed in a checkout where make had run: build/k, which git
+    ignores, was taken for the user's untracked file, copied (with build/*.o beside it) into every
+    commit's worktree, and make found it up to date there: every commit ran the checkout's binary
+    ("the good configuration fails too"). A compiled file git ignores is what each commit's own
+    build makes: not copied. An ignored script of the user's (a `local/` of their own) still is."""
+    r, sha = repo
+    (r / ".gitignore").write_text("build/\nlocal/\n")
+    (r / "build").mkdir()
+    (r / "build" / "k").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00\x00" + bytes(64))
+    (r / "build" / "k.o").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(64))
+    for text in ("build/k", "sh -c 'make && build/k'"):
+        line, files = resolve(text, r, r, sha)
+        assert line == text and not [f for f in files if f.use == "yours"], files
+        assert [(f.word, f.use, f.runs) for f in files] == [("build/k", "built", False)], files
+    (r / "local").mkdir()
+    (r / "local" / "t.sh").write_text("#!/bin/sh\nexit 0\n")
+    line, files = resolve("local/t.sh", r, r, sha)
+    assert [(f.use, f.copy) for f in files] == [("yours", "local/t.sh")], files

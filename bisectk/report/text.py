@@ -32,6 +32,11 @@ def print_replay(out: Console, rec: ReplayRecord) -> None:
     if rec.contradiction:
         out.print(f"the log contradicts itself: {rec.contradiction}", markup=False)
     fb = rec.first_bad
+    if not fb and rec.complete and not rec.next and len(rec.candidates) > 1:    # skips left them apart
+        out.print(f"first {rec.terms[-1]} commit is one of {len(rec.candidates)} candidates:", markup=False)
+        for c in rec.candidates:
+            out.print(f"  {c['sha']} {c['subject']}", markup=False)
+        return
     out.print(f"first {rec.terms[-1]} commit: {fb['sha']} {fb['subject']}" if fb and rec.complete else
               f"not determined yet; {remaining(len(rec.candidates))}", markup=False)
     if rec.next:

@@ -151,9 +151,11 @@ def confirm_culprit(dag: Dag, gw: Gateway, culprit: int, confidence: float,
     again = [k for k, o in enumerate(obs) if k >= seeds and o.index == culprit and o.outcome is Outcome.FAIL]
     start = (again[1:] if not seeds else again)[:1] or [len(obs)]
     passes = [[k < start[0] for k, o in enumerate(obs) if o.index == p and o.outcome is Outcome.PASS] for p in parents]
-    own_passes = [max(sum(before) - 1, 0) + before.count(False) for before in passes]
+    own_passes = [max(sum(before) - 1, 0) + before.count(False) if _read(dag, obs, culprit, p) else len(before)
+                  for p, before in zip(parents, passes)]
+    made = max(own_fails - 1, 0) if _read(dag, obs, culprit, culprit) else own_fails
     extra, repeats = plan_confirmation(fails, runs, len(parents), confidence, costs() if costs else (1.0, 1.0),
-                                       made=max(own_fails - 1, 0), passes=own_passes, steady=steady)
+                                       made=made, passes=own_passes, steady=steady)
     plan = [culprit] * extra + [p for p, have in zip(parents, own_passes) for _ in range(max(repeats - have, 0))]
     made: list[tuple[int, str]] = []
     retries = {i: 0 for i in (culprit, *parents)}
@@ -173,6 +175,21 @@ def confirm_culprit(dag: Dag, gw: Gateway, culprit: int, confidence: float,
             if outcome is not expect[i]:
                 return Confirmation(culprit, repeats, tuple(made), (i, outcome.value), parents)
     return Confirmation(culprit, repeats, tuple(made), None, parents)
+
+
+def _read(dag: Dag, obs, culprit: int, commit: int) -> bool:
+    """Whether the narrowing read a run of `commit`: without its runs, the other observations do
+    not leave `culprit` the one allowed culprit. Where they do (a --jobs round ran it beside the
+    run that decided, or it was never run before the confirmation), every run of it is the
+    confirmation's, wherever a log lists it: a --jobs log lists runs in the order they ended."""
+    import numpy as np
+    allowed = np.ones(dag.n, dtype=bool)
+    for i, outcome in {(o.index, o.outcome) for o in obs if o.index != commit}:
+        if outcome is Outcome.FAIL:
+            allowed &= dag.ancestors(i)
+        elif outcome is Outcome.PASS:
+            allowed &= ~dag.ancestors(i)
+    return not (allowed[culprit] and allowed.sum() == 1)
 
 
 def observed_sides(dag: Dag, observations, culprit: int) -> tuple[int, int, int, int]:

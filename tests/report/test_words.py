@@ -146,6 +146,24 @@ def test_a_replay_that_stops_early_counts_its_candidates_in_words():
         assert buf.getvalue().splitlines()[0] == said
 
 
+def test_a_replay_whose_skips_leave_candidates_says_the_answer_is_one_of_them():
+    """A complete log whose skips left two commits apart (bisect: "first bad commit is one of 2
+    candidates", exit 1; git: "The first bad commit could be any of") replayed as 'not determined
+    yet; 2 candidates remain', naming neither and no commit to test: as if the log stopped early."""
+    import io
+
+    from rich.console import Console
+
+    from bisectk.report.text import print_replay
+    a = {"sha": "a" * 40, "subject": "barrier: name the count", "index": 3}
+    b = {"sha": "b" * 40, "subject": "barrier: count arrivals", "index": 4}
+    buf = io.StringIO()
+    print_replay(Console(file=buf, width=200), SimpleNamespace(contradiction=None, first_bad=None, complete=True,
+                                                               candidates=(a, b), terms=("good", "bad"), next=None))
+    assert buf.getvalue().splitlines() == ["first bad commit is one of 2 candidates:",
+                                           f"  {a['sha']} {a['subject']}", f"  {b['sha']} {b['subject']}"]
+
+
 def test_the_debug_log_of_a_removal_among_thousands_of_factors_compares_each_factor_once():
     """A 30,000-factor ablation's debug log took 7 s before a picture was drawn: each removal
     attempt (bad minus one factor) named what it reverted by scanning the 29,999 applied factors

@@ -107,6 +107,49 @@ def test_a_complete_log_replays_complete_where_a_parent_was_good_by_ancestry(sha
         assert again.culprit == culprit and again.complete
 
 
+@pytest.mark.parametrize("shape", ["criss-cross", "octopus", "twice-merged"])
+@pytest.mark.parametrize("steady", [False, True])
+def test_a_jobs_log_in_the_order_its_runs_ended_replays_complete(shape, steady):
+    """`bisectk log` lists a --jobs bisection's runs in the order they ended, not the order the
+    search sent them: a confirmation round whose parent's pass ended before the culprit's re-run
+    put that pass between the culprit's two failures. Replayed, it was taken for the narrowing's
+    own run (the narrowing had already left the culprit alone), so the log looked one pass short
+    ("not determined yet", next: a parent the log shows passing; exit 1, where bisect answered).
+    And a --jobs search may leave the culprit alone without having run it: its one failure, the
+    confirmation's, was taken for the narrowing's, and the replay asked for the culprit again."""
+    from tests.search.dags import CRISS_CROSS, OCTOPUS, TWICE_MERGED
+    parents = {"criss-cross": CRISS_CROSS, "octopus": OCTOPUS, "twice-merged": TWICE_MERGED}[shape]
+    n = len(parents)
+    descendants = [{j for j in range(n) if _reaches(parents, j, i)} for i in range(n)]
+    checked = 0
+    for culprit in range(n):
+        rounds: list[list[int]] = []
+
+        def batch(idx):
+            rounds.append(list(idx))
+            return [Outcome.FAIL if i in descendants[culprit] else Outcome.PASS for i in idx]
+        seed = [Observation(n - 1, Outcome.FAIL)]
+        live = search_dag(parents, batch_oracle=batch, observations=seed,
+                          options=SearchOptions(jobs=3, steady=steady))
+        if live.culprit != culprit or not live.complete:
+            continue
+        for ended in (lambda r: r, reversed):     # each round's runs ended as sent, or the other way
+            log = seed + [Observation(i, Outcome.FAIL if i in descendants[culprit] else Outcome.PASS)
+                          for r in rounds for i in ended(r)]
+            asked: list[int] = []
+
+            def replayed(i):
+                asked.append(i)
+                raise StopSearch()
+            try:
+                again = search_dag(parents, replayed, observations=log, options=SearchOptions(steady=steady))
+            except SearchStopped:
+                pytest.fail(f"culprit {culprit}: the replayed log asked for {asked} ({rounds})")
+            assert again.culprit == culprit and again.complete
+            checked += 1
+    assert checked
+
+
 def _reaches(parents, j, i) -> bool:
     """Whether i is j or one of j's ancestors."""
     todo, seen = [j], set()

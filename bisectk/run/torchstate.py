@@ -9,6 +9,9 @@ sdp / set_sdp             -- the attention backends scaled_dot_product_attention
 cuda_stream / set_cuda_stream -- the current CUDA device and stream, read only where torch has
                                a CUDA context already (cuda_ready: never initialised here).
 torch_rng_same              -- two random states equal.
+autocast / set_autocast     -- torch.autocast's state: on or off and the dtype per device type, its
+                               cache switch and how deep autocast regions are nested (a run that
+                               entered one and never left it: every later run's matmul in bfloat16).
 """
 
 from __future__ import annotations
@@ -62,6 +65,38 @@ def set_sdp(v: tuple) -> None:
         if on is not None and hasattr(cuda, name):
             getattr(cuda, name)(on)
     _m("torch").backends.mha.set_fastpath_enabled(v[-1])
+
+
+# the device types torch.autocast keeps a switch and a dtype for (those this torch knows are read)
+_AUTOCAST = ("cpu", "cuda", "xpu", "mps", "hpu", "xla", "mtia")
+
+
+def autocast() -> tuple:
+    t = _m("torch")
+    devices = []
+    for d in _AUTOCAST:
+        try:
+            devices.append((d, t.is_autocast_enabled(d), t.get_autocast_dtype(d)))
+        except Exception:   # a device type this build does not know
+            pass
+    t.autocast_decrement_nesting()      # the only reading of the nesting depth: put back at once
+    return tuple(devices), t.is_autocast_cache_enabled(), t.autocast_increment_nesting()
+
+
+def set_autocast(v: tuple) -> None:
+    t = _m("torch")
+    devices, cache, nesting = v
+    for d, on, dtype in devices:
+        t.set_autocast_enabled(d, on)
+        t.set_autocast_dtype(d, dtype)
+    t.set_autocast_cache_enabled(cache)
+    t.autocast_decrement_nesting()
+    depth = t.autocast_increment_nesting()
+    while depth > nesting:
+        depth = t.autocast_decrement_nesting()
+    while depth < nesting:
+        depth = t.autocast_increment_nesting()
+    t.clear_autocast_cache()    # the casts a region left entered kept
 
 
 def cuda_ready() -> bool:

@@ -52,6 +52,7 @@ print("BISECTK_RESULT " + json.dumps({
     "deterministic": torch.are_deterministic_algorithms_enabled(), "threads": torch.get_num_threads(),
     "device": str(torch.get_default_device()), "seed_1234": torch.initial_seed() == 1234,
     "anomaly": torch.is_anomaly_enabled(), "matmul": torch.get_float32_matmul_precision(),
+    "autocast": [str((torch.ones(2, 2) @ torch.ones(2, 2)).dtype), str(torch.get_autocast_dtype("cuda"))],
     "np_err": np.geterr(), "np_precision": np.get_printoptions()["precision"],
     "decimal": [decimal.getcontext().prec, decimal.getcontext().rounding],
     "socket": socket.getdefaulttimeout(), "sigusr1": str(signal.getsignal(signal.SIGUSR1)),
@@ -88,6 +89,9 @@ DIRTY = [
                                  "torch.backends.cuda.enable_flash_sdp(False); "
                                  "torch.backends.mha.set_fastpath_enabled(False)",
      True),
+    # an autocast region entered and never left: every later warm run's float32 matmul gave bfloat16
+    ("torch autocast", "import torch; torch.autocast('cpu', dtype=torch.bfloat16).__enter__(); "
+                       "torch.set_autocast_dtype('cuda', torch.bfloat16)", True),
     # random streams are put back without a word (every run draws from them): only the probe tells
     ("torch's CPU random state", "import torch; torch.manual_seed(1234); torch.rand(5)", None),
     ("numpy error handling", "import numpy as np; np.seterr(all='raise')", NP_ERR),

@@ -389,6 +389,9 @@ PROBES: list[Probe] = [
                                "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
                                "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
                                "torch.backends.mkldnn.enabled")],
+    # after the older setters above (set_float32_matmul_precision, allow_tf32), which set these too
+    Probe("torch fp32_precision (torch.backends.*.fp32_precision)", "torch", torchstate.fp32_precision,
+          torchstate.set_fp32_precision, show=lambda v: ", ".join(f"{p}={x}" for p, x in v if x != "none")),
 ]
 
 

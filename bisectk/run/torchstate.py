@@ -6,6 +6,9 @@ Abstractions
 denormals / set_denormals -- subnormal floats read as zero and flushed to zero (the CPU's
                                control register, which torch.set_flush_denormal sets).
 sdp / set_sdp             -- the attention backends scaled_dot_product_attention may choose from.
+fp32_precision / set_fp32_precision -- the precision float32 math may use (`fp32_precision`, torch
+                               2.9's API: the root, each backend's, each operation's, which
+                               inherit the level above where 'none').
 cuda_stream / set_cuda_stream -- the current CUDA device and stream, read only where torch has
                                a CUDA context already (cuda_ready: never initialised here).
 torch_rng_same              -- two random states equal.
@@ -97,6 +100,34 @@ def set_autocast(v: tuple) -> None:
     while depth < nesting:
         depth = t.autocast_increment_nesting()
     t.clear_autocast_cache()    # the casts a region left entered kept
+
+
+# where torch keeps an fp32_precision, each level before those that inherit from it
+_FP32 = ("backends", "backends.mkldnn", "backends.cudnn", "backends.mkldnn.matmul", "backends.mkldnn.conv",
+         "backends.mkldnn.rnn", "backends.cuda.matmul", "backends.cudnn.conv", "backends.cudnn.rnn")
+
+
+def _fp32_holder(path: str):
+    obj = _m("torch")
+    for attr in path.split("."):
+        obj = getattr(obj, attr)
+    return obj
+
+
+def fp32_precision() -> tuple:
+    """(path, fp32_precision) for each level this torch has (none before torch 2.9)."""
+    out = []
+    for path in _FP32:
+        try:
+            out.append((path, _fp32_holder(path).fp32_precision))
+        except AttributeError:
+            pass
+    return tuple(out)
+
+
+def set_fp32_precision(v: tuple) -> None:
+    for path, value in v:
+        _fp32_holder(path).fp32_precision = value
 
 
 def cuda_ready() -> bool:

@@ -45,7 +45,8 @@ c_environ  -- the C library's environment, which os.putenv/os.unsetenv change wi
 Permanent  -- hooks no call takes back, added by the run: an audit hook (sys.addaudithook) and
              fork handlers (os.register_at_fork). A fresh process's end drops them; in a worker
              they would act in every later run (a hook refusing to open `*.secret` made a good
-             configuration fail warm): the run's are counted, and the worker retires.
+             configuration fail warm): the run's are counted, and the worker retires. So does
+             a call of torch.set_num_interop_threads, by anyone: a later run's would raise.
 exit_forked -- a process the run forked (os.fork) that comes back from the script: it exits there,
              as that process of `python script.py` would, rather than go on as a second worker
              (answering the pool, taking the next run's request).
@@ -389,7 +390,8 @@ def rearm_exit_functions() -> None:
 class Permanent:
     """sys.addaudithook and os.register_at_fork, passed through, each call noted with the file that
     made it: the run's own code (its script, its tree's modules) counts; a module that stays loaded
-    registering its own on import (random, logging) does what a fresh process's import would, once."""
+    registering its own on import (random, logging) does what a fresh process's import would, once.
+    torch.set_num_interop_threads counts whoever calls it: a process may call it once."""
 
     def __init__(self):
         self.saved = (sys.addaudithook, os.register_at_fork)
@@ -404,16 +406,31 @@ class Permanent:
             self.added.append(("a fork handler (os.register_at_fork)", sys._getframe(1).f_code.co_filename))
             return at_fork(**kwargs)
         sys.addaudithook, os.register_at_fork = addaudithook, register_at_fork
+        # a call a process may make once, whoever makes it: a later run's own call, which a fresh
+        # process allows, would raise (torch's thread pool takes its size once; the same size as
+        # before is no change a probe could see)
+        self.torch = sys.modules.get("torch")
+        self.once: list[str] = []
+        if self.torch is not None and hasattr(self.torch, "set_num_interop_threads"):
+            self.interop = self.torch.set_num_interop_threads
+
+            def set_num_interop_threads(n):
+                self.once.append("torch.set_num_interop_threads called, which a process may call once")
+                return self.interop(n)
+            self.torch.set_num_interop_threads = self.torch._C.set_num_interop_threads = set_num_interop_threads
 
     def detach(self) -> None:
         sys.addaudithook, os.register_at_fork = self.saved
+        if self.torch is not None and hasattr(self, "interop"):
+            self.torch.set_num_interop_threads = self.torch._C.set_num_interop_threads = self.interop
 
     def words(self, roots: list[str]) -> str:
         """What the run's own code (files under `roots`) added that no call removes, in words ('' for
         nothing)."""
         under = tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
         own = [what for what, f in self.added if under and os.path.realpath(f).startswith(under)]
-        return f"{' and '.join(dict.fromkeys(own))} the run added, which nothing removes" if own else ""
+        parts = [f"{' and '.join(dict.fromkeys(own))} the run added, which nothing removes"] if own else []
+        return "; ".join([*dict.fromkeys(self.once), *parts])
 
 
 def reap_children() -> int:

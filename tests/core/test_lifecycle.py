@@ -259,3 +259,25 @@ def test_a_run_that_sets_the_interop_thread_count_to_its_value_leaves_the_next_o
     assert cold == [(0, cold[0][1]), (0, 'BISECTK_RESULT {"interop": 1}')], cold
     assert warm == cold
     assert pool.stats["cold_runs"] == before["cold_runs"]
+
+
+def test_an_operator_a_run_defines_with_torch_library_can_be_defined_again_by_the_next(pool, tmp_path):
+    """torch.library.define keeps its Library for the process: the next warm run's same definition
+    (another configuration of the same kernel) raised 'should only be registered with a single call
+    to def()' where a fresh process defines it. The run's own definitions go with the run."""
+    from bisectk.run.executor import LocalExecutor
+    (tmp_path / "t.py").write_text(
+        "import json, sys, torch\ntorch.library.define('bisectk_t::add', '(Tensor x) -> Tensor')\n"
+        "@torch.library.impl('bisectk_t::add', 'cpu')\ndef add(x):\n    return x + int(sys.argv[1])\n"
+        "print('BISECTK_RESULT ' + json.dumps({'y': torch.ops.bisectk_t.add(torch.zeros(1)).item()}))\n")
+
+    def seen(executor):
+        return [(raw.exit_code, raw.result) for raw in
+                (run_command(executor, [sys.executable, "t.py", arg], cwd=tmp_path, timeout=120) for arg in ("1", "2"))]
+
+    cold = seen(LocalExecutor())
+    before = dict(pool.stats)
+    warm = seen(pool)
+    assert cold == [(0, 'BISECTK_RESULT {"y": 1.0}'), (0, 'BISECTK_RESULT {"y": 2.0}')], cold
+    assert warm == cold
+    assert pool.stats["cold_runs"] == before["cold_runs"]

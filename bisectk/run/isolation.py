@@ -368,6 +368,9 @@ PROBES: list[Probe] = [
           lambda v: _m("torch").set_anomaly_enabled(v)),
     Probe("torch float32 matmul precision", "torch", lambda: _m("torch").get_float32_matmul_precision(),
           lambda v: _m("torch").set_float32_matmul_precision(v)),
+    Probe("torch autocast (torch.autocast left entered, set_autocast_enabled, set_autocast_dtype)", "torch",
+          torchstate.autocast, torchstate.set_autocast,
+          show=lambda v: ", ".join(f"{d} {str(dt).removeprefix('torch.')}" for d, on, dt in v[0] if on) or "off"),
     Probe("torch's CPU random state", "torch", lambda: _m("torch").get_rng_state(),
           lambda v: _m("torch").set_rng_state(v), torchstate.torch_rng_same, quiet=True),
     Probe("torch print options", "torch", lambda: dict(vars(_m("torch")._tensor_str.PRINT_OPTS)),
@@ -386,6 +389,9 @@ PROBES: list[Probe] = [
                                "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
                                "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
                                "torch.backends.mkldnn.enabled")],
+    # after the older setters above (set_float32_matmul_precision, allow_tf32), which set these too
+    Probe("torch fp32_precision (torch.backends.*.fp32_precision)", "torch", torchstate.fp32_precision,
+          torchstate.set_fp32_precision, show=lambda v: ", ".join(f"{p}={x}" for p, x in v if x != "none")),
 ]
 
 

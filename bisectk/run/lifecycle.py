@@ -45,7 +45,8 @@ c_environ  -- the C library's environment, which os.putenv/os.unsetenv change wi
 Permanent  -- hooks no call takes back, added by the run: an audit hook (sys.addaudithook) and
              fork handlers (os.register_at_fork). A fresh process's end drops them; in a worker
              they would act in every later run (a hook refusing to open `*.secret` made a good
-             configuration fail warm): the run's are counted, and the worker retires.
+             configuration fail warm): the run's are counted, and the worker retires. So does
+             a call of torch.set_num_interop_threads, by anyone: a later run's would raise.
 exit_forked -- a process the run forked (os.fork) that comes back from the script: it exits there,
              as that process of `python script.py` would, rather than go on as a second worker
              (answering the pool, taking the next run's request).
@@ -58,6 +59,9 @@ flush_at_exit -- the run's sys.stdout and sys.stderr flushed as an interpreter's
              one that fails (a Tee with no flush method, a detached stream) is said as 'Exception
              ignored in: ...' and makes the status 120 (CPython's Py_RunMain), in the run and in a
              child it forked; the worker swallowed it, and such a run passed warm, crashed cold.
+TorchLibraries -- operators the run's own code defined with torch.library.define/impl/register_fake,
+             which torch keeps for the process: the next run's same definition raised warm. The
+             run's own are destroyed after it; a package's stay with the package.
 reap_children -- the children an earlier run left that have ended (a fork it never waited for,
              what the pool ended after it) collected before the next run: they stayed the
              worker's zombies, and a later run's os.wait() took one, where a fresh process has none.
@@ -389,7 +393,8 @@ def rearm_exit_functions() -> None:
 class Permanent:
     """sys.addaudithook and os.register_at_fork, passed through, each call noted with the file that
     made it: the run's own code (its script, its tree's modules) counts; a module that stays loaded
-    registering its own on import (random, logging) does what a fresh process's import would, once."""
+    registering its own on import (random, logging) does what a fresh process's import would, once.
+    torch.set_num_interop_threads counts whoever calls it: a process may call it once."""
 
     def __init__(self):
         self.saved = (sys.addaudithook, os.register_at_fork)
@@ -404,16 +409,77 @@ class Permanent:
             self.added.append(("a fork handler (os.register_at_fork)", sys._getframe(1).f_code.co_filename))
             return at_fork(**kwargs)
         sys.addaudithook, os.register_at_fork = addaudithook, register_at_fork
+        # a call a process may make once, whoever makes it: a later run's own call, which a fresh
+        # process allows, would raise (torch's thread pool takes its size once; the same size as
+        # before is no change a probe could see)
+        self.torch = sys.modules.get("torch")
+        self.once: list[str] = []
+        if self.torch is not None and hasattr(self.torch, "set_num_interop_threads"):
+            self.interop = self.torch.set_num_interop_threads
+
+            def set_num_interop_threads(n):
+                self.once.append("torch.set_num_interop_threads called, which a process may call once")
+                return self.interop(n)
+            self.torch.set_num_interop_threads = self.torch._C.set_num_interop_threads = set_num_interop_threads
 
     def detach(self) -> None:
         sys.addaudithook, os.register_at_fork = self.saved
+        if self.torch is not None and hasattr(self, "interop"):
+            self.torch.set_num_interop_threads = self.torch._C.set_num_interop_threads = self.interop
 
     def words(self, roots: list[str]) -> str:
         """What the run's own code (files under `roots`) added that no call removes, in words ('' for
         nothing)."""
         under = tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
         own = [what for what, f in self.added if under and os.path.realpath(f).startswith(under)]
-        return f"{' and '.join(dict.fromkeys(own))} the run added, which nothing removes" if own else ""
+        parts = [f"{' and '.join(dict.fromkeys(own))} the run added, which nothing removes"] if own else []
+        return "; ".join([*dict.fromkeys(self.once), *parts])
+
+
+class TorchLibraries:
+    """The operators the run's own code defined with torch.library.define, impl, register_fake...,
+    whose Library objects torch keeps for the process (torch.library._keep_alive): in a fresh
+    process they go with it; in a worker the next run's same definition raised 'should only be
+    registered with a single call to def()'. Each kept Library is noted with the first file outside
+    torch that made it; the run's own (files under its roots) are destroyed after the run, a loaded
+    package's (torch._dynamo's, on its first import) stay, as the package does."""
+
+    def __init__(self):
+        self.lib = sys.modules.get("torch.library")
+        self.keep = getattr(self.lib, "_keep_alive", None)
+        self.made: list[tuple[object, str]] = []
+        if not isinstance(self.keep, list):
+            return
+        import functools
+        # torch's frames, and functools' (torch.library.define is a singledispatch function)
+        skip = (os.path.join(os.path.dirname(os.path.realpath(self.lib.__file__)), ""),
+                os.path.realpath(functools.__file__))
+        made = self.made
+
+        class Kept(list):
+            def append(self, lib):
+                f = sys._getframe(1)
+                while f is not None and os.path.realpath(f.f_code.co_filename).startswith(skip):
+                    f = f.f_back
+                made.append((lib, f.f_code.co_filename if f is not None else ""))
+                super().append(lib)
+        self.lib._keep_alive = Kept(self.keep)
+
+    def detach(self, roots: list[str]) -> str:
+        """Put torch's own list back, less the run's own Libraries, destroyed: the words for them."""
+        if not isinstance(self.keep, list):
+            return ""
+        kept, self.lib._keep_alive = self.lib._keep_alive, self.keep
+        under = tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
+        own = [lib for lib, f in self.made if under and f and os.path.realpath(f).startswith(under)]
+        self.keep[:] = [lib for lib in kept if not any(lib is o for o in own)]
+        for lib in own:
+            try:
+                lib._destroy()
+            except Exception:
+                pass
+        names = sorted({getattr(lib, "ns", "?") for lib in own})
+        return f"torch.library registrations ({', '.join(names)})" if own else ""
 
 
 def reap_children() -> int:

@@ -6,9 +6,15 @@ Abstractions
 denormals / set_denormals -- subnormal floats read as zero and flushed to zero (the CPU's
                                control register, which torch.set_flush_denormal sets).
 sdp / set_sdp             -- the attention backends scaled_dot_product_attention may choose from.
+fp32_precision / set_fp32_precision -- the precision float32 math may use (`fp32_precision`, torch
+                               2.9's API: the root, each backend's, each operation's, which
+                               inherit the level above where 'none').
 cuda_stream / set_cuda_stream -- the current CUDA device and stream, read only where torch has
                                a CUDA context already (cuda_ready: never initialised here).
 torch_rng_same              -- two random states equal.
+autocast / set_autocast     -- torch.autocast's state: on or off and the dtype per device type, its
+                               cache switch and how deep autocast regions are nested (a run that
+                               entered one and never left it: every later run's matmul in bfloat16).
 """
 
 from __future__ import annotations
@@ -62,6 +68,66 @@ def set_sdp(v: tuple) -> None:
         if on is not None and hasattr(cuda, name):
             getattr(cuda, name)(on)
     _m("torch").backends.mha.set_fastpath_enabled(v[-1])
+
+
+# the device types torch.autocast keeps a switch and a dtype for (those this torch knows are read)
+_AUTOCAST = ("cpu", "cuda", "xpu", "mps", "hpu", "xla", "mtia")
+
+
+def autocast() -> tuple:
+    t = _m("torch")
+    devices = []
+    for d in _AUTOCAST:
+        try:
+            devices.append((d, t.is_autocast_enabled(d), t.get_autocast_dtype(d)))
+        except Exception:   # a device type this build does not know
+            pass
+    t.autocast_decrement_nesting()      # the only reading of the nesting depth: put back at once
+    return tuple(devices), t.is_autocast_cache_enabled(), t.autocast_increment_nesting()
+
+
+def set_autocast(v: tuple) -> None:
+    t = _m("torch")
+    devices, cache, nesting = v
+    for d, on, dtype in devices:
+        t.set_autocast_enabled(d, on)
+        t.set_autocast_dtype(d, dtype)
+    t.set_autocast_cache_enabled(cache)
+    t.autocast_decrement_nesting()
+    depth = t.autocast_increment_nesting()
+    while depth > nesting:
+        depth = t.autocast_decrement_nesting()
+    while depth < nesting:
+        depth = t.autocast_increment_nesting()
+    t.clear_autocast_cache()    # the casts a region left entered kept
+
+
+# where torch keeps an fp32_precision, each level before those that inherit from it
+_FP32 = ("backends", "backends.mkldnn", "backends.cudnn", "backends.mkldnn.matmul", "backends.mkldnn.conv",
+         "backends.mkldnn.rnn", "backends.cuda.matmul", "backends.cudnn.conv", "backends.cudnn.rnn")
+
+
+def _fp32_holder(path: str):
+    obj = _m("torch")
+    for attr in path.split("."):
+        obj = getattr(obj, attr)
+    return obj
+
+
+def fp32_precision() -> tuple:
+    """(path, fp32_precision) for each level this torch has (none before torch 2.9)."""
+    out = []
+    for path in _FP32:
+        try:
+            out.append((path, _fp32_holder(path).fp32_precision))
+        except AttributeError:
+            pass
+    return tuple(out)
+
+
+def set_fp32_precision(v: tuple) -> None:
+    for path, value in v:
+        _fp32_holder(path).fp32_precision = value
 
 
 def cuda_ready() -> bool:

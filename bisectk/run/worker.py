@@ -172,7 +172,7 @@ def _run_request(req: dict, baseline=None) -> dict:
     f_out = open(req["stdout_path"], "wb", buffering=0)
     f_err = open(req["stderr_path"], "wb", buffering=0)
     code, error = 0, ""
-    shadow = hooks = permanent = None
+    shadow = hooks = permanent = libraries = None
     mapped = lifecycle.mapped_objects()
     locks = lifecycle.held_locks()
     t0 = time.perf_counter()
@@ -211,6 +211,7 @@ def _run_request(req: dict, baseline=None) -> dict:
         shadow = lifecycle.Shadowing([saved["path0"], *(p for p in pp if p and p in sys.path)])
         hooks = lifecycle.ExitHooks()
         permanent = lifecycle.Permanent()
+        libraries = lifecycle.TorchLibraries()
         threads = set(threading.enumerate())
         lifecycle.reseed()
         me = os.getpid()
@@ -262,6 +263,9 @@ def _run_request(req: dict, baseline=None) -> dict:
         sys.stdin, sys.stdout, sys.stderr = saved["stdin"], saved["stdout"], saved["stderr"]
         sys.__stdin__, sys.__stdout__, sys.__stderr__ = saved["dunder"]
         routine, roots = _put_back(req, saved, script)
+        defined = libraries.detach(roots) if libraries is not None else ""
+        if defined:
+            routine.append(defined)
         imported = loaded_files() if req.get("imports") else []
         native = False
         own = own_modules(saved["modules"], roots)

@@ -52,6 +52,9 @@ print("BISECTK_RESULT " + json.dumps({
     "deterministic": torch.are_deterministic_algorithms_enabled(), "threads": torch.get_num_threads(),
     "device": str(torch.get_default_device()), "seed_1234": torch.initial_seed() == 1234,
     "anomaly": torch.is_anomaly_enabled(), "matmul": torch.get_float32_matmul_precision(),
+    "fp32": [getattr(b, "fp32_precision", None) for b in (torch.backends, torch.backends.mkldnn.matmul,
+                                                        torch.backends.cuda.matmul, torch.backends.cudnn.conv)],
+    "autocast": [str((torch.ones(2, 2) @ torch.ones(2, 2)).dtype), str(torch.get_autocast_dtype("cuda"))],
     "np_err": np.geterr(), "np_precision": np.get_printoptions()["precision"],
     "decimal": [decimal.getcontext().prec, decimal.getcontext().rounding],
     "socket": socket.getdefaulttimeout(), "sigusr1": str(signal.getsignal(signal.SIGUSR1)),
@@ -88,6 +91,12 @@ DIRTY = [
                                  "torch.backends.cuda.enable_flash_sdp(False); "
                                  "torch.backends.mha.set_fastpath_enabled(False)",
      True),
+    # torch 2.9's precision API: the root's 'tf32' stayed for every later warm run's convolutions
+    ("torch fp32_precision", "import torch; torch.backends.fp32_precision = 'tf32'; "
+                             "torch.backends.mkldnn.matmul.fp32_precision = 'bf16'", True),
+    # an autocast region entered and never left: every later warm run's float32 matmul gave bfloat16
+    ("torch autocast", "import torch; torch.autocast('cpu', dtype=torch.bfloat16).__enter__(); "
+                       "torch.set_autocast_dtype('cuda', torch.bfloat16)", True),
     # random streams are put back without a word (every run draws from them): only the probe tells
     ("torch's CPU random state", "import torch; torch.manual_seed(1234); torch.rand(5)", None),
     ("numpy error handling", "import numpy as np; np.seterr(all='raise')", NP_ERR),

@@ -235,3 +235,49 @@ def test_a_hook_nothing_removes_retires_the_worker_so_the_next_run_is_as_cold(tm
         assert p.stats["cold_runs"] == 0 and p.stats["worker_discards"] == 1, p.stats
     assert cold == ([0, 1, 0] if "audit" in adds else [0, 0, 0])
     assert warm == cold
+
+
+def test_a_run_that_sets_the_interop_thread_count_to_its_value_leaves_the_next_one_free_to_set_it(pool, tmp_path):
+    """torch.set_num_interop_threads may be called once a process; a script that sets it to the
+    count it already had changed nothing a probe could see, and the next warm run's own call raised
+    'cannot set number of interop threads' where a fresh process sets it. The call retires the worker."""
+    from bisectk.run.executor import LocalExecutor
+    (tmp_path / "t.py").write_text(
+        "import json, sys, torch\ntorch.set_num_interop_threads(int(sys.argv[1]) or torch.get_num_interop_threads())\n"
+        "print('BISECTK_RESULT ' + json.dumps({'interop': torch.get_num_interop_threads()}))\n")
+
+    def seen(executor):
+        out = []
+        for arg in ("0", "1"):
+            raw = run_command(executor, [sys.executable, "t.py", arg], cwd=tmp_path, timeout=120)
+            out.append((raw.exit_code, raw.result))
+        return out
+
+    cold = seen(LocalExecutor())
+    before = dict(pool.stats)
+    warm = seen(pool)
+    assert cold == [(0, cold[0][1]), (0, 'BISECTK_RESULT {"interop": 1}')], cold
+    assert warm == cold
+    assert pool.stats["cold_runs"] == before["cold_runs"]
+
+
+def test_an_operator_a_run_defines_with_torch_library_can_be_defined_again_by_the_next(pool, tmp_path):
+    """torch.library.define keeps its Library for the process: the next warm run's same definition
+    (another configuration of the same kernel) raised 'should only be registered with a single call
+    to def()' where a fresh process defines it. The run's own definitions go with the run."""
+    from bisectk.run.executor import LocalExecutor
+    (tmp_path / "t.py").write_text(
+        "import json, sys, torch\ntorch.library.define('bisectk_t::add', '(Tensor x) -> Tensor')\n"
+        "@torch.library.impl('bisectk_t::add', 'cpu')\ndef add(x):\n    return x + int(sys.argv[1])\n"
+        "print('BISECTK_RESULT ' + json.dumps({'y': torch.ops.bisectk_t.add(torch.zeros(1)).item()}))\n")
+
+    def seen(executor):
+        return [(raw.exit_code, raw.result) for raw in
+                (run_command(executor, [sys.executable, "t.py", arg], cwd=tmp_path, timeout=120) for arg in ("1", "2"))]
+
+    cold = seen(LocalExecutor())
+    before = dict(pool.stats)
+    warm = seen(pool)
+    assert cold == [(0, 'BISECTK_RESULT {"y": 1.0}'), (0, 'BISECTK_RESULT {"y": 2.0}')], cold
+    assert warm == cold
+    assert pool.stats["cold_runs"] == before["cold_runs"]

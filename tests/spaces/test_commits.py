@@ -101,7 +101,6 @@ def test_subjects_and_authors_in_a_declared_encoding_are_read_as_written(tmp_pat
     assert describe(r, graph.bad.sha).author.startswith("Jos\xe9 <")
 
 
-
 def test_describe_gives_file_names_as_they_are_not_in_gits_quoted_form(tmp_path):
     """diff-tree without -z quotes a name with a byte past ASCII, a quote or a newline: the first
     bad commit's `files` (--json, the report) held '"caf\\303\\251.py"', quotes and escapes in the name."""

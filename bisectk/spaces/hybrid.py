@@ -142,10 +142,13 @@ class Scratch:
         marker.write_text(f"{self.good}\n")
         self._dirs = {}     # the one walk finds the directories too (top-down: parents first)
         found = _scan(self.root, self._dirs)
-        for rel, p in found.items():    # a link that climbs out of GOOD names, from here, what it does from GOOD
-            if p.is_symlink() and (entry := self._good_entry(rel)) is not None and entry.outside:
+        # a link that climbs out of GOOD names, from here, what it does from GOOD; one that names a
+        # place inside GOOD by its absolute path names that place in this copy (treediff._into_tree)
+        for rel, p in found.items():
+            if p.is_symlink() and (entry := self._good_entry(rel)) is not None and entry.link \
+                    and (entry.outside or os.readlink(p) != os.fsdecode(entry.data)):
                 p.unlink()
-                os.symlink(entry.outside, p)
+                os.symlink(entry.outside or os.fsdecode(entry.data), p)
         self._stats = {rel: _stat(p) for rel, p in found.items()}
         self._dirty.clear()
         self._applied.clear()

@@ -174,11 +174,29 @@ def _read(path: Path | None, root: Path | None = None) -> Entry | None:
         st = path.lstat()
         if stat.S_ISLNK(st.st_mode):
             target = os.readlink(path)
+            rel = path.relative_to(root).as_posix() if root else ""
+            target = (_into_tree(rel, target, root) if root else None) or target
             return Entry(os.fsencode(target), 0o777, link=True,
-                         outside=_climbs_out(path.relative_to(root).as_posix(), target, root) if root else None)
+                         outside=_climbs_out(rel, target, root) if root else None)
         return Entry(path.read_bytes(), stat.S_IMODE(st.st_mode))
     except OSError as e:
         _unreadable(e)
+
+
+def _into_tree(rel: str, target: str, root: Path) -> str | None:
+    """An absolute `target` of the link at `rel` that names a place inside its own tree
+    (`inc -> /home/me/good/real`), as the relative path that names it from the link; else None.
+    Copied as it is written, GOOD's link in the scratch copy read GOOD's own files (and a run
+    wrote through it into GOOD), and BAD's another tree's: the search blamed the link for what
+    differs in the files it names."""
+    if not os.path.isabs(target):
+        return None
+    named = os.path.normpath(target)
+    for base in dict.fromkeys((os.path.abspath(root), os.path.realpath(root))):
+        if named == base or named.startswith(os.path.join(base, "")):
+            return os.path.relpath(os.path.join(os.path.realpath(root), os.path.relpath(named, base)),
+                                   os.path.join(os.path.realpath(root), os.path.dirname(rel)))
+    return None
 
 
 def _climbs_out(rel: str, target: str, root: Path) -> str | None:

@@ -1098,3 +1098,25 @@ def test_a_patch_names_a_file_whose_name_holds_a_space_as_patch_reads_it(tmp_pat
         assert proc.returncode == 0, (proc.stdout, proc.stderr, unified_diff(subset))
         assert snapshot(copy) == snapshot(materialise(good, subset, tmp_path / "m")), unified_diff(subset)
         shutil.rmtree(tmp_path / "m")
+
+
+def test_an_absolute_link_into_its_own_tree_names_that_place_in_the_scratch_copy(tmp_path):
+    """GOOD's `inc -> /abs/good/real` and BAD's `inc -> /abs/bad/real`: read as written, the link
+    was the one hunk (`inc:replace`), the scratch copy's link read GOOD's own files (a run writing
+    through it wrote into GOOD) and the hunk's read BAD's. Each names its own tree's `real`, from
+    wherever the tree is: no hunk there, the difference is real/x.txt's, and no run reaches GOOD."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 1), (bad, 2)):
+        (side / "real").mkdir(parents=True)
+        (side / "real" / "x.txt").write_text(f"{v}\n")
+        os.symlink(str(side / "real"), side / "inc")
+    hunks = diff_paths(good, bad)
+    assert [h.id for h in hunks] == ["real/x.txt:1"]
+    s = Scratch(good, tmp_path / "scratch")
+    for subset, want in (([], "1\n"), (hunks, "2\n")):
+        root = s.apply(subset)
+        assert os.readlink(root / "inc") == "real"
+        assert (root / "inc" / "x.txt").read_text() == want
+        (root / "inc" / "x.txt").write_text("written by a run\n")
+    assert (good / "real" / "x.txt").read_text() == "1\n" and (bad / "real" / "x.txt").read_text() == "2\n"
+    shutil.rmtree(s.root)

@@ -7,10 +7,11 @@ dependencies, whose object files are not rebuilt when a header they include chan
 what another commit built, and the search names, with full confidence, a commit that changed
 nothing the build reads (or misses the one that did).
 
-needed -- whether there is anything to check: a build step, no --clean-ignored (every build is
-          from scratch then), worktrees of this machine (a remote host's is a fresh copy each),
-          a deterministic search in git's direction, and ignored files in the worktrees now
-          (none: no build left anything another commit's run could see).
+needed -- whether there is anything to check: no --clean-ignored (every build is from scratch
+          then), worktrees of this machine (a remote host's is a fresh copy each), a
+          deterministic search in git's direction, and ignored files in the worktrees now (none:
+          no build left anything another commit's run could see); without a build step, files
+          other than Python's own caches (a test script that runs make left them).
 good_from_scratch -- the good commit once more from scratch, where it failed: a worktree keeps its
           ignored files between commands too, so its build may have run over what another
           commit's build left there; a pass from scratch is said beside the problem.
@@ -36,8 +37,11 @@ from bisectk.spaces.revisions import GOOD, CommitSpace, FreshBuilds
 
 
 def needed(runner: Runner, space: CommitSpace, policy: RunPolicy, flaky: bool, find_fix: bool) -> bool:
-    return (runner.spec.build is not None and not policy.clean_ignored and not space.remote
-            and space.pool is not None and not flaky and not find_fix and space.pool.holds_ignored())
+    if policy.clean_ignored or space.remote or space.pool is None or flaky or find_fix:
+        return False
+    # without --build, a test script that builds (`make || exit 125; ./build/k`, git bisect run's
+    # habit) leaves its outputs too: anything ignored but Python's own caches
+    return space.pool.holds_ignored(beyond_caches=runner.spec.build is None)
 
 
 def good_from_scratch(trials: Trials, target: Target | None) -> str | None:

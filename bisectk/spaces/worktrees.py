@@ -477,17 +477,20 @@ class WorktreePool:
         if moved != [] or edited:
             self._switch(entry, sha, checkout=edited, moved=moved)
 
-    def holds_ignored(self) -> bool:
+    def holds_ignored(self, beyond_caches: bool = False) -> bool:
         """Whether a worktree of this pool holds ignored files now (a `build/` kept between
-        commits for incremental builds): what one commit's build left that another's run saw."""
+        commits for incremental builds): what one commit's build left that another's run saw.
+        `beyond_caches`: other than Python's own caches (__pycache__, .pytest_cache, ...), which
+        Python checks against their sources, as a build with incomplete dependencies does not."""
         with self._cond:
             paths = [e.path for e in (*self._free, *self._held)]
         for path in paths:
             try:
-                if run_git(path, "ls-files", "--others", "--ignored", "--exclude-standard", "--directory"):
-                    return True
+                listed = run_git(path, "ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z")
             except SpaceError:
                 continue        # a worktree gone or broken: it holds nothing a run will see
+            if any(name and not (beyond_caches and _python_cache(name)) for name in listed.split("\0")):
+                return True
         return False
 
     @property
@@ -568,3 +571,11 @@ def _drop_carried(entry: _Entry) -> None:
             entry.watch.doubt()             # what the run wrote was read above: the slow way must find it
 
 
+_PY_CACHES = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis")
+
+
+def _python_cache(name: str) -> bool:
+    """An ignored path git lists that is Python's (or its tools') own cache, checked against its
+    sources on every use: a run left it, and no other commit's run is misled by it."""
+    parts = name.rstrip("/").split("/")
+    return parts[-1].endswith((".pyc", ".pyo")) or any(p in _PY_CACHES for p in parts)

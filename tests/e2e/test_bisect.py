@@ -435,6 +435,23 @@ def test_an_answer_that_rests_on_stale_build_outputs_is_said_and_not_confirmed(t
 
 
 @pytest.mark.skipif(not shutil.which("cc") or not shutil.which("make"), reason="needs cc and make")
+def test_an_answer_from_a_build_inside_the_test_script_is_checked_from_scratch_too(tmp_path):
+    """git bisect run's habit, the README's too: the test script builds (`make || exit 125`), no
+    --build. The same stale objects named a commit that touched only notes.txt, at confidence 1
+    and exit 0: the check from scratch ran only under --build. Now any ignored file but Python's
+    own caches calls for it: the answer is said to rest on stale outputs (exit 1)."""
+    r = tmp_path / "repo"
+    shas = header_history(r, SLOPPY_MAKEFILE)
+    (r / "t.sh").write_text("#!/bin/sh\nmake -s >/dev/null 2>&1 || exit 125\nexec ./build/t\n")
+    (r / "t.sh").chmod(0o755)
+    p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--run", "./t.sh", "--json", cwd=r)
+    out = json.loads(p.stdout)
+    if out["first_bad"]["sha"] != shas[4]:      # the incremental builds misled the search, as under --build
+        assert p.returncode == 1 and out["fresh_build"]["stale"] is True, (p.stdout, p.stderr)
+    assert out["fresh_build"] is not None       # checked either way: build/ is no Python cache
+
+
+@pytest.mark.skipif(not shutil.which("cc") or not shutil.which("make"), reason="needs cc and make")
 def test_an_answer_from_builds_that_see_every_change_holds_from_scratch(tmp_path):
     """The same history with the header a prerequisite of each object: the incremental builds are
     right, the check from scratch agrees, and the answer stands (exit 0)."""

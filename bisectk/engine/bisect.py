@@ -311,7 +311,10 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
                                     + (f" ({merges} merge{'s' if merges != 1 else ''})" if merges and not first_parent else "")
                                     + (f"; {terms.old if terms.find_fix else 'bad'} fails {check.bad_rate.describe()}"
                                        if flaky else "")))
-    options = SearchOptions(flaky=bayes, jobs=policy.jobs, confidence=policy.confidence, max_runs=policy.max_runs,
+    # the first round's probes are the search's runs: the budget counts them (one a probe, as a
+    # question; a probe the ledger answered is given back through more_runs, as any question)
+    budget = None if policy.max_runs is None else max(policy.max_runs - len(probed), 0)
+    options = SearchOptions(flaky=bayes, jobs=policy.jobs, confidence=policy.confidence, max_runs=budget,
                             width=oracle.width if policy.jobs > 1 else None,
                             prior=flake_model(two_rate), switch_prior=SWITCHED,
                             base=(check.good_rate.fails, check.good_rate.runs - check.good_rate.fails)

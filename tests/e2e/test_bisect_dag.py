@@ -88,3 +88,18 @@ def test_first_parent_says_the_merge_is_one_and_how_to_see_and_bisect_what_it_br
     plain = json.loads(bisectk("bisect", "--repo", repo, "--good", shas[0], "--bad", shas[-1], "--run", TEST,
                                "--json", "--ledger", tmp_path / "l4.db", timeout=300, check=0).stdout)
     assert "inside_merge" not in {s["step"] for s in plain["advice"]} and "parent" not in plain["advice"][0]
+
+
+def test_max_runs_counts_the_first_round_begun_beside_the_endpoints(tmp_path):
+    """--jobs 5 begins 3 probes beside the endpoints' runs; the search took their outcomes as
+    given and spent its whole budget after them: `--max-runs 5` made 8 search runs ('run budget
+    of 5 spent after 8 search run(s)'). They are the search's runs, and the budget counts them."""
+    good, shas = make_dag_repo(tmp_path / "r", [(i - 1,) if i else () for i in range(60)], culprit=37)
+    args = ("bisect", "--repo", tmp_path / "r", "--good", good, "--bad", shas[-1], "--run", TEST, "--json")
+    for jobs in ("3", "5"):
+        doc = json.loads(bisectk(*args, "--jobs", jobs, "--max-runs", "5", "--fresh", timeout=300, check=1).stdout)
+        assert doc["stop_reason"] == "run budget of 5 spent", doc["stop_reason"]
+        assert doc["phase_runs"]["search"] <= 5 and doc["search_made"] <= 5, (jobs, doc["phase_runs"], doc["search_made"])
+    # the same command again goes on from the ledger: its runs made count, those it answered do not
+    again = json.loads(bisectk(*args, "--jobs", "5", "--max-runs", "5", timeout=300, check=1).stdout)
+    assert again["search_made"] <= 5 and again["phase_runs"]["search"] > 5, (again["phase_runs"], again["search_made"])

@@ -46,7 +46,7 @@ from bisectk.engine import fresh_build
 from bisectk.engine.direction import FixOracle, Terms, repeats_for
 from bisectk.engine.endpoints import BadBeside, hang_checks, side_by_side, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
-from bisectk.engine.interrupts import live
+from bisectk.engine.interrupts import live, waited
 from bisectk.engine.oracle import ENDPOINTS, MERGE_BASES, SEARCH, Oracle, Trials
 from bisectk.engine.policy import RunPolicy
 from bisectk.events import Note, PhaseStarted
@@ -176,7 +176,7 @@ class FirstProbes:
             with live():   # waiting for a run is a run: a Ctrl-C stops it at once (engine/interrupts.py)
                 for i, f in list(self.started.items()):
                     try:
-                        out.append(Observation(i, f.result()))
+                        out.append(Observation(i, waited(f)))
                     except KeyboardInterrupt:
                         raise
                     except BaseException:      # cancelled, abandoned: the search asks again if it must

@@ -97,7 +97,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bisectk.engine import environment
-from bisectk.engine.interrupts import live
+from bisectk.engine.interrupts import live, waited
 from bisectk.engine.oracle import Trials
 from bisectk.events import Note, PhaseStarted
 from bisectk.outcome import FailKind, Outcome, Reason, Run, Target, Verdict
@@ -427,7 +427,7 @@ def _reproduced(trials: Trials, bad_point: Any, repeat: int, cap: int, first: Fu
     runs: list[Run] = []
     if first is not None:
         with live():   # waiting for a run is a run: a Ctrl-C stops it at once (engine/interrupts.py)
-            runs.append(first.result())
+            runs.append(waited(first))
     while len(runs) < repeat or (not any(r.outcome is Outcome.FAIL for r in runs)
                                  and len(runs) < cap and runs[-1].outcome is Outcome.PASS):
         runs.append(trials.observe(bad_point))

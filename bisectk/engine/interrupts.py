@@ -25,6 +25,8 @@ held     -- a context (the command's search and its reporting) in which SIGINT, 
 live     -- the part that stays interruptible: a run (Trials.observe, engine/oracle.py). A signal during it is a
             KeyboardInterrupt there, as without `held`; one held back is raised on entering the
             next run, where the search turns it into its best result so far (SearchStopped).
+waited   -- a Future's result waited for in slices on the main thread, so that a signal the kernel
+            gave another thread is acted on within 0.1 s.
 late     -- whether a signal is still pending: it arrived after the last run, while the result
             was being built or written; the caller prints that result and exits as interrupted.
 leaving  -- from the command's last word to the process's end (the exit handlers: subjects and
@@ -237,6 +239,22 @@ def live():
         yield
     finally:
         state.live -= 1
+
+
+def waited(future):
+    """`future.result()`, waited for in slices on the main thread. The kernel gives a signal sent
+    to the process to any thread that does not block it; one given to a run's thread only sets
+    Python's flag, and a main thread blocked in a lock (Future.result) runs no handler until the
+    lock is released: a Ctrl-C in a batch of --jobs runs was acted on when the runs ended (a hang's
+    whole watchdog), 2 commands in 12. Each slice's end runs the handlers that are due."""
+    if threading.current_thread() is not threading.main_thread():
+        return future.result()
+    while True:
+        try:
+            return future.result(timeout=0.1)
+        except TimeoutError:
+            if future.done():       # the task's own TimeoutError
+                raise
 
 
 def late() -> bool:

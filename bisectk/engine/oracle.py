@@ -52,7 +52,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from bisectk.engine import slowvotes
-from bisectk.engine.interrupts import live
+from bisectk.engine.interrupts import live, waited
 from bisectk.engine.policy import RunPolicy
 from bisectk.engine.slots import Slots
 from bisectk.events import Note
@@ -509,7 +509,7 @@ class Oracle:
                              daemon=True).start()
         try:
             with live():    # waiting for runs is a run: a Ctrl-C stops it at once (engine/interrupts.py)
-                return [f.result() for f in futures]
+                return [waited(f) for f in futures]
         except KeyboardInterrupt:
             # left at once, not after every run of the batch has ended (up to its watchdog): the
             # runs still under way end as bisectk cleans up, and are not stored (Runner.stop)

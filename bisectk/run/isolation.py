@@ -389,6 +389,16 @@ PROBES: list[Probe] = [
                                "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
                                "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
                                "torch.backends.mkldnn.enabled")],
+    Probe("torch warn always (set_warn_always)", "torch", lambda: _m("torch").is_warn_always_enabled(),
+          lambda v: _m("torch").set_warn_always(v)),
+    Probe("torch sparse tensor invariant checks", "torch",
+          lambda: _m("torch").sparse.check_sparse_tensor_invariants.is_enabled(),
+          lambda v: (_m("torch").sparse.check_sparse_tensor_invariants.enable() if v
+                     else _m("torch").sparse.check_sparse_tensor_invariants.disable())),
+    Probe("the TorchScript tensor-expression fuser", "torch", lambda: _m("torch")._C._jit_texpr_fuser_enabled(),
+          lambda v: _m("torch")._C._jit_set_texpr_fuser_enabled(v)),
+    *[_torch_flag(p) for p in ("torch.utils.deterministic.fill_uninitialized_memory",
+                               "torch.backends.quantized.engine")],
     # after the older setters above (set_float32_matmul_precision, allow_tf32), which set these too
     Probe("torch fp32_precision (torch.backends.*.fp32_precision)", "torch", torchstate.fp32_precision,
           torchstate.set_fp32_precision, show=lambda v: ", ".join(f"{p}={x}" for p, x in v if x != "none")),

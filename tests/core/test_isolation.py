@@ -55,6 +55,9 @@ print("BISECTK_RESULT " + json.dumps({
     "fp32": [getattr(b, "fp32_precision", None) for b in (torch.backends, torch.backends.mkldnn.matmul,
                                                         torch.backends.cuda.matmul, torch.backends.cudnn.conv)],
     "autocast": [str((torch.ones(2, 2) @ torch.ones(2, 2)).dtype), str(torch.get_autocast_dtype("cuda"))],
+    "warn_always": torch.is_warn_always_enabled(), "fill": torch.utils.deterministic.fill_uninitialized_memory,
+    "qengine": torch.backends.quantized.engine, "fuser": torch._C._jit_texpr_fuser_enabled(),
+    "sparse_checks": torch.sparse.check_sparse_tensor_invariants.is_enabled(),
     "np_err": np.geterr(), "np_precision": np.get_printoptions()["precision"],
     "decimal": [decimal.getcontext().prec, decimal.getcontext().rounding],
     "socket": socket.getdefaulttimeout(), "sigusr1": str(signal.getsignal(signal.SIGUSR1)),
@@ -97,6 +100,16 @@ DIRTY = [
     # an autocast region entered and never left: every later warm run's float32 matmul gave bfloat16
     ("torch autocast", "import torch; torch.autocast('cpu', dtype=torch.bfloat16).__enter__(); "
                        "torch.set_autocast_dtype('cuda', torch.bfloat16)", True),
+    # torch's flags no probe read: each stayed for every later warm run, and nothing was said
+    ("torch warn always", "import torch; torch.set_warn_always(True)", True),
+    ("torch fill uninitialized memory", "import torch; torch.utils.deterministic.fill_uninitialized_memory = "
+                                        "not torch.utils.deterministic.fill_uninitialized_memory", True),
+    ("torch quantized engine", "import torch; e = torch.backends.quantized.supported_engines; "
+                               "torch.backends.quantized.engine = [x for x in e if x != torch.backends.quantized.engine][-1]",
+     True),
+    ("torch sparse invariant checks", "import torch; torch.sparse.check_sparse_tensor_invariants.enable()", True),
+    ("torch texpr fuser", "import torch; torch._C._jit_set_texpr_fuser_enabled(not torch._C._jit_texpr_fuser_enabled())",
+     True),
     # random streams are put back without a word (every run draws from them): only the probe tells
     ("torch's CPU random state", "import torch; torch.manual_seed(1234); torch.rand(5)", None),
     ("numpy error handling", "import numpy as np; np.seterr(all='raise')", NP_ERR),

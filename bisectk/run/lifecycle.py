@@ -116,9 +116,15 @@ def own_native(before: set[str], after: set[str], roots: list[str]) -> list[str]
     """Shared objects the run mapped from its own directories (`roots`: its working directory,
     its script's, what it put on sys.path), not an installed package's (sorted)."""
     installed = _installed()
-    own = tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
+    own = _under(roots)
     return sorted(p for p in after - before
                   if os.path.realpath(p).startswith(own) and not os.path.realpath(p).startswith(installed))
+
+
+def _under(roots: list[str]) -> tuple[str, ...]:
+    """The run's directories (`roots`) as real-path prefixes: a file whose real path starts with
+    one of them is the run's own."""
+    return tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
 
 
 def identities(paths) -> dict[str, tuple]:
@@ -430,7 +436,7 @@ class Permanent:
     def words(self, roots: list[str]) -> str:
         """What the run's own code (files under `roots`) added that no call removes, in words ('' for
         nothing)."""
-        under = tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
+        under = _under(roots)
         own = [what for what, f in self.added if under and os.path.realpath(f).startswith(under)]
         parts = [f"{' and '.join(dict.fromkeys(own))} the run added, which nothing removes"] if own else []
         return "; ".join([*dict.fromkeys(self.once), *parts])
@@ -470,7 +476,7 @@ class TorchLibraries:
         if not isinstance(self.keep, list):
             return ""
         kept, self.lib._keep_alive = self.lib._keep_alive, self.keep
-        under = tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
+        under = _under(roots)
         own = [lib for lib, f in self.made if under and f and os.path.realpath(f).startswith(under)]
         self.keep[:] = [lib for lib in kept if not any(lib is o for o in own)]
         for lib in own:

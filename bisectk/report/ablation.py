@@ -23,7 +23,7 @@ from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.names import c_quoted
 from bisectk.report.safe import code_span
-from bisectk.report.terminal import TABLE_ROWS, cut_value, fits_table, print_rows
+from bisectk.report.terminal import TABLE_ROWS, cut_value, print_table
 from bisectk.report.words import (warning_lines, endpoint_lines, failure_line, slow_line, phase_words, problem_lines, problem_text, runs_words,
                                   same_inputs, search_runs_of, stop_reason_of, stopped_line, title_words, wall_words)
 from bisectk.specvalues import format_value, one_line
@@ -230,10 +230,7 @@ def print_summary(out: Console, rec: AblationRecord) -> None:
     if left_out:
         rows = [*rows, [f"... {left_out} more", "", "", "", "", "cleared"]]
         t.add_row(*rows[-1])
-    if fits_table(out, len(HEADER)):
-        out.print(t)
-    else:       # too narrow: a table would lose whole columns
-        print_rows(out, t.title, HEADER, rows)
+    print_table(out, t, HEADER, rows)
     if left_out:
         out.print(f"{left_out} more factors were cleared; every factor is in the debug log (--report FILE.md) "
                   "and in --json", markup=False)

@@ -64,16 +64,15 @@ def fmt_config(config: dict[str, Any], reference: dict[str, Any] | None = None, 
 TABLE_ROWS = 50     # a key-differences table on the terminal lists this many factors; past it, it counts the rest
 
 
-def fits_table(out: Console, columns: int) -> bool:
-    """Whether a table of `columns` columns shows every cell on `out`: below about 6 characters a
-    column (3 of text, its border and padding) rich gives some columns no width at all, and their
-    cells are lost (COLUMNS=20: the key differences' factor names and values)."""
-    return out.width >= 6 * columns + 1
-
-
-def print_rows(out: Console, title: str, header: list[str], rows: list[list[str]]) -> None:
-    """A table as lines, for a terminal too narrow for it (fits_table): `name: header value, ...`."""
-    out.print(title, markup=False)
+def print_table(out: Console, table, header: list[str], rows: list[list[str]]) -> None:
+    """`table` (holding `rows` under `header`), or, on a terminal too narrow for it, its rows as
+    lines (`name: header value, ...`): below about 6 characters a column (3 of text, its border
+    and padding) rich gives some columns no width at all, and their cells are lost (COLUMNS=20:
+    the key differences' factor names and values)."""
+    if out.width >= 6 * len(header) + 1:
+        out.print(table)
+        return
+    out.print(table.title, markup=False)
     for row in rows:
         cells = ", ".join(f"{h} {c}" for h, c in zip(header[1:], row[1:]) if c)
         out.print(f"{row[0]}: {cells}" if cells else row[0], markup=False)

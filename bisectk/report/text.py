@@ -8,7 +8,7 @@ from rich.table import Table
 from bisectk.engine.records import CheckRecord, EndpointCheck, ReplayRecord, RunRecord
 from bisectk.outcome import Reason, Verdict
 from bisectk.report.stuck import terminal_lines
-from bisectk.report.terminal import TABLE_ROWS, fits_table, fmt_config, print_rows, shown_value
+from bisectk.report.terminal import TABLE_ROWS, fmt_config, print_table, shown_value
 from bisectk.report.words import problem_lines, remaining, slow_line, watchdog_text
 
 
@@ -48,7 +48,8 @@ def print_check(out: Console, rec: CheckRecord) -> None:
     """The key differences, both endpoints' verdicts, and the warnings of the spec."""
     subj, result = rec.subject, rec.endpoints
     table = Table(title=f"{subj.name}: key differences", title_justify="left")
-    for h in ("factor", "good", "bad"):
+    header = ["factor", "good", "bad"]
+    for h in header:
         table.add_column(h, overflow="fold")   # never cut to '…': the name is what the reader types next
     # (a value is, past VALUE_CHARS: a value of 20,000 characters was a table of 1,400 lines)
     # thousands of rows would bury the verdicts: the first TABLE_ROWS, then a count (as ablate's)
@@ -57,10 +58,7 @@ def print_check(out: Console, rec: CheckRecord) -> None:
         rows.append([f"... {len(subj.differences) - TABLE_ROWS} more", "", ""])
     for row in rows:
         table.add_row(*row)
-    if fits_table(out, 3):
-        out.print(table)
-    else:       # too narrow: a table would lose whole columns
-        print_rows(out, table.title, ["factor", "good", "bad"], rows)
+    print_table(out, table, header, rows)
     print_endpoints(out, result)
     if (slow := slow_line(result, subj)) is not None:
         out.print(slow, markup=False)

@@ -16,7 +16,7 @@ from bisectk.report import stuck
 from bisectk.report.ablation import sets_lines
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.safe import verbatim
+from bisectk.report.safe import Verbatim
 from bisectk.names import c_quoted, ids_text
 from bisectk.report.words import (warning_lines, ahead_words, counted, endpoint_lines, failure_line, slow_line, problem_lines, problem_text,
                                   runs_words, same_inputs, search_runs_of, stop_reason_of, stopped_line, title_words, wall_words)
@@ -107,7 +107,7 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
                   markup=False)
     for line in sets_lines(rec):
         out.print(line, markup=False)
-    out.print(verbatim((rec.lines_diff or rec.diff).rstrip("\n")), soft_wrap=True)   # as it is: it applies
+    print_patch(out, rec)
     out.print(failure_line(rec.endpoints), markup=False)
     if (slow := slow_line(rec.endpoints, getattr(rec, "subject", None))) is not None:
         out.print(slow, markup=False)
@@ -121,3 +121,8 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
               + f", {wall_words(rec)}; {len(rec.unresolved)} unresolved hybrid(s)", markup=False)
     for i, s in enumerate(next_steps(rec, one_line=True), 1):     # as ablate's terminal ends, and the report's list
         out.print(f"next {i}. {s}", markup=False)
+
+
+def print_patch(out: Console, rec: DiffRecord) -> None:
+    """The culprit lines' patch (the hunks' without a line pass), as it is: it applies."""
+    out.print(Verbatim((rec.lines_diff or rec.diff).rstrip("\n")), soft_wrap=True)

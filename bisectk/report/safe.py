@@ -10,7 +10,7 @@ terminal_text -- a string with every control character a terminal would act on w
                  (undecodable bytes, which no terminal encoding can write: a file name's byte
                  0xE9, decoded with surrogateescape, is `\\xe9`, as json_text writes it, so a hunk
                  id read on the terminal is the one --json holds).
-verbatim      -- text rich prints as terminal_text makes it, tabs and all (a patch: diff, triage).
+Verbatim      -- text rich prints as terminal_text makes it, tabs and all (a patch: diff, triage).
 xml_text      -- a string with every character XML 1.0 forbids written the same way (ElementTree
                  escapes `<`, `&` and quotes, but writes control characters as they are, which no
                  XML parser accepts).
@@ -90,21 +90,22 @@ def terminal_text(text: str) -> str:
     return _TERMINAL.sub(_escape, text) if isinstance(text, str) else text
 
 
-def verbatim(text: str):
+class Verbatim:
     """`text` as rich prints it unchanged but for terminal_text: its tabs kept, its lines never cut
     (printed with soft_wrap), and a CR that ends a line (CRLF: it moves nothing a newline does not).
     A string rich prints has every tab expanded to spaces, and a patch printed so no longer applies
     (a Makefile's recipe line, C indented with tabs, a CRLF file's lines as `a\\x0d`: the context
     matches no line of GOOD)."""
-    from rich.segment import Segment
 
-    class Verbatim:
-        def __rich_console__(self, console, options):
-            for line in text.split("\n"):
-                end = "\r" if line.endswith("\r") else ""
-                yield Segment(terminal_text(line[:len(line) - len(end)]) + end)
-                yield Segment.line()
-    return Verbatim()
+    def __init__(self, text: str):
+        self.text = text
+
+    def __rich_console__(self, console, options):
+        from rich.segment import Segment
+        for line in self.text.split("\n"):
+            end = "\r" if line.endswith("\r") else ""
+            yield Segment(terminal_text(line[:len(line) - len(end)]) + end)
+            yield Segment.line()
 
 
 def xml_text(text: str) -> str:

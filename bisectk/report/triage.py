@@ -22,7 +22,6 @@ from bisectk.report import diff as diff_report
 from bisectk.report import history as history_report
 from bisectk.report.debuglog import DebugLog
 from bisectk.report.junit import Case
-from bisectk.report.safe import verbatim
 from bisectk.report.words import (warning_lines, confidence_words, problem_lines, remaining, same_inputs, search_runs_of, stop_reason_of,
                                   stopped_line, title_words, wall_words)
 
@@ -103,7 +102,7 @@ def print_summary(out: Console, t: TriageRecord, report=None) -> None:
             out.print(f"hunk isolation of {bis.first_bad['sha'][:10]}: "
                       + stopped_line(stop_reason_of(d), search_runs_of(d), d.search_made) + f"; smallest failing hunk set so far: {places}",
                       markup=False)
-        out.print(verbatim((d.lines_diff or d.diff).rstrip("\n")), soft_wrap=True)   # as it is: it applies
+        diff_report.print_patch(out, d)
     elif d is not None:
         for line in problem_lines(d.endpoints, "hunk isolation inconclusive"):
             out.print(line, markup=False)

@@ -180,8 +180,8 @@ def digest(carried: Sequence[Carried]) -> str:
 
 def place(tree: Path, carried: Sequence[Carried], dirs: Sequence[str] = ()) -> tuple[list[str], list[str], str | None]:
     """Copy each carried file into `tree` at its path (the commit's own file there, if any, is
-    replaced, unless the carried file is one found `beside` a script: then why not; checkout and
-    clean put it back), after making each of `dirs` (relative, the user's
+    replaced, unless the carried file is one found `beside` a script: that is why it cannot be
+    placed; checkout and clean put it back), after making each of `dirs` (relative, the user's
     own directory the command runs in, which git bisect run's checkout keeps) where the tree
     lacks it: (the paths written, the directories made, deepest last, and None) or, when one
     cannot be placed (the tree has a directory there, or a link on the way leads out of the tree,

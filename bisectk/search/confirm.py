@@ -287,13 +287,12 @@ def _measuring(tester, must_fail: Sequence[frozenset], good: tuple[int, int], co
     start), p_old stayed anywhere near 1/2 and no run of the claim could separate the two rates
     (a 50% flake of one hunk, good clean: 60 runs of the claim, then `unconfirmed`). The runs
     of `old` are added to `made`; `judge`: the rule before any of them."""
-    current = [judge]
-
     def rejudge(fresh: Sequence[Outcome]):
+        nonlocal judge
         if _old_side(tester, must_fail, good)[1] < given + len(fresh):
             made.append(tester.confirm(old, Outcome.PASS, 1))
-            current[0] = claim_rule(tester, must_fail, good, confidence)
-        return current[0]
+            judge = claim_rule(tester, must_fail, good, confidence)
+        return judge
     return rejudge
 
 

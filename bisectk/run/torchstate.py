@@ -15,6 +15,8 @@ torch_rng_same              -- two random states equal.
 autocast / set_autocast     -- torch.autocast's state: on or off and the dtype per device type, its
                                cache switch and how deep autocast regions are nested (a run that
                                entered one and never left it: every later run's matmul in bfloat16).
+saved_hooks / set_saved_hooks -- the saved-tensor hooks autograd uses, and whether they are allowed.
+dual_level / set_dual_level -- the forward-mode AD level entered and not left.
 """
 
 from __future__ import annotations
@@ -154,3 +156,43 @@ def set_cuda_stream(v) -> None:
     t.cuda.set_stream(t.cuda.default_stream(v[0]))
     if t.cuda.current_stream().cuda_stream != v[1]:
         raise RuntimeError("the current stream is not the default stream")
+
+
+def saved_hooks() -> tuple:
+    """The saved-tensor hooks autograd packs and unpacks with (the top of torch's stack, pushed by
+    torch.autograd.graph.saved_tensors_hooks and save_on_cpu), and whether hooks are allowed
+    (disable_saved_tensors_hooks) with the message a disabled one raises. A region left entered by
+    a run: every later run's backward packed its saved tensors through the run's functions."""
+    ag = _m("torch")._C._autograd
+    return (ag._top_saved_tensors_default_hooks(False), ag._saved_tensors_hooks_is_enabled(),
+            ag._saved_tensors_hooks_get_disabled_error_message())
+
+
+def set_saved_hooks(v: tuple) -> None:
+    top, enabled, message = v
+    ag = _m("torch")._C._autograd
+    for _ in range(10_000):     # pop what the run pushed, down to what the baseline had on top
+        now = ag._top_saved_tensors_default_hooks(False)
+        if now == top:
+            break
+        if now is None:
+            raise RuntimeError("the baseline's saved-tensor hooks are gone")
+        ag._pop_saved_tensors_default_hooks()
+    if enabled:
+        ag._saved_tensors_hooks_enable()
+    else:
+        ag._saved_tensors_hooks_disable(message)
+
+
+def dual_level() -> int:
+    """The forward-mode AD level a run entered (torch.autograd.forward_ad.dual_level) and never
+    left: -1 when none. Left entered, a later run's make_dual is of the run's level."""
+    return _m("torch").autograd.forward_ad._current_level
+
+
+def set_dual_level(v: int) -> None:
+    fa = _m("torch").autograd.forward_ad
+    while fa._current_level > v:
+        fa.exit_dual_level(level=fa._current_level)
+    if fa._current_level != v:
+        raise RuntimeError("the baseline's forward AD level is gone")

@@ -58,6 +58,9 @@ print("BISECTK_RESULT " + json.dumps({
     "warn_always": torch.is_warn_always_enabled(), "fill": torch.utils.deterministic.fill_uninitialized_memory,
     "qengine": torch.backends.quantized.engine, "fuser": torch._C._jit_texpr_fuser_enabled(),
     "sparse_checks": torch.sparse.check_sparse_tensor_invariants.is_enabled(),
+    "saved_hooks": [torch._C._autograd._top_saved_tensors_default_hooks(False) is None,
+                    torch._C._autograd._saved_tensors_hooks_is_enabled()],
+    "dual_level": torch.autograd.forward_ad._current_level,
     "np_err": np.geterr(), "np_precision": np.get_printoptions()["precision"],
     "decimal": [decimal.getcontext().prec, decimal.getcontext().rounding],
     "socket": socket.getdefaulttimeout(), "sigusr1": str(signal.getsignal(signal.SIGUSR1)),
@@ -110,6 +113,15 @@ DIRTY = [
     ("torch sparse invariant checks", "import torch; torch.sparse.check_sparse_tensor_invariants.enable()", True),
     ("torch texpr fuser", "import torch; torch._C._jit_set_texpr_fuser_enabled(not torch._C._jit_texpr_fuser_enabled())",
      True),
+    # autograd regions left entered: every later run's backward packed its saved tensors through the
+    # run's functions (or raised: hooks disabled), and its make_dual was of the run's level
+    ("torch saved-tensor hooks", "import torch; torch.autograd.graph.saved_tensors_hooks(lambda t: t, "
+                                 "lambda t: t).__enter__(); torch.autograd.graph.save_on_cpu().__enter__()", True),
+    # a generator context: kept alive (closed, it enables them again)
+    ("torch saved-tensor hooks disabled", "import torch, warnings; warnings._bisectk_keep = "
+                                          "torch.autograd.graph.disable_saved_tensors_hooks('no'); "
+                                          "warnings._bisectk_keep.__enter__()", True),
+    ("torch forward AD level", "import torch; torch.autograd.forward_ad.dual_level().__enter__()", True),
     # random streams are put back without a word (every run draws from them): only the probe tells
     ("torch's CPU random state", "import torch; torch.manual_seed(1234); torch.rand(5)", None),
     ("numpy error handling", "import numpy as np; np.seterr(all='raise')", NP_ERR),

@@ -6,14 +6,16 @@ checkout_attributes -- the git options that make `git archive` of a repository's
                        its `export-ignore` and `export-subst` attributes unapplied: a git
                        directory of its own (`dir`), empty but for the repository's objects (an
                        alternate), its config (included: filters, core.autocrlf, as the
-                       repository's own git reads them) and `info/attributes` unsetting both.
+                       repository's own git reads them) and `info/attributes`: the repository's
+                       own, then both unset.
 
 Why: those attributes are for `git archive` as a release (`tests/ export-ignore` is a common line;
 `$Format:%H$` a version stamp). A bisection checks commits out; the hunk isolation after it (and a
 Ray worker) export them with `git archive`. Applied, a commit's tests were missing from every tree
 it exported, and a stamp differed between a commit and its parent, a hunk no commit made.
 `info/attributes` is read before any `.gitattributes` and outranks it; it is written in a
-directory of bisectk's, never in the user's repository.
+directory of bisectk's, never in the user's repository, and holds the repository's own first (a
+`* eol=crlf` there is what the bisection's checkouts wrote).
 """
 
 from __future__ import annotations
@@ -34,12 +36,17 @@ def checkout_attributes(repo: str | Path, env: dict[str, str], dir: Path) -> lis
     objects = ask("rev-parse", "--path-format=absolute", "--git-path", "objects")
     config = ask("rev-parse", "--path-format=absolute", "--git-path", "config")
     form = ask("rev-parse", "--show-object-format") or "sha1"
-    if not objects or not config:
+    mine = ask("rev-parse", "--path-format=absolute", "--git-path", "info/attributes")
+    if not objects or not config or not mine:
         return []
     if ask("init", "-q", "--bare", f"--object-format={form}", str(dir), cwd=dir.parent) is None:
         return []
     (dir / "objects" / "info").mkdir(parents=True, exist_ok=True)
     (dir / "objects" / "info" / "alternates").write_text(objects + "\n")
     (dir / "info").mkdir(exist_ok=True)
-    (dir / "info" / "attributes").write_text(UNSET)
+    try:        # the repository's own (eol, filters), as its checkouts read it; the two unset after it
+        own = Path(mine).read_text(errors="replace")
+    except OSError:
+        own = ""
+    (dir / "info" / "attributes").write_text(own + ("\n" if own and not own.endswith("\n") else "") + UNSET)
     return ["--git-dir", str(dir), "-c", f"include.path={config}"]

@@ -511,6 +511,11 @@ class WorktreePool:
         for gone in entry.subs - made:      # its clone stays in the admin directory, for later
             if os.path.isfile(os.path.join(gone, ".git")):
                 shutil.rmtree(gone, ignore_errors=True)
+                # a directory the commit tracks again (a submodule vendored back): the checkout
+                # wrote its files into the submodule's, removed with it above: written again
+                where = ":(literal)" + os.path.relpath(gone, entry.path)
+                if run_git(entry.path, "ls-files", "--", where):
+                    run_git(entry.path, "checkout", "-q", "--force", "--", where)
         entry.subs = made
 
     def _discard(self, path: Path) -> None:

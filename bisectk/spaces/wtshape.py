@@ -27,7 +27,22 @@ from bisectk.spaces.commits import SpaceError, git_ok, run_git
 # its replace refs (core.useReplaceRefs) decides which tree a commit's sha checks out. A sparse
 # checkout: `git worktree add` gives each worktree the patterns of the checkout it is run from
 _SHAPING = (r"^(filter\..*\.(smudge|process|required)|core\.(autocrlf|eol|checkroundtripencoding|usereplacerefs"
-            r"|sparsecheckout|sparsecheckoutcone)|lfs\.)")
+            r"|sparsecheckout|sparsecheckoutcone|attributesfile)|lfs\.)")
+
+
+def _user_attributes(said: str) -> str:
+    """The user's own attributes file (core.attributesFile, else git's default
+    $XDG_CONFIG_HOME/git/attributes or ~/.config/git/attributes), which applies to every
+    checkout as <git dir>/info/attributes does; '' when there is none."""
+    m = re.search(r"^core\.attributesfile (.*)$", said, re.M | re.I)
+    if m:
+        path = os.path.expanduser(m.group(1))
+    else:
+        path = os.path.join(os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"), "git", "attributes")
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def _sparse_patterns(repo: Path, said: str) -> str:
@@ -72,8 +87,8 @@ def attributes_differ(path: Path, old: str, new: str) -> bool:
 def checkout_shape(repo: Path, common: Path) -> str:
     """A digest of what, besides the commit, decides the files a checkout writes ('' when none of
     it is set, so that a plain repository's keys are what they were): the shaping config
-    (_SHAPING), <git dir>/info/attributes, GIT_LFS_SKIP_SMUDGE, the replace refs and the sparse
-    checkout's patterns."""
+    (_SHAPING), <git dir>/info/attributes, the user's attributes file, GIT_LFS_SKIP_SMUDGE, the
+    replace refs and the sparse checkout's patterns."""
     try:
         said = run_git(repo, "config", "--get-regexp", _SHAPING)
     except SpaceError:              # exit 1: no such key
@@ -84,10 +99,12 @@ def checkout_shape(repo: Path, common: Path) -> str:
         attributes = ""
     skip = os.environ.get("GIT_LFS_SKIP_SMUDGE", "")
     replaced = _replacements(repo, common)
-    if not (said or attributes or skip or replaced):
+    mine = _user_attributes(said)
+    if not (said or attributes or skip or replaced or mine):
         return ""
     sparse = _sparse_patterns(repo, said)
-    parts = (said, attributes, skip) + tuple(p for p in (replaced, sparse) if p)   # keys made before stay
+    mine = "attributes file: " + mine if mine else ""
+    parts = (said, attributes, skip) + tuple(p for p in (replaced, sparse, mine) if p)   # keys made before stay
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
 
 

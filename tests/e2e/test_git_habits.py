@@ -534,6 +534,28 @@ def test_a_sparse_checkout_changed_since_the_last_command_is_checked_out_again(t
     assert jrun(r, "--good", shas[0], "--run", str(test))["first_bad"]["sha"] == shas[6]
 
 
+def test_a_global_attributes_file_changed_since_the_last_command_checks_out_and_runs_again(tmp_path):
+    """The user's own attributes file (`core.attributesFile`, git's default ~/.config/git/attributes)
+    decides line endings as .git/info/attributes does: a fresh checkout under `* eol=crlf` writes
+    CRLF, so the cached worktrees and the ledger's verdicts made without it answer nothing."""
+    r = tmp_path / "crlf"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    shas = [commit(r, f"c{i}", {"counter": f"{i}\n"}) for i in range(10)]
+    test = tmp_path / "test.sh"
+    test.write_text("#!/bin/sh\n! grep -q \"$(printf '\\r')\" counter || exit 3\n[ $(cat counter) -lt 6 ]\n")
+    test.chmod(0o755)
+    assert jrun(r, "--good", shas[0], "--run", str(test))["first_bad"]["sha"] == shas[6]
+    attributes = tmp_path / "attributes"
+    attributes.write_text("* eol=crlf\n")
+    git(r, "config", "core.attributesFile", str(attributes))
+    run(r, "--good", shas[0], "--run", str(test), check=2)         # every file CRLF: good fails
+    attributes.write_text("")
+    assert jrun(r, "--good", shas[0], "--run", str(test))["first_bad"]["sha"] == shas[6]
+    attributes.write_text("* eol=crlf\n")
+    run(r, "--good", shas[0], "--run", str(test), check=2)
+
+
 def test_a_commit_named_by_its_message_as_git_bisect_takes_it(user):
     """`:/regex` (the youngest commit whose message matches): `^{commit}` appended to it would be
     read as part of the pattern."""

@@ -319,3 +319,30 @@ def test_a_submodule_removed_since_is_still_checked_out_from_the_clone_it_left(p
         assert t.extractfile("third_party/lib/version").read().decode() == "lib v3\n"
         assert t.extractfile("third_party/lib/inner/version").read().decode() == "inner v2\n"
     assert state(user) == before
+
+
+def test_a_submodule_made_a_directory_again_keeps_the_directorys_files_at_a_switch(project, tmp_path):
+    """A vendored library made a submodule and back (`git rm` of the submodule, its files
+    committed in its place): a switch from a commit that records the submodule to one that tracks
+    the directory writes the directory's files, as a fresh checkout does; the submodule's own
+    checkout there (its `.git` file, what only it holds) is gone."""
+    sup, shas, lib_shas, inner = project
+    user = tmp_path / "user"
+    git(tmp_path, "clone", "-q", str(sup), str(user))
+    git(user, *FILE_OK, "submodule", "update", "-q", "--init", "--recursive")
+    git(user, "rm", "-q", "third_party/lib")
+    (user / "third_party/lib").mkdir(parents=True)
+    (user / "third_party/lib/version").write_text("vendored\n")
+    vendored = commit_all(user, "vendor lib")
+    with WorktreePool(user, size=1) as pool:
+        with pool.lease(shas[0]) as wt:
+            assert (wt / "third_party/lib/inner/version").read_text() == "inner v1\n"
+        with pool.lease(vendored) as wt:
+            assert (wt / "third_party/lib/version").read_text() == "vendored\n"
+            assert sorted(p.name for p in (wt / "third_party/lib").iterdir()) == ["version"]
+            assert git(wt, "status", "--porcelain", "--ignored") == ""
+        with pool.lease(shas[5]) as wt:
+            assert (wt / "third_party/lib/version").read_text() == "lib v3\n"
+        with pool.lease(vendored) as wt:
+            assert (wt / "third_party/lib/version").read_text() == "vendored\n"
+    collect(user)

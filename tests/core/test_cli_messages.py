@@ -2,6 +2,7 @@
 names the real ledger location, and `env --diff` takes both forms."""
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -437,3 +438,19 @@ def test_gpus_beside_a_spec_that_sets_cuda_visible_devices_is_refused_before_any
     assert p.returncode == 2 and p.stderr.strip().startswith("bisectk: ") and p.stdout == "", p.stderr[-2000:]
     assert len(p.stderr.strip().splitlines()) == 1 and "CUDA_VISIBLE_DEVICES" in p.stderr, p.stderr
     assert not (tmp_path / "l.db").exists()       # refused before a session opened
+
+
+@pytest.mark.parametrize("args", [["env"], ["run", str(ROOT / "variants/cpu/crash-oob.toml")],
+                                  ["check", str(ROOT / "variants/cpu/crash-oob.toml")]], ids=lambda a: a[0])
+def test_a_current_directory_deleted_under_the_shell_is_one_line_not_an_internal_error(args, tmp_path):
+    """A shell left in a directory that was removed (a `git worktree remove`, a scratch directory
+    cleaned up): `bisectk env`, `run` and `check` ended in 'internal error: FileNotFoundError'
+    and exit 3, which says a bug of bisectk's."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    argv = [sys.executable, "-m", "bisectk", *args, *(["--ledger", str(tmp_path / "l.db")] if args[0] != "env" else [])]
+    p = subprocess.run(["sh", "-c", f"cd {shlex.quote(str(gone))} && rmdir {shlex.quote(str(gone))} && exec {shlex.join(argv)}"],
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
+    assert p.returncode == 2 and p.stderr.strip().startswith("bisectk: "), (p.returncode, p.stderr)
+    assert len(p.stderr.strip().splitlines()) == 1 and "current directory" in p.stderr, p.stderr

@@ -171,6 +171,14 @@ def _interrupted(exc: BaseException) -> bool:
     return False
 
 
+def _cwd_exists() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def _entry() -> None:
     from bisectk.engine.interrupts import install
     try:
@@ -199,6 +207,9 @@ def _entry() -> None:
             sys.exit(exc.exit_code)
         if _is(exc, "ClickException"):   # option parsing: one line, as for every bad input
             say_error(usage_error(exc) if _is(exc, "UsageError") else exc.format_message())
+            sys.exit(X.USAGE)
+        if isinstance(exc, FileNotFoundError) and not _cwd_exists():   # no bug: the shell's directory is gone
+            say_error("the current directory no longer exists (removed while this shell was in it): cd to one that does")
             sys.exit(X.USAGE)
         if os.environ.get("BISECTK_DEBUG"):
             raise

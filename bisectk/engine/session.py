@@ -120,6 +120,12 @@ class Session:
         self.command = command
         self.spec = spec
         self.policy = policy or RunPolicy()
+        if self.policy.gpus and "CUDA_VISIBLE_DEVICES" in spec.env:
+            # --gpus sets each run's CUDA_VISIBLE_DEVICES (engine/oracle.py): the spec's (a factor,
+            # as `bisectk env --diff` writes a differing one) would be dropped without a word
+            raise BisectkError(f"--gpus sets each run's CUDA_VISIBLE_DEVICES, which {spec.path}'s [subject] env "
+                               f"sets too (CUDA_VISIBLE_DEVICES = {spec.env['CUDA_VISIBLE_DEVICES']!r}): "
+                               "leave --gpus out, or the variable out of the spec")
         self.log_cap = logcap.cap_bytes()      # a bad BISECTK_LOG_CAP_MB is said before anything runs
         self.ledger = Ledger(ledger_path)
         # a ledger deleted or replaced mid-run is written again (ledger/store.py Store._in_place): say so

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bisectk.engine.records import CheckRecord, EndpointCheck, ReplayRecord, RunRecord
-from bisectk.outcome import Reason, Verdict
+from bisectk.outcome import Failure, Outcome, Reason, Verdict
 from bisectk.report.stuck import terminal_lines
 from bisectk.report.terminal import TABLE_ROWS, fmt_config, print_table, shown_value
 from bisectk.report.words import problem_lines, remaining, slow_line, watchdog_text
@@ -22,10 +22,34 @@ def print_run(out: Console, rec: RunRecord, brief: bool = False) -> None:
     out.print(f"{rec.subject.name}: {fmt_config(rec.config, rec.subject.good)}", markup=False)
     out.print(f"verdict: {verdict.describe()}  ({verdict.duration_s:.2f} s"
               f"{', from the ledger' if verdict.cached else ''})", markup=False)
+    if (line := runs_line(verdict)) is not None:
+        out.print(line, markup=False)
     if verdict.reason is Reason.USAGE:
         out.print(f"command: {rec.ran}", markup=False)
     for line in terminal_lines(rec.hangs):
         out.print(line, markup=False, highlight=False)
+
+
+def runs_line(verdict: Verdict) -> str | None:
+    """How the repeated runs of one configuration ended, counted, where the verdict line alone
+    would misread them: failures of more than one identity (the verdict names the first), or a
+    run that could not test the configuration beside runs that did (it ends the repeats); else
+    None."""
+    groups: dict[str, int] = {}
+    for r in verdict.runs:
+        if r.outcome is Outcome.PASS:
+            label = "pass"
+        elif r.outcome is Outcome.FAIL and r.kind:
+            label = (r.failure() or Failure(r.kind)).describe()
+        else:
+            label = " ".join(filter(None, [r.outcome.value, r.reason and r.reason.value, r.signature and f"({r.signature})"]))
+        groups[label] = groups.get(label, 0) + 1
+    unresolved = verdict.outcome is not Outcome.UNRESOLVED and any(r.outcome is Outcome.UNRESOLVED for r in verdict.runs)
+    if not unresolved and len(set(groups) - {"pass"}) < 2:
+        return None
+    return ("runs: " + ", ".join(f"{n} {label}" for label, n in groups.items())
+            + (" (a run that cannot test the configuration ends the repeats: no run was made after it)"
+               if unresolved else ""))
 
 
 def print_replay(out: Console, rec: ReplayRecord) -> None:

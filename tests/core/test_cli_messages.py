@@ -2,6 +2,7 @@
 names the real ledger location, and `env --diff` takes both forms."""
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -418,3 +419,38 @@ def test_report_of_a_session_still_running_says_so(tmp_path):
     assert f"session {sid} (triage)" in p.stderr and "still running" in p.stderr, p.stderr
     p = cli("report", tmp_path / "l.db", "--session", sid + 1)
     assert p.returncode == 2 and f"no finished session with id {sid + 1}" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("value", ["{gpu}", "2"], ids=["factor", "fixed"])
+def test_gpus_beside_a_spec_that_sets_cuda_visible_devices_is_refused_before_any_run(value, tmp_path):
+    """`bisectk env --diff` makes a differing CUDA_VISIBLE_DEVICES a factor (`env =
+    {CUDA_VISIBLE_DEVICES = "{cuda_visible_devices}"}`); --gpus then set every run's
+    CUDA_VISIBLE_DEVICES over the spec's, without a word: a bad endpoint that fails on GPU 1 ran
+    on the --gpus GPU, passed 10 times, and ablate said 'the bad configuration does not
+    reproduce'. One of the two settings is dropped: that is refused, naming both."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "k.py").write_text('import json, os\nbad = os.environ.get("CUDA_VISIBLE_DEVICES") == "1"\n'
+                                   'print("BISECTK_RESULT " + json.dumps({"err": float(bad)}))\n')
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'[subject]\ncommand = ["python", "k.py", "{{gpu}}", "{{x}}"]\nenv = {{CUDA_VISIBLE_DEVICES = "{value}"}}\n'
+                    '[oracle]\nmetric = "err"\nmax = 0.5\n[good]\ngpu = "0"\nx = 0\n[bad]\ngpu = "1"\nx = 1\n')
+    p = cli("ablate", spec, "--gpus", "0,1", "--ledger", tmp_path / "l.db", cwd=tmp_path)
+    assert p.returncode == 2 and p.stderr.strip().startswith("bisectk: ") and p.stdout == "", p.stderr[-2000:]
+    assert len(p.stderr.strip().splitlines()) == 1 and "CUDA_VISIBLE_DEVICES" in p.stderr, p.stderr
+    assert not (tmp_path / "l.db").exists()       # refused before a session opened
+
+
+@pytest.mark.parametrize("args", [["env"], ["run", str(ROOT / "variants/cpu/crash-oob.toml")],
+                                  ["check", str(ROOT / "variants/cpu/crash-oob.toml")]], ids=lambda a: a[0])
+def test_a_current_directory_deleted_under_the_shell_is_one_line_not_an_internal_error(args, tmp_path):
+    """A shell left in a directory that was removed (a `git worktree remove`, a scratch directory
+    cleaned up): `bisectk env`, `run` and `check` ended in 'internal error: FileNotFoundError'
+    and exit 3, which says a bug of bisectk's."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    argv = [sys.executable, "-m", "bisectk", *args, *(["--ledger", str(tmp_path / "l.db")] if args[0] != "env" else [])]
+    p = subprocess.run(["sh", "-c", f"cd {shlex.quote(str(gone))} && rmdir {shlex.quote(str(gone))} && exec {shlex.join(argv)}"],
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
+    assert p.returncode == 2 and p.stderr.strip().startswith("bisectk: "), (p.returncode, p.stderr)
+    assert len(p.stderr.strip().splitlines()) == 1 and "current directory" in p.stderr, p.stderr

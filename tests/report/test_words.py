@@ -351,3 +351,38 @@ def test_a_diffs_terminal_output_ends_with_its_next_steps_as_ablates_does():
     assert len(steps) == 2
     assert lines[-2:] == [f"next 1. {steps[0]}", f"next 2. {steps[1]}"]
     assert lines[-3].startswith("runs: ")
+
+
+def _run_text(runs) -> str:
+    import io
+
+    from rich.console import Console
+
+    from bisectk.engine.records import RunRecord
+    from bisectk.outcome import Verdict
+    from bisectk.report.text import print_run
+    from tests.report.records import subject
+    rec = RunRecord(command="run", endpoints=None, ok=True, complete=True, interrupted=False, runs=len(runs),
+                    observations=len(runs), wall_s=1.0, subject=subject(["x"]), config={"x": 1},
+                    verdict=Verdict.fold(runs).to_dict())
+    buf = io.StringIO()
+    print_run(Console(file=buf, width=200, color_system=None), rec)
+    return buf.getvalue()
+
+
+def test_a_repeated_runs_verdict_says_when_its_runs_did_not_all_end_alike():
+    """`run --repeat 10` of a subject that crashed 8 times and gave a wrong result twice said
+    `FAIL crash (SIGABRT) [10/10 failed]`: ten crashes, in words. One that passed 3 times and
+    then skipped (exit 125), which ends the repeats, said `PASS` at exit 0, as if the 10 runs asked
+    had passed. The runs are counted by how each ended."""
+    from bisectk.outcome import FailKind, Outcome, Reason, Run
+    from tests.report.records import ok, wrong
+    crash = Run(Outcome.FAIL, FailKind.CRASH, signature="SIGABRT", duration_s=0.1, failed=("SIGABRT",))
+    text = _run_text([crash, wrong(), crash, crash])
+    assert "runs: 3 crash (SIGABRT), 1 wrong result (rel_err <= 0.0001 violated)" in text, text
+    skip = Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature="skip (exit 125)", duration_s=0.1)
+    text = _run_text([ok(), ok(), ok(), skip])
+    assert "verdict: PASS" in text and "runs: 3 pass, 1 unresolved build (skip (exit 125))" in text, text
+    assert "no run was made after it" in text, text
+    # runs that ended alike, or passes beside one failure ('[k/n failed]' says it), add no line
+    assert "runs:" not in _run_text([crash, crash]) and "runs:" not in _run_text([ok(), wrong(), wrong(0.9)])

@@ -25,8 +25,8 @@ environment_digest -- the environment bisectk passes on (its own, which the subj
                       any of them, and bisectk cannot know which it reads.
 tree_digest        -- the content of a directory's sources. In a git work tree: the index (blob
                       ids, which git keeps current by stat data) plus the content of every file
-                      `git status` reports modified, and of untracked source files (ignored files
-                      never count). Elsewhere: every source file's path and content hash, a file
+                      `git status` reports modified (a submodule: its own tree digest), and of
+                      untracked source files (ignored files never count). Elsewhere: every source file's path and content hash, a file
                       rehashed only when its size or mtime changed (file_digest's stat cache, for
                       the process). Build outputs, `__pycache__` and `.bisectk` (the ledger, logs)
                       are never part of it.
@@ -187,7 +187,9 @@ def _git_tree(root: Path) -> str | None:
         if code == b"??" and not _is_source(parts[-1]):
             continue   # untracked outputs and data: only new sources count
         h.update(entry[:3] + rel.encode("utf-8", "surrogateescape") + b"\0")
-        h.update(file_digest(top_path / rel).encode())
+        path = top_path / rel
+        # a submodule (its own work tree) says ` M sub` whatever changed in it: its content counts
+        h.update((tree_digest(path) if path.is_dir() and not path.is_symlink() else file_digest(path)).encode())
     return "git:" + h.hexdigest()[:16]
 
 

@@ -509,3 +509,40 @@ def test_only_a_scratch_tree_given_for_the_runs_is_left_out_of_the_mid_command_c
         assert not Runner(load_spec(named / "spec.toml"), ledger).memo.pinned
     finally:
         ledger.close()
+
+
+def test_edits_inside_a_submodule_are_in_the_key(env):
+    """A submodule of the subject's tree (CUTLASS vendored as one, a kernel library of one's own)
+    with an edited file shows in `git status` as ` M sub`, whatever the edit: the tree digest
+    hashed that line and the directory (no file: 'missing'), so after a second edit inside the
+    submodule the first edit's PASS answered from the ledger. Its own index and changed files count."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "protocol.file.allow=always"]
+    lib = env / "kernlib"
+    lib.mkdir()
+    (lib / "kern.py").write_text("ERR = 0.0\n")
+    subprocess.run([*git, "init", "-q"], cwd=lib, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=lib, check=True)
+    subprocess.run([*git, "commit", "-qm", "lib"], cwd=lib, check=True)
+    d = env / "repo"
+    d.mkdir()
+    (d / "pyproject.toml").touch()
+    (d / "s.py").write_text('import json, sys\nsys.path.insert(0, "sub")\nimport kern\n'
+                            'print("BISECTK_RESULT " + json.dumps({"err": kern.ERR}))\n')
+    (d / "spec.toml").write_text('name = "submodule"\n[subject]\ncommand = ["python", "s.py"]\n'
+                                 '[oracle]\nmetric = "err"\nmax = 0.5\n')
+    subprocess.run([*git, "init", "-q"], cwd=d, check=True)
+    subprocess.run([*git, "submodule", "add", "-q", str(lib), "sub"], cwd=d, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=d, check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=d, check=True)
+    kern = d / "sub" / "kern.py"
+    found = [verdict(d, env / "l.db")]
+    kern.write_text("ERR = 0.1\n")              # a first edit in the submodule: a new observation
+    found.append(verdict(d, env / "l.db"))
+    kern.write_text("ERR = 0.99\n")             # a second one (another size: no stale .pyc)
+    found.append(verdict(d, env / "l.db"))
+    subprocess.run([*git, "commit", "-qam", "wip"], cwd=d / "sub", check=True)   # committed in the submodule: new commits
+    kern.write_text("ERR = 0.2\n")
+    found.append(verdict(d, env / "l.db"))
+    found.append(verdict(d, env / "l.db"))      # nothing changed since: answered from the ledger
+    assert [(v.outcome, n) for v, n in found] == [(Outcome.PASS, 1), (Outcome.PASS, 1), (Outcome.FAIL, 1),
+                                                  (Outcome.PASS, 1), (Outcome.PASS, 0)], found

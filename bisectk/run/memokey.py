@@ -7,11 +7,11 @@ timeout, env templates, oracle and directory, and the files the command runs, na
 suffix, other arguments with a source suffix, and the files those name, a bounded heuristic), the
 configuration (the ledger's configuration key), and the programs the command resolves to
 (`python` is bisectk's own interpreter, with the distributions it has installed by name and
-version; another program is found on PATH, and its size and mtime count); (2) the timeout
-policy: a fixed number of seconds (the spec's `timeout`, `--timeout`), or "calibrated from the
-good runs" with the calibration's own inputs (floor, factors, the SLOW factor), since those
-runs are themselves under the same key; (3) the environment the subject receives; (4) the
-content of the subject's tree; (5) for a Python subject, the source files it imports from
+version; another program is found on the runs' PATH, the spec's env's where it sets one, and its
+size and mtime count); (2) the timeout policy: a fixed number of seconds (the spec's `timeout`,
+`--timeout`), or "calibrated from the good runs" with the calibration's own inputs (floor,
+factors, the SLOW factor), since those runs are themselves under the same key; (3) the
+environment the subject receives; (4) the content of the subject's tree; (5) for a Python subject, the source files it imports from
 outside that tree.
 
 Abstractions
@@ -378,13 +378,17 @@ class StaticKey:
         self.spec, self.cwd, self.pinned = spec, Path(cwd), pinned
         programs = []
         self.sites: set[str] = set()    # site directories the programs' identities key already
+        try:    # the runs find their programs on the PATH the spec's env may set
+            found_on = {**env, **spec.environment(spec.good)}
+        except KeyError:
+            found_on = env
         for template in (spec.command, spec.build):
             if template:
                 try:
                     argv0 = spec.argv(spec.good, template)[0]
                 except KeyError:
                     argv0 = template[0]
-                identity, sites = program_key(argv0, env)
+                identity, sites = program_key(argv0, found_on)
                 programs.append(identity)
                 self.sites.update(sites)
         self.files = spec.named_files(cwd)   # path -> digest, also in the fingerprint: for the reports

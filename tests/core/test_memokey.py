@@ -374,6 +374,33 @@ def test_another_python_named_by_the_command_is_keyed_by_what_it_has_installed(t
     assert memokey.program_identity(str(python), os.environ) != before
 
 
+def test_a_program_found_on_the_path_the_specs_env_sets_is_in_the_key(env):
+    """`env = {PATH = "/opt/tools/bin:..."}` and `command = ["ktool"]`: the run finds ktool on
+    the spec's PATH, but the key looked it up on bisectk's own, found nothing ('unresolved'), and
+    after ktool was replaced by another build the stored PASS answered from the ledger."""
+    tools = env / "tools"
+    tools.mkdir()
+    ktool = tools / "ktool"
+
+    def install(err: str) -> None:
+        ktool.write_text(f'#!/bin/sh\necho \'BISECTK_RESULT {{"err": {err}}}\'\n')
+        ktool.chmod(0o755)
+
+    install("0.0")
+    d = env / "proj"
+    d.mkdir()
+    (d / "pyproject.toml").touch()
+    (d / "spec.toml").write_text(f'name = "tool"\n[subject]\ncommand = ["ktool"]\n'
+                                 f'env = {{PATH = "{tools}{os.pathsep}/usr/bin{os.pathsep}/bin"}}\n'
+                                 '[oracle]\nmetric = "err"\nmax = 0.5\n')
+    first, n1 = verdict(d, env / "l.db")
+    again, n2 = verdict(d, env / "l.db")
+    install("0.99")                        # another build of the tool, in place
+    replaced, n3 = verdict(d, env / "l.db")
+    assert [(v.outcome, n) for v, n in ((first, n1), (again, n2), (replaced, n3))] == [
+        (Outcome.PASS, 1), (Outcome.PASS, 0), (Outcome.FAIL, 1)]
+
+
 def _driver(root: Path, version: str, model: str) -> None:
     (root / "gpus" / "0000:18:00.0").mkdir(parents=True, exist_ok=True)
     (root / "version").write_text(f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}  Tue Jan 1 2026\n"

@@ -384,13 +384,16 @@ class StaticKey:
             found_on = env
         for template in (spec.command, spec.build):
             if template:
-                try:
-                    argv0 = spec.argv(spec.good, template)[0]
-                except KeyError:
-                    argv0 = template[0]
-                identity, sites = program_key(argv0, found_on)
-                programs.append(identity)
-                self.sites.update(sites)
+                argv0s = []     # each endpoint's program (`command = ["{tool}"]`), as named_files keys each one's files
+                for config in (spec.good, spec.bad):
+                    try:
+                        argv0s.append(spec.argv(config, template)[0])
+                    except KeyError:
+                        argv0s.append(template[0])
+                for argv0 in dict.fromkeys(argv0s):
+                    identity, sites = program_key(argv0, found_on)
+                    programs.append(identity)
+                    self.sites.update(sites)
         self.files = spec.named_files(cwd)   # path -> digest, also in the fingerprint: for the reports
         from bisectk.run.classify import RULES_VERSION
         self.base = {"spec": spec.fingerprint(cwd), "programs": programs, "env": environment_digest(env),

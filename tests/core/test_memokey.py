@@ -401,6 +401,42 @@ def test_a_program_found_on_the_path_the_specs_env_sets_is_in_the_key(env):
         (Outcome.PASS, 1), (Outcome.PASS, 0), (Outcome.FAIL, 1)]
 
 
+def test_the_bad_endpoints_program_is_in_the_key_too(env, monkeypatch):
+    """`command = ["{tool}"]` with tool = ktool-a on the good side and ktool-b on the bad: the key
+    held the good configuration's program alone, so after ktool-b was replaced the stored PASS of
+    the bad configuration answered from the ledger. Each endpoint's program counts, as each
+    endpoint's named files do."""
+    tools = env / "tools"
+    tools.mkdir()
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+
+    def install(name: str, err: str) -> None:
+        (tools / name).write_text(f'#!/bin/sh\necho \'BISECTK_RESULT {{"err": {err}}}\'\n')
+        (tools / name).chmod(0o755)
+
+    install("ktool-a", "0.0")
+    install("ktool-b", "0.0")
+    d = env / "proj"
+    d.mkdir()
+    (d / "pyproject.toml").touch()
+    (d / "spec.toml").write_text('name = "tools"\n[subject]\ncommand = ["{tool}"]\n[oracle]\nmetric = "err"\n'
+                                 'max = 0.5\n[good]\ntool = "ktool-a"\n[bad]\ntool = "ktool-b"\n')
+
+    def bad() -> tuple:
+        spec = load_spec(d / "spec.toml")
+        ledger = Ledger(env / "l.db")
+        try:
+            runner = Runner(spec, ledger)
+            return runner.verdict(spec.endpoint("bad")).outcome, runner.executed
+        finally:
+            ledger.close()
+
+    found = [bad(), bad()]
+    install("ktool-b", "0.99")             # another build of the bad side's tool
+    found.append(bad())
+    assert found == [(Outcome.PASS, 1), (Outcome.PASS, 0), (Outcome.FAIL, 1)], found
+
+
 def _driver(root: Path, version: str, model: str) -> None:
     (root / "gpus" / "0000:18:00.0").mkdir(parents=True, exist_ok=True)
     (root / "version").write_text(f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}  Tue Jan 1 2026\n"

@@ -7,11 +7,11 @@ timeout, env templates, oracle and directory, and the files the command runs, na
 suffix, other arguments with a source suffix, and the files those name, a bounded heuristic), the
 configuration (the ledger's configuration key), and the programs the command resolves to
 (`python` is bisectk's own interpreter, with the distributions it has installed by name and
-version; another program is found on PATH, and its size and mtime count); (2) the timeout
-policy: a fixed number of seconds (the spec's `timeout`, `--timeout`), or "calibrated from the
-good runs" with the calibration's own inputs (floor, factors, the SLOW factor), since those
-runs are themselves under the same key; (3) the environment the subject receives; (4) the
-content of the subject's tree; (5) for a Python subject, the source files it imports from
+version; another program is found on the runs' PATH, the spec's env's where it sets one, and its
+size and mtime count); (2) the timeout policy: a fixed number of seconds (the spec's `timeout`,
+`--timeout`), or "calibrated from the good runs" with the calibration's own inputs (floor,
+factors, the SLOW factor), since those runs are themselves under the same key; (3) the
+environment the subject receives; (4) the content of the subject's tree; (5) for a Python subject, the source files it imports from
 outside that tree.
 
 Abstractions
@@ -25,8 +25,8 @@ environment_digest -- the environment bisectk passes on (its own, which the subj
                       any of them, and bisectk cannot know which it reads.
 tree_digest        -- the content of a directory's sources. In a git work tree: the index (blob
                       ids, which git keeps current by stat data) plus the content of every file
-                      `git status` reports modified, and of untracked source files (ignored files
-                      never count). Elsewhere: every source file's path and content hash, a file
+                      `git status` reports modified (a submodule: its own tree digest), and of
+                      untracked source files (ignored files never count). Elsewhere: every source file's path and content hash, a file
                       rehashed only when its size or mtime changed (file_digest's stat cache, for
                       the process). Build outputs, `__pycache__` and `.bisectk` (the ledger, logs)
                       are never part of it.
@@ -187,7 +187,9 @@ def _git_tree(root: Path) -> str | None:
         if code == b"??" and not _is_source(parts[-1]):
             continue   # untracked outputs and data: only new sources count
         h.update(entry[:3] + rel.encode("utf-8", "surrogateescape") + b"\0")
-        h.update(file_digest(top_path / rel).encode())
+        path = top_path / rel
+        # a submodule (its own work tree) says ` M sub` whatever changed in it: its content counts
+        h.update((tree_digest(path) if path.is_dir() and not path.is_symlink() else file_digest(path)).encode())
     return "git:" + h.hexdigest()[:16]
 
 
@@ -376,15 +378,22 @@ class StaticKey:
         self.spec, self.cwd, self.pinned = spec, Path(cwd), pinned
         programs = []
         self.sites: set[str] = set()    # site directories the programs' identities key already
+        try:    # the runs find their programs on the PATH the spec's env may set
+            found_on = {**env, **spec.environment(spec.good)}
+        except KeyError:
+            found_on = env
         for template in (spec.command, spec.build):
             if template:
-                try:
-                    argv0 = spec.argv(spec.good, template)[0]
-                except KeyError:
-                    argv0 = template[0]
-                identity, sites = program_key(argv0, env)
-                programs.append(identity)
-                self.sites.update(sites)
+                argv0s = []     # each endpoint's program (`command = ["{tool}"]`), as named_files keys each one's files
+                for config in (spec.good, spec.bad):
+                    try:
+                        argv0s.append(spec.argv(config, template)[0])
+                    except KeyError:
+                        argv0s.append(template[0])
+                for argv0 in dict.fromkeys(argv0s):
+                    identity, sites = program_key(argv0, found_on)
+                    programs.append(identity)
+                    self.sites.update(sites)
         self.files = spec.named_files(cwd)   # path -> digest, also in the fingerprint: for the reports
         from bisectk.run.classify import RULES_VERSION
         self.base = {"spec": spec.fingerprint(cwd), "programs": programs, "env": environment_digest(env),

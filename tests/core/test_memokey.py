@@ -374,6 +374,69 @@ def test_another_python_named_by_the_command_is_keyed_by_what_it_has_installed(t
     assert memokey.program_identity(str(python), os.environ) != before
 
 
+def test_a_program_found_on_the_path_the_specs_env_sets_is_in_the_key(env):
+    """`env = {PATH = "/opt/tools/bin:..."}` and `command = ["ktool"]`: the run finds ktool on
+    the spec's PATH, but the key looked it up on bisectk's own, found nothing ('unresolved'), and
+    after ktool was replaced by another build the stored PASS answered from the ledger."""
+    tools = env / "tools"
+    tools.mkdir()
+    ktool = tools / "ktool"
+
+    def install(err: str) -> None:
+        ktool.write_text(f'#!/bin/sh\necho \'BISECTK_RESULT {{"err": {err}}}\'\n')
+        ktool.chmod(0o755)
+
+    install("0.0")
+    d = env / "proj"
+    d.mkdir()
+    (d / "pyproject.toml").touch()
+    (d / "spec.toml").write_text(f'name = "tool"\n[subject]\ncommand = ["ktool"]\n'
+                                 f'env = {{PATH = "{tools}{os.pathsep}/usr/bin{os.pathsep}/bin"}}\n'
+                                 '[oracle]\nmetric = "err"\nmax = 0.5\n')
+    first, n1 = verdict(d, env / "l.db")
+    again, n2 = verdict(d, env / "l.db")
+    install("0.99")                        # another build of the tool, in place
+    replaced, n3 = verdict(d, env / "l.db")
+    assert [(v.outcome, n) for v, n in ((first, n1), (again, n2), (replaced, n3))] == [
+        (Outcome.PASS, 1), (Outcome.PASS, 0), (Outcome.FAIL, 1)]
+
+
+def test_the_bad_endpoints_program_is_in_the_key_too(env, monkeypatch):
+    """`command = ["{tool}"]` with tool = ktool-a on the good side and ktool-b on the bad: the key
+    held the good configuration's program alone, so after ktool-b was replaced the stored PASS of
+    the bad configuration answered from the ledger. Each endpoint's program counts, as each
+    endpoint's named files do."""
+    tools = env / "tools"
+    tools.mkdir()
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+
+    def install(name: str, err: str) -> None:
+        (tools / name).write_text(f'#!/bin/sh\necho \'BISECTK_RESULT {{"err": {err}}}\'\n')
+        (tools / name).chmod(0o755)
+
+    install("ktool-a", "0.0")
+    install("ktool-b", "0.0")
+    d = env / "proj"
+    d.mkdir()
+    (d / "pyproject.toml").touch()
+    (d / "spec.toml").write_text('name = "tools"\n[subject]\ncommand = ["{tool}"]\n[oracle]\nmetric = "err"\n'
+                                 'max = 0.5\n[good]\ntool = "ktool-a"\n[bad]\ntool = "ktool-b"\n')
+
+    def bad() -> tuple:
+        spec = load_spec(d / "spec.toml")
+        ledger = Ledger(env / "l.db")
+        try:
+            runner = Runner(spec, ledger)
+            return runner.verdict(spec.endpoint("bad")).outcome, runner.executed
+        finally:
+            ledger.close()
+
+    found = [bad(), bad()]
+    install("ktool-b", "0.99")             # another build of the bad side's tool
+    found.append(bad())
+    assert found == [(Outcome.PASS, 1), (Outcome.PASS, 0), (Outcome.FAIL, 1)], found
+
+
 def _driver(root: Path, version: str, model: str) -> None:
     (root / "gpus" / "0000:18:00.0").mkdir(parents=True, exist_ok=True)
     (root / "version").write_text(f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}  Tue Jan 1 2026\n"
@@ -509,3 +572,40 @@ def test_only_a_scratch_tree_given_for_the_runs_is_left_out_of_the_mid_command_c
         assert not Runner(load_spec(named / "spec.toml"), ledger).memo.pinned
     finally:
         ledger.close()
+
+
+def test_edits_inside_a_submodule_are_in_the_key(env):
+    """A submodule of the subject's tree (CUTLASS vendored as one, a kernel library of one's own)
+    with an edited file shows in `git status` as ` M sub`, whatever the edit: the tree digest
+    hashed that line and the directory (no file: 'missing'), so after a second edit inside the
+    submodule the first edit's PASS answered from the ledger. Its own index and changed files count."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "protocol.file.allow=always"]
+    lib = env / "kernlib"
+    lib.mkdir()
+    (lib / "kern.py").write_text("ERR = 0.0\n")
+    subprocess.run([*git, "init", "-q"], cwd=lib, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=lib, check=True)
+    subprocess.run([*git, "commit", "-qm", "lib"], cwd=lib, check=True)
+    d = env / "repo"
+    d.mkdir()
+    (d / "pyproject.toml").touch()
+    (d / "s.py").write_text('import json, sys\nsys.path.insert(0, "sub")\nimport kern\n'
+                            'print("BISECTK_RESULT " + json.dumps({"err": kern.ERR}))\n')
+    (d / "spec.toml").write_text('name = "submodule"\n[subject]\ncommand = ["python", "s.py"]\n'
+                                 '[oracle]\nmetric = "err"\nmax = 0.5\n')
+    subprocess.run([*git, "init", "-q"], cwd=d, check=True)
+    subprocess.run([*git, "submodule", "add", "-q", str(lib), "sub"], cwd=d, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=d, check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=d, check=True)
+    kern = d / "sub" / "kern.py"
+    found = [verdict(d, env / "l.db")]
+    kern.write_text("ERR = 0.1\n")              # a first edit in the submodule: a new observation
+    found.append(verdict(d, env / "l.db"))
+    kern.write_text("ERR = 0.99\n")             # a second one (another size: no stale .pyc)
+    found.append(verdict(d, env / "l.db"))
+    subprocess.run([*git, "commit", "-qam", "wip"], cwd=d / "sub", check=True)   # committed in the submodule: new commits
+    kern.write_text("ERR = 0.2\n")
+    found.append(verdict(d, env / "l.db"))
+    found.append(verdict(d, env / "l.db"))      # nothing changed since: answered from the ledger
+    assert [(v.outcome, n) for v, n in found] == [(Outcome.PASS, 1), (Outcome.PASS, 1), (Outcome.FAIL, 1),
+                                                  (Outcome.PASS, 1), (Outcome.PASS, 0)], found

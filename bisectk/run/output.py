@@ -32,6 +32,9 @@ from pathlib import Path
 
 RESULT_TAG = b"BISECTK_RESULT"
 MAX_LINE = 4096                     # bytes of one output line a progress watch sees
+FLOOD_BLOCK_LINES = 4               # a block of up to this many lines repeated back to back is a flood
+FLOOD_TRIES = 64                    # blocks looked for in a read before the rest is split line by line ...
+PLAIN_LINES = 4                     # ... or once this many lines in a row were no flood
 MAX_RESULT_BYTES = 16 << 20         # a result line longer than this is kept cut (and will not parse)
 LOG_HEAD_BYTES = 4 << 20            # the full log on disk keeps the first ...
 LOG_TAIL_BYTES = 4 << 20            # ... and the last this many bytes of each stream
@@ -46,9 +49,11 @@ class LineFeed:
     never stops a stream from being drained.
 
     A line already handed on is not handed on again: to a watch a repeated line says nothing new
-    (run/progress.py), and a subject pouring out one line a million times must cost a set lookup
-    per line, not a progress point each, or reading it would slow the subject down enough to make
-    it look hung. Lines of one chunk are handed on in order, once each (they share one time)."""
+    (run/progress.py), and a subject pouring out one line a million times must not cost a progress
+    point each, or reading it would slow the subject down enough to make it look hung. Nor a split
+    and a set lookup each: a run of back-to-back copies of one line, or of a block of a few lines
+    (`repeated`), is skipped by comparing bytes. Lines of one chunk are handed on in order, once
+    each (they share one time)."""
 
     def __init__(self, emit, remember: int = 50_000):
         self.emit = emit
@@ -57,8 +62,23 @@ class LineFeed:
         self.remember = remember
 
     def feed(self, chunk: bytes, *extra) -> None:
-        *lines, rest = (self.partial + chunk).split(b"\n")
-        self.partial = rest[-MAX_LINE:]
+        data = self.partial + chunk
+        end = data.rfind(b"\n") + 1
+        self.partial = data[end:][-MAX_LINE:]
+        # a flood of one line (or of a block of a few lines) is skipped at memory speed: splitting
+        # it line by line cost 2 ms a 64 KiB read of 2-byte lines, and the subject, waiting on its
+        # full pipe, looked hung
+        pos, plain = 0, 0
+        for _ in range(FLOOD_TRIES):
+            if pos >= end or plain == PLAIN_LINES:   # ordinary output: split at once, as it comes
+                break
+            block, after = repeated(data, pos, end)
+            plain = plain + 1 if after - pos == len(block) else 0
+            self._hand_on(block.split(b"\n")[:-1], extra)
+            pos = after
+        self._hand_on(data[pos:end].split(b"\n")[:-1], extra)
+
+    def _hand_on(self, lines: list[bytes], extra: tuple) -> None:
         for line in dict.fromkeys(lines):
             line = line[:MAX_LINE]
             if line in self.seen:
@@ -69,6 +89,33 @@ class LineFeed:
                 self.emit(line.decode("utf-8", errors="replace"), *extra)
             except Exception:
                 pass
+
+
+def repeated(data: bytes, pos: int, end: int) -> tuple[bytes, int]:
+    """The block of whole lines at `pos` in data[:end] (which ends a line) and where its copies,
+    back to back, end: a block of up to FLOOD_BLOCK_LINES lines that repeats right after itself, or
+    else the one line at `pos`. Counted by comparing whole runs of copies, never line by line."""
+    cut = pos
+    for _ in range(FLOOD_BLOCK_LINES):
+        cut = data.find(b"\n", cut, end) + 1
+        if cut == 0:
+            break
+        block = data[pos:cut]
+        if data.startswith(block, cut, end):
+            n, size = 2, len(block)          # copies known to be there
+            most = (end - pos) // size
+            if data.startswith(block * most, pos, end):
+                return block, pos + most * size
+            step = 1
+            while n + step <= most and data.startswith(block * (n + step), pos, end):
+                n, step = n + step, step * 2
+            while step > 1:
+                step //= 2
+                if n + step <= most and data.startswith(block * (n + step), pos, end):
+                    n += step
+            return block, pos + n * size
+    first = data.find(b"\n", pos, end) + 1
+    return data[pos:first], first
 
 
 class ResultCatcher:

@@ -88,6 +88,7 @@ class Runner:
         self.log_root = log_root
         self.executor: Executor = executor or LocalExecutor()
         self.floor, self.factor = spec.timeout_floor or floor, factor
+        self.start_s = 0.0   # under a watchdog that follows progress: the least time to a first point (stretch)
         # every input of a verdict but the timeout policy (which --timeout may still set) and the
         # sources the runs import (recorded as they run): run/memokey.py
         # in diff's scratch tree (rewritten by every run, pinned by each run's revision) the files
@@ -229,7 +230,13 @@ class Runner:
     def stretch(self, seconds: float) -> TimeoutPolicy:
         """A silent run called a hang by the good run's duration alone finished after `seconds`
         once given longer (engine/endpoints.py): the calibrated watchdog is set from it as from
-        a good run, if that is longer. A watchdog the user or the spec fixed is never changed."""
+        a good run, if that is longer. A watchdog the user or the spec fixed is never changed.
+        One that follows progress gives every run that long before its first progress point (a
+        slow start, a first run's cost: what it follows nothing of), where it gave each the good
+        run's start-up again, and stopped it again; its deadlines past that point stay the good run's."""
+        if self.moving:
+            self.start_s = max(self.start_s, calibrated([seconds], self.floor, self._factor()).seconds)
+            return self.policy()
         if self.timeout is not None and self.timeout.source != "calibrated":
             return self.policy()
         base = calibrated([seconds], self.floor, self._factor())
@@ -316,7 +323,7 @@ class Runner:
 
     def _watch(self, seconds: float) -> FixedWatch | ProgressWatch:
         if self.moving:
-            return ProgressWatch(self.good_timeline, seconds, self.floor, self.kernel_factor())
+            return ProgressWatch(self.good_timeline, seconds, max(self.floor, self.start_s), self.kernel_factor())
         return FixedWatch(seconds)
 
     def _grace(self, seconds: float, until: int | None) -> FixedWatch | ProgressWatch:
@@ -324,8 +331,8 @@ class Runner:
         progress, `seconds` to reach point `until` and the good run's pace from there."""
         if until is None or not self.moving:
             return FixedWatch(seconds)
-        return ProgressWatch(self.good_timeline, self.policy().seconds, self.floor, self.kernel_factor(),
-                             grace_s=seconds, until=until)
+        return ProgressWatch(self.good_timeline, self.policy().seconds, max(self.floor, self.start_s),
+                             self.kernel_factor(), grace_s=seconds, until=until)
 
     def policy(self) -> TimeoutPolicy:
         return self.timeout or TimeoutPolicy(CALIBRATION_CAP_S, "cap", "no passing good run to calibrate from")

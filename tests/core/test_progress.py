@@ -161,3 +161,48 @@ def test_a_good_runs_lines_read_out_of_order_are_not_lines_of_its_own():
     assert said.startswith("hung after the line 'argv #'") and "never printed" not in said, said
     w.feed("spinning 7x", 0.3)           # a line of its own: said
     assert "went on printing lines the good run never printed" in w.where(w.deadline())
+
+
+FLOOD = """
+import os, sys, time
+print("compiling kernel", flush=True)
+time.sleep(0.1)
+print("launching kernel", flush=True)
+if sys.argv[1] == "flood":
+    block = b"y\\n" * (1 << 20)
+    for _ in range(50):                  # 100 MB of 2-byte lines, written as fast as the pipe takes them
+        os.write(1, block)
+time.sleep(0.3)
+print("done", flush=True)
+"""
+
+
+def test_a_flood_of_short_lines_is_read_at_the_pipes_pace_not_called_a_hang(tmp_path):
+    """A subject writing 100 MB of 'y' lines between 'launching kernel' and 'done' (a debug print
+    in a loop): busy, and done in a fraction of a second when its pipe is read at once. Every line
+    was split and looked up one by one (about 2 ms per 64 KiB read), so the subject waited on its
+    full pipe for seconds and was called a hang about 2 s after 'launching kernel'."""
+    (tmp_path / "flood.py").write_text(FLOOD)
+    argv = [sys.executable, str(tmp_path / "flood.py")]
+    good = run_process([*argv, "quiet"], timeout=60, watch=FixedWatch(60))
+    tl = Timeline.from_list(good.timeline)
+    raw = run_process([*argv, "flood"], timeout=60, watch=ProgressWatch(tl, 5 * good.duration_s, 1.0))
+    assert not raw.timed_out and raw.exit_code == 0, (raw.duration_s, raw.stalled)
+    assert "done" in raw.stdout[-100:]
+
+
+def test_lines_are_handed_on_once_each_in_order_across_chunks_and_floods():
+    """The watch hears each distinct line once, in the order first seen, whatever the chunks: a
+    flood of one line (or of a block of lines) among other lines, a line cut by a chunk's end."""
+    from bisectk.run.output import LineFeed
+    heard = []
+    feed = LineFeed(lambda text, t: heard.append((text, t)))
+    data = (b"start\n" + b"y\n" * 70_000 + b"progress 1\n" + b"y\n" * 5 + b"a\nb\n" * 40_000 + b"progress 2\n"
+            + b"y\n" + b"a\n" + b"end\n" + b"tail")
+    for k, at in enumerate(range(0, len(data), 65_533)):
+        feed.feed(data[at:at + 65_533], float(k))
+    texts = [text for text, _ in heard]
+    assert texts == ["start", "y", "progress 1", "a", "b", "progress 2", "end"], texts
+    assert [t for _, t in heard] == sorted(t for _, t in heard)
+    feed.feed(b"s\n", 99.0)
+    assert heard[-1] == ("tails", 99.0)

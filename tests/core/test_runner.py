@@ -312,3 +312,25 @@ def test_a_bad_endpoint_slow_to_start_where_good_prints_progress_is_judged_by_it
     assert check.timeout.source == "progress", check.timeout
     assert check.ok and check.bad.kind is FailKind.WRONG, check.bad.describe()
     assert any("was no hang" in n for n in check.notes), check.notes
+
+
+def test_a_second_chance_that_ended_stretches_the_start_up_of_a_watchdog_that_follows_progress(tmp_path):
+    """A configuration slow to start (4 s before its first line; the good run says 'launch' at
+    once) is stopped before its first progress point, given longer, and ends: the watchdog is set
+    from its time (Runner.stretch, as Oracle._stretched does). Under a watchdog that follows
+    progress nothing was set: the start-up deadline stayed the good run's, so every later run of
+    such a configuration was stopped again and cost a second run (ablate: 10 runs of one hybrid
+    where 5 passed)."""
+    from tests.conftest import err_spec
+    code = ("import json, sys, time\nif sys.argv[1] == 's=1':\n    time.sleep(4)\n"
+            "print('BISECTK_PHASE launch', flush=True)\nprint('BISECTK_RESULT ' + json.dumps({'err': 0.0}))\n")
+    runner = Runner(load_spec(err_spec(tmp_path, "slowstart", code, factors="s")))
+    runner.calibrate([runner.observe({"s": 0})])
+    assert runner.timeout.source == "progress", runner.timeout
+    first = runner.observe({"s": 1}, 0)
+    assert first.timed_out and "before its first progress point" in first.signature, first.signature
+    longer = runner.observe({"s": 1}, 1, longer=20.0)
+    assert longer.outcome is Outcome.PASS, longer.signature
+    runner.stretch(longer.duration_s)
+    again = runner.observe({"s": 1}, 2)
+    assert again.outcome is Outcome.PASS, again.signature

@@ -385,9 +385,9 @@ class Oracle:
                         "by the second"))
             elif len(question) == 1 and (slowvotes.lone_slow(self, point, run) or slowvotes.lone_pass(self, point, run)):
                 run = slowvotes.median_of_three(self, point, run, question)
-            short = self._short(run)
+            short, past = self._short(run), self._past(run)
             if longer is not None and run.timed_out:
-                if short or self.different(run) or self.reach is None:
+                if short or past or self.different(run) or self.reach is None:
                     with self._lock:        # stopped again where it was (not at the bad endpoint's
                         self._hung_again += 1   # hang point, given longer): no first run's cost
                 return self.judge_run(run)      # still short: a hang hunted that moved earlier
@@ -406,11 +406,11 @@ class Oracle:
             if self.different(run) and run.unbuilt and not short:
                 # its source did not compile, parse or link: another run of the same tree says so again
                 return self.judge_run(run)
-            if short or self.different(run):
+            if short or past or self.different(run):
                 longer = self._second_chance(run)
                 until = self.reach if short else None   # given longer to get there, then the usual pace
-                if longer is None and short:
-                    return self.judge_run(run)  # two hung short again: such hangs are real here
+                if longer is None and (short or past):
+                    return self.judge_run(run)  # two hung short (or past) again: such hangs are real here
                 continue
             longer = self._second_chance(run, hunted=True) if self.recheck else None
             if longer is None:
@@ -447,6 +447,16 @@ class Oracle:
         if self.reach is None or not run.timed_out or self.different(run):
             return False
         return reach(run.timeline, self.trials.runner.good_timeline) < self.reach
+
+    def _past(self, run: Run) -> bool:
+        """A hang of the kind hunted, stopped past the progress point where the bad endpoint hangs:
+        `hung after 'done'` where the bad endpoint never got past 'launching kernel'. It has not
+        shown the hang hunted (a slow teardown, a cache written at exit, output read late on a
+        loaded machine); it is given longer, as a run stopped short of that point is. Stopped past
+        it again, it is judged as it was: a hang."""
+        if self.reach is None or not run.timed_out or self.different(run):
+            return False
+        return reach(run.timeline, self.trials.runner.good_timeline) > self.reach
 
     def _second_chance(self, run: Run, hunted: bool = False) -> float | None:
         """The seconds to give the next run of a point whose run was called a hang. A calibrated

@@ -160,3 +160,31 @@ def test_a_timeout_below_the_good_runs_time_under_run_names_the_option_not_a_spe
     # the record too: its watchdog came from --timeout, not 'from the spec'
     watchdog = json.loads((tmp_path / "t.json").read_text())["endpoints"]["timeout"]
     assert watchdog["source"] == "option" and "--timeout" in watchdog["detail"], watchdog
+
+
+def test_a_run_stopped_past_where_the_bad_endpoint_hangs_is_given_longer(tmp_path):
+    """From c4 on the test hangs after 'launching kernel'; c3, the last good commit, prints 'done'
+    (the good run's last point) and on its first run takes 2.5 s more to end (a cache written at
+    exit): the watchdog stopped it about a second past 'done', `hung after the line 'done'`, and
+    that was taken for the hang hunted, though the bad endpoint never gets past 'launching
+    kernel': c3 at confidence 1. A run stopped past the bad endpoint's hang point has not shown
+    that hang; it is given longer, ends, and c4 is the answer."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    for i in range(1, 7):
+        (r / "kernel.txt").write_text(f"{i}\n")
+        git(r, "add", "kernel.txt")
+        git(r, "commit", "-q", "-m", f"c{i}")
+    test = tmp_path / "test.sh"
+    test.write_text("#!/bin/sh\necho compiling kernel\nv=$(cat kernel.txt)\necho launching kernel\n"
+                    "[ $v -ge 4 ] && exec sleep 1000\necho done\n"
+                    f"[ $v -eq 3 ] && [ ! -e {tmp_path}/cache ] && sleep 2.5 && touch {tmp_path}/cache\nexit 0\n")
+    test.chmod(0o755)
+    p = bisectk("bisect", "--repo", r, "--good", "HEAD~5", "--bad", "HEAD", "--run", str(test), "--json",
+                "--snapshots", "0", timeout=600, check=0)
+    doc = json.loads(p.stdout)
+    assert doc["endpoints"]["timeout"]["source"] == "progress"
+    assert "hung after the line 'launching kernel'" in doc["endpoints"]["bad"]["runs"][0]["signature"]
+    assert doc["first_bad"]["subject"] == "c4", (doc.get("problem"), doc.get("skipped"))
+    assert [g["verdict"] for g in doc["last_good"]] == ["PASS"]

@@ -170,7 +170,7 @@ def threshold_one(n: int, p_old: float, p_new: float, seed: int, confirm: bool =
     evidence = failing_runs(res, (bad.count(F), len(bad)))
     try:
         t = find_threshold(list(range(n)), run, rule=res.rule,
-                           **(dict(confidence=0.99, evidence=evidence) if confirm else {}))
+                           **(dict(confidence=0.99, evidence=evidence, good=(0, len(ends[0]))) if confirm else {}))
     except SearchStopped as stop:
         return "not answered", res.runs + stop.result.runs
     runs = res.runs + t.runs

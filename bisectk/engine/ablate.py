@@ -360,7 +360,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
         try:
             # the search's rule as it ended: a contradiction may have switched it to the flake rule
             found_thresholds = find_thresholds(oracle, res, res.rule, policy,
-                                               (check.bad_rate.fails, check.bad_rate.runs))
+                                               (check.bad_rate.fails, check.bad_rate.runs), good_runs(check, policy))
         except SearchStopped:
             stopped, reason = True, "interrupted while finding thresholds"
     ptx_doc = sanitizer_doc = None
@@ -454,11 +454,13 @@ def advice(res: AblationResult, spec: Spec, policy: RunPolicy, order: dict, stop
 
 
 def find_thresholds(oracle: Oracle, result: AblationResult, rule: ConfidenceRule | RateRule | None,
-                    policy: RunPolicy, endpoint: tuple[int, int] = (0, 0)) -> dict[str, Threshold]:
+                    policy: RunPolicy, endpoint: tuple[int, int] = (0, 0),
+                    good: tuple[int, int] | None = None) -> dict[str, Threshold]:
     """For each culprit declared ordinal, the value at which the failure appears, with the
     other culprits (and any context) held at their bad values, its boundary confirmed as the
     search's answer was (search/threshold.py), from the failures seen so far: the bad endpoint's
-    (`endpoint` = (fails, runs)) and those of the configurations the search judged failing."""
+    (`endpoint` = (fails, runs)) and those of the configurations the search judged failing;
+    `good`: the good endpoint's (fails, runs), as the search's confirmation takes it (good_runs)."""
     runner, space = oracle.trials.runner, oracle.space
     spec = runner.spec
     found = {}
@@ -481,7 +483,7 @@ def find_thresholds(oracle: Oracle, result: AblationResult, rule: ConfidenceRule
         with oracle.asking(THRESHOLD):
             found[factor] = find_threshold(path, judge, rule=rule, descending=lo > hi, before=before, beyond=beyond,
                                            confidence=policy.confidence, evidence=failing_runs(result, endpoint),
-                                           costs=oracle.trials.costs, steady=policy.flaky is False)
+                                           costs=oracle.trials.costs, steady=policy.flaky is False, good=good)
         runner.events.emit(Note(f"threshold of {factor}: {found[factor].describe()}"))
     return found
 

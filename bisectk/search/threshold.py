@@ -33,6 +33,14 @@ threshold unconfirmed, and the answer says so in place of stating it. The endpoi
 the bad value, verified, and confirmed by the search that named the culprit) are no claims of this
 search: a boundary on one of them is not confirmed there (the bad value may be run again, to
 measure the failure rate the passes are planned from).
+
+Under the one-sided flake rule (an intermittent start, or after a switch) one failure is proof, and
+a good side that fails now and then (undeclared: `good`, its runs, is given) fails at some value
+below the threshold: that value was the answer, its one more failure its confirmation (`fails from
+4 on` where 9 fails and every value fails 5% of the time: 29 of 323 answers). The failing value is
+then confirmed as a sets search's FAIL claim is (confirm.claim_rule): as evidence under two rates,
+the old side measured by good's runs and those of the values below it, good's value run too while
+the old side has fewer runs than the claim.
 """
 
 from __future__ import annotations
@@ -42,7 +50,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bisectk.outcome import Outcome
-from bisectk.search.confirm import Costs, SetConfirmation, plan_confirmation, repeats_for, switched_rule
+from bisectk.search.confirm import (Costs, SetConfirmation, _unselected, old_side_rule, plan_confirmation,
+                                    repeats_for, switched_rule)
 from bisectk.search.flaky import ConfidenceRule
 from bisectk.search.tester import Attempt, SearchStopped, StopSearch, Tester
 
@@ -133,7 +142,7 @@ class Threshold:
             text = f"fails from {bad} {'down' if self.descending else 'on'} ({good} passes)"
         else:
             text = f"fails at {bad}, passes at {good}"
-        if self.switched is not None:   # the runs since were judged by the flake rule
+        if self.switched is not None and self.confirmed:   # the runs since were judged by the flake rule
             index, got = self.switched
             text += f"; intermittent: {self.values[index]} {_AGAIN[got]} when run again"
         if not self.confirmed:
@@ -166,7 +175,8 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
                    spot_checks: int = SPOT_CHECKS, descending: bool = False,
                    before: Sequence[Hashable] = (), beyond: Sequence[Hashable] = (),
                    confidence: float | None = None, evidence: tuple[int, int] = (0, 0),
-                   costs: Costs | None = None, steady: bool = False) -> Threshold:
+                   costs: Costs | None = None, steady: bool = False,
+                   good: tuple[int, int] | None = None) -> Threshold:
     """Bisect `values` (ordered, good value first, bad value last) to the failure threshold,
     then run up to `spot_checks` of the values below the bracket it skipped (module docstring).
     `descending`: `values` are the declared order reversed (the bad value comes first in it), so
@@ -175,7 +185,8 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
     never run; the answer names them with the outcome it assumes. `confidence`: confirm the
     boundary before it is given (module docstring); `evidence`: (fails, runs) seen before this
     search at configurations called failing (the bad endpoint's, the culprit search's), `costs()`:
-    (seconds of a failing run, of a passing one), `steady`: the failure was declared deterministic.
+    (seconds of a failing run, of a passing one), `steady`: the failure was declared deterministic,
+    `good`: the good endpoint's (fails, runs) where nothing declared how the good side fails.
 
     Invariant: lo PASSes, hi FAILs, lo < hi. Each probe between them moves one end onto an
     index just observed with that outcome; UNRESOLVED probes are skipped (nearest to the
@@ -208,7 +219,7 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
                 tester.test(index, "spot-check")
             if confidence is None:
                 break
-            check = _confirm(tester, lo, hi, last, confidence, evidence, costs, steady)
+            check = _confirm(tester, lo, hi, last, confidence, evidence, costs, steady, good)
             if (check.ok or tester.rule is not None or switched is not None
                     or check.contradicted[1] == Outcome.UNRESOLVED.value):
                 break
@@ -224,21 +235,38 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
 
 
 def _confirm(tester: Tester, lo: int, hi: int, last: int, confidence: float, evidence: tuple[int, int],
-             costs: Costs | None, steady: bool) -> SetConfirmation:
+             costs: Costs | None, steady: bool, good: tuple[int, int] | None = None) -> SetConfirmation:
     """Run the boundary again, as confirm.confirm_sets runs a sets answer's claims: `hi` must fail
-    again, then `lo` pass `repeats` times in a row, from the failure rate seen at values judged
-    failing and `evidence`; stops at the first contradiction. Index 0 and `last` are the verified
-    endpoints: not claims of this search."""
+    again (under the one-sided rule with `good` given, as evidence under two rates: module
+    docstring), then `lo` pass `repeats` times in a row, from the failure rate seen at values
+    judged failing and `evidence`; stops at the first contradiction. Index 0 and `last` are the
+    verified endpoints: not claims of this search."""
     checks: list[tuple[int, str, str]] = []
 
-    def again(index: int, expect: Outcome, passes: int = 1) -> bool:
-        got = tester.confirm(index, expect, passes)
+    def again(index: int, expect: Outcome, passes: int = 1, *judged) -> bool:
+        got = tester.confirm(index, expect, passes, *judged)
         checks.append((index, expect.value, got.value))
         return got is expect
+
+    def old_side() -> tuple[int, int]:      # good's runs, and those of the values below `hi`
+        fails, runs = good
+        for key, history in tester.history.items():
+            judged = [o for o in history if o is not Outcome.UNRESOLVED]
+            if key < hi:
+                fails, runs = fails + judged.count(Outcome.FAIL), runs + len(judged)
+        return fails, runs
+
+    def measuring(fresh: Sequence[Outcome]):    # confirm._measuring: good's value run too
+        if old_side()[1] < len(given) + len(fresh):
+            tester.confirm(0, Outcome.PASS, 1)
+        return old_side_rule(tester, old_side(), confidence)
     made = 0
     if hi < last:
         made = 1
-        if not again(hi, Outcome.FAIL):
+        two_rate = good is not None and isinstance(tester.rule, ConfidenceRule)
+        given = _unselected(tester.history.get(hi, ()))
+        judged = (old_side_rule(tester, old_side(), confidence), given, measuring) if two_rate else ()
+        if not again(hi, Outcome.FAIL, 1, *judged):
             return SetConfirmation(0, tuple(checks), (hi, checks[-1][2]))
     if lo == 0:
         return SetConfirmation(0, tuple(checks))

@@ -17,6 +17,13 @@ does without --flaky); good re-checked after the shapes engine/ablate.good_suspe
 Right: the set found is the planted one and no other set is named (dd: context and difference
 hold the planted set, the context alone does not).
 
+Thresholds (`threshold`): a declared ordinal factor n = 1..`--n` (good 1, bad the last) and one
+benign difference; a run fails with p_new from a threshold drawn at random on and p_old below it.
+The endpoints and the culprit search as for `ablate`, then the threshold as engine/ablate.py finds
+it (the search's rule as it ended, the boundary confirmed at 0.99 from the failures seen). Right:
+`fails from <the threshold> on`; an unconfirmed threshold, or one the runs say is not monotone,
+is not an answer (`not answered`); `--no-confirm` runs the bisection unconfirmed (as before).
+
 Each cell prints what was answered at exit 0 (right / WRONG, by path: `det` the deterministic
 search confirmed, `switched` gone on in the flake model, `bayes` the flake-aware start),
 unusable endpoints, searches that stopped or stayed unconfirmed, and the mean runs. A wrong share
@@ -25,6 +32,7 @@ of the answers above 1% beyond sampling error is a miscalibration: `--check` exi
 
 Usage: python bench/flaky_calibration.py bisect [--trials 1000] [--commits 32] [--cells 0.1,0.4 ...]
        python bench/flaky_calibration.py ablate [--trials 1000] [--n 8] [--k 1] [--strategy adaptive]
+       python bench/flaky_calibration.py threshold [--trials 1000] [--n 16] [--no-confirm] [--cells 0,0.9]
 """
 
 from __future__ import annotations
@@ -41,10 +49,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bisectk.outcome import Outcome  # noqa: E402
-from bisectk.search import ConfidenceRule, SearchStopped, ablate  # noqa: E402
+from bisectk.search import ConfidenceRule, SearchStopped, ablate, find_threshold  # noqa: E402
 from bisectk.search.history import Dag, Observation, SearchOptions, search_dag  # noqa: E402
 from bisectk.search.history import SearchStopped as DagStopped  # noqa: E402
 from bisectk.search.rates import SWITCHED, flake_model  # noqa: E402
+from bisectk.engine.ablate import failing_runs  # noqa: E402
 from bisectk.search.result import GOOD_FAILED  # noqa: E402
 from tests.search.dags import ancestors, history  # noqa: E402
 
@@ -135,6 +144,42 @@ def ablate_one(n: int, k: int, p_old: float, p_new: float, seed: int, strategy: 
     return f"{'right' if right else 'WRONG'}{'-switched' if res.switched else ''}", res.runs
 
 
+def threshold_one(n: int, p_old: float, p_new: float, seed: int, confirm: bool = True) -> tuple[str, int]:
+    rng = random.Random(seed)
+    first = rng.randrange(1, n)         # index of the first failing value: 0 (good) passes
+
+    def run(index: int) -> Outcome:
+        return F if rng.random() < (p_new if index >= first else p_old) else P
+
+    def oracle(cfg: frozenset) -> Outcome:
+        return run(n - 1 if "n" in cfg else 0)
+    ends = endpoints(lambda: oracle(frozenset()), lambda: oracle(frozenset({"n", "m"})))
+    if ends is None:
+        return "unusable", 0
+    bad, rule = ends[1], None
+    if P in bad:
+        bad += [oracle(frozenset({"n", "m"})) for _ in range(CAP - len(bad))]
+        rule = ConfidenceRule.derive(bad.count(F), len(bad))
+    try:
+        res = ablate(["n", "m"], oracle, rule=rule, max_runs=2000, measure_removal=True, more_sets=7,
+                     confidence=0.99, endpoint=(bad.count(F), len(bad)), good=(0, len(ends[0])))
+    except SearchStopped as stop:
+        return "not answered", stop.result.runs
+    if not res.complete or list(res.culprits) != ["n"]:
+        return "no culprit n", res.runs
+    evidence = failing_runs(res, (bad.count(F), len(bad)))
+    try:
+        t = find_threshold(list(range(n)), run, rule=res.rule,
+                           **(dict(confidence=0.99, evidence=evidence, good=(0, len(ends[0]))) if confirm else {}))
+    except SearchStopped as stop:
+        return "not answered", res.runs + stop.result.runs
+    runs = res.runs + t.runs
+    if not t.confirmed or not t.monotone:
+        return "not answered", runs
+    path = "switched" if res.switched or t.switched else "flaky" if rule else "det"
+    return f"{'right' if t.exact and t.first_fail == first else 'WRONG'}-{path}", runs
+
+
 def binom_tail(k: int, n: int, p: float) -> float:
     """P(X >= k) for X ~ Binomial(n, p)."""
     return sum(math.comb(n, j) * p ** j * (1 - p) ** (n - j) for j in range(k, n + 1))
@@ -152,7 +197,7 @@ def report(label: str, tags: collections.Counter, runs: list[int], seconds: floa
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("bisect", "ablate"))
+    ap.add_argument("what", choices=("bisect", "ablate", "threshold"))
     ap.add_argument("--trials", type=int, default=1000)
     ap.add_argument("--commits", type=int, default=32)
     ap.add_argument("--n", type=int, default=8)
@@ -160,10 +205,12 @@ def main() -> int:
     ap.add_argument("--strategy", default="adaptive")
     ap.add_argument("--cells", nargs="*", default=None, help="p_old,p_new pairs (default: the nine above)")
     ap.add_argument("--check", action="store_true", help="exit 1 on a miscalibrated cell")
+    ap.add_argument("--no-confirm", action="store_true", help="threshold: the bisection unconfirmed (as before)")
     a = ap.parse_args()
     cells = [tuple(map(float, c.split(","))) for c in a.cells] if a.cells else CELLS
     ok = True
-    shapes = ("linear", "merges") if a.what == "bisect" else (f"{a.strategy} n={a.n} k={a.k}",)
+    shapes = (("linear", "merges") if a.what == "bisect" else (f"{a.strategy} n={a.n} k={a.k}",) if a.what == "ablate"
+              else (f"threshold n={a.n}{' unconfirmed' if a.no_confirm else ''}",))
     for shape in shapes:
         for p_old, p_new in cells:
             t0, tags, runs = time.time(), collections.Counter(), []
@@ -173,8 +220,10 @@ def main() -> int:
                     n = a.commits
                     parents = [()] + [(i - 1,) for i in range(1, n)] if shape == "linear" else history(n, rng)
                     tag, r = bisect_one(parents, rng.randrange(n), p_old, p_new, rng.randrange(2 ** 32))
-                else:
+                elif a.what == "ablate":
                     tag, r = ablate_one(a.n, a.k, p_old, p_new, rng.randrange(2 ** 32), a.strategy)
+                else:
+                    tag, r = threshold_one(a.n, p_old, p_new, rng.randrange(2 ** 32), not a.no_confirm)
                 tags[tag] += 1
                 runs.append(r)
             ok &= report(f"{shape} p_old={p_old:g} p_new={p_new:g}", tags, runs, time.time() - t0)

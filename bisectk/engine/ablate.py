@@ -359,7 +359,8 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     if thresholds and not stopped:
         try:
             # the search's rule as it ended: a contradiction may have switched it to the flake rule
-            found_thresholds = find_thresholds(oracle, res, res.rule)
+            found_thresholds = find_thresholds(oracle, res, res.rule, policy,
+                                               (check.bad_rate.fails, check.bad_rate.runs), good_runs(check, policy))
         except SearchStopped:
             stopped, reason = True, "interrupted while finding thresholds"
     ptx_doc = sanitizer_doc = None
@@ -394,7 +395,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
         unresolved=tuple(doc["unresolved"]),
         flakiness_rule=rule_doc(rule, policy, res),
         thresholds={f: {"first_fail": t.value, "last_pass": t.values[t.last_pass], "exact": t.exact,
-                        "monotone": t.monotone, "failing": list(t.failing),
+                        "monotone": t.monotone, "confirmed": t.confirmed, "failing": list(t.failing),
                         "not_run": list(t.not_run_values), "assumed": t.assumed, "text": t.describe()}
                     for f, t in found_thresholds.items()},
         search_runs=phases.get(SEARCH, 0), unused_runs=unused_runs(phases, attempts, res.unused), ahead_runs=res.taken_ahead, ptx=ptx_doc, sanitizer=sanitizer_doc, hangs=hangs, **base)
@@ -445,16 +446,21 @@ def advice(res: AblationResult, spec: Spec, policy: RunPolicy, order: dict, stop
                       "commands": [fix_command(spec, ordered(f)).removesuffix(" --repeat 5") for f in res.open_fixes],
                       "without": [[str(x) for x in ordered(f)] for f in res.open_fixes]})
     for f, t in found_thresholds.items():
-        steps.append({"step": "threshold", "factor": f, "text": t.describe(), "monotone": t.monotone})
+        steps.append({"step": "threshold", "factor": f, "text": t.describe(), "monotone": t.monotone,
+                      "confirmed": t.confirmed})
     if different:
         steps.append({"step": "different_failure"})
     return steps
 
 
-def find_thresholds(oracle: Oracle, result: AblationResult,
-                    rule: ConfidenceRule | RateRule | None) -> dict[str, Threshold]:
+def find_thresholds(oracle: Oracle, result: AblationResult, rule: ConfidenceRule | RateRule | None,
+                    policy: RunPolicy, endpoint: tuple[int, int] = (0, 0),
+                    good: tuple[int, int] | None = None) -> dict[str, Threshold]:
     """For each culprit declared ordinal, the value at which the failure appears, with the
-    other culprits (and any context) held at their bad values."""
+    other culprits (and any context) held at their bad values, its boundary confirmed as the
+    search's answer was (search/threshold.py), from the failures seen so far: the bad endpoint's
+    (`endpoint` = (fails, runs)) and those of the configurations the search judged failing;
+    `good`: the good endpoint's (fails, runs), as the search's confirmation takes it (good_runs)."""
     runner, space = oracle.trials.runner, oracle.space
     spec = runner.spec
     found = {}
@@ -475,9 +481,23 @@ def find_thresholds(oracle: Oracle, result: AblationResult,
         def judge(i: int, factor=factor, others=others, path=path) -> Outcome:
             return oracle({**others, factor: path[i]})
         with oracle.asking(THRESHOLD):
-            found[factor] = find_threshold(path, judge, rule=rule, descending=lo > hi, before=before, beyond=beyond)
+            found[factor] = find_threshold(path, judge, rule=rule, descending=lo > hi, before=before, beyond=beyond,
+                                           confidence=policy.confidence, evidence=failing_runs(result, endpoint),
+                                           costs=oracle.trials.costs, steady=policy.flaky is False, good=good)
         runner.events.emit(Note(f"threshold of {factor}: {found[factor].describe()}"))
     return found
+
+
+def failing_runs(result: AblationResult, endpoint: tuple[int, int]) -> tuple[int, int]:
+    """(fails, runs): `endpoint`'s and every run of each configuration the search judged FAIL (its
+    confirmation's re-runs included), as confirm.confirm_sets counts them."""
+    failing = {a.config for a in result.attempts if a.outcome is Outcome.FAIL and a.phase != "confirm"}
+    fails, runs = endpoint
+    for a in result.attempts:
+        if a.config in failing:
+            judged = [o for o in a.observations if o is not Outcome.UNRESOLVED]
+            fails, runs = fails + judged.count(Outcome.FAIL), runs + len(judged)
+    return fails, runs
 
 
 def evidence(oracle: Oracle, check: EndpointCheck, result: AblationResult, *, ptx: bool,

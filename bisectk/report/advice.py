@@ -126,7 +126,9 @@ WORDS: dict[str, Callable[[dict], str]] = {
     "verify_fix": lambda s: f"Verify the fix candidate on the bad configuration: {s['command']}",
     "isolate_rest": _isolate_rest,
     "threshold": lambda s: f"{s['factor']}: {s['text']}; " + (
-        "inspect what changes between those two values." if s.get("monotone", True)
+        "the failure is intermittent there: measure those values with `bisectk run --set` and --repeat "
+        "before acting on them." if not s.get("confirmed", True)
+        else "inspect what changes between those two values." if s.get("monotone", True)
         else "inspect what the failing values have in common."),
     "different_failure": lambda s: "A different failure appeared in some hybrids (listed above): ablate it separately.",
     # diff (engine/diff.py)

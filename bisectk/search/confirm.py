@@ -48,7 +48,8 @@ plan_confirmation -- how often the culprit runs again and how many passes each p
 confirm_culprit  -- run the confirmation of a DAG answer through the search's gateway; returns
                     the facts (dag.Confirmation).
 set_claims       -- the configurations a sets search's answer rests on, FAIL and PASS claims.
-claim_rule       -- the two-rate rule a FAIL claim is confirmed by when good may fail too.
+claim_rule       -- the two-rate rule a FAIL claim is confirmed by when good may fail too
+                    (old_side_rule: the same from old-side counts the caller makes).
 confirm_sets     -- run them again through the Tester; returns the facts (SetConfirmation).
 switched_rule    -- the one-sided rule a contradicted deterministic sets search goes on with.
 """
@@ -261,8 +262,14 @@ def claim_rule(tester, must_fail: Sequence[frozenset], good: tuple[int, int], co
     factors (3 culprits, good failing 5%, bad always), 4 of 86 answers wrong; now 6 of 873, none
     wrong (bench/flaky_calibration.py). The claims do not share 1 - confidence: the answer is
     given only if every claim is confirmed, as for the PASS claims."""
+    return old_side_rule(tester, _old_side(tester, must_fail, good), confidence)
+
+
+def old_side_rule(tester, old: tuple[int, int], confidence: float):
+    """claim_rule's two rates, from the old side's (fails, runs) as the caller counts them (a
+    threshold's: good's runs and those of the values below the failing one claimed)."""
     from bisectk.search.rates import SWITCHED, RateRule     # numpy: only a flake-ruled confirmation needs it
-    old_fails, old_runs = _old_side(tester, must_fail, good)
+    old_fails, old_runs = old
     return RateRule(old_fails + 1, old_runs + 1, tester.rule.fails, tester.rule.runs, alpha=1.0 - confidence,
                     prior=SWITCHED)
 

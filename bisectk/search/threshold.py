@@ -18,6 +18,29 @@ bracketed, up to SPOT_CHECKS of the values below the bracket that were not run a
 (spread evenly over them): the claim a user acts on is "below X it passes". A spot check that
 fails makes the answer say the failure is not monotone and list what failed and passed; values
 still not run are named in the answer with the outcome they were assumed to have.
+
+No confidence without confirmation (confirm.py): the bisection takes each run at its word, and one
+lucky pass of a failing value (an intermittent failure nobody declared) moves the bracket up:
+`fails from 12 on (11 passes)` where 9 fails 90% of the time, at full confidence (55 of 1000
+seeded searches, bench/flaky_calibration.py threshold). With `confidence`, the boundary is run
+again before it is given: the first failing value fails again, the last passing one passes as
+often as a sets search's PASS claim (confirm.repeats_for, over the failures seen at values judged
+failing and the search's `evidence`; without a rule the cheapest split of re-runs of the failing
+value and passes, confirm.plan_confirmation; once each under `steady`). A contradiction of a
+search without a rule goes on in the flake rule (confirm.switched_rule) from every run made, and
+is confirmed again; one under a rule, or a confirmation run that cannot be judged, leaves the
+threshold unconfirmed, and the answer says so in place of stating it. The endpoints (the good and
+the bad value, verified, and confirmed by the search that named the culprit) are no claims of this
+search: a boundary on one of them is not confirmed there (the bad value may be run again, to
+measure the failure rate the passes are planned from).
+
+Under the one-sided flake rule (an intermittent start, or after a switch) one failure is proof, and
+a good side that fails now and then (undeclared: `good`, its runs, is given) fails at some value
+below the threshold: that value was the answer, its one more failure its confirmation (`fails from
+4 on` where 9 fails and every value fails 5% of the time: 29 of 323 answers). The failing value is
+then confirmed as a sets search's FAIL claim is (confirm.claim_rule): as evidence under two rates,
+the old side measured by good's runs and those of the values below it, good's value run too while
+the old side has fewer runs than the claim.
 """
 
 from __future__ import annotations
@@ -27,10 +50,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bisectk.outcome import Outcome
+from bisectk.search.confirm import (Costs, SetConfirmation, _unselected, old_side_rule, plan_confirmation,
+                                    repeats_for, switched_rule)
 from bisectk.search.flaky import ConfidenceRule
 from bisectk.search.tester import Attempt, SearchStopped, StopSearch, Tester
 
 SPOT_CHECKS = 4     # values below the bracket run after the bisection, at most
+_AGAIN = {"fail": "failed", "pass": "passed"}   # what a confirmation's re-run did, in the answer's words
 
 
 
@@ -47,6 +73,13 @@ class Threshold:
     descending: bool = False             # `values` run down the declared order (the bad value first in it)
     before: tuple = ()                   # declared values past the good end of `values`, never run: the
     beyond: tuple = ()                   # search runs between good and bad only; these past the bad end
+    confirmation: SetConfirmation | None = None   # the boundary run again (keys: indices); None: not asked
+    switched: tuple | None = None        # (index, outcome) whose re-run contradicted a deterministic bisection
+
+    @property
+    def confirmed(self) -> bool:
+        """The boundary held when run again (or no confirmation was asked)."""
+        return self.confirmation is None or self.confirmation.ok
 
     def _indices(self, outcome: Outcome | None) -> list[int]:
         return [i for i, o in enumerate(self.outcomes) if o is outcome]
@@ -104,10 +137,17 @@ class Threshold:
         if not self.monotone:
             text = (f"fails at {names(self._indices(Outcome.FAIL))} and passes at {names(self._indices(Outcome.PASS))}: "
                     f"not monotone, so no single threshold")
-        elif self.exact:    # `values` run from good to bad: "on" is up the declared order, unless they run down it
+        elif self.exact and self.confirmed:
+            # `values` run from good to bad: "on" is up the declared order, unless they run down it
             text = f"fails from {bad} {'down' if self.descending else 'on'} ({good} passes)"
         else:
             text = f"fails at {bad}, passes at {good}"
+        if self.switched is not None and self.confirmed:   # the runs since were judged by the flake rule
+            index, got = self.switched
+            text += f"; intermittent: {self.values[index]} {_AGAIN[got]} when run again"
+        if not self.confirmed:
+            index, got = self.confirmation.contradicted
+            text += f"; not confirmed: {self.values[index]} {_AGAIN.get(got, 'could not be judged')} when run again"
         # every value run that could not be judged, not only those between the bracket: one the
         # bisection met before the bracket narrowed past it, or a spot check below it
         if unjudged := self._indices(Outcome.UNRESOLVED):
@@ -133,13 +173,20 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
                    max_runs: int | None = None,
                    known: Mapping[int, Outcome] | None = None,
                    spot_checks: int = SPOT_CHECKS, descending: bool = False,
-                   before: Sequence[Hashable] = (), beyond: Sequence[Hashable] = ()) -> Threshold:
+                   before: Sequence[Hashable] = (), beyond: Sequence[Hashable] = (),
+                   confidence: float | None = None, evidence: tuple[int, int] = (0, 0),
+                   costs: Costs | None = None, steady: bool = False,
+                   good: tuple[int, int] | None = None) -> Threshold:
     """Bisect `values` (ordered, good value first, bad value last) to the failure threshold,
     then run up to `spot_checks` of the values below the bracket it skipped (module docstring).
     `descending`: `values` are the declared order reversed (the bad value comes first in it), so
     the answer says the failure goes down from the threshold, not on from it. `before` and
     `beyond`: the declared values past the good and the bad end (in the order `values` runs),
-    never run; the answer names them with the outcome it assumes.
+    never run; the answer names them with the outcome it assumes. `confidence`: confirm the
+    boundary before it is given (module docstring); `evidence`: (fails, runs) seen before this
+    search at configurations called failing (the bad endpoint's, the culprit search's), `costs()`:
+    (seconds of a failing run, of a passing one), `steady`: the failure was declared deterministic,
+    `good`: the good endpoint's (fails, runs) where nothing declared how the good side fails.
 
     Invariant: lo PASSes, hi FAILs, lo < hi. Each probe between them moves one end onto an
     index just observed with that outcome; UNRESOLVED probes are skipped (nearest to the
@@ -150,28 +197,96 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
         raise ValueError("an ordinal factor needs at least the good and the bad value")
     tester = Tester(oracle, rule=rule, on_attempt=on_attempt, should_stop=should_stop,
                     max_runs=max_runs, known=known)
-    lo, hi = 0, len(values) - 1
-    tester.seed(lo, Outcome.PASS)
-    tester.seed(hi, Outcome.FAIL)
+    last = len(values) - 1
+    tester.seed(0, Outcome.PASS)
+    tester.seed(last, Outcome.FAIL)
+    lo, hi, check, switched = 0, last, None, None
     try:
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            probes = [m for m in sorted(range(lo + 1, hi), key=lambda m: (abs(m - mid), m))
-                      if tester.outcome_of(m) is not Outcome.UNRESOLVED]
-            if not probes:
+        while True:
+            lo, hi = 0, last
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                probes = [m for m in sorted(range(lo + 1, hi), key=lambda m: (abs(m - mid), m))
+                          if tester.outcome_of(m) is not Outcome.UNRESOLVED]
+                if not probes:
+                    break
+                outcome = tester.test(probes[0], "threshold")
+                if outcome is Outcome.FAIL:
+                    hi = probes[0]
+                elif outcome is Outcome.PASS:
+                    lo = probes[0]
+            for index in spread([i for i in range(1, lo) if tester.outcome_of(i) is None], spot_checks):
+                tester.test(index, "spot-check")
+            if confidence is None:
                 break
-            outcome = tester.test(probes[0], "threshold")
-            if outcome is Outcome.FAIL:
-                hi = probes[0]
-            elif outcome is Outcome.PASS:
-                lo = probes[0]
-        for index in spread([i for i in range(1, lo) if tester.outcome_of(i) is None], spot_checks):
-            tester.test(index, "spot-check")
+            check = _confirm(tester, lo, hi, last, confidence, evidence, costs, steady, good)
+            if (check.ok or tester.rule is not None or switched is not None
+                    or check.contradicted[1] == Outcome.UNRESOLVED.value):
+                break
+            # a deterministic bisection contradicted: the failure is intermittent; on in the flake
+            # rule from every run made (verdicts re-read from their runs), and confirmed again
+            switched = check.contradicted
+            tester.switch(switched_rule(tester, evidence, confidence))
     except (StopSearch, KeyboardInterrupt) as stop:
         raise SearchStopped(_answer(values, tester, lo, hi, complete=False, descending=descending,
-                                    before=tuple(before), beyond=tuple(beyond)), stop) from stop
+                                    before=tuple(before), beyond=tuple(beyond), switched=switched), stop) from stop
     return _answer(values, tester, lo, hi, complete=True, descending=descending,
-                   before=tuple(before), beyond=tuple(beyond))
+                   before=tuple(before), beyond=tuple(beyond), confirmation=check, switched=switched)
+
+
+def _confirm(tester: Tester, lo: int, hi: int, last: int, confidence: float, evidence: tuple[int, int],
+             costs: Costs | None, steady: bool, good: tuple[int, int] | None = None) -> SetConfirmation:
+    """Run the boundary again, as confirm.confirm_sets runs a sets answer's claims: `hi` must fail
+    again (under the one-sided rule with `good` given, as evidence under two rates: module
+    docstring), then `lo` pass `repeats` times in a row, from the failure rate seen at values
+    judged failing and `evidence`; stops at the first contradiction. Index 0 and `last` are the
+    verified endpoints: not claims of this search."""
+    checks: list[tuple[int, str, str]] = []
+
+    def again(index: int, expect: Outcome, passes: int = 1, *judged) -> bool:
+        got = tester.confirm(index, expect, passes, *judged)
+        checks.append((index, expect.value, got.value))
+        return got is expect
+
+    def old_side() -> tuple[int, int]:      # good's runs, and those of the values below `hi`
+        fails, runs = good
+        for key, history in tester.history.items():
+            judged = [o for o in history if o is not Outcome.UNRESOLVED]
+            if key < hi:
+                fails, runs = fails + judged.count(Outcome.FAIL), runs + len(judged)
+        return fails, runs
+
+    def measuring(fresh: Sequence[Outcome]):    # confirm._measuring: good's value run too
+        if old_side()[1] < len(given) + len(fresh):
+            tester.confirm(0, Outcome.PASS, 1)
+        return old_side_rule(tester, old_side(), confidence)
+    made = 0
+    if hi < last:
+        made = 1
+        two_rate = good is not None and isinstance(tester.rule, ConfidenceRule)
+        given = _unselected(tester.history.get(hi, ()))
+        judged = (old_side_rule(tester, old_side(), confidence), given, measuring) if two_rate else ()
+        if not again(hi, Outcome.FAIL, 1, *judged):
+            return SetConfirmation(0, tuple(checks), (hi, checks[-1][2]))
+    if lo == 0:
+        return SetConfirmation(0, tuple(checks))
+    fails, runs = evidence
+    for key, outcome in tester.memo.items():
+        judged = [o for o in tester.history.get(key, ()) if o is not Outcome.UNRESOLVED]
+        if outcome is Outcome.FAIL:
+            fails, runs = fails + judged.count(Outcome.FAIL), runs + len(judged)
+    repeats = 1 if steady and tester.rule is None else repeats_for(fails, runs, confidence)
+    if tester.rule is not None:     # fresh passes, at least as many as the rule's verdicts needed
+        repeats = max(repeats, getattr(tester.rule, "repeats", 1))
+    elif not steady:    # each more failure of `hi` lowers the passes `lo` needs: the cheapest split
+        more, repeats = plan_confirmation(fails - made, runs - made, 1, confidence,
+                                          costs() if costs else (1.0, 1.0))
+        for _ in range(more - made):
+            if not again(hi, Outcome.FAIL):
+                return SetConfirmation(0, tuple(checks), (hi, checks[-1][2]))
+    if not again(lo, Outcome.PASS, repeats):
+        return SetConfirmation(repeats, tuple(checks), (lo, checks[-1][2]))
+    return SetConfirmation(repeats, tuple(checks))
 
 
 def spread(indices: Sequence[int], k: int) -> list[int]:
@@ -186,8 +301,9 @@ def spread(indices: Sequence[int], k: int) -> list[int]:
 
 
 def _answer(values: Sequence[Hashable], tester: Tester, lo: int, hi: int,
-            complete: bool, descending: bool = False, before: tuple = (), beyond: tuple = ()) -> Threshold:
+            complete: bool, descending: bool = False, before: tuple = (), beyond: tuple = (),
+            confirmation: SetConfirmation | None = None, switched: tuple | None = None) -> Threshold:
     unresolved = tuple(i for i in range(lo + 1, hi) if tester.outcome_of(i) is Outcome.UNRESOLVED)
     return Threshold(tuple(values), lo, hi, unresolved, tuple(tester.attempts), tester.runs,
                      complete, tuple(tester.outcome_of(i) for i in range(len(values))), descending,
-                     before, beyond)
+                     before, beyond, confirmation, switched)

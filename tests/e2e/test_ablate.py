@@ -821,6 +821,57 @@ def test_a_threshold_after_the_search_switched_to_the_flake_rule_clears_by_that_
     assert (th["first_fail"], th["last_pass"]) == (5, 4) and th["text"].startswith("fails from 5 on (4 passes)"), th
 
 
+LUCKY = """f="$1/$2-$3"; k=$(cat "$f" 2>/dev/null || echo 0); echo $((k + 1)) > "$f"
+[ "$2" -ge 6 ] || exit 0
+[ "$2" = 6 ] && [ "$k" = 0 ] && exit 0
+exit 1
+"""
+
+
+def test_a_threshold_resting_on_a_lucky_pass_is_confirmed_not_stated(tmp_path):
+    """n fails from 6 on, but n = 6 passes its first run (a counter per configuration: an
+    intermittent failure nobody declared, every other run deterministic). The bisection read that
+    pass as the boundary and said `fails from 7 on (6 passes)` at exit 0, unconfirmed, where every
+    other answer is. The boundary is run again: 6 fails, the threshold goes on in the flake rule and
+    says so."""
+    count = tmp_path / "count"
+    count.mkdir()
+    (tmp_path / "s.sh").write_text(LUCKY)
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'[subject]\ncommand = ["sh", "s.sh", "{count}", "{{n}}", "{{m}}"]\n'
+                    "[factors]\nn = [1, 2, 3, 4, 5, 6, 7, 8]\n[good]\nn = 1\nm = 0\n[bad]\nn = 8\nm = 1\n")
+    doc = ablate_json(spec, tmp_path)
+    assert doc["culprits"] == ["n"] and doc["complete"]
+    th = doc["thresholds"]["n"]
+    assert (th["first_fail"], th["last_pass"], th["confirmed"]) == (6, 5, True), th
+    assert th["text"] == "fails from 6 on (5 passes); intermittent: 6 failed when run again", th
+
+
+SPURIOUS = """f="$1/$2-$3"; k=$(cat "$f" 2>/dev/null || echo 0); echo $((k + 1)) > "$f"
+[ "$2" -ge 6 ] && exit 1
+[ "$2" = 4 ] && { [ "$k" = 0 ] || [ "$k" = 2 ]; } && exit 1
+exit 0
+"""
+
+
+def test_a_threshold_on_a_spurious_failure_is_not_confirmed_by_one_more(tmp_path):
+    """n fails from 6 on; n = 4 fails its first and third runs (a good side that fails now and
+    then, nobody declared it). The bisection took 4's failure as the boundary, its re-run passed,
+    and under the flake rule the third run's failure was proof: `fails from 4 on (3 passes)` at
+    exit 0. That failure is now evidence under two rates, as a FAIL claim of the culprit search is,
+    and the threshold is said to be unconfirmed."""
+    count = tmp_path / "count"
+    count.mkdir()
+    (tmp_path / "s.sh").write_text(SPURIOUS)
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'[subject]\ncommand = ["sh", "s.sh", "{count}", "{{n}}", "{{m}}"]\n'
+                    "[factors]\nn = [1, 2, 3, 4, 5, 6, 7, 8]\n[good]\nn = 1\nm = 0\n[bad]\nn = 8\nm = 1\n")
+    doc = ablate_json(spec, tmp_path)
+    th = doc["thresholds"]["n"]
+    assert th["confirmed"] is False and "fails from" not in th["text"], th
+    assert th["text"].startswith("fails at 4, passes at 3; not confirmed: 4 passed when run again"), th
+
+
 COUNTED = """import os, sys
 path = sys.argv[1]
 n = int(open(path).read()) if os.path.exists(path) else 0

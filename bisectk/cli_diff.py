@@ -14,6 +14,7 @@ from bisectk.cli_common import (capture_after_first_run, BuildOpt, BuildTimeoutO
                                 SameFailureOpt, SetOpt, SnapshotsOpt, say_warning, TimeoutOpt, WarmOpt, cache_ledger,
                                 check_outputs, check_strategy, fail, finish, out, policy, reporter, spare_ahead,
                                 spec_warnings)
+from bisectk.names import c_quoted
 from bisectk.search.names import strategy_names
 
 
@@ -103,7 +104,8 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
                 f"(make without header dependencies) can hide a source hunk; remove the build outputs from both "
                 f"trees (make clean) or give copies without them")
         if not as_json:
-            out.print(f"{counted(len(space.hunks), 'hunk')} between {good} and {bad}", markup=False)
+            out.print(f"{counted(len(space.hunks), 'hunk')} between {c_quoted(str(good))} and {c_quoted(str(bad))}",
+                      markup=False)
         with held():   # as in ablate
             rec = run_diff(session.runner(cwd=space.workdir), space, pol, strategy=strategy, refine=lines,
                            environment=capture_after_first_run(session))

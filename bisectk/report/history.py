@@ -16,6 +16,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from bisectk.engine.records import BisectRecord
+from bisectk.names import c_quoted
 from bisectk.report import stuck
 from bisectk.report.advice import next_steps, step_words
 from bisectk.report.debuglog import AttemptEntry, DebugLog, table
@@ -254,8 +255,7 @@ def _answer(out: Console, rec: BisectRecord) -> None:
         head = (first_words(rec) if rec.complete else f"{first_words(rec)} by incremental builds, not confirmed"
                 if fresh_build_line(rec) else f"{first_words(rec)} so far, not confirmed (the search stopped)")
         out.print(f"{head}: {fb['sha']} {fb['subject']}", markup=False)
-        out.print(f"  author {fb['author']}, date {fb['date']}; files: {', '.join(fb.get('files') or ()) or '-'}",
-                  markup=False)
+        out.print(f"  author {fb['author']}, date {fb['date']}; files: {_files(fb)}", markup=False)
         for step in rec.advice:     # a merge named by --first-parent: the change is inside its branch
             if step.get("step") == "inside_merge":
                 out.print(f"  {step_words(step)}", markup=False)
@@ -265,8 +265,12 @@ def _answer(out: Console, rec: BisectRecord) -> None:
     else:
         out.print(f"{first_words(rec)} is one of {len(rec.candidates)} candidates:", markup=False)
         for c in rec.candidates:
-            files = ", ".join(c.get("files") or ()) or "-"
-            out.print(f"  {c['sha']} {c['subject']} ({c.get('author', '')}; files: {files})", markup=False)
+            out.print(f"  {c['sha']} {c['subject']} ({c.get('author', '')}; files: {_files(c)})", markup=False)
+
+
+def _files(commit: dict) -> str:
+    """A commit's changed files on one line: a name holding a newline would split it (c_quoted)."""
+    return ", ".join(c_quoted(f) for f in commit.get("files") or ()) or "-"
 
 
 def _manual_summary(out: Console, rec: BisectRecord) -> None:

@@ -24,6 +24,7 @@ pointed at the user's index or working tree.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from dataclasses import dataclass
@@ -645,4 +646,4 @@ def describe(repo: Path | str, sha: str) -> CommitInfo:
     except SpaceError:      # a tree git cannot read (a damaged repository): the commit is still named
         return info
     return CommitInfo(info.sha, info.subject, info.author, info.date,
-                      tuple(n.decode("utf-8", "replace") for n in names.split(b"\0") if n))
+                      tuple(os.fsdecode(n) for n in names.split(b"\0") if n))   # a byte not UTF-8 kept, as diff's hunks keep it

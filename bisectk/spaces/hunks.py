@@ -36,10 +36,13 @@ file's, or a hunk and the one split_lines made it from) raise SpaceError.
 
 from __future__ import annotations
 
+import base64
 import difflib
 import functools
+import hashlib
 import os
 import stat
+import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -332,8 +335,6 @@ def _render_whole(h: Hunk) -> str:
         # deleted and added again (as 'old mode 120000 / new mode 100644' git apply refuses it)
         return (_render_whole(replace(h, bad_entry=None)) + _diff_git(h.file)
                 + _render_whole(replace(h, good_entry=None)))
-    a_name = "/dev/null" if g is None else _name("a/", h.file)
-    b_name = "/dev/null" if b is None else _name("b/", h.file)
     if g is None:
         head = f"new file mode {_git_mode(b.mode, b.link)}\n"
     elif b is None:
@@ -344,13 +345,26 @@ def _render_whole(h: Hunk) -> str:
         head = ""
     old, new = _entry_lines(g), _entry_lines(b)
     if (g is not None and old is None) or (b is not None and new is None):
-        return head + f"Binary files {a_name} and {b_name} differ\n"
+        return head + _binary_patch(g, b)
     old, new = old or (), new or ()
     if not old and not new:
         return head
     labels = ["/dev/null" if e is None else _label(side, h.file) for side, e in (("a/", g), ("b/", b))]
     return (head + f"--- {labels[0]}\n+++ {labels[1]}\n@@ -{_range(1, len(old))} +{_range(1, len(new))} @@\n"
             + "".join(_line("-", s) for s in old) + "".join(_line("+", s) for s in new))
+
+
+def _binary_patch(g: Entry | None, b: Entry | None) -> str:
+    """A binary file's change as `git diff --binary` writes it, which git apply reads (GNU patch
+    does not): the index line with both blobs' full ids (git apply refuses a binary patch without
+    it) and BAD's bytes, deflated and base85-encoded 52 bytes a line ('literal')."""
+    def blob(e: Entry | None) -> str:
+        return hashlib.sha1(b"blob %d\0" % len(e.data) + e.data).hexdigest() if e is not None else "0" * 40
+    data = zlib.compress(b.data if b is not None else b"")
+    lines = [(chr(ord("A") + len(c) - 1) if len(c) <= 26 else chr(ord("a") + len(c) - 27))
+             + base64.b85encode(c, pad=True).decode() + "\n" for c in (data[i:i + 52] for i in range(0, len(data), 52))]
+    size = len(b.data) if b is not None else 0
+    return f"index {blob(g)}..{blob(b)}\nGIT binary patch\nliteral {size}\n" + "".join(lines) + "\n"
 
 
 def _hunk_opcodes(base: tuple[str, ...], hunks: list[Hunk], result: list[str]) -> list[tuple]:
@@ -405,7 +419,7 @@ def _render_text(a: list[str] | tuple[str, ...], b: list[str], opcodes: list[tup
 
 def unified_diff(hunks: Iterable[Hunk], context: int = 3) -> str:
     """The subset as one git-style patch against GOOD; `patch -p1` applied to GOOD gives what
-    `materialise` gives (binary files are only named, as `diff` does)."""
+    `materialise` gives (a binary file's change is git's binary patch, which git apply reads)."""
     out = []
     for rel, hs in sorted(_by_file(hunks).items()):
         whole = [h for h in hs if h.kind in WHOLE]

@@ -760,6 +760,20 @@ def test_a_file_name_with_a_newline_is_one_line_on_the_terminal_and_raw_in_json(
     assert [h["id"] for h in json.loads(p.stdout)["culprit_hunks"]] == ["a\nb.py:2"]
 
 
+def test_two_files_whose_names_hold_a_newline_are_named_on_one_line(tmp_path):
+    """`diff 'good<newline>k.py' 'bad<newline>k.py'`: the first line ('1 hunk between GOOD and BAD')
+    printed both paths raw, so it was three lines and its middle one read 'k.py and bad'. The paths
+    are C-quoted there, as the hunk ids below it are."""
+    good, bad = tmp_path / "good\nk.py", tmp_path / "bad\nk.py"
+    good.write_text("import sys\nsys.exit(0)\n")
+    bad.write_text("import sys\nsys.exit(1)\n")
+    p = bisectk("diff", good, bad, "--run", "sh -c 'python3 -- *k.py'", "--no-lines", "--ledger", tmp_path / "l.db",
+                cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    first = p.stdout.splitlines()[0]
+    assert first == f'1 hunk between "{tmp_path}/good\\nk.py" and "{tmp_path}/bad\\nk.py"', p.stdout
+
+
 def test_a_hang_in_a_file_whose_name_holds_a_newline_keeps_the_stuck_at_line_whole(tmp_path):
     """The hang's picture names the culprit hunks it applied to GOOD: the ids were joined raw, so
     'a<newline>b.py:2' split the 'stuck at' line in two. They are C-quoted there as everywhere, and

@@ -117,3 +117,28 @@ def test_a_repository_git_refuses_as_another_users_says_so_with_gits_fix(tmp_pat
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     assert "detected dubious ownership" in p.stderr and "git config --global --add safe.directory" in p.stderr
     assert "not inside a git repository" not in p.stderr
+
+
+def test_a_file_name_with_a_newline_in_the_first_bad_commit_keeps_its_files_line_whole(tmp_path):
+    """The first bad commit's `files:` line printed a name holding a newline as it is, so
+    'two<newline>lines.txt' split the line in two and its second half read as a line of its own;
+    each name is C-quoted there, as diff's culprit line quotes it ('"two\\nlines.txt"')."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    shas = []
+    for i in range(4):
+        (r / "v").write_text(f"{i}\n")
+        if i == 2:
+            (r / "two\nlines.txt").write_text("x\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"c{i}")
+        shas.append(git(r, "rev-parse", "HEAD"))
+    (tmp_path / "t.sh").write_text("#!/bin/sh\n[ $(cat v) -lt 2 ]\n")
+    (tmp_path / "t.sh").chmod(0o755)
+    p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--run", tmp_path / "t.sh",
+                "--ledger", tmp_path / "l.db", timeout=120)
+    assert p.returncode == 0, (p.stdout[-1500:], p.stderr[-1500:])
+    line = next(line for line in p.stdout.splitlines() if "files:" in line)
+    assert line.endswith('files: "two\\nlines.txt", v'), p.stdout
+    assert not any(line.startswith("lines.txt") for line in p.stdout.splitlines()), p.stdout

@@ -117,6 +117,24 @@ def test_describe_gives_file_names_as_they_are_not_in_gits_quoted_form(tmp_path)
     git(r, "commit", "-q", "-m", "c1")
     assert sorted(describe(r, git(r, "rev-parse", "HEAD")).files) == sorted(names)
 
+
+def test_describe_keeps_the_bytes_of_a_file_name_that_is_not_utf8(tmp_path):
+    """A name's byte that is not UTF-8 was decoded as U+FFFD: `k\\xfe.py` and `k\\xff.py` were both
+    'k\\ufffd.py' in the first bad commit's files (--json, terminal, reports), where diff and
+    triage's hunks name the byte (`k\\xff.py`). Each name is now the file system's decoding."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    (r / "a.txt").write_text("0\n")
+    git(r, "add", ".")
+    git(r, "commit", "-q", "-m", "c0")
+    names = [os.fsdecode(b"k\xfe.py"), os.fsdecode(b"k\xff.py")]
+    for n in names:
+        (r / n).write_text("x\n")
+    git(r, "add", ".")
+    git(r, "commit", "-q", "-m", "c1")
+    assert sorted(describe(r, git(r, "rev-parse", "HEAD")).files) == sorted(names)
+
 def test_describe_lists_changed_files(repo):
     graph = list_graph(repo, "HEAD~8", "HEAD")
     kernel = next(i for i, c in enumerate(graph.commits) if c.subject.startswith("c5b"))

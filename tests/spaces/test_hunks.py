@@ -599,7 +599,8 @@ def test_unified_diff_applies_with_patch(pair, tmp_path):
     assert diff.count("diff --git") == len({h.file for h in plain})
     assert "\\ No newline at end of file" in diff
     assert _patched(p.good, diff, tmp_path) == reference(good, bad, plain)
-    assert "Binary files a/kernel/table.bin and b/kernel/table.bin differ" in unified_diff(hunks)
+    assert "diff --git a/kernel/table.bin b/kernel/table.bin\nindex " in unified_diff(hunks)   # git's binary patch
+    assert "\nGIT binary patch\nliteral " in unified_diff(hunks)
     single = next(h for h in hunks if h.kind == "text" and h.file.endswith(".py"))
     shutil.rmtree(tmp_path / "patched")
     assert _patched(p.good, single.unified(), tmp_path) == reference(good, bad, [single])
@@ -655,7 +656,8 @@ def test_retyped_paths_are_one_hunk_each(retyped):
     assert [r for r, _, _ in t.tree] == ["t", "t/deep/y", "t/x.py"] and t.id == "t:retype"
     # rendered as git shows it: the file deleted, the directory's files added
     text = unified_diff([t])
-    assert "deleted file mode 100644" in text and "+x = 1" in text and "Binary files /dev/null and b/t/deep/y" in text
+    assert "deleted file mode 100644" in text and "+x = 1" in text and "new file mode 100644\nindex 0000000000000000000000000000000000000000.." in text
+    assert "GIT binary patch\nliteral 4\n" in text        # t/deep/y's 4 bytes, as git diff --binary writes them
 
 
 @FAST
@@ -992,6 +994,37 @@ def test_a_patch_names_a_file_whose_name_holds_a_newline_quote_or_odd_byte_as_gi
         shutil.copytree(good, copy)
         cmd = ["git", "apply", "-"] if tool == "git" else ["patch", "-p1", "-s", "-t", "-N"]
         proc = subprocess.run(cmd, input=unified_diff(subset).encode(), cwd=copy, capture_output=True)
+        assert proc.returncode == 0, (proc.stderr, unified_diff(subset))
+        assert snapshot(copy) == snapshot(materialise(good, subset, tmp_path / "m")), unified_diff(subset)
+        shutil.rmtree(tmp_path / "m")
+
+
+def test_a_binary_files_change_is_a_binary_patch_git_applies(tmp_path):
+    """Before: a binary file's hunk was written 'Binary files a/b.bin and b/b.bin differ' alone, as
+    `git diff` without --binary does: its bytes were in no patch, and git apply refused the whole
+    culprit patch at the file after it ('bad git-diff - inconsistent old filename'). Now it is
+    git's binary patch (`git diff --binary`: the full index line and BAD's bytes), which git applies."""
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side in (good, bad):
+        side.mkdir()
+    (good / "b.bin").write_bytes(b"\0\1\2" + bytes(range(256)) * 3)
+    (bad / "b.bin").write_bytes(b"\0\1\3" + bytes(range(256)) * 3)
+    (bad / "new.bin").write_bytes(b"\0new")                   # added
+    (good / "gone.bin").write_bytes(b"\0gone")                # deleted
+    (good / "was_text").write_text("t\n")                     # text that became binary
+    (bad / "was_text").write_bytes(b"\0t\n")
+    (good / "x.py").write_text("a = 0\n")
+    (bad / "x.py").write_text("a = 1\n")
+    hunks = diff_paths(good, bad)
+    assert sorted(h.id for h in hunks) == ["b.bin:replace", "gone.bin:delete", "new.bin:add",
+                                           "was_text:replace", "x.py:1"]
+    for subset in (hunks, *([h] for h in hunks)):
+        copy = tmp_path / "copy"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(good, copy)
+        proc = subprocess.run(["git", "apply", "-"], input=unified_diff(subset).encode(), cwd=copy, capture_output=True)
         assert proc.returncode == 0, (proc.stderr, unified_diff(subset))
         assert snapshot(copy) == snapshot(materialise(good, subset, tmp_path / "m")), unified_diff(subset)
         shutil.rmtree(tmp_path / "m")

@@ -30,6 +30,8 @@ groups        -- culprits that no testable commit tells apart (skips merge them)
                  culprit joins the next one whenever it is untestable.
 testable_odds -- where untestable commits probably are: a two-state Markov chain along the
                  history, read from a commit's nearest known ancestor and descendant.
+stretch       -- how far an untestable stretch around a commit may reach (to its nearest tested
+                 commits): a run there that cannot test is lost only if the culprit is elsewhere.
 Confirmation  -- the runs that confirmed (or contradicted) a deterministic answer: the culprit
                  failing again, its parents passing again (confirm.py makes them).
 DagResult     -- the answer every DAG search returns (and SearchStopped carries).
@@ -51,7 +53,7 @@ from bisectk.search.gateway import Gateway, Observation
 from bisectk.search.rates import Rates
 
 __all__ = ["Dag", "Narrowing", "DagResult", "Confirmation", "explain", "groups", "testable_odds",
-           "narrowing_result", "entr"]
+           "stretch", "narrowing_result", "entr"]
 
 # Untestable commits come in runs (a broken build lasts until its fix). A two-state Markov chain
 # along the history models that: runs of untestable commits of mean length CLUSTER_LEN, one commit
@@ -108,6 +110,18 @@ def testable_odds(dag: Dag, skipped: Iterable[int], tested: np.ndarray) -> np.nd
         after = np.where(np.isfinite(b), _step(b, z, sb), 1.0)      # T^b[z, s_b]
         weight[z] = before * after
     return weight[True] / (weight[True] + weight[False])
+
+
+def stretch(dag: Dag, tested: np.ndarray) -> np.ndarray:
+    """How many commits an untestable stretch around each commit may span: its edges to the
+    nearest tested ancestor and to the nearest tested descendant (the bad commit counts), each
+    at most CLUSTER_LEN. A run that finds commit j untestable is not lost when the culprit lies in
+    that stretch: the search would have had to run j anyway (it splits the culprit's group)."""
+    sources = np.where(tested, 1, -1)
+    sources[dag.n - 1] = 1
+    ups, _ = dag.distances(sources, down=True)
+    downs, _ = dag.distances(sources, down=False)
+    return np.minimum(ups, CLUSTER_LEN) + np.minimum(downs, CLUSTER_LEN)
 
 
 def _step(n: np.ndarray, x: np.ndarray | bool, y: np.ndarray | bool) -> np.ndarray:
@@ -221,6 +235,10 @@ class Narrowing:
 
     def odds(self) -> np.ndarray:
         return testable_odds(self.dag, self.skipped, self.tested)
+
+    def stretch(self) -> np.ndarray | None:
+        """dag.stretch once anything is known untestable, else None (nothing to weigh)."""
+        return stretch(self.dag, self.tested) if self.skipped else None
 
     def contradiction(self) -> tuple[str, tuple[int, ...]] | None:
         return None if self.allowed.any() else explain(self.dag, self.observations)

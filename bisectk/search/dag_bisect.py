@@ -5,8 +5,9 @@ Abstractions
 best_probe()    -- the commit whose run best splits the allowed culprits. A FAIL of commit i keeps
                    the allowed culprits among i's ancestors (w of N: git's "weight"), a PASS the
                    other N - w, so the best i maximises the entropy h(w/N) of the split, which is
-                   git's max min(w, N - w); once skips are known, times P(testable) (skip away
-                   from clusters of untestable commits). Any untested commit may be chosen, also
+                   git's max min(w, N - w); once skips are known, times P(testable) per run not
+                   lost (skip away from clusters of untestable commits far from the culprits,
+                   split them once they are most of the culprits left). Any untested commit may be chosen, also
                    one outside the allowed set: after a FAIL a commit on another branch can still
                    split the culprits, and it may be the only testable one that does.
 split_probes()  -- the K probes of one multisection round. Each allowed culprit falls in a cell
@@ -53,8 +54,16 @@ from bisectk.search.rates import observed_rates
 _LN2 = np.log(2.0)
 
 
-def best_probe(dag: Dag, allowed: np.ndarray, eligible: np.ndarray, odds: np.ndarray) -> int | None:
-    """The commit to run next, or None when no testable commit splits the allowed culprits."""
+def best_probe(dag: Dag, allowed: np.ndarray, eligible: np.ndarray, odds: np.ndarray,
+               stretch: np.ndarray | None = None) -> int | None:
+    """The commit to run next, or None when no testable commit splits the allowed culprits.
+
+    Its split's entropy h times P(testable) p, per run that is not lost: a run that cannot test
+    commit j is lost only when j would not have had to be run anyway, and it would have when the
+    culprit lies in j's untestable stretch (dag.stretch: s commits, so about q = s/N of the time).
+    So the score is p h / (p + (1 - p)(1 - q)): far from the culprit (q ~ 0) the search keeps away
+    from untestable clusters (p h); once the allowed culprits are mostly that cluster (q ~ 1), it
+    splits them as if all were testable (h), as it will have to run them in the end."""
     size = int(allowed.sum())
     if size <= 1:
         return None
@@ -63,7 +72,11 @@ def best_probe(dag: Dag, allowed: np.ndarray, eligible: np.ndarray, odds: np.nda
     if not useful.any():
         return None
     frac = w / size
-    score = np.where(useful, odds * (entr(frac) + entr(1.0 - frac)), -1.0)
+    gain = odds * (entr(frac) + entr(1.0 - frac))
+    if stretch is not None:
+        lost = (1.0 - odds) * (1.0 - np.minimum(stretch / size, 1.0))
+        gain = gain / np.maximum(odds + lost, 1e-12)
+    score = np.where(useful, gain, -1.0)
     return int(np.argmax(score))    # ties: the earliest in topological order
 
 
@@ -198,7 +211,7 @@ def dag_bisect(dag: Dag, oracle: Oracle, *, observations: Iterable[Observation |
 
     def loop() -> None:
         while state.allowed.any():
-            probe = best_probe(dag, state.allowed, state.eligible, state.odds())
+            probe = best_probe(dag, state.allowed, state.eligible, state.odds(), state.stretch())
             if probe is None:
                 break
             gw.spend(max_runs)

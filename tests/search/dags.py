@@ -68,6 +68,58 @@ def flaky(anc: list[set[int]], culprit: int, q: float, rng: random.Random,
     return oracle
 
 
+# -- git bisect's own probe rule (bisect.c), over index space --------------------------------------
+def _sqrti(val: int) -> int:
+    if not val:
+        return 0
+    x = float(val)
+    while True:
+        y = (x + val / x) / 2
+        d, x = abs(y - x), y
+        if d < 0.5:
+            return int(x)
+
+
+def _prn(count: int) -> int:
+    return ((count * 1103515245 + 12345) & 0xFFFFFFFF) // 65536 % 32768
+
+
+def git_bisect(parents, anc, oracle, oid) -> tuple[int, set[int]]:
+    """git bisect run's rule: (runs, answer). The candidates are the ancestors of the last bad
+    commit that no good one reaches, skipped ones counted in the weights; without skips the one of
+    max min(w, N - w) (ties: the oldest); once one is known, all sorted by that distance (ties:
+    `oid`, a stand-in object id per commit), and when the best is skipped, skip_away's pick among
+    the others. It ends on the bad commit: {bad}, or it and the skipped candidates left."""
+    n = len(parents)
+    bad, goods, skipped, runs = n - 1, [], set(), 0
+    while True:
+        cand = set(anc[bad]).difference(*(anc[g] for g in goods))
+        size = len(cand)
+        dist = {c: min(len(anc[c] & cand), size - len(anc[c] & cand)) for c in cand}
+        ranked = sorted(cand, key=lambda c: (-dist[c], oid[c] if skipped else c))
+        if ranked[0] in skipped:
+            rest = [c for c in ranked if c not in skipped]
+            prn = _prn(len(rest))
+            index = (len(rest) * prn // 32768) * _sqrti(prn) // _sqrti(32768)
+            pick = rest[0]
+            for i, c in enumerate(rest):
+                if i == index:
+                    pick = c if c != bad else (rest[i - 1] if i else rest[0])
+                    break
+        else:
+            pick = ranked[0]
+        if pick == bad:
+            return runs, {bad} | (cand & skipped)
+        runs += 1
+        outcome = oracle(pick).value
+        if outcome == "fail":
+            bad = pick
+        elif outcome == "pass":
+            goods.append(pick)
+        else:
+            skipped.add(pick)
+
+
 def batch(oracle: Callable[[int], Outcome]) -> Callable[[list[int]], list[Outcome]]:
     return lambda idx: [oracle(i) for i in idx]
 

@@ -18,8 +18,8 @@ from bisectk.search.dag_bisect import best_probe, dag_bisect, dag_multisect, spl
 from bisectk.search.gateway import Observation, SearchStopped, StopSearch
 from bisectk.search.history import SearchOptions, search_dag
 from tests.search.dags import (CRISS_CROSS, OCTOPUS, TWICE_MERGED, ancestors, batch, dags,
-                               dense_best_probe, dense_split_probes, deterministic, history,
-                               reference_odds, truth_group)
+                               dense_best_probe, dense_split_probes, deterministic, git_bisect,
+                               history, reference_odds, truth_group)
 
 P, F, U = Outcome.PASS, Outcome.FAIL, Outcome.UNRESOLVED
 
@@ -227,6 +227,30 @@ def test_skips_steer_probes_away_from_an_untestable_cluster():
         first_skip = next((k for k, i in enumerate(calls) if i in cluster), None)
         if first_skip is not None and first_skip + 1 < len(calls):
             assert abs(calls[first_skip + 1] - calls[first_skip]) >= 2
+
+
+@pytest.mark.parametrize("shape", ["chain", "dag"])
+def test_untestable_commits_around_the_culprit_cost_no_more_runs_than_git(shape):
+    """A broken stretch around the culprit (up to 4 commits on each side, the culprit itself
+    untestable in half of the cases): the search runs no more often than git bisect's own rule
+    (skip_away) on average, and answers the truth group every time."""
+    ours, gits = [], []
+    for seed in range(120):
+        rng = random.Random(seed)
+        parents = [()] + [(i - 1,) for i in range(1, rng.choice((16, 32, 64, 128)))] if shape == "chain" \
+            else history(rng.randint(20, 80), rng)
+        n, anc = len(parents), ancestors(parents)
+        culprit = rng.randrange(n)
+        near, radius = [j for j in range(n) if j in anc[culprit] or culprit in anc[j]], rng.randint(1, 4)
+        untestable = {j for j in near if abs(j - culprit) <= radius} - {n - 1}
+        if rng.random() < 0.5:
+            untestable -= {culprit, *parents[culprit]}
+        result = dag_bisect(Dag(parents), deterministic(anc, culprit, untestable))
+        assert set(result.candidates) == truth_group(anc, culprit, untestable)
+        ours.append(result.new_runs)
+        oid = {i: rng.random() for i in range(n)}
+        gits.append(git_bisect(parents, anc, deterministic(anc, culprit, untestable), oid)[0])
+    assert sum(ours) <= sum(gits), (sum(ours) / len(ours), sum(gits) / len(gits))
 
 
 def test_groups_merge_culprits_only_untestable_commits_separate():

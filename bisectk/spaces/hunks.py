@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import hashlib
 import os
 import stat
 from collections import Counter, defaultdict
@@ -344,13 +345,26 @@ def _render_whole(h: Hunk) -> str:
         head = ""
     old, new = _entry_lines(g), _entry_lines(b)
     if (g is not None and old is None) or (b is not None and new is None):
+        # no index line: with one GNU patch says 'patching file' and changes nothing
         return head + f"Binary files {a_name} and {b_name} differ\n"
+    head += _index(g, b)
     old, new = old or (), new or ()
     if not old and not new:
         return head
     labels = ["/dev/null" if e is None else _label(side, h.file) for side, e in (("a/", g), ("b/", b))]
     return (head + f"--- {labels[0]}\n+++ {labels[1]}\n@@ -{_range(1, len(old))} +{_range(1, len(new))} @@\n"
             + "".join(_line("-", s) for s in old) + "".join(_line("+", s) for s in new))
+
+
+def _index(g: Entry | None, b: Entry | None) -> str:
+    """git's `index` line of a whole-file change: the two blobs' ids (zeros for an absent side)
+    and, where the type and mode stay, the mode. GNU patch reads it: without it a retargeted
+    link was taken for a file ('not a regular file -- refusing to patch') and an empty file
+    deleted for one emptied ('already empty!  Skipping patch')."""
+    ids = ["0" * 7 if e is None else hashlib.sha1(b"blob %d\0" % len(e.data) + e.data).hexdigest()[:7]
+           for e in (g, b)]
+    same = g is not None and b is not None and _git_mode(g.mode, g.link) == _git_mode(b.mode, b.link)
+    return f"index {ids[0]}..{ids[1]}" + (f" {_git_mode(g.mode, g.link)}" if same else "") + "\n"
 
 
 def _hunk_opcodes(base: tuple[str, ...], hunks: list[Hunk], result: list[str]) -> list[tuple]:

@@ -6,13 +6,16 @@ LedgerReport -- what `check` found: problems, schema, readable and unreadable ro
                 claims (and how many are stale), whether the file is writable.
 check        -- inspect a ledger without changing it: its file header, SQLite's full integrity
                 check, the schema version, and every row of every table read back exactly as the
-                commands read it (ledger.schema's _run, _session, _event). At least as strict as opening
+                commands read it (ledger.schema's _run, _session, _event; a session's result as
+                its record, engine.records' load_record, and its summary printed, as `report`
+                reads it). At least as strict as opening
                 it: a ledger some command would call damaged is never "ok" here.
 salvage      -- copy every row that reads back into a new ledger (the damaged file is never written).
 """
 
 from __future__ import annotations
 
+import io
 import os
 import socket
 import sqlite3
@@ -20,11 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bisectk.errors import LedgerError
+from rich.console import Console
+
+from bisectk.engine.records import load_record
+from bisectk.errors import BisectkError, LedgerError
 from bisectk.ledger import Ledger
 from bisectk.ledger.runs import _holder_alive
 from bisectk.ledger.schema import SCHEMA_VERSION, _event, _run, _session, foreign_tables, stored_key
 from bisectk.ledger.sqlitefile import _connect_readonly
+from bisectk.report import render
 
 _COPY = {"sessions": ("id", "command", "fingerprint", "args_json", "created", "finished", "result_json"),
          "runs": ("id", "fingerprint", "config_key", "idx", "session", "created", "outcome", "kind", "signature",
@@ -243,8 +250,23 @@ def _wal_page_one(path: Path) -> bytes | None:
     return committed
 
 
+def _session_and_result(row) -> dict[str, Any]:
+    """A session as the ledger decodes it, and its stored result read as `bisectk report` reads
+    it: back as its record, and its summary printed (a result edited by hand, a field dropped
+    or of another type, that report calls damaged is unreadable here too)."""
+    session = _session(row)
+    if session["result"] is not None:
+        try:
+            render.summary(Console(file=io.StringIO(), width=100), load_record(session["result"]))
+        except BisectkError as exc:     # the record's own account of what is wrong
+            raise ValueError(f"its result: {exc}") from None
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise ValueError(f"its result: {type(exc).__name__}: {exc}") from None
+    return session
+
+
 # How `check` and `salvage` read a row back: each table's decoder, on the columns in _COPY order.
-_DECODE = {"sessions": _session,
+_DECODE = {"sessions": _session_and_result,
            "runs": lambda row: _run(row[10]),
            "events": lambda row: _event((row[2], row[3]))}
 

@@ -9,6 +9,7 @@ import sqlite3
 import pytest
 
 from bisectk.ledger import Ledger
+from bisectk.ledger_check import check
 from tests.conftest import bisectk
 
 
@@ -64,6 +65,27 @@ def test_report_of_a_damaged_record_is_one_line(stored, tmp_path, damage):
         line = one_line(p)
         assert "damaged" in line and str(copy) in line and not p.stdout
     assert bisectk("report", db).returncode == 0   # the undamaged one still prints
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_ledger_check_finds_the_damage_report_refuses(stored, tmp_path, damage):
+    """Before: a stored result edited by hand (an UPDATE of its JSON) was refused by `report`
+    ('the stored result of session 1 is damaged') while `ledger check` said "ok": it decoded a
+    session's result only as far as being a JSON object. It now reads the result back as report
+    does (its record), so a ledger check calls ok is one report reads."""
+    db, sid, doc = stored
+    copy = tmp_path / "l.db"
+    copy.write_bytes(db.read_bytes())
+    con = sqlite3.connect(copy)
+    con.execute("UPDATE sessions SET result_json=? WHERE id=?", (json.dumps(DAMAGE[damage](doc)), sid))
+    con.commit()
+    con.close()
+    report = check(copy)
+    assert not report.ok and report.unreadable["sessions"] == 1, report.lines()
+    assert any(f"sessions row {sid}" in problem for problem in report.problems), report.problems
+    p = bisectk("ledger", "check", copy)
+    assert p.returncode == 2 and "DAMAGED" in p.stdout, (p.returncode, p.stdout, p.stderr)
+    assert check(db).ok
 
 
 def test_resume_with_a_damaged_session_is_a_ledger_error(tmp_path):

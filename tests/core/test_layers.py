@@ -15,7 +15,7 @@ ALLOWED = {
     "bisectk.spec": {"bisectk.errors", "bisectk.expr", "bisectk.contents", "bisectk.timeouts", "bisectk.specvalues"},
     "bisectk.events": {"bisectk.outcome"},
     "bisectk.ledger": {"bisectk.errors", "bisectk.outcome", "bisectk.procstat", "bisectk.ledger"},
-    "bisectk.ledger_check": {"bisectk.errors", "bisectk.ledger"},
+    "bisectk.ledger_check": {"bisectk.errors", "bisectk.ledger", "bisectk.engine.records", "bisectk.report"},
     "bisectk.search": {"bisectk.outcome", "bisectk.search"},
     "bisectk.run": {"bisectk.errors", "bisectk.outcome", "bisectk.contents", "bisectk.spec", "bisectk.specvalues",
                     "bisectk.events", "bisectk.ledger", "bisectk.procstat", "bisectk.stuck", "bisectk.timeouts", "bisectk.slowrule", "bisectk.run"},

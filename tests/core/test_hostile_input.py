@@ -88,6 +88,25 @@ def test_ledger_check_finds_the_damage_report_refuses(stored, tmp_path, damage):
     assert check(db).ok
 
 
+@pytest.mark.parametrize("event, args", [
+    ({"outcome": "pass", "verdict": "PASS"}, {"repo": "/r", "good": "a" * 40, "bad": "b" * 40}),     # no sha
+    ({"sha": "c" * 40, "outcome": "pass"}, {"repo": "/r", "bad": "b" * 40}),                         # no good
+], ids=["an-observation-without-its-commit", "arguments-without-good"])
+def test_log_of_a_damaged_bisection_is_one_line_and_ledger_check_finds_it(tmp_path, event, args):
+    """Before: `bisectk log` of a bisection whose stored observation or arguments had lost a field
+    (an edited ledger) was `bisectk: internal error: KeyError: 'sha'` (exit 3, "a bug"), and
+    `ledger check` called the ledger ok. Now log says in one line that the session is damaged
+    (exit 2), and check reads each bisection as log prints it."""
+    db = Ledger(tmp_path / "l.db")
+    sid = db.open_session("bisect", "fp", args)
+    db.add_event(sid, "observation", event)
+    db.close()
+    line = one_line(bisectk("log", "--ledger", tmp_path / "l.db", "--session", sid))
+    assert "damaged" in line and f"session {sid}" in line, line
+    report = check(tmp_path / "l.db")
+    assert not report.ok and any(f"session {sid}" in p for p in report.problems), report.lines()
+
+
 def test_resume_with_a_damaged_session_is_a_ledger_error(tmp_path):
     db = Ledger(tmp_path / "l.db")
     db.open_session("ablate", "fp", {"spec": "x"})

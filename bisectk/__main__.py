@@ -33,6 +33,22 @@ def _fill_closed_std() -> None:
         setattr(sys, name, open(fd, mode, closefd=False, encoding="utf-8", errors="replace"))
 
 
+def _buffered_std() -> None:
+    """Under PYTHONUNBUFFERED (or -u) Python's stdout and stderr write straight to the file
+    descriptor, and a write that a closed pipe cuts short (`report --json | head -c 10`: the
+    64 KiB the pipe took of a larger document) is taken as done: the command ended 0 with its
+    output truncated. Each such stream gets a buffer that writes the rest, or fails with
+    BrokenPipeError (the exit as SIGPIPE's), flushed at every line as before."""
+    import io
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        raw = getattr(stream, "buffer", None)
+        if isinstance(raw, io.RawIOBase):
+            own = io.FileIO(raw.fileno(), "w", closefd=False)    # not Python's: closing either spares the other
+            setattr(sys, name, io.TextIOWrapper(io.BufferedWriter(own), encoding=stream.encoding,
+                                                errors=stream.errors, line_buffering=True, write_through=True))
+
+
 _early: list[int] = []      # signals that arrived before engine/interrupts.py had loaded
 
 
@@ -52,6 +68,7 @@ def main() -> None:
     from bisectk.engine import interrupts
     interrupts.defer(_early)
     _fill_closed_std()
+    _buffered_std()
     from bisectk.spaces import early
     early.start(sys.argv[1:], _open_pool)
     from bisectk.cli import entry

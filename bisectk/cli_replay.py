@@ -30,7 +30,11 @@ def log(repo: Path = typer.Option(Path("."), "--repo", help="The repository whos
         if info is None or info["command"] not in LOGGED:
             fail("no bisection recorded" + (f" with session id {session}" if session is not None else "")
                  + (f" (session {session} is a {info['command']})" if info else ""))
-        for line in log_lines(info, db.events(info["id"], "observation"), db.events(info["id"], "undo")):
+        try:
+            lines = log_lines(info, db.events(info["id"], "observation"), db.events(info["id"], "undo"))
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:   # an edited ledger
+            fail(f"{db.path}: the stored bisection of session {info['id']} is damaged ({type(exc).__name__}: {exc})"[:300])
+        for line in lines:
             out.print(line, markup=False, highlight=False)
     finally:
         db.close()

@@ -23,8 +23,10 @@ Which files a command names (named_files)
    `#include "tile.cuh"`, `open("limit.txt")`. A word counts only when it holds a dot or a slash
    (bare words are commands and keywords); `$VAR/x` and `$(...)/x` are tried as `x`; a word right
    after a `>` redirection is an output, not an input, and so is one the script opens to write or
-   append (`open("log.txt", "a")`, `Path("r.json").write_text(...)`, `tee -a run.log`): a run
-   rewrites it, and a key holding it would miss at every command. Files found so count, data
+   append (`open("log.txt", "a")`, `Path("r.json").write_text(...)`, `tee -a run.log`, logging's
+   `FileHandler("run.log")`, `basicConfig(filename="run.log")`), wherever else the script names
+   it (`tail -1 run.log` reads what the run wrote): a run rewrites it, and a key holding it
+   would miss at every command. Files found so count, data
    files too (they are named by the script, not by a run's argv), and are scanned in turn: at
    most SCAN_DEPTH levels and MAX_NAMED files in all. Directories are never followed.
 
@@ -151,24 +153,29 @@ def _script(argv: list[str]) -> tuple[str | None, str | None]:
 _WORD = re.compile(r"[\w.@%+,~/-]+")
 _REDIRECT = re.compile(r"[0-9&]?>>?\s*['\"]?$")
 # what a script writes by name: `open("log.txt", "a")`, `open('r.json', mode="w")`,
-# `Path("out.txt").write_text(...)`, `| tee -a run.log`
+# `Path("out.txt").write_text(...)`, `| tee -a run.log`, logging's `FileHandler("run.log")` and
+# `basicConfig(filename="run.log")`
 _WRITTEN = re.compile(r"""\bopen\(\s*(['"])([^'"\n]{1,512})\1\s*,\s*(?:mode\s*=\s*)?[rbt]*['"][rbt+]*[wax]"""
                       r"""|\bPath\(\s*(['"])([^'"\n]{1,512})\3\s*\)\s*\.\s*write_(?:text|bytes)\b"""
-                      r"""|\btee\s+(?:-\w+\s+)*(['"]?)([\w.@%+,~/-]{1,512})\5""")
+                      r"""|\btee\s+(?:-\w+\s+)*(['"]?)([\w.@%+,~/-]{1,512})\5"""
+                      r"""|FileHandler\(\s*(?:filename\s*=\s*)?(['"])([^'"\n]{1,512})\7"""
+                      r"""|\bbasicConfig\([^)]*?\bfilename\s*=\s*(['"])([^'"\n]{1,512})\9""")
 
 
 def _words(text: str) -> tuple[str, ...]:
-    """The words of a script that may name a file (see the module docstring, 3.)."""
+    """The words of a script that may name a file (see the module docstring, 3.). A file it
+    writes (`> out.txt`, `open("out.txt", "w")`) is its output wherever it names it: the
+    `tail -1 run.log` after `>> run.log` reads what the run wrote."""
     found: dict[str, None] = {}
-    written = {m.group(2) or m.group(4) or m.group(6) for m in _WRITTEN.finditer(text)}
+    written = {next(g for g in m.groups()[1::2] if g) for m in _WRITTEN.finditer(text)}
     for m in _WORD.finditer(text):
         word = m.group().rstrip(".,:")
         if not word or ("." not in word and "/" not in word) or len(word) > 512:
             continue
-        if _REDIRECT.search(text, max(0, m.start() - 4), m.start()) or word in written:
-            continue   # `> out.txt`, `open("out.txt", "w")`: what the script writes
+        if _REDIRECT.search(text, max(0, m.start() - 4), m.start()):
+            written.add(word)
         found.setdefault(word, None)
-    return tuple(found)
+    return tuple(w for w in found if w not in written)
 
 
 def _text(path: str, digest: str) -> tuple[str, ...]:

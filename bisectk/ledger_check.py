@@ -6,13 +6,16 @@ LedgerReport -- what `check` found: problems, schema, readable and unreadable ro
                 claims (and how many are stale), whether the file is writable.
 check        -- inspect a ledger without changing it: its file header, SQLite's full integrity
                 check, the schema version, and every row of every table read back exactly as the
-                commands read it (ledger.schema's _run, _session, _event). At least as strict as opening
+                commands read it (ledger.schema's _run, _session, _event; a session's result as
+                its record, engine.records' load_record, and its summary printed, as `report`
+                reads it; a bisection as `bisectk log` prints it). At least as strict as opening
                 it: a ledger some command would call damaged is never "ok" here.
 salvage      -- copy every row that reads back into a new ledger (the damaged file is never written).
 """
 
 from __future__ import annotations
 
+import io
 import os
 import socket
 import sqlite3
@@ -20,11 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bisectk.errors import LedgerError
+from rich.console import Console
+
+from bisectk.engine.gitlog import LOGGED, log_lines
+from bisectk.engine.records import load_record
+from bisectk.errors import BisectkError, LedgerError
 from bisectk.ledger import Ledger
 from bisectk.ledger.runs import _holder_alive
 from bisectk.ledger.schema import SCHEMA_VERSION, _event, _run, _session, foreign_tables, stored_key
 from bisectk.ledger.sqlitefile import _connect_readonly
+from bisectk.report import render
 
 _COPY = {"sessions": ("id", "command", "fingerprint", "args_json", "created", "finished", "result_json"),
          "runs": ("id", "fingerprint", "config_key", "idx", "session", "created", "outcome", "kind", "signature",
@@ -114,14 +122,20 @@ def check(path: str | Path) -> LedgerReport:
                 report.problems.append(f"schema version {report.schema} (this bisectk reads 1 to {SCHEMA_VERSION})")
         except (sqlite3.Error, ValueError, TypeError) as exc:   # UnicodeDecodeError is a ValueError
             report.problems.append(f"schema version unreadable: {exc}"[:200])
+        logged: dict[int, tuple[dict, list, list]] = {}     # a bisection's session, observations, undos
         for table, cols in _COPY.items():
             rows, gaps = 0, 0
             for item in _readable_rows(db, table, cols, problems=report.problems):
                 if item is None:
                     gaps += 1
-                else:
-                    rows += 1
+                    continue
+                rows += 1
+                if table == "sessions" and item[1] in LOGGED:
+                    logged[item[0]] = (_session(item), [], [])
+                elif table == "events" and item[1] in logged and item[2] in ("observation", "undo"):
+                    logged[item[1]][1 if item[2] == "observation" else 2].append(_event(item[2:4]))
             report.rows[table], report.unreadable[table] = rows, gaps
+        report.problems += _unprintable_logs(logged)
         try:
             here = socket.gethostname()
             for host, pid, pid_start, expires in db.execute("SELECT host, pid, pid_start, expires FROM claims"):
@@ -137,6 +151,19 @@ def check(path: str | Path) -> LedgerReport:
     report.ok = (not report.problems and not any(report.unreadable.values()) and report.schema is not None
                  and not report.newer)
     return report
+
+
+def _unprintable_logs(logged: dict[int, tuple[dict, list, list]]) -> list[str]:
+    """The bisections (a bisect's or a triage's session, its observation and undo events) that
+    `bisectk log` cannot print: a field it reads lost or retyped (an edited ledger)."""
+    problems = []
+    for sid, (session, observations, undos) in logged.items():
+        try:
+            log_lines(session, observations, undos)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            problems.append(f"session {sid}: its bisection cannot be printed by `bisectk log` "
+                            f"({type(exc).__name__}: {exc})"[:200])
+    return problems
 
 
 def _not_a_ledger(db: sqlite3.Connection) -> str | None:
@@ -243,8 +270,23 @@ def _wal_page_one(path: Path) -> bytes | None:
     return committed
 
 
+def _session_and_result(row) -> dict[str, Any]:
+    """A session as the ledger decodes it, and its stored result read as `bisectk report` reads
+    it: back as its record, and its summary printed (a result edited by hand, a field dropped
+    or of another type, that report calls damaged is unreadable here too)."""
+    session = _session(row)
+    if session["result"] is not None:
+        try:
+            render.summary(Console(file=io.StringIO(), width=100), load_record(session["result"]))
+        except BisectkError as exc:     # the record's own account of what is wrong
+            raise ValueError(f"its result: {exc}") from None
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise ValueError(f"its result: {type(exc).__name__}: {exc}") from None
+    return session
+
+
 # How `check` and `salvage` read a row back: each table's decoder, on the columns in _COPY order.
-_DECODE = {"sessions": _session,
+_DECODE = {"sessions": _session_and_result,
            "runs": lambda row: _run(row[10]),
            "events": lambda row: _event((row[2], row[3]))}
 

@@ -5,6 +5,7 @@ Abstractions
 to_debuglog   -- summary, the culprit diff, a table of culprit hunks, one attempt per
                  configuration (with the failure it showed), build-broken hybrids, what to try next.
 print_summary -- the end-of-run terminal view, ending with the numbered next steps (as ablate's).
+git_apply_only -- the line that says a culprit patch is one for `git apply`, not `patch -p1`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,20 @@ def lines_text(span) -> str:
 def hunk_place(h: dict) -> str:
     """Where a hunk is in GOOD ('kernel.py:19'); records from before `where` existed computed."""
     return h.get("where") or f"{h['file']}:{lines_text(h['good_lines'])}"
+
+
+def git_apply_only(rec: DiffRecord) -> str | None:
+    """A line for a culprit patch that `patch -p1` cannot apply, whatever its form: one that puts
+    a directory where a file was, or the reverse (a retype hunk; GNU patch refuses git's own
+    patch of it), or a binary file's change (git's binary patch), which `git apply` takes. None
+    for every other patch: both apply it."""
+    retyped = [h["id"] for h in rec.culprit_hunks if h.get("kind") == "retype"]
+    why = [f"{ids_text(retyped)} replaces a file by a directory or the reverse"] if retyped else []
+    if "\nGIT binary patch\n" in "\n" + (rec.lines_diff or rec.diff):
+        why.append("it changes a binary file (a GIT binary patch)")
+    if not why:
+        return None
+    return f"apply this patch with `git apply`: {' and '.join(why)}, which `patch -p1` cannot apply"
 
 
 def to_debuglog(rec: DiffRecord) -> DebugLog:
@@ -75,7 +90,8 @@ def to_debuglog(rec: DiffRecord) -> DebugLog:
                    + (", from the ledger" if a.from_ledger else "") + ")",
             conclusion={"fail": "The cause is within these units.", "pass": "These units alone do not cause it.",
                         "unresolved": "Did not build or failed differently; searched around it."}[a.outcome]))
-    log.sections.append(("Culprit diff (hunks)", code_block(rec.diff, "diff")))
+    note = git_apply_only(rec)
+    log.sections.append(("Culprit diff (hunks)", code_block(rec.diff, "diff") + (f"\n\n{note}." if note else "")))
     if rec.lines_diff:
         log.sections.append(("Culprit lines (finer pass)", code_block(rec.lines_diff, "diff")))
     if rec.hangs and stuck.markdown(rec.hangs):
@@ -126,3 +142,5 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
 def print_patch(out: Console, rec: DiffRecord) -> None:
     """The culprit lines' patch (the hunks' without a line pass), as it is: it applies."""
     out.print(Verbatim((rec.lines_diff or rec.diff).rstrip("\n")), soft_wrap=True)
+    if (note := git_apply_only(rec)) is not None:
+        out.print(note, markup=False)

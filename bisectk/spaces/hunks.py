@@ -345,7 +345,8 @@ def _render_whole(h: Hunk) -> str:
         head = ""
     old, new = _entry_lines(g), _entry_lines(b)
     if (g is not None and old is None) or (b is not None and new is None):
-        return head + _binary_patch(g, b)
+        return head + _binary_patch(g, b)     # its own index line, full ids (git apply's)
+    head += _index(g, b)
     old, new = old or (), new or ()
     if not old and not new:
         return head
@@ -365,6 +366,17 @@ def _binary_patch(g: Entry | None, b: Entry | None) -> str:
              + base64.b85encode(c, pad=True).decode() + "\n" for c in (data[i:i + 52] for i in range(0, len(data), 52))]
     size = len(b.data) if b is not None else 0
     return f"index {blob(g)}..{blob(b)}\nGIT binary patch\nliteral {size}\n" + "".join(lines) + "\n"
+
+
+def _index(g: Entry | None, b: Entry | None) -> str:
+    """git's `index` line of a whole-file change: the two blobs' ids (zeros for an absent side)
+    and, where the type and mode stay, the mode. GNU patch reads it: without it a retargeted
+    link was taken for a file ('not a regular file -- refusing to patch') and an empty file
+    deleted for one emptied ('already empty!  Skipping patch')."""
+    ids = ["0" * 7 if e is None else hashlib.sha1(b"blob %d\0" % len(e.data) + e.data).hexdigest()[:7]
+           for e in (g, b)]
+    same = g is not None and b is not None and _git_mode(g.mode, g.link) == _git_mode(b.mode, b.link)
+    return f"index {ids[0]}..{ids[1]}" + (f" {_git_mode(g.mode, g.link)}" if same else "") + "\n"
 
 
 def _hunk_opcodes(base: tuple[str, ...], hunks: list[Hunk], result: list[str]) -> list[tuple]:

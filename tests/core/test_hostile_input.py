@@ -9,6 +9,7 @@ import sqlite3
 import pytest
 
 from bisectk.ledger import Ledger
+from bisectk.ledger_check import check
 from tests.conftest import bisectk
 
 
@@ -64,6 +65,46 @@ def test_report_of_a_damaged_record_is_one_line(stored, tmp_path, damage):
         line = one_line(p)
         assert "damaged" in line and str(copy) in line and not p.stdout
     assert bisectk("report", db).returncode == 0   # the undamaged one still prints
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_ledger_check_finds_the_damage_report_refuses(stored, tmp_path, damage):
+    """Before: a stored result edited by hand (an UPDATE of its JSON) was refused by `report`
+    ('the stored result of session 1 is damaged') while `ledger check` said "ok": it decoded a
+    session's result only as far as being a JSON object. It now reads the result back as report
+    does (its record), so a ledger check calls ok is one report reads."""
+    db, sid, doc = stored
+    copy = tmp_path / "l.db"
+    copy.write_bytes(db.read_bytes())
+    con = sqlite3.connect(copy)
+    con.execute("UPDATE sessions SET result_json=? WHERE id=?", (json.dumps(DAMAGE[damage](doc)), sid))
+    con.commit()
+    con.close()
+    report = check(copy)
+    assert not report.ok and report.unreadable["sessions"] == 1, report.lines()
+    assert any(f"sessions row {sid}" in problem for problem in report.problems), report.problems
+    p = bisectk("ledger", "check", copy)
+    assert p.returncode == 2 and "DAMAGED" in p.stdout, (p.returncode, p.stdout, p.stderr)
+    assert check(db).ok
+
+
+@pytest.mark.parametrize("event, args", [
+    ({"outcome": "pass", "verdict": "PASS"}, {"repo": "/r", "good": "a" * 40, "bad": "b" * 40}),     # no sha
+    ({"sha": "c" * 40, "outcome": "pass"}, {"repo": "/r", "bad": "b" * 40}),                         # no good
+], ids=["an-observation-without-its-commit", "arguments-without-good"])
+def test_log_of_a_damaged_bisection_is_one_line_and_ledger_check_finds_it(tmp_path, event, args):
+    """Before: `bisectk log` of a bisection whose stored observation or arguments had lost a field
+    (an edited ledger) was `bisectk: internal error: KeyError: 'sha'` (exit 3, "a bug"), and
+    `ledger check` called the ledger ok. Now log says in one line that the session is damaged
+    (exit 2), and check reads each bisection as log prints it."""
+    db = Ledger(tmp_path / "l.db")
+    sid = db.open_session("bisect", "fp", args)
+    db.add_event(sid, "observation", event)
+    db.close()
+    line = one_line(bisectk("log", "--ledger", tmp_path / "l.db", "--session", sid))
+    assert "damaged" in line and f"session {sid}" in line, line
+    report = check(tmp_path / "l.db")
+    assert not report.ok and any(f"session {sid}" in p for p in report.problems), report.lines()
 
 
 def test_resume_with_a_damaged_session_is_a_ledger_error(tmp_path):

@@ -220,3 +220,35 @@ def test_a_file_the_script_writes_by_name_is_no_input_and_the_next_command_is_an
     (d / "limit.txt").write_text("2\n")
     spec = load_spec(d / "s.toml")
     assert verdict(spec, d / "l.db", spec.endpoint("bad")) == (Outcome.PASS, False)
+
+
+def test_a_log_the_script_appends_to_and_reads_back_is_no_input_and_the_next_command_is_answered(tmp_path):
+    """A run script that appends its output to a log (`python3 t.py "$1" >> run.log`) and then
+    reads it back (`tail -1 run.log`), and a Python subject that logs to a file through logging
+    (`basicConfig(filename="py.log")`, `FileHandler("more.log")`). Before: the redirect's target
+    was left out only where it was written, so the later read keyed run.log (and logging's
+    files were keyed as named data): each run changed them, the runs were said "changed while
+    this command ran" and none was ever reused. A file the script writes is its output wherever
+    the script names it; one it only reads (`< limit.txt`) still counts."""
+    d = tmp_path
+    (d / "pyproject.toml").touch()
+    (d / "limit.txt").write_text("0.5\n")
+    (d / "t.py").write_text(
+        "import json, logging, sys\nlogging.basicConfig(filename='py.log', level=logging.INFO)\n"
+        "logging.getLogger('x').addHandler(logging.FileHandler('more.log'))\n"
+        "err = float(sys.argv[1])\nlimit = float(sys.stdin.read())\nlogging.info('err %s', err)\n"
+        "print('BISECTK_RESULT ' + json.dumps({'ok': err <= limit}))\n")
+    (d / "run.sh").write_text('python3 t.py "$1" < limit.txt >> run.log\ntail -1 run.log\n')
+    for log in ("run.log", "py.log", "more.log"):
+        (d / log).write_text("from an earlier run\n")
+    (d / "s.toml").write_text('[subject]\ncommand = ["sh", "run.sh", "{e}"]\n[good]\ne = 0\n[bad]\ne = 1\n')
+    assert set(named_files([["sh", "run.sh", "1"]], d)) == {"run.sh", "t.py", "limit.txt"}
+    spec = load_spec(d / "s.toml")
+    assert verdict(spec, d / "l.db", spec.endpoint("good")) == (Outcome.PASS, False)
+    assert verdict(spec, d / "l.db", spec.endpoint("bad")) == (Outcome.FAIL, False)
+    spec = load_spec(d / "s.toml")      # the next command: the logs have grown
+    assert verdict(spec, d / "l.db", spec.endpoint("good")) == (Outcome.PASS, True)
+    assert verdict(spec, d / "l.db", spec.endpoint("bad")) == (Outcome.FAIL, True)
+    (d / "limit.txt").write_text("2\n")
+    spec = load_spec(d / "s.toml")
+    assert verdict(spec, d / "l.db", spec.endpoint("bad")) == (Outcome.PASS, False)

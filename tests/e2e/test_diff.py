@@ -135,6 +135,41 @@ def test_a_file_that_became_a_directory_is_one_hunk_and_can_be_the_culprit(tmp_p
     assert (good / "conf").is_file() and (bad / "conf" / "threads").is_file()     # the inputs untouched
 
 
+def test_a_culprit_patch_that_patch_cannot_apply_says_to_use_git_apply(tmp_path):
+    """A file that became a directory (`conf` -> `conf/threads`): git apply takes the printed
+    patch, GNU patch refuses it whatever its form ('Invalid file name conf/threads', as it
+    refuses git's own). Before: nothing said so, and `patch -p1` with the printed culprit failed.
+    Now the terminal and the debug log say that this patch is one for `git apply`, and why."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side in (good, bad):
+        side.mkdir()
+    (good / "conf").write_text("threads = 4\n")
+    (bad / "conf").mkdir()
+    (bad / "conf" / "threads").write_text("4\n")
+    p = bisectk("diff", good, bad, "--run", "test -f conf", "--ledger", tmp_path / "l.db", "--report",
+                tmp_path / "r.md", cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    said = "apply this patch with `git apply`: conf:retype replaces a file by a directory or the reverse"
+    assert said in p.stdout, p.stdout
+    assert said in (tmp_path / "r.md").read_text()
+
+
+def test_a_culprit_binary_patch_says_to_use_git_apply(tmp_path):
+    """A binary file's change is printed as git's binary patch, which `patch -p1` cannot apply:
+    the terminal and the debug log say the patch is one for `git apply`."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side in (good, bad):
+        side.mkdir()
+    (good / "w.bin").write_bytes(b"\0\1ok")
+    (bad / "w.bin").write_bytes(b"\0\1no")
+    p = bisectk("diff", good, bad, "--run", "grep -q ok w.bin", "--ledger", tmp_path / "l.db", "--report",
+                tmp_path / "r.md", cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    said = "apply this patch with `git apply`: it changes a binary file"
+    assert said in p.stdout, p.stdout
+    assert said in (tmp_path / "r.md").read_text()
+
+
 def test_two_hunks_that_each_fail_alone_are_two_sets_not_a_flake(tmp_path):
     """Two independent breakages that exit the same way (a lowered limit; a call of a function
     that does not exist): bad without either still fails, which the confirmation once read as an

@@ -132,6 +132,31 @@ def test_report_files_are_written_when_stdouts_reader_has_left(tmp_path):
     assert "culprit" in (tmp_path / "r.md").read_text() and (tmp_path / "r.json").read_text().startswith("{")
 
 
+def test_a_large_output_cut_by_its_reader_ends_as_sigpipe_would_under_pythonunbuffered(tmp_path):
+    """`bisectk report L --json | head -c 10` with PYTHONUNBUFFERED=1 (set in many CI jobs and
+    containers): Python's stdout then has no buffer, and a write the closed pipe cut short (the
+    64 KiB the pipe took of a 400 KB document) was taken as done: exit 0, the output truncated
+    without a word. The command now ends with 141, as without the variable, and as git does."""
+    import subprocess
+    import sys
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.sh").write_text('case "$*" in *bad*) exit 1;; esac; exit 0\n')
+    names = [f"f{i}" for i in range(40)]
+    good = "".join(f'{n} = "{"g" * 5000}"\n' for n in names)
+    bad = "".join(f'{n} = "{"bad" * 2000 if n == "f7" else "b" * 5000}"\n' for n in names)
+    command = ", ".join(['"sh"', '"s.sh"'] + ['"{%s}"' % n for n in names])
+    (tmp_path / "s.toml").write_text(f"[subject]\ncommand = [{command}]\n[good]\n{good}[bad]\n{bad}")
+    bisectk("ablate", "s.toml", cwd=tmp_path, check=0)
+    for args in (["report", ".bisectk/ledger.db", "--json"], ["ablate", "s.toml", "--json"]):
+        p = subprocess.Popen([sys.executable, "-m", "bisectk", *args], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        assert len(p.stdout.read(10)) == 10
+        p.stdout.close()
+        assert p.wait(timeout=120) == 141, (args, p.returncode)
+        assert b"Traceback" not in p.stderr.read(), args
+
+
 @pytest.mark.parametrize("args,says", [
     (["--report", "r.md", "--html", "r-figures"], "--html r-figures: is where --report r.md writes its pictures"),
     (["--report", "r.md", "--json-out", "r-figures/run-matrix.svg"], "--json-out r-figures/run-matrix.svg: is where"),

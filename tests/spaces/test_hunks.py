@@ -1133,6 +1133,42 @@ def test_a_patch_names_a_file_whose_name_holds_a_space_as_patch_reads_it(tmp_pat
         shutil.rmtree(tmp_path / "m")
 
 
+@pytest.mark.parametrize("tool", ["git", "patch"])
+def test_a_retargeted_symlink_and_an_empty_file_deleted_are_a_patch_both_tools_apply(tmp_path, tool):
+    """Before: the patch of a symlink whose target changed had no `index` line, so GNU patch took
+    `lnk` for a file ('File lnk is not a regular file -- refusing to patch'), and an empty file
+    deleted was a bare `deleted file mode` that patch skipped ('would empty out the file ...,
+    which is already empty'): `patch -p1` refused the culprit's patch where `git apply` took it.
+    A whole-file hunk now carries git's `index` line (its blobs' ids and, the type unchanged,
+    its mode), which tells patch a link from a file and a deletion from an emptying."""
+    if shutil.which(tool) is None:
+        pytest.skip(f"needs {tool}")
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side in (good, bad):
+        side.mkdir()
+        (side / "keep").write_text("k\n")
+    (good / "lnk").symlink_to("keep")
+    (bad / "lnk").symlink_to("other")
+    (good / "gone").write_bytes(b"")
+    (bad / "came").write_text("c\n")
+    hunks = diff_paths(good, bad)
+    assert sorted(h.id for h in hunks) == ["came:add", "gone:delete", "lnk:replace"]
+    for subset in (hunks, *([h] for h in hunks)):
+        copy = tmp_path / "copy"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(good, copy, symlinks=True)
+        cmd = ["git", "apply", "-"] if tool == "git" else ["patch", "-p1", "-s", "-t", "-N"]
+        proc = subprocess.run(cmd, input=unified_diff(subset).encode(), cwd=copy, capture_output=True)
+        assert proc.returncode == 0, (proc.stdout, proc.stderr, unified_diff(subset))
+        assert snapshot(copy) == snapshot(materialise(good, subset, tmp_path / "m")), unified_diff(subset)
+        shutil.rmtree(tmp_path / "m")
+    copy = tmp_path / "copy"
+    shutil.rmtree(copy)
+    shutil.copytree(good, copy, symlinks=True)
+    subprocess.run(cmd, input=unified_diff(hunks).encode(), cwd=copy, check=True, capture_output=True)
+    assert snapshot(copy) == snapshot(bad)
+
+
 def test_an_absolute_link_into_its_own_tree_names_that_place_in_the_scratch_copy(tmp_path):
     """GOOD's `inc -> /abs/good/real` and BAD's `inc -> /abs/bad/real`: read as written, the link
     was the one hunk (`inc:replace`), the scratch copy's link read GOOD's own files (a run writing

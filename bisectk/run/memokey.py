@@ -378,20 +378,24 @@ class StaticKey:
         self.spec, self.cwd, self.pinned = spec, Path(cwd), pinned
         programs = []
         self.sites: set[str] = set()    # site directories the programs' identities key already
-        try:    # the runs find their programs on the PATH the spec's env may set
-            found_on = {**env, **spec.environment(spec.good)}
-        except KeyError:
-            found_on = env
         for template in (spec.command, spec.build):
             if template:
-                argv0s = []     # each endpoint's program (`command = ["{tool}"]`), as named_files keys each one's files
-                for config in (spec.good, spec.bad):
+                found = {}      # each endpoint's program (`command = ["{tool}"]`), as named_files keys each one's files,
+                for config in (spec.good, spec.bad):    # looked up on the PATH its runs have (the spec's env may set it)
                     try:
-                        argv0s.append(spec.argv(config, template)[0])
+                        argv0 = spec.argv(config, template)[0]
                     except KeyError:
-                        argv0s.append(template[0])
-                for argv0 in dict.fromkeys(argv0s):
-                    identity, sites = program_key(argv0, found_on)
+                        argv0 = template[0]
+                    try:
+                        path = {**env, **spec.environment(config)}
+                    except KeyError:
+                        path = env
+                    found.setdefault((argv0, path.get("PATH")), (argv0, path))
+                keys = {}       # one program for both: once
+                for argv0, path in found.values():
+                    identity, sites = program_key(argv0, path)
+                    keys.setdefault((argv0, identity), sites)
+                for (_, identity), sites in keys.items():
                     programs.append(identity)
                     self.sites.update(sites)
         self.files = spec.named_files(cwd)   # path -> digest, also in the fingerprint: for the reports

@@ -93,13 +93,16 @@ def checkout_shape(repo: Path, common: Path) -> str:
         said = run_git(repo, "config", "--get-regexp", _SHAPING)
     except SpaceError:              # exit 1: no such key
         said = ""
+    mine = _user_attributes(said)
+    # the attributes file's name shapes nothing, its content does (`mine`): a file named but
+    # missing or empty keeps the shape a user without one has
+    said = "\n".join(ln for ln in said.split("\n") if not re.match(r"core\.attributesfile ", ln, re.I))
     try:
         attributes = (common / "info" / "attributes").read_text(errors="replace")
     except OSError:
         attributes = ""
     skip = os.environ.get("GIT_LFS_SKIP_SMUDGE", "")
     replaced = _replacements(repo, common)
-    mine = _user_attributes(said)
     if not (said or attributes or skip or replaced or mine):
         return ""
     sparse = _sparse_patterns(repo, said)

@@ -437,6 +437,42 @@ def test_the_bad_endpoints_program_is_in_the_key_too(env, monkeypatch):
     assert found == [(Outcome.PASS, 1), (Outcome.PASS, 0), (Outcome.FAIL, 1)], found
 
 
+def test_the_bad_endpoints_program_is_found_on_the_bad_endpoints_path(env):
+    """`env = {PATH = "<tools>/{bin}:..."}` (a toolchain as a factor) and `command = ["ktool"]`:
+    each endpoint's program was looked up on the good configuration's PATH, so the bad side's
+    ktool (under bin = "b") was never keyed, and after it was replaced the stored FAIL of the bad
+    configuration answered from the ledger."""
+    tools = env / "tools"
+
+    def install(side: str, err: str) -> None:
+        (tools / side).mkdir(parents=True, exist_ok=True)
+        (tools / side / "ktool").write_text(f'#!/bin/sh\necho \'BISECTK_RESULT {{"err": {err}}}\'\n')
+        (tools / side / "ktool").chmod(0o755)
+
+    install("a", "0.0")
+    install("b", "0.99")
+    d = env / "proj"
+    d.mkdir()
+    (d / "pyproject.toml").touch()
+    (d / "spec.toml").write_text(f'name = "tool"\n[subject]\ncommand = ["ktool"]\n'
+                                 f'env = {{PATH = "{tools}/{{bin}}{os.pathsep}/usr/bin{os.pathsep}/bin"}}\n'
+                                 '[oracle]\nmetric = "err"\nmax = 0.5\n[good]\nbin = "a"\n[bad]\nbin = "b"\n')
+
+    def bad() -> tuple:
+        spec = load_spec(d / "spec.toml")
+        ledger = Ledger(env / "l.db")
+        try:
+            runner = Runner(spec, ledger)
+            return runner.verdict(spec.endpoint("bad")).outcome, runner.executed
+        finally:
+            ledger.close()
+
+    found = [bad(), bad()]
+    install("b", "0.0")                    # the bad side's toolchain fixed, in place
+    found.append(bad())
+    assert found == [(Outcome.FAIL, 1), (Outcome.FAIL, 0), (Outcome.PASS, 1)], found
+
+
 def _driver(root: Path, version: str, model: str) -> None:
     (root / "gpus" / "0000:18:00.0").mkdir(parents=True, exist_ok=True)
     (root / "version").write_text(f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}  Tue Jan 1 2026\n"

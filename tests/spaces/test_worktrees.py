@@ -650,6 +650,31 @@ def test_a_switch_across_a_gitattributes_change_writes_each_file_as_a_fresh_chec
                 assert git(wt, "status", "--porcelain") == ""
 
 
+def test_an_attributes_file_named_in_the_config_but_empty_or_missing_keeps_the_plain_shape(tmp_path):
+    """`core.attributesFile` set (a dotfile's `~/.gitattributes`) where that file is missing or
+    empty shapes no checkout: the key of a cached worktree stayed '' before the user's attributes
+    file counted, and must stay so, or every cached worktree is checked out again. Before, the
+    config line alone made the shape a digest; the file's content is what counts."""
+    from bisectk.spaces.wtshape import checkout_shape
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    attributes = tmp_path / "attributes"
+    git(r, "config", "core.attributesFile", str(attributes))
+    assert checkout_shape(r, r / ".git") == ""                    # missing
+    attributes.write_text("")
+    assert checkout_shape(r, r / ".git") == ""                    # empty
+    attributes.write_text("* eol=crlf\n")
+    crlf = checkout_shape(r, r / ".git")
+    assert crlf != ""
+    git(r, "config", "core.autocrlf", "input")                    # another shaping key beside it
+    both = checkout_shape(r, r / ".git")
+    attributes.write_text("")
+    alone = checkout_shape(r, r / ".git")
+    git(r, "config", "--unset", "core.attributesFile")
+    assert alone == checkout_shape(r, r / ".git") not in ("", both)
+
+
 def test_a_git_bisect_a_run_left_open_is_gone_before_the_next_run(repo):
     """A test that runs `git bisect start` in its worktree and fails before `git bisect reset`:
     the bisection's state is the worktree's own and a checkout keeps it, so the next run (another

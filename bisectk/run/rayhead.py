@@ -13,7 +13,8 @@ check_auth   -- a one-line error at once when the cluster refuses this driver's 
 LocalHead    -- `ray start --head --block` under bisectk's process supervisor: no dashboard, free
                 ports, its own session directory and token in bisectk's scratch; `close` shuts it
                 down again, and it dies with bisectk, SIGKILL included.
-connect      -- joins the cluster at `address` (probed first), or starts a LocalHead.
+connect      -- joins the cluster at `address` (probed first), or starts a LocalHead; the process
+                environment is the user's again afterwards (Ray keeps the token it read).
 one_line     -- an error text on one line, cut only between sentences.
 """
 
@@ -41,11 +42,14 @@ PROBE_TIMEOUT_S = 5.0
 
 
 def require_ray():
+    users = dict(os.environ)
     try:
         import ray
     except ImportError:
         raise BisectkError(f"--executor ray needs Ray, which is not installed: {install_hint('ray')} "
                            f"(or pip install '{RAY_PIN}')") from None
+    finally:
+        _restore_environ(users)     # importing it sets RAY_CLIENT_MODE
     return ray
 
 
@@ -270,6 +274,7 @@ def connect(ray, address: str | None, num_cpus: int, runtime_env: dict[str, Any]
     if ray.is_initialized():
         return False
     head = None
+    users = dict(os.environ)
     try:
         if address is None:
             head = LocalHead(num_cpus)
@@ -292,4 +297,15 @@ def connect(ray, address: str | None, num_cpus: int, runtime_env: dict[str, Any]
             text += f" ({type(why).__name__}: {one_line(_last_line(why))})"
         hint = f"; {AUTH_HINT}" if address and _auth_refused(f"{text} {why}") else ""
         raise BisectkError(f"cannot start or join {where}: {text}{hint}") from None
+    finally:
+        _restore_environ(users)
     return head or True
+
+
+def _restore_environ(users: dict[str, str]) -> None:
+    """The process environment as the user gave it, once Ray has read what it needs (the token,
+    cached): what importing and joining put there (a local instance's token path, new for every command; ray.init's
+    PYTHONBREAKPOINT and RAY_CLIENT_MODE) would otherwise reach the memo key and local runs."""
+    for k in os.environ.keys() - users.keys():
+        del os.environ[k]
+    os.environ.update({k: v for k, v in users.items() if os.environ.get(k) != v})

@@ -233,6 +233,21 @@ def test_ablate_on_ray_matches_local(head, tmp_path, variant, flags):
 
 
 @needs_ray
+def test_the_same_command_again_is_answered_by_the_ledger(tmp_path):
+    """The memo key holds the user's environment, not what Ray put into bisectk's own (a local
+    instance's token path, new for every command; ray.init's PYTHONBREAKPOINT; `import ray`'s
+    RAY_CLIENT_MODE): on a local instance, the same command as a local one, on the same ledger,
+    is answered from it and executes nothing (as a second local command, or Ray command, is)."""
+    runs = []
+    for executor in ("local", "ray"):
+        p = bisectk("ablate", VARIANTS / "crash-oob.toml", "--executor", executor, "--json", "--ledger",
+                    tmp_path / "l.db", timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        runs.append(json.loads(p.stdout)["runs"])
+    assert runs[0] > 0 and runs[1] == 0, runs
+
+
+@needs_ray
 def test_bisect_256_commits_on_ray_matches_local_within_the_round_bound(tmp_path):
     """A 256-commit history, --jobs 4: the same first bad commit as local, in at most
     ceil(log_5 N) + 1 rounds; no worktree is made (commits travel as archives); the local Ray

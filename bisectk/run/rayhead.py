@@ -14,7 +14,8 @@ LocalHead    -- `ray start --head --block` under bisectk's process supervisor: n
                 ports, its own session directory and token in bisectk's scratch; `close` shuts it
                 down again, and it dies with bisectk, SIGKILL included.
 connect      -- joins the cluster at `address` (probed first), or starts a LocalHead; the process
-                environment is the user's again afterwards (Ray keeps the token it read).
+                environment and signal handlers are bisectk's again afterwards (Ray keeps the token
+                it read).
 one_line     -- an error text on one line, cut only between sentences.
 """
 
@@ -26,9 +27,11 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -274,7 +277,7 @@ def connect(ray, address: str | None, num_cpus: int, runtime_env: dict[str, Any]
     if ray.is_initialized():
         return False
     head = None
-    users = dict(os.environ)
+    users, handlers = dict(os.environ), _handlers()
     try:
         if address is None:
             head = LocalHead(num_cpus)
@@ -299,7 +302,19 @@ def connect(ray, address: str | None, num_cpus: int, runtime_env: dict[str, Any]
         raise BisectkError(f"cannot start or join {where}: {text}{hint}") from None
     finally:
         _restore_environ(users)
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
     return head or True
+
+
+def _handlers() -> dict:
+    """The Python signal handlers of SIGINT, SIGTERM and SIGHUP (bisectk's, engine/interrupts.py):
+    ray.init puts its own on SIGTERM (exit at once, after its C++ handler's stack dump), which
+    would end a command at once, with no result and no "interrupted"."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    found = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    return {s: h for s, h in found.items() if h is not None}
 
 
 def _restore_environ(users: dict[str, str]) -> None:

@@ -13,7 +13,9 @@ check_auth   -- a one-line error at once when the cluster refuses this driver's 
 LocalHead    -- `ray start --head --block` under bisectk's process supervisor: no dashboard, free
                 ports, its own session directory and token in bisectk's scratch; `close` shuts it
                 down again, and it dies with bisectk, SIGKILL included.
-connect      -- joins the cluster at `address` (probed first), or starts a LocalHead.
+connect      -- joins the cluster at `address` (probed first), or starts a LocalHead; the process
+                environment and signal handlers are bisectk's again afterwards (Ray keeps the token
+                it read).
 one_line     -- an error text on one line, cut only between sentences.
 """
 
@@ -25,9 +27,11 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -41,11 +45,14 @@ PROBE_TIMEOUT_S = 5.0
 
 
 def require_ray():
+    users = dict(os.environ)
     try:
         import ray
     except ImportError:
         raise BisectkError(f"--executor ray needs Ray, which is not installed: {install_hint('ray')} "
                            f"(or pip install '{RAY_PIN}')") from None
+    finally:
+        _restore_environ(users)     # importing it sets RAY_CLIENT_MODE
     return ray
 
 
@@ -270,6 +277,7 @@ def connect(ray, address: str | None, num_cpus: int, runtime_env: dict[str, Any]
     if ray.is_initialized():
         return False
     head = None
+    users, handlers = dict(os.environ), _handlers()
     try:
         if address is None:
             head = LocalHead(num_cpus)
@@ -292,4 +300,27 @@ def connect(ray, address: str | None, num_cpus: int, runtime_env: dict[str, Any]
             text += f" ({type(why).__name__}: {one_line(_last_line(why))})"
         hint = f"; {AUTH_HINT}" if address and _auth_refused(f"{text} {why}") else ""
         raise BisectkError(f"cannot start or join {where}: {text}{hint}") from None
+    finally:
+        _restore_environ(users)
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
     return head or True
+
+
+def _handlers() -> dict:
+    """The Python signal handlers of SIGINT, SIGTERM and SIGHUP (bisectk's, engine/interrupts.py):
+    ray.init puts its own on SIGTERM (exit at once, after its C++ handler's stack dump), which
+    would end a command at once, with no result and no "interrupted"."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    found = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    return {s: h for s, h in found.items() if h is not None}
+
+
+def _restore_environ(users: dict[str, str]) -> None:
+    """The process environment as the user gave it, once Ray has read what it needs (the token,
+    cached): what importing and joining put there (a local instance's token path, new for every command; ray.init's
+    PYTHONBREAKPOINT and RAY_CLIENT_MODE) would otherwise reach the memo key and local runs."""
+    for k in os.environ.keys() - users.keys():
+        del os.environ[k]
+    os.environ.update({k: v for k, v in users.items() if os.environ.get(k) != v})

@@ -233,6 +233,21 @@ def test_ablate_on_ray_matches_local(head, tmp_path, variant, flags):
 
 
 @needs_ray
+def test_the_same_command_again_is_answered_by_the_ledger(tmp_path):
+    """The memo key holds the user's environment, not what Ray put into bisectk's own (a local
+    instance's token path, new for every command; ray.init's PYTHONBREAKPOINT; `import ray`'s
+    RAY_CLIENT_MODE): on a local instance, the same command as a local one, on the same ledger,
+    is answered from it and executes nothing (as a second local command, or Ray command, is)."""
+    runs = []
+    for executor in ("local", "ray"):
+        p = bisectk("ablate", VARIANTS / "crash-oob.toml", "--executor", executor, "--json", "--ledger",
+                    tmp_path / "l.db", timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        runs.append(json.loads(p.stdout)["runs"])
+    assert runs[0] > 0 and runs[1] == 0, runs
+
+
+@needs_ray
 def test_bisect_256_commits_on_ray_matches_local_within_the_round_bound(tmp_path):
     """A 256-commit history, --jobs 4: the same first bad commit as local, in at most
     ceil(log_5 N) + 1 rounds; no worktree is made (commits travel as archives); the local Ray
@@ -372,3 +387,40 @@ def test_a_hang_on_an_actor_is_read_before_the_kill(head, tmp_path):
     assert bad["producer"] == "lockpair.py:12 producer" and bad["consumer"] == "lockpair.py:18 consumer", bad
     html = (tmp_path / "r.html").read_text()
     assert "lockpair.py:12 producer" in html and "lockpair.py:18 consumer" in html   # the HTML's table
+
+
+@needs_ray
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_mid_search_on_ray_ends_as_locally(head, tmp_path, sig):
+    """SIGTERM (or Ctrl-C) while a hybrid runs on an actor: bisectk's own handling, not Ray's
+    (ray.init installs a SIGTERM handler that exits at once, after a C++ stack dump on stderr):
+    the result so far is printed (exit 1, "interrupted"), and nothing of the command is left."""
+    import signal
+    (tmp_path / "pyproject.toml").touch()
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (tmp_path / "s.py").write_text(
+        "import json, os, sys, time\na = [int(x) for x in sys.argv[1:]]\n"
+        "if 0 < sum(a) < len(a):\n"        # a hybrid: under way when the signal comes
+        f"    open(os.path.join({str(marks)!r}, str(os.getpid())), 'w').close()\n    time.sleep(30)\n"
+        "print('BISECTK_RESULT ' + json.dumps({'err': float(a[0] and a[2])}))\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "sig"\n[subject]\ncommand = ["python", "s.py", "{a}", "{b}", "{c}"]\ntimeout = 60\n'
+                    '[oracle]\nmetric = "err"\nmax = 0.5\n[good]\na = 0\nb = 0\nc = 0\n[bad]\na = 1\nb = 1\nc = 1\n')
+    mark = new_mark()
+    p = subprocess.Popen([sys.executable, "-m", "bisectk", "ablate", str(spec), "--ledger", str(tmp_path / "l.db"),
+                          "--executor", "ray", "--ray-address", head.address], cwd=tmp_path, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env={**cli_env(head), **mark})
+    deadline = time.monotonic() + 240
+    while not os.listdir(marks):
+        assert time.monotonic() < deadline and p.poll() is None, "no hybrid ever began"
+        time.sleep(0.05)
+    p.send_signal(getattr(signal, sig))
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 1 and "SIGTERM received" not in err and "Traceback" not in err, (p.returncode, err[-3000:])
+    assert "interrupted" in out, out[-1500:]
+    left = wait_until(lambda: not own_processes(mark), timeout=30) or own_processes(mark)
+    assert left is True, f"left behind: {[q.pid for q in left]}"
+    import psutil      # the hybrids on the actors (children of the head's workers, not of the command)
+    subjects = [int(x) for x in os.listdir(marks)]
+    assert wait_until(lambda: not [q for q in subjects if psutil.pid_exists(q)], timeout=60), subjects

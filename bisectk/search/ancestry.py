@@ -270,17 +270,17 @@ class Dag:
         """Whether commit i is bad when `culprit` is the first bad commit (it is i's ancestor)."""
         return culprit <= i and bool(self.ancestors(i)[culprit])
 
-    def distances(self, sources: np.ndarray, down: bool) -> tuple[np.ndarray, np.ndarray]:
+    def distances(self, sources: np.ndarray, down: bool, limit: int = MAX_DISTANCE) -> tuple[np.ndarray, np.ndarray]:
         """Breadth-first distance of every commit from the nearest source (down: walking from the
         sources to their children, so from its nearest source ancestor; else to parents), and
         which kind of source that is: `sources` is -1 (no source), 0 or 1 per commit; 0 wins
-        ties. Commits farther than MAX_DISTANCE read as unreached (inf, kind -1)."""
+        ties. Commits farther than `limit` (MAX_DISTANCE) read as unreached (inf, kind -1)."""
         ptr, idx = self._children() if down else (self._ptr, self._idx)
         dist = np.full(self.n, np.inf)
         kind = np.asarray(sources, dtype=np.int64).copy()
         frontier = np.flatnonzero(kind >= 0)
         dist[frontier] = 0
-        for d in range(1, MAX_DISTANCE + 1):
+        for d in range(1, limit + 1):
             if frontier.size == 0:
                 break
             nxt, owner = _gather(ptr, idx, frontier)

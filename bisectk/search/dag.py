@@ -119,8 +119,8 @@ def stretch(dag: Dag, tested: np.ndarray) -> np.ndarray:
     that stretch: the search would have had to run j anyway (it splits the culprit's group)."""
     sources = np.where(tested, 1, -1)
     sources[dag.n - 1] = 1
-    ups, _ = dag.distances(sources, down=True)
-    downs, _ = dag.distances(sources, down=False)
+    ups, _ = dag.distances(sources, down=True, limit=int(CLUSTER_LEN))      # farther reads as inf: capped below
+    downs, _ = dag.distances(sources, down=False, limit=int(CLUSTER_LEN))
     return np.minimum(ups, CLUSTER_LEN) + np.minimum(downs, CLUSTER_LEN)
 
 

@@ -32,6 +32,7 @@ privileges: the worker then retires.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import operator
 import os
@@ -39,6 +40,7 @@ import signal
 import sys
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from bisectk.run import loggers, torchstate
@@ -427,6 +429,7 @@ class Baseline:
                 self.probes.append(p)
                 self.readings[p.name] = value
         self.threads = set(threading.enumerate())
+        self.managed: list[str] = []
         self.modules: dict[str, Any] = {}
         self.spaces: dict[str, dict] = {}
         self._take_namespaces(list(sys.modules.items()))
@@ -550,6 +553,7 @@ class Baseline:
         taken as that import's doing and kept, the baseline with it, without a word -- the next
         run would not import the package again, and a fresh process that did would have it."""
         changed, stuck = [], []
+        self.managed = []   # what of `changed` the module rebinds itself (module_global): never an import's patch
         for p, now in self._probe_diffs():
             old = self.readings[p.name]
             what = f"{p.name} ({_show(p, old)} -> {_show(p, now)})"
@@ -571,6 +575,8 @@ class Baseline:
                 continue
             if how != "lazy":
                 changed.append(what)
+                if how in ("rebound", "added") and module_global(self.modules[name], attr):
+                    self.managed.append(what)
             try:
                 if not attr:
                     sys.modules[name] = self.modules[name]
@@ -596,6 +602,25 @@ class _Absent:
 
 
 _ABSENT = _Absent()
+
+
+_GLOBALS: dict[str, frozenset] = {}
+
+
+def module_global(mod, attr: str) -> bool:
+    """Whether `mod`'s own source rebinds `attr` from its functions (`global FRAME_COUNTER`: a
+    counter, a lazy `__getattr__`'s import): the module's own state as it runs, which a package
+    imported by the run did not patch in."""
+    path = getattr(mod, "__file__", None) or ""
+    if not path.endswith(".py"):
+        return False
+    if path not in _GLOBALS:
+        try:
+            tree = ast.parse(Path(path).read_bytes())
+            _GLOBALS[path] = frozenset(n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names)
+        except (OSError, SyntaxError, ValueError):
+            _GLOBALS[path] = frozenset()
+    return attr in _GLOBALS[path]
 
 
 def _own_function(v, module: str) -> bool:

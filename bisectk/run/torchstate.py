@@ -17,6 +17,9 @@ autocast / set_autocast     -- torch.autocast's state: on or off and the dtype p
                                entered one and never left it: every later run's matmul in bfloat16).
 saved_hooks / set_saved_hooks -- the saved-tensor hooks autograd uses, and whether they are allowed.
 dual_level / set_dual_level -- the forward-mode AD level entered and not left.
+reset_compiled              -- torch.compile's in-memory state (dynamo's caches of compiled frames,
+                               its recompile counts and automatic-dynamic shapes, its counters)
+                               cleared after a run, as a fresh process starts without them.
 """
 
 from __future__ import annotations
@@ -196,3 +199,22 @@ def set_dual_level(v: int) -> None:
         fa.exit_dual_level(level=fa._current_level)
     if fa._current_level != v:
         raise RuntimeError("the baseline's forward AD level is gone")
+
+
+def reset_compiled() -> str:
+    """Clear what torch.compile keeps in memory (torch._dynamo.reset(), its stats counters) where
+    a run loaded dynamo: a later run compiling a function of a kept module would otherwise meet
+    this run's graphs (a recompile, dynamic shapes where a fresh process compiles static ones).
+    '' when done or nothing to do, else why it failed (the worker cannot serve again)."""
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is None or not hasattr(dynamo, "reset"):
+        return ""
+    frames = getattr(sys.modules.get("torch._dynamo.convert_frame"), "FRAME_COUNTER", 0)
+    if not frames and not getattr(sys.modules.get("torch._dynamo.utils"), "counters", None):
+        return ""    # nothing compiled (dynamo merely loaded: torch.manual_seed loads it)
+    try:
+        dynamo.reset()
+        dynamo.utils.counters.clear()
+    except Exception as exc:
+        return f"torch.compile's caches (torch._dynamo.reset: {type(exc).__name__}: {exc})"[:300]
+    return ""

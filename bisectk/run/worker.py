@@ -461,13 +461,18 @@ def _restore_state(baseline, modules_before: set[str], routine: list[str]) -> tu
     (what the run changed, what cannot be put back)."""
     if baseline is None:
         return [], []
+    from bisectk.run import torchstate
     new_packages = set(sys.modules) - modules_before
+    reset = torchstate.reset_compiled()   # dynamo's caches and counters, as a fresh process has them
     changed, stuck = baseline.restore(adopt_wrappers=bool(new_packages))
     changed = routine + changed
+    if reset:
+        stuck.append(reset)
     planted = baseline.planted()
     changed += planted
     stuck += planted
-    patched = [c for c in changed if c.endswith((" rebound", " added", " removed", " wrapped"))]
+    patched = [c for c in changed if c.endswith((" rebound", " added", " removed", " wrapped"))
+               and c not in baseline.managed]
     if patched and new_packages:
         # a package imported by this run may have patched the preloaded ones on import; put back,
         # the next run would not import it again and would run without its patch: no fresh state

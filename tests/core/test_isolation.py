@@ -487,3 +487,57 @@ def test_a_contextvar_a_run_sets_in_a_kept_module_is_gone_with_the_run_warm_as_c
         assert p.stats["cold_runs"] == 0 and p.stats["worker_discards"] == 0, p.stats
     assert cold == ["fast", "slow", "fast"]
     assert warm == cold
+
+
+COMPILED = ("import json, sys, torch\n"
+            "def f(x):\n    return x * SCALE\n"
+            "y = torch.compile(f, backend='eager')(torch.ones(4))\n"
+            "print('BISECTK_RESULT ' + json.dumps({'y': float(y[0])}))\n")
+
+
+def test_a_torch_compile_run_keeps_its_worker_and_the_next_run_compiles_its_own_source(tmp_path):
+    """A run that calls torch.compile imports dynamo's lazy modules and moves its counters
+    (FRAME_COUNTER, DESCRIBER_NEXT_ID: globals the modules rebind themselves). Taken for patches of
+    an import, every such run retired its worker: a torch.compile subject paid a new worker and
+    dynamo's import per run (4.5 s, against 0.3 s kept). The worker now stays, put back, and the
+    next run compiles its own source, not the cached graph of the last."""
+    with WorkerPool(gpus=None, preload=("torch",), spares=1, ready_timeout=120) as p:
+        ys = []
+        for scale in (2, 3, 3):
+            (tmp_path / "comp.py").write_text(COMPILED.replace("SCALE", str(scale)))
+            raw = run_command(p, [sys.executable, "comp.py"], cwd=tmp_path, timeout=120)
+            assert raw.exit_code == 0, raw.stderr
+            assert "cannot be put back" not in raw.isolation, raw.isolation
+            ys.append(result(raw)["y"])
+        assert ys == [2.0, 3.0, 3.0]
+        assert p.stats["worker_discards"] == 0 and p.stats["cold_runs"] == 0, p.stats
+
+
+def test_dynamo_state_a_compile_run_left_is_gone_in_the_next_run_warm_as_cold(tmp_path_factory):
+    """A function of a module kept loaded (outside the run's tree), compiled by one run for one
+    shape and by the next for another: dynamo's cache on that code object (and its counters) are
+    a fresh process's in each run, so a subject that forbids recompiles passes warm as cold."""
+    from bisectk.run.executor import LocalExecutor
+    lib, tree = tmp_path_factory.mktemp("lib"), tmp_path_factory.mktemp("tree")
+    (lib / "kernlib.py").write_text("def f(x):\n    return x.sin() * 2\n")
+    (tree / "k.py").write_text(
+        "import json, sys, torch, torch._dynamo, kernlib\n"
+        "torch._dynamo.config.error_on_recompile = True\n"
+        "y = torch.compile(kernlib.f, backend='eager')(torch.ones(int(sys.argv[1])))\n"
+        "print('BISECTK_RESULT ' + json.dumps({'graphs': torch._dynamo.utils.counters['stats']['unique_graphs']}))\n")
+    env = {"PYTHONPATH": str(lib)}
+
+    def graphs(executor, run_env):
+        out = []
+        for n in ("4", "8", "4"):
+            raw = run_command(executor, [sys.executable, "k.py", n], cwd=tree, env=run_env, timeout=120)
+            assert raw.exit_code == 0, raw.stderr[-2000:]
+            out.append(result(raw)["graphs"])
+        return out
+
+    cold = graphs(LocalExecutor(), env)
+    with WorkerPool(gpus=None, preload=("torch",), spares=1, env=env, ready_timeout=120) as p:
+        warm = graphs(p, {})
+        assert p.stats["cold_runs"] == 0, p.stats
+    assert cold == [1, 1, 1]
+    assert warm == cold

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bisectk.procstat import psutil
 from bisectk.run import readers, snapshot, stacks
 from bisectk.stuck import Group, Snapshot, same_place
 
@@ -85,6 +86,29 @@ def test_native_deadlock_is_native_stacks_or_one_line_why_not(tmp_path):
     assert "deadlock.c:9 producer" in places and "deadlock.c:15 consumer" in places, places
     assert places["deadlock.c:9 producer"].wait == "lock"
     assert any(g.wait == "join" and g.place.endswith(" main") for g in snap.host)
+
+
+@pytest.mark.skipif(readers.which("py-spy") is None, reason="py-spy is not installed")
+def test_processes_of_the_tree_left_unread_are_said(tmp_path):
+    """A snapshot reads at most MAX_PROCESSES of the hung tree: a multiprocessing pool of eight
+    children showed five of them and said nothing of the other three, as if they were not there."""
+    script = tmp_path / "pool.py"
+    script.write_text(
+        "import multiprocessing as m\n"
+        "if __name__ == '__main__':\n"
+        "    ctx = m.get_context('fork'); ev = ctx.Event()\n"
+        "    ps = [ctx.Process(target=ev.wait) for _ in range(8)]\n"
+        "    [p.start() for p in ps]\n    print('BISECTK_PHASE launch', flush=True)\n    [p.join() for p in ps]\n")
+    p = _started([sys.executable, str(script)])
+    try:
+        snap = snapshot.take(p.pid, budget_s=20)
+    finally:
+        for child in psutil.Process(p.pid).children(recursive=True):
+            child.kill()
+        p.kill()
+        p.wait()
+    assert len({g.scope for g in snap.host}) == snapshot.MAX_PROCESSES
+    assert any("3 more processes" in n and "not read" in n for n in snap.notes), snap.notes
 
 
 def test_a_snapshot_out_of_time_says_so_and_raises_nothing(hung_python):

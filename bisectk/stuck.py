@@ -29,6 +29,7 @@ from typing import Any
 
 SNAPSHOT_VERSION = 1
 ON_CPU = "running (on CPU)"   # the wait of a thread that waits on nothing, read while on the CPU
+_LINE = re.compile(r":\d+(?= \S+$)")    # 'subj.py:63 spin2' -> 'subj.py spin2'
 
 
 @dataclass(frozen=True)
@@ -72,9 +73,10 @@ class Snapshot:
         return tuple(g for g in self.groups if g.device)
 
     def places(self) -> frozenset[str]:
-        # a thread that waits on nothing is at its place whether or not it held the CPU when read
-        return frozenset(f"{'gpu' if g.device else 'host'}:{g.place}:{'' if g.wait == ON_CPU else g.wait}"
-                         for g in self.groups)
+        # a thread that waits on nothing is at its place whether or not it held the CPU when read,
+        # and that place is its function: a loop that spins is read at whichever of its lines runs
+        return frozenset(f"host:{_LINE.sub('', g.place)}:" if not g.device and g.wait in ("", ON_CPU)
+                         else f"{'gpu' if g.device else 'host'}:{g.place}:{g.wait}" for g in self.groups)
 
     def headline(self) -> str:
         """One line: where most of it waits (the GPU's groups first: a hung kernel's host thread

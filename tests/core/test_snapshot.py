@@ -10,7 +10,7 @@ import pytest
 
 from bisectk.procstat import psutil
 from bisectk.run import readers, snapshot, stacks
-from bisectk.stuck import Group, Snapshot, same_place
+from bisectk.stuck import ON_CPU, Group, Snapshot, same_place
 
 HANGS = Path(__file__).resolve().parents[1] / "fixtures" / "hangs"
 
@@ -165,6 +165,20 @@ def test_a_busy_thread_read_on_and_off_the_cpu_is_one_place():
     off = Snapshot(groups=(Group("MainThread", 1, "subj.py:56 <module>", wait=""),))
     assert same_place(on, off) is True
     assert same_place(on, Snapshot(groups=(Group("MainThread", 1, "subj.py:56 <module>", wait="lock"),))) is False
+
+
+def test_a_thread_spinning_over_several_lines_is_one_place():
+    """A spin loop of three lines (`while True:` / `n += 1` / `if n < 0:`) is read at whichever line
+    it executes when the watchdog fires: the bad endpoint at one and the culprit at another were
+    'two different hangs' on every ablation, and the culprit's own re-run was listed as one more
+    hang. A thread that waits on nothing is at its function; one that waits is still at its line."""
+    def at(place, wait):
+        return Snapshot(groups=(Group("MainThread", 1, place, wait=wait),))
+    assert same_place(at("subj.py:64 spin2", ON_CPU), at("subj.py:62 spin2", ON_CPU)) is True
+    assert same_place(at("subj.py:64 spin2", ON_CPU), at("subj.py:63 spin2", "")) is True
+    assert same_place(at("subj.py:64 spin2", ON_CPU), at("subj.py:20 other", ON_CPU)) is False
+    assert same_place(at("subj.py:64 spin2", "lock"), at("subj.py:62 spin2", "lock")) is False
+    assert same_place(at("subj.py:64 spin2", ON_CPU), at("subj.py:62 spin2", "lock")) is False
 
 
 def test_under_yamas_ptrace_scope_1_runs_name_bisectk_as_their_reader(tmp_path, monkeypatch):

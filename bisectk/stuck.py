@@ -73,10 +73,7 @@ class Snapshot:
         return tuple(g for g in self.groups if g.device)
 
     def places(self) -> frozenset[str]:
-        # a thread that waits on nothing is at its place whether or not it held the CPU when read,
-        # and that place is its function: a loop that spins is read at whichever of its lines runs
-        return frozenset(f"host:{_LINE.sub('', g.place)}:" if not g.device and g.wait in ("", ON_CPU)
-                         else f"{'gpu' if g.device else 'host'}:{g.place}:{g.wait}" for g in self.groups)
+        return frozenset(_place_key(g) for g in self.groups)
 
     def headline(self) -> str:
         """One line: where most of it waits (the GPU's groups first: a hung kernel's host thread
@@ -103,6 +100,18 @@ class Snapshot:
                        notes=tuple(str(n) for n in d.get("notes") or ()), at_s=d.get("at_s"))
         except (TypeError, ValueError):
             return None
+
+
+def _place_key(g: Group) -> str:
+    """Where a group waits, for comparing two hangs. A thread that waits on nothing is at its place
+    whether or not it held the CPU when read, and that place is its function: a loop that spins is
+    read at whichever of its lines runs. A thread that waits is at its function and its source
+    text: lines added above it (another commit's, another hunk's) move its line, not its wait."""
+    if g.device:
+        return f"gpu:{g.place}:{g.wait}"
+    if g.wait in ("", ON_CPU):
+        return f"host:{_LINE.sub('', g.place)}:"
+    return f"host:{_LINE.sub('', g.place)}:{g.instruction}:{g.wait}" if g.instruction else f"host:{g.place}:{g.wait}"
 
 
 def same_place(a: Snapshot | None, b: Snapshot | None) -> bool | None:

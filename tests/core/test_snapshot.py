@@ -181,6 +181,20 @@ def test_a_thread_spinning_over_several_lines_is_one_place():
     assert same_place(at("subj.py:64 spin2", ON_CPU), at("subj.py:62 spin2", "lock")) is False
 
 
+def test_a_wait_moved_by_lines_added_above_it_is_the_same_place():
+    """`diff` and `bisect`: the bad endpoint's tree has changes above the hang that the culprit's
+    does not (a line added at the top of the file), so the same `lk.acquire()` in the same
+    function is line 8 in one and line 7 in the other: 'two different hangs' for one hang. A
+    wait is at its function and its source text; the same text at another function still differs."""
+    def at(place, code, wait="lock"):
+        return Snapshot(groups=(Group("worker", 1, place, instruction=code, wait=wait),))
+    assert same_place(at("k.py:8 f", "lk.acquire()"), at("k.py:7 f", "lk.acquire()")) is True
+    assert same_place(at("k.py:8 f", "lk.acquire()"), at("k.py:8 f", "other.acquire()")) is False
+    assert same_place(at("k.py:8 f", "lk.acquire()"), at("k.py:8 g", "lk.acquire()")) is False
+    assert same_place(at("k.py:8 f", "lk.acquire()"), at("k.py:8 f", "lk.acquire()", "join")) is False
+    assert same_place(at("k.py:8 f", ""), at("k.py:7 f", "")) is False   # no source text: the line says it
+
+
 def test_under_yamas_ptrace_scope_1_runs_name_bisectk_as_their_reader(tmp_path, monkeypatch):
     """Ubuntu's default ptrace_scope 1 lets a process read only its descendants: py-spy and gdb are
     bisectk's children, not the hung run's parents, so as a non-root user every snapshot was

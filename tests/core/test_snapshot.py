@@ -149,6 +149,21 @@ Thread 1 (Thread 0x7e (LWP 11) "kern"):
     assert [(g.place, g.wait) for g in groups] == [("k.c:5 worker", "lock"), ("k.c:9 main", "sleep")]
 
 
+def test_a_native_thread_blocked_in_glibcs_read_is_an_io_wait():
+    """gdb names glibc's entry points by their internal names (`__GI___libc_read`, `__GI___wait4`):
+    a C program blocked in read() on a pipe was shown with no kind of wait at all ('-')."""
+    text = """Thread 1 (Thread 0x7e (LWP 11) "nat"):
+#0  0x00007f in __GI___libc_read (fd=3, buf=0x7ffc, nbytes=8) at ../sysdeps/unix/sysv/linux/read.c:26
+#1  0x0000556 in blockread () at /src/nat.c:7
+#2  0x0000556 in main (argc=2, argv=0x7ffc) at /src/nat.c:11
+Thread 1 (Thread 0x7d (LWP 12) "sh"):
+#0  0x00007f in __GI___wait4 (pid=-1, stat_loc=0x7ffc, options=0, usage=0x0) at ../sysdeps/unix/sysv/linux/wait4.c:30
+#1  0x0000556 in waitcmd () at /src/sh.c:3
+"""
+    groups = stacks.group_threads(stacks.native_threads(text), "p")
+    assert [(g.place, g.wait) for g in groups] == [("nat.c:7 blockread", "I/O wait"), ("sh.c:3 waitcmd", "I/O wait")]
+
+
 def test_same_place_tells_two_hangs_apart():
     a = Snapshot(groups=(Group("consumer", 2, "p.py:10 consumer", wait="lock"),))
     b = Snapshot(groups=(Group("consumer", 2, "p.py:31 drain", wait="lock"),))

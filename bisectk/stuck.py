@@ -29,6 +29,7 @@ from typing import Any
 
 SNAPSHOT_VERSION = 1
 ON_CPU = "running (on CPU)"   # the wait of a thread that waits on nothing, read while on the CPU
+_LINE = re.compile(r":\d+(?= \S+$)")    # 'subj.py:63 spin2' -> 'subj.py spin2'
 
 
 @dataclass(frozen=True)
@@ -72,9 +73,7 @@ class Snapshot:
         return tuple(g for g in self.groups if g.device)
 
     def places(self) -> frozenset[str]:
-        # a thread that waits on nothing is at its place whether or not it held the CPU when read
-        return frozenset(f"{'gpu' if g.device else 'host'}:{g.place}:{'' if g.wait == ON_CPU else g.wait}"
-                         for g in self.groups)
+        return frozenset(_place_key(g) for g in self.groups)
 
     def headline(self) -> str:
         """One line: where most of it waits (the GPU's groups first: a hung kernel's host thread
@@ -101,6 +100,18 @@ class Snapshot:
                        notes=tuple(str(n) for n in d.get("notes") or ()), at_s=d.get("at_s"))
         except (TypeError, ValueError):
             return None
+
+
+def _place_key(g: Group) -> str:
+    """Where a group waits, for comparing two hangs. A thread that waits on nothing is at its place
+    whether or not it held the CPU when read, and that place is its function: a loop that spins is
+    read at whichever of its lines runs. A thread that waits is at its function and its source
+    text: lines added above it (another commit's, another hunk's) move its line, not its wait."""
+    if g.device:
+        return f"gpu:{g.place}:{g.wait}"
+    if g.wait in ("", ON_CPU):
+        return f"host:{_LINE.sub('', g.place)}:"
+    return f"host:{_LINE.sub('', g.place)}:{g.instruction}:{g.wait}" if g.instruction else f"host:{g.place}:{g.wait}"
 
 
 def same_place(a: Snapshot | None, b: Snapshot | None) -> bool | None:
@@ -137,8 +148,10 @@ DEADLOCK_WAITS = {"join", "condition wait", "event wait", "barrier wait", "semap
 def deadlocked(stuck: dict | None) -> bool:
     """Where the run was stopped (a snapshot's dict), every group waits on a synchronization
     primitive (on a GPU, every warp group read: the host thread then only waits for the kernel):
-    a hang, not a slow run."""
+    a hang, not a slow run. A host picture with a note (a process not read) shows no deadlock."""
     snap = Snapshot.from_dict(stuck)
     groups = [g for g in snap.groups if g.device] or list(snap.groups) if snap else []
+    if snap and snap.notes and not snap.device:
+        return False    # a process the host reading missed (refused, timed out) may be the one at work
     # the kind of wait without its details: 'named barrier 1, 160 threads' is a 'named barrier'
     return bool(groups) and all(re.sub(r" \d.*$", "", g.wait) in DEADLOCK_WAITS for g in groups)

@@ -103,13 +103,14 @@ def tools() -> dict[str, str]:
     return out
 
 
-def _tree(pid: int) -> list[psutil.Process]:
+def _tree(pid: int) -> tuple[list[psutil.Process], int]:
+    """The first MAX_PROCESSES processes of the tree, and how many more it has."""
     try:
         root = psutil.Process(pid)
         procs = [root, *root.children(recursive=True)]
     except psutil.Error:
-        return []
-    return procs[:MAX_PROCESSES]
+        return [], 0
+    return procs[:MAX_PROCESSES], max(0, len(procs) - MAX_PROCESSES)
 
 
 def _is_python(p: psutil.Process) -> bool:
@@ -174,9 +175,12 @@ def take(pid: int, *, gpu: bool = False, budget_s: float = 30.0) -> Snapshot:
     notes: list[str] = []
     used: set[str] = set()
     groups: list[Group] = []
-    procs = _tree(pid)
+    procs, unread = _tree(pid)
     if not procs:
         return Snapshot(notes=("the hung process was already gone",), took_s=time.monotonic() - t0)
+    if unread:
+        notes.append(f"{unread} more process{'es' if unread != 1 else ''} of the hung tree not read "
+                     f"(a snapshot reads the first {MAX_PROCESSES})")
     cuda = [p for p in procs if uses_cuda(p)] if gpu else []
     if cuda:
         from bisectk.run import cudagdb

@@ -97,7 +97,7 @@ _WAITS = tuple((re.compile(rx), kind) for rx, kind in (
     (r"Queue\.(get|put)", "queue"),
     (r"lll_lock|pthread_mutex_lock|mutex_lock|pthread_rwlock|pthread_spin_lock", "lock"),
     (r"(^|_)(nano|u)?sleep$|clock_nanosleep", "sleep"),
-    (r"^(__)?(select|poll|ppoll|epoll_wait|recv|recvfrom|read|accept|wait4|waitpid)(64)?$|selectors|socket\.", "I/O wait"),
+    (r"^(__GI_)?(__)?(libc_)?(select|poll|ppoll|epoll_wait|recv|recvfrom|read|accept|wait4|waitpid)(64)?$|selectors|socket\.", "I/O wait"),
     (r"cuCtxSynchronize|cudaDeviceSynchronize|cuStreamSynchronize|cudaStreamSynchronize|\.synchronize$", "GPU synchronize"),
 ))
 

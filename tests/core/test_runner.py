@@ -165,6 +165,22 @@ def test_a_picture_of_every_thread_waiting_on_a_primitive_is_a_deadlock():
     assert not _deadlocked({"groups": [group("GPU synchronize"), {**group(""), "device": True}]})
 
 
+def test_a_picture_that_could_not_read_every_process_is_no_deadlock():
+    """A Python subject waits (`p.wait()`) on a native child that is only slow: with the child's
+    stacks refused (gdb under Yama's ptrace_scope 1, gdb missing), the picture held the parent's
+    wait alone and was taken for a deadlock, so the slow run got no second, longer run and was
+    called a hang; with gdb it was read sleeping, given longer, and found slow. What was not read
+    may be what the run is doing: such a picture shows no deadlock."""
+    from bisectk.stuck import deadlocked as _deadlocked
+    waits = {"role": "MainThread", "count": 1, "place": "k.py:4 <module>", "wait": "wait"}
+    assert _deadlocked({"groups": [waits]})
+    assert not _deadlocked({"groups": [waits],
+                            "notes": ["process 8985 (slowc): native stacks not read: gdb: ptrace: Operation not permitted."]})
+    assert not _deadlocked({"groups": [waits], "notes": ["the snapshot's time ran out before every process was read"]})
+    # a hung kernel's warps read on the GPU say it whatever the host's reading missed
+    assert _deadlocked({"groups": [{**waits, "wait": "named barrier", "device": True}], "notes": ["process 9 (sh): gdb: x"]})
+
+
 def test_files_in_the_pools_worktrees_are_scratch_not_sources():
     """A run imports the commit's own files from its worktree: pinned by the revision, never
     recorded as a source of the subject, wherever the pool keeps its worktrees (spaces/worktrees.py)."""

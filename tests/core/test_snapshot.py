@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from bisectk.procstat import psutil
 from bisectk.run import readers, snapshot, stacks
-from bisectk.stuck import Group, Snapshot, same_place
+from bisectk.stuck import ON_CPU, Group, Snapshot, same_place
 
 HANGS = Path(__file__).resolve().parents[1] / "fixtures" / "hangs"
 
@@ -87,6 +88,29 @@ def test_native_deadlock_is_native_stacks_or_one_line_why_not(tmp_path):
     assert any(g.wait == "join" and g.place.endswith(" main") for g in snap.host)
 
 
+@pytest.mark.skipif(readers.which("py-spy") is None, reason="py-spy is not installed")
+def test_processes_of_the_tree_left_unread_are_said(tmp_path):
+    """A snapshot reads at most MAX_PROCESSES of the hung tree: a multiprocessing pool of eight
+    children showed five of them and said nothing of the other three, as if they were not there."""
+    script = tmp_path / "pool.py"
+    script.write_text(
+        "import multiprocessing as m\n"
+        "if __name__ == '__main__':\n"
+        "    ctx = m.get_context('fork'); ev = ctx.Event()\n"
+        "    ps = [ctx.Process(target=ev.wait) for _ in range(8)]\n"
+        "    [p.start() for p in ps]\n    print('BISECTK_PHASE launch', flush=True)\n    [p.join() for p in ps]\n")
+    p = _started([sys.executable, str(script)])
+    try:
+        snap = snapshot.take(p.pid, budget_s=20)
+    finally:
+        for child in psutil.Process(p.pid).children(recursive=True):
+            child.kill()
+        p.kill()
+        p.wait()
+    assert len({g.scope for g in snap.host}) == snapshot.MAX_PROCESSES
+    assert any("3 more processes" in n and "not read" in n for n in snap.notes), snap.notes
+
+
 def test_a_snapshot_out_of_time_says_so_and_raises_nothing(hung_python):
     snap = snapshot.take(hung_python.pid, budget_s=0.0)
     assert snap.groups == ()
@@ -125,6 +149,21 @@ Thread 1 (Thread 0x7e (LWP 11) "kern"):
     assert [(g.place, g.wait) for g in groups] == [("k.c:5 worker", "lock"), ("k.c:9 main", "sleep")]
 
 
+def test_a_native_thread_blocked_in_glibcs_read_is_an_io_wait():
+    """gdb names glibc's entry points by their internal names (`__GI___libc_read`, `__GI___wait4`):
+    a C program blocked in read() on a pipe was shown with no kind of wait at all ('-')."""
+    text = """Thread 1 (Thread 0x7e (LWP 11) "nat"):
+#0  0x00007f in __GI___libc_read (fd=3, buf=0x7ffc, nbytes=8) at ../sysdeps/unix/sysv/linux/read.c:26
+#1  0x0000556 in blockread () at /src/nat.c:7
+#2  0x0000556 in main (argc=2, argv=0x7ffc) at /src/nat.c:11
+Thread 1 (Thread 0x7d (LWP 12) "sh"):
+#0  0x00007f in __GI___wait4 (pid=-1, stat_loc=0x7ffc, options=0, usage=0x0) at ../sysdeps/unix/sysv/linux/wait4.c:30
+#1  0x0000556 in waitcmd () at /src/sh.c:3
+"""
+    groups = stacks.group_threads(stacks.native_threads(text), "p")
+    assert [(g.place, g.wait) for g in groups] == [("nat.c:7 blockread", "I/O wait"), ("sh.c:3 waitcmd", "I/O wait")]
+
+
 def test_same_place_tells_two_hangs_apart():
     a = Snapshot(groups=(Group("consumer", 2, "p.py:10 consumer", wait="lock"),))
     b = Snapshot(groups=(Group("consumer", 2, "p.py:31 drain", wait="lock"),))
@@ -141,6 +180,34 @@ def test_a_busy_thread_read_on_and_off_the_cpu_is_one_place():
     off = Snapshot(groups=(Group("MainThread", 1, "subj.py:56 <module>", wait=""),))
     assert same_place(on, off) is True
     assert same_place(on, Snapshot(groups=(Group("MainThread", 1, "subj.py:56 <module>", wait="lock"),))) is False
+
+
+def test_a_thread_spinning_over_several_lines_is_one_place():
+    """A spin loop of three lines (`while True:` / `n += 1` / `if n < 0:`) is read at whichever line
+    it executes when the watchdog fires: the bad endpoint at one and the culprit at another were
+    'two different hangs' on every ablation, and the culprit's own re-run was listed as one more
+    hang. A thread that waits on nothing is at its function; one that waits is still at its line."""
+    def at(place, wait):
+        return Snapshot(groups=(Group("MainThread", 1, place, wait=wait),))
+    assert same_place(at("subj.py:64 spin2", ON_CPU), at("subj.py:62 spin2", ON_CPU)) is True
+    assert same_place(at("subj.py:64 spin2", ON_CPU), at("subj.py:63 spin2", "")) is True
+    assert same_place(at("subj.py:64 spin2", ON_CPU), at("subj.py:20 other", ON_CPU)) is False
+    assert same_place(at("subj.py:64 spin2", "lock"), at("subj.py:62 spin2", "lock")) is False
+    assert same_place(at("subj.py:64 spin2", ON_CPU), at("subj.py:62 spin2", "lock")) is False
+
+
+def test_a_wait_moved_by_lines_added_above_it_is_the_same_place():
+    """`diff` and `bisect`: the bad endpoint's tree has changes above the hang that the culprit's
+    does not (a line added at the top of the file), so the same `lk.acquire()` in the same
+    function is line 8 in one and line 7 in the other: 'two different hangs' for one hang. A
+    wait is at its function and its source text; the same text at another function still differs."""
+    def at(place, code, wait="lock"):
+        return Snapshot(groups=(Group("worker", 1, place, instruction=code, wait=wait),))
+    assert same_place(at("k.py:8 f", "lk.acquire()"), at("k.py:7 f", "lk.acquire()")) is True
+    assert same_place(at("k.py:8 f", "lk.acquire()"), at("k.py:8 f", "other.acquire()")) is False
+    assert same_place(at("k.py:8 f", "lk.acquire()"), at("k.py:8 g", "lk.acquire()")) is False
+    assert same_place(at("k.py:8 f", "lk.acquire()"), at("k.py:8 f", "lk.acquire()", "join")) is False
+    assert same_place(at("k.py:8 f", ""), at("k.py:7 f", "")) is False   # no source text: the line says it
 
 
 def test_under_yamas_ptrace_scope_1_runs_name_bisectk_as_their_reader(tmp_path, monkeypatch):

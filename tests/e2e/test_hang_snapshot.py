@@ -107,3 +107,34 @@ def test_the_culprits_own_re_run_is_not_listed_as_another_hang(tmp_path):
     assert rec["culprits"] == ["a"] and rec["hangs"]["same"] is False, rec["hangs"]
     assert places(rec["hangs"]["culprit"]) == {"MainThread": "k.py:7 place_b"}, rec["hangs"]["culprit"]
     assert [o["label"] for o in rec["hangs"]["others"]] == [], rec["hangs"]["others"]
+
+
+SLOW_CHILD = """
+import json, subprocess, sys
+p = subprocess.Popen(["sleep", sys.argv[1]])
+p.wait()
+print("BISECTK_RESULT " + json.dumps({"err": 0.0}))
+"""
+
+
+def test_a_refused_attach_does_not_make_a_slow_run_a_hang(tmp_path):
+    """The README: a refused attach is one line in the report and never changes the verdict. A
+    subject waiting on a slow native child (`sleep 2.5`) whose stacks gdb may not read (Yama's
+    ptrace_scope 1 for a user) was pictured as its parent's wait alone, taken for a deadlock, and
+    the bad endpoint was called a hang, with a culprit; read whole (or not read at all) it is
+    given a longer run, which it passes: the bad configuration does not reproduce."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "k.py").write_text(SLOW_CHILD)
+    p = tmp_path / "spec.toml"
+    p.write_text('name = "slow-child"\n[subject]\ncommand = ["python", "k.py", "{s}", "{z}"]\n'
+                 '[good]\ns = 0.01\nz = 0\n[bad]\ns = 2.5\nz = 1\n')
+    refusing = tmp_path / "bin"
+    refusing.mkdir()
+    (refusing / "gdb").write_text("#!/bin/sh\necho 'ptrace: Operation not permitted.' >&2\nexit 1\n")
+    (refusing / "gdb").chmod(0o755)
+    verdicts = []
+    for snapshots, path in (("0", None), ("2", f"{refusing}{os.pathsep}{os.environ['PATH']}")):
+        proc = bisectk("ablate", p, "--json", "--snapshots", snapshots, "--ledger", tmp_path / f"l{snapshots}.db",
+                       timeout=180, env={"PATH": path} if path else None)
+        verdicts.append((proc.returncode, json.loads(proc.stdout).get("culprits")))
+    assert verdicts[1] == verdicts[0], verdicts

@@ -63,7 +63,7 @@ from bisectk.outcome import Outcome
 from bisectk.search.confirm import (Costs, SetConfirmation, _unselected, old_side_rule, plan_confirmation,
                                     repeats_for, switched_rule)
 from bisectk.search.flaky import ConfidenceRule
-from bisectk.search.tester import Attempt, SearchStopped, StopSearch, Tester
+from bisectk.search.tester import Attempt, BudgetSpent, SearchStopped, StopSearch, Tester
 
 SPOT_CHECKS = 4     # values below the bracket run after the bisection, at most
 _AGAIN = {"fail": "failed", "pass": "passed"}   # what a confirmation's re-run did, in the answer's words
@@ -192,7 +192,8 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
                    before: Sequence[Hashable] = (), beyond: Sequence[Hashable] = (),
                    confidence: float | None = None, evidence: tuple[int, int] = (0, 0),
                    costs: Costs | None = None, steady: bool = False,
-                   good: tuple[int, int] | None = None) -> Threshold:
+                   good: tuple[int, int] | None = None,
+                   more_runs: Callable[[], int] | None = None) -> Threshold:
     """Bisect `values` (ordered, good value first, bad value last) to the failure threshold,
     then run up to `spot_checks` of the values below the bracket it skipped (module docstring).
     `descending`: `values` are the declared order reversed (the bad value comes first in it), so
@@ -203,6 +204,8 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
     search at configurations called failing (the bad endpoint's, the culprit search's), `costs()`:
     (seconds of a failing run, of a passing one), `steady`: the failure was declared deterministic,
     `good`: the good endpoint's (fails, runs) where nothing declared how the good side fails.
+    `max_runs`, `more_runs`: the run budget, as Tester takes them (every run counts: the
+    bisection's, the spot checks', the confirmation's).
 
     Invariant: lo PASSes, hi FAILs, lo < hi. Each probe between them moves one end onto an
     index just observed with that outcome; UNRESOLVED probes are skipped (nearest to the
@@ -212,7 +215,7 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
     if len(values) < 2:
         raise ValueError("an ordinal factor needs at least the good and the bad value")
     tester = Tester(oracle, rule=rule, on_attempt=on_attempt, should_stop=should_stop,
-                    max_runs=max_runs, known=known)
+                    max_runs=max_runs, known=known, more_runs=more_runs)
     last = len(values) - 1
     tester.seed(0, Outcome.PASS)
     tester.seed(last, Outcome.FAIL)
@@ -245,7 +248,8 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
             tester.switch(switched_rule(tester, evidence, confidence))
     except (StopSearch, KeyboardInterrupt) as stop:
         raise SearchStopped(_answer(values, tester, lo, hi, complete=False, descending=descending,
-                                    before=tuple(before), beyond=tuple(beyond), switched=switched), stop) from stop
+                                    before=tuple(before), beyond=tuple(beyond), switched=switched), stop,
+                            "budget" if isinstance(stop, BudgetSpent) else None) from stop
     return _answer(values, tester, lo, hi, complete=True, descending=descending,
                    before=tuple(before), beyond=tuple(beyond), confirmation=check, switched=switched)
 

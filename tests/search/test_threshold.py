@@ -289,3 +289,29 @@ def test_a_failure_below_the_bracket_that_fails_again_is_said_not_monotone():
     assert not found.monotone and found.failing == (3, 8) and not found.doubtful
     assert (2, "fail", "fail") in found.confirmation.checks
     assert found.describe().startswith("fails at 3, 8 and passes at ")
+
+
+@pytest.mark.parametrize("budget", [0, 3, 8, 12])
+def test_the_run_budget_holds_for_every_run_of_the_threshold(budget):
+    """The bisection, the spot checks and the confirmation each spend the run budget, and so do the
+    runs the oracle made beyond one a question (`more_runs`: a different failure run again): the
+    search stops once it is spent, saying the budget stopped it (reason "budget"), with no more
+    runs made than it allowed. Before, a budget spent read as a plain stop (reason "stop"), and
+    find_thresholds gave the threshold no budget at all (--max-runs left it unbounded)."""
+    values = list(range(1, 17))
+    calls, extra = [], {"runs": 0}
+
+    def oracle(index):
+        calls.append(index)
+        if index == 3:      # this question took two runs
+            extra["runs"] += 1
+        return Outcome.FAIL if values[index] >= 9 else Outcome.PASS
+    plain = find_threshold(values, lambda i: Outcome.FAIL if values[i] >= 9 else Outcome.PASS,
+                           confidence=0.99, evidence=(1, 1), good=(0, 1))
+    assert plain.runs > 12
+    with pytest.raises(SearchStopped) as caught:
+        find_threshold(values, oracle, confidence=0.99, evidence=(1, 1), good=(0, 1), max_runs=budget,
+                       more_runs=lambda: extra["runs"])
+    assert caught.value.reason == "budget" and not caught.value.result.complete
+    # (the second run of a question is known once it is made: the budget may end one past it)
+    assert budget <= len(calls) + extra["runs"] <= budget + 1, (calls, extra)

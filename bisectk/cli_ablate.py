@@ -22,7 +22,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
            flaky: Optional[bool] = typer.Option(None, "--flaky/--no-flaky", help="Treat the failure as intermittent even if the endpoint checks did not show it (default: decided by the endpoint runs); --no-flaky: it is deterministic, and the answer is confirmed by one more run of each configuration it rests on."),
            calibrate_runs: int = CalibrateOpt, same_failure: str = SameFailureOpt,
            timeout: Optional[float] = TimeoutOpt,
-           max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop the search once it has made this many runs, with the best result so far (runs the ledger answers cost nothing and are not counted, so --resume goes on; nor are the endpoint checks)."),
+           max_runs: Optional[int] = typer.Option(None, "--max-runs", min=1, help="Stop the search once it has made this many runs (the thresholds' runs included), with the best result so far (runs the ledger answers cost nothing and are not counted, so --resume goes on; nor are the endpoint checks)."),
            resume: bool = typer.Option(False, "--resume", help="Continue the last ablation of this spec: runs already in the ledger are not repeated."),
            fresh: bool = FreshOpt, snapshots: int = SnapshotsOpt,
            warm: bool = WarmOpt,

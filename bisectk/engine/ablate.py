@@ -361,8 +361,9 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
             # the search's rule as it ended: a contradiction may have switched it to the flake rule
             found_thresholds = find_thresholds(oracle, res, res.rule, policy,
                                                (check.bad_rate.fails, check.bad_rate.runs), good_runs(check, policy))
-        except SearchStopped:
-            stopped, reason = True, "interrupted while finding thresholds"
+        except SearchStopped as stop:
+            stopped, reason = True, (f"run budget of {policy.max_runs} spent while finding thresholds"
+                                     if stop.reason == "budget" else "interrupted while finding thresholds")
     ptx_doc = sanitizer_doc = None
     if not stopped and (ptx or sanitize):
         try:
@@ -460,7 +461,9 @@ def find_thresholds(oracle: Oracle, result: AblationResult, rule: ConfidenceRule
     other culprits (and any context) held at their bad values, its boundary confirmed as the
     search's answer was (search/threshold.py), from the failures seen so far: the bad endpoint's
     (`endpoint` = (fails, runs)) and those of the configurations the search judged failing;
-    `good`: the good endpoint's (fails, runs), as the search's confirmation takes it (good_runs)."""
+    `good`: the good endpoint's (fails, runs), as the search's confirmation takes it (good_runs).
+    Their runs spend what --max-runs left after the search (the runs made now, as it counts them:
+    Trials.made, and the runs the oracle makes beyond one a question)."""
     runner, space = oracle.trials.runner, oracle.space
     spec = runner.spec
     found = {}
@@ -480,10 +483,15 @@ def find_thresholds(oracle: Oracle, result: AblationResult, rule: ConfidenceRule
 
         def judge(i: int, factor=factor, others=others, path=path) -> Outcome:
             return oracle({**others, factor: path[i]})
+        budget = None if policy.max_runs is None else \
+            max(policy.max_runs - oracle.trials.made(SEARCH) - oracle.trials.made(THRESHOLD), 0)
+        beyond_one = oracle.more_runs()     # runs the oracle made beyond one a question so far, less the ledger's
+
         with oracle.asking(THRESHOLD):
             found[factor] = find_threshold(path, judge, rule=rule, descending=lo > hi, before=before, beyond=beyond,
                                            confidence=policy.confidence, evidence=failing_runs(result, endpoint),
-                                           costs=oracle.trials.costs, steady=policy.flaky is False, good=good)
+                                           costs=oracle.trials.costs, steady=policy.flaky is False, good=good,
+                                           max_runs=budget, more_runs=lambda: oracle.more_runs() - beyond_one)
         runner.events.emit(Note(f"threshold of {factor}: {found[factor].describe()}"))
     return found
 

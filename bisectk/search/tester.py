@@ -63,6 +63,10 @@ class StopSearch(Exception):
     """Raised by an oracle or a stop hook to end the search; the best result so far survives."""
 
 
+class BudgetSpent(StopSearch):
+    """What the Tester raises when the run budget (`max_runs`) is spent."""
+
+
 class SearchStopped(Exception):
     """The one "search stopped" exception of every search in this package: `result` holds the best
     answer found before the stop (never more than was shown), `cause` what stopped it, `reason`
@@ -360,7 +364,7 @@ class Tester:
         if self.max_runs is not None:
             spent = self._spent()
             if spent >= self.max_runs:
-                raise StopSearch(f"run budget of {self.max_runs} spent")
+                raise BudgetSpent(f"run budget of {self.max_runs} spent")
             n = min(n, self.max_runs - spent)
         self.runs += n
         return n

@@ -16,7 +16,8 @@ followed by a failing one), but "fails from X on" would claim more than was run:
 X that the bisection skipped may fail too (stages 3 and 8 fail, 1-2 and 4-7 pass). So, once
 bracketed, up to SPOT_CHECKS of the values below the bracket that were not run are run
 (spread evenly over them): the claim a user acts on is "below X it passes". A spot check that
-fails makes the answer say the failure is not monotone and list what failed and passed; values
+fails (and, with `confidence`, fails again: below) makes the answer say the failure is not
+monotone and list what failed and passed; values
 still not run are named in the answer with the outcome they were assumed to have.
 
 No confidence without confirmation (confirm.py): the bisection takes each run at its word, and one
@@ -41,6 +42,15 @@ below the threshold: that value was the answer, its one more failure its confirm
 then confirmed as a sets search's FAIL claim is (confirm.claim_rule): as evidence under two rates,
 the old side measured by good's runs and those of the values below it, good's value run too while
 the old side has fewer runs than the claim.
+
+A value below the bracket that failed (a spot check's, or one a switch re-read) is a claim too:
+that the failure is not monotone. Without confirmation it rested on one failure: a good side that
+fails 5% of the time made the answer `not monotone, so no single threshold` in 81 of 300 seeded
+searches (tests/search/test_threshold.py). It is run again as the first failing value is (under
+two rates where that value is); without a rule a pass is a contradiction (the flake rule takes
+over), under one a value that does not fail again as evidence requires is no claim: its re-run's
+verdict stands for it, and the answer says what it saw (`3 failed in 1 of 6 runs, not confirmed
+when run again`). Now 1 of the 300.
 """
 
 from __future__ import annotations
@@ -53,7 +63,7 @@ from bisectk.outcome import Outcome
 from bisectk.search.confirm import (Costs, SetConfirmation, _unselected, old_side_rule, plan_confirmation,
                                     repeats_for, switched_rule)
 from bisectk.search.flaky import ConfidenceRule
-from bisectk.search.tester import Attempt, SearchStopped, StopSearch, Tester
+from bisectk.search.tester import Attempt, BudgetSpent, SearchStopped, StopSearch, Tester
 
 SPOT_CHECKS = 4     # values below the bracket run after the bisection, at most
 _AGAIN = {"fail": "failed", "pass": "passed"}   # what a confirmation's re-run did, in the answer's words
@@ -75,6 +85,9 @@ class Threshold:
     beyond: tuple = ()                   # search runs between good and bad only; these past the bad end
     confirmation: SetConfirmation | None = None   # the boundary run again (keys: indices); None: not asked
     switched: tuple | None = None        # (index, outcome) whose re-run contradicted a deterministic bisection
+    doubtful: tuple[int, ...] = ()       # indices below the bracket that failed and, run again, did not
+                                         # fail as the confirmation asks: their outcome is the re-run's
+    seen: Mapping[int, tuple[Outcome, ...]] = field(default_factory=dict, repr=False)   # a doubtful index's runs
 
     @property
     def confirmed(self) -> bool:
@@ -150,6 +163,9 @@ class Threshold:
             text += f"; not confirmed: {self.values[index]} {_AGAIN.get(got, 'could not be judged')} when run again"
         # every value run that could not be judged, not only those between the bracket: one the
         # bisection met before the bracket narrowed past it, or a spot check below it
+        for index in self.doubtful:     # what was seen of a failure below the bracket that did not hold
+            runs = [o for o in self.seen.get(index, ()) if o is not Outcome.UNRESOLVED]
+            text += f"; {self.values[index]} failed in {runs.count(Outcome.FAIL)} of {len(runs)} runs, not confirmed when run again"
         if unjudged := self._indices(Outcome.UNRESOLVED):
             text += f"; {names(unjudged)} could not be judged"
         # the declared values past the good and the bad value are never run: "fails from X on"
@@ -176,7 +192,8 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
                    before: Sequence[Hashable] = (), beyond: Sequence[Hashable] = (),
                    confidence: float | None = None, evidence: tuple[int, int] = (0, 0),
                    costs: Costs | None = None, steady: bool = False,
-                   good: tuple[int, int] | None = None) -> Threshold:
+                   good: tuple[int, int] | None = None,
+                   more_runs: Callable[[], int] | None = None) -> Threshold:
     """Bisect `values` (ordered, good value first, bad value last) to the failure threshold,
     then run up to `spot_checks` of the values below the bracket it skipped (module docstring).
     `descending`: `values` are the declared order reversed (the bad value comes first in it), so
@@ -187,6 +204,8 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
     search at configurations called failing (the bad endpoint's, the culprit search's), `costs()`:
     (seconds of a failing run, of a passing one), `steady`: the failure was declared deterministic,
     `good`: the good endpoint's (fails, runs) where nothing declared how the good side fails.
+    `max_runs`, `more_runs`: the run budget, as Tester takes them (every run counts: the
+    bisection's, the spot checks', the confirmation's).
 
     Invariant: lo PASSes, hi FAILs, lo < hi. Each probe between them moves one end onto an
     index just observed with that outcome; UNRESOLVED probes are skipped (nearest to the
@@ -196,7 +215,7 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
     if len(values) < 2:
         raise ValueError("an ordinal factor needs at least the good and the bad value")
     tester = Tester(oracle, rule=rule, on_attempt=on_attempt, should_stop=should_stop,
-                    max_runs=max_runs, known=known)
+                    max_runs=max_runs, known=known, more_runs=more_runs)
     last = len(values) - 1
     tester.seed(0, Outcome.PASS)
     tester.seed(last, Outcome.FAIL)
@@ -229,7 +248,8 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
             tester.switch(switched_rule(tester, evidence, confidence))
     except (StopSearch, KeyboardInterrupt) as stop:
         raise SearchStopped(_answer(values, tester, lo, hi, complete=False, descending=descending,
-                                    before=tuple(before), beyond=tuple(beyond), switched=switched), stop) from stop
+                                    before=tuple(before), beyond=tuple(beyond), switched=switched), stop,
+                            "budget" if isinstance(stop, BudgetSpent) else None) from stop
     return _answer(values, tester, lo, hi, complete=True, descending=descending,
                    before=tuple(before), beyond=tuple(beyond), confirmation=check, switched=switched)
 
@@ -240,7 +260,11 @@ def _confirm(tester: Tester, lo: int, hi: int, last: int, confidence: float, evi
     again (under the one-sided rule with `good` given, as evidence under two rates: module
     docstring), then `lo` pass `repeats` times in a row, from the failure rate seen at values
     judged failing and `evidence`; stops at the first contradiction. Index 0 and `last` are the
-    verified endpoints: not claims of this search."""
+    verified endpoints: not claims of this search. Then each value below `lo` judged failing (a
+    claim that the failure is not monotone) must fail again as `hi` must: without a rule, one
+    that passes is a contradiction (the failure is intermittent); under one, or where the re-run
+    cannot be judged, it is no claim, and its check (expected "fail", got "pass" or "unresolved")
+    says so to _answer."""
     checks: list[tuple[int, str, str]] = []
 
     def again(index: int, expect: Outcome, passes: int = 1, *judged) -> bool:
@@ -248,45 +272,61 @@ def _confirm(tester: Tester, lo: int, hi: int, last: int, confidence: float, evi
         checks.append((index, expect.value, got.value))
         return got is expect
 
-    def old_side() -> tuple[int, int]:      # good's runs, and those of the values below `hi`
+    def old_side(claim: int) -> tuple[int, int]:    # good's runs, and those of the other values below `hi`
         fails, runs = good
         for key, history in tester.history.items():
             judged = [o for o in history if o is not Outcome.UNRESOLVED]
-            if key < hi:
+            if key < hi and key != claim:
                 fails, runs = fails + judged.count(Outcome.FAIL), runs + len(judged)
         return fails, runs
 
-    def measuring(fresh: Sequence[Outcome]):    # confirm._measuring: good's value run too
-        if old_side()[1] < len(given) + len(fresh):
-            tester.confirm(0, Outcome.PASS, 1)
-        return old_side_rule(tester, old_side(), confidence)
-    made = 0
-    if hi < last:
-        made = 1
-        two_rate = good is not None and isinstance(tester.rule, ConfidenceRule)
-        given = _unselected(tester.history.get(hi, ()))
-        judged = (old_side_rule(tester, old_side(), confidence), given, measuring) if two_rate else ()
-        if not again(hi, Outcome.FAIL, 1, *judged):
-            return SetConfirmation(0, tuple(checks), (hi, checks[-1][2]))
-    if lo == 0:
-        return SetConfirmation(0, tuple(checks))
-    fails, runs = evidence
-    for key, outcome in tester.memo.items():
-        judged = [o for o in tester.history.get(key, ()) if o is not Outcome.UNRESOLVED]
-        if outcome is Outcome.FAIL:
-            fails, runs = fails + judged.count(Outcome.FAIL), runs + len(judged)
-    repeats = 1 if steady and tester.rule is None else repeats_for(fails, runs, confidence)
-    if tester.rule is not None:     # fresh passes, at least as many as the rule's verdicts needed
-        repeats = max(repeats, getattr(tester.rule, "repeats", 1))
-    elif not steady:    # each more failure of `hi` lowers the passes `lo` needs: the cheapest split
-        more, repeats = plan_confirmation(fails - made, runs - made, 1, confidence,
-                                          costs() if costs else (1.0, 1.0))
-        for _ in range(more - made):
-            if not again(hi, Outcome.FAIL):
-                return SetConfirmation(0, tuple(checks), (hi, checks[-1][2]))
-    if not again(lo, Outcome.PASS, repeats):
-        return SetConfirmation(repeats, tuple(checks), (lo, checks[-1][2]))
-    return SetConfirmation(repeats, tuple(checks))
+    two_rate = good is not None and isinstance(tester.rule, ConfidenceRule)
+
+    def fail_again(index: int) -> bool:
+        if not two_rate:
+            return again(index, Outcome.FAIL)
+        given = _unselected(tester.history.get(index, ()))
+
+        def measuring(fresh: Sequence[Outcome]):    # confirm._measuring: good's value run too
+            if old_side(index)[1] < len(given) + len(fresh):
+                tester.confirm(0, Outcome.PASS, 1)
+            return old_side_rule(tester, old_side(index), confidence)
+        return again(index, Outcome.FAIL, 1, old_side_rule(tester, old_side(index), confidence), given, measuring)
+    def boundary() -> tuple[int, tuple | None]:     # (repeats, the contradiction or None)
+        made = repeats = 0
+        if hi < last:
+            made = 1
+            if not fail_again(hi):
+                return 0, (hi, checks[-1][2])
+        if lo == 0:
+            return 0, None
+        fails, runs = evidence
+        for key, outcome in tester.memo.items():
+            judged = [o for o in tester.history.get(key, ()) if o is not Outcome.UNRESOLVED]
+            if outcome is Outcome.FAIL:
+                fails, runs = fails + judged.count(Outcome.FAIL), runs + len(judged)
+        repeats = 1 if steady and tester.rule is None else repeats_for(fails, runs, confidence)
+        if tester.rule is not None:     # fresh passes, at least as many as the rule's verdicts needed
+            repeats = max(repeats, getattr(tester.rule, "repeats", 1))
+        elif not steady:    # each more failure of `hi` lowers the passes `lo` needs: the cheapest split
+            more, repeats = plan_confirmation(fails - made, runs - made, 1, confidence,
+                                              costs() if costs else (1.0, 1.0))
+            for _ in range(more - made):
+                if not again(hi, Outcome.FAIL):
+                    return 0, (hi, checks[-1][2])
+        if not again(lo, Outcome.PASS, repeats):
+            return repeats, (lo, checks[-1][2])
+        return repeats, None
+    repeats, contradicted = boundary()
+    if contradicted is not None and tester.rule is None and contradicted[1] != Outcome.UNRESOLVED.value:
+        return SetConfirmation(repeats, tuple(checks), contradicted)    # the caller goes on under the flake rule
+    # the answer is final (confirmed or not): a value below the bracket that failed would make it
+    # say the failure is not monotone, so it is run again first, as `hi` was
+    for index in [i for i in range(1, lo) if tester.outcome_of(i) is Outcome.FAIL]:
+        if (not fail_again(index) and contradicted is None and tester.rule is None
+                and checks[-1][2] == Outcome.PASS.value):
+            return SetConfirmation(repeats, tuple(checks), (index, checks[-1][2]))  # intermittent: as above
+    return SetConfirmation(repeats, tuple(checks), contradicted)
 
 
 def spread(indices: Sequence[int], k: int) -> list[int]:
@@ -304,6 +344,13 @@ def _answer(values: Sequence[Hashable], tester: Tester, lo: int, hi: int,
             complete: bool, descending: bool = False, before: tuple = (), beyond: tuple = (),
             confirmation: SetConfirmation | None = None, switched: tuple | None = None) -> Threshold:
     unresolved = tuple(i for i in range(lo + 1, hi) if tester.outcome_of(i) is Outcome.UNRESOLVED)
+    outcomes = [tester.outcome_of(i) for i in range(len(values))]
+    # a failure below the bracket that did not fail again as the confirmation asked: what its re-run
+    # said stands for it (it is no claim that the failure is not monotone), and the answer says it failed
+    doubtful = {index: Outcome(got) for index, expect, got in (confirmation.checks if confirmation else ())
+                if index < lo and expect == Outcome.FAIL.value and got != expect}
+    for index, got in doubtful.items():
+        outcomes[index] = got
     return Threshold(tuple(values), lo, hi, unresolved, tuple(tester.attempts), tester.runs,
-                     complete, tuple(tester.outcome_of(i) for i in range(len(values))), descending,
-                     before, beyond, confirmation, switched)
+                     complete, tuple(outcomes), descending, before, beyond, confirmation, switched,
+                     tuple(sorted(doubtful)), {i: tuple(tester.history.get(i, ())) for i in doubtful})

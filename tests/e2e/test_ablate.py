@@ -872,6 +872,54 @@ def test_a_threshold_on_a_spurious_failure_is_not_confirmed_by_one_more(tmp_path
     assert th["text"].startswith("fails at 4, passes at 3; not confirmed: 4 passed when run again"), th
 
 
+ONCE_BELOW = """f="$1/$2-$3"; k=$(cat "$f" 2>/dev/null || echo 0); echo $((k + 1)) > "$f"
+[ "$2" = 8 ] && exit 1
+[ "$2" = 3 ] && [ "$k" = 0 ] && exit 1
+exit 0
+"""
+
+
+def test_a_spurious_failure_below_the_bracket_is_not_called_not_monotone(tmp_path):
+    """n fails at 8 only; n = 3 fails its first run and never again (a good side that fails now and
+    then, nobody declared it). The spot check below the bracket met that one failure and the answer
+    was `fails at 3, 8 and passes at ...: not monotone, so no single threshold`. The failure is now
+    run again before it is a claim: it passes, the search goes on in the flake rule, 3's failure
+    is judged under two rates, and the answer states the threshold and says what 3 did."""
+    count = tmp_path / "count"
+    count.mkdir()
+    (tmp_path / "s.sh").write_text(ONCE_BELOW)
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'[subject]\ncommand = ["sh", "s.sh", "{count}", "{{n}}", "{{m}}"]\n'
+                    "[factors]\nn = [1, 2, 3, 4, 5, 6, 7, 8]\n[good]\nn = 1\nm = 0\n[bad]\nn = 8\nm = 1\n")
+    doc = ablate_json(spec, tmp_path)
+    assert doc["culprits"] == ["n"] and doc["complete"]
+    th = doc["thresholds"]["n"]
+    assert th["monotone"] is True and th["confirmed"] is True and th["failing"] == [8], th
+    assert th["text"].startswith("fails from 8 on (7 passes); intermittent: 3 passed when run again; "
+                                 "3 failed in 1 of "), th
+    assert "not monotone" not in th["text"]
+
+
+def test_max_runs_holds_for_the_threshold_runs_too(tmp_path):
+    """--max-runs counts the runs the search makes, the endpoint checks aside; the threshold's
+    bisection, spot checks and confirmation were outside it: --max-runs 20 made 16 search runs
+    and 57 threshold runs, and the answer was given as if no budget was set. The threshold runs
+    now spend the budget left by the culprit search, and the answer says it stopped short."""
+    count = tmp_path / "count"
+    count.mkdir()
+    (tmp_path / "s.sh").write_text(ONCE_BELOW)
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'[subject]\ncommand = ["sh", "s.sh", "{count}", "{{n}}", "{{m}}"]\n'
+                    "[factors]\nn = [1, 2, 3, 4, 5, 6, 7, 8]\n[good]\nn = 1\nm = 0\n[bad]\nn = 8\nm = 1\n")
+    doc = ablate_json(spec, tmp_path, "--max-runs", "20", code=1)
+    phases = doc["phase_runs"]
+    assert doc["culprits"] == ["n"] and phases["search"] == 16 and phases["threshold"] == 4, phases
+    assert doc["complete"] is False and "run budget of 20 spent" in doc["stop_reason"], doc["stop_reason"]
+    assert doc["thresholds"] == {}
+    text = bisectk("ablate", spec, "--max-runs", "20", "--fresh", "--ledger", tmp_path / "l2.db").stdout
+    assert "search stopped (run budget of 20 spent while finding thresholds)" in text, text
+
+
 COUNTED = """import os, sys
 path = sys.argv[1]
 n = int(open(path).read()) if os.path.exists(path) else 0

@@ -402,7 +402,7 @@ class Oracle:
                     f"{longer:g} s it ended in {run.duration_s:.2f} s, sooner: no slow first run (unless the stopped "
                     "run filled a cache before it was ended), so it may hang only sometimes (its hang is kept)"))
             elif longer is not None:
-                self._stretched(point, run, longer)
+                self._stretched(point, run, longer, question[-2].duration_s)
             if self.different(run) and run.unbuilt and not short:
                 # its source did not compile, parse or link: another run of the same tree says so again
                 return self.judge_run(run)
@@ -490,9 +490,11 @@ class Oracle:
                 return None
         return second_chance(timeout.seconds)
 
-    def _stretched(self, point: Any, run: Run, longer: float) -> None:
+    def _stretched(self, point: Any, run: Run, longer: float, stopped_s: float) -> None:
         """A run given longer ended: the watchdog is set from its time, as from a good run's, so
-        the points after it are not stopped at the same first-run cost (Runner.stretch)."""
+        the points after it are not stopped at the same first-run cost (Runner.stretch).
+        `stopped_s`: when the run before it was called a hang (under a watchdog that follows
+        progress, not the fixed seconds `before`, which a run is stopped at only without a timeline)."""
         runner = self.trials.runner
         self.trials.no_hang(point, refold=True)
         before = runner.policy().seconds
@@ -500,10 +502,11 @@ class Oracle:
         more = f"; the watchdog is now {after:.1f} s" if after > before else ""
         with self._lock:
             self._stretch_seen = True
-            self.stretches.append({"step": "first_run_cost", "point": self.space.label(point), "stopped_s": before,
-                                   "ended_s": round(run.duration_s, 3), "given_s": longer, "watchdog_s": after})
+            self.stretches.append({"step": "first_run_cost", "point": self.space.label(point), "stopped_s": stopped_s,
+                                   "before_s": before, "ended_s": round(run.duration_s, 3), "given_s": longer,
+                                   "watchdog_s": after})
         runner.events.emit(Note(
-            f"{self.space.label(point)} was called a hang after {round(before, 2):g} s, and ended in {run.duration_s:.2f} s "
+            f"{self.space.label(point)} was called a hang after {round(stopped_s, 2):g} s, and ended in {run.duration_s:.2f} s "
             f"when given {longer:g} s (a first run's cost: a JIT compile, a cold cache, a build){more}"))
 
     def batch(self, points: Sequence[Any]) -> list[Outcome]:

@@ -91,7 +91,7 @@ WORDS: dict[str, Callable[[dict], str]] = {
         f"{s['given_s']:g} s: a first run's cost (a JIT compile into a cache, a build) that the endpoints, run "
         "before, no longer paid. "
         + (f"The watchdog was set from it ({s['watchdog_s']:.1f} s), so a real hang waits that long"
-           if s["watchdog_s"] > s["stopped_s"] else "Each commit stopped so is given longer the same way")
+           if s["watchdog_s"] > s.get("before_s", s["stopped_s"]) else "Each commit stopped so is given longer the same way")
         + "; --timeout SECONDS just above one first run (with its compile) makes hangs cheaper."),
     "sets": lambda s: (f"{len(s['sets'])} " + ("independent failing sets, each enough to fail on its own: "
                                                if not s.get("masked") else "failing sets, each enough to fail on good: ")

@@ -30,6 +30,8 @@ import time
 from collections import deque
 from pathlib import Path
 
+from bisectk.run.progress import blurred, unhexed
+
 RESULT_TAG = b"BISECTK_RESULT"
 MAX_LINE = 4096                     # bytes of one output line a progress watch sees
 FLOOD_BLOCK_LINES = 4               # a block of up to this many lines repeated back to back is a flood
@@ -53,10 +55,17 @@ class LineFeed:
     point each, or reading it would slow the subject down enough to make it look hung. Nor a split
     and a set lookup each: a run of back-to-back copies of one line, or of a block of a few lines
     (`repeated`), is skipped by comparing bytes. Lines of one chunk are handed on in order, once
-    each (they share one time)."""
+    each (they share one time).
 
-    def __init__(self, emit, remember: int = 50_000):
+    `keyed`: a line is handed on only when its key is new, the key being the watch's (numbers
+    blanked) as run/progress.py's `blurred` and `unhexed` make it for a whole read at once: a log
+    of `step 1`, `step 2`, ... costs a translation, a split and a set difference per read (and is
+    then a flood like any other), not a decode and a key per line (150 ms a MB, and the subject,
+    waiting on its full pipe, looked hung)."""
+
+    def __init__(self, emit, remember: int = 50_000, keyed: bool = False):
         self.emit = emit
+        self.keyed = keyed
         self.partial = b""
         self.seen: set[bytes] = set()
         self.remember = remember
@@ -68,25 +77,50 @@ class LineFeed:
         # a flood of one line (or of a block of a few lines) is skipped at memory speed: splitting
         # it line by line cost 2 ms a 64 KiB read of 2-byte lines, and the subject, waiting on its
         # full pipe, looked hung
-        pos, plain = 0, 0
+        pos = self._floods(data, 0, end, extra)
+        if not self.keyed or pos == end:
+            self._hand_on(data[pos:end], extra)
+            return
+        # then the rest blurred (byte for byte as it is): `step 1`, `step 2`, ... is a flood too
+        rest = data[pos:end]
+        keyed = blurred(rest)
+        at = self._floods(rest, 0, len(rest), extra, keyed)
+        self._hand_on(rest[at:], extra, keyed[at:])
+
+    def _floods(self, data: bytes, pos: int, end: int, extra: tuple, keyed: bytes | None = None) -> int:
+        """Hand on the floods at `pos` of `data` (of `keyed`, data's lines blurred byte for byte,
+        when given); where the ordinary output after them begins."""
+        plain = 0
         for _ in range(FLOOD_TRIES):
             if pos >= end or plain == PLAIN_LINES:   # ordinary output: split at once, as it comes
                 break
-            block, after = repeated(data, pos, end)
+            block, after = repeated(data if keyed is None else keyed, pos, end)
             plain = plain + 1 if after - pos == len(block) else 0
-            self._hand_on(block.split(b"\n")[:-1], extra)
+            self._hand_on(data[pos:pos + len(block)], extra, None if keyed is None else block)
             pos = after
-        self._hand_on(data[pos:end].split(b"\n")[:-1], extra)
+        return pos
 
-    def _hand_on(self, lines: list[bytes], extra: tuple) -> None:
-        for line in dict.fromkeys(lines):
-            line = line[:MAX_LINE]
-            if line in self.seen:
-                continue
-            if len(self.seen) < self.remember:
-                self.seen.add(line)
+    def _hand_on(self, lines: bytes, extra: tuple, keyed: bytes | None = None) -> None:
+        """The whole lines `lines` (each ending in a newline; `keyed`, blurred, when known) keyed at
+        once: one split, one set difference. Only a line of a new key is handed on."""
+        if keyed is None:
+            keyed = blurred(lines) if self.keyed else lines
+        keys = keyed.split(b"\n")[:-1]
+        if keys and max(map(len, keys)) > MAX_LINE:
+            keys = [key[:MAX_LINE] for key in keys]
+            keyed = b"".join(key + b"\n" for key in keys)
+        if self.keyed and b"0x" in keyed:
+            keys = unhexed(keyed).split(b"\n")[:-1]
+        new = set(keys) - self.seen
+        if not new:
+            return
+        if len(self.seen) < self.remember:
+            self.seen |= new
+        first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))    # a key's first line
+        raw = lines.split(b"\n")
+        for i in sorted(first[key] for key in new):
             try:
-                self.emit(line.decode("utf-8", errors="replace"), *extra)
+                self.emit(raw[i][:MAX_LINE].decode("utf-8", errors="replace"), *extra)
             except Exception:
                 pass
 
@@ -256,17 +290,18 @@ class CappedLog:
 
 class Capture:
     """One stream as read: its head and tail in memory (`text()` holds at most `limit` bytes plus
-    one line saying what was cut between them), its lines fed to `on_line`, its last result line
-    (`result`) and its capped log on disk (`sink`)."""
+    one line saying what was cut between them), its lines fed to `on_line` (LineFeed, `keyed`),
+    its last result line (`result`) and its capped log on disk (`sink`)."""
 
-    def __init__(self, limit: int, sink: Path | None = None, on_line=None, results: bool = False):
+    def __init__(self, limit: int, sink: Path | None = None, on_line=None, results: bool = False,
+                 keyed: bool = False):
         self.head_limit = limit // 4
         self.tail_limit = limit - self.head_limit
         self.head = bytearray()
         self.tail: deque[bytes] = deque()
         self.tail_size = 0
         self.total = 0
-        self.lines = LineFeed(on_line) if on_line is not None else None
+        self.lines = LineFeed(on_line, keyed=keyed) if on_line is not None else None
         self.results = ResultCatcher() if results else None
         self.log = CappedLog(sink) if sink else None
         self.lock = threading.Lock()

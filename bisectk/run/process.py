@@ -430,7 +430,8 @@ def captures(log_dir: Path | None, tail_bytes: int, on_line) -> list[Capture]:
             sinks = [Path(log_dir) / "stdout.log", Path(log_dir) / "stderr.log"]
         except OSError:
             pass  # no full logs; the tails are still kept
-    return [Capture(tail_bytes, sinks[0], on_line, results=True), Capture(tail_bytes, sinks[1], on_line)]
+    return [Capture(tail_bytes, sinks[0], on_line, results=True, keyed=True),
+            Capture(tail_bytes, sinks[1], on_line, keyed=True)]
 
 
 def death_words(returncode: int | None) -> str:

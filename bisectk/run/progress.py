@@ -21,6 +21,8 @@ talking, not a run moving on.
 Abstractions
 ------------
 point_key -- an output line as a progress point: `phase:launch`, or the line with numbers blanked.
+blurred, unhexed -- a whole read of raw lines made alike where point_key makes them alike (a filter
+             at memory speed, so a log of `step 1`, `step 2`, ... is keyed per read, not per line).
 Timeline  -- a run's progress points (first occurrence of each, seconds from the start) and its
              end; stored with the run in the ledger, so a good run answered from the ledger still
              calibrates.
@@ -69,6 +71,33 @@ _LAUNCH_LINE = re.compile(r"\blaunch(?:es|ed|ing)?\b", re.IGNORECASE)
 _DONE_LINE = re.compile(r"\b(?:done|finished|complete[d]?|compiled|took|in # ?m?s)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
+
+
+_EVERY_DIGIT = bytes.maketrans(b"0123456789", b"1111111111")
+_BUT_ZERO = bytes.maketrans(b"123456789", b"111111111")
+_HEX_BYTES = re.compile(_HEX.pattern.encode())
+_PHASE_BYTES = PHASE_TAG.encode()
+
+
+def blurred(lines: bytes) -> bytes:
+    """Raw output lines (a whole read of them) made alike where point_key makes them alike, byte
+    for byte and at memory speed: every ASCII digit becomes '1' (a '0' is kept where the read holds
+    '0x', which may begin an address), and a read holding a phase line (whose name may hold digits)
+    is left as it is. Two lines blurred alike have one point_key (the same bytes but digits, so
+    each regular expression matches them alike); lines whose numbers differ in length blur apart:
+    a filter before point_key, never one in its place (run/output.py's LineFeed)."""
+    if _PHASE_BYTES in lines:
+        return lines
+    return lines.translate(_BUT_ZERO if b"0x" in lines else _EVERY_DIGIT)
+
+
+def unhexed(lines: bytes) -> bytes:
+    """Blurred lines with each `0x...` blanked as point_key blanks it (and the '0's kept for it made
+    '1' after): printf'd addresses, whose hex letters blur apart, blurred alike. Lines stay lines,
+    one for one, not byte for byte."""
+    if b"0x" not in lines or _PHASE_BYTES in lines:
+        return lines
+    return _HEX_BYTES.sub(b"0x#", lines).translate(_EVERY_DIGIT)
 
 
 def point_key(line: str) -> str | None:

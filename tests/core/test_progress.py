@@ -1,8 +1,12 @@
 """The watchdog that follows progress (issue 13): hangs are called about a second after the point
 where the good run had finished; a slow compile is never a hang; without progress lines the old
 rule holds."""
+import random
 import sys
 import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bisectk.run.process import run_process
 from bisectk.run.progress import SLACK_S, FixedWatch, ProgressWatch, Timeline, point_key, role
@@ -206,3 +210,85 @@ def test_lines_are_handed_on_once_each_in_order_across_chunks_and_floods():
     assert [t for _, t in heard] == sorted(t for _, t in heard)
     feed.feed(b"s\n", 99.0)
     assert heard[-1] == ("tails", 99.0)
+
+
+NUMBERED = """
+import os, sys, time
+print("compiling kernel", flush=True)
+data = b"".join(b"step %d\\n" % i for i in range(1, 2_500_001))     # 26 MB of distinct numbered lines
+time.sleep(0.1)
+print("launching kernel", flush=True)
+if sys.argv[1] == "steps":
+    view = memoryview(data)
+    while view:
+        view = view[os.write(1, view):]
+time.sleep(0.3)
+print("done", flush=True)
+"""
+
+
+def test_a_flood_of_distinct_numbered_lines_is_read_at_the_pipes_pace_not_called_a_hang(tmp_path):
+    """A per-iteration log ('step 1', 'step 2', ...: one key once numbers are blanked) after
+    'launching kernel': each distinct raw line was handed to the watch and keyed there one by one
+    (about 150 ms per MB), so the subject waited on its full pipe and was called a hang."""
+    (tmp_path / "steps.py").write_text(NUMBERED)
+    argv = [sys.executable, str(tmp_path / "steps.py")]
+    good = run_process([*argv, "quiet"], timeout=60, watch=FixedWatch(60))
+    tl = Timeline.from_list(good.timeline)
+    raw = run_process([*argv, "steps"], timeout=60, watch=ProgressWatch(tl, 5 * good.duration_s, 1.0))
+    assert not raw.timed_out and raw.exit_code == 0, (raw.duration_s, raw.stalled)
+    assert "done" in raw.stdout[-100:]
+    assert [k for k, _ in raw.timeline] == ["compiling kernel", "launching kernel", "step #", "done", "<end>"]
+
+
+def _heard(chunks: list[bytes], feed_lines) -> list[tuple[str, float]]:
+    """The keys a Recorder finds new, with their times, when `feed_lines(chunks, recorder)` feeds it."""
+    from bisectk.run.progress import Recorder
+    rec, heard = Recorder(), []
+    rec.listeners.append(lambda key, t, new: heard.append((key, t)) if new else None)
+    feed_lines(chunks, rec)
+    return heard
+
+
+def _line_by_line(chunks, rec) -> None:
+    """What a watch is owed: every line of the stream, cut at MAX_LINE, at the time of the chunk it ends in."""
+    from bisectk.run.output import MAX_LINE
+    partial = b""
+    for k, chunk in enumerate(chunks):
+        data = partial + chunk
+        end = data.rfind(b"\n") + 1
+        partial = data[end:][-MAX_LINE:]
+        for line in data[:end].split(b"\n")[:-1]:
+            rec.feed(line[:MAX_LINE].decode("utf-8", errors="replace"), float(k))
+
+
+def _through_linefeed(chunks, rec) -> None:
+    from bisectk.run.output import LineFeed
+    feed = LineFeed(rec.feed, keyed=True)
+    for k, chunk in enumerate(chunks):
+        feed.feed(chunk, float(k))
+
+
+PIECES = [b"0", b"1", b"7", b"42", b"0x", b"0x1f", b"x", b"a", b"f", b"e", b"E", b".", b"-", b"+", b" ", b"\t",
+          b"step ", b"waiting for barrier ", "٣".encode(), "\xa0".encode(), b"\xff", b"\xe2\x82", "€".encode(),
+          b"BISECTK_PHASE ", b"BISECTK_RESULT ", b"#", b"launching kernel", b"\r"]
+
+
+@given(data=st.data(), seed=st.integers(0, 2**32))
+@settings(max_examples=300, deadline=None, database=None)
+def test_linefeed_hands_the_watch_the_same_keys_in_the_same_order_as_line_by_line(data, seed):
+    """Whatever the stream and however it is cut into reads, the watch finds the same keys new, in
+    the same order, at the same times, as if it were fed every line one by one. The lines are a
+    few templates with their digits drawn anew (`0x1f` and `1x1f`, `phase 1` and `phase 2`: lines
+    alike but for digits, which may or may not share a key), repeated and cut anywhere."""
+    rng = random.Random(seed)
+    line = st.lists(st.sampled_from(PIECES), max_size=12).map(b"".join)
+    template = st.tuples(st.sampled_from([b"", b"BISECTK_PHASE step1", b"0x", b"  "]), line).map(b"".join)
+    templates = data.draw(st.lists(st.one_of(template, template.map(lambda s: s * 400)), min_size=1, max_size=6))
+    picks = data.draw(st.lists(st.tuples(st.integers(0, len(templates) - 1), st.sampled_from([1, 1, 1, 2, 30])),
+                               min_size=1, max_size=80))
+    redigit = [bytes(rng.choice(b"0123456789") if 48 <= c <= 57 else c for c in templates[i]) for i, _ in picks]
+    stream = b"".join(ln + b"\n" for ln, (_, n) in zip(redigit, picks) for _ in range(n)) + data.draw(line)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=8)))
+    chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)])]
+    assert _heard(chunks, _through_linefeed) == _heard(chunks, _line_by_line)

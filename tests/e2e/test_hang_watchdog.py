@@ -188,3 +188,26 @@ def test_a_run_stopped_past_where_the_bad_endpoint_hangs_is_given_longer(tmp_pat
     assert "hung after the line 'launching kernel'" in doc["endpoints"]["bad"]["runs"][0]["signature"]
     assert doc["first_bad"]["subject"] == "c4", (doc.get("problem"), doc.get("skipped"))
     assert [g["verdict"] for g in doc["last_good"]] == ["PASS"]
+
+
+def test_a_first_runs_cost_says_when_the_progress_watchdog_stopped_the_run(tmp_path):
+    """A hybrid's first run compiles 3.5 s where the cached endpoints compile at once, after 0.8 s
+    of start-up: the watchdog that follows progress stops it about a second after 'compiling
+    kernel' (1.8 s), and given longer it ends in 4.3 s. The note said it "was called a hang after
+    4.02 s, and ended in 4.3 s": the fixed fallback's seconds (5 x the good run), never used."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "k.sh").write_text('sleep 0.8\necho "compiling kernel"\nkey=".cache-$1-$2"\n'
+                                   'if [ ! -e "$key" ]; then sleep 3.5; touch "$key"; fi\necho "launching kernel"\n'
+                                   'if [ "$1" = 1 ]; then exec sleep 1000; fi\necho \'BISECTK_RESULT {"ok": true}\'\n')
+    (tmp_path / "s.toml").write_text('[subject]\ncommand = ["sh", "k.sh", "{a}", "{b}"]\n'
+                                     '[good]\na = 0\nb = 0\n[bad]\na = 1\nb = 1\n')
+    for cached in (".cache-0-0", ".cache-1-1"):      # the endpoints, run by hand before
+        (tmp_path / cached).touch()
+    p = bisectk("ablate", tmp_path / "s.toml", "--json-out", tmp_path / "o.json", "--snapshots", "0",
+                "--ledger", tmp_path / "l.db", timeout=300)
+    doc = json.loads((tmp_path / "o.json").read_text())
+    assert doc["culprits"] == ["a"], doc["culprits"]
+    cost = [s for s in doc["advice"] if s["step"] == "first_run_cost"]
+    assert len(cost) == 1 and cost[0]["stopped_s"] < cost[0]["ended_s"] - 1.5, cost
+    said = re.search(r"was called a hang after ([\d.]+) s, and ended in ([\d.]+) s", p.stderr)
+    assert said and float(said.group(1)) == round(cost[0]["stopped_s"], 2), p.stderr[-2000:]

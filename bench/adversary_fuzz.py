@@ -426,6 +426,7 @@ def ledger_deleted(work: Path, n: int) -> None:
     codes = []
     for trial in range(max(1, n // 10)):
         led = work / f"led{trial}" / "l.db"
+        led.parent.mkdir()   # bisectk makes the ledger file, not its directory (658e1e3)
         p = subprocess.run([sys.executable, "-m", "bisectk", "ablate", str(spec), "--exhaustive", "--json",
                             "--ledger", str(led)], capture_output=True, text=True, cwd=CODE, timeout=300,
                            env=env(DELETE_AT=str(led.parent)))

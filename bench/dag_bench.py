@@ -280,7 +280,7 @@ def run_bisectk(repo: Path, good: str, bad: str, env: dict, scratch: Path, flaky
         assert log[-1][1] is Outcome.FAIL, "bad endpoint does not fail"
         ends = count(counter)
         result = search_dag(Dag.from_csr(*graph.csr()), oracle, batch_oracle=oracle.batch, observations=log,
-                            options=SearchOptions(flaky=flaky, jobs=jobs))
+                            options=SearchOptions(flaky=flaky, jobs=jobs, confirm=False))   # the search alone, as git's
     finally:
         oracle.close()
         good_oracle.close()

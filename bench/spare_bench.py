@@ -2,7 +2,8 @@
 (hangs), with 0, 1 or 2 hot spares per slot. Workers preload torch (CPU here), as GPU workers
 preload torch and cutlass; each round waits until the pool is full, runs a short script, then
 `--hangs` scripts that hang (each killed at 0.5 s) one right after the other, then the short script
-again, and times that last run (the recovery) from the moment the last hang was called.
+again, and times that last run (the recovery) from the moment the last hang was called. One more
+round first, untimed, brings up what the first hang starts (with no spare, the template).
 
 With --fork both, each cell is measured with workers started fresh (each imports torch) and with
 workers forked from a template that imported it once (run/template.py).
@@ -46,7 +47,10 @@ def main() -> int:
                 with WorkerPool(gpus=None, preload=preload, spares=spares, ready_timeout=300, fork=fork) as pool:
                     pool.start()
                     recover = []
-                    for _ in range(args.rounds):
+                    # round 0 is not timed: the pool's first worker starts fresh (pool.py), so with
+                    # no spare the template (fork on) starts only when the first hang's worker is
+                    # replaced; from then on the pool is full as every later round finds it
+                    for r in range(args.rounds + 1):
                         deadline = time.monotonic() + 300   # a fair start: worker and spares warm
                         while (pool.slots[0].worker is None or len(pool.slots[0].spares) < spares) \
                                 and time.monotonic() < deadline:
@@ -57,7 +61,8 @@ def main() -> int:
                         t = time.monotonic()
                         raw = run_command(pool, [sys.executable, "ok.py"], cwd=tmp, timeout=300)
                         assert raw.exit_code == 0
-                        recover.append(time.monotonic() - t)
+                        if r:
+                            recover.append(time.monotonic() - t)
                     out.append(f"hangs in a row={hangs} spares={spares} {'forked' if fork else 'fresh '}: next run done {statistics.mean(recover):.2f} s "
                                f"(median {statistics.median(recover):.2f}, max {max(recover):.2f}) after the last "
                                f"killed worker; worker starts {pool.stats['worker_starts']}, "

@@ -26,7 +26,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
            resume: bool = typer.Option(False, "--resume", help="Continue the last ablation of this spec: runs already in the ledger are not repeated."),
            fresh: bool = FreshOpt, snapshots: int = SnapshotsOpt,
            warm: bool = WarmOpt,
-           gpus: Optional[str] = typer.Option(None, "--gpus", help="Pin runs to GPUs, e.g. 0,1: each run under way holds its own (CUDA_VISIBLE_DEVICES); with --warm, one worker per GPU."),
+           gpus: Optional[str] = typer.Option(None, "--gpus", help="Pin runs to GPUs, e.g. 0,1 (CUDA_VISIBLE_DEVICES): a run takes a GPU no run under way holds while one is free; with more --jobs than GPUs, runs share them; with --warm, one worker per GPU."),
            jobs: int = typer.Option(1, "--jobs", min=1, max=64, help="Runs side by side: the search's question and, in the slots it leaves idle, the runs it will likely ask next (the answer is the one-at-a-time search's), all in the spec's directory (for subjects that write no files there)."),
            executor: str = ExecutorOpt, ray_address: Optional[str] = RayAddressOpt,
            ptx: bool = typer.Option(False, "--ptx", help="Add a PTX signature diff of good, bad and the culprit configuration (compile-only, no GPU)."),

@@ -175,12 +175,15 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
             runner.release()
     elif meanwhile is not None and bad_to_run and good_passed:
         meanwhile()
-    bad_runs = _reproduced(trials, bad_point, repeat, 2 * cap if policy.flaky else cap, first=beside)
+    reruns = 2 * cap if policy.flaky else cap
+    bad_runs = _reproduced(trials, bad_point, repeat, reruns, first=beside)
     bad_runs = slowends.slow_seen(trials, bad_point, bad_runs)     # 2c. SLOW hidden behind a crash?
     target = slowends.target_of(runner, bad_runs, policy.same_failure)
     notes: list[str] = []
     if _silent_hang(runner, bad_runs, target):     # 2b. slow, or hung? given longer once
         bad_runs, said = _hang_or_slow(trials, bad_point, bad_runs)
+        # a pass given longer is a run of a bad endpoint that passed: re-run as any such is
+        bad_runs = _reproduced(trials, bad_point, repeat, reruns, done=bad_runs)
         target = slowends.target_of(runner, bad_runs, policy.same_failure)
         watchdog = runner.policy()
         notes.append(said)
@@ -419,12 +422,13 @@ def _hang_or_slow(trials: Trials, bad_point: Any, bad_runs: list[Run]) -> tuple[
                    f"{run.duration_s:.2f} s when given {longer:g} s ({Verdict.fold([run]).describe()}); {now}")
 
 
-def _reproduced(trials: Trials, bad_point: Any, repeat: int, cap: int, first: Future | None = None) -> list[Run]:
+def _reproduced(trials: Trials, bad_point: Any, repeat: int, cap: int, first: Future | None = None,
+                done: list[Run] | None = None) -> list[Run]:
     """The bad endpoint's `repeat` runs, and more while it passed every time, up to `cap` in all
     (told the failure is intermittent, --flaky, the cap is doubled: at a 30% failure rate, 10
     passes in a row still happen 3% of the time). `first`: its first run, begun beside the good
-    endpoint's."""
-    runs: list[Run] = []
+    endpoint's; `done`: its runs so far."""
+    runs: list[Run] = list(done or ())
     if first is not None:
         with live():   # waiting for a run is a run: a Ctrl-C stops it at once (engine/interrupts.py)
             runs.append(waited(first))

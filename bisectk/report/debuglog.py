@@ -135,8 +135,9 @@ def table(header: list[str], rows: list[list[Any]]) -> str:
     return _table(header, rows)
 
 
-def code_block(text: str, lang: str = "") -> str:
-    """A fenced block that no line of `text` closes: its fence is longer than any backtick run in it."""
+def code_block(text: str, lang: str = "", as_is: bool = False) -> str:
+    """A fenced block that no line of `text` closes: its fence is longer than any backtick run in it.
+    Trailing whitespace is dropped unless `as_is` (a patch whose last line is empty needs it)."""
     import re
     fence = "`" * max(3, max(map(len, re.findall("`+", text)), default=0) + 1)
-    return f"{fence}{lang}\n{text.rstrip()}\n{fence}"
+    return f"{fence}{lang}\n{text if as_is else text.rstrip()}\n{fence}"

@@ -52,6 +52,14 @@ def git_apply_only(rec: DiffRecord) -> str | None:
     return f"apply this patch with `git apply`: {' and '.join(why)}, which `patch -p1` cannot apply"
 
 
+def patch_text(patch: str) -> str:
+    """A patch as shown: without its trailing newlines, but for the empty line that closes git's
+    binary patch when one ends it (without that line `git apply` calls the patch corrupt)."""
+    text = patch.rstrip("\n")
+    last = text.rsplit("\ndiff --git ", 1)[-1]
+    return text + "\n" if "\nGIT binary patch\n" in "\n" + last else text
+
+
 def to_debuglog(rec: DiffRecord) -> DebugLog:
     title = f"diff {rec.good} vs {rec.bad}: {title_words(rec.endpoints)}"
     warned = warning_lines(rec.warnings)
@@ -91,9 +99,10 @@ def to_debuglog(rec: DiffRecord) -> DebugLog:
             conclusion={"fail": "The cause is within these units.", "pass": "These units alone do not cause it.",
                         "unresolved": "Did not build or failed differently; searched around it."}[a.outcome]))
     note = git_apply_only(rec)
-    log.sections.append(("Culprit diff (hunks)", code_block(rec.diff, "diff") + (f"\n\n{note}." if note else "")))
+    log.sections.append(("Culprit diff (hunks)", code_block(patch_text(rec.diff), "diff", as_is=True)
+                         + (f"\n\n{note}." if note else "")))
     if rec.lines_diff:
-        log.sections.append(("Culprit lines (finer pass)", code_block(rec.lines_diff, "diff")))
+        log.sections.append(("Culprit lines (finer pass)", code_block(patch_text(rec.lines_diff), "diff", as_is=True)))
     if rec.hangs and stuck.markdown(rec.hangs):
         log.sections.append(("Where the hang is stuck", stuck.markdown(rec.hangs)))
     if rec.unresolved:
@@ -141,6 +150,6 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
 
 def print_patch(out: Console, rec: DiffRecord) -> None:
     """The culprit lines' patch (the hunks' without a line pass), as it is: it applies."""
-    out.print(Verbatim((rec.lines_diff or rec.diff).rstrip("\n")), soft_wrap=True)
+    out.print(Verbatim(patch_text(rec.lines_diff or rec.diff)), soft_wrap=True)
     if (note := git_apply_only(rec)) is not None:
         out.print(note, markup=False)

@@ -170,8 +170,10 @@ class Recorder:
                 fn(key, t, new)
 
     def timeline(self, end: float) -> Timeline:
+        """The points with the run's end, never before the last line it printed (a line is timed
+        when read, which may come after the exit was timed)."""
         with self.lock:
-            return Timeline(tuple(self.points), end)
+            return Timeline(tuple(self.points), max(end, self.last_line_t))
 
 
 class FixedWatch(Recorder):

@@ -87,6 +87,20 @@ def test_a_hang_that_goes_on_printing_new_lines_is_described_from_the_point_it_r
     assert "went on printing lines the good run never printed" in said
 
 
+def test_a_good_runs_end_is_never_before_its_last_line():
+    """A subject that prints its last phase and exits at once: the line is timed when the reader
+    thread reads it, which may be after the exit was timed, and a hang of the bad endpoint was
+    described as '(-0.02 s after that point)', the good run finishing before its own last line.
+    The good run's end is at least the time of the last line it printed."""
+    rec = FixedWatch(60)
+    rec.feed("BISECTK_PHASE launch", 0.30)
+    tl = rec.timeline(0.28)
+    assert tl.end >= 0.30
+    w = ProgressWatch(tl, fixed_s=5.0, floor_s=1.0)
+    w.feed("BISECTK_PHASE launch", 0.1)
+    assert "(0.00 s after that point)" in w.where(w.deadline()), w.where(w.deadline())
+
+
 def test_hang_after_launch_is_called_soon_after_the_good_runs_finish_point():
     tl, good_s = good_timeline()
     t = time.monotonic()

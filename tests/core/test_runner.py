@@ -350,3 +350,22 @@ def test_a_second_chance_that_ended_stretches_the_start_up_of_a_watchdog_that_fo
     runner.stretch(longer.duration_s)
     again = runner.observe({"s": 1}, 2)
     assert again.outcome is Outcome.PASS, again.signature
+
+
+def test_a_bad_endpoint_that_passed_when_given_longer_is_re_run_as_any_passing_bad_endpoint(tmp_path):
+    """A bad endpoint slow to start on its first runs (a cold cache), whose failure shows only from
+    its third run on: called a hang before its first progress point, given longer, it passed, and
+    the pair was unusable at once ('does not reproduce: it passed 1/1 runs; raise
+    --calibrate-runs'), where a bad endpoint that passes is re-run up to --calibrate-runs runs
+    (README, "Endpoints are confirmed, not trusted"). The pass given longer now counts as one of
+    those runs and the others follow."""
+    from tests.conftest import err_spec
+    counter = tmp_path / "n.txt"
+    code = ("import json, sys, time\nfrom pathlib import Path\nbad = sys.argv[1] == 's=1'\n"
+            f"n = Path({str(counter)!r})\nk = int(n.read_text()) + 1 if n.exists() else 1\n"
+            "if bad:\n    n.write_text(str(k))\n    time.sleep(3 if k <= 2 else 0)\n"
+            "print('BISECTK_PHASE launch', flush=True)\n"
+            "print('BISECTK_RESULT ' + json.dumps({'err': 1.0 if bad and k >= 3 else 0.0}))\n")
+    check = verify(Runner(load_spec(err_spec(tmp_path, "slowstart", code, factors="s"))))
+    assert any("was no hang" in n for n in check.notes), check.notes
+    assert check.ok and check.bad.kind is FailKind.WRONG, (check.problem, check.bad.describe())

@@ -170,6 +170,36 @@ def test_a_culprit_binary_patch_says_to_use_git_apply(tmp_path):
     assert said in (tmp_path / "r.md").read_text()
 
 
+def test_the_printed_binary_patch_applies_to_good_as_printed(tmp_path):
+    """A binary file's change, the last of the culprit patch: git's binary patch ends with an empty
+    line, which git apply needs ('corrupt binary patch'). The terminal and the debug log dropped it
+    (the patch's trailing newlines were stripped), so the patch as printed, up to the note under it,
+    did not apply. It is printed whole and applies to a copy of GOOD, giving BAD's file."""
+    import re
+    import shutil
+    import subprocess
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side in (good, bad):
+        side.mkdir()
+    (good / "w.bin").write_bytes(bytes(range(256)) * 4)
+    (bad / "w.bin").write_bytes(bytes(range(255, -1, -1)) * 4)
+    p = bisectk("diff", good, bad, "--run", "python3 -c \"import sys; sys.exit(open('w.bin', 'rb').read(1) != b'\\0')\"",
+                "--ledger", tmp_path / "l.db", "--report", tmp_path / "r.md", cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    lines = p.stdout.splitlines(keepends=True)
+    start = next(k for k, line in enumerate(lines) if line.startswith("diff --git"))
+    end = next(k for k, line in enumerate(lines) if line.startswith("apply this patch"))
+    printed = "".join(lines[start:end])
+    logged = re.search(r"```diff\n(diff --git.*?)```", (tmp_path / "r.md").read_text(), re.S).group(1)
+    for patch in (printed, logged):
+        copy = tmp_path / "copy"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(good, copy)
+        proc = subprocess.run(["git", "apply", "-"], input=patch, text=True, cwd=copy, capture_output=True)
+        assert proc.returncode == 0, (proc.stderr, patch)
+        assert (copy / "w.bin").read_bytes() == (bad / "w.bin").read_bytes()
+
+
 def test_two_hunks_that_each_fail_alone_are_two_sets_not_a_flake(tmp_path):
     """Two independent breakages that exit the same way (a lowered limit; a call of a function
     that does not exist): bad without either still fails, which the confirmation once read as an

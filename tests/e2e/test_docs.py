@@ -71,6 +71,18 @@ def test_ablate_jobs_help_says_what_the_readme_says():
     assert "confirmation's, a flaky search's repeats" not in jobs.help
 
 
+def test_ablate_gpus_help_says_runs_share_gpus_when_jobs_outnumber_them():
+    """README: with more --jobs than --gpus runs share them (35517f9 corrected README); ablate's
+    --help still said each run under way holds a GPU of its own, whatever the counts."""
+    import typer.main
+
+    from bisectk.cli import app
+    ablate = typer.main.get_command(app).commands["ablate"]
+    (gpus,) = [p for p in ablate.params if "--gpus" in p.opts]
+    assert "each run under way holds its own" not in gpus.help
+    assert "share" in gpus.help and "runs share them" in R.README.read_text()
+
+
 def test_gpu_md_says_which_kernels_use_wgmma():
     """docs/gpu.md's PTX section said 'Neither kernel uses wgmma or setmaxnreg' after
     fmha_wgmma.py, which uses both, joined ws_pipeline.py and attention.py in

@@ -127,7 +127,8 @@ def ledger_gc(repo: Optional[Path] = typer.Option(None, "--repo", help="The repo
     """Remove the worktrees that bisect and triage keep between commands in
     $XDG_CACHE_HOME/bisectk/worktrees/ (those no running command holds), those older versions kept
     in <git dir>/bisectk-worktrees, and the cached worktrees of repositories that are gone; with
-    --ledger, that ledger's run logs over their cap (and those of the logs' older layout). Exit 0."""
+    --ledger, that ledger's run logs over their cap (and those of the logs' older layout). Exit 0;
+    2 (one line) where there is nothing to clean: no git repository here or at --repo."""
     from bisectk.run import logcap
     from bisectk.spaces.wtcollect import collect
     cap = logcap.cap_bytes()

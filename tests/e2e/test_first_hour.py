@@ -248,7 +248,9 @@ def test_bisect_demo_attempts_in_the_order_run(demo, tmp_path):
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     assert doc["first_bad"]["subject"] == "barrier: count arrivals per thread, as the CUDA kernel does"
-    assert len(doc["skipped"]) == 1
+    # the demo's broken commit and its fix beside it: the skip-aware search (search/dag.py stretch)
+    # splits that stretch once it is most of what is left, so both are tried
+    assert [c["subject"] for c in doc["skipped"]] == ["wip: split the consumer", "wip: checksum epilogue"]
     observed = [ln.split()[1] for ln in cli("log", "--repo", demo, cwd=tmp_path).stdout.splitlines()
                 if ln.startswith("observe ")]
     assert [a["applied"][0] for a in doc["attempts"]] == observed

@@ -94,12 +94,13 @@ def test_every_option_a_message_or_the_readme_names_exists():
     named = set().union(*(OPTION.findall(p.read_text()) for p in talkers))
     # git's: the synonyms a `git bisect log` may hold (engine/gitlog.py); "--term-" is the head of
     # "--term-old"/"--term-new" written with the side's word; `git submodule update --init`, the
-    # command a problem names for a submodule the checkout never cloned (engine/environment.py)
-    assert named - known == {"--term-good", "--term-bad", "--term-", "--init"}
+    # command a problem names for a submodule the checkout never cloned (engine/environment.py);
+    # `diff --git`, a patch's header, which report/diff.py looks for to find a patch's last file
+    assert named - known == {"--term-good", "--term-bad", "--term-", "--init", "--git"}
     readme = set(OPTION.findall((ROOT / "README.md").read_text()))
     others = {"--arch", "--arrive", "--consumers", "--depth",     # the README spec's subject's own arguments
               "--head", "--port", "--address",                    # ray start
-              "--git",                                            # diff --git, a diff's header
+              "--git", "--binary",                                # diff --git, a diff's header; git diff --binary
               "--parents", "--unshallow", "--no-checkout",        # git rev-list --parents, git fetch --unshallow, git bisect start
               "--seeds", "--base", "--fork",                      # bench/diff_vs_picire.py, ahead_bench.py, spare_bench.py
               "--fixed", "--history", "--tree", "--drop",         # bench/startup_ab.py, scale_bench.py

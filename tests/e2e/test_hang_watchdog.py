@@ -90,12 +90,8 @@ def test_a_hang_stopped_short_of_where_the_bad_endpoint_hangs_is_given_longer(tm
     assert [g["verdict"] for g in doc["last_good"]] == ["PASS"]
 
 
-def test_a_hang_that_moved_earlier_is_still_the_hang_hunted(tmp_path):
-    """A deadlock need not stop at one place: from c4 on the test hangs, at c4 and c5 before it
-    prints 'launching kernel', at c6 (the bad endpoint) after it. A run stopped short of the bad
-    endpoint's hang point is given longer (it may be a first run's compile); stopped short again,
-    it is the hang hunted, and c4 is the answer (not skipped)."""
-    from tests.fixtures.gitrepo import git
+def _six_commits(tmp_path):
+    """A repository of six commits c1..c6, each writing its number to kernel.txt (what the test reads)."""
     r = tmp_path / "r"
     r.mkdir()
     git(r, "init", "-q", "-b", "main")
@@ -103,6 +99,15 @@ def test_a_hang_that_moved_earlier_is_still_the_hang_hunted(tmp_path):
         (r / "kernel.txt").write_text(f"{i}\n")
         git(r, "add", "kernel.txt")
         git(r, "commit", "-q", "-m", f"c{i}")
+    return r
+
+
+def test_a_hang_that_moved_earlier_is_still_the_hang_hunted(tmp_path):
+    """A deadlock need not stop at one place: from c4 on the test hangs, at c4 and c5 before it
+    prints 'launching kernel', at c6 (the bad endpoint) after it. A run stopped short of the bad
+    endpoint's hang point is given longer (it may be a first run's compile); stopped short again,
+    it is the hang hunted, and c4 is the answer (not skipped)."""
+    r = _six_commits(tmp_path)
     test = tmp_path / "test.sh"
     test.write_text("#!/bin/sh\necho compiling kernel\nv=$(cat kernel.txt)\n[ $v -ge 4 ] && [ $v -lt 6 ] && exec sleep 1000\n"
                     "echo launching kernel\n[ $v -ge 6 ] && exec sleep 1000\nexit 0\n")
@@ -169,13 +174,7 @@ def test_a_run_stopped_past_where_the_bad_endpoint_hangs_is_given_longer(tmp_pat
     that was taken for the hang hunted, though the bad endpoint never gets past 'launching
     kernel': c3 at confidence 1. A run stopped past the bad endpoint's hang point has not shown
     that hang; it is given longer, ends, and c4 is the answer."""
-    r = tmp_path / "r"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    for i in range(1, 7):
-        (r / "kernel.txt").write_text(f"{i}\n")
-        git(r, "add", "kernel.txt")
-        git(r, "commit", "-q", "-m", f"c{i}")
+    r = _six_commits(tmp_path)
     test = tmp_path / "test.sh"
     test.write_text("#!/bin/sh\necho compiling kernel\nv=$(cat kernel.txt)\necho launching kernel\n"
                     "[ $v -ge 4 ] && exec sleep 1000\necho done\n"

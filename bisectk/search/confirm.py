@@ -285,22 +285,35 @@ def _old_side(tester, must_fail: Sequence[frozenset], good: tuple[int, int]) -> 
     return old_fails, old_runs
 
 
-def _measuring(tester, must_fail: Sequence[frozenset], good: tuple[int, int], confidence: float,
-               old: frozenset, given: int, made: list[Outcome], judge):
+def measuring(tester, old_side: Callable[[], tuple[int, int]], confidence: float, old, given: int,
+              made: list[Outcome], judge):
     """Tester.confirm's `rejudge` for a FAIL claim the two-rate rule cannot decide yet: the old
-    side is run too (`old`, the configuration holding no claim: good, or dd's context), once each
-    time it has had fewer runs than the claim, and the rule is taken again from every run. A
-    claim is evidence only against a measured old side: with good run once (a deterministic
+    side is run too (`old`, the configuration holding no claim: good, or dd's context, or a
+    threshold's good value), once each time it has had fewer runs (`old_side()`: its (fails,
+    runs) as the caller counts them) than the claim, and the rule is taken again from every run.
+    A claim is evidence only against a measured old side: with good run once (a deterministic
     start), p_old stayed anywhere near 1/2 and no run of the claim could separate the two rates
     (a 50% flake of one hunk, good clean: 60 runs of the claim, then `unconfirmed`). The runs
     of `old` are added to `made`; `judge`: the rule before any of them."""
     def rejudge(fresh: Sequence[Outcome]):
         nonlocal judge
-        if _old_side(tester, must_fail, good)[1] < given + len(fresh):
+        if old_side()[1] < given + len(fresh):
             made.append(tester.confirm(old, Outcome.PASS, 1))
-            judge = claim_rule(tester, must_fail, good, confidence)
+            judge = old_side_rule(tester, old_side(), confidence)
         return judge
     return rejudge
+
+
+def failing_evidence(tester, seen: tuple[int, int]) -> tuple[int, int]:
+    """(fails, runs): `seen` (the bad endpoint's, and what the caller counted before) and every
+    judged run of each configuration the tester holds as FAIL, its confirmation's re-runs
+    included: the failure rate the PASS claims' passes are planned from."""
+    fails, runs = seen
+    for key, outcome in tester.memo.items():
+        if outcome is Outcome.FAIL:
+            judged = [o for o in tester.history.get(key, ()) if o is not Outcome.UNRESOLVED]
+            fails, runs = fails + judged.count(Outcome.FAIL), runs + len(judged)
+    return fails, runs
 
 
 def _unselected(runs: Sequence[Outcome]) -> list[Outcome]:
@@ -330,7 +343,7 @@ def confirm_sets(tester, must_fail: Sequence[frozenset], must_pass: Sequence[fro
     its answer on it (a spurious extra set, a culprit that is not one). Each FAIL claim is then
     run afresh until the two-rate rule (claim_rule) decides, and while it cannot, `old` (the
     configuration holding no claim: good, or dd's context) is run too, so that both rates are
-    measured (_measuring). Those runs are fresh runs of `old` made after the answer: where all
+    measured (measuring). Those runs are fresh runs of `old` made after the answer: where all
     of them passed, they count among the passes a PASS claim on `old` asks (a failing `old`
     passes them and the rest in a row as rarely as it would the rest alone)."""
     checks: list[tuple[frozenset, str, str]] = []
@@ -344,18 +357,14 @@ def confirm_sets(tester, must_fail: Sequence[frozenset], must_pass: Sequence[fro
             given = _unselected(tester.history.get(key, ()))
             judge = claim_rule(tester, must_fail, good, confidence)
             got = tester.confirm(key, Outcome.FAIL, 1, judge, given,
-                                 _measuring(tester, must_fail, good, confidence, old, len(given), made, judge))
+                                 measuring(tester, lambda: _old_side(tester, must_fail, good), confidence, old,
+                                           len(given), made, judge))
         else:
             got = tester.confirm(key, Outcome.FAIL, 1)
         checks.append((key, "fail", got.value))
         if got is not Outcome.FAIL:
             return SetConfirmation(0, tuple(checks), (key, got.value))
-    fails, runs = endpoint
-    for key, outcome in tester.memo.items():
-        if outcome is Outcome.FAIL and key in tester.history:
-            judged = [o for o in tester.history[key] if o is not Outcome.UNRESOLVED]
-            fails += sum(o is Outcome.FAIL for o in judged)
-            runs += len(judged)
+    fails, runs = failing_evidence(tester, endpoint)
     # each PASS claim is asked the passes of one claim at the full confidence, not a share of it:
     # the answer is given only if every claim passes, so a wrong answer (one of its claims a
     # failing configuration) slips through only if that claim passes all of its fresh runs,

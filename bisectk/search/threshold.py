@@ -60,8 +60,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bisectk.outcome import Outcome
-from bisectk.search.confirm import (Costs, SetConfirmation, _unselected, old_side_rule, plan_confirmation,
-                                    repeats_for, switched_rule)
+from bisectk.search.confirm import (Costs, SetConfirmation, _unselected, failing_evidence, measuring, old_side_rule,
+                                    plan_confirmation, repeats_for, switched_rule)
 from bisectk.search.flaky import ConfidenceRule
 from bisectk.search.tester import Attempt, BudgetSpent, SearchStopped, StopSearch, Tester
 
@@ -286,12 +286,9 @@ def _confirm(tester: Tester, lo: int, hi: int, last: int, confidence: float, evi
         if not two_rate:
             return again(index, Outcome.FAIL)
         given = _unselected(tester.history.get(index, ()))
-
-        def measuring(fresh: Sequence[Outcome]):    # confirm._measuring: good's value run too
-            if old_side(index)[1] < len(given) + len(fresh):
-                tester.confirm(0, Outcome.PASS, 1)
-            return old_side_rule(tester, old_side(index), confidence)
-        return again(index, Outcome.FAIL, 1, old_side_rule(tester, old_side(index), confidence), given, measuring)
+        judge = old_side_rule(tester, old_side(index), confidence)
+        return again(index, Outcome.FAIL, 1, judge, given,   # good's value (index 0) measured too
+                     measuring(tester, lambda: old_side(index), confidence, 0, len(given), [], judge))
     def boundary() -> tuple[int, tuple | None]:     # (repeats, the contradiction or None)
         made = repeats = 0
         if hi < last:
@@ -300,11 +297,7 @@ def _confirm(tester: Tester, lo: int, hi: int, last: int, confidence: float, evi
                 return 0, (hi, checks[-1][2])
         if lo == 0:
             return 0, None
-        fails, runs = evidence
-        for key, outcome in tester.memo.items():
-            judged = [o for o in tester.history.get(key, ()) if o is not Outcome.UNRESOLVED]
-            if outcome is Outcome.FAIL:
-                fails, runs = fails + judged.count(Outcome.FAIL), runs + len(judged)
+        fails, runs = failing_evidence(tester, evidence)
         repeats = 1 if steady and tester.rule is None else repeats_for(fails, runs, confidence)
         if tester.rule is not None:     # fresh passes, at least as many as the rule's verdicts needed
             repeats = max(repeats, getattr(tester.rule, "repeats", 1))

@@ -385,7 +385,8 @@ class Oracle:
                         "by the second"))
             elif len(question) == 1 and (slowvotes.lone_slow(self, point, run) or slowvotes.lone_pass(self, point, run)):
                 run = slowvotes.median_of_three(self, point, run, question)
-            short, past = self._short(run), self._past(run)
+            off = self._off_point(run)
+            short, past = off < 0, off > 0
             if longer is not None and run.timed_out:
                 if short or past or self.different(run) or self.reach is None:
                     with self._lock:        # stopped again where it was (not at the bad endpoint's
@@ -437,26 +438,22 @@ class Oracle:
         with self._lock:
             self._more += 1
 
-    def _short(self, run: Run) -> bool:
-        """A hang of the kind hunted, stopped before the progress point where the bad endpoint
-        hangs (`reach`, in the good run's order): `hung after 'compiling kernel'` where the bad
-        endpoint hung after 'launching kernel'. The deadline that follows the good run's
-        progress gives each stretch a multiple of the good run's; a first run's JIT compile
-        outgrows any multiple of a cached one. It is given longer first; stopped short again (a
-        deadlock whose place varies from run to run), it is the hang hunted, as it was before."""
+    def _off_point(self, run: Run) -> int:
+        """Where a hang of the kind hunted was stopped against the progress point where the bad
+        endpoint hangs (`reach`, in the good run's order): -1 short of it, 1 past it, 0 at it (or
+        no such hang: not stopped, another failure, no point known).
+        - Short (`hung after 'compiling kernel'` where the bad endpoint hung after 'launching
+          kernel'): the deadline that follows the good run's progress gives each stretch a
+          multiple of the good run's, and a first run's JIT compile outgrows any multiple of a
+          cached one. Given longer first; stopped short again (a deadlock whose place varies from
+          run to run), it is the hang hunted, as it was before.
+        - Past (`hung after 'done'` where the bad endpoint never got past 'launching kernel'): it
+          has not shown the hang hunted (a slow teardown, a cache written at exit, output read late
+          on a loaded machine). Given longer too; stopped past it again, it is judged as it was: a hang."""
         if self.reach is None or not run.timed_out or self.different(run):
-            return False
-        return reach(run.timeline, self.trials.runner.good_timeline) < self.reach
-
-    def _past(self, run: Run) -> bool:
-        """A hang of the kind hunted, stopped past the progress point where the bad endpoint hangs:
-        `hung after 'done'` where the bad endpoint never got past 'launching kernel'. It has not
-        shown the hang hunted (a slow teardown, a cache written at exit, output read late on a
-        loaded machine); it is given longer, as a run stopped short of that point is. Stopped past
-        it again, it is judged as it was: a hang."""
-        if self.reach is None or not run.timed_out or self.different(run):
-            return False
-        return reach(run.timeline, self.trials.runner.good_timeline) > self.reach
+            return 0
+        got = reach(run.timeline, self.trials.runner.good_timeline)
+        return (got > self.reach) - (got < self.reach)
 
     def _second_chance(self, run: Run, hunted: bool = False) -> float | None:
         """The seconds to give the next run of a point whose run was called a hang. A calibrated

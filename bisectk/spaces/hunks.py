@@ -359,13 +359,16 @@ def _binary_patch(g: Entry | None, b: Entry | None) -> str:
     """A binary file's change as `git diff --binary` writes it, which git apply reads (GNU patch
     does not): the index line with both blobs' full ids (git apply refuses a binary patch without
     it) and BAD's bytes, deflated and base85-encoded 52 bytes a line ('literal')."""
-    def blob(e: Entry | None) -> str:
-        return hashlib.sha1(b"blob %d\0" % len(e.data) + e.data).hexdigest() if e is not None else "0" * 40
     data = zlib.compress(b.data if b is not None else b"")
     lines = [(chr(ord("A") + len(c) - 1) if len(c) <= 26 else chr(ord("a") + len(c) - 27))
              + base64.b85encode(c, pad=True).decode() + "\n" for c in (data[i:i + 52] for i in range(0, len(data), 52))]
     size = len(b.data) if b is not None else 0
-    return f"index {blob(g)}..{blob(b)}\nGIT binary patch\nliteral {size}\n" + "".join(lines) + "\n"
+    return f"index {_blob_id(g)}..{_blob_id(b)}\nGIT binary patch\nliteral {size}\n" + "".join(lines) + "\n"
+
+
+def _blob_id(e: Entry | None) -> str:
+    """git's object id of an entry's bytes as a blob (zeros for an absent side), as an index line names it."""
+    return "0" * 40 if e is None else hashlib.sha1(b"blob %d\0" % len(e.data) + e.data).hexdigest()
 
 
 def _index(g: Entry | None, b: Entry | None) -> str:
@@ -373,8 +376,7 @@ def _index(g: Entry | None, b: Entry | None) -> str:
     and, where the type and mode stay, the mode. GNU patch reads it: without it a retargeted
     link was taken for a file ('not a regular file -- refusing to patch') and an empty file
     deleted for one emptied ('already empty!  Skipping patch')."""
-    ids = ["0" * 7 if e is None else hashlib.sha1(b"blob %d\0" % len(e.data) + e.data).hexdigest()[:7]
-           for e in (g, b)]
+    ids = [_blob_id(e)[:7] for e in (g, b)]
     same = g is not None and b is not None and _git_mode(g.mode, g.link) == _git_mode(b.mode, b.link)
     return f"index {ids[0]}..{ids[1]}" + (f" {_git_mode(g.mode, g.link)}" if same else "") + "\n"
 

@@ -105,6 +105,7 @@ def test_every_option_a_message_or_the_readme_names_exists():
               "--seeds", "--base", "--fork",                      # bench/diff_vs_picire.py, ahead_bench.py, spare_bench.py
               "--fixed", "--history", "--tree", "--drop",         # bench/startup_ab.py, scale_bench.py
               "--trials",                                         # bench/flaky_calibration.py
+              "--repeats",                                        # bench/per_run_bench.py
               "--dist",                                           # pytest-xdist: the test command
               "--init",                                           # git submodule update --init
               "--filter"}                                         # git clone --filter=blob:none

@@ -186,10 +186,14 @@ class Manual:
     # -- the dialogue ---------------------------------------------------------------------------
     def run(self) -> ManualResult:
         try:
-            bases, problem = self._merge_bases()
-            if problem:
-                return ManualResult(None, self.verdicts, problem=problem, merge_bases=bases)
-            return self._search(bases)
+            while True:
+                try:
+                    bases, problem = self._merge_bases()
+                    if problem:
+                        return ManualResult(None, self.verdicts, problem=problem, merge_bases=bases)
+                    return self._search(bases)
+                except _Undo:   # a merge base's verdict taken back: the merge bases are asked again first
+                    continue
         except _Quit as q:
             return ManualResult(None, self.verdicts, self.flaky, reset=q.reset)
 
@@ -197,16 +201,8 @@ class Manual:
         """git's rule: a merge base of bad and a good that is no good itself is judged first."""
         facts = []
         for sha in self.graph.merge_bases:
-            while True:
-                known = [o for s, o in self.verdicts if s == sha]
-                if known:
-                    outcome = known[-1]
-                    break
-                try:
-                    outcome = self.judge(sha, "a merge base: git tests it first")
-                    break
-                except _Undo:
-                    continue
+            known = [o for s, o in self.verdicts if s == sha]
+            outcome = known[-1] if known else self.judge(sha, "a merge base: git tests it first")
             side = self.terms.new_side(outcome)
             facts.append({"sha": sha, "short": sha[:10], "subject": self.graph.info(sha).subject,
                           "side": self._word(outcome) if side is not Outcome.UNRESOLVED else "untestable",
@@ -227,6 +223,9 @@ class Manual:
         dag = Dag.from_csr(*graph.csr())
         n = len(graph)
         while True:
+            judged = {sha for sha, _ in self.verdicts}
+            if any(sha not in judged for sha in graph.merge_bases):
+                raise _Undo()     # undone: the merge bases are judged before the search, as git does
             obs = [Observation(n - 1, Outcome.FAIL)]    # --bad (the new end) is the new side
             for sha, outcome in self.verdicts:
                 if sha in graph.merge_bases or sha in graph.goods:

@@ -924,6 +924,21 @@ def test_manual_asks_the_merge_base_first_and_stops_on_a_bad_one(user):
     assert snapshot(r) == before
 
 
+def test_manual_undo_of_the_merge_base_verdict_asks_the_merge_base_again(user):
+    """A wrong verdict on the merge base taken back with `undo` at the next question: the merge
+    base is asked again (as the same command resumed would), not left out of the search, whose
+    answer then rested on a verdict the person withdrew (c7 'first bad', where c6 is bad)."""
+    r, c = user
+    asked, script = [], iter(["good", "undo"])
+
+    def look(wt: Path) -> str:
+        asked.append(git(wt, "rev-parse", "HEAD"))
+        return next(script, None) or ("bad" if (wt / "bug").exists() else "good")
+    rc, text = manual(r, ["--good", "rel", "--bad", "main"], look)
+    assert asked[0] == c["c6"] and asked[2] == c["c6"], text
+    assert rc == 2 and f"problem: the merge base {c['c6'][:10]} is bad" in text, text
+
+
 def test_bad_defaults_to_head_as_git_bisect_bad(user, hist, tmp_path):
     """`git bisect start; git bisect bad; git bisect good c1` marks HEAD bad: --bad may be left
     out the same way (and with --find-fix, --good, the newer end)."""

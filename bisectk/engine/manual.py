@@ -212,7 +212,8 @@ class Manual:
                 return facts, (f"the merge base {sha[:10]} is {self.terms.new}: the first '{self.terms.new}' commit "
                                f"is between {sha[:10]} and [{olds}]"
                                + ("; to find that fix: bisectk bisect --manual --find-fix "
-                                  f"--bad {sha[:10]} --good {self.graph.goods[0][:10]} ..." if self.terms.default else ""))
+                                  f"--bad {sha[:10]} --good {self.graph.goods[0][:10]} ..." if self.terms.default else "")
+                               + "; a wrong verdict: the same command with --fresh asks again")
             if side is Outcome.UNRESOLVED:
                 self.say(f"the merge base {sha[:10]} was skipped: the first {self.terms.new} commit may not be "
                          "among the candidates; going on anyway (as git does)")

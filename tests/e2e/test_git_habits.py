@@ -939,6 +939,23 @@ def test_manual_undo_of_the_merge_base_verdict_asks_the_merge_base_again(user):
     assert rc == 2 and f"problem: the merge base {c['c6'][:10]} is bad" in text, text
 
 
+def test_manual_stop_on_a_bad_merge_base_says_how_to_judge_it_again(user):
+    """The same command resumes the stored 'bad' on the merge base and stops again without a
+    question, so no `undo` can take it back: the stop line names --fresh, and --fresh asks again."""
+    r, c = user
+    asked = []
+
+    def look(wt: Path) -> str:
+        asked.append(git(wt, "rev-parse", "HEAD"))
+        return "bad" if len(asked) == 1 else ("bad" if (wt / "bug").exists() else "good")
+    rc, text = manual(r, ["--good", "rel", "--bad", "main"], look)
+    assert rc == 2 and "--fresh" in text, text
+    rc, text = manual(r, ["--good", "rel", "--bad", "main"], look)
+    assert rc == 2 and len(asked) == 1 and "--fresh" in text, text
+    rc, text = manual(r, ["--good", "rel", "--bad", "main", "--fresh"], look)
+    assert rc == 2 and asked == [c["c6"], c["c6"]], text   # asked again (c6 is bad in this history)
+
+
 def test_bad_defaults_to_head_as_git_bisect_bad(user, hist, tmp_path):
     """`git bisect start; git bisect bad; git bisect good c1` marks HEAD bad: --bad may be left
     out the same way (and with --find-fix, --good, the newer end)."""

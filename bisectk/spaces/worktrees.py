@@ -414,6 +414,9 @@ class WorktreePool:
             admin = admin_of(entry.path)
             if admin is not None:
                 (admin / "index.lock").unlink(missing_ok=True)
+            # the submodules the last command checked out here: one the new commit no longer
+            # records goes (_submodules), not its `.git` file left among vendored files
+            entry.subs = frozenset(os.fspath(p) for p in submodules.present(entry.path))
         # -q: a checkout that leaves a detached HEAD otherwise walks the history to warn about
         # commits left behind (a second per switch on 300,000 commits)
         # Untracked files can only have appeared where a directory's mtime moved since the last

@@ -127,7 +127,7 @@ def pathspec_of(paths: list[str], user_cwd: Path, root: Path) -> list[str]:
             out.append(p)
             continue
         rel = os.path.normpath(os.path.join(str(inside), p))
-        if rel.startswith(".."):
+        if rel == ".." or rel.startswith(".." + os.sep):     # not a name like `..data`
             raise BisectkError(f"pathspec {p!r} is outside the repository {root}")
         # a trailing slash keeps git's meaning (a directory only), which normpath would drop
         out.append(rel + "/" if p.endswith("/") and rel != "." else rel)

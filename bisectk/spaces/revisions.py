@@ -233,7 +233,7 @@ class CommitSpace:
                 return
             # state: a build made here before a tidy that removed its outputs is made again
             yield Workload(dict(self.config), entry.path / self.subdir, env, revision=self._rev(sha),
-                           state=f"{sha}+{entry.generation}", damaged=lambda: self.pool.damage(entry.path))
+                           state=f"{sha}+{entry.generation}", damaged=lambda: self.pool.damage_of(entry))
         finally:
             self.pool.release(entry, sha)
 

@@ -28,6 +28,8 @@ Abstractions
 gitlinks  -- (name, path, sha) of each submodule the checked-out commit records (run/gitmodules.py
              reads git's listings, and finds the user's clone of each: absorbed or in place).
 sync      -- bring a worktree's submodules (recursively) to the recorded commits; the paths made.
+present   -- the submodule directories a worktree holds a checkout in now (a `.git` file), nested
+             ones too: what a pool that takes a cached worktree over did not make itself.
 """
 
 from __future__ import annotations
@@ -57,6 +59,18 @@ def gitlinks(tree: Path) -> list[tuple[str, str, str]]:
     if not names:
         return []
     return gitmodules.recorded(run_git(tree, "ls-tree", "-z", "HEAD", "--", *gitmodules.pathspecs(names)), names)
+
+
+def present(tree: Path) -> list[Path]:
+    """The directories of the submodules the commit checked out at `tree` records that hold a
+    checkout (a `.git` file, as `sync` leaves it), recursively; [] without a .gitmodules."""
+    found: list[Path] = []
+    for _name, path, _sha in gitlinks(tree):
+        target = tree / path
+        if (target / ".git").is_file():
+            found.append(target)
+            found += present(target)
+    return found
 
 
 def _has_commit(git_dir: Path, sha: str) -> bool:

@@ -219,6 +219,7 @@ class WorktreePool:
         if not self._open:
             raise RuntimeError("WorktreePool used outside its `with` block")
         with self._cond:
+            self._removed([*self._held, *self._free])       # before any is switched, or another locked
             while True:
                 if not preparing and sha in self._pending:
                     if self.while_preparing is not None:
@@ -389,6 +390,29 @@ class WorktreePool:
         """What a run broke of this pool's worktree at `path` (module function `damage`), or None."""
         return damage(path, self._common)
 
+    def damage_of(self, entry: _Entry) -> str | None:
+        """`damage` of a leased worktree, asked after its run; SpaceError when the cache was
+        removed meanwhile (`_removed`): not by the run, which is given no verdict."""
+        self._removed([entry])
+        return self.damage(entry.path)
+
+    def _removed(self, entries) -> None:
+        """SpaceError when the lock file this pool holds one of `entries` by is gone or replaced:
+        the cache directory was removed by another hand (an `rm -rf ~/.cache`) while the command
+        ran. Its worktrees are no longer this command's alone (another command's lock would be a
+        new file), so the command stops rather than make them again."""
+        for entry in entries:
+            try:
+                held = os.fstat(entry.lock)
+                there = os.stat(f"{entry.path}.lock")
+                if (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino):
+                    continue
+            except OSError:
+                pass
+            raise SpaceError(f"the worktree cache {self.cache_dir} was removed while this command ran (its worktree "
+                             f"{entry.path.name}'s lock went with it); run the command again (the runs made so far "
+                             f"are in the ledger)")
+
     def _remake(self, entry: _Entry, sha: str) -> None:
         """A held worktree whose link to its git directory a run broke (`damage`): removed (its
         directory and admin directory, never through git run inside it) and added again at `sha`,
@@ -414,6 +438,9 @@ class WorktreePool:
             admin = admin_of(entry.path)
             if admin is not None:
                 (admin / "index.lock").unlink(missing_ok=True)
+            # the submodules the last command checked out here: one the new commit no longer
+            # records goes (_submodules), not its `.git` file left among vendored files
+            entry.subs = frozenset(os.fspath(p) for p in submodules.present(entry.path))
         # -q: a checkout that leaves a detached HEAD otherwise walks the history to warn about
         # commits left behind (a second per switch on 300,000 commits)
         # Untracked files can only have appeared where a directory's mtime moved since the last

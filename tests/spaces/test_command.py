@@ -129,6 +129,9 @@ def test_pathspec_as_git_reads_it(repo, tmp_path):
     assert pathspec_of(["tools"], tmp_path, r) == ["tools"]       # typed outside: from the root
     with pytest.raises(BisectkError, match="outside the repository"):
         pathspec_of(["../../x"], r / "tools", r)
+    # a name that begins with two dots is inside the repository, as git reads it
+    assert pathspec_of(["..data", "...", "tools/..x"], r, r) == ["..data", "...", "tools/..x"]
+    assert pathspec_of(["..gen"], r / "tools", r) == ["tools/..gen"]
 
 
 def test_which_tracked_file_the_command_runs(repo):

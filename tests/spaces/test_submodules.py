@@ -346,3 +346,28 @@ def test_a_submodule_made_a_directory_again_keeps_the_directorys_files_at_a_swit
         with pool.lease(vendored) as wt:
             assert (wt / "third_party/lib/version").read_text() == "vendored\n"
     collect(user)
+
+
+def test_a_cached_worktree_left_at_a_submodule_has_none_of_it_at_a_vendored_commit_of_the_next_command(
+        project, tmp_path):
+    """The same switch in the next command (a new pool takes the cached worktree over, knowing
+    nothing of the submodules the last one checked out there): the directory holds the vendored
+    files alone, no submodule `.git` file left in it (git run there would reach the submodule's
+    clone, not the commit's tree), as a fresh worktree of that commit has it."""
+    sup, shas, lib_shas, inner = project
+    user = tmp_path / "user"
+    git(tmp_path, "clone", "-q", str(sup), str(user))
+    git(user, *FILE_OK, "submodule", "update", "-q", "--init", "--recursive")
+    git(user, "rm", "-q", "third_party/lib")
+    (user / "third_party/lib").mkdir(parents=True)
+    (user / "third_party/lib/version").write_text("vendored\n")
+    vendored = commit_all(user, "vendor lib")
+    with WorktreePool(user, size=1) as pool:
+        with pool.lease(shas[0]) as wt:
+            assert (wt / "third_party/lib/.git").is_file()
+    with WorktreePool(user, size=1) as pool:
+        with pool.lease(vendored) as wt:
+            assert sorted(p.name for p in (wt / "third_party/lib").iterdir()) == ["version"]
+            assert (wt / "third_party/lib/version").read_text() == "vendored\n"
+            assert git(wt / "third_party/lib", "rev-parse", "--show-toplevel") == str(wt)
+    collect(user)

@@ -130,6 +130,26 @@ def test_two_pools_never_share_an_entry(repo):
     assert cached(repo) == ["wt-0", "wt-1"]
 
 
+
+def test_a_cache_removed_while_a_command_runs_stops_it_in_one_line_and_blames_no_run(repo):
+    """`rm -rf ~/.cache` while a bisection runs: the run under way is given no verdict (not
+    "the run broke its worktree"), and no worktree is made again under a lock file that is gone,
+    which another command could then take as well: the command stops, saying why."""
+    before = fingerprint(repo)
+    rng = chain(repo)
+    with WorktreePool(repo, size=1) as pool:
+        entry = pool.acquire(rng[2])
+        shutil.rmtree(pool.cache_dir)           # while the run of rng[2] is under way
+        with pytest.raises(SpaceError, match="was removed while this command ran"):
+            pool.damage_of(entry)               # asked as the run ends
+        pool.release(entry, rng[2])
+        with pytest.raises(SpaceError, match="was removed while this command ran"):
+            pool.acquire(rng[4])                # the next lease
+    with WorktreePool(repo, size=1) as pool:    # the next command makes its worktrees again
+        with pool.lease(rng[4]) as wt:
+            assert (wt / "state.txt").read_text() == "4\n"
+    assert fingerprint(repo) == before
+
 HOLDER = """
 import sys, time
 sys.path.insert(0, {root!r})

@@ -359,8 +359,9 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
     if thresholds and not stopped:
         try:
             # the search's rule as it ended: a contradiction may have switched it to the flake rule
-            found_thresholds = find_thresholds(oracle, res, res.rule, policy,
-                                               (check.bad_rate.fails, check.bad_rate.runs), good_runs(check, policy))
+            # filled as each is found: those finished before a stop are kept
+            find_thresholds(oracle, res, res.rule, policy, (check.bad_rate.fails, check.bad_rate.runs),
+                            good_runs(check, policy), found=found_thresholds)
         except SearchStopped as stop:
             stopped, reason = True, (f"run budget of {policy.max_runs} spent while finding thresholds"
                                      if stop.reason == "budget" else "interrupted while finding thresholds")
@@ -456,17 +457,20 @@ def advice(res: AblationResult, spec: Spec, policy: RunPolicy, order: dict, stop
 
 def find_thresholds(oracle: Oracle, result: AblationResult, rule: ConfidenceRule | RateRule | None,
                     policy: RunPolicy, endpoint: tuple[int, int] = (0, 0),
-                    good: tuple[int, int] | None = None) -> dict[str, Threshold]:
+                    good: tuple[int, int] | None = None,
+                    found: dict[str, Threshold] | None = None) -> dict[str, Threshold]:
     """For each culprit declared ordinal, the value at which the failure appears, with the
     other culprits (and any context) held at their bad values, its boundary confirmed as the
     search's answer was (search/threshold.py), from the failures seen so far: the bad endpoint's
     (`endpoint` = (fails, runs)) and those of the configurations the search judged failing;
     `good`: the good endpoint's (fails, runs), as the search's confirmation takes it (good_runs).
     Their runs spend what --max-runs left after the search (the runs made now, as it counts them:
-    Trials.made, and the runs the oracle makes beyond one a question)."""
+    Trials.made, and the runs the oracle makes beyond one a question). `found`: the dict filled
+    (and returned) as each threshold is found, so that those finished before a stop (SearchStopped:
+    the budget, Ctrl-C) stay with the caller."""
     runner, space = oracle.trials.runner, oracle.space
     spec = runner.spec
-    found = {}
+    found = {} if found is None else found
     for factor in result.culprits:
         values = spec.ordinal.get(factor)
         if not values:

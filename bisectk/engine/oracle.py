@@ -495,7 +495,7 @@ class Oracle:
         runner = self.trials.runner
         self.trials.no_hang(point, refold=True)
         before = runner.policy().seconds
-        after = runner.stretch(run.duration_s).seconds
+        after = runner.stretch(run.duration_s, run.timeline).seconds
         more = f"; the watchdog is now {after:.1f} s" if after > before else ""
         with self._lock:
             self._stretch_seen = True

@@ -199,9 +199,10 @@ class ProgressWatch(Recorder):
     the module docstring)."""
 
     def __init__(self, good: Timeline | None, fixed_s: float, floor_s: float = 1.0, kernel_factor: float = KERNEL_FACTOR,
-                 grace_s: float | None = None, until: int | None = None):
+                 grace_s: float | None = None, until: int | None = None, end_s: float = 0.0):
         super().__init__()
         self.good, self.fixed_s, self.floor_s = good, fixed_s, floor_s
+        self.end_s = end_s      # at least this long past the good run's last point (a slow teardown: Runner.stretch)
         self.kernel_factor = kernel_factor
         # a second chance (engine/oracle.py): at least `grace_s` to reach point `until` (a first
         # run's compile lies before it), then the good run's pace from there
@@ -258,9 +259,13 @@ class ProgressWatch(Recorder):
         # own stretches decide (a spec's timeout_floor for JIT jitter is what the compile weight covers)
         deadline = max(self.floor_s, deadline) if j < 0 else deadline
         if self.grace_s is None or self.until is None:
-            return min(deadline, self.cap())
-        deadline = min(deadline, self.cap() + self.grace_s)     # the grace's time is not the run's own
-        return max(deadline, self.grace_s) if j < self.until else deadline
+            deadline = min(deadline, self.cap())
+        else:
+            deadline = min(deadline, self.cap() + self.grace_s)     # the grace's time is not the run's own
+            deadline = max(deadline, self.grace_s) if j < self.until else deadline
+        if self.end_s and j == len(self.good.points) - 1:
+            deadline = max(deadline, ref + self.end_s)
+        return deadline
 
     def cap(self) -> float:
         """The most any run may take, however much new output it shows: the largest stretch
@@ -282,7 +287,7 @@ class ProgressWatch(Recorder):
     def to_dict(self) -> dict:
         return {"kind": "progress", "good": self.good.to_list() if self.good else None, "fixed_s": self.fixed_s,
                 "floor_s": self.floor_s, "kernel_factor": self.kernel_factor, "grace_s": self.grace_s,
-                "until": self.until}
+                "until": self.until, "end_s": self.end_s}
 
     def where(self, now: float) -> str:
         """Where a hung run stopped, in words, or '' without a good timeline."""
@@ -316,7 +321,7 @@ def watch_from_dict(d: dict | None) -> FixedWatch | ProgressWatch | None:
         return None
     if d.get("kind") == "progress":
         return ProgressWatch(Timeline.from_list(d["good"]), d["fixed_s"], d["floor_s"], d["kernel_factor"],
-                             d.get("grace_s"), d.get("until"))
+                             d.get("grace_s"), d.get("until"), d.get("end_s", 0.0))
     return FixedWatch(d.get("seconds"))
 
 
@@ -327,3 +332,13 @@ def reach(timeline: Any, good: Timeline | None) -> int:
         return -1
     order = {key: i for i, (key, _) in enumerate(good.points)}
     return max((order[str(p[0])] for p in timeline if p and str(p[0]) in order), default=-1)
+
+
+def past_last_point(timeline: Any, good: Timeline | None) -> float | None:
+    """The seconds a run (a Run.timeline) took from the good run's last progress point to its end;
+    None when it did not reach that point."""
+    run = Timeline.from_list(timeline)
+    if run is None or good is None or not good.points or reach(timeline, good) != len(good.points) - 1:
+        return None
+    last = good.points[-1][0]
+    return max(0.0, run.end - next(t for k, t in run.points if k == last))

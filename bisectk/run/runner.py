@@ -57,7 +57,7 @@ from bisectk.run.executor import Build, Executor, Job, LocalExecutor
 from bisectk.run.memokey import StaticKey, policy_words, sources_digest
 from bisectk.run.pending import ABANDONED, Pending, PendingWatch, RunAbandoned
 from bisectk.run.progress import (COMPILE_FACTOR, DEFAULT_FACTOR as STRETCH_FACTOR, KERNEL_FACTOR, SLACK_S,
-                                  FixedWatch, ProgressWatch, Timeline)
+                                  FixedWatch, ProgressWatch, Timeline, past_last_point)
 from bisectk.run.scratch import ledger_scratch
 from bisectk.run.snapshot import LINEINFO_ENV, SnapshotPolicy, SnapshotRequest
 from bisectk.run.workload import Workload
@@ -89,6 +89,7 @@ class Runner:
         self.executor: Executor = executor or LocalExecutor()
         self.floor, self.factor = spec.timeout_floor or floor, factor
         self.start_s = 0.0   # under a watchdog that follows progress: the least time to a first point (stretch)
+        self.end_s = 0.0     # and the least time past the good run's last point (stretch)
         # every input of a verdict but the timeout policy (which --timeout may still set) and the
         # sources the runs import (recorded as they run): run/memokey.py
         # in diff's scratch tree (rewritten by every run, pinned by each run's revision) the files
@@ -227,15 +228,21 @@ class Runner:
                         f"{self.timeout.detail}"))
         return self.policy()
 
-    def stretch(self, seconds: float) -> TimeoutPolicy:
+    def stretch(self, seconds: float, timeline: list | None = None) -> TimeoutPolicy:
         """A silent run called a hang by the good run's duration alone finished after `seconds`
         once given longer (engine/endpoints.py): the calibrated watchdog is set from it as from
         a good run, if that is longer. A watchdog the user or the spec fixed is never changed.
         One that follows progress gives every run that long before its first progress point (a
         slow start, a first run's cost: what it follows nothing of), where it gave each the good
-        run's start-up again, and stopped it again; its deadlines past that point stay the good run's."""
+        run's start-up again, and stopped it again; its deadlines past that point stay the good run's,
+        but for the time past the good run's last point: where the run's `timeline` reached that point,
+        what it took from there to its end is given every run past it (a slow teardown, a cache
+        written at exit), where each such run was stopped past the last point and run again."""
         if self.moving:
             self.start_s = max(self.start_s, calibrated([seconds], self.floor, self._factor()).seconds)
+            past = past_last_point(timeline, self.good_timeline)
+            if past is not None:
+                self.end_s = max(self.end_s, calibrated([past], self.floor, self._factor()).seconds)
             return self.policy()
         if self.timeout is not None and self.timeout.source != "calibrated":
             return self.policy()
@@ -323,7 +330,8 @@ class Runner:
 
     def _watch(self, seconds: float) -> FixedWatch | ProgressWatch:
         if self.moving:
-            return ProgressWatch(self.good_timeline, seconds, max(self.floor, self.start_s), self.kernel_factor())
+            return ProgressWatch(self.good_timeline, seconds, max(self.floor, self.start_s), self.kernel_factor(),
+                                 end_s=self.end_s)
         return FixedWatch(seconds)
 
     def _grace(self, seconds: float, until: int | None) -> FixedWatch | ProgressWatch:
@@ -332,7 +340,7 @@ class Runner:
         if until is None or not self.moving:
             return FixedWatch(seconds)
         return ProgressWatch(self.good_timeline, self.policy().seconds, max(self.floor, self.start_s),
-                             self.kernel_factor(), grace_s=seconds, until=until)
+                             self.kernel_factor(), grace_s=seconds, until=until, end_s=self.end_s)
 
     def policy(self) -> TimeoutPolicy:
         return self.timeout or TimeoutPolicy(CALIBRATION_CAP_S, "cap", "no passing good run to calibrate from")

@@ -920,6 +920,26 @@ def test_max_runs_holds_for_the_threshold_runs_too(tmp_path):
     assert "search stopped (run budget of 20 spent while finding thresholds)" in text, text
 
 
+def test_a_threshold_finished_before_the_budget_ran_out_is_kept(tmp_path):
+    """Two ordinal culprits, failing only together from warps 8 and stages 3 on. --max-runs 50
+    leaves the culprit search's 24 runs, the whole of warps' threshold (21) and a few runs of
+    stages'. The budget stopped stages' search, and warps' finished threshold was dropped with it
+    from the answer, --json and the report (`thresholds: {}`). It is now kept; only stages' is not given."""
+    (tmp_path / "s.sh").write_text('[ "$1" -ge 8 ] && [ "$2" -ge 3 ] && exit 1\nexit 0\n')
+    spec = tmp_path / "s.toml"
+    spec.write_text('[subject]\ncommand = ["sh", "s.sh", "{warps}", "{stages}"]\n[factors]\n'
+                    f"warps = {list(range(1, 17))}\nstages = {list(range(1, 9))}\n"
+                    "[good]\nwarps = 1\nstages = 1\n[bad]\nwarps = 16\nstages = 8\n")
+    whole = ablate_json(spec, tmp_path / "whole")
+    assert sorted(whole["culprits"]) == ["stages", "warps"], whole["culprits"]
+    assert {f: t["first_fail"] for f, t in whole["thresholds"].items()} == {"warps": 8, "stages": 3}
+    doc = ablate_json(spec, tmp_path / "cut", "--max-runs", "50", code=1)
+    assert doc["complete"] is False and "spent while finding thresholds" in doc["stop_reason"], doc["stop_reason"]
+    assert doc["thresholds"] == {"warps": whole["thresholds"]["warps"]}, doc["thresholds"]
+    text = bisectk("ablate", spec, "--max-runs", "50", "--fresh", "--ledger", tmp_path / "l.db").stdout
+    assert "threshold: warps fails from 8 on (7 passes)" in text and "threshold: stages" not in text, text
+
+
 COUNTED = """import os, sys
 path = sys.argv[1]
 n = int(open(path).read()) if os.path.exists(path) else 0

@@ -210,3 +210,25 @@ def test_a_first_runs_cost_says_when_the_progress_watchdog_stopped_the_run(tmp_p
     assert len(cost) == 1 and cost[0]["stopped_s"] < cost[0]["ended_s"] - 1.5, cost
     said = re.search(r"was called a hang after ([\d.]+) s, and ended in ([\d.]+) s", p.stderr)
     assert said and float(said.group(1)) == round(cost[0]["stopped_s"], 2), p.stderr[-2000:]
+
+
+def test_a_slow_teardown_past_the_last_point_is_given_longer_once_not_at_every_run(tmp_path):
+    """The bad endpoint hangs after 'launching kernel' (c); d makes the test take 1.5 s more after
+    its last line, 'done' (a slow teardown: every run, not a first run's cost). The watchdog that
+    follows progress stopped each run with d about a second past 'done'; given longer, it ended,
+    and the watchdog was stretched before the first point only (Runner.stretch), so every run of
+    the confirmation's passes was stopped and run again: 11 second chances, 50 s for a 25 s
+    ablation. The time a run given longer took past the good run's last point now stretches the
+    deadline there: one second chance, the same culprit."""
+    (tmp_path / "k.sh").write_text('echo "compiling kernel"\necho "launching kernel"\n'
+                                   'if [ "$1" = 1 ]; then exec sleep 1000; fi\necho done\n'
+                                   'if [ "$2" = 1 ]; then sleep 1.5; fi\nexit 0\n')
+    (tmp_path / "s.toml").write_text('[subject]\ncommand = ["sh", "k.sh", "{c}", "{d}", "{e}"]\n'
+                                     '[good]\nc = 0\nd = 0\ne = 0\n[bad]\nc = 1\nd = 1\ne = 1\n')
+    p = bisectk("ablate", tmp_path / "s.toml", "--json-out", tmp_path / "o.json", "--snapshots", "0",
+                "--ledger", tmp_path / "l.db", timeout=300)
+    doc = json.loads((tmp_path / "o.json").read_text())
+    assert doc["culprits"] == ["c"], doc["culprits"]
+    assert doc["endpoints"]["timeout"]["source"] == "progress"
+    given = re.findall(r"hung after the line 'done'", p.stderr)
+    assert len(given) == 1, p.stderr[-3000:]

@@ -194,7 +194,11 @@ def _grouped(p: psutil.Process, threads: list, scope: str, notes: list[str]) -> 
         names = ", ".join(blank[:4]) + (f" (+{len(blank) - 4} more)" if len(blank) > 4 else "")
         notes.append(f"{scope}: {names} had no frame when read (a thread starting or ending, "
                      f"or the interpreter exiting)")
-    return stacks.group_threads(threads, scope)
+    groups = stacks.group_threads(threads, scope)
+    if any(g.wait == stacks.EVENT_LOOP for g in groups):
+        notes.append(f"{scope}: an asyncio event loop waits for its tasks, and what they await was not read "
+                     f"(a suspended task is on no thread's stack)")
+    return groups
 
 
 def take(pid: int, *, gpu: bool = False, budget_s: float = 30.0) -> Snapshot:

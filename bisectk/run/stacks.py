@@ -88,9 +88,14 @@ def native_threads(text: str) -> list[tuple[str, list[Frame], bool]]:
     return out
 
 
+# A thread in an asyncio loop's `run_forever` with none of the subject's frames above it: the loop
+# waits in its selector, and what its tasks await is on no thread's stack (py-spy reads threads)
+EVENT_LOOP = "event loop idle"
+
 # The kind of wait, read from the library frames above the subject's innermost own frame: the one
 # nearest the subject's call names it (a join waits on a futex too; Event.wait on a Condition).
 _WAITS = tuple((re.compile(rx), kind) for rx, kind in (
+    (r"^BaseEventLoop\.(run_forever|_run_once)$", EVENT_LOOP),
     (r"_wait_for_tstate_lock|Thread\.join|pthread_join|clockjoin", "join"),
     (r"Condition\.wait|pthread_cond_|cond_wait", "condition wait"),
     (r"Event\.wait", "event wait"),

@@ -298,3 +298,35 @@ def test_a_thread_read_with_no_frame_is_said_not_placed_at_question_marks(monkey
     said = "ended while it was read" if ends else "MainThread had no frame"
     assert any(said in n for n in snap.notes), snap.notes
     assert "?" not in snap.headline()
+
+
+ASYNC_HANG = """
+import asyncio
+async def waiter(ev):
+    await ev.wait()
+async def main():
+    ev = asyncio.Event()
+    print('BISECTK_PHASE launch', flush=True)
+    await asyncio.gather(waiter(ev), waiter(ev))
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(readers.which("py-spy") is None, reason="py-spy is not installed")
+def test_a_hung_asyncio_subject_is_an_idle_event_loop_whose_tasks_are_not_read(tmp_path):
+    """Two tasks await an Event never set: py-spy reads threads, and a suspended coroutine is on
+    no thread's stack, so the only thread is the loop's, idle in its selector under
+    `asyncio.run(main())`. The picture said '1 thread waiting at aio.py:9 <module>' with no kind of
+    wait, as if asyncio.run itself were stuck. It says the loop is idle and its tasks were not read."""
+    script = tmp_path / "aio.py"
+    script.write_text(ASYNC_HANG)
+    p = _started([sys.executable, str(script)])
+    try:
+        snap = snapshot.take(p.pid, budget_s=20)
+    finally:
+        p.kill()
+        p.wait()
+    (g,) = snap.host
+    assert g.place == "aio.py:9 <module>" and g.wait == stacks.EVENT_LOOP, g
+    assert snap.headline() == f"1 thread waiting at aio.py:9 <module> ({stacks.EVENT_LOOP})"
+    assert any("tasks" in n and "not read" in n for n in snap.notes), snap.notes

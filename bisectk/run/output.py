@@ -73,7 +73,7 @@ class LineFeed:
     def feed(self, chunk: bytes, *extra) -> None:
         data = self.partial + chunk
         end = data.rfind(b"\n") + 1
-        self.partial = data[end:][-MAX_LINE:]
+        self.partial = data[end:][:MAX_LINE]     # an open line's head: its key, wherever reads cut it
         # a flood of one line (or of a block of a few lines) is skipped at memory speed: splitting
         # it line by line cost 2 ms a 64 KiB read of 2-byte lines, and the subject, waiting on its
         # full pipe, looked hung

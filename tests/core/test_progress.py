@@ -255,6 +255,44 @@ def test_a_flood_of_distinct_numbered_lines_is_read_at_the_pipes_pace_not_called
     assert [k for k, _ in raw.timeline] == ["compiling kernel", "launching kernel", "step #", "done", "<end>"]
 
 
+LONG_LINE = """
+import sys, time
+print("launching kernel", flush=True)
+time.sleep(0.05)                                   # the kernel
+names = ["alpha", "beta", "gamma", "delta"] * 50_000
+line = "result " + repr(names)                     # one line of 1.2 MB, the same in every run
+split = int(sys.argv[1])                           # where the pipe's reads cut it
+sys.stdout.write(line[:split]); sys.stdout.flush()
+time.sleep(0.05)
+print(line[split:], flush=True)
+time.sleep(3)                                      # checking the result, silently
+print("done", flush=True)
+"""
+
+
+def test_a_line_longer_than_a_read_is_keyed_by_its_head_not_by_where_a_read_cut_it(tmp_path):
+    """A line longer than one read (a result printed whole) was kept for the watch by its last
+    MAX_LINE bytes before the read that ended it: `result [...]` lost `result`, and its key was
+    whatever lay where the read cut the line. Cut elsewhere in another run, the same line had
+    another key, the run never reached the good run's point after 'launching kernel', and a
+    healthy run was called a hang a second after the kernel's stretch, in the middle of its check."""
+    from bisectk.run.output import LineFeed
+    heard = []
+    feed = LineFeed(lambda text: heard.append(text), keyed=True)
+    line = b"step 17 " + b"payload " * 131_072
+    for at in range(0, len(line), 65_536):
+        feed.feed(line[at:at + 65_536])
+    feed.feed(b"\n")
+    assert [h[:13] for h in heard] == ["step 17 paylo"], [h[:40] for h in heard]
+    (tmp_path / "long.py").write_text(LONG_LINE)
+    argv = [sys.executable, str(tmp_path / "long.py")]
+    good = run_process([*argv, "5000"], timeout=60, watch=FixedWatch(60))
+    tl = Timeline.from_list(good.timeline)
+    assert [k[:8] for k, _ in tl.points] == ["launchin", "result [", "done"], tl.points
+    raw = run_process([*argv, "9001"], timeout=60, watch=ProgressWatch(tl, 5 * good.duration_s, 1.0))
+    assert not raw.timed_out and raw.exit_code == 0, (raw.duration_s, raw.stalled)
+
+
 def _heard(chunks: list[bytes], feed_lines) -> list[tuple[str, float]]:
     """The keys a Recorder finds new, with their times, when `feed_lines(chunks, recorder)` feeds it."""
     from bisectk.run.progress import Recorder
@@ -271,7 +309,7 @@ def _line_by_line(chunks, rec) -> None:
     for k, chunk in enumerate(chunks):
         data = partial + chunk
         end = data.rfind(b"\n") + 1
-        partial = data[end:][-MAX_LINE:]
+        partial = data[end:][:MAX_LINE]
         for line in data[:end].split(b"\n")[:-1]:
             rec.feed(line[:MAX_LINE].decode("utf-8", errors="replace"), float(k))
 

@@ -154,11 +154,13 @@ class Recorder:
         self.lock = threading.Lock()
         self.listeners: list = []
 
-    def feed(self, text: str, t: float) -> None:
-        """One output line of the run, `t` seconds after its start."""
+    def feed(self, text: str, t: float) -> bool:
+        """One output line of the run, `t` seconds after its start. Whether the run has shown
+        MAX_SEEN keys, so that no line can be new any more (its reader then hands on only the last
+        line of each read: the time of its last line is all a line still tells)."""
         key = point_key(text)
         if key is None:
-            return
+            return len(self.seen) >= MAX_SEEN
         with self.lock:
             self.last_line_t = max(self.last_line_t, t)
             new = key not in self.seen and len(self.seen) < MAX_SEEN
@@ -168,6 +170,7 @@ class Recorder:
                     self.points.append((key, t))
             for fn in self.listeners:
                 fn(key, t, new)
+            return len(self.seen) >= MAX_SEEN
 
     def timeline(self, end: float) -> Timeline:
         """The points with the run's end, never before the last line it printed (a line is timed

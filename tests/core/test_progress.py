@@ -293,6 +293,35 @@ def test_a_line_longer_than_a_read_is_keyed_by_its_head_not_by_where_a_read_cut_
     assert not raw.timed_out and raw.exit_code == 0, (raw.duration_s, raw.stalled)
 
 
+HEX_DUMP = """
+import os, sys, time
+print("compiling kernel", flush=True)
+data = os.urandom(20_000_000).hex("\\n", 4).encode() + b"\\n"  # 45 MB of random 32-bit words, one a line
+time.sleep(0.1)
+print("launching kernel", flush=True)
+if sys.argv[1] == "dump":
+    view = memoryview(data)
+    while view:
+        view = view[os.write(1, view):]
+time.sleep(0.1)
+print("done", flush=True)
+"""
+
+
+def test_a_dump_of_random_words_is_read_at_the_pipes_pace_not_called_a_hang(tmp_path):
+    """A debug dump of random words after 'launching kernel' (each line a new key): past the
+    keys a watch keeps (MAX_SEEN) no line can be new, yet every line was still keyed, at about
+    110 ms a MB; the subject waited on its full pipe and a healthy run was called a hang. Once
+    the watch is full, a read hands on only its last line."""
+    (tmp_path / "dump.py").write_text(HEX_DUMP)
+    argv = [sys.executable, str(tmp_path / "dump.py")]
+    good = run_process([*argv, "quiet"], timeout=60, watch=FixedWatch(60))
+    tl = Timeline.from_list(good.timeline)
+    raw = run_process([*argv, "dump"], timeout=60, watch=ProgressWatch(tl, 5 * good.duration_s, 1.0))
+    assert not raw.timed_out and raw.exit_code == 0, (raw.duration_s, raw.stalled)
+    assert "done" in raw.stdout[-100:]
+
+
 def _heard(chunks: list[bytes], feed_lines) -> list[tuple[str, float]]:
     """The keys a Recorder finds new, with their times, when `feed_lines(chunks, recorder)` feeds it."""
     from bisectk.run.progress import Recorder

@@ -299,6 +299,11 @@ class ProgressWatch(Recorder):
         finish = at + (self.good.end - t_good)    # where this run would have finished, at the good run's pace
         said = (f"hung after {describe_point(key)}, {now - finish:.1f} s past the point where the good run had "
                 f"finished ({self.good.end - t_good:.2f} s after that point)")
+        if now < finish and j + 1 < len(self.good.points):
+            # at the launch point only the kernel's stretch counts: called before the good run's finish
+            nxt, t_next = self.good.points[j + 1]
+            said = (f"hung after {describe_point(key)}, {now - at:.1f} s after it (the good run showed "
+                    f"{describe_point(nxt)} {t_next - t_good:.2f} s after that point)")
         # lines of its own after the point: they moved the deadline on, up to the cap. A line of the
         # good run's read out of its order (stdout and stderr are two pipes, read apart) is not one
         if last > at:

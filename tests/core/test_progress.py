@@ -87,6 +87,20 @@ def test_a_hang_that_goes_on_printing_new_lines_is_described_from_the_point_it_r
     assert "went on printing lines the good run never printed" in said
 
 
+def test_a_hang_in_the_kernel_is_not_said_to_be_past_the_good_runs_finish_before_it():
+    """At the launch point only the kernel's stretch counts: a good run that checks its result
+    for 3 s after the kernel finishes long after the hang is called. The hang was described as
+    'hung after the line 'launching kernel', -1.9 s past the point where the good run had
+    finished (3.10 s after that point)'. It says how long after the launch it hung, and when the
+    good run showed its next point."""
+    w = ProgressWatch(Timeline((("launching kernel", 0.1), ("checking", 0.15)), 3.2), fixed_s=20.0, floor_s=1.0)
+    w.feed("launching kernel", 0.1)
+    said = w.where(w.deadline())
+    assert "-" not in said.split("'launching kernel'")[1], said
+    assert said == ("hung after the line 'launching kernel', 1.2 s after it (the good run showed the line "
+                    "'checking' 0.05 s after that point)"), said
+
+
 def test_a_good_runs_end_is_never_before_its_last_line():
     """A subject that prints its last phase and exits at once: the line is timed when the reader
     thread reads it, which may be after the exit was timed, and a hang of the bad endpoint was

@@ -90,8 +90,8 @@ class PendingWatch(Recorder):
         self._last: tuple[str, float] | None = None
         self._switch = threading.Lock()
 
-    def feed(self, text: str, t: float) -> None:
-        super().feed(text, t)       # the run's own timeline, whichever watch decides
+    def feed(self, text: str, t: float) -> bool:
+        full = super().feed(text, t)       # the run's own timeline, whichever watch decides
         with self._switch:
             if self.real is None:
                 key = point_key(text)
@@ -99,8 +99,8 @@ class PendingWatch(Recorder):
                     if key not in self._early and len(self._early) < MAX_SEEN:
                         self._early[key] = (text, t)
                     self._last = (text, t)
-                return
-        self.real.feed(text, t)
+                return full
+        return self.real.feed(text, t)
 
     def _settled(self) -> FixedWatch | ProgressWatch | None:
         if self.real is not None:

@@ -154,11 +154,13 @@ class Recorder:
         self.lock = threading.Lock()
         self.listeners: list = []
 
-    def feed(self, text: str, t: float) -> None:
-        """One output line of the run, `t` seconds after its start."""
+    def feed(self, text: str, t: float) -> bool:
+        """One output line of the run, `t` seconds after its start. Whether the run has shown
+        MAX_SEEN keys, so that no line can be new any more (its reader then hands on only the last
+        line of each read: the time of its last line is all a line still tells)."""
         key = point_key(text)
         if key is None:
-            return
+            return len(self.seen) >= MAX_SEEN
         with self.lock:
             self.last_line_t = max(self.last_line_t, t)
             new = key not in self.seen and len(self.seen) < MAX_SEEN
@@ -168,6 +170,7 @@ class Recorder:
                     self.points.append((key, t))
             for fn in self.listeners:
                 fn(key, t, new)
+            return len(self.seen) >= MAX_SEEN
 
     def timeline(self, end: float) -> Timeline:
         """The points with the run's end, never before the last line it printed (a line is timed
@@ -301,6 +304,11 @@ class ProgressWatch(Recorder):
         finish = at + (self.good.end - t_good)    # where this run would have finished, at the good run's pace
         said = (f"hung after {describe_point(key)}, {now - finish:.1f} s past the point where the good run had "
                 f"finished ({self.good.end - t_good:.2f} s after that point)")
+        if now < finish and j + 1 < len(self.good.points):
+            # at the launch point only the kernel's stretch counts: called before the good run's finish
+            nxt, t_next = self.good.points[j + 1]
+            said = (f"hung after {describe_point(key)}, {now - at:.1f} s after it (the good run showed "
+                    f"{describe_point(nxt)} {t_next - t_good:.2f} s after that point)")
         # lines of its own after the point: they moved the deadline on, up to the cap. A line of the
         # good run's read out of its order (stdout and stderr are two pipes, read apart) is not one
         if last > at:

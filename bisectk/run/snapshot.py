@@ -138,6 +138,9 @@ def _host(p: psutil.Process, deadline: float, notes: list[str], used: set[str]) 
         scope = f"process {p.pid} ({p.name()})"
     except psutil.Error:
         return []
+    if not _alive(p):
+        notes.append(f"{scope}: had ended (its parent had not yet waited for it)")
+        return []
     left = min(HOST_TOOL_S, deadline - time.monotonic())
     if _is_python(p):
         spy = which("py-spy")
@@ -146,14 +149,15 @@ def _host(p: psutil.Process, deadline: float, notes: list[str], used: set[str]) 
             return []
         out, problem = call([spy, "dump", "--pid", str(p.pid), "--json"], left)
         if problem:
-            notes.append(f"{scope}: {problem}")
+            notes.append(f"{scope}: {ENDED if not _alive(p) else problem}")
             return []
         used.add("py-spy")
         try:
-            return stacks.group_threads(stacks.python_threads(out), scope)
+            threads = stacks.python_threads(out)
         except ValueError:
             notes.append(f"{scope}: py-spy's output could not be read")
             return []
+        return _grouped(p, threads, scope, notes)
     gdb = which("gdb")
     if gdb is None:
         notes.append(f"{scope}: native stacks not read: gdb is not installed")
@@ -162,10 +166,39 @@ def _host(p: psutil.Process, deadline: float, notes: list[str], used: set[str]) 
                           "-ex", "thread apply all bt"], left)
     threads = stacks.native_threads(out)
     if not threads:
-        notes.append(f"{scope}: native stacks not read: {problem or 'gdb printed no thread'}")
+        notes.append(f"{scope}: {ENDED}" if not _alive(p) else
+                     f"{scope}: native stacks not read: {problem or 'gdb printed no thread'}")
         return []
     used.add("gdb")
-    return stacks.group_threads(threads, scope)
+    return _grouped(p, threads, scope, notes)
+
+
+ENDED = "ended while it was read (what was read is its exit, not where it hung)"
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _grouped(p: psutil.Process, threads: list, scope: str, notes: list[str]) -> list[Group]:
+    """The groups of one process's threads as read; a thread read with no frame (starting or
+    ending, an interpreter exiting) has no place to show and is said in a note, as is a process
+    that ended while it was read."""
+    blank = stacks.frameless(threads)
+    if not _alive(p):
+        notes.append(f"{scope}: {ENDED}")
+    elif blank:
+        names = ", ".join(blank[:4]) + (f" (+{len(blank) - 4} more)" if len(blank) > 4 else "")
+        notes.append(f"{scope}: {names} had no frame when read (a thread starting or ending, "
+                     f"or the interpreter exiting)")
+    groups = stacks.group_threads(threads, scope)
+    if any(g.wait == stacks.EVENT_LOOP for g in groups):
+        notes.append(f"{scope}: an asyncio event loop waits for its tasks, and what they await was not read "
+                     f"(a suspended task is on no thread's stack)")
+    return groups
 
 
 def take(pid: int, *, gpu: bool = False, budget_s: float = 30.0) -> Snapshot:

@@ -9,6 +9,8 @@ native_threads   -- gdb's `thread apply all bt` output -> the same, for a native
 group_threads    -- threads with the same own frames are one Group, placed at the innermost own
                     frame ("2 threads waiting at pipeline.py:194 consumer"), with the kind of wait
                     read from the library frames above it (a lock, a join, a condition, a sleep).
+frameless        -- the threads read with no frame at all (a thread starting or ending, an interpreter
+                    exiting): no place to show, so not grouped; the snapshot says them in a note.
 Threads with no own frame at all (an idle pool thread of a library) are grouped by their innermost
 frame and listed after the subject's; bisectk's own worker threads are dropped.
 """
@@ -86,9 +88,14 @@ def native_threads(text: str) -> list[tuple[str, list[Frame], bool]]:
     return out
 
 
+# A thread in an asyncio loop's `run_forever` with none of the subject's frames above it: the loop
+# waits in its selector, and what its tasks await is on no thread's stack (py-spy reads threads)
+EVENT_LOOP = "event loop idle"
+
 # The kind of wait, read from the library frames above the subject's innermost own frame: the one
 # nearest the subject's call names it (a join waits on a futex too; Event.wait on a Condition).
 _WAITS = tuple((re.compile(rx), kind) for rx, kind in (
+    (r"^BaseEventLoop\.(run_forever|_run_once)$", EVENT_LOOP),
     (r"_wait_for_tstate_lock|Thread\.join|pthread_join|clockjoin", "join"),
     (r"Condition\.wait|pthread_cond_|cond_wait", "condition wait"),
     (r"Event\.wait", "event wait"),
@@ -150,13 +157,18 @@ def _bisectks_own(frames: list[Frame]) -> bool:
     return bool(files) and all(os.path.abspath(f).startswith(BISECTK_DIR + os.sep) for f in files)
 
 
+def frameless(threads: list[tuple[str, list[Frame], bool]]) -> list[str]:
+    """The names of the threads read with no frame at all."""
+    return [name for name, frames, _ in threads if not frames]
+
+
 def group_threads(threads: list[tuple[str, list[Frame], bool]], scope: str) -> list[Group]:
     """One Group per distinct stack of own frames; library-only threads after the subject's."""
     buckets: dict[tuple, list] = {}
     cache: dict[str, list[str]] = {}
     for name, frames, active in threads:
-        if _bisectks_own(frames):
-            continue   # bisectk's own machinery (a warm worker, a run's supervisor)
+        if not frames or _bisectks_own(frames):
+            continue   # no place to show (frameless), or bisectk's own machinery (a warm worker, a run's supervisor)
         own = tuple((f.file, f.line, f.function) for f in frames if f.own)
         key = own or (("lib",) + tuple((f.file, f.line, f.function) for f in frames[:1]))
         buckets.setdefault(key, []).append((name, frames, active))
@@ -164,7 +176,7 @@ def group_threads(threads: list[tuple[str, list[Frame], bool]], scope: str) -> l
     for key, members in buckets.items():
         name, frames, active = members[0]
         own = [f for f in frames if f.own]
-        top = own[0] if own else (frames[0] if frames else Frame("", 0, "?", False))
+        top = own[0] if own else frames[0]
         code = source_line(top.file, top.line, cache) if own else ""
         groups.append((not own, -len(members), Group(
             role=_names([m[0] for m in members]), count=len(members), place=top.place(), instruction=code,

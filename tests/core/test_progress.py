@@ -87,6 +87,20 @@ def test_a_hang_that_goes_on_printing_new_lines_is_described_from_the_point_it_r
     assert "went on printing lines the good run never printed" in said
 
 
+def test_a_hang_in_the_kernel_is_not_said_to_be_past_the_good_runs_finish_before_it():
+    """At the launch point only the kernel's stretch counts: a good run that checks its result
+    for 3 s after the kernel finishes long after the hang is called. The hang was described as
+    'hung after the line 'launching kernel', -1.9 s past the point where the good run had
+    finished (3.10 s after that point)'. It says how long after the launch it hung, and when the
+    good run showed its next point."""
+    w = ProgressWatch(Timeline((("launching kernel", 0.1), ("checking", 0.15)), 3.2), fixed_s=20.0, floor_s=1.0)
+    w.feed("launching kernel", 0.1)
+    said = w.where(w.deadline())
+    assert "-" not in said.split("'launching kernel'")[1], said
+    assert said == ("hung after the line 'launching kernel', 1.2 s after it (the good run showed the line "
+                    "'checking' 0.05 s after that point)"), said
+
+
 def test_a_good_runs_end_is_never_before_its_last_line():
     """A subject that prints its last phase and exits at once: the line is timed when the reader
     thread reads it, which may be after the exit was timed, and a hang of the bad endpoint was
@@ -255,6 +269,73 @@ def test_a_flood_of_distinct_numbered_lines_is_read_at_the_pipes_pace_not_called
     assert [k for k, _ in raw.timeline] == ["compiling kernel", "launching kernel", "step #", "done", "<end>"]
 
 
+LONG_LINE = """
+import sys, time
+print("launching kernel", flush=True)
+time.sleep(0.05)                                   # the kernel
+names = ["alpha", "beta", "gamma", "delta"] * 50_000
+line = "result " + repr(names)                     # one line of 1.2 MB, the same in every run
+split = int(sys.argv[1])                           # where the pipe's reads cut it
+sys.stdout.write(line[:split]); sys.stdout.flush()
+time.sleep(0.05)
+print(line[split:], flush=True)
+time.sleep(3)                                      # checking the result, silently
+print("done", flush=True)
+"""
+
+
+def test_a_line_longer_than_a_read_is_keyed_by_its_head_not_by_where_a_read_cut_it(tmp_path):
+    """A line longer than one read (a result printed whole) was kept for the watch by its last
+    MAX_LINE bytes before the read that ended it: `result [...]` lost `result`, and its key was
+    whatever lay where the read cut the line. Cut elsewhere in another run, the same line had
+    another key, the run never reached the good run's point after 'launching kernel', and a
+    healthy run was called a hang a second after the kernel's stretch, in the middle of its check."""
+    from bisectk.run.output import LineFeed
+    heard = []
+    feed = LineFeed(lambda text: heard.append(text), keyed=True)
+    line = b"step 17 " + b"payload " * 131_072
+    for at in range(0, len(line), 65_536):
+        feed.feed(line[at:at + 65_536])
+    feed.feed(b"\n")
+    assert [h[:13] for h in heard] == ["step 17 paylo"], [h[:40] for h in heard]
+    (tmp_path / "long.py").write_text(LONG_LINE)
+    argv = [sys.executable, str(tmp_path / "long.py")]
+    good = run_process([*argv, "5000"], timeout=60, watch=FixedWatch(60))
+    tl = Timeline.from_list(good.timeline)
+    assert [k[:8] for k, _ in tl.points] == ["launchin", "result [", "done"], tl.points
+    raw = run_process([*argv, "9001"], timeout=60, watch=ProgressWatch(tl, 5 * good.duration_s, 1.0))
+    assert not raw.timed_out and raw.exit_code == 0, (raw.duration_s, raw.stalled)
+
+
+HEX_DUMP = """
+import os, sys, time
+print("compiling kernel", flush=True)
+data = os.urandom(20_000_000).hex("\\n", 4).encode() + b"\\n"  # 45 MB of random 32-bit words, one a line
+time.sleep(0.1)
+print("launching kernel", flush=True)
+if sys.argv[1] == "dump":
+    view = memoryview(data)
+    while view:
+        view = view[os.write(1, view):]
+time.sleep(0.1)
+print("done", flush=True)
+"""
+
+
+def test_a_dump_of_random_words_is_read_at_the_pipes_pace_not_called_a_hang(tmp_path):
+    """A debug dump of random words after 'launching kernel' (each line a new key): past the
+    keys a watch keeps (MAX_SEEN) no line can be new, yet every line was still keyed, at about
+    110 ms a MB; the subject waited on its full pipe and a healthy run was called a hang. Once
+    the watch is full, a read hands on only its last line."""
+    (tmp_path / "dump.py").write_text(HEX_DUMP)
+    argv = [sys.executable, str(tmp_path / "dump.py")]
+    good = run_process([*argv, "quiet"], timeout=60, watch=FixedWatch(60))
+    tl = Timeline.from_list(good.timeline)
+    raw = run_process([*argv, "dump"], timeout=60, watch=ProgressWatch(tl, 5 * good.duration_s, 1.0))
+    assert not raw.timed_out and raw.exit_code == 0, (raw.duration_s, raw.stalled)
+    assert "done" in raw.stdout[-100:]
+
+
 def _heard(chunks: list[bytes], feed_lines) -> list[tuple[str, float]]:
     """The keys a Recorder finds new, with their times, when `feed_lines(chunks, recorder)` feeds it."""
     from bisectk.run.progress import Recorder
@@ -271,7 +352,7 @@ def _line_by_line(chunks, rec) -> None:
     for k, chunk in enumerate(chunks):
         data = partial + chunk
         end = data.rfind(b"\n") + 1
-        partial = data[end:][-MAX_LINE:]
+        partial = data[end:][:MAX_LINE]
         for line in data[:end].split(b"\n")[:-1]:
             rec.feed(line[:MAX_LINE].decode("utf-8", errors="replace"), float(k))
 

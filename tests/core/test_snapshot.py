@@ -1,4 +1,5 @@
 """Hang snapshots (bisectk/run/snapshot.py, run/stacks.py, bisectk/stuck.py) on real hung processes."""
+import json
 import os
 import shutil
 import subprocess
@@ -265,3 +266,67 @@ def test_a_readers_failure_is_its_own_error_not_the_last_line_of_its_backtrace(t
     gdb.chmod(0o755)
     assert readers.call([str(spy), "dump"], 10) == ("", "py-spy: Failed to get stack traces: Failed to suspend process")
     assert readers.call([str(gdb), "-p", "1"], 10) == ("", "gdb: ptrace: Operation not permitted.")
+
+
+FINALIZING = json.dumps([{"pid": 1, "thread_id": 7, "thread_name": "MainThread", "os_thread_id": 1,
+                          "active": True, "owns_gil": True, "frames": []}])
+
+
+@pytest.mark.parametrize("ends", [False, True], ids=["exiting", "ended"])
+def test_a_thread_read_with_no_frame_is_said_not_placed_at_question_marks(monkeypatch, ends):
+    """py-spy reads a Python process that is exiting (the watchdog fired as it finished: the
+    interpreter frees its objects) as a MainThread with no frame at all: the report showed
+    '1 thread waiting at ? ? (running (on CPU))', a place that is no place. Such a thread is
+    said in a note, and a process that was gone once read is said to have ended while it was read."""
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+
+    def spy(argv, timeout, env=None):
+        if ends:
+            p.kill()
+            p.wait()
+        return FINALIZING, ""
+
+    monkeypatch.setattr(snapshot, "which", lambda tool: "/bin/py-spy")
+    monkeypatch.setattr(snapshot, "call", spy)
+    try:
+        snap = snapshot.take(p.pid, budget_s=10)
+    finally:
+        p.kill()
+        p.wait()
+    assert not any("?" in g.place for g in snap.groups), snap.groups
+    assert snap.groups == ()
+    said = "ended while it was read" if ends else "MainThread had no frame"
+    assert any(said in n for n in snap.notes), snap.notes
+    assert "?" not in snap.headline()
+
+
+ASYNC_HANG = """
+import asyncio
+async def waiter(ev):
+    await ev.wait()
+async def main():
+    ev = asyncio.Event()
+    print('BISECTK_PHASE launch', flush=True)
+    await asyncio.gather(waiter(ev), waiter(ev))
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(readers.which("py-spy") is None, reason="py-spy is not installed")
+def test_a_hung_asyncio_subject_is_an_idle_event_loop_whose_tasks_are_not_read(tmp_path):
+    """Two tasks await an Event never set: py-spy reads threads, and a suspended coroutine is on
+    no thread's stack, so the only thread is the loop's, idle in its selector under
+    `asyncio.run(main())`. The picture said '1 thread waiting at aio.py:9 <module>' with no kind of
+    wait, as if asyncio.run itself were stuck. It says the loop is idle and its tasks were not read."""
+    script = tmp_path / "aio.py"
+    script.write_text(ASYNC_HANG)
+    p = _started([sys.executable, str(script)])
+    try:
+        snap = snapshot.take(p.pid, budget_s=20)
+    finally:
+        p.kill()
+        p.wait()
+    (g,) = snap.host
+    assert g.place == "aio.py:9 <module>" and g.wait == stacks.EVENT_LOOP, g
+    assert snap.headline() == f"1 thread waiting at aio.py:9 <module> ({stacks.EVENT_LOOP})"
+    assert any("tasks" in n and "not read" in n for n in snap.notes), snap.notes

@@ -213,7 +213,7 @@ def env_cmd(captures: Optional[list[Path]] = typer.Argument(None, metavar="CAPTU
             for col in ("key", str(diff[0].name), str(diff[1].name)):
                 t.add_column(col, overflow="fold")    # never cut to '…': the key is the variable to set
             for k, x, y in rows:    # a variable set empty is "" (a blank cell read as a value left out)
-                t.add_row(k, '""' if x == "" else str(x), '""' if y == "" else str(y))
+                t.add_row(k, *envmod.cells(k, x, y))
             out.print(t)
             snippet = envmod.factors_toml(rows)
             if snippet.strip():

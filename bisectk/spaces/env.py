@@ -398,6 +398,21 @@ def diff(a: dict[str, Any], b: dict[str, Any],
             and not (k in fb and fb[k] in ({}, []) and shadowed(k, fa))]
 
 
+def cells(key: str, a: Any, b: Any) -> tuple[str, str]:
+    """A difference's two values as table text: a value one side lacks is `(unset)` (a variable)
+    or `(absent)`, a value set empty is `""`; where that text would show two different values
+    alike (the text "None" and no value, 2 and "2"), both are written as JSON."""
+    lacking = "(unset)" if key.startswith("env.") else "(absent)"
+
+    def text(v: Any) -> str:
+        return lacking if v is None else '""' if v == "" else str(v)
+
+    def exact(v: Any) -> str:
+        return lacking if v is None else json.dumps(v, ensure_ascii=False)
+    ta, tb = text(a), text(b)
+    return (exact(a), exact(b)) if ta == tb else (ta, tb)
+
+
 def factor_name(var: str) -> str:
     """An environment variable's name as a factor name: lower case, [a-z0-9_] only."""
     name = re.sub(r"[^a-z0-9_]", "_", var.lower())

@@ -284,3 +284,22 @@ def test_a_hand_edited_capture_whose_env_is_not_text_is_refused_in_one_line(tmp_
     path.write_text(json.dumps({"bisectk_env": 1, "env": env}))
     with pytest.raises(EnvError, match=re.escape(said)):
         load(path)
+
+
+def test_env_diff_table_never_shows_two_different_values_alike(tmp_path):
+    """A variable set to the text "None" beside one that is unset, and 2 beside "2", were printed
+    as the same cell text: the table said they differ and showed them equal (--json was right)."""
+    import subprocess
+    a = {"bisectk_env": env.SCHEMA, "env": {"X": "None", "W": "(unset)", "Y": "2", "Z": "a"}, "n": 2}
+    b = {"bisectk_env": env.SCHEMA, "env": {"Y": "3", "Z": "b"}, "n": "2"}
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    p = subprocess.run([sys.executable, "-m", "bisectk", "env", "--diff", str(tmp_path / "a.json"),
+                        str(tmp_path / "b.json")], capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    assert p.returncode == 1, p.stderr
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:4]]
+            for line in p.stdout.splitlines() if line.count("│") >= 4}
+    assert rows["env.X"] == ["None", "(unset)"], rows          # no value is said in words, not as None
+    assert rows["env.W"] == ['"(unset)"', "(unset)"], rows     # and a value that reads as those words is quoted
+    assert rows["n"] == ["2", '"2"'], rows
+    assert rows["env.Z"] == ["a", "b"], rows       # plain text stays plain where nothing is alike

@@ -148,8 +148,10 @@ class Threshold:
             return ", ".join([*map(str, before), *(str(self.values[i]) for i in indices), *map(str, beyond)])
         good, bad = self.values[self.last_pass], self.values[self.first_fail]
         if not self.monotone:
+            # unconfirmed (a failing value passed when run again), the runs may be flakes: they
+            # are said as run, with no claim that the failure has no single threshold
             text = (f"fails at {names(self._indices(Outcome.FAIL))} and passes at {names(self._indices(Outcome.PASS))}: "
-                    f"not monotone, so no single threshold")
+                    + ("not monotone, so no single threshold" if self.confirmed else "not monotone as run"))
         elif self.exact and self.confirmed:
             # `values` run from good to bad: "on" is up the declared order, unless they run down it
             text = f"fails from {bad} {'down' if self.descending else 'on'} ({good} passes)"

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from bisectk.outcome import Outcome
 from bisectk.search import ConfidenceRule, SearchStopped, StopSearch, find_threshold
-from bisectk.search.threshold import SPOT_CHECKS
+from bisectk.search.confirm import SetConfirmation
+from bisectk.search.threshold import SPOT_CHECKS, Threshold
 
 
 @settings(max_examples=60, deadline=None, database=None)
@@ -315,3 +316,18 @@ def test_the_run_budget_holds_for_every_run_of_the_threshold(budget):
     assert caught.value.reason == "budget" and not caught.value.result.complete
     # (the second run of a question is known once it is made: the budget may end one past it)
     assert budget <= len(calls) + extra["runs"] <= budget + 1, (calls, extra)
+
+
+def test_an_unconfirmed_threshold_whose_runs_look_non_monotone_claims_no_absence_of_one():
+    """Review bi: a good side failing 5% of the time, a threshold at 7; spurious failures below it
+    and a first failing value that passed when run again. The answer (not confirmed, exit 1) said
+    `not monotone, so no single threshold`: a claim about the failure that runs this doubtful do
+    not support. It says what was run, and that it is not confirmed."""
+    t = Threshold(values=tuple(range(9)), last_pass=6, first_fail=7, unresolved=(),
+                  outcomes=(Outcome.PASS, Outcome.PASS, Outcome.FAIL, Outcome.FAIL, None, None, Outcome.PASS,
+                            Outcome.FAIL, Outcome.FAIL),
+                  confirmation=SetConfirmation(3, (), contradicted=(2, "pass")))
+    text = t.describe()
+    assert "no single threshold" not in text and not t.monotone, text
+    assert text.startswith("fails at 2, 3, 7, 8 and passes at 0, 1, 6: not monotone as run;"), text
+    assert "not confirmed: " in text, text

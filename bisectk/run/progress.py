@@ -348,7 +348,8 @@ def past_last_point(timeline: Any, good: Timeline | None) -> float | None:
     """The seconds a run (a Run.timeline) took from the good run's last progress point to its end;
     None when it did not reach that point."""
     run = Timeline.from_list(timeline)
-    if run is None or good is None or not good.points or reach(timeline, good) != len(good.points) - 1:
+    if run is None or good is None or not good.points:
         return None
-    last = good.points[-1][0]
-    return max(0.0, run.end - next(t for k, t in run.points if k == last))
+    # the run's points, not its stored list, whose end entry is named as a line `<end>` is keyed
+    at = next((t for k, t in run.points if k == good.points[-1][0]), None)
+    return None if at is None else max(0.0, run.end - at)

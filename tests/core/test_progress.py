@@ -179,6 +179,16 @@ def test_the_time_given_past_the_last_point_is_counted_from_it_and_new_lines_do_
     assert w.deadline() <= max(w.cap(), 0.3 + 10.0), w.deadline()
 
 
+def test_time_past_the_last_point_of_a_good_run_that_printed_its_own_end_marker():
+    """A good run whose last line is `<end>`, the word a stored timeline ends with: every run's
+    own end entry was taken for that point (`reach`), and past_last_point, asked of a run given
+    longer that never printed it (Runner.stretch), raised StopIteration out of the search."""
+    from bisectk.run.progress import past_last_point
+    good = Timeline((("launching kernel", 0.1), ("<end>", 0.2)), 0.3)
+    assert past_last_point([["launching kernel", 0.1], ["<end>", 5.0]], good) is None
+    assert past_last_point([["launching kernel", 0.1], ["<end>", 4.0], ["<end>", 5.0]], good) == 1.0
+
+
 def test_a_grace_holds_until_its_point_then_the_good_runs_pace_decides():
     """A second chance (engine/oracle.py) for a run stopped after 'compiling kernel', short of
     the bad endpoint's hang after 'launching kernel': 10 s to get there (a first run's compile),

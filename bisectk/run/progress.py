@@ -256,7 +256,7 @@ class ProgressWatch(Recorder):
         if self.good is None or not self.good.points:
             return self.fixed_s
         with self.lock:
-            j, ref = self.matched, self.ref_t
+            j, ref, at = self.matched, self.ref_t, self.matched_t
         deadline = ref + self.allowance(j) + self.slack(j)
         # the floor guards a run that has shown nothing yet; past a progress point, the good run's
         # own stretches decide (a spec's timeout_floor for JIT jitter is what the compile weight covers)
@@ -267,7 +267,9 @@ class ProgressWatch(Recorder):
             deadline = min(deadline, self.cap() + self.grace_s)     # the grace's time is not the run's own
             deadline = max(deadline, self.grace_s) if j < self.until else deadline
         if self.end_s and j == len(self.good.points) - 1:
-            deadline = max(deadline, ref + self.end_s)
+            # from the point, as it was measured (past_last_point): a run's own new lines past it
+            # do not push it on (they would, by `end_s` each, past the cap)
+            deadline = max(deadline, at + self.end_s)
         return deadline
 
     def cap(self) -> float:
@@ -346,7 +348,8 @@ def past_last_point(timeline: Any, good: Timeline | None) -> float | None:
     """The seconds a run (a Run.timeline) took from the good run's last progress point to its end;
     None when it did not reach that point."""
     run = Timeline.from_list(timeline)
-    if run is None or good is None or not good.points or reach(timeline, good) != len(good.points) - 1:
+    if run is None or good is None or not good.points:
         return None
-    last = good.points[-1][0]
-    return max(0.0, run.end - next(t for k, t in run.points if k == last))
+    # the run's points, not its stored list, whose end entry is named as a line `<end>` is keyed
+    at = next((t for k, t in run.points if k == good.points[-1][0]), None)
+    return None if at is None else max(0.0, run.end - at)

@@ -177,8 +177,10 @@ ENDED = "ended while it was read (what was read is its exit, not where it hung)"
 
 
 def _alive(p: psutil.Process) -> bool:
+    """Not ended: a zombie only when no thread is left (a leader whose main thread left by
+    pthread_exit shows as a zombie while its other threads, hung or not, run on)."""
     try:
-        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+        return p.is_running() and (p.status() != psutil.STATUS_ZOMBIE or p.num_threads() > 1)
     except psutil.Error:
         return False
 

@@ -162,6 +162,33 @@ def test_repeated_lines_do_not_move_the_deadline_and_new_lines_are_capped():
     assert w.deadline() == w.cap() == max(10.0, 4.0) * 1.2 + 1.2
 
 
+def test_the_time_given_past_the_last_point_is_counted_from_it_and_new_lines_do_not_push_it_on():
+    """A run given longer once ended 2 s past the good run's last point ('done'): each run is
+    given that (x5) past the point (Runner.stretch, `end_s`). It was counted from the run's last
+    new line, not from the point: a run past 'done' that kept printing a new line every second
+    (a retry loop naming a different peer each time) moved its deadline on by `end_s` at each,
+    past the cap, for as long as it printed (MAX_SEEN lines: hours)."""
+    tl = Timeline((("compiling kernel", 0.1), ("launching kernel", 0.2), ("done", 0.3)), 0.4)
+    w = ProgressWatch(tl, fixed_s=2.0, floor_s=1.0, end_s=10.0)
+    for key, t in tl.points:
+        w.feed(key, t)
+    assert w.deadline() == 0.3 + 10.0
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+    for i in range(200):
+        w.feed(f"retrying peer {words[i % 8]}{words[i // 8 % 8]}{words[i // 64]}", 1.0 + i)
+    assert w.deadline() <= max(w.cap(), 0.3 + 10.0), w.deadline()
+
+
+def test_time_past_the_last_point_of_a_good_run_that_printed_its_own_end_marker():
+    """A good run whose last line is `<end>`, the word a stored timeline ends with: every run's
+    own end entry was taken for that point (`reach`), and past_last_point, asked of a run given
+    longer that never printed it (Runner.stretch), raised StopIteration out of the search."""
+    from bisectk.run.progress import past_last_point
+    good = Timeline((("launching kernel", 0.1), ("<end>", 0.2)), 0.3)
+    assert past_last_point([["launching kernel", 0.1], ["<end>", 5.0]], good) is None
+    assert past_last_point([["launching kernel", 0.1], ["<end>", 4.0], ["<end>", 5.0]], good) == 1.0
+
+
 def test_a_grace_holds_until_its_point_then_the_good_runs_pace_decides():
     """A second chance (engine/oracle.py) for a run stopped after 'compiling kernel', short of
     the bad endpoint's hang after 'launching kernel': 10 s to get there (a first run's compile),

@@ -330,3 +330,38 @@ def test_a_hung_asyncio_subject_is_an_idle_event_loop_whose_tasks_are_not_read(t
     assert g.place == "aio.py:9 <module>" and g.wait == stacks.EVENT_LOOP, g
     assert snap.headline() == f"1 thread waiting at aio.py:9 <module> ({stacks.EVENT_LOOP})"
     assert any("tasks" in n and "not read" in n for n in snap.notes), snap.notes
+
+
+MAIN_LEFT = """
+import ctypes, threading, time
+a, b = threading.Lock(), threading.Lock()
+def one():
+    with a:
+        time.sleep(0.3)
+        with b: pass
+def two():
+    with b:
+        time.sleep(0.3)
+        with a: pass
+threading.Thread(target=one, name="one").start()
+threading.Thread(target=two, name="two").start()
+print("BISECTK_PHASE launch", flush=True)
+ctypes.CDLL(None).pthread_exit(None)    # the main thread leaves; the two others deadlock
+"""
+
+
+def test_a_process_whose_main_thread_left_while_its_threads_hang_is_not_said_to_have_ended(tmp_path):
+    """The main thread exits (pthread_exit) and two threads deadlock: the kernel shows the thread
+    group's leader as a zombie while the process lives on in them. The picture said 'had ended
+    (its parent had not yet waited for it)' and read nothing, of a process hung in its threads."""
+    script = tmp_path / "left.py"
+    script.write_text(MAIN_LEFT)
+    p = _started([sys.executable, str(script)])
+    try:
+        time.sleep(0.5)
+        assert psutil.Process(p.pid).status() == psutil.STATUS_ZOMBIE   # the leader, as the kernel shows it
+        snap = snapshot.take(p.pid, budget_s=20)
+    finally:
+        p.kill()
+        p.wait()
+    assert not any("ended" in n for n in snap.notes), snap.notes

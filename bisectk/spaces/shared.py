@@ -17,12 +17,14 @@ changes  -- what moved between two snapshots, in words: a line per kind of chang
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 from bisectk.run.classify import WORKTREE_PATH
 from bisectk.spaces.commits import SpaceError, git_common_dir, run_git_bytes
 
 MAX_NAMED = 5       # refs named in a line; the rest are counted
+POOL_ADMIN = re.compile(r"wt-\d+$")   # the admin directory git names after a pool's worktree (spaces/worktrees.py)
 
 
 def snapshot(root: Path, common: Path | None = None) -> dict | None:
@@ -54,7 +56,9 @@ def _worktrees(common: Path) -> dict[str, str]:
         try:
             gitdir = (admin / "gitdir").read_text(errors="replace").strip()
         except OSError:
-            gitdir = str(admin)
+            gitdir = "" if POOL_ADMIN.match(admin.name) else str(admin)
+        if not gitdir:      # a `git worktree add` half way (a pool's, read as it adds): not yet anyone's
+            continue
         if not WORKTREE_PATH.search(gitdir.removesuffix(".git")):
             found[admin.name] = gitdir.removesuffix("/.git")
     return found

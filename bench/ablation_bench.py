@@ -14,6 +14,12 @@ include every repeat the flakiness rule asks for. picire and ofat go through the
 (memo plus the same confidence rule) so they are charged the same way; 'picire-1shot' shows
 picire without repeats on the noisy problems.
 
+The table counts the search alone. After it, `adaptive` again as `bisectk ablate` runs it: each
+culprit also reverted alone from bad, other failing sets looked for, and the answer confirmed
+before it is given (issue 23: the culprit set fails again, bad without each fix passes again, an
+interaction's subsets pass again, at --confidence 0.99), with how many of its runs confirm;
+picire confirms nothing.
+
 Usage: python bench/ablation_bench.py [--seeds 200]
 """
 
@@ -38,6 +44,8 @@ from bisectk.search import ConfidenceRule, ablate  # noqa: E402
 from bisectk.search.tester import Tester  # noqa: E402
 
 ENDPOINT_REPEATS = 10  # runs of the bad endpoint used to estimate its failure rate
+CONFIDENCE = 0.99     # the CLI's --confidence
+MORE_SETS = 7         # engine/ablate.py: other failing sets the CLI looks for
 
 
 def import_picire():
@@ -74,6 +82,7 @@ class Instance:
     planted: frozenset
     oracle: Callable[[frozenset], Outcome]
     rule: ConfidenceRule | None
+    endpoint: tuple[int, int] = (1, 1)   # the bad endpoint's (fails, runs)
 
 
 def make_instance(problem: Problem, seed: int) -> Instance:
@@ -99,7 +108,7 @@ def make_instance(problem: Problem, seed: int) -> Instance:
             return Outcome.PASS
         return Outcome.PASS if noise.random() < problem.flake else Outcome.FAIL
 
-    rule = None
+    rule, endpoint = None, (1, 1)
     if problem.flake:
         # The endpoint check: run bad ENDPOINT_REPEATS times (more if it never failed, as the
         # CLI would before giving up) and derive the rule from what was seen.
@@ -107,7 +116,8 @@ def make_instance(problem: Problem, seed: int) -> Instance:
         while Outcome.FAIL not in observed:
             observed.append(oracle(everything))
         rule = ConfidenceRule.derive(observed.count(Outcome.FAIL), len(observed))
-    return Instance(items, planted, oracle, rule)
+        endpoint = (observed.count(Outcome.FAIL), len(observed))
+    return Instance(items, planted, oracle, rule, endpoint)
 
 
 def gateway(inst: Instance, rule: ConfidenceRule | None) -> Tester:
@@ -124,6 +134,15 @@ def run_bisectk(strategy: str) -> Callable[[Instance], tuple[int, bool]]:
             len(inst.planted) == 1 or result.interaction)
         return result.runs, correct
     return run
+
+
+def run_cli(inst: Instance) -> tuple[int, bool, int]:
+    """adaptive as `bisectk ablate` calls it (engine/ablate.py): (runs, correct, confirming runs)."""
+    result = ablate(inst.items, inst.oracle, rule=inst.rule, measure_removal=True, more_sets=MORE_SETS,
+                    confidence=CONFIDENCE, endpoint=inst.endpoint)
+    correct = result.complete and set(result.culprits) == inst.planted and (
+        len(inst.planted) == 1 or result.interaction)
+    return result.runs, correct, sum(a.runs for a in result.attempts if a.phase == "confirm")
 
 
 def run_picire(with_rule: bool) -> Callable[[Instance], tuple[int, bool]]:
@@ -171,6 +190,28 @@ def bench(seeds: int) -> dict[tuple[str, str], tuple[list[int], list[bool]]]:
             outcomes = [run(make_instance(problem, seed)) for seed in range(seeds)]
             table[problem.name, method] = ([r for r, _ in outcomes], [c for _, c in outcomes])
     return table
+
+
+def bench_cli(seeds: int) -> dict[str, list[tuple[int, bool, int]]]:
+    return {p.name: [run_cli(make_instance(p, seed)) for seed in range(seeds)] for p in PROBLEMS}
+
+
+def report_cli(cli, table) -> bool:
+    """The CLI's way against picire (which confirms nothing), with and without the confirming runs."""
+    print(f"\nadaptive as `bisectk ablate` runs it (each culprit reverted alone from bad, other failing sets "
+          f"looked for, the answer confirmed at {CONFIDENCE}), against picire:")
+    print(f"{'problem':<24} {'mean runs':>9} {'max':>5} {'confirming':>10} {'correct':>8} {'picire':>7} "
+          f"{'ratio':>6} {'w/o conf':>8} {'ratio':>6}")
+    ok = True
+    for problem, rows in cli.items():
+        runs, conf = statistics.mean(r for r, _, _ in rows), statistics.mean(c for _, _, c in rows)
+        theirs = statistics.mean(table[problem, "picire"][0])
+        share = sum(c for _, c, _ in rows) / len(rows)
+        ok &= share == 1.0
+        print(f"{problem:<24} {runs:>9.1f} {max(r for r, _, _ in rows):>5} {conf:>10.1f} {100 * share:>7.1f}% "
+              f"{theirs:>7.1f} {runs / theirs:>6.2f} {runs - conf:>8.1f} {(runs - conf) / theirs:>6.2f}")
+    print(f"  {'PASS' if ok else 'FAIL'}  every answer right and confirmed")
+    return ok
 
 
 def report(table, seeds: int, elapsed: float) -> bool:
@@ -234,7 +275,11 @@ def main() -> int:
     args = parser.parse_args()
     start = time.perf_counter()
     table = bench(args.seeds)
-    return 0 if report(table, args.seeds, time.perf_counter() - start) else 1
+    ok = report(table, args.seeds, time.perf_counter() - start)
+    start = time.perf_counter()
+    ok &= report_cli(bench_cli(args.seeds), table)
+    print(f"{args.seeds} seeds per problem, {time.perf_counter() - start:.0f} s")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

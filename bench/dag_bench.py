@@ -22,7 +22,9 @@ Methods, on the same repositories in the same run:
   `-jK` is k-way multisection (K scratch directories run in parallel), `-flaky` the Bayesian
   search (stops at 0.99). Before searching, the endpoints are run as the CLI verifies them: good
   once, bad once (deterministic) or until it fails (flaky, at most 30); those runs are reported
-  apart ("+ends"), since git bisect run trusts its endpoints.
+  apart ("+ends"), since git bisect run trusts its endpoints. `bisectk` counts the search alone;
+  `bisectk-confirmed` adds the confirmation the CLI makes before it names a deterministic answer
+  (search/confirm.py, issue 23: the first bad commit fails again, its parents pass again).
 
 Correct = the named first bad commit is the culprit (an ambiguous answer is wrong).
 Usage: python bench/dag_bench.py [--seeds 100] [--workers 2] [--quick] [--out PATH]
@@ -264,7 +266,7 @@ class MarkerOracle:
 
 
 def run_bisectk(repo: Path, good: str, bad: str, env: dict, scratch: Path, flaky: bool,
-                jobs: int, counter: Path) -> tuple[str | None, int, int]:
+                jobs: int, counter: Path, confirm: bool = False) -> tuple[str | None, int, int]:
     """(named culprit sha or None, endpoint runs, search rounds); the search's runs are counted
     by test.sh after the endpoint runs."""
     graph = list_graph(repo, good, bad)
@@ -280,7 +282,7 @@ def run_bisectk(repo: Path, good: str, bad: str, env: dict, scratch: Path, flaky
         assert log[-1][1] is Outcome.FAIL, "bad endpoint does not fail"
         ends = count(counter)
         result = search_dag(Dag.from_csr(*graph.csr()), oracle, batch_oracle=oracle.batch, observations=log,
-                            options=SearchOptions(flaky=flaky, jobs=jobs, confirm=False))   # the search alone, as git's
+                            options=SearchOptions(flaky=flaky, jobs=jobs, confirm=confirm))   # confirm=False: the search alone, as git's
     finally:
         oracle.close()
         good_oracle.close()
@@ -296,9 +298,10 @@ def bench_seed(task: tuple[int, int, int, int, float]) -> list[Row]:
     culprit = rng.randrange(n)
     bad = {i for i in range(n) if culprit in anc[i]}
     broken = plant_broken(parents, {culprit, *parents[culprit], n - 1}, rng)
-    settings = [("det", set(), 1.0, [("git", None), ("bisectk", (False, 1)),
+    settings = [("det", set(), 1.0, [("git", None), ("bisectk", (False, 1)), ("bisectk-confirmed", (False, 1, True)),
                                      (f"bisectk-j{jobs}", (False, jobs))]),
-                ("det+skips", broken, 1.0, [("git", None), ("bisectk", (False, 1))]),
+                ("det+skips", broken, 1.0, [("git", None), ("bisectk", (False, 1)),
+                                            ("bisectk-confirmed", (False, 1, True))]),
                 (f"q={q:g}", set(), q, [("git", None), ("bisectk-flaky", (True, 1)),
                                          (f"bisectk-flaky-j{jobs}", (True, jobs))])]
     rows: list[Row] = []
@@ -323,7 +326,7 @@ def bench_seed(task: tuple[int, int, int, int, float]) -> list[Row]:
                     found, ends, rounds = run_git_bisect(repo, good, shas[-1], env, test), 0, 0
                 else:
                     found, ends, rounds = run_bisectk(repo, good, shas[-1], env, root / f"scratch-{setting}-{name}",
-                                                      how[0], how[1], counter)
+                                                      *how[:2], counter, *how[2:])
                 rows.append(Row(setting, name, n, merge_share(parents), found == shas[culprit],
                                 count(counter) - ends, ends, rounds, time.perf_counter() - t0))
     return rows
@@ -371,7 +374,7 @@ def report(rows: list[Row], args: argparse.Namespace, wall: float) -> tuple[list
            f"wall {wall:.0f} s with {args.workers} workers on {os.cpu_count()} cores",
            "runs = runs of test.sh by the search; +ends = with bisectk's endpoint checks "
            "(git bisect run trusts its endpoints)", "",
-           f"{'setting':10} {'method':16} {'accuracy':>8} {'mean runs':>9} {'+ends':>7} {'max runs':>8} "
+           f"{'setting':10} {'method':17} {'accuracy':>8} {'mean runs':>9} {'+ends':>7} {'max runs':>8} "
            f"{'mean rounds':>11} {'max rounds':>10} {'s/seed':>7}"]
     stats = {}
     for (setting, method), rs in groups.items():
@@ -381,7 +384,7 @@ def report(rows: list[Row], args: argparse.Namespace, wall: float) -> tuple[list
         rounds = (f"{statistics.mean(r.rounds for r in rs):11.2f} {max(r.rounds for r in rs):10d}"
                   if "-j" in method else f"{'':11} {'':10}")
         ends = f"{statistics.mean(r.runs + r.ends for r in rs):7.2f}" if method != "git" else f"{'':7}"
-        out.append(f"{setting:10} {method:16} {acc:8.1%} {runs:9.2f} {ends} {max(r.runs for r in rs):8d} "
+        out.append(f"{setting:10} {method:17} {acc:8.1%} {runs:9.2f} {ends} {max(r.runs for r in rs):8d} "
                    f"{rounds} {statistics.mean(r.secs for r in rs):7.2f}")
     out.append("")
     ok = True
@@ -398,6 +401,10 @@ def report(rows: list[Row], args: argparse.Namespace, wall: float) -> tuple[list
         goal(f"{setting}: runs <= 1.2 x git bisect", runs <= 1.2 * git_runs,
              f"{runs:.2f} vs {git_runs:.2f} (ratio {runs / git_runs:.3f}; with the 2 endpoint "
              f"checks {(runs + 2) / git_runs:.3f})")
+        acc, runs, _ = stats[(setting, "bisectk-confirmed")]
+        goal(f"{setting}: bisectk-confirmed 100% right", acc == 1.0,
+             f"{acc:.1%}; {runs:.2f} runs with the confirmation (ratio {runs / git_runs:.3f} to git bisect; "
+             f"with the 2 endpoint checks {(runs + 2) / git_runs:.3f})")
     acc, runs, max_rounds = stats[("det", f"bisectk-j{args.jobs}")]
     goal(f"det: bisectk-j{args.jobs} 100% right", acc == 1.0, f"{acc:.1%}; {runs:.2f} runs, max {max_rounds} "
          f"rounds (a chain of {max(sizes)} would take <= {math.ceil(math.log(max(sizes), args.jobs + 1)) + 1})")

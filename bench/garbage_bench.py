@@ -3,6 +3,8 @@ output is garbage of a different form every run (NaN, inf, 2.5e+33, ...), with t
 (consumer_wgs) among six benign differences in a seeded order (bench/garbage.py). Cold (a fresh
 process per run) and warm (--warm: one worker process, torch imported once). Optionally the same
 ablations with an older bisectk (--baseline-rev REV, checked out into a temporary worktree).
+The runs include the answer's confirmation before it is given (issue 23: the culprit fails again,
+bad without it passes again); 'of them confirming' counts those.
 
 Usage: python bench/garbage_bench.py [--seeds 50] [--modes cold,warm] [--baseline-rev 6dbe8b9]
 """
@@ -36,7 +38,9 @@ def ablate(spec: Path, ledger: Path, warm: bool, pythonpath: str | None, cwd: Pa
         doc = json.loads(p.stdout)
     except json.JSONDecodeError:
         doc = {}
-    return {"culprits": doc.get("culprits"), "runs": doc.get("runs"), "exit": p.returncode,
+    confirming = sum(a.get("runs", 1) for a in doc.get("attempts", ())
+                     if a.get("phase") == "confirm" and not a.get("from_ledger"))
+    return {"culprits": doc.get("culprits"), "runs": doc.get("runs"), "confirming": confirming, "exit": p.returncode,
             "wall_s": time.perf_counter() - t0, "different": len(doc.get("different_failures") or [])}
 
 
@@ -50,7 +54,8 @@ def main() -> int:
     args = ap.parse_args()
     lines = [f"# bench/garbage_bench.py --seeds {args.seeds} --modes {args.modes}"
              + (f" --baseline-rev {args.baseline_rev} --baseline-seeds {args.baseline_seeds}" if args.baseline_rev else "")]
-    lines += ["| bisectk | mode | right | mean runs | mean wall s | exits |", "|---|---|---|---|---|---|"]
+    lines += ["| bisectk | mode | right | mean runs | of them confirming | mean wall s | exits |",
+              "|---|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory(prefix="garbage-") as tmp:
         tmp = Path(tmp)
         plans = [("this", m, args.seeds, None) for m in args.modes.split(",")]
@@ -72,6 +77,7 @@ def main() -> int:
                 runs = [r["runs"] for r in rows if r["runs"]]
                 lines.append(f"| {who} | {mode} | {right}/{len(rows)} | "
                              f"{statistics.mean(runs) if runs else float('nan'):.1f} | "
+                             f"{statistics.mean(r['confirming'] for r in rows):.1f} | "
                              f"{statistics.mean(r['wall_s'] for r in rows):.1f} | {exits} |")
                 print(lines[-1], flush=True)
         finally:

@@ -8,7 +8,8 @@ through the real CLI, cold:
 - `old rule`: the same subject with --quiet (no progress lines): max(floor, 5 x the good run).
 Reported: the culprit, total wall, each hang's detection latency after the point where the good run
 had finished (from the run's own report), and whether any slow-compiling configuration was called a
-hang. Usage: python bench/hang_bench.py [--startup 2.0] [--repeats 3]
+hang; each ablation's runs, and how many of them (and how many seconds of runs) confirmed the
+answer before it was given (issue 23). Usage: python bench/hang_bench.py [--startup 2.0] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -47,6 +48,12 @@ def ablate(path: Path, ledger: Path) -> tuple[dict, float]:
     return json.loads(p.stdout), time.perf_counter() - t
 
 
+def confirming(doc: dict) -> tuple[int, float]:
+    """The runs of the answer's confirmation (issue 23) and the seconds they took."""
+    mine = [a for a in doc["attempts"] if a.get("phase") == "confirm" and not a.get("from_ledger")]
+    return sum(a.get("runs", 1) for a in mine), sum(a.get("time_s") or 0.0 for a in mine)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--startup", type=float, default=2.0)
@@ -54,6 +61,7 @@ def main() -> int:
     ap.add_argument("--out", default=str(HERE / "results" / "hang_bench.txt"))
     args = ap.parse_args()
     rows = {"progress": [], "old rule": []}
+    counts: dict[str, list[tuple[int, int, float]]] = {"progress": [], "old rule": []}
     latencies, slow_hangs, culprits = [], 0, []
     with tempfile.TemporaryDirectory(prefix="hangb-") as tmp:
         for rep in range(args.repeats):
@@ -61,6 +69,7 @@ def main() -> int:
                 d = Path(tmp) / f"{mode.replace(' ', '_')}{rep}"
                 doc, wall = ablate(spec(d, args.startup, quiet), d / "l.db")
                 rows[mode].append(wall)
+                counts[mode].append((doc["runs"], *confirming(doc)))
                 culprits.append((mode, doc.get("culprits")))
                 good = doc["endpoints"]["good"]["runs"][0]["duration_s"]
                 for a in doc["attempts"]:
@@ -81,9 +90,12 @@ def main() -> int:
              f"hang detection latency after the good run's finish point (progress): "
              f"{', '.join(f'{x:.2f}' for x in latencies)} s (max {max(latencies):.2f}; goal <= 1.5)",
              f"slow-compiling configurations called a hang: {slow_hangs}",
-             "| mode | mean ablation wall s | runs |", "|---|---|---|"]
+             "| mode | mean ablation wall s | runs | mean runs an ablation | of them confirming | s of confirming runs |",
+             "|---|---|---|---|---|---|"]
     for mode in ("progress", "old rule"):
-        lines.append(f"| {mode} | {statistics.mean(rows[mode]):.1f} | {len(rows[mode])} ablations |")
+        runs, conf, secs = (statistics.mean(c[i] for c in counts[mode]) for i in range(3))
+        lines.append(f"| {mode} | {statistics.mean(rows[mode]):.1f} | {len(rows[mode])} ablations | {runs:.1f} | "
+                     f"{conf:.1f} | {secs:.1f} |")
     ratio = statistics.mean(rows["old rule"]) / statistics.mean(rows["progress"])
     lines.append(f"old rule / progress wall: {ratio:.2f}x; good run {statistics.mean(rows['good run (progress)']):.2f} s")
     text = "\n".join(lines)

@@ -321,11 +321,9 @@ def test_a_submodule_removed_since_is_still_checked_out_from_the_clone_it_left(p
     assert state(user) == before
 
 
-def test_a_submodule_made_a_directory_again_keeps_the_directorys_files_at_a_switch(project, tmp_path):
-    """A vendored library made a submodule and back (`git rm` of the submodule, its files
-    committed in its place): a switch from a commit that records the submodule to one that tracks
-    the directory writes the directory's files, as a fresh checkout does; the submodule's own
-    checkout there (its `.git` file, what only it holds) is gone."""
+def _vendored_clone(project, tmp_path):
+    """The user's clone of `project` with one more commit: the submodule `git rm`-ed and its
+    files committed in its place (a vendored library). (clone, the project's shas, that commit)"""
     sup, shas, lib_shas, inner = project
     user = tmp_path / "user"
     git(tmp_path, "clone", "-q", str(sup), str(user))
@@ -333,7 +331,15 @@ def test_a_submodule_made_a_directory_again_keeps_the_directorys_files_at_a_swit
     git(user, "rm", "-q", "third_party/lib")
     (user / "third_party/lib").mkdir(parents=True)
     (user / "third_party/lib/version").write_text("vendored\n")
-    vendored = commit_all(user, "vendor lib")
+    return user, shas, commit_all(user, "vendor lib")
+
+
+def test_a_submodule_made_a_directory_again_keeps_the_directorys_files_at_a_switch(project, tmp_path):
+    """A vendored library made a submodule and back (`git rm` of the submodule, its files
+    committed in its place): a switch from a commit that records the submodule to one that tracks
+    the directory writes the directory's files, as a fresh checkout does; the submodule's own
+    checkout there (its `.git` file, what only it holds) is gone."""
+    user, shas, vendored = _vendored_clone(project, tmp_path)
     with WorktreePool(user, size=1) as pool:
         with pool.lease(shas[0]) as wt:
             assert (wt / "third_party/lib/inner/version").read_text() == "inner v1\n"
@@ -354,14 +360,7 @@ def test_a_cached_worktree_left_at_a_submodule_has_none_of_it_at_a_vendored_comm
     nothing of the submodules the last one checked out there): the directory holds the vendored
     files alone, no submodule `.git` file left in it (git run there would reach the submodule's
     clone, not the commit's tree), as a fresh worktree of that commit has it."""
-    sup, shas, lib_shas, inner = project
-    user = tmp_path / "user"
-    git(tmp_path, "clone", "-q", str(sup), str(user))
-    git(user, *FILE_OK, "submodule", "update", "-q", "--init", "--recursive")
-    git(user, "rm", "-q", "third_party/lib")
-    (user / "third_party/lib").mkdir(parents=True)
-    (user / "third_party/lib/version").write_text("vendored\n")
-    vendored = commit_all(user, "vendor lib")
+    user, shas, vendored = _vendored_clone(project, tmp_path)
     with WorktreePool(user, size=1) as pool:
         with pool.lease(shas[0]) as wt:
             assert (wt / "third_party/lib/.git").is_file()

@@ -32,13 +32,13 @@ import random
 import statistics
 import sys
 import time
-import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from picire_import import import_picire  # noqa: E402  (bench/picire_import.py)
 from bisectk.outcome import Outcome  # noqa: E402
 from bisectk.search import ConfidenceRule, ablate  # noqa: E402
 from bisectk.search.tester import Tester  # noqa: E402
@@ -46,22 +46,6 @@ from bisectk.search.tester import Tester  # noqa: E402
 ENDPOINT_REPEATS = 10  # runs of the bad endpoint used to estimate its failure rate
 CONFIDENCE = 0.99     # the CLI's --confidence
 MORE_SETS = 7         # engine/ablate.py: other failing sets the CLI looks for
-
-
-def import_picire():
-    """picire 21.8's package __init__ imports pkg_resources, gone from setuptools >= 81;
-    give it the one function it uses (its version lookup) when the real module is absent."""
-    try:
-        import picire
-    except ModuleNotFoundError as missing:
-        if missing.name != "pkg_resources":
-            raise
-        from importlib.metadata import version
-        shim = types.ModuleType("pkg_resources")
-        shim.get_distribution = lambda name: types.SimpleNamespace(version=version(name))
-        sys.modules["pkg_resources"] = shim
-        import picire
-    return picire
 
 
 picire = import_picire()

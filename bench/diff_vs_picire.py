@@ -24,12 +24,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from picire_import import import_picire  # noqa: E402  (bench/picire_import.py)
 from bisectk.outcome import Outcome  # noqa: E402
 from bisectk.run.runner import Runner  # noqa: E402
 from bisectk.spaces.hunkspace import HunkSpace  # noqa: E402
@@ -52,19 +52,6 @@ def kernelpair():
     sys.modules["kernelpair"] = mod  # dataclasses look their module up by name
     spec.loader.exec_module(mod)
     return mod
-
-
-def import_picire():
-    try:
-        import picire
-    except ModuleNotFoundError as missing:  # picire 21.8 imports pkg_resources (gone in setuptools >= 81)
-        if missing.name != "pkg_resources":
-            raise
-        shim = types.ModuleType("pkg_resources")
-        shim.get_distribution = lambda name: types.SimpleNamespace(version="21.8")
-        sys.modules["pkg_resources"] = shim
-        import picire
-    return picire
 
 
 def run_bisectk(work: Path, pair) -> tuple[int, float, bool, int]:

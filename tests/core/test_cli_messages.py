@@ -334,7 +334,7 @@ def test_env_diff_refuses_the_options_of_a_capture_rather_than_dropping_them(tmp
 
 def test_env_diff_says_equal_captures_are_equal_and_shows_an_empty_value(tmp_path):
     """Two equal captures printed an empty table with no word (exit 0 the only sign); a variable
-    set empty on one side printed a blank cell beside `None`."""
+    set empty on one side printed a blank cell beside `None` (an unset one is `(unset)` now)."""
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     _capture(a, CUDA_FOO="")
     _capture(b)
@@ -342,7 +342,7 @@ def test_env_diff_says_equal_captures_are_equal_and_shows_an_empty_value(tmp_pat
     assert p.returncode == 0 and p.stdout.strip() == f"{a} vs {a}: the captures are equal", p.stdout
     p = cli("env", a, b)
     (row,) = [line for line in p.stdout.splitlines() if "env.CUDA_FOO" in line]
-    assert p.returncode == 1 and [c.strip() for c in row.split("│")[1:4]] == ["env.CUDA_FOO", '""', "None"], row
+    assert p.returncode == 1 and [c.strip() for c in row.split("│")[1:4]] == ["env.CUDA_FOO", '""', "(unset)"], row
 
 
 @pytest.mark.parametrize("command", ["diff", "bisect", "triage"])

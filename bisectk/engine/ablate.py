@@ -459,8 +459,8 @@ def find_thresholds(oracle: Oracle, result: AblationResult, rule: ConfidenceRule
                     policy: RunPolicy, endpoint: tuple[int, int] = (0, 0),
                     good: tuple[int, int] | None = None,
                     found: dict[str, Threshold] | None = None) -> dict[str, Threshold]:
-    """For each culprit declared ordinal, the value at which the failure appears, with the
-    other culprits (and any context) held at their bad values, its boundary confirmed as the
+    """For each culprit declared ordinal (of every failing set), the value at which the failure
+    appears, with the other culprits of its set (and any context) held at their bad values, its boundary confirmed as the
     search's answer was (search/threshold.py), from the failures seen so far: the bad endpoint's
     (`endpoint` = (fails, runs)) and those of the configurations the search judged failing;
     `good`: the good endpoint's (fails, runs), as the search's confirmation takes it (good_runs).
@@ -471,9 +471,9 @@ def find_thresholds(oracle: Oracle, result: AblationResult, rule: ConfidenceRule
     runner, space = oracle.trials.runner, oracle.space
     spec = runner.spec
     found = {} if found is None else found
-    for factor in result.culprits:
+    for factor, failing in _culprits_in_place(result):
         values = spec.ordinal.get(factor)
-        if not values:
+        if not values or factor in found:
             continue
         # where the endpoints' values are, by the text the subject receives (spec._ordinal: 4 and "4" are one)
         lo, hi = (next(i for i, v in enumerate(values) if same_value(v, side[factor])) for side in (spec.good, spec.bad))
@@ -482,7 +482,7 @@ def find_thresholds(oracle: Oracle, result: AblationResult, rule: ConfidenceRule
         before, beyond = (values[:lo], values[hi + 1:]) if lo <= hi else (values[lo + 1:][::-1], values[:hi][::-1])
         if len(path) < 3:
             continue  # good and bad are neighbours: nothing between them to bisect
-        others = space.config(result.fail_config - {factor})
+        others = space.config(failing - {factor})
         runner.events.emit(PhaseStarted("threshold", f"{factor}: {' -> '.join(map(str, path))}"))
 
         def judge(i: int, factor=factor, others=others, path=path) -> Outcome:
@@ -497,6 +497,20 @@ def find_thresholds(oracle: Oracle, result: AblationResult, rule: ConfidenceRule
                                            costs=oracle.trials.costs, steady=policy.flaky is False, good=good,
                                            max_runs=budget, more_runs=lambda: oracle.more_runs() - beyond_one)
         runner.events.emit(Note(f"threshold of {factor}: {found[factor].describe()}"))
+    return found
+
+
+def _culprits_in_place(result: AblationResult) -> list[tuple[str, frozenset]]:
+    """Each culprit of every failing set, once, with the configuration its set fails in: the
+    first set's is the search's failing configuration; another set's is that set on good, with
+    the context (as the sets' confirmation runs it: search/confirm.set_claims)."""
+    found, seen = [], set()
+    for i, members in enumerate([result.culprits, *(s.members for s in result.sets[1:])]):
+        failing = result.fail_config if i == 0 else result.context | frozenset(members)
+        for factor in members:
+            if factor not in seen:
+                seen.add(factor)
+                found.append((factor, failing))
     return found
 
 

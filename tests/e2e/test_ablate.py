@@ -940,6 +940,24 @@ def test_a_threshold_finished_before_the_budget_ran_out_is_kept(tmp_path):
     assert "threshold: warps fails from 8 on (7 passes)" in text and "threshold: stages" not in text, text
 
 
+
+def test_an_ordinal_culprit_of_a_second_failing_set_gets_its_threshold_too(tmp_path):
+    """Two ordinal factors, each failing on its own from its own value on (warps 8, stages 3): the
+    two failing sets {warps} and {stages} were both named, but only the first set's culprit got a
+    threshold (`thresholds` held warps alone). Each set's threshold is found in the configuration
+    that set fails in: the set on good (stages' with warps at its good value)."""
+    (tmp_path / "s.sh").write_text('[ "$1" -ge 8 ] && exit 1\n[ "$2" -ge 3 ] && exit 1\nexit 0\n')
+    spec = tmp_path / "s.toml"
+    spec.write_text('[subject]\ncommand = ["sh", "s.sh", "{warps}", "{stages}"]\n[factors]\n'
+                    f"warps = {list(range(1, 17))}\nstages = {list(range(1, 9))}\n"
+                    "[good]\nwarps = 1\nstages = 1\n[bad]\nwarps = 16\nstages = 8\n")
+    doc = ablate_json(spec, tmp_path / "l")
+    named = sorted(m for s in doc["sets"] for m in s["members"])
+    assert named == ["stages", "warps"], doc["sets"]
+    assert {f: t["first_fail"] for f, t in doc["thresholds"].items()} == {"warps": 8, "stages": 3}, doc["thresholds"]
+    assert all(t["confirmed"] and t["exact"] for t in doc["thresholds"].values()), doc["thresholds"]
+
+
 COUNTED = """import os, sys
 path = sys.argv[1]
 n = int(open(path).read()) if os.path.exists(path) else 0

@@ -286,8 +286,8 @@ def installed_digest(dirs: list[str]) -> str:
 def program_identity(argv0: str, env: Mapping[str, str]) -> str:
     """What a command's program resolves to: bisectk's interpreter for `python` (its version and
     what it has installed, `installed_digest`), else the file found on PATH, with its size and
-    mtime (an upgraded compiler is another program), and for another Python what its prefix has
-    installed."""
+    mtime (an upgraded compiler is another program; one named by path: its content), and for
+    another Python what its prefix has installed."""
     return program_key(argv0, env)[0]
 
 
@@ -309,7 +309,10 @@ def program_key(argv0: str, env: Mapping[str, str]) -> tuple[str, list[str]]:
     python = bool(_PYTHON.match(os.path.basename(found)))
     dirs = site_dirs(found) if python else []
     installed = f":{installed_digest(dirs)}" if python else ""
-    return f"{os.path.realpath(found)}:{st.st_size}:{st.st_mtime_ns}{installed}", [os.path.realpath(d) for d in dirs]
+    # a program named by path (`./test.sh`, often untracked in CI) by its content: a fresh checkout
+    # or a restored cache writes the same bytes with a new mtime; one found on PATH by size and mtime
+    stamp = file_digest(found) if os.path.dirname(argv0) else f"{st.st_size}:{st.st_mtime_ns}"
+    return f"{os.path.realpath(found)}:{stamp}{installed}", [os.path.realpath(d) for d in dirs]
 
 
 NVIDIA_PROC = "/proc/driver/nvidia"   # the driver's own files: version, gpus/<bus id>/information

@@ -645,3 +645,18 @@ def test_edits_inside_a_submodule_are_in_the_key(env):
     found.append(verdict(d, env / "l.db"))      # nothing changed since: answered from the ledger
     assert [(v.outcome, n) for v, n in found] == [(Outcome.PASS, 1), (Outcome.PASS, 1), (Outcome.FAIL, 1),
                                                   (Outcome.PASS, 1), (Outcome.PASS, 0)], found
+
+
+def test_a_program_named_by_path_is_keyed_by_its_content_not_its_mtime(tmp_path):
+    """`--run ./test.sh` with the script untracked, a CI job's: the next job's fresh checkout (or
+    a cache restored) writes the same script again with a new mtime, and the ledger restored from
+    the CI cache answered nothing (program_identity held the mtime; the content is what runs)."""
+    from bisectk.run import memokey
+    script = tmp_path / "test.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    before = memokey.program_identity(str(script), os.environ)
+    os.utime(script, ns=(1_000_000_000, 1_000_000_000))      # the same bytes, written again
+    assert memokey.program_identity(str(script), os.environ) == before
+    script.write_text("#!/bin/sh\nexit 1\n")                 # another script, the same size
+    assert memokey.program_identity(str(script), os.environ) != before

@@ -151,6 +151,9 @@ def to_cases(t: TriageRecord, subject: str) -> list[Case]:
                           message=stopped_line(stop_reason_of(d), search_runs_of(d), d.search_made) if stopped
                           else "" if d.ok else (d.endpoints.problem or ""),
                           details=d.diff if d.ok else "", time_s=d.wall_s, classname="bisectk.triage"))
+    elif t.diff_error:      # stopped before it had a result, or could not start: a step all the same
+        cases.append(Case("isolate hunks", "error", message=f"hunk isolation {_not_started(t)}: {t.diff_error}",
+                          classname="bisectk.triage"))
     culprit = f" since {fb['sha'][:10]} {fb['subject']}" if fb and bis.complete else ""   # no guess as a verdict
     if d is not None and d.ok and d.complete and len(d.sets) > 1:
         culprit += f" ({len(d.sets)} independent failing sets: " + "; ".join(diff_report.sets_lines(d)) + ")"

@@ -21,7 +21,8 @@ environment_digest -- the environment bisectk passes on (its own, which the subj
                       that differ between two shells of the same user without changing what a
                       program computes (the terminal, the SSH session, the shell's own bookkeeping,
                       a test runner's current test, PYTHONUNBUFFERED and PYTHONDONTWRITEBYTECODE,
-                      which bisectk sets for its runs itself). All other variables count: a subject may read
+                      which bisectk sets for its runs itself), and a CI job's own bookkeeping
+                      (CI_JOB_ENV: its ids, tokens, step files, the pipeline's commit). All other variables count: a subject may read
                       any of them, and bisectk cannot know which it reads.
 tree_digest        -- the content of a directory's sources. In a git work tree: the index (blob
                       ids, which git keeps current by stat data) plus the content of every file
@@ -102,8 +103,28 @@ MAX_TREE_FILES = 20000
 POLICY_VERSION = "progress-v2"   # the watchdog's rules (run/progress.py): a change there is a new key
 
 
+# a CI job's own bookkeeping (GitHub Actions, GitLab CI): its ids and attempt, its runner, tokens and
+# service URLs, its step files, who triggered it, and the pipeline's commit (a run's tree is keyed by
+# its revision or content, never by the CI's name for it). Every job has its own, so a ledger restored
+# from the CI cache, or a retried job's --resume, answered nothing. What a job sets for its scripts
+# (CI, the repository, a shard's CI_NODE_INDEX, the workflow's env) still counts.
+CI_JOB_ENV = frozenset({
+    "GITHUB_RUN_ID", "GITHUB_RUN_NUMBER", "GITHUB_RUN_ATTEMPT", "GITHUB_JOB", "GITHUB_ACTION", "GITHUB_ACTION_REF",
+    "GITHUB_ACTION_REPOSITORY", "GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE", "GITHUB_STEP_SUMMARY",
+    "GITHUB_SHA", "GITHUB_REF", "GITHUB_REF_NAME", "GITHUB_REF_TYPE", "GITHUB_REF_PROTECTED", "GITHUB_HEAD_REF",
+    "GITHUB_BASE_REF", "GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH", "GITHUB_ACTOR", "GITHUB_ACTOR_ID",
+    "GITHUB_TRIGGERING_ACTOR", "GITHUB_WORKFLOW_REF", "GITHUB_WORKFLOW_SHA", "GITHUB_TOKEN", "RUNNER_NAME",
+    "RUNNER_TRACKING_ID", "CI_BUILD_ID", "CI_BUILD_TOKEN", "CI_REPOSITORY_URL", "CI_REGISTRY_PASSWORD",
+    "CI_DEPLOY_PASSWORD", "CI_DEPENDENCY_PROXY_PASSWORD", "GITLAB_USER_ID", "GITLAB_USER_LOGIN", "GITLAB_USER_NAME",
+    "GITLAB_USER_EMAIL",
+})
+CI_JOB_PREFIXES = ("ACTIONS_", "CI_JOB_", "CI_PIPELINE_", "CI_COMMIT_", "CI_MERGE_REQUEST_", "CI_RUNNER_",
+                   "CI_CONCURRENT_", "CI_EXTERNAL_PULL_REQUEST_")
+
+
 def _volatile(name: str) -> bool:
-    return name in VOLATILE_ENV or name.startswith(VOLATILE_PREFIXES)
+    return (name in VOLATILE_ENV or name.startswith(VOLATILE_PREFIXES)
+            or name in CI_JOB_ENV or name.startswith(CI_JOB_PREFIXES))
 
 
 def _trust_only(env: Mapping[str, str]) -> set[str]:
@@ -286,8 +307,8 @@ def installed_digest(dirs: list[str]) -> str:
 def program_identity(argv0: str, env: Mapping[str, str]) -> str:
     """What a command's program resolves to: bisectk's interpreter for `python` (its version and
     what it has installed, `installed_digest`), else the file found on PATH, with its size and
-    mtime (an upgraded compiler is another program), and for another Python what its prefix has
-    installed."""
+    mtime (an upgraded compiler is another program; one named by path: its content), and for
+    another Python what its prefix has installed."""
     return program_key(argv0, env)[0]
 
 
@@ -309,7 +330,10 @@ def program_key(argv0: str, env: Mapping[str, str]) -> tuple[str, list[str]]:
     python = bool(_PYTHON.match(os.path.basename(found)))
     dirs = site_dirs(found) if python else []
     installed = f":{installed_digest(dirs)}" if python else ""
-    return f"{os.path.realpath(found)}:{st.st_size}:{st.st_mtime_ns}{installed}", [os.path.realpath(d) for d in dirs]
+    # a program named by path (`./test.sh`, often untracked in CI) by its content: a fresh checkout
+    # or a restored cache writes the same bytes with a new mtime; one found on PATH by size and mtime
+    stamp = file_digest(found) if os.path.dirname(argv0) else f"{st.st_size}:{st.st_mtime_ns}"
+    return f"{os.path.realpath(found)}:{stamp}{installed}", [os.path.realpath(d) for d in dirs]
 
 
 NVIDIA_PROC = "/proc/driver/nvidia"   # the driver's own files: version, gpus/<bus id>/information

@@ -131,6 +131,28 @@ def test_pyenvs_echo_of_the_working_directory_is_no_input():
     assert environment_digest({"A": "1", "PYENV_DIR": "/a"}) == environment_digest({"A": "1", "PYENV_DIR": "/b"})
 
 
+def test_a_ci_jobs_own_bookkeeping_is_no_input():
+    """A ledger restored from the CI cache (or a retried job's `--resume`): every GitHub Actions or
+    GitLab CI job has its own run id, attempt, tokens, step files and pipeline commit, so the next
+    job's key never matched and it ran everything again; the variables a job sets for its scripts
+    still count."""
+    from bisectk.run.memokey import environment_digest
+
+    def job(n: int) -> dict[str, str]:
+        return {"CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "o/r", "GITHUB_RUN_ID": f"{n}",
+                "GITHUB_RUN_NUMBER": f"{n}", "GITHUB_RUN_ATTEMPT": f"{n}", "GITHUB_SHA": f"{n}" * 40,
+                "GITHUB_OUTPUT": f"/home/runner/work/_temp/_runner_file_commands/set_output_{n}",
+                "GITHUB_STEP_SUMMARY": f"/tmp/step_summary_{n}", "ACTIONS_RUNTIME_TOKEN": f"t{n}",
+                "RUNNER_TRACKING_ID": f"github_{n}", "RUNNER_NAME": f"GitHub Actions {n}",
+                "GITLAB_CI": "true", "CI_JOB_ID": f"{n}", "CI_JOB_TOKEN": f"t{n}", "CI_PIPELINE_ID": f"{n}",
+                "CI_COMMIT_SHA": f"{n}" * 40, "CI_JOB_STARTED_AT": f"2026-12-0{n}T00:00:00Z",
+                "CI_RUNNER_ID": f"{n}", "CI_CONCURRENT_ID": f"{n}", "CI_NODE_INDEX": "1"}
+
+    assert environment_digest(job(1)) == environment_digest(job(2))
+    assert environment_digest(job(1)) != environment_digest({**job(1), "CI_NODE_INDEX": "2"})   # a shard
+    assert environment_digest(job(1)) != environment_digest({**job(1), "GITHUB_REPOSITORY": "o/s"})
+
+
 def test_a_module_of_the_subjects_tree_is_in_the_key(env):
     d = project(env)
     assert verdict(d, env / "l.db")[0].outcome is Outcome.PASS
@@ -645,3 +667,18 @@ def test_edits_inside_a_submodule_are_in_the_key(env):
     found.append(verdict(d, env / "l.db"))      # nothing changed since: answered from the ledger
     assert [(v.outcome, n) for v, n in found] == [(Outcome.PASS, 1), (Outcome.PASS, 1), (Outcome.FAIL, 1),
                                                   (Outcome.PASS, 1), (Outcome.PASS, 0)], found
+
+
+def test_a_program_named_by_path_is_keyed_by_its_content_not_its_mtime(tmp_path):
+    """`--run ./test.sh` with the script untracked, a CI job's: the next job's fresh checkout (or
+    a cache restored) writes the same script again with a new mtime, and the ledger restored from
+    the CI cache answered nothing (program_identity held the mtime; the content is what runs)."""
+    from bisectk.run import memokey
+    script = tmp_path / "test.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    before = memokey.program_identity(str(script), os.environ)
+    os.utime(script, ns=(1_000_000_000, 1_000_000_000))      # the same bytes, written again
+    assert memokey.program_identity(str(script), os.environ) == before
+    script.write_text("#!/bin/sh\nexit 1\n")                 # another script, the same size
+    assert memokey.program_identity(str(script), os.environ) != before

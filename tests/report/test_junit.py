@@ -33,6 +33,24 @@ def test_an_interrupted_hunk_isolation_is_an_error_case_not_a_passed_one():
     assert case.find("error") is None and case.find("system-out") is not None
 
 
+def test_a_hunk_isolation_that_never_had_a_result_is_an_error_case_not_left_out():
+    """A CI timeout (SIGTERM) while the isolation verified its endpoints, or a root commit as the
+    first bad: the terminal said 'hunk isolation stopped: ...', but the JUnit file had no case for
+    the step at all, and every case but the subject's passed."""
+    bis = bisect_record()
+    for error, words in (("interrupted while it verified its endpoints (the runs so far are in the ledger)", "stopped"),
+                         ("abc is a root commit: it has no parent", "could not start")):
+        t = TriageRecord(command="triage", endpoints=bis.endpoints, ok=True, complete=words != "stopped",
+                         interrupted=words == "stopped", runs=9, observations=9, wall_s=2.0,
+                         verdict="culprit found", exit_code=1, bisect=bis.to_dict(), diff=None, diff_error=error,
+                         first_bad=bis.first_bad)
+        root = ET.fromstring(to_xml("bisectk triage", to_cases(t, "python k.py")))
+        case = next((c for c in root.iter("testcase") if c.get("name") == "isolate hunks"), None)
+        assert case is not None and case.find("error") is not None, to_xml("t", to_cases(t, "python k.py"))
+        assert case.find("error").get("message") == f"hunk isolation {words}: {error}"
+        assert root.find("testsuite").get("errors") == "1"
+
+
 def test_the_cases_times_add_up_to_the_triage_not_the_endpoints_twice():
     """The bisect case's time was the bisection's whole wall time, the endpoints' runs included,
     which the endpoints case counts too: the suite's time exceeded the triage's."""

@@ -100,6 +100,7 @@ TREE_NAMES = {"Makefile", "makefile", "CMakeLists.txt", "meson.build", "BUILD", 
 SKIP_DIRS = {".git", ".bisectk", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".mypy_cache",
              ".pytest_cache", ".ruff_cache", "build", "dist", ".eggs"}
 MAX_TREE_FILES = 20000
+SCRIPT_BYTES = 1 << 20           # a program named by path up to this size is keyed by its content (program_key)
 POLICY_VERSION = "progress-v2"   # the watchdog's rules (run/progress.py): a change there is a new key
 
 
@@ -332,7 +333,9 @@ def program_key(argv0: str, env: Mapping[str, str]) -> tuple[str, list[str]]:
     installed = f":{installed_digest(dirs)}" if python else ""
     # a program named by path (`./test.sh`, often untracked in CI) by its content: a fresh checkout
     # or a restored cache writes the same bytes with a new mtime; one found on PATH by size and mtime
-    stamp = file_digest(found) if os.path.dirname(argv0) else f"{st.st_size}:{st.st_mtime_ns}"
+    # (up to SCRIPT_BYTES: a large binary named by path is read by size and mtime, not at every command)
+    stamp = (file_digest(found) if os.path.dirname(argv0) and st.st_size <= SCRIPT_BYTES
+             else f"{st.st_size}:{st.st_mtime_ns}")
     return f"{os.path.realpath(found)}:{stamp}{installed}", [os.path.realpath(d) for d in dirs]
 
 

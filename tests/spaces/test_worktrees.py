@@ -252,15 +252,18 @@ def test_a_pool_closed_from_another_thread_while_preparing_waits_for_what_it_sta
 def test_collect_removes_what_nobody_holds(repo):
     before = fingerprint(repo)
     rng = chain(repo)
+
+    def ours(removed):      # collect also takes the caches of repositories since deleted (another
+        return [p for p in removed if p.is_relative_to(cache_dir_of(repo))]   # test's, in a shared root)
     with WorktreePool(repo, size=2) as pool:
         with pool.lease(rng[1]), pool.lease(rng[2]):
             pass
     with WorktreePool(repo, size=1) as pool:
         with pool.lease(rng[3]) as busy:
             removed = collect(repo)
-            assert len(removed) == 1 and busy not in removed and busy.exists()
+            assert len(ours(removed)) == 1 and busy not in removed and busy.exists()
             assert cached(repo) == [busy.name]
-    assert len(collect(repo)) == 1 and cached(repo) == []
+    assert len(ours(collect(repo))) == 1 and cached(repo) == []
     assert not cache_dir_of(repo).exists()
     assert worktrees(repo) == [f"worktree {repo}"] and fingerprint(repo) == before
     assert collect(repo) == []

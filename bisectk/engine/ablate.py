@@ -473,7 +473,7 @@ def find_thresholds(oracle: Oracle, result: AblationResult, rule: ConfidenceRule
     found = {} if found is None else found
     for factor, failing in _culprits_in_place(result):
         values = spec.ordinal.get(factor)
-        if not values or factor in found:
+        if not values:
             continue
         # where the endpoints' values are, by the text the subject receives (spec._ordinal: 4 and "4" are one)
         lo, hi = (next(i for i, v in enumerate(values) if same_value(v, side[factor])) for side in (spec.good, spec.bad))

@@ -4,6 +4,7 @@ import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -920,16 +921,23 @@ def test_max_runs_holds_for_the_threshold_runs_too(tmp_path):
     assert "search stopped (run budget of 20 spent while finding thresholds)" in text, text
 
 
+def _two_ordinals(tmp_path: Path, script: str) -> Path:
+    """A spec of two ordinal factors, warps 1..16 and stages 1..8 (good 1 / 1, bad 16 / 8), whose
+    subject is the shell `script` given both values ($1, $2)."""
+    (tmp_path / "s.sh").write_text(script)
+    spec = tmp_path / "s.toml"
+    spec.write_text('[subject]\ncommand = ["sh", "s.sh", "{warps}", "{stages}"]\n[factors]\n'
+                    f"warps = {list(range(1, 17))}\nstages = {list(range(1, 9))}\n"
+                    "[good]\nwarps = 1\nstages = 1\n[bad]\nwarps = 16\nstages = 8\n")
+    return spec
+
+
 def test_a_threshold_finished_before_the_budget_ran_out_is_kept(tmp_path):
     """Two ordinal culprits, failing only together from warps 8 and stages 3 on. --max-runs 50
     leaves the culprit search's 24 runs, the whole of warps' threshold (21) and a few runs of
     stages'. The budget stopped stages' search, and warps' finished threshold was dropped with it
     from the answer, --json and the report (`thresholds: {}`). It is now kept; only stages' is not given."""
-    (tmp_path / "s.sh").write_text('[ "$1" -ge 8 ] && [ "$2" -ge 3 ] && exit 1\nexit 0\n')
-    spec = tmp_path / "s.toml"
-    spec.write_text('[subject]\ncommand = ["sh", "s.sh", "{warps}", "{stages}"]\n[factors]\n'
-                    f"warps = {list(range(1, 17))}\nstages = {list(range(1, 9))}\n"
-                    "[good]\nwarps = 1\nstages = 1\n[bad]\nwarps = 16\nstages = 8\n")
+    spec = _two_ordinals(tmp_path, '[ "$1" -ge 8 ] && [ "$2" -ge 3 ] && exit 1\nexit 0\n')
     whole = ablate_json(spec, tmp_path / "whole")
     assert sorted(whole["culprits"]) == ["stages", "warps"], whole["culprits"]
     assert {f: t["first_fail"] for f, t in whole["thresholds"].items()} == {"warps": 8, "stages": 3}
@@ -940,17 +948,12 @@ def test_a_threshold_finished_before_the_budget_ran_out_is_kept(tmp_path):
     assert "threshold: warps fails from 8 on (7 passes)" in text and "threshold: stages" not in text, text
 
 
-
 def test_an_ordinal_culprit_of_a_second_failing_set_gets_its_threshold_too(tmp_path):
     """Two ordinal factors, each failing on its own from its own value on (warps 8, stages 3): the
     two failing sets {warps} and {stages} were both named, but only the first set's culprit got a
     threshold (`thresholds` held warps alone). Each set's threshold is found in the configuration
     that set fails in: the set on good (stages' with warps at its good value)."""
-    (tmp_path / "s.sh").write_text('[ "$1" -ge 8 ] && exit 1\n[ "$2" -ge 3 ] && exit 1\nexit 0\n')
-    spec = tmp_path / "s.toml"
-    spec.write_text('[subject]\ncommand = ["sh", "s.sh", "{warps}", "{stages}"]\n[factors]\n'
-                    f"warps = {list(range(1, 17))}\nstages = {list(range(1, 9))}\n"
-                    "[good]\nwarps = 1\nstages = 1\n[bad]\nwarps = 16\nstages = 8\n")
+    spec = _two_ordinals(tmp_path, '[ "$1" -ge 8 ] && exit 1\n[ "$2" -ge 3 ] && exit 1\nexit 0\n')
     doc = ablate_json(spec, tmp_path / "l")
     named = sorted(m for s in doc["sets"] for m in s["members"])
     assert named == ["stages", "warps"], doc["sets"]

@@ -267,30 +267,36 @@ def test_lines_are_handed_on_once_each_in_order_across_chunks_and_floods():
     assert heard[-1] == ("tails", 99.0)
 
 
-NUMBERED = """
+AFTER_LAUNCH = """
 import os, sys, time
 print("compiling kernel", flush=True)
-data = b"".join(b"step %d\\n" % i for i in range(1, 2_500_001))     # 26 MB of distinct numbered lines
+data = {data}
 time.sleep(0.1)
 print("launching kernel", flush=True)
-if sys.argv[1] == "steps":
+if sys.argv[1] == "flood":
     view = memoryview(data)
     while view:
         view = view[os.write(1, view):]
-time.sleep(0.3)
+time.sleep({after})
 print("done", flush=True)
 """
+
+
+def _flooded(tmp_path, data: str, after: float):
+    """A subject that prints `data` (a Python expression of bytes) at the pipe's pace after
+    'launching kernel', run under a watch that follows its quiet run's progress: that run."""
+    (tmp_path / "after_launch.py").write_text(AFTER_LAUNCH.format(data=data, after=after))
+    argv = [sys.executable, str(tmp_path / "after_launch.py")]
+    good = run_process([*argv, "quiet"], timeout=60, watch=FixedWatch(60))
+    tl = Timeline.from_list(good.timeline)
+    return run_process([*argv, "flood"], timeout=60, watch=ProgressWatch(tl, 5 * good.duration_s, 1.0))
 
 
 def test_a_flood_of_distinct_numbered_lines_is_read_at_the_pipes_pace_not_called_a_hang(tmp_path):
     """A per-iteration log ('step 1', 'step 2', ...: one key once numbers are blanked) after
     'launching kernel': each distinct raw line was handed to the watch and keyed there one by one
     (about 150 ms per MB), so the subject waited on its full pipe and was called a hang."""
-    (tmp_path / "steps.py").write_text(NUMBERED)
-    argv = [sys.executable, str(tmp_path / "steps.py")]
-    good = run_process([*argv, "quiet"], timeout=60, watch=FixedWatch(60))
-    tl = Timeline.from_list(good.timeline)
-    raw = run_process([*argv, "steps"], timeout=60, watch=ProgressWatch(tl, 5 * good.duration_s, 1.0))
+    raw = _flooded(tmp_path, 'b"".join(b"step %d\\n" % i for i in range(1, 2_500_001))', 0.3)   # 26 MB, distinct
     assert not raw.timed_out and raw.exit_code == 0, (raw.duration_s, raw.stalled)
     assert "done" in raw.stdout[-100:]
     assert [k for k, _ in raw.timeline] == ["compiling kernel", "launching kernel", "step #", "done", "<end>"]
@@ -334,31 +340,13 @@ def test_a_line_longer_than_a_read_is_keyed_by_its_head_not_by_where_a_read_cut_
     assert not raw.timed_out and raw.exit_code == 0, (raw.duration_s, raw.stalled)
 
 
-HEX_DUMP = """
-import os, sys, time
-print("compiling kernel", flush=True)
-data = os.urandom(20_000_000).hex("\\n", 4).encode() + b"\\n"  # 45 MB of random 32-bit words, one a line
-time.sleep(0.1)
-print("launching kernel", flush=True)
-if sys.argv[1] == "dump":
-    view = memoryview(data)
-    while view:
-        view = view[os.write(1, view):]
-time.sleep(0.1)
-print("done", flush=True)
-"""
-
-
 def test_a_dump_of_random_words_is_read_at_the_pipes_pace_not_called_a_hang(tmp_path):
     """A debug dump of random words after 'launching kernel' (each line a new key): past the
     keys a watch keeps (MAX_SEEN) no line can be new, yet every line was still keyed, at about
     110 ms a MB; the subject waited on its full pipe and a healthy run was called a hang. Once
     the watch is full, a read hands on only its last line."""
-    (tmp_path / "dump.py").write_text(HEX_DUMP)
-    argv = [sys.executable, str(tmp_path / "dump.py")]
-    good = run_process([*argv, "quiet"], timeout=60, watch=FixedWatch(60))
-    tl = Timeline.from_list(good.timeline)
-    raw = run_process([*argv, "dump"], timeout=60, watch=ProgressWatch(tl, 5 * good.duration_s, 1.0))
+    # 45 MB of random 32-bit words, one a line
+    raw = _flooded(tmp_path, 'os.urandom(20_000_000).hex("\\n", 4).encode() + b"\\n"', 0.1)
     assert not raw.timed_out and raw.exit_code == 0, (raw.duration_s, raw.stalled)
     assert "done" in raw.stdout[-100:]
 

@@ -24,6 +24,16 @@ def _started(argv, marker="BISECTK_PHASE launch"):
     return p
 
 
+def _snapshot_of(argv, budget_s: float = 20):
+    """The snapshot of a subject started as `_started` starts it, which is then ended."""
+    p = _started(argv)
+    try:
+        return snapshot.take(p.pid, budget_s=budget_s)
+    finally:
+        p.kill()
+        p.wait()
+
+
 @pytest.fixture
 def hung_python():
     p = _started([sys.executable, str(HANGS / "lock_order.py")])
@@ -56,12 +66,7 @@ def test_threads_at_the_same_place_are_one_group(tmp_path):
         "def consumer():\n    ev.wait()\n"
         "ts = [threading.Thread(target=consumer, name=f'consumer-{i}') for i in range(3)]\n"
         "[t.start() for t in ts]\nprint('BISECTK_PHASE launch', flush=True)\n[t.join() for t in ts]\n")
-    p = _started([sys.executable, str(script)])
-    try:
-        snap = snapshot.take(p.pid, budget_s=20)
-    finally:
-        p.kill()
-        p.wait()
+    snap = _snapshot_of([sys.executable, str(script)])
     g = next(g for g in snap.host if g.place == "pool.py:4 consumer")
     assert g.count == 3 and g.wait == "event wait"
     assert g.role == "consumer-0, consumer-1, consumer-2"
@@ -74,12 +79,7 @@ def test_native_deadlock_is_native_stacks_or_one_line_why_not(tmp_path):
         pytest.skip("no C compiler")
     exe = tmp_path / "deadlock"
     subprocess.run([cc, "-g", "-O0", "-pthread", str(HANGS / "deadlock.c"), "-o", str(exe)], check=True)
-    p = _started([str(exe)])
-    try:
-        snap = snapshot.take(p.pid, budget_s=20)
-    finally:
-        p.kill()
-        p.wait()
+    snap = _snapshot_of([str(exe)])
     if readers.which("gdb") is None:
         assert snap.groups == () and len(snap.notes) == 1 and "gdb is not installed" in snap.notes[0]
         return
@@ -320,12 +320,7 @@ def test_a_hung_asyncio_subject_is_an_idle_event_loop_whose_tasks_are_not_read(t
     wait, as if asyncio.run itself were stuck. It says the loop is idle and its tasks were not read."""
     script = tmp_path / "aio.py"
     script.write_text(ASYNC_HANG)
-    p = _started([sys.executable, str(script)])
-    try:
-        snap = snapshot.take(p.pid, budget_s=20)
-    finally:
-        p.kill()
-        p.wait()
+    snap = _snapshot_of([sys.executable, str(script)])
     (g,) = snap.host
     assert g.place == "aio.py:9 <module>" and g.wait == stacks.EVENT_LOOP, g
     assert snap.headline() == f"1 thread waiting at aio.py:9 <module> ({stacks.EVENT_LOOP})"

@@ -11,7 +11,8 @@ check_outputs -- one line (errors.BisectkError) for the first output that is a d
                  the subject's command names), lies inside an input tree (`trees`: diff's GOOD and
                  BAD), is named by two options, or is where --report FILE.md puts its pictures
                  (FILE-figures/, made after the search: an --html there was lost to "Is a
-                 directory", and a file of that name lost the debug log).
+                 directory", and a file of that name lost the debug log). A --report that is
+                 no regular file (/dev/stdout, a pipe) gets no pictures folder (pictures_folder).
 write_outputs -- call each writer; a write that fails still (a full disk, /dev/full) is a line
                  naming the option and the reason, after the result was printed.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -127,13 +129,26 @@ def figures_folder(report: Path) -> Path:
     return Path(report).with_name(f"{Path(report).stem}-figures")
 
 
+def pictures_folder(report: Path) -> Path | None:
+    """figures_folder(report), or None where the log goes to no regular file (`--report
+    /dev/stdout`, a pipe such as `>(cat)`, /dev/null): `/dev/fd/63-figures/` cannot be made, so
+    the log was lost with its pictures, and as root `/dev/null-figures/` was made in /dev."""
+    try:
+        mode = os.stat(report).st_mode
+    except OSError:         # not there yet: the write makes a regular file
+        return figures_folder(report)
+    return figures_folder(report) if stat.S_ISREG(mode) else None
+
+
 def _check_figures(outputs: dict[str, Path | None]) -> None:
     """Refuse an output that is, or lies in, the --report's pictures folder, and a pictures folder
     that a file (or a link to one) already holds the place of."""
     report = outputs.get("--report")
     if report is None:
         return
-    folder = figures_folder(report)
+    folder = pictures_folder(report)
+    if folder is None:
+        return
     if os.path.lexists(folder) and not folder.is_dir():
         raise BisectkError(f"--report {report}: its pictures go in {folder}/, which is a file; name another report "
                            f"or move that file")

@@ -50,6 +50,29 @@ def test_markdown_report_links_pictures_written_beside_it(tmp_path):
     assert "#### Pictures" in text and "2 picture(s)" in line
 
 
+def test_a_report_to_a_pipe_or_device_is_written_without_a_pictures_folder_beside_it(tmp_path):
+    """`--report /dev/stdout`, `--report >(cat > log.md)`, `--report /dev/null`: the pictures went
+    in `/dev/fd/63-figures/`, which cannot be made, so after the whole search the debug log was lost
+    too ('could not write --report /dev/fd/63: No such file or directory', exit 2); as root
+    `/dev/null-figures/` was made in /dev. A log that goes to no regular file is written without
+    pictures, and says so."""
+    import os
+    import threading
+    read, write = os.pipe()
+    got = []
+    reader = threading.Thread(target=lambda: got.append(os.fdopen(read, "rb").read()))
+    reader.start()
+    try:
+        line = H.write_markdown(Path(f"/dev/fd/{write}"), interaction_record())
+    finally:
+        os.close(write)
+        reader.join(10)
+    text = got[0].decode("utf-8")
+    assert text.startswith("### ") and "#### Pictures" not in text and "-figures/" not in text
+    assert line.startswith(f"debug log written to /dev/fd/{write}") and "pictures left out" in line, line
+    assert not list(tmp_path.iterdir()) and not os.path.lexists(f"/dev/fd/{write}-figures")
+
+
 def test_a_report_named_with_spaces_links_its_pictures_as_markdown_reads_links(tmp_path):
     """`--report "my report (1).md"`: the link `![..](my report (1)-figures/run-matrix.svg)` is no
     link in Markdown (a space ends its destination): the pictures did not render on a code host."""

@@ -23,6 +23,7 @@ write_markdown -- the Markdown debug log, its pictures written as SVG files in `
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -209,8 +210,9 @@ def write_markdown(path: Path, rec: Record, log: DebugLog | None = None) -> str:
         folder.mkdir(parents=True, exist_ok=True)
         for p in pictures:
             (folder / f"{p.name}.svg").write_text(p.svg, encoding="utf-8")
-        # percent-encoded: a space (or a parenthesis) in a Markdown link's destination ends it
-        log = replace(log, figures=[(p.title, quote(f"{folder.name}/{p.name}.svg")) for p in pictures])
+        # percent-encoded: a space (or a parenthesis) in a Markdown link's destination ends it; from
+        # the name's bytes, so a name that is not UTF-8 (latin-1's 'r\xe9.md') is linked as it is
+        log = replace(log, figures=[(p.title, quote(os.fsencode(f"{folder.name}/{p.name}.svg"))) for p in pictures])
     path.write_text(log.to_markdown(), encoding="utf-8")
     return (f"debug log written to {path}" + (f" ({len(pictures)} picture(s) in {folder}/)" if pictures
                                               else "") + (f"; {note}" if note else ""))

@@ -50,6 +50,21 @@ def test_markdown_report_links_pictures_written_beside_it(tmp_path):
     assert "#### Pictures" in text and "2 picture(s)" in line
 
 
+def test_a_report_whose_name_is_not_utf8_links_its_pictures_by_their_bytes(tmp_path):
+    """`--report $'r\\xe9.md'` (a latin-1 name): the link's percent-encoding raised
+    UnicodeEncodeError on the name's undecodable byte, an internal error (exit 3) after the search
+    that lost the debug log, and the --html and --json-out written after it."""
+    import os
+    from urllib.parse import unquote_to_bytes
+    md = tmp_path / os.fsdecode(b"r\xe9.md")
+    line = H.write_markdown(md, interaction_record())
+    links = re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", md.read_text())
+    assert links == ["r%E9-figures/run-matrix.svg", "r%E9-figures/interaction.svg"], links
+    for link in links:
+        assert (tmp_path / os.fsdecode(unquote_to_bytes(link))).read_text().startswith("<svg")
+    assert "2 picture(s)" in line
+
+
 def test_a_report_to_a_pipe_or_device_is_written_without_a_pictures_folder_beside_it(tmp_path):
     """`--report /dev/stdout`, `--report >(cat > log.md)`, `--report /dev/null`: the pictures went
     in `/dev/fd/63-figures/`, which cannot be made, so after the whole search the debug log was lost

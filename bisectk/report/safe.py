@@ -170,8 +170,10 @@ def _span_end(line: str, start: int, fence: int, table: bool) -> int | None:
 
 
 def _word(c: str) -> bool:
+    """A character of a word, to CommonMark: neither space nor punctuation (bisectk's own marks
+    are punctuation: they are written `**` and `_`)."""
     import unicodedata
-    return not c.isspace() and unicodedata.category(c)[0] not in "PS"
+    return not c.isspace() and unicodedata.category(c)[0] not in "PS" and c not in (_STRONG, _EMPHASIS)
 
 
 def _intraword(line: str, start: int, end: int) -> bool:

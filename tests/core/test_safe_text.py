@@ -210,5 +210,8 @@ def test_emphasis_from_outside_is_text_and_bisectks_own_bold_stays():
     assert f"<strong>{names}</strong>" in page and page.count(names) == 11
     assert f"<code>run --set 'v={names}'</code>" in page and "<code>pkg/__init__.py</code>" in page
     assert "a tile_elems b" in DebugLog("t", "a tile_elems b", "s").to_markdown()    # no emphasis inside a word
+    own = DebugLog("t", "s", "s", summary=[f"Culprit: {strong('__init__')}", f"{strong('x_')}_y"]).to_markdown()
+    assert md.render(own).count("<li><strong>") == 1 and "Culprit: <strong>__init__</strong>" in md.render(own)
+    assert "<li><strong>x_</strong>_y</li>" in md.render(own)
     plain = log.to_markdown(entities=False)      # JUnit's body: shown as it is, never rendered
     assert f"- Culprit: **{names}**" in plain and f"**Status:** Resolved -- {names}" in plain

@@ -203,8 +203,8 @@ def write_markdown(path: Path, rec: Record, log: DebugLog | None = None) -> str:
     pictures, note = draw_pictures(rec)
     folder = pictures_folder(path)
     if pictures and folder is None:
-        note = "; ".join(filter(None, [note, f"its {len(pictures)} pictures left out: {path} is no regular file "
-                                              "to write them beside (--html FILE holds them)"]))
+        note = "; ".join(filter(None, [note, f"its {len(pictures)} pictures left out: {path} is a pipe, a device or "
+                                              "a name in /dev, with no folder beside it for them (--html FILE holds them)"]))
         pictures = []
     if pictures:
         folder.mkdir(parents=True, exist_ok=True)

@@ -129,15 +129,23 @@ def figures_folder(report: Path) -> Path:
     return Path(report).with_name(f"{Path(report).stem}-figures")
 
 
+SYSTEM_TREES = ("/dev", "/proc")     # the kernel's devices and processes: no folder of a user's
+
+
 def pictures_folder(report: Path) -> Path | None:
     """figures_folder(report), or None where the log goes to no regular file (`--report
-    /dev/stdout`, a pipe such as `>(cat)`, /dev/null): `/dev/fd/63-figures/` cannot be made, so
-    the log was lost with its pictures, and as root `/dev/null-figures/` was made in /dev."""
+    /dev/stdout`, a pipe such as `>(cat)`, /dev/null) or is named through /dev or /proc
+    (`--report /dev/stdout > log.md`): `/dev/fd/63-figures/` cannot be made, so the log was
+    lost with its pictures, and as root `/dev/null-figures/` was made in /dev."""
+    folder = figures_folder(report)
+    where = os.path.realpath(os.path.abspath(folder.parent))
+    if any(where == tree or where.startswith(tree + "/") for tree in SYSTEM_TREES):
+        return None
     try:
         mode = os.stat(report).st_mode
     except OSError:         # not there yet: the write makes a regular file
-        return figures_folder(report)
-    return figures_folder(report) if stat.S_ISREG(mode) else None
+        return folder
+    return folder if stat.S_ISREG(mode) else None
 
 
 def _check_figures(outputs: dict[str, Path | None]) -> None:

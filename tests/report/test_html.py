@@ -86,6 +86,13 @@ def test_a_report_to_a_pipe_or_device_is_written_without_a_pictures_folder_besid
     assert text.startswith("### ") and "#### Pictures" not in text and "-figures/" not in text
     assert line.startswith(f"debug log written to /dev/fd/{write}") and "pictures left out" in line, line
     assert not list(tmp_path.iterdir()) and not os.path.lexists(f"/dev/fd/{write}-figures")
+    # /dev/stdout redirected to a file (`--report /dev/stdout > log.md`): a regular file, named in /dev
+    log = tmp_path / "log.md"
+    with open(log, "w") as f:
+        named = Path(f"/dev/fd/{f.fileno()}")
+        line = H.write_markdown(named, interaction_record())
+    assert "pictures left out" in line and "#### Pictures" not in log.read_text()
+    assert not os.path.lexists(f"{named}-figures") and os.listdir(tmp_path) == ["log.md"]
 
 
 def test_a_report_named_with_spaces_links_its_pictures_as_markdown_reads_links(tmp_path):

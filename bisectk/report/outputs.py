@@ -5,7 +5,8 @@ A path that cannot be written, or that names what the command reads, is refused 
 found after a search of minutes, it lost the result, and a report written over the spec, the
 subject's script or the ledger destroyed the user's file (the ledger's runs with it).
 
-check_outputs -- one line (errors.BisectkError) for the first output that is a directory, cannot be
+check_outputs -- one line (errors.BisectkError) for the first output that is `-` (stdout to many
+                 tools, a file named '-' here), is a directory, cannot be
                  created (its nearest existing ancestor is no directory, or not writable), is one
                  of the command's inputs (`inputs`: the spec, the ledger and its journals, the files
                  the subject's command names), lies inside an input tree (`trees`: diff's GOOD and
@@ -91,6 +92,9 @@ def check_outputs(outputs: dict[str, Path | None], *, inputs: Iterable[tuple[Pat
     for option, path in outputs.items():
         if path is None:
             continue
+        if str(path) == "-":        # stdout to many tools; here it was a file named '-' (and '--figures/')
+            raise BisectkError(f"{option} -: '-' is not stdout here (it would be a file named '-'): name a file, "
+                               f"or /dev/stdout" + (" (--json prints the JSON document there)" if option == "--json-out" else ""))
         path = Path(path)
         absolute = Path(os.path.abspath(path))
         if absolute in seen:

@@ -417,6 +417,12 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
     from bisectk.report import render
     from bisectk.report.outputs import write_outputs
     from bisectk.errors import LedgerError
+    if session is not None:
+        try:    # said before the result, which lists them with the others (they were said after it, at close)
+            for line in session.install_warnings():
+                say_warning(line)
+        except Exception:   # a look at site-packages must not cost the result
+            pass
     record = with_warnings(record)
     unstored = None         # the ledger could not keep the record (a full disk): the answer is still given
     if session is not None:

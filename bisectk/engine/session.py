@@ -138,6 +138,7 @@ class Session:
         # where runs build in directories of bisectk's (worktrees, scratch copies): a build that
         # installs from there is named at close (engine/installs.py), with the user's own copy
         self.started, self.run_roots, self.yours = time.time(), [], Path.cwd()
+        self.installs_looked = False       # install_warnings ran (finish): close does not look again
         from bisectk.run.snapshot import SnapshotPolicy
         self.snapshots = SnapshotPolicy(self.policy.snapshots)   # one budget for the whole command
         self.fingerprint = fingerprint or spec.fingerprint()
@@ -231,6 +232,16 @@ class Session:
         from bisectk.engine.records import stored_form
         self.ledger.close_session(self.id, stored_form(result))
 
+    def install_warnings(self) -> list[str]:
+        """The installs a build made from bisectk's directories (engine/installs.py), in words, for
+        the result's warnings (cli finish says them with the others, so --json and the reports
+        hold them too); looked for once, close does not say them again."""
+        if not self.run_roots or self.installs_looked:
+            return []
+        self.installs_looked = True
+        from bisectk.engine.installs import installed_from, warning
+        return warning(installed_from(self.run_roots, self.started), str(self.yours))
+
     def close(self) -> None:
         answered: set[str] = set()    # log paths of runs answered from the ledger: their sessions' logs are kept
         for runner in self.runners:   # an edit during the last run: its runs taken back out, said before the reporter closes
@@ -240,7 +251,7 @@ class Session:
             except Exception:   # closing must not hide the error that brought us here
                 pass
         self.runners.clear()
-        if self.run_roots:
+        if self.run_roots and not self.installs_looked:     # no result finished: an error, an interrupt
             try:
                 from bisectk.engine.installs import check
                 check(self.run_roots, self.started, str(self.yours))

@@ -22,7 +22,7 @@ from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
 from bisectk.names import c_quoted
-from bisectk.report.safe import code_span
+from bisectk.report.safe import code_span, strong
 from bisectk.report.terminal import TABLE_ROWS, cut_value, print_table
 from bisectk.report.words import (warning_lines, endpoint_lines, failure_line, slow_line, phase_words, problem_lines, problem_text, runs_words,
                                   same_inputs, search_runs_of, stop_reason_of, stopped_line, title_words, wall_words)
@@ -160,7 +160,7 @@ def to_debuglog(rec: AblationRecord) -> DebugLog:
                    related=[subj.path, *[a for a in subj.command if a.endswith(".py")]])
     one_set = len(rec.sets) <= 1
     log.summary = [
-        *([f"Culprit{'s' if len(rec.culprits) != 1 else ''}: **{culprit_words(rec)}**"
+        *([f"Culprit{'s' if len(rec.culprits) != 1 else ''}: {strong(culprit_words(rec))}"
            + (" -- an interaction: each proper subset passes, only all together fail." if rec.interaction else "")]
           if one_set else []),
         *[line[0].upper() + line[1:] + "." for line in sets_lines(rec)],

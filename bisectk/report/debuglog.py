@@ -16,7 +16,9 @@ The fields hold text from outside bisectk (a subject's error and output, commit 
 file names, factor values) as it came. `to_markdown` makes it inert where the document is written
 (report/safe.py `markdown_text`): a field meant for one line is kept on one line (a newline in a
 commit subject would otherwise start a heading or a code fence of its own), table cells are
-markdown_cell'd, and the whole is passed through markdown_text once. `to_markdown(entities=False)`
+markdown_cell'd, and the whole is passed through markdown_text once. bisectk's own bold and italic
+in a field are written with safe.strong and safe.emphasis, never `**`, which markdown_text would
+escape as it escapes a `__init__.py` from outside. `to_markdown(entities=False)`
 is the same text for a reader that shows it as it is, never renders it (the body of a JUnit
 failure, which its XML writer escapes): there `&lt;` would be read as four characters.
 """
@@ -26,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bisectk.report.safe import code_span, markdown_cell, markdown_text, terminal_text
+from bisectk.report.safe import code_span, markdown_cell, markdown_text, marks, strong, terminal_text
 
 
 @dataclass
@@ -56,18 +58,19 @@ class DebugLog:
 
     def to_markdown(self, *, entities: bool = True) -> str:
         one = _line
-        out = [f"### {one(self.title)}", "", f"**Status:** {one(self.status)}", f"**Symptom:** {one(self.symptom)}"]
+        out = [f"### {one(self.title)}", "", f"{strong('Status:')} {one(self.status)}",
+               f"{strong('Symptom:')} {one(self.symptom)}"]
         if self.environment:
-            out.append("**Environment:** " + one(short_environment(self.environment)))
+            out.append(f"{strong('Environment:')} " + one(short_environment(self.environment)))
         if self.related:
-            out.append("**Related files:** " + ", ".join(code_span(r) for r in self.related))
+            out.append(f"{strong('Related files:')} " + ", ".join(code_span(r) for r in self.related))
         if self.summary:
             out += ["", "#### Summary", ""] + [f"- {one(s)}" for s in self.summary]
         links = [f"![{one(title)}]({path})" for title, path in self.figures]
         if self.figures:
             out += ["", "#### Pictures", ""]
             for (title, _), link in zip(self.figures, links):
-                out += [f"**{one(title)}**", "", link, ""]
+                out += [strong(one(title)), "", link, ""]
         if self.differences:
             out += ["", "---", "", f"#### {one(self.differences_title)}", "",
                     _table(self.differences_header, self.differences)]
@@ -75,8 +78,8 @@ class DebugLog:
             out += ["", "---", ""]
             for i, a in enumerate(self.attempts, 1):
                 out += [f"#### Attempt {i}: {one(a.title)}", "",
-                        f"**Hypothesis:** {one(a.hypothesis)}", f"**What we did:** {one(a.what)}",
-                        f"**Result:** {one(a.result)}", f"**Conclusion:** {one(a.conclusion)}", ""]
+                        f"{strong('Hypothesis:')} {one(a.hypothesis)}", f"{strong('What we did:')} {one(a.what)}",
+                        f"{strong('Result:')} {one(a.result)}", f"{strong('Conclusion:')} {one(a.conclusion)}", ""]
         for heading, body in self.sections:
             out += ["---", "", f"#### {one(heading)}", "", body.rstrip(), ""]
         if self.next_steps:
@@ -85,7 +88,7 @@ class DebugLog:
             rows = [[k, v] for k, v in _flat(self.environment) if v not in (None, "", {}, [])]
             out += ["", "---", "", "#### Environment (captured)", "", _table(["key", "value"], rows)]
         text = "\n".join(out).rstrip() + "\n"
-        return markdown_text(text, links=links) if entities else terminal_text(text)
+        return markdown_text(text, links=links) if entities else marks(terminal_text(text))
 
 
 def _line(text: Any) -> str:

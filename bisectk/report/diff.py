@@ -17,7 +17,7 @@ from bisectk.report import stuck
 from bisectk.report.ablation import sets_lines
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.safe import Verbatim
+from bisectk.report.safe import Verbatim, strong
 from bisectk.names import c_quoted, ids_text
 from bisectk.report.words import (warning_lines, ahead_words, counted, endpoint_lines, failure_line, slow_line, problem_lines, problem_text,
                                   runs_words, same_inputs, search_runs_of, stop_reason_of, stopped_line, title_words, wall_words)
@@ -72,7 +72,7 @@ def to_debuglog(rec: DiffRecord) -> DebugLog:
     log = DebugLog(title, status, f"GOOD passes, BAD fails: {rec.endpoints.bad.describe()}", rec.environment,
                    related=sorted({h["file"] for h in rec.culprit_hunks}))
     log.summary = [
-        f"{counted(rec.hunks, 'hunk')} between GOOD and BAD; culprit{'s' if len(ids) != 1 else ''}: **{ids_text(ids)}**"
+        f"{counted(rec.hunks, 'hunk')} between GOOD and BAD; culprit{'s' if len(ids) != 1 else ''}: {strong(ids_text(ids))}"
         + (" -- they fail only together (each proper subset passes)." if rec.interaction else "."),
         f"Line-level pass: {len(rec.culprit_lines)} culprit line unit(s)"
         + (" (an interaction)" if rec.line_interaction else "") + ".",

@@ -20,6 +20,7 @@ from bisectk.names import c_quoted
 from bisectk.report import stuck
 from bisectk.report.advice import next_steps, step_words
 from bisectk.report.debuglog import AttemptEntry, DebugLog, table
+from bisectk.report.safe import strong
 from bisectk.report.words import (warning_lines, confidence_words, endpoint_lines, failure_line, slow_line, problem_lines, problem_text, runs_words, same_inputs,
                                   search_runs_of, stopped_line, title_words, wall_words)
 
@@ -72,7 +73,7 @@ def to_debuglog(rec: BisectRecord) -> DebugLog:
     log = DebugLog(title, status, f"--good passes, --bad fails: {verdict_words(rec, rec.endpoints.bad.describe())}",
                    rec.environment, related=list(fb.get("files") or ()) if fb else [])
     if fb:
-        log.summary.append(f"{first_words(rec).capitalize()}: **{_short(fb)}** {fb['subject']} ({fb['author']}, "
+        log.summary.append(f"{first_words(rec).capitalize()}: {strong(_short(fb))} {fb['subject']} ({fb['author']}, "
                            f"{fb['date']}); {last_words(rec)}: {', '.join(_short(p) for p in rec.last_good) or '-'}.")
         if line := fresh_build_line(rec):
             log.summary.append(line[0].upper() + line[1:] + ".")

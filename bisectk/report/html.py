@@ -17,11 +17,13 @@ to_html        -- the page: title and status, symptom, environment, summary, pic
                   (report/safe.py), so no control character reaches it from anywhere.
 write_html     -- to_html into a file.
 write_markdown -- the Markdown debug log, its pictures written as SVG files in `<stem>-figures/`
-                  beside it and linked by relative path, so it renders on a code host.
+                  beside it and linked by relative path, so it renders on a code host (none
+                  beside a log that goes to a pipe or a device: outputs.pictures_folder).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,7 @@ from urllib.parse import quote
 from bisectk.engine.records import Record
 from bisectk.report import render
 from bisectk.report.debuglog import DebugLog, _flat, _line, short_environment
-from bisectk.report.outputs import figures_folder
+from bisectk.report.outputs import pictures_folder
 from bisectk.report.safe import html_text, markdown_text, visible_text
 
 MISSING = "pictures need matplotlib, which bisectk installs but this Python cannot import: pip install matplotlib"
@@ -199,13 +201,18 @@ def write_markdown(path: Path, rec: Record, log: DebugLog | None = None) -> str:
     path = Path(path)
     log = log or render.debuglog(rec)
     pictures, note = draw_pictures(rec)
+    folder = pictures_folder(path)
+    if pictures and folder is None:
+        note = "; ".join(filter(None, [note, f"its {len(pictures)} pictures left out: {path} is a pipe, a device or "
+                                              "a name in /dev, with no folder beside it for them (--html FILE holds them)"]))
+        pictures = []
     if pictures:
-        folder = figures_folder(path)
         folder.mkdir(parents=True, exist_ok=True)
         for p in pictures:
             (folder / f"{p.name}.svg").write_text(p.svg, encoding="utf-8")
-        # percent-encoded: a space (or a parenthesis) in a Markdown link's destination ends it
-        log = replace(log, figures=[(p.title, quote(f"{folder.name}/{p.name}.svg")) for p in pictures])
+        # percent-encoded: a space (or a parenthesis) in a Markdown link's destination ends it; from
+        # the name's bytes, so a name that is not UTF-8 (latin-1's 'r\xe9.md') is linked as it is
+        log = replace(log, figures=[(p.title, quote(os.fsencode(f"{folder.name}/{p.name}.svg"))) for p in pictures])
     path.write_text(log.to_markdown(), encoding="utf-8")
     return (f"debug log written to {path}" + (f" ({len(pictures)} picture(s) in {folder}/)" if pictures
                                               else "") + (f"; {note}" if note else ""))

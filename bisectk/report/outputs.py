@@ -5,13 +5,15 @@ A path that cannot be written, or that names what the command reads, is refused 
 found after a search of minutes, it lost the result, and a report written over the spec, the
 subject's script or the ledger destroyed the user's file (the ledger's runs with it).
 
-check_outputs -- one line (errors.BisectkError) for the first output that is a directory, cannot be
+check_outputs -- one line (errors.BisectkError) for the first output that is `-` (stdout to many
+                 tools, a file named '-' here), is a directory, cannot be
                  created (its nearest existing ancestor is no directory, or not writable), is one
                  of the command's inputs (`inputs`: the spec, the ledger and its journals, the files
                  the subject's command names), lies inside an input tree (`trees`: diff's GOOD and
                  BAD), is named by two options, or is where --report FILE.md puts its pictures
                  (FILE-figures/, made after the search: an --html there was lost to "Is a
-                 directory", and a file of that name lost the debug log).
+                 directory", and a file of that name lost the debug log). A --report that is
+                 no regular file (/dev/stdout, a pipe) gets no pictures folder (pictures_folder).
 write_outputs -- call each writer; a write that fails still (a full disk, /dev/full) is a line
                  naming the option and the reason, after the result was printed.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -89,6 +92,9 @@ def check_outputs(outputs: dict[str, Path | None], *, inputs: Iterable[tuple[Pat
     for option, path in outputs.items():
         if path is None:
             continue
+        if str(path) == "-":        # stdout to many tools; here it was a file named '-' (and '--figures/')
+            raise BisectkError(f"{option} -: '-' is not stdout here (it would be a file named '-'): name a file, "
+                               f"or /dev/stdout" + (" (--json prints the JSON document there)" if option == "--json-out" else ""))
         path = Path(path)
         absolute = Path(os.path.abspath(path))
         if absolute in seen:
@@ -127,13 +133,34 @@ def figures_folder(report: Path) -> Path:
     return Path(report).with_name(f"{Path(report).stem}-figures")
 
 
+SYSTEM_TREES = ("/dev", "/proc")     # the kernel's devices and processes: no folder of a user's
+
+
+def pictures_folder(report: Path) -> Path | None:
+    """figures_folder(report), or None where the log goes to no regular file (`--report
+    /dev/stdout`, a pipe such as `>(cat)`, /dev/null) or is named through /dev or /proc
+    (`--report /dev/stdout > log.md`): `/dev/fd/63-figures/` cannot be made, so the log was
+    lost with its pictures, and as root `/dev/null-figures/` was made in /dev."""
+    folder = figures_folder(report)
+    where = os.path.realpath(os.path.abspath(folder.parent))
+    if any(where == tree or where.startswith(tree + "/") for tree in SYSTEM_TREES):
+        return None
+    try:
+        mode = os.stat(report).st_mode
+    except OSError:         # not there yet: the write makes a regular file
+        return folder
+    return folder if stat.S_ISREG(mode) else None
+
+
 def _check_figures(outputs: dict[str, Path | None]) -> None:
     """Refuse an output that is, or lies in, the --report's pictures folder, and a pictures folder
     that a file (or a link to one) already holds the place of."""
     report = outputs.get("--report")
     if report is None:
         return
-    folder = figures_folder(report)
+    folder = pictures_folder(report)
+    if folder is None:
+        return
     if os.path.lexists(folder) and not folder.is_dir():
         raise BisectkError(f"--report {report}: its pictures go in {folder}/, which is a file; name another report "
                            f"or move that file")

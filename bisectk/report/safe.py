@@ -20,7 +20,15 @@ markdown_text -- a Markdown document bisectk composed, with what came from outsi
                  `<script>` is shown, never rendered by a viewer that allows inline HTML; and
                  `](` written `]\\(` there, so a commit subject's `![x](https://...)` is no
                  picture a viewer fetches (nor `[x](...)` a link), but on the lines bisectk
-                 wrote as its own links (the pictures beside the log).
+                 wrote as its own links (the pictures beside the log); and `*`, `~` and `_`
+                 (but inside a word: `tile_elems` stays greppable) backslash-escaped outside
+                 code spans there, so no name is read as emphasis
+                 (`pkg/__init__.py` was `pkg/<strong>init</strong>.py`), bisectk's own written
+                 with strong and emphasis.
+strong, emphasis -- bisectk's own bold and italic in a Markdown document it composes: written
+                 with two noncharacters (U+FDEE, U+FDEF; Unicode keeps them for a program's internal
+                 use) that markdown_text turns into `**` and `_`, after it has made every `*`, `_`
+                 and `~` from outside text (a culprit in `pkg/__init__.py`, a value `2*x*y`).
 markdown_cell -- one table cell: newlines flattened, `|` escaped (with the backslashes before it,
                  so `a\\|b` neither splits the row nor loses its backslash).
 code_span     -- a Markdown code span that holds any text (fenced by a backtick run longer than
@@ -128,10 +136,75 @@ def _entity(match: re.Match) -> str:
     return _ENTITIES.get(match.group(0), match.group(0))
 
 
+_STRONG, _EMPHASIS = "\ufdee", "\ufdef"
+# a backslash escape (read whole: its character is text already), a backtick run (a code span's
+# fence), or what makes emphasis or strikethrough (GFM's `~`)
+_INLINE = re.compile(r"\\[!-/:-@\[-`{-~]|`+|_+|[*~]")
+_CELL_BORDER = re.compile(r"(?<!\\)(?:\\\\)*\|")
+
+
+def strong(text: str) -> str:
+    """`text` in bisectk's own bold (markdown_text writes it `**text**`)."""
+    return f"{_STRONG}{text}{_STRONG}"
+
+
+def emphasis(text: str) -> str:
+    """`text` in bisectk's own italic (markdown_text writes it `_text_`)."""
+    return f"{_EMPHASIS}{text}{_EMPHASIS}"
+
+
+def marks(text: str) -> str:
+    """`text` with bisectk's own bold and italic written as Markdown, and nothing escaped: the
+    document as a reader that shows it as it is reads it (a JUnit failure's body)."""
+    return text.replace(_STRONG, "**").replace(_EMPHASIS, "_")
+
+
+def _span_end(line: str, start: int, fence: int, table: bool) -> int | None:
+    """Where the code span whose opening run of `fence` backticks ends at `start` closes (after a
+    run of exactly as many), within its table cell; None where nothing closes it (the run is text)."""
+    border = _CELL_BORDER.search(line, start) if table else None
+    for run in re.finditer("`+", line[start:border.start() if border else len(line)]):
+        if len(run.group(0)) == fence:
+            return start + run.end()
+    return None
+
+
+def _word(c: str) -> bool:
+    """A character of a word, to CommonMark: neither space nor punctuation (bisectk's own marks
+    are punctuation: they are written `**` and `_`)."""
+    import unicodedata
+    return not c.isspace() and unicodedata.category(c)[0] not in "PS" and c not in (_STRONG, _EMPHASIS)
+
+
+def _intraword(line: str, start: int, end: int) -> bool:
+    """Whether the run line[start:end] stands between two characters of words (`tile_elems`): a
+    `_` run there neither opens nor closes emphasis in CommonMark, so it is left as it is (a
+    `grep tile_elems` of the log finds it)."""
+    return 0 < start and end < len(line) and _word(line[start - 1]) and _word(line[end])
+
+
+def _inert_emphasis(line: str) -> str:
+    """`line` with every `*` and `~` outside a code span backslash-escaped, and every `_` but
+    those inside a word (a code span shows a backslash as it is, so its text is left alone,
+    paired as CommonMark pairs backtick runs)."""
+    out, pos, table = [], 0, line.startswith("|")
+    while (m := _INLINE.search(line, pos)):
+        out.append(line[pos:m.start()])
+        token, pos = m.group(0), m.end()
+        if token[0] == "`" and (end := _span_end(line, pos, len(token), table)) is not None:
+            token, pos = line[m.start():end], end
+        elif token[0] in "*~" or token[0] == "_" and not _intraword(line, m.start(), m.end()):
+            token = "\\" + "\\".join(token)
+        out.append(token)
+    out.append(line[pos:])
+    return "".join(out)
+
+
 def markdown_text(document: str, links: Container[str] = ()) -> str:
     """`document` (Markdown bisectk composed) with control characters visible, and `&`, `<`, `>`
-    as entities and `](` as `]\\(` outside the fenced code blocks that open at column 0 and the
-    lines in `links` (bisectk's own links; see the module docstring)."""
+    as entities, `](` as `]\\(` and `*`, `_`, `~` backslash-escaped outside the fenced code blocks
+    that open at column 0 and the lines in `links` (bisectk's own links; see the module
+    docstring); bisectk's own strong and emphasis then written as Markdown."""
     out, fence = [], ""
     for line in terminal_text(document).split("\n"):
         if line in links:
@@ -143,7 +216,7 @@ def markdown_text(document: str, links: Container[str] = ()) -> str:
         elif (opened := _FENCE_OPEN.match(line)) and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
             fence = opened.group(1)
         else:
-            line = _MARKDOWN_HTML.sub(_entity, line).replace("](", "]\\(")
+            line = marks(_inert_emphasis(_MARKDOWN_HTML.sub(_entity, line).replace("](", "]\\(")))
         out.append(line)
     return "\n".join(out)
 

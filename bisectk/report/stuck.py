@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from bisectk.names import c_quoted
-from bisectk.report.safe import terminal_text
+from bisectk.report.safe import emphasis, strong, terminal_text
 from bisectk.stuck import Snapshot
 
 HEADER = ["where", "who", "count", "waiting at", "instruction / code", "wait"]
@@ -152,18 +152,18 @@ def markdown(facts: dict | None) -> str:
         snap = _snap(entry)
         if snap is None:
             continue
-        parts.append(f"**{_heading(entry, snap, facts.get('good_last_point'))[len('stuck at -- '):]}**")
+        parts.append(strong(_heading(entry, snap, facts.get('good_last_point'))[len('stuck at -- '):]))
         parts.append("")
         if snap.groups:
             parts.append(table(HEADER, rows(snap)))
         for n in snap.notes:
-            parts += ["", f"_{n}_"]
+            parts += ["", emphasis(n)]
         parts.append("")
     alike = _alike(facts)
     if alike:
         parts.append("Waiting at the same places as the bad endpoint: " + "; ".join(alike) + ".")
     if facts.get("same") is False:
-        parts.append("**Two different hangs:** the bad endpoint and the culprit configuration wait at different places.")
+        parts.append(f"{strong('Two different hangs:')} the bad endpoint and the culprit configuration wait at different places.")
     elif facts.get("same") is True:
         parts.append("The culprit configuration waits at the same places as the bad endpoint.")
     if facts.get("culprit_note"):

@@ -101,9 +101,9 @@ def test_a_terminal_that_says_it_has_no_columns_still_gets_the_result(monkeypatc
 
 def test_markdown_text_escapes_outside_fences_and_keeps_what_bisectk_wrote():
     from bisectk.report.debuglog import code_block
-    from bisectk.report.safe import markdown_text
+    from bisectk.report.safe import markdown_text, strong
     from tests.report.inert import HOSTILE, inert_markdown
-    doc = (f"### t\n\n**Status:** {HOSTILE}\n- a **bold** `code` item, R&D, \\<kept\\>\n\n"
+    doc = (f"### t\n\n{strong('Status:')} {HOSTILE}\n- a {strong('bold')} `code` item, R&D, \\<kept\\>\n\n"
            + code_block(f"x < y && {HOSTILE}\n```\n<script>still code</script>", "diff") + "\n\n<b>after</b>\n")
     out = markdown_text(doc)
     inert_markdown(out, code=True)
@@ -189,3 +189,29 @@ def test_picture_text_is_drawn_without_a_missing_glyph_or_mathtext():
 def test_a_file_name_is_c_quoted_as_git_quotes_a_path(name, shown):
     from bisectk.names import c_quoted
     assert c_quoted(name) == shown and "\n" not in c_quoted(name)
+
+
+def test_emphasis_from_outside_is_text_and_bisectks_own_bold_stays():
+    """A culprit hunk in `pkg/__init__.py` was `pkg/<strong>init</strong>.py` in the debug log and
+    the HTML report (a dunder in a commit subject the same), and a value `2*x*y` was `2<em>x</em>y`:
+    a name shown as other text than it is. What came from outside is text; bisectk's own bold
+    (the labels, the culprit) stays bold, and a code span shows its text as it is."""
+    from markdown_it import MarkdownIt
+    from bisectk.report.debuglog import AttemptEntry, DebugLog
+    from bisectk.report.safe import code_span, strong
+    names = "pkg/__init__.py:1, 2*x*y, _tmp_ and ~~old~~"
+    log = DebugLog(f"t {names}", f"Resolved -- {names}", names, summary=[f"Culprit: {strong(names)}"],
+                   related=["pkg/__init__.py"], differences_header=["hunk", "value"], differences=[[names, names]],
+                   attempts=[AttemptEntry(names, names, code_span(f"run --set 'v={names}'"), names, names)])
+    md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    page = md.render(log.to_markdown())
+    assert "<em>" not in page and "<s>" not in page
+    assert page.count("<strong>") == 8      # Status, Symptom, Related files, the culprit and the attempt's four
+    assert f"<strong>{names}</strong>" in page and page.count(names) == 11
+    assert f"<code>run --set 'v={names}'</code>" in page and "<code>pkg/__init__.py</code>" in page
+    assert "a tile_elems b" in DebugLog("t", "a tile_elems b", "s").to_markdown()    # no emphasis inside a word
+    own = DebugLog("t", "s", "s", summary=[f"Culprit: {strong('__init__')}", f"{strong('x_')}_y"]).to_markdown()
+    assert md.render(own).count("<li><strong>") == 1 and "Culprit: <strong>__init__</strong>" in md.render(own)
+    assert "<li><strong>x_</strong>_y</li>" in md.render(own)
+    plain = log.to_markdown(entities=False)      # JUnit's body: shown as it is, never rendered
+    assert f"- Culprit: **{names}**" in plain and f"**Status:** Resolved -- {names}" in plain

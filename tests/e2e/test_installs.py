@@ -37,7 +37,7 @@ def test_a_build_that_installs_from_a_worktree_is_named_with_the_way_back(tmp_pa
     env = venv(tmp_path)
     repo = (tmp_path / "repo").resolve()
     args = ["bisect", "--repo", repo, "--good", shas[0], "--bad", shas[-1], "--run", "python kernel.py",
-            "--ledger", tmp_path / "l.db"]
+            "--ledger", tmp_path / "l.db", "--json"]
     (tmp_path / "install.py").write_text(EDITABLE)
     # the venv's interpreter by its path (bisectk runs a bare `python` as its own interpreter)
     p = bisectk(*args, "--build", f"{tmp_path / 'venv' / 'bin' / 'python'} {tmp_path / 'install.py'}", env=env,
@@ -46,6 +46,9 @@ def test_a_build_that_installs_from_a_worktree_is_named_with_the_way_back(tmp_pa
     warned = [line for line in p.stderr.splitlines() if line.startswith("bisectk: warning: a build installed")]
     assert len(warned) == 1 and "kernelpkg from bisectk's directory" in warned[0], p.stderr[-2000:]
     assert "/bisectk/worktrees/" in warned[0] and f"pip install -e {repo}" in warned[0]
+    # and in the result's warnings, as every warning said on stderr is: it was said at close, after
+    # the JSON document and the reports were out, so a CI job reading them never learnt it
+    assert json.loads(p.stdout)["warnings"] == [warned[0].removeprefix("bisectk: warning: ")], p.stdout[-2000:]
     # the premise: the environment does point into the worktree now
     url = json.loads(next((tmp_path / "venv").rglob("direct_url.json")).read_text())["url"]
     assert "/bisectk/worktrees/" in url and str(repo) not in url

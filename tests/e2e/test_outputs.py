@@ -33,6 +33,8 @@ def _digests(d: Path) -> dict[str, str]:
     ("--html", ".bisectk/ledger.db", "is the ledger"),
     ("--json-out", "out", "is a directory"),
     ("--report", "s.sh/x.md", "is not a directory"),
+    ("--report", "-", "not stdout"),        # was a file named '-' and a folder '--figures' beside it
+    ("--json-out", "-", "not stdout"),
 ])
 def test_an_output_that_names_an_input_or_cannot_be_written_is_refused_before_any_run(tmp_path, option, target, says):
     spec = _spec(tmp_path)

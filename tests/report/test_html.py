@@ -50,6 +50,51 @@ def test_markdown_report_links_pictures_written_beside_it(tmp_path):
     assert "#### Pictures" in text and "2 picture(s)" in line
 
 
+def test_a_report_whose_name_is_not_utf8_links_its_pictures_by_their_bytes(tmp_path):
+    """`--report $'r\\xe9.md'` (a latin-1 name): the link's percent-encoding raised
+    UnicodeEncodeError on the name's undecodable byte, an internal error (exit 3) after the search
+    that lost the debug log, and the --html and --json-out written after it."""
+    import os
+    from urllib.parse import unquote_to_bytes
+    md = tmp_path / os.fsdecode(b"r\xe9.md")
+    line = H.write_markdown(md, interaction_record())
+    links = re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", md.read_text())
+    assert links == ["r%E9-figures/run-matrix.svg", "r%E9-figures/interaction.svg"], links
+    for link in links:
+        assert (tmp_path / os.fsdecode(unquote_to_bytes(link))).read_text().startswith("<svg")
+    assert "2 picture(s)" in line
+
+
+def test_a_report_to_a_pipe_or_device_is_written_without_a_pictures_folder_beside_it(tmp_path):
+    """`--report /dev/stdout`, `--report >(cat > log.md)`, `--report /dev/null`: the pictures went
+    in `/dev/fd/63-figures/`, which cannot be made, so after the whole search the debug log was lost
+    too ('could not write --report /dev/fd/63: No such file or directory', exit 2); as root
+    `/dev/null-figures/` was made in /dev. A log that goes to no regular file is written without
+    pictures, and says so."""
+    import os
+    import threading
+    read, write = os.pipe()
+    got = []
+    reader = threading.Thread(target=lambda: got.append(os.fdopen(read, "rb").read()))
+    reader.start()
+    try:
+        line = H.write_markdown(Path(f"/dev/fd/{write}"), interaction_record())
+    finally:
+        os.close(write)
+        reader.join(10)
+    text = got[0].decode("utf-8")
+    assert text.startswith("### ") and "#### Pictures" not in text and "-figures/" not in text
+    assert line.startswith(f"debug log written to /dev/fd/{write}") and "pictures left out" in line, line
+    assert not list(tmp_path.iterdir()) and not os.path.lexists(f"/dev/fd/{write}-figures")
+    # /dev/stdout redirected to a file (`--report /dev/stdout > log.md`): a regular file, named in /dev
+    log = tmp_path / "log.md"
+    with open(log, "w") as f:
+        named = Path(f"/dev/fd/{f.fileno()}")
+        line = H.write_markdown(named, interaction_record())
+    assert "pictures left out" in line and "#### Pictures" not in log.read_text()
+    assert not os.path.lexists(f"{named}-figures") and os.listdir(tmp_path) == ["log.md"]
+
+
 def test_a_report_named_with_spaces_links_its_pictures_as_markdown_reads_links(tmp_path):
     """`--report "my report (1).md"`: the link `![..](my report (1)-figures/run-matrix.svg)` is no
     link in Markdown (a space ends its destination): the pictures did not render on a code host."""

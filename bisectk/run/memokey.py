@@ -180,19 +180,38 @@ def _git(root: Path, *args: str) -> bytes | None:
     return p.stdout if p.returncode == 0 else None
 
 
+def _untag(tagged: bytes) -> tuple[bytes, list[bytes]]:
+    """`git ls-files -s -v -z` read as `git ls-files -s -z` (the index's entries, so a tree's key
+    is the one it had), and the paths of the entries whose tag says `git status` leaves them out:
+    lowercase, assume-unchanged (`update-index --assume-unchanged`, a local settings file never to
+    commit), or `S`, skip-worktree (sparse checkout): edited, they differ from the index unseen."""
+    entries, hidden = [], []
+    for entry in tagged.split(b"\0"):
+        if len(entry) < 2:
+            continue
+        tag, rest = entry[:1], entry[2:]
+        entries.append(rest)
+        if tag.islower() or tag == b"S":
+            hidden.append(rest.split(b"\t", 1)[-1])
+    return b"".join(e + b"\0" for e in entries), hidden
+
+
 def _git_tree(root: Path) -> str | None:
     """The tree's content through git (None when `root` is not in a git work tree). Nothing is
     written: `--no-optional-locks` keeps `git status` from refreshing the user's index."""
     inside = _git(root, "rev-parse", "--is-inside-work-tree")
     if inside is None or inside.strip() != b"true":
         return None
-    index = _git(root, "ls-files", "-s", "-z", "--", ".")
+    tagged = _git(root, "ls-files", "-s", "-v", "-z", "--", ".")
     status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".")
     top = _git(root, "rev-parse", "--show-toplevel")
-    if index is None or status is None or top is None:
+    if tagged is None or status is None or top is None:
         return None
     top_path = Path(os.fsdecode(top.strip()))
+    index, hidden = _untag(tagged)
     h = hashlib.sha256(index)
+    for rel in hidden:      # git status never reports them: their content, as for a modified file
+        h.update(b"hidden\0" + rel + b"\0" + file_digest(root / os.fsdecode(rel)).encode())
     entries = status.split(b"\0")
     i = 0
     while i < len(entries):

@@ -202,6 +202,24 @@ def test_a_git_tree_is_keyed_by_its_index_and_changes_without_writing_the_users_
     assert index.stat().st_mtime_ns == before
 
 
+@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
+def test_a_tracked_file_git_status_is_told_to_ignore_is_keyed_by_its_content(env, flag):
+    """A file marked `git update-index --assume-unchanged` (a local settings module, a habit for
+    edits never to commit) or `--skip-worktree` (sparse checkout) never shows in `git status`:
+    the tree digest read only the index for it, so after an edit that breaks the subject, the
+    earlier PASS was answered from the ledger."""
+    d = project(env)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=d, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=d, check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=d, check=True)
+    subprocess.run(["git", "update-index", flag, "helper.py"], cwd=d, check=True)
+    first = verdict(d, env / "l.db")
+    (d / "helper.py").write_text("ERR = 0.99\n")
+    second = verdict(d, env / "l.db")
+    assert [(v.outcome, n) for v, n in (first, second)] == [(Outcome.PASS, 1), (Outcome.FAIL, 1)]
+
+
 def test_a_ledger_written_under_the_old_key_just_misses(env):
     d = project(env)
     spec = load_spec(d / "spec.toml")

@@ -26,7 +26,8 @@ environment_digest -- the environment bisectk passes on (its own, which the subj
                       any of them, and bisectk cannot know which it reads.
 tree_digest        -- the content of a directory's sources. In a git work tree: the index (blob
                       ids, which git keeps current by stat data) plus the content of every file
-                      `git status` reports modified (a submodule: its own tree digest), and of
+                      `git status` reports modified (a submodule: its own tree digest) or is
+                      told to leave out (assume-unchanged, skip-worktree: `_untag`), and of
                       untracked source files (ignored files never count). Elsewhere: every source file's path and content hash, a file
                       rehashed only when its size or mtime changed (file_digest's stat cache, for
                       the process). Build outputs, `__pycache__` and `.bisectk` (the ledger, logs)

@@ -903,3 +903,21 @@ def test_recorded_sources_are_read_one_way_when_reading_and_when_adding(tmp_path
     assert db.add_sources("k", ["b.py"]) == sorted({*read, "b.py"})
     assert db.sources("k") == sorted({*read, "b.py"})
     db.close()
+
+
+def test_an_interrupt_while_the_ledger_is_prepared_closes_its_connection(tmp_path, monkeypatch):
+    """Ctrl-C (a CI job's SIGTERM) in the second a command opens its ledger: the connection, made
+    and put in WAL mode, was never closed, so a brand-new ledger was left with -wal and -shm files
+    beside it, its tables in the log alone."""
+    made = []
+    prepare = store.Store._prepare
+
+    def interrupted(self):
+        made.append(prepare(self))
+        raise KeyboardInterrupt
+    monkeypatch.setattr(store.Store, "_prepare", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        Ledger(tmp_path / "l.db")
+    assert made and not (tmp_path / "l.db-wal").exists() and not (tmp_path / "l.db-shm").exists()
+    monkeypatch.undo()
+    Ledger(tmp_path / "l.db").close()

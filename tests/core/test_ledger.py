@@ -802,6 +802,26 @@ def test_reading_a_ledger_leaves_its_directory_as_it_found_it(tmp_path):
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
 
 
+
+def test_reading_another_users_ledger_leaves_no_files_that_would_lock_its_owner_out(tmp_path, monkeypatch):
+    """`bisectk report` (or `log`, `ledger check`) on a ledger this user cannot write, in a directory
+    it can (a team's shared directory, a CI cache): SQLite made -wal and -shm beside it for the
+    reader, owned by the reader, and the reader's close could not remove them (that takes a
+    read-write connection). The owner's next command then failed: SQLite opens another user's
+    -wal read-only, 'attempt to write a readonly database', said as 'ledger ... is read-only'."""
+    path = tmp_path / "l.db"
+    ledger = Ledger(path)
+    ledger.add_run(FP, KEY, a_run(1), ledger.open_session("run", FP, {}))
+    ledger.close()
+    access = os.access
+    monkeypatch.setattr(sqlitefile.os, "access", lambda p, mode: access(p, mode) and not (
+        mode & os.W_OK and os.path.realpath(p) == os.path.realpath(path)))
+    reader = Ledger(path, readonly=True)
+    assert reader.runs(FP, KEY)[0].signature == "run 1"
+    reader.close()
+    assert check(path).ok
+    assert sorted(os.listdir(tmp_path)) == ["l.db"]
+
 def test_a_reader_leaves_the_write_ahead_log_to_a_writer_that_has_the_ledger_open(tmp_path):
     """A report while a command writes the ledger: the reader's close keeps the writer's -wal and
     -shm (SQLite removes them only for the last connection), the writer goes on, and its own

@@ -353,6 +353,9 @@ def salvage(path: str | Path, dest: str | Path) -> dict[str, int]:
     path, dest = Path(path), Path(dest)
     if dest.exists():
         raise LedgerError(f"{dest} exists; salvage writes a new ledger and never overwrites one")
+    if not dest.parent.is_dir():    # as --ledger: a typo's directories are not made
+        raise LedgerError(f"--salvage {dest}: the directory {dest.parent} does not exist (salvage makes a ledger "
+                          f"file, not the directories named above it: create {dest.parent} first, or check the path)")
     journal = next((j for j in ("-wal", "-shm", "-journal")
                     if Path(os.path.abspath(dest)).resolve() == Path(os.path.abspath(f"{path}{j}")).resolve()), None)
     if journal:     # a ledger there is no journal of `path`: SQLite resets it at `path`'s next write

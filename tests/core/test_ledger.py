@@ -941,3 +941,16 @@ def test_an_interrupt_while_the_ledger_is_prepared_closes_its_connection(tmp_pat
     assert made and not (tmp_path / "l.db-wal").exists() and not (tmp_path / "l.db-shm").exists()
     monkeypatch.undo()
     Ledger(tmp_path / "l.db").close()
+
+
+def test_salvage_into_a_directory_that_does_not_exist_is_refused_not_made(tmp_path):
+    """`ledger check --salvage ~/bakup/l.db` (a typo): the directories were made and the rows
+    copied there, where --ledger refuses a directory that does not exist (a typo's ledger is one no
+    later command finds); said in one line, nothing made."""
+    path = tmp_path / "l.db"
+    ledger = Ledger(path)
+    ledger.add_run(FP, KEY, a_run(1), ledger.open_session("run", FP, {}))
+    ledger.close()
+    p = bisectk("ledger", "check", path, "--salvage", tmp_path / "bakup" / "sub" / "s.db")
+    assert p.returncode == 2 and p.stderr.startswith("bisectk: ") and len(p.stderr.splitlines()) == 1, p.stderr
+    assert "does not exist" in p.stderr and not (tmp_path / "bakup").exists()

@@ -105,7 +105,7 @@ SCRIPT_BYTES = 1 << 20           # a program named by path up to this size is ke
 POLICY_VERSION = "progress-v2"   # the watchdog's rules (run/progress.py): a change there is a new key
 
 
-# a CI job's own bookkeeping (GitHub Actions, GitLab CI): its ids and attempt, its runner, tokens and
+# a CI job's own bookkeeping (GitHub Actions, GitLab CI, Jenkins): its ids and attempt, its runner, tokens and
 # service URLs, its step files, who triggered it, and the pipeline's commit (a run's tree is keyed by
 # its revision or content, never by the CI's name for it). Every job has its own, so a ledger restored
 # from the CI cache, or a retried job's --resume, answered nothing. What a job sets for its scripts
@@ -119,6 +119,11 @@ CI_JOB_ENV = frozenset({
     "RUNNER_TRACKING_ID", "CI_BUILD_ID", "CI_BUILD_TOKEN", "CI_REPOSITORY_URL", "CI_REGISTRY_PASSWORD",
     "CI_DEPLOY_PASSWORD", "CI_DEPENDENCY_PROXY_PASSWORD", "GITLAB_USER_ID", "GITLAB_USER_LOGIN", "GITLAB_USER_NAME",
     "GITLAB_USER_EMAIL",
+    # Jenkins (a job's workspace, and its ledger, is kept from build to build): each build's number,
+    # tag and URLs, its executor slot and agent, the server's cookies, the commits its git plugin names
+    "BUILD_NUMBER", "BUILD_ID", "BUILD_DISPLAY_NAME", "BUILD_TAG", "BUILD_URL", "EXECUTOR_NUMBER", "NODE_NAME",
+    "JENKINS_SERVER_COOKIE", "HUDSON_COOKIE", "RUN_DISPLAY_URL", "RUN_ARTIFACTS_DISPLAY_URL", "RUN_CHANGES_DISPLAY_URL",
+    "RUN_TESTS_DISPLAY_URL", "GIT_COMMIT", "GIT_PREVIOUS_COMMIT", "GIT_PREVIOUS_SUCCESSFUL_COMMIT",
 })
 CI_JOB_PREFIXES = ("ACTIONS_", "CI_JOB_", "CI_PIPELINE_", "CI_COMMIT_", "CI_MERGE_REQUEST_", "CI_RUNNER_",
                    "CI_CONCURRENT_", "CI_EXTERNAL_PULL_REQUEST_")

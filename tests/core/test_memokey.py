@@ -153,6 +153,29 @@ def test_a_ci_jobs_own_bookkeeping_is_no_input():
     assert environment_digest(job(1)) != environment_digest({**job(1), "GITHUB_REPOSITORY": "o/s"})
 
 
+
+def test_a_jenkins_builds_own_bookkeeping_is_no_input():
+    """Jenkins keeps a job's workspace, and with it `.git/bisectk/ledger.db`, from build to build,
+    but every build has its own number, tag, URLs, executor slot and server cookie: the next
+    build's key never matched and its triage ran everything again. A job's parameters and its
+    name still count."""
+    from bisectk.run.memokey import environment_digest
+
+    def build(n: int) -> dict[str, str]:
+        return {"JENKINS_URL": "https://ci.example.com/", "JOB_NAME": "kernels/main", "WORKSPACE": "/w/kernels",
+                "ARCH": "sm_90a", "BUILD_NUMBER": f"{n}", "BUILD_ID": f"{n}", "BUILD_DISPLAY_NAME": f"#{n}",
+                "BUILD_TAG": f"jenkins-kernels-main-{n}", "BUILD_URL": f"https://ci.example.com/job/kernels/{n}/",
+                "EXECUTOR_NUMBER": f"{n % 2}", "NODE_NAME": f"gpu-{n}", "JENKINS_SERVER_COOKIE": f"c{n}",
+                "HUDSON_COOKIE": f"h{n}", "RUN_DISPLAY_URL": f"https://ci.example.com/{n}/display",
+                "RUN_ARTIFACTS_DISPLAY_URL": f"https://ci.example.com/{n}/artifacts",
+                "RUN_CHANGES_DISPLAY_URL": f"https://ci.example.com/{n}/changes",
+                "RUN_TESTS_DISPLAY_URL": f"https://ci.example.com/{n}/tests", "GIT_COMMIT": f"{n}" * 40,
+                "GIT_PREVIOUS_COMMIT": f"{n + 1}" * 40, "GIT_PREVIOUS_SUCCESSFUL_COMMIT": f"{n + 2}" * 40}
+
+    assert environment_digest(build(1)) == environment_digest(build(2))
+    assert environment_digest(build(1)) != environment_digest({**build(1), "ARCH": "sm_100a"})   # a parameter
+    assert environment_digest(build(1)) != environment_digest({**build(1), "JOB_NAME": "kernels/dev"})
+
 def test_a_module_of_the_subjects_tree_is_in_the_key(env):
     d = project(env)
     assert verdict(d, env / "l.db")[0].outcome is Outcome.PASS

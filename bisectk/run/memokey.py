@@ -105,11 +105,12 @@ SCRIPT_BYTES = 1 << 20           # a program named by path up to this size is ke
 POLICY_VERSION = "progress-v2"   # the watchdog's rules (run/progress.py): a change there is a new key
 
 
-# a CI job's own bookkeeping (GitHub Actions, GitLab CI, Jenkins): its ids and attempt, its runner, tokens and
-# service URLs, its step files, who triggered it, and the pipeline's commit (a run's tree is keyed by
-# its revision or content, never by the CI's name for it). Every job has its own, so a ledger restored
-# from the CI cache, or a retried job's --resume, answered nothing. What a job sets for its scripts
-# (CI, the repository, a shard's CI_NODE_INDEX, the workflow's env) still counts.
+# a CI job's own bookkeeping (GitHub Actions, GitLab CI, Jenkins; a SLURM job's): its ids and
+# attempt, its runner, tokens and service URLs, its step files, who triggered it, and the pipeline's
+# commit (a run's tree is keyed by its revision or content, never by the CI's name for it). Every job
+# has its own, so a ledger restored from the CI cache, or a retried job's --resume, answered nothing.
+# What a job sets for its scripts (CI, the repository, a shard's CI_NODE_INDEX, the workflow's env)
+# still counts.
 CI_JOB_ENV = frozenset({
     "GITHUB_RUN_ID", "GITHUB_RUN_NUMBER", "GITHUB_RUN_ATTEMPT", "GITHUB_JOB", "GITHUB_ACTION", "GITHUB_ACTION_REF",
     "GITHUB_ACTION_REPOSITORY", "GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE", "GITHUB_STEP_SUMMARY",
@@ -124,6 +125,14 @@ CI_JOB_ENV = frozenset({
     "BUILD_NUMBER", "BUILD_ID", "BUILD_DISPLAY_NAME", "BUILD_TAG", "BUILD_URL", "EXECUTOR_NUMBER", "NODE_NAME",
     "JENKINS_SERVER_COOKIE", "HUDSON_COOKIE", "RUN_DISPLAY_URL", "RUN_ARTIFACTS_DISPLAY_URL", "RUN_CHANGES_DISPLAY_URL",
     "RUN_TESTS_DISPLAY_URL", "GIT_COMMIT", "GIT_PREVIOUS_COMMIT", "GIT_PREVIOUS_SUCCESSFUL_COMMIT",
+    # a SLURM job (a GPU cluster's allocation, a new one for each sitting): its ids, step and task pid,
+    # times, the ports and hosts its launcher talks on, its nodes and CPU mask; not what it was given
+    # (GPUs, CPUs, memory), nor an array task's index
+    "SLURM_JOB_ID", "SLURM_JOBID", "SLURM_ARRAY_JOB_ID", "SLURM_STEP_ID", "SLURM_STEPID", "SLURM_TASK_PID",
+    "SLURM_JOB_START_TIME", "SLURM_JOB_END_TIME", "SLURM_SRUN_COMM_PORT", "SLURM_SRUN_COMM_HOST",
+    "SLURM_STEP_LAUNCHER_PORT", "SLURM_LAUNCH_NODE_IPADDR", "SLURM_SUBMIT_HOST", "SLURM_JOB_NODELIST",
+    "SLURM_NODELIST", "SLURM_STEP_NODELIST", "SLURMD_NODENAME", "SLURM_TOPOLOGY_ADDR", "SLURM_CPU_BIND",
+    "SLURM_CPU_BIND_LIST",
 })
 CI_JOB_PREFIXES = ("ACTIONS_", "CI_JOB_", "CI_PIPELINE_", "CI_COMMIT_", "CI_MERGE_REQUEST_", "CI_RUNNER_",
                    "CI_CONCURRENT_", "CI_EXTERNAL_PULL_REQUEST_")

@@ -176,6 +176,29 @@ def test_a_jenkins_builds_own_bookkeeping_is_no_input():
     assert environment_digest(build(1)) != environment_digest({**build(1), "ARCH": "sm_100a"})   # a parameter
     assert environment_digest(build(1)) != environment_digest({**build(1), "JOB_NAME": "kernels/dev"})
 
+
+def test_a_slurm_jobs_own_bookkeeping_is_no_input():
+    """A kernel author on a GPU cluster runs bisectk in a new SLURM allocation each time (`srun
+    --gres=gpu:1 bisectk ablate ...`): every job has its own id, step, task pid, ports, times,
+    nodes and CPU mask, so no run was ever answered from the ledger of the job before. What a job
+    is given (its GPUs, CPU count, an array task's index) still counts."""
+    from bisectk.run.memokey import environment_digest
+
+    def job(n: int) -> dict[str, str]:
+        return {"SLURM_CLUSTER_NAME": "c", "SLURM_CPUS_PER_TASK": "8", "SLURM_JOB_PARTITION": "gpu",
+                "SLURM_ARRAY_TASK_ID": "3", "SLURM_JOB_GPUS": "0", "SLURM_JOB_ID": f"{n}", "SLURM_JOBID": f"{n}",
+                "SLURM_STEP_ID": f"{n}", "SLURM_STEPID": f"{n}", "SLURM_TASK_PID": f"{n}",
+                "SLURM_ARRAY_JOB_ID": f"{n}", "SLURM_JOB_START_TIME": f"{n}", "SLURM_JOB_END_TIME": f"{n + 1}",
+                "SLURM_SRUN_COMM_PORT": f"{n}", "SLURM_SRUN_COMM_HOST": f"10.0.0.{n}",
+                "SLURM_STEP_LAUNCHER_PORT": f"{n}", "SLURM_LAUNCH_NODE_IPADDR": f"10.0.0.{n}",
+                "SLURM_SUBMIT_HOST": f"login{n}", "SLURM_JOB_NODELIST": f"gpu{n}", "SLURM_NODELIST": f"gpu{n}",
+                "SLURM_STEP_NODELIST": f"gpu{n}", "SLURMD_NODENAME": f"gpu{n}", "SLURM_TOPOLOGY_ADDR": f"gpu{n}",
+                "SLURM_CPU_BIND": f"quiet,mask_cpu:0x{n:02x}", "SLURM_CPU_BIND_LIST": f"0x{n:02x}"}
+
+    assert environment_digest(job(1)) == environment_digest(job(2))
+    for name, value in (("SLURM_JOB_GPUS", "1"), ("SLURM_CPUS_PER_TASK", "4"), ("SLURM_ARRAY_TASK_ID", "4")):
+        assert environment_digest(job(1)) != environment_digest({**job(1), name: value}), name
+
 def test_a_module_of_the_subjects_tree_is_in_the_key(env):
     d = project(env)
     assert verdict(d, env / "l.db")[0].outcome is Outcome.PASS

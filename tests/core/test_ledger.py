@@ -309,12 +309,13 @@ def test_check_reports_damage_and_salvage_copies_what_can_be_read(tmp_path):
 
 
 def test_a_ledger_sqlite_cannot_open_is_not_sent_round_in_a_circle(tmp_path):
-    """A ledger cut to half its size: SQLite cannot open it at all. Before: `ledger check` said
+    """A ledger cut inside its first page: SQLite cannot open it at all. Before: `ledger check` said
     "what to do: ... --salvage NEW.db", and the salvage failed with "see `bisectk ledger check`"
-    -- each command sending the user to the other, nothing saved."""
+    -- each command sending the user to the other, nothing saved. (It was cut to half its size
+    here, which SQLite cannot open either; its whole pages are read since: the test below.)"""
     path = populated(tmp_path / "l.db")
     data = path.read_bytes()
-    path.write_bytes(data[:len(data) // 2])
+    path.write_bytes(data[:2000])
     text = "\n".join(check(path).lines())
     assert "--salvage" not in text and "another --ledger" in text, text
     with pytest.raises(LedgerError) as err:
@@ -322,6 +323,24 @@ def test_a_ledger_sqlite_cannot_open_is_not_sent_round_in_a_circle(tmp_path):
     assert "ledger check" not in str(err.value) and "another --ledger" in str(err.value)
     assert not (tmp_path / "new.db").exists()
 
+
+
+def test_a_ledger_cut_short_gives_up_the_rows_on_its_whole_pages(tmp_path):
+    """A ledger cut to half its size (a copy or a CI cache's restore stopped by a full disk): its
+    header still counts the pages it had, so SQLite refused every read of it, and `ledger check`
+    said nothing could be salvaged, where most of the runs (hours of GPU time) lay on the pages
+    left. They are read through a repaired copy; the file itself is never written."""
+    path = populated(tmp_path / "l.db")
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2 + 1000])      # not even on a page boundary
+    before = sha(path)
+    report = check(path)
+    assert not report.ok and any("cut short" in p for p in report.problems), report.problems
+    assert report.rows["runs"] > 50 and any("--salvage" in line for line in report.lines())
+    copied = salvage(path, tmp_path / "new.db")
+    assert sha(path) == before and sorted(os.listdir(tmp_path)) == ["l.db", "new.db"]
+    assert copied["runs"] == report.rows["runs"] and check(tmp_path / "new.db").ok
+    assert len(Ledger(tmp_path / "new.db").runs(FP, '{"a":0}')) == 1
 
 KILLED = """
 import os, sys

@@ -446,8 +446,17 @@ def salvage(path: str | Path, dest: str | Path) -> dict[str, int]:
         raise LedgerError(f"{dest} is where SQLite keeps {path}'s journal ({journal}); the salvaged ledger would be "
                           "lost at the next command on it: name another file")
     src, _cut = _open_for_reading(path)
-    new = Ledger(dest)
+    # written beside `dest` and given its name once whole: an interrupted salvage leaves no ledger
+    # that looks like any other with half its rows, nor a `dest` that refuses the next salvage
+    scratch = dest.with_name(f".{dest.name}.salvage-{os.getpid()}")
+    try:
+        new = Ledger(scratch)
+    except BaseException:
+        src.close()
+        _remove_ledger(scratch)
+        raise
     copied = {}
+    whole = False
     try:
         for table, cols in _COPY.items():
             n = 0
@@ -461,7 +470,28 @@ def salvage(path: str | Path, dest: str | Path) -> dict[str, int]:
                                        f"({', '.join('?' * len(cols))})", row)
                         n += 1
             copied[table] = n
+        whole = True
     finally:
         src.close()
         new.close()
+        if not whole:
+            _remove_ledger(scratch)
+    try:
+        os.link(scratch, dest)      # never over a file that appeared meanwhile
+    except FileExistsError:
+        raise LedgerError(f"{dest} exists; salvage writes a new ledger and never overwrites one") from None
+    except OSError:                 # a file system without hard links
+        if os.path.lexists(dest):
+            raise LedgerError(f"{dest} exists; salvage writes a new ledger and never overwrites one") from None
+        os.replace(scratch, dest)
+    finally:
+        _remove_ledger(scratch)
     return copied
+
+
+def _remove_ledger(path: Path) -> None:
+    for p in (path, *(Path(f"{path}{j}") for j in ("-wal", "-shm", "-journal"))):
+        try:
+            p.unlink()
+        except OSError:
+            pass

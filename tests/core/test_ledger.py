@@ -975,3 +975,23 @@ def test_salvage_into_a_directory_that_does_not_exist_is_refused_not_made(tmp_pa
     p = bisectk("ledger", "check", path, "--salvage", tmp_path / "bakup" / "sub" / "s.db")
     assert p.returncode == 2 and p.stderr.startswith("bisectk: ") and len(p.stderr.splitlines()) == 1, p.stderr
     assert "does not exist" in p.stderr and not (tmp_path / "bakup").exists()
+
+
+def test_an_interrupted_salvage_leaves_no_ledger_that_looks_whole(tmp_path, monkeypatch):
+    """Ctrl-C while `ledger check --salvage NEW.db` copied a large ledger: NEW.db was left with the
+    sessions copied and none of the runs, a ledger like any other to the `--ledger NEW.db` the
+    check advised, and a second salvage was refused ('NEW.db exists')."""
+    import bisectk.ledger_check as LC
+    path = populated(tmp_path / "l.db")
+    rows = LC._readable_rows
+
+    def interrupted(db, table, cols, problems=None):
+        if table == "runs":
+            raise KeyboardInterrupt
+        return rows(db, table, cols, problems)
+    monkeypatch.setattr(LC, "_readable_rows", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        salvage(path, tmp_path / "new.db")
+    assert sorted(os.listdir(tmp_path)) == ["l.db"]
+    monkeypatch.undo()
+    assert salvage(path, tmp_path / "new.db")["runs"] == 300

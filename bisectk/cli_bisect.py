@@ -155,11 +155,12 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
     check_outputs(report, json_out, html, spec=s, ledger=ledger_path, as_json=as_json)
     with Session("bisect", s, ledger_path, args=args, policy=pol,
                  reporter=reporter(as_json, None)) as session:
-        prev = session.previous
-        same = prev is not None and all(prev["args"].get(k, d) == args[k] for k, d in
-                                        (("good", None), ("bad", None), ("olds", [good_sha]), ("paths", []),
-                                         ("find_fix", False)))
-        if resume and not same:
+        def these_refs(prev: dict) -> bool:
+            return all(prev["args"].get(k, d) == args[k] for k, d in
+                       (("good", None), ("bad", None), ("olds", [good_sha]), ("paths", []), ("find_fix", False)))
+        # the last bisection of these refs, behind any of other refs since
+        if resume and session.ledger.last_session("bisect", session.fingerprint, before=session.id,
+                                                  accept=these_refs) is None:
             other = session.ledger.last_session("bisect", before=session.id)
             fail(f"--resume: no earlier bisection of {good}..{bad} with this subject in {session.ledger.path}" + (
                 f": the last one (session {other['id']}) ran {args['subject']} as it was then, and a file it "

@@ -83,9 +83,12 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
     check_outputs(report, json_out, html, junit, spec=s, ledger=ledger_path, as_json=as_json)
     with Session("triage", s, ledger_path, args=args, policy=pol,
                  reporter=reporter(as_json, None)) as session:
-        prev = session.previous
-        if resume and (prev is None or (prev["args"].get("good"), prev["args"].get("bad"), prev["args"].get("paths", []))
-                       != (args["good"], args["bad"], args["paths"])):
+        def these_refs(prev: dict) -> bool:
+            return ((prev["args"].get("good"), prev["args"].get("bad"), prev["args"].get("paths", []))
+                    == (args["good"], args["bad"], args["paths"]))
+        # the last triage of these refs, behind any of other refs since
+        if resume and session.ledger.last_session("triage", session.fingerprint, before=session.id,
+                                                  accept=these_refs) is None:
             fail(f"--resume: no earlier triage of {good}..{bad} with this subject in {session.ledger.path}")
         if not as_json:
             say_command(files, spec, sub, root)

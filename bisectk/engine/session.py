@@ -127,9 +127,6 @@ class Session:
                                f"sets too (CUDA_VISIBLE_DEVICES = {spec.env['CUDA_VISIBLE_DEVICES']!r}): "
                                "leave --gpus out, or the variable out of the spec")
         self.log_cap = logcap.cap_bytes()      # a bad BISECTK_LOG_CAP_MB is said before anything runs
-        self.ledger = Ledger(ledger_path)
-        # a ledger deleted or replaced mid-run is written again (ledger/store.py Store._in_place): say so
-        self.ledger.on_notice = lambda text: sys.stderr.write(f"bisectk: warning: {text}\n")
         self.events = EventBus()
         self.reporter = None
         self.closers: list[Callable[[], None]] = []
@@ -139,6 +136,19 @@ class Session:
         # installs from there is named at close (engine/installs.py), with the user's own copy
         self.started, self.run_roots, self.yours = time.time(), [], Path.cwd()
         self.installs_looked = False       # install_warnings ran (finish): close does not look again
+        self.ledger = Ledger(ledger_path)
+        try:    # an interrupt before the command holds the session (`with`): closed all the same
+            self._open(command, spec, fingerprint, args, reporter)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, command: str, spec: Spec, fingerprint: str | None, args: dict[str, Any] | None,
+              reporter: Callable | None) -> None:
+        """The session's row in the opened ledger, and what it needs from the start; an empty
+        session left here by an interrupt is dropped by close (a --resume or `log` would find it)."""
+        # a ledger deleted or replaced mid-run is written again (ledger/store.py Store._in_place): say so
+        self.ledger.on_notice = lambda text: sys.stderr.write(f"bisectk: warning: {text}\n")
         from bisectk.run.snapshot import SnapshotPolicy
         self.snapshots = SnapshotPolicy(self.policy.snapshots)   # one budget for the whole command
         self.fingerprint = fingerprint or spec.fingerprint()

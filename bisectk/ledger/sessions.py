@@ -53,15 +53,21 @@ class Sessions:
                             (session, session))
 
     def last_session(self, command: str, fingerprint: str | None = None,
-                     before: int | None = None) -> dict[str, Any] | None:
-        """The newest session of `command` (of that subject fingerprint; older than session `before`)."""
+                     before: int | None = None, accept=None) -> dict[str, Any] | None:
+        """The newest session of `command` (of that subject fingerprint; older than session `before`;
+        one `accept(session)` holds for: a --resume of these refs, behind sessions of others)."""
         q = "command=?"
         args: tuple = (command,)
         if fingerprint:
             q, args = q + " AND fingerprint=?", (*args, fingerprint)
         if before is not None:
             q, args = q + " AND id<?", (*args, before)
-        return self._newest_session(q, args, "reading sessions")
+        if accept is None:
+            return self._newest_session(q, args, "reading sessions")
+        with self.lock, self._read("reading sessions"):
+            rows = self.db.execute("SELECT id, command, fingerprint, args_json, created, finished, result_json"
+                                   f" FROM sessions WHERE {q} ORDER BY id DESC", args).fetchall()
+        return next((s for s in (self._decode(_session, r) for r in rows) if accept(s)), None)
 
     def last_finished_session(self) -> dict[str, Any] | None:
         """The newest session that stored a result (any command)."""

@@ -3,7 +3,8 @@
 network_fs       -- the network file system a path is on (WAL's shared memory is never shared
                     between hosts there, so the ledger keeps the rollback journal).
 _retry_busy      -- one statement retried while another process holds a lock it cannot wait for.
-_connect_readonly -- open without writing anything; its close leaves no -wal or -shm file (_Reader).
+_connect_readonly -- open without writing anything; its close leaves no -wal or -shm file (_Reader;
+                    `_hands_off`: none is made beside a ledger of another user's).
 """
 
 from __future__ import annotations
@@ -144,6 +145,23 @@ def _tidy(path: Path) -> None:
         pass
 
 
+def _hands_off(path: Path) -> bool:
+    """Whether a reader must make no -wal or -shm file beside a ledger: one in WAL mode (its
+    header's read version 2) that this process cannot write, none of whose connections is open
+    (no -wal file: SQLite removes it with the last one). `mode=ro` would make both, owned by this
+    user, and no close of ours could remove them (`_tidy` needs a read-write connection): the
+    owner's next command then opens that -wal read-only and fails, 'attempt to write a readonly
+    database'. Read as `immutable=1` instead, as a ledger in a read-only directory is."""
+    if os.access(path, os.W_OK) or Path(f"{path}-wal").exists() or Path(f"{path}-shm").exists():
+        return False
+    try:
+        with open(path, "rb") as f:
+            header = f.read(20)
+    except OSError:
+        return False
+    return len(header) == 20 and header[18] == 2
+
+
 def _connect_readonly(path: Path, checking: bool = False) -> sqlite3.Connection:
     """Open without writing anything: `mode=ro`, or `immutable=1` where not even SQLite's shared
     memory file can be made (a read-only directory); closing it removes the -wal and -shm files it
@@ -152,7 +170,7 @@ def _connect_readonly(path: Path, checking: bool = False) -> sqlite3.Connection:
     if not path.is_file():
         raise LedgerError(f"no ledger at {path}")
     last = None
-    for query in ("mode=ro", "immutable=1"):
+    for query in (("immutable=1",) if _hands_off(path) else ("mode=ro", "immutable=1")):
         db = None
         try:
             db = sqlite3.connect(f"{path.resolve().as_uri()}?{query}", uri=True, check_same_thread=False,

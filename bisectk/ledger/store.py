@@ -93,6 +93,15 @@ class Store:
             self._refuse_another_programs()
             with self._read("opening"):
                 self.db = _connect_writer(self.path)
+        try:    # an interrupt or an error while it is checked and prepared: the connection is closed
+            self._ready()
+        except BaseException:
+            self.db.close()
+            raise
+
+    def _ready(self) -> None:
+        """The opened file checked (quick_check), its tables made or migrated."""
+        readonly = self.readonly
         self.identity = _file_id(self.path)   # which file this connection writes (see _in_place)
         self.db.create_function("bisectk_key", 1, stored_key, deterministic=True)   # migration 2 -> 3
         with self._read("opening"):

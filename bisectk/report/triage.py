@@ -127,8 +127,9 @@ def to_cases(t: TriageRecord, subject: str) -> list[Case]:
     bis = t.bisect_record()
     check, code = bis.endpoints, t.exit_code
     # the endpoints' runs are the first of the bisection's: its case takes the rest of its wall time,
-    # so the cases add up to the triage's (the suite's time read as the sum of its cases')
-    endpoints_s = sum(r.duration_s for r in check.good.runs + check.bad.runs)
+    # so the cases add up to the triage's (the suite's time read as the sum of its cases'); runs
+    # answered from the ledger took their time in the command that made them, none in this one
+    endpoints_s = sum(r.duration_s for v in (check.good, check.bad) if not v.cached for r in v.runs)
     cases = [Case("endpoints", "passed" if check.ok or code == TRIAGE_NOTHING else "error",
                   message="" if check.ok else (check.problem or ""),
                   time_s=endpoints_s,

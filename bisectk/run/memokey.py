@@ -26,7 +26,8 @@ environment_digest -- the environment bisectk passes on (its own, which the subj
                       any of them, and bisectk cannot know which it reads.
 tree_digest        -- the content of a directory's sources. In a git work tree: the index (blob
                       ids, which git keeps current by stat data) plus the content of every file
-                      `git status` reports modified (a submodule: its own tree digest), and of
+                      `git status` reports modified (a submodule: its own tree digest) or is
+                      told to leave out (assume-unchanged, skip-worktree: `_untag`), and of
                       untracked source files (ignored files never count). Elsewhere: every source file's path and content hash, a file
                       rehashed only when its size or mtime changed (file_digest's stat cache, for
                       the process). Build outputs, `__pycache__` and `.bisectk` (the ledger, logs)
@@ -104,11 +105,12 @@ SCRIPT_BYTES = 1 << 20           # a program named by path up to this size is ke
 POLICY_VERSION = "progress-v2"   # the watchdog's rules (run/progress.py): a change there is a new key
 
 
-# a CI job's own bookkeeping (GitHub Actions, GitLab CI): its ids and attempt, its runner, tokens and
-# service URLs, its step files, who triggered it, and the pipeline's commit (a run's tree is keyed by
-# its revision or content, never by the CI's name for it). Every job has its own, so a ledger restored
-# from the CI cache, or a retried job's --resume, answered nothing. What a job sets for its scripts
-# (CI, the repository, a shard's CI_NODE_INDEX, the workflow's env) still counts.
+# a CI job's own bookkeeping (GitHub Actions, GitLab CI, Jenkins; a SLURM job's): its ids and
+# attempt, its runner, tokens and service URLs, its step files, who triggered it, and the pipeline's
+# commit (a run's tree is keyed by its revision or content, never by the CI's name for it). Every job
+# has its own, so a ledger restored from the CI cache, or a retried job's --resume, answered nothing.
+# What a job sets for its scripts (CI, the repository, a shard's CI_NODE_INDEX, the workflow's env)
+# still counts.
 CI_JOB_ENV = frozenset({
     "GITHUB_RUN_ID", "GITHUB_RUN_NUMBER", "GITHUB_RUN_ATTEMPT", "GITHUB_JOB", "GITHUB_ACTION", "GITHUB_ACTION_REF",
     "GITHUB_ACTION_REPOSITORY", "GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE", "GITHUB_STEP_SUMMARY",
@@ -118,6 +120,19 @@ CI_JOB_ENV = frozenset({
     "RUNNER_TRACKING_ID", "CI_BUILD_ID", "CI_BUILD_TOKEN", "CI_REPOSITORY_URL", "CI_REGISTRY_PASSWORD",
     "CI_DEPLOY_PASSWORD", "CI_DEPENDENCY_PROXY_PASSWORD", "GITLAB_USER_ID", "GITLAB_USER_LOGIN", "GITLAB_USER_NAME",
     "GITLAB_USER_EMAIL",
+    # Jenkins (a job's workspace, and its ledger, is kept from build to build): each build's number,
+    # tag and URLs, its executor slot and agent, the server's cookies, the commits its git plugin names
+    "BUILD_NUMBER", "BUILD_ID", "BUILD_DISPLAY_NAME", "BUILD_TAG", "BUILD_URL", "EXECUTOR_NUMBER", "NODE_NAME",
+    "JENKINS_SERVER_COOKIE", "HUDSON_COOKIE", "RUN_DISPLAY_URL", "RUN_ARTIFACTS_DISPLAY_URL", "RUN_CHANGES_DISPLAY_URL",
+    "RUN_TESTS_DISPLAY_URL", "GIT_COMMIT", "GIT_PREVIOUS_COMMIT", "GIT_PREVIOUS_SUCCESSFUL_COMMIT",
+    # a SLURM job (a GPU cluster's allocation, a new one for each sitting): its ids, step and task pid,
+    # times, the ports and hosts its launcher talks on, its nodes and CPU mask; not what it was given
+    # (GPUs, CPUs, memory), nor an array task's index
+    "SLURM_JOB_ID", "SLURM_JOBID", "SLURM_ARRAY_JOB_ID", "SLURM_STEP_ID", "SLURM_STEPID", "SLURM_TASK_PID",
+    "SLURM_JOB_START_TIME", "SLURM_JOB_END_TIME", "SLURM_SRUN_COMM_PORT", "SLURM_SRUN_COMM_HOST",
+    "SLURM_STEP_LAUNCHER_PORT", "SLURM_LAUNCH_NODE_IPADDR", "SLURM_SUBMIT_HOST", "SLURM_JOB_NODELIST",
+    "SLURM_NODELIST", "SLURM_STEP_NODELIST", "SLURMD_NODENAME", "SLURM_TOPOLOGY_ADDR", "SLURM_CPU_BIND",
+    "SLURM_CPU_BIND_LIST",
 })
 CI_JOB_PREFIXES = ("ACTIONS_", "CI_JOB_", "CI_PIPELINE_", "CI_COMMIT_", "CI_MERGE_REQUEST_", "CI_RUNNER_",
                    "CI_CONCURRENT_", "CI_EXTERNAL_PULL_REQUEST_")
@@ -180,19 +195,38 @@ def _git(root: Path, *args: str) -> bytes | None:
     return p.stdout if p.returncode == 0 else None
 
 
+def _untag(tagged: bytes) -> tuple[bytes, list[bytes]]:
+    """`git ls-files -s -v -z` read as `git ls-files -s -z` (the index's entries, so a tree's key
+    is the one it had), and the paths of the entries whose tag says `git status` leaves them out:
+    lowercase, assume-unchanged (`update-index --assume-unchanged`, a local settings file never to
+    commit), or `S`, skip-worktree (sparse checkout): edited, they differ from the index unseen."""
+    entries, hidden = [], []
+    for entry in tagged.split(b"\0"):
+        if len(entry) < 2:
+            continue
+        tag, rest = entry[:1], entry[2:]
+        entries.append(rest)
+        if tag.islower() or tag == b"S":
+            hidden.append(rest.split(b"\t", 1)[-1])
+    return b"".join(e + b"\0" for e in entries), hidden
+
+
 def _git_tree(root: Path) -> str | None:
     """The tree's content through git (None when `root` is not in a git work tree). Nothing is
     written: `--no-optional-locks` keeps `git status` from refreshing the user's index."""
     inside = _git(root, "rev-parse", "--is-inside-work-tree")
     if inside is None or inside.strip() != b"true":
         return None
-    index = _git(root, "ls-files", "-s", "-z", "--", ".")
+    tagged = _git(root, "ls-files", "-s", "-v", "-z", "--", ".")
     status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".")
     top = _git(root, "rev-parse", "--show-toplevel")
-    if index is None or status is None or top is None:
+    if tagged is None or status is None or top is None:
         return None
     top_path = Path(os.fsdecode(top.strip()))
+    index, hidden = _untag(tagged)
     h = hashlib.sha256(index)
+    for rel in hidden:      # git status never reports them: their content, as for a modified file
+        h.update(b"hidden\0" + rel + b"\0" + file_digest(root / os.fsdecode(rel)).encode())
     entries = status.split(b"\0")
     i = 0
     while i < len(entries):

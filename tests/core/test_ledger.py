@@ -309,12 +309,13 @@ def test_check_reports_damage_and_salvage_copies_what_can_be_read(tmp_path):
 
 
 def test_a_ledger_sqlite_cannot_open_is_not_sent_round_in_a_circle(tmp_path):
-    """A ledger cut to half its size: SQLite cannot open it at all. Before: `ledger check` said
+    """A ledger cut inside its first page: SQLite cannot open it at all. Before: `ledger check` said
     "what to do: ... --salvage NEW.db", and the salvage failed with "see `bisectk ledger check`"
-    -- each command sending the user to the other, nothing saved."""
+    -- each command sending the user to the other, nothing saved. (It was cut to half its size
+    here, which SQLite cannot open either; its whole pages are read since: the test below.)"""
     path = populated(tmp_path / "l.db")
     data = path.read_bytes()
-    path.write_bytes(data[:len(data) // 2])
+    path.write_bytes(data[:2000])
     text = "\n".join(check(path).lines())
     assert "--salvage" not in text and "another --ledger" in text, text
     with pytest.raises(LedgerError) as err:
@@ -322,6 +323,26 @@ def test_a_ledger_sqlite_cannot_open_is_not_sent_round_in_a_circle(tmp_path):
     assert "ledger check" not in str(err.value) and "another --ledger" in str(err.value)
     assert not (tmp_path / "new.db").exists()
 
+
+
+def test_a_ledger_cut_short_gives_up_the_rows_on_its_whole_pages(tmp_path):
+    """A ledger cut to half its size (a copy or a CI cache's restore stopped by a full disk): its
+    header still counts the pages it had, so SQLite refused every read of it, and `ledger check`
+    said nothing could be salvaged, where most of the runs (hours of GPU time) lay on the pages
+    left. They are read through a repaired copy; the file itself is never written."""
+    path = populated(tmp_path / "l.db")
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2 + 1000])      # not even on a page boundary
+    before = sha(path)
+    report = check(path)
+    assert not report.ok and any("cut short" in p for p in report.problems), report.problems
+    assert report.rows["runs"] > 50 and any("--salvage" in line for line in report.lines())
+    had = {"sessions": 1, "runs": 300, "events": 300}   # not 10,000 ids probed past the lost pages
+    assert all(report.rows[t] + report.unreadable[t] <= n for t, n in had.items()), (report.rows, report.unreadable)
+    copied = salvage(path, tmp_path / "new.db")
+    assert sha(path) == before and sorted(os.listdir(tmp_path)) == ["l.db", "new.db"]
+    assert copied["runs"] == report.rows["runs"] and check(tmp_path / "new.db").ok
+    assert len(Ledger(tmp_path / "new.db").runs(FP, '{"a":0}')) == 1
 
 KILLED = """
 import os, sys
@@ -802,6 +823,26 @@ def test_reading_a_ledger_leaves_its_directory_as_it_found_it(tmp_path):
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
 
 
+
+def test_reading_another_users_ledger_leaves_no_files_that_would_lock_its_owner_out(tmp_path, monkeypatch):
+    """`bisectk report` (or `log`, `ledger check`) on a ledger this user cannot write, in a directory
+    it can (a team's shared directory, a CI cache): SQLite made -wal and -shm beside it for the
+    reader, owned by the reader, and the reader's close could not remove them (that takes a
+    read-write connection). The owner's next command then failed: SQLite opens another user's
+    -wal read-only, 'attempt to write a readonly database', said as 'ledger ... is read-only'."""
+    path = tmp_path / "l.db"
+    ledger = Ledger(path)
+    ledger.add_run(FP, KEY, a_run(1), ledger.open_session("run", FP, {}))
+    ledger.close()
+    access = os.access
+    monkeypatch.setattr(sqlitefile.os, "access", lambda p, mode: access(p, mode) and not (
+        mode & os.W_OK and os.path.realpath(p) == os.path.realpath(path)))
+    reader = Ledger(path, readonly=True)
+    assert reader.runs(FP, KEY)[0].signature == "run 1"
+    reader.close()
+    assert check(path).ok
+    assert sorted(os.listdir(tmp_path)) == ["l.db"]
+
 def test_a_reader_leaves_the_write_ahead_log_to_a_writer_that_has_the_ledger_open(tmp_path):
     """A report while a command writes the ledger: the reader's close keeps the writer's -wal and
     -shm (SQLite removes them only for the last connection), the writer goes on, and its own
@@ -903,3 +944,54 @@ def test_recorded_sources_are_read_one_way_when_reading_and_when_adding(tmp_path
     assert db.add_sources("k", ["b.py"]) == sorted({*read, "b.py"})
     assert db.sources("k") == sorted({*read, "b.py"})
     db.close()
+
+
+def test_an_interrupt_while_the_ledger_is_prepared_closes_its_connection(tmp_path, monkeypatch):
+    """Ctrl-C (a CI job's SIGTERM) in the second a command opens its ledger: the connection, made
+    and put in WAL mode, was never closed, so a brand-new ledger was left with -wal and -shm files
+    beside it, its tables in the log alone."""
+    made = []
+    prepare = store.Store._prepare
+
+    def interrupted(self):
+        made.append(prepare(self))
+        raise KeyboardInterrupt
+    monkeypatch.setattr(store.Store, "_prepare", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        Ledger(tmp_path / "l.db")
+    assert made and not (tmp_path / "l.db-wal").exists() and not (tmp_path / "l.db-shm").exists()
+    monkeypatch.undo()
+    Ledger(tmp_path / "l.db").close()
+
+
+def test_salvage_into_a_directory_that_does_not_exist_is_refused_not_made(tmp_path):
+    """`ledger check --salvage ~/bakup/l.db` (a typo): the directories were made and the rows
+    copied there, where --ledger refuses a directory that does not exist (a typo's ledger is one no
+    later command finds); said in one line, nothing made."""
+    path = tmp_path / "l.db"
+    ledger = Ledger(path)
+    ledger.add_run(FP, KEY, a_run(1), ledger.open_session("run", FP, {}))
+    ledger.close()
+    p = bisectk("ledger", "check", path, "--salvage", tmp_path / "bakup" / "sub" / "s.db")
+    assert p.returncode == 2 and p.stderr.startswith("bisectk: ") and len(p.stderr.splitlines()) == 1, p.stderr
+    assert "does not exist" in p.stderr and not (tmp_path / "bakup").exists()
+
+
+def test_an_interrupted_salvage_leaves_no_ledger_that_looks_whole(tmp_path, monkeypatch):
+    """Ctrl-C while `ledger check --salvage NEW.db` copied a large ledger: NEW.db was left with the
+    sessions copied and none of the runs, a ledger like any other to the `--ledger NEW.db` the
+    check advised, and a second salvage was refused ('NEW.db exists')."""
+    import bisectk.ledger_check as LC
+    path = populated(tmp_path / "l.db")
+    rows = LC._readable_rows
+
+    def interrupted(db, table, cols, problems=None):
+        if table == "runs":
+            raise KeyboardInterrupt
+        return rows(db, table, cols, problems)
+    monkeypatch.setattr(LC, "_readable_rows", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        salvage(path, tmp_path / "new.db")
+    assert sorted(os.listdir(tmp_path)) == ["l.db"]
+    monkeypatch.undo()
+    assert salvage(path, tmp_path / "new.db")["runs"] == 300

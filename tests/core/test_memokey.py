@@ -153,6 +153,52 @@ def test_a_ci_jobs_own_bookkeeping_is_no_input():
     assert environment_digest(job(1)) != environment_digest({**job(1), "GITHUB_REPOSITORY": "o/s"})
 
 
+
+def test_a_jenkins_builds_own_bookkeeping_is_no_input():
+    """Jenkins keeps a job's workspace, and with it `.git/bisectk/ledger.db`, from build to build,
+    but every build has its own number, tag, URLs, executor slot and server cookie: the next
+    build's key never matched and its triage ran everything again. A job's parameters and its
+    name still count."""
+    from bisectk.run.memokey import environment_digest
+
+    def build(n: int) -> dict[str, str]:
+        return {"JENKINS_URL": "https://ci.example.com/", "JOB_NAME": "kernels/main", "WORKSPACE": "/w/kernels",
+                "ARCH": "sm_90a", "BUILD_NUMBER": f"{n}", "BUILD_ID": f"{n}", "BUILD_DISPLAY_NAME": f"#{n}",
+                "BUILD_TAG": f"jenkins-kernels-main-{n}", "BUILD_URL": f"https://ci.example.com/job/kernels/{n}/",
+                "EXECUTOR_NUMBER": f"{n % 2}", "NODE_NAME": f"gpu-{n}", "JENKINS_SERVER_COOKIE": f"c{n}",
+                "HUDSON_COOKIE": f"h{n}", "RUN_DISPLAY_URL": f"https://ci.example.com/{n}/display",
+                "RUN_ARTIFACTS_DISPLAY_URL": f"https://ci.example.com/{n}/artifacts",
+                "RUN_CHANGES_DISPLAY_URL": f"https://ci.example.com/{n}/changes",
+                "RUN_TESTS_DISPLAY_URL": f"https://ci.example.com/{n}/tests", "GIT_COMMIT": f"{n}" * 40,
+                "GIT_PREVIOUS_COMMIT": f"{n + 1}" * 40, "GIT_PREVIOUS_SUCCESSFUL_COMMIT": f"{n + 2}" * 40}
+
+    assert environment_digest(build(1)) == environment_digest(build(2))
+    assert environment_digest(build(1)) != environment_digest({**build(1), "ARCH": "sm_100a"})   # a parameter
+    assert environment_digest(build(1)) != environment_digest({**build(1), "JOB_NAME": "kernels/dev"})
+
+
+def test_a_slurm_jobs_own_bookkeeping_is_no_input():
+    """A kernel author on a GPU cluster runs bisectk in a new SLURM allocation each time (`srun
+    --gres=gpu:1 bisectk ablate ...`): every job has its own id, step, task pid, ports, times,
+    nodes and CPU mask, so no run was ever answered from the ledger of the job before. What a job
+    is given (its GPUs, CPU count, an array task's index) still counts."""
+    from bisectk.run.memokey import environment_digest
+
+    def job(n: int) -> dict[str, str]:
+        return {"SLURM_CLUSTER_NAME": "c", "SLURM_CPUS_PER_TASK": "8", "SLURM_JOB_PARTITION": "gpu",
+                "SLURM_ARRAY_TASK_ID": "3", "SLURM_JOB_GPUS": "0", "SLURM_JOB_ID": f"{n}", "SLURM_JOBID": f"{n}",
+                "SLURM_STEP_ID": f"{n}", "SLURM_STEPID": f"{n}", "SLURM_TASK_PID": f"{n}",
+                "SLURM_ARRAY_JOB_ID": f"{n}", "SLURM_JOB_START_TIME": f"{n}", "SLURM_JOB_END_TIME": f"{n + 1}",
+                "SLURM_SRUN_COMM_PORT": f"{n}", "SLURM_SRUN_COMM_HOST": f"10.0.0.{n}",
+                "SLURM_STEP_LAUNCHER_PORT": f"{n}", "SLURM_LAUNCH_NODE_IPADDR": f"10.0.0.{n}",
+                "SLURM_SUBMIT_HOST": f"login{n}", "SLURM_JOB_NODELIST": f"gpu{n}", "SLURM_NODELIST": f"gpu{n}",
+                "SLURM_STEP_NODELIST": f"gpu{n}", "SLURMD_NODENAME": f"gpu{n}", "SLURM_TOPOLOGY_ADDR": f"gpu{n}",
+                "SLURM_CPU_BIND": f"quiet,mask_cpu:0x{n:02x}", "SLURM_CPU_BIND_LIST": f"0x{n:02x}"}
+
+    assert environment_digest(job(1)) == environment_digest(job(2))
+    for name, value in (("SLURM_JOB_GPUS", "1"), ("SLURM_CPUS_PER_TASK", "4"), ("SLURM_ARRAY_TASK_ID", "4")):
+        assert environment_digest(job(1)) != environment_digest({**job(1), name: value}), name
+
 def test_a_module_of_the_subjects_tree_is_in_the_key(env):
     d = project(env)
     assert verdict(d, env / "l.db")[0].outcome is Outcome.PASS
@@ -200,6 +246,24 @@ def test_a_git_tree_is_keyed_by_its_index_and_changes_without_writing_the_users_
     (d / "helper.py").write_text("ERR = 0.5\n")
     assert tree_digest(d) != first
     assert index.stat().st_mtime_ns == before
+
+
+@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
+def test_a_tracked_file_git_status_is_told_to_ignore_is_keyed_by_its_content(env, flag):
+    """A file marked `git update-index --assume-unchanged` (a local settings module, a habit for
+    edits never to commit) or `--skip-worktree` (sparse checkout) never shows in `git status`:
+    the tree digest read only the index for it, so after an edit that breaks the subject, the
+    earlier PASS was answered from the ledger."""
+    d = project(env)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=d, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=d, check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=d, check=True)
+    subprocess.run(["git", "update-index", flag, "helper.py"], cwd=d, check=True)
+    first = verdict(d, env / "l.db")
+    (d / "helper.py").write_text("ERR = 0.99\n")
+    second = verdict(d, env / "l.db")
+    assert [(v.outcome, n) for v, n in (first, second)] == [(Outcome.PASS, 1), (Outcome.FAIL, 1)]
 
 
 def test_a_ledger_written_under_the_old_key_just_misses(env):

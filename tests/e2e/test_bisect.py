@@ -621,3 +621,22 @@ def test_a_specs_repeat_sets_the_endpoint_runs_of_bisect_and_triage(tmp_path):
     p = bisectk("bisect", spec, "--repo", tmp_path / "r", "--good", shas[0], "--bad", shas[-1], "--repeat", "2",
                 "--ledger", tmp_path / "again.db", timeout=300, check=0)
     assert "verifying good and bad, 2 run(s) each" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("command", ["bisect", "triage"])
+def test_resume_finds_the_earlier_session_of_these_refs_behind_one_of_other_refs(tmp_path, command):
+    """`--resume` continues "the last bisection (triage) of these refs": with a session of other
+    refs of the same subject after it (two regressions hunted with one test script, in turns), the
+    earlier one was not found and --resume was refused, 'no earlier bisection of GOOD..BAD'."""
+    r = tmp_path / "r"
+    shas = make_repo(r, n=6, culprit=3, broken=())
+    (tmp_path / "t.sh").write_text("#!/bin/sh\n[ $(cat version.txt) -lt 3 ]\n")
+    (tmp_path / "t.sh").chmod(0o755)
+    run = ["--run", tmp_path / "t.sh"]
+    found = 0 if command == "bisect" else 1
+    bisectk(command, "--repo", r, "--good", shas[0], "--bad", shas[-1], *run, check=found, timeout=300)
+    bisectk(command, "--repo", r, "--good", shas[1], "--bad", shas[-2], *run, check=found, timeout=300)
+    p = bisectk(command, "--repo", r, "--good", shas[0], "--bad", shas[-1], *run, "--resume", "--json", timeout=300)
+    assert p.returncode == found, (p.stdout[-2000:], p.stderr[-2000:])
+    doc = json.loads(p.stdout)
+    assert doc["first_bad"]["sha"] == shas[3] and doc["runs"] == 0, doc["runs"]

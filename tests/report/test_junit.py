@@ -63,6 +63,25 @@ def test_the_cases_times_add_up_to_the_triage_not_the_endpoints_twice():
     assert abs(float(suite.get("time")) - (bis_wall + 1.0)) < 0.002, (suite.get("time"), times)
 
 
+
+def test_endpoint_runs_answered_from_the_ledger_take_no_time_in_the_suite():
+    """A triage answered from the ledger (a CI job's retry, the next job with the cache restored)
+    took 0.4 s, but its `endpoints` case took the time those runs took when they ran (1.1 s) and
+    the suite read 1.1 s: every case but that one is the wall time of this command."""
+    from tests.report.records import check, ok
+    from bisectk.outcome import FailKind, Outcome, Run
+    index = [hunk("k.py", 1, 2)]
+    t = triage(replace(diff_record(index, {"k.py:1-1"}), wall_s=0.01))
+    hang = Run(Outcome.FAIL, FailKind.HANG, signature="timeout after 2.0 s", duration_s=2.0, timed_out=True)
+    e = check([ok()], [hang])
+    e = replace(e, good=replace(e.good, cached=True), bad=replace(e.bad, cached=True))
+    bis = replace(t.bisect_record(), endpoints=e, wall_s=0.3)
+    t = replace(t, bisect=bis.to_dict(), endpoints=bis.endpoints, wall_s=0.4)
+    suite = ET.fromstring(to_xml("bisectk triage", to_cases(t, "python k.py"))).find("testsuite")
+    times = {c.get("name"): float(c.get("time")) for c in suite.iter("testcase")}
+    assert times["endpoints"] == 0.0 and abs(times["bisect"] - 0.3) < 0.002, times
+    assert float(suite.get("time")) <= t.wall_s, (suite.get("time"), times)
+
 def test_the_failure_body_shows_a_subjects_markup_as_written_not_as_entities():
     """The failing case's body is the debug log, whose Markdown has `<` and `&` written as entities
     for Markdown viewers; the XML writer escaped them again, so every CI page read `Kernel Author

@@ -603,3 +603,37 @@ def test_under_a_spec_a_crash_whose_source_does_not_link_is_unbuilt_by_the_rule_
                  "RuntimeError: name 'x' is not defined"):
         for judge in (JUDGE, git):
             assert not classify_run(raw(exit_code=1, stderr=tb + last + "\n"), judge).unbuilt, last
+
+
+def test_a_pytest_run_whose_tests_were_all_skipped_judges_nothing(tmp_path):
+    """exit 0 with `1 skipped`: the test's body never ran (a skipif on a dependency's version, an
+    importorskip of a module a commit lacks), and the commit was taken for a good one. Only a
+    test that ran and passed passes; a skip or an expected failure alone is unresolved, in
+    pytest's words where its `-r` report gives them."""
+    pytest_ = Judge([], protocol="pytest")
+    skips = "import pytest\n@pytest.mark.skip(reason='needs sm_90a')\ndef test_x():\n    assert 0\n"
+    r = classify_run(_pytest_run(tmp_path, skips, "test_k.py::test_x"), pytest_)
+    assert (r.outcome, r.reason) == (Outcome.UNRESOLVED, Reason.INFRA), r
+    assert r.signature.startswith("pytest: no test was judged (1 skipped)"), r.signature
+    import subprocess
+    from bisectk.engine.subject import load_subject
+    spec, _ = load_subject(None, pytest_id="test_k.py::test_x", cwd=tmp_path)   # as --pytest runs it
+    p = subprocess.run(spec.argv({}), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    r = classify_run(raw(exit_code=p.returncode, stdout=p.stdout, stderr=p.stderr), pytest_)
+    assert r.signature == "pytest: no test was judged (1 skipped): needs sm_90a", r.signature
+    xfails = "import pytest\n@pytest.mark.xfail\ndef test_x():\n    assert 0\n"
+    r = classify_run(_pytest_run(tmp_path, xfails, "test_k.py::test_x"), pytest_)
+    assert (r.outcome, r.signature) == (Outcome.UNRESOLVED, "pytest: no test was judged (1 xfailed)"), r
+    both = skips + "def test_y():\n    pass\n"
+    assert classify_run(_pytest_run(tmp_path, both, "test_k.py"), pytest_).outcome is Outcome.PASS
+
+
+def test_pytest_missing_from_the_interpreter_is_no_failing_test():
+    """`python -m pytest` in an interpreter without pytest (bisectk installed with pipx) exits 1
+    with `python: No module named pytest`: read as a failing test ('test failed'), so the good
+    endpoint "failed" and a commit was judged by an interpreter that never ran it."""
+    for protocol in ("pytest", "git"):
+        r = classify_run(raw(exit_code=1, stderr="/opt/venv/bin/python3: No module named pytest\n"),
+                         Judge([], protocol=protocol))
+        assert (r.outcome, r.reason) == (Outcome.UNRESOLVED, Reason.INFRA), (protocol, r)
+        assert r.signature == "/opt/venv/bin/python3: No module named pytest (install it in that interpreter)", r

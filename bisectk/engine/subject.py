@@ -42,23 +42,29 @@ def apply_sets(spec: Spec, config: Config, sets: list[str] | None) -> Config:
 
 
 def _escapes_kept(text: str) -> str:
-    """`text` with each backslash inside an id's unquoted brackets doubled, so that the shell-rule
-    split keeps it: pytest prints a parameter's non-ASCII or control characters as escapes
-    (`test_x[z\\xe9]`, `test_x[a\\nb]`), and the id matches only with them, where the split would
-    read `z\\xe9` as `zxe9`. A backslash before a space stays the shell's (`test_x[a\\ b]`)."""
-    out, quote, depth = [], "", 0
-    for k, c in enumerate(text):
+    """`text` with each backslash, quote and space inside an id's unquoted brackets escaped, so
+    that the shell-rule split keeps it as the id's: pytest prints a parameter's non-ASCII or
+    control characters as escapes (`test_x[z\\xe9]`), its quotes and runs of spaces as they are
+    (`test_x[it's]`, `test_x[a  b]`), and the id matches only with them, where the split would
+    read `z\\xe9` as `zxe9`, refuse the lone quote and squeeze the spaces. A backslash before a
+    space stays the shell's (`test_x[a\\ b]`)."""
+    out, quote, depth, k = [], "", 0, 0
+    while k < len(text):
+        c = text[k]
         if quote:
             quote = "" if c == quote else quote
-        elif c in "'\"":
-            quote = c
         elif c == "[":
             depth += 1
         elif c == "]":
             depth = max(0, depth - 1)
-        elif c == "\\" and depth and not text[k + 1:k + 2].isspace():
-            out.append(c)
+        elif depth and c == "\\" and text[k + 1:k + 2].isspace():
+            c, k = c + text[k + 1], k + 1       # the shell's own escape of a space
+        elif depth and c in "\\'\" \t":
+            c = "\\" + c
+        elif c in "'\"":
+            quote = c
         out.append(c)
+        k += 1
     return "".join(out)
 
 

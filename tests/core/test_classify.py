@@ -637,3 +637,18 @@ def test_pytest_missing_from_the_interpreter_is_no_failing_test():
                          Judge([], protocol=protocol))
         assert (r.outcome, r.reason) == (Outcome.UNRESOLVED, Reason.INFRA), (protocol, r)
         assert r.signature == "/opt/venv/bin/python3: No module named pytest (install it in that interpreter)", r
+
+
+def test_a_parametrized_id_keeps_its_quotes_and_spaces(tmp_path):
+    """pytest prints `test_x[it's]` and `test_x[a  b]` as the ids it selects by; --pytest refused
+    the first ('No closing quotation') and squeezed the second to `test_x[a b]`, which no commit
+    has: every run 'not found'. Inside an id's brackets each character is the id's."""
+    from bisectk.engine.subject import pytest_args
+    assert pytest_args("t.py::test_x[it's] -k 'a or b'") == ["t.py::test_x[it's]", "-k", "a or b"]
+    assert pytest_args('t.py::test_x[a"b]') == ['t.py::test_x[a"b]']
+    assert pytest_args("t.py::test_x[a  b] t.py::test_y") == ["t.py::test_x[a  b]", "t.py::test_y"]
+    assert pytest_args("'t.py::test_x[a  b]'") == ["t.py::test_x[a  b]"]
+    source = 'import pytest\n@pytest.mark.parametrize("s", ["it\'s", "a  b"])\ndef test_x(s):\n    assert 0, s\n'
+    for node in ("test_k.py::test_x[it's]", "test_k.py::test_x[a  b]"):
+        r = classify_run(_pytest_run(tmp_path, source, *pytest_args(node)), Judge([], protocol="pytest"))
+        assert (r.outcome, r.failed) == (Outcome.FAIL, (node,)), r.signature

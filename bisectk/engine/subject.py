@@ -118,9 +118,11 @@ def _load_subject(spec_path: Path | None, run: str | None, pytest_id: str | None
         if sets:
             raise BisectkError("--set needs a SPEC (a --run or --pytest command has no factors)")
         if pytest_id is not None:
-            argv = ["python", "-m", "pytest", "-q", "-x", "-rfEsx", "-p", "no:cacheprovider", *pytest_args(pytest_id)]
+            argv = ["python", "-m", "pytest", "-q", "-x", "-rfEsx", "--color=no", "-p", "no:cacheprovider",
+                    *pytest_args(pytest_id)]
             # -rfEsx: pytest's default report (fE: the failures read as the signature) and why a
-            # test was skipped or xfailed, the words of a run that judged nothing (run/classify.py)
+            # test was skipped or xfailed, the words of a run that judged nothing (run/classify.py);
+            # --color=no: the summary read without escapes, whatever FORCE_COLOR, PY_COLORS or addopts say
             # pytest cuts its short summary line to the terminal's width (80 through a pipe): a long
             # node id left no room for the message, which is the failure's signature
             return adhoc_spec(argv, name=f"pytest {pytest_id}", cwd=cwd, build=build_argv, timeout=timeout,

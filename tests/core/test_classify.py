@@ -652,3 +652,22 @@ def test_a_parametrized_id_keeps_its_quotes_and_spaces(tmp_path):
     for node in ("test_k.py::test_x[it's]", "test_k.py::test_x[a  b]"):
         r = classify_run(_pytest_run(tmp_path, source, *pytest_args(node)), Judge([], protocol="pytest"))
         assert (r.outcome, r.failed) == (Outcome.FAIL, (node,)), r.signature
+
+
+def test_a_pytest_run_in_colour_is_read_as_one_without(tmp_path):
+    """`FORCE_COLOR=1` or `PY_COLORS=1` (a CI's setting) or `addopts = --color=yes` wrapped
+    pytest's summary in escapes: a failing test was named 'pytest' with 'test failed', and a
+    skipped one passed. --pytest's run asks pytest for no colour, whatever the environment."""
+    import subprocess
+    import sys
+    from bisectk.engine.subject import load_subject
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = --color=yes\n")
+    (tmp_path / "test_k.py").write_text('import pytest\n@pytest.mark.parametrize("s", ["a b"])\n'
+                                        'def test_x(s):\n    assert 0, "boom"\n')
+    spec, _ = load_subject(None, pytest_id="test_k.py::test_x", cwd=tmp_path)
+    env = {**os.environ, **spec.environment({}), "PY_COLORS": "1", "FORCE_COLOR": "1"}
+    p = subprocess.run([sys.executable, *spec.argv({})[1:]], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=120)
+    r = classify_run(raw(exit_code=p.returncode, stdout=p.stdout, stderr=p.stderr), Judge([], protocol="pytest"))
+    assert (r.outcome, r.failed) == (Outcome.FAIL, ("test_k.py::test_x[a b]",)), (r.failed, p.stdout[-300:])
+    assert r.signature == "AssertionError: boom", r.signature

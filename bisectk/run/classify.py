@@ -43,7 +43,7 @@ from bisectk.outcome import (COMPILE_FAILED, LINK_FAILED, NAN_CHECK, PARSE_ERROR
 # named: stop 55; a CUDA error named by its driver or runtime enum alone, CUDA_ERROR_ILLEGAL_ADDRESS
 # as the CuTe DSL prints it, read as that error and no longer as a plain crash: stop 58; a pytest
 # run whose tests were all skipped or xfailed, and `python -m pytest` in an interpreter without it,
-# left UNRESOLVED, no longer a pass and a failure: review g) is a new
+# left UNRESOLVED, no longer a pass and a failure; a test pytest-timeout stopped a HANG: review g) is a new
 # version, so a ledger written under the old rules is not answered from, as a changed timeout
 # policy is not (memokey.POLICY_VERSION).
 RULES_VERSION = "classify-v14"
@@ -400,6 +400,12 @@ _SUMMARY = re.compile(r"^(FAILED|ERROR) ([^\s\[]+(?:\[.*?\])?)(?: - (.*))?$", re
 _XDIST_STOPPED = re.compile(r"^!+ xdist\.dsession\.Interrupted: stopping after \d+ failures? !+$", re.MULTILINE)
 
 
+# pytest-timeout's words for a test it stopped: its failure (the signal method), or the banner
+# over the stacks it dumps before it ends the process, summary-less (the thread method)
+_PYTEST_TIMEOUT = re.compile(r"Failed: Timeout \(>([\d.]+)s\) from pytest-timeout\.$|^\++ Timeout \++$",
+                             re.MULTILINE)
+
+
 # pytest's usage errors (exit 4) in its own words: `ERROR: Wrong expression passed to '-k': ...`,
 # or argparse's line under `ERROR: usage: ...` (`pytest: error: unrecognized arguments: -n`, an
 # addopts option whose plugin the commit's environment lacks; pytest 9.2 names the program as run,
@@ -461,6 +467,10 @@ def classify_pytest(raw: RawRun, text: str, common: dict) -> Run:
         if cuda:
             return Run(Outcome.FAIL, FailKind.CRASH, signature=cuda, failed=(cuda,), **common)
         tests = tuple(sorted({t for t, _ in failed})) or ("pytest",)
+        hung = _PYTEST_TIMEOUT.search(text)
+        if hung:    # pytest-timeout ended a test that hung: a hang, whatever exit it gave
+            return Run(Outcome.FAIL, FailKind.HANG, signature="pytest-timeout: Timeout" + (
+                f" (>{hung.group(1)}s)" if hung.group(1) else ""), failed=tests if failed else (), **common)
         return Run(Outcome.FAIL, FailKind.WRONG, signature=detail[:200], failed=tests, **common)
     reason, what = _PYTEST_EXITS.get(raw.exit_code, (Reason.INFRA, f"pytest: exit {raw.exit_code}"))
     detail = last_exception(text)

@@ -671,3 +671,27 @@ def test_a_pytest_run_in_colour_is_read_as_one_without(tmp_path):
     r = classify_run(raw(exit_code=p.returncode, stdout=p.stdout, stderr=p.stderr), Judge([], protocol="pytest"))
     assert (r.outcome, r.failed) == (Outcome.FAIL, ("test_k.py::test_x[a b]",)), (r.failed, p.stdout[-300:])
     assert r.signature == "AssertionError: boom", r.signature
+
+
+def test_a_test_that_pytest_timeout_stopped_is_a_hang():
+    """pytest-timeout (`addopts = --timeout=300`, common where kernels hang) ends a hung test as
+    failed, exit 1: read as a wrong result ('Failed: Timeout ...', or 'test failed' where its
+    thread method dumps the stacks and exits with no summary). Its words as pytest-timeout 2.4
+    prints them."""
+    pytest_ = Judge([], protocol="pytest")
+    summary = ("E       Failed: Timeout (>2.0s) from pytest-timeout.\n"
+               "=========================== short test summary info ============================\n"
+               "FAILED test_k.py::test_x - Failed: Timeout (>2.0s) from pytest-timeout.\n"
+               "!!!!!!!!!!!!!!!!!!!!!!!!!! stopping after 1 failures !!!!!!!!!!!!!!!!!!!!!!!!!!!\n1 failed in 2.84s\n")
+    r = classify_run(raw(exit_code=1, stdout=summary), pytest_)
+    assert (r.outcome, r.kind, r.failed) == (Outcome.FAIL, FailKind.HANG, ("test_k.py::test_x",)), r
+    assert r.signature == "pytest-timeout: Timeout (>2.0s)", r.signature
+    r = classify_run(raw(exit_code=1, stdout=summary.split("\n", 2)[2]), pytest_)    # --tb=no: the summary alone
+    assert (r.kind, r.signature) == (FailKind.HANG, "pytest-timeout: Timeout (>2.0s)"), r
+    dump = ("+++++++++++++++++++++++++++++++++++ Timeout ++++++++++++++++++++++++++++++++++++\n"
+            "~~~~~~~~~~~~~~~~~~~~ Stack of MainThread (140174895958912) ~~~~~~~~~~~~~~~~~~~~~\n"
+            '  File "/w/test_k.py", line 3, in test_x\n    time.sleep(30)\n'
+            "+++++++++++++++++++++++++++++++++++ Timeout ++++++++++++++++++++++++++++++++++++\n")
+    r = classify_run(raw(exit_code=1, stdout=dump), pytest_)
+    assert (r.outcome, r.kind, r.signature) == (Outcome.FAIL, FailKind.HANG, "pytest-timeout: Timeout"), r
+    assert classify_run(raw(exit_code=1, stdout="FAILED test_k.py::test_x - assert 0\n"), pytest_).kind is FailKind.WRONG

@@ -402,6 +402,7 @@ _XDIST_STOPPED = re.compile(r"^!+ xdist\.dsession\.Interrupted: stopping after \
 
 # pytest-timeout's words for a test it stopped: its failure (the signal method), or the banner
 # over the stacks it dumps before it ends the process, summary-less (the thread method)
+PYTEST_TIMEOUT = "pytest-timeout: Timeout"     # such a hang's signature: no watchdog of bisectk's read it (engine/hangs.py)
 _PYTEST_TIMEOUT = re.compile(r"Failed: Timeout \(>([\d.]+)s\) from pytest-timeout\.$|^\++ Timeout \++$",
                              re.MULTILINE)
 
@@ -469,7 +470,7 @@ def classify_pytest(raw: RawRun, text: str, common: dict) -> Run:
         tests = tuple(sorted({t for t, _ in failed})) or ("pytest",)
         hung = _PYTEST_TIMEOUT.search(text)
         if hung:    # pytest-timeout ended a test that hung: a hang, whatever exit it gave
-            return Run(Outcome.FAIL, FailKind.HANG, signature="pytest-timeout: Timeout" + (
+            return Run(Outcome.FAIL, FailKind.HANG, signature=PYTEST_TIMEOUT + (
                 f" (>{hung.group(1)}s)" if hung.group(1) else ""), failed=tests if failed else (), **common)
         return Run(Outcome.FAIL, FailKind.WRONG, signature=detail[:200], failed=tests, **common)
     reason, what = _PYTEST_EXITS.get(raw.exit_code, (Reason.INFRA, f"pytest: exit {raw.exit_code}"))

@@ -621,3 +621,28 @@ def test_a_specs_repeat_sets_the_endpoint_runs_of_bisect_and_triage(tmp_path):
     p = bisectk("bisect", spec, "--repo", tmp_path / "r", "--good", shas[0], "--bad", shas[-1], "--repeat", "2",
                 "--ledger", tmp_path / "again.db", timeout=300, check=0)
     assert "verifying good and bad, 2 run(s) each" in p.stderr, p.stderr
+
+
+def test_a_hang_pytest_timeout_ended_is_not_run_again_for_a_picture_it_cannot_give(tmp_path):
+    """pytest-timeout ends a hung test before bisectk's watchdog: no hang of the bisection was
+    read, and the first bad commit was run once more 'to read where it waits' (a run as long as
+    the plugin's limit, which again could not be read), then 'not read (--snapshots 0, or the
+    hangs came from the ledger)', neither of which was so. The fixture fails in pytest-timeout's
+    own words (`Failed: Timeout (>3.0s) from pytest-timeout.`), as its signal method does."""
+    from bisectk.report.stuck import OWN_TIMEOUT
+    r = tmp_path / "r"
+    (r / "tests").mkdir(parents=True)
+    git(r, "init", "-q")
+    shas = []
+    for i in range(6):
+        (r / "tests" / "test_k.py").write_text(
+            f"import pytest\n\n@pytest.fixture\ndef dev():\n    if {i >= 3}:\n"
+            "        pytest.fail('Timeout (>3.0s) from pytest-timeout.', pytrace=False)\n    return 1\n\n"
+            f"def test_x(dev):\n    assert dev == 1  # rev {i}\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"rev {i}")
+        shas.append(git(r, "rev-parse", "HEAD").strip())
+    p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--pytest", "tests/test_k.py::test_x",
+                timeout=300)
+    assert p.returncode == 0 and f"first bad commit: {shas[3]}" in p.stdout, (p.stdout, p.stderr)
+    assert "failure: hang" in p.stdout and OWN_TIMEOUT in p.stdout and "run once more" not in p.stdout, p.stdout

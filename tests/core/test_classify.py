@@ -368,7 +368,7 @@ def test_a_metric_printed_in_quotes_is_the_subjects_printing_not_a_wrong_result(
 
 
 def _pytest_run(tmp_path, source: str, *args: str) -> RawRun:
-    """A real pytest run as --pytest makes it (`-q -x -p no:cacheprovider`), as a RawRun."""
+    """A real pytest run with the core of what --pytest gives (`-q -x -p no:cacheprovider`), as a RawRun."""
     import subprocess
     import sys
     (tmp_path / "test_k.py").write_text(source)
@@ -621,6 +621,11 @@ def test_a_pytest_run_whose_tests_were_all_skipped_judges_nothing(tmp_path):
     p = subprocess.run(spec.argv({}), cwd=tmp_path, capture_output=True, text=True, timeout=120)
     r = classify_run(raw(exit_code=p.returncode, stdout=p.stdout, stderr=p.stderr), pytest_)
     assert r.signature == "pytest: no test was judged (1 skipped): needs sm_90a", r.signature
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -ra -q\n")     # pytest's own example: -qq drops the counts
+    p = subprocess.run(spec.argv({}), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    r = classify_run(raw(exit_code=p.returncode, stdout=p.stdout, stderr=p.stderr), pytest_)
+    assert r.signature == "pytest: no test was judged (1 skipped): needs sm_90a", (r.signature, p.stdout)
+    (tmp_path / "pytest.ini").unlink()
     xfails = "import pytest\n@pytest.mark.xfail\ndef test_x():\n    assert 0\n"
     r = classify_run(_pytest_run(tmp_path, xfails, "test_k.py::test_x"), pytest_)
     assert (r.outcome, r.signature) == (Outcome.UNRESOLVED, "pytest: no test was judged (1 xfailed)"), r

@@ -50,6 +50,8 @@ resolve_command -- the command line with its words resolved, and the CommandFile
                    and its shell syntax refused by spaces/shellwords.py split_command).
 resolve_pytest  -- the user's test files --pytest's node ids name, and the untracked conftest.py
                    files on their way.
+node_ids_in_tree -- --pytest's node ids by an absolute path into the work tree, read as typed
+                   relative (each commit's test, as `git bisect run pytest $PWD/...` finds it).
 unique_files    -- one CommandFile per word and path.
 
 --run, --build and --pytest together, and the files beside the user's scripts: spaces/runfiles.py
@@ -473,6 +475,27 @@ def _same(root: Path, path: Path, blob: str) -> bool:
         return run_git(root, "hash-object", "--", str(path)) == blob
     except SpaceError:
         return False
+
+
+def node_ids_in_tree(args: Sequence[str], *, user_cwd: Path, root: Path) -> list[str]:
+    """--pytest's words (split) with each node id's absolute path into the repository's work tree
+    (`$PWD/tests/t.py::test_x`, as an IDE copies a test's id) read as the same path typed relative
+    to where the command runs (spaces/checkout.py run_dir), as _Resolver._absolute reads --run's:
+    `git bisect run pytest $PWD/...` finds each commit's file in the checkout, where the path as
+    typed named the checkout's own at every commit. Options, and a path elsewhere or in the git
+    directory, stay as typed."""
+    from bisectk.spaces.checkout import run_dir
+    here = root / run_dir(user_cwd, root)
+    out = []
+    for arg in args:
+        path, sep, rest = arg.partition("::")
+        mine = Path(os.path.realpath(os.path.dirname(path))) / os.path.basename(path)
+        if arg.startswith("-") or not os.path.isabs(path) or not mine.is_relative_to(root) or \
+                ".git" in mine.relative_to(root).parts:
+            out.append(arg)
+        else:
+            out.append(os.path.relpath(mine, here) + sep + rest)
+    return out
 
 
 def resolve_pytest(args: Sequence[str], *, user_cwd: Path, root: Path, commit: str,

@@ -666,3 +666,22 @@ def test_a_node_id_by_its_absolute_path_in_the_checkout_names_each_commits_test(
         p = bisectk("bisect", "--good", shas[0], "--bad", shas[-1], "--pytest", f"{r}/tests/test_k.py::test_x",
                     cwd=cwd, timeout=300)
         assert p.returncode == 0 and f"first bad commit: {shas[3]}" in p.stdout, (p.stdout, p.stderr)
+
+
+def test_a_node_id_typed_outside_the_repository_names_its_test(tmp_path):
+    """`bisectk bisect --repo proj --pytest proj/tests/t.py::x`, typed above the repository: the
+    run is at each worktree's top, where `proj/tests/t.py` is no path, and every commit said 'not
+    found ... (the test may not exist at this commit)'. Read as typed at the top level, as --run's
+    `proj/ci/t.sh` is."""
+    r = tmp_path / "proj"
+    (r / "tests").mkdir(parents=True)
+    git(r, "init", "-q")
+    shas = []
+    for i in range(6):
+        (r / "tests" / "test_k.py").write_text(f"def test_x():\n    assert {i} < 3\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"rev {i}")
+        shas.append(git(r, "rev-parse", "HEAD").strip())
+    p = bisectk("bisect", "--repo", "proj", "--good", shas[0], "--bad", shas[-1], "--pytest",
+                "proj/tests/test_k.py::test_x", cwd=tmp_path, timeout=300)
+    assert p.returncode == 0 and f"first bad commit: {shas[3]}" in p.stdout, (p.stdout, p.stderr)

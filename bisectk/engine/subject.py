@@ -121,8 +121,9 @@ def _load_subject(spec_path: Path | None, run: str | None, pytest_id: str | None
             argv = ["python", "-m", "pytest", "--verbosity=-1", "-x", "-rfEsx", "--color=no", "-p", "no:cacheprovider",
                     *pytest_args(pytest_id)]
             # --verbosity=-1: -q, whatever addopts add to it (`-ra -q`, pytest's own example, made it
-            # -qq, which drops the counts line a run that judged nothing is read by); -rfEsx: pytest's default report (fE: the failures read as the signature) and why a
-            # test was skipped or xfailed, the words of a run that judged nothing (run/classify.py);
+            # -qq, which drops the counts line a run that judged nothing is read by); -rfEsx:
+            # pytest's default report (fE: the failures read as the signature) and why a test was
+            # skipped or xfailed, the words of a run that judged nothing (run/classify.py);
             # --color=no: the summary read without escapes, whatever FORCE_COLOR, PY_COLORS or addopts say
             # pytest cuts its short summary line to the terminal's width (80 through a pipe): a long
             # node id left no room for the message, which is the failure's signature

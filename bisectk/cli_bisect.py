@@ -16,8 +16,8 @@ from bisectk.cli_common import (Deferred, after_first_run, BuildOpt, BuildTimeou
                                 SameFailureOpt, SetOpt, SnapshotsOpt, TimeoutOpt, WarmOpt, check_outputs,
                                 environment_capture, fail, finish, history_subject, out, policy, reporter,
                                 resume_or_fresh, spare_ahead, timed_policy)
-from bisectk.cli_history import (checkout_path, history_ends, history_targets, pytest_words, say_ambiguous, say_command,
-                                 say_path, say_shared, say_your_bisect)
+from bisectk.cli_history import (checkout_path, history_ends, history_targets, pytest_in_tree, pytest_words, say_ambiguous,
+                                 say_command, say_path, say_shared, say_your_bisect)
 from bisectk.errors import BisectkError
 
 
@@ -114,6 +114,7 @@ def bisect(repo: Path = RepoOpt,
                 pool = stack.enter_context(WorktreePool(root, size=jobs))
                 pool.prepare(first)
         try:
+            pytest_id = pytest_in_tree(pytest_id, root)   # $PWD/tests/t.py::x: each commit's own test
             run_cmd, build, files = resolve_commands(run_cmd, build, user_cwd=Path.cwd(), root=root, commit=bad_sha,
                                                      olds=olds, pytest=pytest_words(pytest_id),
                                                      copy=executor == "local")

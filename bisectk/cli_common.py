@@ -104,7 +104,7 @@ RepoOpt = typer.Option(Path("."), "--repo", help="The git repository (its checko
                        callback=_a_directory)
 GoodRefOpt = typer.Option(..., "--good", help="A commit where the subject works.")
 BadRefOpt = typer.Option("HEAD", "--bad", help="A later commit where it fails (default HEAD, as `git bisect bad`).")
-PytestOpt = typer.Option(None, "--pytest", help="Use a pytest node id as the oracle (0 pass, 1 fail, 2-5 unresolved); pytest's options may follow it, as one argument: --pytest \"tests/k.py -k 'tile and not slow'\".")
+PytestOpt = typer.Option(None, "--pytest", help="Use a pytest node id as the oracle (0 pass, 1 fail, 2-5 unresolved, and so is a run whose tests were all skipped or xfailed); pytest's options may follow it, as one argument: --pytest \"tests/k.py -k 'tile and not slow'\".")
 GitLedgerOpt = typer.Option(None, "--ledger", help="Ledger database (default: <git dir>/bisectk/ledger.db).")
 SameFailureOpt = typer.Option(DEFAULT_SAME_FAILURE, "--same-failure",
                               help="When is a failure the one hunted: 'check' (kind plus what failed: the signal or "

@@ -62,6 +62,19 @@ def pytest_words(pytest_id: Optional[str]) -> list[str]:
     return pytest_args(pytest_id) if pytest_id else []
 
 
+def pytest_in_tree(pytest_id: Optional[str], root: Path) -> Optional[str]:
+    """--pytest's value with a node id by its absolute path into the work tree read as typed
+    relative (spaces/command.py node_ids_in_tree), written back as pytest_words splits it; the
+    value as given where nothing changed."""
+    if not pytest_id:
+        return pytest_id
+    import shlex
+    from bisectk.spaces.command import node_ids_in_tree
+    words = pytest_words(pytest_id)
+    out = node_ids_in_tree(words, user_cwd=Path.cwd(), root=root)
+    return shlex.join(out) if out != words else pytest_id
+
+
 def say_command(files, spec, sub: Path, root: Path | None = None) -> None:
     """Where the command runs and which copy of each file it names: the user's file, or each
     commit's own (said when the user has a copy: one that only the tree has did not run); and a

@@ -170,6 +170,13 @@ def ptx_cmd(spec: Path = SpecArg,
         unknown = [f for f in with_ if f not in s.good]
         if unknown:
             fail(f"--with {', '.join(unknown)}: not a factor of {spec} (factors: {', '.join(s.factors)})")
+        with_ = list(dict.fromkeys(with_))
+        differ = s.differences()
+        alike = [f for f in with_ if f not in differ]
+        if alike:   # good with it at its bad value is good itself: a column that cleared nothing
+            fail(f"--with {', '.join(alike)}: good and bad give {'it' if len(alike) == 1 else 'them'} the same value, "
+                 f"so good with {'it' if len(alike) == 1 else 'them'} is good itself; name a factor that differs "
+                 f"({', '.join(differ) or 'none do'})")
         configs["good+" + "+".join(with_)] = s.hybrid(set(with_))
     ev = ptx_evidence(s, configs, timeout=COMPILE_TIMEOUT_S if timeout is None else timeout)
     if as_json:

@@ -14,8 +14,8 @@ from bisectk.cli_common import (BadRefOpt, capture_after_first_run, BuildOpt, Bu
                                 JsonOutOpt, PytestOpt, RayAddressOpt, CleanIgnoredOpt, RayRepoOpt, RepoOpt, ReportOpt,
                                 RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, TimeoutOpt, WarmOpt, check_outputs,
                                 fail, finish, history_subject, policy, reporter, resume_or_fresh)
-from bisectk.cli_history import (checkout_path, history_targets, pytest_words, say_ambiguous, say_command, say_path,
-                                 say_shared, say_your_bisect)
+from bisectk.cli_history import (checkout_path, history_targets, pytest_in_tree, pytest_words, say_ambiguous, say_command,
+                                 say_path, say_shared, say_your_bisect)
 
 
 def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [-- PATHSPEC...]", show_default=False,
@@ -67,6 +67,7 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
     say_your_bisect(root, [good], bad, ("--good", "--bad"))
     paths = pathspec_of(paths, Path.cwd(), root)    # as bisect reads it: relative to where it is typed
     commits = list_graph(root, good, bad, first_parent=first_parent, paths=paths)
+    pytest_id = pytest_in_tree(pytest_id, root)   # $PWD/tests/t.py::x: each commit's own test
     # --run ./test.sh as bisect reads it: the user's untracked script, or each commit's own
     run_cmd, build, files = resolve_commands(run_cmd, build, user_cwd=Path.cwd(), root=root, commit=commits.bad_sha,
                                              olds=[commits.good_sha], pytest=pytest_words(pytest_id),

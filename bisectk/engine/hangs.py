@@ -10,7 +10,9 @@ hang_facts -- after a search, collect the snapshots its hangs carry (bisectk/stu
               run once more with a snapshot forced: a run recorded like any other, counted in its own
               phase (oracle.HANG_PICTURE). Another hung run is named by what it applied. The good run's
               last progress point is set beside the bad endpoint's, and `same` says whether the bad
-              endpoint and the culprit wait at the same places (False: two different hangs).
+              endpoint and the culprit wait at the same places (False: two different hangs). A
+              hang the test's own timeout ended (pytest-timeout) was never the watchdog's, so never
+              read: it is not run again for a picture, and `own_timeout` says why there is none.
 Returns plain data (a dict) for the records; report/stuck.py words it.
 """
 
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from bisectk.engine.oracle import HANG_PICTURE, Oracle
 from bisectk.names import c_quoted
 from bisectk.outcome import FailKind, Run
+from bisectk.run.classify import PYTEST_TIMEOUT
 from bisectk.stuck import Snapshot, same_place
 
 if TYPE_CHECKING:
@@ -31,6 +34,11 @@ END = "<end>"
 
 def _hung(run: Run) -> bool:
     return run.kind is FailKind.HANG
+
+
+def _own_timeout(run: Run) -> bool:
+    """A hang the test's own timeout ended, before the watchdog could read where it waits."""
+    return _hung(run) and run.signature.startswith(PYTEST_TIMEOUT)
 
 
 def _entry(label: str, run: Run) -> dict[str, Any]:
@@ -63,6 +71,9 @@ def hang_facts(oracle: Oracle, check: EndpointCheck, culprit=None,
     facts: dict[str, Any] = {"bad": _entry("the bad endpoint", bad) if bad else None, "culprit": None,
                              "others": [], "good_last_point": last_point(check.good.runs),
                              "bad_hung": any(_hung(r) for r in check.bad.runs), "same": None}
+    hangs = [r for r in check.bad.runs if _hung(r)]
+    if hangs and all(map(_own_timeout, hangs)):
+        facts["own_timeout"] = True
     read: Run | None = None     # the culprit's run whose picture is shown
     if culprit is not None:
         v = oracle.trials.verdict(culprit)
@@ -72,7 +83,8 @@ def hang_facts(oracle: Oracle, check: EndpointCheck, culprit=None,
         # An intermittent hang is not re-run for its picture: a pass would be one more observation
         # that the answer already given did not weigh (issue 23's confirmation runs do that).
         steady = not check.flaky and check.bad_rate.fails == check.bad_rate.runs
-        if read is None and steady and any(_hung(r) for r in runs) and policy is not None and policy.enabled:
+        watched = any(_hung(r) and not _own_timeout(r) for r in runs)
+        if read is None and steady and watched and policy is not None and policy.enabled:
             again = oracle.observe(culprit, snapshot=True, phase=HANG_PICTURE)
             read = again if _hung(again) and again.stuck else None
             if read is None:

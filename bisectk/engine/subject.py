@@ -42,23 +42,29 @@ def apply_sets(spec: Spec, config: Config, sets: list[str] | None) -> Config:
 
 
 def _escapes_kept(text: str) -> str:
-    """`text` with each backslash inside an id's unquoted brackets doubled, so that the shell-rule
-    split keeps it: pytest prints a parameter's non-ASCII or control characters as escapes
-    (`test_x[z\\xe9]`, `test_x[a\\nb]`), and the id matches only with them, where the split would
-    read `z\\xe9` as `zxe9`. A backslash before a space stays the shell's (`test_x[a\\ b]`)."""
-    out, quote, depth = [], "", 0
-    for k, c in enumerate(text):
+    """`text` with each backslash, quote and space inside an id's unquoted brackets escaped, so
+    that the shell-rule split keeps it as the id's: pytest prints a parameter's non-ASCII or
+    control characters as escapes (`test_x[z\\xe9]`), its quotes and runs of spaces as they are
+    (`test_x[it's]`, `test_x[a  b]`), and the id matches only with them, where the split would
+    read `z\\xe9` as `zxe9`, refuse the lone quote and squeeze the spaces. A backslash before a
+    space stays the shell's (`test_x[a\\ b]`)."""
+    out, quote, depth, k = [], "", 0, 0
+    while k < len(text):
+        c = text[k]
         if quote:
             quote = "" if c == quote else quote
-        elif c in "'\"":
-            quote = c
         elif c == "[":
             depth += 1
         elif c == "]":
             depth = max(0, depth - 1)
-        elif c == "\\" and depth and not text[k + 1:k + 2].isspace():
-            out.append(c)
+        elif depth and c == "\\" and text[k + 1:k + 2].isspace():
+            c, k = c + text[k + 1], k + 1       # the shell's own escape of a space
+        elif depth and c in "\\'\" \t":
+            c = "\\" + c
+        elif c in "'\"":
+            quote = c
         out.append(c)
+        k += 1
     return "".join(out)
 
 
@@ -112,7 +118,13 @@ def _load_subject(spec_path: Path | None, run: str | None, pytest_id: str | None
         if sets:
             raise BisectkError("--set needs a SPEC (a --run or --pytest command has no factors)")
         if pytest_id is not None:
-            argv = ["python", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *pytest_args(pytest_id)]
+            argv = ["python", "-m", "pytest", "--verbosity=-1", "-x", "-rfEsx", "--color=no", "-p", "no:cacheprovider",
+                    *pytest_args(pytest_id)]
+            # --verbosity=-1: -q, whatever addopts add to it (`-ra -q`, pytest's own example, made it
+            # -qq, which drops the counts line a run that judged nothing is read by); -rfEsx:
+            # pytest's default report (fE: the failures read as the signature) and why a test was
+            # skipped or xfailed, the words of a run that judged nothing (run/classify.py);
+            # --color=no: the summary read without escapes, whatever FORCE_COLOR, PY_COLORS or addopts say
             # pytest cuts its short summary line to the terminal's width (80 through a pipe): a long
             # node id left no room for the message, which is the failure's signature
             return adhoc_spec(argv, name=f"pytest {pytest_id}", cwd=cwd, build=build_argv, timeout=timeout,

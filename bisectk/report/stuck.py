@@ -21,6 +21,9 @@ from bisectk.stuck import Snapshot
 
 HEADER = ["where", "who", "count", "waiting at", "instruction / code", "wait"]
 MAX_OTHERS = 3
+# the hangs were the test's own timeout's (engine/hangs.py own_timeout): no watchdog of bisectk's read them
+OWN_TIMEOUT = ("stuck at: not read (pytest-timeout ended each hang before bisectk's watchdog could read where "
+               "it waits: give --timeout below its limit)")
 
 
 def _snap(entry: dict | None) -> Snapshot | None:
@@ -117,7 +120,8 @@ def terminal_lines(facts: dict | None, brief: bool = False) -> list[str]:
             lines.append("two different hangs: the bad endpoint and the culprit wait at different places")
         return lines
     if facts.get("bad_hung") and not facts.get("bad") and not facts.get("culprit"):
-        lines.append("stuck at: not read (--snapshots 0, or the hangs came from the ledger)")
+        lines.append(OWN_TIMEOUT if facts.get("own_timeout") else
+                     "stuck at: not read (--snapshots 0, or the hangs came from the ledger)")
     for entry in _entries(facts):
         snap = _snap(entry)
         if snap is None:

@@ -41,10 +41,12 @@ from bisectk.outcome import (COMPILE_FAILED, LINK_FAILED, NAN_CHECK, PARSE_ERROR
 # left UNRESOLVED (slowrule): stop 54; a module's or a class's missing attribute read as a hybrid
 # that does not link, a SIGKILL death said as the OOM killer's or another's, a C++ std::bad_alloc
 # named: stop 55; a CUDA error named by its driver or runtime enum alone, CUDA_ERROR_ILLEGAL_ADDRESS
-# as the CuTe DSL prints it, read as that error and no longer as a plain crash: stop 58) is a new
+# as the CuTe DSL prints it, read as that error and no longer as a plain crash: stop 58; a pytest
+# run whose tests were all skipped or xfailed, and `python -m pytest` in an interpreter without it,
+# left UNRESOLVED, no longer a pass and a failure; a test pytest-timeout stopped a HANG: review g) is a new
 # version, so a ledger written under the old rules is not answered from, as a changed timeout
 # policy is not (memokey.POLICY_VERSION).
-RULES_VERSION = "classify-v13"
+RULES_VERSION = "classify-v14"
 from bisectk.run.process import RawRun, signal_name
 from bisectk.specvalues import Threshold
 
@@ -398,6 +400,13 @@ _SUMMARY = re.compile(r"^(FAILED|ERROR) ([^\s\[]+(?:\[.*?\])?)(?: - (.*))?$", re
 _XDIST_STOPPED = re.compile(r"^!+ xdist\.dsession\.Interrupted: stopping after \d+ failures? !+$", re.MULTILINE)
 
 
+# pytest-timeout's words for a test it stopped: its failure (the signal method), or the banner
+# over the stacks it dumps before it ends the process, summary-less (the thread method)
+PYTEST_TIMEOUT = "pytest-timeout: Timeout"     # such a hang's signature: no watchdog of bisectk's read it (engine/hangs.py)
+_PYTEST_TIMEOUT = re.compile(r"Failed: Timeout \(>([\d.]+)s\) from pytest-timeout\.$|^\++ Timeout \++$",
+                             re.MULTILINE)
+
+
 # pytest's usage errors (exit 4) in its own words: `ERROR: Wrong expression passed to '-k': ...`,
 # or argparse's line under `ERROR: usage: ...` (`pytest: error: unrecognized arguments: -n`, an
 # addopts option whose plugin the commit's environment lacks; pytest 9.2 names the program as run,
@@ -423,11 +432,34 @@ def _summary(stdout: str) -> list[tuple[str, str]]:
             for word, test, said in _SUMMARY.findall(stdout)]
 
 
+# pytest's last line, its counts: `1 passed, 2 skipped in 0.31s`, `==== 1 xfailed in 2.00s ====`
+_COUNTS = re.compile(r"^=* ?((?:\d+ [a-z]+, )*\d+ [a-z]+) in \d", re.MULTILINE)
+# why a test was skipped or xfailed, where the run's `-r` report names it (`-rfEsx`, which --pytest gives)
+_SKIP_SAID = re.compile(r"^(?:SKIPPED \[\d+\] [^\s:]+:\d+: |XFAIL \S+ - )(.+)$", re.MULTILINE)
+
+
+def _nothing_judged(stdout: str) -> str | None:
+    """pytest's counts where a run that exited 0 passed no test, every one it selected skipped or
+    an expected failure (xfail): its body never ran, or failed as marked, so the run says nothing
+    of the commit. None where a test passed (or the counts cannot be read)."""
+    said = _COUNTS.findall(stdout)
+    counts = dict((word, int(n)) for n, word in (c.split(" ") for c in said[-1].split(", "))) if said else {}
+    if not counts or counts.get("passed") or counts.get("xpassed") or not (counts.get("skipped") or counts.get("xfailed")):
+        return None
+    return ", ".join(f"{counts[w]} {w}" for w in ("skipped", "xfailed") if counts.get(w))
+
+
 def classify_pytest(raw: RawRun, text: str, common: dict) -> Run:
     """pytest's exit codes: 0 pass, 1 tests failed (the target), 2-5 the test could not be judged
-    (interrupted/collection error, internal error, usage error, nothing collected) -- never 'bad'."""
+    (interrupted/collection error, internal error, usage error, nothing collected) -- never 'bad'.
+    A run of 0 where no test passed (all skipped or xfailed) is unresolved too (_nothing_judged)."""
     if raw.exit_code == 0:
-        return Run(Outcome.PASS, **common)
+        counts = _nothing_judged(raw.stdout)
+        if counts is None:
+            return Run(Outcome.PASS, **common)
+        why = _SKIP_SAID.search(raw.stdout)
+        return Run(Outcome.UNRESOLVED, reason=Reason.INFRA, signature=f"pytest: no test was judged ({counts})"
+                   + (f": {_as_typed(why.group(1))[:200]}" if why else ""), **common)
     failed = _summary(raw.stdout)
     stopped = raw.exit_code == 2 and _XDIST_STOPPED.search(text) and failed and all("::" in t for t, _ in failed)
     if raw.exit_code == 1 or stopped:
@@ -436,6 +468,10 @@ def classify_pytest(raw: RawRun, text: str, common: dict) -> Run:
         if cuda:
             return Run(Outcome.FAIL, FailKind.CRASH, signature=cuda, failed=(cuda,), **common)
         tests = tuple(sorted({t for t, _ in failed})) or ("pytest",)
+        hung = _PYTEST_TIMEOUT.search(text)
+        if hung:    # pytest-timeout ended a test that hung: a hang, whatever exit it gave
+            return Run(Outcome.FAIL, FailKind.HANG, signature=PYTEST_TIMEOUT + (
+                f" (>{hung.group(1)}s)" if hung.group(1) else ""), failed=tests if failed else (), **common)
         return Run(Outcome.FAIL, FailKind.WRONG, signature=detail[:200], failed=tests, **common)
     reason, what = _PYTEST_EXITS.get(raw.exit_code, (Reason.INFRA, f"pytest: exit {raw.exit_code}"))
     detail = last_exception(text)
@@ -448,6 +484,12 @@ def classify_pytest(raw: RawRun, text: str, common: dict) -> Run:
     elif detail:
         detail = _as_typed(detail)
     return Run(Outcome.UNRESOLVED, reason=reason, signature=f"{what}" + (f": {detail}" if detail else ""), **common)
+
+
+# `python -m pytest` in an interpreter without pytest: the interpreter's own words, exit 1 (an
+# import inside a script says `ModuleNotFoundError: No module named 'x'`, quoted). Only pytest's
+# own absence: a module of the project's that a commit lacks may be the very failure hunted.
+_NO_PYTEST = re.compile(r"^(?:\S*/)?(?:python|pypy)[\d.]*: No module named pytest$", re.MULTILINE)
 
 
 def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
@@ -464,6 +506,10 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
         cuda = recognise(raw.poisoned + "\n" + text)
         return Run(Outcome.FAIL, FailKind.CRASH, signature=cuda or raw.poisoned,
                    failed=(cuda or "CUDA context poisoned",), **common)
+    missing = _NO_PYTEST.search(raw.stderr) if raw.exit_code == 1 and not raw.signal else None
+    if missing:     # `python -m pytest` where pytest is not installed: nothing of the commit ran
+        return Run(Outcome.UNRESOLVED, reason=Reason.INFRA,
+                   signature=f"{missing.group(0)} (install it in that interpreter)", **common)
     if judge.protocol == "pytest" and not raw.signal:
         return classify_pytest(raw, text, common)
     if raw.exit_code == SKIP_EXIT:

@@ -50,6 +50,9 @@ resolve_command -- the command line with its words resolved, and the CommandFile
                    and its shell syntax refused by spaces/shellwords.py split_command).
 resolve_pytest  -- the user's test files --pytest's node ids name, and the untracked conftest.py
                    files on their way.
+node_ids_in_tree -- --pytest's node ids by an absolute path into the work tree, or typed outside
+                   it, read as typed where the run is (each commit's test, as `git bisect run
+                   pytest $PWD/...` finds it).
 unique_files    -- one CommandFile per word and path.
 
 --run, --build and --pytest together, and the files beside the user's scripts: spaces/runfiles.py
@@ -473,6 +476,32 @@ def _same(root: Path, path: Path, blob: str) -> bool:
         return run_git(root, "hash-object", "--", str(path)) == blob
     except SpaceError:
         return False
+
+
+def node_ids_in_tree(args: Sequence[str], *, user_cwd: Path, root: Path) -> list[str]:
+    """--pytest's words (split) with each node id's path into the repository's work tree read as
+    the same path typed relative to where the command runs (spaces/checkout.py run_dir), as
+    _Resolver reads --run's: an absolute one (`$PWD/tests/t.py::test_x`, as an IDE copies a
+    test's id), which named the checkout's own file at every commit where `git bisect run pytest
+    $PWD/...` finds each commit's; and a relative one typed outside the repository (`--repo proj
+    --pytest proj/tests/t.py::x`), which named nothing at each worktree's top. Options, a path
+    typed inside the repository (the run's directory is its counterpart), and a path elsewhere or
+    in the git directory stay as typed; so do the values of -k, -m and -p (an expression, a
+    marker, a plugin: `-k proj` typed above `proj/` is no path)."""
+    from bisectk.spaces.checkout import run_dir
+    user_cwd = Path(os.path.abspath(user_cwd))
+    outside = not user_cwd.is_relative_to(root)
+    here = root / run_dir(user_cwd, root)
+    out: list[str] = []
+    for arg in args:
+        path, sep, rest = arg.partition("::")
+        mine = Path(os.path.realpath(user_cwd / os.path.dirname(path))) / os.path.basename(path)
+        if arg.startswith("-") or out[-1:] in (["-k"], ["-m"], ["-p"]) or not (outside or os.path.isabs(path)) or \
+                not mine.is_relative_to(root) or ".git" in mine.relative_to(root).parts:
+            out.append(arg)
+        else:
+            out.append(os.path.relpath(mine, here) + sep + rest)
+    return out
 
 
 def resolve_pytest(args: Sequence[str], *, user_cwd: Path, root: Path, commit: str,

@@ -368,7 +368,7 @@ def test_a_metric_printed_in_quotes_is_the_subjects_printing_not_a_wrong_result(
 
 
 def _pytest_run(tmp_path, source: str, *args: str) -> RawRun:
-    """A real pytest run as --pytest makes it (`-q -x -p no:cacheprovider`), as a RawRun."""
+    """A real pytest run with the core of what --pytest gives (`-q -x -p no:cacheprovider`), as a RawRun."""
     import subprocess
     import sys
     (tmp_path / "test_k.py").write_text(source)
@@ -603,3 +603,100 @@ def test_under_a_spec_a_crash_whose_source_does_not_link_is_unbuilt_by_the_rule_
                  "RuntimeError: name 'x' is not defined"):
         for judge in (JUDGE, git):
             assert not classify_run(raw(exit_code=1, stderr=tb + last + "\n"), judge).unbuilt, last
+
+
+def test_a_pytest_run_whose_tests_were_all_skipped_judges_nothing(tmp_path):
+    """exit 0 with `1 skipped`: the test's body never ran (a skipif on a dependency's version, an
+    importorskip of a module a commit lacks), and the commit was taken for a good one. Only a
+    test that ran and passed passes; a skip or an expected failure alone is unresolved, in
+    pytest's words where its `-r` report gives them."""
+    pytest_ = Judge([], protocol="pytest")
+    skips = "import pytest\n@pytest.mark.skip(reason='needs sm_90a')\ndef test_x():\n    assert 0\n"
+    r = classify_run(_pytest_run(tmp_path, skips, "test_k.py::test_x"), pytest_)
+    assert (r.outcome, r.reason) == (Outcome.UNRESOLVED, Reason.INFRA), r
+    assert r.signature.startswith("pytest: no test was judged (1 skipped)"), r.signature
+    import subprocess
+    from bisectk.engine.subject import load_subject
+    spec, _ = load_subject(None, pytest_id="test_k.py::test_x", cwd=tmp_path)   # as --pytest runs it
+    p = subprocess.run(spec.argv({}), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    r = classify_run(raw(exit_code=p.returncode, stdout=p.stdout, stderr=p.stderr), pytest_)
+    assert r.signature == "pytest: no test was judged (1 skipped): needs sm_90a", r.signature
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -ra -q\n")     # pytest's own example: -qq drops the counts
+    p = subprocess.run(spec.argv({}), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    r = classify_run(raw(exit_code=p.returncode, stdout=p.stdout, stderr=p.stderr), pytest_)
+    assert r.signature == "pytest: no test was judged (1 skipped): needs sm_90a", (r.signature, p.stdout)
+    (tmp_path / "pytest.ini").unlink()
+    xfails = "import pytest\n@pytest.mark.xfail\ndef test_x():\n    assert 0\n"
+    r = classify_run(_pytest_run(tmp_path, xfails, "test_k.py::test_x"), pytest_)
+    assert (r.outcome, r.signature) == (Outcome.UNRESOLVED, "pytest: no test was judged (1 xfailed)"), r
+    both = skips + "def test_y():\n    pass\n"
+    assert classify_run(_pytest_run(tmp_path, both, "test_k.py"), pytest_).outcome is Outcome.PASS
+
+
+def test_pytest_missing_from_the_interpreter_is_no_failing_test():
+    """`python -m pytest` in an interpreter without pytest (bisectk installed with pipx) exits 1
+    with `python: No module named pytest`: read as a failing test ('test failed'), so the good
+    endpoint "failed" and a commit was judged by an interpreter that never ran it."""
+    for protocol in ("pytest", "git"):
+        r = classify_run(raw(exit_code=1, stderr="/opt/venv/bin/python3: No module named pytest\n"),
+                         Judge([], protocol=protocol))
+        assert (r.outcome, r.reason) == (Outcome.UNRESOLVED, Reason.INFRA), (protocol, r)
+        assert r.signature == "/opt/venv/bin/python3: No module named pytest (install it in that interpreter)", r
+
+
+def test_a_parametrized_id_keeps_its_quotes_and_spaces(tmp_path):
+    """pytest prints `test_x[it's]` and `test_x[a  b]` as the ids it selects by; --pytest refused
+    the first ('No closing quotation') and squeezed the second to `test_x[a b]`, which no commit
+    has: every run 'not found'. Inside an id's brackets each character is the id's."""
+    from bisectk.engine.subject import pytest_args
+    assert pytest_args("t.py::test_x[it's] -k 'a or b'") == ["t.py::test_x[it's]", "-k", "a or b"]
+    assert pytest_args('t.py::test_x[a"b]') == ['t.py::test_x[a"b]']
+    assert pytest_args("t.py::test_x[a  b] t.py::test_y") == ["t.py::test_x[a  b]", "t.py::test_y"]
+    assert pytest_args("'t.py::test_x[a  b]'") == ["t.py::test_x[a  b]"]
+    source = 'import pytest\n@pytest.mark.parametrize("s", ["it\'s", "a  b"])\ndef test_x(s):\n    assert 0, s\n'
+    for node in ("test_k.py::test_x[it's]", "test_k.py::test_x[a  b]"):
+        r = classify_run(_pytest_run(tmp_path, source, *pytest_args(node)), Judge([], protocol="pytest"))
+        assert (r.outcome, r.failed) == (Outcome.FAIL, (node,)), r.signature
+
+
+def test_a_pytest_run_in_colour_is_read_as_one_without(tmp_path):
+    """`FORCE_COLOR=1` or `PY_COLORS=1` (a CI's setting) or `addopts = --color=yes` wrapped
+    pytest's summary in escapes: a failing test was named 'pytest' with 'test failed', and a
+    skipped one passed. --pytest's run asks pytest for no colour, whatever the environment."""
+    import subprocess
+    import sys
+    from bisectk.engine.subject import load_subject
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = --color=yes\n")
+    (tmp_path / "test_k.py").write_text('import pytest\n@pytest.mark.parametrize("s", ["a b"])\n'
+                                        'def test_x(s):\n    assert 0, "boom"\n')
+    spec, _ = load_subject(None, pytest_id="test_k.py::test_x", cwd=tmp_path)
+    env = {**os.environ, **spec.environment({}), "PY_COLORS": "1", "FORCE_COLOR": "1"}
+    p = subprocess.run([sys.executable, *spec.argv({})[1:]], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=120)
+    r = classify_run(raw(exit_code=p.returncode, stdout=p.stdout, stderr=p.stderr), Judge([], protocol="pytest"))
+    assert (r.outcome, r.failed) == (Outcome.FAIL, ("test_k.py::test_x[a b]",)), (r.failed, p.stdout[-300:])
+    assert r.signature == "AssertionError: boom", r.signature
+
+
+def test_a_test_that_pytest_timeout_stopped_is_a_hang():
+    """pytest-timeout (`addopts = --timeout=300`, common where kernels hang) ends a hung test as
+    failed, exit 1: read as a wrong result ('Failed: Timeout ...', or 'test failed' where its
+    thread method dumps the stacks and exits with no summary). Its words as pytest-timeout 2.4
+    prints them."""
+    pytest_ = Judge([], protocol="pytest")
+    summary = ("E       Failed: Timeout (>2.0s) from pytest-timeout.\n"
+               "=========================== short test summary info ============================\n"
+               "FAILED test_k.py::test_x - Failed: Timeout (>2.0s) from pytest-timeout.\n"
+               "!!!!!!!!!!!!!!!!!!!!!!!!!! stopping after 1 failures !!!!!!!!!!!!!!!!!!!!!!!!!!!\n1 failed in 2.84s\n")
+    r = classify_run(raw(exit_code=1, stdout=summary), pytest_)
+    assert (r.outcome, r.kind, r.failed) == (Outcome.FAIL, FailKind.HANG, ("test_k.py::test_x",)), r
+    assert r.signature == "pytest-timeout: Timeout (>2.0s)", r.signature
+    r = classify_run(raw(exit_code=1, stdout=summary.split("\n", 2)[2]), pytest_)    # --tb=no: the summary alone
+    assert (r.kind, r.signature) == (FailKind.HANG, "pytest-timeout: Timeout (>2.0s)"), r
+    dump = ("+++++++++++++++++++++++++++++++++++ Timeout ++++++++++++++++++++++++++++++++++++\n"
+            "~~~~~~~~~~~~~~~~~~~~ Stack of MainThread (140174895958912) ~~~~~~~~~~~~~~~~~~~~~\n"
+            '  File "/w/test_k.py", line 3, in test_x\n    time.sleep(30)\n'
+            "+++++++++++++++++++++++++++++++++++ Timeout ++++++++++++++++++++++++++++++++++++\n")
+    r = classify_run(raw(exit_code=1, stdout=dump), pytest_)
+    assert (r.outcome, r.kind, r.signature) == (Outcome.FAIL, FailKind.HANG, "pytest-timeout: Timeout"), r
+    assert classify_run(raw(exit_code=1, stdout="FAILED test_k.py::test_x - assert 0\n"), pytest_).kind is FailKind.WRONG

@@ -52,6 +52,18 @@ def test_ptx_command_shows_barrier_count_difference(tmp_path):
     assert keys["mbarrier.init[count=128]"]["good+arrive_unit"] > 0
 
 
+def test_ptx_with_a_factor_good_and_bad_share_is_refused(make_spec):
+    """`--with n` where good and bad both give n=1: 'good+n' compiled good itself again, and its
+    column read as the PTX of n at its bad value, no different from good's: a culprit cleared
+    by nothing. Refused in one line, naming the factors that differ."""
+    spec = make_spec({"mode": "ok", "n": 1}, {"mode": "wrong", "n": 1})
+    p = bisectk("ptx", spec, "--with", "n", timeout=120)
+    assert p.returncode == 2 and p.stdout == "", (p.returncode, p.stdout)
+    assert p.stderr.strip().splitlines() == [
+        "bisectk: --with n: good and bad give it the same value, so good with it is good itself; "
+        "name a factor that differs (mode)"], p.stderr
+
+
 def test_a_ptx_table_with_nothing_compiled_does_not_say_no_difference():
     """When neither side compiled (not a `python SCRIPT.py` command, a compile error), the table
     said "(no difference)" between signatures it never had."""

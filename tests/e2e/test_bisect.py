@@ -640,3 +640,67 @@ def test_resume_finds_the_earlier_session_of_these_refs_behind_one_of_other_refs
     assert p.returncode == found, (p.stdout[-2000:], p.stderr[-2000:])
     doc = json.loads(p.stdout)
     assert doc["first_bad"]["sha"] == shas[3] and doc["runs"] == 0, doc["runs"]
+
+
+def test_a_hang_pytest_timeout_ended_is_not_run_again_for_a_picture_it_cannot_give(tmp_path):
+    """pytest-timeout ends a hung test before bisectk's watchdog: no hang of the bisection was
+    read, and the first bad commit was run once more 'to read where it waits' (a run as long as
+    the plugin's limit, which again could not be read), then 'not read (--snapshots 0, or the
+    hangs came from the ledger)', neither of which was so. The fixture fails in pytest-timeout's
+    own words (`Failed: Timeout (>3.0s) from pytest-timeout.`), as its signal method does."""
+    from bisectk.report.stuck import OWN_TIMEOUT
+    r = tmp_path / "r"
+    (r / "tests").mkdir(parents=True)
+    git(r, "init", "-q")
+    shas = []
+    for i in range(6):
+        (r / "tests" / "test_k.py").write_text(
+            f"import pytest\n\n@pytest.fixture\ndef dev():\n    if {i >= 3}:\n"
+            "        pytest.fail('Timeout (>3.0s) from pytest-timeout.', pytrace=False)\n    return 1\n\n"
+            f"def test_x(dev):\n    assert dev == 1  # rev {i}\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"rev {i}")
+        shas.append(git(r, "rev-parse", "HEAD").strip())
+    p = bisectk("bisect", "--repo", r, "--good", shas[0], "--bad", shas[-1], "--pytest", "tests/test_k.py::test_x",
+                timeout=300)
+    assert p.returncode == 0 and f"first bad commit: {shas[3]}" in p.stdout, (p.stdout, p.stderr)
+    assert "failure: hang" in p.stdout and OWN_TIMEOUT in p.stdout and "run once more" not in p.stdout, p.stdout
+
+
+def test_a_node_id_by_its_absolute_path_in_the_checkout_names_each_commits_test(tmp_path):
+    """`--pytest $PWD/tests/test_k.py::test_x` (an IDE copies a test's id with its full path):
+    pytest ran the checkout's file at every commit, and bisect refused, blaming an editable
+    install or PYTHONPATH. Read as the same path typed relative, as --run reads `$PWD/check.sh`
+    and as `git bisect run pytest $PWD/...` finds each commit's file in the checkout."""
+    r = tmp_path / "r"
+    (r / "tests").mkdir(parents=True)
+    git(r, "init", "-q")
+    shas = []
+    for i in range(6):
+        (r / "tests" / "test_k.py").write_text(f"def test_x():\n    assert {i} < 3\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"rev {i}")
+        shas.append(git(r, "rev-parse", "HEAD").strip())
+    for cwd in (r, r / "tests"):
+        p = bisectk("bisect", "--good", shas[0], "--bad", shas[-1], "--pytest", f"{r}/tests/test_k.py::test_x",
+                    cwd=cwd, timeout=300)
+        assert p.returncode == 0 and f"first bad commit: {shas[3]}" in p.stdout, (p.stdout, p.stderr)
+
+
+def test_a_node_id_typed_outside_the_repository_names_its_test(tmp_path):
+    """`bisectk bisect --repo proj --pytest proj/tests/t.py::x`, typed above the repository: the
+    run is at each worktree's top, where `proj/tests/t.py` is no path, and every commit said 'not
+    found ... (the test may not exist at this commit)'. Read as typed at the top level, as --run's
+    `proj/ci/t.sh` is."""
+    r = tmp_path / "proj"
+    (r / "tests").mkdir(parents=True)
+    git(r, "init", "-q")
+    shas = []
+    for i in range(6):
+        (r / "tests" / "test_k.py").write_text(f"def test_x():\n    assert {i} < 3\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"rev {i}")
+        shas.append(git(r, "rev-parse", "HEAD").strip())
+    p = bisectk("bisect", "--repo", "proj", "--good", shas[0], "--bad", shas[-1], "--pytest",
+                "proj/tests/test_k.py::test_x", cwd=tmp_path, timeout=300)
+    assert p.returncode == 0 and f"first bad commit: {shas[3]}" in p.stdout, (p.stdout, p.stderr)

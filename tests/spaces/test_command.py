@@ -266,3 +266,19 @@ def test_a_compiled_program_git_ignores_is_each_commits_build_not_a_file_of_your
     (r / "local" / "t.sh").write_text("#!/bin/sh\nexit 0\n")
     line, files = resolve("local/t.sh", r, r, sha)
     assert [(f.use, f.copy) for f in files] == [("yours", "local/t.sh")], files
+
+
+def test_node_ids_typed_outside_or_by_absolute_path_are_read_where_the_run_is(tmp_path):
+    """--pytest's node ids (spaces/command.py node_ids_in_tree): an absolute path into the tree,
+    and one typed above the repository, read as typed where the run is; -k's, -m's and -p's
+    values are no paths (`-k proj` from above `proj/` stays `-k proj`), nor are options."""
+    from bisectk.spaces.command import node_ids_in_tree
+    r = tmp_path / "proj"
+    (r / "tests").mkdir(parents=True)
+    above = node_ids_in_tree(["proj/tests/t.py::x[a b]", "-k", "proj", "-m", "proj", "--co", "tests/t.py"],
+                             user_cwd=tmp_path, root=r)
+    assert above == ["tests/t.py::x[a b]", "-k", "proj", "-m", "proj", "--co", "tests/t.py"], above
+    inside = node_ids_in_tree([f"{r}/tests/t.py::x", "t.py", "-p", f"{r}/plug.py", "/elsewhere/t.py"],
+                              user_cwd=r / "tests", root=r)
+    assert inside == ["t.py::x", "t.py", "-p", f"{r}/plug.py", "/elsewhere/t.py"], inside
+    assert node_ids_in_tree([f"{r}/.git/hooks/t.py"], user_cwd=r, root=r) == [f"{r}/.git/hooks/t.py"]

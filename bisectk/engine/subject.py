@@ -118,10 +118,13 @@ def _load_subject(spec_path: Path | None, run: str | None, pytest_id: str | None
         if sets:
             raise BisectkError("--set needs a SPEC (a --run or --pytest command has no factors)")
         if pytest_id is not None:
-            argv = ["python", "-m", "pytest", "--verbosity=-1", "-x", "-rfEsx", "--color=no", "-p", "no:cacheprovider",
-                    *pytest_args(pytest_id)]
-            # --verbosity=-1: -q, whatever addopts add to it (`-ra -q`, pytest's own example, made it
-            # -qq, which drops the counts line a run that judged nothing is read by); -rfEsx:
+            words = pytest_args(pytest_id)
+            end = words.index("--") if "--" in words else len(words)
+            argv = ["python", "-m", "pytest", "-x", "-rfEsx", "--color=no", "-p", "no:cacheprovider",
+                    *words[:end], "--verbosity=-1", *words[end:]]
+            # --verbosity=-1, after the user's options: -q, whatever addopts or a -q typed in
+            # --pytest add to it (`-ra -q`, pytest's own example, made it -qq, which drops the
+            # counts line a run that judged nothing is read by); -rfEsx:
             # pytest's default report (fE: the failures read as the signature) and why a test was
             # skipped or xfailed, the words of a run that judged nothing (run/classify.py);
             # --color=no: the summary read without escapes, whatever FORCE_COLOR, PY_COLORS or addopts say

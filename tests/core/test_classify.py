@@ -626,6 +626,11 @@ def test_a_pytest_run_whose_tests_were_all_skipped_judges_nothing(tmp_path):
     r = classify_run(raw(exit_code=p.returncode, stdout=p.stdout, stderr=p.stderr), pytest_)
     assert r.signature == "pytest: no test was judged (1 skipped): needs sm_90a", (r.signature, p.stdout)
     (tmp_path / "pytest.ini").unlink()
+    for typed in ("test_k.py::test_x -q", "test_k.py::test_x -qq --quiet"):   # typed inside --pytest: -qq again
+        spec, _ = load_subject(None, pytest_id=typed, cwd=tmp_path)
+        p = subprocess.run(spec.argv({}), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        r = classify_run(raw(exit_code=p.returncode, stdout=p.stdout, stderr=p.stderr), pytest_)
+        assert r.signature == "pytest: no test was judged (1 skipped): needs sm_90a", (typed, r.signature, p.stdout)
     xfails = "import pytest\n@pytest.mark.xfail\ndef test_x():\n    assert 0\n"
     r = classify_run(_pytest_run(tmp_path, xfails, "test_k.py::test_x"), pytest_)
     assert (r.outcome, r.signature) == (Outcome.UNRESOLVED, "pytest: no test was judged (1 xfailed)"), r

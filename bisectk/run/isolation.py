@@ -392,10 +392,10 @@ PROBES: list[Probe] = [
           torchstate.set_sdp),
     *[_torch_flag(p) for p in ("torch.backends.cudnn.enabled", "torch.backends.cudnn.benchmark",
                                "torch.backends.cudnn.deterministic", "torch.backends.cudnn.allow_tf32",
-                               "torch.backends.cuda.matmul.allow_tf32",
-                               "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
-                               "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
                                "torch.backends.mkldnn.enabled")],
+    Probe("torch cuBLAS matmul flags (torch.backends.cuda.matmul: allow_tf32, reduced-precision reductions, "
+          "fp16 accumulation)", "torch", torchstate.cublas, torchstate.set_cublas,
+          show=lambda v: ", ".join(f"{n}={x}" for n, x in v)),
     Probe("torch warn always (set_warn_always)", "torch", lambda: _m("torch").is_warn_always_enabled(),
           lambda v: _m("torch").set_warn_always(v)),
     Probe("torch sparse tensor invariant checks", "torch",

@@ -61,6 +61,10 @@ print("BISECTK_RESULT " + json.dumps({
     "saved_hooks": [torch._C._autograd._top_saved_tensors_default_hooks(False) is None,
                     torch._C._autograd._saved_tensors_hooks_is_enabled()],
     "dual_level": torch.autograd.forward_ad._current_level,
+    "cublas": [getattr(torch.backends.cuda.matmul, f, None) for f in (
+        "allow_fp16_reduced_precision_reduction", "allow_fp16_reduced_precision_reduction_split_k",
+        "allow_bf16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction_split_k",
+        "allow_fp16_accumulation")],
     "np_err": np.geterr(), "np_precision": np.get_printoptions()["precision"],
     "decimal": [decimal.getcontext().prec, decimal.getcontext().rounding],
     "socket": socket.getdefaulttimeout(), "sigusr1": str(signal.getsignal(signal.SIGUSR1)),
@@ -121,6 +125,12 @@ DIRTY = [
     ("torch saved-tensor hooks disabled", "import torch, warnings; warnings._bisectk_keep = "
                                           "torch.autograd.graph.disable_saved_tensors_hooks('no'); "
                                           "warnings._bisectk_keep.__enter__()", True),
+    # cuBLAS's reduced-precision matmul flags (torch.backends.cuda.matmul is an object, not a module:
+    # their probes waited for a module of that name, never read them, and the flags stayed set)
+    ("torch cuBLAS reduced-precision flags", "import torch; m = torch.backends.cuda.matmul; "
+                                             "m.allow_fp16_reduced_precision_reduction = (False, False); "
+                                             "m.allow_bf16_reduced_precision_reduction = False; "
+                                             "m.allow_fp16_accumulation = True", True),
     ("torch forward AD level", "import torch; torch.autograd.forward_ad.dual_level().__enter__()", True),
     # random streams are put back without a word (every run draws from them): only the probe tells
     ("torch's CPU random state", "import torch; torch.manual_seed(1234); torch.rand(5)", None),

@@ -211,6 +211,26 @@ def _set_asyncio(v: tuple) -> None:
         local._loop, local._set_called = loop, set_called
 
 
+def _set_gc_debug(v: tuple[int, int]) -> None:
+    gc = _m("gc")
+    gc.set_debug(v[0])
+    del gc.garbage[v[1]:]       # what DEBUG_SAVEALL kept of the run's garbage
+
+
+def _tracemalloc() -> int:
+    """The frames tracemalloc keeps per allocation while it traces; 0 when it does not (the
+    built-in module: importing tracemalloc itself loads pickle and more)."""
+    import _tracemalloc
+    return _tracemalloc.get_traceback_limit() if _tracemalloc.is_tracing() else 0
+
+
+def _set_tracemalloc(frames: int) -> None:
+    import _tracemalloc
+    _tracemalloc.stop()
+    if frames:
+        _tracemalloc.start(frames)
+
+
 def _umask() -> int:
     old = os.umask(0)
     os.umask(old)
@@ -332,6 +352,16 @@ PROBES: list[Probe] = [
     Probe("garbage collector callbacks (gc.callbacks)", "gc", lambda: list(_m("gc").callbacks),
           lambda v: _m("gc").callbacks.__setitem__(slice(None), v),
           lambda a, b: len(a) == len(b) and all(map(operator.is_, a, b)), lambda v: ", ".join(map(_show_func, v))),
+    # DEBUG_SAVEALL: every later run's garbage kept in gc.garbage; DEBUG_STATS: its stderr written to
+    Probe("the garbage collector debug flags (gc.set_debug) and gc.garbage", "gc",
+          lambda: (_m("gc").get_debug(), len(_m("gc").garbage)), _set_gc_debug),
+    # tracing every allocation: a later run several times slower (a SLOW, a hang) where a fresh one is not
+    Probe("tracemalloc", "sys", _tracemalloc, _set_tracemalloc),
+    Probe("coroutine origin tracking (sys.set_coroutine_origin_tracking_depth)", "sys",
+          sys.get_coroutine_origin_tracking_depth, sys.set_coroutine_origin_tracking_depth),
+    Probe("the async generator hooks (sys.set_asyncgen_hooks)", "sys", lambda: tuple(sys.get_asyncgen_hooks()),
+          lambda v: sys.set_asyncgen_hooks(*v), lambda a, b: all(map(operator.is_, a, b)),
+          lambda v: ", ".join(map(_show_func, v))),
     # RTLD_LAZY | RTLD_GLOBAL: a later run's extension with an undefined symbol imports, or binds another's
     Probe("the dlopen flags of extension imports (sys.setdlopenflags)", "sys", sys.getdlopenflags,
           sys.setdlopenflags),

@@ -61,6 +61,9 @@ print("BISECTK_RESULT " + json.dumps({
     "saved_hooks": [torch._C._autograd._top_saved_tensors_default_hooks(False) is None,
                     torch._C._autograd._saved_tensors_hooks_is_enabled()],
     "dual_level": torch.autograd.forward_ad._current_level,
+    "tracemalloc": __import__("tracemalloc").is_tracing(), "gc_debug": [gc.get_debug(), len(gc.garbage)],
+    "coroutine_origin": sys.get_coroutine_origin_tracking_depth(),
+    "asyncgen_hooks": [h is None for h in sys.get_asyncgen_hooks()],
     "cublas": [getattr(torch.backends.cuda.matmul, f, None) for f in (
         "allow_fp16_reduced_precision_reduction", "allow_fp16_reduced_precision_reduction_split_k",
         "allow_bf16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction_split_k",
@@ -172,6 +175,12 @@ DIRTY = [
     ("sys.setdlopenflags", "import os, sys; sys.setdlopenflags(os.RTLD_LAZY | os.RTLD_GLOBAL)", True),
     ("signal.set_wakeup_fd", "import os, signal; r, w = os.pipe(); os.set_blocking(w, False); "
                              "signal.set_wakeup_fd(w)", True),
+    # interpreter switches no probe read: each stayed for every later run of the worker (tracemalloc
+    # made a later run 8x slower, a SLOW or a hang where a fresh process is neither)
+    ("tracemalloc", "import tracemalloc; tracemalloc.start(25)", True),
+    ("gc debug flags", "import gc; gc.set_debug(gc.DEBUG_SAVEALL); a = []; a.append(a); del a; gc.collect()", True),
+    ("coroutine origin tracking", "import sys; sys.set_coroutine_origin_tracking_depth(5)", True),
+    ("asyncgen hooks", "import sys; sys.set_asyncgen_hooks(firstiter=lambda g: None, finalizer=lambda g: None)", True),
     ("a thread left running", "import threading, time; threading.Thread(target=time.sleep, args=(30,), "
                                "daemon=True).start()", False),
 ]

@@ -217,6 +217,12 @@ def _set_gc_debug(v: tuple[int, int]) -> None:
     del gc.garbage[v[1]:]       # what DEBUG_SAVEALL kept of the run's garbage
 
 
+def _stack_size() -> int:
+    old = _m("threading").stack_size()     # with no size it sets the default (0): put back at once
+    _m("threading").stack_size(old)
+    return old
+
+
 def _tracemalloc() -> int:
     """The frames tracemalloc keeps per allocation while it traces; 0 when it does not (the
     built-in module: importing tracemalloc itself loads pickle and more)."""
@@ -355,6 +361,9 @@ PROBES: list[Probe] = [
     # DEBUG_SAVEALL: every later run's garbage kept in gc.garbage; DEBUG_STATS: its stderr written to
     Probe("the garbage collector debug flags (gc.set_debug) and gc.garbage", "gc",
           lambda: (_m("gc").get_debug(), len(_m("gc").garbage)), _set_gc_debug),
+    # the stack of every thread a later run makes (64 KiB: a recursion in one a SIGSEGV)
+    Probe("the thread stack size (threading.stack_size)", "threading", _stack_size,
+          lambda v: _m("threading").stack_size(v)),
     # tracing every allocation: a later run several times slower (a SLOW, a hang) where a fresh one is not
     Probe("tracemalloc", "sys", _tracemalloc, _set_tracemalloc),
     Probe("coroutine origin tracking (sys.set_coroutine_origin_tracking_depth)", "sys",

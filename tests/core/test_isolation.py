@@ -62,7 +62,7 @@ print("BISECTK_RESULT " + json.dumps({
                     torch._C._autograd._saved_tensors_hooks_is_enabled()],
     "dual_level": torch.autograd.forward_ad._current_level,
     "tracemalloc": __import__("tracemalloc").is_tracing(), "gc_debug": [gc.get_debug(), len(gc.garbage)],
-    "coroutine_origin": sys.get_coroutine_origin_tracking_depth(),
+    "coroutine_origin": sys.get_coroutine_origin_tracking_depth(), "stack_size": threading.stack_size(),
     "asyncgen_hooks": [h is None for h in sys.get_asyncgen_hooks()],
     "cublas": [getattr(torch.backends.cuda.matmul, f, None) for f in (
         "allow_fp16_reduced_precision_reduction", "allow_fp16_reduced_precision_reduction_split_k",
@@ -181,6 +181,8 @@ DIRTY = [
     ("gc debug flags", "import gc; gc.set_debug(gc.DEBUG_SAVEALL); a = []; a.append(a); del a; gc.collect()", True),
     ("coroutine origin tracking", "import sys; sys.set_coroutine_origin_tracking_depth(5)", True),
     ("asyncgen hooks", "import sys; sys.set_asyncgen_hooks(firstiter=lambda g: None, finalizer=lambda g: None)", True),
+    # every later run's threads made with 64 KiB stacks: a recursion in one a SIGSEGV
+    ("threading.stack_size", "import threading; threading.stack_size(64 * 1024)", True),
     ("a thread left running", "import threading, time; threading.Thread(target=time.sleep, args=(30,), "
                                "daemon=True).start()", False),
 ]

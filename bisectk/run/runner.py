@@ -566,8 +566,10 @@ class Runner:
         if alike is None or not self.judge.slow_factor or self.judge.slow_metric:
             return
         good, bad = dict(self.spec.good), dict(self.spec.bad)
-        configs = [good, bad, *({**good, k: bad[k]} for k in good if k in bad and good[k] != bad[k]),
-                   *({**bad, k: good[k]} for k in bad if k in good and good[k] != bad[k])]
+        # only what the program, the script or the environment names decides where a run goes
+        decides = set().union(*map(placeholders, [*self.spec.command[:2], *self.spec.env.values()]))
+        flips = [k for k in good if k in bad and good[k] != bad[k] and k in decides]
+        configs = [good, bad, *({**good, k: bad[k]} for k in flips), *({**bad, k: good[k]} for k in flips)]
         jobs = []
         for config in configs:
             try:

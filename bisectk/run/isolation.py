@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from bisectk.procstat import psutil
 from bisectk.run import loggers, torchstate
 
 # the standard modules of probes, cheap to import and with no effect on import: loaded before the
@@ -314,6 +315,12 @@ PROBES: list[Probe] = [
           show=lambda v: f"{len(v)} CPUs"),
     Probe("the scheduling priority (nice)", "os", lambda: os.getpriority(os.PRIO_PROCESS, 0),
           lambda v: os.setpriority(os.PRIO_PROCESS, 0, v)),
+    # SCHED_IDLE, the idle I/O class: a later run given a CPU or the disk only when nothing else wants it
+    Probe("the scheduling policy (os.sched_setscheduler)", "os",
+          lambda: (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority),
+          lambda v: os.sched_setscheduler(0, v[0], os.sched_param(v[1]))),
+    Probe("the I/O priority (ionice)", "os", lambda: tuple(psutil.Process().ionice()),
+          lambda v: psutil.Process().ionice(*v)),
     Probe("the root logger (handlers, level, logging.disable)", "logging", _logging_root, _set_logging_root,
           _logging_same, show=lambda v: f"{len(v[0])} handler(s), level {v[1]}, disable {v[2]}"),
     Probe("named loggers (level, handlers, propagate)", "logging", loggers.read, loggers.write, loggers.same,

@@ -63,6 +63,7 @@ print("BISECTK_RESULT " + json.dumps({
     "dual_level": torch.autograd.forward_ad._current_level,
     "tracemalloc": __import__("tracemalloc").is_tracing(), "gc_debug": [gc.get_debug(), len(gc.garbage)],
     "coroutine_origin": sys.get_coroutine_origin_tracking_depth(), "stack_size": threading.stack_size(),
+    "sched": os.sched_getscheduler(0), "ionice": list(__import__("psutil").Process().ionice()),
     "asyncgen_hooks": [h is None for h in sys.get_asyncgen_hooks()],
     "cublas": [getattr(torch.backends.cuda.matmul, f, None) for f in (
         "allow_fp16_reduced_precision_reduction", "allow_fp16_reduced_precision_reduction_split_k",
@@ -183,6 +184,10 @@ DIRTY = [
     ("asyncgen hooks", "import sys; sys.set_asyncgen_hooks(firstiter=lambda g: None, finalizer=lambda g: None)", True),
     # every later run's threads made with 64 KiB stacks: a recursion in one a SIGSEGV
     ("threading.stack_size", "import threading; threading.stack_size(64 * 1024)", True),
+    # SCHED_IDLE, the idle I/O class: every later run of the worker given a CPU or the disk only when
+    # nothing else wants it (on a loaded machine a hang or a SLOW where a fresh process is neither)
+    ("the scheduling policy", "import os; os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))", True),
+    ("the I/O priority", "import psutil; psutil.Process().ionice(psutil.IOPRIO_CLASS_IDLE)", True),
     ("a thread left running", "import threading, time; threading.Thread(target=time.sleep, args=(30,), "
                                "daemon=True).start()", False),
 ]

@@ -60,6 +60,19 @@ def stopped(pid: int) -> bool:
     return _state(pid) in (b"T", b"t")
 
 
+def tracer(pid: int) -> int:
+    """The pid of the process that traces process `pid` (ptrace: a debugger, strace); 0 when none,
+    no such process or no /proc."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"TracerPid:"):
+                    return int(line.split()[1])
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0
+
+
 def gone(pid: int) -> bool:
     """Whether process `pid` has ended: no such process, or a zombie waiting to be reaped."""
     return _state(pid) in (None, b"Z", b"X")

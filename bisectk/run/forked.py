@@ -332,8 +332,9 @@ class Forked(Replies):
 
     def usable(self) -> bool:
         """Alive, and its template (its containment) intact: a run that killed the template took
-        every worker forked from it along (PR_SET_PDEATHSIG), spares too."""
-        return not gone(self.pid) and not self.template.lost()
+        every worker forked from it along (PR_SET_PDEATHSIG), spares too. A worker stopped from
+        outside while it waited (a SIGSTOP, a debugger) would never answer: not usable."""
+        return not gone(self.pid) and not stopped(self.pid) and not self.template.lost()
 
     def returncode(self, timeout: float) -> int | None:
         """How the worker ended (Popen's returncode), once the template has reaped it."""

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from bisectk.procstat import psutil
 from bisectk.run import loggers, torchstate
 
 # the standard modules of probes, cheap to import and with no effect on import: loaded before the
@@ -211,6 +212,32 @@ def _set_asyncio(v: tuple) -> None:
         local._loop, local._set_called = loop, set_called
 
 
+def _set_gc_debug(v: tuple[int, int]) -> None:
+    gc = _m("gc")
+    gc.set_debug(v[0])
+    del gc.garbage[v[1]:]       # what DEBUG_SAVEALL kept of the run's garbage
+
+
+def _stack_size() -> int:
+    old = _m("threading").stack_size()     # with no size it sets the default (0): put back at once
+    _m("threading").stack_size(old)
+    return old
+
+
+def _tracemalloc() -> int:
+    """The frames tracemalloc keeps per allocation while it traces; 0 when it does not (the
+    built-in module: importing tracemalloc itself loads pickle and more)."""
+    import _tracemalloc
+    return _tracemalloc.get_traceback_limit() if _tracemalloc.is_tracing() else 0
+
+
+def _set_tracemalloc(frames: int) -> None:
+    import _tracemalloc
+    _tracemalloc.stop()
+    if frames:
+        _tracemalloc.start(frames)
+
+
 def _umask() -> int:
     old = os.umask(0)
     os.umask(old)
@@ -288,6 +315,12 @@ PROBES: list[Probe] = [
           show=lambda v: f"{len(v)} CPUs"),
     Probe("the scheduling priority (nice)", "os", lambda: os.getpriority(os.PRIO_PROCESS, 0),
           lambda v: os.setpriority(os.PRIO_PROCESS, 0, v)),
+    # SCHED_IDLE, the idle I/O class: a later run given a CPU or the disk only when nothing else wants it
+    Probe("the scheduling policy (os.sched_setscheduler)", "os",
+          lambda: (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority),
+          lambda v: os.sched_setscheduler(0, v[0], os.sched_param(v[1]))),
+    Probe("the I/O priority (ionice)", "os", lambda: tuple(psutil.Process().ionice()),
+          lambda v: psutil.Process().ionice(*v)),
     Probe("the root logger (handlers, level, logging.disable)", "logging", _logging_root, _set_logging_root,
           _logging_same, show=lambda v: f"{len(v[0])} handler(s), level {v[1]}, disable {v[2]}"),
     Probe("named loggers (level, handlers, propagate)", "logging", loggers.read, loggers.write, loggers.same,
@@ -332,6 +365,19 @@ PROBES: list[Probe] = [
     Probe("garbage collector callbacks (gc.callbacks)", "gc", lambda: list(_m("gc").callbacks),
           lambda v: _m("gc").callbacks.__setitem__(slice(None), v),
           lambda a, b: len(a) == len(b) and all(map(operator.is_, a, b)), lambda v: ", ".join(map(_show_func, v))),
+    # DEBUG_SAVEALL: every later run's garbage kept in gc.garbage; DEBUG_STATS: its stderr written to
+    Probe("the garbage collector debug flags (gc.set_debug) and gc.garbage", "gc",
+          lambda: (_m("gc").get_debug(), len(_m("gc").garbage)), _set_gc_debug),
+    # the stack of every thread a later run makes (64 KiB: a recursion in one a SIGSEGV)
+    Probe("the thread stack size (threading.stack_size)", "threading", _stack_size,
+          lambda v: _m("threading").stack_size(v)),
+    # tracing every allocation: a later run several times slower (a SLOW, a hang) where a fresh one is not
+    Probe("tracemalloc", "sys", _tracemalloc, _set_tracemalloc),
+    Probe("coroutine origin tracking (sys.set_coroutine_origin_tracking_depth)", "sys",
+          sys.get_coroutine_origin_tracking_depth, sys.set_coroutine_origin_tracking_depth),
+    Probe("the async generator hooks (sys.set_asyncgen_hooks)", "sys", lambda: tuple(sys.get_asyncgen_hooks()),
+          lambda v: sys.set_asyncgen_hooks(*v), lambda a, b: all(map(operator.is_, a, b)),
+          lambda v: ", ".join(map(_show_func, v))),
     # RTLD_LAZY | RTLD_GLOBAL: a later run's extension with an undefined symbol imports, or binds another's
     Probe("the dlopen flags of extension imports (sys.setdlopenflags)", "sys", sys.getdlopenflags,
           sys.setdlopenflags),
@@ -392,10 +438,10 @@ PROBES: list[Probe] = [
           torchstate.set_sdp),
     *[_torch_flag(p) for p in ("torch.backends.cudnn.enabled", "torch.backends.cudnn.benchmark",
                                "torch.backends.cudnn.deterministic", "torch.backends.cudnn.allow_tf32",
-                               "torch.backends.cuda.matmul.allow_tf32",
-                               "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
-                               "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
                                "torch.backends.mkldnn.enabled")],
+    Probe("torch cuBLAS matmul flags (torch.backends.cuda.matmul: allow_tf32, reduced-precision reductions, "
+          "fp16 accumulation)", "torch", torchstate.cublas, torchstate.set_cublas,
+          show=lambda v: ", ".join(f"{n}={x}" for n, x in v)),
     Probe("torch warn always (set_warn_always)", "torch", lambda: _m("torch").is_warn_always_enabled(),
           lambda v: _m("torch").set_warn_always(v)),
     Probe("torch sparse tensor invariant checks", "torch",

@@ -120,6 +120,7 @@ class WorkerPool(WarmRun):
                  ready_timeout: float = READY_TIMEOUT_S, log_dir: str | os.PathLike | None = None,
                  eager: bool = True, on_note=None, fork: bool = True, fork_ready_s: float = FORK_READY_S):
         self.python = python or sys.executable
+        self.all_cold = False   # every run in a fresh process (time_alike)
         from bisectk.run.snapshot import tracer_env
         # tracer_env: a hang's readers (this process's children) may attach to the workers (Yama)
         self.base_env = {**os.environ, **(env or {}), **tracer_env()}
@@ -381,6 +382,18 @@ class WorkerPool(WarmRun):
     def warm_capable(self, argv: list[str], env, cwd=None) -> bool:
         return _python_script(argv) and self._ours(argv[0], env, cwd) and self._env_allows(env)
 
+    def time_alike(self, jobs) -> None:
+        """SLOW is judged on wall time: a run that goes cold is timed with its interpreter's start and
+        imports, a warm one without them. Where `jobs` ((argv, env, cwd): the configurations the
+        command may run) would go both ways, every run goes cold, so that all are timed as the
+        baseline is; said once."""
+        kinds = {self.warm_capable(list(argv), env, cwd) for argv, env, cwd in jobs}
+        if kinds == {True, False}:
+            self.all_cold = True
+            self._note("--warm: SLOW is judged on wall time, and some of this command's configurations go cold "
+                       "(a fresh process: its start and imports in its time), others warm: every run goes cold, "
+                       "so that their times compare (a slow_metric the subject times itself keeps them warm)")
+
     def _ours(self, program: str, env, cwd) -> bool:
         """Whether `program` is the workers' own Python (run/interpreter.py) in the run's environment."""
         return same_python(program, {**self.base_env, **(env or {})}, self.python, cwd)
@@ -485,7 +498,7 @@ class WorkerPool(WarmRun):
         if blocker and not job.building:
             self._note(f"--warm: runs that set {blocker} otherwise than the warm workers have it go cold (a fresh "
                        "process each): it is read when a process starts or a library is imported, before a run")
-        if ours and blocker is None:
+        if ours and blocker is None and not self.all_cold:
             for _ in range(MAX_REFUSALS):
                 slot = self._acquire(job.urgent, self._pinned(job.env))
                 if slot is None:

@@ -19,7 +19,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bisectk.procstat import psutil
+from bisectk.procstat import psutil, stopped
 from bisectk.run.forked import Replies, kill_alive
 from bisectk.run.process import RUN_ID_ENV, SupervisorLost, death_words, kill_run, kill_tree, start_contained
 
@@ -83,8 +83,10 @@ class _Worker(Replies):
         return self.contained.stopped().replace("the run's supervisor", "the warm worker's supervisor")
 
     def usable(self) -> bool:
-        """Alive, and its supervisor alive and running (an idle spare may be killed too)."""
-        return self.proc.poll() is None and not self.contained.stopped()
+        """Alive, and it and its supervisor running (an idle spare may be killed too; an idle worker
+        stopped from outside, a SIGSTOP or a debugger, would never answer: a run given to it was
+        called a hang that never began)."""
+        return self.proc.poll() is None and not self.contained.stopped() and not stopped(self.pid)
 
     def leftovers(self) -> int:
         """Kill what a run left running in the worker's tree (children of the worker, and orphans

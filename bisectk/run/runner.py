@@ -127,6 +127,7 @@ class Runner:
         self._stopped = threading.Event()       # stop(): a run that ends from now on is not stored
         self._moved_since: list[str] | None = None  # what changed under the memo key (_inputs_moved)
         self._tree_check_at = 0.0                   # when the tree is next compared (monotonic)
+        self._time_alike()
 
     @property
     def fingerprint(self) -> str:
@@ -555,6 +556,27 @@ class Runner:
             for k, v in LINEINFO_ENV.items():
                 env.setdefault(k, v)
         return env
+
+    def _time_alike(self) -> None:
+        """SLOW judged on wall time by an executor whose runs may go warm or cold (a warm pool): it
+        is given the configurations this subject may run -- both endpoints, and each with one
+        differing factor flipped (a factor that sets a variable read when a process starts, or
+        the program) -- so that it times them all one way."""
+        alike = getattr(self.executor, "time_alike", None)
+        if alike is None or not self.judge.slow_factor or self.judge.slow_metric:
+            return
+        good, bad = dict(self.spec.good), dict(self.spec.bad)
+        # only what the program, the script or the environment names decides where a run goes
+        decides = set().union(*map(placeholders, [*self.spec.command[:2], *self.spec.env.values()]))
+        flips = [k for k in good if k in bad and good[k] != bad[k] and k in decides]
+        configs = [good, bad, *({**good, k: bad[k]} for k in flips), *({**bad, k: good[k]} for k in flips)]
+        jobs = []
+        for config in configs:
+            try:
+                jobs.append((self.spec.argv(config), self._environment(Workload(config, self.cwd)), self.cwd))
+            except Exception:   # a template this configuration cannot fill: its runs will say so
+                continue
+        alike(jobs)
 
     def _snapshot(self, forced: bool) -> SnapshotRequest | None:
         return self.snapshots.request(forced) if self.snapshots is not None else None

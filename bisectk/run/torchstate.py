@@ -9,6 +9,10 @@ sdp / set_sdp             -- the attention backends scaled_dot_product_attention
 fp32_precision / set_fp32_precision -- the precision float32 math may use (`fp32_precision`, torch
                                2.9's API: the root, each backend's, each operation's, which
                                inherit the level above where 'none').
+cublas / set_cublas        -- cuBLAS's matmul flags (torch.backends.cuda.matmul: TF32, the fp16 and
+                               bf16 reduced-precision reductions with their split-K switch, fp16
+                               accumulation), on an object that is no module: a probe gated on a
+                               module of its name never read them.
 cuda_stream / set_cuda_stream -- the current CUDA device and stream, read only where torch has
                                a CUDA context already (cuda_ready: never initialised here).
 torch_rng_same              -- two random states equal.
@@ -133,6 +137,41 @@ def fp32_precision() -> tuple:
 def set_fp32_precision(v: tuple) -> None:
     for path, value in v:
         _fp32_holder(path).fp32_precision = value
+
+
+# the flags of torch.backends.cuda.matmul this torch has; a reduced-precision reduction's split-K
+# switch is set with it, as one (allow, split_k) pair
+_CUBLAS = ("allow_tf32", "allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction",
+           "allow_fp16_accumulation")
+_SPLIT_K = "_split_k"
+
+
+def cublas() -> tuple:
+    """(flag, value) for each flag of torch.backends.cuda.matmul this torch reads (a reduction's value
+    is its (allow, split_k) pair where this torch has the split-K switch)."""
+    matmul = _m("torch").backends.cuda.matmul
+    out = []
+    for name in _CUBLAS:
+        try:
+            value = getattr(matmul, name)
+        except AttributeError:
+            continue
+        try:
+            value = (value, getattr(matmul, name + _SPLIT_K))
+        except AttributeError:
+            pass
+        out.append((name, value))
+    return tuple(out)
+
+
+def set_cublas(v: tuple) -> None:
+    """Write back the flags that differ only: setting allow_tf32 sets fp32_precision too (torch 2.9),
+    from 'none' to a level, where the run had changed neither."""
+    matmul = _m("torch").backends.cuda.matmul
+    now = dict(cublas())
+    for name, value in v:
+        if now.get(name) != value:
+            setattr(matmul, name, value)
 
 
 def cuda_ready() -> bool:

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from bisectk.procstat import psutil, stopped
+from bisectk.procstat import psutil, stopped, tracer
 from bisectk.run.progress import Timeline
 from bisectk.run.snapshot import SnapshotRequest, taken
 from bisectk.run.starvation import Starvation
@@ -92,10 +92,12 @@ def stopped_in(pid: int) -> str:
         procs = [root, *root.children(recursive=True)]
     except psutil.Error:
         return ""
-    names = []
+    names, tree = [], {p.pid for p in procs}
     for p in procs:
         try:
-            if stopped(p.pid):
+            # a tracee whose tracer is of the run (`strace -f`, `gdb -batch -ex run`) is in a tracing
+            # stop at each syscall or signal, and goes on as its tracer lets it: not stopped for good
+            if stopped(p.pid) and tracer(p.pid) not in tree:
                 names.append(p.name())
         except psutil.Error:
             pass

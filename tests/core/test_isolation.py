@@ -61,6 +61,14 @@ print("BISECTK_RESULT " + json.dumps({
     "saved_hooks": [torch._C._autograd._top_saved_tensors_default_hooks(False) is None,
                     torch._C._autograd._saved_tensors_hooks_is_enabled()],
     "dual_level": torch.autograd.forward_ad._current_level,
+    "tracemalloc": __import__("tracemalloc").is_tracing(), "gc_debug": [gc.get_debug(), len(gc.garbage)],
+    "coroutine_origin": sys.get_coroutine_origin_tracking_depth(), "stack_size": threading.stack_size(),
+    "sched": os.sched_getscheduler(0), "ionice": list(__import__("psutil").Process().ionice()),
+    "asyncgen_hooks": [h is None for h in sys.get_asyncgen_hooks()],
+    "cublas": [getattr(torch.backends.cuda.matmul, f, None) for f in (
+        "allow_fp16_reduced_precision_reduction", "allow_fp16_reduced_precision_reduction_split_k",
+        "allow_bf16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction_split_k",
+        "allow_fp16_accumulation")],
     "np_err": np.geterr(), "np_precision": np.get_printoptions()["precision"],
     "decimal": [decimal.getcontext().prec, decimal.getcontext().rounding],
     "socket": socket.getdefaulttimeout(), "sigusr1": str(signal.getsignal(signal.SIGUSR1)),
@@ -121,6 +129,12 @@ DIRTY = [
     ("torch saved-tensor hooks disabled", "import torch, warnings; warnings._bisectk_keep = "
                                           "torch.autograd.graph.disable_saved_tensors_hooks('no'); "
                                           "warnings._bisectk_keep.__enter__()", True),
+    # cuBLAS's reduced-precision matmul flags (torch.backends.cuda.matmul is an object, not a module:
+    # their probes waited for a module of that name, never read them, and the flags stayed set)
+    ("torch cuBLAS reduced-precision flags", "import torch; m = torch.backends.cuda.matmul; "
+                                             "m.allow_fp16_reduced_precision_reduction = (False, False); "
+                                             "m.allow_bf16_reduced_precision_reduction = False; "
+                                             "m.allow_fp16_accumulation = True", True),
     ("torch forward AD level", "import torch; torch.autograd.forward_ad.dual_level().__enter__()", True),
     # random streams are put back without a word (every run draws from them): only the probe tells
     ("torch's CPU random state", "import torch; torch.manual_seed(1234); torch.rand(5)", None),
@@ -162,6 +176,18 @@ DIRTY = [
     ("sys.setdlopenflags", "import os, sys; sys.setdlopenflags(os.RTLD_LAZY | os.RTLD_GLOBAL)", True),
     ("signal.set_wakeup_fd", "import os, signal; r, w = os.pipe(); os.set_blocking(w, False); "
                              "signal.set_wakeup_fd(w)", True),
+    # interpreter switches no probe read: each stayed for every later run of the worker (tracemalloc
+    # made a later run 8x slower, a SLOW or a hang where a fresh process is neither)
+    ("tracemalloc", "import tracemalloc; tracemalloc.start(25)", True),
+    ("gc debug flags", "import gc; gc.set_debug(gc.DEBUG_SAVEALL); a = []; a.append(a); del a; gc.collect()", True),
+    ("coroutine origin tracking", "import sys; sys.set_coroutine_origin_tracking_depth(5)", True),
+    ("asyncgen hooks", "import sys; sys.set_asyncgen_hooks(firstiter=lambda g: None, finalizer=lambda g: None)", True),
+    # every later run's threads made with 64 KiB stacks: a recursion in one a SIGSEGV
+    ("threading.stack_size", "import threading; threading.stack_size(64 * 1024)", True),
+    # SCHED_IDLE, the idle I/O class: every later run of the worker given a CPU or the disk only when
+    # nothing else wants it (on a loaded machine a hang or a SLOW where a fresh process is neither)
+    ("the scheduling policy", "import os; os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))", True),
+    ("the I/O priority", "import psutil; psutil.Process().ionice(psutil.IOPRIO_CLASS_IDLE)", True),
     ("a thread left running", "import threading, time; threading.Thread(target=time.sleep, args=(30,), "
                                "daemon=True).start()", False),
 ]

@@ -8,6 +8,8 @@ from __future__ import annotations
 import sys
 import time
 
+import pytest
+
 from bisectk.run.executor import Job
 from bisectk.run.pool import WorkerPool
 from bisectk.run.progress import FixedWatch
@@ -109,3 +111,39 @@ def test_runs_pinned_to_one_gpu_run_warm_and_side_by_side_in_that_gpus_workers(t
         assert [r.exit_code for r in raws] == [0, 0, 0], raws
         assert pool.stats["warm_runs"] == 3 and pool.stats["cold_runs"] == 0, pool.stats
         assert wall < 2.0, wall         # side by side: one after the other would take 2.4 s
+
+
+@pytest.mark.parametrize("forked", [False, True])
+def test_a_worker_stopped_while_it_waited_is_passed_over_not_charged_with_a_hang(tmp_path, forked):
+    """An idle worker stopped from outside (a debugger attached to it, a SIGSTOP) never answers:
+    the next run given to it was called a hang ('python3 stopped by a signal ... never continued')
+    though it never began, and the configuration was charged with it. A stopped worker is no
+    usable one: it is retired and the run goes to the next."""
+    import os
+    import signal
+
+    from bisectk import procstat
+    (tmp_path / "ok.py").write_text("print('BISECTK_RESULT {}')\n")
+    (tmp_path / "segv.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    with WorkerPool(gpus=None, preload=("json",) if forked else (), spares=1, ready_timeout=60) as pool:
+        _ready(pool, 1)
+        if forked:   # the first worker is a fresh one; its spare, forked from the template, takes over
+            assert pool.run(Job([sys.executable, "segv.py"], cwd=tmp_path), FixedWatch(60)).signal == "SIGSEGV"
+            _ready(pool, 1)
+        discards = pool.stats["worker_discards"]
+        with pool.cond:
+            stopped = pool.slots[0].worker.pid
+            assert type(pool.slots[0].worker).__name__ == ("Forked" if forked else "_Worker")
+        os.kill(stopped, signal.SIGSTOP)
+        end = time.monotonic() + 5
+        while not procstat.stopped(stopped) and time.monotonic() < end:   # stopped once it is off a CPU
+            time.sleep(0.01)
+        try:
+            raw = pool.run(Job([sys.executable, "ok.py"], cwd=tmp_path), FixedWatch(10))
+        finally:
+            try:
+                os.kill(stopped, signal.SIGCONT)
+            except OSError:
+                pass
+        assert not raw.timed_out and raw.exit_code == 0, raw
+        assert pool.stats["worker_discards"] == discards + 1, pool.stats

@@ -185,3 +185,34 @@ def test_a_subject_that_stops_itself_is_a_hang_that_says_it_was_stopped_cold_and
         # the process's own name: 'python', 'python3' or 'python3.11', as the interpreter was named
         assert raw.timed_out and re.fullmatch(r"python[0-9.]* stopped by a signal \(SIGSTOP or SIGTSTP\) or a "
                                               r"debugger, and never continued", raw.stalled), raw
+
+
+# a subject that traces its own child (as `strace -f`, `gdb -batch -ex run` do): the child spends
+# most of its time in a tracing stop ('t'), continued by its tracer each time it has looked
+SELF_TRACED = """
+import ctypes, os, signal, time
+libc = ctypes.CDLL(None, use_errno=True)
+PTRACE_TRACEME, PTRACE_CONT = 0, 7
+pid = os.fork()
+if pid == 0:
+    libc.ptrace(PTRACE_TRACEME, 0, None, None)
+    while True:
+        os.kill(os.getpid(), signal.SIGUSR1)     # a signal stops a tracee for its tracer
+        time.sleep(0.01)
+print("launch", flush=True)
+while True:
+    os.waitpid(pid, 0)
+    time.sleep(0.3)                              # the tracer takes its time
+    libc.ptrace(PTRACE_CONT, pid, None, None)    # and continues it, the signal dropped
+"""
+
+
+def test_a_process_its_own_tracer_in_the_run_holds_is_not_said_stopped_and_never_continued(tmp_path):
+    """`strace -f python k.py` running slower than its watchdog: its python was read in a tracing
+    stop at the deadline, and the hang said 'python stopped by a signal (SIGSTOP or SIGTSTP) or a
+    debugger, and never continued' (1 run in 3) -- false, and such a hang gets no second, longer
+    run. A tracee whose tracer is a process of the run goes on as its tracer lets it."""
+    (tmp_path / "tracer.py").write_text(SELF_TRACED)
+    raw = run_process([sys.executable, "tracer.py"], cwd=tmp_path, timeout=1.0)
+    assert raw.timed_out, raw
+    assert "stopped" not in raw.stalled, raw.stalled

@@ -143,3 +143,53 @@ def test_a_run_the_environment_sends_cold_is_said_once_naming_the_variable(tmp_p
     said = [str(n) for n in notes]
     assert len(said) == 2, said
     assert "LC_ALL" in said[0] and "go cold" in said[0] and "PYTORCH_JIT" in said[1], said
+
+
+SLOW_SPEC = """
+name = "slow-warm"
+[subject]
+command = ["python", "sub.py", "--k", "{{k}}"]
+env = {{CUDA_LAUNCH_BLOCKING = "{{clb}}"}}
+[oracle]
+slow_factor = 3
+{metric}
+[good]
+k = "fast"
+clb = "0"
+[bad]
+k = "slow"
+clb = "1"
+"""
+
+
+@pytest.mark.parametrize("metric", ["", 'slow_metric = "t"'])
+def test_wall_time_judged_slow_with_a_factor_that_sends_runs_cold_times_every_run_cold(tmp_path, monkeypatch, metric):
+    """`ablate --warm` with a SLOW oracle on wall time and a factor that sets CUDA_LAUNCH_BLOCKING
+    (read when a process starts: runs that set it otherwise than the workers have it go cold). The
+    good baseline was timed warm (0.3 s), each run with the factor cold, its interpreter's start and
+    imports in its time (4 s): every one SLOW, and the factor was named a failing set beside the
+    real one. Now, where SLOW is judged on wall time and the command's configurations would go
+    both ways, every run goes cold and is timed as the baseline was; a slow_metric the subject
+    times itself compares across the two, and its runs stay warm."""
+    from bisectk.run.runner import Runner
+    from bisectk.spec import load_spec
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "0")   # the workers' own value: good's runs may go warm
+    (tmp_path / "sub.py").write_text("import argparse, json, time\nimport numpy\n"
+                                     "p = argparse.ArgumentParser(); p.add_argument('--k'); a = p.parse_args()\n"
+                                     "if a.k == 'slow': time.sleep(1)\n"
+                                     "print('BISECTK_RESULT ' + json.dumps({'t': 1.0}))\n")
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "s.toml").write_text(SLOW_SPEC.format(metric=metric))
+    spec = load_spec(tmp_path / "s.toml")
+    notes = []
+    with WorkerPool(gpus=None, preload=("numpy",), spares=0, ready_timeout=120, on_note=notes.append) as pool:
+        runner = Runner(spec, executor=pool)
+        runner.calibrate([runner.observe(spec.good, i) for i in range(3)])
+        flipped = runner.verdict({**spec.good, "clb": "1"}, repeat=2)
+        stats = dict(pool.stats)
+    assert flipped.outcome.name == "PASS", (flipped, notes)
+    if metric:
+        assert stats["warm_runs"] == 3 and stats["cold_runs"] == 2, stats
+    else:
+        assert stats["warm_runs"] == 0 and stats["cold_runs"] == 5, stats
+        assert any("wall time" in str(n) and "every run goes cold" in str(n) for n in notes), notes

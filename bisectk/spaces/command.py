@@ -294,8 +294,10 @@ class _Resolver:
         typed: the user's checkout's file, and what it sources beside it, ran at every commit. A
         path elsewhere, or in the git directory, stays as typed."""
         mine = Path(os.path.realpath(os.path.dirname(word))) / os.path.basename(word)
-        if not mine.is_relative_to(self.root) or mine == self.root or ".git" in mine.relative_to(self.root).parts:
+        if not mine.is_relative_to(self.root) or ".git" in mine.relative_to(self.root).parts:
             return word
+        if mine == self.root:       # the checkout itself (`make -C $PWD`): the worktree, from where it runs
+            return os.path.relpath(mine, self.user_cwd) if self.inside is not None else "."
         if self.inside is None:     # typed outside the repository: the command runs at the root
             out, first_file = self._climbed_in(word, mine, first, runs), len(self.files) - 1
         else:
@@ -348,7 +350,8 @@ class _Resolver:
         if blob is not None:
             self.files.append(CommandFile(word, "tree", rel, "tracked, not in your directory", runs))
             return typed
-        return word
+        # a directory of the checkout by its absolute path: the worktree's, as the relative words
+        return rel if mine.is_dir() else word
 
     def _behind_link(self, word: str, mine: Path) -> None:
         """Where `mine`, a file link of the user's the command names (copied as a link, whose copy
@@ -406,7 +409,7 @@ def _resolve_script(script: str, resolver: _Resolver) -> str:
     except ValueError:
         return script
     segment: list[str] = []
-    rewrites: dict[str, tuple[CommandFile, str]] = {}
+    rewrites: dict[str, tuple[CommandFile | None, str]] = {}
     k = 0
     while k < len(tokens):
         token = tokens[k]
@@ -424,28 +427,33 @@ def _resolve_script(script: str, resolver: _Resolver) -> str:
     for word, (found, new) in rewrites.items():
         pattern = rf"(?<![^{_BOUNDARY}]){re.escape(word)}(?=$|[{_BOUNDARY}])"
         script, n = re.subn(pattern, lambda _, new=new: shlex.quote(new), script)
-        if n == 0:
+        if n == 0 and found is not None:
             resolver.files.remove(found)
     return script
 
 
-def _resolve_segment(words: list[str], resolver: _Resolver, rewrites: dict[str, tuple[CommandFile, str]]) -> bool:
+def _resolve_segment(words: list[str], resolver: _Resolver, rewrites: dict[str, tuple[CommandFile | None, str]]) -> bool:
     """One simple command of a shell script resolved into `rewrites`; True when it is a `cd`."""
     while words and _ASSIGNMENT.match(words[0]):
         words = words[1:]               # `A=1 ./t.sh`: the program follows the assignments
     if not words or not words[0]:
         return False
-    if words[0] in ("cd", "pushd", "popd"):
-        return True
+    cd = words[0] in ("cd", "pushd", "popd")
+    # a `cd` into the work tree by its absolute path is read as the checkout's directory, as the other
+    # words are; what follows it runs from there, and stays the shell's
     script = script_index(words)
-    for k, word in enumerate(words):
+    for k, word in enumerate(words[:2] if cd else words):
+        if cd and not (k == 1 and os.path.isabs(word)):
+            continue
+        before = len(resolver.files)
         if word and (new := resolver.word(word, k == 0, k == script)) != word:
-            found = resolver.files[-1]
+            # a directory rewritten (`/abs/checkout/tools` -> `tools`) is no file of the user's
+            found = resolver.files[-1] if len(resolver.files) > before else None
             if shlex.quote(word) == word and word not in rewrites:
                 rewrites[word] = (found, new)
-            else:
+            elif found is not None:
                 resolver.files.remove(found)    # not rewritten: not the user's file in the run
-    return False
+    return cd
 
 
 BUILT = "a compiled file git ignores: each commit's build makes its own, yours is not copied"

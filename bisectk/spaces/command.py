@@ -298,14 +298,15 @@ class _Resolver:
             return word
         if mine == self.root:       # the checkout itself (`make -C $PWD`): the worktree, from where it runs
             return os.path.relpath(mine, self.user_cwd) if self.inside is not None else "."
+        if mine.is_dir() and not self._tree_dir(mine.relative_to(self.root).as_posix()):
+            return word             # a directory of the user's that the commit lacks: theirs, as under git
+        first_file = len(self.files)
         if self.inside is None:     # typed outside the repository: the command runs at the root
-            out, first_file = self._climbed_in(word, mine, first, runs), len(self.files) - 1
+            out = self._climbed_in(word, mine, first, runs)
         else:
             rel = os.path.relpath(mine, self.user_cwd)
             rel = f"./{rel}" if first and "/" not in rel else rel    # `t.sh` alone would be looked up on PATH
-            before = len(self.files)
             out = self.word(rel, first, runs)
-            first_file = before if len(self.files) > before else len(self.files)
         # the reports say the word as typed: the absolute path
         self.files[first_file:] = [replace(f, word=word) for f in self.files[first_file:]]
         return out
@@ -350,8 +351,16 @@ class _Resolver:
         if blob is not None:
             self.files.append(CommandFile(word, "tree", rel, "tracked, not in your directory", runs))
             return typed
-        # a directory of the checkout by its absolute path: the worktree's, as the relative words
-        return rel if mine.is_dir() else word
+        # a directory of the commit's tree: the worktree's (one of the user's own stays theirs)
+        return rel if mine.is_dir() and self._tree_dir(rel) else word
+
+    def _tree_dir(self, rel: str) -> bool:
+        """Whether `commit`'s tree holds a directory at `rel`."""
+        try:
+            oid = run_git(self.root, "rev-parse", "--verify", "--quiet", f"{self.commit}:{rel}")
+            return bool(oid) and run_git(self.root, "cat-file", "-t", oid) == "tree"
+        except SpaceError:
+            return False
 
     def _behind_link(self, word: str, mine: Path) -> None:
         """Where `mine`, a file link of the user's the command names (copied as a link, whose copy
@@ -442,9 +451,10 @@ def _resolve_segment(words: list[str], resolver: _Resolver, rewrites: dict[str, 
     # a `cd` into the work tree by its absolute path is read as the checkout's directory, as the other
     # words are; what follows it runs from there, and stays the shell's
     script = script_index(words)
-    for k, word in enumerate(words[:2] if cd else words):
-        if cd and not (k == 1 and os.path.isabs(word)):
-            continue
+    target = next((k for k, w in enumerate(words[1:], 1) if not w.startswith("-")), None) if cd else None
+    for k, word in enumerate(words):
+        if cd and not (k == target and os.path.isabs(word)):
+            continue                    # `cd -P -- DIR`: its options, and a relative DIR, stay
         before = len(resolver.files)
         if word and (new := resolver.word(word, k == 0, k == script)) != word:
             # a directory rewritten (`/abs/checkout/tools` -> `tools`) is no file of the user's

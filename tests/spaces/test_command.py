@@ -264,9 +264,15 @@ def test_an_absolute_directory_of_the_work_tree_is_read_as_git_bisect_run_reads_
     for typed_in, text, want in ((r, f"make -C {r}", "make -C ."), (r / "tools", f"make -C {r}/", "make -C .."),
                                  (tmp_path, f"make -C {r}", "make -C ."), (tmp_path, "make -C r/tools", "make -C tools"),
                                  (r, f"sh -c 'cd {r}/tools && ./check.sh'", "sh -c 'cd tools && ./check.sh'"),
-                                 (r / "tools", f"sh -c 'cd {r} && make'", "sh -c 'cd .. && make'")):
+                                 (r / "tools", f"sh -c 'cd {r} && make'", "sh -c 'cd .. && make'"),
+                                 (r, f"sh -c 'cd -P -- {r}/tools && ./check.sh'", "sh -c 'cd -P -- tools && ./check.sh'")):
         line, files = resolve(text, typed_in, r, sha)
         assert shlex.split(line) == shlex.split(want) and files == [], (text, line, files)
+    (r / "data").mkdir()            # untracked: the user's own, which git bisect run's checkout keeps
+    for typed_in in (r, tmp_path):
+        for text in (f"ls {r}/data", f"sh -c 'ls {r}/data'", f"sh -c 'cd {r}/data && ls'"):
+            line, files = resolve(text, typed_in, r, sha)
+            assert line == text and files == [], (text, line, files)
 
 
 def test_a_compiled_program_git_ignores_is_each_commits_build_not_a_file_of_yours(repo):

@@ -46,6 +46,9 @@ def test_option_parsing_errors_are_one_line(args, tmp_path):
     (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--timeout", "nan"], "must be more than 0"),
     (["bisect", "--repo", "b/f.sh", "--good", "HEAD~1", "--run", "true"], "is a file"),     # not its directory
     (["bisect", "--good", "HEAD~1", "--run", "true", "--term-new", ""], "--term-new is empty"),
+    # '-y' is of the characters the line named ("letters, digits, '.', '_' or '-'"), yet refused
+    (["bisect", "--good", "HEAD~1", "--run", "true", "--term-new=-y"], "starting with a letter or digit"),
+    (["bisect", "--good", "HEAD~1", "--run", "true", "--term-old", "x" * 41], "at most 40 characters"),
     # a --build given with a SPEC is a template as the spec's own: a placeholder naming no factor
     # ended the first run in an internal error (KeyError, exit 3)
     ([*("diff", *(str(ROOT / "variants/cpu/diff-softmax" / x) for x in ("good", "bad", "spec.toml"))),

@@ -298,7 +298,7 @@ class _Resolver:
             return word
         if mine == self.root:       # the checkout itself (`make -C $PWD`): the worktree, from where it runs
             return os.path.relpath(mine, self.user_cwd) if self.inside is not None else "."
-        if mine.is_dir() and not self._tree_dir(mine.relative_to(self.root).as_posix()):
+        if mine.is_dir() and self._yours_dir(mine.relative_to(self.root).as_posix()):
             return word             # a directory of the user's that the commit lacks: theirs, as under git
         first_file = len(self.files)
         if self.inside is None:     # typed outside the repository: the command runs at the root
@@ -352,15 +352,19 @@ class _Resolver:
             self.files.append(CommandFile(word, "tree", rel, "tracked, not in your directory", runs))
             return typed
         # a directory of the commit's tree: the worktree's (one of the user's own stays theirs)
-        return rel if mine.is_dir() and self._tree_dir(rel) else word
+        return rel if mine.is_dir() and not self._yours_dir(rel) else word
 
-    def _tree_dir(self, rel: str) -> bool:
-        """Whether `commit`'s tree holds a directory at `rel`."""
+    def _yours_dir(self, rel: str) -> bool:
+        """Whether the user's directory at `rel` is theirs alone: one `commit`'s tree lacks and git
+        does not ignore (a `data/` of theirs, which git bisect run's checkout keeps). An ignored one
+        (`build/`) is each worktree's own, as its ignored files are kept there for the builds."""
         try:
             oid = run_git(self.root, "rev-parse", "--verify", "--quiet", f"{self.commit}:{rel}")
-            return bool(oid) and run_git(self.root, "cat-file", "-t", oid) == "tree"
+            if oid and run_git(self.root, "cat-file", "-t", oid) == "tree":
+                return False
         except SpaceError:
-            return False
+            pass
+        return not git_ok(self.root, "check-ignore", "-q", "--", rel)
 
     def _behind_link(self, word: str, mine: Path) -> None:
         """Where `mine`, a file link of the user's the command names (copied as a link, whose copy

@@ -273,6 +273,10 @@ def test_an_absolute_directory_of_the_work_tree_is_read_as_git_bisect_run_reads_
         for text in (f"ls {r}/data", f"sh -c 'ls {r}/data'", f"sh -c 'cd {r}/data && ls'"):
             line, files = resolve(text, typed_in, r, sha)
             assert line == text and files == [], (text, line, files)
+    (r / ".git" / "info" / "exclude").write_text("build/\n")
+    (r / "build").mkdir()           # ignored: each worktree's own build directory, never the user's
+    line, files = resolve(f"cmake -S {r} -B {r}/build", r, r, sha)
+    assert line == "cmake -S . -B build" and files == [], line
 
 
 def test_a_compiled_program_git_ignores_is_each_commits_build_not_a_file_of_yours(repo):

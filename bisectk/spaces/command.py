@@ -294,6 +294,8 @@ class _Resolver:
         typed: the user's checkout's file, and what it sources beside it, ran at every commit. A
         path elsewhere, or in the git directory, stays as typed."""
         mine = Path(os.path.realpath(os.path.dirname(word))) / os.path.basename(word)
+        if os.path.realpath(word) == os.path.realpath(self.root):
+            mine = self.root        # the checkout by a link to it (a shell's $PWD keeps the path typed)
         if not mine.is_relative_to(self.root) or ".git" in mine.relative_to(self.root).parts:
             return word
         if mine == self.root:       # the checkout itself (`make -C $PWD`): the worktree, from where it runs

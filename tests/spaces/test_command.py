@@ -273,6 +273,9 @@ def test_an_absolute_directory_of_the_work_tree_is_read_as_git_bisect_run_reads_
         for text in (f"ls {r}/data", f"sh -c 'ls {r}/data'", f"sh -c 'cd {r}/data && ls'"):
             line, files = resolve(text, typed_in, r, sha)
             assert line == text and files == [], (text, line, files)
+    (tmp_path / "link").symlink_to(r)     # the checkout by a link ($PWD as the shell keeps it)
+    line, files = resolve(f"sh -c 'cd {tmp_path}/link && make'", r, r, sha)
+    assert shlex.split(line) == ["sh", "-c", "cd . && make"] and files == [], line
     (r / ".git" / "info" / "exclude").write_text("build/\n")
     (r / "build").mkdir()           # ignored: each worktree's own build directory, never the user's
     line, files = resolve(f"cmake -S {r} -B {r}/build", r, r, sha)

@@ -80,10 +80,10 @@ def bisect(repo: Path = RepoOpt,
     # the one validator, before git lists the history or a worktree is checked out for the first run
     policy(gpus=tuple(gpus.split(",")) if gpus is not None else (), calibrate_runs=calibrate_runs)
     terms = Terms.of(find_fix, term_old, term_new)
+    spec, paths = history_targets(targets, bool(run_cmd or pytest_id or manual), bisect)
     olds, new, names = history_ends(good or [], bad or [], find_fix, lambda: marks_hint(Path(repo)))
     if not (good if find_fix else bad) and not as_json:
         out.print(f"{names[1]} not given: HEAD, as `git bisect {terms.new}` marks it", markup=False)
-    spec, paths = history_targets(targets, bool(run_cmd or pytest_id or manual))
     root = open_repo(repo)
     say_ambiguous(root, olds, new, names)
     say_your_bisect(root, olds, new, names)

@@ -135,8 +135,8 @@ RayRepoOpt = typer.Option(None, "--ray-repo", help="With --executor ray: the rep
 def cache_ledger() -> str:
     """Where `diff` keeps its ledger by default, worded for help: engine.session.cache_dir's rule
     (not imported here: help must not load the engine)."""
-    base = os.environ.get("XDG_CACHE_HOME")
-    return f"{base}/bisectk/ledger.db" if base else "~/.cache/bisectk/ledger.db"
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    return f"{base}/bisectk/ledger.db" if os.path.isabs(base) else "~/.cache/bisectk/ledger.db"
 
 
 def say_error(message: str) -> None:

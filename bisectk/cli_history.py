@@ -30,13 +30,37 @@ def history_ends(good: list[str], bad: list[str], find_fix: bool,
     return olds, news[0], names
 
 
-def history_targets(targets: Optional[list[str]], command_given: bool) -> tuple[Optional[Path], list[str]]:
+def history_targets(targets: Optional[list[str]], command_given: bool,
+                    command: Callable | None = None) -> tuple[Optional[Path], list[str]]:
     """(SPEC, PATHSPEC) from the positional words: with --run, --pytest or --manual they are all
-    the pathspec (git's `-- PATHSPEC...`, with or without the `--`); else the first is the spec."""
+    the pathspec (git's `-- PATHSPEC...`, with or without the `--`); else the first is the spec.
+    `command`: the typer command function, whose options are refused among the words."""
     words = list(targets or [])
+    if command is not None:
+        _no_options_among(words, command)
     if command_given or not words:
         return None, words
     return Path(words[0]), words[1:]
+
+
+def _no_options_among(words: list[str], command: Callable) -> None:
+    """Refuse an option of `command` among the positional words: click passes a word that starts
+    with '-' there only after `--`, where every word is git's pathspec, so `-- src --run ./t.sh`
+    read `--run` as a path (and `src` as the SPEC). A path that merely starts with '-' stays one."""
+    import inspect
+
+    import typer.models
+    names = {"-h", "--help"}
+    for name, param in inspect.signature(command).parameters.items():
+        info = param.default
+        if isinstance(info, typer.models.OptionInfo):
+            decls = info.param_decls or ("--" + name.replace("_", "-"),)
+            names.update(d for decl in decls for d in decl.split("/") if d.startswith("-"))
+    for word in words:
+        name = word.split("=", 1)[0]
+        if name in names:
+            fail(f"{name} comes after '--', where every word is git's pathspec (a path): put the options "
+                 f"before it, as in --run CMD -- PATHSPEC")
 
 
 def say_ambiguous(root: Path, olds: list[str], new: str, names: tuple[str, str]) -> None:

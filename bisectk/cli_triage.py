@@ -61,7 +61,7 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
     from bisectk.spaces.checkout import pathspec_of
     from bisectk.spaces.runfiles import carried, needed, resolve_commands
     from bisectk.spaces.shared import snapshot
-    spec, paths = history_targets(targets, bool(run_cmd or pytest_id))
+    spec, paths = history_targets(targets, bool(run_cmd or pytest_id), triage)
     root = open_repo(repo)
     say_ambiguous(root, [good], bad, ("--good", "--bad"))
     say_your_bisect(root, [good], bad, ("--good", "--bad"))

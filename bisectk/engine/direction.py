@@ -66,7 +66,8 @@ class Terms:
         new = term_new or ("fixed" if find_fix else "bad")
         for opt, term in (("--term-old", old), ("--term-new", new)):
             if not _TERM.match(term):
-                raise BisectkError(f"{opt} {term!r}: a term is one word of letters, digits, '.', '_' or '-'")
+                raise BisectkError(f"{opt} {term!r}: a term is one word of letters, digits, '.', '_' or '-', "
+                                  "starting with a letter or digit, at most 40 characters")
             if term in RESERVED:
                 raise BisectkError(f"{opt} {term!r}: that word is a command of git bisect; choose another term")
         if old == new:

@@ -70,7 +70,8 @@ def preload_in_background(names: tuple[str, ...] = PRELOAD) -> Callable[[], None
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bisectk"
+    from bisectk.run.process import cache_home
+    return cache_home() / "bisectk"
 
 
 def ledger_location(explicit: Path | None = None, *, spec: Spec | None = None,

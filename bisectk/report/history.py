@@ -151,6 +151,12 @@ def command_lines(files) -> list[str]:
             lines.append(f"command: {f['word']} is your file {f['path']} ({f['state']}), "
                          + (f"copied into each commit's worktree at {f['copy']} and run there, as git bisect run "
                             "sees it in your checkout" if f.get("copy") else "run in each commit's worktree"))
+        elif f["use"] == "edited":
+            by = f["state"].rsplit(", named by ", 1)[-1]
+            lines.append(f"command: {f['word']}, which {by} names, is modified in your checkout: each commit's own "
+                         f"{f['word']} runs, not your edit (git bisect run's checkout would carry the edit to each "
+                         "commit whose file it is made on, and could answer otherwise); commit it, or copy it to "
+                         "an untracked file and name that")
         elif f["use"] == "built":
             lines.append(f"command: {f['word']} in your checkout is {f['state']}")
         elif f["use"] == "left":

@@ -572,9 +572,16 @@ def _kill_marked(needles: set[bytes]) -> list[int]:
 
 
 # -- the last resort: records of live runs, reaped at the next start ------------------------
+def cache_home() -> Path:
+    """$XDG_CACHE_HOME, or ~/.cache where it is unset or relative (the XDG spec calls a relative
+    one invalid: it would put bisectk's records under whatever directory a command was typed in,
+    a user's checkout)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    return Path(base if os.path.isabs(base) else os.path.join(os.path.expanduser("~"), ".cache"))
+
+
 def live_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "bisectk" / "live"
+    return cache_home() / "bisectk" / "live"
 
 
 _OWNER: dict = {}

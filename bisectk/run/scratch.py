@@ -39,8 +39,8 @@ PREFIXES = ("scratch-", "triage-", "bisectk-triage-", "bisectk-scratch-")
 
 
 def registry_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "bisectk" / "scratch"
+    from bisectk.run.process import cache_home
+    return cache_home() / "bisectk" / "scratch"
 
 
 def remove_tree(path: str | os.PathLike) -> None:

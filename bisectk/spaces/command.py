@@ -297,16 +297,21 @@ class _Resolver:
         typed: the user's checkout's file, and what it sources beside it, ran at every commit. A
         path elsewhere, or in the git directory, stays as typed."""
         mine = Path(os.path.realpath(os.path.dirname(word))) / os.path.basename(word)
-        if not mine.is_relative_to(self.root) or mine == self.root or ".git" in mine.relative_to(self.root).parts:
+        if os.path.realpath(word) == os.path.realpath(self.root):
+            mine = self.root        # the checkout by a link to it (a shell's $PWD keeps the path typed)
+        if not mine.is_relative_to(self.root) or ".git" in mine.relative_to(self.root).parts:
             return word
+        if mine == self.root:       # the checkout itself (`make -C $PWD`): the worktree, from where it runs
+            return os.path.relpath(mine, self.user_cwd) if self.inside is not None else "."
+        if mine.is_dir() and self._yours_dir(mine.relative_to(self.root).as_posix()):
+            return word             # a directory of the user's that the commit lacks: theirs, as under git
+        first_file = len(self.files)
         if self.inside is None:     # typed outside the repository: the command runs at the root
-            out, first_file = self._climbed_in(word, mine, first, runs), len(self.files) - 1
+            out = self._climbed_in(word, mine, first, runs)
         else:
             rel = os.path.relpath(mine, self.user_cwd)
             rel = f"./{rel}" if first and "/" not in rel else rel    # `t.sh` alone would be looked up on PATH
-            before = len(self.files)
             out = self.word(rel, first, runs)
-            first_file = before if len(self.files) > before else len(self.files)
         # the reports say the word as typed: the absolute path
         self.files[first_file:] = [replace(f, word=word) for f in self.files[first_file:]]
         return out
@@ -351,7 +356,20 @@ class _Resolver:
         if blob is not None:
             self.files.append(CommandFile(word, "tree", rel, "tracked, not in your directory", runs))
             return typed
-        return word
+        # a directory of the commit's tree: the worktree's (one of the user's own stays theirs)
+        return rel if mine.is_dir() and not self._yours_dir(rel) else word
+
+    def _yours_dir(self, rel: str) -> bool:
+        """Whether the user's directory at `rel` is theirs alone: one `commit`'s tree lacks and git
+        does not ignore (a `data/` of theirs, which git bisect run's checkout keeps). An ignored one
+        (`build/`) is each worktree's own, as its ignored files are kept there for the builds."""
+        try:
+            oid = run_git(self.root, "rev-parse", "--verify", "--quiet", f"{self.commit}:{rel}")
+            if oid and run_git(self.root, "cat-file", "-t", oid) == "tree":
+                return False
+        except SpaceError:
+            pass
+        return not git_ok(self.root, "check-ignore", "-q", "--", rel)
 
     def _behind_link(self, word: str, mine: Path) -> None:
         """Where `mine`, a file link of the user's the command names (copied as a link, whose copy
@@ -409,7 +427,7 @@ def _resolve_script(script: str, resolver: _Resolver) -> str:
     except ValueError:
         return script
     segment: list[str] = []
-    rewrites: dict[str, tuple[CommandFile, str]] = {}
+    rewrites: dict[str, tuple[CommandFile | None, str]] = {}
     k = 0
     while k < len(tokens):
         token = tokens[k]
@@ -427,28 +445,34 @@ def _resolve_script(script: str, resolver: _Resolver) -> str:
     for word, (found, new) in rewrites.items():
         pattern = rf"(?<![^{_BOUNDARY}]){re.escape(word)}(?=$|[{_BOUNDARY}])"
         script, n = re.subn(pattern, lambda _, new=new: shlex.quote(new), script)
-        if n == 0:
+        if n == 0 and found is not None:
             resolver.files.remove(found)
     return script
 
 
-def _resolve_segment(words: list[str], resolver: _Resolver, rewrites: dict[str, tuple[CommandFile, str]]) -> bool:
+def _resolve_segment(words: list[str], resolver: _Resolver, rewrites: dict[str, tuple[CommandFile | None, str]]) -> bool:
     """One simple command of a shell script resolved into `rewrites`; True when it is a `cd`."""
     while words and _ASSIGNMENT.match(words[0]):
         words = words[1:]               # `A=1 ./t.sh`: the program follows the assignments
     if not words or not words[0]:
         return False
-    if words[0] in ("cd", "pushd", "popd"):
-        return True
+    cd = words[0] in ("cd", "pushd", "popd")
+    # a `cd` into the work tree by its absolute path is read as the checkout's directory, as the other
+    # words are; what follows it runs from there, and stays the shell's
     script = script_index(words)
+    target = next((k for k, w in enumerate(words[1:], 1) if not w.startswith("-")), None) if cd else None
     for k, word in enumerate(words):
+        if cd and not (k == target and os.path.isabs(word)):
+            continue                    # `cd -P -- DIR`: its options, and a relative DIR, stay
+        before = len(resolver.files)
         if word and (new := resolver.word(word, k == 0, k == script)) != word:
-            found = resolver.files[-1]
+            # a directory rewritten (`/abs/checkout/tools` -> `tools`) is no file of the user's
+            found = resolver.files[-1] if len(resolver.files) > before else None
             if shlex.quote(word) == word and word not in rewrites:
                 rewrites[word] = (found, new)
-            else:
+            elif found is not None:
                 resolver.files.remove(found)    # not rewritten: not the user's file in the run
-    return False
+    return cd
 
 
 BUILT = "a compiled file git ignores: each commit's build makes its own, yours is not copied"

@@ -49,7 +49,7 @@ def resolve_commands(run_cmd: str | None, build: str | None, *, user_cwd: Path, 
     pytest = [*pytest, *(pytest_words(split_command(run_cmd, "--run")) if run_cmd else ())]
     if pytest and copy:
         files = unique_files(files + resolve_pytest(pytest, user_cwd=user_cwd, root=root, commit=commit, olds=olds))
-    return out[0], out[1], files + _beside(files, user_cwd, root)
+    return out[0], out[1], files + _beside(files, user_cwd, root) + _edited(files, user_cwd, root)
 
 
 def _beside(files: list[CommandFile], user_cwd: Path, root: Path) -> list[CommandFile]:
@@ -67,6 +67,29 @@ def _beside(files: list[CommandFile], user_cwd: Path, root: Path) -> list[Comman
     by_dir = {os.path.dirname(rel): f for rel, f in running.items()}
     return [CommandFile(os.path.relpath(root / rel, user_cwd), "yours", str(root / rel),
                         f"untracked, beside {by_dir[os.path.dirname(rel)].word}", False, rel) for rel in found]
+
+
+EDITED = "modified in your checkout, named by "     # the state of an edited file a script names: not copied
+
+
+def _edited(files: list[CommandFile], user_cwd: Path, root: Path) -> list[CommandFile]:
+    """The tracked files the user has edited (`M lib.sh`) that a script of theirs that runs names
+    or sources (contents.named_files), in its own directory: not copied (each commit's own runs,
+    the commit's content being what is under test), but said, as git bisect run's checkout would
+    carry the edit to every commit whose file it is made on, and its answer can differ."""
+    from bisectk.contents import named_files
+    from bisectk.spaces.yours import edited_beside
+    running = {f.copy if f.use == "yours" else f.path: f for f in files
+               if f.runs and (f.use == "yours" and f.copy or f.use == "tree")}
+    edited = edited_beside(root, list(running))
+    out = []
+    for rel, f in running.items():
+        named = {os.path.realpath(p if os.path.isabs(p) else root / os.path.dirname(rel) / p)
+                 for p in named_files([[str(root / rel)]], root / os.path.dirname(rel))}
+        out += [CommandFile(os.path.relpath(root / e, user_cwd), "edited", str(root / e), EDITED + f.word)
+                for e in edited if os.path.dirname(e) == os.path.dirname(rel)
+                and os.path.realpath(root / e) in named]
+    return out
 
 
 def carried(files: Sequence[CommandFile]):

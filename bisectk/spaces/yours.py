@@ -141,6 +141,21 @@ def beside(root: Path, running: Sequence[str], named: Iterable[str] = ()) -> tup
     return sorted(found), None
 
 
+def edited_beside(root: Path, running: Sequence[str]) -> list[str]:
+    """The tracked files the user has edited (`git ls-files --modified`) in the directories of
+    `running` (relative to `root`), never a subdirectory's: not copied (see spaces/runfiles.py)."""
+    from bisectk.spaces.commits import SpaceError, run_git
+    out: set[str] = set()
+    for d in sorted({os.path.dirname(r) for r in running}):
+        try:
+            listed = run_git(root, "ls-files", "-z", "--modified", "--", f":(literal){d or '.'}")
+        except SpaceError:
+            continue
+        out.update(rel for rel in listed.split("\0") if rel and os.path.dirname(rel) == d
+                   and os.path.isfile(root / rel) and rel not in running)
+    return sorted(out)
+
+
 ASKED = 500     # paths given to one `git ls-files` (its command line)
 
 

@@ -46,6 +46,9 @@ def test_option_parsing_errors_are_one_line(args, tmp_path):
     (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--timeout", "nan"], "must be more than 0"),
     (["bisect", "--repo", "b/f.sh", "--good", "HEAD~1", "--run", "true"], "is a file"),     # not its directory
     (["bisect", "--good", "HEAD~1", "--run", "true", "--term-new", ""], "--term-new is empty"),
+    # '-y' is of the characters the line named ("letters, digits, '.', '_' or '-'"), yet refused
+    (["bisect", "--good", "HEAD~1", "--run", "true", "--term-new=-y"], "starting with a letter or digit"),
+    (["bisect", "--good", "HEAD~1", "--run", "true", "--term-old", "x" * 41], "at most 40 characters"),
     # a --build given with a SPEC is a template as the spec's own: a placeholder naming no factor
     # ended the first run in an internal error (KeyError, exit 3)
     ([*("diff", *(str(ROOT / "variants/cpu/diff-softmax" / x) for x in ("good", "bad", "spec.toml"))),
@@ -70,6 +73,11 @@ def test_option_parsing_errors_are_one_line(args, tmp_path):
     (["report", "ledger.db", "--json", "--html", "/dev/stdout"], "--html /dev/stdout: is stdout, where --json"),
     (["replay", "bisect.log", "--json", "--html", "/dev/fd/1"], "--html /dev/fd/1: is stdout, where --json"),
     (["env", "--json", "--save", "/dev/stdout"], "--save /dev/stdout: is stdout, where --json"),
+    # an option typed after git's `--` is a path there: '-- src --run ./t.sh' read 'src' as the SPEC
+    # ("src: is a directory, not a spec file"), or said "no commit touches --run t.sh"
+    (["bisect", "--good", "HEAD~1", "--", "src", "--run", "./t.sh"], "--run comes after '--'"),
+    (["triage", "--good", "HEAD~1", "--run", "true", "--", "src", "--json"], "--json comes after '--'"),
+    (["bisect", "--good", "HEAD~1", "--run", "true", "--", "--max-runs=3"], "--max-runs comes after '--'"),
     # --exhaustive beside another --strategy: the --strategy was dropped without a word
     (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--exhaustive", "--strategy", "dd"],
      "--exhaustive and --strategy dd contradict each other"),

@@ -216,3 +216,23 @@ def test_a_process_its_own_tracer_in_the_run_holds_is_not_said_stopped_and_never
     raw = run_process([sys.executable, "tracer.py"], cwd=tmp_path, timeout=1.0)
     assert raw.timed_out, raw
     assert "stopped" not in raw.stalled, raw.stalled
+
+
+def test_a_relative_xdg_cache_home_is_ignored_as_the_spec_says(tmp_path, monkeypatch):
+    """XDG_CACHE_HOME=.cache (a relative path; the XDG spec calls it invalid, to be ignored): the
+    worktrees were kept in ~/.cache (spaces/cachedir.py), but the live-run records, the scratch
+    registry and the cache ledger went under the current directory, and a bisect typed in a checkout left
+    .cache/bisectk/live there, in the user's working tree (and the next command, typed elsewhere,
+    never found the records it reaps after a SIGKILL)."""
+    from bisectk.engine import session
+    from bisectk.run.process import live_dir
+    from bisectk.run.scratch import registry_dir
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    for value in (".cache", "rel/cache", ""):
+        monkeypatch.setenv("XDG_CACHE_HOME", value)
+        assert live_dir() == tmp_path / "home" / ".cache" / "bisectk" / "live", value
+        assert session.cache_dir() == tmp_path / "home" / ".cache" / "bisectk", value
+        assert registry_dir() == tmp_path / "home" / ".cache" / "bisectk" / "scratch", value
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert live_dir() == tmp_path / "xdg" / "bisectk" / "live" and session.cache_dir() == tmp_path / "xdg" / "bisectk"

@@ -96,6 +96,25 @@ def test_a_tracked_script_by_its_absolute_path_runs_each_commits_copy_as_under_g
     assert f"command: {r / 'check.sh'} is tracked: each commit's own check.sh runs" in p.stdout
 
 
+def test_a_cd_into_the_checkout_by_its_absolute_path_tests_each_commit_as_under_git(tmp_path):
+    """`--run "sh -c 'cd /abs/checkout && ./check.sh'"` (a CI line, $PWD expanded as typed): git
+    bisect run's cd lands in the checkout, which git moves to each commit, and it says c5. bisectk
+    left the cd as typed, so every commit ran the user's checkout: 'the good configuration fails
+    too' (exit 2); with a checkout whose HEAD passes, 'bad passes'."""
+    from tests.fixtures.gitrepo import git
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    for i in range(1, 9):
+        (r / "check.sh").write_text("#!/bin/sh\nexit %d\n" % (1 if i >= 5 else 0))
+        (r / "check.sh").chmod(0o755)
+        (r / "v").write_text(f"{i}\n")
+        git(r, "add", "check.sh", "v")
+        git(r, "commit", "-q", "-m", f"c{i}")
+    p = bisectk("bisect", "--good", "HEAD~7", "--run", f"sh -c 'cd {r} && ./check.sh'", cwd=r, check=0)
+    assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:]
+
+
 def _scripts_repo(tmp_path):
     """c1..c8 with a tracked scripts/check.sh that starts failing at c5 (the script itself changed)."""
     from tests.fixtures.gitrepo import git

@@ -224,3 +224,37 @@ def test_an_untracked_file_beside_the_script_never_replaces_a_file_the_commit_tr
     assert (d.get("first_bad") or {}).get("sha") != shas[2], p.stdout + p.stderr
     assert p.returncode != 0 and "helper.py" in p.stdout + p.stderr, p.stdout + p.stderr
     assert state(r) == before
+
+
+
+def test_an_edited_tracked_file_the_script_sources_is_named_as_not_in_the_worktrees(tmp_path):
+    """An untracked t.sh sources lib.sh, tracked and the same at nearly every commit, which the
+    user has edited (`git status`: M lib.sh). git bisect run's checkout carries that edit to each
+    commit whose lib.sh it is made on, and says c5; bisectk runs each commit's committed lib.sh
+    (the commit's content is what is under test; an uncommitted edit of the code would otherwise
+    be bisected too) and says c3, at exit 0, with no line naming the edit. The first lines now
+    say that the edit of the file the script sources does not run, and what to do. A tracked file
+    beside the script that it does not name, edited too, is not said."""
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    for i in range(1, 9):
+        (r / "lib.sh").write_text("check() { [ $(cat n) -lt 3 ]; }\n" if i != 7 else "check() { exit 1; }\n")
+        (r / "v").write_text("bad\n" if i >= 5 else "good\n")
+        (r / "n").write_text(f"{i}\n")
+        (r / "notes.md").write_text(f"{i}\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"c{i}")
+    (r / "lib.sh").write_text("check() { grep -q good v; }\n")        # the user's edit of HEAD's lib.sh
+    (r / "notes.md").write_text("wip\n")
+    (r / "t.sh").write_text("#!/bin/sh\n. ./lib.sh\ncheck\n")
+    (r / "t.sh").chmod(0o755)
+    p = bisectk("bisect", "--good", "HEAD~7", "--run", "./t.sh", cwd=r, check=0)
+    said = [ln for ln in p.stdout.splitlines() if "is modified in your checkout" in ln]
+    assert said == ["command: lib.sh, which ./t.sh names, is modified in your checkout: each commit's own lib.sh "
+                    "runs, not your edit (git bisect run's checkout would carry the edit to each commit whose file "
+                    "it is made on, and could answer otherwise); commit it, or copy it to an untracked file and "
+                    "name that"], p.stdout
+    assert (r / "lib.sh").read_text() == "check() { grep -q good v; }\n"    # the user's edit stays
+    doc = json.loads(bisectk("bisect", "--good", "HEAD~7", "--run", "./t.sh", "--json", cwd=r, check=0).stdout)
+    assert [(f["word"], f["use"]) for f in doc["command_files"] if f["use"] == "edited"] == [("lib.sh", "edited")], doc

@@ -247,6 +247,41 @@ def test_an_absolute_path_into_the_work_tree_is_read_as_git_bisect_run_reads_it(
         assert line == word and files == [], (word, line, files)
 
 
+def test_an_absolute_directory_of_the_work_tree_is_read_as_git_bisect_run_reads_it(repo, tmp_path):
+    """`sh -c 'grep -rq x /abs/checkout/tools'`, `make -C $PWD`, `sh -c 'cd $PWD/tools && ./check.sh'`:
+    under git bisect run these name the checkout, which git moves to each commit. The directory in
+    a shell script ended the command with an internal error (IndexError: a rewritten word taken for
+    a file); the work tree's root and a `cd` target were left as typed, so every commit ran the
+    user's checkout ("the good configuration fails too"). Each is read relative to where the
+    command runs, as an absolute file path is."""
+    r, sha = repo
+    line, files = resolve(f"sh -c 'grep -rq x {r}/tools'", r, r, sha)
+    assert shlex.split(line) == ["sh", "-c", "grep -rq x tools"] and files == []
+    (r / "mine.sh").write_text("exit 1\n")
+    line, files = resolve(f"sh -c './mine.sh {r}/tools'", r, r, sha)      # the file before it stays the user's
+    assert shlex.split(line) == ["sh", "-c", "./mine.sh tools"] and [(f.word, f.use) for f in files] == [
+        ("./mine.sh", "yours")]
+    for typed_in, text, want in ((r, f"make -C {r}", "make -C ."), (r / "tools", f"make -C {r}/", "make -C .."),
+                                 (tmp_path, f"make -C {r}", "make -C ."), (tmp_path, "make -C r/tools", "make -C tools"),
+                                 (r, f"sh -c 'cd {r}/tools && ./check.sh'", "sh -c 'cd tools && ./check.sh'"),
+                                 (r / "tools", f"sh -c 'cd {r} && make'", "sh -c 'cd .. && make'"),
+                                 (r, f"sh -c 'cd -P -- {r}/tools && ./check.sh'", "sh -c 'cd -P -- tools && ./check.sh'")):
+        line, files = resolve(text, typed_in, r, sha)
+        assert shlex.split(line) == shlex.split(want) and files == [], (text, line, files)
+    (r / "data").mkdir()            # untracked: the user's own, which git bisect run's checkout keeps
+    for typed_in in (r, tmp_path):
+        for text in (f"ls {r}/data", f"sh -c 'ls {r}/data'", f"sh -c 'cd {r}/data && ls'"):
+            line, files = resolve(text, typed_in, r, sha)
+            assert line == text and files == [], (text, line, files)
+    (tmp_path / "link").symlink_to(r)     # the checkout by a link ($PWD as the shell keeps it)
+    line, files = resolve(f"sh -c 'cd {tmp_path}/link && make'", r, r, sha)
+    assert shlex.split(line) == ["sh", "-c", "cd . && make"] and files == [], line
+    (r / ".git" / "info" / "exclude").write_text("build/\n")
+    (r / "build").mkdir()           # ignored: each worktree's own build directory, never the user's
+    line, files = resolve(f"cmake -S {r} -B {r}/build", r, r, sha)
+    assert line == "cmake -S . -B build" and files == [], line
+
+
 def test_a_compiled_program_git_ignores_is_each_commits_build_not_a_file_of_yours(repo):
     """`--build make --run build/k` typed in a checkout where make had run: build/k, which git
     ignores, was taken for the user's untracked file, copied (with build/*.o beside it) into every

@@ -49,7 +49,7 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
     from bisectk.engine.subject import load_subject
     from bisectk.report.words import counted
     from bisectk.spaces.treediff import listed
-    from bisectk.spaces.hunkspace import HunkSpace, built_files, named_beside, named_inside
+    from bisectk.spaces.hunkspace import HunkSpace, built_files, named_beside, named_inside, named_pair
     for name, given in (("GOOD", good), ("BAD", bad)):
         if not given:           # Path("") is ".": the current directory, taken for a tree
             fail(f"{name} is empty: name a file or a source tree")
@@ -79,7 +79,14 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
             f"the command names {word}, {side if rel == '.' else 'inside ' + side}: every hybrid runs in a scratch "
             f"copy of GOOD (its working directory, $BISECTK_TREE), never in GOOD or BAD themselves; name it "
             f"relative to the tree ({rel!r})")
-    beside = None if named else named_beside([*s.command, *(s.build or [])], good, bad, Path.cwd())
+    pair = None if named else named_pair([*s.command, *(s.build or [])], good, bad, Path.cwd())
+    if pair:        # two files: each hybrid is GOOD's name in a scratch directory
+        word, side = pair
+        say_warning(
+            f"the command names {word}, which is {side} itself from here: every hybrid is a copy of GOOD named "
+            f"{good.name!r} in a scratch directory (its working directory, $BISECTK_TREE), never GOOD or BAD "
+            f"themselves; name it {good.name!r}")
+    beside = None if named or pair else named_beside([*s.command, *(s.build or [])], good, bad, Path.cwd())
     if beside:      # ./check.sh beside the trees: from the scratch copy it names nothing
         word, full = beside
         say_warning(

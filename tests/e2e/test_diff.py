@@ -517,6 +517,26 @@ def test_a_command_that_names_a_script_beside_the_trees_is_warned_about(tmp_path
     assert "warning" not in p.stderr
 
 
+def test_a_command_that_names_a_file_pair_by_another_name_is_warned_about(tmp_path):
+    """`bisectk diff repro.py kernel.py --run 'python3 kernel.py'`: each hybrid is GOOD's file,
+    named `repro.py`, in a scratch directory, so `kernel.py` (BAD itself, from here) named nothing
+    there, every run failed alike, and all that was said was that the good configuration fails
+    too; `/abs/repro.py` ran the user's GOOD for every hybrid. The warning the trees have names
+    the word and the name to use."""
+    good, bad = tmp_path / "repro.py", tmp_path / "kernel.py"
+    good.write_text("import sys\nx = 1\nsys.exit(0 if x == 1 else 1)\n")
+    bad.write_text("import sys\nx = 2\nsys.exit(0 if x == 1 else 1)\n")
+    for word in ("kernel.py", str(good), "./kernel.py"):
+        p = bisectk("diff", good.name, bad.name, "--run", f"python3 {word}", "--ledger", tmp_path / "l.db",
+                    cwd=tmp_path, timeout=120, check=None)
+        warning = [line for line in p.stderr.splitlines() if line.startswith("bisectk: warning:")]
+        assert p.returncode == 2 and len(warning) == 1, (word, p.stderr[-2000:])
+        assert word in warning[0] and "'repro.py'" in warning[0], warning[0]
+    p = bisectk("diff", good.name, bad.name, "--run", "python3 repro.py", "--ledger", tmp_path / "l.db",
+                cwd=tmp_path, timeout=120)
+    assert "warning" not in p.stderr and "culprit hunk(s): repro.py:2" in p.stdout, p.stderr[-2000:]
+
+
 def test_a_renamed_directory_is_gone_from_the_hybrid_with_all_hunks_as_it_is_from_bad(tmp_path):
     """`kernels/old/` became `kernels/new/`: a delete hunk and an add hunk. With both applied the
     scratch copy kept `kernels/old/`, empty, as a directory GOOD has, so the hybrid with every hunk

@@ -81,7 +81,10 @@ class HunkSpace:
         digest.update(content_digest(self.good).encode())
         digest.update(content_digest(self.bad).encode())
         self.digest = digest.hexdigest()[:16]
-        self.revision = f"{tag}-{MADE}-{self.digest}"
+        # the directory the command runs from in the tree: another one is another run (only where
+        # it is not the root, so the runs stored before it was read stay keyed as they were)
+        where = "" if self.subdir == Path(".") else "-in-" + hashlib.sha256(self.subdir.as_posix().encode()).hexdigest()[:8]
+        self.revision = f"{tag}-{MADE}-{self.digest}{where}"
         self.fixed: tuple[str, ...] = ()   # hunks applied in every point (the line pass's context)
         self.lines = False                 # a view of the line pass: its points are line units
         self.python_roots: tuple[str, ...] = ()   # put first on PYTHONPATH (engine/checkout_imports.py)

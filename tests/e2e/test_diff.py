@@ -537,6 +537,29 @@ def test_a_command_that_names_a_file_pair_by_another_name_is_warned_about(tmp_pa
     assert "warning" not in p.stderr and "culprit hunk(s): repro.py:2" in p.stdout, p.stderr[-2000:]
 
 
+def test_a_specs_cwd_is_a_directory_of_the_hybrid_tree(tmp_path):
+    """A spec with `cwd = "k"` (its command `sh run.sh`, k/run.sh in both trees): diff ran every
+    hybrid from the tree's root, where run.sh is not, said nothing of the key it dropped, and
+    answered that the good configuration fails too. The spec's `cwd` is read in the hybrid tree,
+    as bisect reads it in each commit's; one GOOD does not have is said in a warning (the runs are
+    made from the tree's root, as before)."""
+    good, bad, specs = tmp_path / "good", tmp_path / "bad", tmp_path / "specs"
+    for side, code in ((good, 0), (bad, 1)):
+        (side / "k").mkdir(parents=True)
+        (side / "k" / "run.sh").write_text(f"exit {code}\n")
+    specs.mkdir()
+    (specs / "pyproject.toml").touch()
+    spec = specs / "s.toml"
+    spec.write_text('[subject]\ncommand = ["sh", "run.sh"]\ncwd = "k"\n')
+    p = bisectk("diff", good, bad, spec, "--json", "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    assert [h["id"] for h in json.loads(p.stdout)["culprit_hunks"]] == ["k/run.sh:1"]
+    spec.write_text('[subject]\ncommand = ["sh", "run.sh"]\ncwd = "nope"\n')
+    p = bisectk("diff", good, bad, spec, "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+    warning = [line for line in p.stderr.splitlines() if line.startswith("bisectk: warning:")]
+    assert len(warning) == 1 and "'nope'" in warning[0] and "not followed" in warning[0], p.stderr[-2000:]
+
+
 def test_a_renamed_directory_is_gone_from_the_hybrid_with_all_hunks_as_it_is_from_bad(tmp_path):
     """`kernels/old/` became `kernels/new/`: a delete hunk and an add hunk. With both applied the
     scratch copy kept `kernels/old/`, empty, as a directory GOOD has, so the hybrid with every hunk

@@ -1,6 +1,7 @@
 """End-to-end: `bisectk diff` isolates culprit hunks between two versions of a stand-in kernel."""
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -1003,3 +1004,36 @@ def test_a_hunk_that_makes_a_clean_test_fail_half_the_time_is_named_without_flak
     assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
     assert [h["file"] for h in doc["culprit_hunks"]] == ["t.py"] and "P = 0.5" in doc["culprit_hunks"][0]["text"]
     assert doc["endpoints"]["bad_rate"]["runs"] == 10 and doc["phase_runs"]["search"] < 40, doc["phase_runs"]
+
+
+def test_trees_nested_deeper_than_python_can_walk_are_refused_in_one_line(tmp_path):
+    """GOOD and BAD with a directory 1,200 levels deep: the walk (os.walk, recursive on Python 3.11)
+    raised RecursionError, said as `bisectk: internal error` (exit 3). It is refused as input, in one
+    line naming the tree, and nothing is written in either."""
+    for side, v in (("good", 0), ("bad", 1)):
+        d = tmp_path / side
+        d.mkdir()
+        (d / "top").write_text(f"{v}\n")
+        fd = os.open(d, os.O_RDONLY)
+        try:
+            for _ in range(1200):      # by descriptor: the path grows past what one call may name
+                os.mkdir("d", dir_fd=fd)
+                fd, old = os.open("d", os.O_RDONLY, dir_fd=fd), fd
+                os.close(old)
+        finally:
+            os.close(fd)
+    try:
+        p = bisectk("diff", "good", "bad", "--run", "grep -q 0 top", "--ledger", tmp_path / "l.db", cwd=tmp_path)
+        assert p.returncode == 2 and p.stderr.startswith("bisectk: ") and len(p.stderr.splitlines()) == 1, p.stderr
+        assert "deep" in p.stderr and "internal error" not in p.stderr, p.stderr
+        assert sorted(x.name for x in (tmp_path / "good").iterdir()) == ["d", "top"]
+    finally:        # pytest's removal of tmp_path recurses too: the chain is taken down one level at a time
+        for side in ("good", "bad"):
+            top = tmp_path / side
+            while (top / "d").exists():
+                if (top / "d" / "d").exists():
+                    os.rename(top / "d" / "d", top / "up")
+                    os.rmdir(top / "d")
+                    os.rename(top / "up", top / "d")
+                else:
+                    os.rmdir(top / "d")

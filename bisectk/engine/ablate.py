@@ -504,10 +504,13 @@ def find_thresholds(oracle: Oracle, result: AblationResult, rule: ConfidenceRule
 def _runs_down(path: list, down_the_list: bool) -> bool:
     """Whether a threshold's `path` (good value first) is said to run down: numbers as numbers run,
     whatever the order they are listed in (`[12, 10, 8]` from 8 to 12 runs up: "fails from 10 on",
-    not "down", which read as 8 failing too), other values as listed (`down_the_list`)."""
-    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in path)
-    if numbers and path[0] != path[-1]:
-        return path[-1] < path[0]
+    not "down", which read as 8 failing too); other values, and numbers listed out of numeric
+    order (an order of the user's own), as listed (`down_the_list`)."""
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in path):
+        up = all(b > a for a, b in zip(path, path[1:]))
+        down = all(b < a for a, b in zip(path, path[1:]))
+        if up or down:          # monotone: else the list is an order of its own
+            return down
     return down_the_list
 
 

@@ -1037,3 +1037,19 @@ def test_trees_nested_deeper_than_python_can_walk_are_refused_in_one_line(tmp_pa
                     os.rename(top / "up", top / "d")
                 else:
                     os.rmdir(top / "d")
+
+
+def test_a_culprit_that_changes_only_line_endings_is_said_to(tmp_path):
+    """BAD's t.sh has CRLF line endings (`exit 0\\r`: bash exits 2): the culprit patch printed
+    `-exit 0` and `+exit 0`, alike on a terminal (the CR is kept so that the patch applies), and
+    nothing said what differs. A line under the patch says it."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, eol in ((good, "\n"), (bad, "\r\n")):
+        side.mkdir()
+        (side / "t.sh").write_bytes(f"echo a{eol}exit 0{eol}".encode())
+    p = bisectk("diff", good, bad, "--run", "bash t.sh", "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    assert "+exit 0" in p.stdout and "only in their line endings" in p.stdout, p.stdout
+    (bad / "t.sh").write_bytes(b"echo a\nexit 3\n")
+    p = bisectk("diff", good, bad, "--run", "bash t.sh", "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+    assert p.returncode == 0 and "line endings" not in p.stdout, p.stdout

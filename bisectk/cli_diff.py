@@ -49,7 +49,7 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
     from bisectk.engine.subject import load_subject
     from bisectk.report.words import counted
     from bisectk.spaces.treediff import listed
-    from bisectk.spaces.hunkspace import HunkSpace, built_files, named_beside, named_inside
+    from bisectk.spaces.hunkspace import HunkSpace, built_files, named_beside, named_inside, named_pair
     for name, given in (("GOOD", good), ("BAD", bad)):
         if not given:           # Path("") is ".": the current directory, taken for a tree
             fail(f"{name} is empty: name a file or a source tree")
@@ -72,6 +72,7 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
     s, base = load_subject(spec, run_cmd, cwd=Path.cwd(), build=build, config=config, sets=set_,
                            repeat=repeat, name=f"diff {good.name}..{bad.name}", build_timeout=build_timeout)
     spec_warnings(s, timeout)
+    sub = _spec_subdir(s, good) if spec is not None else Path(".")
     named = named_inside([*s.command, *(s.build or [])], good, bad, Path.cwd())
     if named:       # the hybrids run in a scratch copy of GOOD: this word never reaches them
         word, side, rel = named
@@ -79,7 +80,14 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
             f"the command names {word}, {side if rel == '.' else 'inside ' + side}: every hybrid runs in a scratch "
             f"copy of GOOD (its working directory, $BISECTK_TREE), never in GOOD or BAD themselves; name it "
             f"relative to the tree ({rel!r})")
-    beside = None if named else named_beside([*s.command, *(s.build or [])], good, bad, Path.cwd())
+    pair = None if named else named_pair([*s.command, *(s.build or [])], good, bad, Path.cwd())
+    if pair:        # two files: each hybrid is GOOD's name in a scratch directory
+        word, side = pair
+        say_warning(
+            f"the command names {word}, which is {side} itself from here: every hybrid is a copy of GOOD named "
+            f"{good.name!r} in a scratch directory (its working directory, $BISECTK_TREE), never GOOD or BAD "
+            f"themselves; name it {good.name!r}")
+    beside = None if named or pair else named_beside([*s.command, *(s.build or [])], good, bad, Path.cwd())
     if beside:      # ./check.sh beside the trees: from the scratch copy it names nothing
         word, full = beside
         say_warning(
@@ -90,7 +98,8 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
     with Session("diff", s, ledger_path, args={"good": str(good), "bad": str(bad)}, policy=pol,
                  reporter=reporter(as_json, None)) as session:
         # without a build step each hybrid starts from GOOD and its hunks alone: files a run made go
-        space = HunkSpace(good, bad, session.scratch("scratch"), base=base, keep_created=s.build is not None)
+        space = HunkSpace(good, bad, session.scratch("scratch"), base=base, keep_created=s.build is not None,
+                          subdir=sub)
         session.closers.append(space.close)
         if space.unbisected:    # an empty directory, a directory's mode: every hybrid has GOOD's
             say_warning(
@@ -110,6 +119,23 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
             rec = run_diff(session.runner(cwd=space.workdir), space, pol, strategy=strategy, refine=lines,
                            environment=capture_after_first_run(session))
             finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
+
+
+def _spec_subdir(s, good: Path) -> Path:
+    """The spec's `cwd` in the hybrid tree: relative to its project root, as bisect reads it in each
+    commit's tree (cli_common.history_subject), where GOOD has that directory; else "." (the tree's
+    root, where diff ran every spec's command before), and a warning says the key is not followed."""
+    from bisectk.spec import project_root
+    rel = os.path.relpath(s.cwd, project_root(s.path))
+    if rel == ".":
+        return Path(".")
+    if good.is_dir() and rel != ".." and not rel.startswith(".." + os.sep) and (good / rel).is_dir():
+        return Path(rel)
+    where = "a file" if not good.is_dir() else f"has no directory {rel!r}"
+    say_warning(f"the spec's subject.cwd {str(s.cwd)!r} ({rel!r} from its project) is not followed: GOOD {good} is "
+                f"{where}, and diff runs the command in each hybrid tree (a scratch copy of GOOD, $BISECTK_TREE), "
+                f"from its root")
+    return Path(".")
 
 
 def _a_commit(word: str) -> str:

@@ -492,12 +492,26 @@ def find_thresholds(oracle: Oracle, result: AblationResult, rule: ConfidenceRule
         beyond_one = oracle.more_runs()     # runs the oracle made beyond one a question so far, less the ledger's
 
         with oracle.asking(THRESHOLD):
-            found[factor] = find_threshold(path, judge, rule=rule, descending=lo > hi, before=before, beyond=beyond,
+            found[factor] = find_threshold(path, judge, rule=rule, descending=_runs_down(path, lo > hi),
+                                           before=before, beyond=beyond,
                                            confidence=policy.confidence, evidence=failing_runs(result, endpoint),
                                            costs=oracle.trials.costs, steady=policy.flaky is False, good=good,
                                            max_runs=budget, more_runs=lambda: oracle.more_runs() - beyond_one)
         runner.events.emit(Note(f"threshold of {factor}: {found[factor].describe()}"))
     return found
+
+
+def _runs_down(path: list, down_the_list: bool) -> bool:
+    """Whether a threshold's `path` (good value first) is said to run down: numbers as numbers run,
+    whatever the order they are listed in (`[12, 10, 8]` from 8 to 12 runs up: "fails from 10 on",
+    not "down", which read as 8 failing too); other values, and numbers listed out of numeric
+    order (an order of the user's own), as listed (`down_the_list`)."""
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in path):
+        up = all(b > a for a, b in zip(path, path[1:]))
+        down = all(b < a for a, b in zip(path, path[1:]))
+        if up or down:          # monotone: else the list is an order of its own
+            return down
+    return down_the_list
 
 
 def _culprits_in_place(result: AblationResult) -> list[tuple[str, frozenset]]:

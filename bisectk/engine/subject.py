@@ -32,7 +32,7 @@ def apply_sets(spec: Spec, config: Config, sets: list[str] | None) -> Config:
         if not sep or not name:
             raise BisectkError(f"--set {item!r}: expected NAME=VALUE")
         if name not in spec.good:
-            known = ", ".join(spec.factors) or "none: a --run command has no factors"
+            known = ", ".join(spec.factors) or "none: its [good] and [bad] tables name no factor"
             raise BisectkError(f"--set {item!r}: {name!r} is not a factor of {spec.path} (factors: {known})")
         if name in given and given[name] != item:      # the last silently won: a typo of another name
             raise BisectkError(f"--set {item!r}: {name!r} is set twice (--set {given[name]!r} before it); give each factor once")

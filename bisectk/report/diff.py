@@ -52,6 +52,21 @@ def git_apply_only(rec: DiffRecord) -> str | None:
     return f"apply this patch with `git apply`: {' and '.join(why)}, which `patch -p1` cannot apply"
 
 
+def line_endings_only(patch: str) -> bool:
+    """Whether a text patch changes nothing but line endings (`exit 0` to `exit 0\\r`): its removed
+    and added lines are the same lines once their CR is dropped. A terminal shows such lines alike,
+    since the CR is printed as it is, for the patch to apply (safe.Verbatim)."""
+    removed, added = [], []
+    for line in patch.split("\n"):
+        if line.startswith(("---", "+++")):
+            continue
+        if line[:1] in "-+" and line:
+            (removed if line[0] == "-" else added).append(line[1:])
+    if not removed or sorted(removed) == sorted(added):
+        return False
+    return sorted(x.rstrip("\r") for x in removed) == sorted(x.rstrip("\r") for x in added)
+
+
 def patch_text(patch: str) -> str:
     """A patch as shown: without its trailing newlines, but for the empty line that closes git's
     binary patch when one ends it (without that line `git apply` calls the patch corrupt)."""
@@ -151,5 +166,8 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
 def print_patch(out: Console, rec: DiffRecord) -> None:
     """The culprit lines' patch (the hunks' without a line pass), as it is: it applies."""
     out.print(Verbatim(patch_text(rec.lines_diff or rec.diff)), soft_wrap=True)
+    if line_endings_only(rec.lines_diff or rec.diff):
+        out.print("these lines differ only in their line endings (a CR before the newline, CRLF, on one side)",
+                  markup=False)
     if (note := git_apply_only(rec)) is not None:
         out.print(note, markup=False)

@@ -80,7 +80,7 @@ class Threshold:
     runs: int = 0
     complete: bool = True
     outcomes: tuple[Outcome | None, ...] = ()   # per index: what its runs said, None if not run
-    descending: bool = False             # `values` run down the declared order (the bad value first in it)
+    descending: bool = False             # `values` run down (numbers as numbers run, else the declared order)
     before: tuple = ()                   # declared values past the good end of `values`, never run: the
     beyond: tuple = ()                   # search runs between good and bad only; these past the bad end
     confirmation: SetConfirmation | None = None   # the boundary run again (keys: indices); None: not asked
@@ -198,8 +198,9 @@ def find_threshold(values: Sequence[Hashable], oracle: Callable[[int], Outcome],
                    more_runs: Callable[[], int] | None = None) -> Threshold:
     """Bisect `values` (ordered, good value first, bad value last) to the failure threshold,
     then run up to `spot_checks` of the values below the bracket it skipped (module docstring).
-    `descending`: `values` are the declared order reversed (the bad value comes first in it), so
-    the answer says the failure goes down from the threshold, not on from it. `before` and
+    `descending`: `values` run down (the caller's reading: numbers as numbers run, other values
+    the declared order reversed), so the answer says the failure goes down from the threshold,
+    not on from it. `before` and
     `beyond`: the declared values past the good and the bad end (in the order `values` runs),
     never run; the answer names them with the outcome it assumes. `confidence`: confirm the
     boundary before it is given (module docstring); `evidence`: (fails, runs) seen before this

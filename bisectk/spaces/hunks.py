@@ -7,7 +7,7 @@ Entry        -- one side of a file: its bytes (a symlink's target when `link`) a
 Hunk         -- one unit of difference between GOOD and BAD in one file. `kind` is "text" (a run
                 of lines replaced, deleted or inserted: one difflib opcode), "add" / "delete"
                 (a file present on one side only), "replace" (a binary file or symlink that
-                differs: replaced whole; text means UTF-8 without NUL bytes), "mode" (the
+                differs: replaced whole; text means no NUL byte, as git has it: _text), "mode" (the
                 permission bits changed), "rename" (the file moved to `to`: renames.py; its
                 content's hunks are text and mode hunks under GOOD's name, each apart from the
                 move) or "retype" (a path that is a file on one side and a
@@ -171,13 +171,19 @@ def whole_kind(good: Entry | None, bad: Entry | None) -> str:
 
 
 def _text(entry: Entry | None) -> tuple[str, ...] | None:
-    """The lines of a UTF-8 text file (None for binary files and symlinks)."""
+    """The lines of a text file (None for binary files and symlinks). Text is what git takes for
+    text: no NUL byte in its first 8 KiB. Bytes that are no UTF-8 (a latin-1 `\xfc` in a comment)
+    are kept as lone surrogates (surrogateescape), so its lines are hunks like any file's and a
+    subset is written back byte for byte (`encode_text`); as strict UTF-8 such a file was binary,
+    one hunk whole, printed as a base85 patch."""
     if entry is None or entry.link or b"\0" in entry.data[:8192]:
         return None
-    try:
-        return tuple(split_text(entry.data.decode("utf-8")))
-    except UnicodeDecodeError:
-        return None
+    return tuple(split_text(entry.data.decode("utf-8", "surrogateescape")))
+
+
+def encode_text(text: str) -> bytes:
+    """A text `_text` read (or a patch of its lines) as its bytes: undecodable bytes as they were."""
+    return text.encode("utf-8", "surrogateescape")
 
 
 def split_text(text: str) -> list[str]:

@@ -26,6 +26,9 @@ built_files  -- the hunks' files that are compiled output on a side (an object f
 named_beside -- a relative word that names a file beside the trees from the user's own directory
                 (`./check.sh`, git bisect run's habit) and nothing in GOOD: from the scratch tree it
                 names nothing.
+named_pair   -- for two files, a word that names GOOD or BAD itself by another word than GOOD's
+                name (`kernel.py` for BAD, `/home/me/repro.py`): each hybrid is GOOD's name in a
+                scratch directory, so such a word runs BAD's or GOOD's own file, or nothing.
 """
 
 from __future__ import annotations
@@ -78,7 +81,10 @@ class HunkSpace:
         digest.update(content_digest(self.good).encode())
         digest.update(content_digest(self.bad).encode())
         self.digest = digest.hexdigest()[:16]
-        self.revision = f"{tag}-{MADE}-{self.digest}"
+        # the directory the command runs from in the tree: another one is another run (only where
+        # it is not the root, so the runs stored before it was read stay keyed as they were)
+        where = "" if self.subdir == Path(".") else "-in-" + hashlib.sha256(self.subdir.as_posix().encode()).hexdigest()[:8]
+        self.revision = f"{tag}-{MADE}-{self.digest}{where}"
         self.fixed: tuple[str, ...] = ()   # hunks applied in every point (the line pass's context)
         self.lines = False                 # a view of the line pass: its points are line units
         self.python_roots: tuple[str, ...] = ()   # put first on PYTHONPATH (engine/checkout_imports.py)
@@ -176,15 +182,39 @@ def _paths(words: list[str]):
                 yield token, path
 
 
+def _in_scratch(path: str, good: Path) -> bool:
+    """Whether the relative `path` names something from the scratch directory: a place GOOD has
+    (two trees), or GOOD's own name, the one file the scratch directory holds (two files)."""
+    if good.is_dir():
+        return os.path.lexists(good / path)
+    return os.path.normpath(path) == good.name
+
+
+def named_pair(words: list[str], good: Path, bad: Path, cwd: Path) -> tuple[str, str] | None:
+    """(word, 'GOOD' or 'BAD') for the first word of a command that names GOOD or BAD, two files,
+    as seen from `cwd`, where from the scratch directory it names something else or nothing: an
+    absolute path, or another name than GOOD's. None when the trees are directories, or no word does."""
+    files = [(name, os.path.realpath(t)) for name, t in (("GOOD", good), ("BAD", bad))]
+    if any(os.path.isdir(t) for _, t in files):
+        return None
+    for token, path in _paths(words):
+        if not os.path.isabs(path) and _in_scratch(path, good):
+            continue
+        full = os.path.realpath(cwd / path)
+        for name, file in files:
+            if full == file:
+                return token, name
+    return None
+
+
 def named_beside(words: list[str], good: Path, bad: Path, cwd: Path) -> tuple[str, str] | None:
     """(word, its absolute path) for the first relative word of a command that names an existing
     file or directory from `cwd`, outside GOOD and BAD, where GOOD has nothing: the scratch tree,
-    each hybrid's working directory, has nothing there either. None when the trees are files."""
+    each hybrid's working directory, has nothing there either (for two files: the word is not
+    GOOD's name, the one file the scratch directory holds)."""
     trees = [Path(os.path.realpath(t)) for t in (good, bad)]
-    if not all(t.is_dir() for t in trees):
-        return None
     for token, path in _paths(words):
-        if os.path.isabs(path) or os.path.lexists(trees[0] / path) or not os.path.lexists(cwd / path):
+        if os.path.isabs(path) or _in_scratch(path, good) or not os.path.lexists(cwd / path):
             continue
         full = Path(os.path.realpath(cwd / path))
         if not any(full.is_relative_to(t) or t.is_relative_to(full) for t in trees):

@@ -23,7 +23,7 @@ from pathlib import Path
 from bisectk.run.scratch import remove_tree
 from bisectk.spaces.commits import SpaceError  # one error type for every space
 from bisectk.spaces.dirwatch import DirWatch
-from bisectk.spaces.hunks import WHOLE, Entry, Hunk, _by_file, apply_lines, join_lines
+from bisectk.spaces.hunks import WHOLE, Entry, Hunk, _by_file, apply_lines, encode_text, join_lines
 from bisectk.spaces.treediff import _read, _scan, _skipped
 
 
@@ -42,7 +42,7 @@ def _result(good: Entry | None, hunks: list[Hunk]) -> Entry | None:
             mode = h.modes[1]
         elif h.kind == "text":
             texts.append(h)         # a rename moves the result (Scratch.apply), not its bytes
-    data = join_lines(apply_lines(texts[0].base, texts)).encode("utf-8") if texts else good.data
+    data = encode_text(join_lines(apply_lines(texts[0].base, texts))) if texts else good.data
     return Entry(data, mode, good.link)
 
 

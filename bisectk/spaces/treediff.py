@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from pathlib import Path
 
 from bisectk.contents import NOT_COPIED
@@ -138,6 +139,16 @@ def _scan(root: Path, dirs: dict[str, tuple[int, int]] | None = None) -> dict[st
     """Relative posix path -> path, for every file and symlink under root, pruning IGNORED and
     special files; `dirs`: every directory walked is added to it (relative, '' the root)."""
     found: dict[str, Path] = {}
+    try:
+        _walk(root, found, dirs)
+    except RecursionError:      # os.walk recurses (Python 3.11), and so do the copy and removal of a tree
+        raise SpaceError(f"{root}: directories nested too deeply to walk and copy (past Python's recursion "
+                         f"limit of {sys.getrecursionlimit():,} calls): give GOOD and BAD without them") from None
+    return found
+
+
+def _walk(root: Path, found: dict[str, Path], dirs: dict[str, tuple[int, int]] | None) -> None:
+    """_scan's walk: `found` and `dirs` filled."""
     for dirpath, dirnames, filenames in os.walk(root, onerror=_unreadable):
         here = Path(dirpath)
         if dirs is not None:
@@ -149,7 +160,6 @@ def _scan(root: Path, dirs: dict[str, tuple[int, int]] | None = None) -> dict[st
         for name in filenames + links:
             if name not in IGNORED and not _special(here / name):
                 found[(here / name).relative_to(root).as_posix()] = here / name
-    return found
 
 
 def _retyped(goods: dict[str, Path], bads: dict[str, Path]) -> list[str]:

@@ -462,3 +462,13 @@ def test_a_current_directory_deleted_under_the_shell_is_one_line_not_an_internal
                        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
     assert p.returncode == 2 and p.stderr.strip().startswith("bisectk: "), (p.returncode, p.stderr)
     assert len(p.stderr.strip().splitlines()) == 1 and "current directory" in p.stderr, p.stderr
+
+
+def test_a_set_on_a_spec_without_factors_names_the_spec_not_a_run_command(tmp_path):
+    """`bisectk run s.toml --set x=1` on a spec whose [good] and [bad] name no factor said
+    `(factors: none: a --run command has no factors)`: no --run was given. It says the spec has none."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.toml").write_text('[subject]\ncommand = ["true"]\n')
+    p = bisectk("run", "s.toml", "--set", "x=1", cwd=tmp_path)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+    assert "--run" not in p.stderr and "s.toml" in p.stderr and "no factor" in p.stderr, p.stderr

@@ -961,6 +961,26 @@ def test_an_ordinal_culprit_of_a_second_failing_set_gets_its_threshold_too(tmp_p
     assert all(t["confirmed"] and t["exact"] for t in doc["thresholds"].values()), doc["thresholds"]
 
 
+@pytest.mark.parametrize("listed,good,bad,fails,said", [
+    ([12, 10, 8, 6, 4], 4, 12, "-ge 8", "fails from 8 on (6 passes)"),       # listed high to low, bad the highest
+    ([12, 10, 8, 6, 4], 12, 4, "-le 6", "fails from 6 down (8 passes)"),     # listed high to low, bad the lowest
+    ([4, 6, 8, 10, 12], 12, 4, "-le 6", "fails from 6 down (8 passes)"),     # listed low to high, as before
+    ([2, 8, 4, 16], 2, 16, '-eq 4 ] || [ "$1" -eq 16', "fails from 4 on (8 passes)"),  # an order of its own: as listed
+])
+def test_a_numeric_threshold_is_said_in_the_numbers_direction(tmp_path, listed, good, bad, fails, said):
+    """`warps = [12, 10, 8, 6, 4]`, good 4, bad 12, failing from 8 up: the answer followed the
+    declared order, `fails from 8 down (6 passes)`, which reads as 8, 6 and 4 failing where 6
+    passes in the same sentence. Numbers are said up or down as numbers run, whatever the order they
+    are listed in; numbers listed out of numeric order are an order of their own, said as listed."""
+    (tmp_path / "s.sh").write_text(f'[ "$1" {fails} ] && exit 1\nexit 0\n')
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'[subject]\ncommand = ["sh", "s.sh", "{{warps}}", "{{seed}}"]\n[factors]\nwarps = {listed}\n'
+                    f"[good]\nwarps = {good}\nseed = 0\n[bad]\nwarps = {bad}\nseed = 1\n")
+    doc = ablate_json(spec, tmp_path / "l")
+    assert doc["culprits"] == ["warps"], doc["culprits"]
+    assert doc["thresholds"]["warps"]["text"].startswith(said), doc["thresholds"]["warps"]["text"]
+
+
 COUNTED = """import os, sys
 path = sys.argv[1]
 n = int(open(path).read()) if os.path.exists(path) else 0

@@ -1,6 +1,7 @@
 """End-to-end: `bisectk diff` isolates culprit hunks between two versions of a stand-in kernel."""
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -517,6 +518,49 @@ def test_a_command_that_names_a_script_beside_the_trees_is_warned_about(tmp_path
     assert "warning" not in p.stderr
 
 
+def test_a_command_that_names_a_file_pair_by_another_name_is_warned_about(tmp_path):
+    """`bisectk diff repro.py kernel.py --run 'python3 kernel.py'`: each hybrid is GOOD's file,
+    named `repro.py`, in a scratch directory, so `kernel.py` (BAD itself, from here) named nothing
+    there, every run failed alike, and all that was said was that the good configuration fails
+    too; `/abs/repro.py` ran the user's GOOD for every hybrid. The warning the trees have names
+    the word and the name to use."""
+    good, bad = tmp_path / "repro.py", tmp_path / "kernel.py"
+    good.write_text("import sys\nx = 1\nsys.exit(0 if x == 1 else 1)\n")
+    bad.write_text("import sys\nx = 2\nsys.exit(0 if x == 1 else 1)\n")
+    for word in ("kernel.py", str(good), "./kernel.py"):
+        p = bisectk("diff", good.name, bad.name, "--run", f"python3 {word}", "--ledger", tmp_path / "l.db",
+                    cwd=tmp_path, timeout=120, check=None)
+        warning = [line for line in p.stderr.splitlines() if line.startswith("bisectk: warning:")]
+        assert p.returncode == 2 and len(warning) == 1, (word, p.stderr[-2000:])
+        assert word in warning[0] and "'repro.py'" in warning[0], warning[0]
+    p = bisectk("diff", good.name, bad.name, "--run", "python3 repro.py", "--ledger", tmp_path / "l.db",
+                cwd=tmp_path, timeout=120)
+    assert "warning" not in p.stderr and "culprit hunk(s): repro.py:2" in p.stdout, p.stderr[-2000:]
+
+
+def test_a_specs_cwd_is_a_directory_of_the_hybrid_tree(tmp_path):
+    """A spec with `cwd = "k"` (its command `sh run.sh`, k/run.sh in both trees): diff ran every
+    hybrid from the tree's root, where run.sh is not, said nothing of the key it dropped, and
+    answered that the good configuration fails too. The spec's `cwd` is read in the hybrid tree,
+    as bisect reads it in each commit's; one GOOD does not have is said in a warning (the runs are
+    made from the tree's root, as before)."""
+    good, bad, specs = tmp_path / "good", tmp_path / "bad", tmp_path / "specs"
+    for side, code in ((good, 0), (bad, 1)):
+        (side / "k").mkdir(parents=True)
+        (side / "k" / "run.sh").write_text(f"exit {code}\n")
+    specs.mkdir()
+    (specs / "pyproject.toml").touch()
+    spec = specs / "s.toml"
+    spec.write_text('[subject]\ncommand = ["sh", "run.sh"]\ncwd = "k"\n')
+    p = bisectk("diff", good, bad, spec, "--json", "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    assert [h["id"] for h in json.loads(p.stdout)["culprit_hunks"]] == ["k/run.sh:1"]
+    spec.write_text('[subject]\ncommand = ["sh", "run.sh"]\ncwd = "nope"\n')
+    p = bisectk("diff", good, bad, spec, "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+    warning = [line for line in p.stderr.splitlines() if line.startswith("bisectk: warning:")]
+    assert len(warning) == 1 and "'nope'" in warning[0] and "not followed" in warning[0], p.stderr[-2000:]
+
+
 def test_a_renamed_directory_is_gone_from_the_hybrid_with_all_hunks_as_it_is_from_bad(tmp_path):
     """`kernels/old/` became `kernels/new/`: a delete hunk and an add hunk. With both applied the
     scratch copy kept `kernels/old/`, empty, as a directory GOOD has, so the hybrid with every hunk
@@ -960,3 +1004,52 @@ def test_a_hunk_that_makes_a_clean_test_fail_half_the_time_is_named_without_flak
     assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
     assert [h["file"] for h in doc["culprit_hunks"]] == ["t.py"] and "P = 0.5" in doc["culprit_hunks"][0]["text"]
     assert doc["endpoints"]["bad_rate"]["runs"] == 10 and doc["phase_runs"]["search"] < 40, doc["phase_runs"]
+
+
+def test_trees_nested_deeper_than_python_can_walk_are_refused_in_one_line(tmp_path):
+    """GOOD and BAD with a directory 1,200 levels deep: the walk (os.walk, recursive on Python 3.11)
+    raised RecursionError, said as `bisectk: internal error` (exit 3). It is refused as input, in one
+    line naming the tree, and nothing is written in either."""
+    for side, v in (("good", 0), ("bad", 1)):
+        d = tmp_path / side
+        d.mkdir()
+        (d / "top").write_text(f"{v}\n")
+        fd = os.open(d, os.O_RDONLY)
+        try:
+            for _ in range(1200):      # by descriptor: the path grows past what one call may name
+                os.mkdir("d", dir_fd=fd)
+                fd, old = os.open("d", os.O_RDONLY, dir_fd=fd), fd
+                os.close(old)
+        finally:
+            os.close(fd)
+    try:
+        p = bisectk("diff", "good", "bad", "--run", "grep -q 0 top", "--ledger", tmp_path / "l.db", cwd=tmp_path)
+        assert p.returncode == 2 and p.stderr.startswith("bisectk: ") and len(p.stderr.splitlines()) == 1, p.stderr
+        assert "deep" in p.stderr and "internal error" not in p.stderr, p.stderr
+        assert sorted(x.name for x in (tmp_path / "good").iterdir()) == ["d", "top"]
+    finally:        # pytest's removal of tmp_path recurses too: the chain is taken down one level at a time
+        for side in ("good", "bad"):
+            top = tmp_path / side
+            while (top / "d").exists():
+                if (top / "d" / "d").exists():
+                    os.rename(top / "d" / "d", top / "up")
+                    os.rmdir(top / "d")
+                    os.rename(top / "up", top / "d")
+                else:
+                    os.rmdir(top / "d")
+
+
+def test_a_culprit_that_changes_only_line_endings_is_said_to(tmp_path):
+    """BAD's t.sh has CRLF line endings (`exit 0\\r`: bash exits 2): the culprit patch printed
+    `-exit 0` and `+exit 0`, alike on a terminal (the CR is kept so that the patch applies), and
+    nothing said what differs. A line under the patch says it."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, eol in ((good, "\n"), (bad, "\r\n")):
+        side.mkdir()
+        (side / "t.sh").write_bytes(f"echo a{eol}exit 0{eol}".encode())
+    p = bisectk("diff", good, bad, "--run", "bash t.sh", "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    assert "+exit 0" in p.stdout and "only in their line endings" in p.stdout, p.stdout
+    (bad / "t.sh").write_bytes(b"echo a\nexit 3\n")
+    p = bisectk("diff", good, bad, "--run", "bash t.sh", "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+    assert p.returncode == 0 and "line endings" not in p.stdout, p.stdout

@@ -1030,6 +1030,33 @@ def test_a_binary_files_change_is_a_binary_patch_git_applies(tmp_path):
         shutil.rmtree(tmp_path / "m")
 
 
+def test_a_text_file_that_is_not_utf8_is_split_into_lines_as_git_does(tmp_path):
+    """A C file with one latin-1 byte in a comment (`/* (c) J\\xfcrgen */`): it was taken for a
+    binary file, its one changed line answered as the whole file (`k.c:replace`) and printed as a
+    base85 `GIT binary patch`, where git diff (binary: a NUL byte) shows the line. Its lines are
+    hunks now, its other bytes kept as they are: any subset is written back byte for byte, and the
+    patch (its bytes as read) is one git applies."""
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    text = "/* (c) J\xfcrgen */\nint a = 1;\nint b = 2;\nint c = 3;\nint d = 4;\nint e = 5;\n"
+    for side, edit in ((good, text), (bad, text.replace("b = 2", "b = 5").replace("e = 5", "e = \xb5"))):
+        side.mkdir()
+        (side / "k.c").write_bytes(edit.encode("latin-1"))
+    hunks = diff_paths(good, bad)
+    assert [h.id for h in hunks] == ["k.c:3", "k.c:6"]
+    for subset in (hunks, *([h] for h in hunks)):
+        copy = tmp_path / "copy"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(good, copy)
+        patch = unified_diff(subset).encode("utf-8", "surrogateescape")
+        proc = subprocess.run(["git", "apply", "-"], input=patch, cwd=copy, capture_output=True)
+        assert proc.returncode == 0, (proc.stderr, patch)
+        assert snapshot(copy) == snapshot(materialise(good, subset, tmp_path / "m")), patch
+        shutil.rmtree(tmp_path / "m")
+    assert (materialise(good, hunks, tmp_path / "all") / "k.c").read_bytes() == (bad / "k.c").read_bytes()
+
+
 def test_a_symlink_that_became_a_file_or_the_reverse_is_a_patch_git_applies(tmp_path):
     """Before: a link replaced by a file (or a file by a link) was written 'old mode 120000 / new
     mode 100644' over a text change, which git refuses ('new mode (100644) of lnk does not match

@@ -29,6 +29,7 @@ FixOracle    -- the search's oracle for a fix: a run that passes is the new side
                 probability that no probe called fixed was a broken commit passing R times;
                 `more_runs()` the repeats beyond one a probe, which --max-runs counts too.
 repeats_for  -- that R, clamped to [2, MAX_REPEATS].
+fix_base     -- the broken end's runs as the search's old-end counts (its confirmation weighs them).
 """
 
 from __future__ import annotations
@@ -106,6 +107,12 @@ def repeats_for(fail_rate: float, confidence: float) -> int:
         return MAX_REPEATS
     r = math.ceil(math.log(1.0 - confidence) / math.log(1.0 - fail_rate))
     return max(2, min(MAX_REPEATS, r))
+
+
+def fix_base(broken) -> tuple[int, int]:
+    """The broken end's runs (a Rate: its failures of `runs`) as the search counts them: the old
+    end's (FAILs, PASSes), where a pass of the subject is the search's FAIL."""
+    return broken.runs - broken.fails, broken.fails
 
 
 class FixOracle:

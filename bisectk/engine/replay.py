@@ -118,11 +118,14 @@ def _options(header: Header, graph: CommitGraph, observed) -> SearchOptions:
     (_FixRuns), never weighed."""
     two_rate = header.flaky and not header.terms.find_fix and not header.manual
     old_end = [outcome for sha, outcome in observed if graph.good.sha.startswith(sha)]
-    base = (sum(o is Outcome.FAIL for o in old_end), sum(o is Outcome.PASS for o in old_end)) if two_rate else (0, 0)
+    fails, passes = sum(o is Outcome.FAIL for o in old_end), sum(o is Outcome.PASS for o in old_end)
+    # a fix's confirmation counts the broken end's runs too, as the search sees them (a pass: FAIL)
+    base = (fails, passes) if two_rate else (passes, fails) if header.terms.find_fix and not header.manual else (0, 0)
     return SearchOptions(flaky=(header.flaky or header.intermittent) and (header.manual or not header.terms.find_fix),
                          confidence=header.confidence, steady=header.steady,
                          # a person's contradicting verdicts: the manual search's own one-rate model
                          prior=TWO_RATE if two_rate else None if header.manual else flake_model(False), base=base,
+                         fix=header.terms.find_fix and not header.manual,
                          # git's log and a person's verdicts hold no confirmation runs: their
                          # answer is the log's, as git gives it (a bisectk log holds its own)
                          confirm=header.source == "bisectk" and not header.manual)

@@ -295,7 +295,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
     search, repeats = oracle, 0
     if terms.find_fix:
         # a fix: a pass is the new side; when the failure is intermittent a pass must be repeated
-        repeats = repeats_for(check.bad_rate.value, policy.confidence) if flaky else 1
+        repeats = repeats_for(check.bad_rate.value, policy.confidence, n) if flaky else 1
         search = FixOracle(oracle, terms, repeats, check.bad_rate.value)
         seed = [Observation(n - 1, Outcome.FAIL)]
     else:

@@ -132,15 +132,19 @@ def plan_confirmation(fails: int, runs: int, parents: int, confidence: float,
 
 def confirm_culprit(dag: Dag, gw: Gateway, culprit: int, confidence: float,
                     spend: Callable[[int], int], width: int = 1, costs: Costs | None = None,
-                    steady: bool = False, fix: bool = False, base: tuple[int, int] = (0, 0)) -> Confirmation:
+                    steady: bool = False, fix: bool = False, base: tuple[int, int] = (0, 0),
+                    group: tuple[int, ...] = ()) -> Confirmation:
     """Run the culprit again (each run must fail) and each parent among the candidates `repeats`
     times (each must pass), in rounds of up to `width` runs; stop at the first contradiction.
     `spend(k)` returns how many of k runs the budget allows (raising when none). The gateway must
     allow repeats (the caller sets it). `costs()`: (seconds of a failing run, of a passing one).
     `fix` (a search for a fix): the other way round, see _fix_plan; `base`: the old end's (fails,
-    passes), which it counts."""
+    passes), which it counts. `group`: the answer is these commits (untestable ones beside
+    `culprit`, the member run), and the parents are those outside it."""
     from bisectk.search.dag import Confirmation
     parents = tuple(dag.parents_of(culprit))
+    if group:
+        parents = tuple(sorted({p for m in group for p in dag.parents_of(m)} - set(group)))
     fails, runs = _bad_side_counts(dag, gw, culprit)
     # runs made already beyond the one the narrowing read (a replayed or resumed log holds the
     # confirmation it made; repeats are the same evidence whenever they were made) count

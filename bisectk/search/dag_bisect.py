@@ -46,6 +46,7 @@ import numpy as np
 
 from dataclasses import replace
 
+from bisectk.outcome import Outcome
 from bisectk.search.confirm import Costs, confirm_culprit, observed_sides
 from bisectk.search.dag import Dag, DagResult, Narrowing, entr, narrowing_result
 from bisectk.search.gateway import BatchOracle, Gateway, Observation, Oracle, round_width
@@ -177,14 +178,22 @@ class _Confirming:
         self.done = None
 
     def run(self) -> None:
-        """Confirm the single allowed culprit, if there is one and confirmation was asked."""
-        allowed = np.flatnonzero(self.state.allowed)
-        if self.confidence is None or allowed.size != 1:
+        """Confirm the allowed culprit when confirmation was asked: the single one, or a group
+        that untestable commits left (one answer as much as a single culprit: it is given at
+        confidence 1.0 too), by its member that was run (the one that failed, where the
+        narrowing stopped) with the parents outside the group."""
+        allowed = np.flatnonzero(self.state.allowed).tolist()
+        if self.confidence is None or not allowed:
             return
+        members = allowed
+        if len(allowed) > 1:
+            ran = {o.index for o in self.gw.observations if o.outcome is not Outcome.UNRESOLVED}
+            members = [i for i in allowed if i in ran] or allowed
         self.gw.repeat = True       # confirmation runs are repeats on purpose
-        self.done = confirm_culprit(self.dag, self.gw, int(allowed[0]), self.confidence,
+        self.done = confirm_culprit(self.dag, self.gw, members[0], self.confidence,
                                     lambda k: self.gw.spend(self.max_runs, k), self.width(), self.costs,
-                                    steady=self.steady, fix=self.fix, base=self.base)
+                                    steady=self.steady, fix=self.fix, base=self.base,
+                                    group=tuple(allowed) if len(allowed) > 1 else ())
 
     def result(self, finished: bool, mode: str) -> DagResult:
         """The narrowing's answer, complete only when its confirmation (if one was due) held."""

@@ -404,3 +404,41 @@ def test_a_fix_declared_steady_reruns_the_claimed_commit_and_its_parent_once():
                    options=SearchOptions(fix=True, steady=True), observations=[Observation(7, Outcome.FAIL)])
     assert r.culprit == 5 and r.complete and r.confirmation.ok
     assert sorted(r.confirmation.runs) == [(4, "pass"), (5, "fail")]
+
+
+def test_an_answer_left_a_group_by_untestable_commits_is_confirmed_too():
+    """A deterministic search whose answer is a group (untestable commits beside the first bad
+    one) ran no confirmation: only a single culprit was confirmed. With an undeclared 50% failure
+    (the bad end failed its one run) and a quarter of the commits untestable, 33 of 150 answers
+    were a group without the culprit, complete, at confidence 1.0. The group is confirmed as one
+    culprit is: its failing member fails again, the parents outside it pass `repeats` times."""
+    import random
+    chain = [()] + [(i - 1,) for i in range(1, 24)]
+    wrong = groups = 0
+    for seed in range(60):
+        rng = random.Random(seed)
+        culprit = rng.randrange(24)
+        skips = {i for i in range(23) if rng.random() < 0.25}
+
+        def oracle(i, culprit=culprit, skips=skips, rng=rng):
+            if i in skips:
+                return Outcome.UNRESOLVED
+            return Outcome.FAIL if i >= culprit and rng.random() < 0.5 else Outcome.PASS
+        try:
+            r = search_dag(chain, oracle, observations=[Observation(23, Outcome.FAIL)])
+        except SearchStopped:
+            continue
+        if r.complete:
+            wrong += culprit not in r.candidates
+            groups += len(r.candidates) > 1 and r.confirmation is not None
+    assert wrong <= 2 and groups, (wrong, groups)
+
+
+def test_a_group_answer_of_a_deterministic_failure_is_confirmed_and_stands():
+    """c3 and c4 untestable, c5 the first that fails: the group {3, 4, 5} stands, its failing
+    member failed again and the parent outside it (c2) passed again."""
+    chain = [()] + [(i - 1,) for i in range(1, 8)]
+    r = search_dag(chain, lambda i: Outcome.UNRESOLVED if i in (3, 4) else Outcome.FAIL if i >= 3 else Outcome.PASS,
+                   observations=[Observation(7, Outcome.FAIL)])
+    assert r.complete and r.candidates == (3, 4, 5) and r.confirmation.ok and not r.switched
+    assert {i for i, _ in r.confirmation.runs} == {2, 5}

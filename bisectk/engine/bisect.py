@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bisectk.engine import fresh_build
-from bisectk.engine.direction import FixOracle, Terms, repeats_for
+from bisectk.engine.direction import FixOracle, Terms, fix_base, repeats_for
 from bisectk.engine.endpoints import BadBeside, hang_checks, side_by_side, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
 from bisectk.engine.interrupts import live, waited
@@ -295,7 +295,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
     search, repeats = oracle, 0
     if terms.find_fix:
         # a fix: a pass is the new side; when the failure is intermittent a pass must be repeated
-        repeats = repeats_for(check.bad_rate.value, policy.confidence) if flaky else 1
+        repeats = repeats_for(check.bad_rate.value, policy.confidence, n) if flaky else 1
         search = FixOracle(oracle, terms, repeats, check.bad_rate.value)
         seed = [Observation(n - 1, Outcome.FAIL)]
     else:
@@ -318,7 +318,8 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
                             width=oracle.width if policy.jobs > 1 else None,
                             prior=flake_model(two_rate), switch_prior=SWITCHED,
                             base=(check.good_rate.fails, check.good_rate.runs - check.good_rate.fails)
-                            if two_rate else (0, 0),
+                            if two_rate else fix_base(check.bad_rate) if terms.find_fix else (0, 0),
+                            fix=terms.find_fix,     # its confirmation repeats the fixed commit's passes
                             # what a failing and a passing run cost (find-fix: the search's "bad" passes)
                             costs=(lambda: trials.costs()[::-1]) if terms.find_fix else trials.costs,
                             steady=policy.flaky is False,   # --no-flaky: declared deterministic

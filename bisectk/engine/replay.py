@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bisectk.engine.bisect import marginal_doc, tested_commits
-from bisectk.engine.direction import repeats_for
+from bisectk.engine.direction import fix_confidence, repeats_for
 from bisectk.engine.gitlog import Header, parse_log, read_log
 from bisectk.engine.records import ReplayRecord
 from bisectk.errors import BisectkError
@@ -76,7 +76,7 @@ class _FixRuns:
 
     repeats: int
     fail_rate: float
-    called_new: int = 0
+    called: dict[int, int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, header: Header, graph: CommitGraph, observed) -> _FixRuns | None:
@@ -84,7 +84,7 @@ class _FixRuns:
             return None
         old_end = [o for sha, o in observed if graph.good.sha.startswith(sha) and o is not Outcome.UNRESOLVED]
         rate = sum(o is Outcome.FAIL for o in old_end) / len(old_end) if old_end else 1.0
-        return cls(repeats_for(rate, header.confidence), rate)
+        return cls(repeats_for(rate, header.confidence, len(graph)), rate)
 
     def fold(self, observations: list[Observation], new_end: int) -> list[Observation]:
         folded, passes = [], {}
@@ -96,7 +96,8 @@ class _FixRuns:
                 if passes[o.index] == self.repeats:
                     folded.append(o)
                     passes[o.index] = 0
-                    self.called_new += self.repeats > 1
+                    if self.repeats > 1:
+                        self.called[o.index] = self.called.get(o.index, 0) + 1
             else:
                 folded.append(o)
                 passes[o.index] = 0
@@ -104,9 +105,7 @@ class _FixRuns:
 
     def confidence(self) -> float:
         """FixOracle.confidence: P(no commit called fixed was a broken one that passed every run)."""
-        if self.repeats <= 1:
-            return 1.0
-        return (1.0 - (1.0 - self.fail_rate) ** self.repeats) ** self.called_new
+        return fix_confidence(self.fail_rate, self.repeats, self.called.values())
 
 
 def _options(header: Header, graph: CommitGraph, observed) -> SearchOptions:
@@ -118,11 +117,14 @@ def _options(header: Header, graph: CommitGraph, observed) -> SearchOptions:
     (_FixRuns), never weighed."""
     two_rate = header.flaky and not header.terms.find_fix and not header.manual
     old_end = [outcome for sha, outcome in observed if graph.good.sha.startswith(sha)]
-    base = (sum(o is Outcome.FAIL for o in old_end), sum(o is Outcome.PASS for o in old_end)) if two_rate else (0, 0)
+    fails, passes = sum(o is Outcome.FAIL for o in old_end), sum(o is Outcome.PASS for o in old_end)
+    # a fix's confirmation counts the broken end's runs too, as the search sees them (a pass: FAIL)
+    base = (fails, passes) if two_rate else (passes, fails) if header.terms.find_fix and not header.manual else (0, 0)
     return SearchOptions(flaky=(header.flaky or header.intermittent) and (header.manual or not header.terms.find_fix),
                          confidence=header.confidence, steady=header.steady,
                          # a person's contradicting verdicts: the manual search's own one-rate model
                          prior=TWO_RATE if two_rate else None if header.manual else flake_model(False), base=base,
+                         fix=header.terms.find_fix and not header.manual,
                          # git's log and a person's verdicts hold no confirmation runs: their
                          # answer is the log's, as git gives it (a bisectk log holds its own)
                          confirm=header.source == "bisectk" and not header.manual)

@@ -132,13 +132,19 @@ def plan_confirmation(fails: int, runs: int, parents: int, confidence: float,
 
 def confirm_culprit(dag: Dag, gw: Gateway, culprit: int, confidence: float,
                     spend: Callable[[int], int], width: int = 1, costs: Costs | None = None,
-                    steady: bool = False) -> Confirmation:
+                    steady: bool = False, fix: bool = False, base: tuple[int, int] = (0, 0),
+                    group: tuple[int, ...] = ()) -> Confirmation:
     """Run the culprit again (each run must fail) and each parent among the candidates `repeats`
     times (each must pass), in rounds of up to `width` runs; stop at the first contradiction.
     `spend(k)` returns how many of k runs the budget allows (raising when none). The gateway must
-    allow repeats (the caller sets it). `costs()`: (seconds of a failing run, of a passing one)."""
+    allow repeats (the caller sets it). `costs()`: (seconds of a failing run, of a passing one).
+    `fix` (a search for a fix): the other way round, see _fix_plan; `base`: the old end's (fails,
+    passes), which it counts. `group`: the answer is these commits (untestable ones beside
+    `culprit`, the member run), and the parents are those outside it."""
     from bisectk.search.dag import Confirmation
     parents = tuple(dag.parents_of(culprit))
+    if group:
+        parents = tuple(sorted({p for m in group for p in dag.parents_of(m)} - set(group)))
     fails, runs = _bad_side_counts(dag, gw, culprit)
     # runs made already beyond the one the narrowing read (a replayed or resumed log holds the
     # confirmation it made; repeats are the same evidence whenever they were made) count
@@ -155,9 +161,13 @@ def confirm_culprit(dag: Dag, gw: Gateway, culprit: int, confidence: float,
     own_passes = [max(sum(before) - 1, 0) + before.count(False) if _read(dag, obs, culprit, p) else len(before)
                   for p, before in zip(parents, passes)]
     made = max(own_fails - 1, 0) if _read(dag, obs, culprit, culprit) else own_fails
-    extra, repeats = plan_confirmation(fails, runs, len(parents), confidence, costs() if costs else (1.0, 1.0),
-                                       made=made, passes=own_passes, steady=steady)
-    plan = [culprit] * extra + [p for p, have in zip(parents, own_passes) for _ in range(max(repeats - have, 0))]
+    if fix:
+        plan, repeats = _fix_plan(dag, gw, culprit, parents, confidence, costs() if costs else (1.0, 1.0),
+                                  made, own_passes, steady, base)
+    else:
+        extra, repeats = plan_confirmation(fails, runs, len(parents), confidence, costs() if costs else (1.0, 1.0),
+                                           made=made, passes=own_passes, steady=steady)
+        plan = [culprit] * extra + [p for p, have in zip(parents, own_passes) for _ in range(max(repeats - have, 0))]
     made: list[tuple[int, str]] = []
     retries = {i: 0 for i in (culprit, *parents)}
     expect = {culprit: Outcome.FAIL, **{p: Outcome.PASS for p in parents}}
@@ -176,6 +186,26 @@ def confirm_culprit(dag: Dag, gw: Gateway, culprit: int, confidence: float,
             if outcome is not expect[i]:
                 return Confirmation(culprit, repeats, tuple(made), (i, outcome.value), parents)
     return Confirmation(culprit, repeats, tuple(made), None, parents)
+
+
+def _fix_plan(dag: Dag, gw: Gateway, culprit: int, parents: tuple[int, ...], confidence: float,
+              costs: tuple[float, float], made: int, own_passes: list[int], steady: bool,
+              base: tuple[int, int]) -> tuple[list[int], int]:
+    """The confirmation of a fix (--find-fix; FAIL = the new side, where the subject passes): the
+    plan of a regression's, the other way round. What an intermittent failure fakes is here the
+    search's FAIL (a broken commit's run that happened to pass), and what proves is its PASS (the
+    subject failed: still broken). So the claimed commit is the one run `repeats` times (each must
+    be FAIL), from the rate of proving runs on the old side (its commits' and the old end's, `base`),
+    and each parent among the candidates runs again (each must PASS), as often as the least cost
+    asks: each of its failures raises that rate. Returns (the runs to make, repeats)."""
+    old_fails, old_runs, _, _ = observed_sides(dag, gw.observations, culprit)
+    proving, runs = old_runs - old_fails + base[1], old_runs + base[0] + base[1]
+    if not parents:     # nothing on the old side to run again: the rate is as observed
+        repeats = 1 if steady else repeats_for(proving, runs, confidence)
+        return [culprit] * max(repeats - made, 0), repeats
+    extra, repeats = plan_confirmation(proving, runs, 1, confidence, costs[::-1], made=min(own_passes),
+                                       passes=[made], steady=steady)
+    return [p for p in parents for _ in range(extra)] + [culprit] * max(repeats - made, 0), repeats
 
 
 def _read(dag: Dag, obs, culprit: int, commit: int) -> bool:

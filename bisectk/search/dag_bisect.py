@@ -46,6 +46,7 @@ import numpy as np
 
 from dataclasses import replace
 
+from bisectk.outcome import Outcome
 from bisectk.search.confirm import Costs, confirm_culprit, observed_sides
 from bisectk.search.dag import Dag, DagResult, Narrowing, entr, narrowing_result
 from bisectk.search.gateway import BatchOracle, Gateway, Observation, Oracle, round_width
@@ -170,20 +171,29 @@ class _Confirming:
 
     def __init__(self, dag: Dag, gw: Gateway, state: Narrowing, confidence: float | None,
                  max_runs: int | None, width: Callable[[], int], costs: Costs | None = None,
-                 steady: bool = False):
+                 steady: bool = False, fix: bool = False, base: tuple[int, int] = (0, 0)):
         self.dag, self.gw, self.state, self.confidence = dag, gw, state, confidence
         self.max_runs, self.width, self.costs, self.steady = max_runs, width, costs, steady
+        self.fix, self.base = fix, base
         self.done = None
 
     def run(self) -> None:
-        """Confirm the single allowed culprit, if there is one and confirmation was asked."""
-        allowed = np.flatnonzero(self.state.allowed)
-        if self.confidence is None or allowed.size != 1:
+        """Confirm the allowed culprit when confirmation was asked: the single one, or a group
+        that untestable commits left (one answer as much as a single culprit: it is given at
+        confidence 1.0 too), by its member that was run (the one that failed, where the
+        narrowing stopped) with the parents outside the group."""
+        allowed = np.flatnonzero(self.state.allowed).tolist()
+        if self.confidence is None or not allowed:
             return
+        members = allowed
+        if len(allowed) > 1:
+            ran = {o.index for o in self.gw.observations if o.outcome is not Outcome.UNRESOLVED}
+            members = [i for i in allowed if i in ran] or allowed
         self.gw.repeat = True       # confirmation runs are repeats on purpose
-        self.done = confirm_culprit(self.dag, self.gw, int(allowed[0]), self.confidence,
+        self.done = confirm_culprit(self.dag, self.gw, members[0], self.confidence,
                                     lambda k: self.gw.spend(self.max_runs, k), self.width(), self.costs,
-                                    steady=self.steady)
+                                    steady=self.steady, fix=self.fix, base=self.base,
+                                    group=tuple(allowed) if len(allowed) > 1 else ())
 
     def result(self, finished: bool, mode: str) -> DagResult:
         """The narrowing's answer, complete only when its confirmation (if one was due) held."""
@@ -198,16 +208,18 @@ def dag_bisect(dag: Dag, oracle: Oracle, *, observations: Iterable[Observation |
                on_observation: Callable[[Observation], None] | None = None,
                max_runs: int | None = None, confidence: float | None = None,
                costs: Costs | None = None, steady: bool = False,
-               more_runs: Callable[[], int] | None = None) -> DagResult:
+               more_runs: Callable[[], int] | None = None, fix: bool = False,
+               base: tuple[int, int] = (0, 0)) -> DagResult:
     """Sequential deterministic search, then the confirmation of its answer at `confidence`
     (planned at the least cost under `costs`, or once each when the failure is declared
     `steady`: confirm.py); raises SearchStopped (best result so far) when stopped. `more_runs()`:
-    the runs the oracle made beyond one a probe, which `max_runs` counts too (Gateway)."""
+    the runs the oracle made beyond one a probe, which `max_runs` counts too (Gateway). `fix`: a
+    search for a fix, confirmed the other way round; `base`: the old end's (fails, passes)."""
     gw = Gateway(dag.n, oracle, observations=observations, on_observation=on_observation, min_n=1,
                  more_runs=more_runs)
     state = Narrowing(dag, gw.observations)
     gw.listeners.append(state.observe)
-    confirming = _Confirming(dag, gw, state, confidence, max_runs, lambda: 1, costs, steady)
+    confirming = _Confirming(dag, gw, state, confidence, max_runs, lambda: 1, costs, steady, fix, base)
 
     def loop() -> None:
         while state.allowed.any():
@@ -234,14 +246,16 @@ def dag_multisect(dag: Dag, batch_oracle: BatchOracle, *, jobs: int,
                   on_observation: Callable[[Observation], None] | None = None,
                   max_runs: int | None = None, width: Callable[[], int] | None = None,
                   confidence: float | None = None, costs: Costs | None = None, steady: bool = False,
-                  more_runs: Callable[[], int] | None = None) -> DagResult:
+                  more_runs: Callable[[], int] | None = None, fix: bool = False,
+                  base: tuple[int, int] = (0, 0)) -> DagResult:
     """Deterministic k-way search; `result.rounds` counts the batches sent to the oracle. With
     `width`, each round sends min(jobs, width()) probes (the workers alive then)."""
     gw = Gateway(dag.n, batch_oracle=batch_oracle, observations=observations,
                  on_observation=on_observation, min_n=1, more_runs=more_runs)
     state = Narrowing(dag, gw.observations)
     gw.listeners.append(state.observe)
-    confirming = _Confirming(dag, gw, state, confidence, max_runs, lambda: round_width(jobs, width), costs, steady)
+    confirming = _Confirming(dag, gw, state, confidence, max_runs, lambda: round_width(jobs, width), costs, steady,
+                             fix, base)
 
     def loop() -> None:
         while state.allowed.any():

@@ -62,6 +62,8 @@ class SearchOptions:
                                         # confirmation runs each claim once (confirm.py)
     more_runs: Callable[[], int] | None = None   # runs the oracle made beyond one a probe (it re-runs
                                         # a different failure), as it reports them: max_runs counts them
+    fix: bool = False                   # a search for a fix (--find-fix): FAIL is a pass of the subject,
+                                        # which a broken commit may give by luck; confirmed the other way (confirm.py)
 
 
 def _batched(oracle: Oracle | None, batch_oracle: BatchOracle | None) -> BatchOracle:
@@ -83,8 +85,12 @@ def search_dag(dag: Dag | Sequence[Iterable[int]], oracle: Oracle | None = None,
         raise ValueError("search_dag needs an oracle or a batch oracle")
     graph = dag if isinstance(dag, Dag) else Dag(dag)
     common: dict[str, Any] = dict(on_observation=on_observation, max_runs=opt.max_runs, more_runs=opt.more_runs)
+    # a fix's old end (`base`) is counted by its confirmation, not by the flake model: the old end's
+    # runs are the search's passes there, and the model's priors are a regression's (the old side
+    # rarely FAILs), so they read a broken commit's lucky passes as the new side the more surely
+    # (11 wrong in 130 switched answers where the old end's one run was given)
     flaky = dict(confidence=opt.confidence, fail_prob=opt.fail_prob, q_prior=opt.q_prior,
-                 prior=opt.prior, base=opt.base)
+                 prior=opt.prior, base=(0, 0) if opt.fix else opt.base)
     parallel = opt.jobs > 1 or oracle is None
     batch = _batched(oracle, batch_oracle) if parallel else None
 
@@ -99,10 +105,11 @@ def search_dag(dag: Dag | Sequence[Iterable[int]], oracle: Oracle | None = None,
     confidence = opt.confidence if opt.confirm else None
     if parallel:
         first = dag_multisect(graph, batch, jobs=opt.jobs, width=opt.width, observations=observations,
-                              confidence=confidence, costs=opt.costs, steady=opt.steady, **common)
+                              confidence=confidence, costs=opt.costs, steady=opt.steady, fix=opt.fix,
+                              base=opt.base, **common)
     else:
         first = dag_bisect(graph, oracle, observations=observations, confidence=confidence, costs=opt.costs,
-                           steady=opt.steady, **common)
+                           steady=opt.steady, fix=opt.fix, base=opt.base, **common)
     why = _contradicted(first)
     if why is None or not opt.confirm:
         return first

@@ -362,3 +362,83 @@ def test_measuring_good_convicts_no_claim_that_fails_as_good_does(seed):
     tester.history[claim], tester.memo[claim] = [Outcome.FAIL], Outcome.FAIL
     check = confirm_sets(tester, [claim], [frozenset({"x"})], 0.99, endpoint=(8, 10), good=(0, 1))
     assert check.contradicted is not None and check.contradicted[0] == claim, check
+
+
+def _fix_history(seed: int, n: int = 16, q: float = 0.3):
+    """A --find-fix search as the engine hands it over (FAIL = the new side, fixed: the subject
+    passes): commits before the fix are broken and fail only at `q`, so each of their runs is the
+    search's FAIL at 1 - q, a pass that proves nothing; from the fix on the subject always passes."""
+    import random
+    rng = random.Random(seed)
+    fix = rng.randrange(n)
+    return fix, (lambda i: Outcome.FAIL if i >= fix or rng.random() >= q else Outcome.PASS)
+
+
+def test_a_fix_is_not_confirmed_by_a_broken_commit_passing_again():
+    """--find-fix whose broken end failed its one endpoint run (so the search starts
+    deterministic) while a broken commit passes 70% of its runs. The confirmation was a
+    regression's: the claimed first fixed commit ran once more (a pass, 70% of the time, if it
+    was broken) and its parents were asked the repeats, though a broken parent's failure is
+    proof. 46 of 188 answers were wrong at exit 0. For a fix the repeats go to the claimed
+    commit: a broken commit passes them all at most 1 - confidence of the time."""
+    chain = [()] + [(i - 1,) for i in range(1, 16)]
+    wrong = right = 0
+    for seed in range(80):
+        fix, oracle = _fix_history(seed)
+        opt = SearchOptions(fix=True, base=(0, 1))     # the broken end: failed (the search's PASS) 1 of 1
+        try:
+            r = search_dag(chain, oracle, options=opt, observations=[Observation(15, Outcome.FAIL)])
+        except SearchStopped:
+            continue
+        if r.complete and r.culprit is not None:
+            right += r.culprit == fix
+            wrong += r.culprit != fix
+    assert wrong <= 2 and right >= 40, (wrong, right)
+
+
+def test_a_fix_declared_steady_reruns_the_claimed_commit_and_its_parent_once():
+    """--find-fix --no-flaky: each claim once more, the fixed commit's pass and its parent's
+    failure (the search's FAIL and PASS), as for a regression."""
+    chain = [()] + [(i - 1,) for i in range(1, 8)]
+    r = search_dag(chain, lambda i: Outcome.FAIL if i >= 5 else Outcome.PASS,
+                   options=SearchOptions(fix=True, steady=True), observations=[Observation(7, Outcome.FAIL)])
+    assert r.culprit == 5 and r.complete and r.confirmation.ok
+    assert sorted(r.confirmation.runs) == [(4, "pass"), (5, "fail")]
+
+
+def test_an_answer_left_a_group_by_untestable_commits_is_confirmed_too():
+    """A deterministic search whose answer is a group (untestable commits beside the first bad
+    one) ran no confirmation: only a single culprit was confirmed. With an undeclared 50% failure
+    (the bad end failed its one run) and a quarter of the commits untestable, 33 of 150 answers
+    were a group without the culprit, complete, at confidence 1.0. The group is confirmed as one
+    culprit is: its failing member fails again, the parents outside it pass `repeats` times."""
+    import random
+    chain = [()] + [(i - 1,) for i in range(1, 24)]
+    wrong = groups = 0
+    for seed in range(60):
+        rng = random.Random(seed)
+        culprit = rng.randrange(24)
+        skips = {i for i in range(23) if rng.random() < 0.25}
+
+        def oracle(i, culprit=culprit, skips=skips, rng=rng):
+            if i in skips:
+                return Outcome.UNRESOLVED
+            return Outcome.FAIL if i >= culprit and rng.random() < 0.5 else Outcome.PASS
+        try:
+            r = search_dag(chain, oracle, observations=[Observation(23, Outcome.FAIL)])
+        except SearchStopped:
+            continue
+        if r.complete:
+            wrong += culprit not in r.candidates
+            groups += len(r.candidates) > 1 and r.confirmation is not None
+    assert wrong <= 2 and groups, (wrong, groups)
+
+
+def test_a_group_answer_of_a_deterministic_failure_is_confirmed_and_stands():
+    """c3 and c4 untestable, c5 the first that fails: the group {3, 4, 5} stands, its failing
+    member failed again and the parent outside it (c2) passed again."""
+    chain = [()] + [(i - 1,) for i in range(1, 8)]
+    r = search_dag(chain, lambda i: Outcome.UNRESOLVED if i in (3, 4) else Outcome.FAIL if i >= 3 else Outcome.PASS,
+                   observations=[Observation(7, Outcome.FAIL)])
+    assert r.complete and r.candidates == (3, 4, 5) and r.confirmation.ok and not r.switched
+    assert {i for i, _ in r.confirmation.runs} == {2, 5}

@@ -1010,19 +1010,20 @@ def test_trees_nested_deeper_than_python_can_walk_are_refused_in_one_line(tmp_pa
     """GOOD and BAD with a directory 1,200 levels deep: the walk (os.walk, recursive on Python 3.11)
     raised RecursionError, said as `bisectk: internal error` (exit 3). It is refused as input, in one
     line naming the tree, and nothing is written in either."""
-    for side, v in (("good", 0), ("bad", 1)):
-        d = tmp_path / side
-        d.mkdir()
-        (d / "top").write_text(f"{v}\n")
-        fd = os.open(d, os.O_RDONLY)
-        try:
-            for _ in range(1200):      # by descriptor: the path grows past what one call may name
-                os.mkdir("d", dir_fd=fd)
-                fd, old = os.open("d", os.O_RDONLY, dir_fd=fd), fd
-                os.close(old)
-        finally:
-            os.close(fd)
-    try:
+    try:        # the chains are taken down in `finally` however far they were made: a chain left in
+        # pytest's base temp broke the next sessions, whose removal of old temp dirs recursed
+        for side, v in (("good", 0), ("bad", 1)):
+            d = tmp_path / side
+            d.mkdir()
+            (d / "top").write_text(f"{v}\n")
+            fd = os.open(d, os.O_RDONLY)
+            try:
+                for _ in range(1200):      # by descriptor: the path grows past what one call may name
+                    os.mkdir("d", dir_fd=fd)
+                    fd, old = os.open("d", os.O_RDONLY, dir_fd=fd), fd
+                    os.close(old)
+            finally:
+                os.close(fd)
         p = bisectk("diff", "good", "bad", "--run", "grep -q 0 top", "--ledger", tmp_path / "l.db", cwd=tmp_path)
         assert p.returncode == 2 and p.stderr.startswith("bisectk: ") and len(p.stderr.splitlines()) == 1, p.stderr
         assert "deep" in p.stderr and "internal error" not in p.stderr, p.stderr
@@ -1030,7 +1031,7 @@ def test_trees_nested_deeper_than_python_can_walk_are_refused_in_one_line(tmp_pa
     finally:        # pytest's removal of tmp_path recurses too: the chain is taken down one level at a time
         for side in ("good", "bad"):
             top = tmp_path / side
-            while (top / "d").exists():
+            while top.is_dir() and (top / "d").exists():
                 if (top / "d" / "d").exists():
                     os.rename(top / "d" / "d", top / "up")
                     os.rmdir(top / "d")

@@ -92,7 +92,7 @@ def check_outputs(outputs: dict[str, Path | None], *, inputs: Iterable[tuple[Pat
     for option, path in outputs.items():
         if path is None:
             continue
-        if str(path) == "-":        # stdout to many tools; here it was a file named '-' (and '--figures/')
+        if str(path) == "-":        # stdout to many tools; here it was a file named '-' (and its pictures folder, '-' then '-figures')
             raise BisectkError(f"{option} -: '-' is not stdout here (it would be a file named '-'): name a file, "
                                f"or /dev/stdout" + (" (--json prints the JSON document there)" if option == "--json-out" else ""))
         path = Path(path)

@@ -95,8 +95,9 @@ def test_every_option_a_message_or_the_readme_names_exists():
     # git's: the synonyms a `git bisect log` may hold (engine/gitlog.py); "--term-" is the head of
     # "--term-old"/"--term-new" written with the side's word; `git submodule update --init`, the
     # command a problem names for a submodule the checkout never cloned (engine/environment.py);
-    # `diff --git`, a patch's header, which report/diff.py looks for to find a patch's last file
-    assert named - known == {"--term-good", "--term-bad", "--term-", "--init", "--git"}
+    # `diff --git`, a patch's header, which report/diff.py looks for to find a patch's last file;
+    # pytest's own `--color=no` and `--verbosity=-1`, which --pytest runs it with (engine/subject.py)
+    assert named - known == {"--term-good", "--term-bad", "--term-", "--init", "--git", "--color", "--verbosity"}
     readme = set(OPTION.findall((ROOT / "README.md").read_text()))
     others = {"--arch", "--arrive", "--consumers", "--depth",     # the README spec's subject's own arguments
               "--head", "--port", "--address",                    # ray start
@@ -107,6 +108,7 @@ def test_every_option_a_message_or_the_readme_names_exists():
               "--trials",                                         # bench/flaky_calibration.py
               "--repeats",                                        # bench/per_run_bench.py
               "--dist",                                           # pytest-xdist: the test command
+              "--color",                                          # pytest --color=no, which --pytest runs
               "--init",                                           # git submodule update --init
               "--filter"}                                         # git clone --filter=blob:none
     assert readme - known - others == set()

@@ -73,21 +73,24 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
                            repeat=repeat, name=f"diff {good.name}..{bad.name}", build_timeout=build_timeout)
     spec_warnings(s, timeout)
     sub = _spec_subdir(s, good) if spec is not None else Path(".")
-    named = named_inside([*s.command, *(s.build or [])], good, bad, Path.cwd())
+    # the words as the command reads them: from its directory (a spec's `cwd`), and from `sub` in the hybrid
+    commands = [s.command, *([s.build] if s.build else [])]
+    named = named_inside(commands, good, bad, s.cwd, sub)
     if named:       # the hybrids run in a scratch copy of GOOD: this word never reaches them
         word, side, rel = named
         say_warning(
-            f"the command names {word}, {side if rel == '.' else 'inside ' + side}: every hybrid runs in a scratch "
+            f"the command names {word}, {side if rel == '.' and sub == Path('.') else 'inside ' + side}: every "
+            f"hybrid runs in a scratch "
             f"copy of GOOD (its working directory, $BISECTK_TREE), never in GOOD or BAD themselves; name it "
             f"relative to the tree ({rel!r})")
-    pair = None if named else named_pair([*s.command, *(s.build or [])], good, bad, Path.cwd())
+    pair = None if named else named_pair(commands, good, bad, s.cwd, sub)
     if pair:        # two files: each hybrid is GOOD's name in a scratch directory
         word, side = pair
         say_warning(
             f"the command names {word}, which is {side} itself from here: every hybrid is a copy of GOOD named "
             f"{good.name!r} in a scratch directory (its working directory, $BISECTK_TREE), never GOOD or BAD "
             f"themselves; name it {good.name!r}")
-    beside = None if named or pair else named_beside([*s.command, *(s.build or [])], good, bad, Path.cwd())
+    beside = None if named or pair else named_beside(commands, good, bad, s.cwd, sub)
     if beside:      # ./check.sh beside the trees: from the scratch copy it names nothing
         word, full = beside
         say_warning(

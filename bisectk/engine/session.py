@@ -306,6 +306,7 @@ def make_executor(policy: RunPolicy, *, project: Path | None = None, line_info: 
         ray = RayExecutor(actors=policy.jobs, address=policy.ray_address, project=project, warm=policy.warm, **extra)
         if on_note is not None:
             on_note(ray.describe())
+        ray.on_note = on_note       # what it has to say later (every run cold: RemoteExecutor.time_alike)
         return ray
     if policy.warm:
         from bisectk.run.pool import WorkerPool

@@ -113,7 +113,7 @@ def _load_subject(spec_path: Path | None, run: str | None, pytest_id: str | None
         raise BisectkError("give exactly one subject: a SPEC file, --run 'CMD' or --pytest NODEID")
     if config not in ("good", "bad"):
         raise BisectkError(f"--config must be good or bad, not {config!r}")
-    build_argv = split_command(build, "--build") if build else None
+    build_argv = split_command(build, "--build") if build is not None else None
     if spec_path is None:
         if sets:
             raise BisectkError("--set needs a SPEC (a --run or --pytest command has no factors)")

@@ -190,4 +190,17 @@ def document(rec: Record) -> dict[str, Any]:
         sub = doc.get(part)
         if isinstance(sub, dict) and sub.get("advice"):
             sub["next_steps"] = [step_words(s) for s in sub["advice"]]
+    for patches in (doc, doc.get("diff")):   # diff's, and triage's diff part
+        if isinstance(patches, dict) and isinstance(patches.get("diff"), str):
+            _patch_bytes(patches)
     return doc
+
+
+def _patch_bytes(doc: dict[str, Any]) -> None:
+    """`diff_base64` and `lines_diff_base64`: a patch's bytes where it holds some that are not
+    UTF-8 (a latin-1 source), which its text writes as `\\xNN` and so does not apply; else null."""
+    import base64
+    from bisectk.report.safe import undecoded_bytes
+    for key in ("diff", "lines_diff"):
+        raw = undecoded_bytes(doc.get(key) or "")
+        doc[f"{key}_base64"] = base64.b64encode(raw).decode("ascii") if raw is not None else None

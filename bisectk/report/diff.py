@@ -6,6 +6,9 @@ to_debuglog   -- summary, the culprit diff, a table of culprit hunks, one attemp
                  configuration (with the failure it showed), build-broken hybrids, what to try next.
 print_summary -- the end-of-run terminal view, ending with the numbered next steps (as ablate's).
 git_apply_only -- the line that says a culprit patch is one for `git apply`, not `patch -p1`.
+culprit_patch -- the patch to apply; where it holds bytes that are not UTF-8 (shown `\\xNN`) the
+                 terminal says where its bytes are (--report's FILE-culprit.patch: report/html.py
+                 write_markdown; --json's base64: report/advice.py).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from bisectk.report import stuck
 from bisectk.report.ablation import sets_lines
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.report.safe import Verbatim, strong
+from bisectk.report.safe import Verbatim, strong, undecoded_bytes
 from bisectk.names import c_quoted, ids_text
 from bisectk.report.words import (warning_lines, ahead_words, counted, endpoint_lines, failure_line, slow_line, problem_lines, problem_text,
                                   runs_words, same_inputs, search_runs_of, stop_reason_of, stopped_line, title_words, wall_words)
@@ -163,9 +166,20 @@ def print_summary(out: Console, rec: DiffRecord) -> None:
         out.print(f"next {i}. {s}", markup=False)
 
 
+def culprit_patch(rec: DiffRecord) -> str:
+    """The patch to apply: the culprit lines' (the hunks' without a line pass)."""
+    return rec.lines_diff or rec.diff
+
+
 def print_patch(out: Console, rec: DiffRecord) -> None:
-    """The culprit lines' patch (the hunks' without a line pass), as it is: it applies."""
-    out.print(Verbatim(patch_text(rec.lines_diff or rec.diff)), soft_wrap=True)
+    """The culprit lines' patch (the hunks' without a line pass), as it is: it applies, but where
+    it holds bytes that are not UTF-8 (shown as `\\xNN`): then a line says where its bytes are."""
+    out.print(Verbatim(patch_text(culprit_patch(rec))), soft_wrap=True)
+    if undecoded_bytes(culprit_patch(rec)) is not None:
+        key = "lines_diff_base64" if rec.lines_diff else "diff_base64"
+        out.print("this patch holds bytes that are not UTF-8, shown as \\xNN, so as printed it does not apply: "
+                  f"--report FILE.md writes it as it is to FILE-culprit.patch, and --json holds it in base64 ({key})",
+                  markup=False)
     if line_endings_only(rec.lines_diff or rec.diff):
         out.print("these lines differ only in their line endings (a CR before the newline, CRLF, on one side)",
                   markup=False)

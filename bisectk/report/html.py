@@ -18,7 +18,9 @@ to_html        -- the page: title and status, symptom, environment, summary, pic
 write_html     -- to_html into a file.
 write_markdown -- the Markdown debug log, its pictures written as SVG files in `<stem>-figures/`
                   beside it and linked by relative path, so it renders on a code host (none
-                  beside a log that goes to a pipe or a device: outputs.pictures_folder).
+                  beside a log that goes to a pipe or a device: outputs.pictures_folder); a
+                  diff's culprit patch that holds bytes that are not UTF-8 as they are, in
+                  `<stem>-culprit.patch` beside it (the log shows each such byte as `\\xNN`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from urllib.parse import quote
 from bisectk.engine.records import Record
 from bisectk.report import render
 from bisectk.report.debuglog import DebugLog, _flat, _line, short_environment
-from bisectk.report.outputs import pictures_folder
+from bisectk.report.outputs import patch_file, pictures_folder
 from bisectk.report.safe import html_text, markdown_text, visible_text
 
 MISSING = "pictures need matplotlib, which bisectk installs but this Python cannot import: pip install matplotlib"
@@ -213,6 +215,26 @@ def write_markdown(path: Path, rec: Record, log: DebugLog | None = None) -> str:
         # percent-encoded: a space (or a parenthesis) in a Markdown link's destination ends it; from
         # the name's bytes, so a name that is not UTF-8 (latin-1's 'r\xe9.md') is linked as it is
         log = replace(log, figures=[(p.title, quote(os.fsencode(f"{folder.name}/{p.name}.svg"))) for p in pictures])
+    raw, where = _patch_bytes(rec), patch_file(path)
+    if raw is not None and where is not None:     # the patch as it is: the log's shows a byte as \xNN
+        where.write_bytes(raw)
+        log = replace(log, summary=[*log.summary, f"The culprit patch holds bytes that are not UTF-8, shown here "
+                                                  f"as `\\xNN`, so as shown it does not apply: {where.name} beside "
+                                                  f"this log holds it as it is (`git apply {where.name}`)."])
     path.write_text(log.to_markdown(), encoding="utf-8")
     return (f"debug log written to {path}" + (f" ({len(pictures)} picture(s) in {folder}/)" if pictures
-                                              else "") + (f"; {note}" if note else ""))
+                                              else "") + (f"; {note}" if note else "")
+            + (f"; the culprit patch as it is (bytes that are not UTF-8) in {where}" if raw is not None and where
+               else ""))
+
+
+def _patch_bytes(rec: Record) -> bytes | None:
+    """A diff's culprit patch (report/diff.py culprit_patch; triage's, of its diff part) as bytes,
+    where it holds bytes that are not UTF-8; else None."""
+    if rec.command == "triage":
+        rec = rec.diff_record()
+    if rec is None or rec.command != "diff":
+        return None
+    from bisectk.report.diff import culprit_patch
+    from bisectk.report.safe import undecoded_bytes
+    return undecoded_bytes(culprit_patch(rec))

@@ -133,6 +133,13 @@ def figures_folder(report: Path) -> Path:
     return Path(report).with_name(f"{Path(report).stem}-figures")
 
 
+def patch_file(report: Path) -> Path | None:
+    """Where --report FILE.md writes a culprit patch that holds bytes that are not UTF-8, as it
+    is: FILE-culprit.patch beside it; None where the log has no folder beside it (pictures_folder)."""
+    folder = pictures_folder(report)
+    return None if folder is None else folder.with_name(f"{Path(report).stem}-culprit.patch")
+
+
 SYSTEM_TREES = ("/dev", "/proc")     # the kernel's devices and processes: no folder of a user's
 
 

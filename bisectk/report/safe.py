@@ -50,6 +50,9 @@ json_text     -- a JSON document any strict reader reads back: a name made of by
                  written as the string "NaN", "Infinity" or "-Infinity" (as protobuf's JSON
                  mapping writes them), never as json.dumps's bare NaN, which is no JSON: jq,
                  JavaScript's JSON.parse and every strict parser reject the whole document.
+undecoded_bytes -- a text's bytes where it holds bytes that are not UTF-8 (surrogateescape):
+                 every view above writes each as `\\xNN`, so a patch shown so no longer applies;
+                 where it does, the bytes are given as a file (--report) or base64 (--json).
 broken_pipe_exit -- how a command leaves when the reader of its output went away (`| head`).
 disk_full     -- whether a write failed for want of space (ENOSPC, EDQUOT, EFBIG).
 SafeConsole   -- a rich Console that passes every string it renders (printed text, table cells,
@@ -373,6 +376,17 @@ def _finite(value):
     if isinstance(value, list):
         return [_finite(v) for v in value]
     return value
+
+
+_UNDECODED = re.compile("[\udc80-\udcff]")
+
+
+def undecoded_bytes(text: str) -> bytes | None:
+    """`text`'s bytes where it holds some that are not UTF-8 (decoded with surrogateescape), else
+    None: the text is its bytes, as every view writes it."""
+    if not isinstance(text, str) or not _UNDECODED.search(text):
+        return None
+    return text.encode("utf-8", "surrogateescape")
 
 
 def json_text(data, **kwargs) -> str:

@@ -111,7 +111,13 @@ def watchdog_words(timeout: float | None, follows_progress: bool) -> str:
     run is seen to pass)."""
     if follows_progress:
         return "watchdog follows progress"
-    return f"watchdog {timeout:g} s" if timeout else ""
+    return f"watchdog {limit_seconds(timeout)} s" if timeout else ""
+
+
+def limit_seconds(seconds: float) -> str:
+    """A limit in seconds as run times are shown: to hundredths, a whole number kept whole, never
+    in exponent form (a calibrated limit such as 1.21282 s read as noise)."""
+    return f"{seconds:.2f}".rstrip("0").rstrip(".")
 
 
 def building(what: str, index: int, seconds: float, limit: float) -> str:

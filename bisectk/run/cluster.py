@@ -34,6 +34,7 @@ import os
 import secrets
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -78,6 +79,9 @@ class SiteActor:
 
     def status(self) -> dict[str, Any]:
         return self.site.status()
+
+    def goes_both_ways(self, jobs: list[tuple[list[str], dict[str, str]]], interpreter: str) -> bool:
+        return self.site.goes_both_ways(jobs, interpreter)
 
     def close(self) -> None:
         self.site.close()
@@ -324,6 +328,21 @@ class RayExecutor(RemoteExecutor):
             if st.get("busy") and st.get("deadline") is not None \
                     and st["elapsed"] > st["deadline"] + BACKSTOP_GRACE_S:
                 raise _Lost(f"actor {a.n}'s run went {st['elapsed'] - st['deadline']:.0f} s past its watchdog")
+
+    def goes_both_ways(self, jobs: list[tuple[list[str], dict[str, str]]]) -> bool:
+        """Asked of one ready actor (they start alike: same host image, same warm pool), before any
+        run; an actor that cannot answer leaves the runs as they would go (False)."""
+        if not self.args[1]:
+            return False            # no warm workers out there: every run is cold already
+        with self.cond:
+            actor = next((a for a in self.actors if not a.dead), None)
+        if actor is None:
+            return False
+        try:
+            return bool(self.ray.get(actor.handle.goes_both_ways.remote(jobs, sys.executable),
+                                     timeout=HEARTBEAT_TIMEOUT_S))
+        except Exception:
+            return False
 
     # -- lifecycle -----------------------------------------------------------------------------
     def close(self) -> None:

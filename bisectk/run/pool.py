@@ -91,6 +91,11 @@ def _trace(event: str, **facts) -> None:
         pass
 
 
+ALL_COLD_NOTE = ("--warm: SLOW is judged on wall time, and some of this command's configurations go cold "
+                 "(a fresh process: its start and imports in its time), others warm: every run goes cold, "
+                 "so that their times compare (a slow_metric the subject times itself keeps them warm)")
+
+
 def _python_script(argv: list[str]) -> bool:
     """`PROGRAM SCRIPT.py ...`: the only shape a warm worker runs (which program: WorkerPool._ours)."""
     return len(argv) >= 2 and argv[1].endswith(".py")
@@ -387,12 +392,13 @@ class WorkerPool(WarmRun):
         imports, a warm one without them. Where `jobs` ((argv, env, cwd): the configurations the
         command may run) would go both ways, every run goes cold, so that all are timed as the
         baseline is; said once."""
-        kinds = {self.warm_capable(list(argv), env, cwd) for argv, env, cwd in jobs}
-        if kinds == {True, False}:
+        if self.goes_both_ways(jobs):
             self.all_cold = True
-            self._note("--warm: SLOW is judged on wall time, and some of this command's configurations go cold "
-                       "(a fresh process: its start and imports in its time), others warm: every run goes cold, "
-                       "so that their times compare (a slow_metric the subject times itself keeps them warm)")
+            self._note(ALL_COLD_NOTE)
+
+    def goes_both_ways(self, jobs) -> bool:
+        """Whether some of `jobs` ((argv, env, cwd)) would run warm here and others cold."""
+        return {self.warm_capable(list(argv), env, cwd) for argv, env, cwd in jobs} == {True, False}
 
     def _ours(self, program: str, env, cwd) -> bool:
         """Whether `program` is the workers' own Python (run/interpreter.py) in the run's environment."""

@@ -75,6 +75,7 @@ class RemoteJob:
     local_root: str = ""
     label: str = ""
     attempts: list[str] = field(default_factory=list)   # where earlier tries of this job were lost
+    cold: bool = False                  # every run of the session cold (RemoteExecutor.time_alike)
 
 
 # -- packing -------------------------------------------------------------------------------------
@@ -111,10 +112,27 @@ class RemoteExecutor:
     travel (`put`) and how a job reaches a worker (`run_job`)."""
 
     project: Path | None = None   # the spec's project directory, shipped with the job (ablate)
+    on_note: Callable[[str], None] | None = None    # hears what the executor has to say (the session's events)
 
     def __init__(self) -> None:
         self._packed: dict[str, Any] = {}     # origin key -> what `put` returned (a commit is sent once)
         self._lock = threading.Lock()
+        self.all_cold = False                 # every run in a fresh process out there (time_alike)
+
+    def time_alike(self, jobs) -> None:
+        """The warm pool's rule (run/pool.py WorkerPool.time_alike) for the pools out there: where
+        SLOW is judged on wall time and `jobs` ((argv, env, cwd), the configurations the command may
+        run) would go warm and cold on a worker, every job is sent to run cold, and that is said once."""
+        if self.goes_both_ways([(list(argv), dict(env or {})) for argv, env, _ in jobs]):
+            self.all_cold = True
+            if self.on_note is not None:
+                from bisectk.run.pool import ALL_COLD_NOTE
+                self.on_note(ALL_COLD_NOTE)
+
+    def goes_both_ways(self, jobs: list[tuple[list[str], dict[str, str]]]) -> bool:
+        """Whether a worker out there would run some of `jobs` (argv, env) warm and others cold
+        (Site.goes_both_ways); False where they have no warm workers."""
+        return False
 
     def run(self, job: Job, watch: Watch) -> RawRun:
         """Executor.run: stage, send, and keep the logs of what came back (the build's when it
@@ -126,7 +144,7 @@ class RemoteExecutor:
             build=list(b.argv) if b else None, build_timeout=b.timeout if b else 0.0, build_key=b.key if b else "",
             build_carries_config=b.carries_config if b else False,
             snapshot=job.snapshot.to_dict() if job.snapshot else None, local_root=source.get("local_root", ""),
-            label=job.label))
+            label=job.label, cold=self.all_cold))
         write_logs(raw, b.log_dir if raw.phase == "build" and b else job.log_dir)
         return raw
 
@@ -207,6 +225,9 @@ class InlineExecutor(RemoteExecutor):
             self.jobs += 1
             return self.site.run(job)
 
+    def goes_both_ways(self, jobs: list[tuple[list[str], dict[str, str]]]) -> bool:
+        return self.site.goes_both_ways(jobs, sys.executable)
+
     def close(self) -> None:
         self.site.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
@@ -275,6 +296,8 @@ class Site:
             return RawRun(started=False, error=f"cannot materialise the sources on this host: "
                                                f"{type(exc).__name__}: {exc}"[:500])
         cwd = root / job.source.get("subdir", ".")
+        if job.cold and hasattr(self.executor, "all_cold"):
+            self.executor.all_cold = True   # the driver's rule for the session: its runs all timed cold
         mapped = _Mapper(job.local_root, str(root), job.interpreter)
         env = {k: mapped.path(v) for k, v in job.env.items()}
         build = (Build(mapped.argv(job.build), job.build_timeout, job.build_key, carries_config=job.build_carries_config)
@@ -287,6 +310,15 @@ class Site:
                                          snapshot=SnapshotRequest.from_dict(job.snapshot)), watch)
         finally:
             self.current = None
+
+    def goes_both_ways(self, jobs: list[tuple[list[str], dict[str, str]]], interpreter: str) -> bool:
+        """Whether this site's warm pool would run some of `jobs` ((argv, env) as the driver
+        words them, `interpreter` its Python) warm and others cold: the driver's time_alike."""
+        both = getattr(self.executor, "goes_both_ways", None)
+        if both is None:
+            return False
+        mapped = _Mapper("", "", interpreter)
+        return both([(mapped.argv(list(argv)), dict(env), None) for argv, env in jobs])
 
     def status(self) -> dict[str, Any]:
         """What runs now: elapsed seconds and the deadline the watchdog enforces (None: idle)."""

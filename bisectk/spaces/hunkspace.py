@@ -15,8 +15,9 @@ HunkSpace -- the hunks between GOOD and BAD (`diff_trees`), and one scratch copy
 
 GOOD and BAD are only ever read; the scratch tree is removed by `close`.
 
-named_inside -- a word of the command that names a file inside GOOD or BAD from the user's own
-                directory (`/home/me/bad/run.py`, `bad/run.py`): every hybrid runs in the scratch
+named_inside -- a word of the command that names a file inside GOOD or BAD from the command's
+                directory (the user's, or a spec's `cwd`; `/home/me/bad/run.py`, `bad/run.py`),
+                where the scratch tree has nothing at that place: every hybrid runs in the scratch
                 tree, so such a word runs GOOD's or BAD's own file, or nothing, never the hybrid's.
 built_files  -- the hunks' files that are compiled output on a side (an object file, an executable,
                 a library or archive, by their magic bytes), then GOOD's other files named so
@@ -48,6 +49,7 @@ from bisectk.spaces.bytecode import drop_bytecode
 from bisectk.spaces.checkout import on_path, outside_tree, path_mark
 from bisectk.spaces.hunks import Hunk
 from bisectk.spaces.hybrid import Scratch
+from bisectk.spaces.shellwords import shell_script_index
 from bisectk.spaces.treediff import diff_trees
 from bisectk.spec import Config, config_key
 
@@ -169,36 +171,41 @@ class HunkSpace:
         remove_tree(self.scratch.root)
 
 
-def _paths(words: list[str]):
-    """Each word of a command, each word of a `bash -c` script in it, each `--opt=PATH`'s value."""
-    for word in words:
+def _paths(commands: list[list[str]]):
+    """Each word of each command, each word of a `sh -c` script in it, each `--opt=PATH`'s value.
+    Any other word is one word whatever it holds: a quoted pattern (`grep -q "b = 2"`) is no
+    script, and splitting it found a tree's name (`b`) in it."""
+    for argv in commands:
+        script = shell_script_index(argv)
         try:
-            tokens = [word, *(shlex.split(word) if any(c.isspace() for c in word) else ())]
-        except ValueError:                  # an unbalanced quote: the word alone
-            tokens = [word]
+            tokens = [*argv, *(shlex.split(argv[script]) if script is not None else ())]
+        except ValueError:                  # an unbalanced quote: the script as one word
+            tokens = list(argv)
         for token in tokens:
             path = token.split("=", 1)[1] if token.startswith("-") and "=" in token else token
             if path and not path.startswith("-"):
                 yield token, path
 
 
-def _in_scratch(path: str, good: Path) -> bool:
-    """Whether the relative `path` names something from the scratch directory: a place GOOD has
-    (two trees), or GOOD's own name, the one file the scratch directory holds (two files)."""
+def _in_scratch(path: str, good: Path, sub: Path) -> bool:
+    """Whether the relative `path` names something from the command's directory in the scratch
+    tree: a place GOOD has under `sub` (two trees), or GOOD's own name, the one file the scratch
+    directory holds (two files)."""
     if good.is_dir():
-        return os.path.lexists(good / path)
+        return os.path.lexists(good / sub / path)
     return os.path.normpath(path) == good.name
 
 
-def named_pair(words: list[str], good: Path, bad: Path, cwd: Path) -> tuple[str, str] | None:
+def named_pair(commands: list[list[str]], good: Path, bad: Path, cwd: Path,
+               sub: Path = Path(".")) -> tuple[str, str] | None:
     """(word, 'GOOD' or 'BAD') for the first word of a command that names GOOD or BAD, two files,
     as seen from `cwd`, where from the scratch directory it names something else or nothing: an
     absolute path, or another name than GOOD's. None when the trees are directories, or no word does."""
     files = [(name, os.path.realpath(t)) for name, t in (("GOOD", good), ("BAD", bad))]
     if any(os.path.isdir(t) for _, t in files):
         return None
-    for token, path in _paths(words):
-        if not os.path.isabs(path) and _in_scratch(path, good):
+    for token, path in _paths(commands):
+        if not os.path.isabs(path) and _in_scratch(path, good, sub):
             continue
         full = os.path.realpath(cwd / path)
         for name, file in files:
@@ -207,14 +214,15 @@ def named_pair(words: list[str], good: Path, bad: Path, cwd: Path) -> tuple[str,
     return None
 
 
-def named_beside(words: list[str], good: Path, bad: Path, cwd: Path) -> tuple[str, str] | None:
+def named_beside(commands: list[list[str]], good: Path, bad: Path, cwd: Path,
+                 sub: Path = Path(".")) -> tuple[str, str] | None:
     """(word, its absolute path) for the first relative word of a command that names an existing
     file or directory from `cwd`, outside GOOD and BAD, where GOOD has nothing: the scratch tree,
     each hybrid's working directory, has nothing there either (for two files: the word is not
     GOOD's name, the one file the scratch directory holds)."""
     trees = [Path(os.path.realpath(t)) for t in (good, bad)]
-    for token, path in _paths(words):
-        if os.path.isabs(path) or _in_scratch(path, good) or not os.path.lexists(cwd / path):
+    for token, path in _paths(commands):
+        if os.path.isabs(path) or _in_scratch(path, good, sub) or not os.path.lexists(cwd / path):
             continue
         full = Path(os.path.realpath(cwd / path))
         if not any(full.is_relative_to(t) or t.is_relative_to(full) for t in trees):
@@ -222,7 +230,8 @@ def named_beside(words: list[str], good: Path, bad: Path, cwd: Path) -> tuple[st
     return None
 
 
-def named_inside(words: list[str], good: Path, bad: Path, cwd: Path) -> tuple[str, str, str] | None:
+def named_inside(commands: list[list[str]], good: Path, bad: Path, cwd: Path,
+                 sub: Path = Path(".")) -> tuple[str, str, str] | None:
     """(word, 'GOOD' or 'BAD', the path relative to that tree) for the first word of a command (or
     of a `bash -c` script, or an `--opt=PATH`'s value) that names an existing file or directory
     inside GOOD or BAD as seen from `cwd`, where the same word from the scratch tree names something
@@ -231,15 +240,15 @@ def named_inside(words: list[str], good: Path, bad: Path, cwd: Path) -> tuple[st
     trees = [(name, Path(os.path.realpath(t))) for name, t in (("GOOD", good), ("BAD", bad))]
     if not all(t.is_dir() for _, t in trees):
         return None
-    for token, path in _paths(words):
-        if not os.path.isabs(path) and os.path.lexists(trees[0][1] / path):
+    for token, path in _paths(commands):
+        if not os.path.isabs(path) and _in_scratch(path, good, sub):
             continue
         full = Path(os.path.realpath(cwd / path))
         if not os.path.lexists(full):
             continue
         for name, tree in trees:
             if full.is_relative_to(tree):
-                return token, name, full.relative_to(tree).as_posix()
+                return token, name, Path(os.path.relpath(full, tree / sub)).as_posix()
     return None
 
 

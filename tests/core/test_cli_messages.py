@@ -53,6 +53,13 @@ def test_option_parsing_errors_are_one_line(args, tmp_path):
     # ended the first run in an internal error (KeyError, exit 3)
     ([*("diff", *(str(ROOT / "variants/cpu/diff-softmax" / x) for x in ("good", "bad", "spec.toml"))),
       "--build", "echo {zz}"], "--build: placeholder {zz} names no factor"),
+    # --build '' was taken as no build at all while --run '' was refused (review j)
+    ([*("diff", *(str(ROOT / "variants/cpu/diff-softmax" / x) for x in ("good", "bad"))), "--run", "true",
+      "--build", ""], "--build: empty command"),
+    ([*("diff", *(str(ROOT / "variants/cpu/diff-softmax" / x) for x in ("good", "bad"))), "--run", ""],
+      "--run: empty command"),
+    ([*("diff", *(str(ROOT / "variants/cpu/diff-softmax" / x) for x in ("good", "bad", "spec.toml"))),
+      "--build", " "], "--build: empty command"),
     # --json prints its document on stdout: a report written to stdout too followed it there
     (["ablate", str(ROOT / "variants/cpu/pipeline-hang.toml"), "--json", "--json-out", "/dev/stdout"], "is stdout"),
     ([*("diff", *(str(ROOT / "variants/cpu/diff-softmax" / x) for x in ("good", "bad"))), "--run", "true", "--json",

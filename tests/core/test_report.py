@@ -96,3 +96,15 @@ def test_junit_parses_and_counts():
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "1", "1")
     failed = [c for c in suite if c.find("failure") is not None]
     assert failed[0].get("name") == "b <&>" and failed[0].find("failure").get("message") == 'm "q"'
+
+
+def test_watchdog_limit_is_rounded_like_other_times():
+    """Review j: the live status line printed 'watchdog 1.21282 s' (a calibrated limit shown
+    with :g, six significant digits). It is rounded to hundredths, as run times are; a whole
+    number stays whole and a long limit is never in exponent form."""
+    from bisectk.report.terminal import _Running, watchdog_words
+    assert watchdog_words(1.21282, False) == "watchdog 1.21 s"
+    assert watchdog_words(120.0, False) == "watchdog 120 s"
+    assert watchdog_words(0.5, False) == "watchdog 0.5 s"
+    assert watchdog_words(12345678.9, False) == "watchdog 12345678.9 s"
+    assert "watchdog 1.21 s)" in _Running("good", 0, 1.21282).__rich__().plain

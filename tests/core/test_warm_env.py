@@ -193,3 +193,38 @@ def test_wall_time_judged_slow_with_a_factor_that_sends_runs_cold_times_every_ru
     else:
         assert stats["warm_runs"] == 0 and stats["cold_runs"] == 5, stats
         assert any("wall time" in str(n) and "every run goes cold" in str(n) for n in notes), notes
+
+
+@pytest.mark.parametrize("metric", ["", 'slow_metric = "t"'])
+def test_wall_time_judged_slow_on_a_remote_sites_warm_pool_times_every_run_cold(tmp_path, monkeypatch, metric):
+    """Review j: the rule above, for runs on other hosts (--executor ray --warm): each site's warm
+    pool sent the factor's runs cold and good's warm, and nothing made them alike. The driver
+    asks a site whether the configurations go both ways and sends every job cold (InlineExecutor:
+    a Site in this process, the protocol Ray's actors speak)."""
+    from bisectk.run.remote import InlineExecutor
+    from bisectk.run.runner import Runner
+    from bisectk.spec import load_spec
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "0")
+    (tmp_path / "sub.py").write_text("import argparse, json, time\n"
+                                     "p = argparse.ArgumentParser(); p.add_argument('--k'); a = p.parse_args()\n"
+                                     "if a.k == 'slow': time.sleep(1)\n"
+                                     "print('BISECTK_RESULT ' + json.dumps({'t': 1.0}))\n")
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "s.toml").write_text(SLOW_SPEC.format(metric=metric))
+    spec = load_spec(tmp_path / "s.toml")
+    notes = []
+    ex = InlineExecutor(tmp_path, warm=True, preload=())
+    ex.on_note = notes.append
+    try:
+        runner = Runner(spec, executor=ex)
+        runner.calibrate([runner.observe(spec.good, i) for i in range(2)])
+        flipped = runner.verdict({**spec.good, "clb": "1"}, repeat=1)
+        stats = dict(ex.site.executor.stats)
+    finally:
+        ex.close()
+    assert flipped.outcome.name == "PASS", (flipped, notes)
+    if metric:
+        assert stats["warm_runs"] == 2 and stats["cold_runs"] == 1 and not notes, (stats, notes)
+    else:
+        assert stats["warm_runs"] == 0 and stats["cold_runs"] == 3, stats
+        assert any("every run goes cold" in n for n in notes), notes

@@ -1054,3 +1054,40 @@ def test_a_culprit_that_changes_only_line_endings_is_said_to(tmp_path):
     (bad / "t.sh").write_bytes(b"echo a\nexit 3\n")
     p = bisectk("diff", good, bad, "--run", "bash t.sh", "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
     assert p.returncode == 0 and "line endings" not in p.stdout, p.stdout
+
+
+def test_a_culprit_patch_of_a_file_that_is_not_utf8_is_given_as_its_bytes(tmp_path):
+    """Review j: a latin-1 source (`# caf\\xfc`, the byte 0xFC): the culprit patch was printed, and
+    written in the Markdown log and --json, with the byte as the text `\\xfc`, so none of them
+    applied. The terminal says so and how to get the bytes; --report FILE writes them to
+    FILE-culprit.patch beside the log, which applies; --json holds them in base64."""
+    import base64
+    import shutil
+    import subprocess
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 1), (bad, 2)):
+        side.mkdir()
+        (side / "k.py").write_bytes(f"x = {v}\n# caf".encode() + b"\xfc\n")
+    p = bisectk("diff", good, bad, "--run", "grep -q 'x = 1' k.py", "--report", tmp_path / "r.md",
+                "--json-out", tmp_path / "r.json", "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    assert "not UTF-8" in p.stdout and "r-culprit.patch" in p.stdout, p.stdout
+    patch = (tmp_path / "r-culprit.patch").read_bytes()
+    assert b"# caf\xfc\n" in patch, patch
+    assert "r-culprit.patch" in (tmp_path / "r.md").read_text(encoding="utf-8")
+    doc = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert base64.b64decode(doc["lines_diff_base64"] or doc["diff_base64"]) == patch
+    for bytes_ in (patch, base64.b64decode(doc["diff_base64"])):
+        copy = tmp_path / "copy"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(good, copy)
+        proc = subprocess.run(["git", "apply", "-"], input=bytes_, cwd=copy, capture_output=True)
+        assert proc.returncode == 0, (proc.stderr, bytes_)
+        assert (copy / "k.py").read_bytes() == (bad / "k.py").read_bytes()
+    (bad / "k.py").write_bytes(b"x = 2\n# cafe\n")        # UTF-8 both sides: nothing more is said or written
+    (good / "k.py").write_bytes(b"x = 1\n# cafe\n")
+    p = bisectk("diff", good, bad, "--run", "grep -q 'x = 1' k.py", "--report", tmp_path / "s.md",
+                "--json-out", tmp_path / "s.json", "--ledger", tmp_path / "l.db", cwd=tmp_path, timeout=120)
+    assert p.returncode == 0 and "UTF-8" not in p.stdout and not (tmp_path / "s-culprit.patch").exists(), p.stdout
+    doc = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))
+    assert doc["diff_base64"] is None and doc["lines_diff_base64"] is None

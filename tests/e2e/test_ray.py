@@ -424,3 +424,39 @@ def test_a_signal_mid_search_on_ray_ends_as_locally(head, tmp_path, sig):
     import psutil      # the hybrids on the actors (children of the head's workers, not of the command)
     subjects = [int(x) for x in os.listdir(marks)]
     assert wait_until(lambda: not [q for q in subjects if psutil.pid_exists(q)], timeout=60), subjects
+
+
+@needs_ray
+def test_wall_time_judged_slow_on_warm_actors_times_every_run_cold(head, tmp_path, monkeypatch):
+    """Review j: `--executor ray --warm` with a SLOW oracle on wall time and a factor that sends
+    runs cold (a process-level variable set otherwise than the actors' warm workers have it):
+    good was timed warm, the factor's runs cold with their interpreter's start and imports, and
+    were SLOW for that alone. The actors' pools now run every job cold, as the local pool does."""
+    import ray
+    from bisectk.run.cluster import RayExecutor
+    from bisectk.run.runner import Runner
+    from bisectk.spec import load_spec
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "pyproject.toml").touch()
+    (proj / "sub.py").write_text("import argparse, json\nimport numpy\n"
+                                 "p = argparse.ArgumentParser(); p.add_argument('--k'); p.parse_args()\n"
+                                 "print('BISECTK_RESULT ' + json.dumps({'t': 1.0}))\n")
+    # the actors' warm workers have CUTE_DSL_LINEINFO=1 (run/snapshot.py LINEINFO_ENV): li = 0 goes cold
+    (proj / "spec.toml").write_text('name = "cold-or-warm"\n[subject]\ncommand = ["python", "sub.py", "--k", "{k}"]\n'
+                                    'env = {CUTE_DSL_LINEINFO = "{li}"}\n[oracle]\nslow_factor = 3\n'
+                                    '[good]\nk = "a"\nli = "1"\n[bad]\nk = "b"\nli = "0"\n')
+    spec = load_spec(proj / "spec.toml")
+    driver_of(head, monkeypatch)
+    notes = []
+    ex = RayExecutor(actors=1, address=head.address, project=proj, warm=True, preload=("numpy",))
+    ex.on_note = notes.append
+    try:
+        runner = Runner(spec, executor=ex)
+        runner.calibrate([runner.observe(spec.good, i) for i in range(3)])
+        flipped = runner.verdict({**spec.good, "li": "0"}, repeat=2)
+    finally:
+        ex.close()
+        ray.shutdown()
+    assert flipped.outcome.name == "PASS", (flipped, notes)
+    assert ex.all_cold and any("every run goes cold" in n for n in notes), notes

@@ -1,5 +1,7 @@
 """The hunk space's points as the progress lines name them (bisectk/spaces/hunkspace.py)."""
 
+from pathlib import Path
+
 from bisectk.spaces.linediff import split_lines
 from bisectk.spaces.hunkspace import HunkSpace
 
@@ -80,3 +82,41 @@ def test_the_line_pass_is_given_only_the_hunk_pass_verdicts_of_its_own_trees():
     same = same_trees(SimpleNamespace(attempts=attempts), split, whole)
     assert same == {split["a.py:1-3"]: (Outcome.UNRESOLVED, frozenset({"a.py:1-3", "c.py:4"})),
                     split["a.py:1-3"] | split["b.py:2-3"]: (Outcome.FAIL, frozenset({"a.py:1-3", "b.py:2-3", "c.py:4"}))}
+
+
+def _two_trees(tmp_path, *files):
+    good, bad = tmp_path / "g", tmp_path / "b"
+    for side in (good, bad):
+        for rel in files:
+            (side / rel).parent.mkdir(parents=True, exist_ok=True)
+            (side / rel).write_text("x = 1\n" if side == good else "x = 2\n")
+    return good, bad
+
+
+def test_a_trees_name_inside_a_quoted_pattern_is_no_path_the_command_names(tmp_path):
+    """Review j: trees named `g` and `b` and `--run 'grep -q "b = 2" k.py'` warned "the command
+    names b, BAD": every word with a space in it was split as if it were a shell script. Only
+    the command's own words, and the words of a `sh -c` script, are read as paths."""
+    from bisectk.spaces.hunkspace import named_beside, named_inside
+    good, bad = _two_trees(tmp_path, "k.py")
+    for argv in (["grep", "-q", "b = 2", "k.py"], ["sh", "-c", 'grep -q "b = 2" k.py'],
+                 ["python3", "-c", "import b ; print(1)"]):
+        assert named_inside([argv], good, bad, tmp_path) is None, argv
+        assert named_beside([argv], good, bad, tmp_path) is None, argv
+    for argv in (["python3", "b/k.py"], ["sh", "-c", "python3 b/k.py"]):
+        assert named_inside([argv], good, bad, tmp_path) == ("b/k.py", "BAD", "k.py"), argv
+    assert named_inside([["run", "--file=b/k.py"]], good, bad, tmp_path) == ("--file=b/k.py", "BAD", "k.py")
+    assert named_inside([["true"], ["sh", "-c", "cat b/k.py"]], good, bad, tmp_path) == ("b/k.py", "BAD", "k.py")
+
+
+def test_the_words_of_a_command_are_read_from_its_own_directory_in_the_trees(tmp_path):
+    """Review j: the checks read the command's words from the user's directory and GOOD's root,
+    where a spec's `cwd = "k"` runs it from k/ (in the user's project and in each hybrid tree):
+    `sh ../x.sh` from g/k names g/x.sh, which the hybrid has at the same place, and was warned of
+    as a file inside GOOD."""
+    from bisectk.spaces.hunkspace import named_inside
+    good, bad = _two_trees(tmp_path, "k/run.sh", "x.sh")
+    assert named_inside([["sh", "../x.sh"]], good, bad, good / "k", Path("k")) is None
+    assert named_inside([["sh", "run.sh"]], good, bad, good / "k", Path("k")) is None
+    # from the tree's root (a spec's `cwd` GOOD does not have), run.sh is not where k/run.sh is
+    assert named_inside([["sh", "run.sh"]], good, bad, good / "k", Path(".")) == ("run.sh", "GOOD", "k/run.sh")

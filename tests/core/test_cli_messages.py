@@ -323,6 +323,18 @@ def test_env_save_where_no_file_can_be_written_is_one_line(tmp_path):
     assert (tmp_path / "a.json").read_text() == "{}"
 
 
+def test_env_save_into_a_directory_that_is_not_there_is_refused_as_ledger_is(tmp_path):
+    """`env --save /new/dir/x.json` made /new/dir/ without a word, where --ledger and `ledger check
+    --salvage` refuse a directory that does not exist (a typo's directories are not made): one
+    line, exit 2, nothing made, before the capture."""
+    where = tmp_path / "new" / "dir" / "x.json"
+    p = cli("env", "--save", where)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert p.stderr.startswith(f"bisectk: --save {where}: the directory {where.parent} does not exist"), p.stderr
+    assert f"create {where.parent} first" in p.stderr and not (tmp_path / "new").exists()
+    assert cli("env", "--save", tmp_path / "x.json").returncode == 0 and (tmp_path / "x.json").is_file()
+
+
 def test_env_save_that_fails_while_writing_is_one_line(tmp_path):
     from bisectk.spaces import env as envmod
     (tmp_path / "a.json").write_text("{}")

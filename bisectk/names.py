@@ -7,6 +7,7 @@ c_quoted -- unchanged unless the name holds a control character, `"` or a backsl
             GOOD (...)"), the reports their lists of ids; JSON keeps names raw.
 ids_text -- ids (hunk ids, places) joined for a line of text, each c_quoted, the first `limit`
             and how many more; "none" for none.
+counted  -- a count and its noun, singular for one: '1 hunk', '2 hunks', '0 runs'.
 """
 
 from __future__ import annotations
@@ -30,3 +31,8 @@ def ids_text(ids, limit: int = 8) -> str:
     ids = [c_quoted(i) for i in ids]
     text = ", ".join(ids[:limit])
     return text + (f" (+{len(ids) - limit} more)" if len(ids) > limit else "") if ids else "none"
+
+
+def counted(n: int, word: str) -> str:
+    """'1 hunk', '2 hunks', '0 runs'; `word` is the singular ('candidate commit')."""
+    return f"{n} {word}{'' if n == 1 else 's'}"

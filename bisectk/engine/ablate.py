@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 from bisectk.engine.endpoints import hang_checks, recheck_good, side_by_side, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
+from bisectk.names import counted as nouns
 from bisectk.engine.interrupts import live
 from bisectk.engine.oracle import SEARCH, THRESHOLD, Oracle, Trials
 from bisectk.engine.policy import RunPolicy
@@ -339,7 +340,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
         base["warnings"] = (*said, collision.removeprefix("warning: "))
     rule = flakiness_rule(check, policy.flaky is True)
     shown = ", ".join(diffs[:NAMED]) + (f", +{len(diffs) - NAMED} more" if len(diffs) > NAMED else "")
-    runner.events.emit(PhaseStarted("search", f"{strategy} over {len(diffs)} differences: {shown}"
+    runner.events.emit(PhaseStarted("search", f"{strategy} over {nouns(len(diffs), 'difference')}: {shown}"
                                     + (f"; {rule.describe()}" if rule else "")))
     found = search_set(oracle, diffs, strategy=strategy, rule=rule, max_runs=policy.max_runs,
                        measure_removal=True, more_sets=MORE_SETS, confidence=policy.confidence,

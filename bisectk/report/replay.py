@@ -14,6 +14,7 @@ import shlex
 from bisectk.engine.records import ReplayRecord
 from bisectk.report.debuglog import DebugLog
 from bisectk.report.safe import code_span
+from bisectk.names import counted
 from bisectk.report.words import confidence_words
 
 
@@ -28,7 +29,7 @@ def to_debuglog(rec: ReplayRecord) -> DebugLog:
     else:
         status = f"Open -- {len(rec.candidates)} candidate(s) remain"
     log = DebugLog(title, status, f"rebuilt from {rec.observations} logged observation(s); nothing was run")
-    log.summary = [f"{rec.commits} commits in range ({'flake-aware' if rec.flaky else 'binary'} search); "
+    log.summary = [f"{counted(rec.commits, 'commit')} in range ({'flake-aware' if rec.flaky else 'binary'} search); "
                    f"{confidence_words(rec)}."]
     if rec.contradiction:
         log.summary.append(f"The log contradicts itself: {rec.contradiction}.")

@@ -28,6 +28,7 @@ from __future__ import annotations
 from bisectk.engine.records import EndpointCheck, confidence_of
 from bisectk.engine.records import stop_reason_of as _reason
 from bisectk import slowrule
+from bisectk.names import counted
 from bisectk.outcome import FailKind, Outcome
 
 
@@ -120,11 +121,6 @@ def slow_line(check: EndpointCheck | None, subject) -> str | None:
         line += (f"; bad's slow runs {', '.join(f'{v:.3g}' for v in bad[:10])}{', ...' if len(bad) > 10 else ''} "
                  f"(median {mid:.3g}, {mid / base:.2f}x the baseline)")
     return line
-
-
-def counted(n: int, word: str) -> str:
-    """'1 hunk', '2 hunks', '0 runs'."""
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def remaining(n: int) -> str:

@@ -484,3 +484,26 @@ def test_a_set_on_a_spec_without_factors_names_the_spec_not_a_run_command(tmp_pa
     p = bisectk("run", "s.toml", "--set", "x=1", cwd=tmp_path)
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
     assert "--run" not in p.stderr and "s.toml" in p.stderr and "no factor" in p.stderr, p.stderr
+
+
+def test_counts_of_one_are_said_in_the_singular(tmp_path):
+    """"1 differences between good and bad", "over 1 differences", "1 candidate commits" and, in the
+    Markdown log, "1 commits in range": a one-factor spec and a one-commit range, as users make."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text("import sys\nprint('BISECTK_RESULT {\"err\": %s}' % sys.argv[1])\n")
+    (tmp_path / "s.toml").write_text('[subject]\ncommand = ["python", "s.py", "{err}"]\n[oracle]\nmetric = "err"\n'
+                                     'max = 0\n[good]\nerr = 0\n[bad]\nerr = 1\n')
+    p = cli("ablate", tmp_path / "s.toml", "--ledger", tmp_path / "l.db", cwd=tmp_path)
+    assert p.returncode == 0 and "s: 1 difference between good and bad: err 0 -> 1" in p.stdout, p.stdout
+    assert " over 1 difference: err" in p.stderr, p.stderr
+    r = tmp_path / "r"
+    r.mkdir()
+    env = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"}
+    for i in (1, 2):
+        (r / "v").write_text(f"{i}\n")
+        for argv in ([["init", "-q", "-b", "main"]] if i == 1 else []) + [["add", "v"], ["commit", "-qm", f"c{i}"]]:
+            subprocess.run(["git", *argv], cwd=r, check=True, env={**os.environ, **env})
+    p = cli("bisect", "--good", "HEAD~1", "--bad", "HEAD", "--run", "grep -q 1 v", "--report", tmp_path / "b.md", cwd=r)
+    assert p.returncode == 0, p.stderr
+    assert "\n1 candidate commit from " in "\n" + p.stdout and "over 1 candidate commit\n" in p.stdout + p.stderr, p
+    assert "- 1 commit in range;" in (tmp_path / "b.md").read_text()

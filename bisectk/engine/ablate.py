@@ -30,7 +30,6 @@ run_ablation     -- the whole command: verify the endpoints, make the judging or
 
 from __future__ import annotations
 
-import shlex
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -39,7 +38,7 @@ from dataclasses import dataclass
 
 from bisectk.engine.endpoints import hang_checks, recheck_good, side_by_side, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
-from bisectk.names import counted as nouns
+from bisectk.names import counted as nouns, shell_join
 from bisectk.engine.interrupts import live
 from bisectk.engine.oracle import SEARCH, THRESHOLD, Oracle, Trials
 from bisectk.engine.policy import RunPolicy
@@ -303,7 +302,7 @@ def fix_command(spec: Spec, fix) -> str:
     argv = ["bisectk", "run", str(spec.path), "--config", "bad"]
     for c in fix:
         argv += ["--set", f"{c}={format_value(spec.good[c])}"]
-    return shlex.join([*argv, "--repeat", "5"])
+    return shell_join([*argv, "--repeat", "5"])
 
 
 NAMED = 12      # differences the search's progress line names (3,000 made it one 20 kB line), as the differences line does

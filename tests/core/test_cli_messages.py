@@ -507,3 +507,25 @@ def test_counts_of_one_are_said_in_the_singular(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "\n1 candidate commit from " in "\n" + p.stdout and "over 1 candidate commit\n" in p.stdout + p.stderr, p
     assert "- 1 commit in range;" in (tmp_path / "b.md").read_text()
+
+
+def test_a_suggested_command_names_a_latin1_spec_and_a_tab_value_as_they_are(tmp_path):
+    """A spec saved as b'sp\\xe9c.toml': the suggested `bisectk run` was shlex-quoted on the
+    undecodable byte and then shown escaped ('sp\\xe9c.toml'), so pasting it named another file.
+    Run in sh, the suggestion now gives bisectk the spec's real bytes (a value with a tab is
+    written as --set reads it back, a TOML string, as before)."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text("import sys\nprint('BISECTK_RESULT {\"err\": %d}' % ('\\t' not in sys.argv[1]))\n")
+    spec = os.fsdecode(bytes(tmp_path) + b"/sp\xe9c.toml")
+    with open(os.fsencode(spec), "w") as f:
+        f.write('[subject]\ncommand = ["python", "s.py", "{a}"]\n[oracle]\nmetric = "err"\nmax = 0\n'
+                '[good]\na = "x\\ty"\n[bad]\na = "x y"\n')
+    p = subprocess.run([sys.executable, "-m", "bisectk", "ablate", os.fsencode(spec), "--ledger", tmp_path / "l.db"],
+                       capture_output=True, cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr
+    line = next(ln for ln in p.stdout.decode().splitlines() if "Verify the fix candidate" in ln)
+    suggested = line.split("bad configuration: ", 1)[1]
+    assert suggested.startswith("bisectk run "), suggested
+    words = subprocess.run(["sh", "-c", 'set -- ' + suggested[len("bisectk "):] + '\nprintf "%s\\0" "$@"'],
+                           capture_output=True, check=True).stdout.split(b"\0")[:-1]
+    assert words == [b"run", os.fsencode(spec), b"--config", b"bad", b"--set", b'a="x\\ty"', b"--repeat", b"5"], words

@@ -1234,3 +1234,5 @@ def test_a_slow_metric_of_infinity_on_the_bad_side_is_slow_not_an_unmeasurable_s
                      factors="ab", factor=1.3)
     d = ablate_json(spec, tmp_path / "l")
     assert d["culprits"] == ["b"], d.get("problem") or d
+    p = bisectk("ablate", spec, "--ledger", tmp_path / "l" / "ledger.db", check=0)    # its slow line: no 'infx'
+    assert "bad's slow runs inf, inf, inf (median inf)" in p.stdout and "infx" not in p.stdout, p.stdout

@@ -271,6 +271,8 @@ def test_a_script_the_command_names_that_is_nowhere_is_named(tmp_path):
     line, _ = problem(p)
     assert "fails too" not in line and str(tmp_path / "subjct.py") in line and "no such file" in line, line
     assert "Traceback" not in p.stderr
+    # no run of bad was judged: not 'bad failed 0/0 runs (95% Wilson interval 0.00-1.00)'
+    assert "reproducibility: not measured (no run of bad was judged: each was unresolved)" in p.stdout, p.stdout
 
 
 def test_a_script_only_the_bad_side_names_and_that_is_not_there_is_no_crash(tmp_path):

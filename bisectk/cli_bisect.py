@@ -19,6 +19,7 @@ from bisectk.cli_common import (Deferred, after_first_run, BuildOpt, BuildTimeou
 from bisectk.cli_history import (checkout_path, history_ends, history_targets, pytest_in_tree, pytest_words, say_ambiguous,
                                  say_command, say_path, say_shared, say_your_bisect)
 from bisectk.errors import BisectkError
+from bisectk.names import counted
 
 
 def bisect(repo: Path = RepoOpt,
@@ -172,7 +173,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
         if not as_json:
             merges = commits.merges()
             old_word, new_word = ("bad", "good") if terms.find_fix else ("good", "bad")
-            out.print(f"{len(commits)} candidate commits from {good_sha[:10]} ({old_word}) to {bad_sha[:10]} ({new_word})"
+            out.print(f"{counted(len(commits), 'candidate commit')} from {good_sha[:10]} ({old_word}) to {bad_sha[:10]} ({new_word})"
                       + (f", {merges} of them {'a merge' if merges == 1 else 'merges'}" if merges else "")
                       + (" (first-parent chain)" if first_parent else "")
                       + (f", touching {' '.join(commits.paths)}" if commits.paths else ""), markup=False)

@@ -230,6 +230,9 @@ def env_cmd(captures: Optional[list[Path]] = typer.Argument(None, metavar="CAPTU
     if save:     # refused before the capture (a torch probe may take seconds)
         from bisectk.report.outputs import check_outputs
         check_outputs({"--save": save}, stdout_taken="--json" if as_json else "")
+        if not save.parent.exists():    # as --ledger: a typo's directories are not made
+            fail(f"--save {save}: the directory {save.parent} does not exist (env --save writes a file, not the "
+                 f"directories named above it: create {save.parent} first, or check the path)")
     data = envmod.capture(torch=True if torch else None)
     if save:
         envmod.save(save, data)

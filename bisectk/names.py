@@ -7,6 +7,13 @@ c_quoted -- unchanged unless the name holds a control character, `"` or a backsl
             GOOD (...)"), the reports their lists of ids; JSON keeps names raw.
 ids_text -- ids (hunk ids, places) joined for a line of text, each c_quoted, the first `limit`
             and how many more; "none" for none.
+counted  -- a count and its noun, singular for one: '1 hunk', '2 hunks', '0 runs'.
+shell_join -- a command to paste into a POSIX shell (sh, dash, bash, zsh), on one line of visible
+            text: shlex.join, but a word holding what a terminal would not show as itself (a
+            control character, a tab, an undecodable byte of a latin-1 file name) is written
+            "$(printf '...')" with those bytes as octal escapes. shlex alone put the raw character
+            in quotes, which the terminal then showed escaped ('sp\\xe9c.toml'): pasted, that named
+            another file.
 """
 
 from __future__ import annotations
@@ -30,3 +37,38 @@ def ids_text(ids, limit: int = 8) -> str:
     ids = [c_quoted(i) for i in ids]
     text = ", ".join(ids[:limit])
     return text + (f" (+{len(ids) - limit} more)" if len(ids) > limit else "") if ids else "none"
+
+
+def counted(n: int, word: str) -> str:
+    """'1 hunk', '2 hunks', '0 runs'; `word` is the singular ('candidate commit')."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+# what a terminal shows as something else (report/safe.py terminal_text's set), and tab and
+# newline, which a printed line turns into spaces or breaks
+_UNSHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _printf_word(word: str) -> str:
+    out = []
+    for c in word:
+        if c == "\\":
+            out.append("\\\\")
+        elif c == "%":
+            out.append("%%")
+        elif c == "'" or _UNSHOWN.match(c):
+            data = c.encode("utf-8", "surrogateescape" if 0xDC80 <= ord(c) <= 0xDCFF else "surrogatepass")
+            out.append("".join(f"\\{b:03o}" for b in data))
+        else:
+            out.append(c)
+    text = "".join(out)
+    text = "\\055" + text[1:] if text.startswith("-") else text     # no option of printf's
+    return "\"$(printf '" + text + "')\""
+
+
+def shell_join(argv) -> str:
+    """See the module docstring. A word that ends in a newline keeps shlex's quoting (a command
+    substitution drops trailing newlines): still the word, over two lines."""
+    import shlex
+    return " ".join(_printf_word(w) if _UNSHOWN.search(w) and not w.endswith("\n") else shlex.quote(w)
+                    for w in map(str, argv))

@@ -30,7 +30,6 @@ run_ablation     -- the whole command: verify the endpoints, make the judging or
 
 from __future__ import annotations
 
-import shlex
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -39,6 +38,7 @@ from dataclasses import dataclass
 
 from bisectk.engine.endpoints import hang_checks, recheck_good, side_by_side, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
+from bisectk.names import counted as nouns, shell_join
 from bisectk.engine.interrupts import live
 from bisectk.engine.oracle import SEARCH, THRESHOLD, Oracle, Trials
 from bisectk.engine.policy import RunPolicy
@@ -302,7 +302,7 @@ def fix_command(spec: Spec, fix) -> str:
     argv = ["bisectk", "run", str(spec.path), "--config", "bad"]
     for c in fix:
         argv += ["--set", f"{c}={format_value(spec.good[c])}"]
-    return shlex.join([*argv, "--repeat", "5"])
+    return shell_join([*argv, "--repeat", "5"])
 
 
 NAMED = 12      # differences the search's progress line names (3,000 made it one 20 kB line), as the differences line does
@@ -339,7 +339,7 @@ def run_ablation(runner: Runner, space: FactorSpace, policy: RunPolicy, *, strat
         base["warnings"] = (*said, collision.removeprefix("warning: "))
     rule = flakiness_rule(check, policy.flaky is True)
     shown = ", ".join(diffs[:NAMED]) + (f", +{len(diffs) - NAMED} more" if len(diffs) > NAMED else "")
-    runner.events.emit(PhaseStarted("search", f"{strategy} over {len(diffs)} differences: {shown}"
+    runner.events.emit(PhaseStarted("search", f"{strategy} over {nouns(len(diffs), 'difference')}: {shown}"
                                     + (f"; {rule.describe()}" if rule else "")))
     found = search_set(oracle, diffs, strategy=strategy, rule=rule, max_runs=policy.max_runs,
                        measure_removal=True, more_sets=MORE_SETS, confidence=policy.confidence,

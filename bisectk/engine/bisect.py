@@ -46,6 +46,7 @@ from bisectk.engine import fresh_build
 from bisectk.engine.direction import FixOracle, Terms, fix_base, repeats_for
 from bisectk.engine.endpoints import BadBeside, hang_checks, side_by_side, unusable_record, verify
 from bisectk.engine.hangs import hang_facts
+from bisectk.names import counted
 from bisectk.engine.interrupts import live, waited
 from bisectk.engine.oracle import ENDPOINTS, MERGE_BASES, SEARCH, Oracle, Trials
 from bisectk.engine.policy import RunPolicy
@@ -307,7 +308,7 @@ def run_bisect(runner: Runner, space: CommitSpace, policy: RunPolicy, *,
     mode = ("Bayesian, two rates" if two_rate else "Bayesian, flake-aware" if bayes
             else f"binary, each pass confirmed by up to {repeats} runs" if repeats > 1
             else "binary") + (f", {policy.jobs}-way" if policy.jobs > 1 else "")
-    runner.events.emit(PhaseStarted("search", f"{mode} over {n} candidate commits"
+    runner.events.emit(PhaseStarted("search", f"{mode} over {counted(n, 'candidate commit')}"
                                     + (f" ({merges} merge{'s' if merges != 1 else ''})" if merges and not first_parent else "")
                                     + (f"; {terms.old if terms.find_fix else 'bad'} fails {check.bad_rate.describe()}"
                                        if flaky else "")))

@@ -100,6 +100,7 @@ from bisectk.engine import environment
 from bisectk.engine.interrupts import live, waited
 from bisectk.engine.oracle import Trials
 from bisectk.events import Note, PhaseStarted
+from bisectk.names import counted
 from bisectk.outcome import FailKind, Outcome, Reason, Run, Target, Verdict
 from bisectk.run.classify import SKIP_SIGNATURE
 from bisectk.run.runner import Runner
@@ -158,7 +159,7 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
         watchdog = runner.calibrate(good_runs)
     if beside is None and _unmeasured(runner, good_runs):     # 1b. SLOW needs good's time
         runner.events.emit(PhaseStarted("recheck", f"the good endpoint failed, and SLOW is judged against its "
-                                                   f"time: re-running it until it passes, up to {cap} runs"))
+                                                   f"time: re-running it until it passes, up to {counted(cap, 'run')}"))
         while len(good_runs) < cap and not any(r.outcome is Outcome.PASS for r in good_runs):
             good_runs.append(trials.observe(good_point))
         watchdog = runner.calibrate(good_runs)
@@ -190,7 +191,7 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
     passed = any(r.outcome is Outcome.PASS for r in bad_runs)
     is_flaky = bool(target) and (passed if policy.flaky is None else policy.flaky)
     if measure and target is not None and is_flaky and len(bad_runs) < cap:
-        runner.events.emit(PhaseStarted("flakiness", f"measuring the bad endpoint over {cap} runs"))
+        runner.events.emit(PhaseStarted("flakiness", f"measuring the bad endpoint over {counted(cap, 'run')}"))
         while len(bad_runs) < cap:
             bad_runs.append(trials.observe(bad_point))
         target = slowends.target_of(runner, bad_runs, policy.same_failure)
@@ -201,7 +202,7 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
     notes += slowends.besides_slow(runner, bad_runs, target)
     two_rate = policy.flaky is True and target is not None
     if two_rate and measure and len(good_runs) < cap:
-        runner.events.emit(PhaseStarted("flakiness", f"measuring the good endpoint over {cap} runs (--flaky: "
+        runner.events.emit(PhaseStarted("flakiness", f"measuring the good endpoint over {counted(cap, 'run')} (--flaky: "
                                                      "it may fail too, less often)"))
         while len(good_runs) < cap:
             good_runs.append(trials.observe(good_point))
@@ -210,7 +211,7 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
     decided = (target is None or (_target_fails(good_runs, target) > 0 and not two_rate)
                or _capped(runner, good_runs) is not None)
     if any(r.outcome is Outcome.FAIL for r in good_runs) and not decided and len(good_runs) < cap:
-        runner.events.emit(PhaseStarted("recheck", f"the good endpoint failed: re-checking it over {cap} runs"))
+        runner.events.emit(PhaseStarted("recheck", f"the good endpoint failed: re-checking it over {counted(cap, 'run')}"))
         while len(good_runs) < cap:
             good_runs.append(trials.observe(good_point))
         notes.append(f"the good endpoint failed {sum(r.outcome is Outcome.FAIL for r in good_runs)}"
@@ -282,7 +283,7 @@ def recheck_good(trials: Trials, good_point: Any, bad_point: Any, check: Endpoin
                           "as the search asks of a configuration it clears"))
     bad_runs = list(check.bad.runs)
     if len(bad_runs) < cap:     # a deterministic start ran bad once or twice: its rate is to be compared
-        trials.runner.events.emit(PhaseStarted("flakiness", f"measuring the bad endpoint over {cap} runs"))
+        trials.runner.events.emit(PhaseStarted("flakiness", f"measuring the bad endpoint over {counted(cap, 'run')}"))
         while len(bad_runs) < cap:
             bad_runs.append(trials.observe(bad_point))
     bad = Rate(_target_fails(bad_runs, check.target), _judged(bad_runs))

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bisectk.engine.direction import Terms
+from bisectk.names import counted
 from bisectk.outcome import Outcome
 from bisectk.search.history import (Dag, DagResult, InconsistentObservations, Observation, SearchOptions,
                                     SearchStopped, search_dag)
@@ -314,7 +315,7 @@ def run_manual_session(root, olds: list[str], new: str, names: tuple[str, str], 
             carried = [(e["sha"], Outcome(e["outcome"])) for e in kept]
         n = len(graph)
         old_word, new_word = ("bad", "good") if terms.find_fix else ("good", "bad")
-        say(f"{n} candidate commits from {graph.good_sha[:10]} ({old_word}) to {graph.bad_sha[:10]} ({new_word})"
+        say(f"{counted(n, 'candidate commit')} from {graph.good_sha[:10]} ({old_word}) to {graph.bad_sha[:10]} ({new_word})"
             + (f", touching {' '.join(graph.paths)}" if graph.paths else "")
             + (f"; {len(carried)} verdict(s) of session {prev['id']} resumed" if carried else ""))
         say(f"you are the oracle: for each commit answer {terms.old} or {terms.new} (or skip, undo, log, quit); "

@@ -240,8 +240,8 @@ class Store:
         (runs,) = self.db.execute("SELECT COUNT(*) FROM runs").fetchone()
         what = "deleted" if not replaced else "replaced by another file"
         text = (f"the ledger {self.path} was {what} while this command ran; "
-                + (f"it was written again from the copy still open ({runs} runs kept)" if target == self.path else
-                   f"the copy still open ({runs} runs) is saved as {target}, and this command goes on there")
+                + (f"it was written again from the copy still open ({runs} run{'' if runs == 1 else 's'} kept)" if target == self.path else
+                   f"the copy still open ({runs} run{'' if runs == 1 else 's'}) is saved as {target}, and this command goes on there")
                 + "; no observation is lost")
         self.path, self.identity = target, _file_id(target)
         self.notices.append(text)

@@ -7,12 +7,10 @@ to_debuglog   -- the record as a debug log: summary, key differences, one attemp
                  bugs, flakiness rule, thresholds, what to try next.
 print_summary -- the end-of-run terminal view.
 
-Every command printed is quoted for a POSIX shell (shlex), so pasting it runs exactly it.
+Every command printed is quoted for a POSIX shell (names.shell_join), so pasting it runs exactly it.
 """
 
 from __future__ import annotations
-
-import shlex
 
 from rich.console import Console
 from rich.table import Table
@@ -21,7 +19,7 @@ from bisectk.engine.records import AblationRecord
 from bisectk.report import stuck
 from bisectk.report.advice import next_steps
 from bisectk.report.debuglog import AttemptEntry, DebugLog, code_block, table
-from bisectk.names import c_quoted
+from bisectk.names import c_quoted, shell_join
 from bisectk.report.safe import code_span, strong
 from bisectk.report.terminal import TABLE_ROWS, cut_value, print_table
 from bisectk.report.words import (warning_lines, endpoint_lines, failure_line, slow_line, phase_words, problem_lines, problem_text, runs_words,
@@ -58,7 +56,7 @@ def run_command(rec: AblationRecord, applied) -> str:
     argv = ["bisectk", "run", rec.subject.path, "--config", "good"]
     for a in applied:
         argv += ["--set", f"{a}={format_value(rec.subject.bad.get(a))}"]
-    return shlex.join(argv)
+    return shell_join(argv)
 
 
 def _reverted(applied: list, differences) -> list:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bisectk.engine.records import Record
-from bisectk.names import c_quoted
+from bisectk.names import c_quoted, counted
 from bisectk.report.words import made_words
 
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
@@ -82,7 +82,7 @@ WORDS: dict[str, Callable[[dict], str]] = {
     # the set searches (search/result.py advise)
     "stopped": _stopped,
     "good_failed": lambda s: (
-        f"The good configuration failed in the search (within {s['runs']} runs), so no set of differences is to "
+        f"The good configuration failed in the search (within {counted(s['runs'], 'run')}), so no set of differences is to "
         "blame: a run may leave state that the next one sees (a file or directory it creates in the tree, a "
         "cache, a lock), or good fails sometimes. Make good pass on every run (`bisectk run` it a few times), "
         "then search again."),

@@ -16,7 +16,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from bisectk.engine.records import BisectRecord
-from bisectk.names import c_quoted
+from bisectk.names import c_quoted, counted
 from bisectk.report import stuck
 from bisectk.report.advice import next_steps, step_words
 from bisectk.report.debuglog import AttemptEntry, DebugLog, table
@@ -82,7 +82,7 @@ def to_debuglog(rec: BisectRecord) -> DebugLog:
                            + ", ".join(f"{_short(c)} {c['subject']}" for c in rec.candidates) + ".")
     log.summary += facts_lines(rec)
     log.summary += [
-        f"{rec.commits} commits in range; {rec.observations} observations ({runs_words(rec.runs, rec.observations, rec)}); "
+        f"{counted(rec.commits, 'commit')} in range; {counted(rec.observations, 'observation')} ({runs_words(rec.runs, rec.observations, rec)}); "
         + confidence_words(rec)
         + (f" (flake-aware: estimated P(bad commit fails) = {rec.fail_prob:.2f})" if rec.flaky and rec.fail_prob else "")
         + ".",
@@ -125,8 +125,8 @@ def rates_line(rec: BisectRecord) -> str | None:
         return None
     lo_o, hi_o = r["p_old_ci95"]
     lo_n, hi_n = r["p_new_ci95"]
-    return (f"failure rate before the culprit {r['p_old']:.2f} [{lo_o:.2f}, {hi_o:.2f}] ({r['old_runs']} runs), "
-            f"from it on {r['p_new']:.2f} [{lo_n:.2f}, {hi_n:.2f}] ({r['new_runs']} runs), 95% intervals")
+    return (f"failure rate before the culprit {r['p_old']:.2f} [{lo_o:.2f}, {hi_o:.2f}] ({counted(r['old_runs'], 'run')}), "
+            f"from it on {r['p_new']:.2f} [{lo_n:.2f}, {hi_n:.2f}] ({counted(r['new_runs'], 'run')}), 95% intervals")
 
 
 def separation_line(rec: BisectRecord) -> str:
@@ -184,7 +184,7 @@ def facts_lines(rec: BisectRecord) -> list[str]:
         lines.append(f"merge base {m['short']} ({m['subject']}) tested first: {m['side']}"
                      + (f" [{verdict_words(rec, m['verdict'])}]" if m.get("verdict") else ""))
     if rec.paths:
-        lines.append(f"pathspec: {' '.join(rec.paths)} ({rec.commits} candidate commits touch it or are --bad)")
+        lines.append(f"pathspec: {' '.join(rec.paths)} ({counted(rec.commits, 'candidate commit')} touch it or are --bad)")
     lines += command_lines(rec.command_files)
     if rec.repeats > 1:
         lines.append(f"each pass confirmed by up to {rec.repeats} runs (the failure is intermittent)")

@@ -9,11 +9,11 @@ to_debuglog -- status (determined or not), the first bad commit or the candidate
 
 from __future__ import annotations
 
-import shlex
 
 from bisectk.engine.records import ReplayRecord
 from bisectk.report.debuglog import DebugLog
 from bisectk.report.safe import code_span
+from bisectk.names import counted, shell_join
 from bisectk.report.words import confidence_words
 
 
@@ -28,7 +28,7 @@ def to_debuglog(rec: ReplayRecord) -> DebugLog:
     else:
         status = f"Open -- {len(rec.candidates)} candidate(s) remain"
     log = DebugLog(title, status, f"rebuilt from {rec.observations} logged observation(s); nothing was run")
-    log.summary = [f"{rec.commits} commits in range ({'flake-aware' if rec.flaky else 'binary'} search); "
+    log.summary = [f"{counted(rec.commits, 'commit')} in range ({'flake-aware' if rec.flaky else 'binary'} search); "
                    f"{confidence_words(rec)}."]
     if rec.contradiction:
         log.summary.append(f"The log contradicts itself: {rec.contradiction}.")
@@ -41,5 +41,5 @@ def to_debuglog(rec: ReplayRecord) -> DebugLog:
     if rec.next:
         observe = code_span(f"observe {rec.next['sha']} pass|fail|unresolved")
         log.next_steps.append(f"Test {_commit(rec.next)} next, record it in the log ({observe}) and replay again: "
-                              + shlex.join(["bisectk", "replay", rec.log]))
+                              + shell_join(["bisectk", "replay", rec.log]))
     return log

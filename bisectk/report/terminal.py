@@ -30,6 +30,7 @@ from rich.text import Text
 
 from bisectk.events import BuildRunning, Event, Note, PhaseStarted, RunFinished, RunStarted
 from bisectk.outcome import Outcome, Run
+from bisectk.names import counted
 from bisectk.specvalues import one_line, same_value
 from bisectk.report.safe import SafeConsole, disk_full, terminal_text
 
@@ -84,7 +85,7 @@ def differences_line(name: str, good: dict[str, Any], bad: dict[str, Any], facto
     factors made it one 400 kB line)."""
     shown = ", ".join(f"{f} {shown_value(good[f])} -> {shown_value(bad[f])}" for f in factors[:limit])
     more = f", +{len(factors) - limit} more" if len(factors) > limit else ""
-    return f"{name}: {len(factors)} differences between good and bad: {shown}{more}"
+    return f"{name}: {counted(len(factors), 'difference')} between good and bad: {shown}{more}"
 
 
 def run_label(run: Run) -> str:

@@ -95,7 +95,8 @@ def print_endpoints(out: Console, result: EndpointCheck) -> None:
         times = ", ".join(f"{r.duration_s:.2f}" for r in v.runs)
         out.print(f"{side:5} {v.describe()}   runs: {len(v.runs)}   wall s: {times}"
                   + ("   (from the ledger)" if v.cached else ""), markup=False)
-    out.print(f"reproducibility: bad failed {result.bad_rate.describe()}{'  FLAKY' if result.flaky else ''}",
+    out.print(f"reproducibility: bad failed {result.bad_rate.describe()}{'  FLAKY' if result.flaky else ''}"
+              if result.bad_rate.runs else "reproducibility: not measured (no run of bad was judged: each was unresolved)",
               markup=False)
     out.print(f"watchdog: {watchdog_text(result)}", markup=False)
     if result.target:

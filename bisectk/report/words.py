@@ -25,9 +25,12 @@ confidence_words -- a bisection's confidence, said of what it is the probability
 
 from __future__ import annotations
 
+import math
+
 from bisectk.engine.records import EndpointCheck, confidence_of
 from bisectk.engine.records import stop_reason_of as _reason
 from bisectk import slowrule
+from bisectk.names import counted
 from bisectk.outcome import FailKind, Outcome
 
 
@@ -118,13 +121,8 @@ def slow_line(check: EndpointCheck | None, subject) -> str | None:
     if bad:
         mid = statistics.median(bad)
         line += (f"; bad's slow runs {', '.join(f'{v:.3g}' for v in bad[:10])}{', ...' if len(bad) > 10 else ''} "
-                 f"(median {mid:.3g}, {mid / base:.2f}x the baseline)")
+                 f"(median {mid:.3g}" + (f", {mid / base:.2f}x the baseline)" if math.isfinite(mid / base) else ")"))
     return line
-
-
-def counted(n: int, word: str) -> str:
-    """'1 hunk', '2 hunks', '0 runs'."""
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def remaining(n: int) -> str:

@@ -10,6 +10,8 @@ parse_result   -- the `BISECTK_RESULT {json}` line of the subject protocol (the 
                   last one of the whole stream in `RawRun.result`, wherever it was).
 own_words      -- a subject's own `error` as a signature: one line, at most 200 characters.
 skip_reason    -- why a subject exited 125 (its own `error`, else its last stderr line).
+unopened_script -- python's own "can't open file" for the script the command names: nothing of
+                  the subject ran, UNRESOLVED(INFRA), never a crash of the kernel.
 usage_error    -- the subject rejected its arguments (exit 2 with a `usage:` line, as argparse,
                   click and typer do): UNRESOLVED(USAGE), never a crash of the kernel.
 recognise      -- known error texts (CUDA runtime, CuTe DSL, Python) to a short signature.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass
 
@@ -43,10 +46,11 @@ from bisectk.outcome import (COMPILE_FAILED, LINK_FAILED, NAN_CHECK, PARSE_ERROR
 # named: stop 55; a CUDA error named by its driver or runtime enum alone, CUDA_ERROR_ILLEGAL_ADDRESS
 # as the CuTe DSL prints it, read as that error and no longer as a plain crash: stop 58; a pytest
 # run whose tests were all skipped or xfailed, and `python -m pytest` in an interpreter without it,
-# left UNRESOLVED, no longer a pass and a failure; a test pytest-timeout stopped a HANG: review g) is a new
+# left UNRESOLVED, no longer a pass and a failure; a test pytest-timeout stopped a HANG: review g; python's
+# own "can't open file" for the script it was given UNRESOLVED(INFRA), no longer a crash: review i) is a new
 # version, so a ledger written under the old rules is not answered from, as a changed timeout
 # policy is not (memokey.POLICY_VERSION).
-RULES_VERSION = "classify-v14"
+RULES_VERSION = "classify-v15"
 from bisectk.run.process import RawRun, signal_name
 from bisectk.specvalues import Threshold
 
@@ -205,6 +209,25 @@ def skip_reason(raw: RawRun) -> str:
 
 _USAGE_LINE = re.compile(r"^usage:\s", re.IGNORECASE | re.MULTILINE)
 _USAGE_ERROR = re.compile(r"^(?:\S+: error: |Error: )(.+)$", re.MULTILINE)   # argparse's, click's
+
+
+# CPython's own words when the script it was given cannot be opened (before any of it runs):
+# `python3: can't open file '/w/k.py': [Errno 2] No such file or directory`, exit 2
+_CANT_OPEN = re.compile(r"(\S+): can't open file '(.+)': \[Errno \d+\] ([^\n]+)")
+
+
+def unopened_script(raw: RawRun) -> str | None:
+    """Why the interpreter could not open the script the command names, when that is all it said
+    (its one line of stderr, exit 2), or None. Nothing of the subject ran, so the run is no crash
+    of the kernel: a wrong path, or a configuration that names a script that is not there. A run
+    that printed anything else wrote it itself (a subprocess of its own failing is its story)."""
+    if raw.exit_code != 2 or raw.signal:
+        return None
+    m = _CANT_OPEN.fullmatch(raw.stderr.strip())
+    if m is None:
+        return None
+    program, path, why = m.groups()
+    return f"cannot start the script {path}: {why} ({os.path.basename(program)}: can't open file)"
 
 
 def usage_error(raw: RawRun) -> str | None:
@@ -516,6 +539,9 @@ def classify_run(raw: RawRun, judge: Judge, log_path: str | None = None) -> Run:
         why = skip_reason(raw)
         return Run(Outcome.UNRESOLVED, reason=Reason.BUILD, signature=SKIP_SIGNATURE + (f": {why}" if why else ""),
                    **common)
+    unopened = unopened_script(raw)
+    if unopened:    # the interpreter never read the script: untestable, under any protocol
+        return Run(Outcome.UNRESOLVED, reason=Reason.INFRA, signature=unopened, **common)
     usage = usage_error(raw)
     if usage:   # the configuration never reached the kernel: it cannot be judged, and is no crash
         return Run(Outcome.UNRESOLVED, reason=Reason.USAGE, signature=f"the subject rejected its arguments: {usage}",

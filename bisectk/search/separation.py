@@ -44,7 +44,10 @@ class Separation:
 
 
 def _sd(good: Sequence[float], bad: Sequence[float]) -> float:
-    logs = [[math.log(v) for v in side] for side in (good, bad)]
+    """The pooled spread of the finite values around their side's median, in log space. An
+    infinity (the slowest time, a throughput of none: slowrule) is past every threshold, not
+    noise: its deviation is inf, or NaN from a median that is inf too ('nan standard deviations')."""
+    logs = [[math.log(v) for v in side if math.isfinite(v)] for side in (good, bad)]
     dev = [x - statistics.median(side) for side in logs for x in side]
     dof = max(1, len(dev) - 2)
     return math.sqrt(sum(d * d for d in dev) / dof)
@@ -64,7 +67,7 @@ def separate(good: Sequence[float], bad: Sequence[float], baseline: float, facto
     gm, bm = statistics.median(g), statistics.median(b)
     margin = math.inf if sd == 0 else min(thr - gm, bm - thr) / sd
     split = None
-    if sd > 0 and bm - gm > 2 * MIN_MARGIN * sd:    # the midpoint has MIN_MARGIN to both medians
+    if sd > 0 and math.isfinite(bm - gm) and bm - gm > 2 * MIN_MARGIN * sd:   # the midpoint has MIN_MARGIN to both medians
         split = math.exp((bm - gm) / 2)         # over good's median: halfway to bad's, in log space
     if early:
         return Separation(crossed == (0, 0) and margin >= CLEAR_EARLY, margin, crossed, None, split,

@@ -44,13 +44,14 @@ from __future__ import annotations
 
 import atexit
 import os
-import shlex
 import signal
 import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from bisectk.names import shell_join     # standard library only itself (re)
 
 # a user's settings that would change what bisectk reads or does: log.showSignature puts "No signature"
 # / "Good signature" lines into `git log --format` output (a signer's common setting), color.ui=always
@@ -89,7 +90,7 @@ def repo_env_note() -> str:
     full = os.path.abspath(git_dir)
     top = env.get("GIT_WORK_TREE") or (os.path.dirname(full) if os.path.basename(full) == ".git" else full)
     return (f"; GIT_DIR={git_dir} in your environment is not followed (each run's own git must see its "
-            f"worktree): give --repo {shlex.quote(os.path.abspath(top))}")
+            f"worktree): give --repo {shell_join([os.path.abspath(top)])}")
 
 
 def git_env() -> dict[str, str]:

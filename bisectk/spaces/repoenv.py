@@ -17,8 +17,9 @@ given_git_dir    -- the caller's GIT_DIR, if any.
 from __future__ import annotations
 
 import os
-import shlex
 from pathlib import Path
+
+from bisectk.names import shell_join
 
 
 def other_repository(root: Path, typed: Path | str, git_dirs: set[str]) -> str | None:
@@ -37,7 +38,7 @@ def other_repository(root: Path, typed: Path | str, git_dirs: set[str]) -> str |
     top = os.path.abspath(work) if work else (os.path.dirname(named) if os.path.basename(named) == ".git" else named)
     return (f"GIT_DIR={git_dir} in your environment names the repository {named}, not {root} where the command "
             f"was typed (git would bisect that one; bisectk does not follow GIT_DIR): unset GIT_DIR, or give "
-            f"--repo {shlex.quote(top)}")
+            f"--repo {shell_join([top])}")
 
 
 def given_git_dir() -> str | None:

@@ -185,6 +185,27 @@ def test_a_usage_error_is_unresolved_not_a_crash():
                                                                "--fast (Usage: run.py [OPTIONS])")
     r = classify_run(raw(exit_code=2, stderr="kernel.py: error: bad tile\n"), JUDGE)
     assert r.outcome is Outcome.FAIL and r.kind is FailKind.CRASH
+def test_pythons_cant_open_file_is_no_crash_of_the_kernel():
+    """`python3 k/b.py` where k/b.py is not there: the interpreter's own "can't open file" (exit 2,
+    its only line) was FAIL(CRASH) 'exit 2', so an ablation whose bad side names a script that is
+    missing called the factor naming it the culprit of a crash. Nothing of the subject ran: the
+    run is untestable (INFRA) and says which file, under a spec and under a git-protocol `--run`."""
+    text = "python3: can't open file '/w/k/b.py': [Errno 2] No such file or directory\n"
+    for protocol in ("bisectk", "git"):
+        r = classify_run(raw(exit_code=2, stderr=text), Judge([], protocol=protocol))
+        assert (r.outcome, r.reason) == (Outcome.UNRESOLVED, Reason.INFRA), (protocol, r)
+        assert r.signature == "cannot start the script /w/k/b.py: No such file or directory (python3: can't open file)"
+    r = classify_run(raw(exit_code=2, stderr="/usr/bin/python3.12: can't open file '/w/d': [Errno 21] Is a directory"),
+                     JUDGE)
+    assert r.reason is Reason.INFRA and r.signature.startswith("cannot start the script /w/d: Is a directory"), r
+    # a subject that ran and printed it (a subprocess of its own), or its own open() failing: its story
+    for stderr in ("loading\n" + text, "Traceback (most recent call last):\nFileNotFoundError: [Errno 2] "
+                   "No such file or directory: 'w.bin'\n"):
+        r = classify_run(raw(exit_code=2, stderr=stderr), JUDGE)
+        assert (r.outcome, r.kind) == (Outcome.FAIL, FailKind.CRASH), stderr
+    assert classify_run(raw(exit_code=1, stderr=text), JUDGE).kind is FailKind.CRASH
+
+
 def test_infinities_violate_every_bound():
     """-inf is no measurement below `max`, +inf none above `min`: both violate, like NaN (issue 22)."""
     judge = Judge([Threshold("mismatches", max=0), Threshold("cos", min=0.9999)])

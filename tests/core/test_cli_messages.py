@@ -330,6 +330,18 @@ def test_env_save_where_no_file_can_be_written_is_one_line(tmp_path):
     assert (tmp_path / "a.json").read_text() == "{}"
 
 
+def test_env_save_into_a_directory_that_is_not_there_is_refused_as_ledger_is(tmp_path):
+    """`env --save /new/dir/x.json` made /new/dir/ without a word, where --ledger and `ledger check
+    --salvage` refuse a directory that does not exist (a typo's directories are not made): one
+    line, exit 2, nothing made, before the capture."""
+    where = tmp_path / "new" / "dir" / "x.json"
+    p = cli("env", "--save", where)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert p.stderr.startswith(f"bisectk: --save {where}: the directory {where.parent} does not exist"), p.stderr
+    assert f"create {where.parent} first" in p.stderr and not (tmp_path / "new").exists()
+    assert cli("env", "--save", tmp_path / "x.json").returncode == 0 and (tmp_path / "x.json").is_file()
+
+
 def test_env_save_that_fails_while_writing_is_one_line(tmp_path):
     from bisectk.spaces import env as envmod
     (tmp_path / "a.json").write_text("{}")
@@ -479,3 +491,48 @@ def test_a_set_on_a_spec_without_factors_names_the_spec_not_a_run_command(tmp_pa
     p = bisectk("run", "s.toml", "--set", "x=1", cwd=tmp_path)
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
     assert "--run" not in p.stderr and "s.toml" in p.stderr and "no factor" in p.stderr, p.stderr
+
+
+def test_counts_of_one_are_said_in_the_singular(tmp_path):
+    """"1 differences between good and bad", "over 1 differences", "1 candidate commits" and, in the
+    Markdown log, "1 commits in range": a one-factor spec and a one-commit range, as users make."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text("import sys\nprint('BISECTK_RESULT {\"err\": %s}' % sys.argv[1])\n")
+    (tmp_path / "s.toml").write_text('[subject]\ncommand = ["python", "s.py", "{err}"]\n[oracle]\nmetric = "err"\n'
+                                     'max = 0\n[good]\nerr = 0\n[bad]\nerr = 1\n')
+    p = cli("ablate", tmp_path / "s.toml", "--ledger", tmp_path / "l.db", cwd=tmp_path)
+    assert p.returncode == 0 and "s: 1 difference between good and bad: err 0 -> 1" in p.stdout, p.stdout
+    assert " over 1 difference: err" in p.stderr, p.stderr
+    r = tmp_path / "r"
+    r.mkdir()
+    env = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"}
+    for i in (1, 2):
+        (r / "v").write_text(f"{i}\n")
+        for argv in ([["init", "-q", "-b", "main"]] if i == 1 else []) + [["add", "v"], ["commit", "-qm", f"c{i}"]]:
+            subprocess.run(["git", *argv], cwd=r, check=True, env={**os.environ, **env})
+    p = cli("bisect", "--good", "HEAD~1", "--bad", "HEAD", "--run", "grep -q 1 v", "--report", tmp_path / "b.md", cwd=r)
+    assert p.returncode == 0, p.stderr
+    assert "\n1 candidate commit from " in "\n" + p.stdout and "over 1 candidate commit\n" in p.stdout + p.stderr, p
+    assert "- 1 commit in range;" in (tmp_path / "b.md").read_text()
+
+
+def test_a_suggested_command_names_a_latin1_spec_and_a_tab_value_as_they_are(tmp_path):
+    """A spec saved as b'sp\\xe9c.toml': the suggested `bisectk run` was shlex-quoted on the
+    undecodable byte and then shown escaped ('sp\\xe9c.toml'), so pasting it named another file.
+    Run in sh, the suggestion now gives bisectk the spec's real bytes (a value with a tab is
+    written as --set reads it back, a TOML string, as before)."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "s.py").write_text("import sys\nprint('BISECTK_RESULT {\"err\": %d}' % ('\\t' not in sys.argv[1]))\n")
+    spec = os.fsdecode(bytes(tmp_path) + b"/sp\xe9c.toml")
+    with open(os.fsencode(spec), "w") as f:
+        f.write('[subject]\ncommand = ["python", "s.py", "{a}"]\n[oracle]\nmetric = "err"\nmax = 0\n'
+                '[good]\na = "x\\ty"\n[bad]\na = "x y"\n')
+    p = subprocess.run([sys.executable, "-m", "bisectk", "ablate", os.fsencode(spec), "--ledger", tmp_path / "l.db"],
+                       capture_output=True, cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr
+    line = next(ln for ln in p.stdout.decode().splitlines() if "Verify the fix candidate" in ln)
+    suggested = line.split("bad configuration: ", 1)[1]
+    assert suggested.startswith("bisectk run "), suggested
+    words = subprocess.run(["sh", "-c", 'set -- ' + suggested[len("bisectk "):] + '\nprintf "%s\\0" "$@"'],
+                           capture_output=True, check=True).stdout.split(b"\0")[:-1]
+    assert words == [b"run", os.fsencode(spec), b"--config", b"bad", b"--set", b'a="x\\ty"', b"--repeat", b"5"], words

@@ -1,6 +1,7 @@
 """report/safe.py: text from a repository or a subject cannot act on the terminal or break XML."""
 
 import io
+import os
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -215,3 +216,20 @@ def test_emphasis_from_outside_is_text_and_bisectks_own_bold_stays():
     assert "<li><strong>x_</strong>_y</li>" in md.render(own)
     plain = log.to_markdown(entities=False)      # JUnit's body: shown as it is, never rendered
     assert f"- Culprit: **{names}**" in plain and f"**Status:** Resolved -- {names}" in plain
+
+
+def test_shell_join_gives_sh_every_word_as_it_is_on_one_visible_line():
+    """names.shell_join: a word with an undecodable byte, a control character, a tab, a bidi
+    override, `%`, a backslash, a quote or a leading '-' reaches the program byte for byte through
+    sh (dash has no $'...'), and the line holds nothing terminal_text would escape."""
+    import subprocess
+    from bisectk.names import shell_join
+    from bisectk.report.safe import terminal_text
+    words = ["bisectk", "run", os.fsdecode(b"sp\xe9c.toml"), "a=x\ty", "-\x1b[31m%s\\n'q'", "\u00e9 ok",
+             "b=\u202eevil", "x\ny", "\x9b1", "plain", "", "it's"]
+    line = shell_join(words)
+    assert "\n" not in line and terminal_text(line) == line and "\t" not in line, line
+    got = subprocess.run(["sh", "-c", "set -- " + line + '\nprintf "%s\\0" "$@"'], capture_output=True,
+                         check=True).stdout.split(b"\0")[:-1]
+    assert got == [os.fsencode(w) for w in words], got
+    assert shell_join(["bisectk", "run", "s.toml", "--set", "a=1"]) == "bisectk run s.toml --set a=1"

@@ -1223,3 +1223,16 @@ def test_a_threshold_names_the_declared_values_past_the_bad_value_as_never_run(t
     assert th["text"] == "fails from 8 on (6 passes); not run, assumed: 10, 12 fail"
     # `monotone` is what the runs show (10 and 12 do pass here): the assumption is a field of its own
     assert th["monotone"] is True and th["assumed"] == {"pass": [], "fail": [10, 12]}, th
+
+
+def test_a_slow_metric_of_infinity_on_the_bad_side_is_slow_not_an_unmeasurable_spread(tmp_path):
+    """A subject whose bad side reports its time as Infinity (a timer that never stopped): the
+    separation check's spread was NaN ('the threshold lies nan standard deviations ...') and the
+    pair was refused as inseparable. An infinity is the slowest time (slowrule): b is the culprit."""
+    spec = slow_spec(tmp_path, "import sys\nargs = dict(a.split('=') for a in sys.argv[1:])\n"
+                               "print('BISECTK_RESULT {\"time_ms\": %s}' % ('Infinity' if args['b'] == '1' else '1.0'))\n",
+                     factors="ab", factor=1.3)
+    d = ablate_json(spec, tmp_path / "l")
+    assert d["culprits"] == ["b"], d.get("problem") or d
+    p = bisectk("ablate", spec, "--ledger", tmp_path / "l" / "ledger.db", check=0)    # its slow line: no 'infx'
+    assert "bad's slow runs inf, inf, inf (median inf)" in p.stdout and "infx" not in p.stdout, p.stdout

@@ -271,6 +271,27 @@ def test_a_script_the_command_names_that_is_nowhere_is_named(tmp_path):
     line, _ = problem(p)
     assert "fails too" not in line and str(tmp_path / "subjct.py") in line and "no such file" in line, line
     assert "Traceback" not in p.stderr
+    # no run of bad was judged: not 'bad failed 0/0 runs (95% Wilson interval 0.00-1.00)'
+    assert "reproducibility: not measured (no run of bad was judged: each was unresolved)" in p.stdout, p.stdout
+
+
+def test_a_script_only_the_bad_side_names_and_that_is_not_there_is_no_crash(tmp_path):
+    """`command = ["python", "k/{variant}.py"]` where k/b.py (the bad side's) does not exist: python's
+    "can't open file" (exit 2) was a crash of the kernel, so `ablate` named `variant` the culprit of
+    "crash (exit 2)" and `run` said "FAIL crash (exit 2)". Now the bad side is untestable, said with
+    the path, and `run` exits 125 (cannot test) as git bisect's protocol has it."""
+    (tmp_path / "pyproject.toml").touch()
+    (tmp_path / "k").mkdir()
+    (tmp_path / "k" / "a.py").write_text(SUBJECT)
+    (tmp_path / "s.toml").write_text('[subject]\ncommand = ["python", "k/{variant}.py", "early", "ok"]\n'
+                                     '[good]\nvariant = "a"\n[bad]\nvariant = "b"\n')
+    missing = f"cannot start the script {tmp_path / 'k' / 'b.py'}: No such file or directory"
+    p = bisectk("run", tmp_path / "s.toml", "--ledger", tmp_path / "l.db", cwd=tmp_path)
+    assert p.returncode == 125 and missing in p.stdout and "crash" not in p.stdout, (p.returncode, p.stdout)
+    p = bisectk("ablate", tmp_path / "s.toml", "--ledger", tmp_path / "l.db", cwd=tmp_path)
+    assert p.returncode == 2 and "culprit" not in p.stdout and "crash" not in p.stdout, (p.stdout, p.stderr)
+    assert f"the bad configuration cannot be tested: UNRESOLVED infra ({missing}" in p.stdout, p.stdout
+    assert "Traceback" not in p.stderr
 
 
 def test_a_missing_path_is_named_only_when_the_command_names_it():

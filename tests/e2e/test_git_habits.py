@@ -1294,3 +1294,22 @@ def test_a_post_checkout_hook_that_git_bisect_would_run_is_said(user, tmp_path):
     assert f"first bad commit: {c['c5']}" in p.stdout
     assert snapshot(r) == before
     assert not list(r.glob("generated.h"))
+
+
+def test_the_repo_to_give_under_a_latin1_name_pastes_into_sh(tmp_path):
+    """GIT_DIR set outside a repository whose directory's name is not UTF-8 (b'r\\xe9po'): the line
+    said `give --repo '/.../r\\xe9po'`, which pasted names no directory. The suggested words, run in
+    sh, are the directory's real bytes."""
+    r = Path(os.fsdecode(bytes(tmp_path) + b"/r\xe9po"))
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    commit(r, "c1", {"v": "1\n"})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    p = subprocess.run([sys.executable, "-m", "bisectk", "bisect", "--good", "HEAD", "--bad", "HEAD", "--run", "true"],
+                       cwd=elsewhere, env={**os.environ, "GIT_DIR": os.fsencode(r / ".git")}, capture_output=True,
+                       timeout=120)
+    assert p.returncode == 2, p.stderr
+    given = p.stderr.decode().rstrip().split("give --repo ", 1)[1]
+    words = subprocess.run(["sh", "-c", f"set -- {given}\nprintf '%s' \"$1\""], capture_output=True, check=True).stdout
+    assert words == os.fsencode(r), (p.stderr, words)

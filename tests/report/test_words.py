@@ -280,7 +280,7 @@ def test_an_empty_string_value_is_shown_as_one():
     from bisectk.report.ablation import print_summary
     from bisectk.report.terminal import differences_line
     from tests.report.records import ablation, attempt
-    assert differences_line("toy", {"x": ""}, {"x": "1"}, ["x"]) == 'toy: 1 differences between good and bad: x "" -> 1'
+    assert differences_line("toy", {"x": ""}, {"x": "1"}, ["x"]) == 'toy: 1 difference between good and bad: x "" -> 1'
     rec = ablation(["x"], ["x"], [attempt(1, ["x"], "fail")])
     rec = dataclasses.replace(rec, differences=({**rec.differences[0], "good": ""},))
     buf = io.StringIO()

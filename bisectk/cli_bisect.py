@@ -14,7 +14,7 @@ from bisectk.cli_common import (Deferred, after_first_run, BuildOpt, BuildTimeou
                                 ExecutorOpt, FreshOpt, GitLedgerOpt, HtmlOpt, JsonOpt, JsonOutOpt, PytestOpt,
                                 RayAddressOpt, CleanIgnoredOpt, RayRepoOpt, RepoOpt, ReportOpt, RunOpt,
                                 SameFailureOpt, SetOpt, SnapshotsOpt, TimeoutOpt, WarmOpt, check_outputs,
-                                environment_capture, fail, finish, history_subject, out, policy, reporter,
+                                environment_capture, fail, finish, history_subject, interrupted, out, policy, reporter,
                                 resume_or_fresh, spare_ahead, timed_policy)
 from bisectk.cli_history import (checkout_path, history_ends, history_targets, pytest_in_tree, pytest_words, say_ambiguous,
                                  say_command, say_path, say_shared, say_your_bisect)
@@ -199,7 +199,8 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
                                      first_parent=first_parent, any_failure=any_failure, terms=terms,
                                      facts={"command_files": tuple(f.to_dict() for f in files)})
                 except KeyboardInterrupt:
-                    fail("interrupted while verifying the endpoints; runs so far are in the ledger", X.INTERRUPTED)
+                    interrupted("bisect", "interrupted while verifying the endpoints; runs so far are in the ledger",
+                                json_out=json_out, session=session)
             say_shared(shared.result(), root)
             finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
 

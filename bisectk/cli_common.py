@@ -485,6 +485,23 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
     raise typer.Exit(code)
 
 
+def interrupted(command: str, message: str, *, json_out: Optional[Path] = None, more=(), session=None,
+                verdict: str = "") -> None:
+    """Exit INTERRUPTED (130) with `message`, an interrupt having come before the command had any
+    result; the --json-out document (and `more`: other (option, path, writer(message))) written
+    first, saying so: a CI job's timeout must not leave its test report missing."""
+    from bisectk.report import render
+    from bisectk.report.outputs import write_outputs
+    writers = [(option, path, (lambda w=write: w(message))) for option, path, write in more]
+    if json_out:
+        doc = render.interrupted(command, message, getattr(session, "id", None), verdict)
+        writers.append(("--json-out", json_out, lambda: json_out.write_text(
+            json_text(doc, indent=2, default=str) + "\n", encoding="utf-8")))
+    for line in write_outputs(writers):
+        say_error(line)
+    fail(message, X.INTERRUPTED)
+
+
 def default_spec() -> Path:
     """The embedded CPU default: a pipeline that deadlocks, among several benign differences
     (relative to the working directory when inside it, so printed commands read as typed)."""

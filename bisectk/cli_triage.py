@@ -8,12 +8,11 @@ from typing import Optional
 
 import typer
 
-from bisectk import exitcodes as X
 from bisectk.cli_common import (BadRefOpt, capture_after_first_run, BuildOpt, BuildTimeoutOpt, CalibrateOpt,
                                 ConfigOpt, ExecutorOpt, FreshOpt, GitLedgerOpt, GoodRefOpt, HtmlOpt, JsonOpt,
                                 JsonOutOpt, PytestOpt, RayAddressOpt, CleanIgnoredOpt, RayRepoOpt, RepoOpt, ReportOpt,
                                 RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, TimeoutOpt, WarmOpt, check_outputs,
-                                fail, finish, history_subject, policy, reporter, resume_or_fresh)
+                                fail, finish, history_subject, interrupted, policy, reporter, resume_or_fresh)
 from bisectk.cli_history import (checkout_path, history_targets, pytest_in_tree, pytest_words, say_ambiguous, say_command,
                                  say_path, say_shared, say_your_bisect)
 
@@ -54,9 +53,9 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
     drop_repo_env()     # a run's git must see its worktree, not the checkout
     from bisectk.engine.interrupts import held
     from bisectk.engine.session import Session, ledger_location
-    from bisectk.engine.triage import run_triage
+    from bisectk.engine.triage import INCONCLUSIVE, run_triage
     from bisectk.report.junit import write_junit
-    from bisectk.report.triage import to_cases
+    from bisectk.report.triage import interrupted_cases, to_cases
     from bisectk.spaces.commits import list_graph, open_repo
     from bisectk.spaces.checkout import pathspec_of
     from bisectk.spaces.runfiles import carried, needed, resolve_commands
@@ -108,7 +107,12 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
                                      first_parent=first_parent, subdir=sub,
                                      facts={"command_files": tuple(f.to_dict() for f in files)})
                 except KeyboardInterrupt:   # as bisect: click would make it a silent Abort (exit 130, nothing said)
-                    fail("interrupted while verifying the endpoints; runs so far are in the ledger", X.INTERRUPTED)
+                    name = str(spec or run_cmd or pytest_id)
+                    interrupted("triage", "interrupted while verifying the endpoints; runs so far are in the ledger",
+                                json_out=json_out, session=session, verdict=INCONCLUSIVE,
+                                more=[("--junit", junit, lambda why: write_junit(junit, "bisectk triage",
+                                                                                 interrupted_cases(name, why)))]
+                                if junit else [])
             say_shared(shared, root)
             cases = ([("--junit", junit, lambda: write_junit(junit, "bisectk triage",
                                                              to_cases(rec, str(spec or run_cmd or pytest_id))))]

@@ -94,14 +94,14 @@ SESSION_IDS = dict(callback=_session_id)
 JsonOutOpt = typer.Option(None, "--json-out", help="Write the JSON result here.")
 
 
-def _a_directory(path: Path) -> Path:
+def a_directory(path: Optional[Path]) -> Optional[Path]:
     if path is not None and path.is_file():     # not taken for the repository holding it
         raise typer.BadParameter(f"{path} is a file: give the repository's directory")
     return path
 
 
 RepoOpt = typer.Option(Path("."), "--repo", help="The git repository (its checkout is never touched).",
-                       callback=_a_directory)
+                       callback=a_directory)
 GoodRefOpt = typer.Option(..., "--good", help="A commit where the subject works.")
 BadRefOpt = typer.Option("HEAD", "--bad", help="A later commit where it fails (default HEAD, as `git bisect bad`).")
 PytestOpt = typer.Option(None, "--pytest", help="Use a pytest node id as the oracle (0 pass, 1 fail, 2-5 unresolved, and so is a run whose tests were all skipped or xfailed); pytest's options may follow it, as one argument: --pytest \"tests/k.py -k 'tile and not slow'\".")

@@ -61,11 +61,11 @@ def document(rec: Record) -> dict[str, Any]:
     return shape(rec) if shape else stored(rec)
 
 
-def interrupted(command: str, message: str, session: int | None = None, verdict: str = "") -> dict[str, Any]:
-    """No result: the command was stopped (exit 130) before it had one. `verdict`: triage's."""
-    from bisectk.exitcodes import INTERRUPTED
+def interrupted(command: str, message: str, code: int, session: int | None = None, verdict: str = "") -> dict[str, Any]:
+    """No result: the command was stopped (exit `code`: 130, 129 after a hangup) before it had
+    one. `verdict`: triage's."""
     doc: dict[str, Any] = {"command": command, "ok": False, "complete": False, "interrupted": True,
-                           "exit_code": INTERRUPTED, "error": message, "session": session, "first_bad": None}
+                           "exit_code": code, "error": message, "session": session, "first_bad": None}
     return {**doc, "verdict": verdict, "culprit_hunks": []} if verdict else doc
 
 

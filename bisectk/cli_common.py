@@ -486,17 +486,24 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
 
 
 def interrupted(command: str, message: str, *, json_out: Optional[Path] = None, more=(), session=None,
-                verdict: str = "") -> None:
+                verdict: str = "", as_json: bool = False) -> None:
     """Exit INTERRUPTED (130) with `message`, an interrupt having come before the command had any
-    result; the --json-out document (and `more`: other (option, path, writer(message))) written
-    first, saying so: a CI job's timeout must not leave its test report missing."""
+    result; the --json document, the --json-out one (and `more`: other (option, path,
+    writer(message))) written first, saying so: a CI job's timeout must not leave its test report
+    missing."""
     from bisectk.engine.interrupts import hung_up
     from bisectk.report import render
     from bisectk.report.outputs import write_outputs
     writers = [(option, path, (lambda w=write: w(message))) for option, path, write in more]
-    if json_out:    # the code the process exits with (cli.py: 129 after a hangup)
-        doc = render.interrupted(command, message, X.HANGUP if hung_up() else X.INTERRUPTED,
-                                 getattr(session, "id", None), verdict)
+    # the code the process exits with (cli.py: 129 after a hangup)
+    doc = render.interrupted(command, message, X.HANGUP if hung_up() else X.INTERRUPTED,
+                             getattr(session, "id", None), verdict)
+    if as_json:
+        try:
+            emit_json(doc)
+        except OSError:     # stdout gone (a hangup): the files below are still written
+            pass
+    if json_out:
         writers.append(("--json-out", json_out, lambda: json_out.write_text(
             json_text(doc, indent=2, default=str) + "\n", encoding="utf-8")))
     for line in write_outputs(writers):

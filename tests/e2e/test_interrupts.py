@@ -380,3 +380,19 @@ def test_a_ci_timeout_during_the_endpoints_still_writes_the_documents_asked_for(
         errors = [c.find("error") for c in suite.iter("testcase") if c.find("error") is not None]
         assert errors and all("interrupted" in e.get("message") for e in errors), ET.tostring(suite)
         assert int(suite.get("errors")) == len(errors) and suite.get("failures") == "0", ET.tostring(suite)
+
+
+@pytest.mark.parametrize("command", ["triage", "bisect"])
+def test_json_on_stdout_says_the_interrupt_before_any_result(tmp_path, command):
+    """`--json` with a CI job's SIGTERM while the endpoints are verified: stdout was empty, and a
+    script reading it (`bisectk bisect --json > r.json; jq ...`) failed on no document at all; it
+    now gets the same document --json-out gets, marked interrupted."""
+    r = _counting_repo(tmp_path, 8)
+    env = dict(os.environ, INJECT_AT="bisectk.engine.oracle:Trials.observe", INJECT_CALL="1", INJECT_SIGNAL="TERM",
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), command, "--repo", str(r),
+                        "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'", "--json"],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert p.returncode == 130, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
+    data = json.loads(p.stdout)
+    assert data["command"] == command and data["interrupted"] is True and data["exit_code"] == 130, data

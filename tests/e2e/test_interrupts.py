@@ -398,16 +398,19 @@ def test_json_on_stdout_says_the_interrupt_before_any_result(tmp_path, command):
     assert data["command"] == command and data["interrupted"] is True and data["exit_code"] == 130, data
 
 
-def test_a_ci_timeout_as_the_triage_sets_up_its_runs_still_writes_its_junit(tmp_path):
-    """SIGTERM after the triage opened its session but before its first run (while it looked at
+@pytest.mark.parametrize("command", ["triage", "bisect"])
+def test_a_ci_timeout_as_the_command_sets_up_its_runs_still_writes_its_documents(tmp_path, command):
+    """SIGTERM after bisect or triage opened its session but before its first run (while it looked at
     PATH and snapshotted the refs): the interrupt went past the step that writes the JUnit file
     (only the worktrees' making was held back), and the CI had no test report."""
     r = _counting_repo(tmp_path, 8)
-    junit = tmp_path / "t.xml"
-    env = dict(os.environ, INJECT_AT="bisectk.spaces.shared:snapshot", INJECT_CALL="1", INJECT_SIGNAL="TERM",
+    junit, doc = tmp_path / "t.xml", tmp_path / "t.json"
+    env = dict(os.environ, INJECT_AT="bisectk.cli_history:checkout_path", INJECT_CALL="1", INJECT_SIGNAL="TERM",
                PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
-    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), "triage", "--repo", str(r),
-                        "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'", "--junit", str(junit)],
-                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    extra = ["--junit", str(junit)] if command == "triage" else []
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), command, "--repo", str(r),
+                        "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'", "--json-out", str(doc),
+                        *extra], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
     assert p.returncode == 130, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
-    assert junit.is_file() and "interrupted" in junit.read_text(), p.stderr[-800:]
+    assert json.loads(doc.read_text())["interrupted"] is True, p.stderr[-800:]
+    assert command != "triage" or (junit.is_file() and "interrupted" in junit.read_text()), p.stderr[-800:]

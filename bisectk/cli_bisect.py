@@ -14,7 +14,7 @@ from bisectk.cli_common import (Deferred, after_first_run, BuildOpt, BuildTimeou
                                 ExecutorOpt, FreshOpt, GitLedgerOpt, HtmlOpt, JsonOpt, JsonOutOpt, PytestOpt,
                                 RayAddressOpt, CleanIgnoredOpt, RayRepoOpt, RepoOpt, ReportOpt, RunOpt,
                                 SameFailureOpt, SetOpt, SnapshotsOpt, TimeoutOpt, WarmOpt, check_outputs,
-                                environment_capture, fail, finish, history_subject, out, policy, reporter,
+                                environment_capture, fail, finish, history_subject, interrupted, out, policy, reporter,
                                 resume_or_fresh, spare_ahead, timed_policy)
 from bisectk.cli_history import (checkout_path, history_ends, history_targets, pytest_in_tree, pytest_words, say_ambiguous,
                                  say_command, say_path, say_shared, say_your_bisect)
@@ -156,7 +156,9 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
     ledger_path = ledger_location(ledger, repo=root)
     check_outputs(report, json_out, html, spec=s, ledger=ledger_path, as_json=as_json)
     with Session("bisect", s, ledger_path, args=args, policy=pol,
-                 reporter=reporter(as_json, None)) as session:
+                 reporter=reporter(as_json, None)) as session, held():
+        # from here, as in ablate: a signal stops runs, never the writing of a result, and one that
+        # comes before the first run is raised at it, where the documents asked for are written
         def these_refs(prev: dict) -> bool:
             return all(prev["args"].get(k, d) == args[k] for k, d in
                        (("good", None), ("bad", None), ("olds", [good_sha]), ("paths", []), ("find_fix", False)))
@@ -190,19 +192,19 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
         if pool is not None:    # or earlier, while the first run waits for a big tree's checkout
             pool.while_preparing = parse.start
         shared = background.submit(snapshot, root)       # refs and config, to say what the runs changed
-        with held():   # as in ablate: Ctrl-C stops runs, never the writing of a result
-            with session.commit_space(commits, root, cfg, sub, pool=pool) as space:
-                space.needed = needed(files)
-                space.carry(carried(files))
-                space.path_dirs, space.path = on_path
-                try:
-                    rec = run_bisect(session.runner(), space, pol, environment=environment, repo=str(root),
-                                     first_parent=first_parent, any_failure=any_failure, terms=terms,
-                                     facts={"command_files": tuple(f.to_dict() for f in files)})
-                except KeyboardInterrupt:
-                    fail("interrupted while verifying the endpoints; runs so far are in the ledger", X.INTERRUPTED)
-            say_shared(shared.result(), root)
-            finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
+        with session.commit_space(commits, root, cfg, sub, pool=pool) as space:
+            space.needed = needed(files)
+            space.carry(carried(files))
+            space.path_dirs, space.path = on_path
+            try:
+                rec = run_bisect(session.runner(), space, pol, environment=environment, repo=str(root),
+                                 first_parent=first_parent, any_failure=any_failure, terms=terms,
+                                 facts={"command_files": tuple(f.to_dict() for f in files)})
+            except KeyboardInterrupt:
+                interrupted("bisect", "interrupted while verifying the endpoints; runs so far are in the ledger",
+                            json_out=json_out, session=session, as_json=as_json)
+        say_shared(shared.result(), root)
+        finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
 
 
 def _bisect_manual(root, olds, new, names, paths, terms, *, first_parent, confidence, fresh, ledger) -> None:

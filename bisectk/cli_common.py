@@ -94,14 +94,14 @@ SESSION_IDS = dict(callback=_session_id)
 JsonOutOpt = typer.Option(None, "--json-out", help="Write the JSON result here.")
 
 
-def _a_directory(path: Path) -> Path:
+def a_directory(path: Optional[Path]) -> Optional[Path]:
     if path is not None and path.is_file():     # not taken for the repository holding it
         raise typer.BadParameter(f"{path} is a file: give the repository's directory")
     return path
 
 
 RepoOpt = typer.Option(Path("."), "--repo", help="The git repository (its checkout is never touched).",
-                       callback=_a_directory)
+                       callback=a_directory)
 GoodRefOpt = typer.Option(..., "--good", help="A commit where the subject works.")
 BadRefOpt = typer.Option("HEAD", "--bad", help="A later commit where it fails (default HEAD, as `git bisect bad`).")
 PytestOpt = typer.Option(None, "--pytest", help="Use a pytest node id as the oracle (0 pass, 1 fail, 2-5 unresolved, and so is a run whose tests were all skipped or xfailed); pytest's options may follow it, as one argument: --pytest \"tests/k.py -k 'tile and not slow'\".")
@@ -483,6 +483,32 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
     if interrupted_late and X.exit_code(record) == X.OK:
         say_error("interrupted after the search had finished; the result printed is complete")
     raise typer.Exit(code)
+
+
+def interrupted(command: str, message: str, *, json_out: Optional[Path] = None, more=(), session=None,
+                verdict: str = "", as_json: bool = False) -> None:
+    """Exit INTERRUPTED (130) with `message`, an interrupt having come before the command had any
+    result; the --json document, the --json-out one (and `more`: other (option, path,
+    writer(message))) written first, saying so: a CI job's timeout must not leave its test report
+    missing."""
+    from bisectk.engine.interrupts import hung_up
+    from bisectk.report import render
+    from bisectk.report.outputs import write_outputs
+    writers = [(option, path, (lambda w=write: w(message))) for option, path, write in more]
+    # the code the process exits with (cli.py: 129 after a hangup)
+    doc = render.interrupted(command, message, X.HANGUP if hung_up() else X.INTERRUPTED,
+                             getattr(session, "id", None), verdict)
+    if as_json:
+        try:
+            emit_json(doc)
+        except OSError:     # stdout gone (a hangup): the files below are still written
+            pass
+    if json_out:
+        writers.append(("--json-out", json_out, lambda: json_out.write_text(
+            json_text(doc, indent=2, default=str) + "\n", encoding="utf-8")))
+    for line in write_outputs(writers):
+        say_error(line)
+    fail(message, X.INTERRUPTED)
 
 
 def default_spec() -> Path:

@@ -13,7 +13,7 @@ from typing import Optional
 import typer
 
 from bisectk import exitcodes as X
-from bisectk.cli_common import (SESSION_IDS, HtmlOpt, JsonOpt, SpecArg, check_outputs, emit_json, fail, logs_gone, open_ledger, out,
+from bisectk.cli_common import (SESSION_IDS, HtmlOpt, a_directory, JsonOpt, SpecArg, check_outputs, emit_json, fail, logs_gone, open_ledger, out,
                                 write_reports)
 from bisectk.errors import BisectkError
 
@@ -121,7 +121,8 @@ def ledger_check(path: Path = typer.Argument(..., help="The ledger database.", s
 
 
 def ledger_gc(repo: Optional[Path] = typer.Option(None, "--repo", help="The repository whose cached worktrees to remove "
-                                                  "(default: the current directory's, unless --ledger is given alone)."),
+                                                  "(default: the current directory's, unless --ledger is given alone).",
+                                                  callback=a_directory),
               ledger: Optional[Path] = typer.Option(None, "--ledger", help="Also prune this ledger's run logs to their cap "
                                                     "(BISECTK_LOG_CAP_MB, default 512), oldest commands' first.")) -> None:
     """Remove the worktrees that bisect and triage keep between commands in

@@ -8,12 +8,11 @@ from typing import Optional
 
 import typer
 
-from bisectk import exitcodes as X
 from bisectk.cli_common import (BadRefOpt, capture_after_first_run, BuildOpt, BuildTimeoutOpt, CalibrateOpt,
                                 ConfigOpt, ExecutorOpt, FreshOpt, GitLedgerOpt, GoodRefOpt, HtmlOpt, JsonOpt,
                                 JsonOutOpt, PytestOpt, RayAddressOpt, CleanIgnoredOpt, RayRepoOpt, RepoOpt, ReportOpt,
                                 RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, TimeoutOpt, WarmOpt, check_outputs,
-                                fail, finish, history_subject, policy, reporter, resume_or_fresh)
+                                fail, finish, history_subject, interrupted, policy, reporter, resume_or_fresh)
 from bisectk.cli_history import (checkout_path, history_targets, pytest_in_tree, pytest_words, say_ambiguous, say_command,
                                  say_path, say_shared, say_your_bisect)
 
@@ -54,9 +53,9 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
     drop_repo_env()     # a run's git must see its worktree, not the checkout
     from bisectk.engine.interrupts import held
     from bisectk.engine.session import Session, ledger_location
-    from bisectk.engine.triage import run_triage
+    from bisectk.engine.triage import INCONCLUSIVE, run_triage
     from bisectk.report.junit import write_junit
-    from bisectk.report.triage import to_cases
+    from bisectk.report.triage import interrupted_cases, to_cases
     from bisectk.spaces.commits import list_graph, open_repo
     from bisectk.spaces.checkout import pathspec_of
     from bisectk.spaces.runfiles import carried, needed, resolve_commands
@@ -83,7 +82,9 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
     ledger_path = ledger_location(ledger, repo=root)
     check_outputs(report, json_out, html, junit, spec=s, ledger=ledger_path, as_json=as_json)
     with Session("triage", s, ledger_path, args=args, policy=pol,
-                 reporter=reporter(as_json, None)) as session:
+                 reporter=reporter(as_json, None)) as session, held():
+        # from here, as in ablate: a signal stops runs, never the writing of a result, and one that
+        # comes before the first run is raised at it, where the documents asked for are written
         def these_refs(prev: dict) -> bool:
             return ((prev["args"].get("good"), prev["args"].get("bad"), prev["args"].get("paths", []))
                     == (args["good"], args["bad"], args["paths"]))
@@ -97,24 +98,28 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
         if not as_json:
             say_path(*on_path)
         shared = snapshot(root)
-        with held():   # as in ablate: Ctrl-C stops runs, never the writing of a result
-            with session.commit_space(commits, root, cfg, sub) as space:
-                space.needed = needed(files)
-                space.carry(carried(files))
-                space.path_dirs, space.path = on_path
-                try:
-                    rec = run_triage(session.runner(), space, pol, scratch_root=session.scratch("triage"),
-                                     environment=capture_after_first_run(session), repo=str(root),
-                                     first_parent=first_parent, subdir=sub,
-                                     facts={"command_files": tuple(f.to_dict() for f in files)})
-                except KeyboardInterrupt:   # as bisect: click would make it a silent Abort (exit 130, nothing said)
-                    fail("interrupted while verifying the endpoints; runs so far are in the ledger", X.INTERRUPTED)
-            say_shared(shared, root)
-            cases = ([("--junit", junit, lambda: write_junit(junit, "bisectk triage",
-                                                             to_cases(rec, str(spec or run_cmd or pytest_id))))]
-                     if junit else [])
-            finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html, where=report,
-                   more=cases)
+        with session.commit_space(commits, root, cfg, sub) as space:
+            space.needed = needed(files)
+            space.carry(carried(files))
+            space.path_dirs, space.path = on_path
+            try:
+                rec = run_triage(session.runner(), space, pol, scratch_root=session.scratch("triage"),
+                                 environment=capture_after_first_run(session), repo=str(root),
+                                 first_parent=first_parent, subdir=sub,
+                                 facts={"command_files": tuple(f.to_dict() for f in files)})
+            except KeyboardInterrupt:   # as bisect: click would make it a silent Abort (exit 130, nothing said)
+                name = str(spec or run_cmd or pytest_id)
+                interrupted("triage", "interrupted while verifying the endpoints; runs so far are in the ledger",
+                            json_out=json_out, session=session, as_json=as_json, verdict=INCONCLUSIVE,
+                            more=[("--junit", junit, lambda why: write_junit(junit, "bisectk triage",
+                                                                             interrupted_cases(name, why)))]
+                            if junit else [])
+        say_shared(shared, root)
+        cases = ([("--junit", junit, lambda: write_junit(junit, "bisectk triage",
+                                                         to_cases(rec, str(spec or run_cmd or pytest_id))))]
+                 if junit else [])
+        finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html, where=report,
+               more=cases)
 
 
 def register(app: typer.Typer) -> None:

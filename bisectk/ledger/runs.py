@@ -31,10 +31,12 @@ class Claim:
     owner: str
     run: Run | None = None
     held: bool = True
+    replacing: bool = False     # --fresh: the runs other sessions stored go when this one is recorded
 
     def record(self, run: Run, session: int | None = None) -> int:
         """Store the run and give up the claim, atomically; returns the index it was stored at."""
-        index = self.ledger.add_run(self.fingerprint, self.config_key, run, session, claim=self)
+        index = self.ledger.add_run(self.fingerprint, self.config_key, run, session, claim=self,
+                                    supersede=self.replacing)
         self.held = False
         return index
 
@@ -92,12 +94,18 @@ class Runs:
         return self._run(row[0]) if row else None
 
     def add_run(self, fingerprint: str, config_key: str, run: Run, session: int | None = None,
-                claim: Claim | None = None) -> int:
+                claim: Claim | None = None, supersede: bool = False) -> int:
         """Append a run as the next index of its configuration (and drop `claim`, in the same
         transaction); returns that index. Safe with concurrent writers: the index is chosen under
-        the write lock, so two processes never collide on it."""
+        the write lock, so two processes never collide on it. `supersede` (--fresh): the runs
+        other sessions stored of the configuration go in the same transaction, so the runs this
+        one makes take their place (a later command answers from them, never from the runs --fresh
+        set aside), and an interrupt before the new run is recorded leaves the old ones."""
         config_key = self._key(config_key)
         with self._write("recording a run"):
+            if supersede:
+                self.db.execute("DELETE FROM runs WHERE fingerprint=? AND config_key=? AND session IS NOT ?",
+                                (fingerprint, config_key, session))
             (n,) = self.db.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM runs WHERE fingerprint=? AND config_key=?",
                                    (fingerprint, config_key)).fetchone()
             self.db.execute(
@@ -112,15 +120,6 @@ class Runs:
             self._claimed.discard(claim.owner)
         return n
 
-    def supersede(self, fingerprint: str, config_key: str, session: int | None) -> int:
-        """`--fresh`: a configuration's runs that other sessions stored go, so the runs this one
-        makes take their place (a later command answers from them, never from the runs --fresh
-        set aside); returns how many went."""
-        config_key = self._key(config_key)
-        with self._write("removing runs"):
-            return self.db.execute("DELETE FROM runs WHERE fingerprint=? AND config_key=? AND session IS NOT ?",
-                                   (fingerprint, config_key, session)).rowcount
-
     def forget_session_runs(self, session: int) -> int:
         """Remove the runs a session stored (their inputs changed under them); returns how many."""
         with self._write("removing runs"):
@@ -128,7 +127,8 @@ class Runs:
 
     # -- claims -------------------------------------------------------------------------
     def claim(self, fingerprint: str, config_key: str, idx: int, *, ttl: float = 3600.0,
-              poll_s: float = 0.05, max_poll_s: float = 1.0, on_wait=None) -> Claim:
+              poll_s: float = 0.05, max_poll_s: float = 1.0, on_wait=None, replacing: bool = False,
+              session: int | None = None) -> Claim:
         """The idx-th run of a configuration, for this process to execute or to read.
 
         Returns a Claim with `run` set when the run is (or becomes, while we wait) stored; else a
@@ -136,15 +136,18 @@ class Runs:
         another live process holds the claim this waits, polling; `on_wait(holder)` is called with
         the holder's description, once, and again when it changes (a holder stopped by Ctrl-Z or
         SIGSTOP is alive, so the wait goes on, but the waiter is told why nothing moves). `ttl`
-        bounds a claim held from another host, whose liveness cannot be checked."""
+        bounds a claim held from another host, whose liveness cannot be checked. `replacing`
+        (--fresh): only the runs `session` stored count as stored; the
+        claim's run, once recorded, replaces the others' (add_run's `supersede`)."""
         config_key = self._key(config_key)
         owner = uuid.uuid4().hex
         told = None
         delay = poll_s
         while True:
             with self._write("claiming a run"):
-                row = self.db.execute("SELECT run_json FROM runs WHERE fingerprint=? AND config_key=? AND idx=?",
-                                      (fingerprint, config_key, idx)).fetchone()
+                row = self.db.execute("SELECT run_json FROM runs WHERE fingerprint=? AND config_key=? AND idx=?"
+                                      + (" AND session IS ?" if replacing else ""),
+                                      (fingerprint, config_key, idx) + ((session,) if replacing else ())).fetchone()
                 if row:
                     return Claim(self, fingerprint, config_key, idx, owner, self._run(row[0]), held=False)
                 holder = self.db.execute(
@@ -155,7 +158,7 @@ class Runs:
                                     (fingerprint, config_key, idx, owner, self.host, self.pid, self.pid_start,
                                      time.time(), time.time() + ttl))
                     self._claimed.add(owner)
-                    return Claim(self, fingerprint, config_key, idx, owner)
+                    return Claim(self, fingerprint, config_key, idx, owner, replacing=replacing)
             if on_wait and (words := _holder_words(holder[0], holder[1], this_host=self.host)) != told:
                 on_wait(words)
                 told = words

@@ -8,6 +8,9 @@ document   -- the record's `--json` (and `--json-out`) document: `stored`, excep
               `check` and `replay`, whose documents are shaped for a script (a verdict, the
               endpoints, the answer of a log).
 debuglog   -- the Markdown debug log of a record, whichever command made it.
+interrupted -- the document of a command stopped before it had any result (a CI job's timeout
+              while the endpoints were verified): no record exists, but a --json-out asked for
+              is written, saying so, rather than left missing.
 summary    -- the end-of-run terminal view of a record (`brief`: the short one `bisectk report`
               prints for a single run).
 """
@@ -56,6 +59,14 @@ DOCUMENTS = {"run": _run_doc, "check": _check_doc, "replay": _replay_doc}
 def document(rec: Record) -> dict[str, Any]:
     shape = DOCUMENTS.get(rec.command)
     return shape(rec) if shape else stored(rec)
+
+
+def interrupted(command: str, message: str, code: int, session: int | None = None, verdict: str = "") -> dict[str, Any]:
+    """No result: the command was stopped (exit `code`: 130, 129 after a hangup) before it had
+    one. `verdict`: triage's."""
+    doc: dict[str, Any] = {"command": command, "ok": False, "complete": False, "interrupted": True,
+                           "exit_code": code, "error": message, "session": session, "first_bad": None}
+    return {**doc, "verdict": verdict, "culprit_hunks": []} if verdict else doc
 
 
 def debuglog(rec: Record) -> DebugLog:

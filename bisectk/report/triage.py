@@ -6,6 +6,8 @@ to_debuglog -- the bisection's and the isolation's debug logs merged: summary, e
                key differences (the culprit hunks), every attempt, the culprit diff, next steps.
 to_cases    -- JUnit test cases: one per step, and one named after the subject that fails with
                the classified failure and the culprit, so CI shows it next to its own tests.
+interrupted_cases -- the cases of a triage stopped before it had any result (a CI job's timeout while
+               the endpoints were verified): the endpoints and the subject, each an error saying so.
 print_summary -- the end-of-run terminal view: the verdict, the first bad commit, the culprit
                hunks and their diff, the failure, the runs. Short: the debug log goes to
                --report (or `bisectk report`), never to the terminal.
@@ -121,6 +123,13 @@ def _open_words(bis) -> str:
     if bis.separable is False:
         return history_report.separation_line(bis)
     return f"ambiguous: the first bad commit is one of {len(bis.candidates)} candidates"
+
+
+def interrupted_cases(subject: str, message: str) -> list[Case]:
+    """No record: the CI still gets a report, whose errors say the triage was interrupted (never
+    a failure, which would name a culprit that nobody found)."""
+    return [Case("endpoints", "error", message=message, classname="bisectk.triage"),
+            Case(subject, "error", message=f"triage inconclusive: {message}", classname="bisectk.triage")]
 
 
 def to_cases(t: TriageRecord, subject: str) -> list[Case]:

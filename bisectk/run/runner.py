@@ -101,7 +101,7 @@ class Runner:
         self.imported_files: set[str] = set()      # every source file a run of this runner imported
                                                    # (engine/checkout_imports.py reads it)
         self.namespace = namespace  # e.g. '#clean-ignored': runs kept apart from other sessions'
-        self.fresh, self._superseded = fresh, set()   # --fresh: (full key, configuration) replaced
+        self.fresh = fresh   # --fresh: no run is answered from the ledger; those made replace the stored
         # a factor that reaches the run through the build alone (`make CFLAGS=-DW={w}`, `./k`): a
         # build that made nothing for a configuration left another's outputs (classify_build)
         self._build_alone = bool(spec.build) and not spec.literal and bool(
@@ -459,8 +459,11 @@ class Runner:
         def waiting(holder: str) -> None:
             self.events.emit(Note(f"another command sharing the ledger {self.ledger.path} is making "
                                   f"this run; waiting for {holder}"))
-        self._supersede(fingerprint, key)
-        with self.ledger.claim(fingerprint, key, index, ttl=seconds + build_s + 60, on_wait=waiting) as claim:
+        # --fresh: the runs other sessions stored are no answer, and go when this one's is recorded
+        # (never before: an interrupt during the run would leave the configuration with none)
+        replacing = self.fresh and not self.ledger.readonly
+        with self.ledger.claim(fingerprint, key, index, ttl=seconds + build_s + 60, on_wait=waiting,
+                               replacing=replacing, session=self.session) as claim:
             if claim.run is not None:
                 with self._lock:
                     self._memory[(static, key, index)] = claim.run
@@ -476,19 +479,12 @@ class Runner:
             elif full == fingerprint:
                 claim.record(run, self.session)
             else:   # the run imported sources not recorded before: stored where the next session looks
-                self._supersede(full, key)
-                self.ledger.add_run(full, key, run, self.session, claim=claim)
+                self.ledger.add_run(full, key, run, self.session, claim=claim, supersede=replacing)
                 claim.held = False
             with self._lock:
                 self.executed += 1
                 self._memory[(static, key, index)] = run
             return run, False
-
-    def _supersede(self, full: str, key: str) -> None:
-        """--fresh: the runs other sessions stored of this configuration go, once, before its first."""
-        if self.fresh and not self.ledger.readonly and (full, key) not in self._superseded:
-            self._superseded.add((full, key))
-            self.ledger.supersede(full, key, self.session)
 
     def _inputs_moved(self) -> bool:
         """Whether the subject's files changed since the memo key was made (StaticKey.moved): the

@@ -145,6 +145,15 @@ def test_second_command_reuses_the_cached_worktree_and_gc_removes_it(tmp_path):
     assert cached(r) == [] and not cache_dir_of(r).exists() and snapshot(r) == before
 
 
+def test_ledger_gc_refuses_a_file_as_its_repository_as_bisect_does(tmp_path):
+    """`ledger gc --repo kernel.py` (a file) was taken for the repository holding it and removed
+    its worktrees (exit 0), where bisect and triage refuse a file given as --repo in one line."""
+    make_repo(tmp_path / "r", n=3, culprit=1, broken=())
+    p = bisectk("ledger", "gc", "--repo", tmp_path / "r" / "kernel.py", timeout=120)
+    assert p.returncode == 2 and "is a file: give the repository's directory" in p.stderr, (p.returncode, p.stderr)
+    assert "removed" not in p.stdout and "Traceback" not in p.stderr, p.stdout
+
+
 def test_pytest_oracle_maps_exit_codes(tmp_path):
     r = tmp_path / "p"
     shas = make_repo(r, n=10, culprit=6, broken=())

@@ -352,3 +352,65 @@ def test_an_interrupt_during_the_confirmation_says_no_run_was_made_ahead(spec, t
     assert p.returncode == 1, (p.returncode, p.stderr[-1500:])
     doc = json.loads(p.stdout)
     assert doc["ahead_runs"] == doc["unused_runs"] == 0, (doc["unused_runs"], doc["search_runs"])
+
+
+@pytest.mark.parametrize("command,signal_name,code", [("triage", "TERM", 130), ("bisect", "TERM", 130),
+                                                      ("triage", "HUP", 129)])
+def test_a_ci_timeout_during_the_endpoints_still_writes_the_documents_asked_for(tmp_path, command, signal_name, code):
+    """SIGTERM (a CI job's timeout) while the endpoints are verified: exit 130, as before, but the
+    JUnit file (triage) and the --json-out document are written, marked interrupted. They were
+    not written at all, and the CI system showed no test report."""
+    r = _counting_repo(tmp_path, 8)
+    junit, doc = tmp_path / "t.xml", tmp_path / "t.json"
+    env = dict(os.environ, INJECT_AT="bisectk.engine.oracle:Trials.observe", INJECT_CALL="1", INJECT_SIGNAL=signal_name,
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
+    extra = ["--junit", str(junit)] if command == "triage" else []
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), command, "--repo", str(r),
+                        "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'",
+                        "--json-out", str(doc), *extra], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert p.returncode == code, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
+    said = [line for line in p.stderr.splitlines() if line.strip()]
+    assert said and said[-1].startswith("bisectk: interrupted") and "ledger" in said[-1], p.stderr
+    data = json.loads(doc.read_text())
+    assert data["command"] == command and data["interrupted"] is True and data["complete"] is False, data
+    assert data["exit_code"] == code and "interrupted" in data["error"] and data["first_bad"] is None, data
+    if command == "triage":
+        import xml.etree.ElementTree as ET
+        suite = ET.parse(junit).getroot().find("testsuite")
+        errors = [c.find("error") for c in suite.iter("testcase") if c.find("error") is not None]
+        assert errors and all("interrupted" in e.get("message") for e in errors), ET.tostring(suite)
+        assert int(suite.get("errors")) == len(errors) and suite.get("failures") == "0", ET.tostring(suite)
+
+
+@pytest.mark.parametrize("command", ["triage", "bisect"])
+def test_json_on_stdout_says_the_interrupt_before_any_result(tmp_path, command):
+    """`--json` with a CI job's SIGTERM while the endpoints are verified: stdout was empty, and a
+    script reading it (`bisectk bisect --json > r.json; jq ...`) failed on no document at all; it
+    now gets the same document --json-out gets, marked interrupted."""
+    r = _counting_repo(tmp_path, 8)
+    env = dict(os.environ, INJECT_AT="bisectk.engine.oracle:Trials.observe", INJECT_CALL="1", INJECT_SIGNAL="TERM",
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), command, "--repo", str(r),
+                        "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'", "--json"],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert p.returncode == 130, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
+    data = json.loads(p.stdout)
+    assert data["command"] == command and data["interrupted"] is True and data["exit_code"] == 130, data
+
+
+@pytest.mark.parametrize("command", ["triage", "bisect"])
+def test_a_ci_timeout_as_the_command_sets_up_its_runs_still_writes_its_documents(tmp_path, command):
+    """SIGTERM after bisect or triage opened its session but before its first run (while it looked at
+    PATH and snapshotted the refs): the interrupt went past the step that writes the JUnit file
+    (only the worktrees' making was held back), and the CI had no test report."""
+    r = _counting_repo(tmp_path, 8)
+    junit, doc = tmp_path / "t.xml", tmp_path / "t.json"
+    env = dict(os.environ, INJECT_AT="bisectk.cli_history:checkout_path", INJECT_CALL="1", INJECT_SIGNAL="TERM",
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
+    extra = ["--junit", str(junit)] if command == "triage" else []
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), command, "--repo", str(r),
+                        "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'", "--json-out", str(doc),
+                        *extra], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert p.returncode == 130, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
+    assert json.loads(doc.read_text())["interrupted"] is True, p.stderr[-800:]
+    assert command != "triage" or (junit.is_file() and "interrupted" in junit.read_text()), p.stderr[-800:]

@@ -90,3 +90,42 @@ def test_the_runs_of_fresh_take_the_place_of_those_it_set_aside(tmp_path):
     assert "PASS" in bisectk(*args, "--repeat", "2", "--fresh", cwd=d, check=0).stdout
     last = bisectk(*args, "--repeat", "2", cwd=d, check=0).stdout
     assert "PASS" in last and "from the ledger" in last, last
+
+
+
+def test_an_interrupted_fresh_run_keeps_the_stored_run_it_was_to_replace(tmp_path):
+    """`--fresh` deleted a configuration's stored runs before its own run began: a Ctrl-C (or a CI
+    job's SIGTERM) during that run left the configuration with no observation at all. The stored
+    runs now go only when the run that replaces them is recorded. (The signal comes from outside,
+    once the run has begun: an injected one would need variables that are part of the key.)"""
+    import signal
+    import subprocess
+    import sys
+    import time
+    d = tmp_path / "p"
+    d.mkdir()
+    (d / "pyproject.toml").touch()
+    (d / "s.py").write_text('import json, os, time\nif os.path.exists("slow"):\n    open("started", "w").close()\n'
+                            '    time.sleep(60)\nprint("BISECTK_RESULT " + json.dumps({"err": 0.0}))\n')
+    (d / "spec.toml").write_text('name = "keep"\n[subject]\ncommand = ["python", "s.py"]\n'
+                                 '[oracle]\nmetric = "err"\nmax = 0.5\n')
+    args = ("run", d / "spec.toml", "--config", "good", "--ledger", tmp_path / "l.db")
+    assert "PASS" in bisectk(*args, cwd=d, check=0).stdout
+    (d / "slow").touch()
+    p = subprocess.Popen([sys.executable, "-m", "bisectk", *map(str, args), "--fresh"], cwd=d, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not (d / "started").exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (d / "started").exists(), p.poll()
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130, (p.returncode, out[-800:], err[-800:])
+    (d / "slow").unlink()
+    again = bisectk(*args, cwd=d, check=0).stdout
+    assert "PASS" in again and "from the ledger" in again, again

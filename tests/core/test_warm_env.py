@@ -162,6 +162,19 @@ clb = "1"
 """
 
 
+def _slow_subject(tmp_path, metric: str, imports: str = ""):
+    """SLOW_SPEC's subject (1 s slower where --k is 'slow'), its spec loaded; `metric`: the
+    spec's slow_metric line, or none (wall time)."""
+    from bisectk.spec import load_spec
+    (tmp_path / "sub.py").write_text("import argparse, json, time\n" + imports +
+                                     "p = argparse.ArgumentParser(); p.add_argument('--k'); a = p.parse_args()\n"
+                                     "if a.k == 'slow': time.sleep(1)\n"
+                                     "print('BISECTK_RESULT ' + json.dumps({'t': 1.0}))\n")
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "s.toml").write_text(SLOW_SPEC.format(metric=metric))
+    return load_spec(tmp_path / "s.toml")
+
+
 @pytest.mark.parametrize("metric", ["", 'slow_metric = "t"'])
 def test_wall_time_judged_slow_with_a_factor_that_sends_runs_cold_times_every_run_cold(tmp_path, monkeypatch, metric):
     """`ablate --warm` with a SLOW oracle on wall time and a factor that sets CUDA_LAUNCH_BLOCKING
@@ -172,15 +185,8 @@ def test_wall_time_judged_slow_with_a_factor_that_sends_runs_cold_times_every_ru
     both ways, every run goes cold and is timed as the baseline was; a slow_metric the subject
     times itself compares across the two, and its runs stay warm."""
     from bisectk.run.runner import Runner
-    from bisectk.spec import load_spec
     monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "0")   # the workers' own value: good's runs may go warm
-    (tmp_path / "sub.py").write_text("import argparse, json, time\nimport numpy\n"
-                                     "p = argparse.ArgumentParser(); p.add_argument('--k'); a = p.parse_args()\n"
-                                     "if a.k == 'slow': time.sleep(1)\n"
-                                     "print('BISECTK_RESULT ' + json.dumps({'t': 1.0}))\n")
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "s.toml").write_text(SLOW_SPEC.format(metric=metric))
-    spec = load_spec(tmp_path / "s.toml")
+    spec = _slow_subject(tmp_path, metric, "import numpy\n")
     notes = []
     with WorkerPool(gpus=None, preload=("numpy",), spares=0, ready_timeout=120, on_note=notes.append) as pool:
         runner = Runner(spec, executor=pool)
@@ -203,15 +209,8 @@ def test_wall_time_judged_slow_on_a_remote_sites_warm_pool_times_every_run_cold(
     a Site in this process, the protocol Ray's actors speak)."""
     from bisectk.run.remote import InlineExecutor
     from bisectk.run.runner import Runner
-    from bisectk.spec import load_spec
     monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "0")
-    (tmp_path / "sub.py").write_text("import argparse, json, time\n"
-                                     "p = argparse.ArgumentParser(); p.add_argument('--k'); a = p.parse_args()\n"
-                                     "if a.k == 'slow': time.sleep(1)\n"
-                                     "print('BISECTK_RESULT ' + json.dumps({'t': 1.0}))\n")
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "s.toml").write_text(SLOW_SPEC.format(metric=metric))
-    spec = load_spec(tmp_path / "s.toml")
+    spec = _slow_subject(tmp_path, metric)
     notes = []
     ex = InlineExecutor(tmp_path, warm=True, preload=())
     ex.on_note = notes.append

@@ -676,12 +676,8 @@ def test_a_hang_pytest_timeout_ended_is_not_run_again_for_a_picture_it_cannot_gi
     assert "failure: hang" in p.stdout and OWN_TIMEOUT in p.stdout and "run once more" not in p.stdout, p.stdout
 
 
-def test_a_node_id_by_its_absolute_path_in_the_checkout_names_each_commits_test(tmp_path):
-    """`--pytest $PWD/tests/test_k.py::test_x` (an IDE copies a test's id with its full path):
-    pytest ran the checkout's file at every commit, and bisect refused, blaming an editable
-    install or PYTHONPATH. Read as the same path typed relative, as --run reads `$PWD/check.sh`
-    and as `git bisect run pytest $PWD/...` finds each commit's file in the checkout."""
-    r = tmp_path / "r"
+def _six_pytest_revs(r: Path) -> list[str]:
+    """A repository of six commits whose tests/test_k.py::test_x fails from the fourth (shas[3])."""
     (r / "tests").mkdir(parents=True)
     git(r, "init", "-q")
     shas = []
@@ -690,6 +686,16 @@ def test_a_node_id_by_its_absolute_path_in_the_checkout_names_each_commits_test(
         git(r, "add", "-A")
         git(r, "commit", "-q", "-m", f"rev {i}")
         shas.append(git(r, "rev-parse", "HEAD").strip())
+    return shas
+
+
+def test_a_node_id_by_its_absolute_path_in_the_checkout_names_each_commits_test(tmp_path):
+    """`--pytest $PWD/tests/test_k.py::test_x` (an IDE copies a test's id with its full path):
+    pytest ran the checkout's file at every commit, and bisect refused, blaming an editable
+    install or PYTHONPATH. Read as the same path typed relative, as --run reads `$PWD/check.sh`
+    and as `git bisect run pytest $PWD/...` finds each commit's file in the checkout."""
+    r = tmp_path / "r"
+    shas = _six_pytest_revs(r)
     for cwd in (r, r / "tests"):
         p = bisectk("bisect", "--good", shas[0], "--bad", shas[-1], "--pytest", f"{r}/tests/test_k.py::test_x",
                     cwd=cwd, timeout=300)
@@ -702,14 +708,7 @@ def test_a_node_id_typed_outside_the_repository_names_its_test(tmp_path):
     found ... (the test may not exist at this commit)'. Read as typed at the top level, as --run's
     `proj/ci/t.sh` is."""
     r = tmp_path / "proj"
-    (r / "tests").mkdir(parents=True)
-    git(r, "init", "-q")
-    shas = []
-    for i in range(6):
-        (r / "tests" / "test_k.py").write_text(f"def test_x():\n    assert {i} < 3\n")
-        git(r, "add", "-A")
-        git(r, "commit", "-q", "-m", f"rev {i}")
-        shas.append(git(r, "rev-parse", "HEAD").strip())
+    shas = _six_pytest_revs(r)
     p = bisectk("bisect", "--repo", "proj", "--good", shas[0], "--bad", shas[-1], "--pytest",
                 "proj/tests/test_k.py::test_x", cwd=tmp_path, timeout=300)
     assert p.returncode == 0 and f"first bad commit: {shas[3]}" in p.stdout, (p.stdout, p.stderr)

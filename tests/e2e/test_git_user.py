@@ -76,11 +76,8 @@ def test_a_good_commit_that_does_not_build_is_named_as_the_commit_it_is(tmp_path
     assert "too old" in problem[0] and problem[0].endswith("; give --good a commit the test can run on")
 
 
-def test_a_tracked_script_by_its_absolute_path_runs_each_commits_copy_as_under_git(tmp_path):
-    """`git bisect run $PWD/check.sh` with check.sh tracked and changed at c5 (it starts failing
-    there): git runs each commit's check.sh (the checkout moves), and says c5. bisectk ran the
-    user's HEAD copy by its absolute path at every commit: the good endpoint failed too (exit 2);
-    with another script the answer could be wrong at exit 0."""
+def _tracked_check_from_c5(tmp_path):
+    """c1..c8 on main with a tracked check.sh that fails from c5, and a file v: the checkout."""
     from tests.fixtures.gitrepo import git
     r = tmp_path / "r"
     r.mkdir()
@@ -91,6 +88,15 @@ def test_a_tracked_script_by_its_absolute_path_runs_each_commits_copy_as_under_g
         (r / "v").write_text(f"{i}\n")
         git(r, "add", "check.sh", "v")
         git(r, "commit", "-q", "-m", f"c{i}")
+    return r
+
+
+def test_a_tracked_script_by_its_absolute_path_runs_each_commits_copy_as_under_git(tmp_path):
+    """`git bisect run $PWD/check.sh` with check.sh tracked and changed at c5 (it starts failing
+    there): git runs each commit's check.sh (the checkout moves), and says c5. bisectk ran the
+    user's HEAD copy by its absolute path at every commit: the good endpoint failed too (exit 2);
+    with another script the answer could be wrong at exit 0."""
+    r = _tracked_check_from_c5(tmp_path)
     p = bisectk("bisect", "--good", "HEAD~7", "--run", str(r / "check.sh"), cwd=r, check=0)
     assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:]
     assert f"command: {r / 'check.sh'} is tracked: each commit's own check.sh runs" in p.stdout
@@ -101,16 +107,7 @@ def test_a_cd_into_the_checkout_by_its_absolute_path_tests_each_commit_as_under_
     bisect run's cd lands in the checkout, which git moves to each commit, and it says c5. bisectk
     left the cd as typed, so every commit ran the user's checkout: 'the good configuration fails
     too' (exit 2); with a checkout whose HEAD passes, 'bad passes'."""
-    from tests.fixtures.gitrepo import git
-    r = tmp_path / "r"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    for i in range(1, 9):
-        (r / "check.sh").write_text("#!/bin/sh\nexit %d\n" % (1 if i >= 5 else 0))
-        (r / "check.sh").chmod(0o755)
-        (r / "v").write_text(f"{i}\n")
-        git(r, "add", "check.sh", "v")
-        git(r, "commit", "-q", "-m", f"c{i}")
+    r = _tracked_check_from_c5(tmp_path)
     p = bisectk("bisect", "--good", "HEAD~7", "--run", f"sh -c 'cd {r} && ./check.sh'", cwd=r, check=0)
     assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:]
 

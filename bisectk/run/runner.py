@@ -69,6 +69,13 @@ from bisectk.timeouts import CALIBRATION_CAP_S, DEFAULT_FACTOR, DEFAULT_FLOOR_S,
 # MOVED_COST x the time one comparison takes (git runs three processes: a few % of a run at most)
 MOVED_EVERY_S = 1.0
 MOVED_COST = 20
+# a run that ended by SIGTERM, SIGINT or SIGHUP not of the watchdog's sending: a CI job stopped (its
+# runner signals every process of the job, the subject a little before bisectk) or a Ctrl-C in
+# another terminal. bisectk waits this long for its own signal before storing the run: one that
+# comes means the run ended with the command, and it is not stored as the configuration's crash,
+# which every later command would answer from the ledger.
+OUTSIDE_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
+OUTSIDE_SIGNAL_GRACE_S = 1.0
 
 
 class Runner:
@@ -354,7 +361,12 @@ class Runner:
         that would be stored as the commit's own failure, which --resume would then reuse."""
         self._stopped.set()
 
-    def _unless_stopped(self) -> None:
+    def _unless_stopped(self, run: Run | None = None) -> None:
+        """RunAbandoned when the command is leaving; `run` ended by a signal from outside the
+        watchdog (OUTSIDE_SIGNALS): after waiting OUTSIDE_SIGNAL_GRACE_S for the command's own.
+        On the main thread that signal is a KeyboardInterrupt in the wait (a run is `live`)."""
+        if run is not None and run.signal in OUTSIDE_SIGNALS and not run.timed_out:
+            self._stopped.wait(OUTSIDE_SIGNAL_GRACE_S)
         if self._stopped.is_set():
             raise RunAbandoned("the command was interrupted while this run was under way: ended unjudged")
 
@@ -448,7 +460,7 @@ class Runner:
             run, imported, _ = self._execute(w, key, index, seconds, snapshot, grace, label)
             if self._dropped(era):
                 raise RunAbandoned("the search stopped while this run was under way: not stored")
-            self._unless_stopped()
+            self._unless_stopped(run)
             self._record_sources(static, w, imported)
             with self._lock:
                 self.executed += 1
@@ -472,7 +484,7 @@ class Runner:
             run, imported, started = self._execute(w, key, index, seconds, snapshot, grace, label)
             if self._dropped(era):     # the claim is released: the slot is left to the next command
                 raise RunAbandoned("the search stopped while this run was under way: not stored")
-            self._unless_stopped()      # the claim is given back (`with`): the next command makes it
+            self._unless_stopped(run)   # the claim is given back (`with`): the next command makes it
             full = self._record_sources(static, w, imported)
             if not started or self._inputs_moved():
                 pass    # not stored (see the module docstring): the claim is given back (`with`)

@@ -129,3 +129,45 @@ def test_an_interrupted_fresh_run_keeps_the_stored_run_it_was_to_replace(tmp_pat
     (d / "slow").unlink()
     again = bisectk(*args, cwd=d, check=0).stdout
     assert "PASS" in again and "from the ledger" in again, again
+
+
+def test_a_subject_the_ci_stopped_just_before_bisectk_is_not_stored_as_its_crash(tmp_path):
+    """A CI job's end (or a container's stop) signals every process of the job: the subject died of
+    SIGTERM a moment before bisectk got its own, and the run was stored as the configuration's
+    crash, which every later command answered from the ledger. A run ended by SIGTERM, SIGINT or
+    SIGHUP not of the watchdog's sending waits a moment for the command's own signal before it is
+    stored; here it came, so the next command runs the configuration again."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    d = tmp_path / "p"
+    d.mkdir()
+    (d / "pyproject.toml").touch()
+    (d / "s.py").write_text('import json, os, time\nif os.path.exists("slow"):\n'
+                            '    open("pid", "w").write(str(os.getpid()))\n    time.sleep(60)\n'
+                            'print("BISECTK_RESULT " + json.dumps({"err": 0.0}))\n')
+    (d / "spec.toml").write_text('name = "ci"\n[subject]\ncommand = ["python", "s.py"]\n'
+                                 '[oracle]\nmetric = "err"\nmax = 0.5\n')
+    args = ("run", d / "spec.toml", "--config", "good", "--ledger", tmp_path / "l.db")
+    (d / "slow").touch()
+    p = subprocess.Popen([sys.executable, "-m", "bisectk", *map(str, args)], cwd=d, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not (d / "pid").exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.1)
+        os.kill(int((d / "pid").read_text()), signal.SIGTERM)    # the job's processes, the subject first
+        time.sleep(0.3)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130, (p.returncode, out[-800:], err[-800:])
+    (d / "slow").unlink()
+    again = bisectk(*args, cwd=d, check=0).stdout
+    assert "PASS" in again and "from the ledger" not in again, again

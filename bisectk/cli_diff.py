@@ -12,7 +12,7 @@ import typer
 from bisectk.cli_common import (capture_after_first_run, BuildOpt, BuildTimeoutOpt, CalibrateOpt, ConfigOpt,
                                 ExecutorOpt, FreshOpt, HtmlOpt, JsonOpt, JsonOutOpt, RayAddressOpt, ReportOpt, RunOpt,
                                 SameFailureOpt, SetOpt, SnapshotsOpt, say_warning, TimeoutOpt, WarmOpt, cache_ledger,
-                                check_outputs, check_strategy, fail, finish, out, policy, reporter, spare_ahead,
+                                check_outputs, check_strategy, fail, finish, interrupted, out, policy, reporter, spare_ahead,
                                 spec_warnings)
 from bisectk.names import c_quoted
 from bisectk.search.names import strategy_names
@@ -119,8 +119,12 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
             out.print(f"{counted(len(space.hunks), 'hunk')} between {c_quoted(str(good))} and {c_quoted(str(bad))}",
                       markup=False)
         with held():   # as in ablate
-            rec = run_diff(session.runner(cwd=space.workdir), space, pol, strategy=strategy, refine=lines,
-                           environment=capture_after_first_run(session))
+            try:
+                rec = run_diff(session.runner(cwd=space.workdir), space, pol, strategy=strategy, refine=lines,
+                               environment=capture_after_first_run(session))
+            except KeyboardInterrupt:
+                interrupted("diff", "interrupted before the endpoints were verified; nothing to report (runs so "
+                            "far are in the ledger)", json_out=json_out, session=session, as_json=as_json)
             finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
 
 

@@ -66,6 +66,10 @@ def interrupted(command: str, message: str, code: int, session: int | None = Non
     one. `verdict`: triage's."""
     doc: dict[str, Any] = {"command": command, "ok": False, "complete": False, "interrupted": True,
                            "exit_code": code, "error": message, "session": session, "first_bad": None}
+    if command == "ablate":
+        doc["culprits"] = []
+    elif command == "diff":
+        doc["culprit_hunks"] = []
     return {**doc, "verdict": verdict, "culprit_hunks": []} if verdict else doc
 
 

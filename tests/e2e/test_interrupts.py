@@ -65,8 +65,30 @@ def test_the_json_document_is_whole_when_interrupted_while_writing_it(spec, tmp_
 
 
 def test_an_interrupt_during_the_first_run_is_130_with_nothing_to_report(spec, tmp_path):
-    p = ablate_interrupted(spec, tmp_path, "bisectk.engine.oracle:Trials.observe", 1)
+    """... and the --json-out and --json documents asked for say so (a CI job's timeout), as
+    bisect's and triage's do: ablate wrote neither."""
+    doc = tmp_path / "a.json"
+    p = ablate_interrupted(spec, tmp_path, "bisectk.engine.oracle:Trials.observe", 1, "--json-out", str(doc), "--json")
     assert p.returncode == 130 and "interrupted before the endpoints were verified" in p.stderr, p.stderr
+    for data in (json.loads(doc.read_text()), json.loads(p.stdout)):
+        assert data["command"] == "ablate" and data["interrupted"] is True and data["exit_code"] == 130, data
+        assert data["complete"] is False and data["culprits"] == [], data
+
+
+def test_a_diff_interrupted_before_any_result_writes_the_documents_asked_for(tmp_path):
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side, v in ((good, 0), (bad, 1)):
+        side.mkdir()
+        (side / "v.txt").write_text(f"a\nb\n{v}\n")
+    doc = tmp_path / "d.json"
+    env = dict(os.environ, INJECT_AT="bisectk.engine.oracle:Trials.observe", INJECT_CALL="1", INJECT_SIGNAL="TERM",
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), "diff", str(good), str(bad),
+                        "--run", "grep -q 0 v.txt", "--ledger", str(tmp_path / "l.db"), "--json-out", str(doc)],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert p.returncode == 130, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
+    data = json.loads(doc.read_text())
+    assert data["command"] == "diff" and data["interrupted"] is True and data["culprit_hunks"] == [], data
 
 
 def test_an_interrupted_search_counts_the_runs_the_ledger_holds(spec, tmp_path):

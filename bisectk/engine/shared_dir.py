@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from bisectk.contents import walk
+
 SKIPPED = {".git", ".bisectk", "__pycache__", ".hg", ".svn"}   # bisectk's ledger and logs, Python's caches, VCS data
 LIMIT = 20000       # files looked at: a huge tree is not walked (the check is a courtesy, not a verdict)
 
@@ -42,7 +44,7 @@ class Listing:
 
 def _walk(root: Path, ignored: set[str]) -> dict[str, tuple[int, int]] | None:
     files: dict[str, tuple[int, int]] = {}
-    for top, dirs, names in os.walk(root):
+    for top, dirs, names in walk(root):
         dirs[:] = [d for d in dirs if d not in SKIPPED and os.path.join(top, d) not in ignored]
         for name in names:
             path = os.path.join(top, name)

@@ -39,6 +39,7 @@ import os
 import re
 from pathlib import Path
 
+from bisectk.contents import walk
 from bisectk.errors import BisectkError, LedgerError
 from bisectk.ledger import Ledger
 
@@ -82,7 +83,7 @@ def cap_bytes(environ=os.environ) -> int:
 def dir_size(path: Path) -> int:
     """Bytes of the files under `path` (0 when it is gone); links are not followed."""
     total = 0
-    for top, _dirs, files in os.walk(path):
+    for top, _dirs, files in walk(path):
         for name in files:
             try:
                 total += os.lstat(os.path.join(top, name)).st_size

@@ -75,7 +75,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from bisectk.contents import NOT_COPIED, file_digest
+from bisectk.contents import NOT_COPIED, file_digest, walk
 
 VOLATILE_ENV = frozenset({
     "PWD", "OLDPWD", "PYENV_DIR", "SHLVL", "_", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "HISTFILE", "HISTSIZE",
@@ -252,7 +252,7 @@ def _git_tree(root: Path) -> str | None:
 def _walk_tree(root: Path) -> str:
     h = hashlib.sha256()
     n = 0
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
         for name in sorted(filenames):
             if not _is_source(name):
@@ -275,7 +275,7 @@ def content_digest(root: str | os.PathLike) -> str:
         entries = [(root.name, root)]
     else:
         entries = []
-        for dirpath, dirnames, filenames in os.walk(root):
+        for dirpath, dirnames, filenames in walk(root):
             here = Path(dirpath)
             links = [d for d in dirnames if (here / d).is_symlink()]   # a linked directory: one entry
             dirnames[:] = sorted(d for d in dirnames if d not in NOT_COPIED and d not in links)

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from bisectk.contents import walk
 from bisectk.run import gitmodules
 from bisectk.run.executor import Build, Job, LocalExecutor
 from bisectk.run.gitexport import checkout_attributes
@@ -84,7 +85,7 @@ def pack_tree(root: Path, ignore: tuple[str, ...] = IGNORED) -> bytes:
     buf = io.BytesIO()
     root = Path(root)
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for dirpath, dirnames, filenames in os.walk(root):
+        for dirpath, dirnames, filenames in walk(root):
             dirnames[:] = sorted(d for d in dirnames if d not in ignore)
             rel = Path(dirpath).relative_to(root)
             for d in dirnames:

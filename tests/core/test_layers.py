@@ -24,7 +24,7 @@ ALLOWED = {
     "bisectk.evidence": {"bisectk.errors", "bisectk.outcome", "bisectk.spec", "bisectk.run", "bisectk.ptx"},
     "bisectk.spaces": {"bisectk.errors", "bisectk.outcome", "bisectk.procstat", "bisectk.contents", "bisectk.spec", "bisectk.run",
                        "bisectk.names", "bisectk.spaces"},
-    "bisectk.engine": {"bisectk.errors", "bisectk.exitcodes", "bisectk.outcome", "bisectk.expr", "bisectk.spec", "bisectk.specvalues",
+    "bisectk.engine": {"bisectk.errors", "bisectk.exitcodes", "bisectk.outcome", "bisectk.expr", "bisectk.contents", "bisectk.spec", "bisectk.specvalues",
                        "bisectk.procstat", "bisectk.stuck", "bisectk.names", "bisectk.timeouts", "bisectk.slowrule",
                        "bisectk.events", "bisectk.ledger", "bisectk.search", "bisectk.run", "bisectk.ptx",
                        "bisectk.evidence", "bisectk.spaces", "bisectk.engine"},

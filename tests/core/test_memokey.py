@@ -746,3 +746,54 @@ def test_a_program_named_by_path_is_keyed_by_its_content_not_its_mtime(tmp_path)
     assert memokey.program_identity(str(script), os.environ) == before
     script.write_text("#!/bin/sh\nexit 1\n")                 # another script, the same size
     assert memokey.program_identity(str(script), os.environ) != before
+
+
+def test_a_tree_deeper_than_python_recurses_is_keyed_not_an_internal_error(tmp_path):
+    """A spec whose cwd held a directory 1,200 levels deep (here: /tmp, while another test's deep
+    tree sat in it): the memo key's walk (os.walk, recursive on Python 3.11) raised RecursionError,
+    and `bisectk check` ended 'internal error' (exit 3). contents.walk keeps its own stack and
+    visits what os.walk visits, in the same order."""
+    import random
+    from bisectk.contents import walk
+    from bisectk.run.memokey import tree_digest
+    rng = random.Random(7)
+    for i in range(60):        # a shallow tree of files and links: walk is os.walk, pruning too
+        d = tmp_path / "t" / "/".join(rng.choice("abc") for _ in range(rng.randint(0, 3)))
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"f{i}.py").write_text(str(i))
+    (tmp_path / "t" / "ln").symlink_to(tmp_path / "t" / "a")
+
+    def listed(walker):
+        out = []
+        for top, dirs, files in walker(tmp_path / "t"):
+            dirs[:] = sorted(d for d in dirs if d != "c")
+            out.append((os.fspath(top), list(dirs), sorted(files)))
+        return out
+    assert listed(walk) == listed(os.walk)
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    (deep / "k.py").write_text("x = 1\n")
+    fd = os.open(deep, os.O_RDONLY)
+    try:
+        for _ in range(1200):
+            os.mkdir("d", dir_fd=fd)
+            fd, old = os.open("d", os.O_RDONLY, dir_fd=fd), fd
+            os.close(old)
+        with open(os.open("m.py", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as f:
+            f.write("y = 2\n")
+    finally:
+        os.close(fd)
+    try:
+        first = tree_digest(deep)
+        assert first.startswith("files:") and tree_digest(deep) == first
+        assert sum(len(files) for _, _, files in walk(deep)) == 2
+    finally:       # taken down one level at a time: pytest's own removal recurses too
+        while (deep / "d").exists():
+            if (deep / "d" / "d").exists():
+                os.rename(deep / "d" / "d", deep / "up")
+                os.rmdir(deep / "d")
+                os.rename(deep / "up", deep / "d")
+            else:
+                for name in os.listdir(deep / "d"):
+                    os.unlink(deep / "d" / name)
+                os.rmdir(deep / "d")

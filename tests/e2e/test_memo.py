@@ -93,40 +93,58 @@ def test_the_runs_of_fresh_take_the_place_of_those_it_set_aside(tmp_path):
 
 
 
+SLOW_WHEN_MARKED = ('import json, os, time\nif os.path.exists("slow"):\n'
+                    '    open("pid", "w").write(str(os.getpid()))\n    time.sleep(60)\n'
+                    'print("BISECTK_RESULT " + json.dumps({"err": 0.0}))\n')
+
+
+def _slow_when_marked(tmp_path, name: str):
+    """A project whose subject passes at once, or sits 60 s once a file `slow` is there (its pid
+    written to `pid` first); the spec's directory and a `bisectk run` of its good side."""
+    d = tmp_path / "p"
+    d.mkdir()
+    (d / "pyproject.toml").touch()
+    (d / "s.py").write_text(SLOW_WHEN_MARKED)
+    (d / "spec.toml").write_text(f'name = "{name}"\n[subject]\ncommand = ["python", "s.py"]\n'
+                                 '[oracle]\nmetric = "err"\nmax = 0.5\n')
+    return d, ("run", d / "spec.toml", "--config", "good", "--ledger", tmp_path / "l.db")
+
+
+def _stopped_while_slow(d, args, stop):
+    """`bisectk *args` started with `slow` marked; once its subject runs, `stop(process, subject pid)`
+    signals what it will; the command's exit code, stdout and stderr (`slow` taken away after)."""
+    import subprocess
+    import sys
+    import time
+    (d / "slow").touch()
+    p = subprocess.Popen([sys.executable, "-m", "bisectk", *map(str, args)], cwd=d, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not (d / "pid").exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (d / "pid").exists(), p.poll()
+        time.sleep(0.1)     # the pid written: the subject is in its sleep
+        stop(p, int((d / "pid").read_text()))
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    (d / "slow").unlink()
+    return p.returncode, out, err
+
+
 def test_an_interrupted_fresh_run_keeps_the_stored_run_it_was_to_replace(tmp_path):
     """`--fresh` deleted a configuration's stored runs before its own run began: a Ctrl-C (or a CI
     job's SIGTERM) during that run left the configuration with no observation at all. The stored
     runs now go only when the run that replaces them is recorded. (The signal comes from outside,
     once the run has begun: an injected one would need variables that are part of the key.)"""
     import signal
-    import subprocess
-    import sys
-    import time
-    d = tmp_path / "p"
-    d.mkdir()
-    (d / "pyproject.toml").touch()
-    (d / "s.py").write_text('import json, os, time\nif os.path.exists("slow"):\n    open("started", "w").close()\n'
-                            '    time.sleep(60)\nprint("BISECTK_RESULT " + json.dumps({"err": 0.0}))\n')
-    (d / "spec.toml").write_text('name = "keep"\n[subject]\ncommand = ["python", "s.py"]\n'
-                                 '[oracle]\nmetric = "err"\nmax = 0.5\n')
-    args = ("run", d / "spec.toml", "--config", "good", "--ledger", tmp_path / "l.db")
+    d, args = _slow_when_marked(tmp_path, "keep")
     assert "PASS" in bisectk(*args, cwd=d, check=0).stdout
-    (d / "slow").touch()
-    p = subprocess.Popen([sys.executable, "-m", "bisectk", *map(str, args), "--fresh"], cwd=d, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 60
-        while not (d / "started").exists() and p.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert (d / "started").exists(), p.poll()
-        p.send_signal(signal.SIGTERM)
-        out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode == 130, (p.returncode, out[-800:], err[-800:])
-    (d / "slow").unlink()
+    code, out, err = _stopped_while_slow(d, (*args, "--fresh"), lambda p, _pid: p.send_signal(signal.SIGTERM))
+    assert code == 130, (code, out[-800:], err[-800:])
     again = bisectk(*args, cwd=d, check=0).stdout
     assert "PASS" in again and "from the ledger" in again, again
 
@@ -139,35 +157,14 @@ def test_a_subject_the_ci_stopped_just_before_bisectk_is_not_stored_as_its_crash
     stored; here it came, so the next command runs the configuration again."""
     import os
     import signal
-    import subprocess
-    import sys
     import time
-    d = tmp_path / "p"
-    d.mkdir()
-    (d / "pyproject.toml").touch()
-    (d / "s.py").write_text('import json, os, time\nif os.path.exists("slow"):\n'
-                            '    open("pid", "w").write(str(os.getpid()))\n    time.sleep(60)\n'
-                            'print("BISECTK_RESULT " + json.dumps({"err": 0.0}))\n')
-    (d / "spec.toml").write_text('name = "ci"\n[subject]\ncommand = ["python", "s.py"]\n'
-                                 '[oracle]\nmetric = "err"\nmax = 0.5\n')
-    args = ("run", d / "spec.toml", "--config", "good", "--ledger", tmp_path / "l.db")
-    (d / "slow").touch()
-    p = subprocess.Popen([sys.executable, "-m", "bisectk", *map(str, args)], cwd=d, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 60
-        while not (d / "pid").exists() and p.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.1)
-        os.kill(int((d / "pid").read_text()), signal.SIGTERM)    # the job's processes, the subject first
+
+    def ci_stop(p, pid):        # the job's processes, the subject first
+        os.kill(pid, signal.SIGTERM)
         time.sleep(0.3)
         p.send_signal(signal.SIGTERM)
-        out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode == 130, (p.returncode, out[-800:], err[-800:])
-    (d / "slow").unlink()
+    d, args = _slow_when_marked(tmp_path, "ci")
+    code, out, err = _stopped_while_slow(d, args, ci_stop)
+    assert code == 130, (code, out[-800:], err[-800:])
     again = bisectk(*args, cwd=d, check=0).stdout
     assert "PASS" in again and "from the ledger" not in again, again

@@ -7,8 +7,8 @@ from typing import Optional
 
 import typer
 
-from bisectk.cli_common import (capture_after_first_run, CalibrateOpt, ExecutorOpt, FreshOpt, HtmlOpt, JsonOpt,
-                                JsonOutOpt, LedgerOpt, RayAddressOpt, ReportOpt, SameFailureOpt, SnapshotsOpt,
+from bisectk.cli_common import (BEFORE_ENDPOINTS, capture_after_first_run, CalibrateOpt, ExecutorOpt, FreshOpt, HtmlOpt,
+                                JsonOpt, JsonOutOpt, LedgerOpt, RayAddressOpt, ReportOpt, SameFailureOpt, SnapshotsOpt,
                                 TimeoutOpt, WarmOpt, check_outputs, check_strategy, default_spec, fail, finish,
                                 interrupted, out, policy, reporter, resume_or_fresh, spare_ahead, timed_policy,
                                 spec_warnings)
@@ -83,8 +83,7 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
                                    sanitize=sanitize, environment=capture_after_first_run(session),
                                    warnings=warnings)
             except KeyboardInterrupt:   # the documents asked for say so (a CI job's timeout: cli_common.interrupted)
-                interrupted("ablate", "interrupted before the endpoints were verified; nothing to report (runs so "
-                            "far are in the ledger)", json_out=json_out, session=session, as_json=as_json)
+                interrupted("ablate", BEFORE_ENDPOINTS, json_out=json_out, session=session, as_json=as_json)
             finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
 
 

@@ -485,6 +485,10 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
     raise typer.Exit(code)
 
 
+# ablate's and diff's words for an interrupt before any result (`interrupted`)
+BEFORE_ENDPOINTS = "interrupted before the endpoints were verified; nothing to report (runs so far are in the ledger)"
+
+
 def interrupted(command: str, message: str, *, json_out: Optional[Path] = None, more=(), session=None,
                 verdict: str = "", as_json: bool = False) -> None:
     """Exit INTERRUPTED (130) with `message`, an interrupt having come before the command had any

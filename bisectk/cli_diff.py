@@ -13,7 +13,7 @@ from bisectk.cli_common import (capture_after_first_run, BuildOpt, BuildTimeoutO
                                 ExecutorOpt, FreshOpt, HtmlOpt, JsonOpt, JsonOutOpt, RayAddressOpt, ReportOpt, RunOpt,
                                 SameFailureOpt, SetOpt, SnapshotsOpt, say_warning, TimeoutOpt, WarmOpt, cache_ledger,
                                 check_outputs, check_strategy, fail, finish, interrupted, out, policy, reporter, spare_ahead,
-                                spec_warnings)
+                                spec_warnings, BEFORE_ENDPOINTS)
 from bisectk.names import c_quoted
 from bisectk.search.names import strategy_names
 
@@ -123,8 +123,7 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
                 rec = run_diff(session.runner(cwd=space.workdir), space, pol, strategy=strategy, refine=lines,
                                environment=capture_after_first_run(session))
             except KeyboardInterrupt:
-                interrupted("diff", "interrupted before the endpoints were verified; nothing to report (runs so "
-                            "far are in the ledger)", json_out=json_out, session=session, as_json=as_json)
+                interrupted("diff", BEFORE_ENDPOINTS, json_out=json_out, session=session, as_json=as_json)
             finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
 
 

@@ -56,6 +56,7 @@ as modified).
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import shutil
@@ -357,12 +358,7 @@ class WorktreePool:
         if self._emptied:       # an entry removed to be made again, still locked
             path, fd = self._emptied.pop(0)
         else:
-            taken = {int(m.group(1)) for d in self.cache_dir.iterdir() if (m := ENTRY.match(d.name))}
-            k = next(k for k in range(len(taken) + 1) if k not in taken)
-            path = self.cache_dir / f"wt-{k}"
-            fd = self._lock(path)
-            if fd is None:          # another process is making the same one
-                raise SpaceError(f"worktree {path} is being created by another bisectk; try again")
+            path, fd = self._new_place()
         try:
             run_git(self.repo, *PARALLEL_CHECKOUT, "worktree", "add", "--detach", "--force", str(path), sha)
         except BaseException:
@@ -377,6 +373,20 @@ class WorktreePool:
             self.release(entry, None)       # held, at no commit: the next lease switches it
             raise
         return entry
+
+    def _new_place(self) -> tuple[Path, int]:
+        """The first wt-N with no directory whose lock no process holds, locked. A held lock
+        with no directory yet is another command's `git worktree add` under way (seconds on a big
+        tree): that N is its, and this command takes the next; a directory that appeared before
+        the lock was had is an entry another command made meanwhile, left to `_take_cached`."""
+        taken = {int(m.group(1)) for d in self.cache_dir.iterdir() if (m := ENTRY.match(d.name))}
+        for k in itertools.count():
+            path = self.cache_dir / f"wt-{k}"
+            if k in taken or (fd := self._lock(path)) is None:
+                continue
+            if not os.path.lexists(path):
+                return path, fd
+            os.close(fd)
 
     def _made(self, entry: _Entry) -> None:
         """A worktree `git worktree add` has just written: its shape, submodules and survey."""

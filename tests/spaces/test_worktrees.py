@@ -880,3 +880,34 @@ def test_a_run_that_checks_a_branch_out_in_its_worktree_did_not_break_it(repo):
             assert pool.damage(wt) is None
         with pool.lease(rng[2]) as again:
             assert git(again, "rev-parse", "HEAD") == rng[2] and git(again, "branch", "--show-current") == ""
+
+
+MAKING = """
+import sys, time
+sys.path.insert(0, {root!r})
+from pathlib import Path
+from bisectk.spaces.wtdisk import lock_entry
+Path({cache!r}).mkdir(parents=True, exist_ok=True)
+fd = lock_entry(Path({cache!r}) / "wt-0")       # as `_add` holds it while `git worktree add` checks out
+print("held" if fd is not None else "not held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_command_that_starts_while_another_makes_its_first_worktree_makes_its_own(repo):
+    """Two bisections started together on a repository: the first holds wt-0's lock while `git
+    worktree add` checks a big tree out (seconds), before wt-0's directory exists. The second is
+    not stopped with 'try again': it makes the next entry."""
+    rng = chain(repo)
+    cache = cache_dir_of(repo)
+    proc = subprocess.Popen([sys.executable, "-c", MAKING.format(root=str(ROOT), cache=str(cache))],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        with WorktreePool(repo, size=1) as pool:
+            with pool.lease(rng[3]) as wt:
+                assert wt.name != "wt-0" and (wt / "state.txt").read_text() == "3\n"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert cached(repo) == [wt.name]

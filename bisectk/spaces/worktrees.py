@@ -576,19 +576,19 @@ class WorktreePool:
         with self._cond:
             held, self._held, self._free = self._held, [], []
             emptied, self._emptied = self._emptied, []
+        # a lock file goes while it is held, never after (lock_entry: a lock had on an unlinked file is no lock)
         for path, fd in emptied:        # removed and not made again: nothing is left of them but the lock
-            os.close(fd)
             if not self.keep:
                 Path(f"{path}.lock").unlink(missing_ok=True)
+            os.close(fd)
         for entry in held:
             if entry.watch is not None:
                 entry.watch.close()
             if not self.keep:
                 self._discard(entry.path)
+                Path(f"{entry.path}.lock").unlink(missing_ok=True)
             os.close(entry.lock)
         if not self.keep:
-            for entry in held:
-                Path(f"{entry.path}.lock").unlink(missing_ok=True)
             remove_if_unused(self.cache_dir)
 
 

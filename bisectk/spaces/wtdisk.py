@@ -159,14 +159,25 @@ def drop_locks(path: Path) -> None:
 
 
 def lock_entry(path: Path) -> int | None:
-    """An fd holding the exclusive flock of wt-N.lock; None if another process holds it."""
-    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
+    """An fd holding the exclusive flock of wt-N.lock; None if another process holds it. The lock
+    is of the file at that name when it is had: a holder unlinks the file before it lets go
+    (`ledger gc`, a pool closed without keeping its worktrees), and a lock got on the unlinked
+    file is one the next command, which makes the name anew, never meets."""
+    while True:
+        fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return None
+        try:
+            there = os.stat(f"{path}.lock")
+        except FileNotFoundError:
+            there = None
+        held = os.fstat(fd)
+        if there is not None and (there.st_dev, there.st_ino) == (held.st_dev, held.st_ino):
+            return fd
+        os.close(fd)        # unlinked (or replaced) since it was opened: the name's file is the lock
 
 
 RACY_NS = 50_000_000     # a stamp this close to its directory's last change cannot vouch for it (coarse clocks)

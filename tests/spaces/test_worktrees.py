@@ -911,3 +911,33 @@ def test_a_command_that_starts_while_another_makes_its_first_worktree_makes_its_
         proc.kill()
         proc.wait()
     assert cached(repo) == [wt.name]
+
+
+def test_a_lock_file_removed_between_its_opening_and_its_lock_is_not_taken_as_held(repo, monkeypatch):
+    """`bisectk ledger gc` (or a command closing with keep=False) removes an entry and unlinks its
+    lock file while it holds it. A command that opened that file just before, and locks it just
+    after, would hold a lock nobody else can see: a third command creates wt-N.lock anew, locks
+    it too, and two commands switch one worktree under each other's runs."""
+    import fcntl
+
+    from bisectk.spaces import wtdisk
+    cache = cache_dir_of(repo)
+    cache.mkdir(parents=True, exist_ok=True)
+    entry = cache / "wt-0"
+    real = fcntl.flock
+    between = []
+
+    def gc_in_between(fd, op):
+        if not between:
+            between.append(fd)
+            os.unlink(f"{entry}.lock")      # what gc's sweep does to the file this command opened
+        return real(fd, op)
+
+    monkeypatch.setattr(wtdisk.fcntl, "flock", gc_in_between)
+    fd = wtdisk.lock_entry(entry)
+    try:
+        assert fd is not None and between
+        assert os.fstat(fd).st_ino == os.stat(f"{entry}.lock").st_ino     # the lock the next command meets
+        assert wtdisk.lock_entry(entry) is None
+    finally:
+        os.close(fd)

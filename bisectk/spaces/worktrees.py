@@ -56,7 +56,6 @@ as modified).
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import os
 import shutil
@@ -74,7 +73,7 @@ from bisectk.spaces.dirwatch import DirWatch
 from bisectk.spaces.commits import SpaceError, git_ok, open_repo, run_git
 from bisectk.spaces.wtcollect import discard
 from bisectk.spaces.wtdisk import (ENTRY, admin_of, coarse_mtimes, damage, drop_locks, end_under_way, head_of,
-                                   index_of, lock_entry, moved_since, survey, under_way)
+                                   index_of, lock_entry, moved_since, new_place, survey, under_way)
 from bisectk.spaces.wtshape import attributes_differ, checkout_shape, has_attributes, record_shape, shape_of, trust
 
 # A worktree's first checkout writes the whole tree (10,002 files: 7.3-10.7 s on the 2-core VM in
@@ -332,7 +331,7 @@ class WorktreePool:
         """Lock a cached worktree no process holds, preferring one at `sha`; None if none is free."""
         mine = {e.path for e in self._held}
         found: list[tuple[Path, str | None]] = []
-        for d in sorted(self.cache_dir.iterdir(), key=lambda p: p.name):
+        for d in sorted(self._listing(), key=lambda p: p.name):
             if ENTRY.match(d.name) and d.is_dir() and d not in mine:
                 found.append((d, head_of(d)))
         found.sort(key=lambda item: item[1] != sha)
@@ -358,7 +357,7 @@ class WorktreePool:
         if self._emptied:       # an entry removed to be made again, still locked
             path, fd = self._emptied.pop(0)
         else:
-            path, fd = self._new_place()
+            path, fd = new_place(self.cache_dir, self._listing())
         try:
             run_git(self.repo, *PARALLEL_CHECKOUT, "worktree", "add", "--detach", "--force", str(path), sha)
         except BaseException:
@@ -374,19 +373,17 @@ class WorktreePool:
             raise
         return entry
 
-    def _new_place(self) -> tuple[Path, int]:
-        """The first wt-N with no directory whose lock no process holds, locked. A held lock
-        with no directory yet is another command's `git worktree add` under way (seconds on a big
-        tree): that N is its, and this command takes the next; a directory that appeared before
-        the lock was had is an entry another command made meanwhile, left to `_take_cached`."""
-        taken = {int(m.group(1)) for d in self.cache_dir.iterdir() if (m := ENTRY.match(d.name))}
-        for k in itertools.count():
-            path = self.cache_dir / f"wt-{k}"
-            if k in taken or (fd := self._lock(path)) is None:
-                continue
-            if not os.path.lexists(path):
-                return path, fd
-            os.close(fd)
+    def _listing(self) -> list[Path]:
+        """The cache directory's entries. Until this pool holds a worktree nothing of it is in the
+        directory, and `ledger gc` (another terminal's, a CI job's beside this one) removes a cache
+        that holds only its owner record: it is claimed again, as the pool's opening claimed it."""
+        try:
+            return list(self.cache_dir.iterdir())
+        except FileNotFoundError:
+            if not claim(self.cache_dir, self._common):
+                raise SpaceError(f"{self.cache_dir} keeps the worktrees of {owner(self.cache_dir)}, "
+                                 f"not of {self._common}") from None
+            return list(self.cache_dir.iterdir())
 
     def _made(self, entry: _Entry) -> None:
         """A worktree `git worktree add` has just written: its shape, submodules and survey."""

@@ -941,3 +941,20 @@ def test_a_lock_file_removed_between_its_opening_and_its_lock_is_not_taken_as_he
         assert wtdisk.lock_entry(entry) is None
     finally:
         os.close(fd)
+
+
+def test_a_gc_between_a_pools_opening_and_its_first_lease_does_not_stop_the_command(repo):
+    """`bisectk ledger gc` in another terminal (or a CI job's clean-up beside this one) while a
+    command has opened its pool but holds no worktree yet (triage sets up its endpoints first):
+    the cache directory, holding only its owner record, is removed as unused. The first lease
+    makes it again, rather than end the command in a FileNotFoundError."""
+    rng = chain(repo)
+    with WorktreePool(repo, size=1) as pool:
+        gc = subprocess.run([sys.executable, "-m", "bisectk", "ledger", "gc", "--repo", str(repo)],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert gc.returncode == 0, gc.stderr
+        assert not pool.cache_dir.exists()      # the state this test is about: gc took the empty cache
+        with pool.lease(rng[3]) as wt:
+            assert (wt / "state.txt").read_text() == "3\n"
+        assert pool.cache_dir == cache_dir_of(repo)     # claimed again: the next command finds it
+    assert cached(repo) == [wt.name]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from bisectk.errors import LedgerError
 from bisectk.ledger.schema import _sources, stored_key
 from bisectk.outcome import Run
-from bisectk.procstat import process_start, stopped
+from bisectk.procstat import gone, process_start, stopped
 
 
 @dataclass
@@ -205,10 +205,12 @@ def _holder_words(host: str, pid: int, *, this_host: str) -> str:
 
 def _holder_alive(host: str, pid: int, pid_start: float | None, expires: float, *, this_host: str) -> bool:
     """Whether a claim's holder may still deliver: on this host, its process (the same one, not
-    a reused pid) is alive; on another, its time-to-live has not passed."""
+    a reused pid) is alive -- a zombie is not: killed, it lingers until its parent reaps it,
+    which a harness or a container's init may not do for hours; on another, its time-to-live has
+    not passed."""
     if host != this_host:
         return time.time() < expires
     start = process_start(pid)
-    if start is None:
+    if start is None or gone(pid):
         return False
     return pid_start is None or start == pid_start  # else the pid was reused

@@ -595,8 +595,8 @@ def _write_record(run_id: str, c: Contained) -> Path | None:
         if "start" not in _OWNER:
             _OWNER["start"] = process_start(os.getpid())
         path = d / f"{run_id}.json"
-        path.write_text(json.dumps({"run_id": run_id, "owner": os.getpid(), "owner_start": _OWNER["start"],
-                                    "supervisor": c.proc.pid, "subject": c.pid}))
+        path.write_text(json.dumps({"run_id": run_id, "host": socket.gethostname(), "owner": os.getpid(),
+                                    "owner_start": _OWNER["start"], "supervisor": c.proc.pid, "subject": c.pid}))
         return path
     except OSError:
         return None
@@ -622,6 +622,7 @@ def reap_stale(directory: Path | None = None, *, force: bool = False) -> int:
     except OSError:
         return 0
     stale = []
+    host = socket.gethostname()
     for path in records:
         try:
             rec = json.loads(path.read_text())
@@ -629,6 +630,8 @@ def reap_stale(directory: Path | None = None, *, force: bool = False) -> int:
             run_id = str(rec["run_id"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
+        if rec.get("host", host) != host:
+            continue  # another node's (a home shared by a cluster's nodes): its pid says nothing here
         start = process_start(owner)
         if start is not None and (owner_start is None or start == owner_start):
             continue  # its bisectk is alive (another session): its supervisor is in charge

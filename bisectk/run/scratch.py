@@ -9,12 +9,14 @@ Abstractions
 ------------
 remove_tree    -- rmtree that also removes what a run made unwritable or unreadable (`chmod 555
                   src`, `chmod 000 out`), which rmtree alone leaves to any user but root.
-register       -- record a directory with its owner (pid and the pid's start time) before it is
-                  created: one small JSON file in `$XDG_CACHE_HOME/bisectk/scratch/`.
+register       -- record a directory with its owner (host, pid and the pid's start time) before it
+                  is created: one small JSON file in `$XDG_CACHE_HOME/bisectk/scratch/`.
 Registration   -- the handle: `remove()` deletes the directory and its record (the normal end).
 temporary_dir  -- a registered `tempfile.mkdtemp`, removed on exit.
 remove_stale   -- called when a command starts: the directories of records whose owner is gone
-                  (or whose pid now names another process) are deleted, and their records. Only a
+                  (or whose pid now names another process) are deleted, and their records; a
+                  record of another host (a home shared by a cluster's nodes) is that host's to
+                  judge, as a pid says nothing here. Only a
                   directory whose name has one of bisectk's own prefixes is ever deleted, so a
                   damaged or forged record cannot point it at the user's files.
 ledger_scratch -- whether a file lies in one of bisectk's own scratch places (a pool's worktree,
@@ -27,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import stat
 import tempfile
 import uuid
@@ -91,7 +94,7 @@ def register(path: str | os.PathLike) -> Registration:
         d = registry_dir()
         d.mkdir(parents=True, exist_ok=True)
         record = d / f"{uuid.uuid4().hex}.json"
-        record.write_text(json.dumps({"path": str(path), "owner": os.getpid(),
+        record.write_text(json.dumps({"path": str(path), "host": socket.gethostname(), "owner": os.getpid(),
                                       "owner_start": process_start(os.getpid())}))
     except OSError:
         record = None
@@ -117,12 +120,15 @@ def remove_stale(directory: Path | None = None) -> list[Path]:
     except OSError:
         return []
     removed = []
+    host = socket.gethostname()
     for record in records:
         try:
             rec = json.loads(record.read_text())
             path, owner, owner_start = Path(rec["path"]), int(rec["owner"]), rec.get("owner_start")
         except (OSError, ValueError, KeyError, TypeError):
             continue
+        if rec.get("host", host) != host:
+            continue   # another node's (a shared home): its pid names nothing, or another process, here
         start = process_start(owner)
         if start is not None and (owner_start is None or start == owner_start):
             continue   # its owner is alive: another session's

@@ -73,7 +73,7 @@ from bisectk.spaces.dirwatch import DirWatch
 from bisectk.spaces.commits import SpaceError, git_ok, open_repo, run_git
 from bisectk.spaces.wtcollect import discard
 from bisectk.spaces.wtdisk import (ENTRY, admin_of, coarse_mtimes, damage, drop_locks, end_under_way, head_of,
-                                   index_of, lock_entry, moved_since, survey, under_way)
+                                   index_of, lock_entry, moved_since, new_place, survey, under_way)
 from bisectk.spaces.wtshape import attributes_differ, checkout_shape, has_attributes, record_shape, shape_of, trust
 
 # A worktree's first checkout writes the whole tree (10,002 files: 7.3-10.7 s on the 2-core VM in
@@ -331,7 +331,7 @@ class WorktreePool:
         """Lock a cached worktree no process holds, preferring one at `sha`; None if none is free."""
         mine = {e.path for e in self._held}
         found: list[tuple[Path, str | None]] = []
-        for d in sorted(self.cache_dir.iterdir(), key=lambda p: p.name):
+        for d in sorted(self._listing(), key=lambda p: p.name):
             if ENTRY.match(d.name) and d.is_dir() and d not in mine:
                 found.append((d, head_of(d)))
         found.sort(key=lambda item: item[1] != sha)
@@ -357,12 +357,7 @@ class WorktreePool:
         if self._emptied:       # an entry removed to be made again, still locked
             path, fd = self._emptied.pop(0)
         else:
-            taken = {int(m.group(1)) for d in self.cache_dir.iterdir() if (m := ENTRY.match(d.name))}
-            k = next(k for k in range(len(taken) + 1) if k not in taken)
-            path = self.cache_dir / f"wt-{k}"
-            fd = self._lock(path)
-            if fd is None:          # another process is making the same one
-                raise SpaceError(f"worktree {path} is being created by another bisectk; try again")
+            path, fd = new_place(self.cache_dir, self._listing())
         try:
             run_git(self.repo, *PARALLEL_CHECKOUT, "worktree", "add", "--detach", "--force", str(path), sha)
         except BaseException:
@@ -377,6 +372,18 @@ class WorktreePool:
             self.release(entry, None)       # held, at no commit: the next lease switches it
             raise
         return entry
+
+    def _listing(self) -> list[Path]:
+        """The cache directory's entries. Until this pool holds a worktree nothing of it is in the
+        directory, and `ledger gc` (another terminal's, a CI job's beside this one) removes a cache
+        that holds only its owner record: it is claimed again, as the pool's opening claimed it."""
+        try:
+            return list(self.cache_dir.iterdir())
+        except FileNotFoundError:
+            if not claim(self.cache_dir, self._common):
+                raise SpaceError(f"{self.cache_dir} keeps the worktrees of {owner(self.cache_dir)}, "
+                                 f"not of {self._common}") from None
+            return list(self.cache_dir.iterdir())
 
     def _made(self, entry: _Entry) -> None:
         """A worktree `git worktree add` has just written: its shape, submodules and survey."""
@@ -566,19 +573,19 @@ class WorktreePool:
         with self._cond:
             held, self._held, self._free = self._held, [], []
             emptied, self._emptied = self._emptied, []
+        # a lock file goes while it is held, never after (lock_entry: a lock had on an unlinked file is no lock)
         for path, fd in emptied:        # removed and not made again: nothing is left of them but the lock
-            os.close(fd)
             if not self.keep:
                 Path(f"{path}.lock").unlink(missing_ok=True)
+            os.close(fd)
         for entry in held:
             if entry.watch is not None:
                 entry.watch.close()
             if not self.keep:
                 self._discard(entry.path)
+                Path(f"{entry.path}.lock").unlink(missing_ok=True)
             os.close(entry.lock)
         if not self.keep:
-            for entry in held:
-                Path(f"{entry.path}.lock").unlink(missing_ok=True)
             remove_if_unused(self.cache_dir)
 
 

@@ -5,6 +5,7 @@ Abstractions
 ------------
 ENTRY / lock_entry -- the name of a cache's entries (wt-0, wt-1, ...) and the exclusive flock of
                       wt-N.lock that holds one (None when another process holds it).
+new_place        -- the first wt-N free to be made, locked.
 admin_of / head_of / index_of -- a worktree's admin directory as its .git file names it, the
                       commit its HEAD names, its index file's stat.
 damage           -- what a run broke of a worktree's link to its git directory, in words.
@@ -17,6 +18,7 @@ coarse_mtimes / survey / moved_since -- the directory stamps a switch is cleaned
 from __future__ import annotations
 
 import fcntl
+import itertools
 import os
 import re
 import shutil
@@ -159,14 +161,40 @@ def drop_locks(path: Path) -> None:
 
 
 def lock_entry(path: Path) -> int | None:
-    """An fd holding the exclusive flock of wt-N.lock; None if another process holds it."""
-    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    """An fd holding the exclusive flock of wt-N.lock; None if another process holds it. The lock
+    is of the file at that name when it is had: a holder unlinks the file before it lets go
+    (`ledger gc`, a pool closed without keeping its worktrees), and a lock got on the unlinked
+    file is one the next command, which makes the name anew, never meets."""
+    while True:
+        fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return None
+        try:
+            there = os.stat(f"{path}.lock")
+        except FileNotFoundError:
+            there = None
+        held = os.fstat(fd)
+        if there is not None and (there.st_dev, there.st_ino) == (held.st_dev, held.st_ino):
+            return fd
+        os.close(fd)        # unlinked (or replaced) since it was opened: the name's file is the lock
+
+
+def new_place(cache: Path, listing: list[Path]) -> tuple[Path, int]:
+    """The first wt-N with no directory whose lock no process holds, locked (`listing`: the
+    cache's entries). A held lock with no directory yet is another command's `git worktree add`
+    under way (seconds on a big tree): that N is its, and the next is taken; a directory that
+    appeared before the lock was had is an entry another command made meanwhile, left alone."""
+    taken = {int(m.group(1)) for d in listing if (m := ENTRY.match(d.name))}
+    for k in itertools.count():
+        path = cache / f"wt-{k}"
+        if k in taken or (fd := lock_entry(path)) is None:
+            continue
+        if not os.path.lexists(path):
+            return path, fd
         os.close(fd)
-        return None
-    return fd
 
 
 RACY_NS = 50_000_000     # a stamp this close to its directory's last change cannot vouch for it (coarse clocks)

@@ -279,6 +279,24 @@ def test_last_resort_leaves_live_sessions_alone(tmp_path, cache_dir):
         p.wait()
 
 
+def test_last_resort_leaves_the_records_of_another_host_alone(tmp_path, cache_dir, monkeypatch):
+    """Cluster nodes sharing a home share ~/.cache/bisectk/live: a bisectk starting on one node
+    took a live one's records on another for a dead one's (its pid names no process here),
+    and deleted them, so that node's own next start could no longer reap what a SIGKILL left."""
+    import socket
+    from types import SimpleNamespace
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    other = socket.gethostname() + "-node-a"
+    with monkeypatch.context() as there:        # written by the bisectk of another node
+        there.setattr(process.socket, "gethostname", lambda: other)
+        there.setattr(process.os, "getpid", lambda: dead.pid)     # a pid that names nothing here
+        record = process._write_record("abc", SimpleNamespace(proc=SimpleNamespace(pid=1), pid=1))
+    assert record is not None and json.loads(record.read_text())["owner"] == dead.pid
+    assert process.reap_stale(record.parent, force=True) == 0
+    assert record.exists()
+
+
 WARM_DRIVER = """
 import sys, time
 from bisectk.run.executor import run_command

@@ -164,6 +164,41 @@ def test_a_dead_processs_claim_is_taken_over(tmp_path):
     assert c.held and c.run is None and time.monotonic() - t < 30
 
 
+CLAIMER = """
+import sys, time
+sys.path.insert(0, {root!r})
+from bisectk.ledger import Ledger
+claim = Ledger({path!r}).claim("fp", '{{"a":1}}', 0)
+print("held" if claim.held else "not held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_claim_of_a_killed_command_its_parent_has_not_reaped_yet_is_taken_over(tmp_path):
+    """A command SIGKILLed (a CI job's timeout, `kill -9`) under a parent that does not wait for it
+    at once (a harness, an agent, a container's init) lingers as a zombie: its /proc entry, start
+    time and all, stays until it is reaped. It runs nothing and will record nothing: the command
+    sharing the ledger takes its claim over, rather than wait on it for as long as the parent waits."""
+    import signal
+    from bisectk.procstat import gone
+    root = str(Path(__file__).resolve().parents[2])
+    holder = subprocess.Popen([sys.executable, "-c", CLAIMER.format(root=root, path=str(tmp_path / "l.db"))],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        holder.send_signal(signal.SIGKILL)             # and not reaped: a zombie
+        assert wait_until(lambda: gone(holder.pid), timeout=30)
+        db = Ledger(tmp_path / "l.db")
+        got: list = []
+        t = threading.Thread(target=lambda: got.append(db.claim(FP, KEY, 0, max_poll_s=0.2)), daemon=True)
+        t.start()
+        assert wait_until(lambda: got, timeout=60), "waited on a dead command's claim"
+        assert got[0].held and got[0].run is None
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_a_claim_from_another_host_expires(tmp_path):
     db = Ledger(tmp_path / "l.db")
     db.db.execute("INSERT INTO claims VALUES (?,?,?,?,?,?,?,?,?)",

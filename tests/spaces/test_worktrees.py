@@ -880,3 +880,81 @@ def test_a_run_that_checks_a_branch_out_in_its_worktree_did_not_break_it(repo):
             assert pool.damage(wt) is None
         with pool.lease(rng[2]) as again:
             assert git(again, "rev-parse", "HEAD") == rng[2] and git(again, "branch", "--show-current") == ""
+
+
+MAKING = """
+import sys, time
+sys.path.insert(0, {root!r})
+from pathlib import Path
+from bisectk.spaces.wtdisk import lock_entry
+Path({cache!r}).mkdir(parents=True, exist_ok=True)
+fd = lock_entry(Path({cache!r}) / "wt-0")       # as `_add` holds it while `git worktree add` checks out
+print("held" if fd is not None else "not held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_command_that_starts_while_another_makes_its_first_worktree_makes_its_own(repo):
+    """Two bisections started together on a repository: the first holds wt-0's lock while `git
+    worktree add` checks a big tree out (seconds), before wt-0's directory exists. The second is
+    not stopped with 'try again': it makes the next entry."""
+    rng = chain(repo)
+    cache = cache_dir_of(repo)
+    proc = subprocess.Popen([sys.executable, "-c", MAKING.format(root=str(ROOT), cache=str(cache))],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        with WorktreePool(repo, size=1) as pool:
+            with pool.lease(rng[3]) as wt:
+                assert wt.name != "wt-0" and (wt / "state.txt").read_text() == "3\n"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert cached(repo) == [wt.name]
+
+
+def test_a_lock_file_removed_between_its_opening_and_its_lock_is_not_taken_as_held(repo, monkeypatch):
+    """`bisectk ledger gc` (or a command closing with keep=False) removes an entry and unlinks its
+    lock file while it holds it. A command that opened that file just before, and locks it just
+    after, would hold a lock nobody else can see: a third command creates wt-N.lock anew, locks
+    it too, and two commands switch one worktree under each other's runs."""
+    import fcntl
+
+    from bisectk.spaces import wtdisk
+    cache = cache_dir_of(repo)
+    cache.mkdir(parents=True, exist_ok=True)
+    entry = cache / "wt-0"
+    real = fcntl.flock
+    between = []
+
+    def gc_in_between(fd, op):
+        if not between:
+            between.append(fd)
+            os.unlink(f"{entry}.lock")      # what gc's sweep does to the file this command opened
+        return real(fd, op)
+
+    monkeypatch.setattr(wtdisk.fcntl, "flock", gc_in_between)
+    fd = wtdisk.lock_entry(entry)
+    try:
+        assert fd is not None and between
+        assert os.fstat(fd).st_ino == os.stat(f"{entry}.lock").st_ino     # the lock the next command meets
+        assert wtdisk.lock_entry(entry) is None
+    finally:
+        os.close(fd)
+
+
+def test_a_gc_between_a_pools_opening_and_its_first_lease_does_not_stop_the_command(repo):
+    """`bisectk ledger gc` in another terminal (or a CI job's clean-up beside this one) while a
+    command has opened its pool but holds no worktree yet (triage sets up its endpoints first):
+    the cache directory, holding only its owner record, is removed as unused. The first lease
+    makes it again, rather than end the command in a FileNotFoundError."""
+    rng = chain(repo)
+    with WorktreePool(repo, size=1) as pool:
+        gc = subprocess.run([sys.executable, "-m", "bisectk", "ledger", "gc", "--repo", str(repo)],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert gc.returncode == 0, gc.stderr
+        assert not pool.cache_dir.exists()      # the state this test is about: gc took the empty cache
+        with pool.lease(rng[3]) as wt:
+            assert (wt / "state.txt").read_text() == "3\n"
+        assert pool.cache_dir == cache_dir_of(repo)     # claimed again: the next command finds it
+    assert cached(repo) == [wt.name]

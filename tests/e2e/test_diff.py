@@ -1060,7 +1060,8 @@ def test_a_culprit_patch_of_a_file_that_is_not_utf8_is_given_as_its_bytes(tmp_pa
     """Review j: a latin-1 source (`# caf\\xfc`, the byte 0xFC): the culprit patch was printed, and
     written in the Markdown log and --json, with the byte as the text `\\xfc`, so none of them
     applied. The terminal says so and how to get the bytes; --report FILE writes them to
-    FILE-culprit.patch beside the log, which applies; --json holds them in base64."""
+    FILE-culprit.patch beside the log, which applies; --json holds them in base64. --html alone
+    showed `\\xfc` and kept no bytes: it writes them beside the page as --report does."""
     import base64
     import shutil
     import subprocess
@@ -1084,6 +1085,12 @@ def test_a_culprit_patch_of_a_file_that_is_not_utf8_is_given_as_its_bytes(tmp_pa
         proc = subprocess.run(["git", "apply", "-"], input=bytes_, cwd=copy, capture_output=True)
         assert proc.returncode == 0, (proc.stderr, bytes_)
         assert (copy / "k.py").read_bytes() == (bad / "k.py").read_bytes()
+    html = tmp_path / "h" / "page.html"       # --html alone: the page showed \xfc, said nothing, kept no bytes
+    p = bisectk("diff", good, bad, "--run", "grep -q 'x = 1' k.py", "--html", html, "--ledger", tmp_path / "l.db",
+                cwd=tmp_path, timeout=120)
+    assert p.returncode == 0 and "page-culprit.patch" in p.stdout, (p.stdout[-2000:], p.stderr[-2000:])
+    assert (tmp_path / "h" / "page-culprit.patch").read_bytes() == patch
+    assert "page-culprit.patch" in html.read_text(encoding="utf-8")
     (bad / "k.py").write_bytes(b"x = 2\n# cafe\n")        # UTF-8 both sides: nothing more is said or written
     (good / "k.py").write_bytes(b"x = 1\n# cafe\n")
     p = bisectk("diff", good, bad, "--run", "grep -q 'x = 1' k.py", "--report", tmp_path / "s.md",

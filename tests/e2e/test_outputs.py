@@ -163,15 +163,23 @@ def test_a_large_output_cut_by_its_reader_ends_as_sigpipe_would_under_pythonunbu
     (["--report", "r.md", "--html", "r-figures"], "--html r-figures: is where --report r.md writes its pictures"),
     (["--report", "r.md", "--json-out", "r-figures/run-matrix.svg"], "--json-out r-figures/run-matrix.svg: is where"),
     (["--report", "f.md"], "--report f.md: its pictures go in f-figures/, which is a file"),
+    (["--report", "r.md", "--json-out", "r-culprit.patch"], "--json-out r-culprit.patch: is where --report r.md"),
+    (["--html", "h.html", "--json-out", "h-culprit.patch"], "--json-out h-culprit.patch: is where --html h.html"),
+    (["--report", "d.md"], "--report d.md: a culprit patch that is not UTF-8 goes in d-culprit.patch, which is a "
+                           "directory"),
 ])
 def test_an_output_where_the_reports_pictures_go_is_refused_before_any_run(tmp_path, args, says):
     """--report r.md writes its pictures in r-figures/, made after the search: `--html r-figures`
     was lost to "Is a directory" after the runs (exit 2), a --json-out in it was overwritten by a
-    picture, and a file named f-figures lost the debug log itself."""
+    picture, and a file named f-figures lost the debug log itself. So with the culprit patch a
+    report writes beside it (FILE-culprit.patch, a diff's patch that is not UTF-8): a --json-out of
+    that name was overwritten by the patch, and a directory there lost the report after the search."""
     spec = _spec(tmp_path)
     (tmp_path / "f-figures").write_text("mine")
+    (tmp_path / "d-culprit.patch").mkdir()
     before = _digests(tmp_path)
     p = bisectk("ablate", spec, *args, cwd=tmp_path, check=2)
     assert p.stderr.count("\n") == 1 and p.stderr.startswith(f"bisectk: {says}"), p.stderr
     assert "PASS" not in p.stdout + p.stderr and _digests(tmp_path) == before
-    assert sorted(q.name for q in tmp_path.iterdir()) == ["f-figures", "pyproject.toml", "s.sh", "s.toml"]
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["d-culprit.patch", "f-figures", "pyproject.toml", "s.sh",
+                                                          "s.toml"]

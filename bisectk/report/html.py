@@ -16,6 +16,7 @@ to_html        -- the page: title and status, symptom, environment, summary, pic
                   plain text is html_text'd, and the page is passed whole through visible_text
                   (report/safe.py), so no control character reaches it from anywhere.
 write_html     -- to_html into a file; a culprit patch that is not UTF-8 beside it, as write_markdown.
+write_unrecorded -- a log with no record (an interrupt before any result) as Markdown or HTML.
 write_markdown -- the Markdown debug log, its pictures written as SVG files in `<stem>-figures/`
                   beside it and linked by relative path, so it renders on a code host (none
                   beside a log that goes to a pipe or a device: outputs.pictures_folder); a
@@ -199,6 +200,15 @@ def write_html(path: Path, rec: Record, log: DebugLog | None = None) -> str:
     Path(path).write_text(to_html(rec, log, pictures, note), encoding="utf-8")
     return (f"HTML report written to {path} ({len(pictures)} picture(s))" + (f"; {note}" if note else "")
             + (f"; the culprit patch as it is (bytes that are not UTF-8) in {where}" if where else ""))
+
+
+def write_unrecorded(path: Path, log: DebugLog, command: str, session: int | None, *, page: bool) -> None:
+    """A report with no record behind it (render.interrupted_log: an interrupt before any
+    result), as the Markdown log or (`page`) the HTML page: no pictures, no culprit patch."""
+    from types import SimpleNamespace
+    text = (to_html(SimpleNamespace(command=command, session=session), log, [], None) if page   # the footer's words
+            else log.to_markdown())
+    Path(path).write_text(text, encoding="utf-8")
 
 
 def write_markdown(path: Path, rec: Record, log: DebugLog | None = None) -> str:

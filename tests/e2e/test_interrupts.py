@@ -436,3 +436,22 @@ def test_a_ci_timeout_as_the_command_sets_up_its_runs_still_writes_its_documents
     assert p.returncode == 130, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
     assert json.loads(doc.read_text())["interrupted"] is True, p.stderr[-800:]
     assert command != "triage" or (junit.is_file() and "interrupted" in junit.read_text()), p.stderr[-800:]
+
+
+@pytest.mark.parametrize("at", ["bisectk.engine.oracle:Trials.observe",     # the first run
+                                "bisectk.engine.session:Session.__init__"])  # before the session opens
+def test_an_interrupt_before_any_result_writes_every_report_asked_for_saying_so(spec, tmp_path, at):
+    """A CI job's timeout before any result: --json-out got a document saying `interrupted`, but
+    --report and --html were not written at all (a CI job that publishes the HTML found none);
+    and before the session opened no document was written, --json-out's neither."""
+    doc, md, page = tmp_path / "a.json", tmp_path / "r.md", tmp_path / "p.html"
+    p = ablate_interrupted(spec, tmp_path, at, 1, "--json-out", str(doc), "--report", str(md), "--html", str(page))
+    assert p.returncode == 130 and "Traceback" not in p.stderr, (p.returncode, p.stderr[-1500:])
+    said = [line for line in p.stderr.splitlines() if line.strip()]
+    assert said[-1].startswith("bisectk: interrupted"), p.stderr
+    data = json.loads(doc.read_text(encoding="utf-8"))
+    assert data["interrupted"] is True and data["exit_code"] == 130 and data["complete"] is False, data
+    for path in (md, page):
+        text = path.read_text(encoding="utf-8")
+        assert "ablate" in text and "interrupted" in text and data["error"] in text, text
+    assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")

@@ -66,6 +66,15 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
+def _real(path: Path) -> Path:
+    """`path` absolute, through every link on the way to it (one that loops is left as it is:
+    check_outputs refuses it)."""
+    try:
+        return Path(os.path.realpath(os.path.abspath(path)))
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(path))
+
+
 def _loops(path: Path) -> bool:
     """Whether `path`, or a link on the way to it, is a symbolic link loop (the write would fail with
     ELOOP, and Path.resolve raises RuntimeError on it before Python 3.13)."""
@@ -98,9 +107,10 @@ def check_outputs(outputs: dict[str, Path | None], *, inputs: Iterable[tuple[Pat
                                f"or /dev/stdout" + (" (--json prints the JSON document there)" if option == "--json-out" else ""))
         path = Path(path)
         absolute = Path(os.path.abspath(path))
-        if absolute in seen:
-            raise BisectkError(f"{option} {path}: {seen[absolute]} names the same file; give each its own")
-        seen[absolute] = option
+        key = _real(absolute)       # one file by two spellings: a link to it, or to its directory
+        if key in seen:
+            raise BisectkError(f"{option} {path}: {seen[key]} names the same file; give each its own")
+        seen[key] = option
         if path.is_dir():
             raise BisectkError(f"{option} {path}: is a directory; name a file in it")
         if stdout_taken and _is_stdout(path):
@@ -172,9 +182,9 @@ def _check_figures(outputs: dict[str, Path | None]) -> None:
         if os.path.lexists(folder) and not folder.is_dir():
             raise BisectkError(f"--report {report}: its pictures go in {folder}/, which is a file; name another report "
                                f"or move that file")
-        inside = Path(os.path.abspath(folder))
+        inside = _real(folder)
         for option, path in outputs.items():
-            if path is not None and option != "--report" and Path(os.path.abspath(path)).is_relative_to(inside):
+            if path is not None and option != "--report" and _real(path).is_relative_to(inside):
                 raise BisectkError(f"{option} {path}: is where --report {report} writes its pictures ({folder}/); "
                                    f"name another file")
     for owner in ("--report", "--html"):

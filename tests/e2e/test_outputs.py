@@ -100,6 +100,24 @@ def test_check_outputs_trees_and_two_options_on_one_file(tmp_path):
 
 
 
+def test_two_options_on_one_file_through_a_link_are_refused(tmp_path):
+    """`--report out/r.md --html latest/r.md` where latest links to out (a CI's `latest` folder),
+    or a --json-out that is a link to the --report: one file, written twice, the last writer's
+    text left (the debug log lost to the JSON); each spelling passed the check."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "latest").symlink_to(tmp_path / "out")
+    (tmp_path / "r.json").symlink_to(tmp_path / "out" / "r.md")
+    with pytest.raises(BisectkError, match="--html .*latest/r.md: --report names the same file"):
+        check_outputs({"--report": tmp_path / "out" / "r.md", "--html": tmp_path / "latest" / "r.md"})
+    with pytest.raises(BisectkError, match="--json-out .*r.json: --report names the same file"):
+        check_outputs({"--report": tmp_path / "out" / "r.md", "--json-out": tmp_path / "r.json"})
+    with pytest.raises(BisectkError, match="--json-out .*latest/r-culprit.patch: is where --report"):
+        check_outputs({"--report": tmp_path / "out" / "r.md", "--json-out": tmp_path / "latest" / "r-culprit.patch"})
+    with pytest.raises(BisectkError, match="--html .*latest/r-figures/x.html: is where --report"):
+        check_outputs({"--report": tmp_path / "out" / "r.md", "--html": tmp_path / "latest" / "r-figures" / "x.html"})
+    check_outputs({"--report": tmp_path / "out" / "r.md", "--html": tmp_path / "latest" / "r.html"})
+
+
 def test_an_output_through_a_link_loop_or_a_dangling_link_is_checked_where_the_link_leads(tmp_path):
     """A link loop as --json-out was an internal error (RuntimeError from Path.resolve, exit 3);
     a link into a directory that does not exist yet passed the check and the write failed after the

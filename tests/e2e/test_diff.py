@@ -299,6 +299,22 @@ def test_a_command_that_names_a_file_inside_bad_is_warned_about(tmp_path):
     assert "warning" not in p.stderr
 
 
+def test_a_word_that_is_only_a_trees_name_is_warned_about_as_maybe_no_path(tmp_path):
+    """`--run "grep -q good k.py"` with trees named good and bad: the pattern `good` was warned
+    about as naming GOOD ("name it relative to the tree ('.')") though it is no path and the
+    answer was right. A bare word that is a tree's name is said as what it may be, either way."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side in (good, bad):
+        side.mkdir()
+        (side / "k.py").write_text(f"x = {side.name}\n")
+    p = bisectk("diff", good, bad, "--run", "grep -q good k.py", "--json", "--ledger", tmp_path / "l.db", cwd=tmp_path,
+                timeout=120)
+    assert p.returncode == 0 and [h["id"] for h in json.loads(p.stdout)["culprit_hunks"]] == ["k.py:1"], p.stderr
+    warning = [line for line in p.stderr.splitlines() if line.startswith("bisectk: warning:")]
+    assert len(warning) == 1 and "'good' is also GOOD's name" in warning[0] and "if it is no path" in warning[0], \
+        p.stderr[-2000:]
+
+
 def test_a_file_name_that_is_not_utf8_comes_out_of_json_readable_by_a_strict_reader(tmp_path):
     """A latin-1 file name (`lat\\xe9.py`, bytes no UTF-8 decoder takes) was written into --json and
     --json-out as a lone surrogate escape (`\\udce9`), which is not Unicode: jq shows U+FFFD and a

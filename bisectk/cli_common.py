@@ -560,8 +560,11 @@ def interrupted_early(command: str | None) -> None:
         from bisectk.report.junit import write_junit
         from bisectk.report.triage import interrupted_cases
         more = [("--junit", junit, lambda why: write_junit(junit, f"bisectk {command}", interrupted_cases(name, why)))]
+    verdict = ""
+    if command == "triage":     # as its own handler says it (cli_triage)
+        from bisectk.engine.triage import INCONCLUSIVE as verdict
     try:
-        write_interrupted(command, EARLY, more=more, **checked)
+        write_interrupted(command, EARLY, more=more, verdict=verdict, **checked)
     except Exception:   # the exit must still come: an early interrupt is no internal error
         pass
 

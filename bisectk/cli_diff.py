@@ -130,7 +130,8 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
                 rec = run_diff(session.runner(cwd=space.workdir), space, pol, strategy=strategy, refine=lines,
                                environment=capture_after_first_run(session))
             except KeyboardInterrupt:
-                interrupted("diff", BEFORE_ENDPOINTS, json_out=json_out, session=session, as_json=as_json, report=report, html=html)
+                interrupted("diff", BEFORE_ENDPOINTS, json_out=json_out, session=session, as_json=as_json,
+                            report=report, html=html)
             finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
 
 

@@ -111,7 +111,8 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
             except KeyboardInterrupt:   # as bisect: click would make it a silent Abort (exit 130, nothing said)
                 name = str(spec or run_cmd or pytest_id)
                 interrupted("triage", "interrupted while verifying the endpoints; runs so far are in the ledger",
-                            json_out=json_out, session=session, as_json=as_json, report=report, html=html, verdict=INCONCLUSIVE,
+                            json_out=json_out, session=session, as_json=as_json, report=report, html=html,
+                            verdict=INCONCLUSIVE,
                             more=[("--junit", junit, lambda why: write_junit(junit, "bisectk triage",
                                                                              interrupted_cases(name, why)))]
                             if junit else [])

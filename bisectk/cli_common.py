@@ -405,13 +405,25 @@ def check_outputs(report: Optional[Path] = None, json_out: Optional[Path] = None
     if spec is not None:
         if spec.path.is_file():
             inputs.append((spec.path, "the spec"))
-        argv = [*spec.command, *(spec.build or [])]
+        argv = [*_script_words(spec.command), *_script_words(spec.build or [])]
         inputs += [(p, "a file the subject's command names") for p in argv_files(argv, spec.cwd, Path.cwd())]
     try:
         check(outputs, inputs=inputs, trees=trees, stdout_taken="--json" if as_json else "")
     except BaseException:
         _checked.clear()
         raise
+
+
+def _script_words(argv: list[str]) -> list[str]:
+    """`argv`'s words and those of the script it runs (`bash -c 'sh s.sh 1'`: s.sh), where a
+    report written over what the script names destroyed the user's file just as well."""
+    import shlex
+    from bisectk.spaces.shellwords import shell_script_index
+    script = shell_script_index(argv)
+    try:
+        return [*argv, *(shlex.split(argv[script]) if script is not None else ())]
+    except ValueError:      # an unbalanced quote: the script as one word
+        return list(argv)
 
 
 def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = None, as_json: bool = False,

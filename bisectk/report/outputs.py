@@ -37,11 +37,13 @@ def ledger_files(ledger: Path) -> list[Path]:
 
 
 def argv_files(argv: Iterable[str], *dirs: Path) -> list[Path]:
-    """The existing files any word of a command names, absolute or relative to one of `dirs`: data
-    files too (unlike contents.named_files, which keys a verdict by the program, its scripts and
+    """The existing files any word of a command (or an --opt=FILE's value) names, absolute or
+    relative to one of `dirs`: data files too (unlike contents.named_files, which keys a verdict by the program, its scripts and
     the sources they name, and leaves out what a run may rewrite)."""
     found = []
     for word in argv:
+        if word.startswith("-") and "=" in word:    # --data=FILE: its value
+            word = word.split("=", 1)[1]
         if not word or len(word) > 4096 or "\0" in word:
             continue
         for base in (dirs if not os.path.isabs(word) else (Path("/"),)):

@@ -47,6 +47,23 @@ def test_an_output_that_names_an_input_or_cannot_be_written_is_refused_before_an
     assert "PASS" not in p.stdout + p.stderr and _digests(tmp_path) == before
 
 
+@pytest.mark.parametrize("command,target", [
+    ('["bash", "-c", "sh s.sh {a} {b}"]', "s.sh"),              # a shell script's word
+    ('["sh", "s.sh", "--data=d.txt", "{a}", "{b}"]', "d.txt"),   # an --opt=PATH's value
+])
+def test_an_output_named_inside_the_subjects_command_is_refused(tmp_path, command, target):
+    """The subject's script named inside `bash -c '...'` (or a data file as --data=FILE): the
+    check looked at whole words only, so `--json-out s.sh` passed and the JSON document was
+    written over the user's script after the runs."""
+    spec = _spec(tmp_path)
+    (tmp_path / "d.txt").write_text("data\n")
+    spec.write_text(spec.read_text().replace('["sh", "s.sh", "{a}", "{b}"]', command))
+    before = _digests(tmp_path)
+    p = bisectk("ablate", spec, "--json-out", target, cwd=tmp_path, check=2)
+    assert p.stderr.startswith(f"bisectk: --json-out {target}: is a file the subject's command names"), p.stderr
+    assert p.stderr.count("\n") == 1 and "PASS" not in p.stdout + p.stderr and _digests(tmp_path) == before
+
+
 @pytest.mark.parametrize("target,says,where", [
     ("s.toml", "is the spec", "."), ("s.sh", "is a file the subject's command names", "."),
     ("../s.toml", "is the spec", "sub"),        # elsewhere: the spec is found from the ledger's home

@@ -18,8 +18,8 @@ import typer
 
 from bisectk import __version__, cli_ablate, cli_bisect, cli_diff, cli_replay, cli_run, cli_tools, cli_triage
 from bisectk import exitcodes as X
-from bisectk.cli_common import (_is, out, plain_help, said_warnings, say_error, say_unwritten, unwritten_says,
-                                usage_error)
+from bisectk.cli_common import (_is, interrupted_early, out, plain_help, said_warnings, say_error, say_unwritten,
+                                unwritten_says, usage_error)
 from bisectk.errors import BisectkError
 
 # -h as well as --help, on every command (click passes it down to the subcommands' contexts); help
@@ -65,18 +65,20 @@ def command(only: str | None = None):
         source.registered_commands, source.registered_groups = [info], []
     cmd = typer.main.get_command(source)
     plain_help(cmd)
-    cmd.invoke = _saying_interrupts(_leaving_quietly_on_a_closed_pipe(cmd.invoke))
+    cmd.invoke = _saying_interrupts(_leaving_quietly_on_a_closed_pipe(cmd.invoke), only)
     return cmd
 
 
-def _saying_interrupts(invoke):
+def _saying_interrupts(invoke, name: str | None):
     """A Ctrl-C that no command caught (one during the endpoints' setup, or the command's own lazy
     imports) is said, as `entry` says one before the command starts: typer turns a
-    KeyboardInterrupt out of the command into exit 130 without a word."""
+    KeyboardInterrupt out of the command into exit 130 without a word. The documents the command
+    was asked for are written, saying so, where it had accepted their paths."""
     def saying(ctx):
         try:
             return invoke(ctx)
         except KeyboardInterrupt:
+            interrupted_early(name)     # the documents asked for, saying so (cli_common)
             say_error("interrupted")
             raise typer.Exit(X.INTERRUPTED) from None
     return saying
@@ -191,15 +193,18 @@ def _entry() -> None:
         say_error(str(exc))
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
+        interrupted_early(first)
         say_error("interrupted")
         sys.exit(X.INTERRUPTED)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:         # click's word for a Ctrl-C it caught
+        interrupted_early(first)
         say_error("interrupted")
         sys.exit(X.INTERRUPTED)
     except Exception as exc:
         if _is(exc, "Abort") or _interrupted(exc):
+            interrupted_early(first)
             say_error("interrupted")
             sys.exit(X.INTERRUPTED)
         if _is(exc, "NoArgsIsHelpError"):

@@ -83,7 +83,8 @@ def ablate(spec: Optional[Path] = typer.Argument(None, help="Variant spec (defau
                                    sanitize=sanitize, environment=capture_after_first_run(session),
                                    warnings=warnings)
             except KeyboardInterrupt:   # the documents asked for say so (a CI job's timeout: cli_common.interrupted)
-                interrupted("ablate", BEFORE_ENDPOINTS, json_out=json_out, session=session, as_json=as_json)
+                interrupted("ablate", BEFORE_ENDPOINTS, json_out=json_out, session=session, as_json=as_json,
+                            report=report, html=html)
             finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
 
 

@@ -202,7 +202,7 @@ def _bisect(root, listing, good_sha, bad_sha, pool, environment, background, *, 
                                  facts={"command_files": tuple(f.to_dict() for f in files)})
             except KeyboardInterrupt:
                 interrupted("bisect", "interrupted while verifying the endpoints; runs so far are in the ledger",
-                            json_out=json_out, session=session, as_json=as_json)
+                            json_out=json_out, session=session, as_json=as_json, report=report, html=html)
         say_shared(shared.result(), root)
         finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
 

@@ -387,22 +387,43 @@ def write_reports(record, log, markdown: Optional[Path], html: Optional[Path]) -
 
 def check_outputs(report: Optional[Path] = None, json_out: Optional[Path] = None, html: Optional[Path] = None,
                   junit: Optional[Path] = None, *, spec=None, ledger: Optional[Path] = None, trees=(),
-                  also=(), as_json: bool = False) -> None:
+                  also=(), as_json: bool = False, name: str = "") -> None:
     """Refuse, before any run, a report path that cannot be written or that names what the command
     reads: the spec, the ledger, the files the subject's command names, diff's trees
     (report/outputs.py); `also`: more (path, what) the command reads. With --json, a path that is
-    stdout (/dev/stdout) too: the file would follow the JSON document there."""
+    stdout (/dev/stdout) too: the file would follow the JSON document there. Those accepted are
+    kept for interrupted_early (`name`: the subject, as a --junit names it)."""
     from bisectk.report.outputs import argv_files, check_outputs as check, ledger_files
     outputs = {"--report": report, "--json-out": json_out, "--html": html, "--junit": junit}
+    _checked.clear()
+    if as_json or any(outputs.values()):
+        _checked.update(report=report, json_out=json_out, html=html, junit=junit, as_json=as_json,
+                        name=name or str(getattr(spec, "name", "") or ""))
     if not any(outputs.values()):
         return
     inputs = [(p, "the ledger") for p in (ledger_files(ledger) if ledger else [])] + list(also)
     if spec is not None:
         if spec.path.is_file():
             inputs.append((spec.path, "the spec"))
-        argv = [*spec.command, *(spec.build or [])]
+        argv = [*_script_words(spec.command), *_script_words(spec.build or [])]
         inputs += [(p, "a file the subject's command names") for p in argv_files(argv, spec.cwd, Path.cwd())]
-    check(outputs, inputs=inputs, trees=trees, stdout_taken="--json" if as_json else "")
+    try:
+        check(outputs, inputs=inputs, trees=trees, stdout_taken="--json" if as_json else "")
+    except BaseException:
+        _checked.clear()
+        raise
+
+
+def _script_words(argv: list[str]) -> list[str]:
+    """`argv`'s words and those of the script it runs (`bash -c 'sh s.sh 1'`: s.sh), where a
+    report written over what the script names destroyed the user's file just as well."""
+    import shlex
+    from bisectk.spaces.shellwords import shell_script_index
+    script = shell_script_index(argv)
+    try:
+        return [*argv, *(shlex.split(argv[script]) if script is not None else ())]
+    except ValueError:      # an unbalanced quote: the script as one word
+        return list(argv)
 
 
 def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = None, as_json: bool = False,
@@ -417,6 +438,7 @@ def finish(record, *, report: Optional[Path] = None, json_out: Optional[Path] = 
     from bisectk.report import render
     from bisectk.report.outputs import write_outputs
     from bisectk.errors import LedgerError
+    _checked.clear()        # a result: an interrupt from here on never writes "interrupted" over it
     if session is not None:
         try:    # said before the result, which lists them with the others (they were said after it, at close)
             for line in session.install_warnings():
@@ -490,18 +512,29 @@ BEFORE_ENDPOINTS = "interrupted before the endpoints were verified; nothing to r
 
 
 def interrupted(command: str, message: str, *, json_out: Optional[Path] = None, more=(), session=None,
-                verdict: str = "", as_json: bool = False) -> None:
+                verdict: str = "", as_json: bool = False, report: Optional[Path] = None,
+                html: Optional[Path] = None) -> None:
     """Exit INTERRUPTED (130) with `message`, an interrupt having come before the command had any
-    result; the --json document, the --json-out one (and `more`: other (option, path,
-    writer(message))) written first, saying so: a CI job's timeout must not leave its test report
-    missing."""
+    result; the documents asked for written first, saying so (write_interrupted)."""
+    write_interrupted(command, message, json_out=json_out, more=more, session=session, verdict=verdict,
+                      as_json=as_json, report=report, html=html)
+    fail(message, X.INTERRUPTED)
+
+
+def write_interrupted(command: str, message: str, *, json_out: Optional[Path] = None, more=(), session=None,
+                      verdict: str = "", as_json: bool = False, report: Optional[Path] = None,
+                      html: Optional[Path] = None) -> None:
+    """The --json document, the --json-out one, the --report and --html (render.interrupted_log)
+    and `more` (other (option, path, writer(message))), each saying `message`: a CI job's timeout
+    must not leave its test report, or the page it publishes, missing."""
     from bisectk.engine.interrupts import hung_up
     from bisectk.report import render
     from bisectk.report.outputs import write_outputs
+    _checked.clear()        # written here: cli.py's interrupted_early must not write them again
     writers = [(option, path, (lambda w=write: w(message))) for option, path, write in more]
     # the code the process exits with (cli.py: 129 after a hangup)
-    doc = render.interrupted(command, message, X.HANGUP if hung_up() else X.INTERRUPTED,
-                             getattr(session, "id", None), verdict)
+    sid = getattr(session, "id", None)
+    doc = render.interrupted(command, message, X.HANGUP if hung_up() else X.INTERRUPTED, sid, verdict)
     if as_json:
         try:
             emit_json(doc)
@@ -510,9 +543,42 @@ def interrupted(command: str, message: str, *, json_out: Optional[Path] = None, 
     if json_out:
         writers.append(("--json-out", json_out, lambda: json_out.write_text(
             json_text(doc, indent=2, default=str) + "\n", encoding="utf-8")))
+    if report or html:
+        from bisectk.report.html import write_unrecorded
+        log = render.interrupted_log(command, message, sid)
+        writers += [(option, path, (lambda p=path, page=page: write_unrecorded(p, log, command, sid, page=page)))
+                    for option, path, page in (("--report", report, False), ("--html", html, True)) if path]
     for line in write_outputs(writers):
         say_error(line)
-    fail(message, X.INTERRUPTED)
+
+
+# the outputs check_outputs accepted, for an interrupt that no command's own handler meets (before its
+# session opens, as it sets up its runs): cli.py writes them (interrupted_early), as `interrupted` would
+_checked: dict = {}
+EARLY = "interrupted before any result; nothing to report"
+SEARCHES = ("ablate", "diff", "bisect", "triage")    # the commands whose documents say an interrupt (README)
+
+
+def interrupted_early(command: str | None) -> None:
+    """After an interrupt that went past the command: the documents asked for, saying so, where
+    check_outputs had accepted them (before that, a path may be the spec: nothing is written)."""
+    if not _checked or command not in SEARCHES:
+        return
+    checked = dict(_checked)
+    _checked.clear()                # once, whatever comes
+    junit, name = checked.pop("junit"), checked.pop("name")
+    more = []
+    if junit:
+        from bisectk.report.junit import write_junit
+        from bisectk.report.triage import interrupted_cases
+        more = [("--junit", junit, lambda why: write_junit(junit, f"bisectk {command}", interrupted_cases(name, why)))]
+    verdict = ""
+    if command == "triage":     # as its own handler says it (cli_triage)
+        from bisectk.engine.triage import INCONCLUSIVE as verdict
+    try:
+        write_interrupted(command, EARLY, more=more, verdict=verdict, **checked)
+    except Exception:   # the exit must still come: an early interrupt is no internal error
+        pass
 
 
 def default_spec() -> Path:

@@ -78,11 +78,18 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
     named = named_inside(commands, good, bad, s.cwd, sub)
     if named:       # the hybrids run in a scratch copy of GOOD: this word never reaches them
         word, side, rel = named
-        say_warning(
-            f"the command names {word}, {side if rel == '.' and sub == Path('.') else 'inside ' + side}: every "
-            f"hybrid runs in a scratch "
-            f"copy of GOOD (its working directory, $BISECTK_TREE), never in GOOD or BAD themselves; name it "
-            f"relative to the tree ({rel!r})")
+        if rel == "." and sub == Path(".") and os.sep not in word:
+            # a bare word that is the tree's name (`grep -q good k.py`, `--mode bad`) may be no path at all
+            say_warning(
+                f"the command's word {word!r} is also {side}'s name from here: if it names that tree, it never "
+                f"reaches the hybrids, which run in a scratch copy of GOOD (their working directory, "
+                f"$BISECTK_TREE): name it '.'; if it is no path (a pattern, a mode), ignore this")
+        else:
+            say_warning(
+                f"the command names {word}, {side if rel == '.' and sub == Path('.') else 'inside ' + side}: every "
+                f"hybrid runs in a scratch "
+                f"copy of GOOD (its working directory, $BISECTK_TREE), never in GOOD or BAD themselves; name it "
+                f"relative to the tree ({rel!r})")
     pair = None if named else named_pair(commands, good, bad, s.cwd, sub)
     if pair:        # two files: each hybrid is GOOD's name in a scratch directory
         word, side = pair
@@ -123,7 +130,8 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
                 rec = run_diff(session.runner(cwd=space.workdir), space, pol, strategy=strategy, refine=lines,
                                environment=capture_after_first_run(session))
             except KeyboardInterrupt:
-                interrupted("diff", BEFORE_ENDPOINTS, json_out=json_out, session=session, as_json=as_json)
+                interrupted("diff", BEFORE_ENDPOINTS, json_out=json_out, session=session, as_json=as_json,
+                            report=report, html=html)
             finish(rec, report=report, json_out=json_out, as_json=as_json, session=session, html=html)
 
 

@@ -80,7 +80,8 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
             "flaky": flaky, "subject": str(spec or run_cmd or pytest_id), "paths": list(commits.paths),
             "confidence": confidence}
     ledger_path = ledger_location(ledger, repo=root)
-    check_outputs(report, json_out, html, junit, spec=s, ledger=ledger_path, as_json=as_json)
+    check_outputs(report, json_out, html, junit, spec=s, ledger=ledger_path, as_json=as_json,
+                  name=str(spec or run_cmd or pytest_id))
     with Session("triage", s, ledger_path, args=args, policy=pol,
                  reporter=reporter(as_json, None)) as session, held():
         # from here, as in ablate: a signal stops runs, never the writing of a result, and one that
@@ -110,7 +111,8 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
             except KeyboardInterrupt:   # as bisect: click would make it a silent Abort (exit 130, nothing said)
                 name = str(spec or run_cmd or pytest_id)
                 interrupted("triage", "interrupted while verifying the endpoints; runs so far are in the ledger",
-                            json_out=json_out, session=session, as_json=as_json, verdict=INCONCLUSIVE,
+                            json_out=json_out, session=session, as_json=as_json, report=report, html=html,
+                            verdict=INCONCLUSIVE,
                             more=[("--junit", junit, lambda why: write_junit(junit, "bisectk triage",
                                                                              interrupted_cases(name, why)))]
                             if junit else [])

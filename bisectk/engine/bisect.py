@@ -454,6 +454,18 @@ def advice(graph, result: DagResult, text: str | None, first_bad: dict | None, s
     return steps
 
 
+def subject_rates(rates, find_fix: bool) -> dict | None:
+    """The record's failure rates, the subject's: a fix search's FAIL is a pass of the subject
+    (direction.py), so its rates are the subject's pass rates, each turned over (the fixed side
+    said to fail 9 runs in 10 where it passed them)."""
+    if rates is None:
+        return None
+    if find_fix:
+        rates = replace(rates, old=1.0 - rates.old, old_lo=1.0 - rates.old_hi, old_hi=1.0 - rates.old_lo,
+                        new=1.0 - rates.new, new_lo=1.0 - rates.new_hi, new_hi=1.0 - rates.new_lo)
+    return rates.to_dict()
+
+
 def _record(runner: Runner, oracle: Oracle, check: EndpointCheck, result: DagResult, flaky: bool, stopped: bool,
             reason: str, start: float, base: dict, two_rate: bool = False, terms: Terms = Terms()) -> BisectRecord:
     from bisectk.engine.records import BisectRecord, confidence_of
@@ -505,7 +517,7 @@ def _record(runner: Runner, oracle: Oracle, check: EndpointCheck, result: DagRes
         attempts=tuple(attempts_in_run_order(trials, oracle.mode, terms)),
         tested=tested_commits(graph, ((t.key, t.judged) for t in trials.trials)),
         marginal=marginal_doc(graph, result), hangs=hangs,
-        rates=result.rates.to_dict() if result.rates is not None else None,
+        rates=subject_rates(result.rates, terms.find_fix),
         separable=False if not_separable else result.separable, more_runs=result.more_runs if not_separable else None,
         confirmation={**result.confirmation.to_dict(), **({"steady": True} if trials.policy.flaky is False else {})}
         if result.confirmation is not None else None,

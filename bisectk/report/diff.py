@@ -178,7 +178,8 @@ def print_patch(out: Console, rec: DiffRecord) -> None:
     if undecoded_bytes(culprit_patch(rec)) is not None:
         key = "lines_diff_base64" if rec.lines_diff else "diff_base64"
         out.print("this patch holds bytes that are not UTF-8, shown as \\xNN, so as printed it does not apply: "
-                  f"--report FILE.md writes it as it is to FILE-culprit.patch, and --json holds it in base64 ({key})",
+                  f"--report FILE.md (or --html FILE.html) writes it as it is to FILE-culprit.patch, and --json holds "
+                  f"it in base64 ({key})",
                   markup=False)
     if line_endings_only(rec.lines_diff or rec.diff):
         out.print("these lines differ only in their line endings (a CR before the newline, CRLF, on one side)",

@@ -125,7 +125,8 @@ def rates_line(rec: BisectRecord) -> str | None:
         return None
     lo_o, hi_o = r["p_old_ci95"]
     lo_n, hi_n = r["p_new_ci95"]
-    return (f"failure rate before the culprit {r['p_old']:.2f} [{lo_o:.2f}, {hi_o:.2f}] ({counted(r['old_runs'], 'run')}), "
+    before = f"the first {rec.terms[1]} commit" if rec.find_fix else "the culprit"
+    return (f"failure rate before {before} {r['p_old']:.2f} [{lo_o:.2f}, {hi_o:.2f}] ({counted(r['old_runs'], 'run')}), "
             f"from it on {r['p_new']:.2f} [{lo_n:.2f}, {hi_n:.2f}] ({counted(r['new_runs'], 'run')}), 95% intervals")
 
 

@@ -15,7 +15,8 @@ to_html        -- the page: title and status, symptom, environment, summary, pic
                   nothing from a subject's output becomes markup;
                   plain text is html_text'd, and the page is passed whole through visible_text
                   (report/safe.py), so no control character reaches it from anywhere.
-write_html     -- to_html into a file.
+write_html     -- to_html into a file; a culprit patch that is not UTF-8 beside it, as write_markdown.
+write_unrecorded -- a log with no record (an interrupt before any result) as Markdown or HTML.
 write_markdown -- the Markdown debug log, its pictures written as SVG files in `<stem>-figures/`
                   beside it and linked by relative path, so it renders on a code host (none
                   beside a log that goes to a pipe or a device: outputs.pictures_folder); a
@@ -193,9 +194,21 @@ def to_html(rec: Record, log: DebugLog | None = None, pictures: list[Picture] | 
 
 def write_html(path: Path, rec: Record, log: DebugLog | None = None) -> str:
     """Write the HTML report; returns one line for the terminal."""
+    log = log or render.debuglog(rec)
     pictures, note = draw_pictures(rec)
+    log, where = _with_patch(Path(path), rec, log, "page")
     Path(path).write_text(to_html(rec, log, pictures, note), encoding="utf-8")
-    return f"HTML report written to {path} ({len(pictures)} picture(s))" + (f"; {note}" if note else "")
+    return (f"HTML report written to {path} ({len(pictures)} picture(s))" + (f"; {note}" if note else "")
+            + (f"; the culprit patch as it is (bytes that are not UTF-8) in {where}" if where else ""))
+
+
+def write_unrecorded(path: Path, log: DebugLog, command: str, session: int | None, *, page: bool) -> None:
+    """A report with no record behind it (render.interrupted_log: an interrupt before any
+    result), as the Markdown log or (`page`) the HTML page: no pictures, no culprit patch."""
+    from types import SimpleNamespace
+    text = (to_html(SimpleNamespace(command=command, session=session), log, [], None) if page   # the footer's words
+            else log.to_markdown())
+    Path(path).write_text(text, encoding="utf-8")
 
 
 def write_markdown(path: Path, rec: Record, log: DebugLog | None = None) -> str:
@@ -215,17 +228,24 @@ def write_markdown(path: Path, rec: Record, log: DebugLog | None = None) -> str:
         # percent-encoded: a space (or a parenthesis) in a Markdown link's destination ends it; from
         # the name's bytes, so a name that is not UTF-8 (latin-1's 'r\xe9.md') is linked as it is
         log = replace(log, figures=[(p.title, quote(os.fsencode(f"{folder.name}/{p.name}.svg"))) for p in pictures])
-    raw, where = _patch_bytes(rec), patch_file(path)
-    if raw is not None and where is not None:     # the patch as it is: the log's shows a byte as \xNN
-        where.write_bytes(raw)
-        log = replace(log, summary=[*log.summary, f"The culprit patch holds bytes that are not UTF-8, shown here "
-                                                  f"as `\\xNN`, so as shown it does not apply: {where.name} beside "
-                                                  f"this log holds it as it is (`git apply {where.name}`)."])
+    log, where = _with_patch(path, rec, log, "log")
     path.write_text(log.to_markdown(), encoding="utf-8")
     return (f"debug log written to {path}" + (f" ({len(pictures)} picture(s) in {folder}/)" if pictures
                                               else "") + (f"; {note}" if note else "")
-            + (f"; the culprit patch as it is (bytes that are not UTF-8) in {where}" if raw is not None and where
-               else ""))
+            + (f"; the culprit patch as it is (bytes that are not UTF-8) in {where}" if where else ""))
+
+
+def _with_patch(path: Path, rec: Record, log: DebugLog, what: str) -> tuple[DebugLog, Path | None]:
+    """Where the culprit patch holds bytes that are not UTF-8 (shown as \\xNN in the report, so as
+    shown it does not apply): the patch as it is, written beside the report at `path`
+    (outputs.patch_file), and the log with a line that names it; else (log, None)."""
+    raw, where = _patch_bytes(rec), patch_file(path)
+    if raw is None or where is None:
+        return log, None
+    where.write_bytes(raw)
+    return replace(log, summary=[*log.summary, f"The culprit patch holds bytes that are not UTF-8, shown here "
+                                               f"as `\\xNN`, so as shown it does not apply: {where.name} beside "
+                                               f"this {what} holds it as it is (`git apply {where.name}`)."]), where
 
 
 def _patch_bytes(rec: Record) -> bytes | None:

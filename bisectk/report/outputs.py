@@ -12,7 +12,8 @@ check_outputs -- one line (errors.BisectkError) for the first output that is `-`
                  the subject's command names), lies inside an input tree (`trees`: diff's GOOD and
                  BAD), is named by two options, or is where --report FILE.md puts its pictures
                  (FILE-figures/, made after the search: an --html there was lost to "Is a
-                 directory", and a file of that name lost the debug log). A --report that is
+                 directory", and a file of that name lost the debug log), or is the culprit patch
+                 a --report or --html writes beside it (FILE-culprit.patch). A --report that is
                  no regular file (/dev/stdout, a pipe) gets no pictures folder (pictures_folder).
 write_outputs -- call each writer; a write that fails still (a full disk, /dev/full) is a line
                  naming the option and the reason, after the result was printed.
@@ -36,11 +37,13 @@ def ledger_files(ledger: Path) -> list[Path]:
 
 
 def argv_files(argv: Iterable[str], *dirs: Path) -> list[Path]:
-    """The existing files any word of a command names, absolute or relative to one of `dirs`: data
-    files too (unlike contents.named_files, which keys a verdict by the program, its scripts and
+    """The existing files any word of a command (or an --opt=FILE's value) names, absolute or
+    relative to one of `dirs`: data files too (unlike contents.named_files, which keys a verdict by the program, its scripts and
     the sources they name, and leaves out what a run may rewrite)."""
     found = []
     for word in argv:
+        if word.startswith("-") and "=" in word:    # --data=FILE: its value
+            word = word.split("=", 1)[1]
         if not word or len(word) > 4096 or "\0" in word:
             continue
         for base in (dirs if not os.path.isabs(word) else (Path("/"),)):
@@ -63,6 +66,15 @@ def _same(a: Path, b: Path) -> bool:
         return Path(os.path.abspath(a)).resolve() == Path(os.path.abspath(b)).resolve()
     except (OSError, RuntimeError):
         return False
+
+
+def _real(path: Path) -> Path:
+    """`path` absolute, through every link on the way to it (one that loops is left as it is:
+    check_outputs refuses it)."""
+    try:
+        return Path(os.path.realpath(os.path.abspath(path)))
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(path))
 
 
 def _loops(path: Path) -> bool:
@@ -97,9 +109,10 @@ def check_outputs(outputs: dict[str, Path | None], *, inputs: Iterable[tuple[Pat
                                f"or /dev/stdout" + (" (--json prints the JSON document there)" if option == "--json-out" else ""))
         path = Path(path)
         absolute = Path(os.path.abspath(path))
-        if absolute in seen:
-            raise BisectkError(f"{option} {path}: {seen[absolute]} names the same file; give each its own")
-        seen[absolute] = option
+        key = _real(absolute)       # one file by two spellings: a link to it, or to its directory
+        if key in seen:
+            raise BisectkError(f"{option} {path}: {seen[key]} names the same file; give each its own")
+        seen[key] = option
         if path.is_dir():
             raise BisectkError(f"{option} {path}: is a directory; name a file in it")
         if stdout_taken and _is_stdout(path):
@@ -134,8 +147,9 @@ def figures_folder(report: Path) -> Path:
 
 
 def patch_file(report: Path) -> Path | None:
-    """Where --report FILE.md writes a culprit patch that holds bytes that are not UTF-8, as it
-    is: FILE-culprit.patch beside it; None where the log has no folder beside it (pictures_folder)."""
+    """Where --report FILE.md (or --html FILE.html) writes a culprit patch that holds bytes that are
+    not UTF-8, as it is: FILE-culprit.patch beside it; None where the report has no folder beside it
+    (pictures_folder)."""
     folder = pictures_folder(report)
     return None if folder is None else folder.with_name(f"{Path(report).stem}-culprit.patch")
 
@@ -160,22 +174,33 @@ def pictures_folder(report: Path) -> Path | None:
 
 
 def _check_figures(outputs: dict[str, Path | None]) -> None:
-    """Refuse an output that is, or lies in, the --report's pictures folder, and a pictures folder
-    that a file (or a link to one) already holds the place of."""
+    """Refuse an output that is, or lies in, the --report's pictures folder, or is the culprit patch
+    file a --report or an --html writes beside it (patch_file: any command's, as `bisectk report`
+    writes a stored diff's); and a pictures folder that a file (or a link to one) already holds the
+    place of, or a patch file's place that a directory holds (the report was lost after the search)."""
     report = outputs.get("--report")
-    if report is None:
-        return
-    folder = pictures_folder(report)
-    if folder is None:
-        return
-    if os.path.lexists(folder) and not folder.is_dir():
-        raise BisectkError(f"--report {report}: its pictures go in {folder}/, which is a file; name another report "
-                           f"or move that file")
-    inside = Path(os.path.abspath(folder))
-    for option, path in outputs.items():
-        if path is not None and option != "--report" and Path(os.path.abspath(path)).is_relative_to(inside):
-            raise BisectkError(f"{option} {path}: is where --report {report} writes its pictures ({folder}/); "
-                               f"name another file")
+    folder = pictures_folder(report) if report is not None else None
+    if folder is not None:
+        if os.path.lexists(folder) and not folder.is_dir():
+            raise BisectkError(f"--report {report}: its pictures go in {folder}/, which is a file; name another report "
+                               f"or move that file")
+        inside = _real(folder)
+        for option, path in outputs.items():
+            if path is not None and option != "--report" and _real(path).is_relative_to(inside):
+                raise BisectkError(f"{option} {path}: is where --report {report} writes its pictures ({folder}/); "
+                                   f"name another file")
+    for owner in ("--report", "--html"):
+        given = outputs.get(owner)
+        where = patch_file(given) if given is not None else None
+        if where is None:
+            continue
+        if where.is_dir():
+            raise BisectkError(f"{owner} {given}: a culprit patch that is not UTF-8 goes in {where}, which is a "
+                               f"directory; name another report or move that directory")
+        for option, path in outputs.items():
+            if path is not None and option != owner and _same(Path(path), where):
+                raise BisectkError(f"{option} {path}: is where {owner} {given} writes a culprit patch that is not "
+                                   f"UTF-8 ({where}); name another file")
 
 
 def _is_stdout(path: Path) -> bool:

@@ -73,6 +73,13 @@ def interrupted(command: str, message: str, code: int, session: int | None = Non
     return {**doc, "verdict": verdict, "culprit_hunks": []} if verdict else doc
 
 
+def interrupted_log(command: str, message: str, session: int | None = None) -> DebugLog:
+    """The debug log of `interrupted`'s document: no record, only the words of the interrupt (a CI
+    job that publishes --report or --html finds them, as its --json-out says the same)."""
+    where = f" (session {session})" if session is not None else ""
+    return DebugLog(f"{command}: interrupted", f"Interrupted{where}: no result", message)
+
+
 def debuglog(rec: Record) -> DebugLog:
     from bisectk.report import ablation, diff, history, replay, triage
     made = {"ablate": ablation.to_debuglog, "diff": diff.to_debuglog, "bisect": history.to_debuglog,

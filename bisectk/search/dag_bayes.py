@@ -10,7 +10,7 @@ confidence is the posterior probability of the answer.
 
 Not separable. When the budget is spent first, the result says so (`separable` False) with both
 rates and their intervals, and `more_runs`: how many more runs would probably gather the bits the
-posterior still lacks at the rates measured (rates.runs_to_separate). The budget ends the search
+posterior still lacks at the rates measured (rates.runs_to_confirm). The budget ends the search
 by raising SearchStopped (reason "budget"), carrying that result.
 
 Abstractions
@@ -41,7 +41,7 @@ import numpy as np
 from bisectk.search.dag import Dag, DagResult, testable_odds
 from bisectk.search.gateway import BatchOracle, Gateway, Observation, Oracle, round_width
 from bisectk.search.posterior import MAX_JOINT, CulpritPosterior, make_prior
-from bisectk.search.rates import RatePrior, bits_missing, runs_to_separate
+from bisectk.search.rates import RatePrior, runs_to_confirm
 
 __all__ = ["CulpritPosterior", "MAX_JOINT", "default_budget", "posterior_result", "dag_bayes_bisect",
            "dag_bayes_multisect"]
@@ -75,7 +75,7 @@ def posterior_result(dag: Dag, gw: Gateway, model: CulpritPosterior, confidence:
     confident = mass >= confidence and (culprit is None or not model.unconfirmed(culprit))
     more = None
     if not confident and not stuck:
-        more = runs_to_separate(bits_missing(model.marginal(), confidence), rates.old, rates.new)
+        more = runs_to_confirm(model.marginal(), confidence, rates.old, rates.new)
     return DagResult(
         culprit=culprit, candidates=members, parents=dag.parents_of(culprit) if culprit is not None else (),
         runs=len(gw.observations), new_runs=gw.new_runs, rounds=gw.rounds, confidence=mass,

@@ -299,6 +299,22 @@ def test_a_command_that_names_a_file_inside_bad_is_warned_about(tmp_path):
     assert "warning" not in p.stderr
 
 
+def test_a_word_that_is_only_a_trees_name_is_warned_about_as_maybe_no_path(tmp_path):
+    """`--run "grep -q good k.py"` with trees named good and bad: the pattern `good` was warned
+    about as naming GOOD ("name it relative to the tree ('.')") though it is no path and the
+    answer was right. A bare word that is a tree's name is said as what it may be, either way."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for side in (good, bad):
+        side.mkdir()
+        (side / "k.py").write_text(f"x = {side.name}\n")
+    p = bisectk("diff", good, bad, "--run", "grep -q good k.py", "--json", "--ledger", tmp_path / "l.db", cwd=tmp_path,
+                timeout=120)
+    assert p.returncode == 0 and [h["id"] for h in json.loads(p.stdout)["culprit_hunks"]] == ["k.py:1"], p.stderr
+    warning = [line for line in p.stderr.splitlines() if line.startswith("bisectk: warning:")]
+    assert len(warning) == 1 and "'good' is also GOOD's name" in warning[0] and "if it is no path" in warning[0], \
+        p.stderr[-2000:]
+
+
 def test_a_file_name_that_is_not_utf8_comes_out_of_json_readable_by_a_strict_reader(tmp_path):
     """A latin-1 file name (`lat\\xe9.py`, bytes no UTF-8 decoder takes) was written into --json and
     --json-out as a lone surrogate escape (`\\udce9`), which is not Unicode: jq shows U+FFFD and a
@@ -1060,7 +1076,8 @@ def test_a_culprit_patch_of_a_file_that_is_not_utf8_is_given_as_its_bytes(tmp_pa
     """Review j: a latin-1 source (`# caf\\xfc`, the byte 0xFC): the culprit patch was printed, and
     written in the Markdown log and --json, with the byte as the text `\\xfc`, so none of them
     applied. The terminal says so and how to get the bytes; --report FILE writes them to
-    FILE-culprit.patch beside the log, which applies; --json holds them in base64."""
+    FILE-culprit.patch beside the log, which applies; --json holds them in base64. --html alone
+    showed `\\xfc` and kept no bytes: it writes them beside the page as --report does."""
     import base64
     import shutil
     import subprocess
@@ -1084,6 +1101,12 @@ def test_a_culprit_patch_of_a_file_that_is_not_utf8_is_given_as_its_bytes(tmp_pa
         proc = subprocess.run(["git", "apply", "-"], input=bytes_, cwd=copy, capture_output=True)
         assert proc.returncode == 0, (proc.stderr, bytes_)
         assert (copy / "k.py").read_bytes() == (bad / "k.py").read_bytes()
+    html = tmp_path / "h" / "page.html"       # --html alone: the page showed \xfc, said nothing, kept no bytes
+    p = bisectk("diff", good, bad, "--run", "grep -q 'x = 1' k.py", "--html", html, "--ledger", tmp_path / "l.db",
+                cwd=tmp_path, timeout=120)
+    assert p.returncode == 0 and "page-culprit.patch" in p.stdout, (p.stdout[-2000:], p.stderr[-2000:])
+    assert (tmp_path / "h" / "page-culprit.patch").read_bytes() == patch
+    assert "page-culprit.patch" in html.read_text(encoding="utf-8")
     (bad / "k.py").write_bytes(b"x = 2\n# cafe\n")        # UTF-8 both sides: nothing more is said or written
     (good / "k.py").write_bytes(b"x = 1\n# cafe\n")
     p = bisectk("diff", good, bad, "--run", "grep -q 'x = 1' k.py", "--report", tmp_path / "s.md",

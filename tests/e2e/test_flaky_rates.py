@@ -231,3 +231,27 @@ def test_a_fix_found_with_an_intermittent_broken_side_replays_to_the_same_answer
     doc_again = json.loads(again.stdout)
     assert (doc_again["first_bad"]["sha"], doc_again["complete"]) == (shas[7], True)
     assert doc_again["confidence"] == pytest.approx(doc["confidence"], abs=1e-6)
+
+
+def test_a_fix_search_reports_the_subjects_failure_rates(tmp_path):
+    """--find-fix where the broken side fails 2 runs in 3 and the fixed side never: the rates line
+    said "failure rate before the culprit 0.34 ..., from it on 0.90", the search's own FAIL (a pass
+    of the subject) read as the failure, so the fixed side was said to fail 9 runs in 10. The rates
+    (line and --json) are the subject's failures: high before the fix, low from it on."""
+    good, shas = make_dag_repo(tmp_path / "r", chain(12), culprit=7)
+    count = tmp_path / "n"
+    code = (f"import os, sys; p = {str(count)!r}; n = int(open(p).read()) if os.path.exists(p) else 0; "
+            "fixed = os.path.exists('BUG'); fixed or open(p, 'w').write(str(n + 1)); "
+            "sys.exit(1 if not fixed and n % 3 else 0)")
+    p = bisectk("bisect", "--repo", tmp_path / "r", "--find-fix", "--flaky", "--bad", good, "--good", shas[-1],
+                "--run", f"{sys.executable} -c \"{code}\"", "--json", "--ledger", tmp_path / "l.db", timeout=300,
+                check=None)
+    doc = json.loads(p.stdout)
+    assert doc["first_bad"]["sha"] == shas[7] and doc["rates"], (p.returncode, p.stderr[-2000:])
+    r = doc["rates"]
+    assert r["p_old"] > 0.5 > r["p_new"] and r["p_old_ci95"][0] <= r["p_old"] <= r["p_old_ci95"][1], r
+    assert r["p_new_ci95"][0] <= r["p_new"] <= r["p_new_ci95"][1] and r["p_new_ci95"][0] == 0, r
+    said = bisectk("report", tmp_path / "l.db").stdout
+    line = next(line for line in said.splitlines() if line.startswith("failure rate"))
+    assert line.startswith(f"failure rate before the first fixed commit {r['p_old']:.2f}"), line
+    assert f"from it on {r['p_new']:.2f}" in line, line

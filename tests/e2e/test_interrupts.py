@@ -436,3 +436,41 @@ def test_a_ci_timeout_as_the_command_sets_up_its_runs_still_writes_its_documents
     assert p.returncode == 130, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
     assert json.loads(doc.read_text())["interrupted"] is True, p.stderr[-800:]
     assert command != "triage" or (junit.is_file() and "interrupted" in junit.read_text()), p.stderr[-800:]
+
+
+@pytest.mark.parametrize("at", ["bisectk.engine.oracle:Trials.observe",     # the first run
+                                "bisectk.engine.session:Session.__init__"])  # before the session opens
+def test_an_interrupt_before_any_result_writes_every_report_asked_for_saying_so(spec, tmp_path, at):
+    """A CI job's timeout before any result: --json-out got a document saying `interrupted`, but
+    --report and --html were not written at all (a CI job that publishes the HTML found none);
+    and before the session opened no document was written, --json-out's neither."""
+    doc, md, page = tmp_path / "a.json", tmp_path / "r.md", tmp_path / "p.html"
+    p = ablate_interrupted(spec, tmp_path, at, 1, "--json-out", str(doc), "--report", str(md), "--html", str(page))
+    assert p.returncode == 130 and "Traceback" not in p.stderr, (p.returncode, p.stderr[-1500:])
+    said = [line for line in p.stderr.splitlines() if line.strip()]
+    assert said[-1].startswith("bisectk: interrupted"), p.stderr
+    data = json.loads(doc.read_text(encoding="utf-8"))
+    assert data["interrupted"] is True and data["exit_code"] == 130 and data["complete"] is False, data
+    for path in (md, page):
+        text = path.read_text(encoding="utf-8")
+        assert "ablate" in text and "interrupted" in text and data["error"] in text, text
+    assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_a_triage_interrupted_as_its_session_opens_writes_its_junit_and_says_inconclusive(tmp_path):
+    """SIGTERM while triage opened its session (before its own handler): no JUnit file and no
+    --json-out were written, and the CI showed no test report."""
+    r = _counting_repo(tmp_path, 8)
+    junit, doc = tmp_path / "t.xml", tmp_path / "t.json"
+    env = dict(os.environ, INJECT_AT="bisectk.engine.session:Session.__init__", INJECT_CALL="1", INJECT_SIGNAL="TERM",
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), "triage", "--repo", str(r),
+                        "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'", "--json-out", str(doc),
+                        "--junit", str(junit)], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert p.returncode == 130 and "Traceback" not in p.stderr, (p.returncode, p.stderr[-1500:])
+    data = json.loads(doc.read_text(encoding="utf-8"))
+    assert data["interrupted"] is True and data["verdict"] == "inconclusive" and data["first_bad"] is None, data
+    import xml.etree.ElementTree as ET
+    suite = ET.parse(junit).getroot().find("testsuite")
+    errors = [c.find("error") for c in suite.iter("testcase") if c.find("error") is not None]
+    assert errors and all("interrupted" in e.get("message") for e in errors), ET.tostring(suite)

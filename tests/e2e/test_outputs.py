@@ -47,6 +47,23 @@ def test_an_output_that_names_an_input_or_cannot_be_written_is_refused_before_an
     assert "PASS" not in p.stdout + p.stderr and _digests(tmp_path) == before
 
 
+@pytest.mark.parametrize("command,target", [
+    ('["bash", "-c", "sh s.sh {a} {b}"]', "s.sh"),              # a shell script's word
+    ('["sh", "s.sh", "--data=d.txt", "{a}", "{b}"]', "d.txt"),   # an --opt=PATH's value
+])
+def test_an_output_named_inside_the_subjects_command_is_refused(tmp_path, command, target):
+    """The subject's script named inside `bash -c '...'` (or a data file as --data=FILE): the
+    check looked at whole words only, so `--json-out s.sh` passed and the JSON document was
+    written over the user's script after the runs."""
+    spec = _spec(tmp_path)
+    (tmp_path / "d.txt").write_text("data\n")
+    spec.write_text(spec.read_text().replace('["sh", "s.sh", "{a}", "{b}"]', command))
+    before = _digests(tmp_path)
+    p = bisectk("ablate", spec, "--json-out", target, cwd=tmp_path, check=2)
+    assert p.stderr.startswith(f"bisectk: --json-out {target}: is a file the subject's command names"), p.stderr
+    assert p.stderr.count("\n") == 1 and "PASS" not in p.stdout + p.stderr and _digests(tmp_path) == before
+
+
 @pytest.mark.parametrize("target,says,where", [
     ("s.toml", "is the spec", "."), ("s.sh", "is a file the subject's command names", "."),
     ("../s.toml", "is the spec", "sub"),        # elsewhere: the spec is found from the ledger's home
@@ -98,6 +115,24 @@ def test_check_outputs_trees_and_two_options_on_one_file(tmp_path):
         check_outputs({"--report": Path("r.x"), "--json-out": Path("r.x")})
     check_outputs({"--report": tmp_path / "new" / "deeper" / "r.md", "--json-out": None})     # made when written
 
+
+
+def test_two_options_on_one_file_through_a_link_are_refused(tmp_path):
+    """`--report out/r.md --html latest/r.md` where latest links to out (a CI's `latest` folder),
+    or a --json-out that is a link to the --report: one file, written twice, the last writer's
+    text left (the debug log lost to the JSON); each spelling passed the check."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "latest").symlink_to(tmp_path / "out")
+    (tmp_path / "r.json").symlink_to(tmp_path / "out" / "r.md")
+    with pytest.raises(BisectkError, match="--html .*latest/r.md: --report names the same file"):
+        check_outputs({"--report": tmp_path / "out" / "r.md", "--html": tmp_path / "latest" / "r.md"})
+    with pytest.raises(BisectkError, match="--json-out .*r.json: --report names the same file"):
+        check_outputs({"--report": tmp_path / "out" / "r.md", "--json-out": tmp_path / "r.json"})
+    with pytest.raises(BisectkError, match="--json-out .*latest/r-culprit.patch: is where --report"):
+        check_outputs({"--report": tmp_path / "out" / "r.md", "--json-out": tmp_path / "latest" / "r-culprit.patch"})
+    with pytest.raises(BisectkError, match="--html .*latest/r-figures/x.html: is where --report"):
+        check_outputs({"--report": tmp_path / "out" / "r.md", "--html": tmp_path / "latest" / "r-figures" / "x.html"})
+    check_outputs({"--report": tmp_path / "out" / "r.md", "--html": tmp_path / "latest" / "r.html"})
 
 
 def test_an_output_through_a_link_loop_or_a_dangling_link_is_checked_where_the_link_leads(tmp_path):
@@ -163,15 +198,23 @@ def test_a_large_output_cut_by_its_reader_ends_as_sigpipe_would_under_pythonunbu
     (["--report", "r.md", "--html", "r-figures"], "--html r-figures: is where --report r.md writes its pictures"),
     (["--report", "r.md", "--json-out", "r-figures/run-matrix.svg"], "--json-out r-figures/run-matrix.svg: is where"),
     (["--report", "f.md"], "--report f.md: its pictures go in f-figures/, which is a file"),
+    (["--report", "r.md", "--json-out", "r-culprit.patch"], "--json-out r-culprit.patch: is where --report r.md"),
+    (["--html", "h.html", "--json-out", "h-culprit.patch"], "--json-out h-culprit.patch: is where --html h.html"),
+    (["--report", "d.md"], "--report d.md: a culprit patch that is not UTF-8 goes in d-culprit.patch, which is a "
+                           "directory"),
 ])
 def test_an_output_where_the_reports_pictures_go_is_refused_before_any_run(tmp_path, args, says):
     """--report r.md writes its pictures in r-figures/, made after the search: `--html r-figures`
     was lost to "Is a directory" after the runs (exit 2), a --json-out in it was overwritten by a
-    picture, and a file named f-figures lost the debug log itself."""
+    picture, and a file named f-figures lost the debug log itself. So with the culprit patch a
+    report writes beside it (FILE-culprit.patch, a diff's patch that is not UTF-8): a --json-out of
+    that name was overwritten by the patch, and a directory there lost the report after the search."""
     spec = _spec(tmp_path)
     (tmp_path / "f-figures").write_text("mine")
+    (tmp_path / "d-culprit.patch").mkdir()
     before = _digests(tmp_path)
     p = bisectk("ablate", spec, *args, cwd=tmp_path, check=2)
     assert p.stderr.count("\n") == 1 and p.stderr.startswith(f"bisectk: {says}"), p.stderr
     assert "PASS" not in p.stdout + p.stderr and _digests(tmp_path) == before
-    assert sorted(q.name for q in tmp_path.iterdir()) == ["f-figures", "pyproject.toml", "s.sh", "s.toml"]
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["d-culprit.patch", "f-figures", "pyproject.toml", "s.sh",
+                                                          "s.toml"]

@@ -79,7 +79,7 @@ def diff_cmd(good: str = typer.Argument(..., help="The working file or source tr
     if named:       # the hybrids run in a scratch copy of GOOD: this word never reaches them
         word, side, rel = named
         if rel == "." and sub == Path(".") and os.sep not in word:
-            # a bare word that is the tree's name (`grep -q good k.py`, `--mode bad`) may be no path at all
+            # a bare word that is the tree's name (`grep -q good k.py`, `mode=bad`) may be no path at all
             say_warning(
                 f"the command's word {word!r} is also {side}'s name from here: if it names that tree, it never "
                 f"reaches the hybrids, which run in a scratch copy of GOOD (their working directory, "

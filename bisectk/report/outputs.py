@@ -37,12 +37,12 @@ def ledger_files(ledger: Path) -> list[Path]:
 
 
 def argv_files(argv: Iterable[str], *dirs: Path) -> list[Path]:
-    """The existing files any word of a command (or an --opt=FILE's value) names, absolute or
+    """The existing files any word of a command (or the value of an option word NAME=FILE) names, absolute or
     relative to one of `dirs`: data files too (unlike contents.named_files, which keys a verdict by the program, its scripts and
     the sources they name, and leaves out what a run may rewrite)."""
     found = []
     for word in argv:
-        if word.startswith("-") and "=" in word:    # --data=FILE: its value
+        if word.startswith("-") and "=" in word:    # an option word with its value (NAME=FILE): the value
             word = word.split("=", 1)[1]
         if not word or len(word) > 4096 or "\0" in word:
             continue

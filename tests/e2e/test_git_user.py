@@ -189,3 +189,31 @@ def test_an_untracked_link_to_a_script_leads_where_it_leads_under_git(tmp_path):
         assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
         assert f"is your file {r / 'local' / 't.sh'} (untracked), copied into each commit's worktree at local/t.sh" \
             in p.stdout, p.stdout
+
+
+def test_a_script_path_with_a_space_or_a_quote_typed_as_one_word_runs_as_git_bisect_run_takes_it(tmp_path):
+    """`git bisect run "$PWD/t.sh"` in a directory named `my proj's`: git passes the word as typed
+    and says c5. `--run "$PWD/t.sh"` split the path at its space (`cannot start '.../my'`, and the
+    line blamed the good commit: 'give --good a commit the test can run on') or stopped at its
+    quote ('No closing quotation'). A line that is, whole, the path of a file, where the shell
+    reading would split it and its first word names nothing, is that file: as git takes it."""
+    from tests.fixtures.gitrepo import git
+    base = tmp_path / "my proj's"
+    base.mkdir()
+    r = _counting_repo(base, 8)
+    for name in ("t.sh", "my check.sh"):
+        (r / name).write_text("#!/bin/sh\n[ $(cat v) -lt 5 ]\n")
+        (r / name).chmod(0o755)
+    for cmd in (str(r / "t.sh"), "./my check.sh"):
+        p = bisectk("bisect", "--good", "HEAD~7", "--run", cmd, cwd=r, check=0)
+        assert "first bad commit" in p.stdout and " c5\n" in p.stdout, (cmd, p.stdout[-1500:], p.stderr)
+    assert git(r, "status", "--porcelain") == '?? "my check.sh"\n?? t.sh'     # nothing left in the checkout
+    # the shell's reading, where its first word names a program, is kept: `sh -c` runs its script
+    p = bisectk("bisect", "--good", "HEAD~7", "--run", "sh -c '[ $(cat v) -lt 5 ]'", cwd=r, check=0)
+    assert " c5\n" in p.stdout
+    # diff takes its --run the same way
+    for side, v in (("good", 1), ("bad", 7)):
+        (base / side).mkdir()
+        (base / side / "v").write_text(f"{v}\n")
+    p = bisectk("diff", base / "good", base / "bad", "--run", str(r / "t.sh"), cwd=base, check=0)
+    assert "cannot start" not in p.stdout + p.stderr, p.stdout[-1500:]

@@ -196,8 +196,9 @@ def resolve(repo: Path, ref: str, what: str = "ref") -> str:
             gone = ""
         if gone:
             raise SpaceError(f"{what} {ref!r} cannot be read in {repo}: {gone}") from None
+        from bisectk.spaces.refnames import why_missing
         cut = f" (a shallow clone: its history is cut; {SHALLOW_HINT})" if is_shallow(repo) else ""
-        raise SpaceError(f"{what} {ref!r} is not a commit in {repo}{cut}") from None
+        raise SpaceError(f"{what} {ref!r} is not a commit in {repo}{why_missing(repo, ref)}{cut}") from None
 
 
 def not_an_ancestor(root: Path, good: str, bad: str, g: str, b: str,

@@ -217,3 +217,29 @@ def test_a_script_path_with_a_space_or_a_quote_typed_as_one_word_runs_as_git_bis
         (base / side / "v").write_text(f"{v}\n")
     p = bisectk("diff", base / "good", base / "bad", "--run", str(r / "t.sh"), cwd=base, check=0)
     assert "cannot start" not in p.stdout + p.stderr, p.stdout[-1500:]
+
+
+def test_a_script_gits_checkout_gave_windows_line_endings_names_the_setting_not_only_dos2unix(tmp_path):
+    """core.autocrlf=true set after the clone (a Windows habit, a WSL ~/.gitconfig): the user's
+    checkout keeps its LF test.sh, and `git bisect run ./t.sh` works there; each of bisectk's
+    fresh worktrees gets CRLF, so the script cannot start. The line said 'convert the script
+    (dos2unix ./t.sh)': the user's copy is LF already, and the commits' copies are git's to write.
+    It names the setting that writes them, and the run goes through once it is changed."""
+    from tests.fixtures.gitrepo import git
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    (r / "t.sh").write_text("#!/bin/sh\n[ $(cat v) -lt 5 ]\n")
+    (r / "t.sh").chmod(0o755)
+    for i in range(1, 9):
+        (r / "v").write_text(f"{i}\n")
+        git(r, "add", "v", "t.sh")
+        git(r, "commit", "-q", "-m", f"c{i}")
+    git(r, "config", "core.autocrlf", "true")
+    p = bisectk("bisect", "--good", "HEAD~7", "--run", "./t.sh", cwd=r, check=2)
+    problem = [ln for ln in p.stdout.splitlines() if ln.startswith("problem:")]
+    assert len(problem) == 1 and "core.autocrlf input" in problem[0] and "/bin/sh" in problem[0], p.stdout
+    assert b"\r" not in (r / "t.sh").read_bytes()       # the user's copy was never the cause
+    git(r, "config", "core.autocrlf", "input")
+    p = bisectk("bisect", "--good", "HEAD~7", "--run", "./t.sh", cwd=r, check=0)
+    assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:]

@@ -243,3 +243,33 @@ def test_a_script_gits_checkout_gave_windows_line_endings_names_the_setting_not_
     git(r, "config", "core.autocrlf", "input")
     p = bisectk("bisect", "--good", "HEAD~7", "--run", "./t.sh", cwd=r, check=0)
     assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:]
+
+
+def test_a_file_the_users_sparse_checkout_leaves_out_is_named_with_the_command_that_adds_it(tmp_path):
+    """`git sparse-checkout set src` in a big repository, and a test that reads data/ref.txt: the
+    worktrees take the checkout's sparse patterns (as git bisect's checkout keeps them), so both
+    endpoints fail opening it, and the line said only 'the good configuration fails too ...
+    --flaky applies'. It names the file, the sparse checkout and the command that adds it; once
+    added, the bisection runs."""
+    from tests.fixtures.gitrepo import git
+    r = tmp_path / "r"
+    (r / "src").mkdir(parents=True)
+    (r / "data").mkdir()
+    git(r, "init", "-q", "-b", "main")
+    (r / "data" / "ref.txt").write_text("ref\n")
+    for i in range(1, 9):
+        (r / "src" / "v").write_text(f"{i}\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"c{i}")
+    git(r, "sparse-checkout", "set", "src")
+    assert not (r / "data").exists()
+    t = tmp_path / "t.sh"
+    t.write_text("#!/bin/sh\ncat data/ref.txt >/dev/null || exit 1\n[ $(cat src/v) -lt 5 ]\n")
+    t.chmod(0o755)
+    p = bisectk("bisect", "--good", "HEAD~7", "--run", t, cwd=r, check=2)
+    problem = [ln for ln in p.stdout.splitlines() if ln.startswith("problem:")]
+    assert len(problem) == 1 and "data/ref.txt" in problem[0] and "sparse checkout" in problem[0], p.stdout
+    assert "git sparse-checkout add data" in problem[0] and "fails too" not in problem[0]
+    git(r, "sparse-checkout", "add", "data")
+    p = bisectk("bisect", "--good", "HEAD~7", "--run", t, cwd=r, check=0)
+    assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:]

@@ -153,15 +153,17 @@ def _in_submodule(root: Path, commit: str, rel: str) -> tuple[str, str] | None:
     return None
 
 
-def one_path(text: str, cwd: Path) -> str:
+def one_path(text: str, cwd: Path, node: bool = False) -> str:
     """`text` (a --run or --build line) quoted into one word where it is, whole, the path of a
     file with a space or a quote in it, and the shell reading would not run a file: it fails (an
     unpaired quote) or its first word names nothing. `git bisect run "$PWD/t.sh"` in a directory
     named `my proj's` passes that word as typed, where the shell reading ran '.../my', or stopped
     at its quote. A path without a slash is a PATH lookup for git too, and left as typed; so is
-    every other line (unchanged)."""
+    every other line (unchanged). `node`: `text` is --pytest's, whose file is the part before
+    `::` (`$PWD/tests/test v.py::test_v`)."""
     whole = text.strip()
-    if "/" not in whole or not re.search(r"[\s'\"\\]", whole) or not os.path.isfile(Path(cwd, whole)):
+    path = whole.split("::", 1)[0] if node else whole
+    if ("/" not in path and not node) or not re.search(r"[\s'\"\\]", path) or not os.path.isfile(Path(cwd, path)):
         return text
     try:
         first = shlex.split(whole)[0]

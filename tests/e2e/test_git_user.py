@@ -273,3 +273,18 @@ def test_a_file_the_users_sparse_checkout_leaves_out_is_named_with_the_command_t
     git(r, "sparse-checkout", "add", "data")
     p = bisectk("bisect", "--good", "HEAD~7", "--run", t, cwd=r, check=0)
     assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:]
+
+
+def test_a_pytest_node_id_whose_path_has_a_space_or_a_quote_is_one_node_id(tmp_path):
+    """`--pytest "$PWD/tests/test v.py::test_v"` under `my proj's` (`git bisect run pytest
+    "$PWD/..."` passes it as one word): the value was split as a shell would, 'No closing
+    quotation' at the quote, or the node id cut at its space ('file or directory not found:
+    tests/test', blamed on the good commit). A value whose file part is, whole, a file is one id."""
+    base = tmp_path / "my proj's"
+    base.mkdir()
+    r = _counting_repo(base, 8)
+    (r / "tests").mkdir()
+    (r / "tests" / "test v.py").write_text("def test_v():\n    assert int(open('v').read()) < 5\n")
+    for node in (f"{r}/tests/test v.py::test_v", "tests/test v.py"):
+        p = bisectk("bisect", "--good", "HEAD~7", "--pytest", node, cwd=r, check=0)
+        assert "first bad commit" in p.stdout and " c5\n" in p.stdout, (node, p.stdout[-1500:], p.stderr)

@@ -93,7 +93,8 @@ def pytest_in_tree(pytest_id: Optional[str], root: Path) -> Optional[str]:
     if not pytest_id:
         return pytest_id
     import shlex
-    from bisectk.spaces.command import node_ids_in_tree
+    from bisectk.spaces.command import node_ids_in_tree, one_path
+    pytest_id = one_path(pytest_id, Path.cwd(), node=True)     # `$PWD/tests/test v.py::t`: one node id
     words = pytest_words(pytest_id)
     out = node_ids_in_tree(words, user_cwd=Path.cwd(), root=root)
     return shlex.join(out) if out != words else pytest_id

@@ -227,6 +227,7 @@ def verify(trials: Trials, good_point: Any, bad_point: Any, *, repeat: int = 1, 
     env = (environment.diagnose(good_runs, bad_runs, untracked=getattr(trials.space, "untracked", None),
                                 outside=getattr(trials.space, "outside", None),
                                 uncloned=getattr(trials.space, "uncloned", None),
+                                sparse=getattr(trials.space, "sparse", None),
                                 beside_spec=getattr(trials.space, "beside_spec", None),
                                 missing=getattr(trials.space, "missing", None))
            if problem is not None else None)

@@ -10,7 +10,7 @@ Abstractions
 ------------
 EnvironmentProblem -- a named cause: `kind` (missing-module, import-error, command-not-found,
                       bisect-head, driver-mismatch, no-gpu, cpu-torch, oom-at-start, untracked-file,
-                      outside-path, uncloned-submodule, beside-spec, missing-file), the one line that says it and what fixes it, and the facts
+                      outside-path, uncloned-submodule, sparse-checkout, beside-spec, missing-file), the one line that says it and what fixes it, and the facts
                       behind it (details).
 recognise_cause    -- what one run's output says about the machine: a (kind, subject) pair, e.g.
                       ("missing-module", "cutlass"), or None. Pure: text in, cause out.
@@ -245,6 +245,7 @@ def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | 
              untracked: Callable[[str], str | None] | None = None,
              outside: Callable[[str], str | None] | None = None,
              uncloned: Callable[[str], str | None] | None = None,
+             sparse: Callable[[str], str | None] | None = None,
              beside_spec: Callable[[str], str | None] | None = None,
              missing: Callable[[str], str | None] | None = None) -> EnvironmentProblem | None:
     """The environment as the cause of unusable endpoints (see the module docstring), or None.
@@ -254,6 +255,8 @@ def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | 
     outside the repository (`../sibling/include`), or None.
     `uncloned`: a path a run could not open -> the submodule it lies in, when the user's checkout
     never cloned that one (spaces/emptysub.py), or None.
+    `sparse`: a path a run could not open -> its path in the tree, when git tracks it and the user's
+    sparse checkout leaves it out (CommitSpace.sparse), or None.
     `beside_spec`: a path a run could not open -> where the spec's directory has it, when the
     subject's cwd (the project root, or `[subject] cwd`) does not, or None.
     `missing`: a path a run could not open -> where it would be, when the command names it and
@@ -280,6 +283,10 @@ def diagnose(good_runs: list[Run], bad_runs: list[Run], facts: dict[str, Any] | 
             f"environment problem: the runs cannot open {named}, in the submodule {where}/, which your checkout never "
             f"cloned: each commit's worktree gets the submodules your checkout has cloned, and leaves the others "
             f"empty, as in your checkout; clone it (git submodule update --init {where}) and run again")),
+        (sparse, "sparse-checkout", lambda named, where: (
+            f"environment problem: the runs cannot open {named}, which git tracks but your sparse checkout leaves "
+            "out: each commit's worktree takes your checkout's sparse patterns, as git bisect's checkout keeps them; "
+            f"add it (git sparse-checkout add {os.path.dirname(where) or where}) and run again")),
         (beside_spec, "beside-spec", lambda named, where: (
             f"environment problem: the runs cannot open {named}; the spec's directory has {where}, but the command "
             "runs from [subject] cwd, which is read from the project root (the nearest directory above the spec "

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bisectk.errors import BisectkError
 from bisectk.spaces.shellwords import runs_shell, shell_syntax, split_command  # noqa: F401 (this module's API)
+from bisectk.spaces.command import one_path
 from bisectk.spec import Config, Spec, adhoc_spec, load_spec, placeholders
 from bisectk.specvalues import parse_value
 from bisectk.timeouts import limit_problem
@@ -113,6 +114,8 @@ def _load_subject(spec_path: Path | None, run: str | None, pytest_id: str | None
         raise BisectkError("give exactly one subject: a SPEC file, --run 'CMD' or --pytest NODEID")
     if config not in ("good", "bad"):
         raise BisectkError(f"--config must be good or bad, not {config!r}")
+    # `--run "$PWD/t.sh"` under `my proj's`: the path, one word (bisect's are so already)
+    run, build = (one_path(text, cwd) if text else text for text in (run, build))
     build_argv = split_command(build, "--build") if build is not None else None
     if spec_path is None:
         if sets:

@@ -66,8 +66,12 @@ def why_not_started(exc: BaseException, argv0: str = "", cwd: str | os.PathLike 
         interpreter = _shebang(os.path.join(os.fspath(cwd or "."), argv0))
         if interpreter is not None:
             if interpreter.endswith("\r"):
+                script = os.path.join(os.fspath(cwd or "."), argv0)
+                fix = (f"git's checkout wrote them if core.autocrlf=true or an eol=crlf attribute asks (`git config "
+                       f"core.autocrlf input`, or a .gitattributes line `*.sh text eol=lf`), else convert the script "
+                       f"(dos2unix {argv0})" if _in_git_tree(script) else f"convert the script (dos2unix {argv0})")
                 return (f"its first line, #!{interpreter[:-1]}, ends in a carriage return (Windows line endings): "
-                        f"no interpreter '{interpreter[:-1]}\\r' exists; convert the script (dos2unix {argv0})")
+                        f"no interpreter '{interpreter[:-1]}\\r' exists; {fix}")
             return f"its interpreter (#!{interpreter}) does not exist"
     if isinstance(exc, PermissionError) and argv0 and os.path.dirname(argv0):
         # the kernel's EACCES says neither which: a directory, or a file without its execute bit
@@ -81,6 +85,19 @@ def why_not_started(exc: BaseException, argv0: str = "", cwd: str | os.PathLike 
                 f"over {MAX_ARG_STRLEN} bytes (MAX_ARG_STRLEN)")
     what = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
     return f"{what}: {filename}" if filename else what
+
+
+def _in_git_tree(path: str) -> bool:
+    """Whether `path` lies in a git work tree (a `.git` beside it or above: a checkout, or one of
+    bisectk's worktrees), where git's checkout may have written its line endings."""
+    here = os.path.dirname(os.path.abspath(path))
+    while True:
+        if os.path.lexists(os.path.join(here, ".git")):
+            return True
+        up = os.path.dirname(here)
+        if up == here:
+            return False
+        here = up
 
 
 MAX_ARG_STRLEN = 32 * 4096      # Linux: one argument, or one NAME=VALUE of the environment

@@ -46,6 +46,8 @@ CommandFile     -- one resolved path: the word as typed, which copy runs ("yours
                    directory", and for a file the commit lacks that git did track, "deleted:
                    tracked at OLD, not at NEW" or "tracked at HEAD, not at NEW"): facts for the
                    reports, which say which copy ran.
+one_path        -- a line that is, whole, the path of a file with a space or a quote in it, as
+                   one word (`--run "$PWD/t.sh"` under `my proj's`), as git bisect run takes it.
 resolve_command -- the command line with its words resolved, and the CommandFiles (the line split
                    and its shell syntax refused by spaces/shellwords.py split_command).
 resolve_pytest  -- the user's test files --pytest's node ids name, and the untracked conftest.py
@@ -64,6 +66,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -148,6 +151,27 @@ def _in_submodule(root: Path, commit: str, rel: str) -> tuple[str, str] | None:
         if meta.startswith("160000 ") and rel.startswith(path + "/"):
             return path, rel[len(path) + 1:]
     return None
+
+
+def one_path(text: str, cwd: Path, node: bool = False) -> str:
+    """`text` (a --run or --build line) quoted into one word where it is, whole, the path of a
+    file with a space or a quote in it, and the shell reading would not run a file: it fails (an
+    unpaired quote) or its first word names nothing. `git bisect run "$PWD/t.sh"` in a directory
+    named `my proj's` passes that word as typed, where the shell reading ran '.../my', or stopped
+    at its quote. A path without a slash is a PATH lookup for git too, and left as typed; so is
+    every other line (unchanged). `node`: `text` is --pytest's, whose file is the part before
+    `::` (`$PWD/tests/test v.py::test_v`)."""
+    whole = text.strip()
+    path = whole.split("::", 1)[0] if node else whole
+    if ("/" not in path and not node) or not re.search(r"[\s'\"\\]", path) or not os.path.isfile(Path(cwd, path)):
+        return text
+    try:
+        first = shlex.split(whole)[0]
+    except (ValueError, IndexError):
+        return shlex.quote(whole)
+    if os.path.lexists(Path(cwd, first)) if "/" in first else shutil.which(first):
+        return text         # the shell's reading runs something: the user's quoting is taken as typed
+    return shlex.quote(whole)
 
 
 def _pathlike(word: str, first: bool) -> bool:

@@ -162,7 +162,28 @@ def open_repo(path: Path | str) -> Path:
         # a bare repository has no work tree to leave alone: its git directory stands for it, and
         # the commits are checked out in worktrees made from it (git worktree add works there)
         return Path(run_git(where, "rev-parse", "--absolute-git-dir")).resolve()
-    raise SpaceError(f"{p} is not inside a git repository's work tree")
+    raise SpaceError(f"{p} is not inside a git repository's work tree{_work_tree_of(where)}")
+
+
+def _work_tree_of(git_dir: Path) -> str:
+    """For a path inside a git directory (`--repo proj/.git`, or its refs/), the words naming the
+    work tree that git directory belongs to, to give instead; '' where it has none git names (a
+    .git of its own name, or core.worktree)."""
+    from bisectk.names import shell_join
+    try:
+        if run_git(git_dir, "rev-parse", "--is-inside-git-dir") != "true":
+            return ""
+        absolute = Path(run_git(git_dir, "rev-parse", "--absolute-git-dir"))
+        try:
+            named = run_git(git_dir, "config", "--get", "core.worktree")    # a submodule's, under .git/modules
+        except SpaceError:                                                  # exit 1: not set
+            named = ""
+    except SpaceError:
+        return ""
+    top = (absolute / named).resolve() if named else absolute.parent if absolute.name == ".git" else None
+    if top is None or not top.is_dir():
+        return ""
+    return f": it is in the git directory of {top}; give --repo {shell_join([str(top)])}"
 
 
 def is_shallow(repo: Path) -> bool:
@@ -196,8 +217,9 @@ def resolve(repo: Path, ref: str, what: str = "ref") -> str:
             gone = ""
         if gone:
             raise SpaceError(f"{what} {ref!r} cannot be read in {repo}: {gone}") from None
+        from bisectk.spaces.refnames import why_missing
         cut = f" (a shallow clone: its history is cut; {SHALLOW_HINT})" if is_shallow(repo) else ""
-        raise SpaceError(f"{what} {ref!r} is not a commit in {repo}{cut}") from None
+        raise SpaceError(f"{what} {ref!r} is not a commit in {repo}{why_missing(repo, ref)}{cut}") from None
 
 
 def not_an_ancestor(root: Path, good: str, bad: str, g: str, b: str,

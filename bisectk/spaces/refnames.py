@@ -8,6 +8,8 @@ Abstractions
 ------------
 ambiguities -- one line per --good/--bad whose name git warns about: what git reads it as, the
                other things of that name, and to name the one meant in full.
+why_missing -- why a name reads as no commit, where git says more than that: HEAD on a branch
+               with no commit yet, `@{u}` without an upstream, a reflog entry past its end.
 """
 
 from __future__ import annotations
@@ -75,3 +77,26 @@ def ambiguities(root: Path, given: Sequence[tuple[str, str]]) -> list[str]:
                 lines.append(f"{what}: git reads it as {readings[0]}, as git bisect would, not "
                              f"{' or '.join(readings[1:])}; name the one you mean in full")
     return lines
+
+
+_HEADISH = re.compile(r"(HEAD|@)([~^].*)?")
+
+
+def why_missing(root: Path, ref: str) -> str:
+    """Why `ref` names no commit in `root`, as ': REASON', or '' where git says only that it does
+    not (`Needed a single revision`). HEAD on an unborn branch (`git checkout --orphan`, a fresh
+    `git init`) is named as that, since git's words for it are those of a typo; `main@{u}` without
+    an upstream and `main@{9}` past the reflog's end get git's own reason."""
+    from bisectk.spaces.early import peeled
+    if _HEADISH.fullmatch(ref):
+        branch = _git(root, "symbolic-ref", "-q", "HEAD").stdout.strip()
+        if branch and _git(root, "rev-parse", "--verify", "--quiet", branch).returncode != 0:
+            name = branch.removeprefix("refs/heads/")
+            return f": HEAD is on the branch {name!r}, which has no commit yet; name a commit"
+    try:
+        said = _git(root, "rev-parse", "--verify", peeled(ref)).stderr
+    except OSError:
+        return ""
+    reasons = [ln.removeprefix("fatal: ").strip() for ln in said.splitlines() if ln.startswith("fatal: ")]
+    reasons = [r for r in reasons if r and r != "Needed a single revision"]
+    return f": {reasons[0]}" if reasons else ""

@@ -174,6 +174,21 @@ class CommitSpace:
         except SpaceError:
             return str(checkout / rel)
 
+    def sparse(self, path: str) -> str | None:
+        """`path`, as a run named it (relative to the run's directory), when git tracks it and the
+        user's sparse checkout leaves it out (skip-worktree): each worktree takes the same patterns,
+        as git bisect's checkout keeps them. Its path from the top of the tree; else None."""
+        if self.remote or self.pool is None or os.path.isabs(path):
+            return None
+        rel = os.path.normpath(os.path.join(self.subdir, path))
+        if rel in (".", "") or rel.startswith(".."):
+            return None
+        try:
+            listed = run_git(Path(self.commits.repo), "ls-files", "-t", "--", ":(literal)" + rel)
+        except SpaceError:
+            return None
+        return rel if any(line.startswith("S ") for line in listed.splitlines()) else None
+
     def uncloned(self, path: str) -> str | None:
         """`path`, as a run named it, when it lies in a submodule the user's checkout never cloned
         (spaces/emptysub.py): that submodule's path; else None."""

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bisectk.spaces.checkout import checkout_build
-from bisectk.spaces.command import CommandFile, resolve_command, resolve_pytest, unique_files
+from bisectk.spaces.command import CommandFile, one_path, resolve_command, resolve_pytest, unique_files
 from bisectk.spaces.shellwords import pytest_words, split_command
 from bisectk.spaces.yours import MAX_BESIDE, MAX_BESIDE_BYTES, Carried, beside
 
@@ -39,6 +39,8 @@ def resolve_commands(run_cmd: str | None, build: str | None, *, user_cwd: Path, 
     rewritten commands and their files. `copy`: as resolve_command's (False: nothing is copied)."""
     files: list[CommandFile] = []
     out = []
+    # `--run "$PWD/t.sh"` under `my proj's`: the path, one word
+    run_cmd, build = (one_path(text, user_cwd) if text else text for text in (run_cmd, build))
     for text, option in ((run_cmd, "--run"), (build, "--build")):
         if text:
             checkout_build(text, option, user_cwd=user_cwd, root=root)

@@ -189,3 +189,102 @@ def test_an_untracked_link_to_a_script_leads_where_it_leads_under_git(tmp_path):
         assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
         assert f"is your file {r / 'local' / 't.sh'} (untracked), copied into each commit's worktree at local/t.sh" \
             in p.stdout, p.stdout
+
+
+def test_a_script_path_with_a_space_or_a_quote_typed_as_one_word_runs_as_git_bisect_run_takes_it(tmp_path):
+    """`git bisect run "$PWD/t.sh"` in a directory named `my proj's`: git passes the word as typed
+    and says c5. `--run "$PWD/t.sh"` split the path at its space (`cannot start '.../my'`, and the
+    line blamed the good commit: 'give --good a commit the test can run on') or stopped at its
+    quote ('No closing quotation'). A line that is, whole, the path of a file, where the shell
+    reading would split it and its first word names nothing, is that file: as git takes it."""
+    from tests.fixtures.gitrepo import git
+    base = tmp_path / "my proj's"
+    base.mkdir()
+    r = _counting_repo(base, 8)
+    for name in ("t.sh", "my check.sh"):
+        (r / name).write_text("#!/bin/sh\n[ $(cat v) -lt 5 ]\n")
+        (r / name).chmod(0o755)
+    for cmd in (str(r / "t.sh"), "./my check.sh"):
+        p = bisectk("bisect", "--good", "HEAD~7", "--run", cmd, cwd=r, check=0)
+        assert "first bad commit" in p.stdout and " c5\n" in p.stdout, (cmd, p.stdout[-1500:], p.stderr)
+    assert git(r, "status", "--porcelain") == '?? "my check.sh"\n?? t.sh'     # nothing left in the checkout
+    # the shell's reading, where its first word names a program, is kept: `sh -c` runs its script
+    p = bisectk("bisect", "--good", "HEAD~7", "--run", "sh -c '[ $(cat v) -lt 5 ]'", cwd=r, check=0)
+    assert " c5\n" in p.stdout
+    # diff takes its --run the same way
+    for side, v in (("good", 1), ("bad", 7)):
+        (base / side).mkdir()
+        (base / side / "v").write_text(f"{v}\n")
+    p = bisectk("diff", base / "good", base / "bad", "--run", str(r / "t.sh"), cwd=base, check=0)
+    assert "cannot start" not in p.stdout + p.stderr, p.stdout[-1500:]
+
+
+def test_a_script_gits_checkout_gave_windows_line_endings_names_the_setting_not_only_dos2unix(tmp_path):
+    """core.autocrlf=true set after the clone (a Windows habit, a WSL ~/.gitconfig): the user's
+    checkout keeps its LF test.sh, and `git bisect run ./t.sh` works there; each of bisectk's
+    fresh worktrees gets CRLF, so the script cannot start. The line said 'convert the script
+    (dos2unix ./t.sh)': the user's copy is LF already, and the commits' copies are git's to write.
+    It names the setting that writes them, and the run goes through once it is changed."""
+    from tests.fixtures.gitrepo import git
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    (r / "t.sh").write_text("#!/bin/sh\n[ $(cat v) -lt 5 ]\n")
+    (r / "t.sh").chmod(0o755)
+    for i in range(1, 9):
+        (r / "v").write_text(f"{i}\n")
+        git(r, "add", "v", "t.sh")
+        git(r, "commit", "-q", "-m", f"c{i}")
+    git(r, "config", "core.autocrlf", "true")
+    p = bisectk("bisect", "--good", "HEAD~7", "--run", "./t.sh", cwd=r, check=2)
+    problem = [ln for ln in p.stdout.splitlines() if ln.startswith("problem:")]
+    assert len(problem) == 1 and "core.autocrlf input" in problem[0] and "/bin/sh" in problem[0], p.stdout
+    assert b"\r" not in (r / "t.sh").read_bytes()       # the user's copy was never the cause
+    git(r, "config", "core.autocrlf", "input")
+    p = bisectk("bisect", "--good", "HEAD~7", "--run", "./t.sh", cwd=r, check=0)
+    assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:]
+
+
+def test_a_file_the_users_sparse_checkout_leaves_out_is_named_with_the_command_that_adds_it(tmp_path):
+    """`git sparse-checkout set src` in a big repository, and a test that reads data/ref.txt: the
+    worktrees take the checkout's sparse patterns (as git bisect's checkout keeps them), so both
+    endpoints fail opening it, and the line said only 'the good configuration fails too ...
+    --flaky applies'. It names the file, the sparse checkout and the command that adds it; once
+    added, the bisection runs."""
+    from tests.fixtures.gitrepo import git
+    r = tmp_path / "r"
+    (r / "src").mkdir(parents=True)
+    (r / "data").mkdir()
+    git(r, "init", "-q", "-b", "main")
+    (r / "data" / "ref.txt").write_text("ref\n")
+    for i in range(1, 9):
+        (r / "src" / "v").write_text(f"{i}\n")
+        git(r, "add", "-A")
+        git(r, "commit", "-q", "-m", f"c{i}")
+    git(r, "sparse-checkout", "set", "src")
+    assert not (r / "data").exists()
+    t = tmp_path / "t.sh"
+    t.write_text("#!/bin/sh\ncat data/ref.txt >/dev/null || exit 1\n[ $(cat src/v) -lt 5 ]\n")
+    t.chmod(0o755)
+    p = bisectk("bisect", "--good", "HEAD~7", "--run", t, cwd=r, check=2)
+    problem = [ln for ln in p.stdout.splitlines() if ln.startswith("problem:")]
+    assert len(problem) == 1 and "data/ref.txt" in problem[0] and "sparse checkout" in problem[0], p.stdout
+    assert "git sparse-checkout add data" in problem[0] and "fails too" not in problem[0]
+    git(r, "sparse-checkout", "add", "data")
+    p = bisectk("bisect", "--good", "HEAD~7", "--run", t, cwd=r, check=0)
+    assert "first bad commit" in p.stdout and " c5\n" in p.stdout, p.stdout[-1500:]
+
+
+def test_a_pytest_node_id_whose_path_has_a_space_or_a_quote_is_one_node_id(tmp_path):
+    """`--pytest "$PWD/tests/test v.py::test_v"` under `my proj's` (`git bisect run pytest
+    "$PWD/..."` passes it as one word): the value was split as a shell would, 'No closing
+    quotation' at the quote, or the node id cut at its space ('file or directory not found:
+    tests/test', blamed on the good commit). A value whose file part is, whole, a file is one id."""
+    base = tmp_path / "my proj's"
+    base.mkdir()
+    r = _counting_repo(base, 8)
+    (r / "tests").mkdir()
+    (r / "tests" / "test v.py").write_text("def test_v():\n    assert int(open('v').read()) < 5\n")
+    for node in (f"{r}/tests/test v.py::test_v", "tests/test v.py"):
+        p = bisectk("bisect", "--good", "HEAD~7", "--pytest", node, cwd=r, check=0)
+        assert "first bad commit" in p.stdout and " c5\n" in p.stdout, (node, p.stdout[-1500:], p.stderr)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -188,6 +189,42 @@ def test_bad_repository_paths(tmp_path):
         list_graph(tmp_path / "missing", "a", "b")
     with pytest.raises(SpaceError, match="not inside a git repository"):
         list_graph(tmp_path, "a", "b")
+
+
+def test_a_repo_given_by_its_git_directory_names_the_work_tree_to_give(repo, tmp_path):
+    """`--repo proj/.git` (the repository taken for its .git): 'is not inside a git repository's
+    work tree', and no word of the work tree it is the git directory of, which git knows."""
+    for given in (repo / ".git", repo / ".git" / "refs" / "tags"):
+        with pytest.raises(SpaceError, match=rf"{re.escape(str(given))} is not inside a git repository's work tree: "
+                                             rf"it is in the git directory of {re.escape(str(repo))}; give --repo "
+                                             rf"{re.escape(str(repo))}$"):
+            list_graph(given, "HEAD~3", "HEAD")
+    spaced = tmp_path / "my proj"
+    git(tmp_path, "clone", "-q", str(repo), str(spaced))
+    with pytest.raises(SpaceError, match=rf"give --repo '{re.escape(str(spaced))}'$"):     # pastes into sh
+        list_graph(spaced / ".git", "HEAD~3", "HEAD")
+    bare = tmp_path / "b.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(bare))
+    assert list_graph(bare, "HEAD~3", "HEAD").commits      # a bare repository is bisected as it is
+
+
+def test_a_name_that_reads_as_no_commit_says_why_where_git_knows(repo):
+    """`git checkout --orphan fresh` (or a fresh `git init`) and HEAD is on a branch with no
+    commit: the line said `--bad 'HEAD' is not a commit`, as for a typo. `main@{u}` without an
+    upstream and `main@{30}` past the reflog's end were said the same way, where git says which."""
+    with pytest.raises(SpaceError, match=r"--bad 'main@\{u\}' is not a commit in .*: no upstream configured "
+                                         r"for branch 'main'$"):
+        list_graph(repo, "HEAD~3", "main@{u}")
+    with pytest.raises(SpaceError, match=r"--good 'main@\{30\}' is not a commit in .*: log for 'main' only has"):
+        list_graph(repo, "main@{30}", "HEAD")
+    with pytest.raises(SpaceError, match=r"--good 'nope' is not a commit in \S+$"):   # a typo: nothing to add
+        list_graph(repo, "nope", "HEAD")
+    git(repo, "checkout", "-q", "--orphan", "fresh")
+    for bad in ("HEAD", "HEAD~1", "@"):
+        with pytest.raises(SpaceError, match=rf"--bad '{re.escape(bad)}' is not a commit in .*: HEAD is on the "
+                                             r"branch 'fresh', which has no commit yet; name a commit$"):
+            list_graph(repo, "main~3", bad)
+    assert list_graph(repo, "main~3", "main").commits       # the branch's commits are there all the same
 
 
 # -- the commit DAG (list_graph) ----------------------------------------------------------------

@@ -124,7 +124,9 @@ def test_a_subject_that_kills_or_stops_its_supervisor_is_unresolved_and_leaves_n
 def test_ctrl_c_ends_a_run_whose_subject_ignores_sigterm_within_a_second(tmp_path):
     m = marker()
     subject = tmp_path / "stubborn.py"
-    subject.write_text("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(300)\n")
+    ready = tmp_path / "ignoring"
+    subject.write_text("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                       f"open({str(ready)!r}, 'w').close()\ntime.sleep(300)\n")
     # the driver takes SIGINT as a terminal's Ctrl-C does, whatever it inherited: started from a
     # background job (`cmd &` in a script) a process begins with SIGINT ignored, and never sees it
     driver = ("import signal, sys, time\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
@@ -134,10 +136,10 @@ def test_ctrl_c_ends_a_run_whose_subject_ignores_sigterm_within_a_second(tmp_pat
     proc = subprocess.Popen(py(driver, str(subject), m), stdout=subprocess.PIPE, text=True, cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
-        deadline = time.monotonic() + 20
-        while len(with_marker(m)) < 2 and time.monotonic() < deadline:   # the driver and the subject
+        deadline = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < deadline:   # the subject has set its handler
             time.sleep(0.05)
-        time.sleep(0.5)   # the subject has set its handler
+        assert ready.exists() and len(with_marker(m)) >= 2          # the driver and the subject
         t = time.monotonic()
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=10)
@@ -158,7 +160,9 @@ def test_ctrl_c_while_the_supervisor_starts_the_subject_leaves_nothing(tmp_path,
     from bisectk.run import process as proc_mod
     m = marker()
     subject = tmp_path / "stubborn.py"
-    subject.write_text("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(300)\n")
+    ready = tmp_path / "ignoring"
+    subject.write_text("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                       f"open({str(ready)!r}, 'w').close()\ntime.sleep(300)\n")
     real_wait = proc_mod.Contained.wait
 
     def interrupted(self, deadline):

@@ -201,9 +201,9 @@ def test_the_claim_of_a_killed_command_its_parent_has_not_reaped_yet_is_taken_ov
 
 def test_a_claim_from_another_host_expires(tmp_path):
     db = Ledger(tmp_path / "l.db")
-    db.db.execute("INSERT INTO claims VALUES (?,?,?,?,?,?,?,?,?)",
+    t = time.monotonic()        # before the expiry is set: a pause between the two (a loaded machine's)
+    db.db.execute("INSERT INTO claims VALUES (?,?,?,?,?,?,?,?,?)",   # was counted out of the wait
                   (FP, KEY, 0, "x", "elsewhere", 1, 1.0, time.time(), time.time() + 0.5))
-    t = time.monotonic()
     c = db.claim(FP, KEY, 0)
     # waited for the expiry (0.5 s, polled at most 1 s apart) and no longer; the upper bound was 3 s,
     # 30 s leaves a loaded CI machine its pauses

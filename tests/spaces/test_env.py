@@ -221,15 +221,22 @@ def test_a_bisections_capture_begins_once_its_first_run_has_ended(tmp_path):
 def test_a_probe_that_hangs_is_ended_with_what_it_started(tmp_path, monkeypatch):
     """A probe is not a run (no supervisor, no spare taken from the runs), but it leaves nothing
     behind either: an nvidia-smi stuck with a child of its own is ended, children too."""
+    import uuid
+
     import psutil
-    _script(tmp_path / "nvidia-smi", "sleep 37.25 &\nsleep 37.25\n")
+
+    from tests.conftest import wait_until
+    # a duration of this test's own: another session's run of it, at once on the machine, is not ours
+    nap = f"37.{uuid.uuid4().int % 10**9:09d}"
+    _script(tmp_path / "nvidia-smi", f"sleep {nap} &\nsleep {nap}\n")
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     t = time.monotonic()
     gpu = capture(torch=False, timeout=0.3)["gpu"]
     assert "no answer in 0.3 s" in gpu["error"] and time.monotonic() - t < 5
-    time.sleep(0.2)
-    left = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "37.25"]]
-    assert left == []
+
+    def left():     # killed ones are gone once the kernel has ended them (a wait, not a sleep(0.2))
+        return [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", nap]]
+    assert wait_until(lambda: not left(), timeout=30), left()
 
 
 @pytest.mark.parametrize("command", ["ablate", "diff", "triage"])

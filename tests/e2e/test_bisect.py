@@ -548,8 +548,10 @@ def test_a_slow_spec_bisects_one_commit_at_a_time_under_jobs(tmp_path):
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     (repo / "pyproject.toml").touch()
+    # bad sleeps 1.6 s against good's 0.2 s: each run's start-up (s) falls on both, and 1.5 x good's
+    # stays under bad's while s < 2.6 s (a loaded machine's start); 0.6 s failed once s reached 0.6 s
     (repo / "spec.toml").write_text('[subject]\ncommand = ["python", "s.py"]\n[oracle]\nslow_factor = 1.5\n')
-    (repo / "s.py").write_text(f"import time\nt0 = time.time()\ntime.sleep(0.6 if int(open('v.txt').read()) >= 5 else 0.2)\n"
+    (repo / "s.py").write_text(f"import time\nt0 = time.time()\ntime.sleep(1.6 if int(open('v.txt').read()) >= 5 else 0.2)\n"
                                f"open({str(stamps)!r}, 'a').write(f'{{t0}} {{time.time()}}\\n')\n")
     for i in range(8):
         (repo / "v.txt").write_text(f"{i}\n")

@@ -414,6 +414,29 @@ def check_outputs(report: Optional[Path] = None, json_out: Optional[Path] = None
         raise
 
 
+def check_outputs_early(report: Optional[Path], json_out: Optional[Path], html: Optional[Path],
+                        junit: Optional[Path] = None, *, spec: Optional[Path], commands=(), dirs=(),
+                        ledger: Optional[Path], repo: Path, as_json: bool = False, name: str = "") -> None:
+    """check_outputs for bisect and triage before git lists the history (their paths do not depend
+    on it): a CI job's timeout while a big history was listed, or the spec loaded, left no
+    document at all. What is known this early is checked: the SPEC's file, the ledger, the files
+    the words of --run, --build and --pytest (`commands`, each a string or a list of words) name
+    in `dirs`; the full check, once the spec is loaded, follows. `ledger`: --ledger, else `repo`'s."""
+    import shlex
+    from bisectk.report.outputs import argv_files
+    from bisectk.spaces.commits import repo_ledger
+    also = [(spec, "the spec")] if spec is not None and spec.is_file() else []
+    for words in commands:
+        if isinstance(words, str):
+            try:
+                words = shlex.split(words)
+            except ValueError:      # an unbalanced quote: the loading of the subject says so
+                words = words.split()
+        also += [(p, "a file the subject's command names") for p in argv_files(_script_words(list(words)), *dirs)]
+    check_outputs(report, json_out, html, junit, ledger=ledger if ledger is not None else repo_ledger(repo), also=also,
+                  as_json=as_json, name=name)
+
+
 def _script_words(argv: list[str]) -> list[str]:
     """`argv`'s words and those of the script it runs (`bash -c 'sh s.sh 1'`: s.sh), where a
     report written over what the script names destroyed the user's file just as well."""

@@ -96,7 +96,7 @@ def bisect(repo: Path = RepoOpt,
         _bisect_manual(root, olds, new, names, paths, terms, first_parent=first_parent, confidence=confidence,
                        fresh=fresh, ledger=ledger)
     # before git lists the history: a CI job's timeout while it does still leaves the documents
-    check_outputs_early(report, json_out, html, spec=spec, commands=(run_cmd or "", build or "", pytest_words(pytest_id)),
+    check_outputs_early(report, json_out, html, spec=spec, commands=(run_cmd or "", build or ""), pytest=pytest_id,
                         dirs=(Path.cwd(), root), ledger=ledger, repo=root, as_json=as_json)
     with ExitStack() as stack:
         # git lists the history, and the first endpoint is checked out, while Python loads the rest

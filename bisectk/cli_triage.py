@@ -66,7 +66,7 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
     say_your_bisect(root, [good], bad, ("--good", "--bad"))
     paths = pathspec_of(paths, Path.cwd(), root)    # as bisect reads it: relative to where it is typed
     # before git lists the history: a CI job's timeout while it does still leaves the documents
-    check_outputs_early(report, json_out, html, junit, spec=spec, commands=(run_cmd or "", build or "", pytest_words(pytest_id)),
+    check_outputs_early(report, json_out, html, junit, spec=spec, commands=(run_cmd or "", build or ""), pytest=pytest_id,
                         dirs=(Path.cwd(), root), ledger=ledger, repo=root, as_json=as_json,
                         name=str(spec or run_cmd or pytest_id))
     commits = list_graph(root, good, bad, first_parent=first_parent, paths=paths)

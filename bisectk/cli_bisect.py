@@ -13,7 +13,7 @@ from bisectk import exitcodes as X
 from bisectk.cli_common import (Deferred, after_first_run, BuildOpt, BuildTimeoutOpt, CalibrateOpt, ConfigOpt,
                                 ExecutorOpt, FreshOpt, GitLedgerOpt, HtmlOpt, JsonOpt, JsonOutOpt, PytestOpt,
                                 RayAddressOpt, CleanIgnoredOpt, RayRepoOpt, RepoOpt, ReportOpt, RunOpt,
-                                SameFailureOpt, SetOpt, SnapshotsOpt, TimeoutOpt, WarmOpt, check_outputs,
+                                SameFailureOpt, SetOpt, SnapshotsOpt, TimeoutOpt, WarmOpt, check_outputs, check_outputs_early,
                                 environment_capture, fail, finish, history_subject, interrupted, out, policy, reporter,
                                 resume_or_fresh, spare_ahead, timed_policy)
 from bisectk.cli_history import (checkout_path, history_ends, history_targets, pytest_in_tree, pytest_words, say_ambiguous,
@@ -95,6 +95,9 @@ def bisect(repo: Path = RepoOpt,
         policy(confidence=confidence)       # the one validator (NaN passes click's range check)
         _bisect_manual(root, olds, new, names, paths, terms, first_parent=first_parent, confidence=confidence,
                        fresh=fresh, ledger=ledger)
+    # before git lists the history: a CI job's timeout while it does still leaves the documents
+    check_outputs_early(report, json_out, html, spec=spec, commands=(run_cmd or "", build or ""), pytest=pytest_id,
+                        dirs=(Path.cwd(), root), ledger=ledger, repo=root, as_json=as_json)
     with ExitStack() as stack:
         # git lists the history, and the first endpoint is checked out, while Python loads the rest
         background = stack.enter_context(ThreadPoolExecutor(max_workers=2, thread_name_prefix="bisectk-setup"))

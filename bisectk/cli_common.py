@@ -414,6 +414,31 @@ def check_outputs(report: Optional[Path] = None, json_out: Optional[Path] = None
         raise
 
 
+def check_outputs_early(report: Optional[Path], json_out: Optional[Path], html: Optional[Path],
+                        junit: Optional[Path] = None, *, spec: Optional[Path], commands=(), pytest: Optional[str] = None, dirs=(),
+                        ledger: Optional[Path], repo: Path, as_json: bool = False, name: str = "") -> None:
+    """check_outputs for bisect and triage before git lists the history (their paths do not depend
+    on it): a CI job's timeout while a big history was listed, or the spec loaded, left no
+    document at all. What is known this early is checked: the SPEC's file, the ledger, the files
+    the words of --run and --build (`commands`) name in `dirs`, and --pytest's file as typed (it is
+    split once it is read against the tree); the full check, once the spec is loaded, follows.
+    `ledger`: --ledger, else `repo`'s."""
+    import shlex
+    from bisectk.report.outputs import argv_files
+    from bisectk.spaces.commits import repo_ledger
+    also = [(spec, "the spec")] if spec is not None and spec.is_file() else []
+    for command in commands:
+        try:
+            words = shlex.split(command)
+        except ValueError:      # an unbalanced quote: the loading of the subject says so
+            words = command.split()
+        also += [(p, "a file the subject's command names") for p in argv_files(_script_words(words), *dirs)]
+    if pytest:
+        also += [(p, "the file --pytest names") for p in argv_files([pytest, pytest.split("::", 1)[0]], *dirs)]
+    check_outputs(report, json_out, html, junit, ledger=ledger if ledger is not None else repo_ledger(repo), also=also,
+                  as_json=as_json, name=name)
+
+
 def _script_words(argv: list[str]) -> list[str]:
     """`argv`'s words and those of the script it runs (`bash -c 'sh s.sh 1'`: s.sh), where a
     report written over what the script names destroyed the user's file just as well."""

@@ -11,7 +11,7 @@ import typer
 from bisectk.cli_common import (BadRefOpt, capture_after_first_run, BuildOpt, BuildTimeoutOpt, CalibrateOpt,
                                 ConfigOpt, ExecutorOpt, FreshOpt, GitLedgerOpt, GoodRefOpt, HtmlOpt, JsonOpt,
                                 JsonOutOpt, PytestOpt, RayAddressOpt, CleanIgnoredOpt, RayRepoOpt, RepoOpt, ReportOpt,
-                                RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, TimeoutOpt, WarmOpt, check_outputs,
+                                RunOpt, SameFailureOpt, SetOpt, SnapshotsOpt, TimeoutOpt, WarmOpt, check_outputs, check_outputs_early,
                                 fail, finish, history_subject, interrupted, policy, reporter, resume_or_fresh)
 from bisectk.cli_history import (checkout_path, history_targets, pytest_in_tree, pytest_words, say_ambiguous, say_command,
                                  say_path, say_shared, say_your_bisect)
@@ -65,6 +65,10 @@ def triage(targets: Optional[list[str]] = typer.Argument(None, metavar="[SPEC] [
     say_ambiguous(root, [good], bad, ("--good", "--bad"))
     say_your_bisect(root, [good], bad, ("--good", "--bad"))
     paths = pathspec_of(paths, Path.cwd(), root)    # as bisect reads it: relative to where it is typed
+    # before git lists the history: a CI job's timeout while it does still leaves the documents
+    check_outputs_early(report, json_out, html, junit, spec=spec, commands=(run_cmd or "", build or ""), pytest=pytest_id,
+                        dirs=(Path.cwd(), root), ledger=ledger, repo=root, as_json=as_json,
+                        name=str(spec or run_cmd or pytest_id))
     commits = list_graph(root, good, bad, first_parent=first_parent, paths=paths)
     pytest_id = pytest_in_tree(pytest_id, root)   # $PWD/tests/t.py::x: each commit's own test
     # --run ./test.sh as bisect reads it: the user's untracked script, or each commit's own

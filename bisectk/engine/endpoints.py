@@ -534,7 +534,8 @@ def _commit_untestable(trials: Trials, good_point: Any, bad_point: Any, good: Ve
     """`problem` for a bisection's endpoint that cannot be tested, said of the commit it is (which
     one, and why in the run's own words) where diagnose says "configuration" and "UNRESOLVED build"
     of every reason a commit is skipped for (the directory the command was typed in, or the file
-    it runs, is not in its tree; its build failed). Any other problem is returned as it is."""
+    it runs, is not in its tree; its build failed); where the other endpoint was stopped the same
+    way, that is said instead of asking for another endpoint. Any other problem is returned as it is."""
     if problem is None or getattr(trials.space, "kind", "") != "commits":
         return problem
     for side, point, verdict, option in (("good", good_point, good, "--good"), ("bad", bad_point, bad, "--bad")):
@@ -544,6 +545,13 @@ def _commit_untestable(trials: Trials, good_point: Any, bad_point: Any, good: Ve
             # a partial clone whose remote is gone, a filter's program not installed: another commit
             # fails the same, and the reason already says what to do (spaces/promisor.py)
             advice = "" if EVERY_COMMIT in why else f"; give {option} a commit the test can run on"
+            other, other_point, other_side = (bad, bad_point, "bad") if side == "good" else (good, good_point, "good")
+            if advice and other.outcome is Outcome.UNRESOLVED and (other.reason, other.signature) == (
+                    verdict.reason, verdict.signature):
+                # both ends stopped by one cause (a script with CRLF endings, a missing tool): another
+                # endpoint would be stopped by it too
+                advice = (f"; the {other_side} commit {trials.space.label(other_point)} cannot either, the same way: "
+                          f"no commit will run the test until that is fixed")
             return f"the {side} commit {trials.space.label(point)} cannot be tested: {why}{problem[len(said):]}{advice}"
     return problem
 

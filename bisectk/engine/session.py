@@ -79,8 +79,8 @@ def ledger_location(explicit: Path | None = None, *, spec: Spec | None = None,
     if explicit is not None:
         return _named_ledger(Path(explicit), lambda: ledger_location(spec=spec, repo=repo))
     if repo is not None:
-        from bisectk.spaces.commits import git_common_dir
-        return git_common_dir(repo) / "bisectk" / "ledger.db"
+        from bisectk.spaces.commits import repo_ledger
+        return repo_ledger(repo)
     if spec is not None and spec.path.is_file():
         beside = spec.path.resolve().parent / ".bisectk"
         if _writable(beside):

@@ -85,6 +85,12 @@ def git_common_dir(repo: Path | str) -> Path:
     return (Path(repo) / run_git(repo, "rev-parse", "--git-common-dir")).resolve()
 
 
+def repo_ledger(repo: Path | str) -> Path:
+    """The ledger of a history command without --ledger: in the common git directory, shared by
+    the repository's worktrees (engine/session.ledger_location)."""
+    return git_common_dir(repo) / "bisectk" / "ledger.db"
+
+
 def git_ok(cwd: Path | str, *args: str) -> bool:
     """Whether `git <args>` exits 0 in `cwd` (run_git's environment and config): for git's
     yes/no questions (`diff-files --quiet`). One that cannot start is a no."""

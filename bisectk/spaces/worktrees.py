@@ -399,8 +399,14 @@ class WorktreePool:
 
     def damage_of(self, entry: _Entry) -> str | None:
         """`damage` of a leased worktree, asked after its run; SpaceError when the cache was
-        removed meanwhile (`_removed`): not by the run, which is given no verdict."""
+        removed meanwhile (`_removed`), or the git directory's worktrees/ with every worktree's
+        admin directory in it: not by the run (a run breaks its own link), which is given no verdict."""
         self._removed([entry])
+        records = self._common / "worktrees"
+        if not records.is_dir():    # every worktree's admin directory at once: the git dir's cleanup
+            raise SpaceError(f"{records} was removed while this command ran (a cleanup of the git directory beside "
+                             f"the command, not by the run, which is given no verdict); run the command again "
+                             f"(the runs made so far are in the ledger)")
         return self.damage(entry.path)
 
     def _removed(self, entries) -> None:

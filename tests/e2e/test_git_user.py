@@ -288,3 +288,23 @@ def test_a_pytest_node_id_whose_path_has_a_space_or_a_quote_is_one_node_id(tmp_p
     for node in (f"{r}/tests/test v.py::test_v", "tests/test v.py"):
         p = bisectk("bisect", "--good", "HEAD~7", "--pytest", node, cwd=r, check=0)
         assert "first bad commit" in p.stdout and " c5\n" in p.stdout, (node, p.stdout[-1500:], p.stderr)
+
+
+def test_a_test_that_neither_end_can_start_is_not_answered_with_another_good_commit(tmp_path):
+    """A committed script with Windows line endings (core.autocrlf=true on the machine that
+    committed it): the good and the bad commit fail to start it the same way, yet the problem
+    ended 'give --good a commit the test can run on', when no commit can run it as it is."""
+    from tests.fixtures.gitrepo import git
+    r = tmp_path / "r"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    (r / "t.sh").write_bytes(b"#!/bin/sh\r\n[ $(cat v) -lt 5 ]\r\n")
+    (r / "t.sh").chmod(0o755)
+    for i in range(1, 7):
+        (r / "v").write_text(f"{i}\n")
+        git(r, "add", "v", "t.sh")
+        git(r, "commit", "-q", "-m", f"c{i}")
+    p = bisectk("bisect", "--good", "HEAD~5", "--bad", "HEAD", "--run", "./t.sh", cwd=r, check=2)
+    problem = [ln for ln in p.stdout.splitlines() if ln.startswith("problem:")]
+    assert len(problem) == 1 and "carriage return" in problem[0], p.stdout[-1500:]
+    assert "give --good" not in problem[0] and "the bad commit" in problem[0] and "same way" in problem[0], problem[0]

@@ -474,3 +474,36 @@ def test_a_triage_interrupted_as_its_session_opens_writes_its_junit_and_says_inc
     suite = ET.parse(junit).getroot().find("testsuite")
     errors = [c.find("error") for c in suite.iter("testcase") if c.find("error") is not None]
     assert errors and all("interrupted" in e.get("message") for e in errors), ET.tostring(suite)
+
+
+@pytest.mark.parametrize("command", ["triage", "bisect"])
+def test_a_ci_timeout_while_the_history_is_listed_still_writes_its_documents(tmp_path, command):
+    """SIGTERM (a CI job's timeout) while git lists a big history, before the command had checked
+    its output paths: exit 130 with no --json-out and no JUnit file at all, so the CI job had no
+    test report. The paths do not depend on what is listed: they are checked before it."""
+    r = _counting_repo(tmp_path, 8)
+    junit, doc = tmp_path / "t.xml", tmp_path / "t.json"
+    env = dict(os.environ, INJECT_AT="bisectk.spaces.commits:list_graph", INJECT_CALL="1", INJECT_SIGNAL="TERM",
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
+    extra = ["--junit", str(junit)] if command == "triage" else []
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), command, "--repo", str(r),
+                        "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'", "--json-out", str(doc),
+                        *extra], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert p.returncode == 130 and "Traceback" not in p.stderr, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
+    assert json.loads(doc.read_text())["interrupted"] is True, p.stderr[-800:]
+    assert command != "triage" or (junit.is_file() and "interrupted" in junit.read_text()), p.stderr[-800:]
+
+
+def test_a_ci_timeout_while_the_history_is_listed_never_writes_over_the_run_script(tmp_path):
+    """The paths checked before the history is listed include the files --run names: a --json-out
+    that is the user's script is refused there, never written over by the interrupt's document."""
+    r = _counting_repo(tmp_path, 8)
+    script = tmp_path / "t.sh"
+    script.write_text("[ $(cat v) -lt 5 ]\n")
+    env = dict(os.environ, INJECT_AT="bisectk.spaces.commits:list_graph", INJECT_CALL="1", INJECT_SIGNAL="TERM",
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), "triage", "--repo", str(r),
+                        "--good", "HEAD~7", "--bad", "HEAD", "--run", f"sh {script}", "--json-out", str(script)],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, (p.returncode, p.stderr[-1500:])
+    assert script.read_text() == "[ $(cat v) -lt 5 ]\n"

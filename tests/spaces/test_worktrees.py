@@ -150,6 +150,23 @@ def test_a_cache_removed_while_a_command_runs_stops_it_in_one_line_and_blames_no
             assert (wt / "state.txt").read_text() == "4\n"
     assert fingerprint(repo) == before
 
+def test_the_git_dirs_worktree_records_removed_while_a_run_goes_on_are_not_blamed_on_the_run(repo):
+    """`rm -rf .git/worktrees` (a user's cleanup beside the command) while a run is under way: the
+    run was given no verdict as "the run broke its worktree: its git directory ... was removed",
+    sending the user to their script; the command stops, saying what was removed and by whom."""
+    from bisectk.spaces.commits import git_common_dir
+    rng = chain(repo)
+    with WorktreePool(repo, size=1) as pool:
+        entry = pool.acquire(rng[2])
+        shutil.rmtree(git_common_dir(repo) / "worktrees")     # while the run of rng[2] is under way
+        with pytest.raises(SpaceError, match="worktrees was removed while this command ran.*not by the run"):
+            pool.damage_of(entry)               # asked as the run ends
+        pool.release(entry, rng[2])
+    with WorktreePool(repo, size=1) as pool:    # the next command makes its worktrees again
+        with pool.lease(rng[4]) as wt:
+            assert (wt / "state.txt").read_text() == "4\n"
+
+
 HOLDER = """
 import sys, time
 sys.path.insert(0, {root!r})

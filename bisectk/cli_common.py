@@ -419,14 +419,21 @@ def check_outputs_early(report: Optional[Path], json_out: Optional[Path], html: 
                         ledger: Optional[Path], repo: Path, as_json: bool = False, name: str = "") -> None:
     """check_outputs for bisect and triage before git lists the history (their paths do not depend
     on it): a CI job's timeout while a big history was listed, or the spec loaded, left no
-    document at all. What is known this early is checked: the SPEC's file, the ledger, the files
-    the words of --run and --build (`commands`) name in `dirs`, and --pytest's file as typed (it is
-    split once it is read against the tree); the full check, once the spec is loaded, follows.
+    document at all. What is known this early is checked: the SPEC's file and the files its
+    command names (a SPEC that does not load writes nothing early), the ledger, the files the
+    words of --run and --build (`commands`) name in `dirs`, and --pytest's file as typed (it is
+    split once it is read against the tree); the full check, once the subject is loaded, follows.
     `ledger`: --ledger, else `repo`'s."""
     import shlex
     from bisectk.report.outputs import argv_files
     from bisectk.spaces.commits import repo_ledger
-    also = [(spec, "the spec")] if spec is not None and spec.is_file() else []
+    also, loaded = [], None
+    if spec is not None and spec.is_file():
+        from bisectk.spec import load_spec
+        try:    # the files its command names are the user's too (a TOML read: milliseconds)
+            loaded = load_spec(spec)
+        except Exception:   # said when the command loads it; until then, the file alone
+            also = [(spec, "the spec")]
     for command in commands:
         try:
             words = shlex.split(command)
@@ -435,8 +442,10 @@ def check_outputs_early(report: Optional[Path], json_out: Optional[Path], html: 
         also += [(p, "a file the subject's command names") for p in argv_files(_script_words(words), *dirs)]
     if pytest:
         also += [(p, "the file --pytest names") for p in argv_files([pytest, pytest.split("::", 1)[0]], *dirs)]
-    check_outputs(report, json_out, html, junit, ledger=ledger if ledger is not None else repo_ledger(repo), also=also,
-                  as_json=as_json, name=name)
+    check_outputs(report, json_out, html, junit, spec=loaded, ledger=ledger if ledger is not None else repo_ledger(repo),
+                  also=also, as_json=as_json, name=name)
+    if spec is not None and loaded is None:
+        _checked.clear()    # what its command names is unknown: an early interrupt writes nothing
 
 
 def _script_words(argv: list[str]) -> list[str]:

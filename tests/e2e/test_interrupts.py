@@ -507,3 +507,21 @@ def test_a_ci_timeout_while_the_history_is_listed_never_writes_over_the_run_scri
                        capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
     assert p.returncode == 2 and "Traceback" not in p.stderr, (p.returncode, p.stderr[-1500:])
     assert script.read_text() == "[ $(cat v) -lt 5 ]\n"
+
+
+def test_a_ci_timeout_while_the_history_is_listed_never_writes_over_a_file_the_specs_command_names(tmp_path):
+    """As above for a SPEC: the files its command names are read from it before the history is
+    listed, so a --json-out that is the spec's script is refused there; it was accepted (the spec's
+    file alone was known), and the interrupt's document was written over the script."""
+    r = _counting_repo(tmp_path, 8)
+    script = tmp_path / "t.sh"
+    script.write_text("[ $(cat v) -lt 5 ]\n")
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'[subject]\ncommand = ["sh", "{script}"]\n')
+    env = dict(os.environ, INJECT_AT="bisectk.spaces.commits:list_graph", INJECT_CALL="1", INJECT_SIGNAL="TERM",
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), "bisect", str(spec),
+                        "--repo", str(r), "--good", "HEAD~7", "--bad", "HEAD", "--json-out", str(script)],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, (p.returncode, p.stderr[-1500:])
+    assert script.read_text() == "[ $(cat v) -lt 5 ]\n"

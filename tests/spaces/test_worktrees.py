@@ -19,6 +19,7 @@ import pytest
 from bisectk.spaces.commits import SpaceError, list_graph, resolve, run_git
 from bisectk.spaces.worktrees import WorktreePool, cache_dir_of
 from bisectk.spaces.wtcollect import collect
+from tests.conftest import wait_until
 from tests.fixtures.gitrepo import make_dag_repo
 from tests.search.dags import CRISS_CROSS
 from tests.spaces.test_commits import fingerprint, git, repo, worktrees  # noqa: F401  (repo: a fixture)
@@ -222,16 +223,17 @@ def test_a_lease_that_waits_for_a_prepared_checkout_says_so_and_one_that_does_no
     rng = chain(repo)
     real = run_git
     ended = []
+    waited = []
 
     def slow(*args):
         if "checkout" in args:
-            time.sleep(0.4)
+            if rng[5] in args:      # the prepared checkout runs until the lease has waited for it (or 60 s)
+                wait_until(lambda: waited, timeout=60)
             out = real(*args)
             ended.append(time.monotonic())
             return out
         return real(*args)
     monkeypatch.setattr("bisectk.spaces.worktrees.run_git", slow)
-    waited = []
     with WorktreePool(repo, size=1, while_preparing=lambda: waited.append(time.monotonic())) as pool:
         with pool.lease(rng[3]):
             pass                            # an ordinary switch: nothing prepared, nothing said

@@ -420,6 +420,15 @@ def test_json_on_stdout_says_the_interrupt_before_any_result(tmp_path, command):
     assert data["command"] == command and data["interrupted"] is True and data["exit_code"] == 130, data
 
 
+def _terminated_at(at: str, tmp_path, *args):
+    """`bisectk *args` (from tmp_path) with a SIGTERM sent to it at its first call of `at`
+    (module:function), as a CI job's timeout would come."""
+    env = dict(os.environ, INJECT_AT=at, INJECT_CALL="1", INJECT_SIGNAL="TERM",
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), *map(str, args)],
+                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+
+
 @pytest.mark.parametrize("command", ["triage", "bisect"])
 def test_a_ci_timeout_as_the_command_sets_up_its_runs_still_writes_its_documents(tmp_path, command):
     """SIGTERM after bisect or triage opened its session but before its first run (while it looked at
@@ -427,12 +436,9 @@ def test_a_ci_timeout_as_the_command_sets_up_its_runs_still_writes_its_documents
     (only the worktrees' making was held back), and the CI had no test report."""
     r = _counting_repo(tmp_path, 8)
     junit, doc = tmp_path / "t.xml", tmp_path / "t.json"
-    env = dict(os.environ, INJECT_AT="bisectk.cli_history:checkout_path", INJECT_CALL="1", INJECT_SIGNAL="TERM",
-               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
-    extra = ["--junit", str(junit)] if command == "triage" else []
-    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), command, "--repo", str(r),
-                        "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'", "--json-out", str(doc),
-                        *extra], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    extra = ["--junit", junit] if command == "triage" else []
+    p = _terminated_at("bisectk.cli_history:checkout_path", tmp_path, command, "--repo", r, "--good", "HEAD~7",
+                       "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'", "--json-out", doc, *extra)
     assert p.returncode == 130, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
     assert json.loads(doc.read_text())["interrupted"] is True, p.stderr[-800:]
     assert command != "triage" or (junit.is_file() and "interrupted" in junit.read_text()), p.stderr[-800:]
@@ -483,12 +489,9 @@ def test_a_ci_timeout_while_the_history_is_listed_still_writes_its_documents(tmp
     test report. The paths do not depend on what is listed: they are checked before it."""
     r = _counting_repo(tmp_path, 8)
     junit, doc = tmp_path / "t.xml", tmp_path / "t.json"
-    env = dict(os.environ, INJECT_AT="bisectk.spaces.commits:list_graph", INJECT_CALL="1", INJECT_SIGNAL="TERM",
-               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
-    extra = ["--junit", str(junit)] if command == "triage" else []
-    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), command, "--repo", str(r),
-                        "--good", "HEAD~7", "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'", "--json-out", str(doc),
-                        *extra], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    extra = ["--junit", junit] if command == "triage" else []
+    p = _terminated_at("bisectk.spaces.commits:list_graph", tmp_path, command, "--repo", r, "--good", "HEAD~7",
+                       "--bad", "HEAD", "--run", "sh -c '[ $(cat v) -lt 5 ]'", "--json-out", doc, *extra)
     assert p.returncode == 130 and "Traceback" not in p.stderr, (p.returncode, p.stdout[-1500:], p.stderr[-1500:])
     assert json.loads(doc.read_text())["interrupted"] is True, p.stderr[-800:]
     assert command != "triage" or (junit.is_file() and "interrupted" in junit.read_text()), p.stderr[-800:]
@@ -500,11 +503,8 @@ def test_a_ci_timeout_while_the_history_is_listed_never_writes_over_the_run_scri
     r = _counting_repo(tmp_path, 8)
     script = tmp_path / "t.sh"
     script.write_text("[ $(cat v) -lt 5 ]\n")
-    env = dict(os.environ, INJECT_AT="bisectk.spaces.commits:list_graph", INJECT_CALL="1", INJECT_SIGNAL="TERM",
-               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
-    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), "triage", "--repo", str(r),
-                        "--good", "HEAD~7", "--bad", "HEAD", "--run", f"sh {script}", "--json-out", str(script)],
-                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    p = _terminated_at("bisectk.spaces.commits:list_graph", tmp_path, "triage", "--repo", r, "--good", "HEAD~7",
+                       "--bad", "HEAD", "--run", f"sh {script}", "--json-out", script)
     assert p.returncode == 2 and "Traceback" not in p.stderr, (p.returncode, p.stderr[-1500:])
     assert script.read_text() == "[ $(cat v) -lt 5 ]\n"
 
@@ -518,10 +518,7 @@ def test_a_ci_timeout_while_the_history_is_listed_never_writes_over_a_file_the_s
     script.write_text("[ $(cat v) -lt 5 ]\n")
     spec = tmp_path / "s.toml"
     spec.write_text(f'[subject]\ncommand = ["sh", "{script}"]\n')
-    env = dict(os.environ, INJECT_AT="bisectk.spaces.commits:list_graph", INJECT_CALL="1", INJECT_SIGNAL="TERM",
-               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests" / "fixtures"), os.environ.get("PYTHONPATH", "")]))
-    p = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "inject_sigint.py"), "bisect", str(spec),
-                        "--repo", str(r), "--good", "HEAD~7", "--bad", "HEAD", "--json-out", str(script)],
-                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    p = _terminated_at("bisectk.spaces.commits:list_graph", tmp_path, "bisect", spec, "--repo", r, "--good", "HEAD~7",
+                       "--bad", "HEAD", "--json-out", script)
     assert p.returncode == 2 and "Traceback" not in p.stderr, (p.returncode, p.stderr[-1500:])
     assert script.read_text() == "[ $(cat v) -lt 5 ]\n"

@@ -20,6 +20,7 @@ import pytest
 from bisectk.run.executor import Job, run_command
 from bisectk.run.pool import WorkerPool
 from bisectk.run.progress import FixedWatch
+from tests.conftest import wait_until
 from tests.core.test_containment import HANG_TREE, kill_marked, marker, wait_count, with_marker
 
 ROOT = str(Path(__file__).resolve().parents[2])
@@ -163,20 +164,18 @@ def test_closing_the_pool_ends_the_template_and_every_worker(scripts):
         pids = [template.pid, template.contained.proc.pid] + [w.pid for s in p.slots for w in (s.worker, *s.spares) if w]
     # a spare still importing is killed in the background, not waited for: the test waits for
     # them to be gone (it slept 0.2 s, which a loaded machine's kill and exit may outlast)
-    end = time.monotonic() + 30
-    while True:
-        alive = []
+    def alive():
+        found = []
         for pid in pids:
             try:
                 with open(f"/proc/{pid}/stat", "rb") as f:
                     if f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X"):
-                        alive.append(pid)
+                        found.append(pid)
             except OSError:
                 pass
-        if not alive or time.monotonic() > end:
-            break
-        time.sleep(0.05)
-    assert alive == []
+        return found
+    wait_until(lambda: not alive(), timeout=30)
+    assert alive() == []
 
 
 def test_a_template_whose_preload_left_a_thread_running_is_not_forked(scripts):
